@@ -1,0 +1,88 @@
+#include "kernels/cpu_features.h"
+
+#include <cpuid.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+
+namespace qdqrt::kernels {
+
+namespace {
+
+uint64_t read_xcr0() {
+  uint32_t eax = 0, edx = 0;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+
+Isa detect() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return Isa::kScalar;
+  const bool osxsave = ecx & (1u << 27);
+  const bool avx = ecx & (1u << 28);
+  const bool fma = ecx & (1u << 12);
+  if (!osxsave || !avx || !fma) return Isa::kScalar;
+  const uint64_t xcr0 = read_xcr0();
+  const bool ymm_state = (xcr0 & 0x6) == 0x6;
+  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;
+  if (!ymm_state) return Isa::kScalar;
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  const bool avx2 = ebx & (1u << 5);
+  const bool avx512f = ebx & (1u << 16);
+  const bool avx512bw = ebx & (1u << 30);
+  const bool avx512vl = ebx & (1u << 31);
+  const bool avx512vnni = ecx & (1u << 11);
+  unsigned eax1 = 0, ebx1 = 0, ecx1 = 0, edx1 = 0;
+  __cpuid_count(7, 1, eax1, ebx1, ecx1, edx1);
+  const bool avxvnni = eax1 & (1u << 4);
+  if (!avx2) return Isa::kScalar;
+  if (zmm_state && avx512f && avx512bw && avx512vl && avx512vnni) return Isa::kAvx512Vnni;
+  if (avxvnni) return Isa::kAvxVnni;
+  return Isa::kAvx2;
+}
+
+// -1: no explicit limit (use the environment).
+std::atomic<int> explicit_limit{-1};
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvxVnni: return "avxvnni";
+    case Isa::kAvx512Vnni: return "avx512vnni";
+  }
+  return "unknown";
+}
+
+std::optional<Isa> parse_isa(const std::string& name) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni}) {
+    if (name == isa_name(isa)) return isa;
+  }
+  return std::nullopt;
+}
+
+Isa detected_isa() {
+  static const Isa isa = detect();
+  return isa;
+}
+
+Isa active_isa() {
+  Isa limit = Isa::kAvx512Vnni;
+  int explicit_value = explicit_limit.load();
+  if (explicit_value >= 0) {
+    limit = static_cast<Isa>(explicit_value);
+  } else if (const char* env = std::getenv("QDQRT_MAX_ISA")) {
+    if (auto parsed = parse_isa(env)) limit = *parsed;
+  }
+  Isa detected = detected_isa();
+  return static_cast<int>(limit) < static_cast<int>(detected) ? limit : detected;
+}
+
+void set_max_isa(std::optional<Isa> isa) { explicit_limit.store(isa ? static_cast<int>(*isa) : -1); }
+
+bool isa_supported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(detected_isa()); }
+
+}  // namespace qdqrt::kernels

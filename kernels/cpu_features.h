@@ -1,0 +1,25 @@
+// The instruction sets qdqrt's INT8 kernels are written for, detected once from CPUID.
+// QDQRT_MAX_ISA=scalar|avx2|avxvnni|avx512vnni (or set_max_isa) forces a lower path so every
+// variant can be tested on one machine.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace qdqrt::kernels {
+
+// Ordered: a higher value implies the lower ones are usable too.
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvxVnni = 2, kAvx512Vnni = 3 };
+
+const char* isa_name(Isa isa);  // "scalar", "avx2", "avxvnni", "avx512vnni"
+std::optional<Isa> parse_isa(const std::string& name);
+
+// What the CPU (and OS, via XGETBV) supports.
+Isa detected_isa();
+// min(detected_isa(), the limit from set_max_isa() or else QDQRT_MAX_ISA).
+Isa active_isa();
+// Limits active_isa(); pass std::nullopt to go back to the environment/CPUID choice.
+void set_max_isa(std::optional<Isa> isa);
+bool isa_supported(Isa isa);
+
+}  // namespace qdqrt::kernels

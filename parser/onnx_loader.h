@@ -1,0 +1,34 @@
+// Loads an ONNX model into qdqrt's Graph: protobuf parse, onnx's checker and shape inference,
+// then conversion with qdqrt's own validation. Never throws; every failure is a Status.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "parser/graph.h"
+#include "parser/status.h"
+
+namespace onnx {
+class ModelProto;
+class TensorProto;
+}  // namespace onnx
+
+namespace qdqrt {
+
+struct LoadOptions {
+  bool run_checker = true;
+  bool run_shape_inference = true;
+  // Directory for external data files; load_onnx_file() defaults it to the model's directory.
+  std::string external_data_dir;
+};
+
+Result<Graph> load_onnx_file(const std::string& path, const LoadOptions& options = {});
+Result<Graph> load_onnx_bytes(const void* data, size_t size, const LoadOptions& options = {});
+Result<Graph> load_onnx_model(const onnx::ModelProto& model, const LoadOptions& options = {});
+
+// TensorProto -> Tensor (raw_data, typed fields or external data under base_dir).
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir = "");
+// A serialized TensorProto file, as the ONNX backend tests store input_0.pb / output_0.pb.
+Result<Tensor> read_tensor_pb_file(const std::string& path);
+
+}  // namespace qdqrt

@@ -1,0 +1,7 @@
+#include "reference/kernel_registry.h"
+
+namespace qdqrt {
+
+void register_resize_kernels(KernelRegistry& registry) { (void)registry; }
+
+}  // namespace qdqrt
