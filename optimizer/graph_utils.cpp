@@ -1,0 +1,172 @@
+#include "optimizer/graph_utils.h"
+
+#include <queue>
+#include <unordered_set>
+
+namespace qdqrt::optimizer {
+
+ValueIndex::ValueIndex(const Graph& graph) {
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    for (const std::string& output : node.outputs) {
+      if (!output.empty()) producers_[output] = static_cast<int>(n);
+    }
+    for (const std::string& input : node.inputs) {
+      if (!input.empty()) consumers_[input].push_back(static_cast<int>(n));
+    }
+  }
+  for (const std::string& output : graph.outputs) outputs_[output] = true;
+}
+
+int ValueIndex::producer(const std::string& value) const {
+  auto it = producers_.find(value);
+  return it == producers_.end() ? -1 : it->second;
+}
+
+const std::vector<int>& ValueIndex::consumers(const std::string& value) const {
+  static const std::vector<int> none;
+  auto it = consumers_.find(value);
+  return it == consumers_.end() ? none : it->second;
+}
+
+bool ValueIndex::is_graph_output(const std::string& value) const { return outputs_.count(value) != 0; }
+
+bool ValueIndex::has_single_use(const std::string& value) const {
+  return consumers(value).size() == 1 && !is_graph_output(value);
+}
+
+Status topological_sort(Graph& graph) {
+  std::unordered_map<std::string, int> producer;
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    for (const std::string& output : graph.nodes[n].outputs) {
+      if (!output.empty()) producer[output] = static_cast<int>(n);
+    }
+  }
+  std::unordered_set<std::string> available(graph.inputs.begin(), graph.inputs.end());
+  for (const auto& [name, tensor] : graph.initializers) available.insert(name);
+
+  const size_t count = graph.nodes.size();
+  std::vector<int> pending(count, 0);
+  std::vector<std::vector<int>> readers(count);
+  for (size_t n = 0; n < count; ++n) {
+    for (const std::string& input : graph.nodes[n].inputs) {
+      if (input.empty() || available.count(input)) continue;
+      auto it = producer.find(input);
+      if (it == producer.end()) {
+        return invalid_model("{}: input '{}' has no producer", graph.nodes[n].describe(), input);
+      }
+      ++pending[n];
+      readers[static_cast<size_t>(it->second)].push_back(static_cast<int>(n));
+    }
+  }
+  // Min-heap on the original index keeps the existing order wherever it is already valid.
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (size_t n = 0; n < count; ++n) {
+    if (pending[n] == 0) ready.push(static_cast<int>(n));
+  }
+  std::vector<Node> sorted;
+  sorted.reserve(count);
+  while (!ready.empty()) {
+    int n = ready.top();
+    ready.pop();
+    for (int reader : readers[static_cast<size_t>(n)]) {
+      if (--pending[static_cast<size_t>(reader)] == 0) ready.push(reader);
+    }
+    sorted.push_back(std::move(graph.nodes[static_cast<size_t>(n)]));
+  }
+  if (sorted.size() != count) {
+    for (size_t n = 0; n < count; ++n) {
+      if (pending[n] > 0) return invalid_model("{}: the graph has a cycle through this node", graph.nodes[n].describe());
+    }
+  }
+  graph.nodes = std::move(sorted);
+  return Status::ok();
+}
+
+int remove_unused(Graph& graph) {
+  int removed = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::unordered_set<std::string> used(graph.outputs.begin(), graph.outputs.end());
+    for (const Node& node : graph.nodes) {
+      for (const std::string& input : node.inputs) {
+        if (!input.empty()) used.insert(input);
+      }
+    }
+    std::vector<Node> kept;
+    kept.reserve(graph.nodes.size());
+    for (Node& node : graph.nodes) {
+      bool any_used = false;
+      for (const std::string& output : node.outputs) any_used = any_used || (!output.empty() && used.count(output));
+      if (any_used) {
+        kept.push_back(std::move(node));
+      } else {
+        ++removed;
+        changed = true;
+      }
+    }
+    graph.nodes = std::move(kept);
+    if (!changed) {
+      std::erase_if(graph.initializers, [&](const auto& entry) { return !used.count(entry.first); });
+    }
+  }
+  return removed;
+}
+
+void replace_uses(Graph& graph, const std::string& from, const std::string& to) {
+  for (Node& node : graph.nodes) {
+    for (std::string& input : node.inputs) {
+      if (input == from) input = to;
+    }
+  }
+}
+
+std::string unique_value_name(const Graph& graph, const std::string& base) {
+  auto taken = [&](const std::string& name) {
+    if (graph.values.count(name) || graph.initializers.count(name)) return true;
+    for (const Node& node : graph.nodes) {
+      for (const std::string& output : node.outputs) {
+        if (output == name) return true;
+      }
+      for (const std::string& input : node.inputs) {
+        if (input == name) return true;
+      }
+    }
+    for (const std::string& input : graph.inputs) {
+      if (input == name) return true;
+    }
+    return false;
+  };
+  if (!taken(base)) return base;
+  for (int suffix = 1;; ++suffix) {
+    std::string candidate = base + "_" + std::to_string(suffix);
+    if (!taken(candidate)) return candidate;
+  }
+}
+
+std::string unique_node_name(const Graph& graph, const std::string& base) {
+  std::unordered_set<std::string> names;
+  for (const Node& node : graph.nodes) names.insert(node.name);
+  if (!names.count(base)) return base;
+  for (int suffix = 1;; ++suffix) {
+    std::string candidate = base + "_" + std::to_string(suffix);
+    if (!names.count(candidate)) return candidate;
+  }
+}
+
+std::string add_initializer(Graph& graph, const std::string& base, Tensor tensor) {
+  std::string name = unique_value_name(graph, base);
+  ValueInfo info;
+  info.name = name;
+  info.dtype = tensor.dtype();
+  std::vector<Dim> dims;
+  for (int64_t d : tensor.shape()) dims.push_back({d, ""});
+  info.shape = dims;
+  graph.values[name] = info;
+  graph.initializers[name] = std::move(tensor);
+  return name;
+}
+
+const Tensor* find_constant(const Graph& graph, const std::string& value) { return graph.find_initializer(value); }
+
+}  // namespace qdqrt::optimizer

@@ -1,0 +1,52 @@
+// Small tools passes use to read and rewrite a Graph.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "parser/graph.h"
+#include "parser/status.h"
+
+namespace qdqrt::optimizer {
+
+// Who produces and who reads each value. Indices into graph.nodes; rebuild after any rewrite.
+class ValueIndex {
+ public:
+  explicit ValueIndex(const Graph& graph);
+  // Index of the producing node, or -1 (graph input, initializer or unknown).
+  int producer(const std::string& value) const;
+  // Indices of nodes reading the value (a node reading it twice appears twice).
+  const std::vector<int>& consumers(const std::string& value) const;
+  bool is_graph_output(const std::string& value) const;
+  // Read by exactly one node and not a graph output: safe to fuse away.
+  bool has_single_use(const std::string& value) const;
+
+ private:
+  std::unordered_map<std::string, int> producers_;
+  std::unordered_map<std::string, std::vector<int>> consumers_;
+  std::unordered_map<std::string, bool> outputs_;
+};
+
+// Sorts graph.nodes topologically (stable: keeps the current order where it can).
+// Error if a cycle or an input with no producer exists.
+Status topological_sort(Graph& graph);
+
+// Removes nodes none of whose outputs are used (by nodes or graph outputs) and initializers no
+// node reads; repeated until nothing changes. Returns the number of nodes removed.
+int remove_unused(Graph& graph);
+
+// Every node input reading `from` reads `to` instead (graph outputs are not touched).
+void replace_uses(Graph& graph, const std::string& from, const std::string& to);
+
+// A value/node name not used in the graph yet, from `base` ("base", "base_1", ...).
+std::string unique_value_name(const Graph& graph, const std::string& base);
+std::string unique_node_name(const Graph& graph, const std::string& base);
+
+// Adds a constant tensor under a fresh name derived from `base`; returns the name.
+std::string add_initializer(Graph& graph, const std::string& base, Tensor tensor);
+
+// The constant behind a value: an initializer, or nullptr.
+const Tensor* find_constant(const Graph& graph, const std::string& value);
+
+}  // namespace qdqrt::optimizer

@@ -1,0 +1,39 @@
+// The optimizer's pass interface. One pass per file in optimizer/passes/<verb>_<object>.{h,cpp};
+// the order lives in optimizer/pipeline.cpp only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "parser/graph.h"
+#include "parser/status.h"
+
+namespace qdqrt::optimizer {
+
+// Why an op that looks quantized stayed in float ("Add 'add_3': residual input is float").
+struct FloatReason {
+  std::string node;
+  std::string op_type;
+  std::string reason;
+};
+
+struct PassContext {
+  // Filled by fusion passes for `qdqrt inspect`; later passes may erase entries for nodes they
+  // fuse after all.
+  std::vector<FloatReason> float_reasons;
+  // Records a reason once per node (the first one wins: it is the most specific).
+  void note_float(const Node& node, std::string reason);
+  void clear_float_reason(const std::string& node_name);
+};
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  // snake_case, the file's name: "fold_constants".
+  virtual std::string name() const = 0;
+  // Passes that, when enabled, must have run before this one (checked by the pipeline).
+  virtual std::vector<std::string> must_run_after() const { return {}; }
+  virtual Status run(Graph& graph, PassContext& context) = 0;
+};
+
+}  // namespace qdqrt::optimizer

@@ -1,0 +1,76 @@
+#include "optimizer/pipeline.h"
+
+#include <algorithm>
+#include <memory>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "optimizer/graph_utils.h"
+
+namespace qdqrt::optimizer {
+
+namespace {
+
+// THE pipeline order. Each pass states which passes must precede it (must_run_after); that rule
+// is checked below, so reordering here cannot silently break it.
+std::vector<std::unique_ptr<Pass>> make_pipeline() {
+  std::vector<std::unique_ptr<Pass>> passes;
+  return passes;
+}
+
+Status check_ordering(const std::vector<std::unique_ptr<Pass>>& passes) {
+  for (size_t i = 0; i < passes.size(); ++i) {
+    for (const std::string& before : passes[i]->must_run_after()) {
+      auto it = std::find_if(passes.begin(), passes.end(), [&](const auto& p) { return p->name() == before; });
+      if (it == passes.end()) {
+        return internal_error("pass '{}' must run after unknown pass '{}'", passes[i]->name(), before);
+      }
+      if (it - passes.begin() > static_cast<std::ptrdiff_t>(i)) {
+        return internal_error("pipeline order: '{}' must run after '{}'", passes[i]->name(), before);
+      }
+    }
+  }
+  return Status::ok();
+}
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
+std::vector<std::string> pipeline_pass_names() {
+  std::vector<std::string> names;
+  for (const auto& pass : make_pipeline()) names.push_back(pass->name());
+  return names;
+}
+
+Result<OptimizeReport> optimize(Graph& graph, const OptimizeOptions& options) {
+  std::vector<std::unique_ptr<Pass>> passes = make_pipeline();
+  QDQRT_RETURN_IF_ERROR(check_ordering(passes));
+  std::vector<std::string> known = pipeline_pass_names();
+  for (const auto* list : {&options.only_passes, &options.disabled_passes}) {
+    for (const std::string& name : *list) {
+      if (!contains(known, name)) {
+        return invalid_argument("unknown pass '{}' (passes: {})", name, fmt::join(known, ", "));
+      }
+    }
+  }
+
+  OptimizeReport report;
+  PassContext context;
+  for (const auto& pass : passes) {
+    const std::string name = pass->name();
+    if (!options.only_passes.empty() && !contains(options.only_passes, name)) continue;
+    if (contains(options.disabled_passes, name)) continue;
+    QDQRT_RETURN_IF_ERROR(pass->run(graph, context).with_context("pass " + name));
+    QDQRT_RETURN_IF_ERROR(topological_sort(graph).with_context("after pass " + name));
+    report.passes_run.push_back(name);
+    if (options.after_pass) QDQRT_RETURN_IF_ERROR(options.after_pass(name, graph));
+  }
+  report.float_reasons = std::move(context.float_reasons);
+  return report;
+}
+
+}  // namespace qdqrt::optimizer

@@ -1,0 +1,32 @@
+// The optimizer: runs the passes of optimizer/pipeline.cpp, in that file's order.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "optimizer/pass.h"
+#include "parser/graph.h"
+#include "parser/status.h"
+
+namespace qdqrt::optimizer {
+
+struct OptimizeOptions {
+  // Non-empty: run only these passes (pipeline order is kept). Unknown names are an error.
+  std::vector<std::string> only_passes;
+  std::vector<std::string> disabled_passes;
+  // Called after each pass that ran (e.g. to dump the graph).
+  std::function<Status(const std::string& pass_name, const Graph& graph)> after_pass;
+};
+
+struct OptimizeReport {
+  std::vector<std::string> passes_run;
+  std::vector<FloatReason> float_reasons;
+};
+
+// Names of every pass, in pipeline order.
+std::vector<std::string> pipeline_pass_names();
+
+Result<OptimizeReport> optimize(Graph& graph, const OptimizeOptions& options = {});
+
+}  // namespace qdqrt::optimizer
