@@ -92,6 +92,59 @@ void fix_newer_quantize_types(const onnx::NodeProto& node, const std::unordered_
   }
 }
 
+// Rank of a value if its type carries a shape, else -1.
+int64_t known_rank(const std::unordered_map<std::string, onnx::TypeProto*>& types, const onnx::NodeProto& node, int index) {
+  if (index >= node.input_size() || node.input(index).empty()) return -1;
+  auto it = types.find(node.input(index));
+  if (it == types.end() || !it->second->has_tensor_type() || !it->second->tensor_type().has_shape()) return -1;
+  return it->second->tensor_type().shape().dim_size();
+}
+
+// libonnx 1.12's shape rules trust some relations between inputs and attributes and read out of
+// bounds when a model breaks them (found by fuzzing: convPoolShapeInference with a weight whose
+// rank differs from the input's). Those relations are checked here first; breaking one is a model
+// error either way.
+Status check_before_libonnx_shape_rule(const onnx::NodeProto& node,
+                                       const std::unordered_map<std::string, onnx::TypeProto*>& types,
+                                       const std::string& context) {
+  const std::string& op = node.op_type();
+  int weight_index = -1;
+  if (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose" || op == "DeformConv") weight_index = 1;
+  else if (op == "QLinearConv") weight_index = 3;
+  const bool pooling = op == "MaxPool" || op == "AveragePool" || op == "LpPool" || op == "MaxUnpool" ||
+                       op == "MaxRoiPool" || op == "QLinearAveragePool";
+  if (weight_index < 0 && !pooling) return Status::ok();
+
+  const int64_t rank = known_rank(types, node, 0);
+  if (rank < 0) return Status::ok();
+  if (rank < 3) return invalid_model("{}: input '{}' must have rank >= 3 (N, C, spatial...), got rank {}", context, node.input(0), rank);
+  if (weight_index >= 0) {
+    const int64_t weight_rank = known_rank(types, node, weight_index);
+    if (weight_rank >= 0 && weight_rank != rank) {
+      return invalid_model("{}: weight '{}' has rank {} but input '{}' has rank {}", context, node.input(weight_index),
+                           weight_rank, node.input(0), rank);
+    }
+  }
+  const size_t spatial = static_cast<size_t>(rank - 2);
+  for (const auto& attribute : node.attribute()) {
+    const std::string& name = attribute.name();
+    size_t expected = 0;
+    if (name == "kernel_shape" || name == "strides" || name == "dilations" || name == "output_padding" ||
+        name == "output_shape") {
+      expected = spatial;
+    } else if (name == "pads") {
+      expected = 2 * spatial;
+    } else {
+      continue;
+    }
+    if (static_cast<size_t>(attribute.ints_size()) != expected) {
+      return invalid_model("{}: attribute '{}' has {} values, the input's {} spatial dims need {}", context, name,
+                           attribute.ints_size(), spatial, expected);
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 const NewerOpVersion* find_newer_op_version(const std::string& op_type, int64_t opset) {
@@ -159,6 +212,7 @@ Status check_and_infer(const InferenceRequest& request, std::unordered_map<std::
     // Strict: a failure or conflict is the model's fault. Otherwise best effort.
     const bool strict = newer == nullptr && all_inputs_typed;
 
+    QDQRT_RETURN_IF_ERROR(check_before_libonnx_shape_rule(node, type_pointers, context));
     onnx::NodeProto node_copy = node;  // InferenceContextImpl wants a mutable node
     std::vector<onnx::TypeProto> inferred;
     try {

@@ -251,9 +251,11 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::stri
   const int sources = int{external} + int{proto.has_raw_data() && !external} + typed_fields;
   if (sources > 1) return invalid_model("{}: has more than one data field", what);
 
-  Tensor tensor(dtype, dims);
+  // Sizes are checked before the tensor is allocated, so a tiny file claiming huge dims
+  // cannot exhaust memory.
   if (external) {
     QDQRT_ASSIGN_OR_RETURN(std::string bytes, read_external_data(proto, base_dir, expected_bytes, what));
+    Tensor tensor(dtype, dims);
     fill_from_bytes(tensor, reinterpret_cast<const uint8_t*>(bytes.data()));
     return tensor;
   }
@@ -262,13 +264,34 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::stri
       return invalid_model("{}: raw_data has {} bytes, but {} dims {} need {}", what, proto.raw_data().size(),
                            dtype_name(dtype), shape_to_string(dims), expected_bytes);
     }
+    Tensor tensor(dtype, dims);
     fill_from_bytes(tensor, reinterpret_cast<const uint8_t*>(proto.raw_data().data()));
     return tensor;
   }
   if (typed_fields == 0) {
-    if (numel == 0) return tensor;
+    if (numel == 0) return Tensor(dtype, dims);
     return invalid_model("{}: has no data ({} elements expected)", what, numel);
   }
+  {
+    const char* field = "string_data";
+    int64_t stored = proto.string_data_size();
+    int64_t needed = numel;
+    if (proto.int32_data_size() > 0) {
+      field = "int32_data";
+      stored = proto.int32_data_size();
+      if (is_packed_4bit(dtype)) needed = (numel + 1) / 2;
+    } else if (proto.float_data_size() > 0) {
+      field = "float_data", stored = proto.float_data_size();
+    } else if (proto.int64_data_size() > 0) {
+      field = "int64_data", stored = proto.int64_data_size();
+    } else if (proto.double_data_size() > 0) {
+      field = "double_data", stored = proto.double_data_size();
+    } else if (proto.uint64_data_size() > 0) {
+      field = "uint64_data", stored = proto.uint64_data_size();
+    }
+    if (stored != needed) return invalid_model("{}: {} has {} values, dims need {}", what, field, stored, needed);
+  }
+  Tensor tensor(dtype, dims);
   if (proto.int32_data_size() > 0) {
     QDQRT_RETURN_IF_ERROR(fill_from_int32_data(tensor, proto, what));
   } else if (proto.float_data_size() > 0) {

@@ -269,6 +269,18 @@ agraph (float[3] X) => (float[3] Y)
   EXPECT_LOAD_ERROR(bad_attribute, "Relu_0", "not_an_attribute");
 }
 
+TEST(MalformedModel, ConvWeightRankMismatchIsCaughtBeforeLibonnxReadsOutOfBounds) {
+  // libonnx 1.12's conv shape rule reads past its vectors for this model (a fuzzer finding).
+  auto graph = load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[1, 7, 7] X, float[1, 1, 1, 1] W) => (float[1, 1, 7] Y)
+{
+  Y = Conv(X, W)
+}
+)");
+  EXPECT_LOAD_ERROR(graph, "node 'Conv_0' (Conv)", "weight 'W' has rank 4", "input 'X' has rank 3");
+}
+
 TEST(MalformedModel, TypeConstraintViolation) {
   auto graph = load_text(R"(
 <ir_version: 8, opset_import: ["" : 13]>

@@ -211,6 +211,14 @@ TEST(TensorFromProto, RejectsInconsistentData) {
   auto bytes_overflow = make_proto(onnx::TensorProto::DOUBLE, {int64_t{1} << 61});
   EXPECT_LOAD_ERROR(tensor_from_proto(bytes_overflow), "overflows");
 
+  // Huge dims with little data are rejected before anything is allocated.
+  auto huge_raw = make_proto(onnx::TensorProto::FLOAT, {int64_t{1} << 20, int64_t{1} << 20});
+  huge_raw.set_raw_data(std::string(4, '\0'));
+  EXPECT_LOAD_ERROR(tensor_from_proto(huge_raw), "raw_data has 4 bytes");
+  auto huge_typed = make_proto(onnx::TensorProto::FLOAT, {int64_t{1} << 20, int64_t{1} << 20});
+  huge_typed.add_float_data(1.0f);
+  EXPECT_LOAD_ERROR(tensor_from_proto(huge_typed), "float_data has 1 values");
+
   auto raw = make_proto(onnx::TensorProto::FLOAT, {2, 2});
   raw.set_raw_data(std::string(15, '\0'));
   EXPECT_LOAD_ERROR(tensor_from_proto(raw), "raw_data has 15 bytes", "need 16");
