@@ -29,6 +29,9 @@ namespace qdqrt::onnx_detail {
 
 namespace {
 
+// Most dims a tensor may have (ONNX sets no limit; real models stay far below).
+constexpr int64_t kMaxRank = 32;
+
 // The newest ai.onnx opset whose schemas libonnx 1.12 has.
 constexpr int64_t kLibOnnxMaxOpset = 17;
 
@@ -100,6 +103,38 @@ int64_t known_rank(const std::unordered_map<std::string, onnx::TypeProto*>& type
   return it->second->tensor_type().shape().dim_size();
 }
 
+// `axis`/`axes` attributes must address a dim of the tensor they refer to (input 0, or the
+// output for OneHot/Unsqueeze/Flatten, which may address one past the input's last dim).
+// libonnx 1.12 indexes with some of them unchecked (e.g. LayerNormalization axis).
+Status check_axis_attributes(const onnx::NodeProto& node, const std::unordered_map<std::string, onnx::TypeProto*>& types,
+                             const std::string& context) {
+  const int64_t rank = known_rank(types, node, 0);
+  if (rank < 0) return Status::ok();
+  const std::string& op = node.op_type();
+  for (const auto& attribute : node.attribute()) {
+    std::vector<int64_t> values;
+    int64_t reference_rank = rank;
+    if (attribute.name() == "axis" && attribute.type() == onnx::AttributeProto::INT) {
+      values.push_back(attribute.i());
+      if (op == "OneHot" || op == "Flatten") reference_rank = rank + 1;
+    } else if (attribute.name() == "axes" && attribute.type() == onnx::AttributeProto::INTS) {
+      values.assign(attribute.ints().begin(), attribute.ints().end());
+      if (op == "Unsqueeze") reference_rank = rank + static_cast<int64_t>(values.size());
+    } else {
+      continue;
+    }
+    for (int64_t value : values) {
+      // Scalars (rank 0) have no axes, but some ops accept axis 0/-1 on them; leave those to libonnx.
+      if (reference_rank == 0) continue;
+      if (value < -reference_rank || value >= reference_rank) {
+        return invalid_model("{}: attribute '{}' = {} is out of range for rank {} (input '{}')", context,
+                             attribute.name(), value, reference_rank, node.input(0));
+      }
+    }
+  }
+  return Status::ok();
+}
+
 // libonnx 1.12's shape rules trust some relations between inputs and attributes and read out of
 // bounds when a model breaks them (found by fuzzing: convPoolShapeInference with a weight whose
 // rank differs from the input's). Those relations are checked here first; breaking one is a model
@@ -108,6 +143,33 @@ Status check_before_libonnx_shape_rule(const onnx::NodeProto& node,
                                        const std::unordered_map<std::string, onnx::TypeProto*>& types,
                                        const std::string& context) {
   const std::string& op = node.op_type();
+  QDQRT_RETURN_IF_ERROR(check_axis_attributes(node, types, context));
+  // Ops whose default axis (-1) needs at least one dim; libonnx indexes dim(-1 + rank) unchecked.
+  if ((op == "LayerNormalization" || op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") &&
+      known_rank(types, node, 0) == 0) {
+    return invalid_model("{}: input '{}' must have rank >= 1, got a scalar", context, node.input(0));
+  }
+  if (op == "DepthToSpace" || op == "SpaceToDepth") {
+    for (const auto& attribute : node.attribute()) {
+      if (attribute.name() == "blocksize" && attribute.i() < 1) {
+        return invalid_model("{}: attribute 'blocksize' is {}, must be >= 1", context, attribute.i());
+      }
+    }
+  }
+  // A 1-D shape input's length becomes the output rank; libonnx would build that many dims.
+  int shape_input = -1;
+  if (op == "Expand" || op == "Reshape" || op == "Tile") shape_input = 1;
+  else if (op == "ConstantOfShape") shape_input = 0;
+  if (shape_input >= 0 && shape_input < node.input_size()) {
+    auto it = types.find(node.input(shape_input));
+    if (it != types.end() && it->second->has_tensor_type() && it->second->tensor_type().has_shape()) {
+      const auto& shape = it->second->tensor_type().shape();
+      if (shape.dim_size() == 1 && shape.dim(0).has_dim_value() && shape.dim(0).dim_value() > kMaxRank) {
+        return invalid_model("{}: shape input '{}' has {} elements, more than the {} dims qdqrt supports", context,
+                             node.input(shape_input), shape.dim(0).dim_value(), kMaxRank);
+      }
+    }
+  }
   int weight_index = -1;
   if (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose" || op == "DeformConv") weight_index = 1;
   else if (op == "QLinearConv") weight_index = 3;
@@ -140,6 +202,11 @@ Status check_before_libonnx_shape_rule(const onnx::NodeProto& node,
     if (static_cast<size_t>(attribute.ints_size()) != expected) {
       return invalid_model("{}: attribute '{}' has {} values, the input's {} spatial dims need {}", context, name,
                            attribute.ints_size(), spatial, expected);
+    }
+    // libonnx divides by strides and multiplies by dilations unchecked.
+    const int64_t minimum = (name == "pads" || name == "output_padding" || name == "output_shape") ? 0 : 1;
+    for (int64_t value : attribute.ints()) {
+      if (value < minimum) return invalid_model("{}: attribute '{}' has value {}, must be >= {}", context, name, value, minimum);
     }
   }
   return Status::ok();
