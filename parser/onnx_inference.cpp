@@ -32,8 +32,8 @@ namespace {
 // Most dims a tensor may have (ONNX sets no limit; real models stay far below).
 constexpr int64_t kMaxRank = 32;
 
-// The newest ai.onnx opset whose schemas libonnx 1.12 has.
-constexpr int64_t kLibOnnxMaxOpset = 17;
+// Largest spatial dim of a conv/pool input with auto_pad SAME_* (see check_before_libonnx_shape_rule).
+constexpr int64_t kMaxSamePaddedDim = int64_t{1} << 28;
 
 struct NewerOpEntry {
   const char* op_type;
@@ -188,6 +188,18 @@ Status check_before_libonnx_shape_rule(const onnx::NodeProto& node,
     }
   }
   const size_t spatial = static_cast<size_t>(rank - 2);
+  // With auto_pad SAME_*, libonnx computes a remainder by repeated subtraction, one step per
+  // stride: a huge spatial dim would hang the loader.
+  for (const auto& attribute : node.attribute()) {
+    if (attribute.name() != "auto_pad" || attribute.s().rfind("SAME", 0) != 0) continue;
+    const auto& shape = types.at(node.input(0))->tensor_type().shape();
+    for (int i = 2; i < shape.dim_size(); ++i) {
+      if (shape.dim(i).has_dim_value() && shape.dim(i).dim_value() > kMaxSamePaddedDim) {
+        return unsupported("{}: spatial dim {} of input '{}' is {}, more than qdqrt supports with auto_pad {} ({})",
+                           context, i, node.input(0), shape.dim(i).dim_value(), attribute.s(), kMaxSamePaddedDim);
+      }
+    }
+  }
   for (const auto& attribute : node.attribute()) {
     const std::string& name = attribute.name();
     size_t expected = 0;

@@ -5,10 +5,18 @@
 #include <random>
 
 #include "parser/onnx_loader.h"
+#include "tests/fuzz/onnx_parser_fuzz_entry.h"
 #include "tests/parser/test_models.h"
 
 namespace qdqrt::testing {
 namespace {
+
+// The fuzz registry holds every op family's ops (pools, Expand, LayerNormalization, ...).
+LoadOptions fuzz_options() {
+  LoadOptions options;
+  options.registry = &fuzz_op_registry();
+  return options;
+}
 
 const char* kSmallModel = R"(
 <ir_version: 8, opset_import: ["" : 13]>
@@ -222,7 +230,8 @@ agraph (float[3] X) => (float[3] Y)
 }
 )";
     auto graph = load_text(text);
-    EXPECT_LOAD_ERROR(graph, "ai.onnx opset", std::to_string(opset).c_str(), "10..21");
+    const std::string opset_text = std::to_string(opset);
+    EXPECT_LOAD_ERROR(graph, "ai.onnx opset", opset_text.c_str(), "10..21");
     EXPECT_EQ(graph.status().code(), StatusCode::kUnsupported);
   }
 }
@@ -279,6 +288,44 @@ agraph (float[1, 7, 7] X, float[1, 1, 1, 1] W) => (float[1, 1, 7] Y)
 }
 )");
   EXPECT_LOAD_ERROR(graph, "node 'Conv_0' (Conv)", "weight 'W' has rank 4", "input 'X' has rank 3");
+}
+
+TEST(MalformedModel, ValuesLibonnxWouldDivideByOrLoopOnAreRejected) {
+  auto zero_stride = load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[1, 1, 5, 5] X) => (float[1, 1, 2, 2] Y)
+{
+  Y = AveragePool <kernel_shape = [2, 2], strides = [2, 0]> (X)
+}
+)", fuzz_options());
+  EXPECT_LOAD_ERROR(zero_stride, "AveragePool", "'strides' has value 0");
+
+  auto huge_same_pad = load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[N, 1, 1099511627776] X) => (float[N, 1, 2] Y)
+{
+  Y = MaxPool <kernel_shape = [2], strides = [2], auto_pad = "SAME_UPPER"> (X)
+}
+)", fuzz_options());
+  EXPECT_LOAD_ERROR(huge_same_pad, "MaxPool", "spatial dim 2");
+
+  auto long_shape = load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[3] X, int64[2147483648] S) => (float[3] Y)
+{
+  Y = Expand(X, S)
+}
+)", fuzz_options());
+  EXPECT_LOAD_ERROR(long_shape, "Expand", "shape input 'S'", "2147483648 elements");
+
+  auto axis = load_text(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+agraph (float[3, 4] X, float[4] W) => (float[3, 4] Y)
+{
+  Y = LayerNormalization <axis = 5> (X, W)
+}
+)", fuzz_options());
+  EXPECT_LOAD_ERROR(axis, "LayerNormalization", "'axis' = 5 is out of range for rank 2");
 }
 
 TEST(MalformedModel, TypeConstraintViolation) {
