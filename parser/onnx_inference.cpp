@@ -250,6 +250,7 @@ Status check_and_infer(const InferenceRequest& request, std::unordered_map<std::
     if (initializer.data_location() != onnx::TensorProto::EXTERNAL) constant_inputs[initializer.name()] = &initializer;
   }
 
+  std::unordered_map<std::string, onnx::TensorShapeProto> shape_data;  // data propagation results
   std::unordered_map<std::string, onnx::TypeProto*> type_pointers;
   for (auto& [name, type] : types) type_pointers[name] = &type;
 
@@ -295,7 +296,8 @@ Status check_and_infer(const InferenceRequest& request, std::unordered_map<std::
     onnx::NodeProto node_copy = node;  // InferenceContextImpl wants a mutable node
     std::vector<onnx::TypeProto> inferred;
     try {
-      onnx::shape_inference::InferenceContextImpl inference_context(node_copy, type_pointers, constant_inputs, {});
+      onnx::shape_inference::InferenceContextImpl inference_context(node_copy, type_pointers, constant_inputs, {},
+                                                                    &shape_data);
       schema->GetTypeAndShapeInferenceFunction()(inference_context);
       if (strict) schema->CheckInputOutputType(inference_context);
       for (int i = 0; i < node.output_size(); ++i) inferred.push_back(*inference_context.getOutputType(static_cast<size_t>(i)));
@@ -331,6 +333,19 @@ Status check_and_infer(const InferenceRequest& request, std::unordered_map<std::
         continue;
       }
       existing->second = std::move(merged);
+    }
+
+    // Values of small shape tensors (Shape -> Gather -> Concat -> Reshape chains, as exporters
+    // write them) so that Reshape & co. get static output shapes. Best effort.
+    if (schema->has_data_propagation_function()) {
+      try {
+        onnx::NodeProto propagation_node = node;
+        onnx::shape_inference::DataPropagationContextImpl propagation_context(propagation_node, type_pointers,
+                                                                              constant_inputs, shape_data);
+        schema->GetDataPropagationFunction()(propagation_context);
+      } catch (...) {
+        // A value we cannot follow only means fewer static shapes downstream.
+      }
     }
   }
   return Status::ok();

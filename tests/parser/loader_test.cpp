@@ -4,10 +4,17 @@
 #include <fstream>
 
 #include "parser/onnx_loader.h"
+#include "tests/fuzz/onnx_parser_fuzz_entry.h"
 #include "tests/parser/test_models.h"
 
 namespace qdqrt::testing {
 namespace {
+
+LoadOptions fuzz_options() {
+  LoadOptions options;
+  options.registry = &fuzz_op_registry();
+  return options;
+}
 
 const char* kAddRelu = R"(
 <ir_version: 8, opset_import: ["" : 13]>
@@ -56,6 +63,29 @@ agraph (float[N, 4] X, float[4, 5] W) => (float[N, 5] Y)
 )");
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
   EXPECT_EQ(dims_to_string(*graph->find_value("Y")->shape), "[N, 5]");
+}
+
+TEST(OnnxLoader, PropagatesShapeValuesIntoReshape) {
+  // torch-style flatten: Reshape(X, Concat(Shape(X)[0], -1)).
+  auto graph = load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[N, 4, 5] X) => (float[N, 20] Y)
+{
+  S = Shape(X)
+  I = Constant <value = int64[1] {0}> ()
+  B = Gather <axis = 0> (S, I)
+  M = Constant <value = int64[1] {20}> ()
+  T = Concat <axis = 0> (B, M)
+  R = Reshape(X, T)
+  Y = Relu(R)
+}
+)", fuzz_options());
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  EXPECT_EQ(dims_to_string(*graph->find_value("T")->shape), "[2]");
+  // Without the values of T, Reshape's rule finds no shape for R.
+  const ValueInfo* r = graph->find_value("R");
+  ASSERT_TRUE(r != nullptr && r->shape.has_value());
+  EXPECT_EQ(dims_to_string(*r->shape), "[N, 20]");
 }
 
 TEST(OnnxLoader, SortsNodesListedOutOfOrder) {
