@@ -61,8 +61,9 @@ Result<std::shared_ptr<const OpAttributes>> parse_resize(const Node& node) {
       {"asymmetric", CoordinateTransformation::kAsymmetric},
       {"tf_crop_and_resize", CoordinateTransformation::kTfCropAndResize},
   };
-  // tf_half_pixel_for_nn was removed in opset 13; half_pixel_symmetric added in opset 19.
-  if (node.opset < 13) transformations.push_back({"tf_half_pixel_for_nn", CoordinateTransformation::kTfHalfPixelForNn});
+  // tf_half_pixel_for_nn is no longer listed from opset 18 on, but ONNX's own tests and reference
+  // keep using it, so it is accepted at every opset; half_pixel_symmetric exists from opset 19.
+  transformations.push_back({"tf_half_pixel_for_nn", CoordinateTransformation::kTfHalfPixelForNn});
   if (node.opset >= 19) transformations.push_back({"half_pixel_symmetric", CoordinateTransformation::kHalfPixelSymmetric});
   QDQRT_ASSIGN_OR_RETURN(attributes.coordinate_transformation,
                          parse_choice(reader, "coordinate_transformation_mode", "half_pixel", transformations));

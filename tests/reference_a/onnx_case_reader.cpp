@@ -106,6 +106,12 @@ Result<Graph> read_test_model(const std::string& path) {
     for (const auto& attribute : node_proto.attribute()) {
       QDQRT_ASSIGN_OR_RETURN(node.attributes[attribute.name()], attribute_from(attribute));
     }
+    // Constant belongs to another op family; its tensor simply becomes an initializer here.
+    if (node.op_type == "Constant" && node.domain.empty() && node.outputs.size() == 1 && node.find_attribute("value")) {
+      graph.initializers[node.outputs[0]] = node.find_attribute("value")->t;
+      ++index;
+      continue;
+    }
     const OpSchema* schema = OpRegistry::instance().find(node.domain, node.op_type);
     if (schema == nullptr) return unsupported("{}: op not registered", node.describe());
     if (schema->parse_attributes != nullptr) {
