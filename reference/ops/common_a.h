@@ -3,6 +3,7 @@
 // the window geometry (output sizes and pads) of Conv and pooling.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
@@ -75,6 +76,12 @@ struct WindowAttributes {
 Result<WindowGeometry> resolve_window(const Node& node, const Shape& input_spatial, const Shape& kernel,
                                       const WindowAttributes& attributes);
 
+// ceil(numerator / denominator) for denominator > 0, clamped below at 0.
+inline int64_t ceil_div_nonneg(int64_t numerator, int64_t denominator) {
+  if (numerator <= 0) return 0;
+  return (numerator + denominator - 1) / denominator;
+}
+
 // Shapes of a convolution (Conv, QLinearConv, ConvInteger), checked against the attributes.
 struct ConvPlan {
   int64_t batch = 0;
@@ -120,9 +127,13 @@ std::vector<Acc> convolve(const std::vector<Acc>& x, const std::vector<Acc>& w, 
                   if (ih < 0 || ih >= g.input[1]) continue;
                   const Acc* in_row = in_plane + (id * g.input[1] + ih) * g.input[2];
                   Acc* out_row = out_plane + (od * g.output[1] + oh) * g.output[2];
-                  for (int64_t ow = 0; ow < g.output[2]; ++ow) {
-                    const int64_t iw = ow * g.strides[2] - g.pads_begin[2] + kw * g.dilations[2];
-                    if (iw >= 0 && iw < g.input[2]) out_row[ow] += in_row[iw] * weight;
+                  // Only the output columns whose tap lands inside the input row.
+                  const int64_t first = ceil_div_nonneg(g.pads_begin[2] - kw * g.dilations[2], g.strides[2]);
+                  const int64_t last = std::min(
+                      g.output[2], ceil_div_nonneg(g.input[2] + g.pads_begin[2] - kw * g.dilations[2], g.strides[2]));
+                  const int64_t column_offset = kw * g.dilations[2] - g.pads_begin[2];
+                  for (int64_t ow = first; ow < last; ++ow) {
+                    out_row[ow] += in_row[ow * g.strides[2] + column_offset] * weight;
                   }
                 }
               }
