@@ -198,7 +198,8 @@ Result<WindowGeometry> resolve_window(const Node& node, const Shape& input_spati
           return invalid_argument("{}: kernel extent {} exceeds input size {} on spatial axis {}", node.describe(),
                                   extent, in, i);
         }
-        g.output[axis] = attributes.ceil_mode ? (span + stride - 1) / stride + 1 : span / stride + 1;
+        // ONNX: ceil((in - extent + 1) / stride), which is the floor formula; ceil_mode does not apply.
+        g.output[axis] = span / stride + 1;
         break;
       }
       case AutoPad::kSameUpper:

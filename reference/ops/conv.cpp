@@ -91,6 +91,7 @@ Status conv_transpose_kernel(const Node& node, Inputs inputs, std::vector<Tensor
   QDQRT_RETURN_IF_ERROR(per_axis(attributes.dilations, "dilations", rank));
   QDQRT_RETURN_IF_ERROR(per_axis(attributes.pads, "pads", 2 * rank));
   QDQRT_RETURN_IF_ERROR(per_axis(attributes.output_padding, "output_padding", rank));
+  QDQRT_RETURN_IF_ERROR(per_axis(attributes.kernel_shape, "kernel_shape", rank));
   // output_shape may list only the spatial dims or the full [N, C, spatial...] shape.
   std::vector<int64_t> output_shape = attributes.output_shape;
   if (output_shape.size() == rank + 2) output_shape.erase(output_shape.begin(), output_shape.begin() + 2);

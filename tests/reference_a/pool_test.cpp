@@ -41,6 +41,19 @@ TEST(MaxPool, CeilModeDropsWindowStartingInEndPadding) {
   EXPECT_EQ(y.shape(), (Shape{1, 1, 2}));
 }
 
+TEST(MaxPool, ValidAutoPadIgnoresCeilMode) {
+  // ONNX's VALID size is ceil((5 - 2 + 1) / 2) = 2 whatever ceil_mode says.
+  Tensor x = Tensor::from_vector<float>({1, 1, 5}, {1, 2, 3, 4, 5});
+  Tensor y = NodeBuilder("MaxPool")
+                 .attr("kernel_shape", std::vector<int64_t>{2})
+                 .attr("strides", std::vector<int64_t>{2})
+                 .attr("auto_pad", "VALID")
+                 .attr("ceil_mode", 1)
+                 .run_ok({&x});
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 2}));
+  expect_near_all({2, 4}, y);
+}
+
 TEST(MaxPool, DilationsPadsAndInt8) {
   Tensor x = Tensor::from_vector<int8_t>({1, 1, 1, 5}, {-5, 3, -128, 7, 1});
   Tensor y = NodeBuilder("MaxPool")
