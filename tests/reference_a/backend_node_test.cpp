@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -30,14 +31,22 @@ const std::map<std::string, std::string>& out_of_scope_cases() {
   return cases;
 }
 
-std::vector<std::string> family_case_names() {
+// Extra cases in the same layout with PyTorch as the oracle, written by
+// tests/reference_a/tools/make_torch_cases.py into tests/reference_a/data/torch_cases;
+// QDQRT_EXTRA_NODE_TEST_DIR points elsewhere.
+std::string extra_case_dir() {
+  const char* dir = std::getenv("QDQRT_EXTRA_NODE_TEST_DIR");
+  return dir ? dir : QDQRT_REFERENCE_A_TORCH_CASES;
+}
+
+std::vector<std::string> family_case_names(const std::string& root) {
   std::vector<std::string> names;
   std::error_code error;
-  if (!fs::is_directory(kNodeTestDir, error)) return names;
+  if (root.empty() || !fs::is_directory(root, error)) return names;
   // Our op families; "_expanded" cases are function expansions into other families' ops.
-  std::regex family("^test_(.*conv.*|gemm_.*|matmul.*|.*pool.*|(de)?quantizelinear.*|dynamicquantizelinear.*|"
+  std::regex family("^test_(torch_)?(.*conv.*|gemm_.*|matmul.*|.*pool.*|(de)?quantizelinear.*|dynamicquantizelinear.*|"
                     "qlinear.*|batchnorm.*|layer_normalization.*|resize_.*)$");
-  for (const auto& entry : fs::directory_iterator(kNodeTestDir, error)) {
+  for (const auto& entry : fs::directory_iterator(root, error)) {
     std::string name = entry.path().filename().string();
     if (!std::regex_match(name, family)) continue;
     if (name.ends_with("_expanded") || name.find("maxunpool") != std::string::npos ||
@@ -75,12 +84,8 @@ std::vector<std::string> family_case_names() {
                                        << " elements differ:" << details;
 }
 
-class BackendNodeTest : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(BackendNodeTest, MatchesExpectedOutputs) {
-  const std::string& name = GetParam();
-  if (name == "no_onnx_testdata_installed") GTEST_SKIP() << "libonnx-testdata is not installed";
-  fs::path dir = fs::path(kNodeTestDir) / name;
+void run_node_case(const std::string& root, const std::string& name) {
+  fs::path dir = fs::path(root) / name;
   Result<Graph> graph = testing::read_test_model((dir / "model.onnx").string());
   auto skip = out_of_scope_cases().find(name);
   if (skip != out_of_scope_cases().end()) {
@@ -116,14 +121,35 @@ TEST_P(BackendNodeTest, MatchesExpectedOutputs) {
   EXPECT_GT(data_sets, 0) << name << " has no test_data_set_0";
 }
 
-std::vector<std::string> case_names_or_placeholder() {
-  std::vector<std::string> names = family_case_names();
-  if (names.empty()) names.push_back("no_onnx_testdata_installed");
+const char* kNoCases = "no_cases_found";
+
+std::vector<std::string> case_names_or_placeholder(const std::string& root) {
+  std::vector<std::string> names = family_case_names(root);
+  if (names.empty()) names.push_back(kNoCases);
   return names;
 }
 
-INSTANTIATE_TEST_SUITE_P(Onnx, BackendNodeTest, ::testing::ValuesIn(case_names_or_placeholder()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+std::string case_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+
+class BackendNodeTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BackendNodeTest, MatchesExpectedOutputs) {
+  if (GetParam() == kNoCases) GTEST_SKIP() << "libonnx-testdata is not installed (" << kNodeTestDir << ")";
+  run_node_case(kNodeTestDir, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Onnx, BackendNodeTest, ::testing::ValuesIn(case_names_or_placeholder(kNodeTestDir)),
+                         case_name);
+
+class ExtraNodeTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ExtraNodeTest, MatchesExpectedOutputs) {
+  if (GetParam() == kNoCases) GTEST_SKIP() << "no extra cases in " << extra_case_dir();
+  run_node_case(extra_case_dir(), GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Extra, ExtraNodeTest, ::testing::ValuesIn(case_names_or_placeholder(extra_case_dir())),
+                         case_name);
 
 }  // namespace
 }  // namespace qdqrt
