@@ -66,7 +66,7 @@ inline Result<std::vector<int64_t>> int64_values(const Node& node, const Tensor&
 
 // Maps axis in [-rank, rank-1] to [0, rank-1].
 inline Result<int64_t> normalize_axis(const Node& node, const char* what, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank || (rank == 0 && axis != 0)) {
+  if (axis < -rank || axis >= rank) {
     return node_error(node, "{} {} is out of range for rank {}", what, axis, rank);
   }
   return axis < 0 ? axis + rank : axis;
@@ -334,27 +334,30 @@ T cast_from_double(double value) {
   }
 }
 
-// Runs `kernel` on float32 copies of float16/bfloat16 inputs and converts its float32 outputs
-// back, so float-math kernels need only one implementation.
-template <Status (*kernel)(const Node&, Inputs, std::vector<Tensor>&)>
+// Runs `kernel` on float32 copies of float16/bfloat16 inputs so float-math kernels need one
+// implementation. When input `data_input` (whose dtype the outputs follow) was 16-bit, float32
+// outputs are converted back to that dtype.
+template <Status (*kernel)(const Node&, Inputs, std::vector<Tensor>&), size_t data_input = 0>
 Status half_via_float(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
-  DataType half_dtype = DataType::kUndefined;
+  bool any_half = false;
   std::vector<Tensor> converted;
   converted.reserve(inputs.size());
   std::vector<const Tensor*> float_inputs;
   for (const Tensor* input : inputs) {
     if (input != nullptr && input->defined() && is_half_dtype(input->dtype())) {
-      half_dtype = input->dtype();
+      any_half = true;
       converted.push_back(half_to_float_tensor(*input));
       float_inputs.push_back(&converted.back());
     } else {
       float_inputs.push_back(input);
     }
   }
-  if (half_dtype == DataType::kUndefined) return kernel(node, inputs, outputs);
+  if (!any_half) return kernel(node, inputs, outputs);
   QDQRT_RETURN_IF_ERROR(kernel(node, float_inputs, outputs));
+  const Tensor* data = optional_input(inputs, data_input);
+  if (data == nullptr || !is_half_dtype(data->dtype())) return Status::ok();
   for (Tensor& output : outputs) {
-    if (output.defined() && output.dtype() == DataType::kFloat) output = float_to_half_tensor(output, half_dtype);
+    if (output.defined() && output.dtype() == DataType::kFloat) output = float_to_half_tensor(output, data->dtype());
   }
   return Status::ok();
 }

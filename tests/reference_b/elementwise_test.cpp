@@ -274,3 +274,20 @@ TEST(ElementwiseTest, WrongInputCountIsAnError) {
 
 }  // namespace
 }  // namespace qdqrt
+
+namespace qdqrt {
+namespace {
+
+TEST(ElementwiseTest, PowOutputFollowsBaseDtypeWithHalfExponent) {
+  using namespace testing_b;
+  Tensor base = tensor<float>({1}, {3});
+  Tensor exponent(DataType::kFloat16, {1});
+  exponent.data<uint16_t>()[0] = refb::float_to_half(2.0f);
+  auto y = run_single("Pow", 15, {&base, &exponent});
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  EXPECT_EQ(y->dtype(), DataType::kFloat);
+  EXPECT_EQ(values_of<float>(*y), (std::vector<float>{9}));
+}
+
+}  // namespace
+}  // namespace qdqrt

@@ -126,3 +126,19 @@ TEST(ReduceTest, ArgMaxArgMin) {
 
 }  // namespace
 }  // namespace qdqrt
+
+namespace qdqrt {
+namespace {
+
+TEST(ReduceTest, AxisOnScalarIsAnError) {
+  using namespace testing_b;
+  Tensor scalar = Tensor::scalar<float>(3);
+  expect_error(run_single("ReduceSum", 11, {&scalar}, {{"axes", ints_attribute({0})}}).status(),
+               {"ReduceSum 'ReduceSum_test'", "axis 0", "rank 0"});
+  auto all = run_single("ReduceSum", 11, {&scalar});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->shape(), (Shape{}));
+}
+
+}  // namespace
+}  // namespace qdqrt
