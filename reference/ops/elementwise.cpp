@@ -501,6 +501,7 @@ Status softmax_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
     Tensor y(x.dtype(), x.shape());
     const T* in = x.data<T>();
     T* out = y.data<T>();
+    if (length == 0) outer = 0;  // nothing to normalize over
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t i = 0; i < inner; ++i) {
         const int64_t base = o * length * inner + i;

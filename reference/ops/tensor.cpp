@@ -77,6 +77,9 @@ Status reshape_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
       dim = x.dim(static_cast<int64_t>(d));
     }
     if (dim < 0) return node_error(node, "shape {} has invalid dim {}", shape_to_string(requested), dim);
+    if (dim > 0 && known > std::numeric_limits<int64_t>::max() / dim) {
+      return node_error(node, "shape {} is too large", shape_to_string(requested));
+    }
     shape[d] = dim;
     known *= dim;
   }
@@ -306,8 +309,10 @@ Status slice_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& output
   for (size_t i = 0; i < axes.size(); ++i) {
     const size_t axis = static_cast<size_t>(axes[i]);
     const int64_t dim = x.shape()[axis];
-    const int64_t step = steps[i];
-    if (step == 0) return node_error(node, "step for axis {} is 0", axes[i]);
+    if (steps[i] == 0) return node_error(node, "step for axis {} is 0", axes[i]);
+    // A step longer than the axis selects at most one element; clamping keeps the arithmetic
+    // below free of overflow for extreme values.
+    const int64_t step = std::clamp<int64_t>(steps[i], -(dim + 1), dim + 1);
     int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
     int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
     // Clamp as ONNX specifies: [0, dim] going forward, [-1, dim-1] going backward.

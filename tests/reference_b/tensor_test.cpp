@@ -346,3 +346,27 @@ TEST(TensorOpsTest, OutputsFollowActualBatchSize) {
 
 }  // namespace
 }  // namespace qdqrt
+
+namespace qdqrt {
+namespace {
+
+TEST(TensorOpsTest, ExtremeValuesAreHandled) {
+  using namespace testing_b;
+  Tensor x = iota_tensor({2, 3});
+  Tensor huge = tensor<int64_t>({3}, {int64_t{1} << 40, int64_t{1} << 40, -1});
+  expect_error(run_single("Reshape", 13, {&x, &huge}).status(), {"Reshape 'Reshape_test'", "too large"});
+  Tensor starts = tensor<int64_t>({1}, {-1});
+  Tensor ends = tensor<int64_t>({1}, {std::numeric_limits<int64_t>::min()});
+  Tensor axes = tensor<int64_t>({1}, {1});
+  Tensor steps = tensor<int64_t>({1}, {std::numeric_limits<int64_t>::min()});
+  auto last_column = run_single("Slice", 13, {&x, &starts, &ends, &axes, &steps});
+  ASSERT_TRUE(last_column.ok());
+  EXPECT_EQ(values_of<float>(*last_column), (std::vector<float>{2, 5}));
+  Tensor empty(DataType::kFloat, {2, 0});
+  auto softmax = run_single("Softmax", 13, {&empty});
+  ASSERT_TRUE(softmax.ok());
+  EXPECT_EQ(softmax->shape(), (Shape{2, 0}));
+}
+
+}  // namespace
+}  // namespace qdqrt
