@@ -41,6 +41,16 @@ ParseResult parse_arg_min_max(const Node& node) {
   return make_attributes(attributes);
 }
 
+ParseResult parse_cum_sum(const Node& node) {
+  AttributeReader reader(node);
+  CumSumAttributes attributes;
+  QDQRT_ASSIGN_OR_RETURN(int64_t exclusive, reader.get_int("exclusive", 0));
+  QDQRT_ASSIGN_OR_RETURN(int64_t reverse, reader.get_int("reverse", 0));
+  attributes.exclusive = exclusive != 0;
+  attributes.reverse = reverse != 0;
+  return make_attributes(attributes);
+}
+
 }  // namespace
 
 void register_reduce_ops(OpRegistry& registry) {
@@ -51,6 +61,7 @@ void register_reduce_ops(OpRegistry& registry) {
   for (const char* op_type : {"ArgMax", "ArgMin"}) {
     registry.add(OpSchema{kOnnxDomain, op_type, kMinOnnxOpset, kMaxOnnxOpset, parse_arg_min_max});
   }
+  registry.add(OpSchema{kOnnxDomain, "CumSum", 11, kMaxOnnxOpset, parse_cum_sum});
 }
 
 }  // namespace qdqrt

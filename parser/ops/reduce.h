@@ -24,4 +24,10 @@ struct ArgMinMaxAttributes : OpAttributes {
   bool select_last_index = false;  // ties pick the last index instead of the first
 };
 
+// CumSum along the axis given as input 1.
+struct CumSumAttributes : OpAttributes {
+  bool exclusive = false;  // element i sums elements before i only
+  bool reverse = false;    // sum from the end of the axis
+};
+
 }  // namespace qdqrt

@@ -202,6 +202,30 @@ ParseResult parse_pad(const Node& node) {
   return make_attributes(attributes);
 }
 
+Result<int64_t> read_blocksize(const Node& node) {
+  AttributeReader reader(node);
+  QDQRT_ASSIGN_OR_RETURN(int64_t blocksize, reader.get_required_int("blocksize"));
+  if (blocksize < 1) return reader.error("blocksize", "must be >= 1, got " + std::to_string(blocksize));
+  return blocksize;
+}
+
+ParseResult parse_depth_to_space(const Node& node) {
+  DepthToSpaceAttributes attributes;
+  QDQRT_ASSIGN_OR_RETURN(attributes.blocksize, read_blocksize(node));
+  AttributeReader reader(node);
+  Result<std::string> mode = reader.get_string("mode", "DCR");
+  if (!mode.ok()) return mode.status();
+  if (mode.value() != "DCR" && mode.value() != "CRD") return reader.error("mode", "must be DCR or CRD, got '" + mode.value() + "'");
+  attributes.column_row_depth = mode.value() == "CRD";
+  return make_attributes(attributes);
+}
+
+ParseResult parse_space_to_depth(const Node& node) {
+  SpaceToDepthAttributes attributes;
+  QDQRT_ASSIGN_OR_RETURN(attributes.blocksize, read_blocksize(node));
+  return make_attributes(attributes);
+}
+
 void add(OpRegistry& registry, const char* op_type, AttributeParser parser = nullptr, int64_t min_opset = kMinOnnxOpset) {
   registry.add(OpSchema{kOnnxDomain, op_type, min_opset, kMaxOnnxOpset, parser});
 }
@@ -232,6 +256,8 @@ void register_tensor_ops(OpRegistry& registry) {
   add(registry, "Range", nullptr, 11);
   add(registry, "Tile");
   add(registry, "NonZero");
+  add(registry, "DepthToSpace", parse_depth_to_space);
+  add(registry, "SpaceToDepth", parse_space_to_depth);
 }
 
 }  // namespace qdqrt

@@ -103,4 +103,14 @@ struct PadAttributes : OpAttributes {
   bool pads_from_input = false;
 };
 
+// DepthToSpace: mode "DCR" (depth-column-row, the default) or "CRD" (column-row-depth, opset 11).
+struct DepthToSpaceAttributes : OpAttributes {
+  int64_t blocksize = 0;
+  bool column_row_depth = false;
+};
+
+struct SpaceToDepthAttributes : OpAttributes {
+  int64_t blocksize = 0;
+};
+
 }  // namespace qdqrt

@@ -176,6 +176,45 @@ Status arg_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs)
   });
 }
 
+// CumSum along the axis given as a scalar input.
+Status cum_sum_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  QDQRT_RETURN_IF_ERROR(check_input_count(node, inputs, 2, 2));
+  QDQRT_ASSIGN_OR_RETURN(const CumSumAttributes* attributes, typed_attributes<CumSumAttributes>(node));
+  const Tensor& x = *inputs[0];
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> axis_values, int64_values(node, *inputs[1], "axis"));
+  if (axis_values.size() != 1) return node_error(node, "axis must be a scalar, got {} values", axis_values.size());
+  if (x.rank() == 0) return node_error(node, "input must have rank >= 1");
+  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, "axis", axis_values[0], x.rank()));
+  const int64_t length = x.dim(axis);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
+  for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
+  return visit_numeric(node, "input", x.dtype(), [&]<class T>(std::type_identity<T>) -> Status {
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+    Tensor y(x.dtype(), x.shape());
+    const T* in = x.data<T>();
+    T* out = y.data<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        Acc sum = 0;
+        for (int64_t step = 0; step < length; ++step) {
+          const int64_t k = attributes->reverse ? length - 1 - step : step;
+          const int64_t offset = (o * length + k) * inner + i;
+          if (attributes->exclusive) {
+            out[offset] = static_cast<T>(sum);
+            sum = static_cast<Acc>(sum + in[offset]);
+          } else {
+            sum = static_cast<Acc>(sum + in[offset]);
+            out[offset] = static_cast<T>(sum);
+          }
+        }
+      }
+    }
+    outputs[0] = std::move(y);
+    return Status::ok();
+  });
+}
+
 }  // namespace
 
 void register_reduce_kernels(KernelRegistry& registry) {
@@ -191,6 +230,7 @@ void register_reduce_kernels(KernelRegistry& registry) {
   registry.add(kOnnxDomain, "ReduceLogSumExp", half_via_float<reduce_kernel<Reduction::kLogSumExp>>);
   registry.add(kOnnxDomain, "ArgMax", half_via_float<arg_kernel<true>>);
   registry.add(kOnnxDomain, "ArgMin", half_via_float<arg_kernel<false>>);
+  registry.add(kOnnxDomain, "CumSum", half_via_float<cum_sum_kernel>);
 }
 
 }  // namespace qdqrt

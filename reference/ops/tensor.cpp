@@ -231,6 +231,7 @@ Status split_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& output
   const int64_t output_count = static_cast<int64_t>(outputs.size());
   std::vector<int64_t> sizes = attributes->split;
   if (attributes->split_from_input && optional_input(inputs, 1) != nullptr) {
+    if (attributes->num_outputs > 0) return node_error(node, "split input and num_outputs are both given");
     QDQRT_ASSIGN_OR_RETURN(sizes, int64_values(node, *inputs[1], "split"));
   }
   if (!sizes.empty()) {
@@ -754,6 +755,70 @@ Status non_zero_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& out
   return Status::ok();
 }
 
+// ---- DepthToSpace / SpaceToDepth (NCHW) ----
+
+Status check_nchw(const Node& node, const Tensor& x) {
+  if (x.rank() != 4) return node_error(node, "input must be 4-D NCHW, got shape {}", shape_to_string(x.shape()));
+  return check_copyable(node, "input", x);
+}
+
+Status depth_to_space_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  QDQRT_RETURN_IF_ERROR(check_input_count(node, inputs, 1, 1));
+  QDQRT_ASSIGN_OR_RETURN(const DepthToSpaceAttributes* attributes, typed_attributes<DepthToSpaceAttributes>(node));
+  const Tensor& x = *inputs[0];
+  QDQRT_RETURN_IF_ERROR(check_nchw(node, x));
+  const int64_t b = attributes->blocksize;
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  if (c % (b * b) != 0) return node_error(node, "channels {} are not divisible by blocksize^2 = {}", c, b * b);
+  const int64_t out_c = c / (b * b);
+  Tensor out(x.dtype(), {n, out_c, h * b, w * b});
+  const size_t size = dtype_size(x.dtype());
+  int64_t index = 0;
+  for (int64_t ni = 0; ni < n; ++ni) {
+    for (int64_t ci = 0; ci < out_c; ++ci) {
+      for (int64_t y = 0; y < h * b; ++y) {
+        for (int64_t xo = 0; xo < w * b; ++xo, ++index) {
+          const int64_t i = y % b, j = xo % b;
+          // DCR: depth is ordered (block row, block column, channel); CRD: (channel, row, column).
+          const int64_t source_c = attributes->column_row_depth ? (ci * b + i) * b + j : (i * b + j) * out_c + ci;
+          copy_element(bytes_of(out), index, bytes_of(x), ((ni * c + source_c) * h + y / b) * w + xo / b, size);
+        }
+      }
+    }
+  }
+  outputs[0] = std::move(out);
+  return Status::ok();
+}
+
+Status space_to_depth_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  QDQRT_RETURN_IF_ERROR(check_input_count(node, inputs, 1, 1));
+  QDQRT_ASSIGN_OR_RETURN(const SpaceToDepthAttributes* attributes, typed_attributes<SpaceToDepthAttributes>(node));
+  const Tensor& x = *inputs[0];
+  QDQRT_RETURN_IF_ERROR(check_nchw(node, x));
+  const int64_t b = attributes->blocksize;
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  if (h % b != 0 || w % b != 0) {
+    return node_error(node, "spatial dims {}x{} are not divisible by blocksize {}", h, w, b);
+  }
+  const int64_t out_h = h / b, out_w = w / b;
+  Tensor out(x.dtype(), {n, c * b * b, out_h, out_w});
+  const size_t size = dtype_size(x.dtype());
+  int64_t index = 0;
+  for (int64_t ni = 0; ni < n; ++ni) {
+    for (int64_t co = 0; co < c * b * b; ++co) {
+      const int64_t block = co / c, ci = co % c;  // depth is ordered (block row, block column, channel)
+      const int64_t i = block / b, j = block % b;
+      for (int64_t y = 0; y < out_h; ++y) {
+        for (int64_t xo = 0; xo < out_w; ++xo, ++index) {
+          copy_element(bytes_of(out), index, bytes_of(x), ((ni * c + ci) * h + y * b + i) * w + xo * b + j, size);
+        }
+      }
+    }
+  }
+  outputs[0] = std::move(out);
+  return Status::ok();
+}
+
 void add(KernelRegistry& registry, const char* op_type, ReferenceKernel kernel) {
   registry.add(kOnnxDomain, op_type, kernel);
 }
@@ -784,6 +849,8 @@ void register_tensor_kernels(KernelRegistry& registry) {
   add(registry, "Tile", tile_kernel);
   add(registry, "Range", range_kernel);
   add(registry, "NonZero", non_zero_kernel);
+  add(registry, "DepthToSpace", depth_to_space_kernel);
+  add(registry, "SpaceToDepth", space_to_depth_kernel);
 }
 
 }  // namespace qdqrt

@@ -39,11 +39,11 @@ const std::set<std::string>& family_ops() {
       "Softmax", "LogSoftmax", "Hardmax",
       // reduce
       "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
-      "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin",
+      "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin", "CumSum",
       // tensor
       "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice", "Gather",
       "GatherElements", "Shape", "Size", "Cast", "CastLike", "Constant", "ConstantOfShape", "Identity", "Dropout",
-      "Pad", "Expand", "Range", "Tile", "NonZero"};
+      "Pad", "Expand", "Range", "Tile", "NonZero", "DepthToSpace", "SpaceToDepth"};
   return ops;
 }
 

@@ -370,3 +370,36 @@ TEST(TensorOpsTest, ExtremeValuesAreHandled) {
 
 }  // namespace
 }  // namespace qdqrt
+
+namespace qdqrt {
+namespace {
+
+TEST(TensorOpsTest, DepthToSpaceRoundTripsSpaceToDepth) {
+  using namespace testing_b;
+  Tensor x = iota_tensor({1, 2, 4, 4});
+  auto depth = run_single("SpaceToDepth", 13, {&x}, {{"blocksize", int_attribute(2)}});
+  ASSERT_TRUE(depth.ok());
+  EXPECT_EQ(depth->shape(), (Shape{1, 8, 2, 2}));
+  // Channel 1 of the output holds block offset (0, 0) of input channel 1: elements 16, 18, 24, 26.
+  EXPECT_EQ(values_of<float>(*depth)[4], 16);
+  auto back = run_single("DepthToSpace", 13, {&*depth}, {{"blocksize", int_attribute(2)}});
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(values_of<float>(*back), values_of<float>(x));
+  Tensor odd = iota_tensor({1, 3, 2, 2});
+  expect_error(run_single("DepthToSpace", 13, {&odd}, {{"blocksize", int_attribute(2)}}).status(),
+               {"DepthToSpace 'DepthToSpace_test'", "channels 3"});
+  EXPECT_FALSE(make_node("DepthToSpace", 13, 1, {{"blocksize", int_attribute(2)}, {"mode", string_attribute("XYZ")}}).ok());
+}
+
+TEST(ReduceTest, CumSumExclusiveReverse) {
+  using namespace testing_b;
+  Tensor x = tensor<int32_t>({4}, {1, 2, 3, 4});
+  Tensor axis = Tensor::scalar<int64_t>(0);
+  EXPECT_EQ(values_of<int32_t>(*run_single("CumSum", 14, {&x, &axis})), (std::vector<int32_t>{1, 3, 6, 10}));
+  auto exclusive_reverse =
+      run_single("CumSum", 14, {&x, &axis}, {{"exclusive", int_attribute(1)}, {"reverse", int_attribute(1)}});
+  EXPECT_EQ(values_of<int32_t>(*exclusive_reverse), (std::vector<int32_t>{9, 7, 4, 0}));
+}
+
+}  // namespace
+}  // namespace qdqrt
