@@ -334,6 +334,23 @@ T cast_from_double(double value) {
   }
 }
 
+// Integer add/sub/mul wrap around like numpy: computed in an unsigned type at least as wide as
+// unsigned int (so small types do not promote to signed int), where overflow is defined.
+template <class T>
+using WrapType = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+template <class T>
+T wrapping_add(T a, T b) {
+  return static_cast<T>(static_cast<WrapType<T>>(a) + static_cast<WrapType<T>>(b));
+}
+template <class T>
+T wrapping_sub(T a, T b) {
+  return static_cast<T>(static_cast<WrapType<T>>(a) - static_cast<WrapType<T>>(b));
+}
+template <class T>
+T wrapping_mul(T a, T b) {
+  return static_cast<T>(static_cast<WrapType<T>>(a) * static_cast<WrapType<T>>(b));
+}
+
 // Runs `kernel` on float32 copies of float16/bfloat16 inputs so float-math kernels need one
 // implementation. When input `data_input` (whose dtype the outputs follow) was 16-bit, float32
 // outputs are converted back to that dtype.

@@ -27,15 +27,6 @@ Result<Op> make_op(const Node& node) {
   }
 }
 
-// Integer add/sub/mul wrap around like numpy (no signed-overflow UB).
-template <class T>
-T wrap(T a, T b, char op) {
-  using Unsigned = std::make_unsigned_t<T>;
-  Unsigned x = static_cast<Unsigned>(a), y = static_cast<Unsigned>(b);
-  Unsigned r = op == '+' ? static_cast<Unsigned>(x + y) : op == '-' ? static_cast<Unsigned>(x - y) : static_cast<Unsigned>(x * y);
-  return static_cast<T>(r);
-}
-
 // ---- float unary ops: double -> double ----
 
 struct SqrtOp { double operator()(double x) const { return std::sqrt(x); } };
@@ -138,14 +129,14 @@ Status float_unary(const Node& node, Inputs inputs, std::vector<Tensor>& outputs
 
 struct NegOp {
   template <class T> T operator()(T x) const {
-    if constexpr (std::is_integral_v<T>) return wrap<T>(0, x, '-');
+    if constexpr (std::is_integral_v<T>) return wrapping_sub<T>(0, x);
     else return -x;
   }
 };
 struct AbsOp {
   template <class T> T operator()(T x) const {
     if constexpr (std::is_unsigned_v<T>) return x;
-    else if constexpr (std::is_integral_v<T>) return x < 0 ? wrap<T>(0, x, '-') : x;
+    else if constexpr (std::is_integral_v<T>) return x < 0 ? wrapping_sub<T>(0, x) : x;
     else return std::fabs(x);
   }
 };
@@ -258,12 +249,12 @@ Status arithmetic_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& o
     if constexpr (kind == Arithmetic::kDiv) QDQRT_RETURN_IF_ERROR(check_no_integer_zero<T>(node, b));
     auto op = [](T x, T y) -> T {
       if constexpr (std::is_integral_v<T>) {
-        if constexpr (kind == Arithmetic::kAdd) return wrap<T>(x, y, '+');
-        if constexpr (kind == Arithmetic::kSub) return wrap<T>(x, y, '-');
-        if constexpr (kind == Arithmetic::kMul) return wrap<T>(x, y, '*');
+        if constexpr (kind == Arithmetic::kAdd) return wrapping_add<T>(x, y);
+        if constexpr (kind == Arithmetic::kSub) return wrapping_sub<T>(x, y);
+        if constexpr (kind == Arithmetic::kMul) return wrapping_mul<T>(x, y);
         // C truncation; INT_MIN / -1 overflows, numpy wraps it.
         if constexpr (std::is_signed_v<T>) {
-          if (y == -1) return wrap<T>(0, x, '-');
+          if (y == -1) return wrapping_sub<T>(0, x);
         }
         return static_cast<T>(x / y);
       } else {
@@ -421,7 +412,7 @@ Status variadic_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& out
         }
         return kind == Variadic::kMin ? std::min(x, y) : std::max(x, y);
       } else if constexpr (std::is_integral_v<T>) {
-        return wrap<T>(x, y, '+');
+        return wrapping_add<T>(x, y);
       } else {
         return x + y;
       }

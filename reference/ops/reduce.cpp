@@ -191,6 +191,10 @@ Status cum_sum_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
   for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
   return visit_numeric(node, "input", x.dtype(), [&]<class T>(std::type_identity<T>) -> Status {
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+    auto add = [](Acc sum, T value) -> Acc {
+      if constexpr (std::is_integral_v<T>) return wrapping_add<T>(sum, value);
+      else return sum + value;
+    };
     Tensor y(x.dtype(), x.shape());
     const T* in = x.data<T>();
     T* out = y.data<T>();
@@ -202,9 +206,9 @@ Status cum_sum_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
           const int64_t offset = (o * length + k) * inner + i;
           if (attributes->exclusive) {
             out[offset] = static_cast<T>(sum);
-            sum = static_cast<Acc>(sum + in[offset]);
+            sum = add(sum, in[offset]);
           } else {
-            sum = static_cast<Acc>(sum + in[offset]);
+            sum = add(sum, in[offset]);
             out[offset] = static_cast<T>(sum);
           }
         }

@@ -291,3 +291,19 @@ TEST(ElementwiseTest, PowOutputFollowsBaseDtypeWithHalfExponent) {
 
 }  // namespace
 }  // namespace qdqrt
+
+namespace qdqrt {
+namespace {
+
+TEST(ElementwiseTest, SmallUnsignedMultiplyWraps) {
+  using namespace testing_b;
+  Tensor a = tensor<uint16_t>({1}, {65535});
+  EXPECT_EQ(values_of<uint16_t>(*run_single("Mul", 14, {&a, &a})), (std::vector<uint16_t>{1}));
+  Tensor big = tensor<int64_t>({1}, {std::numeric_limits<int64_t>::max()});
+  Tensor one = tensor<int64_t>({1}, {1});
+  EXPECT_EQ(values_of<int64_t>(*run_single("Add", 14, {&big, &one})),
+            (std::vector<int64_t>{std::numeric_limits<int64_t>::min()}));
+}
+
+}  // namespace
+}  // namespace qdqrt
