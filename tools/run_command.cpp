@@ -382,8 +382,8 @@ std::string summarize_tensor(const std::string& name, const Tensor& tensor) {
   if (nan_count > 0) text += fmt::format("  ({} NaN)", nan_count);
   text += "\n";
 
-  // [N, C] outputs are usually logits or scores: the class per row is what users look at.
-  if (tensor.rank() == 2 && tensor.dim(1) > 0) {
+  // Float [N, C] outputs are usually logits or scores: the class per row is what users look at.
+  if (tensor.rank() == 2 && tensor.dim(1) > 0 && dtype_is_float(tensor.dtype())) {
     int64_t rows = tensor.dim(0);
     int64_t columns = tensor.dim(1);
     std::vector<int64_t> argmax;

@@ -178,6 +178,8 @@ TEST(SummarizeTensor, PrintsStatsAndArgmaxPerRow) {
   text = summarize_tensor("ids", many);
   EXPECT_NE(text.find("values: 1 2 3 4 5 6 7 8 ... (10 total)"), std::string::npos) << text;
   EXPECT_EQ(text.find("argmax"), std::string::npos) << text;
+  text = summarize_tensor("labels", Tensor::from_vector<int64_t>({2, 2}, {1, 2, 3, 4}));
+  EXPECT_EQ(text.find("argmax"), std::string::npos) << text;  // only float [N, C] outputs
 
   Tensor with_nan = Tensor::from_vector<float>({3}, {1.0f, NAN, 3.0f});
   text = summarize_tensor("n", with_nan);
