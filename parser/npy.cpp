@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -175,6 +176,8 @@ uint32_t read_le(const unsigned char* bytes, size_t count) {
 }
 
 Result<std::string> read_file_bytes(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) return io_error("'{}' is a directory, not a .npy file", path);
   std::ifstream file(path, std::ios::binary);
   if (!file) return io_error("cannot open '{}': {}", path, std::strerror(errno));
   std::ostringstream contents;

@@ -100,6 +100,12 @@ TEST_F(NpyTest, MissingFileIsIoError) {
   EXPECT_NE(result.status().message().find("does_not_exist.npy"), std::string::npos);
 }
 
+TEST_F(NpyTest, DirectoryIsIoError) {
+  auto result = read_npy(dir_.string());
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("is a directory"), std::string::npos) << result.status().message();
+}
+
 TEST_F(NpyTest, UnwritablePathIsIoError) {
   Status status = write_npy(path("no_such_dir/x.npy"), Tensor::scalar<float>(1.0f));
   EXPECT_EQ(status.code(), StatusCode::kIoError);
