@@ -15,11 +15,16 @@ class TensorProto;
 
 namespace qdqrt {
 
+class OpRegistry;
+
 struct LoadOptions {
   bool run_checker = true;
   bool run_shape_inference = true;
   // Directory for external data files; load_onnx_file() defaults it to the model's directory.
   std::string external_data_dir;
+  // The ops accepted and their attribute parsers; nullptr means OpRegistry::instance().
+  // Tests pass their own registry so they do not depend on which op families are registered.
+  const OpRegistry* registry = nullptr;
 };
 
 Result<Graph> load_onnx_file(const std::string& path, const LoadOptions& options = {});

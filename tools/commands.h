@@ -1,13 +1,25 @@
-// Each subcommand of the qdqrt CLI adds itself to the app; its callback sets the exit code.
+// Each subcommand of the qdqrt CLI adds itself to the app and returns a Command; main() parses
+// the command line, then calls run() of the subcommand that was chosen and exits with its code.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
+
 namespace qdqrt::tools {
 
-void add_run_command(CLI::App& app);  // qdqrt run: reference executor on a model
+// Exit codes shared by every subcommand (documented in docs/cli.md).
+enum ExitCode : int {
+  kExitSuccess = 0,
+  kExitFailure = 1,  // the model could not be loaded, run or its outputs written
+  kExitUsage = 2,    // bad command line: unknown flag, bad value, missing or mismatched input file
+};
 
-void set_exit_code(int code);
-int exit_code();
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;  // called after parsing when `app` was chosen; returns the exit code
+};
+
+Command add_run_command(CLI::App& app);  // qdqrt run: reference executor on a model
 
 }  // namespace qdqrt::tools

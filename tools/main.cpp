@@ -1,20 +1,52 @@
-// qdqrt: the command-line tool. Subcommands register themselves in tools/commands.h.
+// qdqrt: the command-line tool. Subcommands register themselves via tools/commands.h.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
+  using namespace qdqrt::tools;
   try {
-    CLI::App app{"qdqrt: INT8 inference for explicit-QDQ ONNX models on x86 CPUs"};
+    CLI::App app{"qdqrt: INT8 inference for explicit-QDQ ONNX models on x86 CPUs.\n"
+                 "Run 'qdqrt <command> --help' for the options of a command."};
+    app.name("qdqrt");
     app.require_subcommand(1);
-    qdqrt::tools::add_run_command(app);
-    CLI11_PARSE(app, argc, argv);
-    return qdqrt::tools::exit_code();
+    std::vector<Command> commands = {add_run_command(app)};
+    app.failure_message([](const CLI::App* failed, const CLI::Error& error) {
+      std::string command = failed->get_name();
+      std::vector<CLI::App*> chosen = failed->get_subcommands();
+      if (!chosen.empty()) command += " " + chosen.front()->get_name();
+      return fmt::format("{}: error: {}\nRun '{} --help' for the options.\n", command, error.what(), command);
+    });
+    // CLI11 would report an unknown command as "A subcommand is required": name it instead.
+    std::vector<std::string> names;
+    for (const Command& command : commands) names.push_back(command.app->get_name());
+    if (argc > 1 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      std::fprintf(stderr, "qdqrt: error: unknown command '%s' (commands: %s)\nRun 'qdqrt --help' for usage.\n",
+                   argv[1], fmt::format("{}", fmt::join(names, ", ")).c_str());
+      return kExitUsage;
+    }
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& error) {
+      int code = app.exit(error);  // prints help, or the error with a usage hint
+      return code == static_cast<int>(CLI::ExitCodes::Success) ? kExitSuccess : kExitUsage;
+    }
+    for (const Command& command : commands) {
+      if (command.app->parsed()) return command.run();
+    }
+    return kExitUsage;
   } catch (const std::exception& e) {
+    // Subcommands report errors as Status; this only catches what escapes (e.g. bad_alloc).
     std::fprintf(stderr, "qdqrt: error: %s\n", e.what());
-    return 1;
+    return kExitFailure;
   }
 }

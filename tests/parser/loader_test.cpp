@@ -1,0 +1,315 @@
+// Well-formed models: structure, shapes, initializers, names, attributes, newer opsets.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "parser/onnx_loader.h"
+#include "tests/fuzz/onnx_parser_fuzz_entry.h"
+#include "tests/parser/test_models.h"
+
+namespace qdqrt::testing {
+namespace {
+
+LoadOptions fuzz_options() {
+  LoadOptions options;
+  options.registry = &fuzz_op_registry();
+  return options;
+}
+
+const char* kAddRelu = R"(
+<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[N, 3] X, float[3] B = {1.0, 2.0, 3.0}) => (float[N, 3] Y)
+{
+  T = Add(X, B)
+  Y = Relu(T)
+}
+)";
+
+TEST(OnnxLoader, LoadsInputsOutputsInitializersAndShapes) {
+  auto graph = load_text(kAddRelu);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  EXPECT_EQ(graph->opset(), 13);
+  EXPECT_EQ(graph->inputs, std::vector<std::string>{"X"});  // B is an initializer, not a runtime input
+  EXPECT_EQ(graph->outputs, std::vector<std::string>{"Y"});
+  ASSERT_EQ(graph->nodes.size(), 2u);
+  EXPECT_EQ(graph->nodes[0].op_type, "Add");
+  EXPECT_EQ(graph->nodes[0].opset, 13);
+  EXPECT_EQ(graph->nodes[0].inputs, (std::vector<std::string>{"X", "B"}));
+  const Tensor* bias = graph->find_initializer("B");
+  ASSERT_NE(bias, nullptr);
+  EXPECT_EQ(bias->shape(), (Shape{3}));
+  EXPECT_FLOAT_EQ(bias->data<float>()[2], 3.0f);
+
+  // T has no declared type: shape inference found it, keeping the symbolic batch dim.
+  const ValueInfo* t = graph->find_value("T");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->dtype, DataType::kFloat);
+  ASSERT_TRUE(t->shape.has_value());
+  ASSERT_EQ(t->shape->size(), 2u);
+  EXPECT_FALSE((*t->shape)[0].is_static());
+  EXPECT_EQ((*t->shape)[0].symbol, "N");
+  EXPECT_EQ((*t->shape)[1].value, 3);
+  EXPECT_EQ(dims_to_string(*graph->find_value("Y")->shape), "[N, 3]");
+  EXPECT_EQ(graph->find_value("B")->static_shape(), (Shape{3}));
+}
+
+TEST(OnnxLoader, ShapeInferenceFillsUnknownDimsFromOtherInputs) {
+  auto graph = load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[N, 4] X, float[4, 5] W) => (float[N, 5] Y)
+{
+  Y = MatMul(X, W)
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  EXPECT_EQ(dims_to_string(*graph->find_value("Y")->shape), "[N, 5]");
+}
+
+TEST(OnnxLoader, PropagatesShapeValuesIntoReshape) {
+  // torch-style flatten: Reshape(X, Concat(Shape(X)[0], -1)).
+  auto graph = load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[N, 4, 5] X) => (float[N, 20] Y)
+{
+  S = Shape(X)
+  I = Constant <value = int64[1] {0}> ()
+  B = Gather <axis = 0> (S, I)
+  M = Constant <value = int64[1] {20}> ()
+  T = Concat <axis = 0> (B, M)
+  R = Reshape(X, T)
+  Y = Relu(R)
+}
+)", fuzz_options());
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  EXPECT_EQ(dims_to_string(*graph->find_value("T")->shape), "[2]");
+  // Without the values of T, Reshape's rule finds no shape for R.
+  const ValueInfo* r = graph->find_value("R");
+  ASSERT_TRUE(r != nullptr && r->shape.has_value());
+  EXPECT_EQ(dims_to_string(*r->shape), "[N, 20]");
+}
+
+TEST(OnnxLoader, SortsNodesListedOutOfOrder) {
+  onnx::ModelProto model = parse_model(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[2] X) => (float[2] Z)
+{
+  A = Relu(X)
+  B = Relu(A)
+  Z = Add(A, B)
+}
+)");
+  // Reverse the file's node order.
+  auto* nodes = model.mutable_graph()->mutable_node();
+  std::reverse(nodes->begin(), nodes->end());
+  auto graph = load_model(model);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  ASSERT_EQ(graph->nodes.size(), 3u);
+  EXPECT_EQ(graph->nodes[0].outputs[0], "A");
+  EXPECT_EQ(graph->nodes[1].outputs[0], "B");
+  EXPECT_EQ(graph->nodes[2].outputs[0], "Z");
+  EXPECT_EQ(dims_to_string(*graph->find_value("B")->shape), "[2]");
+}
+
+TEST(OnnxLoader, NamesUnnamedNodesAndMakesDuplicateNamesUnique) {
+  onnx::ModelProto model = parse_model(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[2] X) => (float[2] D)
+{
+  A = Relu(X)
+  B = Relu(A)
+  C = Relu(B)
+  D = Relu(C)
+}
+)");
+  auto* graph_proto = model.mutable_graph();
+  graph_proto->mutable_node(1)->set_name("dup");
+  graph_proto->mutable_node(2)->set_name("dup");
+  graph_proto->mutable_node(3)->set_name("Relu_0");  // the name node 0 would be generated
+  auto graph = load_model(model);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  std::set<std::string> names;
+  for (const Node& node : graph->nodes) names.insert(node.name);
+  EXPECT_EQ(names.size(), 4u);
+  EXPECT_EQ(graph->nodes[1].name, "dup");
+  EXPECT_EQ(graph->nodes[2].name, "dup_1");
+  EXPECT_EQ(graph->nodes[3].name, "Relu_0");
+  EXPECT_EQ(graph->nodes[0].name, "Relu_0_1");
+}
+
+TEST(OnnxLoader, ConvertsRawAndTypedAttributes) {
+  auto graph = load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[1, 1, 4, 4] X, float[1, 1, 3, 3] W) => (float[1, 1, 2, 2] Y, float[1, 1, 2, 2] Z)
+{
+  C = Conv <kernel_shape = [3, 3], strides = [1, 1], auto_pad = "NOTSET"> (X, W)
+  Y = LeakyRelu <alpha = 0.5> (C)
+  K = Constant <value = int64[2] {3, 4}> ()
+  Z = Identity(C)
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  const Node& conv = graph->nodes[0];
+  ASSERT_NE(conv.find_attribute("kernel_shape"), nullptr);
+  EXPECT_EQ(conv.find_attribute("kernel_shape")->kind, Attribute::Kind::kInts);
+  EXPECT_EQ(conv.find_attribute("kernel_shape")->ints, (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(conv.find_attribute("auto_pad")->s, "NOTSET");
+  EXPECT_EQ(conv.typed_attributes, nullptr);  // its schema has no parser
+  EXPECT_EQ(dims_to_string(*graph->find_value("C")->shape), "[1, 1, 2, 2]");
+
+  const Node* leaky = nullptr;
+  const Node* constant = nullptr;
+  for (const Node& node : graph->nodes) {
+    if (node.op_type == "LeakyRelu") leaky = &node;
+    if (node.op_type == "Constant") constant = &node;
+  }
+  ASSERT_NE(leaky, nullptr);
+  EXPECT_EQ(leaky->find_attribute("alpha")->kind, Attribute::Kind::kFloat);
+  EXPECT_FLOAT_EQ(leaky->attrs<LeakyReluTestAttributes>().alpha, 0.5f);
+  ASSERT_NE(constant, nullptr);  // Constant stays a node; its value is a tensor attribute
+  const Tensor& value = constant->find_attribute("value")->t;
+  EXPECT_EQ(value.dtype(), DataType::kInt64);
+  EXPECT_EQ(value.to_int64_vector(), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(graph->find_value("K")->static_shape(), (Shape{2}));
+}
+
+TEST(OnnxLoader, TypedAttributeErrorsNameTheNode) {
+  auto graph = load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[2] X) => (float[2] Y)
+{
+  Y = LeakyRelu <alpha = -1.0> (X)
+}
+)");
+  EXPECT_LOAD_ERROR(graph, "LeakyRelu", "alpha", "must be >= 0");
+}
+
+TEST(OnnxLoader, LoadsOpset21QuantizeLinearWithBlockSizeAndOutputDtype) {
+  // libonnx 1.12 rejects block_size/output_dtype (its newest QuantizeLinear is opset 13).
+  auto graph = load_text(R"(
+<ir_version: 10, opset_import: ["" : 21]>
+agraph (float[N, 4] X, float[N, 2] S) => (float[N, 4] Y)
+{
+  Q = QuantizeLinear <axis = 1, block_size = 2, output_dtype = 3> (X, S)
+  Y = DequantizeLinear <axis = 1, block_size = 2> (Q, S)
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  const ValueInfo* q = graph->find_value("Q");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->dtype, DataType::kInt8);  // from output_dtype, not the old rule's uint8
+  EXPECT_EQ(dims_to_string(*q->shape), "[N, 4]");
+  EXPECT_EQ(graph->nodes[0].find_attribute("block_size")->i, 2);
+}
+
+TEST(OnnxLoader, LoadsOpset18ReduceWithAxesInputWithoutGuessingItsShape) {
+  auto graph = load_text(R"(
+<ir_version: 8, opset_import: ["" : 18]>
+agraph (float[2, 3, 4] X, int64[1] axes = {1}) => (float[2, 1, 4] Y)
+{
+  R = ReduceMean <keepdims = 1> (X, axes)
+  Y = Relu(R)
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  // The opset 13 rule would reduce every axis; the node is skipped, R stays untyped.
+  const ValueInfo* r = graph->find_value("R");
+  EXPECT_TRUE(r == nullptr || !r->shape.has_value());
+  EXPECT_EQ(dims_to_string(*graph->find_value("Y")->shape), "[2, 1, 4]");
+}
+
+TEST(OnnxLoader, NewerOpsStillGetCheckedForShapeConflictsDownstream) {
+  // Add is unchanged since opset 14, so it is checked strictly even in an opset 19 model.
+  auto graph = load_text(R"(
+<ir_version: 9, opset_import: ["" : 19]>
+agraph (float[2, 3] A, float[4, 5] B) => (float[2, 3] Y)
+{
+  Y = Add(A, B)
+}
+)");
+  EXPECT_LOAD_ERROR(graph, "Add", "shape inference failed");
+}
+
+TEST(OnnxLoader, RunsWithoutCheckerAndInference) {
+  LoadOptions options = test_options();
+  options.run_checker = false;
+  options.run_shape_inference = false;
+  auto graph = load_text(kAddRelu, options);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  EXPECT_EQ(graph->find_value("T"), nullptr);  // nothing inferred
+  EXPECT_NE(graph->find_value("Y"), nullptr);  // declared
+}
+
+TEST(OnnxLoader, AcceptsCustomDomainFromRegistry) {
+  auto graph = load_text(R"(
+<ir_version: 8, opset_import: ["" : 13, "com.example" : 1]>
+agraph (float[2] X) => (float[2] Y)
+{
+  Y = com.example.Fused(X)
+}
+)");
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  EXPECT_EQ(graph->nodes[0].domain, "com.example");
+  EXPECT_EQ(graph->nodes[0].opset, 1);
+  EXPECT_EQ(graph->opset("com.example"), 1);
+}
+
+TEST(OnnxLoader, LoadsFromFileWithExternalData) {
+  TempDir dir;
+  onnx::ModelProto model = parse_model(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[4] X) => (float[4] Y)
+{
+  Y = Add(X, W)
+}
+)");
+  auto* weight = model.mutable_graph()->add_initializer();
+  weight->set_name("W");
+  weight->set_data_type(onnx::TensorProto::FLOAT);
+  weight->add_dims(4);
+  weight->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto add_entry = [&](const std::string& key, const std::string& value) {
+    auto* entry = weight->add_external_data();
+    entry->set_key(key);
+    entry->set_value(value);
+  };
+  add_entry("location", "weights/w.bin");
+  add_entry("offset", "8");
+  add_entry("length", "16");
+  std::vector<float> values = {0.5f, -1.0f, 2.0f, 4.0f};
+  std::string bytes(8, 'x');
+  bytes.append(reinterpret_cast<const char*>(values.data()), 16);
+  dir.write("weights/w.bin", bytes);
+  dir.write("model.onnx", serialize(model));
+
+  auto graph = load_onnx_file((dir.path() / "model.onnx").string(), test_options());
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  const Tensor* w = graph->find_initializer("W");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(std::vector<float>(w->values<float>().begin(), w->values<float>().end()), values);
+
+  // The same model from bytes knows no directory.
+  EXPECT_LOAD_ERROR(load_model(model), "W", "external data", "no model directory");
+
+  dir.write("weights/w.bin", bytes.substr(0, 20));
+  EXPECT_LOAD_ERROR(load_onnx_file((dir.path() / "model.onnx").string(), test_options()), "W", "too short");
+
+  std::filesystem::remove(dir.path() / "weights/w.bin");
+  EXPECT_LOAD_ERROR(load_onnx_file((dir.path() / "model.onnx").string(), test_options()), "W", "missing", "w.bin");
+
+  weight->mutable_external_data(0)->set_value("../w.bin");
+  dir.write("model.onnx", serialize(model));
+  EXPECT_LOAD_ERROR(load_onnx_file((dir.path() / "model.onnx").string(), test_options()), "W", "'..'");
+
+  weight->mutable_external_data(0)->set_value("/etc/passwd");
+  dir.write("model.onnx", serialize(model));
+  EXPECT_LOAD_ERROR(load_onnx_file((dir.path() / "model.onnx").string(), test_options()), "W", "relative");
+}
+
+TEST(OnnxLoader, MissingFileIsAnIoError) {
+  auto graph = load_onnx_file("/nonexistent/model.onnx", test_options());
+  EXPECT_LOAD_ERROR(graph, "/nonexistent/model.onnx");
+  EXPECT_EQ(graph.status().code(), StatusCode::kIoError);
+}
+
+}  // namespace
+}  // namespace qdqrt::testing

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Runs the qdqrt binary on bad command lines: each must exit with the expected code (never a
+# crash or signal) and name the flag or value at fault on stderr.
+# Usage: cli_test.sh path/to/qdqrt
+set -u
+qdqrt="$1"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+# expect CODE STDERR_REGEX ARGS...
+expect() {
+  local code="$1" pattern="$2"
+  shift 2
+  "$qdqrt" "$@" >"$work/stdout" 2>"$work/stderr"
+  local actual=$?
+  if [[ $actual -ne $code ]] || ! grep -Eq -- "$pattern" "$work/stderr"; then
+    echo "FAIL: qdqrt $* -> exit $actual (want $code), stderr:"
+    sed 's/^/    /' "$work/stderr"
+    echo "    (wanted stderr matching: $pattern)"
+    failures=$((failures + 1))
+  else
+    echo "ok: qdqrt $*"
+  fi
+}
+
+# expect_stdout CODE STDOUT_REGEX ARGS...
+expect_stdout() {
+  local code="$1" pattern="$2"
+  shift 2
+  "$qdqrt" "$@" >"$work/stdout" 2>"$work/stderr"
+  local actual=$?
+  if [[ $actual -ne $code ]] || ! grep -Eq -- "$pattern" "$work/stdout"; then
+    echo "FAIL: qdqrt $* -> exit $actual (want $code), stdout:"
+    sed 's/^/    /' "$work/stdout"
+    failures=$((failures + 1))
+  else
+    echo "ok: qdqrt $*"
+  fi
+}
+
+touch "$work/model.onnx" "$work/x.npy"
+printf 'not an onnx model' >"$work/garbage.onnx"
+
+expect_stdout 0 "run" --help
+expect_stdout 0 "--loadInputs" run --help
+expect_stdout 0 "--saveOutputs" run --help
+expect 2 "subcommand" 
+expect 2 "nosuch" nosuch
+expect 2 "--onnx is required" run
+expect 2 "--bogus" run --onnx="$work/model.onnx" --bogus
+expect 2 "--onnx.*missing.onnx|missing.onnx.*--onnx|File does not exist: $work/missing.onnx" run --onnx="$work/missing.onnx"
+expect 2 "--loadInputs.*NAME:FILE" run --onnx="$work/model.onnx" --loadInputs=x.npy
+expect 2 "--loadInputs.*input 'x'.*does not exist" run --onnx="$work/model.onnx" --loadInputs=x:"$work/nope.npy"
+expect 2 "--loadInputs.*empty entry" run --onnx="$work/model.onnx" --loadInputs="x:$work/x.npy,,"
+expect 2 "--shapes.*'abc' is not a non-negative integer" run --onnx="$work/model.onnx" --shapes=x:1xabc
+expect 2 "--shapes.*NAME:DIMS" run --onnx="$work/model.onnx" --shapes=1x3
+expect 2 "--iterations" run --onnx="$work/model.onnx" --iterations=0
+expect 2 "--iterations" run --onnx="$work/model.onnx" --iterations=many
+expect 2 "--seed" run --onnx="$work/model.onnx" --seed=-1x
+expect 2 "--saveOutputs" run --onnx="$work/model.onnx" --saveOutputs="$work/x.npy"
+# A model file that is not ONNX: a load failure (exit 1) naming the file, not a crash.
+expect 1 "--onnx: '$work/garbage.onnx'" run --onnx="$work/garbage.onnx"
+
+if [[ $failures -ne 0 ]]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
