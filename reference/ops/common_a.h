@@ -19,6 +19,16 @@ namespace qdqrt::reference_a {
 
 using Inputs = std::span<const Tensor* const>;
 
+// The node's typed attribute struct; an error (not a crash) when the parser was not run.
+template <class T>
+Result<const T*> typed_attributes(const Node& node) {
+  const T* attributes = dynamic_cast<const T*>(node.typed_attributes.get());
+  if (attributes == nullptr) {
+    return internal_error("{}: typed attributes missing (the op's attribute parser was not run)", node.describe());
+  }
+  return attributes;
+}
+
 // Input `index` (called `role` in messages); an error if absent.
 Result<const Tensor*> required_input(const Node& node, Inputs inputs, size_t index, const char* role);
 // Input `index`, or nullptr when absent (or an empty name).

@@ -40,7 +40,8 @@ Status finish_with_bias(const Node& node, const Tensor* bias, int64_t batch, int
 }
 
 Status conv_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
-  const auto& attributes = node.attrs<ConvAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(const ConvAttributes* typed, typed_attributes<ConvAttributes>(node));
+  const ConvAttributes& attributes = *typed;
   QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, 0, "X"));
   QDQRT_ASSIGN_OR_RETURN(const Tensor* w, required_input(node, inputs, 1, "W"));
   const Tensor* bias = optional_input(inputs, 2);
@@ -60,7 +61,8 @@ struct TransposeAxis {
 };
 
 Status conv_transpose_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
-  const auto& attributes = node.attrs<ConvTransposeAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(const ConvTransposeAttributes* typed, typed_attributes<ConvTransposeAttributes>(node));
+  const ConvTransposeAttributes& attributes = *typed;
   QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, 0, "X"));
   QDQRT_ASSIGN_OR_RETURN(const Tensor* w, required_input(node, inputs, 1, "W"));
   const Tensor* bias = optional_input(inputs, 2);

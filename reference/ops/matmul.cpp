@@ -10,7 +10,8 @@ namespace {
 using namespace reference_a;
 
 Status gemm_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
-  const auto& attributes = node.attrs<GemmAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(const GemmAttributes* typed, typed_attributes<GemmAttributes>(node));
+  const GemmAttributes& attributes = *typed;
   QDQRT_ASSIGN_OR_RETURN(const Tensor* a, required_input(node, inputs, 0, "A"));
   QDQRT_ASSIGN_OR_RETURN(const Tensor* b, required_input(node, inputs, 1, "B"));
   const Tensor* c = optional_input(inputs, 2);

@@ -13,7 +13,8 @@ namespace {
 using namespace reference_a;
 
 Status batch_normalization_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
-  const auto& attributes = node.attrs<BatchNormalizationAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(const BatchNormalizationAttributes* typed, typed_attributes<BatchNormalizationAttributes>(node));
+  const BatchNormalizationAttributes& attributes = *typed;
   QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, 0, "X"));
   QDQRT_ASSIGN_OR_RETURN(const Tensor* scale, required_input(node, inputs, 1, "scale"));
   QDQRT_ASSIGN_OR_RETURN(const Tensor* bias, required_input(node, inputs, 2, "B"));
@@ -53,7 +54,8 @@ Status batch_normalization_kernel(const Node& node, Inputs inputs, std::vector<T
 }
 
 Status layer_normalization_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
-  const auto& attributes = node.attrs<LayerNormalizationAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(const LayerNormalizationAttributes* typed, typed_attributes<LayerNormalizationAttributes>(node));
+  const LayerNormalizationAttributes& attributes = *typed;
   QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, 0, "X"));
   QDQRT_ASSIGN_OR_RETURN(const Tensor* scale, required_input(node, inputs, 1, "Scale"));
   const Tensor* bias = optional_input(inputs, 2);

@@ -91,7 +91,8 @@ void max_pool(const Tensor& x, const PoolPlan& plan, int64_t storage_order, Tens
 }
 
 Status max_pool_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
-  const auto& attributes = node.attrs<MaxPoolAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(const MaxPoolAttributes* typed, typed_attributes<MaxPoolAttributes>(node));
+  const MaxPoolAttributes& attributes = *typed;
   QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, 0, "X"));
   QDQRT_RETURN_IF_ERROR(expect_dtype(node, *x, "input X", {DataType::kFloat, DataType::kInt8, DataType::kUint8}));
   QDQRT_ASSIGN_OR_RETURN(PoolPlan plan, plan_pool(node, *x, attributes));
@@ -111,7 +112,8 @@ Status max_pool_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& out
 }
 
 Status average_pool_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
-  const auto& attributes = node.attrs<AveragePoolAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(const AveragePoolAttributes* typed, typed_attributes<AveragePoolAttributes>(node));
+  const AveragePoolAttributes& attributes = *typed;
   QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, 0, "X"));
   QDQRT_RETURN_IF_ERROR(expect_dtype(node, *x, "input X", {DataType::kFloat}));
   QDQRT_ASSIGN_OR_RETURN(PoolPlan plan, plan_pool(node, *x, attributes));

@@ -88,7 +88,8 @@ int64_t quantize_value(double value, int64_t zero_point, std::pair<int64_t, int6
 }
 
 Status quantize_linear_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
-  const auto& attributes = node.attrs<QuantizeLinearAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(const QuantizeLinearAttributes* typed, typed_attributes<QuantizeLinearAttributes>(node));
+  const QuantizeLinearAttributes& attributes = *typed;
   QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, 0, "x"));
   QDQRT_ASSIGN_OR_RETURN(const Tensor* scale, required_input(node, inputs, 1, "y_scale"));
   const Tensor* zero_point = optional_input(inputs, 2);
@@ -124,7 +125,8 @@ Status quantize_linear_kernel(const Node& node, Inputs inputs, std::vector<Tenso
 }
 
 Status dequantize_linear_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
-  const auto& attributes = node.attrs<DequantizeLinearAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(const DequantizeLinearAttributes* typed, typed_attributes<DequantizeLinearAttributes>(node));
+  const DequantizeLinearAttributes& attributes = *typed;
   QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, 0, "x"));
   QDQRT_ASSIGN_OR_RETURN(const Tensor* scale, required_input(node, inputs, 1, "x_scale"));
   const Tensor* zero_point = optional_input(inputs, 2);
@@ -219,7 +221,8 @@ Result<IntegerConvOperands> integer_conv_operands(const Node& node, const Tensor
 }
 
 Status conv_integer_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
-  const auto& attributes = node.attrs<ConvAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(const ConvAttributes* typed, typed_attributes<ConvAttributes>(node));
+  const ConvAttributes& attributes = *typed;
   QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, 0, "x"));
   QDQRT_ASSIGN_OR_RETURN(const Tensor* w, required_input(node, inputs, 1, "w"));
   const Tensor* x_zero_point = optional_input(inputs, 2);
@@ -245,7 +248,8 @@ Result<DataType> qlinear_output_dtype(const Node& node, const Tensor* y_zero_poi
 }
 
 Status qlinear_conv_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
-  const auto& attributes = node.attrs<ConvAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(const ConvAttributes* typed, typed_attributes<ConvAttributes>(node));
+  const ConvAttributes& attributes = *typed;
   QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, 0, "x"));
   QDQRT_ASSIGN_OR_RETURN(const Tensor* x_scale, required_input(node, inputs, 1, "x_scale"));
   const Tensor* x_zero_point = optional_input(inputs, 2);

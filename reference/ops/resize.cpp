@@ -256,7 +256,8 @@ void resize_values(const ResizeAttributes& attributes, const Tensor& x, const st
 }
 
 Status resize_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
-  const auto& attributes = node.attrs<ResizeAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(const ResizeAttributes* typed, typed_attributes<ResizeAttributes>(node));
+  const ResizeAttributes& attributes = *typed;
   QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, 0, "X"));
   const Tensor* roi = nullptr;
   const Tensor* scales = nullptr;

@@ -551,19 +551,18 @@ Status dropout_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
 
 // ---- Pad ----
 
-// One-element tensor of dtype holding value (for Pad's constant before opset 11).
-Tensor scalar_of_dtype(DataType dtype, double value) {
+// Scalar tensor of dtype holding value (Pad's constant before opset 11 is a float attribute).
+Result<Tensor> scalar_of_dtype(const Node& node, DataType dtype, double value) {
   Tensor scalar(dtype, {});
   if (is_half_dtype(dtype)) {
     scalar.data<uint16_t>()[0] = dtype == DataType::kFloat16 ? float_to_half(static_cast<float>(value))
                                                              : float_to_bfloat16(static_cast<float>(value));
     return scalar;
   }
-  Node dummy;
-  (void)visit_numeric_or_bool(dummy, "", dtype, [&]<class T>(std::type_identity<T>) -> Status {
+  QDQRT_RETURN_IF_ERROR(visit_numeric_or_bool(node, "input", dtype, [&]<class T>(std::type_identity<T>) -> Status {
     scalar.data<T>()[0] = cast_from_double<T>(value);
     return Status::ok();
-  });
+  }));
   return scalar;
 }
 
@@ -589,7 +588,7 @@ Status pad_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs)
   QDQRT_RETURN_IF_ERROR(check_copyable(node, "input", x));
   const int64_t rank = x.rank();
   std::vector<int64_t> pads = attributes->pads;
-  Tensor constant = scalar_of_dtype(x.dtype(), attributes->constant_value);
+  QDQRT_ASSIGN_OR_RETURN(Tensor constant, scalar_of_dtype(node, x.dtype(), attributes->constant_value));
   std::vector<int64_t> axes(static_cast<size_t>(rank));
   std::iota(axes.begin(), axes.end(), 0);
   if (attributes->pads_from_input) {
@@ -727,17 +726,18 @@ Status non_zero_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& out
   QDQRT_RETURN_IF_ERROR(check_input_count(node, inputs, 1, 1));
   const Tensor& x = *inputs[0];
   if (dtype_size(x.dtype()) == 0) return unsupported_dtype(node, "input", x.dtype());
-  // An element is non-zero when any of its bytes is (float -0.0 aside, handled below).
+  // Floats compare by value (-0.0 is zero); other dtypes are non-zero when any byte is.
   std::vector<int64_t> nonzero;
   const size_t size = dtype_size(x.dtype());
   for (int64_t i = 0; i < x.numel(); ++i) {
-    const std::byte* element = bytes_of(x) + i * static_cast<int64_t>(size);
     bool is_nonzero = false;
-    if (x.dtype() == DataType::kFloat || x.dtype() == DataType::kDouble || is_half_dtype(x.dtype())) {
+    if (is_half_dtype(x.dtype())) {
+      is_nonzero = (x.data<uint16_t>()[i] & 0x7fffu) != 0;
+    } else if (x.dtype() == DataType::kFloat || x.dtype() == DataType::kDouble) {
       is_nonzero = x.value_as_double(i) != 0.0;
-      if (is_half_dtype(x.dtype())) is_nonzero = (x.data<uint16_t>()[i] & 0x7fffu) != 0;
     } else {
-      for (size_t b = 0; b < size; ++b) is_nonzero = is_nonzero || element[b] != std::byte{0};
+      const std::byte* element = bytes_of(x) + i * static_cast<int64_t>(size);
+      is_nonzero = std::any_of(element, element + size, [](std::byte b) { return b != std::byte{0}; });
     }
     if (is_nonzero) nonzero.push_back(i);
   }

@@ -129,6 +129,19 @@ TEST(Conv, BadShapesAreErrorsNamingTheNode) {
   EXPECT_FALSE(NodeBuilder("Conv").attr("pads", std::vector<int64_t>{1, 1, 1}).build().ok());
 }
 
+TEST(Conv, MissingTypedAttributesIsAnErrorNotACrash) {
+  Node node;
+  node.op_type = "Conv";
+  node.name = "unparsed";
+  node.opset = 13;
+  node.inputs = {"x", "w"};
+  node.outputs = {"y"};
+  Tensor x = Tensor::from_vector<float>({1, 1, 1, 1}, {1});
+  auto result = run_reference_node(node, {&x, &x});
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("Conv 'unparsed'"), std::string::npos);
+}
+
 TEST(ConvTranspose, StridesOutputPaddingAndGroups) {
   // 1x1x2x2 input, 2x2 kernel of ones, stride 2: each input pixel fills its own 2x2 block.
   Tensor x = Tensor::from_vector<float>({1, 1, 2, 2}, {1, 2, 3, 4});
