@@ -20,6 +20,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <deque>
 #include <exception>
 #include <unordered_map>
 
@@ -251,6 +252,7 @@ Status check_and_infer(const InferenceRequest& request, std::unordered_map<std::
   }
 
   std::unordered_map<std::string, onnx::TensorShapeProto> shape_data;  // data propagation results
+  std::deque<onnx::TensorProto> materialized;                          // static ones as constants
   std::unordered_map<std::string, onnx::TypeProto*> type_pointers;
   for (auto& [name, type] : types) type_pointers[name] = &type;
 
@@ -259,6 +261,15 @@ Status check_and_infer(const InferenceRequest& request, std::unordered_map<std::
     const onnx::NodeProto& node = *request.nodes[index];
     if (!node.domain().empty() && node.domain() != "ai.onnx") continue;  // libonnx knows no other domain we accept
     const std::string context = node_context(request.node_names[index], node.op_type());
+    // Constant nodes' values feed shape rules and data propagation like initializers do.
+    if (node.op_type() == "Constant" && node.output_size() == 1) {
+      for (const auto& attribute : node.attribute()) {
+        if (attribute.name() == "value" && attribute.has_t() &&
+            attribute.t().data_location() != onnx::TensorProto::EXTERNAL) {
+          constant_inputs[node.output(0)] = &attribute.t();
+        }
+      }
+    }
 
     const NewerOpVersion* newer = find_newer_op_version(node.op_type(), request.onnx_opset);
     const onnx::OpSchema* schema = nullptr;
@@ -345,6 +356,24 @@ Status check_and_infer(const InferenceRequest& request, std::unordered_map<std::
         schema->GetDataPropagationFunction()(propagation_context);
       } catch (...) {
         // A value we cannot follow only means fewer static shapes downstream.
+      }
+      // libonnx 1.12's Reshape/Expand/... rules read only constant tensors, not propagated
+      // values: a fully static propagated value becomes a constant for them.
+      for (const auto& output : node.output()) {
+        auto value = shape_data.find(output);
+        if (value == shape_data.end() || constant_inputs.count(output) || value->second.dim_size() > kMaxRank) continue;
+        onnx::TensorProto constant;
+        constant.set_name(output);
+        constant.set_data_type(onnx::TensorProto::INT64);
+        constant.add_dims(value->second.dim_size());
+        bool all_static = true;
+        for (const auto& dim : value->second.dim()) {
+          all_static = all_static && dim.has_dim_value();
+          constant.add_int64_data(dim.dim_value());
+        }
+        if (!all_static) continue;
+        materialized.push_back(std::move(constant));
+        constant_inputs[output] = &materialized.back();
       }
     }
   }

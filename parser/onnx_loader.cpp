@@ -333,6 +333,7 @@ class ModelConverter {
 
   // Every value has exactly one source (SSA) and every input has one.
   Status wire_nodes() {
+    std::unordered_set<std::string> graph_inputs(graph_.inputs.begin(), graph_.inputs.end());
     for (size_t index = 0; index < nodes_.size(); ++index) {
       const Node& node = nodes_[index];
       for (const std::string& output : node.outputs) {
@@ -341,7 +342,7 @@ class ModelConverter {
           return invalid_model("{}: output '{}' has the name of an initializer (each value must have one producer)",
                                node_context(node.name, node.op_type), output);
         }
-        if (std::find(graph_.inputs.begin(), graph_.inputs.end(), output) != graph_.inputs.end()) {
+        if (graph_inputs.count(output)) {
           return invalid_model("{}: output '{}' has the name of a graph input (each value must have one producer)",
                                node_context(node.name, node.op_type), output);
         }
@@ -353,7 +354,6 @@ class ModelConverter {
         }
       }
     }
-    std::unordered_set<std::string> graph_inputs(graph_.inputs.begin(), graph_.inputs.end());
     for (const Node& node : nodes_) {
       for (const std::string& input : node.inputs) {
         if (input.empty() || producer_.count(input) || graph_inputs.count(input) || graph_.initializers.count(input)) continue;

@@ -53,10 +53,34 @@ void mutate_attribute(onnx::AttributeProto* attribute, std::mt19937& generator) 
   }
 }
 
+// Changes one element of an int64 tensor (shapes, axes, pads, repeats are int64 constants).
+void mutate_int64_tensor(onnx::TensorProto* tensor, std::mt19937& generator) {
+  if (tensor->data_type() != onnx::TensorProto::INT64) return;
+  if (tensor->int64_data_size() > 0) {
+    tensor->set_int64_data(static_cast<int>(generator() % tensor->int64_data_size()), interesting_value(generator));
+  } else if (tensor->raw_data().size() >= 8) {
+    int64_t value = interesting_value(generator);
+    size_t index = generator() % (tensor->raw_data().size() / 8);
+    tensor->mutable_raw_data()->replace(index * 8, 8, reinterpret_cast<const char*>(&value), 8);
+  }
+}
+
 // One random structural change that keeps the protobuf valid.
 void mutate(onnx::ModelProto& model, std::mt19937& generator) {
   auto* graph = model.mutable_graph();
-  switch (generator() % 4) {
+  switch (generator() % 5) {
+    case 4: {
+      if (graph->initializer_size() > 0 && generator() % 2) {
+        mutate_int64_tensor(graph->mutable_initializer(static_cast<int>(generator() % graph->initializer_size())), generator);
+      } else {
+        for (auto& node : *graph->mutable_node()) {
+          for (auto& attribute : *node.mutable_attribute()) {
+            if (attribute.has_t() && generator() % 2) mutate_int64_tensor(attribute.mutable_t(), generator);
+          }
+        }
+      }
+      break;
+    }
     case 0:
     case 1: {
       if (graph->input_size() == 0) return;
@@ -95,6 +119,17 @@ TEST(StructuredMutation, BackendModelsWithContradictoryShapesNeverCrash) {
     {
       std::ifstream file(path, std::ios::binary);
       if (!original.ParseFromIstream(&file)) continue;
+    }
+    // Freeze small int64 inputs (shapes, axes, pads, repeats) into initializers, so that the
+    // data-reading shape rules (Reshape, Expand, Tile, Slice, Pad, ...) see values to mutate.
+    for (int i = 0; i < original.graph().input_size(); ++i) {
+      std::filesystem::path data = path.parent_path() / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb");
+      onnx::TensorProto tensor;
+      std::ifstream file(data, std::ios::binary);
+      if (!file || !tensor.ParseFromIstream(&file)) continue;
+      if (tensor.data_type() != onnx::TensorProto::INT64 || tensor.dims_size() > 1) continue;
+      tensor.set_name(original.graph().input(i).name());
+      *original.mutable_graph()->add_initializer() = tensor;
     }
     for (int round = 0; round < (std::getenv("QDQRT_MUTATION_ROUNDS") ? std::atoi(std::getenv("QDQRT_MUTATION_ROUNDS")) : 6); ++round) {
       onnx::ModelProto model = original;
