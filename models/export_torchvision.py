@@ -9,9 +9,11 @@ calibration on a few random batches. Exports are deterministic: same arguments, 
     /usr/bin/python3 models/export_torchvision.py --model resnet18 --variant qdq --out build/models
 """
 import argparse
+import copy
 import os
 import sys
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torchvision
@@ -53,6 +55,15 @@ def export(model, path, size):
         dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
 
 
+@torch.no_grad()
+def save_reference_output(model, input_path, out_dir, model_path):
+    name = os.path.splitext(os.path.basename(model_path))[0]
+    directory = os.path.join(out_dir, "outputs", name, "torch")
+    os.makedirs(directory, exist_ok=True)
+    output = model(torch.from_numpy(np.load(input_path)))
+    np.save(os.path.join(directory, "output.npy"), output.numpy())
+
+
 def output_path(out_dir, name, variant, size):
     suffix = "" if size == 224 else f"_{size}"
     return os.path.join(out_dir, f"{name}_{variant}{suffix}.onnx")
@@ -64,21 +75,31 @@ def main():
     parser.add_argument("--variant", nargs="+", choices=("fp32", "qdq"), default=["fp32", "qdq"])
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--size", type=int, default=224, help="input height and width (default 224)")
+    parser.add_argument("--reference-input", metavar="NPY",
+                        help="also run each exported torch model on this input and save its output as "
+                             "OUT/outputs/<export name>/torch/output.npy (an independent implementation "
+                             "for the oracle tests)")
     args = parser.parse_args()
     if args.size < 32:
         parser.error("--size must be at least 32 (the networks downsample by 32)")
 
-    torch.set_num_threads(min(2, torch.get_num_threads()))
+    # One thread: on a shared 2-core machine, OpenMP threads spinning against each other are
+    # several times slower than one thread.
+    torch.set_num_threads(1)
     os.makedirs(args.out, exist_ok=True)
     for name in args.model:
+        float_model = build_model(name, args.size)
         for variant in args.variant:
-            model = build_model(name, args.size)
+            model = float_model
             if variant == "qdq":
-                calibrate(quantize_model(model), random_batches(CALIBRATION_BATCHES, args.size, seed=2))
+                model = quantize_model(copy.deepcopy(float_model))
+                calibrate(model, random_batches(CALIBRATION_BATCHES, args.size, seed=2))
                 freeze_weight_scales(model)
             path = output_path(args.out, name, variant, args.size)
             export(model, path, args.size)
             print(path)
+            if args.reference_input:
+                save_reference_output(model, args.reference_input, args.out, path)
 
 
 if __name__ == "__main__":
