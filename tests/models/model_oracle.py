@@ -7,18 +7,20 @@
     model_oracle.py compare --model M.onnx --work DIR --kind fp32|qdq-random|qdq-trained
                             --qdqrt build/qdqrt --ort tools/ort/run_ort.js
 
-`selftest` checks the oracle's own plumbing without qdqrt. `prepare-*` export or pick the models and write the inputs (ctest FIXTURES_SETUP). `compare` runs
-ONNX Runtime with all graph optimizations ("ort-all": QDQ node units become integer QLinear ops),
+`selftest` checks the oracle's own plumbing without qdqrt. `prepare-*` export or pick the models
+and write the inputs (ctest FIXTURES_SETUP). `compare` runs ONNX Runtime with all graph
+optimizations ("ort-all": where it can, QDQ node units become integer QLinear ops),
 ONNX Runtime with optimizations disabled ("ort-plain": DequantizeLinear -> float op ->
 QuantizeLinear, the literal ONNX semantics) and `qdqrt run`, prints the distances and checks
 them against the tolerance of the model's kind (docs/models.md explains the numbers):
 
   fp32         max |qdqrt - ort-plain| <= 1e-3 * output range, argmax agreement 100%.
   qdq-random   random weights amplify any rounding difference, so the yardstick is the distance
-               between independent implementations of the same graph: ONNX Runtime's two, and
-               PyTorch's fake-quant forward ("torch", saved at export) where present:
-               max |qdqrt - ort-plain| <= 2 * max(|ort-all - ort-plain|, |torch - ort-plain|)
-               + 1e-3 * range, and the same for the mean absolute error.
+               between implementations of the same graph: ONNX Runtime's two, PyTorch's
+               fake-quant forward ("torch", saved at export), and ONNX Runtime on copies of the
+               graph whose QuantizeLinear inputs are perturbed by ~1 ulp ("ort-ulpN", what any
+               implementation with different float rounding computes):
+               max |qdqrt - ort-plain| <= 2 * max(spreads) + 1e-3 * range, same for the mean.
   qdq-trained  argmax agreement with ort-plain >= 99% over real test images, max abs error
                <= 5% of the output range, and test accuracy within 1 point of ONNX Runtime's.
 """
@@ -34,6 +36,7 @@ REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FMNIST_DIR = "/usr/share/datasets/fashion-mnist"
 FMNIST_MEAN, FMNIST_STD = 0.2860, 0.3530
 RANDOM_BATCH = 2
+ULP_PERTURBATION_RUNS = 3
 SKIP_RETURN_CODE = 77  # ctest SKIP_RETURN_CODE: the qdqrt binary cannot run models yet
 
 
@@ -111,6 +114,37 @@ def describe(label, d):
     return text
 
 
+def write_ulp_perturbed_model(model_path, out_path, seed):
+    """Copy of the model in which every activation entering a QuantizeLinear is multiplied by
+    1 + u * 2^-20 (u uniform in [-1, 1], fixed per element): about what an implementation whose
+    float arithmetic differs from ONNX Runtime's by a few ulps computes. A few ulps, not one, so
+    that some values do cross a rounding boundary (such crossings are rare and decide the spread)."""
+    import onnx
+    from onnx import helper, numpy_helper, shape_inference
+
+    model = shape_inference.infer_shapes(onnx.load(model_path))
+    shapes = {info.name: [d.dim_value for d in info.type.tensor_type.shape.dim]
+              for info in list(model.graph.value_info) + list(model.graph.input)}
+    constants = {t.name for t in model.graph.initializer}
+    constants |= {output for node in model.graph.node if node.op_type == "Constant" for output in node.output}
+    generator = np.random.default_rng(seed)
+    nodes = []
+    for node in model.graph.node:
+        activation = node.input[0] if node.op_type == "QuantizeLinear" else None
+        if activation is not None and activation not in constants and activation in shapes:
+            shape = [1] + shapes[activation][1:]  # broadcast over the (dynamic) batch axis
+            factor = (1 + generator.uniform(-1, 1, shape) * 2.0 ** -20).astype(np.float32)
+            factor_name, perturbed = f"{activation}__ulp_factor{len(nodes)}", f"{activation}__ulp{len(nodes)}"
+            model.graph.initializer.append(numpy_helper.from_array(factor, factor_name))
+            nodes.append(helper.make_node("Mul", [activation, factor_name], [perturbed]))
+            node.input[0] = perturbed
+        nodes.append(node)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    del model.graph.value_info[:]
+    onnx.save(model, out_path)
+
+
 def compare(args):
     model_name = os.path.splitext(os.path.basename(args.model))[0]
     out_root = os.path.join(args.work, "outputs", model_name)
@@ -134,6 +168,14 @@ def compare(args):
                             f"--saveOutputs={directories['qdqrt']}"])
     print("seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in seconds.items()))
 
+    if args.kind == "qdq-random":
+        # The yardstick for chaotic random-weight QDQ nets: ONNX Runtime on ulp-perturbed copies.
+        for seed in range(ULP_PERTURBATION_RUNS):
+            perturbed_model = os.path.join(out_root, f"ulp_perturbed_{seed}.onnx")
+            write_ulp_perturbed_model(args.model, perturbed_model, seed)
+            directories[f"ort-ulp{seed}"] = os.path.join(out_root, f"ort-ulp{seed}")
+            run([args.node, args.ort, "--model", perturbed_model, "--inputs", inputs,
+                 "--outputs", directories[f"ort-ulp{seed}"], "--optimization", "disabled"])
     outputs = {name: load_outputs(directory) for name, directory in directories.items()}
     torch_directory = os.path.join(out_root, "torch")
     if os.path.isdir(torch_directory):
@@ -153,7 +195,7 @@ def compare(args):
         print(describe("qdqrt vs ort-all", distance(candidate, outputs["ort-all"][output_name])))
         # How far two independent implementations of the same graph land from each other.
         yardstick = {"max_abs": 0.0, "mean_abs": 0.0}
-        for other in ("ort-all", "torch"):
+        for other in ("ort-all", "torch", *(f"ort-ulp{seed}" for seed in range(ULP_PERTURBATION_RUNS))):
             if output_name in outputs.get(other, {}):
                 spread = distance(outputs[other][output_name], reference)
                 print(describe(f"{other} vs ort-plain", spread))
