@@ -1,0 +1,133 @@
+// AVX-512 NHWC pools: 64 channels per byte vector (max), 16 int32 lanes per sum vector (avg),
+// masked channel tails.
+#include <algorithm>
+#include <type_traits>
+
+#include "kernels/qpool.h"
+#include "kernels/simd_avx512.h"
+
+namespace qdqrt::kernels::avx512 {
+
+using namespace simd512;
+
+namespace {
+
+template <class T>
+inline __m512i max_bytes(__m512i a, __m512i b) {
+  if constexpr (std::is_signed_v<T>) {
+    return _mm512_max_epi8(a, b);
+  } else {
+    return _mm512_max_epu8(a, b);
+  }
+}
+
+struct Epilogue {
+  __m512 lo, hi;
+  __m512i output_zero_point;
+  explicit Epilogue(const AvgPoolParams& p)
+      : lo(_mm512_set1_ps(p.output_min)),
+        hi(_mm512_set1_ps(p.output_max)),
+        output_zero_point(_mm512_set1_epi32(p.output_zero_point)) {}
+  // float(sum - bias) * multiplier, requantized.
+  __m512i apply(__m512i sum, __m512i bias, __m512 multiplier) const {
+    const __m512 value = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum, bias)), multiplier);
+    return requantize16(value, lo, hi, output_zero_point);
+  }
+};
+
+}  // namespace
+
+template <class T>
+void maxpool(const Pool2dShape& s, size_t pixel_begin, size_t pixel_end, const T* input, T* output) {
+  const __m512i lowest = _mm512_set1_epi8(static_cast<char>(QTraits<T>::min));
+  const size_t in_stride = s.in_stride();
+  for (size_t pixel = pixel_begin; pixel < pixel_end; ++pixel) {
+    const PoolWindow w = pool_window(s, pixel);
+    T* out = output + pixel * s.out_stride();
+    for (size_t c = 0; c < s.channels; c += 64) {
+      const __mmask64 mask = tail_mask64(s.channels - c);
+      __m512i best = lowest;
+      for (size_t kh = w.kh_begin; kh < w.kh_end; ++kh) {
+        const size_t ih = w.oh * s.stride_height + kh * s.dilation_height - s.pad_top;
+        const T* row = input + ((w.image * s.input_height + ih) * s.input_width) * in_stride + c;
+        for (size_t kw = w.kw_begin; kw < w.kw_end; ++kw) {
+          const size_t iw = w.ow * s.stride_width + kw * s.dilation_width - s.pad_left;
+          best = max_bytes<T>(best, _mm512_maskz_loadu_epi8(mask, row + iw * in_stride));
+        }
+      }
+      _mm512_mask_storeu_epi8(out + c, mask, best);
+    }
+  }
+}
+
+template <class T>
+void avgpool(const Pool2dShape& s, const AvgPoolParams& p, size_t pixel_begin, size_t pixel_end, const T* input,
+             T* output) {
+  const Epilogue epilogue(p);
+  const size_t in_stride = s.in_stride();
+  for (size_t pixel = pixel_begin; pixel < pixel_end; ++pixel) {
+    const PoolWindow w = pool_window(s, pixel);
+    const size_t divisor = std::max<size_t>(1, p.count_include_pad ? w.padded_taps : w.valid_taps);
+    const __m512 multiplier = _mm512_set1_ps(p.multiplier / static_cast<float>(divisor));
+    const __m512i bias = _mm512_set1_epi32(p.input_zero_point * static_cast<int32_t>(w.valid_taps));
+    T* out = output + pixel * s.out_stride();
+    for (size_t c = 0; c < s.channels; c += 16) {
+      const __mmask16 mask = s.channels - c >= 16 ? __mmask16(0xffff) : tail_mask16(s.channels - c);
+      __m512i sum = _mm512_setzero_si512();
+      for (size_t kh = w.kh_begin; kh < w.kh_end; ++kh) {
+        const size_t ih = w.oh * s.stride_height + kh * s.dilation_height - s.pad_top;
+        const T* row = input + ((w.image * s.input_height + ih) * s.input_width) * in_stride + c;
+        for (size_t kw = w.kw_begin; kw < w.kw_end; ++kw) {
+          const size_t iw = w.ow * s.stride_width + kw * s.dilation_width - s.pad_left;
+          sum = _mm512_add_epi32(sum, maskz_load16_epi32(mask, row + iw * in_stride));
+        }
+      }
+      mask_store16(out + c, mask, epilogue.apply(sum, bias, multiplier));
+    }
+  }
+}
+
+template <class T>
+void global_avgpool(size_t pixels, size_t channels, size_t input_pixel_stride, const T* input, T* output,
+                    const AvgPoolParams& p) {
+  const size_t stride = input_pixel_stride ? input_pixel_stride : channels;
+  const Epilogue epilogue(p);
+  const __m512 multiplier = _mm512_set1_ps(p.multiplier / static_cast<float>(std::max<size_t>(1, pixels)));
+  const __m512i bias = _mm512_set1_epi32(p.input_zero_point * static_cast<int32_t>(pixels));
+  // 64 channels (4 int32 vectors) per pass over the pixels.
+  for (size_t c = 0; c < channels; c += 64) {
+    const size_t block = std::min<size_t>(64, channels - c);
+    __mmask16 masks[4];
+    for (size_t q = 0; q < 4; ++q) {
+      const size_t lanes = block > q * 16 ? std::min<size_t>(16, block - q * 16) : 0;
+      masks[q] = lanes == 16 ? __mmask16(0xffff) : tail_mask16(lanes);
+    }
+    __m512i sum[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                      _mm512_setzero_si512()};
+    const T* column = input + c;
+    if (block == 64) {
+      for (size_t i = 0; i < pixels; ++i, column += stride) {
+        for (size_t q = 0; q < 4; ++q) sum[q] = _mm512_add_epi32(sum[q], load16_epi32(column + 16 * q));
+      }
+    } else {
+      for (size_t i = 0; i < pixels; ++i, column += stride) {
+        for (size_t q = 0; q < 4; ++q) {
+          sum[q] = _mm512_add_epi32(sum[q], maskz_load16_epi32(masks[q], column + 16 * q));
+        }
+      }
+    }
+    for (size_t q = 0; q < 4 && q * 16 < block; ++q) {
+      mask_store16(output + c + 16 * q, masks[q], epilogue.apply(sum[q], bias, multiplier));
+    }
+  }
+}
+
+#define QDQRT_INSTANTIATE(T)                                                                                    \
+  template void maxpool<T>(const Pool2dShape&, size_t, size_t, const T*, T*);                                   \
+  template void avgpool<T>(const Pool2dShape&, const AvgPoolParams&, size_t, size_t, const T*, T*);             \
+  template void global_avgpool<T>(size_t, size_t, size_t, const T*, T*, const AvgPoolParams&);
+QDQRT_INSTANTIATE(int8_t)
+QDQRT_INSTANTIATE(uint8_t)
+#undef QDQRT_INSTANTIATE
+
+}  // namespace qdqrt::kernels::avx512
