@@ -8,6 +8,10 @@
 
 #include <immintrin.h>
 
+// GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 intrinsics (the _mm512_undefined_*
+// idiom, GCC bug 105593, fixed in GCC 13) wherever they are inlined; silence it for this file.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <cstring>
 
 #include "kernels/fp32_kernels.h"
@@ -155,20 +159,63 @@ namespace QDQRT_FP32_NAMESPACE {
 
 using namespace fp32vec;
 
-void fp32_binary(Fp32BinaryOp op, size_t n, const float* a, const float* b, float* out) {
-  for_each_vector(n, a, b, out, [op](vf x, vf y) { return binary_value(op, x, y); });
+// The op switch sits outside the loops: each case instantiates a loop with a constant op.
+template <Fp32BinaryOp kOp>
+void binary_loop(size_t n, const float* a, const float* b, float* out) {
+  for_each_vector(n, a, b, out, [](vf x, vf y) { return binary_value(kOp, x, y); });
 }
-void fp32_binary_vs(Fp32BinaryOp op, size_t n, const float* a, float b, float* out) {
+template <Fp32BinaryOp kOp>
+void binary_vs_loop(size_t n, const float* a, float b, float* out) {
   const vf vb = splat(b);
-  for_each_vector(n, a, nullptr, out, [op, vb](vf x, vf) { return binary_value(op, x, vb); });
+  for_each_vector(n, a, nullptr, out, [vb](vf x, vf) { return binary_value(kOp, x, vb); });
 }
-void fp32_binary_sv(Fp32BinaryOp op, size_t n, float a, const float* b, float* out) {
+template <Fp32BinaryOp kOp>
+void binary_sv_loop(size_t n, float a, const float* b, float* out) {
   const vf va = splat(a);
-  for_each_vector(n, b, nullptr, out, [op, va](vf y, vf) { return binary_value(op, va, y); });
+  for_each_vector(n, b, nullptr, out, [va](vf y, vf) { return binary_value(kOp, va, y); });
+}
+template <Fp32UnaryOp kOp>
+void unary_loop(const Fp32UnaryParams& params, size_t n, const float* input, float* output) {
+  for_each_vector(n, input, nullptr, output, [&params](vf x, vf) { return unary_value(kOp, params, x); });
 }
 
+#define QDQRT_BINARY_CASES(loop, ...)                                              \
+  switch (op) {                                                                    \
+    case Fp32BinaryOp::kAdd: return loop<Fp32BinaryOp::kAdd>(__VA_ARGS__);         \
+    case Fp32BinaryOp::kSub: return loop<Fp32BinaryOp::kSub>(__VA_ARGS__);         \
+    case Fp32BinaryOp::kMul: return loop<Fp32BinaryOp::kMul>(__VA_ARGS__);         \
+    case Fp32BinaryOp::kDiv: return loop<Fp32BinaryOp::kDiv>(__VA_ARGS__);         \
+    case Fp32BinaryOp::kMax: return loop<Fp32BinaryOp::kMax>(__VA_ARGS__);         \
+    case Fp32BinaryOp::kMin: return loop<Fp32BinaryOp::kMin>(__VA_ARGS__);         \
+  }
+
+void fp32_binary(Fp32BinaryOp op, size_t n, const float* a, const float* b, float* out) {
+  QDQRT_BINARY_CASES(binary_loop, n, a, b, out)
+}
+void fp32_binary_vs(Fp32BinaryOp op, size_t n, const float* a, float b, float* out) {
+  QDQRT_BINARY_CASES(binary_vs_loop, n, a, b, out)
+}
+void fp32_binary_sv(Fp32BinaryOp op, size_t n, float a, const float* b, float* out) {
+  QDQRT_BINARY_CASES(binary_sv_loop, n, a, b, out)
+}
+#undef QDQRT_BINARY_CASES
+
 void fp32_unary(Fp32UnaryOp op, const Fp32UnaryParams& params, size_t n, const float* input, float* output) {
-  for_each_vector(n, input, nullptr, output, [op, &params](vf x, vf) { return unary_value(op, params, x); });
+  switch (op) {
+    case Fp32UnaryOp::kRelu: return unary_loop<Fp32UnaryOp::kRelu>(params, n, input, output);
+    case Fp32UnaryOp::kClip: return unary_loop<Fp32UnaryOp::kClip>(params, n, input, output);
+    case Fp32UnaryOp::kLeakyRelu: return unary_loop<Fp32UnaryOp::kLeakyRelu>(params, n, input, output);
+    case Fp32UnaryOp::kHardSigmoid: return unary_loop<Fp32UnaryOp::kHardSigmoid>(params, n, input, output);
+    case Fp32UnaryOp::kHardSwish: return unary_loop<Fp32UnaryOp::kHardSwish>(params, n, input, output);
+    case Fp32UnaryOp::kSigmoid: return unary_loop<Fp32UnaryOp::kSigmoid>(params, n, input, output);
+    case Fp32UnaryOp::kSilu: return unary_loop<Fp32UnaryOp::kSilu>(params, n, input, output);
+    case Fp32UnaryOp::kTanh: return unary_loop<Fp32UnaryOp::kTanh>(params, n, input, output);
+    case Fp32UnaryOp::kGelu: return unary_loop<Fp32UnaryOp::kGelu>(params, n, input, output);
+    case Fp32UnaryOp::kExp: return unary_loop<Fp32UnaryOp::kExp>(params, n, input, output);
+    case Fp32UnaryOp::kAbs: return unary_loop<Fp32UnaryOp::kAbs>(params, n, input, output);
+    case Fp32UnaryOp::kNeg: return unary_loop<Fp32UnaryOp::kNeg>(params, n, input, output);
+    case Fp32UnaryOp::kSqrt: return unary_loop<Fp32UnaryOp::kSqrt>(params, n, input, output);
+  }
 }
 
 void fp32_softmax(size_t rows, size_t cols, const float* input, float* output) {

@@ -89,8 +89,12 @@ struct PoolWindow {
   size_t kh_begin, kh_end;  // valid kernel rows: ih = oh*stride - pad_top + kh*dilation inside input
   size_t kw_begin, kw_end;
   size_t valid_taps;        // (kh_end - kh_begin) * (kw_end - kw_begin)
-  size_t padded_taps;       // taps inside [-pad_begin, in + pad_end) in both axes
+  size_t padded_rows, padded_cols;  // taps inside [-pad_begin, in + pad_end) per axis
+  size_t padded_taps;       // padded_rows * padded_cols
 };
 PoolWindow pool_window(const Pool2dShape& shape, size_t pixel);
+// Moves w to the next output pixel (no divisions when dilation is 1): what the vector kernels use
+// to walk their range; the reference recomputes pool_window() per pixel, so tests cross-check both.
+void next_pool_window(const Pool2dShape& shape, PoolWindow& w);
 
 }  // namespace qdqrt::kernels

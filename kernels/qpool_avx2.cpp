@@ -55,8 +55,9 @@ template <class T>
 void maxpool(const Pool2dShape& s, size_t pixel_begin, size_t pixel_end, const T* input, T* output) {
   const __m256i lowest = _mm256_set1_epi8(static_cast<char>(QTraits<T>::min));
   const size_t full = s.channels & ~size_t{31};
-  for (size_t pixel = pixel_begin; pixel < pixel_end; ++pixel) {
-    const PoolWindow w = pool_window(s, pixel);
+  if (pixel_begin >= pixel_end) return;
+  PoolWindow w = pool_window(s, pixel_begin);
+  for (size_t pixel = pixel_begin; pixel < pixel_end; ++pixel, next_pool_window(s, w)) {
     T* out = output + pixel * s.out_stride();
     for (size_t c = 0; c < full; c += 32) {
       __m256i best = lowest;
@@ -81,8 +82,9 @@ void avgpool(const Pool2dShape& s, const AvgPoolParams& p, size_t pixel_begin, s
              T* output) {
   const Epilogue epilogue(p);
   const size_t full = s.channels & ~size_t{7};
-  for (size_t pixel = pixel_begin; pixel < pixel_end; ++pixel) {
-    const PoolWindow w = pool_window(s, pixel);
+  if (pixel_begin >= pixel_end) return;
+  PoolWindow w = pool_window(s, pixel_begin);
+  for (size_t pixel = pixel_begin; pixel < pixel_end; ++pixel, next_pool_window(s, w)) {
     const size_t divisor = std::max<size_t>(1, p.count_include_pad ? w.padded_taps : w.valid_taps);
     const __m256 multiplier = _mm256_set1_ps(p.multiplier / static_cast<float>(divisor));
     const __m256i bias = _mm256_set1_epi32(p.input_zero_point * static_cast<int32_t>(w.valid_taps));

@@ -41,8 +41,9 @@ template <class T>
 void maxpool(const Pool2dShape& s, size_t pixel_begin, size_t pixel_end, const T* input, T* output) {
   const __m512i lowest = _mm512_set1_epi8(static_cast<char>(QTraits<T>::min));
   const size_t in_stride = s.in_stride();
-  for (size_t pixel = pixel_begin; pixel < pixel_end; ++pixel) {
-    const PoolWindow w = pool_window(s, pixel);
+  if (pixel_begin >= pixel_end) return;
+  PoolWindow w = pool_window(s, pixel_begin);
+  for (size_t pixel = pixel_begin; pixel < pixel_end; ++pixel, next_pool_window(s, w)) {
     T* out = output + pixel * s.out_stride();
     for (size_t c = 0; c < s.channels; c += 64) {
       const __mmask64 mask = tail_mask64(s.channels - c);
@@ -65,24 +66,34 @@ void avgpool(const Pool2dShape& s, const AvgPoolParams& p, size_t pixel_begin, s
              T* output) {
   const Epilogue epilogue(p);
   const size_t in_stride = s.in_stride();
-  for (size_t pixel = pixel_begin; pixel < pixel_end; ++pixel) {
-    const PoolWindow w = pool_window(s, pixel);
+  if (pixel_begin >= pixel_end) return;
+  PoolWindow w = pool_window(s, pixel_begin);
+  for (size_t pixel = pixel_begin; pixel < pixel_end; ++pixel, next_pool_window(s, w)) {
     const size_t divisor = std::max<size_t>(1, p.count_include_pad ? w.padded_taps : w.valid_taps);
     const __m512 multiplier = _mm512_set1_ps(p.multiplier / static_cast<float>(divisor));
     const __m512i bias = _mm512_set1_epi32(p.input_zero_point * static_cast<int32_t>(w.valid_taps));
     T* out = output + pixel * s.out_stride();
-    for (size_t c = 0; c < s.channels; c += 16) {
-      const __mmask16 mask = s.channels - c >= 16 ? __mmask16(0xffff) : tail_mask16(s.channels - c);
-      __m512i sum = _mm512_setzero_si512();
+    // 64 channels (4 int32 sum vectors) per pass over the window taps.
+    for (size_t c = 0; c < s.channels; c += 64) {
+      const size_t block = std::min<size_t>(64, s.channels - c);
+      __mmask16 masks[4];
+      for (size_t q = 0; q < 4; ++q) {
+        const size_t lanes = block > q * 16 ? std::min<size_t>(16, block - q * 16) : 0;
+        masks[q] = lanes == 16 ? __mmask16(0xffff) : tail_mask16(lanes);
+      }
+      __m512i sum[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
+                        _mm512_setzero_si512()};
       for (size_t kh = w.kh_begin; kh < w.kh_end; ++kh) {
         const size_t ih = w.oh * s.stride_height + kh * s.dilation_height - s.pad_top;
         const T* row = input + ((w.image * s.input_height + ih) * s.input_width) * in_stride + c;
         for (size_t kw = w.kw_begin; kw < w.kw_end; ++kw) {
-          const size_t iw = w.ow * s.stride_width + kw * s.dilation_width - s.pad_left;
-          sum = _mm512_add_epi32(sum, maskz_load16_epi32(mask, row + iw * in_stride));
+          const T* tap = row + (w.ow * s.stride_width + kw * s.dilation_width - s.pad_left) * in_stride;
+          for (size_t q = 0; q < 4; ++q) sum[q] = _mm512_add_epi32(sum[q], maskz_load16_epi32(masks[q], tap + 16 * q));
         }
       }
-      mask_store16(out + c, mask, epilogue.apply(sum, bias, multiplier));
+      for (size_t q = 0; q < 4 && q * 16 < block; ++q) {
+        mask_store16(out + c + 16 * q, masks[q], epilogue.apply(sum[q], bias, multiplier));
+      }
     }
   }
 }

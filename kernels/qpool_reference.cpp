@@ -24,14 +24,40 @@ namespace {
 // Number of k in [0, kernel) with start + k*dilation < limit (start, limit as signed positions).
 size_t taps_below(int64_t start, int64_t limit, size_t kernel, size_t dilation) {
   if (start >= limit) return 0;
-  const int64_t count = (limit - start + static_cast<int64_t>(dilation) - 1) / static_cast<int64_t>(dilation);
+  const int64_t distance = limit - start;
+  const int64_t count = dilation == 1 ? distance
+                                      : (distance + static_cast<int64_t>(dilation) - 1) / static_cast<int64_t>(dilation);
   return std::min(kernel, static_cast<size_t>(count));
 }
 // First k with start + k*dilation >= 0.
 size_t first_tap_inside(int64_t start, size_t kernel, size_t dilation) {
   if (start >= 0) return 0;
-  const int64_t count = (-start + static_cast<int64_t>(dilation) - 1) / static_cast<int64_t>(dilation);
+  const int64_t count =
+      dilation == 1 ? -start : (-start + static_cast<int64_t>(dilation) - 1) / static_cast<int64_t>(dilation);
   return std::min(kernel, static_cast<size_t>(count));
+}
+
+void set_rows(const Pool2dShape& s, PoolWindow& w) {
+  const int64_t start = static_cast<int64_t>(w.oh * s.stride_height) - static_cast<int64_t>(s.pad_top);
+  w.kh_begin = first_tap_inside(start, s.kernel_height, s.dilation_height);
+  w.kh_end = std::max(w.kh_begin,
+                      taps_below(start, static_cast<int64_t>(s.input_height), s.kernel_height, s.dilation_height));
+  w.padded_rows =
+      taps_below(start, static_cast<int64_t>(s.input_height + s.pad_bottom), s.kernel_height, s.dilation_height);
+}
+
+void set_cols(const Pool2dShape& s, PoolWindow& w) {
+  const int64_t start = static_cast<int64_t>(w.ow * s.stride_width) - static_cast<int64_t>(s.pad_left);
+  w.kw_begin = first_tap_inside(start, s.kernel_width, s.dilation_width);
+  w.kw_end = std::max(w.kw_begin,
+                      taps_below(start, static_cast<int64_t>(s.input_width), s.kernel_width, s.dilation_width));
+  w.padded_cols =
+      taps_below(start, static_cast<int64_t>(s.input_width + s.pad_right), s.kernel_width, s.dilation_width);
+}
+
+void set_counts(PoolWindow& w) {
+  w.valid_taps = (w.kh_end - w.kh_begin) * (w.kw_end - w.kw_begin);
+  w.padded_taps = w.padded_rows * w.padded_cols;
 }
 }  // namespace
 
@@ -40,21 +66,23 @@ PoolWindow pool_window(const Pool2dShape& s, size_t pixel) {
   w.ow = pixel % s.output_width;
   w.oh = (pixel / s.output_width) % s.output_height;
   w.image = pixel / (s.output_width * s.output_height);
-  const int64_t h_start = static_cast<int64_t>(w.oh * s.stride_height) - static_cast<int64_t>(s.pad_top);
-  const int64_t w_start = static_cast<int64_t>(w.ow * s.stride_width) - static_cast<int64_t>(s.pad_left);
-  w.kh_begin = first_tap_inside(h_start, s.kernel_height, s.dilation_height);
-  w.kh_end = std::max(w.kh_begin, taps_below(h_start, static_cast<int64_t>(s.input_height), s.kernel_height,
-                                              s.dilation_height));
-  w.kw_begin = first_tap_inside(w_start, s.kernel_width, s.dilation_width);
-  w.kw_end = std::max(w.kw_begin,
-                      taps_below(w_start, static_cast<int64_t>(s.input_width), s.kernel_width, s.dilation_width));
-  w.valid_taps = (w.kh_end - w.kh_begin) * (w.kw_end - w.kw_begin);
-  const size_t padded_rows = taps_below(h_start, static_cast<int64_t>(s.input_height + s.pad_bottom),
-                                        s.kernel_height, s.dilation_height);
-  const size_t padded_cols = taps_below(w_start, static_cast<int64_t>(s.input_width + s.pad_right),
-                                        s.kernel_width, s.dilation_width);
-  w.padded_taps = padded_rows * padded_cols;
+  set_rows(s, w);
+  set_cols(s, w);
+  set_counts(w);
   return w;
+}
+
+void next_pool_window(const Pool2dShape& s, PoolWindow& w) {
+  if (++w.ow == s.output_width) {
+    w.ow = 0;
+    if (++w.oh == s.output_height) {
+      w.oh = 0;
+      ++w.image;
+    }
+    set_rows(s, w);
+  }
+  set_cols(s, w);
+  set_counts(w);
 }
 
 template <class T>
