@@ -8,9 +8,10 @@
 
 #include <immintrin.h>
 
-// GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 intrinsics (the _mm512_undefined_*
+// GCC 12 reports -W(maybe-)uninitialized inside its own AVX-512 intrinsics (the _mm512_undefined_*
 // idiom, GCC bug 105593, fixed in GCC 13) wherever they are inlined; silence it for this file.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <cstring>
 
