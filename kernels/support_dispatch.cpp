@@ -205,7 +205,7 @@ Fp32Kernels fp32_kernels(Isa isa) {
   k.binary_sv.name = name("f32-vrbinaryc", impl);
   k.unary.name = name("f32-vunary", impl);
   k.softmax.name = name("f32-softmax", impl);
-  k.gemm.name = name(impl == Impl::kReference ? "f32-gemm-eigen-generic" : "f32-gemm-eigen", impl);
+  k.gemm.name = name(impl == Impl::kReference ? "f32-gemm" : "f32-gemm-eigen", impl);  // scalar: plain loops
   return k;
 }
 
