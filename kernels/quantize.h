@@ -33,6 +33,15 @@ template <class T>
 using DequantizeChannelsFn = void (*)(size_t rows, size_t channels, const T* input, float* output,
                                       const float* scales, const int32_t* zero_points);
 
+// Fused border kernel: fp32 NCHW -> T NHWC for one image and a pixel range (the model-input case):
+//   output[p * channels + c] = quantize(input[c * pixels + p], scales[c], zero_points[c])
+// for p in [pixel_begin, pixel_end); input/output point at the image's first element. Per-tensor
+// quantization passes the same scale/zero-point for every channel. Same formula as quantize.
+template <class T>
+using QuantizeNchwToNhwcFn = void (*)(size_t channels, size_t pixels, size_t pixel_begin, size_t pixel_end,
+                                      const float* input, T* output, const float* scales,
+                                      const int32_t* zero_points);
+
 struct RequantizeParams {
   int32_t input_zero_point = 0;
   float multiplier = 1.0f;  // input_scale / output_scale, computed once in fp32
@@ -62,6 +71,9 @@ using RequantizeFn = void (*)(size_t n, const T* input, T* output, const Requant
                            const float* scales, const int32_t* zero_points);                              \
   template <class T>                                                                                      \
   void requantize(size_t n, const T* input, T* output, const RequantizeParams& params);                   \
+  template <class T>                                                                                      \
+  void quantize_nchw_to_nhwc(size_t channels, size_t pixels, size_t pixel_begin, size_t pixel_end,        \
+                             const float* input, T* output, const float* scales, const int32_t* zero_points); \
   }
 QDQRT_DECLARE_QUANTIZE_KERNELS(reference)
 QDQRT_DECLARE_QUANTIZE_KERNELS(avx2)

@@ -71,12 +71,27 @@ void requantize(size_t n, const T* input, T* output, const RequantizeParams& par
   }
 }
 
+template <class T>
+void quantize_nchw_to_nhwc(size_t channels, size_t pixels, size_t pixel_begin, size_t pixel_end,
+                           const float* input, T* output, const float* scales, const int32_t* zero_points) {
+  for (size_t p = pixel_begin; p < pixel_end; ++p) {
+    for (size_t c = 0; c < channels; ++c) {
+      const float lo = static_cast<float>(QTraits<T>::min - zero_points[c]);
+      const float hi = static_cast<float>(QTraits<T>::max - zero_points[c]);
+      output[p * channels + c] = static_cast<T>(
+          scalar::requantize_value(input[c * pixels + p] / scales[c], lo, hi, zero_points[c]));
+    }
+  }
+}
+
 #define QDQRT_INSTANTIATE(T)                                                                             \
   template void quantize<T>(size_t, const float*, T*, float, int32_t);                                   \
   template void dequantize<T>(size_t, const T*, float*, float, int32_t);                                 \
   template void quantize_channels<T>(size_t, size_t, const float*, T*, const float*, const int32_t*);     \
   template void dequantize_channels<T>(size_t, size_t, const T*, float*, const float*, const int32_t*);   \
-  template void requantize<T>(size_t, const T*, T*, const RequantizeParams&);
+  template void requantize<T>(size_t, const T*, T*, const RequantizeParams&);                             \
+  template void quantize_nchw_to_nhwc<T>(size_t, size_t, size_t, size_t, const float*, T*, const float*,  \
+                                         const int32_t*);
 QDQRT_INSTANTIATE(int8_t)
 QDQRT_INSTANTIATE(uint8_t)
 #undef QDQRT_INSTANTIATE

@@ -69,6 +69,7 @@ QuantizeKernels<T> quantize_kernels(Isa isa) {
       k.quantize_channels.fn = reference::quantize_channels<T>;
       k.dequantize_channels.fn = reference::dequantize_channels<T>;
       k.requantize.fn = reference::requantize<T>;
+      k.quantize_nchw_to_nhwc.fn = reference::quantize_nchw_to_nhwc<T>;
       break;
     case Impl::kAvx2:
       k.quantize.fn = avx2::quantize<T>;
@@ -76,6 +77,7 @@ QuantizeKernels<T> quantize_kernels(Isa isa) {
       k.quantize_channels.fn = avx2::quantize_channels<T>;
       k.dequantize_channels.fn = avx2::dequantize_channels<T>;
       k.requantize.fn = avx2::requantize<T>;
+      k.quantize_nchw_to_nhwc.fn = avx2::quantize_nchw_to_nhwc<T>;
       break;
     case Impl::kAvx512:
       k.quantize.fn = avx512::quantize<T>;
@@ -83,6 +85,7 @@ QuantizeKernels<T> quantize_kernels(Isa isa) {
       k.quantize_channels.fn = avx512::quantize_channels<T>;
       k.dequantize_channels.fn = avx512::dequantize_channels<T>;
       k.requantize.fn = avx512::requantize<T>;
+      k.quantize_nchw_to_nhwc.fn = avx512::quantize_nchw_to_nhwc<T>;
       break;
   }
   const std::string prefix = QTraits<T>::prefix;
@@ -91,6 +94,7 @@ QuantizeKernels<T> quantize_kernels(Isa isa) {
   k.quantize_channels.name = name("f32-" + prefix + "-vcvt-qc", impl);
   k.dequantize_channels.name = name(prefix + "-f32-vcvt-qc", impl);
   k.requantize.name = name(dtype_op<T>("requantize-minmax"), impl);
+  k.quantize_nchw_to_nhwc.name = name("f32-" + prefix + "-vcvt-nchw2nhwc", impl);
   return k;
 }
 template QuantizeKernels<int8_t> quantize_kernels<int8_t>(Isa);

@@ -28,6 +28,7 @@ struct QuantizeKernels {
   NamedKernel<QuantizeChannelsFn<T>> quantize_channels;
   NamedKernel<DequantizeChannelsFn<T>> dequantize_channels;
   NamedKernel<RequantizeFn<T>> requantize;
+  NamedKernel<QuantizeNchwToNhwcFn<T>> quantize_nchw_to_nhwc;
 };
 template <class T>
 QuantizeKernels<T> quantize_kernels(Isa isa = active_isa());

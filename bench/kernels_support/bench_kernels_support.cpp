@@ -179,6 +179,21 @@ void register_quantize(Isa isa) {
                                  }
                                  set_counters(state, 5 * input.size(), input.size());
                                });
+  // Fused model-input border: fp32 NCHW 3x224x224 -> NHWC int8 (replaces transpose + quantize).
+  benchmark::RegisterBenchmark(bench_name(kernels.quantize_nchw_to_nhwc.name, "input_3x224x224").c_str(),
+                               [=](benchmark::State& state) {
+                                 const size_t pixels = 224 * 224;
+                                 const auto input = random_vector<float>(3 * pixels);
+                                 std::vector<T> out(input.size());
+                                 const float scales[3] = {0.02f, 0.021f, 0.019f};
+                                 const int32_t zero_points[3] = {3, 3, 3};
+                                 for (auto _ : state) {
+                                   kernels.quantize_nchw_to_nhwc.fn(3, pixels, 0, pixels, input.data(), out.data(),
+                                                                    scales, zero_points);
+                                   benchmark::DoNotOptimize(out.data());
+                                 }
+                                 set_counters(state, 5 * input.size(), input.size());
+                               });
   benchmark::RegisterBenchmark(bench_name(kernels.dequantize.name, "effb0_28x28x240").c_str(),
                                [=](benchmark::State& state) {
                                  const auto input = random_vector<T>(28 * 28 * 240);

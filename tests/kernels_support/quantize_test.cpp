@@ -214,3 +214,63 @@ TEST(QuantizeReference, RequantizeWithReluClampsAtZeroPoint) {
 
 }  // namespace
 }  // namespace qdqrt::kernels::testing
+
+namespace qdqrt::kernels::testing {
+namespace {
+
+// Fused fp32 NCHW -> int8/uint8 NHWC border kernel, split into two pixel ranges.
+template <class T>
+void test_quantize_nchw_to_nhwc(Isa isa, size_t channels, size_t pixels, bool per_channel, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> scales(channels, random_scale(rng));
+  std::vector<int32_t> zero_points(channels, sweep_zero_points<T>()[seed % 4]);
+  if (per_channel) {
+    for (size_t c = 0; c < channels; ++c) {
+      scales[c] = random_scale(rng);
+      zero_points[c] = sweep_zero_points<T>()[(seed + c) % 4];
+    }
+  }
+  std::vector<float> input = random_floats(rng, channels * pixels, -2.0f, 2.0f);
+  for (size_t i = 0; i < input.size(); i += 5) input[i] = (std::floor(input[i] * 100.0f) + 0.5f) * scales[i / pixels];
+  Guarded<float> guarded_input(input.size(), placement_for(seed));
+  Guarded<T> output(input.size(), placement_for(seed + 1));
+  guarded_input.copy_from(input);
+  std::vector<T> expected(input.size());
+  reference::quantize_nchw_to_nhwc<T>(channels, pixels, 0, pixels, input.data(), expected.data(), scales.data(),
+                                      zero_points.data());
+  const auto kernel = quantize_kernels<T>(isa).quantize_nchw_to_nhwc;
+  const size_t split = pixels / 3;
+  kernel.fn(channels, pixels, 0, split, guarded_input.data(), output.data(), scales.data(), zero_points.data());
+  kernel.fn(channels, pixels, split, pixels, guarded_input.data(), output.data(), scales.data(), zero_points.data());
+  const std::string description = std::string(kernel.name) + " channels=" + std::to_string(channels) +
+                                  " pixels=" + std::to_string(pixels) + " per_channel=" + std::to_string(per_channel);
+  ASSERT_EQ(first_mismatch(expected.data(), output.data(), input.size()), "") << description;
+  ASSERT_EQ(output.check_canaries(), "") << description;
+}
+
+TEST(QuantizeNchwToNhwc, MatchesReferenceOnEveryIsa) {
+  uint32_t seed = 1;
+  for (Isa isa : test_isas()) {
+    for (size_t channels : {1, 2, 3, 4, 5, 16, 17}) {
+      for (size_t pixels : {1, 7, 15, 16, 17, 49, 100, 1000}) {
+        test_quantize_nchw_to_nhwc<int8_t>(isa, channels, pixels, seed % 2 == 0, seed);
+        ++seed;
+        test_quantize_nchw_to_nhwc<uint8_t>(isa, channels, pixels, seed % 2 == 0, seed);
+        ++seed;
+      }
+    }
+  }
+}
+
+TEST(QuantizeNchwToNhwc, ReferenceIsTransposeThenQuantize) {
+  const float input[] = {0.5f, 1.5f, 2.5f, -1.0f, -2.0f, 100.0f};  // C=2, 3 pixels
+  const float scales[] = {1.0f, 0.5f};
+  const int32_t zero_points[] = {0, 10};
+  int8_t output[6];
+  reference::quantize_nchw_to_nhwc<int8_t>(2, 3, 0, 3, input, output, scales, zero_points);
+  const int8_t expected[] = {0, 8, 2, 6, 2, 127};  // (0.5->0, -2+10), (1.5->2, -4+10), (2.5->2, 200+10 sat)
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(output[i], expected[i]) << "index " << i;
+}
+
+}  // namespace
+}  // namespace qdqrt::kernels::testing
