@@ -96,5 +96,13 @@ PoolWindow pool_window(const Pool2dShape& shape, size_t pixel);
 // Moves w to the next output pixel (no divisions when dilation is 1): what the vector kernels use
 // to walk their range; the reference recomputes pool_window() per pixel, so tests cross-check both.
 void next_pool_window(const Pool2dShape& shape, PoolWindow& w);
+// Element offsets (from the input's start) of the first channel of each valid tap of w, row-major
+// over the window; returns w.valid_taps. Callers pass room for kMaxListedTaps and list only when
+// w.valid_taps <= kMaxListedTaps (larger windows walk the taps directly).
+constexpr size_t kMaxListedTaps = 64;
+size_t pool_window_offsets(const Pool2dShape& shape, const PoolWindow& w, size_t* offsets);
+// Offsets of all kernel taps relative to the window's top-left tap (valid for windows entirely
+// inside the input); returns kernel_height * kernel_width, which must be <= kMaxListedTaps.
+size_t pool_full_window_offsets(const Pool2dShape& shape, size_t* offsets);
 
 }  // namespace qdqrt::kernels

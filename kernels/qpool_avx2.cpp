@@ -36,9 +36,39 @@ struct Epilogue {
   }
 };
 
-// Calls tap(pointer to the tap's pixel, channel 0) for every valid tap of window w.
+// Tap list for one output pixel: interior windows reuse the precomputed full-window offsets
+// from the window origin; border windows list their valid taps; huge windows return null.
+struct TapList {
+  size_t full_offsets[kMaxListedTaps];
+  size_t offsets[kMaxListedTaps];
+  size_t full_taps = 0;  // 0 when the kernel has more than kMaxListedTaps taps
+  explicit TapList(const Pool2dShape& s) {
+    if (s.kernel_height * s.kernel_width <= kMaxListedTaps) full_taps = pool_full_window_offsets(s, full_offsets);
+  }
+  // Returns the offsets (count w.valid_taps) and sets base to add them to.
+  template <class T>
+  const size_t* list(const Pool2dShape& s, const PoolWindow& w, const T* input, const T*& base) {
+    if (full_taps != 0 && w.valid_taps == full_taps) {
+      const size_t ih = w.oh * s.stride_height - s.pad_top, iw = w.ow * s.stride_width - s.pad_left;
+      base = input + ((w.image * s.input_height + ih) * s.input_width + iw) * s.in_stride();
+      return full_offsets;
+    }
+    base = input;
+    if (w.valid_taps > kMaxListedTaps) return nullptr;
+    pool_window_offsets(s, w, offsets);
+    return offsets;
+  }
+};
+
+// Calls tap(pointer to the tap's pixel, channel 0) for every valid tap of window w: from the
+// listed offsets when given (windows up to kMaxListedTaps taps), else walking the window.
 template <class T, class Tap>
-inline void for_each_tap(const Pool2dShape& s, const PoolWindow& w, const T* input, Tap tap) {
+inline void for_each_tap(const Pool2dShape& s, const PoolWindow& w, const T* input, const size_t* offsets,
+                         const T* base, Tap tap) {
+  if (offsets) {
+    for (size_t t = 0; t < w.valid_taps; ++t) tap(base + offsets[t]);
+    return;
+  }
   const size_t in_stride = s.in_stride();
   for (size_t kh = w.kh_begin; kh < w.kh_end; ++kh) {
     const size_t ih = w.oh * s.stride_height + kh * s.dilation_height - s.pad_top;
@@ -55,13 +85,16 @@ template <class T>
 void maxpool(const Pool2dShape& s, size_t pixel_begin, size_t pixel_end, const T* input, T* output) {
   const __m256i lowest = _mm256_set1_epi8(static_cast<char>(QTraits<T>::min));
   const size_t full = s.channels & ~size_t{31};
+  TapList tap_list(s);
   if (pixel_begin >= pixel_end) return;
   PoolWindow w = pool_window(s, pixel_begin);
   for (size_t pixel = pixel_begin; pixel < pixel_end; ++pixel, next_pool_window(s, w)) {
     T* out = output + pixel * s.out_stride();
+    const T* base = input;
+    const size_t* listed = tap_list.list(s, w, input, base);
     for (size_t c = 0; c < full; c += 32) {
       __m256i best = lowest;
-      for_each_tap(s, w, input, [&](const T* tap) {
+      for_each_tap(s, w, input, listed, base, [&](const T* tap) {
         best = max_bytes<T>(best, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tap + c)));
       });
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c), best);
@@ -69,7 +102,7 @@ void maxpool(const Pool2dShape& s, size_t pixel_begin, size_t pixel_end, const T
     if (full < s.channels) {
       T best[32];
       std::fill(best, best + 32, static_cast<T>(QTraits<T>::min));
-      for_each_tap(s, w, input, [&](const T* tap) {
+      for_each_tap(s, w, input, listed, base, [&](const T* tap) {
         for (size_t c = full; c < s.channels; ++c) best[c - full] = std::max(best[c - full], tap[c]);
       });
       std::memcpy(out + full, best, s.channels - full);
@@ -82,6 +115,7 @@ void avgpool(const Pool2dShape& s, const AvgPoolParams& p, size_t pixel_begin, s
              T* output) {
   const Epilogue epilogue(p);
   const size_t full = s.channels & ~size_t{7};
+  TapList tap_list(s);
   if (pixel_begin >= pixel_end) return;
   PoolWindow w = pool_window(s, pixel_begin);
   for (size_t pixel = pixel_begin; pixel < pixel_end; ++pixel, next_pool_window(s, w)) {
@@ -89,14 +123,25 @@ void avgpool(const Pool2dShape& s, const AvgPoolParams& p, size_t pixel_begin, s
     const __m256 multiplier = _mm256_set1_ps(p.multiplier / static_cast<float>(divisor));
     const __m256i bias = _mm256_set1_epi32(p.input_zero_point * static_cast<int32_t>(w.valid_taps));
     T* out = output + pixel * s.out_stride();
-    for (size_t c = 0; c < full; c += 8) {
+    const T* base = input;
+    const size_t* listed = tap_list.list(s, w, input, base);
+    size_t c = 0;
+    for (; c + 32 <= full; c += 32) {  // 4 sum vectors per pass over the taps
+      __m256i sum[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                        _mm256_setzero_si256()};
+      for_each_tap(s, w, input, listed, base, [&](const T* tap) {
+        for (int q = 0; q < 4; ++q) sum[q] = _mm256_add_epi32(sum[q], load8_epi32(tap + c + 8 * q));
+      });
+      for (int q = 0; q < 4; ++q) store8(out + c + 8 * q, epilogue.apply(sum[q], bias, multiplier));
+    }
+    for (; c < full; c += 8) {
       __m256i sum = _mm256_setzero_si256();
-      for_each_tap(s, w, input, [&](const T* tap) { sum = _mm256_add_epi32(sum, load8_epi32(tap + c)); });
+      for_each_tap(s, w, input, listed, base, [&](const T* tap) { sum = _mm256_add_epi32(sum, load8_epi32(tap + c)); });
       store8(out + c, epilogue.apply(sum, bias, multiplier));
     }
     if (full < s.channels) {
       alignas(32) int32_t sums[8] = {};
-      for_each_tap(s, w, input, [&](const T* tap) {
+      for_each_tap(s, w, input, listed, base, [&](const T* tap) {
         for (size_t c = full; c < s.channels; ++c) sums[c - full] += tap[c];
       });
       T block[8];

@@ -85,6 +85,30 @@ void next_pool_window(const Pool2dShape& s, PoolWindow& w) {
   set_counts(w);
 }
 
+size_t pool_window_offsets(const Pool2dShape& s, const PoolWindow& w, size_t* offsets) {
+  size_t count = 0;
+  const size_t in_stride = s.in_stride();
+  for (size_t kh = w.kh_begin; kh < w.kh_end; ++kh) {
+    const size_t ih = w.oh * s.stride_height + kh * s.dilation_height - s.pad_top;
+    const size_t row = (w.image * s.input_height + ih) * s.input_width;
+    for (size_t kw = w.kw_begin; kw < w.kw_end; ++kw) {
+      const size_t iw = w.ow * s.stride_width + kw * s.dilation_width - s.pad_left;
+      offsets[count++] = (row + iw) * in_stride;
+    }
+  }
+  return count;
+}
+
+size_t pool_full_window_offsets(const Pool2dShape& s, size_t* offsets) {
+  size_t count = 0;
+  for (size_t kh = 0; kh < s.kernel_height; ++kh) {
+    for (size_t kw = 0; kw < s.kernel_width; ++kw) {
+      offsets[count++] = (kh * s.dilation_height * s.input_width + kw * s.dilation_width) * s.in_stride();
+    }
+  }
+  return count;
+}
+
 template <class T>
 AvgPoolParams make_avgpool_params(float input_scale, int32_t input_zero_point, float output_scale,
                                   int32_t output_zero_point, bool count_include_pad, bool relu) {

@@ -111,42 +111,51 @@ void register_lut(Isa isa, bool allow_vbmi) {
 template <class T>
 void register_pools(Isa isa) {
   const auto kernels = qpool_kernels<T>(isa);
-  // ResNet-50 stem max pool 3x3/2 pad 1: 112x112x64 -> 56x56x64.
-  benchmark::RegisterBenchmark(bench_name(kernels.maxpool.name, "rn50_112x112x64_k3s2p1").c_str(),
-                               [=](benchmark::State& state) {
-                                 Pool2dShape s;
-                                 s.input_height = s.input_width = 112;
-                                 s.channels = 64;
-                                 s.kernel_height = s.kernel_width = 3;
-                                 s.stride_height = s.stride_width = 2;
-                                 s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 1;
-                                 s.output_height = s.output_width = 56;
-                                 const auto input = random_vector<T>(112 * 112 * 64);
-                                 std::vector<T> out(56 * 56 * 64);
-                                 for (auto _ : state) {
-                                   kernels.maxpool.fn(s, 0, s.output_pixels(), input.data(), out.data());
-                                   benchmark::DoNotOptimize(out.data());
-                                 }
-                                 set_counters(state, input.size() + out.size(), out.size());
-                               });
-  // Inception-style 3x3/1 pad 1 average pool on 28x28x192.
-  benchmark::RegisterBenchmark(bench_name(kernels.avgpool.name, "inception_28x28x192_k3s1p1").c_str(),
-                               [=](benchmark::State& state) {
-                                 Pool2dShape s;
-                                 s.input_height = s.input_width = 28;
-                                 s.channels = 192;
-                                 s.kernel_height = s.kernel_width = 3;
-                                 s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 1;
-                                 s.output_height = s.output_width = 28;
-                                 const auto input = random_vector<T>(28 * 28 * 192);
-                                 std::vector<T> out(input.size());
-                                 const AvgPoolParams params = make_avgpool_params<T>(0.05f, 3, 0.05f, 3, false);
-                                 for (auto _ : state) {
-                                   kernels.avgpool.fn(s, params, 0, s.output_pixels(), input.data(), out.data());
-                                   benchmark::DoNotOptimize(out.data());
-                                 }
-                                 set_counters(state, input.size() + out.size(), out.size());
-                               });
+  struct WindowShape {
+    const char* label;
+    size_t size, channels, kernel, stride, pad;
+  };
+  // ResNet-50 stem max pool; GoogLeNet max pools (stride 2 between stages, stride 1 in the
+  // inception pool branch); the inception-style 3x3/1 average pool.
+  const WindowShape max_shapes[] = {{"rn50_112x112x64_k3s2p1", 112, 64, 3, 2, 1},
+                                    {"googlenet_56x56x192_k3s2p1", 56, 192, 3, 2, 1},
+                                    {"googlenet_28x28x192_k3s1p1", 28, 192, 3, 1, 1}};
+  const WindowShape avg_shapes[] = {{"inception_28x28x192_k3s1p1", 28, 192, 3, 1, 1}};
+  auto pool_shape = [](const WindowShape& w) {
+    Pool2dShape s;
+    s.input_height = s.input_width = w.size;
+    s.channels = w.channels;
+    s.kernel_height = s.kernel_width = w.kernel;
+    s.stride_height = s.stride_width = w.stride;
+    s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = w.pad;
+    s.output_height = s.output_width = pool_output_size(w.size, w.kernel, w.stride, 1, w.pad, w.pad, false);
+    return s;
+  };
+  for (const WindowShape& w : max_shapes) {
+    benchmark::RegisterBenchmark(bench_name(kernels.maxpool.name, w.label).c_str(), [=](benchmark::State& state) {
+      const Pool2dShape s = pool_shape(w);
+      const auto input = random_vector<T>(w.size * w.size * w.channels);
+      std::vector<T> out(s.output_pixels() * w.channels);
+      for (auto _ : state) {
+        kernels.maxpool.fn(s, 0, s.output_pixels(), input.data(), out.data());
+        benchmark::DoNotOptimize(out.data());
+      }
+      set_counters(state, input.size() + out.size(), out.size());
+    });
+  }
+  for (const WindowShape& w : avg_shapes) {
+    benchmark::RegisterBenchmark(bench_name(kernels.avgpool.name, w.label).c_str(), [=](benchmark::State& state) {
+      const Pool2dShape s = pool_shape(w);
+      const auto input = random_vector<T>(w.size * w.size * w.channels);
+      std::vector<T> out(s.output_pixels() * w.channels);
+      const AvgPoolParams params = make_avgpool_params<T>(0.05f, 3, 0.05f, 3, false);
+      for (auto _ : state) {
+        kernels.avgpool.fn(s, params, 0, s.output_pixels(), input.data(), out.data());
+        benchmark::DoNotOptimize(out.data());
+      }
+      set_counters(state, input.size() + out.size(), out.size());
+    });
+  }
   // Global average pools: MobileNetV2 head, ResNet-50 head, EfficientNet-B0 SE on the stem.
   const Hwc gap_shapes[] = {{"mbv2", 7, 7, 1280}, {"rn50", 7, 7, 2048}, {"effb0", 112, 112, 32}, {"effb0", 56, 56, 144}};
   for (const Hwc& shape : gap_shapes) {

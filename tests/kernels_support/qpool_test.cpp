@@ -119,6 +119,7 @@ struct WindowCase {
 const WindowCase kWindows[] = {
     {1, 1, 1, 0, 0, false}, {2, 2, 1, 0, 0, false}, {3, 2, 1, 1, 1, false}, {3, 1, 1, 1, 1, false},
     {3, 2, 1, 0, 0, true},  {3, 2, 2, 2, 1, false}, {5, 3, 1, 2, 2, true},  {2, 1, 3, 0, 2, false},
+    {9, 2, 1, 4, 4, false},  // 81 taps: more than kMaxListedTaps, walks the window directly
 };
 
 TYPED_TEST(QPoolTest, MaxAndAveragePoolMatchReferenceOnEveryIsa) {
