@@ -83,6 +83,18 @@ Isa active_isa() {
 
 void set_max_isa(std::optional<Isa> isa) { explicit_limit.store(isa ? static_cast<int>(*isa) : -1); }
 
+bool cpu_has_avx512vbmi() {
+  static const bool has_vbmi = [] {
+    if (detected_isa() != Isa::kAvx512Vnni) return false;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __cpuid_count(7, 0, eax, ebx, ecx, edx);
+    return (ecx & (1u << 1)) != 0;
+  }();
+  return has_vbmi;
+}
+
+bool avx512vbmi_usable() { return cpu_has_avx512vbmi() && active_isa() == Isa::kAvx512Vnni; }
+
 bool isa_supported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(detected_isa()); }
 
 }  // namespace qdqrt::kernels

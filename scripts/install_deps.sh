@@ -23,3 +23,5 @@ if ((${#missing[@]})); then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# ONNX Runtime for Node.js: the oracle for whole-model tests and the performance peer.
+bash "$(dirname "${BASH_SOURCE[0]}")/install_ort.sh"

@@ -1,0 +1,276 @@
+// Quantize / dequantize / requantize: every ISA variant bit-exact against the scalar reference,
+// and the reference against ONNX's formula computed independently.
+#include <cmath>
+#include <limits>
+
+#include "kernels/quantize.h"
+#include "test_util.h"
+
+namespace qdqrt::kernels::testing {
+namespace {
+
+// Fluent tester in the XNNPACK style: set a case up, then test(isa) compares that ISA's kernel with
+// the reference on guarded buffers and reports the full configuration on failure.
+template <class T>
+class QuantizeTester {
+ public:
+  QuantizeTester& rows(size_t value) { rows_ = value; return *this; }
+  QuantizeTester& channels(size_t value) { channels_ = value; return *this; }
+  QuantizeTester& per_channel(bool value) { per_channel_ = value; return *this; }
+  QuantizeTester& zero_point(int32_t value) { zero_point_ = value; return *this; }
+  QuantizeTester& seed(uint32_t value) { seed_ = value; return *this; }
+
+  std::string describe(Isa isa, const char* kernel) const {
+    return std::string(kernel) + " isa=" + isa_name(isa) + " dtype=" + dtype_name<T>() + " rows=" +
+           std::to_string(rows_) + " channels=" + std::to_string(channels_) +
+           " per_channel=" + std::to_string(per_channel_) + " zero_point=" + std::to_string(zero_point_) +
+           " seed=" + std::to_string(seed_);
+  }
+
+  void test_quantize(Isa isa) const {
+    std::mt19937 rng(seed_);
+    const size_t n = rows_ * channels_;
+    std::vector<float> scales(channels_);
+    std::vector<int32_t> zero_points(channels_);
+    for (size_t c = 0; c < channels_; ++c) {
+      scales[c] = random_scale(rng);
+      zero_points[c] = per_channel_ ? sweep_zero_points<T>()[c % 4] : zero_point_;
+    }
+    if (!per_channel_) std::fill(scales.begin(), scales.end(), scales[0]);
+    // Values spanning beyond the representable range, plus exact ties, NaN and infinities.
+    std::vector<float> input = random_floats(rng, n, -300.0f, 300.0f);
+    for (size_t i = 0; i < n; ++i) {
+      const float scale = scales[i % channels_];
+      if (i % 7 == 0) input[i] = (std::floor(input[i] / 10.0f) + 0.5f) * scale;  // k + 0.5 ties
+      if (i % 11 == 3) input[i] *= scale;
+    }
+    if (n > 5) {
+      input[1] = std::numeric_limits<float>::quiet_NaN();
+      input[3] = std::numeric_limits<float>::infinity();
+      input[5] = -std::numeric_limits<float>::infinity();
+    }
+    const auto kernels = quantize_kernels<T>(isa);
+    Guarded<float> guarded_input(n, placement_for(seed_));
+    Guarded<T> output(n, placement_for(seed_ + 1));
+    guarded_input.copy_from(input);
+    std::vector<T> expected(n);
+    const char* name;
+    if (per_channel_) {
+      name = kernels.quantize_channels.name;
+      reference::quantize_channels<T>(rows_, channels_, input.data(), expected.data(), scales.data(),
+                                      zero_points.data());
+      kernels.quantize_channels.fn(rows_, channels_, guarded_input.data(), output.data(), scales.data(),
+                                   zero_points.data());
+    } else {
+      name = kernels.quantize.name;
+      reference::quantize<T>(n, input.data(), expected.data(), scales[0], zero_point_);
+      kernels.quantize.fn(n, guarded_input.data(), output.data(), scales[0], zero_point_);
+    }
+    ASSERT_EQ(first_mismatch(expected.data(), output.data(), n), "") << describe(isa, name);
+    ASSERT_EQ(output.check_canaries(), "") << describe(isa, name);
+  }
+
+  void test_dequantize(Isa isa) const {
+    std::mt19937 rng(seed_);
+    const size_t n = rows_ * channels_;
+    std::vector<float> scales(channels_, random_scale(rng));
+    std::vector<int32_t> zero_points(channels_, zero_point_);
+    if (per_channel_) {
+      for (size_t c = 0; c < channels_; ++c) {
+        scales[c] = random_scale(rng);
+        zero_points[c] = sweep_zero_points<T>()[c % 4];
+      }
+    }
+    const std::vector<T> input = random_bytes<T>(rng, n);
+    const auto kernels = quantize_kernels<T>(isa);
+    Guarded<T> guarded_input(n, placement_for(seed_));
+    Guarded<float> output(n, placement_for(seed_ + 1));
+    guarded_input.copy_from(input);
+    std::vector<float> expected(n);
+    const char* name;
+    if (per_channel_) {
+      name = kernels.dequantize_channels.name;
+      reference::dequantize_channels<T>(rows_, channels_, input.data(), expected.data(), scales.data(),
+                                        zero_points.data());
+      kernels.dequantize_channels.fn(rows_, channels_, guarded_input.data(), output.data(), scales.data(),
+                                     zero_points.data());
+    } else {
+      name = kernels.dequantize.name;
+      reference::dequantize<T>(n, input.data(), expected.data(), scales[0], zero_point_);
+      kernels.dequantize.fn(n, guarded_input.data(), output.data(), scales[0], zero_point_);
+    }
+    ASSERT_EQ(first_mismatch(expected.data(), output.data(), n), "") << describe(isa, name);
+    ASSERT_EQ(output.check_canaries(), "") << describe(isa, name);
+  }
+
+  void test_requantize(Isa isa, bool relu) const {
+    std::mt19937 rng(seed_);
+    const size_t n = rows_ * channels_;
+    const float input_scale = random_scale(rng);
+    // Every third case uses a power-of-two ratio, which makes exact .5 ties frequent.
+    const float output_scale = seed_ % 3 == 0 ? input_scale * 2.0f : random_scale(rng);
+    const int32_t input_zero_point = sweep_zero_points<T>()[seed_ % 4];
+    const RequantizeParams params =
+        make_requantize_params<T>(input_scale, input_zero_point, output_scale, zero_point_, relu);
+    const std::vector<T> input = random_bytes<T>(rng, n);
+    const auto kernels = quantize_kernels<T>(isa);
+    Guarded<T> guarded_input(n, placement_for(seed_));
+    Guarded<T> output(n, placement_for(seed_ + 1));
+    guarded_input.copy_from(input);
+    std::vector<T> expected(n);
+    reference::requantize<T>(n, input.data(), expected.data(), params);
+    kernels.requantize.fn(n, guarded_input.data(), output.data(), params);
+    const std::string description = describe(isa, kernels.requantize.name) + " relu=" + std::to_string(relu);
+    ASSERT_EQ(first_mismatch(expected.data(), output.data(), n), "") << description;
+    ASSERT_EQ(output.check_canaries(), "") << description;
+  }
+
+ private:
+  size_t rows_ = 1;
+  size_t channels_ = 1;
+  bool per_channel_ = false;
+  int32_t zero_point_ = 0;
+  uint32_t seed_ = 1;
+};
+
+template <class T>
+class QuantizeTest : public ::testing::Test {};
+using QTypes = ::testing::Types<int8_t, uint8_t>;
+TYPED_TEST_SUITE(QuantizeTest, QTypes);
+
+TYPED_TEST(QuantizeTest, PerTensorMatchesReferenceOnEveryIsa) {
+  uint32_t seed = 1;
+  for (Isa isa : test_isas()) {
+    for (size_t n : sweep_sizes()) {
+      for (int32_t zero_point : sweep_zero_points<TypeParam>()) {
+        QuantizeTester<TypeParam>().channels(n).zero_point(zero_point).seed(seed++).test_quantize(isa);
+        QuantizeTester<TypeParam>().channels(n).zero_point(zero_point).seed(seed++).test_dequantize(isa);
+      }
+    }
+  }
+}
+
+TYPED_TEST(QuantizeTest, PerChannelMatchesReferenceOnEveryIsa) {
+  uint32_t seed = 100;
+  for (Isa isa : test_isas()) {
+    for (size_t channels : {1, 3, 8, 13, 16, 24, 33, 64, 100}) {
+      for (size_t rows : {1, 2, 5}) {
+        QuantizeTester<TypeParam>().rows(rows).channels(channels).per_channel(true).seed(seed++).test_quantize(isa);
+        QuantizeTester<TypeParam>().rows(rows).channels(channels).per_channel(true).seed(seed++).test_dequantize(
+            isa);
+      }
+    }
+  }
+}
+
+TYPED_TEST(QuantizeTest, RequantizeMatchesReferenceOnEveryIsa) {
+  uint32_t seed = 1000;
+  for (Isa isa : test_isas()) {
+    for (size_t n : sweep_sizes()) {
+      for (int32_t zero_point : sweep_zero_points<TypeParam>()) {
+        for (bool relu : {false, true}) {
+          QuantizeTester<TypeParam>().channels(n).zero_point(zero_point).seed(seed++).test_requantize(isa, relu);
+        }
+      }
+    }
+  }
+}
+
+// The reference itself against ONNX QuantizeLinear computed independently in double precision
+// (x / scale is exact enough in double to decide ties the same way as fp32 division here).
+TEST(QuantizeReference, FollowsOnnxQuantizeLinear) {
+  const float scale = 0.5f;
+  const float input[] = {0.25f, 0.75f, -0.25f, -0.75f, 1.25f, 63.75f, 64.0f, -64.25f, -1000.0f, 1000.0f,
+                         std::numeric_limits<float>::quiet_NaN()};
+  // x/scale = 0.5 -> 0, 1.5 -> 2, -0.5 -> -0, -1.5 -> -2, 2.5 -> 2 (half to even), then + zp, saturate.
+  const int8_t expected_int8[] = {0, 2, 0, -2, 2, 127, 127, -128, -128, 127, -128};
+  int8_t output_int8[11];
+  reference::quantize<int8_t>(11, input, output_int8, scale, 0);
+  for (int i = 0; i < 11; ++i) EXPECT_EQ(output_int8[i], expected_int8[i]) << "index " << i;
+  const uint8_t expected_uint8[] = {128, 130, 128, 126, 130, 255, 255, 0, 0, 255, 0};
+  uint8_t output_uint8[11];
+  reference::quantize<uint8_t>(11, input, output_uint8, scale, 128);
+  for (int i = 0; i < 11; ++i) EXPECT_EQ(output_uint8[i], expected_uint8[i]) << "index " << i;
+}
+
+TEST(QuantizeReference, DequantizeIsOnnxDequantizeLinear) {
+  const uint8_t input[] = {0, 128, 255};
+  float output[3];
+  reference::dequantize<uint8_t>(3, input, output, 0.25f, 128);
+  EXPECT_EQ(output[0], -32.0f);
+  EXPECT_EQ(output[1], 0.0f);
+  EXPECT_EQ(output[2], 31.75f);
+}
+
+TEST(QuantizeReference, RequantizeWithReluClampsAtZeroPoint) {
+  const int8_t input[] = {-100, -1, 0, 1, 100};
+  int8_t output[5];
+  const RequantizeParams params = make_requantize_params<int8_t>(1.0f, 0, 2.0f, 10, /*relu=*/true);
+  reference::requantize<int8_t>(5, input, output, params);
+  // -100/2 + 10 -> relu -> 10; -0.5 -> -0 (half even) -> 10; 0.5 -> 0 -> 10; 50 + 10 = 60.
+  const int8_t expected[] = {10, 10, 10, 10, 60};
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(output[i], expected[i]) << "index " << i;
+}
+
+}  // namespace
+}  // namespace qdqrt::kernels::testing
+
+namespace qdqrt::kernels::testing {
+namespace {
+
+// Fused fp32 NCHW -> int8/uint8 NHWC border kernel, split into two pixel ranges.
+template <class T>
+void test_quantize_nchw_to_nhwc(Isa isa, size_t channels, size_t pixels, bool per_channel, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> scales(channels, random_scale(rng));
+  std::vector<int32_t> zero_points(channels, sweep_zero_points<T>()[seed % 4]);
+  if (per_channel) {
+    for (size_t c = 0; c < channels; ++c) {
+      scales[c] = random_scale(rng);
+      zero_points[c] = sweep_zero_points<T>()[(seed + c) % 4];
+    }
+  }
+  std::vector<float> input = random_floats(rng, channels * pixels, -2.0f, 2.0f);
+  for (size_t i = 0; i < input.size(); i += 5) input[i] = (std::floor(input[i] * 100.0f) + 0.5f) * scales[i / pixels];
+  Guarded<float> guarded_input(input.size(), placement_for(seed));
+  Guarded<T> output(input.size(), placement_for(seed + 1));
+  guarded_input.copy_from(input);
+  std::vector<T> expected(input.size());
+  reference::quantize_nchw_to_nhwc<T>(channels, pixels, 0, pixels, input.data(), expected.data(), scales.data(),
+                                      zero_points.data());
+  const auto kernel = quantize_kernels<T>(isa).quantize_nchw_to_nhwc;
+  const size_t split = pixels / 3;
+  kernel.fn(channels, pixels, 0, split, guarded_input.data(), output.data(), scales.data(), zero_points.data());
+  kernel.fn(channels, pixels, split, pixels, guarded_input.data(), output.data(), scales.data(), zero_points.data());
+  const std::string description = std::string(kernel.name) + " channels=" + std::to_string(channels) +
+                                  " pixels=" + std::to_string(pixels) + " per_channel=" + std::to_string(per_channel);
+  ASSERT_EQ(first_mismatch(expected.data(), output.data(), input.size()), "") << description;
+  ASSERT_EQ(output.check_canaries(), "") << description;
+}
+
+TEST(QuantizeNchwToNhwc, MatchesReferenceOnEveryIsa) {
+  uint32_t seed = 1;
+  for (Isa isa : test_isas()) {
+    for (size_t channels : {1, 2, 3, 4, 5, 16, 17}) {
+      for (size_t pixels : {1, 7, 15, 16, 17, 49, 100, 1000}) {
+        test_quantize_nchw_to_nhwc<int8_t>(isa, channels, pixels, seed % 2 == 0, seed);
+        ++seed;
+        test_quantize_nchw_to_nhwc<uint8_t>(isa, channels, pixels, seed % 2 == 0, seed);
+        ++seed;
+      }
+    }
+  }
+}
+
+TEST(QuantizeNchwToNhwc, ReferenceIsTransposeThenQuantize) {
+  const float input[] = {0.5f, 1.5f, 2.5f, -1.0f, -2.0f, 100.0f};  // C=2, 3 pixels
+  const float scales[] = {1.0f, 0.5f};
+  const int32_t zero_points[] = {0, 10};
+  int8_t output[6];
+  reference::quantize_nchw_to_nhwc<int8_t>(2, 3, 0, 3, input, output, scales, zero_points);
+  const int8_t expected[] = {0, 8, 2, 6, 2, 127};  // (0.5->0, -2+10), (1.5->2, -4+10), (2.5->2, 200+10 sat)
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(output[i], expected[i]) << "index " << i;
+}
+
+}  // namespace
+}  // namespace qdqrt::kernels::testing
