@@ -1,0 +1,105 @@
+#include "kernels/qgemm.h"
+
+#include <cassert>
+
+#include "kernels/dispatch.h"
+
+namespace qdqrt::kernels {
+
+namespace {
+int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
+}  // namespace
+
+void pack_gemm(const GemmWeightsDesc& desc, Isa isa, PackedGemm& packed) {
+  const internal::GemmImplementation& impl = gemm_implementation(isa);
+  packed.isa = impl.isa;
+  packed.n = desc.n;
+  packed.k = desc.k;
+  packed.nr = impl.nr;
+  packed.k_group = impl.k_group;
+  packed.element_size = impl.element_size;
+  packed.k_padded = round_up(std::max(desc.k, 1), impl.k_group);
+  packed.n_padded = round_up(std::max(desc.n, 1), impl.nr);
+  packed.input_signed = desc.input_signed;
+  packed.input_zero_point = desc.input_zero_point;
+  // Everything below is in the kernel's domain: unsigned activations, signed weights.
+  const int32_t weight_shift = desc.weights_signed ? 0 : 128;
+  packed.weight_zero_point_s8 = desc.weight_zero_point - weight_shift;
+  const uint32_t input_zero_point_u8 = static_cast<uint32_t>(desc.input_zero_point + (desc.input_signed ? 128 : 0));
+  const uint32_t weight_zero_point_s8 = static_cast<uint32_t>(packed.weight_zero_point_s8);
+
+  packed.data.resize(static_cast<size_t>(packed.n_padded) * packed.k_padded * packed.element_size);
+  packed.bias.resize(packed.n_padded);
+  packed.multiplier.resize(packed.n_padded);
+  packed.float_bias.resize(packed.n_padded);
+  const int k_groups = packed.k_padded / impl.k_group;
+  int8_t* bytes = packed.data.data();
+  int16_t* halves = reinterpret_cast<int16_t*>(bytes);
+  for (int n = 0; n < desc.n; ++n) {
+    const int tile = n / impl.nr;
+    const int column = n % impl.nr;
+    int32_t weight_sum = 0;
+    for (int k = 0; k < desc.k; ++k) {
+      const int32_t w = gemm_weight_value(desc, n, k) - weight_shift;
+      weight_sum += w;
+      const size_t offset =
+          ((static_cast<size_t>(tile) * k_groups + k / impl.k_group) * impl.nr + column) * impl.k_group +
+          k % impl.k_group;
+      if (impl.element_size == 1) {
+        bytes[offset] = static_cast<int8_t>(w);
+      } else {
+        halves[offset] = static_cast<int16_t>(w);
+      }
+    }
+    // bias - a_zp * sum(w) + K * a_zp * w_zp, in wrapping 32-bit arithmetic like the accumulators.
+    uint32_t bias = desc.bias_int32 ? static_cast<uint32_t>(desc.bias_int32[n]) : 0u;
+    bias -= input_zero_point_u8 * static_cast<uint32_t>(weight_sum);
+    bias += static_cast<uint32_t>(desc.k) * input_zero_point_u8 * weight_zero_point_s8;
+    packed.bias[n] = static_cast<int32_t>(bias);
+    packed.multiplier[n] = gemm_multiplier(desc, n);
+    packed.float_bias[n] = gemm_float_bias(desc, n);
+  }
+}
+
+PackedGemm pack_gemm(const GemmWeightsDesc& desc, Isa isa) {
+  PackedGemm packed;
+  pack_gemm(desc, isa, packed);
+  return packed;
+}
+
+void run_gemm(const PackedGemm& packed, const GemmArgs& args, const Epilogue& epilogue, int m_begin, int m_end,
+              int n_begin, int n_end) {
+  const internal::GemmImplementation& impl = gemm_implementation(packed.isa);
+  assert(impl.isa == packed.isa && "packed for an ISA this machine does not support");
+  assert(n_begin % packed.nr == 0);
+  internal::ASource source;
+  source.data = args.a;
+  source.row_stride = args.a_row_stride;
+  impl.run(packed, source, args.c, args.c_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
+}
+
+void run_conv_gemm(const PackedGemm& packed, const ConvGeometry& geometry, const ConvArgs& args,
+                   const Epilogue& epilogue, int m_begin, int m_end, int n_begin, int n_end) {
+  const internal::GemmImplementation& impl = gemm_implementation(packed.isa);
+  assert(impl.isa == packed.isa && "packed for an ISA this machine does not support");
+  assert(n_begin % packed.nr == 0);
+  assert(packed.k == geometry.kernel_height * geometry.kernel_width * geometry.group_channels);
+  internal::ASource source;
+  source.data = args.input;
+  source.conv = &geometry;
+  impl.run(packed, source, args.c, args.c_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
+}
+
+std::string gemm_kernel_name(const PackedGemm& packed, bool convolution, int m) {
+  const internal::GemmImplementation& impl = gemm_implementation(packed.isa);
+  std::string name = packed.input_signed ? "qs8" : "qu8";
+  name += packed.weight_zero_point_s8 != 0 ? "-qa8w-" : "-qc8w-";
+  const bool gemv = m == 1 && !convolution;
+  name += convolution ? "igemm-" : gemv ? "gemv-" : "gemm-";
+  name += std::to_string(gemv ? 1 : impl.mr) + "x" + std::to_string(impl.nr) + "c" + std::to_string(impl.k_group);
+  name += "-fp32-";
+  name += isa_name(packed.isa);
+  return name;
+}
+
+}  // namespace qdqrt::kernels

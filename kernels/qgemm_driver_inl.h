@@ -1,0 +1,153 @@
+// The ISA-independent half of a GEMM implementation: packs row blocks of A into a small
+// contiguous panel (shifting int8 to uint8, gathering conv taps, padding with the zero-point) and
+// walks cache-sized column chunks and register tiles. Included by each per-ISA source file inside
+// an anonymous namespace, so every ISA gets its own copy compiled with its own flags.
+//
+// Traits provide: kMr, kNr, kKGroup, PanelElement (uint8_t or int16_t) and
+//   template <int MR> static void tile(const PanelElement* a, int64_t a_stride, const int8_t* b,
+//                                      int k_groups, const TileArgs& args);
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "kernels/qgemm_internal.h"
+
+namespace qdqrt::kernels::internal {
+namespace {
+
+struct TileArgs {
+  const int32_t* bias;        // at the tile's first column
+  const float* multiplier;
+  const float* float_bias;
+  const int32_t* row_term;    // per tile row, or nullptr
+  char* c;                    // the tile's first element
+  int64_t c_row_bytes;
+  const char* residual;       // the tile's first residual element, or nullptr
+  int64_t residual_row_bytes;
+  int n_valid;                // columns to store (<= nr)
+  const Epilogue* epilogue;
+};
+
+// Bytes of packed weights one column chunk may occupy (about half of a 2 MB L2).
+constexpr int64_t kColumnChunkBytes = 1 << 20;
+
+// Gathers the K native bytes of row m into `row`.
+inline void gather_row(const ASource& source, const PackedGemm& packed, int64_t m, uint8_t* row) {
+  if (!source.conv) {
+    std::memcpy(row, static_cast<const uint8_t*>(source.data) + m * source.row_stride, packed.k);
+    return;
+  }
+  const ConvGeometry& g = *source.conv;
+  const int64_t pixels_per_image = static_cast<int64_t>(g.output_height) * g.output_width;
+  const int64_t image = m / pixels_per_image;
+  const int64_t pixel = m - image * pixels_per_image;
+  const int out_y = static_cast<int>(pixel / g.output_width);
+  const int out_x = static_cast<int>(pixel - static_cast<int64_t>(out_y) * g.output_width);
+  const uint8_t* base = static_cast<const uint8_t*>(source.data) +
+                        image * static_cast<int64_t>(g.input_height) * g.input_width * g.input_pixel_stride;
+  const uint8_t pad_value = static_cast<uint8_t>(packed.input_zero_point);
+  const int channels = g.group_channels;
+  for (int ky = 0; ky < g.kernel_height; ++ky) {
+    const int in_y = out_y * g.stride_height - g.pad_top + ky * g.dilation_height;
+    const bool row_inside = in_y >= 0 && in_y < g.input_height;
+    for (int kx = 0; kx < g.kernel_width; ++kx) {
+      const int in_x = out_x * g.stride_width - g.pad_left + kx * g.dilation_width;
+      if (row_inside && in_x >= 0 && in_x < g.input_width) {
+        std::memcpy(row, base + (static_cast<int64_t>(in_y) * g.input_width + in_x) * g.input_pixel_stride, channels);
+      } else {
+        std::memset(row, pad_value, channels);
+      }
+      row += channels;
+    }
+  }
+}
+
+template <typename PanelElement>
+void pack_panel(const ASource& source, const PackedGemm& packed, int64_t m_begin, int rows, PanelElement* panel,
+                int64_t panel_stride, uint8_t* scratch, int32_t* row_term) {
+  const int k = packed.k;
+  const uint8_t flip = packed.input_signed ? 0x80 : 0x00;
+  for (int r = 0; r < rows; ++r) {
+    PanelElement* out = panel + r * panel_stride;
+    uint8_t* bytes = std::is_same_v<PanelElement, uint8_t> ? reinterpret_cast<uint8_t*>(out) : scratch;
+    gather_row(source, packed, m_begin + r, bytes);
+    for (int i = 0; i < k; ++i) bytes[i] ^= flip;
+    if constexpr (!std::is_same_v<PanelElement, uint8_t>) {
+      for (int i = 0; i < k; ++i) out[i] = bytes[i];
+    }
+    for (int i = k; i < packed.k_padded; ++i) out[i] = 0;
+    if (row_term) {
+      int32_t sum = 0;
+      for (int i = 0; i < k; ++i) sum += bytes[i];
+      row_term[r] = static_cast<int32_t>(static_cast<uint32_t>(-packed.weight_zero_point_s8) * static_cast<uint32_t>(sum));
+    }
+  }
+}
+
+template <typename Traits, int MR>
+inline void run_tile(const typename Traits::PanelElement* a, int64_t a_stride, const int8_t* b, int k_groups,
+                     const TileArgs& args) {
+  Traits::template tile<MR>(a, a_stride, b, k_groups, args);
+}
+
+template <typename Traits, int... Rows>
+inline void dispatch_tile(std::integer_sequence<int, Rows...>, int rows, const typename Traits::PanelElement* a,
+                          int64_t a_stride, const int8_t* b, int k_groups, const TileArgs& args) {
+  ((rows == Rows + 1 ? (run_tile<Traits, Rows + 1>(a, a_stride, b, k_groups, args), 0) : 0), ...);
+}
+
+template <typename Traits>
+void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_t c_row_stride,
+                const Epilogue& epilogue, int m_begin, int m_end, int n_begin, int n_end) {
+  using PanelElement = typename Traits::PanelElement;
+  constexpr int kMr = Traits::kMr;
+  constexpr int kNr = Traits::kNr;
+  if (m_begin >= m_end || n_begin >= n_end) return;
+  const int output_size = output_element_size(epilogue.output_type);
+  const int residual_size = 1;
+  const int k_groups = packed.k_padded / Traits::kKGroup;
+  // +64 elements so the rows of a panel do not alias the same cache sets.
+  const int64_t panel_stride = packed.k_padded + 64;
+  thread_local AlignedBuffer<PanelElement> panel_storage;
+  thread_local AlignedBuffer<uint8_t> scratch_storage;
+  if (panel_storage.size() < static_cast<size_t>(kMr * panel_stride)) panel_storage.resize(kMr * panel_stride);
+  if (scratch_storage.size() < static_cast<size_t>(packed.k_padded + 64)) scratch_storage.resize(packed.k_padded + 64);
+  PanelElement* panel = panel_storage.data();
+  int32_t row_term[kMr];
+  const bool need_row_term = packed.weight_zero_point_s8 != 0;
+  const int64_t tile_bytes = static_cast<int64_t>(packed.k_padded) * kNr * packed.element_size;
+  const int chunk_tiles = static_cast<int>(std::max<int64_t>(1, kColumnChunkBytes / tile_bytes));
+  const int chunk_columns = chunk_tiles * kNr;
+  char* c_bytes = static_cast<char*>(c);
+  const char* residual_bytes = static_cast<const char*>(epilogue.residual);
+
+  for (int chunk_begin = n_begin; chunk_begin < n_end; chunk_begin += chunk_columns) {
+    const int chunk_end = std::min(n_end, chunk_begin + chunk_columns);
+    for (int m = m_begin; m < m_end; m += kMr) {
+      const int rows = std::min(kMr, m_end - m);
+      pack_panel(source, packed, m, rows, panel, panel_stride, scratch_storage.data(),
+                 need_row_term ? row_term : nullptr);
+      for (int n = chunk_begin; n < chunk_end; n += kNr) {
+        TileArgs args;
+        args.bias = packed.bias.data() + n;
+        args.multiplier = packed.multiplier.data() + n;
+        args.float_bias = packed.float_bias.data() + n;
+        args.row_term = need_row_term ? row_term : nullptr;
+        args.c_row_bytes = c_row_stride * output_size;
+        args.c = c_bytes + m * args.c_row_bytes + static_cast<int64_t>(n) * output_size;
+        args.residual_row_bytes = epilogue.residual_row_stride * residual_size;
+        args.residual = residual_bytes ? residual_bytes + m * args.residual_row_bytes + n * residual_size : nullptr;
+        args.n_valid = std::min(kNr, chunk_end - n);
+        args.epilogue = &epilogue;
+        const int8_t* b = packed.data.data() + (n / kNr) * tile_bytes;
+        dispatch_tile<Traits>(std::make_integer_sequence<int, kMr>{}, rows, panel, panel_stride, b, k_groups, args);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qdqrt::kernels::internal
