@@ -12,6 +12,9 @@ struct Avx2Traits {
   static constexpr int kMr = 6;
   static constexpr int kNr = 16;
   static constexpr int kKGroup = 2;
+  static void copy_flip(uint8_t* dst, const uint8_t* src, int count, uint8_t flip) {
+    PortableCopy::copy_flip(dst, src, count, flip);
+  }
   using PanelElement = int16_t;
 
   template <int MR>

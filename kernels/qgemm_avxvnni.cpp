@@ -10,6 +10,15 @@ struct AvxVnniTraits {
   static constexpr int kMr = 6;
   static constexpr int kNr = 16;
   static constexpr int kKGroup = 4;
+  static void copy_flip(uint8_t* dst, const uint8_t* src, int count, uint8_t flip) {
+    const __m256i f = _mm256_set1_epi8(static_cast<char>(flip));
+    int i = 0;
+    for (; i + 32 <= count; i += 32) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_xor_si256(v, f));
+    }
+    for (; i < count; ++i) dst[i] = src[i] ^ flip;
+  }
   using PanelElement = uint8_t;
 
   template <int MR>

@@ -3,7 +3,8 @@
 // walks cache-sized column chunks and register tiles. Included by each per-ISA source file inside
 // an anonymous namespace, so every ISA gets its own copy compiled with its own flags.
 //
-// Traits provide: kMr, kNr, kKGroup, PanelElement (uint8_t or int16_t) and
+// Traits provide: kMr, kNr, kKGroup, PanelElement (uint8_t or int16_t),
+//   static void copy_flip(uint8_t* dst, const uint8_t* src, int count, uint8_t flip);  and
 //   template <int MR> static void tile(const PanelElement* a, int64_t a_stride, const int8_t* b,
 //                                      int k_groups, const TileArgs& args);
 #pragma once
@@ -34,10 +35,18 @@ struct TileArgs {
 // Bytes of packed weights one column chunk may occupy (about half of a 2 MB L2).
 constexpr int64_t kColumnChunkBytes = 1 << 20;
 
-// Gathers the K native bytes of row m into `row`.
-inline void gather_row(const ASource& source, const PackedGemm& packed, int64_t m, uint8_t* row) {
+// Portable byte copy with the int8 -> uint8 shift (xor 0x80) applied on the way.
+struct PortableCopy {
+  static void copy_flip(uint8_t* dst, const uint8_t* src, int count, uint8_t flip) {
+    for (int i = 0; i < count; ++i) dst[i] = src[i] ^ flip;
+  }
+};
+
+// Gathers the K bytes of row m into `row`, already shifted to the kernel's unsigned domain.
+template <typename Copy>
+inline void gather_row(const ASource& source, const PackedGemm& packed, int64_t m, uint8_t* row, uint8_t flip) {
   if (!source.conv) {
-    std::memcpy(row, static_cast<const uint8_t*>(source.data) + m * source.row_stride, packed.k);
+    Copy::copy_flip(row, static_cast<const uint8_t*>(source.data) + m * source.row_stride, packed.k, flip);
     return;
   }
   const ConvGeometry& g = *source.conv;
@@ -48,15 +57,30 @@ inline void gather_row(const ASource& source, const PackedGemm& packed, int64_t 
   const int out_x = static_cast<int>(pixel - static_cast<int64_t>(out_y) * g.output_width);
   const uint8_t* base = static_cast<const uint8_t*>(source.data) +
                         image * static_cast<int64_t>(g.input_height) * g.input_width * g.input_pixel_stride;
-  const uint8_t pad_value = static_cast<uint8_t>(packed.input_zero_point);
+  const uint8_t pad_value = static_cast<uint8_t>(packed.input_zero_point) ^ flip;
   const int channels = g.group_channels;
+  const int row_bytes = g.kernel_width * channels;
   for (int ky = 0; ky < g.kernel_height; ++ky) {
     const int in_y = out_y * g.stride_height - g.pad_top + ky * g.dilation_height;
-    const bool row_inside = in_y >= 0 && in_y < g.input_height;
+    if (in_y < 0 || in_y >= g.input_height) {
+      std::memset(row, pad_value, row_bytes);
+      row += row_bytes;
+      continue;
+    }
+    const uint8_t* line = base + static_cast<int64_t>(in_y) * g.input_width * g.input_pixel_stride;
+    const int first_x = out_x * g.stride_width - g.pad_left;
+    // A whole kernel row of contiguous pixels (dense channels, no dilation, inside the image)
+    // is one copy.
+    if (g.input_pixel_stride == channels && g.dilation_width == 1 && first_x >= 0 &&
+        first_x + g.kernel_width <= g.input_width) {
+      Copy::copy_flip(row, line + static_cast<int64_t>(first_x) * channels, row_bytes, flip);
+      row += row_bytes;
+      continue;
+    }
     for (int kx = 0; kx < g.kernel_width; ++kx) {
-      const int in_x = out_x * g.stride_width - g.pad_left + kx * g.dilation_width;
-      if (row_inside && in_x >= 0 && in_x < g.input_width) {
-        std::memcpy(row, base + (static_cast<int64_t>(in_y) * g.input_width + in_x) * g.input_pixel_stride, channels);
+      const int in_x = first_x + kx * g.dilation_width;
+      if (in_x >= 0 && in_x < g.input_width) {
+        Copy::copy_flip(row, line + static_cast<int64_t>(in_x) * g.input_pixel_stride, channels, flip);
       } else {
         std::memset(row, pad_value, channels);
       }
@@ -65,7 +89,7 @@ inline void gather_row(const ASource& source, const PackedGemm& packed, int64_t 
   }
 }
 
-template <typename PanelElement>
+template <typename Traits, typename PanelElement>
 void pack_panel(const ASource& source, const PackedGemm& packed, int64_t m_begin, int rows, PanelElement* panel,
                 int64_t panel_stride, uint8_t* scratch, int32_t* row_term) {
   const int k = packed.k;
@@ -73,8 +97,7 @@ void pack_panel(const ASource& source, const PackedGemm& packed, int64_t m_begin
   for (int r = 0; r < rows; ++r) {
     PanelElement* out = panel + r * panel_stride;
     uint8_t* bytes = std::is_same_v<PanelElement, uint8_t> ? reinterpret_cast<uint8_t*>(out) : scratch;
-    gather_row(source, packed, m_begin + r, bytes);
-    for (int i = 0; i < k; ++i) bytes[i] ^= flip;
+    gather_row<Traits>(source, packed, m_begin + r, bytes, flip);
     if constexpr (!std::is_same_v<PanelElement, uint8_t>) {
       for (int i = 0; i < k; ++i) out[i] = bytes[i];
     }
@@ -128,7 +151,7 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
     const int chunk_end = std::min(n_end, chunk_begin + chunk_columns);
     for (int m = m_begin; m < m_end; m += kMr) {
       const int rows = std::min(kMr, m_end - m);
-      pack_panel(source, packed, m, rows, panel, panel_stride, scratch_storage.data(),
+      pack_panel<Traits>(source, packed, m, rows, panel, panel_stride, scratch_storage.data(),
                  need_row_term ? row_term : nullptr);
       for (int n = chunk_begin; n < chunk_end; n += kNr) {
         TileArgs args;

@@ -9,6 +9,9 @@ struct ScalarTraits {
   static constexpr int kMr = 4;
   static constexpr int kNr = 16;
   static constexpr int kKGroup = 4;
+  static void copy_flip(uint8_t* dst, const uint8_t* src, int count, uint8_t flip) {
+    PortableCopy::copy_flip(dst, src, count, flip);
+  }
   using PanelElement = uint8_t;
 
   template <int MR>

@@ -26,18 +26,22 @@ double best_gops(int64_t (*loop)(int64_t), int64_t iterations) {
 }
 }  // namespace
 
+double peak_gops(int64_t iterations) {
+  using kernels::Isa;
+  switch (kernels::detected_isa()) {
+    case Isa::kAvx512Vnni: return best_gops(vpdpbusd_zmm_loop, iterations);
+    case Isa::kAvxVnni: return best_gops(vpdpbusd_ymm_loop, iterations);
+    case Isa::kAvx2: return best_gops(vpmaddwd_ymm_loop, iterations);
+    case Isa::kScalar: break;
+  }
+  return 1.0;
+}
+
 double measured_peak_gops() {
-  static const double peak = [] {
-    using kernels::Isa;
-    switch (kernels::detected_isa()) {
-      case Isa::kAvx512Vnni: return best_gops(vpdpbusd_zmm_loop, 1 << 20);
-      case Isa::kAvxVnni: return best_gops(vpdpbusd_ymm_loop, 1 << 20);
-      case Isa::kAvx2: return best_gops(vpmaddwd_ymm_loop, 1 << 20);
-      case Isa::kScalar: break;
-    }
-    return 1.0;
-  }();
+  static const double peak = peak_gops(1 << 20);
   return peak;
 }
+
+double fresh_peak_gops() { return peak_gops(1 << 14); }
 
 }  // namespace qdqrt::bench
