@@ -27,8 +27,8 @@ const internal::GemmImplementation& gemm_implementation(Isa isa) {
 // --- Depthwise convolution family ---
 // AVX-VNNI adds nothing for depthwise (16-bit products), so it uses the AVX2 kernel.
 const internal::DepthwiseImplementation& depthwise_implementation(Isa isa) {
-  static const internal::DepthwiseImplementation kScalar{Isa::kScalar, 16, internal::depthwise_run_scalar};
-  static const internal::DepthwiseImplementation kAvx2{Isa::kAvx2, 16, internal::depthwise_run_avx2};
+  static const internal::DepthwiseImplementation kScalar{Isa::kScalar, 1, internal::depthwise_run_scalar};
+  static const internal::DepthwiseImplementation kAvx2{Isa::kAvx2, 32, internal::depthwise_run_avx2};
   static const internal::DepthwiseImplementation kAvx512Vnni{Isa::kAvx512Vnni, 64,
                                                              internal::depthwise_run_avx512vnni};
   switch (usable_isa(isa)) {

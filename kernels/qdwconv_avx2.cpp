@@ -34,10 +34,15 @@ void run(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const
   const int taps = packed.kernel_height * packed.kernel_width;
   const int channels = packed.channels;
   const int64_t stride = packed.channels_padded;
-  thread_local std::vector<const uint8_t*> tap_pointers;
-  thread_local std::vector<uint8_t> padding;
-  tap_pointers.resize(taps);
-  padding.assign(channels, static_cast<uint8_t>(packed.input_zero_point));
+  // Per-call scratch (taps and one padding row): small next to a layer's work, and a local
+  // pointer avoids a TLS lookup per pixel in position-independent code.
+  thread_local std::vector<const uint8_t*> tap_storage;
+  thread_local std::vector<uint8_t> padding_storage;
+  tap_storage.resize(taps);
+  padding_storage.assign(channels, static_cast<uint8_t>(packed.input_zero_point));
+  const uint8_t** tap_pointers = tap_storage.data();
+  DepthwisePixelWalker walker(packed, geometry, static_cast<const uint8_t*>(args.input), padding_storage.data(),
+                              pixel_begin);
   const int output_size = output_element_size(epilogue.output_type);
   const __m256 clamp_min = _mm256_set1_ps(epilogue.clamp_min);
   const __m256 clamp_max = _mm256_set1_ps(epilogue.clamp_max);
@@ -47,8 +52,7 @@ void run(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const
   t.residual_row_bytes = 0;
   t.epilogue = &epilogue;
   for (int64_t p = pixel_begin; p < pixel_end; ++p) {
-    depthwise_tap_pointers(packed, geometry, static_cast<const uint8_t*>(args.input), padding.data(), p,
-                           tap_pointers.data());
+    walker.next(tap_pointers);
     char* out = static_cast<char*>(args.output) + p * args.output_pixel_stride * output_size;
     const char* residual =
         epilogue.residual ? static_cast<const char*>(epilogue.residual) + p * epilogue.residual_row_stride : nullptr;

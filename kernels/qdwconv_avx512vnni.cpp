@@ -28,10 +28,15 @@ void run(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const
   const int taps = packed.kernel_height * packed.kernel_width;
   const int channels = packed.channels;
   const int64_t stride = packed.channels_padded;
-  thread_local std::vector<const uint8_t*> tap_pointers;
-  thread_local std::vector<uint8_t> padding;
-  tap_pointers.resize(taps);
-  padding.assign(channels, static_cast<uint8_t>(packed.input_zero_point));
+  // Per-call scratch (taps and one padding row): small next to a layer's work, and a local
+  // pointer avoids a TLS lookup per pixel in position-independent code.
+  thread_local std::vector<const uint8_t*> tap_storage;
+  thread_local std::vector<uint8_t> padding_storage;
+  tap_storage.resize(taps);
+  padding_storage.assign(channels, static_cast<uint8_t>(packed.input_zero_point));
+  const uint8_t** tap_pointers = tap_storage.data();
+  DepthwisePixelWalker walker(packed, geometry, static_cast<const uint8_t*>(args.input), padding_storage.data(),
+                              pixel_begin);
   const int output_size = output_element_size(epilogue.output_type);
   const __m512 clamp_min = _mm512_set1_ps(epilogue.clamp_min);
   const __m512 clamp_max = _mm512_set1_ps(epilogue.clamp_max);
@@ -41,8 +46,7 @@ void run(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const
   t.residual_row_bytes = 0;
   t.epilogue = &epilogue;
   for (int64_t p = pixel_begin; p < pixel_end; ++p) {
-    depthwise_tap_pointers(packed, geometry, static_cast<const uint8_t*>(args.input), padding.data(), p,
-                           tap_pointers.data());
+    walker.next(tap_pointers);
     char* out = static_cast<char*>(args.output) + p * args.output_pixel_stride * output_size;
     const char* residual =
         epilogue.residual ? static_cast<const char*>(epilogue.residual) + p * epilogue.residual_row_stride : nullptr;
@@ -65,22 +69,18 @@ void run(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const
                                      _mm512_loadu_si512(wt + 48));
         }
       } else {
-        // Channel tail: masked loads never touch bytes past the last channel.
-        auto mask_for = [&](int offset) -> __mmask16 {
-          const int count = remaining - offset;
-          return count >= 16 ? __mmask16(0xFFFF) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
-        };
-        const __mmask16 m0 = mask_for(0), m1 = mask_for(16), m2 = mask_for(32), m3 = mask_for(48);
-        for (int tap = 0; tap < taps; ++tap) {
-          const uint8_t* x = tap_pointers[tap] + c;
-          const int32_t* wt = w + tap * stride;
-          acc0 = _mm512_dpwssd_epi32(acc0, widen<kSigned>(_mm_maskz_loadu_epi8(m0, x)), _mm512_maskz_loadu_epi32(m0, wt));
-          acc1 = _mm512_dpwssd_epi32(acc1, widen<kSigned>(_mm_maskz_loadu_epi8(m1, x + 16)),
-                                     _mm512_maskz_loadu_epi32(m1, wt + 16));
-          acc2 = _mm512_dpwssd_epi32(acc2, widen<kSigned>(_mm_maskz_loadu_epi8(m2, x + 32)),
-                                     _mm512_maskz_loadu_epi32(m2, wt + 32));
-          acc3 = _mm512_dpwssd_epi32(acc3, widen<kSigned>(_mm_maskz_loadu_epi8(m3, x + 48)),
-                                     _mm512_maskz_loadu_epi32(m3, wt + 48));
+        // Channel tail, one 16-channel vector at a time; masked loads never touch bytes past the
+        // last channel.
+        __m512i* accs[4] = {&acc0, &acc1, &acc2, &acc3};
+        for (int v = 0; v * 16 < remaining; ++v) {
+          const int count = remaining - 16 * v;
+          const __mmask16 mask = count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << count) - 1);
+          __m512i acc = _mm512_setzero_si512();
+          for (int tap = 0; tap < taps; ++tap) {
+            acc = _mm512_dpwssd_epi32(acc, widen<kSigned>(_mm_maskz_loadu_epi8(mask, tap_pointers[tap] + c + 16 * v)),
+                                      _mm512_maskz_loadu_epi32(mask, w + tap * stride + 16 * v));
+          }
+          *accs[v] = acc;
         }
       }
       t.bias = packed.bias.data() + c;

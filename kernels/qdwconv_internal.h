@@ -11,7 +11,7 @@ using DepthwiseRunFunction = void (*)(const PackedDepthwise& packed, const Depth
 
 struct DepthwiseImplementation {
   Isa isa;
-  int channel_block;  // channels per inner block (weights are padded to a multiple of 16)
+  int channel_block;  // channels per inner block, for the name (weights are padded to a multiple of 16)
   DepthwiseRunFunction run;
 };
 
@@ -22,24 +22,51 @@ void depthwise_run_avx2(const PackedDepthwise&, const DepthwiseGeometry&, const 
 void depthwise_run_avx512vnni(const PackedDepthwise&, const DepthwiseGeometry&, const DepthwiseArgs&,
                               const Epilogue&, int, int);
 
-// Fills taps[kernel_height * kernel_width] with the input pixel of each tap of output pixel p, or
-// with `padding` (a row of zero-point bytes) outside the image.
-inline void depthwise_tap_pointers(const PackedDepthwise& packed, const DepthwiseGeometry& g, const uint8_t* input,
-                                   const uint8_t* padding, int64_t p, const uint8_t** taps) {
-  const int64_t pixels_per_image = static_cast<int64_t>(g.output_height) * g.output_width;
-  const int64_t image = p / pixels_per_image;
-  const int64_t pixel = p - image * pixels_per_image;
-  const int out_y = static_cast<int>(pixel / g.output_width);
-  const int out_x = static_cast<int>(pixel - static_cast<int64_t>(out_y) * g.output_width);
-  const uint8_t* base = input + image * static_cast<int64_t>(g.input_height) * g.input_width * g.input_pixel_stride;
-  for (int ky = 0; ky < packed.kernel_height; ++ky) {
-    const int in_y = out_y * g.stride_height - g.pad_top + ky * g.dilation_height;
-    for (int kx = 0; kx < packed.kernel_width; ++kx) {
-      const int in_x = out_x * g.stride_width - g.pad_left + kx * g.dilation_width;
-      const bool inside = in_y >= 0 && in_y < g.input_height && in_x >= 0 && in_x < g.input_width;
-      *taps++ = inside ? base + (static_cast<int64_t>(in_y) * g.input_width + in_x) * g.input_pixel_stride : padding;
+// Walks output pixels [begin, end) in order without a division per pixel, and fills the input
+// pointer of every kernel tap (or `padding`, a row of zero-point bytes, outside the image).
+class DepthwisePixelWalker {
+ public:
+  DepthwisePixelWalker(const PackedDepthwise& packed, const DepthwiseGeometry& g, const uint8_t* input,
+                       const uint8_t* padding, int64_t begin)
+      : packed_(packed), g_(g), input_(input), padding_(padding) {
+    const int64_t pixels_per_image = static_cast<int64_t>(g.output_height) * g.output_width;
+    image_ = begin / pixels_per_image;
+    const int64_t pixel = begin - image_ * pixels_per_image;
+    out_y_ = static_cast<int>(pixel / g.output_width);
+    out_x_ = static_cast<int>(pixel - static_cast<int64_t>(out_y_) * g.output_width);
+  }
+
+  // Fills taps for the current pixel, then advances to the next one.
+  void next(const uint8_t** taps) {
+    const DepthwiseGeometry& g = g_;
+    const uint8_t* base =
+        input_ + image_ * static_cast<int64_t>(g.input_height) * g.input_width * g.input_pixel_stride;
+    for (int ky = 0; ky < packed_.kernel_height; ++ky) {
+      const int in_y = out_y_ * g.stride_height - g.pad_top + ky * g.dilation_height;
+      const bool row_inside = in_y >= 0 && in_y < g.input_height;
+      const uint8_t* line = base + static_cast<int64_t>(in_y) * g.input_width * g.input_pixel_stride;
+      for (int kx = 0; kx < packed_.kernel_width; ++kx) {
+        const int in_x = out_x_ * g.stride_width - g.pad_left + kx * g.dilation_width;
+        const bool inside = row_inside && in_x >= 0 && in_x < g.input_width;
+        *taps++ = inside ? line + static_cast<int64_t>(in_x) * g.input_pixel_stride : padding_;
+      }
+    }
+    if (++out_x_ == g.output_width) {
+      out_x_ = 0;
+      if (++out_y_ == g.output_height) {
+        out_y_ = 0;
+        ++image_;
+      }
     }
   }
-}
+
+ private:
+  const PackedDepthwise& packed_;
+  const DepthwiseGeometry& g_;
+  const uint8_t* input_;
+  const uint8_t* padding_;
+  int64_t image_;
+  int out_y_, out_x_;
+};
 
 }  // namespace qdqrt::kernels::internal

@@ -9,14 +9,12 @@ void depthwise_run_scalar(const PackedDepthwise& packed, const DepthwiseGeometry
                           const Epilogue& epilogue, int pixel_begin, int pixel_end) {
   const int taps = packed.kernel_height * packed.kernel_width;
   const int channels = packed.channels;
-  thread_local std::vector<const uint8_t*> tap_pointers;
-  thread_local std::vector<uint8_t> padding;
-  tap_pointers.resize(taps);
-  padding.assign(channels, static_cast<uint8_t>(packed.input_zero_point));
+  std::vector<const uint8_t*> tap_pointers(taps);
+  std::vector<uint8_t> padding(channels, static_cast<uint8_t>(packed.input_zero_point));
+  DepthwisePixelWalker walker(packed, geometry, static_cast<const uint8_t*>(args.input), padding.data(), pixel_begin);
   const int output_size = output_element_size(epilogue.output_type);
   for (int64_t p = pixel_begin; p < pixel_end; ++p) {
-    depthwise_tap_pointers(packed, geometry, static_cast<const uint8_t*>(args.input), padding.data(), p,
-                           tap_pointers.data());
+    walker.next(tap_pointers.data());
     char* out = static_cast<char*>(args.output) + p * args.output_pixel_stride * output_size;
     for (int c = 0; c < channels; ++c) {
       uint32_t acc = static_cast<uint32_t>(packed.bias[c]);

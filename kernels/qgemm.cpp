@@ -1,6 +1,7 @@
 #include "kernels/qgemm.h"
 
 #include <cassert>
+#include <vector>
 
 #include "kernels/dispatch.h"
 
@@ -8,6 +9,50 @@ namespace qdqrt::kernels {
 
 namespace {
 int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+// Run-time packing (batched MatMul) must not allocate once warmed up.
+std::vector<int32_t>& weight_sum_scratch() {
+  thread_local std::vector<int32_t> sums;
+  return sums;
+}
+
+template <typename Source>
+inline int32_t load_weight(const Source* p) {
+  return static_cast<int32_t>(*p);
+}
+
+// Writes W (minus `shift`) into [tiles][k_groups][nr][k_group] without a division per element and
+// returns each column's sum in `sums`.
+template <typename Out, typename Source>
+void pack_columns_from(const GemmWeightsDesc& desc, const Source* weights, int nr, int k_group, int k_groups, Out* out,
+                       int32_t* sums, int32_t shift) {
+  const int64_t group_stride = static_cast<int64_t>(nr) * k_group;
+  for (int n = 0; n < desc.n; ++n) {
+    Out* column = out + (static_cast<int64_t>(n / nr) * k_groups * nr + n % nr) * k_group;
+    const Source* source = weights + n * desc.stride_n;
+    int32_t sum = 0;
+    int k = 0;
+    for (int g = 0; k < desc.k; ++g) {
+      Out* group = column + g * group_stride;
+      for (int e = 0; e < k_group && k < desc.k; ++e, ++k) {
+        const int32_t w = load_weight(source + k * desc.stride_k) - shift;
+        group[e] = static_cast<Out>(w);
+        sum += w;
+      }
+    }
+    sums[n] = sum;
+  }
+}
+
+template <typename Out>
+void pack_columns(const GemmWeightsDesc& desc, int nr, int k_group, int k_groups, Out* out, int32_t* sums,
+                  int32_t shift) {
+  if (desc.weights_signed) {
+    pack_columns_from(desc, static_cast<const int8_t*>(desc.weights), nr, k_group, k_groups, out, sums, shift);
+  } else {
+    pack_columns_from(desc, static_cast<const uint8_t*>(desc.weights), nr, k_group, k_groups, out, sums, shift);
+  }
+}
 }  // namespace
 
 void pack_gemm(const GemmWeightsDesc& desc, Isa isa, PackedGemm& packed) {
@@ -33,24 +78,16 @@ void pack_gemm(const GemmWeightsDesc& desc, Isa isa, PackedGemm& packed) {
   packed.multiplier.resize(packed.n_padded);
   packed.float_bias.resize(packed.n_padded);
   const int k_groups = packed.k_padded / impl.k_group;
-  int8_t* bytes = packed.data.data();
-  int16_t* halves = reinterpret_cast<int16_t*>(bytes);
+  std::vector<int32_t>& weight_sums = weight_sum_scratch();
+  weight_sums.resize(desc.n);
+  if (impl.element_size == 1) {
+    pack_columns<int8_t>(desc, impl.nr, impl.k_group, k_groups, packed.data.data(), weight_sums.data(), weight_shift);
+  } else {
+    pack_columns<int16_t>(desc, impl.nr, impl.k_group, k_groups, reinterpret_cast<int16_t*>(packed.data.data()),
+                          weight_sums.data(), weight_shift);
+  }
   for (int n = 0; n < desc.n; ++n) {
-    const int tile = n / impl.nr;
-    const int column = n % impl.nr;
-    int32_t weight_sum = 0;
-    for (int k = 0; k < desc.k; ++k) {
-      const int32_t w = gemm_weight_value(desc, n, k) - weight_shift;
-      weight_sum += w;
-      const size_t offset =
-          ((static_cast<size_t>(tile) * k_groups + k / impl.k_group) * impl.nr + column) * impl.k_group +
-          k % impl.k_group;
-      if (impl.element_size == 1) {
-        bytes[offset] = static_cast<int8_t>(w);
-      } else {
-        halves[offset] = static_cast<int16_t>(w);
-      }
-    }
+    const int32_t weight_sum = weight_sums[n];
     // bias - a_zp * sum(w) + K * a_zp * w_zp, in wrapping 32-bit arithmetic like the accumulators.
     uint32_t bias = desc.bias_int32 ? static_cast<uint32_t>(desc.bias_int32[n]) : 0u;
     bias -= input_zero_point_u8 * static_cast<uint32_t>(weight_sum);
