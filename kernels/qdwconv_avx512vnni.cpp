@@ -1,5 +1,5 @@
-// AVX-512 depthwise convolution: 64 channels (4 zmm) per block, one vpdpwssd per tap and 16
-// channels (input widened to 32-bit lanes, weight in the low 16 bits of each lane).
+// AVX-512 depthwise convolution: 2 output pixels x 64 channels (8 zmm accumulators) per block, one
+// vpdpwssd per tap and 16 channels (input widened to 32-bit lanes, weight in the low 16 bits).
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
@@ -13,6 +13,10 @@
 namespace qdqrt::kernels::internal {
 namespace {
 
+inline __mmask16 lane_mask(int count) {
+  return count >= 16 ? __mmask16(0xFFFF) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
+}
+
 template <bool kSigned>
 inline __m512i widen(__m128i bytes) {
   if constexpr (kSigned) {
@@ -22,76 +26,116 @@ inline __m512i widen(__m128i bytes) {
   }
 }
 
+// Loads 16 channels and widens them to 32-bit lanes. Masked loads cost an extra ALU uop on the
+// port the widening needs, so full blocks use plain loads.
+template <bool kSigned, bool kFull>
+inline __m512i load16(const uint8_t* x, __mmask16 mask) {
+  if constexpr (kFull) {
+    return widen<kSigned>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+  } else {
+    return widen<kSigned>(_mm_maskz_loadu_epi8(mask, x));
+  }
+}
+
+template <bool kFull>
+inline __m512i load_weights(const int32_t* w, __mmask16 mask) {
+  if constexpr (kFull) {
+    return _mm512_loadu_si512(w);
+  } else {
+    return _mm512_maskz_loadu_epi32(mask, w);
+  }
+}
+
+// Accumulates 2 pixels x 64 channels over all taps.
+template <bool kSigned, bool kFull>
+inline void accumulate_block(const uint8_t* const* taps0, const uint8_t* const* taps1, int taps, int c,
+                             const int32_t* w, int64_t stride, int remaining, __m512i (&a)[4], __m512i (&b)[4]) {
+  const __mmask16 m0 = lane_mask(remaining), m1 = lane_mask(remaining - 16);
+  const __mmask16 m2 = lane_mask(remaining - 32), m3 = lane_mask(remaining - 48);
+  __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512(), a2 = _mm512_setzero_si512();
+  __m512i a3 = _mm512_setzero_si512(), b0 = _mm512_setzero_si512(), b1 = _mm512_setzero_si512();
+  __m512i b2 = _mm512_setzero_si512(), b3 = _mm512_setzero_si512();
+  for (int tap = 0; tap < taps; ++tap) {
+    const uint8_t* x = taps0[tap] + c;
+    const uint8_t* y = taps1[tap] + c;
+    const int32_t* wt = w + tap * stride;
+    const __m512i w0 = load_weights<kFull>(wt, m0);
+    const __m512i w1 = load_weights<kFull>(wt + 16, m1);
+    const __m512i w2 = load_weights<kFull>(wt + 32, m2);
+    const __m512i w3 = load_weights<kFull>(wt + 48, m3);
+    a0 = _mm512_dpwssd_epi32(a0, load16<kSigned, kFull>(x, m0), w0);
+    b0 = _mm512_dpwssd_epi32(b0, load16<kSigned, kFull>(y, m0), w0);
+    a1 = _mm512_dpwssd_epi32(a1, load16<kSigned, kFull>(x + 16, m1), w1);
+    b1 = _mm512_dpwssd_epi32(b1, load16<kSigned, kFull>(y + 16, m1), w1);
+    a2 = _mm512_dpwssd_epi32(a2, load16<kSigned, kFull>(x + 32, m2), w2);
+    b2 = _mm512_dpwssd_epi32(b2, load16<kSigned, kFull>(y + 32, m2), w2);
+    a3 = _mm512_dpwssd_epi32(a3, load16<kSigned, kFull>(x + 48, m3), w3);
+    b3 = _mm512_dpwssd_epi32(b3, load16<kSigned, kFull>(y + 48, m3), w3);
+  }
+  a[0] = a0; a[1] = a1; a[2] = a2; a[3] = a3;
+  b[0] = b0; b[1] = b1; b[2] = b2; b[3] = b3;
+}
+
+
+// Two output pixels x 64 channels: 8 independent vpdpwssd chains (one chain per pixel would be
+// bound by the instruction's latency).
 template <bool kSigned>
 void run(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const DepthwiseArgs& args,
          const Epilogue& epilogue, int pixel_begin, int pixel_end) {
   const int taps = packed.kernel_height * packed.kernel_width;
   const int channels = packed.channels;
   const int64_t stride = packed.channels_padded;
-  // Per-call scratch (taps and one padding row): small next to a layer's work, and a local
-  // pointer avoids a TLS lookup per pixel in position-independent code.
+  // Per-call scratch (taps of two pixels, one padding row); local pointers avoid a TLS lookup
+  // per pixel in position-independent code.
   thread_local std::vector<const uint8_t*> tap_storage;
   thread_local std::vector<uint8_t> padding_storage;
-  tap_storage.resize(taps);
+  tap_storage.resize(2 * taps);
   padding_storage.assign(channels, static_cast<uint8_t>(packed.input_zero_point));
-  const uint8_t** tap_pointers = tap_storage.data();
+  const uint8_t** taps0 = tap_storage.data();
+  const uint8_t** taps1 = taps0 + taps;
   DepthwisePixelWalker walker(packed, geometry, static_cast<const uint8_t*>(args.input), padding_storage.data(),
                               pixel_begin);
   const int output_size = output_element_size(epilogue.output_type);
   const __m512 clamp_min = _mm512_set1_ps(epilogue.clamp_min);
   const __m512 clamp_max = _mm512_set1_ps(epilogue.clamp_max);
-  TileArgs t;
-  t.row_term = nullptr;
-  t.c_row_bytes = 0;
-  t.residual_row_bytes = 0;
-  t.epilogue = &epilogue;
-  for (int64_t p = pixel_begin; p < pixel_end; ++p) {
-    walker.next(tap_pointers);
-    char* out = static_cast<char*>(args.output) + p * args.output_pixel_stride * output_size;
-    const char* residual =
+  TileArgs t0, t1;
+  t0.row_term = t1.row_term = nullptr;
+  t0.c_row_bytes = t1.c_row_bytes = 0;
+  t0.residual_row_bytes = t1.residual_row_bytes = 0;
+  t0.epilogue = t1.epilogue = &epilogue;
+  for (int64_t p = pixel_begin; p < pixel_end; p += 2) {
+    const bool pair = p + 1 < pixel_end;
+    walker.next(taps0);
+    if (pair) {
+      walker.next(taps1);
+    } else {
+      for (int tap = 0; tap < taps; ++tap) taps1[tap] = taps0[tap];  // computed, not stored
+    }
+    char* out0 = static_cast<char*>(args.output) + p * args.output_pixel_stride * output_size;
+    char* out1 = out0 + args.output_pixel_stride * output_size;
+    const char* residual0 =
         epilogue.residual ? static_cast<const char*>(epilogue.residual) + p * epilogue.residual_row_stride : nullptr;
+    const char* residual1 = residual0 ? residual0 + epilogue.residual_row_stride : nullptr;
     for (int c = 0; c < channels; c += 64) {
       const int remaining = channels - c;
       const int32_t* w = packed.weights.data() + c;
-      __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
-      __m512i acc2 = _mm512_setzero_si512(), acc3 = _mm512_setzero_si512();
+      __m512i a[4], b[4];
       if (remaining >= 64) {
-        for (int tap = 0; tap < taps; ++tap) {
-          const uint8_t* x = tap_pointers[tap] + c;
-          const int32_t* wt = w + tap * stride;
-          acc0 = _mm512_dpwssd_epi32(acc0, widen<kSigned>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))),
-                                     _mm512_loadu_si512(wt));
-          acc1 = _mm512_dpwssd_epi32(acc1, widen<kSigned>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 16))),
-                                     _mm512_loadu_si512(wt + 16));
-          acc2 = _mm512_dpwssd_epi32(acc2, widen<kSigned>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 32))),
-                                     _mm512_loadu_si512(wt + 32));
-          acc3 = _mm512_dpwssd_epi32(acc3, widen<kSigned>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 48))),
-                                     _mm512_loadu_si512(wt + 48));
-        }
+        accumulate_block<kSigned, true>(taps0, taps1, taps, c, w, stride, remaining, a, b);
       } else {
-        // Channel tail, one 16-channel vector at a time; masked loads never touch bytes past the
-        // last channel.
-        __m512i* accs[4] = {&acc0, &acc1, &acc2, &acc3};
-        for (int v = 0; v * 16 < remaining; ++v) {
-          const int count = remaining - 16 * v;
-          const __mmask16 mask = count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << count) - 1);
-          __m512i acc = _mm512_setzero_si512();
-          for (int tap = 0; tap < taps; ++tap) {
-            acc = _mm512_dpwssd_epi32(acc, widen<kSigned>(_mm_maskz_loadu_epi8(mask, tap_pointers[tap] + c + 16 * v)),
-                                      _mm512_maskz_loadu_epi32(mask, w + tap * stride + 16 * v));
-          }
-          *accs[v] = acc;
-        }
+        accumulate_block<kSigned, false>(taps0, taps1, taps, c, w, stride, remaining, a, b);
       }
-      t.bias = packed.bias.data() + c;
-      t.multiplier = packed.multiplier.data() + c;
-      t.float_bias = packed.float_bias.data() + c;
-      t.c = out + static_cast<int64_t>(c) * output_size;
-      t.residual = residual ? residual + c : nullptr;
-      store_vector(acc0, 0, remaining, t, 0, clamp_min, clamp_max);
-      store_vector(acc1, 16, remaining - 16, t, 0, clamp_min, clamp_max);
-      store_vector(acc2, 32, remaining - 32, t, 0, clamp_min, clamp_max);
-      store_vector(acc3, 48, remaining - 48, t, 0, clamp_min, clamp_max);
+      t0.bias = t1.bias = packed.bias.data() + c;
+      t0.multiplier = t1.multiplier = packed.multiplier.data() + c;
+      t0.float_bias = t1.float_bias = packed.float_bias.data() + c;
+      t0.c = out0 + static_cast<int64_t>(c) * output_size;
+      t1.c = out1 + static_cast<int64_t>(c) * output_size;
+      t0.residual = residual0 ? residual0 + c : nullptr;
+      t1.residual = residual1 ? residual1 + c : nullptr;
+      for (int v = 0; v < 4; ++v) store_vector(a[v], 16 * v, remaining - 16 * v, t0, 0, clamp_min, clamp_max);
+      if (pair) {
+        for (int v = 0; v < 4; ++v) store_vector(b[v], 16 * v, remaining - 16 * v, t1, 0, clamp_min, clamp_max);
+      }
     }
   }
 }
