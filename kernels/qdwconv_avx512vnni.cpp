@@ -5,6 +5,9 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/qdwconv_internal.h"
@@ -140,14 +143,156 @@ void run(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const
   }
 }
 
+// Compile-time loop: calls body(std::integral_constant<int, I>) for I in [0, N), so accumulator
+// indices are constants and the accumulators stay in registers.
+template <int N, typename Body>
+inline void static_for(Body&& body) {
+  [&]<int... I>(std::integer_sequence<int, I...>) { (body(std::integral_constant<int, I>{}), ...); }(
+      std::make_integer_sequence<int, N>{});
+}
+
+// T output pixels x 16 channels over all kernel rows; columns[ky][q] point at input column q of
+// kernel row ky (or the padding row).
+template <bool kSigned, bool kFull, int KW, int SW, int T>
+inline void accumulate_row_tile(const uint8_t* const* columns, int kernel_height, const int32_t* weights,
+                                int64_t stride, int c, __mmask16 mask, __m512i (&acc)[T]) {
+  constexpr int kColumns = (T - 1) * SW + KW;
+  static_for<T>([&](auto j) { acc[j] = _mm512_setzero_si512(); });
+  for (int ky = 0; ky < kernel_height; ++ky) {
+    const int32_t* wrow = weights + static_cast<int64_t>(ky) * KW * stride + c;
+    const uint8_t* const* row_columns = columns + ky * kColumns;
+    __m512i w[KW];
+    static_for<KW>([&](auto kx) {
+      w[kx] = kFull ? _mm512_loadu_si512(wrow + kx * stride) : _mm512_maskz_loadu_epi32(mask, wrow + kx * stride);
+    });
+    static_for<kColumns>([&](auto q) {
+      const uint8_t* x = row_columns[q] + c;
+      const __m512i xw = kFull ? widen<kSigned>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)))
+                               : widen<kSigned>(_mm_maskz_loadu_epi8(mask, x));
+      static_for<KW>([&](auto kx) {
+        constexpr int offset = static_cast<int>(q) - static_cast<int>(kx);
+        if constexpr (offset >= 0 && offset % SW == 0 && offset / SW < T) {
+          acc[offset / SW] = _mm512_dpwssd_epi32(acc[offset / SW], xw, w[kx]);
+        }
+      });
+    });
+  }
+}
+
+// Row-tiled kernel for the common shapes (kernel width KW, stride SW, no dilation): T output
+// pixels of one output row x 16 channels. Each input column is widened once per kernel row and
+// used by every tap that reads it (up to KW outputs for stride 1), so the widening (port 5) no
+// longer limits the vpdpwssd rate; the KW weight vectors of a kernel row stay in registers.
+template <bool kSigned, int KW, int SW, int T>
+void row_tile(const PackedDepthwise& packed, const DepthwiseGeometry& g, const uint8_t* image, const uint8_t* padding,
+              int out_y, int out_x0, char* out, int64_t out_pixel_bytes, const char* residual,
+              int64_t residual_pixel_stride, const Epilogue& epilogue, __m512 clamp_min, __m512 clamp_max) {
+  constexpr int kColumns = (T - 1) * SW + KW;
+  const int channels = packed.channels;
+  const int64_t stride = packed.channels_padded;
+  const int output_size = output_element_size(epilogue.output_type);
+  const int64_t row_bytes = static_cast<int64_t>(g.input_width) * g.input_pixel_stride;
+  const int first_x = out_x0 * SW - g.pad_left;
+  // The input column pointers do not depend on the channel: resolve padding once per tile.
+  const uint8_t* columns[7 * kColumns];  // kernel height <= 7 (checked by the caller)
+  for (int ky = 0; ky < packed.kernel_height; ++ky) {
+    const int in_y = out_y * g.stride_height - g.pad_top + ky * g.dilation_height;
+    const bool row_inside = in_y >= 0 && in_y < g.input_height;
+    for (int q = 0; q < kColumns; ++q) {
+      const int in_x = first_x + q;
+      columns[ky * kColumns + q] = row_inside && in_x >= 0 && in_x < g.input_width
+                                       ? image + in_y * row_bytes + static_cast<int64_t>(in_x) * g.input_pixel_stride
+                                       : padding;
+    }
+  }
+  TileArgs t;
+  t.row_term = nullptr;
+  t.c_row_bytes = out_pixel_bytes;
+  t.residual_row_bytes = residual_pixel_stride;
+  t.epilogue = &epilogue;
+  for (int c = 0; c < channels; c += 16) {
+    const int count = channels - c;
+    const __mmask16 mask = lane_mask(count);
+    __m512i acc[T];
+    if (count >= 16) {
+      accumulate_row_tile<kSigned, true, KW, SW, T>(columns, packed.kernel_height, packed.weights.data(), stride, c,
+                                                    mask, acc);
+    } else {
+      accumulate_row_tile<kSigned, false, KW, SW, T>(columns, packed.kernel_height, packed.weights.data(), stride, c,
+                                                     mask, acc);
+    }
+    t.bias = packed.bias.data() + c;
+    t.multiplier = packed.multiplier.data() + c;
+    t.float_bias = packed.float_bias.data() + c;
+    t.c = out + static_cast<int64_t>(c) * output_size;
+    t.residual = residual ? residual + c : nullptr;
+    static_for<T>([&](auto j) { store_vector(acc[j], 0, count, t, j, clamp_min, clamp_max); });
+  }
+}
+
+template <bool kSigned, int KW, int SW>
+void run_rows(const PackedDepthwise& packed, const DepthwiseGeometry& g, const DepthwiseArgs& args,
+              const Epilogue& epilogue, int pixel_begin, int pixel_end) {
+  constexpr int kTile = 8;
+  thread_local std::vector<uint8_t> padding_storage;
+  padding_storage.assign(packed.channels + 64, static_cast<uint8_t>(packed.input_zero_point));
+  const uint8_t* padding = padding_storage.data();
+  const int output_size = output_element_size(epilogue.output_type);
+  const int64_t out_pixel_bytes = args.output_pixel_stride * output_size;
+  const __m512 clamp_min = _mm512_set1_ps(epilogue.clamp_min);
+  const __m512 clamp_max = _mm512_set1_ps(epilogue.clamp_max);
+  const int64_t pixels_per_image = static_cast<int64_t>(g.output_height) * g.output_width;
+  const int64_t image_bytes = static_cast<int64_t>(g.input_height) * g.input_width * g.input_pixel_stride;
+  int64_t p = pixel_begin;
+  while (p < pixel_end) {
+    const int64_t image_index = p / pixels_per_image;
+    const int64_t in_image = p - image_index * pixels_per_image;
+    const int out_y = static_cast<int>(in_image / g.output_width);
+    int out_x = static_cast<int>(in_image - static_cast<int64_t>(out_y) * g.output_width);
+    const int64_t row_end = std::min<int64_t>(pixel_end, p + (g.output_width - out_x));
+    const uint8_t* image = static_cast<const uint8_t*>(args.input) + image_index * image_bytes;
+    while (p < row_end) {
+      const int n = static_cast<int>(std::min<int64_t>(kTile, row_end - p));
+      char* out = static_cast<char*>(args.output) + p * out_pixel_bytes;
+      const char* residual =
+          epilogue.residual ? static_cast<const char*>(epilogue.residual) + p * epilogue.residual_row_stride : nullptr;
+      switch (n) {
+#define QDQRT_TILE(count)                                                                                           \
+  case count:                                                                                                       \
+    row_tile<kSigned, KW, SW, count>(packed, g, image, padding, out_y, out_x, out, out_pixel_bytes, residual,       \
+                                     epilogue.residual_row_stride, epilogue, clamp_min, clamp_max);                 \
+    break;
+        QDQRT_TILE(1) QDQRT_TILE(2) QDQRT_TILE(3) QDQRT_TILE(4) QDQRT_TILE(5) QDQRT_TILE(6) QDQRT_TILE(7)
+        QDQRT_TILE(8)
+#undef QDQRT_TILE
+      }
+      p += n;
+      out_x += n;
+    }
+  }
+}
+
+// Picks the row-tiled kernel when the shape has one, else the general per-pixel kernel.
+template <bool kSigned>
+void run_any(const PackedDepthwise& packed, const DepthwiseGeometry& g, const DepthwiseArgs& args,
+             const Epilogue& epilogue, int pixel_begin, int pixel_end) {
+  const bool plain = g.dilation_width == 1 && packed.kernel_height <= 7;
+  const int kw = packed.kernel_width, sw = g.stride_width;
+  if (plain && kw == 3 && sw == 1) return run_rows<kSigned, 3, 1>(packed, g, args, epilogue, pixel_begin, pixel_end);
+  if (plain && kw == 3 && sw == 2) return run_rows<kSigned, 3, 2>(packed, g, args, epilogue, pixel_begin, pixel_end);
+  if (plain && kw == 5 && sw == 1) return run_rows<kSigned, 5, 1>(packed, g, args, epilogue, pixel_begin, pixel_end);
+  if (plain && kw == 5 && sw == 2) return run_rows<kSigned, 5, 2>(packed, g, args, epilogue, pixel_begin, pixel_end);
+  run<kSigned>(packed, g, args, epilogue, pixel_begin, pixel_end);
+}
+
 }  // namespace
 
 void depthwise_run_avx512vnni(const PackedDepthwise& packed, const DepthwiseGeometry& geometry,
                               const DepthwiseArgs& args, const Epilogue& epilogue, int pixel_begin, int pixel_end) {
   if (packed.input_signed) {
-    run<true>(packed, geometry, args, epilogue, pixel_begin, pixel_end);
+    run_any<true>(packed, geometry, args, epilogue, pixel_begin, pixel_end);
   } else {
-    run<false>(packed, geometry, args, epilogue, pixel_begin, pixel_end);
+    run_any<false>(packed, geometry, args, epilogue, pixel_begin, pixel_end);
   }
 }
 

@@ -56,6 +56,11 @@ TEST(Conv, Depthwise) {
       }
     }
   }
+  // Row-tiled path: several images, pixel ranges that start and end mid-row, strided pixels.
+  ConvTester().batch(3).input_size(6, 19).channels(33, 33).groups(33).kernel(3, 3).padding(1, 1, 1, 1)
+      .pixel_stride_extra(5, 2).split(7).test_all_isas();
+  ConvTester().batch(2).input_size(11, 13).channels(80, 80).groups(80).kernel(5, 5).stride(2, 2)
+      .padding(2, 2, 2, 2).split(4).test_all_isas();
   ConvTester().batch(2).input_size(8, 8).channels(40, 40).groups(40).kernel(3, 3).dilation(2, 2)
       .padding(2, 2, 2, 2).pixel_stride_extra(7, 3).split(3).test_all_isas();
 }
