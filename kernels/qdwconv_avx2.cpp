@@ -3,10 +3,10 @@
 #include <immintrin.h>
 
 #include <cstring>
-#include <vector>
 
 #include "kernels/qdwconv_internal.h"
 #include "kernels/qgemm_epilogue_avx2_inl.h"
+#include "kernels/scratch.h"
 
 namespace qdqrt::kernels::internal {
 namespace {
@@ -34,15 +34,12 @@ void run(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const
   const int taps = packed.kernel_height * packed.kernel_width;
   const int channels = packed.channels;
   const int64_t stride = packed.channels_padded;
-  // Per-call scratch (taps and one padding row): small next to a layer's work, and a local
-  // pointer avoids a TLS lookup per pixel in position-independent code.
-  thread_local std::vector<const uint8_t*> tap_storage;
-  thread_local std::vector<uint8_t> padding_storage;
-  tap_storage.resize(taps);
-  padding_storage.assign(channels, static_cast<uint8_t>(packed.input_zero_point));
-  const uint8_t** tap_pointers = tap_storage.data();
-  DepthwisePixelWalker walker(packed, geometry, static_cast<const uint8_t*>(args.input), padding_storage.data(),
-                              pixel_begin);
+  // Per-thread scratch: the tap pointers and one padding row.
+  const uint8_t** tap_pointers =
+      reinterpret_cast<const uint8_t**>(thread_scratch(ScratchSlot::kTapPointers, taps * sizeof(const uint8_t*)));
+  uint8_t* padding = thread_scratch(ScratchSlot::kPadding, channels + 64);
+  std::memset(padding, static_cast<uint8_t>(packed.input_zero_point), channels + 64);
+  DepthwisePixelWalker walker(packed, geometry, static_cast<const uint8_t*>(args.input), padding, pixel_begin);
   const int output_size = output_element_size(epilogue.output_type);
   const __m256 clamp_min = _mm256_set1_ps(epilogue.clamp_min);
   const __m256 clamp_max = _mm256_set1_ps(epilogue.clamp_max);

@@ -8,10 +8,11 @@
 #include <algorithm>
 #include <type_traits>
 #include <utility>
-#include <vector>
+#include <cstring>
 
 #include "kernels/qdwconv_internal.h"
 #include "kernels/qepilogue_avx512_inl.h"
+#include "kernels/scratch.h"
 
 namespace qdqrt::kernels::internal {
 namespace {
@@ -88,16 +89,13 @@ void run(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const
   const int taps = packed.kernel_height * packed.kernel_width;
   const int channels = packed.channels;
   const int64_t stride = packed.channels_padded;
-  // Per-call scratch (taps of two pixels, one padding row); local pointers avoid a TLS lookup
-  // per pixel in position-independent code.
-  thread_local std::vector<const uint8_t*> tap_storage;
-  thread_local std::vector<uint8_t> padding_storage;
-  tap_storage.resize(2 * taps);
-  padding_storage.assign(channels, static_cast<uint8_t>(packed.input_zero_point));
-  const uint8_t** taps0 = tap_storage.data();
+  // Per-thread scratch: the tap pointers of two pixels and one padding row.
+  const uint8_t** taps0 = reinterpret_cast<const uint8_t**>(
+      thread_scratch(ScratchSlot::kTapPointers, 2 * taps * sizeof(const uint8_t*)));
+  uint8_t* padding = thread_scratch(ScratchSlot::kPadding, channels + 64);
+  std::memset(padding, static_cast<uint8_t>(packed.input_zero_point), channels + 64);
   const uint8_t** taps1 = taps0 + taps;
-  DepthwisePixelWalker walker(packed, geometry, static_cast<const uint8_t*>(args.input), padding_storage.data(),
-                              pixel_begin);
+  DepthwisePixelWalker walker(packed, geometry, static_cast<const uint8_t*>(args.input), padding, pixel_begin);
   const int output_size = output_element_size(epilogue.output_type);
   const __m512 clamp_min = _mm512_set1_ps(epilogue.clamp_min);
   const __m512 clamp_max = _mm512_set1_ps(epilogue.clamp_max);
@@ -234,9 +232,8 @@ template <bool kSigned, int KW, int SW>
 void run_rows(const PackedDepthwise& packed, const DepthwiseGeometry& g, const DepthwiseArgs& args,
               const Epilogue& epilogue, int pixel_begin, int pixel_end) {
   constexpr int kTile = 8;
-  thread_local std::vector<uint8_t> padding_storage;
-  padding_storage.assign(packed.channels + 64, static_cast<uint8_t>(packed.input_zero_point));
-  const uint8_t* padding = padding_storage.data();
+  uint8_t* padding = thread_scratch(ScratchSlot::kPadding, packed.channels + 64);
+  std::memset(padding, static_cast<uint8_t>(packed.input_zero_point), packed.channels + 64);
   const int output_size = output_element_size(epilogue.output_type);
   const int64_t out_pixel_bytes = args.output_pixel_stride * output_size;
   const __m512 clamp_min = _mm512_set1_ps(epilogue.clamp_min);

@@ -22,6 +22,10 @@ void depthwise_run_avx2(const PackedDepthwise&, const DepthwiseGeometry&, const 
 void depthwise_run_avx512vnni(const PackedDepthwise&, const DepthwiseGeometry&, const DepthwiseArgs&,
                               const Epilogue&, int, int);
 
+// Internal linkage (anonymous namespace): each per-ISA file gets its own copy, compiled with its
+// own flags, instead of one shared inline definition the linker may pick from any of them.
+namespace {
+
 // Walks output pixels [begin, end) in order without a division per pixel, and fills the input
 // pointer of every kernel tap (or `padding`, a row of zero-point bytes, outside the image).
 class DepthwisePixelWalker {
@@ -68,5 +72,7 @@ class DepthwisePixelWalker {
   int64_t image_;
   int out_y_, out_x_;
 };
+
+}  // namespace
 
 }  // namespace qdqrt::kernels::internal

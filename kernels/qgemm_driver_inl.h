@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "kernels/qgemm_internal.h"
+#include "kernels/scratch.h"
 
 namespace qdqrt::kernels::internal {
 namespace {
@@ -134,11 +135,9 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
   const int k_groups = packed.k_padded / Traits::kKGroup;
   // +64 elements so the rows of a panel do not alias the same cache sets.
   const int64_t panel_stride = packed.k_padded + 64;
-  thread_local AlignedBuffer<PanelElement> panel_storage;
-  thread_local AlignedBuffer<uint8_t> scratch_storage;
-  if (panel_storage.size() < static_cast<size_t>(kMr * panel_stride)) panel_storage.resize(kMr * panel_stride);
-  if (scratch_storage.size() < static_cast<size_t>(packed.k_padded + 64)) scratch_storage.resize(packed.k_padded + 64);
-  PanelElement* panel = panel_storage.data();
+  PanelElement* panel = reinterpret_cast<PanelElement*>(
+      thread_scratch(ScratchSlot::kPanel, sizeof(PanelElement) * kMr * panel_stride));
+  uint8_t* row_bytes = thread_scratch(ScratchSlot::kRowBytes, packed.k_padded + 64);
   int32_t row_term[kMr];
   const bool need_row_term = packed.weight_zero_point_s8 != 0;
   const int64_t tile_bytes = static_cast<int64_t>(packed.k_padded) * kNr * packed.element_size;
@@ -151,7 +150,7 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
     const int chunk_end = std::min(n_end, chunk_begin + chunk_columns);
     for (int m = m_begin; m < m_end; m += kMr) {
       const int rows = std::min(kMr, m_end - m);
-      pack_panel<Traits>(source, packed, m, rows, panel, panel_stride, scratch_storage.data(),
+      pack_panel<Traits>(source, packed, m, rows, panel, panel_stride, row_bytes,
                  need_row_term ? row_term : nullptr);
       for (int n = chunk_begin; n < chunk_end; n += kNr) {
         TileArgs args;
