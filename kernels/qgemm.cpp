@@ -1,6 +1,8 @@
 #include "kernels/qgemm.h"
 
+#include <algorithm>
 #include <cassert>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/dispatch.h"
@@ -44,9 +46,65 @@ void pack_columns_from(const GemmWeightsDesc& desc, const Source* weights, int n
   }
 }
 
+// Fast paths for the int8 layout with k groups of 4 (run-time packing of attention operands).
+// B^T given as [N][K] (stride_k == 1): whole groups of 4 bytes are copied at once.
+void pack_rows_k_contiguous(const GemmWeightsDesc& desc, int nr, int k_groups, int8_t* out, int32_t* sums,
+                            uint8_t flip) {
+  const int64_t group_stride = static_cast<int64_t>(nr) * 4;
+  const int full_groups = desc.k / 4;
+  for (int n = 0; n < desc.n; ++n) {
+    int8_t* column = out + (static_cast<int64_t>(n / nr) * k_groups * nr + n % nr) * 4;
+    const uint8_t* source = static_cast<const uint8_t*>(desc.weights) + n * desc.stride_n;
+    int32_t sum = 0;
+    for (int g = 0; g < full_groups; ++g) {
+      int8_t* group = column + g * group_stride;
+      for (int e = 0; e < 4; ++e) {
+        const int8_t w = static_cast<int8_t>(source[4 * g + e] ^ flip);
+        group[e] = w;
+        sum += w;
+      }
+    }
+    for (int k = full_groups * 4; k < desc.k; ++k) {
+      const int8_t w = static_cast<int8_t>(source[k] ^ flip);
+      column[full_groups * group_stride + (k - full_groups * 4)] = w;
+      sum += w;
+    }
+    sums[n] = sum;
+  }
+}
+
+// B given as [K][N] (stride_n == 1): four source rows are interleaved into each k group.
+void pack_rows_n_contiguous(const GemmWeightsDesc& desc, int nr, int k_groups, int8_t* out, int32_t* sums,
+                            uint8_t flip) {
+  for (int n = 0; n < desc.n; ++n) sums[n] = 0;
+  const uint8_t* base = static_cast<const uint8_t*>(desc.weights);
+  for (int g = 0; g < k_groups; ++g) {
+    const int k0 = 4 * g;
+    const int rows = std::min(4, desc.k - k0);
+    for (int n0 = 0; n0 < desc.n; n0 += nr) {
+      int8_t* group = out + (static_cast<int64_t>(n0 / nr) * k_groups + g) * nr * 4;
+      const int columns = std::min(nr, desc.n - n0);
+      for (int e = 0; e < rows; ++e) {
+        const uint8_t* row = base + (k0 + e) * desc.stride_k + n0;
+        for (int col = 0; col < columns; ++col) {
+          const int8_t w = static_cast<int8_t>(row[col] ^ flip);
+          group[col * 4 + e] = w;
+          sums[n0 + col] += w;
+        }
+      }
+    }
+  }
+}
+
 template <typename Out>
 void pack_columns(const GemmWeightsDesc& desc, int nr, int k_group, int k_groups, Out* out, int32_t* sums,
                   int32_t shift) {
+  if constexpr (std::is_same_v<Out, int8_t>) {
+    // Unsigned sources become signed with the same xor 0x80 (= -128) the kernels apply to A.
+    const uint8_t flip = desc.weights_signed ? 0x00 : 0x80;
+    if (k_group == 4 && desc.stride_k == 1) return pack_rows_k_contiguous(desc, nr, k_groups, out, sums, flip);
+    if (k_group == 4 && desc.stride_n == 1) return pack_rows_n_contiguous(desc, nr, k_groups, out, sums, flip);
+  }
   if (desc.weights_signed) {
     pack_columns_from(desc, static_cast<const int8_t*>(desc.weights), nr, k_group, k_groups, out, sums, shift);
   } else {

@@ -1,7 +1,7 @@
 // Kernel benchmarks: the vpdpbusd peak, then every kernel family on real layer shapes at 1 and 2
 // threads, reporting GOPS (2 ops per multiply-accumulate) and the fraction of the measured
 // single-core peak of the best ISA. GEMV reports GB/s of weights streamed. The ISA is the active
-// one (QDQRT_MAX_ISA=avx2 ... benchmarks a lower path).
+// one: --isa=avx2 (or QDQRT_MAX_ISA=avx2) benchmarks a lower path.
 //
 // The machine is shared (load often far above its 2 cores), so besides wall-clock GOPS every
 // benchmark reports figures from CPU time: GOPS_cpu = ops / process CPU seconds * threads (what
@@ -13,6 +13,7 @@
 #include <tbb/task_arena.h>
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <cstring>
 #include <random>
@@ -235,6 +236,23 @@ void register_benchmarks() {
 }  // namespace qdqrt::bench
 
 int main(int argc, char** argv) {
+  // --isa=scalar|avx2|avxvnni|avx512vnni limits the ISA like QDQRT_MAX_ISA (removed before
+  // Google Benchmark parses the rest).
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--isa=", 0) == 0) {
+      const auto isa = qdqrt::kernels::parse_isa(arg.substr(6));
+      if (!isa) {
+        std::fprintf(stderr, "unknown ISA '%s' (scalar, avx2, avxvnni, avx512vnni)\n", arg.substr(6).c_str());
+        return 2;
+      }
+      qdqrt::kernels::set_max_isa(*isa);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
   benchmark::Initialize(&argc, argv);
   qdqrt::bench::register_benchmarks();
   benchmark::AddCustomContext("isa", qdqrt::kernels::isa_name(qdqrt::kernels::active_isa()));
