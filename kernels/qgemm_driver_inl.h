@@ -43,9 +43,19 @@ struct PortableCopy {
   }
 };
 
+// Stands in for a copy policy when only prefetching the next row block's source bytes.
+struct PrefetchOnly {
+  static void copy_flip(uint8_t*, const uint8_t* src, int count, uint8_t) {
+    for (int i = 0; i < count; i += 64) __builtin_prefetch(src + i, 0, 3);
+    if (count > 0) __builtin_prefetch(src + count - 1, 0, 3);
+  }
+};
+
 // Gathers the K bytes of row m into `row`, already shifted to the kernel's unsigned domain.
+// With Copy = PrefetchOnly nothing is written (row may be null): the source lines are prefetched.
 template <typename Copy>
 inline void gather_row(const ASource& source, const PackedGemm& packed, int64_t m, uint8_t* row, uint8_t flip) {
+  constexpr bool kWrite = !std::is_same_v<Copy, PrefetchOnly>;
   if (!source.conv) {
     Copy::copy_flip(row, static_cast<const uint8_t*>(source.data) + m * source.row_stride, packed.k, flip);
     return;
@@ -64,8 +74,8 @@ inline void gather_row(const ASource& source, const PackedGemm& packed, int64_t 
   for (int ky = 0; ky < g.kernel_height; ++ky) {
     const int in_y = out_y * g.stride_height - g.pad_top + ky * g.dilation_height;
     if (in_y < 0 || in_y >= g.input_height) {
-      std::memset(row, pad_value, row_bytes);
-      row += row_bytes;
+      if constexpr (kWrite) std::memset(row, pad_value, row_bytes);
+      if constexpr (kWrite) row += row_bytes;
       continue;
     }
     const uint8_t* line = base + static_cast<int64_t>(in_y) * g.input_width * g.input_pixel_stride;
@@ -75,7 +85,7 @@ inline void gather_row(const ASource& source, const PackedGemm& packed, int64_t 
     if (g.input_pixel_stride == channels && g.dilation_width == 1 && first_x >= 0 &&
         first_x + g.kernel_width <= g.input_width) {
       Copy::copy_flip(row, line + static_cast<int64_t>(first_x) * channels, row_bytes, flip);
-      row += row_bytes;
+      if constexpr (kWrite) row += row_bytes;
       continue;
     }
     for (int kx = 0; kx < g.kernel_width; ++kx) {
@@ -83,9 +93,9 @@ inline void gather_row(const ASource& source, const PackedGemm& packed, int64_t 
       if (in_x >= 0 && in_x < g.input_width) {
         Copy::copy_flip(row, line + static_cast<int64_t>(in_x) * g.input_pixel_stride, channels, flip);
       } else {
-        std::memset(row, pad_value, channels);
+        if constexpr (kWrite) std::memset(row, pad_value, channels);
       }
-      row += channels;
+      if constexpr (kWrite) row += channels;
     }
   }
 }
@@ -152,6 +162,10 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
       const int rows = std::min(kMr, m_end - m);
       pack_panel<Traits>(source, packed, m, rows, panel, panel_stride, row_bytes,
                  need_row_term ? row_term : nullptr);
+      // Start loading the next row block's source lines while this block computes.
+      for (int r = m + kMr; r < std::min(m_end, m + 2 * kMr); ++r) {
+        gather_row<PrefetchOnly>(source, packed, r, nullptr, 0);
+      }
       for (int n = chunk_begin; n < chunk_end; n += kNr) {
         TileArgs args;
         args.bias = packed.bias.data() + n;
