@@ -8,16 +8,27 @@
 namespace qdqrt::kernels::internal {
 namespace {
 
+// Per-column constants of 16 output columns, loaded once per tile and reused for every row.
+struct ColumnConstants {
+  __m512i bias;
+  __m512 multiplier;
+  __m512 float_bias;
+};
+
+inline ColumnConstants load_column_constants(const TileArgs& t, int column) {
+  return {_mm512_loadu_si512(t.bias + column), _mm512_loadu_ps(t.multiplier + column),
+          _mm512_loadu_ps(t.float_bias + column)};
+}
+
 // Applies the epilogue to 16 accumulators of one row and stores `count` (0..16) of them.
-inline void store_vector(__m512i acc, int column, int count, const TileArgs& t, int row, __m512 clamp_min,
-                         __m512 clamp_max) {
+inline void store_vector(__m512i acc, int column, int count, const TileArgs& t, int row, const ColumnConstants& k,
+                         __m512 clamp_min, __m512 clamp_max) {
   if (count <= 0) return;
   const Epilogue& e = *t.epilogue;
   const __mmask16 mask = count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << count) - 1);
-  acc = _mm512_add_epi32(acc, _mm512_loadu_si512(t.bias + column));
+  acc = _mm512_add_epi32(acc, k.bias);
   if (t.row_term) acc = _mm512_add_epi32(acc, _mm512_set1_epi32(t.row_term[row]));
-  __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_loadu_ps(t.multiplier + column),
-                             _mm512_loadu_ps(t.float_bias + column));
+  __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), k.multiplier, k.float_bias);
   if (t.residual) {
     const __m128i bytes = _mm_maskz_loadu_epi8(mask, t.residual + row * t.residual_row_bytes + column);
     __m512i r = e.residual_signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
@@ -37,6 +48,12 @@ inline void store_vector(__m512i acc, int column, int count, const TileArgs& t, 
     __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(y), _mm512_set1_epi32(e.output_zero_point));
     _mm_mask_storeu_epi8(out + column, mask, _mm512_cvtepi32_epi8(q));
   }
+}
+
+inline void store_vector(__m512i acc, int column, int count, const TileArgs& t, int row, __m512 clamp_min,
+                         __m512 clamp_max) {
+  if (count <= 0) return;
+  store_vector(acc, column, count, t, row, load_column_constants(t, column), clamp_min, clamp_max);
 }
 
 }  // namespace

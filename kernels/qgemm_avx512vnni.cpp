@@ -38,11 +38,13 @@ struct Avx512VnniTraits {
       full_tile_k_loop(a, a_stride, b, k_groups, &acc[0][0][0]);
       const __m512 clamp_min = _mm512_set1_ps(t.epilogue->clamp_min);
       const __m512 clamp_max = _mm512_set1_ps(t.epilogue->clamp_max);
-#pragma GCC unroll 8
-      for (int r = 0; r < 6; ++r) {
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) {
-          store_vector(_mm512_load_si512(acc[r][j]), 16 * j, t.n_valid - 16 * j, t, r, clamp_min, clamp_max);
+      for (int j = 0; j < 4; ++j) {
+        const int count = t.n_valid - 16 * j;
+        if (count <= 0) break;
+        const ColumnConstants constants = load_column_constants(t, 16 * j);
+#pragma GCC unroll 6
+        for (int r = 0; r < 6; ++r) {
+          store_vector(_mm512_load_si512(acc[r][j]), 16 * j, count, t, r, constants, clamp_min, clamp_max);
         }
       }
     } else {
