@@ -153,9 +153,11 @@ inline void static_for(Body&& body) {
 // kernel row ky (or the padding row).
 template <bool kSigned, bool kFull, int KW, int SW, int T>
 inline void accumulate_row_tile(const uint8_t* const* columns, int kernel_height, const int32_t* weights,
-                                int64_t stride, int c, __mmask16 mask, __m512i (&acc)[T]) {
+                                const int32_t* bias_row, int64_t stride, int c, __mmask16 mask, __m512i (&acc)[T]) {
   constexpr int kColumns = (T - 1) * SW + KW;
-  static_for<T>([&](auto j) { acc[j] = _mm512_setzero_si512(); });
+  // Start from the (zero-padded) bias: one addition fewer per output vector in the epilogue.
+  const __m512i bias = _mm512_loadu_si512(bias_row + c);
+  static_for<T>([&](auto j) { acc[j] = bias; });
   for (int ky = 0; ky < kernel_height; ++ky) {
     const int32_t* wrow = weights + static_cast<int64_t>(ky) * KW * stride + c;
     const uint8_t* const* row_columns = columns + ky * kColumns;
@@ -213,18 +215,19 @@ void row_tile(const PackedDepthwise& packed, const DepthwiseGeometry& g, const u
     const __mmask16 mask = lane_mask(count);
     __m512i acc[T];
     if (count >= 16) {
-      accumulate_row_tile<kSigned, true, KW, SW, T>(columns, packed.kernel_height, packed.weights.data(), stride, c,
-                                                    mask, acc);
+      accumulate_row_tile<kSigned, true, KW, SW, T>(columns, packed.kernel_height, packed.weights.data(),
+                                                    packed.bias.data(), stride, c, mask, acc);
     } else {
-      accumulate_row_tile<kSigned, false, KW, SW, T>(columns, packed.kernel_height, packed.weights.data(), stride, c,
-                                                     mask, acc);
+      accumulate_row_tile<kSigned, false, KW, SW, T>(columns, packed.kernel_height, packed.weights.data(),
+                                                     packed.bias.data(), stride, c, mask, acc);
     }
     t.bias = packed.bias.data() + c;
     t.multiplier = packed.multiplier.data() + c;
     t.float_bias = packed.float_bias.data() + c;
     t.c = out + static_cast<int64_t>(c) * output_size;
     t.residual = residual ? residual + c : nullptr;
-    static_for<T>([&](auto j) { store_vector(acc[j], 0, count, t, j, clamp_min, clamp_max); });
+    const ColumnConstants constants = load_column_constants(t, 0);
+    static_for<T>([&](auto j) { store_vector<false>(acc[j], 0, count, t, j, constants, clamp_min, clamp_max); });
   }
 }
 

@@ -21,12 +21,14 @@ inline ColumnConstants load_column_constants(const TileArgs& t, int column) {
 }
 
 // Applies the epilogue to 16 accumulators of one row and stores `count` (0..16) of them.
+// kAddBias = false when the accumulators started from the bias.
+template <bool kAddBias = true>
 inline void store_vector(__m512i acc, int column, int count, const TileArgs& t, int row, const ColumnConstants& k,
                          __m512 clamp_min, __m512 clamp_max) {
   if (count <= 0) return;
   const Epilogue& e = *t.epilogue;
   const __mmask16 mask = count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << count) - 1);
-  acc = _mm512_add_epi32(acc, k.bias);
+  if constexpr (kAddBias) acc = _mm512_add_epi32(acc, k.bias);
   if (t.row_term) acc = _mm512_add_epi32(acc, _mm512_set1_epi32(t.row_term[row]));
   __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), k.multiplier, k.float_bias);
   if (t.residual) {
