@@ -1,0 +1,263 @@
+// Kernel benchmarks: the vpdpbusd peak, then every kernel family on real layer shapes at 1 and 2
+// threads, reporting GOPS (2 ops per multiply-accumulate) and the fraction of the measured
+// single-core peak of the best ISA. GEMV reports GB/s of weights streamed. The ISA is the active
+// one: --isa=avx2 (or QDQRT_MAX_ISA=avx2) benchmarks a lower path.
+//
+// The machine is shared (load often far above its 2 cores), so besides wall-clock GOPS every
+// benchmark reports figures from CPU time: GOPS_cpu = ops / process CPU seconds * threads (what
+// the threads achieve while they actually run) and pct_peak = GOPS_cpu / (threads * peak_now),
+// with peak_now the single-core vpdpbusd peak re-measured (thread CPU time) right after the
+// benchmark.
+#include <benchmark/benchmark.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/kernels/layer_shapes.h"
+#include "bench/kernels/peak.h"
+#include "kernels/cpu_features.h"
+#include "kernels/qconv.h"
+#include "kernels/qmatmul.h"
+
+namespace qdqrt::bench {
+namespace {
+
+using namespace qdqrt::kernels;
+
+double process_cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+double thread_cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+std::vector<uint8_t> random_bytes(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> bytes(count);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng() >> 24);
+  return bytes;
+}
+
+void peak_benchmark(benchmark::State& state, int64_t (*loop)(int64_t), Isa needed) {
+  if (!isa_supported(needed)) {
+    state.SkipWithError("ISA not supported");
+    return;
+  }
+  int64_t macs = 0;
+  const auto start = std::chrono::steady_clock::now();
+  const double cpu_start = thread_cpu_seconds();
+  for (auto _ : state) macs += loop(1 << 16);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  state.counters["GOPS"] = 2.0 * macs / seconds * 1e-9;
+  state.counters["GOPS_cpu"] = 2.0 * macs / (thread_cpu_seconds() - cpu_start) * 1e-9;
+}
+
+// Splits [0, total) into `parts` ranges whose starts are multiples of `align`.
+std::pair<int, int> part_range(int total, int parts, int part, int align) {
+  auto boundary = [&](int p) {
+    if (p >= parts) return total;
+    int b = static_cast<int>(static_cast<int64_t>(total) * p / parts);
+    return std::min(total, (b + align - 1) / align * align);
+  };
+  return {boundary(part), boundary(part + 1)};
+}
+
+template <typename Body>
+void timed_loop(benchmark::State& state, int threads, Body&& body, double ops, double bytes) {
+  tbb::task_arena arena(threads);
+  const double cpu_start = process_cpu_seconds();
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    if (threads == 1) {
+      body(0);
+    } else {
+      arena.execute([&] {
+        tbb::parallel_for(0, threads, [&](int part) { body(part); }, tbb::simple_partitioner());
+      });
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double cpu_seconds = process_cpu_seconds() - cpu_start;
+  const double iterations = static_cast<double>(state.iterations());
+  const double per_second = iterations / seconds;
+  const double per_cpu_second = iterations / cpu_seconds * threads;
+  state.counters["GOPS"] = ops * per_second * 1e-9;
+  state.counters["GOPS_cpu"] = ops * per_cpu_second * 1e-9;
+  // Against the peak re-measured now (the shared machine's state drifts during a long run).
+  const double peak = fresh_peak_gops();
+  state.counters["peak_now"] = peak;
+  state.counters["pct_peak"] = 100.0 * ops * per_cpu_second * 1e-9 / (threads * peak);
+  if (bytes > 0) {
+    state.counters["GBps"] = bytes * per_second * 1e-9;
+    state.counters["GBps_cpu"] = bytes * per_cpu_second * 1e-9;
+  }
+}
+
+void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
+  const int taps = layer.kernel * layer.kernel;
+  const int group_in = layer.input_channels / layer.groups;
+  const auto input = random_bytes(static_cast<size_t>(layer.height) * layer.width * layer.input_channels, 1);
+  const auto weights = random_bytes(static_cast<size_t>(layer.output_channels) * group_in * taps, 2);
+  std::vector<float> scales(layer.output_channels, 0.01f);
+  std::vector<int32_t> bias(layer.output_channels, 100);
+  ConvWeightsDesc desc;
+  desc.output_channels = layer.output_channels;
+  desc.input_channels = layer.input_channels;
+  desc.groups = layer.groups;
+  desc.kernel_height = desc.kernel_width = layer.kernel;
+  desc.weights = weights.data();
+  desc.weight_scales = scales.data();
+  desc.per_channel = true;
+  desc.bias_int32 = bias.data();
+  desc.input_scale = 0.02f;
+  desc.output_scale = 0.05f;
+  const PackedConv packed = pack_conv(desc);
+  ConvShape shape;
+  shape.input_height = layer.height;
+  shape.input_width = layer.width;
+  shape.stride_height = shape.stride_width = layer.stride;
+  shape.pad_top = shape.pad_left = layer.pad;
+  shape.output_height = (layer.height + 2 * layer.pad - layer.kernel) / layer.stride + 1;
+  shape.output_width = (layer.width + 2 * layer.pad - layer.kernel) / layer.stride + 1;
+  const int pixels = shape.output_pixels();
+  std::vector<int8_t> output(static_cast<size_t>(pixels) * layer.output_channels);
+  // ResNet bottleneck expansions carry the fused residual Add (+ReLU), as in the real network.
+  const bool residual = std::string(layer.network) == "resnet50" && layer.kernel == 1 && layer.stride == 1 &&
+                        layer.output_channels == 4 * layer.input_channels;
+  const auto residual_data = random_bytes(output.size(), 3);
+  Residual residual_desc{residual_data.data(), layer.output_channels, true, 0.04f, 0};
+  const Epilogue epilogue =
+      make_epilogue(OutputType::kS8, 0.05f, 0, Activation{ActivationKind::kRelu}, residual ? &residual_desc : nullptr);
+  ConvRunArgs args{input.data(), layer.input_channels, output.data(), layer.output_channels};
+  const double ops = 2.0 * pixels * layer.output_channels * group_in * taps;
+  state.SetLabel(conv_kernel_name(packed, shape) + (residual ? " +residual" : ""));
+  timed_loop(
+      state, threads,
+      [&](int part) {
+        auto [begin, end] = part_range(pixels, threads, part, 6);
+        run_conv(packed, shape, args, epilogue, begin, end);
+      },
+      ops, 0.0);
+}
+
+void gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) {
+  const auto a = random_bytes(static_cast<size_t>(layer.batch) * layer.m * layer.k, 1);
+  const auto b = random_bytes(static_cast<size_t>(layer.batch) * layer.n * layer.k, 2);
+  std::vector<int8_t> c(static_cast<size_t>(layer.batch) * layer.m * layer.n);
+  const Epilogue epilogue = make_epilogue(OutputType::kS8, 0.05f, 0);
+  const double ops = 2.0 * layer.batch * layer.m * layer.n * layer.k;
+  if (layer.runtime_b) {
+    BatchedMatMulArgs args;
+    args.batch = layer.batch;
+    args.m = layer.m;
+    args.n = layer.n;
+    args.k = layer.k;
+    args.a = a.data();
+    args.a_batch_stride = static_cast<int64_t>(layer.m) * layer.k;
+    args.a_row_stride = layer.k;
+    args.a_scale = 0.02f;
+    args.b = b.data();
+    args.b_batch_stride = static_cast<int64_t>(layer.n) * layer.k;
+    args.b_row_stride = layer.b_transposed ? layer.k : layer.n;
+    args.b_transposed = layer.b_transposed;
+    args.b_scale = 0.02f;
+    args.c = c.data();
+    args.c_batch_stride = static_cast<int64_t>(layer.m) * layer.n;
+    args.c_row_stride = layer.n;
+    args.output_scale = 0.05f;
+    std::vector<PackedGemm> scratch(threads);
+    state.SetLabel("batched matmul, B packed per call");
+    timed_loop(
+        state, threads,
+        [&](int part) {
+          auto [begin, end] = part_range(layer.batch, threads, part, 1);
+          run_batched_matmul(args, epilogue, begin, end, scratch[part]);
+        },
+        ops, 0.0);
+    return;
+  }
+  std::vector<float> scales(layer.n, 0.01f);
+  GemmWeightsDesc desc;
+  desc.n = layer.n;
+  desc.k = layer.k;
+  desc.weights = b.data();
+  desc.stride_n = layer.k;
+  desc.weight_scales = scales.data();
+  desc.per_channel = true;
+  desc.input_scale = 0.02f;
+  desc.output_scale = 0.05f;
+  const PackedGemm packed = pack_gemm(desc);
+  GemmArgs args{a.data(), layer.k, c.data(), layer.n};
+  state.SetLabel(gemm_kernel_name(packed, false, layer.m));
+  const bool gemv = layer.m == 1;
+  timed_loop(
+      state, threads,
+      [&](int part) {
+        if (gemv) {  // one row: split the columns
+          auto [begin, end] = part_range(layer.n, threads, part, packed.nr);
+          run_gemm(packed, args, epilogue, 0, 1, begin, end);
+        } else {
+          auto [begin, end] = part_range(layer.m, threads, part, 6);
+          run_gemm(packed, args, epilogue, begin, end, 0, layer.n);
+        }
+      },
+      ops, gemv ? static_cast<double>(packed.data.size()) : 0.0);
+}
+
+void register_benchmarks() {
+  benchmark::RegisterBenchmark("peak/vpdpbusd_zmm", peak_benchmark, vpdpbusd_zmm_loop, Isa::kAvx512Vnni);
+  benchmark::RegisterBenchmark("peak/vpdpbusd_ymm", peak_benchmark, vpdpbusd_ymm_loop, Isa::kAvxVnni);
+  benchmark::RegisterBenchmark("peak/vpmaddwd_ymm", peak_benchmark, vpmaddwd_ymm_loop, Isa::kAvx2);
+  for (int threads : {1, 2}) {
+    for (const ConvLayer& layer : conv_layers()) {
+      std::string name = std::string("conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads)->UseRealTime();
+    }
+    for (const GemmLayer& layer : gemm_layers()) {
+      std::string name = std::string("gemm/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark(name.c_str(), gemm_benchmark, layer, threads)->UseRealTime();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qdqrt::bench
+
+int main(int argc, char** argv) {
+  // --isa=scalar|avx2|avxvnni|avx512vnni limits the ISA like QDQRT_MAX_ISA (removed before
+  // Google Benchmark parses the rest).
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--isa=", 0) == 0) {
+      const auto isa = qdqrt::kernels::parse_isa(arg.substr(6));
+      if (!isa) {
+        std::fprintf(stderr, "unknown ISA '%s' (scalar, avx2, avxvnni, avx512vnni)\n", arg.substr(6).c_str());
+        return 2;
+      }
+      qdqrt::kernels::set_max_isa(*isa);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  benchmark::Initialize(&argc, argv);
+  qdqrt::bench::register_benchmarks();
+  benchmark::AddCustomContext("isa", qdqrt::kernels::isa_name(qdqrt::kernels::active_isa()));
+  benchmark::AddCustomContext("measured_peak_gops_per_core", std::to_string(qdqrt::bench::measured_peak_gops()));
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,96 @@
+// Real layer shapes (batch 1, 224x224) that drive the kernel benchmarks.
+#pragma once
+
+#include <vector>
+
+namespace qdqrt::bench {
+
+struct ConvLayer {
+  const char* network;
+  const char* name;
+  int height, width;  // input
+  int input_channels, output_channels;
+  int kernel, stride, pad, groups;
+};
+
+struct GemmLayer {
+  const char* network;
+  const char* name;
+  int batch, m, n, k;
+  bool runtime_b;  // batched MatMul with activations on both sides (B packed per call)
+  bool b_transposed;
+};
+
+inline std::vector<ConvLayer> conv_layers() {
+  return {
+      // ResNet-50 v1.5 (stride on the 3x3 convolutions).
+      {"resnet50", "conv1_7x7s2", 224, 224, 3, 64, 7, 2, 3, 1},
+      {"resnet50", "l1_1x1_64_64", 56, 56, 64, 64, 1, 1, 0, 1},
+      {"resnet50", "l1_3x3_64", 56, 56, 64, 64, 3, 1, 1, 1},
+      {"resnet50", "l1_1x1_64_256", 56, 56, 64, 256, 1, 1, 0, 1},
+      {"resnet50", "l1_1x1_256_64", 56, 56, 256, 64, 1, 1, 0, 1},
+      {"resnet50", "l2_1x1_256_128", 56, 56, 256, 128, 1, 1, 0, 1},
+      {"resnet50", "l2_3x3s2_128", 56, 56, 128, 128, 3, 2, 1, 1},
+      {"resnet50", "l2_down_1x1s2_256_512", 56, 56, 256, 512, 1, 2, 0, 1},
+      {"resnet50", "l2_1x1_128_512", 28, 28, 128, 512, 1, 1, 0, 1},
+      {"resnet50", "l2_1x1_512_128", 28, 28, 512, 128, 1, 1, 0, 1},
+      {"resnet50", "l2_3x3_128", 28, 28, 128, 128, 3, 1, 1, 1},
+      {"resnet50", "l3_1x1_512_256", 28, 28, 512, 256, 1, 1, 0, 1},
+      {"resnet50", "l3_3x3s2_256", 28, 28, 256, 256, 3, 2, 1, 1},
+      {"resnet50", "l3_down_1x1s2_512_1024", 28, 28, 512, 1024, 1, 2, 0, 1},
+      {"resnet50", "l3_1x1_256_1024", 14, 14, 256, 1024, 1, 1, 0, 1},
+      {"resnet50", "l3_1x1_1024_256", 14, 14, 1024, 256, 1, 1, 0, 1},
+      {"resnet50", "l3_3x3_256", 14, 14, 256, 256, 3, 1, 1, 1},
+      {"resnet50", "l4_1x1_1024_512", 14, 14, 1024, 512, 1, 1, 0, 1},
+      {"resnet50", "l4_3x3s2_512", 14, 14, 512, 512, 3, 2, 1, 1},
+      {"resnet50", "l4_down_1x1s2_1024_2048", 14, 14, 1024, 2048, 1, 2, 0, 1},
+      {"resnet50", "l4_1x1_512_2048", 7, 7, 512, 2048, 1, 1, 0, 1},
+      {"resnet50", "l4_1x1_2048_512", 7, 7, 2048, 512, 1, 1, 0, 1},
+      {"resnet50", "l4_3x3_512", 7, 7, 512, 512, 3, 1, 1, 1},
+      // MobileNetV2.
+      {"mobilenetv2", "stem_3x3s2_3_32", 224, 224, 3, 32, 3, 2, 1, 1},
+      {"mobilenetv2", "dw3x3_112_32", 112, 112, 32, 32, 3, 1, 1, 32},
+      {"mobilenetv2", "dw3x3s2_112_96", 112, 112, 96, 96, 3, 2, 1, 96},
+      {"mobilenetv2", "dw3x3_56_144", 56, 56, 144, 144, 3, 1, 1, 144},
+      {"mobilenetv2", "dw3x3s2_56_144", 56, 56, 144, 144, 3, 2, 1, 144},
+      {"mobilenetv2", "dw3x3_28_192", 28, 28, 192, 192, 3, 1, 1, 192},
+      {"mobilenetv2", "dw3x3_14_384", 14, 14, 384, 384, 3, 1, 1, 384},
+      {"mobilenetv2", "dw3x3_14_576", 14, 14, 576, 576, 3, 1, 1, 576},
+      {"mobilenetv2", "dw3x3_7_960", 7, 7, 960, 960, 3, 1, 1, 960},
+      {"mobilenetv2", "pw_112_16_96", 112, 112, 16, 96, 1, 1, 0, 1},
+      {"mobilenetv2", "pw_56_144_24", 56, 56, 144, 24, 1, 1, 0, 1},
+      {"mobilenetv2", "pw_56_24_144", 56, 56, 24, 144, 1, 1, 0, 1},
+      {"mobilenetv2", "pw_14_384_64", 14, 14, 384, 64, 1, 1, 0, 1},
+      {"mobilenetv2", "pw_14_96_576", 14, 14, 96, 576, 1, 1, 0, 1},
+      {"mobilenetv2", "pw_7_960_160", 7, 7, 960, 160, 1, 1, 0, 1},
+      {"mobilenetv2", "pw_7_320_1280", 7, 7, 320, 1280, 1, 1, 0, 1},
+      // EfficientNet-B0 (depthwise 3x3 and 5x5).
+      {"efficientnet_b0", "dw5x5s2_56_144", 56, 56, 144, 144, 5, 2, 2, 144},
+      {"efficientnet_b0", "dw5x5_28_240", 28, 28, 240, 240, 5, 1, 2, 240},
+      {"efficientnet_b0", "dw3x3_14_480", 14, 14, 480, 480, 3, 1, 1, 480},
+      {"efficientnet_b0", "dw5x5_14_672", 14, 14, 672, 672, 5, 1, 2, 672},
+      {"efficientnet_b0", "dw5x5_7_1152", 7, 7, 1152, 1152, 5, 1, 2, 1152},
+      {"efficientnet_b0", "pw_28_240_40", 28, 28, 240, 40, 1, 1, 0, 1},
+      {"efficientnet_b0", "pw_14_480_80", 14, 14, 480, 80, 1, 1, 0, 1},
+      {"efficientnet_b0", "pw_7_1152_192", 7, 7, 1152, 192, 1, 1, 0, 1},
+  };
+}
+
+inline std::vector<GemmLayer> gemm_layers() {
+  return {
+      // Transformer encoder, d = 768, sequence 128, 12 heads.
+      {"transformer_d768", "qkv_128x2304x768", 1, 128, 2304, 768, false, false},
+      {"transformer_d768", "attn_out_128x768x768", 1, 128, 768, 768, false, false},
+      {"transformer_d768", "ffn1_128x3072x768", 1, 128, 3072, 768, false, false},
+      {"transformer_d768", "ffn2_128x768x3072", 1, 128, 768, 3072, false, false},
+      {"transformer_d768", "attn_qk_12x128x128x64", 12, 128, 128, 64, true, true},
+      {"transformer_d768", "attn_pv_12x128x64x128", 12, 128, 64, 128, true, false},
+      // M = 1 (GEMV): batch-1 fully connected layers.
+      {"resnet50", "fc_gemv_1x1000x2048", 1, 1, 1000, 2048, false, false},
+      {"mobilenetv2", "fc_gemv_1x1000x1280", 1, 1, 1000, 1280, false, false},
+      {"transformer_d768", "ffn1_gemv_1x3072x768", 1, 1, 3072, 768, false, false},
+      {"transformer_d768", "ffn2_gemv_1x768x3072", 1, 1, 768, 3072, false, false},
+  };
+}
+
+}  // namespace qdqrt::bench

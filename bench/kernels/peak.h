@@ -1,0 +1,21 @@
+// Peak vpdpbusd throughput of one core (independent accumulators, no memory traffic).
+#pragma once
+
+#include <cstdint>
+
+namespace qdqrt::bench {
+
+// Each runs `iterations` x (12..24) independent instructions and returns the multiply-accumulates
+// performed.
+// Each MAC counts as 2 operations in GOPS figures.
+int64_t vpdpbusd_zmm_loop(int64_t iterations);   // AVX-512 VNNI: 24 x 64 MACs per iteration
+int64_t vpdpbusd_ymm_loop(int64_t iterations);   // AVX-VNNI: 32 MACs per instruction
+int64_t vpmaddwd_ymm_loop(int64_t iterations);   // AVX2: vpmaddwd+vpaddd, 16 MACs per pair
+
+// Measured peak GOPS of one core for the best available ISA, in thread CPU time (the best of a
+// few short runs). The first call measures for longer and caches; fresh_peak_gops() re-measures
+// briefly so a benchmark can be compared with the peak of the machine's state at that moment.
+double measured_peak_gops();
+double fresh_peak_gops();
+
+}  // namespace qdqrt::bench

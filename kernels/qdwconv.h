@@ -1,0 +1,88 @@
+// Depthwise INT8 convolution on NHWC (one filter per channel, channel multiplier 1), its own
+// kernel family: memory/shuffle bound, so it widens to 16-bit products (vpdpwssd / vpmaddwd)
+// over blocks of channels and applies the same fused epilogue as the GEMM (qepilogue.h).
+//
+//   out[p][c] = epilogue( sum_taps (x[tap(p)][c] - x_zp) * (w[c][tap] - w_zp) + bias[c] )
+//
+// Padding reads as the input zero-point. Threading: run_depthwise computes output pixels
+// [pixel_begin, pixel_end); disjoint ranges may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/aligned_buffer.h"
+#include "kernels/cpu_features.h"
+#include "kernels/qepilogue.h"
+
+namespace qdqrt::kernels {
+
+struct DepthwiseWeightsDesc {
+  int channels = 0;
+  int kernel_height = 3, kernel_width = 3;
+  const void* weights = nullptr;  // [channels][kernel_height][kernel_width] (ONNX [C][1][kh][kw])
+  bool weights_signed = true;
+  int32_t weight_zero_point = 0;
+  const float* weight_scales = nullptr;  // 1 value, or channels values if per_channel
+  bool per_channel = false;
+  const int32_t* bias_int32 = nullptr;
+  const float* bias_float = nullptr;
+  float input_scale = 1.0f;
+  int32_t input_zero_point = 0;
+  bool input_signed = true;
+  float output_scale = 1.0f;  // 1 when the output is fp32
+};
+
+inline float depthwise_multiplier(const DepthwiseWeightsDesc& d, int c) {
+  return d.input_scale * (d.per_channel ? d.weight_scales[c] : d.weight_scales[0]) / d.output_scale;
+}
+inline float depthwise_float_bias(const DepthwiseWeightsDesc& d, int c) {
+  return d.bias_float ? d.bias_float[c] / d.output_scale : 0.0f;
+}
+inline int32_t depthwise_weight_value(const DepthwiseWeightsDesc& d, int c, int tap) {
+  int64_t index = static_cast<int64_t>(c) * d.kernel_height * d.kernel_width + tap;
+  return d.weights_signed ? static_cast<const int8_t*>(d.weights)[index]
+                          : static_cast<const uint8_t*>(d.weights)[index];
+}
+
+struct PackedDepthwise {
+  Isa isa = Isa::kScalar;
+  int channels = 0, channels_padded = 0;
+  int kernel_height = 0, kernel_width = 0;
+  bool input_signed = true;
+  int32_t input_zero_point = 0;
+  // [taps][channels_padded]; each int32 holds (w - w_zp) as int16 in its low half, 0 in its high
+  // half, so one vpdpwssd/vpmaddwd with the sign-extended input computes exactly x * w.
+  AlignedBuffer<int32_t> weights;
+  AlignedBuffer<int32_t> bias;  // bias_int32 - x_zp * sum_taps(w - w_zp)
+  AlignedBuffer<float> multiplier;
+  AlignedBuffer<float> float_bias;
+};
+
+PackedDepthwise pack_depthwise(const DepthwiseWeightsDesc& desc, Isa isa);
+inline PackedDepthwise pack_depthwise(const DepthwiseWeightsDesc& desc) { return pack_depthwise(desc, active_isa()); }
+
+struct DepthwiseGeometry {
+  int batch = 1;
+  int input_height = 0, input_width = 0;
+  int64_t input_pixel_stride = 0;  // elements between input pixels
+  int stride_height = 1, stride_width = 1;
+  int pad_top = 0, pad_left = 0;
+  int dilation_height = 1, dilation_width = 1;
+  int output_height = 0, output_width = 0;
+  int output_pixels() const { return batch * output_height * output_width; }
+};
+
+struct DepthwiseArgs {
+  const void* input = nullptr;
+  void* output = nullptr;
+  int64_t output_pixel_stride = 0;  // elements between output pixels
+};
+
+void run_depthwise(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const DepthwiseArgs& args,
+                   const Epilogue& epilogue, int pixel_begin, int pixel_end);
+
+// "qs8-qc8w-dwconv-3x3p64c-fp32-avx512vnni" style name.
+std::string depthwise_kernel_name(const PackedDepthwise& packed);
+
+}  // namespace qdqrt::kernels

@@ -1,0 +1,159 @@
+// ConvTester: fluent description of one NHWC convolution (GEMM, implicit GEMM, grouped or
+// depthwise), checked on every supported ISA against the direct scalar reference, bit-exact.
+#pragma once
+
+#include <cmath>
+
+#include "kernels/qconv.h"
+#include "kernels/qreference.h"
+#include "test_util.h"
+
+namespace qdqrt::kernels::testing {
+
+class ConvTester {
+ public:
+  ConvTester& batch(int value) { batch_ = value; return *this; }
+  ConvTester& input_size(int height, int width) { input_height_ = height; input_width_ = width; return *this; }
+  ConvTester& channels(int input, int output) { input_channels_ = input; output_channels_ = output; return *this; }
+  ConvTester& groups(int value) { groups_ = value; return *this; }
+  ConvTester& kernel(int height, int width) { kernel_height_ = height; kernel_width_ = width; return *this; }
+  ConvTester& stride(int height, int width) { stride_height_ = height; stride_width_ = width; return *this; }
+  ConvTester& padding(int top, int left, int bottom, int right) {
+    pad_top_ = top; pad_left_ = left; pad_bottom_ = bottom; pad_right_ = right; return *this;
+  }
+  ConvTester& dilation(int height, int width) { dilation_height_ = height; dilation_width_ = width; return *this; }
+  // Extra elements between pixels (a channel slice of a wider tensor, e.g. a Concat output).
+  ConvTester& pixel_stride_extra(int input, int output) { input_extra_ = input; output_extra_ = output; return *this; }
+  ConvTester& quant(const QuantSettings& value) { quant_ = value; return *this; }
+  ConvTester& split(int parts) { split_ = parts; return *this; }
+  ConvTester& seed(uint32_t value) { seed_ = value; return *this; }
+
+  ConvShape shape() const {
+    ConvShape s;
+    s.batch = batch_;
+    s.input_height = input_height_;
+    s.input_width = input_width_;
+    s.stride_height = stride_height_;
+    s.stride_width = stride_width_;
+    s.pad_top = pad_top_;
+    s.pad_left = pad_left_;
+    s.dilation_height = dilation_height_;
+    s.dilation_width = dilation_width_;
+    s.output_height = (input_height_ + pad_top_ + pad_bottom_ - dilation_height_ * (kernel_height_ - 1) - 1) /
+                          stride_height_ + 1;
+    s.output_width = (input_width_ + pad_left_ + pad_right_ - dilation_width_ * (kernel_width_ - 1) - 1) /
+                         stride_width_ + 1;
+    return s;
+  }
+
+  std::string describe(Isa isa) const {
+    std::ostringstream s;
+    s << "Conv batch=" << batch_ << " input=" << input_height_ << "x" << input_width_ << "x" << input_channels_
+      << " output_channels=" << output_channels_ << " groups=" << groups_ << " kernel=" << kernel_height_ << "x"
+      << kernel_width_ << " stride=" << stride_height_ << "x" << stride_width_ << " pads=" << pad_top_ << ","
+      << pad_left_ << "," << pad_bottom_ << "," << pad_right_ << " dilation=" << dilation_height_ << "x"
+      << dilation_width_ << " stride_extra=" << input_extra_ << "/" << output_extra_ << " split=" << split_
+      << " seed=" << seed_ << " isa=" << isa_name(isa) << "; " << quant_.describe();
+    return s.str();
+  }
+
+  void test(Isa isa) const {
+    const std::string context = describe(isa);
+    const ConvShape s = shape();
+    ASSERT_GT(s.output_height, 0) << context;
+    ASSERT_GT(s.output_width, 0) << context;
+    std::mt19937 rng(seed_);
+    const QuantSettings& q = quant_;
+    const int out_size = output_element_size(q.output_type);
+    const int64_t in_stride = input_channels_ + input_extra_;
+    const int64_t out_stride = output_channels_ + output_extra_;
+    const int64_t in_pixels = static_cast<int64_t>(batch_) * input_height_ * input_width_;
+    const int64_t out_pixels = s.output_pixels();
+    const int group_in = input_channels_ / groups_;
+    const int taps = kernel_height_ * kernel_width_;
+
+    GuardedBuffer input((in_pixels - 1) * in_stride + input_channels_);
+    fill_bytes(rng, input.data(), input.size());
+    std::vector<uint8_t> weights(static_cast<size_t>(output_channels_) * group_in * taps);
+    fill_bytes(rng, weights.data(), weights.size());
+    std::uniform_real_distribution<float> unit(0.5f, 1.5f);
+    const float weight_base = 0.01f;
+    std::vector<float> weight_scales(output_channels_);
+    for (float& w : weight_scales) w = weight_base * unit(rng);
+    std::vector<int32_t> bias_int32(output_channels_);
+    std::uniform_int_distribution<int32_t> bias_dist(-20000, 20000);
+    for (int32_t& b : bias_int32) b = bias_dist(rng);
+    const float input_scale = 0.02f;
+    const float real_spread =
+        std::sqrt(static_cast<float>(group_in * taps)) * 74.0f * 73.0f * input_scale * weight_base;
+    const float output_scale = real_spread / 40.0f;
+    std::vector<float> bias_float(output_channels_);
+    std::uniform_real_distribution<float> signed_unit(-1.0f, 1.0f);
+    for (float& b : bias_float) b = signed_unit(rng) * real_spread;
+
+    ConvWeightsDesc desc;
+    desc.output_channels = output_channels_;
+    desc.input_channels = input_channels_;
+    desc.groups = groups_;
+    desc.kernel_height = kernel_height_;
+    desc.kernel_width = kernel_width_;
+    desc.weights = weights.data();
+    desc.weights_signed = q.weights_signed;
+    desc.weight_zero_point = q.weight_zero_point;
+    desc.weight_scales = weight_scales.data();
+    desc.per_channel = q.per_channel;
+    desc.bias_int32 = q.bias_int32 ? bias_int32.data() : nullptr;
+    desc.bias_float = q.bias_float ? bias_float.data() : nullptr;
+    desc.input_scale = input_scale;
+    desc.input_zero_point = q.input_zero_point;
+    desc.input_signed = q.input_signed;
+    desc.output_scale = q.output_type == OutputType::kF32 ? 1.0f : output_scale;
+
+    const int64_t residual_stride = output_channels_ + 5;
+    GuardedBuffer residual((out_pixels - 1) * residual_stride + output_channels_);
+    fill_bytes(rng, residual.data(), residual.size());
+    Residual residual_desc{residual.data(), residual_stride, q.residual_signed, output_scale * 0.7f,
+                           q.residual_zero_point};
+    Activation activation = q.activation;
+    activation.clip_min *= output_scale;
+    activation.clip_max *= output_scale;
+    const Epilogue epilogue = make_epilogue(q.output_type, output_scale, q.output_zero_point, activation,
+                                            q.residual ? &residual_desc : nullptr);
+
+    const size_t out_bytes = ((out_pixels - 1) * out_stride + output_channels_) * out_size;
+    GuardedBuffer expected(out_bytes), actual(out_bytes);
+    std::memset(expected.data(), 0x5A, out_bytes);
+    std::memset(actual.data(), 0x5A, out_bytes);
+    reference_conv(desc, s, input.data(), in_stride, expected.data(), out_stride, epilogue);
+
+    const PackedConv packed = pack_conv(desc, isa);
+    ConvRunArgs args{input.data(), in_stride, actual.data(), out_stride};
+    for (int part = 0; part < split_; ++part) {
+      run_conv(packed, s, args, epilogue, static_cast<int>(out_pixels * part / split_),
+               static_cast<int>(out_pixels * (part + 1) / split_));
+    }
+    expect_outputs_equal(q.output_type, expected.data(), actual.data(), static_cast<int>(out_pixels),
+                         output_channels_, out_stride, context + " [" + conv_kernel_name(packed, s) + "]");
+    for (int64_t p = 0; p + 1 < out_pixels; ++p) {
+      for (int64_t byte = output_channels_ * out_size; byte < out_stride * out_size; ++byte) {
+        ASSERT_EQ(actual.data()[p * out_stride * out_size + byte], 0x5A) << context << ": wrote into pixel gap " << p;
+      }
+    }
+    EXPECT_TRUE(actual.canary_intact()) << context << ": wrote before the output";
+  }
+
+  void test_all_isas() const {
+    for (Isa isa : supported_isas()) test(isa);
+  }
+
+ private:
+  int batch_ = 1, input_height_ = 5, input_width_ = 5, input_channels_ = 8, output_channels_ = 8, groups_ = 1;
+  int kernel_height_ = 3, kernel_width_ = 3, stride_height_ = 1, stride_width_ = 1;
+  int pad_top_ = 0, pad_left_ = 0, pad_bottom_ = 0, pad_right_ = 0, dilation_height_ = 1, dilation_width_ = 1;
+  int input_extra_ = 0, output_extra_ = 0;
+  QuantSettings quant_;
+  int split_ = 1;
+  uint32_t seed_ = 1;
+};
+
+}  // namespace qdqrt::kernels::testing

@@ -1,0 +1,123 @@
+// GEMM family: every supported ISA against the unpacked scalar reference.
+#include "gemm_tester.h"
+
+namespace qdqrt::kernels::testing {
+namespace {
+
+TEST(Gemm, KBelowAtAboveAndNotMultipleOfTheBlock) {
+  for (int k : {1, 2, 3, 4, 5, 7, 8, 12, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 257}) {
+    GemmTester().m(6).n(64).k(k).seed(k).test_all_isas();
+    GemmTester().m(5).n(17).k(k).seed(100 + k).test_all_isas();
+  }
+}
+
+TEST(Gemm, RowTails) {
+  for (int m = 1; m <= 14; ++m) GemmTester().m(m).n(70).k(37).seed(m).test_all_isas();
+}
+
+TEST(Gemm, ColumnTails) {
+  for (int n : {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 127, 128, 129, 200}) {
+    GemmTester().m(7).n(n).k(20).seed(n).test_all_isas();
+  }
+}
+
+TEST(Gemm, RowStrides) {
+  GemmTester().m(9).n(33).k(21).a_stride(29).c_stride(41).test_all_isas();
+  GemmTester().m(13).n(130).k(64).a_stride(100).c_stride(131).test_all_isas();
+  QuantSettings q;
+  q.output_type = OutputType::kF32;
+  GemmTester().m(8).n(70).k(19).a_stride(23).c_stride(75).quant(q).test_all_isas();
+}
+
+TEST(Gemm, InputZeroPoints) {
+  for (int zp : {0, 128, 255, 37}) {
+    QuantSettings q;
+    q.input_signed = false;
+    q.input_zero_point = zp;
+    GemmTester().m(7).n(67).k(45).quant(q).seed(zp).test_all_isas();
+  }
+  for (int zp : {-128, 0, 127, -5}) {
+    QuantSettings q;
+    q.input_signed = true;
+    q.input_zero_point = zp;
+    GemmTester().m(7).n(67).k(45).quant(q).seed(1000 + zp).test_all_isas();
+  }
+}
+
+TEST(Gemm, WeightZeroPointsAndUnsignedWeights) {
+  for (bool weights_signed : {true, false}) {
+    for (int zp : {0, 3, -7, 128}) {
+      if (weights_signed && zp == 128) continue;
+      QuantSettings q;
+      q.weights_signed = weights_signed;
+      q.weight_zero_point = weights_signed ? zp : zp + 100;
+      q.input_signed = false;
+      q.input_zero_point = 90;
+      GemmTester().m(11).n(40).k(33).quant(q).seed(zp + 7).test_all_isas();
+    }
+  }
+}
+
+TEST(Gemm, ScalesAndBiases) {
+  for (bool per_channel : {false, true}) {
+    for (int bias_kind = 0; bias_kind < 4; ++bias_kind) {
+      QuantSettings q;
+      q.per_channel = per_channel;
+      q.bias_int32 = bias_kind & 1;
+      q.bias_float = bias_kind & 2;
+      GemmTester().m(7).n(65).k(40).quant(q).seed(bias_kind).test_all_isas();
+    }
+  }
+}
+
+TEST(Gemm, OutputTypesActivationsAndResidual) {
+  const Activation activations[] = {
+      Activation{},
+      Activation{ActivationKind::kRelu},
+      Activation{ActivationKind::kClip, -20.5f, 33.25f},
+      Activation{ActivationKind::kLeakyRelu, 0, 0, 0.1f},
+  };
+  int seed = 0;
+  for (OutputType type : {OutputType::kS8, OutputType::kU8, OutputType::kF32}) {
+    for (const Activation& activation : activations) {
+      for (int residual = 0; residual < 3; ++residual) {
+        QuantSettings q;
+        q.output_type = type;
+        q.output_zero_point = type == OutputType::kU8 ? 120 : type == OutputType::kS8 ? -9 : 0;
+        q.activation = activation;
+        q.residual = residual > 0;
+        q.residual_signed = residual == 1;
+        q.residual_zero_point = residual == 1 ? 5 : 130;
+        GemmTester().m(8).n(81).k(30).c_stride(90).quant(q).seed(++seed).test_all_isas();
+      }
+    }
+  }
+}
+
+TEST(Gemm, ThreadRangeSplits) {
+  for (int parts : {2, 3, 5}) GemmTester().m(23).n(200).k(50).split(parts).seed(parts).test_all_isas();
+}
+
+TEST(Gemm, MatMulOperandKMajor) {
+  QuantSettings q;
+  q.input_signed = false;
+  q.input_zero_point = 128;
+  q.weights_signed = false;
+  q.weight_zero_point = 121;
+  q.per_channel = false;
+  q.bias_int32 = false;
+  GemmTester().m(12).n(64).k(64).b_k_major(true).quant(q).test_all_isas();
+  GemmTester().m(5).n(77).k(23).b_k_major(true).test_all_isas();
+}
+
+TEST(Gemm, SingleRowGemv) {
+  for (int k : {1, 4, 8, 9, 64, 1000, 2048}) GemmTester().m(1).n(130).k(k).seed(k).test_all_isas();
+}
+
+TEST(Gemm, LargeKSpansSeveralColumnChunks) {
+  // 4608 x 512 weights exceed one column chunk, so the A panel is re-packed per chunk.
+  GemmTester().m(7).n(512).k(4608).test_all_isas();
+}
+
+}  // namespace
+}  // namespace qdqrt::kernels::testing

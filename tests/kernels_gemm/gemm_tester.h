@@ -1,0 +1,136 @@
+// GemmTester: fluent description of one GEMM case, checked on one or every supported ISA against
+// the unpacked scalar reference (int8 outputs bit-equal), with guarded buffers.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/qgemm.h"
+#include "kernels/qreference.h"
+#include "test_util.h"
+
+namespace qdqrt::kernels::testing {
+
+class GemmTester {
+ public:
+  GemmTester& m(int value) { m_ = value; return *this; }
+  GemmTester& n(int value) { n_ = value; return *this; }
+  GemmTester& k(int value) { k_ = value; return *this; }
+  GemmTester& a_stride(int64_t value) { a_stride_ = value; return *this; }
+  GemmTester& c_stride(int64_t value) { c_stride_ = value; return *this; }
+  GemmTester& quant(const QuantSettings& value) { quant_ = value; return *this; }
+  GemmTester& seed(uint32_t value) { seed_ = value; return *this; }
+  // Run as this many row ranges (and two column ranges when n allows), like threads would.
+  GemmTester& split(int parts) { split_ = parts; return *this; }
+  // B given as a MatMul [K][N] operand instead of [N][K] weights.
+  GemmTester& b_k_major(bool value) { b_k_major_ = value; return *this; }
+
+  std::string describe(Isa isa) const {
+    std::ostringstream s;
+    s << "GEMM m=" << m_ << " n=" << n_ << " k=" << k_ << " a_stride=" << a_stride() << " c_stride=" << c_stride()
+      << (b_k_major_ ? " B[K][N]" : " W[N][K]") << " split=" << split_ << " seed=" << seed_ << " isa=" << isa_name(isa)
+      << "; " << quant_.describe();
+    return s.str();
+  }
+
+  void test(Isa isa) const {
+    const std::string context = describe(isa);
+    std::mt19937 rng(seed_);
+    const QuantSettings& q = quant_;
+    const int64_t lda = a_stride(), ldc = c_stride();
+    const int out_size = output_element_size(q.output_type);
+
+    GuardedBuffer a((m_ - 1) * lda + k_);
+    fill_bytes(rng, a.data(), a.size());
+    std::vector<uint8_t> weights(static_cast<size_t>(n_) * k_);
+    fill_bytes(rng, weights.data(), weights.size());
+    std::uniform_real_distribution<float> unit(0.5f, 1.5f);
+    std::vector<float> weight_scales(n_);
+    const float weight_base = 0.01f;
+    for (float& s : weight_scales) s = weight_base * unit(rng);
+    std::vector<int32_t> bias_int32(n_);
+    std::uniform_int_distribution<int32_t> bias_dist(-20000, 20000);
+    for (int32_t& b : bias_int32) b = bias_dist(rng);
+    const float input_scale = 0.02f;
+    // Typical |accumulator| so that outputs spread over (and sometimes beyond) the int8 range.
+    const float real_spread = std::sqrt(static_cast<float>(k_)) * 74.0f * 73.0f * input_scale * weight_base;
+    const float output_scale = real_spread / 40.0f;
+    std::vector<float> bias_float(n_);
+    std::uniform_real_distribution<float> signed_unit(-1.0f, 1.0f);
+    for (float& b : bias_float) b = signed_unit(rng) * real_spread;
+
+    GemmWeightsDesc desc;
+    desc.n = n_;
+    desc.k = k_;
+    desc.weights = weights.data();
+    desc.stride_n = b_k_major_ ? 1 : k_;
+    desc.stride_k = b_k_major_ ? n_ : 1;
+    desc.weights_signed = q.weights_signed;
+    desc.weight_zero_point = q.weight_zero_point;
+    desc.weight_scales = weight_scales.data();
+    desc.per_channel = q.per_channel;
+    desc.bias_int32 = q.bias_int32 ? bias_int32.data() : nullptr;
+    desc.bias_float = q.bias_float ? bias_float.data() : nullptr;
+    desc.input_scale = input_scale;
+    desc.input_zero_point = q.input_zero_point;
+    desc.input_signed = q.input_signed;
+    desc.output_scale = q.output_type == OutputType::kF32 ? 1.0f : output_scale;
+
+    const int64_t residual_stride = n_ + 3;
+    GuardedBuffer residual((m_ - 1) * residual_stride + n_);
+    fill_bytes(rng, residual.data(), residual.size());
+    Residual residual_desc{residual.data(), residual_stride, q.residual_signed, output_scale * 0.7f,
+                           q.residual_zero_point};
+    Activation activation = q.activation;
+    const float quantum = q.output_type == OutputType::kF32 ? output_scale : output_scale;
+    activation.clip_min *= quantum;  // the settings give clip bounds in output quanta
+    activation.clip_max *= quantum;
+    const Epilogue epilogue = make_epilogue(q.output_type, output_scale, q.output_zero_point, activation,
+                                            q.residual ? &residual_desc : nullptr);
+
+    const size_t c_bytes = ((m_ - 1) * ldc + n_) * out_size;
+    GuardedBuffer expected(c_bytes), actual(c_bytes);
+    std::memset(expected.data(), 0x5A, c_bytes);
+    std::memset(actual.data(), 0x5A, c_bytes);
+    reference_gemm(desc, a.data(), lda, m_, expected.data(), ldc, epilogue);
+
+    const PackedGemm packed = pack_gemm(desc, isa);
+    ASSERT_EQ(packed.isa, isa) << context;
+    GemmArgs args{a.data(), lda, actual.data(), ldc};
+    const int n_split = n_ > packed.nr && split_ > 1 ? (n_ / 2) / packed.nr * packed.nr : 0;
+    for (int part = 0; part < split_; ++part) {
+      const int m_begin = static_cast<int>(static_cast<int64_t>(m_) * part / split_);
+      const int m_end = static_cast<int>(static_cast<int64_t>(m_) * (part + 1) / split_);
+      if (n_split > 0) {
+        run_gemm(packed, args, epilogue, m_begin, m_end, 0, n_split);
+        run_gemm(packed, args, epilogue, m_begin, m_end, n_split, n_);
+      } else {
+        run_gemm(packed, args, epilogue, m_begin, m_end, 0, n_);
+      }
+    }
+    expect_outputs_equal(q.output_type, expected.data(), actual.data(), m_, n_, ldc, context);
+    for (int r = 0; r + 1 < m_; ++r) {
+      for (int64_t byte = n_ * out_size; byte < ldc * out_size; ++byte) {
+        ASSERT_EQ(actual.data()[r * ldc * out_size + byte], 0x5A) << context << ": wrote into the row gap of row " << r;
+      }
+    }
+    EXPECT_TRUE(actual.canary_intact()) << context << ": wrote before the output";
+  }
+
+  void test_all_isas() const {
+    for (Isa isa : supported_isas()) test(isa);
+  }
+
+ private:
+  int64_t a_stride() const { return a_stride_ ? a_stride_ : k_; }
+  int64_t c_stride() const { return c_stride_ ? c_stride_ : n_; }
+
+  int m_ = 1, n_ = 1, k_ = 1;
+  int64_t a_stride_ = 0, c_stride_ = 0;
+  QuantSettings quant_;
+  uint32_t seed_ = 1;
+  int split_ = 1;
+  bool b_k_major_ = false;
+};
+
+}  // namespace qdqrt::kernels::testing

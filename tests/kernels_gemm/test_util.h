@@ -1,0 +1,88 @@
+// Shared pieces of the kernel testers: the ISAs to run, seeded data, output comparison.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu_features.h"
+#include "kernels/qepilogue.h"
+#include "guarded_buffer.h"
+
+namespace qdqrt::kernels::testing {
+
+// Every ISA this machine can run, lowest first.
+inline std::vector<Isa> supported_isas() {
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni}) {
+    if (isa_supported(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
+inline void fill_bytes(std::mt19937& rng, uint8_t* data, size_t count) {
+  std::uniform_int_distribution<int> dist(0, 255);
+  for (size_t i = 0; i < count; ++i) data[i] = static_cast<uint8_t>(dist(rng));
+}
+
+// Quantization and epilogue settings shared by the GEMM and convolution testers.
+struct QuantSettings {
+  bool input_signed = true;
+  int32_t input_zero_point = 0;
+  bool weights_signed = true;
+  int32_t weight_zero_point = 0;
+  bool per_channel = true;
+  bool bias_int32 = true;
+  bool bias_float = false;
+  OutputType output_type = OutputType::kS8;
+  int32_t output_zero_point = 0;
+  Activation activation;
+  bool residual = false;
+  bool residual_signed = true;
+  int32_t residual_zero_point = 0;
+
+  std::string describe() const {
+    std::ostringstream s;
+    s << "input " << (input_signed ? "s8" : "u8") << " zp " << input_zero_point << ", weights "
+      << (weights_signed ? "s8" : "u8") << " zp " << weight_zero_point << (per_channel ? " per-channel" : " per-tensor")
+      << ", bias" << (bias_int32 ? " int32" : "") << (bias_float ? " float" : "") << ", output "
+      << output_type_name(output_type) << " zp " << output_zero_point << ", activation "
+      << activation_name(activation.kind) << ", residual "
+      << (residual ? (std::string(residual_signed ? "s8" : "u8") + " zp " + std::to_string(residual_zero_point))
+                   : "off");
+    return s.str();
+  }
+};
+
+// Compares `count` outputs of a row-strided output; int8 outputs must be bit-equal, fp32 within
+// 1e-5 relative (in practice they are bit-equal too: every ISA uses the same fma sequence).
+inline void expect_outputs_equal(OutputType type, const uint8_t* expected, const uint8_t* actual, int rows, int columns,
+                                 int64_t row_stride, const std::string& context) {
+  int failures = 0;
+  for (int r = 0; r < rows && failures < 5; ++r) {
+    for (int c = 0; c < columns && failures < 5; ++c) {
+      const int64_t i = r * row_stride + c;
+      if (type == OutputType::kF32) {
+        const float e = reinterpret_cast<const float*>(expected)[i];
+        const float a = reinterpret_cast<const float*>(actual)[i];
+        const float tolerance = 1e-5f * std::max(1.0f, std::fabs(e));
+        if (!(std::fabs(e - a) <= tolerance)) {
+          ADD_FAILURE() << context << ": row " << r << " column " << c << ": expected " << e << ", got " << a;
+          ++failures;
+        }
+      } else if (expected[i] != actual[i]) {
+        const int e = type == OutputType::kS8 ? static_cast<int8_t>(expected[i]) : expected[i];
+        const int a = type == OutputType::kS8 ? static_cast<int8_t>(actual[i]) : actual[i];
+        ADD_FAILURE() << context << ": row " << r << " column " << c << ": expected " << e << ", got " << a;
+        ++failures;
+      }
+    }
+  }
+}
+
+}  // namespace qdqrt::kernels::testing
