@@ -1,0 +1,22 @@
+// Grows INT8 regions the way TensorRT does, by moving DequantizeLinear forward and
+// QuantizeLinear backward through ops that commute with them:
+//  - DQ -> op  becomes  op(int8) -> DQ, and  op -> Q  becomes  Q -> op(int8), for MaxPool,
+//    Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Slice, Gather (constant indices) and Pad
+//    (edge/reflect, or constant whose float value 0 becomes the zero-point);
+//  - Concat whose inputs all come from DQs with equal per-tensor parameters -> Concat(int8) -> DQ;
+//  - Relu/Clip directly before a Q is dropped when the Q's saturation already clamps the same
+//    way (Q(min) is the dtype's minimum, e.g. Relu before uint8 with zero-point 0).
+// Only per-tensor constant parameters move (per-channel activation scales stay put). A DQ moves
+// only when the op is its output's sole reader: duplicating a DQ for other readers would leave
+// them in float anyway and make the fusion passes see two copies of one quantized value.
+#pragma once
+
+#include <memory>
+
+#include "optimizer/pass.h"
+
+namespace qdqrt::optimizer {
+
+std::unique_ptr<Pass> make_propagate_qdq_pass();
+
+}  // namespace qdqrt::optimizer
