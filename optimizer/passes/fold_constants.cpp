@@ -1,5 +1,7 @@
 #include "optimizer/passes/fold_constants.h"
 
+#include <algorithm>
+#include <optional>
 #include <set>
 
 #include "optimizer/graph_utils.h"

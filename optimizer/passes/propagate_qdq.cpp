@@ -1,5 +1,6 @@
 #include "optimizer/passes/propagate_qdq.h"
 
+#include <limits>
 #include <set>
 
 #include "optimizer/graph_utils.h"
@@ -100,29 +101,43 @@ class PropagateQdqPass : public Pass {
     return false;
   }
 
+  // The DQ node that will dequantize the moved value: `dq` itself when the op is its only reader,
+  // else a copy (the other readers keep the original), appended to the graph.
+  static Node& dequantize_for(Graph& graph, const ValueIndex& index, size_t dq_index) {
+    if (index.has_single_use(graph.nodes[dq_index].outputs[0])) return graph.nodes[dq_index];
+    Node copy = graph.nodes[dq_index];
+    copy.name = unique_node_name(graph, copy.name);
+    graph.nodes.push_back(std::move(copy));
+    return graph.nodes.back();
+  }
+
   static bool move_dequantize_forward(Graph& graph, const ValueIndex& index, size_t dq_index) {
-    Node& dq = graph.nodes[dq_index];
-    const std::string dq_output = dq.outputs[0];
-    if (!index.has_single_use(dq_output)) return false;
-    std::optional<QuantParams> params = per_tensor_params(graph, dq);
+    const std::string dq_output = graph.nodes[dq_index].outputs[0];
+    std::optional<QuantParams> params = per_tensor_params(graph, graph.nodes[dq_index]);
     if (!params) return false;
-    Node& op = graph.nodes[static_cast<size_t>(index.consumers(dq_output)[0])];
-    if (op.input(0) != dq_output) return false;
-    Tensor pad_value;
-    if (!commutes(graph, op, *params, false, pad_value)) return false;
-    const std::string y = op.outputs[0];
-    const std::string y_quantized = unique_value_name(graph, y + "_quantized");
-    set_value_info(graph, y_quantized, params->quantized_dtype, y);
-    if (pad_value.defined()) {
-      if (op.inputs.size() < 3) op.inputs.resize(3);
-      op.inputs[2] = add_initializer(graph, op.name + "_pad_zero_point", pad_value);
+    for (int reader : index.consumers(dq_output)) {
+      Node& candidate = graph.nodes[static_cast<size_t>(reader)];
+      Tensor pad_value;
+      if (candidate.input(0) != dq_output || !commutes(graph, candidate, *params, false, pad_value)) continue;
+      const std::string x_quantized = graph.nodes[dq_index].inputs[0];
+      const bool single_use = index.has_single_use(dq_output);
+      Node& dq = dequantize_for(graph, index, dq_index);  // may reallocate graph.nodes
+      Node& op = graph.nodes[static_cast<size_t>(reader)];
+      const std::string y = op.outputs[0];
+      const std::string y_quantized = unique_value_name(graph, y + "_quantized");
+      set_value_info(graph, y_quantized, params->quantized_dtype, y);
+      if (pad_value.defined()) {
+        if (op.inputs.size() < 3) op.inputs.resize(3);
+        op.inputs[2] = add_initializer(graph, op.name + "_pad_zero_point", pad_value);
+      }
+      op.inputs[0] = x_quantized;
+      op.outputs[0] = y_quantized;
+      dq.inputs[0] = y_quantized;
+      dq.outputs[0] = y;
+      if (single_use) graph.values.erase(dq_output);
+      return true;
     }
-    op.inputs[0] = dq.inputs[0];
-    op.outputs[0] = y_quantized;
-    dq.inputs[0] = y_quantized;
-    dq.outputs[0] = y;
-    graph.values.erase(dq_output);
-    return true;
+    return false;
   }
 
   static bool move_quantize_backward(Graph& graph, const ValueIndex& index, size_t q_index) {
@@ -203,12 +218,12 @@ class PropagateQdqPass : public Pass {
   }
 
   static bool move_dequantize_past_concat(Graph& graph, const ValueIndex& index, size_t concat_index) {
-    Node& concat = graph.nodes[concat_index];
+    const Node& concat = graph.nodes[concat_index];
     std::vector<size_t> dq_indices;
     std::optional<QuantParams> first;
     for (const std::string& input : concat.inputs) {
       const int producer = index.producer(input);
-      if (producer < 0 || !index.has_single_use(input)) return false;
+      if (producer < 0) return false;
       const Node& dq = graph.nodes[static_cast<size_t>(producer)];
       if (!is_dequantize(dq)) return false;
       std::optional<QuantParams> params = per_tensor_params(graph, dq);
@@ -222,19 +237,19 @@ class PropagateQdqPass : public Pass {
     }
     if (dq_indices.empty()) return false;
     if (first->quantized_dtype != DataType::kInt8 && first->quantized_dtype != DataType::kUint8) return false;
-    const std::string y = concat.outputs[0];
+    std::vector<std::string> quantized_inputs;
+    for (size_t i : dq_indices) quantized_inputs.push_back(graph.nodes[i].inputs[0]);
+    // Single-use input DQs die with this rewrite (remove_unused); shared ones stay for their
+    // other readers. The output DQ is the first input's DQ when that one is single-use.
+    Node& output_dq = dequantize_for(graph, index, dq_indices[0]);  // may reallocate graph.nodes
+    Node& moved_concat = graph.nodes[concat_index];
+    const std::string y = moved_concat.outputs[0];
     const std::string y_quantized = unique_value_name(graph, y + "_quantized");
     set_value_info(graph, y_quantized, first->quantized_dtype, y);
-    for (size_t i = 0; i < concat.inputs.size(); ++i) {
-      Node& dq = graph.nodes[dq_indices[i]];
-      graph.values.erase(concat.inputs[i]);
-      concat.inputs[i] = dq.inputs[0];
-      if (i > 0) dq.outputs[0].clear();  // removed by remove_unused
-    }
-    Node& kept = graph.nodes[dq_indices[0]];
-    concat.outputs[0] = y_quantized;
-    kept.inputs[0] = y_quantized;
-    kept.outputs[0] = y;
+    moved_concat.inputs = quantized_inputs;
+    moved_concat.outputs[0] = y_quantized;
+    output_dq.inputs[0] = y_quantized;
+    output_dq.outputs[0] = y;
     return true;
   }
 };

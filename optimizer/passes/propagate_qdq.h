@@ -6,9 +6,9 @@
 //  - Concat whose inputs all come from DQs with equal per-tensor parameters -> Concat(int8) -> DQ;
 //  - Relu/Clip directly before a Q is dropped when the Q's saturation already clamps the same
 //    way (Q(min) is the dtype's minimum, e.g. Relu before uint8 with zero-point 0).
-// Only per-tensor constant parameters move (per-channel activation scales stay put). A DQ moves
-// only when the op is its output's sole reader: duplicating a DQ for other readers would leave
-// them in float anyway and make the fusion passes see two copies of one quantized value.
+// Only per-tensor constant parameters move (per-channel activation scales stay put). A DQ read
+// by several nodes is duplicated for the reader it moves past (the others keep the original), as
+// ONNX Runtime's EnsureUniqueDQForNodeUnit does: one quantized value then has one DQ per unit.
 #pragma once
 
 #include <memory>

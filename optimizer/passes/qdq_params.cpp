@@ -94,7 +94,7 @@ int64_t quantize_scalar(float value, float scale, int64_t zero_point, DataType d
                                          static_cast<double>(quantized_max(dtype))));
 }
 
-bool bypass_value(Graph& graph, const std::string& from, const std::string& to) {
+bool bypass_value(Graph& graph, std::string from, std::string to) {
   const bool from_is_output = std::find(graph.outputs.begin(), graph.outputs.end(), from) != graph.outputs.end();
   if (!from_is_output) {
     replace_uses(graph, from, to);

@@ -40,7 +40,8 @@ int64_t quantize_scalar(float value, float scale, int64_t zero_point, DataType d
 // going away. If `from` is a graph output, the node producing `to` is renamed to produce `from`
 // (so graph output names never change); that is impossible when `to` is a graph input, an
 // initializer or itself a graph output: returns false and changes nothing.
-bool bypass_value(Graph& graph, const std::string& from, const std::string& to);
+// Takes the names by value: callers often pass a node's own output, which this rewrites.
+bool bypass_value(Graph& graph, std::string from, std::string to);
 
 // Records type info for a new value (dtype and shape copied from `like`, dtype replaced).
 void set_value_info(Graph& graph, const std::string& name, DataType dtype, const std::string& like);

@@ -60,7 +60,9 @@ TEST(FoldConstants, FoldsShapeOfStaticShapeAndKeepsGraphOutputName) {
   Graph rewritten = run_passes(graph, {"fold_constants"});
   EXPECT_EQ(count_ops(rewritten, "Shape"), 0);
   // The folded graph output `s` is still produced (by an Identity of its constant).
-  EXPECT_EQ(op_sequence(rewritten), "Reshape,Add,Identity");
+  EXPECT_EQ(count_ops(rewritten, "Identity"), 1);
+  EXPECT_EQ(count_ops(rewritten, "Reshape"), 1);
+  EXPECT_NE(rewritten.find_initializer(rewritten.nodes[0].op_type == "Identity" ? rewritten.nodes[0].inputs[0] : ""), nullptr);
   expect_same_outputs(graph, rewritten, random_inputs(graph, 12), 0.0, 0.0);
 }
 

@@ -156,7 +156,7 @@ TEST(PropagateQdq, MustNotFireWhenTheQuantizerDoesNotClampTheSameWay) {
   }
 }
 
-TEST(PropagateQdq, MustNotFireOnPerChannelActivationScaleRuntimeScaleOrSharedDequantize) {
+TEST(PropagateQdq, MustNotFireOnPerChannelActivationScaleRuntimeScaleOrRuntimeIndices) {
   Graph per_channel = parse_graph(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[1,2,4,4] x) => (float[1,2,2,2] y)
@@ -178,17 +178,6 @@ TEST(PropagateQdq, MustNotFireOnPerChannelActivationScaleRuntimeScaleOrSharedDeq
     })");
   EXPECT_EQ(op_sequence(run_passes(runtime_scale, kPropagate)), "DequantizeLinear,MaxPool");
 
-  Graph shared = parse_graph(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (int8[1,2,4,4] xq) => (float[1,2,2,2] y, float[1,2,4,4] z)
-    <float s = {0.1}, int8 zp = {0}>
-    {
-      xd = DequantizeLinear(xq, s, zp)
-      y = MaxPool<kernel_shape = [2, 2], strides = [2, 2]>(xd)
-      z = Relu(xd)
-    })");
-  EXPECT_EQ(op_sequence(run_passes(shared, kPropagate)), "DequantizeLinear,MaxPool,Relu");
-
   Graph runtime_indices = parse_graph(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (int8[4,3] xq, int64[2] rows) => (float[2,3] y)
@@ -198,6 +187,50 @@ TEST(PropagateQdq, MustNotFireOnPerChannelActivationScaleRuntimeScaleOrSharedDeq
       y = Gather(xd, rows)
     })");
   EXPECT_EQ(op_sequence(run_passes(runtime_indices, kPropagate)), "DequantizeLinear,Gather");
+}
+
+TEST(PropagateQdq, SharedDequantizeIsDuplicatedForTheReaderItMovesPast) {
+  Graph graph = parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (int8[1,2,4,4] xq) => (float[1,2,2,2] y, float[1,2,4,4] z, float[1,2,4,4] xd)
+    <float s = {0.1}, int8 zp = {1}>
+    {
+      xd = DequantizeLinear(xq, s, zp)
+      y = MaxPool<kernel_shape = [2, 2], strides = [2, 2]>(xd)
+      z = Relu(xd)
+    })");
+  Graph rewritten = run_passes(graph, kPropagate);
+  EXPECT_EQ(count_ops(rewritten, "DequantizeLinear"), 2);
+  for (const Node& node : rewritten.nodes) {
+    if (node.op_type == "MaxPool") {
+      EXPECT_EQ(node.inputs[0], "xq");
+    }
+    if (node.op_type == "Relu") {
+      EXPECT_EQ(node.inputs[0], "xd");
+    }
+  }
+  expect_same_outputs(graph, rewritten, random_inputs(graph, 38), 0.0, 0.0);
+}
+
+TEST(PropagateQdq, ConcatOfSharedDequantizes) {
+  Graph graph = parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (uint8[1,2,3] aq, uint8[1,1,3] bq) => (float[1,5,3] y, float[1,2,3] z)
+    <float s = {0.04}, uint8 zp = {120}>
+    {
+      ad = DequantizeLinear(aq, s, zp)
+      bd = DequantizeLinear(bq, s, zp)
+      y = Concat<axis = 1>(ad, bd, ad)
+      z = Sigmoid(ad)
+    })");
+  Graph rewritten = run_passes(graph, kPropagate);
+  for (const Node& node : rewritten.nodes) {
+    if (node.op_type == "Concat") {
+      EXPECT_EQ(node.inputs, (std::vector<std::string>{"aq", "bq", "aq"}));
+    }
+  }
+  EXPECT_EQ(count_ops(rewritten, "DequantizeLinear"), 2);  // ad for the Sigmoid, one after the Concat
+  expect_same_outputs(graph, rewritten, random_inputs(graph, 39), 0.0, 0.0);
 }
 
 }  // namespace

@@ -28,7 +28,9 @@ TEST(RemoveRedundantQdq, QdqQChainWithEqualParametersCollapses) {
   // d1 stays for the Relu; y now dequantizes q1 directly.
   EXPECT_EQ(count_ops(rewritten, "DequantizeLinear"), 2);
   for (const Node& node : rewritten.nodes) {
-    if (node.outputs[0] == "y") EXPECT_EQ(node.inputs[0], "q1");
+    if (node.outputs[0] == "y") {
+      EXPECT_EQ(node.inputs[0], "q1");
+    }
   }
   expect_same_outputs(graph, rewritten, random_inputs(graph, 41), 0.0, 0.0);
 }
