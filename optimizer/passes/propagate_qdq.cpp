@@ -1,12 +1,16 @@
 #include "optimizer/passes/propagate_qdq.h"
 
+#include <algorithm>
 #include <limits>
 #include <set>
 
 #include "optimizer/graph_utils.h"
 #include "optimizer/passes/qdq_params.h"
 #include "parser/ops/elementwise.h"
+#include "parser/ops/quantize.h"
+#include "parser/op_registry.h"
 #include "parser/ops/tensor.h"
+#include "reference/executor.h"
 
 namespace qdqrt::optimizer {
 
@@ -94,7 +98,9 @@ class PropagateQdqPass : public Pass {
     for (size_t n = 0; n < graph.nodes.size(); ++n) {
       const Node& node = graph.nodes[n];
       if (node.outputs.empty() || node.outputs[0].empty()) continue;
-      if (is_dequantize(node) && move_dequantize_forward(graph, index, n)) return true;
+      if (is_dequantize(node) && (fold_into_constant_weight(graph, index, n) || move_dequantize_forward(graph, index, n))) {
+        return true;
+      }
       if (is_quantize(node) && (absorb_clamp(graph, index, n) || move_quantize_backward(graph, index, n))) return true;
       if (node.op_type == "Concat" && node.domain.empty() && move_dequantize_past_concat(graph, index, n)) return true;
     }
@@ -109,6 +115,63 @@ class PropagateQdqPass : public Pass {
     copy.name = unique_node_name(graph, copy.name);
     graph.nodes.push_back(std::move(copy));
     return graph.nodes.back();
+  }
+
+  // DQ(constant int8 weight) -> Transpose/Reshape/... (torch exports DQ -> Transpose -> MatMul for
+  // Linear weights): the op is evaluated on the int8 constant and the DQ reads the result. A
+  // per-axis DQ moves only past Transpose (its axis follows the permutation).
+  static bool fold_into_constant_weight(Graph& graph, const ValueIndex& index, size_t dq_index) {
+    const Node& dq = graph.nodes[dq_index];
+    const Tensor* weight = find_constant(graph, dq.input(0));
+    if (weight == nullptr || !index.has_single_use(dq.outputs[0])) return false;
+    std::optional<QuantParams> params = constant_quant_params(graph, dq);
+    if (!params) return false;
+    const size_t op_index = static_cast<size_t>(index.consumers(dq.outputs[0])[0]);
+    const Node& op = graph.nodes[op_index];
+    Tensor unused_pad_value;
+    QuantParams as_per_tensor = *params;
+    as_per_tensor.scale = Tensor::scalar<float>(1.0f);
+    as_per_tensor.zero_point = Tensor();
+    if (op.input(0) != dq.outputs[0] || !commutes(graph, op, as_per_tensor, false, unused_pad_value)) return false;
+    if (op.op_type == "Pad" || op.op_type == "MaxPool") return false;  // pad value / window semantics
+    int64_t new_axis = params->axis;
+    if (!params->per_tensor()) {
+      if (op.op_type != "Transpose") return false;
+      const int64_t rank = weight->rank();
+      const int64_t old_axis = params->axis < 0 ? params->axis + rank : params->axis;
+      std::vector<int64_t> perm = op.attrs<TransposeAttributes>().perm;
+      if (perm.empty()) {
+        for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+      }
+      auto found = std::find(perm.begin(), perm.end(), old_axis);
+      if (found == perm.end()) return false;
+      new_axis = found - perm.begin();
+    }
+    std::vector<const Tensor*> inputs;
+    for (const std::string& input : op.inputs) {
+      const Tensor* constant = input == dq.outputs[0] ? weight : (input.empty() ? nullptr : find_constant(graph, input));
+      if (!input.empty() && constant == nullptr) return false;
+      inputs.push_back(constant);
+    }
+    Result<std::vector<Tensor>> folded = run_reference_node(op, inputs);
+    if (!folded.ok() || folded->empty()) return false;
+    const std::string y = op.outputs[0];
+    const std::string folded_name = add_initializer(graph, dq.input(0) + "_" + op.op_type, std::move((*folded)[0]));
+    Node& moved = graph.nodes[dq_index];
+    graph.values.erase(moved.outputs[0]);
+    graph.nodes[op_index].outputs.assign(graph.nodes[op_index].outputs.size(), "");
+    moved.inputs[0] = folded_name;
+    moved.outputs[0] = y;
+    if (new_axis != params->axis) {
+      Attribute axis;
+      axis.kind = Attribute::Kind::kInt;
+      axis.i = new_axis;
+      moved.attributes["axis"] = axis;
+      DequantizeLinearAttributes attributes = moved.attrs<DequantizeLinearAttributes>();
+      attributes.axis = new_axis;
+      moved.typed_attributes = make_attributes(attributes);
+    }
+    return true;
   }
 
   static bool move_dequantize_forward(Graph& graph, const ValueIndex& index, size_t dq_index) {

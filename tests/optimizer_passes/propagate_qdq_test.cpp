@@ -233,5 +233,42 @@ TEST(PropagateQdq, ConcatOfSharedDequantizes) {
   expect_same_outputs(graph, rewritten, random_inputs(graph, 39), 0.0, 0.0);
 }
 
+TEST(PropagateQdq, TransposeOfPerChannelInt8WeightIsFoldedAndTheAxisFollows) {
+  // torch's Linear export: DQ(w_int8, per-output-channel axis 0) -> Transpose -> MatMul.
+  Graph graph = parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x) => (float[2,4] y)
+    <int8[4,3] wq = )" + literal(12, 9, -127.0f, 127.0f, true) + R"(, float[4] ws = {0.01, 0.02, 0.03, 0.04},
+     int8[4] wzp = {0, 0, 0, 0}>
+    {
+      w = DequantizeLinear<axis = 0>(wq, ws, wzp)
+      wt = Transpose<perm = [1, 0]>(w)
+      y = MatMul(x, wt)
+    })");
+  Graph rewritten = run_passes(graph, kPropagate);
+  EXPECT_EQ(op_sequence(rewritten), "DequantizeLinear,MatMul");
+  const Node& dq = rewritten.nodes[0];
+  const Tensor* weight = rewritten.find_initializer(dq.inputs[0]);
+  ASSERT_NE(weight, nullptr);
+  EXPECT_EQ(weight->dtype(), DataType::kInt8);
+  EXPECT_EQ(weight->shape(), (Shape{3, 4}));
+  EXPECT_EQ(dq.find_attribute("axis")->i, 1);
+  expect_same_outputs(graph, rewritten, random_inputs(graph, 40), 0.0, 0.0);
+}
+
+TEST(PropagateQdq, MustNotFoldPerChannelWeightThroughReshape) {
+  Graph graph = parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,12] x) => (float[2,1] y)
+    <int8[4,3] wq = )" + literal(12, 9, -127.0f, 127.0f, true) + R"(, float[4] ws = {0.01, 0.02, 0.03, 0.04},
+     int8[4] wzp = {0, 0, 0, 0}, int64[2] shape = {12, 1}>
+    {
+      w = DequantizeLinear<axis = 0>(wq, ws, wzp)
+      wr = Reshape(w, shape)
+      y = MatMul(x, wr)
+    })");
+  EXPECT_EQ(op_sequence(run_passes(graph, kPropagate)), "DequantizeLinear,Reshape,MatMul");
+}
+
 }  // namespace
 }  // namespace qdqrt::testing
