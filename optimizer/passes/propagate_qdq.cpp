@@ -223,6 +223,7 @@ class PropagateQdqPass : public Pass {
       return false;
     }
     const std::string x = op.input(0);
+    if (find_constant(graph, x) != nullptr) return false;  // Q(constant) would stay a runtime node here
     const std::string x_quantized = unique_value_name(graph, x + "_quantized");
     set_value_info(graph, x_quantized, params->quantized_dtype, x);
     if (pad_value.defined()) {
