@@ -7,6 +7,11 @@
 #include <fmt/ranges.h>
 
 #include "optimizer/graph_utils.h"
+#include "optimizer/passes/fold_batchnorm.h"
+#include "optimizer/passes/fold_constants.h"
+#include "optimizer/passes/propagate_qdq.h"
+#include "optimizer/passes/remove_identities.h"
+#include "optimizer/passes/remove_redundant_qdq.h"
 
 namespace qdqrt::optimizer {
 
@@ -16,6 +21,12 @@ namespace {
 // is checked below, so reordering here cannot silently break it.
 std::vector<std::unique_ptr<Pass>> make_pipeline() {
   std::vector<std::unique_ptr<Pass>> passes;
+  // Graph-level passes (before fusion).
+  passes.push_back(make_remove_identities_pass());
+  passes.push_back(make_fold_constants_pass());
+  passes.push_back(make_fold_batchnorm_pass());
+  passes.push_back(make_propagate_qdq_pass());
+  passes.push_back(make_remove_redundant_qdq_pass());
   return passes;
 }
 

@@ -1,0 +1,24 @@
+// Grows INT8 regions the way TensorRT does, by moving DequantizeLinear forward and
+// QuantizeLinear backward through ops that commute with them:
+//  - DQ -> op  becomes  op(int8) -> DQ, and  op -> Q  becomes  Q -> op(int8), for MaxPool,
+//    Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Slice, Gather (constant indices) and Pad
+//    (edge/reflect, or constant whose float value 0 becomes the zero-point);
+//  - Concat whose inputs all come from DQs with equal per-tensor parameters -> Concat(int8) -> DQ;
+//  - DQ(int8 constant weight) -> Transpose (per-axis: the axis follows the permutation) or,
+//    per-tensor, another of the ops above with constant inputs: evaluated on the int8 constant;
+//  - Relu/Clip directly before a Q is dropped when the Q's saturation already clamps the same
+//    way (Q(min) is the dtype's minimum, e.g. Relu before uint8 with zero-point 0).
+// Only per-tensor constant parameters move (per-channel activation scales stay put). A DQ read
+// by several nodes is duplicated for the reader it moves past (the others keep the original), as
+// ONNX Runtime's EnsureUniqueDQForNodeUnit does: one quantized value then has one DQ per unit.
+#pragma once
+
+#include <memory>
+
+#include "optimizer/pass.h"
+
+namespace qdqrt::optimizer {
+
+std::unique_ptr<Pass> make_propagate_qdq_pass();
+
+}  // namespace qdqrt::optimizer

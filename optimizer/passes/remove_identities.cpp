@@ -1,0 +1,59 @@
+#include "optimizer/passes/remove_identities.h"
+
+#include "optimizer/graph_utils.h"
+#include "optimizer/passes/qdq_params.h"
+#include "parser/ops/tensor.h"
+
+namespace qdqrt::optimizer {
+
+namespace {
+
+DataType value_dtype(const Graph& graph, const std::string& value) {
+  if (const Tensor* constant = find_constant(graph, value)) return constant->dtype();
+  const ValueInfo* info = graph.find_value(value);
+  return info == nullptr ? DataType::kUndefined : info->dtype;
+}
+
+// True when the node's first output equals its first input at inference.
+bool passes_input_through(const Graph& graph, const Node& node) {
+  if (!node.domain.empty() || !node.has_input(0) || node.outputs.empty() || node.outputs[0].empty()) return false;
+  if (node.op_type == "Identity") return true;
+  if (node.op_type == "Dropout") {
+    // The mask output would need a constant of ones; and training_mode (input 2) must be absent
+    // or a constant false.
+    if (node.outputs.size() > 1 && !node.outputs[1].empty()) return false;
+    if (node.has_input(2)) {
+      const Tensor* training = find_constant(graph, node.input(2));
+      if (training == nullptr || training->numel() != 1 || training->value_as_int64(0) != 0) return false;
+    }
+    return true;
+  }
+  if (node.op_type == "Cast") {
+    const DataType from = value_dtype(graph, node.input(0));
+    return from != DataType::kUndefined && from == node.attrs<CastAttributes>().to;
+  }
+  return false;
+}
+
+class RemoveIdentitiesPass : public Pass {
+ public:
+  std::string name() const override { return "remove_identities"; }
+
+  Status run(Graph& graph, PassContext&) override {
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      if (!passes_input_through(graph, graph.nodes[n])) continue;
+      const std::string input = graph.nodes[n].inputs[0];
+      const std::string output = graph.nodes[n].outputs[0];
+      // Kept when it links a graph input or initializer straight to a graph output.
+      if (bypass_value(graph, output, input)) graph.nodes[n].outputs.assign(graph.nodes[n].outputs.size(), "");
+    }
+    remove_unused(graph);
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_remove_identities_pass() { return std::make_unique<RemoveIdentitiesPass>(); }
+
+}  // namespace qdqrt::optimizer
