@@ -7,6 +7,12 @@
 #include <fmt/ranges.h>
 
 #include "optimizer/graph_utils.h"
+#include "optimizer/passes/fuse_qdq_binary.h"
+#include "optimizer/passes/fuse_qdq_concat.h"
+#include "optimizer/passes/fuse_qdq_conv.h"
+#include "optimizer/passes/fuse_qdq_lookup.h"
+#include "optimizer/passes/fuse_qdq_matmul.h"
+#include "optimizer/passes/fuse_qdq_pool.h"
 
 namespace qdqrt::optimizer {
 
@@ -16,16 +22,26 @@ namespace {
 // is checked below, so reordering here cannot silently break it.
 std::vector<std::unique_ptr<Pass>> make_pipeline() {
   std::vector<std::unique_ptr<Pass>> passes;
+  // Fusion passes. Conv/MatMul first: they absorb bias/residual Adds, activations and output Qs.
+  passes.push_back(std::make_unique<FuseQdqConv>());
+  passes.push_back(std::make_unique<FuseQdqMatmul>());
+  passes.push_back(std::make_unique<FuseQdqBinary>());
+  passes.push_back(std::make_unique<FuseQdqPool>());
+  passes.push_back(std::make_unique<FuseQdqConcat>());
+  passes.push_back(std::make_unique<FuseQdqLookup>());
   return passes;
 }
 
+// A must_run_after naming a pass that is not in the pipeline is ignored (the passes of one
+// branch may name passes another branch adds); a pass named twice is an error.
 Status check_ordering(const std::vector<std::unique_ptr<Pass>>& passes) {
   for (size_t i = 0; i < passes.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (passes[j]->name() == passes[i]->name()) return internal_error("pass '{}' is listed twice", passes[i]->name());
+    }
     for (const std::string& before : passes[i]->must_run_after()) {
       auto it = std::find_if(passes.begin(), passes.end(), [&](const auto& p) { return p->name() == before; });
-      if (it == passes.end()) {
-        return internal_error("pass '{}' must run after unknown pass '{}'", passes[i]->name(), before);
-      }
+      if (it == passes.end()) continue;
       if (it - passes.begin() > static_cast<std::ptrdiff_t>(i)) {
         return internal_error("pipeline order: '{}' must run after '{}'", passes[i]->name(), before);
       }
