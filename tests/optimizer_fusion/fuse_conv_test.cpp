@@ -87,7 +87,10 @@ std::string conv_model(const ConvCase& c, std::mt19937& rng) {
   std::string outputs = fmt::format("float[1,{},6,6] y", c.out_channels);
   if (c.second_consumer) outputs += fmt::format(", float[1,{},6,6] c", c.out_channels);
   std::string init_text;
-  for (size_t i = 0; i < init.size(); ++i) init_text += (i ? ", " : "") + init[i];
+  for (size_t i = 0; i < init.size(); ++i) {
+    if (i > 0) init_text += ", ";
+    init_text += init[i];
+  }
   return fmt::format("<ir_version: 8, opset_import: [\"\" : 13]>\ng ({}) => ({})\n<{}>\n{{\n{}}}\n", inputs, outputs,
                      init_text, body);
 }

@@ -241,3 +241,48 @@ g (float[1,4,6,6] x) => (float[1,4,1,1] y)
 
 }  // namespace
 }  // namespace qdqrt::testing
+
+namespace qdqrt::testing {
+namespace {
+
+// Fused layers are ordinary ONNX nodes of domain "qdqrt": a dumped graph loads and runs.
+TEST(FusedLayerSchemas, LoadAndRunFromOnnx) {
+  std::string text = R"(<ir_version: 8, opset_import: ["" : 13, "qdqrt" : 1]>
+g (int8[2,3] x) => (float[2,3] y)
+<float xs = {0.5}, int8 xz = {0}, float ys = {0.25}, int8 yz = {-1}>
+{
+  y = qdqrt.QAdd <activation = "Relu", fused_nodes = ["add", "relu"]> (x, xs, xz, x, xs, xz)
+})";
+  Graph graph = load_text(text);
+  ASSERT_EQ(graph.nodes.size(), 1u);
+  EXPECT_EQ(layer_kind(graph.nodes[0]), "Add");
+  ASSERT_NE(fused_layer_info(graph.nodes[0]), nullptr);
+  EXPECT_EQ(fused_layer_info(graph.nodes[0])->fused_nodes, (std::vector<std::string>{"add", "relu"}));
+  Tensor x = Tensor::from_vector<int8_t>({2, 3}, {-3, -1, 0, 1, 2, 100});
+  auto outputs = run_reference(graph, {{"x", x}});
+  ASSERT_TRUE(outputs.ok()) << outputs.status().to_string();
+  const Tensor& y = outputs.value().at("y");
+  EXPECT_EQ(y.dtype(), DataType::kFloat);  // no y_scale input given: float output
+  std::vector<float> expected = {0, 0, 0, 1, 2, 100};
+  for (int64_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], expected[static_cast<size_t>(i)]);
+}
+
+TEST(FusedLayerSchemas, BadAttributesAreErrors) {
+  Node node;
+  node.name = "l";
+  node.op_type = "QConv";
+  node.domain = "qdqrt";
+  Attribute activation;
+  activation.kind = Attribute::Kind::kString;
+  activation.s = "Swish";
+  node.attributes["activation"] = activation;
+  auto parsed = parse_fused_layer_attributes(node);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().to_string().find("Swish"), std::string::npos);
+  node.op_type = "QLookup";
+  node.attributes.clear();
+  EXPECT_FALSE(parse_fused_layer_attributes(node).ok());  // function is required
+}
+
+}  // namespace
+}  // namespace qdqrt::testing

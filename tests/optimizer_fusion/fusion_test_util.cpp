@@ -14,9 +14,11 @@ namespace {
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   if (shape.empty()) return "";
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
-  return text + "]";
+  std::ostringstream text;
+  text << "[";
+  for (size_t i = 0; i < shape.size(); ++i) text << (i ? "," : "") << shape[i];
+  text << "]";
+  return text.str();
 }
 
 int64_t count(const std::vector<int64_t>& shape) {
