@@ -12,6 +12,12 @@
 #include "optimizer/passes/propagate_qdq.h"
 #include "optimizer/passes/remove_identities.h"
 #include "optimizer/passes/remove_redundant_qdq.h"
+#include "optimizer/passes/fuse_qdq_binary.h"
+#include "optimizer/passes/fuse_qdq_concat.h"
+#include "optimizer/passes/fuse_qdq_conv.h"
+#include "optimizer/passes/fuse_qdq_lookup.h"
+#include "optimizer/passes/fuse_qdq_matmul.h"
+#include "optimizer/passes/fuse_qdq_pool.h"
 
 namespace qdqrt::optimizer {
 
@@ -27,11 +33,23 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_propagate_qdq_pass());
   passes.push_back(make_remove_redundant_qdq_pass());
+  // Fusion passes. Conv/MatMul first: they absorb bias/residual Adds, activations and output Qs.
+  passes.push_back(std::make_unique<FuseQdqConv>());
+  passes.push_back(std::make_unique<FuseQdqMatmul>());
+  passes.push_back(std::make_unique<FuseQdqBinary>());
+  passes.push_back(std::make_unique<FuseQdqPool>());
+  passes.push_back(std::make_unique<FuseQdqConcat>());
+  passes.push_back(std::make_unique<FuseQdqLookup>());
   return passes;
 }
 
+// A must_run_after naming a pass missing from the pipeline is an error (it catches typos and
+// removed passes); so is a pass listed twice.
 Status check_ordering(const std::vector<std::unique_ptr<Pass>>& passes) {
   for (size_t i = 0; i < passes.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (passes[j]->name() == passes[i]->name()) return internal_error("pass '{}' is listed twice", passes[i]->name());
+    }
     for (const std::string& before : passes[i]->must_run_after()) {
       auto it = std::find_if(passes.begin(), passes.end(), [&](const auto& p) { return p->name() == before; });
       if (it == passes.end()) {

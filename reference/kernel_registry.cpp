@@ -14,6 +14,7 @@ const KernelRegistry& KernelRegistry::instance() {
     register_elementwise_kernels(r);
     register_reduce_kernels(r);
     register_tensor_kernels(r);
+    register_fused_kernels(r);
     return r;
   }();
   return registry;

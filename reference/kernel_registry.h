@@ -42,5 +42,6 @@ void register_resize_kernels(KernelRegistry& registry);
 void register_elementwise_kernels(KernelRegistry& registry);
 void register_reduce_kernels(KernelRegistry& registry);
 void register_tensor_kernels(KernelRegistry& registry);
+void register_fused_kernels(KernelRegistry& registry);  // qdqrt domain (parser/ops/fused_layers.h)
 
 }  // namespace qdqrt

@@ -15,6 +15,7 @@ void register_resize_ops(OpRegistry& registry);         // Resize
 void register_elementwise_ops(OpRegistry& registry);    // unary/binary math, activations, Softmax, Where, Equal
 void register_reduce_ops(OpRegistry& registry);         // ReduceMean/Max/Min/Sum
 void register_tensor_ops(OpRegistry& registry);         // Reshape, Transpose, Concat, Slice, Gather, Shape, Cast, ...
+void register_fused_ops(OpRegistry& registry);          // qdqrt domain: QConv, QMatMul, QAdd, ... (fused_layers.h)
 
 inline void register_all_op_families(OpRegistry& registry) {
   register_quantize_ops(registry);
@@ -26,6 +27,7 @@ inline void register_all_op_families(OpRegistry& registry) {
   register_elementwise_ops(registry);
   register_reduce_ops(registry);
   register_tensor_ops(registry);
+  register_fused_ops(registry);
 }
 
 }  // namespace qdqrt

@@ -78,6 +78,14 @@ Result<std::shared_ptr<const OpAttributes>> parse_average_pool(const Node& node)
 
 }  // namespace
 
+Result<AveragePoolAttributes> parse_average_pool_attribute_set(const Node& node) {
+  AttributeReader reader(node);
+  AveragePoolAttributes attributes;
+  QDQRT_RETURN_IF_ERROR(parse_pool_window(node, /*dilations_allowed=*/true, attributes));
+  QDQRT_ASSIGN_OR_RETURN(attributes.count_include_pad, read_flag(reader, "count_include_pad"));
+  return attributes;
+}
+
 void register_pool_ops(OpRegistry& registry) {
   registry.add({.domain = "", .op_type = "MaxPool", .parse_attributes = parse_max_pool});
   registry.add({.domain = "", .op_type = "AveragePool", .parse_attributes = parse_average_pool});

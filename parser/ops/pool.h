@@ -28,4 +28,7 @@ struct AveragePoolAttributes : PoolAttributes {
   bool count_include_pad = false;
 };
 
+// Parses AveragePool's attribute set (dilations allowed) from any op that carries it (QAveragePool).
+Result<AveragePoolAttributes> parse_average_pool_attribute_set(const Node& node);
+
 }  // namespace qdqrt

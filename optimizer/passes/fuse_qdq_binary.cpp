@@ -1,0 +1,11 @@
+#include "optimizer/passes/fuse_qdq_binary.h"
+
+#include "optimizer/passes/qdq_fusion.h"
+
+namespace qdqrt::optimizer {
+
+std::vector<std::string> FuseQdqBinary::must_run_after() const { return {"fuse_qdq_conv", "fuse_qdq_matmul"}; }
+
+Status FuseQdqBinary::run(Graph& graph, PassContext& context) { return run_qdq_fusion(graph, context, select_qdq_binary); }
+
+}  // namespace qdqrt::optimizer

@@ -1,0 +1,11 @@
+#include "optimizer/passes/fuse_qdq_concat.h"
+
+#include "optimizer/passes/qdq_fusion.h"
+
+namespace qdqrt::optimizer {
+
+std::vector<std::string> FuseQdqConcat::must_run_after() const { return {"fold_constants", "fold_batchnorm", "propagate_qdq", "remove_redundant_qdq", "fuse_qdq_conv", "fuse_qdq_matmul"}; }
+
+Status FuseQdqConcat::run(Graph& graph, PassContext& context) { return run_qdq_fusion(graph, context, select_qdq_concat); }
+
+}  // namespace qdqrt::optimizer

@@ -1,0 +1,283 @@
+// Reference kernels of the qdqrt fused INT8 layers (parser/ops/fused_layers.h). They DEFINE the
+// numbers the engine's INT8 kernels are tested against, by composing the reference kernels of the
+// plain ONNX ops the layer replaced, in the same order and precision as the original graph:
+//
+//   1. every quantized input is dequantized exactly as ONNX DequantizeLinear does:
+//        real = float(q - zero_point) * float(scale)          (float32 multiply, per tensor or
+//      per output channel: axis 0 of a conv weight, axis 1 (columns) of a [K][N] matmul weight);
+//   2. the layer's op runs in float on those values with its reference kernel (Conv, MatMul,
+//      AveragePool, GlobalAveragePool, Concat, Add, Mul, Sigmoid, ...: double accumulation where
+//      that kernel uses it, float32 results);
+//   3. epilogue, each step a float32 operation in this order: + bias (float32 [O] / [N], real
+//      units, broadcast over the channel axis 1 for QConv and the last axis for QMatMul);
+//      + residual (dequantized as in 1); activation (Relu: max(v, 0); Clip: min(max(v, lo), hi);
+//      LeakyRelu: v < 0 ? alpha * v : v);
+//   4. output: with y_scale/y_zero_point, ONNX QuantizeLinear on float32:
+//        q = saturate(round_half_to_even(v / y_scale) + y_zero_point)   (int8 [-128,127] or
+//      uint8 [0,255], the zero-point's type); without them the float32 value v itself.
+//
+// So a fused layer reproduces its source subgraph exactly except where the optimizer changed
+// the float evaluation order (Gemm's alpha folded into the weight scale; a bias Add folded
+// into the layer); the fusion tests bound that at 1 LSB of int8 outputs.
+// QLookup's engine table is this kernel evaluated on all 256 input codes.
+#include <cmath>
+#include <memory>
+
+#include "parser/op_registry.h"
+#include "parser/ops/conv.h"
+#include "parser/ops/elementwise.h"
+#include "parser/ops/fused.h"
+#include "parser/ops/fused_layers.h"
+#include "parser/ops/pool.h"
+#include "parser/ops/quantize.h"
+#include "parser/ops/tensor.h"
+#include "reference/executor.h"
+#include "reference/kernel_registry.h"
+#include "reference/ops/common_a.h"
+
+namespace qdqrt {
+
+namespace {
+
+using reference_a::Inputs;
+using reference_a::optional_input;
+using reference_a::required_input;
+using reference_a::typed_attributes;
+
+// A plain ONNX node standing in for one step of the fused layer (errors name the fused node).
+Node plain_node(const Node& fused, const char* op_type, std::shared_ptr<const OpAttributes> attributes = nullptr) {
+  Node node;
+  node.name = fused.name;
+  node.op_type = op_type;
+  node.domain = kOnnxDomain;
+  node.opset = 21;
+  node.typed_attributes = std::move(attributes);
+  return node;
+}
+
+Result<Tensor> run_single(const Node& node, const std::vector<const Tensor*>& inputs) {
+  Node with_output = node;
+  with_output.inputs.assign(inputs.size(), "in");
+  with_output.outputs = {"out"};
+  QDQRT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, run_reference_node(with_output, inputs));
+  if (outputs.empty() || !outputs[0].defined()) {
+    return internal_error("{}: step {} produced no output", node.describe(), node.op_type);
+  }
+  return std::move(outputs[0]);
+}
+
+// Per-tensor parameters as scalars (so any rank of x is accepted); per-axis ones keep their axis.
+Tensor as_scalar_if_single(const Tensor& t) { return t.numel() == 1 && t.rank() > 0 ? t.reshaped({}) : t; }
+
+// ONNX DequantizeLinear of (x, scale, zero_point) along `axis` when scale has several values.
+Result<Tensor> dequantize(const Node& fused, const Tensor& x, const Tensor& scale, const Tensor* zero_point,
+                          int64_t axis) {
+  DequantizeLinearAttributes attributes;
+  attributes.axis = axis;
+  Node dq = plain_node(fused, "DequantizeLinear", make_attributes(attributes));
+  Tensor s = as_scalar_if_single(scale);
+  Tensor zp;
+  if (zero_point != nullptr) zp = as_scalar_if_single(*zero_point);
+  return run_single(dq, {&x, &s, zero_point != nullptr ? &zp : nullptr});
+}
+
+Result<Tensor> quantize(const Node& fused, const Tensor& y, const Tensor& scale, const Tensor& zero_point) {
+  if (scale.numel() != 1 || zero_point.numel() != 1) {
+    return invalid_argument("{}: output scale and zero-point must be per-tensor, got {} and {} values",
+                            fused.describe(), scale.numel(), zero_point.numel());
+  }
+  Node q = plain_node(fused, "QuantizeLinear", make_attributes(QuantizeLinearAttributes{}));
+  Tensor s = as_scalar_if_single(scale);
+  Tensor zp = as_scalar_if_single(zero_point);
+  return run_single(q, {&y, &s, &zp});
+}
+
+// Input triple (value, scale, zero_point) starting at `first`, dequantized.
+Result<Tensor> dequantize_input(const Node& node, Inputs inputs, size_t first, const char* role, int64_t axis = 1) {
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, first, role));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* scale, required_input(node, inputs, first + 1, "scale"));
+  const Tensor* zero_point = optional_input(inputs, first + 2);
+  QDQRT_RETURN_IF_ERROR(reference_a::expect_dtype(node, *x, role, {DataType::kInt8, DataType::kUint8}));
+  return dequantize(node, *x, *scale, zero_point, axis);
+}
+
+Result<Tensor> binary(const Node& fused, const char* op_type, const Tensor& a, const Tensor& b) {
+  return run_single(plain_node(fused, op_type), {&a, &b});
+}
+
+// Steps 3 (residual, activation) and 4 (output) shared by every layer; bias is added by the caller.
+Status finish(const Node& node, Inputs inputs, const FusedLayerInfo& fused, Tensor value, size_t y_scale_index,
+              size_t residual_index, std::vector<Tensor>& outputs) {
+  if (residual_index != 0 && optional_input(inputs, residual_index) != nullptr) {
+    QDQRT_ASSIGN_OR_RETURN(Tensor residual, dequantize_input(node, inputs, residual_index, "residual"));
+    if (residual.shape() != value.shape()) {
+      return invalid_argument("{}: residual shape differs from the layer's output shape", node.describe());
+    }
+    QDQRT_ASSIGN_OR_RETURN(value, binary(node, "Add", value, residual));
+  }
+  if (fused.activation.kind != ActivationKind::kNone) {
+    float* data = value.data<float>();
+    for (int64_t i = 0; i < value.numel(); ++i) data[i] = fused.activation.apply(data[i]);
+  }
+  const Tensor* y_scale = optional_input(inputs, y_scale_index);
+  const Tensor* y_zero_point = optional_input(inputs, y_scale_index + 1);
+  if (y_scale == nullptr) {
+    outputs[0] = std::move(value);
+    return Status::ok();
+  }
+  if (y_zero_point == nullptr) {
+    return invalid_argument("{}: y_scale without y_zero_point (the zero-point gives the output type)", node.describe());
+  }
+  QDQRT_ASSIGN_OR_RETURN(outputs[0], quantize(node, value, *y_scale, *y_zero_point));
+  return Status::ok();
+}
+
+// bias [C] added along `axis` of value.
+Result<Tensor> add_bias(const Node& node, Tensor value, const Tensor& bias, int64_t axis) {
+  QDQRT_RETURN_IF_ERROR(reference_a::expect_dtype(node, bias, "bias", {DataType::kFloat}));
+  const int64_t channels = value.dim(axis);
+  if (bias.numel() != channels) {
+    return invalid_argument("{}: bias has {} values, the output has {} channels", node.describe(), bias.numel(),
+                            channels);
+  }
+  Shape bias_shape(static_cast<size_t>(value.rank()), 1);
+  bias_shape[static_cast<size_t>(axis)] = channels;
+  return binary(node, "Add", value, bias.reshaped(bias_shape));
+}
+
+Status qconv_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const QConvAttributes* attributes, typed_attributes<QConvAttributes>(node));
+  QDQRT_ASSIGN_OR_RETURN(Tensor x, dequantize_input(node, inputs, kConvX, "x"));
+  QDQRT_ASSIGN_OR_RETURN(Tensor w, dequantize_input(node, inputs, kConvW, "w", /*axis=*/0));
+  const Tensor* bias = optional_input(inputs, kConvBias);
+  Node conv = plain_node(node, "Conv", make_attributes(static_cast<const ConvAttributes&>(*attributes)));
+  QDQRT_ASSIGN_OR_RETURN(Tensor y, run_single(conv, {&x, &w}));
+  if (bias != nullptr) {
+    QDQRT_ASSIGN_OR_RETURN(y, add_bias(node, std::move(y), *bias, 1));
+  }
+  return finish(node, inputs, attributes->fused, std::move(y), kConvYScale, kConvResidual, outputs);
+}
+
+Status qmatmul_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const QMatMulAttributes* attributes, typed_attributes<QMatMulAttributes>(node));
+  QDQRT_ASSIGN_OR_RETURN(Tensor a, dequantize_input(node, inputs, kMatMulA, "a"));
+  // Per-column weight scales run along the last axis of b ([K][N]).
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* b_raw, required_input(node, inputs, kMatMulB, "b"));
+  QDQRT_ASSIGN_OR_RETURN(Tensor b, dequantize_input(node, inputs, kMatMulB, "b", b_raw->rank() - 1));
+  QDQRT_ASSIGN_OR_RETURN(Tensor y, run_single(plain_node(node, "MatMul"), {&a, &b}));
+  const Tensor* bias = optional_input(inputs, kMatMulBias);
+  if (bias != nullptr) {
+    const int64_t last_axis = y.rank() - 1;
+    QDQRT_ASSIGN_OR_RETURN(y, add_bias(node, std::move(y), *bias, last_axis));
+  }
+  return finish(node, inputs, attributes->fused, std::move(y), kMatMulYScale, kMatMulResidual, outputs);
+}
+
+template <bool kIsAdd>
+Status qbinary_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const QBinaryAttributes* attributes, typed_attributes<QBinaryAttributes>(node));
+  QDQRT_ASSIGN_OR_RETURN(Tensor a, dequantize_input(node, inputs, kBinaryA, "a"));
+  QDQRT_ASSIGN_OR_RETURN(Tensor b, dequantize_input(node, inputs, kBinaryB, "b"));
+  QDQRT_ASSIGN_OR_RETURN(Tensor y, binary(node, kIsAdd ? "Add" : "Mul", a, b));
+  return finish(node, inputs, attributes->fused, std::move(y), kBinaryYScale, 0, outputs);
+}
+
+Status qaverage_pool_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const QAveragePoolAttributes* attributes, typed_attributes<QAveragePoolAttributes>(node));
+  QDQRT_ASSIGN_OR_RETURN(Tensor x, dequantize_input(node, inputs, kUnaryX, "x"));
+  Node pool = plain_node(node, "AveragePool", make_attributes(static_cast<const AveragePoolAttributes&>(*attributes)));
+  QDQRT_ASSIGN_OR_RETURN(Tensor y, run_single(pool, {&x}));
+  return finish(node, inputs, attributes->fused, std::move(y), kUnaryYScale, 0, outputs);
+}
+
+Status qglobal_average_pool_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const QGlobalAveragePoolAttributes* attributes,
+                         typed_attributes<QGlobalAveragePoolAttributes>(node));
+  QDQRT_ASSIGN_OR_RETURN(Tensor x, dequantize_input(node, inputs, kUnaryX, "x"));
+  QDQRT_ASSIGN_OR_RETURN(Tensor y, run_single(plain_node(node, "GlobalAveragePool"), {&x}));
+  return finish(node, inputs, attributes->fused, std::move(y), kUnaryYScale, 0, outputs);
+}
+
+Status qlookup_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const QLookupAttributes* attributes, typed_attributes<QLookupAttributes>(node));
+  if (optional_input(inputs, kUnaryYScale) == nullptr) {
+    return invalid_argument("{}: QLookup needs y_scale and y_zero_point", node.describe());
+  }
+  QDQRT_ASSIGN_OR_RETURN(Tensor x, dequantize_input(node, inputs, kUnaryX, "x"));
+  Tensor y;
+  switch (attributes->function) {
+    case LookupFunction::kSigmoid: {
+      QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Sigmoid"), {&x}));
+      break;
+    }
+    case LookupFunction::kTanh: {
+      QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Tanh"), {&x}));
+      break;
+    }
+    case LookupFunction::kHardSwish: {
+      QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "HardSwish"), {&x}));
+      break;
+    }
+    case LookupFunction::kHardSigmoid: {
+      HardSigmoidAttributes hard_sigmoid;
+      hard_sigmoid.alpha = attributes->alpha;
+      hard_sigmoid.beta = attributes->beta;
+      QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "HardSigmoid", make_attributes(hard_sigmoid)), {&x}));
+      break;
+    }
+    case LookupFunction::kGelu: {
+      GeluAttributes gelu;
+      gelu.tanh_approximation = attributes->tanh_approximation;
+      QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Gelu", make_attributes(gelu)), {&x}));
+      break;
+    }
+    case LookupFunction::kSiLU: {
+      // x * Sigmoid(x), as the source subgraph computes it.
+      QDQRT_ASSIGN_OR_RETURN(Tensor sigmoid, run_single(plain_node(node, "Sigmoid"), {&x}));
+      QDQRT_ASSIGN_OR_RETURN(y, binary(node, "Mul", x, sigmoid));
+      break;
+    }
+  }
+  return finish(node, inputs, attributes->fused, std::move(y), kUnaryYScale, 0, outputs);
+}
+
+Status qconcat_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const QConcatAttributes* attributes, typed_attributes<QConcatAttributes>(node));
+  if (inputs.size() < kConcatFirstX + 3 || (inputs.size() - kConcatFirstX) % 3 != 0) {
+    return invalid_argument("{}: expects y_scale, y_zero_point and (x, x_scale, x_zero_point) triples, got {} inputs",
+                            node.describe(), inputs.size());
+  }
+  std::vector<Tensor> parts;
+  for (size_t first = kConcatFirstX; first < inputs.size(); first += 3) {
+    QDQRT_ASSIGN_OR_RETURN(Tensor part, dequantize_input(node, inputs, first, "x"));
+    parts.push_back(std::move(part));
+  }
+  std::vector<const Tensor*> part_pointers;
+  for (const Tensor& part : parts) part_pointers.push_back(&part);
+  ConcatAttributes concat;
+  concat.axis = attributes->axis;
+  QDQRT_ASSIGN_OR_RETURN(Tensor y, run_single(plain_node(node, "Concat", make_attributes(concat)), part_pointers));
+  return finish(node, inputs, attributes->fused, std::move(y), kConcatYScale, 0, outputs);
+}
+
+}  // namespace
+
+void register_fused_kernels(KernelRegistry& registry) {
+  registry.add(layers::kDomain, layers::kQConv, qconv_kernel);
+  registry.add(layers::kDomain, layers::kQMatMul, qmatmul_kernel);
+  registry.add(layers::kDomain, layers::kQAdd, qbinary_kernel<true>);
+  registry.add(layers::kDomain, layers::kQMul, qbinary_kernel<false>);
+  registry.add(layers::kDomain, layers::kQAveragePool, qaverage_pool_kernel);
+  registry.add(layers::kDomain, layers::kQGlobalAveragePool, qglobal_average_pool_kernel);
+  registry.add(layers::kDomain, layers::kQLookup, qlookup_kernel);
+  registry.add(layers::kDomain, layers::kQConcat, qconcat_kernel);
+}
+
+}  // namespace qdqrt

@@ -1,0 +1,288 @@
+// fuse_qdq_binary, fuse_qdq_pool, fuse_qdq_concat, fuse_qdq_lookup and the whole pipeline.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "optimizer/passes/fuse_qdq_binary.h"
+#include "optimizer/passes/fuse_qdq_concat.h"
+#include "optimizer/passes/fuse_qdq_lookup.h"
+#include "optimizer/passes/fuse_qdq_pool.h"
+#include "optimizer/pipeline.h"
+#include "parser/ops/fused.h"
+#include "parser/ops/fused_layers.h"
+#include "tests/optimizer_fusion/fusion_test_util.h"
+
+namespace qdqrt::testing {
+namespace {
+
+struct Result {
+  Graph original, fused;
+  optimizer::PassContext context;
+};
+
+// tolerance <= 0: no numbers check.
+Result fuse_text(optimizer::Pass& pass, const std::string& text, float tolerance, uint32_t seed = 5) {
+  std::mt19937 rng(seed);
+  Result r;
+  r.original = load_text(text);
+  r.fused = run_pass(r.original, pass, r.context);
+  if (tolerance > 0) expect_same_outputs(r.original, r.fused, random_inputs(r.original, rng), tolerance);
+  return r;
+}
+
+const char* const kHeader = R"(<ir_version: 8, opset_import: ["" : 13]>)";
+const char* const kHeader17 = R"(<ir_version: 8, opset_import: ["" : 17]>)";  // HardSwish needs 14
+
+// Q -> DQ of a graph input: "<name>q" int8/uint8 and "<name>d" its dequantized value.
+std::string quantized(const std::string& name, const std::string& scale, const std::string& zp) {
+  return fmt::format("{0}q = QuantizeLinear({0}, {1}, {2})\n{0}d = DequantizeLinear({0}q, {1}, {2})\n", name, scale, zp);
+}
+
+TEST(FuseQdqBinary, AddReluQAndMulBothStyles) {
+  for (const char* op : {"Add", "Mul"}) {
+    for (bool asymmetric : {false, true}) {
+      SCOPED_TRACE(fmt::format("{} {}", op, asymmetric ? "u8" : "s8"));
+      const std::string t = asymmetric ? "uint8" : "int8";
+      std::string text = fmt::format(R"({0}
+g (float[2,3,4] a, float[3,1] b) => (float[2,3,4] y)
+<float as = {{0.02}}, {1} az = {{{2}}}, float bs = {{0.03}}, {1} bz = {{{3}}}, float ys = {{0.04}}, {1} yz = {{{4}}}>
+{{
+{5}{6}  s = {7}(ad, bd)
+  act = Relu(s)
+  yq = QuantizeLinear(act, ys, yz)
+  y = DequantizeLinear(yq, ys, yz)
+}})",
+                                     kHeader, t, asymmetric ? 130 : 0, asymmetric ? 110 : 0, asymmetric ? 5 : 0,
+                                     quantized("a", "as", "az"), quantized("b", "bs", "bz"), op);
+      optimizer::FuseQdqBinary pass;
+      Result r = fuse_text(pass, text, 0.04f * 1.001f);
+      const std::string fused_op = std::string("Q") + op;
+      EXPECT_EQ(count_ops(r.fused, fused_op), 1);
+      EXPECT_EQ(count_ops(r.fused, "Relu"), 0);
+      EXPECT_EQ(count_ops(r.fused, "DequantizeLinear"), 1);  // only the output's
+      ASSERT_NE(find_op(r.fused, fused_op), nullptr);
+      EXPECT_EQ(fused_layer_info(*find_op(r.fused, fused_op))->activation.kind, ActivationKind::kRelu);
+    }
+  }
+}
+
+TEST(FuseQdqBinary, FloatInputMustNotFire) {
+  std::string text = fmt::format(R"({}
+g (float[2,3] a, float[2,3] b) => (float[2,3] y)
+<float as = {{0.02}}, int8 az = {{0}}>
+{{
+{}  y = Add(ad, b)
+}})",
+                                 kHeader, quantized("a", "as", "az"));
+  optimizer::FuseQdqBinary pass;
+  Result r = fuse_text(pass, text, 0);
+  EXPECT_EQ(count_ops(r.fused, "QAdd"), 0);
+  EXPECT_EQ(float_reason_for(r.original, r.context, "y"), "input B is float (no DequantizeLinear)");
+}
+
+TEST(FuseQdqPool, GlobalAndAveragePoolAndInt8MaxPool) {
+  std::string text = fmt::format(R"({}
+g (float[1,3,6,6] x) => (float[1,3,1,1] g1, float[1,3,3,3] p1, float[1,3,3,3] m1)
+<float xs = {{0.02}}, uint8 xz = {{128}}, float ys = {{0.01}}, uint8 yz = {{120}}>
+{{
+{}  g0 = GlobalAveragePool(xd)
+  gq = QuantizeLinear(g0, ys, yz)
+  g1 = DequantizeLinear(gq, ys, yz)
+  p0 = AveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (xd)
+  pq = QuantizeLinear(p0, ys, yz)
+  p1 = DequantizeLinear(pq, ys, yz)
+  m0 = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (xd)
+  mq = QuantizeLinear(m0, xs, xz)
+  m1 = DequantizeLinear(mq, xs, xz)
+}})",
+                                 kHeader, quantized("x", "xs", "xz"));
+  optimizer::FuseQdqPool pass;
+  Result r = fuse_text(pass, text, 0.01f * 1.001f);
+  EXPECT_EQ(count_ops(r.fused, "QGlobalAveragePool"), 1);
+  EXPECT_EQ(count_ops(r.fused, "QAveragePool"), 1);
+  ASSERT_EQ(count_ops(r.fused, "MaxPool"), 1);
+  EXPECT_EQ(find_op(r.fused, "MaxPool")->inputs[0], "xq");  // reads int8 directly
+  EXPECT_EQ(count_ops(r.fused, "QuantizeLinear"), 1);       // the graph input's
+}
+
+TEST(FuseQdqPool, MaxPoolWithDifferentParametersMustNotFire) {
+  std::string text = fmt::format(R"({}
+g (float[1,3,6,6] x) => (float[1,3,3,3] m1)
+<float xs = {{0.02}}, int8 xz = {{0}}, float ys = {{0.04}}>
+{{
+{}  m0 = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (xd)
+  mq = QuantizeLinear(m0, ys, xz)
+  m1 = DequantizeLinear(mq, ys, xz)
+}})",
+                                 kHeader, quantized("x", "xs", "xz"));
+  optimizer::FuseQdqPool pass;
+  Result r = fuse_text(pass, text, 0);
+  EXPECT_EQ(find_op(r.fused, "MaxPool")->inputs[0], "xd");
+  EXPECT_EQ(float_reason_for(r.original, r.context, "m0"), "input and output quantization parameters differ");
+}
+
+TEST(FuseQdqConcat, DifferentInputScalesAreRequantized) {
+  std::string text = fmt::format(R"({}
+g (float[1,2,3] a, float[1,4,3] b) => (float[1,6,3] y)
+<float as = {{0.02}}, int8 az = {{3}}, float bs = {{0.035}}, int8 bz = {{-4}}, float ys = {{0.03}}, int8 yz = {{1}}>
+{{
+{}{}  c = Concat <axis = 1> (ad, bd)
+  yq = QuantizeLinear(c, ys, yz)
+  y = DequantizeLinear(yq, ys, yz)
+}})",
+                                 kHeader, quantized("a", "as", "az"), quantized("b", "bs", "bz"));
+  optimizer::FuseQdqConcat pass;
+  Result r = fuse_text(pass, text, 0.03f * 1.001f);
+  ASSERT_EQ(count_ops(r.fused, "QConcat"), 1);
+  const Node* layer = find_op(r.fused, "QConcat");
+  EXPECT_EQ(layer->inputs.size(), size_t{layers::kConcatFirstX + 6});
+  EXPECT_EQ(layer->inputs[layers::kConcatYScale], "ys");
+  EXPECT_EQ(count_ops(r.fused, "DequantizeLinear"), 1);
+}
+
+TEST(FuseQdqConcat, FloatOutputMustNotFire) {
+  std::string text = fmt::format(R"({}
+g (float[1,2,3] a, float[1,4,3] b) => (float[1,6,3] y)
+<float as = {{0.02}}, int8 az = {{0}}, float bs = {{0.03}}, int8 bz = {{0}}>
+{{
+{}{}  y = Concat <axis = 1> (ad, bd)
+}})",
+                                 kHeader, quantized("a", "as", "az"), quantized("b", "bs", "bz"));
+  optimizer::FuseQdqConcat pass;
+  Result r = fuse_text(pass, text, 0);
+  EXPECT_EQ(count_ops(r.fused, "QConcat"), 0);
+  EXPECT_NE(float_reason_for(r.original, r.context, "y").find("not quantized"), std::string::npos);
+}
+
+TEST(FuseQdqLookup, ActivationsBetweenDqAndQ) {
+  for (std::string function : {"Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "SiLU"}) {
+    for (bool asymmetric : {false, true}) {
+      SCOPED_TRACE(function + (asymmetric ? " u8" : " s8"));
+      const std::string t = asymmetric ? "uint8" : "int8";
+      std::string op = function == "SiLU" ? "sg = Sigmoid(xd)\n  f = Mul(xd, sg)\n"
+                                          : fmt::format("f = {}(xd)\n", function);
+      std::string text = fmt::format(R"({0}
+g (float[2,3,5] x) => (float[2,3,5] y)
+<float xs = {{0.05}}, {1} xz = {{{2}}}, float ys = {{0.01}}, {1} yz = {{{3}}}>
+{{
+{4}  {5}  yq = QuantizeLinear(f, ys, yz)
+  y = DequantizeLinear(yq, ys, yz)
+}})",
+                                     kHeader17, t, asymmetric ? 128 : 0, asymmetric ? 64 : 0, quantized("x", "xs", "xz"),
+                                     op);
+      optimizer::FuseQdqLookup pass;
+      Result r = fuse_text(pass, text, 0.01f * 1.001f, 17);
+      ASSERT_EQ(count_ops(r.fused, "QLookup"), 1);
+      const Node* layer = find_op(r.fused, "QLookup");
+      EXPECT_EQ(layer->attrs<QLookupAttributes>().function == LookupFunction::kSiLU, function == "SiLU");
+      EXPECT_EQ(lookup_function_name(layer->attrs<QLookupAttributes>().function), function);
+      EXPECT_EQ(count_ops(r.fused, "Mul"), 0);
+      EXPECT_EQ(count_ops(r.fused, "DequantizeLinear"), 1);
+    }
+  }
+}
+
+TEST(FuseQdqLookup, PerChannelActivationScaleMustNotFire) {
+  std::string text = fmt::format(R"({}
+g (float[2,3,5] x) => (float[2,3,5] y)
+<float[3] xs = {{0.05, 0.04, 0.03}}, int8[3] xz = {{0, 0, 0}}, float ys = {{0.01}}, int8 yz = {{0}}>
+{{
+  xq = QuantizeLinear <axis = 1> (x, xs, xz)
+  xd = DequantizeLinear <axis = 1> (xq, xs, xz)
+  f = Sigmoid(xd)
+  yq = QuantizeLinear(f, ys, yz)
+  y = DequantizeLinear(yq, ys, yz)
+}})",
+                                 kHeader);
+  optimizer::FuseQdqLookup pass;
+  Result r = fuse_text(pass, text, 0);
+  EXPECT_EQ(count_ops(r.fused, "QLookup"), 0);
+  EXPECT_NE(float_reason_for(r.original, r.context, "f").find("per-channel"), std::string::npos);
+}
+
+// The pipeline: a small residual block, ORT-quantizer style (every tensor Q/DQ'd) ending in a
+// Q/DQ'd Sigmoid; no Q/DQ may remain between INT8 layers.
+TEST(FusionPipeline, ResidualBlockEndToEnd) {
+  std::mt19937 rng(99);
+  std::string text = fmt::format(R"({0}
+g (float[1,4,6,6] x) => (float[1,4,1,1] y)
+<float xs = {{0.02}}, uint8 xz = {{128}}, float cs = {{0.05}}, uint8 cz = {{100}}, float ss = {{0.01}}, uint8 sz = {{0}},
+ int8[4] wz = {{0, 0, 0, 0}}, {1}, {2}, {3}>
+{{
+{4}  wd = DequantizeLinear <axis = 0> (w, ws, wz)
+  c = Conv <pads = [1, 1, 1, 1]> (xd, wd, b)
+  s = Add(c, xd)
+  r = Relu(s)
+  rq = QuantizeLinear(r, cs, cz)
+  rd = DequantizeLinear(rq, cs, cz)
+  p = GlobalAveragePool(rd)
+  pq = QuantizeLinear(p, cs, cz)
+  pd = DequantizeLinear(pq, cs, cz)
+  sg = Sigmoid(pd)
+  sq = QuantizeLinear(sg, ss, sz)
+  y = DequantizeLinear(sq, ss, sz)
+}})",
+                                 kHeader, int_initializer("int8", "w", {4, 4, 3, 3}, -127, 127, rng),
+                                 float_initializer("ws", {4}, 0.002f, 0.006f, rng),
+                                 float_initializer("b", {4}, -0.2f, 0.2f, rng), quantized("x", "xs", "xz"));
+  Graph original = load_text(text);
+  Graph optimized = original;
+  auto report = optimizer::optimize(optimized);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  EXPECT_EQ(count_ops(optimized, "QConv"), 1);
+  EXPECT_EQ(count_ops(optimized, "QGlobalAveragePool"), 1);
+  EXPECT_EQ(count_ops(optimized, "QLookup"), 1);
+  EXPECT_EQ(count_ops(optimized, "QuantizeLinear"), 1);    // the graph input's
+  EXPECT_EQ(count_ops(optimized, "DequantizeLinear"), 1);  // the graph output's
+  ASSERT_NE(find_op(optimized, "QConv"), nullptr);
+  EXPECT_EQ(find_op(optimized, "QConv")->inputs[layers::kConvResidual], "xq");
+  expect_same_outputs(original, optimized, random_inputs(original, rng), 0.01f * 1.001f);
+}
+
+}  // namespace
+}  // namespace qdqrt::testing
+
+namespace qdqrt::testing {
+namespace {
+
+// Fused layers are ordinary ONNX nodes of domain "qdqrt": a dumped graph loads and runs.
+TEST(FusedLayerSchemas, LoadAndRunFromOnnx) {
+  std::string text = R"(<ir_version: 8, opset_import: ["" : 13, "qdqrt" : 1]>
+g (int8[2,3] x) => (float[2,3] y)
+<float xs = {0.5}, int8 xz = {0}, float ys = {0.25}, int8 yz = {-1}>
+{
+  y = qdqrt.QAdd <activation = "Relu", fused_nodes = ["add", "relu"]> (x, xs, xz, x, xs, xz)
+})";
+  Graph graph = load_text(text);
+  ASSERT_EQ(graph.nodes.size(), 1u);
+  EXPECT_EQ(layer_kind(graph.nodes[0]), "Add");
+  ASSERT_NE(fused_layer_info(graph.nodes[0]), nullptr);
+  EXPECT_EQ(fused_layer_info(graph.nodes[0])->fused_nodes, (std::vector<std::string>{"add", "relu"}));
+  Tensor x = Tensor::from_vector<int8_t>({2, 3}, {-3, -1, 0, 1, 2, 100});
+  auto outputs = run_reference(graph, {{"x", x}});
+  ASSERT_TRUE(outputs.ok()) << outputs.status().to_string();
+  const Tensor& y = outputs.value().at("y");
+  EXPECT_EQ(y.dtype(), DataType::kFloat);  // no y_scale input given: float output
+  std::vector<float> expected = {0, 0, 0, 1, 2, 100};
+  for (int64_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], expected[static_cast<size_t>(i)]);
+}
+
+TEST(FusedLayerSchemas, BadAttributesAreErrors) {
+  Node node;
+  node.name = "l";
+  node.op_type = "QConv";
+  node.domain = "qdqrt";
+  Attribute activation;
+  activation.kind = Attribute::Kind::kString;
+  activation.s = "Swish";
+  node.attributes["activation"] = activation;
+  auto parsed = parse_fused_layer_attributes(node);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().to_string().find("Swish"), std::string::npos);
+  node.op_type = "QLookup";
+  node.attributes.clear();
+  EXPECT_FALSE(parse_fused_layer_attributes(node).ok());  // function is required
+}
+
+}  // namespace
+}  // namespace qdqrt::testing
