@@ -1,4 +1,10 @@
+// The ONE place kernels are chosen from the ISA level: GEMM/conv, depthwise, and the supporting
+// kernels (quantize, elementwise, pools, LUT, reorder, fp32).
 #include "kernels/dispatch.h"
+
+#include <deque>
+#include <mutex>
+#include <string>
 
 namespace qdqrt::kernels {
 
@@ -38,6 +44,215 @@ const internal::DepthwiseImplementation& depthwise_implementation(Isa isa) {
     case Isa::kScalar: break;
   }
   return kScalar;
+}
+
+// --- Supporting kernels ---
+
+
+namespace {
+
+enum class Impl { kReference, kAvx2, kAvx512 };
+
+Impl impl_for(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return Impl::kReference;
+    case Isa::kAvx2:
+    case Isa::kAvxVnni: return Impl::kAvx2;
+    case Isa::kAvx512Vnni: return Impl::kAvx512;
+  }
+  return Impl::kReference;
+}
+
+const char* suffix(Impl impl) {
+  switch (impl) {
+    case Impl::kReference: return "scalar";
+    case Impl::kAvx2: return "avx2";
+    case Impl::kAvx512: return "avx512";
+  }
+  return "scalar";
+}
+
+// Kernel names live for the whole program; built once per (family, dtype, isa).
+const char* name(const std::string& dtype_op, Impl impl) {
+  static std::mutex mutex;
+  static std::deque<std::string> names;
+  const std::string full = dtype_op + "-" + suffix(impl);
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const std::string& existing : names) {
+    if (existing == full) return existing.c_str();
+  }
+  return names.emplace_back(full).c_str();
+}
+
+template <class T>
+std::string dtype_op(const char* op) {
+  return std::string(QTraits<T>::prefix) + "-" + op;
+}
+
+}  // namespace
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni}) {
+    if (isa_supported(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
+// ---------------------------------------------------------------- quantize / dequantize / requantize
+template <class T>
+QuantizeKernels<T> quantize_kernels(Isa isa) {
+  const Impl impl = impl_for(isa);
+  QuantizeKernels<T> k;
+  switch (impl) {
+    case Impl::kReference:
+      k.quantize.fn = reference::quantize<T>;
+      k.dequantize.fn = reference::dequantize<T>;
+      k.quantize_channels.fn = reference::quantize_channels<T>;
+      k.dequantize_channels.fn = reference::dequantize_channels<T>;
+      k.requantize.fn = reference::requantize<T>;
+      k.quantize_nchw_to_nhwc.fn = reference::quantize_nchw_to_nhwc<T>;
+      break;
+    case Impl::kAvx2:
+      k.quantize.fn = avx2::quantize<T>;
+      k.dequantize.fn = avx2::dequantize<T>;
+      k.quantize_channels.fn = avx2::quantize_channels<T>;
+      k.dequantize_channels.fn = avx2::dequantize_channels<T>;
+      k.requantize.fn = avx2::requantize<T>;
+      k.quantize_nchw_to_nhwc.fn = avx2::quantize_nchw_to_nhwc<T>;
+      break;
+    case Impl::kAvx512:
+      k.quantize.fn = avx512::quantize<T>;
+      k.dequantize.fn = avx512::dequantize<T>;
+      k.quantize_channels.fn = avx512::quantize_channels<T>;
+      k.dequantize_channels.fn = avx512::dequantize_channels<T>;
+      k.requantize.fn = avx512::requantize<T>;
+      k.quantize_nchw_to_nhwc.fn = avx512::quantize_nchw_to_nhwc<T>;
+      break;
+  }
+  const std::string prefix = QTraits<T>::prefix;
+  k.quantize.name = name("f32-" + prefix + "-vcvt", impl);
+  k.dequantize.name = name(prefix + "-f32-vcvt", impl);
+  k.quantize_channels.name = name("f32-" + prefix + "-vcvt-qc", impl);
+  k.dequantize_channels.name = name(prefix + "-f32-vcvt-qc", impl);
+  k.requantize.name = name(dtype_op<T>("requantize-minmax"), impl);
+  k.quantize_nchw_to_nhwc.name = name("f32-" + prefix + "-vcvt-nchw2nhwc", impl);
+  return k;
+}
+template QuantizeKernels<int8_t> quantize_kernels<int8_t>(Isa);
+template QuantizeKernels<uint8_t> quantize_kernels<uint8_t>(Isa);
+
+// ---------------------------------------------------------------- QAdd / QMul
+template <class T>
+QBinaryKernels<T> qbinary_kernels(Isa isa) {
+  const Impl impl = impl_for(isa);
+  QBinaryKernels<T> k;
+  switch (impl) {
+    case Impl::kReference:
+      k.add.fn = reference::qadd<T>;
+      k.add_scalar.fn = reference::qadd_scalar<T>;
+      k.mul.fn = reference::qmul<T>;
+      k.mul_scalar.fn = reference::qmul_scalar<T>;
+      break;
+    case Impl::kAvx2:
+      k.add.fn = avx2::qadd<T>;
+      k.add_scalar.fn = avx2::qadd_scalar<T>;
+      k.mul.fn = avx2::qmul<T>;
+      k.mul_scalar.fn = avx2::qmul_scalar<T>;
+      break;
+    case Impl::kAvx512:
+      k.add.fn = avx512::qadd<T>;
+      k.add_scalar.fn = avx512::qadd_scalar<T>;
+      k.mul.fn = avx512::qmul<T>;
+      k.mul_scalar.fn = avx512::qmul_scalar<T>;
+      break;
+  }
+  k.add.name = name(dtype_op<T>("vadd-minmax"), impl);
+  k.add_scalar.name = name(dtype_op<T>("vaddc-minmax"), impl);
+  k.mul.name = name(dtype_op<T>("vmul-minmax"), impl);
+  k.mul_scalar.name = name(dtype_op<T>("vmulc-minmax"), impl);
+  return k;
+}
+template QBinaryKernels<int8_t> qbinary_kernels<int8_t>(Isa);
+template QBinaryKernels<uint8_t> qbinary_kernels<uint8_t>(Isa);
+
+// ---------------------------------------------------------------- pools
+template <class T>
+QPoolKernels<T> qpool_kernels(Isa isa) {
+  const Impl impl = impl_for(isa);
+  QPoolKernels<T> k;
+  switch (impl) {
+    case Impl::kReference:
+      k.maxpool.fn = reference::maxpool<T>;
+      k.avgpool.fn = reference::avgpool<T>;
+      k.global_avgpool.fn = reference::global_avgpool<T>;
+      break;
+    case Impl::kAvx2:
+      k.maxpool.fn = avx2::maxpool<T>;
+      k.avgpool.fn = avx2::avgpool<T>;
+      k.global_avgpool.fn = avx2::global_avgpool<T>;
+      break;
+    case Impl::kAvx512:
+      k.maxpool.fn = avx512::maxpool<T>;
+      k.avgpool.fn = avx512::avgpool<T>;
+      k.global_avgpool.fn = avx512::global_avgpool<T>;
+      break;
+  }
+  k.maxpool.name = name(dtype_op<T>("maxpool-nhwc"), impl);
+  k.avgpool.name = name(dtype_op<T>("avgpool-nhwc-minmax"), impl);
+  k.global_avgpool.name = name(dtype_op<T>("gavgpool-nhwc-minmax"), impl);
+  return k;
+}
+template QPoolKernels<int8_t> qpool_kernels<int8_t>(Isa);
+template QPoolKernels<uint8_t> qpool_kernels<uint8_t>(Isa);
+
+// ---------------------------------------------------------------- lookup tables
+NamedKernel<LutFn> lut_kernel(Isa isa, bool allow_vbmi) {
+  switch (impl_for(isa)) {
+    case Impl::kReference: return {reference::lut, "x8-lut-scalar"};
+    case Impl::kAvx2: return {avx2::lut, "x8-lut-avx2"};
+    case Impl::kAvx512:
+      // VBMI is an extra CPUID bit on top of the AVX-512 level; active_isa() limits it as well.
+      if (allow_vbmi && cpu_has_avx512vbmi()) return {avx512vbmi::lut, "x8-lut-avx512vbmi"};
+      return {avx512::lut, "x8-lut-avx512bw"};
+  }
+  return {reference::lut, "x8-lut-scalar"};
+}
+
+// ---------------------------------------------------------------- reorders
+ReorderKernels reorder_kernels(Isa isa) {
+  // Transposes are load/store-shuffle bound; the AVX2 tiles serve AVX-512 machines as well.
+  if (impl_for(isa) == Impl::kReference) {
+    return {{reference::transpose8, "x8-transpose-scalar"}, {reference::transpose32, "x32-transpose-scalar"}};
+  }
+  return {{avx2::transpose8, "x8-transpose-16x16-avx2"}, {avx2::transpose32, "x32-transpose-8x8-avx2"}};
+}
+
+// ---------------------------------------------------------------- fp32
+Fp32Kernels fp32_kernels(Isa isa) {
+  const Impl impl = impl_for(isa);
+  Fp32Kernels k;
+  switch (impl) {
+    case Impl::kReference:
+      k = {{reference::fp32_binary}, {reference::fp32_binary_vs}, {reference::fp32_binary_sv},
+           {reference::fp32_unary},  {reference::fp32_softmax},   {reference::fp32_gemm}};
+      break;
+    case Impl::kAvx2:
+      k = {{avx2::fp32_binary}, {avx2::fp32_binary_vs}, {avx2::fp32_binary_sv},
+           {avx2::fp32_unary},  {avx2::fp32_softmax},   {avx2::fp32_gemm}};
+      break;
+    case Impl::kAvx512:
+      k = {{avx512::fp32_binary}, {avx512::fp32_binary_vs}, {avx512::fp32_binary_sv},
+           {avx512::fp32_unary},  {avx512::fp32_softmax},   {avx512::fp32_gemm}};
+      break;
+  }
+  k.binary.name = name("f32-vbinary", impl);
+  k.binary_vs.name = name("f32-vbinaryc", impl);
+  k.binary_sv.name = name("f32-vrbinaryc", impl);
+  k.unary.name = name("f32-vunary", impl);
+  k.softmax.name = name("f32-softmax", impl);
+  k.gemm.name = name(impl == Impl::kReference ? "f32-gemm" : "f32-gemm-eigen", impl);  // scalar: plain loops
+  return k;
 }
 
 }  // namespace qdqrt::kernels

@@ -56,7 +56,7 @@ RequantizeParams make_requantize_params(float input_scale, int32_t input_zero_po
 template <class T>
 using RequantizeFn = void (*)(size_t n, const T* input, T* output, const RequantizeParams& params);
 
-// Implementations; pick one through support_dispatch.h.
+// Implementations; pick one through dispatch.h.
 #define QDQRT_DECLARE_QUANTIZE_KERNELS(isa)                                                               \
   namespace isa {                                                                                         \
   template <class T>                                                                                      \

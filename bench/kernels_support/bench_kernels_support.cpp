@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/qconcat.h"
-#include "kernels/support_dispatch.h"
+#include "kernels/dispatch.h"
 
 namespace qdqrt::kernels {
 namespace {

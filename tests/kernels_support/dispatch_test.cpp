@@ -1,4 +1,4 @@
-// support_dispatch: the ISA limit (set_max_isa / QDQRT_MAX_ISA) changes what is selected, and
+// dispatch (supporting kernels): the ISA limit (set_max_isa / QDQRT_MAX_ISA) changes what is selected, and
 // names follow the <dtype>-<op>-<isa> scheme.
 #include <string>
 

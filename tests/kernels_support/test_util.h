@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu_features.h"
-#include "kernels/support_dispatch.h"
+#include "kernels/dispatch.h"
 
 namespace qdqrt::kernels::testing {
 
