@@ -1,11 +1,13 @@
 #include "tools/inspect_command.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "optimizer/pipeline.h"
 #include "parser/onnx_loader.h"

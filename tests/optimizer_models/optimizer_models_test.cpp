@@ -15,6 +15,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "optimizer/graph_utils.h"
 #include "optimizer/layer_info.h"

@@ -2,6 +2,8 @@
 // make them), and the JSON of `qdqrt inspect --exportLayerInfo`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "optimizer/layer_info.h"
 #include "parser/ops/fused_layers.h"
 #include "tools/inspect_command.h"
