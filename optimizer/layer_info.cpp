@@ -65,6 +65,7 @@ QuantSlots quant_slots(const Node& node) {
       slots.output_zero_point = kUnaryYZeroPoint;
     }
   } else if (node.domain.empty() && node.op_type == "QuantizeLinear") {
+    slots.activations = {{0, -1}};
     slots.output_zero_point = 2;
   } else if (node.domain.empty() && node.op_type == "DequantizeLinear") {
     slots.activations = {{0, 2}};
@@ -138,8 +139,12 @@ class LayerBuilder {
     QuantSlots slots = quant_slots(node);
     std::map<int, int> zero_point_of;
     for (auto [value, zero_point] : slots.activations) zero_point_of[value] = zero_point;
+    // Q/DQ and qdqrt layers: only the data inputs (their scales and zero-points are parameters,
+    // even before constant folding turns them into initializers).
+    bool data_inputs_only = !slots.activations.empty();
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (node.inputs[i].empty() || find_constant(graph_, node.inputs[i]) != nullptr) continue;
+      if (data_inputs_only && !zero_point_of.count(static_cast<int>(i))) continue;
       LayerTensor tensor = describe_value(node.inputs[i]);
       if (auto it = zero_point_of.find(static_cast<int>(i)); it != zero_point_of.end()) {
         const Tensor* zero_point = zero_point_tensor(graph_, node, it->second);

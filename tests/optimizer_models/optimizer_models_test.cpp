@@ -200,7 +200,9 @@ TEST(OptimizerModelsData, ExportsHaveQuantizedConvsMatMulsAndResidualAdds) {
     ASSERT_TRUE(graph.ok()) << graph.status().to_string();
     QuantizedOps ops = find_quantized_ops(*graph);
     EXPECT_GE(ops.weighted.size(), std::string(name).find("resnet") == 0 ? 7u : 6u);
-    if (std::string(name) == "resnet_trt.onnx") EXPECT_EQ(ops.residual_adds.size(), 2u);
+    if (std::string(name) == "resnet_trt.onnx") {
+      EXPECT_EQ(ops.residual_adds.size(), 2u);
+    }
   }
 }
 

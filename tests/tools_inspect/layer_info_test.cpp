@@ -149,6 +149,21 @@ TEST(LayerInfo, SummaryCountsMacsAndQdqInsideInt8Regions) {
   EXPECT_EQ(inside.summary.unbound_symbols, std::vector<std::string>{"batch"});
 }
 
+TEST(LayerInfo, QdqListsOnlyItsDataInputEvenWhenScaleIsComputed) {
+  // Before constant folding, QAT exports compute scales with nodes (Cast of a Constant).
+  Graph graph = optimized_graph();
+  graph.nodes.insert(graph.nodes.begin(), make_node("scale_cast", "Identity", {"s"}, {"s_computed"}));
+  graph.values["s_computed"] = ValueInfo{"s_computed", DataType::kFloat, std::vector<Dim>{}};
+  graph.nodes[1].inputs[1] = "s_computed";  // q_x
+  graph.nodes[3].inputs[1] = "s_computed";  // dq_c1
+  LayerReport report = compute_layer_info(graph, {});
+  ASSERT_EQ(report.layers[1].inputs.size(), 1u);
+  EXPECT_EQ(report.layers[1].inputs[0].name, "x");
+  ASSERT_EQ(report.layers[3].inputs.size(), 1u);
+  EXPECT_EQ(report.layers[3].inputs[0].name, "c1");
+  EXPECT_EQ(report.layers[3].inputs[0].zero_point, 3);
+}
+
 TEST(LayerInfo, TableHasOneRowPerLayerAndHeader) {
   Graph graph = optimized_graph();
   std::string table = format_layer_table(compute_layer_info(graph, {}, {{"batch", 1}}));
