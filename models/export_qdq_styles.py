@@ -13,7 +13,7 @@ Styles (opset 13):
                  activations from min/max calibration, symmetric s8 per-channel weights, int32 bias,
                  Q->DQ on every input and output of Conv, MatMul/Gemm, Add, Mul, MaxPool,
                  GlobalAveragePool, Concat, Sigmoid (Relu folded into the producer's range, as ORT does
-                 for asymmetric activations).
+                 for asymmetric activations; MaxPool/Reshape/Transpose/Flatten outputs share their input's scale and zero-point).
   *_ort_s8.onnx  the same with symmetric s8 activations (Relu kept, with Q/DQ around it).
 Usage: /usr/bin/python3 models/export_qdq_styles.py OUT_DIR
 """
@@ -259,7 +259,13 @@ def ort_style_qdq(fp32_path, out_path, calibration, asymmetric):
                     graph.node.remove(node)
         producers = {o: n for n in graph.node for o in n.output}
 
+    # MaxPool and layout ops reuse their input's parameters (ORT's "direct 8-bit" ops), so they run on int8.
+    same_params = {n.output[0]: n.input[0] for n in graph.node
+                   if n.op_type in ("MaxPool", "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze")}
+
     def act_params(name):
+        while name in same_params:
+            name = same_params[name]
         lo, hi = ranges[name]
         lo, hi = min(lo, 0.0), max(hi, 0.0)
         if asymmetric:
