@@ -20,6 +20,7 @@ struct Command {
   std::function<int()> run;  // called after parsing when `app` was chosen; returns the exit code
 };
 
-Command add_run_command(CLI::App& app);  // qdqrt run: reference executor on a model
+Command add_run_command(CLI::App& app);      // qdqrt run: reference executor on a model
+Command add_inspect_command(CLI::App& app);  // qdqrt inspect: optimized layer list and summary
 
 }  // namespace qdqrt::tools

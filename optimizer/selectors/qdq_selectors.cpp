@@ -164,9 +164,19 @@ void select_epilogue(const Graph& graph, const ValueIndex& index, QdqSelection& 
       selection.notes.push_back({add.name, "Add", "residual has per-channel scales"});
       return;
     }
-    auto residual_shape = value_shape(graph, other);
-    auto add_shape = value_shape(graph, add.outputs[0]);
-    if (!residual_shape || !add_shape || *residual_shape != *add_shape) {
+    const ValueInfo* residual_info = graph.find_value(other);
+    const ValueInfo* add_info = graph.find_value(add.outputs[0]);
+    auto same_dims = [](const ValueInfo* a, const ValueInfo* b) {
+      if (a == nullptr || b == nullptr || !a->shape || !b->shape || a->shape->size() != b->shape->size()) return false;
+      for (size_t i = 0; i < a->shape->size(); ++i) {
+        const Dim& x = (*a->shape)[i];
+        const Dim& y = (*b->shape)[i];
+        if (x.is_static() != y.is_static() || (x.is_static() && x.value != y.value) ||
+            (!x.is_static() && (x.symbol.empty() || x.symbol != y.symbol))) return false;
+      }
+      return true;
+    };
+    if (!same_dims(residual_info, add_info)) {
       selection.notes.push_back({add.name, "Add", "residual shape is unknown or broadcasts"});
       return;
     }

@@ -1,0 +1,393 @@
+#!/usr/bin/python3
+"""Small Fashion-MNIST nets exported as explicit-QDQ ONNX in the two styles real tools produce.
+
+Nets (trained 1 short epoch so that predictions mean something):
+  resnet   : Conv-BN-ReLU stem, two residual blocks (one with a strided 1x1 projection), GAP, Linear.
+  mobilenet: depthwise conv, SiLU, squeeze-excite (GlobalAveragePool, Sigmoid, Mul), a Concat, a
+             token MLP (Transpose -> MatMul with a residual Add) and a Gemm classifier.
+Styles (opset 13):
+  *_trt.onnx     pytorch-quantization / TensorRT style: per-tensor s8 input quantizers and per-channel
+                 weight quantizers on every Conv/Linear (max calibration), BatchNormalization kept after
+                 Conv, a residual quantizer on the identity branch of residual adds.
+  *_ort_u8.onnx  ONNX Runtime quantize_static (QDQ format) emulated on the FP32 export: asymmetric u8
+                 activations from min/max calibration, symmetric s8 per-channel weights, int32 bias,
+                 Q->DQ on every input and output of Conv, MatMul/Gemm, Add, Mul, MaxPool,
+                 GlobalAveragePool, Concat, Sigmoid (Relu folded into the producer's range, as ORT does
+                 for asymmetric activations; MaxPool/Reshape/Transpose/Flatten outputs share their input's scale and zero-point).
+  *_ort_s8.onnx  the same with symmetric s8 activations (Relu kept, with Q/DQ around it).
+Usage: /usr/bin/python3 models/export_qdq_styles.py OUT_DIR
+"""
+import gzip
+import os
+import struct
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+FMNIST = "/usr/share/datasets/fashion-mnist"
+MEAN, STD = 0.2860, 0.3530
+
+
+def read_idx(name):
+    with gzip.open(os.path.join(FMNIST, name), "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def load_fmnist(split):
+    prefix = "train" if split == "train" else "t10k"
+    images = read_idx(f"{prefix}-images-idx3-ubyte.gz").astype(np.float32) / 255.0
+    labels = read_idx(f"{prefix}-labels-idx1-ubyte.gz").astype(np.int64)
+    return ((images - MEAN) / STD)[:, None, :, :], labels
+
+
+# ---------------------------------------------------------------- fake quantization (style a)
+class Quantizer(nn.Module):
+    """Max-calibrated symmetric s8 fake quantizer: per tensor, or per channel along axis 0."""
+
+    def __init__(self, per_channel=False):
+        super().__init__()
+        self.per_channel = per_channel
+        self.calibrating = False
+        self.enabled = False
+        self.register_buffer("amax", torch.zeros(1))
+
+    def forward(self, x):
+        if self.calibrating:
+            if self.per_channel:
+                amax = x.detach().abs().flatten(1).max(dim=1).values
+                self.amax = amax if self.amax.numel() != amax.numel() else torch.maximum(self.amax, amax)
+            else:
+                self.amax = torch.maximum(self.amax, x.detach().abs().max().reshape(1))
+            return x
+        if not self.enabled:
+            return x
+        scale = torch.clamp(self.amax, min=1e-8) / 127.0
+        if self.per_channel:
+            zero = torch.zeros(scale.shape, dtype=torch.int32)
+            return torch.fake_quantize_per_channel_affine(x, scale, zero, 0, -128, 127)
+        return torch.fake_quantize_per_tensor_affine(x, float(scale), 0, -128, 127)
+
+
+class QConv2d(nn.Conv2d):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.input_quantizer = Quantizer()
+        self.weight_quantizer = Quantizer(per_channel=True)
+
+    def forward(self, x):
+        return self._conv_forward(self.input_quantizer(x), self.weight_quantizer(self.weight), self.bias)
+
+
+class QLinear(nn.Linear):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.input_quantizer = Quantizer()
+        self.weight_quantizer = Quantizer(per_channel=True)
+
+    def forward(self, x):
+        return F.linear(self.input_quantizer(x), self.weight_quantizer(self.weight), self.bias)
+
+
+def conv_bn(cin, cout, k, stride=1, groups=1):
+    return nn.Sequential(QConv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False), nn.BatchNorm2d(cout))
+
+
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = conv_bn(cin, cout, 3, stride)
+        self.conv2 = conv_bn(cout, cout, 3)
+        self.project = conv_bn(cin, cout, 1, stride) if stride != 1 or cin != cout else None
+        self.residual_quantizer = Quantizer()
+
+    def forward(self, x):
+        out = self.conv2(F.relu(self.conv1(x)))
+        identity = self.project(x) if self.project is not None else x
+        return F.relu(out + self.residual_quantizer(identity))
+
+
+class ResNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = conv_bn(1, 16, 3)
+        self.block1 = Block(16, 16, 1)
+        self.block2 = Block(16, 32, 2)
+        self.fc = QLinear(32, 10)
+
+    def forward(self, x):
+        x = F.relu(self.stem(x))
+        x = self.block2(self.block1(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class MobileNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = conv_bn(1, 16, 3, 2)
+        self.depthwise = conv_bn(16, 16, 3, groups=16)
+        self.se_reduce = QConv2d(16, 4, 1)
+        self.se_expand = QConv2d(4, 16, 1)
+        self.pointwise = conv_bn(32, 24, 1)
+        self.token_mlp = QLinear(24, 24)
+        self.fc1 = QLinear(24, 32)
+        self.fc2 = QLinear(32, 10)
+
+    def forward(self, x):
+        stem = F.silu(self.stem(x))                       # 14x14
+        y = F.silu(self.depthwise(stem))
+        se = torch.sigmoid(self.se_expand(F.silu(self.se_reduce(F.adaptive_avg_pool2d(y, 1)))))
+        y = torch.cat([y * se, stem], dim=1)
+        y = F.max_pool2d(self.pointwise(y), 2)            # 7x7
+        tokens = y.flatten(2).transpose(1, 2)             # [N, 49, 24]
+        tokens = tokens + self.token_mlp(tokens)
+        pooled = tokens.mean(dim=1)
+        return self.fc2(F.relu(self.fc1(pooled)))
+
+
+def quantizers(model):
+    return [m for m in model.modules() if isinstance(m, Quantizer)]
+
+
+def train(model, images, labels, steps=150, batch=64):
+    torch.manual_seed(0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    model.train()
+    order = np.random.default_rng(0).permutation(len(images))
+    for step in range(steps):
+        idx = order[step * batch:(step + 1) * batch]
+        loss = F.cross_entropy(model(torch.from_numpy(images[idx])), torch.from_numpy(labels[idx]))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+
+
+def accuracy(model, images, labels):
+    with torch.no_grad():
+        return float((model(torch.from_numpy(images)).argmax(1).numpy() == labels).mean())
+
+
+def calibrate_fake_quant(model, calibration):
+    for q in quantizers(model):
+        q.calibrating = True
+    with torch.no_grad():
+        model(torch.from_numpy(calibration))
+    for q in quantizers(model):
+        q.calibrating, q.enabled = False, True
+
+
+def export(model, path, training_mode):
+    torch.onnx.export(model, torch.zeros(1, 1, 28, 28), path, opset_version=13, input_names=["input"],
+                      output_names=["logits"], dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
+                      training=training_mode, do_constant_folding=training_mode != torch.onnx.TrainingMode.PRESERVE)
+
+
+# ---------------------------------------------------------------- ORT-style QDQ (style b)
+def evaluate_all(model, feed):
+    """Every tensor of an FP32 ONNX graph, computed with torch ops (calibration only)."""
+    env = {k: torch.from_numpy(numpy_helper.to_array(t).copy()) for k, t in
+           ((i.name, i) for i in model.graph.initializer)}
+    env.update({k: torch.from_numpy(v) for k, v in feed.items()})
+    for node in model.graph.node:
+        a = {attr.name: helper.get_attribute_value(attr) for attr in node.attribute}
+        x = [env[i] if i else None for i in node.input]
+        op = node.op_type
+        if op == "Conv":
+            pads = a.get("pads", [0, 0, 0, 0])
+            out = F.conv2d(x[0], x[1], x[2] if len(x) > 2 else None, a.get("strides", [1, 1]),
+                           pads[:2], a.get("dilations", [1, 1]), a.get("group", 1))
+        elif op == "Relu": out = F.relu(x[0])
+        elif op == "Sigmoid": out = torch.sigmoid(x[0])
+        elif op == "Add": out = x[0] + x[1]
+        elif op == "Mul": out = x[0] * x[1]
+        elif op == "GlobalAveragePool": out = x[0].mean(dim=(2, 3), keepdim=True)
+        elif op == "MaxPool": out = F.max_pool2d(x[0], a["kernel_shape"], a.get("strides"), a.get("pads", [0, 0])[:2])
+        elif op == "Concat": out = torch.cat(x, dim=a["axis"])
+        elif op == "Flatten": out = torch.flatten(x[0], a.get("axis", 1))
+        elif op == "Reshape":
+            shape = [d if d != 0 else x[0].shape[i] for i, d in enumerate(x[1].tolist())]
+            out = x[0].reshape(shape)
+        elif op == "Transpose": out = x[0].permute(a["perm"])
+        elif op == "MatMul": out = x[0] @ x[1]
+        elif op == "Gemm":
+            b = x[1].t() if a.get("transB", 0) else x[1]
+            out = x[0] @ b + (x[2] if len(x) > 2 else 0)
+        elif op == "ReduceMean": out = x[0].mean(dim=a["axes"], keepdim=bool(a.get("keepdims", 1)))
+        elif op == "Constant": out = torch.from_numpy(numpy_helper.to_array(a["value"]).copy())
+        elif op == "Shape": out = torch.tensor(x[0].shape, dtype=torch.int64)
+        elif op == "Gather": out = torch.index_select(x[0], a.get("axis", 0), x[1].reshape(-1)).reshape(x[1].shape)
+        elif op == "Slice":
+            out = x[0]
+            axes = x[3].tolist() if len(x) > 3 else list(range(len(x[1])))
+            for start, end, axis in zip(x[1].tolist(), x[2].tolist(), axes):
+                index = [slice(None)] * out.dim()
+                index[axis] = slice(start, min(end, out.shape[axis]))
+                out = out[tuple(index)]
+        elif op == "Unsqueeze": out = x[0].reshape(list(x[0].shape) + [1] * len(x[1]))
+        else: raise RuntimeError(f"calibration evaluator: unsupported op {op}")
+        env[node.output[0]] = out
+    return env
+
+
+QUANTIZED_OPS = {"Conv", "MatMul", "Gemm", "Add", "Mul", "MaxPool", "GlobalAveragePool", "Concat", "Sigmoid"}
+
+
+def ort_style_qdq(fp32_path, out_path, calibration, asymmetric):
+    model = onnx.load(fp32_path)
+    graph = model.graph
+    init = {t.name: t for t in graph.initializer}
+    producers = {o: n for n in graph.node for o in n.output}
+    env = evaluate_all(model, {"input": calibration})
+    ranges = {k: (float(v.min()), float(v.max())) for k, v in env.items() if v.dtype == torch.float32}
+
+    # Asymmetric: a Relu after a quantized op disappears, its output range replaces the producer's.
+    if asymmetric:
+        for node in list(graph.node):
+            src = producers.get(node.input[0]) if node.op_type == "Relu" else None
+            if src is not None and src.op_type in QUANTIZED_OPS and node.input[0] in ranges:
+                consumers = [n for n in graph.node if node.input[0] in n.input]
+                if len(consumers) == 1 and node.output[0] not in [o.name for o in graph.output]:
+                    src.output[list(src.output).index(node.input[0])] = node.output[0]
+                    graph.node.remove(node)
+        producers = {o: n for n in graph.node for o in n.output}
+
+    # MaxPool and layout ops reuse their input's parameters (ORT's "direct 8-bit" ops), so they run on int8.
+    same_params = {n.output[0]: n.input[0] for n in graph.node
+                   if n.op_type in ("MaxPool", "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze")}
+
+    def act_params(name):
+        while name in same_params:
+            name = same_params[name]
+        lo, hi = ranges[name]
+        lo, hi = min(lo, 0.0), max(hi, 0.0)
+        if asymmetric:
+            scale = max(hi - lo, 1e-8) / 255.0
+            return np.float32(scale), np.uint8(np.clip(round(-lo / scale), 0, 255))
+        return np.float32(max(max(-lo, hi), 1e-8) / 127.0), np.int8(0)
+
+    is_float = lambda name: name in ranges
+    quantized_ops = [n for n in graph.node if (n.op_type in QUANTIZED_OPS and is_float(n.output[0])) or (not asymmetric and n.op_type == "Relu"
+                     and producers.get(n.input[0]) is not None and producers[n.input[0]].op_type in QUANTIZED_OPS)]
+    activations = []
+    for node in quantized_ops:
+        for i, name in enumerate(node.input):
+            weight = node.op_type in ("Conv", "Gemm", "MatMul") and i >= 1 and name in init
+            if name and not weight and name not in init and name not in activations:
+                activations.append(name)
+        for name in node.output:
+            if name not in activations:
+                activations.append(name)
+
+    new_inits, rename = [], {}
+    for name in activations:
+        scale, zero = act_params(name)
+        new_inits += [numpy_helper.from_array(np.array(scale), f"{name}_scale"),
+                      numpy_helper.from_array(np.array(zero), f"{name}_zero_point")]
+        rename[name] = f"{name}_dequantized"
+
+    weight_nodes, weight_scales = [], {}
+    for node in quantized_ops:
+        if node.op_type not in ("Conv", "Gemm", "MatMul") or len(node.input) < 2 or node.input[1] not in init:
+            continue
+        w = numpy_helper.to_array(init[node.input[1]])
+        axis = 0 if node.op_type == "Conv" or (node.op_type == "Gemm" and
+                                               any(a.name == "transB" and a.i for a in node.attribute)) else 1
+        reduce_axes = tuple(d for d in range(w.ndim) if d != axis)
+        scale = (np.maximum(np.abs(w).max(axis=reduce_axes), 1e-8) / 127.0).astype(np.float32)
+        shape = [1] * w.ndim
+        shape[axis] = -1
+        q = np.clip(np.rint(w / scale.reshape(shape)), -127, 127).astype(np.int8)
+        wname = node.input[1]
+        new_inits += [numpy_helper.from_array(q, f"{wname}_quantized"),
+                      numpy_helper.from_array(scale, f"{wname}_scale"),
+                      numpy_helper.from_array(np.zeros(scale.shape, np.int8), f"{wname}_zero_point")]
+        weight_nodes.append(helper.make_node("DequantizeLinear", [f"{wname}_quantized", f"{wname}_scale",
+                                             f"{wname}_zero_point"], [f"{wname}_dequantized"],
+                                             name=f"{wname}_DequantizeLinear", axis=axis))
+        weight_scales[node.name] = scale
+        node.input[1] = f"{wname}_dequantized"
+        if len(node.input) > 2 and node.input[2] in init:  # int32 bias, scale = x_scale * w_scale
+            bname = node.input[2]
+            x_scale, _ = act_params(node.input[0])
+            b_scale = (x_scale * scale).astype(np.float32)
+            b = numpy_helper.to_array(init[bname])
+            new_inits += [numpy_helper.from_array(np.rint(b / b_scale).astype(np.int32), f"{bname}_quantized"),
+                          numpy_helper.from_array(b_scale, f"{bname}_scale"),
+                          numpy_helper.from_array(np.zeros(b_scale.shape, np.int32), f"{bname}_zero_point")]
+            weight_nodes.append(helper.make_node("DequantizeLinear", [f"{bname}_quantized", f"{bname}_scale",
+                                                 f"{bname}_zero_point"], [f"{bname}_dequantized"],
+                                                 name=f"{bname}_DequantizeLinear", axis=0))
+            node.input[2] = f"{bname}_dequantized"
+
+    # Every reader of a quantized activation reads its DQ; graph outputs keep their names via the DQ.
+    graph_outputs = {o.name for o in graph.output}
+    for node in graph.node:
+        for i, name in enumerate(node.input):
+            if name in rename:
+                node.input[i] = rename[name]
+    nodes = list(graph.node) + weight_nodes
+    for name in activations:
+        source = name
+        if name in graph_outputs:  # the producer writes name_float; Q/DQ restore `name`
+            source = f"{name}_float"
+            producers[name].output[list(producers[name].output).index(name)] = source
+            rename[name] = name
+        nodes.append(helper.make_node("QuantizeLinear", [source, f"{name}_scale", f"{name}_zero_point"],
+                                      [f"{name}_quantized"], name=f"{name}_QuantizeLinear"))
+        nodes.append(helper.make_node("DequantizeLinear", [f"{name}_quantized", f"{name}_scale",
+                                      f"{name}_zero_point"], [rename[name]], name=f"{name}_DequantizeLinear"))
+    used = {i for n in nodes for i in n.input}
+    kept_inits = [t for t in graph.initializer if t.name in used] + [t for t in new_inits if t.name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(kept_inits)
+    # Topological order.
+    available = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
+    ordered = []
+    while nodes:
+        ready = [n for n in nodes if all(i in available for i in n.input)]
+        if not ready:
+            raise RuntimeError("cycle while ordering " + str([n.name for n in nodes][:5]))
+        for n in ready:
+            ordered.append(n)
+            available.update(n.output)
+            nodes.remove(n)
+    del graph.node[:]
+    graph.node.extend(ordered)
+    del graph.value_info[:]
+    onnx.checker.check_model(model)
+    onnx.save(model, out_path)
+
+
+def main():
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else "tests/optimizer_models/data"
+    os.makedirs(out_dir, exist_ok=True)
+    torch.manual_seed(0)
+    train_images, train_labels = load_fmnist("train")
+    test_images, test_labels = load_fmnist("test")
+    calibration = train_images[-256:]
+    for name, make in (("resnet", ResNet), ("mobilenet", MobileNet)):
+        model = make()
+        train(model, train_images, train_labels)
+        print(f"{name}: fp32 accuracy {accuracy(model, test_images[:1000], test_labels[:1000]):.3f}")
+        fp32_path = os.path.join(out_dir, f"{name}_fp32.onnx")
+        export(model, fp32_path, torch.onnx.TrainingMode.EVAL)  # BN folded, no quantizers
+        calibrate_fake_quant(model, calibration)
+        print(f"{name}: fake-quant accuracy {accuracy(model, test_images[:1000], test_labels[:1000]):.3f}")
+        export(model, os.path.join(out_dir, f"{name}_trt.onnx"), torch.onnx.TrainingMode.PRESERVE)
+        ort_style_qdq(fp32_path, os.path.join(out_dir, f"{name}_ort_u8.onnx"), calibration, asymmetric=True)
+        ort_style_qdq(fp32_path, os.path.join(out_dir, f"{name}_ort_s8.onnx"), calibration, asymmetric=False)
+    # The first 1,000 test images (raw uint8 pixels, 1000x28x28; normalize with MEAN/STD) and labels.
+    read_idx("t10k-images-idx3-ubyte.gz")[:1000].tofile(os.path.join(out_dir, "fmnist_test_1000_images.u8"))
+    read_idx("t10k-labels-idx1-ubyte.gz")[:1000].tofile(os.path.join(out_dir, "fmnist_test_1000_labels.u8"))
+
+
+if __name__ == "__main__":
+    main()

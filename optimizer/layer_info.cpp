@@ -1,0 +1,410 @@
+#include "optimizer/layer_info.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "optimizer/graph_utils.h"
+#include "parser/ops/fused_layers.h"
+
+namespace qdqrt::optimizer {
+
+namespace {
+
+bool is_quantized_dtype(DataType dtype) { return dtype == DataType::kInt8 || dtype == DataType::kUint8; }
+
+std::string dtype_label(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat: return "fp32";
+    case DataType::kUint8: return "uint8";
+    case DataType::kInt8: return "int8";
+    case DataType::kUint16: return "uint16";
+    case DataType::kInt16: return "int16";
+    case DataType::kInt32: return "int32";
+    case DataType::kInt64: return "int64";
+    case DataType::kBool: return "bool";
+    case DataType::kFloat16: return "fp16";
+    case DataType::kDouble: return "fp64";
+    case DataType::kBFloat16: return "bf16";
+    case DataType::kInt4: return "int4";
+    case DataType::kUint4: return "uint4";
+    default: return "?";
+  }
+}
+
+// For a qdqrt layer: input index of each activation -> input index of its zero-point, and the
+// output's zero-point input (-1: none).
+struct QuantSlots {
+  std::vector<std::pair<int, int>> activations;
+  int output_zero_point = -1;
+};
+
+QuantSlots quant_slots(const Node& node) {
+  using namespace layers;
+  QuantSlots slots;
+  if (node.domain == kQdqrtDomain) {
+    if (node.op_type == kQConv) {
+      slots.activations = {{kConvX, kConvXZeroPoint}, {kConvResidual, kConvResidualZeroPoint}};
+      slots.output_zero_point = kConvYZeroPoint;
+    } else if (node.op_type == kQMatMul) {
+      slots.activations = {{kMatMulA, kMatMulAZeroPoint}, {kMatMulB, kMatMulBZeroPoint},
+                           {kMatMulResidual, kMatMulResidualZeroPoint}};
+      slots.output_zero_point = kMatMulYZeroPoint;
+    } else if (node.op_type == kQAdd || node.op_type == kQMul) {
+      slots.activations = {{kBinaryA, kBinaryAZeroPoint}, {kBinaryB, kBinaryBZeroPoint}};
+      slots.output_zero_point = kBinaryYZeroPoint;
+    } else if (node.op_type == kQConcat) {
+      for (size_t i = kConcatFirstX; i + 2 < node.inputs.size(); i += 3) {
+        slots.activations.emplace_back(static_cast<int>(i), static_cast<int>(i + 2));
+      }
+      slots.output_zero_point = kConcatYZeroPoint;
+    } else {  // QLookup, QAveragePool, QGlobalAveragePool
+      slots.activations = {{kUnaryX, kUnaryXZeroPoint}};
+      slots.output_zero_point = kUnaryYZeroPoint;
+    }
+  } else if (node.domain.empty() && node.op_type == "QuantizeLinear") {
+    slots.activations = {{0, -1}};
+    slots.output_zero_point = 2;
+  } else if (node.domain.empty() && node.op_type == "DequantizeLinear") {
+    slots.activations = {{0, 2}};
+  }
+  return slots;
+}
+
+const Tensor* zero_point_tensor(const Graph& graph, const Node& node, int index) {
+  if (index < 0 || !node.has_input(static_cast<size_t>(index))) return nullptr;
+  return find_constant(graph, node.inputs[static_cast<size_t>(index)]);
+}
+
+class LayerBuilder {
+ public:
+  LayerBuilder(const Graph& graph, const std::map<std::string, int64_t>& symbols) : graph_(graph), symbols_(symbols) {}
+
+  LayerTensor describe_value(const std::string& name) {
+    LayerTensor tensor;
+    tensor.name = name;
+    if (const ValueInfo* value = graph_.find_value(name)) {
+      tensor.dtype = value->dtype;
+      tensor.shape = value->shape;
+    } else if (const Tensor* constant = find_constant(graph_, name)) {
+      tensor.dtype = constant->dtype();
+      std::vector<Dim> dims;
+      for (int64_t d : constant->shape()) dims.push_back(Dim{d, ""});
+      tensor.shape = dims;
+    }
+    if (tensor.shape) {
+      for (Dim& dim : *tensor.shape) {
+        if (dim.is_static()) continue;
+        auto bound = symbols_.find(dim.symbol);
+        if (bound != symbols_.end()) dim.value = bound->second;
+      }
+    }
+    return tensor;
+  }
+
+  // Static element count, symbolic dims taken as 1 (and remembered), nullopt if rank unknown.
+  std::optional<int64_t> numel(const LayerTensor& tensor) {
+    if (!tensor.shape) return std::nullopt;
+    int64_t count = 1;
+    for (const Dim& dim : *tensor.shape) {
+      if (dim.is_static()) {
+        count *= dim.value;
+      } else {
+        unbound_.insert(dim.symbol.empty() ? "?" : dim.symbol);
+      }
+    }
+    return count;
+  }
+
+  std::optional<int64_t> dim_from_end(const LayerTensor& tensor, size_t from_end) {
+    if (!tensor.shape || tensor.shape->size() < from_end + 1) return std::nullopt;
+    const Dim& dim = (*tensor.shape)[tensor.shape->size() - 1 - from_end];
+    if (!dim.is_static()) return std::nullopt;
+    return dim.value;
+  }
+
+  LayerInfo build(const Node& node) {
+    LayerInfo layer;
+    layer.node_name = node.name;
+    layer.op_type = node.op_type;
+    layer.domain = node.domain;
+    layer.name = node.name;
+    if (const Attribute* fused = node.find_attribute("fused_nodes");
+        fused != nullptr && fused->kind == Attribute::Kind::kStrings && !fused->strings.empty()) {
+      layer.name = fmt::format("{}", fmt::join(fused->strings, " + "));
+    }
+
+    QuantSlots slots = quant_slots(node);
+    std::map<int, int> zero_point_of;
+    for (auto [value, zero_point] : slots.activations) zero_point_of[value] = zero_point;
+    // Q/DQ and qdqrt layers: only the data inputs (their scales and zero-points are parameters,
+    // even before constant folding turns them into initializers).
+    bool data_inputs_only = !slots.activations.empty();
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i].empty() || find_constant(graph_, node.inputs[i]) != nullptr) continue;
+      if (data_inputs_only && !zero_point_of.count(static_cast<int>(i))) continue;
+      LayerTensor tensor = describe_value(node.inputs[i]);
+      if (auto it = zero_point_of.find(static_cast<int>(i)); it != zero_point_of.end()) {
+        const Tensor* zero_point = zero_point_tensor(graph_, node, it->second);
+        if (zero_point != nullptr) {
+          if (tensor.dtype == DataType::kUndefined) tensor.dtype = zero_point->dtype();
+          if (zero_point->numel() == 1) tensor.zero_point = zero_point->value_as_int64(0);
+        } else if (node.domain == kQdqrtDomain && tensor.dtype == DataType::kUndefined) {
+          tensor.dtype = DataType::kInt8;  // absent zero-point means 0 of int8, as in ONNX
+        }
+        if (tensor.dtype == DataType::kInt8 && !tensor.zero_point && zero_point == nullptr) tensor.zero_point = 0;
+      }
+      layer.inputs.push_back(std::move(tensor));
+    }
+    for (const std::string& output : node.outputs) {
+      if (output.empty()) continue;
+      LayerTensor tensor = describe_value(output);
+      const Tensor* zero_point = zero_point_tensor(graph_, node, slots.output_zero_point);
+      if (zero_point != nullptr) {
+        if (tensor.dtype == DataType::kUndefined) tensor.dtype = zero_point->dtype();
+        if (zero_point->numel() == 1) tensor.zero_point = zero_point->value_as_int64(0);
+      } else if (node.domain == kQdqrtDomain && tensor.dtype == DataType::kUndefined) {
+        tensor.dtype = DataType::kFloat;  // no y_zero_point: float output
+      } else if (node.op_type == "QuantizeLinear" && slots.output_zero_point >= 0 && tensor.dtype == DataType::kUint8) {
+        tensor.zero_point = 0;
+      }
+      layer.outputs.push_back(std::move(tensor));
+    }
+
+    layer.kind = kind_of(node);
+    layer.precision = precision_of(node, layer);
+    layer.macs = macs_of(node, layer);
+    return layer;
+  }
+
+  std::vector<std::string> unbound_symbols() const { return {unbound_.begin(), unbound_.end()}; }
+
+ private:
+  // Conv kind from group and the weight's shape [C_out, C_in/group, ...].
+  std::string conv_kind(const Node& node, size_t weight_index) {
+    int64_t group = 1;
+    if (const Attribute* attribute = node.find_attribute("group"); attribute && attribute->kind == Attribute::Kind::kInt) {
+      group = attribute->i;
+    }
+    if (group == 1) return "Conv";
+    LayerTensor weight = describe_value(node.input(weight_index));
+    if (weight.shape && weight.shape->size() >= 2 && (*weight.shape)[0].is_static() && (*weight.shape)[1].is_static()) {
+      int64_t output_channels = (*weight.shape)[0].value;
+      int64_t input_channels = (*weight.shape)[1].value * group;
+      if (group == input_channels && group == output_channels) return "DepthwiseConv";
+    }
+    return "GroupConv";
+  }
+
+  std::string kind_of(const Node& node) {
+    using namespace layers;
+    if (node.domain.empty() && node.op_type == "Conv") return conv_kind(node, 1);
+    if (node.domain != kQdqrtDomain) return node.op_type;
+    if (node.op_type == kQConv) return conv_kind(node, kConvW);
+    if (node.op_type == kQMatMul) return "MatMul";
+    if (node.op_type == kQAdd) return "Add";
+    if (node.op_type == kQMul) return "Mul";
+    if (node.op_type == kQAveragePool) return "AveragePool";
+    if (node.op_type == kQGlobalAveragePool) return "GlobalAveragePool";
+    if (node.op_type == kQConcat) return "Concat";
+    if (node.op_type == kQLookup) {
+      const Attribute* function = node.find_attribute("function");
+      return function != nullptr && function->kind == Attribute::Kind::kString ? function->s : "Lookup";
+    }
+    return node.op_type;
+  }
+
+  std::string precision_of(const Node& node, const LayerInfo& layer) {
+    if (node.domain == kQdqrtDomain) return "INT8";
+    if (node.domain.empty() && (node.op_type == "QuantizeLinear" || node.op_type == "DequantizeLinear")) return "Q/DQ";
+    DataType dtype = layer.inputs.empty() ? (layer.outputs.empty() ? DataType::kUndefined : layer.outputs[0].dtype)
+                                          : layer.inputs[0].dtype;
+    if (is_quantized_dtype(dtype)) return "INT8";  // e.g. MaxPool/Reshape on an int8 tensor
+    if (dtype == DataType::kFloat) return "FP32";
+    return dtype_label(dtype);
+  }
+
+  std::optional<int64_t> macs_of(const Node& node, const LayerInfo& layer) {
+    using namespace layers;
+    if (layer.outputs.empty()) return std::nullopt;
+    bool conv = (node.domain.empty() && node.op_type == "Conv") || (node.domain == kQdqrtDomain && node.op_type == kQConv);
+    bool matmul = (node.domain.empty() && (node.op_type == "MatMul" || node.op_type == "Gemm")) ||
+                  (node.domain == kQdqrtDomain && node.op_type == kQMatMul);
+    if (!conv && !matmul) return std::nullopt;
+    std::optional<int64_t> output_elements = numel(layer.outputs[0]);
+    if (!output_elements) return std::nullopt;
+    if (conv) {
+      // Each output element reads C_in/group * kh * kw inputs: the weight's dims after the first.
+      LayerTensor weight = describe_value(node.input(node.domain.empty() ? 1 : kConvW));
+      if (!weight.shape || weight.shape->empty()) return std::nullopt;
+      int64_t per_output = 1;
+      for (size_t i = 1; i < weight.shape->size(); ++i) {
+        if (!(*weight.shape)[i].is_static()) return std::nullopt;
+        per_output *= (*weight.shape)[i].value;
+      }
+      return *output_elements * per_output;
+    }
+    // MatMul/Gemm: each output element is a dot product over K, A's last dim (first with transA).
+    LayerTensor a = describe_value(node.input(0));
+    size_t from_end = 0;
+    if (node.op_type == "Gemm") {
+      const Attribute* trans_a = node.find_attribute("transA");
+      if (trans_a != nullptr && trans_a->kind == Attribute::Kind::kInt && trans_a->i != 0) from_end = 1;
+    }
+    std::optional<int64_t> k = dim_from_end(a, from_end);
+    if (!k) return std::nullopt;
+    return *output_elements * *k;
+  }
+
+  const Graph& graph_;
+  const std::map<std::string, int64_t>& symbols_;
+  std::set<std::string> unbound_;
+};
+
+std::string tensor_text(const LayerTensor& tensor) {
+  std::string text = dtype_label(tensor.dtype);
+  if (tensor.zero_point) text += fmt::format("(zp={})", *tensor.zero_point);
+  return text;
+}
+
+std::string shape_text(const LayerTensor& tensor) {
+  return tensor.shape ? dims_to_string(*tensor.shape) : std::string("[?]");
+}
+
+std::string join_tensors(const std::vector<LayerTensor>& tensors, std::string (*format)(const LayerTensor&)) {
+  std::vector<std::string> parts;
+  for (const LayerTensor& tensor : tensors) parts.push_back(format(tensor));
+  return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+double LayerSummary::int8_mac_share() const {
+  int64_t total = int8_macs + float_macs;
+  return total == 0 ? 1.0 : static_cast<double>(int8_macs) / static_cast<double>(total);
+}
+
+std::string format_float_reason(const FloatReason& reason) {
+  return fmt::format("{} '{}': {}", reason.op_type, reason.node, reason.reason);
+}
+
+LayerReport compute_layer_info(const Graph& graph, const std::vector<FloatReason>& float_reasons,
+                               const std::map<std::string, int64_t>& symbol_values) {
+  LayerReport report;
+  LayerBuilder builder(graph, symbol_values);
+  ValueIndex index(graph);
+  auto is_qdqrt_layer = [&](int node_index) {
+    return node_index >= 0 && graph.nodes[static_cast<size_t>(node_index)].domain == kQdqrtDomain;
+  };
+  auto is_op = [&](int node_index, const char* op_type) {
+    return node_index >= 0 && graph.nodes[static_cast<size_t>(node_index)].domain.empty() &&
+           graph.nodes[static_cast<size_t>(node_index)].op_type == op_type;
+  };
+
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    LayerInfo layer = builder.build(node);
+    LayerSummary& summary = report.summary;
+    summary.layers_per_precision[layer.precision]++;
+    if (layer.macs) {
+      (node.domain == kQdqrtDomain ? summary.int8_macs : summary.float_macs) += *layer.macs;
+    }
+    if (node.domain.empty() && node.op_type == "DequantizeLinear") {
+      summary.dequantize_nodes++;
+      bool inside = false;
+      for (const std::string& output : node.outputs) {
+        for (int consumer : index.consumers(output)) {
+          if (is_op(consumer, "QuantizeLinear") || is_qdqrt_layer(consumer)) inside = true;
+        }
+      }
+      if (inside) summary.qdq_inside_int8.push_back(layer.name);
+    } else if (node.domain.empty() && node.op_type == "QuantizeLinear") {
+      summary.quantize_nodes++;
+      int producer = index.producer(node.input(0));
+      if (is_op(producer, "DequantizeLinear") || is_qdqrt_layer(producer)) summary.qdq_inside_int8.push_back(layer.name);
+    }
+    report.layers.push_back(std::move(layer));
+  }
+  report.summary.float_reasons = float_reasons;
+  report.summary.unbound_symbols = builder.unbound_symbols();
+  return report;
+}
+
+std::string format_layer_table(const LayerReport& report) {
+  struct Row {
+    std::string name, kind, in, out, in_shapes, out_shape, macs;
+  };
+  std::vector<Row> rows = {{"Name", "Kind", "In", "Out", "Input shapes", "Output shape", "MACs"}};
+  for (const LayerInfo& layer : report.layers) {
+    rows.push_back({layer.name, layer.kind, join_tensors(layer.inputs, tensor_text),
+                    join_tensors(layer.outputs, tensor_text), join_tensors(layer.inputs, shape_text),
+                    join_tensors(layer.outputs, shape_text), layer.macs ? fmt::format("{}", *layer.macs) : "-"});
+  }
+  size_t widths[6] = {0, 0, 0, 0, 0, 0};
+  for (const Row& row : rows) {
+    const std::string* cells[6] = {&row.name, &row.kind, &row.in, &row.out, &row.in_shapes, &row.out_shape};
+    for (int c = 0; c < 6; ++c) widths[c] = std::max(widths[c], cells[c]->size());
+  }
+  std::string text;
+  for (const Row& row : rows) {
+    text += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", row.name, widths[0], row.kind,
+                        widths[1], row.in, widths[2], row.out, widths[3], row.in_shapes, widths[4], row.out_shape,
+                        widths[5], row.macs);
+  }
+  return text;
+}
+
+std::string format_layer_summary(const LayerReport& report) {
+  const LayerSummary& summary = report.summary;
+  std::string text = "=== Layer summary ===\n";
+  text += fmt::format("Layers: {}\n", report.layers.size());
+  for (const auto& [precision, count] : summary.layers_per_precision) {
+    text += fmt::format("  {}: {}\n", precision, count);
+  }
+  text += fmt::format("Conv/MatMul MACs in INT8: {:.1f}% ({} of {})\n", 100.0 * summary.int8_mac_share(),
+                      summary.int8_macs, summary.int8_macs + summary.float_macs);
+  if (!summary.unbound_symbols.empty()) {
+    text += fmt::format("  (symbolic dims {} taken as 1; set them with --shapes)\n", fmt::join(summary.unbound_symbols, ", "));
+  }
+  text += fmt::format("Q/DQ nodes left: {} QuantizeLinear, {} DequantizeLinear; inside INT8 regions: {}\n",
+                      summary.quantize_nodes, summary.dequantize_nodes, summary.qdq_inside_int8.size());
+  for (const std::string& name : summary.qdq_inside_int8) text += fmt::format("  inside: {}\n", name);
+  text += fmt::format("Float layers with a reason: {}\n", summary.float_reasons.size());
+  for (const FloatReason& reason : summary.float_reasons) text += fmt::format("  {}\n", format_float_reason(reason));
+  return text;
+}
+
+Result<std::map<std::string, int64_t>> bind_input_symbols(const Graph& graph,
+                                                          const std::map<std::string, Shape>& input_shapes) {
+  std::map<std::string, int64_t> symbols;
+  for (const auto& [name, shape] : input_shapes) {
+    if (std::find(graph.inputs.begin(), graph.inputs.end(), name) == graph.inputs.end()) {
+      return invalid_argument("--shapes: the model has no input '{}' (inputs: {})", name, fmt::join(graph.inputs, ", "));
+    }
+    const ValueInfo* value = graph.find_value(name);
+    if (value == nullptr || !value->shape) continue;  // rank unknown: nothing to bind
+    if (value->shape->size() != shape.size()) {
+      return invalid_argument("--shapes: input '{}' has rank {} {} in the model, got {}", name, value->shape->size(),
+                              dims_to_string(*value->shape), shape_to_string(shape));
+    }
+    for (size_t i = 0; i < shape.size(); ++i) {
+      const Dim& dim = (*value->shape)[i];
+      if (dim.is_static() && dim.value != shape[i]) {
+        return invalid_argument("--shapes: input '{}' has static dim {} = {} in the model, got {}", name, i, dim.value,
+                                shape[i]);
+      }
+      if (!dim.is_static() && !dim.symbol.empty()) {
+        auto [it, inserted] = symbols.emplace(dim.symbol, shape[i]);
+        if (!inserted && it->second != shape[i]) {
+          return invalid_argument("--shapes: symbol '{}' is {} in one input and {} in '{}'", dim.symbol, it->second,
+                                  shape[i], name);
+        }
+      }
+    }
+  }
+  return symbols;
+}
+
+}  // namespace qdqrt::optimizer

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Runs `qdqrt inspect` on the project's QDQ models: table and summary printed, --exportLayerInfo
+# JSON parses with one entry per printed row, --dumpGraph writes loadable graphs, bad flags fail
+# with exit code 2 (usage) or 1 (model) and a message naming the problem.
+# Usage: inspect_cli_test.sh path/to/qdqrt MODELS_DIR
+set -u
+qdqrt="$1"
+models="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect CODE STREAM(stdout|stderr) REGEX ARGS...
+expect() {
+  local code="$1" stream="$2" pattern="$3"
+  shift 3
+  "$qdqrt" "$@" >"$work/stdout" 2>"$work/stderr"
+  local actual=$?
+  if [[ $actual -ne $code ]] || ! grep -Eq -- "$pattern" "$work/$stream"; then
+    fail "qdqrt $* -> exit $actual (want $code); wanted $stream matching: $pattern"
+    sed 's/^/    /' "$work/stderr" | head -20
+  else
+    echo "ok: qdqrt $*"
+  fi
+}
+
+model="$models/resnet_trt.onnx"
+if [[ ! -f "$model" ]]; then
+  echo "missing $model (run models/export_qdq_styles.py)"
+  exit 1
+fi
+
+expect 0 stdout "=== Layer information ===" inspect --onnx="$model"
+expect 0 stdout "Conv/MatMul MACs in INT8: " inspect --onnx="$model"
+expect 0 stdout "Q/DQ nodes left: " inspect --onnx="$model" --shapes=input:4x1x28x28
+expect 0 stdout "DepthwiseConv" inspect --onnx="$models/mobilenet_ort_u8.onnx"
+
+# JSON: parses, one layer per table row, summary present.
+expect 0 stdout "Layer summary" inspect --onnx="$model" --exportLayerInfo="$work/layers.json"
+rows=$(($(sed -n '/=== Layer information ===/,/=== Layer summary ===/p' "$work/stdout" | wc -l) - 3))
+/usr/bin/python3 - "$work/layers.json" "$rows" <<'PY' || fail "layers.json does not match the table"
+import json, sys
+data = json.load(open(sys.argv[1]))
+assert len(data["Layers"]) == int(sys.argv[2]), (len(data["Layers"]), sys.argv[2])
+for layer in data["Layers"]:
+    assert {"Name", "LayerType", "Inputs", "Outputs", "MACs"} <= set(layer), layer
+assert "Int8MACShare" in data["Summary"] and "FloatReasons" in data["Summary"]
+PY
+
+# --dumpGraph: the input graph and one file per pass run, each loadable by `qdqrt run`.
+expect 0 stdout "Passes run" inspect --onnx="$model" --dumpGraph="$work/dump"
+[[ -f "$work/dump/00_input.onnx" ]] || fail "--dumpGraph wrote no 00_input.onnx"
+for file in "$work"/dump/*.onnx; do
+  "$qdqrt" run --onnx="$file" >/dev/null 2>"$work/run_err" || { fail "qdqrt run on dumped $file"; cat "$work/run_err"; }
+done
+
+# Bad command lines and bad models.
+expect 2 stderr "unknown pass 'no_such_pass'" inspect --onnx="$model" --passes=no_such_pass
+expect 2 stderr "--disablePasses: unknown pass 'nope'" inspect --onnx="$model" --disablePasses=nope
+expect 2 stderr "--onnx" inspect --onnx="$work/missing.onnx"
+expect 2 stderr "--shapes" inspect --onnx="$model" --shapes=input:1xZx28
+expect 2 stderr "no input 'image'" inspect --onnx="$model" --shapes=image:1x1x28x28
+expect 2 stderr "static dim 1 = 1" inspect --onnx="$model" --shapes=input:1x3x28x28
+echo "not a model" >"$work/garbage.onnx"
+expect 1 stderr "garbage.onnx" inspect --onnx="$work/garbage.onnx"
+expect 1 stderr "exportLayerInfo" inspect --onnx="$model" --exportLayerInfo=/nonexistent-dir/l.json
+expect 2 stderr "--onnx is required" inspect
+
+if [[ $failures -ne 0 ]]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "all inspect CLI checks passed"

@@ -1,0 +1,203 @@
+// optimizer/layer_info on hand-built optimized graphs (qdqrt-domain layers as the fusion passes
+// make them), and the JSON of `qdqrt inspect --exportLayerInfo`.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "optimizer/layer_info.h"
+#include "parser/ops/fused_layers.h"
+#include "tools/inspect_command.h"
+
+namespace qdqrt::optimizer {
+namespace {
+
+std::vector<Dim> dims(std::initializer_list<int64_t> values, const std::string& first_symbol = "") {
+  std::vector<Dim> out;
+  for (int64_t v : values) out.push_back(Dim{v, ""});
+  if (!first_symbol.empty()) out[0] = Dim{-1, first_symbol};
+  return out;
+}
+
+Node make_node(const std::string& name, const std::string& op_type, std::vector<std::string> inputs,
+               std::vector<std::string> outputs, const std::string& domain = "") {
+  Node node;
+  node.name = name;
+  node.op_type = op_type;
+  node.domain = domain;
+  node.opset = domain.empty() ? 13 : 1;
+  node.inputs = std::move(inputs);
+  node.outputs = std::move(outputs);
+  return node;
+}
+
+Attribute int_attribute(int64_t value) {
+  Attribute attribute;
+  attribute.kind = Attribute::Kind::kInt;
+  attribute.i = value;
+  return attribute;
+}
+
+void add_value(Graph& graph, const std::string& name, DataType dtype, std::vector<Dim> shape) {
+  graph.values[name] = ValueInfo{name, dtype, std::move(shape)};
+}
+
+// x(float) -Q-> xq -QConv(conv1+bn1+relu1, u8 out zp 3)-> c1 -DQ-> c1f -Conv(float, depthwise)-> d
+//   -Q-> dq -DQ-> dqf -QConv(group 2, float out)-> g ; plus a float MatMul on g.
+Graph optimized_graph() {
+  Graph graph;
+  graph.opsets[""] = 13;
+  graph.inputs = {"x"};
+  graph.outputs = {"m"};
+  add_value(graph, "x", DataType::kFloat, dims({0, 4, 8, 8}, "batch"));
+  add_value(graph, "xq", DataType::kInt8, dims({0, 4, 8, 8}, "batch"));
+  add_value(graph, "c1", DataType::kUint8, dims({0, 4, 8, 8}, "batch"));
+  add_value(graph, "c1f", DataType::kFloat, dims({0, 4, 8, 8}, "batch"));
+  add_value(graph, "d", DataType::kFloat, dims({0, 4, 8, 8}, "batch"));
+  add_value(graph, "dq", DataType::kInt8, dims({0, 4, 8, 8}, "batch"));
+  add_value(graph, "dqf", DataType::kFloat, dims({0, 4, 8, 8}, "batch"));
+  add_value(graph, "g", DataType::kFloat, dims({0, 6, 8, 8}, "batch"));
+  add_value(graph, "m", DataType::kFloat, dims({0, 6, 8, 5}, "batch"));
+  graph.initializers["s"] = Tensor::scalar<float>(0.1f);
+  graph.initializers["zp_s8"] = Tensor::scalar<int8_t>(0);
+  graph.initializers["zp_u8"] = Tensor::scalar<uint8_t>(3);
+  graph.initializers["w1"] = Tensor(DataType::kInt8, {4, 4, 3, 3});
+  graph.initializers["w1_scale"] = Tensor(DataType::kFloat, {4});
+  graph.initializers["w1_zp"] = Tensor(DataType::kInt8, {4});
+  graph.initializers["wd"] = Tensor(DataType::kFloat, {4, 1, 3, 3});
+  graph.initializers["wg"] = Tensor(DataType::kInt8, {6, 2, 1, 1});
+  graph.initializers["wm"] = Tensor(DataType::kFloat, {8, 5});
+
+  graph.nodes.push_back(make_node("q_x", "QuantizeLinear", {"x", "s", "zp_s8"}, {"xq"}));
+  Node conv1 = make_node("conv1", layers::kQConv, {"xq", "s", "zp_s8", "w1", "w1_scale", "w1_zp", "", "s", "zp_u8"},
+                         {"c1"}, kQdqrtDomain);
+  Attribute fused;
+  fused.kind = Attribute::Kind::kStrings;
+  fused.strings = {"conv1", "bn1", "relu1"};
+  conv1.attributes["fused_nodes"] = fused;
+  graph.nodes.push_back(conv1);
+  graph.nodes.push_back(make_node("dq_c1", "DequantizeLinear", {"c1", "s", "zp_u8"}, {"c1f"}));
+  Node depthwise = make_node("dw", "Conv", {"c1f", "wd"}, {"d"});
+  depthwise.attributes["group"] = int_attribute(4);
+  graph.nodes.push_back(depthwise);
+  graph.nodes.push_back(make_node("q_d", "QuantizeLinear", {"d", "s", "zp_s8"}, {"dq"}));
+  graph.nodes.push_back(make_node("dq_d", "DequantizeLinear", {"dq", "s", "zp_s8"}, {"dqf"}));
+  Node grouped = make_node("gconv", layers::kQConv, {"dq", "s", "zp_s8", "wg", "s", "zp_s8"}, {"g"}, kQdqrtDomain);
+  grouped.attributes["group"] = int_attribute(2);
+  graph.nodes.push_back(grouped);
+  graph.nodes.push_back(make_node("mm", "MatMul", {"g", "wm"}, {"m"}));
+  // dqf is read by nobody but stays to exercise the counting; make it a graph output.
+  graph.outputs.push_back("dqf");
+  return graph;
+}
+
+TEST(LayerInfo, NamesKindsPrecisionsZeroPointsShapesAndMacs) {
+  Graph graph = optimized_graph();
+  LayerReport report = compute_layer_info(graph, {}, {{"batch", 2}});
+  ASSERT_EQ(report.layers.size(), graph.nodes.size());
+
+  const LayerInfo& conv1 = report.layers[1];
+  EXPECT_EQ(conv1.name, "conv1 + bn1 + relu1");
+  EXPECT_EQ(conv1.kind, "Conv");
+  EXPECT_EQ(conv1.precision, "INT8");
+  ASSERT_EQ(conv1.inputs.size(), 1u);  // constants (weights, scales) are not listed
+  EXPECT_EQ(conv1.inputs[0].dtype, DataType::kInt8);
+  EXPECT_EQ(conv1.inputs[0].zero_point, 0);
+  ASSERT_EQ(conv1.outputs.size(), 1u);
+  EXPECT_EQ(conv1.outputs[0].dtype, DataType::kUint8);
+  EXPECT_EQ(conv1.outputs[0].zero_point, 3);
+  EXPECT_EQ(dims_to_string(*conv1.outputs[0].shape), "[2, 4, 8, 8]");
+  EXPECT_EQ(conv1.macs, 2 * 4 * 8 * 8 * (4 * 3 * 3));
+
+  EXPECT_EQ(report.layers[3].kind, "DepthwiseConv");
+  EXPECT_EQ(report.layers[3].precision, "FP32");
+  EXPECT_EQ(report.layers[3].macs, 2 * 4 * 8 * 8 * 9);
+  EXPECT_EQ(report.layers[6].kind, "GroupConv");
+  EXPECT_EQ(report.layers[6].outputs[0].dtype, DataType::kFloat);
+  EXPECT_EQ(report.layers[6].macs, 2 * 6 * 8 * 8 * 2);
+  EXPECT_EQ(report.layers[7].kind, "MatMul");
+  EXPECT_EQ(report.layers[7].macs, 2 * 6 * 8 * 5 * 8);
+  EXPECT_EQ(report.layers[0].precision, "Q/DQ");
+}
+
+TEST(LayerInfo, SummaryCountsMacsAndQdqInsideInt8Regions) {
+  Graph graph = optimized_graph();
+  std::vector<FloatReason> reasons = {{"add_3", "Add", "residual input is float"}};
+  LayerReport report = compute_layer_info(graph, reasons, {{"batch", 1}});
+  const LayerSummary& summary = report.summary;
+  EXPECT_EQ(summary.int8_macs, 4 * 8 * 8 * 36 + 6 * 8 * 8 * 2);
+  EXPECT_EQ(summary.float_macs, 4 * 8 * 8 * 9 + 6 * 8 * 5 * 8);
+  EXPECT_NEAR(summary.int8_mac_share(), 9984.0 / (9984.0 + 4224.0), 1e-12);
+  EXPECT_EQ(summary.quantize_nodes, 2);
+  EXPECT_EQ(summary.dequantize_nodes, 2);
+  // q_x reads float (border), dq_c1 feeds a float conv (border), q_d reads float (border);
+  // dq_d reads the same int8 tensor a QConv reads and feeds nothing: a border too.
+  EXPECT_TRUE(summary.qdq_inside_int8.empty());
+  EXPECT_EQ(summary.layers_per_precision.at("INT8"), 2);
+  EXPECT_EQ(summary.layers_per_precision.at("FP32"), 2);
+  EXPECT_EQ(summary.layers_per_precision.at("Q/DQ"), 4);
+  EXPECT_TRUE(summary.unbound_symbols.empty());
+  std::string text = format_layer_summary(report);
+  EXPECT_NE(text.find("Add 'add_3': residual input is float"), std::string::npos) << text;
+  EXPECT_NE(text.find("70.3%"), std::string::npos) << text;
+
+  // A DQ feeding a qdqrt layer and a Q reading a DQ sit inside an INT8 region.
+  graph.nodes[6].inputs[0] = "dqf";
+  graph.nodes.push_back(make_node("q_again", "QuantizeLinear", {"dqf", "s", "zp_s8"}, {"again"}));
+  graph.outputs.push_back("again");
+  LayerReport inside = compute_layer_info(graph, {});
+  EXPECT_EQ(inside.summary.qdq_inside_int8, (std::vector<std::string>{"dq_d", "q_again"}));
+  EXPECT_EQ(inside.summary.unbound_symbols, std::vector<std::string>{"batch"});
+}
+
+TEST(LayerInfo, QdqListsOnlyItsDataInputEvenWhenScaleIsComputed) {
+  // Before constant folding, QAT exports compute scales with nodes (Cast of a Constant).
+  Graph graph = optimized_graph();
+  graph.nodes.insert(graph.nodes.begin(), make_node("scale_cast", "Identity", {"s"}, {"s_computed"}));
+  graph.values["s_computed"] = ValueInfo{"s_computed", DataType::kFloat, std::vector<Dim>{}};
+  graph.nodes[1].inputs[1] = "s_computed";  // q_x
+  graph.nodes[3].inputs[1] = "s_computed";  // dq_c1
+  LayerReport report = compute_layer_info(graph, {});
+  ASSERT_EQ(report.layers[1].inputs.size(), 1u);
+  EXPECT_EQ(report.layers[1].inputs[0].name, "x");
+  ASSERT_EQ(report.layers[3].inputs.size(), 1u);
+  EXPECT_EQ(report.layers[3].inputs[0].name, "c1");
+  EXPECT_EQ(report.layers[3].inputs[0].zero_point, 3);
+}
+
+TEST(LayerInfo, TableHasOneRowPerLayerAndHeader) {
+  Graph graph = optimized_graph();
+  std::string table = format_layer_table(compute_layer_info(graph, {}, {{"batch", 1}}));
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), static_cast<long>(graph.nodes.size() + 1));
+  EXPECT_NE(table.find("conv1 + bn1 + relu1"), std::string::npos);
+  EXPECT_NE(table.find("uint8(zp=3)"), std::string::npos) << table;
+  EXPECT_NE(table.find("DepthwiseConv"), std::string::npos);
+}
+
+TEST(LayerInfo, JsonHasLayersAndSummary) {
+  Graph graph = optimized_graph();
+  nlohmann::json json = tools::layer_report_to_json(compute_layer_info(graph, {{"add_3", "Add", "why"}}, {}));
+  ASSERT_EQ(json["Layers"].size(), graph.nodes.size());
+  EXPECT_EQ(json["Layers"][1]["Name"], "conv1 + bn1 + relu1");
+  EXPECT_EQ(json["Layers"][1]["LayerType"], "Conv");
+  EXPECT_EQ(json["Layers"][1]["Outputs"][0]["Datatype"], "UInt8");
+  EXPECT_EQ(json["Layers"][1]["Outputs"][0]["ZeroPoint"], 3);
+  EXPECT_EQ(json["Layers"][1]["Outputs"][0]["Dimensions"][0], "batch");
+  EXPECT_EQ(json["Layers"][0]["MACs"], nullptr);
+  EXPECT_EQ(json["Summary"]["FloatReasons"][0]["Text"], "Add 'add_3': why");
+  EXPECT_EQ(json["Summary"]["QuantizeLinearLeft"], 2);
+}
+
+TEST(LayerInfo, BindsInputSymbolsAndRejectsBadShapes) {
+  Graph graph = optimized_graph();
+  auto bound = bind_input_symbols(graph, {{"x", {8, 4, 8, 8}}});
+  ASSERT_TRUE(bound.ok()) << bound.status().to_string();
+  EXPECT_EQ(bound->at("batch"), 8);
+  EXPECT_FALSE(bind_input_symbols(graph, {{"nope", {1}}}).ok());
+  EXPECT_FALSE(bind_input_symbols(graph, {{"x", {8, 4, 8}}}).ok());
+  auto static_mismatch = bind_input_symbols(graph, {{"x", {8, 5, 8, 8}}});
+  ASSERT_FALSE(static_mismatch.ok());
+  EXPECT_NE(static_mismatch.status().message().find("static dim 1 = 4"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace qdqrt::optimizer
