@@ -5,48 +5,12 @@
 #include <cstring>
 #include <fstream>
 
+#include "parser/onnx_loader.h"
 #include "parser/op_registry.h"
 
 namespace qdqrt::testing {
 
 namespace {
-
-template <class T, class Source>
-void copy_values(const Source& source, Tensor& tensor) {
-  T* out = tensor.data<T>();
-  for (int i = 0; i < source.size(); ++i) out[i] = static_cast<T>(source.Get(i));
-}
-
-Result<Tensor> tensor_from(const onnx::TensorProto& proto) {
-  if (!dtype_is_known(proto.data_type())) return unsupported("tensor '{}': element type {}", proto.name(), proto.data_type());
-  DataType dtype = static_cast<DataType>(proto.data_type());
-  Shape shape(proto.dims().begin(), proto.dims().end());
-  Tensor tensor(dtype, shape);
-  if (proto.has_raw_data()) {
-    if (dtype == DataType::kInt4 || dtype == DataType::kUint4) return unsupported("packed int4 raw_data in test reader");
-    if (proto.raw_data().size() != tensor.nbytes()) {
-      return invalid_model("tensor '{}': raw_data has {} bytes, expected {}", proto.name(), proto.raw_data().size(),
-                           tensor.nbytes());
-    }
-    std::memcpy(tensor.raw_data(), proto.raw_data().data(), tensor.nbytes());
-    return tensor;
-  }
-  switch (dtype) {
-    case DataType::kFloat: copy_values<float>(proto.float_data(), tensor); break;
-    case DataType::kDouble: copy_values<double>(proto.double_data(), tensor); break;
-    case DataType::kInt64: copy_values<int64_t>(proto.int64_data(), tensor); break;
-    case DataType::kUint64: copy_values<uint64_t>(proto.uint64_data(), tensor); break;
-    case DataType::kUint32: copy_values<uint32_t>(proto.uint64_data(), tensor); break;
-    case DataType::kInt32: copy_values<int32_t>(proto.int32_data(), tensor); break;
-    case DataType::kInt16: copy_values<int16_t>(proto.int32_data(), tensor); break;
-    case DataType::kUint16: copy_values<uint16_t>(proto.int32_data(), tensor); break;
-    case DataType::kInt8: copy_values<int8_t>(proto.int32_data(), tensor); break;
-    case DataType::kUint8: copy_values<uint8_t>(proto.int32_data(), tensor); break;
-    case DataType::kBool: copy_values<bool>(proto.int32_data(), tensor); break;
-    default: return unsupported("tensor '{}': typed field of element type {}", proto.name(), dtype_name(dtype));
-  }
-  return tensor;
-}
 
 Result<Attribute> attribute_from(const onnx::AttributeProto& proto) {
   Attribute attribute;
@@ -68,7 +32,7 @@ Result<Attribute> attribute_from(const onnx::AttributeProto& proto) {
       break;
     case onnx::AttributeProto::TENSOR: {
       attribute.kind = Attribute::Kind::kTensor;
-      QDQRT_ASSIGN_OR_RETURN(attribute.t, tensor_from(proto.t()));
+      QDQRT_ASSIGN_OR_RETURN(attribute.t, tensor_from_proto(proto.t()));
       break;
     }
     default: return unsupported("attribute '{}' of type {}", proto.name(), static_cast<int>(proto.type()));
@@ -88,7 +52,7 @@ Result<Graph> read_test_model(const std::string& path) {
   }
   const onnx::GraphProto& proto = model.graph();
   for (const auto& initializer : proto.initializer()) {
-    QDQRT_ASSIGN_OR_RETURN(graph.initializers[initializer.name()], tensor_from(initializer));
+    QDQRT_ASSIGN_OR_RETURN(graph.initializers[initializer.name()], tensor_from_proto(initializer));
   }
   for (const auto& input : proto.input()) {
     if (!graph.initializers.count(input.name())) graph.inputs.push_back(input.name());
@@ -127,7 +91,7 @@ Result<Tensor> read_test_tensor(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   onnx::TensorProto proto;
   if (!file || !proto.ParseFromIstream(&file)) return io_error("cannot parse '{}'", path);
-  return tensor_from(proto);
+  return tensor_from_proto(proto);
 }
 
 }  // namespace qdqrt::testing

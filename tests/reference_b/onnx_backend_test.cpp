@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "parser/onnx_loader.h"
 #include "parser/op_registry.h"
 #include "reference/executor.h"
 #include "reference/kernel_registry.h"
@@ -80,61 +81,6 @@ bool read_proto(const std::string& path, google::protobuf::Message& message) {
 }
 
 // TensorProto -> Tensor, from raw_data or the typed repeated fields.
-Result<Tensor> tensor_from_test_proto(const onnx::TensorProto& proto) {
-  if (!dtype_is_known(proto.data_type()) || proto.data_type() == onnx::TensorProto::STRING) {
-    return unsupported("tensor '{}': data type {} not supported", proto.name(), proto.data_type());
-  }
-  DataType dtype = static_cast<DataType>(proto.data_type());
-  Shape shape(proto.dims().begin(), proto.dims().end());
-  Tensor tensor(dtype, shape);
-  const int64_t numel = tensor.numel();
-  if (proto.has_raw_data()) {
-    if (proto.raw_data().size() != tensor.nbytes()) {
-      return invalid_model("tensor '{}': raw_data has {} bytes, expected {}", proto.name(), proto.raw_data().size(),
-                           tensor.nbytes());
-    }
-    std::memcpy(tensor.raw_data(), proto.raw_data().data(), tensor.nbytes());
-    return tensor;
-  }
-  auto check_count = [&](int64_t count) -> Status {
-    if (count != numel) return invalid_model("tensor '{}': {} values, expected {}", proto.name(), count, numel);
-    return Status::ok();
-  };
-  switch (dtype) {
-    case DataType::kFloat:
-      QDQRT_RETURN_IF_ERROR(check_count(proto.float_data_size()));
-      for (int64_t i = 0; i < numel; ++i) tensor.data<float>()[i] = proto.float_data(static_cast<int>(i));
-      break;
-    case DataType::kDouble:
-      QDQRT_RETURN_IF_ERROR(check_count(proto.double_data_size()));
-      for (int64_t i = 0; i < numel; ++i) tensor.data<double>()[i] = proto.double_data(static_cast<int>(i));
-      break;
-    case DataType::kInt64:
-      QDQRT_RETURN_IF_ERROR(check_count(proto.int64_data_size()));
-      for (int64_t i = 0; i < numel; ++i) tensor.data<int64_t>()[i] = proto.int64_data(static_cast<int>(i));
-      break;
-    case DataType::kUint32:
-    case DataType::kUint64:
-      QDQRT_RETURN_IF_ERROR(check_count(proto.uint64_data_size()));
-      for (int64_t i = 0; i < numel; ++i) {
-        uint64_t value = proto.uint64_data(static_cast<int>(i));
-        if (dtype == DataType::kUint32) tensor.data<uint32_t>()[i] = static_cast<uint32_t>(value);
-        else tensor.data<uint64_t>()[i] = value;
-      }
-      break;
-    default: {
-      // int32_data holds int32, int16, int8, uint16, uint8, bool, float16, bfloat16 (low bits).
-      QDQRT_RETURN_IF_ERROR(check_count(proto.int32_data_size()));
-      size_t size = dtype_size(dtype);
-      for (int64_t i = 0; i < numel; ++i) {
-        int32_t value = proto.int32_data(static_cast<int>(i));
-        std::memcpy(static_cast<std::byte*>(tensor.raw_data()) + i * static_cast<int64_t>(size), &value, size);
-      }
-    }
-  }
-  return tensor;
-}
-
 Result<Attribute> attribute_from_proto(const onnx::AttributeProto& proto) {
   Attribute attribute;
   switch (proto.type()) {
@@ -143,7 +89,7 @@ Result<Attribute> attribute_from_proto(const onnx::AttributeProto& proto) {
     case onnx::AttributeProto::STRING: attribute.kind = Attribute::Kind::kString; attribute.s = proto.s(); break;
     case onnx::AttributeProto::TENSOR: {
       attribute.kind = Attribute::Kind::kTensor;
-      QDQRT_ASSIGN_OR_RETURN(attribute.t, tensor_from_test_proto(proto.t()));
+      QDQRT_ASSIGN_OR_RETURN(attribute.t, tensor_from_proto(proto.t()));
       break;
     }
     case onnx::AttributeProto::FLOATS:
@@ -207,7 +153,7 @@ std::string build_graph(const onnx::ModelProto& model, Graph& graph, std::string
   }
   graph.opsets[""] = opset;
   for (const auto& initializer : model.graph().initializer()) {
-    Result<Tensor> tensor = tensor_from_test_proto(initializer);
+    Result<Tensor> tensor = tensor_from_proto(initializer);
     if (!tensor.ok()) return tensor.status().to_string();
     graph.initializers[initializer.name()] = *tensor;
   }
@@ -323,7 +269,7 @@ TEST_P(OnnxBackendNodeTest, MatchesStoredOutputs) {
     for (size_t i = 0; i < graph.inputs.size(); ++i) {
       onnx::TensorProto proto;
       ASSERT_TRUE(read_proto(set_dir + "/input_" + std::to_string(i) + ".pb", proto)) << "input " << i;
-      Result<Tensor> tensor = tensor_from_test_proto(proto);
+      Result<Tensor> tensor = tensor_from_proto(proto);
       ASSERT_TRUE(tensor.ok()) << tensor.status().to_string();
       inputs[graph.inputs[i]] = retag_bfloat16(*tensor, declared_elem_type(model.graph().input(), graph.inputs[i]));
     }
@@ -332,7 +278,7 @@ TEST_P(OnnxBackendNodeTest, MatchesStoredOutputs) {
     for (size_t i = 0; i < graph.outputs.size(); ++i) {
       onnx::TensorProto proto;
       ASSERT_TRUE(read_proto(set_dir + "/output_" + std::to_string(i) + ".pb", proto)) << "output " << i;
-      Result<Tensor> expected = tensor_from_test_proto(proto);
+      Result<Tensor> expected = tensor_from_proto(proto);
       ASSERT_TRUE(expected.ok()) << expected.status().to_string();
       Tensor expected_tensor = retag_bfloat16(*expected, declared_elem_type(model.graph().output(), graph.outputs[i]));
       std::string mismatch = compare(graph.outputs[i], expected_tensor, outputs->at(graph.outputs[i]));
