@@ -240,6 +240,29 @@ class ModelConverter {
     return Status::ok();
   }
 
+  // Replaces the declared dims of graph input `name` by `shape` (LoadOptions::input_shapes).
+  Status override_input_shape(const std::string& name, const Shape& shape) {
+    auto& tensor_type = *types_[name].mutable_tensor_type();
+    if (tensor_type.has_shape() && tensor_type.shape().dim_size() != static_cast<int>(shape.size())) {
+      return invalid_argument("input '{}' has rank {} in the model, the given shape {} has rank {}", name,
+                              tensor_type.shape().dim_size(), shape_to_string(shape), shape.size());
+    }
+    for (size_t axis = 0; axis < shape.size(); ++axis) {
+      if (shape[axis] < 0) return invalid_argument("input '{}': dim {} is negative ({})", name, axis, shape[axis]);
+      if (tensor_type.has_shape()) {
+        const auto& dim = tensor_type.shape().dim(static_cast<int>(axis));
+        if (dim.has_dim_value() && dim.dim_value() != shape[axis]) {
+          return invalid_argument("input '{}': dim {} is {} in the model, the given shape {} says {}", name, axis,
+                                  dim.dim_value(), shape_to_string(shape), shape[axis]);
+        }
+      }
+    }
+    auto* dims = tensor_type.mutable_shape();
+    dims->clear_dim();
+    for (int64_t value : shape) dims->add_dim()->set_dim_value(value);
+    return Status::ok();
+  }
+
   // Declares `name` with `type`; a second declaration must agree with the first.
   Status declare(const std::string& name, const onnx::TypeProto& type, const std::string& what) {
     QDQRT_RETURN_IF_ERROR(value_info_from_type(name, type, what).status());
@@ -269,6 +292,14 @@ class ModelConverter {
         graph_.inputs.push_back(input.name());
       }
       QDQRT_RETURN_IF_ERROR(declare(input.name(), input.type(), what));
+      if (auto it = options_.input_shapes.find(input.name()); it != options_.input_shapes.end()) {
+        QDQRT_RETURN_IF_ERROR(override_input_shape(input.name(), it->second));
+      }
+    }
+    for (const auto& [name, shape] : options_.input_shapes) {
+      if (!seen_inputs.count(name) || graph_.initializers.count(name)) {
+        return invalid_argument("input shape given for '{}', which is not an input of the model", name);
+      }
     }
     for (const auto& info : graph_proto_.value_info()) {
       if (info.name().empty()) continue;  // harmless; nothing can refer to it

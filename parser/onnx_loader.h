@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 
 #include "parser/graph.h"
@@ -25,6 +26,10 @@ struct LoadOptions {
   // The ops accepted and their attribute parsers; nullptr means OpRegistry::instance().
   // Tests pass their own registry so they do not depend on which op families are registered.
   const OpRegistry* registry = nullptr;
+  // Concrete shapes for graph inputs (e.g. the batch size an engine is built for). They replace
+  // symbolic dims before shape inference, so every value gets a static shape; a static dim that
+  // disagrees, a wrong rank or a name that is not a graph input is an error.
+  std::map<std::string, Shape> input_shapes;
 };
 
 Result<Graph> load_onnx_file(const std::string& path, const LoadOptions& options = {});

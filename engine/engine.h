@@ -1,0 +1,140 @@
+// qdqrt's public C++ API: build an engine from an ONNX model (or load a saved one), then run it
+// from one or many ExecutionContexts.
+//
+//   auto engine = qdqrt::engine::Engine::build_from_file("model.onnx", {});
+//   auto context = (*engine)->create_context({.threads = 2});
+//   float input[1 * 3 * 224 * 224], logits[1000];
+//   Status status = context->run({{"input", input, {1, 3, 224, 224}}}, {{"logits", logits, {1, 1000}}});
+//
+// An Engine is immutable and thread-safe; each ExecutionContext owns its activation arena,
+// scratch and thread pool (a tbb::task_arena), so several threads run one engine at once, each
+// with its own context. Inputs and outputs are the caller's buffers, plain row-major (NCHW).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/plan.h"
+#include "kernels/cpu_features.h"
+#include "parser/graph.h"
+#include "parser/status.h"
+
+namespace qdqrt::engine {
+
+enum class Precision { kInt8, kFp32 };
+
+struct BuildOptions {
+  // kInt8: Q/DQ fused into INT8 layers (explicit quantization, trtexec --int8).
+  // kFp32: fake quantization removed, everything in float (trtexec --fp32 for comparison).
+  Precision precision = Precision::kInt8;
+  // Shapes of the inputs at the maximum batch (symbolic dims must be given here; a symbolic
+  // batch dim not given builds for batch 1). The engine runs any batch from 1 to this one.
+  std::map<std::string, Shape> input_shapes;
+  // Highest ISA to use (the machine's best when kAvx512Vnni and it has it).
+  kernels::Isa max_isa = kernels::Isa::kAvx512Vnni;
+  // Optimizer pass selection (qdqrt inspect --passes/--disablePasses).
+  std::vector<std::string> only_passes;
+  std::vector<std::string> disabled_passes;
+};
+
+struct TensorBinding {
+  std::string name;
+  void* data = nullptr;
+  Shape shape;  // the tensor's shape (dim 0 = this run's batch); checked against the engine
+};
+struct ConstTensorBinding {
+  std::string name;
+  const void* data = nullptr;
+  Shape shape;
+};
+
+struct IoTensorInfo {
+  std::string name;
+  DataType dtype = DataType::kUndefined;
+  Shape shape;  // at the maximum batch
+  bool batched = false;
+};
+
+struct LayerProfileEntry {
+  std::string name;    // fused source names joined by " + "
+  std::string kind;
+  std::string kernel;
+};
+
+struct ContextOptions {
+  int threads = 0;          // 0: all hardware threads
+  bool profiling = false;   // record per-layer times of every run
+};
+
+class Engine;
+
+class ExecutionContext {
+ public:
+  ~ExecutionContext();
+  ExecutionContext(const ExecutionContext&) = delete;
+  ExecutionContext& operator=(const ExecutionContext&) = delete;
+
+  // Runs the engine. The batch is dim 0 of the inputs (all batched inputs must agree, 1..max).
+  // Every input must be bound; outputs not bound are computed into internal buffers and dropped.
+  // No heap allocation after the first run with a given set of bindings.
+  Status run(std::span<const ConstTensorBinding> inputs, std::span<const TensorBinding> outputs);
+  Status run(std::initializer_list<ConstTensorBinding> inputs, std::initializer_list<TensorBinding> outputs) {
+    return run(std::span<const ConstTensorBinding>(inputs.begin(), inputs.size()),
+               std::span<const TensorBinding>(outputs.begin(), outputs.size()));
+  }
+
+  void set_profiling(bool enabled) { profiling_ = enabled; }
+  bool profiling() const { return profiling_; }
+  // Per layer (plan order), the time of the last profiled run in milliseconds.
+  const std::vector<double>& last_layer_times_ms() const { return layer_times_ms_; }
+  int threads() const { return threads_; }
+  const Engine& engine() const { return *engine_; }
+
+ private:
+  friend class Engine;
+  struct Impl;
+  ExecutionContext(std::shared_ptr<const Engine> engine, const ContextOptions& options);
+
+  std::shared_ptr<const Engine> engine_;
+  std::unique_ptr<Impl> impl_;
+  bool profiling_ = false;
+  int threads_ = 1;
+  std::vector<double> layer_times_ms_;
+};
+
+class Engine : public std::enable_shared_from_this<Engine> {
+ public:
+  ~Engine();
+
+  static Result<std::shared_ptr<const Engine>> build_from_file(const std::string& onnx_path, const BuildOptions& options);
+  static Result<std::shared_ptr<const Engine>> build(Graph graph, const BuildOptions& options);
+  // Binds a plan (built or read from a file): validates it and creates every layer.
+  static Result<std::shared_ptr<const Engine>> from_plan(EnginePlan plan);
+
+  // The engine file (.qdqrt): see engine/engine_file.h and docs/engine_format.md.
+  Status save(const std::string& path) const;
+  static Result<std::shared_ptr<const Engine>> load(const std::string& path);
+  static Result<std::shared_ptr<const Engine>> load_bytes(std::span<const uint8_t> bytes);
+
+  std::unique_ptr<ExecutionContext> create_context(const ContextOptions& options = {}) const;
+
+  const EnginePlan& plan() const { return plan_; }
+  std::vector<IoTensorInfo> inputs() const;
+  std::vector<IoTensorInfo> outputs() const;
+  int64_t max_batch() const { return plan_.max_batch; }
+  std::vector<LayerProfileEntry> layers() const;
+
+ private:
+  friend class ExecutionContext;
+  struct BoundLayers;
+  Engine() = default;
+
+  EnginePlan plan_;
+  std::unique_ptr<BoundLayers> bound_;
+};
+
+}  // namespace qdqrt::engine

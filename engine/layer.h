@@ -1,0 +1,148 @@
+// How a layer kind plugs into the engine, on both sides of the engine file:
+//
+//   build time:  NodeLowering::lower(node, BuildContext&)   optimized-graph node -> PlanLayer(s)
+//                (chooses the kernel, packs weights into blobs, declares output tensors and layouts)
+//   load time:   LayerKind::bind(PlanLayer, BindContext&)   PlanLayer -> Layer (validates every
+//                parameter, blob size, dtype and shape it relies on: engine files are untrusted)
+//   run time:    Layer::work / Layer::run                    the runtime splits `items` across threads
+//
+// One file per layer family in engine/layers/, each registering its kinds and lowerings in
+// engine/layers/layer_families.h. Nodes without a lowering run through the "reference" kind
+// (the reference executor's kernel: slow, allocates, but every op the parser knows runs).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/plan.h"
+#include "kernels/cpu_features.h"
+#include "parser/graph.h"
+#include "parser/status.h"
+
+namespace qdqrt::engine {
+
+// What one run sees: the batch and where every tensor lives.
+struct RunState {
+  const EnginePlan* plan = nullptr;
+  int64_t batch = 1;
+  const std::vector<void*>* tensor_data = nullptr;  // indexed by tensor index
+
+  void* data(int32_t tensor) const { return (*tensor_data)[static_cast<size_t>(tensor)]; }
+  template <class T>
+  T* data(int32_t tensor) const { return static_cast<T*>(data(tensor)); }
+  const PlanTensor& tensor(int32_t index) const { return plan->tensors[static_cast<size_t>(index)]; }
+  // Logical dim `axis` of a tensor at this run's batch.
+  int64_t dim(int32_t index, size_t axis) const {
+    const PlanTensor& t = tensor(index);
+    return axis == 0 && t.batched ? batch : t.shape[axis];
+  }
+  // Elements of a tensor at this run's batch.
+  int64_t numel(int32_t index) const;
+};
+
+// How a layer's work splits: `items` independent units (rows, pixel blocks, images, ...), each
+// costing about `ops_per_item` operations. The runtime makes chunks big enough to be worth a
+// thread; layers with one item (or tiny ones) run on one thread.
+struct WorkShape {
+  int64_t items = 1;
+  double ops_per_item = 1.0;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual WorkShape work(const RunState& state) const = 0;
+  // Runs items [begin, end). Called concurrently for disjoint ranges; `scratch` is this thread's
+  // PlanLayer::scratch_bytes (64-byte aligned). Must not allocate.
+  virtual void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t> scratch) const = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Build side
+
+class BuildContext {
+ public:
+  virtual ~BuildContext() = default;
+  virtual const Graph& graph() const = 0;
+  virtual kernels::Isa isa() const = 0;
+  virtual int64_t max_batch() const = 0;
+
+  // The tensor holding graph value `value`, stored in `layout` (a reorder layer is inserted when
+  // it is stored otherwise). Rank != 4 tensors are always kPlain; asking kNhwc for them gives kPlain.
+  virtual Result<int32_t> input(const std::string& value, Layout layout) = 0;
+  // The tensor holding `value` as it is stored (for layout-preserving layers).
+  virtual Result<int32_t> input_as_stored(const std::string& value) = 0;
+  virtual const PlanTensor& tensor(int32_t index) const = 0;
+
+  // The constant (initializer) `value`, or nullptr when it is computed at run time.
+  virtual const Tensor* constant(const std::string& value) const = 0;
+  // Logical static shape and dtype of a graph value (from shape inference at the maximum batch).
+  virtual Result<Shape> shape_of(const std::string& value) const = 0;
+  virtual Result<DataType> dtype_of(const std::string& value) const = 0;
+
+  // Declares the tensor for output `value` of the node being lowered, in `layout`.
+  virtual Result<int32_t> output(const std::string& value, Layout layout) = 0;
+  // True when every consumer of `value` is a layer that wants rank-4 inputs channels-last, so a
+  // producer that can write either layout should write kNhwc.
+  virtual bool consumers_prefer_nhwc(const std::string& value) const = 0;
+
+  virtual void add_layer(PlanLayer layer) = 0;
+};
+
+// Lowers one node of the optimized graph (its `inputs`/`outputs` name graph values).
+using LowerFn = std::function<Status(const Node& node, BuildContext& context)>;
+
+struct NodeLowering {
+  std::string domain;   // "" for ai.onnx, "qdqrt" for the fused INT8 layers
+  std::string op_type;
+  LowerFn lower;
+  // The lowered layer reads rank-4 activations channels-last (consumers_prefer_nhwc asks this).
+  bool prefers_nhwc = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Load side
+
+class BindContext {
+ public:
+  BindContext(const EnginePlan& plan, const PlanLayer& layer) : plan_(plan), layer_(layer) {}
+  const EnginePlan& plan() const { return plan_; }
+  const PlanLayer& layer() const { return layer_; }
+  // Checked access to the layer's i-th input/output tensor (present, in range): errors name the layer.
+  Result<const PlanTensor*> input(size_t i) const;
+  Result<const PlanTensor*> output(size_t i) const;
+  bool has_input(size_t i) const;
+  // An error prefixed with the layer's kind and name.
+  Status error(const std::string& message) const;
+
+ private:
+  const EnginePlan& plan_;
+  const PlanLayer& layer_;
+};
+
+using BindFn = std::function<Result<std::unique_ptr<Layer>>(const BindContext& context)>;
+
+struct LayerKind {
+  std::string kind;
+  BindFn bind;
+};
+
+class LayerRegistry {
+ public:
+  void add_kind(LayerKind kind);
+  void add_lowering(NodeLowering lowering);
+  const LayerKind* find_kind(const std::string& kind) const;
+  const NodeLowering* find_lowering(const std::string& domain, const std::string& op_type) const;
+  // Every layer family of engine/layers/layer_families.h registered.
+  static const LayerRegistry& instance();
+
+ private:
+  std::vector<LayerKind> kinds_;
+  std::vector<NodeLowering> lowerings_;
+};
+
+}  // namespace qdqrt::engine

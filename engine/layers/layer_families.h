@@ -1,0 +1,18 @@
+// The layer families of the engine, one file each in engine/layers/: each registers its layer
+// kinds (bind side) and node lowerings (build side). LayerRegistry::instance() calls them all.
+#pragma once
+
+namespace qdqrt::engine {
+
+class LayerRegistry;
+
+// engine/layers/border_layers.cpp: quantize, dequantize, requantize, reorder (layout changes), copy.
+void register_border_layers(LayerRegistry& registry);
+// engine/layers/int8_layers.cpp: QConv, QMatMul, QAdd/QMul, pools, QLookup, QConcat, int8 MaxPool ...
+void register_int8_layers(LayerRegistry& registry);
+// engine/layers/float_layers.cpp: fp32 Conv, Gemm/MatMul, elementwise, Softmax, pools, shape ops ...
+void register_float_layers(LayerRegistry& registry);
+// engine/layers/reference_layer.cpp: any other node, run by the reference executor's kernel.
+void register_reference_layer(LayerRegistry& registry);
+
+}  // namespace qdqrt::engine

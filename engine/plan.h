@@ -1,0 +1,128 @@
+// The content of an engine: what the builder decides and the engine file stores. Plain data, no
+// behaviour: the builder (engine/builder.cpp) fills it from an optimized graph, the engine file
+// (engine/engine_file.cpp) writes and reads it, and the runtime binds each PlanLayer to a Layer
+// (engine/layer.h) that runs it.
+//
+// Tensors are the runtime values between layers (graph inputs, outputs, activations). Constants
+// (packed weights, scales, tables) are not tensors: they are blobs owned by the layer that uses
+// them, 64-byte aligned, and when an engine is loaded from a file they point into the mapped file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "parser/dtype.h"
+#include "parser/status.h"
+#include "parser/tensor.h"
+
+namespace qdqrt::engine {
+
+// Version of the engine file layout; a file with another version is refused.
+inline constexpr uint32_t kEngineFormatVersion = 1;
+
+// How a tensor's elements are ordered in memory. kPlain is ONNX's row-major order of the logical
+// shape (NCHW for images); kNhwc stores a rank-4 [N, C, H, W] tensor channels-last (INT8 regions).
+enum class Layout : uint8_t { kPlain = 0, kNhwc = 1 };
+const char* layout_name(Layout layout);  // "plain", "nhwc"
+
+enum class TensorKind : uint8_t {
+  kActivation = 0,  // lives in the context's arena at arena_offset
+  kInput = 1,       // the user's buffer, bound at run time
+  kOutput = 2,      // the user's buffer, bound at run time
+};
+
+struct PlanTensor {
+  std::string name;
+  DataType dtype = DataType::kUndefined;
+  Shape shape;           // logical ONNX shape at the maximum batch (NCHW order even when stored NHWC)
+  bool batched = false;  // dim 0 is the batch: it takes the run's batch size
+  Layout layout = Layout::kPlain;
+  TensorKind kind = TensorKind::kActivation;
+  int64_t arena_offset = -1;  // activations: byte offset in the arena (64-byte aligned)
+  int64_t bytes = 0;          // at the maximum batch
+};
+
+// A named binary constant, 64-byte aligned. `owner` keeps the storage alive (a vector while
+// building, the mapped file after loading).
+struct Blob {
+  std::string name;
+  std::span<const uint8_t> bytes;
+  std::shared_ptr<const void> owner;
+
+  template <class T>
+  const T* as() const { return reinterpret_cast<const T*>(bytes.data()); }
+  template <class T>
+  size_t count() const { return bytes.size() / sizeof(T); }
+};
+// Copies `size` bytes into a new 64-byte-aligned blob.
+Blob make_blob(std::string name, const void* data, size_t size);
+template <class T>
+Blob make_blob(std::string name, std::span<const T> values) {
+  return make_blob(std::move(name), values.data(), values.size_bytes());
+}
+
+// Named layer parameters. Getters return a Status naming the layer and the parameter when a value
+// is missing or has another type (an engine file is untrusted input).
+using ParamValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
+
+class Params {
+ public:
+  void set(const std::string& name, ParamValue value) { values_[name] = std::move(value); }
+  bool has(const std::string& name) const { return values_.count(name) != 0; }
+  const std::map<std::string, ParamValue>& values() const { return values_; }
+
+  Result<int64_t> get_int(const std::string& name) const;
+  Result<double> get_float(const std::string& name) const;
+  Result<std::string> get_string(const std::string& name) const;
+  Result<std::vector<int64_t>> get_ints(const std::string& name) const;
+  Result<std::vector<double>> get_floats(const std::string& name) const;
+  // With a default when absent (a present value of the wrong type is still an error).
+  Result<int64_t> get_int(const std::string& name, int64_t fallback) const;
+  Result<double> get_float(const std::string& name, double fallback) const;
+  Result<std::string> get_string(const std::string& name, const std::string& fallback) const;
+
+ private:
+  std::map<std::string, ParamValue> values_;
+};
+
+struct PlanLayer {
+  std::string kind;                       // implementation, e.g. "qconv", "quantize", "reorder", "reference"
+  std::string name;                       // source node names joined by " + " (profiles, layer info)
+  std::vector<std::string> source_nodes;  // the optimized graph's node(s) this layer runs
+  std::string op_type;                    // the node's op type ("QConv", "Softmax", "Reorder")
+  std::vector<int32_t> inputs;            // tensor indices; -1 = absent optional input
+  std::vector<int32_t> outputs;
+  std::string kernel;                     // chosen kernel name ("qs8-qc8w-gemm-6x64c4-avx512vnni")
+  Params params;
+  std::vector<Blob> blobs;
+  int64_t scratch_bytes = 0;              // per-thread scratch this layer needs
+
+  const Blob* find_blob(const std::string& blob_name) const;
+  // The blob or a Status naming the layer and blob.
+  Result<const Blob*> blob(const std::string& blob_name) const;
+};
+
+struct EnginePlan {
+  uint32_t format_version = kEngineFormatVersion;
+  std::string qdqrt_version;
+  std::string isa;                              // kernels::isa_name of the ISA the layers were packed for
+  std::vector<std::string> cpu_features;        // features the chosen kernels need ("avx512vnni", ...)
+  std::string source_model;                     // file name the engine was built from (information)
+  std::string precision;                        // "int8" or "fp32"
+  int64_t max_batch = 1;
+  std::vector<PlanTensor> tensors;
+  std::vector<int32_t> inputs;                  // tensor indices, in the model's input order
+  std::vector<int32_t> outputs;
+  std::vector<PlanLayer> layers;                // in execution order
+  int64_t arena_bytes = 0;                      // at the maximum batch
+  int64_t scratch_bytes_per_thread = 0;         // max over layers
+
+  int32_t find_tensor(const std::string& name) const;  // -1 when absent
+};
+
+}  // namespace qdqrt::engine
