@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include <fmt/format.h>
@@ -459,6 +460,216 @@ TEST(Int8Layers, RegionStaysNhwc) {
   for (int origin : plan->harness_node) reorders += origin == -2;
   EXPECT_EQ(reorders, 2);
   expect_matches_reference(graph, {"qconv", "qlut", "qbinary", "qmaxpool"}, 1, kRequantizeTolerance);
+}
+
+}  // namespace
+}  // namespace qdqrt::testing
+
+// ---------------------------------------------------------------------------------------------
+// Must-fail binds: an engine file is untrusted, so every kind validates what it reads.
+
+namespace qdqrt::testing {
+namespace {
+
+HarnessPlan lower_or_die(const Graph& graph) {
+  auto plan = harness_lower(graph, kMaxBatch, kernels::active_isa());
+  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+  return plan.ok() ? std::move(plan).value() : HarnessPlan{};
+}
+
+engine::PlanLayer* native_layer(HarnessPlan& plan, const std::string& kind) {
+  for (size_t i = 0; i < plan.plan.layers.size(); ++i) {
+    if (plan.harness_node[i] == -1 && plan.plan.layers[i].kind == kind) return &plan.plan.layers[i];
+  }
+  ADD_FAILURE() << "no layer of kind " << kind;
+  return nullptr;
+}
+
+void truncate_blob(engine::PlanLayer& layer, const std::string& name) {
+  for (engine::Blob& blob : layer.blobs) {
+    if (blob.name == name) {
+      ASSERT_GT(blob.bytes.size(), 0u);
+      blob = engine::make_blob(name, blob.bytes.data(), blob.bytes.size() - 1);
+      return;
+    }
+  }
+  ADD_FAILURE() << "no blob " << name;
+}
+
+// Binds `plan` after `tamper` changed it: must fail with a message containing `expected`.
+void expect_bind_fails(const Graph& graph, const std::string& kind,
+                       const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& tamper,
+                       const std::string& expected) {
+  HarnessPlan plan = lower_or_die(graph);
+  ASSERT_TRUE(harness_bind(plan).ok()) << "the untampered plan binds";
+  engine::PlanLayer* layer = native_layer(plan, kind);
+  ASSERT_NE(layer, nullptr);
+  tamper(plan.plan, *layer);
+  auto bound = harness_bind(plan);
+  ASSERT_FALSE(bound.ok()) << kind << ": tampered plan bound (" << expected << ")";
+  const std::string message = bound.status().to_string();
+  EXPECT_NE(message.find(expected), std::string::npos) << message;
+  EXPECT_NE(message.find(kind), std::string::npos) << message;  // names the layer kind
+}
+
+Graph conv_for_tamper(bool depthwise) {
+  std::mt19937 rng(2);
+  ConvCase c;
+  if (depthwise) {
+    c.channels = c.out_channels = c.group = 16;
+  }
+  c.residual = "int8";
+  return load_text(conv_graph(c, rng));
+}
+
+TEST(Int8Bind, QConvRefusesDamagedWeights) {
+  Graph graph = conv_for_tamper(false);
+  expect_bind_fails(graph, "qconv", [](auto&, auto& l) { truncate_blob(l, "g0.data"); },
+                    "blob 'g0.data' has");
+  expect_bind_fails(graph, "qconv", [](auto&, auto& l) { truncate_blob(l, "g0.multiplier"); },
+                    "blob 'g0.multiplier' has");
+  expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("g0.nr", int64_t{8}); }, "g0.nr");
+  expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("g0.isa", std::string("avx1024")); },
+                    "unknown ISA 'avx1024'");
+  expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("channels", int64_t{6}); },
+                    "input shape does not match");
+  expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("out.scale", -1.0); }, "out.scale");
+  expect_bind_fails(graph, "qconv", [](auto& p, auto& l) { p.tensors[l.inputs[1]].dtype = DataType::kUint8; },
+                    "residual");
+  expect_bind_fails(graph, "qconv", [](auto& p, auto& l) { p.tensors[l.inputs[0]].layout = engine::Layout::kPlain; },
+                    "stored plain, expected nhwc");
+  Graph depthwise = conv_for_tamper(true);
+  expect_bind_fails(depthwise, "qconv", [](auto&, auto& l) { truncate_blob(l, "dw.weights"); },
+                    "blob 'dw.weights' has");
+  expect_bind_fails(depthwise, "qconv", [](auto&, auto& l) { l.params.set("dw.channels_padded", int64_t{17}); },
+                    "dw.channels_padded");
+}
+
+TEST(Int8Bind, QMatMulRefusesDamagedWeights) {
+  std::mt19937 rng(3);
+  Graph graph = load_text(model(fmt::format("int8[{},40] a", kMaxBatch), fmt::format("float[{},70] y", kMaxBatch),
+                                {"float as = {0.03}", "int8 az = {-4}",
+                                 int_initializer("int8", "w", {40, 70}, -127, 127, rng), "float ws = {0.01}",
+                                 "int8 wz = {0}"},
+                                "y = qdqrt.QMatMul <fused_nodes = [\"fc\"]> (a, as, az, w, ws, wz)\n"));
+  expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { truncate_blob(l, "w.data"); }, "blob 'w.data' has");
+  expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { truncate_blob(l, "w.bias"); }, "blob 'w.bias' has");
+  expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { l.params.set("k", int64_t{41}); }, "k=41");
+  expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { l.params.set("w.k_padded", int64_t{4}); }, "w.k_padded");
+
+  Graph batched = load_text(model(fmt::format("int8[{},2,9,16] a, int8[{},2,16,12] b", kMaxBatch, kMaxBatch),
+                                  fmt::format("float[{},2,9,12] y", kMaxBatch),
+                                  {"float as = {0.03}", "int8 az = {1}", "float bs = {0.02}", "int8 bz = {0}",
+                                   "float[12] bias = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}"},
+                                  "y = qdqrt.QMatMul <fused_nodes = [\"qk\"]> (a, as, az, b, bs, bz, bias)\n"));
+  expect_bind_fails(batched, "qbatched_matmul", [](auto&, auto& l) { truncate_blob(l, "bias"); }, "blob 'bias' has");
+  expect_bind_fails(batched, "qbatched_matmul", [](auto&, auto& l) { l.scratch_bytes = 64; }, "scratch of 64 bytes");
+  expect_bind_fails(batched, "qbatched_matmul", [](auto&, auto& l) { l.params.set("isa", std::string("x")); },
+                    "ISA 'x'");
+}
+
+Graph elementwise_graph() {
+  return load_text(model(
+      fmt::format("int8[{},6,5,5] a, int8[{},6,5,5] b, int8[{},6,4,5] c", kMaxBatch, kMaxBatch, kMaxBatch),
+      fmt::format("int8[{},6,5,5] s, uint8[{},6,5,5] l, int8[{},6,9,5] k, int8[{},6,2,2] m, int8[{},6,3,3] v, "
+                  "int8[{},6,1,1] g, int8[{},150] f, int8[{},5,6,5] t",
+                  kMaxBatch, kMaxBatch, kMaxBatch, kMaxBatch, kMaxBatch, kMaxBatch, kMaxBatch, kMaxBatch),
+      {"float as = {0.05}", "int8 az = {3}", "float ys = {0.1}", "int8 yz = {-5}", "uint8 uz = {0}"},
+      "s = qdqrt.QAdd <fused_nodes = [\"add\"]> (a, as, az, b, as, az, ys, yz)\n"
+      "l = qdqrt.QLookup <function = \"Sigmoid\", fused_nodes = [\"sig\"]> (a, as, az, ys, uz)\n"
+      "k = qdqrt.QConcat <axis = 2, fused_nodes = [\"cat\"]> (ys, yz, a, as, az, c, ys, yz)\n"
+      "m = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (a)\n"
+      "v = qdqrt.QAveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], "
+      "fused_nodes = [\"avg\"]> (a, as, az, ys, yz)\n"
+      "g = qdqrt.QGlobalAveragePool <fused_nodes = [\"gap\"]> (a, as, az, ys, yz)\n"
+      "f = Flatten <axis = 1> (a)\n"
+      "t = Transpose <perm = [0, 2, 1, 3]> (a)\n"));
+}
+
+TEST(Int8Bind, OtherKindsRefuseDamagedPlans) {
+  Graph graph = elementwise_graph();
+  {
+    HarnessPlan plan = lower_or_die(graph);
+    EXPECT_EQ(native_kinds(plan), (std::vector<std::string>{"qbinary", "qlut", "qconcat", "qmaxpool", "qavgpool",
+                                                            "qgavgpool", "int8_reshape", "int8_transpose"}));
+  }
+  expect_bind_fails(graph, "qbinary", [](auto&, auto& l) { l.params.set("y_scale", 0.0); }, "y_scale");
+  expect_bind_fails(graph, "qbinary", [](auto&, auto& l) { l.params.set("op", std::string("div")); }, "'div'");
+  expect_bind_fails(graph, "qbinary", [](auto& p, auto& l) { p.tensors[l.inputs[1]].shape[2] = 4; }, "broadcast");
+  expect_bind_fails(graph, "qlut", [](auto&, auto& l) { truncate_blob(l, "table"); }, "blob 'table' has 255 bytes");
+  expect_bind_fails(graph, "qconcat", [](auto&, auto& l) { l.params.set("x_zero_points", std::vector<int64_t>{3}); },
+                    "x_zero_points");
+  expect_bind_fails(graph, "qconcat", [](auto&, auto& l) { l.params.set("axis", int64_t{1}); }, "input 0 shape");
+  expect_bind_fails(graph, "qmaxpool", [](auto&, auto& l) { l.params.set("kernel", std::vector<int64_t>{4, 4}); },
+                    "the window gives");
+  expect_bind_fails(graph, "qavgpool", [](auto&, auto& l) { l.params.set("x_scale", std::string("big")); },
+                    "x_scale");
+  expect_bind_fails(graph, "qgavgpool", [](auto&, auto& l) { l.params.set("y_zero_point", int64_t{300}); },
+                    "y_zero_point");
+  expect_bind_fails(graph, "int8_reshape", [](auto& p, auto& l) { p.tensors[l.outputs[0]].dtype = DataType::kUint8; },
+                    "differ in type");
+  expect_bind_fails(graph, "int8_transpose",
+                    [](auto&, auto& l) { l.params.set("perm", std::vector<int64_t>{0, 2, 2, 3}); },
+                    "not a permutation");
+}
+
+// M = 1 (batch-1 FC): the layer splits column blocks so several threads share the GEMV.
+TEST(Int8Layers, QMatMulSingleRowSplitsColumns) {
+  std::mt19937 rng(8);
+  Graph graph = load_text(model("int8[1,64] a", "int8[1,1000] y",
+                                {"float as = {0.03}", "int8 az = {0}",
+                                 int_initializer("int8", "w", {64, 1000}, -127, 127, rng), "float ws = {0.01}",
+                                 "int8 wz = {0}", "float ys = {0.2}", "int8 yz = {0}"},
+                                "y = qdqrt.QMatMul <fused_nodes = [\"fc\"]> (a, as, az, w, ws, wz, , ys, yz)\n"));
+  auto plan = harness_lower(graph, 1, kernels::active_isa());
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  auto layers = harness_bind(*plan);
+  ASSERT_TRUE(layers.ok()) << layers.status().to_string();
+  std::vector<void*> data(plan->plan.tensors.size(), nullptr);
+  engine::RunState state{&plan->plan, 1, &data};
+  const engine::WorkShape work = (*layers)[0]->work(state);
+  EXPECT_GT(work.items, 1);  // column tiles
+  std::mt19937 input_rng(9);
+  TensorMap inputs = random_graph_inputs(graph, input_rng);
+  auto expected = run_reference(graph, inputs);
+  ASSERT_TRUE(expected.ok());
+  for (int threads : {1, 2, 3}) {
+    auto actual = harness_run(*plan, *layers, inputs, threads);
+    ASSERT_TRUE(actual.ok());
+    EXPECT_EQ(compare(*expected, *actual, "m=1").int_mismatches, 0) << threads;
+  }
+}
+
+// Every ISA this machine supports packs and runs the same numbers (the plan records the ISA).
+TEST(Int8Layers, EverySupportedIsa) {
+  for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvxVnni,
+                           kernels::Isa::kAvx512Vnni}) {
+    if (!kernels::isa_supported(isa)) continue;
+    SCOPED_TRACE(kernels::isa_name(isa));
+    for (const ConvCase& c : conv_cases()) {
+      std::mt19937 rng(11);
+      Graph graph = load_text(conv_graph(c, rng));
+      auto plan = harness_lower(graph, kMaxBatch, isa);
+      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+      // The depthwise family has no AVX-VNNI variant: it packs for AVX2 there.
+      const bool depthwise = c.group == c.channels && c.group > 1;
+      const kernels::Isa packed = isa == kernels::Isa::kAvxVnni && depthwise ? kernels::Isa::kAvx2 : isa;
+      engine::PlanLayer* conv = native_layer(*plan, "qconv");
+      ASSERT_NE(conv, nullptr);
+      EXPECT_NE(conv->kernel.find(kernels::isa_name(packed)), std::string::npos) << c.name << ": " << conv->kernel;
+      auto layers = harness_bind(*plan);
+      ASSERT_TRUE(layers.ok()) << layers.status().to_string();
+      std::mt19937 input_rng(1);
+      TensorMap inputs = random_graph_inputs(graph, input_rng);
+      auto expected = run_reference(graph, inputs);
+      ASSERT_TRUE(expected.ok());
+      auto actual = harness_run(*plan, *layers, inputs, 2);
+      ASSERT_TRUE(actual.ok());
+      Mismatch m = compare(*expected, *actual, c.name);
+      EXPECT_EQ(m.int_mismatches, 0) << c.name;
+      EXPECT_LE(m.max_float_rel, 1e-5) << c.name;
+    }
+  }
 }
 
 }  // namespace
