@@ -198,6 +198,13 @@ class ReferenceNodeLayer final : public engine::Layer {
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (inputs[i] < 0) {
         if (node->has_input(i)) pointers[i] = graph->find_initializer(node->input(i));
+        // A Reshape target folded at the maximum batch follows the run's batch.
+        if (node->op_type == "Reshape" && i == 1 && pointers[i] && pointers[i]->dtype() == DataType::kInt64 &&
+            pointers[i]->numel() > 0 && pointers[i]->data<int64_t>()[0] == state.plan->max_batch) {
+          owned[i] = pointers[i]->clone();
+          owned[i].data<int64_t>()[0] = state.batch;
+          pointers[i] = &owned[i];
+        }
         continue;
       }
       const PlanTensor& t = state.tensor(inputs[i]);
