@@ -281,7 +281,8 @@ class QMatMulLayer final : public Layer {
   WorkShape work(const RunState& state) const override {
     const int64_t m = rows(state);
     const int64_t split = grid.columns_split(m);
-    return {grid.items(m), 2.0 * static_cast<double>(grid.rows_per_item * k * n) / static_cast<double>(split)};
+    const int64_t rows_per_item = std::min(m, grid.rows_per_item);
+    return {grid.items(m), 2.0 * static_cast<double>(rows_per_item * k * n) / static_cast<double>(split)};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {

@@ -141,7 +141,7 @@ TEST_P(Int8Models, EngineMatchesReferenceOnFashionMnist) {
                                                            : fs::path(QDQRT_OPTIMIZER_MODELS_DIR) / c.file;
   const std::vector<uint8_t> pixels = read_bytes(fs::path(QDQRT_OPTIMIZER_MODELS_DIR) / "fmnist_test_1000_images.u8");
   ASSERT_EQ(pixels.size(), 1000u * 784u);
-  constexpr int kBatch = 40, kImages = 200;
+  constexpr int kBatch = 40, kImages = 120;
   Graph graph = optimized_model(path, kBatch);
   ASSERT_FALSE(graph.nodes.empty());
   const std::string input = graph.inputs.at(0), output = graph.outputs.at(0);
