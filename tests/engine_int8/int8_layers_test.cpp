@@ -4,7 +4,9 @@
 // executor on the same graph. Plus must-fail binds of tampered plans, one per kind.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <cstdio>
@@ -761,6 +763,50 @@ TEST(Int8Layers, EverySupportedIsa) {
       Mismatch m = compare(*expected, *actual, c.name);
       EXPECT_EQ(m.int_mismatches, 0) << c.name;
       EXPECT_LE(m.max_float_rel, 1e-5) << c.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qdqrt::testing
+
+// Timing of a ResNet-50 layer1 3x3 conv through the engine (QDQRT_INT8_PERF=1 to run; prints GOPS).
+namespace qdqrt::testing {
+namespace {
+
+TEST(Int8Perf, ResNetConvThroughEngine) {
+  if (std::getenv("QDQRT_INT8_PERF") == nullptr) GTEST_SKIP() << "set QDQRT_INT8_PERF=1";
+  std::mt19937 rng(1);
+  for (int64_t batch : {1, 8}) {
+    std::vector<std::string> init = {
+        "float xs = {0.05}", "int8 xz = {0}", int_initializer("int8", "w", {64, 64, 3, 3}, -127, 127, rng),
+        float_initializer("ws", {64}, 0.002f, 0.01f, rng), int_initializer("int8", "wz", {64}, 0, 0, rng),
+        "float ys = {0.04}", "int8 yz = {0}"};
+    Graph graph = load_text(model(
+        fmt::format("int8[{},64,56,56] x", batch), fmt::format("int8[{},64,56,56] y", batch), init,
+        "y = qdqrt.QConv <pads = [1, 1, 1, 1], activation = \"Relu\", fused_nodes = [\"conv\"]> "
+        "(x, xs, xz, w, ws, wz, , ys, yz)\n"));
+    auto built = engine::Engine::build(graph, {});
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    std::mt19937 input_rng(2);
+    TensorMap inputs = random_graph_inputs(graph, input_rng);
+    Tensor out(DataType::kInt8, {batch, 64, 56, 56});
+    const Tensor& x = inputs.at("x");
+    for (int threads : {1, 2}) {
+      auto context = (*built)->create_context({.threads = threads, .profiling = true});
+      double best = 1e9, best_conv = 1e9;
+      for (int i = 0; i < 20; ++i) {
+        auto start = std::chrono::steady_clock::now();
+        ASSERT_TRUE(context->run({{"x", x.raw_data(), x.shape()}}, {{"y", out.raw_data(), out.shape()}}).is_ok());
+        best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        const auto& times = context->last_layer_times_ms();
+        for (size_t l = 0; l < times.size(); ++l) {
+          if ((*built)->plan().layers[l].kind == "qconv") best_conv = std::min(best_conv, times[l]);
+        }
+      }
+      const double ops = 2.0 * batch * 56 * 56 * 64 * 64 * 9;
+      fmt::print("batch {} threads {}: run {:.3f} ms, conv layer {:.3f} ms = {:.0f} GOPS\n", batch, threads, best,
+                 best_conv, ops / best_conv / 1e6);
     }
   }
 }
