@@ -2,9 +2,16 @@
 // kinds (bind side) and node lowerings (build side). LayerRegistry::instance() calls them all.
 #pragma once
 
+#include "parser/status.h"
+
+namespace qdqrt {
+struct Node;
+}
+
 namespace qdqrt::engine {
 
 class LayerRegistry;
+class BuildContext;
 
 // engine/layers/border_layers.cpp: quantize, dequantize, requantize, reorder (layout changes), copy.
 void register_border_layers(LayerRegistry& registry);
@@ -14,5 +21,11 @@ void register_int8_layers(LayerRegistry& registry);
 void register_float_layers(LayerRegistry& registry);
 // engine/layers/reference_layer.cpp: any other node, run by the reference executor's kernel.
 void register_reference_layer(LayerRegistry& registry);
+
+// Lowers `node` to one "reference" layer (kernel "reference"): the builder's fallback for nodes
+// without a lowering, and what a native lowering calls for attribute values it does not handle.
+// Needs static shapes for every runtime input and output. The layer runs the reference executor's
+// kernel: slow, one thread, and it allocates inside run() (tensors for inputs and outputs).
+Status lower_with_reference(const Node& node, BuildContext& context);
 
 }  // namespace qdqrt::engine
