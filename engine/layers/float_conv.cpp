@@ -241,6 +241,9 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
   }
   if (g.tile_rows < 1 || g.oc_block < 1) return context.error("tile_rows and oc_block must be positive");
   g.tile_rows = std::min(g.tile_rows, std::max<int64_t>(g.out_height, 1));
+  if (safe_numel({g.in_per_group(), g.kernel_h, g.kernel_w, g.tile_rows, g.out_width, 4}) < 0) {
+    return context.error("the im2col tile is too large");
+  }
   if (static_cast<int64_t>(scratch_floats(g) * sizeof(float)) > context.layer().scratch_bytes) {
     return context.error(fmt::format("scratch_bytes {} is less than the {} the im2col tile needs",
                                      context.layer().scratch_bytes, scratch_floats(g) * sizeof(float)));

@@ -1,5 +1,5 @@
 // Native fp32 layers: registration of the float_*.cpp files and their shared helpers
-// (engine/layers/float_common.h). docs/engine.md, "Float layers", lists the layers.
+// (engine/layers/float_common.h). docs/engine_float_layers.md lists the layers.
 #include <algorithm>
 #include <limits>
 

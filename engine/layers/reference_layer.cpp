@@ -2,15 +2,16 @@
 // kernel (reference/executor.h run_reference_node). It is the fallback for every node without a
 // native lowering, so any op the parser and the reference know runs in an engine.
 //
-// Engine file encoding (own, no protobuf): the node is stored in params and blobs.
-//   op_type, domain (strings), opset (int), node_inputs, node_outputs (ints: slot counts)
-//   input_kinds  (ints, one per node input slot): 0 absent, 1 runtime tensor, 2 constant
-//   input_indices(ints): runtime -> index into PlanLayer::inputs; constant -> constant number c
-//   const<c>.dtype (int), const<c>.shape (ints), blob "const<c>" (raw little-endian elements)
-//   output_slots (ints, one per PlanLayer output): the node output slot it holds
-//   attribute_names (ints-free list: attr_count int + attr<i>.name string), attr<i>.kind (int,
-//   Attribute::Kind), attr<i>.value (int / float / string / ints / floats), attr<i>.count +
-//   attr<i>.s<j> (strings), attr<i>.dtype / attr<i>.shape + blob "attr<i>" (tensor)
+// Engine file encoding (own, no protobuf; docs/engine_float_layers.md): the node is stored in
+// params and blobs.
+//   op_type, domain (strings), opset (int), node_outputs (int), output_slots (ints: the node output
+//   slot each PlanLayer output holds)
+//   input_kinds (ints, one per node input slot): 0 absent, 1 runtime tensor, 2 constant
+//   input_indices (ints): runtime -> index into PlanLayer::inputs; constant -> constant number c
+//   constant_count, const<c>.dtype (int), const<c>.shape (ints), blob "const<c>" (raw elements)
+//   attr_count; attr<i>.name, attr<i>.kind (Attribute::Kind), attr<i>.value (int / float / string /
+//   ints / floats); string lists as attr<i>.count + attr<i>.s<j>; tensors as attr<i>.dtype,
+//   attr<i>.shape + blob "attr<i>"
 // bind() rebuilds the Node, parses its typed attributes through the parser's op registry (the
 // same validation a model file gets) and checks every tensor's dtype, layout and static shape.
 //

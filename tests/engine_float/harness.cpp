@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <random>
@@ -193,7 +196,10 @@ Result<TensorMap> harness_run(const HarnessPlan& built, const TensorMap& inputs,
     }
     std::memcpy(pointers[static_cast<size_t>(index)], tensor.raw_data(), tensor.nbytes());
   }
+  // QDQRT_HARNESS_PROFILE=1 prints each layer's time (for tuning the float layers).
+  const bool profile = std::getenv("QDQRT_HARNESS_PROFILE") != nullptr;
   for (size_t i = 0; i < built.layers.size(); ++i) {
+    const auto start = std::chrono::steady_clock::now();
     const engine::WorkShape work = built.layers[i]->work(state);
     kernels::AlignedBuffer<uint8_t> scratch(static_cast<size_t>(plan.layers[i].scratch_bytes) + 64);
     const int64_t parts = std::max<int64_t>(1, std::min(chunks, work.items));
@@ -203,6 +209,12 @@ Result<TensorMap> harness_run(const HarnessPlan& built, const TensorMap& inputs,
         built.layers[i]->run(state, begin, end,
                              std::span<uint8_t>(scratch.data(), static_cast<size_t>(plan.layers[i].scratch_bytes)));
       }
+    }
+    if (profile) {
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      std::printf("%8.3f ms  %-20s %-22s %s  (%lld items, %.3g GFLOP)\n", ms, plan.layers[i].kind.c_str(),
+                  plan.layers[i].kernel.c_str(), plan.layers[i].name.c_str(), static_cast<long long>(work.items),
+                  static_cast<double>(work.items) * work.ops_per_item * 1e-9);
     }
   }
   TensorMap outputs;
