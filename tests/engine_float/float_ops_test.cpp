@@ -5,8 +5,6 @@
 
 #include <fmt/format.h>
 
-#include <random>
-#include <sstream>
 
 #include "tests/engine_float/harness.h"
 
@@ -15,23 +13,6 @@ namespace {
 
 constexpr int64_t kMaxBatch = 3;
 constexpr double kTolerance = 1e-4;
-
-// "float[2,3] w = {...}" with values uniform in [low, high].
-std::string weights(const std::string& name, const std::vector<int64_t>& shape, float low = -1.0f, float high = 1.0f,
-                    uint32_t seed = 7) {
-  std::mt19937 rng(seed + static_cast<uint32_t>(name.size()) * 31u);
-  std::uniform_real_distribution<float> dist(low, high);
-  int64_t count = 1;
-  for (int64_t d : shape) count *= d;
-  std::ostringstream out;
-  out.precision(9);
-  out << "float[";
-  for (size_t i = 0; i < shape.size(); ++i) out << (i ? "," : "") << shape[i];
-  out << "] " << name << " = {";
-  for (int64_t i = 0; i < count; ++i) out << (i ? ", " : "") << dist(rng);
-  out << "}";
-  return out.str();
-}
 
 struct OpCase {
   std::string name;

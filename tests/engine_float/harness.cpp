@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <sstream>
 
 #include "engine/layers/layer_families.h"
 #include "kernels/aligned_buffer.h"
@@ -257,6 +258,23 @@ double relative_error(const Tensor& actual, const Tensor& expected) {
     max_diff = std::max(max_diff, std::fabs(a - e));
   }
   return max_diff / max_ref;
+}
+
+// "float[2,3] w = {...}" with values uniform in [low, high].
+std::string weights(const std::string& name, const std::vector<int64_t>& shape, float low, float high,
+                    uint32_t seed) {
+  std::mt19937 rng(seed + static_cast<uint32_t>(name.size()) * 31u);
+  std::uniform_real_distribution<float> dist(low, high);
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  std::ostringstream out;
+  out.precision(9);
+  out << "float[";
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? "," : "") << shape[i];
+  out << "] " << name << " = {";
+  for (int64_t i = 0; i < count; ++i) out << (i ? ", " : "") << dist(rng);
+  out << "}";
+  return out.str();
 }
 
 std::vector<std::string> layer_kinds(const engine::EnginePlan& plan) {

@@ -36,6 +36,10 @@ TensorMap random_inputs(const Graph& graph, int64_t batch, uint32_t seed);
 // max |a - b| / max(max |b|, 1e-6) over the tensors (1e9 on shape/dtype mismatch).
 double relative_error(const Tensor& actual, const Tensor& expected);
 
+// "float[2,3] w = {...}" (ONNX text initializer) with values uniform in [low, high].
+std::string weights(const std::string& name, const std::vector<int64_t>& shape, float low = -1.0f, float high = 1.0f,
+                    uint32_t seed = 7);
+
 std::vector<std::string> layer_kinds(const engine::EnginePlan& plan);
 
 }  // namespace qdqrt::testing
