@@ -2,11 +2,8 @@
 // kinds (bind side) and node lowerings (build side). LayerRegistry::instance() calls them all.
 #pragma once
 
+#include "parser/graph.h"
 #include "parser/status.h"
-
-namespace qdqrt {
-struct Node;
-}
 
 namespace qdqrt::engine {
 
