@@ -1,6 +1,6 @@
 // Data-movement layers on plain tensors of any dtype (named after the float family that needs them,
 // but they copy bytes):
-//   plain_copy       Reshape, Flatten, Squeeze, Unsqueeze, Identity: the same bytes under a new
+//   plain_copy       Reshape, Flatten, Squeeze, Unsqueeze: the same bytes under a new
 //                    shape (the batch dim must stay dim 0). Items: 256 KiB chunks.
 //   plain_concat     Concat of runtime tensors along a non-batch axis. Items: outer rows.
 //   plain_transpose  Transpose of rank <= 4 that keeps the batch dim first. Items: (d0, d1) slabs.
@@ -323,7 +323,7 @@ void register_shape(LayerRegistry& registry) {
   registry.add_kind({kCopyKind, bind_copy});
   registry.add_kind({kConcatKind, bind_concat});
   registry.add_kind({kTransposeKind, bind_transpose});
-  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"}) {
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) {
     registry.add_lowering({.domain = "", .op_type = op, .lower = lower_copy, .accepts = {}});
   }
   registry.add_lowering({.domain = "", .op_type = "Concat", .lower = lower_concat, .accepts = {}});

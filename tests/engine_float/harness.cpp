@@ -177,9 +177,9 @@ Result<std::unique_ptr<engine::Layer>> harness_bind(const engine::EnginePlan& pl
 Result<TensorMap> harness_run(const HarnessPlan& built, const TensorMap& inputs, int64_t chunks) {
   const engine::EnginePlan& plan = built.plan;
   int64_t batch = 1;
-  if (!plan.inputs.empty()) {
-    const auto& first = inputs.at(plan.tensors[static_cast<size_t>(plan.inputs[0])].name);
-    batch = first.dim(0);
+  for (int32_t index : plan.inputs) {
+    const engine::PlanTensor& tensor = plan.tensors[static_cast<size_t>(index)];
+    if (tensor.batched) batch = inputs.at(tensor.name).dim(0);
   }
   std::vector<kernels::AlignedBuffer<uint8_t>> buffers;
   std::vector<void*> pointers;
@@ -236,7 +236,7 @@ TensorMap random_inputs(const Graph& graph, int64_t batch, uint32_t seed) {
   TensorMap inputs;
   for (const std::string& name : graph.inputs) {
     Shape shape = *graph.find_value(name)->static_shape();
-    shape[0] = batch;
+    if (!shape.empty()) shape[0] = batch;
     Tensor tensor(DataType::kFloat, shape);
     for (int64_t i = 0; i < tensor.numel(); ++i) tensor.data<float>()[i] = dist(rng);
     inputs[name] = tensor;
