@@ -289,19 +289,49 @@ Result<Sections> check_header(std::span<const uint8_t> bytes) {
   return sections;
 }
 
-std::string to_string(const flatbuffers::String* text) { return text ? text->str() : std::string(); }
+// What converting the FlatBuffer may copy. A FlatBuffer can point many offsets at one string,
+// vector or table (the verifier allows it; qdqrt's writer never does it), which would let a small
+// file expand into gigabytes of copies. Each table, string and vector is charged what it takes in
+// an unshared FlatBuffer, and the total may not exceed the FlatBuffer's size.
+struct CopyBudget {
+  uint64_t remaining = 0;
+  bool exhausted = false;
 
-std::vector<std::string> to_strings(const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* strings) {
+  bool charge(uint64_t bytes) {
+    if (exhausted || bytes > remaining) {
+      exhausted = true;
+      return false;
+    }
+    remaining -= bytes;
+    return true;
+  }
+  Status status() const {
+    if (!exhausted) return Status::ok();
+    return corrupt("the FlatBuffer refers to the same data more than once (more copied than it holds)");
+  }
+};
+
+constexpr uint64_t kTableCharge = 4;  // the smallest table: its vtable offset
+
+std::string to_string(CopyBudget& budget, const flatbuffers::String* text) {
+  if (!text || !budget.charge(4 + uint64_t{text->size()})) return std::string();
+  return text->str();
+}
+
+std::vector<std::string> to_strings(CopyBudget& budget,
+                                    const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* strings) {
   std::vector<std::string> values;
-  if (!strings) return values;
+  if (!strings || !budget.charge(4 + 4 * uint64_t{strings->size()})) return values;
   values.reserve(strings->size());
-  for (flatbuffers::uoffset_t i = 0; i < strings->size(); ++i) values.push_back(to_string(strings->Get(i)));
+  for (flatbuffers::uoffset_t i = 0; i < strings->size() && !budget.exhausted; ++i) {
+    values.push_back(to_string(budget, strings->Get(i)));
+  }
   return values;
 }
 
 template <class T>
-std::vector<T> to_vector(const flatbuffers::Vector<T>* values) {
-  if (!values) return {};
+std::vector<T> to_vector(CopyBudget& budget, const flatbuffers::Vector<T>* values) {
+  if (!values || !budget.charge(4 + sizeof(T) * uint64_t{values->size()})) return {};
   return std::vector<T>(values->begin(), values->end());
 }
 
@@ -321,13 +351,15 @@ Status check_tensor_index(int32_t index, size_t tensor_count, bool absent_allowe
   return Status::ok();
 }
 
-Result<PlanTensor> read_tensor(const fb::Tensor& table, size_t index, int64_t arena_bytes) {
+Result<PlanTensor> read_tensor(CopyBudget& budget, const fb::Tensor& table, size_t index, int64_t arena_bytes) {
   PlanTensor tensor;
-  tensor.name = to_string(table.name());
+  budget.charge(kTableCharge);
+  tensor.name = to_string(budget, table.name());
   const std::string where = fmt::format("tensor {} '{}'", index, tensor.name);
   if (!dtype_is_known(table.dtype())) return corrupt("{}: unknown dtype {}", where, table.dtype());
   tensor.dtype = static_cast<DataType>(table.dtype());
-  tensor.shape = to_vector(table.shape());
+  tensor.shape = to_vector(budget, table.shape());
+  QDQRT_RETURN_IF_ERROR(budget.status());
   for (int64_t dim : tensor.shape) {
     if (dim < 0) return corrupt("{}: negative dimension in shape {}", where, shape_to_string(tensor.shape));
   }
@@ -358,7 +390,8 @@ Result<PlanTensor> read_tensor(const fb::Tensor& table, size_t index, int64_t ar
   return tensor;
 }
 
-Result<ParamValue> read_param_value(const fb::Param& param, const std::string& where) {
+Result<ParamValue> read_param_value(CopyBudget& budget, const fb::Param& param, const std::string& where) {
+  budget.charge(kTableCharge);  // the value's table
   switch (param.value_type()) {
     case fb::ParamValue_IntParam:
       if (const fb::IntParam* value = param.value_as_IntParam()) return ParamValue(value->value());
@@ -367,13 +400,13 @@ Result<ParamValue> read_param_value(const fb::Param& param, const std::string& w
       if (const fb::FloatParam* value = param.value_as_FloatParam()) return ParamValue(value->value());
       break;
     case fb::ParamValue_StringParam:
-      if (const fb::StringParam* value = param.value_as_StringParam()) return ParamValue(to_string(value->value()));
+      if (const fb::StringParam* value = param.value_as_StringParam()) return ParamValue(to_string(budget, value->value()));
       break;
     case fb::ParamValue_IntsParam:
-      if (const fb::IntsParam* value = param.value_as_IntsParam()) return ParamValue(to_vector(value->values()));
+      if (const fb::IntsParam* value = param.value_as_IntsParam()) return ParamValue(to_vector(budget, value->values()));
       break;
     case fb::ParamValue_FloatsParam:
-      if (const fb::FloatsParam* value = param.value_as_FloatsParam()) return ParamValue(to_vector(value->values()));
+      if (const fb::FloatsParam* value = param.value_as_FloatsParam()) return ParamValue(to_vector(budget, value->values()));
       break;
     default:
       return corrupt("{}: unknown value type {}", where, static_cast<int>(param.value_type()));
@@ -381,15 +414,18 @@ Result<ParamValue> read_param_value(const fb::Param& param, const std::string& w
   return corrupt("{}: value missing", where);
 }
 
-Result<PlanLayer> read_layer(const fb::Layer& table, size_t index, size_t tensor_count, const BlobSource& source) {
+Result<PlanLayer> read_layer(CopyBudget& budget, CopyBudget& blob_budget, const fb::Layer& table, size_t index, size_t tensor_count,
+                             const BlobSource& source) {
   PlanLayer layer;
-  layer.kind = to_string(table.kind());
-  layer.name = to_string(table.name());
+  budget.charge(kTableCharge);
+  layer.kind = to_string(budget, table.kind());
+  layer.name = to_string(budget, table.name());
   const std::string where = fmt::format("layer {} '{}' ({})", index, layer.name, layer.kind);
-  layer.source_nodes = to_strings(table.source_nodes());
-  layer.op_type = to_string(table.op_type());
-  layer.inputs = to_vector(table.inputs());
-  layer.outputs = to_vector(table.outputs());
+  layer.source_nodes = to_strings(budget, table.source_nodes());
+  layer.op_type = to_string(budget, table.op_type());
+  layer.inputs = to_vector(budget, table.inputs());
+  layer.outputs = to_vector(budget, table.outputs());
+  QDQRT_RETURN_IF_ERROR(budget.status());
   for (size_t i = 0; i < layer.inputs.size(); ++i) {
     QDQRT_RETURN_IF_ERROR(check_tensor_index(layer.inputs[i], tensor_count, true, fmt::format("{} input {}", where, i)));
   }
@@ -397,17 +433,19 @@ Result<PlanLayer> read_layer(const fb::Layer& table, size_t index, size_t tensor
     QDQRT_RETURN_IF_ERROR(
         check_tensor_index(layer.outputs[i], tensor_count, true, fmt::format("{} output {}", where, i)));
   }
-  layer.kernel = to_string(table.kernel());
+  layer.kernel = to_string(budget, table.kernel());
   layer.scratch_bytes = table.scratch_bytes();
   if (layer.scratch_bytes < 0) return corrupt("{}: negative scratch size {}", where, layer.scratch_bytes);
 
   if (const auto* params = table.params()) {
     for (flatbuffers::uoffset_t i = 0; i < params->size(); ++i) {
       const fb::Param& param = *params->Get(i);
-      std::string name = to_string(param.name());
+      budget.charge(kTableCharge);
+      std::string name = to_string(budget, param.name());
       std::string param_where = fmt::format("{} parameter '{}'", where, name);
       if (layer.params.has(name)) return corrupt("{}: appears twice", param_where);
-      QDQRT_ASSIGN_OR_RETURN(ParamValue value, read_param_value(param, param_where));
+      QDQRT_ASSIGN_OR_RETURN(ParamValue value, read_param_value(budget, param, param_where));
+      QDQRT_RETURN_IF_ERROR(budget.status());
       layer.params.set(name, std::move(value));
     }
   }
@@ -416,7 +454,9 @@ Result<PlanLayer> read_layer(const fb::Layer& table, size_t index, size_t tensor
     std::set<std::string> names;
     for (flatbuffers::uoffset_t i = 0; i < blobs->size(); ++i) {
       const fb::BlobRef& ref = *blobs->Get(i);
-      std::string name = to_string(ref.name());
+      budget.charge(kTableCharge);
+      std::string name = to_string(budget, ref.name());
+      QDQRT_RETURN_IF_ERROR(budget.status());
       std::string blob_where = fmt::format("{} blob '{}'", where, name);
       if (!names.insert(name).second) return corrupt("{}: appears twice", blob_where);
       uint64_t offset = ref.offset(), size = ref.size();
@@ -425,6 +465,12 @@ Result<PlanLayer> read_layer(const fb::Layer& table, size_t index, size_t tensor
       }
       if (offset > source.section_bytes || size > source.section_bytes - offset) {
         return corrupt("{}: bytes [{}, +{}) lie beyond the blob section of {} bytes", blob_where, offset, size,
+                       source.section_bytes);
+      }
+      // Blobs never overlap in a written file, so together they fit in the section; this also
+      // bounds what copying them (bytes not aligned in memory) can cost.
+      if (!blob_budget.charge(size)) {
+        return corrupt("{}: the blobs add up to more than the blob section of {} bytes (they overlap)", blob_where,
                        source.section_bytes);
       }
       const uint8_t* data = source.section + offset;
@@ -469,19 +515,24 @@ Status check_feature_usable(const std::string& feature) {
 }
 
 // Converts a verified FlatBuffer into a plan, checking every value the verifier cannot judge.
-Result<EnginePlan> read_plan_table(const fb::EnginePlan& table, uint32_t header_version, const BlobSource& source) {
+Result<EnginePlan> read_plan_table(const fb::EnginePlan& table, uint32_t header_version, const BlobSource& source,
+                                   uint64_t flatbuffer_bytes) {
   EnginePlan plan;
+  CopyBudget budget{flatbuffer_bytes};
+  CopyBudget blob_budget{source.section_bytes};
+  budget.charge(kTableCharge);  // the root table
   plan.format_version = table.format_version();
   if (plan.format_version != header_version) {
     return corrupt("the plan says format version {}, the header {}", plan.format_version, header_version);
   }
-  plan.qdqrt_version = to_string(table.qdqrt_version());
-  plan.isa = to_string(table.isa());
+  plan.qdqrt_version = to_string(budget, table.qdqrt_version());
+  plan.isa = to_string(budget, table.isa());
   if (!plan.isa.empty()) QDQRT_RETURN_IF_ERROR(check_feature_known(plan.isa));
-  plan.cpu_features = to_strings(table.cpu_features());
+  plan.cpu_features = to_strings(budget, table.cpu_features());
   for (const std::string& feature : plan.cpu_features) QDQRT_RETURN_IF_ERROR(check_feature_known(feature));
-  plan.source_model = to_string(table.source_model());
-  plan.precision = to_string(table.precision());
+  plan.source_model = to_string(budget, table.source_model());
+  plan.precision = to_string(budget, table.precision());
+  QDQRT_RETURN_IF_ERROR(budget.status());
   plan.max_batch = table.max_batch();
   if (plan.max_batch < 1) return corrupt("max batch {} is below 1", plan.max_batch);
   plan.arena_bytes = table.arena_bytes();
@@ -492,23 +543,24 @@ Result<EnginePlan> read_plan_table(const fb::EnginePlan& table, uint32_t header_
   if (const auto* tensors = table.tensors()) {
     plan.tensors.reserve(tensors->size());
     for (flatbuffers::uoffset_t i = 0; i < tensors->size(); ++i) {
-      QDQRT_ASSIGN_OR_RETURN(PlanTensor tensor, read_tensor(*tensors->Get(i), i, plan.arena_bytes));
+      QDQRT_ASSIGN_OR_RETURN(PlanTensor tensor, read_tensor(budget, *tensors->Get(i), i, plan.arena_bytes));
       plan.tensors.push_back(std::move(tensor));
     }
   }
   const size_t tensor_count = plan.tensors.size();
-  plan.inputs = to_vector(table.inputs());
+  plan.inputs = to_vector(budget, table.inputs());
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     QDQRT_RETURN_IF_ERROR(check_tensor_index(plan.inputs[i], tensor_count, false, fmt::format("engine input {}", i)));
   }
-  plan.outputs = to_vector(table.outputs());
+  plan.outputs = to_vector(budget, table.outputs());
+  QDQRT_RETURN_IF_ERROR(budget.status());
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
     QDQRT_RETURN_IF_ERROR(check_tensor_index(plan.outputs[i], tensor_count, false, fmt::format("engine output {}", i)));
   }
   if (const auto* layers = table.layers()) {
     plan.layers.reserve(layers->size());
     for (flatbuffers::uoffset_t i = 0; i < layers->size(); ++i) {
-      QDQRT_ASSIGN_OR_RETURN(PlanLayer layer, read_layer(*layers->Get(i), i, tensor_count, source));
+      QDQRT_ASSIGN_OR_RETURN(PlanLayer layer, read_layer(budget, blob_budget, *layers->Get(i), i, tensor_count, source));
       plan.layers.push_back(std::move(layer));
     }
   }
@@ -532,7 +584,7 @@ Result<EnginePlan> verify_and_read(std::span<const uint8_t> flatbuffer, uint32_t
   if (!fb::VerifyEnginePlanBuffer(verifier)) {
     return corrupt("the FlatBuffer section ({} bytes) fails the FlatBuffers verifier", flatbuffer.size());
   }
-  return read_plan_table(*fb::GetEnginePlan(flatbuffer.data()), header_version, source);
+  return read_plan_table(*fb::GetEnginePlan(flatbuffer.data()), header_version, source, flatbuffer.size());
 }
 
 Result<EnginePlan> read_plan_unguarded(std::span<const uint8_t> bytes, std::shared_ptr<const void> owner) {

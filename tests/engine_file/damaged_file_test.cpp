@@ -243,6 +243,13 @@ TEST_F(DamagedFile, BlobOutOfBoundsOrMisaligned) {
   reseal_file(file);
   expect_refused(file, "lie beyond the blob section");
 
+  // Each blob in bounds, but overlapping: together more than the section.
+  file = copy();
+  ASSERT_TRUE(blob_ref(file, 1, 1)->mutate_offset(0));
+  ASSERT_TRUE(blob_ref(file, 1, 1)->mutate_size(sections.blob_section_bytes));
+  reseal_file(file);
+  expect_refused(file, "blob 'bias': the blobs add up to more than the blob section of 4480 bytes (they overlap)");
+
   // Two blobs of one layer with the same name: "table" becomes "bias" (shorter, NUL-terminated).
   file = copy();
   rename(blob_ref(file, 1, 3)->mutable_name(), "bias");
@@ -422,6 +429,62 @@ TEST_F(DamagedFile, UnknownCpuFeatureOrIsa) {
   std::memcpy(mutable_root(file)->mutable_isa()->data(), "sse4", 4);
   reseal_file(file);
   expect_refused(file, "CPU feature 'sse4'");
+}
+
+TEST(HandMadeFlatBuffer, AssembledLikeTheWriter) {
+  // The helper the next tests rely on gives a file the reader accepts.
+  flatbuffers::FlatBufferBuilder builder;
+  builder.ForceDefaults(true);
+  auto root = file::CreateEnginePlan(builder, kEngineFormatVersion);
+  file::FinishEnginePlanBuffer(builder, root);
+  auto read = read_copy(assemble_file({builder.GetBufferPointer(), builder.GetSize()}, {}));
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  EXPECT_EQ(read->max_batch, 1);
+}
+
+TEST(HandMadeFlatBuffer, SharedDataCannotExpand) {
+  // 2,000 layer offsets to one layer whose strings are 1,000 bytes long: a 10 kB FlatBuffer that
+  // would expand into 4 MB of copies (and a bigger one into gigabytes).
+  flatbuffers::FlatBufferBuilder builder;
+  auto text = builder.CreateString(std::string(1000, 'x'));
+  auto layer = file::CreateLayer(builder, text, text);
+  std::vector<flatbuffers::Offset<file::Layer>> layers(2000, layer);
+  auto root = file::CreateEnginePlan(builder, kEngineFormatVersion, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+                                     builder.CreateVector(layers));
+  file::FinishEnginePlanBuffer(builder, root);
+  std::vector<uint8_t> file = assemble_file({builder.GetBufferPointer(), builder.GetSize()}, {});
+  EXPECT_LT(file.size(), 12000u);
+  expect_refused(file, "corrupt engine file: the FlatBuffer refers to the same data more than once");
+
+  // The same layer written once per offset is fine (must-not-fire).
+  flatbuffers::FlatBufferBuilder unshared;
+  std::vector<flatbuffers::Offset<file::Layer>> distinct;
+  for (int i = 0; i < 20; ++i) {
+    auto name = unshared.CreateString(std::string(1000, 'x'));
+    distinct.push_back(file::CreateLayer(unshared, name, name));  // kind and name share: 2 refs, 1 string
+  }
+  root = file::CreateEnginePlan(unshared, kEngineFormatVersion, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+                                unshared.CreateVector(distinct));
+  file::FinishEnginePlanBuffer(unshared, root);
+  auto read = read_copy(assemble_file({unshared.GetBufferPointer(), unshared.GetSize()}, {}));
+  // kind and name point at one string: 20 x 2 x 1,004 bytes charged for 20 x 1,005 stored.
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("same data more than once"), std::string::npos);
+
+  flatbuffers::FlatBufferBuilder separate;
+  distinct.clear();
+  for (int i = 0; i < 20; ++i) {
+    auto kind = separate.CreateString(std::string(1000, 'k'));
+    auto name = separate.CreateString(std::string(1000, 'n'));
+    distinct.push_back(file::CreateLayer(separate, kind, name));
+  }
+  root = file::CreateEnginePlan(separate, kEngineFormatVersion, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+                                separate.CreateVector(distinct));
+  file::FinishEnginePlanBuffer(separate, root);
+  read = read_copy(assemble_file({separate.GetBufferPointer(), separate.GetSize()}, {}));
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  ASSERT_EQ(read->layers.size(), 20u);
+  EXPECT_EQ(read->layers[19].name, std::string(1000, 'n'));
 }
 
 }  // namespace

@@ -185,6 +185,24 @@ file::EnginePlan* mutable_root(std::vector<uint8_t>& file) {
   return file::GetMutableEnginePlan(file.data() + sections_of(file).flatbuffer_offset);
 }
 
+std::vector<uint8_t> assemble_file(std::span<const uint8_t> flatbuffer, std::span<const uint8_t> blob_section) {
+  using namespace file_format;
+  const uint64_t blob_offset = (kHeaderBytes + flatbuffer.size() + 63) / 64 * 64;
+  std::vector<uint8_t> file(blob_offset + blob_section.size(), 0);
+  std::memcpy(file.data(), kMagic, sizeof(kMagic));
+  store_field<uint32_t>(file, kFormatVersionOffset, kEngineFormatVersion);
+  store_field<uint32_t>(file, kHeaderBytesOffset, kHeaderBytes);
+  store_field<uint64_t>(file, kFlatbufferOffsetOffset, kHeaderBytes);
+  store_field<uint64_t>(file, kFlatbufferBytesOffset, flatbuffer.size());
+  store_field<uint64_t>(file, kBlobSectionOffsetOffset, blob_offset);
+  store_field<uint64_t>(file, kBlobSectionBytesOffset, blob_section.size());
+  store_field<uint64_t>(file, kFileBytesOffset, file.size());
+  std::copy(flatbuffer.begin(), flatbuffer.end(), file.begin() + kHeaderBytes);
+  std::copy(blob_section.begin(), blob_section.end(), file.begin() + blob_offset);
+  reseal(file);
+  return file;
+}
+
 Result<EnginePlan> read_copy(const std::vector<uint8_t>& file) {
   size_t allocated = (file.size() + 63) / 64 * 64 + 64;
   std::shared_ptr<uint8_t> storage(static_cast<uint8_t*>(std::aligned_alloc(64, allocated)), std::free);

@@ -42,6 +42,9 @@ T* field_address(const void* table, flatbuffers::voffset_t field) {
   return reinterpret_cast<T*>(address);
 }
 
+// An engine file around a hand-made FlatBuffer (as the writer lays it out, sealed).
+std::vector<uint8_t> assemble_file(std::span<const uint8_t> flatbuffer, std::span<const uint8_t> blob_section);
+
 // Reads `file` (copied into 64-byte-aligned memory, as a mapped file would be).
 Result<EnginePlan> read_copy(const std::vector<uint8_t>& file);
 
