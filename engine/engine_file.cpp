@@ -118,6 +118,9 @@ Status truncated(fmt::format_string<Args...> format, Args&&... args) {
   return invalid_model("truncated engine file: {}", fmt::format(format, std::forward<Args>(args)...));
 }
 
+// A name from the file for a message: long ones shortened (the file is untrusted).
+std::string shown(const std::string& name) { return name.size() <= 80 ? name : name.substr(0, 80) + "..."; }
+
 uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
 // ---------------------------------------------------------------------------------------------
@@ -190,20 +193,20 @@ std::vector<uint8_t> build_flatbuffer(const EnginePlan& plan, std::vector<BlobPl
       blobs.push_back(fb::CreateBlobRef(builder, builder.CreateString(blob.name), offset, blob.bytes.size()));
       cursor = offset + blob.bytes.size();
     }
-    layers.push_back(fb::CreateLayer(
-        builder, builder.CreateString(layer.kind), builder.CreateString(layer.name),
-        string_vector(builder, layer.source_nodes), builder.CreateString(layer.op_type),
-        builder.CreateVector(layer.inputs), builder.CreateVector(layer.outputs), builder.CreateString(layer.kernel),
-        builder.CreateVector(params), builder.CreateVector(blobs), layer.scratch_bytes));
+    layers.push_back(fb::CreateLayer(builder, builder.CreateString(layer.kind), builder.CreateString(layer.name),
+                                     string_vector(builder, layer.source_nodes), builder.CreateString(layer.op_type),
+                                     builder.CreateVector(layer.inputs), builder.CreateVector(layer.outputs),
+                                     builder.CreateString(layer.kernel), builder.CreateVector(params),
+                                     builder.CreateVector(blobs), layer.scratch_bytes));
   }
   blob_section_bytes = align_up(cursor, kBlobAlignment);
 
-  auto root = fb::CreateEnginePlan(
-      builder, plan.format_version, builder.CreateString(plan.qdqrt_version), builder.CreateString(plan.isa),
-      string_vector(builder, plan.cpu_features), builder.CreateString(plan.source_model),
-      builder.CreateString(plan.precision), plan.max_batch, builder.CreateVector(tensors),
-      builder.CreateVector(plan.inputs), builder.CreateVector(plan.outputs), builder.CreateVector(layers),
-      plan.arena_bytes, plan.scratch_bytes_per_thread);
+  auto root = fb::CreateEnginePlan(builder, plan.format_version, builder.CreateString(plan.qdqrt_version),
+                                   builder.CreateString(plan.isa), string_vector(builder, plan.cpu_features),
+                                   builder.CreateString(plan.source_model), builder.CreateString(plan.precision),
+                                   plan.max_batch, builder.CreateVector(tensors), builder.CreateVector(plan.inputs),
+                                   builder.CreateVector(plan.outputs), builder.CreateVector(layers), plan.arena_bytes,
+                                   plan.scratch_bytes_per_thread);
   fb::FinishEnginePlanBuffer(builder, root);
   return std::vector<uint8_t>(builder.GetBufferPointer(), builder.GetBufferPointer() + builder.GetSize());
 }
@@ -355,7 +358,7 @@ Result<PlanTensor> read_tensor(CopyBudget& budget, const fb::Tensor& table, size
   PlanTensor tensor;
   budget.charge(kTableCharge);
   tensor.name = to_string(budget, table.name());
-  const std::string where = fmt::format("tensor {} '{}'", index, tensor.name);
+  const std::string where = fmt::format("tensor {} '{}'", index, shown(tensor.name));
   if (!dtype_is_known(table.dtype())) return corrupt("{}: unknown dtype {}", where, table.dtype());
   tensor.dtype = static_cast<DataType>(table.dtype());
   tensor.shape = to_vector(budget, table.shape());
@@ -378,7 +381,8 @@ Result<PlanTensor> read_tensor(CopyBudget& budget, const fb::Tensor& table, size
   tensor.bytes = table.bytes();
   if (tensor.bytes < 0) return corrupt("{}: negative size {} bytes", where, tensor.bytes);
   if (tensor.kind == TensorKind::kActivation) {
-    if (tensor.arena_offset < 0) return corrupt("{}: activation with negative arena offset {}", where, tensor.arena_offset);
+    if (tensor.arena_offset < 0)
+      return corrupt("{}: activation with negative arena offset {}", where, tensor.arena_offset);
     if (tensor.arena_offset % 64 != 0) {
       return corrupt("{}: arena offset {} is not a multiple of 64", where, tensor.arena_offset);
     }
@@ -400,34 +404,37 @@ Result<ParamValue> read_param_value(CopyBudget& budget, const fb::Param& param, 
       if (const fb::FloatParam* value = param.value_as_FloatParam()) return ParamValue(value->value());
       break;
     case fb::ParamValue_StringParam:
-      if (const fb::StringParam* value = param.value_as_StringParam()) return ParamValue(to_string(budget, value->value()));
+      if (const fb::StringParam* value = param.value_as_StringParam())
+        return ParamValue(to_string(budget, value->value()));
       break;
     case fb::ParamValue_IntsParam:
-      if (const fb::IntsParam* value = param.value_as_IntsParam()) return ParamValue(to_vector(budget, value->values()));
+      if (const fb::IntsParam* value = param.value_as_IntsParam())
+        return ParamValue(to_vector(budget, value->values()));
       break;
     case fb::ParamValue_FloatsParam:
-      if (const fb::FloatsParam* value = param.value_as_FloatsParam()) return ParamValue(to_vector(budget, value->values()));
+      if (const fb::FloatsParam* value = param.value_as_FloatsParam())
+        return ParamValue(to_vector(budget, value->values()));
       break;
-    default:
-      return corrupt("{}: unknown value type {}", where, static_cast<int>(param.value_type()));
+    default: return corrupt("{}: unknown value type {}", where, static_cast<int>(param.value_type()));
   }
   return corrupt("{}: value missing", where);
 }
 
-Result<PlanLayer> read_layer(CopyBudget& budget, CopyBudget& blob_budget, const fb::Layer& table, size_t index, size_t tensor_count,
-                             const BlobSource& source) {
+Result<PlanLayer> read_layer(CopyBudget& budget, CopyBudget& blob_budget, const fb::Layer& table, size_t index,
+                             size_t tensor_count, const BlobSource& source) {
   PlanLayer layer;
   budget.charge(kTableCharge);
   layer.kind = to_string(budget, table.kind());
   layer.name = to_string(budget, table.name());
-  const std::string where = fmt::format("layer {} '{}' ({})", index, layer.name, layer.kind);
+  const std::string where = fmt::format("layer {} '{}' ({})", index, shown(layer.name), shown(layer.kind));
   layer.source_nodes = to_strings(budget, table.source_nodes());
   layer.op_type = to_string(budget, table.op_type());
   layer.inputs = to_vector(budget, table.inputs());
   layer.outputs = to_vector(budget, table.outputs());
   QDQRT_RETURN_IF_ERROR(budget.status());
   for (size_t i = 0; i < layer.inputs.size(); ++i) {
-    QDQRT_RETURN_IF_ERROR(check_tensor_index(layer.inputs[i], tensor_count, true, fmt::format("{} input {}", where, i)));
+    QDQRT_RETURN_IF_ERROR(
+        check_tensor_index(layer.inputs[i], tensor_count, true, fmt::format("{} input {}", where, i)));
   }
   for (size_t i = 0; i < layer.outputs.size(); ++i) {
     QDQRT_RETURN_IF_ERROR(
@@ -442,7 +449,7 @@ Result<PlanLayer> read_layer(CopyBudget& budget, CopyBudget& blob_budget, const 
       const fb::Param& param = *params->Get(i);
       budget.charge(kTableCharge);
       std::string name = to_string(budget, param.name());
-      std::string param_where = fmt::format("{} parameter '{}'", where, name);
+      std::string param_where = fmt::format("{} parameter '{}'", where, shown(name));
       if (layer.params.has(name)) return corrupt("{}: appears twice", param_where);
       QDQRT_ASSIGN_OR_RETURN(ParamValue value, read_param_value(budget, param, param_where));
       QDQRT_RETURN_IF_ERROR(budget.status());
@@ -457,7 +464,7 @@ Result<PlanLayer> read_layer(CopyBudget& budget, CopyBudget& blob_budget, const 
       budget.charge(kTableCharge);
       std::string name = to_string(budget, ref.name());
       QDQRT_RETURN_IF_ERROR(budget.status());
-      std::string blob_where = fmt::format("{} blob '{}'", where, name);
+      std::string blob_where = fmt::format("{} blob '{}'", where, shown(name));
       if (!names.insert(name).second) return corrupt("{}: appears twice", blob_where);
       uint64_t offset = ref.offset(), size = ref.size();
       if (offset % kBlobAlignment != 0) {
@@ -493,15 +500,17 @@ Result<PlanLayer> read_layer(CopyBudget& budget, CopyBudget& blob_budget, const 
 // Feature names the plan may list and how to tell whether they are usable here.
 Status check_feature_known(const std::string& feature) {
   if (feature == "avx512vbmi" || kernels::parse_isa(feature)) return Status::ok();
-  return unsupported("engine needs CPU feature '{}', which this qdqrt does not know", feature);
+  return unsupported("engine needs CPU feature '{}', which this qdqrt does not know", shown(feature));
 }
 
 Status check_feature_usable(const std::string& feature) {
   if (feature == "avx512vbmi") {
     if (!kernels::cpu_has_avx512vbmi()) return unsupported("engine was built for avx512vbmi, which this CPU lacks");
     if (!kernels::avx512vbmi_usable()) {
-      return unsupported("engine was built for avx512vbmi, which is disabled here: kernels are limited to {} "
-                         "(QDQRT_MAX_ISA)", kernels::isa_name(kernels::active_isa()));
+      return unsupported(
+          "engine was built for avx512vbmi, which is disabled here: kernels are limited to {} "
+          "(QDQRT_MAX_ISA)",
+          kernels::isa_name(kernels::active_isa()));
     }
     return Status::ok();
   }
@@ -560,7 +569,8 @@ Result<EnginePlan> read_plan_table(const fb::EnginePlan& table, uint32_t header_
   if (const auto* layers = table.layers()) {
     plan.layers.reserve(layers->size());
     for (flatbuffers::uoffset_t i = 0; i < layers->size(); ++i) {
-      QDQRT_ASSIGN_OR_RETURN(PlanLayer layer, read_layer(budget, blob_budget, *layers->Get(i), i, tensor_count, source));
+      QDQRT_ASSIGN_OR_RETURN(PlanLayer layer,
+                             read_layer(budget, blob_budget, *layers->Get(i), i, tensor_count, source));
       plan.layers.push_back(std::move(layer));
     }
   }
@@ -592,7 +602,8 @@ Result<EnginePlan> read_plan_unguarded(std::span<const uint8_t> bytes, std::shar
   uint64_t stored = load_field<uint64_t>(bytes, kChecksumOffset);
   uint64_t computed = compute_checksum(bytes);
   if (stored != computed) {
-    return invalid_model("corrupt engine file: checksum mismatch (stored {:#018x}, computed {:#018x})", stored, computed);
+    return invalid_model("corrupt engine file: checksum mismatch (stored {:#018x}, computed {:#018x})", stored,
+                         computed);
   }
   std::span<const uint8_t> flatbuffer = bytes.subspan(sections.flatbuffer_offset, sections.flatbuffer_bytes);
   std::vector<uint64_t> aligned_copy;
@@ -720,9 +731,8 @@ Result<EnginePlan> read_plan_file(const std::string& path) {
     if (mapping == MAP_FAILED) return io_error("cannot map engine file '{}': {}", path, std::strerror(map_errno));
     std::shared_ptr<const void> owner;
     try {
-      owner = std::shared_ptr<const void>(mapping, [size](const void* address) {
-        ::munmap(const_cast<void*>(address), size);
-      });
+      owner = std::shared_ptr<const void>(mapping,
+                                          [size](const void* address) { ::munmap(const_cast<void*>(address), size); });
     } catch (const std::bad_alloc&) {
       ::munmap(mapping, size);
       return io_error("not enough memory to read engine file '{}'", path);

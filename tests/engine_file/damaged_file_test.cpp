@@ -26,7 +26,7 @@ void expect_refused(const std::vector<uint8_t>& file, const std::string& expecte
 // Shortens a FlatBuffer string in place to `name` (at most its current length).
 void rename(flatbuffers::String* string, const std::string& name) {
   ASSERT_LE(name.size(), string->size());
-  std::memcpy(string->data(), name.c_str(), name.size() + 1);  // with the NUL the verifier wants
+  std::memcpy(string->data(), name.c_str(), name.size() + 1);                 // with the NUL the verifier wants
   *reinterpret_cast<uint32_t*>(string) = static_cast<uint32_t>(name.size());  // the length prefix
 }
 
@@ -179,8 +179,7 @@ TEST_F(DamagedFile, LyingHeaderSizes) {
   expect_refused(shifted, fmt::format("the blob section starts at byte {}, not a multiple of 64",
                                       sections.blob_section_offset + 8));
   expect_refused(with_field(kBlobSectionOffsetOffset, ~uint64_t{0} - 63), "blob section at bytes");
-  expect_refused(with_field(kBlobSectionBytesOffset, sections.blob_section_bytes + 64),
-                 "blob section at bytes");
+  expect_refused(with_field(kBlobSectionBytesOffset, sections.blob_section_bytes + 64), "blob section at bytes");
   expect_refused(with_field(kBlobSectionBytesOffset, sections.blob_section_bytes - 64),
                  "does not end at the end of the file");
   std::vector<uint8_t> file = copy();
@@ -449,8 +448,8 @@ TEST(HandMadeFlatBuffer, SharedDataCannotExpand) {
   auto text = builder.CreateString(std::string(1000, 'x'));
   auto layer = file::CreateLayer(builder, text, text);
   std::vector<flatbuffers::Offset<file::Layer>> layers(2000, layer);
-  auto root = file::CreateEnginePlan(builder, kEngineFormatVersion, 0, 0, 0, 0, 0, 1, 0, 0, 0,
-                                     builder.CreateVector(layers));
+  auto root =
+      file::CreateEnginePlan(builder, kEngineFormatVersion, 0, 0, 0, 0, 0, 1, 0, 0, 0, builder.CreateVector(layers));
   file::FinishEnginePlanBuffer(builder, root);
   std::vector<uint8_t> file = assemble_file({builder.GetBufferPointer(), builder.GetSize()}, {});
   EXPECT_LT(file.size(), 12000u);

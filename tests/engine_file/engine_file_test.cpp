@@ -234,7 +234,9 @@ TEST_F(CpuFeatureCheck, RefusesAnIsaThatIsNotUsableHere) {
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), StatusCode::kUnsupported);
   EXPECT_NE(read.status().message().find("engine was built for avx512vnni, which is disabled here: kernels are "
-                                         "limited to avx2"), std::string::npos) << read.status().message();
+                                         "limited to avx2"),
+            std::string::npos)
+      << read.status().message();
 }
 
 TEST_F(CpuFeatureCheck, RefusesAvx512VbmiWhenNotUsable) {
@@ -261,8 +263,8 @@ TEST_F(CpuFeatureCheck, MessageForAFeatureTheCpuLacks) {
     EXPECT_TRUE(read.ok()) << read.status().to_string();
   } else {
     ASSERT_FALSE(read.ok());
-    EXPECT_NE(read.status().message().find("engine was built for avx512vnni, which this CPU lacks"),
-              std::string::npos) << read.status().message();
+    EXPECT_NE(read.status().message().find("engine was built for avx512vnni, which this CPU lacks"), std::string::npos)
+        << read.status().message();
   }
 }
 

@@ -73,8 +73,8 @@ std::vector<uint8_t> mutate(const std::vector<uint8_t>& input, const std::vector
       break;
     case 3:  // overwrite a little-endian 32-bit word (FlatBuffers offsets and lengths)
       if (bytes.size() >= 4) {
-        uint32_t words[] = {0, 1, 4, 0x7fffffffu, 0xffffffffu, static_cast<uint32_t>(bytes.size()),
-                            static_cast<uint32_t>(generator())};
+        uint32_t words[] = {
+            0, 1, 4, 0x7fffffffu, 0xffffffffu, static_cast<uint32_t>(bytes.size()), static_cast<uint32_t>(generator())};
         uint32_t word = words[pick(std::size(words))];
         std::memcpy(bytes.data() + pick(bytes.size() - 3), &word, 4);
       }

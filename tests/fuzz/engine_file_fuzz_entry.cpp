@@ -1,5 +1,6 @@
 #include "tests/fuzz/engine_file_fuzz_entry.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -14,27 +15,27 @@ namespace {
 
 using engine::EnginePlan;
 
-bool index_ok(int32_t index, size_t count, bool absent_allowed) {
-  return (absent_allowed && index == -1) || (index >= 0 && static_cast<size_t>(index) < count);
+bool indices_ok(const std::vector<int32_t>& indices, size_t count, bool absent_allowed) {
+  return std::all_of(indices.begin(), indices.end(), [&](int32_t index) {
+    return (absent_allowed && index == -1) || (index >= 0 && static_cast<size_t>(index) < count);
+  });
 }
 
 // What read_plan promises about every plan it returns.
 bool plan_invariants_hold(const EnginePlan& plan, const uint8_t* begin, size_t size) {
   const size_t tensors = plan.tensors.size();
-  for (int32_t index : plan.inputs) if (!index_ok(index, tensors, false)) return false;
-  for (int32_t index : plan.outputs) if (!index_ok(index, tensors, false)) return false;
+  if (!indices_ok(plan.inputs, tensors, false) || !indices_ok(plan.outputs, tensors, false)) return false;
   if (plan.max_batch < 1 || plan.arena_bytes < 0 || plan.scratch_bytes_per_thread < 0) return false;
   for (const auto& tensor : plan.tensors) {
     if (tensor.bytes < 0) return false;
-    for (int64_t dim : tensor.shape) if (dim < 0) return false;
+    if (std::any_of(tensor.shape.begin(), tensor.shape.end(), [](int64_t dim) { return dim < 0; })) return false;
     if (tensor.kind == engine::TensorKind::kActivation &&
         (tensor.arena_offset < 0 || tensor.arena_offset + tensor.bytes > plan.arena_bytes)) {
       return false;
     }
   }
   for (const auto& layer : plan.layers) {
-    for (int32_t index : layer.inputs) if (!index_ok(index, tensors, true)) return false;
-    for (int32_t index : layer.outputs) if (!index_ok(index, tensors, true)) return false;
+    if (!indices_ok(layer.inputs, tensors, true) || !indices_ok(layer.outputs, tensors, true)) return false;
     if (layer.scratch_bytes < 0) return false;
     for (const auto& blob : layer.blobs) {
       if (reinterpret_cast<uintptr_t>(blob.bytes.data()) % 64 != 0) return false;
