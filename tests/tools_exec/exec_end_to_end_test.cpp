@@ -100,7 +100,9 @@ TEST_F(ExecEndToEndTest, BuildSaveLoadRunProfileAndExports) {
   ASSERT_EQ(times.size(), 20u);  // --duration=0: exactly --iterations runs
   for (size_t i = 0; i < times.size(); ++i) {
     EXPECT_GE(times[i]["latencyMs"].get<double>(), 0);
-    if (i > 0) EXPECT_GE(times[i]["startComputeMs"].get<double>(), times[i - 1]["endComputeMs"].get<double>());
+    if (i > 0) {
+      EXPECT_GE(times[i]["startComputeMs"].get<double>(), times[i - 1]["endComputeMs"].get<double>());
+    }
   }
 
   nlohmann::json built_output = read_json(path("built_output.json"));
