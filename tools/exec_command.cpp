@@ -180,6 +180,7 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
   }
 
   // Inputs: --loadInputs files or seeded random values at the run shapes.
+  out << "=== Inference ===\n";
   std::map<std::string, Shape> run_shapes = options.shapes;
   for (const engine::IoTensorInfo& info : inputs_info) {
     bool from_file = std::any_of(options.input_files.begin(), options.input_files.end(),
@@ -218,7 +219,6 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
   // Profiling during the timed runs unless --separateProfileRun asks for a second, profiled run.
   bool profile_timed_runs = options.profiling() && !options.separate_profile_run;
   auto context = engine->create_context({.threads = options.threads, .profiling = profile_timed_runs});
-  out << "=== Inference ===\n";
   std::vector<std::string> shape_texts;
   for (const engine::ConstTensorBinding& binding : input_bindings) {
     shape_texts.push_back(fmt::format("{}:{}", binding.name, fmt::join(binding.shape, "x")));
