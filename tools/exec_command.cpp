@@ -71,7 +71,8 @@ Graph inputs_as_graph(const std::vector<engine::IoTensorInfo>& inputs) {
 Status run_timed_loop(engine::ExecutionContext& context, std::span<const engine::ConstTensorBinding> inputs,
                       std::span<const engine::TensorBinding> outputs, int64_t min_runs, double min_duration_ms,
                       std::vector<InferenceTiming>& timings, ProfileRecorder* profile) {
-  timings.reserve(timings.size() + static_cast<size_t>(min_runs));
+  // Reserved up front so the loop rarely allocates (capped: --iterations may be huge).
+  timings.reserve(timings.size() + static_cast<size_t>(std::min<int64_t>(min_runs, int64_t{1} << 20)));
   Clock::time_point loop_start = Clock::now();
   for (int64_t run = 0;; ++run) {
     Clock::time_point start = Clock::now();
