@@ -72,7 +72,9 @@ Status run_timed_loop(engine::ExecutionContext& context, std::span<const engine:
                       std::span<const engine::TensorBinding> outputs, int64_t min_runs, double min_duration_ms,
                       std::vector<InferenceTiming>& timings, ProfileRecorder* profile) {
   // Reserved up front so the loop rarely allocates (capped: --iterations may be huge).
-  timings.reserve(timings.size() + static_cast<size_t>(std::min<int64_t>(min_runs, int64_t{1} << 20)));
+  size_t expected_runs = static_cast<size_t>(std::min<int64_t>(min_runs, int64_t{1} << 20));
+  timings.reserve(timings.size() + expected_runs);
+  if (profile) profile->reserve(expected_runs);
   Clock::time_point loop_start = Clock::now();
   for (int64_t run = 0;; ++run) {
     Clock::time_point start = Clock::now();

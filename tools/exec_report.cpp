@@ -164,6 +164,11 @@ std::string timings_to_json_text(std::span<const InferenceTiming> timings) {
 ProfileRecorder::ProfileRecorder(std::vector<std::string> layer_names)
     : layer_names_(std::move(layer_names)), layer_samples_(layer_names_.size()) {}
 
+void ProfileRecorder::reserve(size_t runs) {
+  for (std::vector<double>& samples : layer_samples_) samples.reserve(samples.size() + runs);
+  run_totals_ms_.reserve(run_totals_ms_.size() + runs);
+}
+
 Status ProfileRecorder::add_run(std::span<const double> layer_times_ms) {
   if (layer_times_ms.size() != layer_names_.size()) {
     return internal_error("profile: {} layer times for {} layers", layer_times_ms.size(), layer_names_.size());

@@ -67,6 +67,8 @@ class ProfileRecorder {
   explicit ProfileRecorder(std::vector<std::string> layer_names);
   // The times of one run, one per layer in plan order.
   Status add_run(std::span<const double> layer_times_ms);
+  // Room for `runs` more runs, so recording inside a timed loop does not allocate.
+  void reserve(size_t runs);
   size_t runs() const { return run_totals_ms_.size(); }
   const std::vector<std::string>& layer_names() const { return layer_names_; }
   const std::vector<std::vector<double>>& layer_samples() const { return layer_samples_; }
