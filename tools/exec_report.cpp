@@ -27,7 +27,7 @@ std::string tensor_text(const engine::EnginePlan& plan, int32_t index) {
   return text;
 }
 
-nlohmann::json tensor_json(const engine::EnginePlan& plan, int32_t index) {
+nlohmann::ordered_json tensor_json(const engine::EnginePlan& plan, int32_t index) {
   if (index < 0 || static_cast<size_t>(index) >= plan.tensors.size()) return nullptr;
   const engine::PlanTensor& tensor = plan.tensors[static_cast<size_t>(index)];
   const char* location = tensor.kind == engine::TensorKind::kInput    ? "input"
@@ -151,7 +151,7 @@ std::string format_trace_averages(std::span<const InferenceTiming> timings, int 
 }
 
 std::string timings_to_json_text(std::span<const InferenceTiming> timings) {
-  nlohmann::json array = nlohmann::json::array();
+  nlohmann::ordered_json array = nlohmann::ordered_json::array();
   for (const InferenceTiming& timing : timings) {
     array.push_back({{"startComputeMs", timing.start_ms},
                      {"endComputeMs", timing.end_ms},
@@ -220,8 +220,8 @@ std::string format_profile_table(const ProfileReport& report) {
   return text;
 }
 
-nlohmann::json profile_to_json(const ProfileReport& report) {
-  nlohmann::json array = nlohmann::json::array();
+nlohmann::ordered_json profile_to_json(const ProfileReport& report) {
+  nlohmann::ordered_json array = nlohmann::ordered_json::array();
   array.push_back({{"count", report.count}});
   for (const ProfileRow& row : report.rows) {
     array.push_back({{"name", row.name},
@@ -233,7 +233,7 @@ nlohmann::json profile_to_json(const ProfileReport& report) {
   return array;
 }
 
-std::string json_array_lines(const nlohmann::json& array) {
+std::string json_array_lines(const nlohmann::ordered_json& array) {
   std::string text = "[\n";
   for (size_t i = 0; i < array.size(); ++i) {
     text += (i == 0 ? "  " : ", ") + array[i].dump() + "\n";
@@ -242,10 +242,10 @@ std::string json_array_lines(const nlohmann::json& array) {
   return text;
 }
 
-nlohmann::json outputs_to_json(const std::vector<std::pair<std::string, Tensor>>& outputs) {
-  nlohmann::json array = nlohmann::json::array();
+nlohmann::ordered_json outputs_to_json(const std::vector<std::pair<std::string, Tensor>>& outputs) {
+  nlohmann::ordered_json array = nlohmann::ordered_json::array();
   for (const auto& [name, tensor] : outputs) {
-    nlohmann::json values = nlohmann::json::array();
+    nlohmann::ordered_json values = nlohmann::ordered_json::array();
     bool is_float = dtype_is_float(tensor.dtype());
     for (int64_t i = 0; i < tensor.numel(); ++i) {
       if (tensor.dtype() == DataType::kFloat) {
@@ -258,7 +258,7 @@ nlohmann::json outputs_to_json(const std::vector<std::pair<std::string, Tensor>>
         }
       } else if (is_float) {
         double value = tensor.value_as_double(i);
-        values.push_back(std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr));
+        values.push_back(std::isfinite(value) ? nlohmann::ordered_json(value) : nlohmann::ordered_json(nullptr));
       } else if (tensor.dtype() == DataType::kBool) {
         values.push_back(tensor.data<bool>()[i]);
       } else if (tensor.dtype() == DataType::kUint64) {
@@ -275,12 +275,12 @@ nlohmann::json outputs_to_json(const std::vector<std::pair<std::string, Tensor>>
   return array;
 }
 
-nlohmann::json layer_info_to_json(const engine::EnginePlan& plan) {
-  nlohmann::json layers = nlohmann::json::array();
+nlohmann::ordered_json layer_info_to_json(const engine::EnginePlan& plan) {
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (const engine::PlanLayer& layer : plan.layers) {
-    nlohmann::json inputs = nlohmann::json::array();
+    nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
     for (int32_t index : layer.inputs) inputs.push_back(tensor_json(plan, index));
-    nlohmann::json outputs = nlohmann::json::array();
+    nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
     for (int32_t index : layer.outputs) outputs.push_back(tensor_json(plan, index));
     size_t weight_bytes = 0;
     for (const engine::Blob& blob : layer.blobs) weight_bytes += blob.bytes.size();
@@ -294,7 +294,7 @@ nlohmann::json layer_info_to_json(const engine::EnginePlan& plan) {
                       {"ScratchBytes", layer.scratch_bytes},
                       {"WeightBytes", weight_bytes}});
   }
-  nlohmann::json bindings = nlohmann::json::array();
+  nlohmann::ordered_json bindings = nlohmann::ordered_json::array();
   for (int32_t index : plan.inputs) bindings.push_back(tensor_json(plan, index));
   for (int32_t index : plan.outputs) bindings.push_back(tensor_json(plan, index));
   return {{"Layers", std::move(layers)},

@@ -96,18 +96,18 @@ ProfileReport summarize_profile(const ProfileRecorder& recorder);
 // "=== Profile (N iterations) ===" then "Time(ms) Avg.(ms) Median(ms) Time(%) Layer" rows and "Total".
 std::string format_profile_table(const ProfileReport& report);
 // --exportProfile: [{"count": N}, {"name", "timeMs", "averageMs", "medianMs", "percentage"}, ...].
-nlohmann::json profile_to_json(const ProfileReport& report);
+nlohmann::ordered_json profile_to_json(const ProfileReport& report);
 // The JSON above with one array element per line, as trtexec writes it.
-std::string json_array_lines(const nlohmann::json& array);
+std::string json_array_lines(const nlohmann::ordered_json& array);
 
 // --exportOutput: [{"name", "dimensions": "1x10", "values": [...]}, ...] (trtexec's shape).
 // Non-finite floats become null (JSON has no NaN).
-nlohmann::json outputs_to_json(const std::vector<std::pair<std::string, Tensor>>& outputs);
+nlohmann::ordered_json outputs_to_json(const std::vector<std::pair<std::string, Tensor>>& outputs);
 
 // --exportLayerInfo: {"Layers": [{"Name", "LayerType", "OpType", "Kernel", "SourceNodes",
 // "Inputs": [{"Name", "Datatype", "Dimensions", "Layout"}], "Outputs": [...], "ScratchBytes",
 // "WeightBytes"}], "Bindings": [...], "Precision", "ISA", ...}.
-nlohmann::json layer_info_to_json(const engine::EnginePlan& plan);
+nlohmann::ordered_json layer_info_to_json(const engine::EnginePlan& plan);
 // --dumpLayerInfo: "=== Layer information ===" then one row per layer: kind, kernel, name, in -> out.
 std::string format_layer_info(const engine::EnginePlan& plan);
 
