@@ -59,11 +59,11 @@ void add_exec_flags(CLI::App& exec, ExecCommandLine& line) {
       ->check(quiet(CLI::Range(1, 1000000000)))
       ->capture_default_str()
       ->type_name("N");
-  exec.add_option("--warmUp", options.warm_up_ms, "Run untimed inferences for at least N ms first")
+  exec.add_option("--warmUp", options.warm_up_ms, "Run untimed inferences for at least MS milliseconds first")
       ->check(quiet(CLI::Range(0.0, 3.6e6)))
       ->capture_default_str()
       ->type_name("MS");
-  exec.add_option("--duration", options.duration_s, "Run timed inferences for at least N seconds")
+  exec.add_option("--duration", options.duration_s, "Run timed inferences for at least S seconds")
       ->check(quiet(CLI::Range(0.0, 86400.0)))
       ->capture_default_str()
       ->type_name("S");
