@@ -12,6 +12,7 @@
 #include "optimizer/pipeline.h"
 #include "parser/onnx_loader.h"
 #include "parser/onnx_writer.h"
+#include "tools/cli_flags.h"
 #include "tools/commands.h"
 #include "tools/run_command.h"
 
@@ -173,13 +174,7 @@ Command add_inspect_command(CLI::App& app) {
   auto passes = std::make_shared<std::vector<std::string>>();
   auto disabled = std::make_shared<std::vector<std::string>>();
   auto shapes = std::make_shared<std::vector<std::string>>();
-  auto quiet = [](CLI::Validator validator) { return validator.description(""); };
-  CLI::Validator shapes_syntax(
-      [](std::string& value) -> std::string {
-        auto parsed = parse_shapes(value);
-        return parsed.ok() ? "" : parsed.status().message();
-      },
-      "NAME:DxDx..[,...]");
+  CLI::Validator shapes_syntax = shapes_validator();
   inspect->add_option("--onnx", options->onnx_path, "The ONNX model to inspect")
       ->required()
       ->check(quiet(CLI::ExistingFile))
@@ -200,20 +195,12 @@ Command add_inspect_command(CLI::App& app) {
   auto execute = [options, passes, disabled, shapes]() -> int {
     options->passes = split_names(*passes);
     options->disabled_passes = split_names(*disabled);
-    options->shapes.clear();
-    for (const std::string& text : *shapes) {
-      auto parsed = parse_shapes(text);
-      if (!parsed.ok()) {
-        std::cerr << "qdqrt inspect: error: --shapes: " << parsed.status().message() << "\n";
-        return kExitUsage;
-      }
-      for (const auto& [name, shape] : *parsed) {
-        if (!options->shapes.emplace(name, shape).second) {
-          std::cerr << fmt::format("qdqrt inspect: error: --shapes: input '{}' is given twice\n", name);
-          return kExitUsage;
-        }
-      }
+    auto parsed_shapes = collect_shapes(*shapes);
+    if (!parsed_shapes.ok()) {
+      std::cerr << "qdqrt inspect: error: --shapes: " << parsed_shapes.status().message() << "\n";
+      return kExitUsage;
     }
+    options->shapes = std::move(parsed_shapes).value();
     bool usage = false;
     Status status = inspect_model(*options, std::cout, usage);
     if (status.is_ok()) return kExitSuccess;
