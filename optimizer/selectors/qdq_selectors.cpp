@@ -1,5 +1,8 @@
 #include "optimizer/selectors/qdq_selectors.h"
 
+#include <algorithm>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "parser/ops/elementwise.h"
@@ -37,17 +40,14 @@ int single_consumer(const ValueIndex& index, const std::string& value) {
 // Per-tensor: one scale value (scalar or [1]).
 bool is_per_tensor(const QuantizedInput& input) { return !input.per_channel; }
 
-// A QuantizeLinear reading `value` as its only reader, with per-tensor constant parameters.
-std::optional<QuantizedOutput> output_quantization(const Graph& graph, const ValueIndex& index,
-                                                   const std::string& value) {
-  int consumer = single_consumer(index, value);
-  if (consumer < 0) return std::nullopt;
-  const Node& q = graph.nodes[static_cast<size_t>(consumer)];
+// QuantizeLinear node `q_index` reading `value`, with per-tensor constant 8-bit parameters.
+std::optional<QuantizedOutput> quantize_reader(const Graph& graph, int q_index, const std::string& value) {
+  const Node& q = graph.nodes[static_cast<size_t>(q_index)];
   if (!is_onnx(q, "QuantizeLinear") || q.input(0) != value) return std::nullopt;
   const Tensor* scale = find_constant(graph, q.input(1));
   if (scale == nullptr || scale->numel() != 1 || scale->dtype() != DataType::kFloat) return std::nullopt;
   QuantizedOutput out;
-  out.q_node = consumer;
+  out.q_node = q_index;
   out.scale = q.input(1);
   if (q.has_input(2)) {
     const Tensor* zero_point = find_constant(graph, q.input(2));
@@ -64,6 +64,82 @@ std::optional<QuantizedOutput> output_quantization(const Graph& graph, const Val
   }
   if (q.outputs.empty() || q.outputs[0].empty()) return std::nullopt;
   return out;
+}
+
+// A QuantizeLinear reading `value` as its only reader, with per-tensor constant parameters.
+std::optional<QuantizedOutput> output_quantization(const Graph& graph, const ValueIndex& index,
+                                                   const std::string& value) {
+  int consumer = single_consumer(index, value);
+  if (consumer < 0) return std::nullopt;
+  return quantize_reader(graph, consumer, value);
+}
+
+// The real range [lo, hi] a quantizer represents: ((q_min - zp) * scale, (q_max - zp) * scale).
+std::pair<double, double> quantizer_range(const Graph& graph, const QuantizedOutput& q) {
+  const double scale = find_constant(graph, q.scale)->data<float>()[0];
+  const int64_t zero_point = q.zero_point.empty() ? 0 : find_constant(graph, q.zero_point)->value_as_int64(0);
+  const int64_t q_min = q.dtype == DataType::kInt8 ? -128 : 0;
+  const int64_t q_max = q.dtype == DataType::kInt8 ? 127 : 255;
+  return {static_cast<double>(q_min - zero_point) * scale, static_cast<double>(q_max - zero_point) * scale};
+}
+
+// Q fan-out: every reader of `value` is a QuantizeLinear (2 or more, e.g. a ResNet block's output
+// read by the next block's input quantizer and by its residual quantizer). The layer writes the
+// int8 tensor of one of them (the primary) and the others are derived from it. The primary is
+// the Q whose real range covers every other's (so requantizing from it never clips what the
+// original would not), the finest such (smallest scale), the first in graph order on ties.
+// Returns false (with a note) when no range covers the others.
+bool select_quantize_fan_out(const Graph& graph, const ValueIndex& index, const std::string& value,
+                             std::optional<QuantizedOutput>& primary, std::vector<QuantizedOutput>& others,
+                             std::vector<FloatReason>& notes) {
+  const std::vector<int>& readers = index.consumers(value);
+  if (readers.size() < 2 || index.is_graph_output(value)) return false;
+  std::vector<QuantizedOutput> candidates;
+  for (int reader : readers) {
+    auto q = quantize_reader(graph, reader, value);
+    if (!q) return false;
+    candidates.push_back(*q);
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.q_node < b.q_node; });
+  int best = -1;
+  double best_scale = 0.0;
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    auto [lo, hi] = quantizer_range(graph, candidates[c]);
+    bool covers = true;
+    for (const QuantizedOutput& other : candidates) {
+      auto [other_lo, other_hi] = quantizer_range(graph, other);
+      covers = covers && lo <= other_lo && hi >= other_hi;
+    }
+    const double scale = find_constant(graph, candidates[c].scale)->data<float>()[0];
+    if (covers && (best < 0 || scale < best_scale)) {
+      best = static_cast<int>(c);
+      best_scale = scale;
+    }
+  }
+  if (best < 0) {
+    for (const QuantizedOutput& q : candidates) {
+      const Node& node = graph.nodes[static_cast<size_t>(q.q_node)];
+      notes.push_back({node.name, node.op_type,
+                       "the layer output feeds several QuantizeLinear nodes and no one's range covers the others'"});
+    }
+    return false;
+  }
+  primary = candidates[static_cast<size_t>(best)];
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    if (static_cast<int>(c) != best) others.push_back(candidates[c]);
+  }
+  return true;
+}
+
+// The output Q of `selection.output` (single reader, or a fan-out to several Qs); updates output.
+void select_output_quantization(const Graph& graph, const ValueIndex& index, QdqSelection& selection) {
+  if (auto q = output_quantization(graph, index, selection.output)) {
+    selection.output_q = *q;
+  } else if (!select_quantize_fan_out(graph, index, selection.output, selection.output_q, selection.extra_output_qs,
+                                      selection.notes)) {
+    return;
+  }
+  selection.output = graph.nodes[static_cast<size_t>(selection.output_q->q_node)].outputs[0];
 }
 
 // Relu / Clip (constant bounds) / LeakyRelu as a fusable activation.
@@ -113,10 +189,7 @@ void select_activation_and_output(const Graph& graph, const ValueIndex& index, Q
       selection.output = next.outputs[0];
     }
   }
-  if (auto q = output_quantization(graph, index, selection.output)) {
-    selection.output_q = *q;
-    selection.output = graph.nodes[static_cast<size_t>(q->q_node)].outputs[0];
-  }
+  select_output_quantization(graph, index, selection);
 }
 
 // The epilogue of a Conv/MatMul writing `selection.output`: [bias Add] [residual Add] [activation] [Q].
@@ -436,10 +509,7 @@ SelectResult select_qdq_pool(const Graph& graph, const ValueIndex& index, int no
   selection.inputs = {*x};
   selection.targets = {node_index};
   selection.output = node.outputs[0];
-  if (auto q = output_quantization(graph, index, selection.output)) {
-    selection.output_q = *q;
-    selection.output = graph.nodes[static_cast<size_t>(q->q_node)].outputs[0];
-  }
+  select_output_quantization(graph, index, selection);
   result.selection = std::move(selection);
   return result;
 }

@@ -46,6 +46,10 @@ struct QdqSelection {
   bool transpose_weight = false;
   float weight_scale_multiplier = 1.0f;
   std::optional<QuantizedOutput> output_q;
+  // Q fan-out: the other QuantizeLinear readers of the value output_q reads. The layer writes
+  // output_q's int8 tensor; each of these becomes a QRequantize from it, or (equal parameters)
+  // its readers read the layer's output.
+  std::vector<QuantizedOutput> extra_output_qs;
   std::string output;                  // the value the fused layer writes
   // Parts that look quantized but stay float, and why (e.g. the Add of a float residual).
   std::vector<FloatReason> notes;

@@ -35,6 +35,12 @@ constexpr float kMean = 0.2860f;  // as in models/export_qdq_styles.py
 constexpr float kStd = 0.3530f;
 
 const fs::path kDataDir = QDQRT_OPTIMIZER_MODELS_DIR;
+const fs::path kSourceRoot = QDQRT_SOURCE_ROOT_DIR;
+
+// Test data by name; "models/..." names the shipped models at the repository root.
+fs::path model_path(const std::string& name) {
+  return name.rfind("models/", 0) == 0 ? kSourceRoot / name : kDataDir / name;
+}
 
 bool fusion_passes_present() {
   std::vector<std::string> names = pipeline_pass_names();
@@ -130,7 +136,7 @@ std::vector<int> top1(const Graph& graph, const std::vector<uint8_t>& pixels) {
 class OptimizerModels : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OptimizerModels, Int8CoverageAndTop1Agreement) {
-  fs::path path = kDataDir / GetParam();
+  fs::path path = model_path(GetParam());
   ASSERT_TRUE(fs::exists(path)) << path << " missing: run /usr/bin/python3 models/export_qdq_styles.py " << kDataDir;
   if (!fusion_passes_present()) {
     GTEST_SKIP() << "the pipeline has no 'fuse_qdq_conv' pass yet (fusion passes live on branch h/opt-fuse); "
@@ -184,10 +190,11 @@ TEST_P(OptimizerModels, Int8CoverageAndTop1Agreement) {
 
 INSTANTIATE_TEST_SUITE_P(Exports, OptimizerModels,
                          ::testing::Values("resnet_trt.onnx", "resnet_ort_u8.onnx", "resnet_ort_s8.onnx",
-                                           "mobilenet_trt.onnx", "mobilenet_ort_u8.onnx", "mobilenet_ort_s8.onnx"),
+                                           "mobilenet_trt.onnx", "mobilenet_ort_u8.onnx", "mobilenet_ort_s8.onnx",
+                                           "models/fmnist_resnet_qdq.onnx"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = info.param.substr(0, info.param.find('.'));
-                           return name;
+                           std::string name = fs::path(info.param).filename().string();
+                           return name.substr(0, name.find('.'));
                          });
 
 // Runs on every branch: the exports load and run, and find_quantized_ops sees what the export
