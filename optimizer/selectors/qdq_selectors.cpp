@@ -500,7 +500,21 @@ SelectResult select_qdq_binary(const Graph& graph, const ValueIndex& index, int 
 SelectResult select_qdq_pool(const Graph& graph, const ValueIndex& index, int node_index) {
   const Node& node = graph.nodes[static_cast<size_t>(node_index)];
   const bool global = is_onnx(node, "GlobalAveragePool");
-  if ((!global && !is_onnx(node, "AveragePool")) || !looks_quantized(index, graph, node)) return {};
+  if (!global && !is_onnx(node, "AveragePool")) return {};
+  if (!looks_quantized(index, graph, node)) {
+    // A float input whose average is quantized (a conv written in float, then pool -> Q): say
+    // why it stays float. Moving the Q above the pool is not a rewrite of the model: the output
+    // scale is calibrated on averages, and quantizing each input with it would clip.
+    SelectResult result;
+    if (output_quantization(graph, index, node.outputs[0])) {
+      int producer = index.producer(node.input(0));
+      result.reason = fmt::format(
+          "input{} is float and the model has no QuantizeLinear before the pool (quantizing the "
+          "inputs with the output's scale would round and clip them; the average is quantized after)",
+          producer >= 0 ? " from " + graph.nodes[static_cast<size_t>(producer)].describe() : std::string());
+    }
+    return result;
+  }
   SelectResult result;
   auto x = activation_input(graph, index, node.input(0), "input", result.reason);
   if (!x) return result;

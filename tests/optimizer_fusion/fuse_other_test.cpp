@@ -239,6 +239,49 @@ g (float[1,4,6,6] x) => (float[1,4,1,1] y)
   expect_same_outputs(original, optimized, random_inputs(original, rng), 0.01f * 1.001f);
 }
 
+// A conv written in float (no Q after its Relu) -> GlobalAveragePool -> Q: the pool stays float,
+// and inspect says why; with a Q/DQ before the pool it is INT8 (ResidualBlockEndToEnd above).
+TEST(FuseQdqPool, FloatInputBeforeAQuantizedAverageStaysFloatWithReason) {
+  std::mt19937 rng(98);
+  for (bool quantized_output : {true, false}) {
+    SCOPED_TRACE(quantized_output ? "pool -> Q" : "pool -> float output");
+    std::string tail = quantized_output
+                           ? "pq = QuantizeLinear(p, cs, cz)\n  y = DequantizeLinear(pq, cs, cz)\n"
+                           : "y = Identity(p)\n";
+    std::string text = fmt::format(R"({0}
+g (float[1,4,6,6] x) => (float[1,4,1,1] y)
+<float xs = {{0.02}}, int8 xz = {{0}}, float cs = {{0.01}}, int8 cz = {{0}}, {1}, {2}, {3}>
+{{
+{4}  wd = DequantizeLinear <axis = 0> (w, ws)
+  c = Conv <pads = [1, 1, 1, 1]> (xd, wd, b)
+  r = Relu(c)
+  p = GlobalAveragePool(r)
+  {5}}})",
+                                   kHeader, int_initializer("int8", "w", {4, 4, 3, 3}, -127, 127, rng),
+                                   float_initializer("ws", {4}, 0.002f, 0.006f, rng),
+                                   float_initializer("b", {4}, -0.2f, 0.2f, rng), quantized("x", "xs", "xz"), tail);
+    Graph original = load_text(text);
+    Graph optimized = original;
+    auto report = optimizer::optimize(optimized);
+    ASSERT_TRUE(report.ok()) << report.status().to_string();
+    EXPECT_EQ(count_ops(optimized, "QConv"), 1);
+    EXPECT_EQ(count_ops(optimized, "QGlobalAveragePool"), 0);
+    EXPECT_EQ(count_ops(optimized, "GlobalAveragePool"), 1);
+    std::string reason;
+    for (const auto& entry : report->float_reasons) {
+      if (entry.op_type == "GlobalAveragePool") reason = entry.reason;
+    }
+    if (quantized_output) {
+      EXPECT_NE(reason.find("is float and the model has no QuantizeLinear before the pool"), std::string::npos)
+          << reason;
+      EXPECT_NE(reason.find("QConv"), std::string::npos) << reason;
+    } else {
+      EXPECT_EQ(reason, "");  // a float part of the model: nothing to explain
+    }
+    expect_same_outputs(original, optimized, random_inputs(original, rng), 0.01f * 1.001f);
+  }
+}
+
 }  // namespace
 }  // namespace qdqrt::testing
 
