@@ -200,10 +200,9 @@ Status apply_qdq_selection(Graph& graph, const QdqSelection& selection, PassCont
     layer.inputs = input_triple(graph, selection.inputs[0]);
     layer.inputs.push_back(output_params[0]);
     layer.inputs.push_back(output_params[1]);
-    if (op == layers::kQLookup && selection.targets.size() == 2) {
-      set_string(layer, "function", lookup_function_name(LookupFunction::kSiLU));
-    } else if (op == layers::kQLookup) {
-      set_string(layer, "function", main.op_type);
+    if (op == layers::kQLookup) {
+      if (selection.lookup_function != main.op_type) layer.attributes.clear();  // SiLU, erf-form Gelu
+      set_string(layer, "function", selection.lookup_function);
     }
   }
   while (!layer.inputs.empty() && layer.inputs.back().empty()) layer.inputs.pop_back();

@@ -43,6 +43,8 @@ struct QdqSelection {
   std::optional<QuantizedInput> residual;
   FusedActivation activation;
   // QMatMul with a Gemm: weight transposed (transB) and/or scale multiplied by alpha.
+  // QLookup: the "function" attribute ("Sigmoid", "SiLU", "Gelu", ...).
+  std::string lookup_function;
   bool transpose_weight = false;
   float weight_scale_multiplier = 1.0f;
   std::optional<QuantizedOutput> output_q;
@@ -73,7 +75,8 @@ SelectResult select_qdq_pool(const Graph& graph, const ValueIndex& index, int no
 // DQ -> MaxPool -> Q with equal parameters: selection with layer_op "MaxPool".
 SelectResult select_qdq_max_pool(const Graph& graph, const ValueIndex& index, int node);
 SelectResult select_qdq_concat(const Graph& graph, const ValueIndex& index, int node);
-// Sigmoid/Tanh/HardSwish/HardSigmoid/Gelu, and Sigmoid -> Mul(x) as SiLU.
+// Sigmoid/Tanh/HardSwish/HardSigmoid/Gelu, Sigmoid -> Mul(x) as SiLU, and the erf form of GELU
+// that opset < 20 exports write, x * 0.5 * (1 + Erf(x / sqrt(2))), as Gelu.
 SelectResult select_qdq_lookup(const Graph& graph, const ValueIndex& index, int node);
 
 // Any of the above for one node (inspect).

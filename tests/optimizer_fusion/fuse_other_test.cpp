@@ -8,6 +8,7 @@
 #include "optimizer/passes/fuse_qdq_lookup.h"
 #include "optimizer/passes/fuse_qdq_pool.h"
 #include "optimizer/pipeline.h"
+#include "parser/op_registry.h"
 #include "parser/ops/fused.h"
 #include "parser/ops/fused_layers.h"
 #include "tests/optimizer_fusion/fusion_test_util.h"
@@ -180,6 +181,107 @@ g (float[2,3,5] x) => (float[2,3,5] y)
       EXPECT_EQ(count_ops(r.fused, "DequantizeLinear"), 1);
     }
   }
+}
+
+// Gelu is opset 20, which libonnx 1.12 cannot parse: the graph is loaded with a Tanh in its place
+// and that node is turned into a Gelu (opset 20, typed attributes from the op registry).
+TEST(FuseQdqLookup, Opset20GeluBuiltInCpp) {
+  for (std::string approximate : {"none", "tanh"}) {
+    for (bool asymmetric : {false, true}) {
+      SCOPED_TRACE(approximate + (asymmetric ? " u8" : " s8"));
+      const std::string t = asymmetric ? "uint8" : "int8";
+      std::string text = fmt::format(R"({0}
+g (float[2,3,5] x) => (float[2,3,5] y)
+<float xs = {{0.04}}, {1} xz = {{{2}}}, float ys = {{0.02}}, {1} yz = {{{3}}}>
+{{
+{4}  f = Tanh(xd)
+  yq = QuantizeLinear(f, ys, yz)
+  y = DequantizeLinear(yq, ys, yz)
+}})",
+                                     kHeader, t, asymmetric ? 128 : 0, asymmetric ? 20 : 0, quantized("x", "xs", "xz"));
+      Graph original = load_text(text);
+      Node* gelu = nullptr;
+      for (Node& node : original.nodes) {
+        if (node.op_type == "Tanh") gelu = &node;
+      }
+      ASSERT_NE(gelu, nullptr);
+      gelu->op_type = "Gelu";
+      gelu->opset = 20;
+      Attribute attribute;
+      attribute.kind = Attribute::Kind::kString;
+      attribute.s = approximate;
+      gelu->attributes["approximate"] = attribute;
+      const OpSchema* schema = OpRegistry::instance().find("", "Gelu");
+      ASSERT_NE(schema, nullptr);
+      auto typed = schema->parse_attributes(*gelu);
+      ASSERT_TRUE(typed.ok()) << typed.status().to_string();
+      gelu->typed_attributes = typed.value();
+
+      optimizer::FuseQdqLookup pass;
+      optimizer::PassContext context;
+      Graph fused = run_pass(original, pass, context);
+      ASSERT_EQ(count_ops(fused, "QLookup"), 1);
+      EXPECT_EQ(count_ops(fused, "Gelu"), 0);
+      const Node* layer = find_op(fused, "QLookup");
+      EXPECT_EQ(layer->attrs<QLookupAttributes>().function, LookupFunction::kGelu);
+      EXPECT_EQ(layer->attrs<QLookupAttributes>().tanh_approximation, approximate == "tanh");
+      // x spans [-5.1, 5.1] (s8) / [-5.1, 5.1] (u8, zp 128): the whole curve, negative tail included.
+      std::mt19937 rng(23);
+      expect_same_outputs(original, fused, random_inputs(original, rng, -5.0f, 5.0f), 0.02f * 1.001f);
+    }
+  }
+}
+
+// The erf form opset < 20 exports write (torch 1.13: x * (Erf(x / sqrt 2) + 1) * 0.5), in its
+// two multiplication orders, becomes one QLookup Gelu.
+std::string erf_gelu_model(const std::string& type, int x_zero_point, int y_zero_point, const std::string& tail,
+                           const std::string& one = "1.0") {
+  return fmt::format(R"({0}
+g (float[2,3,5] x) => (float[2,3,5] y)
+<float xs = {{0.04}}, {1} xz = {{{2}}}, float ys = {{0.02}}, {1} yz = {{{3}}}, float sqrt2 = {{1.4142135}},
+ float one = {{{5}}}, float half = {{0.5}}>
+{{
+{4}  d = Div(xd, sqrt2)
+  e = Erf(d)
+  a = Add(e, one)
+{6}  yq = QuantizeLinear(f, ys, yz)
+  y = DequantizeLinear(yq, ys, yz)
+}})",
+                     kHeader, type, x_zero_point, y_zero_point, quantized("x", "xs", "xz"), one, tail);
+}
+
+TEST(FuseQdqLookup, ErfFormGelu) {
+  const std::string x_then_half = "  m = Mul(xd, a)\n  f = Mul(m, half)\n";
+  const std::string half_then_x = "  m = Mul(a, half)\n  f = Mul(xd, m)\n";
+  for (const std::string& tail : {x_then_half, half_then_x}) {
+    for (bool asymmetric : {false, true}) {
+      SCOPED_TRACE(tail + (asymmetric ? " u8" : " s8"));
+      optimizer::FuseQdqLookup pass;
+      Result r = fuse_text(pass,
+                           erf_gelu_model(asymmetric ? "uint8" : "int8", asymmetric ? 128 : 0, asymmetric ? 20 : 0, tail),
+                           0.02f * 1.001f, 29);
+      ASSERT_EQ(count_ops(r.fused, "QLookup"), 1);
+      EXPECT_EQ(find_op(r.fused, "QLookup")->attrs<QLookupAttributes>().function, LookupFunction::kGelu);
+      EXPECT_FALSE(find_op(r.fused, "QLookup")->attrs<QLookupAttributes>().tanh_approximation);
+      for (const char* op : {"Div", "Erf", "Add", "Mul", "QuantizeLinear"}) {
+        EXPECT_EQ(count_ops(r.fused, op), std::string(op) == "QuantizeLinear" ? 1 : 0) << op;
+      }
+      // The whole pipeline (fuse_qdq_binary sees the Muls first and must leave them).
+      Graph optimized = r.original;
+      auto report = optimizer::optimize(optimized);
+      ASSERT_TRUE(report.ok()) << report.status().to_string();
+      EXPECT_EQ(count_ops(optimized, "QLookup"), 1);
+      EXPECT_TRUE(report->float_reasons.empty()) << report->float_reasons[0].reason;
+    }
+  }
+}
+
+TEST(FuseQdqLookup, ErfFormWithOtherConstantsMustNotFire) {
+  // Add(2) instead of Add(1): not GELU.
+  optimizer::FuseQdqLookup pass;
+  Result r = fuse_text(pass, erf_gelu_model("int8", 0, 0, "  m = Mul(xd, a)\n  f = Mul(m, half)\n", "2.0"), 1e-6f);
+  EXPECT_EQ(count_ops(r.fused, "QLookup"), 0);
+  EXPECT_EQ(count_ops(r.fused, "Erf"), 1);
 }
 
 TEST(FuseQdqLookup, PerChannelActivationScaleMustNotFire) {
