@@ -122,9 +122,9 @@ Tensor image_batch(const std::vector<uint8_t>& pixels, int start) {
   return input;
 }
 
-std::vector<int> top1(const Graph& graph, const std::vector<uint8_t>& pixels) {
+std::vector<int> top1(const Graph& graph, const std::vector<uint8_t>& pixels, int images = kImages) {
   std::vector<int> predictions;
-  for (int start = 0; start < kImages; start += kBatch) {
+  for (int start = 0; start < images; start += kBatch) {
     auto outputs = run_reference(graph, {{graph.inputs[0], image_batch(pixels, start)}});
     EXPECT_TRUE(outputs.ok()) << outputs.status().to_string();
     if (!outputs.ok()) return {};
@@ -264,6 +264,71 @@ TEST(OptimizerModelsFloat, FloatPipelineOnFmnistResnet) {
   for (size_t i = 0; i < qdq.size(); ++i) agree += qdq[i] == as_float[i];
   std::printf("float pipeline: top-1 agreement with the QDQ model %.1f%% (%d/%d)\n", agree / 10.0, agree, kImages);
   EXPECT_GE(agree, 950);
+}
+
+// Q fan-out with different scales on real data: the shipped model's fan-outs all have equal
+// parameters (shared int8 output), so here each block's residual/downsample quantizer gets its
+// own scale, 1.25x the input quantizer's. That Q's range covers the other's, so the layer writes
+// it and the conv input quantizer becomes a QRequantize (double rounding, <= 1 LSB per element).
+// Double rounding is real noise on every requantized tensor: measured top-1 agreement with the
+// original graph 98.0% of 1,000 images (98.3% of the 300 used here), against 100% for the
+// shipped model (equal scales, shared output). Hence the lower bar here (97%).
+TEST(OptimizerModelsFanOut, RequantizeOnFmnistResnetWithDistinctScales) {
+  fs::path path = model_path("models/fmnist_resnet_qdq.onnx");
+  ASSERT_TRUE(fs::exists(path)) << path;
+  auto loaded = load_onnx_file(path.string());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  Graph original = std::move(loaded).value();
+  OptimizeOptions constants_only;  // exact rewrites: makes the scales initializers
+  constants_only.only_passes = {"remove_identities", "fold_constants"};
+  ASSERT_TRUE(optimize(original, constants_only).ok());
+  int changed = 0;
+  for (const char* block : {"blocks.0/residual_quantizer", "blocks.1/downsample/downsample.0/input_quantizer",
+                            "blocks.2/downsample/downsample.0/input_quantizer"}) {
+    const std::string q_name = fmt::format("/blocks/{}/QuantizeLinear", block);
+    auto q = std::find_if(original.nodes.begin(), original.nodes.end(), [&](const Node& n) { return n.name == q_name; });
+    ASSERT_NE(q, original.nodes.end()) << q_name;
+    const Tensor* scale = find_constant(original, q->input(1));
+    ASSERT_NE(scale, nullptr);
+    Tensor wider = scale->clone();
+    wider.data<float>()[0] *= 1.25f;
+    const std::string q_output = q->outputs[0];
+    const std::string wider_name = add_initializer(original, q_name + "_wider_scale", std::move(wider));
+    for (Node& node : original.nodes) {
+      if (node.name == q_name || (node.op_type == "DequantizeLinear" && node.input(0) == q_output)) {
+        node.inputs[1] = wider_name;
+        ++changed;
+      }
+    }
+  }
+  ASSERT_EQ(changed, 6);
+  Graph optimized = original;
+  auto report = optimize(optimized);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  int requantizes = 0;
+  for (const Node& node : optimized.nodes) requantizes += node.op_type == layers::kQRequantize;
+  EXPECT_EQ(requantizes, 3);
+  LayerReport layers = compute_layer_info(optimized, report->float_reasons, {{"batch", 1}});
+  EXPECT_TRUE(layers.summary.qdq_inside_int8.empty())
+      << fmt::format("{}", fmt::join(layers.summary.qdq_inside_int8, ", "));
+
+  constexpr int kFanOutImages = 300;
+  std::vector<uint8_t> pixels = read_bytes(kDataDir / "fmnist_test_1000_images.u8");
+  ASSERT_EQ(pixels.size(), static_cast<size_t>(kImages) * 784);
+  std::vector<int> reference = top1(original, pixels, kFanOutImages);
+  std::vector<int> fused = top1(optimized, pixels, kFanOutImages);
+  ASSERT_EQ(reference.size(), fused.size());
+  int agree = 0;
+  std::vector<uint8_t> labels = read_bytes(kDataDir / "fmnist_test_1000_labels.u8");
+  int correct_reference = 0, correct_fused = 0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    agree += reference[i] == fused[i];
+    correct_reference += reference[i] == labels[i];
+    correct_fused += fused[i] == labels[i];
+  }
+  std::printf("fan-out with QRequantize: top-1 agreement %d/%d; accuracy original %d, optimized %d\n", agree,
+              kFanOutImages, correct_reference, correct_fused);
+  EXPECT_GE(agree * 100, 97 * kFanOutImages);
 }
 
 // Runs on every branch: the exports load and run, and find_quantized_ops sees what the export
