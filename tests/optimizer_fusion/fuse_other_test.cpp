@@ -1,6 +1,9 @@
 // fuse_qdq_binary, fuse_qdq_pool, fuse_qdq_concat, fuse_qdq_lookup and the whole pipeline.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "optimizer/passes/fuse_qdq_binary.h"
@@ -410,6 +413,34 @@ g (int8[2,3] x) => (float[2,3] y)
   EXPECT_EQ(y.dtype(), DataType::kFloat);  // no y_scale input given: float output
   std::vector<float> expected = {0, 0, 0, 1, 2, 100};
   for (int64_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], expected[static_cast<size_t>(i)]);
+}
+
+// QRequantize = QuantizeLinear(DequantizeLinear(x)): int8 scale 0.5 -> uint8 scale 0.2, zp 100,
+// round half to even, saturating.
+TEST(FusedLayerSchemas, QRequantizeRunsFromOnnx) {
+  std::string text = R"(<ir_version: 8, opset_import: ["" : 13, "qdqrt" : 1]>
+g (int8[6] x) => (uint8[6] y)
+<float xs = {0.5}, int8 xz = {1}, float ys = {0.2}, uint8 yz = {100}>
+{
+  y = qdqrt.QRequantize <fused_nodes = ["q"]> (x, xs, xz, ys, yz)
+})";
+  Graph graph = load_text(text);
+  ASSERT_EQ(graph.nodes.size(), 1u);
+  EXPECT_EQ(layer_kind(graph.nodes[0]), "Requantize");
+  Tensor x = Tensor::from_vector<int8_t>({6}, {-128, -40, 0, 1, 2, 127});
+  auto outputs = run_reference(graph, {{"x", x}});
+  ASSERT_TRUE(outputs.ok()) << outputs.status().to_string();
+  const Tensor& y = outputs.value().at("y");
+  ASSERT_EQ(y.dtype(), DataType::kUint8);
+  // (x - 1) * 0.5 / 0.2, rounded half to even (-2.5 -> -2, 2.5 -> 2), + 100, saturated to [0, 255].
+  std::vector<int> expected;
+  for (int v : {-128, -40, 0, 1, 2, 127}) {
+    double real = (v - 1) * 0.5 / 0.2;
+    double rounded = std::nearbyint(real);  // default rounding mode: half to even
+    expected.push_back(static_cast<int>(std::clamp(rounded + 100, 0.0, 255.0)));
+  }
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(y.data<uint8_t>()[i], expected[static_cast<size_t>(i)]) << i;
+  EXPECT_EQ(expected, (std::vector<int>{0, 0, 98, 100, 102, 255}));
 }
 
 TEST(FusedLayerSchemas, BadAttributesAreErrors) {
