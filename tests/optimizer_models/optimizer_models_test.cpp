@@ -266,6 +266,28 @@ TEST(OptimizerModelsFloat, FloatPipelineOnFmnistResnet) {
   EXPECT_GE(agree, 950);
 }
 
+// The float pipeline on every export (TRT-style QAT, ORT u8/s8 PTQ): only standard float ops.
+TEST(OptimizerModelsFloat, FloatPipelineLeavesNoQdqOnExports) {
+  for (const char* name : {"resnet_trt.onnx", "resnet_ort_u8.onnx", "resnet_ort_s8.onnx", "mobilenet_trt.onnx",
+                           "mobilenet_ort_u8.onnx", "mobilenet_ort_s8.onnx"}) {
+    SCOPED_TRACE(name);
+    auto graph = load_onnx_file((kDataDir / name).string());
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    OptimizeOptions options;
+    options.float_only = true;
+    ASSERT_TRUE(optimize(*graph, options).ok());
+    for (const Node& node : graph->nodes) {
+      EXPECT_TRUE(node.domain.empty() && node.op_type != "QuantizeLinear" && node.op_type != "DequantizeLinear" &&
+                  node.op_type != "BatchNormalization")
+          << node.describe();
+    }
+    for (const auto& [initializer, tensor] : graph->initializers) {
+      EXPECT_NE(tensor.dtype(), DataType::kInt8) << initializer;
+      EXPECT_NE(tensor.dtype(), DataType::kUint8) << initializer;
+    }
+  }
+}
+
 // Q fan-out with different scales on real data: the shipped model's fan-outs all have equal
 // parameters (shared int8 output), so here each block's residual/downsample quantizer gets its
 // own scale, 1.25x the input quantizer's. That Q's range covers the other's, so the layer writes
