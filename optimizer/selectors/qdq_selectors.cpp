@@ -220,6 +220,7 @@ void select_epilogue(const Graph& graph, const ValueIndex& index, QdqSelection& 
                                    fmt::format("its input from {} has other consumers", main.describe())});
       }
     }
+    select_output_quantization(graph, index, selection);  // a fan-out to several Qs
     return;
   }
   int consumer = single_consumer(index, selection.output);

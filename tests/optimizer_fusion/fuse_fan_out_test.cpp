@@ -3,6 +3,8 @@
 // parameters are equal. Structure, numbers and must-not-fire cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "optimizer/passes/fuse_qdq_conv.h"
@@ -18,8 +20,9 @@ struct Quantizer {
   int zero_point;
 };
 
-// x -> Q/DQ -> Conv -> Relu -> {Q_a -> DQ -> out_a, Q_b -> DQ -> out_b} [, Sigmoid -> out_f].
-std::string fan_out_model(const Quantizer& a, const Quantizer& b, bool float_reader, std::mt19937& rng) {
+// x -> Q/DQ -> Conv [-> Relu] -> {Q_a -> DQ -> out_a, Q_b -> DQ -> out_b} [, Sigmoid -> out_f].
+std::string fan_out_model(const Quantizer& a, const Quantizer& b, bool float_reader, std::mt19937& rng,
+                          bool relu = true) {
   std::vector<std::string> init = {
       "float xs = {0.02}",
       "int8 xz = {0}",
@@ -35,7 +38,8 @@ std::string fan_out_model(const Quantizer& a, const Quantizer& b, bool float_rea
   std::string body =
       "xq = QuantizeLinear(x, xs, xz)\nxd = DequantizeLinear(xq, xs, xz)\n"
       "wd = DequantizeLinear <axis = 0> (w, ws)\n"
-      "c = Conv <pads = [1, 1, 1, 1]> (xd, wd, bias)\nact = Relu(c)\n"
+      "c = Conv <pads = [1, 1, 1, 1]> (xd, wd, bias)\n" +
+      std::string(relu ? "act = Relu(c)\n" : "act = Identity(c)\n") +
       "qa = QuantizeLinear(act, sa, za)\nout_a = DequantizeLinear(qa, sa, za)\n"
       "qb = QuantizeLinear(act, sb, zb)\nout_b = DequantizeLinear(qb, sb, zb)\n";
   if (float_reader) {
@@ -90,6 +94,29 @@ TEST(FuseQdqFanOut, DifferentScalesBecomeARequantize) {
     TensorMap inputs = random_inputs(original, rng);
     expect_same_outputs(original, fused, inputs, 0.05f * 1.001f);
   }
+}
+
+// Straight from the conv (no activation: the conv output itself has the several readers).
+TEST(FuseQdqFanOut, ConvOutputWithoutActivation) {
+  std::mt19937 rng(76);
+  Graph loaded = load_text(fan_out_model({"int8", 0.08f, 0}, {"int8", 0.05f, 0}, false, rng, /*relu=*/false));
+  // Drop the Identity (the pipeline's remove_identities would): the Qs read the conv's output.
+  Graph original = loaded;
+  for (Node& node : original.nodes) {
+    for (std::string& input : node.inputs) {
+      if (input == "act") input = "c";
+    }
+  }
+  original.nodes.erase(std::remove_if(original.nodes.begin(), original.nodes.end(),
+                                      [](const Node& node) { return node.op_type == "Identity"; }),
+                       original.nodes.end());
+  optimizer::PassContext context;
+  Graph fused = fuse(original, context);
+  EXPECT_EQ(count_ops(fused, layers::kQConv), 1);
+  EXPECT_EQ(count_ops(fused, layers::kQRequantize), 1);
+  EXPECT_EQ(count_ops(fused, "QuantizeLinear"), 1);
+  TensorMap inputs = random_inputs(original, rng);
+  expect_same_outputs(original, fused, inputs, 0.05f * 1.001f);
 }
 
 TEST(FuseQdqFanOut, MixedTypesAndZeroPoints) {
