@@ -112,7 +112,8 @@ class FoldBatchnormPass : public Pass {
     } else {
       if (!index.has_single_use(conv.input(1))) {
         duplicate = *weight_dq;
-        duplicate.name = unique_node_name(graph, (weight_dq->name.empty() ? conv.name : weight_dq->name) + "_bn_folded");
+        duplicate.name =
+            unique_node_name(graph, (weight_dq->name.empty() ? conv.name : weight_dq->name) + "_bn_folded");
         duplicate.outputs = {unique_value_name(graph, conv.input(1) + "_bn_folded")};
         set_value_info(graph, duplicate.outputs[0], DataType::kFloat, conv.input(1));
         conv.inputs[1] = duplicate.outputs[0];

@@ -68,7 +68,9 @@ void set_float(Node& node, const std::string& key, float value) {
   node.attributes[key] = attribute;
 }
 
-float scalar_float(const Graph& graph, const std::string& value) { return find_constant(graph, value)->data<float>()[0]; }
+float scalar_float(const Graph& graph, const std::string& value) {
+  return find_constant(graph, value)->data<float>()[0];
+}
 
 int64_t zero_point_value(const Graph& graph, const std::string& value) {
   return value.empty() ? 0 : find_constant(graph, value)->value_as_int64(0);
@@ -90,7 +92,7 @@ bool shares_layer_output(const Graph& graph, const QdqSelection& selection, cons
 // with `layer_params` (y_scale, y_zero_point): a Q with equal parameters goes (its readers read
 // the layer's output; returned for removal), any other becomes QRequantize(layer_output) in place.
 Result<std::vector<int>> rewire_extra_quantizers(Graph& graph, const QdqSelection& selection,
-                                         const std::vector<std::string>& layer_params, PassContext& context) {
+                                                 const std::vector<std::string>& layer_params, PassContext& context) {
   std::vector<int> removed;
   for (const QuantizedOutput& extra : selection.extra_output_qs) {
     Node& q = graph.nodes[static_cast<size_t>(extra.q_node)];
@@ -147,7 +149,8 @@ Status apply_qdq_selection(Graph& graph, const QdqSelection& selection, PassCont
   for (int target : selection.targets) fused.strings.push_back(graph.nodes[static_cast<size_t>(target)].name);
   if (selection.output_q) fused.strings.push_back(graph.nodes[static_cast<size_t>(selection.output_q->q_node)].name);
   for (const QuantizedOutput& extra : selection.extra_output_qs) {
-    if (shares_layer_output(graph, selection, extra)) fused.strings.push_back(graph.nodes[static_cast<size_t>(extra.q_node)].name);
+    if (shares_layer_output(graph, selection, extra))
+      fused.strings.push_back(graph.nodes[static_cast<size_t>(extra.q_node)].name);
   }
   layer.attributes["fused_nodes"] = fused;
   if (selection.activation.kind != ActivationKind::kNone) {

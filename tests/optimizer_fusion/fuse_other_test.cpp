@@ -260,9 +260,9 @@ TEST(FuseQdqLookup, ErfFormGelu) {
     for (bool asymmetric : {false, true}) {
       SCOPED_TRACE(tail + (asymmetric ? " u8" : " s8"));
       optimizer::FuseQdqLookup pass;
-      Result r = fuse_text(pass,
-                           erf_gelu_model(asymmetric ? "uint8" : "int8", asymmetric ? 128 : 0, asymmetric ? 20 : 0, tail),
-                           0.02f * 1.001f, 29);
+      const std::string text =
+          erf_gelu_model(asymmetric ? "uint8" : "int8", asymmetric ? 128 : 0, asymmetric ? 20 : 0, tail);
+      Result r = fuse_text(pass, text, 0.02f * 1.001f, 29);
       ASSERT_EQ(count_ops(r.fused, "QLookup"), 1);
       EXPECT_EQ(find_op(r.fused, "QLookup")->attrs<QLookupAttributes>().function, LookupFunction::kGelu);
       EXPECT_FALSE(find_op(r.fused, "QLookup")->attrs<QLookupAttributes>().tanh_approximation);

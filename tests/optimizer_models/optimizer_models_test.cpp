@@ -117,7 +117,8 @@ Tensor image_batch(const std::vector<uint8_t>& pixels, int start) {
   Tensor input(DataType::kFloat, {kBatch, 1, 28, 28});
   float* data = input.data<float>();
   for (int64_t i = 0; i < input.numel(); ++i) {
-    data[i] = (static_cast<float>(pixels[static_cast<size_t>(start) * 784 + static_cast<size_t>(i)]) / 255.0f - kMean) / kStd;
+    const uint8_t pixel = pixels[static_cast<size_t>(start) * 784 + static_cast<size_t>(i)];
+    data[i] = (static_cast<float>(pixel) / 255.0f - kMean) / kStd;
   }
   return input;
 }
@@ -251,9 +252,10 @@ TEST(OptimizerModelsFloat, FloatPipelineOnFmnistResnet) {
   const Tensor& actual_logits = actual->at(float_graph.outputs[0]);
   ASSERT_EQ(expected_logits.shape(), actual_logits.shape());
   const float* e = expected_logits.data<float>();
-  const float range = *std::max_element(e, e + expected_logits.numel()) - *std::min_element(e, e + expected_logits.numel());
+  const int64_t count = expected_logits.numel();
+  const float range = *std::max_element(e, e + count) - *std::min_element(e, e + count);
   float worst = 0.0f;
-  for (int64_t i = 0; i < expected_logits.numel(); ++i) worst = std::max(worst, std::abs(e[i] - actual_logits.data<float>()[i]));
+  for (int64_t i = 0; i < count; ++i) worst = std::max(worst, std::abs(e[i] - actual_logits.data<float>()[i]));
   std::printf("float pipeline vs Q/DQ removed by hand: max |logit difference| %.3g (logit range %.3g)\n", worst, range);
   EXPECT_LE(worst, 1e-4f * range) << "BN folding should only change float rounding";
 
@@ -308,7 +310,8 @@ TEST(OptimizerModelsFanOut, RequantizeOnFmnistResnetWithDistinctScales) {
   for (const char* block : {"blocks.0/residual_quantizer", "blocks.1/downsample/downsample.0/input_quantizer",
                             "blocks.2/downsample/downsample.0/input_quantizer"}) {
     const std::string q_name = fmt::format("/blocks/{}/QuantizeLinear", block);
-    auto q = std::find_if(original.nodes.begin(), original.nodes.end(), [&](const Node& n) { return n.name == q_name; });
+    auto q = std::find_if(original.nodes.begin(), original.nodes.end(),
+                          [&](const Node& node) { return node.name == q_name; });
     ASSERT_NE(q, original.nodes.end()) << q_name;
     const Tensor* scale = find_constant(original, q->input(1));
     ASSERT_NE(scale, nullptr);
