@@ -118,7 +118,7 @@ Status inspect_model(const InspectOptions& options, std::ostream& out, bool& usa
     return symbols.status();
   }
   // Unknown pass names are the command line's fault: check before any file is written.
-  std::vector<std::string> known = optimizer::pipeline_pass_names();
+  std::vector<std::string> known = optimizer::pipeline_pass_names(options.float_only);
   for (const auto* list : {&options.passes, &options.disabled_passes}) {
     for (const std::string& name : *list) {
       if (std::find(known.begin(), known.end(), name) == known.end()) {
@@ -133,6 +133,7 @@ Status inspect_model(const InspectOptions& options, std::ostream& out, bool& usa
   optimizer::OptimizeOptions optimize_options;
   optimize_options.only_passes = options.passes;
   optimize_options.disabled_passes = options.disabled_passes;
+  optimize_options.float_only = options.float_only;
   if (!options.dump_graph_dir.empty()) {
     std::error_code error;
     std::filesystem::create_directories(options.dump_graph_dir, error);
@@ -188,6 +189,8 @@ Command add_inspect_command(CLI::App& app) {
                       "Write DIR/00_input.onnx and DIR/<NN>_<pass>.onnx after each pass (DIR is created)")
       ->check(quiet(CLI::ExistingDirectory | CLI::NonexistentPath))
       ->type_name("DIR");
+  inspect->add_flag("--fp32", options->float_only,
+                    "Run the float pipeline instead: fake quantization removed, BatchNorm folded, nothing fused");
   inspect->add_option("--shapes", *shapes, "Values for symbolic input dims (for shapes and MACs), e.g. x:8x3x224x224")
       ->check(quiet(shapes_syntax))
       ->type_name("NAME:DIMS[,...]");
