@@ -5,7 +5,7 @@
 //             the im2col block of one tile of output rows in per-thread scratch
 //   pointwise 1x1, stride 1, no pads: the GEMM reads X directly (no im2col, no scratch)
 //   depthwise group == C == OC: direct per-channel loops
-// Work items: (image, group, tile of output rows, block of output channels) for gemm/pointwise,
+// Work items: (image, group, tile of output rows, block of <= 64 output channels) for gemm/pointwise,
 // (image, channel) for depthwise. The bias is written first and the GEMM accumulates onto it.
 #include <algorithm>
 #include <cstring>
@@ -138,8 +138,8 @@ class ConvLayer final : public Layer {
         for (int64_t oc = 0; oc < oc_count; ++oc) std::fill_n(c + oc * out_plane, pixels, bias_[oc_begin + oc]);
         params.beta = 1.0f;
       }
-      fp32_.gemm.fn(params, weights_ + oc_begin * g_.k(), static_cast<size_t>(g_.k()), b, ldb, nullptr, c,
-                    static_cast<size_t>(out_plane));
+      gemm_in_stack_sized_calls(fp32_, params, weights_ + oc_begin * g_.k(), static_cast<size_t>(g_.k()), b, ldb,
+                                nullptr, c, static_cast<size_t>(out_plane));
     }
   }
 
@@ -239,7 +239,9 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
       !(g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && pads == std::vector<int64_t>(4, 0))) {
     return context.error("pointwise mode needs a 1x1 kernel, stride 1 and no pads");
   }
-  if (g.tile_rows < 1 || g.oc_block < 1) return context.error("tile_rows and oc_block must be positive");
+  if (g.tile_rows < 1 || g.oc_block < 1) {
+    return context.error(fmt::format("tile_rows {} / oc_block {} out of range", g.tile_rows, g.oc_block));
+  }
   g.tile_rows = std::min(g.tile_rows, std::max<int64_t>(g.out_height, 1));
   if (safe_numel({g.in_per_group(), g.kernel_h, g.kernel_w, g.tile_rows, g.out_width, 4}) < 0) {
     return context.error("the im2col tile is too large");
@@ -303,7 +305,7 @@ Status lower_conv(const Node& node, BuildContext& context) {
   // Tiles of whole output rows: about 512 pixels (the GEMM's n), the im2col block <= 512 KiB.
   const int64_t pixel_budget = std::clamp<int64_t>(131072 / std::max<int64_t>(g.k(), 1), 16, 512);
   g.tile_rows = std::clamp<int64_t>(pixel_budget / std::max<int64_t>(g.out_width, 1), 1, std::max<int64_t>(g.out_height, 1));
-  g.oc_block = g.out_per_group() <= 128 ? std::max<int64_t>(g.out_per_group(), 1) : 64;
+  g.oc_block = std::clamp<int64_t>(g.out_per_group(), 1, kGemmMaxRows);
 
   const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(kernels::usable_isa(context.isa()));
   PlanLayer layer = make_layer(node, kKind, g.mode == ConvMode::kDepthwise ? "f32-dwconv-direct" : fp32.gemm.name);
