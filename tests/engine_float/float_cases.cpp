@@ -153,6 +153,7 @@ std::vector<OpCase> fallback_cases() {
       {"conv_runtime_weight", model(13, "g (float[N,2,5,5] x, float s) => (float y)", {weights("w", {3, 2, 3, 3})},
                                     "v = Mul(w, s)\ny = Conv(x, v)"),
        "reference"},
+      {"prelu_one_value_twice", model(13, "g (float[N,6] x) => (float y)", {}, "y = PRelu(x, x)"), "reference"},
       {"elu_no_native", model(13, "g (float[N,6] x) => (float y)", {}, "y = Elu<alpha=0.5>(x)"), "reference"},
       {"reduce_mean", model(13, "g (float[N,3,4] x) => (float y)", {}, "y = ReduceMean<axes=[2], keepdims=1>(x)"),
        "reference"},
