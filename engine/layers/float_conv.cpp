@@ -77,6 +77,22 @@ void im2col(const ConvGeometry& g, const float* image, int64_t c_begin, int64_t 
   }
 }
 
+// out[i] += weight * in[i * stride] for i < count: the depthwise inner loop. The engine is built
+// for baseline x86-64; GCC compiles this function once per listed ISA and picks the clone for the
+// running CPU when the program loads (same operations, so the same numbers on every clone).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void accumulate_taps(float* __restrict out, const float* __restrict in, float weight, int64_t count, int64_t stride) {
+  if (stride == 1) {
+    for (int64_t i = 0; i < count; ++i) out[i] += weight * in[i];
+  } else if (stride == 2) {
+    for (int64_t i = 0; i < count; ++i) out[i] += weight * in[2 * i];
+  } else {
+    for (int64_t i = 0; i < count; ++i) out[i] += weight * in[i * stride];
+  }
+}
+
 class ConvLayer final : public Layer {
  public:
   ConvLayer(ConvGeometry geometry, const float* weights, const float* bias, int32_t input, int32_t output,
@@ -162,12 +178,9 @@ class ConvLayer final : public Layer {
           int64_t ow_begin = offset_w >= 0 ? 0 : (-offset_w + g_.stride_w - 1) / g_.stride_w;
           int64_t ow_end = g_.width - 1 - offset_w < 0 ? 0 : (g_.width - 1 - offset_w) / g_.stride_w + 1;
           ow_end = std::min(ow_end, g_.out_width);
-          const float weight = w[kh * g_.kernel_w + kw];
-          const float* src = in_row + offset_w;
-          if (g_.stride_w == 1) {
-            for (int64_t ow = ow_begin; ow < ow_end; ++ow) out_row[ow] += weight * src[ow];
-          } else {
-            for (int64_t ow = ow_begin; ow < ow_end; ++ow) out_row[ow] += weight * src[ow * g_.stride_w];
+          if (ow_end > ow_begin) {
+            accumulate_taps(out_row + ow_begin, in_row + offset_w + ow_begin * g_.stride_w, w[kh * g_.kernel_w + kw],
+                            ow_end - ow_begin, g_.stride_w);
           }
         }
       }
@@ -308,7 +321,7 @@ Status lower_conv(const Node& node, BuildContext& context) {
   g.oc_block = std::clamp<int64_t>(g.out_per_group(), 1, kGemmMaxRows);
 
   const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(kernels::usable_isa(context.isa()));
-  PlanLayer layer = make_layer(node, kKind, g.mode == ConvMode::kDepthwise ? "f32-dwconv-direct" : fp32.gemm.name);
+  PlanLayer layer = make_layer(node, kKind, g.mode == ConvMode::kDepthwise ? "f32-dwconv-multiversion" : fp32.gemm.name);
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
   layer.inputs = {input};
