@@ -20,9 +20,8 @@ namespace qdqrt::engine::fp32 {
 // The fp32 GEMM (Eigen) packs blocks of A (mc x kc) and B (kc x nc) on the stack only while each
 // is <= 128 KiB and mallocs them on every call otherwise; kc, mc and nc never exceed k, m and n.
 // gemm_in_stack_sized_calls() therefore splits C(m x n) += A(m x k) B(k x n) into calls of at most
-// 64 rows x 64 columns x 512 depth (accumulating over depth slices with beta = 1), which keeps
-// run() free of heap allocation (tests/engine_float/allocation_test.cpp). The extra passes over
-// the 64 x 64 C block and the re-packing cost about 2% on conv-sized GEMMs.
+// 512 depth (accumulating over depth slices with beta = 1) and rows, columns <= 32768 / depth
+// (at least 64), which keeps run() free of heap allocation (tests/engine_float/allocation_test.cpp).
 inline constexpr int64_t kGemmMaxRows = 64;
 inline constexpr int64_t kGemmMaxColumns = 64;
 inline constexpr int64_t kGemmMaxDepth = 512;
