@@ -17,6 +17,19 @@
 
 namespace qdqrt::engine::fp32 {
 
+// The fp32 GEMM (Eigen) packs blocks of A (mc x kc) and B (kc x nc) on the stack only while each
+// is <= 128 KiB and mallocs them on every call otherwise; kc, mc and nc never exceed k, m and n.
+// gemm_in_stack_sized_calls() therefore splits C(m x n) += A(m x k) B(k x n) into calls of at most
+// 512 depth (accumulating over depth slices with beta = 1) and rows, columns <= 32768 / depth
+// (at least 64), which keeps run() free of heap allocation (tests/engine_float/allocation_test.cpp).
+inline constexpr int64_t kGemmMaxRows = 64;
+inline constexpr int64_t kGemmMaxColumns = 64;
+inline constexpr int64_t kGemmMaxDepth = 512;
+
+// Same contract as Fp32GemmFn (no transpose_a; relu not supported); bias (per column) may be null.
+void gemm_in_stack_sized_calls(const kernels::Fp32Kernels& fp32, const kernels::Fp32GemmParams& params, const float* a,
+                               size_t lda, const float* b, size_t ldb, const float* bias, float* c, size_t ldc);
+
 // One registration function per file.
 void register_conv(LayerRegistry& registry);         // float_conv.cpp: Conv
 void register_gemm(LayerRegistry& registry);         // float_gemm.cpp: Gemm, MatMul

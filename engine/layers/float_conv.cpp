@@ -5,7 +5,7 @@
 //             the im2col block of one tile of output rows in per-thread scratch
 //   pointwise 1x1, stride 1, no pads: the GEMM reads X directly (no im2col, no scratch)
 //   depthwise group == C == OC: direct per-channel loops
-// Work items: (image, group, tile of output rows, block of output channels) for gemm/pointwise,
+// Work items: (image, group, tile of output rows, block of <= 64 output channels) for gemm/pointwise,
 // (image, channel) for depthwise. The bias is written first and the GEMM accumulates onto it.
 #include <algorithm>
 #include <cstring>
@@ -77,6 +77,22 @@ void im2col(const ConvGeometry& g, const float* image, int64_t c_begin, int64_t 
   }
 }
 
+// out[i] += weight * in[i * stride] for i < count: the depthwise inner loop. The engine is built
+// for baseline x86-64; GCC compiles this function once per listed ISA and picks the clone for the
+// running CPU when the program loads (same operations, so the same numbers on every clone).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void accumulate_taps(float* __restrict out, const float* __restrict in, float weight, int64_t count, int64_t stride) {
+  if (stride == 1) {
+    for (int64_t i = 0; i < count; ++i) out[i] += weight * in[i];
+  } else if (stride == 2) {
+    for (int64_t i = 0; i < count; ++i) out[i] += weight * in[2 * i];
+  } else {
+    for (int64_t i = 0; i < count; ++i) out[i] += weight * in[i * stride];
+  }
+}
+
 class ConvLayer final : public Layer {
  public:
   ConvLayer(ConvGeometry geometry, const float* weights, const float* bias, int32_t input, int32_t output,
@@ -138,8 +154,8 @@ class ConvLayer final : public Layer {
         for (int64_t oc = 0; oc < oc_count; ++oc) std::fill_n(c + oc * out_plane, pixels, bias_[oc_begin + oc]);
         params.beta = 1.0f;
       }
-      fp32_.gemm.fn(params, weights_ + oc_begin * g_.k(), static_cast<size_t>(g_.k()), b, ldb, nullptr, c,
-                    static_cast<size_t>(out_plane));
+      gemm_in_stack_sized_calls(fp32_, params, weights_ + oc_begin * g_.k(), static_cast<size_t>(g_.k()), b, ldb,
+                                nullptr, c, static_cast<size_t>(out_plane));
     }
   }
 
@@ -162,12 +178,9 @@ class ConvLayer final : public Layer {
           int64_t ow_begin = offset_w >= 0 ? 0 : (-offset_w + g_.stride_w - 1) / g_.stride_w;
           int64_t ow_end = g_.width - 1 - offset_w < 0 ? 0 : (g_.width - 1 - offset_w) / g_.stride_w + 1;
           ow_end = std::min(ow_end, g_.out_width);
-          const float weight = w[kh * g_.kernel_w + kw];
-          const float* src = in_row + offset_w;
-          if (g_.stride_w == 1) {
-            for (int64_t ow = ow_begin; ow < ow_end; ++ow) out_row[ow] += weight * src[ow];
-          } else {
-            for (int64_t ow = ow_begin; ow < ow_end; ++ow) out_row[ow] += weight * src[ow * g_.stride_w];
+          if (ow_end > ow_begin) {
+            accumulate_taps(out_row + ow_begin, in_row + offset_w + ow_begin * g_.stride_w, w[kh * g_.kernel_w + kw],
+                            ow_end - ow_begin, g_.stride_w);
           }
         }
       }
@@ -239,7 +252,9 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
       !(g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && pads == std::vector<int64_t>(4, 0))) {
     return context.error("pointwise mode needs a 1x1 kernel, stride 1 and no pads");
   }
-  if (g.tile_rows < 1 || g.oc_block < 1) return context.error("tile_rows and oc_block must be positive");
+  if (g.tile_rows < 1 || g.oc_block < 1) {
+    return context.error(fmt::format("tile_rows {} / oc_block {} out of range", g.tile_rows, g.oc_block));
+  }
   g.tile_rows = std::min(g.tile_rows, std::max<int64_t>(g.out_height, 1));
   if (safe_numel({g.in_per_group(), g.kernel_h, g.kernel_w, g.tile_rows, g.out_width, 4}) < 0) {
     return context.error("the im2col tile is too large");
@@ -303,10 +318,10 @@ Status lower_conv(const Node& node, BuildContext& context) {
   // Tiles of whole output rows: about 512 pixels (the GEMM's n), the im2col block <= 512 KiB.
   const int64_t pixel_budget = std::clamp<int64_t>(131072 / std::max<int64_t>(g.k(), 1), 16, 512);
   g.tile_rows = std::clamp<int64_t>(pixel_budget / std::max<int64_t>(g.out_width, 1), 1, std::max<int64_t>(g.out_height, 1));
-  g.oc_block = g.out_per_group() <= 128 ? std::max<int64_t>(g.out_per_group(), 1) : 64;
+  g.oc_block = std::clamp<int64_t>(g.out_per_group(), 1, kGemmMaxRows);
 
   const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(kernels::usable_isa(context.isa()));
-  PlanLayer layer = make_layer(node, kKind, g.mode == ConvMode::kDepthwise ? "f32-dwconv-direct" : fp32.gemm.name);
+  PlanLayer layer = make_layer(node, kKind, g.mode == ConvMode::kDepthwise ? "f32-dwconv-multiversion" : fp32.gemm.name);
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
   layer.inputs = {input};

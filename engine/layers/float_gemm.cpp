@@ -48,7 +48,7 @@ class GemmLayer final : public Layer {
       params.transpose_b = s_.trans_b;
       params.alpha = s_.alpha;
       const float* b = s_.trans_b ? b_ + col_begin * s_.k : b_ + col_begin;
-      fp32_.gemm.fn(params, a + row_begin * s_.k, static_cast<size_t>(s_.k), b,
+      gemm_in_stack_sized_calls(fp32_, params, a + row_begin * s_.k, static_cast<size_t>(s_.k), b,
                     static_cast<size_t>(s_.trans_b ? s_.k : s_.n), bias_ ? bias_ + col_begin : nullptr,
                     y + row_begin * s_.n + col_begin, static_cast<size_t>(s_.n));
     }
@@ -79,7 +79,9 @@ Result<std::unique_ptr<Layer>> bind_gemm(const BindContext& context) {
   QDQRT_BIND_ASSIGN(s.col_block, context, params.get_int("col_block"));
   s.trans_b = trans_b != 0;
   s.alpha = static_cast<float>(alpha);
-  if (s.k < 1 || s.n < 1 || s.row_block < 1 || s.col_block < 1) return context.error("k, n and the blocks must be positive");
+  if (s.k < 1 || s.n < 1 || s.row_block < 1 || s.col_block < 1) {
+    return context.error(fmt::format("k {}, n {} or blocks {}x{} out of range", s.k, s.n, s.row_block, s.col_block));
+  }
   if (a->shape.size() < 2 || a->shape.size() != y->shape.size() || a->shape.back() != s.k || y->shape.back() != s.n ||
       !std::equal(a->shape.begin(), a->shape.end() - 1, y->shape.begin()) || a->batched != y->batched) {
     return context.error(fmt::format("input {} and output {} do not fit k={} n={}", shape_to_string(a->shape),
@@ -104,9 +106,9 @@ Status add_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, 
   s.k = trans_b ? b.dim(1) : b.dim(0);
   s.n = trans_b ? b.dim(0) : b.dim(1);
   s.alpha = alpha;
-  // Rows in blocks of 64 (GEMM m); columns in blocks of 256 so a 1-row FC layer still splits.
-  s.row_block = 64;
-  s.col_block = std::min<int64_t>(s.n, 256);
+  // Work items of 64 x 64 (also the GEMM call size, float_common.h; a 1-row FC layer still splits).
+  s.row_block = kGemmMaxRows;
+  s.col_block = std::min<int64_t>(s.n, kGemmMaxColumns);
   const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(kernels::usable_isa(context.isa()));
   PlanLayer layer = make_layer(node, kKind, fp32.gemm.name);
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));

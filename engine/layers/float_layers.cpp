@@ -87,6 +87,31 @@ int64_t safe_numel(const Shape& shape) {
   return count;
 }
 
+void gemm_in_stack_sized_calls(const kernels::Fp32Kernels& fp32, const kernels::Fp32GemmParams& params, const float* a,
+                               size_t lda, const float* b, size_t ldb, const float* bias, float* c, size_t ldc) {
+  // Shallow products take wider calls: each packed block (rows or columns x depth) stays <= 128 KiB.
+  const size_t max_depth = kGemmMaxDepth;
+  const size_t depth = std::max<size_t>(1, std::min(params.k, max_depth));
+  const size_t block_floats = static_cast<size_t>(kGemmMaxRows * kGemmMaxDepth);
+  const size_t max_rows = std::max<size_t>(kGemmMaxRows, block_floats / depth / 16 * 16);
+  const size_t max_columns = std::max<size_t>(kGemmMaxColumns, block_floats / depth / 16 * 16);
+  for (size_t row = 0; row < params.m; row += max_rows) {
+    for (size_t column = 0; column < params.n; column += max_columns) {
+      for (size_t k0 = 0; k0 < params.k || k0 == 0; k0 += max_depth) {
+        kernels::Fp32GemmParams slice = params;
+        slice.m = std::min(max_rows, params.m - row);
+        slice.n = std::min(max_columns, params.n - column);
+        slice.k = std::min(max_depth, params.k - k0);
+        if (k0 > 0) slice.beta = 1.0f;  // accumulate onto the earlier depth slices
+        const float* b_block = params.transpose_b ? b + column * ldb + k0 : b + k0 * ldb + column;
+        fp32.gemm.fn(slice, a + row * lda + k0, lda, b_block, ldb, bias != nullptr && k0 == 0 ? bias + column : nullptr,
+                     c + row * ldc + column, ldc);
+        if (params.k == 0) break;
+      }
+    }
+  }
+}
+
 Shape image_shape(const PlanTensor& tensor) {
   Shape shape = tensor.shape;
   if (tensor.batched && !shape.empty()) shape[0] = 1;

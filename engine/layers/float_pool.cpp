@@ -26,6 +26,21 @@ struct PoolGeometry {
   int64_t kernel[2] = {1, 1}, strides[2] = {1, 1}, dilations[2] = {1, 1}, pads_begin[2] = {0, 0}, pads_end[2] = {0, 0};
 };
 
+// out[i] = max(out[i], in[i * stride]) for i < count (a NaN tap is skipped, as the reference's
+// "value > best" does after the first tap). Compiled per ISA like the depthwise conv's loop.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void max_taps(float* __restrict out, const float* __restrict in, int64_t count, int64_t stride) {
+  if (stride == 1) {
+    for (int64_t i = 0; i < count; ++i) out[i] = in[i] > out[i] ? in[i] : out[i];
+  } else if (stride == 2) {
+    for (int64_t i = 0; i < count; ++i) out[i] = in[2 * i] > out[i] ? in[2 * i] : out[i];
+  } else {
+    for (int64_t i = 0; i < count; ++i) out[i] = in[i * stride] > out[i] ? in[i * stride] : out[i];
+  }
+}
+
 class PoolLayer final : public Layer {
  public:
   PoolLayer(PoolGeometry geometry, int32_t input, int32_t output) : g_(geometry), input_(input), output_(output) {}
@@ -41,6 +56,10 @@ class PoolLayer final : public Layer {
     for (int64_t plane = begin; plane < end; ++plane) {
       const float* in = x + plane * g_.height * g_.width;
       float* out = y + plane * g_.out_height * g_.out_width;
+      if (g_.max) {
+        max_plane(in, out);
+        continue;
+      }
       for (int64_t oh = 0; oh < g_.out_height; ++oh) {
         for (int64_t ow = 0; ow < g_.out_width; ++ow) out[oh * g_.out_width + ow] = window(in, oh, ow);
       }
@@ -48,25 +67,31 @@ class PoolLayer final : public Layer {
   }
 
  private:
-  float window(const float* in, int64_t oh, int64_t ow) const {
-    const int64_t position[2] = {oh, ow};
-    const int64_t input_size[2] = {g_.height, g_.width};
-    if (g_.max) {
-      float best = std::numeric_limits<float>::lowest();
-      bool any = false;
+  // Max pool of one plane, row by row: every valid tap of a row of windows in one strided pass.
+  void max_plane(const float* in, float* out) const {
+    for (int64_t oh = 0; oh < g_.out_height; ++oh) {
+      float* out_row = out + oh * g_.out_width;
+      std::fill_n(out_row, g_.out_width, std::numeric_limits<float>::lowest());
       for (int64_t kh = 0; kh < g_.kernel[0]; ++kh) {
         const int64_t ih = oh * g_.strides[0] - g_.pads_begin[0] + kh * g_.dilations[0];
         if (ih < 0 || ih >= g_.height) continue;
+        const float* in_row = in + ih * g_.width;
         for (int64_t kw = 0; kw < g_.kernel[1]; ++kw) {
-          const int64_t iw = ow * g_.strides[1] - g_.pads_begin[1] + kw * g_.dilations[1];
-          if (iw < 0 || iw >= g_.width) continue;
-          const float value = in[ih * g_.width + iw];
-          if (!any || value > best) best = value;
-          any = true;
+          const int64_t offset = kw * g_.dilations[1] - g_.pads_begin[1];
+          const int64_t stride = g_.strides[1];
+          const int64_t ow_begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+          int64_t ow_end = g_.width - 1 - offset < 0 ? 0 : (g_.width - 1 - offset) / stride + 1;
+          ow_end = std::min(ow_end, g_.out_width);
+          if (ow_end > ow_begin) max_taps(out_row + ow_begin, in_row + offset + ow_begin * stride, ow_end - ow_begin, stride);
         }
       }
-      return best;
     }
+  }
+
+  // Average of one window.
+  float window(const float* in, int64_t oh, int64_t ow) const {
+    const int64_t position[2] = {oh, ow};
+    const int64_t input_size[2] = {g_.height, g_.width};
     // Average: double sum as the reference; the divisor counts pads (never past the end pad)
     // when count_include_pad, else only taps on real input.
     double sum = 0.0;
@@ -150,7 +175,7 @@ Status lower_pool(const Node& node, BuildContext& context) {
   if (!geometry.ok() || geometry->output[1] != y_shape[2] || geometry->output[2] != y_shape[3]) {
     return lower_with_reference(node, context);  // the reference reports what is wrong
   }
-  PlanLayer layer = make_layer(node, kPoolKind, max ? "f32-maxpool-scalar" : "f32-avgpool-scalar");
+  PlanLayer layer = make_layer(node, kPoolKind, max ? "f32-maxpool-multiversion" : "f32-avgpool-scalar");
   layer.params.set("max", static_cast<int64_t>(max));
   layer.params.set("count_include_pad",
                    static_cast<int64_t>(!max && node.attrs<AveragePoolAttributes>().count_include_pad));

@@ -89,7 +89,7 @@ Status lower_copy(const Node& node, BuildContext& context) {
     return internal_error("{}: input batched {} but output batched {}", node.describe(), x.batched,
                           context.tensor(output).batched);
   }
-  PlanLayer layer = make_layer(node, kCopyKind, "memcpy");
+  PlanLayer layer = make_layer(node, kCopyKind, "x8-copy");
   layer.inputs = {input};
   layer.outputs = {output};
   context.add_layer(std::move(layer));
@@ -190,7 +190,7 @@ Status lower_concat(const Node& node, BuildContext& context) {
   if (context.tensor(output).batched != (batched != 0)) {
     return internal_error("{}: inputs and output disagree on batching", node.describe());
   }
-  PlanLayer layer = make_layer(node, kConcatKind, "memcpy");
+  PlanLayer layer = make_layer(node, kConcatKind, "x8-concat");
   layer.params.set("axis", axis);
   layer.inputs = inputs;
   layer.outputs = {output};

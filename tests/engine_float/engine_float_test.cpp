@@ -57,32 +57,36 @@ void expect_engine_matches(const engine::Engine& engine, const Graph& graph, con
   }
 }
 
-class EngineFloatOpTest : public ::testing::TestWithParam<OpCase> {};
-
-TEST_P(EngineFloatOpTest, MatchesReference) {
-  auto graph = load_text_graph(GetParam().text, kMaxBatch);
+void expect_case(const OpCase& op_case) {
+  SCOPED_TRACE(op_case.name);
+  auto graph = load_text_graph(op_case.text, kMaxBatch);
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
   auto engine = engine::Engine::build(*graph, {});
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   bool found = false;
   for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
-    found = found || layer.kind == GetParam().kind;
+    found = found || layer.kind == op_case.kind;
     if (layer.kind == "reference") {
       EXPECT_EQ(layer.kernel, "reference");
     }
-    if (GetParam().kind != "reference") {
+    if (op_case.kind != "reference") {
       EXPECT_NE(layer.kind, "reference") << layer.name;
     }
   }
-  EXPECT_TRUE(found) << "no " << GetParam().kind << " layer";
-  expect_engine_matches(**engine, *graph, GetParam().name);
+  EXPECT_TRUE(found) << "no " << op_case.kind << " layer";
+  expect_engine_matches(**engine, *graph, op_case.name);
 }
 
-std::string case_name(const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; }
-
-INSTANTIATE_TEST_SUITE_P(Conv, EngineFloatOpTest, ::testing::ValuesIn(conv_cases()), case_name);
-INSTANTIATE_TEST_SUITE_P(Ops, EngineFloatOpTest, ::testing::ValuesIn(other_cases()), case_name);
-INSTANTIATE_TEST_SUITE_P(Fallback, EngineFloatOpTest, ::testing::ValuesIn(fallback_cases()), case_name);
+// One test per case list (not one ctest process per case: process start-up dominates).
+TEST(EngineFloatOps, Conv) {
+  for (const OpCase& op_case : conv_cases()) expect_case(op_case);
+}
+TEST(EngineFloatOps, Ops) {
+  for (const OpCase& op_case : other_cases()) expect_case(op_case);
+}
+TEST(EngineFloatOps, Fallback) {
+  for (const OpCase& op_case : fallback_cases()) expect_case(op_case);
+}
 
 TEST(EngineFloatModels, FmnistResnetFp32) {
   const std::string path = std::string(QDQRT_MODELS_DIR) + "/fmnist_resnet_fp32.onnx";

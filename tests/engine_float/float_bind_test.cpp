@@ -8,33 +8,11 @@
 #include <functional>
 #include <set>
 
+#include "tests/engine_float/float_cases.h"
 #include "tests/engine_float/harness.h"
 
 namespace qdqrt::testing {
 namespace {
-
-// One graph with every native kind.
-std::string all_kinds_model() {
-  return "<ir_version: 8, opset_import: [\"\" : 13]>\n"
-         "g (float[N,4,8,8] x) => (float y, float s, float t, float cc)\n<" +
-         weights("w", {6, 4, 3, 3}) + ", " + weights("b", {6}) + ", " + weights("k", {1, 6, 1, 1}) + ", " +
-         weights("bs", {6}) + ", " + weights("bm", {6}) + ", " + weights("bv", {6}, 0.5f, 2.0f) + ", " +
-         weights("fc", {6, 5}) + ">\n" + R"({
-  c = Conv<pads=[1,1,1,1]>(x, w, b)
-  m = Mul(c, k)
-  r = Relu(m)
-  n = BatchNormalization(r, bs, b, bm, bv)
-  p = MaxPool<kernel_shape=[2,2], strides=[2,2]>(n)
-  a = AveragePool<kernel_shape=[2,2], strides=[2,2]>(p)
-  gp = GlobalAveragePool(a)
-  f = Flatten(gp)
-  y = Gemm(f, fc)
-  s = Softmax(y)
-  t = Transpose<perm=[0,2,3,1]>(p)
-  cc = Concat<axis=1>(p, p)
-}
-)";
-}
 
 TEST(FloatBind, DamagedLayersAreRefused) {
   auto graph = load_text_graph(all_kinds_model(), 2);

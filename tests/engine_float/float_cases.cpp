@@ -153,6 +153,7 @@ std::vector<OpCase> fallback_cases() {
       {"conv_runtime_weight", model(13, "g (float[N,2,5,5] x, float s) => (float y)", {weights("w", {3, 2, 3, 3})},
                                     "v = Mul(w, s)\ny = Conv(x, v)"),
        "reference"},
+      {"prelu_one_value_twice", model(13, "g (float[N,6] x) => (float y)", {}, "y = PRelu(x, x)"), "reference"},
       {"elu_no_native", model(13, "g (float[N,6] x) => (float y)", {}, "y = Elu<alpha=0.5>(x)"), "reference"},
       {"reduce_mean", model(13, "g (float[N,3,4] x) => (float y)", {}, "y = ReduceMean<axes=[2], keepdims=1>(x)"),
        "reference"},
@@ -164,6 +165,29 @@ std::vector<OpCase> fallback_cases() {
              "c = Conv<pads=[1,1,1,1]>(x, w)\ne = Elu(c)\ny = Relu(e)"),
        "reference"},
   };
+}
+
+// One graph with every native kind.
+std::string all_kinds_model() {
+  return "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+         "g (float[N,4,8,8] x) => (float y, float s, float t, float cc)\n<" +
+         weights("w", {6, 4, 3, 3}) + ", " + weights("b", {6}) + ", " + weights("k", {1, 6, 1, 1}) + ", " +
+         weights("bs", {6}) + ", " + weights("bm", {6}) + ", " + weights("bv", {6}, 0.5f, 2.0f) + ", " +
+         weights("fc", {6, 5}) + ">\n" + R"({
+  c = Conv<pads=[1,1,1,1]>(x, w, b)
+  m = Mul(c, k)
+  r = Relu(m)
+  n = BatchNormalization(r, bs, b, bm, bv)
+  p = MaxPool<kernel_shape=[2,2], strides=[2,2]>(n)
+  a = AveragePool<kernel_shape=[2,2], strides=[2,2]>(p)
+  gp = GlobalAveragePool(a)
+  f = Flatten(gp)
+  y = Gemm(f, fc)
+  s = Softmax(y)
+  t = Transpose<perm=[0,2,3,1]>(p)
+  cc = Concat<axis=1>(p, p)
+}
+)";
 }
 
 }  // namespace qdqrt::testing

@@ -22,4 +22,7 @@ std::vector<OpCase> conv_cases();
 std::vector<OpCase> other_cases();
 std::vector<OpCase> fallback_cases();
 
+// One graph (batch dim N) with every native float layer kind.
+std::string all_kinds_model();
+
 }  // namespace qdqrt::testing

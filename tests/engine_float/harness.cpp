@@ -138,7 +138,7 @@ Result<Graph> load_file_graph(const std::string& path, int64_t max_batch) {
   return load_onnx_file(path, options);
 }
 
-Result<HarnessPlan> harness_build(const Graph& graph, int64_t max_batch) {
+Result<HarnessPlan> harness_build(const Graph& graph, int64_t max_batch, bool all_reference) {
   HarnessPlan built;
   built.plan.max_batch = max_batch;
   built.plan.isa = kernels::isa_name(kernels::active_isa());
@@ -150,7 +150,8 @@ Result<HarnessPlan> harness_build(const Graph& graph, int64_t max_batch) {
   }
   for (const Node& node : graph.nodes) {
     context.begin_node(&node);
-    const engine::NodeLowering* lowering = engine::LayerRegistry::instance().find_lowering(node, context);
+    const engine::NodeLowering* lowering =
+        all_reference ? nullptr : engine::LayerRegistry::instance().find_lowering(node, context);
     Status status = lowering ? lowering->lower(node, context) : engine::lower_with_reference(node, context);
     if (!status.is_ok()) return status;
   }

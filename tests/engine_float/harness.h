@@ -26,7 +26,8 @@ struct HarnessPlan {
 };
 
 // Graph inputs are batched (dim 0); a node's outputs are batched when one of its runtime inputs is.
-Result<HarnessPlan> harness_build(const Graph& graph, int64_t max_batch);
+// all_reference: every node through lower_with_reference (not the registered lowerings).
+Result<HarnessPlan> harness_build(const Graph& graph, int64_t max_batch, bool all_reference = false);
 Result<std::unique_ptr<engine::Layer>> harness_bind(const engine::EnginePlan& plan, size_t layer);
 Result<TensorMap> harness_run(const HarnessPlan& built, const TensorMap& inputs, int64_t chunks);
 

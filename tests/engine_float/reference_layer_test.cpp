@@ -130,6 +130,23 @@ g (float[N,6] x) => (float[2,6] y)
   expect_same(*graph, *built, 2, 0.0);
 }
 
+// Every node of the optimized QDQ model (QConv, QMatMul, QAdd, QGlobalAveragePool, Q/DQ, ...: the
+// qdqrt-domain fused layers with their attribute lists) through the reference layer: bit-exact.
+TEST(ReferenceLayer, FusedQdqModelBitExact) {
+  const std::string path = std::string(QDQRT_MODELS_DIR) + "/fmnist_resnet_qdq.onnx";
+  auto graph = load_file_graph(path, 4);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  ASSERT_TRUE(optimizer::optimize(*graph).ok());
+  int fused = 0;
+  for (const Node& node : graph->nodes) fused += node.domain == kQdqrtDomain ? 1 : 0;
+  EXPECT_GE(fused, 5);
+  auto built = harness_build(*graph, 4, /*all_reference=*/true);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  EXPECT_EQ(built->plan.layers.size(), graph->nodes.size());
+  expect_same(*graph, *built, 4, 0.0);
+  expect_same(*graph, *built, 1, 0.0);
+}
+
 TEST(FloatModels, FmnistResnetFp32MatchesReference) {
   const std::string path = std::string(QDQRT_MODELS_DIR) + "/fmnist_resnet_fp32.onnx";
   for (int64_t max_batch : {1, 4}) {

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "engine/engine.h"
 #include "optimizer/pipeline.h"
@@ -75,6 +77,56 @@ TEST_P(TorchvisionFp32, EngineMatchesReference) {
                   static_cast<long long>(batch), threads, best_ms);
       EXPECT_LE(relative_error(output, expected->at("output")), 1e-4) << "batch " << batch << " threads " << threads;
     }
+  }
+}
+
+// QDQRT_FLOAT_MODEL=<model.onnx> (input "input", batch 1 at its declared shape): one more model
+// through the engine, timed, against the reference (e.g. the 224x224 exports).
+TEST(TorchvisionFp32Extra, ModelFromEnvironment) {
+  const char* path = std::getenv("QDQRT_FLOAT_MODEL");
+  if (path == nullptr) GTEST_SKIP() << "QDQRT_FLOAT_MODEL not set";
+  auto engine = engine::Engine::build_from_file(path, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  int reference_layers = 0;
+  for (const auto& layer : (*engine)->layers()) reference_layers += layer.kind == "reference" ? 1 : 0;
+  EXPECT_EQ(reference_layers, 0);
+  const engine::IoTensorInfo input_info = (*engine)->inputs().at(0);
+  const engine::IoTensorInfo output_info = (*engine)->outputs().at(0);
+  LoadOptions load_options;
+  load_options.input_shapes[input_info.name] = input_info.shape;
+  auto graph = load_onnx_file(path, load_options);
+  ASSERT_TRUE(graph.ok());
+  TensorMap inputs = random_inputs(*graph, 1, 29);
+  auto expected = run_reference(*graph, inputs);
+  ASSERT_TRUE(expected.ok());
+  Tensor output(DataType::kFloat, output_info.shape);
+  const Tensor& input = inputs.at(input_info.name);
+  for (int threads : {1, 2}) {
+    auto context = (*engine)->create_context({.threads = threads});
+    double best_ms = 1e30;
+    for (int repeat = 0; repeat < 5; ++repeat) {
+      const auto start = std::chrono::steady_clock::now();
+      Status status = context->run({{input_info.name, input.raw_data(), input.shape()}},
+                                   {{output_info.name, output.raw_data(), output.shape()}});
+      best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      ASSERT_TRUE(status.is_ok()) << status.to_string();
+    }
+    std::printf("%s threads %d: %.2f ms (best of 5), %zu layers\n", path, threads, best_ms, (*engine)->layers().size());
+    if (std::getenv("QDQRT_FLOAT_PROFILE") != nullptr) {
+      // Time per layer kind/kernel of one profiled run.
+      context->set_profiling(true);
+      ASSERT_TRUE(context->run({{input_info.name, input.raw_data(), input.shape()}},
+                               {{output_info.name, output.raw_data(), output.shape()}})
+                      .is_ok());
+      std::map<std::string, double> per_kernel;
+      const auto layers = (*engine)->layers();
+      for (size_t i = 0; i < layers.size(); ++i) {
+        per_kernel[layers[i].kind + " " + layers[i].kernel] += context->last_layer_times_ms()[i];
+      }
+      for (const auto& [kernel, ms] : per_kernel) std::printf("  %8.2f ms  %s\n", ms, kernel.c_str());
+      context->set_profiling(false);
+    }
+    EXPECT_LE(relative_error(output, expected->at(output_info.name)), 1e-4) << "threads " << threads;
   }
 }
 
