@@ -56,7 +56,7 @@ class HarnessContext final : public engine::BuildContext {
     }
     return add_tensor(value, engine::TensorKind::kInput, true);
   }
-  const engine::PlanTensor& tensor(int32_t index) const override { return plan_.tensors[static_cast<size_t>(index)]; }
+  engine::PlanTensor tensor(int32_t index) const override { return plan_.tensors[static_cast<size_t>(index)]; }
   const Tensor* constant(const std::string& value) const override { return graph_.find_initializer(value); }
   Result<Shape> shape_of(const std::string& value) const override {
     const ValueInfo* info = graph_.find_value(value);

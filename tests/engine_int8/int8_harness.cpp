@@ -57,7 +57,7 @@ class HarnessContext final : public engine::BuildContext {
     return it->second;
   }
 
-  const PlanTensor& tensor(int32_t index) const override { return out_.plan.tensors[static_cast<size_t>(index)]; }
+  PlanTensor tensor(int32_t index) const override { return out_.plan.tensors[static_cast<size_t>(index)]; }
   const Tensor* constant(const std::string& value) const override { return graph_.find_initializer(value); }
 
   Result<Shape> shape_of(const std::string& value) const override {
