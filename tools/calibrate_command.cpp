@@ -56,6 +56,7 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
   collect.batch_size = options.batch_size;
   collect.threads = options.threads;
   collect.show_progress = options.show_progress;
+  collect.inputs_by_max = !options.calibrate_inputs;
   std::vector<std::string> tensors = plan->tensors_to_calibrate();
   auto amax = calibration::calibrate_tensors(*graph, data->images, tensors, options.method, collect);
   if (!amax.ok()) return failure(amax.status().with_context("calibration run"));
@@ -152,6 +153,8 @@ Command add_calibrate_command(CLI::App& app) {
       ->check(quiet(CLI::Range(int64_t{1}, int64_t{1} << 20)))
       ->capture_default_str()
       ->type_name("N");
+  command->add_flag("--calibrateInputs", options->calibrate_inputs,
+                    "Apply --method to the model input too (default: the input keeps its max range)");
   command->add_flag("--verbose", options->verbose, "Print each tensor's amax and scale");
   command->add_flag("!--noProgress", options->show_progress, "No progress bar on stderr");
 

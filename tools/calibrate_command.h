@@ -30,6 +30,7 @@ struct CalibrateOptions {
   int threads = 0;
   int64_t batch_size = 32;
   bool show_progress = true;
+  bool calibrate_inputs = false;  // apply the method to graph inputs too (default: their max)
   bool verbose = false;  // print every tensor's amax
 };
 

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <optional>
 
+#include <unistd.h>
+
 #include "reference/executor.h"
 
 namespace qdqrt::calibration {
@@ -20,7 +22,9 @@ namespace {
 // "\rcalibrate max [##########          ] 128/256 images" on stderr, redrawn as batches finish.
 class ProgressBar {
  public:
-  ProgressBar(std::string label, int64_t total, bool enabled) : label_(std::move(label)), total_(total), enabled_(enabled) {
+  // Redrawn in place on a terminal; elsewhere (logs, pipes) only the final line is written.
+  ProgressBar(std::string label, int64_t total, bool enabled)
+      : label_(std::move(label)), total_(total), enabled_(enabled), interactive_(isatty(fileno(stderr)) != 0) {
     draw(0);
   }
   void advance(int64_t count) {
@@ -28,12 +32,17 @@ class ProgressBar {
     draw(done);
   }
   void finish() {
-    if (enabled_) std::fprintf(stderr, "\n");
+    if (!enabled_) return;
+    if (!interactive_) {
+      interactive_ = true;
+      draw(done_.load());
+    }
+    std::fprintf(stderr, "\n");
   }
 
  private:
   void draw(int64_t done) {
-    if (!enabled_) return;
+    if (!enabled_ || !interactive_) return;
     constexpr int kWidth = 30;
     std::lock_guard<std::mutex> lock(mutex_);
     int filled = total_ > 0 ? static_cast<int>(kWidth * done / total_) : kWidth;
@@ -46,6 +55,7 @@ class ProgressBar {
   std::string label_;
   int64_t total_;
   bool enabled_;
+  bool interactive_;
   std::atomic<int64_t> done_{0};
   std::mutex mutex_;
 };
@@ -184,7 +194,9 @@ Result<std::map<std::string, float>> calibrate_tensors(const Graph& graph, const
   QDQRT_ASSIGN_OR_RETURN(auto histograms, collect_histograms(graph, images, maxima, options));
   std::map<std::string, float> amax;
   for (const auto& [name, histogram] : histograms) {
-    amax[name] = static_cast<float>(amax_from_histogram(histogram, method));
+    bool graph_input = std::find(graph.inputs.begin(), graph.inputs.end(), name) != graph.inputs.end();
+    amax[name] = graph_input && options.inputs_by_max ? maxima.at(name)
+                                                       : static_cast<float>(amax_from_histogram(histogram, method));
   }
   return amax;
 }

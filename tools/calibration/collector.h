@@ -20,6 +20,10 @@ struct CollectOptions {
   int threads = 0;           // 0 = all cores
   int histogram_bins = kDefaultHistogramBins;
   bool show_progress = false;  // progress bar on stderr
+  // Graph inputs keep their full range (max) whatever the method: preprocessed images are
+  // bounded, and clipping them discards information no later layer can recover (entropy on
+  // normalized Fashion-MNIST clips every pixel brighter than the background's magnitude).
+  bool inputs_by_max = true;
 };
 
 // images: float32 [N, ...] fed to the graph's only input in batches. Returns max |x| per tensor.
@@ -31,7 +35,7 @@ Result<std::map<std::string, Histogram>> collect_histograms(const Graph& graph, 
                                                             const std::map<std::string, float>& ranges,
                                                             const CollectOptions& options);
 
-// Both passes as the method needs, then amax per tensor.
+// Both passes as the method needs, then amax per tensor (graph inputs by max if inputs_by_max).
 Result<std::map<std::string, float>> calibrate_tensors(const Graph& graph, const Tensor& images,
                                                        const std::vector<std::string>& tensors, const MethodSpec& method,
                                                        const CollectOptions& options);
