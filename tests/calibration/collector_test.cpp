@@ -55,8 +55,16 @@ TEST(Collector, ParallelBatchesMatchOneRun) {
   auto by_percentile = calibrate_tensors(*graph, data->images, tensors, *parse_method("percentile=99"), options);
   ASSERT_TRUE(by_percentile.ok());
   for (const std::string& name : tensors) {
+    if (name == "input") continue;
     EXPECT_DOUBLE_EQ(by_percentile->at(name), static_cast<float>(amax_percentile(histograms->at(name), 99.0)));
   }
+  // The graph input keeps its max range unless inputs_by_max is off.
+  EXPECT_EQ(by_percentile->at("input"), maxima->at("input"));
+  options.inputs_by_max = false;
+  auto input_too = calibrate_tensors(*graph, data->images, {"input"}, *parse_method("percentile=99"), options);
+  ASSERT_TRUE(input_too.ok());
+  EXPECT_DOUBLE_EQ(input_too->at("input"), static_cast<float>(amax_percentile(histograms->at("input"), 99.0)));
+  EXPECT_LT(input_too->at("input"), maxima->at("input"));
 }
 
 TEST(Collector, RejectsAnUnknownTensorAndWrongImages) {
