@@ -209,6 +209,66 @@ TEST(QdqInsertion, MatMulWeightsArePerColumn) {
   fs::remove(path);
 }
 
+Node make_node(const std::string& name, const std::string& op, std::vector<std::string> inputs,
+               std::vector<std::string> outputs) {
+  Node node;
+  node.name = name;
+  node.op_type = op;
+  node.opset = 13;
+  node.inputs = std::move(inputs);
+  node.outputs = std::move(outputs);
+  return node;
+}
+
+// x -> Conv(w1) -> c -> Sigmoid -> s; Mul(c, s) -> m (SiLU) -> MaxPool -> p -> Conv(w2) -> y,
+// and p also feeds Relu -> r (a float reader of the MaxPool output).
+Graph silu_pool_graph() {
+  Graph graph;
+  graph.opsets[""] = 13;
+  graph.inputs = {"x"};
+  graph.outputs = {"y", "r"};
+  graph.initializers["w1"] = Tensor::from_vector<float>({2, 1, 1, 1}, {0.5f, -1.0f});
+  graph.initializers["w2"] = Tensor::from_vector<float>({1, 2, 1, 1}, {2.0f, 1.0f});
+  graph.nodes = {make_node("conv1", "Conv", {"x", "w1"}, {"c"}), make_node("sigmoid", "Sigmoid", {"c"}, {"s"}),
+                 make_node("silu", "Mul", {"c", "s"}, {"m"}), make_node("pool", "MaxPool", {"m"}, {"p"}),
+                 make_node("conv2", "Conv", {"p", "w2"}, {"y"}), make_node("relu", "Relu", {"p"}, {"r"})};
+  return graph;
+}
+
+TEST(QdqInsertion, AllPlacementSiluAndMaxPool) {
+  Graph graph = silu_pool_graph();
+  auto plan = plan_quantization(graph, Placement::kAll);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  std::map<std::string, const ActivationQuantization*> by_tensor;
+  for (const ActivationQuantization& activation : plan->activations) by_tensor[activation.tensor] = &activation;
+  // SiLU: c is quantized for the Sigmoid and the Mul (one shared pair), s stays float.
+  ASSERT_TRUE(by_tensor.count("c"));
+  EXPECT_EQ(by_tensor["c"]->readers.size(), 2u);
+  EXPECT_FALSE(by_tensor.count("s"));
+  // MaxPool: input m quantized; output p quantized for every reader (the Relu too) with m's amax.
+  ASSERT_TRUE(by_tensor.count("m"));
+  ASSERT_TRUE(by_tensor.count("p"));
+  EXPECT_EQ(by_tensor["p"]->amax_from, "m");
+  EXPECT_EQ(by_tensor["p"]->readers.size(), 2u);
+  EXPECT_EQ(plan->tensors_to_calibrate(), (std::vector<std::string>{"x", "c", "m"}));
+
+  auto quantized = insert_qdq(graph, *plan, {{"x", 1.27f}, {"c", 2.54f}, {"m", 3.81f}});
+  ASSERT_TRUE(quantized.ok()) << quantized.status().to_string();
+  auto pooled = quantized_input(*quantized, *find_node(*quantized, "conv2"), 0);
+  ASSERT_TRUE(pooled);
+  EXPECT_EQ(pooled->source, "p");
+  EXPECT_FLOAT_EQ(pooled->scale.value_as_double(0), 0.03f);  // m's scale
+  EXPECT_TRUE(quantized_input(*quantized, *find_node(*quantized, "relu"), 0));
+  EXPECT_TRUE(quantized_input(*quantized, *find_node(*quantized, "silu"), 0));
+  EXPECT_FALSE(quantized_input(*quantized, *find_node(*quantized, "silu"), 1));
+
+  // tensorrt placement: only the convs' inputs and weights.
+  auto tensorrt = plan_quantization(graph, Placement::kTensorRT);
+  ASSERT_TRUE(tensorrt.ok());
+  EXPECT_EQ(tensorrt->tensors_to_calibrate(), (std::vector<std::string>{"x", "p"}));
+  EXPECT_EQ(tensorrt->weights.size(), 2u);
+}
+
 TEST(QdqInsertion, AllZeroTensorGetsAUsableScale) {
   EXPECT_FLOAT_EQ(scale_for_amax(0.0f), 1.0f / 127.0f);
   EXPECT_FLOAT_EQ(scale_for_amax(12.7f), 0.1f);

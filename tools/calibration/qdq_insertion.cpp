@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <unordered_set>
 
@@ -132,7 +133,15 @@ class Planner {
     const std::string& op = node.op_type;
     if (op == "Add" || op == "Mul") {
       if (node.inputs.size() != 2 || !is_activation(node, 0) || !is_activation(node, 1)) return;
-      if (op == "Mul" && is_silu(node)) return;  // x * Sigmoid(x): the Sigmoid's input quantizer covers it
+      if (op == "Mul") {
+        // x * Sigmoid(x) (SiLU): x is quantized for both readers and the Sigmoid output stays float,
+        // the optimizer's "DQ(x) -> Sigmoid -> Mul(x)" lookup pattern.
+        std::optional<size_t> x_side = silu_input_side(node);
+        if (x_side) {
+          quantize_activation(n, *x_side);
+          return;
+        }
+      }
       quantize_activation(n, 0);
       quantize_activation(n, 1);
     } else if (op == "Concat") {
@@ -149,14 +158,15 @@ class Planner {
     }
   }
 
-  bool is_silu(const Node& mul) const {
+  // The slot of x when `mul` is x * Sigmoid(x).
+  std::optional<size_t> silu_input_side(const Node& mul) const {
     for (size_t side = 0; side < 2; ++side) {
       int producer = index_.producer(mul.input(side));
       if (is_op(producer, "Sigmoid") && graph_.nodes[static_cast<size_t>(producer)].input(0) == mul.input(1 - side)) {
-        return true;
+        return 1 - side;
       }
     }
-    return false;
+    return std::nullopt;
   }
 
   // Every reader of a MaxPool output sees it quantized with the input's scale.
