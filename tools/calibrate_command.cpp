@@ -1,5 +1,6 @@
 #include "tools/calibrate_command.h"
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <variant>
@@ -20,6 +21,21 @@ CalibrateError usage_error(Status status) { return CalibrateError{true, std::mov
 CalibrateError failure(Status status) { return CalibrateError{false, std::move(status)}; }
 
 }  // namespace
+
+int64_t automatic_batch_size(const Graph& graph, const std::vector<std::string>& tensors, int64_t budget_bytes) {
+  constexpr int64_t kMaxBatch = 32;
+  int64_t bytes_per_image = 0;
+  for (const std::string& name : tensors) {
+    const ValueInfo* info = graph.find_value(name);
+    int64_t elements = 1;
+    if (info != nullptr && info->shape) {
+      for (const Dim& dim : *info->shape) elements *= dim.is_static() ? std::max<int64_t>(dim.value, 1) : 1;
+    }
+    bytes_per_image += elements * static_cast<int64_t>(sizeof(float));
+  }
+  if (bytes_per_image == 0) return kMaxBatch;
+  return std::clamp<int64_t>(budget_bytes / bytes_per_image, 1, kMaxBatch);
+}
 
 std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptions& options, std::ostream& out) {
   if (options.samples <= 0) return usage_error(invalid_argument("--samples must be positive, got {}", options.samples));
@@ -53,11 +69,11 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
   }
 
   calibration::CollectOptions collect;
-  collect.batch_size = options.batch_size;
+  std::vector<std::string> tensors = plan->tensors_to_calibrate();
+  collect.batch_size = options.batch_size > 0 ? options.batch_size : automatic_batch_size(*graph, tensors);
   collect.threads = options.threads;
   collect.show_progress = options.show_progress;
   collect.inputs_by_max = !options.calibrate_inputs;
-  std::vector<std::string> tensors = plan->tensors_to_calibrate();
   auto amax = calibration::calibrate_tensors(*graph, data->images, tensors, options.method, collect);
   if (!amax.ok()) return failure(amax.status().with_context("calibration run"));
 
@@ -149,8 +165,10 @@ Command add_calibrate_command(CLI::App& app) {
       ->check(quiet(CLI::Range(0, 4096)))
       ->capture_default_str()
       ->type_name("N");
-  command->add_option("--batch", options->batch_size, "Images per reference run")
-      ->check(quiet(CLI::Range(int64_t{1}, int64_t{1} << 20)))
+  command->add_option("--batch", options->batch_size,
+                      "Images per reference run (0 = as many as keep the calibrated tensors\n"
+                      "within ~256 MB per thread, at most 32)")
+      ->check(quiet(CLI::Range(int64_t{0}, int64_t{1} << 20)))
       ->capture_default_str()
       ->type_name("N");
   command->add_flag("--calibrateInputs", options->calibrate_inputs,
