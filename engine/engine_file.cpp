@@ -170,12 +170,15 @@ std::vector<uint8_t> build_flatbuffer(const EnginePlan& plan, std::vector<BlobPl
   // Every field stored, even at its default: the layout does not depend on the values (and
   // tests can rewrite any field in place).
   builder.ForceDefaults(true);
+  // Children are created in separate statements, never as arguments of the Create call: the
+  // order function arguments are evaluated in differs between compilers, and the bytes must not.
 
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
   tensors.reserve(plan.tensors.size());
   for (const PlanTensor& tensor : plan.tensors) {
-    tensors.push_back(fb::CreateTensor(builder, builder.CreateString(tensor.name), static_cast<int32_t>(tensor.dtype),
-                                       builder.CreateVector(tensor.shape), tensor.batched,
+    auto name = builder.CreateString(tensor.name);
+    auto shape = builder.CreateVector(tensor.shape);
+    tensors.push_back(fb::CreateTensor(builder, name, static_cast<int32_t>(tensor.dtype), shape, tensor.batched,
                                        static_cast<fb::Layout>(tensor.layout), static_cast<fb::TensorKind>(tensor.kind),
                                        tensor.arena_offset, tensor.bytes));
   }
@@ -190,23 +193,36 @@ std::vector<uint8_t> build_flatbuffer(const EnginePlan& plan, std::vector<BlobPl
     for (const Blob& blob : layer.blobs) {
       uint64_t offset = align_up(cursor, kBlobAlignment);
       placements.push_back({&blob, offset});
-      blobs.push_back(fb::CreateBlobRef(builder, builder.CreateString(blob.name), offset, blob.bytes.size()));
+      auto name = builder.CreateString(blob.name);
+      blobs.push_back(fb::CreateBlobRef(builder, name, offset, blob.bytes.size()));
       cursor = offset + blob.bytes.size();
     }
-    layers.push_back(fb::CreateLayer(builder, builder.CreateString(layer.kind), builder.CreateString(layer.name),
-                                     string_vector(builder, layer.source_nodes), builder.CreateString(layer.op_type),
-                                     builder.CreateVector(layer.inputs), builder.CreateVector(layer.outputs),
-                                     builder.CreateString(layer.kernel), builder.CreateVector(params),
-                                     builder.CreateVector(blobs), layer.scratch_bytes));
+    auto kind = builder.CreateString(layer.kind);
+    auto name = builder.CreateString(layer.name);
+    auto source_nodes = string_vector(builder, layer.source_nodes);
+    auto op_type = builder.CreateString(layer.op_type);
+    auto inputs = builder.CreateVector(layer.inputs);
+    auto outputs = builder.CreateVector(layer.outputs);
+    auto kernel = builder.CreateString(layer.kernel);
+    auto param_vector = builder.CreateVector(params);
+    auto blob_vector = builder.CreateVector(blobs);
+    layers.push_back(fb::CreateLayer(builder, kind, name, source_nodes, op_type, inputs, outputs, kernel, param_vector,
+                                     blob_vector, layer.scratch_bytes));
   }
   blob_section_bytes = align_up(cursor, kBlobAlignment);
 
-  auto root = fb::CreateEnginePlan(builder, plan.format_version, builder.CreateString(plan.qdqrt_version),
-                                   builder.CreateString(plan.isa), string_vector(builder, plan.cpu_features),
-                                   builder.CreateString(plan.source_model), builder.CreateString(plan.precision),
-                                   plan.max_batch, builder.CreateVector(tensors), builder.CreateVector(plan.inputs),
-                                   builder.CreateVector(plan.outputs), builder.CreateVector(layers), plan.arena_bytes,
-                                   plan.scratch_bytes_per_thread);
+  auto qdqrt_version = builder.CreateString(plan.qdqrt_version);
+  auto isa = builder.CreateString(plan.isa);
+  auto cpu_features = string_vector(builder, plan.cpu_features);
+  auto source_model = builder.CreateString(plan.source_model);
+  auto precision = builder.CreateString(plan.precision);
+  auto tensor_vector = builder.CreateVector(tensors);
+  auto inputs = builder.CreateVector(plan.inputs);
+  auto outputs = builder.CreateVector(plan.outputs);
+  auto layer_vector = builder.CreateVector(layers);
+  auto root = fb::CreateEnginePlan(builder, plan.format_version, qdqrt_version, isa, cpu_features, source_model,
+                                   precision, plan.max_batch, tensor_vector, inputs, outputs, layer_vector,
+                                   plan.arena_bytes, plan.scratch_bytes_per_thread);
   fb::FinishEnginePlanBuffer(builder, root);
   return std::vector<uint8_t>(builder.GetBufferPointer(), builder.GetBufferPointer() + builder.GetSize());
 }
@@ -335,7 +351,11 @@ std::vector<std::string> to_strings(CopyBudget& budget,
 template <class T>
 std::vector<T> to_vector(CopyBudget& budget, const flatbuffers::Vector<T>* values) {
   if (!values || !budget.charge(4 + sizeof(T) * uint64_t{values->size()})) return {};
-  return std::vector<T>(values->begin(), values->end());
+  // Copied as bytes: the verifier checks a vector's length field is aligned, not its elements,
+  // so a damaged file can hold doubles at an address that is not a multiple of 8.
+  std::vector<T> copy(values->size());
+  if (!copy.empty()) std::memcpy(copy.data(), values->Data(), copy.size() * sizeof(T));
+  return copy;
 }
 
 // Where the blobs are in the caller's memory.
