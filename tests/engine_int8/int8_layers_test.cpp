@@ -447,6 +447,21 @@ TEST(Int8Layers, QAddAndQMulWithBroadcast) {
   expect_matches_reference(graph, {"qbinary", "qbinary", "qbinary"}, 1, kRequantizeTolerance);
 }
 
+// Rows longer than one item (16 Ki elements) are cut into blocks: same-shape, vector-scalar and
+// scalar-vector broadcasts with threads splitting inside a row.
+TEST(Int8Layers, QAddAndQMulLongRows) {
+  Graph graph = load_text(model(
+      fmt::format("int8[{},8,48,48] a, int8[{},8,48,48] b, int8[{},3,1,1] c, int8[{},3,130,130] d", kMaxBatch,
+                  kMaxBatch, kMaxBatch, kMaxBatch),
+      fmt::format("int8[{},8,48,48] s, int8[{},3,130,130] p, int8[{},3,130,130] q", kMaxBatch, kMaxBatch, kMaxBatch),
+      {"float as = {0.05}", "int8 az = {3}", "float bs = {0.08}", "int8 bz = {-2}", "float ys = {0.1}",
+       "int8 yz = {-5}"},
+      "s = qdqrt.QAdd <fused_nodes = [\"add\"]> (a, as, az, b, bs, bz, ys, yz)\n"
+      "p = qdqrt.QMul <fused_nodes = [\"mul\"]> (d, as, az, c, bs, bz, ys, yz)\n"
+      "q = qdqrt.QAdd <activation = \"Relu\", fused_nodes = [\"add2\"]> (c, bs, bz, d, as, az, ys, yz)\n"));
+  expect_matches_reference(graph, {"qbinary", "qbinary", "qbinary"}, 1, kRequantizeTolerance);
+}
+
 TEST(Int8Layers, QAddUint8Rank2) {
   Graph graph = load_text(model(fmt::format("uint8[{},37] a, uint8[37] b", kMaxBatch),
                                 fmt::format("uint8[{},37] y", kMaxBatch),
