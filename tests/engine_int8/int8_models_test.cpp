@@ -233,9 +233,11 @@ TEST(Int8ModelFile, MatchesReference) {
   std::map<std::string, int> kinds;
   for (const std::string& kind : native_kinds(*plan)) ++kinds[kind];
   for (const auto& [kind, count] : kinds) fmt::print("  {} x{}\n", kind, count);
-  int reference_nodes = 0;
-  for (int origin : plan->harness_node) reference_nodes += origin >= 0;
-  fmt::print("  {} nodes through the reference\n", reference_nodes);
+  std::map<std::string, int> reference_ops;
+  for (int origin : plan->harness_node) {
+    if (origin >= 0) ++reference_ops[graph.nodes[static_cast<size_t>(origin)].op_type];
+  }
+  for (const auto& [op, count] : reference_ops) fmt::print("  reference {} x{}\n", op, count);
   auto layers = harness_bind(*plan);
   ASSERT_TRUE(layers.ok()) << layers.status().to_string();
   Tensor x(DataType::kFloat, shape);
