@@ -639,6 +639,20 @@ TEST(Int8Bind, QConvRefusesDamagedWeights) {
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { truncate_blob(l, "g0.multiplier"); },
                     "blob 'g0.multiplier' has");
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("g0.nr", int64_t{8}); }, "g0.nr");
+  expect_bind_fails(
+      graph, "qconv",
+      [](auto&, auto& l) {
+        // The same bytes 4 bytes past a 64-byte boundary.
+        for (engine::Blob& blob : l.blobs) {
+          if (blob.name != "g0.bias") continue;
+          auto storage = std::make_shared<std::vector<uint8_t>>(blob.bytes.size() + 128);
+          uint8_t* base = storage->data() + (64 - reinterpret_cast<uintptr_t>(storage->data()) % 64) % 64 + 4;
+          std::memcpy(base, blob.bytes.data(), blob.bytes.size());
+          blob.bytes = std::span<const uint8_t>(base, blob.bytes.size());
+          blob.owner = storage;
+        }
+      },
+      "blob 'g0.bias' is not 64-byte aligned");
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("g0.isa", std::string("avx1024")); },
                     "unknown ISA 'avx1024'");
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("channels", int64_t{6}); },
