@@ -43,6 +43,9 @@ extern "C" void* aligned_alloc(size_t alignment, size_t size) {
   return __libc_memalign(alignment, size);
 }
 #endif
+// The replacement operator new below is malloc-based, so operator delete calling free is right;
+// GCC sees through inlined containers and warns anyway.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void* operator new(size_t size) {
   count();
   if (void* p = __libc_malloc(size ? size : 1)) return p;

@@ -160,7 +160,9 @@ void expect_engine_matches_reference(const Graph& graph, const std::vector<std::
   const engine::Engine& engine = **built;
   EXPECT_EQ(engine_int8_kinds(engine), kinds);
   for (const engine::PlanLayer& layer : engine.plan().layers) {
-    if (is_int8_kind(layer.kind)) EXPECT_FALSE(layer.kernel.empty()) << layer.name;
+    if (is_int8_kind(layer.kind)) {
+      EXPECT_FALSE(layer.kernel.empty()) << layer.name;
+    }
   }
   // Engine files (engine/engine_file.cpp) may not be there yet: then the round trip is skipped.
   const std::string path = ::testing::TempDir() + "/int8_layers_test.qdqrt";

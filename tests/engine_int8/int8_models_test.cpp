@@ -273,7 +273,9 @@ TEST(Int8ModelFile, MatchesReference) {
       // No bound on `worst`: in models whose fused layers output fp32 (EfficientNet's float SiLU),
       // ulp-level differences flip roundings of the following QuantizeLinear and deep random-weight
       // networks amplify them (tests/models measures that sensitivity with ulp-perturbed models).
-      if (reference.rank() == 2) EXPECT_EQ(same_top1, reference.dim(0)) << name;
+      if (reference.rank() == 2) {
+        EXPECT_EQ(same_top1, reference.dim(0)) << name;
+      }
     }
   }
 }
