@@ -325,6 +325,10 @@ template <class T>
 Status view_buffer(const BindContext& context, const std::string& name, int64_t count,
                    kernels::AlignedBuffer<T>& buffer) {
   QDQRT_ASSIGN_OR_RETURN(const T* data, blob_array<T>(context, name, count));
+  // Packed buffers are AlignedBuffers to the kernels: 64-byte aligned (blobs are, in memory and files).
+  if (reinterpret_cast<uintptr_t>(data) % 64 != 0) {
+    return context.error(fmt::format("blob '{}' is not 64-byte aligned", name));
+  }
   buffer = kernels::AlignedBuffer<T>::view(data, static_cast<size_t>(count));
   return Status::ok();
 }

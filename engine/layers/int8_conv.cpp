@@ -19,7 +19,10 @@ namespace qdqrt::engine::int8 {
 namespace {
 
 constexpr const char* kKind = "qconv";
-constexpr int64_t kPixelsPerItem = 24;  // a multiple of every kernel's row tile (4, 6, 8)
+// Items are as small as a kernel's row tile (the runtime merges them into chunks worth a thread),
+// so late layers with few pixels (7x7 at batch 1) still split evenly across threads.
+constexpr int64_t kGemmPixelsPerItem = 6;       // the GEMM families' row tile
+constexpr int64_t kDepthwisePixelsPerItem = 8;  // the depthwise kernel's pixel block
 
 struct ConvSpec {
   Shape x_shape, y_shape;  // logical NCHW at the maximum batch
@@ -220,19 +223,20 @@ class QConvLayer final : public Layer {
   kernels::Epilogue epilogue;
   int32_t input = -1, residual = -1, output = -1;
   double ops_per_pixel = 1.0;
+  int64_t pixels_per_item = kGemmPixelsPerItem;
   std::vector<std::shared_ptr<const void>> owners;
 
   WorkShape work(const RunState& state) const override {
     const int64_t pixels = state.dim(input, 0) * shape.output_height * shape.output_width;
-    return {ceil_div(pixels, kPixelsPerItem), ops_per_pixel * kPixelsPerItem};
+    return {ceil_div(pixels, pixels_per_item), ops_per_pixel * static_cast<double>(pixels_per_item)};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
     kernels::ConvShape run_shape = shape;
     run_shape.batch = static_cast<int>(state.dim(input, 0));
     const int64_t pixels = run_shape.output_pixels();
-    const int pixel_begin = static_cast<int>(std::min(begin * kPixelsPerItem, pixels));
-    const int pixel_end = static_cast<int>(std::min(end * kPixelsPerItem, pixels));
+    const int pixel_begin = static_cast<int>(std::min(begin * pixels_per_item, pixels));
+    const int pixel_end = static_cast<int>(std::min(end * pixels_per_item, pixels));
     kernels::ConvRunArgs args;
     args.input = state.data(input);
     args.input_pixel_stride = packed.input_channels;
@@ -328,6 +332,7 @@ Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
   layer->output = context.layer().outputs[0];
   layer->ops_per_pixel = 2.0 * static_cast<double>(out_channels) * static_cast<double>(kernel[0] * kernel[1]) *
                          static_cast<double>(channels / groups);
+  layer->pixels_per_item = packed.depthwise ? kDepthwisePixelsPerItem : kGemmPixelsPerItem;
   layer->owners = blob_owners(context.layer());
   return std::unique_ptr<Layer>(std::move(layer));
 }

@@ -27,6 +27,7 @@ namespace {
 constexpr const char* kBinaryKind = "qbinary";
 constexpr const char* kLutKind = "qlut";
 constexpr int64_t kLutElementsPerItem = 16384;
+constexpr int64_t kBinaryElementsPerItem = 16384;
 
 // ---------------------------------------------------------------------------------------------
 // QAdd / QMul
@@ -152,9 +153,12 @@ class QBinaryLayer final : public Layer {
   int64_t a_image_stride = 0, b_image_stride = 0, output_image_stride = 0;
 
   int64_t images(const RunState& state) const { return batched ? state.dim(output, 0) : 1; }
+  // Long rows (same-shape operands are one row per image) are cut into blocks so threads share them.
+  int64_t blocks_per_row() const { return ceil_div(static_cast<int64_t>(plan.inner), kBinaryElementsPerItem); }
 
   WorkShape work(const RunState& state) const override {
-    return {images(state) * static_cast<int64_t>(plan.rows), static_cast<double>(plan.inner)};
+    const int64_t items = images(state) * static_cast<int64_t>(plan.rows) * blocks_per_row();
+    return {items, static_cast<double>(std::min<int64_t>(static_cast<int64_t>(plan.inner), kBinaryElementsPerItem))};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
@@ -162,17 +166,27 @@ class QBinaryLayer final : public Layer {
     const T* b_data = state.data<const T>(b);
     T* out = state.data<T>(output);
     const int64_t rows = static_cast<int64_t>(plan.rows);
-    while (begin < end) {
-      const int64_t image = begin / rows;
-      const int64_t row_begin = begin % rows;
-      const int64_t row_end = std::min(rows, row_begin + (end - begin));
-      kernels::run_broadcast_rows(
-          plan, static_cast<size_t>(row_begin), static_cast<size_t>(row_end), a_data + image * a_image_stride,
-          b_data + image * b_image_stride, out + image * output_image_stride,
-          [&](size_t n, const T* x, const T* y, T* z) { vector_fn(n, x, y, z, params); },
-          [&](size_t n, const T* x, T y, T* z) { scalar_fn(n, x, y, z, params); },
-          [&](size_t n, T x, const T* y, T* z) { scalar_fn(n, y, x, z, swapped); });
-      begin += row_end - row_begin;
+    const int64_t blocks = blocks_per_row();
+    const int64_t inner = static_cast<int64_t>(plan.inner);
+    for (int64_t item = begin; item < end;) {
+      // Item = (image, row, block); consecutive blocks of one row become one kernel call.
+      const int64_t image = item / (rows * blocks);
+      const int64_t row = item / blocks % rows;
+      const int64_t first_block = item % blocks;
+      const int64_t last_block = std::min(blocks, first_block + (end - item));
+      const int64_t offset = first_block * kBinaryElementsPerItem;
+      const size_t count = static_cast<size_t>(std::min(inner, last_block * kBinaryElementsPerItem) - offset);
+      size_t a_offset = 0, b_offset = 0;
+      plan.row_offsets(static_cast<size_t>(row), a_offset, b_offset);
+      const T* x = a_data + image * a_image_stride + a_offset;
+      const T* y = b_data + image * b_image_stride + b_offset;
+      T* z = out + image * output_image_stride + row * inner + offset;
+      switch (plan.kind) {
+        case kernels::BroadcastPlan::Kind::kVectorVector: vector_fn(count, x + offset, y + offset, z, params); break;
+        case kernels::BroadcastPlan::Kind::kVectorScalar: scalar_fn(count, x + offset, *y, z, params); break;
+        case kernels::BroadcastPlan::Kind::kScalarVector: scalar_fn(count, y + offset, *x, z, swapped); break;
+      }
+      item += last_block - first_block;
     }
   }
 };

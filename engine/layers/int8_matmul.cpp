@@ -410,7 +410,9 @@ Result<CommonBind> bind_common(const BindContext& context, size_t residual_input
       common.a->batched != common.y->batched) {
     return context.error(fmt::format("a/output shapes do not match k={} n={}", common.k, common.n));
   }
-  if (shape_numel(a_shape) != common.batch_count * common.m * common.k) {
+  const int64_t matrix = common.m * common.k;  // < 2^56: no overflow
+  const int64_t a_count = shape_numel(a_shape);
+  if (a_count % matrix != 0 || a_count / matrix != common.batch_count) {
     return context.error(fmt::format("a has {} elements, expected {} x {} x {}", shape_numel(a_shape),
                                      common.batch_count, common.m, common.k));
   }

@@ -160,7 +160,9 @@ void expect_engine_matches_reference(const Graph& graph, const std::vector<std::
   const engine::Engine& engine = **built;
   EXPECT_EQ(engine_int8_kinds(engine), kinds);
   for (const engine::PlanLayer& layer : engine.plan().layers) {
-    if (is_int8_kind(layer.kind)) EXPECT_FALSE(layer.kernel.empty()) << layer.name;
+    if (is_int8_kind(layer.kind)) {
+      EXPECT_FALSE(layer.kernel.empty()) << layer.name;
+    }
   }
   // Engine files (engine/engine_file.cpp) may not be there yet: then the round trip is skipped.
   const std::string path = ::testing::TempDir() + "/int8_layers_test.qdqrt";
@@ -447,6 +449,21 @@ TEST(Int8Layers, QAddAndQMulWithBroadcast) {
   expect_matches_reference(graph, {"qbinary", "qbinary", "qbinary"}, 1, kRequantizeTolerance);
 }
 
+// Rows longer than one item (16 Ki elements) are cut into blocks: same-shape, vector-scalar and
+// scalar-vector broadcasts with threads splitting inside a row.
+TEST(Int8Layers, QAddAndQMulLongRows) {
+  Graph graph = load_text(model(
+      fmt::format("int8[{},8,48,48] a, int8[{},8,48,48] b, int8[{},3,1,1] c, int8[{},3,130,130] d", kMaxBatch,
+                  kMaxBatch, kMaxBatch, kMaxBatch),
+      fmt::format("int8[{},8,48,48] s, int8[{},3,130,130] p, int8[{},3,130,130] q", kMaxBatch, kMaxBatch, kMaxBatch),
+      {"float as = {0.05}", "int8 az = {3}", "float bs = {0.08}", "int8 bz = {-2}", "float ys = {0.1}",
+       "int8 yz = {-5}"},
+      "s = qdqrt.QAdd <fused_nodes = [\"add\"]> (a, as, az, b, bs, bz, ys, yz)\n"
+      "p = qdqrt.QMul <fused_nodes = [\"mul\"]> (d, as, az, c, bs, bz, ys, yz)\n"
+      "q = qdqrt.QAdd <activation = \"Relu\", fused_nodes = [\"add2\"]> (c, bs, bz, d, as, az, ys, yz)\n"));
+  expect_matches_reference(graph, {"qbinary", "qbinary", "qbinary"}, 1, kRequantizeTolerance);
+}
+
 TEST(Int8Layers, QAddUint8Rank2) {
   Graph graph = load_text(model(fmt::format("uint8[{},37] a, uint8[37] b", kMaxBatch),
                                 fmt::format("uint8[{},37] y", kMaxBatch),
@@ -624,6 +641,20 @@ TEST(Int8Bind, QConvRefusesDamagedWeights) {
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { truncate_blob(l, "g0.multiplier"); },
                     "blob 'g0.multiplier' has");
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("g0.nr", int64_t{8}); }, "g0.nr");
+  expect_bind_fails(
+      graph, "qconv",
+      [](auto&, auto& l) {
+        // The same bytes 4 bytes past a 64-byte boundary.
+        for (engine::Blob& blob : l.blobs) {
+          if (blob.name != "g0.bias") continue;
+          auto storage = std::make_shared<std::vector<uint8_t>>(blob.bytes.size() + 128);
+          uint8_t* base = storage->data() + (64 - reinterpret_cast<uintptr_t>(storage->data()) % 64) % 64 + 4;
+          std::memcpy(base, blob.bytes.data(), blob.bytes.size());
+          blob.bytes = std::span<const uint8_t>(base, blob.bytes.size());
+          blob.owner = storage;
+        }
+      },
+      "blob 'g0.bias' is not 64-byte aligned");
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("g0.isa", std::string("avx1024")); },
                     "unknown ISA 'avx1024'");
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("channels", int64_t{6}); },
