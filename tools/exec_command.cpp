@@ -182,6 +182,8 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     if (!status.is_ok()) return RunError{false, status};
   }
 
+  if (options.skip_inference) return std::nullopt;
+
   // Inputs: --loadInputs files or seeded random values at the run shapes.
   out << "=== Inference ===\n";
   std::map<std::string, Shape> run_shapes = options.shapes;

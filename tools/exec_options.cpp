@@ -92,6 +92,7 @@ void add_exec_flags(CLI::App& exec, ExecCommandLine& line) {
   exec.add_option("--exportTimes", options.export_times_path, "Write the timing of every timed run as JSON")
       ->type_name("FILE");
   exec.add_flag("--verbose", options.verbose, "Also print inputs, outputs, kernels and the trace averages");
+  exec.add_flag("--skipInference", options.skip_inference, "Stop after building or loading (and saving) the engine");
 }
 
 Status finish_exec_options(ExecCommandLine& line) {

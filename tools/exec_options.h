@@ -48,6 +48,7 @@ struct ExecOptions {
   bool separate_profile_run = false;   // --separateProfileRun
   bool dump_layer_info = false;        // --dumpLayerInfo
   bool verbose = false;                // --verbose
+  bool skip_inference = false;         // --skipInference: build/load (and save) only
 
   bool profiling() const { return dump_profile || !export_profile_path.empty(); }
   engine::Precision precision() const { return fp32 ? engine::Precision::kFp32 : engine::Precision::kInt8; }

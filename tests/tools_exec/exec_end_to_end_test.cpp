@@ -202,6 +202,19 @@ TEST_F(ExecEndToEndTest, WithoutProfilingFlagsNothingIsProfiled) {
   EXPECT_EQ(read_json(path("times.json")).size(), 3u);
 }
 
+TEST_F(ExecEndToEndTest, SkipInferenceStopsAfterTheEngineSummary) {
+  ExecOptions options = quick_options(3);
+  options.onnx_path = qdq_model_;
+  options.skip_inference = true;
+  options.export_times_path = path("times.json");
+  std::optional<RunError> error = run(options);
+  ASSERT_FALSE(error) << error->status.to_string();
+  EXPECT_NE(text_.find("=== Engine ==="), std::string::npos) << text_;
+  EXPECT_EQ(text_.find("=== Inference ==="), std::string::npos) << text_;
+  EXPECT_EQ(text_.find("=== Performance summary ==="), std::string::npos) << text_;
+  EXPECT_FALSE(std::filesystem::exists(path("times.json")));
+}
+
 TEST_F(ExecEndToEndTest, ShapeErrorsAreUsageErrors) {
   struct Case {
     std::map<std::string, Shape> shapes;

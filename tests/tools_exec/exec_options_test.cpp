@@ -70,7 +70,7 @@ TEST_F(ExecFlagsTest, EveryFlagReachesItsOption) {
                    "--avgRuns=5", "--percentile=50,99.9", "--threads=2", "--exportOutput=" + out + "_out.json",
                    "--dumpProfile", "--separateProfileRun", "--exportProfile=" + out + "_profile.json",
                    "--dumpLayerInfo", "--exportLayerInfo=" + out + "_layers.json", "--exportTimes=" + out + "_times.json",
-                   "--verbose"}),
+                   "--verbose", "--skipInference"}),
             "");
   const ExecOptions& options = line_.options;
   EXPECT_EQ(options.save_engine_path, engine_ + ".new");
@@ -93,6 +93,7 @@ TEST_F(ExecFlagsTest, EveryFlagReachesItsOption) {
   EXPECT_EQ(options.export_layer_info_path, out + "_layers.json");
   EXPECT_EQ(options.export_times_path, out + "_times.json");
   EXPECT_TRUE(options.dump_profile && options.separate_profile_run && options.dump_layer_info && options.verbose);
+  EXPECT_TRUE(options.skip_inference);
   EXPECT_TRUE(options.profiling());
 }
 
