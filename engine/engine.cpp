@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <atomic>
 #include <thread>
+#include <tbb/task_group.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
@@ -16,6 +18,7 @@
 #include "engine/layer.h"
 #include "kernels/aligned_buffer.h"
 #include "kernels/dispatch.h"
+#include "kernels/scratch.h"
 #include "optimizer/pipeline.h"
 #include "parser/onnx_loader.h"
 
@@ -271,6 +274,7 @@ struct ExecutionContext::Impl {
   int64_t scratch_stride = 0;
   std::vector<kernels::AlignedBuffer<uint8_t>> output_buffers;  // outputs the caller did not bind
   std::vector<void*> tensor_data;
+  bool warmed_up = false;  // every arena thread's kernel scratch is grown (after the first run)
 };
 
 ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine, const ContextOptions& options)
@@ -412,6 +416,30 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
       }
     }
   });
+  if (!impl_->warmed_up) {
+    // The kernels keep scratch per thread and grow it on first use; after the first run, grow it
+    // on every thread of the arena to the sizes seen, so a later run where a thread meets a layer
+    // for the first time does not allocate. Each task waits until all have started, so every
+    // thread of the arena runs exactly one.
+    impl_->warmed_up = true;
+    if (threads > 1) {
+      std::atomic<int> arrived{0};
+      impl_->arena->execute([&] {
+        tbb::task_group group;
+        for (int t = 0; t < threads; ++t) {
+          group.run([&] {
+            kernels::internal::reserve_thread_scratch();
+            arrived.fetch_add(1);
+            auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+            while (arrived.load() < threads && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+          });
+        }
+        group.wait();
+      });
+    } else {
+      kernels::internal::reserve_thread_scratch();
+    }
+  }
   return Status::ok();
 }
 

@@ -2,21 +2,17 @@
 
 #include <algorithm>
 #include <cassert>
+#include <span>
 #include <type_traits>
 #include <vector>
 
 #include "kernels/dispatch.h"
+#include "kernels/scratch.h"
 
 namespace qdqrt::kernels {
 
 namespace {
 int round_up(int value, int multiple) { return (value + multiple - 1) / multiple * multiple; }
-
-// Run-time packing (batched MatMul) must not allocate once warmed up.
-std::vector<int32_t>& weight_sum_scratch() {
-  thread_local std::vector<int32_t> sums;
-  return sums;
-}
 
 template <typename Source>
 inline int32_t load_weight(const Source* p) {
@@ -136,8 +132,10 @@ void pack_gemm(const GemmWeightsDesc& desc, Isa isa, PackedGemm& packed) {
   packed.multiplier.resize(packed.n_padded);
   packed.float_bias.resize(packed.n_padded);
   const int k_groups = packed.k_padded / impl.k_group;
-  std::vector<int32_t>& weight_sums = weight_sum_scratch();
-  weight_sums.resize(desc.n);
+  // Run-time packing (batched MatMul) must not allocate once warmed up: per-thread scratch.
+  std::span<int32_t> weight_sums(reinterpret_cast<int32_t*>(internal::thread_scratch(
+                                     internal::ScratchSlot::kWeightSums, sizeof(int32_t) * desc.n)),
+                                 static_cast<size_t>(desc.n));
   if (impl.element_size == 1) {
     pack_columns<int8_t>(desc, impl.nr, impl.k_group, k_groups, packed.data.data(), weight_sums.data(), weight_shift);
   } else {

@@ -10,10 +10,14 @@
 
 namespace qdqrt::kernels::internal {
 
-enum class ScratchSlot { kPanel = 0, kRowBytes = 1, kTapPointers = 2, kPadding = 3 };
+enum class ScratchSlot { kPanel = 0, kRowBytes = 1, kTapPointers = 2, kPadding = 3, kWeightSums = 4 };
 
 // 64-byte aligned storage of at least `bytes` bytes for this thread and slot, valid until the next
 // call with the same slot on the same thread. Contents are unspecified. Grows, never shrinks.
 uint8_t* thread_scratch(ScratchSlot slot, size_t bytes);
+
+// Grows this thread's scratch to the largest size any thread has used so far (per slot). A
+// runtime calls it on every worker after its first run, so later runs never allocate.
+void reserve_thread_scratch();
 
 }  // namespace qdqrt::kernels::internal

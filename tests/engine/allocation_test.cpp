@@ -7,6 +7,7 @@
 #include <new>
 
 #include "engine/engine.h"
+#include "parser/onnx_loader.h"
 #include "tests/optimizer_passes/pass_test_util.h"
 
 extern "C" void* __libc_malloc(size_t size);
@@ -59,8 +60,8 @@ namespace qdqrt::testing {
 namespace {
 
 // Runs `graph` a few times and returns the allocations of the runs after the first.
-int64_t allocations_after_first_run(const Graph& graph, int threads) {
-  auto engine = engine::Engine::build(graph, {});
+int64_t allocations_after_first_run(const Graph& graph, int threads,
+                                    Result<std::shared_ptr<const engine::Engine>> engine) {
   EXPECT_TRUE(engine.ok()) << engine.status().message();
   if (!engine.ok()) return -1;
   auto context = (*engine)->create_context({.threads = threads, .profiling = true});
@@ -97,8 +98,24 @@ const char* kGraph = R"(
 
 TEST(EngineAllocations, RunDoesNotAllocateAfterTheFirstCall) {
   Graph graph = parse_graph(kGraph);
-  EXPECT_EQ(allocations_after_first_run(graph, 1), 0);
-  EXPECT_EQ(allocations_after_first_run(graph, 2), 0);
+  EXPECT_EQ(allocations_after_first_run(graph, 1, engine::Engine::build(graph, {})), 0);
+  EXPECT_EQ(allocations_after_first_run(graph, 2, engine::Engine::build(graph, {})), 0);
+}
+
+TEST(EngineAllocations, TheShippedModelDoesNotAllocateAfterTheFirstCall) {
+  const std::string path = std::string(QDQRT_SOURCE_ROOT_DIR) + "/models/fmnist_resnet_qdq.onnx";
+  for (int64_t batch : {1, 8}) {
+    engine::BuildOptions options;
+    options.input_shapes["input"] = {batch, 1, 28, 28};
+    LoadOptions load;
+    load.input_shapes = options.input_shapes;
+    auto graph = load_onnx_file(path, load);
+    ASSERT_TRUE(graph.ok()) << graph.status().message();
+    for (int threads : {1, 2}) {
+      EXPECT_EQ(allocations_after_first_run(*graph, threads, engine::Engine::build_from_file(path, options)), 0)
+          << "batch " << batch << ", " << threads << " threads";
+    }
+  }
 }
 
 TEST(EngineAllocations, TheCounterSeesAllocations) {
