@@ -152,11 +152,12 @@ def run_ort(args, model, shape_flag, threads):
                "--iterations", str(args.iterations)]
     result, error = run_command(command, RUN_TIMEOUT_S)
     if error:
-        return None, error
+        return None, None, error
     try:
-        return json.loads(result.stdout.strip().splitlines()[-1])["median_ms"], None
+        stats = json.loads(result.stdout.strip().splitlines()[-1])
+        return stats["median_ms"], stats, None
     except (ValueError, KeyError, IndexError) as problem:
-        return None, f"unreadable bench_ort output ({problem}): {result.stdout[:200]!r}"
+        return None, None, f"unreadable bench_ort output ({problem}): {result.stdout[:200]!r}"
 
 
 def median(values):
@@ -353,12 +354,12 @@ def main():
                         shape_flag = f"{input_name}:" + "x".join(str(d) for d in [batch, *image_dims])
                         log(f"{name} {variant} threads={threads} batch={batch} (load {load_average():.1f}) ...")
                         load = load_average()
-                        ort_ms, ort_error = run_ort(args, path, shape_flag, threads)
+                        ort_ms, ort_stats, ort_error = run_ort(args, path, shape_flag, threads)
                         qdqrt_ms, qdqrt_error = run_qdqrt(args, path, shape_flag, threads, workdir)
                         log(f"  ORT {ort_error or fmt_ms(ort_ms) + ' ms'}; qdqrt {qdqrt_error or fmt_ms(qdqrt_ms) + ' ms'}")
                         rows.append({"model": name, "variant": variant, "threads": threads, "batch": batch,
                                      "input": shape_flag, "macs_per_image": macs,
-                                     "ort_ms": ort_ms, "ort_error": ort_error,
+                                     "ort_ms": ort_ms, "ort_error": ort_error, "ort_stats": ort_stats,
                                      "qdqrt_ms": qdqrt_ms, "qdqrt_error": qdqrt_error,
                                      "load": (load + load_average()) / 2})
     load_end = os.getloadavg()

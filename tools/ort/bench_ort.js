@@ -2,7 +2,8 @@
 // Times an ONNX model with ONNX Runtime (CPU) the way `qdqrt exec` / trtexec time an engine:
 // random inputs of the given shapes, a time-based warm-up, then at least --iterations runs
 // and at least --duration seconds. Prints one JSON line on stdout:
-//   {"median_ms":..,"mean_ms":..,"min_ms":..,"max_ms":..,"p90_ms":..,"iterations":..,...}
+//   {"median_ms":..,"mean_ms":..,"min_ms":..,"max_ms":..,"p90_ms":..,"iterations":..,
+//    "cpu_ms_per_iteration":..,...}
 //
 //   node bench_ort.js --model m.onnx [--shapes name:1x3x224x224[,name2:...]] [--threads N]
 //                     [--warmUp MS] [--iterations N] [--duration S]
@@ -183,6 +184,7 @@ async function main() {
   } while (nowMs() - warmStart < options.warmUp);
 
   const times = [];
+  const cpuStart = process.cpuUsage();
   const start = nowMs();
   while (times.length < options.iterations || nowMs() - start < options.duration * 1000) {
     const begin = nowMs();
@@ -190,11 +192,15 @@ async function main() {
     times.push(nowMs() - begin);
   }
   const walltime = (nowMs() - start) / 1000;
+  const cpu = process.cpuUsage(cpuStart);
   const shapes = {};
   for (const [name, tensor] of Object.entries(feeds)) shapes[name] = tensor.dims.join('x');
   console.log(JSON.stringify({
     ...summarize(times),
     walltime_s: walltime,
+    // Process CPU time (all threads, including ORT's spin-waiting) per iteration: on a loaded
+    // machine, at 1 thread, close to what the run would take on an idle one.
+    cpu_ms_per_iteration: (cpu.user + cpu.system) / 1000 / times.length,
     model: options.model,
     threads: options.threads,
     optimization: options.optimization,
