@@ -45,9 +45,10 @@ const LayerKind* LayerRegistry::find_kind(const std::string& kind) const {
   return nullptr;
 }
 
-const NodeLowering* LayerRegistry::find_lowering(const std::string& domain, const std::string& op_type) const {
+const NodeLowering* LayerRegistry::find_lowering(const Node& node, const BuildContext& context) const {
   for (const NodeLowering& entry : lowerings_) {
-    if (entry.domain == domain && entry.op_type == op_type) return &entry;
+    if (entry.domain != node.domain || entry.op_type != node.op_type) continue;
+    if (!entry.accepts || entry.accepts(node, context)) return &entry;
   }
   return nullptr;
 }

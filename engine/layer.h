@@ -96,10 +96,15 @@ class BuildContext {
 // Lowers one node of the optimized graph (its `inputs`/`outputs` name graph values).
 using LowerFn = std::function<Status(const Node& node, BuildContext& context)>;
 
+// Several lowerings may share an op type (MaxPool on int8 and on fp32): the first registered one
+// whose `accepts` says yes (or has none) lowers the node.
+using AcceptsFn = std::function<bool(const Node& node, const BuildContext& context)>;
+
 struct NodeLowering {
   std::string domain;   // "" for ai.onnx, "qdqrt" for the fused INT8 layers
   std::string op_type;
   LowerFn lower;
+  AcceptsFn accepts;    // null: every node of this op type
   // The lowered layer reads rank-4 activations channels-last (consumers_prefer_nhwc asks this).
   bool prefers_nhwc = false;
 };
@@ -136,7 +141,7 @@ class LayerRegistry {
   void add_kind(LayerKind kind);
   void add_lowering(NodeLowering lowering);
   const LayerKind* find_kind(const std::string& kind) const;
-  const NodeLowering* find_lowering(const std::string& domain, const std::string& op_type) const;
+  const NodeLowering* find_lowering(const Node& node, const BuildContext& context) const;
   // Every layer family of engine/layers/layer_families.h registered.
   static const LayerRegistry& instance();
 

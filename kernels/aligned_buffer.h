@@ -27,12 +27,26 @@ class AlignedBuffer {
     swap(other);
     return *this;
   }
-  ~AlignedBuffer() { std::free(data_); }
+  ~AlignedBuffer() { release(); }
+
+  // A non-owning view of existing 64-byte-aligned memory (packed weights inside a mapped engine
+  // file). Kernels only read it; resize() on a view drops it and allocates owned storage, so a
+  // view's memory is never written. Copying a view makes an owned deep copy.
+  static AlignedBuffer view(const T* data, size_t count) {
+    AlignedBuffer buffer;
+    buffer.data_ = const_cast<T*>(data);
+    buffer.size_ = count;
+    buffer.capacity_ = count;
+    buffer.owned_ = false;
+    return buffer;
+  }
+  bool is_view() const { return !owned_; }
 
   // Contents are zeroed; capacity is kept when shrinking so runtime re-packing never allocates.
   void resize(size_t count) {
+    if (!owned_) release();
     if (count > capacity_) {
-      std::free(data_);
+      release();
       size_t bytes = (count * sizeof(T) + 63) / 64 * 64;
       data_ = static_cast<T*>(std::aligned_alloc(64, bytes));
       if (!data_) throw std::bad_alloc();
@@ -45,6 +59,7 @@ class AlignedBuffer {
     std::swap(data_, other.data_);
     std::swap(size_, other.size_);
     std::swap(capacity_, other.capacity_);
+    std::swap(owned_, other.owned_);
   }
 
   T* data() { return data_; }
@@ -54,9 +69,18 @@ class AlignedBuffer {
   const T& operator[](size_t i) const { return data_[i]; }
 
  private:
+  void release() {
+    if (owned_) std::free(data_);
+    data_ = nullptr;
+    size_ = 0;
+    capacity_ = 0;
+    owned_ = true;
+  }
+
   T* data_ = nullptr;
   size_t size_ = 0;
   size_t capacity_ = 0;
+  bool owned_ = true;
 };
 
 }  // namespace qdqrt::kernels

@@ -1,9 +1,431 @@
-// Filled in this session (see engine/layers/layer_families.h).
+// The layers at INT8-region borders and between layouts:
+//   quantize    QuantizeLinear, per-tensor, fp32 -> int8/uint8 (fused NCHW -> NHWC when the
+//               consumers are channels-last layers)
+//   dequantize  DequantizeLinear, per-tensor, int8/uint8 -> fp32, layout preserving
+//   reorder     NCHW <-> NHWC (inserted by the builder where a consumer wants the other layout)
+//   copy        a tensor copied as is (graph outputs that are inputs, Identity)
+//   constant    a constant written into a tensor (constants read by layers that take tensors)
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <cstring>
+#include <fmt/format.h>
+
 #include "engine/layer.h"
 #include "engine/layers/layer_families.h"
+#include "kernels/dispatch.h"
+#include "parser/ops/quantize.h"
 
 namespace qdqrt::engine {
+namespace {
 
-void register_border_layers(LayerRegistry&) {}
+constexpr int64_t kElementsPerItem = 16384;
+constexpr int64_t kPixelsPerItem = 64;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool is_8bit(DataType dtype) { return dtype == DataType::kInt8 || dtype == DataType::kUint8; }
+
+// ---------------------------------------------------------------------------------------------
+// quantize
+
+template <class T>
+class QuantizeLayer final : public Layer {
+ public:
+  QuantizeLayer(int32_t input, int32_t output, float scale, int32_t zero_point, bool to_nhwc, kernels::Isa isa)
+      : input_(input), output_(output), scale_(scale), zero_point_(zero_point), to_nhwc_(to_nhwc) {
+    auto set = kernels::quantize_kernels<T>(isa);
+    quantize_ = set.quantize.fn;
+    quantize_nchw_to_nhwc_ = set.quantize_nchw_to_nhwc.fn;
+  }
+
+  WorkShape work(const RunState& state) const override {
+    if (to_nhwc_) {
+      int64_t pixels = state.dim(input_, 2) * state.dim(input_, 3);
+      return {state.dim(input_, 0) * ceil_div(pixels, kPixelsPerItem),
+              static_cast<double>(kPixelsPerItem * state.dim(input_, 1)) * 4};
+    }
+    return {ceil_div(state.numel(input_), kElementsPerItem), kElementsPerItem * 4.0};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    const float* input = state.data<float>(input_);
+    T* output = state.data<T>(output_);
+    if (to_nhwc_) {
+      int64_t channels = state.dim(input_, 1);
+      int64_t pixels = state.dim(input_, 2) * state.dim(input_, 3);
+      int64_t blocks = ceil_div(pixels, kPixelsPerItem);
+      // Per-tensor parameters repeated per channel: the fused kernel takes per-channel arrays.
+      float scales[kMaxChannelsOnStack];
+      int32_t zero_points[kMaxChannelsOnStack];
+      bool on_stack = channels <= kMaxChannelsOnStack;
+      for (int64_t c = 0; on_stack && c < channels; ++c) {
+        scales[c] = scale_;
+        zero_points[c] = zero_point_;
+      }
+      for (int64_t item = begin; item < end; ++item) {
+        int64_t image = item / blocks;
+        int64_t pixel_begin = (item % blocks) * kPixelsPerItem;
+        int64_t pixel_end = std::min(pixels, pixel_begin + kPixelsPerItem);
+        const float* image_in = input + image * channels * pixels;
+        T* image_out = output + image * channels * pixels;
+        if (on_stack) {
+          quantize_nchw_to_nhwc_(static_cast<size_t>(channels), static_cast<size_t>(pixels),
+                                 static_cast<size_t>(pixel_begin), static_cast<size_t>(pixel_end), image_in, image_out,
+                                 scales, zero_points);
+        } else {
+          for (int64_t p = pixel_begin; p < pixel_end; ++p) {
+            for (int64_t c = 0; c < channels; ++c) {
+              quantize_(1, image_in + c * pixels + p, image_out + p * channels + c, scale_, zero_point_);
+            }
+          }
+        }
+      }
+      return;
+    }
+    int64_t numel = state.numel(input_);
+    int64_t first = begin * kElementsPerItem;
+    int64_t last = std::min(numel, end * kElementsPerItem);
+    if (first < last) quantize_(static_cast<size_t>(last - first), input + first, output + first, scale_, zero_point_);
+  }
+
+ private:
+  static constexpr int64_t kMaxChannelsOnStack = 4096;
+  int32_t input_, output_;
+  float scale_;
+  int32_t zero_point_;
+  bool to_nhwc_;
+  kernels::QuantizeFn<T> quantize_ = nullptr;
+  kernels::QuantizeNchwToNhwcFn<T> quantize_nchw_to_nhwc_ = nullptr;
+};
+
+// Per-tensor scale and zero-point of a Q/DQ node, when both are constant scalars.
+struct ScalarQuantization {
+  float scale = 1.0f;
+  int32_t zero_point = 0;
+};
+
+std::optional<ScalarQuantization> scalar_quantization(const Node& node, const BuildContext& context) {
+  if (node.inputs.size() < 2) return std::nullopt;
+  const Tensor* scale = context.constant(node.inputs[1]);
+  if (!scale || scale->numel() != 1 || scale->dtype() != DataType::kFloat) return std::nullopt;
+  ScalarQuantization result;
+  result.scale = scale->data<float>()[0];
+  if (!(result.scale > 0.0f) || !std::isfinite(result.scale)) return std::nullopt;
+  if (node.inputs.size() >= 3 && !node.inputs[2].empty()) {
+    const Tensor* zero_point = context.constant(node.inputs[2]);
+    if (!zero_point || zero_point->numel() != 1) return std::nullopt;
+    if (zero_point->dtype() == DataType::kInt8) {
+      result.zero_point = zero_point->data<int8_t>()[0];
+    } else if (zero_point->dtype() == DataType::kUint8) {
+      result.zero_point = zero_point->data<uint8_t>()[0];
+    } else {
+      return std::nullopt;
+    }
+  }
+  return result;
+}
+
+bool accepts_quantize(const Node& node, const BuildContext& context) {
+  if (!scalar_quantization(node, context)) return false;
+  auto input = context.dtype_of(node.inputs[0]);
+  auto output = context.dtype_of(node.outputs[0]);
+  if (const auto* attributes = dynamic_cast<const QuantizeLinearAttributes*>(node.typed_attributes.get()); attributes && attributes->block_size != 0) {
+    return false;
+  }
+  return input.ok() && *input == DataType::kFloat && output.ok() && is_8bit(*output);
+}
+
+Status lower_quantize(const Node& node, BuildContext& context) {
+  ScalarQuantization q = *scalar_quantization(node, context);
+  QDQRT_ASSIGN_OR_RETURN(Shape shape, context.shape_of(node.inputs[0]));
+  bool to_nhwc = shape.size() == 4 && context.consumers_prefer_nhwc(node.outputs[0]);
+  int32_t input = -1;
+  if (to_nhwc) {
+    QDQRT_ASSIGN_OR_RETURN(input, context.input(node.inputs[0], Layout::kPlain));
+  } else {
+    QDQRT_ASSIGN_OR_RETURN(input, context.input_as_stored(node.inputs[0]));
+  }
+  Layout layout = to_nhwc ? Layout::kNhwc : context.tensor(input).layout;
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], layout));
+  PlanLayer layer;
+  layer.kind = "quantize";
+  layer.name = node.name;
+  layer.source_nodes = {node.name};
+  layer.op_type = node.op_type;
+  layer.inputs = {input};
+  layer.outputs = {output};
+  layer.params.set("scale", static_cast<double>(q.scale));
+  layer.params.set("zero_point", static_cast<int64_t>(q.zero_point));
+  layer.params.set("to_nhwc", static_cast<int64_t>(to_nhwc));
+  bool is_signed = context.tensor(output).dtype == DataType::kInt8;
+  auto kernel_name = [&](auto set) { return to_nhwc ? set.quantize_nchw_to_nhwc.name : set.quantize.name; };
+  layer.kernel = is_signed ? kernel_name(kernels::quantize_kernels<int8_t>(context.isa()))
+                           : kernel_name(kernels::quantize_kernels<uint8_t>(context.isa()));
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Layer>> bind_quantize(const BindContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* input, context.input(0));
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
+  const Params& params = context.layer().params;
+  QDQRT_ASSIGN_OR_RETURN(double scale, params.get_float("scale"));
+  QDQRT_ASSIGN_OR_RETURN(int64_t zero_point, params.get_int("zero_point"));
+  QDQRT_ASSIGN_OR_RETURN(int64_t to_nhwc, params.get_int("to_nhwc"));
+  if (input->dtype != DataType::kFloat || !is_8bit(output->dtype)) {
+    return context.error(fmt::format("needs float32 -> int8/uint8, got {} -> {}", dtype_name(input->dtype),
+                                     dtype_name(output->dtype)));
+  }
+  if (input->shape != output->shape || input->batched != output->batched) {
+    return context.error("input and output shapes differ");
+  }
+  if (to_nhwc ? (input->layout != Layout::kPlain || output->layout != Layout::kNhwc)
+              : input->layout != output->layout) {
+    return context.error("input/output layouts do not fit the layer");
+  }
+  if (!(scale > 0.0) || !std::isfinite(scale)) return context.error(fmt::format("scale {} is not positive", scale));
+  kernels::Isa isa = kernels::active_isa();
+  if (output->dtype == DataType::kInt8) {
+    if (zero_point < -128 || zero_point > 127) return context.error(fmt::format("zero point {} out of range", zero_point));
+    return std::unique_ptr<Layer>(new QuantizeLayer<int8_t>(context.layer().inputs[0], context.layer().outputs[0],
+                                                            static_cast<float>(scale), static_cast<int32_t>(zero_point),
+                                                            to_nhwc != 0, isa));
+  }
+  if (zero_point < 0 || zero_point > 255) return context.error(fmt::format("zero point {} out of range", zero_point));
+  return std::unique_ptr<Layer>(new QuantizeLayer<uint8_t>(context.layer().inputs[0], context.layer().outputs[0],
+                                                           static_cast<float>(scale), static_cast<int32_t>(zero_point),
+                                                           to_nhwc != 0, isa));
+}
+
+// ---------------------------------------------------------------------------------------------
+// dequantize
+
+template <class T>
+class DequantizeLayer final : public Layer {
+ public:
+  DequantizeLayer(int32_t input, int32_t output, float scale, int32_t zero_point, kernels::Isa isa)
+      : input_(input), output_(output), scale_(scale), zero_point_(zero_point),
+        dequantize_(kernels::quantize_kernels<T>(isa).dequantize.fn) {}
+
+  WorkShape work(const RunState& state) const override {
+    return {ceil_div(state.numel(input_), kElementsPerItem), kElementsPerItem * 2.0};
+  }
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    int64_t numel = state.numel(input_);
+    int64_t first = begin * kElementsPerItem;
+    int64_t last = std::min(numel, end * kElementsPerItem);
+    if (first < last) {
+      dequantize_(static_cast<size_t>(last - first), state.data<T>(input_) + first, state.data<float>(output_) + first,
+                  scale_, zero_point_);
+    }
+  }
+
+ private:
+  int32_t input_, output_;
+  float scale_;
+  int32_t zero_point_;
+  kernels::DequantizeFn<T> dequantize_;
+};
+
+bool accepts_dequantize(const Node& node, const BuildContext& context) {
+  if (!scalar_quantization(node, context)) return false;
+  auto input = context.dtype_of(node.inputs[0]);
+  auto output = context.dtype_of(node.outputs[0]);
+  if (const auto* attributes = dynamic_cast<const DequantizeLinearAttributes*>(node.typed_attributes.get()); attributes && attributes->block_size != 0) {
+    return false;
+  }
+  return input.ok() && is_8bit(*input) && output.ok() && *output == DataType::kFloat;
+}
+
+Status lower_dequantize(const Node& node, BuildContext& context) {
+  ScalarQuantization q = *scalar_quantization(node, context);
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input_as_stored(node.inputs[0]));
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], context.tensor(input).layout));
+  PlanLayer layer;
+  layer.kind = "dequantize";
+  layer.name = node.name;
+  layer.source_nodes = {node.name};
+  layer.op_type = node.op_type;
+  layer.inputs = {input};
+  layer.outputs = {output};
+  layer.params.set("scale", static_cast<double>(q.scale));
+  layer.params.set("zero_point", static_cast<int64_t>(q.zero_point));
+  layer.kernel = context.tensor(input).dtype == DataType::kInt8
+                     ? kernels::quantize_kernels<int8_t>(context.isa()).dequantize.name
+                     : kernels::quantize_kernels<uint8_t>(context.isa()).dequantize.name;
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Layer>> bind_dequantize(const BindContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* input, context.input(0));
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
+  const Params& params = context.layer().params;
+  QDQRT_ASSIGN_OR_RETURN(double scale, params.get_float("scale"));
+  QDQRT_ASSIGN_OR_RETURN(int64_t zero_point, params.get_int("zero_point"));
+  if (!is_8bit(input->dtype) || output->dtype != DataType::kFloat) {
+    return context.error(fmt::format("needs int8/uint8 -> float32, got {} -> {}", dtype_name(input->dtype),
+                                     dtype_name(output->dtype)));
+  }
+  if (input->shape != output->shape || input->batched != output->batched || input->layout != output->layout) {
+    return context.error("input and output shapes or layouts differ");
+  }
+  if (!(scale > 0.0) || !std::isfinite(scale)) return context.error(fmt::format("scale {} is not positive", scale));
+  kernels::Isa isa = kernels::active_isa();
+  int32_t in = context.layer().inputs[0], out = context.layer().outputs[0];
+  if (input->dtype == DataType::kInt8) {
+    if (zero_point < -128 || zero_point > 127) return context.error(fmt::format("zero point {} out of range", zero_point));
+    return std::unique_ptr<Layer>(
+        new DequantizeLayer<int8_t>(in, out, static_cast<float>(scale), static_cast<int32_t>(zero_point), isa));
+  }
+  if (zero_point < 0 || zero_point > 255) return context.error(fmt::format("zero point {} out of range", zero_point));
+  return std::unique_ptr<Layer>(
+      new DequantizeLayer<uint8_t>(in, out, static_cast<float>(scale), static_cast<int32_t>(zero_point), isa));
+}
+
+// ---------------------------------------------------------------------------------------------
+// reorder
+
+class ReorderLayer final : public Layer {
+ public:
+  ReorderLayer(int32_t input, int32_t output, bool to_nhwc, size_t element_size, kernels::Isa isa)
+      : input_(input), output_(output), to_nhwc_(to_nhwc), element_size_(element_size),
+        kernels_(kernels::reorder_kernels(isa)) {}
+
+  WorkShape work(const RunState& state) const override {
+    int64_t pixels = state.dim(input_, 2) * state.dim(input_, 3);
+    return {ceil_div(pixels, kPixelsPerItem),
+            static_cast<double>(state.dim(input_, 0) * state.dim(input_, 1) * kPixelsPerItem)};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    size_t batch = static_cast<size_t>(state.dim(input_, 0));
+    size_t channels = static_cast<size_t>(state.dim(input_, 1));
+    size_t pixels = static_cast<size_t>(state.dim(input_, 2) * state.dim(input_, 3));
+    size_t pixel_begin = static_cast<size_t>(begin * kPixelsPerItem);
+    size_t pixel_end = std::min(pixels, static_cast<size_t>(end * kPixelsPerItem));
+    if (pixel_begin >= pixel_end) return;
+    if (element_size_ == 1) {
+      auto* src = state.data<uint8_t>(input_);
+      auto* dst = state.data<uint8_t>(output_);
+      if (to_nhwc_) {
+        kernels::nchw_to_nhwc(batch, channels, pixels, src, dst, kernels_.transpose8.fn, pixel_begin, pixel_end);
+      } else {
+        kernels::nhwc_to_nchw(batch, channels, pixels, src, dst, kernels_.transpose8.fn, pixel_begin, pixel_end);
+      }
+    } else {
+      auto* src = state.data<uint32_t>(input_);
+      auto* dst = state.data<uint32_t>(output_);
+      if (to_nhwc_) {
+        kernels::nchw_to_nhwc(batch, channels, pixels, src, dst, kernels_.transpose32.fn, pixel_begin, pixel_end);
+      } else {
+        kernels::nhwc_to_nchw(batch, channels, pixels, src, dst, kernels_.transpose32.fn, pixel_begin, pixel_end);
+      }
+    }
+  }
+
+ private:
+  int32_t input_, output_;
+  bool to_nhwc_;
+  size_t element_size_;
+  kernels::ReorderKernels kernels_;
+};
+
+Result<std::unique_ptr<Layer>> bind_reorder(const BindContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* input, context.input(0));
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
+  if (input->shape.size() != 4 || input->shape != output->shape || input->dtype != output->dtype ||
+      input->batched != output->batched || input->layout == output->layout) {
+    return context.error("needs two rank-4 tensors of one shape and dtype in different layouts");
+  }
+  size_t element = dtype_size(input->dtype);
+  if (element != 1 && element != 4) {
+    return context.error(fmt::format("cannot reorder {} elements", dtype_name(input->dtype)));
+  }
+  return std::unique_ptr<Layer>(new ReorderLayer(context.layer().inputs[0], context.layer().outputs[0],
+                                                 output->layout == Layout::kNhwc, element, kernels::active_isa()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// copy and constant
+
+class CopyLayer final : public Layer {
+ public:
+  CopyLayer(int32_t input, int32_t output, size_t element_size)
+      : input_(input), output_(output), element_size_(element_size) {}
+  WorkShape work(const RunState& state) const override {
+    return {1, static_cast<double>(state.numel(input_)) * static_cast<double>(element_size_)};
+  }
+  void run(const RunState& state, int64_t, int64_t, std::span<uint8_t>) const override {
+    std::memcpy(state.data(output_), state.data(input_), static_cast<size_t>(state.numel(input_)) * element_size_);
+  }
+
+ private:
+  int32_t input_, output_;
+  size_t element_size_;
+};
+
+Result<std::unique_ptr<Layer>> bind_copy(const BindContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* input, context.input(0));
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
+  if (input->bytes != output->bytes || input->dtype != output->dtype || input->batched != output->batched ||
+      input->layout != output->layout) {
+    return context.error("input and output differ in size, dtype or layout");
+  }
+  return std::unique_ptr<Layer>(
+      new CopyLayer(context.layer().inputs[0], context.layer().outputs[0], dtype_size(input->dtype)));
+}
+
+Status lower_identity(const Node& node, BuildContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input_as_stored(node.inputs[0]));
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], context.tensor(input).layout));
+  PlanLayer layer;
+  layer.kind = "copy";
+  layer.name = node.name;
+  layer.source_nodes = {node.name};
+  layer.op_type = node.op_type;
+  layer.inputs = {input};
+  layer.outputs = {output};
+  layer.kernel = "x8-copy";
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+class ConstantLayer final : public Layer {
+ public:
+  ConstantLayer(int32_t output, std::span<const uint8_t> bytes) : output_(output), bytes_(bytes) {}
+  WorkShape work(const RunState&) const override { return {1, static_cast<double>(bytes_.size())}; }
+  void run(const RunState& state, int64_t, int64_t, std::span<uint8_t>) const override {
+    if (!bytes_.empty()) std::memcpy(state.data(output_), bytes_.data(), bytes_.size());
+  }
+
+ private:
+  int32_t output_;
+  std::span<const uint8_t> bytes_;
+};
+
+Result<std::unique_ptr<Layer>> bind_constant(const BindContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
+  QDQRT_ASSIGN_OR_RETURN(const Blob* value, context.layer().blob("value"));
+  if (output->batched || static_cast<int64_t>(value->bytes.size()) != output->bytes) {
+    return context.error(fmt::format("the value holds {} bytes, tensor '{}' needs {}", value->bytes.size(),
+                                     output->name, output->bytes));
+  }
+  return std::unique_ptr<Layer>(new ConstantLayer(context.layer().outputs[0], value->bytes));
+}
+
+}  // namespace
+
+void register_border_layers(LayerRegistry& registry) {
+  registry.add_kind({"quantize", bind_quantize});
+  registry.add_kind({"dequantize", bind_dequantize});
+  registry.add_kind({"reorder", bind_reorder});
+  registry.add_kind({"copy", bind_copy});
+  registry.add_kind({"constant", bind_constant});
+  registry.add_lowering({"", "QuantizeLinear", lower_quantize, accepts_quantize, false});
+  registry.add_lowering({"", "DequantizeLinear", lower_dequantize, accepts_dequantize, false});
+  registry.add_lowering({"", "Identity", lower_identity, nullptr, false});
+}
 
 }  // namespace qdqrt::engine

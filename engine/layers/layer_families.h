@@ -2,9 +2,13 @@
 // kinds (bind side) and node lowerings (build side). LayerRegistry::instance() calls them all.
 #pragma once
 
+#include "parser/graph.h"
+#include "parser/status.h"
+
 namespace qdqrt::engine {
 
 class LayerRegistry;
+class BuildContext;
 
 // engine/layers/border_layers.cpp: quantize, dequantize, requantize, reorder (layout changes), copy.
 void register_border_layers(LayerRegistry& registry);
@@ -14,5 +18,8 @@ void register_int8_layers(LayerRegistry& registry);
 void register_float_layers(LayerRegistry& registry);
 // engine/layers/reference_layer.cpp: any other node, run by the reference executor's kernel.
 void register_reference_layer(LayerRegistry& registry);
+
+// Lowers a node no family has a lowering for into a "reference" layer (the builder's fallback).
+Status lower_with_reference(const Node& node, BuildContext& context);
 
 }  // namespace qdqrt::engine

@@ -6,4 +6,8 @@ namespace qdqrt::engine {
 
 void register_reference_layer(LayerRegistry&) {}
 
+Status lower_with_reference(const Node& node, BuildContext&) {
+  return unsupported("no engine layer runs {} '{}' yet", node.op_type, node.name);
+}
+
 }  // namespace qdqrt::engine

@@ -1,0 +1,385 @@
+#include "engine/builder.h"
+
+#include <algorithm>
+#include <set>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "engine/layer.h"
+#include "engine/layers/layer_families.h"
+#include "kernels/dispatch.h"
+#include "optimizer/graph_utils.h"
+#include "reference/executor.h"
+
+namespace qdqrt::engine {
+namespace {
+
+constexpr int64_t kAlignment = 64;
+
+int64_t align_up(int64_t value) { return (value + kAlignment - 1) / kAlignment * kAlignment; }
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) count *= dim;
+  return count;
+}
+
+class PlanBuilder final : public BuildContext {
+ public:
+  PlanBuilder(const Graph& graph, const BuildOptions& options, kernels::Isa isa, int64_t max_batch,
+              const std::vector<std::string>& batched_inputs)
+      : graph_(graph), options_(options), isa_(isa), max_batch_(max_batch), index_(graph),
+        registry_(LayerRegistry::instance()) {
+    batched_.insert(batched_inputs.begin(), batched_inputs.end());
+    plan_.max_batch = max_batch;
+    plan_.isa = kernels::isa_name(isa);
+    plan_.precision = options.precision == Precision::kFp32 ? "fp32" : "int8";
+  }
+
+  Status lower_all() {
+    for (const Node& node : graph_.nodes) {
+      if (all_inputs_constant(node)) {
+        QDQRT_RETURN_IF_ERROR(fold_at_build_time(node));
+        continue;
+      }
+      current_ = &node;
+      current_batched_ = false;
+      for (const std::string& input : node.inputs) {
+        if (!input.empty() && batched_.count(input)) current_batched_ = true;
+      }
+      const NodeLowering* lowering = registry_.find_lowering(node, *this);
+      Status status = lowering ? lowering->lower(node, *this) : lower_with_reference(node, *this);
+      if (!status.is_ok()) {
+        return status.with_context(fmt::format("{} '{}'", node.op_type, node.name));
+      }
+      for (const std::string& output : node.outputs) {
+        if (output.empty() || stored_.count(output)) continue;
+        if (!index_.consumers(output).empty() || index_.is_graph_output(output)) {
+          return internal_error("{} '{}': the lowering did not produce output '{}'", node.op_type, node.name, output);
+        }
+      }
+      current_ = nullptr;
+    }
+    return Status::ok();
+  }
+
+  Status finish_outputs() {
+    std::unordered_set<int32_t> used;
+    for (const std::string& name : graph_.outputs) {
+      QDQRT_ASSIGN_OR_RETURN(int32_t tensor, input(name, Layout::kPlain));
+      PlanTensor& desc = plan_.tensors[static_cast<size_t>(tensor)];
+      if (desc.kind != TensorKind::kActivation || used.count(tensor)) {
+        // A graph input (or an output listed twice) passed through: the output gets its own copy.
+        int32_t copy = add_tensor(name + "#output", desc.dtype, desc.shape, desc.batched, Layout::kPlain);
+        PlanLayer layer;
+        layer.kind = "copy";
+        layer.name = name + " copy";
+        layer.op_type = "Copy";
+        layer.inputs = {tensor};
+        layer.outputs = {copy};
+        layer.kernel = "x8-copy";
+        plan_.layers.push_back(std::move(layer));
+        tensor = copy;
+      }
+      plan_.tensors[static_cast<size_t>(tensor)].kind = TensorKind::kOutput;
+      plan_.tensors[static_cast<size_t>(tensor)].name = name;
+      used.insert(tensor);
+      plan_.outputs.push_back(tensor);
+    }
+    for (const std::string& name : graph_.inputs) {
+      auto it = stored_.find(name);
+      if (it != stored_.end() && it->second.plain >= 0) {
+        plan_.inputs.push_back(it->second.plain);
+      } else {
+        // An input no layer reads still appears in the engine's interface.
+        QDQRT_ASSIGN_OR_RETURN(int32_t tensor, declare_graph_input(name));
+        plan_.inputs.push_back(tensor);
+      }
+    }
+    return Status::ok();
+  }
+
+  EnginePlan take() {
+    std::set<std::string> features;
+    switch (isa_) {
+      case kernels::Isa::kAvx512Vnni: features.insert("avx512vnni"); break;
+      case kernels::Isa::kAvxVnni: features.insert("avxvnni"); break;
+      case kernels::Isa::kAvx2: features.insert("avx2"); break;
+      case kernels::Isa::kScalar: break;
+    }
+    for (const PlanLayer& layer : plan_.layers) {
+      if (layer.kernel.find("vbmi") != std::string::npos) features.insert("avx512vbmi");
+    }
+    plan_.cpu_features.assign(features.begin(), features.end());
+    return std::move(plan_);
+  }
+
+  // --- BuildContext ---
+  const Graph& graph() const override { return graph_; }
+  kernels::Isa isa() const override { return isa_; }
+  int64_t max_batch() const override { return max_batch_; }
+
+  Result<int32_t> input(const std::string& value, Layout layout) override {
+    QDQRT_ASSIGN_OR_RETURN(int32_t stored, input_as_stored(value));
+    const PlanTensor& desc = plan_.tensors[static_cast<size_t>(stored)];
+    if (desc.shape.size() != 4) layout = Layout::kPlain;
+    if (desc.layout == layout) return stored;
+    Stored& entry = stored_[value];
+    int32_t& cached = layout == Layout::kPlain ? entry.plain : entry.nhwc;
+    if (cached >= 0) return cached;
+    int32_t reordered = add_tensor(value + (layout == Layout::kNhwc ? "#nhwc" : "#nchw"), desc.dtype, desc.shape,
+                                   desc.batched, layout);
+    PlanLayer layer;
+    layer.kind = "reorder";
+    layer.name = fmt::format("{} to {}", value, layout == Layout::kNhwc ? "NHWC" : "NCHW");
+    layer.op_type = "Reorder";
+    layer.inputs = {stored};
+    layer.outputs = {reordered};
+    auto kernels_for_isa = kernels::reorder_kernels(isa_);
+    layer.kernel = dtype_size(desc.dtype) == 1 ? kernels_for_isa.transpose8.name : kernels_for_isa.transpose32.name;
+    plan_.layers.push_back(std::move(layer));
+    cached = reordered;
+    return reordered;
+  }
+
+  Result<int32_t> input_as_stored(const std::string& value) override {
+    auto it = stored_.find(value);
+    if (it != stored_.end()) return it->second.primary();
+    if (const Tensor* constant_value = constant(value)) return materialize_constant(value, *constant_value);
+    if (std::find(graph_.inputs.begin(), graph_.inputs.end(), value) != graph_.inputs.end()) {
+      return declare_graph_input(value);
+    }
+    return internal_error("value '{}' is read before any layer produces it", value);
+  }
+
+  const PlanTensor& tensor(int32_t index) const override { return plan_.tensors[static_cast<size_t>(index)]; }
+
+  const Tensor* constant(const std::string& value) const override {
+    if (value.empty()) return nullptr;
+    if (auto it = folded_.find(value); it != folded_.end()) return &it->second;
+    return graph_.find_initializer(value);
+  }
+
+  Result<Shape> shape_of(const std::string& value) const override {
+    if (const Tensor* constant_value = constant(value)) return constant_value->shape();
+    if (auto it = stored_.find(value); it != stored_.end()) {
+      return plan_.tensors[static_cast<size_t>(it->second.primary())].shape;
+    }
+    const ValueInfo* info = graph_.find_value(value);
+    if (info) {
+      if (auto shape = info->static_shape()) return *shape;
+    }
+    return invalid_model("value '{}' has no static shape{}; give the input shapes (--shapes) so every shape is known",
+                         value, info && info->shape ? fmt::format(" ({})", dims_to_string(*info->shape)) : "");
+  }
+
+  Result<DataType> dtype_of(const std::string& value) const override {
+    if (const Tensor* constant_value = constant(value)) return constant_value->dtype();
+    if (auto it = stored_.find(value); it != stored_.end()) {
+      return plan_.tensors[static_cast<size_t>(it->second.primary())].dtype;
+    }
+    const ValueInfo* info = graph_.find_value(value);
+    if (info && info->dtype != DataType::kUndefined) return info->dtype;
+    return invalid_model("value '{}' has no known element type", value);
+  }
+
+  Result<int32_t> output(const std::string& value, Layout layout) override {
+    if (!current_ || std::find(current_->outputs.begin(), current_->outputs.end(), value) == current_->outputs.end()) {
+      return internal_error("'{}' is not an output of the node being lowered", value);
+    }
+    if (stored_.count(value)) return internal_error("output '{}' is declared twice", value);
+    QDQRT_ASSIGN_OR_RETURN(Shape shape, shape_of(value));
+    QDQRT_ASSIGN_OR_RETURN(DataType dtype, dtype_of(value));
+    if (shape.size() != 4) layout = Layout::kPlain;
+    bool batched = current_batched_ && !shape.empty() && shape[0] == max_batch_;
+    if (batched) batched_.insert(value);
+    int32_t index = add_tensor(value, dtype, shape, batched, layout);
+    Stored& entry = stored_[value];
+    (layout == Layout::kPlain ? entry.plain : entry.nhwc) = index;
+    entry.primary_layout = layout;
+    return index;
+  }
+
+  bool consumers_prefer_nhwc(const std::string& value) const override {
+    const std::vector<int>& consumers = index_.consumers(value);
+    if (consumers.empty() || index_.is_graph_output(value)) return false;
+    for (int consumer : consumers) {
+      const Node& node = graph_.nodes[static_cast<size_t>(consumer)];
+      const NodeLowering* lowering = registry_.find_lowering(node, *this);
+      if (!lowering || !lowering->prefers_nhwc) return false;
+    }
+    return true;
+  }
+
+  void add_layer(PlanLayer layer) override { plan_.layers.push_back(std::move(layer)); }
+
+ private:
+  struct Stored {
+    int32_t plain = -1;
+    int32_t nhwc = -1;
+    Layout primary_layout = Layout::kPlain;
+    int32_t primary() const { return primary_layout == Layout::kPlain ? plain : nhwc; }
+  };
+
+  int32_t add_tensor(const std::string& name, DataType dtype, const Shape& shape, bool batched, Layout layout) {
+    PlanTensor tensor;
+    tensor.name = name;
+    tensor.dtype = dtype;
+    tensor.shape = shape;
+    tensor.batched = batched;
+    tensor.layout = layout;
+    tensor.bytes = shape_numel(shape) * static_cast<int64_t>(dtype_size(dtype));
+    plan_.tensors.push_back(std::move(tensor));
+    return static_cast<int32_t>(plan_.tensors.size() - 1);
+  }
+
+  Result<int32_t> declare_graph_input(const std::string& name) {
+    QDQRT_ASSIGN_OR_RETURN(Shape shape, shape_of(name));
+    QDQRT_ASSIGN_OR_RETURN(DataType dtype, dtype_of(name));
+    int32_t index = add_tensor(name, dtype, shape, batched_.count(name) != 0, Layout::kPlain);
+    plan_.tensors[static_cast<size_t>(index)].kind = TensorKind::kInput;
+    Stored& entry = stored_[name];
+    entry.plain = index;
+    entry.primary_layout = Layout::kPlain;
+    return index;
+  }
+
+  // A constant read by a layer that only takes tensors: a "constant" layer writes it each run.
+  Result<int32_t> materialize_constant(const std::string& value, const Tensor& constant_value) {
+    int32_t index = add_tensor(value, constant_value.dtype(), constant_value.shape(), false, Layout::kPlain);
+    PlanLayer layer;
+    layer.kind = "constant";
+    layer.name = value + " constant";
+    layer.op_type = "Constant";
+    layer.outputs = {index};
+    layer.kernel = "x8-copy";
+    layer.blobs.push_back(make_blob("value", constant_value.raw_data(), constant_value.nbytes()));
+    plan_.layers.push_back(std::move(layer));
+    Stored& entry = stored_[value];
+    entry.plain = index;
+    entry.primary_layout = Layout::kPlain;
+    return index;
+  }
+
+  bool all_inputs_constant(const Node& node) const {
+    if (node.inputs.empty()) return false;
+    for (const std::string& input : node.inputs) {
+      if (!input.empty() && !constant(input)) return false;
+    }
+    return true;
+  }
+
+  Status fold_at_build_time(const Node& node) {
+    std::vector<const Tensor*> inputs;
+    for (const std::string& input : node.inputs) inputs.push_back(input.empty() ? nullptr : constant(input));
+    auto outputs = run_reference_node(node, inputs);
+    if (!outputs.ok()) {
+      return outputs.status().with_context(fmt::format("folding constant {} '{}'", node.op_type, node.name));
+    }
+    for (size_t i = 0; i < node.outputs.size() && i < outputs->size(); ++i) {
+      if (!node.outputs[i].empty()) folded_[node.outputs[i]] = std::move((*outputs)[i]);
+    }
+    return Status::ok();
+  }
+
+  const Graph& graph_;
+  const BuildOptions& options_;
+  kernels::Isa isa_;
+  int64_t max_batch_;
+  optimizer::ValueIndex index_;
+  const LayerRegistry& registry_;
+  EnginePlan plan_;
+  std::unordered_map<std::string, Stored> stored_;
+  std::unordered_map<std::string, Tensor> folded_;
+  std::unordered_set<std::string> batched_;
+  const Node* current_ = nullptr;
+  bool current_batched_ = false;
+};
+
+}  // namespace
+
+Status plan_memory(EnginePlan& plan) {
+  const size_t tensor_count = plan.tensors.size();
+  std::vector<int64_t> first(tensor_count, -1), last(tensor_count, -1);
+  for (size_t layer_index = 0; layer_index < plan.layers.size(); ++layer_index) {
+    const PlanLayer& layer = plan.layers[layer_index];
+    auto touch = [&](int32_t tensor) -> Status {
+      if (tensor < 0) return Status::ok();
+      if (static_cast<size_t>(tensor) >= tensor_count) {
+        return internal_error("layer '{}' names tensor {} of {}", layer.name, tensor, tensor_count);
+      }
+      size_t t = static_cast<size_t>(tensor);
+      if (first[t] < 0) first[t] = static_cast<int64_t>(layer_index);
+      last[t] = static_cast<int64_t>(layer_index);
+      return Status::ok();
+    };
+    for (int32_t tensor : layer.inputs) QDQRT_RETURN_IF_ERROR(touch(tensor));
+    for (int32_t tensor : layer.outputs) QDQRT_RETURN_IF_ERROR(touch(tensor));
+    plan.scratch_bytes_per_thread = std::max(plan.scratch_bytes_per_thread, align_up(layer.scratch_bytes));
+  }
+
+  // Greedy by size: each activation goes to the lowest offset free during its whole lifetime.
+  std::vector<size_t> order;
+  for (size_t t = 0; t < tensor_count; ++t) {
+    PlanTensor& tensor = plan.tensors[t];
+    tensor.arena_offset = -1;
+    if (tensor.kind == TensorKind::kActivation && first[t] >= 0) order.push_back(t);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return plan.tensors[a].bytes > plan.tensors[b].bytes; });
+  std::vector<size_t> placed;
+  int64_t arena = 0;
+  for (size_t t : order) {
+    std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, end) of tensors alive at the same time
+    for (size_t other : placed) {
+      if (first[other] <= last[t] && first[t] <= last[other]) {
+        busy.emplace_back(plan.tensors[other].arena_offset,
+                          plan.tensors[other].arena_offset + align_up(plan.tensors[other].bytes));
+      }
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t size = align_up(std::max<int64_t>(plan.tensors[t].bytes, 1));
+    int64_t offset = 0;
+    for (const auto& [begin, end] : busy) {
+      if (offset + size <= begin) break;
+      offset = std::max(offset, end);
+    }
+    plan.tensors[t].arena_offset = offset;
+    arena = std::max(arena, offset + size);
+    placed.push_back(t);
+  }
+  plan.arena_bytes = arena;
+  return Status::ok();
+}
+
+Result<EnginePlan> build_plan(const Graph& optimized, const BuildOptions& options,
+                              const std::vector<std::string>& batched_inputs) {
+  int64_t max_batch = 1;
+  bool batch_known = false;
+  for (const std::string& name : batched_inputs) {
+    const ValueInfo* info = optimized.find_value(name);
+    auto shape = info ? info->static_shape() : std::nullopt;
+    if (!shape) return invalid_model("input '{}' has no static shape; give it (--shapes)", name);
+    if (shape->empty()) continue;
+    if (batch_known && (*shape)[0] != max_batch) {
+      return invalid_argument("batched inputs disagree on the batch: '{}' has {}, another has {}", name, (*shape)[0],
+                              max_batch);
+    }
+    max_batch = (*shape)[0];
+    batch_known = true;
+  }
+  if (max_batch < 1) return invalid_argument("the batch size must be at least 1, got {}", max_batch);
+
+  kernels::Isa isa = kernels::usable_isa(options.max_isa);
+  PlanBuilder builder(optimized, options, isa, max_batch, batched_inputs);
+  QDQRT_RETURN_IF_ERROR(builder.lower_all());
+  QDQRT_RETURN_IF_ERROR(builder.finish_outputs());
+  EnginePlan plan = builder.take();
+  plan.source_model = optimized.name;
+  QDQRT_RETURN_IF_ERROR(plan_memory(plan));
+  return plan;
+}
+
+}  // namespace qdqrt::engine

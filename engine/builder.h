@@ -1,0 +1,23 @@
+// The engine builder: optimized graph -> EnginePlan (layers with chosen kernels and packed
+// weights, tensor layouts, one activation arena planned by tensor lifetime).
+#pragma once
+
+#include <string>
+
+#include "engine/engine.h"
+#include "engine/plan.h"
+#include "parser/graph.h"
+#include "parser/status.h"
+
+namespace qdqrt::engine {
+
+// Lowers an already optimized graph whose values all have static shapes (at the maximum batch).
+// `batched_inputs` names the inputs whose dim 0 is the batch.
+Result<EnginePlan> build_plan(const Graph& optimized, const BuildOptions& options,
+                              const std::vector<std::string>& batched_inputs);
+
+// Assigns arena offsets to the plan's activation tensors by lifetime (first producer to last
+// consumer in layer order) and sets arena_bytes / scratch_bytes_per_thread.
+Status plan_memory(EnginePlan& plan);
+
+}  // namespace qdqrt::engine

@@ -1,0 +1,420 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <thread>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
+
+#include "engine/builder.h"
+#include "engine/engine_file.h"
+#include "engine/layer.h"
+#include "kernels/aligned_buffer.h"
+#include "kernels/dispatch.h"
+#include "optimizer/pipeline.h"
+#include "parser/onnx_loader.h"
+
+namespace qdqrt::engine {
+namespace {
+
+// A chunk of a layer should be worth handing to a thread: about 20 us of work at the speeds the
+// kernels reach (~100 G ops/s per core for INT8, less for float), so ~1 M ops.
+constexpr double kMinOpsPerChunk = 1.0e6;
+
+
+Status validate_plan_tensors(const EnginePlan& plan) {
+  if (plan.max_batch < 1) return invalid_model("engine: max batch {} is below 1", plan.max_batch);
+  if (plan.arena_bytes < 0) return invalid_model("engine: arena size {} is negative", plan.arena_bytes);
+  for (size_t t = 0; t < plan.tensors.size(); ++t) {
+    const PlanTensor& tensor = plan.tensors[t];
+    size_t element = dtype_size(tensor.dtype);
+    if (element == 0) return invalid_model("engine: tensor '{}' has unsupported dtype {}", tensor.name, dtype_name(tensor.dtype));
+    int64_t count = 1;
+    for (int64_t dim : tensor.shape) {
+      if (dim < 0 || (dim > 0 && count > (int64_t{1} << 40) / dim)) {
+        return invalid_model("engine: tensor '{}' has invalid shape {}", tensor.name, shape_to_string(tensor.shape));
+      }
+      count *= dim;
+    }
+    if (tensor.bytes != count * static_cast<int64_t>(element)) {
+      return invalid_model("engine: tensor '{}' records {} bytes, its shape {} needs {}", tensor.name, tensor.bytes,
+                           shape_to_string(tensor.shape), count * static_cast<int64_t>(element));
+    }
+    if (tensor.layout == Layout::kNhwc && tensor.shape.size() != 4) {
+      return invalid_model("engine: tensor '{}' is NHWC but has rank {}", tensor.name, tensor.shape.size());
+    }
+    if (tensor.batched && (tensor.shape.empty() || tensor.shape[0] != plan.max_batch)) {
+      return invalid_model("engine: batched tensor '{}' has dim 0 {} but the max batch is {}", tensor.name,
+                           tensor.shape.empty() ? 0 : tensor.shape[0], plan.max_batch);
+    }
+    if (tensor.kind == TensorKind::kActivation) {
+      if (tensor.arena_offset < 0 || tensor.arena_offset % 64 != 0 ||
+          tensor.arena_offset > plan.arena_bytes - tensor.bytes) {
+        return invalid_model("engine: tensor '{}' at arena offset {} ({} bytes) lies outside the arena of {} bytes",
+                             tensor.name, tensor.arena_offset, tensor.bytes, plan.arena_bytes);
+      }
+    }
+  }
+  auto check_io = [&](const std::vector<int32_t>& list, TensorKind kind, const char* what) -> Status {
+    for (int32_t index : list) {
+      if (index < 0 || static_cast<size_t>(index) >= plan.tensors.size()) {
+        return invalid_model("engine: {} names tensor {} of {}", what, index, plan.tensors.size());
+      }
+      if (plan.tensors[static_cast<size_t>(index)].kind != kind) {
+        return invalid_model("engine: {} '{}' is not marked as one", what, plan.tensors[static_cast<size_t>(index)].name);
+      }
+      if (plan.tensors[static_cast<size_t>(index)].layout != Layout::kPlain) {
+        return invalid_model("engine: {} '{}' is not in plain layout", what, plan.tensors[static_cast<size_t>(index)].name);
+      }
+    }
+    return Status::ok();
+  };
+  QDQRT_RETURN_IF_ERROR(check_io(plan.inputs, TensorKind::kInput, "input"));
+  QDQRT_RETURN_IF_ERROR(check_io(plan.outputs, TensorKind::kOutput, "output"));
+  for (const PlanLayer& layer : plan.layers) {
+    for (int32_t index : layer.inputs) {
+      if (index < -1 || index >= static_cast<int32_t>(plan.tensors.size())) {
+        return invalid_model("engine: layer '{}' reads tensor {} of {}", layer.name, index, plan.tensors.size());
+      }
+    }
+    for (int32_t index : layer.outputs) {
+      if (index < 0 || index >= static_cast<int32_t>(plan.tensors.size())) {
+        return invalid_model("engine: layer '{}' writes tensor {} of {}", layer.name, index, plan.tensors.size());
+      }
+      if (plan.tensors[static_cast<size_t>(index)].kind == TensorKind::kInput) {
+        return invalid_model("engine: layer '{}' writes the input '{}'", layer.name,
+                             plan.tensors[static_cast<size_t>(index)].name);
+      }
+    }
+    if (layer.scratch_bytes < 0 || layer.scratch_bytes > plan.scratch_bytes_per_thread) {
+      return invalid_model("engine: layer '{}' needs {} scratch bytes, the plan reserves {}", layer.name,
+                           layer.scratch_bytes, plan.scratch_bytes_per_thread);
+    }
+  }
+  return Status::ok();
+}
+
+// Inputs with a symbolic dim 0 are batched; other symbolic dims must be given.
+struct ResolvedInputs {
+  std::map<std::string, Shape> shapes;
+  std::vector<std::string> batched;
+};
+
+Result<ResolvedInputs> resolve_input_shapes(const Graph& graph, const BuildOptions& options) {
+  ResolvedInputs resolved;
+  for (const auto& [name, shape] : options.input_shapes) {
+    if (std::find(graph.inputs.begin(), graph.inputs.end(), name) == graph.inputs.end()) {
+      return invalid_argument("--shapes: '{}' is not an input of the model (inputs: {})", name,
+                              fmt::join(graph.inputs, ", "));
+    }
+  }
+  for (const std::string& name : graph.inputs) {
+    const ValueInfo* info = graph.find_value(name);
+    if (!info || !info->shape) {
+      if (auto it = options.input_shapes.find(name); it != options.input_shapes.end()) {
+        resolved.shapes[name] = it->second;
+        continue;
+      }
+      return invalid_argument("input '{}' has unknown rank; give its shape (--shapes={}:DIMS)", name, name);
+    }
+    const std::vector<Dim>& dims = *info->shape;
+    bool batch_symbolic = !dims.empty() && !dims[0].is_static();
+    if (batch_symbolic) resolved.batched.push_back(name);
+    if (auto it = options.input_shapes.find(name); it != options.input_shapes.end()) {
+      resolved.shapes[name] = it->second;
+      continue;
+    }
+    Shape shape;
+    for (size_t axis = 0; axis < dims.size(); ++axis) {
+      if (dims[axis].is_static()) {
+        shape.push_back(dims[axis].value);
+      } else if (axis == 0) {
+        shape.push_back(1);  // a symbolic batch builds for batch 1 unless --shapes says otherwise
+      } else {
+        return invalid_argument("input '{}' has symbolic dim {} ({}); give its shape (--shapes={}:DIMS)", name, axis,
+                                dims_to_string(dims), name);
+      }
+    }
+    resolved.shapes[name] = shape;
+  }
+  return resolved;
+}
+
+Result<std::shared_ptr<const Engine>> build_engine(Graph graph, const BuildOptions& options,
+                                                   const std::vector<std::string>& batched) {
+  optimizer::OptimizeOptions optimize_options;
+  optimize_options.only_passes = options.only_passes;
+  optimize_options.disabled_passes = options.disabled_passes;
+  if (options.precision == Precision::kFp32) {
+    return unsupported("FP32 engines need the optimizer's float pipeline, which has not landed yet");
+  }
+  auto report = optimizer::optimize(graph, optimize_options);
+  if (!report.ok()) return report.status();
+  QDQRT_ASSIGN_OR_RETURN(EnginePlan plan, build_plan(graph, options, batched));
+  plan.qdqrt_version = QDQRT_VERSION_STRING;
+  return Engine::from_plan(std::move(plan));
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// Engine
+
+struct Engine::BoundLayers {
+  std::vector<std::unique_ptr<Layer>> layers;
+};
+
+Engine::~Engine() = default;
+
+Result<std::shared_ptr<const Engine>> Engine::build_from_file(const std::string& onnx_path, const BuildOptions& options) {
+  // First load: which inputs have a symbolic batch and which dims must be given.
+  QDQRT_ASSIGN_OR_RETURN(Graph declared, load_onnx_file(onnx_path));
+  QDQRT_ASSIGN_OR_RETURN(ResolvedInputs resolved, resolve_input_shapes(declared, options));
+  // Second load: every shape concrete at the maximum batch.
+  LoadOptions load_options;
+  load_options.input_shapes = resolved.shapes;
+  QDQRT_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(onnx_path, load_options));
+  size_t slash = onnx_path.find_last_of('/');
+  graph.name = slash == std::string::npos ? onnx_path : onnx_path.substr(slash + 1);  // becomes source_model
+  return build_engine(std::move(graph), options, resolved.batched);
+}
+
+Result<std::shared_ptr<const Engine>> Engine::build(Graph graph, const BuildOptions& options) {
+  if (!options.input_shapes.empty()) {
+    return invalid_argument("Engine::build(Graph): give the shapes in the graph (input_shapes is for ONNX files)");
+  }
+  // Every input of rank >= 1 is taken as batched along dim 0.
+  std::vector<std::string> batched;
+  for (const std::string& name : graph.inputs) {
+    const ValueInfo* info = graph.find_value(name);
+    if (info && info->shape && !info->shape->empty()) batched.push_back(name);
+  }
+  return build_engine(std::move(graph), options, batched);
+}
+
+Result<std::shared_ptr<const Engine>> Engine::from_plan(EnginePlan plan) {
+  try {
+    QDQRT_RETURN_IF_ERROR(validate_plan_tensors(plan));
+    std::shared_ptr<Engine> engine(new Engine());
+    engine->plan_ = std::move(plan);
+    engine->bound_ = std::make_unique<BoundLayers>();
+    const LayerRegistry& registry = LayerRegistry::instance();
+    for (const PlanLayer& layer : engine->plan_.layers) {
+      const LayerKind* kind = registry.find_kind(layer.kind);
+      if (!kind) return invalid_model("engine: layer '{}' has unknown kind '{}'", layer.name, layer.kind);
+      BindContext context(engine->plan_, layer);
+      auto bound = kind->bind(context);
+      if (!bound.ok()) return bound.status();
+      engine->bound_->layers.push_back(std::move(bound).value());
+    }
+    return std::shared_ptr<const Engine>(std::move(engine));
+  } catch (const std::bad_alloc&) {
+    return invalid_model("engine: out of memory while binding layers");
+  } catch (const std::exception& error) {
+    return internal_error("engine: unexpected exception while binding layers: {}", error.what());
+  }
+}
+
+Status Engine::save(const std::string& path) const { return write_plan_file(plan_, path); }
+
+Result<std::shared_ptr<const Engine>> Engine::load(const std::string& path) {
+  QDQRT_ASSIGN_OR_RETURN(EnginePlan plan, read_plan_file(path));
+  auto engine = from_plan(std::move(plan));
+  if (!engine.ok()) return engine.status().with_context(fmt::format("'{}'", path));
+  return engine;
+}
+
+Result<std::shared_ptr<const Engine>> Engine::load_bytes(std::span<const uint8_t> bytes) {
+  // The plan's blobs point into `bytes`, which the caller keeps alive for the engine's life.
+  QDQRT_ASSIGN_OR_RETURN(EnginePlan plan, read_plan(bytes, nullptr));
+  return from_plan(std::move(plan));
+}
+
+std::vector<IoTensorInfo> Engine::inputs() const {
+  std::vector<IoTensorInfo> result;
+  for (int32_t index : plan_.inputs) {
+    const PlanTensor& t = plan_.tensors[static_cast<size_t>(index)];
+    result.push_back({t.name, t.dtype, t.shape, t.batched});
+  }
+  return result;
+}
+
+std::vector<IoTensorInfo> Engine::outputs() const {
+  std::vector<IoTensorInfo> result;
+  for (int32_t index : plan_.outputs) {
+    const PlanTensor& t = plan_.tensors[static_cast<size_t>(index)];
+    result.push_back({t.name, t.dtype, t.shape, t.batched});
+  }
+  return result;
+}
+
+std::vector<LayerProfileEntry> Engine::layers() const {
+  std::vector<LayerProfileEntry> result;
+  for (const PlanLayer& layer : plan_.layers) result.push_back({layer.name, layer.kind, layer.kernel});
+  return result;
+}
+
+std::unique_ptr<ExecutionContext> Engine::create_context(const ContextOptions& options) const {
+  return std::unique_ptr<ExecutionContext>(new ExecutionContext(shared_from_this(), options));
+}
+
+// ------------------------------------------------------------------------------------------------
+// ExecutionContext
+
+struct ExecutionContext::Impl {
+  std::unique_ptr<tbb::task_arena> arena;
+  kernels::AlignedBuffer<uint8_t> memory;   // activations
+  kernels::AlignedBuffer<uint8_t> scratch;  // one slice per thread slot
+  int64_t scratch_stride = 0;
+  std::vector<kernels::AlignedBuffer<uint8_t>> output_buffers;  // outputs the caller did not bind
+  std::vector<void*> tensor_data;
+};
+
+ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine, const ContextOptions& options)
+    : engine_(std::move(engine)), impl_(std::make_unique<Impl>()), profiling_(options.profiling) {
+  const EnginePlan& plan = engine_->plan_;
+  threads_ = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  impl_->arena = std::make_unique<tbb::task_arena>(threads_);
+  impl_->memory.resize(static_cast<size_t>(std::max<int64_t>(plan.arena_bytes, 64)));
+  impl_->scratch_stride = (plan.scratch_bytes_per_thread + 63) / 64 * 64;
+  impl_->scratch.resize(static_cast<size_t>(std::max<int64_t>(impl_->scratch_stride * (threads_ + 1), 64)));
+  impl_->tensor_data.assign(plan.tensors.size(), nullptr);
+  for (size_t t = 0; t < plan.tensors.size(); ++t) {
+    const PlanTensor& tensor = plan.tensors[t];
+    if (tensor.kind == TensorKind::kActivation) impl_->tensor_data[t] = impl_->memory.data() + tensor.arena_offset;
+  }
+  impl_->output_buffers.resize(plan.outputs.size());
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    impl_->output_buffers[i].resize(static_cast<size_t>(std::max<int64_t>(
+        plan.tensors[static_cast<size_t>(plan.outputs[i])].bytes, 64)));
+  }
+  layer_times_ms_.assign(plan.layers.size(), 0.0);
+}
+
+ExecutionContext::~ExecutionContext() = default;
+
+namespace {
+
+// The batch a binding implies, or an error naming the tensor and the mismatch.
+Status check_binding_shape(const PlanTensor& tensor, const Shape& shape, int64_t max_batch, const char* what,
+                           int64_t& batch) {
+  bool ok = shape.size() == tensor.shape.size();
+  for (size_t axis = 0; ok && axis < shape.size(); ++axis) {
+    if (axis == 0 && tensor.batched) {
+      ok = shape[0] >= 1 && shape[0] <= max_batch && (batch < 0 || shape[0] == batch);
+    } else {
+      ok = shape[axis] == tensor.shape[axis];
+    }
+  }
+  if (!ok) {
+    if (tensor.batched && shape.size() == tensor.shape.size() && batch >= 0 && !shape.empty() && shape[0] != batch) {
+      return invalid_argument("{} '{}': batch {} differs from the batch {} of the other inputs", what, tensor.name,
+                              shape[0], batch);
+    }
+    return invalid_argument("{} '{}': shape {} does not match the engine's {}{}", what, tensor.name,
+                            shape_to_string(shape), shape_to_string(tensor.shape),
+                            tensor.batched ? fmt::format(" (dim 0 may be 1..{})", max_batch) : "");
+  }
+  if (tensor.batched && batch < 0) batch = shape[0];
+  return Status::ok();
+}
+
+}  // namespace
+
+Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::span<const TensorBinding> outputs) {
+  const EnginePlan& plan = engine_->plan_;
+  std::vector<void*>& data = impl_->tensor_data;
+  int64_t batch = -1;
+  for (int32_t index : plan.inputs) data[static_cast<size_t>(index)] = nullptr;
+  for (const ConstTensorBinding& binding : inputs) {
+    int32_t found = -1;
+    for (int32_t index : plan.inputs) {
+      if (plan.tensors[static_cast<size_t>(index)].name == binding.name) found = index;
+    }
+    if (found < 0) return invalid_argument("'{}' is not an input of the engine", binding.name);
+    const PlanTensor& tensor = plan.tensors[static_cast<size_t>(found)];
+    if (data[static_cast<size_t>(found)]) return invalid_argument("input '{}' is bound twice", binding.name);
+    if (!binding.data) return invalid_argument("input '{}': data is null", binding.name);
+    QDQRT_RETURN_IF_ERROR(check_binding_shape(tensor, binding.shape, plan.max_batch, "input", batch));
+    data[static_cast<size_t>(found)] = const_cast<void*>(binding.data);
+  }
+  for (int32_t index : plan.inputs) {
+    if (!data[static_cast<size_t>(index)]) {
+      return invalid_argument("input '{}' is not bound", plan.tensors[static_cast<size_t>(index)].name);
+    }
+  }
+  if (batch < 0) batch = plan.max_batch;
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    data[static_cast<size_t>(plan.outputs[i])] = impl_->output_buffers[i].data();
+  }
+  for (const TensorBinding& binding : outputs) {
+    int32_t found = -1;
+    for (int32_t index : plan.outputs) {
+      if (plan.tensors[static_cast<size_t>(index)].name == binding.name) found = index;
+    }
+    if (found < 0) return invalid_argument("'{}' is not an output of the engine", binding.name);
+    const PlanTensor& tensor = plan.tensors[static_cast<size_t>(found)];
+    if (!binding.data) return invalid_argument("output '{}': data is null", binding.name);
+    int64_t output_batch = batch;
+    QDQRT_RETURN_IF_ERROR(check_binding_shape(tensor, binding.shape, plan.max_batch, "output", output_batch));
+    data[static_cast<size_t>(found)] = binding.data;
+  }
+
+  RunState state;
+  state.plan = &plan;
+  state.batch = batch;
+  state.tensor_data = &data;
+  const auto& layers = engine_->bound_->layers;
+  const int threads = threads_;
+  uint8_t* scratch_base = impl_->scratch.data();
+  const int64_t scratch_stride = impl_->scratch_stride;
+  const bool profiling = profiling_;
+
+  impl_->arena->execute([&] {
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const Layer& layer = *layers[i];
+      const int64_t scratch_bytes = plan.layers[i].scratch_bytes;
+      auto start = profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+      WorkShape work = layer.work(state);
+      double total_ops = static_cast<double>(work.items) * work.ops_per_item;
+      int64_t chunks = 1;
+      if (threads > 1 && work.items > 1 && total_ops >= 2 * kMinOpsPerChunk) {
+        chunks = std::min<int64_t>({work.items, static_cast<int64_t>(total_ops / kMinOpsPerChunk),
+                                    static_cast<int64_t>(threads) * 4});
+        // Whole multiples of the thread count balance best under a static split.
+        if (chunks > threads) chunks = chunks / threads * threads;
+      }
+      if (chunks <= 1) {
+        int slot = std::max(0, tbb::this_task_arena::current_thread_index());
+        layer.run(state, 0, work.items,
+                  std::span<uint8_t>(scratch_base + slot * scratch_stride, static_cast<size_t>(scratch_bytes)));
+      } else {
+        const int64_t items = work.items;
+        tbb::parallel_for(
+            tbb::blocked_range<int64_t>(0, chunks, 1),
+            [&](const tbb::blocked_range<int64_t>& range) {
+              int slot = std::max(0, tbb::this_task_arena::current_thread_index());
+              std::span<uint8_t> scratch(scratch_base + slot * scratch_stride, static_cast<size_t>(scratch_bytes));
+              for (int64_t chunk = range.begin(); chunk < range.end(); ++chunk) {
+                int64_t begin = items * chunk / chunks;
+                int64_t end = items * (chunk + 1) / chunks;
+                if (begin < end) layer.run(state, begin, end, scratch);
+              }
+            },
+            tbb::static_partitioner());
+      }
+      if (profiling) {
+        layer_times_ms_[i] =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      }
+    }
+  });
+  return Status::ok();
+}
+
+}  // namespace qdqrt::engine
