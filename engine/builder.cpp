@@ -69,7 +69,7 @@ class PlanBuilder final : public BuildContext {
     std::unordered_set<int32_t> used;
     for (const std::string& name : graph_.outputs) {
       QDQRT_ASSIGN_OR_RETURN(int32_t tensor, input(name, Layout::kPlain));
-      PlanTensor& desc = plan_.tensors[static_cast<size_t>(tensor)];
+      const PlanTensor desc = plan_.tensors[static_cast<size_t>(tensor)];
       if (desc.kind != TensorKind::kActivation || used.count(tensor)) {
         // A graph input (or an output listed twice) passed through: the output gets its own copy.
         int32_t copy = add_tensor(name + "#output", desc.dtype, desc.shape, desc.batched, Layout::kPlain);
@@ -123,7 +123,7 @@ class PlanBuilder final : public BuildContext {
 
   Result<int32_t> input(const std::string& value, Layout layout) override {
     QDQRT_ASSIGN_OR_RETURN(int32_t stored, input_as_stored(value));
-    const PlanTensor& desc = plan_.tensors[static_cast<size_t>(stored)];
+    const PlanTensor desc = plan_.tensors[static_cast<size_t>(stored)];  // a copy: add_tensor grows the vector
     if (desc.shape.size() != 4) layout = Layout::kPlain;
     if (desc.layout == layout) return stored;
     Stored& entry = stored_[value];
@@ -154,7 +154,7 @@ class PlanBuilder final : public BuildContext {
     return internal_error("value '{}' is read before any layer produces it", value);
   }
 
-  const PlanTensor& tensor(int32_t index) const override { return plan_.tensors[static_cast<size_t>(index)]; }
+  PlanTensor tensor(int32_t index) const override { return plan_.tensors[static_cast<size_t>(index)]; }
 
   const Tensor* constant(const std::string& value) const override {
     if (value.empty()) return nullptr;

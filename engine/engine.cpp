@@ -150,9 +150,7 @@ Result<std::shared_ptr<const Engine>> build_engine(Graph graph, const BuildOptio
   optimizer::OptimizeOptions optimize_options;
   optimize_options.only_passes = options.only_passes;
   optimize_options.disabled_passes = options.disabled_passes;
-  if (options.precision == Precision::kFp32) {
-    return unsupported("FP32 engines need the optimizer's float pipeline, which has not landed yet");
-  }
+  optimize_options.float_only = options.precision == Precision::kFp32;
   auto report = optimizer::optimize(graph, optimize_options);
   if (!report.ok()) return report.status();
   QDQRT_ASSIGN_OR_RETURN(EnginePlan plan, build_plan(graph, options, batched));

@@ -76,7 +76,8 @@ class BuildContext {
   virtual Result<int32_t> input(const std::string& value, Layout layout) = 0;
   // The tensor holding `value` as it is stored (for layout-preserving layers).
   virtual Result<int32_t> input_as_stored(const std::string& value) = 0;
-  virtual const PlanTensor& tensor(int32_t index) const = 0;
+  // A copy: later output()/input() calls may move the plan's tensors.
+  virtual PlanTensor tensor(int32_t index) const = 0;
 
   // The constant (initializer) `value`, or nullptr when it is computed at run time.
   virtual const Tensor* constant(const std::string& value) const = 0;

@@ -40,11 +40,22 @@ class AlignedBuffer {
     buffer.owned_ = false;
     return buffer;
   }
-  bool is_view() const { return !owned_; }
+  bool is_view() const { return !owned_ && !borrowed_; }
+  // A non-owning, WRITABLE buffer over caller memory with room for `capacity` elements (a
+  // layer's per-thread scratch): resize() within the capacity reuses it without allocating;
+  // beyond it, the buffer allocates owned storage like an empty one.
+  static AlignedBuffer borrow(T* data, size_t capacity) {
+    AlignedBuffer buffer;
+    buffer.data_ = data;
+    buffer.capacity_ = capacity;
+    buffer.owned_ = false;
+    buffer.borrowed_ = true;
+    return buffer;
+  }
 
   // Contents are zeroed; capacity is kept when shrinking so runtime re-packing never allocates.
   void resize(size_t count) {
-    if (!owned_) release();
+    if (!owned_ && !borrowed_) release();
     if (count > capacity_) {
       release();
       size_t bytes = (count * sizeof(T) + 63) / 64 * 64;
@@ -60,6 +71,7 @@ class AlignedBuffer {
     std::swap(size_, other.size_);
     std::swap(capacity_, other.capacity_);
     std::swap(owned_, other.owned_);
+    std::swap(borrowed_, other.borrowed_);
   }
 
   T* data() { return data_; }
@@ -75,12 +87,14 @@ class AlignedBuffer {
     size_ = 0;
     capacity_ = 0;
     owned_ = true;
+    borrowed_ = false;
   }
 
   T* data_ = nullptr;
   size_t size_ = 0;
   size_t capacity_ = 0;
   bool owned_ = true;
+  bool borrowed_ = false;  // with !owned_: writable caller memory (borrow), else read-only (view)
 };
 
 }  // namespace qdqrt::kernels

@@ -10,6 +10,7 @@
 #include "optimizer/passes/fold_batchnorm.h"
 #include "optimizer/passes/fold_constants.h"
 #include "optimizer/passes/propagate_qdq.h"
+#include "optimizer/passes/remove_fake_quantization.h"
 #include "optimizer/passes/remove_identities.h"
 #include "optimizer/passes/remove_redundant_qdq.h"
 #include "optimizer/passes/fuse_qdq_binary.h"
@@ -43,6 +44,21 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   return passes;
 }
 
+// The float pipeline (OptimizeOptions::float_only): fake quantization removed, BN folded into
+// float weights, nothing fused.
+std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
+  std::vector<std::unique_ptr<Pass>> passes;
+  passes.push_back(make_remove_identities_pass());
+  passes.push_back(make_fold_constants_pass());
+  passes.push_back(make_remove_fake_quantization_pass());
+  passes.push_back(make_fold_batchnorm_pass());
+  return passes;
+}
+
+std::vector<std::unique_ptr<Pass>> make_pipeline(bool float_only) {
+  return float_only ? make_float_pipeline() : make_pipeline();
+}
+
 // A must_run_after naming a pass missing from the pipeline is an error (it catches typos and
 // removed passes); so is a pass listed twice.
 Status check_ordering(const std::vector<std::unique_ptr<Pass>>& passes) {
@@ -69,16 +85,16 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
 
 }  // namespace
 
-std::vector<std::string> pipeline_pass_names() {
+std::vector<std::string> pipeline_pass_names(bool float_only) {
   std::vector<std::string> names;
-  for (const auto& pass : make_pipeline()) names.push_back(pass->name());
+  for (const auto& pass : make_pipeline(float_only)) names.push_back(pass->name());
   return names;
 }
 
 Result<OptimizeReport> optimize(Graph& graph, const OptimizeOptions& options) {
-  std::vector<std::unique_ptr<Pass>> passes = make_pipeline();
+  std::vector<std::unique_ptr<Pass>> passes = make_pipeline(options.float_only);
   QDQRT_RETURN_IF_ERROR(check_ordering(passes));
-  std::vector<std::string> known = pipeline_pass_names();
+  std::vector<std::string> known = pipeline_pass_names(options.float_only);
   for (const auto* list : {&options.only_passes, &options.disabled_passes}) {
     for (const std::string& name : *list) {
       if (!contains(known, name)) {

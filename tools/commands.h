@@ -22,5 +22,7 @@ struct Command {
 
 Command add_run_command(CLI::App& app);      // qdqrt run: reference executor on a model
 Command add_inspect_command(CLI::App& app);  // qdqrt inspect: optimized layer list and summary
+Command add_exec_command(CLI::App& app);     // qdqrt exec: build/load an engine and benchmark it
+Command add_calibrate_command(CLI::App& app);  // qdqrt calibrate: PTQ calibration -> QDQ ONNX
 
 }  // namespace qdqrt::tools

@@ -12,6 +12,7 @@
 #include "optimizer/pipeline.h"
 #include "parser/onnx_loader.h"
 #include "parser/onnx_writer.h"
+#include "tools/cli_flags.h"
 #include "tools/commands.h"
 #include "tools/run_command.h"
 
@@ -117,7 +118,7 @@ Status inspect_model(const InspectOptions& options, std::ostream& out, bool& usa
     return symbols.status();
   }
   // Unknown pass names are the command line's fault: check before any file is written.
-  std::vector<std::string> known = optimizer::pipeline_pass_names();
+  std::vector<std::string> known = optimizer::pipeline_pass_names(options.float_only);
   for (const auto* list : {&options.passes, &options.disabled_passes}) {
     for (const std::string& name : *list) {
       if (std::find(known.begin(), known.end(), name) == known.end()) {
@@ -132,6 +133,7 @@ Status inspect_model(const InspectOptions& options, std::ostream& out, bool& usa
   optimizer::OptimizeOptions optimize_options;
   optimize_options.only_passes = options.passes;
   optimize_options.disabled_passes = options.disabled_passes;
+  optimize_options.float_only = options.float_only;
   if (!options.dump_graph_dir.empty()) {
     std::error_code error;
     std::filesystem::create_directories(options.dump_graph_dir, error);
@@ -173,13 +175,7 @@ Command add_inspect_command(CLI::App& app) {
   auto passes = std::make_shared<std::vector<std::string>>();
   auto disabled = std::make_shared<std::vector<std::string>>();
   auto shapes = std::make_shared<std::vector<std::string>>();
-  auto quiet = [](CLI::Validator validator) { return validator.description(""); };
-  CLI::Validator shapes_syntax(
-      [](std::string& value) -> std::string {
-        auto parsed = parse_shapes(value);
-        return parsed.ok() ? "" : parsed.status().message();
-      },
-      "NAME:DxDx..[,...]");
+  CLI::Validator shapes_syntax = shapes_validator();
   inspect->add_option("--onnx", options->onnx_path, "The ONNX model to inspect")
       ->required()
       ->check(quiet(CLI::ExistingFile))
@@ -193,6 +189,8 @@ Command add_inspect_command(CLI::App& app) {
                       "Write DIR/00_input.onnx and DIR/<NN>_<pass>.onnx after each pass (DIR is created)")
       ->check(quiet(CLI::ExistingDirectory | CLI::NonexistentPath))
       ->type_name("DIR");
+  inspect->add_flag("--fp32", options->float_only,
+                    "Run the float pipeline instead: fake quantization removed, BatchNorm folded, nothing fused");
   inspect->add_option("--shapes", *shapes, "Values for symbolic input dims (for shapes and MACs), e.g. x:8x3x224x224")
       ->check(quiet(shapes_syntax))
       ->type_name("NAME:DIMS[,...]");
@@ -200,20 +198,12 @@ Command add_inspect_command(CLI::App& app) {
   auto execute = [options, passes, disabled, shapes]() -> int {
     options->passes = split_names(*passes);
     options->disabled_passes = split_names(*disabled);
-    options->shapes.clear();
-    for (const std::string& text : *shapes) {
-      auto parsed = parse_shapes(text);
-      if (!parsed.ok()) {
-        std::cerr << "qdqrt inspect: error: --shapes: " << parsed.status().message() << "\n";
-        return kExitUsage;
-      }
-      for (const auto& [name, shape] : *parsed) {
-        if (!options->shapes.emplace(name, shape).second) {
-          std::cerr << fmt::format("qdqrt inspect: error: --shapes: input '{}' is given twice\n", name);
-          return kExitUsage;
-        }
-      }
+    auto parsed_shapes = collect_shapes(*shapes);
+    if (!parsed_shapes.ok()) {
+      std::cerr << "qdqrt inspect: error: --shapes: " << parsed_shapes.status().message() << "\n";
+      return kExitUsage;
     }
+    options->shapes = std::move(parsed_shapes).value();
     bool usage = false;
     Status status = inspect_model(*options, std::cout, usage);
     if (status.is_ok()) return kExitSuccess;

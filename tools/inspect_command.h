@@ -21,6 +21,7 @@ struct InspectOptions {
   std::vector<std::string> disabled_passes;
   std::string dump_graph_dir;          // --dumpGraph ("" = none)
   std::map<std::string, Shape> shapes;  // --shapes
+  bool float_only = false;              // --fp32: the float pipeline (OptimizeOptions::float_only)
 };
 
 // The layer report as JSON: {"Layers": [...], "Summary": {...}}.

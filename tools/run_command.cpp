@@ -14,6 +14,7 @@
 
 #include "parser/npy.h"
 #include "parser/onnx_loader.h"
+#include "tools/cli_flags.h"
 #include "tools/commands.h"
 
 namespace qdqrt::tools {
@@ -489,26 +490,9 @@ Command add_run_command(CLI::App& app) {
   auto shapes = std::make_shared<std::vector<std::string>>();
 
   // Validators run at parse time so a bad value is reported like any other flag error.
-  CLI::Validator load_inputs_syntax(
-      [](std::string& value) -> std::string {
-        auto specs = parse_load_inputs(value);
-        if (!specs.ok()) return specs.status().message();
-        for (const InputFileSpec& spec : *specs) {
-          std::string problem = CLI::ExistingFile(spec.path);
-          if (!problem.empty()) return fmt::format("input '{}': {}", spec.name, problem);
-        }
-        return "";
-      },
-      "NAME:FILE.npy[,...]");
-  CLI::Validator shapes_syntax(
-      [](std::string& value) -> std::string {
-        auto parsed = parse_shapes(value);
-        return parsed.ok() ? "" : parsed.status().message();
-      },
-      "NAME:DxDx..[,...]");
+  CLI::Validator load_inputs_syntax = load_inputs_validator();
+  CLI::Validator shapes_syntax = shapes_validator();
 
-  // Help shows the type name only, not each validator's description as well.
-  auto quiet = [](CLI::Validator validator) { return validator.description(""); };
   run->add_option("--onnx", options->onnx_path, "The ONNX model to run")
       ->required()
       ->check(quiet(CLI::ExistingFile))
@@ -534,29 +518,18 @@ Command add_run_command(CLI::App& app) {
 
   auto execute = [options, load_inputs, shapes]() -> int {
     // The validators accepted the syntax already; parse again to fill the options.
-    options->input_files.clear();
-    options->shapes.clear();
-    for (const std::string& text : *load_inputs) {
-      auto specs = parse_load_inputs(text);
-      if (!specs.ok()) {
-        std::cerr << "qdqrt run: error: --loadInputs: " << specs.status().message() << "\n";
-        return kExitUsage;
-      }
-      options->input_files.insert(options->input_files.end(), specs->begin(), specs->end());
+    auto specs = collect_load_inputs(*load_inputs);
+    if (!specs.ok()) {
+      std::cerr << "qdqrt run: error: --loadInputs: " << specs.status().message() << "\n";
+      return kExitUsage;
     }
-    for (const std::string& text : *shapes) {
-      auto parsed = parse_shapes(text);
-      if (!parsed.ok()) {
-        std::cerr << "qdqrt run: error: --shapes: " << parsed.status().message() << "\n";
-        return kExitUsage;
-      }
-      for (const auto& [name, shape] : *parsed) {
-        if (!options->shapes.emplace(name, shape).second) {
-          std::cerr << fmt::format("qdqrt run: error: --shapes: input '{}' is given twice\n", name);
-          return kExitUsage;
-        }
-      }
+    options->input_files = std::move(specs).value();
+    auto parsed_shapes = collect_shapes(*shapes);
+    if (!parsed_shapes.ok()) {
+      std::cerr << "qdqrt run: error: --shapes: " << parsed_shapes.status().message() << "\n";
+      return kExitUsage;
     }
+    options->shapes = std::move(parsed_shapes).value();
     std::optional<RunError> error = run_model(*options, std::cout);
     if (!error) return kExitSuccess;
     std::cout.flush();

@@ -5,6 +5,8 @@
 //   reorder     NCHW <-> NHWC (inserted by the builder where a consumer wants the other layout)
 //   copy        a tensor copied as is (graph outputs that are inputs, Identity)
 //   constant    a constant written into a tensor (constants read by layers that take tensors)
+//   lut8        an 8-bit -> 8-bit elementwise node (QRequantize) as a 256-entry table computed by
+//               the node's reference kernel, so the engine is bit-exact with the reference
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -14,7 +16,9 @@
 #include "engine/layer.h"
 #include "engine/layers/layer_families.h"
 #include "kernels/dispatch.h"
+#include "parser/ops/fused_layers.h"
 #include "parser/ops/quantize.h"
+#include "reference/executor.h"
 
 namespace qdqrt::engine {
 namespace {
@@ -415,6 +419,84 @@ Result<std::unique_ptr<Layer>> bind_constant(const BindContext& context) {
   return std::unique_ptr<Layer>(new ConstantLayer(context.layer().outputs[0], value->bytes));
 }
 
+// ---------------------------------------------------------------------------------------------
+// lut8
+
+class Lut8Layer final : public Layer {
+ public:
+  Lut8Layer(int32_t input, int32_t output, const uint8_t* table, kernels::Isa isa)
+      : input_(input), output_(output), table_(table), lut_(kernels::lut_kernel(isa).fn) {}
+  WorkShape work(const RunState& state) const override {
+    return {ceil_div(state.numel(input_), kElementsPerItem), kElementsPerItem * 1.0};
+  }
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    int64_t numel = state.numel(input_);
+    int64_t first = begin * kElementsPerItem;
+    int64_t last = std::min(numel, end * kElementsPerItem);
+    if (first < last) {
+      lut_(static_cast<size_t>(last - first), state.data<uint8_t>(input_) + first,
+           state.data<uint8_t>(output_) + first, table_);
+    }
+  }
+
+ private:
+  int32_t input_, output_;
+  const uint8_t* table_;
+  kernels::LutFn lut_;
+};
+
+// An elementwise node from one 8-bit input (the others constant) to one 8-bit output.
+bool accepts_table(const Node& node, const BuildContext& context) {
+  if (node.inputs.empty() || node.outputs.size() != 1) return false;
+  for (size_t i = 1; i < node.inputs.size(); ++i) {
+    if (!node.inputs[i].empty() && !context.constant(node.inputs[i])) return false;
+  }
+  auto input = context.dtype_of(node.inputs[0]);
+  auto output = context.dtype_of(node.outputs[0]);
+  auto input_shape = context.shape_of(node.inputs[0]);
+  auto output_shape = context.shape_of(node.outputs[0]);
+  return input.ok() && is_8bit(*input) && output.ok() && is_8bit(*output) && input_shape.ok() &&
+         output_shape.ok() && *input_shape == *output_shape;
+}
+
+Status lower_table(const Node& node, BuildContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(DataType input_dtype, context.dtype_of(node.inputs[0]));
+  Tensor every_value(input_dtype, {256});
+  for (int v = 0; v < 256; ++v) static_cast<uint8_t*>(every_value.raw_data())[v] = static_cast<uint8_t>(v);
+  std::vector<const Tensor*> inputs = {&every_value};
+  for (size_t i = 1; i < node.inputs.size(); ++i) inputs.push_back(context.constant(node.inputs[i]));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, run_reference_node(node, inputs));
+  if (outputs.size() != 1 || outputs[0].numel() != 256 || dtype_size(outputs[0].dtype()) != 1) {
+    return internal_error("the reference kernel did not give one 8-bit value per input value");
+  }
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input_as_stored(node.inputs[0]));
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], context.tensor(input).layout));
+  PlanLayer layer;
+  layer.kind = "lut8";
+  layer.name = node.name;
+  layer.source_nodes = {node.name};
+  layer.op_type = node.op_type;
+  layer.inputs = {input};
+  layer.outputs = {output};
+  layer.kernel = kernels::lut_kernel(context.isa()).name;
+  layer.blobs.push_back(make_blob("table", outputs[0].raw_data(), 256));
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Layer>> bind_lut8(const BindContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* input, context.input(0));
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
+  QDQRT_ASSIGN_OR_RETURN(const Blob* table, context.layer().blob("table"));
+  if (table->bytes.size() != 256) return context.error(fmt::format("table holds {} bytes, not 256", table->bytes.size()));
+  if (!is_8bit(input->dtype) || !is_8bit(output->dtype) || input->shape != output->shape ||
+      input->batched != output->batched || input->layout != output->layout) {
+    return context.error("needs 8-bit input and output of one shape and layout");
+  }
+  return std::unique_ptr<Layer>(
+      new Lut8Layer(context.layer().inputs[0], context.layer().outputs[0], table->bytes.data(), kernels::active_isa()));
+}
+
 }  // namespace
 
 void register_border_layers(LayerRegistry& registry) {
@@ -423,6 +505,8 @@ void register_border_layers(LayerRegistry& registry) {
   registry.add_kind({"reorder", bind_reorder});
   registry.add_kind({"copy", bind_copy});
   registry.add_kind({"constant", bind_constant});
+  registry.add_kind({"lut8", bind_lut8});
+  registry.add_lowering({layers::kDomain, layers::kQRequantize, lower_table, accepts_table, false});
   registry.add_lowering({"", "QuantizeLinear", lower_quantize, accepts_quantize, false});
   registry.add_lowering({"", "DequantizeLinear", lower_dequantize, accepts_dequantize, false});
   registry.add_lowering({"", "Identity", lower_identity, nullptr, false});

@@ -1,9 +1,131 @@
-// Filled in this session (see engine/layers/layer_families.h).
-#include "engine/layer.h"
-#include "engine/layers/layer_families.h"
+// Native fp32 layers: registration of the float_*.cpp files and their shared helpers
+// (engine/layers/float_common.h). docs/engine_float_layers.md lists the layers.
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "engine/layers/float_common.h"
 
 namespace qdqrt::engine {
 
-void register_float_layers(LayerRegistry&) {}
+namespace fp32 {
+
+kernels::Isa bind_isa(const EnginePlan& plan) {
+  const kernels::Isa active = kernels::active_isa();
+  auto isa = kernels::parse_isa(plan.isa);
+  if (!isa) return active;
+  return std::min(*isa, active);
+}
+
+DataType value_dtype(const BuildContext& context, const std::string& value) {
+  auto dtype = context.dtype_of(value);
+  return dtype.ok() ? *dtype : DataType::kUndefined;
+}
+
+bool all_float(const Node& node, const BuildContext& context) {
+  for (const std::string& input : node.inputs) {
+    if (!input.empty() && value_dtype(context, input) != DataType::kFloat) return false;
+  }
+  for (const std::string& output : node.outputs) {
+    if (!output.empty() && value_dtype(context, output) != DataType::kFloat) return false;
+  }
+  return true;
+}
+
+PlanLayer make_layer(const Node& node, const std::string& kind, const std::string& kernel) {
+  PlanLayer layer;
+  layer.kind = kind;
+  layer.name = node.name;
+  layer.source_nodes = {node.name};
+  layer.op_type = node.op_type;
+  layer.kernel = kernel;
+  return layer;
+}
+
+Status expect_tensor(const BindContext& context, const PlanTensor& tensor, const char* what, DataType dtype, int rank) {
+  if (tensor.dtype != dtype) {
+    return context.error(fmt::format("{} '{}' is {}, expected {}", what, tensor.name, dtype_name(tensor.dtype),
+                                     dtype_name(dtype)));
+  }
+  if (tensor.layout != Layout::kPlain) {
+    return context.error(fmt::format("{} '{}' is stored {}, expected plain", what, tensor.name, layout_name(tensor.layout)));
+  }
+  if (rank >= 0 && static_cast<int>(tensor.shape.size()) != rank) {
+    return context.error(fmt::format("{} '{}' has shape {}, expected rank {}", what, tensor.name,
+                                     shape_to_string(tensor.shape), rank));
+  }
+  if (safe_numel(tensor.shape) < 0) {
+    return context.error(fmt::format("{} '{}' has a bad shape {}", what, tensor.name, shape_to_string(tensor.shape)));
+  }
+  if (tensor.batched && (tensor.shape.empty() || tensor.shape[0] != context.plan().max_batch)) {
+    return context.error(fmt::format("{} '{}' is batched but its shape {} does not start with the maximum batch {}",
+                                     what, tensor.name, shape_to_string(tensor.shape), context.plan().max_batch));
+  }
+  return Status::ok();
+}
+
+Result<const float*> float_blob(const BindContext& context, const std::string& name, int64_t count) {
+  const Blob* blob = context.layer().find_blob(name);
+  if (blob == nullptr) return context.error(fmt::format("blob '{}' is missing", name));
+  if (count < 0 || blob->bytes.size() != static_cast<size_t>(count) * sizeof(float)) {
+    return context.error(fmt::format("blob '{}' has {} bytes, expected {} floats", name, blob->bytes.size(), count));
+  }
+  if (reinterpret_cast<uintptr_t>(blob->bytes.data()) % alignof(float) != 0) {
+    return context.error(fmt::format("blob '{}' is not aligned", name));
+  }
+  return blob->as<float>();
+}
+
+int64_t safe_numel(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0) return -1;
+    if (dim != 0 && count > (std::numeric_limits<int64_t>::max() / 16) / dim) return -1;
+    count *= dim;
+  }
+  return count;
+}
+
+void gemm_in_stack_sized_calls(const kernels::Fp32Kernels& fp32, const kernels::Fp32GemmParams& params, const float* a,
+                               size_t lda, const float* b, size_t ldb, const float* bias, float* c, size_t ldc) {
+  // Shallow products take wider calls: each packed block (rows or columns x depth) stays <= 128 KiB.
+  const size_t max_depth = kGemmMaxDepth;
+  const size_t depth = std::max<size_t>(1, std::min(params.k, max_depth));
+  const size_t block_floats = static_cast<size_t>(kGemmMaxRows * kGemmMaxDepth);
+  const size_t max_rows = std::max<size_t>(kGemmMaxRows, block_floats / depth / 16 * 16);
+  const size_t max_columns = std::max<size_t>(kGemmMaxColumns, block_floats / depth / 16 * 16);
+  for (size_t row = 0; row < params.m; row += max_rows) {
+    for (size_t column = 0; column < params.n; column += max_columns) {
+      for (size_t k0 = 0; k0 < params.k || k0 == 0; k0 += max_depth) {
+        kernels::Fp32GemmParams slice = params;
+        slice.m = std::min(max_rows, params.m - row);
+        slice.n = std::min(max_columns, params.n - column);
+        slice.k = std::min(max_depth, params.k - k0);
+        if (k0 > 0) slice.beta = 1.0f;  // accumulate onto the earlier depth slices
+        const float* b_block = params.transpose_b ? b + column * ldb + k0 : b + k0 * ldb + column;
+        fp32.gemm.fn(slice, a + row * lda + k0, lda, b_block, ldb, bias != nullptr && k0 == 0 ? bias + column : nullptr,
+                     c + row * ldc + column, ldc);
+        if (params.k == 0) break;
+      }
+    }
+  }
+}
+
+Shape image_shape(const PlanTensor& tensor) {
+  Shape shape = tensor.shape;
+  if (tensor.batched && !shape.empty()) shape[0] = 1;
+  return shape;
+}
+
+}  // namespace fp32
+
+void register_float_layers(LayerRegistry& registry) {
+  fp32::register_conv(registry);
+  fp32::register_gemm(registry);
+  fp32::register_elementwise(registry);
+  fp32::register_pool(registry);
+  fp32::register_shape(registry);
+}
 
 }  // namespace qdqrt::engine

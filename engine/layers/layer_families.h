@@ -19,7 +19,10 @@ void register_float_layers(LayerRegistry& registry);
 // engine/layers/reference_layer.cpp: any other node, run by the reference executor's kernel.
 void register_reference_layer(LayerRegistry& registry);
 
-// Lowers a node no family has a lowering for into a "reference" layer (the builder's fallback).
+// Lowers `node` to one "reference" layer (kernel "reference"): the builder's fallback for nodes
+// without a lowering, and what a native lowering calls for attribute values it does not handle.
+// Needs static shapes for every runtime input and output. The layer runs the reference executor's
+// kernel: slow, one thread, and it allocates inside run() (tensors for inputs and outputs).
 Status lower_with_reference(const Node& node, BuildContext& context);
 
 }  // namespace qdqrt::engine

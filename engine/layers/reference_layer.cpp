@@ -1,13 +1,471 @@
-// Filled in this session (see engine/layers/layer_families.h).
+// The "reference" layer: runs one node of the optimized graph with the reference executor's
+// kernel (reference/executor.h run_reference_node). It is the fallback for every node without a
+// native lowering, so any op the parser and the reference know runs in an engine.
+//
+// Engine file encoding (own, no protobuf; docs/engine_float_layers.md): the node is stored in
+// params and blobs.
+//   op_type, domain (strings), opset (int), node_outputs (int), output_slots (ints: the node output
+//   slot each PlanLayer output holds)
+//   input_kinds (ints, one per node input slot): 0 absent, 1 runtime tensor, 2 constant
+//   input_indices (ints): runtime -> index into PlanLayer::inputs; constant -> constant number c
+//   constant_count, const<c>.dtype (int), const<c>.shape (ints), blob "const<c>" (raw elements)
+//   attr_count; attr<i>.name, attr<i>.kind (Attribute::Kind), attr<i>.value (int / float / string /
+//   ints / floats); string lists as attr<i>.count + attr<i>.s<j>; tensors as attr<i>.dtype,
+//   attr<i>.shape + blob "attr<i>"
+// bind() rebuilds the Node, parses its typed attributes through the parser's op registry (the
+// same validation a model file gets) and checks every tensor's dtype, layout and static shape.
+//
+// Run: one item (one thread). Inputs are copied into qdqrt::Tensor (the reference kernels take
+// Tensors), the kernel allocates its outputs, and they are copied into the plan's buffers. So this
+// layer ALLOCATES inside run(); it is the only layer kind that does. A kernel error or an output
+// shape that differs from the plan's (a node whose output does not follow the batch) cannot be
+// returned from run(): the outputs are then filled with NaN (float) or zeros, never left stale.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <limits>
+
+#include <fmt/format.h>
+
 #include "engine/layer.h"
 #include "engine/layers/layer_families.h"
+#include "parser/op_registry.h"
+#include "reference/executor.h"
+#include "reference/kernel_registry.h"
 
 namespace qdqrt::engine {
 
-void register_reference_layer(LayerRegistry&) {}
+namespace {
 
-Status lower_with_reference(const Node& node, BuildContext&) {
-  return unsupported("no engine layer runs {} '{}' yet", node.op_type, node.name);
+constexpr const char* kKind = "reference";
+
+enum InputKind : int64_t { kAbsent = 0, kRuntime = 1, kConstant = 2 };
+
+// Bytes of a tensor of `dtype` and `shape` read from an untrusted file (dims >= 0, no overflow).
+Result<size_t> checked_bytes(DataType dtype, const Shape& shape, const std::string& what) {
+  const size_t element = dtype_size(dtype);
+  if (element == 0) return invalid_model("{}: dtype {} has no tensor storage", what, dtype_name(dtype));
+  size_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0) return invalid_model("{}: negative dim in {}", what, shape_to_string(shape));
+    if (dim != 0 && count > (std::numeric_limits<size_t>::max() / 2) / static_cast<size_t>(dim) / element) {
+      return invalid_model("{}: shape {} is too large", what, shape_to_string(shape));
+    }
+    count *= static_cast<size_t>(dim);
+  }
+  return count * element;
 }
+
+Result<DataType> checked_dtype(int64_t value, const std::string& what) {
+  if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max() ||
+      !dtype_is_known(static_cast<int32_t>(value))) {
+    return invalid_model("{}: unknown dtype {}", what, value);
+  }
+  DataType dtype = static_cast<DataType>(value);
+  if (dtype_size(dtype) == 0) return invalid_model("{}: dtype {} has no tensor storage", what, dtype_name(dtype));
+  return dtype;
+}
+
+// A tensor stored as params `<prefix>.dtype`, `<prefix>.shape` and blob `<prefix>`.
+void store_tensor(PlanLayer& layer, const std::string& prefix, const Tensor& tensor) {
+  layer.params.set(prefix + ".dtype", static_cast<int64_t>(tensor.dtype()));
+  layer.params.set(prefix + ".shape", tensor.shape());
+  layer.blobs.push_back(make_blob(prefix, tensor.raw_data(), tensor.nbytes()));
+}
+
+Result<Tensor> load_tensor(const BindContext& context, const std::string& prefix) {
+  const PlanLayer& layer = context.layer();
+  auto with_layer = [&](const Status& status) { return context.error(status.message()); };
+  auto dtype_value = layer.params.get_int(prefix + ".dtype");
+  if (!dtype_value.ok()) return with_layer(dtype_value.status());
+  auto shape = layer.params.get_ints(prefix + ".shape");
+  if (!shape.ok()) return with_layer(shape.status());
+  auto dtype = checked_dtype(*dtype_value, prefix);
+  if (!dtype.ok()) return with_layer(dtype.status());
+  auto bytes = checked_bytes(*dtype, *shape, prefix);
+  if (!bytes.ok()) return with_layer(bytes.status());
+  const Blob* blob = layer.find_blob(prefix);
+  if (blob == nullptr) return context.error(fmt::format("blob '{}' is missing", prefix));
+  if (blob->bytes.size() != *bytes) {
+    return context.error(fmt::format("blob '{}' has {} bytes, {} {} needs {}", prefix, blob->bytes.size(),
+                                     dtype_name(*dtype), shape_to_string(*shape), *bytes));
+  }
+  try {
+    Tensor tensor(*dtype, *shape);
+    if (*bytes) std::memcpy(tensor.raw_data(), blob->bytes.data(), *bytes);
+    return tensor;
+  } catch (const std::exception& e) {
+    return context.error(fmt::format("tensor '{}': {}", prefix, e.what()));
+  }
+}
+
+void store_attribute(PlanLayer& layer, size_t index, const std::string& name, const Attribute& attribute) {
+  const std::string prefix = fmt::format("attr{}", index);
+  layer.params.set(prefix + ".name", name);
+  layer.params.set(prefix + ".kind", static_cast<int64_t>(attribute.kind));
+  switch (attribute.kind) {
+    case Attribute::Kind::kFloat: layer.params.set(prefix + ".value", static_cast<double>(attribute.f)); break;
+    case Attribute::Kind::kInt: layer.params.set(prefix + ".value", attribute.i); break;
+    case Attribute::Kind::kString: layer.params.set(prefix + ".value", attribute.s); break;
+    case Attribute::Kind::kFloats:
+      layer.params.set(prefix + ".value", std::vector<double>(attribute.floats.begin(), attribute.floats.end()));
+      break;
+    case Attribute::Kind::kInts: layer.params.set(prefix + ".value", attribute.ints); break;
+    case Attribute::Kind::kStrings:
+      layer.params.set(prefix + ".count", static_cast<int64_t>(attribute.strings.size()));
+      for (size_t j = 0; j < attribute.strings.size(); ++j) {
+        layer.params.set(fmt::format("{}.s{}", prefix, j), attribute.strings[j]);
+      }
+      break;
+    case Attribute::Kind::kTensor: store_tensor(layer, prefix, attribute.t); break;
+  }
+}
+
+Result<std::pair<std::string, Attribute>> load_attribute(const BindContext& context, size_t index) {
+  const Params& params = context.layer().params;
+  const std::string prefix = fmt::format("attr{}", index);
+  auto fail = [&](const Status& status) { return context.error(status.message()); };
+  auto name = params.get_string(prefix + ".name");
+  if (!name.ok()) return fail(name.status());
+  auto kind = params.get_int(prefix + ".kind");
+  if (!kind.ok()) return fail(kind.status());
+  Attribute attribute;
+  switch (*kind) {
+    case static_cast<int64_t>(Attribute::Kind::kFloat): {
+      auto value = params.get_float(prefix + ".value");
+      if (!value.ok()) return fail(value.status());
+      attribute.kind = Attribute::Kind::kFloat;
+      attribute.f = static_cast<float>(*value);
+      break;
+    }
+    case static_cast<int64_t>(Attribute::Kind::kInt): {
+      auto value = params.get_int(prefix + ".value");
+      if (!value.ok()) return fail(value.status());
+      attribute.kind = Attribute::Kind::kInt;
+      attribute.i = *value;
+      break;
+    }
+    case static_cast<int64_t>(Attribute::Kind::kString): {
+      auto value = params.get_string(prefix + ".value");
+      if (!value.ok()) return fail(value.status());
+      attribute.kind = Attribute::Kind::kString;
+      attribute.s = *value;
+      break;
+    }
+    case static_cast<int64_t>(Attribute::Kind::kFloats): {
+      auto value = params.get_floats(prefix + ".value");
+      if (!value.ok()) return fail(value.status());
+      attribute.kind = Attribute::Kind::kFloats;
+      for (double v : *value) attribute.floats.push_back(static_cast<float>(v));
+      break;
+    }
+    case static_cast<int64_t>(Attribute::Kind::kInts): {
+      auto value = params.get_ints(prefix + ".value");
+      if (!value.ok()) return fail(value.status());
+      attribute.kind = Attribute::Kind::kInts;
+      attribute.ints = *value;
+      break;
+    }
+    case static_cast<int64_t>(Attribute::Kind::kStrings): {
+      auto count = params.get_int(prefix + ".count");
+      if (!count.ok()) return fail(count.status());
+      if (*count < 0 || *count > static_cast<int64_t>(params.values().size())) {
+        return context.error(fmt::format("attribute '{}': bad string count {}", *name, *count));
+      }
+      attribute.kind = Attribute::Kind::kStrings;
+      for (int64_t j = 0; j < *count; ++j) {
+        auto value = params.get_string(fmt::format("{}.s{}", prefix, j));
+        if (!value.ok()) return fail(value.status());
+        attribute.strings.push_back(*value);
+      }
+      break;
+    }
+    case static_cast<int64_t>(Attribute::Kind::kTensor): {
+      QDQRT_ASSIGN_OR_RETURN(attribute.t, load_tensor(context, prefix));
+      attribute.kind = Attribute::Kind::kTensor;
+      break;
+    }
+    default: return context.error(fmt::format("attribute '{}': unknown kind {}", *name, *kind));
+  }
+  return std::make_pair(*name, std::move(attribute));
+}
+
+// One node input slot at run time.
+struct InputSlot {
+  InputKind kind = kAbsent;
+  size_t index = 0;  // runtime: position in PlanLayer::inputs; constant: into constants_
+};
+
+class ReferenceLayer final : public Layer {
+ public:
+  ReferenceLayer(Node node, std::vector<InputSlot> slots, std::vector<Tensor> constants,
+                 std::vector<int32_t> runtime_inputs, std::vector<int32_t> outputs, std::vector<size_t> output_slots)
+      : node_(std::move(node)),
+        slots_(std::move(slots)),
+        constants_(std::move(constants)),
+        runtime_inputs_(std::move(runtime_inputs)),
+        outputs_(std::move(outputs)),
+        output_slots_(std::move(output_slots)) {}
+
+  WorkShape work(const RunState& state) const override {
+    double elements = 1.0;
+    for (int32_t output : outputs_) elements += static_cast<double>(state.numel(output));
+    // Reference kernels are scalar and slow: the cost only matters for profiling estimates.
+    return {.items = 1, .ops_per_item = 100.0 * elements};
+  }
+
+  void run(const RunState& state, int64_t, int64_t, std::span<uint8_t>) const override {
+    bool ok = false;
+    try {
+      ok = run_node(state);
+    } catch (const std::exception&) {
+      ok = false;
+    }
+    if (!ok) poison_outputs(state);
+  }
+
+ private:
+  bool run_node(const RunState& state) const {
+    std::vector<Tensor> runtime;
+    runtime.reserve(runtime_inputs_.size());
+    for (int32_t index : runtime_inputs_) {
+      const PlanTensor& plan_tensor = state.tensor(index);
+      Shape shape(plan_tensor.shape.size());
+      for (size_t axis = 0; axis < shape.size(); ++axis) shape[axis] = state.dim(index, axis);
+      Tensor tensor(plan_tensor.dtype, std::move(shape));
+      if (tensor.nbytes()) std::memcpy(tensor.raw_data(), state.data(index), tensor.nbytes());
+      runtime.push_back(std::move(tensor));
+    }
+    std::vector<const Tensor*> inputs;
+    inputs.reserve(slots_.size());
+    for (const InputSlot& slot : slots_) {
+      switch (slot.kind) {
+        case kAbsent: inputs.push_back(nullptr); break;
+        case kRuntime: inputs.push_back(&runtime[slot.index]); break;
+        case kConstant: inputs.push_back(&constants_[slot.index]); break;
+      }
+    }
+    Result<std::vector<Tensor>> outputs = run_reference_node(node_, inputs);
+    if (!outputs.ok()) return false;
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      const Tensor& result = (*outputs)[output_slots_[i]];
+      const int32_t index = outputs_[i];
+      const PlanTensor& plan_tensor = state.tensor(index);
+      if (result.dtype() != plan_tensor.dtype || result.shape().size() != plan_tensor.shape.size()) return false;
+      for (size_t axis = 0; axis < plan_tensor.shape.size(); ++axis) {
+        if (result.shape()[axis] != state.dim(index, axis)) return false;
+      }
+      if (result.nbytes()) std::memcpy(state.data(index), result.raw_data(), result.nbytes());
+    }
+    return true;
+  }
+
+  void poison_outputs(const RunState& state) const {
+    for (int32_t index : outputs_) {
+      const PlanTensor& plan_tensor = state.tensor(index);
+      const size_t count = static_cast<size_t>(state.numel(index));
+      if (plan_tensor.dtype == DataType::kFloat) {
+        std::fill_n(state.data<float>(index), count, std::numeric_limits<float>::quiet_NaN());
+      } else {
+        std::memset(state.data(index), 0, count * dtype_size(plan_tensor.dtype));
+      }
+    }
+  }
+
+  Node node_;
+  std::vector<InputSlot> slots_;
+  std::vector<Tensor> constants_;
+  std::vector<int32_t> runtime_inputs_;
+  std::vector<int32_t> outputs_;
+  std::vector<size_t> output_slots_;
+};
+
+Result<std::unique_ptr<Layer>> bind_reference(const BindContext& context) {
+  const PlanLayer& layer = context.layer();
+  const Params& params = layer.params;
+  auto fail = [&](const Status& status) { return context.error(status.message()); };
+
+  Node node;
+  node.name = layer.source_nodes.empty() ? layer.name : layer.source_nodes.front();
+  auto op_type = params.get_string("op_type");
+  if (!op_type.ok()) return fail(op_type.status());
+  auto domain = params.get_string("domain");
+  if (!domain.ok()) return fail(domain.status());
+  auto opset = params.get_int("opset");
+  if (!opset.ok()) return fail(opset.status());
+  node.op_type = *op_type;
+  node.domain = *domain;
+  node.opset = *opset;
+
+  const OpSchema* schema = OpRegistry::instance().find(node.domain, node.op_type);
+  if (schema == nullptr) return context.error(fmt::format("op '{}' (domain '{}') is not known", node.op_type, node.domain));
+  if (node.opset < schema->min_opset || node.opset > schema->max_opset) {
+    return context.error(fmt::format("op '{}' at opset {} is outside {}..{}", node.op_type, node.opset,
+                                     schema->min_opset, schema->max_opset));
+  }
+  if (KernelRegistry::instance().find(node.domain, node.op_type) == nullptr) {
+    return context.error(fmt::format("no reference kernel for op '{}'", node.op_type));
+  }
+
+  auto kinds = params.get_ints("input_kinds");
+  if (!kinds.ok()) return fail(kinds.status());
+  auto indices = params.get_ints("input_indices");
+  if (!indices.ok()) return fail(indices.status());
+  auto constant_count = params.get_int("constant_count");
+  if (!constant_count.ok()) return fail(constant_count.status());
+  if (kinds->size() != indices->size()) return context.error("input_kinds and input_indices differ in length");
+  if (*constant_count < 0 || *constant_count > static_cast<int64_t>(layer.blobs.size())) {
+    return context.error(fmt::format("constant_count {} exceeds the layer's {} blobs", *constant_count, layer.blobs.size()));
+  }
+  std::vector<Tensor> constants;
+  for (int64_t c = 0; c < *constant_count; ++c) {
+    QDQRT_ASSIGN_OR_RETURN(Tensor constant, load_tensor(context, fmt::format("const{}", c)));
+    constants.push_back(std::move(constant));
+  }
+
+  std::vector<InputSlot> slots;
+  std::vector<int32_t> runtime_inputs;
+  for (size_t slot = 0; slot < kinds->size(); ++slot) {
+    const int64_t kind = (*kinds)[slot], index = (*indices)[slot];
+    InputSlot entry;
+    if (kind == kAbsent) {
+      node.inputs.push_back("");
+    } else if (kind == kRuntime) {
+      if (index < 0 || static_cast<size_t>(index) >= layer.inputs.size()) {
+        return context.error(fmt::format("node input {} names layer input {} of {}", slot, index, layer.inputs.size()));
+      }
+      QDQRT_ASSIGN_OR_RETURN(const PlanTensor* tensor, context.input(static_cast<size_t>(index)));
+      if (tensor->layout != Layout::kPlain) {
+        return context.error(fmt::format("input '{}' is stored {}, the reference layer needs plain", tensor->name,
+                                         layout_name(tensor->layout)));
+      }
+      QDQRT_RETURN_IF_ERROR(checked_bytes(tensor->dtype, tensor->shape, tensor->name).status());
+      entry = {kRuntime, static_cast<size_t>(index)};
+      node.inputs.push_back(tensor->name);
+    } else if (kind == kConstant) {
+      if (index < 0 || index >= *constant_count) {
+        return context.error(fmt::format("node input {} names constant {} of {}", slot, index, *constant_count));
+      }
+      entry = {kConstant, static_cast<size_t>(index)};
+      node.inputs.push_back(fmt::format("const{}", index));
+    } else {
+      return context.error(fmt::format("node input {} has unknown kind {}", slot, kind));
+    }
+    slots.push_back(entry);
+  }
+  for (int32_t index : layer.inputs) runtime_inputs.push_back(index);
+  for (size_t i = 0; i < layer.inputs.size(); ++i) QDQRT_RETURN_IF_ERROR(context.input(i).status());
+
+  auto node_outputs = params.get_int("node_outputs");
+  if (!node_outputs.ok()) return fail(node_outputs.status());
+  auto output_slots_param = params.get_ints("output_slots");
+  if (!output_slots_param.ok()) return fail(output_slots_param.status());
+  if (*node_outputs < 1 || *node_outputs > 64) return context.error(fmt::format("node_outputs {} is out of range", *node_outputs));
+  if (output_slots_param->size() != layer.outputs.size() || layer.outputs.empty()) {
+    return context.error(fmt::format("{} output slots for {} layer outputs", output_slots_param->size(), layer.outputs.size()));
+  }
+  node.outputs.assign(static_cast<size_t>(*node_outputs), "");
+  std::vector<size_t> output_slots;
+  std::vector<int32_t> outputs;
+  for (size_t i = 0; i < layer.outputs.size(); ++i) {
+    const int64_t slot = (*output_slots_param)[i];
+    if (slot < 0 || slot >= *node_outputs || !node.outputs[static_cast<size_t>(slot)].empty()) {
+      return context.error(fmt::format("output slot {} is out of range or repeated", slot));
+    }
+    QDQRT_ASSIGN_OR_RETURN(const PlanTensor* tensor, context.output(i));
+    if (tensor->layout != Layout::kPlain) {
+      return context.error(fmt::format("output '{}' is stored {}, the reference layer writes plain", tensor->name,
+                                       layout_name(tensor->layout)));
+    }
+    QDQRT_RETURN_IF_ERROR(checked_bytes(tensor->dtype, tensor->shape, tensor->name).status());
+    node.outputs[static_cast<size_t>(slot)] = tensor->name.empty() ? fmt::format("output{}", slot) : tensor->name;
+    output_slots.push_back(static_cast<size_t>(slot));
+    outputs.push_back(layer.outputs[i]);
+  }
+
+  auto attribute_count = params.get_int("attr_count");
+  if (!attribute_count.ok()) return fail(attribute_count.status());
+  if (*attribute_count < 0 || *attribute_count > static_cast<int64_t>(params.values().size())) {
+    return context.error(fmt::format("attr_count {} is out of range", *attribute_count));
+  }
+  for (int64_t i = 0; i < *attribute_count; ++i) {
+    QDQRT_ASSIGN_OR_RETURN(auto attribute, load_attribute(context, static_cast<size_t>(i)));
+    if (!node.attributes.emplace(attribute.first, std::move(attribute.second)).second) {
+      return context.error(fmt::format("attribute '{}' is listed twice", attribute.first));
+    }
+  }
+  if (schema->parse_attributes != nullptr) {
+    auto typed = schema->parse_attributes(node);
+    if (!typed.ok()) return context.error(typed.status().message());
+    node.typed_attributes = std::move(typed).value();
+  }
+  return std::unique_ptr<Layer>(std::make_unique<ReferenceLayer>(std::move(node), std::move(slots), std::move(constants),
+                                                                 std::move(runtime_inputs), std::move(outputs),
+                                                                 std::move(output_slots)));
+}
+
+}  // namespace
+
+Status lower_with_reference(const Node& node, BuildContext& context) {
+  if (KernelRegistry::instance().find(node.domain, node.op_type) == nullptr) {
+    return unsupported("{}: no native lowering and no reference kernel", node.describe());
+  }
+  PlanLayer layer;
+  layer.kind = kKind;
+  layer.name = node.name;
+  layer.source_nodes = {node.name};
+  layer.op_type = node.op_type;
+  layer.kernel = "reference";
+  layer.params.set("op_type", node.op_type);
+  layer.params.set("domain", node.domain);
+  layer.params.set("opset", node.opset);
+
+  std::vector<int64_t> kinds, indices;
+  int64_t constant_count = 0;
+  for (const std::string& input : node.inputs) {
+    if (input.empty()) {
+      kinds.push_back(kAbsent);
+      indices.push_back(0);
+    } else if (const Tensor* constant = context.constant(input)) {
+      kinds.push_back(kConstant);
+      indices.push_back(constant_count);
+      store_tensor(layer, fmt::format("const{}", constant_count), *constant);
+      ++constant_count;
+    } else {
+      QDQRT_ASSIGN_OR_RETURN(int32_t tensor, context.input(input, Layout::kPlain));
+      // A value read twice (Mul(x, x)) is one layer input.
+      auto found = std::find(layer.inputs.begin(), layer.inputs.end(), tensor);
+      kinds.push_back(kRuntime);
+      indices.push_back(found - layer.inputs.begin());
+      if (found == layer.inputs.end()) layer.inputs.push_back(tensor);
+    }
+  }
+  layer.params.set("input_kinds", kinds);
+  layer.params.set("input_indices", indices);
+  layer.params.set("constant_count", constant_count);
+
+  std::vector<int64_t> output_slots;
+  for (size_t slot = 0; slot < node.outputs.size(); ++slot) {
+    const std::string& output = node.outputs[slot];
+    if (output.empty()) continue;
+    QDQRT_ASSIGN_OR_RETURN(Shape shape, context.shape_of(output));
+    (void)shape;  // shape_of fails for values without a static shape: the plan needs them all
+    QDQRT_ASSIGN_OR_RETURN(int32_t tensor, context.output(output, Layout::kPlain));
+    layer.outputs.push_back(tensor);
+    output_slots.push_back(static_cast<int64_t>(slot));
+  }
+  if (layer.outputs.empty()) return unsupported("{}: has no outputs", node.describe());
+  layer.params.set("node_outputs", static_cast<int64_t>(node.outputs.size()));
+  layer.params.set("output_slots", output_slots);
+
+  size_t attribute_index = 0;
+  for (const auto& [name, attribute] : node.attributes) store_attribute(layer, attribute_index++, name, attribute);
+  layer.params.set("attr_count", static_cast<int64_t>(attribute_index));
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+void register_reference_layer(LayerRegistry& registry) { registry.add_kind({kKind, bind_reference}); }
 
 }  // namespace qdqrt::engine

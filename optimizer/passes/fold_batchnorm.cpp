@@ -58,7 +58,8 @@ class FoldBatchnormPass : public Pass {
     Node& conv = graph.nodes[static_cast<size_t>(conv_index)];
     if (conv.op_type != "Conv" || !conv.domain.empty() || !index.has_single_use(conv.outputs[0])) return false;
 
-    // The weight: a float constant, or DQ(integer constant) read only by this conv.
+    // The weight: a float constant, or DQ(integer constant). A DQ that other nodes read too is
+    // duplicated for this conv (the int8 weight stays shared; only the copy's scale changes).
     const Tensor* float_weight = find_constant(graph, conv.input(1));
     Node* weight_dq = nullptr;
     std::optional<QuantParams> weight_params;
@@ -71,10 +72,7 @@ class FoldBatchnormPass : public Pass {
       if (dq_index < 0) return false;
       weight_dq = &graph.nodes[static_cast<size_t>(dq_index)];
       const Tensor* quantized = find_constant(graph, weight_dq->input(0));
-      if (!is_dequantize(*weight_dq) || quantized == nullptr || quantized->rank() < 1 ||
-          !index.has_single_use(conv.input(1))) {
-        return false;
-      }
+      if (!is_dequantize(*weight_dq) || quantized == nullptr || quantized->rank() < 1) return false;
       weight_params = constant_quant_params(graph, *weight_dq);
       if (!weight_params) return false;
       out_channels = quantized->dim(0);
@@ -96,6 +94,7 @@ class FoldBatchnormPass : public Pass {
     }
 
     const double epsilon = batchnorm.attrs<BatchNormalizationAttributes>().epsilon;
+    Node duplicate;  // the weight DQ's copy when the DQ is shared (inserted before the conv)
     std::vector<double> factor(static_cast<size_t>(out_channels));
     std::vector<float> folded_bias(static_cast<size_t>(out_channels));
     for (size_t c = 0; c < factor.size(); ++c) {
@@ -111,6 +110,15 @@ class FoldBatchnormPass : public Pass {
       }
       conv.inputs[1] = add_initializer(graph, conv.input(1) + "_bn_folded", std::move(weight));
     } else {
+      if (!index.has_single_use(conv.input(1))) {
+        duplicate = *weight_dq;
+        duplicate.name =
+            unique_node_name(graph, (weight_dq->name.empty() ? conv.name : weight_dq->name) + "_bn_folded");
+        duplicate.outputs = {unique_value_name(graph, conv.input(1) + "_bn_folded")};
+        set_value_info(graph, duplicate.outputs[0], DataType::kFloat, conv.input(1));
+        conv.inputs[1] = duplicate.outputs[0];
+        weight_dq = &duplicate;
+      }
       Tensor scale(DataType::kFloat, {out_channels});
       for (int64_t c = 0; c < out_channels; ++c) {
         const double old_scale = weight_params->scale.data<float>()[weight_params->per_tensor() ? 0 : c];
@@ -143,6 +151,7 @@ class FoldBatchnormPass : public Pass {
     batchnorm.outputs.assign(batchnorm.outputs.size(), "");
     conv.outputs[0] = bn_output;
     graph.values.erase(conv_output);
+    if (!duplicate.outputs.empty()) graph.nodes.insert(graph.nodes.begin() + conv_index, std::move(duplicate));
     return true;
   }
 };

@@ -68,6 +68,59 @@ void set_float(Node& node, const std::string& key, float value) {
   node.attributes[key] = attribute;
 }
 
+float scalar_float(const Graph& graph, const std::string& value) {
+  return find_constant(graph, value)->data<float>()[0];
+}
+
+int64_t zero_point_value(const Graph& graph, const std::string& value) {
+  return value.empty() ? 0 : find_constant(graph, value)->value_as_int64(0);
+}
+
+bool same_output_params(const Graph& graph, const QuantizedOutput& a, const QuantizedOutput& b) {
+  return a.dtype == b.dtype && scalar_float(graph, a.scale) == scalar_float(graph, b.scale) &&
+         zero_point_value(graph, a.zero_point) == zero_point_value(graph, b.zero_point);
+}
+
+// A fan-out Q whose readers can read the layer's int8 output as is.
+bool shares_layer_output(const Graph& graph, const QdqSelection& selection, const QuantizedOutput& extra) {
+  const std::string& q_output = graph.nodes[static_cast<size_t>(extra.q_node)].outputs[0];
+  bool graph_output = std::find(graph.outputs.begin(), graph.outputs.end(), q_output) != graph.outputs.end();
+  return !graph_output && same_output_params(graph, *selection.output_q, extra);
+}
+
+// The other Qs of a fan-out (QdqSelection::extra_output_qs), once the layer writes `layer_output`
+// with `layer_params` (y_scale, y_zero_point): a Q with equal parameters goes (its readers read
+// the layer's output; returned for removal), any other becomes QRequantize(layer_output) in place.
+Result<std::vector<int>> rewire_extra_quantizers(Graph& graph, const QdqSelection& selection,
+                                                 const std::vector<std::string>& layer_params, PassContext& context) {
+  std::vector<int> removed;
+  for (const QuantizedOutput& extra : selection.extra_output_qs) {
+    Node& q = graph.nodes[static_cast<size_t>(extra.q_node)];
+    context.clear_float_reason(q.name);
+    const std::string q_output = q.outputs[0];
+    if (shares_layer_output(graph, selection, extra)) {
+      replace_uses(graph, q_output, selection.output);
+      removed.push_back(extra.q_node);
+      continue;
+    }
+    Node requantize;
+    requantize.name = q.name;
+    requantize.op_type = layers::kQRequantize;
+    requantize.domain = layers::kDomain;
+    requantize.opset = 1;
+    Attribute fused;
+    fused.kind = Attribute::Kind::kStrings;
+    fused.strings = {q.name};
+    requantize.attributes["fused_nodes"] = fused;
+    std::vector<std::string> y = output_pair(graph, extra);
+    requantize.inputs = {selection.output, layer_params[0], layer_params[1], y[0], y[1]};
+    requantize.outputs = {q_output};
+    QDQRT_ASSIGN_OR_RETURN(requantize.typed_attributes, parse_fused_layer_attributes(requantize));
+    graph.nodes[static_cast<size_t>(extra.q_node)] = std::move(requantize);
+  }
+  return removed;
+}
+
 Status apply_int8_max_pool(Graph& graph, const QdqSelection& selection) {
   Node& pool = graph.nodes[static_cast<size_t>(selection.targets[0])];
   pool.inputs[0] = selection.inputs[0].quantized;
@@ -95,6 +148,10 @@ Status apply_qdq_selection(Graph& graph, const QdqSelection& selection, PassCont
   fused.kind = Attribute::Kind::kStrings;
   for (int target : selection.targets) fused.strings.push_back(graph.nodes[static_cast<size_t>(target)].name);
   if (selection.output_q) fused.strings.push_back(graph.nodes[static_cast<size_t>(selection.output_q->q_node)].name);
+  for (const QuantizedOutput& extra : selection.extra_output_qs) {
+    if (shares_layer_output(graph, selection, extra))
+      fused.strings.push_back(graph.nodes[static_cast<size_t>(extra.q_node)].name);
+  }
   layer.attributes["fused_nodes"] = fused;
   if (selection.activation.kind != ActivationKind::kNone) {
     set_string(layer, "activation", activation_kind_name(selection.activation.kind));
@@ -146,10 +203,9 @@ Status apply_qdq_selection(Graph& graph, const QdqSelection& selection, PassCont
     layer.inputs = input_triple(graph, selection.inputs[0]);
     layer.inputs.push_back(output_params[0]);
     layer.inputs.push_back(output_params[1]);
-    if (op == layers::kQLookup && selection.targets.size() == 2) {
-      set_string(layer, "function", lookup_function_name(LookupFunction::kSiLU));
-    } else if (op == layers::kQLookup) {
-      set_string(layer, "function", main.op_type);
+    if (op == layers::kQLookup) {
+      if (selection.lookup_function != main.op_type) layer.attributes.clear();  // SiLU, erf-form Gelu
+      set_string(layer, "function", selection.lookup_function);
     }
   }
   while (!layer.inputs.empty() && layer.inputs.back().empty()) layer.inputs.pop_back();
@@ -161,9 +217,15 @@ Status apply_qdq_selection(Graph& graph, const QdqSelection& selection, PassCont
   std::vector<int> removed = selection.targets;
   if (selection.output_q) removed.push_back(selection.output_q->q_node);
   std::sort(removed.begin(), removed.end());
-  graph.nodes[static_cast<size_t>(removed.back())] = std::move(layer);
+  const int layer_slot = removed.back();
   removed.pop_back();
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int> shared, rewire_extra_quantizers(graph, selection, output_params, context));
+  removed.insert(removed.end(), shared.begin(), shared.end());
+  std::sort(removed.begin(), removed.end());
+  graph.nodes[static_cast<size_t>(layer_slot)] = std::move(layer);
   for (auto it = removed.rbegin(); it != removed.rend(); ++it) graph.nodes.erase(graph.nodes.begin() + *it);
+  // A QRequantize sits where its Q was, possibly before the layer it now reads.
+  if (!selection.extra_output_qs.empty()) QDQRT_RETURN_IF_ERROR(topological_sort(graph));
   return Status::ok();
 }
 

@@ -1,5 +1,9 @@
 #include "optimizer/selectors/qdq_selectors.h"
 
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "parser/ops/elementwise.h"
@@ -37,17 +41,14 @@ int single_consumer(const ValueIndex& index, const std::string& value) {
 // Per-tensor: one scale value (scalar or [1]).
 bool is_per_tensor(const QuantizedInput& input) { return !input.per_channel; }
 
-// A QuantizeLinear reading `value` as its only reader, with per-tensor constant parameters.
-std::optional<QuantizedOutput> output_quantization(const Graph& graph, const ValueIndex& index,
-                                                   const std::string& value) {
-  int consumer = single_consumer(index, value);
-  if (consumer < 0) return std::nullopt;
-  const Node& q = graph.nodes[static_cast<size_t>(consumer)];
+// QuantizeLinear node `q_index` reading `value`, with per-tensor constant 8-bit parameters.
+std::optional<QuantizedOutput> quantize_reader(const Graph& graph, int q_index, const std::string& value) {
+  const Node& q = graph.nodes[static_cast<size_t>(q_index)];
   if (!is_onnx(q, "QuantizeLinear") || q.input(0) != value) return std::nullopt;
   const Tensor* scale = find_constant(graph, q.input(1));
   if (scale == nullptr || scale->numel() != 1 || scale->dtype() != DataType::kFloat) return std::nullopt;
   QuantizedOutput out;
-  out.q_node = consumer;
+  out.q_node = q_index;
   out.scale = q.input(1);
   if (q.has_input(2)) {
     const Tensor* zero_point = find_constant(graph, q.input(2));
@@ -64,6 +65,82 @@ std::optional<QuantizedOutput> output_quantization(const Graph& graph, const Val
   }
   if (q.outputs.empty() || q.outputs[0].empty()) return std::nullopt;
   return out;
+}
+
+// A QuantizeLinear reading `value` as its only reader, with per-tensor constant parameters.
+std::optional<QuantizedOutput> output_quantization(const Graph& graph, const ValueIndex& index,
+                                                   const std::string& value) {
+  int consumer = single_consumer(index, value);
+  if (consumer < 0) return std::nullopt;
+  return quantize_reader(graph, consumer, value);
+}
+
+// The real range [lo, hi] a quantizer represents: ((q_min - zp) * scale, (q_max - zp) * scale).
+std::pair<double, double> quantizer_range(const Graph& graph, const QuantizedOutput& q) {
+  const double scale = find_constant(graph, q.scale)->data<float>()[0];
+  const int64_t zero_point = q.zero_point.empty() ? 0 : find_constant(graph, q.zero_point)->value_as_int64(0);
+  const int64_t q_min = q.dtype == DataType::kInt8 ? -128 : 0;
+  const int64_t q_max = q.dtype == DataType::kInt8 ? 127 : 255;
+  return {static_cast<double>(q_min - zero_point) * scale, static_cast<double>(q_max - zero_point) * scale};
+}
+
+// Q fan-out: every reader of `value` is a QuantizeLinear (2 or more, e.g. a ResNet block's output
+// read by the next block's input quantizer and by its residual quantizer). The layer writes the
+// int8 tensor of one of them (the primary) and the others are derived from it. The primary is
+// the Q whose real range covers every other's (so requantizing from it never clips what the
+// original would not), the finest such (smallest scale), the first in graph order on ties.
+// Returns false (with a note) when no range covers the others.
+bool select_quantize_fan_out(const Graph& graph, const ValueIndex& index, const std::string& value,
+                             std::optional<QuantizedOutput>& primary, std::vector<QuantizedOutput>& others,
+                             std::vector<FloatReason>& notes) {
+  const std::vector<int>& readers = index.consumers(value);
+  if (readers.size() < 2 || index.is_graph_output(value)) return false;
+  std::vector<QuantizedOutput> candidates;
+  for (int reader : readers) {
+    auto q = quantize_reader(graph, reader, value);
+    if (!q) return false;
+    candidates.push_back(*q);
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.q_node < b.q_node; });
+  int best = -1;
+  double best_scale = 0.0;
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    auto [lo, hi] = quantizer_range(graph, candidates[c]);
+    bool covers = true;
+    for (const QuantizedOutput& other : candidates) {
+      auto [other_lo, other_hi] = quantizer_range(graph, other);
+      covers = covers && lo <= other_lo && hi >= other_hi;
+    }
+    const double scale = find_constant(graph, candidates[c].scale)->data<float>()[0];
+    if (covers && (best < 0 || scale < best_scale)) {
+      best = static_cast<int>(c);
+      best_scale = scale;
+    }
+  }
+  if (best < 0) {
+    for (const QuantizedOutput& q : candidates) {
+      const Node& node = graph.nodes[static_cast<size_t>(q.q_node)];
+      notes.push_back({node.name, node.op_type,
+                       "the layer output feeds several QuantizeLinear nodes and no one's range covers the others'"});
+    }
+    return false;
+  }
+  primary = candidates[static_cast<size_t>(best)];
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    if (static_cast<int>(c) != best) others.push_back(candidates[c]);
+  }
+  return true;
+}
+
+// The output Q of `selection.output` (single reader, or a fan-out to several Qs); updates output.
+void select_output_quantization(const Graph& graph, const ValueIndex& index, QdqSelection& selection) {
+  if (auto q = output_quantization(graph, index, selection.output)) {
+    selection.output_q = *q;
+  } else if (!select_quantize_fan_out(graph, index, selection.output, selection.output_q, selection.extra_output_qs,
+                                      selection.notes)) {
+    return;
+  }
+  selection.output = graph.nodes[static_cast<size_t>(selection.output_q->q_node)].outputs[0];
 }
 
 // Relu / Clip (constant bounds) / LeakyRelu as a fusable activation.
@@ -113,10 +190,7 @@ void select_activation_and_output(const Graph& graph, const ValueIndex& index, Q
       selection.output = next.outputs[0];
     }
   }
-  if (auto q = output_quantization(graph, index, selection.output)) {
-    selection.output_q = *q;
-    selection.output = graph.nodes[static_cast<size_t>(q->q_node)].outputs[0];
-  }
+  select_output_quantization(graph, index, selection);
 }
 
 // The epilogue of a Conv/MatMul writing `selection.output`: [bias Add] [residual Add] [activation] [Q].
@@ -146,6 +220,7 @@ void select_epilogue(const Graph& graph, const ValueIndex& index, QdqSelection& 
                                    fmt::format("its input from {} has other consumers", main.describe())});
       }
     }
+    select_output_quantization(graph, index, selection);  // a fan-out to several Qs
     return;
   }
   int consumer = single_consumer(index, selection.output);
@@ -427,7 +502,21 @@ SelectResult select_qdq_binary(const Graph& graph, const ValueIndex& index, int 
 SelectResult select_qdq_pool(const Graph& graph, const ValueIndex& index, int node_index) {
   const Node& node = graph.nodes[static_cast<size_t>(node_index)];
   const bool global = is_onnx(node, "GlobalAveragePool");
-  if ((!global && !is_onnx(node, "AveragePool")) || !looks_quantized(index, graph, node)) return {};
+  if (!global && !is_onnx(node, "AveragePool")) return {};
+  if (!looks_quantized(index, graph, node)) {
+    // A float input whose average is quantized (a conv written in float, then pool -> Q): say
+    // why it stays float. Moving the Q above the pool is not a rewrite of the model: the output
+    // scale is calibrated on averages, and quantizing each input with it would clip.
+    SelectResult result;
+    if (output_quantization(graph, index, node.outputs[0])) {
+      int producer = index.producer(node.input(0));
+      result.reason = fmt::format(
+          "input{} is float and the model has no QuantizeLinear before the pool (quantizing the "
+          "inputs with the output's scale would round and clip them; the average is quantized after)",
+          producer >= 0 ? " from " + graph.nodes[static_cast<size_t>(producer)].describe() : std::string());
+    }
+    return result;
+  }
   SelectResult result;
   auto x = activation_input(graph, index, node.input(0), "input", result.reason);
   if (!x) return result;
@@ -436,10 +525,7 @@ SelectResult select_qdq_pool(const Graph& graph, const ValueIndex& index, int no
   selection.inputs = {*x};
   selection.targets = {node_index};
   selection.output = node.outputs[0];
-  if (auto q = output_quantization(graph, index, selection.output)) {
-    selection.output_q = *q;
-    selection.output = graph.nodes[static_cast<size_t>(q->q_node)].outputs[0];
-  }
+  select_output_quantization(graph, index, selection);
   result.selection = std::move(selection);
   return result;
 }
@@ -502,12 +588,67 @@ SelectResult select_qdq_concat(const Graph& graph, const ValueIndex& index, int 
   return result;
 }
 
+namespace {
+
+// The other input of a binary node that reads `value` (or "" when it does not read it).
+std::string other_input(const Node& node, const std::string& value) {
+  if (node.inputs.size() != 2) return "";
+  if (node.input(0) == value) return node.input(1);
+  if (node.input(1) == value) return node.input(0);
+  return "";
+}
+
+bool is_scalar_constant(const Graph& graph, const std::string& value, double expected) {
+  const Tensor* constant = find_constant(graph, value);
+  return constant != nullptr && constant->dtype() == DataType::kFloat && constant->numel() == 1 &&
+         std::abs(constant->data<float>()[0] - expected) <= 1e-5 * std::abs(expected);
+}
+
+// The erf form of GELU starting at `first` (reading x): Div(x, sqrt 2) or Mul(x, 1/sqrt 2) ->
+// Erf -> Add(1) -> then Mul(x, .) -> Mul(0.5), or Mul(0.5) -> Mul(x, .). Each intermediate
+// value single-use. Returns the nodes in order, or empty.
+std::vector<int> match_erf_gelu(const Graph& graph, const ValueIndex& index, int first) {
+  const Node& scale = graph.nodes[static_cast<size_t>(first)];
+  const std::string& x = scale.input(0);
+  const bool div = is_onnx(scale, "Div") && is_scalar_constant(graph, scale.input(1), std::sqrt(2.0));
+  const bool mul = is_onnx(scale, "Mul") && (is_scalar_constant(graph, other_input(scale, x), std::sqrt(0.5)));
+  if (!div && !mul) return {};
+  std::vector<int> nodes = {first};
+  auto next = [&](const char* op_type) -> int {
+    const Node& last = graph.nodes[static_cast<size_t>(nodes.back())];
+    int consumer = single_consumer(index, last.outputs[0]);
+    if (consumer < 0 || !is_onnx(graph.nodes[static_cast<size_t>(consumer)], op_type)) return -1;
+    nodes.push_back(consumer);
+    return consumer;
+  };
+  if (next("Erf") < 0) return {};
+  const std::string& erf = graph.nodes[static_cast<size_t>(nodes.back())].outputs[0];
+  int add = next("Add");
+  if (add < 0 || !is_scalar_constant(graph, other_input(graph.nodes[static_cast<size_t>(add)], erf), 1.0)) return {};
+  const std::string& sum = graph.nodes[static_cast<size_t>(add)].outputs[0];
+  int mul1 = next("Mul");
+  if (mul1 < 0) return {};
+  const std::string first_factor = other_input(graph.nodes[static_cast<size_t>(mul1)], sum);
+  const std::string& product = graph.nodes[static_cast<size_t>(mul1)].outputs[0];
+  int mul2 = next("Mul");
+  if (mul2 < 0) return {};
+  const std::string second_factor = other_input(graph.nodes[static_cast<size_t>(mul2)], product);
+  const bool x_then_half = first_factor == x && is_scalar_constant(graph, second_factor, 0.5);
+  const bool half_then_x = is_scalar_constant(graph, first_factor, 0.5) && second_factor == x;
+  if (!x_then_half && !half_then_x) return {};
+  return nodes;
+}
+
+}  // namespace
+
 SelectResult select_qdq_lookup(const Graph& graph, const ValueIndex& index, int node_index) {
   const Node& node = graph.nodes[static_cast<size_t>(node_index)];
   static const char* const kFunctions[] = {"Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "Gelu"};
   bool known = false;
   for (const char* function : kFunctions) known = known || is_onnx(node, function);
-  if (!known || !looks_quantized(index, graph, node)) return {};
+  std::vector<int> erf_gelu;
+  if (!known && (is_onnx(node, "Div") || is_onnx(node, "Mul"))) erf_gelu = match_erf_gelu(graph, index, node_index);
+  if ((!known && erf_gelu.empty()) || !looks_quantized(index, graph, node)) return {};
   SelectResult result;
   auto x = activation_input(graph, index, node.input(0), "input", result.reason);
   if (!x) return result;
@@ -516,6 +657,12 @@ SelectResult select_qdq_lookup(const Graph& graph, const ValueIndex& index, int 
   selection.inputs = {*x};
   selection.targets = {node_index};
   selection.output = node.outputs[0];
+  selection.lookup_function = node.op_type;
+  if (!erf_gelu.empty()) {
+    selection.targets = erf_gelu;
+    selection.output = graph.nodes[static_cast<size_t>(erf_gelu.back())].outputs[0];
+    selection.lookup_function = lookup_function_name(LookupFunction::kGelu);
+  }
   // SiLU: Sigmoid(x) * x with the same dequantized x.
   if (is_onnx(node, "Sigmoid")) {
     int consumer = single_consumer(index, node.outputs[0]);
@@ -525,6 +672,7 @@ SelectResult select_qdq_lookup(const Graph& graph, const ValueIndex& index, int 
       if (other == node.input(0)) {
         selection.targets.push_back(consumer);
         selection.output = mul.outputs[0];
+        selection.lookup_function = lookup_function_name(LookupFunction::kSiLU);
       }
     }
   }

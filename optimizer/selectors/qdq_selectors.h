@@ -43,9 +43,15 @@ struct QdqSelection {
   std::optional<QuantizedInput> residual;
   FusedActivation activation;
   // QMatMul with a Gemm: weight transposed (transB) and/or scale multiplied by alpha.
+  // QLookup: the "function" attribute ("Sigmoid", "SiLU", "Gelu", ...).
+  std::string lookup_function;
   bool transpose_weight = false;
   float weight_scale_multiplier = 1.0f;
   std::optional<QuantizedOutput> output_q;
+  // Q fan-out: the other QuantizeLinear readers of the value output_q reads. The layer writes
+  // output_q's int8 tensor; each of these becomes a QRequantize from it, or (equal parameters)
+  // its readers read the layer's output.
+  std::vector<QuantizedOutput> extra_output_qs;
   std::string output;                  // the value the fused layer writes
   // Parts that look quantized but stay float, and why (e.g. the Add of a float residual).
   std::vector<FloatReason> notes;
@@ -69,7 +75,8 @@ SelectResult select_qdq_pool(const Graph& graph, const ValueIndex& index, int no
 // DQ -> MaxPool -> Q with equal parameters: selection with layer_op "MaxPool".
 SelectResult select_qdq_max_pool(const Graph& graph, const ValueIndex& index, int node);
 SelectResult select_qdq_concat(const Graph& graph, const ValueIndex& index, int node);
-// Sigmoid/Tanh/HardSwish/HardSigmoid/Gelu, and Sigmoid -> Mul(x) as SiLU.
+// Sigmoid/Tanh/HardSwish/HardSigmoid/Gelu, Sigmoid -> Mul(x) as SiLU, and the erf form of GELU
+// that opset < 20 exports write, x * 0.5 * (1 + Erf(x / sqrt(2))), as Gelu.
 SelectResult select_qdq_lookup(const Graph& graph, const ValueIndex& index, int node);
 
 // Any of the above for one node (inspect).

@@ -142,6 +142,7 @@ AttributeParser parser_for(const std::string& op_type) {
   if (op_type == layers::kQGlobalAveragePool) return parse_info_only<QGlobalAveragePoolAttributes>;
   if (op_type == layers::kQLookup) return parse_qlookup;
   if (op_type == layers::kQConcat) return parse_qconcat;
+  if (op_type == layers::kQRequantize) return parse_info_only<QRequantizeAttributes>;
   return nullptr;
 }
 
@@ -165,6 +166,7 @@ const FusedLayerInfo* fused_layer_info(const Node& node) {
   if (auto* a = dynamic_cast<const QGlobalAveragePoolAttributes*>(typed)) return &a->fused;
   if (auto* a = dynamic_cast<const QLookupAttributes*>(typed)) return &a->fused;
   if (auto* a = dynamic_cast<const QConcatAttributes*>(typed)) return &a->fused;
+  if (auto* a = dynamic_cast<const QRequantizeAttributes*>(typed)) return &a->fused;
   return nullptr;
 }
 
@@ -193,12 +195,13 @@ std::string layer_kind(const Node& node, const Graph* graph) {
   if (node.op_type == layers::kQGlobalAveragePool) return "GlobalAveragePool";
   if (node.op_type == layers::kQLookup) return "Lookup";
   if (node.op_type == layers::kQConcat) return "Concat";
+  if (node.op_type == layers::kQRequantize) return "Requantize";
   return node.op_type;
 }
 
 void register_fused_ops(OpRegistry& registry) {
   for (const char* op_type : {layers::kQConv, layers::kQMatMul, layers::kQAdd, layers::kQMul, layers::kQAveragePool,
-                              layers::kQGlobalAveragePool, layers::kQLookup, layers::kQConcat}) {
+                              layers::kQGlobalAveragePool, layers::kQLookup, layers::kQConcat, layers::kQRequantize}) {
     // qdqrt's own domain is at version 1.
     registry.add({.domain = layers::kDomain,
                   .op_type = op_type,

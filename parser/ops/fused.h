@@ -49,6 +49,10 @@ struct QGlobalAveragePoolAttributes : OpAttributes {
   FusedLayerInfo fused;
 };
 
+struct QRequantizeAttributes : OpAttributes {
+  FusedLayerInfo fused;
+};
+
 enum class LookupFunction { kSigmoid, kSiLU, kHardSwish, kHardSigmoid, kTanh, kGelu };
 const char* lookup_function_name(LookupFunction function);  // "Sigmoid", "SiLU", ...
 
@@ -70,7 +74,7 @@ const FusedLayerInfo* fused_layer_info(const Node& node);
 
 // The layer kind of a node: for qdqrt fused layers "Conv", "DepthwiseConv" (group == input
 // channels == output channels... i.e. one input channel per group), "GroupConv", "MatMul",
-// "Add", "Mul", "AveragePool", "GlobalAveragePool", "Lookup", "Concat"; for any other node its
+// "Add", "Mul", "AveragePool", "GlobalAveragePool", "Lookup", "Concat", "Requantize"; for any other node its
 // op_type. Depthwise needs the weight's shape: pass the graph so the weight can be looked up.
 std::string layer_kind(const Node& node, const Graph* graph = nullptr);
 

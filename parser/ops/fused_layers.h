@@ -67,6 +67,12 @@ enum QUnaryInput {
   kUnaryInputCount
 };
 
+// QRequantize: int8/uint8 x -> int8/uint8 y with other parameters (QUnaryInput order, y_scale and
+// y_zero_point required): y = QuantizeLinear(DequantizeLinear(x)). The optimizer makes one when a
+// fused layer's float output fed several QuantizeLinear nodes: the layer writes int8 for one of
+// them and the others requantize from it.
+inline constexpr const char* kQRequantize = "QRequantize";
+
 // QConcat: attribute "axis"; inputs y_scale, y_zero_point, then one (x, x_scale, x_zero_point)
 // triple per concatenated tensor (requantized to y's parameters when they differ).
 inline constexpr const char* kQConcat = "QConcat";

@@ -267,6 +267,16 @@ Status qconcat_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
   return finish(node, inputs, attributes->fused, std::move(y), kConcatYScale, 0, outputs);
 }
 
+Status qrequantize_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const QRequantizeAttributes* attributes, typed_attributes<QRequantizeAttributes>(node));
+  if (optional_input(inputs, kUnaryYScale) == nullptr) {
+    return invalid_argument("{}: QRequantize needs y_scale and y_zero_point", node.describe());
+  }
+  QDQRT_ASSIGN_OR_RETURN(Tensor x, dequantize_input(node, inputs, kUnaryX, "x"));
+  return finish(node, inputs, attributes->fused, std::move(x), kUnaryYScale, 0, outputs);
+}
+
 }  // namespace
 
 void register_fused_kernels(KernelRegistry& registry) {
@@ -278,6 +288,7 @@ void register_fused_kernels(KernelRegistry& registry) {
   registry.add(layers::kDomain, layers::kQGlobalAveragePool, qglobal_average_pool_kernel);
   registry.add(layers::kDomain, layers::kQLookup, qlookup_kernel);
   registry.add(layers::kDomain, layers::kQConcat, qconcat_kernel);
+  registry.add(layers::kDomain, layers::kQRequantize, qrequantize_kernel);
 }
 
 }  // namespace qdqrt

@@ -32,6 +32,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "engine/engine.h"
 #include "parser/onnx_loader.h"
 #include "parser/op_registry.h"
 #include "reference/executor.h"
@@ -235,10 +236,23 @@ Tensor as_declared_dtype(const Tensor& tensor, const ModelFacts& facts, const st
   return relabeled;
 }
 
-class Conformance : public ::testing::TestWithParam<std::string> {};
+// The same case built into an engine (optimizer, builder, layers) at the data set's shapes.
+Result<TensorMap> run_engine(const fs::path& model_path, const TensorMap& inputs) {
+  engine::BuildOptions options;
+  for (const auto& [name, tensor] : inputs) options.input_shapes[name] = tensor.shape();
+  QDQRT_ASSIGN_OR_RETURN(auto built, engine::Engine::build_from_file(model_path.string(), options));
+  auto context = built->create_context({.threads = 2});
+  std::vector<engine::ConstTensorBinding> input_bindings;
+  for (const auto& [name, tensor] : inputs) input_bindings.push_back({name, tensor.raw_data(), tensor.shape()});
+  TensorMap outputs;
+  for (const auto& info : built->outputs()) outputs[info.name] = Tensor(info.dtype, info.shape);
+  std::vector<engine::TensorBinding> output_bindings;
+  for (auto& [name, tensor] : outputs) output_bindings.push_back({name, tensor.raw_data(), tensor.shape()});
+  QDQRT_RETURN_IF_ERROR(context->run(input_bindings, output_bindings));
+  return outputs;
+}
 
-TEST_P(Conformance, Case) {
-  const std::string& case_name = GetParam();
+void check_case(const std::string& case_name, bool through_engine) {
   const fs::path case_dir = node_test_root() / case_name;
   CaseRecord& record = case_records()[case_name];
 
@@ -271,7 +285,12 @@ TEST_P(Conformance, Case) {
       ASSERT_TRUE(tensor.ok()) << "input_" << i << ".pb: " << tensor.status().to_string();
       inputs[facts->input_names[i]] = as_declared_dtype(*tensor, *facts, facts->input_names[i]);
     }
-    auto outputs = run_reference(*graph, inputs);
+    auto outputs = through_engine ? run_engine(case_dir / "model.onnx", inputs) : run_reference(*graph, inputs);
+    if (through_engine && !outputs.ok() &&
+        outputs.status().message().find("no static shape") != std::string::npos) {
+      // Output shapes that depend on input values (NonZero, ...): an engine plans static shapes.
+      GTEST_SKIP() << "engine: data-dependent shapes: " << outputs.status().message();
+    }
     ASSERT_TRUE(outputs.ok()) << "run: " << outputs.status().to_string();
     for (size_t i = 0; fs::exists(data_set / fmt::format("output_{}.pb", i)); ++i) {
       ASSERT_LT(i, facts->output_names.size()) << "more output files than graph outputs";
@@ -286,6 +305,12 @@ TEST_P(Conformance, Case) {
   }
 }
 
+class Conformance : public ::testing::TestWithParam<std::string> {};
+TEST_P(Conformance, Case) { check_case(GetParam(), false); }
+
+class EngineConformance : public ::testing::TestWithParam<std::string> {};
+TEST_P(EngineConformance, Case) { check_case(GetParam(), true); }
+
 std::string case_test_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string name = info.param;
   for (char& c : name) {
@@ -296,11 +321,14 @@ std::string case_test_name(const ::testing::TestParamInfo<std::string>& info) {
 
 INSTANTIATE_TEST_SUITE_P(OnnxNode, Conformance, ::testing::ValuesIn(list_cases()), case_test_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Conformance);
+INSTANTIATE_TEST_SUITE_P(Engine, EngineConformance, ::testing::ValuesIn(list_cases()), case_test_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(EngineConformance);
 
 // Records each case's outcome for the report.
 class ReportListener : public ::testing::EmptyTestEventListener {
   void OnTestEnd(const ::testing::TestInfo& info) override {
-    if (info.value_param() == nullptr) return;
+    // The report is about the reference executor's suite.
+    if (info.value_param() == nullptr || std::string(info.test_suite_name()) != "OnnxNode/Conformance") return;
     std::string case_name = info.name();
     case_name = case_name.substr(case_name.find('/') + 1);
     CaseRecord& record = case_records()[case_name];

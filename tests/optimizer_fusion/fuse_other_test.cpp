@@ -1,6 +1,9 @@
 // fuse_qdq_binary, fuse_qdq_pool, fuse_qdq_concat, fuse_qdq_lookup and the whole pipeline.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "optimizer/passes/fuse_qdq_binary.h"
@@ -8,6 +11,7 @@
 #include "optimizer/passes/fuse_qdq_lookup.h"
 #include "optimizer/passes/fuse_qdq_pool.h"
 #include "optimizer/pipeline.h"
+#include "parser/op_registry.h"
 #include "parser/ops/fused.h"
 #include "parser/ops/fused_layers.h"
 #include "tests/optimizer_fusion/fusion_test_util.h"
@@ -182,6 +186,107 @@ g (float[2,3,5] x) => (float[2,3,5] y)
   }
 }
 
+// Gelu is opset 20, which libonnx 1.12 cannot parse: the graph is loaded with a Tanh in its place
+// and that node is turned into a Gelu (opset 20, typed attributes from the op registry).
+TEST(FuseQdqLookup, Opset20GeluBuiltInCpp) {
+  for (std::string approximate : {"none", "tanh"}) {
+    for (bool asymmetric : {false, true}) {
+      SCOPED_TRACE(approximate + (asymmetric ? " u8" : " s8"));
+      const std::string t = asymmetric ? "uint8" : "int8";
+      std::string text = fmt::format(R"({0}
+g (float[2,3,5] x) => (float[2,3,5] y)
+<float xs = {{0.04}}, {1} xz = {{{2}}}, float ys = {{0.02}}, {1} yz = {{{3}}}>
+{{
+{4}  f = Tanh(xd)
+  yq = QuantizeLinear(f, ys, yz)
+  y = DequantizeLinear(yq, ys, yz)
+}})",
+                                     kHeader, t, asymmetric ? 128 : 0, asymmetric ? 20 : 0, quantized("x", "xs", "xz"));
+      Graph original = load_text(text);
+      Node* gelu = nullptr;
+      for (Node& node : original.nodes) {
+        if (node.op_type == "Tanh") gelu = &node;
+      }
+      ASSERT_NE(gelu, nullptr);
+      gelu->op_type = "Gelu";
+      gelu->opset = 20;
+      Attribute attribute;
+      attribute.kind = Attribute::Kind::kString;
+      attribute.s = approximate;
+      gelu->attributes["approximate"] = attribute;
+      const OpSchema* schema = OpRegistry::instance().find("", "Gelu");
+      ASSERT_NE(schema, nullptr);
+      auto typed = schema->parse_attributes(*gelu);
+      ASSERT_TRUE(typed.ok()) << typed.status().to_string();
+      gelu->typed_attributes = typed.value();
+
+      optimizer::FuseQdqLookup pass;
+      optimizer::PassContext context;
+      Graph fused = run_pass(original, pass, context);
+      ASSERT_EQ(count_ops(fused, "QLookup"), 1);
+      EXPECT_EQ(count_ops(fused, "Gelu"), 0);
+      const Node* layer = find_op(fused, "QLookup");
+      EXPECT_EQ(layer->attrs<QLookupAttributes>().function, LookupFunction::kGelu);
+      EXPECT_EQ(layer->attrs<QLookupAttributes>().tanh_approximation, approximate == "tanh");
+      // x spans [-5.1, 5.1] (s8) / [-5.1, 5.1] (u8, zp 128): the whole curve, negative tail included.
+      std::mt19937 rng(23);
+      expect_same_outputs(original, fused, random_inputs(original, rng, -5.0f, 5.0f), 0.02f * 1.001f);
+    }
+  }
+}
+
+// The erf form opset < 20 exports write (torch 1.13: x * (Erf(x / sqrt 2) + 1) * 0.5), in its
+// two multiplication orders, becomes one QLookup Gelu.
+std::string erf_gelu_model(const std::string& type, int x_zero_point, int y_zero_point, const std::string& tail,
+                           const std::string& one = "1.0") {
+  return fmt::format(R"({0}
+g (float[2,3,5] x) => (float[2,3,5] y)
+<float xs = {{0.04}}, {1} xz = {{{2}}}, float ys = {{0.02}}, {1} yz = {{{3}}}, float sqrt2 = {{1.4142135}},
+ float one = {{{5}}}, float half = {{0.5}}>
+{{
+{4}  d = Div(xd, sqrt2)
+  e = Erf(d)
+  a = Add(e, one)
+{6}  yq = QuantizeLinear(f, ys, yz)
+  y = DequantizeLinear(yq, ys, yz)
+}})",
+                     kHeader, type, x_zero_point, y_zero_point, quantized("x", "xs", "xz"), one, tail);
+}
+
+TEST(FuseQdqLookup, ErfFormGelu) {
+  const std::string x_then_half = "  m = Mul(xd, a)\n  f = Mul(m, half)\n";
+  const std::string half_then_x = "  m = Mul(a, half)\n  f = Mul(xd, m)\n";
+  for (const std::string& tail : {x_then_half, half_then_x}) {
+    for (bool asymmetric : {false, true}) {
+      SCOPED_TRACE(tail + (asymmetric ? " u8" : " s8"));
+      optimizer::FuseQdqLookup pass;
+      const std::string text =
+          erf_gelu_model(asymmetric ? "uint8" : "int8", asymmetric ? 128 : 0, asymmetric ? 20 : 0, tail);
+      Result r = fuse_text(pass, text, 0.02f * 1.001f, 29);
+      ASSERT_EQ(count_ops(r.fused, "QLookup"), 1);
+      EXPECT_EQ(find_op(r.fused, "QLookup")->attrs<QLookupAttributes>().function, LookupFunction::kGelu);
+      EXPECT_FALSE(find_op(r.fused, "QLookup")->attrs<QLookupAttributes>().tanh_approximation);
+      for (const char* op : {"Div", "Erf", "Add", "Mul", "QuantizeLinear"}) {
+        EXPECT_EQ(count_ops(r.fused, op), std::string(op) == "QuantizeLinear" ? 1 : 0) << op;
+      }
+      // The whole pipeline (fuse_qdq_binary sees the Muls first and must leave them).
+      Graph optimized = r.original;
+      auto report = optimizer::optimize(optimized);
+      ASSERT_TRUE(report.ok()) << report.status().to_string();
+      EXPECT_EQ(count_ops(optimized, "QLookup"), 1);
+      EXPECT_TRUE(report->float_reasons.empty()) << report->float_reasons[0].reason;
+    }
+  }
+}
+
+TEST(FuseQdqLookup, ErfFormWithOtherConstantsMustNotFire) {
+  // Add(2) instead of Add(1): not GELU.
+  optimizer::FuseQdqLookup pass;
+  Result r = fuse_text(pass, erf_gelu_model("int8", 0, 0, "  m = Mul(xd, a)\n  f = Mul(m, half)\n", "2.0"), 1e-6f);
+  EXPECT_EQ(count_ops(r.fused, "QLookup"), 0);
+  EXPECT_EQ(count_ops(r.fused, "Erf"), 1);
+}
+
 TEST(FuseQdqLookup, PerChannelActivationScaleMustNotFire) {
   std::string text = fmt::format(R"({}
 g (float[2,3,5] x) => (float[2,3,5] y)
@@ -239,6 +344,49 @@ g (float[1,4,6,6] x) => (float[1,4,1,1] y)
   expect_same_outputs(original, optimized, random_inputs(original, rng), 0.01f * 1.001f);
 }
 
+// A conv written in float (no Q after its Relu) -> GlobalAveragePool -> Q: the pool stays float,
+// and inspect says why; with a Q/DQ before the pool it is INT8 (ResidualBlockEndToEnd above).
+TEST(FuseQdqPool, FloatInputBeforeAQuantizedAverageStaysFloatWithReason) {
+  std::mt19937 rng(98);
+  for (bool quantized_output : {true, false}) {
+    SCOPED_TRACE(quantized_output ? "pool -> Q" : "pool -> float output");
+    std::string tail = quantized_output
+                           ? "pq = QuantizeLinear(p, cs, cz)\n  y = DequantizeLinear(pq, cs, cz)\n"
+                           : "y = Identity(p)\n";
+    std::string text = fmt::format(R"({0}
+g (float[1,4,6,6] x) => (float[1,4,1,1] y)
+<float xs = {{0.02}}, int8 xz = {{0}}, float cs = {{0.01}}, int8 cz = {{0}}, {1}, {2}, {3}>
+{{
+{4}  wd = DequantizeLinear <axis = 0> (w, ws)
+  c = Conv <pads = [1, 1, 1, 1]> (xd, wd, b)
+  r = Relu(c)
+  p = GlobalAveragePool(r)
+  {5}}})",
+                                   kHeader, int_initializer("int8", "w", {4, 4, 3, 3}, -127, 127, rng),
+                                   float_initializer("ws", {4}, 0.002f, 0.006f, rng),
+                                   float_initializer("b", {4}, -0.2f, 0.2f, rng), quantized("x", "xs", "xz"), tail);
+    Graph original = load_text(text);
+    Graph optimized = original;
+    auto report = optimizer::optimize(optimized);
+    ASSERT_TRUE(report.ok()) << report.status().to_string();
+    EXPECT_EQ(count_ops(optimized, "QConv"), 1);
+    EXPECT_EQ(count_ops(optimized, "QGlobalAveragePool"), 0);
+    EXPECT_EQ(count_ops(optimized, "GlobalAveragePool"), 1);
+    std::string reason;
+    for (const auto& entry : report->float_reasons) {
+      if (entry.op_type == "GlobalAveragePool") reason = entry.reason;
+    }
+    if (quantized_output) {
+      EXPECT_NE(reason.find("is float and the model has no QuantizeLinear before the pool"), std::string::npos)
+          << reason;
+      EXPECT_NE(reason.find("QConv"), std::string::npos) << reason;
+    } else {
+      EXPECT_EQ(reason, "");  // a float part of the model: nothing to explain
+    }
+    expect_same_outputs(original, optimized, random_inputs(original, rng), 0.01f * 1.001f);
+  }
+}
+
 }  // namespace
 }  // namespace qdqrt::testing
 
@@ -265,6 +413,34 @@ g (int8[2,3] x) => (float[2,3] y)
   EXPECT_EQ(y.dtype(), DataType::kFloat);  // no y_scale input given: float output
   std::vector<float> expected = {0, 0, 0, 1, 2, 100};
   for (int64_t i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], expected[static_cast<size_t>(i)]);
+}
+
+// QRequantize = QuantizeLinear(DequantizeLinear(x)): int8 scale 0.5 -> uint8 scale 0.2, zp 100,
+// round half to even, saturating.
+TEST(FusedLayerSchemas, QRequantizeRunsFromOnnx) {
+  std::string text = R"(<ir_version: 8, opset_import: ["" : 13, "qdqrt" : 1]>
+g (int8[6] x) => (uint8[6] y)
+<float xs = {0.5}, int8 xz = {1}, float ys = {0.2}, uint8 yz = {100}>
+{
+  y = qdqrt.QRequantize <fused_nodes = ["q"]> (x, xs, xz, ys, yz)
+})";
+  Graph graph = load_text(text);
+  ASSERT_EQ(graph.nodes.size(), 1u);
+  EXPECT_EQ(layer_kind(graph.nodes[0]), "Requantize");
+  Tensor x = Tensor::from_vector<int8_t>({6}, {-128, -40, 0, 1, 2, 127});
+  auto outputs = run_reference(graph, {{"x", x}});
+  ASSERT_TRUE(outputs.ok()) << outputs.status().to_string();
+  const Tensor& y = outputs.value().at("y");
+  ASSERT_EQ(y.dtype(), DataType::kUint8);
+  // (x - 1) * 0.5 / 0.2, rounded half to even (-2.5 -> -2, 2.5 -> 2), + 100, saturated to [0, 255].
+  std::vector<int> expected;
+  for (int v : {-128, -40, 0, 1, 2, 127}) {
+    double real = (v - 1) * 0.5 / 0.2;
+    double rounded = std::nearbyint(real);  // default rounding mode: half to even
+    expected.push_back(static_cast<int>(std::clamp(rounded + 100, 0.0, 255.0)));
+  }
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(y.data<uint8_t>()[i], expected[static_cast<size_t>(i)]) << i;
+  EXPECT_EQ(expected, (std::vector<int>{0, 0, 98, 100, 102, 255}));
 }
 
 TEST(FusedLayerSchemas, BadAttributesAreErrors) {

@@ -78,6 +78,56 @@ TEST(FoldBatchnorm, QuantizedWeightPerChannelScale) {
   expect_quantized_fold("float[4] ws = {0.01, 0.02, 0.005, 0.03}", "int8[4] wzp = {0, 0, 0, 0}");
 }
 
+// One weight DQ read by two Convs (torch shares a quantized weight used twice): each BN folds
+// into its own copy of the DQ; the int8 weight stays one shared initializer. `second_bn`: the
+// second conv has a BN too, else it must keep the original scale.
+void expect_shared_weight_fold(bool second_bn) {
+  std::string text = R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2,5,5] x) => (float[1,4,3,3] y1, float[1,4,3,3] y2)
+    <int8[4,2,3,3] wq = )";
+  text += literal(72, 5, -127.0f, 127.0f, true);
+  text += R"(, float ws = {0.01}, float xs = {0.02}, int8 xzp = {0}, )";
+  text += batchnorm_initializers();
+  text += R"(, float[4] gamma2 = {0.5, 2.0, -1.0, 1.25}, float[4] beta2 = {0.0, 0.1, 0.2, -0.3}>
+    {
+      xq = QuantizeLinear(x, xs, xzp)
+      xd = DequantizeLinear(xq, xs, xzp)
+      w = DequantizeLinear(wq, ws)
+      c1 = Conv(xd, w)
+      y1 = BatchNormalization(c1, gamma, beta, mean, var)
+      c2 = Conv(xd, w)
+)";
+  text += second_bn ? "y2 = BatchNormalization(c2, gamma2, beta2, mean, var)\n}" : "y2 = Relu(c2)\n}";
+  Graph graph = parse_graph(text);
+  Graph rewritten = run_passes(graph, {"fold_constants", "fold_batchnorm"});
+  EXPECT_EQ(count_ops(rewritten, "BatchNormalization"), 0);
+  std::vector<const Node*> weight_dqs;
+  for (const Node& node : rewritten.nodes) {
+    if (node.op_type == "DequantizeLinear" && node.inputs[0] == "wq") weight_dqs.push_back(&node);
+  }
+  ASSERT_EQ(weight_dqs.size(), 2u);
+  EXPECT_NE(weight_dqs[0]->inputs[1], weight_dqs[1]->inputs[1]);
+  int untouched = 0;
+  for (const Node* dq : weight_dqs) {
+    const Tensor* scale = rewritten.find_initializer(dq->inputs[1]);
+    ASSERT_NE(scale, nullptr);
+    untouched += scale->numel() == 1 && scale->data<float>()[0] == 0.01f;
+  }
+  EXPECT_EQ(untouched, second_bn ? 0 : 1);
+  EXPECT_EQ(rewritten.initializers.count("wq"), 1u);
+  EXPECT_EQ(rewritten.find_initializer("wq")->data<int8_t>()[5], graph.find_initializer("wq")->data<int8_t>()[5]);
+  // The folded graph still fuses: two QConv layers reading the one int8 weight.
+  Graph fused = run_passes(graph, {});
+  EXPECT_EQ(count_ops(fused, "QConv"), 2);
+  EXPECT_EQ(count_ops(fused, "BatchNormalization"), 0);
+  expect_same_outputs(graph, rewritten, random_inputs(graph, 23), 1e-5, 1e-4);
+}
+
+TEST(FoldBatchnorm, SharedWeightDequantizeIsDuplicatedPerConv) { expect_shared_weight_fold(true); }
+
+TEST(FoldBatchnorm, SharedWeightDequantizeKeepsTheOtherConvsScale) { expect_shared_weight_fold(false); }
+
 TEST(FoldBatchnorm, MustNotFireWhenConvOutputHasAnotherReader) {
   Graph graph = parse_graph(quantized_conv("float ws = {0.01}", "int8 wzp = {0}", "z = Relu(c)"));
   Graph rewritten = run_passes(graph, {"fold_constants", "fold_batchnorm"});

@@ -31,10 +31,11 @@ std::string op_sequence(const Graph& graph) {
   return sequence;
 }
 
-Graph run_passes(const Graph& graph, const std::vector<std::string>& passes) {
+Graph run_passes(const Graph& graph, const std::vector<std::string>& passes, bool float_only) {
   Graph copy = graph;
   optimizer::OptimizeOptions options;
   options.only_passes = passes;
+  options.float_only = float_only;
   Result<optimizer::OptimizeReport> report = optimizer::optimize(copy, options);
   EXPECT_TRUE(report.ok()) << report.status().message();
   return copy;

@@ -21,8 +21,9 @@ int count_ops(const Graph& graph, const std::string& op_type);
 // Op types in node order: "Conv,Relu,QuantizeLinear".
 std::string op_sequence(const Graph& graph);
 
-// Runs only the named passes (pipeline order) on a copy; fails the test on error.
-Graph run_passes(const Graph& graph, const std::vector<std::string>& passes);
+// Runs only the named passes (pipeline order) on a copy; fails the test on error. `float_only`:
+// of the float pipeline (OptimizeOptions::float_only); an empty list then runs all of it.
+Graph run_passes(const Graph& graph, const std::vector<std::string>& passes, bool float_only = false);
 
 // Seeded uniform inputs in [-range, range] (float) or the full range (int8/uint8) for every
 // graph input with a static shape.

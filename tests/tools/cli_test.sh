@@ -62,6 +62,20 @@ expect 2 "--saveOutputs" run --onnx="$work/model.onnx" --saveOutputs="$work/x.np
 # A model file that is not ONNX: a load failure (exit 1) naming the file, not a crash.
 expect 1 "--onnx: '$work/garbage.onnx'" run --onnx="$work/garbage.onnx"
 
+# qdqrt calibrate: bad flag values and data are usage errors (2), models it cannot calibrate fail (1).
+models="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../models" && pwd)"
+fp32="$models/fmnist_resnet_fp32.onnx"
+expect_stdout 0 "--calibrationCache" calibrate --help
+expect 2 "--data is required" calibrate --onnx="$fp32" --output="$work/o.onnx"
+expect 2 "--method.*unknown calibration method 'kl'" calibrate --onnx="$fp32" --data=fashion-mnist:test --method=kl --output="$work/o.onnx"
+expect 2 "--method.*percentile must be a number" calibrate --onnx="$fp32" --data=fashion-mnist:test --method=percentile=200 --output="$work/o.onnx"
+expect 2 "--placement.*unknown placement 'everywhere'" calibrate --onnx="$fp32" --data=fashion-mnist:test --placement=everywhere --output="$work/o.onnx"
+expect 2 "--mean.*'abc' is not a number" calibrate --onnx="$fp32" --data=fashion-mnist:test --mean=abc --output="$work/o.onnx"
+expect 2 "--samples" calibrate --onnx="$fp32" --data=fashion-mnist:test --samples=0 --output="$work/o.onnx"
+expect 2 "bad data SPEC 'mnist:train'" calibrate --onnx="$fp32" --data=mnist:train --output="$work/o.onnx"
+expect 2 "split must be 'train' or 'test'" calibrate --onnx="$fp32" --data=fashion-mnist:val --output="$work/o.onnx"
+expect 1 "already quantized" calibrate --onnx="$models/fmnist_resnet_qdq.onnx" --data=fashion-mnist:test --samples=2 --output="$work/o.onnx"
+expect 1 "garbage.onnx" calibrate --onnx="$work/garbage.onnx" --data=fashion-mnist:test --samples=2 --output="$work/o.onnx"
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"
   exit 1

@@ -56,6 +56,13 @@ for file in "$work"/dump/*.onnx; do
   "$qdqrt" run --onnx="$file" >/dev/null 2>"$work/run_err" || { fail "qdqrt run on dumped $file"; cat "$work/run_err"; }
 done
 
+# --fp32: the float pipeline (its own pass names), no Q/DQ and no INT8 layer left.
+expect 0 stdout "Passes run: remove_identities, fold_constants, remove_fake_quantization, fold_batchnorm" \
+  inspect --onnx="$model" --fp32
+expect 0 stdout "Q/DQ nodes left: 0 QuantizeLinear, 0 DequantizeLinear" inspect --onnx="$model" --fp32
+grep -q "^  INT8: " "$work/stdout" && fail "--fp32 left INT8 layers"
+expect 2 stderr "unknown pass 'fuse_qdq_conv'" inspect --onnx="$model" --fp32 --passes=fuse_qdq_conv
+
 # Bad command lines and bad models.
 expect 2 stderr "unknown pass 'no_such_pass'" inspect --onnx="$model" --passes=no_such_pass
 expect 2 stderr "--disablePasses: unknown pass 'nope'" inspect --onnx="$model" --disablePasses=nope

@@ -187,6 +187,33 @@ TEST(LayerInfo, JsonHasLayersAndSummary) {
   EXPECT_EQ(json["Summary"]["QuantizeLinearLeft"], 2);
 }
 
+// A Q fan-out's QRequantize (int8 zp 0 -> uint8 zp 128): an INT8 layer of kind Requantize
+// with both zero-points, and neither Q/DQ nor inside an INT8 region.
+TEST(LayerInfo, RequantizeLayer) {
+  Graph graph;
+  graph.opsets[""] = 13;
+  graph.opsets[kQdqrtDomain] = 1;
+  graph.inputs = {"a"};
+  graph.outputs = {"b"};
+  add_value(graph, "a", DataType::kInt8, dims({1, 8}));
+  add_value(graph, "b", DataType::kUint8, dims({1, 8}));
+  graph.initializers["as"] = Tensor::from_vector<float>({}, {0.1f});
+  graph.initializers["az"] = Tensor::from_vector<int8_t>({}, {0});
+  graph.initializers["bs"] = Tensor::from_vector<float>({}, {0.05f});
+  graph.initializers["bz"] = Tensor::from_vector<uint8_t>({}, {128});
+  graph.nodes.push_back(make_node("q_b", layers::kQRequantize, {"a", "as", "az", "bs", "bz"}, {"b"}, kQdqrtDomain));
+  LayerReport report = compute_layer_info(graph, {});
+  ASSERT_EQ(report.layers.size(), 1u);
+  EXPECT_EQ(report.layers[0].kind, "Requantize");
+  EXPECT_EQ(report.layers[0].precision, "INT8");
+  ASSERT_EQ(report.layers[0].inputs.size(), 1u);
+  EXPECT_EQ(report.layers[0].inputs[0].zero_point, 0);
+  ASSERT_EQ(report.layers[0].outputs.size(), 1u);
+  EXPECT_EQ(report.layers[0].outputs[0].zero_point, 128);
+  EXPECT_EQ(report.summary.quantize_nodes, 0);
+  EXPECT_TRUE(report.summary.qdq_inside_int8.empty());
+}
+
 TEST(LayerInfo, BindsInputSymbolsAndRejectsBadShapes) {
   Graph graph = optimized_graph();
   auto bound = bind_input_symbols(graph, {{"x", {8, 4, 8, 8}}});

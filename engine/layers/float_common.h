@@ -1,0 +1,75 @@
+// Shared pieces of the native float layer files (engine/layers/float_*.cpp), registered together
+// by register_float_layers() (float_layers.cpp). Internal to engine/layers/.
+//
+// Every float layer reads and writes Layout::kPlain fp32 tensors (ONNX row-major, NCHW), except
+// the unary activations, which keep whatever layout their input is stored in. A lowering that
+// meets an attribute value or a shape it does not handle calls lower_with_reference() instead.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/layer.h"
+#include "engine/layers/layer_families.h"
+#include "kernels/dispatch.h"
+#include "kernels/fp32_kernels.h"
+
+namespace qdqrt::engine::fp32 {
+
+// The fp32 GEMM (Eigen) packs blocks of A (mc x kc) and B (kc x nc) on the stack only while each
+// is <= 128 KiB and mallocs them on every call otherwise; kc, mc and nc never exceed k, m and n.
+// gemm_in_stack_sized_calls() therefore splits C(m x n) += A(m x k) B(k x n) into calls of at most
+// 512 depth (accumulating over depth slices with beta = 1) and rows, columns <= 32768 / depth
+// (at least 64), which keeps run() free of heap allocation (tests/engine_float/allocation_test.cpp).
+inline constexpr int64_t kGemmMaxRows = 64;
+inline constexpr int64_t kGemmMaxColumns = 64;
+inline constexpr int64_t kGemmMaxDepth = 512;
+
+// Same contract as Fp32GemmFn (no transpose_a; relu not supported); bias (per column) may be null.
+void gemm_in_stack_sized_calls(const kernels::Fp32Kernels& fp32, const kernels::Fp32GemmParams& params, const float* a,
+                               size_t lda, const float* b, size_t ldb, const float* bias, float* c, size_t ldc);
+
+// One registration function per file.
+void register_conv(LayerRegistry& registry);         // float_conv.cpp: Conv
+void register_gemm(LayerRegistry& registry);         // float_gemm.cpp: Gemm, MatMul
+void register_elementwise(LayerRegistry& registry);  // float_elementwise.cpp: binary, unary, Softmax, BatchNormalization
+void register_pool(LayerRegistry& registry);         // float_pool.cpp: MaxPool, AveragePool, GlobalAveragePool
+void register_shape(LayerRegistry& registry);        // float_shape.cpp: Reshape & co (copy), Concat, Transpose
+
+// The ISA float kernels run with: the plan's ISA limited to what this machine can run (float
+// layers hold no ISA-specific packed data, so a lower ISA is always fine).
+kernels::Isa bind_isa(const EnginePlan& plan);
+
+// dtype of a node's input/output value (kUndefined when unknown).
+DataType value_dtype(const BuildContext& context, const std::string& value);
+// Accepts-predicate: every present input and output of the node is fp32.
+bool all_float(const Node& node, const BuildContext& context);
+
+// A layer for `node` with kind, kernel name, name and source set.
+PlanLayer make_layer(const Node& node, const std::string& kind, const std::string& kernel);
+
+// Checks a bound tensor: dtype, layout kPlain, rank (any when rank < 0). Errors name the layer.
+Status expect_tensor(const BindContext& context, const PlanTensor& tensor, const char* what, DataType dtype, int rank);
+// The blob `name` as `count` floats (size checked).
+Result<const float*> float_blob(const BindContext& context, const std::string& name, int64_t count);
+
+// The number of elements of `shape`, or -1 when a dim is negative or the product overflows.
+int64_t safe_numel(const Shape& shape);
+
+// The shape with dim 0 set to 1 when `batched` (one image of a batched tensor).
+Shape image_shape(const PlanTensor& tensor);
+
+// Unwraps a Result<T> inside bind functions, prefixing errors with the layer.
+#define QDQRT_BIND_ASSIGN(lhs, context, expr)                                       \
+  QDQRT_ASSIGN_OR_RETURN_IMPL(QDQRT_CONCAT(bind_result_, __LINE__), lhs,             \
+                              ::qdqrt::engine::fp32::prefixed((context), (expr)))
+
+template <class T>
+Result<T> prefixed(const BindContext& context, Result<T> result) {
+  if (result.ok()) return result;
+  if (result.status().message().rfind("layer '", 0) == 0) return result;
+  return context.error(result.status().message());
+}
+
+}  // namespace qdqrt::engine::fp32

@@ -1,0 +1,351 @@
+// fp32 Conv (2-D, NCHW), kind "fp32_conv".
+//
+// Modes (param "mode"):
+//   gemm      per group: Y[oc, pixels] = W[oc, Cg*KH*KW] x im2col(X)[Cg*KH*KW, pixels] (fp32 GEMM),
+//             the im2col block of one tile of output rows in per-thread scratch
+//   pointwise 1x1, stride 1, no pads: the GEMM reads X directly (no im2col, no scratch)
+//   depthwise group == C == OC: direct per-channel loops
+// Work items: (image, group, tile of output rows, block of <= 64 output channels) for gemm/pointwise,
+// (image, channel) for depthwise. The bias is written first and the GEMM accumulates onto it.
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "engine/layers/float_common.h"
+#include "parser/ops/conv.h"
+#include "reference/ops/common_a.h"
+
+namespace qdqrt::engine::fp32 {
+
+namespace {
+
+constexpr const char* kKind = "fp32_conv";
+enum class ConvMode : int64_t { kGemm = 0, kPointwise = 1, kDepthwise = 2 };
+
+struct ConvGeometry {
+  int64_t channels = 0, height = 0, width = 0;            // input per image
+  int64_t out_channels = 0, out_height = 0, out_width = 0;
+  int64_t group = 1;
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t tile_rows = 1, oc_block = 1;
+  ConvMode mode = ConvMode::kGemm;
+
+  int64_t in_per_group() const { return channels / group; }
+  int64_t out_per_group() const { return out_channels / group; }
+  int64_t k() const { return in_per_group() * kernel_h * kernel_w; }
+  int64_t tiles() const { return (out_height + tile_rows - 1) / tile_rows; }
+  int64_t oc_blocks() const { return (out_per_group() + oc_block - 1) / oc_block; }
+};
+
+// Writes rows [oh_begin, oh_end) of im2col for channels [c_begin, c_begin + cg) of one image
+// into col[k][pixel] (pixel = (oh - oh_begin) * OW + ow, row length `pixels`).
+void im2col(const ConvGeometry& g, const float* image, int64_t c_begin, int64_t oh_begin, int64_t oh_end, float* col) {
+  const int64_t pixels = (oh_end - oh_begin) * g.out_width;
+  const int64_t plane = g.height * g.width;
+  float* out = col;
+  for (int64_t c = 0; c < g.in_per_group(); ++c) {
+    const float* in_plane = image + (c_begin + c) * plane;
+    for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
+      for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+        const int64_t offset_w = kw * g.dilation_w - g.pad_left;
+        // Output columns whose input column is inside [0, W).
+        int64_t ow_begin = offset_w >= 0 ? 0 : (-offset_w + g.stride_w - 1) / g.stride_w;
+        int64_t ow_end = g.width - 1 - offset_w < 0 ? 0 : (g.width - 1 - offset_w) / g.stride_w + 1;
+        ow_begin = std::min(ow_begin, g.out_width);
+        ow_end = std::clamp(ow_end, ow_begin, g.out_width);
+        for (int64_t oh = oh_begin; oh < oh_end; ++oh) {
+          float* row = out + (oh - oh_begin) * g.out_width;
+          const int64_t ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
+          if (ih < 0 || ih >= g.height) {
+            std::fill_n(row, g.out_width, 0.0f);
+            continue;
+          }
+          const float* in_row = in_plane + ih * g.width + offset_w;
+          std::fill_n(row, ow_begin, 0.0f);
+          if (g.stride_w == 1) {
+            std::memcpy(row + ow_begin, in_row + ow_begin, static_cast<size_t>(ow_end - ow_begin) * sizeof(float));
+          } else {
+            for (int64_t ow = ow_begin; ow < ow_end; ++ow) row[ow] = in_row[ow * g.stride_w];
+          }
+          std::fill(row + ow_end, row + g.out_width, 0.0f);
+        }
+        out += pixels;
+      }
+    }
+  }
+}
+
+// out[i] += weight * in[i * stride] for i < count: the depthwise inner loop. The engine is built
+// for baseline x86-64; GCC compiles this function once per listed ISA and picks the clone for the
+// running CPU when the program loads (same operations, so the same numbers on every clone).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void accumulate_taps(float* __restrict out, const float* __restrict in, float weight, int64_t count, int64_t stride) {
+  if (stride == 1) {
+    for (int64_t i = 0; i < count; ++i) out[i] += weight * in[i];
+  } else if (stride == 2) {
+    for (int64_t i = 0; i < count; ++i) out[i] += weight * in[2 * i];
+  } else {
+    for (int64_t i = 0; i < count; ++i) out[i] += weight * in[i * stride];
+  }
+}
+
+class ConvLayer final : public Layer {
+ public:
+  ConvLayer(ConvGeometry geometry, const float* weights, const float* bias, int32_t input, int32_t output,
+            kernels::Fp32Kernels fp32)
+      : g_(geometry), weights_(weights), bias_(bias), input_(input), output_(output), fp32_(fp32) {}
+
+  WorkShape work(const RunState& state) const override {
+    const int64_t batch = state.dim(input_, 0);
+    if (g_.mode == ConvMode::kDepthwise) {
+      return {.items = batch * g_.channels,
+              .ops_per_item = 2.0 * static_cast<double>(g_.out_height * g_.out_width * g_.kernel_h * g_.kernel_w)};
+    }
+    const double macs = static_cast<double>(std::min(g_.oc_block, g_.out_per_group())) *
+                        static_cast<double>(g_.tile_rows * g_.out_width) * static_cast<double>(g_.k());
+    return {.items = batch * g_.group * g_.tiles() * g_.oc_blocks(), .ops_per_item = 2.0 * macs};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t> scratch) const override {
+    const float* x = state.data<float>(input_);
+    float* y = state.data<float>(output_);
+    if (g_.mode == ConvMode::kDepthwise) {
+      for (int64_t item = begin; item < end; ++item) depthwise_plane(x, y, item);
+      return;
+    }
+    float* col = reinterpret_cast<float*>(scratch.data());
+    int64_t built = -1;  // the (image, group, tile) whose im2col is in `col`
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t block = item % g_.oc_blocks();
+      const int64_t tile_index = item / g_.oc_blocks();
+      const int64_t tile = tile_index % g_.tiles();
+      const int64_t group = (tile_index / g_.tiles()) % g_.group;
+      const int64_t image = tile_index / g_.tiles() / g_.group;
+      const int64_t oh_begin = tile * g_.tile_rows;
+      const int64_t oh_end = std::min(g_.out_height, oh_begin + g_.tile_rows);
+      const int64_t pixels = (oh_end - oh_begin) * g_.out_width;
+      const int64_t out_plane = g_.out_height * g_.out_width;
+      const float* image_in = x + image * g_.channels * g_.height * g_.width;
+      const float* b = nullptr;
+      size_t ldb = 0;
+      if (g_.mode == ConvMode::kPointwise) {
+        b = image_in + group * g_.in_per_group() * out_plane + oh_begin * g_.out_width;
+        ldb = static_cast<size_t>(out_plane);
+      } else {
+        if (built != tile_index) {
+          im2col(g_, image_in, group * g_.in_per_group(), oh_begin, oh_end, col);
+          built = tile_index;
+        }
+        b = col;
+        ldb = static_cast<size_t>(pixels);
+      }
+      const int64_t oc_begin = group * g_.out_per_group() + block * g_.oc_block;
+      const int64_t oc_count = std::min(g_.oc_block, g_.out_per_group() - block * g_.oc_block);
+      float* c = y + (image * g_.out_channels + oc_begin) * out_plane + oh_begin * g_.out_width;
+      kernels::Fp32GemmParams params;
+      params.m = static_cast<size_t>(oc_count);
+      params.n = static_cast<size_t>(pixels);
+      params.k = static_cast<size_t>(g_.k());
+      if (bias_ != nullptr) {
+        for (int64_t oc = 0; oc < oc_count; ++oc) std::fill_n(c + oc * out_plane, pixels, bias_[oc_begin + oc]);
+        params.beta = 1.0f;
+      }
+      gemm_in_stack_sized_calls(fp32_, params, weights_ + oc_begin * g_.k(), static_cast<size_t>(g_.k()), b, ldb,
+                                nullptr, c, static_cast<size_t>(out_plane));
+    }
+  }
+
+ private:
+  void depthwise_plane(const float* x, float* y, int64_t item) const {
+    const int64_t channel = item % g_.channels;
+    const float* in = x + item * g_.height * g_.width;
+    float* out = y + item * g_.out_height * g_.out_width;
+    const float* w = weights_ + channel * g_.kernel_h * g_.kernel_w;
+    const float init = bias_ != nullptr ? bias_[channel] : 0.0f;
+    for (int64_t oh = 0; oh < g_.out_height; ++oh) {
+      float* out_row = out + oh * g_.out_width;
+      std::fill_n(out_row, g_.out_width, init);
+      for (int64_t kh = 0; kh < g_.kernel_h; ++kh) {
+        const int64_t ih = oh * g_.stride_h - g_.pad_top + kh * g_.dilation_h;
+        if (ih < 0 || ih >= g_.height) continue;
+        const float* in_row = in + ih * g_.width;
+        for (int64_t kw = 0; kw < g_.kernel_w; ++kw) {
+          const int64_t offset_w = kw * g_.dilation_w - g_.pad_left;
+          int64_t ow_begin = offset_w >= 0 ? 0 : (-offset_w + g_.stride_w - 1) / g_.stride_w;
+          int64_t ow_end = g_.width - 1 - offset_w < 0 ? 0 : (g_.width - 1 - offset_w) / g_.stride_w + 1;
+          ow_end = std::min(ow_end, g_.out_width);
+          if (ow_end > ow_begin) {
+            accumulate_taps(out_row + ow_begin, in_row + offset_w + ow_begin * g_.stride_w, w[kh * g_.kernel_w + kw],
+                            ow_end - ow_begin, g_.stride_w);
+          }
+        }
+      }
+    }
+  }
+
+  ConvGeometry g_;
+  const float* weights_;
+  const float* bias_;
+  int32_t input_, output_;
+  kernels::Fp32Kernels fp32_;
+};
+
+int64_t scratch_floats(const ConvGeometry& g) {
+  return g.mode == ConvMode::kGemm ? g.k() * g.tile_rows * g.out_width : 0;
+}
+
+Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
+  const Params& params = context.layer().params;
+  QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
+  QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, 4));
+  if (x->shape[0] != y->shape[0] || x->batched != y->batched) return context.error("input and output batch differ");
+
+  ConvGeometry g;
+  g.channels = x->shape[1], g.height = x->shape[2], g.width = x->shape[3];
+  g.out_channels = y->shape[1], g.out_height = y->shape[2], g.out_width = y->shape[3];
+  QDQRT_BIND_ASSIGN(g.group, context, params.get_int("group"));
+  QDQRT_BIND_ASSIGN(auto kernel, context, params.get_ints("kernel"));
+  QDQRT_BIND_ASSIGN(auto strides, context, params.get_ints("strides"));
+  QDQRT_BIND_ASSIGN(auto dilations, context, params.get_ints("dilations"));
+  QDQRT_BIND_ASSIGN(auto pads, context, params.get_ints("pads"));
+  QDQRT_BIND_ASSIGN(int64_t mode, context, params.get_int("mode"));
+  QDQRT_BIND_ASSIGN(g.tile_rows, context, params.get_int("tile_rows"));
+  QDQRT_BIND_ASSIGN(g.oc_block, context, params.get_int("oc_block"));
+  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) {
+    return context.error("kernel/strides/dilations need 2 values and pads 4");
+  }
+  g.kernel_h = kernel[0], g.kernel_w = kernel[1], g.stride_h = strides[0], g.stride_w = strides[1];
+  g.dilation_h = dilations[0], g.dilation_w = dilations[1];
+  g.pad_top = pads[0], g.pad_left = pads[1], g.pad_bottom = pads[2], g.pad_right = pads[3];
+  for (int64_t value : {g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w}) {
+    if (value < 1 || value > (int64_t{1} << 20)) return context.error(fmt::format("kernel/stride/dilation {} is out of range", value));
+  }
+  for (int64_t value : pads) {
+    if (value < 0 || value > (int64_t{1} << 20)) return context.error(fmt::format("pad {} is out of range", value));
+  }
+  if (g.group < 1 || g.channels % g.group != 0 || g.out_channels % g.group != 0) {
+    return context.error(fmt::format("group {} does not divide {} input and {} output channels", g.group, g.channels,
+                                     g.out_channels));
+  }
+  // The output size the pads, kernel and strides give must be the plan's.
+  auto expected = [](int64_t in, int64_t pad, int64_t kernel_size, int64_t dilation, int64_t stride) {
+    const int64_t span = in + pad - (dilation * (kernel_size - 1) + 1);
+    return span < 0 ? int64_t{-1} : span / stride + 1;
+  };
+  if (expected(g.height, g.pad_top + g.pad_bottom, g.kernel_h, g.dilation_h, g.stride_h) != g.out_height ||
+      expected(g.width, g.pad_left + g.pad_right, g.kernel_w, g.dilation_w, g.stride_w) != g.out_width) {
+    return context.error(fmt::format("output {} does not follow from input {} and the window", shape_to_string(y->shape),
+                                     shape_to_string(x->shape)));
+  }
+  if (mode < 0 || mode > 2) return context.error(fmt::format("unknown mode {}", mode));
+  g.mode = static_cast<ConvMode>(mode);
+  if (g.mode == ConvMode::kDepthwise && !(g.group == g.channels && g.group == g.out_channels)) {
+    return context.error("depthwise mode needs group == input channels == output channels");
+  }
+  if (g.mode == ConvMode::kPointwise &&
+      !(g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && pads == std::vector<int64_t>(4, 0))) {
+    return context.error("pointwise mode needs a 1x1 kernel, stride 1 and no pads");
+  }
+  if (g.tile_rows < 1 || g.oc_block < 1) {
+    return context.error(fmt::format("tile_rows {} / oc_block {} out of range", g.tile_rows, g.oc_block));
+  }
+  g.tile_rows = std::min(g.tile_rows, std::max<int64_t>(g.out_height, 1));
+  if (safe_numel({g.in_per_group(), g.kernel_h, g.kernel_w, g.tile_rows, g.out_width, 4}) < 0) {
+    return context.error("the im2col tile is too large");
+  }
+  if (static_cast<int64_t>(scratch_floats(g) * sizeof(float)) > context.layer().scratch_bytes) {
+    return context.error(fmt::format("scratch_bytes {} is less than the {} the im2col tile needs",
+                                     context.layer().scratch_bytes, scratch_floats(g) * sizeof(float)));
+  }
+  const int64_t weight_count = g.out_channels * g.in_per_group() * g.kernel_h * g.kernel_w;
+  if (safe_numel({g.out_channels, g.in_per_group(), g.kernel_h, g.kernel_w}) < 0) return context.error("weights too large");
+  QDQRT_BIND_ASSIGN(const float* weights, context, float_blob(context, "weights", weight_count));
+  const float* bias = nullptr;
+  if (context.layer().find_blob("bias") != nullptr) {
+    QDQRT_BIND_ASSIGN(bias, context, float_blob(context, "bias", g.out_channels));
+  }
+  return std::unique_ptr<Layer>(std::make_unique<ConvLayer>(g, weights, bias, context.layer().inputs[0],
+                                                            context.layer().outputs[0],
+                                                            kernels::fp32_kernels(bind_isa(context.plan()))));
+}
+
+Status lower_conv(const Node& node, BuildContext& context) {
+  const auto& attributes = node.attrs<ConvAttributes>();
+  const Tensor* weight = context.constant(node.input(1));
+  const Tensor* bias = node.has_input(2) ? context.constant(node.input(2)) : nullptr;
+  if (weight == nullptr || weight->dtype() != DataType::kFloat || weight->rank() != 4 ||
+      (node.has_input(2) && (bias == nullptr || bias->dtype() != DataType::kFloat))) {
+    return lower_with_reference(node, context);  // runtime weights or bias, or not 2-D
+  }
+  QDQRT_ASSIGN_OR_RETURN(Shape x_shape, context.shape_of(node.input(0)));
+  QDQRT_ASSIGN_OR_RETURN(Shape y_shape, context.shape_of(node.outputs[0]));
+  if (x_shape.size() != 4 || y_shape.size() != 4) return lower_with_reference(node, context);
+  const Shape kernel_shape = {weight->dim(2), weight->dim(3)};
+  if (!attributes.kernel_shape.empty() && attributes.kernel_shape != kernel_shape) return lower_with_reference(node, context);
+  reference_a::WindowAttributes window{.auto_pad = attributes.auto_pad,
+                                       .strides = &attributes.strides,
+                                       .dilations = &attributes.dilations,
+                                       .pads = &attributes.pads,
+                                       .ceil_mode = false};
+  QDQRT_ASSIGN_OR_RETURN(reference_a::WindowGeometry window_geometry,
+                         reference_a::resolve_window(node, {x_shape[2], x_shape[3]}, kernel_shape, window));
+  ConvGeometry g;
+  g.channels = x_shape[1], g.height = x_shape[2], g.width = x_shape[3];
+  g.out_channels = y_shape[1], g.out_height = y_shape[2], g.out_width = y_shape[3];
+  g.group = attributes.group;
+  g.kernel_h = kernel_shape[0], g.kernel_w = kernel_shape[1];
+  g.stride_h = window_geometry.strides[1], g.stride_w = window_geometry.strides[2];
+  g.dilation_h = window_geometry.dilations[1], g.dilation_w = window_geometry.dilations[2];
+  g.pad_top = window_geometry.pads_begin[1], g.pad_left = window_geometry.pads_begin[2];
+  g.pad_bottom = window_geometry.pads_end[1], g.pad_right = window_geometry.pads_end[2];
+  if (g.group < 1 || g.channels % g.group != 0 || g.out_channels % g.group != 0 || weight->dim(0) != g.out_channels ||
+      weight->dim(1) != g.in_per_group() || window_geometry.output[1] != g.out_height ||
+      window_geometry.output[2] != g.out_width || (bias != nullptr && bias->numel() != g.out_channels)) {
+    return lower_with_reference(node, context);  // let the reference report the inconsistency
+  }
+  if (g.group == g.channels && g.group == g.out_channels) {
+    g.mode = ConvMode::kDepthwise;
+  } else if (g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_top == 0 &&
+             g.pad_left == 0 && g.pad_bottom == 0 && g.pad_right == 0) {
+    g.mode = ConvMode::kPointwise;
+  }
+  // Tiles of whole output rows: about 512 pixels (the GEMM's n), the im2col block <= 512 KiB.
+  const int64_t pixel_budget = std::clamp<int64_t>(131072 / std::max<int64_t>(g.k(), 1), 16, 512);
+  g.tile_rows = std::clamp<int64_t>(pixel_budget / std::max<int64_t>(g.out_width, 1), 1, std::max<int64_t>(g.out_height, 1));
+  g.oc_block = std::clamp<int64_t>(g.out_per_group(), 1, kGemmMaxRows);
+
+  const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(kernels::usable_isa(context.isa()));
+  PlanLayer layer = make_layer(node, kKind, g.mode == ConvMode::kDepthwise ? "f32-dwconv-multiversion" : fp32.gemm.name);
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+  layer.inputs = {input};
+  layer.outputs = {output};
+  layer.params.set("group", g.group);
+  layer.params.set("kernel", std::vector<int64_t>{g.kernel_h, g.kernel_w});
+  layer.params.set("strides", std::vector<int64_t>{g.stride_h, g.stride_w});
+  layer.params.set("dilations", std::vector<int64_t>{g.dilation_h, g.dilation_w});
+  layer.params.set("pads", std::vector<int64_t>{g.pad_top, g.pad_left, g.pad_bottom, g.pad_right});
+  layer.params.set("mode", static_cast<int64_t>(g.mode));
+  layer.params.set("tile_rows", g.tile_rows);
+  layer.params.set("oc_block", g.oc_block);
+  layer.blobs.push_back(make_blob("weights", weight->raw_data(), weight->nbytes()));
+  if (bias != nullptr) layer.blobs.push_back(make_blob("bias", bias->raw_data(), bias->nbytes()));
+  layer.scratch_bytes = scratch_floats(g) * static_cast<int64_t>(sizeof(float));
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_conv(LayerRegistry& registry) {
+  registry.add_kind({kKind, bind_conv});
+  registry.add_lowering({.domain = "", .op_type = "Conv", .lower = lower_conv, .accepts = all_float});
+}
+
+}  // namespace qdqrt::engine::fp32

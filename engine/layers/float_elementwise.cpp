@@ -1,0 +1,489 @@
+// fp32 elementwise layers:
+//   fp32_binary     Add/Sub/Mul/Div/Max/Min (2 inputs), numpy broadcasting (kernels/broadcast.h);
+//                   either operand may be a constant (a blob). The broadcast plan is made per
+//                   image (batch dim 1) at bind time, so any run batch reuses it without allocating.
+//   fp32_unary      Relu, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Gelu (erf), Exp,
+//                   Abs, Neg, Sqrt; keeps the input's layout.
+//   fp32_softmax    Softmax over the last axis (opset >= 13), or over dims[axis:] (opset < 13).
+//   fp32_batchnorm  inference BatchNormalization as y = x * a[c] + b[c].
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "engine/layers/float_common.h"
+#include "kernels/broadcast.h"
+#include "parser/ops/elementwise.h"
+#include "parser/ops/normalization.h"
+
+namespace qdqrt::engine::fp32 {
+
+namespace {
+
+// Elements per work item of the streaming layers (large enough to be worth a thread switch).
+constexpr int64_t kChunk = 16384;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// ---------------------------------------------------------------------------------------------
+// Binary
+
+constexpr const char* kBinaryKind = "fp32_binary";
+
+std::optional<kernels::Fp32BinaryOp> binary_op(const std::string& op_type) {
+  if (op_type == "Add") return kernels::Fp32BinaryOp::kAdd;
+  if (op_type == "Sub") return kernels::Fp32BinaryOp::kSub;
+  if (op_type == "Mul") return kernels::Fp32BinaryOp::kMul;
+  if (op_type == "Div") return kernels::Fp32BinaryOp::kDiv;
+  if (op_type == "Max") return kernels::Fp32BinaryOp::kMax;
+  if (op_type == "Min") return kernels::Fp32BinaryOp::kMin;
+  return std::nullopt;
+}
+
+// One operand: a runtime tensor (image stride when batched) or a constant blob.
+struct Operand {
+  int32_t tensor = -1;  // -1: constant
+  const float* constant = nullptr;
+  int64_t image_stride = 0;  // elements per image when batched, else 0
+};
+
+class BinaryLayer final : public Layer {
+ public:
+  BinaryLayer(kernels::Fp32BinaryOp op, Operand a, Operand b, int32_t output, bool batched,
+              kernels::BroadcastPlan plan, kernels::Fp32Kernels fp32)
+      : op_(op), a_(a), b_(b), output_(output), batched_(batched), plan_(std::move(plan)), fp32_(fp32) {
+    chunk_ = std::min<int64_t>(static_cast<int64_t>(plan_.inner), kChunk);
+    if (chunk_ < 1) chunk_ = 1;
+    chunks_per_row_ = ceil_div(static_cast<int64_t>(plan_.inner), chunk_);
+    image_elements_ = static_cast<int64_t>(plan_.rows * plan_.inner);
+  }
+
+  WorkShape work(const RunState& state) const override {
+    const int64_t images = batched_ ? state.batch : 1;
+    return {.items = images * static_cast<int64_t>(plan_.rows) * chunks_per_row_,
+            .ops_per_item = static_cast<double>(chunk_)};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    const float* a = a_.tensor >= 0 ? state.data<float>(a_.tensor) : a_.constant;
+    const float* b = b_.tensor >= 0 ? state.data<float>(b_.tensor) : b_.constant;
+    float* y = state.data<float>(output_);
+    const int64_t per_image = static_cast<int64_t>(plan_.rows) * chunks_per_row_;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t image = item / per_image;
+      const int64_t row = (item % per_image) / chunks_per_row_;
+      const int64_t start = (item % chunks_per_row_) * chunk_;
+      const size_t count = static_cast<size_t>(std::min(chunk_, static_cast<int64_t>(plan_.inner) - start));
+      size_t a_offset = 0, b_offset = 0;
+      plan_.row_offsets(static_cast<size_t>(row), a_offset, b_offset);
+      const float* a_row = a + image * a_.image_stride + a_offset;
+      const float* b_row = b + image * b_.image_stride + b_offset;
+      float* y_row = y + image * image_elements_ + row * static_cast<int64_t>(plan_.inner) + start;
+      switch (plan_.kind) {
+        case kernels::BroadcastPlan::Kind::kVectorVector:
+          fp32_.binary.fn(op_, count, a_row + start, b_row + start, y_row);
+          break;
+        case kernels::BroadcastPlan::Kind::kVectorScalar:
+          fp32_.binary_vs.fn(op_, count, a_row + start, *b_row, y_row);
+          break;
+        case kernels::BroadcastPlan::Kind::kScalarVector:
+          fp32_.binary_sv.fn(op_, count, *a_row, b_row + start, y_row);
+          break;
+      }
+    }
+  }
+
+ private:
+  kernels::Fp32BinaryOp op_;
+  Operand a_, b_;
+  int32_t output_;
+  bool batched_;
+  kernels::BroadcastPlan plan_;
+  kernels::Fp32Kernels fp32_;
+  int64_t chunk_ = 1, chunks_per_row_ = 1, image_elements_ = 0;
+};
+
+Result<std::unique_ptr<Layer>> bind_binary(const BindContext& context) {
+  const PlanLayer& layer = context.layer();
+  const Params& params = layer.params;
+  QDQRT_BIND_ASSIGN(int64_t op_value, context, params.get_int("op"));
+  if (op_value < 0 || op_value > static_cast<int64_t>(kernels::Fp32BinaryOp::kMin)) {
+    return context.error(fmt::format("unknown binary op {}", op_value));
+  }
+  QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, -1));
+  const Shape y_image = image_shape(*y);
+
+  size_t next_input = 0;
+  Operand operands[2];
+  Shape shapes[2];
+  bool any_batched = false;
+  for (int side = 0; side < 2; ++side) {
+    const std::string name = side == 0 ? "a" : "b";
+    QDQRT_BIND_ASSIGN(int64_t is_constant, context, params.get_int(name + "_constant"));
+    if (is_constant) {
+      QDQRT_BIND_ASSIGN(shapes[side], context, params.get_ints(name + "_shape"));
+      const int64_t count = safe_numel(shapes[side]);
+      if (count < 0) return context.error(fmt::format("constant {} has a bad shape", name));
+      QDQRT_BIND_ASSIGN(operands[side].constant, context, float_blob(context, name, count));
+    } else {
+      QDQRT_BIND_ASSIGN(const PlanTensor* tensor, context, context.input(next_input));
+      QDQRT_RETURN_IF_ERROR(expect_tensor(context, *tensor, "input", DataType::kFloat, -1));
+      operands[side].tensor = layer.inputs[next_input++];
+      shapes[side] = image_shape(*tensor);
+      if (tensor->batched) {
+        if (!y->batched || tensor->shape.size() != y->shape.size()) {
+          return context.error(fmt::format("batched input '{}' {} does not line up with output {}", tensor->name,
+                                           shape_to_string(tensor->shape), shape_to_string(y->shape)));
+        }
+        operands[side].image_stride = safe_numel(shapes[side]);
+        any_batched = true;
+      }
+    }
+  }
+  if (next_input != layer.inputs.size()) return context.error("unexpected extra inputs");
+  if (y->batched && !any_batched) return context.error("the output is batched but no input is");
+  auto plan = kernels::make_broadcast_plan(shapes[0], shapes[1]);
+  if (!plan || plan->output_shape != y_image) {
+    return context.error(fmt::format("inputs {} and {} do not broadcast to the output's {}", shape_to_string(shapes[0]),
+                                     shape_to_string(shapes[1]), shape_to_string(y_image)));
+  }
+  return std::unique_ptr<Layer>(std::make_unique<BinaryLayer>(static_cast<kernels::Fp32BinaryOp>(op_value), operands[0],
+                                                              operands[1], layer.outputs[0], y->batched, *plan,
+                                                              kernels::fp32_kernels(bind_isa(context.plan()))));
+}
+
+Status lower_binary(const Node& node, BuildContext& context) {
+  auto op = binary_op(node.op_type);
+  if (!op || node.inputs.size() != 2 || !node.has_input(0) || !node.has_input(1)) return lower_with_reference(node, context);
+  const Tensor* constants[2] = {context.constant(node.input(0)), context.constant(node.input(1))};
+  if (constants[0] && constants[1]) return lower_with_reference(node, context);
+  const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(kernels::usable_isa(context.isa()));
+  PlanLayer layer = make_layer(node, kBinaryKind, fp32.binary.name);
+  layer.params.set("op", static_cast<int64_t>(*op));
+  for (int side = 0; side < 2; ++side) {
+    const std::string name = side == 0 ? "a" : "b";
+    layer.params.set(name + "_constant", static_cast<int64_t>(constants[side] != nullptr));
+    if (constants[side]) {
+      layer.params.set(name + "_shape", constants[side]->shape());
+      layer.blobs.push_back(make_blob(name, constants[side]->raw_data(), constants[side]->nbytes()));
+    } else {
+      QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(static_cast<size_t>(side)), Layout::kPlain));
+      layer.inputs.push_back(input);
+    }
+  }
+  // The per-image broadcast plan needs every batched input to line up with the batched output;
+  // other broadcasts across the batch go to the reference (decided before declaring the output).
+  bool any_batched = false;
+  for (int32_t input : layer.inputs) any_batched = any_batched || context.tensor(input).batched;
+  QDQRT_ASSIGN_OR_RETURN(Shape y_shape, context.shape_of(node.outputs[0]));
+  for (int32_t input : layer.inputs) {
+    const PlanTensor& tensor = context.tensor(input);
+    if (tensor.batched && tensor.shape.size() != y_shape.size()) return lower_with_reference(node, context);
+  }
+  Shape y_image = y_shape;
+  if (any_batched && !y_image.empty()) y_image[0] = 1;
+  Shape shapes[2];
+  size_t next = 0;
+  for (int side = 0; side < 2; ++side) {
+    shapes[side] = constants[side] ? constants[side]->shape() : image_shape(context.tensor(layer.inputs[next++]));
+  }
+  auto plan = kernels::make_broadcast_plan(shapes[0], shapes[1]);
+  if (!plan || plan->output_shape != y_image) return lower_with_reference(node, context);
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+  if (context.tensor(output).batched != any_batched) {
+    return internal_error("{}: output batched {} but inputs batched {}", node.describe(), context.tensor(output).batched,
+                          any_batched);
+  }
+  layer.outputs = {output};
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unary
+
+constexpr const char* kUnaryKind = "fp32_unary";
+
+class UnaryLayer final : public Layer {
+ public:
+  UnaryLayer(kernels::Fp32UnaryOp op, kernels::Fp32UnaryParams params, int32_t input, int32_t output,
+             kernels::Fp32Kernels fp32)
+      : op_(op), params_(params), input_(input), output_(output), fp32_(fp32) {}
+
+  WorkShape work(const RunState& state) const override {
+    return {.items = ceil_div(state.numel(input_), kChunk), .ops_per_item = static_cast<double>(kChunk)};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    const int64_t total = state.numel(input_);
+    const float* x = state.data<float>(input_);
+    float* y = state.data<float>(output_);
+    const int64_t first = begin * kChunk, last = std::min(total, end * kChunk);
+    if (last > first) fp32_.unary.fn(op_, params_, static_cast<size_t>(last - first), x + first, y + first);
+  }
+
+ private:
+  kernels::Fp32UnaryOp op_;
+  kernels::Fp32UnaryParams params_;
+  int32_t input_, output_;
+  kernels::Fp32Kernels fp32_;
+};
+
+Result<std::unique_ptr<Layer>> bind_unary(const BindContext& context) {
+  const Params& params = context.layer().params;
+  QDQRT_BIND_ASSIGN(int64_t op_value, context, params.get_int("op"));
+  if (op_value < 0 || op_value > static_cast<int64_t>(kernels::Fp32UnaryOp::kSqrt)) {
+    return context.error(fmt::format("unknown unary op {}", op_value));
+  }
+  QDQRT_BIND_ASSIGN(double alpha, context, params.get_float("alpha"));
+  QDQRT_BIND_ASSIGN(double beta, context, params.get_float("beta"));
+  QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
+  QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  if (x->dtype != DataType::kFloat || y->dtype != DataType::kFloat || x->shape != y->shape || x->layout != y->layout ||
+      x->batched != y->batched || safe_numel(x->shape) < 0) {
+    return context.error(fmt::format("input '{}' and output '{}' must be fp32 tensors of one shape and layout", x->name,
+                                     y->name));
+  }
+  kernels::Fp32UnaryParams unary_params{static_cast<float>(alpha), static_cast<float>(beta)};
+  return std::unique_ptr<Layer>(std::make_unique<UnaryLayer>(static_cast<kernels::Fp32UnaryOp>(op_value), unary_params,
+                                                             context.layer().inputs[0], context.layer().outputs[0],
+                                                             kernels::fp32_kernels(bind_isa(context.plan()))));
+}
+
+// A constant scalar input, or nullopt when absent; `ok` false when present but not a constant scalar.
+std::optional<float> constant_scalar(const Node& node, const BuildContext& context, size_t index, bool& ok) {
+  if (!node.has_input(index)) return std::nullopt;
+  const Tensor* tensor = context.constant(node.input(index));
+  if (tensor == nullptr || tensor->dtype() != DataType::kFloat || tensor->numel() != 1) {
+    ok = false;
+    return std::nullopt;
+  }
+  return tensor->data<float>()[0];
+}
+
+Status lower_unary(const Node& node, BuildContext& context) {
+  using Op = kernels::Fp32UnaryOp;
+  Op op = Op::kRelu;
+  kernels::Fp32UnaryParams params;
+  const std::string& type = node.op_type;
+  if (type == "Relu") {
+    op = Op::kRelu;
+  } else if (type == "LeakyRelu") {
+    op = Op::kLeakyRelu;
+    params.alpha = node.attrs<LeakyReluAttributes>().alpha;
+  } else if (type == "HardSigmoid") {
+    op = Op::kHardSigmoid;
+    params.alpha = node.attrs<HardSigmoidAttributes>().alpha;
+    params.beta = node.attrs<HardSigmoidAttributes>().beta;
+  } else if (type == "HardSwish") {
+    op = Op::kHardSwish;
+  } else if (type == "Sigmoid") {
+    op = Op::kSigmoid;
+  } else if (type == "Tanh") {
+    op = Op::kTanh;
+  } else if (type == "Gelu") {
+    if (node.attrs<GeluAttributes>().tanh_approximation) return lower_with_reference(node, context);
+    op = Op::kGelu;
+  } else if (type == "Exp") {
+    op = Op::kExp;
+  } else if (type == "Abs") {
+    op = Op::kAbs;
+  } else if (type == "Neg") {
+    op = Op::kNeg;
+  } else if (type == "Sqrt") {
+    op = Op::kSqrt;
+  } else if (type == "Clip") {
+    op = Op::kClip;
+    const auto& attributes = node.attrs<ClipAttributes>();
+    params.alpha = attributes.min;
+    params.beta = attributes.max;
+    if (attributes.bounds_from_inputs) {
+      bool ok = true;
+      params.alpha = constant_scalar(node, context, 1, ok).value_or(std::numeric_limits<float>::lowest());
+      params.beta = constant_scalar(node, context, 2, ok).value_or(std::numeric_limits<float>::max());
+      if (!ok) return lower_with_reference(node, context);  // runtime bounds
+    }
+  } else {
+    return lower_with_reference(node, context);
+  }
+  const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(kernels::usable_isa(context.isa()));
+  PlanLayer layer = make_layer(node, kUnaryKind, fp32.unary.name);
+  layer.params.set("op", static_cast<int64_t>(op));
+  layer.params.set("alpha", static_cast<double>(params.alpha));
+  layer.params.set("beta", static_cast<double>(params.beta));
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input_as_stored(node.input(0)));
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], context.tensor(input).layout));
+  layer.inputs = {input};
+  layer.outputs = {output};
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Softmax
+
+constexpr const char* kSoftmaxKind = "fp32_softmax";
+
+class SoftmaxLayer final : public Layer {
+ public:
+  SoftmaxLayer(int64_t cols, int32_t input, int32_t output, kernels::Fp32Kernels fp32)
+      : cols_(cols), rows_per_item_(std::max<int64_t>(1, kChunk / cols)), input_(input), output_(output), fp32_(fp32) {}
+
+  WorkShape work(const RunState& state) const override {
+    return {.items = ceil_div(state.numel(input_) / cols_, rows_per_item_),
+            .ops_per_item = 10.0 * static_cast<double>(rows_per_item_ * cols_)};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    const int64_t rows = state.numel(input_) / cols_;
+    const int64_t first = begin * rows_per_item_, last = std::min(rows, end * rows_per_item_);
+    if (last <= first) return;
+    fp32_.softmax.fn(static_cast<size_t>(last - first), static_cast<size_t>(cols_),
+                     state.data<float>(input_) + first * cols_, state.data<float>(output_) + first * cols_);
+  }
+
+ private:
+  int64_t cols_, rows_per_item_;
+  int32_t input_, output_;
+  kernels::Fp32Kernels fp32_;
+};
+
+Result<std::unique_ptr<Layer>> bind_softmax(const BindContext& context) {
+  QDQRT_BIND_ASSIGN(int64_t axis, context, context.layer().params.get_int("axis"));
+  QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
+  QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, -1));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, -1));
+  if (x->shape != y->shape || x->batched != y->batched) return context.error("input and output shapes differ");
+  const int64_t rank = static_cast<int64_t>(x->shape.size());
+  if (axis < (x->batched ? 1 : 0) || axis >= rank) return context.error(fmt::format("axis {} is out of range", axis));
+  const int64_t cols = safe_numel(Shape(x->shape.begin() + axis, x->shape.end()));
+  if (cols < 1) return context.error("softmax rows are empty");
+  return std::unique_ptr<Layer>(std::make_unique<SoftmaxLayer>(cols, context.layer().inputs[0], context.layer().outputs[0],
+                                                               kernels::fp32_kernels(bind_isa(context.plan()))));
+}
+
+Status lower_softmax(const Node& node, BuildContext& context) {
+  const auto& attributes = node.attrs<SoftmaxAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(Shape shape, context.shape_of(node.input(0)));
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t axis = attributes.axis < 0 ? attributes.axis + rank : attributes.axis;
+  // Opset 13 normalizes one axis: a row softmax only when it is the last; before 13 dims[axis:] are one row.
+  if (rank == 0 || axis < 0 || axis >= rank || (!attributes.coerce_to_2d && axis != rank - 1) ||
+      safe_numel(Shape(shape.begin() + axis, shape.end())) < 1) {
+    return lower_with_reference(node, context);
+  }
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
+  if (context.tensor(input).batched && axis == 0) return lower_with_reference(node, context);
+  const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(kernels::usable_isa(context.isa()));
+  PlanLayer layer = make_layer(node, kSoftmaxKind, fp32.softmax.name);
+  layer.params.set("axis", axis);
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+  layer.inputs = {input};
+  layer.outputs = {output};
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// BatchNormalization (inference)
+
+constexpr const char* kBatchNormKind = "fp32_batchnorm";
+
+class BatchNormLayer final : public Layer {
+ public:
+  BatchNormLayer(int64_t channels, int64_t plane, const float* scale_shift, int32_t input, int32_t output)
+      : channels_(channels), plane_(plane), scale_shift_(scale_shift), input_(input), output_(output) {}
+
+  WorkShape work(const RunState& state) const override {
+    return {.items = state.dim(input_, 0) * channels_, .ops_per_item = 2.0 * static_cast<double>(plane_)};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    const float* x = state.data<float>(input_);
+    float* y = state.data<float>(output_);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t channel = item % channels_;
+      const float a = scale_shift_[channel], b = scale_shift_[channels_ + channel];
+      const float* in = x + item * plane_;
+      float* out = y + item * plane_;
+      for (int64_t i = 0; i < plane_; ++i) out[i] = in[i] * a + b;
+    }
+  }
+
+ private:
+  int64_t channels_, plane_;
+  const float* scale_shift_;
+  int32_t input_, output_;
+};
+
+Result<std::unique_ptr<Layer>> bind_batchnorm(const BindContext& context) {
+  QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
+  QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, -1));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, -1));
+  if (x->shape.size() < 2 || x->shape != y->shape || x->batched != y->batched) {
+    return context.error(fmt::format("input {} and output {} must be one shape of rank >= 2", shape_to_string(x->shape),
+                                     shape_to_string(y->shape)));
+  }
+  const int64_t channels = x->shape[1];
+  const int64_t plane = safe_numel(Shape(x->shape.begin() + 2, x->shape.end()));
+  QDQRT_BIND_ASSIGN(const float* scale_shift, context, float_blob(context, "scale_shift", 2 * channels));
+  return std::unique_ptr<Layer>(std::make_unique<BatchNormLayer>(channels, plane, scale_shift, context.layer().inputs[0],
+                                                                 context.layer().outputs[0]));
+}
+
+Status lower_batchnorm(const Node& node, BuildContext& context) {
+  const auto& attributes = node.attrs<BatchNormalizationAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(Shape shape, context.shape_of(node.input(0)));
+  const Tensor* params[4] = {};
+  for (size_t i = 0; i < 4; ++i) params[i] = context.constant(node.input(i + 1));
+  bool supported = shape.size() >= 2 && node.inputs.size() == 5;
+  for (size_t i = 1; i < node.outputs.size(); ++i) supported = supported && node.outputs[i].empty();
+  for (const Tensor* tensor : params) {
+    supported = supported && tensor != nullptr && tensor->dtype() == DataType::kFloat && tensor->rank() == 1 &&
+                tensor->dim(0) == shape[1];
+  }
+  if (node.find_attribute("training_mode") && node.find_attribute("training_mode")->i != 0) supported = false;
+  if (!supported) return lower_with_reference(node, context);
+  const int64_t channels = shape[1];
+  std::vector<float> scale_shift(static_cast<size_t>(2 * channels));
+  for (int64_t c = 0; c < channels; ++c) {
+    const double scale = params[0]->data<float>()[c], bias = params[1]->data<float>()[c];
+    const double mean = params[2]->data<float>()[c], var = params[3]->data<float>()[c];
+    const double a = scale / std::sqrt(var + static_cast<double>(attributes.epsilon));
+    scale_shift[static_cast<size_t>(c)] = static_cast<float>(a);
+    scale_shift[static_cast<size_t>(channels + c)] = static_cast<float>(bias - mean * a);
+  }
+  PlanLayer layer = make_layer(node, kBatchNormKind, "f32-vscaleshift-scalar");
+  layer.blobs.push_back(make_blob<float>("scale_shift", std::span<const float>(scale_shift)));
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+  layer.inputs = {input};
+  layer.outputs = {output};
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_elementwise(LayerRegistry& registry) {
+  registry.add_kind({kBinaryKind, bind_binary});
+  registry.add_kind({kUnaryKind, bind_unary});
+  registry.add_kind({kSoftmaxKind, bind_softmax});
+  registry.add_kind({kBatchNormKind, bind_batchnorm});
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
+    registry.add_lowering({.domain = "", .op_type = op, .lower = lower_binary, .accepts = all_float});
+  }
+  for (const char* op : {"Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Gelu", "Exp", "Abs", "Neg",
+                         "Sqrt", "Clip"}) {
+    registry.add_lowering({.domain = "", .op_type = op, .lower = lower_unary, .accepts = all_float});
+  }
+  registry.add_lowering({.domain = "", .op_type = "Softmax", .lower = lower_softmax, .accepts = all_float});
+  registry.add_lowering({.domain = "", .op_type = "BatchNormalization", .lower = lower_batchnorm, .accepts = all_float});
+}
+
+}  // namespace qdqrt::engine::fp32

@@ -1,0 +1,265 @@
+// fp32 pools on NCHW tensors:
+//   fp32_pool            MaxPool (no Indices output) and AveragePool, 2-D windows; pads, strides,
+//                        dilations, ceil_mode and auto_pad resolved at build time as the reference
+//                        does (reference/ops/common_a.h resolve_window). Items: (image, channel) planes.
+//   fp32_global_avgpool  GlobalAveragePool over every spatial dim (rank >= 3). Items: planes.
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "engine/layers/float_common.h"
+#include "parser/ops/pool.h"
+#include "reference/ops/common_a.h"
+
+namespace qdqrt::engine::fp32 {
+
+namespace {
+
+constexpr const char* kPoolKind = "fp32_pool";
+constexpr const char* kGlobalKind = "fp32_global_avgpool";
+
+struct PoolGeometry {
+  bool max = true;
+  bool count_include_pad = false;
+  int64_t channels = 0, height = 0, width = 0, out_height = 0, out_width = 0;
+  int64_t kernel[2] = {1, 1}, strides[2] = {1, 1}, dilations[2] = {1, 1}, pads_begin[2] = {0, 0}, pads_end[2] = {0, 0};
+};
+
+// out[i] = max(out[i], in[i * stride]) for i < count (a NaN tap is skipped, as the reference's
+// "value > best" does after the first tap). Compiled per ISA like the depthwise conv's loop.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void max_taps(float* __restrict out, const float* __restrict in, int64_t count, int64_t stride) {
+  if (stride == 1) {
+    for (int64_t i = 0; i < count; ++i) out[i] = in[i] > out[i] ? in[i] : out[i];
+  } else if (stride == 2) {
+    for (int64_t i = 0; i < count; ++i) out[i] = in[2 * i] > out[i] ? in[2 * i] : out[i];
+  } else {
+    for (int64_t i = 0; i < count; ++i) out[i] = in[i * stride] > out[i] ? in[i * stride] : out[i];
+  }
+}
+
+class PoolLayer final : public Layer {
+ public:
+  PoolLayer(PoolGeometry geometry, int32_t input, int32_t output) : g_(geometry), input_(input), output_(output) {}
+
+  WorkShape work(const RunState& state) const override {
+    return {.items = state.dim(input_, 0) * g_.channels,
+            .ops_per_item = static_cast<double>(g_.out_height * g_.out_width * g_.kernel[0] * g_.kernel[1])};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    const float* x = state.data<float>(input_);
+    float* y = state.data<float>(output_);
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const float* in = x + plane * g_.height * g_.width;
+      float* out = y + plane * g_.out_height * g_.out_width;
+      if (g_.max) {
+        max_plane(in, out);
+        continue;
+      }
+      for (int64_t oh = 0; oh < g_.out_height; ++oh) {
+        for (int64_t ow = 0; ow < g_.out_width; ++ow) out[oh * g_.out_width + ow] = window(in, oh, ow);
+      }
+    }
+  }
+
+ private:
+  // Max pool of one plane, row by row: every valid tap of a row of windows in one strided pass.
+  void max_plane(const float* in, float* out) const {
+    for (int64_t oh = 0; oh < g_.out_height; ++oh) {
+      float* out_row = out + oh * g_.out_width;
+      std::fill_n(out_row, g_.out_width, std::numeric_limits<float>::lowest());
+      for (int64_t kh = 0; kh < g_.kernel[0]; ++kh) {
+        const int64_t ih = oh * g_.strides[0] - g_.pads_begin[0] + kh * g_.dilations[0];
+        if (ih < 0 || ih >= g_.height) continue;
+        const float* in_row = in + ih * g_.width;
+        for (int64_t kw = 0; kw < g_.kernel[1]; ++kw) {
+          const int64_t offset = kw * g_.dilations[1] - g_.pads_begin[1];
+          const int64_t stride = g_.strides[1];
+          const int64_t ow_begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+          int64_t ow_end = g_.width - 1 - offset < 0 ? 0 : (g_.width - 1 - offset) / stride + 1;
+          ow_end = std::min(ow_end, g_.out_width);
+          if (ow_end > ow_begin) max_taps(out_row + ow_begin, in_row + offset + ow_begin * stride, ow_end - ow_begin, stride);
+        }
+      }
+    }
+  }
+
+  // Average of one window.
+  float window(const float* in, int64_t oh, int64_t ow) const {
+    const int64_t position[2] = {oh, ow};
+    const int64_t input_size[2] = {g_.height, g_.width};
+    // Average: double sum as the reference; the divisor counts pads (never past the end pad)
+    // when count_include_pad, else only taps on real input.
+    double sum = 0.0;
+    int64_t inside = 0;
+    int64_t padded = 1;
+    for (int axis = 0; axis < 2; ++axis) {
+      int64_t taps = 0;
+      for (int64_t k = 0; k < g_.kernel[axis]; ++k) {
+        const int64_t i = position[axis] * g_.strides[axis] - g_.pads_begin[axis] + k * g_.dilations[axis];
+        if (i < input_size[axis] + g_.pads_end[axis]) ++taps;
+      }
+      padded *= taps;
+    }
+    for (int64_t kh = 0; kh < g_.kernel[0]; ++kh) {
+      const int64_t ih = oh * g_.strides[0] - g_.pads_begin[0] + kh * g_.dilations[0];
+      if (ih < 0 || ih >= g_.height) continue;
+      for (int64_t kw = 0; kw < g_.kernel[1]; ++kw) {
+        const int64_t iw = ow * g_.strides[1] - g_.pads_begin[1] + kw * g_.dilations[1];
+        if (iw < 0 || iw >= g_.width) continue;
+        sum += in[ih * g_.width + iw];
+        ++inside;
+      }
+    }
+    const int64_t count = g_.count_include_pad ? padded : inside;
+    return count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
+  }
+
+  PoolGeometry g_;
+  int32_t input_, output_;
+};
+
+Result<std::unique_ptr<Layer>> bind_pool(const BindContext& context) {
+  const Params& params = context.layer().params;
+  QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
+  QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, 4));
+  if (x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1] || x->batched != y->batched) {
+    return context.error(fmt::format("input {} and output {} differ in batch or channels", shape_to_string(x->shape),
+                                     shape_to_string(y->shape)));
+  }
+  PoolGeometry g;
+  QDQRT_BIND_ASSIGN(int64_t max, context, params.get_int("max"));
+  QDQRT_BIND_ASSIGN(int64_t count_include_pad, context, params.get_int("count_include_pad"));
+  g.max = max != 0;
+  g.count_include_pad = count_include_pad != 0;
+  g.channels = x->shape[1], g.height = x->shape[2], g.width = x->shape[3];
+  g.out_height = y->shape[2], g.out_width = y->shape[3];
+  const char* names[] = {"kernel", "strides", "dilations", "pads_begin", "pads_end"};
+  int64_t* targets[] = {g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end};
+  for (int i = 0; i < 5; ++i) {
+    QDQRT_BIND_ASSIGN(auto values, context, params.get_ints(names[i]));
+    if (values.size() != 2) return context.error(fmt::format("'{}' needs 2 values", names[i]));
+    for (int axis = 0; axis < 2; ++axis) {
+      const int64_t lowest = i < 3 ? 1 : 0;
+      if (values[axis] < lowest || values[axis] > (int64_t{1} << 20)) {
+        return context.error(fmt::format("'{}' value {} is out of range", names[i], values[axis]));
+      }
+      targets[i][axis] = values[axis];
+    }
+  }
+  return std::unique_ptr<Layer>(std::make_unique<PoolLayer>(g, context.layer().inputs[0], context.layer().outputs[0]));
+}
+
+Status lower_pool(const Node& node, BuildContext& context) {
+  const bool max = node.op_type == "MaxPool";
+  const PoolAttributes& attributes =
+      max ? static_cast<const PoolAttributes&>(node.attrs<MaxPoolAttributes>()) : node.attrs<AveragePoolAttributes>();
+  if (max && node.outputs.size() > 1 && !node.outputs[1].empty()) return lower_with_reference(node, context);  // Indices
+  QDQRT_ASSIGN_OR_RETURN(Shape x_shape, context.shape_of(node.input(0)));
+  QDQRT_ASSIGN_OR_RETURN(Shape y_shape, context.shape_of(node.outputs[0]));
+  if (x_shape.size() != 4 || y_shape.size() != 4 || attributes.kernel_shape.size() != 2) {
+    return lower_with_reference(node, context);
+  }
+  reference_a::WindowAttributes window{.auto_pad = attributes.auto_pad,
+                                       .strides = &attributes.strides,
+                                       .dilations = &attributes.dilations,
+                                       .pads = &attributes.pads,
+                                       .ceil_mode = attributes.ceil_mode};
+  auto geometry = reference_a::resolve_window(node, {x_shape[2], x_shape[3]}, attributes.kernel_shape, window);
+  if (!geometry.ok() || geometry->output[1] != y_shape[2] || geometry->output[2] != y_shape[3]) {
+    return lower_with_reference(node, context);  // the reference reports what is wrong
+  }
+  PlanLayer layer = make_layer(node, kPoolKind, max ? "f32-maxpool-multiversion" : "f32-avgpool-scalar");
+  layer.params.set("max", static_cast<int64_t>(max));
+  layer.params.set("count_include_pad",
+                   static_cast<int64_t>(!max && node.attrs<AveragePoolAttributes>().count_include_pad));
+  layer.params.set("kernel", std::vector<int64_t>{geometry->kernel[1], geometry->kernel[2]});
+  layer.params.set("strides", std::vector<int64_t>{geometry->strides[1], geometry->strides[2]});
+  layer.params.set("dilations", std::vector<int64_t>{geometry->dilations[1], geometry->dilations[2]});
+  layer.params.set("pads_begin", std::vector<int64_t>{geometry->pads_begin[1], geometry->pads_begin[2]});
+  layer.params.set("pads_end", std::vector<int64_t>{geometry->pads_end[1], geometry->pads_end[2]});
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+  layer.inputs = {input};
+  layer.outputs = {output};
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+class GlobalAvgPoolLayer final : public Layer {
+ public:
+  GlobalAvgPoolLayer(int64_t channels, int64_t plane, int32_t input, int32_t output)
+      : channels_(channels), plane_(plane), input_(input), output_(output) {}
+
+  WorkShape work(const RunState& state) const override {
+    return {.items = state.dim(input_, 0) * channels_, .ops_per_item = static_cast<double>(plane_)};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    const float* x = state.data<float>(input_);
+    float* y = state.data<float>(output_);
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const float* in = x + plane * plane_;
+      // Four double partial sums: the reference sums in double too, this keeps the loop pipelined.
+      double sums[4] = {0.0, 0.0, 0.0, 0.0};
+      int64_t i = 0;
+      for (; i + 4 <= plane_; i += 4) {
+        for (int lane = 0; lane < 4; ++lane) sums[lane] += in[i + lane];
+      }
+      for (; i < plane_; ++i) sums[0] += in[i];
+      y[plane] = static_cast<float>(((sums[0] + sums[1]) + (sums[2] + sums[3])) / static_cast<double>(plane_));
+    }
+  }
+
+ private:
+  int64_t channels_, plane_;
+  int32_t input_, output_;
+};
+
+Result<std::unique_ptr<Layer>> bind_global(const BindContext& context) {
+  QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
+  QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, -1));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, static_cast<int>(x->shape.size())));
+  if (x->shape.size() < 3 || x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1] || x->batched != y->batched ||
+      safe_numel(y->shape) != x->shape[0] * x->shape[1]) {
+    return context.error(fmt::format("input {} and output {} do not fit a global pool", shape_to_string(x->shape),
+                                     shape_to_string(y->shape)));
+  }
+  const int64_t plane = safe_numel(Shape(x->shape.begin() + 2, x->shape.end()));
+  if (plane < 1) return context.error("the input has no spatial elements");
+  return std::unique_ptr<Layer>(
+      std::make_unique<GlobalAvgPoolLayer>(x->shape[1], plane, context.layer().inputs[0], context.layer().outputs[0]));
+}
+
+Status lower_global(const Node& node, BuildContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(Shape x_shape, context.shape_of(node.input(0)));
+  if (x_shape.size() < 3 || safe_numel(Shape(x_shape.begin() + 2, x_shape.end())) < 1) {
+    return lower_with_reference(node, context);
+  }
+  PlanLayer layer = make_layer(node, kGlobalKind, "f32-gavgpool-scalar");
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+  layer.inputs = {input};
+  layer.outputs = {output};
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_pool(LayerRegistry& registry) {
+  registry.add_kind({kPoolKind, bind_pool});
+  registry.add_kind({kGlobalKind, bind_global});
+  registry.add_lowering({.domain = "", .op_type = "MaxPool", .lower = lower_pool, .accepts = all_float});
+  registry.add_lowering({.domain = "", .op_type = "AveragePool", .lower = lower_pool, .accepts = all_float});
+  registry.add_lowering({.domain = "", .op_type = "GlobalAveragePool", .lower = lower_global, .accepts = all_float});
+}
+
+}  // namespace qdqrt::engine::fp32

@@ -1,0 +1,333 @@
+// Data-movement layers on plain tensors of any dtype (named after the float family that needs them,
+// but they copy bytes):
+//   plain_copy       Reshape, Flatten, Squeeze, Unsqueeze: the same bytes under a new
+//                    shape (the batch dim must stay dim 0). Items: 256 KiB chunks.
+//   plain_concat     Concat of runtime tensors along a non-batch axis. Items: outer rows.
+//   plain_transpose  Transpose of rank <= 4 that keeps the batch dim first. Items: (d0, d1) slabs.
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "engine/layers/float_common.h"
+#include "parser/ops/tensor.h"
+
+namespace qdqrt::engine::fp32 {
+
+namespace {
+
+constexpr const char* kCopyKind = "plain_copy";
+constexpr const char* kConcatKind = "plain_concat";
+constexpr const char* kTransposeKind = "plain_transpose";
+constexpr int64_t kCopyChunkBytes = 256 * 1024;
+
+Status check_tensor(const BindContext& context, const PlanTensor& tensor, const char* what) {
+  if (dtype_size(tensor.dtype) == 0) return context.error(fmt::format("{} '{}' has no storage dtype", what, tensor.name));
+  if (tensor.layout != Layout::kPlain) return context.error(fmt::format("{} '{}' is not plain", what, tensor.name));
+  if (safe_numel(tensor.shape) < 0) return context.error(fmt::format("{} '{}' has a bad shape", what, tensor.name));
+  if (tensor.batched && (tensor.shape.empty() || tensor.shape[0] != context.plan().max_batch)) {
+    return context.error(fmt::format("{} '{}' is batched but does not start with the maximum batch", what, tensor.name));
+  }
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Copy
+
+class CopyLayer final : public Layer {
+ public:
+  CopyLayer(int32_t input, int32_t output, size_t element) : input_(input), output_(output), element_(element) {}
+
+  WorkShape work(const RunState& state) const override {
+    const int64_t bytes = state.numel(input_) * static_cast<int64_t>(element_);
+    return {.items = std::max<int64_t>(1, (bytes + kCopyChunkBytes - 1) / kCopyChunkBytes),
+            .ops_per_item = static_cast<double>(kCopyChunkBytes) / 8.0};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    const int64_t bytes = state.numel(input_) * static_cast<int64_t>(element_);
+    const int64_t first = begin * kCopyChunkBytes, last = std::min(bytes, end * kCopyChunkBytes);
+    if (last <= first) return;
+    std::memcpy(state.data<uint8_t>(output_) + first, state.data<uint8_t>(input_) + first,
+                static_cast<size_t>(last - first));
+  }
+
+ private:
+  int32_t input_, output_;
+  size_t element_;
+};
+
+Result<std::unique_ptr<Layer>> bind_copy(const BindContext& context) {
+  QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
+  QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  QDQRT_RETURN_IF_ERROR(check_tensor(context, *x, "input"));
+  QDQRT_RETURN_IF_ERROR(check_tensor(context, *y, "output"));
+  if (x->dtype != y->dtype || safe_numel(x->shape) != safe_numel(y->shape) || x->batched != y->batched) {
+    return context.error(fmt::format("input {} {} and output {} {} differ in dtype, size or batching",
+                                     dtype_name(x->dtype), shape_to_string(x->shape), dtype_name(y->dtype),
+                                     shape_to_string(y->shape)));
+  }
+  return std::unique_ptr<Layer>(
+      std::make_unique<CopyLayer>(context.layer().inputs[0], context.layer().outputs[0], dtype_size(x->dtype)));
+}
+
+Status lower_copy(const Node& node, BuildContext& context) {
+  if (!node.has_input(0) || context.constant(node.input(0)) != nullptr || node.outputs.empty()) {
+    return lower_with_reference(node, context);
+  }
+  QDQRT_ASSIGN_OR_RETURN(Shape y_shape, context.shape_of(node.outputs[0]));
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
+  const PlanTensor& x = context.tensor(input);
+  // The batch must stay the leading dim ([N,C,1,1] -> [N,C] yes, [N,C] -> [N*C] no).
+  if (safe_numel(x.shape) != safe_numel(y_shape) || dtype_size(x.dtype) == 0 ||
+      (x.batched && (y_shape.empty() || y_shape[0] != x.shape[0]))) {
+    return lower_with_reference(node, context);
+  }
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+  if (context.tensor(output).batched != x.batched) {
+    return internal_error("{}: input batched {} but output batched {}", node.describe(), x.batched,
+                          context.tensor(output).batched);
+  }
+  PlanLayer layer = make_layer(node, kCopyKind, "x8-copy");
+  layer.inputs = {input};
+  layer.outputs = {output};
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Concat
+
+class ConcatLayer final : public Layer {
+ public:
+  ConcatLayer(std::vector<int32_t> inputs, std::vector<int64_t> row_bytes, int32_t output, int64_t outer_per_image,
+              bool batched)
+      : inputs_(std::move(inputs)),
+        row_bytes_(std::move(row_bytes)),
+        output_(output),
+        outer_per_image_(outer_per_image),
+        batched_(batched) {
+    for (int64_t bytes : row_bytes_) out_row_bytes_ += bytes;
+  }
+
+  WorkShape work(const RunState& state) const override {
+    return {.items = (batched_ ? state.batch : 1) * outer_per_image_,
+            .ops_per_item = static_cast<double>(out_row_bytes_) / 8.0};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    uint8_t* out = state.data<uint8_t>(output_);
+    for (int64_t row = begin; row < end; ++row) {
+      uint8_t* target = out + row * out_row_bytes_;
+      for (size_t i = 0; i < inputs_.size(); ++i) {
+        std::memcpy(target, state.data<uint8_t>(inputs_[i]) + row * row_bytes_[i], static_cast<size_t>(row_bytes_[i]));
+        target += row_bytes_[i];
+      }
+    }
+  }
+
+ private:
+  std::vector<int32_t> inputs_;
+  std::vector<int64_t> row_bytes_;
+  int32_t output_;
+  int64_t outer_per_image_;
+  bool batched_;
+  int64_t out_row_bytes_ = 0;
+};
+
+Result<std::unique_ptr<Layer>> bind_concat(const BindContext& context) {
+  QDQRT_BIND_ASSIGN(int64_t axis, context, context.layer().params.get_int("axis"));
+  QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  QDQRT_RETURN_IF_ERROR(check_tensor(context, *y, "output"));
+  const int64_t rank = static_cast<int64_t>(y->shape.size());
+  if (axis < (y->batched ? 1 : 0) || axis >= rank) return context.error(fmt::format("axis {} is out of range", axis));
+  if (context.layer().inputs.empty()) return context.error("no inputs");
+  const size_t element = dtype_size(y->dtype);
+  std::vector<int64_t> row_bytes;
+  int64_t axis_total = 0;
+  for (size_t i = 0; i < context.layer().inputs.size(); ++i) {
+    QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(i));
+    QDQRT_RETURN_IF_ERROR(check_tensor(context, *x, "input"));
+    bool fits = x->dtype == y->dtype && x->shape.size() == y->shape.size() && x->batched == y->batched;
+    for (int64_t d = 0; fits && d < rank; ++d) fits = d == axis || x->shape[d] == y->shape[d];
+    if (!fits) {
+      return context.error(fmt::format("input {} does not fit output {} on axis {}", shape_to_string(x->shape),
+                                       shape_to_string(y->shape), axis));
+    }
+    axis_total += x->shape[axis];
+    row_bytes.push_back(safe_numel(Shape(x->shape.begin() + axis, x->shape.end())) * static_cast<int64_t>(element));
+  }
+  if (axis_total != y->shape[axis]) return context.error("the inputs' sizes on the axis do not add up to the output's");
+  Shape outer_shape(y->shape.begin(), y->shape.begin() + axis);
+  if (y->batched) outer_shape[0] = 1;
+  return std::unique_ptr<Layer>(std::make_unique<ConcatLayer>(context.layer().inputs, std::move(row_bytes),
+                                                              context.layer().outputs[0], safe_numel(outer_shape),
+                                                              y->batched));
+}
+
+Status lower_concat(const Node& node, BuildContext& context) {
+  const auto& attributes = node.attrs<ConcatAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(Shape y_shape, context.shape_of(node.outputs[0]));
+  const int64_t rank = static_cast<int64_t>(y_shape.size());
+  const int64_t axis = attributes.axis < 0 ? attributes.axis + rank : attributes.axis;
+  if (rank == 0 || axis < 0 || axis >= rank) return lower_with_reference(node, context);
+  for (const std::string& input : node.inputs) {
+    if (input.empty() || context.constant(input) != nullptr) return lower_with_reference(node, context);
+  }
+  std::vector<int32_t> inputs;
+  int batched = 0;
+  for (const std::string& input : node.inputs) {
+    QDQRT_ASSIGN_OR_RETURN(int32_t tensor, context.input(input, Layout::kPlain));
+    inputs.push_back(tensor);
+    batched += context.tensor(tensor).batched ? 1 : 0;
+  }
+  // All inputs batched (axis past the batch) or none.
+  if ((batched != 0 && batched != static_cast<int>(inputs.size())) || (batched && axis == 0)) {
+    return lower_with_reference(node, context);
+  }
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+  if (context.tensor(output).batched != (batched != 0)) {
+    return internal_error("{}: inputs and output disagree on batching", node.describe());
+  }
+  PlanLayer layer = make_layer(node, kConcatKind, "x8-concat");
+  layer.params.set("axis", axis);
+  layer.inputs = inputs;
+  layer.outputs = {output};
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transpose
+
+class TransposeLayer final : public Layer {
+ public:
+  // Shapes padded to rank 4 at the front; in_strides[j]: input element stride of output axis j.
+  TransposeLayer(int32_t input, int32_t output, size_t element, std::array<int64_t, 4> out_dims,
+                 std::array<int64_t, 4> in_strides, bool batched)
+      : input_(input), output_(output), element_(element), out_dims_(out_dims), in_strides_(in_strides), batched_(batched) {}
+
+  WorkShape work(const RunState& state) const override {
+    return {.items = (batched_ ? state.batch : out_dims_[0]) * out_dims_[1],
+            .ops_per_item = static_cast<double>(out_dims_[2] * out_dims_[3])};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    switch (element_) {
+      case 1: run_typed<uint8_t>(state, begin, end); break;
+      case 2: run_typed<uint16_t>(state, begin, end); break;
+      case 4: run_typed<uint32_t>(state, begin, end); break;
+      default: run_typed<uint64_t>(state, begin, end); break;
+    }
+  }
+
+ private:
+  template <class T>
+  void run_typed(const RunState& state, int64_t begin, int64_t end) const {
+    const T* in = state.data<T>(input_);
+    T* out = state.data<T>(output_);
+    const int64_t slab = out_dims_[2] * out_dims_[3];
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t i0 = item / out_dims_[1], i1 = item % out_dims_[1];
+      const T* base = in + i0 * in_strides_[0] + i1 * in_strides_[1];
+      T* target = out + item * slab;
+      for (int64_t i2 = 0; i2 < out_dims_[2]; ++i2) {
+        const T* row = base + i2 * in_strides_[2];
+        for (int64_t i3 = 0; i3 < out_dims_[3]; ++i3) *target++ = row[i3 * in_strides_[3]];
+      }
+    }
+  }
+
+  int32_t input_, output_;
+  size_t element_;
+  std::array<int64_t, 4> out_dims_, in_strides_;
+  bool batched_;
+};
+
+Result<std::unique_ptr<Layer>> bind_transpose(const BindContext& context) {
+  QDQRT_BIND_ASSIGN(auto perm, context, context.layer().params.get_ints("perm"));
+  QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
+  QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  QDQRT_RETURN_IF_ERROR(check_tensor(context, *x, "input"));
+  QDQRT_RETURN_IF_ERROR(check_tensor(context, *y, "output"));
+  const size_t rank = x->shape.size();
+  if (rank < 1 || rank > 4 || perm.size() != rank || y->shape.size() != rank || x->dtype != y->dtype ||
+      x->batched != y->batched) {
+    return context.error("transpose needs equal ranks 1..4, a full perm and equal dtypes");
+  }
+  std::vector<bool> seen(rank, false);
+  for (size_t j = 0; j < rank; ++j) {
+    if (perm[j] < 0 || perm[j] >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(perm[j])]) {
+      return context.error("perm is not a permutation");
+    }
+    seen[static_cast<size_t>(perm[j])] = true;
+    if (y->shape[j] != x->shape[static_cast<size_t>(perm[j])]) return context.error("output shape does not follow perm");
+  }
+  if (x->batched && perm[0] != 0) return context.error("a batched transpose must keep axis 0 first");
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t axis = rank - 1; axis > 0; --axis) strides[axis - 1] = strides[axis] * x->shape[axis];
+  std::array<int64_t, 4> out_dims = {1, 1, 1, 1}, in_strides = {0, 0, 0, 0};
+  const size_t offset = 4 - rank;
+  for (size_t j = 0; j < rank; ++j) {
+    out_dims[offset + j] = y->shape[j];
+    in_strides[offset + j] = strides[static_cast<size_t>(perm[j])];
+  }
+  // A batched tensor keeps dim 0 at the front: with rank < 4 padding, it lands at `offset`; fold
+  // the padding so item counts still scale with the batch (out_dims[0] is the batch for rank 4).
+  if (x->batched && rank < 4) {
+    // Move the batch to dim 0 and merge the remaining axes into the three inner ones.
+    std::array<int64_t, 4> dims = {y->shape[0], 1, 1, 1}, str = {strides[0], 0, 0, 0};
+    for (size_t j = 1; j < rank; ++j) {
+      dims[4 - rank + j] = y->shape[j];
+      str[4 - rank + j] = strides[static_cast<size_t>(perm[j])];
+    }
+    out_dims = dims;
+    in_strides = str;
+  }
+  return std::unique_ptr<Layer>(std::make_unique<TransposeLayer>(context.layer().inputs[0], context.layer().outputs[0],
+                                                                 dtype_size(x->dtype), out_dims, in_strides,
+                                                                 x->batched));
+}
+
+Status lower_transpose(const Node& node, BuildContext& context) {
+  const auto& attributes = node.attrs<TransposeAttributes>();
+  QDQRT_ASSIGN_OR_RETURN(Shape x_shape, context.shape_of(node.input(0)));
+  const int64_t rank = static_cast<int64_t>(x_shape.size());
+  std::vector<int64_t> perm = attributes.perm;
+  if (perm.empty()) {
+    for (int64_t axis = rank - 1; axis >= 0; --axis) perm.push_back(axis);
+  }
+  const size_t element = dtype_size(value_dtype(context, node.input(0)));
+  if (rank < 1 || rank > 4 || static_cast<int64_t>(perm.size()) != rank || context.constant(node.input(0)) != nullptr ||
+      (element != 1 && element != 2 && element != 4 && element != 8)) {
+    return lower_with_reference(node, context);
+  }
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
+  if (context.tensor(input).batched && perm[0] != 0) return lower_with_reference(node, context);
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+  if (context.tensor(output).batched != context.tensor(input).batched) {
+    return internal_error("{}: input and output disagree on batching", node.describe());
+  }
+  PlanLayer layer = make_layer(node, kTransposeKind, fmt::format("x{}-transpose-scalar", element * 8));
+  layer.params.set("perm", perm);
+  layer.inputs = {input};
+  layer.outputs = {output};
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_shape(LayerRegistry& registry) {
+  registry.add_kind({kCopyKind, bind_copy});
+  registry.add_kind({kConcatKind, bind_concat});
+  registry.add_kind({kTransposeKind, bind_transpose});
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) {
+    registry.add_lowering({.domain = "", .op_type = op, .lower = lower_copy, .accepts = {}});
+  }
+  registry.add_lowering({.domain = "", .op_type = "Concat", .lower = lower_concat, .accepts = {}});
+  registry.add_lowering({.domain = "", .op_type = "Transpose", .lower = lower_transpose, .accepts = {}});
+}
+
+}  // namespace qdqrt::engine::fp32

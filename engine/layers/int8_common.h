@@ -1,0 +1,139 @@
+// Shared pieces of the INT8 layer family (engine/layers/int8_*.cpp): reading a fused node's
+// constant quantization parameters at build time, (de)serializing packed kernel structs as
+// params + blobs, validating what bind() reads from an untrusted plan, and splitting work.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/layer.h"
+#include "engine/plan.h"
+#include "kernels/qconv.h"
+#include "kernels/qepilogue.h"
+#include "kernels/qgemm.h"
+#include "parser/graph.h"
+#include "parser/ops/conv.h"
+#include "parser/ops/fused.h"
+
+namespace qdqrt::engine::int8 {
+
+// Upper bound on any dimension or count read from a plan (keeps every product far from overflow).
+inline constexpr int64_t kMaxDim = int64_t{1} << 30;
+
+inline bool is_8bit(DataType dtype) { return dtype == DataType::kInt8 || dtype == DataType::kUint8; }
+inline int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+inline int64_t ceil_div(int64_t value, int64_t divisor) { return (value + divisor - 1) / divisor; }
+inline int64_t align64(int64_t bytes) { return round_up(bytes, 64); }
+
+// ---------------------------------------------------------------------------------------------
+// Build side: a fused node's constant inputs.
+
+// The constant at node input `index`, or an error naming the node and role (absent, computed at
+// run time, wrong dtype or element count). expected_count < 0 accepts any count.
+Result<const Tensor*> constant_input(const Node& node, const BuildContext& context, size_t index, const char* role,
+                                     DataType dtype, int64_t expected_count = -1);
+// A float scale: constant, one value, finite and > 0.
+Result<float> scale_input(const Node& node, const BuildContext& context, size_t index, const char* role);
+// A zero-point: absent -> 0; else constant int8/uint8 with one value (or `count` equal values).
+// `dtype` receives its type when present.
+Result<int32_t> zero_point_input(const Node& node, const BuildContext& context, size_t index, const char* role,
+                                 int64_t count = 1, DataType* dtype = nullptr);
+// Static shape of a runtime value (error when unknown).
+Result<Shape> static_shape(const Node& node, const BuildContext& context, const std::string& value);
+
+// A 2-D window (Conv, pools) with its padding resolved against the input and output sizes.
+struct Window2d {
+  int64_t kernel[2] = {1, 1};
+  int64_t stride[2] = {1, 1};
+  int64_t dilation[2] = {1, 1};
+  int64_t pad_begin[2] = {0, 0};
+  int64_t pad_end[2] = {0, 0};
+};
+// kernel/strides/dilations/pads as ONNX attributes (empty = defaults); auto_pad SAME_* splits the
+// padding that makes `output` from `input` (SAME_UPPER puts the odd one at the end).
+Result<Window2d> resolve_window(const Node& node, AutoPad auto_pad, const std::vector<int64_t>& kernel_shape,
+                                const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
+                                const std::vector<int64_t>& pads, const int64_t input[2], const int64_t output[2]);
+// The name of a layer made from a fused node: its fused source nodes joined by " + ".
+std::string fused_layer_name(const Node& node);
+
+// A fused layer's activation in the kernels' terms.
+kernels::Activation kernel_activation(const FusedLayerInfo& fused);
+
+// Output type of an 8-bit dtype.
+kernels::OutputType output_type_of(DataType dtype);
+
+// ---------------------------------------------------------------------------------------------
+// Epilogue description (params "out.*", "act.*", "res.*"), rebuilt with make_epilogue at bind.
+
+struct EpilogueSpec {
+  kernels::OutputType output_type = kernels::OutputType::kS8;
+  float output_scale = 1.0f;
+  int32_t output_zero_point = 0;
+  kernels::Activation activation;
+  bool has_residual = false;
+  bool residual_signed = true;
+  float residual_scale = 1.0f;
+  int32_t residual_zero_point = 0;
+};
+void store_epilogue(Params& params, const EpilogueSpec& spec);
+Result<EpilogueSpec> load_epilogue(const BindContext& context);
+// With a placeholder residual pointer when has_residual (the layer sets the real one per run).
+kernels::Epilogue build_epilogue(const EpilogueSpec& spec, int64_t residual_row_stride);
+// The dtype an epilogue writes.
+DataType epilogue_dtype(const EpilogueSpec& spec);
+
+// ---------------------------------------------------------------------------------------------
+// Packed weights <-> params + blobs. Loading validates every size against the ISA's packing and
+// refuses an ISA this machine cannot run; buffers become views of the blob memory (no copy).
+
+void store_gemm(PlanLayer& layer, const std::string& prefix, const kernels::PackedGemm& packed);
+Result<kernels::PackedGemm> load_gemm(const BindContext& context, const std::string& prefix);
+void store_depthwise(PlanLayer& layer, const std::string& prefix, const kernels::PackedDepthwise& packed);
+Result<kernels::PackedDepthwise> load_depthwise(const BindContext& context, const std::string& prefix);
+
+// A blob of exactly `count` elements of T (suitably aligned), or an error naming layer and blob.
+template <class T>
+Result<const T*> blob_array(const BindContext& context, const std::string& name, int64_t count);
+
+// Checked param readers for bind (errors name the layer).
+Result<int64_t> int_param(const BindContext& context, const std::string& name, int64_t min, int64_t max);
+Result<float> float_param(const BindContext& context, const std::string& name);  // finite
+Result<float> scale_param(const BindContext& context, const std::string& name);  // finite, > 0
+Result<std::vector<int64_t>> ints_param(const BindContext& context, const std::string& name, size_t size,
+                                        int64_t min, int64_t max);
+
+// The ISA supporting kernels (elementwise, pools, LUT) run with: the plan's ISA limited by this
+// machine and QDQRT_MAX_ISA.
+Result<kernels::Isa> supporting_isa(const BindContext& context);
+
+// ---------------------------------------------------------------------------------------------
+// Bind-time tensor checks.
+
+struct TensorExpect {
+  const char* role = "";
+  int64_t rank = -1;      // -1: any
+  int layout = -1;        // -1: any, else static_cast<int>(Layout)
+  bool any_8bit = false;  // dtype int8 or uint8
+  DataType dtype = DataType::kUndefined;  // exact dtype when not any_8bit and != kUndefined
+};
+Result<const PlanTensor*> check_input(const BindContext& context, size_t index, const TensorExpect& expect);
+Result<const PlanTensor*> check_output(const BindContext& context, size_t index, const TensorExpect& expect);
+// Storage-order dims of a tensor (NCHW -> NHWC for kNhwc).
+Shape storage_shape(const PlanTensor& tensor);
+int64_t shape_numel(const Shape& shape);
+
+// Owners of the blobs a bound layer's views point into.
+std::vector<std::shared_ptr<const void>> blob_owners(const PlanLayer& layer);
+
+// Registration of each INT8 file.
+void register_int8_conv_layers(LayerRegistry& registry);
+void register_int8_matmul_layers(LayerRegistry& registry);
+void register_int8_elementwise_layers(LayerRegistry& registry);
+void register_int8_pool_layers(LayerRegistry& registry);
+void register_int8_shape_layers(LayerRegistry& registry);
+
+}  // namespace qdqrt::engine::int8

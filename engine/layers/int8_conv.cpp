@@ -1,0 +1,353 @@
+// QConv (regular, grouped, depthwise, 1x1; fused residual and activation) on NHWC int8/uint8
+// activations: weights packed at build time (kernels::pack_conv), output pixels split across
+// threads (kernels::run_conv).
+//
+// Params: geometry (channels, height, width, out_channels, out_height, out_width, kernel_h/w,
+// stride_h/w, pad_top/left, dilation_h/w, groups, depthwise) + the epilogue (int8_common.h);
+// packed weights: "dw.*" (depthwise) or "g<i>.*" per group (GEMM family).
+// Tensors: inputs {x NHWC [, residual NHWC]}, output {y NHWC} (int8/uint8 or fp32).
+#include <climits>
+
+#include <fmt/format.h>
+
+#include "engine/layers/int8_common.h"
+#include "kernels/qconv.h"
+#include "parser/ops/fused_layers.h"
+
+namespace qdqrt::engine::int8 {
+
+namespace {
+
+constexpr const char* kKind = "qconv";
+// Items are as small as a kernel's row tile (the runtime merges them into chunks worth a thread),
+// so late layers with few pixels (7x7 at batch 1) still split evenly across threads.
+constexpr int64_t kGemmPixelsPerItem = 6;       // the GEMM families' row tile
+constexpr int64_t kDepthwisePixelsPerItem = 8;  // the depthwise kernel's pixel block
+
+struct ConvSpec {
+  Shape x_shape, y_shape;  // logical NCHW at the maximum batch
+  int64_t channels = 0, out_channels = 0, groups = 1;
+  Window2d window;
+  DataType x_dtype = DataType::kInt8;
+  float x_scale = 1.0f;
+  int32_t x_zero_point = 0;
+  const Tensor* weights = nullptr;
+  const Tensor* weight_scales = nullptr;
+  int32_t weight_zero_point = 0;
+  const Tensor* bias = nullptr;
+  EpilogueSpec epilogue;
+};
+
+Result<ConvSpec> analyze_qconv(const Node& node, const BuildContext& context) {
+  using namespace qdqrt::layers;
+  const auto* attributes = dynamic_cast<const QConvAttributes*>(node.typed_attributes.get());
+  if (attributes == nullptr) return unsupported("{}: attributes are not parsed", node.describe());
+  if (node.outputs.size() != 1 || node.outputs[0].empty()) return unsupported("{}: one output", node.describe());
+  ConvSpec spec;
+  const std::string& x = node.input(kConvX);
+  if (x.empty() || context.constant(x) != nullptr) return unsupported("{}: x must be a runtime value", node.describe());
+  QDQRT_ASSIGN_OR_RETURN(spec.x_dtype, context.dtype_of(x));
+  if (!is_8bit(spec.x_dtype)) return unsupported("{}: x is {}", node.describe(), dtype_name(spec.x_dtype));
+  QDQRT_ASSIGN_OR_RETURN(spec.x_shape, static_shape(node, context, x));
+  QDQRT_ASSIGN_OR_RETURN(spec.y_shape, static_shape(node, context, node.outputs[0]));
+  if (spec.x_shape.size() != 4 || spec.y_shape.size() != 4) return unsupported("{}: only 2-D convolutions", node.describe());
+  QDQRT_ASSIGN_OR_RETURN(spec.x_scale, scale_input(node, context, kConvXScale, "x_scale"));
+  DataType zero_point_dtype = spec.x_dtype;
+  QDQRT_ASSIGN_OR_RETURN(spec.x_zero_point,
+                         zero_point_input(node, context, kConvXZeroPoint, "x_zero_point", 1, &zero_point_dtype));
+  if (zero_point_dtype != spec.x_dtype) return unsupported("{}: x and x_zero_point types differ", node.describe());
+
+  // Weights [O][C/group][kh][kw], constant.
+  if (!node.has_input(kConvW)) return unsupported("{}: w is absent", node.describe());
+  spec.weights = context.constant(node.input(kConvW));
+  if (spec.weights == nullptr || !is_8bit(spec.weights->dtype()) || spec.weights->rank() != 4) {
+    return unsupported("{}: w must be a constant int8/uint8 [O][C/group][kh][kw]", node.describe());
+  }
+  spec.channels = spec.x_shape[1];
+  spec.out_channels = spec.weights->dim(0);
+  spec.groups = attributes->group;
+  if (spec.groups < 1 || spec.channels % spec.groups != 0 || spec.out_channels % spec.groups != 0 ||
+      spec.weights->dim(1) * spec.groups != spec.channels || spec.y_shape[1] != spec.out_channels ||
+      spec.y_shape[0] != spec.x_shape[0]) {
+    return unsupported("{}: inconsistent channels/groups", node.describe());
+  }
+  std::vector<int64_t> kernel_shape = {spec.weights->dim(2), spec.weights->dim(3)};
+  if (!attributes->kernel_shape.empty() && attributes->kernel_shape != kernel_shape) {
+    return unsupported("{}: kernel_shape differs from the weight", node.describe());
+  }
+  const int64_t input_size[2] = {spec.x_shape[2], spec.x_shape[3]};
+  const int64_t output_size[2] = {spec.y_shape[2], spec.y_shape[3]};
+  QDQRT_ASSIGN_OR_RETURN(spec.window, resolve_window(node, attributes->auto_pad, kernel_shape, attributes->strides,
+                                                     attributes->dilations, attributes->pads, input_size, output_size));
+  for (int axis = 0; axis < 2; ++axis) {
+    const Window2d& w = spec.window;
+    const int64_t extent = (w.kernel[axis] - 1) * w.dilation[axis] + 1;
+    const int64_t expected = (input_size[axis] + w.pad_begin[axis] + w.pad_end[axis] - extent) / w.stride[axis] + 1;
+    if (expected != output_size[axis]) {
+      return unsupported("{}: output size {} does not follow from the window ({})", node.describe(),
+                         output_size[axis], expected);
+    }
+  }
+  QDQRT_ASSIGN_OR_RETURN(spec.weight_scales,
+                         constant_input(node, context, kConvWScale, "w_scale", DataType::kFloat));
+  if (spec.weight_scales->numel() != 1 && spec.weight_scales->numel() != spec.out_channels) {
+    return unsupported("{}: w_scale has {} values", node.describe(), spec.weight_scales->numel());
+  }
+  for (float scale : spec.weight_scales->values<float>()) {
+    if (!std::isfinite(scale) || scale < 0.0f) return unsupported("{}: w_scale {}", node.describe(), scale);
+  }
+  QDQRT_ASSIGN_OR_RETURN(spec.weight_zero_point,
+                         zero_point_input(node, context, kConvWZeroPoint, "w_zero_point", spec.out_channels));
+  if (node.has_input(kConvBias)) {
+    QDQRT_ASSIGN_OR_RETURN(spec.bias,
+                           constant_input(node, context, kConvBias, "bias", DataType::kFloat, spec.out_channels));
+  }
+
+  // Epilogue: output quantization (or fp32), residual, activation.
+  EpilogueSpec& e = spec.epilogue;
+  e.activation = kernel_activation(attributes->fused);
+  if (node.has_input(kConvYScale)) {
+    QDQRT_ASSIGN_OR_RETURN(e.output_scale, scale_input(node, context, kConvYScale, "y_scale"));
+    if (!node.has_input(kConvYZeroPoint)) return unsupported("{}: y_scale without y_zero_point", node.describe());
+    DataType y_dtype = DataType::kUndefined;
+    QDQRT_ASSIGN_OR_RETURN(e.output_zero_point,
+                           zero_point_input(node, context, kConvYZeroPoint, "y_zero_point", 1, &y_dtype));
+    e.output_type = output_type_of(y_dtype);
+  } else {
+    e.output_type = kernels::OutputType::kF32;
+  }
+  if (node.has_input(kConvResidual)) {
+    const std::string& residual = node.input(kConvResidual);
+    if (context.constant(residual) != nullptr) return unsupported("{}: constant residual", node.describe());
+    QDQRT_ASSIGN_OR_RETURN(DataType residual_dtype, context.dtype_of(residual));
+    QDQRT_ASSIGN_OR_RETURN(Shape residual_shape, static_shape(node, context, residual));
+    if (!is_8bit(residual_dtype) || residual_shape != spec.y_shape) {
+      return unsupported("{}: residual must be int8/uint8 shaped like the output", node.describe());
+    }
+    e.has_residual = true;
+    e.residual_signed = residual_dtype == DataType::kInt8;
+    QDQRT_ASSIGN_OR_RETURN(e.residual_scale, scale_input(node, context, kConvResidualScale, "residual_scale"));
+    DataType residual_zp_dtype = residual_dtype;
+    QDQRT_ASSIGN_OR_RETURN(e.residual_zero_point, zero_point_input(node, context, kConvResidualZeroPoint,
+                                                                   "residual_zero_point", 1, &residual_zp_dtype));
+    if (residual_zp_dtype != residual_dtype) return unsupported("{}: residual zero-point type", node.describe());
+  }
+  if (static_cast<int64_t>(spec.y_shape[0]) * spec.y_shape[2] * spec.y_shape[3] >= INT_MAX) {
+    return unsupported("{}: too many output pixels", node.describe());
+  }
+  return spec;
+}
+
+kernels::ConvShape conv_shape(const Shape& x_shape, const Shape& y_shape, const Window2d& w) {
+  kernels::ConvShape shape;
+  shape.batch = static_cast<int>(x_shape[0]);
+  shape.input_height = static_cast<int>(x_shape[2]);
+  shape.input_width = static_cast<int>(x_shape[3]);
+  shape.stride_height = static_cast<int>(w.stride[0]);
+  shape.stride_width = static_cast<int>(w.stride[1]);
+  shape.pad_top = static_cast<int>(w.pad_begin[0]);
+  shape.pad_left = static_cast<int>(w.pad_begin[1]);
+  shape.dilation_height = static_cast<int>(w.dilation[0]);
+  shape.dilation_width = static_cast<int>(w.dilation[1]);
+  shape.output_height = static_cast<int>(y_shape[2]);
+  shape.output_width = static_cast<int>(y_shape[3]);
+  return shape;
+}
+
+Status lower_qconv(const Node& node, BuildContext& context) {
+  using namespace qdqrt::layers;
+  QDQRT_ASSIGN_OR_RETURN(ConvSpec spec, analyze_qconv(node, context));
+  PlanLayer layer;
+  layer.kind = kKind;
+  layer.name = fused_layer_name(node);
+  layer.source_nodes = {node.name};
+  layer.op_type = node.op_type;
+  QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(kConvX), Layout::kNhwc));
+  layer.inputs.push_back(x);
+  if (spec.epilogue.has_residual) {
+    QDQRT_ASSIGN_OR_RETURN(int32_t residual, context.input(node.input(kConvResidual), Layout::kNhwc));
+    layer.inputs.push_back(residual);
+  }
+  QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kNhwc));
+  layer.outputs.push_back(y);
+
+  kernels::ConvWeightsDesc desc;
+  desc.output_channels = static_cast<int>(spec.out_channels);
+  desc.input_channels = static_cast<int>(spec.channels);
+  desc.groups = static_cast<int>(spec.groups);
+  desc.kernel_height = static_cast<int>(spec.window.kernel[0]);
+  desc.kernel_width = static_cast<int>(spec.window.kernel[1]);
+  desc.weights = spec.weights->raw_data();
+  desc.weights_signed = spec.weights->dtype() == DataType::kInt8;
+  desc.weight_zero_point = spec.weight_zero_point;
+  desc.weight_scales = spec.weight_scales->data<float>();
+  desc.per_channel = spec.weight_scales->numel() > 1;
+  desc.bias_float = spec.bias ? spec.bias->data<float>() : nullptr;
+  desc.input_scale = spec.x_scale;
+  desc.input_zero_point = spec.x_zero_point;
+  desc.input_signed = spec.x_dtype == DataType::kInt8;
+  desc.output_scale = spec.epilogue.output_type == kernels::OutputType::kF32 ? 1.0f : spec.epilogue.output_scale;
+  kernels::PackedConv packed = kernels::pack_conv(desc, context.isa());
+
+  const Window2d& w = spec.window;
+  Params& params = layer.params;
+  params.set("channels", spec.channels);
+  params.set("height", spec.x_shape[2]);
+  params.set("width", spec.x_shape[3]);
+  params.set("out_channels", spec.out_channels);
+  params.set("out_height", spec.y_shape[2]);
+  params.set("out_width", spec.y_shape[3]);
+  params.set("kernel", std::vector<int64_t>{w.kernel[0], w.kernel[1]});
+  params.set("strides", std::vector<int64_t>{w.stride[0], w.stride[1]});
+  params.set("pads", std::vector<int64_t>{w.pad_begin[0], w.pad_begin[1]});
+  params.set("dilations", std::vector<int64_t>{w.dilation[0], w.dilation[1]});
+  params.set("groups", spec.groups);
+  params.set("depthwise", int64_t{packed.depthwise});
+  store_epilogue(params, spec.epilogue);
+  if (packed.depthwise) {
+    store_depthwise(layer, "dw.", packed.depthwise_weights);
+  } else {
+    for (size_t g = 0; g < packed.group_weights.size(); ++g) {
+      store_gemm(layer, fmt::format("g{}.", g), packed.group_weights[g]);
+    }
+  }
+  layer.kernel = kernels::conv_kernel_name(packed, conv_shape(spec.x_shape, spec.y_shape, w));
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+class QConvLayer final : public Layer {
+ public:
+  kernels::PackedConv packed;
+  kernels::ConvShape shape;  // batch set per run
+  kernels::Epilogue epilogue;
+  int32_t input = -1, residual = -1, output = -1;
+  double ops_per_pixel = 1.0;
+  int64_t pixels_per_item = kGemmPixelsPerItem;
+  std::vector<std::shared_ptr<const void>> owners;
+
+  WorkShape work(const RunState& state) const override {
+    const int64_t pixels = state.dim(input, 0) * shape.output_height * shape.output_width;
+    return {ceil_div(pixels, pixels_per_item), ops_per_pixel * static_cast<double>(pixels_per_item)};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    kernels::ConvShape run_shape = shape;
+    run_shape.batch = static_cast<int>(state.dim(input, 0));
+    const int64_t pixels = run_shape.output_pixels();
+    const int pixel_begin = static_cast<int>(std::min(begin * pixels_per_item, pixels));
+    const int pixel_end = static_cast<int>(std::min(end * pixels_per_item, pixels));
+    kernels::ConvRunArgs args;
+    args.input = state.data(input);
+    args.input_pixel_stride = packed.input_channels;
+    args.output = state.data(output);
+    args.output_pixel_stride = packed.output_channels;
+    kernels::Epilogue run_epilogue = epilogue;
+    if (residual >= 0) run_epilogue.residual = state.data(residual);
+    kernels::run_conv(packed, run_shape, args, run_epilogue, pixel_begin, pixel_end);
+  }
+};
+
+Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
+  auto layer = std::make_unique<QConvLayer>();
+  QDQRT_ASSIGN_OR_RETURN(int64_t channels, int_param(context, "channels", 1, kMaxDim));
+  QDQRT_ASSIGN_OR_RETURN(int64_t height, int_param(context, "height", 1, kMaxDim));
+  QDQRT_ASSIGN_OR_RETURN(int64_t width, int_param(context, "width", 1, kMaxDim));
+  QDQRT_ASSIGN_OR_RETURN(int64_t out_channels, int_param(context, "out_channels", 1, kMaxDim));
+  QDQRT_ASSIGN_OR_RETURN(int64_t out_height, int_param(context, "out_height", 1, kMaxDim));
+  QDQRT_ASSIGN_OR_RETURN(int64_t out_width, int_param(context, "out_width", 1, kMaxDim));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, ints_param(context, "kernel", 2, 1, 64));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> strides, ints_param(context, "strides", 2, 1, 64));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> pads, ints_param(context, "pads", 2, 0, 4096));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, ints_param(context, "dilations", 2, 1, 64));
+  QDQRT_ASSIGN_OR_RETURN(int64_t groups, int_param(context, "groups", 1, channels));
+  QDQRT_ASSIGN_OR_RETURN(int64_t depthwise, int_param(context, "depthwise", 0, 1));
+  if (channels % groups != 0 || out_channels % groups != 0) {
+    return context.error(fmt::format("{} groups do not divide {} -> {} channels", groups, channels, out_channels));
+  }
+  QDQRT_ASSIGN_OR_RETURN(EpilogueSpec spec, load_epilogue(context));
+
+  const int nhwc = static_cast<int>(Layout::kNhwc);
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, check_input(context, 0, {"input", 4, nhwc, true}));
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* y,
+                         check_output(context, 0, {"output", 4, nhwc, false, epilogue_dtype(spec)}));
+  if (x->shape[1] != channels || x->shape[2] != height || x->shape[3] != width) {
+    return context.error(fmt::format("input shape does not match {}x{}x{}", channels, height, width));
+  }
+  if (y->shape[0] != x->shape[0] || y->batched != x->batched || y->shape[1] != out_channels ||
+      y->shape[2] != out_height || y->shape[3] != out_width) {
+    return context.error(fmt::format("output shape does not match {}x{}x{}", out_channels, out_height, out_width));
+  }
+  if (x->shape[0] * out_height * out_width >= INT_MAX) return context.error("too many output pixels");
+  if (spec.has_residual) {
+    QDQRT_ASSIGN_OR_RETURN(
+        const PlanTensor* r,
+        check_input(context, 1,
+                    {"residual", 4, nhwc, false, spec.residual_signed ? DataType::kInt8 : DataType::kUint8}));
+    if (r->shape != y->shape || r->batched != y->batched) return context.error("residual shape differs from output");
+    layer->residual = context.layer().inputs[1];
+  } else if (context.layer().inputs.size() > 1) {
+    return context.error("unexpected second input without a residual");
+  }
+  const bool input_signed = x->dtype == DataType::kInt8;
+
+  kernels::PackedConv& packed = layer->packed;
+  packed.output_channels = static_cast<int>(out_channels);
+  packed.input_channels = static_cast<int>(channels);
+  packed.groups = static_cast<int>(groups);
+  packed.kernel_height = static_cast<int>(kernel[0]);
+  packed.kernel_width = static_cast<int>(kernel[1]);
+  packed.depthwise = depthwise != 0;
+  if (packed.depthwise) {
+    if (groups != channels || out_channels != channels) return context.error("depthwise needs groups == channels");
+    QDQRT_ASSIGN_OR_RETURN(packed.depthwise_weights, load_depthwise(context, "dw."));
+    const kernels::PackedDepthwise& dw = packed.depthwise_weights;
+    if (dw.channels != channels || dw.kernel_height != kernel[0] || dw.kernel_width != kernel[1] ||
+        dw.input_signed != input_signed) {
+      return context.error("depthwise weights do not match the layer");
+    }
+  } else {
+    if (groups > 4096) return context.error(fmt::format("{} groups", groups));
+    const int64_t group_k = kernel[0] * kernel[1] * (channels / groups);
+    for (int64_t g = 0; g < groups; ++g) {
+      QDQRT_ASSIGN_OR_RETURN(kernels::PackedGemm gemm, load_gemm(context, fmt::format("g{}.", g)));
+      if (gemm.n != out_channels / groups || gemm.k != group_k || gemm.input_signed != input_signed) {
+        return context.error(fmt::format("group {} weights are {}x{}, expected {}x{}", g, gemm.n, gemm.k,
+                                         out_channels / groups, group_k));
+      }
+      packed.group_weights.push_back(std::move(gemm));
+    }
+  }
+  Shape x_shape = x->shape, y_shape = y->shape;
+  Window2d window;
+  for (int axis = 0; axis < 2; ++axis) {
+    window.kernel[axis] = kernel[axis];
+    window.stride[axis] = strides[axis];
+    window.pad_begin[axis] = pads[axis];
+    window.dilation[axis] = dilations[axis];
+  }
+  layer->shape = conv_shape(x_shape, y_shape, window);
+  layer->epilogue = build_epilogue(spec, out_channels);
+  layer->input = context.layer().inputs[0];
+  layer->output = context.layer().outputs[0];
+  layer->ops_per_pixel = 2.0 * static_cast<double>(out_channels) * static_cast<double>(kernel[0] * kernel[1]) *
+                         static_cast<double>(channels / groups);
+  layer->pixels_per_item = packed.depthwise ? kDepthwisePixelsPerItem : kGemmPixelsPerItem;
+  layer->owners = blob_owners(context.layer());
+  return std::unique_ptr<Layer>(std::move(layer));
+}
+
+}  // namespace
+
+void register_int8_conv_layers(LayerRegistry& registry) {
+  registry.add_kind({kKind, bind_qconv});
+  NodeLowering lowering;
+  lowering.domain = qdqrt::layers::kDomain;
+  lowering.op_type = qdqrt::layers::kQConv;
+  lowering.lower = lower_qconv;
+  lowering.accepts = [](const Node& node, const BuildContext& context) { return analyze_qconv(node, context).ok(); };
+  lowering.prefers_nhwc = true;
+  registry.add_lowering(std::move(lowering));
+}
+
+}  // namespace qdqrt::engine::int8

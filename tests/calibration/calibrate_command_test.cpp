@@ -1,0 +1,106 @@
+// `qdqrt calibrate` as a library call: the QDQ model and TensorRT cache it writes, and its errors.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <variant>
+
+#include "parser/npy.h"
+#include "parser/onnx_loader.h"
+#include "tools/calibrate_command.h"
+
+namespace qdqrt::calibration {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kFp32Model = std::string(QDQRT_MODELS_DIR) + "/fmnist_resnet_fp32.onnx";
+
+TEST(CalibrateCommand, WritesModelAndTensorRTCacheAndReportsErrors) {
+  fs::path dir = fs::temp_directory_path() / "qdqrt_calibrate_command";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  tools::CalibrateOptions options;
+  options.onnx_path = kFp32Model;
+  options.data_spec = "fashion-mnist:train";
+  options.samples = 16;
+  options.mean = {0.2860f};
+  options.std = {0.3530f};
+  options.method = *parse_method("percentile=99.9");
+  options.output_path = (dir / "ptq.onnx").string();
+  options.calibration_cache_path = (dir / "cache.txt").string();
+  options.show_progress = false;
+  std::ostringstream out;
+  auto outcome = tools::run_calibrate(options, out);
+  ASSERT_TRUE(std::holds_alternative<tools::CalibrateResult>(outcome))
+      << std::get<tools::CalibrateError>(outcome).status.to_string();
+  const auto& result = std::get<tools::CalibrateResult>(outcome);
+  EXPECT_EQ(result.images, 16);
+  EXPECT_EQ(result.quantized_weights, 10);
+  EXPECT_TRUE(load_onnx_file(options.output_path).ok());
+  EXPECT_NE(out.str().find("percentile=99.9"), std::string::npos) << out.str();
+
+  // The cache: header, then one "name: 8 hex digits" line per tensor; the hex is the float32 bits
+  // of amax / 127.
+  std::ifstream cache(options.calibration_cache_path);
+  std::string line;
+  std::getline(cache, line);
+  EXPECT_EQ(line, "TRT-8601-EntropyCalibration2");
+  int lines = 0;
+  while (std::getline(cache, line)) {
+    size_t colon = line.rfind(": ");
+    ASSERT_NE(colon, std::string::npos) << line;
+    std::string name = line.substr(0, colon);
+    std::string hex = line.substr(colon + 2);
+    ASSERT_EQ(hex.size(), 8u) << line;
+    uint32_t bits = static_cast<uint32_t>(std::stoul(hex, nullptr, 16));
+    float scale = 0;
+    std::memcpy(&scale, &bits, 4);
+    ASSERT_TRUE(result.activation_amax.count(name)) << name;
+    EXPECT_EQ(scale, scale_for_amax(result.activation_amax.at(name))) << name;
+    ++lines;
+  }
+  EXPECT_EQ(lines, static_cast<int>(result.activation_amax.size()));
+
+  // Errors: a data set whose images do not fit the model, and a bad SPEC, are usage errors.
+  tools::CalibrateOptions wrong = options;
+  fs::path npy_dir = dir / "rgb";
+  fs::create_directories(npy_dir);
+  ASSERT_TRUE(write_npy((npy_dir / "x.npy").string(), Tensor(DataType::kFloat, {2, 3, 8, 8})).is_ok());
+  wrong.data_spec = "npy:" + npy_dir.string();
+  wrong.mean.clear();
+  wrong.std.clear();
+  auto mismatch = tools::run_calibrate(wrong, out);
+  ASSERT_TRUE(std::holds_alternative<tools::CalibrateError>(mismatch));
+  EXPECT_TRUE(std::get<tools::CalibrateError>(mismatch).usage);
+  EXPECT_NE(std::get<tools::CalibrateError>(mismatch).status.message().find("[3, 8, 8]"), std::string::npos);
+  wrong.data_spec = "mnist:train";
+  auto bad_spec = tools::run_calibrate(wrong, out);
+  ASSERT_TRUE(std::holds_alternative<tools::CalibrateError>(bad_spec));
+  EXPECT_TRUE(std::get<tools::CalibrateError>(bad_spec).usage);
+  // An already-quantized model is a failure naming the problem.
+  wrong = options;
+  wrong.onnx_path = std::string(QDQRT_MODELS_DIR) + "/fmnist_resnet_qdq.onnx";
+  auto quantized = tools::run_calibrate(wrong, out);
+  ASSERT_TRUE(std::holds_alternative<tools::CalibrateError>(quantized));
+  EXPECT_FALSE(std::get<tools::CalibrateError>(quantized).usage);
+  fs::remove_all(dir);
+}
+
+TEST(CalibrateCommand, AutomaticBatchSizeBoundsMemory) {
+  auto graph = load_onnx_file(kFp32Model);
+  ASSERT_TRUE(graph.ok());
+  // input [batch, 1, 28, 28]: 3136 bytes per image.
+  EXPECT_EQ(tools::automatic_batch_size(*graph, {"input"}, 3136 * 10), 10);
+  EXPECT_EQ(tools::automatic_batch_size(*graph, {"input"}, 100), 1);
+  EXPECT_EQ(tools::automatic_batch_size(*graph, {"input"}), 32);
+  // Two 16x28x28 tensors and the input: 3136 + 2 * 50176 bytes.
+  EXPECT_EQ(tools::automatic_batch_size(
+                *graph, {"input", "/stem/stem.2/Relu_output_0", "/blocks/blocks.0/Relu_output_0"}, 103488 * 3),
+            3);
+}
+
+}  // namespace
+}  // namespace qdqrt::calibration

@@ -1,0 +1,272 @@
+// The engine file: round trips, the zero-copy mapping, the checksum, writing errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "kernels/cpu_features.h"
+#include "tests/engine_file/test_plans.h"
+
+namespace qdqrt::engine::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace file_format;
+
+fs::path temp_path(const std::string& name) {
+  return fs::temp_directory_path() / ("qdqrt_engine_file_" + std::to_string(::getpid()) + "_" + name);
+}
+
+// The number of the process's mappings of `path` (from /proc/self/maps).
+int mapping_count(const fs::path& path) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  int count = 0;
+  while (std::getline(maps, line)) {
+    if (line.find(path.string()) != std::string::npos) ++count;
+  }
+  return count;
+}
+
+TEST(EngineFileChecksum, IsXxh64) {
+  // Reference values from libxxhash 0.8.1's XXH64 (seed 0 unless given): every tail path
+  // (0-3 bytes, 4-byte, 8-byte words) and the 32-byte stripe loop.
+  std::vector<uint8_t> counting(37), long_input(1000);
+  for (size_t i = 0; i < counting.size(); ++i) counting[i] = static_cast<uint8_t>(i);
+  for (size_t i = 0; i < long_input.size(); ++i) long_input[i] = static_cast<uint8_t>((i * 7 + 3) % 256);
+  EXPECT_EQ(xxhash64("", 0), 0xef46db3751d8e999ULL);
+  EXPECT_EQ(xxhash64("a", 1), 0xd24ec4f1a98c6e5bULL);
+  EXPECT_EQ(xxhash64("abc", 3), 0x44bc2cf5ad770999ULL);
+  EXPECT_EQ(xxhash64("abc", 3, 12345), 0x01700e64f6f23509ULL);
+  EXPECT_EQ(xxhash64(counting.data(), 31), 0xc346d2b59b4d8ee1ULL);
+  EXPECT_EQ(xxhash64(counting.data(), 32), 0xcbf59c5116ff32b4ULL);
+  EXPECT_EQ(xxhash64(counting.data(), 37), 0xd93fa2dfee5c24c9ULL);
+  EXPECT_EQ(xxhash64(long_input.data(), long_input.size()), 0x5f235fa033f1a3fbULL);
+}
+
+TEST(EngineFile, RoundTripKeepsEveryField) {
+  EnginePlan plan = make_rich_plan();
+  std::vector<uint8_t> file = serialize_or_fail(plan);
+  ASSERT_FALSE(file.empty());
+  auto read = read_copy(file);
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  expect_plans_equal(plan, *read);
+  // Writing the read plan again gives the same bytes: nothing is lost or reordered.
+  EXPECT_EQ(serialize_or_fail(*read), file);
+}
+
+TEST(EngineFile, LayoutOfTheFile) {
+  EnginePlan plan = make_rich_plan();
+  std::vector<uint8_t> file = serialize_or_fail(plan);
+  ASSERT_GE(file.size(), kHeaderBytes);
+  EXPECT_EQ(std::memcmp(file.data(), "QDQRTENG", 8), 0);
+  EXPECT_EQ(load_field<uint32_t>(file, kFormatVersionOffset), kEngineFormatVersion);
+  EXPECT_EQ(load_field<uint32_t>(file, kHeaderBytesOffset), kHeaderBytes);
+  EXPECT_EQ(load_field<uint64_t>(file, kChecksumOffset), compute_checksum(file));
+  FileSections sections = sections_of(file);
+  EXPECT_EQ(sections.flatbuffer_offset, kHeaderBytes);
+  EXPECT_EQ(sections.blob_section_offset % 64, 0u);
+  EXPECT_GE(sections.blob_section_offset, sections.flatbuffer_offset + sections.flatbuffer_bytes);
+  EXPECT_EQ(sections.blob_section_offset + sections.blob_section_bytes, file.size());
+  EXPECT_EQ(sections.file_bytes, file.size());
+  // Every blob at a 64-byte-aligned file offset, holding the blob's bytes.
+  const file::EnginePlan* root = mutable_root(file);
+  size_t blob_count = 0;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const auto* refs = root->layers()->Get(i)->blobs();
+    ASSERT_EQ(refs->size(), plan.layers[i].blobs.size());
+    for (size_t j = 0; j < refs->size(); ++j, ++blob_count) {
+      uint64_t file_offset = sections.blob_section_offset + refs->Get(j)->offset();
+      EXPECT_EQ(file_offset % 64, 0u);
+      const Blob& blob = plan.layers[i].blobs[j];
+      ASSERT_EQ(refs->Get(j)->size(), blob.bytes.size());
+      EXPECT_TRUE(std::equal(blob.bytes.begin(), blob.bytes.end(), file.begin() + file_offset));
+    }
+  }
+  EXPECT_EQ(blob_count, 6u);
+}
+
+TEST(EngineFile, EmptyPlanRoundTrips) {
+  EnginePlan plan;
+  std::vector<uint8_t> file = serialize_or_fail(plan);
+  auto read = read_copy(file);
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  expect_plans_equal(plan, *read);
+  EXPECT_EQ(sections_of(file).blob_section_bytes, 0u);
+}
+
+TEST(EngineFile, FileIsMappedAndBlobsPointIntoIt) {
+  EnginePlan plan = make_rich_plan();
+  fs::path path = temp_path("mapped.qdqrt");
+  ASSERT_TRUE(write_plan_file(plan, path.string()).is_ok());
+  std::vector<uint8_t> file = serialize_or_fail(plan);
+  EXPECT_EQ(fs::file_size(path), file.size());
+  FileSections sections = sections_of(file);
+  const file::EnginePlan* root = mutable_root(file);
+
+  Blob kept;
+  {
+    auto read = read_plan_file(path.string());
+    ASSERT_TRUE(read.ok()) << read.status().to_string();
+    expect_plans_equal(plan, *read);
+    EXPECT_EQ(mapping_count(path), 1);
+    // Zero copy: each blob is a view of the mapping at its recorded offset, 64-byte aligned,
+    // kept alive by the mapping's owner.
+    const Blob& first = read->layers[0].blobs[0];
+    const uint8_t* mapping = static_cast<const uint8_t*>(first.owner.get());
+    ASSERT_NE(mapping, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(mapping) % 4096, 0u);
+    for (size_t i = 0; i < read->layers.size(); ++i) {
+      for (size_t j = 0; j < read->layers[i].blobs.size(); ++j) {
+        const Blob& blob = read->layers[i].blobs[j];
+        SCOPED_TRACE(blob.name);
+        EXPECT_EQ(blob.owner.get(), mapping);
+        EXPECT_EQ(blob.bytes.data(),
+                  mapping + sections.blob_section_offset + root->layers()->Get(i)->blobs()->Get(j)->offset());
+        EXPECT_GE(blob.bytes.data(), mapping);
+        EXPECT_LE(blob.bytes.data() + blob.bytes.size(), mapping + file.size());
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(blob.bytes.data()) % 64, 0u);
+      }
+    }
+    kept = read->layers[1].blobs[0];  // "weights"
+  }
+  // The plan is gone, the blob still holds the mapping; dropping it unmaps the file.
+  EXPECT_EQ(mapping_count(path), 1);
+  EXPECT_EQ(kept.bytes.size(), 4097u);
+  EXPECT_TRUE(std::equal(kept.bytes.begin(), kept.bytes.end(), plan.layers[1].blobs[0].bytes.begin()));
+  kept = Blob();
+  EXPECT_EQ(mapping_count(path), 0);
+  fs::remove(path);
+}
+
+TEST(EngineFile, UnalignedBytesGetAlignedBlobCopies) {
+  EnginePlan plan = make_rich_plan();
+  std::vector<uint8_t> file = serialize_or_fail(plan);
+  std::vector<uint8_t> shifted(file.size() + 3);
+  std::memcpy(shifted.data() + 3, file.data(), file.size());
+  auto read = read_plan(std::span<const uint8_t>(shifted.data() + 3, file.size()), nullptr);
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  expect_plans_equal(plan, *read);  // includes 64-byte alignment of every blob
+}
+
+TEST(EngineFile, WriteReplacesAtomicallyAndReportsErrors) {
+  fs::path path = temp_path("replace.qdqrt");
+  EnginePlan plan = make_rich_plan();
+  ASSERT_TRUE(write_plan_file(plan, path.string()).is_ok());
+  EnginePlan small;
+  ASSERT_TRUE(write_plan_file(small, path.string()).is_ok());
+  EXPECT_FALSE(fs::exists(path.string() + ".partial"));
+  auto read = read_plan_file(path.string());
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  EXPECT_TRUE(read->layers.empty());
+  fs::remove(path);
+
+  Status status = write_plan_file(plan, "/nonexistent-dir/x.qdqrt");
+  EXPECT_EQ(status.code(), StatusCode::kIoError);
+  EXPECT_NE(status.message().find("/nonexistent-dir/x.qdqrt"), std::string::npos) << status.message();
+}
+
+TEST(EngineFile, ReadFileErrorsNameThePath) {
+  auto missing = read_plan_file("/nonexistent-dir/missing.qdqrt");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kIoError);
+  EXPECT_NE(missing.status().message().find("/nonexistent-dir/missing.qdqrt"), std::string::npos);
+
+  auto directory = read_plan_file(fs::temp_directory_path().string());
+  ASSERT_FALSE(directory.ok());
+  EXPECT_NE(directory.status().message().find("not a regular file"), std::string::npos);
+
+  fs::path empty = temp_path("empty.qdqrt");
+  std::ofstream(empty).close();
+  auto read = read_plan_file(empty.string());
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("not a qdqrt engine file"), std::string::npos) << read.status().message();
+  EXPECT_NE(read.status().message().find(empty.string()), std::string::npos);
+  fs::remove(empty);
+
+  fs::path onnx = temp_path("model.onnx");
+  std::ofstream(onnx, std::ios::binary) << std::string("\x08\x07\x12\x07pytorch", 10) << std::string(100, 'x');
+  read = read_plan_file(onnx.string());
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("not a qdqrt engine file"), std::string::npos) << read.status().message();
+  fs::remove(onnx);
+}
+
+TEST(EngineFile, SerializeRefusesPlansReadingWouldRefuse) {
+  EnginePlan plan = make_rich_plan();
+  plan.layers[1].inputs[0] = 99;
+  auto bytes = serialize_plan(plan);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_EQ(bytes.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bytes.status().message().find("tensor index 99 is out of range"), std::string::npos)
+      << bytes.status().message();
+
+  plan = make_rich_plan();
+  plan.format_version = 7;
+  bytes = serialize_plan(plan);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_NE(bytes.status().message().find("format version 7"), std::string::npos) << bytes.status().message();
+
+  plan = make_rich_plan();
+  plan.cpu_features.push_back("sse9");
+  bytes = serialize_plan(plan);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_NE(bytes.status().message().find("'sse9'"), std::string::npos) << bytes.status().message();
+}
+
+// The plan's ISA and CPU features are checked against what this machine may use.
+class CpuFeatureCheck : public ::testing::Test {
+ protected:
+  void TearDown() override { kernels::set_max_isa(std::nullopt); }
+};
+
+TEST_F(CpuFeatureCheck, RefusesAnIsaThatIsNotUsableHere) {
+  if (!kernels::isa_supported(kernels::Isa::kAvx512Vnni)) GTEST_SKIP() << "needs an AVX-512 VNNI machine";
+  EnginePlan plan = make_rich_plan();
+  plan.isa = "avx512vnni";
+  plan.cpu_features = {"avx512vnni"};
+  std::vector<uint8_t> file = serialize_or_fail(plan);
+  ASSERT_TRUE(read_copy(file).ok());
+  kernels::set_max_isa(kernels::Isa::kAvx2);
+  auto read = read_copy(file);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(read.status().message().find("engine was built for avx512vnni, which is disabled here: kernels are "
+                                         "limited to avx2"),
+            std::string::npos)
+      << read.status().message();
+}
+
+TEST_F(CpuFeatureCheck, RefusesAvx512VbmiWhenNotUsable) {
+  if (!kernels::cpu_has_avx512vbmi()) GTEST_SKIP() << "needs an AVX-512 VBMI machine";
+  EnginePlan plan = make_rich_plan();
+  plan.cpu_features = {"avx2", "avx512vbmi"};
+  std::vector<uint8_t> file = serialize_or_fail(plan);
+  ASSERT_TRUE(read_copy(file).ok());
+  kernels::set_max_isa(kernels::Isa::kAvxVnni);
+  auto read = read_copy(file);
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("engine was built for avx512vbmi"), std::string::npos)
+      << read.status().message();
+}
+
+TEST_F(CpuFeatureCheck, MessageForAFeatureTheCpuLacks) {
+  // On a machine without AVX-512 VNNI this is the real refusal; on one with it nothing is lacking.
+  EnginePlan plan = make_rich_plan();
+  plan.isa = "avx512vnni";
+  plan.cpu_features = {"avx512vnni"};
+  std::vector<uint8_t> file = serialize_or_fail(plan);
+  auto read = read_copy(file);
+  if (kernels::isa_supported(kernels::Isa::kAvx512Vnni)) {
+    EXPECT_TRUE(read.ok()) << read.status().to_string();
+  } else {
+    ASSERT_FALSE(read.ok());
+    EXPECT_NE(read.status().message().find("engine was built for avx512vnni, which this CPU lacks"), std::string::npos)
+        << read.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace qdqrt::engine::testing

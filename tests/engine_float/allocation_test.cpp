@@ -1,0 +1,119 @@
+// "No heap allocation inside run() after the first call" for the native float layers: this binary
+// counts every operator new and malloc while a context runs an engine of float layers (every
+// native kind, and convolutions / GEMMs big enough for the GEMM's blocked path).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "engine/engine.h"
+#include "tests/engine_float/float_cases.h"
+#include "tests/engine_float/harness.h"
+
+extern "C" void* __libc_malloc(size_t size);
+extern "C" void* __libc_calloc(size_t count, size_t size);
+extern "C" void* __libc_realloc(void* pointer, size_t size);
+extern "C" void* __libc_memalign(size_t alignment, size_t size);
+
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<int64_t> allocations{0};
+void count() {
+  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+#if !defined(__SANITIZE_ADDRESS__)
+extern "C" void* malloc(size_t size) {
+  count();
+  return __libc_malloc(size);
+}
+extern "C" void* calloc(size_t n, size_t size) {
+  count();
+  return __libc_calloc(n, size);
+}
+extern "C" void* realloc(void* pointer, size_t size) {
+  count();
+  return __libc_realloc(pointer, size);
+}
+extern "C" void* aligned_alloc(size_t alignment, size_t size) {
+  count();
+  return __libc_memalign(alignment, size);
+}
+extern "C" int posix_memalign(void** pointer, size_t alignment, size_t size) {
+  count();
+  *pointer = __libc_memalign(alignment, size);
+  return *pointer ? 0 : 12;
+}
+#endif
+void* operator new(size_t size) {
+  count();
+  if (void* p = __libc_malloc(size ? size : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](size_t size) {
+  count();
+  if (void* p = __libc_malloc(size ? size : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+
+namespace qdqrt::testing {
+namespace {
+
+int64_t allocations_after_first_run(const std::string& text, int threads,
+                                    kernels::Isa max_isa = kernels::Isa::kAvx512Vnni) {
+  auto graph = load_text_graph(text, 2);
+  EXPECT_TRUE(graph.ok()) << graph.status().to_string();
+  if (!graph.ok()) return -1;
+  engine::BuildOptions options;
+  options.max_isa = max_isa;
+  auto engine = engine::Engine::build(*graph, options);
+  EXPECT_TRUE(engine.ok()) << engine.status().to_string();
+  if (!engine.ok()) return -1;
+  for (const auto& layer : (*engine)->layers()) EXPECT_NE(layer.kind, "reference") << layer.name;
+  auto context = (*engine)->create_context({.threads = threads});
+  TensorMap inputs = random_inputs(*graph, 2, 3);
+  std::vector<engine::ConstTensorBinding> bindings;
+  for (const auto& [name, tensor] : inputs) bindings.push_back({name, tensor.raw_data(), tensor.shape()});
+  std::vector<Tensor> outputs;
+  std::vector<engine::TensorBinding> output_bindings;
+  for (const auto& info : (*engine)->outputs()) outputs.emplace_back(info.dtype, info.shape);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    output_bindings.push_back({(*engine)->outputs()[i].name, outputs[i].raw_data(), outputs[i].shape()});
+  }
+  EXPECT_TRUE(context->run(bindings, output_bindings).is_ok());
+  allocations = 0;
+  counting = true;
+  for (int i = 0; i < 3; ++i) {
+    Status status = context->run(bindings, output_bindings);
+    if (!status.is_ok()) ADD_FAILURE() << status.message();
+  }
+  counting = false;
+  return allocations.load();
+}
+
+TEST(FloatAllocations, EveryNativeKind) {
+  EXPECT_EQ(allocations_after_first_run(all_kinds_model(), 1), 0);
+  EXPECT_EQ(allocations_after_first_run(all_kinds_model(), 2), 0);
+}
+
+TEST(FloatAllocations, LargeConvolutionsAndGemm) {
+  // im2col GEMMs with K = 1152, a pointwise conv over 1024 pixels, a 640 -> 1000 FC.
+  const std::string text = model(13, "g (float[N,128,32,32] x) => (float y)",
+                                 {weights("w1", {64, 128, 3, 3}), weights("w2", {640, 64, 1, 1}),
+                                  weights("fc", {1000, 640})},
+                                 "a = Conv<pads=[1,1,1,1]>(x, w1)\nb = Conv(a, w2)\nc = GlobalAveragePool(b)\n"
+                                 "f = Flatten(c)\ny = Gemm<transB=1>(f, fc)");
+  EXPECT_EQ(allocations_after_first_run(text, 1), 0);
+  EXPECT_EQ(allocations_after_first_run(text, 2), 0);
+  // The AVX2 build of the GEMM blocks differently.
+  EXPECT_EQ(allocations_after_first_run(text, 1, kernels::Isa::kAvx2), 0);
+}
+
+}  // namespace
+}  // namespace qdqrt::testing

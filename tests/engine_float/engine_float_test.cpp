@@ -1,0 +1,136 @@
+// End to end through the engine (engine/builder.cpp, the TBB runtime): every float op case and the
+// fp32 Fashion-MNIST model built with Engine::build / build_from_file, run at batch 1 and the
+// maximum batch on 1 and 2 threads, against the reference executor on the original graph.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "engine/engine.h"
+#include "parser/onnx_loader.h"
+#include "tests/engine_float/float_cases.h"
+#include "tests/engine_float/harness.h"
+
+namespace qdqrt::testing {
+namespace {
+
+constexpr int64_t kMaxBatch = 3;  // the Gelu cases declare their output at batch 3
+constexpr double kTolerance = 1e-4;
+
+// Runs `engine` on `inputs` (batch = dim 0) and returns its outputs.
+Result<TensorMap> run_engine(const engine::Engine& engine, int threads, const TensorMap& inputs) {
+  auto context = engine.create_context({.threads = threads});
+  std::vector<engine::ConstTensorBinding> bindings;
+  int64_t batch = 1;
+  for (const auto& [name, tensor] : inputs) {
+    bindings.push_back({name, tensor.raw_data(), tensor.shape()});
+    if (tensor.rank() > 0) batch = tensor.dim(0);
+  }
+  TensorMap outputs;
+  std::vector<engine::TensorBinding> output_bindings;
+  for (const engine::IoTensorInfo& info : engine.outputs()) {
+    Shape shape = info.shape;
+    if (info.batched) shape[0] = batch;
+    outputs[info.name] = Tensor(info.dtype, shape);
+  }
+  for (auto& [name, tensor] : outputs) output_bindings.push_back({name, tensor.raw_data(), tensor.shape()});
+  QDQRT_RETURN_IF_ERROR(context->run(bindings, output_bindings));
+  return outputs;
+}
+
+void expect_engine_matches(const engine::Engine& engine, const Graph& graph, const std::string& what) {
+  for (int threads : {1, 2}) {
+    for (int64_t batch : {int64_t{1}, engine.max_batch()}) {
+      TensorMap inputs = random_inputs(graph, batch, 17);
+      auto expected = run_reference(graph, inputs);
+      ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+      auto actual = run_engine(engine, threads, inputs);
+      ASSERT_TRUE(actual.ok()) << what << ": " << actual.status().to_string();
+      for (const auto& [name, tensor] : *expected) {
+        ASSERT_TRUE(actual->count(name)) << name;
+        EXPECT_LE(relative_error(actual->at(name), tensor), kTolerance)
+            << what << " " << name << " batch " << batch << " threads " << threads;
+      }
+    }
+  }
+}
+
+void expect_case(const OpCase& op_case) {
+  SCOPED_TRACE(op_case.name);
+  auto graph = load_text_graph(op_case.text, kMaxBatch);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  bool found = false;
+  for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+    found = found || layer.kind == op_case.kind;
+    if (layer.kind == "reference") {
+      EXPECT_EQ(layer.kernel, "reference");
+    }
+    if (op_case.kind != "reference") {
+      EXPECT_NE(layer.kind, "reference") << layer.name;
+    }
+  }
+  EXPECT_TRUE(found) << "no " << op_case.kind << " layer";
+  expect_engine_matches(**engine, *graph, op_case.name);
+}
+
+// One test per case list (not one ctest process per case: process start-up dominates).
+TEST(EngineFloatOps, Conv) {
+  for (const OpCase& op_case : conv_cases()) expect_case(op_case);
+}
+TEST(EngineFloatOps, Ops) {
+  for (const OpCase& op_case : other_cases()) expect_case(op_case);
+}
+TEST(EngineFloatOps, Fallback) {
+  for (const OpCase& op_case : fallback_cases()) expect_case(op_case);
+}
+
+TEST(EngineFloatModels, FmnistResnetFp32) {
+  const std::string path = std::string(QDQRT_MODELS_DIR) + "/fmnist_resnet_fp32.onnx";
+  engine::BuildOptions options;
+  options.input_shapes["input"] = {kMaxBatch, 1, 28, 28};
+  auto engine = engine::Engine::build_from_file(path, options);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  EXPECT_EQ((*engine)->max_batch(), kMaxBatch);
+  for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+    EXPECT_NE(layer.kind, "reference") << layer.name;
+    EXPECT_FALSE(layer.kernel.empty()) << layer.name;
+  }
+  LoadOptions load_options;
+  load_options.input_shapes = options.input_shapes;
+  auto graph = load_onnx_file(path, load_options);
+  ASSERT_TRUE(graph.ok());
+  expect_engine_matches(**engine, *graph, "fmnist_resnet_fp32");
+}
+
+// A plan with reference and native layers survives the engine file: outputs bit-identical.
+TEST(EngineFloatModels, EngineFileRoundTrip) {
+  const std::string text = model(13, "g (float[N,2,6,6] x) => (float y, float r)", {weights("w", {4, 2, 3, 3})},
+                                 "c = Conv<pads=[1,1,1,1]>(x, w)\ne = Elu<alpha=0.5>(c)\ny = Relu(e)\n"
+                                 "r = Resize<mode=\"nearest\">(c, , s)");
+  const std::string full = text.substr(0, text.find('>', text.find("<float")) ) + ", float[4] s = {1.0, 1.0, 2.0, 2.0}" +
+                           text.substr(text.find('>', text.find("<float")));
+  auto graph = load_text_graph(full, 2);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  const std::string path = (std::filesystem::temp_directory_path() / "qdqrt_engine_float_roundtrip.qdqrt").string();
+  Status saved = (*engine)->save(path);
+  if (saved.code() == StatusCode::kUnsupported) GTEST_SKIP() << saved.message();
+  ASSERT_TRUE(saved.is_ok()) << saved.to_string();
+  auto loaded = engine::Engine::load(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  TensorMap inputs = random_inputs(*graph, 2, 9);
+  auto first = run_engine(**engine, 1, inputs);
+  auto second = run_engine(**loaded, 2, inputs);
+  ASSERT_TRUE(first.ok() && second.ok());
+  for (const auto& [name, tensor] : *first) EXPECT_EQ(relative_error(second->at(name), tensor), 0.0) << name;
+  expect_engine_matches(**loaded, *graph, "loaded");
+}
+
+}  // namespace
+}  // namespace qdqrt::testing

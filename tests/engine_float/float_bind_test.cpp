@@ -1,0 +1,82 @@
+// Bind-side validation of the native float layers: engine files are untrusted, so a layer with a
+// missing parameter, a blob of the wrong size or inconsistent values is refused with a message
+// naming the layer (never bound and run).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <set>
+
+#include "tests/engine_float/float_cases.h"
+#include "tests/engine_float/harness.h"
+
+namespace qdqrt::testing {
+namespace {
+
+TEST(FloatBind, DamagedLayersAreRefused) {
+  auto graph = load_text_graph(all_kinds_model(), 2);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto built = harness_build(*graph, 2);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  std::set<std::string> kinds;
+  for (const auto& layer : built->plan.layers) kinds.insert(layer.kind);
+  for (const char* kind : {"fp32_conv", "fp32_binary", "fp32_unary", "fp32_batchnorm", "fp32_pool",
+                           "fp32_global_avgpool", "plain_copy", "fp32_gemm", "fp32_softmax", "plain_transpose",
+                           "plain_concat"}) {
+    EXPECT_TRUE(kinds.count(kind)) << kind;
+  }
+  auto refused = [&](size_t index, const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& damage,
+                     const std::string& what) {
+    engine::EnginePlan plan = built->plan;
+    damage(plan, plan.layers[index]);
+    auto bound = harness_bind(plan, index);
+    EXPECT_FALSE(bound.ok()) << plan.layers[index].kind << ": " << what << " accepted";
+    if (!bound.ok()) {
+      EXPECT_NE(bound.status().message().find(plan.layers[index].name), std::string::npos) << bound.status().message();
+    }
+  };
+  for (size_t i = 0; i < built->plan.layers.size(); ++i) {
+    const engine::PlanLayer& layer = built->plan.layers[i];
+    SCOPED_TRACE(layer.kind + " " + layer.name);
+    ASSERT_TRUE(harness_bind(built->plan, i).ok());
+    if (!layer.params.values().empty()) {
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params = {}; }, "no params");
+    }
+    for (size_t b = 0; b < layer.blobs.size(); ++b) {
+      refused(i, [b](engine::EnginePlan&, engine::PlanLayer& l) { l.blobs[b] = engine::make_blob(l.blobs[b].name, "abcd", 4); },
+              "short blob " + layer.blobs[b].name);
+    }
+    // A wrong output dtype or a missing input.
+    refused(i, [](engine::EnginePlan& p, engine::PlanLayer& l) {
+      p.tensors[static_cast<size_t>(l.outputs[0])].dtype = DataType::kInt8;
+    }, "int8 output");
+    refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.inputs.assign(l.inputs.size(), 1000); }, "bad input index");
+  }
+  for (size_t i = 0; i < built->plan.layers.size(); ++i) {
+    const engine::PlanLayer& layer = built->plan.layers[i];
+    if (layer.kind == "fp32_conv") {
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("mode", int64_t{1}); }, "pointwise 3x3");
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("strides", std::vector<int64_t>{2, 2}); },
+              "output size mismatch");
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.scratch_bytes = 16; }, "small scratch");
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("group", int64_t{3}); }, "group");
+    }
+    if (layer.kind == "plain_transpose") {
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("perm", std::vector<int64_t>{0, 1, 1, 3}); },
+              "perm repeats");
+    }
+    if (layer.kind == "plain_concat") {
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("axis", int64_t{0}); }, "batch axis");
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.inputs.pop_back(); }, "sizes do not add up");
+    }
+    if (layer.kind == "fp32_binary") {
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("b_shape", std::vector<int64_t>{1, 5, 1, 1}); },
+              "constant shape does not broadcast");
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("op", int64_t{17}); }, "op");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qdqrt::testing

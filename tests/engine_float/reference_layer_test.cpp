@@ -1,0 +1,165 @@
+// The reference layer: every attribute kind and constant inputs survive the params/blobs
+// encoding; bind refuses damaged layers with a message naming the layer; the fp32 model runs.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "engine/layers/layer_families.h"
+#include "optimizer/pipeline.h"
+#include "tests/engine_float/harness.h"
+
+namespace qdqrt::testing {
+namespace {
+
+void expect_same(const Graph& graph, const HarnessPlan& built, int64_t batch, double tolerance) {
+  TensorMap inputs = random_inputs(graph, batch, 3);
+  auto expected = run_reference(graph, inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  auto actual = harness_run(built, inputs, 2);
+  ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+  for (const auto& [name, tensor] : *expected) {
+    EXPECT_LE(relative_error(actual->at(name), tensor), tolerance) << name << " batch " << batch;
+  }
+}
+
+// Resize (strings), ConstantOfShape (tensor attribute, constant input), Elu (float), Hardmax
+// (int), ReduceMean (ints), Constant (floats, no inputs): all through the reference layer.
+const char* const kAttributeModel = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,2,3,4] x) => (float r, float c, float e, float l, float t, float f)
+<int64[1] shape = {5}, float[4] scales = {1.0, 1.0, 2.0, 1.5}>
+{
+  r = Resize<mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor">(x, , scales)
+  c = ConstantOfShape<value=float[1] {2.5}>(shape)
+  e = Elu<alpha=0.5>(x)
+  l = Hardmax<axis=-1>(x)
+  t = ReduceMean<axes=[1, 3], keepdims=1>(x)
+  f = Constant<value_floats=[1.0, 2.5, -3.25]>()
+}
+)";
+
+TEST(ReferenceLayer, AttributesAndConstantsRoundTrip) {
+  auto graph = load_text_graph(kAttributeModel, 2);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto built = harness_build(*graph, 2);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  for (const auto& layer : built->plan.layers) {
+    EXPECT_EQ(layer.kind, "reference") << layer.name;
+    EXPECT_EQ(layer.kernel, "reference");
+  }
+  expect_same(*graph, *built, 1, 0.0);
+  expect_same(*graph, *built, 2, 0.0);
+}
+
+// Corrupts one layer of a built plan and expects bind to refuse it with `message`.
+void expect_bind_error(engine::EnginePlan plan, size_t index, const std::function<void(engine::PlanLayer&)>& damage,
+                       const std::string& message) {
+  damage(plan.layers[index]);
+  auto bound = harness_bind(plan, index);
+  ASSERT_FALSE(bound.ok()) << "damage accepted: " << message;
+  EXPECT_NE(bound.status().message().find(message), std::string::npos) << bound.status().message();
+  EXPECT_NE(bound.status().message().find(plan.layers[index].name), std::string::npos) << bound.status().message();
+}
+
+TEST(ReferenceLayer, BindRefusesDamagedLayers) {
+  auto graph = load_text_graph(kAttributeModel, 2);
+  ASSERT_TRUE(graph.ok());
+  auto built = harness_build(*graph, 2);
+  ASSERT_TRUE(built.ok());
+  const auto& plan = built->plan;
+  size_t resize = 0, constant = 0;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    if (plan.layers[i].op_type == "Resize") resize = i;
+    if (plan.layers[i].op_type == "ConstantOfShape") constant = i;
+  }
+  expect_bind_error(plan, resize, [](engine::PlanLayer& l) { l.params = {}; }, "op_type");
+  expect_bind_error(plan, resize, [](engine::PlanLayer& l) { l.params.set("op_type", std::string("NoSuchOp")); },
+                    "NoSuchOp");
+  expect_bind_error(plan, resize, [](engine::PlanLayer& l) { l.params.set("opset", int64_t{99}); }, "opset 99");
+  expect_bind_error(plan, resize, [](engine::PlanLayer& l) { l.params.set("input_indices", std::vector<int64_t>{5, 0, 0}); },
+                    "names layer input 5");
+  expect_bind_error(plan, resize, [](engine::PlanLayer& l) { l.params.set("attr0.kind", int64_t{42}); }, "unknown kind 42");
+  expect_bind_error(plan, resize, [](engine::PlanLayer& l) { l.params.set("attr0.value", int64_t{1}); }, "is a int");
+  // A typed-attribute check the parser does: Resize mode must be a known value.
+  expect_bind_error(plan, resize, [](engine::PlanLayer& l) {
+    for (int i = 0; i < 3; ++i) {
+      if (*l.params.get_string(fmt::format("attr{}.name", i)) == "mode") l.params.set(fmt::format("attr{}.value", i), std::string("cubicle"));
+    }
+  }, "cubicle");
+  expect_bind_error(plan, constant, [](engine::PlanLayer& l) {
+    l.blobs[0] = engine::make_blob("const0", "12345", 5);
+  }, "const0");
+  expect_bind_error(plan, constant, [](engine::PlanLayer& l) { l.params.set("const0.dtype", int64_t{999}); }, "dtype 999");
+  expect_bind_error(plan, constant, [](engine::PlanLayer& l) { l.params.set("output_slots", std::vector<int64_t>{3}); },
+                    "out of range");
+}
+
+// A node whose output does not follow the batch: the layer writes NaN instead of stale data.
+TEST(ReferenceLayer, OutputShapeMismatchPoisonsOutput) {
+  const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,4] x) => (float y)
+<int64[2] shape = {3, 4}>
+{
+  y = Expand(x, shape)
+}
+)";
+  auto graph = load_text_graph(text, 3);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto built = harness_build(*graph, 3);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  // At batch 1 Expand still gives [3, 4] while the plan expects [1, 4] (y is batched).
+  ASSERT_TRUE(built->plan.tensors[static_cast<size_t>(built->plan.outputs[0])].batched);
+  auto outputs = harness_run(*built, random_inputs(*graph, 1, 5), 1);
+  ASSERT_TRUE(outputs.ok());
+  const Tensor& y = outputs->at("y");
+  for (int64_t i = 0; i < y.numel(); ++i) EXPECT_TRUE(std::isnan(y.data<float>()[i]));
+}
+
+TEST(ReferenceLayer, NativeLoweringsFallBackForUnsupportedValues) {
+  const char* text = R"(<ir_version: 8, opset_import: ["" : 20]>
+g (float[N,6] x) => (float[2,6] y)
+{
+  y = Gelu<approximate="tanh">(x)
+}
+)";
+  auto graph = load_text_graph(text, 2);
+  ASSERT_TRUE(graph.ok());
+  auto built = harness_build(*graph, 2);
+  ASSERT_TRUE(built.ok());
+  ASSERT_EQ(built->plan.layers.size(), 1u);
+  EXPECT_EQ(built->plan.layers[0].kind, "reference");
+  expect_same(*graph, *built, 2, 0.0);
+}
+
+// Every node of the optimized QDQ model (QConv, QMatMul, QAdd, QGlobalAveragePool, Q/DQ, ...: the
+// qdqrt-domain fused layers with their attribute lists) through the reference layer: bit-exact.
+TEST(ReferenceLayer, FusedQdqModelBitExact) {
+  const std::string path = std::string(QDQRT_MODELS_DIR) + "/fmnist_resnet_qdq.onnx";
+  auto graph = load_file_graph(path, 4);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  ASSERT_TRUE(optimizer::optimize(*graph).ok());
+  int fused = 0;
+  for (const Node& node : graph->nodes) fused += node.domain == kQdqrtDomain ? 1 : 0;
+  EXPECT_GE(fused, 5);
+  auto built = harness_build(*graph, 4, /*all_reference=*/true);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  EXPECT_EQ(built->plan.layers.size(), graph->nodes.size());
+  expect_same(*graph, *built, 4, 0.0);
+  expect_same(*graph, *built, 1, 0.0);
+}
+
+TEST(FloatModels, FmnistResnetFp32MatchesReference) {
+  const std::string path = std::string(QDQRT_MODELS_DIR) + "/fmnist_resnet_fp32.onnx";
+  for (int64_t max_batch : {1, 4}) {
+    auto graph = load_file_graph(path, max_batch);
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    ASSERT_TRUE(optimizer::optimize(*graph).ok());
+    auto built = harness_build(*graph, max_batch);
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    for (const auto& layer : built->plan.layers) EXPECT_NE(layer.kind, "reference") << layer.name;
+    expect_same(*graph, *built, max_batch, 1e-4);
+    if (max_batch > 1) expect_same(*graph, *built, 1, 1e-4);
+  }
+}
+
+}  // namespace
+}  // namespace qdqrt::testing

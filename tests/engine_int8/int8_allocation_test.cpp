@@ -1,0 +1,160 @@
+// "No heap allocation inside run() after the first call" for the INT8 layers: this file counts
+// every operator new and malloc of the test binary while a context runs an engine of INT8 layers.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "engine/engine.h"
+#include "tests/optimizer_fusion/fusion_test_util.h"
+
+extern "C" void* __libc_malloc(size_t size);
+extern "C" void* __libc_calloc(size_t count, size_t size);
+extern "C" void* __libc_realloc(void* pointer, size_t size);
+extern "C" void* __libc_memalign(size_t alignment, size_t size);
+
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<int64_t> allocations{0};
+void count() {
+  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+#if !defined(__SANITIZE_ADDRESS__)
+extern "C" void* malloc(size_t size) {
+  count();
+  return __libc_malloc(size);
+}
+extern "C" void* calloc(size_t n, size_t size) {
+  count();
+  return __libc_calloc(n, size);
+}
+extern "C" void* realloc(void* pointer, size_t size) {
+  count();
+  return __libc_realloc(pointer, size);
+}
+extern "C" void* aligned_alloc(size_t alignment, size_t size) {
+  count();
+  return __libc_memalign(alignment, size);
+}
+#endif
+// The replacement operator new below is malloc-based, so operator delete calling free is right;
+// GCC sees through inlined containers and warns anyway.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void* operator new(size_t size) {
+  count();
+  if (void* p = __libc_malloc(size ? size : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](size_t size) {
+  count();
+  if (void* p = __libc_malloc(size ? size : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+
+namespace qdqrt::testing {
+namespace {
+
+// Every INT8 layer kind between a QuantizeLinear and DequantizeLinears, batch 4.
+std::string int8_chain(std::mt19937& rng) {
+  std::vector<std::string> init = {
+      "float s = {0.05}", "int8 z = {0}", "float ys = {0.04}",
+      int_initializer("int8", "w", {32, 8, 3, 3}, -127, 127, rng), "float[32] ws = " + std::string("{") +
+          [] { std::string v; for (int i = 0; i < 32; ++i) v += (i ? ", " : "") + std::string("0.004"); return v; }() + "}",
+      int_initializer("int8", "wz", {32}, 0, 0, rng),
+      int_initializer("int8", "fc", {64, 40}, -127, 127, rng), "float fs = {0.01}", "int8 fz = {0}",
+      "int64[3] shape = {4, 64, 64}",
+      "int8[4,32,16,16] c", "int8[4,32,16,16] l", "int8[4,32,16,16] m", "int8[4,64,16,16] k", "int8[4,64,8,8] p",
+      "int8[4,64,8,8] a", "int8[4,64,1,1] g", "int8[4,64] f", "int8[4,64,64] r", "int8[4,64,64] b", "int8[4,64,64] t",
+      "int8[4,64,40] e"};
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 17, \"qdqrt\" : 1]>\n"
+                     "g (float[4,8,16,16] x) => (float[4,64,40] out, float[4,64,64] att, float[4,64] pooled)\n<";
+  for (size_t i = 0; i < init.size(); ++i) text += (i ? ", " : "") + init[i];
+  text += ">\n{\n"
+          "q = QuantizeLinear(x, s, z)\n"
+          "c = qdqrt.QConv <pads = [1, 1, 1, 1], activation = \"Relu\", fused_nodes = [\"conv\"]> "
+          "(q, s, z, w, ws, wz, , ys, z)\n"
+          "l = qdqrt.QLookup <function = \"Sigmoid\", fused_nodes = [\"sig\"]> (c, ys, z, ys, z)\n"
+          "m = qdqrt.QMul <fused_nodes = [\"mul\"]> (c, ys, z, l, ys, z, ys, z)\n"
+          "k = qdqrt.QConcat <axis = 1, fused_nodes = [\"cat\"]> (ys, z, c, ys, z, m, s, z)\n"
+          "p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (k)\n"
+          "a = qdqrt.QAveragePool <kernel_shape = [3, 3], pads = [1, 1, 1, 1], fused_nodes = [\"avg\"]> "
+          "(p, ys, z, ys, z)\n"
+          "g = qdqrt.QGlobalAveragePool <fused_nodes = [\"gap\"]> (a, ys, z, ys, z)\n"
+          "f = Flatten(g)\n"
+          "pooled = DequantizeLinear(f, ys, z)\n"
+          "r = Reshape(a, shape)\n"
+          "e = qdqrt.QMatMul <fused_nodes = [\"fc\"]> (r, ys, z, fc, fs, fz, , ys, z)\n"
+          "out = DequantizeLinear(e, ys, z)\n"
+          "t = Transpose <perm = [0, 2, 1]> (r)\n"
+          "b = qdqrt.QMatMul <fused_nodes = [\"att\"]> (r, ys, z, t, ys, z, , ys, z)\n"
+          "att = DequantizeLinear(b, ys, z)\n"
+          "}\n";
+  return text;
+}
+
+int64_t allocations_after_first_run(const engine::Engine& engine, int threads, int64_t batch) {
+  auto context = engine.create_context({.threads = threads, .profiling = true});
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  Tensor x(DataType::kFloat, {batch, 8, 16, 16});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = dist(rng);
+  std::vector<engine::ConstTensorBinding> inputs = {{"x", x.raw_data(), x.shape()}};
+  std::vector<Tensor> outputs;
+  for (const auto& info : engine.outputs()) {
+    Shape shape = info.shape;
+    if (info.batched) shape[0] = batch;
+    outputs.emplace_back(info.dtype, shape);
+  }
+  std::vector<engine::TensorBinding> bindings;
+  size_t index = 0;
+  for (const auto& info : engine.outputs()) {
+    bindings.push_back({info.name, outputs[index].raw_data(), outputs[index].shape()});
+    ++index;
+  }
+  // The kernels keep per-thread scratch in thread_locals (kernels/scratch.h, pack_gemm's weight
+  // sums) that grow the first time a thread runs them; with 2 threads a TBB worker may first run a
+  // given layer in a later call, so the 2-thread case warms up with a few calls.
+  for (int warm_up = 0; warm_up < (threads == 1 ? 1 : 4); ++warm_up) {
+    Status first = context->run(inputs, bindings);
+    EXPECT_TRUE(first.is_ok()) << first.to_string();
+  }
+  allocations = 0;
+  counting = true;
+  for (int i = 0; i < 5; ++i) {
+    Status status = context->run(inputs, bindings);
+    if (!status.is_ok()) ADD_FAILURE() << status.to_string();
+  }
+  counting = false;
+  return allocations.load();
+}
+
+TEST(Int8Allocations, RunDoesNotAllocateAfterTheFirstCall) {
+  std::mt19937 rng(1);
+  Graph graph = load_text(int8_chain(rng));
+  auto built = engine::Engine::build(graph, {});
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  std::vector<std::string> kinds;
+  for (const auto& layer : (*built)->plan().layers) kinds.push_back(layer.kind);
+  for (const char* kind : {"qconv", "qlut", "qbinary", "qconcat", "qmaxpool", "qavgpool", "qgavgpool", "int8_reshape",
+                           "qmatmul", "int8_transpose", "qbatched_matmul"}) {
+    EXPECT_NE(std::find(kinds.begin(), kinds.end(), kind), kinds.end()) << kind << " not in the plan";
+  }
+  for (int threads : {1, 2}) {
+    for (int64_t batch : {4, 1}) {
+      EXPECT_EQ(allocations_after_first_run(**built, threads, batch), 0) << threads << " threads, batch " << batch;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qdqrt::testing

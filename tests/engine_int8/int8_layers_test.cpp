@@ -1,0 +1,846 @@
+// Every INT8 layer kind on small fused graphs (ONNX text with qdqrt-domain nodes and 8-bit graph
+// inputs): lowered through the LayerRegistry, bound and run by the stand-alone harness
+// (int8_harness.h) at batch 1 and the maximum batch with 1 and 2 threads, against the reference
+// executor on the same graph. Plus must-fail binds of tampered plans, one per kind.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <cstdio>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "engine/engine.h"
+#include "engine/layer.h"
+#include "kernels/cpu_features.h"
+#include "tests/engine_int8/int8_harness.h"
+#include "tests/optimizer_fusion/fusion_test_util.h"
+
+namespace qdqrt::testing {
+namespace {
+
+constexpr int64_t kMaxBatch = 3;
+constexpr double kRequantizeTolerance = 0.05;
+
+Tensor random_tensor(DataType dtype, const Shape& shape, std::mt19937& rng) {
+  Tensor tensor(dtype, shape);
+  if (dtype == DataType::kFloat) {
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    for (int64_t i = 0; i < tensor.numel(); ++i) tensor.data<float>()[i] = dist(rng);
+  } else {
+    std::uniform_int_distribution<int> dist(0, 255);
+    auto* raw = static_cast<uint8_t*>(tensor.raw_data());
+    for (size_t i = 0; i < tensor.nbytes(); ++i) raw[i] = static_cast<uint8_t>(dist(rng));
+  }
+  return tensor;
+}
+
+TensorMap random_graph_inputs(const Graph& graph, std::mt19937& rng) {
+  TensorMap inputs;
+  for (const std::string& name : graph.inputs) {
+    const ValueInfo* info = graph.find_value(name);
+    inputs[name] = random_tensor(info->dtype, *info->static_shape(), rng);
+  }
+  return inputs;
+}
+
+// The first `batch` images of a batched input (dim 0 == kMaxBatch); other inputs unchanged.
+Tensor first_images(const Tensor& tensor, int64_t batch) {
+  if (tensor.rank() == 0 || tensor.dim(0) != kMaxBatch) return tensor;
+  Shape shape = tensor.shape();
+  shape[0] = batch;
+  Tensor out(tensor.dtype(), shape);
+  std::memcpy(out.raw_data(), tensor.raw_data(), out.nbytes());
+  return out;
+}
+
+struct Mismatch {
+  int64_t int_elements = 0, int_mismatches = 0, max_int_diff = 0;
+  double max_float_rel = 0.0;
+  std::string outputs;  // names of the outputs with differences
+};
+
+Mismatch compare(const TensorMap& expected, const TensorMap& actual, const std::string& where) {
+  Mismatch m;
+  for (const auto& [name, reference] : expected) {
+    auto it = actual.find(name);
+    EXPECT_NE(it, actual.end()) << where << ": output " << name << " missing";
+    if (it == actual.end()) continue;
+    const Tensor& got = it->second;
+    EXPECT_EQ(got.shape(), reference.shape()) << where << " " << name;
+    EXPECT_EQ(got.dtype(), reference.dtype()) << where << " " << name;
+    if (got.shape() != reference.shape() || got.dtype() != reference.dtype()) continue;
+    // fp32: error relative to the tensor's largest magnitude (the kernels' fused fma epilogue and
+    // the reference's float steps round differently, so values near 0 differ by a few ulp of the range).
+    double range = 1e-30;
+    if (reference.dtype() == DataType::kFloat) {
+      for (int64_t i = 0; i < reference.numel(); ++i) range = std::max(range, std::abs(reference.value_as_double(i)));
+    }
+    for (int64_t i = 0; i < reference.numel(); ++i) {
+      const double a = reference.value_as_double(i), b = got.value_as_double(i);
+      if (reference.dtype() == DataType::kFloat) {
+        m.max_float_rel = std::max(m.max_float_rel, std::abs(a - b) / range);
+      } else {
+        ++m.int_elements;
+        if (a != b) {
+          if (m.outputs.find(name) == std::string::npos) m.outputs += " " + name;
+          ++m.int_mismatches;
+          m.max_int_diff = std::max(m.max_int_diff, static_cast<int64_t>(std::abs(a - b)));
+        }
+      }
+    }
+  }
+  return m;
+}
+
+bool is_int8_kind(const std::string& kind) {
+  static const std::set<std::string> kinds = {"qconv",    "qmatmul",  "qbatched_matmul", "qbinary",
+                                              "qlut",     "qmaxpool", "qavgpool",        "qgavgpool",
+                                              "qconcat",  "int8_reshape", "int8_transpose"};
+  return kinds.count(kind) != 0;
+}
+
+std::vector<std::string> engine_int8_kinds(const engine::Engine& engine) {
+  std::vector<std::string> kinds;
+  for (const engine::PlanLayer& layer : engine.plan().layers) {
+    if (is_int8_kind(layer.kind)) kinds.push_back(layer.kind);
+  }
+  return kinds;
+}
+
+// Runs the engine on `inputs` (batch from their dim 0) and returns its outputs by name.
+Result<TensorMap> run_engine(const engine::Engine& engine, const TensorMap& inputs, int threads) {
+  auto context = engine.create_context({.threads = threads});
+  std::vector<engine::ConstTensorBinding> in;
+  for (const auto& [name, tensor] : inputs) in.push_back({name, tensor.raw_data(), tensor.shape()});
+  const int64_t batch = inputs.empty() ? 1 : inputs.begin()->second.dim(0);
+  TensorMap outputs;
+  for (const auto& info : engine.outputs()) {
+    Shape shape = info.shape;
+    if (info.batched) shape[0] = batch;
+    outputs[info.name] = Tensor(info.dtype, shape);
+  }
+  std::vector<engine::TensorBinding> out;
+  for (auto& [name, tensor] : outputs) out.push_back({name, tensor.raw_data(), tensor.shape()});
+  QDQRT_RETURN_IF_ERROR(context->run(in, out));
+  return outputs;
+}
+
+bool all_inputs_batched(const Graph& graph) {
+  for (const std::string& name : graph.inputs) {
+    auto shape = graph.find_value(name)->static_shape();
+    if (!shape || shape->empty() || (*shape)[0] != kMaxBatch) return false;
+  }
+  return true;
+}
+
+void expect_within(const Mismatch& m, double int8_tolerance, const std::string& where) {
+  const std::string detail = fmt::format("{}: {} of {} int8 elements differ (max {}) in{}", where, m.int_mismatches,
+                                         m.int_elements, m.max_int_diff, m.outputs);
+  if (int8_tolerance == 0.0) {
+    EXPECT_EQ(m.int_mismatches, 0) << detail;
+  } else {
+    EXPECT_LE(m.max_int_diff, 1) << detail;
+    EXPECT_LE(static_cast<double>(m.int_mismatches), int8_tolerance * static_cast<double>(m.int_elements)) << detail;
+  }
+  EXPECT_LE(m.max_float_rel, 1e-5) << where;
+}
+
+// The same comparison through the real engine (Engine::build, TBB runtime, memory plan), plus an
+// engine-file round trip: the loaded engine's layers view the mapped weights and give identical bytes.
+void expect_engine_matches_reference(const Graph& graph, const std::vector<std::string>& kinds, uint32_t seed,
+                                     double int8_tolerance) {
+  auto built = engine::Engine::build(graph, {});
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  const engine::Engine& engine = **built;
+  EXPECT_EQ(engine_int8_kinds(engine), kinds);
+  for (const engine::PlanLayer& layer : engine.plan().layers) {
+    if (is_int8_kind(layer.kind)) {
+      EXPECT_FALSE(layer.kernel.empty()) << layer.name;
+    }
+  }
+  // Engine files (engine/engine_file.cpp) may not be there yet: then the round trip is skipped.
+  const std::string path = ::testing::TempDir() + "/int8_layers_test.qdqrt";
+  Status saved = engine.save(path);
+  ASSERT_TRUE(saved.is_ok() || saved.code() == StatusCode::kUnsupported) << saved.to_string();
+  std::shared_ptr<const engine::Engine> loaded;
+  if (saved.is_ok()) {
+    auto reloaded = engine::Engine::load(path);
+    ASSERT_TRUE(reloaded.ok()) << reloaded.status().to_string();
+    loaded = *reloaded;
+  }
+  std::mt19937 rng(seed);
+  TensorMap full = random_graph_inputs(graph, rng);
+  for (int64_t batch : {kMaxBatch, int64_t{1}}) {
+    TensorMap inputs;
+    for (const auto& [name, tensor] : full) inputs[name] = first_images(tensor, batch);
+    auto expected = run_reference(graph, inputs);
+    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+    for (int threads : {1, 2}) {
+      const std::string where = fmt::format("engine batch {} threads {}", batch, threads);
+      auto actual = run_engine(engine, inputs, threads);
+      ASSERT_TRUE(actual.ok()) << where << ": " << actual.status().to_string();
+      expect_within(compare(*expected, *actual, where), int8_tolerance, where);
+      if (!loaded) continue;
+      auto reloaded = run_engine(*loaded, inputs, threads);
+      ASSERT_TRUE(reloaded.ok()) << where << ": " << reloaded.status().to_string();
+      for (const auto& [name, tensor] : *actual) {
+        const Tensor& other = reloaded->at(name);
+        EXPECT_EQ(std::memcmp(tensor.raw_data(), other.raw_data(), tensor.nbytes()), 0) << where << " " << name;
+      }
+    }
+  }
+  std::remove(path.c_str());
+}
+
+// Runs `graph` through the harness (and the engine) and the reference at batch max and 1, threads 1 and 2;
+// int8 outputs bit-exact (or, with `int8_tolerance`, at most that fraction of elements 1 LSB
+// off), fp32 outputs within 1e-5 of the output's range.
+void expect_matches_reference(const Graph& graph, const std::vector<std::string>& kinds, uint32_t seed = 1,
+                              double int8_tolerance = 0.0) {
+  auto plan = harness_lower(graph, kMaxBatch, kernels::active_isa());
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_EQ(native_kinds(*plan), kinds);
+  auto layers = harness_bind(*plan);
+  ASSERT_TRUE(layers.ok()) << layers.status().to_string();
+  std::mt19937 rng(seed);
+  TensorMap full = random_graph_inputs(graph, rng);
+  for (int64_t batch : {kMaxBatch, int64_t{1}}) {
+    TensorMap inputs;
+    for (const auto& [name, tensor] : full) inputs[name] = first_images(tensor, batch);
+    auto expected = run_reference(graph, inputs);
+    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+    for (int threads : {1, 2}) {
+      const std::string where = fmt::format("batch {} threads {}", batch, threads);
+      auto actual = harness_run(*plan, *layers, inputs, threads);
+      ASSERT_TRUE(actual.ok()) << where << ": " << actual.status().to_string();
+      expect_within(compare(*expected, *actual, where), int8_tolerance, where);
+    }
+  }
+  // Graphs whose inputs all carry the batch also go through the real engine.
+  if (all_inputs_batched(graph)) expect_engine_matches_reference(graph, kinds, seed, int8_tolerance);
+}
+
+std::string model(const std::string& inputs, const std::string& outputs, const std::vector<std::string>& init,
+                  const std::string& body) {
+  std::string init_text;
+  for (size_t i = 0; i < init.size(); ++i) init_text += (i ? ", " : "") + init[i];
+  return fmt::format("<ir_version: 8, opset_import: [\"\" : 17, \"qdqrt\" : 1]>\ng ({}) => ({})\n<{}>\n{{\n{}}}\n",
+                     inputs, outputs, init_text, body);
+}
+
+// ---------------------------------------------------------------------------------------------
+// QConv
+
+struct ConvCase {
+  std::string name;
+  bool x_signed = true;
+  int x_zero_point = 0;
+  int channels = 5, out_channels = 24, size = 7, kernel = 3, stride = 1, pad = 1, group = 1, dilation = 1;
+  bool per_channel = true, bias = true;
+  std::string output = "int8";  // int8, uint8, float
+  std::string residual;         // "", int8, uint8
+  std::string activation = "Relu";
+  bool uint8_weights = false;
+};
+
+std::string conv_graph(const ConvCase& c, std::mt19937& rng) {
+  const std::string x_type = c.x_signed ? "int8" : "uint8";
+  const int out_size = (c.size + 2 * c.pad - c.dilation * (c.kernel - 1) - 1) / c.stride + 1;
+  std::vector<std::string> init = {
+      fmt::format("float xs = {{0.05}}"),
+      fmt::format("{} xz = {{{}}}", x_type, c.x_zero_point),
+      int_initializer(c.uint8_weights ? "uint8" : "int8", "w",
+                      {c.out_channels, c.channels / c.group, c.kernel, c.kernel}, c.uint8_weights ? 0 : -127,
+                      c.uint8_weights ? 255 : 127, rng),
+      float_initializer("ws", c.per_channel ? std::vector<int64_t>{c.out_channels} : std::vector<int64_t>{1}, 0.002f,
+                        0.01f, rng),
+      int_initializer(c.uint8_weights ? "uint8" : "int8", "wz",
+                      c.per_channel ? std::vector<int64_t>{c.out_channels} : std::vector<int64_t>{1},
+                      c.uint8_weights ? 120 : 0, c.uint8_weights ? 120 : 0, rng),
+  };
+  if (c.bias) init.push_back(float_initializer("b", {c.out_channels}, -0.5f, 0.5f, rng));
+  std::string args = "x, xs, xz, w, ws, wz, " + std::string(c.bias ? "b" : "");
+  if (c.output != "float") {
+    init.push_back("float ys = {0.04}");
+    init.push_back(fmt::format("{} yz = {{{}}}", c.output, c.output == "uint8" ? 110 : -3));
+    args += ", ys, yz";
+  } else if (!c.residual.empty()) {
+    args += ", , ";
+  }
+  std::string inputs = fmt::format("{}[{},{},{},{}] x", x_type, kMaxBatch, c.channels, c.size, c.size);
+  if (!c.residual.empty()) {
+    inputs += fmt::format(", {}[{},{},{},{}] r", c.residual, kMaxBatch, c.out_channels, out_size, out_size);
+    init.push_back("float rs = {0.03}");
+    init.push_back(fmt::format("{} rz = {{{}}}", c.residual, c.residual == "uint8" ? 128 : 2));
+    args += ", r, rs, rz";
+  }
+  std::string attributes = fmt::format("pads = [{0}, {0}, {0}, {0}], strides = [{1}, {1}], group = {2}", c.pad,
+                                       c.stride, c.group);
+  if (c.dilation != 1) attributes += fmt::format(", dilations = [{0}, {0}]", c.dilation);
+  if (!c.activation.empty()) attributes += fmt::format(", activation = \"{}\"", c.activation);
+  if (c.activation == "Clip") attributes += ", activation_min = -0.3, activation_max = 1.5";
+  if (c.activation == "LeakyRelu") attributes += ", activation_alpha = 0.1";
+  attributes += ", fused_nodes = [\"conv\", \"act\"]";
+  const std::string out_type = c.output == "float" ? "float" : c.output;
+  return model(inputs, fmt::format("{}[{},{},{},{}] y", out_type, kMaxBatch, c.out_channels, out_size, out_size),
+               init, fmt::format("y = qdqrt.QConv <{}> ({})\n", attributes, args));
+}
+
+void PrintTo(const ConvCase& c, std::ostream* out) { *out << c.name; }
+
+class QConvCases : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(QConvCases, MatchesReference) {
+  std::mt19937 rng(11);
+  Graph graph = load_text(conv_graph(GetParam(), rng));
+  expect_matches_reference(graph, {"qconv"});
+}
+
+std::vector<ConvCase> conv_cases() {
+  std::vector<ConvCase> cases;
+  ConvCase c;
+  c.name = "s8_3x3_pad1_relu";
+  cases.push_back(c);
+  c = {};
+  c.name = "u8_asymmetric_1x1_pointwise_u8out";
+  c.x_signed = false;
+  c.x_zero_point = 131;
+  c.kernel = 1;
+  c.pad = 0;
+  c.channels = 40;
+  c.out_channels = 70;
+  c.output = "uint8";
+  c.activation = "";
+  cases.push_back(c);
+  c = {};
+  c.name = "grouped_stride2";
+  c.channels = 8;
+  c.out_channels = 12;
+  c.group = 4;
+  c.stride = 2;
+  c.size = 9;
+  cases.push_back(c);
+  c = {};
+  c.name = "depthwise_3x3";
+  c.channels = 20;
+  c.out_channels = 20;
+  c.group = 20;
+  c.size = 10;
+  c.activation = "Clip";
+  cases.push_back(c);
+  c = {};
+  c.name = "depthwise_5x5_stride2_u8";
+  c.x_signed = false;
+  c.x_zero_point = 100;
+  c.channels = 33;
+  c.out_channels = 33;
+  c.group = 33;
+  c.kernel = 5;
+  c.pad = 2;
+  c.stride = 2;
+  c.size = 11;
+  c.output = "uint8";
+  cases.push_back(c);
+  c = {};
+  c.name = "float_output_residual_leakyrelu";
+  c.output = "float";
+  c.residual = "int8";
+  c.activation = "LeakyRelu";
+  cases.push_back(c);
+  c = {};
+  c.name = "s8_output_u8_residual_relu";
+  c.residual = "uint8";
+  cases.push_back(c);
+  c = {};
+  c.name = "per_tensor_no_bias_dilation2_uint8_weights";
+  c.per_channel = false;
+  c.bias = false;
+  c.dilation = 2;
+  c.pad = 2;
+  c.uint8_weights = true;
+  c.activation = "";
+  cases.push_back(c);
+  c = {};
+  c.name = "1x1_stride2";
+  c.kernel = 1;
+  c.pad = 0;
+  c.stride = 2;
+  c.size = 8;
+  cases.push_back(c);
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Int8Layers, QConvCases, ::testing::ValuesIn(conv_cases()),
+                         [](const auto& info) { return info.param.name; });
+
+// ---------------------------------------------------------------------------------------------
+// QMatMul
+
+TEST(Int8Layers, QMatMulConstantWeightsPerColumnBiasRelu) {
+  std::mt19937 rng(3);
+  for (int64_t n : {10, 70, 200}) {
+    std::vector<std::string> init = {
+        "float as = {0.03}", "int8 az = {-4}",
+        int_initializer("int8", "w", {40, n}, -127, 127, rng),
+        float_initializer("ws", {n}, 0.002f, 0.01f, rng), int_initializer("int8", "wz", {n}, 0, 0, rng),
+        float_initializer("b", {n}, -0.5f, 0.5f, rng), "float ys = {0.05}", "int8 yz = {1}"};
+    Graph graph = load_text(model(fmt::format("int8[{},40] a", kMaxBatch), fmt::format("int8[{},{}] y", kMaxBatch, n),
+                                  init,
+                                  "y = qdqrt.QMatMul <activation = \"Relu\", fused_nodes = [\"fc\"]> "
+                                  "(a, as, az, w, ws, wz, b, ys, yz)\n"));
+    SCOPED_TRACE(fmt::format("n = {}", n));
+    expect_matches_reference(graph, {"qmatmul"});
+  }
+}
+
+TEST(Int8Layers, QMatMulRank3FloatOutputAndResidual) {
+  std::mt19937 rng(4);
+  std::vector<std::string> init = {
+      "float as = {0.03}", "uint8 az = {128}",
+      int_initializer("uint8", "w", {24, 33}, 0, 255, rng),
+      "float ws = {0.004}", "uint8 wz = {131}",
+      "float rs = {0.02}", "int8 rz = {3}"};
+  Graph graph = load_text(model(fmt::format("uint8[{},7,24] a, int8[{},7,33] r", kMaxBatch, kMaxBatch),
+                                fmt::format("float[{},7,33] y", kMaxBatch), init,
+                                "y = qdqrt.QMatMul <fused_nodes = [\"mm\", \"add\"]> "
+                                "(a, as, az, w, ws, wz, , , , r, rs, rz)\n"));
+  expect_matches_reference(graph, {"qmatmul"});
+}
+
+TEST(Int8Layers, QMatMulActivationsOnBothSides) {
+  std::vector<std::string> init = {"float as = {0.03}", "uint8 az = {120}", "float bs = {0.02}", "uint8 bz = {133}",
+                                   "float ys = {0.5}", "uint8 yz = {128}"};
+  Graph graph = load_text(model(fmt::format("uint8[{},2,9,16] a, uint8[{},2,16,12] b", kMaxBatch, kMaxBatch),
+                                fmt::format("uint8[{},2,9,12] y", kMaxBatch), init,
+                                "y = qdqrt.QMatMul <fused_nodes = [\"qk\"]> (a, as, az, b, bs, bz, , ys, yz)\n"));
+  expect_matches_reference(graph, {"qbatched_matmul"});
+  // b 2-D: every leading dim of a folds into the rows.
+  Graph folded = load_text(model(fmt::format("int8[{},30,16] a, int8[16,12] b", kMaxBatch),
+                                 fmt::format("float[{},30,12] y", kMaxBatch),
+                                 {"float as = {0.03}", "int8 az = {2}", "float bs = {0.02}", "int8 bz = {0}"},
+                                 "y = qdqrt.QMatMul <fused_nodes = [\"mm\"]> (a, as, az, b, bs, bz)\n"));
+  expect_matches_reference(folded, {"qbatched_matmul"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise, lookup, pools, concat, data movement
+
+TEST(Int8Layers, QAddAndQMulWithBroadcast) {
+  std::vector<std::string> init = {"float as = {0.05}", "int8 az = {3}", "float bs = {0.08}", "int8 bz = {-2}",
+                                   "float ys = {0.1}", "int8 yz = {-5}"};
+  const std::string inputs = fmt::format("int8[{},6,5,5] a, int8[{},6,5,5] b, int8[{},6,1,1] c, int8[6,1,1] d",
+                                         kMaxBatch, kMaxBatch, kMaxBatch);
+  Graph graph = load_text(model(inputs,
+                                fmt::format("int8[{},6,5,5] s, int8[{},6,5,5] p, int8[{},6,5,5] q", kMaxBatch,
+                                            kMaxBatch, kMaxBatch),
+                                init,
+                                "s = qdqrt.QAdd <activation = \"Relu\", fused_nodes = [\"add\"]> "
+                                "(a, as, az, b, bs, bz, ys, yz)\n"
+                                "p = qdqrt.QMul <fused_nodes = [\"mul\"]> (a, as, az, c, bs, bz, ys, yz)\n"
+                                "q = qdqrt.QAdd <fused_nodes = [\"add2\"]> (d, bs, bz, a, as, az, ys, yz)\n"));
+  // The QAdd/QMul kernels use ONNX Runtime's scale-ratio form (docs/kernels_support.md), not
+  // DQ -> op -> Q literally: within 1 LSB, on a few percent of elements at most.
+  expect_matches_reference(graph, {"qbinary", "qbinary", "qbinary"}, 1, kRequantizeTolerance);
+}
+
+// Rows longer than one item (16 Ki elements) are cut into blocks: same-shape, vector-scalar and
+// scalar-vector broadcasts with threads splitting inside a row.
+TEST(Int8Layers, QAddAndQMulLongRows) {
+  Graph graph = load_text(model(
+      fmt::format("int8[{},8,48,48] a, int8[{},8,48,48] b, int8[{},3,1,1] c, int8[{},3,130,130] d", kMaxBatch,
+                  kMaxBatch, kMaxBatch, kMaxBatch),
+      fmt::format("int8[{},8,48,48] s, int8[{},3,130,130] p, int8[{},3,130,130] q", kMaxBatch, kMaxBatch, kMaxBatch),
+      {"float as = {0.05}", "int8 az = {3}", "float bs = {0.08}", "int8 bz = {-2}", "float ys = {0.1}",
+       "int8 yz = {-5}"},
+      "s = qdqrt.QAdd <fused_nodes = [\"add\"]> (a, as, az, b, bs, bz, ys, yz)\n"
+      "p = qdqrt.QMul <fused_nodes = [\"mul\"]> (d, as, az, c, bs, bz, ys, yz)\n"
+      "q = qdqrt.QAdd <activation = \"Relu\", fused_nodes = [\"add2\"]> (c, bs, bz, d, as, az, ys, yz)\n"));
+  expect_matches_reference(graph, {"qbinary", "qbinary", "qbinary"}, 1, kRequantizeTolerance);
+}
+
+TEST(Int8Layers, QAddUint8Rank2) {
+  Graph graph = load_text(model(fmt::format("uint8[{},37] a, uint8[37] b", kMaxBatch),
+                                fmt::format("uint8[{},37] y", kMaxBatch),
+                                {"float as = {0.05}", "uint8 az = {100}", "float bs = {0.08}", "uint8 bz = {140}",
+                                 "float ys = {0.1}", "uint8 yz = {120}"},
+                                "y = qdqrt.QAdd <fused_nodes = [\"add\"]> (a, as, az, b, bs, bz, ys, yz)\n"));
+  expect_matches_reference(graph, {"qbinary"}, 1, kRequantizeTolerance);
+}
+
+TEST(Int8Layers, QLookupFunctionsAndInt8Relu) {
+  for (const char* function : {"Sigmoid", "SiLU", "HardSwish", "Tanh", "Gelu"}) {
+    Graph graph = load_text(model(fmt::format("int8[{},4,5,6] x", kMaxBatch),
+                                  fmt::format("uint8[{},4,5,6] y, int8[{},4,5,6] z", kMaxBatch, kMaxBatch),
+                                  {"float xs = {0.05}", "int8 xz = {-7}", "float ys = {0.004}", "uint8 yz = {3}"},
+                                  fmt::format("y = qdqrt.QLookup <function = \"{}\", fused_nodes = [\"f\"]> "
+                                              "(x, xs, xz, ys, yz)\nz = Relu(x)\n",
+                                              function)));
+    SCOPED_TRACE(function);
+    expect_matches_reference(graph, {"qlut", "qlut"});
+  }
+}
+
+TEST(Int8Layers, MaxPool) {
+  for (bool ceil_mode : {false, true}) {
+    const int size = ceil_mode ? 5 : 4;
+    Graph graph = load_text(model(
+        fmt::format("int8[{},10,9,9] x, uint8[{},70,6,5] u", kMaxBatch, kMaxBatch),
+        fmt::format("int8[{},10,{},{}] m, uint8[{},70,3,3] n", kMaxBatch, size, size, kMaxBatch), {},
+        fmt::format("m = MaxPool <kernel_shape = [2, 2], strides = [2, 2], ceil_mode = {}> (x)\n"
+                    "n = MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (u)\n",
+                    ceil_mode ? 1 : 0)));
+    SCOPED_TRACE(ceil_mode);
+    expect_matches_reference(graph, {"qmaxpool", "qmaxpool"});
+  }
+}
+
+TEST(Int8Layers, QGlobalAveragePool) {
+  Graph graph = load_text(model(
+      fmt::format("int8[{},10,9,9] x, uint8[{},70,6,5] u", kMaxBatch, kMaxBatch),
+      fmt::format("int8[{},10,1,1] g, uint8[{},70,1,1] h", kMaxBatch, kMaxBatch),
+      {"float xs = {0.05}", "int8 xz = {-7}", "float ys = {0.03}", "int8 yz = {4}", "uint8 uz = {131}",
+       "uint8 vz = {90}"},
+      "g = qdqrt.QGlobalAveragePool <activation = \"Relu\", fused_nodes = [\"gap\"]> (x, xs, xz, ys, yz)\n"
+      "h = qdqrt.QGlobalAveragePool <fused_nodes = [\"gap2\"]> (u, xs, uz, ys, vz)\n"));
+  // Requantized int32 sums vs averaged dequantized floats: see QAveragePool.
+  expect_matches_reference(graph, {"qgavgpool", "qgavgpool"}, 1, kRequantizeTolerance);
+}
+
+TEST(Int8Layers, QAveragePool) {
+  for (const char* extra : {"", ", count_include_pad = 1", ", ceil_mode = 1", ", activation = \"Relu\""}) {
+    Graph graph = load_text(model(
+        fmt::format("int8[{},10,9,9] x", kMaxBatch), fmt::format("int8[{},10,5,5] a", kMaxBatch),
+        {"float xs = {0.05}", "int8 xz = {-7}", "float ys = {0.03}", "int8 yz = {4}"},
+        fmt::format("a = qdqrt.QAveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]{}, "
+                    "fused_nodes = [\"avg\"]> (x, xs, xz, ys, yz)\n",
+                    extra)));
+    SCOPED_TRACE(extra);
+    // The pool kernel requantizes int32 sums with multiplier / divisor (docs/kernels_support.md);
+    // the reference averages dequantized floats: within 1 LSB on a few elements.
+    expect_matches_reference(graph, {"qavgpool"}, 1, kRequantizeTolerance);
+  }
+}
+
+TEST(Int8Layers, QConcatChannelsAndLastAxis) {
+  Graph graph = load_text(model(
+      fmt::format("int8[{},3,4,5] a, int8[{},6,4,5] b, int8[{},5,7] c, int8[{},5,2] d", kMaxBatch, kMaxBatch,
+                  kMaxBatch, kMaxBatch),
+      fmt::format("int8[{},9,4,5] y, int8[{},5,9] z", kMaxBatch, kMaxBatch),
+      {"float as = {0.05}", "int8 az = {-7}", "float bs = {0.03}", "int8 bz = {4}"},
+      "y = qdqrt.QConcat <axis = 1, fused_nodes = [\"cat\"]> (as, az, a, as, az, b, bs, bz)\n"
+      "z = qdqrt.QConcat <axis = -1, fused_nodes = [\"cat2\"]> (bs, bz, c, as, az, d, bs, bz)\n"));
+  expect_matches_reference(graph, {"qconcat", "qconcat"});
+}
+
+TEST(Int8Layers, ReshapeFlattenTransposeOnInt8) {
+  Graph graph = load_text(model(fmt::format("int8[{},6,4,5] x", kMaxBatch),
+                                fmt::format("int8[{},120] f, int8[{},20,6] t", kMaxBatch, kMaxBatch),
+                                {"int64[3] shape = {0, 6, 20}"},
+                                "f = Flatten <axis = 1> (x)\n"
+                                "r = Reshape(x, shape)\n"
+                                "t = Transpose <perm = [0, 2, 1]> (r)\n"));
+  expect_matches_reference(graph, {"int8_reshape", "int8_reshape", "int8_transpose"});
+}
+
+// A chain inside one INT8 region: NHWC all the way (no reorders between the layers).
+TEST(Int8Layers, RegionStaysNhwc) {
+  std::mt19937 rng(5);
+  std::vector<std::string> init = {
+      "float xs = {0.05}", "int8 xz = {0}", int_initializer("int8", "w", {8, 4, 3, 3}, -127, 127, rng),
+      float_initializer("ws", {8}, 0.002f, 0.01f, rng), "int8[8] wz = {0, 0, 0, 0, 0, 0, 0, 0}",
+      "float ys = {0.04}", "int8 yz = {0}",
+      // Value infos: the loader's ONNX shape inference does not know the qdqrt domain.
+      fmt::format("int8[{},8,8,8] c", kMaxBatch), fmt::format("int8[{},8,8,8] l", kMaxBatch),
+      fmt::format("int8[{},8,8,8] m", kMaxBatch)};
+  Graph graph = load_text(model(
+      fmt::format("int8[{},4,8,8] x", kMaxBatch), fmt::format("int8[{},8,4,4] p", kMaxBatch), init,
+      "c = qdqrt.QConv <pads = [1, 1, 1, 1], activation = \"Relu\", fused_nodes = [\"conv\"]> "
+      "(x, xs, xz, w, ws, wz, , ys, yz)\n"
+      "l = qdqrt.QLookup <function = \"Sigmoid\", fused_nodes = [\"sig\"]> (c, ys, yz, ys, yz)\n"
+      "m = qdqrt.QMul <fused_nodes = [\"mul\"]> (c, ys, yz, l, ys, yz, ys, yz)\n"
+      "p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (m)\n"));
+  auto plan = harness_lower(graph, kMaxBatch, kernels::active_isa());
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  // One reorder into the region (x) and one out of it (p).
+  int reorders = 0;
+  for (int origin : plan->harness_node) reorders += origin == -2;
+  EXPECT_EQ(reorders, 2);
+  expect_matches_reference(graph, {"qconv", "qlut", "qbinary", "qmaxpool"}, 1, kRequantizeTolerance);
+}
+
+}  // namespace
+}  // namespace qdqrt::testing
+
+// ---------------------------------------------------------------------------------------------
+// Must-fail binds: an engine file is untrusted, so every kind validates what it reads.
+
+namespace qdqrt::testing {
+namespace {
+
+HarnessPlan lower_or_die(const Graph& graph) {
+  auto plan = harness_lower(graph, kMaxBatch, kernels::active_isa());
+  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+  return plan.ok() ? std::move(plan).value() : HarnessPlan{};
+}
+
+engine::PlanLayer* native_layer(HarnessPlan& plan, const std::string& kind) {
+  for (size_t i = 0; i < plan.plan.layers.size(); ++i) {
+    if (plan.harness_node[i] == -1 && plan.plan.layers[i].kind == kind) return &plan.plan.layers[i];
+  }
+  ADD_FAILURE() << "no layer of kind " << kind;
+  return nullptr;
+}
+
+void truncate_blob(engine::PlanLayer& layer, const std::string& name) {
+  for (engine::Blob& blob : layer.blobs) {
+    if (blob.name == name) {
+      ASSERT_GT(blob.bytes.size(), 0u);
+      blob = engine::make_blob(name, blob.bytes.data(), blob.bytes.size() - 1);
+      return;
+    }
+  }
+  ADD_FAILURE() << "no blob " << name;
+}
+
+// Binds `plan` after `tamper` changed it: must fail with a message containing `expected`.
+void expect_bind_fails(const Graph& graph, const std::string& kind,
+                       const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& tamper,
+                       const std::string& expected) {
+  HarnessPlan plan = lower_or_die(graph);
+  ASSERT_TRUE(harness_bind(plan).ok()) << "the untampered plan binds";
+  engine::PlanLayer* layer = native_layer(plan, kind);
+  ASSERT_NE(layer, nullptr);
+  tamper(plan.plan, *layer);
+  auto bound = harness_bind(plan);
+  ASSERT_FALSE(bound.ok()) << kind << ": tampered plan bound (" << expected << ")";
+  const std::string message = bound.status().to_string();
+  EXPECT_NE(message.find(expected), std::string::npos) << message;
+  EXPECT_NE(message.find(kind), std::string::npos) << message;  // names the layer kind
+}
+
+Graph conv_for_tamper(bool depthwise) {
+  std::mt19937 rng(2);
+  ConvCase c;
+  if (depthwise) {
+    c.channels = c.out_channels = c.group = 16;
+  }
+  c.residual = "int8";
+  return load_text(conv_graph(c, rng));
+}
+
+TEST(Int8Bind, QConvRefusesDamagedWeights) {
+  Graph graph = conv_for_tamper(false);
+  expect_bind_fails(graph, "qconv", [](auto&, auto& l) { truncate_blob(l, "g0.data"); },
+                    "blob 'g0.data' has");
+  expect_bind_fails(graph, "qconv", [](auto&, auto& l) { truncate_blob(l, "g0.multiplier"); },
+                    "blob 'g0.multiplier' has");
+  expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("g0.nr", int64_t{8}); }, "g0.nr");
+  expect_bind_fails(
+      graph, "qconv",
+      [](auto&, auto& l) {
+        // The same bytes 4 bytes past a 64-byte boundary.
+        for (engine::Blob& blob : l.blobs) {
+          if (blob.name != "g0.bias") continue;
+          auto storage = std::make_shared<std::vector<uint8_t>>(blob.bytes.size() + 128);
+          uint8_t* base = storage->data() + (64 - reinterpret_cast<uintptr_t>(storage->data()) % 64) % 64 + 4;
+          std::memcpy(base, blob.bytes.data(), blob.bytes.size());
+          blob.bytes = std::span<const uint8_t>(base, blob.bytes.size());
+          blob.owner = storage;
+        }
+      },
+      "blob 'g0.bias' is not 64-byte aligned");
+  expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("g0.isa", std::string("avx1024")); },
+                    "unknown ISA 'avx1024'");
+  expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("channels", int64_t{6}); },
+                    "input shape does not match");
+  expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("out.scale", -1.0); }, "out.scale");
+  expect_bind_fails(graph, "qconv", [](auto& p, auto& l) { p.tensors[l.inputs[1]].dtype = DataType::kUint8; },
+                    "residual");
+  expect_bind_fails(graph, "qconv", [](auto& p, auto& l) { p.tensors[l.inputs[0]].layout = engine::Layout::kPlain; },
+                    "stored plain, expected nhwc");
+  Graph depthwise = conv_for_tamper(true);
+  expect_bind_fails(depthwise, "qconv", [](auto&, auto& l) { truncate_blob(l, "dw.weights"); },
+                    "blob 'dw.weights' has");
+  expect_bind_fails(depthwise, "qconv", [](auto&, auto& l) { l.params.set("dw.channels_padded", int64_t{17}); },
+                    "dw.channels_padded");
+}
+
+TEST(Int8Bind, QMatMulRefusesDamagedWeights) {
+  std::mt19937 rng(3);
+  Graph graph = load_text(model(fmt::format("int8[{},40] a", kMaxBatch), fmt::format("float[{},70] y", kMaxBatch),
+                                {"float as = {0.03}", "int8 az = {-4}",
+                                 int_initializer("int8", "w", {40, 70}, -127, 127, rng), "float ws = {0.01}",
+                                 "int8 wz = {0}"},
+                                "y = qdqrt.QMatMul <fused_nodes = [\"fc\"]> (a, as, az, w, ws, wz)\n"));
+  expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { truncate_blob(l, "w.data"); }, "blob 'w.data' has");
+  expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { truncate_blob(l, "w.bias"); }, "blob 'w.bias' has");
+  expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { l.params.set("k", int64_t{41}); }, "k=41");
+  expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { l.params.set("w.k_padded", int64_t{4}); }, "w.k_padded");
+
+  Graph batched = load_text(model(fmt::format("int8[{},2,9,16] a, int8[{},2,16,12] b", kMaxBatch, kMaxBatch),
+                                  fmt::format("float[{},2,9,12] y", kMaxBatch),
+                                  {"float as = {0.03}", "int8 az = {1}", "float bs = {0.02}", "int8 bz = {0}",
+                                   "float[12] bias = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}"},
+                                  "y = qdqrt.QMatMul <fused_nodes = [\"qk\"]> (a, as, az, b, bs, bz, bias)\n"));
+  expect_bind_fails(batched, "qbatched_matmul", [](auto&, auto& l) { truncate_blob(l, "bias"); }, "blob 'bias' has");
+  expect_bind_fails(batched, "qbatched_matmul", [](auto&, auto& l) { l.scratch_bytes = 64; }, "scratch of 64 bytes");
+  expect_bind_fails(batched, "qbatched_matmul", [](auto&, auto& l) { l.params.set("isa", std::string("x")); },
+                    "ISA 'x'");
+}
+
+Graph elementwise_graph() {
+  return load_text(model(
+      fmt::format("int8[{},6,5,5] a, int8[{},6,5,5] b, int8[{},6,4,5] c", kMaxBatch, kMaxBatch, kMaxBatch),
+      fmt::format("int8[{},6,5,5] s, uint8[{},6,5,5] l, int8[{},6,9,5] k, int8[{},6,2,2] m, int8[{},6,3,3] v, "
+                  "int8[{},6,1,1] g, int8[{},150] f, int8[{},5,6,5] t",
+                  kMaxBatch, kMaxBatch, kMaxBatch, kMaxBatch, kMaxBatch, kMaxBatch, kMaxBatch, kMaxBatch),
+      {"float as = {0.05}", "int8 az = {3}", "float ys = {0.1}", "int8 yz = {-5}", "uint8 uz = {0}"},
+      "s = qdqrt.QAdd <fused_nodes = [\"add\"]> (a, as, az, b, as, az, ys, yz)\n"
+      "l = qdqrt.QLookup <function = \"Sigmoid\", fused_nodes = [\"sig\"]> (a, as, az, ys, uz)\n"
+      "k = qdqrt.QConcat <axis = 2, fused_nodes = [\"cat\"]> (ys, yz, a, as, az, c, ys, yz)\n"
+      "m = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (a)\n"
+      "v = qdqrt.QAveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], "
+      "fused_nodes = [\"avg\"]> (a, as, az, ys, yz)\n"
+      "g = qdqrt.QGlobalAveragePool <fused_nodes = [\"gap\"]> (a, as, az, ys, yz)\n"
+      "f = Flatten <axis = 1> (a)\n"
+      "t = Transpose <perm = [0, 2, 1, 3]> (a)\n"));
+}
+
+TEST(Int8Bind, OtherKindsRefuseDamagedPlans) {
+  Graph graph = elementwise_graph();
+  {
+    HarnessPlan plan = lower_or_die(graph);
+    EXPECT_EQ(native_kinds(plan), (std::vector<std::string>{"qbinary", "qlut", "qconcat", "qmaxpool", "qavgpool",
+                                                            "qgavgpool", "int8_reshape", "int8_transpose"}));
+  }
+  expect_bind_fails(graph, "qbinary", [](auto&, auto& l) { l.params.set("y_scale", 0.0); }, "y_scale");
+  expect_bind_fails(graph, "qbinary", [](auto&, auto& l) { l.params.set("op", std::string("div")); }, "'div'");
+  expect_bind_fails(graph, "qbinary", [](auto& p, auto& l) { p.tensors[l.inputs[1]].shape[2] = 4; }, "broadcast");
+  expect_bind_fails(graph, "qlut", [](auto&, auto& l) { truncate_blob(l, "table"); }, "blob 'table' has 255 bytes");
+  expect_bind_fails(graph, "qconcat", [](auto&, auto& l) { l.params.set("x_zero_points", std::vector<int64_t>{3}); },
+                    "x_zero_points");
+  expect_bind_fails(graph, "qconcat", [](auto&, auto& l) { l.params.set("axis", int64_t{1}); }, "input 0 shape");
+  expect_bind_fails(graph, "qmaxpool", [](auto&, auto& l) { l.params.set("kernel", std::vector<int64_t>{4, 4}); },
+                    "the window gives");
+  expect_bind_fails(graph, "qavgpool", [](auto&, auto& l) { l.params.set("x_scale", std::string("big")); },
+                    "x_scale");
+  expect_bind_fails(graph, "qgavgpool", [](auto&, auto& l) { l.params.set("y_zero_point", int64_t{300}); },
+                    "y_zero_point");
+  expect_bind_fails(graph, "int8_reshape", [](auto& p, auto& l) { p.tensors[l.outputs[0]].dtype = DataType::kUint8; },
+                    "differ in type");
+  expect_bind_fails(graph, "int8_transpose",
+                    [](auto&, auto& l) { l.params.set("perm", std::vector<int64_t>{0, 2, 2, 3}); },
+                    "not a permutation");
+}
+
+// M = 1 (batch-1 FC): the layer splits column blocks so several threads share the GEMV.
+TEST(Int8Layers, QMatMulSingleRowSplitsColumns) {
+  std::mt19937 rng(8);
+  Graph graph = load_text(model("int8[1,64] a", "int8[1,1000] y",
+                                {"float as = {0.03}", "int8 az = {0}",
+                                 int_initializer("int8", "w", {64, 1000}, -127, 127, rng), "float ws = {0.01}",
+                                 "int8 wz = {0}", "float ys = {0.2}", "int8 yz = {0}"},
+                                "y = qdqrt.QMatMul <fused_nodes = [\"fc\"]> (a, as, az, w, ws, wz, , ys, yz)\n"));
+  auto plan = harness_lower(graph, 1, kernels::active_isa());
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  auto layers = harness_bind(*plan);
+  ASSERT_TRUE(layers.ok()) << layers.status().to_string();
+  std::vector<void*> data(plan->plan.tensors.size(), nullptr);
+  engine::RunState state{&plan->plan, 1, &data};
+  const engine::WorkShape work = (*layers)[0]->work(state);
+  EXPECT_GT(work.items, 1);  // column tiles
+  std::mt19937 input_rng(9);
+  TensorMap inputs = random_graph_inputs(graph, input_rng);
+  auto expected = run_reference(graph, inputs);
+  ASSERT_TRUE(expected.ok());
+  for (int threads : {1, 2, 3}) {
+    auto actual = harness_run(*plan, *layers, inputs, threads);
+    ASSERT_TRUE(actual.ok());
+    EXPECT_EQ(compare(*expected, *actual, "m=1").int_mismatches, 0) << threads;
+  }
+}
+
+// Every ISA this machine supports packs and runs the same numbers (the plan records the ISA).
+TEST(Int8Layers, EverySupportedIsa) {
+  for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvxVnni,
+                           kernels::Isa::kAvx512Vnni}) {
+    if (!kernels::isa_supported(isa)) continue;
+    SCOPED_TRACE(kernels::isa_name(isa));
+    for (const ConvCase& c : conv_cases()) {
+      std::mt19937 rng(11);
+      Graph graph = load_text(conv_graph(c, rng));
+      auto plan = harness_lower(graph, kMaxBatch, isa);
+      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+      // The depthwise family has no AVX-VNNI variant: it packs for AVX2 there.
+      const bool depthwise = c.group == c.channels && c.group > 1;
+      const kernels::Isa packed = isa == kernels::Isa::kAvxVnni && depthwise ? kernels::Isa::kAvx2 : isa;
+      engine::PlanLayer* conv = native_layer(*plan, "qconv");
+      ASSERT_NE(conv, nullptr);
+      EXPECT_NE(conv->kernel.find(kernels::isa_name(packed)), std::string::npos) << c.name << ": " << conv->kernel;
+      auto layers = harness_bind(*plan);
+      ASSERT_TRUE(layers.ok()) << layers.status().to_string();
+      std::mt19937 input_rng(1);
+      TensorMap inputs = random_graph_inputs(graph, input_rng);
+      auto expected = run_reference(graph, inputs);
+      ASSERT_TRUE(expected.ok());
+      auto actual = harness_run(*plan, *layers, inputs, 2);
+      ASSERT_TRUE(actual.ok());
+      Mismatch m = compare(*expected, *actual, c.name);
+      EXPECT_EQ(m.int_mismatches, 0) << c.name;
+      EXPECT_LE(m.max_float_rel, 1e-5) << c.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qdqrt::testing
+
+// Timing of a ResNet-50 layer1 3x3 conv through the engine (QDQRT_INT8_PERF=1 to run; prints GOPS).
+namespace qdqrt::testing {
+namespace {
+
+TEST(Int8Perf, ResNetConvThroughEngine) {
+  if (std::getenv("QDQRT_INT8_PERF") == nullptr) GTEST_SKIP() << "set QDQRT_INT8_PERF=1";
+  std::mt19937 rng(1);
+  for (int64_t batch : {1, 8}) {
+    std::vector<std::string> init = {
+        "float xs = {0.05}", "int8 xz = {0}", int_initializer("int8", "w", {64, 64, 3, 3}, -127, 127, rng),
+        float_initializer("ws", {64}, 0.002f, 0.01f, rng), int_initializer("int8", "wz", {64}, 0, 0, rng),
+        "float ys = {0.04}", "int8 yz = {0}"};
+    Graph graph = load_text(model(
+        fmt::format("int8[{},64,56,56] x", batch), fmt::format("int8[{},64,56,56] y", batch), init,
+        "y = qdqrt.QConv <pads = [1, 1, 1, 1], activation = \"Relu\", fused_nodes = [\"conv\"]> "
+        "(x, xs, xz, w, ws, wz, , ys, yz)\n"));
+    auto built = engine::Engine::build(graph, {});
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    std::mt19937 input_rng(2);
+    TensorMap inputs = random_graph_inputs(graph, input_rng);
+    Tensor out(DataType::kInt8, {batch, 64, 56, 56});
+    const Tensor& x = inputs.at("x");
+    for (int threads : {1, 2}) {
+      auto context = (*built)->create_context({.threads = threads, .profiling = true});
+      double best = 1e9, best_conv = 1e9;
+      for (int i = 0; i < 20; ++i) {
+        auto start = std::chrono::steady_clock::now();
+        ASSERT_TRUE(context->run({{"x", x.raw_data(), x.shape()}}, {{"y", out.raw_data(), out.shape()}}).is_ok());
+        best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        const auto& times = context->last_layer_times_ms();
+        for (size_t l = 0; l < times.size(); ++l) {
+          if ((*built)->plan().layers[l].kind == "qconv") best_conv = std::min(best_conv, times[l]);
+        }
+      }
+      const double ops = 2.0 * batch * 56 * 56 * 64 * 64 * 9;
+      fmt::print("batch {} threads {}: run {:.3f} ms, conv layer {:.3f} ms = {:.0f} GOPS\n", batch, threads, best,
+                 best_conv, ops / best_conv / 1e6);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qdqrt::testing

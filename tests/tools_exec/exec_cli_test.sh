@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Runs the `qdqrt exec` binary: bad command lines exit 2 (usage) or 1 (a file that is not an
+# engine) with a message naming the flag; a short build+save then load run prints the summary
+# block and the profile, and its JSON files parse.
+# Usage: exec_cli_test.sh path/to/qdqrt MODEL.onnx
+set -u
+qdqrt="$1"
+model="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect CODE STREAM(stdout|stderr) REGEX ARGS...
+expect() {
+  local code="$1" stream="$2" pattern="$3"
+  shift 3
+  "$qdqrt" "$@" >"$work/stdout" 2>"$work/stderr"
+  local actual=$?
+  if [[ $actual -ne $code ]] || ! grep -Eq -- "$pattern" "$work/$stream"; then
+    fail "qdqrt $* -> exit $actual (want $code); wanted $stream matching: $pattern"
+    sed 's/^/    /' "$work/stderr" | head -20
+  else
+    echo "ok: qdqrt $*"
+  fi
+}
+
+quick=(--warmUp=0 --duration=0 --threads=2)
+
+# Usage errors: exit 2 and a message naming the flag.
+expect 2 stderr "give a model with --onnx=FILE or a saved engine with --loadEngine=FILE" exec
+expect 2 stderr "argument was not expected: --noSuchFlag" exec --onnx="$model" --noSuchFlag
+expect 2 stderr "--onnx: File does not exist: $work/missing.onnx" exec --onnx="$work/missing.onnx"
+expect 2 stderr "--loadEngine: File does not exist" exec --loadEngine="$work/missing.qdqrt"
+expect 2 stderr "--onnx and --loadEngine exclude each other" exec --onnx="$model" --loadEngine="$model"
+expect 2 stderr "--int8 and --fp32 exclude each other" exec --onnx="$model" --int8 --fp32
+expect 2 stderr "--percentile: .*percentile 120 is not in \[0, 100\]" exec --onnx="$model" --percentile=90,120
+expect 2 stderr "--percentile: .*'x' is not a number" exec --onnx="$model" --percentile=x
+expect 2 stderr "--iterations" exec --onnx="$model" --iterations=0
+expect 2 stderr "--shapes: .*dim 'abc'" exec --onnx="$model" --shapes=input:1xabc
+expect 2 stderr "--exportProfile: directory '$work/nodir' of" exec --onnx="$model" --exportProfile="$work/nodir/p.json"
+expect 2 stderr "--onnx: .*input 'input': dim 2 is 28 in the model" exec --onnx="$model" --shapes=input:1x1x32x32 "${quick[@]}"
+expect 2 stderr "'images' is not an input of the model" exec --onnx="$model" --shapes=images:1x1x28x28 "${quick[@]}"
+# Not an engine: exit 1, naming the file.
+echo "not an engine" >"$work/bad.qdqrt"
+expect 1 stderr "--loadEngine: '$work/bad.qdqrt'" exec --loadEngine="$work/bad.qdqrt" "${quick[@]}"
+
+# A run with every report and export on a small Q/DQ model (written with the onnx Python package):
+# the summary block, the profile table, JSON files that parse, profile percentages summing to 100.
+small="$work/qdq.onnx"
+/usr/bin/python3 - "$small" <<'PY' || { echo "SKIP: cannot write the small model (/usr/bin/python3 with onnx)"; small=""; }
+import sys, onnx
+from onnx import helper, TensorProto
+dims = ["N", 3, 5, 7]
+graph = helper.make_graph(
+    [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["q"], name="quant"),
+     helper.make_node("DequantizeLinear", ["q", "s", "zp"], ["y"], name="dequant")], "g",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+    [helper.make_tensor_value_info("q", TensorProto.INT8, dims), helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
+    [helper.make_tensor("s", TensorProto.FLOAT, [], [0.05]), helper.make_tensor("zp", TensorProto.INT8, [], [3])])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+model.ir_version = 8
+onnx.save(model, sys.argv[1])
+PY
+check_reports() {  # check_reports STDOUT_FILE ITERATIONS
+  local pattern
+  for pattern in "^Throughput: [0-9.e+]+ qps$" \
+    "^Latency: min = [0-9.e+-]+ ms, max = [0-9.e+-]+ ms, mean = [0-9.e+-]+ ms, median = [0-9.e+-]+ ms, percentile\(90%\) = [0-9.e+-]+ ms, percentile\(95%\) = [0-9.e+-]+ ms, percentile\(99%\) = [0-9.e+-]+ ms$" \
+    "^Total Host Walltime: " "^=== Profile \($2 iterations\) ===$" "^ +Time\(ms\) +Avg.\(ms\) +Median\(ms\) +Time\(%\) +Layer$" \
+    " 100.0   Total$" "^=== Layer information ===$"; do
+    grep -Eq -- "$pattern" "$1" || fail "exec output lacks a line matching: $pattern"
+  done
+  /usr/bin/python3 - "$work" "$2" <<'PY' || fail "exported JSON files"
+import json, sys, os
+work, iterations = sys.argv[1], int(sys.argv[2])
+profile = json.load(open(os.path.join(work, "profile.json")))
+assert profile[0] == {"count": iterations}, profile[0]
+total = sum(row["percentage"] for row in profile[1:])
+assert abs(total - 100) < 1e-6, total
+times = json.load(open(os.path.join(work, "times.json")))
+assert len(times) == iterations and all(t["latencyMs"] >= 0 for t in times)
+outputs = json.load(open(os.path.join(work, "output.json")))
+assert all({"name", "dimensions", "values"} <= set(o) for o in outputs)
+layers = json.load(open(os.path.join(work, "layers.json")))
+assert [layer["Name"] for layer in layers["Layers"]] == [row["name"] for row in profile[1:]]
+PY
+}
+reports=(--dumpProfile --exportProfile="$work/profile.json" --exportTimes="$work/times.json"
+         --exportOutput="$work/output.json" --exportLayerInfo="$work/layers.json" --dumpLayerInfo)
+if [[ -n "$small" ]]; then
+  expect 0 stdout "=== Performance summary ===" exec --onnx="$small" --shapes=x:4x3x5x7 --iterations=20 "${quick[@]}" "${reports[@]}"
+  check_reports "$work/stdout" 20
+fi
+
+# The README flow on the shipped model: build and save, then load and run with the profile; the
+# loaded engine's outputs equal the built engine's. Skipped while the engine reports a part
+# (engine files, INT8 layers) as not landed yet.
+"$qdqrt" exec --onnx="$model" --saveEngine="$work/model.qdqrt" --iterations=5 "${quick[@]}" \
+  --exportOutput="$work/built.json" >"$work/stdout" 2>"$work/stderr"
+code=$?
+if [[ $code -ne 0 ]] && grep -q "unsupported: .*yet" "$work/stderr"; then
+  echo "SKIP: build+save+load of $model: $(cat "$work/stderr")"
+elif [[ $code -ne 0 ]]; then
+  fail "qdqrt exec --onnx=$model --saveEngine: exit $code: $(cat "$work/stderr")"
+else
+  expect 0 stdout "=== Load ===" exec --loadEngine="$work/model.qdqrt" --iterations=20 "${quick[@]}" "${reports[@]}"
+  check_reports "$work/stdout" 20
+  /usr/bin/python3 -c "
+import json, sys
+built, loaded = (json.load(open(f)) for f in sys.argv[1:])
+assert built == loaded, 'the loaded engine gives other outputs than the built one'
+" "$work/built.json" "$work/output.json" || fail "built and loaded outputs differ"
+fi
+
+echo "$failures failure(s)"
+[[ $failures -eq 0 ]]

@@ -1,0 +1,210 @@
+#include "tools/calibrate_command.h"
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "parser/onnx_loader.h"
+#include "parser/onnx_writer.h"
+#include "tools/calibration/calibration_cache.h"
+#include "tools/calibration/collector.h"
+#include "tools/commands.h"
+#include "tools/datasets.h"
+
+namespace qdqrt::tools {
+namespace {
+
+CalibrateError usage_error(Status status) { return CalibrateError{true, std::move(status)}; }
+CalibrateError failure(Status status) { return CalibrateError{false, std::move(status)}; }
+
+}  // namespace
+
+int64_t automatic_batch_size(const Graph& graph, const std::vector<std::string>& tensors, int64_t budget_bytes) {
+  constexpr int64_t kMaxBatch = 32;
+  int64_t bytes_per_image = 0;
+  for (const std::string& name : tensors) {
+    const ValueInfo* info = graph.find_value(name);
+    int64_t elements = 1;
+    if (info != nullptr && info->shape) {
+      for (const Dim& dim : *info->shape) elements *= dim.is_static() ? std::max<int64_t>(dim.value, 1) : 1;
+    }
+    bytes_per_image += elements * static_cast<int64_t>(sizeof(float));
+  }
+  if (bytes_per_image == 0) return kMaxBatch;
+  return std::clamp<int64_t>(budget_bytes / bytes_per_image, 1, kMaxBatch);
+}
+
+std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptions& options, std::ostream& out) {
+  if (options.samples <= 0) return usage_error(invalid_argument("--samples must be positive, got {}", options.samples));
+  auto graph = load_onnx_file(options.onnx_path);
+  if (!graph.ok()) return failure(graph.status().with_context(options.onnx_path));
+  if (graph->inputs.size() != 1) {
+    return failure(unsupported("'{}' has {} inputs; calibrate feeds one image input", options.onnx_path,
+                               graph->inputs.size()));
+  }
+  const std::string& input_name = graph->inputs[0];
+  const ValueInfo* input_info = graph->find_value(input_name);
+  if (input_info == nullptr || input_info->dtype != DataType::kFloat || !input_info->shape) {
+    return failure(unsupported("model input '{}' must be float32 with a known rank", input_name));
+  }
+  auto plan = calibration::plan_quantization(*graph, options.placement);
+  if (!plan.ok()) return failure(plan.status().with_context(options.onnx_path));
+
+  DatasetOptions data_options;
+  data_options.mean = options.mean;
+  data_options.std = options.std;
+  data_options.max_images = options.samples;
+  auto data = load_dataset(options.data_spec, data_options);
+  if (!data.ok()) return usage_error(data.status().with_context("--data"));
+  std::vector<int64_t> dims;
+  for (const Dim& dim : *input_info->shape) dims.push_back(dim.value);
+  Status fits = check_images_fit_input(data->images, dims, input_name);
+  if (!fits.is_ok()) return usage_error(fits.with_context("--data " + options.data_spec));
+  if (data->size() < options.samples) {
+    std::cerr << fmt::format("qdqrt calibrate: note: {} has {} images; calibrating on all of them\n", data->description,
+                             data->size());
+  }
+
+  calibration::CollectOptions collect;
+  std::vector<std::string> tensors = plan->tensors_to_calibrate();
+  collect.batch_size = options.batch_size > 0 ? options.batch_size : automatic_batch_size(*graph, tensors);
+  collect.threads = options.threads;
+  collect.show_progress = options.show_progress;
+  collect.inputs_by_max = !options.calibrate_inputs;
+  auto amax = calibration::calibrate_tensors(*graph, data->images, tensors, options.method, collect);
+  if (!amax.ok()) return failure(amax.status().with_context("calibration run"));
+
+  auto quantized = calibration::insert_qdq(*graph, *plan, *amax);
+  if (!quantized.ok()) return failure(quantized.status());
+  WriteOptions write_options;
+  write_options.producer_name = "qdqrt calibrate";
+  Status written = write_onnx_file(*quantized, options.output_path, write_options);
+  if (!written.is_ok()) return failure(written);
+
+  if (!options.calibration_cache_path.empty()) {
+    std::map<std::string, float> scales;
+    for (const auto& [name, value] : *amax) scales[name] = calibration::scale_for_amax(value);
+    Status cache = calibration::write_calibration_cache(options.calibration_cache_path, scales, options.method);
+    if (!cache.is_ok()) return failure(cache);
+  }
+
+  CalibrateResult result;
+  result.activation_amax = *amax;
+  result.quantized_activations = static_cast<int>(plan->activations.size());
+  result.quantized_weights = static_cast<int>(plan->weights.size());
+  result.images = data->size();
+  out << fmt::format("calibrated {} on {} images of {}: method {}, placement {}\n", options.onnx_path, result.images,
+                     data->description, calibration::method_name(options.method),
+                     calibration::placement_name(options.placement));
+  out << fmt::format("quantized {} activation tensors (per-tensor) and {} weights (per-channel)\n",
+                     result.quantized_activations, result.quantized_weights);
+  if (options.verbose) {
+    for (const auto& [name, value] : *amax) {
+      out << fmt::format("  {}: amax {:.6g} scale {:.6g}\n", name, value, calibration::scale_for_amax(value));
+    }
+  }
+  out << "wrote " << options.output_path << "\n";
+  if (!options.calibration_cache_path.empty()) out << "wrote " << options.calibration_cache_path << "\n";
+  return result;
+}
+
+Command add_calibrate_command(CLI::App& app) {
+  CLI::App* command = app.add_subcommand(
+      "calibrate", "Post-training quantization: calibrate an FP32 model and write an explicit-QDQ ONNX model");
+  command->footer(
+      "Data SPEC: fashion-mnist:DIR:train|test, fashion-mnist:train|test, npy:DIR, pb:DIR, a directory\n"
+      "or a .npy/.pb file (docs/calibration.md). 8-bit pixels are scaled to [0, 1] before --mean/--std.\n"
+      "Example: qdqrt calibrate --onnx=models/fmnist_resnet_fp32.onnx --data=fashion-mnist:train \\\n"
+      "           --mean=0.2860 --std=0.3530 --method=entropy --output=ptq.onnx\n");
+  auto options = std::make_shared<CalibrateOptions>();
+  auto method = std::make_shared<std::string>("max");
+  auto placement = std::make_shared<std::string>("tensorrt");
+  auto mean = std::make_shared<std::string>();
+  auto stddev = std::make_shared<std::string>();
+  auto quiet = [](CLI::Validator validator) { return validator.description(""); };
+  auto checked = [](auto parse) {
+    return CLI::Validator(
+        [parse](std::string& value) -> std::string {
+          auto parsed = parse(value);
+          return parsed.ok() ? "" : parsed.status().message();
+        },
+        "");
+  };
+
+  command->add_option("--onnx", options->onnx_path, "The FP32 ONNX model (opset >= 13)")
+      ->required()
+      ->check(quiet(CLI::ExistingFile))
+      ->type_name("FILE");
+  command->add_option("--data", options->data_spec, "Calibration images (SPEC below)")->required()->type_name("SPEC");
+  command->add_option("--samples", options->samples, "Number of calibration images (the first ones)")
+      ->check(quiet(CLI::Range(int64_t{1}, int64_t{1} << 40)))
+      ->capture_default_str()
+      ->type_name("N");
+  command->add_option("--method", *method, "max, entropy, percentile[=99.99] or mse")
+      ->check(checked([](const std::string& value) { return calibration::parse_method(value); }))
+      ->capture_default_str()
+      ->type_name("METHOD");
+  command->add_option("--placement", *placement, "tensorrt or all (where Q/DQ pairs go)")
+      ->check(checked([](const std::string& value) { return calibration::parse_placement(value); }))
+      ->capture_default_str()
+      ->type_name("WHERE");
+  command->add_option("--output", options->output_path, "The QDQ ONNX model to write")->required()->type_name("FILE");
+  command->add_option("--calibrationCache", options->calibration_cache_path,
+                      "Also write the activation scales as a TensorRT calibration cache")
+      ->type_name("FILE");
+  command->add_option("--mean", *mean, "Per-channel mean subtracted from the images (one value or C values)")
+      ->check(checked([](const std::string& value) { return parse_float_list(value, "mean"); }))
+      ->type_name("M[,..]");
+  command->add_option("--std", *stddev, "Per-channel standard deviation the images are divided by")
+      ->check(checked([](const std::string& value) { return parse_float_list(value, "std"); }))
+      ->type_name("S[,..]");
+  command->add_option("--threads", options->threads, "Worker threads (0 = all cores)")
+      ->check(quiet(CLI::Range(0, 4096)))
+      ->capture_default_str()
+      ->type_name("N");
+  command->add_option("--batch", options->batch_size,
+                      "Images per reference run (0 = as many as keep the calibrated tensors\n"
+                      "within ~256 MB per thread, at most 32)")
+      ->check(quiet(CLI::Range(int64_t{0}, int64_t{1} << 20)))
+      ->capture_default_str()
+      ->type_name("N");
+  command->add_flag("--calibrateInputs", options->calibrate_inputs,
+                    "Apply --method to the model input too (default: the input keeps its max range)");
+  command->add_flag("--verbose", options->verbose, "Print each tensor's amax and scale");
+  command->add_flag("!--noProgress", options->show_progress, "No progress bar on stderr");
+
+  auto execute = [options, method, placement, mean, stddev]() -> int {
+    auto report_usage = [](const Status& status) {
+      std::cerr << "qdqrt calibrate: error: " << status.message() << "\n";
+      return kExitUsage;
+    };
+    auto parsed_method = calibration::parse_method(*method);
+    if (!parsed_method.ok()) return report_usage(parsed_method.status());
+    options->method = *parsed_method;
+    auto parsed_placement = calibration::parse_placement(*placement);
+    if (!parsed_placement.ok()) return report_usage(parsed_placement.status());
+    options->placement = *parsed_placement;
+    if (!mean->empty()) {
+      auto values = parse_float_list(*mean, "mean");
+      if (!values.ok()) return report_usage(values.status());
+      options->mean = *values;
+    }
+    if (!stddev->empty()) {
+      auto values = parse_float_list(*stddev, "std");
+      if (!values.ok()) return report_usage(values.status());
+      options->std = *values;
+    }
+    auto outcome = run_calibrate(*options, std::cout);
+    if (std::holds_alternative<CalibrateResult>(outcome)) return kExitSuccess;
+    const CalibrateError& error = std::get<CalibrateError>(outcome);
+    std::cout.flush();
+    std::cerr << "qdqrt calibrate: error: " << error.status.to_string() << "\n";
+    return error.usage ? kExitUsage : kExitFailure;
+  };
+  return Command{command, execute};
+}
+
+}  // namespace qdqrt::tools

@@ -1,0 +1,335 @@
+#include "tools/exec_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace qdqrt::tools {
+
+namespace {
+
+std::string dims_text(const Shape& shape) {
+  if (shape.empty()) return "";  // a scalar, as trtexec prints it
+  return fmt::format("{}", fmt::join(shape, "x"));
+}
+
+std::string tensor_text(const engine::EnginePlan& plan, int32_t index) {
+  if (index < 0) return "-";
+  if (static_cast<size_t>(index) >= plan.tensors.size()) return fmt::format("<tensor {}?>", index);
+  const engine::PlanTensor& tensor = plan.tensors[static_cast<size_t>(index)];
+  std::string text = fmt::format("{} {} {}", tensor.name, dtype_name(tensor.dtype), shape_to_string(tensor.shape));
+  if (tensor.layout != engine::Layout::kPlain) text += fmt::format(" {}", engine::layout_name(tensor.layout));
+  return text;
+}
+
+nlohmann::ordered_json tensor_json(const engine::EnginePlan& plan, int32_t index) {
+  if (index < 0 || static_cast<size_t>(index) >= plan.tensors.size()) return nullptr;
+  const engine::PlanTensor& tensor = plan.tensors[static_cast<size_t>(index)];
+  const char* location = tensor.kind == engine::TensorKind::kInput    ? "input"
+                         : tensor.kind == engine::TensorKind::kOutput ? "output"
+                                                                      : "arena";
+  return {{"Name", tensor.name},
+          {"Datatype", dtype_name(tensor.dtype)},
+          {"Dimensions", tensor.shape},
+          {"Layout", engine::layout_name(tensor.layout)},
+          {"Batched", tensor.batched},
+          {"Location", location}};
+}
+
+}  // namespace
+
+Result<std::vector<double>> parse_percentiles(const std::string& text) {
+  std::vector<double> values;
+  size_t begin = 0;
+  while (true) {
+    size_t end = text.find(',', begin);
+    std::string item = text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    // Trim spaces so "90, 95" is accepted.
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (item.empty()) return invalid_argument("'{}': empty entry (expected numbers like 90,95,99)", text);
+    size_t used = 0;
+    double value = 0;
+    try {
+      value = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || !std::isfinite(value)) {
+      return invalid_argument("'{}': '{}' is not a number (expected numbers like 90,95,99)", text, item);
+    }
+    if (value < 0 || value > 100) return invalid_argument("'{}': percentile {} is not in [0, 100]", text, item);
+    values.push_back(value);
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  return values;
+}
+
+double median_of_sorted(std::span<const double> sorted) {
+  if (sorted.empty()) return std::numeric_limits<double>::infinity();
+  size_t middle = sorted.size() / 2;
+  if (sorted.size() % 2) return sorted[middle];
+  return (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+double percentile_of_sorted(std::span<const double> sorted, double percentile) {
+  if (sorted.empty()) return std::numeric_limits<double>::infinity();
+  auto count = static_cast<int64_t>(sorted.size());
+  // (100 - p) * n / 100 rather than (1 - p / 100) * n: the latter rounds 0.9999.. down for p = 90, n = 10.
+  auto exclude = static_cast<int64_t>(std::floor((100.0 - percentile) * static_cast<double>(count) / 100.0));
+  return sorted[static_cast<size_t>(std::max<int64_t>(count - 1 - exclude, 0))];
+}
+
+LatencyStats compute_latency_stats(std::vector<double> samples, std::span<const double> percentiles) {
+  LatencyStats stats;
+  stats.count = samples.size();
+  std::sort(samples.begin(), samples.end());
+  if (!samples.empty()) {
+    stats.min = samples.front();
+    stats.max = samples.back();
+    stats.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
+  }
+  stats.median = median_of_sorted(samples);
+  for (double p : percentiles) stats.percentiles.emplace_back(p, percentile_of_sorted(samples, p));
+  return stats;
+}
+
+PerformanceSummary summarize_performance(std::span<const InferenceTiming> timings, std::span<const double> percentiles) {
+  PerformanceSummary summary;
+  summary.inferences = timings.size();
+  std::vector<double> latencies;
+  latencies.reserve(timings.size());
+  for (const InferenceTiming& timing : timings) latencies.push_back(timing.latency_ms());
+  summary.latency = compute_latency_stats(std::move(latencies), percentiles);
+  if (!timings.empty()) {
+    double first_start = timings.front().start_ms;
+    double last_end = timings.front().end_ms;
+    for (const InferenceTiming& timing : timings) {
+      first_start = std::min(first_start, timing.start_ms);
+      last_end = std::max(last_end, timing.end_ms);
+    }
+    summary.walltime_s = (last_end - first_start) / 1000.0;
+    if (summary.walltime_s > 0) summary.throughput_qps = static_cast<double>(timings.size()) / summary.walltime_s;
+  }
+  return summary;
+}
+
+std::string format_performance_summary(const PerformanceSummary& summary) {
+  const LatencyStats& latency = summary.latency;
+  std::string text = "=== Performance summary ===\n";
+  text += fmt::format("Throughput: {:.6g} qps\n", summary.throughput_qps);
+  text += fmt::format("Latency: min = {:.6g} ms, max = {:.6g} ms, mean = {:.6g} ms, median = {:.6g} ms", latency.min,
+                      latency.max, latency.mean, latency.median);
+  for (const auto& [p, value] : latency.percentiles) text += fmt::format(", percentile({:g}%) = {:.6g} ms", p, value);
+  text += "\n";
+  text += fmt::format("Total Host Walltime: {:.6g} s\n", summary.walltime_s);
+  text += fmt::format("Total Inferences: {}\n", summary.inferences);
+  return text;
+}
+
+std::string format_trace_averages(std::span<const InferenceTiming> timings, int avg_runs) {
+  std::string text = "=== Trace details ===\n";
+  text += fmt::format("Trace averages of {} runs:\n", avg_runs);
+  if (avg_runs < 1) return text;
+  double sum = 0;
+  int in_group = 0;
+  for (const InferenceTiming& timing : timings) {
+    sum += timing.latency_ms();
+    if (++in_group == avg_runs) {
+      text += fmt::format("Average on {} runs - latency: {:.6g} ms\n", avg_runs, sum / avg_runs);
+      sum = 0;
+      in_group = 0;
+    }
+  }
+  return text;
+}
+
+std::string timings_to_json_text(std::span<const InferenceTiming> timings) {
+  nlohmann::ordered_json array = nlohmann::ordered_json::array();
+  for (const InferenceTiming& timing : timings) {
+    array.push_back({{"startComputeMs", timing.start_ms},
+                     {"endComputeMs", timing.end_ms},
+                     {"computeMs", timing.latency_ms()},
+                     {"latencyMs", timing.latency_ms()}});
+  }
+  return json_array_lines(array);
+}
+
+ProfileRecorder::ProfileRecorder(std::vector<std::string> layer_names)
+    : layer_names_(std::move(layer_names)), layer_samples_(layer_names_.size()) {}
+
+void ProfileRecorder::reserve(size_t runs) {
+  for (std::vector<double>& samples : layer_samples_) samples.reserve(samples.size() + runs);
+  run_totals_ms_.reserve(run_totals_ms_.size() + runs);
+}
+
+Status ProfileRecorder::add_run(std::span<const double> layer_times_ms) {
+  if (layer_times_ms.size() != layer_names_.size()) {
+    return internal_error("profile: {} layer times for {} layers", layer_times_ms.size(), layer_names_.size());
+  }
+  double total = 0;
+  for (size_t layer = 0; layer < layer_times_ms.size(); ++layer) {
+    layer_samples_[layer].push_back(layer_times_ms[layer]);
+    total += layer_times_ms[layer];
+  }
+  run_totals_ms_.push_back(total);
+  return Status::ok();
+}
+
+ProfileReport summarize_profile(const ProfileRecorder& recorder) {
+  ProfileReport report;
+  report.count = recorder.runs();
+  double runs = std::max<double>(1.0, static_cast<double>(report.count));
+  double total_ms = std::accumulate(recorder.run_totals_ms().begin(), recorder.run_totals_ms().end(), 0.0);
+  for (size_t layer = 0; layer < recorder.layer_names().size(); ++layer) {
+    std::vector<double> samples = recorder.layer_samples()[layer];
+    std::sort(samples.begin(), samples.end());
+    ProfileRow row;
+    row.name = recorder.layer_names()[layer];
+    row.time_ms = std::accumulate(samples.begin(), samples.end(), 0.0);
+    row.average_ms = row.time_ms / runs;
+    row.median_ms = samples.empty() ? 0.0 : median_of_sorted(samples);
+    row.percentage = total_ms > 0 ? row.time_ms / total_ms * 100.0 : 0.0;
+    report.rows.push_back(std::move(row));
+  }
+  std::vector<double> totals = recorder.run_totals_ms();
+  std::sort(totals.begin(), totals.end());
+  report.total.name = "Total";
+  report.total.time_ms = total_ms;
+  report.total.average_ms = total_ms / runs;
+  report.total.median_ms = totals.empty() ? 0.0 : median_of_sorted(totals);
+  report.total.percentage = 100.0;
+  return report;
+}
+
+std::string format_profile_table(const ProfileReport& report) {
+  std::string text = fmt::format("=== Profile ({} iterations) ===\n", report.count);
+  text += fmt::format("{:>11}{:>13}{:>13}{:>10}   {}\n", "Time(ms)", "Avg.(ms)", "Median(ms)", "Time(%)", "Layer");
+  auto row_text = [](const ProfileRow& row) {
+    return fmt::format("{:>11.2f}{:>13.4f}{:>13.4f}{:>10.1f}   {}\n", row.time_ms, row.average_ms, row.median_ms,
+                       row.percentage, row.name);
+  };
+  for (const ProfileRow& row : report.rows) text += row_text(row);
+  text += row_text(report.total);
+  return text;
+}
+
+nlohmann::ordered_json profile_to_json(const ProfileReport& report) {
+  nlohmann::ordered_json array = nlohmann::ordered_json::array();
+  array.push_back({{"count", report.count}});
+  for (const ProfileRow& row : report.rows) {
+    array.push_back({{"name", row.name},
+                     {"timeMs", row.time_ms},
+                     {"averageMs", row.average_ms},
+                     {"medianMs", row.median_ms},
+                     {"percentage", row.percentage}});
+  }
+  return array;
+}
+
+std::string json_array_lines(const nlohmann::ordered_json& array) {
+  std::string text = "[\n";
+  for (size_t i = 0; i < array.size(); ++i) {
+    text += (i == 0 ? "  " : ", ") + array[i].dump() + "\n";
+  }
+  text += "]\n";
+  return text;
+}
+
+nlohmann::ordered_json outputs_to_json(const std::vector<std::pair<std::string, Tensor>>& outputs) {
+  nlohmann::ordered_json array = nlohmann::ordered_json::array();
+  for (const auto& [name, tensor] : outputs) {
+    nlohmann::ordered_json values = nlohmann::ordered_json::array();
+    bool is_float = dtype_is_float(tensor.dtype());
+    for (int64_t i = 0; i < tensor.numel(); ++i) {
+      if (tensor.dtype() == DataType::kFloat) {
+        // Through float's shortest round-trip text, so 0.1f is written 0.1 and reads back as the same float.
+        float value = tensor.data<float>()[i];
+        if (std::isfinite(value)) {
+          values.push_back(std::strtod(fmt::format("{}", value).c_str(), nullptr));
+        } else {
+          values.push_back(nullptr);
+        }
+      } else if (is_float) {
+        double value = tensor.value_as_double(i);
+        values.push_back(std::isfinite(value) ? nlohmann::ordered_json(value) : nlohmann::ordered_json(nullptr));
+      } else if (tensor.dtype() == DataType::kBool) {
+        values.push_back(tensor.data<bool>()[i]);
+      } else if (tensor.dtype() == DataType::kUint64) {
+        values.push_back(tensor.data<uint64_t>()[i]);
+      } else {
+        values.push_back(tensor.value_as_int64(i));
+      }
+    }
+    array.push_back({{"name", name},
+                     {"dimensions", dims_text(tensor.shape())},
+                     {"datatype", dtype_name(tensor.dtype())},
+                     {"values", std::move(values)}});
+  }
+  return array;
+}
+
+nlohmann::ordered_json layer_info_to_json(const engine::EnginePlan& plan) {
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  for (const engine::PlanLayer& layer : plan.layers) {
+    nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
+    for (int32_t index : layer.inputs) inputs.push_back(tensor_json(plan, index));
+    nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
+    for (int32_t index : layer.outputs) outputs.push_back(tensor_json(plan, index));
+    size_t weight_bytes = 0;
+    for (const engine::Blob& blob : layer.blobs) weight_bytes += blob.bytes.size();
+    layers.push_back({{"Name", layer.name},
+                      {"LayerType", layer.kind},
+                      {"OpType", layer.op_type},
+                      {"Kernel", layer.kernel},
+                      {"SourceNodes", layer.source_nodes},
+                      {"Inputs", std::move(inputs)},
+                      {"Outputs", std::move(outputs)},
+                      {"ScratchBytes", layer.scratch_bytes},
+                      {"WeightBytes", weight_bytes}});
+  }
+  nlohmann::ordered_json bindings = nlohmann::ordered_json::array();
+  for (int32_t index : plan.inputs) bindings.push_back(tensor_json(plan, index));
+  for (int32_t index : plan.outputs) bindings.push_back(tensor_json(plan, index));
+  return {{"Layers", std::move(layers)},
+          {"Bindings", std::move(bindings)},
+          {"Precision", plan.precision},
+          {"ISA", plan.isa},
+          {"CpuFeatures", plan.cpu_features},
+          {"MaxBatch", plan.max_batch},
+          {"ArenaBytes", plan.arena_bytes},
+          {"ScratchBytesPerThread", plan.scratch_bytes_per_thread},
+          {"SourceModel", plan.source_model},
+          {"QdqrtVersion", plan.qdqrt_version}};
+}
+
+std::string format_layer_info(const engine::EnginePlan& plan) {
+  size_t kind_width = 4;
+  size_t kernel_width = 6;
+  for (const engine::PlanLayer& layer : plan.layers) {
+    kind_width = std::max(kind_width, layer.kind.size());
+    kernel_width = std::max(kernel_width, layer.kernel.size());
+  }
+  std::string text = "=== Layer information ===\n";
+  text += fmt::format("{:>4}  {:<{}}  {:<{}}  {}\n", "#", "Kind", kind_width, "Kernel", kernel_width, "Layer");
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const engine::PlanLayer& layer = plan.layers[i];
+    std::vector<std::string> inputs;
+    for (int32_t index : layer.inputs) inputs.push_back(tensor_text(plan, index));
+    std::vector<std::string> outputs;
+    for (int32_t index : layer.outputs) outputs.push_back(tensor_text(plan, index));
+    text += fmt::format("{:>4}  {:<{}}  {:<{}}  {}\n", i, layer.kind, kind_width,
+                        layer.kernel.empty() ? "-" : layer.kernel, kernel_width, layer.name);
+    text += fmt::format("{:>4}  {:<{}}  {:<{}}    [{}] -> [{}]\n", "", "", kind_width, "", kernel_width,
+                        fmt::join(inputs, ", "), fmt::join(outputs, ", "));
+  }
+  return text;
+}
+
+}  // namespace qdqrt::tools
