@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "parser/npy.h"
+#include "tools/calibrate_command.h"
 #include "tools/datasets.h"
 #include "tools/eval_command.h"
 
@@ -92,6 +93,35 @@ TEST(EvalEndToEnd, ModelAgreesWithItself) {
   EXPECT_DOUBLE_EQ(summary.rows[1].agreement, 100.0);
   EXPECT_DOUBLE_EQ(summary.rows[1].top1, summary.rows[0].top1);
   EXPECT_EQ(summary.rows[1].model, "fmnist_resnet_qdq#2");
+}
+
+// Round trip: calibrate -> build -> eval. A max-calibrated PTQ ResNet runs in INT8 and agrees with
+// its FP32 source on nearly every image.
+TEST(EvalEndToEnd, CalibratedModelRoundTrip) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "Debian dataset-fashion-mnist not installed";
+  CalibrateOptions calibrate;
+  calibrate.onnx_path = kModels + "fmnist_resnet_fp32.onnx";
+  calibrate.data_spec = "fashion-mnist:train";
+  calibrate.samples = 64;
+  calibrate.mean = {0.2860f};
+  calibrate.std = {0.3530f};
+  calibrate.output_path = ::testing::TempDir() + "/eval_ptq_max.onnx";
+  calibrate.show_progress = false;
+  std::ostringstream calibrate_out;
+  auto calibrated = run_calibrate(calibrate, calibrate_out);
+  ASSERT_TRUE(std::holds_alternative<CalibrateResult>(calibrated))
+      << std::get<CalibrateError>(calibrated).status.to_string();
+
+  EvalOptions options = small_run();
+  options.models = {parse_eval_model_spec(calibrate.onnx_path), parse_eval_model_spec(calibrate.output_path)};
+  std::ostringstream out;
+  auto outcome = run_eval(options, out);
+  ASSERT_TRUE(std::holds_alternative<EvalSummary>(outcome)) << std::get<RunError>(outcome).status.to_string();
+  const EvalSummary& summary = std::get<EvalSummary>(outcome);
+  EXPECT_EQ(summary.rows[1].model, "eval_ptq_max");
+  EXPECT_EQ(summary.rows[1].precision, "int8");
+  EXPECT_GE(summary.rows[1].agreement, 90.0);
+  EXPECT_NEAR(summary.rows[1].top1, summary.rows[0].top1, 5.0);
 }
 
 RunError expect_error(const EvalOptions& options) {
