@@ -3,6 +3,9 @@
 # build an INT8 engine from it and save it (qdqrt exec --onnx --saveEngine), load the saved engine
 # and benchmark it the way trtexec does, with the per-layer profile (qdqrt exec --loadEngine
 # --dumpProfile), then show how the optimizer fused the model into INT8 layers (qdqrt inspect).
+# Then PTQ vs QAT: calibrate PTQ models from the shipped FP32 ResNet and EfficientNet with max and
+# entropy (qdqrt calibrate, 512 training images), and evaluate FP32, PTQ max, PTQ entropy and QAT
+# of both on all 10,000 Fashion-MNIST test images (qdqrt eval): one table, JSON and an SVG plot.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${QDQRT_BUILD_DIR:-$root/build}"
@@ -17,3 +20,26 @@ echo "=== qdqrt exec: load the saved engine and benchmark it ==="
 echo
 echo "=== qdqrt inspect (optimized layers) ==="
 "$build_dir/qdqrt" inspect --onnx="$model"
+
+echo
+echo "=== qdqrt calibrate: PTQ models (max, entropy; 512 training images) ==="
+job_dir="$build_dir/main_job"
+mkdir -p "$job_dir"
+normalize=(--mean=0.2860 --std=0.3530)
+for net in resnet efficientnet; do
+  for method in max entropy; do
+    "$build_dir/qdqrt" calibrate --onnx="$root/models/fmnist_${net}_fp32.onnx" --data=fashion-mnist:train \
+      "${normalize[@]}" --samples=512 --method="$method" --output="$job_dir/fmnist_${net}_ptq_${method}.onnx"
+  done
+done
+echo
+echo "=== qdqrt eval: FP32 vs PTQ vs QAT on the Fashion-MNIST test set (10,000 images) ==="
+models=()
+for net in resnet efficientnet; do
+  models+=(--model="$root/models/fmnist_${net}_fp32.onnx" --model="$job_dir/fmnist_${net}_ptq_max.onnx"
+           --model="$job_dir/fmnist_${net}_ptq_entropy.onnx" --model="$root/models/fmnist_${net}_qdq.onnx")
+done
+"$build_dir/qdqrt" eval --data=fashion-mnist:test "${normalize[@]}" "${models[@]}" \
+  --json="$job_dir/eval.json" --plot="$job_dir/eval.svg" --savePredictions="$job_dir/predictions"
+echo
+echo "Accuracy-vs-latency plot: $job_dir/eval.svg (table as JSON: $job_dir/eval.json)"

@@ -24,5 +24,6 @@ Command add_run_command(CLI::App& app);      // qdqrt run: reference executor on
 Command add_inspect_command(CLI::App& app);  // qdqrt inspect: optimized layer list and summary
 Command add_exec_command(CLI::App& app);     // qdqrt exec: build/load an engine and benchmark it
 Command add_calibrate_command(CLI::App& app);  // qdqrt calibrate: PTQ calibration -> QDQ ONNX
+Command add_eval_command(CLI::App& app);       // qdqrt eval: accuracy/latency table over a data set
 
 }  // namespace qdqrt::tools

@@ -1,0 +1,45 @@
+// `qdqrt eval`: builds each model into an engine, runs it over a labelled image data set, and
+// reports top-1, top-5, agreement with the first model, batch-1 latency and throughput as a
+// table (and JSON, per-model predictions as .npy, an accuracy-vs-latency SVG plot). docs/cli.md.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "parser/status.h"
+#include "tools/eval_report.h"
+#include "tools/run_command.h"
+
+namespace qdqrt::tools {
+
+struct EvalModelSpec {
+  std::string path;
+  bool force_fp32 = false;  // "path:fp32"
+};
+// "model.onnx" or "model.onnx:fp32" (FP32 engine for this model even when it has Q/DQ).
+EvalModelSpec parse_eval_model_spec(const std::string& text);
+
+struct EvalOptions {
+  std::string data_spec;
+  std::vector<float> mean;
+  std::vector<float> std;
+  std::vector<EvalModelSpec> models;
+  int threads = 0;                 // 0 = all hardware threads
+  int64_t batch = 32;              // maximum (and throughput) batch
+  int64_t samples = -1;            // first N images; < 0 = all
+  bool force_fp32 = false;         // --fp32: every model in FP32
+  std::string json_path;           // "" = none
+  std::string plot_path;           // "" = none
+  std::string predictions_dir;     // "" = none
+  double latency_seconds = 1.0;    // batch-1 timing budget per model (after warm-up)
+  int latency_runs = 100;          // ... or this many runs, whichever comes first
+  bool show_progress = true;
+};
+
+// The whole command: table on `out`, progress on stderr, files as requested.
+std::variant<EvalSummary, RunError> run_eval(const EvalOptions& options, std::ostream& out);
+
+}  // namespace qdqrt::tools
