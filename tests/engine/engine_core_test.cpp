@@ -5,6 +5,8 @@
 #include <cstring>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "engine/builder.h"
 #include "engine/engine.h"
 #include "tests/optimizer_passes/pass_test_util.h"
@@ -141,7 +143,7 @@ TEST(EngineCore, MemoryPlanReusesDeadBuffers) {
   engine::EnginePlan plan;
   auto add = [&](int64_t bytes) {
     engine::PlanTensor tensor;
-    tensor.name = "t" + std::to_string(plan.tensors.size());
+    tensor.name = fmt::format("t{}", plan.tensors.size());
     tensor.dtype = DataType::kUint8;
     tensor.shape = {bytes};
     tensor.bytes = bytes;
@@ -152,7 +154,7 @@ TEST(EngineCore, MemoryPlanReusesDeadBuffers) {
   int32_t a = add(1000), b = add(1000), c = add(1000), d = add(1000);
   auto layer = [&](int32_t in, int32_t out) {
     engine::PlanLayer l;
-    l.name = "l" + std::to_string(plan.layers.size());
+    l.name = fmt::format("l{}", plan.layers.size());
     if (in >= 0) l.inputs = {in};
     l.outputs = {out};
     plan.layers.push_back(l);
