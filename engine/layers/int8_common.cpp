@@ -142,6 +142,41 @@ kernels::OutputType output_type_of(DataType dtype) {
 // ---------------------------------------------------------------------------------------------
 // Epilogue
 
+Result<EpilogueSpec> read_epilogue_inputs(const Node& node, const BuildContext& context, size_t y_scale_index,
+                                          const Shape& y_shape, const kernels::Activation& activation) {
+  const size_t y_zero_point_index = y_scale_index + 1, residual_index = y_scale_index + 2;
+  const size_t residual_scale_index = y_scale_index + 3, residual_zero_point_index = y_scale_index + 4;
+  EpilogueSpec e;
+  e.activation = activation;
+  if (node.has_input(y_scale_index)) {
+    QDQRT_ASSIGN_OR_RETURN(e.output_scale, scale_input(node, context, y_scale_index, "y_scale"));
+    if (!node.has_input(y_zero_point_index)) return unsupported("{}: y_scale without y_zero_point", node.describe());
+    DataType y_dtype = DataType::kUndefined;
+    QDQRT_ASSIGN_OR_RETURN(e.output_zero_point,
+                           zero_point_input(node, context, y_zero_point_index, "y_zero_point", 1, &y_dtype));
+    e.output_type = output_type_of(y_dtype);
+  } else {
+    e.output_type = kernels::OutputType::kF32;
+  }
+  if (node.has_input(residual_index)) {
+    const std::string& residual = node.input(residual_index);
+    if (context.constant(residual) != nullptr) return unsupported("{}: constant residual", node.describe());
+    QDQRT_ASSIGN_OR_RETURN(DataType residual_dtype, context.dtype_of(residual));
+    QDQRT_ASSIGN_OR_RETURN(Shape residual_shape, static_shape(node, context, residual));
+    if (!is_8bit(residual_dtype) || residual_shape != y_shape) {
+      return unsupported("{}: residual must be int8/uint8 shaped like the output", node.describe());
+    }
+    e.has_residual = true;
+    e.residual_signed = residual_dtype == DataType::kInt8;
+    QDQRT_ASSIGN_OR_RETURN(e.residual_scale, scale_input(node, context, residual_scale_index, "residual_scale"));
+    DataType residual_zp_dtype = residual_dtype;
+    QDQRT_ASSIGN_OR_RETURN(e.residual_zero_point, zero_point_input(node, context, residual_zero_point_index,
+                                                                   "residual_zero_point", 1, &residual_zp_dtype));
+    if (residual_zp_dtype != residual_dtype) return unsupported("{}: residual zero-point type", node.describe());
+  }
+  return e;
+}
+
 void store_epilogue(Params& params, const EpilogueSpec& spec) {
   params.set("out.type", std::string(kernels::output_type_name(spec.output_type)));
   params.set("out.scale", static_cast<double>(spec.output_scale));

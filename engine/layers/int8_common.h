@@ -79,6 +79,11 @@ struct EpilogueSpec {
   float residual_scale = 1.0f;
   int32_t residual_zero_point = 0;
 };
+// Reads the epilogue inputs of a fused QConv/QMatMul node: y_scale, y_zero_point, residual,
+// residual_scale, residual_zero_point at consecutive indices from `y_scale_index` (both layers
+// order them so), with `activation` from the node's fused attributes.
+Result<EpilogueSpec> read_epilogue_inputs(const Node& node, const BuildContext& context, size_t y_scale_index,
+                                          const Shape& y_shape, const kernels::Activation& activation);
 void store_epilogue(Params& params, const EpilogueSpec& spec);
 Result<EpilogueSpec> load_epilogue(const BindContext& context);
 // With a placeholder residual pointer when has_residual (the layer sets the real one per run).

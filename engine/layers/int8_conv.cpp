@@ -104,34 +104,8 @@ Result<ConvSpec> analyze_qconv(const Node& node, const BuildContext& context) {
   }
 
   // Epilogue: output quantization (or fp32), residual, activation.
-  EpilogueSpec& e = spec.epilogue;
-  e.activation = kernel_activation(attributes->fused);
-  if (node.has_input(kConvYScale)) {
-    QDQRT_ASSIGN_OR_RETURN(e.output_scale, scale_input(node, context, kConvYScale, "y_scale"));
-    if (!node.has_input(kConvYZeroPoint)) return unsupported("{}: y_scale without y_zero_point", node.describe());
-    DataType y_dtype = DataType::kUndefined;
-    QDQRT_ASSIGN_OR_RETURN(e.output_zero_point,
-                           zero_point_input(node, context, kConvYZeroPoint, "y_zero_point", 1, &y_dtype));
-    e.output_type = output_type_of(y_dtype);
-  } else {
-    e.output_type = kernels::OutputType::kF32;
-  }
-  if (node.has_input(kConvResidual)) {
-    const std::string& residual = node.input(kConvResidual);
-    if (context.constant(residual) != nullptr) return unsupported("{}: constant residual", node.describe());
-    QDQRT_ASSIGN_OR_RETURN(DataType residual_dtype, context.dtype_of(residual));
-    QDQRT_ASSIGN_OR_RETURN(Shape residual_shape, static_shape(node, context, residual));
-    if (!is_8bit(residual_dtype) || residual_shape != spec.y_shape) {
-      return unsupported("{}: residual must be int8/uint8 shaped like the output", node.describe());
-    }
-    e.has_residual = true;
-    e.residual_signed = residual_dtype == DataType::kInt8;
-    QDQRT_ASSIGN_OR_RETURN(e.residual_scale, scale_input(node, context, kConvResidualScale, "residual_scale"));
-    DataType residual_zp_dtype = residual_dtype;
-    QDQRT_ASSIGN_OR_RETURN(e.residual_zero_point, zero_point_input(node, context, kConvResidualZeroPoint,
-                                                                   "residual_zero_point", 1, &residual_zp_dtype));
-    if (residual_zp_dtype != residual_dtype) return unsupported("{}: residual zero-point type", node.describe());
-  }
+  QDQRT_ASSIGN_OR_RETURN(spec.epilogue, read_epilogue_inputs(node, context, kConvYScale, spec.y_shape,
+                                                            kernel_activation(attributes->fused)));
   if (static_cast<int64_t>(spec.y_shape[0]) * spec.y_shape[2] * spec.y_shape[3] >= INT_MAX) {
     return unsupported("{}: too many output pixels", node.describe());
   }

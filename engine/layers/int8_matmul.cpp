@@ -117,34 +117,8 @@ Result<MatMulSpec> analyze_qmatmul(const Node& node, const BuildContext& context
     QDQRT_ASSIGN_OR_RETURN(spec.bias, constant_input(node, context, kMatMulBias, "bias", DataType::kFloat, spec.n));
   }
 
-  EpilogueSpec& e = spec.epilogue;
-  e.activation = kernel_activation(attributes->fused);
-  if (node.has_input(kMatMulYScale)) {
-    QDQRT_ASSIGN_OR_RETURN(e.output_scale, scale_input(node, context, kMatMulYScale, "y_scale"));
-    if (!node.has_input(kMatMulYZeroPoint)) return unsupported("{}: y_scale without y_zero_point", node.describe());
-    DataType y_dtype = DataType::kUndefined;
-    QDQRT_ASSIGN_OR_RETURN(e.output_zero_point,
-                           zero_point_input(node, context, kMatMulYZeroPoint, "y_zero_point", 1, &y_dtype));
-    e.output_type = output_type_of(y_dtype);
-  } else {
-    e.output_type = kernels::OutputType::kF32;
-  }
-  if (node.has_input(kMatMulResidual)) {
-    const std::string& residual = node.input(kMatMulResidual);
-    if (context.constant(residual) != nullptr) return unsupported("{}: constant residual", node.describe());
-    QDQRT_ASSIGN_OR_RETURN(DataType residual_dtype, context.dtype_of(residual));
-    QDQRT_ASSIGN_OR_RETURN(Shape residual_shape, static_shape(node, context, residual));
-    if (!is_8bit(residual_dtype) || residual_shape != spec.y_shape) {
-      return unsupported("{}: residual must be int8/uint8 shaped like the output", node.describe());
-    }
-    e.has_residual = true;
-    e.residual_signed = residual_dtype == DataType::kInt8;
-    QDQRT_ASSIGN_OR_RETURN(e.residual_scale, scale_input(node, context, kMatMulResidualScale, "residual_scale"));
-    DataType residual_zp_dtype = residual_dtype;
-    QDQRT_ASSIGN_OR_RETURN(e.residual_zero_point, zero_point_input(node, context, kMatMulResidualZeroPoint,
-                                                                   "residual_zero_point", 1, &residual_zp_dtype));
-    if (residual_zp_dtype != residual_dtype) return unsupported("{}: residual zero-point type", node.describe());
-  }
+  QDQRT_ASSIGN_OR_RETURN(spec.epilogue, read_epilogue_inputs(node, context, kMatMulYScale, spec.y_shape,
+                                                            kernel_activation(attributes->fused)));
   return spec;
 }
 
