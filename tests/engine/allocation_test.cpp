@@ -7,54 +7,9 @@
 #include <new>
 
 #include "engine/engine.h"
+#include "tests/common/allocation_counter.h"
 #include "parser/onnx_loader.h"
 #include "tests/optimizer_passes/pass_test_util.h"
-
-extern "C" void* __libc_malloc(size_t size);
-extern "C" void* __libc_calloc(size_t count, size_t size);
-extern "C" void* __libc_realloc(void* pointer, size_t size);
-extern "C" void* __libc_memalign(size_t alignment, size_t size);
-
-namespace {
-std::atomic<bool> counting{false};
-std::atomic<int64_t> allocations{0};
-void count() {
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-#if !defined(__SANITIZE_ADDRESS__)
-extern "C" void* malloc(size_t size) {
-  count();
-  return __libc_malloc(size);
-}
-extern "C" void* calloc(size_t n, size_t size) {
-  count();
-  return __libc_calloc(n, size);
-}
-extern "C" void* realloc(void* pointer, size_t size) {
-  count();
-  return __libc_realloc(pointer, size);
-}
-extern "C" void* aligned_alloc(size_t alignment, size_t size) {
-  count();
-  return __libc_memalign(alignment, size);
-}
-#endif
-void* operator new(size_t size) {
-  count();
-  if (void* p = __libc_malloc(size ? size : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t size) {
-  count();
-  if (void* p = __libc_malloc(size ? size : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
 
 namespace qdqrt::testing {
 namespace {
@@ -77,14 +32,12 @@ int64_t allocations_after_first_run(const Graph& graph, int threads,
     ++index;
   }
   EXPECT_TRUE(context->run(bindings, output_bindings).is_ok());
-  allocations = 0;
-  counting = true;
+  start_counting_allocations();
   for (int i = 0; i < 5; ++i) {
     Status status = context->run(bindings, output_bindings);
     if (!status.is_ok()) ADD_FAILURE() << status.message();
   }
-  counting = false;
-  return allocations.load();
+  return stop_counting_allocations();
 }
 
 const char* kGraph = R"(
@@ -119,12 +72,11 @@ TEST(EngineAllocations, TheShippedModelDoesNotAllocateAfterTheFirstCall) {
 }
 
 TEST(EngineAllocations, TheCounterSeesAllocations) {
-  allocations = 0;
-  counting = true;
-  auto* leak_check = new std::vector<int>(100);
-  counting = false;
-  delete leak_check;
-  EXPECT_GE(allocations.load(), 1);
+  start_counting_allocations();
+  auto* vector = new std::vector<int>(100);
+  int64_t seen = stop_counting_allocations();
+  delete vector;
+  EXPECT_GE(seen, 1);
 }
 
 }  // namespace

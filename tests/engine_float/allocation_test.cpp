@@ -8,59 +8,10 @@
 #include <new>
 
 #include "engine/engine.h"
+#include "tests/common/allocation_counter.h"
 #include "tests/engine_float/float_cases.h"
 #include "tests/engine_float/harness.h"
 
-extern "C" void* __libc_malloc(size_t size);
-extern "C" void* __libc_calloc(size_t count, size_t size);
-extern "C" void* __libc_realloc(void* pointer, size_t size);
-extern "C" void* __libc_memalign(size_t alignment, size_t size);
-
-namespace {
-std::atomic<bool> counting{false};
-std::atomic<int64_t> allocations{0};
-void count() {
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-#if !defined(__SANITIZE_ADDRESS__)
-extern "C" void* malloc(size_t size) {
-  count();
-  return __libc_malloc(size);
-}
-extern "C" void* calloc(size_t n, size_t size) {
-  count();
-  return __libc_calloc(n, size);
-}
-extern "C" void* realloc(void* pointer, size_t size) {
-  count();
-  return __libc_realloc(pointer, size);
-}
-extern "C" void* aligned_alloc(size_t alignment, size_t size) {
-  count();
-  return __libc_memalign(alignment, size);
-}
-extern "C" int posix_memalign(void** pointer, size_t alignment, size_t size) {
-  count();
-  *pointer = __libc_memalign(alignment, size);
-  return *pointer ? 0 : 12;
-}
-#endif
-void* operator new(size_t size) {
-  count();
-  if (void* p = __libc_malloc(size ? size : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t size) {
-  count();
-  if (void* p = __libc_malloc(size ? size : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
 
 namespace qdqrt::testing {
 namespace {
@@ -87,14 +38,12 @@ int64_t allocations_after_first_run(const std::string& text, int threads,
     output_bindings.push_back({(*engine)->outputs()[i].name, outputs[i].raw_data(), outputs[i].shape()});
   }
   EXPECT_TRUE(context->run(bindings, output_bindings).is_ok());
-  allocations = 0;
-  counting = true;
+  start_counting_allocations();
   for (int i = 0; i < 3; ++i) {
     Status status = context->run(bindings, output_bindings);
     if (!status.is_ok()) ADD_FAILURE() << status.message();
   }
-  counting = false;
-  return allocations.load();
+  return stop_counting_allocations();
 }
 
 TEST(FloatAllocations, EveryNativeKind) {

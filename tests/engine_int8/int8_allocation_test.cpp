@@ -10,56 +10,9 @@
 #include <fmt/format.h>
 
 #include "engine/engine.h"
+#include "tests/common/allocation_counter.h"
 #include "tests/optimizer_fusion/fusion_test_util.h"
 
-extern "C" void* __libc_malloc(size_t size);
-extern "C" void* __libc_calloc(size_t count, size_t size);
-extern "C" void* __libc_realloc(void* pointer, size_t size);
-extern "C" void* __libc_memalign(size_t alignment, size_t size);
-
-namespace {
-std::atomic<bool> counting{false};
-std::atomic<int64_t> allocations{0};
-void count() {
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-#if !defined(__SANITIZE_ADDRESS__)
-extern "C" void* malloc(size_t size) {
-  count();
-  return __libc_malloc(size);
-}
-extern "C" void* calloc(size_t n, size_t size) {
-  count();
-  return __libc_calloc(n, size);
-}
-extern "C" void* realloc(void* pointer, size_t size) {
-  count();
-  return __libc_realloc(pointer, size);
-}
-extern "C" void* aligned_alloc(size_t alignment, size_t size) {
-  count();
-  return __libc_memalign(alignment, size);
-}
-#endif
-// The replacement operator new below is malloc-based, so operator delete calling free is right;
-// GCC sees through inlined containers and warns anyway.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(size_t size) {
-  count();
-  if (void* p = __libc_malloc(size ? size : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t size) {
-  count();
-  if (void* p = __libc_malloc(size ? size : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
 
 namespace qdqrt::testing {
 namespace {
@@ -125,14 +78,12 @@ int64_t allocations_after_first_run(const engine::Engine& engine, int threads, i
   // (kernels/scratch.h) after the first run, so a thread meeting a layer later finds it sized.
   Status first = context->run(inputs, bindings);
   EXPECT_TRUE(first.is_ok()) << first.to_string();
-  allocations = 0;
-  counting = true;
+  start_counting_allocations();
   for (int i = 0; i < 5; ++i) {
     Status status = context->run(inputs, bindings);
     if (!status.is_ok()) ADD_FAILURE() << status.to_string();
   }
-  counting = false;
-  return allocations.load();
+  return stop_counting_allocations();
 }
 
 TEST(Int8Allocations, RunDoesNotAllocateAfterTheFirstCall) {
