@@ -2,10 +2,7 @@
 // dequantize layers: build, run, profile, every export, outputs equal to the reference executor,
 // shape errors) and on models/fmnist_resnet_qdq.onnx (build + save, load, run with profiling and
 // every export; the loaded engine gives the built engine's outputs bit for bit).
-//
-// Parts of the engine still landing this session (engine files, INT8 layer families, the FP32
-// pipeline) report kUnsupported with "... yet"; the tests needing them skip with that message
-// and run by themselves once the parts are in.
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -36,14 +33,6 @@ const char* kQdqModelText = R"(
     q = QuantizeLinear(x, s, zp)
     y = DequantizeLinear(q, s, zp)
   })";
-
-bool not_landed_yet(const std::optional<RunError>& error) {
-  return error && error->status.code() == StatusCode::kUnsupported &&
-         error->status.message().find("yet") != std::string::npos;
-}
-
-#define SKIP_IF_NOT_LANDED(error)                                                         \
-  if (not_landed_yet(error)) GTEST_SKIP() << "engine part not landed: " << (error)->status.message()
 
 nlohmann::json read_json(const std::filesystem::path& path) {
   std::ifstream file(path);
@@ -244,7 +233,6 @@ TEST_F(ExecEndToEndTest, SaveLoadBatchesAndPrecisionFlags) {
   build.save_engine_path = path("qdq.qdqrt");
   build.export_output_path = path("built.json");
   std::optional<RunError> error = run(build);
-  SKIP_IF_NOT_LANDED(error);
   ASSERT_FALSE(error) << error->status.to_string();
   EXPECT_NE(text_.find("Saved engine: " + build.save_engine_path), std::string::npos) << text_;
 
@@ -252,7 +240,6 @@ TEST_F(ExecEndToEndTest, SaveLoadBatchesAndPrecisionFlags) {
   load.load_engine_path = build.save_engine_path;
   load.export_output_path = path("loaded.json");
   error = run(load);
-  SKIP_IF_NOT_LANDED(error);
   ASSERT_FALSE(error) << error->status.to_string();
   EXPECT_NE(text_.find("=== Load ===\nEngine: " + load.load_engine_path), std::string::npos) << text_;
   EXPECT_EQ(read_json(path("loaded.json")), read_json(path("built.json")));
@@ -289,7 +276,6 @@ TEST_F(ExecEndToEndTest, FmnistBuildSaveLoadWithProfile) {
   build.export_times_path = path("times.json");
   build.export_output_path = path("built.json");
   std::optional<RunError> error = run(build);
-  SKIP_IF_NOT_LANDED(error);
   ASSERT_FALSE(error) << error->status.to_string() << "\n" << text_;
   EXPECT_NE(text_.find("=== Profile (20 iterations) ==="), std::string::npos) << text_;
 
@@ -311,7 +297,6 @@ TEST_F(ExecEndToEndTest, FmnistBuildSaveLoadWithProfile) {
   load.dump_profile = true;
   load.export_output_path = path("loaded.json");
   error = run(load);
-  SKIP_IF_NOT_LANDED(error);
   ASSERT_FALSE(error) << error->status.to_string();
   EXPECT_NE(text_.find("=== Profile (20 iterations) ==="), std::string::npos) << text_;
   EXPECT_EQ(read_json(path("loaded.json")), built);  // bit for bit (same seeded inputs)
@@ -323,7 +308,6 @@ TEST_F(ExecEndToEndTest, FmnistFp32Build) {
   build.fp32 = true;
   build.export_output_path = path("fp32.json");
   std::optional<RunError> error = run(build);
-  SKIP_IF_NOT_LANDED(error);
   ASSERT_FALSE(error) << error->status.to_string();
   EXPECT_NE(text_.find("Precision: fp32"), std::string::npos) << text_;
   EXPECT_EQ(read_json(path("fp32.json"))[0]["dimensions"], "1x10");
