@@ -170,13 +170,24 @@ Status lower_quantize(const Node& node, BuildContext& context) {
   return Status::ok();
 }
 
-Result<std::unique_ptr<Layer>> bind_quantize(const BindContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* input, context.input(0));
-  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
+// The "scale" and "zero_point" params of a quantize/dequantize layer, checked for the 8-bit type
+// `quantized` (an engine file is untrusted).
+Result<ScalarQuantization> bound_quantization(const BindContext& context, DataType quantized) {
   const Params& params = context.layer().params;
   QDQRT_ASSIGN_OR_RETURN(double scale, params.get_float("scale"));
   QDQRT_ASSIGN_OR_RETURN(int64_t zero_point, params.get_int("zero_point"));
-  QDQRT_ASSIGN_OR_RETURN(int64_t to_nhwc, params.get_int("to_nhwc"));
+  if (!(scale > 0.0) || !std::isfinite(scale)) return context.error(fmt::format("scale {} is not positive", scale));
+  const int64_t lowest = quantized == DataType::kInt8 ? -128 : 0;
+  if (zero_point < lowest || zero_point > lowest + 255) {
+    return context.error(fmt::format("zero point {} out of range", zero_point));
+  }
+  return ScalarQuantization{static_cast<float>(scale), static_cast<int32_t>(zero_point)};
+}
+
+Result<std::unique_ptr<Layer>> bind_quantize(const BindContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* input, context.input(0));
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
+  QDQRT_ASSIGN_OR_RETURN(int64_t to_nhwc, context.layer().params.get_int("to_nhwc"));
   if (input->dtype != DataType::kFloat || !is_8bit(output->dtype)) {
     return context.error(fmt::format("needs float32 -> int8/uint8, got {} -> {}", dtype_name(input->dtype),
                                      dtype_name(output->dtype)));
@@ -188,18 +199,13 @@ Result<std::unique_ptr<Layer>> bind_quantize(const BindContext& context) {
               : input->layout != output->layout) {
     return context.error("input/output layouts do not fit the layer");
   }
-  if (!(scale > 0.0) || !std::isfinite(scale)) return context.error(fmt::format("scale {} is not positive", scale));
+  QDQRT_ASSIGN_OR_RETURN(ScalarQuantization q, bound_quantization(context, output->dtype));
   kernels::Isa isa = kernels::active_isa();
+  int32_t in = context.layer().inputs[0], out = context.layer().outputs[0];
   if (output->dtype == DataType::kInt8) {
-    if (zero_point < -128 || zero_point > 127) return context.error(fmt::format("zero point {} out of range", zero_point));
-    return std::unique_ptr<Layer>(new QuantizeLayer<int8_t>(context.layer().inputs[0], context.layer().outputs[0],
-                                                            static_cast<float>(scale), static_cast<int32_t>(zero_point),
-                                                            to_nhwc != 0, isa));
+    return std::unique_ptr<Layer>(new QuantizeLayer<int8_t>(in, out, q.scale, q.zero_point, to_nhwc != 0, isa));
   }
-  if (zero_point < 0 || zero_point > 255) return context.error(fmt::format("zero point {} out of range", zero_point));
-  return std::unique_ptr<Layer>(new QuantizeLayer<uint8_t>(context.layer().inputs[0], context.layer().outputs[0],
-                                                           static_cast<float>(scale), static_cast<int32_t>(zero_point),
-                                                           to_nhwc != 0, isa));
+  return std::unique_ptr<Layer>(new QuantizeLayer<uint8_t>(in, out, q.scale, q.zero_point, to_nhwc != 0, isa));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -265,9 +271,6 @@ Status lower_dequantize(const Node& node, BuildContext& context) {
 Result<std::unique_ptr<Layer>> bind_dequantize(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* input, context.input(0));
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
-  const Params& params = context.layer().params;
-  QDQRT_ASSIGN_OR_RETURN(double scale, params.get_float("scale"));
-  QDQRT_ASSIGN_OR_RETURN(int64_t zero_point, params.get_int("zero_point"));
   if (!is_8bit(input->dtype) || output->dtype != DataType::kFloat) {
     return context.error(fmt::format("needs int8/uint8 -> float32, got {} -> {}", dtype_name(input->dtype),
                                      dtype_name(output->dtype)));
@@ -275,17 +278,13 @@ Result<std::unique_ptr<Layer>> bind_dequantize(const BindContext& context) {
   if (input->shape != output->shape || input->batched != output->batched || input->layout != output->layout) {
     return context.error("input and output shapes or layouts differ");
   }
-  if (!(scale > 0.0) || !std::isfinite(scale)) return context.error(fmt::format("scale {} is not positive", scale));
+  QDQRT_ASSIGN_OR_RETURN(ScalarQuantization q, bound_quantization(context, input->dtype));
   kernels::Isa isa = kernels::active_isa();
   int32_t in = context.layer().inputs[0], out = context.layer().outputs[0];
   if (input->dtype == DataType::kInt8) {
-    if (zero_point < -128 || zero_point > 127) return context.error(fmt::format("zero point {} out of range", zero_point));
-    return std::unique_ptr<Layer>(
-        new DequantizeLayer<int8_t>(in, out, static_cast<float>(scale), static_cast<int32_t>(zero_point), isa));
+    return std::unique_ptr<Layer>(new DequantizeLayer<int8_t>(in, out, q.scale, q.zero_point, isa));
   }
-  if (zero_point < 0 || zero_point > 255) return context.error(fmt::format("zero point {} out of range", zero_point));
-  return std::unique_ptr<Layer>(
-      new DequantizeLayer<uint8_t>(in, out, static_cast<float>(scale), static_cast<int32_t>(zero_point), isa));
+  return std::unique_ptr<Layer>(new DequantizeLayer<uint8_t>(in, out, q.scale, q.zero_point, isa));
 }
 
 // ---------------------------------------------------------------------------------------------
