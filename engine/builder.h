@@ -6,8 +6,8 @@
 
 #include "engine/engine.h"
 #include "engine/plan.h"
-#include "parser/graph.h"
-#include "parser/status.h"
+#include "core/graph.h"
+#include "core/status.h"
 
 namespace qdqrt::engine {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine/plan.h"
-#include "parser/status.h"
+#include "core/status.h"
 
 namespace qdqrt::engine {
 

@@ -20,8 +20,8 @@
 
 #include "engine/plan.h"
 #include "kernels/cpu_features.h"
-#include "parser/graph.h"
-#include "parser/status.h"
+#include "core/graph.h"
+#include "core/status.h"
 
 namespace qdqrt::engine {
 

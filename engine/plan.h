@@ -16,9 +16,9 @@
 #include <variant>
 #include <vector>
 
-#include "parser/dtype.h"
-#include "parser/status.h"
-#include "parser/tensor.h"
+#include "core/dtype.h"
+#include "core/status.h"
+#include "core/tensor.h"
 
 namespace qdqrt::engine {
 

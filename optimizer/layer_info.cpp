@@ -7,7 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "optimizer/graph_utils.h"
-#include "parser/ops/fused_layers.h"
+#include "core/ops/fused_layers.h"
 
 namespace qdqrt::optimizer {
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "optimizer/pass.h"
-#include "parser/graph.h"
-#include "parser/status.h"
+#include "core/graph.h"
+#include "core/status.h"
 
 namespace qdqrt::optimizer {
 

@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "parser/graph.h"
+#include "core/graph.h"
 #include "parser/onnx_loader.h"
-#include "parser/status.h"
+#include "core/status.h"
 
 namespace qdqrt::onnx_detail {
 

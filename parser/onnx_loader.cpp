@@ -18,7 +18,7 @@
 #include <unordered_set>
 
 #include "parser/onnx_internal.h"
-#include "parser/op_registry.h"
+#include "core/op_registry.h"
 
 namespace qdqrt {
 

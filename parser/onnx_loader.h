@@ -6,8 +6,8 @@
 #include <map>
 #include <string>
 
-#include "parser/graph.h"
-#include "parser/status.h"
+#include "core/graph.h"
+#include "core/status.h"
 
 namespace onnx {
 class ModelProto;

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "parser/graph.h"
-#include "parser/status.h"
+#include "core/graph.h"
+#include "core/status.h"
 
 namespace qdqrt {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "parser/graph.h"
-#include "parser/status.h"
+#include "core/graph.h"
+#include "core/status.h"
 
 namespace qdqrt {
 
@@ -42,6 +42,6 @@ void register_resize_kernels(KernelRegistry& registry);
 void register_elementwise_kernels(KernelRegistry& registry);
 void register_reduce_kernels(KernelRegistry& registry);
 void register_tensor_kernels(KernelRegistry& registry);
-void register_fused_kernels(KernelRegistry& registry);  // qdqrt domain (parser/ops/fused_layers.h)
+void register_fused_kernels(KernelRegistry& registry);  // qdqrt domain (core/ops/fused_layers.h)
 
 }  // namespace qdqrt

@@ -8,7 +8,7 @@ packages=(
   libeigen3-dev libtbb-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libflatbuffers-dev flatbuffers-compiler
   python3-numpy python3-torch python3-torchvision dataset-fashion-mnist
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev ccache libxxhash-dev
 )
 missing=()
 # Node.js (for the ONNX Runtime oracle) may come from elsewhere; only add Debian's when absent.

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "parser/status.h"
-#include "parser/tensor.h"
+#include "core/status.h"
+#include "core/tensor.h"
 #include "tools/run_command.h"
 
 namespace qdqrt::tools {

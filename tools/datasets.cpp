@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "parser/npy.h"
+#include "tools/npy.h"
 #include "parser/onnx_loader.h"
 
 namespace qdqrt::tools {

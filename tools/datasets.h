@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "parser/status.h"
-#include "parser/tensor.h"
+#include "core/status.h"
+#include "core/tensor.h"
 
 namespace qdqrt::tools {
 

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "engine/engine.h"
-#include "parser/npy.h"
+#include "tools/npy.h"
 #include "parser/onnx_loader.h"
 #include "tools/commands.h"
 #include "tools/datasets.h"

@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include "parser/status.h"
+#include "core/status.h"
 #include "tools/eval_report.h"
 #include "tools/run_command.h"
 

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "parser/npy.h"
+#include "tools/npy.h"
 #include "tools/cli_flags.h"
 #include "tools/commands.h"
 #include "tools/exec_report.h"

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "parser/status.h"
-#include "parser/tensor.h"
+#include "core/status.h"
+#include "core/tensor.h"
 #include "tools/run_command.h"
 
 namespace qdqrt::tools {

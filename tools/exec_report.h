@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/plan.h"
-#include "parser/status.h"
-#include "parser/tensor.h"
+#include "core/status.h"
+#include "core/tensor.h"
 
 namespace qdqrt::tools {
 

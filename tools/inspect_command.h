@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "optimizer/layer_info.h"
-#include "parser/status.h"
-#include "parser/tensor.h"
+#include "core/status.h"
+#include "core/tensor.h"
 
 namespace qdqrt::tools {
 

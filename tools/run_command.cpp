@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "parser/npy.h"
+#include "tools/npy.h"
 #include "parser/onnx_loader.h"
 #include "tools/cli_flags.h"
 #include "tools/commands.h"

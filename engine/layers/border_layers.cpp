@@ -16,8 +16,8 @@
 #include "engine/layer.h"
 #include "engine/layers/layer_families.h"
 #include "kernels/dispatch.h"
-#include "parser/ops/fused_layers.h"
-#include "parser/ops/quantize.h"
+#include "core/ops/fused_layers.h"
+#include "core/ops/quantize.h"
 #include "reference/executor.h"
 
 namespace qdqrt::engine {

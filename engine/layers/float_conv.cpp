@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "engine/layers/float_common.h"
-#include "parser/ops/conv.h"
+#include "core/ops/conv.h"
 #include "reference/ops/common_a.h"
 
 namespace qdqrt::engine::fp32 {

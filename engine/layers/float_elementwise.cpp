@@ -15,8 +15,8 @@
 
 #include "engine/layers/float_common.h"
 #include "kernels/broadcast.h"
-#include "parser/ops/elementwise.h"
-#include "parser/ops/normalization.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/normalization.h"
 
 namespace qdqrt::engine::fp32 {
 

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "engine/layers/float_common.h"
-#include "parser/ops/matmul.h"
+#include "core/ops/matmul.h"
 
 namespace qdqrt::engine::fp32 {
 

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "engine/layers/float_common.h"
-#include "parser/ops/pool.h"
+#include "core/ops/pool.h"
 #include "reference/ops/common_a.h"
 
 namespace qdqrt::engine::fp32 {

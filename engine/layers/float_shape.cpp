@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "engine/layers/float_common.h"
-#include "parser/ops/tensor.h"
+#include "core/ops/tensor.h"
 
 namespace qdqrt::engine::fp32 {
 

@@ -14,9 +14,9 @@
 #include "kernels/qconv.h"
 #include "kernels/qepilogue.h"
 #include "kernels/qgemm.h"
-#include "parser/graph.h"
-#include "parser/ops/conv.h"
-#include "parser/ops/fused.h"
+#include "core/graph.h"
+#include "core/ops/conv.h"
+#include "core/ops/fused.h"
 
 namespace qdqrt::engine::int8 {
 

@@ -12,7 +12,7 @@
 
 #include "engine/layers/int8_common.h"
 #include "kernels/qconv.h"
-#include "parser/ops/fused_layers.h"
+#include "core/ops/fused_layers.h"
 
 namespace qdqrt::engine::int8 {
 

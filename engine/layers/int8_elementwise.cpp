@@ -17,7 +17,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/qelementwise.h"
 #include "kernels/qlut.h"
-#include "parser/ops/fused_layers.h"
+#include "core/ops/fused_layers.h"
 #include "reference/executor.h"
 
 namespace qdqrt::engine::int8 {

@@ -1,4 +1,4 @@
-// The INT8 layer family: the qdqrt-domain fused layers of parser/ops/fused_layers.h and the plain
+// The INT8 layer family: the qdqrt-domain fused layers of core/ops/fused_layers.h and the plain
 // ONNX ops the optimizer leaves on int8/uint8 tensors (MaxPool, Reshape/Flatten/Squeeze/Unsqueeze,
 // Transpose, Relu). One file per group (engine/layers/int8_*.cpp); shared helpers in int8_common.h.
 // Every lowering has an `accepts` predicate: nodes with attribute values the kernels do not cover

@@ -13,8 +13,8 @@
 #include "engine/layers/int8_common.h"
 #include "kernels/dispatch.h"
 #include "kernels/qpool.h"
-#include "parser/ops/fused_layers.h"
-#include "parser/ops/pool.h"
+#include "core/ops/fused_layers.h"
+#include "core/ops/pool.h"
 
 namespace qdqrt::engine::int8 {
 

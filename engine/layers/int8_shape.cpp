@@ -15,8 +15,8 @@
 #include "engine/layers/int8_common.h"
 #include "kernels/dispatch.h"
 #include "kernels/qconcat.h"
-#include "parser/ops/fused_layers.h"
-#include "parser/ops/tensor.h"
+#include "core/ops/fused_layers.h"
+#include "core/ops/tensor.h"
 
 namespace qdqrt::engine::int8 {
 

@@ -2,8 +2,8 @@
 // kinds (bind side) and node lowerings (build side). LayerRegistry::instance() calls them all.
 #pragma once
 
-#include "parser/graph.h"
-#include "parser/status.h"
+#include "core/graph.h"
+#include "core/status.h"
 
 namespace qdqrt::engine {
 

@@ -30,7 +30,7 @@
 
 #include "engine/layer.h"
 #include "engine/layers/layer_families.h"
-#include "parser/op_registry.h"
+#include "core/op_registry.h"
 #include "reference/executor.h"
 #include "reference/kernel_registry.h"
 

@@ -6,9 +6,9 @@
 
 #include "optimizer/graph_utils.h"
 #include "optimizer/passes/qdq_params.h"
-#include "parser/op_registry.h"
-#include "parser/ops/normalization.h"
-#include "parser/ops/quantize.h"
+#include "core/op_registry.h"
+#include "core/ops/normalization.h"
+#include "core/ops/quantize.h"
 
 namespace qdqrt::optimizer {
 

@@ -6,7 +6,7 @@
 
 #include "optimizer/graph_utils.h"
 #include "optimizer/passes/qdq_params.h"
-#include "parser/ops/tensor.h"
+#include "core/ops/tensor.h"
 #include "reference/executor.h"
 
 namespace qdqrt::optimizer {

@@ -6,10 +6,10 @@
 
 #include "optimizer/graph_utils.h"
 #include "optimizer/passes/qdq_params.h"
-#include "parser/ops/elementwise.h"
-#include "parser/ops/quantize.h"
-#include "parser/op_registry.h"
-#include "parser/ops/tensor.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/quantize.h"
+#include "core/op_registry.h"
+#include "core/ops/tensor.h"
 #include "reference/executor.h"
 
 namespace qdqrt::optimizer {

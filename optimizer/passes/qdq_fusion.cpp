@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "parser/ops/fused_layers.h"
+#include "core/ops/fused_layers.h"
 
 namespace qdqrt::optimizer {
 

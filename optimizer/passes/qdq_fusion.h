@@ -1,5 +1,5 @@
 // The action half of the Q/DQ fusions (the selectors are optimizer/selectors/qdq_selectors.h):
-// turns a selection into one qdqrt fused layer node (parser/ops/fused_layers.h), and the loop
+// turns a selection into one qdqrt fused layer node (core/ops/fused_layers.h), and the loop
 // every fuse_qdq_* pass runs.
 #pragma once
 

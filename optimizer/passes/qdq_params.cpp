@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "parser/ops/quantize.h"
+#include "core/ops/quantize.h"
 
 namespace qdqrt::optimizer {
 

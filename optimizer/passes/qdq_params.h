@@ -7,7 +7,7 @@
 #include <string>
 
 #include "optimizer/graph_utils.h"
-#include "parser/graph.h"
+#include "core/graph.h"
 
 namespace qdqrt::optimizer {
 

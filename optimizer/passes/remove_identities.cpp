@@ -2,7 +2,7 @@
 
 #include "optimizer/graph_utils.h"
 #include "optimizer/passes/qdq_params.h"
-#include "parser/ops/tensor.h"
+#include "core/ops/tensor.h"
 
 namespace qdqrt::optimizer {
 

@@ -6,10 +6,10 @@
 
 #include <fmt/format.h>
 
-#include "parser/ops/elementwise.h"
-#include "parser/ops/fused_layers.h"
-#include "parser/ops/matmul.h"
-#include "parser/ops/quantize.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/fused_layers.h"
+#include "core/ops/matmul.h"
+#include "core/ops/quantize.h"
 #include "reference/executor.h"
 
 namespace qdqrt::optimizer {

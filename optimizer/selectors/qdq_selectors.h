@@ -9,8 +9,8 @@
 
 #include "optimizer/graph_utils.h"
 #include "optimizer/pass.h"
-#include "parser/graph.h"
-#include "parser/ops/fused.h"
+#include "core/graph.h"
+#include "core/ops/fused.h"
 
 namespace qdqrt::optimizer {
 

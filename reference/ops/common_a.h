@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "parser/graph.h"
-#include "parser/ops/conv.h"
-#include "parser/status.h"
+#include "core/graph.h"
+#include "core/ops/conv.h"
+#include "core/status.h"
 
 namespace qdqrt::reference_a {
 

@@ -15,9 +15,9 @@
 
 #include <fmt/format.h>
 
-#include "parser/graph.h"
-#include "parser/status.h"
-#include "parser/tensor.h"
+#include "core/graph.h"
+#include "core/status.h"
+#include "core/tensor.h"
 
 namespace qdqrt::refb {
 

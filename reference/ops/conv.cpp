@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "parser/ops/conv.h"
+#include "core/ops/conv.h"
 #include "reference/kernel_registry.h"
 #include "reference/ops/common_a.h"
 

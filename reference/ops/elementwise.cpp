@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "parser/ops/elementwise.h"
+#include "core/ops/elementwise.h"
 #include "reference/kernel_registry.h"
 #include "reference/ops/common_b.h"
 

@@ -1,4 +1,4 @@
-// Reference kernels of the qdqrt fused INT8 layers (parser/ops/fused_layers.h). They DEFINE the
+// Reference kernels of the qdqrt fused INT8 layers (core/ops/fused_layers.h). They DEFINE the
 // numbers the engine's INT8 kernels are tested against, by composing the reference kernels of the
 // plain ONNX ops the layer replaced, in the same order and precision as the original graph:
 //
@@ -23,14 +23,14 @@
 #include <cmath>
 #include <memory>
 
-#include "parser/op_registry.h"
-#include "parser/ops/conv.h"
-#include "parser/ops/elementwise.h"
-#include "parser/ops/fused.h"
-#include "parser/ops/fused_layers.h"
-#include "parser/ops/pool.h"
-#include "parser/ops/quantize.h"
-#include "parser/ops/tensor.h"
+#include "core/op_registry.h"
+#include "core/ops/conv.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/fused.h"
+#include "core/ops/fused_layers.h"
+#include "core/ops/pool.h"
+#include "core/ops/quantize.h"
+#include "core/ops/tensor.h"
 #include "reference/executor.h"
 #include "reference/kernel_registry.h"
 #include "reference/ops/common_a.h"

@@ -1,5 +1,5 @@
 // Reference Gemm and MatMul (float32), accumulating in double.
-#include "parser/ops/matmul.h"
+#include "core/ops/matmul.h"
 #include "reference/kernel_registry.h"
 #include "reference/ops/common_a.h"
 

@@ -2,7 +2,7 @@
 // statistics in double.
 #include <cmath>
 
-#include "parser/ops/normalization.h"
+#include "core/ops/normalization.h"
 #include "reference/kernel_registry.h"
 #include "reference/ops/common_a.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "parser/ops/pool.h"
+#include "core/ops/pool.h"
 #include "reference/kernel_registry.h"
 #include "reference/ops/common_a.h"
 

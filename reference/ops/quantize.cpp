@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "parser/ops/conv.h"
-#include "parser/ops/quantize.h"
+#include "core/ops/conv.h"
+#include "core/ops/quantize.h"
 #include "reference/kernel_registry.h"
 #include "reference/ops/common_a.h"
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "parser/ops/reduce.h"
+#include "core/ops/reduce.h"
 #include "reference/kernel_registry.h"
 #include "reference/ops/common_b.h"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-#include "parser/ops/resize.h"
+#include "core/ops/resize.h"
 #include "reference/kernel_registry.h"
 #include "reference/ops/common_a.h"
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "parser/ops/tensor.h"
+#include "core/ops/tensor.h"
 #include "reference/kernel_registry.h"
 #include "reference/ops/common_b.h"
 

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <variant>
 
-#include "parser/npy.h"
+#include "tools/npy.h"
 #include "parser/onnx_loader.h"
 #include "tools/calibrate_command.h"
 

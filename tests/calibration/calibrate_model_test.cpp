@@ -16,7 +16,7 @@
 #include "optimizer/layer_info.h"
 #include "optimizer/pipeline.h"
 #include "parser/onnx_loader.h"
-#include "parser/npy.h"
+#include "tools/npy.h"
 #include "parser/onnx_writer.h"
 #include "reference/executor.h"
 #include "tools/calibrate_command.h"

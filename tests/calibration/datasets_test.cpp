@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "parser/npy.h"
+#include "tools/npy.h"
 #include "parser/onnx_writer.h"
 #include "tools/datasets.h"
 

@@ -34,7 +34,7 @@
 
 #include "engine/engine.h"
 #include "parser/onnx_loader.h"
-#include "parser/op_registry.h"
+#include "core/op_registry.h"
 #include "reference/executor.h"
 
 namespace qdqrt {

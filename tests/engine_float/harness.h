@@ -11,7 +11,7 @@
 
 #include "engine/layer.h"
 #include "engine/plan.h"
-#include "parser/graph.h"
+#include "core/graph.h"
 #include "reference/executor.h"
 
 namespace qdqrt::testing {

@@ -14,7 +14,7 @@
 #include "engine/layer.h"
 #include "engine/plan.h"
 #include "kernels/cpu_features.h"
-#include "parser/graph.h"
+#include "core/graph.h"
 #include "reference/executor.h"
 
 namespace qdqrt::testing {

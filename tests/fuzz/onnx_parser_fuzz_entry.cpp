@@ -5,7 +5,7 @@
 #include <unordered_set>
 
 #include "parser/onnx_loader.h"
-#include "parser/op_registry.h"
+#include "core/op_registry.h"
 
 namespace qdqrt {
 

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "optimizer/passes/fuse_qdq_conv.h"
-#include "parser/ops/fused.h"
-#include "parser/ops/fused_layers.h"
+#include "core/ops/fused.h"
+#include "core/ops/fused_layers.h"
 #include "tests/optimizer_fusion/fusion_test_util.h"
 
 namespace qdqrt::testing {

@@ -11,9 +11,9 @@
 #include "optimizer/passes/fuse_qdq_lookup.h"
 #include "optimizer/passes/fuse_qdq_pool.h"
 #include "optimizer/pipeline.h"
-#include "parser/op_registry.h"
-#include "parser/ops/fused.h"
-#include "parser/ops/fused_layers.h"
+#include "core/op_registry.h"
+#include "core/ops/fused.h"
+#include "core/ops/fused_layers.h"
 #include "tests/optimizer_fusion/fusion_test_util.h"
 
 namespace qdqrt::testing {

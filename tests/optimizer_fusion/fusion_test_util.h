@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "optimizer/pass.h"
-#include "parser/graph.h"
+#include "core/graph.h"
 #include "reference/executor.h"
 
 namespace qdqrt::testing {

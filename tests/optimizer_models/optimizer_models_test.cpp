@@ -22,7 +22,7 @@
 #include "optimizer/layer_info.h"
 #include "optimizer/pipeline.h"
 #include "parser/onnx_loader.h"
-#include "parser/ops/fused_layers.h"
+#include "core/ops/fused_layers.h"
 #include "reference/executor.h"
 
 namespace qdqrt::optimizer {

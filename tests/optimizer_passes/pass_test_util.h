@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "optimizer/pipeline.h"
-#include "parser/graph.h"
+#include "core/graph.h"
 #include "reference/executor.h"
 
 namespace qdqrt::testing {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "parser/onnx_loader.h"
-#include "parser/op_registry.h"
+#include "core/op_registry.h"
 
 namespace qdqrt::testing {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "parser/op_registry.h"
+#include "core/op_registry.h"
 #include "reference/executor.h"
 
 namespace qdqrt::testing {

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "parser/onnx_loader.h"
-#include "parser/op_registry.h"
+#include "core/op_registry.h"
 
 namespace qdqrt::testing {
 

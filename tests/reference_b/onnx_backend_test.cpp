@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "parser/onnx_loader.h"
-#include "parser/op_registry.h"
+#include "core/op_registry.h"
 #include "reference/executor.h"
 #include "reference/kernel_registry.h"
 #include "reference/ops/common_b.h"

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "parser/op_registry.h"
+#include "core/op_registry.h"
 #include "reference/executor.h"
 
 namespace qdqrt::testing_b {

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "kernels/cpu_features.h"
-#include "parser/status.h"
-#include "parser/tensor.h"
+#include "core/status.h"
+#include "core/tensor.h"
 
 namespace qdqrt {
 namespace {

@@ -9,7 +9,7 @@
 #include <random>
 #include <string>
 
-#include "parser/npy.h"
+#include "tools/npy.h"
 
 namespace qdqrt {
 namespace {

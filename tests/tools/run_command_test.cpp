@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "parser/npy.h"
+#include "tools/npy.h"
 #include "tools/run_command.h"
 
 namespace qdqrt::tools {

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "parser/npy.h"
+#include "tools/npy.h"
 #include "tools/calibrate_command.h"
 #include "tools/datasets.h"
 #include "tools/eval_command.h"

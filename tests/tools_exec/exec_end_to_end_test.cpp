@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "parser/npy.h"
+#include "tools/npy.h"
 #include "parser/onnx_writer.h"
 #include "reference/executor.h"
 #include "tests/optimizer_passes/pass_test_util.h"

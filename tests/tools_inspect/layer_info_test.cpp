@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "optimizer/layer_info.h"
-#include "parser/ops/fused_layers.h"
+#include "core/ops/fused_layers.h"
 #include "tools/inspect_command.h"
 
 namespace qdqrt::optimizer {

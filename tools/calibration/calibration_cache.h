@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "parser/status.h"
+#include "core/status.h"
 #include "tools/calibration/histogram.h"
 
 namespace qdqrt::calibration {

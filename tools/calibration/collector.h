@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "parser/graph.h"
-#include "parser/status.h"
+#include "core/graph.h"
+#include "core/status.h"
 #include "tools/calibration/histogram.h"
 
 namespace qdqrt::calibration {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "parser/status.h"
+#include "core/status.h"
 
 namespace qdqrt::calibration {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "parser/graph.h"
-#include "parser/status.h"
+#include "core/graph.h"
+#include "core/status.h"
 
 namespace qdqrt::calibration {
 

@@ -1,0 +1,85 @@
+// Typed attributes of the qdqrt-domain fused INT8 layers (the contract: core/ops/fused_layers.h)
+// and layer_kind(), the name inspect and profiles give a layer ("Conv", "DepthwiseConv", ...).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/ops/conv.h"
+#include "core/ops/pool.h"
+
+namespace qdqrt {
+
+// The activation a fused layer applies after bias and residual, in real (float) units.
+enum class ActivationKind { kNone, kRelu, kClip, kLeakyRelu };
+const char* activation_kind_name(ActivationKind kind);  // "", "Relu", "Clip", "LeakyRelu"
+
+struct FusedActivation {
+  ActivationKind kind = ActivationKind::kNone;
+  float min = std::numeric_limits<float>::lowest();  // Clip
+  float max = std::numeric_limits<float>::max();     // Clip
+  float alpha = 0.01f;                               // LeakyRelu
+  // The activation applied to one value (the same float operations as the ONNX ops).
+  float apply(float value) const;
+};
+
+// What every fused layer carries: its source nodes and its activation.
+struct FusedLayerInfo {
+  std::vector<std::string> fused_nodes;  // attribute "fused_nodes"
+  FusedActivation activation;            // attributes "activation", "activation_min/max/alpha"
+};
+
+struct QConvAttributes : ConvAttributes {
+  FusedLayerInfo fused;
+};
+struct QMatMulAttributes : OpAttributes {
+  FusedLayerInfo fused;
+};
+// QAdd and QMul.
+struct QBinaryAttributes : OpAttributes {
+  FusedLayerInfo fused;
+};
+struct QAveragePoolAttributes : AveragePoolAttributes {
+  FusedLayerInfo fused;
+};
+struct QGlobalAveragePoolAttributes : OpAttributes {
+  FusedLayerInfo fused;
+};
+
+struct QRequantizeAttributes : OpAttributes {
+  FusedLayerInfo fused;
+};
+
+enum class LookupFunction { kSigmoid, kSiLU, kHardSwish, kHardSigmoid, kTanh, kGelu };
+const char* lookup_function_name(LookupFunction function);  // "Sigmoid", "SiLU", ...
+
+struct QLookupAttributes : OpAttributes {
+  FusedLayerInfo fused;
+  LookupFunction function = LookupFunction::kSigmoid;
+  float alpha = 0.2f;             // HardSigmoid (attribute "alpha")
+  float beta = 0.5f;              // HardSigmoid (attribute "beta")
+  bool tanh_approximation = false;  // Gelu (attribute "approximate": "none" / "tanh")
+};
+
+struct QConcatAttributes : OpAttributes {
+  FusedLayerInfo fused;
+  int64_t axis = 0;
+};
+
+// The fused layer's common part (nullptr for nodes that are not fused layers or not parsed).
+const FusedLayerInfo* fused_layer_info(const Node& node);
+
+// The layer kind of a node: for qdqrt fused layers "Conv", "DepthwiseConv" (group == input
+// channels == output channels... i.e. one input channel per group), "GroupConv", "MatMul",
+// "Add", "Mul", "AveragePool", "GlobalAveragePool", "Lookup", "Concat", "Requantize"; for any other node its
+// op_type. Depthwise needs the weight's shape: pass the graph so the weight can be looked up.
+std::string layer_kind(const Node& node, const Graph* graph = nullptr);
+
+// Parses QConv's attribute set (Conv's attributes + the fused ones) from a node; used by the
+// optimizer to set typed_attributes on the nodes it creates.
+Result<std::shared_ptr<const OpAttributes>> parse_fused_layer_attributes(const Node& node);
+
+}  // namespace qdqrt
