@@ -7,7 +7,7 @@
 
 #include "core/ops/fused_layers.h"
 #include "core/ops/quantize.h"
-#include "reference/executor.h"
+#include "optimizer/passes/qdq_params.h"
 
 namespace qdqrt::optimizer {
 
@@ -214,19 +214,7 @@ std::optional<Tensor> constant_float(const Graph& graph, const ValueIndex& index
   if (producer < 0) return std::nullopt;
   const Node& dq = graph.nodes[static_cast<size_t>(producer)];
   if (!is_onnx(dq, "DequantizeLinear")) return std::nullopt;
-  std::vector<const Tensor*> inputs;
-  for (size_t i = 0; i < dq.inputs.size(); ++i) {
-    if (!dq.has_input(i)) {
-      inputs.push_back(nullptr);
-      continue;
-    }
-    const Tensor* constant = find_constant(graph, dq.input(i));
-    if (constant == nullptr) return std::nullopt;
-    inputs.push_back(constant);
-  }
-  auto outputs = run_reference_node(dq, inputs);
-  if (!outputs.ok() || outputs.value().empty()) return std::nullopt;
-  return outputs.value()[0];
+  return folded_dequantize(graph, dq);
 }
 
 std::optional<QuantizedOutput> output_quantization(const Graph& graph, const ValueIndex& index,
