@@ -118,8 +118,8 @@ std::vector<std::string> weighted_layer_inputs(Graph& graph, const QdqSelection&
     const std::string& main = graph.nodes[static_cast<size_t>(selection.targets[0])].name;
     bias = add_initializer(graph, main + "_bias", *selection.computed_bias);
   }
-  std::vector<std::string> inputs = {x[0], x[1], x[2], weight[0], weight[1], weight[2],
-                                     bias, output_params[0], output_params[1]};
+  std::vector<std::string> inputs = {
+      x[0], x[1], x[2], weight[0], weight[1], weight[2], bias, output_params[0], output_params[1]};
   append_residual_inputs(graph, selection, inputs);
   return inputs;
 }

@@ -25,7 +25,7 @@ struct QuantizedInput {
   std::string scale;       // constant float32
   std::string zero_point;  // constant, or "" (zero of `dtype`; the action adds one)
   DataType dtype = DataType::kUndefined;
-  int64_t axis = 1;        // normalized DQ axis (meaningful when per_channel)
+  int64_t axis = 1;  // normalized DQ axis (meaningful when per_channel)
   bool per_channel = false;
 };
 
@@ -42,8 +42,8 @@ struct QdqSelection {
   std::vector<QuantizedInput> inputs;  // in the layer's input order
   std::vector<int> targets;            // fused nodes (main op first, then the epilogue, graph order)
   // QConv / QMatMul epilogue.
-  std::string bias;                    // float constant [C], or ""
-  std::optional<Tensor> computed_bias; // bias the action must add (Gemm beta*C, DQ'd bias)
+  std::string bias;                     // float constant [C], or ""
+  std::optional<Tensor> computed_bias;  // bias the action must add (Gemm beta*C, DQ'd bias)
   std::optional<QuantizedInput> residual;
   FusedActivation activation;
   // QMatMul with a Gemm: weight transposed (transB) and/or scale multiplied by alpha.
@@ -56,7 +56,7 @@ struct QdqSelection {
   // output_q's int8 tensor; each of these becomes a QRequantize from it, or (equal parameters)
   // its readers read the layer's output.
   std::vector<QuantizedOutput> extra_output_qs;
-  std::string output;                  // the value the fused layer writes
+  std::string output;  // the value the fused layer writes
   // Parts that look quantized but stay float, and why (e.g. the Add of a float residual).
   std::vector<FloatReason> notes;
 };

@@ -9,6 +9,7 @@ namespace qdqrt::optimizer {
 // graph-level passes (constants and BatchNorm folded, Q/DQ moved next to the ops, redundant pairs
 // removed) make the DQ -> op -> Q units the selectors match. The order that runs is pipeline.cpp's.
 const std::vector<Fusion>& fusion_registry() {
+  // clang-format off
   static const std::vector<Fusion> registry = {
       {"fuse_qdq_conv", select_qdq_conv, apply_qdq_conv,
        {"fold_constants", "fold_batchnorm", "propagate_qdq", "remove_redundant_qdq"}},
@@ -23,6 +24,7 @@ const std::vector<Fusion>& fusion_registry() {
         "fuse_qdq_matmul"}},
       {"fuse_qdq_lookup", select_qdq_lookup, apply_qdq_lookup, {"fuse_qdq_conv", "fuse_qdq_matmul"}},
   };
+  // clang-format on
   return registry;
 }
 

@@ -17,7 +17,8 @@ bool same_dims(const ValueInfo* a, const ValueInfo* b) {
     const Dim& x = (*a->shape)[i];
     const Dim& y = (*b->shape)[i];
     if (x.is_static() != y.is_static() || (x.is_static() && x.value != y.value) ||
-        (!x.is_static() && (x.symbol.empty() || x.symbol != y.symbol))) return false;
+        (!x.is_static() && (x.symbol.empty() || x.symbol != y.symbol)))
+      return false;
   }
   return true;
 }
@@ -33,7 +34,8 @@ bool select_residual_add(const Graph& graph, const ValueIndex& index, QdqSelecti
   std::string reason;
   std::optional<QuantizedInput> residual = quantized_input(graph, index, other, reason);
   if (!residual) {
-    selection.notes.push_back({add.name, "Add", reason.empty() ? "residual input is float" : "residual input: " + reason});
+    selection.notes.push_back(
+        {add.name, "Add", reason.empty() ? "residual input is float" : "residual input: " + reason});
     return false;
   }
   if (residual->per_channel) {
@@ -55,7 +57,8 @@ void note_residual_adds_of_shared_output(const Graph& graph, const ValueIndex& i
   for (int reader : index.consumers(selection.output)) {
     const Node& node = graph.nodes[static_cast<size_t>(reader)];
     if (is_onnx(node, "Add")) {
-      selection.notes.push_back({node.name, "Add", fmt::format("its input from {} has other consumers", main.describe())});
+      selection.notes.push_back(
+          {node.name, "Add", fmt::format("its input from {} has other consumers", main.describe())});
     }
   }
 }

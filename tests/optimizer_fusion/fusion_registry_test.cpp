@@ -77,8 +77,8 @@ TEST(FusionRegistry, PipelineOrderIsAccepted) {
 
 TEST(FusionRegistry, WrongOrderIsRefused) {
   // fuse_qdq_binary must run after fuse_qdq_matmul (which absorbs residual Adds).
-  Status status = optimizer::check_pass_order(
-      passes_with_fusions({"fuse_qdq_conv", "fuse_qdq_binary", "fuse_qdq_matmul"}));
+  Status status =
+      optimizer::check_pass_order(passes_with_fusions({"fuse_qdq_conv", "fuse_qdq_binary", "fuse_qdq_matmul"}));
   ASSERT_FALSE(status.is_ok());
   EXPECT_NE(status.to_string().find("'fuse_qdq_binary' must run after 'fuse_qdq_matmul'"), std::string::npos)
       << status.to_string();
