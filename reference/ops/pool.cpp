@@ -4,14 +4,15 @@
 #include <limits>
 
 #include "core/ops/pool.h"
+#include "core/ops/window.h"
 #include "reference/kernel_registry.h"
-#include "reference/ops/common_a.h"
+#include "reference/ops/op_helpers.h"
 
 namespace qdqrt {
 
 namespace {
 
-using namespace reference_a;
+using namespace reference;
 
 struct PoolPlan {
   int64_t batch = 0, channels = 0;

@@ -19,7 +19,7 @@
 #include "core/op_registry.h"
 #include "reference/executor.h"
 #include "reference/kernel_registry.h"
-#include "reference/ops/common_b.h"
+#include "reference/ops/half_float.h"
 
 namespace qdqrt {
 namespace {
@@ -200,8 +200,8 @@ std::string build_graph(const onnx::ModelProto& model, Graph& graph, std::string
 }
 
 double element_as_double(const Tensor& tensor, int64_t i) {
-  if (tensor.dtype() == DataType::kFloat16) return refb::half_to_float(tensor.data<uint16_t>()[i]);
-  if (tensor.dtype() == DataType::kBFloat16) return refb::bfloat16_to_float(tensor.data<uint16_t>()[i]);
+  if (tensor.dtype() == DataType::kFloat16) return reference::half_to_float(tensor.data<uint16_t>()[i]);
+  if (tensor.dtype() == DataType::kBFloat16) return reference::bfloat16_to_float(tensor.data<uint16_t>()[i]);
   return tensor.value_as_double(i);
 }
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "reference/ops/common_b.h"
+#include "reference/ops/half_float.h"
 #include "tests/reference_b/test_util.h"
 
 namespace qdqrt {
@@ -215,7 +215,7 @@ TEST(TensorOpsTest, CastTruncatesSaturatesAndWraps) {
   auto to_half = run_single("Cast", 19, {&x}, {{"to", int_attribute(static_cast<int64_t>(DataType::kFloat16))}});
   ASSERT_TRUE(to_half.ok());
   EXPECT_EQ(to_half->dtype(), DataType::kFloat16);
-  EXPECT_EQ(refb::half_to_float(to_half->data<uint16_t>()[2]), 300.0f);
+  EXPECT_EQ(reference::half_to_float(to_half->data<uint16_t>()[2]), 300.0f);
   auto back = run_single("Cast", 13, {&*to_half}, {{"to", int_attribute(static_cast<int64_t>(DataType::kDouble))}});
   EXPECT_NEAR(values_of<double>(*back)[0], -1.7, 1e-3);
 
