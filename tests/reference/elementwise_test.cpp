@@ -6,12 +6,12 @@
 #include <limits>
 
 #include "reference/ops/half_float.h"
-#include "tests/reference_b/test_util.h"
+#include "tests/reference/op_test_util.h"
 
 namespace qdqrt {
 namespace {
 
-using namespace testing_b;
+using namespace testing;
 
 TEST(ElementwiseTest, AddBroadcastsLikeNumpy) {
   Tensor a = tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6});
@@ -279,7 +279,7 @@ namespace qdqrt {
 namespace {
 
 TEST(ElementwiseTest, PowOutputFollowsBaseDtypeWithHalfExponent) {
-  using namespace testing_b;
+  using namespace testing;
   Tensor base = tensor<float>({1}, {3});
   Tensor exponent(DataType::kFloat16, {1});
   exponent.data<uint16_t>()[0] = reference::float_to_half(2.0f);
@@ -296,7 +296,7 @@ namespace qdqrt {
 namespace {
 
 TEST(ElementwiseTest, SmallUnsignedMultiplyWraps) {
-  using namespace testing_b;
+  using namespace testing;
   Tensor a = tensor<uint16_t>({1}, {65535});
   EXPECT_EQ(values_of<uint16_t>(*run_single("Mul", 14, {&a, &a})), (std::vector<uint16_t>{1}));
   Tensor big = tensor<int64_t>({1}, {std::numeric_limits<int64_t>::max()});
