@@ -47,10 +47,9 @@ std::vector<int64_t> broadcast_strides(const Shape& in_shape, const Shape& out_s
 
 std::vector<int64_t> broadcast_offsets(const Shape& in_shape, const Shape& out_shape) {
   std::vector<int64_t> offsets(static_cast<size_t>(shape_numel(out_shape)));
-  for_each_index<1>(out_shape, {broadcast_strides(in_shape, out_shape)},
-                    [&](int64_t index, const std::array<int64_t, 1>& offset) {
-                      offsets[static_cast<size_t>(index)] = offset[0];
-                    });
+  for_each_index<1>(
+      out_shape, {broadcast_strides(in_shape, out_shape)},
+      [&](int64_t index, const std::array<int64_t, 1>& offset) { offsets[static_cast<size_t>(index)] = offset[0]; });
   return offsets;
 }
 

@@ -20,8 +20,10 @@ std::pair<int64_t, int64_t> integer_range(DataType dtype) {
 
 void store_integer(Tensor& tensor, int64_t index, int64_t value) {
   switch (tensor.dtype()) {
-    case DataType::kInt8: case DataType::kInt4: tensor.data<int8_t>()[index] = static_cast<int8_t>(value); break;
-    case DataType::kUint8: case DataType::kUint4: tensor.data<uint8_t>()[index] = static_cast<uint8_t>(value); break;
+    case DataType::kInt8:
+    case DataType::kInt4: tensor.data<int8_t>()[index] = static_cast<int8_t>(value); break;
+    case DataType::kUint8:
+    case DataType::kUint4: tensor.data<uint8_t>()[index] = static_cast<uint8_t>(value); break;
     case DataType::kInt16: tensor.data<int16_t>()[index] = static_cast<int16_t>(value); break;
     case DataType::kUint16: tensor.data<uint16_t>()[index] = static_cast<uint16_t>(value); break;
     case DataType::kInt32: tensor.data<int32_t>()[index] = static_cast<int32_t>(value); break;

@@ -99,7 +99,9 @@ inline Tensor half_to_float_tensor(const Tensor& tensor) {
 
 // float32 tensor -> float16/bfloat16 tensor of the same shape.
 inline Tensor float_to_half_tensor(const Tensor& tensor, DataType half_dtype) {
-  if (half_dtype == DataType::kBFloat16) return convert_elements<float, uint16_t>(tensor, half_dtype, float_to_bfloat16);
+  if (half_dtype == DataType::kBFloat16) {
+    return convert_elements<float, uint16_t>(tensor, half_dtype, float_to_bfloat16);
+  }
   return convert_elements<float, uint16_t>(tensor, half_dtype, float_to_half);
 }
 

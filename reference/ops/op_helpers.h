@@ -5,13 +5,13 @@
 // over fast: these kernels are the oracle, not the engine.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <initializer_list>
 #include <span>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/graph.h"
 #include "core/status.h"
