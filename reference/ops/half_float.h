@@ -3,9 +3,9 @@
 // kernels need one implementation.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "core/graph.h"
@@ -31,15 +31,12 @@ inline float half_to_float(uint16_t bits) {
     float value = std::ldexp(static_cast<float>(mantissa), -24);
     return sign ? -value : value;
   }
-  float out;
-  std::memcpy(&out, &result, sizeof(out));
-  return out;
+  return std::bit_cast<float>(result);
 }
 
 // Round to nearest even; overflow gives inf, NaN stays NaN.
 inline uint16_t float_to_half(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
+  uint32_t bits = std::bit_cast<uint32_t>(value);
   uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   uint32_t abs_bits = bits & 0x7fffffffu;
   if (abs_bits >= 0x7f800000u) {
@@ -48,9 +45,7 @@ inline uint16_t float_to_half(float value) {
   if (abs_bits >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
   if (abs_bits < 0x38800000u) {
     // Result is subnormal (or zero) in half: units of 2^-24, rounded half to even.
-    float magnitude;
-    std::memcpy(&magnitude, &abs_bits, sizeof(magnitude));
-    float units = std::nearbyint(std::ldexp(magnitude, 24));
+    float units = std::nearbyint(std::ldexp(std::bit_cast<float>(abs_bits), 24));
     return static_cast<uint16_t>(sign | static_cast<uint16_t>(units));
   }
   uint32_t mantissa = abs_bits & 0x7fffffu;
@@ -61,17 +56,11 @@ inline uint16_t float_to_half(float value) {
   return static_cast<uint16_t>(sign | half);
 }
 
-inline float bfloat16_to_float(uint16_t bits) {
-  uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float out;
-  std::memcpy(&out, &wide, sizeof(out));
-  return out;
-}
+inline float bfloat16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 
 // Round to nearest even, NaN stays NaN.
 inline uint16_t float_to_bfloat16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
+  uint32_t bits = std::bit_cast<uint32_t>(value);
   if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
   uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>((bits + rounding) >> 16);

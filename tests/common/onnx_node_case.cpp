@@ -11,6 +11,7 @@
 
 #include "core/op_registry.h"
 #include "parser/onnx_loader.h"
+#include "reference/ops/half_float.h"
 
 namespace qdqrt::testing {
 
@@ -97,22 +98,8 @@ void collect_graph(const onnx::ModelProto& model, const onnx::GraphProto& graph,
 }
 
 double element_as_double(const Tensor& tensor, int64_t index) {
-  auto bits_to_float = [](uint32_t bits) {
-    float value;
-    std::memcpy(&value, &bits, sizeof(value));
-    return value;
-  };
-  if (tensor.dtype() == DataType::kBFloat16)
-    return bits_to_float(static_cast<uint32_t>(tensor.data<uint16_t>()[index]) << 16);
-  if (tensor.dtype() == DataType::kFloat16) {
-    uint16_t half = tensor.data<uint16_t>()[index];
-    int exponent = (half >> 10) & 0x1F;
-    int mantissa = half & 0x3FF;
-    double magnitude = exponent == 0    ? std::ldexp(mantissa, -24)
-                       : exponent == 31 ? (mantissa ? NAN : INFINITY)
-                                        : std::ldexp(mantissa | 0x400, exponent - 25);
-    return (half & 0x8000) ? -magnitude : magnitude;
-  }
+  if (tensor.dtype() == DataType::kBFloat16) return reference::bfloat16_to_float(tensor.data<uint16_t>()[index]);
+  if (tensor.dtype() == DataType::kFloat16) return reference::half_to_float(tensor.data<uint16_t>()[index]);
   return tensor.value_as_double(index);
 }
 
