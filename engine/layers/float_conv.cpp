@@ -287,10 +287,10 @@ Status lower_conv(const Node& node, BuildContext& context) {
   const Shape kernel_shape = {weight->dim(2), weight->dim(3)};
   if (!attributes.kernel_shape.empty() && attributes.kernel_shape != kernel_shape) return lower_with_reference(node, context);
   WindowAttributes window{.auto_pad = attributes.auto_pad,
-                                       .strides = &attributes.strides,
-                                       .dilations = &attributes.dilations,
-                                       .pads = &attributes.pads,
-                                       .ceil_mode = false};
+                          .strides = &attributes.strides,
+                          .dilations = &attributes.dilations,
+                          .pads = &attributes.pads,
+                          .ceil_mode = false};
   QDQRT_ASSIGN_OR_RETURN(WindowGeometry window_geometry,
                          resolve_window(node, {x_shape[2], x_shape[3]}, kernel_shape, window));
   ConvGeometry g;

@@ -167,10 +167,10 @@ Status lower_pool(const Node& node, BuildContext& context) {
     return lower_with_reference(node, context);
   }
   WindowAttributes window{.auto_pad = attributes.auto_pad,
-                                       .strides = &attributes.strides,
-                                       .dilations = &attributes.dilations,
-                                       .pads = &attributes.pads,
-                                       .ceil_mode = attributes.ceil_mode};
+                          .strides = &attributes.strides,
+                          .dilations = &attributes.dilations,
+                          .pads = &attributes.pads,
+                          .ceil_mode = attributes.ceil_mode};
   auto geometry = resolve_window(node, {x_shape[2], x_shape[3]}, attributes.kernel_shape, window);
   if (!geometry.ok() || geometry->output[1] != y_shape[2] || geometry->output[2] != y_shape[3]) {
     return lower_with_reference(node, context);  // the reference reports what is wrong

@@ -64,8 +64,8 @@ Result<Shape> static_shape(const Node& node, const BuildContext& context, const 
   return shape;
 }
 
-Result<Window2d> resolve_window_2d(const Node& node, const int64_t input_size[2], const std::vector<int64_t>& kernel_shape,
-                                   const WindowAttributes& attributes) {
+Result<Window2d> resolve_window_2d(const Node& node, const int64_t input_size[2],
+                                   const std::vector<int64_t>& kernel_shape, const WindowAttributes& attributes) {
   if (kernel_shape.size() != 2) return unsupported("{}: only 2-D windows", node.describe());
   Result<WindowGeometry> geometry = resolve_window(node, {input_size[0], input_size[1]}, kernel_shape, attributes);
   if (!geometry.ok()) return unsupported("{}", geometry.status().message());

@@ -57,8 +57,8 @@ struct Window2d {
 // The window of a 2-D Conv or pool over `input_size` as every stage resolves it
 // (core/ops/window.h), limited to what the INT8 kernels take: kernel, stride and dilation up to
 // 64 and each pad smaller than the dilated kernel.
-Result<Window2d> resolve_window_2d(const Node& node, const int64_t input_size[2], const std::vector<int64_t>& kernel_shape,
-                                   const WindowAttributes& attributes);
+Result<Window2d> resolve_window_2d(const Node& node, const int64_t input_size[2],
+                                   const std::vector<int64_t>& kernel_shape, const WindowAttributes& attributes);
 // The name of a layer made from a fused node: its fused source nodes joined by " + ".
 std::string fused_layer_name(const Node& node);
 
