@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Writes extra node-test cases in the ONNX backend-test layout, with PyTorch as the oracle.
 
-Usage: /usr/bin/python3 make_torch_cases.py tests/reference_a/data/torch_cases
-(the committed cases; qdqrt_reference_a_tests runs them as Extra/ExtraNodeTest.*; set
+Usage: /usr/bin/python3 make_torch_cases.py tests/reference/data/torch_cases
+(the committed cases; qdqrt_reference_tests runs them as Torch/NodeCaseTest.*; set
 QDQRT_EXTRA_NODE_TEST_DIR to run another directory instead). Seeded, so reruns are identical.
 
 Covers configurations the ONNX 1.12 node tests do not: grouped/dilated ConvTranspose with

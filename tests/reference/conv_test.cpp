@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "tests/reference_a/node_builder.h"
+#include "tests/reference/op_test_util.h"
 
 namespace qdqrt {
 namespace {

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <limits>
 
-#include "reference/ops/common_b.h"
-#include "tests/reference_b/test_util.h"
+#include "reference/ops/half_float.h"
+#include "tests/reference/op_test_util.h"
 
 namespace qdqrt {
 namespace {
 
-using namespace testing_b;
+using namespace testing;
 
 TEST(ElementwiseTest, AddBroadcastsLikeNumpy) {
   Tensor a = tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6});
@@ -230,29 +230,29 @@ TEST(ElementwiseTest, PReluSlopeBroadcastsToInput) {
 TEST(ElementwiseTest, Float16ComputesThroughFloat32) {
   Tensor a(DataType::kFloat16, {2});
   Tensor b(DataType::kFloat16, {2});
-  a.data<uint16_t>()[0] = refb::float_to_half(1.5f);
-  a.data<uint16_t>()[1] = refb::float_to_half(-2.0f);
-  b.data<uint16_t>()[0] = refb::float_to_half(2.25f);
-  b.data<uint16_t>()[1] = refb::float_to_half(0.5f);
+  a.data<uint16_t>()[0] = reference::float_to_half(1.5f);
+  a.data<uint16_t>()[1] = reference::float_to_half(-2.0f);
+  b.data<uint16_t>()[0] = reference::float_to_half(2.25f);
+  b.data<uint16_t>()[1] = reference::float_to_half(0.5f);
   auto y = run_single("Add", 14, {&a, &b});
   ASSERT_TRUE(y.ok()) << y.status().to_string();
   EXPECT_EQ(y->dtype(), DataType::kFloat16);
-  EXPECT_EQ(refb::half_to_float(y->data<uint16_t>()[0]), 3.75f);
-  EXPECT_EQ(refb::half_to_float(y->data<uint16_t>()[1]), -1.5f);
+  EXPECT_EQ(reference::half_to_float(y->data<uint16_t>()[0]), 3.75f);
+  EXPECT_EQ(reference::half_to_float(y->data<uint16_t>()[1]), -1.5f);
 }
 
 TEST(ElementwiseTest, HalfConversionsRoundToNearestEven) {
-  EXPECT_EQ(refb::float_to_half(1.0f), 0x3c00);
-  EXPECT_EQ(refb::float_to_half(65504.0f), 0x7bff);
-  EXPECT_EQ(refb::float_to_half(65520.0f), 0x7c00);  // rounds up to inf
-  EXPECT_EQ(refb::float_to_half(1.0f + 1.0f / 2048), 0x3c00);  // tie to even (down)
-  EXPECT_EQ(refb::float_to_half(1.0f + 3.0f / 2048), 0x3c02);  // tie to even (up)
-  EXPECT_EQ(refb::float_to_half(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
-  EXPECT_EQ(refb::half_to_float(0x0001), std::ldexp(1.0f, -24));
-  EXPECT_TRUE(std::isnan(refb::half_to_float(refb::float_to_half(std::numeric_limits<float>::quiet_NaN()))));
-  EXPECT_EQ(refb::float_to_bfloat16(1.00390625f), 0x3f80);  // tie to even
-  EXPECT_EQ(refb::float_to_bfloat16(1.01171875f), 0x3f82);
-  EXPECT_EQ(refb::bfloat16_to_float(0x3f80), 1.0f);
+  EXPECT_EQ(reference::float_to_half(1.0f), 0x3c00);
+  EXPECT_EQ(reference::float_to_half(65504.0f), 0x7bff);
+  EXPECT_EQ(reference::float_to_half(65520.0f), 0x7c00);  // rounds up to inf
+  EXPECT_EQ(reference::float_to_half(1.0f + 1.0f / 2048), 0x3c00);  // tie to even (down)
+  EXPECT_EQ(reference::float_to_half(1.0f + 3.0f / 2048), 0x3c02);  // tie to even (up)
+  EXPECT_EQ(reference::float_to_half(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
+  EXPECT_EQ(reference::half_to_float(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_TRUE(std::isnan(reference::half_to_float(reference::float_to_half(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_EQ(reference::float_to_bfloat16(1.00390625f), 0x3f80);  // tie to even
+  EXPECT_EQ(reference::float_to_bfloat16(1.01171875f), 0x3f82);
+  EXPECT_EQ(reference::bfloat16_to_float(0x3f80), 1.0f);
 }
 
 TEST(ElementwiseTest, UnparsedAttributesAreAnErrorNotACrash) {
@@ -279,10 +279,10 @@ namespace qdqrt {
 namespace {
 
 TEST(ElementwiseTest, PowOutputFollowsBaseDtypeWithHalfExponent) {
-  using namespace testing_b;
+  using namespace testing;
   Tensor base = tensor<float>({1}, {3});
   Tensor exponent(DataType::kFloat16, {1});
-  exponent.data<uint16_t>()[0] = refb::float_to_half(2.0f);
+  exponent.data<uint16_t>()[0] = reference::float_to_half(2.0f);
   auto y = run_single("Pow", 15, {&base, &exponent});
   ASSERT_TRUE(y.ok()) << y.status().to_string();
   EXPECT_EQ(y->dtype(), DataType::kFloat);
@@ -296,7 +296,7 @@ namespace qdqrt {
 namespace {
 
 TEST(ElementwiseTest, SmallUnsignedMultiplyWraps) {
-  using namespace testing_b;
+  using namespace testing;
   Tensor a = tensor<uint16_t>({1}, {65535});
   EXPECT_EQ(values_of<uint16_t>(*run_single("Mul", 14, {&a, &a})), (std::vector<uint16_t>{1}));
   Tensor big = tensor<int64_t>({1}, {std::numeric_limits<int64_t>::max()});

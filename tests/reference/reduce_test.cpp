@@ -4,12 +4,12 @@
 
 #include <cmath>
 
-#include "tests/reference_b/test_util.h"
+#include "tests/reference/op_test_util.h"
 
 namespace qdqrt {
 namespace {
 
-using namespace testing_b;
+using namespace testing;
 
 // [2, 3]: rows {1, 2, 3} and {4, 5, 6}
 Tensor matrix() { return tensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}); }
@@ -131,7 +131,7 @@ namespace qdqrt {
 namespace {
 
 TEST(ReduceTest, AxisOnScalarIsAnError) {
-  using namespace testing_b;
+  using namespace testing;
   Tensor scalar = Tensor::scalar<float>(3);
   expect_error(run_single("ReduceSum", 11, {&scalar}, {{"axes", ints_attribute({0})}}).status(),
                {"ReduceSum 'ReduceSum_test'", "axis 0", "rank 0"});

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "tests/reference_a/node_builder.h"
+#include "tests/reference/op_test_util.h"
 
 namespace qdqrt {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "tests/reference_a/node_builder.h"
+#include "tests/reference/op_test_util.h"
 
 namespace qdqrt {
 namespace {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "tests/reference_a/node_builder.h"
+#include "tests/reference/op_test_util.h"
 
 namespace qdqrt {
 namespace {

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <limits>
 
-#include "reference/ops/common_b.h"
-#include "tests/reference_b/test_util.h"
+#include "reference/ops/half_float.h"
+#include "tests/reference/op_test_util.h"
 
 namespace qdqrt {
 namespace {
 
-using namespace testing_b;
+using namespace testing;
 
 std::vector<float> iota_values(int64_t count) {
   std::vector<float> values(static_cast<size_t>(count));
@@ -215,7 +215,7 @@ TEST(TensorOpsTest, CastTruncatesSaturatesAndWraps) {
   auto to_half = run_single("Cast", 19, {&x}, {{"to", int_attribute(static_cast<int64_t>(DataType::kFloat16))}});
   ASSERT_TRUE(to_half.ok());
   EXPECT_EQ(to_half->dtype(), DataType::kFloat16);
-  EXPECT_EQ(refb::half_to_float(to_half->data<uint16_t>()[2]), 300.0f);
+  EXPECT_EQ(reference::half_to_float(to_half->data<uint16_t>()[2]), 300.0f);
   auto back = run_single("Cast", 13, {&*to_half}, {{"to", int_attribute(static_cast<int64_t>(DataType::kDouble))}});
   EXPECT_NEAR(values_of<double>(*back)[0], -1.7, 1e-3);
 
@@ -351,7 +351,7 @@ namespace qdqrt {
 namespace {
 
 TEST(TensorOpsTest, ExtremeValuesAreHandled) {
-  using namespace testing_b;
+  using namespace testing;
   Tensor x = iota_tensor({2, 3});
   Tensor huge = tensor<int64_t>({3}, {int64_t{1} << 40, int64_t{1} << 40, -1});
   expect_error(run_single("Reshape", 13, {&x, &huge}).status(), {"Reshape 'Reshape_test'", "too large"});
@@ -375,7 +375,7 @@ namespace qdqrt {
 namespace {
 
 TEST(TensorOpsTest, DepthToSpaceRoundTripsSpaceToDepth) {
-  using namespace testing_b;
+  using namespace testing;
   Tensor x = iota_tensor({1, 2, 4, 4});
   auto depth = run_single("SpaceToDepth", 13, {&x}, {{"blocksize", int_attribute(2)}});
   ASSERT_TRUE(depth.ok());
@@ -392,7 +392,7 @@ TEST(TensorOpsTest, DepthToSpaceRoundTripsSpaceToDepth) {
 }
 
 TEST(ReduceTest, CumSumExclusiveReverse) {
-  using namespace testing_b;
+  using namespace testing;
   Tensor x = tensor<int32_t>({4}, {1, 2, 3, 4});
   Tensor axis = Tensor::scalar<int64_t>(0);
   EXPECT_EQ(values_of<int32_t>(*run_single("CumSum", 14, {&x, &axis})), (std::vector<int32_t>{1, 3, 6, 10}));
