@@ -16,28 +16,33 @@ uint64_t read_xcr0() {
   return (static_cast<uint64_t>(edx) << 32) | eax;
 }
 
+// Each level checks every extension its source files are compiled with (kernels/CMakeLists.txt):
+// kAvx2 (and kAvxVnni): AVX2, FMA, F16C, BMI2; kAvx512Vnni: AVX-512 F/BW/VL/DQ + VNNI.
 Isa detect() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return Isa::kScalar;
   const bool osxsave = ecx & (1u << 27);
   const bool avx = ecx & (1u << 28);
   const bool fma = ecx & (1u << 12);
-  if (!osxsave || !avx || !fma) return Isa::kScalar;
+  const bool f16c = ecx & (1u << 29);
+  if (!osxsave || !avx || !fma || !f16c) return Isa::kScalar;
   const uint64_t xcr0 = read_xcr0();
   const bool ymm_state = (xcr0 & 0x6) == 0x6;
   const bool zmm_state = (xcr0 & 0xe6) == 0xe6;
   if (!ymm_state) return Isa::kScalar;
   __cpuid_count(7, 0, eax, ebx, ecx, edx);
   const bool avx2 = ebx & (1u << 5);
+  const bool bmi2 = ebx & (1u << 8);
   const bool avx512f = ebx & (1u << 16);
+  const bool avx512dq = ebx & (1u << 17);
   const bool avx512bw = ebx & (1u << 30);
   const bool avx512vl = ebx & (1u << 31);
   const bool avx512vnni = ecx & (1u << 11);
   unsigned eax1 = 0, ebx1 = 0, ecx1 = 0, edx1 = 0;
   __cpuid_count(7, 1, eax1, ebx1, ecx1, edx1);
   const bool avxvnni = eax1 & (1u << 4);
-  if (!avx2) return Isa::kScalar;
-  if (zmm_state && avx512f && avx512bw && avx512vl && avx512vnni) return Isa::kAvx512Vnni;
+  if (!avx2 || !bmi2) return Isa::kScalar;
+  if (zmm_state && avx512f && avx512dq && avx512bw && avx512vl && avx512vnni) return Isa::kAvx512Vnni;
   if (avxvnni) return Isa::kAvxVnni;
   return Isa::kAvx2;
 }
@@ -78,7 +83,8 @@ Isa active_isa() {
     if (auto parsed = parse_isa(env)) limit = *parsed;
   }
   Isa detected = detected_isa();
-  return static_cast<int>(limit) < static_cast<int>(detected) ? limit : detected;
+  const Isa active = static_cast<int>(limit) < static_cast<int>(detected) ? limit : detected;
+  return isa_supported(active) ? active : Isa::kAvx2;
 }
 
 void set_max_isa(std::optional<Isa> isa) { explicit_limit.store(isa ? static_cast<int>(*isa) : -1); }
@@ -95,6 +101,19 @@ bool cpu_has_avx512vbmi() {
 
 bool avx512vbmi_usable() { return cpu_has_avx512vbmi() && active_isa() == Isa::kAvx512Vnni; }
 
-bool isa_supported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(detected_isa()); }
+bool cpu_has_avxvnni() {
+  static const bool has_avxvnni = [] {
+    if (detected_isa() == Isa::kScalar) return false;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __cpuid_count(7, 1, eax, ebx, ecx, edx);
+    return (eax & (1u << 4)) != 0;
+  }();
+  return has_avxvnni;
+}
+
+bool isa_supported(Isa isa) {
+  if (static_cast<int>(isa) > static_cast<int>(detected_isa())) return false;
+  return isa != Isa::kAvxVnni || cpu_has_avxvnni();
+}
 
 }  // namespace qdqrt::kernels

@@ -10,7 +10,8 @@ namespace qdqrt::kernels {
 
 Isa usable_isa(Isa requested) {
   Isa detected = detected_isa();
-  return static_cast<int>(requested) < static_cast<int>(detected) ? requested : detected;
+  const Isa usable = static_cast<int>(requested) < static_cast<int>(detected) ? requested : detected;
+  return isa_supported(usable) ? usable : Isa::kAvx2;  // AVX-512 VNNI without AVX-VNNI
 }
 
 // --- GEMM / implicit-GEMM convolution family ---
