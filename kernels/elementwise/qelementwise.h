@@ -57,9 +57,17 @@ using QBinaryScalarFn = void (*)(size_t n, const T* a, T b, T* out, const QBinar
   template <class T>                                                                                       \
   void qmul_scalar(size_t n, const T* a, T b, T* out, const QBinaryParams& params);                        \
   }
+// Implementations (qelementwise_<isa>.cpp); pick one through dispatch.h.
 QDQRT_DECLARE_QBINARY_KERNELS(scalar)
 QDQRT_DECLARE_QBINARY_KERNELS(avx2)
 QDQRT_DECLARE_QBINARY_KERNELS(avx512skx)
 #undef QDQRT_DECLARE_QBINARY_KERNELS
+
+// For the files that define them, inside the kernels' namespace.
+#define QDQRT_INSTANTIATE_QBINARY_KERNELS(T)                                       \
+  template void qadd<T>(size_t, const T*, const T*, T*, const QBinaryParams&);     \
+  template void qadd_scalar<T>(size_t, const T*, T, T*, const QBinaryParams&);     \
+  template void qmul<T>(size_t, const T*, const T*, T*, const QBinaryParams&);     \
+  template void qmul_scalar<T>(size_t, const T*, T, T*, const QBinaryParams&);
 
 }  // namespace qdqrt::kernels

@@ -36,13 +36,7 @@ void qmul_scalar(size_t n, const T* a, T b, T* out, const QBinaryParams& p) {
   for (size_t i = 0; i < n; ++i) qmul<T>(1, a + i, &b, out + i, p);
 }
 
-#define QDQRT_INSTANTIATE(T)                                                       \
-  template void qadd<T>(size_t, const T*, const T*, T*, const QBinaryParams&);     \
-  template void qadd_scalar<T>(size_t, const T*, T, T*, const QBinaryParams&);     \
-  template void qmul<T>(size_t, const T*, const T*, T*, const QBinaryParams&);     \
-  template void qmul_scalar<T>(size_t, const T*, T, T*, const QBinaryParams&);
-QDQRT_INSTANTIATE(int8_t)
-QDQRT_INSTANTIATE(uint8_t)
-#undef QDQRT_INSTANTIATE
+QDQRT_INSTANTIATE_QBINARY_KERNELS(int8_t)
+QDQRT_INSTANTIATE_QBINARY_KERNELS(uint8_t)
 
 }  // namespace qdqrt::kernels::scalar

@@ -22,7 +22,7 @@ void lut(size_t n, const uint8_t* input, uint8_t* output, const uint8_t* table) 
     _mm512_storeu_si512(output + i + 64, lookup(x1));
   }
   for (; i < n; i += 64) {
-    const __mmask64 mask = simd512::tail_mask64(n - i);
+    const __mmask64 mask = Avx512Vectors::byte_mask(n - i);
     _mm512_mask_storeu_epi8(output + i, mask, lookup(_mm512_maskz_loadu_epi8(mask, input + i)));
   }
 }

@@ -77,10 +77,17 @@ using GlobalAvgPoolFn = void (*)(size_t pixels, size_t channels, size_t input_pi
   void global_avgpool(size_t pixels, size_t channels, size_t input_pixel_stride, const T* input, T* output,   \
                       const AvgPoolParams& params);                                                           \
   }
+// Implementations (qpool_<isa>.cpp); pick one through dispatch.h.
 QDQRT_DECLARE_QPOOL_KERNELS(scalar)
 QDQRT_DECLARE_QPOOL_KERNELS(avx2)
 QDQRT_DECLARE_QPOOL_KERNELS(avx512skx)
 #undef QDQRT_DECLARE_QPOOL_KERNELS
+
+// For the files that define them, inside the kernels' namespace.
+#define QDQRT_INSTANTIATE_QPOOL_KERNELS(T)                                                                    \
+  template void maxpool<T>(const Pool2dShape&, size_t, size_t, const T*, T*);                                 \
+  template void avgpool<T>(const Pool2dShape&, const AvgPoolParams&, size_t, size_t, const T*, T*);           \
+  template void global_avgpool<T>(size_t, size_t, size_t, const T*, T*, const AvgPoolParams&);
 
 // Window geometry shared by the variants (portable, non-inline).
 struct PoolWindow {

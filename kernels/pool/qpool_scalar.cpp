@@ -66,12 +66,7 @@ void global_avgpool(size_t pixels, size_t channels, size_t input_pixel_stride, c
   }
 }
 
-#define QDQRT_INSTANTIATE(T)                                                                                    \
-  template void maxpool<T>(const Pool2dShape&, size_t, size_t, const T*, T*);                                   \
-  template void avgpool<T>(const Pool2dShape&, const AvgPoolParams&, size_t, size_t, const T*, T*);             \
-  template void global_avgpool<T>(size_t, size_t, size_t, const T*, T*, const AvgPoolParams&);
-QDQRT_INSTANTIATE(int8_t)
-QDQRT_INSTANTIATE(uint8_t)
-#undef QDQRT_INSTANTIATE
+QDQRT_INSTANTIATE_QPOOL_KERNELS(int8_t)
+QDQRT_INSTANTIATE_QPOOL_KERNELS(uint8_t)
 
 }  // namespace qdqrt::kernels::scalar

@@ -56,7 +56,7 @@ RequantizeParams make_requantize_params(float input_scale, int32_t input_zero_po
 template <class T>
 using RequantizeFn = void (*)(size_t n, const T* input, T* output, const RequantizeParams& params);
 
-// Implementations; pick one through dispatch.h.
+// Implementations (quantize_<isa>.cpp); pick one through dispatch.h.
 #define QDQRT_DECLARE_QUANTIZE_KERNELS(isa)                                                               \
   namespace isa {                                                                                         \
   template <class T>                                                                                      \
@@ -79,5 +79,15 @@ QDQRT_DECLARE_QUANTIZE_KERNELS(scalar)
 QDQRT_DECLARE_QUANTIZE_KERNELS(avx2)
 QDQRT_DECLARE_QUANTIZE_KERNELS(avx512skx)
 #undef QDQRT_DECLARE_QUANTIZE_KERNELS
+
+// For the files that define them, inside the kernels' namespace.
+#define QDQRT_INSTANTIATE_QUANTIZE_KERNELS(T)                                                            \
+  template void quantize<T>(size_t, const float*, T*, float, int32_t);                                   \
+  template void dequantize<T>(size_t, const T*, float*, float, int32_t);                                 \
+  template void quantize_channels<T>(size_t, size_t, const float*, T*, const float*, const int32_t*);     \
+  template void dequantize_channels<T>(size_t, size_t, const T*, float*, const float*, const int32_t*);   \
+  template void requantize<T>(size_t, const T*, T*, const RequantizeParams&);                             \
+  template void quantize_nchw_to_nhwc<T>(size_t, size_t, size_t, size_t, const float*, T*, const float*,  \
+                                         const int32_t*);
 
 }  // namespace qdqrt::kernels

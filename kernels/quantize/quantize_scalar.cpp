@@ -68,16 +68,7 @@ void quantize_nchw_to_nhwc(size_t channels, size_t pixels, size_t pixel_begin, s
   }
 }
 
-#define QDQRT_INSTANTIATE(T)                                                                             \
-  template void quantize<T>(size_t, const float*, T*, float, int32_t);                                   \
-  template void dequantize<T>(size_t, const T*, float*, float, int32_t);                                 \
-  template void quantize_channels<T>(size_t, size_t, const float*, T*, const float*, const int32_t*);     \
-  template void dequantize_channels<T>(size_t, size_t, const T*, float*, const float*, const int32_t*);   \
-  template void requantize<T>(size_t, const T*, T*, const RequantizeParams&);                             \
-  template void quantize_nchw_to_nhwc<T>(size_t, size_t, size_t, size_t, const float*, T*, const float*,  \
-                                         const int32_t*);
-QDQRT_INSTANTIATE(int8_t)
-QDQRT_INSTANTIATE(uint8_t)
-#undef QDQRT_INSTANTIATE
+QDQRT_INSTANTIATE_QUANTIZE_KERNELS(int8_t)
+QDQRT_INSTANTIATE_QUANTIZE_KERNELS(uint8_t)
 
 }  // namespace qdqrt::kernels::scalar
