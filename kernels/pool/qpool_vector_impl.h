@@ -71,39 +71,52 @@ inline void for_each_tap(const Pool2dShape& s, const PoolWindow& w, const T* inp
   }
 }
 
-// Sums of up to 4 * kLanes channels: `channels` of them starting at each tap pointer.
-template <class V>
-struct ChannelSums {
-  typename V::Ints sum[4];
-  size_t channels;
-  explicit ChannelSums(size_t block_channels) : channels(block_channels) {
-    for (auto& s : sum) s = V::zero_ints();
+// One pass over the taps for a block of channels: kFull full vectors of int32 sums and, with
+// kPartial, one partial vector of `tail` lanes after them; then the block is requantized and
+// stored. for_each_input(add) calls add(pointer to the block's first channel) once per tap.
+template <class V, size_t kFull, bool kPartial, class T, class ForEachInput>
+inline void sum_block(ForEachInput for_each_input, size_t tail, T* out, const Epilogue<V>& epilogue,
+                      typename V::Ints bias, typename V::Floats multiplier) {
+  constexpr size_t kLanes = V::kLanes;
+  typename V::Ints sum[kFull + (kPartial ? 1 : 0)];
+  for (auto& value : sum) value = V::zero_ints();
+  for_each_input([&](const T* in) {
+#pragma GCC unroll 4
+    for (size_t q = 0; q < kFull; ++q) sum[q] = V::add(sum[q], V::load_widen(in + q * kLanes));
+    if constexpr (kPartial) sum[kFull] = V::add(sum[kFull], V::load_widen_partial(in + kFull * kLanes, tail));
+  });
+#pragma GCC unroll 4
+  for (size_t q = 0; q < kFull; ++q) V::store_narrow(out + q * kLanes, epilogue.apply(sum[q], bias, multiplier));
+  if constexpr (kPartial) {
+    V::store_narrow_partial(out + kFull * kLanes, epilogue.apply(sum[kFull], bias, multiplier), tail);
   }
-  template <class T>
-  void add(const T* tap) {
-    if (channels == 4 * V::kLanes) {
-      for (size_t q = 0; q < 4; ++q) sum[q] = V::add(sum[q], V::load_widen(tap + q * V::kLanes));
-      return;
-    }
-    for (size_t q = 0; q * V::kLanes < channels; ++q) {
-      const size_t lanes = std::min(V::kLanes, channels - q * V::kLanes);
-      const T* at = tap + q * V::kLanes;
-      sum[q] = V::add(sum[q], lanes == V::kLanes ? V::load_widen(at) : V::load_widen_partial(at, lanes));
-    }
+}
+
+// Average-pool sums over `channels` channels: blocks of 4 * kLanes channels per pass over the
+// taps, then one pass for the rest (up to 3 full vectors and a partial one).
+template <class V, class T, class ForEachInput>
+inline void sum_channels(size_t channels, ForEachInput for_each_input, T* out, const Epilogue<V>& epilogue,
+                         typename V::Ints bias, typename V::Floats multiplier) {
+  constexpr size_t kLanes = V::kLanes;
+  size_t c = 0;
+  for (; c + 4 * kLanes <= channels; c += 4 * kLanes) {
+    const auto block_input = [&](auto add) { for_each_input([&](const T* in) { add(in + c); }); };
+    sum_block<V, 4, false, T>(block_input, 0, out + c, epilogue, bias, multiplier);
   }
-  template <class T>
-  void store(T* out, const Epilogue<V>& epilogue, typename V::Ints bias, typename V::Floats multiplier) const {
-    for (size_t q = 0; q * V::kLanes < channels; ++q) {
-      const size_t lanes = std::min(V::kLanes, channels - q * V::kLanes);
-      const typename V::Ints value = epilogue.apply(sum[q], bias, multiplier);
-      if (lanes == V::kLanes) {
-        V::store_narrow(out + q * V::kLanes, value);
-      } else {
-        V::store_narrow_partial(out + q * V::kLanes, value, lanes);
-      }
-    }
+  if (c == channels) return;
+  const auto rest_input = [&](auto add) { for_each_input([&](const T* in) { add(in + c); }); };
+  const size_t full = (channels - c) / kLanes, tail = (channels - c) % kLanes;
+  T* rest = out + c;
+  switch (full * 2 + (tail ? 1 : 0)) {
+    case 1: return sum_block<V, 0, true, T>(rest_input, tail, rest, epilogue, bias, multiplier);
+    case 2: return sum_block<V, 1, false, T>(rest_input, tail, rest, epilogue, bias, multiplier);
+    case 3: return sum_block<V, 1, true, T>(rest_input, tail, rest, epilogue, bias, multiplier);
+    case 4: return sum_block<V, 2, false, T>(rest_input, tail, rest, epilogue, bias, multiplier);
+    case 5: return sum_block<V, 2, true, T>(rest_input, tail, rest, epilogue, bias, multiplier);
+    case 6: return sum_block<V, 3, false, T>(rest_input, tail, rest, epilogue, bias, multiplier);
+    case 7: return sum_block<V, 3, true, T>(rest_input, tail, rest, epilogue, bias, multiplier);
   }
-};
+}
 
 template <class V, class T>
 void maxpool(const Pool2dShape& s, size_t pixel_begin, size_t pixel_end, const T* input, T* output) {
@@ -114,22 +127,27 @@ void maxpool(const Pool2dShape& s, size_t pixel_begin, size_t pixel_end, const T
   for (size_t pixel = pixel_begin; pixel < pixel_end; ++pixel, next_pool_window(s, w)) {
     T* out = output + pixel * s.out_stride();
     const T* base = input;
-    // Tap addresses once per pixel, then a tight load+max loop per channel block.
     const size_t* listed = tap_list.list(s, w, input, base);
+    // Max over the taps, one channel block at a time (load_block(tap) loads the block's bytes).
+    const auto max_over_taps = [&](auto load_block) {
+      typename V::Bytes best = lowest;
+      if (listed) {  // tap addresses listed once per pixel: a tight load+max loop
+        const size_t taps = w.valid_taps;
+        for (size_t t = 0; t < taps; ++t) best = V::template max_bytes<T>(best, load_block(base + listed[t]));
+      } else {
+        for_each_tap(s, w, input, nullptr, base,
+                     [&](const T* tap) { best = V::template max_bytes<T>(best, load_block(tap)); });
+      }
+      return best;
+    };
     size_t c = 0;
     for (; c + V::kBytes <= s.channels; c += V::kBytes) {
-      typename V::Bytes best = lowest;
-      for_each_tap(s, w, input, listed, base,
-                   [&](const T* tap) { best = V::template max_bytes<T>(best, V::load_bytes(tap + c)); });
-      V::store_bytes(out + c, best);
+      V::store_bytes(out + c, max_over_taps([c](const T* tap) { return V::load_bytes(tap + c); }));
     }
     if (c < s.channels) {
       const size_t count = s.channels - c;
-      typename V::Bytes best = lowest;
-      for_each_tap(s, w, input, listed, base, [&](const T* tap) {
-        best = V::template max_bytes<T>(best, V::load_bytes_partial(tap + c, count));
-      });
-      V::store_bytes_partial(out + c, best, count);
+      V::store_bytes_partial(
+          out + c, max_over_taps([c, count](const T* tap) { return V::load_bytes_partial(tap + c, count); }), count);
     }
   }
 }
@@ -148,12 +166,8 @@ void avgpool(const Pool2dShape& s, const AvgPoolParams& p, size_t pixel_begin, s
     T* out = output + pixel * s.out_stride();
     const T* base = input;
     const size_t* listed = tap_list.list(s, w, input, base);
-    // 4 * kLanes channels (4 int32 sum vectors) per pass over the window taps.
-    for (size_t c = 0; c < s.channels; c += 4 * V::kLanes) {
-      ChannelSums<V> sums(std::min(4 * V::kLanes, s.channels - c));
-      for_each_tap(s, w, input, listed, base, [&](const T* tap) { sums.add(tap + c); });
-      sums.store(out + c, epilogue, bias, multiplier);
-    }
+    sum_channels<V>(
+        s.channels, [&](auto add) { for_each_tap(s, w, input, listed, base, add); }, out, epilogue, bias, multiplier);
   }
 }
 
@@ -164,13 +178,11 @@ void global_avgpool(size_t pixels, size_t channels, size_t input_pixel_stride, c
   const Epilogue<V> epilogue(p);
   const typename V::Floats multiplier = V::splat(p.multiplier / static_cast<float>(std::max<size_t>(1, pixels)));
   const typename V::Ints bias = V::splat_int(p.input_zero_point * static_cast<int32_t>(pixels));
-  // 4 * kLanes channels (4 int32 sum vectors) per pass over the pixels.
-  for (size_t c = 0; c < channels; c += 4 * V::kLanes) {
-    ChannelSums<V> sums(std::min(4 * V::kLanes, channels - c));
-    const T* column = input + c;
-    for (size_t i = 0; i < pixels; ++i, column += stride) sums.add(column);
-    sums.store(output + c, epilogue, bias, multiplier);
-  }
+  const auto for_each_pixel = [&](auto add) {
+    const T* pixel = input;
+    for (size_t i = 0; i < pixels; ++i, pixel += stride) add(pixel);
+  };
+  sum_channels<V>(channels, for_each_pixel, output, epilogue, bias, multiplier);
 }
 
 }  // namespace pool_vector
