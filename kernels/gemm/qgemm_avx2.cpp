@@ -3,7 +3,7 @@
 // 6 rows x 16 columns (2 ymm) per register tile.
 #include <immintrin.h>
 
-#include "kernels/gemm/qgemm_epilogue_avx2_inl.h"
+#include "kernels/gemm/qgemm_tile_avx2_inl.h"
 
 namespace qdqrt::kernels::internal {
 namespace {
@@ -17,31 +17,12 @@ struct Avx2Traits {
   }
   using PanelElement = int16_t;
 
+  // Two int16 pairs per lane: vpmaddwd, then add into the int32 accumulators.
+  static __m256i accumulate(__m256i acc, __m256i a, __m256i b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+
   template <int MR>
   static void tile(const int16_t* a, int64_t a_stride, const int8_t* b, int k_groups, const TileArgs& t) {
-    __m256i acc[MR][2];
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-    for (int g = 0; g < k_groups; ++g) {
-      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
-      const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 32));
-      b += 64;
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        int32_t pair;
-        std::memcpy(&pair, a + r * a_stride + 2 * g, 4);
-        const __m256i va = _mm256_set1_epi32(pair);
-        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(va, b0));
-        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(va, b1));
-      }
-    }
-    const __m256 clamp_min = _mm256_set1_ps(t.epilogue->clamp_min);
-    const __m256 clamp_max = _mm256_set1_ps(t.epilogue->clamp_max);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      store_vector8(acc[r][0], 0, t.n_valid, t, r, clamp_min, clamp_max);
-      store_vector8(acc[r][1], 8, t.n_valid - 8, t, r, clamp_min, clamp_max);
-    }
+    tile_6x16<MR, kKGroup, Avx2Traits>(a, a_stride, b, k_groups, t);
   }
 };
 
