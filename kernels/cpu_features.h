@@ -29,7 +29,7 @@ bool cpu_has_avxvnni();  // what CPUID says (true on kAvxVnni machines and some 
 
 // AVX-512 VBMI (vpermb/vpermi2b) is an extra on top of kAvx512Vnni (Ice Lake+, Zen 4+): usable
 // only when active_isa() is kAvx512Vnni, so QDQRT_MAX_ISA limits it too.
-bool cpu_has_avx512vbmi();    // what CPUID says
-bool avx512vbmi_usable();     // cpu_has_avx512vbmi() && active_isa() == kAvx512Vnni
+bool cpu_has_avx512vbmi();  // what CPUID says
+bool avx512vbmi_usable();   // cpu_has_avx512vbmi() && active_isa() == kAvx512Vnni
 
 }  // namespace qdqrt::kernels

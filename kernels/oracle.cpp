@@ -8,8 +8,8 @@ int32_t load_activation(const void* data, int64_t index, bool is_signed) {
 }
 }  // namespace
 
-void oracle_gemm(const GemmWeightsDesc& desc, const void* a, int64_t a_row_stride, int m, void* c,
-                    int64_t c_row_stride, const Epilogue& epilogue) {
+void oracle_gemm(const GemmWeightsDesc& desc, const void* a, int64_t a_row_stride, int m, void* c, int64_t c_row_stride,
+                 const Epilogue& epilogue) {
   const int output_size = output_element_size(epilogue.output_type);
   for (int row = 0; row < m; ++row) {
     char* c_row = static_cast<char*>(c) + row * c_row_stride * output_size;
@@ -28,7 +28,7 @@ void oracle_gemm(const GemmWeightsDesc& desc, const void* a, int64_t a_row_strid
 }
 
 void oracle_conv(const ConvWeightsDesc& desc, const ConvShape& shape, const void* input, int64_t input_pixel_stride,
-                    void* output, int64_t output_pixel_stride, const Epilogue& epilogue) {
+                 void* output, int64_t output_pixel_stride, const Epilogue& epilogue) {
   const int output_size = output_element_size(epilogue.output_type);
   const int group_in = desc.input_channels / desc.groups;
   const int group_out = desc.output_channels / desc.groups;

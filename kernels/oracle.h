@@ -11,11 +11,11 @@
 namespace qdqrt::kernels {
 
 // C[m][n] for m in [0, m): A element (m, k) at a[m * a_row_stride + k], C at c[m * c_row_stride + n].
-void oracle_gemm(const GemmWeightsDesc& desc, const void* a, int64_t a_row_stride, int m, void* c,
-                    int64_t c_row_stride, const Epilogue& epilogue);
+void oracle_gemm(const GemmWeightsDesc& desc, const void* a, int64_t a_row_stride, int m, void* c, int64_t c_row_stride,
+                 const Epilogue& epilogue);
 
 // Direct NHWC convolution (any groups, including depthwise) over all output pixels.
 void oracle_conv(const ConvWeightsDesc& desc, const ConvShape& shape, const void* input, int64_t input_pixel_stride,
-                    void* output, int64_t output_pixel_stride, const Epilogue& epilogue);
+                 void* output, int64_t output_pixel_stride, const Epilogue& epilogue);
 
 }  // namespace qdqrt::kernels

@@ -121,10 +121,10 @@ struct Avx2Vectors {
     const __m128i rg = _mm_unpacklo_epi64(narrow<T>(first), narrow<T>(second));
     const __m128i b = narrow<T>(third);
     const auto index = [](const int8_t* bytes) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)); };
-    const __m128i low = _mm_or_si128(_mm_shuffle_epi8(rg, index(kIndex.first_two)),
-                                     _mm_shuffle_epi8(b, index(kIndex.third)));
-    const __m128i high = _mm_or_si128(_mm_shuffle_epi8(rg, index(kIndex.first_two + 16)),
-                                      _mm_shuffle_epi8(b, index(kIndex.third + 16)));
+    const __m128i low =
+        _mm_or_si128(_mm_shuffle_epi8(rg, index(kIndex.first_two)), _mm_shuffle_epi8(b, index(kIndex.third)));
+    const __m128i high =
+        _mm_or_si128(_mm_shuffle_epi8(rg, index(kIndex.first_two + 16)), _mm_shuffle_epi8(b, index(kIndex.third + 16)));
     if (count == kLanes) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(p), low);
       _mm_storel_epi64(reinterpret_cast<__m128i*>(p + 16), high);

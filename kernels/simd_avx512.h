@@ -56,7 +56,9 @@ struct Avx512Vectors {
   static Floats load_partial(const float* p, size_t count, float fill = 0.0f) {
     return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), lane_mask(count), p);
   }
-  static Ints load_ints_partial(const int32_t* p, size_t count) { return _mm512_maskz_loadu_epi32(lane_mask(count), p); }
+  static Ints load_ints_partial(const int32_t* p, size_t count) {
+    return _mm512_maskz_loadu_epi32(lane_mask(count), p);
+  }
   static void store_partial(float* p, Floats v, size_t count) { _mm512_mask_storeu_ps(p, lane_mask(count), v); }
 
   // ---- 8-bit values as int32 lanes (sign- or zero-extended by T)

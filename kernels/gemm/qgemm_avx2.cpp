@@ -18,7 +18,9 @@ struct Avx2Traits {
   using PanelElement = int16_t;
 
   // Two int16 pairs per lane: vpmaddwd, then add into the int32 accumulators.
-  static __m256i accumulate(__m256i acc, __m256i a, __m256i b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+  static __m256i accumulate(__m256i acc, __m256i a, __m256i b) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+  }
 
   template <int MR>
   static void tile(const int16_t* a, int64_t a_stride, const int8_t* b, int k_groups, const TileArgs& t) {

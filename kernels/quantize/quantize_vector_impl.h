@@ -90,8 +90,8 @@ void quantize_channels(size_t rows, size_t channels, const float* input, T* outp
       V::store_narrow(row_out + c, convert(V::load(row_in + c), V::load(scales + c), V::load_ints(zero_points + c)));
     }
     if (tail) {
-      V::store_narrow_partial(row_out + full, convert(V::load_partial(row_in + full, tail), tail_scale, tail_zero_point),
-                              tail);
+      V::store_narrow_partial(row_out + full,
+                              convert(V::load_partial(row_in + full, tail), tail_scale, tail_zero_point), tail);
     }
   }
 }
@@ -185,8 +185,8 @@ void requantize(size_t n, const T* input, T* output, const RequantizeParams& par
 template <class T>
 void quantize_nchw_to_nhwc(size_t channels, size_t pixels, size_t pixel_begin, size_t pixel_end, const float* input,
                            T* output, const float* scales, const int32_t* zero_points) {
-  quantize_vector::quantize_nchw_to_nhwc<QDQRT_VECTORS>(channels, pixels, pixel_begin, pixel_end, input, output,
-                                                        scales, zero_points);
+  quantize_vector::quantize_nchw_to_nhwc<QDQRT_VECTORS>(channels, pixels, pixel_begin, pixel_end, input, output, scales,
+                                                        zero_points);
 }
 
 QDQRT_INSTANTIATE_QUANTIZE_KERNELS(int8_t)

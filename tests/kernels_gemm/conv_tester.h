@@ -1,5 +1,6 @@
 // ConvTester: fluent description of one NHWC convolution (GEMM, implicit GEMM, grouped or
-// depthwise), checked on every supported ISA against the direct-convolution oracle (kernels/oracle.h), bit-exact.
+// depthwise), checked on every supported ISA against the direct-convolution oracle (kernels/oracle.h),
+// bit-exact.
 #pragma once
 
 #include <cmath>

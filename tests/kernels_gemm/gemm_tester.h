@@ -1,5 +1,5 @@
 // GemmTester: fluent description of one GEMM case, checked on one or every supported ISA against
-// the unpacked-weights oracle (kernels/oracle.h) (int8 outputs bit-equal), with guarded buffers.
+// the unpacked-weights oracle of kernels/oracle.h (int8 outputs bit-equal), with guarded buffers.
 #pragma once
 
 #include <algorithm>

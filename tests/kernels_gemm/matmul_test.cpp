@@ -74,7 +74,7 @@ void check(const MatMulCase& mc, Isa isa) {
     desc.input_signed = mc.a_signed;
     desc.output_scale = args.output_scale;
     oracle_gemm(desc, a.data() + batch * a_batch, mc.k, mc.m, expected.data() + batch * c_batch * out_size, mc.n,
-                   epilogue);
+                epilogue);
   }
   PackedGemm scratch;
   // Two calls over batch ranges, re-using the scratch packing (as one thread would).
