@@ -8,11 +8,7 @@
 
 namespace qdqrt::kernels {
 
-Isa usable_isa(Isa requested) {
-  Isa detected = detected_isa();
-  const Isa usable = static_cast<int>(requested) < static_cast<int>(detected) ? requested : detected;
-  return isa_supported(usable) ? usable : Isa::kAvx2;  // AVX-512 VNNI without AVX-VNNI
-}
+Isa usable_isa(Isa requested) { return best_supported_up_to(requested); }
 
 // --- GEMM / implicit-GEMM convolution family ---
 // mr, nr, k_group and element_size must match the Traits in the corresponding source file.
