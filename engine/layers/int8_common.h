@@ -11,9 +11,9 @@
 
 #include "engine/layer.h"
 #include "engine/plan.h"
-#include "kernels/qconv.h"
+#include "kernels/conv/qconv.h"
 #include "kernels/qepilogue.h"
-#include "kernels/qgemm.h"
+#include "kernels/gemm/qgemm.h"
 #include "core/graph.h"
 #include "core/ops/conv.h"
 #include "core/ops/fused.h"

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "engine/layers/int8_common.h"
-#include "kernels/qconv.h"
+#include "kernels/conv/qconv.h"
 #include "core/ops/fused_layers.h"
 
 namespace qdqrt::engine::int8 {

@@ -1,4 +1,4 @@
-// INT8 pools on NHWC tensors (kernels/qpool.h).
+// INT8 pools on NHWC tensors (kernels/pool/qpool.h).
 //   "qmaxpool": ONNX MaxPool on an int8/uint8 tensor (the optimizer leaves it between Q and DQ:
 //               it commutes with quantization). Output pixels split across threads.
 //   "qavgpool": QAveragePool (requantized once from int32 sums; optional fused Relu).
@@ -12,7 +12,7 @@
 
 #include "engine/layers/int8_common.h"
 #include "kernels/dispatch.h"
-#include "kernels/qpool.h"
+#include "kernels/pool/qpool.h"
 #include "core/ops/fused_layers.h"
 #include "core/ops/pool.h"
 
