@@ -11,6 +11,7 @@
 #include "core/ops/fused_layers.h"
 #include "parser/onnx_loader.h"
 #include "parser/onnx_writer.h"
+#include "reference/executor.h"
 
 namespace qdqrt::engine {
 
@@ -90,6 +91,38 @@ std::optional<Shape> fused_layer_shape(const Node& node, const Graph& probe, con
   return std::nullopt;
 }
 
+// Output shapes of a node ONNX's shape inference does not know (an op newer than libonnx), from
+// its reference kernel run on zeros at the inputs' shapes in `probe`. Empty when that fails.
+std::vector<std::optional<Shape>> kernel_output_shapes(const Node& node, const Graph& probe) try {
+  constexpr int64_t kMaxProbeElements = int64_t{1} << 24;
+  std::vector<Tensor> runtime;
+  runtime.reserve(node.inputs.size());
+  std::vector<const Tensor*> inputs;
+  for (const std::string& input : node.inputs) {
+    if (input.empty()) {
+      inputs.push_back(nullptr);
+    } else if (const Tensor* constant = probe.find_initializer(input)) {
+      inputs.push_back(constant);
+    } else {
+      const ValueInfo* info = probe.find_value(input);
+      std::optional<Shape> shape = info ? info->static_shape() : std::nullopt;
+      if (!shape || info->dtype == DataType::kUndefined) return {};
+      int64_t count = 1;
+      for (int64_t dim : *shape) count *= dim;
+      if (count > kMaxProbeElements) return {};
+      runtime.emplace_back(info->dtype, *shape);  // zero-filled
+      inputs.push_back(&runtime.back());
+    }
+  }
+  Result<std::vector<Tensor>> outputs = run_reference_node(node, inputs);
+  if (!outputs.ok()) return {};
+  std::vector<std::optional<Shape>> shapes;
+  for (const Tensor& output : *outputs) shapes.push_back(output.shape());
+  return shapes;
+} catch (const std::exception&) {
+  return {};
+}
+
 bool same_tensor(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
          (a.nbytes() == 0 || std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0);
@@ -147,20 +180,27 @@ Result<Graph> reload_at_batch(const Graph& graph, const std::vector<std::string>
       (*info.shape)[0] = Dim{.value = batch, .symbol = {}};
     }
   }
-  // Each round gives shapes to the fused layers whose inputs have them, then infers again.
+  // Each round gives shapes to the nodes ONNX's inference left without one (whose inputs have
+  // them), then infers again downstream.
   for (size_t round = 0; round <= graph.nodes.size(); ++round) {
     QDQRT_ASSIGN_OR_RETURN(onnx::ModelProto model, graph_to_model(declared));
     QDQRT_ASSIGN_OR_RETURN(Graph loaded, load_onnx_model(model));
     bool progress = false;
     for (const Node& node : loaded.nodes) {
-      if (node.domain != layers::kDomain) continue;
-      for (const std::string& output : node.outputs) {
-        auto declared_output = declared.values.find(output);
-        if (output.empty() || static_shape_in(loaded, output) || declared_output == declared.values.end()) continue;
-        std::optional<Shape> shape = fused_layer_shape(node, loaded, graph);
-        if (!shape) continue;
+      bool missing = false;
+      for (const std::string& output : node.outputs) missing = missing || (!output.empty() && !static_shape_in(loaded, output));
+      if (!missing) continue;
+      std::vector<std::optional<Shape>> shapes;
+      if (node.domain == layers::kDomain) {
+        shapes.push_back(fused_layer_shape(node, loaded, graph));
+      } else {
+        shapes = kernel_output_shapes(node, loaded);
+      }
+      for (size_t i = 0; i < node.outputs.size() && i < shapes.size(); ++i) {
+        auto declared_output = declared.values.find(node.outputs[i]);
+        if (!shapes[i] || declared_output == declared.values.end() || static_shape_in(loaded, node.outputs[i])) continue;
         std::vector<Dim> dims;
-        for (int64_t dim : *shape) dims.push_back(Dim{.value = dim, .symbol = {}});
+        for (int64_t dim : *shapes[i]) dims.push_back(Dim{.value = dim, .symbol = {}});
         declared_output->second.shape = std::move(dims);
         progress = true;
       }
