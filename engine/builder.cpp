@@ -278,6 +278,11 @@ class PlanBuilder final : public BuildContext {
 
   // A constant read by a layer that only takes tensors: a "constant" layer writes it each run.
   Result<int32_t> materialize_constant(const std::string& value, const Tensor& constant_value) {
+    if (constant_follows_batch(value)) {
+      require_max_batch(fmt::format("{} '{}' is a constant computed for batch {}",
+                                    current_ ? current_->describe() + " reads" : std::string("the output"), value,
+                                    max_batch_));
+    }
     int32_t index = add_tensor(value, constant_value.dtype(), constant_value.shape(), BatchLayout{}, Layout::kPlain);
     PlanLayer layer;
     layer.kind = "constant";
