@@ -1,11 +1,10 @@
 #include "engine/batch_tracking.h"
 
+#include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "core/ops/fused.h"
 #include "core/ops/fused_layers.h"
@@ -168,7 +167,6 @@ Result<BatchLayout> BatchTracker::layout_of(const std::string& value) const {
   return layout;
 }
 
-
 Result<Graph> reload_at_batch(const Graph& graph, const std::vector<std::string>& batched_inputs, int64_t batch) {
   Graph declared = graph;  // tensors share their storage: a cheap copy
   for (auto& [name, info] : declared.values) {
@@ -188,7 +186,8 @@ Result<Graph> reload_at_batch(const Graph& graph, const std::vector<std::string>
     bool progress = false;
     for (const Node& node : loaded.nodes) {
       bool missing = false;
-      for (const std::string& output : node.outputs) missing = missing || (!output.empty() && !static_shape_in(loaded, output));
+      for (const std::string& output : node.outputs)
+        missing = missing || (!output.empty() && !static_shape_in(loaded, output));
       if (!missing) continue;
       std::vector<std::optional<Shape>> shapes;
       if (node.domain == layers::kDomain) {
@@ -198,7 +197,8 @@ Result<Graph> reload_at_batch(const Graph& graph, const std::vector<std::string>
       }
       for (size_t i = 0; i < node.outputs.size() && i < shapes.size(); ++i) {
         auto declared_output = declared.values.find(node.outputs[i]);
-        if (!shapes[i] || declared_output == declared.values.end() || static_shape_in(loaded, node.outputs[i])) continue;
+        if (!shapes[i] || declared_output == declared.values.end() || static_shape_in(loaded, node.outputs[i]))
+          continue;
         std::vector<Dim> dims;
         for (int64_t dim : *shapes[i]) dims.push_back(Dim{.value = dim, .symbol = {}});
         declared_output->second.shape = std::move(dims);

@@ -26,7 +26,6 @@ int64_t shape_numel(const Shape& shape) {
   return count;
 }
 
-
 class PlanBuilder final : public BuildContext {
  public:
   PlanBuilder(const Graph& graph, const BuildOptions& options, kernels::Isa isa, int64_t max_batch,
@@ -268,7 +267,8 @@ class PlanBuilder final : public BuildContext {
   Result<int32_t> declare_graph_input(const std::string& name) {
     QDQRT_ASSIGN_OR_RETURN(Shape shape, shape_of(name));
     QDQRT_ASSIGN_OR_RETURN(DataType dtype, dtype_of(name));
-    int32_t index = add_tensor(name, dtype, shape, BatchLayout{.batched = batched_inputs_.count(name) != 0}, Layout::kPlain);
+    const BatchLayout batch{.batched = batched_inputs_.count(name) != 0};
+    int32_t index = add_tensor(name, dtype, shape, batch, Layout::kPlain);
     plan_.tensors[static_cast<size_t>(index)].kind = TensorKind::kInput;
     Stored& entry = stored_[name];
     entry.plain = index;
@@ -279,9 +279,9 @@ class PlanBuilder final : public BuildContext {
   // A constant read by a layer that only takes tensors: a "constant" layer writes it each run.
   Result<int32_t> materialize_constant(const std::string& value, const Tensor& constant_value) {
     if (constant_follows_batch(value)) {
-      require_max_batch(fmt::format("{} '{}' is a constant computed for batch {}",
-                                    current_ ? current_->describe() + " reads" : std::string("the output"), value,
-                                    max_batch_));
+      require_max_batch(current_ ? fmt::format("{} reads '{}', a constant computed for batch {}", current_->describe(),
+                                               value, max_batch_)
+                                 : fmt::format("the output '{}' is a constant computed for batch {}", value, max_batch_));
     }
     int32_t index = add_tensor(value, constant_value.dtype(), constant_value.shape(), BatchLayout{}, Layout::kPlain);
     PlanLayer layer;

@@ -373,7 +373,8 @@ Status check_binding_shape(const PlanTensor& tensor, const Shape& shape, int64_t
   bool ok = ranks_match;
   for (size_t axis = 0; ok && axis < shape.size(); ++axis) {
     if (tensor.batched && axis == batch_axis) {
-      ok = shape[axis] % factor == 0 && bound_batch >= 1 && bound_batch <= max_batch && (batch < 0 || bound_batch == batch);
+      ok = shape[axis] % factor == 0 && bound_batch >= 1 && bound_batch <= max_batch &&
+           (batch < 0 || bound_batch == batch);
     } else {
       ok = shape[axis] == tensor.shape[axis];
     }

@@ -65,7 +65,9 @@ inline BatchLayout batch_layout_of(const PlanTensor& tensor) {
 
 // True when the value does not depend on the batch, or its batch is dim 0 with one slice per image:
 // the only batch layout most layer kinds handle (LayerKind::any_batch_layout says a kind handles all).
-inline bool batch_leads(const BatchLayout& layout) { return !layout.batched || (layout.axis == 0 && layout.factor == 1); }
+inline bool batch_leads(const BatchLayout& layout) {
+  return !layout.batched || (layout.axis == 0 && layout.factor == 1);
+}
 inline bool batch_leads(const PlanTensor& tensor) { return batch_leads(batch_layout_of(tensor)); }
 
 // A named binary constant, 64-byte aligned. `owner` keeps the storage alive (a vector while

@@ -30,7 +30,8 @@ Status check_tensor(const BindContext& context, const PlanTensor& tensor, const 
   if (tensor.batched && (static_cast<size_t>(tensor.batch_axis) >= tensor.shape.size() ||
                          tensor.shape[static_cast<size_t>(tensor.batch_axis)] !=
                              tensor.batch_factor * context.plan().max_batch)) {
-    return context.error(fmt::format("{} '{}' is batched but its batch dim is not the maximum batch", what, tensor.name));
+    return context.error(fmt::format("{} '{}' is batched but its batch dim is not the maximum batch", what,
+                                     tensor.name));
   }
   return Status::ok();
 }

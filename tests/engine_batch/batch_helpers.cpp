@@ -43,7 +43,8 @@ Result<TensorMap> run_images(const engine::Engine& engine, engine::ExecutionCont
   std::vector<engine::ConstTensorBinding> input_bindings;
   for (const auto& [name, tensor] : run_inputs) input_bindings.push_back({name, tensor.raw_data(), tensor.shape()});
   TensorMap outputs;
-  for (const engine::IoTensorInfo& info : engine.outputs()) outputs[info.name] = Tensor(info.dtype, info.shape_at_batch(count));
+  for (const engine::IoTensorInfo& info : engine.outputs())
+    outputs[info.name] = Tensor(info.dtype, info.shape_at_batch(count));
   std::vector<engine::TensorBinding> output_bindings;
   for (auto& [name, tensor] : outputs) output_bindings.push_back({name, tensor.raw_data(), tensor.shape()});
   QDQRT_RETURN_IF_ERROR(context.run(input_bindings, output_bindings));

@@ -16,6 +16,7 @@
 // ModelBatches: the shipped models (models/*.onnx; the QDQ ones also built all-float) and the
 // exported torchvision models named by QDQRT_BATCH_MODELS (comma-separated paths; ctest passes
 // the tests/models exports): per-image bit-identical, and no refusal allowed.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -27,8 +28,6 @@
 #include <map>
 #include <regex>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "engine/engine.h"
 #include "parser/onnx_loader.h"
@@ -57,7 +56,8 @@ std::map<std::string, Outcome>& outcomes() {
   return records;
 }
 
-// Names and numbers out, so refusals group by kind: "'y' ... shape [3, 4] at batch 4" -> "'*' ... shape [*] at batch 4".
+// Names and numbers out, so refusals group by kind: "'y' ... shape [3, 4] at batch 4" -> "'*' ... shape [*] at batch
+// 4".
 std::string reason_kind(const std::string& message) {
   std::string kind = std::regex_replace(message, std::regex("'[^']*'"), "'*'");
   kind = std::regex_replace(kind, std::regex("\\[[^\\]]*\\]"), "[*]");
@@ -77,14 +77,16 @@ void write_summary(std::ostream& out) {
     }
   }
   const int checked = counts["identical"] + counts["mixes"] + counts["refused"];
-  out << fmt::format("Engine batch property over the ONNX backend node tests: {} cases checked at batches 1, 2 "
-                     "and 4, {} skipped.\n",
-                     checked, counts["skipped"]);
+  out << fmt::format(
+      "Engine batch property over the ONNX backend node tests: {} cases checked at batches 1, 2 "
+      "and 4, {} skipped.\n",
+      checked, counts["skipped"]);
   out << fmt::format("- {} keep images apart and give bit-identical per-image outputs at every batch\n",
                      counts["identical"]);
-  out << fmt::format("- {} mix images (the reference differs per image with the batch) and match the reference at "
-                     "every batch: {}\n",
-                     counts["mixes"], fmt::join(by_reason["mixes"][""], ", "));
+  out << fmt::format(
+      "- {} mix images (the reference differs per image with the batch) and match the reference at "
+      "every batch: {}\n",
+      counts["mixes"], fmt::join(by_reason["mixes"][""], ", "));
   out << fmt::format("- {} refuse batches other than 4, by reason:\n", counts["refused"]);
   for (const auto& [reason, names] : by_reason["refused"]) {
     out << fmt::format("  - {} ({}): {}\n", reason, names.size(), fmt::join(names, ", "));
@@ -117,8 +119,9 @@ const auto* const kSummary = ::testing::AddGlobalTestEnvironment(new SummaryEnvi
 // Empty when equal within the conformance tolerance (integers and bools exactly).
 std::string compare(const Tensor& actual, const Tensor& expected) {
   if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape()) {
-    return fmt::format("{} {} where the reference gives {} {}", dtype_name(actual.dtype()), shape_to_string(actual.shape()),
-                       dtype_name(expected.dtype()), shape_to_string(expected.shape()));
+    return fmt::format("{} {} where the reference gives {} {}", dtype_name(actual.dtype()),
+                       shape_to_string(actual.shape()), dtype_name(expected.dtype()),
+                       shape_to_string(expected.shape()));
   }
   const bool is_float = dtype_is_float(expected.dtype());
   const size_t element = dtype_size(expected.dtype());
@@ -126,7 +129,8 @@ std::string compare(const Tensor& actual, const Tensor& expected) {
     bool equal;
     if (is_float && (expected.dtype() == DataType::kFloat || expected.dtype() == DataType::kDouble)) {
       const double a = actual.value_as_double(i), e = expected.value_as_double(i);
-      equal = (std::isnan(a) && std::isnan(e)) || a == e || std::fabs(a - e) <= kAbsoluteTolerance + kRelativeTolerance * std::fabs(e);
+      equal = (std::isnan(a) && std::isnan(e)) || a == e ||
+              std::fabs(a - e) <= kAbsoluteTolerance + kRelativeTolerance * std::fabs(e);
     } else {
       equal = std::memcmp(static_cast<const uint8_t*>(actual.raw_data()) + i * element,
                           static_cast<const uint8_t*>(expected.raw_data()) + i * element, element) == 0;
@@ -186,9 +190,7 @@ TEST_P(NodeTestBatches, Case) {
   const std::string case_name = GetParam();
   const fs::path case_dir = node_test_root() / case_name;
   Outcome& outcome = outcomes()[case_name];
-  auto skip = [&](const std::string& reason, const std::string& detail = "") {
-    outcome = {"skipped", reason, detail};
-  };
+  auto skip = [&](const std::string& reason, const std::string& detail = "") { outcome = {"skipped", reason, detail}; };
 
   auto graph = load_onnx_file((case_dir / "model.onnx").string());
   if (!graph.ok()) return skip("qdqrt does not load the model (ops or types it does not hold)");
@@ -226,7 +228,8 @@ TEST_P(NodeTestBatches, Case) {
     dim->set_dim_param("batch");
   }
   model.mutable_graph()->clear_value_info();
-  for (auto& output : *model.mutable_graph()->mutable_output()) output.mutable_type()->mutable_tensor_type()->clear_shape();
+  for (auto& output : *model.mutable_graph()->mutable_output())
+    output.mutable_type()->mutable_tensor_type()->clear_shape();
   const std::string path = (fs::path(::testing::TempDir()) / ("batch_" + case_name + ".onnx")).string();
   {
     std::ofstream file(path, std::ios::binary);
@@ -293,8 +296,8 @@ TEST_P(NodeTestBatches, Case) {
   }
 
   // Image `image` of the runs of `per_run` images.
-  auto image_output = [&](std::map<int64_t, std::vector<TensorMap>>& runs, int64_t per_run, const engine::IoTensorInfo& info,
-                          int64_t image) {
+  auto image_output = [&](std::map<int64_t, std::vector<TensorMap>>& runs, int64_t per_run,
+                          const engine::IoTensorInfo& info, int64_t image) {
     return image_of(info, runs[per_run][static_cast<size_t>(image / per_run)].at(info.name), image % per_run);
   };
   bool keeps_images_apart = true;

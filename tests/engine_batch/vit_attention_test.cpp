@@ -4,11 +4,10 @@
 // FP32 and QDQ (INT8 transpose, Gather, batched QMatMul) variants; the model is written with onnx's
 // text parser, the batch dim symbolic and the Reshape targets computed from Shape(x) as torch
 // exports them. Also: engines that cannot follow the batch refuse other batches with a clear error.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "engine/engine.h"
 #include "parser/onnx_loader.h"
@@ -62,8 +61,8 @@ struct BuiltModel {
 
 BuiltModel build_attention(bool qdq) {
   const std::string path = fs::path(::testing::TempDir()) / (qdq ? "vit_attention_qdq.onnx" : "vit_attention.onnx");
-  Status written = write_text_model(attention_text(qdq), {{"w_qkv", {kWidth, kWidth}, 0.05f}, {"w_proj", {128, kWidth}, 0.05f}},
-                                    7, path);
+  Status written = write_text_model(attention_text(qdq),
+                                    {{"w_qkv", {kWidth, kWidth}, 0.05f}, {"w_proj", {128, kWidth}, 0.05f}}, 7, path);
   EXPECT_TRUE(written.is_ok()) << written.to_string();
   engine::BuildOptions options;
   options.input_shapes["x"] = {kMaxBatch, kTokens, kWidth};
@@ -99,8 +98,9 @@ void expect_batch_independent(const BuiltModel& built, double reference_toleranc
   auto expected = run_reference(*graph, inputs);
   ASSERT_TRUE(expected.ok()) << expected.status().to_string();
   for (int64_t image = 0; image < kMaxBatch; ++image) {
-    EXPECT_LE(relative_error(full->slices.at("y")[static_cast<size_t>(image)], slice(expected->at("y"), 0, 1, image, 1)),
-              reference_tolerance)
+    EXPECT_LE(
+        relative_error(full->slices.at("y")[static_cast<size_t>(image)], slice(expected->at("y"), 0, 1, image, 1)),
+        reference_tolerance)
         << "image " << image;
   }
 }
