@@ -220,6 +220,7 @@ Result<std::shared_ptr<const Engine>> Engine::build_from_file(const std::string&
   graph.name = slash == std::string::npos ? onnx_path : onnx_path.substr(slash + 1);  // becomes source_model
   auto load_at_batch = [&](int64_t batch) {
     LoadOptions probe_options;
+    probe_options.run_checker = false;  // checked by the load at the maximum batch
     probe_options.input_shapes = resolved.shapes;
     for (const std::string& name : resolved.batched) {
       Shape& shape = probe_options.input_shapes[name];
