@@ -136,11 +136,31 @@ BatchTracker::BatchTracker(const Graph& at_max, int64_t max_batch, const BatchPr
     const Tensor* other = probe_.graph->find_initializer(name);
     if (other == nullptr || !same_tensor(tensor, *other)) batch_constants_.insert(name);
   }
+  // A Reshape to a constant shape with the batch in it ([4, 64, 64]) keeps its output shape at the
+  // probe batch: its element counts tell.
+  for (const Node& node : probe_.graph->nodes) {
+    if (!node.domain.empty() || node.outputs.empty() ||
+        (node.op_type != "Reshape" && node.op_type != "Flatten" && node.op_type != "Squeeze" &&
+         node.op_type != "Unsqueeze")) {
+      continue;
+    }
+    std::optional<Shape> input = static_shape_in(*probe_.graph, node.input(0));
+    std::optional<Shape> output = static_shape_in(*probe_.graph, node.outputs[0]);
+    if (input && output && shape_numel(*input) != shape_numel(*output)) {
+      broken_at_probe_[node.outputs[0]] =
+          fmt::format("the model does not build at batch {}: {} cannot make {} into {} (a target shape that does "
+                      "not follow the batch)",
+                      probe_.batch, node.describe(), shape_to_string(*input), shape_to_string(*output));
+    }
+  }
 }
 
 Result<BatchLayout> BatchTracker::layout_of(const std::string& value) const {
   if (probe_.batch == 0) return BatchLayout{};
   if (!probe_.graph) return invalid_model("the model does not build at batch {}: {}", probe_.batch, probe_.failure);
+  if (auto broken = broken_at_probe_.find(value); broken != broken_at_probe_.end()) {
+    return invalid_model("{}", broken->second);
+  }
   const ValueInfo* info = at_max_.find_value(value);
   const ValueInfo* probed = probe_.graph->find_value(value);
   std::optional<Shape> shape = info ? info->static_shape() : std::nullopt;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -46,6 +47,9 @@ class BatchTracker {
   int64_t max_batch_;
   const BatchProbe& probe_;
   std::unordered_set<std::string> batch_constants_;
+  // Outputs of nodes that do not hold at the probe batch although shape inference let them pass
+  // (ONNX's Reshape rule does not check the element count): value -> why.
+  std::unordered_map<std::string, std::string> broken_at_probe_;
 };
 
 // `graph` (static shapes at the maximum batch, not yet optimized) again with dim 0 of

@@ -157,7 +157,9 @@ TEST(VitAttention, QdqInt8TransposeMovesTheBatchAndEveryBatchGivesTheSameImages)
 // Builds `text` (input x of shape `shape` at the max batch) and expects batch `max_batch` to run
 // and batch 1 to be refused with a message naming `culprit`.
 void expect_refusal(const std::string& text, const Shape& shape, const std::string& culprit) {
-  const std::string path = fs::path(::testing::TempDir()) / "refusal.onnx";
+  // ctest runs the tests of this file in parallel processes: one file per test.
+  const std::string path = fs::path(::testing::TempDir()) /
+                           (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".onnx");
   ASSERT_TRUE(write_text_model(text, {}, 1, path).is_ok());
   engine::BuildOptions options;
   options.input_shapes["x"] = shape;
@@ -186,6 +188,19 @@ g (float[N,4] x) => (float[3,4] y)
 }
 )",
                  {3, 4}, "does not build at batch 4");
+}
+
+// A Reshape whose constant target has the batch in it: ONNX's shape inference accepts it at batch 5
+// (it does not count elements), the element counts do not.
+TEST(BatchRefusal, ReshapeToAConstantShapeWithTheBatch) {
+  expect_refusal(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,2,8] x) => (float[4,16] y)
+<int64[2] shape = {4, 16}>
+{
+  y = Reshape(x, shape)
+}
+)",
+                 {4, 2, 8}, "cannot make [5, 2, 8] into [4, 16]");
 }
 
 // A shape computed from the batch (folded into a constant [4, 4] at build time) read by a layer
