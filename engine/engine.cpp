@@ -296,23 +296,22 @@ Result<std::shared_ptr<const Engine>> Engine::load_bytes(std::span<const uint8_t
   return from_plan(std::move(plan));
 }
 
-std::vector<IoTensorInfo> Engine::inputs() const {
+namespace {
+
+std::vector<IoTensorInfo> io_tensor_infos(const EnginePlan& plan, const std::vector<int32_t>& indices) {
   std::vector<IoTensorInfo> result;
-  for (int32_t index : plan_.inputs) {
-    const PlanTensor& t = plan_.tensors[static_cast<size_t>(index)];
+  for (int32_t index : indices) {
+    const PlanTensor& t = plan.tensors[static_cast<size_t>(index)];
     result.push_back({t.name, t.dtype, t.shape, t.batched, t.batch_axis, t.batch_factor});
   }
   return result;
 }
 
-std::vector<IoTensorInfo> Engine::outputs() const {
-  std::vector<IoTensorInfo> result;
-  for (int32_t index : plan_.outputs) {
-    const PlanTensor& t = plan_.tensors[static_cast<size_t>(index)];
-    result.push_back({t.name, t.dtype, t.shape, t.batched, t.batch_axis, t.batch_factor});
-  }
-  return result;
-}
+}  // namespace
+
+std::vector<IoTensorInfo> Engine::inputs() const { return io_tensor_infos(plan_, plan_.inputs); }
+
+std::vector<IoTensorInfo> Engine::outputs() const { return io_tensor_infos(plan_, plan_.outputs); }
 
 std::vector<LayerProfileEntry> Engine::layers() const {
   std::vector<LayerProfileEntry> result;

@@ -36,6 +36,7 @@
 #include "parser/onnx_loader.h"
 #include "core/op_registry.h"
 #include "reference/executor.h"
+#include "tests/common/node_test_cases.h"
 
 namespace qdqrt {
 namespace {
@@ -79,20 +80,9 @@ bool glob_match(const char* pattern, const char* name) {
   return *pattern == *name && glob_match(pattern + 1, name + 1);
 }
 
-fs::path node_test_root() {
-  if (const char* override_dir = std::getenv("QDQRT_ONNX_NODE_TEST_DIR")) return override_dir;
-  return QDQRT_ONNX_NODE_TEST_DIR;
-}
+fs::path node_test_root() { return testing::node_test_root(QDQRT_ONNX_NODE_TEST_DIR); }
 
-std::vector<std::string> list_cases() {
-  std::vector<std::string> cases;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(node_test_root(), error)) {
-    if (entry.is_directory() && fs::exists(entry.path() / "model.onnx")) cases.push_back(entry.path().filename());
-  }
-  std::sort(cases.begin(), cases.end());
-  return cases;
-}
+std::vector<std::string> list_cases() { return testing::list_node_test_cases(node_test_root()); }
 
 // What the report needs to know about each case, filled in as tests run.
 struct CaseRecord {

@@ -31,6 +31,7 @@
 
 #include "engine/engine.h"
 #include "parser/onnx_loader.h"
+#include "tests/common/node_test_cases.h"
 #include "tests/engine_batch/batch_helpers.h"
 
 namespace qdqrt::batch_testing {
@@ -154,20 +155,9 @@ Tensor image_of(const engine::IoTensorInfo& info, const Tensor& output, int64_t 
 // ---------------------------------------------------------------------------------------------
 // ONNX backend node tests
 
-fs::path node_test_root() {
-  if (const char* override_dir = std::getenv("QDQRT_ONNX_NODE_TEST_DIR")) return override_dir;
-  return QDQRT_ONNX_NODE_TEST_DIR;
-}
+fs::path node_test_root() { return testing::node_test_root(QDQRT_ONNX_NODE_TEST_DIR); }
 
-std::vector<std::string> list_cases() {
-  std::vector<std::string> cases;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(node_test_root(), error)) {
-    if (entry.is_directory() && fs::exists(entry.path() / "model.onnx")) cases.push_back(entry.path().filename());
-  }
-  std::sort(cases.begin(), cases.end());
-  return cases;
-}
+std::vector<std::string> list_cases() { return testing::list_node_test_cases(node_test_root()); }
 
 // The batch-4 tensor whose image i is slice i % d0 of `tensor`.
 Tensor repeat_images(const Tensor& tensor) {
