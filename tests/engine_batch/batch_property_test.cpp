@@ -6,7 +6,7 @@
 // The first runtime input (and every input of the same shape) gets a symbolic dim 0; the batch of
 // 4 images repeats the data set's dim-0 slices. The reference executor at each batch is the oracle:
 //   - the engine's outputs have the reference's shapes at every batch (the tracked batch dims) and
-//     its values within the conformance tolerance;
+//     its values within the conformance tolerance (tests/common/onnx_node_case.h);
 //   - when the model keeps images apart (the reference gives each image the same bits alone as in
 //     the batch of 4), the engine's per-image outputs are bit-identical at batches 1, 2 and 4;
 //   - a refused batch must say "runs only at batch 4".
@@ -31,7 +31,7 @@
 
 #include "engine/engine.h"
 #include "parser/onnx_loader.h"
-#include "tests/common/node_test_cases.h"
+#include "tests/common/onnx_node_case.h"
 #include "tests/engine_batch/batch_helpers.h"
 
 namespace qdqrt::batch_testing {
@@ -40,9 +40,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int64_t kMaxBatch = 4;
-// The conformance suite's tolerance (tests/conformance/conformance_test.cpp).
-constexpr double kRelativeTolerance = 1e-3;
-constexpr double kAbsoluteTolerance = 1e-4;
 
 // ---------------------------------------------------------------------------------------------
 // Outcomes, for the summary.
@@ -117,33 +114,6 @@ const auto* const kSummary = ::testing::AddGlobalTestEnvironment(new SummaryEnvi
 // ---------------------------------------------------------------------------------------------
 // Comparisons
 
-// Empty when equal within the conformance tolerance (integers and bools exactly).
-std::string compare(const Tensor& actual, const Tensor& expected) {
-  if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape()) {
-    return fmt::format("{} {} where the reference gives {} {}", dtype_name(actual.dtype()),
-                       shape_to_string(actual.shape()), dtype_name(expected.dtype()),
-                       shape_to_string(expected.shape()));
-  }
-  const bool is_float = dtype_is_float(expected.dtype());
-  const size_t element = dtype_size(expected.dtype());
-  for (int64_t i = 0; i < expected.numel(); ++i) {
-    bool equal;
-    if (is_float && (expected.dtype() == DataType::kFloat || expected.dtype() == DataType::kDouble)) {
-      const double a = actual.value_as_double(i), e = expected.value_as_double(i);
-      equal = (std::isnan(a) && std::isnan(e)) || a == e ||
-              std::fabs(a - e) <= kAbsoluteTolerance + kRelativeTolerance * std::fabs(e);
-    } else {
-      equal = std::memcmp(static_cast<const uint8_t*>(actual.raw_data()) + i * element,
-                          static_cast<const uint8_t*>(expected.raw_data()) + i * element, element) == 0;
-    }
-    if (!equal) {
-      return fmt::format("element {} is {} where the reference gives {}", i, actual.value_as_double(i),
-                         expected.value_as_double(i));
-    }
-  }
-  return "";
-}
-
 // Bitwise, NaN payloads included (the same kernels on the same bits).
 bool same_bits(const Tensor& a, const Tensor& b) { return bit_equal(a, b); }
 
@@ -155,9 +125,10 @@ Tensor image_of(const engine::IoTensorInfo& info, const Tensor& output, int64_t 
 // ---------------------------------------------------------------------------------------------
 // ONNX backend node tests
 
-fs::path node_test_root() { return testing::node_test_root(QDQRT_ONNX_NODE_TEST_DIR); }
-
-std::vector<std::string> list_cases() { return testing::list_node_test_cases(node_test_root()); }
+fs::path node_test_root() {
+  if (const char* override_dir = std::getenv("QDQRT_ONNX_NODE_TEST_DIR")) return override_dir;
+  return QDQRT_ONNX_NODE_TEST_DIR;
+}
 
 // The batch-4 tensor whose image i is slice i % d0 of `tensor`.
 Tensor repeat_images(const Tensor& tensor) {
@@ -184,15 +155,11 @@ TEST_P(NodeTestBatches, Case) {
 
   auto graph = load_onnx_file((case_dir / "model.onnx").string());
   if (!graph.ok()) return skip("qdqrt does not load the model (ops or types it does not hold)");
-  TensorMap original;
-  for (size_t i = 0; i < graph->inputs.size(); ++i) {
-    const fs::path file = case_dir / "test_data_set_0" / fmt::format("input_{}.pb", i);
-    auto tensor = read_tensor_pb_file(file.string());
-    if (!tensor.ok()) return skip("the data set lacks an input");
-    const ValueInfo* info = graph->find_value(graph->inputs[i]);
-    if (info == nullptr || info->dtype != tensor->dtype()) return skip("an input is stored as another type (bfloat16)");
-    original[graph->inputs[i]] = *tensor;
-  }
+  auto facts = testing::read_model_facts(case_dir / "model.onnx");
+  ASSERT_TRUE(facts.ok()) << facts.status().to_string();
+  auto data_set = testing::read_data_set(case_dir / "test_data_set_0", *facts);
+  if (!data_set.ok() || data_set->inputs.size() != graph->inputs.size()) return skip("the data set lacks an input");
+  const TensorMap& original = data_set->inputs;
   // The batched inputs: the first one of rank >= 1 and every input of its shape.
   std::optional<Shape> batch_shape;
   for (const std::string& name : graph->inputs) {
@@ -273,7 +240,7 @@ TEST_P(NodeTestBatches, Case) {
       ASSERT_TRUE(expected.ok()) << where << ": the engine ran where the reference says "
                                  << expected.status().to_string();
       for (const engine::IoTensorInfo& info : engine.outputs()) {
-        std::string difference = compare(actual->at(info.name), expected->at(info.name));
+        std::string difference = testing::compare_tensors(actual->at(info.name), expected->at(info.name));
         ASSERT_EQ(difference, "") << where << ", output '" << info.name << "'";
       }
       engine_runs[per_run].push_back(std::move(*actual));
@@ -322,7 +289,8 @@ std::string case_test_name(const ::testing::TestParamInfo<std::string>& info) {
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(OnnxNode, NodeTestBatches, ::testing::ValuesIn(list_cases()), case_test_name);
+INSTANTIATE_TEST_SUITE_P(OnnxNode, NodeTestBatches, ::testing::ValuesIn(testing::list_node_cases(node_test_root())),
+                         case_test_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(NodeTestBatches);
 
 // ---------------------------------------------------------------------------------------------
