@@ -638,15 +638,15 @@ TEST(Int8Bind, QConvRefusesDamagedWeights) {
   Graph graph = conv_for_tamper(false);
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { truncate_blob(l, "g0.data"); },
                     "blob 'g0.data' has");
-  expect_bind_fails(graph, "qconv", [](auto&, auto& l) { truncate_blob(l, "g0.multiplier"); },
-                    "blob 'g0.multiplier' has");
+  expect_bind_fails(graph, "qconv", [](auto&, auto& l) { truncate_blob(l, "g0.accumulator_scale"); },
+                    "blob 'g0.accumulator_scale' has");
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("g0.nr", int64_t{8}); }, "g0.nr");
   expect_bind_fails(
       graph, "qconv",
       [](auto&, auto& l) {
         // The same bytes 4 bytes past a 64-byte boundary.
         for (engine::Blob& blob : l.blobs) {
-          if (blob.name != "g0.bias") continue;
+          if (blob.name != "g0.accumulator_bias") continue;
           auto storage = std::make_shared<std::vector<uint8_t>>(blob.bytes.size() + 128);
           uint8_t* base = storage->data() + (64 - reinterpret_cast<uintptr_t>(storage->data()) % 64) % 64 + 4;
           std::memcpy(base, blob.bytes.data(), blob.bytes.size());
@@ -654,7 +654,7 @@ TEST(Int8Bind, QConvRefusesDamagedWeights) {
           blob.owner = storage;
         }
       },
-      "blob 'g0.bias' is not 64-byte aligned");
+      "blob 'g0.accumulator_bias' is not 64-byte aligned");
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("g0.isa", std::string("avx1024")); },
                     "unknown ISA 'avx1024'");
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("channels", int64_t{6}); },
@@ -679,7 +679,7 @@ TEST(Int8Bind, QMatMulRefusesDamagedWeights) {
                                  "int8 wz = {0}"},
                                 "y = qdqrt.QMatMul <fused_nodes = [\"fc\"]> (a, as, az, w, ws, wz)\n"));
   expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { truncate_blob(l, "w.data"); }, "blob 'w.data' has");
-  expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { truncate_blob(l, "w.bias"); }, "blob 'w.bias' has");
+  expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { truncate_blob(l, "w.accumulator_bias"); }, "blob 'w.accumulator_bias' has");
   expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { l.params.set("k", int64_t{41}); }, "k=41");
   expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { l.params.set("w.k_padded", int64_t{4}); }, "w.k_padded");
 
