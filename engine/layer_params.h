@@ -86,7 +86,7 @@ inline constexpr BlobCodec<float> kRealBias{"real_bias"};                  // th
 // PackedGemm (also qmatmul's own m/k/n: k and n are read with INT_MAX / 64 there).
 inline constexpr IntCodec kN{"n", 1, kMaxDim};
 inline constexpr IntCodec kK{"k", 1, kMaxDim};
-inline constexpr IntCodec kNr{"nr"};                // the ISA's packing, read_in() exactly
+inline constexpr IntCodec kNr{"nr"};  // the ISA's packing, read_in() exactly
 inline constexpr IntCodec kKGroup{"k_group"};
 inline constexpr IntCodec kElementSize{"element_size"};
 inline constexpr IntCodec kKPadded{"k_padded"};
@@ -127,10 +127,11 @@ inline constexpr BoolCodec kDepthwise{"depthwise"};
 inline constexpr IntCodec kM{"m", 1, INT_MAX / 2};
 inline constexpr int64_t kMatMulMaxKN = INT_MAX / 64;
 inline constexpr IntCodec kBatchCount{"batch_count", 1, INT_MAX / 2};
-inline constexpr FloatCodec kBScale{"b_scale", FloatCheck::kFinite};  // qbatched_matmul: may be 0
+inline constexpr FloatCodec kBScale{"b_scale", FloatCheck::kFinite};           // qbatched_matmul: may be 0
 inline constexpr FloatCodec kBOperandScale{"b_scale", FloatCheck::kPositive};  // qbinary
 // qbinary
-inline constexpr EnumCodec<kernels::QBinaryOp> kQBinaryOp{"op", "op", kernels::qbinary_op_name, kernels::QBinaryOp::kMul};
+inline constexpr EnumCodec<kernels::QBinaryOp> kQBinaryOp{"op", "op", kernels::qbinary_op_name,
+                                                          kernels::QBinaryOp::kMul};
 
 // Data movement (qconcat, int8_transpose, plain_concat, plain_transpose, fp32_softmax).
 inline constexpr IntCodec kAxis{"axis", 0, INT64_MAX};
@@ -178,7 +179,7 @@ inline constexpr IntsCodec kInputKinds{"input_kinds"};      // per node input: 0
 inline constexpr IntsCodec kInputIndices{"input_indices"};  // layer input, or constant number
 inline constexpr IntCodec kConstantCount{"constant_count"};
 inline constexpr IntCodec kNodeOutputs{"node_outputs", 1, 64};
-inline constexpr IntsCodec kOutputSlots{"output_slots"};    // the node output each layer output holds
+inline constexpr IntsCodec kOutputSlots{"output_slots"};  // the node output each layer output holds
 inline constexpr IntCodec kAttributeCount{"attr_count"};
 // A tensor under prefix "const<c>" (constant input c) or "attr<i>" (a tensor attribute).
 std::string constant_tensor(int64_t index);  // "const<index>"

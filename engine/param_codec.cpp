@@ -39,8 +39,8 @@ Status check_float(const BindContext& context, const std::string& key, double va
   return Status::ok();
 }
 
-Status check_ints(const BindContext& context, const std::string& key, const std::vector<int64_t>& values,
-                  int64_t min, int64_t max) {
+Status check_ints(const BindContext& context, const std::string& key, const std::vector<int64_t>& values, int64_t min,
+                  int64_t max) {
   for (int64_t value : values) {
     if (value < min || value > max) {
       return context.error(fmt::format("parameter '{}' holds {}, expected {}..{}", key, value, min, max));

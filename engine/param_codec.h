@@ -11,14 +11,14 @@
 // attribute ("attr2"). The stored key is prefix + key.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <limits>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/status.h"
 #include "engine/layer.h"
@@ -178,8 +178,9 @@ class BlobCodec {
     if (count < 0 || count > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(sizeof(T))) {
       return context.error(fmt::format("blob '{}' would hold {} elements", param_key(prefix, key_), count));
     }
-    QDQRT_ASSIGN_OR_RETURN(std::span<const uint8_t> bytes,
-                           blob_codec::read(context, key_, prefix, count * static_cast<int64_t>(sizeof(T)), alignof(T)));
+    QDQRT_ASSIGN_OR_RETURN(
+        std::span<const uint8_t> bytes,
+        blob_codec::read(context, key_, prefix, count * static_cast<int64_t>(sizeof(T)), alignof(T)));
     return reinterpret_cast<const T*>(bytes.data());
   }
   // nullptr when the blob is absent (an optional bias), else as read().

@@ -408,8 +408,8 @@ Result<std::unique_ptr<Layer>> bind_constant(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
   QDQRT_ASSIGN_OR_RETURN(std::span<const uint8_t> value, params::kConstantValue.read_bytes(context));
   if (output->batched || static_cast<int64_t>(value.size()) != output->bytes) {
-    return context.error(fmt::format("the value holds {} bytes, tensor '{}' needs {}", value.size(), output->name,
-                                     output->bytes));
+    return context.error(
+        fmt::format("the value holds {} bytes, tensor '{}' needs {}", value.size(), output->name, output->bytes));
   }
   return std::unique_ptr<Layer>(new ConstantLayer(context.layer().outputs[0], value));
 }

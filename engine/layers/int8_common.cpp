@@ -202,8 +202,8 @@ Result<EpilogueSpec> load_epilogue(const BindContext& context) {
   if (spec.output_type == kernels::OutputType::kF32) {
     QDQRT_ASSIGN_OR_RETURN(spec.output_zero_point, kOutputZeroPoint.read_in(context, 0, 0));
   } else {
-    QDQRT_ASSIGN_OR_RETURN(spec.output_zero_point, read_zero_point(context, kOutputZeroPoint,
-                                                                   spec.output_type == kernels::OutputType::kS8));
+    QDQRT_ASSIGN_OR_RETURN(spec.output_zero_point,
+                           read_zero_point(context, kOutputZeroPoint, spec.output_type == kernels::OutputType::kS8));
   }
   QDQRT_ASSIGN_OR_RETURN(spec.activation.kind, kActivation.read(context));
   // Clip bounds may be +-inf (an absent bound); NaN is refused.
@@ -254,8 +254,7 @@ DataType epilogue_dtype(const EpilogueSpec& spec) {
 
 Result<int32_t> read_zero_point(const BindContext& context, const IntCodec& codec, bool is_signed,
                                 std::string_view prefix) {
-  QDQRT_ASSIGN_OR_RETURN(int64_t value,
-                         codec.read_in(context, is_signed ? -128 : 0, is_signed ? 127 : 255, prefix));
+  QDQRT_ASSIGN_OR_RETURN(int64_t value, codec.read_in(context, is_signed ? -128 : 0, is_signed ? 127 : 255, prefix));
   return static_cast<int32_t>(value);
 }
 

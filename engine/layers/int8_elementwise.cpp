@@ -206,8 +206,8 @@ Result<std::unique_ptr<Layer>> bind_qbinary_typed(const BindContext& context, co
   QDQRT_ASSIGN_OR_RETURN(int32_t b_zero_point, read_zero_point(context, kBZeroPoint, is_signed));
   QDQRT_ASSIGN_OR_RETURN(int32_t y_zero_point, read_zero_point(context, kYZeroPoint, is_signed));
   QDQRT_ASSIGN_OR_RETURN(bool relu, kRelu.read(context));
-  layer->params = kernels::make_qbinary_params<T>(op, a_scale, a_zero_point, b_scale, b_zero_point, y_scale,
-                                                  y_zero_point, relu);
+  layer->params =
+      kernels::make_qbinary_params<T>(op, a_scale, a_zero_point, b_scale, b_zero_point, y_scale, y_zero_point, relu);
   layer->swapped = kernels::swap_qbinary_operands(layer->params);
   QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, supporting_isa(context));
   auto kernels_set = kernels::qbinary_kernels<T>(isa);

@@ -215,10 +215,10 @@ Result<std::unique_ptr<Layer>> bind_window_pool_typed(const BindContext& context
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> pads, kPads.read_in(context, 4, 0, kInt8Pad));
   QDQRT_ASSIGN_OR_RETURN(bool ceil_mode, kCeilMode.read(context));
   for (int axis = 0; axis < 2; ++axis) {
-    const size_t expected = kernels::pool_output_size(
-        static_cast<size_t>(x.shape[2 + axis]), static_cast<size_t>(kernel[axis]), static_cast<size_t>(strides[axis]),
-        static_cast<size_t>(dilations[axis]), static_cast<size_t>(pads[axis]), static_cast<size_t>(pads[2 + axis]),
-        ceil_mode);
+    const size_t expected =
+        kernels::pool_output_size(static_cast<size_t>(x.shape[2 + axis]), static_cast<size_t>(kernel[axis]),
+                                  static_cast<size_t>(strides[axis]), static_cast<size_t>(dilations[axis]),
+                                  static_cast<size_t>(pads[axis]), static_cast<size_t>(pads[2 + axis]), ceil_mode);
     if (static_cast<int64_t>(expected) != y.shape[2 + axis]) {
       return context.error(fmt::format("output dim {} is {}, the window gives {}", 2 + axis, y.shape[2 + axis],
                                        expected));

@@ -190,8 +190,8 @@ Result<std::unique_ptr<Layer>> bind_qconcat_typed(const BindContext& context, co
     kernels::ConcatInput<T> input;
     input.inner = static_cast<size_t>(x->shape[axis] * after);
     input.requantize = scale != y_scale || zero_points[i] != y_zero_point;
-    input.params = kernels::make_requantize_params<T>(scale, static_cast<int32_t>(zero_points[i]), y_scale,
-                                                      y_zero_point);
+    input.params =
+        kernels::make_requantize_params<T>(scale, static_cast<int32_t>(zero_points[i]), y_scale, y_zero_point);
     layer->templates.push_back(input);
     layer->inputs.push_back(context.layer().inputs[i]);
   }

@@ -92,8 +92,8 @@ Result<Tensor> load_tensor(const BindContext& context, const std::string& prefix
   if (!bytes.ok()) return with_layer(bytes.status());
   QDQRT_ASSIGN_OR_RETURN(std::span<const uint8_t> data, params::kTensorData.read_bytes(context, prefix));
   if (data.size() != *bytes) {
-    return context.error(fmt::format("blob '{}' has {} bytes, {} {} needs {}", prefix, data.size(),
-                                     dtype_name(*dtype), shape_to_string(shape), *bytes));
+    return context.error(fmt::format("blob '{}' has {} bytes, {} {} needs {}", prefix, data.size(), dtype_name(*dtype),
+                                     shape_to_string(shape), *bytes));
   }
   try {
     Tensor tensor(*dtype, shape);
@@ -294,7 +294,8 @@ Result<std::unique_ptr<Layer>> bind_reference(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(int64_t constant_count, kConstantCount.read(context));
   if (kinds.size() != indices.size()) return context.error("input_kinds and input_indices differ in length");
   if (constant_count < 0 || constant_count > static_cast<int64_t>(layer.blobs.size())) {
-    return context.error(fmt::format("constant_count {} exceeds the layer's {} blobs", constant_count, layer.blobs.size()));
+    return context.error(
+        fmt::format("constant_count {} exceeds the layer's {} blobs", constant_count, layer.blobs.size()));
   }
   std::vector<Tensor> constants;
   for (int64_t c = 0; c < constant_count; ++c) {
@@ -338,7 +339,8 @@ Result<std::unique_ptr<Layer>> bind_reference(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(int64_t node_outputs, kNodeOutputs.read(context));
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> output_slots_param, kOutputSlots.read_any(context));
   if (output_slots_param.size() != layer.outputs.size() || layer.outputs.empty()) {
-    return context.error(fmt::format("{} output slots for {} layer outputs", output_slots_param.size(), layer.outputs.size()));
+    return context.error(
+        fmt::format("{} output slots for {} layer outputs", output_slots_param.size(), layer.outputs.size()));
   }
   node.outputs.assign(static_cast<size_t>(node_outputs), "");
   std::vector<size_t> output_slots;
