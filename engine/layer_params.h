@@ -5,8 +5,9 @@
 //
 // Bounds given here are the widest any layer accepts; a layer that knows narrower ones at bind
 // (a zero-point's range from its tensor's type, the INT8 kernels' window limits) reads with
-// read_in(). Changing what a key holds, its type or its bounds is a format change: bump
-// kEngineFormatVersion (engine/plan.h).
+// read_in(). A key that kinds use for different things has one codec per meaning (qbinary's `op`
+// is a name, the float layers' an int; `b_scale` may be 0 only in qbatched_matmul). Changing what
+// a key holds, its type or its bounds is a format change: bump kEngineFormatVersion (engine/plan.h).
 #pragma once
 
 #include <climits>
@@ -98,7 +99,7 @@ inline constexpr IntCodec kChannels{"channels", 1, kMaxDim};
 inline constexpr IntCodec kChannelsPadded{"channels_padded"};
 inline constexpr IntCodec kKernelHeight{"kernel_height", 1, 64};
 inline constexpr IntCodec kKernelWidth{"kernel_width", 1, 64};
-inline constexpr BlobCodec<int32_t> kDepthwiseTaps{"weights"};
+inline constexpr BlobCodec<int32_t> kDepthwiseTaps{"taps"};
 
 // ---------------------------------------------------------------------------------------------
 // Windows (qconv, pools, fp32_conv, fp32_pool). The INT8 kernels take at most kInt8Window per

@@ -668,8 +668,8 @@ TEST(Int8Bind, QConvRefusesDamagedWeights) {
   expect_bind_fails(graph, "qconv", [](auto& p, auto& l) { p.tensors[l.inputs[0]].layout = engine::Layout::kPlain; },
                     "stored plain, expected nhwc");
   Graph depthwise = conv_for_tamper(true);
-  expect_bind_fails(depthwise, "qconv", [](auto&, auto& l) { truncate_blob(l, "dw.weights"); },
-                    "blob 'dw.weights' has");
+  expect_bind_fails(depthwise, "qconv", [](auto&, auto& l) { truncate_blob(l, "dw.taps"); },
+                    "blob 'dw.taps' has");
   expect_bind_fails(depthwise, "qconv", [](auto&, auto& l) { l.params.set("dw.channels_padded", int64_t{17}); },
                     "dw.channels_padded");
 }
