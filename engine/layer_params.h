@@ -16,8 +16,8 @@
 
 #include "engine/param_codec.h"
 #include "kernels/cpu_features.h"
-#include "kernels/fp32_kernels.h"
-#include "kernels/qelementwise.h"
+#include "kernels/elementwise/qelementwise.h"
+#include "kernels/fp32/fp32_kernels.h"
 #include "kernels/qepilogue.h"
 
 namespace qdqrt::engine::params {

@@ -14,7 +14,7 @@
 #include "engine/layer_params.h"
 #include "engine/layers/layer_families.h"
 #include "kernels/dispatch.h"
-#include "kernels/fp32_kernels.h"
+#include "kernels/fp32/fp32_kernels.h"
 
 namespace qdqrt::engine::fp32 {
 

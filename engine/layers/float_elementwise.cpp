@@ -1,5 +1,5 @@
 // fp32 elementwise layers:
-//   fp32_binary     Add/Sub/Mul/Div/Max/Min (2 inputs), numpy broadcasting (kernels/broadcast.h);
+//   fp32_binary     Add/Sub/Mul/Div/Max/Min (2 inputs), numpy broadcasting (kernels/elementwise/broadcast.h);
 //                   either operand may be a constant (a blob). The broadcast plan is made per
 //                   image (batch dim 1) at bind time, so any run batch reuses it without allocating.
 //   fp32_unary      Relu, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Gelu (erf), Exp,
@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "engine/layers/float_common.h"
-#include "kernels/broadcast.h"
+#include "kernels/elementwise/broadcast.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/normalization.h"
 

@@ -1,5 +1,5 @@
 // Elementwise INT8 layers.
-//   "qbinary": QAdd / QMul (int8 or uint8, numpy broadcasting through kernels/broadcast.h, optional
+//   "qbinary": QAdd / QMul (int8 or uint8, numpy broadcasting through kernels/elementwise/broadcast.h, optional
 //              fused Relu). Rank-4 operands share the output's layout (NHWC inside INT8 regions);
 //              a lower-rank operand joins an NHWC output only when its bytes are ordered the same
 //              either way (a per-channel [C,1,1] or a per-pixel [1,H,W] operand).
@@ -14,10 +14,10 @@
 #include <fmt/format.h>
 
 #include "engine/layers/int8_common.h"
-#include "kernels/broadcast.h"
+#include "kernels/elementwise/broadcast.h"
 #include "kernels/dispatch.h"
-#include "kernels/qelementwise.h"
-#include "kernels/qlut.h"
+#include "kernels/elementwise/qelementwise.h"
+#include "kernels/lut/qlut.h"
 #include "core/ops/fused_layers.h"
 #include "reference/executor.h"
 

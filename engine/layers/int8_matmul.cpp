@@ -16,7 +16,7 @@
 
 #include "engine/layers/int8_common.h"
 #include "kernels/dispatch.h"
-#include "kernels/qgemm.h"
+#include "kernels/gemm/qgemm.h"
 #include "core/ops/fused_layers.h"
 
 namespace qdqrt::engine::int8 {

@@ -1,8 +1,8 @@
 // INT8 data-movement layers.
 //   "qconcat":      QConcat along any axis (channel concat of NHWC tensors = pixel rows side by side);
-//                   inputs with other quantization are requantized on the fly (kernels/qconcat.h).
-//                   Params (engine/layer_params.h): axis (logical), y scale/zero-point, per input
-//                   x scale/zero-point (floats/ints).
+//                   inputs with other quantization are requantized on the fly
+//                   (kernels/reorder/qconcat.h). Params (engine/layer_params.h): axis (logical),
+//                   y scale/zero-point, per input x scale/zero-point (floats/ints).
 //                   Scratch: one ConcatInput per input.
 //   "int8_reshape": Reshape / Flatten / Squeeze / Unsqueeze of an int8/uint8 tensor: a copy in plain
 //                   layout (an NHWC input whose C or H*W is 1 is read as stored: same bytes).
@@ -16,7 +16,7 @@
 
 #include "engine/layers/int8_common.h"
 #include "kernels/dispatch.h"
-#include "kernels/qconcat.h"
+#include "kernels/reorder/qconcat.h"
 #include "core/ops/fused_layers.h"
 #include "core/ops/tensor.h"
 

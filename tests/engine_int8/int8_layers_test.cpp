@@ -13,6 +13,8 @@
 #include <random>
 #include <set>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -166,8 +168,13 @@ void expect_engine_matches_reference(const Graph& graph, const std::vector<std::
       EXPECT_FALSE(layer.kernel.empty()) << layer.name;
     }
   }
-  // Engine files (engine/engine_file.cpp) may not be there yet: then the round trip is skipped.
-  const std::string path = ::testing::TempDir() + "/int8_layers_test.qdqrt";
+  // One file per test and process: ctest runs these cases side by side.
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string test_name = fmt::format("{}.{}", test->test_suite_name(), test->name());
+  for (char& c : test_name) {
+    if (c == '/') c = '_';
+  }
+  const std::string path = fmt::format("{}/int8_layers_test_{}_{}.qdqrt", ::testing::TempDir(), test_name, ::getpid());
   Status saved = engine.save(path);
   ASSERT_TRUE(saved.is_ok() || saved.code() == StatusCode::kUnsupported) << saved.to_string();
   std::shared_ptr<const engine::Engine> loaded;
