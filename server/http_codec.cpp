@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -192,9 +193,8 @@ std::variant<InferRequest, ServeError> parse_http_infer_request(std::string_view
       }
     }
     size_t element_size = dtype_size(tensor.dtype);
-    // Every element takes at least one byte of the body, so the body bounds the count.
-    auto count = checked_element_count(tensor.shape, static_cast<int64_t>(body.size()));
-    if (!count) return bad_request("input '" + tensor.name + "': the shape holds more elements than the body");
+    auto count = checked_element_count(tensor.shape, std::numeric_limits<int64_t>::max() / 16);
+    if (!count) return bad_request("input '" + tensor.name + "': the shape's element count overflows");
     if (binary_size) {
       if (input.contains("data")) return bad_request("input '" + tensor.name + "' has both 'data' and binary data");
       if (*binary_size > binary.size() - binary_offset) {
@@ -214,7 +214,8 @@ std::variant<InferRequest, ServeError> parse_http_infer_request(std::string_view
         return bad_request("input '" + tensor.name + "': FP16 data must be sent as binary data");
       }
       if (!data->is_array()) return bad_request("input '" + tensor.name + "': 'data' must be a list");
-      tensor.data.reserve(static_cast<size_t>(*count) * element_size);
+      // Every value takes at least one byte of the body: a huge shape cannot make us reserve more.
+      tensor.data.reserve(std::min(static_cast<size_t>(*count), body.size()) * element_size);
       int64_t found = 0;
       if (!flatten_data(*data, tensor.dtype, tensor.shape.size() + 1, tensor.data, found, *count)) {
         return bad_request("input '" + tensor.name + "': 'data' must hold " + std::to_string(*count) + " " +

@@ -1,5 +1,7 @@
 #include "server/http_frontend.h"
 
+#include <sys/socket.h>
+
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -136,6 +138,14 @@ HttpFrontend::HttpFrontend(InferenceServer& server, HttpOptions options, bool me
   http_->set_keep_alive_timeout(options_.keep_alive_timeout_seconds);
   http_->set_keep_alive_max_count(1u << 20);
   http_->set_tcp_nodelay(true);
+  // Debian's libcpp-httplib is built with a listen backlog of 5: a burst of connections then
+  // overflows it and Linux resets some (SYN cookies). Keep the listening socket to listen() on it
+  // again with a real backlog once bound.
+  http_->set_socket_options([this](int socket_fd) {
+    int one = 1;
+    ::setsockopt(socket_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    listen_socket_ = socket_fd;
+  });
   http_->set_pre_routing_handler([](const httplib::Request& request, httplib::Response& response) {
     if (!t_rejecting_connections) return httplib::Server::HandlerResponse::Unhandled;
     // Asking the client to close frees this thread for the next connection turned away.
@@ -252,6 +262,7 @@ Result<int> HttpFrontend::start() {
   } else if (!http_->bind_to_port(options_.host, port)) {
     return io_error("cannot listen on {}:{} (in use?)", options_.host, port);
   }
+  if (listen_socket_ >= 0) ::listen(listen_socket_, kListenBacklog);
   listener_ = std::thread([this] { http_->listen_after_bind(); });
   return port;
 }

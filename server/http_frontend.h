@@ -48,6 +48,8 @@ class HttpFrontend {
   HttpOptions options_;
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
+  int listen_socket_ = -1;
+  static constexpr int kListenBacklog = 1024;
 };
 
 }  // namespace qdqrt::server
