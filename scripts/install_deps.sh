@@ -26,3 +26,5 @@ if ((${#missing[@]})); then
 fi
 # ONNX Runtime for Node.js: the oracle for whole-model tests and the performance peer.
 bash "$(dirname "${BASH_SOURCE[0]}")/install_ort.sh"
+# Node clients for qdqrt serve's tests and bench/serve (gRPC, HTTP load).
+bash "$(dirname "${BASH_SOURCE[0]}")/install_serve_clients.sh"

@@ -217,6 +217,11 @@ void HttpFrontend::add_routes() {
     response.status = 200;
   });
   http_->Post(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/infer)", [this](const Request& request, Response& response) {
+    // An unknown model is a 404 whatever the body holds (as Triton answers).
+    if (auto error = server_.model_ready(match_or_empty(request, 1), match_or_empty(request, 2));
+        error && error->kind == ErrorKind::kNotFound) {
+      return send_error(response, *error);
+    }
     std::optional<std::string> header_length;
     if (request.has_header("Inference-Header-Content-Length")) {
       header_length = request.get_header_value("Inference-Header-Content-Length");
