@@ -18,7 +18,7 @@ struct ModelConfig {
   int64_t max_batch_size = 8;
   // Merge queued requests into one run (up to max_batch_size, waiting at most max_queue_delay_us).
   bool dynamic_batching = true;
-  int64_t max_queue_delay_us = 100;
+  int64_t max_queue_delay_us = 0;  // 0 (Triton's default): merge what queued while the last batch ran
   // A batch that reaches one of these sizes runs at once, without waiting for the delay.
   std::vector<int64_t> preferred_batch_sizes;
   // ExecutionContexts on the shared engine, each run by its own thread with this many threads.

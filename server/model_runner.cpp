@@ -51,7 +51,10 @@ ModelRunner::ModelRunner(std::shared_ptr<const engine::Engine> engine, const Mod
     }
     workers_.push_back(std::move(worker));
   }
-  for (auto& worker : workers_) threads_.emplace_back([this, raw = worker.get()] { worker_loop(*raw); });
+  for (auto& worker : workers_) {
+    idle_workers_.push_back(worker.get());
+    threads_.emplace_back([this] { dispatcher_loop(); });
+  }
 }
 
 ModelRunner::~ModelRunner() { shutdown(); }
@@ -126,10 +129,16 @@ InferOutcome ModelRunner::infer(std::vector<InferTensor> inputs) {
     pending->enqueued = start;
     std::future<InferOutcome> result = pending->result.get_future();
     bool queued = false;
+    Worker* idle_worker = nullptr;
     {
       std::lock_guard lock(mutex_);
+      // Nothing to merge with (and no delay to wait for): run now on this thread.
+      bool run_now = queue_.empty() && !idle_workers_.empty() && (!can_merge_ || config_.max_queue_delay_us == 0);
       if (stopping_) {
         outcome.error = serve_error(ErrorKind::kUnavailable, "the server is shutting down");
+      } else if (run_now) {
+        idle_worker = idle_workers_.back();
+        idle_workers_.pop_back();
       } else if (static_cast<int64_t>(queue_.size()) >= config_.max_queue_size) {
         outcome.error = serve_error(ErrorKind::kUnavailable, "the queue of model '{}' is full ({} requests)",
                                     metrics_->model, config_.max_queue_size);
@@ -138,8 +147,14 @@ InferOutcome ModelRunner::infer(std::vector<InferTensor> inputs) {
         queued = true;
       }
     }
-    if (queued) {
-      queue_changed_.notify_one();
+    if (idle_worker) {
+      std::vector<std::unique_ptr<Pending>> batch;
+      batch.push_back(std::move(pending));
+      run_batch(*idle_worker, batch);
+      release(idle_worker);
+      outcome = result.get();
+    } else if (queued) {
+      queue_changed_.notify_all();
       outcome = result.get();
     }
   }
@@ -152,11 +167,21 @@ InferOutcome ModelRunner::infer(std::vector<InferTensor> inputs) {
   return outcome;
 }
 
-std::vector<std::unique_ptr<ModelRunner::Pending>> ModelRunner::take_batch() {
+void ModelRunner::release(Worker* worker) {
+  {
+    std::lock_guard lock(mutex_);
+    idle_workers_.push_back(worker);
+  }
+  queue_changed_.notify_all();
+}
+
+std::vector<std::unique_ptr<ModelRunner::Pending>> ModelRunner::take_batch(Worker*& worker) {
   std::vector<std::unique_ptr<Pending>> batch;
   std::unique_lock lock(mutex_);
-  queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+  queue_changed_.wait(lock, [&] { return (!queue_.empty() && !idle_workers_.empty()) || (stopping_ && queue_.empty()); });
   if (queue_.empty()) return batch;  // stopping with nothing left
+  worker = idle_workers_.back();
+  idle_workers_.pop_back();
   int64_t size = queue_.front()->batch;
   Clock::time_point deadline = queue_.front()->enqueued + std::chrono::microseconds(config_.max_queue_delay_us);
   batch.push_back(std::move(queue_.front()));
@@ -178,16 +203,18 @@ std::vector<std::unique_ptr<ModelRunner::Pending>> ModelRunner::take_batch() {
     batch.push_back(std::move(queue_.front()));
     queue_.pop_front();
   }
-  // Other workers may serve what is left.
-  if (!queue_.empty()) queue_changed_.notify_one();
+  // Other dispatchers may serve what is left.
+  if (!queue_.empty()) queue_changed_.notify_all();
   return batch;
 }
 
-void ModelRunner::worker_loop(Worker& worker) {
+void ModelRunner::dispatcher_loop() {
   for (;;) {
-    std::vector<std::unique_ptr<Pending>> batch = take_batch();
+    Worker* worker = nullptr;
+    std::vector<std::unique_ptr<Pending>> batch = take_batch(worker);
     if (batch.empty()) return;
-    run_batch(worker, batch);
+    run_batch(*worker, batch);
+    release(worker);
   }
 }
 

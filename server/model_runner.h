@@ -1,6 +1,8 @@
-// Runs one loaded model version: a bounded request queue served by `instance_count` worker
-// threads, each with its own ExecutionContext on the shared Engine. With dynamic batching a
-// worker merges queued requests along dim 0 (up to max_batch_size, waiting at most the queue
+// Runs one loaded model version on `instance_count` ExecutionContexts of the shared Engine.
+// A request that finds an idle instance and nothing queued runs at once on the caller's thread
+// (no hand-off: the lowest latency). Otherwise it waits in a bounded queue, from which one
+// dispatcher thread per instance takes work as instances free up; with dynamic batching a
+// dispatcher merges queued requests along dim 0 (up to max_batch_size, waiting at most the queue
 // delay for more), runs them as one batch and splits the outputs back per request.
 #pragma once
 
@@ -58,8 +60,9 @@ class ModelRunner {
   struct Worker;
 
   std::optional<ServeError> check_inputs(std::vector<InferTensor>& inputs, int64_t& batch) const;
-  void worker_loop(Worker& worker);
-  std::vector<std::unique_ptr<Pending>> take_batch();
+  void dispatcher_loop();
+  std::vector<std::unique_ptr<Pending>> take_batch(Worker*& worker);
+  void release(Worker* worker);
   void run_batch(Worker& worker, std::vector<std::unique_ptr<Pending>>& batch);
 
   std::shared_ptr<const engine::Engine> engine_;
@@ -75,6 +78,7 @@ class ModelRunner {
   std::deque<std::unique_ptr<Pending>> queue_;
   bool stopping_ = false;
   std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<Worker*> idle_workers_;
   std::vector<std::thread> threads_;
 };
 
