@@ -229,6 +229,30 @@ int main(int argc, char** argv) {
   };
   http_point("batched", 1);  // warm-up both paths
   grpc_point("batched", 1);
+  // The transport's floor at concurrency 1: a request that runs no model.
+  Point http_live = run_clients(1, seconds, max_requests, [&](int) {
+    auto client = std::make_shared<httplib::Client>("127.0.0.1", http_port);
+    client->set_keep_alive(true);
+    client->set_tcp_nodelay(true);
+    return [client] {
+      auto response = client->Get("/v2/health/live");
+      return response && response->status == 200;
+    };
+  });
+  Point grpc_live = run_clients(1, seconds, max_requests, [&](int) {
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port), grpc::InsecureChannelCredentials());
+    auto stub = std::shared_ptr<inference::GRPCInferenceService::Stub>(inference::GRPCInferenceService::NewStub(channel));
+    return [stub] {
+      inference::ServerLiveResponse response;
+      grpc::ClientContext context;
+      return stub->ServerLive(&context, {}, &response).ok();
+    };
+  });
+  for (auto [name, point] : {std::pair{"HTTP GET /v2/health/live (no model)", http_live},
+                             std::pair{"gRPC ServerLive (no model)", grpc_live}}) {
+    std::printf("| %s | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n", name, point.throughput, point.p50_us,
+                point.p99_us, static_cast<long long>(point.requests), static_cast<long long>(point.failures));
+  }
   for (const char* protocol : {"HTTP binary", "gRPC raw"}) {
     for (int clients : concurrencies) {
       for (const char* model : {"unbatched", "batched"}) {
