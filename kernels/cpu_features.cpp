@@ -16,17 +16,20 @@ uint64_t read_xcr0() {
   return (static_cast<uint64_t>(edx) << 32) | eax;
 }
 
-Isa detect() {
+// One bit per Isa the CPU and OS support. The ISAs are not a chain: AVX-512 VNNI machines
+// without the VEX-encoded AVX-VNNI exist (Zen 4/5 guests, Ice Lake), so each is checked on its own.
+unsigned detect_supported_mask() {
+  unsigned mask = 1u << static_cast<int>(Isa::kScalar);
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return Isa::kScalar;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return mask;
   const bool osxsave = ecx & (1u << 27);
   const bool avx = ecx & (1u << 28);
   const bool fma = ecx & (1u << 12);
-  if (!osxsave || !avx || !fma) return Isa::kScalar;
+  if (!osxsave || !avx || !fma) return mask;
   const uint64_t xcr0 = read_xcr0();
   const bool ymm_state = (xcr0 & 0x6) == 0x6;
   const bool zmm_state = (xcr0 & 0xe6) == 0xe6;
-  if (!ymm_state) return Isa::kScalar;
+  if (!ymm_state) return mask;
   __cpuid_count(7, 0, eax, ebx, ecx, edx);
   const bool avx2 = ebx & (1u << 5);
   const bool avx512f = ebx & (1u << 16);
@@ -36,16 +39,29 @@ Isa detect() {
   unsigned eax1 = 0, ebx1 = 0, ecx1 = 0, edx1 = 0;
   __cpuid_count(7, 1, eax1, ebx1, ecx1, edx1);
   const bool avxvnni = eax1 & (1u << 4);
-  if (!avx2) return Isa::kScalar;
-  if (zmm_state && avx512f && avx512bw && avx512vl && avx512vnni) return Isa::kAvx512Vnni;
-  if (avxvnni) return Isa::kAvxVnni;
-  return Isa::kAvx2;
+  if (!avx2) return mask;
+  mask |= 1u << static_cast<int>(Isa::kAvx2);
+  if (avxvnni) mask |= 1u << static_cast<int>(Isa::kAvxVnni);
+  if (zmm_state && avx512f && avx512bw && avx512vl && avx512vnni) mask |= 1u << static_cast<int>(Isa::kAvx512Vnni);
+  return mask;
+}
+
+unsigned supported_mask() {
+  static const unsigned mask = detect_supported_mask();
+  return mask;
 }
 
 // -1: no explicit limit (use the environment).
 std::atomic<int> explicit_limit{-1};
 
 }  // namespace
+
+Isa best_supported_up_to(Isa limit) {
+  for (int level = static_cast<int>(limit); level > 0; --level) {
+    if (supported_mask() & (1u << level)) return static_cast<Isa>(level);
+  }
+  return Isa::kScalar;
+}
 
 const char* isa_name(Isa isa) {
   switch (isa) {
@@ -65,7 +81,7 @@ std::optional<Isa> parse_isa(const std::string& name) {
 }
 
 Isa detected_isa() {
-  static const Isa isa = detect();
+  static const Isa isa = best_supported_up_to(Isa::kAvx512Vnni);
   return isa;
 }
 
@@ -77,8 +93,7 @@ Isa active_isa() {
   } else if (const char* env = std::getenv("QDQRT_MAX_ISA")) {
     if (auto parsed = parse_isa(env)) limit = *parsed;
   }
-  Isa detected = detected_isa();
-  return static_cast<int>(limit) < static_cast<int>(detected) ? limit : detected;
+  return best_supported_up_to(limit);
 }
 
 void set_max_isa(std::optional<Isa> isa) { explicit_limit.store(isa ? static_cast<int>(*isa) : -1); }
@@ -95,6 +110,6 @@ bool cpu_has_avx512vbmi() {
 
 bool avx512vbmi_usable() { return cpu_has_avx512vbmi() && active_isa() == Isa::kAvx512Vnni; }
 
-bool isa_supported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(detected_isa()); }
+bool isa_supported(Isa isa) { return (supported_mask() & (1u << static_cast<int>(isa))) != 0; }
 
 }  // namespace qdqrt::kernels

@@ -8,10 +8,7 @@
 
 namespace qdqrt::kernels {
 
-Isa usable_isa(Isa requested) {
-  Isa detected = detected_isa();
-  return static_cast<int>(requested) < static_cast<int>(detected) ? requested : detected;
-}
+Isa usable_isa(Isa requested) { return best_supported_up_to(requested); }
 
 // --- GEMM / implicit-GEMM convolution family ---
 // mr, nr, k_group and element_size must match the Traits in the corresponding source file.

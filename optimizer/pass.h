@@ -1,5 +1,6 @@
-// The optimizer's pass interface. One pass per file in optimizer/passes/<verb>_<object>.{h,cpp};
-// the order lives in optimizer/pipeline.cpp only.
+// The optimizer's pass interface. One graph-level pass per file in
+// optimizer/passes/<verb>_<object>.{h,cpp}; the fusions are rows of optimizer/fusions/registry.cpp
+// run as FusionPass. The order lives in optimizer/pipeline.cpp only.
 #pragma once
 
 #include <string>

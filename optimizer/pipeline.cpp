@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "optimizer/fusions/fusion.h"
 #include "optimizer/graph_utils.h"
 #include "optimizer/passes/fold_batchnorm.h"
 #include "optimizer/passes/fold_constants.h"
@@ -13,12 +14,6 @@
 #include "optimizer/passes/remove_fake_quantization.h"
 #include "optimizer/passes/remove_identities.h"
 #include "optimizer/passes/remove_redundant_qdq.h"
-#include "optimizer/passes/fuse_qdq_binary.h"
-#include "optimizer/passes/fuse_qdq_concat.h"
-#include "optimizer/passes/fuse_qdq_conv.h"
-#include "optimizer/passes/fuse_qdq_lookup.h"
-#include "optimizer/passes/fuse_qdq_matmul.h"
-#include "optimizer/passes/fuse_qdq_pool.h"
 
 namespace qdqrt::optimizer {
 
@@ -34,13 +29,12 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_propagate_qdq_pass());
   passes.push_back(make_remove_redundant_qdq_pass());
-  // Fusion passes. Conv/MatMul first: they absorb bias/residual Adds, activations and output Qs.
-  passes.push_back(std::make_unique<FuseQdqConv>());
-  passes.push_back(std::make_unique<FuseQdqMatmul>());
-  passes.push_back(std::make_unique<FuseQdqBinary>());
-  passes.push_back(std::make_unique<FuseQdqPool>());
-  passes.push_back(std::make_unique<FuseQdqConcat>());
-  passes.push_back(std::make_unique<FuseQdqLookup>());
+  // Fusion passes: rows of the fusion registry (optimizer/fusions/registry.cpp), one pattern file
+  // each. Conv/MatMul first: they absorb bias/residual Adds, activations and output Qs.
+  for (const char* fusion : {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_binary", "fuse_qdq_pool", "fuse_qdq_concat",
+                             "fuse_qdq_lookup"}) {
+    passes.push_back(std::make_unique<FusionPass>(fusion));
+  }
   return passes;
 }
 
@@ -59,9 +53,13 @@ std::vector<std::unique_ptr<Pass>> make_pipeline(bool float_only) {
   return float_only ? make_float_pipeline() : make_pipeline();
 }
 
-// A must_run_after naming a pass missing from the pipeline is an error (it catches typos and
-// removed passes); so is a pass listed twice.
-Status check_ordering(const std::vector<std::unique_ptr<Pass>>& passes) {
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
+Status check_pass_order(const std::vector<std::unique_ptr<Pass>>& passes) {
   for (size_t i = 0; i < passes.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (passes[j]->name() == passes[i]->name()) return internal_error("pass '{}' is listed twice", passes[i]->name());
@@ -79,12 +77,6 @@ Status check_ordering(const std::vector<std::unique_ptr<Pass>>& passes) {
   return Status::ok();
 }
 
-bool contains(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-}  // namespace
-
 std::vector<std::string> pipeline_pass_names(bool float_only) {
   std::vector<std::string> names;
   for (const auto& pass : make_pipeline(float_only)) names.push_back(pass->name());
@@ -93,7 +85,7 @@ std::vector<std::string> pipeline_pass_names(bool float_only) {
 
 Result<OptimizeReport> optimize(Graph& graph, const OptimizeOptions& options) {
   std::vector<std::unique_ptr<Pass>> passes = make_pipeline(options.float_only);
-  QDQRT_RETURN_IF_ERROR(check_ordering(passes));
+  QDQRT_RETURN_IF_ERROR(check_pass_order(passes));
   std::vector<std::string> known = pipeline_pass_names(options.float_only);
   for (const auto* list : {&options.only_passes, &options.disabled_passes}) {
     for (const std::string& name : *list) {
@@ -116,6 +108,16 @@ Result<OptimizeReport> optimize(Graph& graph, const OptimizeOptions& options) {
   }
   report.float_reasons = std::move(context.float_reasons);
   return report;
+}
+
+SelectResult select_int8_layer(const Graph& graph, const ValueIndex& index, int node) {
+  for (const std::string& name : pipeline_pass_names()) {
+    const Fusion* fusion = find_fusion(name);
+    if (fusion == nullptr) continue;
+    SelectResult result = fusion->selector(graph, index, node);
+    if (result.selection || !result.reason.empty()) return result;
+  }
+  return {};
 }
 
 }  // namespace qdqrt::optimizer

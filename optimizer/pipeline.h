@@ -2,9 +2,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "optimizer/fusions/fusion.h"
+#include "optimizer/graph_utils.h"
 #include "optimizer/pass.h"
 #include "core/graph.h"
 #include "core/status.h"
@@ -33,6 +36,15 @@ struct OptimizeReport {
 // Names of every pass, in pipeline order (of the float pipeline when `float_only`).
 std::vector<std::string> pipeline_pass_names(bool float_only = false);
 
+// Each pass's must_run_after names a pass listed before it, and no pass is listed twice; a
+// must_run_after naming a pass missing from the list is an error too (it catches typos and
+// removed passes). optimize() checks its pipeline with this.
+Status check_pass_order(const std::vector<std::unique_ptr<Pass>>& passes);
+
 Result<OptimizeReport> optimize(Graph& graph, const OptimizeOptions& options = {});
+
+// Can `node` run in INT8 as the graph stands? Asks the fusions' selectors in pipeline order and
+// returns the first selection or reason (empty when no fusion pattern involves the node).
+SelectResult select_int8_layer(const Graph& graph, const ValueIndex& index, int node);
 
 }  // namespace qdqrt::optimizer

@@ -14,7 +14,7 @@
 
 #include "engine/layers/float_common.h"
 #include "core/ops/conv.h"
-#include "reference/ops/common_a.h"
+#include "core/ops/window.h"
 
 namespace qdqrt::engine::fp32 {
 
@@ -234,12 +234,10 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
                                      g.out_channels));
   }
   // The output size the pads, kernel and strides give must be the plan's.
-  auto expected = [](int64_t in, int64_t pad, int64_t kernel_size, int64_t dilation, int64_t stride) {
-    const int64_t span = in + pad - (dilation * (kernel_size - 1) + 1);
-    return span < 0 ? int64_t{-1} : span / stride + 1;
-  };
-  if (expected(g.height, g.pad_top + g.pad_bottom, g.kernel_h, g.dilation_h, g.stride_h) != g.out_height ||
-      expected(g.width, g.pad_left + g.pad_right, g.kernel_w, g.dilation_w, g.stride_w) != g.out_width) {
+  if (window_output_size(g.height, g.kernel_h, g.stride_h, g.dilation_h, g.pad_top, g.pad_bottom, false) !=
+          g.out_height ||
+      window_output_size(g.width, g.kernel_w, g.stride_w, g.dilation_w, g.pad_left, g.pad_right, false) !=
+          g.out_width) {
     return context.error(fmt::format("output {} does not follow from input {} and the window", shape_to_string(y->shape),
                                      shape_to_string(x->shape)));
   }
@@ -288,13 +286,13 @@ Status lower_conv(const Node& node, BuildContext& context) {
   if (x_shape.size() != 4 || y_shape.size() != 4) return lower_with_reference(node, context);
   const Shape kernel_shape = {weight->dim(2), weight->dim(3)};
   if (!attributes.kernel_shape.empty() && attributes.kernel_shape != kernel_shape) return lower_with_reference(node, context);
-  reference_a::WindowAttributes window{.auto_pad = attributes.auto_pad,
-                                       .strides = &attributes.strides,
-                                       .dilations = &attributes.dilations,
-                                       .pads = &attributes.pads,
-                                       .ceil_mode = false};
-  QDQRT_ASSIGN_OR_RETURN(reference_a::WindowGeometry window_geometry,
-                         reference_a::resolve_window(node, {x_shape[2], x_shape[3]}, kernel_shape, window));
+  WindowAttributes window{.auto_pad = attributes.auto_pad,
+                          .strides = &attributes.strides,
+                          .dilations = &attributes.dilations,
+                          .pads = &attributes.pads,
+                          .ceil_mode = false};
+  QDQRT_ASSIGN_OR_RETURN(WindowGeometry window_geometry,
+                         resolve_window(node, {x_shape[2], x_shape[3]}, kernel_shape, window));
   ConvGeometry g;
   g.channels = x_shape[1], g.height = x_shape[2], g.width = x_shape[3];
   g.out_channels = y_shape[1], g.out_height = y_shape[2], g.out_width = y_shape[3];

@@ -1,7 +1,7 @@
 // fp32 pools on NCHW tensors:
 //   fp32_pool            MaxPool (no Indices output) and AveragePool, 2-D windows; pads, strides,
 //                        dilations, ceil_mode and auto_pad resolved at build time as the reference
-//                        does (reference/ops/common_a.h resolve_window). Items: (image, channel) planes.
+//                        does (core/ops/window.h). Items: (image, channel) planes.
 //   fp32_global_avgpool  GlobalAveragePool over every spatial dim (rank >= 3). Items: planes.
 #include <algorithm>
 #include <limits>
@@ -10,7 +10,7 @@
 
 #include "engine/layers/float_common.h"
 #include "core/ops/pool.h"
-#include "reference/ops/common_a.h"
+#include "core/ops/window.h"
 
 namespace qdqrt::engine::fp32 {
 
@@ -166,12 +166,12 @@ Status lower_pool(const Node& node, BuildContext& context) {
   if (x_shape.size() != 4 || y_shape.size() != 4 || attributes.kernel_shape.size() != 2) {
     return lower_with_reference(node, context);
   }
-  reference_a::WindowAttributes window{.auto_pad = attributes.auto_pad,
-                                       .strides = &attributes.strides,
-                                       .dilations = &attributes.dilations,
-                                       .pads = &attributes.pads,
-                                       .ceil_mode = attributes.ceil_mode};
-  auto geometry = reference_a::resolve_window(node, {x_shape[2], x_shape[3]}, attributes.kernel_shape, window);
+  WindowAttributes window{.auto_pad = attributes.auto_pad,
+                          .strides = &attributes.strides,
+                          .dilations = &attributes.dilations,
+                          .pads = &attributes.pads,
+                          .ceil_mode = attributes.ceil_mode};
+  auto geometry = resolve_window(node, {x_shape[2], x_shape[3]}, attributes.kernel_shape, window);
   if (!geometry.ok() || geometry->output[1] != y_shape[2] || geometry->output[2] != y_shape[3]) {
     return lower_with_reference(node, context);  // the reference reports what is wrong
   }

@@ -64,40 +64,26 @@ Result<Shape> static_shape(const Node& node, const BuildContext& context, const 
   return shape;
 }
 
-Result<Window2d> resolve_window(const Node& node, AutoPad auto_pad, const std::vector<int64_t>& kernel_shape,
-                                const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
-                                const std::vector<int64_t>& pads, const int64_t input[2], const int64_t output[2]) {
-  Window2d window;
+Result<Window2d> resolve_window_2d(const Node& node, const int64_t input_size[2],
+                                   const std::vector<int64_t>& kernel_shape, const WindowAttributes& attributes) {
   if (kernel_shape.size() != 2) return unsupported("{}: only 2-D windows", node.describe());
-  if (!strides.empty() && strides.size() != 2) return unsupported("{}: strides rank", node.describe());
-  if (!dilations.empty() && dilations.size() != 2) return unsupported("{}: dilations rank", node.describe());
-  if (!pads.empty() && pads.size() != 4) return unsupported("{}: pads rank", node.describe());
+  Result<WindowGeometry> geometry = resolve_window(node, {input_size[0], input_size[1]}, kernel_shape, attributes);
+  if (!geometry.ok()) return unsupported("{}", geometry.status().message());
+  Window2d window;
   for (int axis = 0; axis < 2; ++axis) {
-    window.kernel[axis] = kernel_shape[axis];
-    if (!strides.empty()) window.stride[axis] = strides[axis];
-    if (!dilations.empty()) window.dilation[axis] = dilations[axis];
+    const int spatial_axis = axis + 1;  // WindowGeometry keeps 3 axes, the first a unit one here
+    window.kernel[axis] = geometry->kernel[spatial_axis];
+    window.stride[axis] = geometry->strides[spatial_axis];
+    window.dilation[axis] = geometry->dilations[spatial_axis];
+    window.pad_begin[axis] = geometry->pads_begin[spatial_axis];
+    window.pad_end[axis] = geometry->pads_end[spatial_axis];
+    window.output[axis] = geometry->output[spatial_axis];
     if (window.kernel[axis] < 1 || window.kernel[axis] > 64 || window.stride[axis] < 1 || window.stride[axis] > 64 ||
         window.dilation[axis] < 1 || window.dilation[axis] > 64) {
       return unsupported("{}: window {}x{} stride {} dilation {} out of range", node.describe(), window.kernel[0],
                          window.kernel[1], window.stride[axis], window.dilation[axis]);
     }
     const int64_t extent = (window.kernel[axis] - 1) * window.dilation[axis] + 1;
-    switch (auto_pad) {
-      case AutoPad::kNotSet:
-        if (!pads.empty()) {
-          window.pad_begin[axis] = pads[axis];
-          window.pad_end[axis] = pads[axis + 2];
-        }
-        break;
-      case AutoPad::kValid: break;
-      case AutoPad::kSameUpper:
-      case AutoPad::kSameLower: {
-        const int64_t total = std::max<int64_t>(0, (output[axis] - 1) * window.stride[axis] + extent - input[axis]);
-        window.pad_begin[axis] = auto_pad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
-        window.pad_end[axis] = total - window.pad_begin[axis];
-        break;
-      }
-    }
     if (window.pad_begin[axis] < 0 || window.pad_end[axis] < 0 || window.pad_begin[axis] >= extent ||
         window.pad_end[axis] >= extent) {
       return unsupported("{}: padding {}/{} for a window of {}", node.describe(), window.pad_begin[axis],

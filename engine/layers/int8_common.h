@@ -17,6 +17,7 @@
 #include "core/graph.h"
 #include "core/ops/conv.h"
 #include "core/ops/fused.h"
+#include "core/ops/window.h"
 
 namespace qdqrt::engine::int8 {
 
@@ -44,19 +45,20 @@ Result<int32_t> zero_point_input(const Node& node, const BuildContext& context, 
 // Static shape of a runtime value (error when unknown).
 Result<Shape> static_shape(const Node& node, const BuildContext& context, const std::string& value);
 
-// A 2-D window (Conv, pools) with its padding resolved against the input and output sizes.
+// A 2-D window (Conv, pools) with its padding resolved.
 struct Window2d {
   int64_t kernel[2] = {1, 1};
   int64_t stride[2] = {1, 1};
   int64_t dilation[2] = {1, 1};
   int64_t pad_begin[2] = {0, 0};
   int64_t pad_end[2] = {0, 0};
+  int64_t output[2] = {1, 1};  // the output size the window gives
 };
-// kernel/strides/dilations/pads as ONNX attributes (empty = defaults); auto_pad SAME_* splits the
-// padding that makes `output` from `input` (SAME_UPPER puts the odd one at the end).
-Result<Window2d> resolve_window(const Node& node, AutoPad auto_pad, const std::vector<int64_t>& kernel_shape,
-                                const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
-                                const std::vector<int64_t>& pads, const int64_t input[2], const int64_t output[2]);
+// The window of a 2-D Conv or pool over `input_size` as every stage resolves it
+// (core/ops/window.h), limited to what the INT8 kernels take: kernel, stride and dilation up to
+// 64 and each pad smaller than the dilated kernel.
+Result<Window2d> resolve_window_2d(const Node& node, const int64_t input_size[2],
+                                   const std::vector<int64_t>& kernel_shape, const WindowAttributes& attributes);
 // The name of a layer made from a fused node: its fused source nodes joined by " + ".
 std::string fused_layer_name(const Node& node);
 

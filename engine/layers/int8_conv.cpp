@@ -76,16 +76,15 @@ Result<ConvSpec> analyze_qconv(const Node& node, const BuildContext& context) {
     return unsupported("{}: kernel_shape differs from the weight", node.describe());
   }
   const int64_t input_size[2] = {spec.x_shape[2], spec.x_shape[3]};
-  const int64_t output_size[2] = {spec.y_shape[2], spec.y_shape[3]};
-  QDQRT_ASSIGN_OR_RETURN(spec.window, resolve_window(node, attributes->auto_pad, kernel_shape, attributes->strides,
-                                                     attributes->dilations, attributes->pads, input_size, output_size));
+  const WindowAttributes window{.auto_pad = attributes->auto_pad,
+                                .strides = &attributes->strides,
+                                .dilations = &attributes->dilations,
+                                .pads = &attributes->pads};
+  QDQRT_ASSIGN_OR_RETURN(spec.window, resolve_window_2d(node, input_size, kernel_shape, window));
   for (int axis = 0; axis < 2; ++axis) {
-    const Window2d& w = spec.window;
-    const int64_t extent = (w.kernel[axis] - 1) * w.dilation[axis] + 1;
-    const int64_t expected = (input_size[axis] + w.pad_begin[axis] + w.pad_end[axis] - extent) / w.stride[axis] + 1;
-    if (expected != output_size[axis]) {
+    if (spec.window.output[axis] != spec.y_shape[2 + axis]) {
       return unsupported("{}: output size {} does not follow from the window ({})", node.describe(),
-                         output_size[axis], expected);
+                         spec.y_shape[2 + axis], spec.window.output[axis]);
     }
   }
   QDQRT_ASSIGN_OR_RETURN(spec.weight_scales,

@@ -100,11 +100,13 @@ Result<PoolSpec> analyze_window_pool(const Node& node, const BuildContext& conte
   const PoolAttributes* attributes = dynamic_cast<const PoolAttributes*>(node.typed_attributes.get());
   if (attributes == nullptr) return unsupported("{}: attributes are not parsed", node.describe());
   QDQRT_ASSIGN_OR_RETURN(PoolSpec spec, analyze_pool_tensors(node, context, average));
-  const int64_t input[2] = {spec.x_shape[2], spec.x_shape[3]};
-  const int64_t output[2] = {spec.y_shape[2], spec.y_shape[3]};
-  QDQRT_ASSIGN_OR_RETURN(spec.window, resolve_window(node, attributes->auto_pad, attributes->kernel_shape,
-                                                     attributes->strides, attributes->dilations, attributes->pads,
-                                                     input, output));
+  const int64_t input_size[2] = {spec.x_shape[2], spec.x_shape[3]};
+  const WindowAttributes window{.auto_pad = attributes->auto_pad,
+                                .strides = &attributes->strides,
+                                .dilations = &attributes->dilations,
+                                .pads = &attributes->pads,
+                                .ceil_mode = attributes->ceil_mode};
+  QDQRT_ASSIGN_OR_RETURN(spec.window, resolve_window_2d(node, input_size, attributes->kernel_shape, window));
   spec.ceil_mode = attributes->ceil_mode;
   if (average) {
     const auto* avg = dynamic_cast<const AveragePoolAttributes*>(attributes);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/ops/quantize.h"
+#include "reference/executor.h"
 
 namespace qdqrt::optimizer {
 
@@ -49,6 +51,28 @@ std::optional<QuantParams> constant_quant_params(const Graph& graph, const Node&
     return std::nullopt;
   }
   return params;
+}
+
+int64_t value_rank(const Graph& graph, const std::string& value) {
+  if (const Tensor* constant = find_constant(graph, value)) return constant->rank();
+  const ValueInfo* info = graph.find_value(value);
+  return info != nullptr && info->shape ? static_cast<int64_t>(info->shape->size()) : -1;
+}
+
+std::optional<Tensor> folded_dequantize(const Graph& graph, const Node& dq) {
+  std::vector<const Tensor*> inputs;
+  for (size_t i = 0; i < dq.inputs.size(); ++i) {
+    if (!dq.has_input(i)) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    const Tensor* constant = find_constant(graph, dq.input(i));
+    if (constant == nullptr) return std::nullopt;
+    inputs.push_back(constant);
+  }
+  auto outputs = run_reference_node(dq, inputs);
+  if (!outputs.ok() || outputs.value().empty() || !outputs.value()[0].defined()) return std::nullopt;
+  return std::move(outputs.value()[0]);
 }
 
 bool same_quant_params(const QuantParams& a, const QuantParams& b, int64_t rank) {

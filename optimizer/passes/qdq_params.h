@@ -1,6 +1,6 @@
-// Helpers shared by the graph-level passes: reading a Q/DQ node's constant quantization
-// parameters, comparing them, and bypassing a value (rewiring readers to another value while
-// keeping graph output names).
+// Helpers shared by the graph-level passes and the fusions: reading a Q/DQ node's constant
+// quantization parameters, comparing them, evaluating a DQ of constants, and bypassing a value
+// (rewiring readers to another value while keeping graph output names).
 #pragma once
 
 #include <optional>
@@ -29,6 +29,11 @@ std::optional<QuantParams> constant_quant_params(const Graph& graph, const Node&
 
 // Same dtype, same scales and zero-points element by element, same axis when per-axis.
 bool same_quant_params(const QuantParams& a, const QuantParams& b, int64_t rank);
+
+// A DequantizeLinear whose inputs are all constants, evaluated once; nullopt otherwise.
+std::optional<Tensor> folded_dequantize(const Graph& graph, const Node& dq);
+// Rank of a constant or of a value with a known shape, else -1.
+int64_t value_rank(const Graph& graph, const std::string& value);
 
 // Smallest / largest value of an integer quantized dtype.
 int64_t quantized_min(DataType dtype);

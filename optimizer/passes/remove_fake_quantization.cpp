@@ -2,34 +2,10 @@
 
 #include "optimizer/graph_utils.h"
 #include "optimizer/passes/qdq_params.h"
-#include "reference/executor.h"
 
 namespace qdqrt::optimizer {
 
 namespace {
-
-int64_t value_rank(const Graph& graph, const std::string& value) {
-  if (const Tensor* constant = find_constant(graph, value)) return constant->rank();
-  const ValueInfo* info = graph.find_value(value);
-  return info != nullptr && info->shape ? static_cast<int64_t>(info->shape->size()) : -1;
-}
-
-// DQ(constant, constant scale[, constant zero-point]) evaluated once; nullopt otherwise.
-std::optional<Tensor> folded_dequantize(const Graph& graph, const Node& dq) {
-  std::vector<const Tensor*> inputs;
-  for (size_t i = 0; i < dq.inputs.size(); ++i) {
-    if (!dq.has_input(i)) {
-      inputs.push_back(nullptr);
-      continue;
-    }
-    const Tensor* constant = find_constant(graph, dq.input(i));
-    if (constant == nullptr) return std::nullopt;
-    inputs.push_back(constant);
-  }
-  auto outputs = run_reference_node(dq, inputs);
-  if (!outputs.ok() || outputs.value().empty() || !outputs.value()[0].defined()) return std::nullopt;
-  return std::move(outputs.value()[0]);
-}
 
 class RemoveFakeQuantizationPass : public Pass {
  public:

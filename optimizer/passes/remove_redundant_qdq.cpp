@@ -7,12 +7,6 @@ namespace qdqrt::optimizer {
 
 namespace {
 
-int64_t value_rank(const Graph& graph, const std::string& value) {
-  if (const Tensor* constant = find_constant(graph, value)) return constant->rank();
-  const ValueInfo* info = graph.find_value(value);
-  return info != nullptr && info->shape ? static_cast<int64_t>(info->shape->size()) : -1;
-}
-
 class RemoveRedundantQdqPass : public Pass {
  public:
   std::string name() const override { return "remove_redundant_qdq"; }

@@ -6,13 +6,14 @@
 
 #include "core/ops/conv.h"
 #include "reference/kernel_registry.h"
-#include "reference/ops/common_a.h"
+#include "reference/ops/convolution.h"
+#include "reference/ops/op_helpers.h"
 
 namespace qdqrt {
 
 namespace {
 
-using namespace reference_a;
+using namespace reference;
 
 // Adds bias B ([M]) to every output plane, then stores as float.
 Status finish_with_bias(const Node& node, const Tensor* bias, int64_t batch, int64_t out_channels,

@@ -7,13 +7,16 @@
 
 #include "core/ops/elementwise.h"
 #include "reference/kernel_registry.h"
-#include "reference/ops/common_b.h"
+#include "reference/ops/broadcast.h"
+#include "reference/ops/dtype_helpers.h"
+#include "reference/ops/half_float.h"
+#include "reference/ops/op_helpers.h"
 
 namespace qdqrt {
 
 namespace {
 
-using namespace refb;
+using namespace reference;
 
 // Constructs Op from the node's typed attributes when Op names an Attributes type.
 template <class Op>
@@ -478,7 +481,7 @@ Status softmax_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
   const Tensor& x = *inputs[0];
   const int64_t rank = x.rank();
   if (rank == 0) return node_error(node, "input must have rank >= 1");
-  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, "axis", attributes->axis, rank));
+  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, attributes->axis, rank, "axis"));
   // View the input as [outer, length, inner] and normalize over `length`.
   int64_t outer = 1, length = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);

@@ -33,16 +33,16 @@
 #include "core/ops/tensor.h"
 #include "reference/executor.h"
 #include "reference/kernel_registry.h"
-#include "reference/ops/common_a.h"
+#include "reference/ops/op_helpers.h"
 
 namespace qdqrt {
 
 namespace {
 
-using reference_a::Inputs;
-using reference_a::optional_input;
-using reference_a::required_input;
-using reference_a::typed_attributes;
+using reference::Inputs;
+using reference::optional_input;
+using reference::required_input;
+using reference::typed_attributes;
 
 // A plain ONNX node standing in for one step of the fused layer (errors name the fused node).
 Node plain_node(const Node& fused, const char* op_type, std::shared_ptr<const OpAttributes> attributes = nullptr) {
@@ -97,7 +97,7 @@ Result<Tensor> dequantize_input(const Node& node, Inputs inputs, size_t first, c
   QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, first, role));
   QDQRT_ASSIGN_OR_RETURN(const Tensor* scale, required_input(node, inputs, first + 1, "scale"));
   const Tensor* zero_point = optional_input(inputs, first + 2);
-  QDQRT_RETURN_IF_ERROR(reference_a::expect_dtype(node, *x, role, {DataType::kInt8, DataType::kUint8}));
+  QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *x, role, {DataType::kInt8, DataType::kUint8}));
   return dequantize(node, *x, *scale, zero_point, axis);
 }
 
@@ -134,7 +134,7 @@ Status finish(const Node& node, Inputs inputs, const FusedLayerInfo& fused, Tens
 
 // bias [C] added along `axis` of value.
 Result<Tensor> add_bias(const Node& node, Tensor value, const Tensor& bias, int64_t axis) {
-  QDQRT_RETURN_IF_ERROR(reference_a::expect_dtype(node, bias, "bias", {DataType::kFloat}));
+  QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, bias, "bias", {DataType::kFloat}));
   const int64_t channels = value.dim(axis);
   if (bias.numel() != channels) {
     return invalid_argument("{}: bias has {} values, the output has {} channels", node.describe(), bias.numel(),

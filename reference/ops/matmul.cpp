@@ -1,13 +1,15 @@
 // Reference Gemm and MatMul (float32), accumulating in double.
 #include "core/ops/matmul.h"
 #include "reference/kernel_registry.h"
-#include "reference/ops/common_a.h"
+#include "reference/ops/batched_matmul.h"
+#include "reference/ops/broadcast.h"
+#include "reference/ops/op_helpers.h"
 
 namespace qdqrt {
 
 namespace {
 
-using namespace reference_a;
+using namespace reference;
 
 Status gemm_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
   QDQRT_ASSIGN_OR_RETURN(const GemmAttributes* typed, typed_attributes<GemmAttributes>(node));
@@ -33,7 +35,7 @@ Status gemm_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs
   std::vector<double> c_values;
   if (c != nullptr) {
     QDQRT_RETURN_IF_ERROR(expect_dtype(node, *c, "input C", {DataType::kFloat}));
-    QDQRT_ASSIGN_OR_RETURN(Shape broadcast, broadcast_shapes(node, c->shape(), {m, n}));
+    QDQRT_ASSIGN_OR_RETURN(Shape broadcast, broadcast_shapes(node, {c->shape(), {m, n}}));
     if (broadcast != Shape{m, n}) {
       return invalid_argument("{}: C {} does not broadcast to [{}, {}]", node.describe(), shape_to_string(c->shape()), m, n);
     }

@@ -4,13 +4,14 @@
 
 #include "core/ops/normalization.h"
 #include "reference/kernel_registry.h"
-#include "reference/ops/common_a.h"
+#include "reference/ops/broadcast.h"
+#include "reference/ops/op_helpers.h"
 
 namespace qdqrt {
 
 namespace {
 
-using namespace reference_a;
+using namespace reference;
 
 Status batch_normalization_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
   QDQRT_ASSIGN_OR_RETURN(const BatchNormalizationAttributes* typed, typed_attributes<BatchNormalizationAttributes>(node));
@@ -69,7 +70,7 @@ Status layer_normalization_kernel(const Node& node, Inputs inputs, std::vector<T
   const int64_t outer = inner == 0 ? 0 : x->numel() / inner;
   // Scale and B broadcast unidirectionally to the normalized block.
   auto offsets_for = [&](const Tensor& tensor, const char* role) -> Result<std::vector<int64_t>> {
-    QDQRT_ASSIGN_OR_RETURN(Shape shape, broadcast_shapes(node, tensor.shape(), inner_shape));
+    QDQRT_ASSIGN_OR_RETURN(Shape shape, broadcast_shapes(node, {tensor.shape(), inner_shape}));
     if (shape != inner_shape) {
       return invalid_argument("{}: {} {} does not broadcast to the normalized shape {}", node.describe(), role,
                               shape_to_string(tensor.shape()), shape_to_string(inner_shape));

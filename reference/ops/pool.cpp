@@ -4,14 +4,15 @@
 #include <limits>
 
 #include "core/ops/pool.h"
+#include "core/ops/window.h"
 #include "reference/kernel_registry.h"
-#include "reference/ops/common_a.h"
+#include "reference/ops/op_helpers.h"
 
 namespace qdqrt {
 
 namespace {
 
-using namespace reference_a;
+using namespace reference;
 
 struct PoolPlan {
   int64_t batch = 0, channels = 0;
@@ -57,6 +58,25 @@ void for_each_window(const PoolPlan& plan, Visit visit) {
   }
 }
 
+// Calls visit(offset, id, ih, iw) for every tap of the window at output `position` that lands on
+// an input element (not on padding); offset is the element's index within its plane.
+template <class Visit>
+void for_each_tap(const WindowGeometry& g, const int64_t* position, Visit visit) {
+  for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+    const int64_t id = position[0] * g.strides[0] - g.pads_begin[0] + kd * g.dilations[0];
+    if (id < 0 || id >= g.input[0]) continue;
+    for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+      const int64_t ih = position[1] * g.strides[1] - g.pads_begin[1] + kh * g.dilations[1];
+      if (ih < 0 || ih >= g.input[1]) continue;
+      for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+        const int64_t iw = position[2] * g.strides[2] - g.pads_begin[2] + kw * g.dilations[2];
+        if (iw < 0 || iw >= g.input[2]) continue;
+        visit((id * g.input[1] + ih) * g.input[2] + iw, id, ih, iw);
+      }
+    }
+  }
+}
+
 template <class T>
 void max_pool(const Tensor& x, const PoolPlan& plan, int64_t storage_order, Tensor& y, Tensor* indices) {
   const WindowGeometry& g = plan.geometry;
@@ -66,25 +86,14 @@ void max_pool(const Tensor& x, const PoolPlan& plan, int64_t storage_order, Tens
   for_each_window(plan, [&](int64_t out_index, int64_t plane, const int64_t* position) {
     T best = std::numeric_limits<T>::lowest();
     int64_t best_index = -1;
-    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-      const int64_t id = position[0] * g.strides[0] - g.pads_begin[0] + kd * g.dilations[0];
-      if (id < 0 || id >= g.input[0]) continue;
-      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-        const int64_t ih = position[1] * g.strides[1] - g.pads_begin[1] + kh * g.dilations[1];
-        if (ih < 0 || ih >= g.input[1]) continue;
-        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-          const int64_t iw = position[2] * g.strides[2] - g.pads_begin[2] + kw * g.dilations[2];
-          if (iw < 0 || iw >= g.input[2]) continue;
-          const int64_t offset = (id * g.input[1] + ih) * g.input[2] + iw;
-          const T value = in[plane * plane_size + offset];
-          if (best_index < 0 || value > best) {
-            best = value;
-            // storage_order 1 numbers the spatial elements column-major (W fastest-varying last).
-            best_index = storage_order == 0 ? offset : (iw * g.input[1] + ih) * g.input[0] + id;
-          }
-        }
+    for_each_tap(g, position, [&](int64_t offset, int64_t id, int64_t ih, int64_t iw) {
+      const T value = in[plane * plane_size + offset];
+      if (best_index < 0 || value > best) {
+        best = value;
+        // storage_order 1 numbers the spatial elements column-major (W fastest-varying last).
+        best_index = storage_order == 0 ? offset : (iw * g.input[1] + ih) * g.input[0] + id;
       }
-    }
+    });
     out[out_index] = best;
     if (indices != nullptr) indices->data<int64_t>()[out_index] = plane * plane_size + std::max<int64_t>(best_index, 0);
   });
@@ -135,20 +144,10 @@ Status average_pool_kernel(const Node& node, Inputs inputs, std::vector<Tensor>&
       }
       padded *= taps[axis];
     }
-    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-      const int64_t id = position[0] * g.strides[0] - g.pads_begin[0] + kd * g.dilations[0];
-      if (id < 0 || id >= g.input[0]) continue;
-      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-        const int64_t ih = position[1] * g.strides[1] - g.pads_begin[1] + kh * g.dilations[1];
-        if (ih < 0 || ih >= g.input[1]) continue;
-        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-          const int64_t iw = position[2] * g.strides[2] - g.pads_begin[2] + kw * g.dilations[2];
-          if (iw < 0 || iw >= g.input[2]) continue;
-          sum += in[plane * plane_size + (id * g.input[1] + ih) * g.input[2] + iw];
-          ++inside;
-        }
-      }
-    }
+    for_each_tap(g, position, [&](int64_t offset, int64_t, int64_t, int64_t) {
+      sum += in[plane * plane_size + offset];
+      ++inside;
+    });
     const int64_t count = attributes.count_include_pad ? padded : inside;
     out[out_index] = count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
   });

@@ -10,13 +10,16 @@
 #include "core/ops/conv.h"
 #include "core/ops/quantize.h"
 #include "reference/kernel_registry.h"
-#include "reference/ops/common_a.h"
+#include "reference/ops/batched_matmul.h"
+#include "reference/ops/convolution.h"
+#include "reference/ops/dtype_helpers.h"
+#include "reference/ops/op_helpers.h"
 
 namespace qdqrt {
 
 namespace {
 
-using namespace reference_a;
+using namespace reference;
 
 // Which scale / zero-point element applies to each element of x.
 struct QuantParamLayout {

@@ -6,13 +6,16 @@
 
 #include "core/ops/reduce.h"
 #include "reference/kernel_registry.h"
-#include "reference/ops/common_b.h"
+#include "reference/ops/broadcast.h"
+#include "reference/ops/dtype_helpers.h"
+#include "reference/ops/half_float.h"
+#include "reference/ops/op_helpers.h"
 
 namespace qdqrt {
 
 namespace {
 
-using namespace refb;
+using namespace reference;
 
 enum class Reduction { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
 
@@ -41,7 +44,7 @@ Result<ReducePlan> plan_reduce(const Node& node, Inputs inputs, const ReduceAttr
     }
     for (int64_t d = 0; d < x.rank(); ++d) axes.push_back(d);
   }
-  QDQRT_ASSIGN_OR_RETURN(plan.axes, normalize_axes(node, "axis", axes, x.rank()));
+  QDQRT_ASSIGN_OR_RETURN(plan.axes, normalize_axes(node, axes, x.rank(), "axis"));
   std::sort(plan.axes.begin(), plan.axes.end());
   plan.kept_shape = x.shape();
   for (int64_t axis : plan.axes) plan.kept_shape[static_cast<size_t>(axis)] = 1;
@@ -81,7 +84,7 @@ Status reduce_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outpu
       }
     }
     std::vector<Acc> acc(static_cast<size_t>(out_count), initial);
-    std::array<std::vector<int64_t>, 2> strides = {contiguous_strides(x.shape()),
+    std::array<std::vector<int64_t>, 2> strides = {row_major_strides(x.shape()),
                                                    broadcast_strides(plan.kept_shape, x.shape())};
 
     // LogSumExp subtracts each output's max before exponentiating, so it needs the max first.
@@ -146,7 +149,7 @@ Status arg_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs)
   QDQRT_ASSIGN_OR_RETURN(const ArgMinMaxAttributes* attributes, typed_attributes<ArgMinMaxAttributes>(node));
   const Tensor& x = *inputs[0];
   if (x.rank() == 0) return node_error(node, "input must have rank >= 1");
-  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, "axis", attributes->axis, x.rank()));
+  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, attributes->axis, x.rank(), "axis"));
   const int64_t length = x.dim(axis);
   if (length == 0) return node_error(node, "axis {} of input shape {} is empty", axis, shape_to_string(x.shape()));
   int64_t outer = 1, inner = 1;
@@ -184,7 +187,7 @@ Status cum_sum_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> axis_values, int64_values(node, *inputs[1], "axis"));
   if (axis_values.size() != 1) return node_error(node, "axis must be a scalar, got {} values", axis_values.size());
   if (x.rank() == 0) return node_error(node, "input must have rank >= 1");
-  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, "axis", axis_values[0], x.rank()));
+  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, axis_values[0], x.rank(), "axis"));
   const int64_t length = x.dim(axis);
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);

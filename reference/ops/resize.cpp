@@ -8,13 +8,14 @@
 
 #include "core/ops/resize.h"
 #include "reference/kernel_registry.h"
-#include "reference/ops/common_a.h"
+#include "reference/ops/broadcast.h"
+#include "reference/ops/op_helpers.h"
 
 namespace qdqrt {
 
 namespace {
 
-using namespace reference_a;
+using namespace reference;
 
 struct Tap {
   int64_t index;

@@ -7,13 +7,16 @@
 
 #include "core/ops/tensor.h"
 #include "reference/kernel_registry.h"
-#include "reference/ops/common_b.h"
+#include "reference/ops/broadcast.h"
+#include "reference/ops/dtype_helpers.h"
+#include "reference/ops/half_float.h"
+#include "reference/ops/op_helpers.h"
 
 namespace qdqrt {
 
 namespace {
 
-using namespace refb;
+using namespace reference;
 
 Status check_copyable(const Node& node, const char* what, const Tensor& tensor) {
   if (dtype_size(tensor.dtype()) == 0) return unsupported_dtype(node, what, tensor.dtype());
@@ -111,7 +114,7 @@ Status squeeze_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
   const Tensor& x = *inputs[0];
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
                          axes_argument(node, inputs, attributes->axes, attributes->axes_from_input));
-  QDQRT_ASSIGN_OR_RETURN(axes, normalize_axes(node, "axis", axes, x.rank()));
+  QDQRT_ASSIGN_OR_RETURN(axes, normalize_axes(node, axes, x.rank(), "axis"));
   Shape shape;
   for (int64_t d = 0; d < x.rank(); ++d) {
     bool listed = std::find(axes.begin(), axes.end(), d) != axes.end();
@@ -133,7 +136,7 @@ Status unsqueeze_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& ou
                          axes_argument(node, inputs, attributes->axes, attributes->axes_from_input));
   if (axes.empty()) return node_error(node, "axes must not be empty");
   const int64_t out_rank = x.rank() + static_cast<int64_t>(axes.size());
-  QDQRT_ASSIGN_OR_RETURN(axes, normalize_axes(node, "axis", axes, out_rank));
+  QDQRT_ASSIGN_OR_RETURN(axes, normalize_axes(node, axes, out_rank, "axis"));
   Shape shape;
   int64_t next_input_dim = 0;
   for (int64_t d = 0; d < out_rank; ++d) {
@@ -165,7 +168,7 @@ Status transpose_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& ou
     }
     seen[static_cast<size_t>(p)] = true;
   }
-  std::vector<int64_t> in_strides = contiguous_strides(x.shape());
+  std::vector<int64_t> in_strides = row_major_strides(x.shape());
   Shape out_shape;
   std::vector<int64_t> strides;
   for (int64_t p : perm) {
@@ -185,7 +188,7 @@ Status concat_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outpu
   const Tensor& first = *inputs[0];
   QDQRT_RETURN_IF_ERROR(check_copyable(node, "input 0", first));
   if (first.rank() == 0) return node_error(node, "inputs must have rank >= 1");
-  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, "axis", attributes->axis, first.rank()));
+  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, attributes->axis, first.rank(), "axis"));
   Shape out_shape = first.shape();
   out_shape[static_cast<size_t>(axis)] = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -226,7 +229,7 @@ Status split_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& output
   const Tensor& x = *inputs[0];
   QDQRT_RETURN_IF_ERROR(check_copyable(node, "input", x));
   if (x.rank() == 0) return node_error(node, "input must have rank >= 1");
-  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, "axis", attributes->axis, x.rank()));
+  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, attributes->axis, x.rank(), "axis"));
   const int64_t dim = x.dim(axis);
   const int64_t output_count = static_cast<int64_t>(outputs.size());
   std::vector<int64_t> sizes = attributes->split;
@@ -301,10 +304,10 @@ Status slice_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& output
     return node_error(node, "starts, ends, axes and steps have different lengths ({}, {}, {}, {})", starts.size(),
                       ends.size(), axes.size(), steps.size());
   }
-  QDQRT_ASSIGN_OR_RETURN(axes, normalize_axes(node, "axis", axes, x.rank()));
+  QDQRT_ASSIGN_OR_RETURN(axes, normalize_axes(node, axes, x.rank(), "axis"));
 
   Shape out_shape = x.shape();
-  std::vector<int64_t> in_strides = contiguous_strides(x.shape());
+  std::vector<int64_t> in_strides = row_major_strides(x.shape());
   std::vector<int64_t> strides = in_strides;
   int64_t base = 0;
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -345,7 +348,7 @@ Status gather_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outpu
   const Tensor& data = *inputs[0];
   QDQRT_RETURN_IF_ERROR(check_copyable(node, "data", data));
   if (data.rank() == 0) return node_error(node, "data must have rank >= 1");
-  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, "axis", attributes->axis, data.rank()));
+  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, attributes->axis, data.rank(), "axis"));
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> indices, int64_values(node, *inputs[1], "indices"));
   const int64_t dim = data.dim(axis);
   for (int64_t& index : indices) {
@@ -383,7 +386,7 @@ Status gather_elements_kernel(const Node& node, Inputs inputs, std::vector<Tenso
   if (indices_tensor.rank() != data.rank()) {
     return node_error(node, "indices rank {} differs from data rank {}", indices_tensor.rank(), data.rank());
   }
-  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, "axis", attributes->axis, data.rank()));
+  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, attributes->axis, data.rank(), "axis"));
   for (int64_t d = 0; d < data.rank(); ++d) {
     if (d != axis && indices_tensor.dim(d) > data.dim(d)) {
       return node_error(node, "indices shape {} exceeds data shape {} on axis {}", shape_to_string(indices_tensor.shape()),
@@ -392,7 +395,7 @@ Status gather_elements_kernel(const Node& node, Inputs inputs, std::vector<Tenso
   }
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> indices, int64_values(node, indices_tensor, "indices"));
   const int64_t dim = data.dim(axis);
-  std::vector<int64_t> data_strides = contiguous_strides(data.shape());
+  std::vector<int64_t> data_strides = row_major_strides(data.shape());
   std::array<std::vector<int64_t>, 1> strides = {data_strides};
   strides[0][static_cast<size_t>(axis)] = 0;  // the axis coordinate comes from the index value
   Tensor out(data.dtype(), indices_tensor.shape());
@@ -592,7 +595,7 @@ Status pad_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs)
   std::vector<int64_t> axes(static_cast<size_t>(rank));
   std::iota(axes.begin(), axes.end(), 0);
   if (attributes->pads_from_input) {
-    QDQRT_ASSIGN_OR_RETURN(const Tensor* pads_input, required_input(node, inputs, 1));
+    QDQRT_ASSIGN_OR_RETURN(const Tensor* pads_input, required_input(node, inputs, 1, "pads"));
     QDQRT_ASSIGN_OR_RETURN(pads, int64_values(node, *pads_input, "pads"));
     if (const Tensor* value = optional_input(inputs, 2)) {
       if (value->dtype() != x.dtype() || value->numel() != 1) {
@@ -603,7 +606,7 @@ Status pad_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs)
     }
     if (const Tensor* axes_input = optional_input(inputs, 3)) {
       QDQRT_ASSIGN_OR_RETURN(axes, int64_values(node, *axes_input, "axes"));
-      QDQRT_ASSIGN_OR_RETURN(axes, normalize_axes(node, "axis", axes, rank));
+      QDQRT_ASSIGN_OR_RETURN(axes, normalize_axes(node, axes, rank, "axis"));
     }
   }
   const size_t axis_count = axes.size();
@@ -629,7 +632,7 @@ Status pad_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs)
   QDQRT_RETURN_IF_ERROR(check_output_shape(node, out_shape));
   Tensor out(x.dtype(), out_shape);
   const size_t size = dtype_size(x.dtype());
-  const std::vector<int64_t> in_strides = contiguous_strides(x.shape());
+  const std::vector<int64_t> in_strides = row_major_strides(x.shape());
   std::vector<int64_t> counter(static_cast<size_t>(rank), 0);
   for (int64_t index = 0; index < out.numel(); ++index) {
     int64_t source = 0;
@@ -679,7 +682,7 @@ Status tile_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs
   QDQRT_RETURN_IF_ERROR(check_output_shape(node, out_shape));
   Tensor out(x.dtype(), out_shape);
   const size_t size = dtype_size(x.dtype());
-  const std::vector<int64_t> in_strides = contiguous_strides(x.shape());
+  const std::vector<int64_t> in_strides = row_major_strides(x.shape());
   std::vector<int64_t> counter(out_shape.size(), 0);
   for (int64_t index = 0; index < out.numel(); ++index) {
     int64_t source = 0;
@@ -743,7 +746,7 @@ Status non_zero_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& out
   }
   const int64_t count = static_cast<int64_t>(nonzero.size());
   Tensor out(DataType::kInt64, {x.rank(), count});
-  std::vector<int64_t> strides = contiguous_strides(x.shape());
+  std::vector<int64_t> strides = row_major_strides(x.shape());
   for (int64_t k = 0; k < count; ++k) {
     int64_t flat = nonzero[static_cast<size_t>(k)];
     for (int64_t d = 0; d < x.rank(); ++d) {

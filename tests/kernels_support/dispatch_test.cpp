@@ -45,5 +45,32 @@ TEST(SupportDispatch, MaxIsaLimitsTheDefaultSelection) {
   set_max_isa(std::nullopt);
 }
 
+// The ISAs are not a chain (Zen 4/5 guests have AVX-512 VNNI but not AVX-VNNI): a limit picks the
+// best ISA the CPU really has at or below it, never one it lacks.
+TEST(SupportDispatch, MaxIsaNeverSelectsAnIsaTheCpuLacks) {
+  for (Isa limit : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni}) {
+    set_max_isa(limit);
+    const Isa active = active_isa();
+    EXPECT_TRUE(isa_supported(active)) << "limit " << isa_name(limit) << " selected " << isa_name(active);
+    EXPECT_LE(static_cast<int>(active), static_cast<int>(limit));
+    EXPECT_TRUE(isa_supported(usable_isa(limit)));
+  }
+  set_max_isa(std::nullopt);
+  EXPECT_TRUE(isa_supported(Isa::kScalar));
+  EXPECT_EQ(detected_isa(), best_supported_up_to(Isa::kAvx512Vnni));
+}
+
+// One visible skip per ISA this CPU lacks, so a run says which kernels it did not test.
+class IsaPresence : public ::testing::TestWithParam<Isa> {};
+TEST_P(IsaPresence, KernelsOfThisIsaAreTestedHere) {
+  if (!isa_supported(GetParam())) {
+    GTEST_SKIP() << "this CPU lacks " << isa_name(GetParam()) << ": its kernels are not tested on this machine";
+  }
+  EXPECT_EQ(best_supported_up_to(GetParam()), GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Isas, IsaPresence,
+                         ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni),
+                         [](const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
+
 }  // namespace
 }  // namespace qdqrt::kernels::testing

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "optimizer/passes/fuse_qdq_conv.h"
+#include "optimizer/fusions/fusion.h"
 #include "core/ops/fused.h"
 #include "core/ops/fused_layers.h"
 #include "tests/optimizer_fusion/fusion_test_util.h"
@@ -105,7 +105,7 @@ Fused fuse(const ConvCase& c, uint32_t seed = 7) {
   std::mt19937 rng(seed);
   Fused f;
   f.original = load_text(conv_model(c, rng));
-  optimizer::FuseQdqConv pass;
+  optimizer::FusionPass pass("fuse_qdq_conv");
   f.fused = run_pass(f.original, pass, f.context);
   f.inputs = random_inputs(f.original, rng);
   return f;
@@ -241,7 +241,7 @@ g (float[1,4,6,6] x) => (float[1,2,6,6] y)
 })";
   Graph original = load_text(text);
   optimizer::PassContext context;
-  optimizer::FuseQdqConv pass;
+  optimizer::FusionPass pass("fuse_qdq_conv");
   Graph fused = run_pass(original, pass, context);
   EXPECT_EQ(count_ops(fused, "QConv"), 0);
   EXPECT_NE(float_reason_for(original, context, "y").find("per-channel"), std::string::npos) << float_reason_for(original, context, "y");
@@ -257,7 +257,7 @@ g (float[1,4,6,6] x) => (float[1,2,4,4] y)
 })";
   Graph original = load_text(text);
   optimizer::PassContext context;
-  optimizer::FuseQdqConv pass;
+  optimizer::FusionPass pass("fuse_qdq_conv");
   Graph fused = run_pass(original, pass, context);
   EXPECT_EQ(count_ops(fused, "Conv"), 1);
   EXPECT_TRUE(context.float_reasons.empty());

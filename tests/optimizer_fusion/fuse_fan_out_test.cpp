@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "optimizer/passes/fuse_qdq_conv.h"
+#include "optimizer/fusions/fusion.h"
 #include "core/ops/fused_layers.h"
 #include "tests/optimizer_fusion/fusion_test_util.h"
 
@@ -52,7 +52,7 @@ std::string fan_out_model(const Quantizer& a, const Quantizer& b, bool float_rea
 }
 
 Graph fuse(const Graph& original, optimizer::PassContext& context) {
-  optimizer::FuseQdqConv pass;
+  optimizer::FusionPass pass("fuse_qdq_conv");
   return run_pass(original, pass, context);
 }
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "optimizer/passes/fuse_qdq_matmul.h"
+#include "optimizer/fusions/fusion.h"
 #include "core/ops/fused.h"
 #include "core/ops/fused_layers.h"
 #include "tests/optimizer_fusion/fusion_test_util.h"
@@ -21,7 +21,7 @@ Result fuse_text(const std::string& text, uint32_t seed, float tolerance) {
   std::mt19937 rng(seed);
   Result r;
   r.original = load_text(text);
-  optimizer::FuseQdqMatmul pass;
+  optimizer::FusionPass pass("fuse_qdq_matmul");
   r.fused = run_pass(r.original, pass, r.context);
   if (tolerance > 0) expect_same_outputs(r.original, r.fused, random_inputs(r.original, rng), tolerance);
   return r;

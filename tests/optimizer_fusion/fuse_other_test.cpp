@@ -6,10 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "optimizer/passes/fuse_qdq_binary.h"
-#include "optimizer/passes/fuse_qdq_concat.h"
-#include "optimizer/passes/fuse_qdq_lookup.h"
-#include "optimizer/passes/fuse_qdq_pool.h"
+#include "optimizer/fusions/fusion.h"
 #include "optimizer/pipeline.h"
 #include "core/op_registry.h"
 #include "core/ops/fused.h"
@@ -58,7 +55,7 @@ g (float[2,3,4] a, float[3,1] b) => (float[2,3,4] y)
 }})",
                                      kHeader, t, asymmetric ? 130 : 0, asymmetric ? 110 : 0, asymmetric ? 5 : 0,
                                      quantized("a", "as", "az"), quantized("b", "bs", "bz"), op);
-      optimizer::FuseQdqBinary pass;
+      optimizer::FusionPass pass("fuse_qdq_binary");
       Result r = fuse_text(pass, text, 0.04f * 1.001f);
       const std::string fused_op = std::string("Q") + op;
       EXPECT_EQ(count_ops(r.fused, fused_op), 1);
@@ -78,7 +75,7 @@ g (float[2,3] a, float[2,3] b) => (float[2,3] y)
 {}  y = Add(ad, b)
 }})",
                                  kHeader, quantized("a", "as", "az"));
-  optimizer::FuseQdqBinary pass;
+  optimizer::FusionPass pass("fuse_qdq_binary");
   Result r = fuse_text(pass, text, 0);
   EXPECT_EQ(count_ops(r.fused, "QAdd"), 0);
   EXPECT_EQ(float_reason_for(r.original, r.context, "y"), "input B is float (no DequantizeLinear)");
@@ -100,7 +97,7 @@ g (float[1,3,6,6] x) => (float[1,3,1,1] g1, float[1,3,3,3] p1, float[1,3,3,3] m1
   m1 = DequantizeLinear(mq, xs, xz)
 }})",
                                  kHeader, quantized("x", "xs", "xz"));
-  optimizer::FuseQdqPool pass;
+  optimizer::FusionPass pass("fuse_qdq_pool");
   Result r = fuse_text(pass, text, 0.01f * 1.001f);
   EXPECT_EQ(count_ops(r.fused, "QGlobalAveragePool"), 1);
   EXPECT_EQ(count_ops(r.fused, "QAveragePool"), 1);
@@ -119,7 +116,7 @@ g (float[1,3,6,6] x) => (float[1,3,3,3] m1)
   m1 = DequantizeLinear(mq, ys, xz)
 }})",
                                  kHeader, quantized("x", "xs", "xz"));
-  optimizer::FuseQdqPool pass;
+  optimizer::FusionPass pass("fuse_qdq_pool");
   Result r = fuse_text(pass, text, 0);
   EXPECT_EQ(find_op(r.fused, "MaxPool")->inputs[0], "xd");
   EXPECT_EQ(float_reason_for(r.original, r.context, "m0"), "input and output quantization parameters differ");
@@ -135,7 +132,7 @@ g (float[1,2,3] a, float[1,4,3] b) => (float[1,6,3] y)
   y = DequantizeLinear(yq, ys, yz)
 }})",
                                  kHeader, quantized("a", "as", "az"), quantized("b", "bs", "bz"));
-  optimizer::FuseQdqConcat pass;
+  optimizer::FusionPass pass("fuse_qdq_concat");
   Result r = fuse_text(pass, text, 0.03f * 1.001f);
   ASSERT_EQ(count_ops(r.fused, "QConcat"), 1);
   const Node* layer = find_op(r.fused, "QConcat");
@@ -152,7 +149,7 @@ g (float[1,2,3] a, float[1,4,3] b) => (float[1,6,3] y)
 {}{}  y = Concat <axis = 1> (ad, bd)
 }})",
                                  kHeader, quantized("a", "as", "az"), quantized("b", "bs", "bz"));
-  optimizer::FuseQdqConcat pass;
+  optimizer::FusionPass pass("fuse_qdq_concat");
   Result r = fuse_text(pass, text, 0);
   EXPECT_EQ(count_ops(r.fused, "QConcat"), 0);
   EXPECT_NE(float_reason_for(r.original, r.context, "y").find("not quantized"), std::string::npos);
@@ -174,7 +171,7 @@ g (float[2,3,5] x) => (float[2,3,5] y)
 }})",
                                      kHeader17, t, asymmetric ? 128 : 0, asymmetric ? 64 : 0, quantized("x", "xs", "xz"),
                                      op);
-      optimizer::FuseQdqLookup pass;
+      optimizer::FusionPass pass("fuse_qdq_lookup");
       Result r = fuse_text(pass, text, 0.01f * 1.001f, 17);
       ASSERT_EQ(count_ops(r.fused, "QLookup"), 1);
       const Node* layer = find_op(r.fused, "QLookup");
@@ -220,7 +217,7 @@ g (float[2,3,5] x) => (float[2,3,5] y)
       ASSERT_TRUE(typed.ok()) << typed.status().to_string();
       gelu->typed_attributes = typed.value();
 
-      optimizer::FuseQdqLookup pass;
+      optimizer::FusionPass pass("fuse_qdq_lookup");
       optimizer::PassContext context;
       Graph fused = run_pass(original, pass, context);
       ASSERT_EQ(count_ops(fused, "QLookup"), 1);
@@ -259,7 +256,7 @@ TEST(FuseQdqLookup, ErfFormGelu) {
   for (const std::string& tail : {x_then_half, half_then_x}) {
     for (bool asymmetric : {false, true}) {
       SCOPED_TRACE(tail + (asymmetric ? " u8" : " s8"));
-      optimizer::FuseQdqLookup pass;
+      optimizer::FusionPass pass("fuse_qdq_lookup");
       const std::string text =
           erf_gelu_model(asymmetric ? "uint8" : "int8", asymmetric ? 128 : 0, asymmetric ? 20 : 0, tail);
       Result r = fuse_text(pass, text, 0.02f * 1.001f, 29);
@@ -281,7 +278,7 @@ TEST(FuseQdqLookup, ErfFormGelu) {
 
 TEST(FuseQdqLookup, ErfFormWithOtherConstantsMustNotFire) {
   // Add(2) instead of Add(1): not GELU.
-  optimizer::FuseQdqLookup pass;
+  optimizer::FusionPass pass("fuse_qdq_lookup");
   Result r = fuse_text(pass, erf_gelu_model("int8", 0, 0, "  m = Mul(xd, a)\n  f = Mul(m, half)\n", "2.0"), 1e-6f);
   EXPECT_EQ(count_ops(r.fused, "QLookup"), 0);
   EXPECT_EQ(count_ops(r.fused, "Erf"), 1);
@@ -299,7 +296,7 @@ g (float[2,3,5] x) => (float[2,3,5] y)
   y = DequantizeLinear(yq, ys, yz)
 }})",
                                  kHeader);
-  optimizer::FuseQdqLookup pass;
+  optimizer::FusionPass pass("fuse_qdq_lookup");
   Result r = fuse_text(pass, text, 0);
   EXPECT_EQ(count_ops(r.fused, "QLookup"), 0);
   EXPECT_NE(float_reason_for(r.original, r.context, "f").find("per-channel"), std::string::npos);

@@ -1,0 +1,37 @@
+#include "optimizer/fusions/registry.h"
+
+#include <algorithm>
+
+namespace qdqrt::optimizer {
+
+// One row per fusion: {name (= pass name), selector, action, must_run_after}. Conv and MatMul
+// absorb bias/residual Adds, activations and output Qs, so the others must run after them; the
+// graph-level passes (constants and BatchNorm folded, Q/DQ moved next to the ops, redundant pairs
+// removed) make the DQ -> op -> Q units the selectors match. The order that runs is pipeline.cpp's.
+const std::vector<Fusion>& fusion_registry() {
+  // clang-format off
+  static const std::vector<Fusion> registry = {
+      {"fuse_qdq_conv", select_qdq_conv, apply_qdq_conv,
+       {"fold_constants", "fold_batchnorm", "propagate_qdq", "remove_redundant_qdq"}},
+      {"fuse_qdq_matmul", select_qdq_matmul, apply_qdq_matmul,
+       {"fold_constants", "fold_batchnorm", "propagate_qdq", "remove_redundant_qdq", "fuse_qdq_conv"}},
+      {"fuse_qdq_binary", select_qdq_binary, apply_qdq_binary, {"fuse_qdq_conv", "fuse_qdq_matmul"}},
+      {"fuse_qdq_pool", select_qdq_pool, apply_qdq_pool,
+       {"fold_constants", "fold_batchnorm", "propagate_qdq", "remove_redundant_qdq", "fuse_qdq_conv",
+        "fuse_qdq_matmul"}},
+      {"fuse_qdq_concat", select_qdq_concat, apply_qdq_concat,
+       {"fold_constants", "fold_batchnorm", "propagate_qdq", "remove_redundant_qdq", "fuse_qdq_conv",
+        "fuse_qdq_matmul"}},
+      {"fuse_qdq_lookup", select_qdq_lookup, apply_qdq_lookup, {"fuse_qdq_conv", "fuse_qdq_matmul"}},
+  };
+  // clang-format on
+  return registry;
+}
+
+const Fusion* find_fusion(std::string_view name) {
+  const std::vector<Fusion>& registry = fusion_registry();
+  auto it = std::find_if(registry.begin(), registry.end(), [&](const Fusion& fusion) { return fusion.name == name; });
+  return it == registry.end() ? nullptr : &*it;
+}
+
+}  // namespace qdqrt::optimizer

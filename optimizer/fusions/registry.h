@@ -1,0 +1,36 @@
+// The selector and the action of each fusion pattern, one file each; registry.cpp lists them as
+// the rows of fusion_registry() (fusion.h).
+#pragma once
+
+#include "optimizer/fusions/fusion.h"
+
+namespace qdqrt::optimizer {
+
+// conv.cpp: DQ(x), DQ(w)[, bias] -> Conv (any group) [-> epilogue] becomes one QConv.
+SelectResult select_qdq_conv(const Graph& graph, const ValueIndex& index, int node);
+Status apply_qdq_conv(Graph& graph, const QdqSelection& selection, PassContext& context);
+
+// matmul.cpp: DQ(a), DQ(b) -> MatMul/Gemm [-> bias Add] [-> epilogue] becomes one QMatMul.
+SelectResult select_qdq_matmul(const Graph& graph, const ValueIndex& index, int node);
+Status apply_qdq_matmul(Graph& graph, const QdqSelection& selection, PassContext& context);
+
+// binary.cpp: DQ(a), DQ(b) -> Add/Mul [-> activation] [-> Q] becomes QAdd/QMul.
+SelectResult select_qdq_binary(const Graph& graph, const ValueIndex& index, int node);
+Status apply_qdq_binary(Graph& graph, const QdqSelection& selection, PassContext& context);
+
+// pool.cpp: DQ -> (Global)AveragePool [-> Q] becomes QAveragePool/QGlobalAveragePool;
+// DQ -> MaxPool -> Q with equal parameters becomes MaxPool on the int8 tensor.
+SelectResult select_qdq_pool(const Graph& graph, const ValueIndex& index, int node);
+Status apply_qdq_pool(Graph& graph, const QdqSelection& selection, PassContext& context);
+
+// concat.cpp: DQs -> Concat -> Q becomes QConcat (inputs requantized to the output's parameters).
+SelectResult select_qdq_concat(const Graph& graph, const ValueIndex& index, int node);
+Status apply_qdq_concat(Graph& graph, const QdqSelection& selection, PassContext& context);
+
+// lookup.cpp: DQ -> Sigmoid/Tanh/HardSwish/HardSigmoid/Gelu -> Q, Sigmoid -> Mul(x) as SiLU and
+// the erf form of GELU that opset < 20 exports write, x * 0.5 * (1 + Erf(x / sqrt(2))), become a
+// table-driven QLookup.
+SelectResult select_qdq_lookup(const Graph& graph, const ValueIndex& index, int node);
+Status apply_qdq_lookup(Graph& graph, const QdqSelection& selection, PassContext& context);
+
+}  // namespace qdqrt::optimizer
