@@ -4,6 +4,8 @@
 // on 127.0.0.1 (OS-chosen ports); every client is a thread with its own keep-alive connection.
 // Each point runs for --seconds (and at most --maxRequests requests). Prints a Markdown table.
 //   serve_bench [--model=models/fmnist_resnet_qdq.onnx] [--seconds=3] [--concurrency=1,4,16,64]
+//               [--instances=1] [--threads=2]
+// Exits 1 if any request failed (ctest's bench_serve.smoke runs it for a few seconds).
 #include <unistd.h>
 
 #include <algorithm>
@@ -227,6 +229,7 @@ int main(int argc, char** argv) {
       };
     });
   };
+  int64_t total_failures = direct_1.failures + direct_16.failures;
   http_point("batched", 1);  // warm-up both paths
   grpc_point("batched", 1);
   // The transport's floor at concurrency 1: a request that runs no model.
@@ -236,6 +239,16 @@ int main(int argc, char** argv) {
     client->set_tcp_nodelay(true);
     return [client] {
       auto response = client->Get("/v2/health/live");
+      return response && response->status == 200;
+    };
+  });
+  // The same with a body of the infer request's size (httplib's POST path costs more than GET).
+  Point http_post = run_clients(1, seconds, max_requests, [&](int) {
+    auto client = std::make_shared<httplib::Client>("127.0.0.1", http_port);
+    client->set_keep_alive(true);
+    client->set_tcp_nodelay(true);
+    return [client, &http_body] {
+      auto response = client->Post("/v2/repository/index", http_body, "application/octet-stream");
       return response && response->status == 200;
     };
   });
@@ -249,7 +262,9 @@ int main(int argc, char** argv) {
     };
   });
   for (auto [name, point] : {std::pair{"HTTP GET /v2/health/live (no model)", http_live},
+                             std::pair{"HTTP POST 3.3 KB to /v2/repository/index (no model)", http_post},
                              std::pair{"gRPC ServerLive (no model)", grpc_live}}) {
+    total_failures += point.failures;
     std::printf("| %s | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n", name, point.throughput, point.p50_us,
                 point.p99_us, static_cast<long long>(point.requests), static_cast<long long>(point.failures));
   }
@@ -257,6 +272,7 @@ int main(int argc, char** argv) {
     for (int clients : concurrencies) {
       for (const char* model : {"unbatched", "batched"}) {
         Point point = std::string(protocol) == "HTTP binary" ? http_point(model, clients) : grpc_point(model, clients);
+        total_failures += point.failures;
         std::printf("| %s | %d | %s | %.0f | %.1f | %.1f | %lld | %lld |\n", protocol, clients,
                     std::string(model) == "batched" ? "on" : "off", point.throughput, point.p50_us, point.p99_us,
                     static_cast<long long>(point.requests), static_cast<long long>(point.failures));
@@ -274,5 +290,6 @@ int main(int argc, char** argv) {
   inference.shutdown();
   std::error_code remove_error;
   fs::remove_all(root, remove_error);
-  return 0;
+  if (total_failures > 0) std::printf("serve_bench: %lld requests failed\n", static_cast<long long>(total_failures));
+  return total_failures > 0 ? 1 : 0;
 }
