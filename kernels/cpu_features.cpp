@@ -18,6 +18,8 @@ uint64_t read_xcr0() {
 
 // One bit per Isa the CPU and OS support. The ISAs are not a chain: AVX-512 VNNI machines
 // without the VEX-encoded AVX-VNNI exist (Zen 4/5 guests, Ice Lake), so each is checked on its own.
+// Each level checks every extension its source files are compiled with (kernels/CMakeLists.txt):
+// kAvx2 (and kAvxVnni): AVX2, FMA, F16C, BMI2; kAvx512Vnni: also AVX-512 F/BW/VL/DQ + VNNI.
 unsigned detect_supported_mask() {
   unsigned mask = 1u << static_cast<int>(Isa::kScalar);
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -25,24 +27,29 @@ unsigned detect_supported_mask() {
   const bool osxsave = ecx & (1u << 27);
   const bool avx = ecx & (1u << 28);
   const bool fma = ecx & (1u << 12);
-  if (!osxsave || !avx || !fma) return mask;
+  const bool f16c = ecx & (1u << 29);
+  if (!osxsave || !avx || !fma || !f16c) return mask;
   const uint64_t xcr0 = read_xcr0();
   const bool ymm_state = (xcr0 & 0x6) == 0x6;
   const bool zmm_state = (xcr0 & 0xe6) == 0xe6;
   if (!ymm_state) return mask;
   __cpuid_count(7, 0, eax, ebx, ecx, edx);
   const bool avx2 = ebx & (1u << 5);
+  const bool bmi2 = ebx & (1u << 8);
   const bool avx512f = ebx & (1u << 16);
+  const bool avx512dq = ebx & (1u << 17);
   const bool avx512bw = ebx & (1u << 30);
   const bool avx512vl = ebx & (1u << 31);
   const bool avx512vnni = ecx & (1u << 11);
   unsigned eax1 = 0, ebx1 = 0, ecx1 = 0, edx1 = 0;
   __cpuid_count(7, 1, eax1, ebx1, ecx1, edx1);
   const bool avxvnni = eax1 & (1u << 4);
-  if (!avx2) return mask;
+  if (!avx2 || !bmi2) return mask;
   mask |= 1u << static_cast<int>(Isa::kAvx2);
   if (avxvnni) mask |= 1u << static_cast<int>(Isa::kAvxVnni);
-  if (zmm_state && avx512f && avx512bw && avx512vl && avx512vnni) mask |= 1u << static_cast<int>(Isa::kAvx512Vnni);
+  if (zmm_state && avx512f && avx512dq && avx512bw && avx512vl && avx512vnni) {
+    mask |= 1u << static_cast<int>(Isa::kAvx512Vnni);
+  }
   return mask;
 }
 

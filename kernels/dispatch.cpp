@@ -45,26 +45,25 @@ const internal::DepthwiseImplementation& depthwise_implementation(Isa isa) {
 
 // --- Supporting kernels ---
 
-
 namespace {
 
-enum class Impl { kReference, kAvx2, kAvx512 };
+enum class Impl { kScalar, kAvx2, kAvx512Skx };
 
 Impl impl_for(Isa isa) {
   switch (isa) {
-    case Isa::kScalar: return Impl::kReference;
+    case Isa::kScalar: return Impl::kScalar;
     case Isa::kAvx2:
     case Isa::kAvxVnni: return Impl::kAvx2;
-    case Isa::kAvx512Vnni: return Impl::kAvx512;
+    case Isa::kAvx512Vnni: return Impl::kAvx512Skx;
   }
-  return Impl::kReference;
+  return Impl::kScalar;
 }
 
 const char* suffix(Impl impl) {
   switch (impl) {
-    case Impl::kReference: return "scalar";
+    case Impl::kScalar: return "scalar";
     case Impl::kAvx2: return "avx2";
-    case Impl::kAvx512: return "avx512";
+    case Impl::kAvx512Skx: return "avx512";
   }
   return "scalar";
 }
@@ -102,13 +101,13 @@ QuantizeKernels<T> quantize_kernels(Isa isa) {
   const Impl impl = impl_for(isa);
   QuantizeKernels<T> k;
   switch (impl) {
-    case Impl::kReference:
-      k.quantize.fn = reference::quantize<T>;
-      k.dequantize.fn = reference::dequantize<T>;
-      k.quantize_channels.fn = reference::quantize_channels<T>;
-      k.dequantize_channels.fn = reference::dequantize_channels<T>;
-      k.requantize.fn = reference::requantize<T>;
-      k.quantize_nchw_to_nhwc.fn = reference::quantize_nchw_to_nhwc<T>;
+    case Impl::kScalar:
+      k.quantize.fn = scalar::quantize<T>;
+      k.dequantize.fn = scalar::dequantize<T>;
+      k.quantize_channels.fn = scalar::quantize_channels<T>;
+      k.dequantize_channels.fn = scalar::dequantize_channels<T>;
+      k.requantize.fn = scalar::requantize<T>;
+      k.quantize_nchw_to_nhwc.fn = scalar::quantize_nchw_to_nhwc<T>;
       break;
     case Impl::kAvx2:
       k.quantize.fn = avx2::quantize<T>;
@@ -118,13 +117,13 @@ QuantizeKernels<T> quantize_kernels(Isa isa) {
       k.requantize.fn = avx2::requantize<T>;
       k.quantize_nchw_to_nhwc.fn = avx2::quantize_nchw_to_nhwc<T>;
       break;
-    case Impl::kAvx512:
-      k.quantize.fn = avx512::quantize<T>;
-      k.dequantize.fn = avx512::dequantize<T>;
-      k.quantize_channels.fn = avx512::quantize_channels<T>;
-      k.dequantize_channels.fn = avx512::dequantize_channels<T>;
-      k.requantize.fn = avx512::requantize<T>;
-      k.quantize_nchw_to_nhwc.fn = avx512::quantize_nchw_to_nhwc<T>;
+    case Impl::kAvx512Skx:
+      k.quantize.fn = avx512skx::quantize<T>;
+      k.dequantize.fn = avx512skx::dequantize<T>;
+      k.quantize_channels.fn = avx512skx::quantize_channels<T>;
+      k.dequantize_channels.fn = avx512skx::dequantize_channels<T>;
+      k.requantize.fn = avx512skx::requantize<T>;
+      k.quantize_nchw_to_nhwc.fn = avx512skx::quantize_nchw_to_nhwc<T>;
       break;
   }
   const std::string prefix = QTraits<T>::prefix;
@@ -145,11 +144,11 @@ QBinaryKernels<T> qbinary_kernels(Isa isa) {
   const Impl impl = impl_for(isa);
   QBinaryKernels<T> k;
   switch (impl) {
-    case Impl::kReference:
-      k.add.fn = reference::qadd<T>;
-      k.add_scalar.fn = reference::qadd_scalar<T>;
-      k.mul.fn = reference::qmul<T>;
-      k.mul_scalar.fn = reference::qmul_scalar<T>;
+    case Impl::kScalar:
+      k.add.fn = scalar::qadd<T>;
+      k.add_scalar.fn = scalar::qadd_scalar<T>;
+      k.mul.fn = scalar::qmul<T>;
+      k.mul_scalar.fn = scalar::qmul_scalar<T>;
       break;
     case Impl::kAvx2:
       k.add.fn = avx2::qadd<T>;
@@ -157,11 +156,11 @@ QBinaryKernels<T> qbinary_kernels(Isa isa) {
       k.mul.fn = avx2::qmul<T>;
       k.mul_scalar.fn = avx2::qmul_scalar<T>;
       break;
-    case Impl::kAvx512:
-      k.add.fn = avx512::qadd<T>;
-      k.add_scalar.fn = avx512::qadd_scalar<T>;
-      k.mul.fn = avx512::qmul<T>;
-      k.mul_scalar.fn = avx512::qmul_scalar<T>;
+    case Impl::kAvx512Skx:
+      k.add.fn = avx512skx::qadd<T>;
+      k.add_scalar.fn = avx512skx::qadd_scalar<T>;
+      k.mul.fn = avx512skx::qmul<T>;
+      k.mul_scalar.fn = avx512skx::qmul_scalar<T>;
       break;
   }
   k.add.name = name(dtype_op<T>("vadd-minmax"), impl);
@@ -179,20 +178,20 @@ QPoolKernels<T> qpool_kernels(Isa isa) {
   const Impl impl = impl_for(isa);
   QPoolKernels<T> k;
   switch (impl) {
-    case Impl::kReference:
-      k.maxpool.fn = reference::maxpool<T>;
-      k.avgpool.fn = reference::avgpool<T>;
-      k.global_avgpool.fn = reference::global_avgpool<T>;
+    case Impl::kScalar:
+      k.maxpool.fn = scalar::maxpool<T>;
+      k.avgpool.fn = scalar::avgpool<T>;
+      k.global_avgpool.fn = scalar::global_avgpool<T>;
       break;
     case Impl::kAvx2:
       k.maxpool.fn = avx2::maxpool<T>;
       k.avgpool.fn = avx2::avgpool<T>;
       k.global_avgpool.fn = avx2::global_avgpool<T>;
       break;
-    case Impl::kAvx512:
-      k.maxpool.fn = avx512::maxpool<T>;
-      k.avgpool.fn = avx512::avgpool<T>;
-      k.global_avgpool.fn = avx512::global_avgpool<T>;
+    case Impl::kAvx512Skx:
+      k.maxpool.fn = avx512skx::maxpool<T>;
+      k.avgpool.fn = avx512skx::avgpool<T>;
+      k.global_avgpool.fn = avx512skx::global_avgpool<T>;
       break;
   }
   k.maxpool.name = name(dtype_op<T>("maxpool-nhwc"), impl);
@@ -206,21 +205,21 @@ template QPoolKernels<uint8_t> qpool_kernels<uint8_t>(Isa);
 // ---------------------------------------------------------------- lookup tables
 NamedKernel<LutFn> lut_kernel(Isa isa, bool allow_vbmi) {
   switch (impl_for(isa)) {
-    case Impl::kReference: return {reference::lut, "x8-lut-scalar"};
+    case Impl::kScalar: return {scalar::lut, "x8-lut-scalar"};
     case Impl::kAvx2: return {avx2::lut, "x8-lut-avx2"};
-    case Impl::kAvx512:
+    case Impl::kAvx512Skx:
       // VBMI is an extra CPUID bit on top of the AVX-512 level; active_isa() limits it as well.
       if (allow_vbmi && cpu_has_avx512vbmi()) return {avx512vbmi::lut, "x8-lut-avx512vbmi"};
-      return {avx512::lut, "x8-lut-avx512bw"};
+      return {avx512skx::lut, "x8-lut-avx512bw"};
   }
-  return {reference::lut, "x8-lut-scalar"};
+  return {scalar::lut, "x8-lut-scalar"};
 }
 
 // ---------------------------------------------------------------- reorders
 ReorderKernels reorder_kernels(Isa isa) {
   // Transposes are load/store-shuffle bound; the AVX2 tiles serve AVX-512 machines as well.
-  if (impl_for(isa) == Impl::kReference) {
-    return {{reference::transpose8, "x8-transpose-scalar"}, {reference::transpose32, "x32-transpose-scalar"}};
+  if (impl_for(isa) == Impl::kScalar) {
+    return {{scalar::transpose8, "x8-transpose-scalar"}, {scalar::transpose32, "x32-transpose-scalar"}};
   }
   return {{avx2::transpose8, "x8-transpose-16x16-avx2"}, {avx2::transpose32, "x32-transpose-8x8-avx2"}};
 }
@@ -230,17 +229,17 @@ Fp32Kernels fp32_kernels(Isa isa) {
   const Impl impl = impl_for(isa);
   Fp32Kernels k;
   switch (impl) {
-    case Impl::kReference:
-      k = {{reference::fp32_binary}, {reference::fp32_binary_vs}, {reference::fp32_binary_sv},
-           {reference::fp32_unary},  {reference::fp32_softmax},   {reference::fp32_gemm}};
+    case Impl::kScalar:
+      k = {{scalar::fp32_binary}, {scalar::fp32_binary_vs}, {scalar::fp32_binary_sv},
+           {scalar::fp32_unary},  {scalar::fp32_softmax},   {scalar::fp32_gemm}};
       break;
     case Impl::kAvx2:
       k = {{avx2::fp32_binary}, {avx2::fp32_binary_vs}, {avx2::fp32_binary_sv},
            {avx2::fp32_unary},  {avx2::fp32_softmax},   {avx2::fp32_gemm}};
       break;
-    case Impl::kAvx512:
-      k = {{avx512::fp32_binary}, {avx512::fp32_binary_vs}, {avx512::fp32_binary_sv},
-           {avx512::fp32_unary},  {avx512::fp32_softmax},   {avx512::fp32_gemm}};
+    case Impl::kAvx512Skx:
+      k = {{avx512skx::fp32_binary}, {avx512skx::fp32_binary_vs}, {avx512skx::fp32_binary_sv},
+           {avx512skx::fp32_unary},  {avx512skx::fp32_softmax},   {avx512skx::fp32_gemm}};
       break;
   }
   k.binary.name = name("f32-vbinary", impl);
@@ -248,7 +247,7 @@ Fp32Kernels fp32_kernels(Isa isa) {
   k.binary_sv.name = name("f32-vrbinaryc", impl);
   k.unary.name = name("f32-vunary", impl);
   k.softmax.name = name("f32-softmax", impl);
-  k.gemm.name = name(impl == Impl::kReference ? "f32-gemm" : "f32-gemm-eigen", impl);  // scalar: plain loops
+  k.gemm.name = name(impl == Impl::kScalar ? "f32-gemm" : "f32-gemm-eigen", impl);  // scalar: plain loops
   return k;
 }
 

@@ -7,15 +7,15 @@
 #include <vector>
 
 #include "kernels/cpu_features.h"
-#include "kernels/reorder.h"
-#include "kernels/quantize.h"
+#include "kernels/reorder/reorder.h"
+#include "kernels/quantize/quantize.h"
 #include "kernels/qtypes.h"
-#include "kernels/qpool.h"
-#include "kernels/qlut.h"
-#include "kernels/qelementwise.h"
-#include "kernels/fp32_kernels.h"
-#include "kernels/qdwconv_internal.h"
-#include "kernels/qgemm_internal.h"
+#include "kernels/pool/qpool.h"
+#include "kernels/lut/qlut.h"
+#include "kernels/elementwise/qelementwise.h"
+#include "kernels/fp32/fp32_kernels.h"
+#include "kernels/dwconv/qdwconv_internal.h"
+#include "kernels/gemm/qgemm_internal.h"
 
 namespace qdqrt::kernels {
 
@@ -32,10 +32,12 @@ const internal::DepthwiseImplementation& depthwise_implementation(Isa isa);
 // Kernel selection for the supporting kernels (quantize, elementwise, pools, LUT, reorder, fp32).
 // Each family has one function mapping an Isa to its implementation set; call it with active_isa()
 // (the default) in the runtime, or with any isa_supported() level in tests and benchmarks.
-//   Isa::kScalar                 -> reference (portable scalar)
+//   Isa::kScalar                 -> scalar (portable C++)
 //   Isa::kAvx2, Isa::kAvxVnni    -> avx2 (these kernels need no VNNI)
-//   Isa::kAvx512Vnni             -> avx512 (F/BW/VL; the LUT uses VBMI when avx512vbmi_usable())
-// Names follow XNNPACK: <dtype>-<op>[-minmax]-<isa>, e.g. "qs8-vadd-minmax-avx512", "x8-lut-avx512vbmi".
+//   Isa::kAvx512Vnni             -> avx512skx (F/BW/VL/DQ, no VNNI needed; the LUT uses VBMI when
+//                                   avx512vbmi_usable())
+// Names follow XNNPACK: <dtype>-<op>[-minmax]-<isa>, e.g. "qs8-vadd-minmax-avx512", "x8-lut-avx512vbmi"
+// (the avx512skx kernels are named "-avx512", the LUT's "-avx512bw").
 
 
 template <class T>

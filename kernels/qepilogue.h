@@ -10,7 +10,7 @@
 // multiplier[n] = input_scale * weight_scale[n] / output_scale and float_bias = bias / output_scale
 // live with the packed weights (known at build time); everything else is a runtime Epilogue.
 // Every ISA performs exactly this sequence of float operations (fma, not mul+add), so all
-// variants are bit-exact with the scalar reference.
+// variants are bit-exact with the scalar kernels and the test oracle.
 #pragma once
 
 #include <cmath>
@@ -63,7 +63,7 @@ struct Epilogue {
 Epilogue make_epilogue(OutputType output_type, float output_scale, int32_t output_zero_point,
                        const Activation& activation = {}, const Residual* residual = nullptr);
 
-// The scalar definition of the epilogue (used by the reference and the scalar kernels).
+// The scalar definition of the epilogue (used by the scalar kernels and the test oracle).
 // Returns the float value before rounding/storing.
 inline float epilogue_value(int32_t acc, float multiplier, float float_bias, const Epilogue& e,
                             int32_t residual_value) {

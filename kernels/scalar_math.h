@@ -1,7 +1,7 @@
-// Scalar building blocks that every reference kernel uses, written to match the vector
+// Scalar building blocks that every portable kernel uses, written to match the vector
 // instructions exactly: max_ps(v, lo) returns lo when v is NaN; min_ps(v, hi) likewise; cvtps2dq
 // rounds half to even under the default MXCSR mode, like nearbyint.
-// Only for portable (*_reference.cpp, plain .cpp) sources: per-ISA files keep their own copies
+// Only for portable (*_scalar.cpp, plain .cpp) sources: per-ISA files keep their own copies
 // so no differently-compiled inline function is shared between object files.
 #pragma once
 

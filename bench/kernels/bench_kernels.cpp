@@ -23,8 +23,8 @@
 #include "bench/kernels/layer_shapes.h"
 #include "bench/kernels/peak.h"
 #include "kernels/cpu_features.h"
-#include "kernels/qconv.h"
-#include "kernels/qmatmul.h"
+#include "kernels/conv/qconv.h"
+#include "kernels/gemm/qmatmul.h"
 
 namespace qdqrt::bench {
 namespace {

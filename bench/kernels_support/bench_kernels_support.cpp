@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/qconcat.h"
+#include "kernels/reorder/qconcat.h"
 #include "kernels/dispatch.h"
 
 namespace qdqrt::kernels {

@@ -1,11 +1,12 @@
 // ConvTester: fluent description of one NHWC convolution (GEMM, implicit GEMM, grouped or
-// depthwise), checked on every supported ISA against the direct scalar reference, bit-exact.
+// depthwise), checked on every supported ISA against the direct-convolution oracle (kernels/oracle.h),
+// bit-exact.
 #pragma once
 
 #include <cmath>
 
-#include "kernels/qconv.h"
-#include "kernels/qreference.h"
+#include "kernels/conv/qconv.h"
+#include "kernels/oracle.h"
 #include "test_util.h"
 
 namespace qdqrt::kernels::testing {
@@ -124,7 +125,7 @@ class ConvTester {
     GuardedBuffer expected(out_bytes), actual(out_bytes);
     std::memset(expected.data(), 0x5A, out_bytes);
     std::memset(actual.data(), 0x5A, out_bytes);
-    reference_conv(desc, s, input.data(), in_stride, expected.data(), out_stride, epilogue);
+    oracle_conv(desc, s, input.data(), in_stride, expected.data(), out_stride, epilogue);
 
     const PackedConv packed = pack_conv(desc, isa);
     ConvRunArgs args{input.data(), in_stride, actual.data(), out_stride};

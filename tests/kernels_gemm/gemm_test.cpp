@@ -1,4 +1,4 @@
-// GEMM family: every supported ISA against the unpacked scalar reference.
+// GEMM family: every supported ISA against the unpacked-weights oracle.
 #include "gemm_tester.h"
 
 namespace qdqrt::kernels::testing {

@@ -1,12 +1,12 @@
 // GemmTester: fluent description of one GEMM case, checked on one or every supported ISA against
-// the unpacked scalar reference (int8 outputs bit-equal), with guarded buffers.
+// the unpacked-weights oracle of kernels/oracle.h (int8 outputs bit-equal), with guarded buffers.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/qgemm.h"
-#include "kernels/qreference.h"
+#include "kernels/gemm/qgemm.h"
+#include "kernels/oracle.h"
 #include "test_util.h"
 
 namespace qdqrt::kernels::testing {
@@ -92,7 +92,7 @@ class GemmTester {
     GuardedBuffer expected(c_bytes), actual(c_bytes);
     std::memset(expected.data(), 0x5A, c_bytes);
     std::memset(actual.data(), 0x5A, c_bytes);
-    reference_gemm(desc, a.data(), lda, m_, expected.data(), ldc, epilogue);
+    oracle_gemm(desc, a.data(), lda, m_, expected.data(), ldc, epilogue);
 
     const PackedGemm packed = pack_gemm(desc, isa);
     ASSERT_EQ(packed.isa, isa) << context;

@@ -1,5 +1,5 @@
 // The benchmark's list of real layer shapes (bench/kernels/layer_shapes.h) also drives a test:
-// every layer, with its spatial size (or row count) cropped to keep the scalar reference quick,
+// every layer, with its spatial size (or row count) cropped to keep the oracle quick,
 // on every supported ISA. Channels, kernel, stride, padding and groups are the real ones.
 #include <algorithm>
 

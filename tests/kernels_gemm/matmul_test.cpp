@@ -1,6 +1,6 @@
 // Batched MatMul with activations on both sides (attention), B packed at run time.
-#include "kernels/qmatmul.h"
-#include "kernels/qreference.h"
+#include "kernels/gemm/qmatmul.h"
+#include "kernels/oracle.h"
 #include "test_util.h"
 
 namespace qdqrt::kernels::testing {
@@ -73,8 +73,8 @@ void check(const MatMulCase& mc, Isa isa) {
     desc.input_zero_point = mc.a_zero_point;
     desc.input_signed = mc.a_signed;
     desc.output_scale = args.output_scale;
-    reference_gemm(desc, a.data() + batch * a_batch, mc.k, mc.m, expected.data() + batch * c_batch * out_size, mc.n,
-                   epilogue);
+    oracle_gemm(desc, a.data() + batch * a_batch, mc.k, mc.m, expected.data() + batch * c_batch * out_size, mc.n,
+                epilogue);
   }
   PackedGemm scratch;
   // Two calls over batch ranges, re-using the scratch packing (as one thread would).

@@ -30,7 +30,7 @@ TEST(SupportDispatch, MaxIsaLimitsTheDefaultSelection) {
   set_max_isa(Isa::kScalar);
   EXPECT_TRUE(ends_with(qbinary_kernels<int8_t>().add.name, "-scalar"));
   EXPECT_STREQ(lut_kernel().name, "x8-lut-scalar");
-  EXPECT_EQ(quantize_kernels<uint8_t>().quantize.fn, &reference::quantize<uint8_t>);
+  EXPECT_EQ(quantize_kernels<uint8_t>().quantize.fn, &scalar::quantize<uint8_t>);
   if (isa_supported(Isa::kAvx2)) {
     set_max_isa(Isa::kAvx2);
     EXPECT_TRUE(ends_with(qpool_kernels<uint8_t>().maxpool.name, "-avx2"));

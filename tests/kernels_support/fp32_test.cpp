@@ -1,9 +1,9 @@
-// FP32 kernels: exact ops bit-equal to the reference, transcendental ones and GEMM within the
-// tolerances stated in kernels/fp32_kernels.h.
+// FP32 kernels: exact ops bit-equal to the scalar kernels, transcendental ones and GEMM within the
+// tolerances stated in kernels/fp32/fp32_kernels.h.
 #include <cmath>
 #include <limits>
 
-#include "kernels/fp32_kernels.h"
+#include "kernels/fp32/fp32_kernels.h"
 #include "test_util.h"
 
 namespace qdqrt::kernels::testing {
@@ -49,13 +49,13 @@ TEST(Fp32Kernels, BinaryOpsAreExactOnEveryIsa) {
         std::vector<float> expected(n);
         const std::string description = std::string(fp32_binary_op_name(op)) + " isa=" + isa_name(isa) +
                                         " n=" + std::to_string(n);
-        reference::fp32_binary(op, n, a.data(), b.data(), expected.data());
+        scalar::fp32_binary(op, n, a.data(), b.data(), expected.data());
         kernels.binary.fn(op, n, ga.data(), gb.data(), out.data());
         ASSERT_EQ(float_mismatch(expected.data(), out.data(), n, true), "") << kernels.binary.name << " " << description;
-        reference::fp32_binary_vs(op, n, a.data(), b[0], expected.data());
+        scalar::fp32_binary_vs(op, n, a.data(), b[0], expected.data());
         kernels.binary_vs.fn(op, n, ga.data(), b[0], out.data());
         ASSERT_EQ(float_mismatch(expected.data(), out.data(), n, true), "") << kernels.binary_vs.name << " " << description;
-        reference::fp32_binary_sv(op, n, a[0], b.data(), expected.data());
+        scalar::fp32_binary_sv(op, n, a[0], b.data(), expected.data());
         kernels.binary_sv.fn(op, n, a[0], gb.data(), out.data());
         ASSERT_EQ(float_mismatch(expected.data(), out.data(), n, true), "") << kernels.binary_sv.name << " " << description;
         ASSERT_EQ(out.check_canaries(), "") << description;
@@ -64,7 +64,7 @@ TEST(Fp32Kernels, BinaryOpsAreExactOnEveryIsa) {
   }
 }
 
-TEST(Fp32Kernels, UnaryOpsMatchReferenceOnEveryIsa) {
+TEST(Fp32Kernels, UnaryOpsMatchScalarOnEveryIsa) {
   const Fp32UnaryOp ops[] = {Fp32UnaryOp::kRelu,      Fp32UnaryOp::kClip,    Fp32UnaryOp::kLeakyRelu,
                              Fp32UnaryOp::kHardSigmoid, Fp32UnaryOp::kHardSwish, Fp32UnaryOp::kSigmoid,
                              Fp32UnaryOp::kSilu,      Fp32UnaryOp::kTanh,    Fp32UnaryOp::kGelu,
@@ -89,7 +89,7 @@ TEST(Fp32Kernels, UnaryOpsMatchReferenceOnEveryIsa) {
         Guarded<float> guarded_input(n, placement_for(seed)), output(n, placement_for(seed + 1));
         guarded_input.copy_from(input);
         std::vector<float> expected(n);
-        reference::fp32_unary(op, params, n, input.data(), expected.data());
+        scalar::fp32_unary(op, params, n, input.data(), expected.data());
         kernels.unary.fn(op, params, n, guarded_input.data(), output.data());
         ASSERT_EQ(float_mismatch(expected.data(), output.data(), n, is_exact(op)), "")
             << kernels.unary.name << " " << fp32_unary_op_name(op) << " isa=" << isa_name(isa) << " n=" << n;
@@ -99,7 +99,7 @@ TEST(Fp32Kernels, UnaryOpsMatchReferenceOnEveryIsa) {
   }
 }
 
-TEST(Fp32Kernels, SoftmaxMatchesReferenceOnEveryIsa) {
+TEST(Fp32Kernels, SoftmaxMatchesScalarOnEveryIsa) {
   uint32_t seed = 1;
   for (Isa isa : test_isas()) {
     const Fp32Kernels kernels = fp32_kernels(isa);
@@ -110,7 +110,7 @@ TEST(Fp32Kernels, SoftmaxMatchesReferenceOnEveryIsa) {
         Guarded<float> guarded_input(input.size(), placement_for(seed)), output(input.size(), placement_for(seed + 1));
         guarded_input.copy_from(input);
         std::vector<float> expected(input.size());
-        reference::fp32_softmax(rows, cols, input.data(), expected.data());
+        scalar::fp32_softmax(rows, cols, input.data(), expected.data());
         kernels.softmax.fn(rows, cols, guarded_input.data(), output.data());
         ASSERT_EQ(float_mismatch(expected.data(), output.data(), input.size(), false), "")
             << kernels.softmax.name << " isa=" << isa_name(isa) << " rows=" << rows << " cols=" << cols;
@@ -120,7 +120,7 @@ TEST(Fp32Kernels, SoftmaxMatchesReferenceOnEveryIsa) {
   }
 }
 
-TEST(Fp32Kernels, GemmMatchesReferenceOnEveryIsa) {
+TEST(Fp32Kernels, GemmMatchesScalarOnEveryIsa) {
   uint32_t seed = 1;
   for (Isa isa : test_isas()) {
     const Fp32Kernels kernels = fp32_kernels(isa);
@@ -148,7 +148,7 @@ TEST(Fp32Kernels, GemmMatchesReferenceOnEveryIsa) {
             Guarded<float> c(m * ldc, placement_for(seed));
             c.copy_from(c_initial);
             const float* bias_pointer = seed % 2 ? bias.data() : nullptr;
-            reference::fp32_gemm(p, a.data(), lda, b.data(), ldb, bias_pointer, expected.data(), ldc);
+            scalar::fp32_gemm(p, a.data(), lda, b.data(), ldb, bias_pointer, expected.data(), ldc);
             kernels.gemm.fn(p, a.data(), lda, b.data(), ldb, bias_pointer, c.data(), ldc);
             const float tolerance = 1e-4f * std::sqrt(static_cast<float>(k)) + 1e-6f;
             for (size_t i = 0; i < m; ++i) {

@@ -1,9 +1,9 @@
-// QAdd / QMul kernels (every ISA bit-exact with the reference), the broadcast plan, and the
-// reference against dequantize -> op -> quantize in double precision.
+// QAdd / QMul kernels (every ISA bit-exact with the scalar kernels), the broadcast plan, and the
+// scalar kernels against dequantize -> op -> quantize in double precision.
 #include <cmath>
 
-#include "kernels/broadcast.h"
-#include "kernels/qelementwise.h"
+#include "kernels/elementwise/broadcast.h"
+#include "kernels/elementwise/qelementwise.h"
 #include "test_util.h"
 
 namespace qdqrt::kernels::testing {
@@ -69,12 +69,12 @@ class QBinaryTester {
     const bool add = op_ == QBinaryOp::kAdd;
     const char* name;
     if (scalar_b_) {
-      (add ? reference::qadd_scalar<T> : reference::qmul_scalar<T>)(n, a.data(), b[0], expected.data(), params);
+      (add ? scalar::qadd_scalar<T> : scalar::qmul_scalar<T>)(n, a.data(), b[0], expected.data(), params);
       const auto& kernel = add ? kernels.add_scalar : kernels.mul_scalar;
       name = kernel.name;
       kernel.fn(n, guarded_a.data(), b[0], output.data(), params);
     } else {
-      (add ? reference::qadd<T> : reference::qmul<T>)(n, a.data(), b.data(), expected.data(), params);
+      (add ? scalar::qadd<T> : scalar::qmul<T>)(n, a.data(), b.data(), expected.data(), params);
       const auto& kernel = add ? kernels.add : kernels.mul;
       name = kernel.name;
       kernel.fn(n, guarded_a.data(), guarded_b.data(), output.data(), params);
@@ -103,7 +103,7 @@ class QBinaryTest : public ::testing::Test {};
 using QTypes = ::testing::Types<int8_t, uint8_t>;
 TYPED_TEST_SUITE(QBinaryTest, QTypes);
 
-TYPED_TEST(QBinaryTest, EveryIsaMatchesReference) {
+TYPED_TEST(QBinaryTest, EveryIsaMatchesScalar) {
   uint32_t seed = 1;
   const auto zero_points = sweep_zero_points<TypeParam>();
   for (Isa isa : test_isas()) {
@@ -130,7 +130,7 @@ TYPED_TEST(QBinaryTest, EveryIsaMatchesReference) {
 
 // Every (a, b) pair with random scales: catches rare one-ulp differences (e.g. an fma contraction
 // in a vector variant) that random sweeps of a few thousand elements can miss.
-TYPED_TEST(QBinaryTest, EveryIsaMatchesReferenceOnAllBytePairs) {
+TYPED_TEST(QBinaryTest, EveryIsaMatchesScalarOnAllBytePairs) {
   const auto zero_points = sweep_zero_points<TypeParam>();
   uint32_t seed = 5000;
   for (Isa isa : test_isas()) {
@@ -153,8 +153,8 @@ TYPED_TEST(QBinaryTest, EveryIsaMatchesReferenceOnAllBytePairs) {
   }
 }
 
-// The reference formula stays within 1 of dequantize -> op -> QuantizeLinear done in double.
-TYPED_TEST(QBinaryTest, ReferenceAgreesWithDequantizeOpQuantize) {
+// The scalar formula stays within 1 of dequantize -> op -> QuantizeLinear done in double.
+TYPED_TEST(QBinaryTest, ScalarAgreesWithDequantizeOpQuantize) {
   using T = TypeParam;
   std::mt19937 rng(7);
   for (QBinaryOp op : {QBinaryOp::kAdd, QBinaryOp::kMul}) {
@@ -164,7 +164,7 @@ TYPED_TEST(QBinaryTest, ReferenceAgreesWithDequantizeOpQuantize) {
     const QBinaryParams params = make_qbinary_params<T>(op, a_scale, a_zp, b_scale, b_zp, output_scale, out_zp, false);
     const std::vector<T> a = random_bytes<T>(rng, 4096), b = random_bytes<T>(rng, 4096);
     std::vector<T> out(4096);
-    (op == QBinaryOp::kAdd ? reference::qadd<T> : reference::qmul<T>)(4096, a.data(), b.data(), out.data(), params);
+    (op == QBinaryOp::kAdd ? scalar::qadd<T> : scalar::qmul<T>)(4096, a.data(), b.data(), out.data(), params);
     int exact = 0;
     for (size_t i = 0; i < 4096; ++i) {
       const double x = (static_cast<double>(a[i]) - a_zp) * a_scale;
@@ -265,7 +265,7 @@ TEST(BroadcastPlan, QAddBroadcastMatchesNaiveIndexing) {
           b_stride *= b_d;
         }
         T expected;
-        reference::qadd<T>(1, &a[a_index], &b[b_index], &expected, params);
+        scalar::qadd<T>(1, &a[a_index], &b[b_index], &expected, params);
         ASSERT_EQ(out[i], expected) << "isa " << isa_name(isa) << " case a rank " << a_shape.size() << " index " << i;
       }
     }

@@ -2,7 +2,7 @@
 // apply variant (scalar, AVX2 vpshufb, AVX-512BW vpshufb, AVX-512 VBMI vpermi2b) bit-exact.
 #include <cmath>
 
-#include "kernels/qlut.h"
+#include "kernels/lut/qlut.h"
 #include "test_util.h"
 
 namespace qdqrt::kernels::testing {
@@ -37,7 +37,7 @@ class LutTester {
     std::mt19937 rng(seed_);
     const std::vector<uint8_t> input = random_bytes<uint8_t>(rng, n_);
     std::vector<uint8_t> expected(n_);
-    reference::lut(n_, input.data(), expected.data(), table);
+    scalar::lut(n_, input.data(), expected.data(), table);
     Guarded<uint8_t> guarded_input(n_, placement_for(seed_));
     Guarded<uint8_t> output(n_, placement_for(seed_ + 1));
     guarded_input.copy_from(input);
@@ -56,7 +56,7 @@ class LutTester {
   bool in_place_ = false;
 };
 
-TEST(Lut, EveryVariantMatchesReferenceForEveryFunction) {
+TEST(Lut, EveryVariantMatchesScalarForEveryFunction) {
   uint32_t seed = 1;
   const auto variants = lut_variants();
   for (LutFunction function : kAllFunctions) {

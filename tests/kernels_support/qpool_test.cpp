@@ -1,8 +1,8 @@
-// NHWC max/average/global-average pools: every ISA bit-exact with the reference over kernel,
+// NHWC max/average/global-average pools: every ISA bit-exact with the scalar kernels over kernel,
 // stride, dilation, padding, channel tails, zero-points, pixel strides and split pixel ranges.
 #include <cmath>
 
-#include "kernels/qpool.h"
+#include "kernels/pool/qpool.h"
 #include "test_util.h"
 
 namespace qdqrt::kernels::testing {
@@ -84,12 +84,12 @@ class PoolTester {
     const char* name;
     if (average) {
       name = kernels.avgpool.name;
-      reference::avgpool<T>(s_, params, 0, pixels, input.data(), expected.data());
+      scalar::avgpool<T>(s_, params, 0, pixels, input.data(), expected.data());
       kernels.avgpool.fn(s_, params, 0, split, guarded_input.data(), output.data());
       kernels.avgpool.fn(s_, params, split, pixels, guarded_input.data(), output.data());
     } else {
       name = kernels.maxpool.name;
-      reference::maxpool<T>(s_, 0, pixels, input.data(), expected.data());
+      scalar::maxpool<T>(s_, 0, pixels, input.data(), expected.data());
       kernels.maxpool.fn(s_, 0, split, guarded_input.data(), output.data());
       kernels.maxpool.fn(s_, split, pixels, guarded_input.data(), output.data());
     }
@@ -122,7 +122,7 @@ const WindowCase kWindows[] = {
     {9, 2, 1, 4, 4, false},  // 81 taps: more than kMaxListedTaps, walks the window directly
 };
 
-TYPED_TEST(QPoolTest, MaxAndAveragePoolMatchReferenceOnEveryIsa) {
+TYPED_TEST(QPoolTest, MaxAndAveragePoolMatchScalarOnEveryIsa) {
   uint32_t seed = 1;
   const auto zero_points = sweep_zero_points<TypeParam>();
   for (Isa isa : test_isas()) {
@@ -161,7 +161,7 @@ void test_global_avgpool(Isa isa, size_t pixels, size_t channels, size_t extra, 
   const AvgPoolParams params =
       make_avgpool_params<T>(input_scale, input_zero_point, output_scale, output_zero_point, false, relu);
   std::vector<T> expected(channels);
-  reference::global_avgpool<T>(pixels, channels, stride, input.data(), expected.data(), params);
+  scalar::global_avgpool<T>(pixels, channels, stride, input.data(), expected.data(), params);
   Guarded<T> guarded_input(input.size(), placement_for(seed));
   Guarded<T> output(channels, placement_for(seed + 1));
   guarded_input.copy_from(input);
@@ -174,7 +174,7 @@ void test_global_avgpool(Isa isa, size_t pixels, size_t channels, size_t extra, 
   ASSERT_EQ(output.check_canaries(), "") << description;
 }
 
-TYPED_TEST(QPoolTest, GlobalAveragePoolMatchesReferenceOnEveryIsa) {
+TYPED_TEST(QPoolTest, GlobalAveragePoolMatchesScalarOnEveryIsa) {
   uint32_t seed = 1;
   const auto zero_points = sweep_zero_points<TypeParam>();
   for (Isa isa : test_isas()) {
@@ -188,7 +188,7 @@ TYPED_TEST(QPoolTest, GlobalAveragePoolMatchesReferenceOnEveryIsa) {
   }
 }
 
-TEST(QPoolReference, OutputSizesFollowOnnx) {
+TEST(QPoolScalar, OutputSizesFollowOnnx) {
   EXPECT_EQ(pool_output_size(112, 3, 2, 1, 1, 1, false), 56u);  // ResNet-50 max pool
   EXPECT_EQ(pool_output_size(7, 7, 1, 1, 0, 0, false), 1u);
   EXPECT_EQ(pool_output_size(6, 3, 2, 1, 0, 0, false), 2u);
@@ -198,7 +198,7 @@ TEST(QPoolReference, OutputSizesFollowOnnx) {
   EXPECT_EQ(pool_output_size(10, 3, 1, 2, 0, 0, false), 6u);
 }
 
-TEST(QPoolReference, AverageCountsPaddingOnlyWhenAsked) {
+TEST(QPoolScalar, AverageCountsPaddingOnlyWhenAsked) {
   // 2x2 input, 3x3 window, stride 1, pad 1: corner output sees 4 valid taps of 9 padded taps.
   Pool2dShape s;
   s.input_height = s.input_width = 2;
@@ -208,13 +208,13 @@ TEST(QPoolReference, AverageCountsPaddingOnlyWhenAsked) {
   s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 1;
   const uint8_t input[] = {10 + 100, 20 + 100, 30 + 100, 40 + 100};  // zero-point 100
   uint8_t output[4];
-  reference::avgpool<uint8_t>(s, make_avgpool_params<uint8_t>(1.0f, 100, 1.0f, 0, false), 0, 4, input, output);
+  scalar::avgpool<uint8_t>(s, make_avgpool_params<uint8_t>(1.0f, 100, 1.0f, 0, false), 0, 4, input, output);
   EXPECT_EQ(output[0], 25);  // (10+20+30+40)/4
-  reference::avgpool<uint8_t>(s, make_avgpool_params<uint8_t>(1.0f, 100, 1.0f, 0, true), 0, 4, input, output);
+  scalar::avgpool<uint8_t>(s, make_avgpool_params<uint8_t>(1.0f, 100, 1.0f, 0, true), 0, 4, input, output);
   EXPECT_EQ(output[0], 11);  // 100/9 = 11.1
   int8_t signed_input[] = {-5, 7, 3, -128};
   int8_t max_output[4];
-  reference::maxpool<int8_t>(s, 0, 4, signed_input, max_output);
+  scalar::maxpool<int8_t>(s, 0, 4, signed_input, max_output);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(max_output[i], 7);  // padding never wins
 }
 

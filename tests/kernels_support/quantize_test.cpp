@@ -1,16 +1,16 @@
-// Quantize / dequantize / requantize: every ISA variant bit-exact against the scalar reference,
-// and the reference against ONNX's formula computed independently.
+// Quantize / dequantize / requantize: every ISA variant bit-exact against the scalar kernels,
+// and the scalar kernels against ONNX's formula computed independently.
 #include <cmath>
 #include <limits>
 
-#include "kernels/quantize.h"
+#include "kernels/quantize/quantize.h"
 #include "test_util.h"
 
 namespace qdqrt::kernels::testing {
 namespace {
 
 // Fluent tester in the XNNPACK style: set a case up, then test(isa) compares that ISA's kernel with
-// the reference on guarded buffers and reports the full configuration on failure.
+// the scalar kernel on guarded buffers and reports the full configuration on failure.
 template <class T>
 class QuantizeTester {
  public:
@@ -57,13 +57,13 @@ class QuantizeTester {
     const char* name;
     if (per_channel_) {
       name = kernels.quantize_channels.name;
-      reference::quantize_channels<T>(rows_, channels_, input.data(), expected.data(), scales.data(),
+      scalar::quantize_channels<T>(rows_, channels_, input.data(), expected.data(), scales.data(),
                                       zero_points.data());
       kernels.quantize_channels.fn(rows_, channels_, guarded_input.data(), output.data(), scales.data(),
                                    zero_points.data());
     } else {
       name = kernels.quantize.name;
-      reference::quantize<T>(n, input.data(), expected.data(), scales[0], zero_point_);
+      scalar::quantize<T>(n, input.data(), expected.data(), scales[0], zero_point_);
       kernels.quantize.fn(n, guarded_input.data(), output.data(), scales[0], zero_point_);
     }
     ASSERT_EQ(first_mismatch(expected.data(), output.data(), n), "") << describe(isa, name);
@@ -90,13 +90,13 @@ class QuantizeTester {
     const char* name;
     if (per_channel_) {
       name = kernels.dequantize_channels.name;
-      reference::dequantize_channels<T>(rows_, channels_, input.data(), expected.data(), scales.data(),
+      scalar::dequantize_channels<T>(rows_, channels_, input.data(), expected.data(), scales.data(),
                                         zero_points.data());
       kernels.dequantize_channels.fn(rows_, channels_, guarded_input.data(), output.data(), scales.data(),
                                      zero_points.data());
     } else {
       name = kernels.dequantize.name;
-      reference::dequantize<T>(n, input.data(), expected.data(), scales[0], zero_point_);
+      scalar::dequantize<T>(n, input.data(), expected.data(), scales[0], zero_point_);
       kernels.dequantize.fn(n, guarded_input.data(), output.data(), scales[0], zero_point_);
     }
     ASSERT_EQ(first_mismatch(expected.data(), output.data(), n), "") << describe(isa, name);
@@ -118,7 +118,7 @@ class QuantizeTester {
     Guarded<T> output(n, placement_for(seed_ + 1));
     guarded_input.copy_from(input);
     std::vector<T> expected(n);
-    reference::requantize<T>(n, input.data(), expected.data(), params);
+    scalar::requantize<T>(n, input.data(), expected.data(), params);
     kernels.requantize.fn(n, guarded_input.data(), output.data(), params);
     const std::string description = describe(isa, kernels.requantize.name) + " relu=" + std::to_string(relu);
     ASSERT_EQ(first_mismatch(expected.data(), output.data(), n), "") << description;
@@ -138,7 +138,7 @@ class QuantizeTest : public ::testing::Test {};
 using QTypes = ::testing::Types<int8_t, uint8_t>;
 TYPED_TEST_SUITE(QuantizeTest, QTypes);
 
-TYPED_TEST(QuantizeTest, PerTensorMatchesReferenceOnEveryIsa) {
+TYPED_TEST(QuantizeTest, PerTensorMatchesScalarOnEveryIsa) {
   uint32_t seed = 1;
   for (Isa isa : test_isas()) {
     for (size_t n : sweep_sizes()) {
@@ -150,7 +150,7 @@ TYPED_TEST(QuantizeTest, PerTensorMatchesReferenceOnEveryIsa) {
   }
 }
 
-TYPED_TEST(QuantizeTest, PerChannelMatchesReferenceOnEveryIsa) {
+TYPED_TEST(QuantizeTest, PerChannelMatchesScalarOnEveryIsa) {
   uint32_t seed = 100;
   for (Isa isa : test_isas()) {
     for (size_t channels : {1, 3, 8, 13, 16, 24, 33, 64, 100}) {
@@ -163,7 +163,7 @@ TYPED_TEST(QuantizeTest, PerChannelMatchesReferenceOnEveryIsa) {
   }
 }
 
-TYPED_TEST(QuantizeTest, RequantizeMatchesReferenceOnEveryIsa) {
+TYPED_TEST(QuantizeTest, RequantizeMatchesScalarOnEveryIsa) {
   uint32_t seed = 1000;
   for (Isa isa : test_isas()) {
     for (size_t n : sweep_sizes()) {
@@ -176,37 +176,37 @@ TYPED_TEST(QuantizeTest, RequantizeMatchesReferenceOnEveryIsa) {
   }
 }
 
-// The reference itself against ONNX QuantizeLinear computed independently in double precision
+// The scalar kernels themselves against ONNX QuantizeLinear computed independently in double precision
 // (x / scale is exact enough in double to decide ties the same way as fp32 division here).
-TEST(QuantizeReference, FollowsOnnxQuantizeLinear) {
+TEST(QuantizeScalar, FollowsOnnxQuantizeLinear) {
   const float scale = 0.5f;
   const float input[] = {0.25f, 0.75f, -0.25f, -0.75f, 1.25f, 63.75f, 64.0f, -64.25f, -1000.0f, 1000.0f,
                          std::numeric_limits<float>::quiet_NaN()};
   // x/scale = 0.5 -> 0, 1.5 -> 2, -0.5 -> -0, -1.5 -> -2, 2.5 -> 2 (half to even), then + zp, saturate.
   const int8_t expected_int8[] = {0, 2, 0, -2, 2, 127, 127, -128, -128, 127, -128};
   int8_t output_int8[11];
-  reference::quantize<int8_t>(11, input, output_int8, scale, 0);
+  scalar::quantize<int8_t>(11, input, output_int8, scale, 0);
   for (int i = 0; i < 11; ++i) EXPECT_EQ(output_int8[i], expected_int8[i]) << "index " << i;
   const uint8_t expected_uint8[] = {128, 130, 128, 126, 130, 255, 255, 0, 0, 255, 0};
   uint8_t output_uint8[11];
-  reference::quantize<uint8_t>(11, input, output_uint8, scale, 128);
+  scalar::quantize<uint8_t>(11, input, output_uint8, scale, 128);
   for (int i = 0; i < 11; ++i) EXPECT_EQ(output_uint8[i], expected_uint8[i]) << "index " << i;
 }
 
-TEST(QuantizeReference, DequantizeIsOnnxDequantizeLinear) {
+TEST(QuantizeScalar, DequantizeIsOnnxDequantizeLinear) {
   const uint8_t input[] = {0, 128, 255};
   float output[3];
-  reference::dequantize<uint8_t>(3, input, output, 0.25f, 128);
+  scalar::dequantize<uint8_t>(3, input, output, 0.25f, 128);
   EXPECT_EQ(output[0], -32.0f);
   EXPECT_EQ(output[1], 0.0f);
   EXPECT_EQ(output[2], 31.75f);
 }
 
-TEST(QuantizeReference, RequantizeWithReluClampsAtZeroPoint) {
+TEST(QuantizeScalar, RequantizeWithReluClampsAtZeroPoint) {
   const int8_t input[] = {-100, -1, 0, 1, 100};
   int8_t output[5];
   const RequantizeParams params = make_requantize_params<int8_t>(1.0f, 0, 2.0f, 10, /*relu=*/true);
-  reference::requantize<int8_t>(5, input, output, params);
+  scalar::requantize<int8_t>(5, input, output, params);
   // -100/2 + 10 -> relu -> 10; -0.5 -> -0 (half even) -> 10; 0.5 -> 0 -> 10; 50 + 10 = 60.
   const int8_t expected[] = {10, 10, 10, 10, 60};
   for (int i = 0; i < 5; ++i) EXPECT_EQ(output[i], expected[i]) << "index " << i;
@@ -236,7 +236,7 @@ void test_quantize_nchw_to_nhwc(Isa isa, size_t channels, size_t pixels, bool pe
   Guarded<T> output(input.size(), placement_for(seed + 1));
   guarded_input.copy_from(input);
   std::vector<T> expected(input.size());
-  reference::quantize_nchw_to_nhwc<T>(channels, pixels, 0, pixels, input.data(), expected.data(), scales.data(),
+  scalar::quantize_nchw_to_nhwc<T>(channels, pixels, 0, pixels, input.data(), expected.data(), scales.data(),
                                       zero_points.data());
   const auto kernel = quantize_kernels<T>(isa).quantize_nchw_to_nhwc;
   const size_t split = pixels / 3;
@@ -248,7 +248,7 @@ void test_quantize_nchw_to_nhwc(Isa isa, size_t channels, size_t pixels, bool pe
   ASSERT_EQ(output.check_canaries(), "") << description;
 }
 
-TEST(QuantizeNchwToNhwc, MatchesReferenceOnEveryIsa) {
+TEST(QuantizeNchwToNhwc, MatchesScalarOnEveryIsa) {
   uint32_t seed = 1;
   for (Isa isa : test_isas()) {
     for (size_t channels : {1, 2, 3, 4, 5, 16, 17}) {
@@ -262,12 +262,12 @@ TEST(QuantizeNchwToNhwc, MatchesReferenceOnEveryIsa) {
   }
 }
 
-TEST(QuantizeNchwToNhwc, ReferenceIsTransposeThenQuantize) {
+TEST(QuantizeNchwToNhwc, ScalarIsTransposeThenQuantize) {
   const float input[] = {0.5f, 1.5f, 2.5f, -1.0f, -2.0f, 100.0f};  // C=2, 3 pixels
   const float scales[] = {1.0f, 0.5f};
   const int32_t zero_points[] = {0, 10};
   int8_t output[6];
-  reference::quantize_nchw_to_nhwc<int8_t>(2, 3, 0, 3, input, output, scales, zero_points);
+  scalar::quantize_nchw_to_nhwc<int8_t>(2, 3, 0, 3, input, output, scales, zero_points);
   const int8_t expected[] = {0, 8, 2, 6, 2, 127};  // (0.5->0, -2+10), (1.5->2, -4+10), (2.5->2, 200+10 sat)
   for (int i = 0; i < 6; ++i) EXPECT_EQ(output[i], expected[i]) << "index " << i;
 }

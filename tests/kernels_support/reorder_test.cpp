@@ -1,5 +1,5 @@
 // NCHW <-> NHWC transposes (8-bit and 32-bit), every variant exact, with column-range splits.
-#include "kernels/reorder.h"
+#include "kernels/reorder/reorder.h"
 #include "test_util.h"
 
 namespace qdqrt::kernels::testing {

@@ -99,7 +99,7 @@ inline std::vector<size_t> sweep_sizes() {
   return {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 127, 128, 129, 255, 1000};
 }
 
-// Isa levels to test: every level the CPU supports (the scalar one is the reference itself).
+// Isa levels to test: every level the CPU supports (the scalar kernels are what the others are compared to).
 inline std::vector<Isa> test_isas() { return supported_isas(); }
 
 template <class T>

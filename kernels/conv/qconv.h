@@ -1,0 +1,69 @@
+// INT8 NHWC convolution from ONNX-layout weights ([O][I/groups][kh][kw]), choosing the kernel
+// family at pack time:
+//   - depthwise (groups == input channels == output channels): the depthwise family;
+//   - 1x1, stride 1, no padding: a plain GEMM over the pixels (rows) of each group;
+//   - everything else: the implicit GEMM (per-row-block gather of the kernel taps), per group.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/dwconv/qdwconv.h"
+#include "kernels/gemm/qgemm.h"
+
+namespace qdqrt::kernels {
+
+struct ConvWeightsDesc {
+  int output_channels = 0;
+  int input_channels = 0;  // total, across groups
+  int groups = 1;
+  int kernel_height = 1, kernel_width = 1;
+  const void* weights = nullptr;  // [output_channels][input_channels / groups][kh][kw]
+  bool weights_signed = true;
+  int32_t weight_zero_point = 0;
+  const float* weight_scales = nullptr;  // 1 or output_channels values
+  bool per_channel = false;
+  const int32_t* bias_int32 = nullptr;
+  const float* bias_float = nullptr;
+  float input_scale = 1.0f;
+  int32_t input_zero_point = 0;
+  bool input_signed = true;
+  float output_scale = 1.0f;
+};
+
+struct ConvShape {
+  int batch = 1;
+  int input_height = 0, input_width = 0;
+  int stride_height = 1, stride_width = 1;
+  int pad_top = 0, pad_left = 0;  // bottom/right padding follow from the output size
+  int dilation_height = 1, dilation_width = 1;
+  int output_height = 0, output_width = 0;
+  int output_pixels() const { return batch * output_height * output_width; }
+};
+
+struct PackedConv {
+  int output_channels = 0, input_channels = 0, groups = 1;
+  int kernel_height = 1, kernel_width = 1;
+  bool depthwise = false;
+  std::vector<PackedGemm> group_weights;  // one per group (GEMM family)
+  PackedDepthwise depthwise_weights;      // depthwise family
+};
+
+PackedConv pack_conv(const ConvWeightsDesc& desc, Isa isa);
+inline PackedConv pack_conv(const ConvWeightsDesc& desc) { return pack_conv(desc, active_isa()); }
+
+struct ConvRunArgs {
+  const void* input = nullptr;
+  int64_t input_pixel_stride = 0;  // elements between input pixels (>= input_channels)
+  void* output = nullptr;
+  int64_t output_pixel_stride = 0;  // elements between output pixels (>= output_channels)
+};
+
+// Computes output pixels [pixel_begin, pixel_end) for all output channels. The epilogue's residual
+// (if any) is indexed like the output: pixel * residual_row_stride + output channel.
+void run_conv(const PackedConv& packed, const ConvShape& shape, const ConvRunArgs& args, const Epilogue& epilogue,
+              int pixel_begin, int pixel_end);
+
+std::string conv_kernel_name(const PackedConv& packed, const ConvShape& shape);
+
+}  // namespace qdqrt::kernels

@@ -1,0 +1,299 @@
+// AVX-512 depthwise convolution: 2 output pixels x 64 channels (8 zmm accumulators) per block, one
+// vpdpwssd per tap and 16 channels (input widened to 32-bit lanes, weight in the low 16 bits).
+// GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <type_traits>
+#include <utility>
+#include <cstring>
+
+#include "kernels/dwconv/qdwconv_internal.h"
+#include "kernels/gemm/qgemm_epilogue_avx512_inl.h"
+#include "kernels/scratch.h"
+
+namespace qdqrt::kernels::internal {
+namespace {
+
+inline __mmask16 lane_mask(int count) {
+  return count >= 16 ? __mmask16(0xFFFF) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
+}
+
+template <bool kSigned>
+inline __m512i widen(__m128i bytes) {
+  if constexpr (kSigned) {
+    return _mm512_cvtepi8_epi32(bytes);
+  } else {
+    return _mm512_cvtepu8_epi32(bytes);
+  }
+}
+
+// Loads 16 channels and widens them to 32-bit lanes. Masked loads cost an extra ALU uop on the
+// port the widening needs, so full blocks use plain loads.
+template <bool kSigned, bool kFull>
+inline __m512i load16(const uint8_t* x, __mmask16 mask) {
+  if constexpr (kFull) {
+    return widen<kSigned>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+  } else {
+    return widen<kSigned>(_mm_maskz_loadu_epi8(mask, x));
+  }
+}
+
+template <bool kFull>
+inline __m512i load_weights(const int32_t* w, __mmask16 mask) {
+  if constexpr (kFull) {
+    return _mm512_loadu_si512(w);
+  } else {
+    return _mm512_maskz_loadu_epi32(mask, w);
+  }
+}
+
+// Accumulates 2 pixels x 64 channels over all taps.
+template <bool kSigned, bool kFull>
+inline void accumulate_block(const uint8_t* const* taps0, const uint8_t* const* taps1, int taps, int c,
+                             const int32_t* w, int64_t stride, int remaining, __m512i (&a)[4], __m512i (&b)[4]) {
+  const __mmask16 m0 = lane_mask(remaining), m1 = lane_mask(remaining - 16);
+  const __mmask16 m2 = lane_mask(remaining - 32), m3 = lane_mask(remaining - 48);
+  __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512(), a2 = _mm512_setzero_si512();
+  __m512i a3 = _mm512_setzero_si512(), b0 = _mm512_setzero_si512(), b1 = _mm512_setzero_si512();
+  __m512i b2 = _mm512_setzero_si512(), b3 = _mm512_setzero_si512();
+  for (int tap = 0; tap < taps; ++tap) {
+    const uint8_t* x = taps0[tap] + c;
+    const uint8_t* y = taps1[tap] + c;
+    const int32_t* wt = w + tap * stride;
+    const __m512i w0 = load_weights<kFull>(wt, m0);
+    const __m512i w1 = load_weights<kFull>(wt + 16, m1);
+    const __m512i w2 = load_weights<kFull>(wt + 32, m2);
+    const __m512i w3 = load_weights<kFull>(wt + 48, m3);
+    a0 = _mm512_dpwssd_epi32(a0, load16<kSigned, kFull>(x, m0), w0);
+    b0 = _mm512_dpwssd_epi32(b0, load16<kSigned, kFull>(y, m0), w0);
+    a1 = _mm512_dpwssd_epi32(a1, load16<kSigned, kFull>(x + 16, m1), w1);
+    b1 = _mm512_dpwssd_epi32(b1, load16<kSigned, kFull>(y + 16, m1), w1);
+    a2 = _mm512_dpwssd_epi32(a2, load16<kSigned, kFull>(x + 32, m2), w2);
+    b2 = _mm512_dpwssd_epi32(b2, load16<kSigned, kFull>(y + 32, m2), w2);
+    a3 = _mm512_dpwssd_epi32(a3, load16<kSigned, kFull>(x + 48, m3), w3);
+    b3 = _mm512_dpwssd_epi32(b3, load16<kSigned, kFull>(y + 48, m3), w3);
+  }
+  a[0] = a0; a[1] = a1; a[2] = a2; a[3] = a3;
+  b[0] = b0; b[1] = b1; b[2] = b2; b[3] = b3;
+}
+
+
+// Two output pixels x 64 channels: 8 independent vpdpwssd chains (one chain per pixel would be
+// bound by the instruction's latency).
+template <bool kSigned>
+void run(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const DepthwiseArgs& args,
+         const Epilogue& epilogue, int pixel_begin, int pixel_end) {
+  const int taps = packed.kernel_height * packed.kernel_width;
+  const int channels = packed.channels;
+  const int64_t stride = packed.channels_padded;
+  // Per-thread scratch: the tap pointers of two pixels and one padding row.
+  const uint8_t** taps0 = reinterpret_cast<const uint8_t**>(
+      thread_scratch(ScratchSlot::kTapPointers, 2 * taps * sizeof(const uint8_t*)));
+  uint8_t* padding = thread_scratch(ScratchSlot::kPadding, channels + 64);
+  std::memset(padding, static_cast<uint8_t>(packed.input_zero_point), channels + 64);
+  const uint8_t** taps1 = taps0 + taps;
+  DepthwisePixelWalker walker(packed, geometry, static_cast<const uint8_t*>(args.input), padding, pixel_begin);
+  const int output_size = output_element_size(epilogue.output_type);
+  const __m512 clamp_min = _mm512_set1_ps(epilogue.clamp_min);
+  const __m512 clamp_max = _mm512_set1_ps(epilogue.clamp_max);
+  TileArgs t0, t1;
+  t0.row_term = t1.row_term = nullptr;
+  t0.c_row_bytes = t1.c_row_bytes = 0;
+  t0.residual_row_bytes = t1.residual_row_bytes = 0;
+  t0.epilogue = t1.epilogue = &epilogue;
+  for (int64_t p = pixel_begin; p < pixel_end; p += 2) {
+    const bool pair = p + 1 < pixel_end;
+    walker.next(taps0);
+    if (pair) {
+      walker.next(taps1);
+    } else {
+      for (int tap = 0; tap < taps; ++tap) taps1[tap] = taps0[tap];  // computed, not stored
+    }
+    char* out0 = static_cast<char*>(args.output) + p * args.output_pixel_stride * output_size;
+    char* out1 = out0 + args.output_pixel_stride * output_size;
+    const char* residual0 =
+        epilogue.residual ? static_cast<const char*>(epilogue.residual) + p * epilogue.residual_row_stride : nullptr;
+    const char* residual1 = residual0 ? residual0 + epilogue.residual_row_stride : nullptr;
+    for (int c = 0; c < channels; c += 64) {
+      const int remaining = channels - c;
+      const int32_t* w = packed.weights.data() + c;
+      __m512i a[4], b[4];
+      if (remaining >= 64) {
+        accumulate_block<kSigned, true>(taps0, taps1, taps, c, w, stride, remaining, a, b);
+      } else {
+        accumulate_block<kSigned, false>(taps0, taps1, taps, c, w, stride, remaining, a, b);
+      }
+      t0.bias = t1.bias = packed.bias.data() + c;
+      t0.multiplier = t1.multiplier = packed.multiplier.data() + c;
+      t0.float_bias = t1.float_bias = packed.float_bias.data() + c;
+      t0.c = out0 + static_cast<int64_t>(c) * output_size;
+      t1.c = out1 + static_cast<int64_t>(c) * output_size;
+      t0.residual = residual0 ? residual0 + c : nullptr;
+      t1.residual = residual1 ? residual1 + c : nullptr;
+      for (int v = 0; v < 4; ++v) store_vector(a[v], 16 * v, remaining - 16 * v, t0, 0, clamp_min, clamp_max);
+      if (pair) {
+        for (int v = 0; v < 4; ++v) store_vector(b[v], 16 * v, remaining - 16 * v, t1, 0, clamp_min, clamp_max);
+      }
+    }
+  }
+}
+
+// Compile-time loop: calls body(std::integral_constant<int, I>) for I in [0, N), so accumulator
+// indices are constants and the accumulators stay in registers.
+template <int N, typename Body>
+inline void static_for(Body&& body) {
+  [&]<int... I>(std::integer_sequence<int, I...>) { (body(std::integral_constant<int, I>{}), ...); }(
+      std::make_integer_sequence<int, N>{});
+}
+
+// T output pixels x 16 channels over all kernel rows; columns[ky][q] point at input column q of
+// kernel row ky (or the padding row).
+template <bool kSigned, bool kFull, int KW, int SW, int T>
+inline void accumulate_row_tile(const uint8_t* const* columns, int kernel_height, const int32_t* weights,
+                                const int32_t* bias_row, int64_t stride, int c, __mmask16 mask, __m512i (&acc)[T]) {
+  constexpr int kColumns = (T - 1) * SW + KW;
+  // Start from the (zero-padded) bias: one addition fewer per output vector in the epilogue.
+  const __m512i bias = _mm512_loadu_si512(bias_row + c);
+  static_for<T>([&](auto j) { acc[j] = bias; });
+  for (int ky = 0; ky < kernel_height; ++ky) {
+    const int32_t* wrow = weights + static_cast<int64_t>(ky) * KW * stride + c;
+    const uint8_t* const* row_columns = columns + ky * kColumns;
+    __m512i w[KW];
+    static_for<KW>([&](auto kx) {
+      w[kx] = kFull ? _mm512_loadu_si512(wrow + kx * stride) : _mm512_maskz_loadu_epi32(mask, wrow + kx * stride);
+    });
+    static_for<kColumns>([&](auto q) {
+      const uint8_t* x = row_columns[q] + c;
+      const __m512i xw = kFull ? widen<kSigned>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)))
+                               : widen<kSigned>(_mm_maskz_loadu_epi8(mask, x));
+      static_for<KW>([&](auto kx) {
+        constexpr int offset = static_cast<int>(q) - static_cast<int>(kx);
+        if constexpr (offset >= 0 && offset % SW == 0 && offset / SW < T) {
+          acc[offset / SW] = _mm512_dpwssd_epi32(acc[offset / SW], xw, w[kx]);
+        }
+      });
+    });
+  }
+}
+
+// Row-tiled kernel for the common shapes (kernel width KW, stride SW, no dilation): T output
+// pixels of one output row x 16 channels. Each input column is widened once per kernel row and
+// used by every tap that reads it (up to KW outputs for stride 1), so the widening (port 5) no
+// longer limits the vpdpwssd rate; the KW weight vectors of a kernel row stay in registers.
+template <bool kSigned, int KW, int SW, int T>
+void row_tile(const PackedDepthwise& packed, const DepthwiseGeometry& g, const uint8_t* image, const uint8_t* padding,
+              int out_y, int out_x0, char* out, int64_t out_pixel_bytes, const char* residual,
+              int64_t residual_pixel_stride, const Epilogue& epilogue, __m512 clamp_min, __m512 clamp_max) {
+  constexpr int kColumns = (T - 1) * SW + KW;
+  const int channels = packed.channels;
+  const int64_t stride = packed.channels_padded;
+  const int output_size = output_element_size(epilogue.output_type);
+  const int64_t row_bytes = static_cast<int64_t>(g.input_width) * g.input_pixel_stride;
+  const int first_x = out_x0 * SW - g.pad_left;
+  // The input column pointers do not depend on the channel: resolve padding once per tile.
+  const uint8_t* columns[7 * kColumns];  // kernel height <= 7 (checked by the caller)
+  for (int ky = 0; ky < packed.kernel_height; ++ky) {
+    const int in_y = out_y * g.stride_height - g.pad_top + ky * g.dilation_height;
+    const bool row_inside = in_y >= 0 && in_y < g.input_height;
+    for (int q = 0; q < kColumns; ++q) {
+      const int in_x = first_x + q;
+      columns[ky * kColumns + q] = row_inside && in_x >= 0 && in_x < g.input_width
+                                       ? image + in_y * row_bytes + static_cast<int64_t>(in_x) * g.input_pixel_stride
+                                       : padding;
+    }
+  }
+  TileArgs t;
+  t.row_term = nullptr;
+  t.c_row_bytes = out_pixel_bytes;
+  t.residual_row_bytes = residual_pixel_stride;
+  t.epilogue = &epilogue;
+  for (int c = 0; c < channels; c += 16) {
+    const int count = channels - c;
+    const __mmask16 mask = lane_mask(count);
+    __m512i acc[T];
+    if (count >= 16) {
+      accumulate_row_tile<kSigned, true, KW, SW, T>(columns, packed.kernel_height, packed.weights.data(),
+                                                    packed.bias.data(), stride, c, mask, acc);
+    } else {
+      accumulate_row_tile<kSigned, false, KW, SW, T>(columns, packed.kernel_height, packed.weights.data(),
+                                                     packed.bias.data(), stride, c, mask, acc);
+    }
+    t.bias = packed.bias.data() + c;
+    t.multiplier = packed.multiplier.data() + c;
+    t.float_bias = packed.float_bias.data() + c;
+    t.c = out + static_cast<int64_t>(c) * output_size;
+    t.residual = residual ? residual + c : nullptr;
+    const ColumnConstants constants = load_column_constants(t, 0);
+    static_for<T>([&](auto j) { store_vector<false>(acc[j], 0, count, t, j, constants, clamp_min, clamp_max); });
+  }
+}
+
+template <bool kSigned, int KW, int SW>
+void run_rows(const PackedDepthwise& packed, const DepthwiseGeometry& g, const DepthwiseArgs& args,
+              const Epilogue& epilogue, int pixel_begin, int pixel_end) {
+  constexpr int kTile = 8;
+  uint8_t* padding = thread_scratch(ScratchSlot::kPadding, packed.channels + 64);
+  std::memset(padding, static_cast<uint8_t>(packed.input_zero_point), packed.channels + 64);
+  const int output_size = output_element_size(epilogue.output_type);
+  const int64_t out_pixel_bytes = args.output_pixel_stride * output_size;
+  const __m512 clamp_min = _mm512_set1_ps(epilogue.clamp_min);
+  const __m512 clamp_max = _mm512_set1_ps(epilogue.clamp_max);
+  const int64_t pixels_per_image = static_cast<int64_t>(g.output_height) * g.output_width;
+  const int64_t image_bytes = static_cast<int64_t>(g.input_height) * g.input_width * g.input_pixel_stride;
+  int64_t p = pixel_begin;
+  while (p < pixel_end) {
+    const int64_t image_index = p / pixels_per_image;
+    const int64_t in_image = p - image_index * pixels_per_image;
+    const int out_y = static_cast<int>(in_image / g.output_width);
+    int out_x = static_cast<int>(in_image - static_cast<int64_t>(out_y) * g.output_width);
+    const int64_t row_end = std::min<int64_t>(pixel_end, p + (g.output_width - out_x));
+    const uint8_t* image = static_cast<const uint8_t*>(args.input) + image_index * image_bytes;
+    while (p < row_end) {
+      const int n = static_cast<int>(std::min<int64_t>(kTile, row_end - p));
+      char* out = static_cast<char*>(args.output) + p * out_pixel_bytes;
+      const char* residual =
+          epilogue.residual ? static_cast<const char*>(epilogue.residual) + p * epilogue.residual_row_stride : nullptr;
+      switch (n) {
+#define QDQRT_TILE(count)                                                                                           \
+  case count:                                                                                                       \
+    row_tile<kSigned, KW, SW, count>(packed, g, image, padding, out_y, out_x, out, out_pixel_bytes, residual,       \
+                                     epilogue.residual_row_stride, epilogue, clamp_min, clamp_max);                 \
+    break;
+        QDQRT_TILE(1) QDQRT_TILE(2) QDQRT_TILE(3) QDQRT_TILE(4) QDQRT_TILE(5) QDQRT_TILE(6) QDQRT_TILE(7)
+        QDQRT_TILE(8)
+#undef QDQRT_TILE
+      }
+      p += n;
+      out_x += n;
+    }
+  }
+}
+
+// Picks the row-tiled kernel when the shape has one, else the general per-pixel kernel.
+template <bool kSigned>
+void run_any(const PackedDepthwise& packed, const DepthwiseGeometry& g, const DepthwiseArgs& args,
+             const Epilogue& epilogue, int pixel_begin, int pixel_end) {
+  const bool plain = g.dilation_width == 1 && packed.kernel_height <= 7;
+  const int kw = packed.kernel_width, sw = g.stride_width;
+  if (plain && kw == 3 && sw == 1) return run_rows<kSigned, 3, 1>(packed, g, args, epilogue, pixel_begin, pixel_end);
+  if (plain && kw == 3 && sw == 2) return run_rows<kSigned, 3, 2>(packed, g, args, epilogue, pixel_begin, pixel_end);
+  if (plain && kw == 5 && sw == 1) return run_rows<kSigned, 5, 1>(packed, g, args, epilogue, pixel_begin, pixel_end);
+  if (plain && kw == 5 && sw == 2) return run_rows<kSigned, 5, 2>(packed, g, args, epilogue, pixel_begin, pixel_end);
+  run<kSigned>(packed, g, args, epilogue, pixel_begin, pixel_end);
+}
+
+}  // namespace
+
+void depthwise_run_avx512vnni(const PackedDepthwise& packed, const DepthwiseGeometry& geometry,
+                              const DepthwiseArgs& args, const Epilogue& epilogue, int pixel_begin, int pixel_end) {
+  if (packed.input_signed) {
+    run_any<true>(packed, geometry, args, epilogue, pixel_begin, pixel_end);
+  } else {
+    run_any<false>(packed, geometry, args, epilogue, pixel_begin, pixel_end);
+  }
+}
+
+}  // namespace qdqrt::kernels::internal

@@ -1,0 +1,265 @@
+// One implementation of the elementwise/softmax fp32 kernels written with GCC vector extensions,
+// compiled once per ISA file: fp32_kernels_avx2.cpp (8 lanes) and fp32_kernels_avx512vnni.cpp
+// (16 lanes) define QDQRT_FP32_LANES and QDQRT_FP32_NAMESPACE, then include this file.
+// Everything here has internal linkage except the exported kernels.
+#if !defined(QDQRT_FP32_LANES) || !defined(QDQRT_FP32_NAMESPACE)
+#error "define QDQRT_FP32_LANES and QDQRT_FP32_NAMESPACE before including fp32_vector_impl.h"
+#endif
+
+#include <immintrin.h>
+
+// GCC 12 reports -W(maybe-)uninitialized inside its own AVX-512 intrinsics (the _mm512_undefined_*
+// idiom, GCC bug 105593, fixed in GCC 13) wherever they are inlined; silence it for this file.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <cstring>
+
+#include "kernels/fp32/fp32_kernels.h"
+
+namespace qdqrt::kernels {
+namespace {
+namespace fp32vec {
+
+constexpr size_t kLanes = QDQRT_FP32_LANES;
+typedef float vf __attribute__((vector_size(kLanes * sizeof(float))));
+typedef int32_t vi __attribute__((vector_size(kLanes * sizeof(float))));
+
+inline vf splat(float x) { return vf{} + x; }
+inline vf load(const float* p) {
+  vf v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
+// vmaxps/vminps semantics (second operand when unordered), matching the scalar kernels' ternaries.
+inline vf vmax(vf a, vf b) { return a > b ? a : b; }
+inline vf vmin(vf a, vf b) { return a < b ? a : b; }
+// Correctly rounded, like std::sqrt.
+inline vf vsqrt(vf x) {
+#if QDQRT_FP32_LANES == 16
+  return (vf)_mm512_sqrt_ps((__m512)x);
+#else
+  return (vf)_mm256_sqrt_ps((__m256)x);
+#endif
+}
+
+// Explicit a * b + c with one rounding (the library builds with -ffp-contract=off; only the
+// transcendental approximations, which are tolerance-tested, use it).
+inline vf vfma(vf a, vf b, vf c) {
+#if QDQRT_FP32_LANES == 16
+  return (vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#else
+  return (vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#endif
+}
+
+// exp(x): Cody-Waite range reduction by ln2 and a degree-6 polynomial (Cephes expf coefficients)
+// in FMA form; inputs clamped to [-87.34, 88.38] (results stay normal). ~2 ulp.
+inline vf vexp(vf x) {
+  x = vmin(vmax(x, splat(-87.336544f)), splat(88.376262f));
+  const vf shifter = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+  const vf n = vfma(x, splat(1.44269504088896341f), shifter) - shifter;
+  const vf r = vfma(n, splat(2.12194440e-4f), vfma(n, splat(-0.693359375f), x));
+  vf p = splat(1.9875691500e-4f);
+  p = vfma(p, r, splat(1.3981999507e-3f));
+  p = vfma(p, r, splat(8.3334519073e-3f));
+  p = vfma(p, r, splat(4.1665795894e-2f));
+  p = vfma(p, r, splat(1.6666665459e-1f));
+  p = vfma(p, r, splat(5.0000001201e-1f));
+  p = vfma(p, r * r, r) + splat(1.0f);
+  const vi exponent = (__builtin_convertvector(n, vi) + 127) << 23;
+  vf scale;
+  std::memcpy(&scale, &exponent, sizeof scale);
+  return p * scale;
+}
+
+// erfc(z) for z >= 0: Abramowitz & Stegun 7.1.26 (|error of erf| <= 1.5e-7).
+inline vf verfc_nonnegative(vf z) {
+  const vf t = splat(1.0f) / (splat(1.0f) + splat(0.3275911f) * z);
+  vf p = splat(1.061405429f);
+  p = vfma(p, t, splat(-1.453152027f));
+  p = vfma(p, t, splat(1.421413741f));
+  p = vfma(p, t, splat(-0.284496736f));
+  p = vfma(p, t, splat(0.254829592f));
+  return p * t * vexp(-(z * z));
+}
+
+inline vf unary_value(Fp32UnaryOp op, const Fp32UnaryParams& params, vf x) {
+  const vf zero = splat(0.0f), one = splat(1.0f);
+  switch (op) {
+    case Fp32UnaryOp::kRelu: return vmax(x, zero);
+    case Fp32UnaryOp::kClip: return vmin(vmax(x, splat(params.alpha)), splat(params.beta));
+    case Fp32UnaryOp::kLeakyRelu: return x >= zero ? x : splat(params.alpha) * x;
+    case Fp32UnaryOp::kHardSigmoid:
+      return vmax(vmin(splat(params.alpha) * x + splat(params.beta), one), zero);
+    case Fp32UnaryOp::kHardSwish: return x * vmax(vmin(x * splat(1.0f / 6.0f) + splat(0.5f), one), zero);
+    case Fp32UnaryOp::kSigmoid: return one / (one + vexp(-x));
+    case Fp32UnaryOp::kSilu: return x / (one + vexp(-x));
+    case Fp32UnaryOp::kTanh: {
+      // tanh|x| = 1 - 2 / (exp(2|x|) + 1), sign restored; saturates cleanly for large |x|.
+      const vf magnitude = vmax(x, -x);
+      const vf t = one - splat(2.0f) / (vexp(splat(2.0f) * magnitude) + one);
+      return x < zero ? -t : t;
+    }
+    case Fp32UnaryOp::kGelu: {
+      // 0.5 x (1 + erf(x/sqrt2)) = x >= 0 ? 0.5 x (2 - e) : 0.5 x e, e = erfc(|x|/sqrt2): no cancellation.
+      const vf e = verfc_nonnegative(vmax(x, -x) * splat(0.70710678118654752f));
+      return x >= zero ? splat(0.5f) * x * (splat(2.0f) - e) : splat(0.5f) * x * e;
+    }
+    case Fp32UnaryOp::kExp: return vexp(x);
+    case Fp32UnaryOp::kAbs: {
+      vi bits;
+      std::memcpy(&bits, &x, sizeof bits);
+      bits &= 0x7fffffff;
+      vf result;
+      std::memcpy(&result, &bits, sizeof result);
+      return result;
+    }
+    case Fp32UnaryOp::kNeg: return -x;
+    case Fp32UnaryOp::kSqrt: return vsqrt(x);
+  }
+  return x;
+}
+
+inline vf binary_value(Fp32BinaryOp op, vf a, vf b) {
+  switch (op) {
+    case Fp32BinaryOp::kAdd: return a + b;
+    case Fp32BinaryOp::kSub: return a - b;
+    case Fp32BinaryOp::kMul: return a * b;
+    case Fp32BinaryOp::kDiv: return a / b;
+    case Fp32BinaryOp::kMax: return vmax(a, b);
+    case Fp32BinaryOp::kMin: return vmin(a, b);
+  }
+  return a;
+}
+
+// Applies block(in_pointers..., out) over full vectors, then once on a zero-padded tail.
+template <class Block>
+inline void for_each_vector(size_t n, const float* a, const float* b, float* out, Block block) {
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) store(out + i, block(load(a + i), b ? load(b + i) : vf{}));
+  if (i < n) {
+    float a_tail[kLanes] = {}, b_tail[kLanes] = {}, out_tail[kLanes];
+    std::memcpy(a_tail, a + i, (n - i) * sizeof(float));
+    if (b) std::memcpy(b_tail, b + i, (n - i) * sizeof(float));
+    store(out_tail, block(load(a_tail), load(b_tail)));
+    std::memcpy(out + i, out_tail, (n - i) * sizeof(float));
+  }
+}
+
+inline float horizontal_max(vf v) {
+  float lanes[kLanes];
+  store(lanes, v);
+  float best = lanes[0];
+  for (size_t i = 1; i < kLanes; ++i) best = lanes[i] > best ? lanes[i] : best;
+  return best;
+}
+inline float horizontal_sum(vf v) {
+  float lanes[kLanes];
+  store(lanes, v);
+  float sum = 0.0f;
+  for (size_t i = 0; i < kLanes; ++i) sum += lanes[i];
+  return sum;
+}
+
+}  // namespace fp32vec
+}  // namespace
+
+namespace QDQRT_FP32_NAMESPACE {
+
+using namespace fp32vec;
+
+// The op switch sits outside the loops: each case instantiates a loop with a constant op.
+template <Fp32BinaryOp kOp>
+void binary_loop(size_t n, const float* a, const float* b, float* out) {
+  for_each_vector(n, a, b, out, [](vf x, vf y) { return binary_value(kOp, x, y); });
+}
+template <Fp32BinaryOp kOp>
+void binary_vs_loop(size_t n, const float* a, float b, float* out) {
+  const vf vb = splat(b);
+  for_each_vector(n, a, nullptr, out, [vb](vf x, vf) { return binary_value(kOp, x, vb); });
+}
+template <Fp32BinaryOp kOp>
+void binary_sv_loop(size_t n, float a, const float* b, float* out) {
+  const vf va = splat(a);
+  for_each_vector(n, b, nullptr, out, [va](vf y, vf) { return binary_value(kOp, va, y); });
+}
+template <Fp32UnaryOp kOp>
+void unary_loop(const Fp32UnaryParams& params, size_t n, const float* input, float* output) {
+  for_each_vector(n, input, nullptr, output, [&params](vf x, vf) { return unary_value(kOp, params, x); });
+}
+
+#define QDQRT_BINARY_CASES(loop, ...)                                              \
+  switch (op) {                                                                    \
+    case Fp32BinaryOp::kAdd: return loop<Fp32BinaryOp::kAdd>(__VA_ARGS__);         \
+    case Fp32BinaryOp::kSub: return loop<Fp32BinaryOp::kSub>(__VA_ARGS__);         \
+    case Fp32BinaryOp::kMul: return loop<Fp32BinaryOp::kMul>(__VA_ARGS__);         \
+    case Fp32BinaryOp::kDiv: return loop<Fp32BinaryOp::kDiv>(__VA_ARGS__);         \
+    case Fp32BinaryOp::kMax: return loop<Fp32BinaryOp::kMax>(__VA_ARGS__);         \
+    case Fp32BinaryOp::kMin: return loop<Fp32BinaryOp::kMin>(__VA_ARGS__);         \
+  }
+
+void fp32_binary(Fp32BinaryOp op, size_t n, const float* a, const float* b, float* out) {
+  QDQRT_BINARY_CASES(binary_loop, n, a, b, out)
+}
+void fp32_binary_vs(Fp32BinaryOp op, size_t n, const float* a, float b, float* out) {
+  QDQRT_BINARY_CASES(binary_vs_loop, n, a, b, out)
+}
+void fp32_binary_sv(Fp32BinaryOp op, size_t n, float a, const float* b, float* out) {
+  QDQRT_BINARY_CASES(binary_sv_loop, n, a, b, out)
+}
+#undef QDQRT_BINARY_CASES
+
+void fp32_unary(Fp32UnaryOp op, const Fp32UnaryParams& params, size_t n, const float* input, float* output) {
+  switch (op) {
+    case Fp32UnaryOp::kRelu: return unary_loop<Fp32UnaryOp::kRelu>(params, n, input, output);
+    case Fp32UnaryOp::kClip: return unary_loop<Fp32UnaryOp::kClip>(params, n, input, output);
+    case Fp32UnaryOp::kLeakyRelu: return unary_loop<Fp32UnaryOp::kLeakyRelu>(params, n, input, output);
+    case Fp32UnaryOp::kHardSigmoid: return unary_loop<Fp32UnaryOp::kHardSigmoid>(params, n, input, output);
+    case Fp32UnaryOp::kHardSwish: return unary_loop<Fp32UnaryOp::kHardSwish>(params, n, input, output);
+    case Fp32UnaryOp::kSigmoid: return unary_loop<Fp32UnaryOp::kSigmoid>(params, n, input, output);
+    case Fp32UnaryOp::kSilu: return unary_loop<Fp32UnaryOp::kSilu>(params, n, input, output);
+    case Fp32UnaryOp::kTanh: return unary_loop<Fp32UnaryOp::kTanh>(params, n, input, output);
+    case Fp32UnaryOp::kGelu: return unary_loop<Fp32UnaryOp::kGelu>(params, n, input, output);
+    case Fp32UnaryOp::kExp: return unary_loop<Fp32UnaryOp::kExp>(params, n, input, output);
+    case Fp32UnaryOp::kAbs: return unary_loop<Fp32UnaryOp::kAbs>(params, n, input, output);
+    case Fp32UnaryOp::kNeg: return unary_loop<Fp32UnaryOp::kNeg>(params, n, input, output);
+    case Fp32UnaryOp::kSqrt: return unary_loop<Fp32UnaryOp::kSqrt>(params, n, input, output);
+  }
+}
+
+void fp32_softmax(size_t rows, size_t cols, const float* input, float* output) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* in = input + r * cols;
+    float* out = output + r * cols;
+    // The column tail runs through one padded vector; only its valid lanes enter the sum.
+    const size_t full = cols - cols % kLanes;
+    vf max_vector = splat(-__builtin_inff());
+    for (size_t c = 0; c < full; c += kLanes) max_vector = vmax(load(in + c), max_vector);
+    float max_value = horizontal_max(max_vector);
+    for (size_t c = full; c < cols; ++c) max_value = in[c] > max_value ? in[c] : max_value;
+    const vf vmax_value = splat(max_value);
+    vf sum_vector = splat(0.0f);
+    for (size_t c = 0; c < full; c += kLanes) {
+      const vf e = vexp(load(in + c) - vmax_value);
+      store(out + c, e);
+      sum_vector += e;
+    }
+    float sum = horizontal_sum(sum_vector);
+    if (full < cols) {
+      float tail[kLanes], tail_out[kLanes];
+      for (size_t c = 0; c < kLanes; ++c) tail[c] = full + c < cols ? in[full + c] - max_value : -100.0f;
+      store(tail_out, vexp(load(tail)));
+      for (size_t c = full; c < cols; ++c) {
+        out[c] = tail_out[c - full];
+        sum += out[c];
+      }
+    }
+    const vf inverse = splat(1.0f / sum);
+    for_each_vector(cols, out, nullptr, out, [inverse](vf x, vf) { return x * inverse; });
+  }
+}
+
+}  // namespace QDQRT_FP32_NAMESPACE
+}  // namespace qdqrt::kernels

@@ -1,4 +1,0 @@
-// AVX-512 (16-lane) build of fp32_vector_impl.h.
-#define QDQRT_FP32_LANES 16
-#define QDQRT_FP32_NAMESPACE avx512
-#include "kernels/fp32_vector_impl.h"

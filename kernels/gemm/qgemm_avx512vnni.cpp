@@ -1,0 +1,222 @@
+// AVX-512 VNNI GEMM: 6 rows x 64 columns (4 zmm) per register tile, 24 int32 accumulators,
+// vpdpbusd over k in groups of 4 (u8 activations x s8 weights).
+// GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include "kernels/gemm/qgemm_epilogue_avx512_inl.h"
+
+namespace qdqrt::kernels::internal {
+namespace {
+
+struct Avx512VnniTraits {
+  static constexpr int kMr = 6;
+  static constexpr int kNr = 64;
+  static constexpr int kKGroup = 4;
+  // Copies with the int8 -> uint8 shift; the tail uses masked loads so nothing past `count` is read.
+  static void copy_flip(uint8_t* dst, const uint8_t* src, int count, uint8_t flip) {
+    const __m512i f = _mm512_set1_epi8(static_cast<char>(flip));
+    int i = 0;
+    for (; i + 64 <= count; i += 64) {
+      _mm512_storeu_si512(dst + i, _mm512_xor_si512(_mm512_loadu_si512(src + i), f));
+    }
+    if (i < count) {
+      const __mmask64 mask = (~0ull) >> (64 - (count - i));
+      _mm512_mask_storeu_epi8(dst + i, mask, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, src + i), f));
+    }
+  }
+  using PanelElement = uint8_t;
+
+  template <int MR>
+  static void tile(const uint8_t* a, int64_t a_stride, const int8_t* b, int k_groups, const TileArgs& t) {
+    if constexpr (MR == 1) {
+      tile_single_row(a, b, k_groups, t);
+      return;
+    } else if constexpr (MR == 6) {
+      alignas(64) int32_t acc[6][4][16];
+      full_tile_k_loop(a, a_stride, b, k_groups, &acc[0][0][0]);
+      const __m512 clamp_min = _mm512_set1_ps(t.epilogue->clamp_min);
+      const __m512 clamp_max = _mm512_set1_ps(t.epilogue->clamp_max);
+      for (int j = 0; j < 4; ++j) {
+        const int count = t.n_valid - 16 * j;
+        if (count <= 0) break;
+        const ColumnConstants constants = load_column_constants(t, 16 * j);
+#pragma GCC unroll 6
+        for (int r = 0; r < 6; ++r) {
+          store_vector(_mm512_load_si512(acc[r][j]), 16 * j, count, t, r, constants, clamp_min, clamp_max);
+        }
+      }
+    } else {
+      __m512i acc[MR][4];
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_si512();
+      }
+      for (int g = 0; g < k_groups; ++g) {
+        const __m512i b0 = _mm512_loadu_si512(b);
+        const __m512i b1 = _mm512_loadu_si512(b + 64);
+        const __m512i b2 = _mm512_loadu_si512(b + 128);
+        const __m512i b3 = _mm512_loadu_si512(b + 192);
+        b += 256;
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; ++r) {
+          int32_t word;
+          std::memcpy(&word, a + r * a_stride + 4 * g, 4);
+          const __m512i va = _mm512_set1_epi32(word);
+          acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], va, b0);
+          acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], va, b1);
+          acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], va, b2);
+          acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], va, b3);
+        }
+      }
+      const __m512 clamp_min = _mm512_set1_ps(t.epilogue->clamp_min);
+      const __m512 clamp_max = _mm512_set1_ps(t.epilogue->clamp_max);
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) store_vector(acc[r][j], 16 * j, t.n_valid - 16 * j, t, r, clamp_min, clamp_max);
+      }
+    }
+  }
+
+  // The 6x64 inner loop in assembly: GCC's register allocator spills some of the 24
+  // accumulators inside the loop when this is written with intrinsics. Accumulators live in
+  // zmm8-zmm31, the four weight vectors in zmm0-zmm3, the broadcast activations in zmm4-zmm7.
+  static void full_tile_k_loop(const uint8_t* a, int64_t a_stride, const int8_t* b, int k_groups, int32_t* out) {
+    const uint8_t* a3 = a + 3 * a_stride;
+    int64_t count = k_groups;
+#define QDQRT_ROW(row_address, acc0, acc1, acc2, acc3, va)     \
+  "vpbroadcastd " row_address ", %%" va "\n\t"               \
+  "vpdpbusd %%zmm0, %%" va ", %%" acc0 "\n\t"               \
+  "vpdpbusd %%zmm1, %%" va ", %%" acc1 "\n\t"               \
+  "vpdpbusd %%zmm2, %%" va ", %%" acc2 "\n\t"               \
+  "vpdpbusd %%zmm3, %%" va ", %%" acc3 "\n\t"
+    __asm__ volatile(
+        "vpxord %%zmm8, %%zmm8, %%zmm8\n\t"
+        "vmovdqa64 %%zmm8, %%zmm9\n\t"
+        "vmovdqa64 %%zmm8, %%zmm10\n\t"
+        "vmovdqa64 %%zmm8, %%zmm11\n\t"
+        "vmovdqa64 %%zmm8, %%zmm12\n\t"
+        "vmovdqa64 %%zmm8, %%zmm13\n\t"
+        "vmovdqa64 %%zmm8, %%zmm14\n\t"
+        "vmovdqa64 %%zmm8, %%zmm15\n\t"
+        "vmovdqa64 %%zmm8, %%zmm16\n\t"
+        "vmovdqa64 %%zmm8, %%zmm17\n\t"
+        "vmovdqa64 %%zmm8, %%zmm18\n\t"
+        "vmovdqa64 %%zmm8, %%zmm19\n\t"
+        "vmovdqa64 %%zmm8, %%zmm20\n\t"
+        "vmovdqa64 %%zmm8, %%zmm21\n\t"
+        "vmovdqa64 %%zmm8, %%zmm22\n\t"
+        "vmovdqa64 %%zmm8, %%zmm23\n\t"
+        "vmovdqa64 %%zmm8, %%zmm24\n\t"
+        "vmovdqa64 %%zmm8, %%zmm25\n\t"
+        "vmovdqa64 %%zmm8, %%zmm26\n\t"
+        "vmovdqa64 %%zmm8, %%zmm27\n\t"
+        "vmovdqa64 %%zmm8, %%zmm28\n\t"
+        "vmovdqa64 %%zmm8, %%zmm29\n\t"
+        "vmovdqa64 %%zmm8, %%zmm30\n\t"
+        "vmovdqa64 %%zmm8, %%zmm31\n\t"
+        "test %[count], %[count]\n\t"
+        "jle 2f\n\t"
+        ".p2align 5\n"
+        "1:\n\t"
+        "vmovdqu64 (%[b]), %%zmm0\n\t"
+        "vmovdqu64 64(%[b]), %%zmm1\n\t"
+        "vmovdqu64 128(%[b]), %%zmm2\n\t"
+        "vmovdqu64 192(%[b]), %%zmm3\n\t"
+        QDQRT_ROW("(%[a])", "zmm8", "zmm9", "zmm10", "zmm11", "zmm4")
+        QDQRT_ROW("(%[a],%[s],1)", "zmm12", "zmm13", "zmm14", "zmm15", "zmm5")
+        QDQRT_ROW("(%[a],%[s],2)", "zmm16", "zmm17", "zmm18", "zmm19", "zmm6")
+        QDQRT_ROW("(%[a3])", "zmm20", "zmm21", "zmm22", "zmm23", "zmm7")
+        QDQRT_ROW("(%[a3],%[s],1)", "zmm24", "zmm25", "zmm26", "zmm27", "zmm4")
+        QDQRT_ROW("(%[a3],%[s],2)", "zmm28", "zmm29", "zmm30", "zmm31", "zmm5")
+        "add $256, %[b]\n\t"
+        "add $4, %[a]\n\t"
+        "add $4, %[a3]\n\t"
+        "dec %[count]\n\t"
+        "jnz 1b\n"
+        "2:\n\t"
+        "vmovdqa64 %%zmm8, 0(%[out])\n\t"
+        "vmovdqa64 %%zmm9, 64(%[out])\n\t"
+        "vmovdqa64 %%zmm10, 128(%[out])\n\t"
+        "vmovdqa64 %%zmm11, 192(%[out])\n\t"
+        "vmovdqa64 %%zmm12, 256(%[out])\n\t"
+        "vmovdqa64 %%zmm13, 320(%[out])\n\t"
+        "vmovdqa64 %%zmm14, 384(%[out])\n\t"
+        "vmovdqa64 %%zmm15, 448(%[out])\n\t"
+        "vmovdqa64 %%zmm16, 512(%[out])\n\t"
+        "vmovdqa64 %%zmm17, 576(%[out])\n\t"
+        "vmovdqa64 %%zmm18, 640(%[out])\n\t"
+        "vmovdqa64 %%zmm19, 704(%[out])\n\t"
+        "vmovdqa64 %%zmm20, 768(%[out])\n\t"
+        "vmovdqa64 %%zmm21, 832(%[out])\n\t"
+        "vmovdqa64 %%zmm22, 896(%[out])\n\t"
+        "vmovdqa64 %%zmm23, 960(%[out])\n\t"
+        "vmovdqa64 %%zmm24, 1024(%[out])\n\t"
+        "vmovdqa64 %%zmm25, 1088(%[out])\n\t"
+        "vmovdqa64 %%zmm26, 1152(%[out])\n\t"
+        "vmovdqa64 %%zmm27, 1216(%[out])\n\t"
+        "vmovdqa64 %%zmm28, 1280(%[out])\n\t"
+        "vmovdqa64 %%zmm29, 1344(%[out])\n\t"
+        "vmovdqa64 %%zmm30, 1408(%[out])\n\t"
+        "vmovdqa64 %%zmm31, 1472(%[out])\n\t"
+        : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [count] "+r"(count)
+        : [s] "r"(a_stride), [out] "r"(out)
+        : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+          "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
+          "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31");
+#undef QDQRT_ROW
+  }
+
+  // M = 1 (GEMV): bound by streaming the weights, so two k-groups in flight (8 independent
+  // accumulators) and a prefetch a few cache lines ahead.
+  static void tile_single_row(const uint8_t* a, const int8_t* b, int k_groups, const TileArgs& t) {
+    __m512i acc0[4], acc1[4];
+    for (int j = 0; j < 4; ++j) acc0[j] = acc1[j] = _mm512_setzero_si512();
+    int g = 0;
+    for (; g + 2 <= k_groups; g += 2) {
+      _mm_prefetch(reinterpret_cast<const char*>(b) + 1024, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(b) + 1088, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(b) + 1152, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(b) + 1216, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(b) + 1280, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(b) + 1344, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(b) + 1408, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(b) + 1472, _MM_HINT_T0);
+      int32_t w0, w1;
+      std::memcpy(&w0, a + 4 * g, 4);
+      std::memcpy(&w1, a + 4 * g + 4, 4);
+      const __m512i va0 = _mm512_set1_epi32(w0);
+      const __m512i va1 = _mm512_set1_epi32(w1);
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) acc0[j] = _mm512_dpbusd_epi32(acc0[j], va0, _mm512_loadu_si512(b + 64 * j));
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) acc1[j] = _mm512_dpbusd_epi32(acc1[j], va1, _mm512_loadu_si512(b + 256 + 64 * j));
+      b += 512;
+    }
+    if (g < k_groups) {
+      int32_t w0;
+      std::memcpy(&w0, a + 4 * g, 4);
+      const __m512i va0 = _mm512_set1_epi32(w0);
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) acc0[j] = _mm512_dpbusd_epi32(acc0[j], va0, _mm512_loadu_si512(b + 64 * j));
+    }
+    const __m512 clamp_min = _mm512_set1_ps(t.epilogue->clamp_min);
+    const __m512 clamp_max = _mm512_set1_ps(t.epilogue->clamp_max);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      store_vector(_mm512_add_epi32(acc0[j], acc1[j]), 16 * j, t.n_valid - 16 * j, t, 0, clamp_min, clamp_max);
+    }
+  }
+};
+
+}  // namespace
+
+void gemm_run_avx512vnni(const PackedGemm& packed, const ASource& source, void* c, int64_t c_row_stride,
+                         const Epilogue& epilogue, int m_begin, int m_end, int n_begin, int n_end) {
+  run_driver<Avx512VnniTraits>(packed, source, c, c_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
+}
+
+}  // namespace qdqrt::kernels::internal

@@ -1,0 +1,189 @@
+// The ISA-independent half of a GEMM implementation: packs row blocks of A into a small
+// contiguous panel (shifting int8 to uint8, gathering conv taps, padding with the zero-point) and
+// walks cache-sized column chunks and register tiles. Included by each per-ISA source file inside
+// an anonymous namespace, so every ISA gets its own copy compiled with its own flags.
+//
+// Traits provide: kMr, kNr, kKGroup, PanelElement (uint8_t or int16_t),
+//   static void copy_flip(uint8_t* dst, const uint8_t* src, int count, uint8_t flip);  and
+//   template <int MR> static void tile(const PanelElement* a, int64_t a_stride, const int8_t* b,
+//                                      int k_groups, const TileArgs& args);
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "kernels/gemm/qgemm_internal.h"
+#include "kernels/scratch.h"
+
+namespace qdqrt::kernels::internal {
+namespace {
+
+struct TileArgs {
+  const int32_t* bias;        // at the tile's first column
+  const float* multiplier;
+  const float* float_bias;
+  const int32_t* row_term;    // per tile row, or nullptr
+  char* c;                    // the tile's first element
+  int64_t c_row_bytes;
+  const char* residual;       // the tile's first residual element, or nullptr
+  int64_t residual_row_bytes;
+  int n_valid;                // columns to store (<= nr)
+  const Epilogue* epilogue;
+};
+
+// Bytes of packed weights one column chunk may occupy (about half of a 2 MB L2).
+constexpr int64_t kColumnChunkBytes = 1 << 20;
+
+// Portable byte copy with the int8 -> uint8 shift (xor 0x80) applied on the way.
+struct PortableCopy {
+  static void copy_flip(uint8_t* dst, const uint8_t* src, int count, uint8_t flip) {
+    for (int i = 0; i < count; ++i) dst[i] = src[i] ^ flip;
+  }
+};
+
+// Stands in for a copy policy when only prefetching the next row block's source bytes.
+struct PrefetchOnly {
+  static void copy_flip(uint8_t*, const uint8_t* src, int count, uint8_t) {
+    for (int i = 0; i < count; i += 64) __builtin_prefetch(src + i, 0, 3);
+    if (count > 0) __builtin_prefetch(src + count - 1, 0, 3);
+  }
+};
+
+// Gathers the K bytes of row m into `row`, already shifted to the kernel's unsigned domain.
+// With Copy = PrefetchOnly nothing is written (row may be null): the source lines are prefetched.
+template <typename Copy>
+inline void gather_row(const ASource& source, const PackedGemm& packed, int64_t m, uint8_t* row, uint8_t flip) {
+  constexpr bool kWrite = !std::is_same_v<Copy, PrefetchOnly>;
+  if (!source.conv) {
+    Copy::copy_flip(row, static_cast<const uint8_t*>(source.data) + m * source.row_stride, packed.k, flip);
+    return;
+  }
+  const ConvGeometry& g = *source.conv;
+  const int64_t pixels_per_image = static_cast<int64_t>(g.output_height) * g.output_width;
+  const int64_t image = m / pixels_per_image;
+  const int64_t pixel = m - image * pixels_per_image;
+  const int out_y = static_cast<int>(pixel / g.output_width);
+  const int out_x = static_cast<int>(pixel - static_cast<int64_t>(out_y) * g.output_width);
+  const uint8_t* base = static_cast<const uint8_t*>(source.data) +
+                        image * static_cast<int64_t>(g.input_height) * g.input_width * g.input_pixel_stride;
+  const uint8_t pad_value = static_cast<uint8_t>(packed.input_zero_point) ^ flip;
+  const int channels = g.group_channels;
+  const int row_bytes = g.kernel_width * channels;
+  for (int ky = 0; ky < g.kernel_height; ++ky) {
+    const int in_y = out_y * g.stride_height - g.pad_top + ky * g.dilation_height;
+    if (in_y < 0 || in_y >= g.input_height) {
+      if constexpr (kWrite) std::memset(row, pad_value, row_bytes);
+      if constexpr (kWrite) row += row_bytes;
+      continue;
+    }
+    const uint8_t* line = base + static_cast<int64_t>(in_y) * g.input_width * g.input_pixel_stride;
+    const int first_x = out_x * g.stride_width - g.pad_left;
+    // A whole kernel row of contiguous pixels (dense channels, no dilation, inside the image)
+    // is one copy.
+    if (g.input_pixel_stride == channels && g.dilation_width == 1 && first_x >= 0 &&
+        first_x + g.kernel_width <= g.input_width) {
+      Copy::copy_flip(row, line + static_cast<int64_t>(first_x) * channels, row_bytes, flip);
+      if constexpr (kWrite) row += row_bytes;
+      continue;
+    }
+    for (int kx = 0; kx < g.kernel_width; ++kx) {
+      const int in_x = first_x + kx * g.dilation_width;
+      if (in_x >= 0 && in_x < g.input_width) {
+        Copy::copy_flip(row, line + static_cast<int64_t>(in_x) * g.input_pixel_stride, channels, flip);
+      } else {
+        if constexpr (kWrite) std::memset(row, pad_value, channels);
+      }
+      if constexpr (kWrite) row += channels;
+    }
+  }
+}
+
+template <typename Traits, typename PanelElement>
+void pack_panel(const ASource& source, const PackedGemm& packed, int64_t m_begin, int rows, PanelElement* panel,
+                int64_t panel_stride, uint8_t* scratch, int32_t* row_term) {
+  const int k = packed.k;
+  const uint8_t flip = packed.input_signed ? 0x80 : 0x00;
+  for (int r = 0; r < rows; ++r) {
+    PanelElement* out = panel + r * panel_stride;
+    uint8_t* bytes = std::is_same_v<PanelElement, uint8_t> ? reinterpret_cast<uint8_t*>(out) : scratch;
+    gather_row<Traits>(source, packed, m_begin + r, bytes, flip);
+    if constexpr (!std::is_same_v<PanelElement, uint8_t>) {
+      for (int i = 0; i < k; ++i) out[i] = bytes[i];
+    }
+    for (int i = k; i < packed.k_padded; ++i) out[i] = 0;
+    if (row_term) {
+      int32_t sum = 0;
+      for (int i = 0; i < k; ++i) sum += bytes[i];
+      row_term[r] = static_cast<int32_t>(static_cast<uint32_t>(-packed.weight_zero_point_s8) * static_cast<uint32_t>(sum));
+    }
+  }
+}
+
+template <typename Traits, int MR>
+inline void run_tile(const typename Traits::PanelElement* a, int64_t a_stride, const int8_t* b, int k_groups,
+                     const TileArgs& args) {
+  Traits::template tile<MR>(a, a_stride, b, k_groups, args);
+}
+
+template <typename Traits, int... Rows>
+inline void dispatch_tile(std::integer_sequence<int, Rows...>, int rows, const typename Traits::PanelElement* a,
+                          int64_t a_stride, const int8_t* b, int k_groups, const TileArgs& args) {
+  ((rows == Rows + 1 ? (run_tile<Traits, Rows + 1>(a, a_stride, b, k_groups, args), 0) : 0), ...);
+}
+
+template <typename Traits>
+void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_t c_row_stride,
+                const Epilogue& epilogue, int m_begin, int m_end, int n_begin, int n_end) {
+  using PanelElement = typename Traits::PanelElement;
+  constexpr int kMr = Traits::kMr;
+  constexpr int kNr = Traits::kNr;
+  if (m_begin >= m_end || n_begin >= n_end) return;
+  const int output_size = output_element_size(epilogue.output_type);
+  const int residual_size = 1;
+  const int k_groups = packed.k_padded / Traits::kKGroup;
+  // +64 elements so the rows of a panel do not alias the same cache sets.
+  const int64_t panel_stride = packed.k_padded + 64;
+  PanelElement* panel = reinterpret_cast<PanelElement*>(
+      thread_scratch(ScratchSlot::kPanel, sizeof(PanelElement) * kMr * panel_stride));
+  uint8_t* row_bytes = thread_scratch(ScratchSlot::kRowBytes, packed.k_padded + 64);
+  int32_t row_term[kMr];
+  const bool need_row_term = packed.weight_zero_point_s8 != 0;
+  const int64_t tile_bytes = static_cast<int64_t>(packed.k_padded) * kNr * packed.element_size;
+  const int chunk_tiles = static_cast<int>(std::max<int64_t>(1, kColumnChunkBytes / tile_bytes));
+  const int chunk_columns = chunk_tiles * kNr;
+  char* c_bytes = static_cast<char*>(c);
+  const char* residual_bytes = static_cast<const char*>(epilogue.residual);
+
+  for (int chunk_begin = n_begin; chunk_begin < n_end; chunk_begin += chunk_columns) {
+    const int chunk_end = std::min(n_end, chunk_begin + chunk_columns);
+    for (int m = m_begin; m < m_end; m += kMr) {
+      const int rows = std::min(kMr, m_end - m);
+      pack_panel<Traits>(source, packed, m, rows, panel, panel_stride, row_bytes,
+                 need_row_term ? row_term : nullptr);
+      // Start loading the next row block's source lines while this block computes.
+      for (int r = m + kMr; r < std::min(m_end, m + 2 * kMr); ++r) {
+        gather_row<PrefetchOnly>(source, packed, r, nullptr, 0);
+      }
+      for (int n = chunk_begin; n < chunk_end; n += kNr) {
+        TileArgs args;
+        args.bias = packed.bias.data() + n;
+        args.multiplier = packed.multiplier.data() + n;
+        args.float_bias = packed.float_bias.data() + n;
+        args.row_term = need_row_term ? row_term : nullptr;
+        args.c_row_bytes = c_row_stride * output_size;
+        args.c = c_bytes + m * args.c_row_bytes + static_cast<int64_t>(n) * output_size;
+        args.residual_row_bytes = epilogue.residual_row_stride * residual_size;
+        args.residual = residual_bytes ? residual_bytes + m * args.residual_row_bytes + n * residual_size : nullptr;
+        args.n_valid = std::min(kNr, chunk_end - n);
+        args.epilogue = &epilogue;
+        const int8_t* b = packed.data.data() + (n / kNr) * tile_bytes;
+        dispatch_tile<Traits>(std::make_integer_sequence<int, kMr>{}, rows, panel, panel_stride, b, k_groups, args);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qdqrt::kernels::internal

@@ -1,0 +1,62 @@
+// The 16-lane (zmm) epilogue shared by the AVX-512 files. Included inside an anonymous namespace.
+#pragma once
+
+#include <immintrin.h>
+
+#include "kernels/gemm/qgemm_driver_inl.h"
+
+namespace qdqrt::kernels::internal {
+namespace {
+
+// Per-column constants of 16 output columns, loaded once per tile and reused for every row.
+struct ColumnConstants {
+  __m512i bias;
+  __m512 multiplier;
+  __m512 float_bias;
+};
+
+inline ColumnConstants load_column_constants(const TileArgs& t, int column) {
+  return {_mm512_loadu_si512(t.bias + column), _mm512_loadu_ps(t.multiplier + column),
+          _mm512_loadu_ps(t.float_bias + column)};
+}
+
+// Applies the epilogue to 16 accumulators of one row and stores `count` (0..16) of them.
+// kAddBias = false when the accumulators started from the bias.
+template <bool kAddBias = true>
+inline void store_vector(__m512i acc, int column, int count, const TileArgs& t, int row, const ColumnConstants& k,
+                         __m512 clamp_min, __m512 clamp_max) {
+  if (count <= 0) return;
+  const Epilogue& e = *t.epilogue;
+  const __mmask16 mask = count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << count) - 1);
+  if constexpr (kAddBias) acc = _mm512_add_epi32(acc, k.bias);
+  if (t.row_term) acc = _mm512_add_epi32(acc, _mm512_set1_epi32(t.row_term[row]));
+  __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), k.multiplier, k.float_bias);
+  if (t.residual) {
+    const __m128i bytes = _mm_maskz_loadu_epi8(mask, t.residual + row * t.residual_row_bytes + column);
+    __m512i r = e.residual_signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+    r = _mm512_sub_epi32(r, _mm512_set1_epi32(e.residual_zero_point));
+    y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(r), _mm512_set1_ps(e.residual_multiplier), y);
+  }
+  if (e.leaky) {
+    const __mmask16 negative = _mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_LT_OQ);
+    y = _mm512_mask_mul_ps(y, negative, y, _mm512_set1_ps(e.leaky_alpha));
+  }
+  y = _mm512_max_ps(y, clamp_min);
+  y = _mm512_min_ps(y, clamp_max);
+  char* out = t.c + row * t.c_row_bytes;
+  if (e.output_type == OutputType::kF32) {
+    _mm512_mask_storeu_ps(reinterpret_cast<float*>(out) + column, mask, y);
+  } else {
+    __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(y), _mm512_set1_epi32(e.output_zero_point));
+    _mm_mask_storeu_epi8(out + column, mask, _mm512_cvtepi32_epi8(q));
+  }
+}
+
+inline void store_vector(__m512i acc, int column, int count, const TileArgs& t, int row, __m512 clamp_min,
+                         __m512 clamp_max) {
+  if (count <= 0) return;
+  store_vector(acc, column, count, t, row, load_column_constants(t, column), clamp_min, clamp_max);
+}
+
+}  // namespace
+}  // namespace qdqrt::kernels::internal

@@ -1,0 +1,36 @@
+// Internal interface between the public GEMM entry points, dispatch and the per-ISA drivers.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/gemm/qgemm.h"
+
+namespace qdqrt::kernels::internal {
+
+// Where the rows of A come from: a strided matrix, or NHWC pixels through a conv geometry.
+struct ASource {
+  const void* data = nullptr;
+  int64_t row_stride = 0;             // matrix rows (elements)
+  const ConvGeometry* conv = nullptr;  // non-null: implicit GEMM over this geometry
+};
+
+using GemmRunFunction = void (*)(const PackedGemm& packed, const ASource& source, void* c, int64_t c_row_stride,
+                                 const Epilogue& epilogue, int m_begin, int m_end, int n_begin, int n_end);
+
+// What one ISA's GEMM implementation needs from packing and reports in its name.
+struct GemmImplementation {
+  Isa isa;
+  int mr;            // rows per register tile
+  int nr;            // columns per register tile (packed tile width)
+  int k_group;       // k per packed group
+  int element_size;  // bytes per packed weight
+  GemmRunFunction run;
+};
+
+// Per-ISA entry points (each defined in its own, separately compiled file).
+void gemm_run_scalar(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int, int);
+void gemm_run_avx2(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int, int);
+void gemm_run_avxvnni(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int, int);
+void gemm_run_avx512vnni(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int, int);
+
+}  // namespace qdqrt::kernels::internal
