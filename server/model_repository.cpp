@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL
@@ -176,6 +177,12 @@ Status ModelRepository::load(const std::string& name) {
       auto parsed = parse_model_config(text, options_.defaults);
       if (!parsed.ok()) return parsed.status().with_context(source.config_path);
       config = *parsed;
+    }
+    unsigned cores = std::thread::hardware_concurrency();
+    if (cores > 0 && static_cast<unsigned>(config.instance_count * config.threads_per_instance) > cores) {
+      // Oversubscribed contexts time-slice each other: slower, not wrong, so only a warning.
+      fmt::print(stderr, "serve: model '{}': {} instances x {} threads exceed the {} cores\n", name,
+                 config.instance_count, config.threads_per_instance, cores);
     }
     QDQRT_ASSIGN_OR_RETURN(auto engine, build_or_load_engine(name, source, config));
     entry.runner = std::make_shared<ModelRunner>(engine, config, metrics_.model_metrics(name, source.version));
