@@ -1,7 +1,9 @@
 // fp32 Gemm and MatMul with a constant B, kind "fp32_gemm": Y[rows, N] = alpha * A[rows, K] x B + bias.
 // A is any rank >= 2 activation (MatMul: the leading dims are rows; Gemm: [M, K], transA = 0);
 // B is the constant [K, N] (or [N, K] with transB), stored as given. Gemm's beta * C becomes the
-// bias when C is a constant scalar, [N] or [1, N]. Work items: blocks of rows x blocks of columns.
+// bias when C is a constant scalar, [N] or [1, N]. Work items: blocks of rows x blocks of columns,
+// the row blocks counted from each image's first row: a row's GEMM call (and so its bits, which
+// depend on the call's size) is the same whatever the batch.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -24,25 +26,29 @@ struct GemmShape {
 
 class GemmLayer final : public Layer {
  public:
-  GemmLayer(GemmShape shape, const float* b, const float* bias, int32_t input, int32_t output, kernels::Fp32Kernels fp32)
-      : s_(shape), b_(b), bias_(bias), input_(input), output_(output), fp32_(fp32) {}
+  // rows_per_image: A's rows per image when it is batched, else 0 (all rows are one "image").
+  GemmLayer(GemmShape shape, const float* b, const float* bias, int32_t input, int32_t output, int64_t rows_per_image,
+            kernels::Fp32Kernels fp32)
+      : s_(shape), b_(b), bias_(bias), input_(input), output_(output), rows_per_image_(rows_per_image), fp32_(fp32) {}
 
   WorkShape work(const RunState& state) const override {
-    const int64_t rows = s_.k ? state.numel(input_) / s_.k : 0;
-    const int64_t row_blocks = (rows + s_.row_block - 1) / s_.row_block;
-    return {.items = row_blocks * col_blocks(),
+    const int64_t rows = image_rows(state);
+    return {.items = images(state) * row_blocks(rows) * col_blocks(),
             .ops_per_item = 2.0 * static_cast<double>(std::min(rows, s_.row_block) * std::min(s_.n, s_.col_block) * s_.k)};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
-    const int64_t rows = s_.k ? state.numel(input_) / s_.k : 0;
+    const int64_t rows = image_rows(state);
+    const int64_t blocks_per_image = row_blocks(rows) * col_blocks();
     const float* a = state.data<float>(input_);
     float* y = state.data<float>(output_);
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t row_begin = (item / col_blocks()) * s_.row_block;
-      const int64_t col_begin = (item % col_blocks()) * s_.col_block;
+      const int64_t image = item / blocks_per_image, block = item % blocks_per_image;
+      const int64_t block_row = (block / col_blocks()) * s_.row_block;
+      const int64_t row_begin = image * rows + block_row;
+      const int64_t col_begin = (block % col_blocks()) * s_.col_block;
       kernels::Fp32GemmParams params;
-      params.m = static_cast<size_t>(std::min(s_.row_block, rows - row_begin));
+      params.m = static_cast<size_t>(std::min(s_.row_block, rows - block_row));
       params.n = static_cast<size_t>(std::min(s_.col_block, s_.n - col_begin));
       params.k = static_cast<size_t>(s_.k);
       params.transpose_b = s_.trans_b;
@@ -56,45 +62,44 @@ class GemmLayer final : public Layer {
 
  private:
   int64_t col_blocks() const { return (s_.n + s_.col_block - 1) / s_.col_block; }
+  int64_t row_blocks(int64_t rows) const { return (rows + s_.row_block - 1) / s_.row_block; }
+  int64_t images(const RunState& state) const { return rows_per_image_ > 0 ? state.batch : 1; }
+  int64_t image_rows(const RunState& state) const {
+    if (rows_per_image_ > 0) return rows_per_image_;
+    return s_.k ? state.numel(input_) / s_.k : 0;
+  }
 
   GemmShape s_;
   const float* b_;
   const float* bias_;
   int32_t input_, output_;
+  int64_t rows_per_image_;
   kernels::Fp32Kernels fp32_;
 };
 
 Result<std::unique_ptr<Layer>> bind_gemm(const BindContext& context) {
-  const Params& params = context.layer().params;
   QDQRT_BIND_ASSIGN(const PlanTensor* a, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *a, "input", DataType::kFloat, -1));
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, -1));
   GemmShape s;
-  QDQRT_BIND_ASSIGN(s.k, context, params.get_int("k"));
-  QDQRT_BIND_ASSIGN(s.n, context, params.get_int("n"));
-  QDQRT_BIND_ASSIGN(int64_t trans_b, context, params.get_int("trans_b"));
-  QDQRT_BIND_ASSIGN(double alpha, context, params.get_float("alpha"));
-  QDQRT_BIND_ASSIGN(s.row_block, context, params.get_int("row_block"));
-  QDQRT_BIND_ASSIGN(s.col_block, context, params.get_int("col_block"));
-  s.trans_b = trans_b != 0;
-  s.alpha = static_cast<float>(alpha);
-  if (s.k < 1 || s.n < 1 || s.row_block < 1 || s.col_block < 1) {
-    return context.error(fmt::format("k {}, n {} or blocks {}x{} out of range", s.k, s.n, s.row_block, s.col_block));
-  }
+  QDQRT_ASSIGN_OR_RETURN(s.k, params::kK.read(context));
+  QDQRT_ASSIGN_OR_RETURN(s.n, params::kN.read(context));
+  QDQRT_ASSIGN_OR_RETURN(s.trans_b, params::kTransposeB.read(context));
+  QDQRT_ASSIGN_OR_RETURN(s.alpha, params::kAlpha.read(context));
+  QDQRT_ASSIGN_OR_RETURN(s.row_block, params::kRowBlock.read(context));
+  QDQRT_ASSIGN_OR_RETURN(s.col_block, params::kColumnBlock.read(context));
   if (a->shape.size() < 2 || a->shape.size() != y->shape.size() || a->shape.back() != s.k || y->shape.back() != s.n ||
       !std::equal(a->shape.begin(), a->shape.end() - 1, y->shape.begin()) || a->batched != y->batched) {
     return context.error(fmt::format("input {} and output {} do not fit k={} n={}", shape_to_string(a->shape),
                                      shape_to_string(y->shape), s.k, s.n));
   }
   if (safe_numel({s.k, s.n}) < 0) return context.error("B is too large");
-  QDQRT_BIND_ASSIGN(const float* b, context, float_blob(context, "b", s.k * s.n));
-  const float* bias = nullptr;
-  if (context.layer().find_blob("bias") != nullptr) {
-    QDQRT_BIND_ASSIGN(bias, context, float_blob(context, "bias", s.n));
-  }
+  QDQRT_ASSIGN_OR_RETURN(const float* b, params::kB.read(context, s.k * s.n));
+  QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read_optional(context, s.n));
+  const int64_t rows_per_image = a->batched ? safe_numel(a->shape) / s.k / context.plan().max_batch : 0;
   return std::unique_ptr<Layer>(std::make_unique<GemmLayer>(s, b, bias, context.layer().inputs[0],
-                                                            context.layer().outputs[0],
+                                                            context.layer().outputs[0], rows_per_image,
                                                             kernels::fp32_kernels(bind_isa(context.plan()))));
 }
 
@@ -115,14 +120,14 @@ Status add_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, 
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
   layer.inputs = {input};
   layer.outputs = {output};
-  layer.params.set("k", s.k);
-  layer.params.set("n", s.n);
-  layer.params.set("trans_b", static_cast<int64_t>(s.trans_b));
-  layer.params.set("alpha", static_cast<double>(s.alpha));
-  layer.params.set("row_block", s.row_block);
-  layer.params.set("col_block", s.col_block);
-  layer.blobs.push_back(make_blob("b", b.raw_data(), b.nbytes()));
-  if (!bias.empty()) layer.blobs.push_back(make_blob<float>("bias", std::span<const float>(bias)));
+  params::kK.write(layer, s.k);
+  params::kN.write(layer, s.n);
+  params::kTransposeB.write(layer, s.trans_b);
+  params::kAlpha.write(layer, s.alpha);
+  params::kRowBlock.write(layer, s.row_block);
+  params::kColumnBlock.write(layer, s.col_block);
+  params::kB.write_bytes(layer, b.raw_data(), b.nbytes());
+  if (!bias.empty()) params::kBias.write(layer, bias);
   context.add_layer(std::move(layer));
   return Status::ok();
 }

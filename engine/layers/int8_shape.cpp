@@ -1,14 +1,18 @@
 // INT8 data-movement layers.
 //   "qconcat":      QConcat along any axis (channel concat of NHWC tensors = pixel rows side by side);
-//                   inputs with other quantization are requantized on the fly (kernels/reorder/qconcat.h).
-//                   Params: axis (logical), y scale/zero-point, per input x scale/zero-point (ints/floats).
+//                   inputs with other quantization are requantized on the fly
+//                   (kernels/reorder/qconcat.h). Params (engine/layer_params.h): axis (logical),
+//                   y scale/zero-point, per input x scale/zero-point (floats/ints).
 //                   Scratch: one ConcatInput per input.
 //   "int8_reshape": Reshape / Flatten / Squeeze / Unsqueeze of an int8/uint8 tensor: a copy in plain
 //                   layout (an NHWC input whose C or H*W is 1 is read as stored: same bytes).
 //   "int8_transpose": Transpose of an int8/uint8 plain tensor (rank <= 6).
+// Both compute every dim from RunState::dim, so the batch may be on any dim (any_batch_layout)
+// where the builder tracks it (BuildContext::batch_layout); elsewhere it must stay dim 0.
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -104,12 +108,11 @@ Status lower_qconcat(const Node& node, BuildContext& context) {
   }
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], layout));
   layer.outputs = {y};
-  Params& params = layer.params;
-  params.set("axis", spec.axis);
-  params.set("y_scale", static_cast<double>(spec.y_scale));
-  params.set("y_zero_point", int64_t{spec.y_zero_point});
-  params.set("x_scales", std::vector<double>(spec.x_scales.begin(), spec.x_scales.end()));
-  params.set("x_zero_points", std::vector<int64_t>(spec.x_zero_points.begin(), spec.x_zero_points.end()));
+  params::kAxis.write(layer, spec.axis);
+  params::kYScale.write(layer, spec.y_scale);
+  params::kYZeroPoint.write(layer, spec.y_zero_point);
+  params::kXScales.write(layer, spec.x_scales);
+  params::kXZeroPoints.write(layer, std::vector<int64_t>(spec.x_zero_points.begin(), spec.x_zero_points.end()));
   layer.scratch_bytes = static_cast<int64_t>(spec.x_scales.size() *
                                              std::max(sizeof(kernels::ConcatInput<int8_t>),
                                                       sizeof(kernels::ConcatInput<uint8_t>)));
@@ -153,14 +156,13 @@ Result<std::unique_ptr<Layer>> bind_qconcat_typed(const BindContext& context, co
   auto layer = std::make_unique<ConcatLayer<T>>();
   const size_t count = context.layer().inputs.size();
   const int64_t rank = static_cast<int64_t>(y.shape.size());
-  QDQRT_ASSIGN_OR_RETURN(int64_t axis, int_param(context, "axis", 0, rank - 1));
-  QDQRT_ASSIGN_OR_RETURN(float y_scale, scale_param(context, "y_scale"));
+  using namespace params;
+  QDQRT_ASSIGN_OR_RETURN(int64_t axis, kAxis.read_in(context, 0, rank - 1));
+  QDQRT_ASSIGN_OR_RETURN(float y_scale, kYScale.read(context));
   constexpr int64_t lo = kernels::QTraits<T>::min, hi = kernels::QTraits<T>::max;
-  QDQRT_ASSIGN_OR_RETURN(int64_t y_zero_point, int_param(context, "y_zero_point", lo, hi));
-  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> zero_points, ints_param(context, "x_zero_points", count, lo, hi));
-  auto scales = context.layer().params.get_floats("x_scales");
-  if (!scales.ok()) return context.error(scales.status().message());
-  if (scales->size() != count) return context.error("x_scales does not match the inputs");
+  QDQRT_ASSIGN_OR_RETURN(int32_t y_zero_point, read_zero_point(context, kYZeroPoint, std::is_signed_v<T>));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> zero_points, kXZeroPoints.read_in(context, count, lo, hi));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<float> scales, kXScales.read(context, static_cast<int64_t>(count)));
   if (context.layer().scratch_bytes < static_cast<int64_t>(count * sizeof(kernels::ConcatInput<T>))) {
     return context.error("scratch too small for the input list");
   }
@@ -186,13 +188,12 @@ Result<std::unique_ptr<Layer>> bind_qconcat_typed(const BindContext& context, co
       if (d != axis && x->shape[d] != y.shape[d]) return context.error(fmt::format("input {} shape", i));
     }
     extent += x->shape[axis];
-    const double scale = (*scales)[i];
-    if (!(scale > 0.0) || !std::isfinite(scale)) return context.error(fmt::format("input {} scale {}", i, scale));
+    const float scale = scales[i];
     kernels::ConcatInput<T> input;
     input.inner = static_cast<size_t>(x->shape[axis] * after);
-    input.requantize = static_cast<float>(scale) != y_scale || zero_points[i] != y_zero_point;
-    input.params = kernels::make_requantize_params<T>(static_cast<float>(scale), static_cast<int32_t>(zero_points[i]),
-                                                      y_scale, static_cast<int32_t>(y_zero_point));
+    input.requantize = scale != y_scale || zero_points[i] != y_zero_point;
+    input.params =
+        kernels::make_requantize_params<T>(scale, static_cast<int32_t>(zero_points[i]), y_scale, y_zero_point);
     layer->templates.push_back(input);
     layer->inputs.push_back(context.layer().inputs[i]);
   }
@@ -223,8 +224,10 @@ Result<Shape> analyze_reshape(const Node& node, const BuildContext& context) {
   if (!is_8bit(dtype)) return unsupported("{}: not 8-bit", node.describe());
   QDQRT_ASSIGN_OR_RETURN(Shape x_shape, static_shape(node, context, x));
   QDQRT_ASSIGN_OR_RETURN(Shape y_shape, static_shape(node, context, node.outputs[0]));
-  if (shape_numel(x_shape) != shape_numel(y_shape) || x_shape.empty() || y_shape.empty() ||
-      x_shape[0] != y_shape[0]) {
+  const std::optional<BatchLayout> x_batch = context.batch_layout(x), y_batch = context.batch_layout(node.outputs[0]);
+  const bool batch_fits = x_batch && y_batch ? x_batch->batched == y_batch->batched
+                                             : !x_shape.empty() && !y_shape.empty() && x_shape[0] == y_shape[0];
+  if (shape_numel(x_shape) != shape_numel(y_shape) || x_shape.empty() || y_shape.empty() || !batch_fits) {
     return unsupported("{}: element count or batch changes", node.describe());
   }
   return x_shape;
@@ -270,8 +273,7 @@ Result<std::unique_ptr<Layer>> bind_reshape(const BindContext& context) {
                          check_output(context, 0, {"output", -1, static_cast<int>(Layout::kPlain), true}));
   const bool same_bytes = x->layout == Layout::kPlain || x->shape[1] == 1 || x->shape[2] * x->shape[3] == 1;
   if (!same_bytes) return context.error("an nhwc input must be reordered first");
-  if (x->dtype != y->dtype || shape_numel(x->shape) != shape_numel(y->shape) || x->batched != y->batched ||
-      x->shape[0] != y->shape[0]) {
+  if (x->dtype != y->dtype || shape_numel(x->shape) != shape_numel(y->shape) || x->batched != y->batched) {
     return context.error("input and output differ in type, element count or batch");
   }
   if (context.layer().inputs.size() != 1) return context.error("expects one input");
@@ -283,6 +285,15 @@ Result<std::unique_ptr<Layer>> bind_reshape(const BindContext& context) {
 
 // ---------------------------------------------------------------------------------------------
 // Transpose
+
+// Where the batch of an input laid out as `x` is after the transpose `perm`.
+BatchLayout permuted_batch(const BatchLayout& x, const std::vector<int64_t>& perm) {
+  BatchLayout y = x;
+  for (size_t d = 0; d < perm.size(); ++d) {
+    if (perm[d] == x.axis) y.axis = static_cast<int32_t>(d);
+  }
+  return y;
+}
 
 Result<std::vector<int64_t>> analyze_transpose(const Node& node, const BuildContext& context) {
   const auto* attributes = dynamic_cast<const TransposeAttributes*>(node.typed_attributes.get());
@@ -299,7 +310,13 @@ Result<std::vector<int64_t>> analyze_transpose(const Node& node, const BuildCont
     for (size_t d = x_shape.size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
   }
   if (perm.size() != x_shape.size()) return unsupported("{}: perm size", node.describe());
-  if (perm[0] != 0) return unsupported("{}: the batch dim must stay first", node.describe());
+  // The output's batch dim must be where perm puts the input's.
+  const std::optional<BatchLayout> x_batch = context.batch_layout(x), y_batch = context.batch_layout(node.outputs[0]);
+  if (!x_batch || !y_batch) {
+    if (perm[0] != 0) return unsupported("{}: the batch dim must stay first", node.describe());
+  } else if (x_batch->batched && permuted_batch(*x_batch, perm) != *y_batch) {
+    return unsupported("{}: the output's batch dim is not the permuted input's", node.describe());
+  }
   return perm;
 }
 
@@ -310,7 +327,7 @@ Status lower_transpose(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kPlain));
   layer.inputs = {x};
   layer.outputs = {y};
-  layer.params.set("perm", perm);
+  params::kPerm.write(layer, perm);
   layer.kernel = "x8-transpose-strided";
   context.add_layer(std::move(layer));
   return Status::ok();
@@ -368,7 +385,7 @@ Result<std::unique_ptr<Layer>> bind_transpose(const BindContext& context) {
     return context.error("input and output must be 8-bit tensors of one rank <= 6");
   }
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> perm,
-                         ints_param(context, "perm", rank, 0, static_cast<int64_t>(rank) - 1));
+                         params::kPerm.read_in(context, rank, 0, static_cast<int64_t>(rank) - 1));
   auto layer = std::make_unique<TransposeLayer>();
   std::array<bool, kMaxTransposeRank> seen{};
   for (size_t d = 0; d < rank; ++d) {
@@ -378,9 +395,8 @@ Result<std::unique_ptr<Layer>> bind_transpose(const BindContext& context) {
     if (y->shape[d] != x->shape[source]) return context.error("output shape is not the permuted input shape");
     layer->perm[d] = perm[d];
   }
-  // The batch dim follows perm: the output is batched exactly when dim 0 stays dim 0.
-  if (x->batched != y->batched || (x->batched && perm[0] != 0)) {
-    return context.error("the batch dim must stay first");
+  if (x->batched != y->batched || (x->batched && permuted_batch(batch_layout_of(*x), perm) != batch_layout_of(*y))) {
+    return context.error("the output's batch dim is not the permuted input's");
   }
   if (context.layer().inputs.size() != 1) return context.error("expects one input");
   layer->rank = rank;
@@ -393,8 +409,8 @@ Result<std::unique_ptr<Layer>> bind_transpose(const BindContext& context) {
 
 void register_int8_shape_layers(LayerRegistry& registry) {
   registry.add_kind({kConcatKind, bind_qconcat});
-  registry.add_kind({kReshapeKind, bind_reshape});
-  registry.add_kind({kTransposeKind, bind_transpose});
+  registry.add_kind({kReshapeKind, bind_reshape, true});
+  registry.add_kind({kTransposeKind, bind_transpose, true});
 
   NodeLowering concat;
   concat.domain = qdqrt::layers::kDomain;
@@ -410,6 +426,7 @@ void register_int8_shape_layers(LayerRegistry& registry) {
     reshape.op_type = op;
     reshape.lower = lower_reshape;
     reshape.accepts = [](const Node& node, const BuildContext& context) { return analyze_reshape(node, context).ok(); };
+    reshape.any_batch_layout = true;
     registry.add_lowering(std::move(reshape));
   }
 
@@ -420,6 +437,7 @@ void register_int8_shape_layers(LayerRegistry& registry) {
   transpose.accepts = [](const Node& node, const BuildContext& context) {
     return analyze_transpose(node, context).ok();
   };
+  transpose.any_batch_layout = true;
   registry.add_lowering(std::move(transpose));
 }
 
