@@ -14,7 +14,9 @@ Styles (opset 13):
                  Q->DQ on every input and output of Conv, MatMul/Gemm, Add, Mul, MaxPool,
                  GlobalAveragePool, Concat, Sigmoid (Relu folded into the producer's range, as ORT does
                  for asymmetric activations; MaxPool/Reshape/Transpose/Flatten outputs share their input's scale and zero-point).
-  *_ort_s8.onnx  the same with symmetric s8 activations (Relu kept, with Q/DQ around it).
+  *_ort_s8.onnx  the same with symmetric s8 activations (Relu/Clip kept, with Q/DQ around it).
+models/export_ort_styles.py writes the same two ORT styles of torchvision models (mobilenet_v2,
+efficientnet_b0, resnet50) with this file's ort_style_qdq().
 Usage: /usr/bin/python3 models/export_qdq_styles.py OUT_DIR
 """
 import gzip
@@ -205,6 +207,11 @@ def evaluate_all(model, feed):
             out = F.conv2d(x[0], x[1], x[2] if len(x) > 2 else None, a.get("strides", [1, 1]),
                            pads[:2], a.get("dilations", [1, 1]), a.get("group", 1))
         elif op == "Relu": out = F.relu(x[0])
+        elif op == "Clip":
+            low = x[1] if len(x) > 1 and x[1] is not None else a.get("min")
+            high = x[2] if len(x) > 2 and x[2] is not None else a.get("max")
+            out = torch.clamp(x[0], None if low is None else float(low), None if high is None else float(high))
+        elif op == "Identity": out = x[0]
         elif op == "Sigmoid": out = torch.sigmoid(x[0])
         elif op == "Add": out = x[0] + x[1]
         elif op == "Mul": out = x[0] * x[1]
@@ -248,10 +255,10 @@ def ort_style_qdq(fp32_path, out_path, calibration, asymmetric):
     env = evaluate_all(model, {"input": calibration})
     ranges = {k: (float(v.min()), float(v.max())) for k, v in env.items() if v.dtype == torch.float32}
 
-    # Asymmetric: a Relu after a quantized op disappears, its output range replaces the producer's.
+    # Asymmetric: a Relu/Clip after a quantized op disappears, its output range replaces the producer's.
     if asymmetric:
         for node in list(graph.node):
-            src = producers.get(node.input[0]) if node.op_type == "Relu" else None
+            src = producers.get(node.input[0]) if node.op_type in ("Relu", "Clip") else None
             if src is not None and src.op_type in QUANTIZED_OPS and node.input[0] in ranges:
                 consumers = [n for n in graph.node if node.input[0] in n.input]
                 if len(consumers) == 1 and node.output[0] not in [o.name for o in graph.output]:
@@ -274,13 +281,14 @@ def ort_style_qdq(fp32_path, out_path, calibration, asymmetric):
         return np.float32(max(max(-lo, hi), 1e-8) / 127.0), np.int8(0)
 
     is_float = lambda name: name in ranges
-    quantized_ops = [n for n in graph.node if (n.op_type in QUANTIZED_OPS and is_float(n.output[0])) or (not asymmetric and n.op_type == "Relu"
+    quantized_ops = [n for n in graph.node if (n.op_type in QUANTIZED_OPS and is_float(n.output[0])) or (not asymmetric and n.op_type in ("Relu", "Clip")
                      and producers.get(n.input[0]) is not None and producers[n.input[0]].op_type in QUANTIZED_OPS)]
     activations = []
     for node in quantized_ops:
         for i, name in enumerate(node.input):
             weight = node.op_type in ("Conv", "Gemm", "MatMul") and i >= 1 and name in init
-            if name and not weight and name not in init and name not in activations:
+            bound = node.op_type == "Clip" and i >= 1
+            if name and not weight and not bound and name not in init and name not in activations:
                 activations.append(name)
         for name in node.output:
             if name not in activations:

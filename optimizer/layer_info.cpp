@@ -280,6 +280,74 @@ std::string join_tensors(const std::vector<LayerTensor>& tensors, std::string (*
   return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
+// A reason for a float layer or a Q/DQ node that no pass recorded, read off its neighbours; ""
+// when none applies. `precisions` holds each node's precision ("FP32", "INT8", "Q/DQ", ...).
+std::string derived_reason(const Graph& graph, const ValueIndex& index, const std::vector<std::string>& precisions,
+                           size_t node_index) {
+  const Node& node = graph.nodes[node_index];
+  auto describe = [&](int other) { return graph.nodes[static_cast<size_t>(other)].describe(); };
+  auto is_graph_input = [&](const std::string& value) {
+    return std::find(graph.inputs.begin(), graph.inputs.end(), value) != graph.inputs.end();
+  };
+  auto is_qdq = [&](int other, const char* op_type) {
+    return other >= 0 && graph.nodes[static_cast<size_t>(other)].domain.empty() &&
+           graph.nodes[static_cast<size_t>(other)].op_type == op_type;
+  };
+  auto is_float_layer = [&](int other) { return other >= 0 && precisions[static_cast<size_t>(other)] == "FP32"; };
+  if (node.domain.empty() && node.op_type == "QuantizeLinear") {
+    const std::string& x = node.input(0);
+    if (is_graph_input(x)) return fmt::format("quantizes graph input '{}'", x);
+    const int producer = index.producer(x);
+    if (is_float_layer(producer)) return fmt::format("quantizes the output of float {}", describe(producer));
+    // An INT8 layer writes float when a float layer reads its output too.
+    const ValueInfo* value = graph.find_value(x);
+    if (producer >= 0 && value != nullptr && value->dtype == DataType::kFloat) {
+      for (int reader : index.consumers(x)) {
+        if (is_float_layer(reader)) {
+          return fmt::format("quantizes the float output of {}, which float {} also reads", describe(producer),
+                             describe(reader));
+        }
+      }
+    }
+    return "";
+  }
+  if (node.domain.empty() && node.op_type == "DequantizeLinear") {
+    if (node.outputs.empty()) return "";
+    const std::string& y = node.outputs[0];
+    const std::vector<int>& readers = index.consumers(y);
+    for (int reader : readers) {
+      if (!is_float_layer(reader)) return "";
+    }
+    if (index.is_graph_output(y)) return fmt::format("dequantizes graph output '{}'", y);
+    if (readers.empty()) return "";
+    return fmt::format("dequantizes for float {}", describe(readers[0]));
+  }
+  bool dequantized_input = false;
+  for (const std::string& input : node.inputs) {
+    if (!input.empty() && is_qdq(index.producer(input), "DequantizeLinear")) dequantized_input = true;
+  }
+  bool quantized_output = false;
+  for (const std::string& output : node.outputs) {
+    if (output.empty()) continue;
+    for (int reader : index.consumers(output)) quantized_output = quantized_output || is_qdq(reader, "QuantizeLinear");
+  }
+  if (!dequantized_input && !quantized_output) {
+    return "not quantized in the model (no DequantizeLinear before it, no QuantizeLinear after it)";
+  }
+  if (!dequantized_input) return "its input is float (the model quantizes only its output)";
+  if (!quantized_output) return "its output is not quantized (no QuantizeLinear follows): float on the dequantized input";
+  // The ops some fusion turns into an INT8 layer: anything else between a DQ and a Q has no INT8
+  // layer; one of these that stayed float without a recorded reason is unexplained.
+  static const std::set<std::string> fused_op_types = {
+      "Conv",    "MatMul",    "Gemm",        "Add",  "Mul", "GlobalAveragePool", "AveragePool", "MaxPool", "Concat",
+      "Sigmoid", "Tanh",      "HardSwish",   "Gelu", "Div", "HardSigmoid",       "Relu",        "Clip",    "Max",
+      "Min",     "LeakyRelu"};
+  if (node.domain.empty() && !fused_op_types.count(node.op_type)) {
+    return fmt::format("no INT8 layer for {} (runs in float between DequantizeLinear and QuantizeLinear)", node.op_type);
+  }
+  return "";  // DQ -> op -> Q that no fusion took or explained
+}
+
 }  // namespace
 
 double LayerSummary::int8_mac_share() const {
@@ -328,8 +396,39 @@ LayerReport compute_layer_info(const Graph& graph, const std::vector<FloatReason
     }
     report.layers.push_back(std::move(layer));
   }
-  report.summary.float_reasons = float_reasons;
   report.summary.unbound_symbols = builder.unbound_symbols();
+
+  // Every float layer and every Q/DQ left gets a reason: the one a pass recorded, else one read off
+  // the graph, else it is listed as unexplained.
+  LayerSummary& summary = report.summary;
+  std::vector<std::string> precisions;
+  std::map<std::string, size_t> node_of;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    precisions.push_back(report.layers[i].precision);
+    node_of.emplace(graph.nodes[i].name, i);
+  }
+  std::set<std::string> recorded;
+  for (const FloatReason& reason : float_reasons) {
+    auto it = node_of.find(reason.node);
+    const bool qdq = it != node_of.end() && precisions[it->second] == "Q/DQ";
+    recorded.insert(reason.node);
+    (qdq ? summary.qdq_reasons : summary.float_reasons).push_back(reason);
+  }
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    const bool qdq = precisions[i] == "Q/DQ";
+    if (!qdq && precisions[i] != "FP32") continue;
+    if (!qdq) ++summary.float_layers;
+    std::string reason = recorded.count(node.name) ? "" : derived_reason(graph, index, precisions, i);
+    if (!recorded.count(node.name) && reason.empty()) {
+      summary.unexplained.push_back(fmt::format("{} '{}'", node.op_type, node.name));
+      continue;
+    }
+    (qdq ? summary.explained_qdq_nodes : summary.explained_float_layers)++;
+    if (!reason.empty()) {
+      (qdq ? summary.qdq_reasons : summary.float_reasons).push_back({node.name, node.op_type, std::move(reason)});
+    }
+  }
   return report;
 }
 
@@ -372,8 +471,13 @@ std::string format_layer_summary(const LayerReport& report) {
   text += fmt::format("Q/DQ nodes left: {} QuantizeLinear, {} DequantizeLinear; inside INT8 regions: {}\n",
                       summary.quantize_nodes, summary.dequantize_nodes, summary.qdq_inside_int8.size());
   for (const std::string& name : summary.qdq_inside_int8) text += fmt::format("  inside: {}\n", name);
-  text += fmt::format("Float layers with a reason: {}\n", summary.float_reasons.size());
+  text += fmt::format("Float layers with a reason: {} of {}\n", summary.explained_float_layers, summary.float_layers);
   for (const FloatReason& reason : summary.float_reasons) text += fmt::format("  {}\n", format_float_reason(reason));
+  text += fmt::format("Q/DQ nodes with a reason: {} of {}\n", summary.explained_qdq_nodes,
+                      summary.quantize_nodes + summary.dequantize_nodes);
+  for (const FloatReason& reason : summary.qdq_reasons) text += fmt::format("  {}\n", format_float_reason(reason));
+  text += fmt::format("Unexplained: {}\n", summary.unexplained.size());
+  for (const std::string& name : summary.unexplained) text += fmt::format("  {}\n", name);
   return text;
 }
 

@@ -44,7 +44,18 @@ struct LayerSummary {
   // Q/DQ nodes inside an INT8 region (a DQ feeding a Q or a qdqrt layer, a Q reading a DQ or a
   // qdqrt layer); region borders do not count.
   std::vector<std::string> qdq_inside_int8;
+  // Why each float layer stays float: the reasons the fusions recorded, then for the others a
+  // reason read off the graph (not quantized in the model, only its output quantized, ...).
   std::vector<FloatReason> float_reasons;
+  int float_layers = 0;            // FP32 layers (Q/DQ nodes excluded)
+  int explained_float_layers = 0;  // of those, the ones with a reason
+  // Why each QuantizeLinear/DequantizeLinear is left: quantizes a graph input or a float layer's
+  // output, dequantizes for a float layer or a graph output, or a fan-out the fusions noted.
+  std::vector<FloatReason> qdq_reasons;
+  int explained_qdq_nodes = 0;
+  // Float layers and Q/DQ nodes with no reason ("Op 'name'"): a float island between a DQ and a Q
+  // that no fusion took and none explained, or a Q/DQ inside an INT8 region.
+  std::vector<std::string> unexplained;
   // Symbols taken as 1 for MACs because no --shapes value bound them.
   std::vector<std::string> unbound_symbols;
 

@@ -97,12 +97,20 @@ nlohmann::json layer_report_to_json(const optimizer::LayerReport& report) {
   json_summary["DequantizeLinearLeft"] = summary.dequantize_nodes;
   json_summary["QDQInsideInt8Regions"] = summary.qdq_inside_int8;
   json_summary["UnboundSymbols"] = summary.unbound_symbols;
-  nlohmann::json reasons = nlohmann::json::array();
-  for (const optimizer::FloatReason& reason : summary.float_reasons) {
-    reasons.push_back({{"Node", reason.node}, {"OpType", reason.op_type}, {"Reason", reason.reason},
-                       {"Text", optimizer::format_float_reason(reason)}});
-  }
-  json_summary["FloatReasons"] = reasons;
+  auto reasons_to_json = [](const std::vector<optimizer::FloatReason>& reasons) {
+    nlohmann::json json = nlohmann::json::array();
+    for (const optimizer::FloatReason& reason : reasons) {
+      json.push_back({{"Node", reason.node}, {"OpType", reason.op_type}, {"Reason", reason.reason},
+                      {"Text", optimizer::format_float_reason(reason)}});
+    }
+    return json;
+  };
+  json_summary["FloatReasons"] = reasons_to_json(summary.float_reasons);
+  json_summary["FloatLayers"] = summary.float_layers;
+  json_summary["ExplainedFloatLayers"] = summary.explained_float_layers;
+  json_summary["ExplainedQDQNodes"] = summary.explained_qdq_nodes;
+  json_summary["QDQReasons"] = reasons_to_json(summary.qdq_reasons);
+  json_summary["Unexplained"] = summary.unexplained;
   return {{"Layers", layers}, {"Summary", json_summary}};
 }
 

@@ -10,8 +10,31 @@ namespace qdqrt::optimizer {
 
 namespace {
 
-// Relu / Clip (constant bounds) / LeakyRelu as a fusable activation.
-std::optional<FusedActivation> activation_of(const Graph& graph, const Node& node) {
+// A following Add of a constant [N] vector is the bias (MatMul + Add as exported from Linear).
+void select_bias_add(const Graph& graph, const ValueIndex& index, QdqSelection& selection, int64_t bias_channels) {
+  int consumer = single_consumer(index, selection.output);
+  if (consumer < 0 || !is_onnx(graph.nodes[static_cast<size_t>(consumer)], "Add")) return;
+  const Node& add = graph.nodes[static_cast<size_t>(consumer)];
+  const std::string& other = add.input(0) == selection.output ? add.input(1) : add.input(0);
+  const Tensor* constant = find_constant(graph, other);
+  if (constant != nullptr && constant->dtype() == DataType::kFloat && constant->numel() == bias_channels &&
+      constant->rank() >= 1 && constant->dim(constant->rank() - 1) == bias_channels && constant->rank() <= 2) {
+    selection.bias = other;
+    selection.targets.push_back(consumer);
+    selection.output = add.outputs[0];
+  }
+}
+
+void set_float(Node& node, const std::string& key, float value) {
+  Attribute attribute;
+  attribute.kind = Attribute::Kind::kFloat;
+  attribute.f = value;
+  node.attributes[key] = attribute;
+}
+
+}  // namespace
+
+std::optional<FusedActivation> fusable_activation(const Graph& graph, const Node& node) {
   FusedActivation activation;
   if (is_onnx(node, "Relu")) {
     activation.kind = ActivationKind::kRelu;
@@ -44,35 +67,11 @@ std::optional<FusedActivation> activation_of(const Graph& graph, const Node& nod
   return std::nullopt;
 }
 
-// A following Add of a constant [N] vector is the bias (MatMul + Add as exported from Linear).
-void select_bias_add(const Graph& graph, const ValueIndex& index, QdqSelection& selection, int64_t bias_channels) {
-  int consumer = single_consumer(index, selection.output);
-  if (consumer < 0 || !is_onnx(graph.nodes[static_cast<size_t>(consumer)], "Add")) return;
-  const Node& add = graph.nodes[static_cast<size_t>(consumer)];
-  const std::string& other = add.input(0) == selection.output ? add.input(1) : add.input(0);
-  const Tensor* constant = find_constant(graph, other);
-  if (constant != nullptr && constant->dtype() == DataType::kFloat && constant->numel() == bias_channels &&
-      constant->rank() >= 1 && constant->dim(constant->rank() - 1) == bias_channels && constant->rank() <= 2) {
-    selection.bias = other;
-    selection.targets.push_back(consumer);
-    selection.output = add.outputs[0];
-  }
-}
-
-void set_float(Node& node, const std::string& key, float value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kFloat;
-  attribute.f = value;
-  node.attributes[key] = attribute;
-}
-
-}  // namespace
-
 void select_activation_and_output(const Graph& graph, const ValueIndex& index, QdqSelection& selection) {
   int consumer = single_consumer(index, selection.output);
   if (consumer >= 0) {
     const Node& next = graph.nodes[static_cast<size_t>(consumer)];
-    if (auto activation = activation_of(graph, next); activation && next.input(0) == selection.output) {
+    if (auto activation = fusable_activation(graph, next); activation && next.input(0) == selection.output) {
       selection.activation = *activation;
       selection.targets.push_back(consumer);
       selection.output = next.outputs[0];

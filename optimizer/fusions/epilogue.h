@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@
 
 namespace qdqrt::optimizer {
 
+// Relu / Clip (constant bounds) / LeakyRelu as an activation a layer can apply, else nullopt.
+std::optional<FusedActivation> fusable_activation(const Graph& graph, const Node& node);
 // Activation then output Q after `selection.output`; updates targets/output (QAdd/QMul).
 void select_activation_and_output(const Graph& graph, const ValueIndex& index, QdqSelection& selection);
 // The epilogue of a Conv/MatMul writing `selection.output`: [bias Add] [residual Add]

@@ -57,6 +57,8 @@ struct QdqSelection {
   // its readers read the layer's output.
   std::vector<QuantizedOutput> extra_output_qs;
   std::string output;  // the value the fused layer writes
+  // Clamp: the fused layer that takes the clamp as its activation (-1: a standalone QRequantize).
+  int absorbing_layer = -1;
   // Parts that look quantized but stay float, and why (e.g. the Add of a float residual).
   std::vector<FloatReason> notes;
 };

@@ -23,6 +23,8 @@ const std::vector<Fusion>& fusion_registry() {
        {"fold_constants", "fold_batchnorm", "propagate_qdq", "remove_redundant_qdq", "fuse_qdq_conv",
         "fuse_qdq_matmul"}},
       {"fuse_qdq_lookup", select_qdq_lookup, apply_qdq_lookup, {"fuse_qdq_conv", "fuse_qdq_matmul"}},
+      // Last: the layers a clamp can join (QConv, QMatMul, QLookup) exist by then.
+      {"fuse_qdq_clamp", select_qdq_clamp, apply_qdq_clamp, {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_lookup"}},
   };
   // clang-format on
   return registry;

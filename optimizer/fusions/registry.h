@@ -33,4 +33,9 @@ Status apply_qdq_concat(Graph& graph, const QdqSelection& selection, PassContext
 SelectResult select_qdq_lookup(const Graph& graph, const ValueIndex& index, int node);
 Status apply_qdq_lookup(Graph& graph, const QdqSelection& selection, PassContext& context);
 
+// clamp.cpp: DQ -> Relu/Clip/Max/Min (constant bounds) -> Q: the clamp joins the fused layer that
+// writes the DQ's input when all three share their parameters, else a QRequantize clamps in int8.
+SelectResult select_qdq_clamp(const Graph& graph, const ValueIndex& index, int node);
+Status apply_qdq_clamp(Graph& graph, const QdqSelection& selection, PassContext& context);
+
 }  // namespace qdqrt::optimizer

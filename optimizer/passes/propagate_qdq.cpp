@@ -101,7 +101,10 @@ class PropagateQdqPass : public Pass {
       if (is_dequantize(node) && (fold_into_constant_weight(graph, index, n) || move_dequantize_forward(graph, index, n))) {
         return true;
       }
-      if (is_quantize(node) && (absorb_clamp(graph, index, n) || move_quantize_backward(graph, index, n))) return true;
+      if (is_quantize(node) && (merge_equal_quantizers(graph, index, n) || absorb_clamp(graph, index, n) ||
+                                move_quantize_backward(graph, index, n))) {
+        return true;
+      }
       if (node.op_type == "Concat" && node.domain.empty() && move_dequantize_past_concat(graph, index, n)) return true;
     }
     return false;
@@ -237,6 +240,26 @@ class PropagateQdqPass : public Pass {
     op.outputs[0] = q_output;
     graph.values.erase(y);
     return true;
+  }
+
+  // A value read by several Qs with equal parameters (ResNet's stem MaxPool feeds the first block's
+  // input and downsample quantizers): the later Qs' readers read the first Q's output, so the
+  // value has one reader and the Q can move (Q(x) twice is the same tensor: exact).
+  static bool merge_equal_quantizers(Graph& graph, const ValueIndex& index, size_t q_index) {
+    const Node& q = graph.nodes[q_index];
+    std::optional<QuantParams> params = per_tensor_params(graph, q);
+    if (!params) return false;
+    for (int reader : index.consumers(q.input(0))) {
+      const Node& other = graph.nodes[static_cast<size_t>(reader)];
+      if (static_cast<size_t>(reader) == q_index || !is_quantize(other) || other.input(0) != q.input(0)) continue;
+      if (other.outputs.empty() || other.outputs[0].empty()) continue;
+      std::optional<QuantParams> other_params = per_tensor_params(graph, other);
+      if (!other_params || !same_quant_params(*params, *other_params, 0)) continue;
+      if (!bypass_value(graph, other.outputs[0], q.outputs[0])) continue;
+      graph.nodes.erase(graph.nodes.begin() + reader);
+      return true;
+    }
+    return false;
   }
 
   // Relu/Clip -> Q where the Q saturates at the same bounds: Q(clip(x)) == Q(x).

@@ -270,5 +270,36 @@ TEST(PropagateQdq, MustNotFoldPerChannelWeightThroughReshape) {
   EXPECT_EQ(op_sequence(run_passes(graph, kPropagate)), "DequantizeLinear,Reshape,MatMul");
 }
 
+// ResNet's stem: Relu -> MaxPool read by two input quantizers with equal parameters (the first
+// block's conv and its downsample). The Qs merge and the Q moves above the MaxPool: int8 pool.
+std::string stem_graph(const std::string& second_scale) {
+  return R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4,8,8] x) => (float[1,4,4,4] y1, float[1,4,4,4] y2)
+    <float s = {0.05}, float s2 = {)" + second_scale + R"(}, int8 zp = {0}>
+    {
+      r = Relu(x)
+      p = MaxPool<kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]>(r)
+      q1 = QuantizeLinear(p, s, zp)
+      y1 = DequantizeLinear(q1, s, zp)
+      q2 = QuantizeLinear(p, s2, zp)
+      y2 = DequantizeLinear(q2, s2, zp)
+    })";
+}
+
+TEST(PropagateQdq, EqualQuantizersOfOneValueMergeAndMoveAboveMaxPool) {
+  Graph graph = parse_graph(stem_graph("0.05"));
+  Graph rewritten = run_passes(graph, kPropagate);
+  EXPECT_EQ(op_sequence(rewritten), "Relu,QuantizeLinear,MaxPool,DequantizeLinear,DequantizeLinear");
+  EXPECT_EQ(rewritten.find_value(rewritten.nodes[2].outputs[0])->dtype, DataType::kInt8);
+  expect_same_outputs(graph, rewritten, random_inputs(graph, 41), 0.0, 0.0);
+}
+
+TEST(PropagateQdq, MustNotMergeQuantizersWithDifferentScales) {
+  Graph graph = parse_graph(stem_graph("0.06"));
+  EXPECT_EQ(op_sequence(run_passes(graph, kPropagate)),
+            "Relu,MaxPool,QuantizeLinear,DequantizeLinear,QuantizeLinear,DequantizeLinear");
+}
+
 }  // namespace
 }  // namespace qdqrt::testing

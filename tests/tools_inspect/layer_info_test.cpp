@@ -149,6 +149,43 @@ TEST(LayerInfo, SummaryCountsMacsAndQdqInsideInt8Regions) {
   EXPECT_EQ(inside.summary.unbound_symbols, std::vector<std::string>{"batch"});
 }
 
+// Every float layer and Q/DQ left gets a reason: recorded by a pass, or read off the graph; a
+// DQ -> float op -> Q island that no pass explained is listed as unexplained.
+TEST(LayerInfo, EveryFloatLayerAndQdqNodeIsExplainedOrListed) {
+  Graph graph = optimized_graph();
+  LayerReport report = compute_layer_info(graph, {}, {{"batch", 1}});
+  const LayerSummary& summary = report.summary;
+  EXPECT_EQ(summary.float_layers, 2);
+  EXPECT_EQ(summary.explained_float_layers, 1);
+  EXPECT_EQ(summary.explained_qdq_nodes, 4);
+  EXPECT_EQ(summary.unexplained, std::vector<std::string>{"Conv 'dw'"});
+  std::vector<std::string> texts;
+  for (const FloatReason& reason : summary.qdq_reasons) texts.push_back(format_float_reason(reason));
+  for (const FloatReason& reason : summary.float_reasons) texts.push_back(format_float_reason(reason));
+  EXPECT_EQ(texts, (std::vector<std::string>{
+                       "QuantizeLinear 'q_x': quantizes graph input 'x'",
+                       "DequantizeLinear 'dq_c1': dequantizes for float Conv 'dw'",
+                       "QuantizeLinear 'q_d': quantizes the output of float Conv 'dw'",
+                       "DequantizeLinear 'dq_d': dequantizes graph output 'dqf'",
+                       "MatMul 'mm': not quantized in the model (no DequantizeLinear before it, no QuantizeLinear "
+                       "after it)"}));
+  std::string text = format_layer_summary(report);
+  EXPECT_NE(text.find("Float layers with a reason: 1 of 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("Q/DQ nodes with a reason: 4 of 4"), std::string::npos) << text;
+  EXPECT_NE(text.find("Unexplained: 1\n  Conv 'dw'"), std::string::npos) << text;
+
+  // A reason a pass recorded explains it.
+  LayerReport recorded = compute_layer_info(graph, {{"dw", "Conv", "why"}}, {{"batch", 1}});
+  EXPECT_TRUE(recorded.summary.unexplained.empty());
+  EXPECT_EQ(recorded.summary.explained_float_layers, 2);
+  // An op no fusion handles has no INT8 layer: that is the reason.
+  graph.nodes[3].op_type = "ReduceMean";
+  LayerReport no_layer = compute_layer_info(graph, {}, {{"batch", 1}});
+  EXPECT_TRUE(no_layer.summary.unexplained.empty());
+  EXPECT_EQ(no_layer.summary.float_reasons[0].reason,
+            "no INT8 layer for ReduceMean (runs in float between DequantizeLinear and QuantizeLinear)");
+}
+
 TEST(LayerInfo, QdqListsOnlyItsDataInputEvenWhenScaleIsComputed) {
   // Before constant folding, QAT exports compute scales with nodes (Cast of a Constant).
   Graph graph = optimized_graph();
