@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Reports every file or folder that README.md and docs/*.md name but the source tree lacks.
+"""Reports every file or folder that the Markdown files of the repo (README.md, docs/*.md, the
+READMEs of models/ and tests/) name but the source tree lacks.
 
     /usr/bin/python3 scripts/check_doc_paths.py [SOURCE_ROOT] [MORE.md ...]
 
@@ -14,8 +15,9 @@ docs that name it fails the suite. What counts as a path:
     file of the tree must have that name.
 
 `{a,b}` is expanded (`dispatch.{h,cpp}` names two files) and `*` must match at least one file.
-Tokens with placeholders (`core/ops/<family>.h`, `...`) and paths under build/ (made by the build)
-are not checked. Exit status 1 when something is missing, with one line per missing path:
+Of a token with a placeholder (`core/ops/<family>.h`) the folder before it is checked; tokens with
+`...`, paths under build/ and the few paths an install script or the build makes (GENERATED) are
+not. Exit status 1 when something is missing, with one line per missing path:
 `docs/kernels.md:12: kernels/qgemm.h`.
 """
 
@@ -40,7 +42,7 @@ GENERATED = {
 SKIPPED_DIRS = {".git", "build", "node_modules", "__pycache__"}
 
 # A run of path characters that does not continue another word or path.
-TOKEN = re.compile(r"(?<![\w./{}*-])[\w.{}*,/-]*[\w}*/]")
+TOKEN = re.compile(r"(?<![\w./{}*<>-])[\w.{}*,/<>-]*[\w}*/>]")
 TRAILING = ".,:;"
 
 
@@ -72,8 +74,13 @@ def candidate_tokens(line):
             continue  # a shell redirect's output file
         if "," in token and "{" not in token:
             continue  # a list in prose ("gemm/,conv/"), not one path
-        if token.count("{") != token.count("}") or "..." in token:
-            continue
+        if "<" in token and ">" in token:
+            token = token[: token.index("<")].rpartition("/")[0]  # `core/ops/<family>.h`: its folder
+            if not token:
+                continue
+            token += "/"
+        if token.count("{") != token.count("}") or "..." in token or "<" in token or ">" in token:
+            continue  # `kernels/.../`, an arrow
         yield from expand_braces(token)
 
 
@@ -113,8 +120,7 @@ class Tree:
         return False
 
 
-def check(root, documents):
-    tree = Tree(root)
+def check(root, tree, documents):
     problems = []
     for document in documents:
         with open(os.path.join(root, document), encoding="utf-8") as text:
@@ -127,10 +133,9 @@ def check(root, documents):
 
 def main(argv):
     root = os.path.abspath(argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
-    documents = ["README.md"] + sorted(
-        os.path.relpath(path, root) for path in glob.glob(os.path.join(root, "docs", "*.md")))
-    documents += argv[2:]
-    problems = check(root, documents)
+    tree = Tree(root)
+    documents = sorted(path for path in tree.files if path.endswith(".md")) + argv[2:]
+    problems = check(root, tree, documents)
     for problem in problems:
         print(problem)
     if problems:
