@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "engine/layer.h"
+#include "engine/layer_params.h"
 #include "engine/layers/layer_families.h"
 #include "kernels/dispatch.h"
 #include "optimizer/graph_utils.h"
@@ -255,7 +256,7 @@ class PlanBuilder final : public BuildContext {
     layer.op_type = "Constant";
     layer.outputs = {index};
     layer.kernel = "x8-copy";
-    layer.blobs.push_back(make_blob("value", constant_value.raw_data(), constant_value.nbytes()));
+    params::kConstantValue.write_bytes(layer, constant_value.raw_data(), constant_value.nbytes());
     plan_.layers.push_back(std::move(layer));
     Stored& entry = stored_[value];
     entry.plain = index;

@@ -10,8 +10,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
-#include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -27,80 +27,7 @@ namespace qdqrt::engine {
 
 namespace file_format {
 
-namespace {
-
-constexpr uint64_t kPrime1 = 0x9E3779B185EBCA87ULL;
-constexpr uint64_t kPrime2 = 0xC2B2AE3D27D4EB4FULL;
-constexpr uint64_t kPrime3 = 0x165667B19E3779F9ULL;
-constexpr uint64_t kPrime4 = 0x85EBCA77C2B2AE63ULL;
-constexpr uint64_t kPrime5 = 0x27D4EB2F165667C5ULL;
-
-uint64_t read_u64(const uint8_t* p) {
-  uint64_t value;
-  std::memcpy(&value, p, 8);
-  return value;
-}
-uint32_t read_u32(const uint8_t* p) {
-  uint32_t value;
-  std::memcpy(&value, p, 4);
-  return value;
-}
-uint64_t xxh_round(uint64_t accumulator, uint64_t lane) {
-  accumulator += lane * kPrime2;
-  return std::rotl(accumulator, 31) * kPrime1;
-}
-uint64_t xxh_merge(uint64_t hash, uint64_t accumulator) {
-  hash ^= xxh_round(0, accumulator);
-  return hash * kPrime1 + kPrime4;
-}
-
-}  // namespace
-
-uint64_t xxhash64(const void* data, size_t size, uint64_t seed) {
-  const uint8_t* p = static_cast<const uint8_t*>(data);
-  size_t remaining = size;
-  uint64_t hash;
-  if (remaining >= 32) {
-    // Four independent lanes over 32-byte stripes: several GB/s, so hashing a whole engine is cheap.
-    uint64_t v1 = seed + kPrime1 + kPrime2, v2 = seed + kPrime2, v3 = seed, v4 = seed - kPrime1;
-    do {
-      v1 = xxh_round(v1, read_u64(p));
-      v2 = xxh_round(v2, read_u64(p + 8));
-      v3 = xxh_round(v3, read_u64(p + 16));
-      v4 = xxh_round(v4, read_u64(p + 24));
-      p += 32;
-      remaining -= 32;
-    } while (remaining >= 32);
-    hash = std::rotl(v1, 1) + std::rotl(v2, 7) + std::rotl(v3, 12) + std::rotl(v4, 18);
-    hash = xxh_merge(hash, v1);
-    hash = xxh_merge(hash, v2);
-    hash = xxh_merge(hash, v3);
-    hash = xxh_merge(hash, v4);
-  } else {
-    hash = seed + kPrime5;
-  }
-  hash += static_cast<uint64_t>(size);
-  for (; remaining >= 8; p += 8, remaining -= 8) {
-    hash ^= xxh_round(0, read_u64(p));
-    hash = std::rotl(hash, 27) * kPrime1 + kPrime4;
-  }
-  if (remaining >= 4) {
-    hash ^= static_cast<uint64_t>(read_u32(p)) * kPrime1;
-    hash = std::rotl(hash, 23) * kPrime2 + kPrime3;
-    p += 4;
-    remaining -= 4;
-  }
-  for (; remaining > 0; ++p, --remaining) {
-    hash ^= static_cast<uint64_t>(*p) * kPrime5;
-    hash = std::rotl(hash, 11) * kPrime1;
-  }
-  hash ^= hash >> 33;
-  hash *= kPrime2;
-  hash ^= hash >> 29;
-  hash *= kPrime3;
-  hash ^= hash >> 32;
-  return hash;
-}
+uint64_t xxhash64(const void* data, size_t size, uint64_t seed) { return XXH64(data, size, seed); }
 
 }  // namespace file_format
 

@@ -41,7 +41,7 @@ inline constexpr size_t kFileBytesOffset = 56;
 // The checksum covers everything after its own field.
 inline constexpr size_t kChecksumStart = kChecksumOffset + 8;
 
-// XXH64 (xxHash's 64-bit hash, written from its published specification).
+// XXH64, xxHash's 64-bit hash (libxxhash).
 uint64_t xxhash64(const void* data, size_t size, uint64_t seed = 0);
 
 // The checksum of a whole file's bytes (requires file.size() >= kChecksumStart).

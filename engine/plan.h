@@ -22,8 +22,9 @@
 
 namespace qdqrt::engine {
 
-// Version of the engine file layout; a file with another version is refused.
-inline constexpr uint32_t kEngineFormatVersion = 1;
+// Version of the engine file layout; a file with another version is refused. 2: layer params as
+// the codecs of engine/layer_params.h (packed INT8 weights in real units, the output scale once).
+inline constexpr uint32_t kEngineFormatVersion = 2;
 
 // How a tensor's elements are ordered in memory. kPlain is ONNX's row-major order of the logical
 // shape (NCHW for images); kNhwc stores a rank-4 [N, C, H, W] tensor channels-last (INT8 regions).

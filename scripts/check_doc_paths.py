@@ -27,10 +27,10 @@ import os
 import re
 import sys
 
-# Top-level folders and files a path can start from. Fixed, not read from the tree, so that a
-# folder that disappears still makes the paths under it stale.
-ROOTS = {".ci", "bench", "core", "docs", "engine", "kernels", "models", "optimizer", "parser", "reference",
-         "scripts", "tests", "tools", "CMakeLists.txt", "README.md"}
+# Top-level folders and files a path can start from: these and whatever else the root holds. Listed
+# here too so that a folder that disappears still makes the paths under it stale.
+ROOTS = {".ci", "bench", "core", "deploy", "docs", "engine", "kernels", "models", "optimizer", "parser",
+         "reference", "scripts", "server", "tests", "tools", "CMakeLists.txt", "README.md"}
 # Extensions of file names worth checking (not .onnx/.npy/.svg/.txt: examples name made-up files).
 FILE_EXTENSIONS = (".h", ".cpp", ".py", ".sh", ".fbs", ".js", ".md", ".cmake")
 BARE_NAME_EXTENSIONS = (".h", ".cpp", ".py", ".sh", ".fbs", ".md")  # not .js: "Node.js"
@@ -38,6 +38,7 @@ BARE_NAME_EXTENSIONS = (".h", ".cpp", ".py", ".sh", ".fbs", ".md")  # not .js: "
 GENERATED = {
     "engine/engine_file_generated.h": "flatc, into the build tree (engine/CMakeLists.txt)",
     "tools/ort/node_modules": "npm ci in scripts/install_ort.sh",
+    "tests/server/node_modules": "npm ci in scripts/install_serve_clients.sh",
 }
 SKIPPED_DIRS = {".git", "build", "node_modules", "__pycache__"}
 
@@ -87,6 +88,8 @@ def candidate_tokens(line):
 class Tree:
     def __init__(self, root):
         self.root = root
+        self.roots = ROOTS | {entry for entry in os.listdir(root) if entry not in SKIPPED_DIRS
+                              and not entry.startswith("build")}
         self.files = tree_files(root)
         self.names = {path.rsplit("/", 1)[-1] for path in self.files}
 
@@ -107,7 +110,7 @@ class Tree:
         if token.startswith("build/") or token.rstrip("/") in GENERATED or not re.search(r"[A-Za-z]", token):
             return False
         first = token.split("/", 1)[0]
-        if "/" in token and first in ROOTS:
+        if "/" in token and first in self.roots:
             return not self.exists(token)
         if "/" in token:
             return token.endswith(FILE_EXTENSIONS) and not self.has_suffix(token)

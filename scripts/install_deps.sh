@@ -9,6 +9,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libflatbuffers-dev flatbuffers-compiler
   python3-numpy python3-torch python3-torchvision dataset-fashion-mnist
   clang libclang-rt-14-dev ccache libxxhash-dev
+  libcpp-httplib-dev libgrpc++-dev protobuf-compiler-grpc
 )
 missing=()
 # Node.js (for the ONNX Runtime oracle) may come from elsewhere; only add Debian's when absent.
@@ -25,3 +26,5 @@ if ((${#missing[@]})); then
 fi
 # ONNX Runtime for Node.js: the oracle for whole-model tests and the performance peer.
 bash "$(dirname "${BASH_SOURCE[0]}")/install_ort.sh"
+# Node clients for qdqrt serve's tests and bench/serve (gRPC, HTTP load).
+bash "$(dirname "${BASH_SOURCE[0]}")/install_serve_clients.sh"

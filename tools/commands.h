@@ -25,5 +25,6 @@ Command add_inspect_command(CLI::App& app);  // qdqrt inspect: optimized layer l
 Command add_exec_command(CLI::App& app);     // qdqrt exec: build/load an engine and benchmark it
 Command add_calibrate_command(CLI::App& app);  // qdqrt calibrate: PTQ calibration -> QDQ ONNX
 Command add_eval_command(CLI::App& app);       // qdqrt eval: accuracy/latency table over a data set
+Command add_serve_command(CLI::App& app);      // qdqrt serve: KServe v2 / Triton protocol server
 
 }  // namespace qdqrt::tools

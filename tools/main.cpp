@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
     app.name("qdqrt");
     app.require_subcommand(1);
     std::vector<Command> commands = {add_run_command(app), add_inspect_command(app), add_exec_command(app),
-                                     add_calibrate_command(app), add_eval_command(app)};
+                                     add_calibrate_command(app), add_eval_command(app), add_serve_command(app)};
     app.failure_message([](const CLI::App* failed, const CLI::Error& error) {
       std::string command = failed->get_name();
       std::vector<CLI::App*> chosen = failed->get_subcommands();

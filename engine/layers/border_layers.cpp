@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "engine/layer.h"
+#include "engine/layer_params.h"
 #include "engine/layers/layer_families.h"
 #include "kernels/dispatch.h"
 #include "core/ops/fused_layers.h"
@@ -159,9 +160,9 @@ Status lower_quantize(const Node& node, BuildContext& context) {
   layer.op_type = node.op_type;
   layer.inputs = {input};
   layer.outputs = {output};
-  layer.params.set("scale", static_cast<double>(q.scale));
-  layer.params.set("zero_point", static_cast<int64_t>(q.zero_point));
-  layer.params.set("to_nhwc", static_cast<int64_t>(to_nhwc));
+  params::kScale.write(layer, q.scale);
+  params::kZeroPoint.write(layer, q.zero_point);
+  params::kToNhwc.write(layer, to_nhwc);
   bool is_signed = context.tensor(output).dtype == DataType::kInt8;
   auto kernel_name = [&](auto set) { return to_nhwc ? set.quantize_nchw_to_nhwc.name : set.quantize.name; };
   layer.kernel = is_signed ? kernel_name(kernels::quantize_kernels<int8_t>(context.isa()))
@@ -170,24 +171,19 @@ Status lower_quantize(const Node& node, BuildContext& context) {
   return Status::ok();
 }
 
-// The "scale" and "zero_point" params of a quantize/dequantize layer, checked for the 8-bit type
+// The scale and zero-point params of a quantize/dequantize layer, checked for the 8-bit type
 // `quantized` (an engine file is untrusted).
 Result<ScalarQuantization> bound_quantization(const BindContext& context, DataType quantized) {
-  const Params& params = context.layer().params;
-  QDQRT_ASSIGN_OR_RETURN(double scale, params.get_float("scale"));
-  QDQRT_ASSIGN_OR_RETURN(int64_t zero_point, params.get_int("zero_point"));
-  if (!(scale > 0.0) || !std::isfinite(scale)) return context.error(fmt::format("scale {} is not positive", scale));
+  QDQRT_ASSIGN_OR_RETURN(float scale, params::kScale.read(context));
   const int64_t lowest = quantized == DataType::kInt8 ? -128 : 0;
-  if (zero_point < lowest || zero_point > lowest + 255) {
-    return context.error(fmt::format("zero point {} out of range", zero_point));
-  }
-  return ScalarQuantization{static_cast<float>(scale), static_cast<int32_t>(zero_point)};
+  QDQRT_ASSIGN_OR_RETURN(int64_t zero_point, params::kZeroPoint.read_in(context, lowest, lowest + 255));
+  return ScalarQuantization{scale, static_cast<int32_t>(zero_point)};
 }
 
 Result<std::unique_ptr<Layer>> bind_quantize(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* input, context.input(0));
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
-  QDQRT_ASSIGN_OR_RETURN(int64_t to_nhwc, context.layer().params.get_int("to_nhwc"));
+  QDQRT_ASSIGN_OR_RETURN(bool to_nhwc, params::kToNhwc.read(context));
   if (input->dtype != DataType::kFloat || !is_8bit(output->dtype)) {
     return context.error(fmt::format("needs float32 -> int8/uint8, got {} -> {}", dtype_name(input->dtype),
                                      dtype_name(output->dtype)));
@@ -203,9 +199,9 @@ Result<std::unique_ptr<Layer>> bind_quantize(const BindContext& context) {
   kernels::Isa isa = kernels::active_isa();
   int32_t in = context.layer().inputs[0], out = context.layer().outputs[0];
   if (output->dtype == DataType::kInt8) {
-    return std::unique_ptr<Layer>(new QuantizeLayer<int8_t>(in, out, q.scale, q.zero_point, to_nhwc != 0, isa));
+    return std::unique_ptr<Layer>(new QuantizeLayer<int8_t>(in, out, q.scale, q.zero_point, to_nhwc, isa));
   }
-  return std::unique_ptr<Layer>(new QuantizeLayer<uint8_t>(in, out, q.scale, q.zero_point, to_nhwc != 0, isa));
+  return std::unique_ptr<Layer>(new QuantizeLayer<uint8_t>(in, out, q.scale, q.zero_point, to_nhwc, isa));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -259,8 +255,8 @@ Status lower_dequantize(const Node& node, BuildContext& context) {
   layer.op_type = node.op_type;
   layer.inputs = {input};
   layer.outputs = {output};
-  layer.params.set("scale", static_cast<double>(q.scale));
-  layer.params.set("zero_point", static_cast<int64_t>(q.zero_point));
+  params::kScale.write(layer, q.scale);
+  params::kZeroPoint.write(layer, q.zero_point);
   layer.kernel = context.tensor(input).dtype == DataType::kInt8
                      ? kernels::quantize_kernels<int8_t>(context.isa()).dequantize.name
                      : kernels::quantize_kernels<uint8_t>(context.isa()).dequantize.name;
@@ -410,12 +406,12 @@ class ConstantLayer final : public Layer {
 
 Result<std::unique_ptr<Layer>> bind_constant(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
-  QDQRT_ASSIGN_OR_RETURN(const Blob* value, context.layer().blob("value"));
-  if (output->batched || static_cast<int64_t>(value->bytes.size()) != output->bytes) {
-    return context.error(fmt::format("the value holds {} bytes, tensor '{}' needs {}", value->bytes.size(),
-                                     output->name, output->bytes));
+  QDQRT_ASSIGN_OR_RETURN(std::span<const uint8_t> value, params::kConstantValue.read_bytes(context));
+  if (output->batched || static_cast<int64_t>(value.size()) != output->bytes) {
+    return context.error(
+        fmt::format("the value holds {} bytes, tensor '{}' needs {}", value.size(), output->name, output->bytes));
   }
-  return std::unique_ptr<Layer>(new ConstantLayer(context.layer().outputs[0], value->bytes));
+  return std::unique_ptr<Layer>(new ConstantLayer(context.layer().outputs[0], value));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -478,7 +474,7 @@ Status lower_table(const Node& node, BuildContext& context) {
   layer.inputs = {input};
   layer.outputs = {output};
   layer.kernel = kernels::lut_kernel(context.isa()).name;
-  layer.blobs.push_back(make_blob("table", outputs[0].raw_data(), 256));
+  params::kTable.write(layer, std::span<const uint8_t>(static_cast<const uint8_t*>(outputs[0].raw_data()), 256));
   context.add_layer(std::move(layer));
   return Status::ok();
 }
@@ -486,14 +482,13 @@ Status lower_table(const Node& node, BuildContext& context) {
 Result<std::unique_ptr<Layer>> bind_lut8(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* input, context.input(0));
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
-  QDQRT_ASSIGN_OR_RETURN(const Blob* table, context.layer().blob("table"));
-  if (table->bytes.size() != 256) return context.error(fmt::format("table holds {} bytes, not 256", table->bytes.size()));
+  QDQRT_ASSIGN_OR_RETURN(const uint8_t* table, params::kTable.read(context, 256));
   if (!is_8bit(input->dtype) || !is_8bit(output->dtype) || input->shape != output->shape ||
       input->batched != output->batched || input->layout != output->layout) {
     return context.error("needs 8-bit input and output of one shape and layout");
   }
   return std::unique_ptr<Layer>(
-      new Lut8Layer(context.layer().inputs[0], context.layer().outputs[0], table->bytes.data(), kernels::active_isa()));
+      new Lut8Layer(context.layer().inputs[0], context.layer().outputs[0], table, kernels::active_isa()));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/layer.h"
+#include "engine/layer_params.h"
 #include "engine/layers/layer_families.h"
 #include "kernels/dispatch.h"
 #include "kernels/fp32/fp32_kernels.h"
@@ -51,9 +52,6 @@ PlanLayer make_layer(const Node& node, const std::string& kind, const std::strin
 
 // Checks a bound tensor: dtype, layout kPlain, rank (any when rank < 0). Errors name the layer.
 Status expect_tensor(const BindContext& context, const PlanTensor& tensor, const char* what, DataType dtype, int rank);
-// The blob `name` as `count` floats (size checked).
-Result<const float*> float_blob(const BindContext& context, const std::string& name, int64_t count);
-
 // The number of elements of `shape`, or -1 when a dim is negative or the product overflows.
 int64_t safe_numel(const Shape& shape);
 

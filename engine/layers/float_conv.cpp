@@ -199,7 +199,6 @@ int64_t scratch_floats(const ConvGeometry& g) {
 }
 
 Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
-  const Params& params = context.layer().params;
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4));
@@ -209,27 +208,18 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
   ConvGeometry g;
   g.channels = x->shape[1], g.height = x->shape[2], g.width = x->shape[3];
   g.out_channels = y->shape[1], g.out_height = y->shape[2], g.out_width = y->shape[3];
-  QDQRT_BIND_ASSIGN(g.group, context, params.get_int("group"));
-  QDQRT_BIND_ASSIGN(auto kernel, context, params.get_ints("kernel"));
-  QDQRT_BIND_ASSIGN(auto strides, context, params.get_ints("strides"));
-  QDQRT_BIND_ASSIGN(auto dilations, context, params.get_ints("dilations"));
-  QDQRT_BIND_ASSIGN(auto pads, context, params.get_ints("pads"));
-  QDQRT_BIND_ASSIGN(int64_t mode, context, params.get_int("mode"));
-  QDQRT_BIND_ASSIGN(g.tile_rows, context, params.get_int("tile_rows"));
-  QDQRT_BIND_ASSIGN(g.oc_block, context, params.get_int("oc_block"));
-  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) {
-    return context.error("kernel/strides/dilations need 2 values and pads 4");
-  }
+  QDQRT_ASSIGN_OR_RETURN(g.group, params::kGroup.read(context));
+  QDQRT_ASSIGN_OR_RETURN(auto kernel, params::kKernel.read(context, 2));
+  QDQRT_ASSIGN_OR_RETURN(auto strides, params::kStrides.read(context, 2));
+  QDQRT_ASSIGN_OR_RETURN(auto dilations, params::kDilations.read(context, 2));
+  QDQRT_ASSIGN_OR_RETURN(auto pads, params::kPads.read(context, 4));
+  QDQRT_ASSIGN_OR_RETURN(int64_t mode, params::kConvMode.read(context));
+  QDQRT_ASSIGN_OR_RETURN(g.tile_rows, params::kTileRows.read(context));
+  QDQRT_ASSIGN_OR_RETURN(g.oc_block, params::kOutputChannelBlock.read(context));
   g.kernel_h = kernel[0], g.kernel_w = kernel[1], g.stride_h = strides[0], g.stride_w = strides[1];
   g.dilation_h = dilations[0], g.dilation_w = dilations[1];
   g.pad_top = pads[0], g.pad_left = pads[1], g.pad_bottom = pads[2], g.pad_right = pads[3];
-  for (int64_t value : {g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w}) {
-    if (value < 1 || value > (int64_t{1} << 20)) return context.error(fmt::format("kernel/stride/dilation {} is out of range", value));
-  }
-  for (int64_t value : pads) {
-    if (value < 0 || value > (int64_t{1} << 20)) return context.error(fmt::format("pad {} is out of range", value));
-  }
-  if (g.group < 1 || g.channels % g.group != 0 || g.out_channels % g.group != 0) {
+  if (g.channels % g.group != 0 || g.out_channels % g.group != 0) {
     return context.error(fmt::format("group {} does not divide {} input and {} output channels", g.group, g.channels,
                                      g.out_channels));
   }
@@ -241,7 +231,6 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
     return context.error(fmt::format("output {} does not follow from input {} and the window", shape_to_string(y->shape),
                                      shape_to_string(x->shape)));
   }
-  if (mode < 0 || mode > 2) return context.error(fmt::format("unknown mode {}", mode));
   g.mode = static_cast<ConvMode>(mode);
   if (g.mode == ConvMode::kDepthwise && !(g.group == g.channels && g.group == g.out_channels)) {
     return context.error("depthwise mode needs group == input channels == output channels");
@@ -249,9 +238,6 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
   if (g.mode == ConvMode::kPointwise &&
       !(g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && pads == std::vector<int64_t>(4, 0))) {
     return context.error("pointwise mode needs a 1x1 kernel, stride 1 and no pads");
-  }
-  if (g.tile_rows < 1 || g.oc_block < 1) {
-    return context.error(fmt::format("tile_rows {} / oc_block {} out of range", g.tile_rows, g.oc_block));
   }
   g.tile_rows = std::min(g.tile_rows, std::max<int64_t>(g.out_height, 1));
   if (safe_numel({g.in_per_group(), g.kernel_h, g.kernel_w, g.tile_rows, g.out_width, 4}) < 0) {
@@ -263,11 +249,8 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
   }
   const int64_t weight_count = g.out_channels * g.in_per_group() * g.kernel_h * g.kernel_w;
   if (safe_numel({g.out_channels, g.in_per_group(), g.kernel_h, g.kernel_w}) < 0) return context.error("weights too large");
-  QDQRT_BIND_ASSIGN(const float* weights, context, float_blob(context, "weights", weight_count));
-  const float* bias = nullptr;
-  if (context.layer().find_blob("bias") != nullptr) {
-    QDQRT_BIND_ASSIGN(bias, context, float_blob(context, "bias", g.out_channels));
-  }
+  QDQRT_ASSIGN_OR_RETURN(const float* weights, params::kWeights.read(context, weight_count));
+  QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read_optional(context, g.out_channels));
   return std::unique_ptr<Layer>(std::make_unique<ConvLayer>(g, weights, bias, context.layer().inputs[0],
                                                             context.layer().outputs[0],
                                                             kernels::fp32_kernels(bind_isa(context.plan()))));
@@ -324,16 +307,16 @@ Status lower_conv(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
   layer.inputs = {input};
   layer.outputs = {output};
-  layer.params.set("group", g.group);
-  layer.params.set("kernel", std::vector<int64_t>{g.kernel_h, g.kernel_w});
-  layer.params.set("strides", std::vector<int64_t>{g.stride_h, g.stride_w});
-  layer.params.set("dilations", std::vector<int64_t>{g.dilation_h, g.dilation_w});
-  layer.params.set("pads", std::vector<int64_t>{g.pad_top, g.pad_left, g.pad_bottom, g.pad_right});
-  layer.params.set("mode", static_cast<int64_t>(g.mode));
-  layer.params.set("tile_rows", g.tile_rows);
-  layer.params.set("oc_block", g.oc_block);
-  layer.blobs.push_back(make_blob("weights", weight->raw_data(), weight->nbytes()));
-  if (bias != nullptr) layer.blobs.push_back(make_blob("bias", bias->raw_data(), bias->nbytes()));
+  params::kGroup.write(layer, g.group);
+  params::kKernel.write(layer, {g.kernel_h, g.kernel_w});
+  params::kStrides.write(layer, {g.stride_h, g.stride_w});
+  params::kDilations.write(layer, {g.dilation_h, g.dilation_w});
+  params::kPads.write(layer, {g.pad_top, g.pad_left, g.pad_bottom, g.pad_right});
+  params::kConvMode.write(layer, static_cast<int64_t>(g.mode));
+  params::kTileRows.write(layer, g.tile_rows);
+  params::kOutputChannelBlock.write(layer, g.oc_block);
+  params::kWeights.write_bytes(layer, weight->raw_data(), weight->nbytes());
+  if (bias != nullptr) params::kBias.write_bytes(layer, bias->raw_data(), bias->nbytes());
   layer.scratch_bytes = scratch_floats(g) * static_cast<int64_t>(sizeof(float));
   context.add_layer(std::move(layer));
   return Status::ok();

@@ -107,11 +107,7 @@ class BinaryLayer final : public Layer {
 
 Result<std::unique_ptr<Layer>> bind_binary(const BindContext& context) {
   const PlanLayer& layer = context.layer();
-  const Params& params = layer.params;
-  QDQRT_BIND_ASSIGN(int64_t op_value, context, params.get_int("op"));
-  if (op_value < 0 || op_value > static_cast<int64_t>(kernels::Fp32BinaryOp::kMin)) {
-    return context.error(fmt::format("unknown binary op {}", op_value));
-  }
+  QDQRT_ASSIGN_OR_RETURN(int64_t op_value, params::kBinaryOp.read(context));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, -1));
   const Shape y_image = image_shape(*y);
@@ -121,13 +117,13 @@ Result<std::unique_ptr<Layer>> bind_binary(const BindContext& context) {
   Shape shapes[2];
   bool any_batched = false;
   for (int side = 0; side < 2; ++side) {
-    const std::string name = side == 0 ? "a" : "b";
-    QDQRT_BIND_ASSIGN(int64_t is_constant, context, params.get_int(name + "_constant"));
+    const std::string_view name = params::kOperands[side];
+    QDQRT_ASSIGN_OR_RETURN(bool is_constant, params::kOperandIsConstant.read(context, name));
     if (is_constant) {
-      QDQRT_BIND_ASSIGN(shapes[side], context, params.get_ints(name + "_shape"));
+      QDQRT_ASSIGN_OR_RETURN(shapes[side], params::kOperandShape.read_any(context, name));
       const int64_t count = safe_numel(shapes[side]);
       if (count < 0) return context.error(fmt::format("constant {} has a bad shape", name));
-      QDQRT_BIND_ASSIGN(operands[side].constant, context, float_blob(context, name, count));
+      QDQRT_ASSIGN_OR_RETURN(operands[side].constant, params::kOperandValue.read(context, count, name));
     } else {
       QDQRT_BIND_ASSIGN(const PlanTensor* tensor, context, context.input(next_input));
       QDQRT_RETURN_IF_ERROR(expect_tensor(context, *tensor, "input", DataType::kFloat, -1));
@@ -162,13 +158,13 @@ Status lower_binary(const Node& node, BuildContext& context) {
   if (constants[0] && constants[1]) return lower_with_reference(node, context);
   const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(kernels::usable_isa(context.isa()));
   PlanLayer layer = make_layer(node, kBinaryKind, fp32.binary.name);
-  layer.params.set("op", static_cast<int64_t>(*op));
+  params::kBinaryOp.write(layer, static_cast<int64_t>(*op));
   for (int side = 0; side < 2; ++side) {
-    const std::string name = side == 0 ? "a" : "b";
-    layer.params.set(name + "_constant", static_cast<int64_t>(constants[side] != nullptr));
+    const std::string_view name = params::kOperands[side];
+    params::kOperandIsConstant.write(layer, constants[side] != nullptr, name);
     if (constants[side]) {
-      layer.params.set(name + "_shape", constants[side]->shape());
-      layer.blobs.push_back(make_blob(name, constants[side]->raw_data(), constants[side]->nbytes()));
+      params::kOperandShape.write(layer, constants[side]->shape(), name);
+      params::kOperandValue.write_bytes(layer, constants[side]->raw_data(), constants[side]->nbytes(), name);
     } else {
       QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(static_cast<size_t>(side)), Layout::kPlain));
       layer.inputs.push_back(input);
@@ -233,13 +229,9 @@ class UnaryLayer final : public Layer {
 };
 
 Result<std::unique_ptr<Layer>> bind_unary(const BindContext& context) {
-  const Params& params = context.layer().params;
-  QDQRT_BIND_ASSIGN(int64_t op_value, context, params.get_int("op"));
-  if (op_value < 0 || op_value > static_cast<int64_t>(kernels::Fp32UnaryOp::kSqrt)) {
-    return context.error(fmt::format("unknown unary op {}", op_value));
-  }
-  QDQRT_BIND_ASSIGN(double alpha, context, params.get_float("alpha"));
-  QDQRT_BIND_ASSIGN(double beta, context, params.get_float("beta"));
+  QDQRT_ASSIGN_OR_RETURN(int64_t op_value, params::kUnaryOp.read(context));
+  QDQRT_ASSIGN_OR_RETURN(float alpha, params::kAlpha.read(context));
+  QDQRT_ASSIGN_OR_RETURN(float beta, params::kBeta.read(context));
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
   if (x->dtype != DataType::kFloat || y->dtype != DataType::kFloat || x->shape != y->shape || x->layout != y->layout ||
@@ -247,7 +239,7 @@ Result<std::unique_ptr<Layer>> bind_unary(const BindContext& context) {
     return context.error(fmt::format("input '{}' and output '{}' must be fp32 tensors of one shape and layout", x->name,
                                      y->name));
   }
-  kernels::Fp32UnaryParams unary_params{static_cast<float>(alpha), static_cast<float>(beta)};
+  kernels::Fp32UnaryParams unary_params{alpha, beta};
   return std::unique_ptr<Layer>(std::make_unique<UnaryLayer>(static_cast<kernels::Fp32UnaryOp>(op_value), unary_params,
                                                              context.layer().inputs[0], context.layer().outputs[0],
                                                              kernels::fp32_kernels(bind_isa(context.plan()))));
@@ -267,17 +259,17 @@ std::optional<float> constant_scalar(const Node& node, const BuildContext& conte
 Status lower_unary(const Node& node, BuildContext& context) {
   using Op = kernels::Fp32UnaryOp;
   Op op = Op::kRelu;
-  kernels::Fp32UnaryParams params;
+  kernels::Fp32UnaryParams unary_params;
   const std::string& type = node.op_type;
   if (type == "Relu") {
     op = Op::kRelu;
   } else if (type == "LeakyRelu") {
     op = Op::kLeakyRelu;
-    params.alpha = node.attrs<LeakyReluAttributes>().alpha;
+    unary_params.alpha = node.attrs<LeakyReluAttributes>().alpha;
   } else if (type == "HardSigmoid") {
     op = Op::kHardSigmoid;
-    params.alpha = node.attrs<HardSigmoidAttributes>().alpha;
-    params.beta = node.attrs<HardSigmoidAttributes>().beta;
+    unary_params.alpha = node.attrs<HardSigmoidAttributes>().alpha;
+    unary_params.beta = node.attrs<HardSigmoidAttributes>().beta;
   } else if (type == "HardSwish") {
     op = Op::kHardSwish;
   } else if (type == "Sigmoid") {
@@ -298,12 +290,12 @@ Status lower_unary(const Node& node, BuildContext& context) {
   } else if (type == "Clip") {
     op = Op::kClip;
     const auto& attributes = node.attrs<ClipAttributes>();
-    params.alpha = attributes.min;
-    params.beta = attributes.max;
+    unary_params.alpha = attributes.min;
+    unary_params.beta = attributes.max;
     if (attributes.bounds_from_inputs) {
       bool ok = true;
-      params.alpha = constant_scalar(node, context, 1, ok).value_or(std::numeric_limits<float>::lowest());
-      params.beta = constant_scalar(node, context, 2, ok).value_or(std::numeric_limits<float>::max());
+      unary_params.alpha = constant_scalar(node, context, 1, ok).value_or(std::numeric_limits<float>::lowest());
+      unary_params.beta = constant_scalar(node, context, 2, ok).value_or(std::numeric_limits<float>::max());
       if (!ok) return lower_with_reference(node, context);  // runtime bounds
     }
   } else {
@@ -311,9 +303,9 @@ Status lower_unary(const Node& node, BuildContext& context) {
   }
   const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(kernels::usable_isa(context.isa()));
   PlanLayer layer = make_layer(node, kUnaryKind, fp32.unary.name);
-  layer.params.set("op", static_cast<int64_t>(op));
-  layer.params.set("alpha", static_cast<double>(params.alpha));
-  layer.params.set("beta", static_cast<double>(params.beta));
+  params::kUnaryOp.write(layer, static_cast<int64_t>(op));
+  params::kAlpha.write(layer, unary_params.alpha);
+  params::kBeta.write(layer, unary_params.beta);
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input_as_stored(node.input(0)));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], context.tensor(input).layout));
   layer.inputs = {input};
@@ -352,7 +344,7 @@ class SoftmaxLayer final : public Layer {
 };
 
 Result<std::unique_ptr<Layer>> bind_softmax(const BindContext& context) {
-  QDQRT_BIND_ASSIGN(int64_t axis, context, context.layer().params.get_int("axis"));
+  QDQRT_ASSIGN_OR_RETURN(int64_t axis, params::kAxis.read(context));
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, -1));
@@ -380,7 +372,7 @@ Status lower_softmax(const Node& node, BuildContext& context) {
   if (context.tensor(input).batched && axis == 0) return lower_with_reference(node, context);
   const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(kernels::usable_isa(context.isa()));
   PlanLayer layer = make_layer(node, kSoftmaxKind, fp32.softmax.name);
-  layer.params.set("axis", axis);
+  params::kAxis.write(layer, axis);
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
   layer.inputs = {input};
   layer.outputs = {output};
@@ -431,7 +423,7 @@ Result<std::unique_ptr<Layer>> bind_batchnorm(const BindContext& context) {
   }
   const int64_t channels = x->shape[1];
   const int64_t plane = safe_numel(Shape(x->shape.begin() + 2, x->shape.end()));
-  QDQRT_BIND_ASSIGN(const float* scale_shift, context, float_blob(context, "scale_shift", 2 * channels));
+  QDQRT_ASSIGN_OR_RETURN(const float* scale_shift, params::kScaleShift.read(context, 2 * channels));
   return std::unique_ptr<Layer>(std::make_unique<BatchNormLayer>(channels, plane, scale_shift, context.layer().inputs[0],
                                                                  context.layer().outputs[0]));
 }
@@ -459,7 +451,7 @@ Status lower_batchnorm(const Node& node, BuildContext& context) {
     scale_shift[static_cast<size_t>(channels + c)] = static_cast<float>(bias - mean * a);
   }
   PlanLayer layer = make_layer(node, kBatchNormKind, "f32-vscaleshift-scalar");
-  layer.blobs.push_back(make_blob<float>("scale_shift", std::span<const float>(scale_shift)));
+  params::kScaleShift.write(layer, scale_shift);
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
   layer.inputs = {input};

@@ -65,34 +65,25 @@ class GemmLayer final : public Layer {
 };
 
 Result<std::unique_ptr<Layer>> bind_gemm(const BindContext& context) {
-  const Params& params = context.layer().params;
   QDQRT_BIND_ASSIGN(const PlanTensor* a, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *a, "input", DataType::kFloat, -1));
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, -1));
   GemmShape s;
-  QDQRT_BIND_ASSIGN(s.k, context, params.get_int("k"));
-  QDQRT_BIND_ASSIGN(s.n, context, params.get_int("n"));
-  QDQRT_BIND_ASSIGN(int64_t trans_b, context, params.get_int("trans_b"));
-  QDQRT_BIND_ASSIGN(double alpha, context, params.get_float("alpha"));
-  QDQRT_BIND_ASSIGN(s.row_block, context, params.get_int("row_block"));
-  QDQRT_BIND_ASSIGN(s.col_block, context, params.get_int("col_block"));
-  s.trans_b = trans_b != 0;
-  s.alpha = static_cast<float>(alpha);
-  if (s.k < 1 || s.n < 1 || s.row_block < 1 || s.col_block < 1) {
-    return context.error(fmt::format("k {}, n {} or blocks {}x{} out of range", s.k, s.n, s.row_block, s.col_block));
-  }
+  QDQRT_ASSIGN_OR_RETURN(s.k, params::kK.read(context));
+  QDQRT_ASSIGN_OR_RETURN(s.n, params::kN.read(context));
+  QDQRT_ASSIGN_OR_RETURN(s.trans_b, params::kTransposeB.read(context));
+  QDQRT_ASSIGN_OR_RETURN(s.alpha, params::kAlpha.read(context));
+  QDQRT_ASSIGN_OR_RETURN(s.row_block, params::kRowBlock.read(context));
+  QDQRT_ASSIGN_OR_RETURN(s.col_block, params::kColumnBlock.read(context));
   if (a->shape.size() < 2 || a->shape.size() != y->shape.size() || a->shape.back() != s.k || y->shape.back() != s.n ||
       !std::equal(a->shape.begin(), a->shape.end() - 1, y->shape.begin()) || a->batched != y->batched) {
     return context.error(fmt::format("input {} and output {} do not fit k={} n={}", shape_to_string(a->shape),
                                      shape_to_string(y->shape), s.k, s.n));
   }
   if (safe_numel({s.k, s.n}) < 0) return context.error("B is too large");
-  QDQRT_BIND_ASSIGN(const float* b, context, float_blob(context, "b", s.k * s.n));
-  const float* bias = nullptr;
-  if (context.layer().find_blob("bias") != nullptr) {
-    QDQRT_BIND_ASSIGN(bias, context, float_blob(context, "bias", s.n));
-  }
+  QDQRT_ASSIGN_OR_RETURN(const float* b, params::kB.read(context, s.k * s.n));
+  QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read_optional(context, s.n));
   return std::unique_ptr<Layer>(std::make_unique<GemmLayer>(s, b, bias, context.layer().inputs[0],
                                                             context.layer().outputs[0],
                                                             kernels::fp32_kernels(bind_isa(context.plan()))));
@@ -115,14 +106,14 @@ Status add_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, 
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
   layer.inputs = {input};
   layer.outputs = {output};
-  layer.params.set("k", s.k);
-  layer.params.set("n", s.n);
-  layer.params.set("trans_b", static_cast<int64_t>(s.trans_b));
-  layer.params.set("alpha", static_cast<double>(s.alpha));
-  layer.params.set("row_block", s.row_block);
-  layer.params.set("col_block", s.col_block);
-  layer.blobs.push_back(make_blob("b", b.raw_data(), b.nbytes()));
-  if (!bias.empty()) layer.blobs.push_back(make_blob<float>("bias", std::span<const float>(bias)));
+  params::kK.write(layer, s.k);
+  params::kN.write(layer, s.n);
+  params::kTransposeB.write(layer, s.trans_b);
+  params::kAlpha.write(layer, s.alpha);
+  params::kRowBlock.write(layer, s.row_block);
+  params::kColumnBlock.write(layer, s.col_block);
+  params::kB.write_bytes(layer, b.raw_data(), b.nbytes());
+  if (!bias.empty()) params::kBias.write(layer, bias);
   context.add_layer(std::move(layer));
   return Status::ok();
 }

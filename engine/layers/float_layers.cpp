@@ -65,18 +65,6 @@ Status expect_tensor(const BindContext& context, const PlanTensor& tensor, const
   return Status::ok();
 }
 
-Result<const float*> float_blob(const BindContext& context, const std::string& name, int64_t count) {
-  const Blob* blob = context.layer().find_blob(name);
-  if (blob == nullptr) return context.error(fmt::format("blob '{}' is missing", name));
-  if (count < 0 || blob->bytes.size() != static_cast<size_t>(count) * sizeof(float)) {
-    return context.error(fmt::format("blob '{}' has {} bytes, expected {} floats", name, blob->bytes.size(), count));
-  }
-  if (reinterpret_cast<uintptr_t>(blob->bytes.data()) % alignof(float) != 0) {
-    return context.error(fmt::format("blob '{}' is not aligned", name));
-  }
-  return blob->as<float>();
-}
-
 int64_t safe_numel(const Shape& shape) {
   int64_t count = 1;
   for (int64_t dim : shape) {

@@ -124,7 +124,6 @@ class PoolLayer final : public Layer {
 };
 
 Result<std::unique_ptr<Layer>> bind_pool(const BindContext& context) {
-  const Params& params = context.layer().params;
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4));
@@ -134,24 +133,17 @@ Result<std::unique_ptr<Layer>> bind_pool(const BindContext& context) {
                                      shape_to_string(y->shape)));
   }
   PoolGeometry g;
-  QDQRT_BIND_ASSIGN(int64_t max, context, params.get_int("max"));
-  QDQRT_BIND_ASSIGN(int64_t count_include_pad, context, params.get_int("count_include_pad"));
-  g.max = max != 0;
-  g.count_include_pad = count_include_pad != 0;
+  QDQRT_ASSIGN_OR_RETURN(g.max, params::kMaxPool.read(context));
+  QDQRT_ASSIGN_OR_RETURN(g.count_include_pad, params::kCountIncludePad.read(context));
   g.channels = x->shape[1], g.height = x->shape[2], g.width = x->shape[3];
   g.out_height = y->shape[2], g.out_width = y->shape[3];
-  const char* names[] = {"kernel", "strides", "dilations", "pads_begin", "pads_end"};
+  const IntsCodec* codecs[] = {&params::kKernel, &params::kStrides, &params::kDilations, &params::kPadsBegin,
+                               &params::kPadsEnd};
   int64_t* targets[] = {g.kernel, g.strides, g.dilations, g.pads_begin, g.pads_end};
   for (int i = 0; i < 5; ++i) {
-    QDQRT_BIND_ASSIGN(auto values, context, params.get_ints(names[i]));
-    if (values.size() != 2) return context.error(fmt::format("'{}' needs 2 values", names[i]));
-    for (int axis = 0; axis < 2; ++axis) {
-      const int64_t lowest = i < 3 ? 1 : 0;
-      if (values[axis] < lowest || values[axis] > (int64_t{1} << 20)) {
-        return context.error(fmt::format("'{}' value {} is out of range", names[i], values[axis]));
-      }
-      targets[i][axis] = values[axis];
-    }
+    QDQRT_ASSIGN_OR_RETURN(auto values, codecs[i]->read(context, 2));
+    targets[i][0] = values[0];
+    targets[i][1] = values[1];
   }
   return std::unique_ptr<Layer>(std::make_unique<PoolLayer>(g, context.layer().inputs[0], context.layer().outputs[0]));
 }
@@ -176,14 +168,13 @@ Status lower_pool(const Node& node, BuildContext& context) {
     return lower_with_reference(node, context);  // the reference reports what is wrong
   }
   PlanLayer layer = make_layer(node, kPoolKind, max ? "f32-maxpool-multiversion" : "f32-avgpool-scalar");
-  layer.params.set("max", static_cast<int64_t>(max));
-  layer.params.set("count_include_pad",
-                   static_cast<int64_t>(!max && node.attrs<AveragePoolAttributes>().count_include_pad));
-  layer.params.set("kernel", std::vector<int64_t>{geometry->kernel[1], geometry->kernel[2]});
-  layer.params.set("strides", std::vector<int64_t>{geometry->strides[1], geometry->strides[2]});
-  layer.params.set("dilations", std::vector<int64_t>{geometry->dilations[1], geometry->dilations[2]});
-  layer.params.set("pads_begin", std::vector<int64_t>{geometry->pads_begin[1], geometry->pads_begin[2]});
-  layer.params.set("pads_end", std::vector<int64_t>{geometry->pads_end[1], geometry->pads_end[2]});
+  params::kMaxPool.write(layer, max);
+  params::kCountIncludePad.write(layer, !max && node.attrs<AveragePoolAttributes>().count_include_pad);
+  params::kKernel.write(layer, {geometry->kernel[1], geometry->kernel[2]});
+  params::kStrides.write(layer, {geometry->strides[1], geometry->strides[2]});
+  params::kDilations.write(layer, {geometry->dilations[1], geometry->dilations[2]});
+  params::kPadsBegin.write(layer, {geometry->pads_begin[1], geometry->pads_begin[2]});
+  params::kPadsEnd.write(layer, {geometry->pads_end[1], geometry->pads_end[2]});
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
   layer.inputs = {input};

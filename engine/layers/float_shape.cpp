@@ -137,7 +137,7 @@ class ConcatLayer final : public Layer {
 };
 
 Result<std::unique_ptr<Layer>> bind_concat(const BindContext& context) {
-  QDQRT_BIND_ASSIGN(int64_t axis, context, context.layer().params.get_int("axis"));
+  QDQRT_ASSIGN_OR_RETURN(int64_t axis, params::kAxis.read(context));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
   QDQRT_RETURN_IF_ERROR(check_tensor(context, *y, "output"));
   const int64_t rank = static_cast<int64_t>(y->shape.size());
@@ -191,7 +191,7 @@ Status lower_concat(const Node& node, BuildContext& context) {
     return internal_error("{}: inputs and output disagree on batching", node.describe());
   }
   PlanLayer layer = make_layer(node, kConcatKind, "x8-concat");
-  layer.params.set("axis", axis);
+  params::kAxis.write(layer, axis);
   layer.inputs = inputs;
   layer.outputs = {output};
   context.add_layer(std::move(layer));
@@ -246,7 +246,7 @@ class TransposeLayer final : public Layer {
 };
 
 Result<std::unique_ptr<Layer>> bind_transpose(const BindContext& context) {
-  QDQRT_BIND_ASSIGN(auto perm, context, context.layer().params.get_ints("perm"));
+  QDQRT_ASSIGN_OR_RETURN(auto perm, params::kPerm.read_any(context));
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
   QDQRT_RETURN_IF_ERROR(check_tensor(context, *x, "input"));
@@ -310,7 +310,7 @@ Status lower_transpose(const Node& node, BuildContext& context) {
     return internal_error("{}: input and output disagree on batching", node.describe());
   }
   PlanLayer layer = make_layer(node, kTransposeKind, fmt::format("x{}-transpose-scalar", element * 8));
-  layer.params.set("perm", perm);
+  params::kPerm.write(layer, perm);
   layer.inputs = {input};
   layer.outputs = {output};
   context.add_layer(std::move(layer));

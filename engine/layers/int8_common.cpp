@@ -163,82 +163,55 @@ Result<EpilogueSpec> read_epilogue_inputs(const Node& node, const BuildContext& 
   return e;
 }
 
-void store_epilogue(Params& params, const EpilogueSpec& spec) {
-  params.set("out.type", std::string(kernels::output_type_name(spec.output_type)));
-  params.set("out.scale", static_cast<double>(spec.output_scale));
-  params.set("out.zero_point", int64_t{spec.output_zero_point});
-  params.set("act.kind", std::string(kernels::activation_name(spec.activation.kind)));
-  params.set("act.min", static_cast<double>(spec.activation.clip_min));
-  params.set("act.max", static_cast<double>(spec.activation.clip_max));
-  params.set("act.alpha", static_cast<double>(spec.activation.leaky_alpha));
-  params.set("res.present", int64_t{spec.has_residual});
+void store_epilogue(PlanLayer& layer, const EpilogueSpec& spec) {
+  using namespace params;
+  kOutputType.write(layer, spec.output_type);
+  kOutputScale.write(layer, spec.output_scale);
+  kOutputZeroPoint.write(layer, spec.output_zero_point);
+  kActivation.write(layer, spec.activation.kind);
+  kClipMin.write(layer, spec.activation.clip_min);
+  kClipMax.write(layer, spec.activation.clip_max);
+  kLeakyAlpha.write(layer, spec.activation.leaky_alpha);
+  kResidual.write(layer, spec.has_residual);
   if (spec.has_residual) {
-    params.set("res.signed", int64_t{spec.residual_signed});
-    params.set("res.scale", static_cast<double>(spec.residual_scale));
-    params.set("res.zero_point", int64_t{spec.residual_zero_point});
+    kResidualSigned.write(layer, spec.residual_signed);
+    kResidualScale.write(layer, spec.residual_scale);
+    kResidualZeroPoint.write(layer, spec.residual_zero_point);
   }
 }
 
 Result<EpilogueSpec> load_epilogue(const BindContext& context) {
-  const Params& params = context.layer().params;
+  using namespace params;
   EpilogueSpec spec;
-  auto type_result = params.get_string("out.type");
-  if (!type_result.ok()) return context.error(type_result.status().message());
-  const std::string& type = *type_result;
-  if (type == "s8") {
-    spec.output_type = kernels::OutputType::kS8;
-  } else if (type == "u8") {
-    spec.output_type = kernels::OutputType::kU8;
-  } else if (type == "f32") {
-    spec.output_type = kernels::OutputType::kF32;
+  QDQRT_ASSIGN_OR_RETURN(spec.output_type, kOutputType.read(context));
+  QDQRT_ASSIGN_OR_RETURN(spec.output_scale, kOutputScale.read(context));
+  if (spec.output_type == kernels::OutputType::kF32) {
+    QDQRT_ASSIGN_OR_RETURN(spec.output_zero_point, kOutputZeroPoint.read_in(context, 0, 0));
   } else {
-    return context.error(fmt::format("unknown output type '{}'", type));
+    QDQRT_ASSIGN_OR_RETURN(spec.output_zero_point,
+                           read_zero_point(context, kOutputZeroPoint, spec.output_type == kernels::OutputType::kS8));
   }
-  QDQRT_ASSIGN_OR_RETURN(spec.output_scale, scale_param(context, "out.scale"));
-  const bool is_signed = spec.output_type == kernels::OutputType::kS8;
-  QDQRT_ASSIGN_OR_RETURN(int64_t zero_point, int_param(context, "out.zero_point", is_signed ? -128 : 0,
-                                                       spec.output_type == kernels::OutputType::kF32 ? 0
-                                                       : is_signed                                 ? 127
-                                                                                                   : 255));
-  spec.output_zero_point = static_cast<int32_t>(zero_point);
-  auto activation_result = params.get_string("act.kind");
-  if (!activation_result.ok()) return context.error(activation_result.status().message());
-  const std::string& activation = *activation_result;
-  if (activation == "none") {
-    spec.activation.kind = kernels::ActivationKind::kNone;
-  } else if (activation == "relu") {
-    spec.activation.kind = kernels::ActivationKind::kRelu;
-  } else if (activation == "clip") {
-    spec.activation.kind = kernels::ActivationKind::kClip;
-  } else if (activation == "leakyrelu") {
-    spec.activation.kind = kernels::ActivationKind::kLeakyRelu;
-  } else {
-    return context.error(fmt::format("unknown activation '{}'", activation));
-  }
+  QDQRT_ASSIGN_OR_RETURN(spec.activation.kind, kActivation.read(context));
   // Clip bounds may be +-inf (an absent bound); NaN is refused.
-  auto clip_min_result = params.get_float("act.min");
-  auto clip_max_result = params.get_float("act.max");
-  if (!clip_min_result.ok()) return context.error(clip_min_result.status().message());
-  if (!clip_max_result.ok()) return context.error(clip_max_result.status().message());
-  const double clip_min = *clip_min_result, clip_max = *clip_max_result;
-  QDQRT_ASSIGN_OR_RETURN(spec.activation.leaky_alpha, float_param(context, "act.alpha"));
-  if (std::isnan(clip_min) || std::isnan(clip_max) || clip_min > clip_max) {
-    return context.error(fmt::format("invalid clip bounds [{}, {}]", clip_min, clip_max));
+  QDQRT_ASSIGN_OR_RETURN(spec.activation.clip_min, kClipMin.read(context));
+  QDQRT_ASSIGN_OR_RETURN(spec.activation.clip_max, kClipMax.read(context));
+  QDQRT_ASSIGN_OR_RETURN(spec.activation.leaky_alpha, kLeakyAlpha.read(context));
+  if (spec.activation.clip_min > spec.activation.clip_max) {
+    return context.error(
+        fmt::format("invalid clip bounds [{}, {}]", spec.activation.clip_min, spec.activation.clip_max));
   }
-  spec.activation.clip_min = static_cast<float>(clip_min);
-  spec.activation.clip_max = static_cast<float>(clip_max);
-  QDQRT_ASSIGN_OR_RETURN(int64_t residual, int_param(context, "res.present", 0, 1));
-  spec.has_residual = residual != 0;
+  QDQRT_ASSIGN_OR_RETURN(spec.has_residual, kResidual.read(context));
   if (spec.has_residual) {
-    QDQRT_ASSIGN_OR_RETURN(int64_t residual_signed, int_param(context, "res.signed", 0, 1));
-    spec.residual_signed = residual_signed != 0;
-    QDQRT_ASSIGN_OR_RETURN(spec.residual_scale, scale_param(context, "res.scale"));
-    QDQRT_ASSIGN_OR_RETURN(int64_t residual_zero_point,
-                           int_param(context, "res.zero_point", spec.residual_signed ? -128 : 0,
-                                     spec.residual_signed ? 127 : 255));
-    spec.residual_zero_point = static_cast<int32_t>(residual_zero_point);
+    QDQRT_ASSIGN_OR_RETURN(spec.residual_signed, kResidualSigned.read(context));
+    QDQRT_ASSIGN_OR_RETURN(spec.residual_scale, kResidualScale.read(context));
+    QDQRT_ASSIGN_OR_RETURN(spec.residual_zero_point,
+                           read_zero_point(context, kResidualZeroPoint, spec.residual_signed));
   }
   return spec;
+}
+
+float fold_scale(const EpilogueSpec& spec) {
+  return spec.output_type == kernels::OutputType::kF32 ? 1.0f : spec.output_scale;
 }
 
 kernels::Epilogue build_epilogue(const EpilogueSpec& spec, int64_t residual_row_stride) {
@@ -265,133 +238,102 @@ DataType epilogue_dtype(const EpilogueSpec& spec) {
 // ---------------------------------------------------------------------------------------------
 // Params / blobs
 
-Result<int64_t> int_param(const BindContext& context, const std::string& name, int64_t min, int64_t max) {
-  auto value = context.layer().params.get_int(name);
-  if (!value.ok()) return context.error(value.status().message());
-  if (*value < min || *value > max) {
-    return context.error(fmt::format("parameter '{}' is {}, expected {}..{}", name, *value, min, max));
-  }
-  return *value;
+Result<int32_t> read_zero_point(const BindContext& context, const IntCodec& codec, bool is_signed,
+                                std::string_view prefix) {
+  QDQRT_ASSIGN_OR_RETURN(int64_t value, codec.read_in(context, is_signed ? -128 : 0, is_signed ? 127 : 255, prefix));
+  return static_cast<int32_t>(value);
 }
-
-Result<float> float_param(const BindContext& context, const std::string& name) {
-  auto value = context.layer().params.get_float(name);
-  if (!value.ok()) return context.error(value.status().message());
-  if (!std::isfinite(*value) || std::abs(*value) > std::numeric_limits<float>::max()) {
-    return context.error(fmt::format("parameter '{}' is {}", name, *value));
-  }
-  return static_cast<float>(*value);
-}
-
-Result<float> scale_param(const BindContext& context, const std::string& name) {
-  QDQRT_ASSIGN_OR_RETURN(float value, float_param(context, name));
-  if (!(value > 0.0f)) return context.error(fmt::format("scale '{}' is {}, expected > 0", name, value));
-  return value;
-}
-
-Result<std::vector<int64_t>> ints_param(const BindContext& context, const std::string& name, size_t size,
-                                        int64_t min, int64_t max) {
-  auto values = context.layer().params.get_ints(name);
-  if (!values.ok()) return context.error(values.status().message());
-  if (values->size() != size) {
-    return context.error(fmt::format("parameter '{}' has {} values, expected {}", name, values->size(), size));
-  }
-  for (int64_t value : *values) {
-    if (value < min || value > max) {
-      return context.error(fmt::format("parameter '{}' holds {}, expected {}..{}", name, value, min, max));
-    }
-  }
-  return std::move(values).value();
-}
-
-template <class T>
-Result<const T*> blob_array(const BindContext& context, const std::string& name, int64_t count) {
-  const Blob* blob = context.layer().find_blob(name);
-  if (blob == nullptr) return context.error(fmt::format("blob '{}' is missing", name));
-  const uint64_t expected = static_cast<uint64_t>(count) * sizeof(T);
-  if (blob->bytes.size() != expected) {
-    return context.error(fmt::format("blob '{}' has {} bytes, expected {}", name, blob->bytes.size(), expected));
-  }
-  if (reinterpret_cast<uintptr_t>(blob->bytes.data()) % alignof(T) != 0) {
-    return context.error(fmt::format("blob '{}' is not aligned", name));
-  }
-  return blob->as<T>();
-}
-template Result<const int8_t*> blob_array<int8_t>(const BindContext&, const std::string&, int64_t);
-template Result<const uint8_t*> blob_array<uint8_t>(const BindContext&, const std::string&, int64_t);
-template Result<const int32_t*> blob_array<int32_t>(const BindContext&, const std::string&, int64_t);
-template Result<const float*> blob_array<float>(const BindContext&, const std::string&, int64_t);
 
 namespace {
 
-Result<kernels::Isa> packed_isa(const BindContext& context, const std::string& name) {
-  auto isa_result = context.layer().params.get_string(name);
-  if (!isa_result.ok()) return context.error(isa_result.status().message());
-  const std::string& isa_text = *isa_result;
-  std::optional<kernels::Isa> isa = kernels::parse_isa(isa_text);
-  if (!isa) return context.error(fmt::format("unknown ISA '{}'", isa_text));
-  if (kernels::usable_isa(*isa) != *isa) {
-    return context.error(fmt::format("weights packed for {}, this machine supports only {}", isa_text,
+Result<kernels::Isa> packed_isa(const BindContext& context, std::string_view prefix) {
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, params::kIsa.read(context, prefix));
+  if (kernels::usable_isa(isa) != isa) {
+    return context.error(fmt::format("weights packed for {}, this machine supports only {}", kernels::isa_name(isa),
                                      kernels::isa_name(kernels::detected_isa())));
   }
-  return *isa;
+  return isa;
 }
 
 template <class T>
-void store_buffer(PlanLayer& layer, const std::string& name, const kernels::AlignedBuffer<T>& buffer) {
-  layer.blobs.push_back(make_blob(name, buffer.data(), buffer.size() * sizeof(T)));
+void store_buffer(PlanLayer& layer, const BlobCodec<T>& codec, std::string_view prefix,
+                  const kernels::AlignedBuffer<T>& buffer) {
+  codec.write(layer, std::span<const T>(buffer.data(), buffer.size()), prefix);
 }
 
 template <class T>
-Status view_buffer(const BindContext& context, const std::string& name, int64_t count,
+Status view_buffer(const BindContext& context, const BlobCodec<T>& codec, std::string_view prefix, int64_t count,
                    kernels::AlignedBuffer<T>& buffer) {
-  QDQRT_ASSIGN_OR_RETURN(const T* data, blob_array<T>(context, name, count));
+  QDQRT_ASSIGN_OR_RETURN(const T* data, codec.read(context, count, prefix));
   // Packed buffers are AlignedBuffers to the kernels: 64-byte aligned (blobs are, in memory and files).
   if (reinterpret_cast<uintptr_t>(data) % 64 != 0) {
-    return context.error(fmt::format("blob '{}' is not 64-byte aligned", name));
+    return context.error(fmt::format("blob '{}' is not 64-byte aligned", param_key(prefix, codec.key())));
   }
   buffer = kernels::AlignedBuffer<T>::view(data, static_cast<size_t>(count));
   return Status::ok();
 }
 
-}  // namespace
-
-void store_gemm(PlanLayer& layer, const std::string& prefix, const kernels::PackedGemm& packed) {
-  Params& params = layer.params;
-  params.set(prefix + "isa", std::string(kernels::isa_name(packed.isa)));
-  params.set(prefix + "n", int64_t{packed.n});
-  params.set(prefix + "k", int64_t{packed.k});
-  params.set(prefix + "nr", int64_t{packed.nr});
-  params.set(prefix + "k_group", int64_t{packed.k_group});
-  params.set(prefix + "element_size", int64_t{packed.element_size});
-  params.set(prefix + "k_padded", int64_t{packed.k_padded});
-  params.set(prefix + "n_padded", int64_t{packed.n_padded});
-  params.set(prefix + "input_signed", int64_t{packed.input_signed});
-  params.set(prefix + "input_zero_point", int64_t{packed.input_zero_point});
-  params.set(prefix + "weight_zero_point_s8", int64_t{packed.weight_zero_point_s8});
-  store_buffer(layer, prefix + "data", packed.data);
-  store_buffer(layer, prefix + "bias", packed.bias);
-  store_buffer(layer, prefix + "multiplier", packed.multiplier);
-  store_buffer(layer, prefix + "float_bias", packed.float_bias);
+// The kernels' per-column multiplier and float bias: the stored real-unit values divided by the
+// output scale, the same float operations as packing with it (kernels::gemm_multiplier).
+Status fold_output_scale(const BindContext& context, std::string_view prefix, int64_t count, float output_scale,
+                         kernels::AlignedBuffer<float>& multiplier, kernels::AlignedBuffer<float>& float_bias) {
+  QDQRT_ASSIGN_OR_RETURN(const float* scale, params::kAccumulatorScale.read(context, count, prefix));
+  QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kRealBias.read(context, count, prefix));
+  multiplier.resize(static_cast<size_t>(count));
+  float_bias.resize(static_cast<size_t>(count));
+  for (int64_t n = 0; n < count; ++n) {
+    multiplier[static_cast<size_t>(n)] = scale[n] / output_scale;
+    float_bias[static_cast<size_t>(n)] = bias[n] / output_scale;
+  }
+  return Status::ok();
 }
 
-Result<kernels::PackedGemm> load_gemm(const BindContext& context, const std::string& prefix) {
+// What pack_gemm/pack_depthwise computed with output_scale 1: the accumulator's real-unit scale
+// and bias (the packed multiplier and float bias before the output scale is divided in).
+void store_real_units(PlanLayer& layer, std::string_view prefix, const kernels::AlignedBuffer<float>& scale,
+                      const kernels::AlignedBuffer<float>& bias) {
+  store_buffer(layer, params::kAccumulatorScale, prefix, scale);
+  store_buffer(layer, params::kRealBias, prefix, bias);
+}
+
+}  // namespace
+
+void store_gemm(PlanLayer& layer, std::string_view prefix, const kernels::PackedGemm& packed) {
+  using namespace params;
+  kIsa.write(layer, packed.isa, prefix);
+  kN.write(layer, packed.n, prefix);
+  kK.write(layer, packed.k, prefix);
+  kNr.write(layer, packed.nr, prefix);
+  kKGroup.write(layer, packed.k_group, prefix);
+  kElementSize.write(layer, packed.element_size, prefix);
+  kKPadded.write(layer, packed.k_padded, prefix);
+  kNPadded.write(layer, packed.n_padded, prefix);
+  kInputSigned.write(layer, packed.input_signed, prefix);
+  kInputZeroPoint.write(layer, packed.input_zero_point, prefix);
+  kWeightZeroPoint.write(layer, packed.weight_zero_point_s8, prefix);
+  store_buffer(layer, kPackedData, prefix, packed.data);
+  store_buffer(layer, kAccumulatorBias, prefix, packed.bias);
+  store_real_units(layer, prefix, packed.multiplier, packed.float_bias);
+}
+
+Result<kernels::PackedGemm> load_gemm(const BindContext& context, std::string_view prefix, float output_scale) {
+  using namespace params;
   kernels::PackedGemm packed;
-  QDQRT_ASSIGN_OR_RETURN(packed.isa, packed_isa(context, prefix + "isa"));
+  QDQRT_ASSIGN_OR_RETURN(packed.isa, packed_isa(context, prefix));
   const kernels::internal::GemmImplementation& impl = kernels::gemm_implementation(packed.isa);
-  QDQRT_ASSIGN_OR_RETURN(int64_t n, int_param(context, prefix + "n", 1, kMaxDim));
-  QDQRT_ASSIGN_OR_RETURN(int64_t k, int_param(context, prefix + "k", 1, kMaxDim));
-  QDQRT_ASSIGN_OR_RETURN(int64_t nr, int_param(context, prefix + "nr", impl.nr, impl.nr));
-  QDQRT_ASSIGN_OR_RETURN(int64_t k_group, int_param(context, prefix + "k_group", impl.k_group, impl.k_group));
+  QDQRT_ASSIGN_OR_RETURN(int64_t n, kN.read(context, prefix));
+  QDQRT_ASSIGN_OR_RETURN(int64_t k, kK.read(context, prefix));
+  QDQRT_ASSIGN_OR_RETURN(int64_t nr, kNr.read_in(context, impl.nr, impl.nr, prefix));
+  QDQRT_ASSIGN_OR_RETURN(int64_t k_group, kKGroup.read_in(context, impl.k_group, impl.k_group, prefix));
   QDQRT_ASSIGN_OR_RETURN(int64_t element_size,
-                         int_param(context, prefix + "element_size", impl.element_size, impl.element_size));
+                         kElementSize.read_in(context, impl.element_size, impl.element_size, prefix));
   const int64_t expected_k_padded = round_up(k, k_group), expected_n_padded = round_up(n, nr);
-  QDQRT_ASSIGN_OR_RETURN(int64_t k_padded, int_param(context, prefix + "k_padded", expected_k_padded, expected_k_padded));
-  QDQRT_ASSIGN_OR_RETURN(int64_t n_padded, int_param(context, prefix + "n_padded", expected_n_padded, expected_n_padded));
-  QDQRT_ASSIGN_OR_RETURN(int64_t input_signed, int_param(context, prefix + "input_signed", 0, 1));
-  QDQRT_ASSIGN_OR_RETURN(int64_t input_zero_point, int_param(context, prefix + "input_zero_point",
-                                                             input_signed ? -128 : 0, input_signed ? 127 : 255));
-  QDQRT_ASSIGN_OR_RETURN(int64_t weight_zero_point, int_param(context, prefix + "weight_zero_point_s8", -128, 127));
+  QDQRT_ASSIGN_OR_RETURN(int64_t k_padded, kKPadded.read_in(context, expected_k_padded, expected_k_padded, prefix));
+  QDQRT_ASSIGN_OR_RETURN(int64_t n_padded, kNPadded.read_in(context, expected_n_padded, expected_n_padded, prefix));
+  QDQRT_ASSIGN_OR_RETURN(packed.input_signed, kInputSigned.read(context, prefix));
+  QDQRT_ASSIGN_OR_RETURN(packed.input_zero_point,
+                         read_zero_point(context, kInputZeroPoint, packed.input_signed, prefix));
+  QDQRT_ASSIGN_OR_RETURN(int64_t weight_zero_point, kWeightZeroPoint.read(context, prefix));
   if (n_padded * k_padded > kMaxDim) return context.error(fmt::format("{}: {}x{} weights are too large", prefix, n, k));
   packed.n = static_cast<int>(n);
   packed.k = static_cast<int>(k);
@@ -400,57 +342,54 @@ Result<kernels::PackedGemm> load_gemm(const BindContext& context, const std::str
   packed.element_size = static_cast<int>(element_size);
   packed.k_padded = static_cast<int>(k_padded);
   packed.n_padded = static_cast<int>(n_padded);
-  packed.input_signed = input_signed != 0;
-  packed.input_zero_point = static_cast<int32_t>(input_zero_point);
   packed.weight_zero_point_s8 = static_cast<int32_t>(weight_zero_point);
-  QDQRT_RETURN_IF_ERROR(view_buffer(context, prefix + "data", n_padded * k_padded * element_size, packed.data));
-  QDQRT_RETURN_IF_ERROR(view_buffer(context, prefix + "bias", n_padded, packed.bias));
-  QDQRT_RETURN_IF_ERROR(view_buffer(context, prefix + "multiplier", n_padded, packed.multiplier));
-  QDQRT_RETURN_IF_ERROR(view_buffer(context, prefix + "float_bias", n_padded, packed.float_bias));
+  QDQRT_RETURN_IF_ERROR(view_buffer(context, kPackedData, prefix, n_padded * k_padded * element_size, packed.data));
+  QDQRT_RETURN_IF_ERROR(view_buffer(context, kAccumulatorBias, prefix, n_padded, packed.bias));
+  QDQRT_RETURN_IF_ERROR(
+      fold_output_scale(context, prefix, n_padded, output_scale, packed.multiplier, packed.float_bias));
   return packed;
 }
 
-void store_depthwise(PlanLayer& layer, const std::string& prefix, const kernels::PackedDepthwise& packed) {
-  Params& params = layer.params;
-  params.set(prefix + "isa", std::string(kernels::isa_name(packed.isa)));
-  params.set(prefix + "channels", int64_t{packed.channels});
-  params.set(prefix + "channels_padded", int64_t{packed.channels_padded});
-  params.set(prefix + "kernel_height", int64_t{packed.kernel_height});
-  params.set(prefix + "kernel_width", int64_t{packed.kernel_width});
-  params.set(prefix + "input_signed", int64_t{packed.input_signed});
-  params.set(prefix + "input_zero_point", int64_t{packed.input_zero_point});
-  store_buffer(layer, prefix + "weights", packed.weights);
-  store_buffer(layer, prefix + "bias", packed.bias);
-  store_buffer(layer, prefix + "multiplier", packed.multiplier);
-  store_buffer(layer, prefix + "float_bias", packed.float_bias);
+void store_depthwise(PlanLayer& layer, std::string_view prefix, const kernels::PackedDepthwise& packed) {
+  using namespace params;
+  kIsa.write(layer, packed.isa, prefix);
+  kChannels.write(layer, packed.channels, prefix);
+  kChannelsPadded.write(layer, packed.channels_padded, prefix);
+  kKernelHeight.write(layer, packed.kernel_height, prefix);
+  kKernelWidth.write(layer, packed.kernel_width, prefix);
+  kInputSigned.write(layer, packed.input_signed, prefix);
+  kInputZeroPoint.write(layer, packed.input_zero_point, prefix);
+  store_buffer(layer, kDepthwiseTaps, prefix, packed.weights);
+  store_buffer(layer, kAccumulatorBias, prefix, packed.bias);
+  store_real_units(layer, prefix, packed.multiplier, packed.float_bias);
 }
 
-Result<kernels::PackedDepthwise> load_depthwise(const BindContext& context, const std::string& prefix) {
+Result<kernels::PackedDepthwise> load_depthwise(const BindContext& context, std::string_view prefix,
+                                                float output_scale) {
+  using namespace params;
   kernels::PackedDepthwise packed;
-  QDQRT_ASSIGN_OR_RETURN(packed.isa, packed_isa(context, prefix + "isa"));
+  QDQRT_ASSIGN_OR_RETURN(packed.isa, packed_isa(context, prefix));
   if (kernels::depthwise_implementation(packed.isa).isa != packed.isa) {
     return context.error(fmt::format("no depthwise kernel packs for {}", kernels::isa_name(packed.isa)));
   }
-  QDQRT_ASSIGN_OR_RETURN(int64_t channels, int_param(context, prefix + "channels", 1, kMaxDim));
+  QDQRT_ASSIGN_OR_RETURN(int64_t channels, kChannels.read(context, prefix));
   const int64_t expected_padded = round_up(channels, 16);
   QDQRT_ASSIGN_OR_RETURN(int64_t channels_padded,
-                         int_param(context, prefix + "channels_padded", expected_padded, expected_padded));
-  QDQRT_ASSIGN_OR_RETURN(int64_t kernel_height, int_param(context, prefix + "kernel_height", 1, 64));
-  QDQRT_ASSIGN_OR_RETURN(int64_t kernel_width, int_param(context, prefix + "kernel_width", 1, 64));
-  QDQRT_ASSIGN_OR_RETURN(int64_t input_signed, int_param(context, prefix + "input_signed", 0, 1));
-  QDQRT_ASSIGN_OR_RETURN(int64_t input_zero_point, int_param(context, prefix + "input_zero_point",
-                                                             input_signed ? -128 : 0, input_signed ? 127 : 255));
+                         kChannelsPadded.read_in(context, expected_padded, expected_padded, prefix));
+  QDQRT_ASSIGN_OR_RETURN(int64_t kernel_height, kKernelHeight.read(context, prefix));
+  QDQRT_ASSIGN_OR_RETURN(int64_t kernel_width, kKernelWidth.read(context, prefix));
+  QDQRT_ASSIGN_OR_RETURN(packed.input_signed, kInputSigned.read(context, prefix));
+  QDQRT_ASSIGN_OR_RETURN(packed.input_zero_point,
+                         read_zero_point(context, kInputZeroPoint, packed.input_signed, prefix));
   packed.channels = static_cast<int>(channels);
   packed.channels_padded = static_cast<int>(channels_padded);
   packed.kernel_height = static_cast<int>(kernel_height);
   packed.kernel_width = static_cast<int>(kernel_width);
-  packed.input_signed = input_signed != 0;
-  packed.input_zero_point = static_cast<int32_t>(input_zero_point);
   const int64_t taps = kernel_height * kernel_width;
-  QDQRT_RETURN_IF_ERROR(view_buffer(context, prefix + "weights", taps * channels_padded, packed.weights));
-  QDQRT_RETURN_IF_ERROR(view_buffer(context, prefix + "bias", channels_padded, packed.bias));
-  QDQRT_RETURN_IF_ERROR(view_buffer(context, prefix + "multiplier", channels_padded, packed.multiplier));
-  QDQRT_RETURN_IF_ERROR(view_buffer(context, prefix + "float_bias", channels_padded, packed.float_bias));
+  QDQRT_RETURN_IF_ERROR(view_buffer(context, kDepthwiseTaps, prefix, taps * channels_padded, packed.weights));
+  QDQRT_RETURN_IF_ERROR(view_buffer(context, kAccumulatorBias, prefix, channels_padded, packed.bias));
+  QDQRT_RETURN_IF_ERROR(
+      fold_output_scale(context, prefix, channels_padded, output_scale, packed.multiplier, packed.float_bias));
   return packed;
 }
 

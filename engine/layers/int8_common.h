@@ -7,9 +7,11 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/layer.h"
+#include "engine/layer_params.h"
 #include "engine/plan.h"
 #include "kernels/conv/qconv.h"
 #include "kernels/qepilogue.h"
@@ -21,8 +23,7 @@
 
 namespace qdqrt::engine::int8 {
 
-// Upper bound on any dimension or count read from a plan (keeps every product far from overflow).
-inline constexpr int64_t kMaxDim = int64_t{1} << 30;
+using params::kMaxDim;
 
 inline bool is_8bit(DataType dtype) { return dtype == DataType::kInt8 || dtype == DataType::kUint8; }
 inline int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
@@ -69,7 +70,7 @@ kernels::Activation kernel_activation(const FusedLayerInfo& fused);
 kernels::OutputType output_type_of(DataType dtype);
 
 // ---------------------------------------------------------------------------------------------
-// Epilogue description (params "out.*", "act.*", "res.*"), rebuilt with make_epilogue at bind.
+// Epilogue description (params out.*, act.*, res.*), rebuilt with make_epilogue at bind.
 
 struct EpilogueSpec {
   kernels::OutputType output_type = kernels::OutputType::kS8;
@@ -86,32 +87,32 @@ struct EpilogueSpec {
 // order them so), with `activation` from the node's fused attributes.
 Result<EpilogueSpec> read_epilogue_inputs(const Node& node, const BuildContext& context, size_t y_scale_index,
                                           const Shape& y_shape, const kernels::Activation& activation);
-void store_epilogue(Params& params, const EpilogueSpec& spec);
+void store_epilogue(PlanLayer& layer, const EpilogueSpec& spec);
 Result<EpilogueSpec> load_epilogue(const BindContext& context);
 // With a placeholder residual pointer when has_residual (the layer sets the real one per run).
 kernels::Epilogue build_epilogue(const EpilogueSpec& spec, int64_t residual_row_stride);
 // The dtype an epilogue writes.
 DataType epilogue_dtype(const EpilogueSpec& spec);
+// The scale the packed weights' real-unit multiplier and bias are divided by at bind: the output
+// scale, 1 for an fp32 output.
+float fold_scale(const EpilogueSpec& spec);
 
 // ---------------------------------------------------------------------------------------------
-// Packed weights <-> params + blobs. Loading validates every size against the ISA's packing and
-// refuses an ISA this machine cannot run; buffers become views of the blob memory (no copy).
+// Packed weights <-> params + blobs (engine/layer_params.h). The weights are packed with output
+// scale 1 and stored in real units; loading divides the multiplier and float bias by
+// `output_scale` (fold_scale) into owned buffers, so the output scale is stored once (out.scale).
+// Loading validates every size against the ISA's packing and refuses an ISA this machine cannot
+// run; the other buffers become views of the blob memory (no copy).
 
-void store_gemm(PlanLayer& layer, const std::string& prefix, const kernels::PackedGemm& packed);
-Result<kernels::PackedGemm> load_gemm(const BindContext& context, const std::string& prefix);
-void store_depthwise(PlanLayer& layer, const std::string& prefix, const kernels::PackedDepthwise& packed);
-Result<kernels::PackedDepthwise> load_depthwise(const BindContext& context, const std::string& prefix);
+void store_gemm(PlanLayer& layer, std::string_view prefix, const kernels::PackedGemm& packed);
+Result<kernels::PackedGemm> load_gemm(const BindContext& context, std::string_view prefix, float output_scale);
+void store_depthwise(PlanLayer& layer, std::string_view prefix, const kernels::PackedDepthwise& packed);
+Result<kernels::PackedDepthwise> load_depthwise(const BindContext& context, std::string_view prefix,
+                                                float output_scale);
 
-// A blob of exactly `count` elements of T (suitably aligned), or an error naming layer and blob.
-template <class T>
-Result<const T*> blob_array(const BindContext& context, const std::string& name, int64_t count);
-
-// Checked param readers for bind (errors name the layer).
-Result<int64_t> int_param(const BindContext& context, const std::string& name, int64_t min, int64_t max);
-Result<float> float_param(const BindContext& context, const std::string& name);  // finite
-Result<float> scale_param(const BindContext& context, const std::string& name);  // finite, > 0
-Result<std::vector<int64_t>> ints_param(const BindContext& context, const std::string& name, size_t size,
-                                        int64_t min, int64_t max);
+// A zero-point param in the range of an int8 (is_signed) or uint8 tensor.
+Result<int32_t> read_zero_point(const BindContext& context, const IntCodec& codec, bool is_signed,
+                                std::string_view prefix = {});
 
 // The ISA supporting kernels (elementwise, pools, LUT) run with: the plan's ISA limited by this
 // machine and QDQRT_MAX_ISA.

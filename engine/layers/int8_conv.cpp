@@ -2,9 +2,9 @@
 // activations: weights packed at build time (kernels::pack_conv), output pixels split across
 // threads (kernels::run_conv).
 //
-// Params: geometry (channels, height, width, out_channels, out_height, out_width, kernel_h/w,
-// stride_h/w, pad_top/left, dilation_h/w, groups, depthwise) + the epilogue (int8_common.h);
-// packed weights: "dw.*" (depthwise) or "g<i>.*" per group (GEMM family).
+// Params (engine/layer_params.h): geometry (channels, height, width, out_channels, out_height,
+// out_width, kernel, strides, pads, dilations, groups, depthwise) + the epilogue (int8_common.h);
+// packed weights: "dw." (depthwise) or "g<i>." per group (GEMM family).
 // Tensors: inputs {x NHWC [, residual NHWC]}, output {y NHWC} (int8/uint8 or fp32).
 #include <climits>
 
@@ -159,29 +159,29 @@ Status lower_qconv(const Node& node, BuildContext& context) {
   desc.input_scale = spec.x_scale;
   desc.input_zero_point = spec.x_zero_point;
   desc.input_signed = spec.x_dtype == DataType::kInt8;
-  desc.output_scale = spec.epilogue.output_type == kernels::OutputType::kF32 ? 1.0f : spec.epilogue.output_scale;
+  desc.output_scale = 1.0f;  // the weights keep real units: out.scale is divided in at bind
   kernels::PackedConv packed = kernels::pack_conv(desc, context.isa());
 
+  using namespace params;
   const Window2d& w = spec.window;
-  Params& params = layer.params;
-  params.set("channels", spec.channels);
-  params.set("height", spec.x_shape[2]);
-  params.set("width", spec.x_shape[3]);
-  params.set("out_channels", spec.out_channels);
-  params.set("out_height", spec.y_shape[2]);
-  params.set("out_width", spec.y_shape[3]);
-  params.set("kernel", std::vector<int64_t>{w.kernel[0], w.kernel[1]});
-  params.set("strides", std::vector<int64_t>{w.stride[0], w.stride[1]});
-  params.set("pads", std::vector<int64_t>{w.pad_begin[0], w.pad_begin[1]});
-  params.set("dilations", std::vector<int64_t>{w.dilation[0], w.dilation[1]});
-  params.set("groups", spec.groups);
-  params.set("depthwise", int64_t{packed.depthwise});
-  store_epilogue(params, spec.epilogue);
+  kChannels.write(layer, spec.channels);
+  kHeight.write(layer, spec.x_shape[2]);
+  kWidth.write(layer, spec.x_shape[3]);
+  kOutChannels.write(layer, spec.out_channels);
+  kOutHeight.write(layer, spec.y_shape[2]);
+  kOutWidth.write(layer, spec.y_shape[3]);
+  kKernel.write(layer, {w.kernel[0], w.kernel[1]});
+  kStrides.write(layer, {w.stride[0], w.stride[1]});
+  kPads.write(layer, {w.pad_begin[0], w.pad_begin[1]});
+  kDilations.write(layer, {w.dilation[0], w.dilation[1]});
+  kGroups.write(layer, spec.groups);
+  kDepthwise.write(layer, packed.depthwise);
+  store_epilogue(layer, spec.epilogue);
   if (packed.depthwise) {
-    store_depthwise(layer, "dw.", packed.depthwise_weights);
+    store_depthwise(layer, kDepthwiseWeights, packed.depthwise_weights);
   } else {
     for (size_t g = 0; g < packed.group_weights.size(); ++g) {
-      store_gemm(layer, fmt::format("g{}.", g), packed.group_weights[g]);
+      store_gemm(layer, group_weights(static_cast<int64_t>(g)), packed.group_weights[g]);
     }
   }
   layer.kernel = kernels::conv_kernel_name(packed, conv_shape(spec.x_shape, spec.y_shape, w));
@@ -222,19 +222,20 @@ class QConvLayer final : public Layer {
 };
 
 Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
+  using namespace params;
   auto layer = std::make_unique<QConvLayer>();
-  QDQRT_ASSIGN_OR_RETURN(int64_t channels, int_param(context, "channels", 1, kMaxDim));
-  QDQRT_ASSIGN_OR_RETURN(int64_t height, int_param(context, "height", 1, kMaxDim));
-  QDQRT_ASSIGN_OR_RETURN(int64_t width, int_param(context, "width", 1, kMaxDim));
-  QDQRT_ASSIGN_OR_RETURN(int64_t out_channels, int_param(context, "out_channels", 1, kMaxDim));
-  QDQRT_ASSIGN_OR_RETURN(int64_t out_height, int_param(context, "out_height", 1, kMaxDim));
-  QDQRT_ASSIGN_OR_RETURN(int64_t out_width, int_param(context, "out_width", 1, kMaxDim));
-  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, ints_param(context, "kernel", 2, 1, 64));
-  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> strides, ints_param(context, "strides", 2, 1, 64));
-  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> pads, ints_param(context, "pads", 2, 0, 4096));
-  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, ints_param(context, "dilations", 2, 1, 64));
-  QDQRT_ASSIGN_OR_RETURN(int64_t groups, int_param(context, "groups", 1, channels));
-  QDQRT_ASSIGN_OR_RETURN(int64_t depthwise, int_param(context, "depthwise", 0, 1));
+  QDQRT_ASSIGN_OR_RETURN(int64_t channels, kChannels.read(context));
+  QDQRT_ASSIGN_OR_RETURN(int64_t height, kHeight.read(context));
+  QDQRT_ASSIGN_OR_RETURN(int64_t width, kWidth.read(context));
+  QDQRT_ASSIGN_OR_RETURN(int64_t out_channels, kOutChannels.read(context));
+  QDQRT_ASSIGN_OR_RETURN(int64_t out_height, kOutHeight.read(context));
+  QDQRT_ASSIGN_OR_RETURN(int64_t out_width, kOutWidth.read(context));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, kKernel.read_in(context, 2, 1, kInt8Window));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> strides, kStrides.read_in(context, 2, 1, kInt8Window));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> pads, kPads.read_in(context, 2, 0, kInt8Pad));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, kDilations.read_in(context, 2, 1, kInt8Window));
+  QDQRT_ASSIGN_OR_RETURN(int64_t groups, kGroups.read_in(context, 1, channels));
+  QDQRT_ASSIGN_OR_RETURN(bool depthwise, kDepthwise.read(context));
   if (channels % groups != 0 || out_channels % groups != 0) {
     return context.error(fmt::format("{} groups do not divide {} -> {} channels", groups, channels, out_channels));
   }
@@ -270,10 +271,10 @@ Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
   packed.groups = static_cast<int>(groups);
   packed.kernel_height = static_cast<int>(kernel[0]);
   packed.kernel_width = static_cast<int>(kernel[1]);
-  packed.depthwise = depthwise != 0;
+  packed.depthwise = depthwise;
   if (packed.depthwise) {
     if (groups != channels || out_channels != channels) return context.error("depthwise needs groups == channels");
-    QDQRT_ASSIGN_OR_RETURN(packed.depthwise_weights, load_depthwise(context, "dw."));
+    QDQRT_ASSIGN_OR_RETURN(packed.depthwise_weights, load_depthwise(context, kDepthwiseWeights, fold_scale(spec)));
     const kernels::PackedDepthwise& dw = packed.depthwise_weights;
     if (dw.channels != channels || dw.kernel_height != kernel[0] || dw.kernel_width != kernel[1] ||
         dw.input_signed != input_signed) {
@@ -283,7 +284,7 @@ Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
     if (groups > 4096) return context.error(fmt::format("{} groups", groups));
     const int64_t group_k = kernel[0] * kernel[1] * (channels / groups);
     for (int64_t g = 0; g < groups; ++g) {
-      QDQRT_ASSIGN_OR_RETURN(kernels::PackedGemm gemm, load_gemm(context, fmt::format("g{}.", g)));
+      QDQRT_ASSIGN_OR_RETURN(kernels::PackedGemm gemm, load_gemm(context, group_weights(g), fold_scale(spec)));
       if (gemm.n != out_channels / groups || gemm.k != group_k || gemm.input_signed != input_signed) {
         return context.error(fmt::format("group {} weights are {}x{}, expected {}x{}", g, gemm.n, gemm.k,
                                          out_channels / groups, group_k));

@@ -3,12 +3,13 @@
 //              fused Relu). Rank-4 operands share the output's layout (NHWC inside INT8 regions);
 //              a lower-rank operand joins an NHWC output only when its bytes are ordered the same
 //              either way (a per-channel [C,1,1] or a per-pixel [1,H,W] operand).
-//              Params: op ("add"/"mul"), a/b/y scale and zero-point, relu.
+//              Params (engine/layer_params.h): op ("add"/"mul"), a/b/y scale and zero-point, relu.
 //   "qlut":    any elementwise 8-bit -> 8-bit map as a 256-entry table (blob "table"): QLookup and
 //              QRequantize (the table is the reference kernel evaluated on all 256 input codes, so it
 //              is bit-exact with the reference executor) and Relu on an int8 tensor. Layout-preserving.
 #include <algorithm>
 #include <array>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -120,15 +121,14 @@ Status lower_qbinary(const Node& node, BuildContext& context) {
   layer.inputs = {a, b};
   layer.outputs = {y};
   const bool is_add = node.op_type == kQAdd;
-  Params& params = layer.params;
-  params.set("op", std::string(is_add ? "add" : "mul"));
-  params.set("a_scale", static_cast<double>(spec.a_scale));
-  params.set("b_scale", static_cast<double>(spec.b_scale));
-  params.set("y_scale", static_cast<double>(spec.y_scale));
-  params.set("a_zero_point", int64_t{spec.a_zero_point});
-  params.set("b_zero_point", int64_t{spec.b_zero_point});
-  params.set("y_zero_point", int64_t{spec.y_zero_point});
-  params.set("relu", int64_t{spec.relu});
+  params::kQBinaryOp.write(layer, is_add ? kernels::QBinaryOp::kAdd : kernels::QBinaryOp::kMul);
+  params::kAScale.write(layer, spec.a_scale);
+  params::kBOperandScale.write(layer, spec.b_scale);
+  params::kYScale.write(layer, spec.y_scale);
+  params::kAZeroPoint.write(layer, spec.a_zero_point);
+  params::kBZeroPoint.write(layer, spec.b_zero_point);
+  params::kYZeroPoint.write(layer, spec.y_zero_point);
+  params::kRelu.write(layer, spec.relu);
   const kernels::Isa isa = kernels::usable_isa(context.isa());
   if (spec.dtype == DataType::kInt8) {
     auto set = kernels::qbinary_kernels<int8_t>(isa);
@@ -194,24 +194,20 @@ class QBinaryLayer final : public Layer {
 template <class T>
 Result<std::unique_ptr<Layer>> bind_qbinary_typed(const BindContext& context, const PlanTensor& a,
                                                   const PlanTensor& b, const PlanTensor& y) {
+  using namespace params;
   auto layer = std::make_unique<QBinaryLayer<T>>();
-  auto op_result = context.layer().params.get_string("op");
-  if (!op_result.ok()) return context.error(op_result.status().message());
-  const std::string& op = *op_result;
-  if (op != "add" && op != "mul") return context.error(fmt::format("unknown op '{}'", op));
-  const bool is_add = op == "add";
-  QDQRT_ASSIGN_OR_RETURN(float a_scale, scale_param(context, "a_scale"));
-  QDQRT_ASSIGN_OR_RETURN(float b_scale, scale_param(context, "b_scale"));
-  QDQRT_ASSIGN_OR_RETURN(float y_scale, scale_param(context, "y_scale"));
-  constexpr int64_t lo = kernels::QTraits<T>::min, hi = kernels::QTraits<T>::max;
-  QDQRT_ASSIGN_OR_RETURN(int64_t a_zero_point, int_param(context, "a_zero_point", lo, hi));
-  QDQRT_ASSIGN_OR_RETURN(int64_t b_zero_point, int_param(context, "b_zero_point", lo, hi));
-  QDQRT_ASSIGN_OR_RETURN(int64_t y_zero_point, int_param(context, "y_zero_point", lo, hi));
-  QDQRT_ASSIGN_OR_RETURN(int64_t relu, int_param(context, "relu", 0, 1));
-  layer->params = kernels::make_qbinary_params<T>(is_add ? kernels::QBinaryOp::kAdd : kernels::QBinaryOp::kMul,
-                                                  a_scale, static_cast<int32_t>(a_zero_point), b_scale,
-                                                  static_cast<int32_t>(b_zero_point), y_scale,
-                                                  static_cast<int32_t>(y_zero_point), relu != 0);
+  QDQRT_ASSIGN_OR_RETURN(kernels::QBinaryOp op, kQBinaryOp.read(context));
+  const bool is_add = op == kernels::QBinaryOp::kAdd;
+  QDQRT_ASSIGN_OR_RETURN(float a_scale, kAScale.read(context));
+  QDQRT_ASSIGN_OR_RETURN(float b_scale, kBOperandScale.read(context));
+  QDQRT_ASSIGN_OR_RETURN(float y_scale, kYScale.read(context));
+  const bool is_signed = std::is_signed_v<T>;
+  QDQRT_ASSIGN_OR_RETURN(int32_t a_zero_point, read_zero_point(context, kAZeroPoint, is_signed));
+  QDQRT_ASSIGN_OR_RETURN(int32_t b_zero_point, read_zero_point(context, kBZeroPoint, is_signed));
+  QDQRT_ASSIGN_OR_RETURN(int32_t y_zero_point, read_zero_point(context, kYZeroPoint, is_signed));
+  QDQRT_ASSIGN_OR_RETURN(bool relu, kRelu.read(context));
+  layer->params =
+      kernels::make_qbinary_params<T>(op, a_scale, a_zero_point, b_scale, b_zero_point, y_scale, y_zero_point, relu);
   layer->swapped = kernels::swap_qbinary_operands(layer->params);
   QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, supporting_isa(context));
   auto kernels_set = kernels::qbinary_kernels<T>(isa);
@@ -334,7 +330,7 @@ Status add_lut_layer(const Node& node, BuildContext& context, const std::array<u
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], layout));
   layer.inputs = {x};
   layer.outputs = {y};
-  layer.blobs.push_back(make_blob("table", table.data(), table.size()));
+  params::kTable.write(layer, table);
   layer.kernel = kernels::lut_kernel(kernels::usable_isa(context.isa())).name;
   context.add_layer(std::move(layer));
   return Status::ok();
@@ -385,7 +381,7 @@ Result<std::unique_ptr<Layer>> bind_lut(const BindContext& context) {
     return context.error("input and output differ in shape or layout");
   }
   if (context.layer().inputs.size() != 1) return context.error("expects one input");
-  QDQRT_ASSIGN_OR_RETURN(layer->table, blob_array<uint8_t>(context, "table", 256));
+  QDQRT_ASSIGN_OR_RETURN(layer->table, params::kTable.read(context, 256));
   QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, supporting_isa(context));
   layer->lut = kernels::lut_kernel(isa).fn;
   layer->input = context.layer().inputs[0];

@@ -5,8 +5,9 @@
 //   "qbatched_matmul": B is an activation ([K][N], or [..., K][N] with A's leading dims): B is
 //              packed per matrix at run time into this thread's scratch (a PackedGemm over
 //              borrowed scratch memory, so run() never allocates), then rows are split.
-// Params: m, k, n (per matrix), batch_count (matrices at the maximum batch; qbatched_matmul) + the
-// epilogue; blobs: "w.*" packed weights (qmatmul), "bias" (qbatched_matmul, float [n]).
+// Params (engine/layer_params.h): m, k, n (per matrix), batch_count (matrices at the maximum
+// batch) + the epilogue; qmatmul: packed weights under "w."; qbatched_matmul: isa, a/b scale and
+// zero-point, blob "bias" (float [n], optional).
 // Tensors: inputs {a [, b] [, residual]}, output {y}; all kPlain.
 #include <algorithm>
 #include <climits>
@@ -155,15 +156,12 @@ Status lower_qmatmul(const Node& node, BuildContext& context) {
   }
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kPlain));
   layer.outputs.push_back(y);
-  Params& params = layer.params;
-  params.set("m", spec.m);
-  params.set("k", spec.k);
-  params.set("n", spec.n);
-  params.set("batch_count", spec.batch_count);
-  params.set("b_constant", int64_t{spec.b_constant != nullptr});
-  store_epilogue(params, spec.epilogue);
-  const float output_scale =
-      spec.epilogue.output_type == kernels::OutputType::kF32 ? 1.0f : spec.epilogue.output_scale;
+  using namespace params;
+  kM.write(layer, spec.m);
+  kK.write(layer, spec.k);
+  kN.write(layer, spec.n);
+  kBatchCount.write(layer, spec.batch_count);
+  store_epilogue(layer, spec.epilogue);
   if (spec.b_constant) {
     layer.kind = kConstantKind;
     kernels::GemmWeightsDesc desc;
@@ -180,19 +178,19 @@ Status lower_qmatmul(const Node& node, BuildContext& context) {
     desc.input_scale = spec.a_scale;
     desc.input_zero_point = spec.a_zero_point;
     desc.input_signed = spec.a_dtype == DataType::kInt8;
-    desc.output_scale = output_scale;
+    desc.output_scale = 1.0f;  // the weights keep real units: out.scale is divided in at bind
     kernels::PackedGemm packed = kernels::pack_gemm(desc, context.isa());
-    store_gemm(layer, "w.", packed);
+    store_gemm(layer, kMatMulWeights, packed);
     layer.kernel = kernels::gemm_kernel_name(packed, false, static_cast<int>(spec.m));
   } else {
     layer.kind = kBatchedKind;
     const kernels::Isa isa = kernels::usable_isa(context.isa());
-    params.set("isa", std::string(kernels::isa_name(isa)));
-    params.set("a_scale", static_cast<double>(spec.a_scale));
-    params.set("a_zero_point", int64_t{spec.a_zero_point});
-    params.set("b_scale", static_cast<double>(spec.b_scales->data<float>()[0]));
-    params.set("b_zero_point", int64_t{spec.b_zero_point});
-    if (spec.bias) layer.blobs.push_back(make_blob("bias", spec.bias->raw_data(), spec.bias->nbytes()));
+    kIsa.write(layer, isa);
+    kAScale.write(layer, spec.a_scale);
+    kAZeroPoint.write(layer, spec.a_zero_point);
+    kBScale.write(layer, spec.b_scales->data<float>()[0]);
+    kBZeroPoint.write(layer, spec.b_zero_point);
+    if (spec.bias) kBias.write_bytes(layer, spec.bias->raw_data(), spec.bias->nbytes());
     layer.scratch_bytes = scratch_layout(isa, spec.n, spec.k).total();
     kernels::PackedGemm probe;
     probe.isa = isa;
@@ -368,11 +366,12 @@ struct CommonBind {
 
 // Checks shared by both kinds; `residual_input` is the residual's input slot.
 Result<CommonBind> bind_common(const BindContext& context, size_t residual_input) {
+  using namespace params;
   CommonBind common;
-  QDQRT_ASSIGN_OR_RETURN(common.m, int_param(context, "m", 1, INT_MAX / 2));
-  QDQRT_ASSIGN_OR_RETURN(common.k, int_param(context, "k", 1, INT_MAX / 64));
-  QDQRT_ASSIGN_OR_RETURN(common.n, int_param(context, "n", 1, INT_MAX / 64));
-  QDQRT_ASSIGN_OR_RETURN(common.batch_count, int_param(context, "batch_count", 1, INT_MAX / 2));
+  QDQRT_ASSIGN_OR_RETURN(common.m, kM.read(context));
+  QDQRT_ASSIGN_OR_RETURN(common.k, kK.read_in(context, 1, kMatMulMaxKN));
+  QDQRT_ASSIGN_OR_RETURN(common.n, kN.read_in(context, 1, kMatMulMaxKN));
+  QDQRT_ASSIGN_OR_RETURN(common.batch_count, kBatchCount.read(context));
   QDQRT_ASSIGN_OR_RETURN(common.spec, load_epilogue(context));
   const int plain = static_cast<int>(Layout::kPlain);
   QDQRT_ASSIGN_OR_RETURN(common.a, check_input(context, 0, {"a", -1, plain, true}));
@@ -411,7 +410,7 @@ Result<std::unique_ptr<Layer>> bind_qmatmul(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(CommonBind common, bind_common(context, 1));
   if (common.batch_count != 1) return context.error("a constant-weight matmul has one matrix");
   auto layer = std::make_unique<QMatMulLayer>();
-  QDQRT_ASSIGN_OR_RETURN(layer->packed, load_gemm(context, "w."));
+  QDQRT_ASSIGN_OR_RETURN(layer->packed, load_gemm(context, params::kMatMulWeights, fold_scale(common.spec)));
   if (layer->packed.n != common.n || layer->packed.k != common.k ||
       layer->packed.input_signed != (common.a->dtype == DataType::kInt8)) {
     return context.error(fmt::format("packed weights are {}x{}, expected {}x{}", layer->packed.n, layer->packed.k,
@@ -430,15 +429,12 @@ Result<std::unique_ptr<Layer>> bind_qmatmul(const BindContext& context) {
 
 Result<std::unique_ptr<Layer>> bind_qbatched_matmul(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(CommonBind common, bind_common(context, 2));
+  using namespace params;
   auto layer = std::make_unique<QBatchedMatMulLayer>();
-  auto isa_result = context.layer().params.get_string("isa");
-  if (!isa_result.ok()) return context.error(isa_result.status().message());
-  const std::string& isa_text = *isa_result;
-  std::optional<kernels::Isa> isa = kernels::parse_isa(isa_text);
-  if (!isa || kernels::usable_isa(*isa) != *isa) {
-    return context.error(fmt::format("ISA '{}' is not usable on this machine", isa_text));
+  QDQRT_ASSIGN_OR_RETURN(layer->isa, kIsa.read(context));
+  if (kernels::usable_isa(layer->isa) != layer->isa) {
+    return context.error(fmt::format("ISA '{}' is not usable on this machine", kernels::isa_name(layer->isa)));
   }
-  layer->isa = *isa;
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* b, check_input(context, 1, {"b", -1, static_cast<int>(Layout::kPlain), true}));
   const Shape& a_shape = common.a->shape;
   const Shape& b_shape = b->shape;
@@ -460,20 +456,14 @@ Result<std::unique_ptr<Layer>> bind_qbatched_matmul(const BindContext& context) 
   if (layer->batched && layer->matrices_per_image * a_shape[0] != common.batch_count) {
     return context.error("batch_count is not a multiple of the batch");
   }
-  QDQRT_ASSIGN_OR_RETURN(layer->a_scale, scale_param(context, "a_scale"));
-  QDQRT_ASSIGN_OR_RETURN(layer->b_scale, float_param(context, "b_scale"));
+  QDQRT_ASSIGN_OR_RETURN(layer->a_scale, kAScale.read(context));
+  QDQRT_ASSIGN_OR_RETURN(layer->b_scale, kBScale.read(context));
   layer->a_signed = common.a->dtype == DataType::kInt8;
   layer->b_signed = b->dtype == DataType::kInt8;
-  QDQRT_ASSIGN_OR_RETURN(int64_t a_zero_point, int_param(context, "a_zero_point", layer->a_signed ? -128 : 0,
-                                                         layer->a_signed ? 127 : 255));
-  QDQRT_ASSIGN_OR_RETURN(int64_t b_zero_point, int_param(context, "b_zero_point", layer->b_signed ? -128 : 0,
-                                                         layer->b_signed ? 127 : 255));
-  layer->a_zero_point = static_cast<int32_t>(a_zero_point);
-  layer->b_zero_point = static_cast<int32_t>(b_zero_point);
-  layer->output_scale = common.spec.output_type == kernels::OutputType::kF32 ? 1.0f : common.spec.output_scale;
-  if (context.layer().find_blob("bias") != nullptr) {
-    QDQRT_ASSIGN_OR_RETURN(layer->bias, blob_array<float>(context, "bias", common.n));
-  }
+  QDQRT_ASSIGN_OR_RETURN(layer->a_zero_point, read_zero_point(context, kAZeroPoint, layer->a_signed));
+  QDQRT_ASSIGN_OR_RETURN(layer->b_zero_point, read_zero_point(context, kBZeroPoint, layer->b_signed));
+  layer->output_scale = fold_scale(common.spec);
+  QDQRT_ASSIGN_OR_RETURN(layer->bias, kBias.read_optional(context, common.n));
   layer->layout = scratch_layout(layer->isa, common.n, common.k);
   if (context.layer().scratch_bytes < layer->layout.total()) {
     return context.error(fmt::format("scratch of {} bytes, the packed b needs {}", context.layer().scratch_bytes,

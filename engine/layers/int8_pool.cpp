@@ -4,9 +4,10 @@
 //   "qavgpool": QAveragePool (requantized once from int32 sums; optional fused Relu).
 //   "qgavgpool": QGlobalAveragePool; items are (image, block of channels). Its [N,C,1,1] output
 //               is byte-identical in both layouts, so it is declared in the layout its consumers want.
-// Params: kernel, strides, dilations (2 each), pads (4: top, left, bottom, right), ceil_mode;
-// avg: x/y scale and zero-point, count_include_pad, relu.
+// Params (engine/layer_params.h): kernel, strides, dilations (2 each), pads (4: top, left,
+// bottom, right), ceil_mode; avg: x/y scale and zero-point, count_include_pad, relu.
 #include <algorithm>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -117,24 +118,24 @@ Result<PoolSpec> analyze_window_pool(const Node& node, const BuildContext& conte
   return spec;
 }
 
-void store_quant(Params& params, const PoolQuant& quant) {
-  params.set("x_scale", static_cast<double>(quant.x_scale));
-  params.set("y_scale", static_cast<double>(quant.y_scale));
-  params.set("x_zero_point", int64_t{quant.x_zero_point});
-  params.set("y_zero_point", int64_t{quant.y_zero_point});
-  params.set("relu", int64_t{quant.relu});
+void store_quant(PlanLayer& layer, const PoolQuant& quant) {
+  params::kXScale.write(layer, quant.x_scale);
+  params::kYScale.write(layer, quant.y_scale);
+  params::kXZeroPoint.write(layer, quant.x_zero_point);
+  params::kYZeroPoint.write(layer, quant.y_zero_point);
+  params::kRelu.write(layer, quant.relu);
 }
 
 template <class T>
 Result<kernels::AvgPoolParams> load_avgpool_params(const BindContext& context, bool count_include_pad) {
-  QDQRT_ASSIGN_OR_RETURN(float x_scale, scale_param(context, "x_scale"));
-  QDQRT_ASSIGN_OR_RETURN(float y_scale, scale_param(context, "y_scale"));
-  constexpr int64_t lo = kernels::QTraits<T>::min, hi = kernels::QTraits<T>::max;
-  QDQRT_ASSIGN_OR_RETURN(int64_t x_zero_point, int_param(context, "x_zero_point", lo, hi));
-  QDQRT_ASSIGN_OR_RETURN(int64_t y_zero_point, int_param(context, "y_zero_point", lo, hi));
-  QDQRT_ASSIGN_OR_RETURN(int64_t relu, int_param(context, "relu", 0, 1));
-  return kernels::make_avgpool_params<T>(x_scale, static_cast<int32_t>(x_zero_point), y_scale,
-                                         static_cast<int32_t>(y_zero_point), count_include_pad, relu != 0);
+  using namespace params;
+  QDQRT_ASSIGN_OR_RETURN(float x_scale, kXScale.read(context));
+  QDQRT_ASSIGN_OR_RETURN(float y_scale, kYScale.read(context));
+  const bool is_signed = std::is_signed_v<T>;
+  QDQRT_ASSIGN_OR_RETURN(int32_t x_zero_point, read_zero_point(context, kXZeroPoint, is_signed));
+  QDQRT_ASSIGN_OR_RETURN(int32_t y_zero_point, read_zero_point(context, kYZeroPoint, is_signed));
+  QDQRT_ASSIGN_OR_RETURN(bool relu, kRelu.read(context));
+  return kernels::make_avgpool_params<T>(x_scale, x_zero_point, y_scale, y_zero_point, count_include_pad, relu);
 }
 
 PlanLayer new_layer(const Node& node, const char* kind) {
@@ -153,16 +154,16 @@ Status lower_window_pool(const Node& node, BuildContext& context, bool average) 
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kNhwc));
   layer.inputs = {x};
   layer.outputs = {y};
+  using namespace params;
   const Window2d& w = spec.window;
-  Params& params = layer.params;
-  params.set("kernel", std::vector<int64_t>{w.kernel[0], w.kernel[1]});
-  params.set("strides", std::vector<int64_t>{w.stride[0], w.stride[1]});
-  params.set("dilations", std::vector<int64_t>{w.dilation[0], w.dilation[1]});
-  params.set("pads", std::vector<int64_t>{w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]});
-  params.set("ceil_mode", int64_t{spec.ceil_mode});
+  kKernel.write(layer, {w.kernel[0], w.kernel[1]});
+  kStrides.write(layer, {w.stride[0], w.stride[1]});
+  kDilations.write(layer, {w.dilation[0], w.dilation[1]});
+  kPads.write(layer, {w.pad_begin[0], w.pad_begin[1], w.pad_end[0], w.pad_end[1]});
+  kCeilMode.write(layer, spec.ceil_mode);
   if (average) {
-    params.set("count_include_pad", int64_t{spec.count_include_pad});
-    store_quant(params, spec.quant);
+    kCountIncludePad.write(layer, spec.count_include_pad);
+    store_quant(layer, spec.quant);
   }
   const kernels::Isa isa = kernels::usable_isa(context.isa());
   if (spec.dtype == DataType::kInt8) {
@@ -208,17 +209,18 @@ class WindowPoolLayer final : public Layer {
 template <class T>
 Result<std::unique_ptr<Layer>> bind_window_pool_typed(const BindContext& context, const PlanTensor& x,
                                                       const PlanTensor& y, bool average) {
+  using namespace params;
   auto layer = std::make_unique<WindowPoolLayer<T>>();
-  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, ints_param(context, "kernel", 2, 1, 64));
-  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> strides, ints_param(context, "strides", 2, 1, 64));
-  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, ints_param(context, "dilations", 2, 1, 64));
-  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> pads, ints_param(context, "pads", 4, 0, 4096));
-  QDQRT_ASSIGN_OR_RETURN(int64_t ceil_mode, int_param(context, "ceil_mode", 0, 1));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, kKernel.read_in(context, 2, 1, kInt8Window));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> strides, kStrides.read_in(context, 2, 1, kInt8Window));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, kDilations.read_in(context, 2, 1, kInt8Window));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> pads, kPads.read_in(context, 4, 0, kInt8Pad));
+  QDQRT_ASSIGN_OR_RETURN(bool ceil_mode, kCeilMode.read(context));
   for (int axis = 0; axis < 2; ++axis) {
-    const size_t expected = kernels::pool_output_size(
-        static_cast<size_t>(x.shape[2 + axis]), static_cast<size_t>(kernel[axis]), static_cast<size_t>(strides[axis]),
-        static_cast<size_t>(dilations[axis]), static_cast<size_t>(pads[axis]), static_cast<size_t>(pads[2 + axis]),
-        ceil_mode != 0);
+    const size_t expected =
+        kernels::pool_output_size(static_cast<size_t>(x.shape[2 + axis]), static_cast<size_t>(kernel[axis]),
+                                  static_cast<size_t>(strides[axis]), static_cast<size_t>(dilations[axis]),
+                                  static_cast<size_t>(pads[axis]), static_cast<size_t>(pads[2 + axis]), ceil_mode);
     if (static_cast<int64_t>(expected) != y.shape[2 + axis]) {
       return context.error(fmt::format("output dim {} is {}, the window gives {}", 2 + axis, y.shape[2 + axis],
                                        expected));
@@ -245,8 +247,8 @@ Result<std::unique_ptr<Layer>> bind_window_pool_typed(const BindContext& context
   auto set = kernels::qpool_kernels<T>(isa);
   layer->maxpool = set.maxpool.fn;
   if (average) {
-    QDQRT_ASSIGN_OR_RETURN(int64_t count_include_pad, int_param(context, "count_include_pad", 0, 1));
-    QDQRT_ASSIGN_OR_RETURN(layer->params, load_avgpool_params<T>(context, count_include_pad != 0));
+    QDQRT_ASSIGN_OR_RETURN(bool count_include_pad, kCountIncludePad.read(context));
+    QDQRT_ASSIGN_OR_RETURN(layer->params, load_avgpool_params<T>(context, count_include_pad));
     layer->avgpool = set.avgpool.fn;
   }
   layer->input = context.layer().inputs[0];
@@ -278,7 +280,7 @@ Status lower_global_pool(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], out_layout));
   layer.inputs = {x};
   layer.outputs = {y};
-  store_quant(layer.params, spec.quant);
+  store_quant(layer, spec.quant);
   const kernels::Isa isa = kernels::usable_isa(context.isa());
   layer.kernel = spec.dtype == DataType::kInt8 ? kernels::qpool_kernels<int8_t>(isa).global_avgpool.name
                                                : kernels::qpool_kernels<uint8_t>(isa).global_avgpool.name;

@@ -1,7 +1,8 @@
 // INT8 data-movement layers.
 //   "qconcat":      QConcat along any axis (channel concat of NHWC tensors = pixel rows side by side);
-//                   inputs with other quantization are requantized on the fly (kernels/reorder/qconcat.h).
-//                   Params: axis (logical), y scale/zero-point, per input x scale/zero-point (ints/floats).
+//                   inputs with other quantization are requantized on the fly
+//                   (kernels/reorder/qconcat.h). Params (engine/layer_params.h): axis (logical),
+//                   y scale/zero-point, per input x scale/zero-point (floats/ints).
 //                   Scratch: one ConcatInput per input.
 //   "int8_reshape": Reshape / Flatten / Squeeze / Unsqueeze of an int8/uint8 tensor: a copy in plain
 //                   layout (an NHWC input whose C or H*W is 1 is read as stored: same bytes).
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -104,12 +106,11 @@ Status lower_qconcat(const Node& node, BuildContext& context) {
   }
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], layout));
   layer.outputs = {y};
-  Params& params = layer.params;
-  params.set("axis", spec.axis);
-  params.set("y_scale", static_cast<double>(spec.y_scale));
-  params.set("y_zero_point", int64_t{spec.y_zero_point});
-  params.set("x_scales", std::vector<double>(spec.x_scales.begin(), spec.x_scales.end()));
-  params.set("x_zero_points", std::vector<int64_t>(spec.x_zero_points.begin(), spec.x_zero_points.end()));
+  params::kAxis.write(layer, spec.axis);
+  params::kYScale.write(layer, spec.y_scale);
+  params::kYZeroPoint.write(layer, spec.y_zero_point);
+  params::kXScales.write(layer, spec.x_scales);
+  params::kXZeroPoints.write(layer, std::vector<int64_t>(spec.x_zero_points.begin(), spec.x_zero_points.end()));
   layer.scratch_bytes = static_cast<int64_t>(spec.x_scales.size() *
                                              std::max(sizeof(kernels::ConcatInput<int8_t>),
                                                       sizeof(kernels::ConcatInput<uint8_t>)));
@@ -153,14 +154,13 @@ Result<std::unique_ptr<Layer>> bind_qconcat_typed(const BindContext& context, co
   auto layer = std::make_unique<ConcatLayer<T>>();
   const size_t count = context.layer().inputs.size();
   const int64_t rank = static_cast<int64_t>(y.shape.size());
-  QDQRT_ASSIGN_OR_RETURN(int64_t axis, int_param(context, "axis", 0, rank - 1));
-  QDQRT_ASSIGN_OR_RETURN(float y_scale, scale_param(context, "y_scale"));
+  using namespace params;
+  QDQRT_ASSIGN_OR_RETURN(int64_t axis, kAxis.read_in(context, 0, rank - 1));
+  QDQRT_ASSIGN_OR_RETURN(float y_scale, kYScale.read(context));
   constexpr int64_t lo = kernels::QTraits<T>::min, hi = kernels::QTraits<T>::max;
-  QDQRT_ASSIGN_OR_RETURN(int64_t y_zero_point, int_param(context, "y_zero_point", lo, hi));
-  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> zero_points, ints_param(context, "x_zero_points", count, lo, hi));
-  auto scales = context.layer().params.get_floats("x_scales");
-  if (!scales.ok()) return context.error(scales.status().message());
-  if (scales->size() != count) return context.error("x_scales does not match the inputs");
+  QDQRT_ASSIGN_OR_RETURN(int32_t y_zero_point, read_zero_point(context, kYZeroPoint, std::is_signed_v<T>));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> zero_points, kXZeroPoints.read_in(context, count, lo, hi));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<float> scales, kXScales.read(context, static_cast<int64_t>(count)));
   if (context.layer().scratch_bytes < static_cast<int64_t>(count * sizeof(kernels::ConcatInput<T>))) {
     return context.error("scratch too small for the input list");
   }
@@ -186,13 +186,12 @@ Result<std::unique_ptr<Layer>> bind_qconcat_typed(const BindContext& context, co
       if (d != axis && x->shape[d] != y.shape[d]) return context.error(fmt::format("input {} shape", i));
     }
     extent += x->shape[axis];
-    const double scale = (*scales)[i];
-    if (!(scale > 0.0) || !std::isfinite(scale)) return context.error(fmt::format("input {} scale {}", i, scale));
+    const float scale = scales[i];
     kernels::ConcatInput<T> input;
     input.inner = static_cast<size_t>(x->shape[axis] * after);
-    input.requantize = static_cast<float>(scale) != y_scale || zero_points[i] != y_zero_point;
-    input.params = kernels::make_requantize_params<T>(static_cast<float>(scale), static_cast<int32_t>(zero_points[i]),
-                                                      y_scale, static_cast<int32_t>(y_zero_point));
+    input.requantize = scale != y_scale || zero_points[i] != y_zero_point;
+    input.params =
+        kernels::make_requantize_params<T>(scale, static_cast<int32_t>(zero_points[i]), y_scale, y_zero_point);
     layer->templates.push_back(input);
     layer->inputs.push_back(context.layer().inputs[i]);
   }
@@ -310,7 +309,7 @@ Status lower_transpose(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kPlain));
   layer.inputs = {x};
   layer.outputs = {y};
-  layer.params.set("perm", perm);
+  params::kPerm.write(layer, perm);
   layer.kernel = "x8-transpose-strided";
   context.add_layer(std::move(layer));
   return Status::ok();
@@ -368,7 +367,7 @@ Result<std::unique_ptr<Layer>> bind_transpose(const BindContext& context) {
     return context.error("input and output must be 8-bit tensors of one rank <= 6");
   }
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> perm,
-                         ints_param(context, "perm", rank, 0, static_cast<int64_t>(rank) - 1));
+                         params::kPerm.read_in(context, rank, 0, static_cast<int64_t>(rank) - 1));
   auto layer = std::make_unique<TransposeLayer>();
   std::array<bool, kMaxTransposeRank> seen{};
   for (size_t d = 0; d < rank; ++d) {

@@ -2,8 +2,8 @@
 // kernel (reference/executor.h run_reference_node). It is the fallback for every node without a
 // native lowering, so any op the parser and the reference know runs in an engine.
 //
-// Engine file encoding (own, no protobuf; docs/engine_float_layers.md): the node is stored in
-// params and blobs.
+// Engine file encoding (own, no protobuf; codecs in engine/layer_params.h, docs/engine_format.md):
+// the node is stored in params and blobs.
 //   op_type, domain (strings), opset (int), node_outputs (int), output_slots (ints: the node output
 //   slot each PlanLayer output holds)
 //   input_kinds (ints, one per node input slot): 0 absent, 1 runtime tensor, 2 constant
@@ -29,6 +29,7 @@
 #include <fmt/format.h>
 
 #include "engine/layer.h"
+#include "engine/layer_params.h"
 #include "engine/layers/layer_families.h"
 #include "core/op_registry.h"
 #include "reference/executor.h"
@@ -67,117 +68,104 @@ Result<DataType> checked_dtype(int64_t value, const std::string& what) {
   return dtype;
 }
 
+// A runtime tensor's storage is computable (its dtype has storage, its shape fits).
+Status checked_tensor(const BindContext& context, const PlanTensor& tensor) {
+  auto bytes = checked_bytes(tensor.dtype, tensor.shape, tensor.name);
+  if (!bytes.ok()) return context.error(bytes.status().message());
+  return Status::ok();
+}
+
 // A tensor stored as params `<prefix>.dtype`, `<prefix>.shape` and blob `<prefix>`.
 void store_tensor(PlanLayer& layer, const std::string& prefix, const Tensor& tensor) {
-  layer.params.set(prefix + ".dtype", static_cast<int64_t>(tensor.dtype()));
-  layer.params.set(prefix + ".shape", tensor.shape());
-  layer.blobs.push_back(make_blob(prefix, tensor.raw_data(), tensor.nbytes()));
+  params::kTensorDtype.write(layer, static_cast<int64_t>(tensor.dtype()), prefix);
+  params::kTensorShape.write(layer, tensor.shape(), prefix);
+  params::kTensorData.write_bytes(layer, tensor.raw_data(), tensor.nbytes(), prefix);
 }
 
 Result<Tensor> load_tensor(const BindContext& context, const std::string& prefix) {
-  const PlanLayer& layer = context.layer();
   auto with_layer = [&](const Status& status) { return context.error(status.message()); };
-  auto dtype_value = layer.params.get_int(prefix + ".dtype");
-  if (!dtype_value.ok()) return with_layer(dtype_value.status());
-  auto shape = layer.params.get_ints(prefix + ".shape");
-  if (!shape.ok()) return with_layer(shape.status());
-  auto dtype = checked_dtype(*dtype_value, prefix);
+  QDQRT_ASSIGN_OR_RETURN(int64_t dtype_value, params::kTensorDtype.read(context, prefix));
+  QDQRT_ASSIGN_OR_RETURN(Shape shape, params::kTensorShape.read_any(context, prefix));
+  auto dtype = checked_dtype(dtype_value, prefix);
   if (!dtype.ok()) return with_layer(dtype.status());
-  auto bytes = checked_bytes(*dtype, *shape, prefix);
+  auto bytes = checked_bytes(*dtype, shape, prefix);
   if (!bytes.ok()) return with_layer(bytes.status());
-  const Blob* blob = layer.find_blob(prefix);
-  if (blob == nullptr) return context.error(fmt::format("blob '{}' is missing", prefix));
-  if (blob->bytes.size() != *bytes) {
-    return context.error(fmt::format("blob '{}' has {} bytes, {} {} needs {}", prefix, blob->bytes.size(),
-                                     dtype_name(*dtype), shape_to_string(*shape), *bytes));
+  QDQRT_ASSIGN_OR_RETURN(std::span<const uint8_t> data, params::kTensorData.read_bytes(context, prefix));
+  if (data.size() != *bytes) {
+    return context.error(fmt::format("blob '{}' has {} bytes, {} {} needs {}", prefix, data.size(), dtype_name(*dtype),
+                                     shape_to_string(shape), *bytes));
   }
   try {
-    Tensor tensor(*dtype, *shape);
-    if (*bytes) std::memcpy(tensor.raw_data(), blob->bytes.data(), *bytes);
+    Tensor tensor(*dtype, shape);
+    if (*bytes) std::memcpy(tensor.raw_data(), data.data(), *bytes);
     return tensor;
   } catch (const std::exception& e) {
     return context.error(fmt::format("tensor '{}': {}", prefix, e.what()));
   }
 }
 
-void store_attribute(PlanLayer& layer, size_t index, const std::string& name, const Attribute& attribute) {
-  const std::string prefix = fmt::format("attr{}", index);
-  layer.params.set(prefix + ".name", name);
-  layer.params.set(prefix + ".kind", static_cast<int64_t>(attribute.kind));
+void store_attribute(PlanLayer& layer, int64_t index, const std::string& name, const Attribute& attribute) {
+  using namespace params;
+  const std::string prefix = params::attribute(index);
+  kAttributeName.write(layer, name, prefix);
+  kAttributeKind.write(layer, static_cast<int64_t>(attribute.kind), prefix);
   switch (attribute.kind) {
-    case Attribute::Kind::kFloat: layer.params.set(prefix + ".value", static_cast<double>(attribute.f)); break;
-    case Attribute::Kind::kInt: layer.params.set(prefix + ".value", attribute.i); break;
-    case Attribute::Kind::kString: layer.params.set(prefix + ".value", attribute.s); break;
-    case Attribute::Kind::kFloats:
-      layer.params.set(prefix + ".value", std::vector<double>(attribute.floats.begin(), attribute.floats.end()));
-      break;
-    case Attribute::Kind::kInts: layer.params.set(prefix + ".value", attribute.ints); break;
+    case Attribute::Kind::kFloat: kAttributeFloat.write(layer, attribute.f, prefix); break;
+    case Attribute::Kind::kInt: kAttributeInt.write(layer, attribute.i, prefix); break;
+    case Attribute::Kind::kString: kAttributeString.write(layer, attribute.s, prefix); break;
+    case Attribute::Kind::kFloats: kAttributeFloats.write(layer, attribute.floats, prefix); break;
+    case Attribute::Kind::kInts: kAttributeInts.write(layer, attribute.ints, prefix); break;
     case Attribute::Kind::kStrings:
-      layer.params.set(prefix + ".count", static_cast<int64_t>(attribute.strings.size()));
+      kAttributeStringCount.write(layer, static_cast<int64_t>(attribute.strings.size()), prefix);
       for (size_t j = 0; j < attribute.strings.size(); ++j) {
-        layer.params.set(fmt::format("{}.s{}", prefix, j), attribute.strings[j]);
+        kAttributeStringItem.write(layer, attribute.strings[j], attribute_string(index, static_cast<int64_t>(j)));
       }
       break;
     case Attribute::Kind::kTensor: store_tensor(layer, prefix, attribute.t); break;
   }
 }
 
-Result<std::pair<std::string, Attribute>> load_attribute(const BindContext& context, size_t index) {
-  const Params& params = context.layer().params;
-  const std::string prefix = fmt::format("attr{}", index);
-  auto fail = [&](const Status& status) { return context.error(status.message()); };
-  auto name = params.get_string(prefix + ".name");
-  if (!name.ok()) return fail(name.status());
-  auto kind = params.get_int(prefix + ".kind");
-  if (!kind.ok()) return fail(kind.status());
+Result<std::pair<std::string, Attribute>> load_attribute(const BindContext& context, int64_t index) {
+  using namespace params;
+  const std::string prefix = params::attribute(index);
+  QDQRT_ASSIGN_OR_RETURN(std::string name, kAttributeName.read(context, prefix));
+  QDQRT_ASSIGN_OR_RETURN(int64_t kind, kAttributeKind.read(context, prefix));
   Attribute attribute;
-  switch (*kind) {
+  switch (kind) {
     case static_cast<int64_t>(Attribute::Kind::kFloat): {
-      auto value = params.get_float(prefix + ".value");
-      if (!value.ok()) return fail(value.status());
       attribute.kind = Attribute::Kind::kFloat;
-      attribute.f = static_cast<float>(*value);
+      QDQRT_ASSIGN_OR_RETURN(attribute.f, kAttributeFloat.read(context, prefix));
       break;
     }
     case static_cast<int64_t>(Attribute::Kind::kInt): {
-      auto value = params.get_int(prefix + ".value");
-      if (!value.ok()) return fail(value.status());
       attribute.kind = Attribute::Kind::kInt;
-      attribute.i = *value;
+      QDQRT_ASSIGN_OR_RETURN(attribute.i, kAttributeInt.read(context, prefix));
       break;
     }
     case static_cast<int64_t>(Attribute::Kind::kString): {
-      auto value = params.get_string(prefix + ".value");
-      if (!value.ok()) return fail(value.status());
       attribute.kind = Attribute::Kind::kString;
-      attribute.s = *value;
+      QDQRT_ASSIGN_OR_RETURN(attribute.s, kAttributeString.read(context, prefix));
       break;
     }
     case static_cast<int64_t>(Attribute::Kind::kFloats): {
-      auto value = params.get_floats(prefix + ".value");
-      if (!value.ok()) return fail(value.status());
       attribute.kind = Attribute::Kind::kFloats;
-      for (double v : *value) attribute.floats.push_back(static_cast<float>(v));
+      QDQRT_ASSIGN_OR_RETURN(attribute.floats, kAttributeFloats.read(context, -1, prefix));
       break;
     }
     case static_cast<int64_t>(Attribute::Kind::kInts): {
-      auto value = params.get_ints(prefix + ".value");
-      if (!value.ok()) return fail(value.status());
       attribute.kind = Attribute::Kind::kInts;
-      attribute.ints = *value;
+      QDQRT_ASSIGN_OR_RETURN(attribute.ints, kAttributeInts.read_any(context, prefix));
       break;
     }
     case static_cast<int64_t>(Attribute::Kind::kStrings): {
-      auto count = params.get_int(prefix + ".count");
-      if (!count.ok()) return fail(count.status());
-      if (*count < 0 || *count > static_cast<int64_t>(params.values().size())) {
-        return context.error(fmt::format("attribute '{}': bad string count {}", *name, *count));
+      QDQRT_ASSIGN_OR_RETURN(int64_t count, kAttributeStringCount.read(context, prefix));
+      if (count < 0 || count > static_cast<int64_t>(context.layer().params.values().size())) {
+        return context.error(fmt::format("attribute '{}': bad string count {}", name, count));
       }
       attribute.kind = Attribute::Kind::kStrings;
-      for (int64_t j = 0; j < *count; ++j) {
-        auto value = params.get_string(fmt::format("{}.s{}", prefix, j));
-        if (!value.ok()) return fail(value.status());
-        attribute.strings.push_back(*value);
+      for (int64_t j = 0; j < count; ++j) {
+        QDQRT_ASSIGN_OR_RETURN(std::string value, kAttributeStringItem.read(context, attribute_string(index, j)));
+        attribute.strings.push_back(std::move(value));
       }
       break;
     }
@@ -186,9 +174,9 @@ Result<std::pair<std::string, Attribute>> load_attribute(const BindContext& cont
       attribute.kind = Attribute::Kind::kTensor;
       break;
     }
-    default: return context.error(fmt::format("attribute '{}': unknown kind {}", *name, *kind));
+    default: return context.error(fmt::format("attribute '{}': unknown kind {}", name, kind));
   }
-  return std::make_pair(*name, std::move(attribute));
+  return std::make_pair(name, std::move(attribute));
 }
 
 // One node input slot at run time.
@@ -282,21 +270,14 @@ class ReferenceLayer final : public Layer {
 };
 
 Result<std::unique_ptr<Layer>> bind_reference(const BindContext& context) {
+  using namespace params;
   const PlanLayer& layer = context.layer();
-  const Params& params = layer.params;
-  auto fail = [&](const Status& status) { return context.error(status.message()); };
 
   Node node;
   node.name = layer.source_nodes.empty() ? layer.name : layer.source_nodes.front();
-  auto op_type = params.get_string("op_type");
-  if (!op_type.ok()) return fail(op_type.status());
-  auto domain = params.get_string("domain");
-  if (!domain.ok()) return fail(domain.status());
-  auto opset = params.get_int("opset");
-  if (!opset.ok()) return fail(opset.status());
-  node.op_type = *op_type;
-  node.domain = *domain;
-  node.opset = *opset;
+  QDQRT_ASSIGN_OR_RETURN(node.op_type, kOpType.read(context));
+  QDQRT_ASSIGN_OR_RETURN(node.domain, kDomain.read(context));
+  QDQRT_ASSIGN_OR_RETURN(node.opset, kOpset.read(context));
 
   const OpSchema* schema = OpRegistry::instance().find(node.domain, node.op_type);
   if (schema == nullptr) return context.error(fmt::format("op '{}' (domain '{}') is not known", node.op_type, node.domain));
@@ -308,26 +289,24 @@ Result<std::unique_ptr<Layer>> bind_reference(const BindContext& context) {
     return context.error(fmt::format("no reference kernel for op '{}'", node.op_type));
   }
 
-  auto kinds = params.get_ints("input_kinds");
-  if (!kinds.ok()) return fail(kinds.status());
-  auto indices = params.get_ints("input_indices");
-  if (!indices.ok()) return fail(indices.status());
-  auto constant_count = params.get_int("constant_count");
-  if (!constant_count.ok()) return fail(constant_count.status());
-  if (kinds->size() != indices->size()) return context.error("input_kinds and input_indices differ in length");
-  if (*constant_count < 0 || *constant_count > static_cast<int64_t>(layer.blobs.size())) {
-    return context.error(fmt::format("constant_count {} exceeds the layer's {} blobs", *constant_count, layer.blobs.size()));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> kinds, kInputKinds.read_any(context));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> indices, kInputIndices.read_any(context));
+  QDQRT_ASSIGN_OR_RETURN(int64_t constant_count, kConstantCount.read(context));
+  if (kinds.size() != indices.size()) return context.error("input_kinds and input_indices differ in length");
+  if (constant_count < 0 || constant_count > static_cast<int64_t>(layer.blobs.size())) {
+    return context.error(
+        fmt::format("constant_count {} exceeds the layer's {} blobs", constant_count, layer.blobs.size()));
   }
   std::vector<Tensor> constants;
-  for (int64_t c = 0; c < *constant_count; ++c) {
-    QDQRT_ASSIGN_OR_RETURN(Tensor constant, load_tensor(context, fmt::format("const{}", c)));
+  for (int64_t c = 0; c < constant_count; ++c) {
+    QDQRT_ASSIGN_OR_RETURN(Tensor constant, load_tensor(context, constant_tensor(c)));
     constants.push_back(std::move(constant));
   }
 
   std::vector<InputSlot> slots;
   std::vector<int32_t> runtime_inputs;
-  for (size_t slot = 0; slot < kinds->size(); ++slot) {
-    const int64_t kind = (*kinds)[slot], index = (*indices)[slot];
+  for (size_t slot = 0; slot < kinds.size(); ++slot) {
+    const int64_t kind = kinds[slot], index = indices[slot];
     InputSlot entry;
     if (kind == kAbsent) {
       node.inputs.push_back("");
@@ -340,15 +319,15 @@ Result<std::unique_ptr<Layer>> bind_reference(const BindContext& context) {
         return context.error(fmt::format("input '{}' is stored {}, the reference layer needs plain", tensor->name,
                                          layout_name(tensor->layout)));
       }
-      QDQRT_RETURN_IF_ERROR(checked_bytes(tensor->dtype, tensor->shape, tensor->name).status());
+      QDQRT_RETURN_IF_ERROR(checked_tensor(context, *tensor));
       entry = {kRuntime, static_cast<size_t>(index)};
       node.inputs.push_back(tensor->name);
     } else if (kind == kConstant) {
-      if (index < 0 || index >= *constant_count) {
-        return context.error(fmt::format("node input {} names constant {} of {}", slot, index, *constant_count));
+      if (index < 0 || index >= constant_count) {
+        return context.error(fmt::format("node input {} names constant {} of {}", slot, index, constant_count));
       }
       entry = {kConstant, static_cast<size_t>(index)};
-      node.inputs.push_back(fmt::format("const{}", index));
+      node.inputs.push_back(constant_tensor(index));
     } else {
       return context.error(fmt::format("node input {} has unknown kind {}", slot, kind));
     }
@@ -357,20 +336,18 @@ Result<std::unique_ptr<Layer>> bind_reference(const BindContext& context) {
   for (int32_t index : layer.inputs) runtime_inputs.push_back(index);
   for (size_t i = 0; i < layer.inputs.size(); ++i) QDQRT_RETURN_IF_ERROR(context.input(i).status());
 
-  auto node_outputs = params.get_int("node_outputs");
-  if (!node_outputs.ok()) return fail(node_outputs.status());
-  auto output_slots_param = params.get_ints("output_slots");
-  if (!output_slots_param.ok()) return fail(output_slots_param.status());
-  if (*node_outputs < 1 || *node_outputs > 64) return context.error(fmt::format("node_outputs {} is out of range", *node_outputs));
-  if (output_slots_param->size() != layer.outputs.size() || layer.outputs.empty()) {
-    return context.error(fmt::format("{} output slots for {} layer outputs", output_slots_param->size(), layer.outputs.size()));
+  QDQRT_ASSIGN_OR_RETURN(int64_t node_outputs, kNodeOutputs.read(context));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> output_slots_param, kOutputSlots.read_any(context));
+  if (output_slots_param.size() != layer.outputs.size() || layer.outputs.empty()) {
+    return context.error(
+        fmt::format("{} output slots for {} layer outputs", output_slots_param.size(), layer.outputs.size()));
   }
-  node.outputs.assign(static_cast<size_t>(*node_outputs), "");
+  node.outputs.assign(static_cast<size_t>(node_outputs), "");
   std::vector<size_t> output_slots;
   std::vector<int32_t> outputs;
   for (size_t i = 0; i < layer.outputs.size(); ++i) {
-    const int64_t slot = (*output_slots_param)[i];
-    if (slot < 0 || slot >= *node_outputs || !node.outputs[static_cast<size_t>(slot)].empty()) {
+    const int64_t slot = output_slots_param[i];
+    if (slot < 0 || slot >= node_outputs || !node.outputs[static_cast<size_t>(slot)].empty()) {
       return context.error(fmt::format("output slot {} is out of range or repeated", slot));
     }
     QDQRT_ASSIGN_OR_RETURN(const PlanTensor* tensor, context.output(i));
@@ -378,19 +355,18 @@ Result<std::unique_ptr<Layer>> bind_reference(const BindContext& context) {
       return context.error(fmt::format("output '{}' is stored {}, the reference layer writes plain", tensor->name,
                                        layout_name(tensor->layout)));
     }
-    QDQRT_RETURN_IF_ERROR(checked_bytes(tensor->dtype, tensor->shape, tensor->name).status());
+    QDQRT_RETURN_IF_ERROR(checked_tensor(context, *tensor));
     node.outputs[static_cast<size_t>(slot)] = tensor->name.empty() ? fmt::format("output{}", slot) : tensor->name;
     output_slots.push_back(static_cast<size_t>(slot));
     outputs.push_back(layer.outputs[i]);
   }
 
-  auto attribute_count = params.get_int("attr_count");
-  if (!attribute_count.ok()) return fail(attribute_count.status());
-  if (*attribute_count < 0 || *attribute_count > static_cast<int64_t>(params.values().size())) {
-    return context.error(fmt::format("attr_count {} is out of range", *attribute_count));
+  QDQRT_ASSIGN_OR_RETURN(int64_t attribute_count, kAttributeCount.read(context));
+  if (attribute_count < 0 || attribute_count > static_cast<int64_t>(layer.params.values().size())) {
+    return context.error(fmt::format("attr_count {} is out of range", attribute_count));
   }
-  for (int64_t i = 0; i < *attribute_count; ++i) {
-    QDQRT_ASSIGN_OR_RETURN(auto attribute, load_attribute(context, static_cast<size_t>(i)));
+  for (int64_t i = 0; i < attribute_count; ++i) {
+    QDQRT_ASSIGN_OR_RETURN(auto attribute, load_attribute(context, i));
     if (!node.attributes.emplace(attribute.first, std::move(attribute.second)).second) {
       return context.error(fmt::format("attribute '{}' is listed twice", attribute.first));
     }
@@ -417,9 +393,9 @@ Status lower_with_reference(const Node& node, BuildContext& context) {
   layer.source_nodes = {node.name};
   layer.op_type = node.op_type;
   layer.kernel = "reference";
-  layer.params.set("op_type", node.op_type);
-  layer.params.set("domain", node.domain);
-  layer.params.set("opset", node.opset);
+  params::kOpType.write(layer, node.op_type);
+  params::kDomain.write(layer, node.domain);
+  params::kOpset.write(layer, node.opset);
 
   std::vector<int64_t> kinds, indices;
   int64_t constant_count = 0;
@@ -430,7 +406,7 @@ Status lower_with_reference(const Node& node, BuildContext& context) {
     } else if (const Tensor* constant = context.constant(input)) {
       kinds.push_back(kConstant);
       indices.push_back(constant_count);
-      store_tensor(layer, fmt::format("const{}", constant_count), *constant);
+      store_tensor(layer, params::constant_tensor(constant_count), *constant);
       ++constant_count;
     } else {
       QDQRT_ASSIGN_OR_RETURN(int32_t tensor, context.input(input, Layout::kPlain));
@@ -441,9 +417,9 @@ Status lower_with_reference(const Node& node, BuildContext& context) {
       if (found == layer.inputs.end()) layer.inputs.push_back(tensor);
     }
   }
-  layer.params.set("input_kinds", kinds);
-  layer.params.set("input_indices", indices);
-  layer.params.set("constant_count", constant_count);
+  params::kInputKinds.write(layer, kinds);
+  params::kInputIndices.write(layer, indices);
+  params::kConstantCount.write(layer, constant_count);
 
   std::vector<int64_t> output_slots;
   for (size_t slot = 0; slot < node.outputs.size(); ++slot) {
@@ -456,12 +432,12 @@ Status lower_with_reference(const Node& node, BuildContext& context) {
     output_slots.push_back(static_cast<int64_t>(slot));
   }
   if (layer.outputs.empty()) return unsupported("{}: has no outputs", node.describe());
-  layer.params.set("node_outputs", static_cast<int64_t>(node.outputs.size()));
-  layer.params.set("output_slots", output_slots);
+  params::kNodeOutputs.write(layer, static_cast<int64_t>(node.outputs.size()));
+  params::kOutputSlots.write(layer, output_slots);
 
-  size_t attribute_index = 0;
+  int64_t attribute_index = 0;
   for (const auto& [name, attribute] : node.attributes) store_attribute(layer, attribute_index++, name, attribute);
-  layer.params.set("attr_count", static_cast<int64_t>(attribute_index));
+  params::kAttributeCount.write(layer, attribute_index);
   context.add_layer(std::move(layer));
   return Status::ok();
 }

@@ -46,6 +46,24 @@ TEST(EngineFileChecksum, IsXxh64) {
   EXPECT_EQ(xxhash64(long_input.data(), long_input.size()), 0x5f235fa033f1a3fbULL);
 }
 
+// A file written by the format-1 writer (its own XXH64 implementation, before libxxhash): the
+// checksum it stored is the one computed now, and the reader refuses the old version by name.
+TEST(EngineFileChecksum, KnownFileStillVerifies) {
+  std::ifstream input(fs::path(QDQRT_ENGINE_FUZZ_CORPUS_DIR) / "format_v1_rich.qdqrt", std::ios::binary);
+  std::vector<uint8_t> file((std::istreambuf_iterator<char>(input)), {});
+  ASSERT_EQ(file.size(), 7232u);
+  EXPECT_EQ(load_field<uint64_t>(file, kChecksumOffset), 0xb3ff5daaf583e479ULL);
+  EXPECT_EQ(compute_checksum(file), 0xb3ff5daaf583e479ULL);
+  EXPECT_EQ(load_field<uint32_t>(file, kFormatVersionOffset), 1u);
+  if (kEngineFormatVersion != 1) {
+    auto read = read_plan(file, nullptr);
+    ASSERT_FALSE(read.ok());
+    EXPECT_NE(read.status().message().find("engine file built by format version 1, this qdqrt reads"),
+              std::string::npos)
+        << read.status().message();
+  }
+}
+
 TEST(EngineFile, RoundTripKeepsEveryField) {
   EnginePlan plan = make_rich_plan();
   std::vector<uint8_t> file = serialize_or_fail(plan);

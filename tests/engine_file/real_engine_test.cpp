@@ -8,7 +8,11 @@
 #include <filesystem>
 #include <random>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "engine/engine.h"
+#include "tests/common/layer_params_check.h"
 #include "tests/engine_file/test_plans.h"
 #include "tests/optimizer_passes/pass_test_util.h"
 
@@ -137,6 +141,33 @@ TEST(RealEngineFile, FashionMnistResnetRoundTrips) {
   ASSERT_TRUE(engine) << reason;
   expect_round_trip(*engine);
   expect_save_load(engine, 10);
+}
+
+}  // namespace
+}  // namespace qdqrt::engine::testing
+
+namespace qdqrt::engine::testing {
+namespace {
+
+// Builder-made plans (border layers, the constant, and the INT8 ResNet's layers): whatever damage
+// to a param or blob bind refuses, the message names the layer; every key is documented.
+TEST(RealEngineFile, EveryRefusalNamesTheLayerAndEveryKeyIsDocumented) {
+  std::vector<std::shared_ptr<const Engine>> engines;
+  auto border = Engine::build(qdqrt::testing::parse_graph(kBorderGraph), {});
+  ASSERT_TRUE(border.ok()) << border.status().to_string();
+  engines.push_back(*border);
+  std::string reason;
+  if (auto model = build_model(reason)) engines.push_back(model);
+  for (const auto& engine : engines) {
+    const EnginePlan& plan = engine->plan();
+    for (size_t i = 0; i < plan.layers.size(); ++i) {
+      SCOPED_TRACE(plan.layers[i].kind + " " + plan.layers[i].name);
+      qdqrt::testing::BindDamageResult result = qdqrt::testing::damage_each_param_and_blob(plan, i);
+      EXPECT_TRUE(result.unnamed.empty()) << fmt::format("{}", fmt::join(result.unnamed, "\n"));
+    }
+    std::vector<std::string> missing = qdqrt::testing::undocumented_keys(plan, QDQRT_ENGINE_FORMAT_DOC);
+    EXPECT_TRUE(missing.empty()) << fmt::format("{}", fmt::join(missing, "\n"));
+  }
 }
 
 }  // namespace

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "engine/layers/layer_families.h"
 #include "optimizer/pipeline.h"
+#include "tests/common/layer_params_check.h"
+#include "tests/engine_float/float_cases.h"
 #include "tests/engine_float/harness.h"
 
 namespace qdqrt::testing {
@@ -91,6 +94,27 @@ TEST(ReferenceLayer, BindRefusesDamagedLayers) {
   expect_bind_error(plan, constant, [](engine::PlanLayer& l) { l.params.set("const0.dtype", int64_t{999}); }, "dtype 999");
   expect_bind_error(plan, constant, [](engine::PlanLayer& l) { l.params.set("output_slots", std::vector<int64_t>{3}); },
                     "out of range");
+}
+
+// Every float kind and the reference layer: whatever damage to a param or blob bind refuses, the
+// message names the layer; every key is documented in docs/engine_format.md.
+TEST(ReferenceLayer, EveryRefusalNamesTheLayerAndEveryKeyIsDocumented) {
+  for (const std::string& text : {std::string(kAttributeModel), all_kinds_model()}) {
+    auto graph = load_text_graph(text, 2);
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    auto built = harness_build(*graph, 2);
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    for (size_t i = 0; i < built->plan.layers.size(); ++i) {
+      SCOPED_TRACE(built->plan.layers[i].kind + " " + built->plan.layers[i].name);
+      BindDamageResult result = damage_each_param_and_blob(built->plan, i);
+      if (!built->plan.layers[i].params.values().empty()) {
+        EXPECT_GT(result.refused, 0);
+      }
+      EXPECT_TRUE(result.unnamed.empty()) << fmt::format("{}", fmt::join(result.unnamed, "\n"));
+    }
+    std::vector<std::string> missing = undocumented_keys(built->plan, QDQRT_ENGINE_FORMAT_DOC);
+    EXPECT_TRUE(missing.empty()) << fmt::format("{}", fmt::join(missing, "\n"));
+  }
 }
 
 // A node whose output does not follow the batch: the layer writes NaN instead of stale data.

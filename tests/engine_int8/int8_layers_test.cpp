@@ -16,10 +16,12 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "engine/engine.h"
 #include "engine/layer.h"
 #include "kernels/cpu_features.h"
+#include "tests/common/layer_params_check.h"
 #include "tests/engine_int8/int8_harness.h"
 #include "tests/optimizer_fusion/fusion_test_util.h"
 
@@ -645,15 +647,16 @@ TEST(Int8Bind, QConvRefusesDamagedWeights) {
   Graph graph = conv_for_tamper(false);
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { truncate_blob(l, "g0.data"); },
                     "blob 'g0.data' has");
-  expect_bind_fails(graph, "qconv", [](auto&, auto& l) { truncate_blob(l, "g0.multiplier"); },
-                    "blob 'g0.multiplier' has");
+  expect_bind_fails(
+      graph, "qconv", [](auto&, auto& l) { truncate_blob(l, "g0.accumulator_scale"); },
+      "blob 'g0.accumulator_scale' has");
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("g0.nr", int64_t{8}); }, "g0.nr");
   expect_bind_fails(
       graph, "qconv",
       [](auto&, auto& l) {
         // The same bytes 4 bytes past a 64-byte boundary.
         for (engine::Blob& blob : l.blobs) {
-          if (blob.name != "g0.bias") continue;
+          if (blob.name != "g0.accumulator_bias") continue;
           auto storage = std::make_shared<std::vector<uint8_t>>(blob.bytes.size() + 128);
           uint8_t* base = storage->data() + (64 - reinterpret_cast<uintptr_t>(storage->data()) % 64) % 64 + 4;
           std::memcpy(base, blob.bytes.data(), blob.bytes.size());
@@ -661,7 +664,7 @@ TEST(Int8Bind, QConvRefusesDamagedWeights) {
           blob.owner = storage;
         }
       },
-      "blob 'g0.bias' is not 64-byte aligned");
+      "blob 'g0.accumulator_bias' is not 64-byte aligned");
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("g0.isa", std::string("avx1024")); },
                     "unknown ISA 'avx1024'");
   expect_bind_fails(graph, "qconv", [](auto&, auto& l) { l.params.set("channels", int64_t{6}); },
@@ -672,29 +675,38 @@ TEST(Int8Bind, QConvRefusesDamagedWeights) {
   expect_bind_fails(graph, "qconv", [](auto& p, auto& l) { p.tensors[l.inputs[0]].layout = engine::Layout::kPlain; },
                     "stored plain, expected nhwc");
   Graph depthwise = conv_for_tamper(true);
-  expect_bind_fails(depthwise, "qconv", [](auto&, auto& l) { truncate_blob(l, "dw.weights"); },
-                    "blob 'dw.weights' has");
+  expect_bind_fails(depthwise, "qconv", [](auto&, auto& l) { truncate_blob(l, "dw.taps"); },
+                    "blob 'dw.taps' has");
   expect_bind_fails(depthwise, "qconv", [](auto&, auto& l) { l.params.set("dw.channels_padded", int64_t{17}); },
                     "dw.channels_padded");
 }
 
-TEST(Int8Bind, QMatMulRefusesDamagedWeights) {
+Graph constant_matmul_graph() {
   std::mt19937 rng(3);
-  Graph graph = load_text(model(fmt::format("int8[{},40] a", kMaxBatch), fmt::format("float[{},70] y", kMaxBatch),
-                                {"float as = {0.03}", "int8 az = {-4}",
-                                 int_initializer("int8", "w", {40, 70}, -127, 127, rng), "float ws = {0.01}",
-                                 "int8 wz = {0}"},
-                                "y = qdqrt.QMatMul <fused_nodes = [\"fc\"]> (a, as, az, w, ws, wz)\n"));
+  return load_text(model(fmt::format("int8[{},40] a", kMaxBatch), fmt::format("float[{},70] y", kMaxBatch),
+                         {"float as = {0.03}", "int8 az = {-4}", int_initializer("int8", "w", {40, 70}, -127, 127, rng),
+                          "float ws = {0.01}", "int8 wz = {0}"},
+                         "y = qdqrt.QMatMul <fused_nodes = [\"fc\"]> (a, as, az, w, ws, wz)\n"));
+}
+
+Graph batched_matmul_graph() {
+  return load_text(model(fmt::format("int8[{},2,9,16] a, int8[{},2,16,12] b", kMaxBatch, kMaxBatch),
+                         fmt::format("float[{},2,9,12] y", kMaxBatch),
+                         {"float as = {0.03}", "int8 az = {1}", "float bs = {0.02}", "int8 bz = {0}",
+                          "float[12] bias = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}"},
+                         "y = qdqrt.QMatMul <fused_nodes = [\"qk\"]> (a, as, az, b, bs, bz, bias)\n"));
+}
+
+TEST(Int8Bind, QMatMulRefusesDamagedWeights) {
+  Graph graph = constant_matmul_graph();
   expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { truncate_blob(l, "w.data"); }, "blob 'w.data' has");
-  expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { truncate_blob(l, "w.bias"); }, "blob 'w.bias' has");
+  expect_bind_fails(
+      graph, "qmatmul", [](auto&, auto& l) { truncate_blob(l, "w.accumulator_bias"); },
+      "blob 'w.accumulator_bias' has");
   expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { l.params.set("k", int64_t{41}); }, "k=41");
   expect_bind_fails(graph, "qmatmul", [](auto&, auto& l) { l.params.set("w.k_padded", int64_t{4}); }, "w.k_padded");
 
-  Graph batched = load_text(model(fmt::format("int8[{},2,9,16] a, int8[{},2,16,12] b", kMaxBatch, kMaxBatch),
-                                  fmt::format("float[{},2,9,12] y", kMaxBatch),
-                                  {"float as = {0.03}", "int8 az = {1}", "float bs = {0.02}", "int8 bz = {0}",
-                                   "float[12] bias = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}"},
-                                  "y = qdqrt.QMatMul <fused_nodes = [\"qk\"]> (a, as, az, b, bs, bz, bias)\n"));
+  Graph batched = batched_matmul_graph();
   expect_bind_fails(batched, "qbatched_matmul", [](auto&, auto& l) { truncate_blob(l, "bias"); }, "blob 'bias' has");
   expect_bind_fails(batched, "qbatched_matmul", [](auto&, auto& l) { l.scratch_bytes = 64; }, "scratch of 64 bytes");
   expect_bind_fails(batched, "qbatched_matmul", [](auto&, auto& l) { l.params.set("isa", std::string("x")); },
@@ -744,6 +756,90 @@ TEST(Int8Bind, OtherKindsRefuseDamagedPlans) {
   expect_bind_fails(graph, "int8_transpose",
                     [](auto&, auto& l) { l.params.set("perm", std::vector<int64_t>{0, 2, 2, 3}); },
                     "not a permutation");
+}
+
+// Graphs whose registry layers cover every INT8 kind and the epilogue's variants.
+std::vector<Graph> every_kind_graphs() {
+  std::vector<Graph> graphs;
+  graphs.push_back(conv_for_tamper(false));
+  graphs.push_back(conv_for_tamper(true));
+  std::mt19937 rng(4);
+  ConvCase clipped;
+  clipped.output = "float";
+  clipped.activation = "Clip";
+  clipped.group = 1;
+  graphs.push_back(load_text(conv_graph(clipped, rng)));
+  ConvCase leaky;
+  leaky.output = "uint8";
+  leaky.activation = "LeakyRelu";
+  leaky.residual = "uint8";
+  graphs.push_back(load_text(conv_graph(leaky, rng)));
+  graphs.push_back(constant_matmul_graph());
+  graphs.push_back(batched_matmul_graph());
+  graphs.push_back(elementwise_graph());
+  return graphs;
+}
+
+// Whatever damage to a param or blob bind refuses, the message names the layer.
+TEST(Int8Bind, EveryRefusalNamesTheLayer) {
+  for (const Graph& graph : every_kind_graphs()) {
+    HarnessPlan plan = lower_or_die(graph);
+    for (size_t i = 0; i < plan.plan.layers.size(); ++i) {
+      if (plan.harness_node[i] != -1) continue;
+      SCOPED_TRACE(plan.plan.layers[i].kind + " " + plan.plan.layers[i].name);
+      BindDamageResult result = damage_each_param_and_blob(plan.plan, i);
+      if (!plan.plan.layers[i].params.values().empty() || !plan.plan.layers[i].blobs.empty()) {
+        EXPECT_GT(result.refused, 0);
+      }
+      EXPECT_TRUE(result.unnamed.empty()) << fmt::format("{}", fmt::join(result.unnamed, "\n"));
+    }
+  }
+}
+
+TEST(Int8Bind, EveryKeyIsDocumented) {
+  for (const Graph& graph : every_kind_graphs()) {
+    HarnessPlan plan = lower_or_die(graph);
+    std::vector<std::string> missing = undocumented_keys(plan.plan, QDQRT_ENGINE_FORMAT_DOC);
+    EXPECT_TRUE(missing.empty()) << fmt::format("{}", fmt::join(missing, "\n"));
+  }
+}
+
+// The output scale is stored once (out.scale): the packed weights hold real units, so a plan whose
+// out.scale is changed computes exactly what a graph with that y_scale computes.
+TEST(Int8Bind, OutputScaleIsStoredOnce) {
+  ConvCase regular, depthwise;
+  regular.activation = "Clip";
+  depthwise.channels = depthwise.out_channels = depthwise.group = 16;
+  depthwise.residual = "int8";
+  for (const ConvCase& c : {regular, depthwise}) {
+    SCOPED_TRACE(c.name + (c.group > 1 ? "depthwise" : "regular"));
+    std::mt19937 rng(12);
+    const std::string text = conv_graph(c, rng);
+    std::string doubled = text;
+    const size_t at = doubled.find("float ys = {0.04}");
+    ASSERT_NE(at, std::string::npos);
+    doubled.replace(at, 17, "float ys = {0.08}");
+    Graph graph = load_text(text), graph_doubled = load_text(doubled);
+    HarnessPlan plan = lower_or_die(graph);
+    engine::PlanLayer* conv = native_layer(plan, "qconv");
+    ASSERT_NE(conv, nullptr);
+    EXPECT_EQ(*conv->params.get_float("out.scale"), static_cast<double>(0.04f));
+    for (const engine::Blob& blob : conv->blobs) {
+      EXPECT_EQ(blob.name.find("multiplier"), std::string::npos) << blob.name;
+    }
+    conv->params.set("out.scale", static_cast<double>(0.08f));
+    auto layers = harness_bind(plan);
+    ASSERT_TRUE(layers.ok()) << layers.status().to_string();
+    std::mt19937 input_rng(1);
+    TensorMap inputs = random_graph_inputs(graph, input_rng);
+    auto expected = run_reference(graph_doubled, inputs);
+    auto before = run_reference(graph, inputs);
+    ASSERT_TRUE(expected.ok() && before.ok());
+    auto actual = harness_run(plan, *layers, inputs, 2);
+    ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+    EXPECT_EQ(compare(*expected, *actual, "doubled").int_mismatches, 0);
+    EXPECT_GT(compare(*before, *actual, "original").int_mismatches, 0);  // the change did reach the output
+  }
 }
 
 // M = 1 (batch-1 FC): the layer splits column blocks so several threads share the GEMV.

@@ -1,0 +1,295 @@
+// bench/serve: qdqrt serve's throughput and p50/p99 latency at 1, 4, 16 and 64 concurrent
+// clients, over HTTP (binary extension) and gRPC (raw contents), with dynamic batching on and
+// off, next to the same model run directly through the engine. The server runs in this process
+// on 127.0.0.1 (OS-chosen ports); every client is a thread with its own keep-alive connection.
+// Each point runs for --seconds (and at most --maxRequests requests). Prints a Markdown table.
+//   serve_bench [--model=models/fmnist_resnet_qdq.onnx] [--seconds=3] [--concurrency=1,4,16,64]
+//               [--instances=1] [--threads=2]
+// Exits 1 if any request failed (ctest's bench_serve.smoke runs it for a few seconds).
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "server/grpc_frontend.h"
+#include "server/grpc_predict_v2.grpc.pb.h"
+#include "server/http_frontend.h"
+#include "server/inference_server.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace qdqrt;
+using Clock = std::chrono::steady_clock;
+
+struct Point {
+  double throughput = 0;  // requests (= samples, batch 1) per second
+  double p50_us = 0;
+  double p99_us = 0;
+  int64_t requests = 0;
+  int64_t failures = 0;
+};
+
+Point summarize(std::vector<double>& latencies_us, double seconds, int64_t failures) {
+  Point point;
+  point.requests = static_cast<int64_t>(latencies_us.size());
+  point.failures = failures;
+  if (latencies_us.empty()) return point;
+  std::sort(latencies_us.begin(), latencies_us.end());
+  point.throughput = static_cast<double>(latencies_us.size()) / seconds;
+  point.p50_us = latencies_us[latencies_us.size() / 2];
+  point.p99_us = latencies_us[std::min(latencies_us.size() - 1, latencies_us.size() * 99 / 100)];
+  return point;
+}
+
+// Runs `clients` threads, each calling `call(client_index)` (true on success) until the time or
+// the request budget is used up.
+template <class MakeClient>
+Point run_clients(int clients, double seconds, int64_t max_requests, MakeClient make_client) {
+  std::vector<std::vector<double>> latencies(clients);
+  std::atomic<int64_t> budget{max_requests};
+  std::atomic<int64_t> failures{0};
+  std::vector<std::thread> threads;
+  Clock::time_point start = Clock::now();
+  Clock::time_point end = start + std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
+  for (int index = 0; index < clients; ++index) {
+    threads.emplace_back([&, index] {
+      auto call = make_client(index);
+      while (Clock::now() < end && budget.fetch_sub(1) > 0) {
+        Clock::time_point sent = Clock::now();
+        if (!call()) {
+          ++failures;
+          continue;
+        }
+        latencies[index].push_back(std::chrono::duration<double, std::micro>(Clock::now() - sent).count());
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> all;
+  for (auto& list : latencies) all.insert(all.end(), list.begin(), list.end());
+  return summarize(all, elapsed, failures.load());
+}
+
+std::vector<float> image(uint32_t seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> pixel(-1.0f, 1.0f);
+  std::vector<float> values(28 * 28);
+  for (float& value : values) value = pixel(generator);
+  return values;
+}
+
+std::vector<int> parse_list(const std::string& text) {
+  std::vector<int> values;
+  std::stringstream stream(text);
+  for (std::string item; std::getline(stream, item, ',');) values.push_back(std::stoi(item));
+  return values;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_path = "models/fmnist_resnet_qdq.onnx";
+  double seconds = 3;
+  int64_t max_requests = 2'000'000;
+  std::vector<int> concurrencies = {1, 4, 16, 64};
+  int instances = 1;
+  int threads = 2;
+  for (int index = 1; index < argc; ++index) {
+    std::string arg = argv[index];
+    if (arg.starts_with("--model=")) model_path = arg.substr(8);
+    else if (arg.starts_with("--seconds=")) seconds = std::stod(arg.substr(10));
+    else if (arg.starts_with("--maxRequests=")) max_requests = std::stoll(arg.substr(14));
+    else if (arg.starts_with("--concurrency=")) concurrencies = parse_list(arg.substr(14));
+    else if (arg.starts_with("--instances=")) instances = std::stoi(arg.substr(12));
+    else if (arg.starts_with("--threads=")) threads = std::stoi(arg.substr(10));
+    else {
+      std::fprintf(stderr, "usage: serve_bench [--model=PATH] [--seconds=S] [--maxRequests=N] [--concurrency=1,4,16,64]"
+                           " [--instances=1] [--threads=2]\n");
+      return 2;
+    }
+  }
+  fs::path root = fs::temp_directory_path() / ("qdqrt_serve_bench_" + std::to_string(::getpid()));
+  auto add_model = [&](const std::string& name, const std::string& config) {
+    fs::create_directories(root / name / "1");
+    fs::copy_file(model_path, root / name / "1" / "model.onnx");
+    std::ofstream(root / name / "config.json") << config;
+  };
+  // Both modes get the same instances x threads; batching merges up to 64.
+  std::string instance_group = "\"instance_group\": {\"count\": " + std::to_string(instances) +
+                               ", \"threads\": " + std::to_string(threads) + "}";
+  add_model("batched", "{\"max_batch_size\": 64, \"dynamic_batching\": true, \"max_queue_size\": 4096, " +
+                           instance_group + "}");
+  add_model("unbatched", "{\"max_batch_size\": 64, \"dynamic_batching\": false, \"max_queue_size\": 4096, " +
+                             instance_group + "}");
+  server::RepositoryOptions options;
+  options.repository_dir = root.string();
+  server::InferenceServer inference(options);
+  if (Status status = inference.load_models(); !status.is_ok()) {
+    std::fprintf(stderr, "serve_bench: %s\n", status.to_string().c_str());
+    return 1;
+  }
+  server::HttpOptions http_options;
+  http_options.host = "127.0.0.1";
+  http_options.port = 0;
+  http_options.threads = 96;
+  server::HttpFrontend http(inference, http_options);
+  int http_port = *http.start();
+  server::GrpcOptions grpc_options;
+  grpc_options.host = "127.0.0.1";
+  grpc_options.port = 0;
+  grpc_options.max_threads = 128;
+  server::GrpcFrontend grpc_frontend(inference, grpc_options);
+  int grpc_port = *grpc_frontend.start();
+
+  std::vector<float> pixels = image(1);
+  // Direct: the same engine, one context of --threads threads, batch 1 (and batch 16).
+  server::ServeError error;
+  auto runner = inference.repository().find("batched", "", error);
+  auto context = runner->engine().create_context({.threads = threads});
+  std::vector<float> logits(64 * 10);
+  std::vector<float> batch_pixels(64 * 784);
+  for (size_t index = 0; index < batch_pixels.size(); ++index) batch_pixels[index] = pixels[index % 784];
+  auto direct = [&](int64_t batch) {
+    return run_clients(1, seconds, max_requests, [&](int) {
+      return [&, batch] {
+        return context->run({{"input", batch_pixels.data(), {batch, 1, 28, 28}}}, {{"output", logits.data(), {batch, 10}}}).is_ok();
+      };
+    });
+  };
+  direct(1);  // warm-up
+  Point direct_1 = direct(1);
+  Point direct_16 = direct(16);
+  std::printf("%d instance(s) x %d thread(s); %.1f s per point\n\n", instances, threads, seconds);
+  std::printf("| path | concurrency | batching | throughput (inferences/s) | p50 (us) | p99 (us) | requests | failures |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  std::printf("| direct ExecutionContext::run, batch 1 | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n", direct_1.throughput,
+              direct_1.p50_us, direct_1.p99_us, static_cast<long long>(direct_1.requests),
+              static_cast<long long>(direct_1.failures));
+  std::printf("| direct ExecutionContext::run, batch 16 | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n",
+              direct_16.throughput * 16, direct_16.p50_us, direct_16.p99_us, static_cast<long long>(direct_16.requests),
+              static_cast<long long>(direct_16.failures));
+  std::fflush(stdout);
+
+  std::string header = nlohmann::json{{"inputs", {{{"name", "input"},
+                                                   {"shape", {1, 1, 28, 28}},
+                                                   {"datatype", "FP32"},
+                                                   {"parameters", {{"binary_data_size", 784 * sizeof(float)}}}}}},
+                                      {"outputs", {{{"name", "output"}, {"parameters", {{"binary_data", true}}}}}}}
+                           .dump();
+  std::string http_body = header + std::string(reinterpret_cast<const char*>(pixels.data()), 784 * sizeof(float));
+  httplib::Headers http_headers = {{"Inference-Header-Content-Length", std::to_string(header.size())}};
+  auto http_point = [&](const std::string& model, int clients) {
+    std::string path = "/v2/models/" + model + "/infer";
+    return run_clients(clients, seconds, max_requests, [&, path](int) {
+      auto client = std::make_shared<httplib::Client>("127.0.0.1", http_port);
+      client->set_keep_alive(true);
+      client->set_read_timeout(30, 0);
+      client->set_tcp_nodelay(true);
+      return [client, path, &http_body, &http_headers] {
+        auto response = client->Post(path.c_str(), http_headers, http_body, "application/octet-stream");
+        return response && response->status == 200;
+      };
+    });
+  };
+  auto grpc_point = [&](const std::string& model, int clients) {
+    return run_clients(clients, seconds, max_requests, [&, model](int index) {
+      // A channel per client (distinct arguments so gRPC does not share one connection).
+      grpc::ChannelArguments arguments;
+      arguments.SetInt("qdqrt_bench_client", index);
+      auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(grpc_port),
+                                               grpc::InsecureChannelCredentials(), arguments);
+      auto stub = std::shared_ptr<inference::GRPCInferenceService::Stub>(inference::GRPCInferenceService::NewStub(channel));
+      auto request = std::make_shared<inference::ModelInferRequest>();
+      request->set_model_name(model);
+      auto* input = request->add_inputs();
+      input->set_name("input");
+      input->set_datatype("FP32");
+      for (int64_t dim : {1, 1, 28, 28}) input->add_shape(dim);
+      request->add_raw_input_contents(reinterpret_cast<const char*>(pixels.data()), 784 * sizeof(float));
+      return [stub, request] {
+        inference::ModelInferResponse response;
+        grpc::ClientContext context;
+        return stub->ModelInfer(&context, *request, &response).ok();
+      };
+    });
+  };
+  int64_t total_failures = direct_1.failures + direct_16.failures;
+  http_point("batched", 1);  // warm-up both paths
+  grpc_point("batched", 1);
+  // The transport's floor at concurrency 1: a request that runs no model.
+  Point http_live = run_clients(1, seconds, max_requests, [&](int) {
+    auto client = std::make_shared<httplib::Client>("127.0.0.1", http_port);
+    client->set_keep_alive(true);
+    client->set_tcp_nodelay(true);
+    return [client] {
+      auto response = client->Get("/v2/health/live");
+      return response && response->status == 200;
+    };
+  });
+  // The same with a body of the infer request's size (httplib's POST path costs more than GET).
+  Point http_post = run_clients(1, seconds, max_requests, [&](int) {
+    auto client = std::make_shared<httplib::Client>("127.0.0.1", http_port);
+    client->set_keep_alive(true);
+    client->set_tcp_nodelay(true);
+    return [client, &http_body] {
+      auto response = client->Post("/v2/repository/index", http_body, "application/octet-stream");
+      return response && response->status == 200;
+    };
+  });
+  Point grpc_live = run_clients(1, seconds, max_requests, [&](int) {
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port), grpc::InsecureChannelCredentials());
+    auto stub = std::shared_ptr<inference::GRPCInferenceService::Stub>(inference::GRPCInferenceService::NewStub(channel));
+    return [stub] {
+      inference::ServerLiveResponse response;
+      grpc::ClientContext context;
+      return stub->ServerLive(&context, {}, &response).ok();
+    };
+  });
+  for (auto [name, point] : {std::pair{"HTTP GET /v2/health/live (no model)", http_live},
+                             std::pair{"HTTP POST 3.3 KB to /v2/repository/index (no model)", http_post},
+                             std::pair{"gRPC ServerLive (no model)", grpc_live}}) {
+    total_failures += point.failures;
+    std::printf("| %s | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n", name, point.throughput, point.p50_us,
+                point.p99_us, static_cast<long long>(point.requests), static_cast<long long>(point.failures));
+  }
+  for (const char* protocol : {"HTTP binary", "gRPC raw"}) {
+    for (int clients : concurrencies) {
+      for (const char* model : {"unbatched", "batched"}) {
+        Point point = std::string(protocol) == "HTTP binary" ? http_point(model, clients) : grpc_point(model, clients);
+        total_failures += point.failures;
+        std::printf("| %s | %d | %s | %.0f | %.1f | %.1f | %lld | %lld |\n", protocol, clients,
+                    std::string(model) == "batched" ? "on" : "off", point.throughput, point.p50_us, point.p99_us,
+                    static_cast<long long>(point.requests), static_cast<long long>(point.failures));
+        std::fflush(stdout);
+      }
+    }
+  }
+  auto metrics = inference.metrics().model_metrics("batched", "1");
+  std::printf("\nbatched model: %llu requests in %llu engine runs (mean batch %.2f)\n",
+              static_cast<unsigned long long>(metrics->inference_count.load()),
+              static_cast<unsigned long long>(metrics->exec_count.load()),
+              static_cast<double>(metrics->inference_count.load()) / std::max<uint64_t>(1, metrics->exec_count.load()));
+  http.stop();
+  grpc_frontend.stop();
+  inference.shutdown();
+  std::error_code remove_error;
+  fs::remove_all(root, remove_error);
+  if (total_failures > 0) std::printf("serve_bench: %lld requests failed\n", static_cast<long long>(total_failures));
+  return total_failures > 0 ? 1 : 0;
+}

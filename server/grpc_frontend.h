@@ -1,0 +1,45 @@
+// The KServe v2 gRPC service (inference.GRPCInferenceService, server/grpc_predict_v2.proto) on
+// gRPC C++'s synchronous server. Its thread count is capped by a resource quota: past it gRPC
+// itself answers RESOURCE_EXHAUSTED.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "server/inference_server.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace qdqrt::server {
+
+struct GrpcOptions {
+  std::string host = "0.0.0.0";
+  int port = 8001;                       // 0: any free port
+  size_t max_message_bytes = 64u << 20;  // larger requests: RESOURCE_EXHAUSTED
+  int max_threads = 64;
+  int shutdown_grace_seconds = 30;       // in-flight RPCs get this long to finish on stop()
+};
+
+class GrpcFrontend {
+ public:
+  GrpcFrontend(InferenceServer& server, GrpcOptions options);
+  ~GrpcFrontend();
+  GrpcFrontend(const GrpcFrontend&) = delete;
+  GrpcFrontend& operator=(const GrpcFrontend&) = delete;
+
+  Result<int> start();  // returns the port (the one chosen when 0)
+  void stop();          // stops accepting, waits for the RPCs in flight. Idempotent.
+
+ private:
+  class Service;
+  InferenceServer& server_;
+  GrpcOptions options_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> grpc_;
+};
+
+}  // namespace qdqrt::server

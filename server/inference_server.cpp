@@ -1,0 +1,78 @@
+#include "server/inference_server.h"
+
+#include <algorithm>
+
+namespace qdqrt::server {
+
+namespace {
+
+std::vector<TensorMetadata> tensor_metadata(const std::vector<engine::IoTensorInfo>& infos) {
+  std::vector<TensorMetadata> tensors;
+  for (const auto& info : infos) {
+    Shape shape = info.shape;
+    if (info.batched && !shape.empty()) shape[0] = -1;
+    tensors.push_back({info.name, kserve_dtype_name(info.dtype), shape});
+  }
+  return tensors;
+}
+
+}  // namespace
+
+InferenceServer::InferenceServer(RepositoryOptions options) : repository_(std::move(options), metrics_) {}
+
+std::variant<ModelMetadata, ServeError> InferenceServer::model_metadata(const std::string& name,
+                                                                        const std::string& version) const {
+  ServeError error;
+  auto runner = repository_.find(name, version, error);
+  if (!runner) return error;
+  ModelMetadata metadata;
+  metadata.name = name;
+  metadata.versions = {runner->metrics().version};
+  metadata.platform = kPlatform;
+  metadata.inputs = tensor_metadata(runner->inputs());
+  metadata.outputs = tensor_metadata(runner->outputs());
+  metadata.max_batch_size = runner->max_batch();
+  return metadata;
+}
+
+std::optional<ServeError> InferenceServer::model_ready(const std::string& name, const std::string& version) const {
+  ServeError error;
+  if (!repository_.find(name, version, error)) return error;
+  return std::nullopt;
+}
+
+std::variant<InferResponse, ServeError> InferenceServer::infer(InferRequest request) {
+  ServeError error;
+  auto runner = repository_.find(request.model_name, request.model_version, error);
+  if (!runner) return error;
+  const auto& model_outputs = runner->outputs();
+  std::vector<size_t> selected;  // engine output indices, in the order asked for
+  for (const RequestedOutput& requested : request.outputs) {
+    auto found = std::find_if(model_outputs.begin(), model_outputs.end(),
+                              [&](const auto& info) { return info.name == requested.name; });
+    if (found == model_outputs.end()) {
+      runner->metrics().request_failure.fetch_add(1, std::memory_order_relaxed);
+      return serve_error(ErrorKind::kBadRequest, "unexpected inference output '{}' for model '{}'", requested.name,
+                         request.model_name);
+    }
+    selected.push_back(static_cast<size_t>(found - model_outputs.begin()));
+  }
+  InferOutcome outcome = runner->infer(std::move(request.inputs));
+  if (outcome.error) return *outcome.error;
+  InferResponse response;
+  response.model_name = request.model_name;
+  response.model_version = runner->metrics().version;
+  response.id = request.id;
+  if (request.outputs.empty()) {
+    response.outputs = std::move(outcome.outputs);
+    response.output_binary.assign(response.outputs.size(), request.binary_data_output);
+  } else {
+    for (size_t position = 0; position < selected.size(); ++position) {
+      response.outputs.push_back(outcome.outputs[selected[position]]);
+      response.output_binary.push_back(request.outputs[position].binary_data.value_or(request.binary_data_output));
+    }
+  }
+  return response;
+}
+
+}  // namespace qdqrt::server

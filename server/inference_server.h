@@ -1,0 +1,60 @@
+// The protocol-independent server: the model repository, the metrics, and the KServe v2
+// operations (health, metadata, infer) that the HTTP and gRPC frontends translate to and from.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "server/infer_types.h"
+#include "server/metrics.h"
+#include "server/model_repository.h"
+
+namespace qdqrt::server {
+
+inline constexpr const char* kServerName = "qdqrt";
+inline constexpr const char* kServerVersion = "0.1.0";
+inline constexpr const char* kPlatform = "qdqrt_onnx";
+
+struct TensorMetadata {
+  std::string name;
+  std::string datatype;
+  Shape shape;  // -1 for the batch dim
+};
+struct ModelMetadata {
+  std::string name;
+  std::vector<std::string> versions;
+  std::string platform;
+  std::vector<TensorMetadata> inputs;
+  std::vector<TensorMetadata> outputs;
+  int64_t max_batch_size = 0;
+};
+
+class InferenceServer {
+ public:
+  explicit InferenceServer(RepositoryOptions options);
+
+  Status load_models() { return repository_.load_all(); }
+  bool live() const { return true; }
+  bool ready() const { return !draining_.load() && repository_.all_ready(); }
+  std::variant<ModelMetadata, ServeError> model_metadata(const std::string& name, const std::string& version) const;
+  std::optional<ServeError> model_ready(const std::string& name, const std::string& version) const;
+  std::variant<InferResponse, ServeError> infer(InferRequest request);
+
+  // Shutdown: stop reporting ready (so a balancer stops routing here), then, once the frontends
+  // have stopped accepting and answered what they accepted, stop the runners.
+  void start_draining() { draining_ = true; }
+  void shutdown() { repository_.shutdown(); }
+
+  ModelRepository& repository() { return repository_; }
+  MetricsRegistry& metrics() { return metrics_; }
+
+ private:
+  MetricsRegistry metrics_;
+  ModelRepository repository_;
+  std::atomic<bool> draining_{false};
+};
+
+}  // namespace qdqrt::server

@@ -1,0 +1,70 @@
+#include "server/metrics.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+
+namespace qdqrt::server {
+
+void ModelMetrics::record_batch(int64_t batch_size) {
+  size_t bucket = 0;
+  while (bucket < kBatchBuckets.size() && batch_size > kBatchBuckets[bucket]) ++bucket;
+  batch_size_counts[bucket].fetch_add(1, std::memory_order_relaxed);
+  batch_size_sum.fetch_add(static_cast<uint64_t>(batch_size), std::memory_order_relaxed);
+}
+
+std::shared_ptr<ModelMetrics> MetricsRegistry::model_metrics(const std::string& model, const std::string& version) {
+  std::lock_guard lock(mutex_);
+  for (const auto& metrics : models_) {
+    if (metrics->model == model && metrics->version == version) return metrics;
+  }
+  auto metrics = std::make_shared<ModelMetrics>();
+  metrics->model = model;
+  metrics->version = version;
+  models_.push_back(metrics);
+  return metrics;
+}
+
+std::string MetricsRegistry::prometheus_text() const {
+  std::lock_guard lock(mutex_);
+  std::string text;
+  auto counter = [&](const char* name, const char* help, const std::function<uint64_t(const ModelMetrics&)>& value) {
+    text += fmt::format("# HELP {} {}\n# TYPE {} counter\n", name, help, name);
+    for (const auto& metrics : models_) {
+      text += fmt::format("{}{{model=\"{}\",version=\"{}\"}} {}\n", name, metrics->model, metrics->version,
+                          value(*metrics));
+    }
+  };
+  counter("nv_inference_request_success", "Number of successful inference requests, all batch sizes",
+          [](const ModelMetrics& m) { return m.request_success.load(); });
+  counter("nv_inference_request_failure", "Number of failed inference requests, all batch sizes",
+          [](const ModelMetrics& m) { return m.request_failure.load(); });
+  counter("nv_inference_count", "Number of inferences performed (a batch of n counts n)",
+          [](const ModelMetrics& m) { return m.inference_count.load(); });
+  counter("nv_inference_exec_count", "Number of model executions performed (a merged batch counts once)",
+          [](const ModelMetrics& m) { return m.exec_count.load(); });
+  counter("nv_inference_request_duration_us", "Cumulative inference request duration in microseconds",
+          [](const ModelMetrics& m) { return m.request_duration_us.load(); });
+  counter("nv_inference_queue_duration_us", "Cumulative inference queuing duration in microseconds",
+          [](const ModelMetrics& m) { return m.queue_duration_us.load(); });
+  counter("nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in microseconds",
+          [](const ModelMetrics& m) { return m.compute_infer_duration_us.load(); });
+  const char* histogram = "qdqrt_inference_batch_size";
+  text += fmt::format("# HELP {} Batch size of each model execution\n# TYPE {} histogram\n", histogram, histogram);
+  for (const auto& metrics : models_) {
+    std::string labels = fmt::format("model=\"{}\",version=\"{}\"", metrics->model, metrics->version);
+    uint64_t cumulative = 0;
+    for (size_t bucket = 0; bucket < ModelMetrics::kBatchBuckets.size(); ++bucket) {
+      cumulative += metrics->batch_size_counts[bucket].load();
+      text += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", histogram, labels, ModelMetrics::kBatchBuckets[bucket],
+                          cumulative);
+    }
+    cumulative += metrics->batch_size_counts.back().load();
+    text += fmt::format("{}_bucket{{{},le=\"+Inf\"}} {}\n", histogram, labels, cumulative);
+    text += fmt::format("{}_sum{{{}}} {}\n{}_count{{{}}} {}\n", histogram, labels, metrics->batch_size_sum.load(),
+                        histogram, labels, cumulative);
+  }
+  return text;
+}
+
+}  // namespace qdqrt::server

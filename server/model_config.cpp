@@ -1,0 +1,96 @@
+#include "server/model_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+namespace qdqrt::server {
+
+namespace {
+
+Result<int64_t> positive_integer(const nlohmann::json& value, const std::string& key, int64_t minimum) {
+  if (!value.is_number_integer()) return invalid_argument("'{}' must be an integer", key);
+  int64_t number = value.get<int64_t>();
+  if (number < minimum) return invalid_argument("'{}' must be >= {}, got {}", key, minimum, number);
+  return number;
+}
+
+}  // namespace
+
+Result<ModelConfig> parse_model_config(const std::string& json_text, ModelConfig config) {
+  nlohmann::json root = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) return invalid_argument("config.json is not a JSON object");
+  for (const auto& [key, value] : root.items()) {
+    if (key == "max_batch_size") {
+      QDQRT_ASSIGN_OR_RETURN(config.max_batch_size, positive_integer(value, key, 1));
+    } else if (key == "dynamic_batching") {
+      // false, true, or Triton's object form {"max_queue_delay_microseconds", "preferred_batch_size"}.
+      if (value.is_boolean()) {
+        config.dynamic_batching = value.get<bool>();
+      } else if (value.is_object()) {
+        config.dynamic_batching = true;
+        for (const auto& [field, setting] : value.items()) {
+          if (field == "max_queue_delay_microseconds") {
+            QDQRT_ASSIGN_OR_RETURN(config.max_queue_delay_us, positive_integer(setting, field, 0));
+          } else if (field == "preferred_batch_size") {
+            if (!setting.is_array()) return invalid_argument("'preferred_batch_size' must be a list of integers");
+            config.preferred_batch_sizes.clear();
+            for (const nlohmann::json& size : setting) {
+              QDQRT_ASSIGN_OR_RETURN(int64_t batch, positive_integer(size, field, 1));
+              config.preferred_batch_sizes.push_back(batch);
+            }
+          } else {
+            return invalid_argument("unknown key 'dynamic_batching.{}'", field);
+          }
+        }
+      } else {
+        return invalid_argument("'dynamic_batching' must be true, false or an object");
+      }
+    } else if (key == "instance_group") {
+      if (!value.is_object()) return invalid_argument("'instance_group' must be an object {{\"count\", \"threads\"}}");
+      for (const auto& [field, setting] : value.items()) {
+        if (field == "count") {
+          QDQRT_ASSIGN_OR_RETURN(int64_t count, positive_integer(setting, field, 1));
+          config.instance_count = static_cast<int>(std::min<int64_t>(count, 256));
+        } else if (field == "threads") {
+          QDQRT_ASSIGN_OR_RETURN(int64_t threads, positive_integer(setting, field, 1));
+          config.threads_per_instance = static_cast<int>(std::min<int64_t>(threads, 256));
+        } else {
+          return invalid_argument("unknown key 'instance_group.{}'", field);
+        }
+      }
+    } else if (key == "max_queue_size") {
+      QDQRT_ASSIGN_OR_RETURN(config.max_queue_size, positive_integer(value, key, 1));
+    } else if (key == "input_shapes") {
+      if (!value.is_object()) return invalid_argument("'input_shapes' must map input names to shapes");
+      for (const auto& [name, dims] : value.items()) {
+        if (!dims.is_array() || dims.empty()) return invalid_argument("input_shapes['{}'] must be a list of dims", name);
+        Shape shape;
+        for (const nlohmann::json& dim : dims) {
+          QDQRT_ASSIGN_OR_RETURN(int64_t size, positive_integer(dim, "input_shapes['" + name + "']", 1));
+          shape.push_back(size);
+        }
+        config.input_shapes[name] = shape;
+      }
+    } else if (key == "precision") {
+      std::string text = value.is_string() ? value.get<std::string>() : "";
+      if (text == "int8") {
+        config.precision = engine::Precision::kInt8;
+      } else if (text == "fp32") {
+        config.precision = engine::Precision::kFp32;
+      } else {
+        return invalid_argument("'precision' must be \"int8\" or \"fp32\"");
+      }
+    } else {
+      return invalid_argument("unknown key '{}'", key);
+    }
+  }
+  std::set<int64_t> preferred(config.preferred_batch_sizes.begin(), config.preferred_batch_sizes.end());
+  if (!preferred.empty() && *preferred.rbegin() > config.max_batch_size) {
+    return invalid_argument("preferred batch size {} is above max_batch_size {}", *preferred.rbegin(),
+                            config.max_batch_size);
+  }
+  return config;
+}
+
+}  // namespace qdqrt::server

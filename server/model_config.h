@@ -1,0 +1,37 @@
+// Per-model serving options: the optional config.json beside a model's version folders
+// (docs/serve.md), or the defaults below.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "engine/engine.h"
+
+namespace qdqrt::server {
+
+struct ModelConfig {
+  // Largest batch a request or a merged batch may have; the engine is built for it.
+  int64_t max_batch_size = 8;
+  // Merge queued requests into one run (up to max_batch_size, waiting at most max_queue_delay_us).
+  bool dynamic_batching = true;
+  int64_t max_queue_delay_us = 0;  // 0 (Triton's default): merge what queued while the last batch ran
+  // A batch that reaches one of these sizes runs at once, without waiting for the delay.
+  std::vector<int64_t> preferred_batch_sizes;
+  // ExecutionContexts on the shared engine, each run by its own thread with this many threads.
+  int instance_count = 1;
+  int threads_per_instance = 1;
+  // Requests waiting for an instance; more are refused with 503 / UNAVAILABLE.
+  int64_t max_queue_size = 1024;
+  // Input shapes at max batch for inputs whose dims (past the batch) are not static in the model.
+  std::map<std::string, Shape> input_shapes;
+  engine::Precision precision = engine::Precision::kInt8;
+};
+
+// Reads config.json text; unknown keys are errors (a typo must not silently fall back to defaults).
+Result<ModelConfig> parse_model_config(const std::string& json_text, ModelConfig defaults = {});
+
+}  // namespace qdqrt::server

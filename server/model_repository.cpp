@@ -1,0 +1,287 @@
+#include "server/model_repository.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "kernels/cpu_features.h"
+#include "parser/onnx_loader.h"
+
+namespace qdqrt::server {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error("cannot open '{}'", path);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (!in.good() && !in.eof()) return io_error("cannot read '{}'", path);
+  return bytes.str();
+}
+
+bool is_version_name(const std::string& text) {
+  return !text.empty() && text.size() < 19 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Shapes to build for: the config's, else the model's with a symbolic batch set to max_batch_size.
+Result<std::map<std::string, Shape>> build_shapes_for(const Graph& graph, const ModelConfig& config) {
+  std::map<std::string, Shape> shapes;
+  for (const std::string& name : graph.inputs) {
+    auto given = config.input_shapes.find(name);
+    if (given != config.input_shapes.end()) {
+      shapes[name] = given->second;
+      continue;
+    }
+    const ValueInfo* info = graph.find_value(name);
+    if (info == nullptr || !info->shape || info->shape->empty()) {
+      return invalid_argument("input '{}' has no known shape: give it in config.json 'input_shapes'", name);
+    }
+    Shape shape;
+    for (size_t axis = 0; axis < info->shape->size(); ++axis) {
+      const Dim& dim = (*info->shape)[axis];
+      if (dim.is_static()) {
+        shape.push_back(dim.value);
+      } else if (axis == 0) {
+        shape.push_back(config.max_batch_size);
+      } else {
+        return invalid_argument("input '{}' {} has a symbolic dim past the batch: give it in config.json 'input_shapes'",
+                                name, dims_to_string(*info->shape));
+      }
+    }
+    shapes[name] = shape;
+  }
+  return shapes;
+}
+
+bool engine_matches(const engine::Engine& engine, const std::map<std::string, Shape>& shapes) {
+  std::vector<engine::IoTensorInfo> inputs = engine.inputs();
+  if (inputs.size() != shapes.size()) return false;
+  for (const auto& info : inputs) {
+    auto wanted = shapes.find(info.name);
+    if (wanted == shapes.end() || wanted->second != info.shape) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string engine_cache_key(const std::string& model_bytes, const ModelConfig& config,
+                             const std::map<std::string, Shape>& build_shapes) {
+  std::string options = fmt::format("{:016x}|precision={}|isa={}", XXH64(model_bytes.data(), model_bytes.size(), 0),
+                                    config.precision == engine::Precision::kInt8 ? "int8" : "fp32",
+                                    kernels::isa_name(kernels::active_isa()));
+  for (const auto& [name, shape] : build_shapes) options += fmt::format("|{}={}", name, fmt::join(shape, "x"));
+  return fmt::format("{:016x}", XXH64(options.data(), options.size(), 0));
+}
+
+ModelRepository::ModelRepository(RepositoryOptions options, MetricsRegistry& metrics)
+    : options_(std::move(options)), metrics_(metrics) {}
+
+ModelRepository::~ModelRepository() { shutdown(); }
+
+Result<ModelRepository::ModelSource> ModelRepository::locate(const std::string& name) const {
+  for (const auto& [model_name, path] : options_.models) {
+    if (model_name == name) return ModelSource{"1", path, ""};
+  }
+  if (options_.repository_dir.empty() || name.empty() || name.find('/') != std::string::npos || name[0] == '.') {
+    return invalid_argument("no model '{}' in the repository", name);
+  }
+  fs::path model_dir = fs::path(options_.repository_dir) / name;
+  std::error_code error;
+  if (!fs::is_directory(model_dir, error)) return invalid_argument("no model '{}' in the repository", name);
+  ModelSource best;
+  int64_t best_version = -1;
+  for (const auto& entry : fs::directory_iterator(model_dir, error)) {
+    std::string version = entry.path().filename().string();
+    if (!entry.is_directory() || !is_version_name(version)) continue;
+    for (const char* file : {"model.qdqrt", "model.onnx"}) {
+      fs::path candidate = entry.path() / file;
+      if (fs::is_regular_file(candidate, error) && std::stoll(version) > best_version) {
+        best_version = std::stoll(version);
+        best = ModelSource{std::to_string(best_version), candidate.string(), ""};
+      }
+    }
+  }
+  if (best_version < 0) {
+    return invalid_argument("model '{}' has no NAME/VERSION/model.onnx or model.qdqrt", name);
+  }
+  fs::path config = model_dir / "config.json";
+  if (fs::is_regular_file(config, error)) best.config_path = config.string();
+  return best;
+}
+
+Result<std::shared_ptr<const engine::Engine>> ModelRepository::build_or_load_engine(const std::string& name,
+                                                                                     const ModelSource& source,
+                                                                                     const ModelConfig& config) const {
+  if (source.path.ends_with(".qdqrt")) return engine::Engine::load(source.path);
+  QDQRT_ASSIGN_OR_RETURN(std::string model_bytes, read_file(source.path));
+  QDQRT_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(source.path));
+  QDQRT_ASSIGN_OR_RETURN(auto shapes, build_shapes_for(graph, config));
+  std::string cache_path;
+  if (!options_.engine_cache_dir.empty()) {
+    cache_path = (fs::path(options_.engine_cache_dir) / fmt::format("{}-{}.qdqrt", name, engine_cache_key(model_bytes, config, shapes))).string();
+    std::error_code error;
+    if (fs::exists(cache_path, error)) {
+      // The engine file carries a checksum and a format version: a corrupt or stale entry fails
+      // here (or does not match the shapes asked for) and is rebuilt, never used.
+      auto cached = engine::Engine::load(cache_path);
+      if (cached.ok() && engine_matches(**cached, shapes)) {
+        fmt::print(stderr, "serve: model '{}': engine from the cache {}\n", name, cache_path);
+        return cached;
+      }
+      fmt::print(stderr, "serve: model '{}': cache entry {} is unusable ({}); rebuilding\n", name, cache_path,
+                 cached.ok() ? "shapes differ" : cached.status().to_string());
+    }
+  }
+  engine::BuildOptions build;
+  build.precision = config.precision;
+  build.input_shapes = shapes;
+  auto built = engine::Engine::build_from_file(source.path, build);
+  if (!built.ok()) return built.status();
+  if (!cache_path.empty()) {
+    std::error_code error;
+    fs::create_directories(options_.engine_cache_dir, error);
+    // Written aside and renamed, so a concurrent reader never sees half a file.
+    std::string temporary = fmt::format("{}.tmp{}", cache_path, ::getpid());
+    Status saved = (*built)->save(temporary);
+    if (saved.is_ok()) fs::rename(temporary, cache_path, error);
+    if (!saved.is_ok() || error) {
+      fs::remove(temporary, error);
+      fmt::print(stderr, "serve: model '{}': engine not cached: {}\n", name, saved.is_ok() ? error.message() : saved.to_string());
+    }
+  }
+  return built;
+}
+
+Status ModelRepository::load(const std::string& name) {
+  Entry entry;
+  Status status = [&]() -> Status {
+    QDQRT_ASSIGN_OR_RETURN(ModelSource source, locate(name));
+    entry.version = source.version;
+    ModelConfig config = options_.defaults;
+    if (!source.config_path.empty()) {
+      QDQRT_ASSIGN_OR_RETURN(std::string text, read_file(source.config_path));
+      auto parsed = parse_model_config(text, options_.defaults);
+      if (!parsed.ok()) return parsed.status().with_context(source.config_path);
+      config = *parsed;
+    }
+    unsigned cores = std::thread::hardware_concurrency();
+    if (cores > 0 && static_cast<unsigned>(config.instance_count * config.threads_per_instance) > cores) {
+      // Oversubscribed contexts time-slice each other: slower, not wrong, so only a warning.
+      fmt::print(stderr, "serve: model '{}': {} instances x {} threads exceed the {} cores\n", name,
+                 config.instance_count, config.threads_per_instance, cores);
+    }
+    QDQRT_ASSIGN_OR_RETURN(auto engine, build_or_load_engine(name, source, config));
+    entry.runner = std::make_shared<ModelRunner>(engine, config, metrics_.model_metrics(name, source.version));
+    return Status::ok();
+  }();
+  if (!status.is_ok()) entry.reason = status.to_string();
+  std::shared_ptr<ModelRunner> replaced;
+  {
+    std::lock_guard lock(mutex_);
+    // A failed reload keeps serving the version that was loaded.
+    Entry& slot = models_[name];
+    if (status.is_ok() || !slot.runner) {
+      replaced = std::move(slot.runner);
+      slot = std::move(entry);
+    }
+  }
+  if (replaced) replaced->shutdown();
+  return status;
+}
+
+Status ModelRepository::unload(const std::string& name) {
+  std::shared_ptr<ModelRunner> runner;
+  {
+    std::lock_guard lock(mutex_);
+    auto found = models_.find(name);
+    if (found == models_.end()) return invalid_argument("no model '{}' in the repository", name);
+    runner = std::move(found->second.runner);
+    found->second.reason = "unloaded";
+  }
+  // Requests already queued are answered; new ones see the model unavailable.
+  if (runner) runner->shutdown();
+  return Status::ok();
+}
+
+Status ModelRepository::load_all() {
+  std::vector<std::string> names;
+  for (const auto& [name, path] : options_.models) names.push_back(name);
+  std::error_code error;
+  if (!options_.repository_dir.empty()) {
+    if (!fs::is_directory(options_.repository_dir, error)) {
+      return invalid_argument("model repository '{}' is not a directory", options_.repository_dir);
+    }
+    for (const auto& entry : fs::directory_iterator(options_.repository_dir, error)) {
+      std::string name = entry.path().filename().string();
+      if (entry.is_directory() && name[0] != '.') names.push_back(name);
+    }
+  }
+  std::sort(names.begin(), names.end());
+  Status first_failure;
+  for (const std::string& name : names) {
+    Status status = load(name);
+    if (!status.is_ok() && first_failure.is_ok()) first_failure = status.with_context(fmt::format("model '{}'", name));
+  }
+  return first_failure;
+}
+
+std::shared_ptr<ModelRunner> ModelRepository::find(const std::string& name, const std::string& version,
+                                                   ServeError& error) const {
+  std::lock_guard lock(mutex_);
+  auto found = models_.find(name);
+  if (found == models_.end()) {
+    error = serve_error(ErrorKind::kNotFound, "unknown model '{}'", name);
+    return nullptr;
+  }
+  const Entry& entry = found->second;
+  if (!version.empty() && version != entry.version) {
+    error = serve_error(ErrorKind::kNotFound, "unknown version '{}' of model '{}'", version, name);
+    return nullptr;
+  }
+  if (!entry.runner) {
+    error = serve_error(ErrorKind::kUnavailable, "model '{}' is not ready: {}", name, entry.reason);
+    return nullptr;
+  }
+  return entry.runner;
+}
+
+std::vector<ModelIndexEntry> ModelRepository::index() const {
+  std::lock_guard lock(mutex_);
+  std::vector<ModelIndexEntry> entries;
+  for (const auto& [name, entry] : models_) {
+    entries.push_back({name, entry.version, entry.runner ? "READY" : "UNAVAILABLE", entry.runner ? "" : entry.reason});
+  }
+  return entries;
+}
+
+bool ModelRepository::all_ready() const {
+  std::lock_guard lock(mutex_);
+  return std::all_of(models_.begin(), models_.end(), [](const auto& item) { return item.second.runner != nullptr; });
+}
+
+void ModelRepository::shutdown() {
+  std::vector<std::shared_ptr<ModelRunner>> runners;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [name, entry] : models_) {
+      if (entry.runner) runners.push_back(entry.runner);
+    }
+  }
+  for (auto& runner : runners) runner->shutdown();
+}
+
+}  // namespace qdqrt::server

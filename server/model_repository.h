@@ -1,0 +1,82 @@
+// The models a server serves: a Triton-style repository folder (NAME/VERSION/model.onnx or
+// model.qdqrt, with an optional NAME/config.json) and/or single files given by name. Each model's
+// latest version is loaded into a ModelRunner; engines built from ONNX are cached on disk, keyed
+// by the model file's checksum, the build options and the CPU's ISA.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "server/metrics.h"
+#include "server/model_config.h"
+#include "server/model_runner.h"
+
+namespace qdqrt::server {
+
+struct RepositoryOptions {
+  std::string repository_dir;                                 // "" when only single models are served
+  std::vector<std::pair<std::string, std::string>> models;  // --model NAME=PATH
+  std::string engine_cache_dir;                               // "" disables the cache
+  ModelConfig defaults;                                       // for models without config.json
+};
+
+struct ModelIndexEntry {
+  std::string name;
+  std::string version;  // "" when no version could be found
+  std::string state;    // "READY" or "UNAVAILABLE"
+  std::string reason;   // why it is unavailable
+};
+
+class ModelRepository {
+ public:
+  ModelRepository(RepositoryOptions options, MetricsRegistry& metrics);
+  ~ModelRepository();
+
+  // Loads every model found; a model that fails is listed UNAVAILABLE with the reason. Returns
+  // the first failure (the CLI refuses to start on one) or ok.
+  Status load_all();
+  // (Re)loads one model's latest version (Triton's repository extension).
+  Status load(const std::string& name);
+  Status unload(const std::string& name);
+  // The runner for a model and version ("" for the latest loaded), or the protocol error.
+  std::shared_ptr<ModelRunner> find(const std::string& name, const std::string& version, ServeError& error) const;
+  std::vector<ModelIndexEntry> index() const;
+  bool all_ready() const;
+  // Answers every queued request and stops every runner.
+  void shutdown();
+
+  // The file a model is loaded from and its version, found on disk.
+  struct ModelSource {
+    std::string version;
+    std::string path;
+    std::string config_path;  // "" when the model has no config.json
+  };
+
+ private:
+  Result<ModelSource> locate(const std::string& name) const;
+  Result<std::shared_ptr<const engine::Engine>> build_or_load_engine(const std::string& name, const ModelSource& source,
+                                                                     const ModelConfig& config) const;
+
+  RepositoryOptions options_;
+  MetricsRegistry& metrics_;
+  mutable std::mutex mutex_;
+  struct Entry {
+    std::string version;
+    std::shared_ptr<ModelRunner> runner;  // null when unavailable
+    std::string reason;
+  };
+  std::map<std::string, Entry> models_;
+};
+
+// The cache file name for an engine: "<name>-<hex key>.qdqrt"; the key covers the model bytes,
+// the config's build options and the active ISA.
+std::string engine_cache_key(const std::string& model_bytes, const ModelConfig& config,
+                             const std::map<std::string, Shape>& build_shapes);
+
+}  // namespace qdqrt::server

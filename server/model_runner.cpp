@@ -1,0 +1,298 @@
+#include "server/model_runner.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/ranges.h>
+
+namespace qdqrt::server {
+
+namespace {
+
+int64_t elements_past_batch(const Shape& shape) {
+  int64_t count = 1;
+  for (size_t axis = 1; axis < shape.size(); ++axis) count *= shape[axis];
+  return count;
+}
+
+int64_t microseconds_between(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(to - from).count();
+}
+
+}  // namespace
+
+struct ModelRunner::Worker {
+  std::unique_ptr<engine::ExecutionContext> context;
+  // Merged batches are gathered here (per input, sized for the maximum batch).
+  std::vector<std::vector<uint8_t>> merged_inputs;
+  std::vector<std::vector<uint8_t>> merged_outputs;
+};
+
+ModelRunner::ModelRunner(std::shared_ptr<const engine::Engine> engine, const ModelConfig& config,
+                         std::shared_ptr<ModelMetrics> metrics)
+    : engine_(std::move(engine)), config_(config), metrics_(std::move(metrics)) {
+  inputs_ = engine_->inputs();
+  outputs_ = engine_->outputs();
+  max_batch_ = std::max<int64_t>(1, std::min<int64_t>(engine_->max_batch(), config_.max_batch_size));
+  can_merge_ = config_.dynamic_batching && max_batch_ > 1;
+  for (const auto& info : inputs_) can_merge_ = can_merge_ && info.batched && !info.shape.empty();
+  for (const auto& info : outputs_) can_merge_ = can_merge_ && info.batched && !info.shape.empty();
+  int instances = std::max(1, config_.instance_count);
+  for (int index = 0; index < instances; ++index) {
+    auto worker = std::make_unique<Worker>();
+    worker->context = engine_->create_context({.threads = std::max(1, config_.threads_per_instance)});
+    if (can_merge_) {
+      for (const auto& info : inputs_) {
+        worker->merged_inputs.emplace_back(max_batch_ * elements_past_batch(info.shape) * dtype_size(info.dtype));
+      }
+      for (const auto& info : outputs_) {
+        worker->merged_outputs.emplace_back(max_batch_ * elements_past_batch(info.shape) * dtype_size(info.dtype));
+      }
+    }
+    workers_.push_back(std::move(worker));
+  }
+  for (auto& worker : workers_) {
+    idle_workers_.push_back(worker.get());
+    threads_.emplace_back([this] { dispatcher_loop(); });
+  }
+}
+
+ModelRunner::~ModelRunner() { shutdown(); }
+
+void ModelRunner::shutdown() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  queue_changed_.notify_all();
+  for (std::thread& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
+}
+
+std::optional<ServeError> ModelRunner::check_inputs(std::vector<InferTensor>& inputs, int64_t& batch) const {
+  std::vector<InferTensor> ordered(inputs_.size());
+  std::vector<bool> seen(inputs_.size(), false);
+  for (InferTensor& tensor : inputs) {
+    auto found = std::find_if(inputs_.begin(), inputs_.end(), [&](const auto& info) { return info.name == tensor.name; });
+    if (found == inputs_.end()) return serve_error(ErrorKind::kBadRequest, "unexpected input '{}'", tensor.name);
+    size_t index = static_cast<size_t>(found - inputs_.begin());
+    if (seen[index]) return serve_error(ErrorKind::kBadRequest, "input '{}' is given twice", tensor.name);
+    seen[index] = true;
+    ordered[index] = std::move(tensor);
+  }
+  batch = 0;
+  for (size_t index = 0; index < inputs_.size(); ++index) {
+    const engine::IoTensorInfo& info = inputs_[index];
+    if (!seen[index]) return serve_error(ErrorKind::kBadRequest, "input '{}' is missing", info.name);
+    const InferTensor& tensor = ordered[index];
+    if (tensor.dtype != info.dtype) {
+      return serve_error(ErrorKind::kBadRequest, "input '{}': datatype {} where the model expects {}", info.name,
+                         kserve_dtype_name(tensor.dtype), kserve_dtype_name(info.dtype));
+    }
+    bool shape_ok = tensor.shape.size() == info.shape.size();
+    for (size_t axis = info.batched ? 1 : 0; shape_ok && axis < info.shape.size(); ++axis) {
+      shape_ok = tensor.shape[axis] == info.shape[axis];
+    }
+    if (shape_ok && info.batched) {
+      int64_t tensor_batch = tensor.shape[0];
+      if (tensor_batch < 1 || tensor_batch > max_batch_) {
+        return serve_error(ErrorKind::kBadRequest, "input '{}': batch {} is outside 1..{}", info.name, tensor_batch,
+                           max_batch_);
+      }
+      if (batch != 0 && batch != tensor_batch) {
+        return serve_error(ErrorKind::kBadRequest, "inputs disagree on the batch size ({} and {})", batch,
+                           tensor_batch);
+      }
+      batch = tensor_batch;
+    }
+    if (!shape_ok) {
+      Shape expected = info.shape;
+      if (info.batched) expected[0] = -1;
+      return serve_error(ErrorKind::kBadRequest, "input '{}': shape [{}] does not match the model's [{}]", info.name,
+                         fmt::join(tensor.shape, ","), fmt::join(expected, ","));
+    }
+  }
+  if (batch == 0) batch = 1;
+  inputs = std::move(ordered);
+  return std::nullopt;
+}
+
+InferOutcome ModelRunner::infer(std::vector<InferTensor> inputs) {
+  Clock::time_point start = Clock::now();
+  auto pending = std::make_unique<Pending>();
+  InferOutcome outcome;
+  if (auto error = check_inputs(inputs, pending->batch)) {
+    outcome.error = std::move(error);
+  } else {
+    pending->inputs = std::move(inputs);
+    pending->enqueued = start;
+    std::future<InferOutcome> result = pending->result.get_future();
+    bool queued = false;
+    Worker* idle_worker = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      // Nothing to merge with (and no delay to wait for): run now on this thread.
+      bool run_now = queue_.empty() && !idle_workers_.empty() && (!can_merge_ || config_.max_queue_delay_us == 0);
+      if (stopping_) {
+        outcome.error = serve_error(ErrorKind::kUnavailable, "the server is shutting down");
+      } else if (run_now) {
+        idle_worker = idle_workers_.back();
+        idle_workers_.pop_back();
+      } else if (static_cast<int64_t>(queue_.size()) >= config_.max_queue_size) {
+        outcome.error = serve_error(ErrorKind::kUnavailable, "the queue of model '{}' is full ({} requests)",
+                                    metrics_->model, config_.max_queue_size);
+      } else {
+        queue_.push_back(std::move(pending));
+        queued = true;
+      }
+    }
+    if (idle_worker) {
+      std::vector<std::unique_ptr<Pending>> batch;
+      batch.push_back(std::move(pending));
+      run_batch(*idle_worker, batch);
+      release(idle_worker);
+      outcome = result.get();
+    } else if (queued) {
+      queue_changed_.notify_all();
+      outcome = result.get();
+    }
+  }
+  if (outcome.error) {
+    metrics_->request_failure.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    metrics_->request_success.fetch_add(1, std::memory_order_relaxed);
+    metrics_->request_duration_us.fetch_add(microseconds_between(start, Clock::now()), std::memory_order_relaxed);
+  }
+  return outcome;
+}
+
+void ModelRunner::release(Worker* worker) {
+  {
+    std::lock_guard lock(mutex_);
+    idle_workers_.push_back(worker);
+  }
+  queue_changed_.notify_all();
+}
+
+std::vector<std::unique_ptr<ModelRunner::Pending>> ModelRunner::take_batch(Worker*& worker) {
+  std::vector<std::unique_ptr<Pending>> batch;
+  std::unique_lock lock(mutex_);
+  queue_changed_.wait(lock, [&] { return (!queue_.empty() && !idle_workers_.empty()) || (stopping_ && queue_.empty()); });
+  if (queue_.empty()) return batch;  // stopping with nothing left
+  worker = idle_workers_.back();
+  idle_workers_.pop_back();
+  int64_t size = queue_.front()->batch;
+  Clock::time_point deadline = queue_.front()->enqueued + std::chrono::microseconds(config_.max_queue_delay_us);
+  batch.push_back(std::move(queue_.front()));
+  queue_.pop_front();
+  if (!can_merge_) return batch;
+  auto is_preferred = [&](int64_t value) {
+    return std::find(config_.preferred_batch_sizes.begin(), config_.preferred_batch_sizes.end(), value) !=
+           config_.preferred_batch_sizes.end();
+  };
+  while (size < max_batch_ && !is_preferred(size)) {
+    if (queue_.empty()) {
+      // Waiting is worth it only while requests can still arrive: not when stopping.
+      if (stopping_) break;
+      queue_changed_.wait_until(lock, deadline, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) break;  // the delay is over (or stopping) and nothing came
+    }
+    if (size + queue_.front()->batch > max_batch_) break;
+    size += queue_.front()->batch;
+    batch.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  // Other dispatchers may serve what is left.
+  if (!queue_.empty()) queue_changed_.notify_all();
+  return batch;
+}
+
+void ModelRunner::dispatcher_loop() {
+  for (;;) {
+    Worker* worker = nullptr;
+    std::vector<std::unique_ptr<Pending>> batch = take_batch(worker);
+    if (batch.empty()) return;
+    run_batch(*worker, batch);
+    release(worker);
+  }
+}
+
+void ModelRunner::run_batch(Worker& worker, std::vector<std::unique_ptr<Pending>>& batch) {
+  Clock::time_point start = Clock::now();
+  int64_t total = 0;
+  for (const auto& pending : batch) total += pending->batch;
+  std::vector<InferOutcome> outcomes(batch.size());
+  std::vector<engine::ConstTensorBinding> input_bindings;
+  std::vector<engine::TensorBinding> output_bindings;
+  for (size_t index = 0; index < inputs_.size(); ++index) {
+    const InferTensor& first = batch.front()->inputs[index];
+    Shape shape = first.shape;
+    if (batch.size() == 1) {
+      input_bindings.push_back({inputs_[index].name, first.data.data(), shape});
+      continue;
+    }
+    // Gather the requests' rows into one contiguous batch.
+    uint8_t* cursor = worker.merged_inputs[index].data();
+    for (const auto& pending : batch) {
+      const std::vector<uint8_t>& bytes = pending->inputs[index].data;
+      std::memcpy(cursor, bytes.data(), bytes.size());
+      cursor += bytes.size();
+    }
+    shape[0] = total;
+    input_bindings.push_back({inputs_[index].name, worker.merged_inputs[index].data(), shape});
+  }
+  for (size_t index = 0; index < outputs_.size(); ++index) {
+    const engine::IoTensorInfo& info = outputs_[index];
+    Shape shape = info.shape;
+    if (info.batched && !shape.empty()) shape[0] = total;
+    size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(info.dtype);
+    if (batch.size() == 1) {
+      InferTensor& output = outcomes[0].outputs.emplace_back();
+      output.name = info.name;
+      output.dtype = info.dtype;
+      output.shape = shape;
+      output.data.resize(bytes);
+      output_bindings.push_back({info.name, output.data.data(), shape});
+    } else {
+      output_bindings.push_back({info.name, worker.merged_outputs[index].data(), shape});
+    }
+  }
+  Clock::time_point compute_start = Clock::now();
+  Status status = worker.context->run(input_bindings, output_bindings);
+  Clock::time_point compute_end = Clock::now();
+  if (status.is_ok() && batch.size() > 1) {
+    // Split each output's rows back to the requests, in queue order.
+    for (size_t index = 0; index < outputs_.size(); ++index) {
+      const engine::IoTensorInfo& info = outputs_[index];
+      size_t row_bytes = static_cast<size_t>(elements_past_batch(info.shape)) * dtype_size(info.dtype);
+      const uint8_t* cursor = worker.merged_outputs[index].data();
+      for (size_t request = 0; request < batch.size(); ++request) {
+        InferTensor& output = outcomes[request].outputs.emplace_back();
+        output.name = info.name;
+        output.dtype = info.dtype;
+        output.shape = info.shape;
+        output.shape[0] = batch[request]->batch;
+        size_t bytes = row_bytes * static_cast<size_t>(batch[request]->batch);
+        output.data.assign(cursor, cursor + bytes);
+        cursor += bytes;
+      }
+    }
+  }
+  metrics_->exec_count.fetch_add(1, std::memory_order_relaxed);
+  metrics_->inference_count.fetch_add(static_cast<uint64_t>(total), std::memory_order_relaxed);
+  metrics_->compute_infer_duration_us.fetch_add(microseconds_between(compute_start, compute_end),
+                                                std::memory_order_relaxed);
+  metrics_->record_batch(total);
+  for (size_t request = 0; request < batch.size(); ++request) {
+    metrics_->queue_duration_us.fetch_add(microseconds_between(batch[request]->enqueued, start),
+                                          std::memory_order_relaxed);
+    if (!status.is_ok()) {
+      outcomes[request].outputs.clear();
+      outcomes[request].error = ServeError{ErrorKind::kInternal, "inference failed: " + status.to_string()};
+    }
+    batch[request]->result.set_value(std::move(outcomes[request]));
+  }
+}
+
+}  // namespace qdqrt::server

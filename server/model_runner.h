@@ -1,0 +1,85 @@
+// Runs one loaded model version on `instance_count` ExecutionContexts of the shared Engine.
+// A request that finds an idle instance and nothing queued runs at once on the caller's thread
+// (no hand-off: the lowest latency). Otherwise it waits in a bounded queue, from which one
+// dispatcher thread per instance takes work as instances free up; with dynamic batching a
+// dispatcher merges queued requests along dim 0 (up to max_batch_size, waiting at most the queue
+// delay for more), runs them as one batch and splits the outputs back per request.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+#include "server/infer_types.h"
+#include "server/metrics.h"
+#include "server/model_config.h"
+
+namespace qdqrt::server {
+
+struct InferOutcome {
+  std::optional<ServeError> error;
+  std::vector<InferTensor> outputs;  // every engine output, in the engine's order
+};
+
+class ModelRunner {
+ public:
+  ModelRunner(std::shared_ptr<const engine::Engine> engine, const ModelConfig& config,
+              std::shared_ptr<ModelMetrics> metrics);
+  ~ModelRunner();  // shutdown()
+  ModelRunner(const ModelRunner&) = delete;
+  ModelRunner& operator=(const ModelRunner&) = delete;
+
+  // Checks the inputs against the engine, queues them and waits for the result. Safe from any
+  // number of threads; refuses with kUnavailable when the queue is full or the runner stopped.
+  InferOutcome infer(std::vector<InferTensor> inputs);
+  // Stops taking requests, answers every queued one, joins the workers. Idempotent.
+  void shutdown();
+
+  const std::vector<engine::IoTensorInfo>& inputs() const { return inputs_; }
+  const std::vector<engine::IoTensorInfo>& outputs() const { return outputs_; }
+  int64_t max_batch() const { return max_batch_; }
+  const ModelConfig& config() const { return config_; }
+  const engine::Engine& engine() const { return *engine_; }
+  ModelMetrics& metrics() { return *metrics_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Pending {
+    std::vector<InferTensor> inputs;  // in the engine's input order
+    int64_t batch = 1;
+    Clock::time_point enqueued;
+    std::promise<InferOutcome> result;
+  };
+  struct Worker;
+
+  std::optional<ServeError> check_inputs(std::vector<InferTensor>& inputs, int64_t& batch) const;
+  void dispatcher_loop();
+  std::vector<std::unique_ptr<Pending>> take_batch(Worker*& worker);
+  void release(Worker* worker);
+  void run_batch(Worker& worker, std::vector<std::unique_ptr<Pending>>& batch);
+
+  std::shared_ptr<const engine::Engine> engine_;
+  ModelConfig config_;
+  std::shared_ptr<ModelMetrics> metrics_;
+  std::vector<engine::IoTensorInfo> inputs_;
+  std::vector<engine::IoTensorInfo> outputs_;
+  int64_t max_batch_ = 1;
+  bool can_merge_ = false;  // every input and output has the batch as dim 0
+
+  std::mutex mutex_;
+  std::condition_variable queue_changed_;
+  std::deque<std::unique_ptr<Pending>> queue_;
+  bool stopping_ = false;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<Worker*> idle_workers_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace qdqrt::server

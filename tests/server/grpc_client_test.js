@@ -1,0 +1,105 @@
+// A real gRPC client (@grpc/grpc-js + @grpc/proto-loader on server/grpc_predict_v2.proto) against
+// `qdqrt serve`: health, metadata, ModelInfer with raw and typed contents, protocol errors.
+// Its results must equal, bit for bit, the HTTP binary path's (which tests/server/server_test.cpp
+// checks against a direct ExecutionContext::run). Usage: node grpc_client_test.js QDQRT MODEL.onnx
+'use strict';
+const assert = require('assert');
+const http = require('http');
+const path = require('path');
+const grpc = require('@grpc/grpc-js');
+const protoLoader = require('@grpc/proto-loader');
+const { startServe, randomImages, binaryInferRequest, binaryOutput } = require('./serve_process');
+
+const [binary, model] = process.argv.slice(2);
+const protoPath = path.join(__dirname, '..', '..', 'server', 'grpc_predict_v2.proto');
+
+function call(client, method, request) {
+  return new Promise((resolve) => {
+    client[method](request, { deadline: Date.now() + 30000 }, (error, response) => resolve({ error, response }));
+  });
+}
+
+function httpInfer(port, images, batch) {
+  const { body, headers } = binaryInferRequest(images, batch);
+  return new Promise((resolve, reject) => {
+    const request = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v2/models/fmnist/infer', headers }, (response) => {
+      const chunks = [];
+      response.on('data', (chunk) => chunks.push(chunk));
+      response.on('end', () => resolve(binaryOutput(response, Buffer.concat(chunks))));
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+async function main() {
+  const server = await startServe(binary, [`--model=fmnist=${model}`, '--maxBatch=8']);
+  let failed = false;
+  try {
+    const definition = protoLoader.loadSync(protoPath, { keepCase: true, longs: Number, defaults: true });
+    const inference = grpc.loadPackageDefinition(definition).inference;
+    const client = new inference.GRPCInferenceService(`127.0.0.1:${server.ports.grpc}`, grpc.credentials.createInsecure());
+
+    assert.strictEqual((await call(client, 'ServerLive', {})).response.live, true);
+    assert.strictEqual((await call(client, 'ServerReady', {})).response.ready, true);
+    assert.strictEqual((await call(client, 'ServerMetadata', {})).response.name, 'qdqrt');
+    assert.strictEqual((await call(client, 'ModelReady', { name: 'fmnist' })).response.ready, true);
+    const metadata = (await call(client, 'ModelMetadata', { name: 'fmnist' })).response;
+    assert.deepStrictEqual(metadata.inputs.map((t) => [t.name, t.datatype, t.shape]), [['input', 'FP32', [-1, 1, 28, 28]]]);
+    assert.deepStrictEqual(metadata.outputs.map((t) => [t.name, t.datatype, t.shape]), [['output', 'FP32', [-1, 10]]]);
+
+    for (const batch of [1, 4, 8]) {
+      const images = randomImages(batch, 11 + batch);
+      const expected = await httpInfer(server.ports.http, images, batch);
+      const raw = await call(client, 'ModelInfer', {
+        model_name: 'fmnist', id: `raw-${batch}`,
+        inputs: [{ name: 'input', datatype: 'FP32', shape: [batch, 1, 28, 28] }],
+        raw_input_contents: [images],
+      });
+      assert.ifError(raw.error);
+      assert.strictEqual(raw.response.id, `raw-${batch}`);
+      assert.deepStrictEqual(raw.response.outputs[0].shape, [batch, 10]);
+      assert.ok(raw.response.raw_output_contents[0].equals(expected), `raw gRPC differs from HTTP at batch ${batch}`);
+      const typed = await call(client, 'ModelInfer', {
+        model_name: 'fmnist',
+        inputs: [{ name: 'input', datatype: 'FP32', shape: [batch, 1, 28, 28],
+                   contents: { fp32_contents: Array.from(new Float32Array(images.buffer, images.byteOffset, images.length / 4)) } }],
+      });
+      assert.ifError(typed.error);
+      assert.ok(typed.response.raw_output_contents[0].equals(expected), `typed gRPC differs from HTTP at batch ${batch}`);
+    }
+
+    const images = randomImages(1, 5);
+    const errors = [
+      [{ model_name: 'nope', inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 1, 28, 28] }], raw_input_contents: [images] }, grpc.status.NOT_FOUND],
+      [{ model_name: 'fmnist', model_version: '9', inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 1, 28, 28] }], raw_input_contents: [images] }, grpc.status.NOT_FOUND],
+      [{ model_name: 'fmnist', inputs: [{ name: 'input', datatype: 'INT8', shape: [1, 1, 28, 28] }], raw_input_contents: [images] }, grpc.status.INVALID_ARGUMENT],
+      [{ model_name: 'fmnist', inputs: [{ name: 'input', datatype: 'FP32', shape: [2, 1, 28, 28] }], raw_input_contents: [images] }, grpc.status.INVALID_ARGUMENT],
+      [{ model_name: 'fmnist', inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 1, 28, 28] }], raw_input_contents: [images] }, grpc.status.INVALID_ARGUMENT],
+      [{ model_name: 'fmnist', inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 1, 28, 28] }] }, grpc.status.INVALID_ARGUMENT],
+      [{ model_name: 'fmnist', inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 1, 28, 28] }], raw_input_contents: [images],
+         outputs: [{ name: 'probabilities' }] }, grpc.status.INVALID_ARGUMENT],
+    ];
+    for (const [request, code] of errors) {
+      const { error } = await call(client, 'ModelInfer', request);
+      assert.ok(error, `no error for ${JSON.stringify(request.inputs)}`);
+      assert.strictEqual(error.code, code, `${error.details} (code ${error.code}, wanted ${code})`);
+      assert.ok(error.details.length > 0);
+    }
+    // Still serving.
+    const again = await call(client, 'ModelInfer', {
+      model_name: 'fmnist', inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 1, 28, 28] }], raw_input_contents: [images] });
+    assert.ifError(again.error);
+    client.close();
+  } catch (error) {
+    failed = true;
+    console.error(error);
+    console.error(server.log());
+  }
+  const { code } = await server.stop();
+  if (code !== 0) { failed = true; console.error(`qdqrt serve exited with ${code}`); }
+  console.log(failed ? 'grpc_client_test: FAILED' : 'grpc_client_test: passed');
+  process.exit(failed ? 1 : 0);
+}
+
+main();

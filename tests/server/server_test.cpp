@@ -1,0 +1,555 @@
+// qdqrt serve end to end in-process: the HTTP and gRPC frontends on 127.0.0.1 (ports chosen by
+// the OS) over the shipped fmnist_resnet model. Every result is compared bit for bit with a
+// direct ExecutionContext::run of the same input, with dynamic batching on and off.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "server/grpc_frontend.h"
+#include "server/grpc_predict_v2.grpc.pb.h"
+#include "server/http_frontend.h"
+#include "server/inference_server.h"
+
+namespace qdqrt::server {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr int64_t kPixels = 28 * 28;
+constexpr int64_t kClasses = 10;
+
+std::vector<float> random_images(int64_t batch, uint32_t seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> pixel(-1.0f, 1.0f);
+  std::vector<float> images(static_cast<size_t>(batch * kPixels));
+  for (float& value : images) value = pixel(generator);
+  return images;
+}
+
+std::string as_bytes(const std::vector<float>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+}
+
+// A repository in a temporary folder: "fmnist" (dynamic batching, a long queue delay so that
+// concurrent requests merge), "fmnist_unbatched" (dynamic batching off) and "fmnist_tiny_queue".
+class ServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::temp_directory_path() / ("qdqrt_server_test_" + std::to_string(::getpid()));
+    fs::create_directories(root_);
+    fs::path model = fs::path(QDQRT_SOURCE_ROOT_DIR) / "models" / "fmnist_resnet_qdq.onnx";
+    auto add = [&](const std::string& name, const std::string& config) {
+      fs::create_directories(root_ / "repository" / name / "1");
+      fs::copy_file(model, root_ / "repository" / name / "1" / "model.onnx");
+      std::ofstream(root_ / "repository" / name / "config.json") << config;
+    };
+    add("fmnist", R"({"max_batch_size": 8, "dynamic_batching": {"max_queue_delay_microseconds": 20000}})");
+    add("fmnist_unbatched", R"({"max_batch_size": 8, "dynamic_batching": false})");
+    add("fmnist_tiny_queue", R"({"max_batch_size": 8, "dynamic_batching": false, "max_queue_size": 1})");
+    RepositoryOptions options;
+    options.repository_dir = (root_ / "repository").string();
+    options.engine_cache_dir = (root_ / "cache").string();
+    server_ = new InferenceServer(options);
+    Status loaded = server_->load_models();
+    ASSERT_TRUE(loaded.is_ok()) << loaded.to_string();
+    HttpOptions http_options;
+    http_options.host = "127.0.0.1";
+    http_options.port = 0;
+    http_options.max_body_bytes = 1 << 20;
+    http_ = new HttpFrontend(*server_, http_options);
+    auto http_port = http_->start();
+    ASSERT_TRUE(http_port.ok()) << http_port.status().to_string();
+    http_port_ = *http_port;
+    GrpcOptions grpc_options;
+    grpc_options.host = "127.0.0.1";
+    grpc_options.port = 0;
+    grpc_options.max_message_bytes = 1 << 20;
+    grpc_ = new GrpcFrontend(*server_, grpc_options);
+    auto grpc_port = grpc_->start();
+    ASSERT_TRUE(grpc_port.ok()) << grpc_port.status().to_string();
+    grpc_port_ = *grpc_port;
+    ServeError error;
+    auto runner = server_->repository().find("fmnist", "", error);
+    ASSERT_TRUE(runner);
+    engine_ = std::shared_ptr<const engine::Engine>(runner, &runner->engine());
+  }
+  static void TearDownTestSuite() {
+    delete http_;
+    delete grpc_;
+    engine_.reset();
+    delete server_;
+    std::error_code error;
+    fs::remove_all(root_, error);
+  }
+
+  // The reference: the same engine run directly, on one context of one thread.
+  static std::vector<float> direct_run(const std::vector<float>& images) {
+    static std::mutex mutex;
+    static std::unique_ptr<engine::ExecutionContext> context;
+    std::lock_guard lock(mutex);
+    if (!context) context = engine_->create_context({.threads = 1});
+    int64_t batch = static_cast<int64_t>(images.size()) / kPixels;
+    std::vector<float> logits(static_cast<size_t>(batch * kClasses));
+    Status status = context->run({{"input", images.data(), {batch, 1, 28, 28}}}, {{"output", logits.data(), {batch, kClasses}}});
+    EXPECT_TRUE(status.is_ok()) << status.to_string();
+    return logits;
+  }
+
+  static std::unique_ptr<httplib::Client> client() {
+    auto http = std::make_unique<httplib::Client>("127.0.0.1", http_port_);
+    http->set_read_timeout(30, 0);
+    return http;
+  }
+
+  static std::string json_request(const std::vector<float>& images, const std::string& id = "") {
+    json body = {{"inputs", {{{"name", "input"},
+                              {"shape", {static_cast<int64_t>(images.size()) / kPixels, 1, 28, 28}},
+                              {"datatype", "FP32"},
+                              {"data", images}}}}};
+    if (!id.empty()) body["id"] = id;
+    return body.dump();
+  }
+
+  // POST with the binary extension both ways; returns the logits or fails.
+  static std::vector<float> infer_binary(httplib::Client& http, const std::string& model,
+                                         const std::vector<float>& images) {
+    int64_t batch = static_cast<int64_t>(images.size()) / kPixels;
+    std::string header = json{{"inputs", {{{"name", "input"},
+                                           {"shape", {batch, 1, 28, 28}},
+                                           {"datatype", "FP32"},
+                                           {"parameters", {{"binary_data_size", images.size() * sizeof(float)}}}}}},
+                              {"outputs", {{{"name", "output"}, {"parameters", {{"binary_data", true}}}}}}}
+                             .dump();
+    httplib::Headers headers = {{"Inference-Header-Content-Length", std::to_string(header.size())}};
+    auto response = http.Post(("/v2/models/" + model + "/infer").c_str(), headers, header + as_bytes(images),
+                              "application/octet-stream");
+    if (!response) {
+      ADD_FAILURE() << "no response: " << httplib::to_string(response.error());
+      return {};
+    }
+    if (response->status != 200) {
+      ADD_FAILURE() << response->status << " " << response->body;
+      return {};
+    }
+    size_t json_length = std::stoul(response->get_header_value("Inference-Header-Content-Length"));
+    std::string binary = response->body.substr(json_length);
+    std::vector<float> logits(binary.size() / sizeof(float));
+    std::memcpy(logits.data(), binary.data(), logits.size() * sizeof(float));
+    return logits;
+  }
+
+  static std::unique_ptr<inference::GRPCInferenceService::Stub> grpc_stub() {
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials());
+    return inference::GRPCInferenceService::NewStub(channel);
+  }
+
+  static std::shared_ptr<ModelMetrics> metrics_of(const std::string& model) {
+    return server_->metrics().model_metrics(model, "1");
+  }
+
+  // `clients` threads each send `requests` requests of batch 1..3 (bounded: no loop runs on time
+  // alone); every response must equal the direct run of that request's own input.
+  static int count_mismatches(const std::string& model, int clients, int requests,
+                              const std::function<std::vector<float>(const std::string&, const std::vector<float>&)>& infer) {
+    std::atomic<int> mismatches{0};
+    std::vector<std::thread> threads;
+    for (int client_index = 0; client_index < clients; ++client_index) {
+      threads.emplace_back([&, client_index] {
+        for (int request = 0; request < requests; ++request) {
+          int64_t batch = 1 + (client_index + request) % 3;
+          std::vector<float> images = random_images(batch, static_cast<uint32_t>(1000 * client_index + request));
+          std::vector<float> got = infer(model, images);
+          std::vector<float> expected = direct_run(images);
+          if (got.size() != expected.size() ||
+              std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)) != 0) {
+            ++mismatches;
+          }
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    return mismatches.load();
+  }
+
+  static std::vector<float> grpc_infer(inference::GRPCInferenceService::Stub& stub, const std::string& model,
+                                       const std::vector<float>& images, grpc::Status* status_out = nullptr) {
+    inference::ModelInferRequest request;
+    request.set_model_name(model);
+    request.set_id("grpc-1");
+    auto* input = request.add_inputs();
+    input->set_name("input");
+    input->set_datatype("FP32");
+    for (int64_t dim : {static_cast<int64_t>(images.size()) / kPixels, int64_t{1}, int64_t{28}, int64_t{28}}) {
+      input->add_shape(dim);
+    }
+    request.add_raw_input_contents(as_bytes(images));
+    inference::ModelInferResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    grpc::Status status = stub.ModelInfer(&context, request, &response);
+    if (status_out) *status_out = status;
+    if (!status.ok()) {
+      if (!status_out) ADD_FAILURE() << status.error_code() << " " << status.error_message();
+      return {};
+    }
+    EXPECT_EQ(response.id(), "grpc-1");
+    EXPECT_EQ(response.outputs_size(), 1);
+    EXPECT_EQ(response.raw_output_contents_size(), 1);
+    if (response.raw_output_contents_size() != 1) return {};
+    const std::string& bytes = response.raw_output_contents(0);
+    std::vector<float> logits(bytes.size() / sizeof(float));
+    std::memcpy(logits.data(), bytes.data(), logits.size() * sizeof(float));
+    return logits;
+  }
+
+  static inline fs::path root_;
+  static inline InferenceServer* server_ = nullptr;
+  static inline HttpFrontend* http_ = nullptr;
+  static inline GrpcFrontend* grpc_ = nullptr;
+  static inline int http_port_ = 0;
+  static inline int grpc_port_ = 0;
+  static inline std::shared_ptr<const engine::Engine> engine_;
+};
+
+TEST_F(ServerTest, HealthAndMetadata) {
+  auto http = client();
+  EXPECT_EQ(http->Get("/v2/health/live")->status, 200);
+  EXPECT_EQ(http->Get("/v2/health/ready")->status, 200);
+  json server = json::parse(http->Get("/v2")->body);
+  EXPECT_EQ(server["name"], "qdqrt");
+  EXPECT_NE(std::find(server["extensions"].begin(), server["extensions"].end(), "binary_tensor_data"),
+            server["extensions"].end());
+  auto metadata = http->Get("/v2/models/fmnist");
+  ASSERT_EQ(metadata->status, 200);
+  EXPECT_EQ(json::parse(metadata->body), json::parse(R"({"name":"fmnist","versions":["1"],"platform":"qdqrt_onnx",
+      "inputs":[{"name":"input","datatype":"FP32","shape":[-1,1,28,28]}],
+      "outputs":[{"name":"output","datatype":"FP32","shape":[-1,10]}]})"));
+  EXPECT_EQ(http->Get("/v2/models/fmnist/versions/1")->status, 200);
+  EXPECT_EQ(http->Get("/v2/models/fmnist/ready")->status, 200);
+  EXPECT_EQ(http->Get("/v2/models/fmnist/versions/1/ready")->status, 200);
+  auto unknown = http->Get("/v2/models/nope");
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_EQ(json::parse(unknown->body)["error"], "unknown model 'nope'");
+  EXPECT_EQ(http->Get("/v2/models/fmnist/versions/7/ready")->status, 404);
+  auto no_route = http->Get("/v3/whatever");
+  EXPECT_EQ(no_route->status, 404);
+  EXPECT_TRUE(json::parse(no_route->body).contains("error"));
+}
+
+TEST_F(ServerTest, JsonInferEqualsDirectRunBitForBit) {
+  auto http = client();
+  for (int64_t batch : {1, 3, 8}) {
+    std::vector<float> images = random_images(batch, 100 + static_cast<uint32_t>(batch));
+    auto response = http->Post("/v2/models/fmnist_unbatched/infer", json_request(images, "req-7"), "application/json");
+    ASSERT_TRUE(response);
+    ASSERT_EQ(response->status, 200) << response->body;
+    json body = json::parse(response->body);
+    EXPECT_EQ(body["id"], "req-7");
+    EXPECT_EQ(body["model_name"], "fmnist_unbatched");
+    EXPECT_EQ(body["model_version"], "1");
+    EXPECT_EQ(body["outputs"][0]["shape"], json::parse("[" + std::to_string(batch) + ", 10]"));
+    std::vector<float> expected = direct_run(images);
+    std::vector<float> got = body["outputs"][0]["data"].get<std::vector<float>>();
+    ASSERT_EQ(got.size(), expected.size());
+    EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0) << "batch " << batch;
+  }
+}
+
+TEST_F(ServerTest, BinaryInferEqualsDirectRunBitForBit) {
+  auto http = client();
+  std::vector<float> images = random_images(5, 7);
+  std::vector<float> got = infer_binary(*http, "fmnist", images);
+  std::vector<float> expected = direct_run(images);
+  ASSERT_EQ(got.size(), expected.size());
+  EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0);
+}
+
+TEST_F(ServerTest, DynamicBatchingMergesRequestsAndKeepsResultsBitIdentical) {
+  uint64_t runs_before = metrics_of("fmnist")->exec_count.load();
+  uint64_t requests_before = metrics_of("fmnist")->request_success.load();
+  int mismatches = count_mismatches("fmnist", 8, 6, [](const std::string& model, const std::vector<float>& images) {
+    auto http = client();
+    return infer_binary(*http, model, images);
+  });
+  EXPECT_EQ(mismatches, 0);
+  uint64_t runs = metrics_of("fmnist")->exec_count.load() - runs_before;
+  uint64_t requests = metrics_of("fmnist")->request_success.load() - requests_before;
+  EXPECT_EQ(requests, 48u);
+  EXPECT_LT(runs, requests) << "no request was merged";
+}
+
+TEST_F(ServerTest, BatchingOffRunsEachRequestAloneBitIdentical) {
+  uint64_t runs_before = metrics_of("fmnist_unbatched")->exec_count.load();
+  int mismatches = count_mismatches("fmnist_unbatched", 6, 5, [](const std::string& model, const std::vector<float>& images) {
+    auto http = client();
+    return infer_binary(*http, model, images);
+  });
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_EQ(metrics_of("fmnist_unbatched")->exec_count.load() - runs_before, 30u);
+}
+
+TEST_F(ServerTest, GrpcInferEqualsDirectRunWithBatchingOnAndOff) {
+  for (const char* model : {"fmnist", "fmnist_unbatched"}) {
+    int mismatches = count_mismatches(model, 6, 4, [](const std::string& name, const std::vector<float>& images) {
+      auto stub = grpc_stub();
+      return grpc_infer(*stub, name, images);
+    });
+    EXPECT_EQ(mismatches, 0) << model;
+  }
+}
+
+TEST_F(ServerTest, GrpcHealthMetadataAndErrors) {
+  auto stub = grpc_stub();
+  {
+    grpc::ClientContext context;
+    inference::ServerLiveResponse response;
+    ASSERT_TRUE(stub->ServerLive(&context, {}, &response).ok());
+    EXPECT_TRUE(response.live());
+  }
+  {
+    grpc::ClientContext context;
+    inference::ServerReadyResponse response;
+    ASSERT_TRUE(stub->ServerReady(&context, {}, &response).ok());
+    EXPECT_TRUE(response.ready());
+  }
+  {
+    grpc::ClientContext context;
+    inference::ServerMetadataResponse response;
+    ASSERT_TRUE(stub->ServerMetadata(&context, {}, &response).ok());
+    EXPECT_EQ(response.name(), "qdqrt");
+  }
+  {
+    grpc::ClientContext context;
+    inference::ModelMetadataRequest request;
+    request.set_name("fmnist");
+    inference::ModelMetadataResponse response;
+    ASSERT_TRUE(stub->ModelMetadata(&context, request, &response).ok());
+    ASSERT_EQ(response.inputs_size(), 1);
+    EXPECT_EQ(response.inputs(0).datatype(), "FP32");
+    EXPECT_EQ(response.inputs(0).shape(0), -1);
+    EXPECT_EQ(response.outputs(0).shape(1), 10);
+  }
+  {
+    grpc::ClientContext context;
+    inference::ModelReadyRequest request;
+    request.set_name("nope");
+    inference::ModelReadyResponse response;
+    EXPECT_EQ(stub->ModelReady(&context, request, &response).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  grpc::Status status;
+  grpc_infer(*stub, "nope", random_images(1, 1), &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  grpc_infer(*stub, "fmnist", random_images(9, 1), &status);  // over max batch 8
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("batch 9 is outside 1..8"), std::string::npos) << status.error_message();
+  grpc_infer(*stub, "fmnist", std::vector<float>(kPixels / 2), &status);  // shape [0,1,28,28] but bytes
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // Over the 1 MiB message limit.
+  grpc_infer(*stub, "fmnist", std::vector<float>(kPixels * 400), &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // The server is still serving.
+  grpc_infer(*stub, "fmnist", random_images(1, 3), &status);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+TEST_F(ServerTest, BadRequestsGetProtocolErrorsAndTheServerKeepsServing) {
+  auto http = client();
+  auto expect_error = [&](const std::string& path, const std::string& body, int status, const std::string& message) {
+    auto response = http->Post(path.c_str(), body, "application/json");
+    ASSERT_TRUE(response) << path;
+    EXPECT_EQ(response->status, status) << body.substr(0, 200) << " -> " << response->body;
+    json error = json::parse(response->body, nullptr, false);
+    ASSERT_TRUE(error.is_object() && error["error"].is_string()) << response->body;
+    EXPECT_NE(error["error"].get<std::string>().find(message), std::string::npos) << error["error"];
+  };
+  std::vector<float> one = random_images(1, 5);
+  std::string valid = json_request(one);
+  expect_error("/v2/models/fmnist/infer", "{\"inputs\": [", 400, "not valid JSON");
+  expect_error("/v2/models/nope/infer", valid, 404, "unknown model 'nope'");
+  expect_error("/v2/models/fmnist/versions/2/infer", valid, 404, "unknown version '2'");
+  json wrong_dtype = json::parse(valid);
+  wrong_dtype["inputs"][0]["datatype"] = "INT32";
+  wrong_dtype["inputs"][0]["data"] = std::vector<int>(kPixels, 1);
+  expect_error("/v2/models/fmnist/infer", wrong_dtype.dump(), 400, "datatype INT32 where the model expects FP32");
+  json wrong_shape = json::parse(valid);
+  wrong_shape["inputs"][0]["shape"] = {1, 28, 28, 1};
+  expect_error("/v2/models/fmnist/infer", wrong_shape.dump(), 400, "does not match the model's [-1,1,28,28]");
+  json wrong_count = json::parse(valid);
+  wrong_count["inputs"][0]["data"] = std::vector<float>(10, 0.0f);
+  expect_error("/v2/models/fmnist/infer", wrong_count.dump(), 400, "holds 10 values where the shape needs 784");
+  json unknown_input = json::parse(valid);
+  unknown_input["inputs"][0]["name"] = "pixels";
+  expect_error("/v2/models/fmnist/infer", unknown_input.dump(), 400, "unexpected input 'pixels'");
+  json unknown_output = json::parse(valid);
+  unknown_output["outputs"] = {{{"name", "probabilities"}}};
+  expect_error("/v2/models/fmnist/infer", unknown_output.dump(), 400, "unexpected inference output 'probabilities'");
+  // Over the 1 MiB body limit.
+  auto large = http->Post("/v2/models/fmnist/infer", std::string(2 << 20, ' '), "application/json");
+  ASSERT_TRUE(large);
+  EXPECT_EQ(large->status, 413);
+  EXPECT_TRUE(json::parse(large->body).contains("error"));
+  // Still serving, bit for bit.
+  auto fresh = client();
+  auto response = fresh->Post("/v2/models/fmnist/infer", valid, "application/json");
+  ASSERT_TRUE(response);
+  ASSERT_EQ(response->status, 200);
+  std::vector<float> got = json::parse(response->body)["outputs"][0]["data"].get<std::vector<float>>();
+  EXPECT_EQ(got, direct_run(one));
+}
+
+TEST_F(ServerTest, FullQueueShedsLoadWith503) {
+  // Queue of 1, no batching: concurrent clients overflow it. Bounded: at most 2 s or 20 rounds.
+  std::atomic<int> ok{0}, unavailable{0}, other{0};
+  std::mutex other_mutex;
+  std::string other_text;
+  auto start = std::chrono::steady_clock::now();
+  std::string body = json_request(random_images(1, 9));
+  for (int round = 0; round < 20 && unavailable == 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(2);
+       ++round) {
+    std::vector<std::thread> threads;
+    for (int index = 0; index < 16; ++index) {
+      threads.emplace_back([&] {
+        auto http = client();
+        auto response = http->Post("/v2/models/fmnist_tiny_queue/infer", body, "application/json");
+        if (response && response->status == 200) {
+          ++ok;
+        } else if (response && response->status == 503 && json::parse(response->body)["error"].get<std::string>().find("queue") != std::string::npos) {
+          ++unavailable;
+        } else {
+          ++other;
+          std::lock_guard lock(other_mutex);
+          other_text = response ? std::to_string(response->status) + " " + response->body
+                                : "no response: " + httplib::to_string(response.error());
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+  }
+  EXPECT_GT(unavailable.load(), 0);
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_EQ(other.load(), 0) << other_text;
+}
+
+TEST_F(ServerTest, RepositoryIndexUnloadAndLoad) {
+  auto http = client();
+  json index = json::parse(http->Post("/v2/repository/index", "", "application/json")->body);
+  ASSERT_EQ(index.size(), 3u);
+  EXPECT_EQ(index[0], json::parse(R"({"name":"fmnist","version":"1","state":"READY"})"));
+  EXPECT_EQ(http->Post("/v2/repository/models/fmnist_tiny_queue/unload", "", "application/json")->status, 200);
+  EXPECT_EQ(http->Get("/v2/models/fmnist_tiny_queue/ready")->status, 503);
+  EXPECT_EQ(http->Get("/v2/health/ready")->status, 503);
+  EXPECT_EQ(http->Post("/v2/models/fmnist_tiny_queue/infer", json_request(random_images(1, 2)), "application/json")->status, 503);
+  EXPECT_EQ(http->Post("/v2/repository/models/fmnist_tiny_queue/load", "", "application/json")->status, 200);
+  EXPECT_EQ(http->Get("/v2/models/fmnist_tiny_queue/ready")->status, 200);
+  EXPECT_EQ(http->Get("/v2/health/ready")->status, 200);
+  EXPECT_EQ(http->Post("/v2/repository/models/nope/load", "", "application/json")->status, 404);
+}
+
+TEST_F(ServerTest, MetricsUseTritonsNames) {
+  HttpOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  HttpFrontend metrics(*server_, options, /*metrics_only=*/true);
+  auto port = metrics.start();
+  ASSERT_TRUE(port.ok());
+  httplib::Client http("127.0.0.1", *port);
+  auto response = http.Get("/metrics");
+  ASSERT_TRUE(response);
+  ASSERT_EQ(response->status, 200);
+  for (const char* name : {"nv_inference_request_success{model=\"fmnist\",version=\"1\"}", "nv_inference_request_failure",
+                           "nv_inference_count", "nv_inference_exec_count", "nv_inference_request_duration_us",
+                           "nv_inference_queue_duration_us", "nv_inference_compute_infer_duration_us",
+                           "qdqrt_inference_batch_size_bucket"}) {
+    EXPECT_NE(response->body.find(name), std::string::npos) << name;
+  }
+  EXPECT_EQ(http.Get("/v2")->status, 404);
+}
+
+int connect_to(int port) {
+  int socket_fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(socket_fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    ::close(socket_fd);
+    return -1;
+  }
+  return socket_fd;
+}
+
+TEST_F(ServerTest, TooManyConnectionsGet429AndSlowClientsAreDropped) {
+  HttpOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.threads = 1;
+  options.max_queued_connections = 1;
+  options.read_timeout_seconds = 1;
+  HttpFrontend small(*server_, options);
+  auto port = small.start();
+  ASSERT_TRUE(port.ok());
+  // A slow client holds the only thread (half a request), another fills the queue.
+  int slow = connect_to(*port);
+  ASSERT_GE(slow, 0);
+  ASSERT_GT(::send(slow, "GET /v2/health/live HTTP/1.1\r\n", 30, 0), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int queued = connect_to(*port);
+  ASSERT_GE(queued, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  httplib::Client http("127.0.0.1", *port);
+  http.set_read_timeout(10, 0);
+  auto refused = http.Get("/v2/health/live");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 429);
+  EXPECT_EQ(json::parse(refused->body)["error"], "too many connections; retry later");
+  // The slow client is dropped after the 1 s read timeout; then the server serves again.
+  ::close(queued);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int status = 0;
+  while (status != 200 && std::chrono::steady_clock::now() < deadline) {
+    httplib::Client retry("127.0.0.1", *port);
+    auto response = retry.Get("/v2/health/live");
+    status = response ? response->status : 0;
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(status, 200);
+  ::close(slow);
+}
+
+TEST_F(ServerTest, CorruptEngineCacheEntryIsRebuilt) {
+  // Every cached engine file gets garbled; a reload must notice, rebuild and serve correctly.
+  int garbled = 0;
+  for (const auto& entry : fs::directory_iterator(root_ / "cache")) {
+    if (entry.path().filename().string().starts_with("fmnist_unbatched-")) {
+      std::fstream file(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
+      file.seekp(100);
+      file.write("garbage!", 8);
+      ++garbled;
+    }
+  }
+  ASSERT_EQ(garbled, 1);
+  Status reloaded = server_->repository().load("fmnist_unbatched");
+  ASSERT_TRUE(reloaded.is_ok()) << reloaded.to_string();
+  auto http = client();
+  std::vector<float> images = random_images(2, 77);
+  EXPECT_EQ(infer_binary(*http, "fmnist_unbatched", images), direct_run(images));
+}
+
+}  // namespace
+}  // namespace qdqrt::server
