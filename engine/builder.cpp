@@ -30,10 +30,10 @@ int64_t shape_numel(const Shape& shape) {
 class PlanBuilder final : public BuildContext {
  public:
   PlanBuilder(const Graph& graph, const BuildOptions& options, kernels::Isa isa, int64_t max_batch,
-              const std::vector<std::string>& batched_inputs)
+              const std::vector<std::string>& batched_inputs, const BatchProbe& probe)
       : graph_(graph), options_(options), isa_(isa), max_batch_(max_batch), index_(graph),
-        registry_(LayerRegistry::instance()) {
-    batched_.insert(batched_inputs.begin(), batched_inputs.end());
+        registry_(LayerRegistry::instance()), tracker_(graph, max_batch, probe) {
+    batched_inputs_.insert(batched_inputs.begin(), batched_inputs.end());
     plan_.max_batch = max_batch;
     plan_.isa = kernels::isa_name(isa);
     plan_.precision = options.precision == Precision::kFp32 ? "fp32" : "int8";
@@ -48,9 +48,13 @@ class PlanBuilder final : public BuildContext {
       current_ = &node;
       current_batched_ = false;
       for (const std::string& input : node.inputs) {
-        if (!input.empty() && batched_.count(input)) current_batched_ = true;
+        if (auto it = stored_.find(input); it != stored_.end()) {
+          current_batched_ = current_batched_ || plan_.tensors[static_cast<size_t>(it->second.primary())].batched;
+        } else if (batched_inputs_.count(input)) {
+          current_batched_ = true;
+        }
       }
-      const NodeLowering* lowering = registry_.find_lowering(node, *this);
+      const NodeLowering* lowering = registry_.find_lowering(node, *this, moves_batch(node));
       Status status = lowering ? lowering->lower(node, *this) : lower_with_reference(node, *this);
       if (!status.is_ok()) {
         return status.with_context(fmt::format("{} '{}'", node.op_type, node.name));
@@ -73,7 +77,7 @@ class PlanBuilder final : public BuildContext {
       const PlanTensor desc = plan_.tensors[static_cast<size_t>(tensor)];
       if (desc.kind != TensorKind::kActivation || used.count(tensor)) {
         // A graph input (or an output listed twice) passed through: the output gets its own copy.
-        int32_t copy = add_tensor(name + "#output", desc.dtype, desc.shape, desc.batched, Layout::kPlain);
+        int32_t copy = add_tensor(name + "#output", desc.dtype, desc.shape, batch_layout_of(desc), Layout::kPlain);
         PlanLayer layer;
         layer.kind = "copy";
         layer.name = name + " copy";
@@ -114,6 +118,7 @@ class PlanBuilder final : public BuildContext {
       if (layer.kernel.find("vbmi") != std::string::npos) features.insert("avx512vbmi");
     }
     plan_.cpu_features.assign(features.begin(), features.end());
+    plan_.fixed_batch_reason = fixed_batch_reason_;
     return std::move(plan_);
   }
 
@@ -131,7 +136,7 @@ class PlanBuilder final : public BuildContext {
     int32_t& cached = layout == Layout::kPlain ? entry.plain : entry.nhwc;
     if (cached >= 0) return cached;
     int32_t reordered = add_tensor(value + (layout == Layout::kNhwc ? "#nhwc" : "#nchw"), desc.dtype, desc.shape,
-                                   desc.batched, layout);
+                                   batch_layout_of(desc), layout);
     PlanLayer layer;
     layer.kind = "reorder";
     layer.name = fmt::format("{} to {}", value, layout == Layout::kNhwc ? "NHWC" : "NCHW");
@@ -158,13 +163,17 @@ class PlanBuilder final : public BuildContext {
   PlanTensor tensor(int32_t index) const override { return plan_.tensors[static_cast<size_t>(index)]; }
 
   const Tensor* constant(const std::string& value) const override {
-    if (value.empty()) return nullptr;
-    if (auto it = folded_.find(value); it != folded_.end()) return &it->second;
-    return graph_.find_initializer(value);
+    const Tensor* found = find_constant(value);
+    // A lowering that reads a constant computed for the maximum batch is right only there.
+    if (found != nullptr && current_ != nullptr && constant_follows_batch(value)) {
+      require_max_batch(fmt::format("{} reads '{}', a constant computed for batch {}", current_->describe(), value,
+                                    max_batch_));
+    }
+    return found;
   }
 
   Result<Shape> shape_of(const std::string& value) const override {
-    if (const Tensor* constant_value = constant(value)) return constant_value->shape();
+    if (const Tensor* constant_value = find_constant(value)) return constant_value->shape();
     if (auto it = stored_.find(value); it != stored_.end()) {
       return plan_.tensors[static_cast<size_t>(it->second.primary())].shape;
     }
@@ -177,7 +186,7 @@ class PlanBuilder final : public BuildContext {
   }
 
   Result<DataType> dtype_of(const std::string& value) const override {
-    if (const Tensor* constant_value = constant(value)) return constant_value->dtype();
+    if (const Tensor* constant_value = find_constant(value)) return constant_value->dtype();
     if (auto it = stored_.find(value); it != stored_.end()) {
       return plan_.tensors[static_cast<size_t>(it->second.primary())].dtype;
     }
@@ -194,9 +203,15 @@ class PlanBuilder final : public BuildContext {
     QDQRT_ASSIGN_OR_RETURN(Shape shape, shape_of(value));
     QDQRT_ASSIGN_OR_RETURN(DataType dtype, dtype_of(value));
     if (shape.size() != 4) layout = Layout::kPlain;
-    bool batched = current_batched_ && !shape.empty() && shape[0] == max_batch_;
-    if (batched) batched_.insert(value);
-    int32_t index = add_tensor(value, dtype, shape, batched, layout);
+    Result<BatchLayout> batch = tracker_.layout_of(value);
+    if (!batch.ok()) {
+      require_max_batch(fmt::format("{}: {}", current_->describe(), batch.status().message()));
+      // Only batch max_batch runs, where any labelling the layers accept gives the same result:
+      // batched on dim 0 when an input is batched and dim 0 is the max batch.
+      batch = BatchLayout{.batched = current_batched_ && !shape.empty() && shape[0] == max_batch_};
+      untracked_.insert(value);
+    }
+    int32_t index = add_tensor(value, dtype, shape, *batch, layout);
     Stored& entry = stored_[value];
     (layout == Layout::kPlain ? entry.plain : entry.nhwc) = index;
     entry.primary_layout = layout;
@@ -208,13 +223,24 @@ class PlanBuilder final : public BuildContext {
     if (consumers.empty() || index_.is_graph_output(value)) return false;
     for (int consumer : consumers) {
       const Node& node = graph_.nodes[static_cast<size_t>(consumer)];
-      const NodeLowering* lowering = registry_.find_lowering(node, *this);
+      const NodeLowering* lowering = registry_.find_lowering(node, *this, moves_batch(node));
       if (!lowering || !lowering->prefers_nhwc) return false;
     }
     return true;
   }
 
   void add_layer(PlanLayer layer) override { plan_.layers.push_back(std::move(layer)); }
+
+  std::optional<BatchLayout> batch_layout(const std::string& value) const override {
+    if (untracked_.count(value)) return std::nullopt;
+    if (auto it = stored_.find(value); it != stored_.end()) {
+      return batch_layout_of(plan_.tensors[static_cast<size_t>(it->second.primary())]);
+    }
+    if (find_constant(value) != nullptr) return BatchLayout{};
+    Result<BatchLayout> layout = tracker_.layout_of(value);
+    if (!layout.ok()) return std::nullopt;
+    return *layout;
+  }
 
  private:
   struct Stored {
@@ -224,12 +250,15 @@ class PlanBuilder final : public BuildContext {
     int32_t primary() const { return primary_layout == Layout::kPlain ? plain : nhwc; }
   };
 
-  int32_t add_tensor(const std::string& name, DataType dtype, const Shape& shape, bool batched, Layout layout) {
+  int32_t add_tensor(const std::string& name, DataType dtype, const Shape& shape, const BatchLayout& batch,
+                     Layout layout) {
     PlanTensor tensor;
     tensor.name = name;
     tensor.dtype = dtype;
     tensor.shape = shape;
-    tensor.batched = batched;
+    tensor.batched = batch.batched;
+    tensor.batch_axis = batch.batched ? batch.axis : 0;
+    tensor.batch_factor = batch.batched ? batch.factor : 1;
     tensor.layout = layout;
     tensor.bytes = shape_numel(shape) * static_cast<int64_t>(dtype_size(dtype));
     plan_.tensors.push_back(std::move(tensor));
@@ -239,7 +268,8 @@ class PlanBuilder final : public BuildContext {
   Result<int32_t> declare_graph_input(const std::string& name) {
     QDQRT_ASSIGN_OR_RETURN(Shape shape, shape_of(name));
     QDQRT_ASSIGN_OR_RETURN(DataType dtype, dtype_of(name));
-    int32_t index = add_tensor(name, dtype, shape, batched_.count(name) != 0, Layout::kPlain);
+    const BatchLayout batch{.batched = batched_inputs_.count(name) != 0};
+    int32_t index = add_tensor(name, dtype, shape, batch, Layout::kPlain);
     plan_.tensors[static_cast<size_t>(index)].kind = TensorKind::kInput;
     Stored& entry = stored_[name];
     entry.plain = index;
@@ -249,7 +279,12 @@ class PlanBuilder final : public BuildContext {
 
   // A constant read by a layer that only takes tensors: a "constant" layer writes it each run.
   Result<int32_t> materialize_constant(const std::string& value, const Tensor& constant_value) {
-    int32_t index = add_tensor(value, constant_value.dtype(), constant_value.shape(), false, Layout::kPlain);
+    if (constant_follows_batch(value)) {
+      require_max_batch(current_ ? fmt::format("{} reads '{}', a constant computed for batch {}", current_->describe(),
+                                               value, max_batch_)
+                                 : fmt::format("the output '{}' is a constant computed for batch {}", value, max_batch_));
+    }
+    int32_t index = add_tensor(value, constant_value.dtype(), constant_value.shape(), BatchLayout{}, Layout::kPlain);
     PlanLayer layer;
     layer.kind = "constant";
     layer.name = value + " constant";
@@ -267,22 +302,53 @@ class PlanBuilder final : public BuildContext {
   bool all_inputs_constant(const Node& node) const {
     if (node.inputs.empty()) return false;
     for (const std::string& input : node.inputs) {
-      if (!input.empty() && !constant(input)) return false;
+      if (!input.empty() && !find_constant(input)) return false;
     }
     return true;
   }
 
   Status fold_at_build_time(const Node& node) {
     std::vector<const Tensor*> inputs;
-    for (const std::string& input : node.inputs) inputs.push_back(input.empty() ? nullptr : constant(input));
+    for (const std::string& input : node.inputs) inputs.push_back(input.empty() ? nullptr : find_constant(input));
     auto outputs = run_reference_node(node, inputs);
     if (!outputs.ok()) {
       return outputs.status().with_context(fmt::format("folding constant {} '{}'", node.op_type, node.name));
     }
+    bool follows_batch = false;
+    for (const std::string& input : node.inputs) follows_batch = follows_batch || constant_follows_batch(input);
     for (size_t i = 0; i < node.outputs.size() && i < outputs->size(); ++i) {
-      if (!node.outputs[i].empty()) folded_[node.outputs[i]] = std::move((*outputs)[i]);
+      if (node.outputs[i].empty()) continue;
+      folded_[node.outputs[i]] = std::move((*outputs)[i]);
+      if (follows_batch) folded_from_batch_.insert(node.outputs[i]);
     }
     return Status::ok();
+  }
+
+  // constant() without noting the read.
+  const Tensor* find_constant(const std::string& value) const {
+    if (value.empty()) return nullptr;
+    if (auto it = folded_.find(value); it != folded_.end()) return &it->second;
+    return graph_.find_initializer(value);
+  }
+
+  bool constant_follows_batch(const std::string& value) const {
+    return !value.empty() && (folded_from_batch_.count(value) || tracker_.constant_follows_batch(value));
+  }
+
+  // The first reason wins: it names the first layer that cannot run at another batch.
+  void require_max_batch(std::string reason) const {
+    if (fixed_batch_reason_.empty()) fixed_batch_reason_ = std::move(reason);
+  }
+
+  // True when a runtime input or output of `node` has its batch elsewhere than one slice per image
+  // on dim 0: only lowerings flagged any_batch_layout may take it.
+  bool moves_batch(const Node& node) const {
+    auto leads = [&](const std::string& value) {
+      std::optional<BatchLayout> layout = value.empty() ? std::nullopt : batch_layout(value);
+      return !layout || batch_leads(*layout);
+    };
+    return !std::all_of(node.inputs.begin(), node.inputs.end(), leads) ||
+           !std::all_of(node.outputs.begin(), node.outputs.end(), leads);
   }
 
   const Graph& graph_;
@@ -294,9 +360,13 @@ class PlanBuilder final : public BuildContext {
   EnginePlan plan_;
   std::unordered_map<std::string, Stored> stored_;
   std::unordered_map<std::string, Tensor> folded_;
-  std::unordered_set<std::string> batched_;
+  BatchTracker tracker_;
+  std::unordered_set<std::string> batched_inputs_;
+  std::unordered_set<std::string> folded_from_batch_;  // folded here from constants that follow the batch
+  std::unordered_set<std::string> untracked_;          // outputs labelled without the tracker
+  mutable std::string fixed_batch_reason_;             // EnginePlan::fixed_batch_reason
   const Node* current_ = nullptr;
-  bool current_batched_ = false;
+  bool current_batched_ = false;  // an input of the node being lowered is batched
 };
 
 }  // namespace
@@ -356,7 +426,7 @@ Status plan_memory(EnginePlan& plan) {
 }
 
 Result<EnginePlan> build_plan(const Graph& optimized, const BuildOptions& options,
-                              const std::vector<std::string>& batched_inputs) {
+                              const std::vector<std::string>& batched_inputs, const BatchProbe& probe) {
   int64_t max_batch = 1;
   bool batch_known = false;
   for (const std::string& name : batched_inputs) {
@@ -374,7 +444,7 @@ Result<EnginePlan> build_plan(const Graph& optimized, const BuildOptions& option
   if (max_batch < 1) return invalid_argument("the batch size must be at least 1, got {}", max_batch);
 
   kernels::Isa isa = kernels::usable_isa(options.max_isa);
-  PlanBuilder builder(optimized, options, isa, max_batch, batched_inputs);
+  PlanBuilder builder(optimized, options, isa, max_batch, batched_inputs, probe);
   QDQRT_RETURN_IF_ERROR(builder.lower_all());
   QDQRT_RETURN_IF_ERROR(builder.finish_outputs());
   EnginePlan plan = builder.take();

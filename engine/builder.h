@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "engine/batch_tracking.h"
 #include "engine/engine.h"
 #include "engine/plan.h"
 #include "core/graph.h"
@@ -12,9 +13,10 @@
 namespace qdqrt::engine {
 
 // Lowers an already optimized graph whose values all have static shapes (at the maximum batch).
-// `batched_inputs` names the inputs whose dim 0 is the batch.
+// `batched_inputs` names the inputs whose dim 0 is the batch; `probe` is the same model optimized
+// at another batch (engine/batch_tracking.h), which tells where the batch is in every value.
 Result<EnginePlan> build_plan(const Graph& optimized, const BuildOptions& options,
-                              const std::vector<std::string>& batched_inputs);
+                              const std::vector<std::string>& batched_inputs, const BatchProbe& probe);
 
 // Assigns arena offsets to the plan's activation tensors by lifetime (first producer to last
 // consumer in layer order) and sets arena_bytes / scratch_bytes_per_thread.

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <atomic>
+#include <functional>
 #include <thread>
 #include <tbb/task_group.h>
 #include <tbb/blocked_range.h>
@@ -51,9 +52,15 @@ Status validate_plan_tensors(const EnginePlan& plan) {
     if (tensor.layout == Layout::kNhwc && tensor.shape.size() != 4) {
       return invalid_model("engine: tensor '{}' is NHWC but has rank {}", tensor.name, tensor.shape.size());
     }
-    if (tensor.batched && (tensor.shape.empty() || tensor.shape[0] != plan.max_batch)) {
-      return invalid_model("engine: batched tensor '{}' has dim 0 {} but the max batch is {}", tensor.name,
-                           tensor.shape.empty() ? 0 : tensor.shape[0], plan.max_batch);
+    if (tensor.batched) {
+      const size_t axis = static_cast<size_t>(tensor.batch_axis);
+      if (tensor.batch_axis < 0 || axis >= tensor.shape.size() || tensor.batch_factor < 1 ||
+          tensor.shape[axis] != tensor.batch_factor * plan.max_batch) {
+        return invalid_model("engine: batched tensor '{}' of shape {} has batch axis {} with {} slices per image, "
+                             "which does not fit the max batch {}",
+                             tensor.name, shape_to_string(tensor.shape), tensor.batch_axis, tensor.batch_factor,
+                             plan.max_batch);
+      }
     }
     if (tensor.kind == TensorKind::kActivation) {
       if (tensor.arena_offset < 0 || tensor.arena_offset % 64 != 0 ||
@@ -73,6 +80,10 @@ Status validate_plan_tensors(const EnginePlan& plan) {
       }
       if (plan.tensors[static_cast<size_t>(index)].layout != Layout::kPlain) {
         return invalid_model("engine: {} '{}' is not in plain layout", what, plan.tensors[static_cast<size_t>(index)].name);
+      }
+      if (kind == TensorKind::kInput && !batch_leads(plan.tensors[static_cast<size_t>(index)])) {
+        return invalid_model("engine: input '{}' has its batch elsewhere than dim 0",
+                             plan.tensors[static_cast<size_t>(index)].name);
       }
     }
     return Status::ok();
@@ -148,15 +159,40 @@ Result<ResolvedInputs> resolve_input_shapes(const Graph& graph, const BuildOptio
   return resolved;
 }
 
+// The model loaded with its batched inputs at another batch (shapes inferred there).
+using LoadAtBatch = std::function<Result<Graph>(int64_t batch)>;
+
 Result<std::shared_ptr<const Engine>> build_engine(Graph graph, const BuildOptions& options,
-                                                   const std::vector<std::string>& batched) {
+                                                   const std::vector<std::string>& batched,
+                                                   const LoadAtBatch& load_at_batch) {
   optimizer::OptimizeOptions optimize_options;
   optimize_options.only_passes = options.only_passes;
   optimize_options.disabled_passes = options.disabled_passes;
   optimize_options.float_only = options.precision == Precision::kFp32;
+  // The same model at max batch + 1 shows which dim of each value follows the batch
+  // (engine/batch_tracking.h). build_plan checks that the batched inputs agree on the max batch.
+  BatchProbe probe;
+  for (const std::string& name : batched) {
+    const ValueInfo* info = graph.find_value(name);
+    std::optional<Shape> shape = info ? info->static_shape() : std::nullopt;
+    if (shape && !shape->empty() && probe.batch == 0) probe.batch = (*shape)[0] + 1;
+  }
+  if (probe.batch > 0) {
+    Result<Graph> at_probe = load_at_batch(probe.batch);
+    if (at_probe.ok()) {
+      auto probe_report = optimizer::optimize(*at_probe, optimize_options);
+      if (probe_report.ok()) {
+        probe.graph = std::move(at_probe).value();
+      } else {
+        probe.failure = probe_report.status().message();
+      }
+    } else {
+      probe.failure = at_probe.status().message();
+    }
+  }
   auto report = optimizer::optimize(graph, optimize_options);
   if (!report.ok()) return report.status();
-  QDQRT_ASSIGN_OR_RETURN(EnginePlan plan, build_plan(graph, options, batched));
+  QDQRT_ASSIGN_OR_RETURN(EnginePlan plan, build_plan(graph, options, batched, probe));
   plan.qdqrt_version = QDQRT_VERSION_STRING;
   return Engine::from_plan(std::move(plan));
 }
@@ -182,7 +218,17 @@ Result<std::shared_ptr<const Engine>> Engine::build_from_file(const std::string&
   QDQRT_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(onnx_path, load_options));
   size_t slash = onnx_path.find_last_of('/');
   graph.name = slash == std::string::npos ? onnx_path : onnx_path.substr(slash + 1);  // becomes source_model
-  return build_engine(std::move(graph), options, resolved.batched);
+  auto load_at_batch = [&](int64_t batch) {
+    LoadOptions probe_options;
+    probe_options.run_checker = false;  // checked by the load at the maximum batch
+    probe_options.input_shapes = resolved.shapes;
+    for (const std::string& name : resolved.batched) {
+      Shape& shape = probe_options.input_shapes[name];
+      if (!shape.empty()) shape[0] = batch;
+    }
+    return load_onnx_file(onnx_path, probe_options);
+  };
+  return build_engine(std::move(graph), options, resolved.batched, load_at_batch);
 }
 
 Result<std::shared_ptr<const Engine>> Engine::build(Graph graph, const BuildOptions& options) {
@@ -195,7 +241,9 @@ Result<std::shared_ptr<const Engine>> Engine::build(Graph graph, const BuildOpti
     const ValueInfo* info = graph.find_value(name);
     if (info && info->shape && !info->shape->empty()) batched.push_back(name);
   }
-  return build_engine(std::move(graph), options, batched);
+  const Graph declared = graph;  // tensors share storage: a cheap copy
+  auto load_at_batch = [&](int64_t batch) { return reload_at_batch(declared, batched, batch); };
+  return build_engine(std::move(graph), options, batched, load_at_batch);
 }
 
 Result<std::shared_ptr<const Engine>> Engine::from_plan(EnginePlan plan) {
@@ -208,6 +256,18 @@ Result<std::shared_ptr<const Engine>> Engine::from_plan(EnginePlan plan) {
     for (const PlanLayer& layer : engine->plan_.layers) {
       const LayerKind* kind = registry.find_kind(layer.kind);
       if (!kind) return invalid_model("engine: layer '{}' has unknown kind '{}'", layer.name, layer.kind);
+      if (!kind->any_batch_layout) {
+        for (const std::vector<int32_t>* list : {&layer.inputs, &layer.outputs}) {
+          for (int32_t index : *list) {
+            if (index < 0 || batch_leads(engine->plan_.tensors[static_cast<size_t>(index)])) continue;
+            const PlanTensor& tensor = engine->plan_.tensors[static_cast<size_t>(index)];
+            return invalid_model("engine: layer '{}' ({}) takes the batch on dim 0 only, but '{}' {} has it on dim {}"
+                                 " ({} per image)",
+                                 layer.name, layer.kind, tensor.name, shape_to_string(tensor.shape),
+                                 tensor.batch_axis, tensor.batch_factor);
+          }
+        }
+      }
       BindContext context(engine->plan_, layer);
       auto bound = kind->bind(context);
       if (!bound.ok()) return bound.status();
@@ -236,23 +296,22 @@ Result<std::shared_ptr<const Engine>> Engine::load_bytes(std::span<const uint8_t
   return from_plan(std::move(plan));
 }
 
-std::vector<IoTensorInfo> Engine::inputs() const {
+namespace {
+
+std::vector<IoTensorInfo> io_tensor_infos(const EnginePlan& plan, const std::vector<int32_t>& indices) {
   std::vector<IoTensorInfo> result;
-  for (int32_t index : plan_.inputs) {
-    const PlanTensor& t = plan_.tensors[static_cast<size_t>(index)];
-    result.push_back({t.name, t.dtype, t.shape, t.batched});
+  for (int32_t index : indices) {
+    const PlanTensor& t = plan.tensors[static_cast<size_t>(index)];
+    result.push_back({t.name, t.dtype, t.shape, t.batched, t.batch_axis, t.batch_factor});
   }
   return result;
 }
 
-std::vector<IoTensorInfo> Engine::outputs() const {
-  std::vector<IoTensorInfo> result;
-  for (int32_t index : plan_.outputs) {
-    const PlanTensor& t = plan_.tensors[static_cast<size_t>(index)];
-    result.push_back({t.name, t.dtype, t.shape, t.batched});
-  }
-  return result;
-}
+}  // namespace
+
+std::vector<IoTensorInfo> Engine::inputs() const { return io_tensor_infos(plan_, plan_.inputs); }
+
+std::vector<IoTensorInfo> Engine::outputs() const { return io_tensor_infos(plan_, plan_.outputs); }
 
 std::vector<LayerProfileEntry> Engine::layers() const {
   std::vector<LayerProfileEntry> result;
@@ -274,6 +333,8 @@ struct ExecutionContext::Impl {
   int64_t scratch_stride = 0;
   std::vector<kernels::AlignedBuffer<uint8_t>> output_buffers;  // outputs the caller did not bind
   std::vector<void*> tensor_data;
+  std::atomic<bool> layer_failed{false};  // RunState::report_failure
+  std::string failure_message;
   bool warmed_up = false;  // every arena thread's kernel scratch is grown (after the first run)
 };
 
@@ -305,24 +366,33 @@ namespace {
 // The batch a binding implies, or an error naming the tensor and the mismatch.
 Status check_binding_shape(const PlanTensor& tensor, const Shape& shape, int64_t max_batch, const char* what,
                            int64_t& batch) {
-  bool ok = shape.size() == tensor.shape.size();
+  const size_t batch_axis = static_cast<size_t>(tensor.batch_axis);
+  const int64_t factor = tensor.batch_factor;
+  const bool ranks_match = shape.size() == tensor.shape.size();
+  const int64_t bound_batch = tensor.batched && ranks_match ? shape[batch_axis] / factor : -1;
+  bool ok = ranks_match;
   for (size_t axis = 0; ok && axis < shape.size(); ++axis) {
-    if (axis == 0 && tensor.batched) {
-      ok = shape[0] >= 1 && shape[0] <= max_batch && (batch < 0 || shape[0] == batch);
+    if (tensor.batched && axis == batch_axis) {
+      ok = shape[axis] % factor == 0 && bound_batch >= 1 && bound_batch <= max_batch &&
+           (batch < 0 || bound_batch == batch);
     } else {
       ok = shape[axis] == tensor.shape[axis];
     }
   }
   if (!ok) {
-    if (tensor.batched && shape.size() == tensor.shape.size() && batch >= 0 && !shape.empty() && shape[0] != batch) {
+    if (tensor.batched && ranks_match && batch >= 0 && shape[batch_axis] % factor == 0 && bound_batch != batch) {
       return invalid_argument("{} '{}': batch {} differs from the batch {} of the other inputs", what, tensor.name,
-                              shape[0], batch);
+                              bound_batch, batch);
+    }
+    std::string batch_range;
+    if (tensor.batched) {
+      batch_range = factor == 1 ? fmt::format(" (dim {} may be 1..{})", batch_axis, max_batch)
+                                : fmt::format(" (dim {} may be {} x 1..{})", batch_axis, factor, max_batch);
     }
     return invalid_argument("{} '{}': shape {} does not match the engine's {}{}", what, tensor.name,
-                            shape_to_string(shape), shape_to_string(tensor.shape),
-                            tensor.batched ? fmt::format(" (dim 0 may be 1..{})", max_batch) : "");
+                            shape_to_string(shape), shape_to_string(tensor.shape), batch_range);
   }
-  if (tensor.batched && batch < 0) batch = shape[0];
+  if (tensor.batched && batch < 0) batch = bound_batch;
   return Status::ok();
 }
 
@@ -351,6 +421,10 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
     }
   }
   if (batch < 0) batch = plan.max_batch;
+  if (batch != plan.max_batch && !plan.fixed_batch_reason.empty()) {
+    return invalid_argument("batch {}: this engine runs only at batch {}, the batch it was built for: {}", batch,
+                            plan.max_batch, plan.fixed_batch_reason);
+  }
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
     data[static_cast<size_t>(plan.outputs[i])] = impl_->output_buffers[i].data();
   }
@@ -371,7 +445,11 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
   state.plan = &plan;
   state.batch = batch;
   state.tensor_data = &data;
+  impl_->layer_failed.store(false);
+  state.layer_failed = &impl_->layer_failed;
+  state.failure_message = &impl_->failure_message;
   const auto& layers = engine_->bound_->layers;
+  size_t failed_layer = layers.size();
   const int threads = threads_;
   uint8_t* scratch_base = impl_->scratch.data();
   const int64_t scratch_stride = impl_->scratch_stride;
@@ -414,6 +492,10 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
         layer_times_ms_[i] =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       }
+      if (impl_->layer_failed.load(std::memory_order_relaxed)) {
+        failed_layer = i;
+        break;
+      }
     }
   });
   if (!impl_->warmed_up) {
@@ -439,6 +521,11 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
     } else {
       kernels::internal::reserve_thread_scratch();
     }
+  }
+  if (failed_layer < layers.size()) {
+    const PlanLayer& layer = plan.layers[failed_layer];
+    return invalid_argument("layer '{}' ({} {}) failed at batch {}: {}; the outputs are not valid", layer.name,
+                            layer.kind, layer.op_type, batch, impl_->failure_message);
   }
   return Status::ok();
 }

@@ -57,6 +57,14 @@ struct IoTensorInfo {
   DataType dtype = DataType::kUndefined;
   Shape shape;  // at the maximum batch
   bool batched = false;
+  // When batched: dim batch_axis is batch_factor * the run's batch (inputs: always dim 0, factor 1).
+  int32_t batch_axis = 0;
+  int64_t batch_factor = 1;
+  Shape shape_at_batch(int64_t batch) const {
+    Shape result = shape;
+    if (batched) result[static_cast<size_t>(batch_axis)] = batch_factor * batch;
+    return result;
+  }
 };
 
 struct LayerProfileEntry {
@@ -78,7 +86,8 @@ class ExecutionContext {
   ExecutionContext(const ExecutionContext&) = delete;
   ExecutionContext& operator=(const ExecutionContext&) = delete;
 
-  // Runs the engine. The batch is dim 0 of the inputs (all batched inputs must agree, 1..max).
+  // Runs the engine. The batch is dim 0 of the inputs (all batched inputs must agree, 1..max; only
+  // max when the engine cannot run other batches: EnginePlan::fixed_batch_reason says why).
   // Every input must be bound; outputs not bound are computed into internal buffers and dropped.
   // No heap allocation after the first run with a given set of bindings.
   Status run(std::span<const ConstTensorBinding> inputs, std::span<const TensorBinding> outputs);

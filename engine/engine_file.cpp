@@ -107,7 +107,7 @@ std::vector<uint8_t> build_flatbuffer(const EnginePlan& plan, std::vector<BlobPl
     auto shape = builder.CreateVector(tensor.shape);
     tensors.push_back(fb::CreateTensor(builder, name, static_cast<int32_t>(tensor.dtype), shape, tensor.batched,
                                        static_cast<fb::Layout>(tensor.layout), static_cast<fb::TensorKind>(tensor.kind),
-                                       tensor.arena_offset, tensor.bytes));
+                                       tensor.arena_offset, tensor.bytes, tensor.batch_axis, tensor.batch_factor));
   }
 
   uint64_t cursor = 0;
@@ -147,9 +147,10 @@ std::vector<uint8_t> build_flatbuffer(const EnginePlan& plan, std::vector<BlobPl
   auto inputs = builder.CreateVector(plan.inputs);
   auto outputs = builder.CreateVector(plan.outputs);
   auto layer_vector = builder.CreateVector(layers);
+  auto fixed_batch_reason = builder.CreateString(plan.fixed_batch_reason);
   auto root = fb::CreateEnginePlan(builder, plan.format_version, qdqrt_version, isa, cpu_features, source_model,
                                    precision, plan.max_batch, tensor_vector, inputs, outputs, layer_vector,
-                                   plan.arena_bytes, plan.scratch_bytes_per_thread);
+                                   plan.arena_bytes, plan.scratch_bytes_per_thread, fixed_batch_reason);
   fb::FinishEnginePlanBuffer(builder, root);
   return std::vector<uint8_t>(builder.GetBufferPointer(), builder.GetBufferPointer() + builder.GetSize());
 }
@@ -315,6 +316,13 @@ Result<PlanTensor> read_tensor(CopyBudget& budget, const fb::Tensor& table, size
   }
   tensor.batched = table.batched();
   if (tensor.batched && tensor.shape.empty()) return corrupt("{}: batched but of rank 0", where);
+  tensor.batch_axis = table.batch_axis();
+  tensor.batch_factor = table.batch_factor();
+  if (tensor.batched && (tensor.batch_axis < 0 || static_cast<size_t>(tensor.batch_axis) >= tensor.shape.size() ||
+                         tensor.batch_factor < 1)) {
+    return corrupt("{}: batch axis {} (factor {}) does not fit shape {}", where, tensor.batch_axis,
+                   tensor.batch_factor, shape_to_string(tensor.shape));
+  }
   uint8_t layout = static_cast<uint8_t>(table.layout());
   if (layout > static_cast<uint8_t>(Layout::kNhwc)) return corrupt("{}: unknown layout {}", where, layout);
   tensor.layout = static_cast<Layout>(layout);
@@ -488,6 +496,7 @@ Result<EnginePlan> read_plan_table(const fb::EnginePlan& table, uint32_t header_
   for (const std::string& feature : plan.cpu_features) QDQRT_RETURN_IF_ERROR(check_feature_known(feature));
   plan.source_model = to_string(budget, table.source_model());
   plan.precision = to_string(budget, table.precision());
+  plan.fixed_batch_reason = to_string(budget, table.fixed_batch_reason());
   QDQRT_RETURN_IF_ERROR(budget.status());
   plan.max_batch = table.max_batch();
   if (plan.max_batch < 1) return corrupt("max batch {} is below 1", plan.max_batch);

@@ -45,9 +45,11 @@ const LayerKind* LayerRegistry::find_kind(const std::string& kind) const {
   return nullptr;
 }
 
-const NodeLowering* LayerRegistry::find_lowering(const Node& node, const BuildContext& context) const {
+const NodeLowering* LayerRegistry::find_lowering(const Node& node, const BuildContext& context,
+                                                 bool any_batch_layout) const {
   for (const NodeLowering& entry : lowerings_) {
     if (entry.domain != node.domain || entry.op_type != node.op_type) continue;
+    if (any_batch_layout && !entry.any_batch_layout) continue;
     if (!entry.accepts || entry.accepts(node, context)) return &entry;
   }
   return nullptr;

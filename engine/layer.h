@@ -11,9 +11,11 @@
 // (the reference executor's kernel: slow, allocates, but every op the parser knows runs).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,18 +32,28 @@ struct RunState {
   const EnginePlan* plan = nullptr;
   int64_t batch = 1;
   const std::vector<void*>* tensor_data = nullptr;  // indexed by tensor index
+  // Set through report_failure() by a layer whose run failed (run() cannot return a Status): the
+  // runtime stops after that layer and returns an error naming it. Null when nobody listens.
+  std::atomic<bool>* layer_failed = nullptr;
+  std::string* failure_message = nullptr;
 
   void* data(int32_t tensor) const { return (*tensor_data)[static_cast<size_t>(tensor)]; }
   template <class T>
   T* data(int32_t tensor) const { return static_cast<T*>(data(tensor)); }
   const PlanTensor& tensor(int32_t index) const { return plan->tensors[static_cast<size_t>(index)]; }
-  // Logical dim `axis` of a tensor at this run's batch.
+  // Logical dim `axis` of a tensor at this run's batch (the batch may sit on any axis).
   int64_t dim(int32_t index, size_t axis) const {
     const PlanTensor& t = tensor(index);
-    return axis == 0 && t.batched ? batch : t.shape[axis];
+    return t.batched && axis == static_cast<size_t>(t.batch_axis) ? batch * t.batch_factor : t.shape[axis];
   }
   // Elements of a tensor at this run's batch.
   int64_t numel(int32_t index) const;
+  // The first failure of a layer keeps its message.
+  void report_failure(const std::string& message) const {
+    if (layer_failed != nullptr && !layer_failed->exchange(true) && failure_message != nullptr) {
+      *failure_message = message;
+    }
+  }
 };
 
 // How a layer's work splits: `items` independent units (rows, pixel blocks, images, ...), each
@@ -90,6 +102,13 @@ class BuildContext {
   // True when every consumer of `value` is a layer that wants rank-4 inputs channels-last, so a
   // producer that can write either layout should write kNhwc.
   virtual bool consumers_prefer_nhwc(const std::string& value) const = 0;
+  // Where the batch is (or will be, for an output not declared yet) in runtime value `value`;
+  // nullopt when it is not tracked (the engine then runs only at its maximum batch) or this
+  // context does not track it. Lowerings use it to take tensors whose batch moves off dim 0.
+  virtual std::optional<BatchLayout> batch_layout(const std::string& value) const {
+    (void)value;
+    return std::nullopt;
+  }
 
   virtual void add_layer(PlanLayer layer) = 0;
 };
@@ -108,6 +127,9 @@ struct NodeLowering {
   AcceptsFn accepts;    // null: every node of this op type
   // The lowered layer reads rank-4 activations channels-last (consumers_prefer_nhwc asks this).
   bool prefers_nhwc = false;
+  // The lowering's layers handle tensors whose batch is on any axis (batch_leads() false). The
+  // builder offers other nodes with such tensors only to lowerings that say so, else to the reference.
+  bool any_batch_layout = false;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -135,6 +157,9 @@ using BindFn = std::function<Result<std::unique_ptr<Layer>>(const BindContext& c
 struct LayerKind {
   std::string kind;
   BindFn bind;
+  // The layer computes every dim from RunState::dim, so its tensors may have the batch on any axis.
+  // Other kinds take only tensors for which batch_leads() holds (checked before bind).
+  bool any_batch_layout = false;
 };
 
 class LayerRegistry {
@@ -142,7 +167,10 @@ class LayerRegistry {
   void add_kind(LayerKind kind);
   void add_lowering(NodeLowering lowering);
   const LayerKind* find_kind(const std::string& kind) const;
-  const NodeLowering* find_lowering(const Node& node, const BuildContext& context) const;
+  // The first lowering for the node that accepts it; with `any_batch_layout`, only lowerings
+  // flagged any_batch_layout are considered.
+  const NodeLowering* find_lowering(const Node& node, const BuildContext& context,
+                                    bool any_batch_layout = false) const;
   // Every layer family of engine/layers/layer_families.h registered.
   static const LayerRegistry& instance();
 

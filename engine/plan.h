@@ -24,7 +24,8 @@ namespace qdqrt::engine {
 
 // Version of the engine file layout; a file with another version is refused. 2: layer params as
 // the codecs of engine/layer_params.h (packed INT8 weights in real units, the output scale once).
-inline constexpr uint32_t kEngineFormatVersion = 2;
+// 3: tensors record where their batch is (batch_axis, batch_factor), the plan its fixed-batch reason.
+inline constexpr uint32_t kEngineFormatVersion = 3;
 
 // How a tensor's elements are ordered in memory. kPlain is ONNX's row-major order of the logical
 // shape (NCHW for images); kNhwc stores a rank-4 [N, C, H, W] tensor channels-last (INT8 regions).
@@ -41,12 +42,35 @@ struct PlanTensor {
   std::string name;
   DataType dtype = DataType::kUndefined;
   Shape shape;           // logical ONNX shape at the maximum batch (NCHW order even when stored NHWC)
-  bool batched = false;  // dim 0 is the batch: it takes the run's batch size
+  bool batched = false;  // one dim takes the run's batch: batch_axis, batch_factor below
   Layout layout = Layout::kPlain;
   TensorKind kind = TensorKind::kActivation;
   int64_t arena_offset = -1;  // activations: byte offset in the arena (64-byte aligned)
   int64_t bytes = 0;          // at the maximum batch
+  // Where the batch lives when `batched`: dim `batch_axis` holds batch_factor slices per image
+  // (shape[batch_axis] == batch_factor * max batch) and is batch_factor * the run's batch at run time.
+  // [N,49,384] -> Transpose -> [49,N,384]: axis 1, factor 1; Reshape to [N*49,384]: axis 0, factor 49.
+  int32_t batch_axis = 0;
+  int64_t batch_factor = 1;
 };
+
+// Where the batch is in a value (PlanTensor's batched, batch_axis, batch_factor).
+struct BatchLayout {
+  bool batched = false;  // false: the value does not depend on the batch
+  int32_t axis = 0;
+  int64_t factor = 1;    // dim `axis` is factor * batch
+  bool operator==(const BatchLayout&) const = default;
+};
+inline BatchLayout batch_layout_of(const PlanTensor& tensor) {
+  return {.batched = tensor.batched, .axis = tensor.batch_axis, .factor = tensor.batch_factor};
+}
+
+// True when the value does not depend on the batch, or its batch is dim 0 with one slice per image:
+// the only batch layout most layer kinds handle (LayerKind::any_batch_layout says a kind handles all).
+inline bool batch_leads(const BatchLayout& layout) {
+  return !layout.batched || (layout.axis == 0 && layout.factor == 1);
+}
+inline bool batch_leads(const PlanTensor& tensor) { return batch_leads(batch_layout_of(tensor)); }
 
 // A named binary constant, 64-byte aligned. `owner` keeps the storage alive (a vector while
 // building, the mapped file after loading).
@@ -122,6 +146,10 @@ struct EnginePlan {
   std::vector<PlanLayer> layers;                // in execution order
   int64_t arena_bytes = 0;                      // at the maximum batch
   int64_t scratch_bytes_per_thread = 0;         // max over layers
+  // Empty: the engine runs any batch 1..max_batch. Otherwise it runs only at max_batch and this
+  // says why, naming the layer or value (a value whose shape does not follow the batch, a layer
+  // reading a constant computed for the maximum batch, a model that does not build at another batch).
+  std::string fixed_batch_reason;
 
   int32_t find_tensor(const std::string& name) const;  // -1 when absent
 };

@@ -7,23 +7,8 @@
 # build-fuzz/findings-engine/; copy each one you fix into tests/fuzz/engine_file_corpus/ so the
 # gtest replays it.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-seconds="${1:-60}"
-build_dir="${QDQRT_FUZZ_BUILD_DIR:-$root/build-fuzz}"
-jobs="${QDQRT_FUZZ_BUILD_JOBS:-2}"
-
-CC=clang CXX=clang++ cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DQDQRT_FUZZ=ON -DQDQRT_SANITIZE=ON -DQDQRT_BUILD_BENCH=OFF >/dev/null
-ninja -C "$build_dir" -j"$jobs" fuzz_engine_file
-
-corpus="$build_dir/corpus-engine"
-findings="$build_dir/findings-engine"
-mkdir -p "$corpus" "$findings"
-for file in "$root"/tests/fuzz/engine_file_corpus/*; do
-  case "$file" in *.md) ;; *) [ -f "$file" ] && cp "$file" "$corpus/" ;; esac
-done
-
-# ASan's allocator limit turns a huge allocation into a finding instead of an OOM kill.
-ASAN_OPTIONS="${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1}" \
-  "$build_dir/tests/fuzz/fuzz_engine_file" "$corpus" -artifact_prefix="$findings/" \
-  -max_total_time="$seconds" -max_len=262144 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
+source "$(dirname "${BASH_SOURCE[0]}")/fuzz_common.sh"
+fuzz_build fuzz_engine_file
+fuzz_dirs -engine
+fuzz_copy_seeds "$root/tests/fuzz/engine_file_corpus"
+fuzz_run tests/fuzz/fuzz_engine_file 262144

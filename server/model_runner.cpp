@@ -36,7 +36,10 @@ ModelRunner::ModelRunner(std::shared_ptr<const engine::Engine> engine, const Mod
   max_batch_ = std::max<int64_t>(1, std::min<int64_t>(engine_->max_batch(), config_.max_batch_size));
   can_merge_ = config_.dynamic_batching && max_batch_ > 1;
   for (const auto& info : inputs_) can_merge_ = can_merge_ && info.batched && !info.shape.empty();
-  for (const auto& info : outputs_) can_merge_ = can_merge_ && info.batched && !info.shape.empty();
+  // Requests are cut back out of dim 0: every output must have its batch there, one row per image.
+  for (const auto& info : outputs_) {
+    can_merge_ = can_merge_ && info.batched && info.batch_axis == 0 && info.batch_factor == 1 && !info.shape.empty();
+  }
   int instances = std::max(1, config_.instance_count);
   for (int index = 0; index < instances; ++index) {
     auto worker = std::make_unique<Worker>();
@@ -244,8 +247,7 @@ void ModelRunner::run_batch(Worker& worker, std::vector<std::unique_ptr<Pending>
   }
   for (size_t index = 0; index < outputs_.size(); ++index) {
     const engine::IoTensorInfo& info = outputs_[index];
-    Shape shape = info.shape;
-    if (info.batched && !shape.empty()) shape[0] = total;
+    Shape shape = info.shape_at_batch(total);  // the batch may be on another dim (engine/engine.h)
     size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(info.dtype);
     if (batch.size() == 1) {
       InferTensor& output = outcomes[0].outputs.emplace_back();

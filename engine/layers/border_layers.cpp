@@ -188,7 +188,7 @@ Result<std::unique_ptr<Layer>> bind_quantize(const BindContext& context) {
     return context.error(fmt::format("needs float32 -> int8/uint8, got {} -> {}", dtype_name(input->dtype),
                                      dtype_name(output->dtype)));
   }
-  if (input->shape != output->shape || input->batched != output->batched) {
+  if (input->shape != output->shape || batch_layout_of(*input) != batch_layout_of(*output)) {
     return context.error("input and output shapes differ");
   }
   if (to_nhwc ? (input->layout != Layout::kPlain || output->layout != Layout::kNhwc)
@@ -271,7 +271,8 @@ Result<std::unique_ptr<Layer>> bind_dequantize(const BindContext& context) {
     return context.error(fmt::format("needs int8/uint8 -> float32, got {} -> {}", dtype_name(input->dtype),
                                      dtype_name(output->dtype)));
   }
-  if (input->shape != output->shape || input->batched != output->batched || input->layout != output->layout) {
+  if (input->shape != output->shape || batch_layout_of(*input) != batch_layout_of(*output) ||
+      input->layout != output->layout) {
     return context.error("input and output shapes or layouts differ");
   }
   QDQRT_ASSIGN_OR_RETURN(ScalarQuantization q, bound_quantization(context, input->dtype));
@@ -335,7 +336,7 @@ Result<std::unique_ptr<Layer>> bind_reorder(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* input, context.input(0));
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
   if (input->shape.size() != 4 || input->shape != output->shape || input->dtype != output->dtype ||
-      input->batched != output->batched || input->layout == output->layout) {
+      batch_layout_of(*input) != batch_layout_of(*output) || input->layout == output->layout) {
     return context.error("needs two rank-4 tensors of one shape and dtype in different layouts");
   }
   size_t element = dtype_size(input->dtype);
@@ -368,8 +369,8 @@ class CopyLayer final : public Layer {
 Result<std::unique_ptr<Layer>> bind_copy(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* input, context.input(0));
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
-  if (input->bytes != output->bytes || input->dtype != output->dtype || input->batched != output->batched ||
-      input->layout != output->layout) {
+  if (input->bytes != output->bytes || input->dtype != output->dtype ||
+      batch_layout_of(*input) != batch_layout_of(*output) || input->layout != output->layout) {
     return context.error("input and output differ in size, dtype or layout");
   }
   return std::unique_ptr<Layer>(
@@ -484,7 +485,7 @@ Result<std::unique_ptr<Layer>> bind_lut8(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* output, context.output(0));
   QDQRT_ASSIGN_OR_RETURN(const uint8_t* table, params::kTable.read(context, 256));
   if (!is_8bit(input->dtype) || !is_8bit(output->dtype) || input->shape != output->shape ||
-      input->batched != output->batched || input->layout != output->layout) {
+      batch_layout_of(*input) != batch_layout_of(*output) || input->layout != output->layout) {
     return context.error("needs 8-bit input and output of one shape and layout");
   }
   return std::unique_ptr<Layer>(
@@ -494,16 +495,17 @@ Result<std::unique_ptr<Layer>> bind_lut8(const BindContext& context) {
 }  // namespace
 
 void register_border_layers(LayerRegistry& registry) {
-  registry.add_kind({"quantize", bind_quantize});
-  registry.add_kind({"dequantize", bind_dequantize});
-  registry.add_kind({"reorder", bind_reorder});
-  registry.add_kind({"copy", bind_copy});
-  registry.add_kind({"constant", bind_constant});
-  registry.add_kind({"lut8", bind_lut8});
-  registry.add_lowering({layers::kDomain, layers::kQRequantize, lower_table, accepts_table, false});
-  registry.add_lowering({"", "QuantizeLinear", lower_quantize, accepts_quantize, false});
-  registry.add_lowering({"", "DequantizeLinear", lower_dequantize, accepts_dequantize, false});
-  registry.add_lowering({"", "Identity", lower_identity, nullptr, false});
+  // Elementwise or layout changes of one shape, every dim from RunState::dim: any batch layout.
+  registry.add_kind({"quantize", bind_quantize, true});
+  registry.add_kind({"dequantize", bind_dequantize, true});
+  registry.add_kind({"reorder", bind_reorder, true});
+  registry.add_kind({"copy", bind_copy, true});
+  registry.add_kind({"constant", bind_constant, true});
+  registry.add_kind({"lut8", bind_lut8, true});
+  registry.add_lowering({layers::kDomain, layers::kQRequantize, lower_table, accepts_table, false, true});
+  registry.add_lowering({"", "QuantizeLinear", lower_quantize, accepts_quantize, false, true});
+  registry.add_lowering({"", "DequantizeLinear", lower_dequantize, accepts_dequantize, false, true});
+  registry.add_lowering({"", "Identity", lower_identity, nullptr, false, true});
 }
 
 }  // namespace qdqrt::engine

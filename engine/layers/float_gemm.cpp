@@ -1,7 +1,9 @@
 // fp32 Gemm and MatMul with a constant B, kind "fp32_gemm": Y[rows, N] = alpha * A[rows, K] x B + bias.
 // A is any rank >= 2 activation (MatMul: the leading dims are rows; Gemm: [M, K], transA = 0);
 // B is the constant [K, N] (or [N, K] with transB), stored as given. Gemm's beta * C becomes the
-// bias when C is a constant scalar, [N] or [1, N]. Work items: blocks of rows x blocks of columns.
+// bias when C is a constant scalar, [N] or [1, N]. Work items: blocks of rows x blocks of columns,
+// the row blocks counted from each image's first row: a row's GEMM call (and so its bits, which
+// depend on the call's size) is the same whatever the batch.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -24,25 +26,29 @@ struct GemmShape {
 
 class GemmLayer final : public Layer {
  public:
-  GemmLayer(GemmShape shape, const float* b, const float* bias, int32_t input, int32_t output, kernels::Fp32Kernels fp32)
-      : s_(shape), b_(b), bias_(bias), input_(input), output_(output), fp32_(fp32) {}
+  // rows_per_image: A's rows per image when it is batched, else 0 (all rows are one "image").
+  GemmLayer(GemmShape shape, const float* b, const float* bias, int32_t input, int32_t output, int64_t rows_per_image,
+            kernels::Fp32Kernels fp32)
+      : s_(shape), b_(b), bias_(bias), input_(input), output_(output), rows_per_image_(rows_per_image), fp32_(fp32) {}
 
   WorkShape work(const RunState& state) const override {
-    const int64_t rows = s_.k ? state.numel(input_) / s_.k : 0;
-    const int64_t row_blocks = (rows + s_.row_block - 1) / s_.row_block;
-    return {.items = row_blocks * col_blocks(),
+    const int64_t rows = image_rows(state);
+    return {.items = images(state) * row_blocks(rows) * col_blocks(),
             .ops_per_item = 2.0 * static_cast<double>(std::min(rows, s_.row_block) * std::min(s_.n, s_.col_block) * s_.k)};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
-    const int64_t rows = s_.k ? state.numel(input_) / s_.k : 0;
+    const int64_t rows = image_rows(state);
+    const int64_t blocks_per_image = row_blocks(rows) * col_blocks();
     const float* a = state.data<float>(input_);
     float* y = state.data<float>(output_);
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t row_begin = (item / col_blocks()) * s_.row_block;
-      const int64_t col_begin = (item % col_blocks()) * s_.col_block;
+      const int64_t image = item / blocks_per_image, block = item % blocks_per_image;
+      const int64_t block_row = (block / col_blocks()) * s_.row_block;
+      const int64_t row_begin = image * rows + block_row;
+      const int64_t col_begin = (block % col_blocks()) * s_.col_block;
       kernels::Fp32GemmParams params;
-      params.m = static_cast<size_t>(std::min(s_.row_block, rows - row_begin));
+      params.m = static_cast<size_t>(std::min(s_.row_block, rows - block_row));
       params.n = static_cast<size_t>(std::min(s_.col_block, s_.n - col_begin));
       params.k = static_cast<size_t>(s_.k);
       params.transpose_b = s_.trans_b;
@@ -56,11 +62,18 @@ class GemmLayer final : public Layer {
 
  private:
   int64_t col_blocks() const { return (s_.n + s_.col_block - 1) / s_.col_block; }
+  int64_t row_blocks(int64_t rows) const { return (rows + s_.row_block - 1) / s_.row_block; }
+  int64_t images(const RunState& state) const { return rows_per_image_ > 0 ? state.batch : 1; }
+  int64_t image_rows(const RunState& state) const {
+    if (rows_per_image_ > 0) return rows_per_image_;
+    return s_.k ? state.numel(input_) / s_.k : 0;
+  }
 
   GemmShape s_;
   const float* b_;
   const float* bias_;
   int32_t input_, output_;
+  int64_t rows_per_image_;
   kernels::Fp32Kernels fp32_;
 };
 
@@ -84,8 +97,9 @@ Result<std::unique_ptr<Layer>> bind_gemm(const BindContext& context) {
   if (safe_numel({s.k, s.n}) < 0) return context.error("B is too large");
   QDQRT_ASSIGN_OR_RETURN(const float* b, params::kB.read(context, s.k * s.n));
   QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read_optional(context, s.n));
+  const int64_t rows_per_image = a->batched ? safe_numel(a->shape) / s.k / context.plan().max_batch : 0;
   return std::unique_ptr<Layer>(std::make_unique<GemmLayer>(s, b, bias, context.layer().inputs[0],
-                                                            context.layer().outputs[0],
+                                                            context.layer().outputs[0], rows_per_image,
                                                             kernels::fp32_kernels(bind_isa(context.plan()))));
 }
 

@@ -1,7 +1,8 @@
 // Data-movement layers on plain tensors of any dtype (named after the float family that needs them,
 // but they copy bytes):
 //   plain_copy       Reshape, Flatten, Squeeze, Unsqueeze: the same bytes under a new
-//                    shape (the batch dim must stay dim 0). Items: 256 KiB chunks.
+//                    shape. The batch may be on any dim of either (any_batch_layout): both
+//                    batched or neither. Items: 256 KiB chunks.
 //   plain_concat     Concat of runtime tensors along a non-batch axis. Items: outer rows.
 //   plain_transpose  Transpose of rank <= 4 that keeps the batch dim first. Items: (d0, d1) slabs.
 #include <algorithm>
@@ -26,8 +27,11 @@ Status check_tensor(const BindContext& context, const PlanTensor& tensor, const 
   if (dtype_size(tensor.dtype) == 0) return context.error(fmt::format("{} '{}' has no storage dtype", what, tensor.name));
   if (tensor.layout != Layout::kPlain) return context.error(fmt::format("{} '{}' is not plain", what, tensor.name));
   if (safe_numel(tensor.shape) < 0) return context.error(fmt::format("{} '{}' has a bad shape", what, tensor.name));
-  if (tensor.batched && (tensor.shape.empty() || tensor.shape[0] != context.plan().max_batch)) {
-    return context.error(fmt::format("{} '{}' is batched but does not start with the maximum batch", what, tensor.name));
+  if (tensor.batched && (static_cast<size_t>(tensor.batch_axis) >= tensor.shape.size() ||
+                         tensor.shape[static_cast<size_t>(tensor.batch_axis)] !=
+                             tensor.batch_factor * context.plan().max_batch)) {
+    return context.error(fmt::format("{} '{}' is batched but its batch dim is not the maximum batch", what,
+                                     tensor.name));
   }
   return Status::ok();
 }
@@ -79,9 +83,12 @@ Status lower_copy(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(Shape y_shape, context.shape_of(node.outputs[0]));
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
   const PlanTensor& x = context.tensor(input);
-  // The batch must stay the leading dim ([N,C,1,1] -> [N,C] yes, [N,C] -> [N*C] no).
-  if (safe_numel(x.shape) != safe_numel(y_shape) || dtype_size(x.dtype) == 0 ||
-      (x.batched && (y_shape.empty() || y_shape[0] != x.shape[0]))) {
+  // Where the builder tracks the batch, the copy only needs both sides batched or neither
+  // ([N,C] -> [N*C] included); else the batch must stay the leading dim ([N,C,1,1] -> [N,C]).
+  const std::optional<BatchLayout> y_batch = context.batch_layout(node.outputs[0]);
+  const bool batch_fits = y_batch ? y_batch->batched == x.batched
+                                  : !x.batched || (batch_leads(x) && !y_shape.empty() && y_shape[0] == x.shape[0]);
+  if (safe_numel(x.shape) != safe_numel(y_shape) || dtype_size(x.dtype) == 0 || !batch_fits) {
     return lower_with_reference(node, context);
   }
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
@@ -320,11 +327,11 @@ Status lower_transpose(const Node& node, BuildContext& context) {
 }  // namespace
 
 void register_shape(LayerRegistry& registry) {
-  registry.add_kind({kCopyKind, bind_copy});
+  registry.add_kind({.kind = kCopyKind, .bind = bind_copy, .any_batch_layout = true});
   registry.add_kind({kConcatKind, bind_concat});
   registry.add_kind({kTransposeKind, bind_transpose});
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) {
-    registry.add_lowering({.domain = "", .op_type = op, .lower = lower_copy, .accepts = {}});
+    registry.add_lowering({.domain = "", .op_type = op, .lower = lower_copy, .accepts = {}, .any_batch_layout = true});
   }
   registry.add_lowering({.domain = "", .op_type = "Concat", .lower = lower_concat, .accepts = {}});
   registry.add_lowering({.domain = "", .op_type = "Transpose", .lower = lower_transpose, .accepts = {}});

@@ -7,6 +7,8 @@
 //   "int8_reshape": Reshape / Flatten / Squeeze / Unsqueeze of an int8/uint8 tensor: a copy in plain
 //                   layout (an NHWC input whose C or H*W is 1 is read as stored: same bytes).
 //   "int8_transpose": Transpose of an int8/uint8 plain tensor (rank <= 6).
+// Both compute every dim from RunState::dim, so the batch may be on any dim (any_batch_layout)
+// where the builder tracks it (BuildContext::batch_layout); elsewhere it must stay dim 0.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -222,8 +224,10 @@ Result<Shape> analyze_reshape(const Node& node, const BuildContext& context) {
   if (!is_8bit(dtype)) return unsupported("{}: not 8-bit", node.describe());
   QDQRT_ASSIGN_OR_RETURN(Shape x_shape, static_shape(node, context, x));
   QDQRT_ASSIGN_OR_RETURN(Shape y_shape, static_shape(node, context, node.outputs[0]));
-  if (shape_numel(x_shape) != shape_numel(y_shape) || x_shape.empty() || y_shape.empty() ||
-      x_shape[0] != y_shape[0]) {
+  const std::optional<BatchLayout> x_batch = context.batch_layout(x), y_batch = context.batch_layout(node.outputs[0]);
+  const bool batch_fits = x_batch && y_batch ? x_batch->batched == y_batch->batched
+                                             : !x_shape.empty() && !y_shape.empty() && x_shape[0] == y_shape[0];
+  if (shape_numel(x_shape) != shape_numel(y_shape) || x_shape.empty() || y_shape.empty() || !batch_fits) {
     return unsupported("{}: element count or batch changes", node.describe());
   }
   return x_shape;
@@ -269,8 +273,7 @@ Result<std::unique_ptr<Layer>> bind_reshape(const BindContext& context) {
                          check_output(context, 0, {"output", -1, static_cast<int>(Layout::kPlain), true}));
   const bool same_bytes = x->layout == Layout::kPlain || x->shape[1] == 1 || x->shape[2] * x->shape[3] == 1;
   if (!same_bytes) return context.error("an nhwc input must be reordered first");
-  if (x->dtype != y->dtype || shape_numel(x->shape) != shape_numel(y->shape) || x->batched != y->batched ||
-      x->shape[0] != y->shape[0]) {
+  if (x->dtype != y->dtype || shape_numel(x->shape) != shape_numel(y->shape) || x->batched != y->batched) {
     return context.error("input and output differ in type, element count or batch");
   }
   if (context.layer().inputs.size() != 1) return context.error("expects one input");
@@ -282,6 +285,15 @@ Result<std::unique_ptr<Layer>> bind_reshape(const BindContext& context) {
 
 // ---------------------------------------------------------------------------------------------
 // Transpose
+
+// Where the batch of an input laid out as `x` is after the transpose `perm`.
+BatchLayout permuted_batch(const BatchLayout& x, const std::vector<int64_t>& perm) {
+  BatchLayout y = x;
+  for (size_t d = 0; d < perm.size(); ++d) {
+    if (perm[d] == x.axis) y.axis = static_cast<int32_t>(d);
+  }
+  return y;
+}
 
 Result<std::vector<int64_t>> analyze_transpose(const Node& node, const BuildContext& context) {
   const auto* attributes = dynamic_cast<const TransposeAttributes*>(node.typed_attributes.get());
@@ -298,7 +310,13 @@ Result<std::vector<int64_t>> analyze_transpose(const Node& node, const BuildCont
     for (size_t d = x_shape.size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
   }
   if (perm.size() != x_shape.size()) return unsupported("{}: perm size", node.describe());
-  if (perm[0] != 0) return unsupported("{}: the batch dim must stay first", node.describe());
+  // The output's batch dim must be where perm puts the input's.
+  const std::optional<BatchLayout> x_batch = context.batch_layout(x), y_batch = context.batch_layout(node.outputs[0]);
+  if (!x_batch || !y_batch) {
+    if (perm[0] != 0) return unsupported("{}: the batch dim must stay first", node.describe());
+  } else if (x_batch->batched && permuted_batch(*x_batch, perm) != *y_batch) {
+    return unsupported("{}: the output's batch dim is not the permuted input's", node.describe());
+  }
   return perm;
 }
 
@@ -377,9 +395,8 @@ Result<std::unique_ptr<Layer>> bind_transpose(const BindContext& context) {
     if (y->shape[d] != x->shape[source]) return context.error("output shape is not the permuted input shape");
     layer->perm[d] = perm[d];
   }
-  // The batch dim follows perm: the output is batched exactly when dim 0 stays dim 0.
-  if (x->batched != y->batched || (x->batched && perm[0] != 0)) {
-    return context.error("the batch dim must stay first");
+  if (x->batched != y->batched || (x->batched && permuted_batch(batch_layout_of(*x), perm) != batch_layout_of(*y))) {
+    return context.error("the output's batch dim is not the permuted input's");
   }
   if (context.layer().inputs.size() != 1) return context.error("expects one input");
   layer->rank = rank;
@@ -392,8 +409,8 @@ Result<std::unique_ptr<Layer>> bind_transpose(const BindContext& context) {
 
 void register_int8_shape_layers(LayerRegistry& registry) {
   registry.add_kind({kConcatKind, bind_qconcat});
-  registry.add_kind({kReshapeKind, bind_reshape});
-  registry.add_kind({kTransposeKind, bind_transpose});
+  registry.add_kind({kReshapeKind, bind_reshape, true});
+  registry.add_kind({kTransposeKind, bind_transpose, true});
 
   NodeLowering concat;
   concat.domain = qdqrt::layers::kDomain;
@@ -409,6 +426,7 @@ void register_int8_shape_layers(LayerRegistry& registry) {
     reshape.op_type = op;
     reshape.lower = lower_reshape;
     reshape.accepts = [](const Node& node, const BuildContext& context) { return analyze_reshape(node, context).ok(); };
+    reshape.any_batch_layout = true;
     registry.add_lowering(std::move(reshape));
   }
 
@@ -419,6 +437,7 @@ void register_int8_shape_layers(LayerRegistry& registry) {
   transpose.accepts = [](const Node& node, const BuildContext& context) {
     return analyze_transpose(node, context).ok();
   };
+  transpose.any_batch_layout = true;
   registry.add_lowering(std::move(transpose));
 }
 

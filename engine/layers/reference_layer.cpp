@@ -16,10 +16,11 @@
 // same validation a model file gets) and checks every tensor's dtype, layout and static shape.
 //
 // Run: one item (one thread). Inputs are copied into qdqrt::Tensor (the reference kernels take
-// Tensors), the kernel allocates its outputs, and they are copied into the plan's buffers. So this
-// layer ALLOCATES inside run(); it is the only layer kind that does. A kernel error or an output
-// shape that differs from the plan's (a node whose output does not follow the batch) cannot be
-// returned from run(): the outputs are then filled with NaN (float) or zeros, never left stale.
+// Tensors) at their shapes for this run's batch, wherever the batch is in them (any_batch_layout),
+// the kernel allocates its outputs, and they are copied into the plan's buffers. So this layer
+// ALLOCATES inside run(); it is the only layer kind that does. A kernel error or an output shape
+// that differs from the plan's is reported through RunState::report_failure (the run returns an
+// error naming the layer), and the outputs are filled with NaN (float) or zeros, never left stale.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -204,17 +205,19 @@ class ReferenceLayer final : public Layer {
   }
 
   void run(const RunState& state, int64_t, int64_t, std::span<uint8_t>) const override {
-    bool ok = false;
+    Status status;
     try {
-      ok = run_node(state);
-    } catch (const std::exception&) {
-      ok = false;
+      status = run_node(state);
+    } catch (const std::exception& error) {
+      status = internal_error("{}: {}", node_.describe(), error.what());
     }
-    if (!ok) poison_outputs(state);
+    if (status.is_ok()) return;
+    poison_outputs(state);
+    state.report_failure(status.message());
   }
 
  private:
-  bool run_node(const RunState& state) const {
+  Status run_node(const RunState& state) const {
     std::vector<Tensor> runtime;
     runtime.reserve(runtime_inputs_.size());
     for (int32_t index : runtime_inputs_) {
@@ -235,18 +238,21 @@ class ReferenceLayer final : public Layer {
       }
     }
     Result<std::vector<Tensor>> outputs = run_reference_node(node_, inputs);
-    if (!outputs.ok()) return false;
+    if (!outputs.ok()) return outputs.status();
     for (size_t i = 0; i < outputs_.size(); ++i) {
       const Tensor& result = (*outputs)[output_slots_[i]];
       const int32_t index = outputs_[i];
       const PlanTensor& plan_tensor = state.tensor(index);
-      if (result.dtype() != plan_tensor.dtype || result.shape().size() != plan_tensor.shape.size()) return false;
-      for (size_t axis = 0; axis < plan_tensor.shape.size(); ++axis) {
-        if (result.shape()[axis] != state.dim(index, axis)) return false;
+      Shape planned(plan_tensor.shape.size());
+      for (size_t axis = 0; axis < planned.size(); ++axis) planned[axis] = state.dim(index, axis);
+      if (result.dtype() != plan_tensor.dtype || result.shape() != planned) {
+        return internal_error("{}: output '{}' is {} {}, the plan expects {} {} at batch {}", node_.describe(),
+                              plan_tensor.name, dtype_name(result.dtype()), shape_to_string(result.shape()),
+                              dtype_name(plan_tensor.dtype), shape_to_string(planned), state.batch);
       }
       if (result.nbytes()) std::memcpy(state.data(index), result.raw_data(), result.nbytes());
     }
-    return true;
+    return Status::ok();
   }
 
   void poison_outputs(const RunState& state) const {
@@ -442,6 +448,8 @@ Status lower_with_reference(const Node& node, BuildContext& context) {
   return Status::ok();
 }
 
-void register_reference_layer(LayerRegistry& registry) { registry.add_kind({kKind, bind_reference}); }
+void register_reference_layer(LayerRegistry& registry) {
+  registry.add_kind({.kind = kKind, .bind = bind_reference, .any_batch_layout = true});
+}
 
 }  // namespace qdqrt::engine

@@ -37,8 +37,14 @@ void fp32_gemm(const Fp32GemmParams& p, const float* a, size_t lda, const float*
     const ConstMap b_map(b, p.transpose_b ? n : k, p.transpose_b ? k : n,
                          Eigen::OuterStride<>(static_cast<Eigen::Index>(ldb)));
     const float alpha = p.alpha;
-    if (!p.transpose_a && !p.transpose_b) c_map.noalias() += alpha * a_map * b_map;
-    if (!p.transpose_a && p.transpose_b) c_map.noalias() += alpha * a_map * b_map.transpose();
+    // With one row Eigen takes its GEMV path, which copies that row of the expression alpha * A
+    // into a heap temporary; without alpha (the usual 1) it reads A in place and run() stays
+    // allocation-free. Same bits: the kernels scale by alpha = 1 either way.
+    const bool plain = alpha == 1.0f && !p.transpose_a;
+    if (plain && !p.transpose_b) c_map.noalias() += a_map * b_map;
+    if (plain && p.transpose_b) c_map.noalias() += a_map * b_map.transpose();
+    if (!plain && !p.transpose_a && !p.transpose_b) c_map.noalias() += alpha * a_map * b_map;
+    if (!plain && !p.transpose_a && p.transpose_b) c_map.noalias() += alpha * a_map * b_map.transpose();
     if (p.transpose_a && !p.transpose_b) c_map.noalias() += alpha * a_map.transpose() * b_map;
     if (p.transpose_a && p.transpose_b) c_map.noalias() += alpha * a_map.transpose() * b_map.transpose();
   }

@@ -354,6 +354,16 @@ TEST_F(DamagedFile, TensorFieldsOutOfRange) {
   ASSERT_TRUE(tensor(file, 3)->mutate_batched(true));
   reseal_file(file);
   expect_refused(file, "tensor 3 'scalar': batched but of rank 0");
+
+  file = copy();
+  ASSERT_TRUE(tensor(file, 5)->mutate_batch_axis(2));
+  reseal_file(file);
+  expect_refused(file, "tensor 5 'logits': batch axis 2 (factor 1) does not fit shape [8, 10]");
+
+  file = copy();
+  ASSERT_TRUE(tensor(file, 5)->mutate_batch_factor(0));
+  reseal_file(file);
+  expect_refused(file, "tensor 5 'logits': batch axis 0 (factor 0) does not fit shape [8, 10]");
 }
 
 TEST_F(DamagedFile, PlanAndLayerScalarsOutOfRange) {

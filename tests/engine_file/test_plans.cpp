@@ -42,10 +42,14 @@ EnginePlan make_rich_plan() {
   tensor("input_q", DataType::kInt8, {8, 3, 5, 7}, true, Layout::kNhwc, TensorKind::kActivation, 0, 8 * 3 * 5 * 7);
   tensor("conv_out", DataType::kUint8, {8, 16, 5, 7}, true, Layout::kNhwc, TensorKind::kActivation, 64 * 20, 4480);
   tensor("scalar", DataType::kInt64, {}, false, Layout::kPlain, TensorKind::kActivation, 64 * 90, 8);
-  tensor("empty", DataType::kInt32, {8, 0}, true, Layout::kPlain, TensorKind::kActivation, 64 * 99, 0);
+  // Empty, and its batch moved off dim 0 (a Transpose) with 3 slices per image.
+  tensor("empty", DataType::kInt32, {0, 24}, true, Layout::kPlain, TensorKind::kActivation, 64 * 99, 0);
+  plan.tensors.back().batch_axis = 1;
+  plan.tensors.back().batch_factor = 3;
   tensor("logits", DataType::kFloat, {8, 10}, true, Layout::kPlain, TensorKind::kOutput, -1, 320);
   tensor("mask", DataType::kBool, {8, 10}, true, Layout::kPlain, TensorKind::kOutput, -1, 80);
   tensor("half", DataType::kFloat16, {2}, false, Layout::kPlain, TensorKind::kActivation, 64 * 91, 4);
+  plan.fixed_batch_reason = "Expand 'e': reads 'shape', a constant computed for batch 8";
   plan.inputs = {0};
   plan.outputs = {5, 6};
 
@@ -117,6 +121,7 @@ void expect_plans_equal(const EnginePlan& expected, const EnginePlan& actual) {
   EXPECT_EQ(expected.outputs, actual.outputs);
   EXPECT_EQ(expected.arena_bytes, actual.arena_bytes);
   EXPECT_EQ(expected.scratch_bytes_per_thread, actual.scratch_bytes_per_thread);
+  EXPECT_EQ(expected.fixed_batch_reason, actual.fixed_batch_reason);
   ASSERT_EQ(expected.tensors.size(), actual.tensors.size());
   for (size_t i = 0; i < expected.tensors.size(); ++i) {
     SCOPED_TRACE("tensor " + std::to_string(i) + " '" + expected.tensors[i].name + "'");
@@ -126,6 +131,8 @@ void expect_plans_equal(const EnginePlan& expected, const EnginePlan& actual) {
     EXPECT_EQ(a.dtype, b.dtype);
     EXPECT_EQ(a.shape, b.shape);
     EXPECT_EQ(a.batched, b.batched);
+    EXPECT_EQ(a.batch_axis, b.batch_axis);
+    EXPECT_EQ(a.batch_factor, b.batch_factor);
     EXPECT_EQ(a.layout, b.layout);
     EXPECT_EQ(a.kind, b.kind);
     EXPECT_EQ(a.arena_offset, b.arena_offset);

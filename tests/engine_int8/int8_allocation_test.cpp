@@ -25,7 +25,7 @@ std::string int8_chain(std::mt19937& rng) {
           [] { std::string v; for (int i = 0; i < 32; ++i) v += (i ? ", " : "") + std::string("0.004"); return v; }() + "}",
       int_initializer("int8", "wz", {32}, 0, 0, rng),
       int_initializer("int8", "fc", {64, 40}, -127, 127, rng), "float fs = {0.01}", "int8 fz = {0}",
-      "int64[3] shape = {4, 64, 64}",
+      "int64[3] shape = {0, 64, 64}",
       "int8[4,32,16,16] c", "int8[4,32,16,16] l", "int8[4,32,16,16] m", "int8[4,64,16,16] k", "int8[4,64,8,8] p",
       "int8[4,64,8,8] a", "int8[4,64,1,1] g", "int8[4,64] f", "int8[4,64,64] r", "int8[4,64,64] b", "int8[4,64,64] t",
       "int8[4,64,40] e"};

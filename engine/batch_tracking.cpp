@@ -1,0 +1,233 @@
+#include "engine/batch_tracking.h"
+
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/ops/fused.h"
+#include "core/ops/fused_layers.h"
+#include "parser/onnx_loader.h"
+#include "parser/onnx_writer.h"
+#include "reference/executor.h"
+
+namespace qdqrt::engine {
+
+namespace {
+
+// numpy broadcasting of two shapes; nullopt when they do not broadcast.
+std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  Shape result(rank);
+  for (size_t axis = 0; axis < rank; ++axis) {
+    const int64_t da = axis + a.size() < rank ? 1 : a[axis + a.size() - rank];
+    const int64_t db = axis + b.size() < rank ? 1 : b[axis + b.size() - rank];
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    result[axis] = da == 1 ? db : da;
+  }
+  return result;
+}
+
+std::optional<Shape> static_shape_in(const Graph& graph, const std::string& value) {
+  if (value.empty()) return std::nullopt;
+  if (const Tensor* constant = graph.find_initializer(value)) return constant->shape();
+  const ValueInfo* info = graph.find_value(value);
+  return info ? info->static_shape() : std::nullopt;
+}
+
+// The output shape of a qdqrt-domain fused layer in `probe`, from its inputs' shapes there (and,
+// for convolutions and pools, its shapes in `at_max`: only dim 0 follows the input's dim 0).
+std::optional<Shape> fused_layer_shape(const Node& node, const Graph& probe, const Graph& at_max) {
+  using namespace qdqrt::layers;
+  auto input_shape = [&](size_t slot) { return static_shape_in(probe, node.input(slot)); };
+  const std::string& op = node.op_type;
+  if (op == kQLookup || op == kQRequantize) return input_shape(kUnaryX);
+  if (op == kQConv || op == kQAveragePool || op == kQGlobalAveragePool) {
+    std::optional<Shape> x = input_shape(0), x_at_max = static_shape_in(at_max, node.input(0));
+    std::optional<Shape> y_at_max = static_shape_in(at_max, node.outputs.at(0));
+    if (!x || !x_at_max || !y_at_max || x->empty() || y_at_max->empty() || x->size() != x_at_max->size() ||
+        !std::equal(x->begin() + 1, x->end(), x_at_max->begin() + 1)) {
+      return std::nullopt;
+    }
+    Shape y = *y_at_max;
+    y[0] = (*x)[0];
+    return y;
+  }
+  if (op == kQAdd || op == kQMul) {
+    std::optional<Shape> a = input_shape(kBinaryA), b = input_shape(kBinaryB);
+    return a && b ? broadcast(*a, *b) : std::nullopt;
+  }
+  if (op == kQMatMul) {
+    std::optional<Shape> a = input_shape(kMatMulA), b = input_shape(kMatMulB);
+    if (!a || !b || a->size() < 2 || b->size() < 2 || (*a)[a->size() - 1] != (*b)[b->size() - 2]) return std::nullopt;
+    std::optional<Shape> y = broadcast(Shape(a->begin(), a->end() - 2), Shape(b->begin(), b->end() - 2));
+    if (!y) return std::nullopt;
+    y->push_back((*a)[a->size() - 2]);
+    y->push_back((*b)[b->size() - 1]);
+    return y;
+  }
+  if (op == kQConcat) {
+    const auto* attributes = dynamic_cast<const QConcatAttributes*>(node.typed_attributes.get());
+    std::optional<Shape> y;
+    for (size_t slot = kConcatFirstX; attributes != nullptr && slot < node.inputs.size(); slot += 3) {
+      std::optional<Shape> x = input_shape(slot);
+      if (!x) return std::nullopt;
+      const int64_t rank = static_cast<int64_t>(x->size());
+      const int64_t axis = attributes->axis < 0 ? attributes->axis + rank : attributes->axis;
+      if (axis < 0 || axis >= rank) return std::nullopt;
+      if (!y) {
+        y = x;
+        continue;
+      }
+      for (int64_t d = 0; d < rank; ++d) {
+        if (d != axis && (*x)[static_cast<size_t>(d)] != (*y)[static_cast<size_t>(d)]) return std::nullopt;
+      }
+      (*y)[static_cast<size_t>(axis)] += (*x)[static_cast<size_t>(axis)];
+    }
+    return y;
+  }
+  return std::nullopt;
+}
+
+// Output shapes of a node ONNX's shape inference does not know (an op newer than libonnx), from
+// its reference kernel run on zeros at the inputs' shapes in `probe`. Empty when that fails.
+std::vector<std::optional<Shape>> kernel_output_shapes(const Node& node, const Graph& probe) try {
+  constexpr int64_t kMaxProbeElements = int64_t{1} << 24;
+  std::vector<Tensor> runtime;
+  runtime.reserve(node.inputs.size());
+  std::vector<const Tensor*> inputs;
+  for (const std::string& input : node.inputs) {
+    if (input.empty()) {
+      inputs.push_back(nullptr);
+    } else if (const Tensor* constant = probe.find_initializer(input)) {
+      inputs.push_back(constant);
+    } else {
+      const ValueInfo* info = probe.find_value(input);
+      std::optional<Shape> shape = info ? info->static_shape() : std::nullopt;
+      if (!shape || info->dtype == DataType::kUndefined) return {};
+      int64_t count = 1;
+      for (int64_t dim : *shape) count *= dim;
+      if (count > kMaxProbeElements) return {};
+      runtime.emplace_back(info->dtype, *shape);  // zero-filled
+      inputs.push_back(&runtime.back());
+    }
+  }
+  Result<std::vector<Tensor>> outputs = run_reference_node(node, inputs);
+  if (!outputs.ok()) return {};
+  std::vector<std::optional<Shape>> shapes;
+  for (const Tensor& output : *outputs) shapes.push_back(output.shape());
+  return shapes;
+} catch (const std::exception&) {
+  return {};
+}
+
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         (a.nbytes() == 0 || std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0);
+}
+
+}  // namespace
+
+BatchTracker::BatchTracker(const Graph& at_max, int64_t max_batch, const BatchProbe& probe)
+    : at_max_(at_max), max_batch_(max_batch), probe_(probe) {
+  if (!probe_.graph) return;
+  for (const auto& [name, tensor] : at_max_.initializers) {
+    const Tensor* other = probe_.graph->find_initializer(name);
+    if (other == nullptr || !same_tensor(tensor, *other)) batch_constants_.insert(name);
+  }
+  // A Reshape to a constant shape with the batch in it ([4, 64, 64]) keeps its output shape at the
+  // probe batch: its element counts tell.
+  for (const Node& node : probe_.graph->nodes) {
+    if (!node.domain.empty() || node.outputs.empty() ||
+        (node.op_type != "Reshape" && node.op_type != "Flatten" && node.op_type != "Squeeze" &&
+         node.op_type != "Unsqueeze")) {
+      continue;
+    }
+    std::optional<Shape> input = static_shape_in(*probe_.graph, node.input(0));
+    std::optional<Shape> output = static_shape_in(*probe_.graph, node.outputs[0]);
+    if (input && output && shape_numel(*input) != shape_numel(*output)) {
+      broken_at_probe_[node.outputs[0]] =
+          fmt::format("the model does not build at batch {}: {} cannot make {} into {} (a target shape that does "
+                      "not follow the batch)",
+                      probe_.batch, node.describe(), shape_to_string(*input), shape_to_string(*output));
+    }
+  }
+}
+
+Result<BatchLayout> BatchTracker::layout_of(const std::string& value) const {
+  if (probe_.batch == 0) return BatchLayout{};
+  if (!probe_.graph) return invalid_model("the model does not build at batch {}: {}", probe_.batch, probe_.failure);
+  if (auto broken = broken_at_probe_.find(value); broken != broken_at_probe_.end()) {
+    return invalid_model("{}", broken->second);
+  }
+  const ValueInfo* info = at_max_.find_value(value);
+  const ValueInfo* probed = probe_.graph->find_value(value);
+  std::optional<Shape> shape = info ? info->static_shape() : std::nullopt;
+  std::optional<Shape> probed_shape = probed ? probed->static_shape() : std::nullopt;
+  if (!shape || !probed_shape) {
+    return invalid_model("'{}' has no static shape when the model is built at batch {}", value, probe_.batch);
+  }
+  auto mismatch = [&](const std::string& why) {
+    return invalid_model("the batch dim of '{}' cannot be tracked: shape {} at batch {}, {} at batch {} ({})", value,
+                         shape_to_string(*shape), max_batch_, shape_to_string(*probed_shape), probe_.batch, why);
+  };
+  if (shape->size() != probed_shape->size()) return mismatch("the rank changes");
+  BatchLayout layout;
+  for (size_t axis = 0; axis < shape->size(); ++axis) {
+    const int64_t at_max = (*shape)[axis], at_probe = (*probed_shape)[axis];
+    if (at_max == at_probe) continue;
+    if (layout.batched) return mismatch("two dims change with the batch");
+    const int64_t factor = at_max / max_batch_;
+    if (factor < 1 || at_max != factor * max_batch_ || at_probe != factor * probe_.batch) {
+      return mismatch(fmt::format("dim {} is not a multiple of the batch", axis));
+    }
+    layout = {.batched = true, .axis = static_cast<int32_t>(axis), .factor = factor};
+  }
+  return layout;
+}
+
+Result<Graph> reload_at_batch(const Graph& graph, const std::vector<std::string>& batched_inputs, int64_t batch) {
+  Graph declared = graph;  // tensors share their storage: a cheap copy
+  for (auto& [name, info] : declared.values) {
+    if (graph.find_initializer(name) != nullptr || !info.shape) continue;
+    if (std::find(graph.inputs.begin(), graph.inputs.end(), name) == graph.inputs.end()) {
+      info.shape.reset();  // inferred anew
+    } else if (std::find(batched_inputs.begin(), batched_inputs.end(), name) != batched_inputs.end() &&
+               !info.shape->empty()) {
+      (*info.shape)[0] = Dim{.value = batch, .symbol = {}};
+    }
+  }
+  // Each round gives shapes to the nodes ONNX's inference left without one (whose inputs have
+  // them), then infers again downstream.
+  for (size_t round = 0; round <= graph.nodes.size(); ++round) {
+    QDQRT_ASSIGN_OR_RETURN(onnx::ModelProto model, graph_to_model(declared));
+    QDQRT_ASSIGN_OR_RETURN(Graph loaded, load_onnx_model(model));
+    bool progress = false;
+    for (const Node& node : loaded.nodes) {
+      bool missing = false;
+      for (const std::string& output : node.outputs)
+        missing = missing || (!output.empty() && !static_shape_in(loaded, output));
+      if (!missing) continue;
+      std::vector<std::optional<Shape>> shapes;
+      if (node.domain == layers::kDomain) {
+        shapes.push_back(fused_layer_shape(node, loaded, graph));
+      } else {
+        shapes = kernel_output_shapes(node, loaded);
+      }
+      for (size_t i = 0; i < node.outputs.size() && i < shapes.size(); ++i) {
+        auto declared_output = declared.values.find(node.outputs[i]);
+        if (!shapes[i] || declared_output == declared.values.end() || static_shape_in(loaded, node.outputs[i]))
+          continue;
+        std::vector<Dim> dims;
+        for (int64_t dim : *shapes[i]) dims.push_back(Dim{.value = dim, .symbol = {}});
+        declared_output->second.shape = std::move(dims);
+        progress = true;
+      }
+    }
+    if (!progress) return loaded;
+  }
+  return internal_error("reloading the graph at batch {} did not settle", batch);
+}
+
+}  // namespace qdqrt::engine

@@ -1,0 +1,50 @@
+// Shared by the engine_batch tests: run an engine on a few images of a batch at a time and cut
+// outputs into per-image slices along the batch dim the engine reports (IoTensorInfo::batch_axis).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "reference/executor.h"
+
+namespace qdqrt::batch_testing {
+
+// Images [begin, begin + count) of every batched input (dim 0); other inputs as they are.
+TensorMap input_images(const engine::Engine& engine, const TensorMap& inputs, int64_t begin, int64_t count);
+
+// Runs `count` images from `begin` in one run; outputs shaped for that batch.
+Result<TensorMap> run_images(const engine::Engine& engine, engine::ExecutionContext& context, const TensorMap& inputs,
+                             int64_t begin, int64_t count);
+
+// Slices [first, first + count) of `tensor` along `axis`, each `factor` wide.
+Tensor slice(const Tensor& tensor, size_t axis, int64_t factor, int64_t first, int64_t count);
+
+// Every output of `engine` for `images` images, run `per_run` images at a time; per output, the
+// per-image slices in image order (a static output: one entry per run).
+struct PerImageOutputs {
+  std::map<std::string, std::vector<Tensor>> slices;
+};
+Result<PerImageOutputs> run_per_image(const engine::Engine& engine, const TensorMap& inputs, int64_t images,
+                                      int64_t per_run, int threads = 2);
+
+bool bit_equal(const Tensor& a, const Tensor& b);
+// max |a - b| / max(max |b|, 1e-6) (NaN where both are NaN counts as equal; 1e9 on shape or dtype mismatch).
+double relative_error(const Tensor& actual, const Tensor& expected);
+
+// ONNX text (onnx::OnnxParser) plus float initializers made here (name -> shape, uniform in
+// [-scale, scale], seeded), written to `path`.
+struct FloatInitializer {
+  std::string name;
+  Shape shape;
+  float scale = 1.0f;
+};
+Status write_text_model(const std::string& text, const std::vector<FloatInitializer>& initializers, uint32_t seed,
+                        const std::string& path);
+
+// Random fp32 values uniform in [-1, 1].
+Tensor random_tensor(const Shape& shape, uint32_t seed);
+
+}  // namespace qdqrt::batch_testing

@@ -1,0 +1,264 @@
+// The ViT attention block whose Transpose moves the batch off dim 0 ([B,49,3,4,32] perm
+// [2,0,3,1,4] -> [3,B,4,49,32]; issue 19): built for batch 8 and run 1, 3 and 8 images at a time,
+// every image's output is bit-identical to the batch-8 run and matches the reference executor.
+// FP32 and QDQ (INT8 transpose, Gather, batched QMatMul) variants; the model is written with onnx's
+// text parser, the batch dim symbolic and the Reshape targets computed from Shape(x) as torch
+// exports them. Also: engines that cannot follow the batch refuse other batches with a clear error.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "engine/engine.h"
+#include "parser/onnx_loader.h"
+#include "tests/engine_batch/batch_helpers.h"
+
+namespace qdqrt::batch_testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kMaxBatch = 8;
+constexpr int64_t kTokens = 49;
+constexpr int64_t kWidth = 384;
+
+// The attention block; `qdq` adds Q/DQ pairs as a QAT export places them (weights fake-quantized).
+std::string attention_text(bool qdq) {
+  auto quantized = [&](const std::string& value, const std::string& scale, const std::string& zero_point) {
+    if (!qdq) return fmt::format("  {0}_d = Identity({0})\n", value);
+    return fmt::format("  {0}_q = QuantizeLinear({0}, {1}, {2})\n  {0}_d = DequantizeLinear({0}_q, {1}, {2})\n", value,
+                       scale, zero_point);
+  };
+  std::string body;
+  body += "  shape_x = Shape(x)\n  batch = Gather<axis = 0>(shape_x, zero)\n";
+  body += "  shape5 = Concat<axis = 0>(batch, tail5)\n  shape3 = Concat<axis = 0>(batch, tail3)\n";
+  body += quantized("x", "sx", "z8") + quantized("w_qkv", "sw", "z8") + quantized("w_proj", "sw", "z8");
+  body += "  qkv = MatMul(x_d, w_qkv_d)\n" + quantized("qkv", "sa", "z8");
+  body += "  r = Reshape(qkv_d, shape5)\n  t = Transpose<perm = [2, 0, 3, 1, 4]>(r)\n";
+  body += "  q = Gather<axis = 0>(t, i0)\n  k = Gather<axis = 0>(t, i1)\n  v = Gather<axis = 0>(t, i2)\n";
+  body += "  kt = Transpose<perm = [0, 1, 3, 2]>(k)\n";
+  body += quantized("q", "sa", "z8") + quantized("kt", "sa", "z8") + quantized("v", "sa", "z8");
+  body += "  s = MatMul(q_d, kt_d)\n  ss = Mul(s, scale)\n  p = Softmax<axis = -1>(ss)\n";
+  body += quantized("p", "sp", "z8");
+  body += "  o = MatMul(p_d, v_d)\n  ot = Transpose<perm = [0, 2, 1, 3]>(o)\n  a = Reshape(ot, shape3)\n";
+  body += quantized("a", "sa", "z8");
+  body += "  proj = MatMul(a_d, w_proj_d)\n  y = Add(proj, x)\n";
+  return fmt::format(R"(<ir_version: 8, opset_import: ["" : 13]>
+vit_attention (float[N,{0},{1}] x) => (float[N,{0},{1}] y)
+<int64[1] zero = {{0}}, int64[4] tail5 = {{{0}, 3, 4, 32}}, int64[2] tail3 = {{{0}, 128}},
+ int64 i0 = {{0}}, int64 i1 = {{1}}, int64 i2 = {{2}}, float scale = {{0.1767767}},
+ float sx = {{0.007874}}, float sw = {{0.0004}}, float sa = {{0.016}}, float sp = {{0.007874}}, int8 z8 = {{0}}>
+{{
+{2}}}
+)",
+                     kTokens, kWidth, body);
+}
+
+struct BuiltModel {
+  std::string path;
+  std::shared_ptr<const engine::Engine> engine;
+};
+
+BuiltModel build_attention(bool qdq) {
+  const std::string path = fs::path(::testing::TempDir()) / (qdq ? "vit_attention_qdq.onnx" : "vit_attention.onnx");
+  Status written = write_text_model(attention_text(qdq),
+                                    {{"w_qkv", {kWidth, kWidth}, 0.05f}, {"w_proj", {128, kWidth}, 0.05f}}, 7, path);
+  EXPECT_TRUE(written.is_ok()) << written.to_string();
+  engine::BuildOptions options;
+  options.input_shapes["x"] = {kMaxBatch, kTokens, kWidth};
+  auto engine = engine::Engine::build_from_file(path, options);
+  EXPECT_TRUE(engine.ok()) << engine.status().to_string();
+  return {path, engine.ok() ? *engine : nullptr};
+}
+
+const engine::PlanTensor* find_tensor(const engine::EnginePlan& plan, const std::string& name) {
+  const int32_t index = plan.find_tensor(name);
+  return index < 0 ? nullptr : &plan.tensors[static_cast<size_t>(index)];
+}
+
+// Per image: the runs of 1 and 3 images give the batch-8 run's bytes; that run matches the reference.
+void expect_batch_independent(const BuiltModel& built, double reference_tolerance) {
+  const engine::Engine& engine = *built.engine;
+  TensorMap inputs = {{"x", random_tensor({kMaxBatch, kTokens, kWidth}, 3)}};
+  auto full = run_per_image(engine, inputs, kMaxBatch, kMaxBatch);
+  ASSERT_TRUE(full.ok()) << full.status().to_string();
+  for (int64_t per_run : {int64_t{1}, int64_t{3}}) {
+    auto partial = run_per_image(engine, inputs, kMaxBatch, per_run);
+    ASSERT_TRUE(partial.ok()) << "batch " << per_run << ": " << partial.status().to_string();
+    for (int64_t image = 0; image < kMaxBatch; ++image) {
+      EXPECT_TRUE(bit_equal(partial->slices.at("y")[static_cast<size_t>(image)],
+                            full->slices.at("y")[static_cast<size_t>(image)]))
+          << "image " << image << " run " << per_run << " at a time differs from the batch-8 run by "
+          << relative_error(partial->slices.at("y")[static_cast<size_t>(image)],
+                            full->slices.at("y")[static_cast<size_t>(image)]);
+    }
+  }
+  auto graph = load_onnx_file(built.path);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto expected = run_reference(*graph, inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  for (int64_t image = 0; image < kMaxBatch; ++image) {
+    EXPECT_LE(
+        relative_error(full->slices.at("y")[static_cast<size_t>(image)], slice(expected->at("y"), 0, 1, image, 1)),
+        reference_tolerance)
+        << "image " << image;
+  }
+}
+
+TEST(VitAttention, Fp32TransposeMovesTheBatchAndEveryBatchGivesTheSameImages) {
+  BuiltModel built = build_attention(false);
+  ASSERT_NE(built.engine, nullptr);
+  const engine::EnginePlan& plan = built.engine->plan();
+  EXPECT_EQ(plan.fixed_batch_reason, "");
+  // [3, B, 4, 49, 32]: the batch is dim 1; Gather brings it back to dim 0.
+  const engine::PlanTensor* moved = find_tensor(plan, "t");
+  ASSERT_NE(moved, nullptr);
+  EXPECT_TRUE(moved->batched);
+  EXPECT_EQ(moved->batch_axis, 1);
+  const engine::PlanTensor* gathered = find_tensor(plan, "q");
+  ASSERT_NE(gathered, nullptr);
+  EXPECT_TRUE(engine::batch_leads(*gathered) && gathered->batched);
+  expect_batch_independent(built, 1e-4);
+}
+
+TEST(VitAttention, QdqInt8TransposeMovesTheBatchAndEveryBatchGivesTheSameImages) {
+  BuiltModel built = build_attention(true);
+  ASSERT_NE(built.engine, nullptr);
+  const engine::EnginePlan& plan = built.engine->plan();
+  EXPECT_EQ(plan.fixed_batch_reason, "");
+  // The 5-D transpose runs on int8 with the batch moving to dim 1.
+  bool int8_transpose_moves_batch = false;
+  int batched_matmuls = 0;
+  for (const engine::PlanLayer& layer : plan.layers) {
+    if (layer.kind == "qbatched_matmul") ++batched_matmuls;
+    if (layer.kind != "int8_transpose") continue;
+    const engine::PlanTensor& output = plan.tensors[static_cast<size_t>(layer.outputs[0])];
+    int8_transpose_moves_batch = int8_transpose_moves_batch || (output.batched && output.batch_axis == 1);
+  }
+  EXPECT_TRUE(int8_transpose_moves_batch);
+  EXPECT_EQ(batched_matmuls, 2);
+  expect_batch_independent(built, 3e-2);
+
+  // The engine file keeps where the batch is.
+  const std::string engine_path = built.path + ".qdqrt";
+  ASSERT_TRUE(built.engine->save(engine_path).is_ok());
+  auto loaded = engine::Engine::load(engine_path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  TensorMap inputs = {{"x", random_tensor({kMaxBatch, kTokens, kWidth}, 4)}};
+  auto original = run_per_image(*built.engine, inputs, kMaxBatch, 3);
+  auto reloaded = run_per_image(**loaded, inputs, kMaxBatch, 3);
+  ASSERT_TRUE(original.ok() && reloaded.ok());
+  for (size_t image = 0; image < static_cast<size_t>(kMaxBatch); ++image) {
+    EXPECT_TRUE(bit_equal(original->slices.at("y")[image], reloaded->slices.at("y")[image])) << image;
+  }
+  fs::remove(engine_path);
+}
+
+// Builds `text` (input x of shape `shape` at the max batch) and expects batch `max_batch` to run
+// and batch 1 to be refused with a message naming `culprit`.
+void expect_refusal(const std::string& text, const Shape& shape, const std::string& culprit) {
+  // ctest runs the tests of this file in parallel processes: one file per test.
+  const std::string path = fs::path(::testing::TempDir()) /
+                           (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".onnx");
+  ASSERT_TRUE(write_text_model(text, {}, 1, path).is_ok());
+  engine::BuildOptions options;
+  options.input_shapes["x"] = shape;
+  auto built = engine::Engine::build_from_file(path, options);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  const engine::Engine& engine = **built;
+  EXPECT_NE(engine.plan().fixed_batch_reason.find(culprit), std::string::npos) << engine.plan().fixed_batch_reason;
+  auto context = engine.create_context({.threads = 1});
+  TensorMap inputs = {{"x", random_tensor(shape, 5)}};
+  EXPECT_TRUE(run_images(engine, *context, inputs, 0, shape[0]).ok());
+  auto refused = run_images(engine, *context, inputs, 0, 1);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(fmt::format("runs only at batch {}", shape[0])), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find(culprit), std::string::npos) << refused.status().message();
+}
+
+// Expand to a constant [3, 4]: at batch 1 the output stays [3, 4] (it does not follow the batch),
+// and the model does not build at batch 4. Before, batch 1 gave NaN.
+TEST(BatchRefusal, ValueThatDoesNotFollowTheBatch) {
+  expect_refusal(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,4] x) => (float[3,4] y)
+<int64[2] shape = {3, 4}>
+{
+  y = Expand(x, shape)
+}
+)",
+                 {3, 4}, "does not build at batch 4");
+}
+
+// A Reshape whose constant target has the batch in it: ONNX's shape inference accepts it at batch 5
+// (it does not count elements), the element counts do not.
+TEST(BatchRefusal, ReshapeToAConstantShapeWithTheBatch) {
+  expect_refusal(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,2,8] x) => (float[4,16] y)
+<int64[2] shape = {4, 16}>
+{
+  y = Reshape(x, shape)
+}
+)",
+                 {4, 2, 8}, "cannot make [5, 2, 8] into [4, 16]");
+}
+
+// A shape computed from the batch (folded into a constant [4, 4] at build time) read by a layer
+// that needs its value: right only at the maximum batch.
+TEST(BatchRefusal, LayerReadsAConstantComputedForTheMaximumBatch) {
+  expect_refusal(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,4] x) => (float[N,4] y)
+<float[1,4] row = {1.0, 2.0, 3.0, 4.0}>
+{
+  s = Shape(x)
+  e = Expand(row, s)
+  y = Add(x, e)
+}
+)",
+                 {4, 4}, "a constant computed for batch 4");
+}
+
+// A value whose shape is not a multiple of the batch (Concat of the batch with one more row).
+TEST(BatchRefusal, DimThatIsNotAMultipleOfTheBatch) {
+  expect_refusal(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,4] x) => (float[M,4] y)
+<float[1,4] row = {1.0, 2.0, 3.0, 4.0}>
+{
+  y = Concat<axis = 0>(x, row)
+}
+)",
+                 {4, 4}, "is not a multiple of the batch");
+}
+
+// A reference-layer kernel that fails at run time (an index out of range) is an error naming the
+// layer, not NaN outputs.
+TEST(BatchRefusal, FailingReferenceKernelIsAnError) {
+  const std::string path = fs::path(::testing::TempDir()) / "gather_failure.onnx";
+  // GatherElements has no native lowering: the reference layer runs it.
+  const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,4] x, int64[N,2] index) => (float[N,2] y)
+{
+  y = GatherElements<axis = 1>(x, index)
+}
+)";
+  ASSERT_TRUE(write_text_model(text, {}, 1, path).is_ok());
+  engine::BuildOptions options;
+  options.input_shapes["x"] = {2, 4};
+  options.input_shapes["index"] = {2, 2};
+  auto built = engine::Engine::build_from_file(path, options);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  Tensor x = random_tensor({2, 4}, 1);
+  Tensor index(DataType::kInt64, {2, 2});
+  for (int64_t i = 0; i < 4; ++i) index.data<int64_t>()[i] = i == 3 ? 9 : i % 4;
+  TensorMap inputs = {{"x", x}, {"index", index}};
+  auto context = (*built)->create_context({.threads = 1});
+  auto outputs = run_images(**built, *context, inputs, 0, 2);
+  ASSERT_FALSE(outputs.ok());
+  EXPECT_NE(outputs.status().message().find("layer 'GatherElements"), std::string::npos) << outputs.status().message();
+  index.data<int64_t>()[3] = 1;
+  inputs["index"] = index;
+  EXPECT_TRUE(run_images(**built, *context, inputs, 0, 2).ok());
+}
+
+}  // namespace
+}  // namespace qdqrt::batch_testing
