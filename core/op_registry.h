@@ -1,6 +1,6 @@
 // The ops qdqrt accepts: per (domain, op_type) the opset range and the parser that turns the
 // node's raw attributes into its typed attribute struct. One register_*_ops() per op family,
-// all listed in op_registry.cpp.
+// all listed in core/ops/op_families.h.
 #pragma once
 
 #include <memory>

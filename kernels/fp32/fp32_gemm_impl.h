@@ -1,4 +1,4 @@
-// Eigen-backed fp32 GEMM, compiled once per ISA file (fp32_gemm_avx2.cpp, fp32_gemm_avx512vnni.cpp).
+// Eigen-backed fp32 GEMM, compiled once per ISA file (fp32_gemm_avx2.cpp, fp32_gemm_avx512skx.cpp).
 // Each file renames Eigen's namespace (QDQRT_EIGEN_NAMESPACE) so the differently-compiled Eigen
 // template instances never share a mangled name: otherwise the linker would keep one arbitrary
 // copy (an ODR violation that can run AVX-512 code on an AVX2-only CPU).

@@ -1,5 +1,5 @@
 // One implementation of the elementwise/softmax fp32 kernels written with GCC vector extensions,
-// compiled once per ISA file: fp32_kernels_avx2.cpp (8 lanes) and fp32_kernels_avx512vnni.cpp
+// compiled once per ISA file: fp32_kernels_avx2.cpp (8 lanes) and fp32_kernels_avx512skx.cpp
 // (16 lanes) define QDQRT_FP32_LANES and QDQRT_FP32_NAMESPACE, then include this file.
 // Everything here has internal linkage except the exported kernels.
 #if !defined(QDQRT_FP32_LANES) || !defined(QDQRT_FP32_NAMESPACE)
