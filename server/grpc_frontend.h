@@ -17,7 +17,7 @@ class Server;
 namespace qdqrt::server {
 
 struct GrpcOptions {
-  std::string host = "0.0.0.0";
+  std::string host = "127.0.0.1";
   int port = 8001;                       // 0: any free port
   size_t max_message_bytes = 64u << 20;  // larger requests: RESOURCE_EXHAUSTED
   int max_threads = 64;

@@ -18,7 +18,7 @@ class Server;
 namespace qdqrt::server {
 
 struct HttpOptions {
-  std::string host = "0.0.0.0";
+  std::string host = "127.0.0.1";
   int port = 8000;                    // 0: any free port (tests)
   int threads = 32;                   // connections served at once
   int max_queued_connections = 256;   // accepted connections waiting for a thread; past it: 429

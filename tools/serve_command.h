@@ -16,7 +16,7 @@ struct ServeOptions {
   std::string model_repository;
   std::vector<std::pair<std::string, std::string>> models;  // --model NAME=PATH
   std::string engine_cache_dir;                              // "" disables the cache
-  std::string host = "0.0.0.0";
+  std::string host = "127.0.0.1";
   int http_port = 8000;  // 0: any free port; -1: off
   int grpc_port = 8001;
   int metrics_port = 8002;
