@@ -251,6 +251,10 @@ Fp32Kernels fp32_kernels(Isa isa) {
   k.binary_sv.name = name("f32-vrbinaryc", impl);
   k.unary.name = name("f32-vunary", impl);
   k.softmax.name = name("f32-softmax", impl);
+  k.channel_sums.fn = impl == Impl::kScalar ? scalar::fp32_channel_sums
+                      : impl == Impl::kAvx2 ? avx2::fp32_channel_sums
+                                            : avx512skx::fp32_channel_sums;
+  k.channel_sums.name = name("f32-channel-sums", impl);
   k.gemm.name = name(impl == Impl::kScalar ? "f32-gemm" : "f32-gemm-eigen", impl);  // scalar: plain loops
   return k;
 }

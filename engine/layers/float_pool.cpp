@@ -236,8 +236,9 @@ Result<std::unique_ptr<Layer>> bind_global(const BindContext& context) {
 // sums in double too); the inner loop runs over contiguous channels.
 class GlobalAvgPoolNhwcLayer final : public Layer {
  public:
-  GlobalAvgPoolNhwcLayer(int64_t channels, int64_t plane, int32_t input, int32_t output)
-      : channels_(channels), plane_(plane), input_(input), output_(output) {}
+  GlobalAvgPoolNhwcLayer(int64_t channels, int64_t plane, int32_t input, int32_t output,
+                         kernels::Fp32ChannelSumsFn channel_sums)
+      : channels_(channels), plane_(plane), input_(input), output_(output), channel_sums_(channel_sums) {}
 
   WorkShape work(const RunState& state) const override {
     return {.items = state.dim(input_, 0) * ceil_div(channels_, kChannelBlock),
@@ -252,12 +253,9 @@ class GlobalAvgPoolNhwcLayer final : public Layer {
       const int64_t image = item / blocks;
       const int64_t first = (item - image * blocks) * kChannelBlock;
       const int64_t count = std::min(kChannelBlock, channels_ - first);
-      double sums[kChannelBlock] = {};
+      double sums[kChannelBlock];
       const float* in = x + image * plane_ * channels_ + first;
-      for (int64_t p = 0; p < plane_; ++p) {
-        const float* row = in + p * channels_;
-        for (int64_t c = 0; c < count; ++c) sums[c] += row[c];
-      }
+      strided_sums(in, count, sums);
       for (int64_t c = 0; c < count; ++c) {
         y[image * channels_ + first + c] = static_cast<float>(sums[c] / static_cast<double>(plane_));
       }
@@ -267,8 +265,15 @@ class GlobalAvgPoolNhwcLayer final : public Layer {
  private:
   static constexpr int64_t kChannelBlock = 64;
   static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+  // sums[c] over the plane of `count` channels starting at `in` (pixel rows `channels_` apart).
+  void strided_sums(const float* in, int64_t count, double* sums) const {
+    channel_sums_(static_cast<size_t>(plane_), static_cast<size_t>(count), static_cast<size_t>(channels_), in, sums);
+  }
+
   int64_t channels_, plane_;
   int32_t input_, output_;
+  kernels::Fp32ChannelSumsFn channel_sums_;
 };
 
 Result<std::unique_ptr<Layer>> bind_global_nhwc(const BindContext& context) {
@@ -283,8 +288,9 @@ Result<std::unique_ptr<Layer>> bind_global_nhwc(const BindContext& context) {
   }
   const int64_t plane = x->shape[2] * x->shape[3];
   if (plane < 1) return context.error("the input has no spatial elements");
-  return std::unique_ptr<Layer>(std::make_unique<GlobalAvgPoolNhwcLayer>(x->shape[1], plane, context.layer().inputs[0],
-                                                                         context.layer().outputs[0]));
+  return std::unique_ptr<Layer>(std::make_unique<GlobalAvgPoolNhwcLayer>(
+      x->shape[1], plane, context.layer().inputs[0], context.layer().outputs[0],
+      kernels::fp32_kernels(bind_isa(context.plan())).channel_sums.fn));
 }
 
 Status lower_global(const Node& node, BuildContext& context) {
@@ -296,7 +302,8 @@ Status lower_global(const Node& node, BuildContext& context) {
     QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(0)));
     const PlanTensor tensor = context.tensor(stored);
     if (tensor.layout == Layout::kNhwc && (!tensor.batched || tensor.batch_axis == 0)) {
-      PlanLayer layer = make_layer(node, kGlobalNhwcKind, "f32-gavgpool-nhwc-scalar");
+      PlanLayer layer = make_layer(node, kGlobalNhwcKind,
+                                   kernels::fp32_kernels(kernels::usable_isa(context.isa())).channel_sums.name);
       QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
       layer.inputs = {stored};
       layer.outputs = {output};

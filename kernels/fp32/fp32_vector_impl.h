@@ -164,6 +164,31 @@ void fp32_unary(Fp32UnaryOp op, const Fp32UnaryParams& params, size_t n, const f
   }
 }
 
+void fp32_channel_sums(size_t rows, size_t channels, size_t row_stride, const float* input, double* sums) {
+  // Blocks of 4 float vectors: 8 double accumulators stay in registers over all rows.
+  typedef float half_vf __attribute__((vector_size(kLanes * 2)));
+  typedef double vd __attribute__((vector_size(kLanes * 4)));
+  constexpr size_t kBlock = 4 * kLanes;
+  size_t c = 0;
+  for (; c + kBlock <= channels; c += kBlock) {
+    vd acc[8] = {};
+    for (size_t r = 0; r < rows; ++r) {
+      const float* in = input + r * row_stride + c;
+      for (size_t h = 0; h < 8; ++h) {
+        half_vf half;
+        std::memcpy(&half, in + h * (kLanes / 2), sizeof half);
+        acc[h] += __builtin_convertvector(half, vd);
+      }
+    }
+    for (size_t h = 0; h < 8; ++h) std::memcpy(sums + c + h * (kLanes / 2), &acc[h], sizeof(vd));
+  }
+  // The tail channel by channel, in the same row order.
+  for (size_t t = c; t < channels; ++t) sums[t] = 0.0;
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t t = c; t < channels; ++t) sums[t] += static_cast<double>(input[r * row_stride + t]);
+  }
+}
+
 void fp32_softmax(size_t rows, size_t cols, const float* input, float* output) {
   for (size_t r = 0; r < rows; ++r) {
     const float* in = input + r * cols;
