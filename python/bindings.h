@@ -57,7 +57,7 @@ struct EngineHandle {
 struct PreparedRun {
   std::vector<py::array> feeds;
   std::vector<engine::ConstTensorBinding> input_bindings;
-  std::vector<py::array> output_arrays;  // in the order asked for (every output when none was named)
+  std::vector<py::array> output_arrays;   // in the order asked for (every output when none was named)
   std::vector<std::string> output_names;  // parallel to output_arrays
   std::vector<engine::TensorBinding> output_bindings;
   std::vector<py::array> bound_arrays;  // parallel to output_bindings
@@ -68,7 +68,8 @@ struct PreparedRun {
 int64_t feeds_batch(const EngineHandle& handle, const py::dict& feeds);
 // Checks dtypes and contiguity (InvalidType / InvalidArgument); names and shapes are the engine's to
 // check at run time. `output_names` empty = every output.
-PreparedRun prepare_run(const EngineHandle& handle, const py::dict& feeds, const std::vector<std::string>& output_names);
+PreparedRun prepare_run(const EngineHandle& handle, const py::dict& feeds,
+                        const std::vector<std::string>& output_names);
 // Runs with the GIL released; StatusError on failure.
 void run_prepared(engine::ExecutionContext& context, const PreparedRun& prepared);
 
@@ -76,8 +77,8 @@ void run_prepared(engine::ExecutionContext& context, const PreparedRun& prepared
 std::vector<std::string> names_from(const py::object& names);
 // Model arguments: a path (str or os.PathLike) or the file's bytes.
 struct ModelSource {
-  std::string path;             // empty when given bytes
-  std::vector<uint8_t> bytes;   // the bytes when given bytes
+  std::string path;            // empty when given bytes
+  std::vector<uint8_t> bytes;  // the bytes when given bytes
 };
 ModelSource model_source_from(const py::object& model);
 // Does this path or byte string hold a .qdqrt engine (its magic) rather than ONNX?

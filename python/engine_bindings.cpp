@@ -27,14 +27,15 @@ engine::Precision precision_from(const std::string& text) {
 }  // namespace
 
 engine::BuildOptions build_options(const std::string& precision, const py::object& input_shapes,
-                                        const py::object& max_isa) {
+                                   const py::object& max_isa) {
   engine::BuildOptions options;
   options.precision = precision_from(precision);
   if (!input_shapes.is_none()) options.input_shapes = input_shapes.cast<std::map<std::string, Shape>>();
   if (!max_isa.is_none()) {
     std::string name = max_isa.cast<std::string>();
     std::optional<kernels::Isa> isa = kernels::parse_isa(name);
-    if (!isa) throw StatusError{invalid_argument("max_isa: unknown ISA '{}' (scalar, avx2, avxvnni, avx512vnni)", name)};
+    if (!isa)
+      throw StatusError{invalid_argument("max_isa: unknown ISA '{}' (scalar, avx2, avxvnni, avx512vnni)", name)};
     options.max_isa = *isa;
   }
   return options;
@@ -72,20 +73,19 @@ py::list shape_list(const Shape& shape) {
 
 }  // namespace
 
-
 void bind_engine(py::module_& module) {
   py::class_<engine::IoTensorInfo>(module, "TensorInfo", "An engine input or output.")
       .def_readonly("name", &engine::IoTensorInfo::name)
-      .def_property_readonly("shape", [](const engine::IoTensorInfo& info) { return shape_list(info.shape); },
-                             "The shape at the engine's maximum batch.")
+      .def_property_readonly(
+          "shape", [](const engine::IoTensorInfo& info) { return shape_list(info.shape); },
+          "The shape at the engine's maximum batch.")
       .def_property_readonly("dtype", [](const engine::IoTensorInfo& info) { return numpy_dtype(info.dtype); })
       .def_property_readonly("type", [](const engine::IoTensorInfo& info) { return onnx_type_string(info.dtype); })
       .def_readonly("batched", &engine::IoTensorInfo::batched)
       .def_readonly("batch_axis", &engine::IoTensorInfo::batch_axis)
       .def_readonly("batch_factor", &engine::IoTensorInfo::batch_factor)
-      .def("shape_at_batch", [](const engine::IoTensorInfo& info, int64_t batch) {
-        return shape_list(info.shape_at_batch(batch));
-      })
+      .def("shape_at_batch",
+           [](const engine::IoTensorInfo& info, int64_t batch) { return shape_list(info.shape_at_batch(batch)); })
       .def("__repr__", [](const engine::IoTensorInfo& info) {
         return fmt::format("TensorInfo(name='{}', type='{}', shape={})", info.name, onnx_type_string(info.dtype),
                            shape_to_string(info.shape));
@@ -134,8 +134,8 @@ void bind_engine(py::module_& module) {
           },
           "Per layer (plan order) of the last run with profiling on: {name, kind, kernel, time_ms}.");
 
-  py::class_<EngineHandle, std::shared_ptr<EngineHandle>>(module, "Engine",
-                                                          "A built or loaded engine: immutable, shared by its contexts.")
+  py::class_<EngineHandle, std::shared_ptr<EngineHandle>>(
+      module, "Engine", "A built or loaded engine: immutable, shared by its contexts.")
       .def_readonly("inputs", &EngineHandle::inputs)
       .def_readonly("outputs", &EngineHandle::outputs)
       .def_property_readonly("layers",
@@ -153,8 +153,9 @@ void bind_engine(py::module_& module) {
       .def_property_readonly("max_batch", [](const EngineHandle& self) { return self.engine->max_batch(); })
       .def_property_readonly("precision", [](const EngineHandle& self) { return self.engine->plan().precision; })
       .def_property_readonly("isa", [](const EngineHandle& self) { return self.engine->plan().isa; })
-      .def_property_readonly("version", [](const EngineHandle& self) { return self.engine->plan().qdqrt_version; },
-                             "The qdqrt version that built the engine (stored in the engine file).")
+      .def_property_readonly(
+          "version", [](const EngineHandle& self) { return self.engine->plan().qdqrt_version; },
+          "The qdqrt version that built the engine (stored in the engine file).")
       .def_property_readonly("source_model", [](const EngineHandle& self) { return self.engine->plan().source_model; })
       .def_property_readonly("fixed_batch_reason",
                              [](const EngineHandle& self) { return self.engine->plan().fixed_batch_reason; })
@@ -191,8 +192,8 @@ void bind_engine(py::module_& module) {
       py::arg("max_isa") = py::none(),
       "Builds an engine from an ONNX model (path or bytes). input_shapes: {name: shape at the maximum batch}.");
   module.def(
-      "load", [](const py::object& path) { return load_engine_handle(model_source_from(path)); },
-      py::arg("path"), "Loads an engine file (.qdqrt), from a path or its bytes.");
+      "load", [](const py::object& path) { return load_engine_handle(model_source_from(path)); }, py::arg("path"),
+      "Loads an engine file (.qdqrt), from a path or its bytes.");
 }
 
 }  // namespace qdqrt::python

@@ -1,11 +1,10 @@
 // numpy arrays in and out of ExecutionContext::run: inputs bound in place (C-contiguous, the
 // engine's dtype, native byte order), outputs allocated as numpy arrays the engine writes into.
+#include <fmt/format.h>
 #include <pybind11/stl.h>
 
 #include <cstring>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "engine/engine_file_format.h"
 #include "python/bindings.h"
@@ -66,12 +65,17 @@ bool dtype_matches(const py::dtype& array_dtype, DataType dtype) {
   size_t size = static_cast<size_t>(array_dtype.itemsize());
   if (py::detail::array_descriptor_proxy(array_dtype.ptr())->byteorder == '>') return false;
   switch (dtype) {
-    case DataType::kFloat: case DataType::kDouble: case DataType::kFloat16:
-      return kind == 'f' && size == dtype_size(dtype);
-    case DataType::kInt8: case DataType::kInt16: case DataType::kInt32: case DataType::kInt64:
-      return kind == 'i' && size == dtype_size(dtype);
-    case DataType::kUint8: case DataType::kUint16: case DataType::kUint32: case DataType::kUint64:
-      return kind == 'u' && size == dtype_size(dtype);
+    case DataType::kFloat:
+    case DataType::kDouble:
+    case DataType::kFloat16: return kind == 'f' && size == dtype_size(dtype);
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32:
+    case DataType::kInt64: return kind == 'i' && size == dtype_size(dtype);
+    case DataType::kUint8:
+    case DataType::kUint16:
+    case DataType::kUint32:
+    case DataType::kUint64: return kind == 'u' && size == dtype_size(dtype);
     case DataType::kBool: return kind == 'b';
     default: return false;
   }
@@ -100,7 +104,8 @@ int64_t feeds_batch(const EngineHandle& handle, const py::dict& feeds) {
   return -1;
 }
 
-PreparedRun prepare_run(const EngineHandle& handle, const py::dict& feeds, const std::vector<std::string>& output_names) {
+PreparedRun prepare_run(const EngineHandle& handle, const py::dict& feeds,
+                        const std::vector<std::string>& output_names) {
   PreparedRun prepared;
   prepared.feeds.reserve(feeds.size());
   prepared.input_bindings.reserve(feeds.size());
@@ -118,7 +123,8 @@ PreparedRun prepare_run(const EngineHandle& handle, const py::dict& feeds, const
       if (info->batched && array.ndim() > 0 && prepared.batch < 0) prepared.batch = array.shape(0);
     }
     if (!(array.flags() & py::array::c_style)) {
-      throw StatusError{invalid_argument("input '{}': the array is not C-contiguous (use numpy.ascontiguousarray)", name)};
+      throw StatusError{
+          invalid_argument("input '{}': the array is not C-contiguous (use numpy.ascontiguousarray)", name)};
     }
     prepared.input_bindings.push_back({std::move(name), array.data(), shape_of(array)});
     prepared.feeds.push_back(std::move(array));

@@ -30,7 +30,8 @@ PYBIND11_MODULE(qdqrt, module) {
   module.doc() = "qdqrt: INT8 inference for explicit-QDQ ONNX models, with ONNX Runtime's InferenceSession API.";
   module.attr("__version__") = qdqrt::kVersion;
 
-  error_type = new_exception(module, "Error", PyExc_RuntimeError, "Every error qdqrt reports (a Status that is not OK).");
+  error_type =
+      new_exception(module, "Error", PyExc_RuntimeError, "Every error qdqrt reports (a Status that is not OK).");
   py::tuple value_bases = py::make_tuple(py::handle(error_type), py::handle(PyExc_ValueError));
   invalid_argument_type = new_exception(module, "InvalidArgument", value_bases.ptr(),
                                         "A bad argument: unknown name, wrong shape, non-contiguous array, bad option.");

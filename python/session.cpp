@@ -1,13 +1,12 @@
 // ONNX Runtime's Python API over qdqrt engines: InferenceSession, SessionOptions, NodeArg, so that
 // ORT code switches with `import qdqrt as ort`. An ONNX model is built into an INT8 engine (a QDQ
 // model) or an FP32 one (no Q/DQ nodes); a .qdqrt engine file loads as it is.
+#include <fmt/format.h>
 #include <pybind11/stl.h>
 
 #include <chrono>
 #include <ctime>
 #include <fstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "parser/onnx_loader.h"
@@ -158,14 +157,24 @@ class InferenceSession {
     if (profile_events_.empty()) profile_start_ = start;
     double offset_us = static_cast<double>(duration_cast<microseconds>(start - profile_start_).count());
     double run_us = static_cast<double>(duration_cast<microseconds>(std::chrono::steady_clock::now() - start).count());
-    profile_events_.push_back({{"cat", "Session"}, {"name", "model_run"}, {"ph", "X"}, {"pid", 0}, {"tid", 0},
-                               {"ts", offset_us}, {"dur", run_us}});
+    profile_events_.push_back({{"cat", "Session"},
+                               {"name", "model_run"},
+                               {"ph", "X"},
+                               {"pid", 0},
+                               {"tid", 0},
+                               {"ts", offset_us},
+                               {"dur", run_us}});
     std::vector<engine::LayerProfileEntry> layers = handle.engine->layers();
     const std::vector<double>& times = context.last_layer_times_ms();
     for (size_t i = 0; i < layers.size() && i < times.size(); ++i) {
       double duration_us = times[i] * 1000.0;
-      profile_events_.push_back({{"cat", "Node"}, {"name", layers[i].name}, {"ph", "X"}, {"pid", 0}, {"tid", 0},
-                                 {"ts", offset_us}, {"dur", duration_us},
+      profile_events_.push_back({{"cat", "Node"},
+                                 {"name", layers[i].name},
+                                 {"ph", "X"},
+                                 {"pid", 0},
+                                 {"tid", 0},
+                                 {"ts", offset_us},
+                                 {"dur", duration_us},
                                  {"args", {{"op_name", layers[i].kind}, {"kernel", layers[i].kernel}}}});
       offset_us += duration_us;
     }
@@ -227,8 +236,9 @@ void bind_session(py::module_& module) {
                            py::repr(arg.shape).cast<std::string>());
       });
 
-  py::class_<InferenceSession>(module, "InferenceSession",
-                               "ONNX Runtime's InferenceSession: an ONNX model (path or bytes) or a .qdqrt engine file.")
+  py::class_<InferenceSession>(
+      module, "InferenceSession",
+      "ONNX Runtime's InferenceSession: an ONNX model (path or bytes) or a .qdqrt engine file.")
       .def(py::init([](const py::object& model, const py::object& options, const py::object& providers,
                        const py::object& provider_options, const py::kwargs&) {
              (void)providers;  // one provider: qdqrt on the CPU
@@ -237,13 +247,15 @@ void bind_session(py::module_& module) {
            }),
            py::arg("path_or_bytes"), py::arg("sess_options") = py::none(), py::arg("providers") = py::none(),
            py::arg("provider_options") = py::none())
-      .def("run", [](InferenceSession& self, const py::object& output_names, const py::dict& feeds,
-                     const py::object& run_options) {
-             (void)run_options;
-             return self.run(output_names, feeds);
-           },
-           py::arg("output_names"), py::arg("input_feed"), py::arg("run_options") = py::none(),
-           "Returns the outputs named (all when None) as a list of ndarrays.")
+      .def(
+          "run",
+          [](InferenceSession& self, const py::object& output_names, const py::dict& feeds,
+             const py::object& run_options) {
+            (void)run_options;
+            return self.run(output_names, feeds);
+          },
+          py::arg("output_names"), py::arg("input_feed"), py::arg("run_options") = py::none(),
+          "Returns the outputs named (all when None) as a list of ndarrays.")
       .def("get_inputs", &InferenceSession::inputs)
       .def("get_outputs", &InferenceSession::outputs)
       .def("get_overridable_initializers", [](const InferenceSession&) { return py::list(); })

@@ -1,11 +1,10 @@
 // qdqrt.calibrate (tools/calibration/calibrate_model.h, fed by a Python iterable the way ONNX
 // Runtime's CalibrationDataReader is) and qdqrt.inspect (tools/inspect_report.h).
+#include <onnx/onnx_pb.h>
 #include <pybind11/stl.h>
 
 #include <cstring>
 #include <fstream>
-
-#include <onnx/onnx_pb.h>
 
 #include "parser/onnx_loader.h"
 #include "parser/onnx_writer.h"
@@ -22,8 +21,8 @@ Graph load_model(const py::object& model) {
   Result<Graph> loaded = internal_error("unreachable");
   {
     py::gil_scoped_release release;
-    loaded = source.path.empty() ? load_onnx_bytes(source.bytes.data(), source.bytes.size())
-                                 : load_onnx_file(source.path);
+    loaded =
+        source.path.empty() ? load_onnx_bytes(source.bytes.data(), source.bytes.size()) : load_onnx_file(source.path);
   }
   return value_or_throw(std::move(loaded));
 }
@@ -194,10 +193,13 @@ void bind_tools(py::module_& module) {
       .def_readonly("quantized_activations", &CalibrationResult::quantized_activations)
       .def_readonly("quantized_weights", &CalibrationResult::quantized_weights)
       .def_readonly("images", &CalibrationResult::images)
-      .def("save", [](const CalibrationResult& self, const py::object& path) {
-        throw_if_error(write_bytes(py::module_::import("os").attr("fspath")(path).cast<std::string>(),
-                                   self.model.cast<std::string>()));
-      }, py::arg("path"));
+      .def(
+          "save",
+          [](const CalibrationResult& self, const py::object& path) {
+            throw_if_error(write_bytes(py::module_::import("os").attr("fspath")(path).cast<std::string>(),
+                                       self.model.cast<std::string>()));
+          },
+          py::arg("path"));
 
   module.def("calibrate", &calibrate, py::arg("model"), py::arg("reader"), py::arg("method") = "max",
              py::arg("percentile") = py::none(), py::arg("placement") = "tensorrt", py::arg("output") = py::none(),

@@ -1,9 +1,9 @@
 #include "tools/inspect_report.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "optimizer/pipeline.h"
 
@@ -110,7 +110,9 @@ nlohmann::json layer_report_to_json(const optimizer::LayerReport& report) {
   auto reasons_to_json = [](const std::vector<optimizer::FloatReason>& reasons) {
     nlohmann::json json = nlohmann::json::array();
     for (const optimizer::FloatReason& reason : reasons) {
-      json.push_back({{"Node", reason.node}, {"OpType", reason.op_type}, {"Reason", reason.reason},
+      json.push_back({{"Node", reason.node},
+                      {"OpType", reason.op_type},
+                      {"Reason", reason.reason},
                       {"Text", optimizer::format_float_reason(reason)}});
     }
     return json;

@@ -5,10 +5,9 @@
 
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/graph.h"
 #include "core/status.h"
@@ -18,10 +17,10 @@
 namespace qdqrt::tools {
 
 struct InspectRequest {
-  std::vector<std::string> passes;           // run only these (empty = all)
+  std::vector<std::string> passes;  // run only these (empty = all)
   std::vector<std::string> disabled_passes;
-  std::map<std::string, Shape> shapes;       // values for symbolic input dims (shapes and MACs)
-  bool float_only = false;                   // the float pipeline (OptimizeOptions::float_only)
+  std::map<std::string, Shape> shapes;  // values for symbolic input dims (shapes and MACs)
+  bool float_only = false;              // the float pipeline (OptimizeOptions::float_only)
   // How errors name the two pass lists (the CLI's flags, Python's keyword arguments).
   std::string passes_label = "passes";
   std::string disabled_passes_label = "disabled_passes";

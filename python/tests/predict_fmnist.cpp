@@ -21,8 +21,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", status.to_string().c_str());
     return 1;
   };
-  auto data = tools::load_dataset("fashion-mnist:test", {.mean = {0.2860f}, .std = {0.3530f},
-                                                          .max_images = std::atoll(argv[2])});
+  auto data = tools::load_dataset("fashion-mnist:test",
+                                  {.mean = {0.2860f}, .std = {0.3530f}, .max_images = std::atoll(argv[2])});
   if (!data.ok()) return fail(data.status());
   auto engine = engine::Engine::build_from_file(argv[1], {});
   if (!engine.ok()) return fail(engine.status());
@@ -34,8 +34,8 @@ int main(int argc, char** argv) {
   std::vector<int64_t> predictions;
   for (int64_t i = 0; i < images; ++i) {
     float logits[10];
-    Status status = context->run({{input, data->images.data<float>() + i * pixels, {1, 1, 28, 28}}},
-                                 {{output, logits, {1, 10}}});
+    Status status =
+        context->run({{input, data->images.data<float>() + i * pixels, {1, 1, 28, 28}}}, {{output, logits, {1, 10}}});
     if (!status.is_ok()) return fail(status);
     int64_t best = 0;
     for (int64_t c = 1; c < 10; ++c) best = logits[c] > logits[best] ? c : best;

@@ -18,15 +18,15 @@ namespace qdqrt::calibration {
 
 struct CalibrateModelOptions {
   MethodSpec method;
-  int threads = 0;            // 0 = all cores
-  int64_t batch_size = 0;     // images per reference run; 0 = automatic_batch_size
+  int threads = 0;         // 0 = all cores
+  int64_t batch_size = 0;  // images per reference run; 0 = automatic_batch_size
   bool show_progress = false;
   bool calibrate_inputs = false;  // apply the method to graph inputs too (default: their max)
 };
 
 struct CalibratedModel {
-  Graph quantized;                                  // the graph with Q/DQ pairs
-  std::map<std::string, float> activation_amax;     // per calibrated tensor
+  Graph quantized;                               // the graph with Q/DQ pairs
+  std::map<std::string, float> activation_amax;  // per calibrated tensor
   int quantized_activations = 0;
   int quantized_weights = 0;
 };
