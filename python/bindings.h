@@ -64,8 +64,6 @@ struct PreparedRun {
   int64_t batch = -1;  // the batch the inputs carry (dim 0 of the batched ones); -1 when none is batched
 };
 
-// The batch the feeds carry, or -1; reads shapes only (for InferenceSession's rebuild check).
-int64_t feeds_batch(const EngineHandle& handle, const py::dict& feeds);
 // Checks dtypes and contiguity (InvalidType / InvalidArgument); names and shapes are the engine's to
 // check at run time. `output_names` empty = every output.
 PreparedRun prepare_run(const EngineHandle& handle, const py::dict& feeds,

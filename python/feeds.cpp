@@ -94,16 +94,6 @@ Shape shape_of(const py::array& array) {
 
 }  // namespace
 
-int64_t feeds_batch(const EngineHandle& handle, const py::dict& feeds) {
-  for (auto [key, value] : feeds) {
-    const engine::IoTensorInfo* info = handle.find_input(py::cast<std::string>(key));
-    if (info == nullptr || !info->batched || !py::isinstance<py::array>(value)) continue;
-    py::array array = py::reinterpret_borrow<py::array>(value);
-    if (array.ndim() > 0) return array.shape(0);
-  }
-  return -1;
-}
-
 PreparedRun prepare_run(const EngineHandle& handle, const py::dict& feeds,
                         const std::vector<std::string>& output_names) {
   PreparedRun prepared;

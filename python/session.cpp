@@ -79,12 +79,20 @@ class InferenceSession {
     for (const std::string& name : graph.inputs) inputs_.push_back(graph_node_arg(graph, name));
     for (const std::string& name : graph.outputs) outputs_.push_back(graph_node_arg(graph, name));
     build_options_ = build_options(options_.precision, py::none(), options_.max_isa);
-    set_engine(build_engine_handle(source_, build_options_));
+    // Symbolic dims other than the batch take their values from the first run's feeds.
+    bool only_batch_symbolic = true;
+    for (const std::string& name : graph.inputs) {
+      const ValueInfo* info = graph.find_value(name);
+      if (info == nullptr || !info->shape) continue;
+      declared_dims_[name] = *info->shape;
+      for (size_t axis = 1; axis < info->shape->size(); ++axis) only_batch_symbolic &= (*info->shape)[axis].is_static();
+    }
+    if (only_batch_symbolic) set_engine(build_engine_handle(source_, build_options_));
   }
 
   py::list run(const py::object& output_names, const py::dict& feeds) {
     std::vector<std::string> names = names_from(output_names);
-    grow_for(feeds_batch(*current_->handle, feeds));
+    if (!from_engine_file_ && needs_build(feeds)) build_for(feeds);
     std::shared_ptr<SessionEngine> state = current_;
     PreparedRun prepared = prepare_run(*state->handle, feeds, names);
     std::unique_ptr<engine::ExecutionContext> context;
@@ -127,7 +135,8 @@ class InferenceSession {
   const std::vector<NodeArg>& inputs() const { return inputs_; }
   const std::vector<NodeArg>& outputs() const { return outputs_; }
   const SessionOptions& options() const { return options_; }
-  std::shared_ptr<EngineHandle> engine() const { return current_->handle; }
+  // None until the first run when the model has symbolic dims besides the batch.
+  std::shared_ptr<EngineHandle> engine() const { return current_ ? current_->handle : nullptr; }
 
  private:
   void set_engine(std::shared_ptr<EngineHandle> handle) {
@@ -136,16 +145,58 @@ class InferenceSession {
     current_ = std::move(state);
   }
 
-  // ORT runs any batch; an engine runs up to the batch it was built for. A larger batch rebuilds
-  // the engine from the ONNX model (at least doubling, so growing batches rebuild rarely); an
-  // engine file cannot grow, and the engine's own error says so.
-  void grow_for(int64_t batch) {
+  // ORT runs any shape the model allows; an engine runs the shapes it was built for, with any batch
+  // up to its maximum. Feeds beyond that (a larger batch, another value of a symbolic dim, any
+  // other batch for an engine that runs only at its own) rebuild the engine from the ONNX model.
+  // A shape the model does not allow is left to the engine's own error.
+  bool needs_build(const py::dict& feeds) const {
+    if (!current_) return true;
     const engine::Engine& built = *current_->handle->engine;
-    if (from_engine_file_ || batch <= built.max_batch() || !built.plan().fixed_batch_reason.empty()) return;
-    const int64_t max_batch = std::max(batch, 2 * built.max_batch());
+    for (auto [key, value] : feeds) {
+      if (!py::isinstance<py::str>(key) || !py::isinstance<py::array>(value)) continue;
+      const std::string name = py::cast<std::string>(key);
+      const engine::IoTensorInfo* info = current_->handle->find_input(name);
+      auto declared = declared_dims_.find(name);
+      py::array array = py::reinterpret_borrow<py::array>(value);
+      if (info == nullptr || declared == declared_dims_.end() ||
+          array.ndim() != static_cast<py::ssize_t>(info->shape.size()) ||
+          declared->second.size() != info->shape.size()) {
+        continue;
+      }
+      for (size_t axis = 0; axis < info->shape.size(); ++axis) {
+        const int64_t dim = array.shape(static_cast<py::ssize_t>(axis));
+        if (declared->second[axis].is_static() || dim < 1) continue;
+        if (axis == 0 && info->batched) {
+          if (dim > built.max_batch() || (dim != built.max_batch() && !built.plan().fixed_batch_reason.empty())) {
+            return true;
+          }
+        } else if (dim != info->shape[axis]) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // The feeds' shapes; a batch that grows at least doubles the maximum, so growing batches rebuild
+  // rarely (an engine that runs only at its own batch is built at exactly the feeds' batch).
+  void build_for(const py::dict& feeds) {
     engine::BuildOptions options = build_options_;
-    for (const engine::IoTensorInfo& info : current_->handle->inputs) {
-      options.input_shapes[info.name] = info.batched ? info.shape_at_batch(max_batch) : info.shape;
+    for (const auto& [name, dims] : declared_dims_) {
+      const engine::IoTensorInfo* info = current_ ? current_->handle->find_input(name) : nullptr;
+      py::object value = feeds.contains(name) ? py::reinterpret_borrow<py::object>(feeds[py::str(name)]) : py::none();
+      if (!py::isinstance<py::array>(value) ||
+          py::reinterpret_borrow<py::array>(value).ndim() != static_cast<py::ssize_t>(dims.size())) {
+        if (info != nullptr) options.input_shapes[name] = info->shape;
+        continue;
+      }
+      py::array array = py::reinterpret_borrow<py::array>(value);
+      Shape shape(array.shape(), array.shape() + array.ndim());
+      if (info != nullptr && info->batched && !shape.empty() &&
+          current_->handle->engine->plan().fixed_batch_reason.empty()) {
+        shape[0] = std::max(shape[0], 2 * current_->handle->engine->max_batch());
+      }
+      options.input_shapes[name] = shape;
     }
     set_engine(build_engine_handle(source_, options));
   }
@@ -208,6 +259,7 @@ class InferenceSession {
   bool from_engine_file_ = false;
   engine::BuildOptions build_options_;
   std::shared_ptr<SessionEngine> current_;
+  std::map<std::string, std::vector<Dim>> declared_dims_;  // the ONNX model's inputs as declared
   std::vector<NodeArg> inputs_;
   std::vector<NodeArg> outputs_;
   nlohmann::json profile_events_ = nlohmann::json::array();

@@ -71,6 +71,25 @@ def test_bytes_and_engine_file_give_the_same_outputs(session, images, tmp_path):
         from_file.run(None, {"input": images[:8]})
 
 
+def test_symbolic_dims_take_the_feeds_shapes(tmp_path):
+    from onnx import TensorProto, helper, save
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "length"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "length"])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(tmp_path / "relu.onnx"))
+    session = qdqrt.InferenceSession(str(tmp_path / "relu.onnx"))
+    assert session.get_inputs()[0].shape == ["batch", "length"]
+    assert session.engine is None  # built by the first run, at its shapes
+    rng = np.random.default_rng(2)
+    for shape in [(2, 5), (3, 7), (1, 7), (4, 5)]:
+        x = rng.standard_normal(shape, dtype=np.float32)
+        [y] = session.run(None, {"x": x})
+        np.testing.assert_array_equal(y, np.maximum(x, 0))
+    assert session.engine.inputs[0].shape[1] == 5
+
+
 def test_errors(session, images):
     with pytest.raises(ValueError, match="'nope' is not an input"):
         session.run(None, {"nope": images[:1]})
