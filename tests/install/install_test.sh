@@ -30,8 +30,12 @@ echo "pkg-config: $by_pkg_config"
 # The CLI and the Python module from the prefix.
 "$prefix/bin/qdqrt" --version
 python_dir="$(find "$prefix" -name 'qdqrt.cpython-*.so' -printf '%h\n')"
-PYTHONPATH="$python_dir" /usr/bin/python3 -c "
+if [ -n "$python_dir" ]; then
+  PYTHONPATH="$python_dir" /usr/bin/python3 -c "
 import qdqrt, numpy as np
 s = qdqrt.InferenceSession('$model')
 print('python:', qdqrt.__version__, s.run(None, {'input': np.zeros((1, 1, 28, 28), np.float32)})[0].argmax())"
+else
+  echo "python: no module installed (QDQRT_BUILD_PYTHON=OFF)"
+fi
 echo "install ok"
