@@ -392,7 +392,16 @@ LayerReport compute_layer_info(const Graph& graph, const std::vector<FloatReason
     } else if (node.domain.empty() && node.op_type == "QuantizeLinear") {
       summary.quantize_nodes++;
       int producer = index.producer(node.input(0));
-      if (is_op(producer, "DequantizeLinear") || is_qdqrt_layer(producer)) summary.qdq_inside_int8.push_back(layer.name);
+      // An INT8 layer whose output a float layer reads too writes float: its Q is a border.
+      bool float_reader = false;
+      for (int reader : index.consumers(node.input(0))) {
+        const Node& other = graph.nodes[static_cast<size_t>(reader)];
+        float_reader = float_reader || (other.domain.empty() && other.op_type != "QuantizeLinear" &&
+                                        other.op_type != "DequantizeLinear");
+      }
+      if (is_op(producer, "DequantizeLinear") || (is_qdqrt_layer(producer) && !float_reader)) {
+        summary.qdq_inside_int8.push_back(layer.name);
+      }
     }
     report.layers.push_back(std::move(layer));
   }

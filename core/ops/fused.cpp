@@ -70,6 +70,23 @@ Result<FusedLayerInfo> parse_fused_info(const Node& node) {
   if (act.kind == ActivationKind::kClip && !(act.min <= act.max)) {
     return reader.error("activation_min", fmt::format("Clip bounds [{}, {}] are empty", act.min, act.max));
   }
+  QDQRT_ASSIGN_OR_RETURN(info.pointwise_code, reader.get_ints("pointwise_code"));
+  QDQRT_ASSIGN_OR_RETURN(info.pointwise_constants, reader.get_floats("pointwise_constants"));
+  QDQRT_ASSIGN_OR_RETURN(info.pointwise_channels, reader.get_int("pointwise_channels", 0));
+  if (info.pointwise_code.size() % 4 != 0) {
+    return reader.error("pointwise_code", fmt::format("has {} values, not 4 per instruction", info.pointwise_code.size()));
+  }
+  for (int64_t value : info.pointwise_code) {
+    if (value < 0 || value > 255) return reader.error("pointwise_code", fmt::format("value {} is not a byte", value));
+  }
+  if (info.pointwise_channels < 0 || info.pointwise_channels > (int64_t{1} << 24)) {
+    return reader.error("pointwise_channels", fmt::format("{} is out of range", info.pointwise_channels));
+  }
+  const size_t row = static_cast<size_t>(info.pointwise_channels > 0 ? info.pointwise_channels : 1);
+  if (info.pointwise_constants.size() % row != 0) {
+    return reader.error("pointwise_constants", fmt::format("has {} values, not a multiple of {} channels",
+                                                           info.pointwise_constants.size(), row));
+  }
   return info;
 }
 

@@ -30,6 +30,18 @@ struct FusedActivation {
 struct FusedLayerInfo {
   std::vector<std::string> fused_nodes;  // attribute "fused_nodes"
   FusedActivation activation;            // attributes "activation", "activation_min/max/alpha"
+  // Optional pointwise program run after the activation, before the output is quantized
+  // (kernels/pointwise/pointwise_program.h; optimizer/fusions/pointwise.cpp makes them):
+  // "pointwise_code" (4 ints per instruction: op, dst, a, b), "pointwise_channels" (C, or 0 when
+  // every constant is one value) and "pointwise_constants" ([slots][C] or [slots] floats).
+  std::vector<int64_t> pointwise_code;
+  std::vector<float> pointwise_constants;
+  int64_t pointwise_channels = 0;
+  bool has_pointwise() const { return !pointwise_code.empty(); }
+  int64_t pointwise_slots() const {
+    const int64_t row = pointwise_channels > 0 ? pointwise_channels : 1;
+    return static_cast<int64_t>(pointwise_constants.size()) / row;
+  }
 };
 
 struct QConvAttributes : ConvAttributes {

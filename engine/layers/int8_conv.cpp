@@ -104,7 +104,7 @@ Result<ConvSpec> analyze_qconv(const Node& node, const BuildContext& context) {
 
   // Epilogue: output quantization (or fp32), residual, activation.
   QDQRT_ASSIGN_OR_RETURN(spec.epilogue, read_epilogue_inputs(node, context, kConvYScale, spec.y_shape,
-                                                            kernel_activation(attributes->fused)));
+                                                            kernel_activation(attributes->fused), spec.out_channels));
   if (static_cast<int64_t>(spec.y_shape[0]) * spec.y_shape[2] * spec.y_shape[3] >= INT_MAX) {
     return unsupported("{}: too many output pixels", node.describe());
   }
@@ -308,6 +308,7 @@ Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
                          static_cast<double>(channels / groups);
   layer->pixels_per_item = packed.depthwise ? kDepthwisePixelsPerItem : kGemmPixelsPerItem;
   layer->owners = blob_owners(context.layer());
+  if (spec.program) layer->owners.push_back(spec.program);
   return std::unique_ptr<Layer>(std::move(layer));
 }
 
