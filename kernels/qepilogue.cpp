@@ -32,7 +32,7 @@ Epilogue make_epilogue(OutputType output_type, float output_scale, int32_t outpu
     // Bias, residual and activation stay in real units; the program's result is quantized after.
     e.program = program;
     e.output_zero_point = output_type == OutputType::kF32 ? 0 : output_zero_point;
-    e.program_output_scale = output_type == OutputType::kF32 ? 1.0f : output_scale;
+    e.program_inverse_scale = output_type == OutputType::kF32 ? 1.0f : 1.0f / output_scale;
     e.clamp_min = -std::numeric_limits<float>::infinity();
     e.clamp_max = std::numeric_limits<float>::infinity();
     if (output_type != OutputType::kF32) {

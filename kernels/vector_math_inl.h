@@ -70,6 +70,16 @@ inline vf vmax(vf a, vf b) { return a > b ? a : b; }
 inline vf vmin(vf a, vf b) { return a < b ? a : b; }
 inline vf vabs(vf x) { return bits_to_float(float_to_bits(x) & 0x7fffffff); }
 
+// p * 2^n for integral n with a normal result (exact at every width): AVX-512 has vscalefps,
+// the others build 2^n from its exponent bits (n integral, so truncation is exact).
+inline vf times_power_of_two(vf p, vf n) {
+#if QDQRT_VECTOR_LANES == 16
+  return (vf)_mm512_scalef_ps((__m512)p, (__m512)n);
+#else
+  return p * bits_to_float((to_int_truncate(n) + 127) << 23);
+#endif
+}
+
 // exp(x): Cody-Waite range reduction by ln2 and a degree-6 polynomial (Cephes expf coefficients)
 // in FMA form; inputs clamped to [-87.34, 88.38] (results stay normal). ~2 ulp.
 inline vf vexp(vf x) {
@@ -84,8 +94,7 @@ inline vf vexp(vf x) {
   p = vfma(p, r, splat(1.6666665459e-1f));
   p = vfma(p, r, splat(5.0000001201e-1f));
   p = vfma(p, r * r, r) + splat(1.0f);
-  // n is integral, so truncation is exact.
-  return p * bits_to_float((to_int_truncate(n) + 127) << 23);
+  return times_power_of_two(p, n);
 }
 
 // erfc(z) for z >= 0: Abramowitz & Stegun 7.1.26 (|error of erf| <= 1.5e-7).

@@ -160,6 +160,7 @@ AttributeParser parser_for(const std::string& op_type) {
   if (op_type == layers::kQLookup) return parse_qlookup;
   if (op_type == layers::kQConcat) return parse_qconcat;
   if (op_type == layers::kQRequantize) return parse_info_only<QRequantizeAttributes>;
+  if (op_type == layers::kChannelGate) return parse_info_only<ChannelGateAttributes>;
   return nullptr;
 }
 
@@ -184,6 +185,7 @@ const FusedLayerInfo* fused_layer_info(const Node& node) {
   if (auto* a = dynamic_cast<const QLookupAttributes*>(typed)) return &a->fused;
   if (auto* a = dynamic_cast<const QConcatAttributes*>(typed)) return &a->fused;
   if (auto* a = dynamic_cast<const QRequantizeAttributes*>(typed)) return &a->fused;
+  if (auto* a = dynamic_cast<const ChannelGateAttributes*>(typed)) return &a->fused;
   return nullptr;
 }
 
@@ -213,12 +215,14 @@ std::string layer_kind(const Node& node, const Graph* graph) {
   if (node.op_type == layers::kQLookup) return "Lookup";
   if (node.op_type == layers::kQConcat) return "Concat";
   if (node.op_type == layers::kQRequantize) return "Requantize";
+  if (node.op_type == layers::kChannelGate) return "ChannelGate";
   return node.op_type;
 }
 
 void register_fused_ops(OpRegistry& registry) {
   for (const char* op_type : {layers::kQConv, layers::kQMatMul, layers::kQAdd, layers::kQMul, layers::kQAveragePool,
-                              layers::kQGlobalAveragePool, layers::kQLookup, layers::kQConcat, layers::kQRequantize}) {
+                              layers::kQGlobalAveragePool, layers::kQLookup, layers::kQConcat, layers::kQRequantize,
+                              layers::kChannelGate}) {
     // qdqrt's own domain is at version 1.
     registry.add({.domain = layers::kDomain,
                   .op_type = op_type,

@@ -76,6 +76,10 @@ struct QLookupAttributes : OpAttributes {
   bool tanh_approximation = false;  // Gelu (attribute "approximate": "none" / "tanh")
 };
 
+struct ChannelGateAttributes : OpAttributes {
+  FusedLayerInfo fused;
+};
+
 struct QConcatAttributes : OpAttributes {
   FusedLayerInfo fused;
   int64_t axis = 0;

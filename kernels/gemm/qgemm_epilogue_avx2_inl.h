@@ -16,14 +16,14 @@
 namespace qdqrt::kernels::internal {
 namespace {
 
-// The pointwise program on 8 real-unit values, then QuantizeLinear's division and saturation
+// The pointwise program on 8 real-unit values, then the output scale and saturation
 // (int8/uint8 outputs); the same operations as epilogue_value.
 inline __m256 run_program_then_scale8(const Epilogue& e, __m256 y, int64_t column) {
   const PointwiseProgram& program = *e.program;
   const float* constants = program.constant_stride == 0 ? program.constants : program.constants + column;
   y = (__m256)vmath::run_pointwise(program, (vmath::vf)y, constants, nullptr);
   if (e.output_type == OutputType::kF32) return y;
-  y = _mm256_div_ps(y, _mm256_set1_ps(e.program_output_scale));
+  y = _mm256_mul_ps(y, _mm256_set1_ps(e.program_inverse_scale));
   y = _mm256_max_ps(y, _mm256_set1_ps(e.saturate_min));
   return _mm256_min_ps(y, _mm256_set1_ps(e.saturate_max));
 }

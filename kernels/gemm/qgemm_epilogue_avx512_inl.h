@@ -26,13 +26,13 @@ inline ColumnConstants load_column_constants(const TileArgs& t, int column) {
 }
 
 // The pointwise program on 16 real-unit values of columns [column, column + 16), then (int8/uint8
-// outputs) QuantizeLinear's division and saturation; the same operations as epilogue_value.
+// outputs) the output scale and saturation; the same operations as epilogue_value.
 inline __m512 run_program_then_scale(const Epilogue& e, __m512 y, int64_t column) {
   const PointwiseProgram& program = *e.program;
   const float* constants = program.constant_stride == 0 ? program.constants : program.constants + column;
   y = (__m512)vmath::run_pointwise(program, (vmath::vf)y, constants, nullptr);
   if (e.output_type == OutputType::kF32) return y;
-  y = _mm512_div_ps(y, _mm512_set1_ps(e.program_output_scale));
+  y = _mm512_mul_ps(y, _mm512_set1_ps(e.program_inverse_scale));
   y = _mm512_max_ps(y, _mm512_set1_ps(e.saturate_min));
   return _mm512_min_ps(y, _mm512_set1_ps(e.saturate_max));
 }

@@ -28,6 +28,7 @@ const std::vector<Fusion>& fusion_registry() {
       // After every INT8 layer exists: float chains join the float-output QConv/QMatMul before them.
       {"fuse_pointwise", select_pointwise_epilogue, apply_pointwise_epilogue,
        {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_clamp"}},
+      {"fuse_channel_gate", select_channel_gate, apply_channel_gate, {"fuse_pointwise"}},
   };
   // clang-format on
   return registry;

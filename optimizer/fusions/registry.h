@@ -44,4 +44,8 @@ Status apply_qdq_clamp(Graph& graph, const QdqSelection& selection, PassContext&
 SelectResult select_pointwise_epilogue(const Graph& graph, const ValueIndex& index, int node);
 Status apply_pointwise_epilogue(Graph& graph, const QdqSelection& selection, PassContext& context);
 
+// channel_gate.cpp: squeeze-excite's Mul(x, gate [N, C, 1, 1]) -> Q becomes one ChannelGate.
+SelectResult select_channel_gate(const Graph& graph, const ValueIndex& index, int node);
+Status apply_channel_gate(Graph& graph, const QdqSelection& selection, PassContext& context);
+
 }  // namespace qdqrt::optimizer

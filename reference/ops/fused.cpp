@@ -358,6 +358,18 @@ Status qrequantize_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& 
   return finish(node, inputs, attributes->fused, std::move(x), kUnaryYScale, 0, outputs);
 }
 
+// ChannelGate: the Mul it replaced (float, numpy broadcasting), then the Q that followed it.
+Status channel_gate_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const ChannelGateAttributes* attributes, typed_attributes<ChannelGateAttributes>(node));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, kGateX, "x"));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* gate, required_input(node, inputs, kGateGate, "gate"));
+  QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *x, "x", {DataType::kFloat}));
+  QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *gate, "gate", {DataType::kFloat}));
+  QDQRT_ASSIGN_OR_RETURN(Tensor y, binary(node, "Mul", *x, *gate));
+  return finish(node, inputs, attributes->fused, std::move(y), kGateYScale, 0, outputs);
+}
+
 }  // namespace
 
 void register_fused_kernels(KernelRegistry& registry) {
@@ -370,6 +382,7 @@ void register_fused_kernels(KernelRegistry& registry) {
   registry.add(layers::kDomain, layers::kQLookup, qlookup_kernel);
   registry.add(layers::kDomain, layers::kQConcat, qconcat_kernel);
   registry.add(layers::kDomain, layers::kQRequantize, qrequantize_kernel);
+  registry.add(layers::kDomain, layers::kChannelGate, channel_gate_kernel);
 }
 
 }  // namespace qdqrt
