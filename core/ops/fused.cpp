@@ -1,5 +1,7 @@
 #include "core/ops/fused.h"
 
+#include <cmath>
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -38,6 +40,7 @@ const char* lookup_function_name(LookupFunction function) {
     case LookupFunction::kHardSigmoid: return "HardSigmoid";
     case LookupFunction::kTanh: return "Tanh";
     case LookupFunction::kGelu: return "Gelu";
+    case LookupFunction::kQuantizedSiLU: return "QuantizedSiLU";
   }
   return "";
 }
@@ -122,7 +125,8 @@ Result<std::shared_ptr<const OpAttributes>> parse_qlookup(const Node& node) {
   QDQRT_ASSIGN_OR_RETURN(std::string function, reader.get_string("function", ""));
   bool known = false;
   for (LookupFunction candidate : {LookupFunction::kSigmoid, LookupFunction::kSiLU, LookupFunction::kHardSwish,
-                                   LookupFunction::kHardSigmoid, LookupFunction::kTanh, LookupFunction::kGelu}) {
+                                   LookupFunction::kHardSigmoid, LookupFunction::kTanh, LookupFunction::kGelu,
+                                   LookupFunction::kQuantizedSiLU}) {
     if (function == lookup_function_name(candidate)) {
       attributes.function = candidate;
       known = true;
@@ -130,7 +134,8 @@ Result<std::shared_ptr<const OpAttributes>> parse_qlookup(const Node& node) {
   }
   if (!known) {
     return reader.error("function",
-                        fmt::format("must be Sigmoid, SiLU, HardSwish, HardSigmoid, Tanh or Gelu, got \"{}\"", function));
+                        fmt::format("must be Sigmoid, SiLU, HardSwish, HardSigmoid, Tanh, Gelu or QuantizedSiLU, got \"{}\"",
+                                    function));
   }
   QDQRT_ASSIGN_OR_RETURN(attributes.alpha, reader.get_float("alpha", attributes.alpha));
   QDQRT_ASSIGN_OR_RETURN(attributes.beta, reader.get_float("beta", attributes.beta));
@@ -139,6 +144,20 @@ Result<std::shared_ptr<const OpAttributes>> parse_qlookup(const Node& node) {
     return reader.error("approximate", fmt::format("must be \"none\" or \"tanh\", got \"{}\"", approximate));
   }
   attributes.tanh_approximation = approximate == "tanh";
+  if (attributes.function == LookupFunction::kQuantizedSiLU) {
+    QDQRT_ASSIGN_OR_RETURN(attributes.sigmoid_scale, reader.get_float("sigmoid_scale", 0.0f));
+    QDQRT_ASSIGN_OR_RETURN(attributes.sigmoid_zero_point, reader.get_int("sigmoid_zero_point", 0));
+    QDQRT_ASSIGN_OR_RETURN(int64_t is_signed, reader.get_int("sigmoid_signed", 0));
+    attributes.sigmoid_signed = is_signed != 0;
+    if (!(attributes.sigmoid_scale > 0.0f) || !std::isfinite(attributes.sigmoid_scale)) {
+      return reader.error("sigmoid_scale", fmt::format("must be finite and > 0, got {}", attributes.sigmoid_scale));
+    }
+    const int64_t lowest = attributes.sigmoid_signed ? -128 : 0;
+    if (attributes.sigmoid_zero_point < lowest || attributes.sigmoid_zero_point > lowest + 255) {
+      return reader.error("sigmoid_zero_point", fmt::format("{} is outside the {} range", attributes.sigmoid_zero_point,
+                                                            attributes.sigmoid_signed ? "int8" : "uint8"));
+    }
+  }
   return make_attributes(std::move(attributes));
 }
 

@@ -65,7 +65,9 @@ struct QRequantizeAttributes : OpAttributes {
   FusedLayerInfo fused;
 };
 
-enum class LookupFunction { kSigmoid, kSiLU, kHardSwish, kHardSigmoid, kTanh, kGelu };
+// kQuantizedSiLU: x * DQ(Q(Sigmoid(x))), ONNX Runtime's QDQ SiLU with the sigmoid quantized in
+// between (attributes "sigmoid_scale", "sigmoid_zero_point", "sigmoid_signed").
+enum class LookupFunction { kSigmoid, kSiLU, kHardSwish, kHardSigmoid, kTanh, kGelu, kQuantizedSiLU };
 const char* lookup_function_name(LookupFunction function);  // "Sigmoid", "SiLU", ...
 
 struct QLookupAttributes : OpAttributes {
@@ -74,6 +76,9 @@ struct QLookupAttributes : OpAttributes {
   float alpha = 0.2f;             // HardSigmoid (attribute "alpha")
   float beta = 0.5f;              // HardSigmoid (attribute "beta")
   bool tanh_approximation = false;  // Gelu (attribute "approximate": "none" / "tanh")
+  float sigmoid_scale = 1.0f;       // QuantizedSiLU: the sigmoid's quantization
+  int64_t sigmoid_zero_point = 0;
+  bool sigmoid_signed = false;
 };
 
 struct ChannelGateAttributes : OpAttributes {

@@ -29,6 +29,7 @@ const std::vector<Fusion>& fusion_registry() {
       {"fuse_pointwise", select_pointwise_epilogue, apply_pointwise_epilogue,
        {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_clamp"}},
       {"fuse_channel_gate", select_channel_gate, apply_channel_gate, {"fuse_pointwise"}},
+      {"fuse_quantized_silu", select_quantized_silu, apply_quantized_silu, {"fuse_qdq_binary", "fuse_qdq_lookup"}},
   };
   // clang-format on
   return registry;

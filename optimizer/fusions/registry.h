@@ -44,6 +44,11 @@ Status apply_qdq_clamp(Graph& graph, const QdqSelection& selection, PassContext&
 SelectResult select_pointwise_epilogue(const Graph& graph, const ValueIndex& index, int node);
 Status apply_pointwise_epilogue(Graph& graph, const QdqSelection& selection, PassContext& context);
 
+// quantized_silu.cpp: QLookup(Sigmoid) of x_q feeding QMul(x_q, .) (ONNX Runtime's QDQ SiLU)
+// becomes one QLookup "QuantizedSiLU".
+SelectResult select_quantized_silu(const Graph& graph, const ValueIndex& index, int node);
+Status apply_quantized_silu(Graph& graph, const QdqSelection& selection, PassContext& context);
+
 // channel_gate.cpp: squeeze-excite's Mul(x, gate [N, C, 1, 1]) -> Q becomes one ChannelGate.
 SelectResult select_channel_gate(const Graph& graph, const ValueIndex& index, int node);
 Status apply_channel_gate(Graph& graph, const QdqSelection& selection, PassContext& context);

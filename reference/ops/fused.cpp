@@ -324,6 +324,18 @@ Status qlookup_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
       QDQRT_ASSIGN_OR_RETURN(y, binary(node, "Mul", x, sigmoid));
       break;
     }
+    case LookupFunction::kQuantizedSiLU: {
+      // x * DQ(Q(Sigmoid(x))): the sigmoid quantized in between, as ONNX Runtime's QDQ SiLU does.
+      QDQRT_ASSIGN_OR_RETURN(Tensor sigmoid, run_single(plain_node(node, "Sigmoid"), {&x}));
+      const Tensor scale = Tensor::scalar<float>(attributes->sigmoid_scale);
+      const Tensor zero_point =
+          attributes->sigmoid_signed ? Tensor::scalar<int8_t>(static_cast<int8_t>(attributes->sigmoid_zero_point))
+                                     : Tensor::scalar<uint8_t>(static_cast<uint8_t>(attributes->sigmoid_zero_point));
+      QDQRT_ASSIGN_OR_RETURN(Tensor quantized, quantize(node, sigmoid, scale, zero_point));
+      QDQRT_ASSIGN_OR_RETURN(Tensor dequantized, dequantize(node, quantized, scale, &zero_point, 1));
+      QDQRT_ASSIGN_OR_RETURN(y, binary(node, "Mul", x, dequantized));
+      break;
+    }
   }
   return finish(node, inputs, attributes->fused, std::move(y), kUnaryYScale, 0, outputs);
 }
