@@ -69,6 +69,7 @@ struct Epilogue {
   // QuantizeLinear's division: the program's exp/erf are polynomials anyway (|error| ~1e-7), and
   // one division fewer per vector matters on the SiLU after every conv of an EfficientNet.
   const PointwiseProgram* program = nullptr;
+  int64_t program_channel_offset = 0;  // added to the column: a grouped conv's group runs columns 0..
   float program_inverse_scale = 1.0f;
   float saturate_min = -128.0f;
   float saturate_max = 127.0f;
@@ -94,7 +95,7 @@ inline float epilogue_value(int32_t acc, float multiplier, float float_bias, con
   y = y > e.clamp_min ? y : e.clamp_min;
   y = y < e.clamp_max ? y : e.clamp_max;
   if (e.program != nullptr) {
-    y = run_pointwise_scalar(*e.program, y, channel);
+    y = run_pointwise_scalar(*e.program, y, e.program_channel_offset + channel);
     if (e.output_type != OutputType::kF32) {
       y = y * e.program_inverse_scale;
       y = y > e.saturate_min ? y : e.saturate_min;

@@ -51,7 +51,7 @@ inline void store_vector8(__m256i acc, int column, int count, const TileArgs& t,
   }
   y = _mm256_max_ps(y, clamp_min);
   y = _mm256_min_ps(y, clamp_max);
-  if (e.program != nullptr) y = run_program_then_scale8(e, y, t.column0 + column);
+  if (e.program != nullptr) y = run_program_then_scale8(e, y, e.program_channel_offset + t.column0 + column);
   char* out = t.c + row * t.c_row_bytes;
   if (e.output_type == OutputType::kF32) {
     if (count >= 8) {

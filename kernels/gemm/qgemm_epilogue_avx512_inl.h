@@ -60,7 +60,7 @@ inline void store_vector(__m512i acc, int column, int count, const TileArgs& t, 
   }
   y = _mm512_max_ps(y, clamp_min);
   y = _mm512_min_ps(y, clamp_max);
-  if (e.program != nullptr) y = run_program_then_scale(e, y, t.column0 + column);
+  if (e.program != nullptr) y = run_program_then_scale(e, y, e.program_channel_offset + t.column0 + column);
   char* out = t.c + row * t.c_row_bytes;
   if (e.output_type == OutputType::kF32) {
     _mm512_mask_storeu_ps(reinterpret_cast<float*>(out) + column, mask, y);

@@ -93,14 +93,16 @@ TEST(PointwiseEpilogue, ConvAndDepthwiseAllIsasMatchTheScalarProgram) {
   std::vector<TestProgram> list = programs(channels);
   int seed = 0;
   for (const TestProgram& p : list) {
-    for (int depthwise = 0; depthwise < 2; ++depthwise) {
+    for (int depthwise = 0; depthwise < 3; ++depthwise) {  // dense, depthwise, 4 groups
       QuantSettings q;
       q.output_type = seed % 3 == 2 ? OutputType::kF32 : OutputType::kS8;
       q.output_zero_point = q.output_type == OutputType::kS8 ? 5 : 0;
       q.program = &p.program;
       ConvTester tester;
       tester.batch(2).input_size(7, 9).kernel(3, 3).padding(1, 1, 1, 1).quant(q).seed(++seed).split(3);
-      if (depthwise) {
+      if (depthwise == 2) {
+        tester.channels(32, channels).groups(4);
+      } else if (depthwise) {
         tester.channels(channels, channels).groups(channels);
       } else {
         tester.channels(24, channels);
