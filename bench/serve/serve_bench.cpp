@@ -4,7 +4,7 @@
 // on 127.0.0.1 (OS-chosen ports); every client is a thread with its own keep-alive connection.
 // Each point runs for --seconds (and at most --maxRequests requests). Prints a Markdown table.
 //   serve_bench [--model=models/fmnist_resnet_qdq.onnx] [--seconds=3] [--concurrency=1,4,16,64]
-//               [--instances=1] [--threads=2]
+//               [--instances=1] [--threads=2] [--protocols=http,grpc] [--batching=off,on]
 // Exits 1 if any request failed (ctest's bench_serve.smoke runs it for a few seconds).
 #include <unistd.h>
 
@@ -110,6 +110,8 @@ int main(int argc, char** argv) {
   std::vector<int> concurrencies = {1, 4, 16, 64};
   int instances = 1;
   int threads = 2;
+  std::string protocols = "http,grpc";  // which transports to drive (a profile wants one at a time)
+  std::string batching_modes = "off,on";
   for (int index = 1; index < argc; ++index) {
     std::string arg = argv[index];
     if (arg.starts_with("--model=")) model_path = arg.substr(8);
@@ -118,9 +120,11 @@ int main(int argc, char** argv) {
     else if (arg.starts_with("--concurrency=")) concurrencies = parse_list(arg.substr(14));
     else if (arg.starts_with("--instances=")) instances = std::stoi(arg.substr(12));
     else if (arg.starts_with("--threads=")) threads = std::stoi(arg.substr(10));
+    else if (arg.starts_with("--protocols=")) protocols = arg.substr(12);
+    else if (arg.starts_with("--batching=")) batching_modes = arg.substr(11);
     else {
       std::fprintf(stderr, "usage: serve_bench [--model=PATH] [--seconds=S] [--maxRequests=N] [--concurrency=1,4,16,64]"
-                           " [--instances=1] [--threads=2]\n");
+                           " [--instances=1] [--threads=2] [--protocols=http,grpc] [--batching=off,on]\n");
       return 2;
     }
   }
@@ -153,7 +157,7 @@ int main(int argc, char** argv) {
   server::GrpcOptions grpc_options;
   grpc_options.host = "127.0.0.1";
   grpc_options.port = 0;
-  grpc_options.max_threads = 128;
+  grpc_options.threads = 4;
   server::GrpcFrontend grpc_frontend(inference, grpc_options);
   int grpc_port = *grpc_frontend.start();
 
@@ -175,12 +179,37 @@ int main(int argc, char** argv) {
   direct(1);  // warm-up
   Point direct_1 = direct(1);
   Point direct_16 = direct(16);
+  // A server's runs are apart by the transport's round trip: after a pause the engine's pool
+  // threads have gone to sleep and the run pays for waking them. Timed here with 100 us of sleep
+  // between runs (the sleep itself is not timed).
+  Point direct_idle;
+  {
+    std::vector<double> latencies_us;
+    Clock::time_point end = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
+    int64_t failures = 0;
+    double busy_seconds = 0;
+    while (Clock::now() < end && static_cast<int64_t>(latencies_us.size()) < max_requests) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      Clock::time_point sent = Clock::now();
+      if (!context->run({{"input", batch_pixels.data(), {1, 1, 28, 28}}}, {{"output", logits.data(), {1, 10}}}).is_ok()) {
+        ++failures;
+        continue;
+      }
+      double run_us = std::chrono::duration<double, std::micro>(Clock::now() - sent).count();
+      busy_seconds += run_us * 1e-6;
+      latencies_us.push_back(run_us);
+    }
+    direct_idle = summarize(latencies_us, busy_seconds, failures);
+  }
   std::printf("%d instance(s) x %d thread(s); %.1f s per point\n\n", instances, threads, seconds);
   std::printf("| path | concurrency | batching | throughput (inferences/s) | p50 (us) | p99 (us) | requests | failures |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   std::printf("| direct ExecutionContext::run, batch 1 | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n", direct_1.throughput,
               direct_1.p50_us, direct_1.p99_us, static_cast<long long>(direct_1.requests),
               static_cast<long long>(direct_1.failures));
+  std::printf("| direct ExecutionContext::run, batch 1, 100 us apart | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n",
+              direct_idle.throughput, direct_idle.p50_us, direct_idle.p99_us,
+              static_cast<long long>(direct_idle.requests), static_cast<long long>(direct_idle.failures));
   std::printf("| direct ExecutionContext::run, batch 16 | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n",
               direct_16.throughput * 16, direct_16.p50_us, direct_16.p99_us, static_cast<long long>(direct_16.requests),
               static_cast<long long>(direct_16.failures));
@@ -230,10 +259,13 @@ int main(int argc, char** argv) {
     });
   };
   int64_t total_failures = direct_1.failures + direct_16.failures;
-  http_point("batched", 1);  // warm-up both paths
-  grpc_point("batched", 1);
+  bool with_http = protocols.find("http") != std::string::npos;
+  bool with_grpc = protocols.find("grpc") != std::string::npos;
+  if (with_http) http_point("batched", 1);  // warm-up
+  if (with_grpc) grpc_point("batched", 1);
   // The transport's floor at concurrency 1: a request that runs no model.
-  Point http_live = run_clients(1, seconds, max_requests, [&](int) {
+  std::vector<std::pair<const char*, Point>> floors;
+  if (with_http) floors.emplace_back("HTTP GET /v2/health/live (no model)", run_clients(1, seconds, max_requests, [&](int) {
     auto client = std::make_shared<httplib::Client>("127.0.0.1", http_port);
     client->set_keep_alive(true);
     client->set_tcp_nodelay(true);
@@ -241,9 +273,9 @@ int main(int argc, char** argv) {
       auto response = client->Get("/v2/health/live");
       return response && response->status == 200;
     };
-  });
+  }));
   // The same with a body of the infer request's size (httplib's POST path costs more than GET).
-  Point http_post = run_clients(1, seconds, max_requests, [&](int) {
+  if (with_http) floors.emplace_back("HTTP POST 3.3 KB to /v2/repository/index (no model)", run_clients(1, seconds, max_requests, [&](int) {
     auto client = std::make_shared<httplib::Client>("127.0.0.1", http_port);
     client->set_keep_alive(true);
     client->set_tcp_nodelay(true);
@@ -251,8 +283,8 @@ int main(int argc, char** argv) {
       auto response = client->Post("/v2/repository/index", http_body, "application/octet-stream");
       return response && response->status == 200;
     };
-  });
-  Point grpc_live = run_clients(1, seconds, max_requests, [&](int) {
+  }));
+  if (with_grpc) floors.emplace_back("gRPC ServerLive (no model)", run_clients(1, seconds, max_requests, [&](int) {
     auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port), grpc::InsecureChannelCredentials());
     auto stub = std::shared_ptr<inference::GRPCInferenceService::Stub>(inference::GRPCInferenceService::NewStub(channel));
     return [stub] {
@@ -260,17 +292,17 @@ int main(int argc, char** argv) {
       grpc::ClientContext context;
       return stub->ServerLive(&context, {}, &response).ok();
     };
-  });
-  for (auto [name, point] : {std::pair{"HTTP GET /v2/health/live (no model)", http_live},
-                             std::pair{"HTTP POST 3.3 KB to /v2/repository/index (no model)", http_post},
-                             std::pair{"gRPC ServerLive (no model)", grpc_live}}) {
+  }));
+  for (auto& [name, point] : floors) {
     total_failures += point.failures;
     std::printf("| %s | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n", name, point.throughput, point.p50_us,
                 point.p99_us, static_cast<long long>(point.requests), static_cast<long long>(point.failures));
   }
   for (const char* protocol : {"HTTP binary", "gRPC raw"}) {
+    if (!(std::string(protocol) == "HTTP binary" ? with_http : with_grpc)) continue;
     for (int clients : concurrencies) {
       for (const char* model : {"unbatched", "batched"}) {
+        if (batching_modes.find(std::string(model) == "batched" ? "on" : "off") == std::string::npos) continue;
         Point point = std::string(protocol) == "HTTP binary" ? http_point(model, clients) : grpc_point(model, clients);
         total_failures += point.failures;
         std::printf("| %s | %d | %s | %.0f | %.1f | %.1f | %lld | %lld |\n", protocol, clients,
