@@ -99,25 +99,23 @@ class GrpcFrontend::Service {
 
   AsyncService& async_service() { return service_; }
 
-  // Asks for the first call of every method; `queue` is polled by serve().
+  // Asks for the first call of every method on `queue`, which serve(queue) then polls.
   void listen(grpc::ServerCompletionQueue* queue) {
-    queue_ = queue;
-    on<inference::ServerLiveRequest, inference::ServerLiveResponse>(&AsyncService::RequestServerLive, [this](auto& call) {
+    on<inference::ServerLiveRequest, inference::ServerLiveResponse>(queue, &AsyncService::RequestServerLive, [this](auto& call) {
       call.response().set_live(server_.live());
       call.finish(grpc::Status::OK);
     });
-    on<inference::ServerReadyRequest, inference::ServerReadyResponse>(&AsyncService::RequestServerReady, [this](auto& call) {
+    on<inference::ServerReadyRequest, inference::ServerReadyResponse>(queue, &AsyncService::RequestServerReady, [this](auto& call) {
       call.response().set_ready(server_.ready());
       call.finish(grpc::Status::OK);
     });
-    on<inference::ModelReadyRequest, inference::ModelReadyResponse>(&AsyncService::RequestModelReady, [this](auto& call) {
+    on<inference::ModelReadyRequest, inference::ModelReadyResponse>(queue, &AsyncService::RequestModelReady, [this](auto& call) {
       auto error = server_.model_ready(call.request().name(), call.request().version());
       if (error && error->kind == ErrorKind::kNotFound) return call.finish(to_grpc_status(*error));
       call.response().set_ready(!error);
       call.finish(grpc::Status::OK);
     });
-    on<inference::ServerMetadataRequest, inference::ServerMetadataResponse>(
-        &AsyncService::RequestServerMetadata, [](auto& call) {
+    on<inference::ServerMetadataRequest, inference::ServerMetadataResponse>(queue, &AsyncService::RequestServerMetadata, [](auto& call) {
           call.response().set_name(kServerName);
           call.response().set_version(kServerVersion);
           for (const char* extension : {"binary_tensor_data", "model_repository", "statistics"}) {
@@ -125,9 +123,8 @@ class GrpcFrontend::Service {
           }
           call.finish(grpc::Status::OK);
         });
-    on<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(
-        &AsyncService::RequestModelMetadata, [this](auto& call) { call.finish(model_metadata(call.request(), call.response())); });
-    on<inference::ModelInferRequest, inference::ModelInferResponse>(&AsyncService::RequestModelInfer, [this](auto& call) {
+    on<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(queue, &AsyncService::RequestModelMetadata, [this](auto& call) { call.finish(model_metadata(call.request(), call.response())); });
+    on<inference::ModelInferRequest, inference::ModelInferResponse>(queue, &AsyncService::RequestModelInfer, [this](auto& call) {
       // The codec moves the raw bytes out; the request message is ours for this call.
       auto parsed = request_from_grpc(call.request());
       if (auto* error = std::get_if<ServeError>(&parsed)) return call.finish(to_grpc_status(*error));
@@ -137,8 +134,7 @@ class GrpcFrontend::Service {
         call.finish(grpc::Status::OK);
       });
     });
-    on<inference::RepositoryIndexRequest, inference::RepositoryIndexResponse>(
-        &AsyncService::RequestRepositoryIndex, [this](auto& call) {
+    on<inference::RepositoryIndexRequest, inference::RepositoryIndexResponse>(queue, &AsyncService::RequestRepositoryIndex, [this](auto& call) {
           for (const ModelIndexEntry& entry : server_.repository().index()) {
             if (call.request().ready() && entry.state != "READY") continue;
             auto* model = call.response().add_models();
@@ -149,29 +145,28 @@ class GrpcFrontend::Service {
           }
           call.finish(grpc::Status::OK);
         });
-    on<inference::RepositoryModelLoadRequest, inference::RepositoryModelLoadResponse>(
-        &AsyncService::RequestRepositoryModelLoad, [this](auto& call) {
+    on<inference::RepositoryModelLoadRequest, inference::RepositoryModelLoadResponse>(queue, &AsyncService::RequestRepositoryModelLoad, [this](auto& call) {
           call.finish(repository_status(server_.repository().load(call.request().model_name())));
         });
-    on<inference::RepositoryModelUnloadRequest, inference::RepositoryModelUnloadResponse>(
-        &AsyncService::RequestRepositoryModelUnload, [this](auto& call) {
+    on<inference::RepositoryModelUnloadRequest, inference::RepositoryModelUnloadResponse>(queue, &AsyncService::RequestRepositoryModelUnload, [this](auto& call) {
           call.finish(repository_status(server_.repository().unload(call.request().model_name())));
         });
   }
 
   // Runs the calls the queue returns until the queue is shut down and drained.
-  void serve() {
+  static void serve(grpc::ServerCompletionQueue* queue) {
     void* tag = nullptr;
     bool ok = false;
-    while (queue_->Next(&tag, &ok)) static_cast<Call*>(tag)->proceed(ok);
+    while (queue->Next(&tag, &ok)) static_cast<Call*>(tag)->proceed(ok);
   }
 
  private:
   template <class Request, class Response, class Method, class Handler>
-  void on(Method method, Handler handler) {
+  void on(grpc::ServerCompletionQueue* queue, Method method, Handler handler) {
     UnaryCall<Request, Response>::listen(
-        [this, method](grpc::ServerContext* context, Request* request, grpc::ServerAsyncResponseWriter<Response>* writer,
-                       void* tag) { (service_.*method)(context, request, writer, queue_, queue_, tag); },
+        [this, queue, method](grpc::ServerContext* context, Request* request,
+                              grpc::ServerAsyncResponseWriter<Response>* writer,
+                              void* tag) { (service_.*method)(context, request, writer, queue, queue, tag); },
         std::move(handler));
   }
 
@@ -203,7 +198,6 @@ class GrpcFrontend::Service {
 
   InferenceServer& server_;
   AsyncService service_;
-  grpc::ServerCompletionQueue* queue_ = nullptr;
 };
 
 GrpcFrontend::GrpcFrontend(InferenceServer& server, GrpcOptions options)
@@ -219,21 +213,17 @@ Result<int> GrpcFrontend::start() {
   builder.RegisterService(&service_->async_service());
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(options_.max_message_bytes, INT32_MAX)));
   builder.SetMaxSendMessageSize(-1);
-  queue_ = builder.AddCompletionQueue();
+  // One queue per thread: the thread that polls a connection then runs its calls.
+  for (int index = 0; index < std::max(1, options_.threads); ++index) queues_.push_back(builder.AddCompletionQueue());
   grpc_ = builder.BuildAndStart();
   if (!grpc_ || port == 0) {
     grpc_.reset();
-    queue_->Shutdown();
-    void* tag = nullptr;
-    bool ok = false;
-    while (queue_->Next(&tag, &ok)) {
-    }
-    queue_.reset();
+    drain_queues();
     return io_error("cannot listen on {} for gRPC (in use?)", address);
   }
-  service_->listen(queue_.get());
-  for (int index = 0; index < std::max(1, options_.threads); ++index) {
-    threads_.emplace_back([this] { service_->serve(); });
+  for (auto& queue : queues_) {
+    service_->listen(queue.get());
+    threads_.emplace_back([queue = queue.get()] { Service::serve(queue); });
   }
   return port;
 }
@@ -243,11 +233,21 @@ void GrpcFrontend::stop() {
   // Stops accepting; the calls in flight are answered (the queue threads keep running) until the
   // grace period ends, then cancelled.
   grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(options_.shutdown_grace_seconds));
-  queue_->Shutdown();
+  drain_queues();
+  grpc_.reset();
+}
+
+void GrpcFrontend::drain_queues() {
+  for (auto& queue : queues_) queue->Shutdown();
   for (std::thread& thread : threads_) thread.join();
   threads_.clear();
-  grpc_.reset();
-  queue_.reset();
+  // Queues no thread polled (start failed) still hand back their pending calls.
+  for (auto& queue : queues_) {
+    void* tag = nullptr;
+    bool ok = false;
+    while (queue->Next(&tag, &ok)) static_cast<Call*>(tag)->proceed(ok);
+  }
+  queues_.clear();
 }
 
 }  // namespace qdqrt::server

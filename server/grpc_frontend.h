@@ -24,7 +24,7 @@ struct GrpcOptions {
   std::string host = "127.0.0.1";
   int port = 8001;                       // 0: any free port
   size_t max_message_bytes = 64u << 20;  // larger requests: RESOURCE_EXHAUSTED
-  int threads = 4;  // threads polling the completion queue (each runs an idle model's infer inline)
+  int threads = 2;  // completion queues, one thread each (that thread runs an idle model's infer inline)
   int shutdown_grace_seconds = 30;       // in-flight RPCs get this long to finish on stop()
 };
 
@@ -43,7 +43,9 @@ class GrpcFrontend {
   InferenceServer& server_;
   GrpcOptions options_;
   std::unique_ptr<Service> service_;
-  std::unique_ptr<grpc::ServerCompletionQueue> queue_;
+  void drain_queues();
+
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
   std::unique_ptr<grpc::Server> grpc_;
   std::vector<std::thread> threads_;
 };

@@ -4,8 +4,12 @@
 // on 127.0.0.1 (OS-chosen ports); every client is a thread with its own keep-alive connection.
 // Each point runs for --seconds (and at most --maxRequests requests). Prints a Markdown table.
 //   serve_bench [--model=models/fmnist_resnet_qdq.onnx] [--seconds=3] [--concurrency=1,4,16,64]
-//               [--instances=1] [--threads=2] [--protocols=http,grpc] [--batching=off,on]
+//               [--instances=1] [--threads=2] [--protocols=http,grpc] [--batching=off,on] [--grpcThreads=N]
 // Exits 1 if any request failed (ctest's bench_serve.smoke runs it for a few seconds).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -94,6 +98,59 @@ std::vector<float> image(uint32_t seed) {
   return values;
 }
 
+// A keep-alive HTTP/1.1 client that sends each request (head and body) in one write, as libcurl
+// (tritonclient's HTTP transport) does for small bodies; cpp-httplib's client writes the head and
+// the body apart, so the server reads a request in two pieces.
+class OneWriteHttpClient {
+ public:
+  OneWriteHttpClient(int port, std::string request) : request_(std::move(request)) {
+    socket_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(socket_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    timeval timeout{30, 0};  // a stuck server fails the request instead of hanging the bench
+    ::setsockopt(socket_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(socket_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  }
+  ~OneWriteHttpClient() { ::close(socket_); }
+  OneWriteHttpClient(const OneWriteHttpClient&) = delete;
+  OneWriteHttpClient& operator=(const OneWriteHttpClient&) = delete;
+
+  // Sends the request and reads the whole response; true on status 200.
+  bool call() {
+    if (!connected_) return false;
+    for (size_t sent = 0; sent < request_.size();) {
+      ssize_t count = ::send(socket_, request_.data() + sent, request_.size() - sent, MSG_NOSIGNAL);
+      if (count <= 0) return false;
+      sent += static_cast<size_t>(count);
+    }
+    response_.clear();
+    size_t head_end = std::string::npos;
+    size_t total = 0;
+    char buffer[16384];
+    while (head_end == std::string::npos || response_.size() < total) {
+      ssize_t count = ::recv(socket_, buffer, sizeof(buffer), 0);
+      if (count <= 0) return false;
+      response_.append(buffer, static_cast<size_t>(count));
+      if (head_end == std::string::npos && (head_end = response_.find("\r\n\r\n")) != std::string::npos) {
+        size_t length_at = response_.find("Content-Length: ");
+        if (length_at == std::string::npos || length_at > head_end) return false;
+        total = head_end + 4 + std::stoull(response_.substr(length_at + 16, 20));
+      }
+    }
+    return response_.compare(0, 12, "HTTP/1.1 200") == 0;
+  }
+
+ private:
+  int socket_ = -1;
+  bool connected_ = false;
+  std::string request_;
+  std::string response_;
+};
+
 std::vector<int> parse_list(const std::string& text) {
   std::vector<int> values;
   std::stringstream stream(text);
@@ -112,6 +169,7 @@ int main(int argc, char** argv) {
   int threads = 2;
   std::string protocols = "http,grpc";  // which transports to drive (a profile wants one at a time)
   std::string batching_modes = "off,on";
+  int grpc_threads = 0;  // 0: GrpcOptions' default
   for (int index = 1; index < argc; ++index) {
     std::string arg = argv[index];
     if (arg.starts_with("--model=")) model_path = arg.substr(8);
@@ -122,9 +180,10 @@ int main(int argc, char** argv) {
     else if (arg.starts_with("--threads=")) threads = std::stoi(arg.substr(10));
     else if (arg.starts_with("--protocols=")) protocols = arg.substr(12);
     else if (arg.starts_with("--batching=")) batching_modes = arg.substr(11);
+    else if (arg.starts_with("--grpcThreads=")) grpc_threads = std::stoi(arg.substr(14));
     else {
       std::fprintf(stderr, "usage: serve_bench [--model=PATH] [--seconds=S] [--maxRequests=N] [--concurrency=1,4,16,64]"
-                           " [--instances=1] [--threads=2] [--protocols=http,grpc] [--batching=off,on]\n");
+                           " [--instances=1] [--threads=2] [--protocols=http,grpc] [--batching=off,on] [--grpcThreads=N]\n");
       return 2;
     }
   }
@@ -157,7 +216,7 @@ int main(int argc, char** argv) {
   server::GrpcOptions grpc_options;
   grpc_options.host = "127.0.0.1";
   grpc_options.port = 0;
-  grpc_options.threads = 4;
+  if (grpc_threads > 0) grpc_options.threads = grpc_threads;
   server::GrpcFrontend grpc_frontend(inference, grpc_options);
   int grpc_port = *grpc_frontend.start();
 
@@ -236,6 +295,16 @@ int main(int argc, char** argv) {
       };
     });
   };
+  auto one_write_point = [&](const std::string& model, int clients) {
+    std::string request = "POST /v2/models/" + model + "/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          "Content-Type: application/octet-stream\r\nInference-Header-Content-Length: " +
+                          std::to_string(header.size()) + "\r\nContent-Length: " + std::to_string(http_body.size()) +
+                          "\r\n\r\n" + http_body;
+    return run_clients(clients, seconds, max_requests, [&, request](int) {
+      auto client = std::make_shared<OneWriteHttpClient>(http_port, request);
+      return [client] { return client->call(); };
+    });
+  };
   auto grpc_point = [&](const std::string& model, int clients) {
     return run_clients(clients, seconds, max_requests, [&, model](int index) {
       // A channel per client (distinct arguments so gRPC does not share one connection).
@@ -298,12 +367,15 @@ int main(int argc, char** argv) {
     std::printf("| %s | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n", name, point.throughput, point.p50_us,
                 point.p99_us, static_cast<long long>(point.requests), static_cast<long long>(point.failures));
   }
-  for (const char* protocol : {"HTTP binary", "gRPC raw"}) {
-    if (!(std::string(protocol) == "HTTP binary" ? with_http : with_grpc)) continue;
+  for (const char* protocol : {"HTTP binary", "HTTP binary, one-write client", "gRPC raw"}) {
+    if (!(std::string(protocol).starts_with("HTTP") ? with_http : with_grpc)) continue;
     for (int clients : concurrencies) {
       for (const char* model : {"unbatched", "batched"}) {
         if (batching_modes.find(std::string(model) == "batched" ? "on" : "off") == std::string::npos) continue;
-        Point point = std::string(protocol) == "HTTP binary" ? http_point(model, clients) : grpc_point(model, clients);
+        std::string name = protocol;
+        Point point = name == "HTTP binary"   ? http_point(model, clients)
+                      : name == "gRPC raw"    ? grpc_point(model, clients)
+                                              : one_write_point(model, clients);
         total_failures += point.failures;
         std::printf("| %s | %d | %s | %.0f | %.1f | %.1f | %lld | %lld |\n", protocol, clients,
                     std::string(model) == "batched" ? "on" : "off", point.throughput, point.p50_us, point.p99_us,
