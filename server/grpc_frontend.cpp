@@ -1,5 +1,6 @@
 #include "server/grpc_frontend.h"
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -48,8 +49,9 @@ class UnaryCall final : public Call {
                                          void* tag)>;
   using Handler = std::function<void(UnaryCall&)>;
 
-  static void listen(RequestNext request_next, Handler handler) {
-    auto* call = new UnaryCall(std::move(request_next), std::move(handler));
+  // `unanswered` counts the calls taken and not yet finished (stop() waits for them).
+  static void listen(RequestNext request_next, Handler handler, std::atomic<int64_t>* unanswered) {
+    auto* call = new UnaryCall(std::move(request_next), std::move(handler), unanswered);
     call->request_next_(&call->context_, &call->request_, &call->writer_, call);
   }
 
@@ -58,27 +60,32 @@ class UnaryCall final : public Call {
       delete this;  // the answer is sent, or no call came (shutdown)
       return;
     }
-    listen(request_next_, handler_);  // the next call of this method, while this one is served
+    listen(request_next_, handler_, unanswered_);  // the next call of this method, while this one is served
     answered_ = true;
+    unanswered_->fetch_add(1);
     handler_(*this);
   }
 
   Request& request() { return request_; }
   Response& response() { return response_; }
   void finish(const grpc::Status& status) {
+    std::atomic<int64_t>* unanswered = unanswered_;  // `this` may be gone once the answer is queued
     if (status.ok()) {
       writer_.Finish(response_, status, this);
     } else {
       writer_.FinishWithError(status, this);
     }
+    unanswered->fetch_sub(1);
   }
 
  private:
-  UnaryCall(RequestNext request_next, Handler handler)
-      : request_next_(std::move(request_next)), handler_(std::move(handler)), writer_(&context_) {}
+  UnaryCall(RequestNext request_next, Handler handler, std::atomic<int64_t>* unanswered)
+      : request_next_(std::move(request_next)), handler_(std::move(handler)), unanswered_(unanswered),
+        writer_(&context_) {}
 
   RequestNext request_next_;
   Handler handler_;
+  std::atomic<int64_t>* unanswered_;
   grpc::ServerContext context_;
   Request request_;
   Response response_;
@@ -88,16 +95,18 @@ class UnaryCall final : public Call {
 
 }  // namespace
 
-// The asynchronous (completion queue) API, served by a few threads that each poll the queue and
-// run what they take: an infer that finds its model idle runs on the thread that read it and is
-// answered from there (no thread hand-off; gRPC 1.51's callback API hands every call to a
-// separate thread, which cost more than the synchronous server); one that must queue returns at
-// once and the model's dispatcher thread sends its answer, so no thread waits per queued call.
+// The asynchronous (completion queue) API, with one thread per queue: the thread that polls a
+// connection runs its calls, so an infer that finds its model idle runs there and is answered
+// without a thread hand-off (gRPC 1.51's callback API hands every call to a separate thread and
+// measured slower than the synchronous server). An infer that must queue returns at once and the
+// model's dispatcher thread sends its answer, so no thread waits per queued call.
 class GrpcFrontend::Service {
  public:
   explicit Service(InferenceServer& server) : server_(server) {}
 
   AsyncService& async_service() { return service_; }
+  // Calls whose answer is still to come (queued in a model): their queue must outlive them.
+  int64_t unanswered() const { return unanswered_.load(); }
 
   // Asks for the first call of every method on `queue`, which serve(queue) then polls.
   void listen(grpc::ServerCompletionQueue* queue) {
@@ -167,7 +176,7 @@ class GrpcFrontend::Service {
         [this, queue, method](grpc::ServerContext* context, Request* request,
                               grpc::ServerAsyncResponseWriter<Response>* writer,
                               void* tag) { (service_.*method)(context, request, writer, queue, queue, tag); },
-        std::move(handler));
+        std::move(handler), &unanswered_);
   }
 
   grpc::Status model_metadata(const inference::ModelMetadataRequest& request, inference::ModelMetadataResponse& response) {
@@ -198,6 +207,7 @@ class GrpcFrontend::Service {
 
   InferenceServer& server_;
   AsyncService service_;
+  std::atomic<int64_t> unanswered_{0};
 };
 
 GrpcFrontend::GrpcFrontend(InferenceServer& server, GrpcOptions options)
@@ -233,6 +243,10 @@ void GrpcFrontend::stop() {
   // Stops accepting; the calls in flight are answered (the queue threads keep running) until the
   // grace period ends, then cancelled.
   grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(options_.shutdown_grace_seconds));
+  // A call cancelled by the grace period may still be queued in a model, whose dispatcher will
+  // answer it (the runners answer their whole queue, even when shutting down): keep the
+  // completion queues until it has.
+  while (service_->unanswered() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   drain_queues();
   grpc_.reset();
 }

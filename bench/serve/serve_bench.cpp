@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -261,15 +262,19 @@ int main(int argc, char** argv) {
     direct_idle = summarize(latencies_us, busy_seconds, failures);
   }
   std::printf("%d instance(s) x %d thread(s); %.1f s per point\n\n", instances, threads, seconds);
-  std::printf("| path | concurrency | batching | throughput (inferences/s) | p50 (us) | p99 (us) | requests | failures |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
-  std::printf("| direct ExecutionContext::run, batch 1 | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n", direct_1.throughput,
+  // The last two columns come from the model's metrics: the mean time a request spent inside
+  // ModelRunner (queue + run + split) and the mean engine run, so the transport's share is the
+  // p50 minus the former.
+  std::printf("| path | concurrency | batching | throughput (inferences/s) | p50 (us) | p99 (us) | requests | failures |"
+              " in runner (us/request) | engine (us/run) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| direct ExecutionContext::run, batch 1 | 1 | - | %.0f | %.1f | %.1f | %lld | %lld | - | - |\n", direct_1.throughput,
               direct_1.p50_us, direct_1.p99_us, static_cast<long long>(direct_1.requests),
               static_cast<long long>(direct_1.failures));
-  std::printf("| direct ExecutionContext::run, batch 1, 100 us apart | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n",
+  std::printf("| direct ExecutionContext::run, batch 1, 100 us apart | 1 | - | %.0f | %.1f | %.1f | %lld | %lld | - | - |\n",
               direct_idle.throughput, direct_idle.p50_us, direct_idle.p99_us,
               static_cast<long long>(direct_idle.requests), static_cast<long long>(direct_idle.failures));
-  std::printf("| direct ExecutionContext::run, batch 16 | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n",
+  std::printf("| direct ExecutionContext::run, batch 16 | 1 | - | %.0f | %.1f | %.1f | %lld | %lld | - | - |\n",
               direct_16.throughput * 16, direct_16.p50_us, direct_16.p99_us, static_cast<long long>(direct_16.requests),
               static_cast<long long>(direct_16.failures));
   std::fflush(stdout);
@@ -364,7 +369,7 @@ int main(int argc, char** argv) {
   }));
   for (auto& [name, point] : floors) {
     total_failures += point.failures;
-    std::printf("| %s | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n", name, point.throughput, point.p50_us,
+    std::printf("| %s | 1 | - | %.0f | %.1f | %.1f | %lld | %lld | - | - |\n", name, point.throughput, point.p50_us,
                 point.p99_us, static_cast<long long>(point.requests), static_cast<long long>(point.failures));
   }
   for (const char* protocol : {"HTTP binary", "HTTP binary, one-write client", "gRPC raw"}) {
@@ -372,14 +377,24 @@ int main(int argc, char** argv) {
     for (int clients : concurrencies) {
       for (const char* model : {"unbatched", "batched"}) {
         if (batching_modes.find(std::string(model) == "batched" ? "on" : "off") == std::string::npos) continue;
+        auto model_metrics = inference.metrics().model_metrics(model, "1");
+        auto snapshot = [&] {
+          return std::array<uint64_t, 4>{model_metrics->request_success.load(), model_metrics->request_duration_us.load(),
+                                         model_metrics->exec_count.load(),
+                                         model_metrics->compute_infer_duration_us.load()};
+        };
+        std::array<uint64_t, 4> before = snapshot();
         std::string name = protocol;
         Point point = name == "HTTP binary"   ? http_point(model, clients)
                       : name == "gRPC raw"    ? grpc_point(model, clients)
                                               : one_write_point(model, clients);
+        std::array<uint64_t, 4> after = snapshot();
+        auto mean = [](uint64_t total, uint64_t count) { return static_cast<double>(total) / std::max<uint64_t>(1, count); };
         total_failures += point.failures;
-        std::printf("| %s | %d | %s | %.0f | %.1f | %.1f | %lld | %lld |\n", protocol, clients,
+        std::printf("| %s | %d | %s | %.0f | %.1f | %.1f | %lld | %lld | %.1f | %.1f |\n", protocol, clients,
                     std::string(model) == "batched" ? "on" : "off", point.throughput, point.p50_us, point.p99_us,
-                    static_cast<long long>(point.requests), static_cast<long long>(point.failures));
+                    static_cast<long long>(point.requests), static_cast<long long>(point.failures),
+                    mean(after[1] - before[1], after[0] - before[0]), mean(after[3] - before[3], after[2] - before[2]));
         std::fflush(stdout);
       }
     }
