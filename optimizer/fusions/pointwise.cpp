@@ -136,11 +136,12 @@ std::vector<std::string> escaping_values(const Graph& graph, const ValueIndex& i
   return escaping;
 }
 
-std::optional<Chain> find_chain(const Graph& graph, const ValueIndex& index, int layer_index) {
+// The candidate nodes in the order they joined (each reads only earlier members, the layer's output
+// and constants).
+std::vector<int> grow_chain(const Graph& graph, const ValueIndex& index, int layer_index) {
   const Node& layer = graph.nodes[static_cast<size_t>(layer_index)];
   const int64_t channels = layer_channels(graph, layer);
-  const std::string& start = layer.outputs[0];
-  std::set<std::string> values = {start};
+  std::set<std::string> values = {layer.outputs[0]};
   std::vector<int> nodes;
   for (bool grew = true; grew && static_cast<int>(nodes.size()) < kMaxChainNodes;) {
     grew = false;
@@ -156,16 +157,7 @@ std::optional<Chain> find_chain(const Graph& graph, const ValueIndex& index, int
       if (grew) break;
     }
   }
-  // Shrink from the end until exactly one value leaves the chain, and it is not the layer output.
-  while (!nodes.empty()) {
-    std::vector<std::string> escaping = escaping_values(graph, index, start, nodes);
-    if (escaping.size() == 1 && escaping[0] != start) {
-      std::sort(nodes.begin(), nodes.end());
-      return Chain{nodes, escaping[0]};
-    }
-    nodes.pop_back();
-  }
-  return std::nullopt;
+  return nodes;
 }
 
 // Compiles the chain into a program: registers by liveness, constants into [slots][channels].
@@ -357,7 +349,20 @@ SelectResult select_pointwise_epilogue(const Graph& graph, const ValueIndex& ind
   if (layer.has_input(layers::kConvYScale) || layer.outputs.size() != 1) return {};
   const FusedLayerInfo* info = fused_layer_info(layer);
   if (info == nullptr || info->has_pointwise()) return {};
-  std::optional<Chain> chain = find_chain(graph, index, node_index);
+  // The longest prefix of the grown chain from which exactly one value (not the layer's own
+  // output) leaves, and whose program fits the registers and instruction limit.
+  std::vector<int> grown = grow_chain(graph, index, node_index);
+  std::optional<Chain> chain;
+  for (size_t count = grown.size(); count > 0 && !chain; --count) {
+    std::vector<int> nodes(grown.begin(), grown.begin() + static_cast<std::ptrdiff_t>(count));
+    std::vector<std::string> escaping = escaping_values(graph, index, layer.outputs[0], nodes);
+    if (escaping.size() != 1 || escaping[0] == layer.outputs[0]) continue;
+    std::sort(nodes.begin(), nodes.end());
+    ProgramWriter writer(graph, layer, layer_channels(graph, layer));
+    if (!writer.compile(layer.outputs[0], nodes, escaping[0]).is_ok()) continue;
+    if (writer.finish().code.size() > 4 * static_cast<size_t>(kernels::kMaxPointwiseInstructions)) continue;
+    chain = Chain{nodes, escaping[0]};
+  }
   if (!chain) return {};
   QdqSelection selection;
   selection.layer_op = layer.op_type;

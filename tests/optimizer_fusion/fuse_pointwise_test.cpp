@@ -112,6 +112,18 @@ TEST(FusePointwise, ChainsOfEveryKindMatchTheOriginal) {
   }
 }
 
+// A chain longer than a program holds (32 instructions; HardSigmoid compiles to 4) is cut where it
+// still fits: the rest stays float after the layer.
+TEST(FusePointwise, LongChainsAreCutToTheProgramLimit) {
+  std::string chain = "h1 = HardSigmoid(c)\n";
+  for (int i = 2; i <= 9; ++i) chain += fmt::format("h{} = HardSigmoid(h{})\n", i, i - 1);
+  chain += "f = Identity(h9)\n";
+  std::mt19937 rng(7);
+  Fused r = fuse(chain_model(chain, true, rng), 0.05f + 1e-6f);
+  EXPECT_EQ(count_ops(r.fused, "HardSigmoid"), 1);
+  EXPECT_EQ(conv_info(r.fused).pointwise_code.size(), 4u * 32u);
+}
+
 // A second reader of an intermediate value stops the chain before that value; a runtime operand
 // or a constant that does not broadcast per channel stops it at that node.
 TEST(FusePointwise, MustNotFireOnASharedIntermediateARuntimeOperandOrAWrongShape) {
