@@ -121,21 +121,6 @@ std::optional<ServeError> ModelRunner::check_inputs(std::vector<InferTensor>& in
   return std::nullopt;
 }
 
-InferOutcome ModelRunner::infer(std::vector<InferTensor> inputs) {
-  // Runs at once on this thread when it can; else waits for a dispatcher to answer.
-  std::mutex mutex;
-  std::condition_variable answered;
-  std::optional<InferOutcome> result;
-  infer_async(std::move(inputs), [&](InferOutcome outcome) {
-    std::lock_guard lock(mutex);
-    result = std::move(outcome);
-    answered.notify_one();
-  });
-  std::unique_lock lock(mutex);
-  answered.wait(lock, [&] { return result.has_value(); });
-  return std::move(*result);
-}
-
 void ModelRunner::infer_async(std::vector<InferTensor> inputs, InferDone done) {
   Clock::time_point start = Clock::now();
   auto pending = std::make_unique<Pending>();

@@ -38,12 +38,12 @@ class ModelRunner {
 
   using InferDone = std::function<void(InferOutcome)>;
 
-  // Checks the inputs against the engine, queues them and waits for the result. Safe from any
-  // number of threads; refuses with kUnavailable when the queue is full or the runner stopped.
-  InferOutcome infer(std::vector<InferTensor> inputs);
-  // The same without waiting: `done` gets the outcome exactly once, on this thread when the
-  // request ran at once or was refused, else on the dispatcher thread that ran its batch (so an
-  // asynchronous frontend holds no thread per queued request). `done` must not block.
+  // Checks the inputs against the engine and runs them, at once on this thread when an instance
+  // is idle and nothing is queued, else through the queue. `done` gets the outcome exactly once:
+  // on this thread when the request ran at once or was refused (kUnavailable when the queue is
+  // full or the runner stopped), else on the dispatcher thread that ran its batch, so an
+  // asynchronous frontend holds no thread per queued request. `done` must not block. Safe from
+  // any number of threads.
   void infer_async(std::vector<InferTensor> inputs, InferDone done);
   // Stops taking requests, answers every queued one, joins the workers. Idempotent.
   void shutdown();
