@@ -1,5 +1,7 @@
 // The engine file: round trips, the zero-copy mapping, the checksum, writing errors.
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -184,6 +186,20 @@ TEST(EngineFile, WriteReplacesAtomicallyAndReportsErrors) {
   Status status = write_plan_file(plan, "/nonexistent-dir/x.qdqrt");
   EXPECT_EQ(status.code(), StatusCode::kIoError);
   EXPECT_NE(status.message().find("/nonexistent-dir/x.qdqrt"), std::string::npos) << status.message();
+}
+
+// --loadEngine=FIFO once blocked forever in open(); a device is refused too.
+TEST(EngineFile, ReadFileRefusesSpecialFilesWithoutBlocking) {
+  fs::path fifo = temp_path("engine.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto from_fifo = read_plan_file(fifo.string());
+  fs::remove(fifo);
+  ASSERT_FALSE(from_fifo.ok());
+  EXPECT_NE(from_fifo.status().message().find("FIFO, not a regular file"), std::string::npos)
+      << from_fifo.status().message();
+  auto from_device = read_plan_file("/dev/zero");
+  ASSERT_FALSE(from_device.ok());
+  EXPECT_NE(from_device.status().message().find("not a regular file"), std::string::npos);
 }
 
 TEST(EngineFile, ReadFileErrorsNameThePath) {

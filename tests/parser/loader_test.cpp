@@ -1,6 +1,8 @@
 // Well-formed models: structure, shapes, initializers, names, attributes, newer opsets.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 
 #include "parser/onnx_loader.h"
@@ -310,6 +312,73 @@ agraph (float[4] X) => (float[4] Y)
   weight->mutable_external_data(0)->set_value("/etc/passwd");
   dir.write("model.onnx", serialize(model));
   EXPECT_LOAD_ERROR(load_onnx_file((dir.path() / "model.onnx").string(), test_options()), "W", "relative");
+}
+
+// A model whose initializer W (float[4]) is external data at `location`, written to dir/model.onnx.
+std::string write_external_data_model(const TempDir& dir, const std::string& location) {
+  onnx::ModelProto model = parse_model(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[4] X) => (float[4] Y)
+{
+  Y = Add(X, W)
+}
+)");
+  auto* weight = model.mutable_graph()->add_initializer();
+  weight->set_name("W");
+  weight->set_data_type(onnx::TensorProto::FLOAT);
+  weight->add_dims(4);
+  weight->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* entry = weight->add_external_data();
+  entry->set_key("location");
+  entry->set_value(location);
+  std::filesystem::create_directories(dir.path() / "model");
+  dir.write("model/model.onnx", serialize(model));
+  return (dir.path() / "model/model.onnx").string();
+}
+
+// The text of the location stays inside the directory, but a symlink takes it out: refused, as
+// ONNX Runtime refuses it ("External data path escapes model directory").
+TEST(OnnxLoader, ExternalDataThroughASymlinkOutOfTheModelDirectoryIsRefused) {
+  TempDir dir;
+  dir.write("outside.bin", std::string(16, '\x01'));
+  const std::string model_path = write_external_data_model(dir, "w.bin");
+  std::filesystem::create_symlink(dir.path() / "outside.bin", dir.path() / "model/w.bin");
+  EXPECT_LOAD_ERROR(load_onnx_file(model_path, test_options()), "W", "outside the model directory", "w.bin");
+
+  // A symlinked folder on the way is resolved the same way.
+  const std::string folder_model = write_external_data_model(dir, "linked/outside.bin");
+  std::filesystem::create_directory_symlink(dir.path(), dir.path() / "model/linked");
+  EXPECT_LOAD_ERROR(load_onnx_file(folder_model, test_options()), "W", "outside the model directory");
+
+  // /etc/passwd (or any file outside) never becomes a weight.
+  const std::string etc_model = write_external_data_model(dir, "etc_link");
+  std::filesystem::create_symlink("/etc/passwd", dir.path() / "model/etc_link");
+  EXPECT_LOAD_ERROR(load_onnx_file(etc_model, test_options()), "W", "outside the model directory");
+}
+
+TEST(OnnxLoader, ExternalDataThroughASymlinkInsideTheModelDirectoryLoads) {
+  TempDir dir;
+  std::vector<float> values = {1.0f, 2.0f, 3.0f, 4.0f};
+  const std::string model_path = write_external_data_model(dir, "w.bin");
+  dir.write("model/data/real.bin", std::string(reinterpret_cast<const char*>(values.data()), 16));
+  std::filesystem::create_symlink("data/real.bin", dir.path() / "model/w.bin");
+  auto graph = load_onnx_file(model_path, test_options());
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  EXPECT_EQ(graph->find_initializer("W")->values<float>()[3], 4.0f);
+}
+
+// A FIFO or a device as the model or its external data is refused at once (reading one would
+// block, or never end).
+TEST(OnnxLoader, SpecialFilesAreRefusedWithoutReading) {
+  TempDir dir;
+  const std::filesystem::path fifo = dir.path() / "model.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_LOAD_ERROR(load_onnx_file(fifo.string(), test_options()), "model.fifo", "FIFO, not a regular file");
+  EXPECT_LOAD_ERROR(load_onnx_file("/dev/zero", test_options()), "/dev/zero", "not a regular file");
+
+  const std::string model_path = write_external_data_model(dir, "w.fifo");
+  ASSERT_EQ(::mkfifo((dir.path() / "model/w.fifo").c_str(), 0600), 0);
+  EXPECT_LOAD_ERROR(load_onnx_file(model_path, test_options()), "W", "FIFO, not a regular file");
 }
 
 TEST(OnnxLoader, MissingFileIsAnIoError) {
