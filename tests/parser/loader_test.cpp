@@ -381,6 +381,50 @@ TEST(OnnxLoader, SpecialFilesAreRefusedWithoutReading) {
   EXPECT_LOAD_ERROR(load_onnx_file(model_path, test_options()), "W", "FIFO, not a regular file");
 }
 
+// What the reference executor refuses at run time about Q/DQ parameter shapes is refused at load,
+// so `run`, `inspect`, `exec` and the builder agree (the builder once took zero-point [3] against a
+// scalar scale and ran with the first element).
+TEST(OnnxLoader, QuantizationParameterShapesAreCheckedAtLoad) {
+  LoadOptions options;  // the real op registry (typed Q/DQ attributes)
+  EXPECT_LOAD_ERROR(load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,3,4,4] x) => (float[1,3,4,4] y)
+<float s = {0.1}, int8[3] zp = {1, 2, 3}>
+{
+  q = QuantizeLinear(x, s, zp)
+  y = DequantizeLinear(q, s, zp)
+})", options), "QuantizeLinear", "zero-point shape [3] differs from scale shape []");
+
+  EXPECT_LOAD_ERROR(load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,3,4,4] x) => (float[1,4,4,4] y)
+<int8[4,3,3,3] w = {0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}, float[3] ws = {0.1, 0.2, 0.3}>
+{
+  wd = DequantizeLinear <axis = 0> (w, ws)
+  y = Conv <pads = [1, 1, 1, 1]> (x, wd)
+})", options), "DequantizeLinear", "per-axis scale must have shape [4]", "got [3]");
+
+  EXPECT_LOAD_ERROR(load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,3,4,4] x) => (float[1,3,4,4] y)
+<float[3] s = {0.1, 0.2, 0.3}>
+{
+  q = QuantizeLinear <axis = 4> (x, s)
+  y = DequantizeLinear <axis = 1> (q, s)
+})", options), "QuantizeLinear", "axis");
+
+  // Per-axis along a symbolic dim: left to run time. Matching shapes load.
+  auto loaded = load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,3,4,4] x) => (float[N,3,4,4] y)
+<float[3] s = {0.1, 0.2, 0.3}, uint8[3] zp = {1, 2, 3}>
+{
+  q = QuantizeLinear <axis = 1> (x, s, zp)
+  y = DequantizeLinear <axis = 1> (q, s, zp)
+})", options);
+  EXPECT_TRUE(loaded.ok()) << loaded.status().to_string();
+}
+
 TEST(OnnxLoader, MissingFileIsAnIoError) {
   auto graph = load_onnx_file("/nonexistent/model.onnx", test_options());
   EXPECT_LOAD_ERROR(graph, "/nonexistent/model.onnx");
