@@ -141,6 +141,23 @@ TEST(PlanValidation, MemoryThatCannotBeHadIsAStatus) {
   EXPECT_NE(status.message().find("bytes for the activation arena"), std::string::npos) << status.message();
 }
 
+// Static dims of 2^62 bytes per value (two alive at once: 2^63 of arena) are refused by the
+// builder's memory plan, with the value named, instead of wrapping into negative offsets (UBSan:
+// signed overflow).
+TEST(PlanValidation, TheBuilderRefusesValuesTooLargeToAddress) {
+  auto engine = Engine::build(parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1073741824,1073741824] x) => (float[1073741824,1073741824] y)
+    {
+      r1 = Relu(x)
+      r2 = Neg(x)
+      y = Add(r1, r2)
+    })"),
+                              {});
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("needs more than"), std::string::npos) << engine.status().message();
+}
+
 // A layer that fails at run time (here a reference Gather with an index out of range) fails the
 // run with a Status naming the layer; its outputs are not returned as if valid.
 TEST(PlanValidation, ALayerFailingAtRunTimeFailsTheRunNamingIt) {
