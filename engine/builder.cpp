@@ -317,7 +317,11 @@ class PlanBuilder final : public BuildContext {
     for (const std::string& input : node.inputs) inputs.push_back(input.empty() ? nullptr : find_constant(input));
     auto outputs = run_reference_node(node, inputs);
     if (!outputs.ok()) {
-      return outputs.status().with_context(fmt::format("folding constant {} '{}'", node.op_type, node.name));
+      // Every input is a constant of the model: a kernel's "invalid argument" is the model's fault.
+      const StatusCode code = outputs.status().code() == StatusCode::kInvalidArgument ? StatusCode::kInvalidModel
+                                                                                      : outputs.status().code();
+      return Status(code, fmt::format("folding constant {} '{}': {}", node.op_type, node.name,
+                                      outputs.status().message()));
     }
     bool follows_batch = false;
     for (const std::string& input : node.inputs) follows_batch = follows_batch || constant_follows_batch(input);

@@ -71,6 +71,23 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
   calibration::CollectOptions collect;
   std::vector<std::string> tensors = plan->tensors_to_calibrate();
   collect.batch_size = options.batch_size > 0 ? options.batch_size : automatic_batch_size(*graph, tensors);
+  if (dims[0] >= 0) {
+    // A static batch dim is what the model runs at, as eval and exec hold it to: every batch the
+    // reference runs must have exactly that many images.
+    const int64_t static_batch = dims[0];
+    if (options.batch_size > 0 && options.batch_size != static_batch) {
+      return usage_error(invalid_argument("--batch {}: model input '{}' has a static batch dim of {}",
+                                          options.batch_size, input_name, static_batch));
+    }
+    const int64_t images = std::min<int64_t>(data->size(), options.samples);
+    if (static_batch < 1 || images % static_batch != 0) {
+      return usage_error(invalid_argument(
+          "model input '{}' has a static batch dim of {}: the {} calibration images must be a multiple of it "
+          "(--samples)",
+          input_name, static_batch, images));
+    }
+    collect.batch_size = static_batch;
+  }
   collect.threads = options.threads;
   collect.show_progress = options.show_progress;
   collect.inputs_by_max = !options.calibrate_inputs;
