@@ -262,8 +262,8 @@ agraph (float[2] X) => (float[2] Y)
   EXPECT_EQ(graph->opset("com.example"), 1);
 }
 
-TEST(OnnxLoader, LoadsFromFileWithExternalData) {
-  TempDir dir;
+// Y = X + W with W (float[4]) stored as external data at `location`.
+onnx::ModelProto external_data_model(const std::string& location) {
   onnx::ModelProto model = parse_model(R"(
 <ir_version: 8, opset_import: ["" : 13]>
 agraph (float[4] X) => (float[4] Y)
@@ -276,12 +276,21 @@ agraph (float[4] X) => (float[4] Y)
   weight->set_data_type(onnx::TensorProto::FLOAT);
   weight->add_dims(4);
   weight->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* entry = weight->add_external_data();
+  entry->set_key("location");
+  entry->set_value(location);
+  return model;
+}
+
+TEST(OnnxLoader, LoadsFromFileWithExternalData) {
+  TempDir dir;
+  onnx::ModelProto model = external_data_model("weights/w.bin");
+  auto* weight = model.mutable_graph()->mutable_initializer(0);
   auto add_entry = [&](const std::string& key, const std::string& value) {
     auto* entry = weight->add_external_data();
     entry->set_key(key);
     entry->set_value(value);
   };
-  add_entry("location", "weights/w.bin");
   add_entry("offset", "8");
   add_entry("length", "16");
   std::vector<float> values = {0.5f, -1.0f, 2.0f, 4.0f};
@@ -314,25 +323,10 @@ agraph (float[4] X) => (float[4] Y)
   EXPECT_LOAD_ERROR(load_onnx_file((dir.path() / "model.onnx").string(), test_options()), "W", "relative");
 }
 
-// A model whose initializer W (float[4]) is external data at `location`, written to dir/model.onnx.
+// external_data_model(location) written to dir/model/model.onnx; returns its path.
 std::string write_external_data_model(const TempDir& dir, const std::string& location) {
-  onnx::ModelProto model = parse_model(R"(
-<ir_version: 8, opset_import: ["" : 13]>
-agraph (float[4] X) => (float[4] Y)
-{
-  Y = Add(X, W)
-}
-)");
-  auto* weight = model.mutable_graph()->add_initializer();
-  weight->set_name("W");
-  weight->set_data_type(onnx::TensorProto::FLOAT);
-  weight->add_dims(4);
-  weight->set_data_location(onnx::TensorProto::EXTERNAL);
-  auto* entry = weight->add_external_data();
-  entry->set_key("location");
-  entry->set_value(location);
   std::filesystem::create_directories(dir.path() / "model");
-  dir.write("model/model.onnx", serialize(model));
+  dir.write("model/model.onnx", serialize(external_data_model(location)));
   return (dir.path() / "model/model.onnx").string();
 }
 
