@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/checked_math.h"
 #include "kernels/cpu_features.h"
 
 namespace qdqrt::engine {
@@ -134,11 +135,14 @@ Status validate_kernels(const EnginePlan& plan) {
 // The arena ends where its last activation ends (64-byte aligned), the per-thread scratch is the
 // largest any layer needs (64-byte aligned): larger sizes are nothing a layer uses, only memory a file could demand.
 Status validate_sizes(const EnginePlan& plan) {
-  int64_t arena_end = 0;
+  // As the builder places them (engine/builder.cpp plan_memory): each activation takes at least 64 bytes.
+  int64_t arena_needed = 0;
   for (const PlanTensor& tensor : plan.tensors) {
-    if (tensor.kind == TensorKind::kActivation) arena_end = std::max(arena_end, tensor.arena_offset + tensor.bytes);
+    if (tensor.kind != TensorKind::kActivation) continue;
+    std::optional<int64_t> end = checked_add(tensor.arena_offset, (std::max<int64_t>(tensor.bytes, 1) + 63) / 64 * 64);
+    if (!end) return invalid_model("engine: tensor '{}' ends past the largest arena", tensor.name);
+    arena_needed = std::max(arena_needed, *end);
   }
-  const int64_t arena_needed = (arena_end + 63) / 64 * 64;
   if (plan.arena_bytes > arena_needed) {
     return invalid_model("engine: the arena is {} bytes, its tensors need {}", plan.arena_bytes, arena_needed);
   }
