@@ -71,6 +71,23 @@ Status validate_tensors(const EnginePlan& plan) {
   };
   QDQRT_RETURN_IF_ERROR(check_io(plan.inputs, TensorKind::kInput, "input"));
   QDQRT_RETURN_IF_ERROR(check_io(plan.outputs, TensorKind::kOutput, "output"));
+  // The runtime gives memory to inputs and outputs through these lists only: a tensor marked as
+  // one but not listed (or listed twice) would have none, or two bindings.
+  std::vector<int> listed(plan.tensors.size(), 0);
+  for (const std::vector<int32_t>* list : {&plan.inputs, &plan.outputs}) {
+    for (int32_t index : *list) ++listed[static_cast<size_t>(index)];
+  }
+  for (size_t t = 0; t < plan.tensors.size(); ++t) {
+    const PlanTensor& tensor = plan.tensors[t];
+    const int expected = tensor.kind == TensorKind::kActivation ? 0 : 1;
+    if (listed[t] != expected) {
+      return invalid_model("engine: tensor '{}' is {} but listed {} times among the engine's inputs and outputs",
+                           tensor.name, tensor.kind == TensorKind::kActivation ? "an activation"
+                                        : tensor.kind == TensorKind::kInput  ? "an input"
+                                                                             : "an output",
+                           listed[t]);
+    }
+  }
   return Status::ok();
 }
 

@@ -86,6 +86,20 @@ TEST(PlanValidation, ATensorWrittenTwiceIsRefused) {
   expect_refused(plan, "which an earlier layer wrote");
 }
 
+// Found by the plan fuzzer: a tensor marked as an output but not listed as one had no memory, and
+// the layer writing it stored through a null pointer.
+TEST(PlanValidation, InputsAndOutputsAreListedExactlyOnce) {
+  EnginePlan plan = built_plan(kConvText);
+  const int32_t activation = plan.layers[0].outputs[0];
+  ASSERT_EQ(plan.tensors[static_cast<size_t>(activation)].kind, engine::TensorKind::kActivation);
+  EnginePlan unlisted_output = plan;
+  unlisted_output.tensors[static_cast<size_t>(activation)].kind = engine::TensorKind::kOutput;
+  expect_refused(unlisted_output, "is an output but listed 0 times");
+  EnginePlan twice = plan;
+  twice.outputs.push_back(twice.outputs[0]);
+  expect_refused(twice, "listed 2 times");
+}
+
 TEST(PlanValidation, KernelsAboveThePlansIsaAreRefused) {
   EnginePlan plan = built_plan(kConvText);
   plan.isa = "scalar";
