@@ -36,7 +36,7 @@ Status validate_tensors(const EnginePlan& plan) {
     if (tensor.batched) {
       const size_t axis = static_cast<size_t>(tensor.batch_axis);
       if (tensor.batch_axis < 0 || axis >= tensor.shape.size() || tensor.batch_factor < 1 ||
-          tensor.shape[axis] != tensor.batch_factor * plan.max_batch) {
+          checked_mul(tensor.batch_factor, plan.max_batch) != tensor.shape[axis]) {
         return invalid_model("engine: batched tensor '{}' of shape {} has batch axis {} with {} slices per image, "
                              "which does not fit the max batch {}",
                              tensor.name, shape_to_string(tensor.shape), tensor.batch_axis, tensor.batch_factor,
