@@ -165,7 +165,9 @@ Status validate_sizes(const EnginePlan& plan) {
   }
   int64_t scratch_needed = 0;
   for (const PlanLayer& layer : plan.layers) scratch_needed = std::max(scratch_needed, layer.scratch_bytes);
-  scratch_needed = (scratch_needed + 63) / 64 * 64;
+  std::optional<int64_t> scratch_aligned = checked_align_up(scratch_needed, 64);
+  if (!scratch_aligned) return invalid_model("engine: a layer needs {} scratch bytes", scratch_needed);
+  scratch_needed = *scratch_aligned;
   if (plan.scratch_bytes_per_thread > scratch_needed) {
     return invalid_model("engine: the per-thread scratch is {} bytes, the largest any layer needs is {}",
                          plan.scratch_bytes_per_thread, scratch_needed);

@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/checked_math.h"
 #include "engine/engine.h"
 #include "engine/layer.h"
 #include "parser/onnx_loader.h"
@@ -193,7 +194,7 @@ void edit_param(ByteReader& reader, PlanLayer& layer) {
       if (auto* list = std::get_if<std::vector<int64_t>>(&value); list && !list->empty()) {
         (*list)[reader.index(list->size())] = reader.interesting();
       } else if (auto* number = std::get_if<int64_t>(&value)) {
-        *number += reader.small_int();
+        *number = checked_add(*number, reader.small_int()).value_or(*number);
       } else if (auto* real = std::get_if<double>(&value)) {
         *real = reader.real();
       } else if (auto* reals = std::get_if<std::vector<double>>(&value); reals && !reals->empty()) {
@@ -251,10 +252,11 @@ void edit_tensor(ByteReader& reader, PlanTensor& tensor) {
       // A consistent change: one dim doubled or halved, bytes following (what a confused builder might write).
       if (!tensor.shape.empty()) {
         int64_t& dim = tensor.shape[reader.index(tensor.shape.size())];
-        dim = reader.byte() % 2 ? dim * 2 : dim / 2;
-        int64_t count = 1;
-        for (int64_t d : tensor.shape) count *= std::max<int64_t>(d, 0);
-        tensor.bytes = count * static_cast<int64_t>(dtype_size(tensor.dtype));
+        dim = reader.byte() % 2 ? checked_mul(dim, 2).value_or(dim) : dim / 2;
+        std::optional<int64_t> count = checked_product(tensor.shape);
+        std::optional<int64_t> bytes =
+            count ? checked_mul(*count, static_cast<int64_t>(dtype_size(tensor.dtype))) : std::nullopt;
+        tensor.bytes = bytes.value_or(-1);
       }
       break;
   }
@@ -357,9 +359,11 @@ void fuzz_engine_plan_one_input(const uint8_t* data, size_t size) {
   ++counts.bound;
   // Bound: run it once, at the maximum batch, on seeded inputs.
   const EnginePlan& bound = (*engine)->plan();
-  int64_t run_bytes = bound.arena_bytes + bound.scratch_bytes_per_thread * 2;
-  for (int32_t index : bound.outputs) run_bytes += bound.tensors[static_cast<size_t>(index)].bytes;
-  for (int32_t index : bound.inputs) run_bytes += bound.tensors[static_cast<size_t>(index)].bytes;
+  int64_t run_bytes = saturating_add(bound.arena_bytes, saturating_add(bound.scratch_bytes_per_thread,
+                                                                       bound.scratch_bytes_per_thread));
+  for (const std::vector<int32_t>* list : {&bound.outputs, &bound.inputs}) {
+    for (int32_t index : *list) run_bytes = saturating_add(run_bytes, bound.tensors[static_cast<size_t>(index)].bytes);
+  }
   if (run_bytes < 0 || run_bytes > kMaxRunBytes) return;
   std::vector<std::vector<uint8_t>> input_data;
   std::vector<engine::ConstTensorBinding> bindings;
