@@ -328,7 +328,7 @@ void apply_edit(ByteReader& reader, EnginePlan& plan) {
 }
 
 // The bytes the harness allocates to run a plan: skipped above this (not a finding, only slow).
-constexpr int64_t kMaxRunBytes = int64_t{64} << 20;
+constexpr int64_t kMaxRunBytes = int64_t{8} << 20;
 
 void trap_unless_explained(const Status& status) {
   if (status.is_ok()) return;
