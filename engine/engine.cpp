@@ -14,6 +14,7 @@
 #include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
+#include "core/version.h"
 #include "engine/builder.h"
 #include "engine/engine_file.h"
 #include "engine/layer.h"
@@ -112,7 +113,7 @@ Result<std::shared_ptr<const Engine>> build_engine(Graph graph, const BuildOptio
   auto report = optimizer::optimize(graph, optimize_options);
   if (!report.ok()) return report.status();
   QDQRT_ASSIGN_OR_RETURN(EnginePlan plan, build_plan(graph, options, batched, probe));
-  plan.qdqrt_version = QDQRT_VERSION_STRING;
+  plan.qdqrt_version = kVersion;
   return Engine::from_plan(std::move(plan));
 }
 
@@ -127,16 +128,22 @@ struct Engine::BoundLayers {
 
 Engine::~Engine() = default;
 
-Result<std::shared_ptr<const Engine>> Engine::build_from_file(const std::string& onnx_path, const BuildOptions& options) {
+namespace {
+
+// An ONNX model read by `load` (from a file or from bytes), loaded three times: as declared, at the
+// maximum batch, and at the probe batch.
+using LoadGraph = std::function<Result<Graph>(const LoadOptions& options)>;
+
+Result<std::shared_ptr<const Engine>> build_from_onnx(const LoadGraph& load, const std::string& model_name,
+                                                      const BuildOptions& options) {
   // First load: which inputs have a symbolic batch and which dims must be given.
-  QDQRT_ASSIGN_OR_RETURN(Graph declared, load_onnx_file(onnx_path));
+  QDQRT_ASSIGN_OR_RETURN(Graph declared, load(LoadOptions{}));
   QDQRT_ASSIGN_OR_RETURN(ResolvedInputs resolved, resolve_input_shapes(declared, options));
   // Second load: every shape concrete at the maximum batch.
   LoadOptions load_options;
   load_options.input_shapes = resolved.shapes;
-  QDQRT_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(onnx_path, load_options));
-  size_t slash = onnx_path.find_last_of('/');
-  graph.name = slash == std::string::npos ? onnx_path : onnx_path.substr(slash + 1);  // becomes source_model
+  QDQRT_ASSIGN_OR_RETURN(Graph graph, load(load_options));
+  graph.name = model_name;  // becomes source_model
   auto load_at_batch = [&](int64_t batch) {
     LoadOptions probe_options;
     probe_options.run_checker = false;  // checked by the load at the maximum batch
@@ -145,9 +152,26 @@ Result<std::shared_ptr<const Engine>> Engine::build_from_file(const std::string&
       Shape& shape = probe_options.input_shapes[name];
       if (!shape.empty()) shape[0] = batch;
     }
-    return load_onnx_file(onnx_path, probe_options);
+    return load(probe_options);
   };
   return build_engine(std::move(graph), options, resolved.batched, load_at_batch);
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Engine>> Engine::build_from_file(const std::string& onnx_path, const BuildOptions& options) {
+  size_t slash = onnx_path.find_last_of('/');
+  std::string model_name = slash == std::string::npos ? onnx_path : onnx_path.substr(slash + 1);
+  auto load = [&](const LoadOptions& load_options) { return load_onnx_file(onnx_path, load_options); };
+  return build_from_onnx(load, model_name, options);
+}
+
+Result<std::shared_ptr<const Engine>> Engine::build_from_bytes(std::span<const uint8_t> onnx_bytes,
+                                                               const BuildOptions& options) {
+  auto load = [&](const LoadOptions& load_options) {
+    return load_onnx_bytes(onnx_bytes.data(), onnx_bytes.size(), load_options);
+  };
+  return build_from_onnx(load, "", options);
 }
 
 Result<std::shared_ptr<const Engine>> Engine::build(Graph graph, const BuildOptions& options) {

@@ -120,6 +120,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   ~Engine();
 
   static Result<std::shared_ptr<const Engine>> build_from_file(const std::string& onnx_path, const BuildOptions& options);
+  // A serialized ONNX model in memory (external data is not supported: the model has no directory).
+  static Result<std::shared_ptr<const Engine>> build_from_bytes(std::span<const uint8_t> onnx_bytes,
+                                                                const BuildOptions& options);
   static Result<std::shared_ptr<const Engine>> build(Graph graph, const BuildOptions& options);
   // Binds a plan (built or read from a file): validates it and creates every layer.
   static Result<std::shared_ptr<const Engine>> from_plan(EnginePlan plan);

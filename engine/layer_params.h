@@ -68,6 +68,13 @@ inline constexpr BoolCodec kResidual{"res.present"};
 inline constexpr BoolCodec kResidualSigned{"res.signed"};  // the res.* below only when res.present
 inline constexpr FloatCodec kResidualScale{"res.scale", FloatCheck::kPositive};
 inline constexpr IntCodec kResidualZeroPoint{"res.zero_point", kZeroPointMin, kZeroPointMax};
+// Fused pointwise program (kernels/pointwise/pointwise_program.h), the pw.* below only when
+// pw.present: 4 codes per instruction (op, dst, a, b), the constants' channel count (0: one value
+// per slot) and the constants [slots][channels]. Validated as a program at bind.
+inline constexpr BoolCodec kPointwise{"pw.present"};
+inline constexpr IntsCodec kPointwiseCode{"pw.code", 0, 255};
+inline constexpr IntCodec kPointwiseChannels{"pw.channels", 0, kMaxDim};
+inline constexpr FloatsCodec kPointwiseConstants{"pw.constants", FloatCheck::kNotNan};
 
 // ---------------------------------------------------------------------------------------------
 // Packed INT8 weights (kernels::PackedGemm, kernels::PackedDepthwise) under a prefix:

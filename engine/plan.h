@@ -25,7 +25,8 @@ namespace qdqrt::engine {
 // Version of the engine file layout; a file with another version is refused. 2: layer params as
 // the codecs of engine/layer_params.h (packed INT8 weights in real units, the output scale once).
 // 3: tensors record where their batch is (batch_axis, batch_factor), the plan its fixed-batch reason.
-inline constexpr uint32_t kEngineFormatVersion = 3;
+// 4: INT8 epilogues carry an optional pointwise program (pw.*).
+inline constexpr uint32_t kEngineFormatVersion = 4;
 
 // How a tensor's elements are ordered in memory. kPlain is ONNX's row-major order of the logical
 // shape (NCHW for images); kNhwc stores a rank-4 [N, C, H, W] tensor channels-last (INT8 regions).

@@ -105,6 +105,7 @@ QuantizeKernels<T> quantize_kernels(Isa isa) {
       k.quantize.fn = scalar::quantize<T>;
       k.dequantize.fn = scalar::dequantize<T>;
       k.quantize_channels.fn = scalar::quantize_channels<T>;
+      k.quantize_gated.fn = scalar::quantize_gated<T>;
       k.dequantize_channels.fn = scalar::dequantize_channels<T>;
       k.requantize.fn = scalar::requantize<T>;
       k.quantize_nchw_to_nhwc.fn = scalar::quantize_nchw_to_nhwc<T>;
@@ -113,6 +114,7 @@ QuantizeKernels<T> quantize_kernels(Isa isa) {
       k.quantize.fn = avx2::quantize<T>;
       k.dequantize.fn = avx2::dequantize<T>;
       k.quantize_channels.fn = avx2::quantize_channels<T>;
+      k.quantize_gated.fn = avx2::quantize_gated<T>;
       k.dequantize_channels.fn = avx2::dequantize_channels<T>;
       k.requantize.fn = avx2::requantize<T>;
       k.quantize_nchw_to_nhwc.fn = avx2::quantize_nchw_to_nhwc<T>;
@@ -121,6 +123,7 @@ QuantizeKernels<T> quantize_kernels(Isa isa) {
       k.quantize.fn = avx512skx::quantize<T>;
       k.dequantize.fn = avx512skx::dequantize<T>;
       k.quantize_channels.fn = avx512skx::quantize_channels<T>;
+      k.quantize_gated.fn = avx512skx::quantize_gated<T>;
       k.dequantize_channels.fn = avx512skx::dequantize_channels<T>;
       k.requantize.fn = avx512skx::requantize<T>;
       k.quantize_nchw_to_nhwc.fn = avx512skx::quantize_nchw_to_nhwc<T>;
@@ -130,6 +133,7 @@ QuantizeKernels<T> quantize_kernels(Isa isa) {
   k.quantize.name = name("f32-" + prefix + "-vcvt", impl);
   k.dequantize.name = name(prefix + "-f32-vcvt", impl);
   k.quantize_channels.name = name("f32-" + prefix + "-vcvt-qc", impl);
+  k.quantize_gated.name = name("f32-" + prefix + "-vmulcvt-gate", impl);
   k.dequantize_channels.name = name(prefix + "-f32-vcvt-qc", impl);
   k.requantize.name = name(dtype_op<T>("requantize-minmax"), impl);
   k.quantize_nchw_to_nhwc.name = name("f32-" + prefix + "-vcvt-nchw2nhwc", impl);
@@ -247,6 +251,10 @@ Fp32Kernels fp32_kernels(Isa isa) {
   k.binary_sv.name = name("f32-vrbinaryc", impl);
   k.unary.name = name("f32-vunary", impl);
   k.softmax.name = name("f32-softmax", impl);
+  k.channel_sums.fn = impl == Impl::kScalar ? scalar::fp32_channel_sums
+                      : impl == Impl::kAvx2 ? avx2::fp32_channel_sums
+                                            : avx512skx::fp32_channel_sums;
+  k.channel_sums.name = name("f32-channel-sums", impl);
   k.gemm.name = name(impl == Impl::kScalar ? "f32-gemm" : "f32-gemm-eigen", impl);  // scalar: plain loops
   return k;
 }

@@ -45,6 +45,7 @@ struct QuantizeKernels {
   NamedKernel<QuantizeFn<T>> quantize;
   NamedKernel<DequantizeFn<T>> dequantize;
   NamedKernel<QuantizeChannelsFn<T>> quantize_channels;
+  NamedKernel<QuantizeGatedFn<T>> quantize_gated;
   NamedKernel<DequantizeChannelsFn<T>> dequantize_channels;
   NamedKernel<RequantizeFn<T>> requantize;
   NamedKernel<QuantizeNchwToNhwcFn<T>> quantize_nchw_to_nhwc;

@@ -21,7 +21,7 @@ void oracle_gemm(const GemmWeightsDesc& desc, const void* a, int64_t a_row_strid
         acc += static_cast<int64_t>(x) * w;
       }
       const float y = epilogue_value(static_cast<int32_t>(acc), gemm_multiplier(desc, n), gemm_float_bias(desc, n),
-                                     epilogue, residual_at(epilogue, row, n));
+                                     epilogue, residual_at(epilogue, row, n), n);
       epilogue_store(y, epilogue, c_row, n);
     }
   }
@@ -64,7 +64,7 @@ void oracle_conv(const ConvWeightsDesc& desc, const ConvShape& shape, const void
           const float multiplier = desc.input_scale * weight_scale / desc.output_scale;
           const float float_bias = desc.bias_float ? desc.bias_float[o] / desc.output_scale : 0.0f;
           const float y =
-              epilogue_value(static_cast<int32_t>(acc), multiplier, float_bias, epilogue, residual_at(epilogue, pixel, o));
+              epilogue_value(static_cast<int32_t>(acc), multiplier, float_bias, epilogue, residual_at(epilogue, pixel, o), o);
           epilogue_store(y, epilogue, out, o);
         }
       }

@@ -24,11 +24,22 @@ const char* activation_name(ActivationKind kind) {
 }
 
 Epilogue make_epilogue(OutputType output_type, float output_scale, int32_t output_zero_point,
-                       const Activation& activation, const Residual* residual) {
+                       const Activation& activation, const Residual* residual, const PointwiseProgram* program) {
   Epilogue e;
   e.output_type = output_type;
   float scale = 1.0f;
-  if (output_type == OutputType::kF32) {
+  if (program != nullptr) {
+    // Bias, residual and activation stay in real units; the program's result is quantized after.
+    e.program = program;
+    e.output_zero_point = output_type == OutputType::kF32 ? 0 : output_zero_point;
+    e.program_inverse_scale = output_type == OutputType::kF32 ? 1.0f : 1.0f / output_scale;
+    e.clamp_min = -std::numeric_limits<float>::infinity();
+    e.clamp_max = std::numeric_limits<float>::infinity();
+    if (output_type != OutputType::kF32) {
+      e.saturate_min = (output_type == OutputType::kS8 ? -128.0f : 0.0f) - static_cast<float>(output_zero_point);
+      e.saturate_max = (output_type == OutputType::kS8 ? 127.0f : 255.0f) - static_cast<float>(output_zero_point);
+    }
+  } else if (output_type == OutputType::kF32) {
     e.output_zero_point = 0;
     e.clamp_min = -std::numeric_limits<float>::infinity();
     e.clamp_max = std::numeric_limits<float>::infinity();

@@ -5,8 +5,13 @@
 //   y     = fma(float(residual - residual_zp), residual_multiplier, y)   (optional)
 //   y     = y < 0 ? y * leaky_alpha : y                          (optional LeakyRelu)
 //   y     = min(max(y, clamp_min), clamp_max)                    (Relu/Clip and int8 saturation)
+//   y     = program(y) * (1 / output_scale), clamped to the int8/uint8 range   (optional program)
 //   out   = int8/uint8: round_half_to_even(y) + output_zero_point;   fp32: y
 //
+// Without a program y is in output units from the start (the multipliers below). With a pointwise
+// program (kernels/pointwise/pointwise_program.h: SiLU, GELU, ... between the layer and its Q) the
+// multipliers and bounds stay in real units, the program runs in registers, and the true division
+// by the output scale is QuantizeLinear's.
 // multiplier[n] = input_scale * weight_scale[n] / output_scale and float_bias = bias / output_scale
 // live with the packed weights (known at build time); everything else is a runtime Epilogue.
 // Every ISA performs exactly this sequence of float operations (fma, not mul+add), so all
@@ -16,6 +21,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+
+#include "kernels/pointwise/pointwise_program.h"
 
 namespace qdqrt::kernels {
 
@@ -57,16 +64,28 @@ struct Epilogue {
   bool residual_signed = true;
   int32_t residual_zero_point = 0;
   float residual_multiplier = 0.0f;  // residual_scale / output_scale
+  // Optional pointwise program, run on the clamped real-unit value; then (int8/uint8 outputs)
+  // y * program_inverse_scale clamped to [saturate_min, saturate_max]. A multiplication, not
+  // QuantizeLinear's division: the program's exp/erf are polynomials anyway (|error| ~1e-7), and
+  // one division fewer per vector matters on the SiLU after every conv of an EfficientNet.
+  const PointwiseProgram* program = nullptr;
+  int64_t program_channel_offset = 0;  // added to the column: a grouped conv's group runs columns 0..
+  float program_inverse_scale = 1.0f;
+  float saturate_min = -128.0f;
+  float saturate_max = 127.0f;
 };
 
 // output_scale/output_zero_point are ignored for kF32 (the output is in real units).
+// With a program the multipliers the kernel was packed with must be in real units (output scale 1).
 Epilogue make_epilogue(OutputType output_type, float output_scale, int32_t output_zero_point,
-                       const Activation& activation = {}, const Residual* residual = nullptr);
+                       const Activation& activation = {}, const Residual* residual = nullptr,
+                       const PointwiseProgram* program = nullptr);
 
 // The scalar definition of the epilogue (used by the scalar kernels and the test oracle).
-// Returns the float value before rounding/storing.
+// Returns the float value before rounding/storing; `channel` is the output column (the program's
+// per-channel constants).
 inline float epilogue_value(int32_t acc, float multiplier, float float_bias, const Epilogue& e,
-                            int32_t residual_value) {
+                            int32_t residual_value, int64_t channel) {
   float y = std::fma(static_cast<float>(acc), multiplier, float_bias);
   if (e.residual) {
     y = std::fma(static_cast<float>(residual_value - e.residual_zero_point), e.residual_multiplier, y);
@@ -75,6 +94,14 @@ inline float epilogue_value(int32_t acc, float multiplier, float float_bias, con
   // Same operand order as vmaxps/vminps (second operand wins on ties), so -0.0 matches too.
   y = y > e.clamp_min ? y : e.clamp_min;
   y = y < e.clamp_max ? y : e.clamp_max;
+  if (e.program != nullptr) {
+    y = run_pointwise_scalar(*e.program, y, e.program_channel_offset + channel);
+    if (e.output_type != OutputType::kF32) {
+      y = y * e.program_inverse_scale;
+      y = y > e.saturate_min ? y : e.saturate_min;
+      y = y < e.saturate_max ? y : e.saturate_max;
+    }
+  }
   return y;
 }
 

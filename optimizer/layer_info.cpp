@@ -61,6 +61,8 @@ QuantSlots quant_slots(const Node& node) {
         slots.activations.emplace_back(static_cast<int>(i), static_cast<int>(i + 2));
       }
       slots.output_zero_point = kConcatYZeroPoint;
+    } else if (node.op_type == kChannelGate) {
+      slots.output_zero_point = kGateYZeroPoint;  // float inputs
     } else {  // QLookup, QAveragePool, QGlobalAveragePool, QRequantize
       slots.activations = {{kUnaryX, kUnaryXZeroPoint}};
       slots.output_zero_point = kUnaryYZeroPoint;
@@ -214,6 +216,7 @@ class LayerBuilder {
     if (node.op_type == kQGlobalAveragePool) return "GlobalAveragePool";
     if (node.op_type == kQConcat) return "Concat";
     if (node.op_type == kQRequantize) return "Requantize";
+    if (node.op_type == kChannelGate) return "ChannelGate";
     if (node.op_type == kQLookup) {
       const Attribute* function = node.find_attribute("function");
       return function != nullptr && function->kind == Attribute::Kind::kString ? function->s : "Lookup";
@@ -399,7 +402,16 @@ LayerReport compute_layer_info(const Graph& graph, const std::vector<FloatReason
     } else if (node.domain.empty() && node.op_type == "QuantizeLinear") {
       summary.quantize_nodes++;
       int producer = index.producer(node.input(0));
-      if (is_op(producer, "DequantizeLinear") || is_qdqrt_layer(producer)) summary.qdq_inside_int8.push_back(layer.name);
+      // An INT8 layer whose output a float layer reads too writes float: its Q is a border.
+      bool float_reader = false;
+      for (int reader : index.consumers(node.input(0))) {
+        const Node& other = graph.nodes[static_cast<size_t>(reader)];
+        float_reader = float_reader || (other.domain.empty() && other.op_type != "QuantizeLinear" &&
+                                        other.op_type != "DequantizeLinear");
+      }
+      if (is_op(producer, "DequantizeLinear") || (is_qdqrt_layer(producer) && !float_reader)) {
+        summary.qdq_inside_int8.push_back(layer.name);
+      }
     }
     report.layers.push_back(std::move(layer));
   }

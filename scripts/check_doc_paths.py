@@ -29,14 +29,15 @@ import sys
 
 # Top-level folders and files a path can start from: these and whatever else the root holds. Listed
 # here too so that a folder that disappears still makes the paths under it stale.
-ROOTS = {".ci", "bench", "core", "deploy", "docs", "engine", "kernels", "models", "optimizer", "parser",
-         "reference", "scripts", "server", "tests", "tools", "CMakeLists.txt", "README.md"}
+ROOTS = {".ci", "bench", "cmake", "core", "deploy", "docs", "engine", "kernels", "models", "optimizer", "parser",
+         "python", "reference", "scripts", "server", "tests", "tools", "CMakeLists.txt", "README.md"}
 # Extensions of file names worth checking (not .onnx/.npy/.svg/.txt: examples name made-up files).
 FILE_EXTENSIONS = (".h", ".cpp", ".py", ".sh", ".fbs", ".js", ".md", ".cmake")
 BARE_NAME_EXTENSIONS = (".h", ".cpp", ".py", ".sh", ".fbs", ".md")  # not .js: "Node.js"
 # Paths the docs name that the build or an install script makes, with what makes them.
 GENERATED = {
     "engine/engine_file_generated.h": "flatc, into the build tree (engine/CMakeLists.txt)",
+    "core/version.h": "configure_file from core/version.h.in, into the build tree (core/CMakeLists.txt)",
     "tools/ort/node_modules": "npm ci in scripts/install_ort.sh",
     "tests/server/node_modules": "npm ci in scripts/install_serve_clients.sh",
 }

@@ -7,7 +7,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libonnx-dev python3-onnx libonnx-testdata
   libeigen3-dev libtbb-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libflatbuffers-dev flatbuffers-compiler
-  python3-numpy python3-torch python3-torchvision dataset-fashion-mnist
+  python3-numpy python3-dev pybind11-dev python3-pybind11 python3-pytest python3-torch python3-torchvision dataset-fashion-mnist
   clang libclang-rt-14-dev ccache libxxhash-dev
   libcpp-httplib-dev libgrpc++-dev protobuf-compiler-grpc
 )

@@ -9,8 +9,8 @@
 
 #include "parser/onnx_loader.h"
 #include "parser/onnx_writer.h"
+#include "tools/calibration/calibrate_model.h"
 #include "tools/calibration/calibration_cache.h"
-#include "tools/calibration/collector.h"
 #include "tools/commands.h"
 #include "tools/datasets.h"
 
@@ -22,34 +22,14 @@ CalibrateError failure(Status status) { return CalibrateError{false, std::move(s
 
 }  // namespace
 
-int64_t automatic_batch_size(const Graph& graph, const std::vector<std::string>& tensors, int64_t budget_bytes) {
-  constexpr int64_t kMaxBatch = 32;
-  int64_t bytes_per_image = 0;
-  for (const std::string& name : tensors) {
-    const ValueInfo* info = graph.find_value(name);
-    int64_t elements = 1;
-    if (info != nullptr && info->shape) {
-      for (const Dim& dim : *info->shape) elements *= dim.is_static() ? std::max<int64_t>(dim.value, 1) : 1;
-    }
-    bytes_per_image += elements * static_cast<int64_t>(sizeof(float));
-  }
-  if (bytes_per_image == 0) return kMaxBatch;
-  return std::clamp<int64_t>(budget_bytes / bytes_per_image, 1, kMaxBatch);
-}
-
 std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptions& options, std::ostream& out) {
   if (options.samples <= 0) return usage_error(invalid_argument("--samples must be positive, got {}", options.samples));
   auto graph = load_onnx_file(options.onnx_path);
   if (!graph.ok()) return failure(graph.status().with_context(options.onnx_path));
-  if (graph->inputs.size() != 1) {
-    return failure(unsupported("'{}' has {} inputs; calibrate feeds one image input", options.onnx_path,
-                               graph->inputs.size()));
-  }
+  Status input_ok = calibration::check_calibration_input(*graph);
+  if (!input_ok.is_ok()) return failure(input_ok.with_context(options.onnx_path));
   const std::string& input_name = graph->inputs[0];
   const ValueInfo* input_info = graph->find_value(input_name);
-  if (input_info == nullptr || input_info->dtype != DataType::kFloat || !input_info->shape) {
-    return failure(unsupported("model input '{}' must be float32 with a known rank", input_name));
-  }
   auto plan = calibration::plan_quantization(*graph, options.placement);
   if (!plan.ok()) return failure(plan.status().with_context(options.onnx_path));
 
@@ -68,9 +48,12 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
                              data->size());
   }
 
-  calibration::CollectOptions collect;
-  std::vector<std::string> tensors = plan->tensors_to_calibrate();
-  collect.batch_size = options.batch_size > 0 ? options.batch_size : automatic_batch_size(*graph, tensors);
+  calibration::CalibrateModelOptions calibrate_options;
+  calibrate_options.method = options.method;
+  calibrate_options.threads = options.threads;
+  calibrate_options.batch_size = options.batch_size;
+  calibrate_options.show_progress = options.show_progress;
+  calibrate_options.calibrate_inputs = options.calibrate_inputs;
   if (dims[0] >= 0) {
     // A static batch dim is what the model runs at, as eval and exec hold it to: every batch the
     // reference runs must have exactly that many images.
@@ -86,32 +69,28 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
           "(--samples)",
           input_name, static_batch, images));
     }
-    collect.batch_size = static_batch;
+    calibrate_options.batch_size = static_batch;
   }
-  collect.threads = options.threads;
-  collect.show_progress = options.show_progress;
-  collect.inputs_by_max = !options.calibrate_inputs;
-  auto amax = calibration::calibrate_tensors(*graph, data->images, tensors, options.method, collect);
-  if (!amax.ok()) return failure(amax.status().with_context("calibration run"));
+  auto calibrated = calibration::calibrate_model(*graph, *plan, data->images, calibrate_options);
+  if (!calibrated.ok()) return failure(calibrated.status());
+  const std::map<std::string, float>& amax = calibrated->activation_amax;
 
-  auto quantized = calibration::insert_qdq(*graph, *plan, *amax);
-  if (!quantized.ok()) return failure(quantized.status());
   WriteOptions write_options;
   write_options.producer_name = "qdqrt calibrate";
-  Status written = write_onnx_file(*quantized, options.output_path, write_options);
+  Status written = write_onnx_file(calibrated->quantized, options.output_path, write_options);
   if (!written.is_ok()) return failure(written);
 
   if (!options.calibration_cache_path.empty()) {
     std::map<std::string, float> scales;
-    for (const auto& [name, value] : *amax) scales[name] = calibration::scale_for_amax(value);
+    for (const auto& [name, value] : amax) scales[name] = calibration::scale_for_amax(value);
     Status cache = calibration::write_calibration_cache(options.calibration_cache_path, scales, options.method);
     if (!cache.is_ok()) return failure(cache);
   }
 
   CalibrateResult result;
-  result.activation_amax = *amax;
-  result.quantized_activations = static_cast<int>(plan->activations.size());
-  result.quantized_weights = static_cast<int>(plan->weights.size());
+  result.activation_amax = amax;
+  result.quantized_activations = calibrated->quantized_activations;
+  result.quantized_weights = calibrated->quantized_weights;
   result.images = data->size();
   out << fmt::format("calibrated {} on {} images of {}: method {}, placement {}\n", options.onnx_path, result.images,
                      data->description, calibration::method_name(options.method),
@@ -119,7 +98,7 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
   out << fmt::format("quantized {} activation tensors (per-tensor) and {} weights (per-channel)\n",
                      result.quantized_activations, result.quantized_weights);
   if (options.verbose) {
-    for (const auto& [name, value] : *amax) {
+    for (const auto& [name, value] : amax) {
       out << fmt::format("  {}: amax {:.6g} scale {:.6g}\n", name, value, calibration::scale_for_amax(value));
     }
   }

@@ -29,7 +29,7 @@ struct CalibrateOptions {
   std::vector<float> mean;
   std::vector<float> std;
   int threads = 0;
-  int64_t batch_size = 0;  // images per reference run; 0 = automatic (see automatic_batch_size)
+  int64_t batch_size = 0;  // images per reference run; 0 = automatic (see calibration::automatic_batch_size)
   bool show_progress = true;
   bool calibrate_inputs = false;  // apply the method to graph inputs too (default: their max)
   bool verbose = false;  // print every tensor's amax
@@ -46,11 +46,6 @@ struct CalibrateError {
   bool usage = false;  // bad flag values or data (exit code 2) rather than a model failure (1)
   Status status;
 };
-
-// Images per reference run such that the tensors kept for calibration (their static dims, symbolic
-// dims taken as 1) stay within about `budget_bytes` per worker thread; 1..32.
-int64_t automatic_batch_size(const Graph& graph, const std::vector<std::string>& tensors,
-                             int64_t budget_bytes = int64_t{256} << 20);
 
 // The whole command; progress on stderr, a summary on `out`.
 std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptions& options, std::ostream& out);

@@ -6,9 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "optimizer/layer_info.h"
+#include "tools/inspect_report.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -23,9 +21,6 @@ struct InspectOptions {
   std::map<std::string, Shape> shapes;  // --shapes
   bool float_only = false;              // --fp32: the float pipeline (OptimizeOptions::float_only)
 };
-
-// The layer report as JSON: {"Layers": [...], "Summary": {...}}.
-nlohmann::json layer_report_to_json(const optimizer::LayerReport& report);
 
 // Loads, optimizes, prints the table and summary to `out`, writes the requested files.
 // `usage` is set when the error is the command line's fault (unknown pass, bad shapes).

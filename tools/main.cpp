@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/version.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
     CLI::App app{"qdqrt: INT8 inference for explicit-QDQ ONNX models on x86 CPUs.\n"
                  "Run 'qdqrt <command> --help' for the options of a command."};
     app.name("qdqrt");
+    app.set_version_flag("--version", std::string("qdqrt ") + qdqrt::kVersion, "Print qdqrt's version and exit");
     app.require_subcommand(1);
     std::vector<Command> commands = {add_run_command(app), add_inspect_command(app), add_exec_command(app),
                                      add_calibrate_command(app), add_eval_command(app), add_serve_command(app)};

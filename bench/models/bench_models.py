@@ -27,7 +27,8 @@ import onnx
 
 TORCHVISION_MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0")
 QUICK_MODELS = ("fmnist_resnet", "mobilenet_v2")
-VARIANTS = ("fp32", "qdq")
+VARIANTS = ("fp32", "qdq", "ort_s8", "ort_u8")
+QUANTIZED_VARIANTS = ("qdq", "ort_s8", "ort_u8")  # qdq: pytorch-quantization style; ort_*: quantize_static style
 RUN_TIMEOUT_S = 1200  # building a ResNet-50 engine plus the timed runs, on a loaded machine
 EXIT_SKIPPED = 77  # ctest SKIP_RETURN_CODE
 
@@ -52,19 +53,35 @@ def local_models(root):
     return found
 
 
-def export_torchvision(root, cache, names):
+def export_torchvision(root, cache, names, wanted_variants=None):
     """Exports the torchvision models once into `cache` (regenerated when the exporter changes)."""
     exporter = os.path.join(root, "models", "export_torchvision.py")
     sources = [exporter, os.path.join(root, "models", "fake_quant.py")]
     newest_source = max(os.path.getmtime(path) for path in sources)
+    ort_exporter = os.path.join(root, "models", "export_ort_styles.py")
+    ort_newest = max(newest_source, os.path.getmtime(ort_exporter),
+                     os.path.getmtime(os.path.join(root, "models", "export_qdq_styles.py")))
     paths = {}
     for name in names:
         paths[name] = {variant: os.path.join(cache, f"{name}_{variant}.onnx") for variant in VARIANTS}
-        stale = [v for v, p in paths[name].items() if not os.path.exists(p) or os.path.getmtime(p) < newest_source]
+        stale = [v for v in ("fp32", "qdq")
+                 if not os.path.exists(paths[name][v]) or os.path.getmtime(paths[name][v]) < newest_source]
         if stale:
             log(f"exporting {name} ({', '.join(stale)}) into {cache} ...")
             subprocess.run([sys.executable, exporter, "--model", name, "--variant", *stale, "--out", cache],
                            check=True, stdout=subprocess.DEVNULL)
+        ort_stale = [v for v in ("ort_s8", "ort_u8")
+                     if wanted_variants and v in wanted_variants and
+                     (not os.path.exists(paths[name][v]) or os.path.getmtime(paths[name][v]) < ort_newest)]
+        if ort_stale:
+            # The ONNX Runtime quantize_static-style files, made from the same FP32 export (in a
+            # scratch folder so the FP32 file the table compares against stays the one above).
+            log(f"exporting {name} ({', '.join(ort_stale)}) into {cache} ...")
+            scratch = os.path.join(cache, "ort_styles")
+            subprocess.run([sys.executable, ort_exporter, "--model", name, "--style", *ort_stale, "--out", scratch],
+                           check=True, stdout=subprocess.DEVNULL)
+            for variant in ort_stale:
+                os.replace(os.path.join(scratch, f"{name}_{variant}.onnx"), paths[name][variant])
     return paths
 
 
@@ -257,10 +274,10 @@ def print_table(rows, peak, out):
         if row["qdqrt_ms"] is not None:
             value = 2.0 * row["macs_per_image"] * row["batch"] / (row["qdqrt_ms"] * 1e-3) * 1e-9
             gops = f"{value:.0f}"
-            if peak and row["variant"] == "qdq":
+            if peak and row["variant"] in QUANTIZED_VARIANTS:
                 pct = f"{100.0 * value / (row['threads'] * peak):.1f}%"
         against_fp32 = "-"
-        if row["variant"] == "qdq":
+        if row["variant"] in QUANTIZED_VARIANTS:
             against_fp32 = fmt_ratio(fp32["ort_ms"] if fp32 else None, row["qdqrt_ms"])
         cells = [row["model"], row["variant"].upper(), str(row["threads"]), str(row["batch"]),
                  fmt_ms(row["qdqrt_ms"]), fmt_ms(row["ort_ms"]), fmt_ratio(row["ort_ms"], row["qdqrt_ms"]),
@@ -293,7 +310,9 @@ def main():
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: batch 1, 2 threads, models " + ",".join(QUICK_MODELS) + ", 1 s per run")
     parser.add_argument("--models", help="comma-separated subset (default: all)")
-    parser.add_argument("--variants", default="fp32,qdq")
+    parser.add_argument("--variants", default="fp32,qdq",
+                        help="comma-separated: fp32, qdq (pytorch-quantization style), ort_s8, ort_u8 (ONNX Runtime "
+                             "quantize_static style; torchvision models only)")
     parser.add_argument("--threads", help="comma-separated thread counts (default 1,2)")
     parser.add_argument("--batches", help="comma-separated batch sizes (default 1,8)")
     parser.add_argument("--warmup", type=float, help="warm-up per run in ms (default 500)")
@@ -332,7 +351,7 @@ def main():
     if unknown:
         parser.error(f"--models: unknown {','.join(unknown)} (available: {','.join(available)})")
     models = {name: local[name] for name in wanted if name in local}
-    models.update(export_torchvision(args.root, cache, [n for n in wanted if n in TORCHVISION_MODELS]))
+    models.update(export_torchvision(args.root, cache, [n for n in wanted if n in TORCHVISION_MODELS], variants))
 
     peak, peak_source = measure_peak(args)
     if peak is None:

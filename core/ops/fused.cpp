@@ -1,5 +1,7 @@
 #include "core/ops/fused.h"
 
+#include <cmath>
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -38,6 +40,7 @@ const char* lookup_function_name(LookupFunction function) {
     case LookupFunction::kHardSigmoid: return "HardSigmoid";
     case LookupFunction::kTanh: return "Tanh";
     case LookupFunction::kGelu: return "Gelu";
+    case LookupFunction::kQuantizedSiLU: return "QuantizedSiLU";
   }
   return "";
 }
@@ -69,6 +72,23 @@ Result<FusedLayerInfo> parse_fused_info(const Node& node) {
   QDQRT_ASSIGN_OR_RETURN(act.alpha, reader.get_float("activation_alpha", act.alpha));
   if (act.kind == ActivationKind::kClip && !(act.min <= act.max)) {
     return reader.error("activation_min", fmt::format("Clip bounds [{}, {}] are empty", act.min, act.max));
+  }
+  QDQRT_ASSIGN_OR_RETURN(info.pointwise_code, reader.get_ints("pointwise_code"));
+  QDQRT_ASSIGN_OR_RETURN(info.pointwise_constants, reader.get_floats("pointwise_constants"));
+  QDQRT_ASSIGN_OR_RETURN(info.pointwise_channels, reader.get_int("pointwise_channels", 0));
+  if (info.pointwise_code.size() % 4 != 0) {
+    return reader.error("pointwise_code", fmt::format("has {} values, not 4 per instruction", info.pointwise_code.size()));
+  }
+  for (int64_t value : info.pointwise_code) {
+    if (value < 0 || value > 255) return reader.error("pointwise_code", fmt::format("value {} is not a byte", value));
+  }
+  if (info.pointwise_channels < 0 || info.pointwise_channels > (int64_t{1} << 24)) {
+    return reader.error("pointwise_channels", fmt::format("{} is out of range", info.pointwise_channels));
+  }
+  const size_t row = static_cast<size_t>(info.pointwise_channels > 0 ? info.pointwise_channels : 1);
+  if (info.pointwise_constants.size() % row != 0) {
+    return reader.error("pointwise_constants", fmt::format("has {} values, not a multiple of {} channels",
+                                                           info.pointwise_constants.size(), row));
   }
   return info;
 }
@@ -105,7 +125,8 @@ Result<std::shared_ptr<const OpAttributes>> parse_qlookup(const Node& node) {
   QDQRT_ASSIGN_OR_RETURN(std::string function, reader.get_string("function", ""));
   bool known = false;
   for (LookupFunction candidate : {LookupFunction::kSigmoid, LookupFunction::kSiLU, LookupFunction::kHardSwish,
-                                   LookupFunction::kHardSigmoid, LookupFunction::kTanh, LookupFunction::kGelu}) {
+                                   LookupFunction::kHardSigmoid, LookupFunction::kTanh, LookupFunction::kGelu,
+                                   LookupFunction::kQuantizedSiLU}) {
     if (function == lookup_function_name(candidate)) {
       attributes.function = candidate;
       known = true;
@@ -113,7 +134,8 @@ Result<std::shared_ptr<const OpAttributes>> parse_qlookup(const Node& node) {
   }
   if (!known) {
     return reader.error("function",
-                        fmt::format("must be Sigmoid, SiLU, HardSwish, HardSigmoid, Tanh or Gelu, got \"{}\"", function));
+                        fmt::format("must be Sigmoid, SiLU, HardSwish, HardSigmoid, Tanh, Gelu or QuantizedSiLU, got \"{}\"",
+                                    function));
   }
   QDQRT_ASSIGN_OR_RETURN(attributes.alpha, reader.get_float("alpha", attributes.alpha));
   QDQRT_ASSIGN_OR_RETURN(attributes.beta, reader.get_float("beta", attributes.beta));
@@ -122,6 +144,20 @@ Result<std::shared_ptr<const OpAttributes>> parse_qlookup(const Node& node) {
     return reader.error("approximate", fmt::format("must be \"none\" or \"tanh\", got \"{}\"", approximate));
   }
   attributes.tanh_approximation = approximate == "tanh";
+  if (attributes.function == LookupFunction::kQuantizedSiLU) {
+    QDQRT_ASSIGN_OR_RETURN(attributes.sigmoid_scale, reader.get_float("sigmoid_scale", 0.0f));
+    QDQRT_ASSIGN_OR_RETURN(attributes.sigmoid_zero_point, reader.get_int("sigmoid_zero_point", 0));
+    QDQRT_ASSIGN_OR_RETURN(int64_t is_signed, reader.get_int("sigmoid_signed", 0));
+    attributes.sigmoid_signed = is_signed != 0;
+    if (!(attributes.sigmoid_scale > 0.0f) || !std::isfinite(attributes.sigmoid_scale)) {
+      return reader.error("sigmoid_scale", fmt::format("must be finite and > 0, got {}", attributes.sigmoid_scale));
+    }
+    const int64_t lowest = attributes.sigmoid_signed ? -128 : 0;
+    if (attributes.sigmoid_zero_point < lowest || attributes.sigmoid_zero_point > lowest + 255) {
+      return reader.error("sigmoid_zero_point", fmt::format("{} is outside the {} range", attributes.sigmoid_zero_point,
+                                                            attributes.sigmoid_signed ? "int8" : "uint8"));
+    }
+  }
   return make_attributes(std::move(attributes));
 }
 
@@ -143,6 +179,7 @@ AttributeParser parser_for(const std::string& op_type) {
   if (op_type == layers::kQLookup) return parse_qlookup;
   if (op_type == layers::kQConcat) return parse_qconcat;
   if (op_type == layers::kQRequantize) return parse_info_only<QRequantizeAttributes>;
+  if (op_type == layers::kChannelGate) return parse_info_only<ChannelGateAttributes>;
   return nullptr;
 }
 
@@ -167,6 +204,7 @@ const FusedLayerInfo* fused_layer_info(const Node& node) {
   if (auto* a = dynamic_cast<const QLookupAttributes*>(typed)) return &a->fused;
   if (auto* a = dynamic_cast<const QConcatAttributes*>(typed)) return &a->fused;
   if (auto* a = dynamic_cast<const QRequantizeAttributes*>(typed)) return &a->fused;
+  if (auto* a = dynamic_cast<const ChannelGateAttributes*>(typed)) return &a->fused;
   return nullptr;
 }
 
@@ -196,12 +234,14 @@ std::string layer_kind(const Node& node, const Graph* graph) {
   if (node.op_type == layers::kQLookup) return "Lookup";
   if (node.op_type == layers::kQConcat) return "Concat";
   if (node.op_type == layers::kQRequantize) return "Requantize";
+  if (node.op_type == layers::kChannelGate) return "ChannelGate";
   return node.op_type;
 }
 
 void register_fused_ops(OpRegistry& registry) {
   for (const char* op_type : {layers::kQConv, layers::kQMatMul, layers::kQAdd, layers::kQMul, layers::kQAveragePool,
-                              layers::kQGlobalAveragePool, layers::kQLookup, layers::kQConcat, layers::kQRequantize}) {
+                              layers::kQGlobalAveragePool, layers::kQLookup, layers::kQConcat, layers::kQRequantize,
+                              layers::kChannelGate}) {
     // qdqrt's own domain is at version 1.
     registry.add({.domain = layers::kDomain,
                   .op_type = op_type,

@@ -30,6 +30,18 @@ struct FusedActivation {
 struct FusedLayerInfo {
   std::vector<std::string> fused_nodes;  // attribute "fused_nodes"
   FusedActivation activation;            // attributes "activation", "activation_min/max/alpha"
+  // Optional pointwise program run after the activation, before the output is quantized
+  // (kernels/pointwise/pointwise_program.h; optimizer/fusions/pointwise.cpp makes them):
+  // "pointwise_code" (4 ints per instruction: op, dst, a, b), "pointwise_channels" (C, or 0 when
+  // every constant is one value) and "pointwise_constants" ([slots][C] or [slots] floats).
+  std::vector<int64_t> pointwise_code;
+  std::vector<float> pointwise_constants;
+  int64_t pointwise_channels = 0;
+  bool has_pointwise() const { return !pointwise_code.empty(); }
+  int64_t pointwise_slots() const {
+    const int64_t row = pointwise_channels > 0 ? pointwise_channels : 1;
+    return static_cast<int64_t>(pointwise_constants.size()) / row;
+  }
 };
 
 struct QConvAttributes : ConvAttributes {
@@ -53,7 +65,9 @@ struct QRequantizeAttributes : OpAttributes {
   FusedLayerInfo fused;
 };
 
-enum class LookupFunction { kSigmoid, kSiLU, kHardSwish, kHardSigmoid, kTanh, kGelu };
+// kQuantizedSiLU: x * DQ(Q(Sigmoid(x))), ONNX Runtime's QDQ SiLU with the sigmoid quantized in
+// between (attributes "sigmoid_scale", "sigmoid_zero_point", "sigmoid_signed").
+enum class LookupFunction { kSigmoid, kSiLU, kHardSwish, kHardSigmoid, kTanh, kGelu, kQuantizedSiLU };
 const char* lookup_function_name(LookupFunction function);  // "Sigmoid", "SiLU", ...
 
 struct QLookupAttributes : OpAttributes {
@@ -62,6 +76,13 @@ struct QLookupAttributes : OpAttributes {
   float alpha = 0.2f;             // HardSigmoid (attribute "alpha")
   float beta = 0.5f;              // HardSigmoid (attribute "beta")
   bool tanh_approximation = false;  // Gelu (attribute "approximate": "none" / "tanh")
+  float sigmoid_scale = 1.0f;       // QuantizedSiLU: the sigmoid's quantization
+  int64_t sigmoid_zero_point = 0;
+  bool sigmoid_signed = false;
+};
+
+struct ChannelGateAttributes : OpAttributes {
+  FusedLayerInfo fused;
 };
 
 struct QConcatAttributes : OpAttributes {

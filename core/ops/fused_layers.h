@@ -78,4 +78,9 @@ inline constexpr const char* kQRequantize = "QRequantize";
 inline constexpr const char* kQConcat = "QConcat";
 enum QConcatInput { kConcatYScale = 0, kConcatYZeroPoint, kConcatFirstX };
 
+// ChannelGate: squeeze-excite's channel gate, y = x * gate with x float [N, C, H, W] and gate
+// float [N, C, 1, 1] (both computed at run time), then the optional output quantization (y_scale,
+// y_zero_point, a Q that followed the Mul): one pass over x, channels-last in the engine.
+inline constexpr const char* kChannelGate = "ChannelGate";
+enum ChannelGateInput { kGateX = 0, kGateGate, kGateYScale, kGateYZeroPoint, kGateInputCount };
 }  // namespace qdqrt::layers

@@ -7,6 +7,8 @@
 //   constant    a constant written into a tensor (constants read by layers that take tensors)
 //   lut8        an 8-bit -> 8-bit elementwise node (QRequantize) as a 256-entry table computed by
 //               the node's reference kernel, so the engine is bit-exact with the reference
+//   channel_gate  ChannelGate: fp32 NHWC x times a per-image, per-channel gate, quantized to
+//               int8/uint8 NHWC in the same pass (squeeze-excite's Mul -> Q)
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -17,6 +19,7 @@
 #include "engine/layer_params.h"
 #include "engine/layers/layer_families.h"
 #include "kernels/dispatch.h"
+#include "core/ops/fused.h"
 #include "core/ops/fused_layers.h"
 #include "core/ops/quantize.h"
 #include "reference/executor.h"
@@ -146,6 +149,11 @@ Status lower_quantize(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(Shape shape, context.shape_of(node.inputs[0]));
   bool to_nhwc = shape.size() == 4 && context.consumers_prefer_nhwc(node.outputs[0]);
   int32_t input = -1;
+  if (to_nhwc) {
+    // Already channels-last (an INT8 layer's float output): quantize as stored.
+    QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.inputs[0]));
+    if (context.tensor(stored).layout == Layout::kNhwc) to_nhwc = false;
+  }
   if (to_nhwc) {
     QDQRT_ASSIGN_OR_RETURN(input, context.input(node.inputs[0], Layout::kPlain));
   } else {
@@ -492,6 +500,113 @@ Result<std::unique_ptr<Layer>> bind_lut8(const BindContext& context) {
       new Lut8Layer(context.layer().inputs[0], context.layer().outputs[0], table, kernels::active_isa()));
 }
 
+// ---------------------------------------------------------------------------------------------
+// channel_gate
+
+template <class T>
+class ChannelGateLayer final : public Layer {
+ public:
+  ChannelGateLayer(int32_t x, int32_t gate, int32_t y, int64_t pixels, int64_t channels, float scale,
+                   int32_t zero_point, kernels::Isa isa)
+      : x_(x), gate_(gate), y_(y), pixels_(pixels), channels_(channels), scale_(scale), zero_point_(zero_point),
+        kernel_(kernels::quantize_kernels<T>(isa).quantize_gated.fn) {}
+
+  // Items: blocks of kPixelsPerItem pixels of one image (the gate changes per image).
+  WorkShape work(const RunState& state) const override {
+    return {state.batch * ceil_div(pixels_, kPixelsPerItem), static_cast<double>(kPixelsPerItem * channels_ * 2)};
+  }
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    const int64_t blocks = ceil_div(pixels_, kPixelsPerItem);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t image = item / blocks;
+      const int64_t first = (item - image * blocks) * kPixelsPerItem;
+      const int64_t count = std::min(kPixelsPerItem, pixels_ - first);
+      const int64_t offset = (image * pixels_ + first) * channels_;
+      kernel_(static_cast<size_t>(count), static_cast<size_t>(channels_), state.data<float>(x_) + offset,
+              state.data<float>(gate_) + image * channels_, state.data<T>(y_) + offset, scale_, zero_point_);
+    }
+  }
+
+ private:
+  int32_t x_, gate_, y_;
+  int64_t pixels_, channels_;
+  float scale_;
+  int32_t zero_point_;
+  kernels::QuantizeGatedFn<T> kernel_;
+};
+
+Result<std::unique_ptr<Layer>> bind_channel_gate(const BindContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, context.input(0));
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* gate, context.input(1));
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* y, context.output(0));
+  if (x->dtype != DataType::kFloat || gate->dtype != DataType::kFloat || !is_8bit(y->dtype)) {
+    return context.error(fmt::format("needs float32 x and gate -> int8/uint8, got {}, {} -> {}", dtype_name(x->dtype),
+                                     dtype_name(gate->dtype), dtype_name(y->dtype)));
+  }
+  if (x->shape.size() != 4 || x->layout != Layout::kNhwc || y->layout != Layout::kNhwc || x->shape != y->shape ||
+      batch_layout_of(*x) != batch_layout_of(*y) || (x->batched && x->batch_axis != 0)) {
+    return context.error(fmt::format("x {} and output {} must be one NHWC shape batched on dim 0",
+                                     shape_to_string(x->shape), shape_to_string(y->shape)));
+  }
+  if (gate->shape.size() != 4 || gate->shape[0] != x->shape[0] || gate->shape[1] != x->shape[1] ||
+      gate->shape[2] != 1 || gate->shape[3] != 1 || gate->batched != x->batched) {
+    return context.error(fmt::format("gate {} is not [N, C, 1, 1] of x {}", shape_to_string(gate->shape),
+                                     shape_to_string(x->shape)));
+  }
+  QDQRT_ASSIGN_OR_RETURN(ScalarQuantization q, bound_quantization(context, y->dtype));
+  const kernels::Isa isa = kernels::active_isa();
+  const int32_t in = context.layer().inputs[0], g = context.layer().inputs[1], out = context.layer().outputs[0];
+  const int64_t pixels = x->shape[2] * x->shape[3], channels = x->shape[1];
+  if (y->dtype == DataType::kInt8) {
+    return std::unique_ptr<Layer>(new ChannelGateLayer<int8_t>(in, g, out, pixels, channels, q.scale, q.zero_point, isa));
+  }
+  return std::unique_ptr<Layer>(new ChannelGateLayer<uint8_t>(in, g, out, pixels, channels, q.scale, q.zero_point, isa));
+}
+
+bool accepts_channel_gate(const Node& node, const BuildContext& context) {
+  using namespace layers;
+  if (node.inputs.size() != kGateInputCount || !node.has_input(kGateYScale)) return false;
+  auto x = context.shape_of(node.input(kGateX));
+  auto gate = context.shape_of(node.input(kGateGate));
+  auto y = context.dtype_of(node.outputs[0]);
+  auto scale = context.constant(node.input(kGateYScale));
+  auto zero_point = context.constant(node.input(kGateYZeroPoint));
+  return x.ok() && gate.ok() && x->size() == 4 && gate->size() == 4 && (*gate)[2] == 1 && (*gate)[3] == 1 &&
+         (*gate)[1] == (*x)[1] && y.ok() && is_8bit(*y) && scale != nullptr && scale->numel() == 1 &&
+         scale->dtype() == DataType::kFloat && zero_point != nullptr && zero_point->numel() == 1;
+}
+
+Status lower_channel_gate(const Node& node, BuildContext& context) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(kGateX), Layout::kNhwc));
+  // [N, C, 1, 1]: both layouts hold the same bytes, so the gate is read as stored.
+  QDQRT_ASSIGN_OR_RETURN(int32_t gate, context.input_as_stored(node.input(kGateGate)));
+  QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kNhwc));
+  const Tensor* scale = context.constant(node.input(kGateYScale));
+  const Tensor* zero_point = context.constant(node.input(kGateYZeroPoint));
+  const float scale_value = scale->data<float>()[0];
+  if (!(scale_value > 0.0f) || !std::isfinite(scale_value)) {
+    return invalid_argument("{}: y_scale {} is not a positive finite number", node.describe(), scale_value);
+  }
+  const bool is_signed = zero_point->dtype() == DataType::kInt8;
+  const int32_t zero_point_value = is_signed ? zero_point->data<int8_t>()[0] : zero_point->data<uint8_t>()[0];
+  PlanLayer layer;
+  layer.kind = "channel_gate";
+  layer.name = node.name;
+  const FusedLayerInfo* fused = fused_layer_info(node);
+  layer.source_nodes = fused != nullptr && !fused->fused_nodes.empty() ? fused->fused_nodes
+                                                                        : std::vector<std::string>{node.name};
+  layer.op_type = node.op_type;
+  layer.inputs = {x, gate};
+  layer.outputs = {y};
+  params::kScale.write(layer, scale_value);
+  params::kZeroPoint.write(layer, zero_point_value);
+  layer.kernel = is_signed ? kernels::quantize_kernels<int8_t>(context.isa()).quantize_gated.name
+                           : kernels::quantize_kernels<uint8_t>(context.isa()).quantize_gated.name;
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_border_layers(LayerRegistry& registry) {
@@ -506,6 +621,9 @@ void register_border_layers(LayerRegistry& registry) {
   registry.add_lowering({"", "QuantizeLinear", lower_quantize, accepts_quantize, false, true});
   registry.add_lowering({"", "DequantizeLinear", lower_dequantize, accepts_dequantize, false, true});
   registry.add_lowering({"", "Identity", lower_identity, nullptr, false, true});
+  registry.add_kind({"channel_gate", bind_channel_gate, false});
+  // Reads x channels-last (an INT8 conv's float output) and writes int8 for the next conv.
+  registry.add_lowering({layers::kDomain, layers::kChannelGate, lower_channel_gate, accepts_channel_gate, true, false});
 }
 
 }  // namespace qdqrt::engine

@@ -51,7 +51,8 @@ bool all_float(const Node& node, const BuildContext& context);
 PlanLayer make_layer(const Node& node, const std::string& kind, const std::string& kernel);
 
 // Checks a bound tensor: dtype, layout kPlain, rank (any when rank < 0). Errors name the layer.
-Status expect_tensor(const BindContext& context, const PlanTensor& tensor, const char* what, DataType dtype, int rank);
+Status expect_tensor(const BindContext& context, const PlanTensor& tensor, const char* what, DataType dtype, int rank,
+                     Layout layout = Layout::kPlain);
 // The number of elements of `shape`, or -1 when a dim is negative or the product overflows.
 int64_t safe_numel(const Shape& shape);
 

@@ -109,7 +109,9 @@ Result<std::unique_ptr<Layer>> bind_binary(const BindContext& context) {
   const PlanLayer& layer = context.layer();
   QDQRT_ASSIGN_OR_RETURN(int64_t op_value, params::kBinaryOp.read(context));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
-  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, -1));
+  // Channels-last only as a plain elementwise op: two runtime inputs of the output's shape.
+  const Layout layout = y->layout;
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, layout == Layout::kNhwc ? 4 : -1, layout));
   const Shape y_image = image_shape(*y);
 
   size_t next_input = 0;
@@ -120,13 +122,18 @@ Result<std::unique_ptr<Layer>> bind_binary(const BindContext& context) {
     const std::string_view name = params::kOperands[side];
     QDQRT_ASSIGN_OR_RETURN(bool is_constant, params::kOperandIsConstant.read(context, name));
     if (is_constant) {
+      if (layout == Layout::kNhwc) return context.error("a channels-last elementwise layer takes no constant");
       QDQRT_ASSIGN_OR_RETURN(shapes[side], params::kOperandShape.read_any(context, name));
       const int64_t count = safe_numel(shapes[side]);
       if (count < 0) return context.error(fmt::format("constant {} has a bad shape", name));
       QDQRT_ASSIGN_OR_RETURN(operands[side].constant, params::kOperandValue.read(context, count, name));
     } else {
       QDQRT_BIND_ASSIGN(const PlanTensor* tensor, context, context.input(next_input));
-      QDQRT_RETURN_IF_ERROR(expect_tensor(context, *tensor, "input", DataType::kFloat, -1));
+      QDQRT_RETURN_IF_ERROR(expect_tensor(context, *tensor, "input", DataType::kFloat, -1, layout));
+      if (layout == Layout::kNhwc && (tensor->shape != y->shape || (tensor->batched && tensor->batch_axis != 0))) {
+        return context.error(fmt::format("channels-last input '{}' {} is not shaped like the output {}", tensor->name,
+                                         shape_to_string(tensor->shape), shape_to_string(y->shape)));
+      }
       operands[side].tensor = layer.inputs[next_input++];
       shapes[side] = image_shape(*tensor);
       if (tensor->batched) {
@@ -151,6 +158,18 @@ Result<std::unique_ptr<Layer>> bind_binary(const BindContext& context) {
                                                               kernels::fp32_kernels(bind_isa(context.plan()))));
 }
 
+// Both inputs computed at run time with the output's static rank-4 shape.
+bool same_shape_rank4(const Node& node, const BuildContext& context) {
+  if (node.inputs.size() != 2 || !node.has_input(0) || !node.has_input(1) || node.outputs.size() != 1) return false;
+  if (context.constant(node.input(0)) != nullptr || context.constant(node.input(1)) != nullptr) return false;
+  auto a = context.shape_of(node.input(0)), b = context.shape_of(node.input(1)), y = context.shape_of(node.outputs[0]);
+  return a.ok() && b.ok() && y.ok() && a->size() == 4 && *a == *b && *a == *y;
+}
+
+bool accepts_same_shape_binary(const Node& node, const BuildContext& context) {
+  return all_float(node, context) && binary_op(node.op_type).has_value() && same_shape_rank4(node, context);
+}
+
 Status lower_binary(const Node& node, BuildContext& context) {
   auto op = binary_op(node.op_type);
   if (!op || node.inputs.size() != 2 || !node.has_input(0) || !node.has_input(1)) return lower_with_reference(node, context);
@@ -159,6 +178,21 @@ Status lower_binary(const Node& node, BuildContext& context) {
   const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(kernels::usable_isa(context.isa()));
   PlanLayer layer = make_layer(node, kBinaryKind, fp32.binary.name);
   params::kBinaryOp.write(layer, static_cast<int64_t>(*op));
+  // Two runtime inputs of the output's rank-4 shape (a residual Add between INT8 convs): an
+  // elementwise op is blind to the memory order, so it runs channels-last when the first input is
+  // stored so, and no reorder is needed on either side.
+  if (same_shape_rank4(node, context)) {
+    QDQRT_ASSIGN_OR_RETURN(int32_t a, context.input_as_stored(node.input(0)));
+    if (context.tensor(a).layout == Layout::kNhwc && batch_leads(context.tensor(a))) {
+      QDQRT_ASSIGN_OR_RETURN(int32_t b, context.input(node.input(1), Layout::kNhwc));
+      for (int side = 0; side < 2; ++side) params::kOperandIsConstant.write(layer, false, params::kOperands[side]);
+      layer.inputs = {a, b};
+      QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kNhwc));
+      layer.outputs = {output};
+      context.add_layer(std::move(layer));
+      return Status::ok();
+    }
+  }
   for (int side = 0; side < 2; ++side) {
     const std::string_view name = params::kOperands[side];
     params::kOperandIsConstant.write(layer, constants[side] != nullptr, name);
@@ -468,6 +502,9 @@ void register_elementwise(LayerRegistry& registry) {
   registry.add_kind({kSoftmaxKind, bind_softmax});
   registry.add_kind({kBatchNormKind, bind_batchnorm});
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
+    // First: the same-shape form reads channels-last inputs as stored (its producers may write NHWC).
+    registry.add_lowering(
+        {.domain = "", .op_type = op, .lower = lower_binary, .accepts = accepts_same_shape_binary, .prefers_nhwc = true});
     registry.add_lowering({.domain = "", .op_type = op, .lower = lower_binary, .accepts = all_float});
   }
   for (const char* op : {"Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Gelu", "Exp", "Abs", "Neg",

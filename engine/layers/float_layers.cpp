@@ -43,13 +43,15 @@ PlanLayer make_layer(const Node& node, const std::string& kind, const std::strin
   return layer;
 }
 
-Status expect_tensor(const BindContext& context, const PlanTensor& tensor, const char* what, DataType dtype, int rank) {
+Status expect_tensor(const BindContext& context, const PlanTensor& tensor, const char* what, DataType dtype, int rank,
+                     Layout layout) {
   if (tensor.dtype != dtype) {
     return context.error(fmt::format("{} '{}' is {}, expected {}", what, tensor.name, dtype_name(tensor.dtype),
                                      dtype_name(dtype)));
   }
-  if (tensor.layout != Layout::kPlain) {
-    return context.error(fmt::format("{} '{}' is stored {}, expected plain", what, tensor.name, layout_name(tensor.layout)));
+  if (tensor.layout != layout) {
+    return context.error(fmt::format("{} '{}' is stored {}, expected {}", what, tensor.name, layout_name(tensor.layout),
+                                     layout_name(layout)));
   }
   if (rank >= 0 && static_cast<int>(tensor.shape.size()) != rank) {
     return context.error(fmt::format("{} '{}' has shape {}, expected rank {}", what, tensor.name,

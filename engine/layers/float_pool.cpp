@@ -3,6 +3,8 @@
 //                        dilations, ceil_mode and auto_pad resolved at build time as the reference
 //                        does (core/ops/window.h). Items: (image, channel) planes.
 //   fp32_global_avgpool  GlobalAveragePool over every spatial dim (rank >= 3). Items: planes.
+//   fp32_global_avgpool_nhwc  the same on a channels-last [N, C, H, W] input (an INT8 conv's float
+//                        output read without a reorder, as squeeze-excite does). Items: images.
 #include <algorithm>
 #include <limits>
 
@@ -18,6 +20,7 @@ namespace {
 
 constexpr const char* kPoolKind = "fp32_pool";
 constexpr const char* kGlobalKind = "fp32_global_avgpool";
+constexpr const char* kGlobalNhwcKind = "fp32_global_avgpool_nhwc";
 
 struct PoolGeometry {
   bool max = true;
@@ -229,10 +232,84 @@ Result<std::unique_ptr<Layer>> bind_global(const BindContext& context) {
       std::make_unique<GlobalAvgPoolLayer>(x->shape[1], plane, context.layer().inputs[0], context.layer().outputs[0]));
 }
 
+// Channels-last: per image, the pixels' rows summed into per-channel double sums (the reference
+// sums in double too); the inner loop runs over contiguous channels.
+class GlobalAvgPoolNhwcLayer final : public Layer {
+ public:
+  GlobalAvgPoolNhwcLayer(int64_t channels, int64_t plane, int32_t input, int32_t output,
+                         kernels::Fp32ChannelSumsFn channel_sums)
+      : channels_(channels), plane_(plane), input_(input), output_(output), channel_sums_(channel_sums) {}
+
+  WorkShape work(const RunState& state) const override {
+    return {.items = state.dim(input_, 0) * ceil_div(channels_, kChannelBlock),
+            .ops_per_item = static_cast<double>(plane_ * kChannelBlock)};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    const float* x = state.data<float>(input_);
+    float* y = state.data<float>(output_);
+    const int64_t blocks = ceil_div(channels_, kChannelBlock);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t image = item / blocks;
+      const int64_t first = (item - image * blocks) * kChannelBlock;
+      const int64_t count = std::min(kChannelBlock, channels_ - first);
+      double sums[kChannelBlock];
+      const float* in = x + image * plane_ * channels_ + first;
+      strided_sums(in, count, sums);
+      for (int64_t c = 0; c < count; ++c) {
+        y[image * channels_ + first + c] = static_cast<float>(sums[c] / static_cast<double>(plane_));
+      }
+    }
+  }
+
+ private:
+  static constexpr int64_t kChannelBlock = 64;
+  static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+  // sums[c] over the plane of `count` channels starting at `in` (pixel rows `channels_` apart).
+  void strided_sums(const float* in, int64_t count, double* sums) const {
+    channel_sums_(static_cast<size_t>(plane_), static_cast<size_t>(count), static_cast<size_t>(channels_), in, sums);
+  }
+
+  int64_t channels_, plane_;
+  int32_t input_, output_;
+  kernels::Fp32ChannelSumsFn channel_sums_;
+};
+
+Result<std::unique_ptr<Layer>> bind_global_nhwc(const BindContext& context) {
+  QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
+  QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4, Layout::kNhwc));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, 4));
+  if (x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1] || y->shape[2] != 1 ||
+      y->shape[3] != 1 || x->batched != y->batched || (x->batched && (x->batch_axis != 0 || y->batch_axis != 0))) {
+    return context.error(fmt::format("input {} (NHWC) and output {} do not fit a global pool",
+                                     shape_to_string(x->shape), shape_to_string(y->shape)));
+  }
+  const int64_t plane = x->shape[2] * x->shape[3];
+  if (plane < 1) return context.error("the input has no spatial elements");
+  return std::unique_ptr<Layer>(std::make_unique<GlobalAvgPoolNhwcLayer>(
+      x->shape[1], plane, context.layer().inputs[0], context.layer().outputs[0],
+      kernels::fp32_kernels(bind_isa(context.plan())).channel_sums.fn));
+}
+
 Status lower_global(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(Shape x_shape, context.shape_of(node.input(0)));
   if (x_shape.size() < 3 || safe_numel(Shape(x_shape.begin() + 2, x_shape.end())) < 1) {
     return lower_with_reference(node, context);
+  }
+  if (x_shape.size() == 4) {
+    QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(0)));
+    const PlanTensor tensor = context.tensor(stored);
+    if (tensor.layout == Layout::kNhwc && (!tensor.batched || tensor.batch_axis == 0)) {
+      PlanLayer layer = make_layer(node, kGlobalNhwcKind,
+                                   kernels::fp32_kernels(kernels::usable_isa(context.isa())).channel_sums.name);
+      QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+      layer.inputs = {stored};
+      layer.outputs = {output};
+      context.add_layer(std::move(layer));
+      return Status::ok();
+    }
   }
   PlanLayer layer = make_layer(node, kGlobalKind, "f32-gavgpool-scalar");
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
@@ -248,9 +325,12 @@ Status lower_global(const Node& node, BuildContext& context) {
 void register_pool(LayerRegistry& registry) {
   registry.add_kind({kPoolKind, bind_pool});
   registry.add_kind({kGlobalKind, bind_global});
+  registry.add_kind({kGlobalNhwcKind, bind_global_nhwc});
   registry.add_lowering({.domain = "", .op_type = "MaxPool", .lower = lower_pool, .accepts = all_float});
   registry.add_lowering({.domain = "", .op_type = "AveragePool", .lower = lower_pool, .accepts = all_float});
-  registry.add_lowering({.domain = "", .op_type = "GlobalAveragePool", .lower = lower_global, .accepts = all_float});
+  // Prefers channels-last: an INT8 conv's float output is read without a reorder.
+  registry.add_lowering(
+      {.domain = "", .op_type = "GlobalAveragePool", .lower = lower_global, .accepts = all_float, .prefers_nhwc = true});
 }
 
 }  // namespace qdqrt::engine::fp32

@@ -128,8 +128,44 @@ kernels::OutputType output_type_of(DataType dtype) {
 // ---------------------------------------------------------------------------------------------
 // Epilogue
 
+Result<std::shared_ptr<const PointwiseProgramData>> make_pointwise_program(std::vector<int64_t> code,
+                                                                           int64_t channels,
+                                                                           std::vector<float> constants) {
+  auto data = std::make_shared<PointwiseProgramData>();
+  data->code = std::move(code);
+  data->channels = channels;
+  data->constants = std::move(constants);
+  if (channels < 0 || channels > kMaxDim) return invalid_argument("pointwise program: {} channels", channels);
+  const int64_t row = channels > 0 ? channels : 1;
+  if (static_cast<int64_t>(data->constants.size()) % row != 0) {
+    return invalid_argument("pointwise program: {} constants are not rows of {} channels", data->constants.size(), row);
+  }
+  const int64_t slots = static_cast<int64_t>(data->constants.size()) / row;
+  if (slots > kernels::kMaxPointwiseConstants) return invalid_argument("pointwise program: {} constant slots", slots);
+  kernels::PointwiseProgram& program = data->program;
+  std::string problem = kernels::decode_pointwise_code(data->code.data(), data->code.size(), program);
+  if (!problem.empty()) return invalid_argument("pointwise program: {}", problem);
+  program.constant_slots = static_cast<int>(slots);
+  if (channels > 0) {
+    const int64_t stride = round_up(channels, 16);
+    data->padded.assign(static_cast<size_t>(slots * stride), 0.0f);
+    for (int64_t slot = 0; slot < slots; ++slot) {
+      std::copy_n(data->constants.begin() + slot * channels, channels, data->padded.begin() + slot * stride);
+    }
+    program.constant_stride = stride;
+  } else {
+    data->padded = data->constants;
+    program.constant_stride = 0;
+  }
+  program.constants = data->padded.empty() ? nullptr : data->padded.data();
+  problem = kernels::validate_pointwise_program(program);
+  if (!problem.empty()) return invalid_argument("pointwise program: {}", problem);
+  return std::shared_ptr<const PointwiseProgramData>(std::move(data));
+}
+
 Result<EpilogueSpec> read_epilogue_inputs(const Node& node, const BuildContext& context, size_t y_scale_index,
-                                          const Shape& y_shape, const kernels::Activation& activation) {
+                                          const Shape& y_shape, const kernels::Activation& activation,
+                                          int64_t channels) {
   const size_t y_zero_point_index = y_scale_index + 1, residual_index = y_scale_index + 2;
   const size_t residual_scale_index = y_scale_index + 3, residual_zero_point_index = y_scale_index + 4;
   EpilogueSpec e;
@@ -160,6 +196,16 @@ Result<EpilogueSpec> read_epilogue_inputs(const Node& node, const BuildContext& 
                                                                    "residual_zero_point", 1, &residual_zp_dtype));
     if (residual_zp_dtype != residual_dtype) return unsupported("{}: residual zero-point type", node.describe());
   }
+  const FusedLayerInfo* fused = fused_layer_info(node);
+  if (fused != nullptr && fused->has_pointwise()) {
+    if (fused->pointwise_channels > 0 && fused->pointwise_channels != channels) {
+      return invalid_argument("{}: pointwise constants have {} channels, the output has {}", node.describe(),
+                              fused->pointwise_channels, channels);
+    }
+    auto program = make_pointwise_program(fused->pointwise_code, fused->pointwise_channels, fused->pointwise_constants);
+    if (!program.ok()) return invalid_argument("{}: {}", node.describe(), program.status().message());
+    e.program = std::move(program).value();
+  }
   return e;
 }
 
@@ -177,6 +223,12 @@ void store_epilogue(PlanLayer& layer, const EpilogueSpec& spec) {
     kResidualSigned.write(layer, spec.residual_signed);
     kResidualScale.write(layer, spec.residual_scale);
     kResidualZeroPoint.write(layer, spec.residual_zero_point);
+  }
+  kPointwise.write(layer, spec.program != nullptr);
+  if (spec.program) {
+    kPointwiseCode.write(layer, spec.program->code);
+    kPointwiseChannels.write(layer, spec.program->channels);
+    kPointwiseConstants.write(layer, spec.program->constants);
   }
 }
 
@@ -207,11 +259,21 @@ Result<EpilogueSpec> load_epilogue(const BindContext& context) {
     QDQRT_ASSIGN_OR_RETURN(spec.residual_zero_point,
                            read_zero_point(context, kResidualZeroPoint, spec.residual_signed));
   }
+  QDQRT_ASSIGN_OR_RETURN(bool has_program, kPointwise.read(context));
+  if (has_program) {
+    QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> code, kPointwiseCode.read_any(context));
+    QDQRT_ASSIGN_OR_RETURN(int64_t channels, kPointwiseChannels.read(context));
+    QDQRT_ASSIGN_OR_RETURN(std::vector<float> constants, kPointwiseConstants.read(context, -1));
+    auto program = make_pointwise_program(std::move(code), channels, std::move(constants));
+    if (!program.ok()) return context.error(std::string(program.status().message()));
+    spec.program = std::move(program).value();
+  }
   return spec;
 }
 
 float fold_scale(const EpilogueSpec& spec) {
-  return spec.output_type == kernels::OutputType::kF32 ? 1.0f : spec.output_scale;
+  // A pointwise program needs real units: the output scale is divided after it.
+  return spec.output_type == kernels::OutputType::kF32 || spec.program ? 1.0f : spec.output_scale;
 }
 
 kernels::Epilogue build_epilogue(const EpilogueSpec& spec, int64_t residual_row_stride) {
@@ -223,7 +285,8 @@ kernels::Epilogue build_epilogue(const EpilogueSpec& spec, int64_t residual_row_
   residual.scale = spec.residual_scale;
   residual.zero_point = spec.residual_zero_point;
   return kernels::make_epilogue(spec.output_type, spec.output_scale, spec.output_zero_point, spec.activation,
-                                spec.has_residual ? &residual : nullptr);
+                                spec.has_residual ? &residual : nullptr,
+                                spec.program ? &spec.program->program : nullptr);
 }
 
 DataType epilogue_dtype(const EpilogueSpec& spec) {

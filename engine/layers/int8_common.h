@@ -72,6 +72,20 @@ kernels::OutputType output_type_of(DataType dtype);
 // ---------------------------------------------------------------------------------------------
 // Epilogue description (params out.*, act.*, res.*), rebuilt with make_epilogue at bind.
 
+// A fused pointwise program with the storage its kernel view points into (constants padded to
+// 16-channel rows for the vector tails).
+struct PointwiseProgramData {
+  std::vector<int64_t> code;      // 4 per instruction, as the node and the plan store it
+  int64_t channels = 0;           // 0: one value per constant slot
+  std::vector<float> constants;   // unpadded [slots][channels] (or [slots]), as stored
+  std::vector<float> padded;      // [slots][round_up(channels, 16)]
+  kernels::PointwiseProgram program;
+};
+// Decodes and validates; errors say what is wrong (the caller names the node or layer).
+Result<std::shared_ptr<const PointwiseProgramData>> make_pointwise_program(std::vector<int64_t> code,
+                                                                           int64_t channels,
+                                                                           std::vector<float> constants);
+
 struct EpilogueSpec {
   kernels::OutputType output_type = kernels::OutputType::kS8;
   float output_scale = 1.0f;
@@ -81,12 +95,15 @@ struct EpilogueSpec {
   bool residual_signed = true;
   float residual_scale = 1.0f;
   int32_t residual_zero_point = 0;
+  std::shared_ptr<const PointwiseProgramData> program;  // optional; a bound layer keeps it alive
 };
 // Reads the epilogue inputs of a fused QConv/QMatMul node: y_scale, y_zero_point, residual,
 // residual_scale, residual_zero_point at consecutive indices from `y_scale_index` (both layers
-// order them so), with `activation` from the node's fused attributes.
+// order them so), with `activation` and the pointwise program from the node's fused attributes
+// (`channels`: the output channel count the program's constants run along).
 Result<EpilogueSpec> read_epilogue_inputs(const Node& node, const BuildContext& context, size_t y_scale_index,
-                                          const Shape& y_shape, const kernels::Activation& activation);
+                                          const Shape& y_shape, const kernels::Activation& activation,
+                                          int64_t channels);
 void store_epilogue(PlanLayer& layer, const EpilogueSpec& spec);
 Result<EpilogueSpec> load_epilogue(const BindContext& context);
 // With a placeholder residual pointer when has_residual (the layer sets the real one per run).

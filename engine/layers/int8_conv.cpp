@@ -104,7 +104,7 @@ Result<ConvSpec> analyze_qconv(const Node& node, const BuildContext& context) {
 
   // Epilogue: output quantization (or fp32), residual, activation.
   QDQRT_ASSIGN_OR_RETURN(spec.epilogue, read_epilogue_inputs(node, context, kConvYScale, spec.y_shape,
-                                                            kernel_activation(attributes->fused)));
+                                                            kernel_activation(attributes->fused), spec.out_channels));
   if (static_cast<int64_t>(spec.y_shape[0]) * spec.y_shape[2] * spec.y_shape[3] >= INT_MAX) {
     return unsupported("{}: too many output pixels", node.describe());
   }
@@ -304,10 +304,16 @@ Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
   layer->epilogue = build_epilogue(spec, out_channels);
   layer->input = context.layer().inputs[0];
   layer->output = context.layer().outputs[0];
-  layer->ops_per_pixel = 2.0 * static_cast<double>(out_channels) * static_cast<double>(kernel[0] * kernel[1]) *
-                         static_cast<double>(channels / groups);
+  // Products plus the epilogue, in int8-op equivalents (at ~130 int8 ops per cycle, the epilogue
+  // is ~0.7 cycles per output and a SiLU-like program another ~1.3): without it, a depthwise or
+  // small layer whose time is its epilogue would look too cheap to split across threads.
+  const double epilogue_ops = 90.0 + (spec.program ? 160.0 * spec.program->program.size : 0.0);
+  layer->ops_per_pixel = static_cast<double>(out_channels) *
+                         (2.0 * static_cast<double>(kernel[0] * kernel[1]) * static_cast<double>(channels / groups) +
+                          epilogue_ops);
   layer->pixels_per_item = packed.depthwise ? kDepthwisePixelsPerItem : kGemmPixelsPerItem;
   layer->owners = blob_owners(context.layer());
+  if (spec.program) layer->owners.push_back(spec.program);
   return std::unique_ptr<Layer>(std::move(layer));
 }
 

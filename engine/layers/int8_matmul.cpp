@@ -119,7 +119,7 @@ Result<MatMulSpec> analyze_qmatmul(const Node& node, const BuildContext& context
   }
 
   QDQRT_ASSIGN_OR_RETURN(spec.epilogue, read_epilogue_inputs(node, context, kMatMulYScale, spec.y_shape,
-                                                            kernel_activation(attributes->fused)));
+                                                            kernel_activation(attributes->fused), spec.n));
   return spec;
 }
 
@@ -424,6 +424,7 @@ Result<std::unique_ptr<Layer>> bind_qmatmul(const BindContext& context) {
   layer->n = common.n;
   layer->grid.tiles = ceil_div(common.n, layer->packed.nr);
   layer->owners = blob_owners(context.layer());
+  if (common.spec.program) layer->owners.push_back(common.spec.program);
   return std::unique_ptr<Layer>(std::move(layer));
 }
 
@@ -479,6 +480,7 @@ Result<std::unique_ptr<Layer>> bind_qbatched_matmul(const BindContext& context) 
   layer->k = common.k;
   layer->n = common.n;
   layer->owners = blob_owners(context.layer());
+  if (common.spec.program) layer->owners.push_back(common.spec.program);
   return std::unique_ptr<Layer>(std::move(layer));
 }
 

@@ -122,6 +122,7 @@ void run_conv(const PackedConv& packed, const ConvShape& shape, const ConvRunArg
     const uint8_t* input = static_cast<const uint8_t*>(args.input) + static_cast<int64_t>(g) * group_in;
     char* output = static_cast<char*>(args.output) + static_cast<int64_t>(g) * group_out * output_size;
     Epilogue group_epilogue = epilogue;
+    group_epilogue.program_channel_offset = epilogue.program_channel_offset + static_cast<int64_t>(g) * group_out;
     if (epilogue.residual) {
       group_epilogue.residual = static_cast<const uint8_t*>(epilogue.residual) + static_cast<int64_t>(g) * group_out;
     }

@@ -71,6 +71,7 @@ void run(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const
       t.bias = packed.bias.data() + c;
       t.multiplier = packed.multiplier.data() + c;
       t.float_bias = packed.float_bias.data() + c;
+      t.column0 = c;
       t.c = out + static_cast<int64_t>(c) * output_size;
       t.residual = residual ? residual + c : nullptr;
       for (int v = 0; v < vectors; ++v) store_vector8(acc[v], 8 * v, remaining - 8 * v, t, 0, clamp_min, clamp_max);

@@ -129,6 +129,7 @@ void run(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const
       t0.bias = t1.bias = packed.bias.data() + c;
       t0.multiplier = t1.multiplier = packed.multiplier.data() + c;
       t0.float_bias = t1.float_bias = packed.float_bias.data() + c;
+      t0.column0 = t1.column0 = c;
       t0.c = out0 + static_cast<int64_t>(c) * output_size;
       t1.c = out1 + static_cast<int64_t>(c) * output_size;
       t0.residual = residual0 ? residual0 + c : nullptr;
@@ -224,6 +225,7 @@ void row_tile(const PackedDepthwise& packed, const DepthwiseGeometry& g, const u
     t.bias = packed.bias.data() + c;
     t.multiplier = packed.multiplier.data() + c;
     t.float_bias = packed.float_bias.data() + c;
+    t.column0 = c;
     t.c = out + static_cast<int64_t>(c) * output_size;
     t.residual = residual ? residual + c : nullptr;
     const ColumnConstants constants = load_column_constants(t, 0);

@@ -25,7 +25,7 @@ void depthwise_run_scalar(const PackedDepthwise& packed, const DepthwiseGeometry
         acc += static_cast<uint32_t>(x * w);
       }
       const float y = epilogue_value(static_cast<int32_t>(acc), packed.multiplier[c], packed.float_bias[c], epilogue,
-                                     residual_at(epilogue, p, c));
+                                     residual_at(epilogue, p, c), c);
       epilogue_store(y, epilogue, out, c);
     }
   }

@@ -48,6 +48,11 @@ using Fp32UnaryFn = void (*)(Fp32UnaryOp op, const Fp32UnaryParams& params, size
 // Softmax over each row of `cols` contiguous values (ONNX Softmax-13 with axis = last).
 using Fp32SoftmaxFn = void (*)(size_t rows, size_t cols, const float* input, float* output);
 
+// Per-channel sums of rows x channels (channels innermost: NHWC pixels, row r at input + r *
+// row_stride), accumulated in double in row order, so every width gives the scalar kernel's sums
+// exactly: sums[c] = sum_r input[r * row_stride + c].
+using Fp32ChannelSumsFn = void (*)(size_t rows, size_t channels, size_t row_stride, const float* input, double* sums);
+
 // Row-major C[m x n] = alpha * op(A) * op(B) + beta * C + bias[n] (bias may be null), then optional
 // ReLU. op(A) is m x k (A stored k x m when transpose_a), op(B) is k x n (B stored n x k when
 // transpose_b, e.g. OIHW 1x1 conv weights). beta == 0 ignores C's old contents (even NaN).
@@ -68,6 +73,7 @@ struct Fp32Kernels {
   NamedKernel<Fp32UnaryFn> unary;
   NamedKernel<Fp32SoftmaxFn> softmax;
   NamedKernel<Fp32GemmFn> gemm;
+  NamedKernel<Fp32ChannelSumsFn> channel_sums;
 };
 
 #define QDQRT_DECLARE_FP32_KERNELS(isa)                                                                      \
@@ -77,6 +83,7 @@ struct Fp32Kernels {
   void fp32_binary_sv(Fp32BinaryOp op, size_t n, float a, const float* b, float* out);                       \
   void fp32_unary(Fp32UnaryOp op, const Fp32UnaryParams& params, size_t n, const float* input, float* output); \
   void fp32_softmax(size_t rows, size_t cols, const float* input, float* output);                            \
+  void fp32_channel_sums(size_t rows, size_t channels, size_t row_stride, const float* input, double* sums); \
   void fp32_gemm(const Fp32GemmParams& params, const float* a, size_t lda, const float* b, size_t ldb,       \
                  const float* bias, float* c, size_t ldc);                                                   \
   }

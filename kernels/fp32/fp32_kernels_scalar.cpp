@@ -77,4 +77,11 @@ void fp32_softmax(size_t rows, size_t cols, const float* input, float* output) {
   }
 }
 
+void fp32_channel_sums(size_t rows, size_t channels, size_t row_stride, const float* input, double* sums) {
+  for (size_t c = 0; c < channels; ++c) sums[c] = 0.0;
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < channels; ++c) sums[c] += static_cast<double>(input[r * row_stride + c]);
+  }
+}
+
 }  // namespace qdqrt::kernels::scalar

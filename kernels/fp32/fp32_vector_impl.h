@@ -17,73 +17,24 @@
 
 #include "kernels/fp32/fp32_kernels.h"
 
+#define QDQRT_VECTOR_LANES QDQRT_FP32_LANES
+#include "kernels/vector_math_inl.h"
+#undef QDQRT_VECTOR_LANES
+
 namespace qdqrt::kernels {
 namespace {
 namespace fp32vec {
 
 constexpr size_t kLanes = QDQRT_FP32_LANES;
-typedef float vf __attribute__((vector_size(kLanes * sizeof(float))));
-typedef int32_t vi __attribute__((vector_size(kLanes * sizeof(float))));
-
-inline vf splat(float x) { return vf{} + x; }
-inline vf load(const float* p) {
-  vf v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
-// vmaxps/vminps semantics (second operand when unordered), matching the scalar kernels' ternaries.
-inline vf vmax(vf a, vf b) { return a > b ? a : b; }
-inline vf vmin(vf a, vf b) { return a < b ? a : b; }
-// Correctly rounded, like std::sqrt.
-inline vf vsqrt(vf x) {
-#if QDQRT_FP32_LANES == 16
-  return (vf)_mm512_sqrt_ps((__m512)x);
-#else
-  return (vf)_mm256_sqrt_ps((__m256)x);
-#endif
-}
-
-// Explicit a * b + c with one rounding (the library builds with -ffp-contract=off; only the
-// transcendental approximations, which are tolerance-tested, use it).
-inline vf vfma(vf a, vf b, vf c) {
-#if QDQRT_FP32_LANES == 16
-  return (vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#else
-  return (vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
-#endif
-}
-
-// exp(x): Cody-Waite range reduction by ln2 and a degree-6 polynomial (Cephes expf coefficients)
-// in FMA form; inputs clamped to [-87.34, 88.38] (results stay normal). ~2 ulp.
-inline vf vexp(vf x) {
-  x = vmin(vmax(x, splat(-87.336544f)), splat(88.376262f));
-  const vf shifter = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  const vf n = vfma(x, splat(1.44269504088896341f), shifter) - shifter;
-  const vf r = vfma(n, splat(2.12194440e-4f), vfma(n, splat(-0.693359375f), x));
-  vf p = splat(1.9875691500e-4f);
-  p = vfma(p, r, splat(1.3981999507e-3f));
-  p = vfma(p, r, splat(8.3334519073e-3f));
-  p = vfma(p, r, splat(4.1665795894e-2f));
-  p = vfma(p, r, splat(1.6666665459e-1f));
-  p = vfma(p, r, splat(5.0000001201e-1f));
-  p = vfma(p, r * r, r) + splat(1.0f);
-  const vi exponent = (__builtin_convertvector(n, vi) + 127) << 23;
-  vf scale;
-  std::memcpy(&scale, &exponent, sizeof scale);
-  return p * scale;
-}
-
-// erfc(z) for z >= 0: Abramowitz & Stegun 7.1.26 (|error of erf| <= 1.5e-7).
-inline vf verfc_nonnegative(vf z) {
-  const vf t = splat(1.0f) / (splat(1.0f) + splat(0.3275911f) * z);
-  vf p = splat(1.061405429f);
-  p = vfma(p, t, splat(-1.453152027f));
-  p = vfma(p, t, splat(1.421413741f));
-  p = vfma(p, t, splat(-0.284496736f));
-  p = vfma(p, t, splat(0.254829592f));
-  return p * t * vexp(-(z * z));
-}
+using vmath::vf;
+using vmath::vi;
+using vmath::splat;
+using vmath::load;
+using vmath::store;
+using vmath::vmax;
+using vmath::vmin;
+using vmath::vsqrt;
+using vmath::vexp;
 
 inline vf unary_value(Fp32UnaryOp op, const Fp32UnaryParams& params, vf x) {
   const vf zero = splat(0.0f), one = splat(1.0f);
@@ -93,29 +44,13 @@ inline vf unary_value(Fp32UnaryOp op, const Fp32UnaryParams& params, vf x) {
     case Fp32UnaryOp::kLeakyRelu: return x >= zero ? x : splat(params.alpha) * x;
     case Fp32UnaryOp::kHardSigmoid:
       return vmax(vmin(splat(params.alpha) * x + splat(params.beta), one), zero);
-    case Fp32UnaryOp::kHardSwish: return x * vmax(vmin(x * splat(1.0f / 6.0f) + splat(0.5f), one), zero);
-    case Fp32UnaryOp::kSigmoid: return one / (one + vexp(-x));
-    case Fp32UnaryOp::kSilu: return x / (one + vexp(-x));
-    case Fp32UnaryOp::kTanh: {
-      // tanh|x| = 1 - 2 / (exp(2|x|) + 1), sign restored; saturates cleanly for large |x|.
-      const vf magnitude = vmax(x, -x);
-      const vf t = one - splat(2.0f) / (vexp(splat(2.0f) * magnitude) + one);
-      return x < zero ? -t : t;
-    }
-    case Fp32UnaryOp::kGelu: {
-      // 0.5 x (1 + erf(x/sqrt2)) = x >= 0 ? 0.5 x (2 - e) : 0.5 x e, e = erfc(|x|/sqrt2): no cancellation.
-      const vf e = verfc_nonnegative(vmax(x, -x) * splat(0.70710678118654752f));
-      return x >= zero ? splat(0.5f) * x * (splat(2.0f) - e) : splat(0.5f) * x * e;
-    }
+    case Fp32UnaryOp::kHardSwish: return vmath::vhardswish(x);
+    case Fp32UnaryOp::kSigmoid: return vmath::vsigmoid(x);
+    case Fp32UnaryOp::kSilu: return vmath::vsilu(x);
+    case Fp32UnaryOp::kTanh: return vmath::vtanh(x);
+    case Fp32UnaryOp::kGelu: return vmath::vgelu(x);
     case Fp32UnaryOp::kExp: return vexp(x);
-    case Fp32UnaryOp::kAbs: {
-      vi bits;
-      std::memcpy(&bits, &x, sizeof bits);
-      bits &= 0x7fffffff;
-      vf result;
-      std::memcpy(&result, &bits, sizeof result);
-      return result;
-    }
+    case Fp32UnaryOp::kAbs: return vmath::vabs(x);
     case Fp32UnaryOp::kNeg: return -x;
     case Fp32UnaryOp::kSqrt: return vsqrt(x);
   }
@@ -226,6 +161,31 @@ void fp32_unary(Fp32UnaryOp op, const Fp32UnaryParams& params, size_t n, const f
     case Fp32UnaryOp::kAbs: return unary_loop<Fp32UnaryOp::kAbs>(params, n, input, output);
     case Fp32UnaryOp::kNeg: return unary_loop<Fp32UnaryOp::kNeg>(params, n, input, output);
     case Fp32UnaryOp::kSqrt: return unary_loop<Fp32UnaryOp::kSqrt>(params, n, input, output);
+  }
+}
+
+void fp32_channel_sums(size_t rows, size_t channels, size_t row_stride, const float* input, double* sums) {
+  // Blocks of 4 float vectors: 8 double accumulators stay in registers over all rows.
+  typedef float half_vf __attribute__((vector_size(kLanes * 2)));
+  typedef double vd __attribute__((vector_size(kLanes * 4)));
+  constexpr size_t kBlock = 4 * kLanes;
+  size_t c = 0;
+  for (; c + kBlock <= channels; c += kBlock) {
+    vd acc[8] = {};
+    for (size_t r = 0; r < rows; ++r) {
+      const float* in = input + r * row_stride + c;
+      for (size_t h = 0; h < 8; ++h) {
+        half_vf half;
+        std::memcpy(&half, in + h * (kLanes / 2), sizeof half);
+        acc[h] += __builtin_convertvector(half, vd);
+      }
+    }
+    for (size_t h = 0; h < 8; ++h) std::memcpy(sums + c + h * (kLanes / 2), &acc[h], sizeof(vd));
+  }
+  // The tail channel by channel, in the same row order.
+  for (size_t t = c; t < channels; ++t) sums[t] = 0.0;
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t t = c; t < channels; ++t) sums[t] += static_cast<double>(input[r * row_stride + t]);
   }
 }
 

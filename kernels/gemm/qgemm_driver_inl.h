@@ -25,6 +25,7 @@ struct TileArgs {
   const float* multiplier;
   const float* float_bias;
   const int32_t* row_term;    // per tile row, or nullptr
+  int64_t column0;            // the tile's first output column (pointwise program constants)
   char* c;                    // the tile's first element
   int64_t c_row_bytes;
   const char* residual;       // the tile's first residual element, or nullptr
@@ -171,6 +172,7 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
         args.bias = packed.bias.data() + n;
         args.multiplier = packed.multiplier.data() + n;
         args.float_bias = packed.float_bias.data() + n;
+        args.column0 = n;
         args.row_term = need_row_term ? row_term : nullptr;
         args.c_row_bytes = c_row_stride * output_size;
         args.c = c_bytes + m * args.c_row_bytes + static_cast<int64_t>(n) * output_size;

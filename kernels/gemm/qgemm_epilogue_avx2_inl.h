@@ -8,8 +8,25 @@
 
 #include "kernels/gemm/qgemm_driver_inl.h"
 
+#define QDQRT_VECTOR_LANES 8
+#include "kernels/vector_math_inl.h"
+#include "kernels/pointwise/pointwise_eval_inl.h"
+#undef QDQRT_VECTOR_LANES
+
 namespace qdqrt::kernels::internal {
 namespace {
+
+// The pointwise program on 8 real-unit values, then the output scale and saturation
+// (int8/uint8 outputs); the same operations as epilogue_value.
+inline __m256 run_program_then_scale8(const Epilogue& e, __m256 y, int64_t column) {
+  const PointwiseProgram& program = *e.program;
+  const float* constants = program.constant_stride == 0 ? program.constants : program.constants + column;
+  y = (__m256)vmath::run_pointwise(program, (vmath::vf)y, constants, nullptr);
+  if (e.output_type == OutputType::kF32) return y;
+  y = _mm256_mul_ps(y, _mm256_set1_ps(e.program_inverse_scale));
+  y = _mm256_max_ps(y, _mm256_set1_ps(e.saturate_min));
+  return _mm256_min_ps(y, _mm256_set1_ps(e.saturate_max));
+}
 
 // Applies the epilogue to 8 accumulators of one row and stores `count` (0..8) of them.
 inline void store_vector8(__m256i acc, int column, int count, const TileArgs& t, int row, __m256 clamp_min,
@@ -34,6 +51,7 @@ inline void store_vector8(__m256i acc, int column, int count, const TileArgs& t,
   }
   y = _mm256_max_ps(y, clamp_min);
   y = _mm256_min_ps(y, clamp_max);
+  if (e.program != nullptr) y = run_program_then_scale8(e, y, e.program_channel_offset + t.column0 + column);
   char* out = t.c + row * t.c_row_bytes;
   if (e.output_type == OutputType::kF32) {
     if (count >= 8) {

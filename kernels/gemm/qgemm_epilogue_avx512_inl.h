@@ -5,6 +5,11 @@
 
 #include "kernels/gemm/qgemm_driver_inl.h"
 
+#define QDQRT_VECTOR_LANES 16
+#include "kernels/vector_math_inl.h"
+#include "kernels/pointwise/pointwise_eval_inl.h"
+#undef QDQRT_VECTOR_LANES
+
 namespace qdqrt::kernels::internal {
 namespace {
 
@@ -18,6 +23,18 @@ struct ColumnConstants {
 inline ColumnConstants load_column_constants(const TileArgs& t, int column) {
   return {_mm512_loadu_si512(t.bias + column), _mm512_loadu_ps(t.multiplier + column),
           _mm512_loadu_ps(t.float_bias + column)};
+}
+
+// The pointwise program on 16 real-unit values of columns [column, column + 16), then (int8/uint8
+// outputs) the output scale and saturation; the same operations as epilogue_value.
+inline __m512 run_program_then_scale(const Epilogue& e, __m512 y, int64_t column) {
+  const PointwiseProgram& program = *e.program;
+  const float* constants = program.constant_stride == 0 ? program.constants : program.constants + column;
+  y = (__m512)vmath::run_pointwise(program, (vmath::vf)y, constants, nullptr);
+  if (e.output_type == OutputType::kF32) return y;
+  y = _mm512_mul_ps(y, _mm512_set1_ps(e.program_inverse_scale));
+  y = _mm512_max_ps(y, _mm512_set1_ps(e.saturate_min));
+  return _mm512_min_ps(y, _mm512_set1_ps(e.saturate_max));
 }
 
 // Applies the epilogue to 16 accumulators of one row and stores `count` (0..16) of them.
@@ -43,6 +60,7 @@ inline void store_vector(__m512i acc, int column, int count, const TileArgs& t, 
   }
   y = _mm512_max_ps(y, clamp_min);
   y = _mm512_min_ps(y, clamp_max);
+  if (e.program != nullptr) y = run_program_then_scale(e, y, e.program_channel_offset + t.column0 + column);
   char* out = t.c + row * t.c_row_bytes;
   if (e.output_type == OutputType::kF32) {
     _mm512_mask_storeu_ps(reinterpret_cast<float*>(out) + column, mask, y);

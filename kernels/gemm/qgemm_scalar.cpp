@@ -40,7 +40,7 @@ struct ScalarTraits {
           residual = e.residual_signed ? static_cast<int32_t>(reinterpret_cast<const int8_t*>(residual_row)[n])
                                        : static_cast<int32_t>(reinterpret_cast<const uint8_t*>(residual_row)[n]);
         }
-        float y = epilogue_value(static_cast<int32_t>(total), t.multiplier[n], t.float_bias[n], e, residual);
+        float y = epilogue_value(static_cast<int32_t>(total), t.multiplier[n], t.float_bias[n], e, residual, t.column0 + n);
         epilogue_store(y, e, row, n);
       }
     }

@@ -29,6 +29,11 @@ using DequantizeFn = void (*)(size_t n, const T* input, float* output, float sca
 template <class T>
 using QuantizeChannelsFn = void (*)(size_t rows, size_t channels, const float* input, T* output,
                                     const float* scales, const int32_t* zero_points);
+// Squeeze-excite's channel gate then quantize, channels innermost (NHWC rows of one image):
+//   output[r * channels + c] = quantize(input[r * channels + c] * gate[c], scale, zero_point)
+template <class T>
+using QuantizeGatedFn = void (*)(size_t rows, size_t channels, const float* input, const float* gate, T* output,
+                                 float scale, int32_t zero_point);
 template <class T>
 using DequantizeChannelsFn = void (*)(size_t rows, size_t channels, const T* input, float* output,
                                       const float* scales, const int32_t* zero_points);
@@ -67,6 +72,9 @@ using RequantizeFn = void (*)(size_t n, const T* input, T* output, const Requant
   void quantize_channels(size_t rows, size_t channels, const float* input, T* output,                     \
                          const float* scales, const int32_t* zero_points);                                \
   template <class T>                                                                                      \
+  void quantize_gated(size_t rows, size_t channels, const float* input, const float* gate, T* output,     \
+                      float scale, int32_t zero_point);                                                   \
+  template <class T>                                                                                      \
   void dequantize_channels(size_t rows, size_t channels, const T* input, float* output,                   \
                            const float* scales, const int32_t* zero_points);                              \
   template <class T>                                                                                      \
@@ -85,6 +93,7 @@ QDQRT_DECLARE_QUANTIZE_KERNELS(avx512skx)
   template void quantize<T>(size_t, const float*, T*, float, int32_t);                                   \
   template void dequantize<T>(size_t, const T*, float*, float, int32_t);                                 \
   template void quantize_channels<T>(size_t, size_t, const float*, T*, const float*, const int32_t*);     \
+  template void quantize_gated<T>(size_t, size_t, const float*, const float*, T*, float, int32_t);         \
   template void dequantize_channels<T>(size_t, size_t, const T*, float*, const float*, const int32_t*);   \
   template void requantize<T>(size_t, const T*, T*, const RequantizeParams&);                             \
   template void quantize_nchw_to_nhwc<T>(size_t, size_t, size_t, size_t, const float*, T*, const float*,  \

@@ -35,6 +35,19 @@ void quantize_channels(size_t rows, size_t channels, const float* input, T* outp
 }
 
 template <class T>
+void quantize_gated(size_t rows, size_t channels, const float* input, const float* gate, T* output, float scale,
+                    int32_t zero_point) {
+  const float lo = static_cast<float>(QTraits<T>::min - zero_point);
+  const float hi = static_cast<float>(QTraits<T>::max - zero_point);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < channels; ++c) {
+      const size_t i = r * channels + c;
+      output[i] = static_cast<T>(scalar::requantize_value(input[i] * gate[c] / scale, lo, hi, zero_point));
+    }
+  }
+}
+
+template <class T>
 void dequantize_channels(size_t rows, size_t channels, const T* input, float* output, const float* scales,
                          const int32_t* zero_points) {
   for (size_t r = 0; r < rows; ++r) {

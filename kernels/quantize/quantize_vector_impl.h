@@ -96,6 +96,27 @@ void quantize_channels(size_t rows, size_t channels, const float* input, T* outp
   }
 }
 
+// Squeeze-excite's gate: rows x channels (channels innermost), each value times its channel's
+// gate (one float product, as ONNX Mul), then quantize.
+template <class V, class T>
+void quantize_gated(size_t rows, size_t channels, const float* input, const float* gate, T* output, float scale,
+                    int32_t zero_point) {
+  const typename V::Floats vscale = V::splat(scale);
+  const typename V::Floats lo = V::splat(static_cast<float>(QTraits<T>::min - zero_point));
+  const typename V::Floats hi = V::splat(static_cast<float>(QTraits<T>::max - zero_point));
+  const typename V::Ints vzero_point = V::splat_int(zero_point);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row_in = input + r * channels;
+    for_each_vector_to_bytes<V>(
+        channels, row_in, output + r * channels,
+        [&](const float* x) { return V::mul(V::load(x), V::load(gate + (x - row_in))); },
+        [&](const float* x, size_t count) {
+          return V::mul(V::load_partial(x, count), V::load_partial(gate + (x - row_in), count));
+        },
+        [&](typename V::Floats x) { return V::requantize(V::div(x, vscale), lo, hi, vzero_point); });
+  }
+}
+
 template <class V, class T>
 void dequantize_channels(size_t rows, size_t channels, const T* input, float* output, const float* scales,
                          const int32_t* zero_points) {
@@ -172,6 +193,11 @@ template <class T>
 void quantize_channels(size_t rows, size_t channels, const float* input, T* output, const float* scales,
                        const int32_t* zero_points) {
   quantize_vector::quantize_channels<QDQRT_VECTORS>(rows, channels, input, output, scales, zero_points);
+}
+template <class T>
+void quantize_gated(size_t rows, size_t channels, const float* input, const float* gate, T* output, float scale,
+                    int32_t zero_point) {
+  quantize_vector::quantize_gated<QDQRT_VECTORS>(rows, channels, input, gate, output, scale, zero_point);
 }
 template <class T>
 void dequantize_channels(size_t rows, size_t channels, const T* input, float* output, const float* scales,

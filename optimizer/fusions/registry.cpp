@@ -25,6 +25,11 @@ const std::vector<Fusion>& fusion_registry() {
       {"fuse_qdq_lookup", select_qdq_lookup, apply_qdq_lookup, {"fuse_qdq_conv", "fuse_qdq_matmul"}},
       // Last: the layers a clamp can join (QConv, QMatMul, QLookup) exist by then.
       {"fuse_qdq_clamp", select_qdq_clamp, apply_qdq_clamp, {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_lookup"}},
+      // After every INT8 layer exists: float chains join the float-output QConv/QMatMul before them.
+      {"fuse_pointwise", select_pointwise_epilogue, apply_pointwise_epilogue,
+       {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_clamp"}},
+      {"fuse_channel_gate", select_channel_gate, apply_channel_gate, {"fuse_pointwise"}},
+      {"fuse_quantized_silu", select_quantized_silu, apply_quantized_silu, {"fuse_qdq_binary", "fuse_qdq_lookup"}},
   };
   // clang-format on
   return registry;

@@ -38,4 +38,19 @@ Status apply_qdq_lookup(Graph& graph, const QdqSelection& selection, PassContext
 SelectResult select_qdq_clamp(const Graph& graph, const ValueIndex& index, int node);
 Status apply_qdq_clamp(Graph& graph, const QdqSelection& selection, PassContext& context);
 
+// pointwise.cpp: the elementwise float chain after a float-output QConv/QMatMul (SiLU, GELU,
+// HardSwish, Clip, constant Mul/Add/Div, ...) becomes the layer's pointwise program, and a Q after
+// it the layer's output quantization.
+SelectResult select_pointwise_epilogue(const Graph& graph, const ValueIndex& index, int node);
+Status apply_pointwise_epilogue(Graph& graph, const QdqSelection& selection, PassContext& context);
+
+// quantized_silu.cpp: QLookup(Sigmoid) of x_q feeding QMul(x_q, .) (ONNX Runtime's QDQ SiLU)
+// becomes one QLookup "QuantizedSiLU".
+SelectResult select_quantized_silu(const Graph& graph, const ValueIndex& index, int node);
+Status apply_quantized_silu(Graph& graph, const QdqSelection& selection, PassContext& context);
+
+// channel_gate.cpp: squeeze-excite's Mul(x, gate [N, C, 1, 1]) -> Q becomes one ChannelGate.
+SelectResult select_channel_gate(const Graph& graph, const ValueIndex& index, int node);
+Status apply_channel_gate(Graph& graph, const QdqSelection& selection, PassContext& context);
+
 }  // namespace qdqrt::optimizer

@@ -12,6 +12,9 @@
 //      units, broadcast over the channel axis 1 for QConv and the last axis for QMatMul);
 //      + residual (dequantized as in 1); activation (Relu: max(v, 0); Clip: min(max(v, lo), hi);
 //      LeakyRelu: v < 0 ? alpha * v : v);
+//      then the optional pointwise program (kernels/pointwise/pointwise_program.h), each
+//      instruction the ONNX op it came from computed in double with <cmath> and rounded to float
+//      (as reference/ops/elementwise.cpp does), per-channel constants along the channel axis;
 //   4. output: with y_scale/y_zero_point, ONNX QuantizeLinear on float32:
 //        q = saturate(round_half_to_even(v / y_scale) + y_zero_point)   (int8 [-128,127] or
 //      uint8 [0,255], the zero-point's type); without them the float32 value v itself.
@@ -20,8 +23,10 @@
 // the float evaluation order (Gemm's alpha folded into the weight scale; a bias Add folded
 // into the layer); the fusion tests bound that at 1 LSB of int8 outputs.
 // QLookup's engine table is this kernel evaluated on all 256 input codes.
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numbers>
 
 #include "core/op_registry.h"
 #include "core/ops/conv.h"
@@ -34,6 +39,7 @@
 #include "reference/executor.h"
 #include "reference/kernel_registry.h"
 #include "reference/ops/op_helpers.h"
+#include "kernels/pointwise/pointwise_program.h"
 
 namespace qdqrt {
 
@@ -105,9 +111,82 @@ Result<Tensor> binary(const Node& fused, const char* op_type, const Tensor& a, c
   return run_single(plain_node(fused, op_type), {&a, &b});
 }
 
-// Steps 3 (residual, activation) and 4 (output) shared by every layer; bias is added by the caller.
+// One pointwise instruction as the ONNX op it stands for (double math, float result).
+float reference_pointwise_op(kernels::PointwiseOp op, float a_float, float b_float) {
+  using kernels::PointwiseOp;
+  const double a = a_float, b = b_float;
+  switch (op) {
+    case PointwiseOp::kCopy: return a_float;
+    case PointwiseOp::kAdd: return static_cast<float>(a + b);
+    case PointwiseOp::kSub: return static_cast<float>(a - b);
+    case PointwiseOp::kMul: return static_cast<float>(a * b);
+    case PointwiseOp::kDiv: return static_cast<float>(a / b);
+    case PointwiseOp::kMax: return a_float > b_float ? a_float : b_float;
+    case PointwiseOp::kMin: return a_float < b_float ? a_float : b_float;
+    case PointwiseOp::kRelu: return a_float > 0.0f ? a_float : 0.0f;
+    case PointwiseOp::kLeakyRelu: return static_cast<float>(a < 0 ? b * a : a);
+    case PointwiseOp::kSigmoid:
+      return static_cast<float>(a >= 0 ? 1.0 / (1.0 + std::exp(-a)) : std::exp(a) / (1.0 + std::exp(a)));
+    case PointwiseOp::kSilu: {  // the Sigmoid and the Mul it replaces, each rounded to float
+      const float sigmoid = reference_pointwise_op(PointwiseOp::kSigmoid, a_float, 0.0f);
+      return static_cast<float>(a * static_cast<double>(sigmoid));
+    }
+    case PointwiseOp::kTanh: return static_cast<float>(std::tanh(a));
+    case PointwiseOp::kExp: return static_cast<float>(std::exp(a));
+    case PointwiseOp::kErf: return static_cast<float>(std::erf(a));
+    case PointwiseOp::kGelu: return static_cast<float>(0.5 * a * (1.0 + std::erf(a / std::numbers::sqrt2)));
+    case PointwiseOp::kGeluTanh:
+      return static_cast<float>(0.5 * a * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (a + 0.044715 * a * a * a))));
+    case PointwiseOp::kHardSwish: return static_cast<float>(a * std::clamp(a / 6.0 + 0.5, 0.0, 1.0));
+    case PointwiseOp::kNeg: return -a_float;
+    case PointwiseOp::kAbs: return std::fabs(a_float);
+    case PointwiseOp::kSqrt: return static_cast<float>(std::sqrt(a));
+    case PointwiseOp::kCount: break;
+  }
+  return a_float;
+}
+
+// Applies the fused pointwise program to every element of `value`; channels along `axis`.
+Status apply_pointwise(const Node& node, const FusedLayerInfo& fused, Tensor& value, int64_t axis) {
+  kernels::PointwiseProgram program;
+  std::string problem =
+      kernels::decode_pointwise_code(fused.pointwise_code.data(), fused.pointwise_code.size(), program);
+  program.constant_slots = static_cast<int>(std::min<int64_t>(fused.pointwise_slots(), 1 << 20));
+  program.constants = fused.pointwise_constants.data();
+  if (problem.empty()) problem = kernels::validate_pointwise_program(program);
+  if (!problem.empty()) return invalid_argument("{}: pointwise program: {}", node.describe(), problem);
+  if (axis < 0 || axis >= value.rank()) return invalid_argument("{}: a pointwise program needs a channel axis", node.describe());
+  const int64_t channels = value.dim(axis);
+  if (fused.pointwise_channels > 0 && fused.pointwise_channels != channels) {
+    return invalid_argument("{}: pointwise constants have {} channels, the output has {}", node.describe(),
+                            fused.pointwise_channels, channels);
+  }
+  int64_t inner = 1;
+  for (int64_t d = axis + 1; d < value.rank(); ++d) inner *= value.dim(d);
+  const int64_t row = fused.pointwise_channels > 0 ? fused.pointwise_channels : 1;
+  float* data = value.data<float>();
+  for (int64_t i = 0; i < value.numel(); ++i) {
+    const int64_t channel = fused.pointwise_channels > 0 ? (i / inner) % channels : 0;
+    float registers[kernels::kPointwiseRegisters] = {data[i]};
+    auto operand = [&](uint8_t id) {
+      if (id < kernels::kPointwiseRegisters) return registers[id];
+      return fused.pointwise_constants[static_cast<size_t>((id - kernels::kFirstConstantOperand) * row + channel)];
+    };
+    for (int k = 0; k < program.size; ++k) {
+      const kernels::PointwiseInstruction& in = program.code[static_cast<size_t>(k)];
+      const float b = kernels::pointwise_op_is_binary(in.op) ? operand(in.b) : 0.0f;
+      registers[in.dst] = reference_pointwise_op(in.op, operand(in.a), b);
+    }
+    data[i] = registers[0];
+  }
+  return Status::ok();
+}
+
+// Steps 3 (residual, activation, pointwise program) and 4 (output) shared by every layer; bias is
+// added by the caller. `channel_axis` is the axis a pointwise program's constants run along (-1:
+// the layer takes no program).
 Status finish(const Node& node, Inputs inputs, const FusedLayerInfo& fused, Tensor value, size_t y_scale_index,
-              size_t residual_index, std::vector<Tensor>& outputs) {
+              size_t residual_index, std::vector<Tensor>& outputs, int64_t channel_axis = -1) {
   if (residual_index != 0 && optional_input(inputs, residual_index) != nullptr) {
     QDQRT_ASSIGN_OR_RETURN(Tensor residual, dequantize_input(node, inputs, residual_index, "residual"));
     if (residual.shape() != value.shape()) {
@@ -119,6 +198,7 @@ Status finish(const Node& node, Inputs inputs, const FusedLayerInfo& fused, Tens
     float* data = value.data<float>();
     for (int64_t i = 0; i < value.numel(); ++i) data[i] = fused.activation.apply(data[i]);
   }
+  if (fused.has_pointwise()) QDQRT_RETURN_IF_ERROR(apply_pointwise(node, fused, value, channel_axis));
   const Tensor* y_scale = optional_input(inputs, y_scale_index);
   const Tensor* y_zero_point = optional_input(inputs, y_scale_index + 1);
   if (y_scale == nullptr) {
@@ -156,7 +236,7 @@ Status qconv_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& output
   if (bias != nullptr) {
     QDQRT_ASSIGN_OR_RETURN(y, add_bias(node, std::move(y), *bias, 1));
   }
-  return finish(node, inputs, attributes->fused, std::move(y), kConvYScale, kConvResidual, outputs);
+  return finish(node, inputs, attributes->fused, std::move(y), kConvYScale, kConvResidual, outputs, 1);
 }
 
 Status qmatmul_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
@@ -172,7 +252,8 @@ Status qmatmul_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
     const int64_t last_axis = y.rank() - 1;
     QDQRT_ASSIGN_OR_RETURN(y, add_bias(node, std::move(y), *bias, last_axis));
   }
-  return finish(node, inputs, attributes->fused, std::move(y), kMatMulYScale, kMatMulResidual, outputs);
+  const int64_t channel_axis = y.rank() - 1;
+  return finish(node, inputs, attributes->fused, std::move(y), kMatMulYScale, kMatMulResidual, outputs, channel_axis);
 }
 
 template <bool kIsAdd>
@@ -243,6 +324,18 @@ Status qlookup_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
       QDQRT_ASSIGN_OR_RETURN(y, binary(node, "Mul", x, sigmoid));
       break;
     }
+    case LookupFunction::kQuantizedSiLU: {
+      // x * DQ(Q(Sigmoid(x))): the sigmoid quantized in between, as ONNX Runtime's QDQ SiLU does.
+      QDQRT_ASSIGN_OR_RETURN(Tensor sigmoid, run_single(plain_node(node, "Sigmoid"), {&x}));
+      const Tensor scale = Tensor::scalar<float>(attributes->sigmoid_scale);
+      const Tensor zero_point =
+          attributes->sigmoid_signed ? Tensor::scalar<int8_t>(static_cast<int8_t>(attributes->sigmoid_zero_point))
+                                     : Tensor::scalar<uint8_t>(static_cast<uint8_t>(attributes->sigmoid_zero_point));
+      QDQRT_ASSIGN_OR_RETURN(Tensor quantized, quantize(node, sigmoid, scale, zero_point));
+      QDQRT_ASSIGN_OR_RETURN(Tensor dequantized, dequantize(node, quantized, scale, &zero_point, 1));
+      QDQRT_ASSIGN_OR_RETURN(y, binary(node, "Mul", x, dequantized));
+      break;
+    }
   }
   return finish(node, inputs, attributes->fused, std::move(y), kUnaryYScale, 0, outputs);
 }
@@ -277,6 +370,18 @@ Status qrequantize_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& 
   return finish(node, inputs, attributes->fused, std::move(x), kUnaryYScale, 0, outputs);
 }
 
+// ChannelGate: the Mul it replaced (float, numpy broadcasting), then the Q that followed it.
+Status channel_gate_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const ChannelGateAttributes* attributes, typed_attributes<ChannelGateAttributes>(node));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, kGateX, "x"));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* gate, required_input(node, inputs, kGateGate, "gate"));
+  QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *x, "x", {DataType::kFloat}));
+  QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *gate, "gate", {DataType::kFloat}));
+  QDQRT_ASSIGN_OR_RETURN(Tensor y, binary(node, "Mul", *x, *gate));
+  return finish(node, inputs, attributes->fused, std::move(y), kGateYScale, 0, outputs);
+}
+
 }  // namespace
 
 void register_fused_kernels(KernelRegistry& registry) {
@@ -289,6 +394,7 @@ void register_fused_kernels(KernelRegistry& registry) {
   registry.add(layers::kDomain, layers::kQLookup, qlookup_kernel);
   registry.add(layers::kDomain, layers::kQConcat, qconcat_kernel);
   registry.add(layers::kDomain, layers::kQRequantize, qrequantize_kernel);
+  registry.add(layers::kDomain, layers::kChannelGate, channel_gate_kernel);
 }
 
 }  // namespace qdqrt

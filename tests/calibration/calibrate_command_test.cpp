@@ -13,6 +13,7 @@
 #include "tools/npy.h"
 #include "parser/onnx_loader.h"
 #include "tools/calibrate_command.h"
+#include "tools/calibration/calibrate_model.h"
 
 namespace qdqrt::calibration {
 namespace {
@@ -143,11 +144,11 @@ TEST(CalibrateCommand, AutomaticBatchSizeBoundsMemory) {
   auto graph = load_onnx_file(kFp32Model);
   ASSERT_TRUE(graph.ok());
   // input [batch, 1, 28, 28]: 3136 bytes per image.
-  EXPECT_EQ(tools::automatic_batch_size(*graph, {"input"}, 3136 * 10), 10);
-  EXPECT_EQ(tools::automatic_batch_size(*graph, {"input"}, 100), 1);
-  EXPECT_EQ(tools::automatic_batch_size(*graph, {"input"}), 32);
+  EXPECT_EQ(automatic_batch_size(*graph, {"input"}, 3136 * 10), 10);
+  EXPECT_EQ(automatic_batch_size(*graph, {"input"}, 100), 1);
+  EXPECT_EQ(automatic_batch_size(*graph, {"input"}), 32);
   // Two 16x28x28 tensors and the input: 3136 + 2 * 50176 bytes.
-  EXPECT_EQ(tools::automatic_batch_size(
+  EXPECT_EQ(automatic_batch_size(
                 *graph, {"input", "/stem/stem.2/Relu_output_0", "/blocks/blocks.0/Relu_output_0"}, 103488 * 3),
             3);
 }

@@ -37,7 +37,7 @@ std::string int8_chain(std::mt19937& rng) {
           "c = qdqrt.QConv <pads = [1, 1, 1, 1], activation = \"Relu\", fused_nodes = [\"conv\"]> "
           "(q, s, z, w, ws, wz, , ys, z)\n"
           "l = qdqrt.QLookup <function = \"Sigmoid\", fused_nodes = [\"sig\"]> (c, ys, z, ys, z)\n"
-          "m = qdqrt.QMul <fused_nodes = [\"mul\"]> (c, ys, z, l, ys, z, ys, z)\n"
+          "m = qdqrt.QMul <fused_nodes = [\"mul\"]> (c, ys, z, l, s, z, ys, z)\n"  // l read with another scale: stays a QMul
           "k = qdqrt.QConcat <axis = 1, fused_nodes = [\"cat\"]> (ys, z, c, ys, z, m, s, z)\n"
           "p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (k)\n"
           "a = qdqrt.QAveragePool <kernel_shape = [3, 3], pads = [1, 1, 1, 1], fused_nodes = [\"avg\"]> "

@@ -572,7 +572,8 @@ TEST(Int8Layers, RegionStaysNhwc) {
       "c = qdqrt.QConv <pads = [1, 1, 1, 1], activation = \"Relu\", fused_nodes = [\"conv\"]> "
       "(x, xs, xz, w, ws, wz, , ys, yz)\n"
       "l = qdqrt.QLookup <function = \"Sigmoid\", fused_nodes = [\"sig\"]> (c, ys, yz, ys, yz)\n"
-      "m = qdqrt.QMul <fused_nodes = [\"mul\"]> (c, ys, yz, l, ys, yz, ys, yz)\n"
+      // l read with another scale than it was written with: stays a QMul (no QuantizedSiLU table).
+      "m = qdqrt.QMul <fused_nodes = [\"mul\"]> (c, ys, yz, l, xs, yz, ys, yz)\n"
       "p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (m)\n"));
   auto plan = harness_lower(graph, kMaxBatch, kernels::active_isa());
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();

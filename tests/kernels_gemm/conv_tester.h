@@ -108,7 +108,7 @@ class ConvTester {
     desc.input_scale = input_scale;
     desc.input_zero_point = q.input_zero_point;
     desc.input_signed = q.input_signed;
-    desc.output_scale = q.output_type == OutputType::kF32 ? 1.0f : output_scale;
+    desc.output_scale = q.output_type == OutputType::kF32 || q.program ? 1.0f : output_scale;
 
     const int64_t residual_stride = output_channels_ + 5;
     GuardedBuffer residual((out_pixels - 1) * residual_stride + output_channels_);
@@ -119,7 +119,7 @@ class ConvTester {
     activation.clip_min *= output_scale;
     activation.clip_max *= output_scale;
     const Epilogue epilogue = make_epilogue(q.output_type, output_scale, q.output_zero_point, activation,
-                                            q.residual ? &residual_desc : nullptr);
+                                            q.residual ? &residual_desc : nullptr, q.program);
 
     const size_t out_bytes = ((out_pixels - 1) * out_stride + output_channels_) * out_size;
     GuardedBuffer expected(out_bytes), actual(out_bytes);

@@ -41,7 +41,7 @@ TEST(Epilogue, RoundsHalfToEven) {
   int8_t out[4];
   const float values[4] = {0.5f, 1.5f, 2.5f, -0.5f};
   const int8_t expected[4] = {0, 2, 2, 0};
-  for (int i = 0; i < 4; ++i) epilogue_store(epilogue_value(0, 0.0f, values[i], e, 0), e, out, i);
+  for (int i = 0; i < 4; ++i) epilogue_store(epilogue_value(0, 0.0f, values[i], e, 0, i), e, out, i);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], expected[i]) << values[i];
 }
 

@@ -74,7 +74,7 @@ class GemmTester {
     desc.input_scale = input_scale;
     desc.input_zero_point = q.input_zero_point;
     desc.input_signed = q.input_signed;
-    desc.output_scale = q.output_type == OutputType::kF32 ? 1.0f : output_scale;
+    desc.output_scale = q.output_type == OutputType::kF32 || q.program ? 1.0f : output_scale;
 
     const int64_t residual_stride = n_ + 3;
     GuardedBuffer residual((m_ - 1) * residual_stride + n_);
@@ -86,7 +86,7 @@ class GemmTester {
     activation.clip_min *= quantum;  // the settings give clip bounds in output quanta
     activation.clip_max *= quantum;
     const Epilogue epilogue = make_epilogue(q.output_type, output_scale, q.output_zero_point, activation,
-                                            q.residual ? &residual_desc : nullptr);
+                                            q.residual ? &residual_desc : nullptr, q.program);
 
     const size_t c_bytes = ((m_ - 1) * ldc + n_) * out_size;
     GuardedBuffer expected(c_bytes), actual(c_bytes);

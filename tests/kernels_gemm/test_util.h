@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu_features.h"
+#include "kernels/pointwise/pointwise_program.h"
 #include "kernels/qepilogue.h"
 #include "guarded_buffer.h"
 
@@ -45,6 +46,7 @@ struct QuantSettings {
   bool residual = false;
   bool residual_signed = true;
   int32_t residual_zero_point = 0;
+  const PointwiseProgram* program = nullptr;  // the accumulators then stay in real units
 
   std::string describe() const {
     std::ostringstream s;
@@ -54,7 +56,8 @@ struct QuantSettings {
       << output_type_name(output_type) << " zp " << output_zero_point << ", activation "
       << activation_name(activation.kind) << ", residual "
       << (residual ? (std::string(residual_signed ? "s8" : "u8") + " zp " + std::to_string(residual_zero_point))
-                   : "off");
+                   : "off")
+      << ", pointwise " << (program ? pointwise_program_summary(*program) : std::string("off"));
     return s.str();
   }
 };

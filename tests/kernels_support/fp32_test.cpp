@@ -120,6 +120,35 @@ TEST(Fp32Kernels, SoftmaxMatchesScalarOnEveryIsa) {
   }
 }
 
+// Per-channel double sums (the NHWC GlobalAveragePool): bit-equal to the scalar kernel.
+TEST(Fp32Kernels, ChannelSumsAreExactOnEveryIsa) {
+  uint32_t seed = 7;
+  for (Isa isa : test_isas()) {
+    const Fp32Kernels kernels = fp32_kernels(isa);
+    for (size_t channels : {1, 7, 16, 32, 64, 65, 100, 130}) {
+      for (size_t rows : {1, 5, 49}) {
+        for (size_t extra : {0, 3}) {
+          const size_t stride = channels + extra;
+          std::mt19937 rng(seed++);
+          const auto input = random_floats(rng, rows * stride, -1000.0f, 1000.0f);
+          Guarded<float> guarded_input(input.size(), placement_for(seed));
+          guarded_input.copy_from(input);
+          std::vector<double> expected(channels), actual(channels, -1.0);
+          scalar::fp32_channel_sums(rows, channels, stride, input.data(), expected.data());
+          kernels.channel_sums.fn(rows, channels, stride, guarded_input.data(), actual.data());
+          for (size_t c = 0; c < channels; ++c) {
+            ASSERT_EQ(expected[c], actual[c]) << kernels.channel_sums.name << " isa=" << isa_name(isa)
+                                              << " rows=" << rows << " channels=" << channels << " c=" << c;
+          }
+          double direct = 0.0;
+          for (size_t r = 0; r < rows; ++r) direct += input[r * stride];
+          ASSERT_EQ(expected[0], direct) << "scalar: the sum in row order";
+        }
+      }
+    }
+  }
+}
+
 TEST(Fp32Kernels, GemmMatchesScalarOnEveryIsa) {
   uint32_t seed = 1;
   for (Isa isa : test_isas()) {

@@ -70,6 +70,34 @@ class QuantizeTester {
     ASSERT_EQ(output.check_canaries(), "") << describe(isa, name);
   }
 
+  // Squeeze-excite's gate: x * gate[c] then quantize, channels innermost.
+  void test_quantize_gated(Isa isa) const {
+    std::mt19937 rng(seed_);
+    const size_t n = rows_ * channels_;
+    const float scale = random_scale(rng);
+    std::vector<float> input = random_floats(rng, n, -300.0f, 300.0f);
+    std::vector<float> gate = random_floats(rng, channels_, 0.0f, 1.0f);
+    if (n > 5) input[1] = std::numeric_limits<float>::quiet_NaN();
+    const auto kernels = quantize_kernels<T>(isa);
+    Guarded<float> guarded_input(n, placement_for(seed_));
+    Guarded<float> guarded_gate(channels_, placement_for(seed_ + 2));
+    Guarded<T> output(n, placement_for(seed_ + 1));
+    guarded_input.copy_from(input);
+    guarded_gate.copy_from(gate);
+    std::vector<T> expected(n);
+    scalar::quantize_gated<T>(rows_, channels_, input.data(), gate.data(), expected.data(), scale, zero_point_);
+    kernels.quantize_gated.fn(rows_, channels_, guarded_input.data(), guarded_gate.data(), output.data(), scale,
+                              zero_point_);
+    ASSERT_EQ(first_mismatch(expected.data(), output.data(), n), "") << describe(isa, kernels.quantize_gated.name);
+    ASSERT_EQ(output.check_canaries(), "") << describe(isa, kernels.quantize_gated.name);
+    // The scalar kernel is the Mul then ONNX QuantizeLinear of the product.
+    std::vector<float> product(n);
+    for (size_t i = 0; i < n; ++i) product[i] = input[i] * gate[i % channels_];
+    std::vector<T> two_steps(n);
+    scalar::quantize<T>(n, product.data(), two_steps.data(), scale, zero_point_);
+    ASSERT_EQ(first_mismatch(two_steps.data(), expected.data(), n), "") << "scalar gate vs Mul + quantize";
+  }
+
   void test_dequantize(Isa isa) const {
     std::mt19937 rng(seed_);
     const size_t n = rows_ * channels_;
@@ -158,6 +186,20 @@ TYPED_TEST(QuantizeTest, PerChannelMatchesScalarOnEveryIsa) {
         QuantizeTester<TypeParam>().rows(rows).channels(channels).per_channel(true).seed(seed++).test_quantize(isa);
         QuantizeTester<TypeParam>().rows(rows).channels(channels).per_channel(true).seed(seed++).test_dequantize(
             isa);
+      }
+    }
+  }
+}
+
+TYPED_TEST(QuantizeTest, GatedMatchesScalarOnEveryIsa) {
+  uint32_t seed = 500;
+  for (Isa isa : test_isas()) {
+    for (size_t channels : {1, 7, 16, 24, 40, 96, 100}) {
+      for (size_t rows : {1, 3, 64}) {
+        for (int32_t zero_point : sweep_zero_points<TypeParam>()) {
+          QuantizeTester<TypeParam>().rows(rows).channels(channels).zero_point(zero_point).seed(seed++)
+              .test_quantize_gated(isa);
+        }
       }
     }
   }

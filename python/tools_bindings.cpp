@@ -1,0 +1,216 @@
+// qdqrt.calibrate (tools/calibration/calibrate_model.h, fed by a Python iterable the way ONNX
+// Runtime's CalibrationDataReader is) and qdqrt.inspect (tools/inspect_report.h).
+#include <onnx/onnx_pb.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "parser/onnx_loader.h"
+#include "parser/onnx_writer.h"
+#include "python/bindings.h"
+#include "tools/calibration/calibrate_model.h"
+#include "tools/inspect_report.h"
+
+namespace qdqrt::python {
+
+namespace {
+
+Graph load_model(const py::object& model) {
+  ModelSource source = model_source_from(model);
+  Result<Graph> loaded = internal_error("unreachable");
+  {
+    py::gil_scoped_release release;
+    loaded =
+        source.path.empty() ? load_onnx_bytes(source.bytes.data(), source.bytes.size()) : load_onnx_file(source.path);
+  }
+  return value_or_throw(std::move(loaded));
+}
+
+// The feeds a reader gives: iterated, or (an ORT CalibrationDataReader without __iter__) asked
+// with get_next() until it returns None.
+std::vector<py::dict> read_feeds(const py::object& reader) {
+  std::vector<py::dict> feeds;
+  auto take = [&](const py::handle& item) {
+    if (!py::isinstance<py::dict>(item)) {
+      throw StatusError{invalid_argument("the calibration reader must give dicts {{input name: ndarray}}, got {}",
+                                         py::str(py::type::of(item)).cast<std::string>())};
+    }
+    feeds.push_back(py::reinterpret_borrow<py::dict>(item));
+  };
+  if (py::hasattr(reader, "__iter__")) {
+    for (py::handle item : reader) take(item);
+  } else if (py::hasattr(reader, "get_next")) {
+    for (py::object item = reader.attr("get_next")(); !item.is_none(); item = reader.attr("get_next")()) take(item);
+  } else {
+    throw StatusError{invalid_argument("the calibration reader must be iterable or have get_next()")};
+  }
+  return feeds;
+}
+
+// The reader's arrays for the model's input joined along dim 0: float32 [N, ...].
+Tensor join_images(const std::vector<py::dict>& feeds, const std::string& input_name, size_t rank) {
+  using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+  std::vector<FloatArray> arrays;
+  Shape shape;
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    if (!feeds[i].contains(input_name)) {
+      throw StatusError{invalid_argument("calibration feed {} has no '{}' (the model's input)", i, input_name)};
+    }
+    FloatArray array = FloatArray::ensure(feeds[i][py::str(input_name)]);
+    if (!array) throw py::error_already_set();
+    Shape item_shape(array.shape(), array.shape() + array.ndim());
+    if (item_shape.size() != rank) {
+      throw StatusError{invalid_argument("calibration feed {}: '{}' has shape {}, the model's input rank is {}", i,
+                                         input_name, shape_to_string(item_shape), rank)};
+    }
+    if (shape.empty()) {
+      shape = item_shape;
+    } else if (!std::equal(shape.begin() + 1, shape.end(), item_shape.begin() + 1)) {
+      throw StatusError{invalid_argument("calibration feed {}: '{}' has shape {}, the first feed {}", i, input_name,
+                                         shape_to_string(item_shape), shape_to_string(shape))};
+    } else {
+      shape[0] += item_shape[0];
+    }
+    arrays.push_back(std::move(array));
+  }
+  if (arrays.empty()) throw StatusError{invalid_argument("the calibration reader gave no feeds")};
+  Tensor images(DataType::kFloat, shape);
+  float* out = images.data<float>();
+  for (const FloatArray& array : arrays) {
+    std::memcpy(out, array.data(), static_cast<size_t>(array.size()) * sizeof(float));
+    out += array.size();
+  }
+  return images;
+}
+
+Status write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return file ? Status::ok() : io_error("cannot write '{}'", path);
+}
+
+struct CalibrationResult {
+  py::bytes model;  // the QDQ ONNX model
+  std::map<std::string, float> amax;
+  int quantized_activations = 0;
+  int quantized_weights = 0;
+  int64_t images = 0;
+};
+
+CalibrationResult calibrate(const py::object& model, const py::object& reader, const std::string& method,
+                            const py::object& percentile, const std::string& placement, const py::object& output,
+                            int threads, int64_t batch_size, bool calibrate_inputs) {
+  Graph graph = load_model(model);
+  throw_if_error(calibration::check_calibration_input(graph));
+  calibration::CalibrateModelOptions options;
+  options.method = value_or_throw(calibration::parse_method(method));
+  if (!percentile.is_none()) {
+    if (options.method.method != calibration::Method::kPercentile) {
+      throw StatusError{invalid_argument("percentile is for method='percentile', not '{}'", method)};
+    }
+    options.method.percentile = percentile.cast<double>();
+  }
+  calibration::Placement where = value_or_throw(calibration::parse_placement(placement));
+  options.threads = threads;
+  options.batch_size = batch_size;
+  options.calibrate_inputs = calibrate_inputs;
+  calibration::QuantizationPlan plan = value_or_throw(calibration::plan_quantization(graph, where));
+
+  const std::string& input_name = graph.inputs[0];
+  Tensor images = join_images(read_feeds(reader), input_name, graph.find_value(input_name)->shape->size());
+  Result<calibration::CalibratedModel> calibrated = internal_error("unreachable");
+  std::string serialized;
+  {
+    py::gil_scoped_release release;
+    calibrated = calibration::calibrate_model(graph, plan, images, options);
+    if (calibrated.ok()) {
+      WriteOptions write_options;
+      write_options.producer_name = "qdqrt calibrate";
+      auto proto = graph_to_model(calibrated->quantized, write_options);
+      if (!proto.ok()) {
+        calibrated = proto.status();
+      } else if (!proto->SerializeToString(&serialized)) {
+        calibrated = internal_error("cannot serialize the calibrated model");
+      }
+    }
+  }
+  calibration::CalibratedModel result = value_or_throw(std::move(calibrated));
+  if (!output.is_none()) {
+    throw_if_error(write_bytes(py::module_::import("os").attr("fspath")(output).cast<std::string>(), serialized));
+  }
+  return CalibrationResult{py::bytes(serialized), std::move(result.activation_amax), result.quantized_activations,
+                           result.quantized_weights, images.dim(0)};
+}
+
+py::object json_to_python(const nlohmann::json& json) {
+  switch (json.type()) {
+    case nlohmann::json::value_t::null: return py::none();
+    case nlohmann::json::value_t::boolean: return py::bool_(json.get<bool>());
+    case nlohmann::json::value_t::number_integer: return py::int_(json.get<int64_t>());
+    case nlohmann::json::value_t::number_unsigned: return py::int_(json.get<uint64_t>());
+    case nlohmann::json::value_t::number_float: return py::float_(json.get<double>());
+    case nlohmann::json::value_t::string: return py::str(json.get<std::string>());
+    case nlohmann::json::value_t::array: {
+      py::list list;
+      for (const nlohmann::json& item : json) list.append(json_to_python(item));
+      return list;
+    }
+    case nlohmann::json::value_t::object: {
+      py::dict dict;
+      for (const auto& [key, value] : json.items()) dict[py::str(key)] = json_to_python(value);
+      return dict;
+    }
+    default: return py::none();
+  }
+}
+
+py::dict inspect(const py::object& model, const py::object& shapes, const py::object& passes,
+                 const py::object& disabled_passes, bool fp32) {
+  Graph graph = load_model(model);
+  tools::InspectRequest request;
+  if (!shapes.is_none()) request.shapes = shapes.cast<std::map<std::string, Shape>>();
+  request.passes = names_from(passes);
+  request.disabled_passes = names_from(disabled_passes);
+  request.float_only = fp32;
+  Result<tools::InspectResult> inspected = internal_error("unreachable");
+  {
+    py::gil_scoped_release release;
+    inspected = tools::inspect_graph(graph, request);
+  }
+  tools::InspectResult result = value_or_throw(std::move(inspected));
+  py::dict report = json_to_python(tools::layer_report_to_json(result.layers));
+  report["PassesRun"] = result.passes_run;
+  return report;
+}
+
+}  // namespace
+
+void bind_tools(py::module_& module) {
+  py::class_<CalibrationResult>(module, "CalibrationResult")
+      .def_readonly("model", &CalibrationResult::model, "The QDQ ONNX model (bytes): InferenceSession takes it as is.")
+      .def_readonly("amax", &CalibrationResult::amax, "The range chosen for each calibrated activation.")
+      .def_readonly("quantized_activations", &CalibrationResult::quantized_activations)
+      .def_readonly("quantized_weights", &CalibrationResult::quantized_weights)
+      .def_readonly("images", &CalibrationResult::images)
+      .def(
+          "save",
+          [](const CalibrationResult& self, const py::object& path) {
+            throw_if_error(write_bytes(py::module_::import("os").attr("fspath")(path).cast<std::string>(),
+                                       self.model.cast<std::string>()));
+          },
+          py::arg("path"));
+
+  module.def("calibrate", &calibrate, py::arg("model"), py::arg("reader"), py::arg("method") = "max",
+             py::arg("percentile") = py::none(), py::arg("placement") = "tensorrt", py::arg("output") = py::none(),
+             py::arg("threads") = 0, py::arg("batch_size") = 0, py::arg("calibrate_inputs") = false,
+             "Post-training quantization of an FP32 ONNX model (path or bytes): `reader` is an iterable of feed "
+             "dicts (or an ORT CalibrationDataReader). method: max, entropy, percentile, mse; placement: tensorrt, "
+             "all. Returns a CalibrationResult; writes `output` when given.");
+  module.def("inspect", &inspect, py::arg("model"), py::arg("shapes") = py::none(), py::arg("passes") = py::none(),
+             py::arg("disabled_passes") = py::none(), py::arg("fp32") = false,
+             "The optimized model's layers as `qdqrt inspect --exportLayerInfo` writes them: "
+             "{'Layers': [...], 'Summary': {...}, 'PassesRun': [...]}.");
+}
+
+}  // namespace qdqrt::python

@@ -1,0 +1,168 @@
+// Pointwise programs in the INT8 epilogue: every ISA's GEMM, conv and depthwise kernels bit-equal
+// to the scalar oracle (kernels/oracle.h, which runs the scalar program definition), over column
+// tails, per-channel and scalar constants, every output type; the program math against <cmath>;
+// and validation of malformed programs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "conv_tester.h"
+#include "gemm_tester.h"
+#include "kernels/pointwise/pointwise_program.h"
+
+namespace qdqrt::kernels::testing {
+namespace {
+
+// A program with its constant storage ([slots][stride]).
+struct TestProgram {
+  PointwiseProgram program;
+  std::vector<float> constants;
+
+  TestProgram(std::vector<PointwiseInstruction> code, int slots, int64_t channels, uint32_t seed) {
+    program.size = static_cast<int>(code.size());
+    std::copy(code.begin(), code.end(), program.code.begin());
+    program.constant_slots = slots;
+    program.constant_stride = channels > 0 ? (channels + 15) / 16 * 16 : 0;
+    const int64_t row = channels > 0 ? program.constant_stride : 1;
+    constants.resize(static_cast<size_t>(std::max<int64_t>(slots * row, 1)));
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> value(0.25f, 2.0f);
+    for (float& c : constants) c = value(rng);
+    program.constants = constants.data();
+  }
+};
+
+constexpr uint8_t kC0 = kFirstConstantOperand, kC1 = kFirstConstantOperand + 1;
+
+std::vector<TestProgram> programs(int64_t channels) {
+  std::vector<TestProgram> list;
+  for (PointwiseOp op : {PointwiseOp::kSilu, PointwiseOp::kSigmoid, PointwiseOp::kGelu, PointwiseOp::kGeluTanh,
+                         PointwiseOp::kHardSwish, PointwiseOp::kTanh}) {
+    list.emplace_back(std::vector<PointwiseInstruction>{{op, 0, 0, 0}}, 0, 0, 1);
+  }
+  // Decomposed GELU: x * 0.5 * (1 + erf(x / c0)) with scalar constants.
+  list.emplace_back(std::vector<PointwiseInstruction>{{PointwiseOp::kDiv, 1, 0, kC0},
+                                                      {PointwiseOp::kErf, 1, 1, 0},
+                                                      {PointwiseOp::kAdd, 1, 1, kC1},
+                                                      {PointwiseOp::kMul, 0, 0, 1},
+                                                      {PointwiseOp::kMul, 0, 0, kC1}},
+                    2, 0, 2);
+  // Per-channel scale and shift around a sigmoid, a LeakyRelu, a clamp and a copy into r0.
+  list.emplace_back(std::vector<PointwiseInstruction>{{PointwiseOp::kMul, 2, 0, kC0},
+                                                      {PointwiseOp::kSigmoid, 3, 2, 0},
+                                                      {PointwiseOp::kSub, 3, 3, kC1},
+                                                      {PointwiseOp::kLeakyRelu, 4, 3, kC0},
+                                                      {PointwiseOp::kMax, 4, 4, 0},
+                                                      {PointwiseOp::kMin, 5, 4, kC1},
+                                                      {PointwiseOp::kCopy, 0, 5, 0}},
+                    2, channels, 3);
+  list.emplace_back(std::vector<PointwiseInstruction>{{PointwiseOp::kExp, 1, 0, 0},
+                                                      {PointwiseOp::kAbs, 2, 0, 0},
+                                                      {PointwiseOp::kSqrt, 2, 2, 0},
+                                                      {PointwiseOp::kNeg, 2, 2, 0},
+                                                      {PointwiseOp::kRelu, 3, 0, 0},
+                                                      {PointwiseOp::kMin, 1, 1, kC0},
+                                                      {PointwiseOp::kAdd, 0, 1, 2},
+                                                      {PointwiseOp::kAdd, 0, 0, 3}},
+                    1, channels, 4);
+  for (const TestProgram& p : list) EXPECT_EQ(validate_pointwise_program(p.program), "");
+  return list;
+}
+
+TEST(PointwiseEpilogue, GemmAllIsasMatchTheScalarProgram) {
+  const int n = 81;  // 5 vectors + a tail of 1
+  std::vector<TestProgram> list = programs(n);
+  int seed = 0;
+  for (const TestProgram& p : list) {
+    for (OutputType type : {OutputType::kS8, OutputType::kU8, OutputType::kF32}) {
+      QuantSettings q;
+      q.output_type = type;
+      q.output_zero_point = type == OutputType::kU8 ? 100 : type == OutputType::kS8 ? -7 : 0;
+      q.bias_float = seed % 2 == 0;
+      q.residual = seed % 3 == 0;
+      q.activation = seed % 4 == 1 ? Activation{ActivationKind::kRelu} : Activation{};
+      q.program = &p.program;
+      GemmTester().m(9).n(n).k(30).c_stride(90).quant(q).seed(++seed).split(2).test_all_isas();
+    }
+  }
+}
+
+TEST(PointwiseEpilogue, ConvAndDepthwiseAllIsasMatchTheScalarProgram) {
+  const int channels = 40;
+  std::vector<TestProgram> list = programs(channels);
+  int seed = 0;
+  for (const TestProgram& p : list) {
+    for (int depthwise = 0; depthwise < 3; ++depthwise) {  // dense, depthwise, 4 groups
+      QuantSettings q;
+      q.output_type = seed % 3 == 2 ? OutputType::kF32 : OutputType::kS8;
+      q.output_zero_point = q.output_type == OutputType::kS8 ? 5 : 0;
+      q.program = &p.program;
+      ConvTester tester;
+      tester.batch(2).input_size(7, 9).kernel(3, 3).padding(1, 1, 1, 1).quant(q).seed(++seed).split(3);
+      if (depthwise == 2) {
+        tester.channels(32, channels).groups(4);
+      } else if (depthwise) {
+        tester.channels(channels, channels).groups(channels);
+      } else {
+        tester.channels(24, channels);
+      }
+      tester.test_all_isas();
+    }
+  }
+}
+
+TEST(PointwiseProgramMath, CloseToCmath) {
+  // One-op programs run through the scalar definition against double <cmath>.
+  struct Case {
+    PointwiseOp op;
+    double (*exact)(double);
+    double tolerance;
+  };
+  const Case cases[] = {
+      {PointwiseOp::kSigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, 6e-7},
+      {PointwiseOp::kSilu, [](double x) { return x / (1.0 + std::exp(-x)); }, 6e-7},
+      {PointwiseOp::kTanh, [](double x) { return std::tanh(x); }, 6e-7},
+      {PointwiseOp::kErf, [](double x) { return std::erf(x); }, 6e-7},
+      {PointwiseOp::kGelu, [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }, 6e-7},
+      {PointwiseOp::kExp, [](double x) { return std::exp(x); }, 6e-7},
+      {PointwiseOp::kHardSwish, [](double x) { return x * std::clamp(x / 6.0 + 0.5, 0.0, 1.0); }, 2e-7},
+  };
+  for (const Case& c : cases) {
+    PointwiseProgram program;
+    program.size = 1;
+    program.code[0] = {c.op, 0, 0, 0};
+    double worst = 0;
+    for (float x = -12.0f; x <= 12.0f; x += 0.003f) {
+      const double exact = c.exact(x);
+      const double got = run_pointwise_scalar(program, x, 0);
+      worst = std::max(worst, std::abs(got - exact) / std::max(1.0, std::abs(exact)));
+    }
+    EXPECT_LE(worst, c.tolerance) << pointwise_op_name(c.op);
+  }
+}
+
+TEST(PointwiseProgram, ValidationNamesTheProblem) {
+  PointwiseProgram program;
+  EXPECT_NE(validate_pointwise_program(program).find("0 instructions"), std::string::npos);
+  program.size = 1;
+  program.code[0] = {PointwiseOp::kAdd, 0, 0, 3};  // r3 never written
+  EXPECT_NE(validate_pointwise_program(program).find("r3 is read before it is written"), std::string::npos);
+  program.code[0] = {PointwiseOp::kAdd, 0, 0, kFirstConstantOperand + 2};
+  program.constant_slots = 1;
+  float constant = 1.0f;
+  program.constants = &constant;
+  EXPECT_NE(validate_pointwise_program(program).find("constant slots"), std::string::npos);
+  program.code[0] = {PointwiseOp::kMul, 0, 0, kGateOperand};
+  EXPECT_NE(validate_pointwise_program(program).find("gate"), std::string::npos);
+  program.code[0] = {static_cast<PointwiseOp>(200), 0, 0, 0};
+  EXPECT_NE(validate_pointwise_program(program).find("unknown op"), std::string::npos);
+  program.code[0] = {PointwiseOp::kRelu, 9, 0, 0};
+  EXPECT_NE(validate_pointwise_program(program).find("destination"), std::string::npos);
+  const int64_t bad_code[] = {1, 0, 0, 300};
+  EXPECT_NE(decode_pointwise_code(bad_code, 4, program).find("not a byte"), std::string::npos);
+  EXPECT_NE(decode_pointwise_code(bad_code, 3, program).find("4 per instruction"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace qdqrt::kernels::testing
