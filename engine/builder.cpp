@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/checked_math.h"
 #include "engine/layer.h"
 #include "engine/layer_params.h"
 #include "engine/layers/layer_families.h"
@@ -19,12 +20,16 @@ namespace {
 
 constexpr int64_t kAlignment = 64;
 
-int64_t align_up(int64_t value) { return (value + kAlignment - 1) / kAlignment * kAlignment; }
+// Larger values are refused by plan_memory (and no arena could hold them).
+constexpr int64_t kMaxArenaBytes = int64_t{1} << 60;
 
-int64_t shape_numel(const Shape& shape) {
-  int64_t count = 1;
-  for (int64_t dim : shape) count *= dim;
-  return count;
+int64_t align_up(int64_t value) { return checked_align_up(value, kAlignment).value_or(INT64_MAX); }
+
+// The tensor's bytes, or -1 when they overflow int64 (plan_memory refuses the plan then).
+int64_t tensor_bytes(const Shape& shape, DataType dtype) {
+  std::optional<int64_t> count = checked_product(shape);
+  std::optional<int64_t> bytes = count ? checked_mul(*count, static_cast<int64_t>(dtype_size(dtype))) : std::nullopt;
+  return bytes && *bytes <= kMaxArenaBytes ? *bytes : -1;
 }
 
 class PlanBuilder final : public BuildContext {
@@ -260,7 +265,7 @@ class PlanBuilder final : public BuildContext {
     tensor.batch_axis = batch.batched ? batch.axis : 0;
     tensor.batch_factor = batch.batched ? batch.factor : 1;
     tensor.layout = layout;
-    tensor.bytes = shape_numel(shape) * static_cast<int64_t>(dtype_size(dtype));
+    tensor.bytes = tensor_bytes(shape, dtype);
     plan_.tensors.push_back(std::move(tensor));
     return static_cast<int32_t>(plan_.tensors.size() - 1);
   }
@@ -312,7 +317,11 @@ class PlanBuilder final : public BuildContext {
     for (const std::string& input : node.inputs) inputs.push_back(input.empty() ? nullptr : find_constant(input));
     auto outputs = run_reference_node(node, inputs);
     if (!outputs.ok()) {
-      return outputs.status().with_context(fmt::format("folding constant {} '{}'", node.op_type, node.name));
+      // Every input is a constant of the model: a kernel's "invalid argument" is the model's fault.
+      const StatusCode code = outputs.status().code() == StatusCode::kInvalidArgument ? StatusCode::kInvalidModel
+                                                                                      : outputs.status().code();
+      return Status(code, fmt::format("folding constant {} '{}': {}", node.op_type, node.name,
+                                      outputs.status().message()));
     }
     bool follows_batch = false;
     for (const std::string& input : node.inputs) follows_batch = follows_batch || constant_follows_batch(input);
@@ -373,6 +382,12 @@ class PlanBuilder final : public BuildContext {
 
 Status plan_memory(EnginePlan& plan) {
   const size_t tensor_count = plan.tensors.size();
+  for (const PlanTensor& tensor : plan.tensors) {
+    if (tensor.bytes < 0) {
+      return invalid_model("value '{}' of shape {} ({}) needs more than {} bytes", tensor.name,
+                           shape_to_string(tensor.shape), dtype_name(tensor.dtype), kMaxArenaBytes);
+    }
+  }
   std::vector<int64_t> first(tensor_count, -1), last(tensor_count, -1);
   for (size_t layer_index = 0; layer_index < plan.layers.size(); ++layer_index) {
     const PlanLayer& layer = plan.layers[layer_index];
@@ -411,11 +426,16 @@ Status plan_memory(EnginePlan& plan) {
       }
     }
     std::sort(busy.begin(), busy.end());
+    // Every size is at most kMaxArenaBytes (2^60), so offset + size cannot overflow below 2^62.
     int64_t size = align_up(std::max<int64_t>(plan.tensors[t].bytes, 1));
     int64_t offset = 0;
     for (const auto& [begin, end] : busy) {
       if (offset + size <= begin) break;
       offset = std::max(offset, end);
+    }
+    if (offset + size > kMaxArenaBytes) {
+      return invalid_model("the activations need an arena of more than {} bytes (value '{}' at offset {})",
+                           kMaxArenaBytes, plan.tensors[t].name, offset);
     }
     plan.tensors[t].arena_offset = offset;
     arena = std::max(arena, offset + size);

@@ -18,6 +18,7 @@
 #include "engine/builder.h"
 #include "engine/engine_file.h"
 #include "engine/layer.h"
+#include "engine/plan_validation.h"
 #include "kernels/aligned_buffer.h"
 #include "kernels/dispatch.h"
 #include "kernels/scratch.h"
@@ -31,88 +32,6 @@ namespace {
 // kernels reach (~100 G ops/s per core for INT8, less for float), so ~1 M ops.
 constexpr double kMinOpsPerChunk = 1.0e6;
 
-
-Status validate_plan_tensors(const EnginePlan& plan) {
-  if (plan.max_batch < 1) return invalid_model("engine: max batch {} is below 1", plan.max_batch);
-  if (plan.arena_bytes < 0) return invalid_model("engine: arena size {} is negative", plan.arena_bytes);
-  for (size_t t = 0; t < plan.tensors.size(); ++t) {
-    const PlanTensor& tensor = plan.tensors[t];
-    size_t element = dtype_size(tensor.dtype);
-    if (element == 0) return invalid_model("engine: tensor '{}' has unsupported dtype {}", tensor.name, dtype_name(tensor.dtype));
-    int64_t count = 1;
-    for (int64_t dim : tensor.shape) {
-      if (dim < 0 || (dim > 0 && count > (int64_t{1} << 40) / dim)) {
-        return invalid_model("engine: tensor '{}' has invalid shape {}", tensor.name, shape_to_string(tensor.shape));
-      }
-      count *= dim;
-    }
-    if (tensor.bytes != count * static_cast<int64_t>(element)) {
-      return invalid_model("engine: tensor '{}' records {} bytes, its shape {} needs {}", tensor.name, tensor.bytes,
-                           shape_to_string(tensor.shape), count * static_cast<int64_t>(element));
-    }
-    if (tensor.layout == Layout::kNhwc && tensor.shape.size() != 4) {
-      return invalid_model("engine: tensor '{}' is NHWC but has rank {}", tensor.name, tensor.shape.size());
-    }
-    if (tensor.batched) {
-      const size_t axis = static_cast<size_t>(tensor.batch_axis);
-      if (tensor.batch_axis < 0 || axis >= tensor.shape.size() || tensor.batch_factor < 1 ||
-          tensor.shape[axis] != tensor.batch_factor * plan.max_batch) {
-        return invalid_model("engine: batched tensor '{}' of shape {} has batch axis {} with {} slices per image, "
-                             "which does not fit the max batch {}",
-                             tensor.name, shape_to_string(tensor.shape), tensor.batch_axis, tensor.batch_factor,
-                             plan.max_batch);
-      }
-    }
-    if (tensor.kind == TensorKind::kActivation) {
-      if (tensor.arena_offset < 0 || tensor.arena_offset % 64 != 0 ||
-          tensor.arena_offset > plan.arena_bytes - tensor.bytes) {
-        return invalid_model("engine: tensor '{}' at arena offset {} ({} bytes) lies outside the arena of {} bytes",
-                             tensor.name, tensor.arena_offset, tensor.bytes, plan.arena_bytes);
-      }
-    }
-  }
-  auto check_io = [&](const std::vector<int32_t>& list, TensorKind kind, const char* what) -> Status {
-    for (int32_t index : list) {
-      if (index < 0 || static_cast<size_t>(index) >= plan.tensors.size()) {
-        return invalid_model("engine: {} names tensor {} of {}", what, index, plan.tensors.size());
-      }
-      if (plan.tensors[static_cast<size_t>(index)].kind != kind) {
-        return invalid_model("engine: {} '{}' is not marked as one", what, plan.tensors[static_cast<size_t>(index)].name);
-      }
-      if (plan.tensors[static_cast<size_t>(index)].layout != Layout::kPlain) {
-        return invalid_model("engine: {} '{}' is not in plain layout", what, plan.tensors[static_cast<size_t>(index)].name);
-      }
-      if (kind == TensorKind::kInput && !batch_leads(plan.tensors[static_cast<size_t>(index)])) {
-        return invalid_model("engine: input '{}' has its batch elsewhere than dim 0",
-                             plan.tensors[static_cast<size_t>(index)].name);
-      }
-    }
-    return Status::ok();
-  };
-  QDQRT_RETURN_IF_ERROR(check_io(plan.inputs, TensorKind::kInput, "input"));
-  QDQRT_RETURN_IF_ERROR(check_io(plan.outputs, TensorKind::kOutput, "output"));
-  for (const PlanLayer& layer : plan.layers) {
-    for (int32_t index : layer.inputs) {
-      if (index < -1 || index >= static_cast<int32_t>(plan.tensors.size())) {
-        return invalid_model("engine: layer '{}' reads tensor {} of {}", layer.name, index, plan.tensors.size());
-      }
-    }
-    for (int32_t index : layer.outputs) {
-      if (index < 0 || index >= static_cast<int32_t>(plan.tensors.size())) {
-        return invalid_model("engine: layer '{}' writes tensor {} of {}", layer.name, index, plan.tensors.size());
-      }
-      if (plan.tensors[static_cast<size_t>(index)].kind == TensorKind::kInput) {
-        return invalid_model("engine: layer '{}' writes the input '{}'", layer.name,
-                             plan.tensors[static_cast<size_t>(index)].name);
-      }
-    }
-    if (layer.scratch_bytes < 0 || layer.scratch_bytes > plan.scratch_bytes_per_thread) {
-      return invalid_model("engine: layer '{}' needs {} scratch bytes, the plan reserves {}", layer.name,
-                           layer.scratch_bytes, plan.scratch_bytes_per_thread);
-    }
-  }
-  return Status::ok();
-}
 
 // Inputs with a symbolic dim 0 are batched; other symbolic dims must be given.
 struct ResolvedInputs {
@@ -271,8 +190,9 @@ Result<std::shared_ptr<const Engine>> Engine::build(Graph graph, const BuildOpti
 }
 
 Result<std::shared_ptr<const Engine>> Engine::from_plan(EnginePlan plan) {
+  std::string binding = "the plan";  // what was being bound when memory ran out
   try {
-    QDQRT_RETURN_IF_ERROR(validate_plan_tensors(plan));
+    QDQRT_RETURN_IF_ERROR(validate_plan(plan));
     std::shared_ptr<Engine> engine(new Engine());
     engine->plan_ = std::move(plan);
     engine->bound_ = std::make_unique<BoundLayers>();
@@ -292,14 +212,19 @@ Result<std::shared_ptr<const Engine>> Engine::from_plan(EnginePlan plan) {
           }
         }
       }
+      binding = fmt::format("layer '{}' ({})", layer.name, layer.kind);
       BindContext context(engine->plan_, layer);
       auto bound = kind->bind(context);
-      if (!bound.ok()) return bound.status();
+      if (!bound.ok()) {
+        // Every refusal names its layer, also those of shared helpers that do not know it.
+        if (bound.status().message().find(binding) != std::string::npos) return bound.status();
+        return Status(bound.status().code(), fmt::format("{}: {}", binding, bound.status().message()));
+      }
       engine->bound_->layers.push_back(std::move(bound).value());
     }
     return std::shared_ptr<const Engine>(std::move(engine));
   } catch (const std::bad_alloc&) {
-    return invalid_model("engine: out of memory while binding layers");
+    return io_error("not enough memory while binding {}", binding);
   } catch (const std::exception& error) {
     return internal_error("engine: unexpected exception while binding layers: {}", error.what());
   }
@@ -360,6 +285,7 @@ struct ExecutionContext::Impl {
   std::atomic<bool> layer_failed{false};  // RunState::report_failure
   std::string failure_message;
   bool warmed_up = false;  // every arena thread's kernel scratch is grown (after the first run)
+  Status allocation_failure;  // set when the constructor could not allocate: every run returns it
 };
 
 ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine, const ContextOptions& options)
@@ -367,20 +293,34 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine, const C
   const EnginePlan& plan = engine_->plan_;
   threads_ = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   impl_->arena = std::make_unique<tbb::task_arena>(threads_);
-  impl_->memory.resize(static_cast<size_t>(std::max<int64_t>(plan.arena_bytes, 64)));
-  impl_->scratch_stride = (plan.scratch_bytes_per_thread + 63) / 64 * 64;
-  impl_->scratch.resize(static_cast<size_t>(std::max<int64_t>(impl_->scratch_stride * (threads_ + 1), 64)));
   impl_->tensor_data.assign(plan.tensors.size(), nullptr);
+  layer_times_ms_.assign(plan.layers.size(), 0.0);
+  // The sizes come from the plan (an engine file may ask for anything validate_plan lets through):
+  // memory that cannot be had becomes the Status of every run, not an exception.
+  std::string what = "the activation arena";
+  int64_t bytes = std::max<int64_t>(plan.arena_bytes, 64);
+  try {
+    impl_->memory.resize(static_cast<size_t>(bytes));
+    impl_->scratch_stride = (plan.scratch_bytes_per_thread + 63) / 64 * 64;
+    what = fmt::format("the scratch of {} threads", threads_ + 1);
+    if (__builtin_mul_overflow(impl_->scratch_stride, int64_t{threads_} + 1, &bytes)) bytes = INT64_MAX;
+    bytes = std::max<int64_t>(bytes, 64);
+    impl_->scratch.resize(static_cast<size_t>(bytes));
+    impl_->output_buffers.resize(plan.outputs.size());
+    for (size_t i = 0; i < plan.outputs.size(); ++i) {
+      const PlanTensor& output = plan.tensors[static_cast<size_t>(plan.outputs[i])];
+      what = fmt::format("output '{}'", output.name);
+      bytes = std::max<int64_t>(output.bytes, 64);
+      impl_->output_buffers[i].resize(static_cast<size_t>(bytes));
+    }
+  } catch (const std::bad_alloc&) {
+    impl_->allocation_failure = io_error("not enough memory: {} bytes for {} of a context", bytes, what);
+    return;
+  }
   for (size_t t = 0; t < plan.tensors.size(); ++t) {
     const PlanTensor& tensor = plan.tensors[t];
     if (tensor.kind == TensorKind::kActivation) impl_->tensor_data[t] = impl_->memory.data() + tensor.arena_offset;
   }
-  impl_->output_buffers.resize(plan.outputs.size());
-  for (size_t i = 0; i < plan.outputs.size(); ++i) {
-    impl_->output_buffers[i].resize(static_cast<size_t>(std::max<int64_t>(
-        plan.tensors[static_cast<size_t>(plan.outputs[i])].bytes, 64)));
-  }
-  layer_times_ms_.assign(plan.layers.size(), 0.0);
 }
 
 ExecutionContext::~ExecutionContext() = default;
@@ -423,6 +363,7 @@ Status check_binding_shape(const PlanTensor& tensor, const Shape& shape, int64_t
 }  // namespace
 
 Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::span<const TensorBinding> outputs) {
+  if (!impl_->allocation_failure.is_ok()) return impl_->allocation_failure;
   const EnginePlan& plan = engine_->plan_;
   std::vector<void*>& data = impl_->tensor_data;
   int64_t batch = -1;

@@ -19,6 +19,7 @@
 #include <new>
 #include <set>
 
+#include "core/file_reading.h"
 #include "engine/engine_file_format.h"
 #include "engine/engine_file_generated.h"
 #include "kernels/cpu_features.h"
@@ -663,27 +664,16 @@ Result<EnginePlan> read_plan(std::span<const uint8_t> bytes, std::shared_ptr<con
 }
 
 Result<EnginePlan> read_plan_file(const std::string& path) {
-  int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (descriptor < 0) return io_error("cannot open engine file '{}': {}", path, std::strerror(errno));
-  struct stat info {};
-  if (::fstat(descriptor, &info) != 0) {
-    int stat_errno = errno;
-    ::close(descriptor);
-    return io_error("cannot read engine file '{}': {}", path, std::strerror(stat_errno));
-  }
-  if (!S_ISREG(info.st_mode)) {
-    ::close(descriptor);
-    return io_error("cannot read engine file '{}': not a regular file", path);
-  }
-  const size_t size = static_cast<size_t>(info.st_size);
+  // A FIFO, device or directory is refused before open() could block on it.
+  auto file = open_regular_file(path, "engine file");
+  if (!file.ok()) return file.status();
+  const size_t size = static_cast<size_t>(file->size());
   Result<EnginePlan> plan = Status(StatusCode::kInternal, "unset");
   if (size == 0) {
-    ::close(descriptor);
     plan = read_plan({}, nullptr);  // mmap cannot map nothing; the header check names the problem
   } else {
-    void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, descriptor, 0);
-    int map_errno = errno;
-    ::close(descriptor);  // the mapping stays valid
+    void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file->descriptor(), 0);
+    int map_errno = errno;  // the mapping outlives the descriptor
     if (mapping == MAP_FAILED) return io_error("cannot map engine file '{}': {}", path, std::strerror(map_errno));
     std::shared_ptr<const void> owner;
     try {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/checked_math.h"
 #include "optimizer/graph_utils.h"
 #include "core/ops/fused_layers.h"
 
@@ -106,13 +107,16 @@ class LayerBuilder {
     return tensor;
   }
 
-  // Static element count, symbolic dims taken as 1 (and remembered), nullopt if rank unknown.
+  // Static element count, symbolic dims taken as 1 (and remembered), nullopt if rank unknown or
+  // the count overflows int64.
   std::optional<int64_t> numel(const LayerTensor& tensor) {
     if (!tensor.shape) return std::nullopt;
     int64_t count = 1;
     for (const Dim& dim : *tensor.shape) {
       if (dim.is_static()) {
-        count *= dim.value;
+        std::optional<int64_t> next = checked_mul(count, dim.value);
+        if (!next) return std::nullopt;  // too many to count: no MACs rather than a wrapped number
+        count = *next;
       } else {
         unbound_.insert(dim.symbol.empty() ? "?" : dim.symbol);
       }
@@ -246,9 +250,11 @@ class LayerBuilder {
       int64_t per_output = 1;
       for (size_t i = 1; i < weight.shape->size(); ++i) {
         if (!(*weight.shape)[i].is_static()) return std::nullopt;
-        per_output *= (*weight.shape)[i].value;
+        std::optional<int64_t> next = checked_mul(per_output, (*weight.shape)[i].value);
+        if (!next) return std::nullopt;
+        per_output = *next;
       }
-      return *output_elements * per_output;
+      return checked_mul(*output_elements, per_output);
     }
     // MatMul/Gemm: each output element is a dot product over K, A's last dim (first with transA).
     LayerTensor a = describe_value(node.input(0));
@@ -259,7 +265,7 @@ class LayerBuilder {
     }
     std::optional<int64_t> k = dim_from_end(a, from_end);
     if (!k) return std::nullopt;
-    return *output_elements * *k;
+    return checked_mul(*output_elements, *k);
   }
 
   const Graph& graph_;
@@ -354,7 +360,7 @@ std::string derived_reason(const Graph& graph, const ValueIndex& index, const st
 }  // namespace
 
 double LayerSummary::int8_mac_share() const {
-  int64_t total = int8_macs + float_macs;
+  int64_t total = saturating_add(int8_macs, float_macs);
   return total == 0 ? 1.0 : static_cast<double>(int8_macs) / static_cast<double>(total);
 }
 
@@ -381,7 +387,8 @@ LayerReport compute_layer_info(const Graph& graph, const std::vector<FloatReason
     LayerSummary& summary = report.summary;
     summary.layers_per_precision[layer.precision]++;
     if (layer.macs) {
-      (node.domain == kQdqrtDomain ? summary.int8_macs : summary.float_macs) += *layer.macs;
+      int64_t& total = node.domain == kQdqrtDomain ? summary.int8_macs : summary.float_macs;
+      total = saturating_add(total, *layer.macs);
     }
     if (node.domain.empty() && node.op_type == "DequantizeLinear") {
       summary.dequantize_nodes++;
@@ -476,7 +483,7 @@ std::string format_layer_summary(const LayerReport& report) {
     text += fmt::format("  {}: {}\n", precision, count);
   }
   text += fmt::format("Conv/MatMul MACs in INT8: {:.1f}% ({} of {})\n", 100.0 * summary.int8_mac_share(),
-                      summary.int8_macs, summary.int8_macs + summary.float_macs);
+                      summary.int8_macs, saturating_add(summary.int8_macs, summary.float_macs));
   if (!summary.unbound_symbols.empty()) {
     text += fmt::format("  (symbolic dims {} taken as 1; set them with --shapes)\n", fmt::join(summary.unbound_symbols, ", "));
   }

@@ -3,12 +3,14 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 
+#include "core/file_reading.h"
 #include "parser/onnx_internal.h"
 #include "parser/onnx_loader.h"
 
@@ -60,20 +62,7 @@ std::string node_context(const std::string& name, const std::string& op_type) {
 }
 
 Result<std::string> read_file(const std::string& path, const std::string& what, size_t max_bytes) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) return io_error("{} '{}' does not exist or is not a file", what, path);
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return io_error("cannot open {} '{}'", what, path);
-  file.seekg(0, std::ios::end);
-  std::streamoff size = file.tellg();
-  if (size < 0) return io_error("cannot read {} '{}'", what, path);
-  if (static_cast<uint64_t>(size) > max_bytes) {
-    return invalid_model("{} '{}' is {} bytes, more than the limit of {}", what, path, size, max_bytes);
-  }
-  std::string bytes(static_cast<size_t>(size), '\0');
-  file.seekg(0, std::ios::beg);
-  if (size > 0 && !file.read(bytes.data(), size)) return io_error("cannot read {} '{}'", what, path);
-  return bytes;
+  return read_regular_file(path, what, max_bytes);
 }
 
 }  // namespace onnx_detail
@@ -131,6 +120,23 @@ Result<std::filesystem::path> external_file_path(const std::string& location, co
   return std::filesystem::path(base_dir) / relative;
 }
 
+// The text of the location stays inside base_dir (external_file_path), but a symlink on the way may
+// not: the file's real path must lie under the model directory's real path, as ONNX Runtime requires.
+Status check_inside_model_directory(const std::filesystem::path& path, const std::string& base_dir,
+                                   const std::string& location, const std::string& what) {
+  std::error_code error;
+  const std::filesystem::path real_dir = std::filesystem::canonical(base_dir, error);
+  if (error) return io_error("{}: cannot resolve the model directory '{}': {}", what, base_dir, error.message());
+  const std::filesystem::path real_file = std::filesystem::canonical(path, error);
+  if (error) return io_error("{}: external data file '{}' is missing", what, path.string());
+  auto [dir_end, file_it] = std::mismatch(real_dir.begin(), real_dir.end(), real_file.begin(), real_file.end());
+  if (dir_end != real_dir.end() || file_it == real_file.end()) {
+    return invalid_model("{}: external data '{}' resolves to '{}', outside the model directory '{}' (through a symlink)",
+                         what, location, real_file.string(), real_dir.string());
+  }
+  return Status::ok();
+}
+
 Result<uint64_t> parse_external_number(const std::string& key, const std::string& text, const std::string& what) {
   uint64_t value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -159,22 +165,15 @@ Result<std::string> read_external_data(const onnx::TensorProto& proto, const std
     return invalid_model("{}: external data length {} does not match the {} bytes its dims need", what, *length,
                          expected);
   }
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) {
-    return io_error("{}: external data file '{}' is missing", what, path.string());
-  }
-  uint64_t file_size = std::filesystem::file_size(path, error);
-  if (error) return io_error("{}: cannot read external data file '{}'", what, path.string());
-  if (offset > file_size || file_size - offset < expected) {
+  QDQRT_RETURN_IF_ERROR(check_inside_model_directory(path, base_dir, location, what));
+  auto file = open_regular_file(path.string(), "external data file");
+  if (!file.ok()) return file.status().with_context(what);
+  if (offset > file->size() || file->size() - offset < expected) {
     return invalid_model("{}: external data file '{}' is too short: needs {} bytes at offset {}, file has {}", what,
-                         path.string(), expected, offset, file_size);
+                         path.string(), expected, offset, file->size());
   }
-  std::ifstream file(path, std::ios::binary);
   std::string bytes(expected, '\0');
-  file.seekg(static_cast<std::streamoff>(offset));
-  if (!file || (expected > 0 && !file.read(bytes.data(), static_cast<std::streamsize>(expected)))) {
-    return io_error("{}: cannot read external data file '{}'", what, path.string());
-  }
+  QDQRT_RETURN_IF_ERROR(file->read_at(bytes.data(), expected, offset, "external data file", path.string()).with_context(what));
   return bytes;
 }
 

@@ -1,6 +1,6 @@
 # Shared by the scripts/fuzz_*.sh runners (sourced, not run): build one libFuzzer target with clang
 # (ASan + UBSan) in build-fuzz/, gather its seeds, run it for a bounded time.
-#   fuzz_build TARGET             configure build-fuzz/ and build TARGET
+#   fuzz_build TARGET...          configure build-fuzz/ and build the TARGETs
 #   fuzz_dirs SUFFIX              sets corpus=build-fuzz/corpus$SUFFIX, findings=build-fuzz/findings$SUFFIX
 #   fuzz_copy_seeds DIR           copies DIR's files (not *.md) into the corpus
 #   fuzz_run BINARY MAX_LEN       runs BINARY (relative to build-fuzz/) for $seconds
@@ -12,7 +12,7 @@ jobs="${QDQRT_FUZZ_BUILD_JOBS:-2}"
 fuzz_build() {
   CC=clang CXX=clang++ cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DQDQRT_FUZZ=ON -DQDQRT_SANITIZE=ON -DQDQRT_BUILD_BENCH=OFF >/dev/null
-  ninja -C "$build_dir" -j"$jobs" "$1"
+  ninja -C "$build_dir" -j"$jobs" "$@"
 }
 
 fuzz_dirs() {

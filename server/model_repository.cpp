@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/file_reading.h"
 #include "kernels/cpu_features.h"
 #include "parser/onnx_loader.h"
 
@@ -23,14 +24,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error("cannot open '{}'", path);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (!in.good() && !in.eof()) return io_error("cannot read '{}'", path);
-  return bytes.str();
-}
+// A model or config; a FIFO or device in the repository is refused, not read forever.
+Result<std::string> read_file(const std::string& path) { return read_regular_file(path, "file", size_t{1} << 31); }
 
 bool is_version_name(const std::string& text) {
   return !text.empty() && text.size() < 19 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });

@@ -54,6 +54,23 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
   calibrate_options.batch_size = options.batch_size;
   calibrate_options.show_progress = options.show_progress;
   calibrate_options.calibrate_inputs = options.calibrate_inputs;
+  if (dims[0] >= 0) {
+    // A static batch dim is what the model runs at, as eval and exec hold it to: every batch the
+    // reference runs must have exactly that many images.
+    const int64_t static_batch = dims[0];
+    if (options.batch_size > 0 && options.batch_size != static_batch) {
+      return usage_error(invalid_argument("--batch {}: model input '{}' has a static batch dim of {}",
+                                          options.batch_size, input_name, static_batch));
+    }
+    const int64_t images = std::min<int64_t>(data->size(), options.samples);
+    if (static_batch < 1 || images % static_batch != 0) {
+      return usage_error(invalid_argument(
+          "model input '{}' has a static batch dim of {}: the {} calibration images must be a multiple of it "
+          "(--samples)",
+          input_name, static_batch, images));
+    }
+    calibrate_options.batch_size = static_batch;
+  }
   auto calibrated = calibration::calibrate_model(*graph, *plan, data->images, calibrate_options);
   if (!calibrated.ok()) return failure(calibrated.status());
   const std::map<std::string, float>& amax = calibrated->activation_amax;

@@ -1,5 +1,6 @@
 #include "tools/datasets.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "core/file_reading.h"
 #include "tools/npy.h"
 #include "parser/onnx_loader.h"
 
@@ -38,8 +40,14 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 
 // gzread reads gzip and plain files alike, so one reader serves both kinds of IDX file.
 Result<std::vector<uint8_t>> read_maybe_gzipped(const std::string& path, size_t max_bytes) {
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (file == nullptr) return io_error("cannot open '{}': {}", path, std::strerror(errno));
+  // gzdopen takes the descriptor of a file checked to be regular (a FIFO would block gzopen).
+  QDQRT_ASSIGN_OR_RETURN(RegularFile regular, open_regular_file(path, "data set file"));
+  const int descriptor = ::dup(regular.descriptor());
+  gzFile file = descriptor < 0 ? nullptr : gzdopen(descriptor, "rb");
+  if (file == nullptr) {
+    if (descriptor >= 0) ::close(descriptor);
+    return io_error("cannot open '{}': {}", path, std::strerror(errno));
+  }
   std::vector<uint8_t> bytes;
   std::vector<uint8_t> chunk(1 << 20);
   while (bytes.size() < max_bytes) {

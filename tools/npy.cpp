@@ -10,12 +10,16 @@
 
 #include <fmt/format.h>
 
+#include "core/file_reading.h"
+
 namespace qdqrt {
 
 namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicSize = 6;
+// Larger .npy inputs are refused before anything is allocated for them.
+constexpr size_t kMaxNpyFileBytes = size_t{1} << 36;
 // numpy pads the header so the data starts on a 64-byte boundary.
 constexpr size_t kHeaderAlignment = 64;
 
@@ -175,15 +179,10 @@ uint32_t read_le(const unsigned char* bytes, size_t count) {
   return value;
 }
 
+// Bounded by the size fstat reports (the header's data size is checked against it in parse_npy):
+// a FIFO or /dev/zero is refused, never read until memory runs out.
 Result<std::string> read_file_bytes(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) return io_error("'{}' is a directory, not a .npy file", path);
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return io_error("cannot open '{}': {}", path, std::strerror(errno));
-  std::ostringstream contents;
-  contents << file.rdbuf();
-  if (file.bad()) return io_error("error reading '{}'", path);
-  return contents.str();
+  return read_regular_file(path, ".npy file", kMaxNpyFileBytes);
 }
 
 }  // namespace

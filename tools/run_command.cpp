@@ -1,6 +1,7 @@
 #include "tools/run_command.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -154,6 +155,9 @@ Result<std::vector<InputFileSpec>> parse_load_inputs(const std::string& text) {
   return specs;
 }
 
+// A dim given on the command line: larger ones cannot be a tensor anyone can run.
+constexpr uint64_t kMaxShapeDim = (uint64_t{1} << 40) - 1;
+
 Result<std::map<std::string, Shape>> parse_shapes(const std::string& text) {
   QDQRT_ASSIGN_OR_RETURN(std::vector<std::string> entries, split_entries(text));
   std::map<std::string, Shape> shapes;
@@ -169,11 +173,16 @@ Result<std::map<std::string, Shape>> parse_shapes(const std::string& text) {
     while (!dims_text.empty()) {
       size_t end = dims_text.find('x', begin);
       std::string dim_text = dims_text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-      if (dim_text.empty() || dim_text.find_first_not_of("0123456789") != std::string::npos || dim_text.size() > 12) {
+      if (dim_text.empty() || dim_text.find_first_not_of("0123456789") != std::string::npos) {
         return invalid_argument("'{}': dim '{}' is not a non-negative integer (dims are separated by 'x')", entry,
                                 dim_text);
       }
-      shape.push_back(std::stoll(dim_text));
+      uint64_t dim = 0;
+      auto [parsed_end, error] = std::from_chars(dim_text.data(), dim_text.data() + dim_text.size(), dim);
+      if (error != std::errc() || dim > kMaxShapeDim) {
+        return invalid_argument("'{}': dim {} is too large (at most {})", entry, dim_text, kMaxShapeDim);
+      }
+      shape.push_back(static_cast<int64_t>(dim));
       if (end == std::string::npos) break;
       begin = end + 1;
     }
@@ -202,6 +211,11 @@ Result<Shape> resolve_input_shape(const ValueInfo& info, const std::optional<Sha
       }
       shape.push_back(dims[i].value);
     } else {
+      if (i == 0 && requested && (*requested)[0] < 1) {
+        // As exec refuses it: a batch of 0 images is no run.
+        return invalid_argument("--shapes: input '{}': the batch size must be at least 1, got {}", info.name,
+                                (*requested)[0]);
+      }
       shape.push_back(requested ? (*requested)[i] : 1);  // symbolic (batch) dims default to 1
     }
   }
@@ -222,6 +236,10 @@ Status check_input_tensor(const ValueInfo& info, const Tensor& tensor, const std
   if (dims.size() != tensor.shape().size()) {
     return invalid_argument("input '{}' has rank {} {} in the model, the file holds shape {}", info.name, dims.size(),
                             dims_to_string(dims), shape_to_string(tensor.shape()));
+  }
+  if (!dims.empty() && !dims[0].is_static() && tensor.shape()[0] < 1) {
+    return invalid_argument("input '{}': the batch size must be at least 1, the file holds shape {}", info.name,
+                            shape_to_string(tensor.shape()));
   }
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i].is_static() && dims[i].value != tensor.shape()[i]) {

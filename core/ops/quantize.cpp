@@ -1,5 +1,7 @@
 #include "core/ops/quantize.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/op_registry.h"
@@ -75,6 +77,49 @@ Result<std::shared_ptr<const OpAttributes>> parse_conv_like(const Node& node) {
 }
 
 }  // namespace
+
+Result<QuantParamShapes> check_quant_param_shapes(const Node& node, const Shape& x, const Shape& scale,
+                                                  const Shape* zero_point, int64_t axis_attribute,
+                                                  int64_t block_size) {
+  auto one_element = [](const Shape& shape) {
+    return std::all_of(shape.begin(), shape.end(), [](int64_t dim) { return dim == 1; });
+  };
+  QuantParamShapes result;
+  if (zero_point != nullptr && *zero_point != scale && !(one_element(*zero_point) && one_element(scale))) {
+    return invalid_argument("{}: zero-point shape {} differs from scale shape {}", node.describe(),
+                            shape_to_string(*zero_point), shape_to_string(scale));
+  }
+  if (block_size == 0 && scale.size() <= 1 && one_element(scale)) return result;  // per-tensor
+  if (node.opset < 13) {
+    return invalid_argument("{}: scale must be a scalar before opset 13 (per-axis needs opset 13), got shape {}",
+                            node.describe(), shape_to_string(scale));
+  }
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if (axis_attribute < -rank || axis_attribute >= rank) {
+    return invalid_argument("{}: attribute 'axis' {} is out of range for rank {}", node.describe(), axis_attribute,
+                            rank);
+  }
+  result.axis = axis_attribute < 0 ? axis_attribute + rank : axis_attribute;
+  const int64_t axis_dim = x[static_cast<size_t>(result.axis)];
+  if (block_size == 0) {
+    if (scale.size() != 1 || scale[0] != axis_dim) {
+      return invalid_argument("{}: per-axis scale must have shape [{}] (input {} along axis {}), got {}",
+                              node.describe(), axis_dim, shape_to_string(x), result.axis, shape_to_string(scale));
+    }
+    result.kind = QuantParamShapes::Kind::kPerAxis;
+    return result;
+  }
+  // Blocked: scale has x's shape except ceil(dim / block_size) along axis.
+  Shape expected = x;
+  expected[static_cast<size_t>(result.axis)] = axis_dim / block_size + (axis_dim % block_size != 0 ? 1 : 0);
+  if (scale != expected) {
+    return invalid_argument("{}: blocked scale (block_size {}, axis {}) must have shape {} for input {}, got {}",
+                            node.describe(), block_size, result.axis, shape_to_string(expected), shape_to_string(x),
+                            shape_to_string(scale));
+  }
+  result.kind = QuantParamShapes::Kind::kBlocked;
+  return result;
+}
 
 void register_quantize_ops(OpRegistry& registry) {
   registry.add({.domain = "", .op_type = "QuantizeLinear", .parse_attributes = parse_quantize_linear});

@@ -25,4 +25,18 @@ struct DequantizeLinearAttributes : OpAttributes {
 // The integer element types QuantizeLinear may produce (and DequantizeLinear may read, plus int32).
 bool is_quantized_integer_dtype(DataType dtype);
 
+// How a Q/DQ node's scale and zero-point apply to x: one value, one per index along `axis`
+// (opset 13+), or one per block of block_size along `axis` (opset 21+, same rank as x).
+struct QuantParamShapes {
+  enum class Kind { kPerTensor, kPerAxis, kBlocked } kind = Kind::kPerTensor;
+  int64_t axis = 0;  // normalized; per-axis and blocked only
+};
+
+// The ONNX rules for scale and zero-point shapes against x's shape (zero_point null when absent),
+// on shapes alone: the reference kernels call it on tensors, the parser on the static shapes of
+// every Q/DQ node, so a model the reference refuses does not build or inspect either.
+Result<QuantParamShapes> check_quant_param_shapes(const Node& node, const Shape& x, const Shape& scale,
+                                                  const Shape* zero_point, int64_t axis_attribute,
+                                                  int64_t block_size);
+
 }  // namespace qdqrt

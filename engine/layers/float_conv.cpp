@@ -240,6 +240,7 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
     return context.error("pointwise mode needs a 1x1 kernel, stride 1 and no pads");
   }
   g.tile_rows = std::min(g.tile_rows, std::max<int64_t>(g.out_height, 1));
+  g.oc_block = std::min(g.oc_block, std::max<int64_t>(g.out_per_group(), 1));  // a larger block is one block
   if (safe_numel({g.in_per_group(), g.kernel_h, g.kernel_w, g.tile_rows, g.out_width, 4}) < 0) {
     return context.error("the im2col tile is too large");
   }

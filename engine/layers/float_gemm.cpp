@@ -95,6 +95,9 @@ Result<std::unique_ptr<Layer>> bind_gemm(const BindContext& context) {
                                      shape_to_string(y->shape), s.k, s.n));
   }
   if (safe_numel({s.k, s.n}) < 0) return context.error("B is too large");
+  // A block larger than the matrix is one block (and keeps rows + row_block from overflowing).
+  s.col_block = std::min(s.col_block, std::max<int64_t>(s.n, 1));
+  s.row_block = std::min(s.row_block, std::max<int64_t>(s.k > 0 ? safe_numel(a->shape) / s.k : 0, 1));
   QDQRT_ASSIGN_OR_RETURN(const float* b, params::kB.read(context, s.k * s.n));
   QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read_optional(context, s.n));
   const int64_t rows_per_image = a->batched ? safe_numel(a->shape) / s.k / context.plan().max_batch : 0;

@@ -307,10 +307,22 @@ Result<int32_t> read_zero_point(const BindContext& context, const IntCodec& code
   return static_cast<int32_t>(value);
 }
 
+Status check_within_plan_isa(const BindContext& context, kernels::Isa isa) {
+  std::optional<kernels::Isa> plan_isa = kernels::parse_isa(context.plan().isa);
+  if (!plan_isa) return context.error(fmt::format("the plan's ISA '{}' is unknown", context.plan().isa));
+  if (isa > *plan_isa) {
+    // The kernels follow the packing: a plan that says less than its weights would run them anyway.
+    return context.error(fmt::format("weights packed for {}, above the plan's ISA {}", kernels::isa_name(isa),
+                                     context.plan().isa));
+  }
+  return Status::ok();
+}
+
 namespace {
 
 Result<kernels::Isa> packed_isa(const BindContext& context, std::string_view prefix) {
   QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, params::kIsa.read(context, prefix));
+  QDQRT_RETURN_IF_ERROR(check_within_plan_isa(context, isa));
   if (kernels::usable_isa(isa) != isa) {
     return context.error(fmt::format("weights packed for {}, this machine supports only {}", kernels::isa_name(isa),
                                      kernels::isa_name(kernels::detected_isa())));

@@ -131,6 +131,9 @@ Result<kernels::PackedDepthwise> load_depthwise(const BindContext& context, std:
 Result<int32_t> read_zero_point(const BindContext& context, const IntCodec& codec, bool is_signed,
                                 std::string_view prefix = {});
 
+// Packed weights choose the kernels that run them: their ISA may not be above the plan's.
+Status check_within_plan_isa(const BindContext& context, kernels::Isa isa);
+
 // The ISA supporting kernels (elementwise, pools, LUT) run with: the plan's ISA limited by this
 // machine and QDQRT_MAX_ISA.
 Result<kernels::Isa> supporting_isa(const BindContext& context);

@@ -433,6 +433,7 @@ Result<std::unique_ptr<Layer>> bind_qbatched_matmul(const BindContext& context) 
   using namespace params;
   auto layer = std::make_unique<QBatchedMatMulLayer>();
   QDQRT_ASSIGN_OR_RETURN(layer->isa, kIsa.read(context));
+  QDQRT_RETURN_IF_ERROR(check_within_plan_isa(context, layer->isa));
   if (kernels::usable_isa(layer->isa) != layer->isa) {
     return context.error(fmt::format("ISA '{}' is not usable on this machine", kernels::isa_name(layer->isa)));
   }

@@ -63,8 +63,16 @@ class FoldConstantsPass : public Pass {
         }
         if (!all_constant) continue;
         Result<std::vector<Tensor>> evaluated = run_reference_node(node, inputs);
-        // A node the reference cannot evaluate stays; running the graph reports the error.
-        if (!evaluated.ok()) continue;
+        if (!evaluated.ok()) {
+          // Constant inputs the op refuses (an index out of range) make the model invalid: every
+          // run and the engine builder would refuse it, so inspect does too. A node the reference
+          // cannot evaluate for another reason (unsupported) stays.
+          const StatusCode code = evaluated.status().code();
+          if (code == StatusCode::kInvalidArgument || code == StatusCode::kInvalidModel) {
+            return invalid_model("folding constant {}: {}", node.describe(), evaluated.status().message());
+          }
+          continue;
+        }
         size_t output_bytes = 0;
         for (const Tensor& output : *evaluated) output_bytes += output.nbytes();
         if (output_bytes > kMaxFoldedBlowupBytes && output_bytes > 2 * input_bytes) continue;

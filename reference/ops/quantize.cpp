@@ -45,40 +45,22 @@ struct QuantParamLayout {
 
 Result<QuantParamLayout> plan_quant_params(const Node& node, const Tensor& x, const Tensor& scale,
                                            const Tensor* zero_point, int64_t axis_attribute, int64_t block_size) {
+  const Shape zero_point_shape = zero_point != nullptr ? zero_point->shape() : Shape{};
+  QDQRT_ASSIGN_OR_RETURN(QuantParamShapes shapes,
+                         check_quant_param_shapes(node, x.shape(), scale.shape(),
+                                                  zero_point != nullptr ? &zero_point_shape : nullptr, axis_attribute,
+                                                  block_size));
   QuantParamLayout layout;
-  if (zero_point != nullptr && zero_point->shape() != scale.shape() &&
-      !(zero_point->numel() == 1 && scale.numel() == 1)) {
-    return invalid_argument("{}: zero-point shape {} differs from scale shape {}", node.describe(),
-                            shape_to_string(zero_point->shape()), shape_to_string(scale.shape()));
-  }
-  if (block_size == 0 && scale.rank() <= 1 && scale.numel() == 1) return layout;  // per-tensor
-  if (node.opset < 13) {
-    return invalid_argument("{}: scale must be a scalar before opset 13 (per-axis needs opset 13), got shape {}",
-                            node.describe(), shape_to_string(scale.shape()));
-  }
-  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node, axis_attribute, x.rank(), "attribute 'axis'"));
-  layout.axis_dim = x.dim(axis);
-  for (int64_t i = axis + 1; i < x.rank(); ++i) layout.inner *= x.dim(i);
-  if (block_size == 0) {
-    if (scale.rank() != 1 || scale.dim(0) != layout.axis_dim) {
-      return invalid_argument("{}: per-axis scale must have shape [{}] (input {} along axis {}), got {}",
-                              node.describe(), layout.axis_dim, shape_to_string(x.shape()), axis,
-                              shape_to_string(scale.shape()));
-    }
+  if (shapes.kind == QuantParamShapes::Kind::kPerTensor) return layout;
+  layout.axis_dim = x.dim(shapes.axis);
+  for (int64_t i = shapes.axis + 1; i < x.rank(); ++i) layout.inner *= x.dim(i);
+  if (shapes.kind == QuantParamShapes::Kind::kPerAxis) {
     layout.kind = QuantParamLayout::Kind::kPerAxis;
     return layout;
   }
-  // Blocked: scale has x's shape except ceil(dim / block_size) along axis.
-  Shape expected = x.shape();
-  expected[static_cast<size_t>(axis)] = (layout.axis_dim + block_size - 1) / block_size;
-  if (scale.shape() != expected) {
-    return invalid_argument("{}: blocked scale (block_size {}, axis {}) must have shape {} for input {}, got {}",
-                            node.describe(), block_size, axis, shape_to_string(expected), shape_to_string(x.shape()),
-                            shape_to_string(scale.shape()));
-  }
   layout.kind = QuantParamLayout::Kind::kBlocked;
   layout.block_size = block_size;
-  layout.param_axis_dim = expected[static_cast<size_t>(axis)];
+  layout.param_axis_dim = scale.dim(shapes.axis);
   return layout;
 }
 

@@ -1,6 +1,9 @@
 // `qdqrt calibrate` as a library call: the QDQ model and TensorRT cache it writes, and its errors.
 #include <gtest/gtest.h>
 
+#include <onnx/defs/parser.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -87,6 +90,53 @@ TEST(CalibrateCommand, WritesModelAndTensorRTCacheAndReportsErrors) {
   auto quantized = tools::run_calibrate(wrong, out);
   ASSERT_TRUE(std::holds_alternative<tools::CalibrateError>(quantized));
   EXPECT_FALSE(std::get<tools::CalibrateError>(quantized).usage);
+  fs::remove_all(dir);
+}
+
+// A static batch dim is the batch the model runs at: eval and exec refuse another one, and so
+// does calibrate (it once ran batches of 32 through a model declaring 1).
+TEST(CalibrateCommand, AStaticBatchDimIsHeldTo) {
+  fs::path dir = fs::temp_directory_path() / ("qdqrt_calibrate_static_batch_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "images");
+  onnx::ModelProto model;
+  ASSERT_TRUE(onnx::OnnxParser::Parse(model, R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,1,4,4] x) => (float[2,2,4,4] y)
+    <float[2,1,1,1] w = {0.5, -1.0}>
+    {
+      y = Conv(x, w)
+    })").IsOK());
+  std::string bytes;
+  ASSERT_TRUE(model.SerializeToString(&bytes));
+  std::ofstream(dir / "static.onnx", std::ios::binary) << bytes;
+  ASSERT_TRUE(write_npy((dir / "images/a.npy").string(), Tensor(DataType::kFloat, {6, 1, 4, 4})).is_ok());
+
+  tools::CalibrateOptions options;
+  options.onnx_path = (dir / "static.onnx").string();
+  options.data_spec = "npy:" + (dir / "images").string();
+  options.samples = 6;
+  options.output_path = (dir / "ptq.onnx").string();
+  options.show_progress = false;
+  std::ostringstream out;
+  options.batch_size = 4;
+  auto wrong_batch = tools::run_calibrate(options, out);
+  ASSERT_TRUE(std::holds_alternative<tools::CalibrateError>(wrong_batch));
+  EXPECT_TRUE(std::get<tools::CalibrateError>(wrong_batch).usage);
+  EXPECT_NE(std::get<tools::CalibrateError>(wrong_batch).status.message().find("static batch dim of 2"),
+            std::string::npos)
+      << std::get<tools::CalibrateError>(wrong_batch).status.message();
+
+  options.batch_size = 0;  // automatic: the model's 2
+  options.samples = 5;
+  auto odd_count = tools::run_calibrate(options, out);
+  ASSERT_TRUE(std::holds_alternative<tools::CalibrateError>(odd_count));
+  EXPECT_NE(std::get<tools::CalibrateError>(odd_count).status.message().find("multiple of it"), std::string::npos);
+
+  options.samples = 6;
+  auto calibrated = tools::run_calibrate(options, out);
+  EXPECT_TRUE(std::holds_alternative<tools::CalibrateResult>(calibrated))
+      << std::get<tools::CalibrateError>(calibrated).status.to_string();
   fs::remove_all(dir);
 }
 

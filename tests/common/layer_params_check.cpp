@@ -98,7 +98,9 @@ BindDamageResult damage_each_param_and_blob(const engine::EnginePlan& plan, size
     ++result.refused;
     if (status.message().find(name) == std::string::npos) result.unnamed.push_back(what + ": " + status.message());
   };
-  for (const auto& [key, value] : original.params.values()) {
+  for (const auto& entry : original.params.values()) {
+    const std::string& key = entry.first;  // not a structured binding: clang 14 cannot capture those
+    const ParamValue& value = entry.second;
     try_damage("without " + key, [&](engine::PlanLayer& layer) { layer.params = without(layer.params, key); });
     for (const ParamValue& replacement : damaged_values(value)) {
       try_damage(fmt::format("{} replaced (type {})", key, replacement.index()),

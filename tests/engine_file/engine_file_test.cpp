@@ -1,11 +1,16 @@
 // The engine file: round trips, the zero-copy mapping, the checksum, writing errors.
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 
+#include "engine/engine_file_format.h"
+#include "engine/engine_file_generated.h"
 #include "kernels/cpu_features.h"
 #include "tests/engine_file/test_plans.h"
 
@@ -184,6 +189,47 @@ TEST(EngineFile, WriteReplacesAtomicallyAndReportsErrors) {
   Status status = write_plan_file(plan, "/nonexistent-dir/x.qdqrt");
   EXPECT_EQ(status.code(), StatusCode::kIoError);
   EXPECT_NE(status.message().find("/nonexistent-dir/x.qdqrt"), std::string::npos) << status.message();
+}
+
+// engine_file.fbs and docs/engine_format.md say BlobRef offsets count from the blob section, not
+// from the file start (the schema once said the file start): each blob's bytes lie at B + offset.
+TEST(EngineFile, BlobOffsetsCountFromTheBlobSection) {
+  EnginePlan plan = make_rich_plan();
+  auto bytes = serialize_plan(plan);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  uint64_t blob_section = 0;
+  std::memcpy(&blob_section, bytes->data() + file_format::kBlobSectionOffsetOffset, 8);
+  const auto* table = file::GetEnginePlan(bytes->data() + file_format::kHeaderBytes);
+  int checked = 0;
+  for (size_t l = 0; l < plan.layers.size(); ++l) {
+    const auto* blobs = table->layers()->Get(static_cast<flatbuffers::uoffset_t>(l))->blobs();
+    for (flatbuffers::uoffset_t b = 0; b < blobs->size(); ++b) {
+      const auto* ref = blobs->Get(b);
+      const Blob* blob = plan.layers[l].find_blob(ref->name()->str());
+      ASSERT_NE(blob, nullptr);
+      ASSERT_LE(blob_section + ref->offset() + ref->size(), bytes->size());
+      EXPECT_EQ(std::memcmp(bytes->data() + blob_section + ref->offset(), blob->bytes.data(), blob->bytes.size()), 0);
+      if (checked++ == 0) EXPECT_EQ(ref->offset(), 0u);  // the first blob starts the section
+    }
+  }
+  EXPECT_GT(checked, 0);
+  std::ifstream schema(QDQRT_ENGINE_SCHEMA);
+  std::string text((std::istreambuf_iterator<char>(schema)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find("from the start of the file"), std::string::npos);
+}
+
+// --loadEngine=FIFO once blocked forever in open(); a device is refused too.
+TEST(EngineFile, ReadFileRefusesSpecialFilesWithoutBlocking) {
+  fs::path fifo = temp_path("engine.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto from_fifo = read_plan_file(fifo.string());
+  fs::remove(fifo);
+  ASSERT_FALSE(from_fifo.ok());
+  EXPECT_NE(from_fifo.status().message().find("FIFO, not a regular file"), std::string::npos)
+      << from_fifo.status().message();
+  auto from_device = read_plan_file("/dev/zero");
+  ASSERT_FALSE(from_device.ok());
+  EXPECT_NE(from_device.status().message().find("not a regular file"), std::string::npos);
 }
 
 TEST(EngineFile, ReadFileErrorsNameThePath) {

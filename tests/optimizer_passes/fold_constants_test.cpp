@@ -27,6 +27,26 @@ std::string qat_weight_scale_conv() {
     })";
 }
 
+// Constants an op refuses (index 100 of 10) make the model invalid: `inspect` once printed its
+// layers while `run` and the engine builder refused it. The pass now refuses it too.
+TEST(FoldConstants, ConstantsTheOpRefusesFailThePass) {
+  Graph graph = parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4] x) => (float[1,4] y)
+    <float[10] table = {0,1,2,3,4,5,6,7,8,9}, int64[4] index = {0, 1, 2, 100}>
+    {
+      picked = Gather(table, index)
+      y = Add(x, picked)
+    })");
+  optimizer::OptimizeOptions options;
+  options.only_passes = {"fold_constants"};
+  auto report = optimizer::optimize(graph, options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), StatusCode::kInvalidModel);
+  EXPECT_NE(report.status().message().find("index 100 is out of range"), std::string::npos)
+      << report.status().message();
+}
+
 TEST(FoldConstants, WeightScaleSubgraphAndWeightQuantizeBecomeInt8Initializer) {
   Graph graph = parse_graph(qat_weight_scale_conv());
   Graph rewritten = run_passes(graph, {"fold_constants"});

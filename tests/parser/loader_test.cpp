@@ -1,6 +1,8 @@
 // Well-formed models: structure, shapes, initializers, names, attributes, newer opsets.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 
 #include "parser/onnx_loader.h"
@@ -260,8 +262,8 @@ agraph (float[2] X) => (float[2] Y)
   EXPECT_EQ(graph->opset("com.example"), 1);
 }
 
-TEST(OnnxLoader, LoadsFromFileWithExternalData) {
-  TempDir dir;
+// Y = X + W with W (float[4]) stored as external data at `location`.
+onnx::ModelProto external_data_model(const std::string& location) {
   onnx::ModelProto model = parse_model(R"(
 <ir_version: 8, opset_import: ["" : 13]>
 agraph (float[4] X) => (float[4] Y)
@@ -274,12 +276,21 @@ agraph (float[4] X) => (float[4] Y)
   weight->set_data_type(onnx::TensorProto::FLOAT);
   weight->add_dims(4);
   weight->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* entry = weight->add_external_data();
+  entry->set_key("location");
+  entry->set_value(location);
+  return model;
+}
+
+TEST(OnnxLoader, LoadsFromFileWithExternalData) {
+  TempDir dir;
+  onnx::ModelProto model = external_data_model("weights/w.bin");
+  auto* weight = model.mutable_graph()->mutable_initializer(0);
   auto add_entry = [&](const std::string& key, const std::string& value) {
     auto* entry = weight->add_external_data();
     entry->set_key(key);
     entry->set_value(value);
   };
-  add_entry("location", "weights/w.bin");
   add_entry("offset", "8");
   add_entry("length", "16");
   std::vector<float> values = {0.5f, -1.0f, 2.0f, 4.0f};
@@ -310,6 +321,102 @@ agraph (float[4] X) => (float[4] Y)
   weight->mutable_external_data(0)->set_value("/etc/passwd");
   dir.write("model.onnx", serialize(model));
   EXPECT_LOAD_ERROR(load_onnx_file((dir.path() / "model.onnx").string(), test_options()), "W", "relative");
+}
+
+// external_data_model(location) written to dir/model/model.onnx; returns its path.
+std::string write_external_data_model(const TempDir& dir, const std::string& location) {
+  std::filesystem::create_directories(dir.path() / "model");
+  dir.write("model/model.onnx", serialize(external_data_model(location)));
+  return (dir.path() / "model/model.onnx").string();
+}
+
+// The text of the location stays inside the directory, but a symlink takes it out: refused, as
+// ONNX Runtime refuses it ("External data path escapes model directory").
+TEST(OnnxLoader, ExternalDataThroughASymlinkOutOfTheModelDirectoryIsRefused) {
+  TempDir dir;
+  dir.write("outside.bin", std::string(16, '\x01'));
+  const std::string model_path = write_external_data_model(dir, "w.bin");
+  std::filesystem::create_symlink(dir.path() / "outside.bin", dir.path() / "model/w.bin");
+  EXPECT_LOAD_ERROR(load_onnx_file(model_path, test_options()), "W", "outside the model directory", "w.bin");
+
+  // A symlinked folder on the way is resolved the same way.
+  const std::string folder_model = write_external_data_model(dir, "linked/outside.bin");
+  std::filesystem::create_directory_symlink(dir.path(), dir.path() / "model/linked");
+  EXPECT_LOAD_ERROR(load_onnx_file(folder_model, test_options()), "W", "outside the model directory");
+
+  // /etc/passwd (or any file outside) never becomes a weight.
+  const std::string etc_model = write_external_data_model(dir, "etc_link");
+  std::filesystem::create_symlink("/etc/passwd", dir.path() / "model/etc_link");
+  EXPECT_LOAD_ERROR(load_onnx_file(etc_model, test_options()), "W", "outside the model directory");
+}
+
+TEST(OnnxLoader, ExternalDataThroughASymlinkInsideTheModelDirectoryLoads) {
+  TempDir dir;
+  std::vector<float> values = {1.0f, 2.0f, 3.0f, 4.0f};
+  const std::string model_path = write_external_data_model(dir, "w.bin");
+  dir.write("model/data/real.bin", std::string(reinterpret_cast<const char*>(values.data()), 16));
+  std::filesystem::create_symlink("data/real.bin", dir.path() / "model/w.bin");
+  auto graph = load_onnx_file(model_path, test_options());
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  EXPECT_EQ(graph->find_initializer("W")->values<float>()[3], 4.0f);
+}
+
+// A FIFO or a device as the model or its external data is refused at once (reading one would
+// block, or never end).
+TEST(OnnxLoader, SpecialFilesAreRefusedWithoutReading) {
+  TempDir dir;
+  const std::filesystem::path fifo = dir.path() / "model.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_LOAD_ERROR(load_onnx_file(fifo.string(), test_options()), "model.fifo", "FIFO, not a regular file");
+  EXPECT_LOAD_ERROR(load_onnx_file("/dev/zero", test_options()), "/dev/zero", "not a regular file");
+
+  const std::string model_path = write_external_data_model(dir, "w.fifo");
+  ASSERT_EQ(::mkfifo((dir.path() / "model/w.fifo").c_str(), 0600), 0);
+  EXPECT_LOAD_ERROR(load_onnx_file(model_path, test_options()), "W", "FIFO, not a regular file");
+}
+
+// What the reference executor refuses at run time about Q/DQ parameter shapes is refused at load,
+// so `run`, `inspect`, `exec` and the builder agree (the builder once took zero-point [3] against a
+// scalar scale and ran with the first element).
+TEST(OnnxLoader, QuantizationParameterShapesAreCheckedAtLoad) {
+  LoadOptions options;  // the real op registry (typed Q/DQ attributes)
+  EXPECT_LOAD_ERROR(load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,3,4,4] x) => (float[1,3,4,4] y)
+<float s = {0.1}, int8[3] zp = {1, 2, 3}>
+{
+  q = QuantizeLinear(x, s, zp)
+  y = DequantizeLinear(q, s, zp)
+})", options), "QuantizeLinear", "zero-point shape [3] differs from scale shape []");
+
+  EXPECT_LOAD_ERROR(load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,3,4,4] x) => (float[1,4,4,4] y)
+<int8[4,3,3,3] w = {0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}, float[3] ws = {0.1, 0.2, 0.3}>
+{
+  wd = DequantizeLinear <axis = 0> (w, ws)
+  y = Conv <pads = [1, 1, 1, 1]> (x, wd)
+})", options), "DequantizeLinear", "per-axis scale must have shape [4]", "got [3]");
+
+  EXPECT_LOAD_ERROR(load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,3,4,4] x) => (float[1,3,4,4] y)
+<float[3] s = {0.1, 0.2, 0.3}>
+{
+  q = QuantizeLinear <axis = 4> (x, s)
+  y = DequantizeLinear <axis = 1> (q, s)
+})", options), "QuantizeLinear", "axis");
+
+  // Per-axis along a symbolic dim: left to run time. Matching shapes load.
+  auto loaded = load_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,3,4,4] x) => (float[N,3,4,4] y)
+<float[3] s = {0.1, 0.2, 0.3}, uint8[3] zp = {1, 2, 3}>
+{
+  q = QuantizeLinear <axis = 1> (x, s, zp)
+  y = DequantizeLinear <axis = 1> (q, s, zp)
+})", options);
+  EXPECT_TRUE(loaded.ok()) << loaded.status().to_string();
 }
 
 TEST(OnnxLoader, MissingFileIsAnIoError) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -104,6 +106,17 @@ TEST_F(NpyTest, DirectoryIsIoError) {
   auto result = read_npy(dir_.string());
   ASSERT_FALSE(result.ok());
   EXPECT_NE(result.status().message().find("is a directory"), std::string::npos) << result.status().message();
+}
+
+// --loadInputs=input:/dev/zero once read until bad_alloc, and a FIFO blocked forever.
+TEST_F(NpyTest, SpecialFilesAreRefusedWithoutReading) {
+  auto zero = read_npy("/dev/zero");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("not a regular file"), std::string::npos) << zero.status().message();
+  ASSERT_EQ(::mkfifo(path("input.fifo").c_str(), 0600), 0);
+  auto fifo = read_npy(path("input.fifo"));
+  ASSERT_FALSE(fifo.ok());
+  EXPECT_NE(fifo.status().message().find("FIFO, not a regular file"), std::string::npos) << fifo.status().message();
 }
 
 TEST_F(NpyTest, UnwritablePathIsIoError) {

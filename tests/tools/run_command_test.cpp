@@ -61,6 +61,19 @@ TEST(ParseShapes, RejectsBadDims) {
   }
 }
 
+// A dim of 2^40 is a number, just too large: say so (it once said "is not a non-negative integer").
+TEST(ParseShapes, TooLargeDimsSaySo) {
+  auto shapes = parse_shapes("x:1099511627776x3");
+  ASSERT_FALSE(shapes.ok());
+  EXPECT_NE(shapes.status().message().find("dim 1099511627776 is too large (at most 1099511627775)"),
+            std::string::npos)
+      << shapes.status().message();
+  auto huge = parse_shapes("x:123456789012345678901234567890");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("is too large"), std::string::npos) << huge.status().message();
+  EXPECT_TRUE(parse_shapes("x:1099511627775").ok());
+}
+
 ValueInfo value_info(const std::string& name, DataType dtype, std::vector<Dim> dims) {
   ValueInfo info;
   info.name = name;
@@ -99,6 +112,17 @@ TEST(ResolveInputShape, RejectsContradictionsWithTheModel) {
   auto given = resolve_input_shape(unknown_rank, Shape{5});
   ASSERT_TRUE(given.ok());
   EXPECT_EQ(*given, Shape{5});
+}
+
+// Batch 0, refused by exec, is refused by run too: from --shapes and from a file.
+TEST(ResolveInputShape, BatchZeroIsRefused) {
+  ValueInfo info = value_info("x", DataType::kFloat, {symbolic_dim("batch"), static_dim(3)});
+  auto shape = resolve_input_shape(info, Shape{0, 3});
+  ASSERT_FALSE(shape.ok());
+  EXPECT_NE(shape.status().message().find("the batch size must be at least 1, got 0"), std::string::npos)
+      << shape.status().message();
+  Status file = check_input_tensor(info, Tensor(DataType::kFloat, {0, 3}), std::nullopt);
+  EXPECT_NE(file.message().find("the batch size must be at least 1"), std::string::npos) << file.message();
 }
 
 TEST(CheckInputTensor, ChecksDtypeRankAndStaticDims) {

@@ -226,6 +226,47 @@ TEST_F(ExecEndToEndTest, ShapeErrorsAreUsageErrors) {
   }
 }
 
+// A model that does not build is a failure (exit 1), not a usage error (exit 2), even when the
+// optimizer's constant folding reports it as an invalid argument of a reference kernel; a layer
+// that fails at run time fails the run (exit 1) naming the layer.
+TEST_F(ExecEndToEndTest, AModelThatDoesNotBuildIsAFailureNotAUsageError) {
+  const std::string model = path("bad_constant.onnx");
+  ASSERT_TRUE(write_onnx_file(qdqrt::testing::parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4] x) => (float[1,4] y)
+    <float[10] table = {0,1,2,3,4,5,6,7,8,9}, int64[4] index = {0, 1, 2, 100}>
+    {
+      picked = Gather(table, index)
+      y = Add(x, picked)
+    })"),
+                              model)
+                  .is_ok());
+  ExecOptions options = quick_options(1);
+  options.onnx_path = model;
+  std::optional<RunError> error = run(options);
+  ASSERT_TRUE(error);
+  EXPECT_FALSE(error->usage) << error->status.to_string();
+  EXPECT_NE(error->status.message().find("100"), std::string::npos) << error->status.message();
+
+  const std::string runtime_model = path("bad_index.onnx");
+  ASSERT_TRUE(write_onnx_file(qdqrt::testing::parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,10] x, int64[1] i) => (float[1,1] y)
+    {
+      y = Gather <axis = 1> (x, i)
+    })"),
+                              runtime_model)
+                  .is_ok());
+  Tensor index = Tensor::scalar<int64_t>(100).reshaped({1});
+  ASSERT_TRUE(write_npy(path("i.npy"), index).is_ok());
+  options.onnx_path = runtime_model;
+  options.input_files = {{"i", path("i.npy")}};
+  error = run(options);
+  ASSERT_TRUE(error);
+  EXPECT_FALSE(error->usage) << error->status.to_string();
+  EXPECT_NE(error->status.message().find("failed at batch 1"), std::string::npos) << error->status.message();
+}
+
 TEST_F(ExecEndToEndTest, SaveLoadBatchesAndPrecisionFlags) {
   ExecOptions build = quick_options(2);
   build.onnx_path = qdq_model_;

@@ -90,6 +90,38 @@ Graph optimized_graph() {
   return graph;
 }
 
+// Large static dims: MAC counts that overflow int64 are left uncounted (nullopt, "-"), totals
+// saturate, and nothing is negative (inspect once printed negative totals; UBSan: signed overflow).
+TEST(LayerInfo, MacsThatOverflowAreNotCountedAndTotalsStayPositive) {
+  Graph graph;
+  graph.opsets[""] = 13;
+  graph.inputs = {"a", "b"};
+  graph.outputs = {"c", "e"};
+  const int64_t big = int64_t{1} << 31;
+  add_value(graph, "a", DataType::kFloat, dims({big, big}));
+  add_value(graph, "b", DataType::kFloat, dims({big, big}));
+  add_value(graph, "c", DataType::kFloat, dims({big, big}));
+  graph.nodes.push_back(make_node("mm", "MatMul", {"a", "b"}, {"c"}));
+  // Two layers whose MACs fit alone but not together.
+  add_value(graph, "d", DataType::kFloat, dims({int64_t{1} << 31, 1 << 16}));
+  add_value(graph, "w", DataType::kFloat, dims({1 << 16, 1 << 15}));
+  add_value(graph, "e", DataType::kFloat, dims({int64_t{1} << 31, 1 << 15}));
+  graph.inputs.push_back("d");
+  graph.inputs.push_back("w");
+  graph.nodes.push_back(make_node("mm2", "MatMul", {"d", "w"}, {"e"}));
+  graph.nodes.push_back(make_node("mm3", "MatMul", {"d", "w"}, {"e2"}));
+  add_value(graph, "e2", DataType::kFloat, dims({int64_t{1} << 31, 1 << 15}));
+  graph.outputs.push_back("e2");
+  LayerReport report = compute_layer_info(graph, {}, {});
+  EXPECT_FALSE(report.layers[0].macs.has_value());
+  ASSERT_TRUE(report.layers[1].macs.has_value());
+  EXPECT_EQ(*report.layers[1].macs, int64_t{1} << 62);
+  EXPECT_EQ(report.summary.float_macs, INT64_MAX);
+  EXPECT_GE(report.summary.int8_mac_share(), 0.0);
+  const std::string table = format_layer_summary(report);
+  EXPECT_EQ(table.find(" -9"), std::string::npos) << table;
+}
+
 TEST(LayerInfo, NamesKindsPrecisionsZeroPointsShapesAndMacs) {
   Graph graph = optimized_graph();
   LayerReport report = compute_layer_info(graph, {}, {{"batch", 2}});
