@@ -44,6 +44,8 @@ std::string onnx_type_string(DataType dtype);
 // An engine and what every run asks of it, computed once.
 struct EngineHandle {
   std::shared_ptr<const engine::Engine> engine;
+  // The engine file's bytes when it was loaded from bytes: its weights are views into them.
+  std::shared_ptr<const std::vector<uint8_t>> storage;
   std::vector<engine::IoTensorInfo> inputs;
   std::vector<engine::IoTensorInfo> outputs;
 

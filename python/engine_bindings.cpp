@@ -56,11 +56,16 @@ std::shared_ptr<EngineHandle> build_engine_handle(const ModelSource& source, con
 
 std::shared_ptr<EngineHandle> load_engine_handle(const ModelSource& source) {
   Result<std::shared_ptr<const engine::Engine>> loaded = internal_error("unreachable");
+  // Engine::load_bytes keeps views into the bytes: they live as long as the handle.
+  std::shared_ptr<const std::vector<uint8_t>> storage;
+  if (source.path.empty()) storage = std::make_shared<const std::vector<uint8_t>>(source.bytes);
   {
     py::gil_scoped_release release;
-    loaded = source.path.empty() ? engine::Engine::load_bytes(source.bytes) : engine::Engine::load(source.path);
+    loaded = storage ? engine::Engine::load_bytes(*storage) : engine::Engine::load(source.path);
   }
-  return std::make_shared<EngineHandle>(value_or_throw(std::move(loaded)));
+  auto handle = std::make_shared<EngineHandle>(value_or_throw(std::move(loaded)));
+  handle->storage = std::move(storage);
+  return handle;
 }
 
 namespace {

@@ -1,9 +1,13 @@
 #include "server/grpc_frontend.h"
 
+#include <atomic>
 #include <chrono>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/resource_quota.h>
 
 #include "server/grpc_codec.h"
 #include "server/grpc_predict_v2.grpc.pb.h"
@@ -25,46 +29,163 @@ grpc::Status to_grpc_status(const ServeError& error) {
   return grpc::Status(code, error.message);
 }
 
+using AsyncService = inference::GRPCInferenceService::AsyncService;
+
+// One RPC in flight on the completion queue: its tag is the object itself.
+class Call {
+ public:
+  virtual ~Call() = default;
+  // The queue returned this call's tag; `ok` is false when the server is shutting down.
+  virtual void proceed(bool ok) = 0;
+};
+
+// A unary RPC: asks gRPC for the next call of its method, hands the request to `handler` (which
+// fills the response and calls finish(), at once or later from another thread), and deletes
+// itself once the answer is sent.
+template <class Request, class Response>
+class UnaryCall final : public Call {
+ public:
+  using RequestNext = std::function<void(grpc::ServerContext*, Request*, grpc::ServerAsyncResponseWriter<Response>*,
+                                         void* tag)>;
+  using Handler = std::function<void(UnaryCall&)>;
+
+  // `unanswered` counts the calls taken and not yet finished (stop() waits for them).
+  static void listen(RequestNext request_next, Handler handler, std::atomic<int64_t>* unanswered) {
+    auto* call = new UnaryCall(std::move(request_next), std::move(handler), unanswered);
+    call->request_next_(&call->context_, &call->request_, &call->writer_, call);
+  }
+
+  void proceed(bool ok) override {
+    if (!ok || answered_) {
+      delete this;  // the answer is sent, or no call came (shutdown)
+      return;
+    }
+    listen(request_next_, handler_, unanswered_);  // the next call of this method, while this one is served
+    answered_ = true;
+    unanswered_->fetch_add(1);
+    handler_(*this);
+  }
+
+  Request& request() { return request_; }
+  Response& response() { return response_; }
+  void finish(const grpc::Status& status) {
+    std::atomic<int64_t>* unanswered = unanswered_;  // `this` may be gone once the answer is queued
+    if (status.ok()) {
+      writer_.Finish(response_, status, this);
+    } else {
+      writer_.FinishWithError(status, this);
+    }
+    unanswered->fetch_sub(1);
+  }
+
+ private:
+  UnaryCall(RequestNext request_next, Handler handler, std::atomic<int64_t>* unanswered)
+      : request_next_(std::move(request_next)), handler_(std::move(handler)), unanswered_(unanswered),
+        writer_(&context_) {}
+
+  RequestNext request_next_;
+  Handler handler_;
+  std::atomic<int64_t>* unanswered_;
+  grpc::ServerContext context_;
+  Request request_;
+  Response response_;
+  grpc::ServerAsyncResponseWriter<Response> writer_;
+  bool answered_ = false;
+};
+
 }  // namespace
 
-class GrpcFrontend::Service final : public inference::GRPCInferenceService::Service {
+// The asynchronous (completion queue) API, with one thread per queue: the thread that polls a
+// connection runs its calls, so an infer that finds its model idle runs there and is answered
+// without a thread hand-off (gRPC 1.51's callback API hands every call to a separate thread and
+// measured slower than the synchronous server). An infer that must queue returns at once and the
+// model's dispatcher thread sends its answer, so no thread waits per queued call.
+class GrpcFrontend::Service {
  public:
   explicit Service(InferenceServer& server) : server_(server) {}
 
-  grpc::Status ServerLive(grpc::ServerContext*, const inference::ServerLiveRequest*,
-                          inference::ServerLiveResponse* response) override {
-    response->set_live(server_.live());
-    return grpc::Status::OK;
+  AsyncService& async_service() { return service_; }
+  // Calls whose answer is still to come (queued in a model): their queue must outlive them.
+  int64_t unanswered() const { return unanswered_.load(); }
+
+  // Asks for the first call of every method on `queue`, which serve(queue) then polls.
+  void listen(grpc::ServerCompletionQueue* queue) {
+    on<inference::ServerLiveRequest, inference::ServerLiveResponse>(queue, &AsyncService::RequestServerLive, [this](auto& call) {
+      call.response().set_live(server_.live());
+      call.finish(grpc::Status::OK);
+    });
+    on<inference::ServerReadyRequest, inference::ServerReadyResponse>(queue, &AsyncService::RequestServerReady, [this](auto& call) {
+      call.response().set_ready(server_.ready());
+      call.finish(grpc::Status::OK);
+    });
+    on<inference::ModelReadyRequest, inference::ModelReadyResponse>(queue, &AsyncService::RequestModelReady, [this](auto& call) {
+      auto error = server_.model_ready(call.request().name(), call.request().version());
+      if (error && error->kind == ErrorKind::kNotFound) return call.finish(to_grpc_status(*error));
+      call.response().set_ready(!error);
+      call.finish(grpc::Status::OK);
+    });
+    on<inference::ServerMetadataRequest, inference::ServerMetadataResponse>(queue, &AsyncService::RequestServerMetadata, [](auto& call) {
+          call.response().set_name(kServerName);
+          call.response().set_version(kServerVersion);
+          for (const char* extension : {"binary_tensor_data", "model_repository", "statistics"}) {
+            call.response().add_extensions(extension);
+          }
+          call.finish(grpc::Status::OK);
+        });
+    on<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(queue, &AsyncService::RequestModelMetadata, [this](auto& call) { call.finish(model_metadata(call.request(), call.response())); });
+    on<inference::ModelInferRequest, inference::ModelInferResponse>(queue, &AsyncService::RequestModelInfer, [this](auto& call) {
+      // The codec moves the raw bytes out; the request message is ours for this call.
+      auto parsed = request_from_grpc(call.request());
+      if (auto* error = std::get_if<ServeError>(&parsed)) return call.finish(to_grpc_status(*error));
+      server_.infer_async(std::move(std::get<InferRequest>(parsed)), [&call](InferenceServer::InferResult result) {
+        if (auto* error = std::get_if<ServeError>(&result)) return call.finish(to_grpc_status(*error));
+        response_to_grpc(std::get<InferResponse>(result), call.response());
+        call.finish(grpc::Status::OK);
+      });
+    });
+    on<inference::RepositoryIndexRequest, inference::RepositoryIndexResponse>(queue, &AsyncService::RequestRepositoryIndex, [this](auto& call) {
+          for (const ModelIndexEntry& entry : server_.repository().index()) {
+            if (call.request().ready() && entry.state != "READY") continue;
+            auto* model = call.response().add_models();
+            model->set_name(entry.name);
+            model->set_version(entry.version);
+            model->set_state(entry.state);
+            model->set_reason(entry.reason);
+          }
+          call.finish(grpc::Status::OK);
+        });
+    on<inference::RepositoryModelLoadRequest, inference::RepositoryModelLoadResponse>(queue, &AsyncService::RequestRepositoryModelLoad, [this](auto& call) {
+          call.finish(repository_status(server_.repository().load(call.request().model_name())));
+        });
+    on<inference::RepositoryModelUnloadRequest, inference::RepositoryModelUnloadResponse>(queue, &AsyncService::RequestRepositoryModelUnload, [this](auto& call) {
+          call.finish(repository_status(server_.repository().unload(call.request().model_name())));
+        });
   }
-  grpc::Status ServerReady(grpc::ServerContext*, const inference::ServerReadyRequest*,
-                           inference::ServerReadyResponse* response) override {
-    response->set_ready(server_.ready());
-    return grpc::Status::OK;
+
+  // Runs the calls the queue returns until the queue is shut down and drained.
+  static void serve(grpc::ServerCompletionQueue* queue) {
+    void* tag = nullptr;
+    bool ok = false;
+    while (queue->Next(&tag, &ok)) static_cast<Call*>(tag)->proceed(ok);
   }
-  grpc::Status ModelReady(grpc::ServerContext*, const inference::ModelReadyRequest* request,
-                          inference::ModelReadyResponse* response) override {
-    auto error = server_.model_ready(request->name(), request->version());
-    if (error && error->kind == ErrorKind::kNotFound) return to_grpc_status(*error);
-    response->set_ready(!error);
-    return grpc::Status::OK;
+
+ private:
+  template <class Request, class Response, class Method, class Handler>
+  void on(grpc::ServerCompletionQueue* queue, Method method, Handler handler) {
+    UnaryCall<Request, Response>::listen(
+        [this, queue, method](grpc::ServerContext* context, Request* request,
+                              grpc::ServerAsyncResponseWriter<Response>* writer,
+                              void* tag) { (service_.*method)(context, request, writer, queue, queue, tag); },
+        std::move(handler), &unanswered_);
   }
-  grpc::Status ServerMetadata(grpc::ServerContext*, const inference::ServerMetadataRequest*,
-                              inference::ServerMetadataResponse* response) override {
-    response->set_name(kServerName);
-    response->set_version(kServerVersion);
-    for (const char* extension : {"binary_tensor_data", "model_repository", "statistics"}) {
-      response->add_extensions(extension);
-    }
-    return grpc::Status::OK;
-  }
-  grpc::Status ModelMetadata(grpc::ServerContext*, const inference::ModelMetadataRequest* request,
-                             inference::ModelMetadataResponse* response) override {
-    auto metadata = server_.model_metadata(request->name(), request->version());
+
+  grpc::Status model_metadata(const inference::ModelMetadataRequest& request, inference::ModelMetadataResponse& response) {
+    auto metadata = server_.model_metadata(request.name(), request.version());
     if (auto* error = std::get_if<ServeError>(&metadata)) return to_grpc_status(*error);
     const auto& model = std::get<qdqrt::server::ModelMetadata>(metadata);
-    response->set_name(model.name);
-    for (const std::string& version : model.versions) response->add_versions(version);
-    response->set_platform(model.platform);
+    response.set_name(model.name);
+    for (const std::string& version : model.versions) response.add_versions(version);
+    response.set_platform(model.platform);
     auto fill = [](const std::vector<TensorMetadata>& tensors, auto* list) {
       for (const TensorMetadata& tensor : tensors) {
         auto* entry = list->Add();
@@ -73,42 +194,11 @@ class GrpcFrontend::Service final : public inference::GRPCInferenceService::Serv
         for (int64_t dim : tensor.shape) entry->add_shape(dim);
       }
     };
-    fill(model.inputs, response->mutable_inputs());
-    fill(model.outputs, response->mutable_outputs());
+    fill(model.inputs, response.mutable_inputs());
+    fill(model.outputs, response.mutable_outputs());
     return grpc::Status::OK;
-  }
-  grpc::Status ModelInfer(grpc::ServerContext*, const inference::ModelInferRequest* request,
-                          inference::ModelInferResponse* response) override {
-    // The codec moves the raw bytes out; the request message is ours for this call.
-    auto parsed = request_from_grpc(const_cast<inference::ModelInferRequest&>(*request));
-    if (auto* error = std::get_if<ServeError>(&parsed)) return to_grpc_status(*error);
-    auto result = server_.infer(std::move(std::get<InferRequest>(parsed)));
-    if (auto* error = std::get_if<ServeError>(&result)) return to_grpc_status(*error);
-    response_to_grpc(std::get<InferResponse>(result), *response);
-    return grpc::Status::OK;
-  }
-  grpc::Status RepositoryIndex(grpc::ServerContext*, const inference::RepositoryIndexRequest* request,
-                               inference::RepositoryIndexResponse* response) override {
-    for (const ModelIndexEntry& entry : server_.repository().index()) {
-      if (request->ready() && entry.state != "READY") continue;
-      auto* model = response->add_models();
-      model->set_name(entry.name);
-      model->set_version(entry.version);
-      model->set_state(entry.state);
-      model->set_reason(entry.reason);
-    }
-    return grpc::Status::OK;
-  }
-  grpc::Status RepositoryModelLoad(grpc::ServerContext*, const inference::RepositoryModelLoadRequest* request,
-                                   inference::RepositoryModelLoadResponse*) override {
-    return repository_status(server_.repository().load(request->model_name()));
-  }
-  grpc::Status RepositoryModelUnload(grpc::ServerContext*, const inference::RepositoryModelUnloadRequest* request,
-                                     inference::RepositoryModelUnloadResponse*) override {
-    return repository_status(server_.repository().unload(request->model_name()));
   }
 
- private:
   static grpc::Status repository_status(const Status& status) {
     if (status.is_ok()) return grpc::Status::OK;
     bool unknown = status.message().starts_with("no model");
@@ -116,6 +206,8 @@ class GrpcFrontend::Service final : public inference::GRPCInferenceService::Serv
   }
 
   InferenceServer& server_;
+  AsyncService service_;
+  std::atomic<int64_t> unanswered_{0};
 };
 
 GrpcFrontend::GrpcFrontend(InferenceServer& server, GrpcOptions options)
@@ -128,25 +220,48 @@ Result<int> GrpcFrontend::start() {
   int port = 0;
   std::string address = options_.host + ":" + std::to_string(options_.port);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(service_.get());
+  builder.RegisterService(&service_->async_service());
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(options_.max_message_bytes, INT32_MAX)));
   builder.SetMaxSendMessageSize(-1);
-  grpc::ResourceQuota quota("qdqrt_serve");
-  quota.SetMaxThreads(std::max(2, options_.max_threads));
-  builder.SetResourceQuota(quota);
+  // One queue per thread: the thread that polls a connection then runs its calls.
+  for (int index = 0; index < std::max(1, options_.threads); ++index) queues_.push_back(builder.AddCompletionQueue());
   grpc_ = builder.BuildAndStart();
   if (!grpc_ || port == 0) {
     grpc_.reset();
+    drain_queues();
     return io_error("cannot listen on {} for gRPC (in use?)", address);
+  }
+  for (auto& queue : queues_) {
+    service_->listen(queue.get());
+    threads_.emplace_back([queue = queue.get()] { Service::serve(queue); });
   }
   return port;
 }
 
 void GrpcFrontend::stop() {
   if (!grpc_) return;
+  // Stops accepting; the calls in flight are answered (the queue threads keep running) until the
+  // grace period ends, then cancelled.
   grpc_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(options_.shutdown_grace_seconds));
-  grpc_->Wait();
+  // A call cancelled by the grace period may still be queued in a model, whose dispatcher will
+  // answer it (the runners answer their whole queue, even when shutting down): keep the
+  // completion queues until it has.
+  while (service_->unanswered() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  drain_queues();
   grpc_.reset();
+}
+
+void GrpcFrontend::drain_queues() {
+  for (auto& queue : queues_) queue->Shutdown();
+  for (std::thread& thread : threads_) thread.join();
+  threads_.clear();
+  // Queues no thread polled (start failed) still hand back their pending calls.
+  for (auto& queue : queues_) {
+    void* tag = nullptr;
+    bool ok = false;
+    while (queue->Next(&tag, &ok)) static_cast<Call*>(tag)->proceed(ok);
+  }
+  queues_.clear();
 }
 
 }  // namespace qdqrt::server

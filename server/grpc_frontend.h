@@ -1,17 +1,21 @@
 // The KServe v2 gRPC service (inference.GRPCInferenceService, server/grpc_predict_v2.proto) on
-// gRPC C++'s synchronous server. Its thread count is capped by a resource quota: past it gRPC
-// itself answers RESOURCE_EXHAUSTED.
+// gRPC C++'s asynchronous completion-queue API, polled by a few threads: an infer that finds its
+// model idle runs on the thread that read it; one that queues holds no thread until the model's
+// dispatcher answers it.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "core/status.h"
 #include "server/inference_server.h"
 
 namespace grpc {
 class Server;
+class ServerCompletionQueue;
 }
 
 namespace qdqrt::server {
@@ -20,7 +24,7 @@ struct GrpcOptions {
   std::string host = "127.0.0.1";
   int port = 8001;                       // 0: any free port
   size_t max_message_bytes = 64u << 20;  // larger requests: RESOURCE_EXHAUSTED
-  int max_threads = 64;
+  int threads = 2;  // completion queues, one thread each (that thread runs an idle model's infer inline)
   int shutdown_grace_seconds = 30;       // in-flight RPCs get this long to finish on stop()
 };
 
@@ -39,7 +43,11 @@ class GrpcFrontend {
   InferenceServer& server_;
   GrpcOptions options_;
   std::unique_ptr<Service> service_;
+  void drain_queues();
+
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
   std::unique_ptr<grpc::Server> grpc_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace qdqrt::server

@@ -1,6 +1,9 @@
 #include "server/inference_server.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
 
 namespace qdqrt::server {
 
@@ -41,10 +44,24 @@ std::optional<ServeError> InferenceServer::model_ready(const std::string& name, 
   return std::nullopt;
 }
 
-std::variant<InferResponse, ServeError> InferenceServer::infer(InferRequest request) {
+InferenceServer::InferResult InferenceServer::infer(InferRequest request) {
+  std::mutex mutex;
+  std::condition_variable answered;
+  std::optional<InferResult> result;
+  infer_async(std::move(request), [&](InferResult answer) {
+    std::lock_guard lock(mutex);
+    result = std::move(answer);
+    answered.notify_one();
+  });
+  std::unique_lock lock(mutex);
+  answered.wait(lock, [&] { return result.has_value(); });
+  return std::move(*result);
+}
+
+void InferenceServer::infer_async(InferRequest request, std::function<void(InferResult)> done) {
   ServeError error;
   auto runner = repository_.find(request.model_name, request.model_version, error);
-  if (!runner) return error;
+  if (!runner) return done(std::move(error));
   const auto& model_outputs = runner->outputs();
   std::vector<size_t> selected;  // engine output indices, in the order asked for
   for (const RequestedOutput& requested : request.outputs) {
@@ -52,27 +69,33 @@ std::variant<InferResponse, ServeError> InferenceServer::infer(InferRequest requ
                               [&](const auto& info) { return info.name == requested.name; });
     if (found == model_outputs.end()) {
       runner->metrics().request_failure.fetch_add(1, std::memory_order_relaxed);
-      return serve_error(ErrorKind::kBadRequest, "unexpected inference output '{}' for model '{}'", requested.name,
-                         request.model_name);
+      return done(serve_error(ErrorKind::kBadRequest, "unexpected inference output '{}' for model '{}'",
+                              requested.name, request.model_name));
     }
     selected.push_back(static_cast<size_t>(found - model_outputs.begin()));
   }
-  InferOutcome outcome = runner->infer(std::move(request.inputs));
-  if (outcome.error) return *outcome.error;
-  InferResponse response;
-  response.model_name = request.model_name;
-  response.model_version = runner->metrics().version;
-  response.id = request.id;
-  if (request.outputs.empty()) {
-    response.outputs = std::move(outcome.outputs);
-    response.output_binary.assign(response.outputs.size(), request.binary_data_output);
-  } else {
-    for (size_t position = 0; position < selected.size(); ++position) {
-      response.outputs.push_back(outcome.outputs[selected[position]]);
-      response.output_binary.push_back(request.outputs[position].binary_data.value_or(request.binary_data_output));
+  std::vector<InferTensor> inputs = std::move(request.inputs);
+  // Not the runner itself: this lives in the runner's queue (a runner unloaded meanwhile answers
+  // its queue as it shuts down).
+  auto answer = [version = runner->metrics().version, request = std::move(request), selected = std::move(selected),
+                 done = std::move(done)](InferOutcome outcome) mutable {
+    if (outcome.error) return done(std::move(*outcome.error));
+    InferResponse response;
+    response.model_name = std::move(request.model_name);
+    response.model_version = std::move(version);
+    response.id = std::move(request.id);
+    if (request.outputs.empty()) {
+      response.outputs = std::move(outcome.outputs);
+      response.output_binary.assign(response.outputs.size(), request.binary_data_output);
+    } else {
+      for (size_t position = 0; position < selected.size(); ++position) {
+        response.outputs.push_back(outcome.outputs[selected[position]]);
+        response.output_binary.push_back(request.outputs[position].binary_data.value_or(request.binary_data_output));
+      }
     }
-  }
-  return response;
+    done(std::move(response));
+  };
+  runner->infer_async(std::move(inputs), std::move(answer));
 }
 
 }  // namespace qdqrt::server

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -41,7 +42,11 @@ class InferenceServer {
   bool ready() const { return !draining_.load() && repository_.all_ready(); }
   std::variant<ModelMetadata, ServeError> model_metadata(const std::string& name, const std::string& version) const;
   std::optional<ServeError> model_ready(const std::string& name, const std::string& version) const;
-  std::variant<InferResponse, ServeError> infer(InferRequest request);
+  using InferResult = std::variant<InferResponse, ServeError>;
+  InferResult infer(InferRequest request);
+  // The same without waiting: `done` gets the result once, on this thread or on the model's
+  // dispatcher thread (ModelRunner::infer_async); `done` must not block.
+  void infer_async(InferRequest request, std::function<void(InferResult)> done);
 
   // Shutdown: stop reporting ready (so a balancer stops routing here), then, once the frontends
   // have stopped accepting and answered what they accepted, stop the runners.

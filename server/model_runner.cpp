@@ -121,61 +121,63 @@ std::optional<ServeError> ModelRunner::check_inputs(std::vector<InferTensor>& in
   return std::nullopt;
 }
 
-InferOutcome ModelRunner::infer(std::vector<InferTensor> inputs) {
+void ModelRunner::infer_async(std::vector<InferTensor> inputs, InferDone done) {
   Clock::time_point start = Clock::now();
   auto pending = std::make_unique<Pending>();
-  InferOutcome outcome;
-  if (auto error = check_inputs(inputs, pending->batch)) {
+  pending->done = [this, start, done = std::move(done)](InferOutcome outcome) {
+    if (outcome.error) {
+      metrics_->request_failure.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      metrics_->request_success.fetch_add(1, std::memory_order_relaxed);
+      metrics_->request_duration_us.fetch_add(microseconds_between(start, Clock::now()), std::memory_order_relaxed);
+    }
+    done(std::move(outcome));
+  };
+  auto refuse = [&](ServeError error) {
+    InferOutcome outcome;
     outcome.error = std::move(error);
-  } else {
-    pending->inputs = std::move(inputs);
-    pending->enqueued = start;
-    std::future<InferOutcome> result = pending->result.get_future();
-    bool queued = false;
-    Worker* idle_worker = nullptr;
-    {
-      std::lock_guard lock(mutex_);
-      // Nothing to merge with (and no delay to wait for): run now on this thread.
-      bool run_now = queue_.empty() && !idle_workers_.empty() && (!can_merge_ || config_.max_queue_delay_us == 0);
-      if (stopping_) {
-        outcome.error = serve_error(ErrorKind::kUnavailable, "the server is shutting down");
-      } else if (run_now) {
-        idle_worker = idle_workers_.back();
-        idle_workers_.pop_back();
-      } else if (static_cast<int64_t>(queue_.size()) >= config_.max_queue_size) {
-        outcome.error = serve_error(ErrorKind::kUnavailable, "the queue of model '{}' is full ({} requests)",
-                                    metrics_->model, config_.max_queue_size);
-      } else {
-        queue_.push_back(std::move(pending));
-        queued = true;
-      }
-    }
-    if (idle_worker) {
-      std::vector<std::unique_ptr<Pending>> batch;
-      batch.push_back(std::move(pending));
-      run_batch(*idle_worker, batch);
-      release(idle_worker);
-      outcome = result.get();
-    } else if (queued) {
-      queue_changed_.notify_all();
-      outcome = result.get();
+    pending->done(std::move(outcome));
+  };
+  if (auto error = check_inputs(inputs, pending->batch)) return refuse(std::move(*error));
+  pending->inputs = std::move(inputs);
+  pending->enqueued = start;
+  Worker* idle_worker = nullptr;
+  std::optional<ServeError> refusal;
+  {
+    std::lock_guard lock(mutex_);
+    // Nothing to merge with (and no delay to wait for): run now on this thread.
+    bool run_now = queue_.empty() && !idle_workers_.empty() && (!can_merge_ || config_.max_queue_delay_us == 0);
+    if (stopping_) {
+      refusal = serve_error(ErrorKind::kUnavailable, "the server is shutting down");
+    } else if (run_now) {
+      idle_worker = idle_workers_.back();
+      idle_workers_.pop_back();
+    } else if (static_cast<int64_t>(queue_.size()) >= config_.max_queue_size) {
+      refusal = serve_error(ErrorKind::kUnavailable, "the queue of model '{}' is full ({} requests)",
+                            metrics_->model, config_.max_queue_size);
+    } else {
+      queue_.push_back(std::move(pending));
     }
   }
-  if (outcome.error) {
-    metrics_->request_failure.fetch_add(1, std::memory_order_relaxed);
+  if (refusal) return refuse(std::move(*refusal));  // answered outside the lock
+  if (idle_worker) {
+    std::vector<std::unique_ptr<Pending>> batch;
+    batch.push_back(std::move(pending));
+    run_batch(*idle_worker, batch);
   } else {
-    metrics_->request_success.fetch_add(1, std::memory_order_relaxed);
-    metrics_->request_duration_us.fetch_add(microseconds_between(start, Clock::now()), std::memory_order_relaxed);
+    queue_changed_.notify_all();
   }
-  return outcome;
 }
 
 void ModelRunner::release(Worker* worker) {
+  bool work_waiting = false;
   {
     std::lock_guard lock(mutex_);
     idle_workers_.push_back(worker);
+    work_waiting = !queue_.empty();
   }
-  queue_changed_.notify_all();
+  // Waking the dispatchers for an empty queue would cost a context switch per request.
+  if (work_waiting) queue_changed_.notify_all();
 }
 
 std::vector<std::unique_ptr<ModelRunner::Pending>> ModelRunner::take_batch(Worker*& worker) {
@@ -217,7 +219,6 @@ void ModelRunner::dispatcher_loop() {
     std::vector<std::unique_ptr<Pending>> batch = take_batch(worker);
     if (batch.empty()) return;
     run_batch(*worker, batch);
-    release(worker);
   }
 }
 
@@ -286,6 +287,8 @@ void ModelRunner::run_batch(Worker& worker, std::vector<std::unique_ptr<Pending>
   metrics_->compute_infer_duration_us.fetch_add(microseconds_between(compute_start, compute_end),
                                                 std::memory_order_relaxed);
   metrics_->record_batch(total);
+  // Free the instance before answering, so a client's next request finds it idle.
+  release(&worker);
   for (size_t request = 0; request < batch.size(); ++request) {
     metrics_->queue_duration_us.fetch_add(microseconds_between(batch[request]->enqueued, start),
                                           std::memory_order_relaxed);
@@ -293,7 +296,7 @@ void ModelRunner::run_batch(Worker& worker, std::vector<std::unique_ptr<Pending>
       outcomes[request].outputs.clear();
       outcomes[request].error = ServeError{ErrorKind::kInternal, "inference failed: " + status.to_string()};
     }
-    batch[request]->result.set_value(std::move(outcomes[request]));
+    batch[request]->done(std::move(outcomes[request]));
   }
 }
 

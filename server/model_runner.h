@@ -9,7 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <future>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,9 +36,15 @@ class ModelRunner {
   ModelRunner(const ModelRunner&) = delete;
   ModelRunner& operator=(const ModelRunner&) = delete;
 
-  // Checks the inputs against the engine, queues them and waits for the result. Safe from any
-  // number of threads; refuses with kUnavailable when the queue is full or the runner stopped.
-  InferOutcome infer(std::vector<InferTensor> inputs);
+  using InferDone = std::function<void(InferOutcome)>;
+
+  // Checks the inputs against the engine and runs them, at once on this thread when an instance
+  // is idle and nothing is queued, else through the queue. `done` gets the outcome exactly once:
+  // on this thread when the request ran at once or was refused (kUnavailable when the queue is
+  // full or the runner stopped), else on the dispatcher thread that ran its batch, so an
+  // asynchronous frontend holds no thread per queued request. `done` must not block. Safe from
+  // any number of threads.
+  void infer_async(std::vector<InferTensor> inputs, InferDone done);
   // Stops taking requests, answers every queued one, joins the workers. Idempotent.
   void shutdown();
 
@@ -55,7 +61,7 @@ class ModelRunner {
     std::vector<InferTensor> inputs;  // in the engine's input order
     int64_t batch = 1;
     Clock::time_point enqueued;
-    std::promise<InferOutcome> result;
+    InferDone done;  // records the metrics, then answers the caller
   };
   struct Worker;
 
@@ -63,6 +69,7 @@ class ModelRunner {
   void dispatcher_loop();
   std::vector<std::unique_ptr<Pending>> take_batch(Worker*& worker);
   void release(Worker* worker);
+  // Runs the batch, releases the worker, then answers each request.
   void run_batch(Worker& worker, std::vector<std::unique_ptr<Pending>>& batch);
 
   std::shared_ptr<const engine::Engine> engine_;

@@ -4,11 +4,16 @@
 // on 127.0.0.1 (OS-chosen ports); every client is a thread with its own keep-alive connection.
 // Each point runs for --seconds (and at most --maxRequests requests). Prints a Markdown table.
 //   serve_bench [--model=models/fmnist_resnet_qdq.onnx] [--seconds=3] [--concurrency=1,4,16,64]
-//               [--instances=1] [--threads=2]
+//               [--instances=1] [--threads=2] [--protocols=http,grpc] [--batching=off,on] [--grpcThreads=N]
 // Exits 1 if any request failed (ctest's bench_serve.smoke runs it for a few seconds).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -94,6 +99,59 @@ std::vector<float> image(uint32_t seed) {
   return values;
 }
 
+// A keep-alive HTTP/1.1 client that sends each request (head and body) in one write, as libcurl
+// (tritonclient's HTTP transport) does for small bodies; cpp-httplib's client writes the head and
+// the body apart, so the server reads a request in two pieces.
+class OneWriteHttpClient {
+ public:
+  OneWriteHttpClient(int port, std::string request) : request_(std::move(request)) {
+    socket_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(socket_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    timeval timeout{30, 0};  // a stuck server fails the request instead of hanging the bench
+    ::setsockopt(socket_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(socket_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  }
+  ~OneWriteHttpClient() { ::close(socket_); }
+  OneWriteHttpClient(const OneWriteHttpClient&) = delete;
+  OneWriteHttpClient& operator=(const OneWriteHttpClient&) = delete;
+
+  // Sends the request and reads the whole response; true on status 200.
+  bool call() {
+    if (!connected_) return false;
+    for (size_t sent = 0; sent < request_.size();) {
+      ssize_t count = ::send(socket_, request_.data() + sent, request_.size() - sent, MSG_NOSIGNAL);
+      if (count <= 0) return false;
+      sent += static_cast<size_t>(count);
+    }
+    response_.clear();
+    size_t head_end = std::string::npos;
+    size_t total = 0;
+    char buffer[16384];
+    while (head_end == std::string::npos || response_.size() < total) {
+      ssize_t count = ::recv(socket_, buffer, sizeof(buffer), 0);
+      if (count <= 0) return false;
+      response_.append(buffer, static_cast<size_t>(count));
+      if (head_end == std::string::npos && (head_end = response_.find("\r\n\r\n")) != std::string::npos) {
+        size_t length_at = response_.find("Content-Length: ");
+        if (length_at == std::string::npos || length_at > head_end) return false;
+        total = head_end + 4 + std::stoull(response_.substr(length_at + 16, 20));
+      }
+    }
+    return response_.compare(0, 12, "HTTP/1.1 200") == 0;
+  }
+
+ private:
+  int socket_ = -1;
+  bool connected_ = false;
+  std::string request_;
+  std::string response_;
+};
+
 std::vector<int> parse_list(const std::string& text) {
   std::vector<int> values;
   std::stringstream stream(text);
@@ -110,6 +168,9 @@ int main(int argc, char** argv) {
   std::vector<int> concurrencies = {1, 4, 16, 64};
   int instances = 1;
   int threads = 2;
+  std::string protocols = "http,grpc";  // which transports to drive (a profile wants one at a time)
+  std::string batching_modes = "off,on";
+  int grpc_threads = 0;  // 0: GrpcOptions' default
   for (int index = 1; index < argc; ++index) {
     std::string arg = argv[index];
     if (arg.starts_with("--model=")) model_path = arg.substr(8);
@@ -118,9 +179,12 @@ int main(int argc, char** argv) {
     else if (arg.starts_with("--concurrency=")) concurrencies = parse_list(arg.substr(14));
     else if (arg.starts_with("--instances=")) instances = std::stoi(arg.substr(12));
     else if (arg.starts_with("--threads=")) threads = std::stoi(arg.substr(10));
+    else if (arg.starts_with("--protocols=")) protocols = arg.substr(12);
+    else if (arg.starts_with("--batching=")) batching_modes = arg.substr(11);
+    else if (arg.starts_with("--grpcThreads=")) grpc_threads = std::stoi(arg.substr(14));
     else {
       std::fprintf(stderr, "usage: serve_bench [--model=PATH] [--seconds=S] [--maxRequests=N] [--concurrency=1,4,16,64]"
-                           " [--instances=1] [--threads=2]\n");
+                           " [--instances=1] [--threads=2] [--protocols=http,grpc] [--batching=off,on] [--grpcThreads=N]\n");
       return 2;
     }
   }
@@ -153,7 +217,7 @@ int main(int argc, char** argv) {
   server::GrpcOptions grpc_options;
   grpc_options.host = "127.0.0.1";
   grpc_options.port = 0;
-  grpc_options.max_threads = 128;
+  if (grpc_threads > 0) grpc_options.threads = grpc_threads;
   server::GrpcFrontend grpc_frontend(inference, grpc_options);
   int grpc_port = *grpc_frontend.start();
 
@@ -175,13 +239,42 @@ int main(int argc, char** argv) {
   direct(1);  // warm-up
   Point direct_1 = direct(1);
   Point direct_16 = direct(16);
+  // A server's runs are apart by the transport's round trip: after a pause the engine's pool
+  // threads have gone to sleep and the run pays for waking them. Timed here with 100 us of sleep
+  // between runs (the sleep itself is not timed).
+  Point direct_idle;
+  {
+    std::vector<double> latencies_us;
+    Clock::time_point end = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
+    int64_t failures = 0;
+    double busy_seconds = 0;
+    while (Clock::now() < end && static_cast<int64_t>(latencies_us.size()) < max_requests) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      Clock::time_point sent = Clock::now();
+      if (!context->run({{"input", batch_pixels.data(), {1, 1, 28, 28}}}, {{"output", logits.data(), {1, 10}}}).is_ok()) {
+        ++failures;
+        continue;
+      }
+      double run_us = std::chrono::duration<double, std::micro>(Clock::now() - sent).count();
+      busy_seconds += run_us * 1e-6;
+      latencies_us.push_back(run_us);
+    }
+    direct_idle = summarize(latencies_us, busy_seconds, failures);
+  }
   std::printf("%d instance(s) x %d thread(s); %.1f s per point\n\n", instances, threads, seconds);
-  std::printf("| path | concurrency | batching | throughput (inferences/s) | p50 (us) | p99 (us) | requests | failures |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
-  std::printf("| direct ExecutionContext::run, batch 1 | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n", direct_1.throughput,
+  // The last two columns come from the model's metrics: the mean time a request spent inside
+  // ModelRunner (queue + run + split) and the mean engine run, so the transport's share is the
+  // p50 minus the former.
+  std::printf("| path | concurrency | batching | throughput (inferences/s) | p50 (us) | p99 (us) | requests | failures |"
+              " in runner (us/request) | engine (us/run) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| direct ExecutionContext::run, batch 1 | 1 | - | %.0f | %.1f | %.1f | %lld | %lld | - | - |\n", direct_1.throughput,
               direct_1.p50_us, direct_1.p99_us, static_cast<long long>(direct_1.requests),
               static_cast<long long>(direct_1.failures));
-  std::printf("| direct ExecutionContext::run, batch 16 | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n",
+  std::printf("| direct ExecutionContext::run, batch 1, 100 us apart | 1 | - | %.0f | %.1f | %.1f | %lld | %lld | - | - |\n",
+              direct_idle.throughput, direct_idle.p50_us, direct_idle.p99_us,
+              static_cast<long long>(direct_idle.requests), static_cast<long long>(direct_idle.failures));
+  std::printf("| direct ExecutionContext::run, batch 16 | 1 | - | %.0f | %.1f | %.1f | %lld | %lld | - | - |\n",
               direct_16.throughput * 16, direct_16.p50_us, direct_16.p99_us, static_cast<long long>(direct_16.requests),
               static_cast<long long>(direct_16.failures));
   std::fflush(stdout);
@@ -207,6 +300,16 @@ int main(int argc, char** argv) {
       };
     });
   };
+  auto one_write_point = [&](const std::string& model, int clients) {
+    std::string request = "POST /v2/models/" + model + "/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          "Content-Type: application/octet-stream\r\nInference-Header-Content-Length: " +
+                          std::to_string(header.size()) + "\r\nContent-Length: " + std::to_string(http_body.size()) +
+                          "\r\n\r\n" + http_body;
+    return run_clients(clients, seconds, max_requests, [&, request](int) {
+      auto client = std::make_shared<OneWriteHttpClient>(http_port, request);
+      return [client] { return client->call(); };
+    });
+  };
   auto grpc_point = [&](const std::string& model, int clients) {
     return run_clients(clients, seconds, max_requests, [&, model](int index) {
       // A channel per client (distinct arguments so gRPC does not share one connection).
@@ -230,10 +333,13 @@ int main(int argc, char** argv) {
     });
   };
   int64_t total_failures = direct_1.failures + direct_16.failures;
-  http_point("batched", 1);  // warm-up both paths
-  grpc_point("batched", 1);
+  bool with_http = protocols.find("http") != std::string::npos;
+  bool with_grpc = protocols.find("grpc") != std::string::npos;
+  if (with_http) http_point("batched", 1);  // warm-up
+  if (with_grpc) grpc_point("batched", 1);
   // The transport's floor at concurrency 1: a request that runs no model.
-  Point http_live = run_clients(1, seconds, max_requests, [&](int) {
+  std::vector<std::pair<const char*, Point>> floors;
+  if (with_http) floors.emplace_back("HTTP GET /v2/health/live (no model)", run_clients(1, seconds, max_requests, [&](int) {
     auto client = std::make_shared<httplib::Client>("127.0.0.1", http_port);
     client->set_keep_alive(true);
     client->set_tcp_nodelay(true);
@@ -241,9 +347,9 @@ int main(int argc, char** argv) {
       auto response = client->Get("/v2/health/live");
       return response && response->status == 200;
     };
-  });
+  }));
   // The same with a body of the infer request's size (httplib's POST path costs more than GET).
-  Point http_post = run_clients(1, seconds, max_requests, [&](int) {
+  if (with_http) floors.emplace_back("HTTP POST 3.3 KB to /v2/repository/index (no model)", run_clients(1, seconds, max_requests, [&](int) {
     auto client = std::make_shared<httplib::Client>("127.0.0.1", http_port);
     client->set_keep_alive(true);
     client->set_tcp_nodelay(true);
@@ -251,8 +357,8 @@ int main(int argc, char** argv) {
       auto response = client->Post("/v2/repository/index", http_body, "application/octet-stream");
       return response && response->status == 200;
     };
-  });
-  Point grpc_live = run_clients(1, seconds, max_requests, [&](int) {
+  }));
+  if (with_grpc) floors.emplace_back("gRPC ServerLive (no model)", run_clients(1, seconds, max_requests, [&](int) {
     auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port), grpc::InsecureChannelCredentials());
     auto stub = std::shared_ptr<inference::GRPCInferenceService::Stub>(inference::GRPCInferenceService::NewStub(channel));
     return [stub] {
@@ -260,22 +366,35 @@ int main(int argc, char** argv) {
       grpc::ClientContext context;
       return stub->ServerLive(&context, {}, &response).ok();
     };
-  });
-  for (auto [name, point] : {std::pair{"HTTP GET /v2/health/live (no model)", http_live},
-                             std::pair{"HTTP POST 3.3 KB to /v2/repository/index (no model)", http_post},
-                             std::pair{"gRPC ServerLive (no model)", grpc_live}}) {
+  }));
+  for (auto& [name, point] : floors) {
     total_failures += point.failures;
-    std::printf("| %s | 1 | - | %.0f | %.1f | %.1f | %lld | %lld |\n", name, point.throughput, point.p50_us,
+    std::printf("| %s | 1 | - | %.0f | %.1f | %.1f | %lld | %lld | - | - |\n", name, point.throughput, point.p50_us,
                 point.p99_us, static_cast<long long>(point.requests), static_cast<long long>(point.failures));
   }
-  for (const char* protocol : {"HTTP binary", "gRPC raw"}) {
+  for (const char* protocol : {"HTTP binary", "HTTP binary, one-write client", "gRPC raw"}) {
+    if (!(std::string(protocol).starts_with("HTTP") ? with_http : with_grpc)) continue;
     for (int clients : concurrencies) {
       for (const char* model : {"unbatched", "batched"}) {
-        Point point = std::string(protocol) == "HTTP binary" ? http_point(model, clients) : grpc_point(model, clients);
+        if (batching_modes.find(std::string(model) == "batched" ? "on" : "off") == std::string::npos) continue;
+        auto model_metrics = inference.metrics().model_metrics(model, "1");
+        auto snapshot = [&] {
+          return std::array<uint64_t, 4>{model_metrics->request_success.load(), model_metrics->request_duration_us.load(),
+                                         model_metrics->exec_count.load(),
+                                         model_metrics->compute_infer_duration_us.load()};
+        };
+        std::array<uint64_t, 4> before = snapshot();
+        std::string name = protocol;
+        Point point = name == "HTTP binary"   ? http_point(model, clients)
+                      : name == "gRPC raw"    ? grpc_point(model, clients)
+                                              : one_write_point(model, clients);
+        std::array<uint64_t, 4> after = snapshot();
+        auto mean = [](uint64_t total, uint64_t count) { return static_cast<double>(total) / std::max<uint64_t>(1, count); };
         total_failures += point.failures;
-        std::printf("| %s | %d | %s | %.0f | %.1f | %.1f | %lld | %lld |\n", protocol, clients,
+        std::printf("| %s | %d | %s | %.0f | %.1f | %.1f | %lld | %lld | %.1f | %.1f |\n", protocol, clients,
                     std::string(model) == "batched" ? "on" : "off", point.throughput, point.p50_us, point.p99_us,
-                    static_cast<long long>(point.requests), static_cast<long long>(point.failures));
+                    static_cast<long long>(point.requests), static_cast<long long>(point.failures),
+                    mean(after[1] - before[1], after[0] - before[0]), mean(after[3] - before[3], after[2] - before[2]));
         std::fflush(stdout);
       }
     }
