@@ -10,8 +10,15 @@
 namespace qdqrt {
 
 int64_t shape_numel(const Shape& shape) {
+  // A zero dim empties the tensor even when the other dims alone overflow ([2^40, 2^40, 0] is a
+  // valid empty initializer); a product that overflows saturates instead of wrapping.
+  for (int64_t dim : shape) {
+    if (dim == 0) return 0;
+  }
   int64_t numel = 1;
-  for (int64_t dim : shape) numel *= dim;
+  for (int64_t dim : shape) {
+    if (__builtin_mul_overflow(numel, dim, &numel)) return INT64_MAX;
+  }
   return numel;
 }
 

@@ -15,7 +15,8 @@ namespace qdqrt {
 
 using Shape = std::vector<int64_t>;
 
-// Product of dims; 1 for a scalar (empty shape).
+// Product of dims; 1 for a scalar (empty shape), 0 when any dim is 0 (even if the others alone
+// overflow), INT64_MAX when the product overflows.
 int64_t shape_numel(const Shape& shape);
 // "[1, 3, 224, 224]"
 std::string shape_to_string(const Shape& shape);

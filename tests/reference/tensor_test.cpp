@@ -21,6 +21,17 @@ std::vector<float> iota_values(int64_t count) {
 
 Tensor iota_tensor(Shape shape) { return tensor<float>(shape, iota_values(shape_numel(shape))); }
 
+// Found by the parser fuzzer (UBSan): an empty initializer [huge, huge, 0] overflowed on the way
+// to its element count of 0.
+TEST(TensorOpsTest, ShapeNumelOfEmptyAndHugeShapes) {
+  const int64_t huge = int64_t{1} << 40;
+  EXPECT_EQ(shape_numel({huge, huge, 0}), 0);
+  EXPECT_EQ(shape_numel({huge, huge}), INT64_MAX);
+  EXPECT_EQ(shape_numel({}), 1);
+  EXPECT_EQ(shape_numel({2, 3, 4}), 24);
+  EXPECT_EQ(Tensor(DataType::kFloat, {huge, huge, 0}).numel(), 0);
+}
+
 TEST(TensorOpsTest, ReshapeCopiesZerosAndInfersMinusOne) {
   Tensor x = iota_tensor({2, 3, 4});
   Tensor shape = tensor<int64_t>({3}, {0, -1, 2});
