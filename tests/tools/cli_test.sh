@@ -49,6 +49,9 @@ expect 2 "subcommand"
 expect 2 "nosuch" nosuch
 expect 2 "--onnx is required" run
 expect 2 "--bogus" run --onnx="$work/model.onnx" --bogus
+expect_stdout 0 "^qdqrt [0-9]+\.[0-9]+\.[0-9]+$" --version
+expect 2 "unknown flag --onxx \(did you mean --onnx\?\)" run --onxx="$work/model.onnx"
+expect 2 "unknown flag --mehtod \(did you mean --method\?\)" calibrate --mehtod=max
 expect 2 "--onnx.*missing.onnx|missing.onnx.*--onnx|File does not exist: $work/missing.onnx" run --onnx="$work/missing.onnx"
 expect 2 "--loadInputs.*NAME:FILE" run --onnx="$work/model.onnx" --loadInputs=x.npy
 expect 2 "--loadInputs.*input 'x'.*does not exist" run --onnx="$work/model.onnx" --loadInputs=x:"$work/nope.npy"

@@ -92,7 +92,8 @@ TEST_F(ExecEndToEndTest, SmallModelBuildRunProfileAndExports) {
   std::optional<RunError> error = run(options);
   ASSERT_FALSE(error) << error->status.to_string() << "\n" << text_;
 
-  EXPECT_NE(text_.find("=== Build ===\nModel: " + qdq_model_ + "\nPrecision: int8\nBuild time: "), std::string::npos)
+  EXPECT_NE(text_.find("=== Build ===\nModel: " + qdq_model_ + "\nBuild time: "), std::string::npos) << text_;
+  EXPECT_NE(text_.find("\nPrecision: int8 (int8: 0 of 2 layers, 2 quantize/dequantize/reorder)\n"), std::string::npos)
       << text_;
   EXPECT_NE(text_.find("Layers: 2 (dequantize x1, quantize x1)\n"), std::string::npos) << text_;
   EXPECT_NE(text_.find("Input: x float32 [4, 3, 5, 7]\nOutput: q int8 [4, 3, 5, 7]\nOutput: y float32 [4, 3, 5, 7]\n"
@@ -104,7 +105,8 @@ TEST_F(ExecEndToEndTest, SmallModelBuildRunProfileAndExports) {
   EXPECT_NE(text_.find("=== Performance summary ===\nThroughput: "), std::string::npos) << text_;
   EXPECT_NE(text_.find(", percentile(90%) = "), std::string::npos) << text_;
   EXPECT_NE(text_.find("Total Host Walltime: "), std::string::npos) << text_;
-  EXPECT_NE(text_.find("samples/s at batch 4\n"), std::string::npos) << text_;
+  EXPECT_NE(text_.find("Sample throughput: "), std::string::npos) << text_;
+  EXPECT_NE(text_.find(" samples/s at batch 4\n"), std::string::npos) << text_;
   EXPECT_NE(text_.find("=== Profile (20 iterations) ===\n   Time(ms)     Avg.(ms)   Median(ms)   Time(%)   Layer\n"),
             std::string::npos)
       << text_;
