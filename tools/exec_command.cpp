@@ -1,5 +1,7 @@
 #include "tools/exec_command.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -14,6 +16,7 @@
 #include <fmt/ranges.h>
 
 #include "parser/onnx_loader.h"
+#include "parser/onnx_writer.h"
 #include "tools/calibration/calibration_cache.h"
 #include "tools/calibration/qdq_insertion.h"
 #include "tools/npy.h"
@@ -172,7 +175,15 @@ Result<std::shared_ptr<const engine::Engine>> build_with_calibration_cache(const
   QDQRT_ASSIGN_OR_RETURN(Graph quantized, calibration::insert_qdq(graph, plan, amax));
   out << fmt::format("Calibration: {} scales from {} ({} activations, weights per channel)\n", scales->size(),
                      options.calib_path, amax.size());
-  return engine::Engine::build(std::move(quantized), build);
+  // Built from the written model, as `qdqrt calibrate`'s output is: the loader gives the inserted
+  // Q/DQ nodes the value infos the optimizer expects.
+  std::filesystem::path written = std::filesystem::temp_directory_path() /
+                                  fmt::format("qdqrt_calib_{}_{}.onnx", ::getpid(), std::hash<std::string>{}(options.calib_path));
+  QDQRT_RETURN_IF_ERROR(write_onnx_file(quantized, written.string()));
+  auto built = engine::Engine::build_from_file(written.string(), build);
+  std::error_code error;
+  std::filesystem::remove(written, error);
+  return built;
 }
 
 // The CPU model name from /proc/cpuinfo ("" when it cannot be read).
