@@ -1,6 +1,7 @@
 #include "tools/calibrate_command.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <variant>
@@ -13,6 +14,7 @@
 #include "tools/calibration/calibration_cache.h"
 #include "tools/commands.h"
 #include "tools/datasets.h"
+#include "tools/model_metadata.h"
 
 namespace qdqrt::tools {
 namespace {
@@ -33,9 +35,13 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
   auto plan = calibration::plan_quantization(*graph, options.placement);
   if (!plan.ok()) return failure(plan.status().with_context(options.onnx_path));
 
+  // --mean/--std, else the preprocessing the model's metadata holds, else none (with a warning).
+  auto preprocessing = resolve_preprocessing(options.mean, options.std, options.onnx_path);
+  if (!preprocessing.ok()) return failure(preprocessing.status());
+  if (preprocessing->source == "none") std::cerr << missing_preprocessing_warning("calibrate", options.onnx_path);
   DatasetOptions data_options;
-  data_options.mean = options.mean;
-  data_options.std = options.std;
+  data_options.mean = preprocessing->values.mean;
+  data_options.std = preprocessing->values.std;
   data_options.max_images = options.samples;
   auto data = load_dataset(options.data_spec, data_options);
   if (!data.ok()) return usage_error(data.status().with_context("--data"));
@@ -77,7 +83,17 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
 
   WriteOptions write_options;
   write_options.producer_name = "qdqrt calibrate";
-  Status written = write_onnx_file(calibrated->quantized, options.output_path, write_options);
+  // The input model's metadata, then how it was quantized and the preprocessing calibration used,
+  // so eval and exec read them back.
+  std::map<std::string, std::string> metadata;
+  if (auto input_metadata = read_onnx_metadata(options.onnx_path); input_metadata.ok()) metadata = *input_metadata;
+  for (const auto& [key, value] : preprocessing_to_metadata(preprocessing->values)) metadata[key] = value;
+  metadata[kFp32ModelKey] = std::filesystem::path(options.onnx_path).filename().string();
+  metadata[kQuantizationKey] =
+      fmt::format("qdqrt calibrate: method {}, placement {}, {} images of {}", calibration::method_name(options.method),
+                  calibration::placement_name(options.placement), std::min<int64_t>(data->size(), options.samples),
+                  data->description);
+  Status written = write_onnx_file_with_metadata(calibrated->quantized, options.output_path, write_options, metadata);
   if (!written.is_ok()) return failure(written);
 
   if (!options.calibration_cache_path.empty()) {
