@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string("qdqrt ") + qdqrt::kVersion, "Print qdqrt's version and exit");
     app.require_subcommand(1);
     std::vector<Command> commands = {add_run_command(app), add_inspect_command(app), add_exec_command(app),
-                                     add_calibrate_command(app), add_eval_command(app), add_serve_command(app)};
+                                     add_calibrate_command(app), add_eval_command(app), add_serve_command(app),
+                                     add_compare_command(app)};
     app.failure_message([](const CLI::App* failed, const CLI::Error& error) {
       std::string command = failed->get_name();
       std::vector<CLI::App*> chosen = failed->get_subcommands();

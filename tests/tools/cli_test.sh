@@ -79,6 +79,10 @@ expect 2 "bad data SPEC 'mnist:train'" calibrate --onnx="$fp32" --data=mnist:tra
 expect 2 "split must be 'train' or 'test'" calibrate --onnx="$fp32" --data=fashion-mnist:val --output="$work/o.onnx"
 expect 1 "already quantized" calibrate --onnx="$models/fmnist_resnet_qdq.onnx" --data=fashion-mnist:test --samples=2 --output="$work/o.onnx"
 expect 1 "garbage.onnx" calibrate --onnx="$work/garbage.onnx" --data=fashion-mnist:test --samples=2 --output="$work/o.onnx"
+expect_stdout 0 "--reference" compare --help
+expect 2 "--onnx is required" compare
+expect 2 "no QuantizeLinear -> DequantizeLinear on an activation" compare --onnx="$fp32"
+expect 2 "--sort" compare --onnx="$models/fmnist_resnet_qdq.onnx" --sort=best
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"
   exit 1

@@ -1,0 +1,145 @@
+#include "tools/compare_report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace qdqrt::tools {
+
+ErrorStats error_stats(std::span<const float> reference, std::span<const float> actual) {
+  ErrorStats stats;
+  double signal = 0, noise = 0, dot = 0, actual_energy = 0, abs_sum = 0;
+  size_t count = std::min(reference.size(), actual.size());
+  for (size_t i = 0; i < count; ++i) {
+    double ref = reference[i], act = actual[i], diff = ref - act;
+    signal += ref * ref;
+    noise += diff * diff;
+    dot += ref * act;
+    actual_energy += act * act;
+    abs_sum += std::abs(diff);
+    stats.max_abs_error = std::max(stats.max_abs_error, std::abs(diff));
+  }
+  if (noise > 0) stats.sqnr_db = signal > 0 ? 10.0 * std::log10(signal / noise) : -std::numeric_limits<double>::infinity();
+  if (signal > 0 && actual_energy > 0) {
+    stats.cosine = dot / std::sqrt(signal * actual_energy);
+  } else if (signal > 0 || actual_energy > 0) {
+    stats.cosine = 0;
+  }
+  stats.mean_abs_error = count > 0 ? abs_sum / static_cast<double>(count) : 0;
+  return stats;
+}
+
+double quantized_low(const QuantizedTensorReport& report) {
+  return (report.is_unsigned ? 0.0 - report.zero_point : -128.0 - report.zero_point) * report.scale;
+}
+
+double quantized_high(const QuantizedTensorReport& report) {
+  return (report.is_unsigned ? 255.0 - report.zero_point : 127.0 - report.zero_point) * report.scale;
+}
+
+float fake_quantize(float value, const QuantizedTensorReport& report) {
+  if (report.scale <= 0) return value;
+  double q = std::nearbyint(value / report.scale) + static_cast<double>(report.zero_point);
+  q = std::clamp(q, report.is_unsigned ? 0.0 : -128.0, report.is_unsigned ? 255.0 : 127.0);
+  return static_cast<float>((q - static_cast<double>(report.zero_point)) * report.scale);
+}
+
+void measure_quantized_tensor(QuantizedTensorReport& report, std::span<const float> fp32, std::span<const float> int8) {
+  if (fp32.empty()) return;
+  auto [low, high] = std::minmax_element(fp32.begin(), fp32.end());
+  report.min = *low;
+  report.max = *high;
+  double lowest = quantized_low(report), highest = quantized_high(report);
+  size_t clipped = 0;
+  std::vector<float> quantized(fp32.size());
+  for (size_t i = 0; i < fp32.size(); ++i) {
+    // Half a step beyond the ends still rounds to them: only values further out are clipped.
+    if (fp32[i] < lowest - report.scale / 2 || fp32[i] > highest + report.scale / 2) ++clipped;
+    quantized[i] = fake_quantize(fp32[i], report);
+  }
+  report.clipped_fraction = static_cast<double>(clipped) / static_cast<double>(fp32.size());
+  report.local = error_stats(fp32, quantized);
+  report.accumulated = error_stats(fp32, int8);
+}
+
+void sort_worst_first(std::vector<QuantizedTensorReport>& tensors, CompareOrder order) {
+  std::stable_sort(tensors.begin(), tensors.end(), [order](const auto& a, const auto& b) {
+    const ErrorStats& x = order == CompareOrder::kLocal ? a.local : a.accumulated;
+    const ErrorStats& y = order == CompareOrder::kLocal ? b.local : b.accumulated;
+    return x.sqnr_db < y.sqnr_db;
+  });
+}
+
+namespace {
+
+std::string db_text(double db) { return std::isinf(db) ? (db > 0 ? "inf" : "-inf") : fmt::format("{:.1f}", db); }
+
+}  // namespace
+
+std::string format_compare_table(const CompareReport& report, size_t rows) {
+  std::vector<std::vector<std::string>> lines = {{"#", "local SQNR (dB)", "SQNR (dB)", "cosine", "max |err|", "scale",
+                                                  "zp", "range seen", "clipped %", "tensor (producer)"}};
+  size_t shown = rows == 0 ? report.tensors.size() : std::min(rows, report.tensors.size());
+  for (size_t i = 0; i < shown; ++i) {
+    const QuantizedTensorReport& tensor = report.tensors[i];
+    lines.push_back({std::to_string(i + 1), db_text(tensor.local.sqnr_db), db_text(tensor.accumulated.sqnr_db),
+                     fmt::format("{:.4f}", tensor.accumulated.cosine), fmt::format("{:.4g}", tensor.accumulated.max_abs_error),
+                     fmt::format("{:.4g}", tensor.scale), std::to_string(tensor.zero_point),
+                     fmt::format("[{:.3g}, {:.3g}]", tensor.min, tensor.max),
+                     fmt::format("{:.2f}", 100.0 * tensor.clipped_fraction),
+                     fmt::format("{} ({})", tensor.tensor, tensor.producer)});
+  }
+  std::vector<size_t> widths(lines.front().size(), 0);
+  for (const auto& line : lines) {
+    for (size_t c = 0; c < line.size(); ++c) widths[c] = std::max(widths[c], line[c].size());
+  }
+  std::string text;
+  for (const auto& line : lines) {
+    for (size_t c = 0; c + 1 < line.size(); ++c) text += fmt::format("{:>{}}  ", line[c], widths[c]);
+    text += line.back() + "\n";  // the name last: long names do not push the numbers apart
+  }
+  if (shown < report.tensors.size()) {
+    text += fmt::format("({} more; --rows=0 shows all)\n", report.tensors.size() - shown);
+  }
+  return text;
+}
+
+nlohmann::ordered_json compare_to_json(const CompareReport& report) {
+  auto stats_json = [](const ErrorStats& stats) {
+    auto number = [](double value) {
+      return std::isfinite(value) ? nlohmann::ordered_json(value) : nlohmann::ordered_json(nullptr);
+    };
+    return nlohmann::ordered_json{{"sqnrDb", number(stats.sqnr_db)},
+                                  {"cosine", stats.cosine},
+                                  {"maxAbsError", stats.max_abs_error},
+                                  {"meanAbsError", stats.mean_abs_error}};
+  };
+  nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+  for (const QuantizedTensorReport& tensor : report.tensors) {
+    tensors.push_back({{"tensor", tensor.tensor},
+                       {"producer", tensor.producer},
+                       {"quantizeNode", tensor.quantize_node},
+                       {"scale", tensor.scale},
+                       {"zeroPoint", tensor.zero_point},
+                       {"dtype", tensor.is_unsigned ? "uint8" : "int8"},
+                       {"min", tensor.min},
+                       {"max", tensor.max},
+                       {"clippedFraction", tensor.clipped_fraction},
+                       {"local", stats_json(tensor.local)},
+                       {"accumulated", stats_json(tensor.accumulated)}});
+  }
+  nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
+  for (const OutputComparison& output : report.outputs) {
+    outputs.push_back({{"name", output.name},
+                       {"int8VsFp32", stats_json(output.int8_vs_fp32)},
+                       {"top1Agreement", output.top1_agreement},
+                       {"engineMaxAbsDiff", output.engine_max_abs_diff},
+                       {"engineTop1Agreement", output.engine_top1_agreement}});
+  }
+  return {{"model", report.model},      {"reference", report.reference}, {"samples", report.samples},
+          {"fp32Top1", report.fp32_top1}, {"int8Top1", report.int8_top1},  {"outputs", outputs},
+          {"tensors", tensors}};
+}
+
+}  // namespace qdqrt::tools
