@@ -34,6 +34,8 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
   const ValueInfo* input_info = graph->find_value(input_name);
   auto plan = calibration::plan_quantization(*graph, options.placement);
   if (!plan.ok()) return failure(plan.status().with_context(options.onnx_path));
+  Status excluded = calibration::exclude_nodes(*plan, *graph, options.exclude);
+  if (!excluded.is_ok()) return usage_error(excluded.with_context("--exclude"));
 
   // --mean/--std, else the preprocessing the model's metadata holds, else none (with a warning).
   auto preprocessing = resolve_preprocessing(options.mean, options.std, options.onnx_path);
@@ -90,9 +92,10 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
   for (const auto& [key, value] : preprocessing_to_metadata(preprocessing->values)) metadata[key] = value;
   metadata[kFp32ModelKey] = std::filesystem::path(options.onnx_path).filename().string();
   metadata[kQuantizationKey] =
-      fmt::format("qdqrt calibrate: method {}, placement {}, {} images of {}", calibration::method_name(options.method),
+      fmt::format("qdqrt calibrate: method {}, placement {}, {} images of {}{}", calibration::method_name(options.method),
                   calibration::placement_name(options.placement), std::min<int64_t>(data->size(), options.samples),
-                  data->description);
+                  data->description,
+                  options.exclude.empty() ? std::string() : fmt::format(", excluded {}", fmt::join(options.exclude, ", ")));
   Status written = write_onnx_file_with_metadata(calibrated->quantized, options.output_path, write_options, metadata);
   if (!written.is_ok()) return failure(written);
 
@@ -186,6 +189,11 @@ Command add_calibrate_command(CLI::App& app) {
   command->add_flag("--calibrateInputs", options->calibrate_inputs,
                     "Apply --method to the model input too (default: the input keeps its max range)");
   command->add_flag("--verbose", options->verbose, "Print each tensor's amax and scale");
+  command->add_option("--exclude", options->exclude,
+                      "Keep these nodes in float: no Q/DQ on their inputs or weights (as ONNX Runtime's\n"
+                      "nodes_to_exclude; qdqrt compare shows which ones cost accuracy)")
+      ->delimiter(',')
+      ->type_name("NODE[,...]");
   command->add_flag("!--noProgress", options->show_progress, "No progress bar on stderr");
 
   auto execute = [options, method, placement, mean, stddev]() -> int {

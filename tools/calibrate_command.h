@@ -33,6 +33,7 @@ struct CalibrateOptions {
   bool show_progress = true;
   bool calibrate_inputs = false;  // apply the method to graph inputs too (default: their max)
   bool verbose = false;  // print every tensor's amax
+  std::vector<std::string> exclude;  // --exclude: nodes kept in float (ONNX Runtime's nodes_to_exclude)
 };
 
 struct CalibrateResult {

@@ -156,7 +156,7 @@ const std::vector<ForeignFlag>& trtexec_flags_without_cpu_meaning() {
       {"--tempfileControls", true, "no temporary files"},
       {"--weightStreamingBudget", true, "weights stay in host memory"},
       {"--layerOutputTypes", true, "output types follow the model's Q/DQ"},
-      {"--precisionConstraints", true, "precisions follow the model's Q/DQ"},
+      {"--precisionConstraints", true, "--layerPrecisions is always obeyed"},
   };
   return kFlags;
 }

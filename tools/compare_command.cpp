@@ -63,6 +63,11 @@ Result<std::vector<QuantizationPoint>> find_quantization_points(const Graph& gra
                                    ? quantized->dtype == DataType::kUint8
                                    : zero_point == nullptr || zero_point->dtype() == DataType::kUint8;
     point.dequantized = dequantize->outputs[0];
+    for (const Node& reader : graph.nodes) {
+      if (std::find(reader.inputs.begin(), reader.inputs.end(), point.dequantized) != reader.inputs.end()) {
+        point.report.readers.push_back(reader.name);
+      }
+    }
     points.push_back(std::move(point));
   }
   if (points.empty()) return invalid_argument("the model has no QuantizeLinear -> DequantizeLinear on an activation");
@@ -276,7 +281,7 @@ std::variant<CompareReport, RunError> run_compare(const CompareOptions& options,
   out << format_compare_table(report, options.rows);
   out << "local SQNR: the FP32 tensor through its own Q/DQ (what this scale alone costs); SQNR: the INT8 run\n"
          "against the FP32 run there (error accumulated from the input). A low local SQNR with clipping means\n"
-         "a range too narrow, without clipping a range too wide; keep such layers in float with\n"
+         "a range too narrow, without clipping a range too wide; keep its readers in float with\n"
          "qdqrt calibrate --exclude=NODE or qdqrt exec --layerPrecisions=NODE:fp32.\n";
   if (!missing.empty()) {
     out << fmt::format("not compared ({} tensors absent from the FP32 reference): {}\n", missing.size(),

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace qdqrt::tools {
 
@@ -79,7 +80,7 @@ std::string db_text(double db) { return std::isinf(db) ? (db > 0 ? "inf" : "-inf
 
 std::string format_compare_table(const CompareReport& report, size_t rows) {
   std::vector<std::vector<std::string>> lines = {{"#", "local SQNR (dB)", "SQNR (dB)", "cosine", "max |err|", "scale",
-                                                  "zp", "range seen", "clipped %", "tensor (producer)"}};
+                                                  "zp", "range seen", "clipped %", "tensor (producer) -> readers"}};
   size_t shown = rows == 0 ? report.tensors.size() : std::min(rows, report.tensors.size());
   for (size_t i = 0; i < shown; ++i) {
     const QuantizedTensorReport& tensor = report.tensors[i];
@@ -88,7 +89,8 @@ std::string format_compare_table(const CompareReport& report, size_t rows) {
                      fmt::format("{:.4g}", tensor.scale), std::to_string(tensor.zero_point),
                      fmt::format("[{:.3g}, {:.3g}]", tensor.min, tensor.max),
                      fmt::format("{:.2f}", 100.0 * tensor.clipped_fraction),
-                     fmt::format("{} ({})", tensor.tensor, tensor.producer)});
+                     fmt::format("{} ({}) -> {}", tensor.tensor, tensor.producer,
+                                 tensor.readers.empty() ? std::string("-") : fmt::format("{}", fmt::join(tensor.readers, ", ")))});
   }
   std::vector<size_t> widths(lines.front().size(), 0);
   for (const auto& line : lines) {
@@ -120,6 +122,7 @@ nlohmann::ordered_json compare_to_json(const CompareReport& report) {
     tensors.push_back({{"tensor", tensor.tensor},
                        {"producer", tensor.producer},
                        {"quantizeNode", tensor.quantize_node},
+                       {"readers", tensor.readers},
                        {"scale", tensor.scale},
                        {"zeroPoint", tensor.zero_point},
                        {"dtype", tensor.is_unsigned ? "uint8" : "int8"},

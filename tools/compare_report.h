@@ -26,6 +26,7 @@ struct QuantizedTensorReport {
   std::string tensor;         // the float tensor that is quantized (the Q's input)
   std::string producer;       // "Conv '/blocks/blocks.0/conv1/Conv'" (or "graph input")
   std::string quantize_node;  // the QuantizeLinear's name
+  std::vector<std::string> readers;  // the nodes reading the dequantized tensor: INT8 because of it
   double scale = 0;
   int64_t zero_point = 0;
   bool is_unsigned = false;   // uint8 rather than int8
@@ -70,7 +71,7 @@ enum class CompareOrder { kLocal, kAccumulated };
 void sort_worst_first(std::vector<QuantizedTensorReport>& tensors, CompareOrder order);
 
 // The table: rank, local and accumulated SQNR (dB), cosine, max error, scale, zero-point, range
-// seen, clipped %, then the tensor and its producer last; at most `rows` rows (0 = all).
+// seen, clipped %, then "tensor (producer) -> readers" last; at most `rows` rows (0 = all).
 std::string format_compare_table(const CompareReport& report, size_t rows);
 nlohmann::ordered_json compare_to_json(const CompareReport& report);
 

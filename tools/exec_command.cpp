@@ -19,6 +19,7 @@
 #include "parser/onnx_writer.h"
 #include "tools/calibration/calibration_cache.h"
 #include "tools/calibration/qdq_insertion.h"
+#include "tools/layer_precisions.h"
 #include "tools/npy.h"
 #include "tools/trtexec_log.h"
 #include "tools/cli_flags.h"
@@ -141,12 +142,23 @@ Status read_raw_input(const InputFileSpec& spec, Tensor& tensor) {
   return Status::ok();
 }
 
+// Builds `graph` from the ONNX it writes, as `qdqrt calibrate`'s output is built: the loader gives
+// inserted or rewired nodes the value infos the optimizer expects.
+Result<std::shared_ptr<const engine::Engine>> build_written_graph(const Graph& graph, const ExecOptions& options,
+                                                                  const engine::BuildOptions& build) {
+  std::filesystem::path written =
+      std::filesystem::temp_directory_path() /
+      fmt::format("qdqrt_exec_{}_{}.onnx", ::getpid(), std::hash<std::string>{}(options.onnx_path));
+  QDQRT_RETURN_IF_ERROR(write_onnx_file(graph, written.string()));
+  auto built = engine::Engine::build_from_file(written.string(), build);
+  std::error_code error;
+  std::filesystem::remove(written, error);
+  return built;
+}
+
 // trtexec --calib: a model without Q/DQ quantized at the cache's scales (Q/DQ where
-// `qdqrt calibrate` puts them), then built in INT8.
-Result<std::shared_ptr<const engine::Engine>> build_with_calibration_cache(const ExecOptions& options,
-                                                                           const engine::BuildOptions& build,
-                                                                           std::ostream& out) {
-  QDQRT_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(options.onnx_path));
+// `qdqrt calibrate` puts them). Returns the graph unchanged for a model that has Q/DQ.
+Result<Graph> apply_calibration_cache(Graph graph, const ExecOptions& options, std::ostream& out) {
   auto scales = calibration::read_calibration_cache(options.calib_path);
   if (!scales.ok()) return invalid_argument("--calib: {}", scales.status().message());
   bool has_qdq = std::any_of(graph.nodes.begin(), graph.nodes.end(), [](const Node& node) {
@@ -155,7 +167,7 @@ Result<std::shared_ptr<const engine::Engine>> build_with_calibration_cache(const
   if (has_qdq) {
     // As TensorRT: an explicitly quantized model keeps its own scales.
     out << fmt::format("[W] --calib ignored: {} has Q/DQ nodes, whose scales are used\n", options.onnx_path);
-    return engine::Engine::build(std::move(graph), build);
+    return graph;
   }
   QDQRT_ASSIGN_OR_RETURN(auto plan, calibration::plan_quantization(graph, calibration::Placement::kTensorRT));
   std::map<std::string, float> amax;
@@ -172,18 +184,25 @@ Result<std::shared_ptr<const engine::Engine>> build_with_calibration_cache(const
     return invalid_argument("--calib: '{}' has no scale for {} tensor(s) the model quantizes: {}", options.calib_path,
                             missing.size(), fmt::join(missing, ", "));
   }
-  QDQRT_ASSIGN_OR_RETURN(Graph quantized, calibration::insert_qdq(graph, plan, amax));
   out << fmt::format("Calibration: {} scales from {} ({} activations, weights per channel)\n", scales->size(),
                      options.calib_path, amax.size());
-  // Built from the written model, as `qdqrt calibrate`'s output is: the loader gives the inserted
-  // Q/DQ nodes the value infos the optimizer expects.
-  std::filesystem::path written = std::filesystem::temp_directory_path() /
-                                  fmt::format("qdqrt_calib_{}_{}.onnx", ::getpid(), std::hash<std::string>{}(options.calib_path));
-  QDQRT_RETURN_IF_ERROR(write_onnx_file(quantized, written.string()));
-  auto built = engine::Engine::build_from_file(written.string(), build);
-  std::error_code error;
-  std::filesystem::remove(written, error);
-  return built;
+  return calibration::insert_qdq(graph, plan, amax);
+}
+
+// --calib and --layerPrecisions change the model before it is built.
+Result<std::shared_ptr<const engine::Engine>> build_modified_model(const ExecOptions& options,
+                                                                   const engine::BuildOptions& build, std::ostream& out) {
+  QDQRT_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(options.onnx_path));
+  if (!options.calib_path.empty()) {
+    QDQRT_ASSIGN_OR_RETURN(graph, apply_calibration_cache(std::move(graph), options, out));
+  }
+  if (!options.float_layers.empty()) {
+    auto rewired = keep_nodes_in_float(graph, options.float_layers);
+    if (!rewired.ok()) return rewired.status().with_context("--layerPrecisions");
+    out << fmt::format("Layer precisions: {} kept in float ({} quantized inputs read in float)\n",
+                       fmt::join(options.float_layers, ", "), *rewired);
+  }
+  return build_written_graph(graph, options, build);
 }
 
 // The CPU model name from /proc/cpuinfo ("" when it cannot be read).
@@ -262,8 +281,9 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     out << fmt::format("Model: {}\n", options.onnx_path);
     out.flush();  // the build can take a while: show what is being built
     Clock::time_point start = Clock::now();
-    auto built = options.calib_path.empty() ? engine::Engine::build_from_file(options.onnx_path, build)
-                                            : build_with_calibration_cache(options, build, out);
+    auto built = options.calib_path.empty() && options.float_layers.empty()
+                     ? engine::Engine::build_from_file(options.onnx_path, build)
+                     : build_modified_model(options, build, out);
     if (!built.ok()) {
       // Shapes are the user's: an invalid argument from the build is a usage error.
       bool usage = built.status().code() == StatusCode::kInvalidArgument;

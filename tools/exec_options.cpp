@@ -9,6 +9,7 @@
 
 #include "tools/cli_flags.h"
 #include "tools/exec_report.h"
+#include "tools/layer_precisions.h"
 
 namespace qdqrt::tools {
 
@@ -176,6 +177,10 @@ void add_exec_flags(CLI::App& exec, ExecCommandLine& line) {
       ->check(quiet(CLI::IsMember({"layer_names_only", "detailed", "none", "default", "verbose"})))
       ->type_name("LEVEL");
   exec.add_flag("--dumpOutput", options.dump_output, "Print the outputs of the last run");
+  exec.add_option("--layerPrecisions", line.layer_precisions_texts,
+                  "NAME:fp32[,...]: keep these ONNX nodes in float (their Q/DQ'd inputs read the float\n"
+                  "tensors); *:fp32 is --fp32. NAME:int8 is the default; fp16/bf16 are noted, not applied")
+      ->type_name("NAME:PREC[,...]");
   add_not_applicable_flags(exec, options.notes);
 }
 
@@ -218,6 +223,27 @@ Status finish_exec_options(ExecCommandLine& line) {
   }
   if (!options.calib_path.empty() && options.fp32) {
     return invalid_argument("--calib and --fp32 exclude each other: --calib builds INT8 layers");
+  }
+  for (const std::string& text : line.layer_precisions_texts) {
+    auto specs = parse_layer_precisions(text);
+    if (!specs.ok()) return specs.status().with_context("--layerPrecisions");
+    for (const LayerPrecision& spec : *specs) {
+      if (spec.precision == "fp32" && spec.node == "*") {
+        options.fp32 = true;
+      } else if (spec.precision == "fp32") {
+        options.float_layers.push_back(spec.node);
+      } else if (spec.precision != "int8") {
+        options.notes.push_back(fmt::format("not applicable on CPU: --layerPrecisions={}:{} (no {} kernels: the layer "
+                                            "runs as the model's Q/DQ say)",
+                                            spec.node, spec.precision, spec.precision));
+      }
+    }
+  }
+  if (options.fp32 && (options.int8 || options.best)) {
+    return invalid_argument("--layerPrecisions=*:fp32 and --int8/--best exclude each other");
+  }
+  if (!options.float_layers.empty() && !options.load_engine_path.empty()) {
+    return invalid_argument("--layerPrecisions sets layer precisions at build: give it with --onnx, not --loadEngine");
   }
   options.detailed_layer_info = line.profiling_verbosity != "layer_names_only" && line.profiling_verbosity != "none";
   auto input_files = collect_load_inputs(line.load_inputs_texts);

@@ -45,6 +45,7 @@ struct ExecOptions {
   int threads = 0;          // --threads (0: every hardware thread, shared by the streams)
   int streams = 1;          // --streams: contexts running at once, each on its own host thread
   std::string calib_path;   // --calib: TensorRT calibration cache for a model without Q/DQ
+  std::vector<std::string> float_layers;  // --layerPrecisions=NAME:fp32: nodes kept in float
   bool detailed_layer_info = true;  // --profilingVerbosity (layer_names_only / none: names only)
 
   std::string export_output_path;      // --exportOutput
@@ -74,6 +75,7 @@ struct ExecCommandLine {
   std::vector<std::string> shapes_texts;
   std::vector<std::string> min_shapes_texts, opt_shapes_texts, max_shapes_texts;
   std::string profiling_verbosity;  // --profilingVerbosity / --nvtxMode
+  std::vector<std::string> layer_precisions_texts;  // --layerPrecisions
   std::vector<std::string> load_inputs_texts;
   std::string percentile_text = "90,95,99";
 };

@@ -59,7 +59,9 @@ TEST_F(CompareTest, NarrowRangeRanksFirstWithClipping) {
   EXPECT_EQ(report.tensors[0].producer, "Relu 'Relu_3'") << out.str();
   EXPECT_GT(report.tensors[0].clipped_fraction, 0.3);
   EXPECT_LT(report.tensors[0].local.sqnr_db, 10.0);
+  EXPECT_EQ(report.tensors[0].readers, std::vector<std::string>{}) << "y is a graph output; nothing reads it";
   EXPECT_EQ(report.tensors[1].tensor, "x");
+  EXPECT_EQ(report.tensors[1].readers, std::vector<std::string>{"Conv_2"});
   EXPECT_EQ(report.tensors[1].producer, "graph input");
   EXPECT_DOUBLE_EQ(report.tensors[1].clipped_fraction, 0.0);
   EXPECT_GT(report.tensors[1].local.sqnr_db, 30.0);

@@ -82,7 +82,7 @@ TEST(CompareReport, WorstFirstTableAndJson) {
   EXPECT_EQ(report.tensors[2].tensor, "t30");
   std::string table = format_compare_table(report, 2);
   EXPECT_NE(table.find("local SQNR (dB)"), std::string::npos) << table;
-  EXPECT_NE(table.find("t10 (Conv 'c')\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("t10 (Conv 'c') -> -\n"), std::string::npos) << table;
   EXPECT_EQ(table.find("t30"), std::string::npos) << table;
   EXPECT_NE(table.find("(1 more; --rows=0 shows all)"), std::string::npos) << table;
   sort_worst_first(report.tensors, CompareOrder::kAccumulated);

@@ -208,6 +208,25 @@ TEST_F(ExecFlagsTest, TrtexecFlagsWithoutACpuMeaningGiveOneLineEach) {
   EXPECT_EQ(notes[5].rfind("not applicable on CPU: --memPoolSize (", 0), 0u);
 }
 
+TEST_F(ExecFlagsTest, LayerPrecisions) {
+  ASSERT_EQ(parse({"--onnx=" + model_, "--layerPrecisions=conv1:fp32,fc:int8", "--layerPrecisions=conv2:fp16",
+                   "--precisionConstraints=obey"}),
+            "");
+  EXPECT_EQ(line_.options.float_layers, (std::vector<std::string>{"conv1"}));
+  EXPECT_FALSE(line_.options.fp32);
+  ASSERT_EQ(line_.options.notes.size(), 2u);  // --precisionConstraints, then conv2:fp16
+  EXPECT_NE(line_.options.notes[1].find("not applicable on CPU: --layerPrecisions=conv2:fp16"), std::string::npos);
+  ASSERT_EQ(parse({"--onnx=" + model_, "--layerPrecisions=*:fp32"}), "");
+  EXPECT_TRUE(line_.options.fp32);
+  EXPECT_EQ(line_.options.precision(), engine::Precision::kFp32);
+  EXPECT_NE(parse({"--onnx=" + model_, "--layerPrecisions=conv1:fp64"}).find("precision 'fp64' is not one of"),
+            std::string::npos);
+  EXPECT_NE(parse({"--loadEngine=" + engine_, "--layerPrecisions=conv1:fp32"}).find("give it with --onnx"),
+            std::string::npos);
+  EXPECT_NE(parse({"--onnx=" + model_, "--int8", "--layerPrecisions=*:fp32"}).find("exclude each other"),
+            std::string::npos);
+}
+
 TEST_F(ExecFlagsTest, BadTrtexecFlagValues) {
   struct Case {
     std::vector<std::string> args;
