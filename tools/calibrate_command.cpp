@@ -123,6 +123,21 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
   }
   out << "wrote " << options.output_path << "\n";
   if (!options.calibration_cache_path.empty()) out << "wrote " << options.calibration_cache_path << "\n";
+
+  if (!options.sensitivity_spec.empty()) {
+    DatasetOptions validation_options = data_options;
+    validation_options.max_images = options.sensitivity_samples;
+    auto validation = load_dataset(options.sensitivity_spec, validation_options);
+    if (!validation.ok()) return usage_error(validation.status().with_context("--sensitivity"));
+    if (!validation->labels) {
+      return usage_error(invalid_argument("--sensitivity {}: the data set has no labels", options.sensitivity_spec));
+    }
+    auto ranked = rank_layer_sensitivity(options.onnx_path, *graph, *plan, amax, options.output_path, *validation,
+                                         options.threads);
+    if (!ranked.ok()) return failure(ranked.status().with_context("--sensitivity"));
+    out << format_sensitivity_table(*ranked);
+    result.sensitivity = std::move(ranked).value();
+  }
   return result;
 }
 
@@ -194,6 +209,14 @@ Command add_calibrate_command(CLI::App& app) {
                       "nodes_to_exclude; qdqrt compare shows which ones cost accuracy)")
       ->delimiter(',')
       ->type_name("NODE[,...]");
+  command->add_option("--sensitivity", options->sensitivity_spec,
+                      "Labelled images (e.g. fashion-mnist:test): quantize one node at a time and rank the\n"
+                      "nodes by the top-1 they lose against FP32 (candidates for --exclude)")
+      ->type_name("SPEC");
+  command->add_option("--sensitivitySamples", options->sensitivity_samples, "Validation images for --sensitivity")
+      ->check(quiet(CLI::Range(int64_t{1}, int64_t{1} << 20)))
+      ->capture_default_str()
+      ->type_name("N");
   command->add_flag("!--noProgress", options->show_progress, "No progress bar on stderr");
 
   auto execute = [options, method, placement, mean, stddev]() -> int {

@@ -20,6 +20,7 @@
 #include "tools/exec_command.h"
 #include "tools/exec_options.h"
 #include "tools/layer_precisions.h"
+#include "tools/sensitivity.h"
 
 namespace qdqrt::tools {
 namespace {
@@ -173,6 +174,52 @@ TEST_F(MixedPrecisionTest, CalibrateExcludeLeavesTheNodeFloat) {
   ASSERT_TRUE(std::holds_alternative<CalibrateError>(unknown));
   EXPECT_TRUE(std::get<CalibrateError>(unknown).usage);
   EXPECT_NE(std::get<CalibrateError>(unknown).status.message().find("closest: '/fc/Gemm'"), std::string::npos);
+}
+
+// calibrate --sensitivity: every quantized node once, ranked by top-1 lost; the FP32 and
+// all-quantized figures are the engines' on the same images.
+TEST_F(MixedPrecisionTest, CalibrateSensitivityRanksEveryQuantizedNode) {
+  if (!std::filesystem::exists(std::string(kDefaultFashionMnistDir))) GTEST_SKIP() << "no Fashion-MNIST";
+  CalibrateOptions calibrate;
+  calibrate.onnx_path = std::string(QDQRT_SOURCE_ROOT_DIR) + "/models/fmnist_resnet_fp32.onnx";
+  calibrate.data_spec = "fashion-mnist:train";
+  calibrate.samples = 32;
+  calibrate.show_progress = false;
+  calibrate.threads = 2;
+  calibrate.output_path = path("ranked.onnx");
+  calibrate.sensitivity_spec = "fashion-mnist:test";
+  calibrate.sensitivity_samples = 64;
+  std::ostringstream out;
+  auto calibrated = run_calibrate(calibrate, out);
+  ASSERT_TRUE(std::holds_alternative<CalibrateResult>(calibrated))
+      << std::get<CalibrateError>(calibrated).status.to_string();
+  const auto& sensitivity = std::get<CalibrateResult>(calibrated).sensitivity;
+  ASSERT_TRUE(sensitivity.has_value());
+  EXPECT_EQ(sensitivity->images, 64);
+  EXPECT_EQ(sensitivity->rows.size(), 13u);  // 9 Conv, 3 residual Add, the Gemm
+  for (size_t i = 1; i < sensitivity->rows.size(); ++i) EXPECT_GE(sensitivity->rows[i - 1].lost, sensitivity->rows[i].lost);
+  for (const SensitivityRow& row : sensitivity->rows) {
+    EXPECT_NEAR(row.top1 + row.lost, sensitivity->fp32_top1, 1e-9);
+  }
+  auto fp32 = load_dataset("fashion-mnist:test", {.mean = {0.286f}, .std = {0.353f}, .max_images = 64});
+  ASSERT_TRUE(fp32.ok());
+  auto top1 = engine_top1(calibrate.onnx_path, true, *fp32, 2);
+  ASSERT_TRUE(top1.ok());
+  EXPECT_DOUBLE_EQ(sensitivity->fp32_top1, *top1);
+  EXPECT_NE(out.str().find("=== Sensitivity: top-1 on 64 validation images with one node quantized at a time ==="),
+            std::string::npos)
+      << out.str();
+}
+
+TEST(Sensitivity, TableMostLostFirst) {
+  SensitivityReport report;
+  report.images = 100;
+  report.fp32_top1 = 90;
+  report.int8_top1 = 80;
+  report.rows = {{"conv_a", "Conv", 82, 8}, {"add_b", "Add", 89.5, 0.5}};
+  std::string table = format_sensitivity_table(report);
+  EXPECT_NE(table.find("FP32 90.00%, every node quantized 80.00% (-10.00 points)"), std::string::npos) << table;
+  EXPECT_NE(table.find("   1          8.00      82.00  conv_a (Conv)\n"), std::string::npos) << table;
 }
 
 }  // namespace
