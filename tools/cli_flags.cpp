@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 
 namespace qdqrt::tools {
 
@@ -51,6 +52,15 @@ Result<std::vector<InputFileSpec>> collect_load_inputs(const std::vector<std::st
     specs.insert(specs.end(), parsed.begin(), parsed.end());
   }
   return specs;
+}
+
+Status write_text_file(const std::string& flag, const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::trunc | std::ios::binary);
+  if (!file) return io_error("{}: cannot open '{}' for writing", flag, path);
+  file << text;
+  file.close();
+  if (!file) return io_error("{}: cannot write '{}'", flag, path);
+  return Status::ok();
 }
 
 size_t edit_distance(const std::string& a, const std::string& b) {

@@ -25,6 +25,9 @@ CLI::Validator load_inputs_validator();  // parse_load_inputs() and every file e
 Result<std::map<std::string, Shape>> collect_shapes(const std::vector<std::string>& texts);
 Result<std::vector<InputFileSpec>> collect_load_inputs(const std::vector<std::string>& texts);
 
+// Writes an output file named by a flag: "--json: cannot open 'x' for writing" on failure.
+Status write_text_file(const std::string& flag, const std::string& path, const std::string& text);
+
 // Edit distance (insertions, deletions, substitutions), ignoring case.
 size_t edit_distance(const std::string& a, const std::string& b);
 // The known flag closest to `unknown` ("--fp61" -> "--fp16", "--loadengine" -> "--loadEngine"),

@@ -113,15 +113,6 @@ double top1_accuracy(const Tensor& logits, const Tensor& labels) {
   return 100.0 * static_cast<double>(correct) / static_cast<double>(rows);
 }
 
-Status write_text(const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) return io_error("--json: cannot open '{}' for writing", path);
-  file << text;
-  file.close();
-  if (!file) return io_error("--json: cannot write '{}'", path);
-  return Status::ok();
-}
-
 }  // namespace
 
 std::variant<CompareReport, RunError> run_compare(const CompareOptions& options, std::ostream& out) {
@@ -288,7 +279,7 @@ std::variant<CompareReport, RunError> run_compare(const CompareOptions& options,
                        fmt::join(missing, ", "));
   }
   if (!options.json_path.empty()) {
-    Status written = write_text(options.json_path, compare_to_json(report).dump(2) + "\n");
+    Status written = write_text_file("--json", options.json_path, compare_to_json(report).dump(2) + "\n");
     if (!written.is_ok()) return failure(written);
     out << "wrote " << options.json_path << "\n";
   }

@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "tools/npy.h"
 #include "parser/onnx_loader.h"
+#include "tools/cli_flags.h"
 #include "tools/commands.h"
 #include "tools/datasets.h"
 #include "tools/exec_report.h"
@@ -206,15 +207,6 @@ std::variant<ModelResult, RunError> evaluate_model(const EvalModelSpec& spec, co
   return result;
 }
 
-Status write_text_file(const std::string& path, const std::string& text, const std::string& flag) {
-  std::ofstream file(path, std::ios::binary);
-  if (!file) return io_error("{}: cannot open '{}' for writing", flag, path);
-  file << text;
-  file.close();
-  if (!file) return io_error("{}: cannot write '{}'", flag, path);
-  return Status::ok();
-}
-
 }  // namespace
 
 std::vector<size_t> agreement_baselines(const std::vector<EvalModelSpec>& models,
@@ -323,12 +315,12 @@ std::variant<EvalSummary, RunError> run_eval(const EvalOptions& options, std::os
                      summary.batch, options.threads > 0 ? fmt::format("{}", options.threads) : std::string("all"));
   out << format_eval_table(summary);
   if (!options.json_path.empty()) {
-    Status written = write_text_file(options.json_path, eval_to_json(summary).dump(2) + "\n", "--json");
+    Status written = write_text_file("--json", options.json_path, eval_to_json(summary).dump(2) + "\n");
     if (!written.is_ok()) return failure(written);
     out << "wrote " << options.json_path << "\n";
   }
   if (!options.plot_path.empty()) {
-    Status written = write_text_file(options.plot_path, eval_plot_svg(summary), "--plot");
+    Status written = write_text_file("--plot", options.plot_path, eval_plot_svg(summary));
     if (!written.is_ok()) return failure(written);
     out << "wrote plot " << options.plot_path << "\n";
   }

@@ -42,15 +42,6 @@ std::string bytes_text(int64_t bytes) {
   return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
-Status write_text_file(const std::string& flag, const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::trunc | std::ios::binary);
-  if (!file) return io_error("{}: cannot open '{}' for writing", flag, path);
-  file << text;
-  file.close();
-  if (!file) return io_error("{}: cannot write '{}'", flag, path);
-  return Status::ok();
-}
-
 std::string io_text(const engine::IoTensorInfo& info) {
   return fmt::format("{} {} {}", info.name, dtype_name(info.dtype), shape_to_string(info.shape));
 }
