@@ -112,6 +112,21 @@ TEST(ExecSummary, ThroughputWalltimeAndBlock) {
             std::string::npos);
 }
 
+// trtexec's stability check: coefficient of variation (stddev / mean) above 2.5% warns.
+TEST(ExecSummary, StabilityWarningAboveTrtexecsThreshold) {
+  std::vector<double> percentiles = {90};
+  LatencyStats steady = compute_latency_stats({1.0, 1.01, 0.99, 1.0}, percentiles);
+  EXPECT_NEAR(steady.stddev, std::sqrt(0.00005), 1e-12);
+  EXPECT_LT(steady.coefficient_of_variation(), 0.025);
+  EXPECT_EQ(format_stability_warning(steady), "");
+  LatencyStats noisy = compute_latency_stats({1.0, 1.0, 1.0, 2.0}, percentiles);  // mean 1.25, stddev 0.433
+  EXPECT_NEAR(noisy.coefficient_of_variation(), 0.4330127 / 1.25, 1e-6);
+  std::string warning = format_stability_warning(noisy);
+  EXPECT_EQ(warning.rfind("[W] * Latency is unstable, with coefficient of variation = 34.64% (above 2.5%).\n", 0), 0u)
+      << warning;
+  EXPECT_EQ(format_stability_warning(compute_latency_stats({1.0}, percentiles)), "");  // one run: nothing to say
+}
+
 TEST(ExecSummary, EmptyTimingsDoNotDivideByZero) {
   PerformanceSummary summary = summarize_performance({}, std::vector<double>{90});
   EXPECT_EQ(summary.inferences, 0u);
@@ -127,6 +142,14 @@ TEST(ExecSummary, TraceAveragesGroupAvgRunsAndDropThePartialGroup) {
             "Trace averages of 2 runs:\n"
             "Average on 2 runs - latency: 2 ms\n"
             "Average on 2 runs - latency: 6 ms\n");
+}
+
+TEST(ExecSummary, TimesJsonHasEveryTrtexecField) {
+  std::vector<InferenceTiming> timings = {{1.0, 3.5}};
+  nlohmann::json json = nlohmann::json::parse(timings_to_json_text(timings));
+  EXPECT_EQ(json[0], nlohmann::json::parse(R"({"startEnqMs": 1.0, "endEnqMs": 3.5, "startH2dMs": 1.0, "endH2dMs": 1.0,
+      "startComputeMs": 1.0, "endComputeMs": 3.5, "startD2hMs": 3.5, "endD2hMs": 3.5, "h2dMs": 0.0,
+      "computeMs": 2.5, "d2hMs": 0.0, "latencyMs": 2.5})"));
 }
 
 TEST(ExecSummary, TimesJsonHasOneObjectPerRun) {
