@@ -1,6 +1,7 @@
 #include "tools/compare_command.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -88,10 +89,9 @@ Result<Graph> fp32_reference(const CompareOptions& options, const Graph& quantiz
 
 std::span<const float> floats(const Tensor& tensor) { return tensor.values<float>(); }
 
-// Share of rows whose argmax agrees, for float [N, C] tensors; -1 otherwise.
-double top1_agreement(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != DataType::kFloat || b.dtype() != DataType::kFloat || a.rank() != 2 || a.shape() != b.shape() ||
-      a.dim(0) == 0) {
+// Rows whose argmax agrees, for float [N, C] tensors of one shape; -1 otherwise.
+int64_t argmax_agreements(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != DataType::kFloat || b.dtype() != DataType::kFloat || a.rank() != 2 || a.shape() != b.shape()) {
     return -1;
   }
   int64_t rows = a.dim(0), columns = a.dim(1), agree = 0;
@@ -100,17 +100,33 @@ double top1_agreement(const Tensor& a, const Tensor& b) {
     const float* y = b.data<float>() + r * columns;
     agree += (std::max_element(x, x + columns) - x) == (std::max_element(y, y + columns) - y) ? 1 : 0;
   }
-  return 100.0 * static_cast<double>(agree) / static_cast<double>(rows);
+  return agree;
 }
 
-double top1_accuracy(const Tensor& logits, const Tensor& labels) {
-  if (logits.dtype() != DataType::kFloat || logits.rank() != 2 || labels.numel() != logits.dim(0)) return -1;
+// Rows of float [N, C] logits whose argmax is the label (labels from row `offset` on).
+int64_t correct_predictions(const Tensor& logits, const Tensor& labels, int64_t offset) {
+  if (logits.dtype() != DataType::kFloat || logits.rank() != 2 || offset + logits.dim(0) > labels.numel()) return 0;
   int64_t rows = logits.dim(0), columns = logits.dim(1), correct = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = logits.data<float>() + r * columns;
-    correct += (std::max_element(x, x + columns) - x) == labels.data<int64_t>()[r] ? 1 : 0;
+    correct += (std::max_element(x, x + columns) - x) == labels.data<int64_t>()[offset + r] ? 1 : 0;
   }
-  return 100.0 * static_cast<double>(correct) / static_cast<double>(rows);
+  return correct;
+}
+
+// Rows [begin, begin + count) of every input.
+TensorMap slice_rows(const TensorMap& inputs, int64_t begin, int64_t count) {
+  TensorMap batch;
+  for (const auto& [name, tensor] : inputs) {
+    Shape shape = tensor.shape();
+    shape[0] = count;
+    Tensor rows(tensor.dtype(), shape);
+    size_t row_bytes = tensor.nbytes() / static_cast<size_t>(tensor.dim(0));
+    std::memcpy(rows.raw_data(), static_cast<const std::byte*>(tensor.raw_data()) + static_cast<size_t>(begin) * row_bytes,
+                static_cast<size_t>(count) * row_bytes);
+    batch.emplace(name, std::move(rows));
+  }
+  return batch;
 }
 
 }  // namespace
@@ -174,77 +190,124 @@ std::variant<CompareReport, RunError> run_compare(const CompareOptions& options,
     }
     fp32_run.extra_outputs.push_back(point.fp32_name);
   }
-  auto quantized_values = run_reference(*graph, inputs, quantized_run);
-  if (!quantized_values.ok()) return failure(quantized_values.status().with_context("the quantized run"));
-  auto fp32_values = run_reference(*reference_graph, inputs, fp32_run);
-  if (!fp32_values.ok()) return failure(fp32_values.status().with_context("the FP32 run"));
-  auto value_of = [&](const TensorMap& values, const std::string& name) -> const Tensor* {
-    if (auto it = values.find(name); it != values.end()) return &it->second;
-    if (auto it = inputs.find(name); it != inputs.end()) return &it->second;
-    return nullptr;
-  };
-
-  CompareReport report;
-  report.model = options.onnx_path;
-  report.reference = options.reference_path.empty() ? "the model with its fake quantization removed"
-                                                     : options.reference_path;
-  report.samples = inputs.empty() ? 0 : inputs.begin()->second.shape().empty() ? 1 : inputs.begin()->second.dim(0);
-  for (QuantizationPoint& point : *points) {
-    if (point.fp32_name.empty()) continue;
-    const Tensor* fp32 = value_of(*fp32_values, point.fp32_name);
-    const Tensor* quantized = value_of(*quantized_values, point.dequantized);
-    if (fp32 == nullptr || quantized == nullptr || fp32->dtype() != DataType::kFloat ||
-        quantized->dtype() != DataType::kFloat || fp32->numel() != quantized->numel()) {
-      continue;
-    }
-    measure_quantized_tensor(point.report, floats(*fp32), floats(*quantized));
-    report.tensors.push_back(point.report);
-  }
-  sort_worst_first(report.tensors, options.order);
-
-  // The outputs, and the INT8 engine on the same inputs.
+  // Batch by batch: both reference runs (with the compared tensors), the INT8 engine, the sums.
+  const int64_t total = inputs.begin()->second.shape().empty() ? 1 : inputs.begin()->second.dim(0);
+  const bool batched = !options.data_spec.empty();  // random inputs run as one batch
+  const int64_t batch_size = batched ? std::min<int64_t>(std::max<int64_t>(options.batch, 1), total) : total;
   std::shared_ptr<const engine::Engine> engine;
   std::unique_ptr<engine::ExecutionContext> context;
   if (options.run_engine) {
     engine::BuildOptions build;
-    for (const auto& [name, tensor] : inputs) build.input_shapes[name] = tensor.shape();
+    for (const auto& [name, tensor] : inputs) {
+      Shape shape = tensor.shape();
+      if (batched) shape[0] = batch_size;
+      build.input_shapes[name] = shape;
+    }
     auto built = engine::Engine::build_from_file(options.onnx_path, build);
     if (!built.ok()) return failure(built.status().with_context("building the INT8 engine"));
     engine = *built;
     context = engine->create_context({.threads = options.threads});
   }
-  std::vector<std::pair<std::string, Tensor>> engine_outputs;
-  if (context) {
-    std::vector<engine::ConstTensorBinding> input_bindings;
-    for (const engine::IoTensorInfo& info : engine->inputs()) {
-      const Tensor& tensor = inputs.at(info.name);
-      input_bindings.push_back({info.name, tensor.raw_data(), tensor.shape()});
+  std::vector<QuantizedTensorMeasure> measures;
+  for (const QuantizationPoint& point : *points) measures.emplace_back(point.report);
+  struct OutputMeasure {
+    ErrorAccumulator int8_vs_fp32;
+    int64_t agree = 0, rows = 0, engine_agree = 0, fp32_correct = 0, int8_correct = 0;
+    bool argmax = true, engine_ran = false;
+    double engine_max_abs_diff = 0;
+  };
+  std::map<std::string, OutputMeasure> output_measures;
+  for (int64_t begin = 0; begin < total; begin += batch_size) {
+    const int64_t count = std::min(batch_size, total - begin);
+    TensorMap batch = batched ? slice_rows(inputs, begin, count) : inputs;
+    auto quantized_values = run_reference(*graph, batch, quantized_run);
+    if (!quantized_values.ok()) return failure(quantized_values.status().with_context("the quantized run"));
+    auto fp32_values = run_reference(*reference_graph, batch, fp32_run);
+    if (!fp32_values.ok()) return failure(fp32_values.status().with_context("the FP32 run"));
+    auto value_of = [&](const TensorMap& values, const std::string& name) -> const Tensor* {
+      if (auto it = values.find(name); it != values.end()) return &it->second;
+      if (auto it = batch.find(name); it != batch.end()) return &it->second;
+      return nullptr;
+    };
+    auto comparable = [](const Tensor* a, const Tensor* b) {
+      return a != nullptr && b != nullptr && a->dtype() == DataType::kFloat && b->dtype() == DataType::kFloat &&
+             a->numel() == b->numel();
+    };
+    for (size_t i = 0; i < points->size(); ++i) {
+      const QuantizationPoint& point = (*points)[i];
+      if (point.fp32_name.empty()) continue;
+      const Tensor* fp32 = value_of(*fp32_values, point.fp32_name);
+      const Tensor* quantized = value_of(*quantized_values, point.dequantized);
+      if (comparable(fp32, quantized)) measures[i].add(floats(*fp32), floats(*quantized));
     }
-    std::vector<engine::TensorBinding> output_bindings;
-    for (const engine::IoTensorInfo& info : engine->outputs()) engine_outputs.emplace_back(info.name, Tensor(info.dtype, info.shape));
-    for (auto& [name, tensor] : engine_outputs) output_bindings.push_back({name, tensor.raw_data(), tensor.shape()});
-    Status ran = context->run(input_bindings, output_bindings);
-    if (!ran.is_ok()) return failure(ran.with_context("running the INT8 engine"));
+    std::map<std::string, Tensor> engine_outputs;
+    if (context) {
+      std::vector<engine::ConstTensorBinding> input_bindings;
+      for (const engine::IoTensorInfo& info : engine->inputs()) {
+        const Tensor& tensor = batch.at(info.name);
+        input_bindings.push_back({info.name, tensor.raw_data(), tensor.shape()});
+      }
+      std::vector<engine::TensorBinding> output_bindings;
+      for (const engine::IoTensorInfo& info : engine->outputs()) {
+        Shape shape = info.shape;
+        if (info.batched && !shape.empty()) shape[0] = count;
+        Tensor& tensor = engine_outputs.emplace(info.name, Tensor(info.dtype, shape)).first->second;
+        output_bindings.push_back({info.name, tensor.raw_data(), tensor.shape()});
+      }
+      Status ran = context->run(input_bindings, output_bindings);
+      if (!ran.is_ok()) return failure(ran.with_context("running the INT8 engine"));
+    }
+    for (const std::string& name : graph->outputs) {
+      const Tensor* quantized = value_of(*quantized_values, name);
+      const Tensor* fp32 = value_of(*fp32_values, name);
+      if (!comparable(fp32, quantized)) continue;
+      OutputMeasure& measure = output_measures[name];
+      measure.int8_vs_fp32.add(floats(*fp32), floats(*quantized));
+      int64_t agree = argmax_agreements(*fp32, *quantized);
+      measure.argmax = measure.argmax && agree >= 0;
+      measure.agree += std::max<int64_t>(agree, 0);
+      measure.rows += fp32->rank() == 2 ? fp32->dim(0) : 0;
+      if (auto it = engine_outputs.find(name); it != engine_outputs.end() && comparable(&it->second, quantized)) {
+        measure.engine_ran = true;
+        measure.engine_max_abs_diff =
+            std::max(measure.engine_max_abs_diff, error_stats(floats(*quantized), floats(it->second)).max_abs_error);
+        measure.engine_agree += std::max<int64_t>(argmax_agreements(*quantized, it->second.reshaped(quantized->shape())), 0);
+      }
+      if (labels) {
+        measure.fp32_correct += correct_predictions(*fp32, *labels, begin);
+        measure.int8_correct += correct_predictions(*quantized, *labels, begin);
+      }
+    }
   }
+
+  CompareReport report;
+  report.model = options.onnx_path;
+  report.reference = options.reference_path.empty() ? "the model with its fake quantization removed"
+                                                     : options.reference_path;
+  report.samples = total;
+  for (size_t i = 0; i < points->size(); ++i) {
+    if (!(*points)[i].fp32_name.empty()) report.tensors.push_back(measures[i].finish());
+  }
+  sort_worst_first(report.tensors, options.order);
   for (const std::string& name : graph->outputs) {
-    const Tensor* quantized = value_of(*quantized_values, name);
-    const Tensor* fp32 = value_of(*fp32_values, name);
-    if (quantized == nullptr || fp32 == nullptr || quantized->dtype() != DataType::kFloat ||
-        fp32->dtype() != DataType::kFloat || quantized->numel() != fp32->numel()) {
-      continue;
-    }
+    auto it = output_measures.find(name);
+    if (it == output_measures.end()) continue;
+    const OutputMeasure& measure = it->second;
     OutputComparison output;
     output.name = name;
-    output.int8_vs_fp32 = error_stats(floats(*fp32), floats(*quantized));
-    output.top1_agreement = top1_agreement(*fp32, *quantized);
-    for (const auto& [engine_name, tensor] : engine_outputs) {
-      if (engine_name != name || tensor.numel() != quantized->numel() || tensor.dtype() != DataType::kFloat) continue;
-      output.engine_max_abs_diff = error_stats(floats(*quantized), floats(tensor)).max_abs_error;
-      output.engine_top1_agreement = top1_agreement(*quantized, tensor.reshaped(quantized->shape()));
+    output.int8_vs_fp32 = measure.int8_vs_fp32.stats();
+    bool rows = measure.argmax && measure.rows > 0;
+    if (rows) output.top1_agreement = 100.0 * static_cast<double>(measure.agree) / static_cast<double>(measure.rows);
+    if (measure.engine_ran) {
+      output.engine_max_abs_diff = measure.engine_max_abs_diff;
+      if (rows) {
+        output.engine_top1_agreement =
+            100.0 * static_cast<double>(measure.engine_agree) / static_cast<double>(measure.rows);
+      }
     }
-    if (labels && report.outputs.empty()) {
-      report.fp32_top1 = top1_accuracy(*fp32, *labels);
-      report.int8_top1 = top1_accuracy(*quantized, *labels);
+    if (labels && rows && report.outputs.empty()) {
+      report.fp32_top1 = 100.0 * static_cast<double>(measure.fp32_correct) / static_cast<double>(measure.rows);
+      report.int8_top1 = 100.0 * static_cast<double>(measure.int8_correct) / static_cast<double>(measure.rows);
     }
     report.outputs.push_back(output);
   }
@@ -315,8 +378,12 @@ Command add_compare_command(CLI::App& app) {
   command->add_option("--mean", *mean, "Per-channel mean (default: the model's metadata)")->type_name("M[,M..]");
   command->add_option("--std", *stddev, "Per-channel standard deviation (default: the model's metadata)")
       ->type_name("S[,S..]");
-  command->add_option("--samples", options->samples, "Images to run (the first N)")
+  command->add_option("--batch", options->batch, "Images per run (memory holds every compared tensor of a batch)")
       ->check(quiet(CLI::Range(int64_t{1}, int64_t{4096})))
+      ->capture_default_str()
+      ->type_name("N");
+  command->add_option("--samples", options->samples, "Images to run (the first N)")
+      ->check(quiet(CLI::Range(int64_t{1}, int64_t{1} << 30)))
       ->capture_default_str()
       ->type_name("N");
   command->add_option("--shapes", *shapes, "Random inputs: shapes for symbolic dims, e.g. input:8x1x28x28")

@@ -26,6 +26,7 @@ struct CompareOptions {
   std::string data_spec;       // images (datasets.h SPEC); "" = seeded random inputs
   std::vector<float> mean, std;
   int64_t samples = 64;
+  int64_t batch = 64;  // images per reference run and engine run (memory: every compared tensor of a batch)
   std::map<std::string, Shape> shapes;  // random inputs: shapes for symbolic dims (batch 1 by default)
   uint64_t seed = 0;
   size_t rows = 20;                     // table rows (0 = all)

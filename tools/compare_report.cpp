@@ -8,27 +8,37 @@
 
 namespace qdqrt::tools {
 
-ErrorStats error_stats(std::span<const float> reference, std::span<const float> actual) {
-  ErrorStats stats;
-  double signal = 0, noise = 0, dot = 0, actual_energy = 0, abs_sum = 0;
+void ErrorAccumulator::add(std::span<const float> reference, std::span<const float> actual) {
   size_t count = std::min(reference.size(), actual.size());
   for (size_t i = 0; i < count; ++i) {
     double ref = reference[i], act = actual[i], diff = ref - act;
-    signal += ref * ref;
-    noise += diff * diff;
-    dot += ref * act;
-    actual_energy += act * act;
-    abs_sum += std::abs(diff);
-    stats.max_abs_error = std::max(stats.max_abs_error, std::abs(diff));
+    signal_ += ref * ref;
+    noise_ += diff * diff;
+    dot_ += ref * act;
+    actual_energy_ += act * act;
+    abs_sum_ += std::abs(diff);
+    max_abs_error_ = std::max(max_abs_error_, std::abs(diff));
   }
-  if (noise > 0) stats.sqnr_db = signal > 0 ? 10.0 * std::log10(signal / noise) : -std::numeric_limits<double>::infinity();
-  if (signal > 0 && actual_energy > 0) {
-    stats.cosine = dot / std::sqrt(signal * actual_energy);
-  } else if (signal > 0 || actual_energy > 0) {
+  count_ += static_cast<int64_t>(count);
+}
+
+ErrorStats ErrorAccumulator::stats() const {
+  ErrorStats stats;
+  stats.max_abs_error = max_abs_error_;
+  if (noise_ > 0) stats.sqnr_db = signal_ > 0 ? 10.0 * std::log10(signal_ / noise_) : -std::numeric_limits<double>::infinity();
+  if (signal_ > 0 && actual_energy_ > 0) {
+    stats.cosine = dot_ / std::sqrt(signal_ * actual_energy_);
+  } else if (signal_ > 0 || actual_energy_ > 0) {
     stats.cosine = 0;
   }
-  stats.mean_abs_error = count > 0 ? abs_sum / static_cast<double>(count) : 0;
+  stats.mean_abs_error = count_ > 0 ? abs_sum_ / static_cast<double>(count_) : 0;
   return stats;
+}
+
+ErrorStats error_stats(std::span<const float> reference, std::span<const float> actual) {
+  ErrorAccumulator accumulator;
+  accumulator.add(reference, actual);
+  return accumulator.stats();
 }
 
 double quantized_low(const QuantizedTensorReport& report) {
@@ -46,22 +56,36 @@ float fake_quantize(float value, const QuantizedTensorReport& report) {
   return static_cast<float>((q - static_cast<double>(report.zero_point)) * report.scale);
 }
 
-void measure_quantized_tensor(QuantizedTensorReport& report, std::span<const float> fp32, std::span<const float> int8) {
-  if (fp32.empty()) return;
-  auto [low, high] = std::minmax_element(fp32.begin(), fp32.end());
-  report.min = *low;
-  report.max = *high;
-  double lowest = quantized_low(report), highest = quantized_high(report);
-  size_t clipped = 0;
-  std::vector<float> quantized(fp32.size());
+void QuantizedTensorMeasure::add(std::span<const float> fp32, std::span<const float> int8) {
+  double lowest = quantized_low(report_), highest = quantized_high(report_);
+  quantized_.resize(fp32.size());
   for (size_t i = 0; i < fp32.size(); ++i) {
+    min_ = std::min(min_, static_cast<double>(fp32[i]));
+    max_ = std::max(max_, static_cast<double>(fp32[i]));
     // Half a step beyond the ends still rounds to them: only values further out are clipped.
-    if (fp32[i] < lowest - report.scale / 2 || fp32[i] > highest + report.scale / 2) ++clipped;
-    quantized[i] = fake_quantize(fp32[i], report);
+    if (fp32[i] < lowest - report_.scale / 2 || fp32[i] > highest + report_.scale / 2) ++clipped_;
+    quantized_[i] = fake_quantize(fp32[i], report_);
   }
-  report.clipped_fraction = static_cast<double>(clipped) / static_cast<double>(fp32.size());
-  report.local = error_stats(fp32, quantized);
-  report.accumulated = error_stats(fp32, int8);
+  count_ += static_cast<int64_t>(fp32.size());
+  local_.add(fp32, quantized_);
+  accumulated_.add(fp32, int8);
+}
+
+QuantizedTensorReport QuantizedTensorMeasure::finish() const {
+  QuantizedTensorReport report = report_;
+  if (count_ == 0) return report;
+  report.min = min_;
+  report.max = max_;
+  report.clipped_fraction = static_cast<double>(clipped_) / static_cast<double>(count_);
+  report.local = local_.stats();
+  report.accumulated = accumulated_.stats();
+  return report;
+}
+
+void measure_quantized_tensor(QuantizedTensorReport& report, std::span<const float> fp32, std::span<const float> int8) {
+  QuantizedTensorMeasure measure(report);
+  measure.add(fp32, int8);
+  report = measure.finish();
 }
 
 void sort_worst_first(std::vector<QuantizedTensorReport>& tensors, CompareOrder order) {

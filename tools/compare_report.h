@@ -21,6 +21,17 @@ struct ErrorStats {
 };
 ErrorStats error_stats(std::span<const float> reference, std::span<const float> actual);
 
+// The sums behind ErrorStats, added batch by batch so a long run holds one batch at a time.
+class ErrorAccumulator {
+ public:
+  void add(std::span<const float> reference, std::span<const float> actual);
+  ErrorStats stats() const;
+
+ private:
+  double signal_ = 0, noise_ = 0, dot_ = 0, actual_energy_ = 0, abs_sum_ = 0, max_abs_error_ = 0;
+  int64_t count_ = 0;
+};
+
 // One quantized activation (a QuantizeLinear on a tensor the model computes).
 struct QuantizedTensorReport {
   std::string tensor;         // the float tensor that is quantized (the Q's input)
@@ -45,7 +56,21 @@ double quantized_low(const QuantizedTensorReport& report);
 double quantized_high(const QuantizedTensorReport& report);
 // Fake quantization of one value with the report's scale and zero-point (round half to even).
 float fake_quantize(float value, const QuantizedTensorReport& report);
-// Fills min, max, clipped_fraction and local from the FP32 tensor, accumulated from both.
+// Fills min, max, clipped_fraction and local from the FP32 tensor, accumulated from both, batch by batch.
+class QuantizedTensorMeasure {
+ public:
+  explicit QuantizedTensorMeasure(QuantizedTensorReport report) : report_(std::move(report)) {}
+  void add(std::span<const float> fp32, std::span<const float> int8);
+  QuantizedTensorReport finish() const;
+
+ private:
+  QuantizedTensorReport report_;
+  double min_ = std::numeric_limits<double>::infinity(), max_ = -std::numeric_limits<double>::infinity();
+  int64_t clipped_ = 0, count_ = 0;
+  ErrorAccumulator local_, accumulated_;
+  std::vector<float> quantized_;  // scratch: the FP32 batch through this Q/DQ
+};
+// One batch: QuantizedTensorMeasure's add() then finish() into `report`.
 void measure_quantized_tensor(QuantizedTensorReport& report, std::span<const float> fp32, std::span<const float> int8);
 
 // The model's outputs: INT8 engine and FP32 against labels when known.

@@ -96,6 +96,22 @@ TEST_F(CompareTest, ShippedModelOnImages) {
   ASSERT_EQ(report.outputs.size(), 1u);
   EXPECT_EQ(report.outputs[0].engine_top1_agreement, 100.0) << out.str();
   EXPECT_GT(report.outputs[0].int8_vs_fp32.sqnr_db, 15.0);
+
+  // Batch by batch (12 + 12 + 8 images): the same figures as in one batch.
+  options.batch = 12;
+  auto batched = run_compare(options, out);
+  ASSERT_TRUE(std::holds_alternative<CompareReport>(batched)) << std::get<RunError>(batched).status.to_string();
+  const CompareReport& in_batches = std::get<CompareReport>(batched);
+  ASSERT_EQ(in_batches.tensors.size(), report.tensors.size());
+  for (size_t i = 0; i < report.tensors.size(); ++i) {
+    EXPECT_NEAR(in_batches.tensors[i].local.sqnr_db, report.tensors[i].local.sqnr_db, 1e-6);
+    EXPECT_NEAR(in_batches.tensors[i].accumulated.sqnr_db, report.tensors[i].accumulated.sqnr_db, 1e-6);
+    EXPECT_DOUBLE_EQ(in_batches.tensors[i].max, report.tensors[i].max);
+    EXPECT_DOUBLE_EQ(in_batches.tensors[i].clipped_fraction, report.tensors[i].clipped_fraction);
+  }
+  EXPECT_DOUBLE_EQ(in_batches.int8_top1, report.int8_top1);
+  EXPECT_DOUBLE_EQ(in_batches.outputs[0].top1_agreement, report.outputs[0].top1_agreement);
+  EXPECT_EQ(in_batches.outputs[0].engine_top1_agreement, 100.0);
 }
 
 TEST_F(CompareTest, AModelWithoutQdqIsAUsageError) {
