@@ -220,9 +220,10 @@ void write_option_sections(const ExecOptions& options, std::ostream& out) {
   out << fmt::format("Format: {}\n", options.onnx_path.empty() ? "qdqrt engine" : "ONNX");
   out << fmt::format("Model: {}\n", options.onnx_path.empty() ? options.load_engine_path : options.onnx_path);
   out << "=== Build Options ===\n";
-  std::string precision = options.fp32 ? "FP32 (fake quantization removed)"
-                          : options.calib_path.empty() ? "FP32+INT8 (INT8 where the model has Q/DQ)"
-                                                       : "FP32+INT8 (Q/DQ from the calibration cache)";
+  std::string precision = !options.load_engine_path.empty() ? "as the engine was built (below)"
+                          : options.fp32                     ? "FP32 (fake quantization removed)"
+                          : options.calib_path.empty()       ? "FP32+INT8 (INT8 where the model has Q/DQ)"
+                                                             : "FP32+INT8 (Q/DQ from the calibration cache)";
   out << fmt::format("Precision: {}\n", precision);
   out << fmt::format("Calibration: {}\n", !options.calib_path.empty() ? options.calib_path
                                           : options.fp32              ? std::string("Disabled")
