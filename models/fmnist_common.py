@@ -70,3 +70,6 @@ def export(model, path):
         model, torch.zeros(1, 1, 28, 28), path, opset_version=OPSET, do_constant_folding=True,
         input_names=["input"], output_names=["output"],
         dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+    # The preprocessing into the file's metadata, where qdqrt eval/calibrate read it.
+    from add_preprocessing_metadata import add_metadata
+    add_metadata(path)

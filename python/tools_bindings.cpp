@@ -179,7 +179,7 @@ py::dict inspect(const py::object& model, const py::object& shapes, const py::ob
     inspected = tools::inspect_graph(graph, request);
   }
   tools::InspectResult result = value_or_throw(std::move(inspected));
-  py::dict report = json_to_python(tools::layer_report_to_json(result.layers));
+  py::dict report = json_to_python(tools::layer_report_to_json(result.layers, result.bindings));
   report["PassesRun"] = result.passes_run;
   return report;
 }

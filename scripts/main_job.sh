@@ -6,6 +6,8 @@
 # Then PTQ vs QAT: calibrate PTQ models from the shipped FP32 ResNet and EfficientNet with max and
 # entropy (qdqrt calibrate, 512 training images), and evaluate FP32, PTQ max, PTQ entropy and QAT
 # of both on all 10,000 Fashion-MNIST test images (qdqrt eval): one table, JSON and an SVG plot.
+# The preprocessing (mean/std) comes from the models' metadata. Last, which layers cost the worst
+# PTQ model its accuracy: qdqrt compare, tensor by tensor against its FP32 reference.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${QDQRT_BUILD_DIR:-$root/build}"
@@ -25,11 +27,10 @@ echo
 echo "=== qdqrt calibrate: PTQ models (max, entropy; 512 training images) ==="
 job_dir="$build_dir/main_job"
 mkdir -p "$job_dir"
-normalize=(--mean=0.2860 --std=0.3530)
 for net in resnet efficientnet; do
   for method in max entropy; do
     "$build_dir/qdqrt" calibrate --onnx="$root/models/fmnist_${net}_fp32.onnx" --data=fashion-mnist:train \
-      "${normalize[@]}" --samples=512 --method="$method" --output="$job_dir/fmnist_${net}_ptq_${method}.onnx"
+      --samples=512 --method="$method" --output="$job_dir/fmnist_${net}_ptq_${method}.onnx"
   done
 done
 echo
@@ -39,7 +40,14 @@ for net in resnet efficientnet; do
   models+=(--model="$root/models/fmnist_${net}_fp32.onnx" --model="$job_dir/fmnist_${net}_ptq_max.onnx"
            --model="$job_dir/fmnist_${net}_ptq_entropy.onnx" --model="$root/models/fmnist_${net}_qdq.onnx")
 done
-"$build_dir/qdqrt" eval --data=fashion-mnist:test "${normalize[@]}" "${models[@]}" \
+"$build_dir/qdqrt" eval --data=fashion-mnist:test "${models[@]}" \
   --json="$job_dir/eval.json" --plot="$job_dir/eval.svg" --savePredictions="$job_dir/predictions"
 echo
-echo "Accuracy-vs-latency plot: $job_dir/eval.svg (table as JSON: $job_dir/eval.json)"
+worst=$(/usr/bin/python3 -c "
+import json, sys
+rows = [row for row in json.load(open(sys.argv[1]))['models'] if '_ptq_' in row['model']]
+print(min(rows, key=lambda row: row['top1'])['path'])" "$job_dir/eval.json")
+echo "=== qdqrt compare: the worst PTQ model ($(basename "$worst")) against its FP32 reference, tensor by tensor ==="
+"$build_dir/qdqrt" compare --onnx="$worst" --data=fashion-mnist:test --samples=500 --rows=10 --json="$job_dir/compare.json"
+echo
+echo "Accuracy-vs-latency plot: $job_dir/eval.svg (table as JSON: $job_dir/eval.json; compare: $job_dir/compare.json)"

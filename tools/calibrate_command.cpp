@@ -1,6 +1,7 @@
 #include "tools/calibrate_command.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <variant>
@@ -13,6 +14,7 @@
 #include "tools/calibration/calibration_cache.h"
 #include "tools/commands.h"
 #include "tools/datasets.h"
+#include "tools/model_metadata.h"
 
 namespace qdqrt::tools {
 namespace {
@@ -32,10 +34,16 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
   const ValueInfo* input_info = graph->find_value(input_name);
   auto plan = calibration::plan_quantization(*graph, options.placement);
   if (!plan.ok()) return failure(plan.status().with_context(options.onnx_path));
+  Status excluded = calibration::exclude_nodes(*plan, *graph, options.exclude);
+  if (!excluded.is_ok()) return usage_error(excluded.with_context("--exclude"));
 
+  // --mean/--std, else the preprocessing the model's metadata holds, else none (with a warning).
+  auto preprocessing = resolve_preprocessing(options.mean, options.std, options.onnx_path);
+  if (!preprocessing.ok()) return failure(preprocessing.status());
+  if (preprocessing->source == "none") std::cerr << missing_preprocessing_warning("calibrate", options.onnx_path);
   DatasetOptions data_options;
-  data_options.mean = options.mean;
-  data_options.std = options.std;
+  data_options.mean = preprocessing->values.mean;
+  data_options.std = preprocessing->values.std;
   data_options.max_images = options.samples;
   auto data = load_dataset(options.data_spec, data_options);
   if (!data.ok()) return usage_error(data.status().with_context("--data"));
@@ -77,7 +85,18 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
 
   WriteOptions write_options;
   write_options.producer_name = "qdqrt calibrate";
-  Status written = write_onnx_file(calibrated->quantized, options.output_path, write_options);
+  // The input model's metadata, then how it was quantized and the preprocessing calibration used,
+  // so eval and exec read them back.
+  std::map<std::string, std::string> metadata;
+  if (auto input_metadata = read_onnx_metadata(options.onnx_path); input_metadata.ok()) metadata = *input_metadata;
+  for (const auto& [key, value] : preprocessing_to_metadata(preprocessing->values)) metadata[key] = value;
+  metadata[kFp32ModelKey] = std::filesystem::path(options.onnx_path).filename().string();
+  metadata[kQuantizationKey] =
+      fmt::format("qdqrt calibrate: method {}, placement {}, {} images of {}{}", calibration::method_name(options.method),
+                  calibration::placement_name(options.placement), std::min<int64_t>(data->size(), options.samples),
+                  data->description,
+                  options.exclude.empty() ? std::string() : fmt::format(", excluded {}", fmt::join(options.exclude, ", ")));
+  Status written = write_onnx_file_with_metadata(calibrated->quantized, options.output_path, write_options, metadata);
   if (!written.is_ok()) return failure(written);
 
   if (!options.calibration_cache_path.empty()) {
@@ -104,6 +123,21 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
   }
   out << "wrote " << options.output_path << "\n";
   if (!options.calibration_cache_path.empty()) out << "wrote " << options.calibration_cache_path << "\n";
+
+  if (!options.sensitivity_spec.empty()) {
+    DatasetOptions validation_options = data_options;
+    validation_options.max_images = options.sensitivity_samples;
+    auto validation = load_dataset(options.sensitivity_spec, validation_options);
+    if (!validation.ok()) return usage_error(validation.status().with_context("--sensitivity"));
+    if (!validation->labels) {
+      return usage_error(invalid_argument("--sensitivity {}: the data set has no labels", options.sensitivity_spec));
+    }
+    auto ranked = rank_layer_sensitivity(options.onnx_path, *graph, *plan, amax, options.output_path, *validation,
+                                         options.threads);
+    if (!ranked.ok()) return failure(ranked.status().with_context("--sensitivity"));
+    out << format_sensitivity_table(*ranked);
+    result.sensitivity = std::move(ranked).value();
+  }
   return result;
 }
 
@@ -170,6 +204,19 @@ Command add_calibrate_command(CLI::App& app) {
   command->add_flag("--calibrateInputs", options->calibrate_inputs,
                     "Apply --method to the model input too (default: the input keeps its max range)");
   command->add_flag("--verbose", options->verbose, "Print each tensor's amax and scale");
+  command->add_option("--exclude", options->exclude,
+                      "Keep these nodes in float: no Q/DQ on their inputs or weights (as ONNX Runtime's\n"
+                      "nodes_to_exclude; qdqrt compare shows which ones cost accuracy)")
+      ->delimiter(',')
+      ->type_name("NODE[,...]");
+  command->add_option("--sensitivity", options->sensitivity_spec,
+                      "Labelled images (e.g. fashion-mnist:test): quantize one node at a time and rank the\n"
+                      "nodes by the top-1 they lose against FP32 (candidates for --exclude)")
+      ->type_name("SPEC");
+  command->add_option("--sensitivitySamples", options->sensitivity_samples, "Validation images for --sensitivity")
+      ->check(quiet(CLI::Range(int64_t{1}, int64_t{1} << 20)))
+      ->capture_default_str()
+      ->type_name("N");
   command->add_flag("!--noProgress", options->show_progress, "No progress bar on stderr");
 
   auto execute = [options, method, placement, mean, stddev]() -> int {

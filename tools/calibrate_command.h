@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "tools/calibration/histogram.h"
 #include "tools/calibration/qdq_insertion.h"
+#include "tools/sensitivity.h"
 
 namespace qdqrt::tools {
 
@@ -33,6 +34,9 @@ struct CalibrateOptions {
   bool show_progress = true;
   bool calibrate_inputs = false;  // apply the method to graph inputs too (default: their max)
   bool verbose = false;  // print every tensor's amax
+  std::vector<std::string> exclude;  // --exclude: nodes kept in float (ONNX Runtime's nodes_to_exclude)
+  std::string sensitivity_spec;      // --sensitivity: labelled images to rank the layers on ("" = no ranking)
+  int64_t sensitivity_samples = 500;  // --sensitivitySamples: the first N of them
 };
 
 struct CalibrateResult {
@@ -40,6 +44,7 @@ struct CalibrateResult {
   int quantized_activations = 0;
   int quantized_weights = 0;
   int64_t images = 0;
+  std::optional<SensitivityReport> sensitivity;  // with --sensitivity
 };
 
 struct CalibrateError {

@@ -26,5 +26,6 @@ Command add_exec_command(CLI::App& app);     // qdqrt exec: build/load an engine
 Command add_calibrate_command(CLI::App& app);  // qdqrt calibrate: PTQ calibration -> QDQ ONNX
 Command add_eval_command(CLI::App& app);       // qdqrt eval: accuracy/latency table over a data set
 Command add_serve_command(CLI::App& app);      // qdqrt serve: KServe v2 / Triton protocol server
+Command add_compare_command(CLI::App& app);    // qdqrt compare: per-tensor INT8 vs FP32 error
 
 }  // namespace qdqrt::tools

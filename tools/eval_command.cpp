@@ -10,15 +10,18 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "engine/engine.h"
 #include "tools/npy.h"
 #include "parser/onnx_loader.h"
+#include "tools/cli_flags.h"
 #include "tools/commands.h"
 #include "tools/datasets.h"
 #include "tools/exec_report.h"
+#include "tools/model_metadata.h"
 
 namespace qdqrt::tools {
 namespace {
@@ -204,16 +207,25 @@ std::variant<ModelResult, RunError> evaluate_model(const EvalModelSpec& spec, co
   return result;
 }
 
-Status write_text_file(const std::string& path, const std::string& text, const std::string& flag) {
-  std::ofstream file(path, std::ios::binary);
-  if (!file) return io_error("{}: cannot open '{}' for writing", flag, path);
-  file << text;
-  file.close();
-  if (!file) return io_error("{}: cannot write '{}'", flag, path);
-  return Status::ok();
-}
-
 }  // namespace
+
+std::vector<size_t> agreement_baselines(const std::vector<EvalModelSpec>& models,
+                                        const std::vector<std::string>& fp32_model_names, bool first_only) {
+  std::vector<size_t> baselines(models.size(), 0);
+  if (first_only) return baselines;
+  for (size_t m = 0; m < models.size(); ++m) {
+    if (m >= fp32_model_names.size() || fp32_model_names[m].empty()) continue;
+    std::string wanted = std::filesystem::path(fp32_model_names[m]).filename().string();
+    for (size_t other = 0; other < models.size(); ++other) {
+      if (other != m && !models[other].force_fp32 &&
+          std::filesystem::path(models[other].path).filename().string() == wanted) {
+        baselines[m] = other;
+        break;
+      }
+    }
+  }
+  return baselines;
+}
 
 EvalModelSpec parse_eval_model_spec(const std::string& text) {
   constexpr std::string_view kSuffix = ":fp32";
@@ -232,48 +244,83 @@ std::variant<EvalSummary, RunError> run_eval(const EvalOptions& options, std::os
       return usage_error(io_error("--model {}: no such file", model.path));
     }
   }
-  DatasetOptions data_options;
-  data_options.mean = options.mean;
-  data_options.std = options.std;
-  data_options.max_images = options.samples;
-  auto data = load_dataset(options.data_spec, data_options);
-  if (!data.ok()) return usage_error(data.status().with_context("--data"));
-  if (!data->labels) return usage_error(invalid_argument("--data {}: the data set has no labels", options.data_spec));
-  if (data->size() == 0) return usage_error(invalid_argument("--data {}: no images", options.data_spec));
-  if (data->labels->dtype() != DataType::kInt64 || data->labels->numel() != data->size()) {
-    return usage_error(invalid_argument("--data {}: {} labels for {} images", options.data_spec,
-                                        data->labels->numel(), data->size()));
+  // Each model's preprocessing: --mean/--std for all, else its own metadata; one data set load
+  // per distinct preprocessing.
+  std::vector<std::pair<Preprocessing, Dataset>> datasets;
+  std::vector<size_t> dataset_of_model;
+  std::vector<std::string> fp32_model_names;  // each model's "quantization.fp32_model" ("" = none)
+  for (const EvalModelSpec& model : options.models) {
+    auto preprocessing = resolve_preprocessing(options.mean, options.std, model.path);
+    if (!preprocessing.ok()) return failure(preprocessing.status().with_context("--model " + model.path));
+    if (preprocessing->source == "none") *options.warnings << missing_preprocessing_warning("eval", model.path);
+    std::string fp32_model;
+    if (auto metadata = read_onnx_metadata(model.path); metadata.ok()) {
+      auto it = metadata->find(kFp32ModelKey);
+      if (it != metadata->end()) fp32_model = it->second;
+    }
+    fp32_model_names.push_back(fp32_model);
+    auto known = std::find_if(datasets.begin(), datasets.end(),
+                              [&](const auto& loaded) { return loaded.first == preprocessing->values; });
+    if (known == datasets.end()) {
+      DatasetOptions data_options;
+      data_options.mean = preprocessing->values.mean;
+      data_options.std = preprocessing->values.std;
+      data_options.max_images = options.samples;
+      auto data = load_dataset(options.data_spec, data_options);
+      if (!data.ok()) return usage_error(data.status().with_context("--data"));
+      if (!data->labels) return usage_error(invalid_argument("--data {}: the data set has no labels", options.data_spec));
+      if (data->size() == 0) return usage_error(invalid_argument("--data {}: no images", options.data_spec));
+      if (data->labels->dtype() != DataType::kInt64 || data->labels->numel() != data->size()) {
+        return usage_error(invalid_argument("--data {}: {} labels for {} images", options.data_spec,
+                                            data->labels->numel(), data->size()));
+      }
+      datasets.emplace_back(preprocessing->values, std::move(data).value());
+      known = datasets.end() - 1;
+    }
+    dataset_of_model.push_back(static_cast<size_t>(known - datasets.begin()));
+  }
+  const Dataset& first_data = datasets.front().second;
+  int hardware_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (options.threads > hardware_threads) {
+    *options.warnings << fmt::format(
+        "qdqrt eval: warning: --threads={} is above the {} hardware threads: threads take turns on the cores, so "
+        "latency varies and the first runs are slow\n",
+        options.threads, hardware_threads);
   }
 
   EvalSummary summary;
-  summary.dataset = data->description;
-  summary.images = data->size();
-  summary.batch = std::max<int64_t>(1, std::min(options.batch, data->size()));
+  summary.dataset = first_data.description;
+  summary.images = first_data.size();
+  summary.batch = std::max<int64_t>(1, std::min(options.batch, first_data.size()));
   summary.threads = options.threads;
   std::vector<std::string> labels = model_labels(options.models);
+  std::vector<size_t> baselines = agreement_baselines(options.models, fp32_model_names, options.baseline_first);
   std::vector<std::vector<int64_t>> predictions;
   for (size_t m = 0; m < options.models.size(); ++m) {
-    auto evaluated = evaluate_model(options.models[m], labels[m], *data, options);
+    auto evaluated = evaluate_model(options.models[m], labels[m], datasets[dataset_of_model[m]].second, options);
     if (auto* error = std::get_if<RunError>(&evaluated)) return *error;
     auto& result = std::get<ModelResult>(evaluated);
-    const std::vector<int64_t>& reference = predictions.empty() ? result.predictions : predictions.front();
-    int64_t agree = 0;
-    for (size_t i = 0; i < reference.size(); ++i) agree += reference[i] == result.predictions[i] ? 1 : 0;
-    result.row.agreement = 100.0 * static_cast<double>(agree) / static_cast<double>(reference.size());
     summary.rows.push_back(result.row);
     predictions.push_back(std::move(result.predictions));
+  }
+  for (size_t m = 0; m < summary.rows.size(); ++m) {
+    const std::vector<int64_t>& reference = predictions[baselines[m]];
+    int64_t agree = 0;
+    for (size_t i = 0; i < reference.size(); ++i) agree += reference[i] == predictions[m][i] ? 1 : 0;
+    summary.rows[m].agreement = 100.0 * static_cast<double>(agree) / static_cast<double>(reference.size());
+    summary.rows[m].baseline = labels[baselines[m]];
   }
 
   out << fmt::format("qdqrt eval: {} images of {}, batch {}, {} threads\n", summary.images, summary.dataset,
                      summary.batch, options.threads > 0 ? fmt::format("{}", options.threads) : std::string("all"));
   out << format_eval_table(summary);
   if (!options.json_path.empty()) {
-    Status written = write_text_file(options.json_path, eval_to_json(summary).dump(2) + "\n", "--json");
+    Status written = write_text_file("--json", options.json_path, eval_to_json(summary).dump(2) + "\n");
     if (!written.is_ok()) return failure(written);
     out << "wrote " << options.json_path << "\n";
   }
   if (!options.plot_path.empty()) {
-    Status written = write_text_file(options.plot_path, eval_plot_svg(summary), "--plot");
+    Status written = write_text_file("--plot", options.plot_path, eval_plot_svg(summary));
     if (!written.is_ok()) return failure(written);
     out << "wrote plot " << options.plot_path << "\n";
   }
@@ -301,7 +348,9 @@ Command add_eval_command(CLI::App& app) {
       "eval", "Evaluate models on a labelled data set: accuracy, agreement, latency and throughput");
   command->footer(
       "Each --model is built into an engine: INT8 when it has Q/DQ, float otherwise; 'FILE:fp32' (or --fp32\n"
-      "for all) builds it in FP32 with fake quantization removed. Agreement is with the first model's top-1.\n"
+      "for all) builds it in FP32 with fake quantization removed. Agreement: top-1 equal to the baseline's,\n"
+      "the model's own FP32 model when its metadata names one among the --model files, else the first model.\n"
+      "Without --mean/--std each model's preprocessing comes from its metadata (preprocessing.mean/std).\n"
       "Data SPEC: fashion-mnist:DIR:train|test, fashion-mnist:train|test, npy:DIR, pb:DIR (docs/cli.md).\n"
       "Example: qdqrt eval --data=fashion-mnist:test --mean=0.2860 --std=0.3530 \\\n"
       "           --model=models/fmnist_resnet_fp32.onnx --model=models/fmnist_resnet_qdq.onnx --plot=eval.svg\n");
@@ -347,6 +396,8 @@ Command add_eval_command(CLI::App& app) {
                       "Write each model's top-1 classes (int64 .npy) into DIR")
       ->type_name("DIR");
   command->add_flag("--noProgress", *no_progress, "No progress bar on stderr");
+  command->add_flag("--baselineFirst", options->baseline_first,
+                    "Agreement with the first model for every row (default: each model's own FP32 model when known)");
 
   Command result;
   result.app = command;

@@ -4,7 +4,7 @@
 #pragma once
 
 #include <cstdint>
-#include <iosfwd>
+#include <iostream>
 #include <string>
 #include <variant>
 #include <vector>
@@ -37,7 +37,15 @@ struct EvalOptions {
   double latency_seconds = 1.0;    // batch-1 timing budget per model (after warm-up)
   int latency_runs = 100;          // ... or this many runs, whichever comes first
   bool show_progress = true;
+  bool baseline_first = false;     // --baselineFirst: agreement with the first model for every row
+  std::ostream* warnings = &std::cerr;  // missing preprocessing, --threads above the cores
 };
+
+// The row each model's agreement is measured against: the model named by its metadata's
+// "quantization.fp32_model" (a file name among the other --model files, not a :fp32 one), else the
+// first row; always the first with `first_only`.
+std::vector<size_t> agreement_baselines(const std::vector<EvalModelSpec>& models,
+                                        const std::vector<std::string>& fp32_model_names, bool first_only);
 
 // The whole command: table on `out`, progress on stderr, files as requested.
 std::variant<EvalSummary, RunError> run_eval(const EvalOptions& options, std::ostream& out);

@@ -33,14 +33,15 @@ std::string tick_label(double value) {
 }  // namespace
 
 std::string format_eval_table(const EvalSummary& summary) {
-  std::vector<std::string> header = {"model", "precision", "top-1 (%)", "top-5 (%)", "agreement (%)",
+  std::vector<std::string> header = {"model", "precision", "top-1 (%)", "top-5 (%)", "agreement (%)", "with",
                                      "latency b1 median (ms)", fmt::format("throughput b{} (img/s)", summary.batch)};
   std::vector<std::vector<std::string>> cells;
   for (const EvalRow& row : summary.rows) {
     cells.push_back({row.model, row.precision, fmt::format("{:.2f}", row.top1), fmt::format("{:.2f}", row.top5),
-                     fmt::format("{:.2f}", row.agreement), fmt::format("{:.3f}", row.latency_median_ms),
-                     fmt::format("{:.0f}", row.throughput)});
+                     fmt::format("{:.2f}", row.agreement), row.baseline == row.model ? "itself" : row.baseline,
+                     fmt::format("{:.3f}", row.latency_median_ms), fmt::format("{:.0f}", row.throughput)});
   }
+  constexpr size_t kWithColumn = 5;
   std::vector<size_t> widths;
   for (const std::string& title : header) widths.push_back(title.size());
   for (const auto& line : cells) {
@@ -51,7 +52,8 @@ std::string format_eval_table(const EvalSummary& summary) {
     for (size_t i = 0; i < line.size(); ++i) {
       if (i > 0) text += " | ";
       // Names left-aligned, numbers right-aligned.
-      text += i < 2 ? fmt::format("{:<{}}", line[i], widths[i]) : fmt::format("{:>{}}", line[i], widths[i]);
+      bool name = i < 2 || i == kWithColumn;
+      text += name ? fmt::format("{:<{}}", line[i], widths[i]) : fmt::format("{:>{}}", line[i], widths[i]);
     }
     while (!text.empty() && text.back() == ' ') text.pop_back();
     return text + "\n";
@@ -78,6 +80,7 @@ nlohmann::ordered_json eval_to_json(const EvalSummary& summary) {
                               {"top1", row.top1},
                               {"top5", row.top5},
                               {"agreement", row.agreement},
+                              {"agreementWith", row.baseline},
                               {"latencyMedianB1Ms", row.latency_median_ms},
                               {"throughputImgPerS", row.throughput}});
   }

@@ -18,9 +18,10 @@ struct EvalRow {
   int64_t images = 0;
   double top1 = 0;        // percent
   double top5 = 0;        // percent
-  double agreement = 0;   // percent of images whose top-1 equals the first model's
+  double agreement = 0;   // percent of images whose top-1 equals the baseline's
   double latency_median_ms = 0;  // batch 1
   double throughput = 0;  // images per second at the evaluation batch
+  std::string baseline;   // the label of the model the agreement is measured against
 };
 
 struct EvalSummary {

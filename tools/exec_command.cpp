@@ -1,16 +1,27 @@
 #include "tools/exec_command.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <functional>
 #include <memory>
+#include <numeric>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "parser/onnx_loader.h"
+#include "parser/onnx_writer.h"
+#include "tools/calibration/calibration_cache.h"
+#include "tools/calibration/qdq_insertion.h"
+#include "tools/layer_precisions.h"
 #include "tools/npy.h"
+#include "tools/trtexec_log.h"
 #include "tools/cli_flags.h"
 #include "tools/commands.h"
 #include "tools/exec_report.h"
@@ -29,15 +40,6 @@ std::string bytes_text(int64_t bytes) {
   if (bytes < 1024) return fmt::format("{} B", bytes);
   if (bytes < 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024.0);
   return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-}
-
-Status write_text_file(const std::string& flag, const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::trunc | std::ios::binary);
-  if (!file) return io_error("{}: cannot open '{}' for writing", flag, path);
-  file << text;
-  file.close();
-  if (!file) return io_error("{}: cannot write '{}'", flag, path);
-  return Status::ok();
 }
 
 std::string io_text(const engine::IoTensorInfo& info) {
@@ -67,15 +69,14 @@ Graph inputs_as_graph(const std::vector<engine::IoTensorInfo>& inputs) {
 }
 
 // Runs until at least `min_runs` runs and `min_duration_ms` have passed; records each run's
-// timing and, when the context profiles, its layer times.
+// timing (ms since `loop_start`) and, when the context profiles, its layer times.
 Status run_timed_loop(engine::ExecutionContext& context, std::span<const engine::ConstTensorBinding> inputs,
                       std::span<const engine::TensorBinding> outputs, int64_t min_runs, double min_duration_ms,
-                      std::vector<InferenceTiming>& timings, ProfileRecorder* profile) {
+                      Clock::time_point loop_start, std::vector<InferenceTiming>& timings, ProfileRecorder* profile) {
   // Reserved up front so the loop rarely allocates (capped: --iterations may be huge).
   size_t expected_runs = static_cast<size_t>(std::min<int64_t>(min_runs, int64_t{1} << 20));
   timings.reserve(timings.size() + expected_runs);
   if (profile) profile->reserve(expected_runs);
-  Clock::time_point loop_start = Clock::now();
   for (int64_t run = 0;; ++run) {
     Clock::time_point start = Clock::now();
     Status status = context.run(inputs, outputs);
@@ -88,33 +89,201 @@ Status run_timed_loop(engine::ExecutionContext& context, std::span<const engine:
   return Status::ok();
 }
 
+// One of --streams: its own context and output buffers.
+struct Stream {
+  std::unique_ptr<engine::ExecutionContext> context;
+  std::vector<std::pair<std::string, Tensor>> outputs;
+  std::vector<engine::TensorBinding> bindings;
+  std::vector<InferenceTiming> timings;
+};
+
+// Runs `work` for every stream, each on its own host thread (the first on this one); the first
+// error wins.
+Status run_streams(std::vector<std::unique_ptr<Stream>>& streams, const std::function<Status(Stream&, size_t)>& work) {
+  std::vector<Status> results(streams.size(), Status::ok());
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < streams.size(); ++i) {
+    threads.emplace_back([&, i] { results[i] = work(*streams[i], i); });
+  }
+  results[0] = work(*streams[0], 0);
+  for (std::thread& thread : threads) thread.join();
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].is_ok()) return streams.size() > 1 ? results[i].with_context(fmt::format("stream {}", i)) : results[i];
+  }
+  return Status::ok();
+}
+
+// trtexec's --loadInputs files are raw bytes (numpy's tofile); .npy files carry a header.
+bool is_raw_input_file(const std::string& path) { return !path.ends_with(".npy"); }
+
+// Fills `tensor` (already at the run shape and dtype) from a raw file holding exactly its bytes.
+Status read_raw_input(const InputFileSpec& spec, Tensor& tensor) {
+  std::error_code error;
+  auto size = std::filesystem::file_size(spec.path, error);
+  if (error) return io_error("input '{}': cannot read '{}': {}", spec.name, spec.path, error.message());
+  auto expected = static_cast<uintmax_t>(tensor.numel()) * dtype_size(tensor.dtype());
+  if (size != expected) {
+    return invalid_argument("input '{}': '{}' holds {} bytes; {} {} needs {} (raw data as numpy's tofile writes it)",
+                            spec.name, spec.path, size, dtype_name(tensor.dtype()), shape_to_string(tensor.shape()),
+                            expected);
+  }
+  std::ifstream file(spec.path, std::ios::binary);
+  file.read(static_cast<char*>(tensor.raw_data()), static_cast<std::streamsize>(expected));
+  if (!file) return io_error("input '{}': cannot read '{}'", spec.name, spec.path);
+  return Status::ok();
+}
+
+// Builds `graph` from the ONNX it writes, as `qdqrt calibrate`'s output is built: the loader gives
+// inserted or rewired nodes the value infos the optimizer expects.
+Result<std::shared_ptr<const engine::Engine>> build_written_graph(const Graph& graph, const ExecOptions& options,
+                                                                  const engine::BuildOptions& build) {
+  std::filesystem::path written =
+      std::filesystem::temp_directory_path() /
+      fmt::format("qdqrt_exec_{}_{}.onnx", ::getpid(), std::hash<std::string>{}(options.onnx_path));
+  QDQRT_RETURN_IF_ERROR(write_onnx_file(graph, written.string()));
+  auto built = engine::Engine::build_from_file(written.string(), build);
+  std::error_code error;
+  std::filesystem::remove(written, error);
+  return built;
+}
+
+// trtexec --calib: a model without Q/DQ quantized at the cache's scales (Q/DQ where
+// `qdqrt calibrate` puts them). Returns the graph unchanged for a model that has Q/DQ.
+Result<Graph> apply_calibration_cache(Graph graph, const ExecOptions& options, std::ostream& out) {
+  auto scales = calibration::read_calibration_cache(options.calib_path);
+  if (!scales.ok()) return invalid_argument("--calib: {}", scales.status().message());
+  bool has_qdq = std::any_of(graph.nodes.begin(), graph.nodes.end(), [](const Node& node) {
+    return node.op_type == "QuantizeLinear" || node.op_type == "DequantizeLinear";
+  });
+  if (has_qdq) {
+    // As TensorRT: an explicitly quantized model keeps its own scales.
+    out << fmt::format("[W] --calib ignored: {} has Q/DQ nodes, whose scales are used\n", options.onnx_path);
+    return graph;
+  }
+  QDQRT_ASSIGN_OR_RETURN(auto plan, calibration::plan_quantization(graph, calibration::Placement::kTensorRT));
+  std::map<std::string, float> amax;
+  std::vector<std::string> missing;
+  for (const std::string& tensor : plan.tensors_to_calibrate()) {
+    auto it = scales->find(tensor);
+    if (it == scales->end()) {
+      missing.push_back(tensor);
+    } else {
+      amax[tensor] = it->second * 127.0f;
+    }
+  }
+  if (!missing.empty()) {
+    return invalid_argument("--calib: '{}' has no scale for {} tensor(s) the model quantizes: {}", options.calib_path,
+                            missing.size(), fmt::join(missing, ", "));
+  }
+  out << fmt::format("Calibration: {} scales from {} ({} activations, weights per channel)\n", scales->size(),
+                     options.calib_path, amax.size());
+  return calibration::insert_qdq(graph, plan, amax);
+}
+
+// --calib and --layerPrecisions change the model before it is built.
+Result<std::shared_ptr<const engine::Engine>> build_modified_model(const ExecOptions& options,
+                                                                   const engine::BuildOptions& build, std::ostream& out) {
+  QDQRT_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(options.onnx_path));
+  if (!options.calib_path.empty()) {
+    QDQRT_ASSIGN_OR_RETURN(graph, apply_calibration_cache(std::move(graph), options, out));
+  }
+  if (!options.float_layers.empty()) {
+    auto rewired = keep_nodes_in_float(graph, options.float_layers);
+    if (!rewired.ok()) return rewired.status().with_context("--layerPrecisions");
+    out << fmt::format("Layer precisions: {} kept in float ({} quantized inputs read in float)\n",
+                       fmt::join(options.float_layers, ", "), *rewired);
+  }
+  return build_written_graph(graph, options, build);
+}
+
+// The CPU model name from /proc/cpuinfo ("" when it cannot be read).
+std::string cpu_model_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    size_t colon = line.find(':');
+    if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+  }
+  return "";
+}
+
+std::string shapes_text(const std::map<std::string, Shape>& shapes) {
+  std::vector<std::string> items;
+  for (const auto& [name, shape] : shapes) items.push_back(fmt::format("{}={}", name, fmt::join(shape, "x")));
+  return items.empty() ? "model" : fmt::format("{}", fmt::join(items, ","));
+}
+
+// trtexec's option sections (the ones TREx's parse_trtexec_log reads): what was asked for.
+void write_option_sections(const ExecOptions& options, std::ostream& out) {
+  out << "=== Model Options ===\n";
+  out << fmt::format("Format: {}\n", options.onnx_path.empty() ? "qdqrt engine" : "ONNX");
+  out << fmt::format("Model: {}\n", options.onnx_path.empty() ? options.load_engine_path : options.onnx_path);
+  out << "=== Build Options ===\n";
+  std::string precision = !options.load_engine_path.empty() ? "as the engine was built (below)"
+                          : options.fp32                     ? "FP32 (fake quantization removed)"
+                          : options.calib_path.empty()       ? "FP32+INT8 (INT8 where the model has Q/DQ)"
+                                                             : "FP32+INT8 (Q/DQ from the calibration cache)";
+  out << fmt::format("Precision: {}\n", precision);
+  out << fmt::format("Calibration: {}\n", !options.calib_path.empty() ? options.calib_path
+                                          : options.fp32              ? std::string("Disabled")
+                                                                      : std::string("Q/DQ in the model"));
+  if (!options.min_shapes.empty() || !options.opt_shapes.empty() || !options.max_shapes.empty()) {
+    out << fmt::format("Input build shapes: min {}, opt {}, max {}\n", shapes_text(options.min_shapes),
+                       shapes_text(options.opt_shapes), shapes_text(options.build_shapes()));
+  } else {
+    out << fmt::format("Input build shapes: {}\n", shapes_text(options.build_shapes()));
+  }
+  out << fmt::format("Save engine: {}\n", options.save_engine_path);
+  out << fmt::format("Load engine: {}\n", options.load_engine_path);
+  out << "=== Inference Options ===\n";
+  out << "Batch: Explicit\n";
+  out << fmt::format("Input inference shapes: {}\n", shapes_text(options.run_shapes()));
+  out << fmt::format("Iterations: {}\n", options.iterations);
+  out << fmt::format("Duration: {:g}s (+ {:g}ms warm up)\n", options.duration_s, options.warm_up_ms);
+  out << fmt::format("Streams: {}\n", options.streams);
+  out << fmt::format("Threads: {}\n", options.threads > 0 ? fmt::format("{}", options.threads) : std::string("all"));
+  out << "Data transfers: Disabled (inputs and outputs stay in host memory)\n";
+  out << fmt::format("Separate profiling: {}\n", options.separate_profile_run ? "Enabled" : "Disabled");
+  out << "=== Device Information ===\n";
+  std::string model = cpu_model_name();
+  out << fmt::format("Selected Device: {}\n", model.empty() ? std::string("CPU") : model);
+  out << fmt::format("Hardware threads: {}\n", std::thread::hardware_concurrency());
+}
+
 }  // namespace
 
 std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) {
+  for (const std::string& note : options.notes) out << "[W] " << note << "\n";
+  write_option_sections(options, out);
+
   std::shared_ptr<const engine::Engine> engine;
   if (!options.onnx_path.empty()) {
     engine::BuildOptions build;
     build.precision = options.precision();
-    build.input_shapes = options.shapes;
-    // An input read from a file without --shapes is built for the file's shape.
+    build.input_shapes = options.build_shapes();
+    // An input read from a .npy file without --shapes is built for the file's shape.
     for (const InputFileSpec& spec : options.input_files) {
-      if (build.input_shapes.count(spec.name)) continue;
+      if (build.input_shapes.count(spec.name) || is_raw_input_file(spec.path)) continue;
       auto tensor = read_npy(spec.path);
       if (!tensor.ok()) return RunError{true, tensor.status().with_context("--loadInputs")};
       build.input_shapes[spec.name] = tensor->shape();
     }
     out << "=== Build ===\n";
     out << fmt::format("Model: {}\n", options.onnx_path);
-    out << fmt::format("Precision: {}\n", options.fp32 ? "fp32" : "int8");
     out.flush();  // the build can take a while: show what is being built
     Clock::time_point start = Clock::now();
-    auto built = engine::Engine::build_from_file(options.onnx_path, build);
+    auto built = options.calib_path.empty() && options.float_layers.empty()
+                     ? engine::Engine::build_from_file(options.onnx_path, build)
+                     : build_modified_model(options, build, out);
     if (!built.ok()) {
       // Shapes are the user's: an invalid argument from the build is a usage error.
       bool usage = built.status().code() == StatusCode::kInvalidArgument;
       return RunError{usage, built.status().with_context(fmt::format("--onnx: '{}'", options.onnx_path))};
     }
-    out << fmt::format("Build time: {:.1f} ms\n", ms_since(start));
+    double build_ms = ms_since(start);
+    out << fmt::format("Build time: {:.1f} ms\n", build_ms);
+    out << fmt::format("Engine built in {:.6g} sec.\n", build_ms / 1000.0);
     engine = *built;
   } else {
     out << "=== Load ===\n";
@@ -129,7 +298,6 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     auto size = std::filesystem::file_size(options.load_engine_path, error);
     out << fmt::format("Engine: {} ({})\n", options.load_engine_path, error ? "?" : bytes_text(static_cast<int64_t>(size)));
     out << fmt::format("Model: {}\n", engine->plan().source_model);
-    out << fmt::format("Precision: {}\n", engine->plan().precision);
     out << fmt::format("Load time: {:.1f} ms\n", load_ms);
     // Precision is fixed when building: a flag asking for another one is a mistake, not a no-op.
     const std::string& precision = engine->plan().precision;
@@ -139,6 +307,16 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     }
   }
   const engine::EnginePlan& plan = engine->plan();
+  // What really runs in INT8, not what was asked for: a model without Q/DQ builds all in FP32.
+  PrecisionCount precision = count_layer_precisions(plan);
+  bool fp32_requested = plan.precision == "fp32";
+  out << fmt::format("Precision: {}\n", precision.text(fp32_requested));
+  if (precision.label() == "fp32" && !fp32_requested) {
+    out << fmt::format(
+        "[W] int8: 0 of {} layers: this model has no Q/DQ, so every layer runs in FP32. Quantize it first "
+        "(qdqrt calibrate --onnx=MODEL --data=... --output=ptq.onnx), or give --calib=CACHE\n",
+        precision.layers);
+  }
 
   if (!options.save_engine_path.empty()) {
     Clock::time_point start = Clock::now();
@@ -178,7 +356,7 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
   if (options.dump_layer_info) out << format_layer_info(plan);
   if (!options.export_layer_info_path.empty()) {
     Status status = write_text_file("--exportLayerInfo", options.export_layer_info_path,
-                                    layer_info_to_json(plan).dump(2) + "\n");
+                                    layer_info_to_json(plan, options.detailed_layer_info).dump(2) + "\n");
     if (!status.is_ok()) return RunError{false, status};
   }
 
@@ -186,22 +364,35 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
 
   // Inputs: --loadInputs files or seeded random values at the run shapes.
   out << "=== Inference ===\n";
-  std::map<std::string, Shape> run_shapes = options.shapes;
+  std::map<std::string, Shape> requested_shapes = options.run_shapes();
+  std::map<std::string, Shape> run_shapes = requested_shapes;
+  std::vector<InputFileSpec> npy_files;
+  std::vector<InputFileSpec> raw_files;
+  for (const InputFileSpec& spec : options.input_files) (is_raw_input_file(spec.path) ? raw_files : npy_files).push_back(spec);
   for (const engine::IoTensorInfo& info : inputs_info) {
-    bool from_file = std::any_of(options.input_files.begin(), options.input_files.end(),
-                                 [&](const InputFileSpec& spec) { return spec.name == info.name; });
-    if (!from_file && !run_shapes.count(info.name)) run_shapes[info.name] = info.shape;
+    bool from_npy = std::any_of(npy_files.begin(), npy_files.end(),
+                                [&](const InputFileSpec& spec) { return spec.name == info.name; });
+    if (!from_npy && !run_shapes.count(info.name)) run_shapes[info.name] = info.shape;
   }
-  Status shapes_status = check_run_shapes(inputs_info, plan.max_batch, options.shapes).status();
+  Status shapes_status = check_run_shapes(inputs_info, plan.max_batch, requested_shapes).status();
   if (!shapes_status.is_ok()) return RunError{true, shapes_status.with_context("--shapes")};
   RunOptions input_options;
-  input_options.input_files = options.input_files;
+  input_options.input_files = npy_files;
   input_options.shapes = run_shapes;
   input_options.seed = options.seed;
   input_options.verbose = options.verbose;
   Graph input_graph = inputs_as_graph(inputs_info);
   auto input_tensors = prepare_inputs(input_graph, input_options, out);
   if (!input_tensors.ok()) return RunError{true, input_tensors.status()};
+  for (const InputFileSpec& spec : raw_files) {
+    auto it = input_tensors->find(spec.name);
+    if (it == input_tensors->end()) {
+      return RunError{true, invalid_argument("--loadInputs: '{}' is not an input of the engine", spec.name)};
+    }
+    Status read = read_raw_input(spec, it->second);
+    if (!read.is_ok()) return RunError{true, read.with_context("--loadInputs")};
+    if (options.verbose) out << fmt::format("input '{}': raw data from {}\n", spec.name, spec.path);
+  }
   std::map<std::string, Shape> actual_shapes;
   for (const auto& [name, tensor] : *input_tensors) actual_shapes[name] = tensor.shape();
   auto batch = check_run_shapes(inputs_info, plan.max_batch, actual_shapes);
@@ -212,24 +403,39 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     const Tensor& tensor = input_tensors->at(info.name);
     input_bindings.push_back({info.name, tensor.raw_data(), tensor.shape()});
   }
-  std::vector<std::pair<std::string, Tensor>> output_tensors;
-  for (const engine::IoTensorInfo& info : outputs_info) {
-    Shape shape = info.shape;
-    if (info.batched && !shape.empty()) shape[0] = *batch;
-    output_tensors.emplace_back(info.name, Tensor(info.dtype, shape));
-  }
-  std::vector<engine::TensorBinding> output_bindings;
-  for (auto& [name, tensor] : output_tensors) output_bindings.push_back({name, tensor.raw_data(), tensor.shape()});
 
   // Profiling during the timed runs unless --separateProfileRun asks for a second, profiled run.
+  // With several streams only the first one profiles.
   bool profile_timed_runs = options.profiling() && !options.separate_profile_run;
-  auto context = engine->create_context({.threads = options.threads, .profiling = profile_timed_runs});
+  int hardware_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads_per_stream = options.threads > 0 ? options.threads : std::max(1, hardware_threads / options.streams);
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (int i = 0; i < options.streams; ++i) {
+    auto stream = std::make_unique<Stream>();
+    stream->context = engine->create_context(
+        {.threads = options.streams == 1 ? options.threads : threads_per_stream, .profiling = i == 0 && profile_timed_runs});
+    for (const engine::IoTensorInfo& info : outputs_info) {
+      Shape shape = info.shape;
+      if (info.batched && !shape.empty()) shape[0] = *batch;
+      stream->outputs.emplace_back(info.name, Tensor(info.dtype, shape));
+    }
+    for (auto& [name, tensor] : stream->outputs) stream->bindings.push_back({name, tensor.raw_data(), tensor.shape()});
+    streams.push_back(std::move(stream));
+  }
+  engine::ExecutionContext& context = *streams.front()->context;
   std::vector<std::string> shape_texts;
   for (const engine::ConstTensorBinding& binding : input_bindings) {
     shape_texts.push_back(fmt::format("{}:{}", binding.name, fmt::join(binding.shape, "x")));
   }
   out << fmt::format("Shapes: {} (batch {})\n", fmt::join(shape_texts, ","), *batch);
-  out << fmt::format("Threads: {}\n", context->threads());
+  out << fmt::format("Threads: {}\n", context.threads());
+  if (options.streams > 1) out << fmt::format("Streams: {} (each its own context and host thread)\n", options.streams);
+  int total_threads = context.threads() * options.streams;
+  if (total_threads > hardware_threads) {
+    out << fmt::format("[W] {} threads on {} hardware threads: threads take turns on the cores, so latency varies "
+                       "and the first runs are slow (use --threads={} or fewer)\n",
+                       total_threads, hardware_threads, std::max(1, hardware_threads / options.streams));
+  }
   out << fmt::format("Iterations: at least {}, duration: at least {:g} s, warm-up: {:g} ms{}\n", options.iterations,
                      options.duration_s, options.warm_up_ms,
                      options.profiling() ? (options.separate_profile_run ? ", profiled in a separate run" : ", profiled")
@@ -237,38 +443,55 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
   out.flush();
 
   std::span<const engine::ConstTensorBinding> input_span(input_bindings);
-  std::span<const engine::TensorBinding> output_span(output_bindings);
-  int64_t warm_up_runs = 0;
-  Clock::time_point warm_up_start = Clock::now();
-  while (ms_since(warm_up_start) < options.warm_up_ms) {
-    Status status = context->run(input_span, output_span);
-    if (!status.is_ok()) return RunError{false, status.with_context("warm-up run")};
-    ++warm_up_runs;
-  }
-  if (warm_up_runs > 0) out << fmt::format("Warm-up: {} runs in {:.1f} ms\n", warm_up_runs, ms_since(warm_up_start));
-
   std::vector<std::string> layer_names;
   for (const engine::LayerProfileEntry& layer : engine->layers()) layer_names.push_back(layer.name);
   ProfileRecorder profile(layer_names);
-  std::vector<InferenceTiming> timings;
-  Status status = run_timed_loop(*context, input_span, output_span, options.iterations, options.duration_s * 1000.0,
-                                 timings, profile_timed_runs ? &profile : nullptr);
+  // Warm-up, then the timed runs, on every stream at once.
+  std::vector<int64_t> warm_up_runs(streams.size(), 0);
+  Clock::time_point warm_up_start = Clock::now();
+  Clock::time_point loop_start;
+  Status status = run_streams(streams, [&](Stream& stream, size_t index) -> Status {
+    std::span<const engine::TensorBinding> output_span(stream.bindings);
+    while (ms_since(warm_up_start) < options.warm_up_ms) {
+      Status run = stream.context->run(input_span, output_span);
+      if (!run.is_ok()) return run.with_context("warm-up run");
+      ++warm_up_runs[index];
+    }
+    return Status::ok();
+  });
   if (!status.is_ok()) return RunError{false, status};
+  int64_t all_warm_up_runs = std::accumulate(warm_up_runs.begin(), warm_up_runs.end(), int64_t{0});
+  if (all_warm_up_runs > 0) out << fmt::format("Warm-up: {} runs in {:.1f} ms\n", all_warm_up_runs, ms_since(warm_up_start));
+  loop_start = Clock::now();
+  status = run_streams(streams, [&](Stream& stream, size_t index) -> Status {
+    return run_timed_loop(*stream.context, input_span, stream.bindings, options.iterations, options.duration_s * 1000.0,
+                          loop_start, stream.timings, index == 0 && profile_timed_runs ? &profile : nullptr);
+  });
+  if (!status.is_ok()) return RunError{false, status};
+  std::vector<InferenceTiming> timings;
+  for (const auto& stream : streams) timings.insert(timings.end(), stream->timings.begin(), stream->timings.end());
+  std::sort(timings.begin(), timings.end(),
+            [](const InferenceTiming& a, const InferenceTiming& b) { return a.start_ms < b.start_ms; });
   // Outputs of the last timed run (the profile run below rewrites the same values).
   if (options.profiling() && options.separate_profile_run) {
-    context->set_profiling(true);
+    context.set_profiling(true);
     std::vector<InferenceTiming> profile_timings;
-    status = run_timed_loop(*context, input_span, output_span, options.iterations, options.duration_s * 1000.0,
-                            profile_timings, &profile);
+    status = run_timed_loop(context, input_span, streams.front()->bindings, options.iterations,
+                            options.duration_s * 1000.0, Clock::now(), profile_timings, &profile);
     if (!status.is_ok()) return RunError{false, status.with_context("profile run")};
-    context->set_profiling(false);
+    context.set_profiling(false);
   }
 
   PerformanceSummary summary = summarize_performance(timings, options.percentiles);
   out << format_performance_summary(summary);
-  if (*batch > 1) out << fmt::format("Throughput: {:.6g} samples/s at batch {}\n", summary.throughput_qps * *batch, *batch);
+  if (*batch > 1) {
+    out << fmt::format("Sample throughput: {:.6g} samples/s at batch {}\n", summary.throughput_qps * *batch, *batch);
+  }
+  out << format_stability_warning(summary.latency);
   if (options.verbose) out << format_trace_averages(timings, options.avg_runs);
-  if (options.verbose) {
+  const std::vector<std::pair<std::string, Tensor>>& output_tensors = streams.front()->outputs;
+  if (options.verbose || options.dump_output) {
+    out << "=== Outputs ===\n";
     for (const auto& [name, tensor] : output_tensors) out << summarize_tensor(name, tensor);
   }
   if (options.profiling()) {
@@ -307,7 +530,13 @@ Command add_exec_command(CLI::App& app) {
       std::cerr << "qdqrt exec: error: " << status.message() << "\n";
       return kExitUsage;
     }
-    std::optional<RunError> error = run_exec(line->options, std::cout);
+    std::optional<RunError> error;
+    {
+      // trtexec's "[date] [I] " on every line, for the tools that read trtexec logs.
+      TrtexecLogBuffer log_buffer(std::cout);
+      std::ostream log(&log_buffer);
+      error = run_exec(line->options, log);
+    }
     if (!error) return kExitSuccess;
     std::cout.flush();
     std::cerr << "qdqrt exec: error: " << error->status.to_string() << "\n";

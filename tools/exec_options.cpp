@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "tools/cli_flags.h"
 #include "tools/exec_report.h"
+#include "tools/layer_precisions.h"
 
 namespace qdqrt::tools {
 
@@ -25,7 +27,65 @@ Status check_output_path(const std::string& flag, const std::string& path) {
   return Status::ok();
 }
 
+// The input's shape range: only the batch (dim 0) may differ between --minShapes, --optShapes and
+// --maxShapes, and min <= opt <= max.
+Status check_shape_range(const ExecOptions& options) {
+  std::map<std::string, std::vector<std::pair<std::string, Shape>>> by_input;
+  for (const auto& [flag, shapes] : {std::pair{"--minShapes", &options.min_shapes},
+                                    std::pair{"--optShapes", &options.opt_shapes},
+                                    std::pair{"--maxShapes", &options.max_shapes}, std::pair{"--shapes", &options.shapes}}) {
+    for (const auto& [name, shape] : *shapes) by_input[name].emplace_back(flag, shape);
+  }
+  for (const auto& [name, given] : by_input) {
+    const auto& [first_flag, first] = given.front();
+    for (const auto& [flag, shape] : given) {
+      bool same_rest = shape.size() == first.size() && !shape.empty() &&
+                       std::equal(shape.begin() + 1, shape.end(), first.begin() + 1);
+      if (!same_rest && !(shape.empty() && first.empty())) {
+        return invalid_argument("{} and {}: input '{}' is {} and {}; an engine varies only the batch (dim 0)",
+                                first_flag, flag, name, shape_to_string(first), shape_to_string(shape));
+      }
+    }
+    auto batch_of = [&](const std::map<std::string, Shape>& shapes) -> int64_t {
+      auto it = shapes.find(name);
+      return it == shapes.end() || it->second.empty() ? -1 : it->second[0];
+    };
+    int64_t min_batch = batch_of(options.min_shapes), opt_batch = batch_of(options.opt_shapes);
+    int64_t max_batch = batch_of(options.max_shapes);
+    if (min_batch >= 0 && opt_batch >= 0 && min_batch > opt_batch) {
+      return invalid_argument("--minShapes: input '{}': batch {} is above --optShapes' {}", name, min_batch, opt_batch);
+    }
+    if (max_batch >= 0) {
+      for (int64_t batch : {min_batch, opt_batch, batch_of(options.shapes)}) {
+        if (batch > max_batch) {
+          return invalid_argument("--maxShapes: input '{}': batch {} is below the batch {} asked to run or build",
+                                  name, max_batch, batch);
+        }
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Result<std::map<std::string, Shape>> collect_flag_shapes(const char* flag, const std::vector<std::string>& texts) {
+  auto shapes = collect_shapes(texts);
+  if (!shapes.ok()) return shapes.status().with_context(flag);
+  return shapes;
+}
+
 }  // namespace
+
+std::map<std::string, Shape> ExecOptions::build_shapes() const {
+  std::map<std::string, Shape> result = max_shapes;
+  for (const auto& [name, shape] : shapes) result.emplace(name, shape);
+  return result;
+}
+
+std::map<std::string, Shape> ExecOptions::run_shapes() const {
+  std::map<std::string, Shape> result = shapes;
+  for (const auto& [name, shape] : opt_shapes) result.emplace(name, shape);
+  return result;
+}
 
 void add_exec_flags(CLI::App& exec, ExecCommandLine& line) {
   ExecOptions& options = line.options;
@@ -92,7 +152,36 @@ void add_exec_flags(CLI::App& exec, ExecCommandLine& line) {
   exec.add_option("--exportTimes", options.export_times_path, "Write the timing of every timed run as JSON")
       ->type_name("FILE");
   exec.add_flag("--verbose", options.verbose, "Also print inputs, outputs, kernels and the trace averages");
-  exec.add_flag("--skipInference", options.skip_inference, "Stop after building or loading (and saving) the engine");
+  exec.add_flag("--skipInference,--buildOnly", options.skip_inference,
+                "Stop after building or loading (and saving) the engine");
+
+  // trtexec's flags with a CPU meaning.
+  for (auto [flag, texts, text] :
+       {std::tuple{"--minShapes", &line.min_shapes_texts, "Smallest shapes the engine must run (checked: batch >= 1)"},
+        std::tuple{"--optShapes", &line.opt_shapes_texts, "Shapes to run at when --shapes gives none"},
+        std::tuple{"--maxShapes", &line.max_shapes_texts, "Shapes to build for: the engine runs batches 1..max"}}) {
+    exec.add_option(flag, *texts, text)->check(quiet(shapes_validator()))->type_name("NAME:DIMS[,...]");
+  }
+  exec.add_option("--streams,--infStreams", options.streams,
+                  "Contexts running at once, each on its own thread (throughput over all of them)")
+      ->check(quiet(CLI::Range(1, 256)))
+      ->capture_default_str()
+      ->type_name("N");
+  exec.add_option("--calib", options.calib_path,
+                  "TensorRT calibration cache (as qdqrt calibrate --calibrationCache writes it): quantize a\n"
+                  "model without Q/DQ at these scales, then build INT8")
+      ->check(quiet(CLI::ExistingFile))
+      ->type_name("FILE");
+  exec.add_option("--profilingVerbosity,--nvtxMode", line.profiling_verbosity,
+                  "layer_names_only|detailed|none: what --exportLayerInfo holds (default detailed)")
+      ->check(quiet(CLI::IsMember({"layer_names_only", "detailed", "none", "default", "verbose"})))
+      ->type_name("LEVEL");
+  exec.add_flag("--dumpOutput", options.dump_output, "Print the outputs of the last run");
+  exec.add_option("--layerPrecisions", line.layer_precisions_texts,
+                  "NAME:fp32[,...]: keep these ONNX nodes in float (their Q/DQ'd inputs read the float\n"
+                  "tensors); *:fp32 is --fp32. NAME:int8 is the default; fp16/bf16 are noted, not applied")
+      ->type_name("NAME:PREC[,...]");
+  add_not_applicable_flags(exec, options.notes);
 }
 
 Status finish_exec_options(ExecCommandLine& line) {
@@ -113,6 +202,50 @@ Status finish_exec_options(ExecCommandLine& line) {
   auto shapes = collect_shapes(line.shapes_texts);
   if (!shapes.ok()) return shapes.status().with_context("--shapes");
   options.shapes = std::move(shapes).value();
+  for (auto [flag, texts, shapes] :
+       {std::tuple{"--minShapes", &line.min_shapes_texts, &options.min_shapes},
+        std::tuple{"--optShapes", &line.opt_shapes_texts, &options.opt_shapes},
+        std::tuple{"--maxShapes", &line.max_shapes_texts, &options.max_shapes}}) {
+    auto parsed = collect_flag_shapes(flag, *texts);
+    if (!parsed.ok()) return parsed.status();
+    *shapes = std::move(parsed).value();
+  }
+  QDQRT_RETURN_IF_ERROR(check_shape_range(options));
+  bool shape_range = !options.min_shapes.empty() || !options.opt_shapes.empty() || !options.max_shapes.empty();
+  if (shape_range && !options.load_engine_path.empty()) {
+    options.notes.push_back("--minShapes/--optShapes/--maxShapes ignored with --loadEngine: the engine's batch range "
+                            "was set when it was built");
+    options.min_shapes.clear();
+    options.max_shapes.clear();
+  }
+  if (!options.calib_path.empty() && !options.load_engine_path.empty()) {
+    return invalid_argument("--calib quantizes a model at build: give it with --onnx, not --loadEngine");
+  }
+  if (!options.calib_path.empty() && options.fp32) {
+    return invalid_argument("--calib and --fp32 exclude each other: --calib builds INT8 layers");
+  }
+  for (const std::string& text : line.layer_precisions_texts) {
+    auto specs = parse_layer_precisions(text);
+    if (!specs.ok()) return specs.status().with_context("--layerPrecisions");
+    for (const LayerPrecision& spec : *specs) {
+      if (spec.precision == "fp32" && spec.node == "*") {
+        options.fp32 = true;
+      } else if (spec.precision == "fp32") {
+        options.float_layers.push_back(spec.node);
+      } else if (spec.precision != "int8") {
+        options.notes.push_back(fmt::format("not applicable on CPU: --layerPrecisions={}:{} (no {} kernels: the layer "
+                                            "runs as the model's Q/DQ say)",
+                                            spec.node, spec.precision, spec.precision));
+      }
+    }
+  }
+  if (options.fp32 && (options.int8 || options.best)) {
+    return invalid_argument("--layerPrecisions=*:fp32 and --int8/--best exclude each other");
+  }
+  if (!options.float_layers.empty() && !options.load_engine_path.empty()) {
+    return invalid_argument("--layerPrecisions sets layer precisions at build: give it with --onnx, not --loadEngine");
+  }
+  options.detailed_layer_info = line.profiling_verbosity != "layer_names_only" && line.profiling_verbosity != "none";
   auto input_files = collect_load_inputs(line.load_inputs_texts);
   if (!input_files.ok()) return input_files.status().with_context("--loadInputs");
   options.input_files = std::move(input_files).value();

@@ -30,6 +30,10 @@ struct ExecOptions {
 
   // --shapes: with --onnx the build (maximum) and run shapes; with --loadEngine the run shapes.
   std::map<std::string, Shape> shapes;
+  // trtexec's shape range (--minShapes/--optShapes/--maxShapes): an engine runs batches 1..max, so
+  // --maxShapes is what is built for, --optShapes the run shape when --shapes does not give one,
+  // and --minShapes is checked against the others.
+  std::map<std::string, Shape> min_shapes, opt_shapes, max_shapes;
   std::vector<InputFileSpec> input_files;  // --loadInputs
   uint64_t seed = 0;                       // --seed (random inputs)
 
@@ -38,7 +42,11 @@ struct ExecOptions {
   double duration_s = 3;    // --duration: timed runs for at least this long
   int avg_runs = 10;        // --avgRuns: runs averaged per line of the trace (--verbose)
   std::vector<double> percentiles = {90, 95, 99};  // --percentile
-  int threads = 0;          // --threads (0: every hardware thread)
+  int threads = 0;          // --threads (0: every hardware thread, shared by the streams)
+  int streams = 1;          // --streams: contexts running at once, each on its own host thread
+  std::string calib_path;   // --calib: TensorRT calibration cache for a model without Q/DQ
+  std::vector<std::string> float_layers;  // --layerPrecisions=NAME:fp32: nodes kept in float
+  bool detailed_layer_info = true;  // --profilingVerbosity (layer_names_only / none: names only)
 
   std::string export_output_path;      // --exportOutput
   std::string export_profile_path;     // --exportProfile
@@ -48,9 +56,16 @@ struct ExecOptions {
   bool separate_profile_run = false;   // --separateProfileRun
   bool dump_layer_info = false;        // --dumpLayerInfo
   bool verbose = false;                // --verbose
-  bool skip_inference = false;         // --skipInference: build/load (and save) only
+  bool skip_inference = false;         // --skipInference (--buildOnly): build/load (and save) only
+  bool dump_output = false;            // --dumpOutput: print the outputs of the last run
+  // trtexec flags given that mean nothing on a CPU: one "not applicable on CPU: ..." line each.
+  std::vector<std::string> notes;
 
   bool profiling() const { return dump_profile || !export_profile_path.empty(); }
+  // The shapes built for: --maxShapes, then --shapes for the inputs --maxShapes does not name.
+  std::map<std::string, Shape> build_shapes() const;
+  // The shapes run at: --shapes, then --optShapes.
+  std::map<std::string, Shape> run_shapes() const;
   engine::Precision precision() const { return fp32 ? engine::Precision::kFp32 : engine::Precision::kInt8; }
 };
 
@@ -58,6 +73,9 @@ struct ExecOptions {
 struct ExecCommandLine {
   ExecOptions options;
   std::vector<std::string> shapes_texts;
+  std::vector<std::string> min_shapes_texts, opt_shapes_texts, max_shapes_texts;
+  std::string profiling_verbosity;  // --profilingVerbosity / --nvtxMode
+  std::vector<std::string> layer_precisions_texts;  // --layerPrecisions
   std::vector<std::string> load_inputs_texts;
   std::string percentile_text = "90,95,99";
 };

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "tools/layer_info_schema.h"
+
 namespace qdqrt::tools {
 
 namespace {
@@ -27,18 +29,44 @@ std::string tensor_text(const engine::EnginePlan& plan, int32_t index) {
   return text;
 }
 
+// trtexec's tensor object (tools/layer_info_schema.h) plus qdqrt's own keys.
 nlohmann::ordered_json tensor_json(const engine::EnginePlan& plan, int32_t index) {
-  if (index < 0 || static_cast<size_t>(index) >= plan.tensors.size()) return nullptr;
   const engine::PlanTensor& tensor = plan.tensors[static_cast<size_t>(index)];
-  const char* location = tensor.kind == engine::TensorKind::kInput    ? "input"
-                         : tensor.kind == engine::TensorKind::kOutput ? "output"
-                                                                      : "arena";
-  return {{"Name", tensor.name},
-          {"Datatype", dtype_name(tensor.dtype)},
-          {"Dimensions", tensor.shape},
-          {"Layout", engine::layout_name(tensor.layout)},
-          {"Batched", tensor.batched},
-          {"Location", location}};
+  const char* buffer = tensor.kind == engine::TensorKind::kInput    ? "input"
+                       : tensor.kind == engine::TensorKind::kOutput ? "output"
+                                                                    : "arena";
+  nlohmann::ordered_json json =
+      trtexec_tensor_json(tensor.name, tensor.shape, tensor.dtype, tensor.layout == engine::Layout::kNhwc);
+  json["Datatype"] = dtype_name(tensor.dtype);
+  json["Layout"] = engine::layout_name(tensor.layout);
+  json["Batched"] = tensor.batched;
+  json["Buffer"] = buffer;
+  return json;
+}
+
+bool is_int8_dtype(DataType dtype) { return dtype == DataType::kInt8 || dtype == DataType::kUint8; }
+
+// Layers that only convert between precisions or layouts: they are neither INT8 nor FP32 compute.
+bool is_border_layer(const engine::PlanLayer& layer) {
+  return layer.kind == "quantize" || layer.kind == "dequantize" || layer.kind == "requantize" ||
+         layer.kind == "reorder" || layer.kind == "copy";
+}
+
+bool layer_touches_int8(const engine::EnginePlan& plan, const engine::PlanLayer& layer) {
+  for (const auto* list : {&layer.inputs, &layer.outputs}) {
+    for (int32_t index : *list) {
+      if (index >= 0 && static_cast<size_t>(index) < plan.tensors.size() &&
+          is_int8_dtype(plan.tensors[static_cast<size_t>(index)].dtype)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+const char* layer_precision(const engine::EnginePlan& plan, const engine::PlanLayer& layer) {
+  if (is_border_layer(layer)) return "Reformat";
+  return layer_touches_int8(plan, layer) ? "INT8" : "FP32";
 }
 
 }  // namespace
@@ -94,6 +122,9 @@ LatencyStats compute_latency_stats(std::vector<double> samples, std::span<const 
     stats.min = samples.front();
     stats.max = samples.back();
     stats.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(samples.size());
+    double squares = 0;
+    for (double sample : samples) squares += (sample - stats.mean) * (sample - stats.mean);
+    stats.stddev = std::sqrt(squares / static_cast<double>(samples.size()));
   }
   stats.median = median_of_sorted(samples);
   for (double p : percentiles) stats.percentiles.emplace_back(p, percentile_of_sorted(samples, p));
@@ -133,6 +164,16 @@ std::string format_performance_summary(const PerformanceSummary& summary) {
   return text;
 }
 
+std::string format_stability_warning(const LatencyStats& latency) {
+  double variation = latency.coefficient_of_variation();
+  if (latency.count < 2 || variation <= kStableCoefficientOfVariation) return "";
+  return fmt::format(
+      "[W] * Latency is unstable, with coefficient of variation = {:.2f}% (above {:g}%).\n"
+      "[W]   Other processes sharing the cores, too many --threads or frequency scaling add noise: "
+      "run longer (--duration), with fewer threads, on an idle machine.\n",
+      100.0 * variation, 100.0 * kStableCoefficientOfVariation);
+}
+
 std::string format_trace_averages(std::span<const InferenceTiming> timings, int avg_runs) {
   std::string text = "=== Trace details ===\n";
   text += fmt::format("Trace averages of {} runs:\n", avg_runs);
@@ -151,11 +192,21 @@ std::string format_trace_averages(std::span<const InferenceTiming> timings, int 
 }
 
 std::string timings_to_json_text(std::span<const InferenceTiming> timings) {
+  // trtexec's fields, all of them: a CPU run has no enqueue apart from the run itself and no
+  // copies, so enqueue spans the compute and the copies are empty spans at its ends.
   nlohmann::ordered_json array = nlohmann::ordered_json::array();
   for (const InferenceTiming& timing : timings) {
-    array.push_back({{"startComputeMs", timing.start_ms},
+    array.push_back({{"startEnqMs", timing.start_ms},
+                     {"endEnqMs", timing.end_ms},
+                     {"startH2dMs", timing.start_ms},
+                     {"endH2dMs", timing.start_ms},
+                     {"startComputeMs", timing.start_ms},
                      {"endComputeMs", timing.end_ms},
+                     {"startD2hMs", timing.end_ms},
+                     {"endD2hMs", timing.end_ms},
+                     {"h2dMs", 0.0},
                      {"computeMs", timing.latency_ms()},
+                     {"d2hMs", 0.0},
                      {"latencyMs", timing.latency_ms()}});
   }
   return json_array_lines(array);
@@ -275,31 +326,67 @@ nlohmann::ordered_json outputs_to_json(const std::vector<std::pair<std::string, 
   return array;
 }
 
-nlohmann::ordered_json layer_info_to_json(const engine::EnginePlan& plan) {
-  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+PrecisionCount count_layer_precisions(const engine::EnginePlan& plan) {
+  PrecisionCount count;
+  count.layers = static_cast<int64_t>(plan.layers.size());
   for (const engine::PlanLayer& layer : plan.layers) {
+    std::string precision = layer_precision(plan, layer);
+    if (precision == "INT8") ++count.int8_layers;
+    // A reorder between float tensors is not a precision border.
+    if (precision == "Reformat" && layer_touches_int8(plan, layer)) ++count.border_layers;
+  }
+  return count;
+}
+
+std::string PrecisionCount::label() const { return int8_layers > 0 || border_layers > 0 ? "int8" : "fp32"; }
+
+std::string PrecisionCount::text(bool fp32_requested) const {
+  std::string text = fmt::format("{} (int8: {} of {} layers", label(), int8_layers, layers);
+  if (border_layers > 0) text += fmt::format(", {} quantize/dequantize/reorder", border_layers);
+  if (label() == "fp32" && !fp32_requested) text += "; this model has no Q/DQ";
+  return text + ")";
+}
+
+nlohmann::ordered_json layer_info_to_json(const engine::EnginePlan& plan, bool detailed) {
+  nlohmann::ordered_json bindings = nlohmann::ordered_json::array();
+  for (int32_t index : plan.inputs) bindings.push_back(plan.tensors[static_cast<size_t>(index)].name);
+  for (int32_t index : plan.outputs) bindings.push_back(plan.tensors[static_cast<size_t>(index)].name);
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  if (!detailed) {
+    // trtexec's --profilingVerbosity=layer_names_only: the layer names alone.
+    for (const engine::PlanLayer& layer : plan.layers) layers.push_back(layer.name);
+    return {{"Layers", std::move(layers)}, {"Bindings", std::move(bindings)}};
+  }
+  for (const engine::PlanLayer& layer : plan.layers) {
+    // An absent optional input is left out: TREx reads every entry as a tensor.
     nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
-    for (int32_t index : layer.inputs) inputs.push_back(tensor_json(plan, index));
+    for (int32_t index : layer.inputs) {
+      if (index >= 0) inputs.push_back(tensor_json(plan, index));
+    }
     nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
     for (int32_t index : layer.outputs) outputs.push_back(tensor_json(plan, index));
     size_t weight_bytes = 0;
     for (const engine::Blob& blob : layer.blobs) weight_bytes += blob.bytes.size();
     layers.push_back({{"Name", layer.name},
                       {"LayerType", layer.kind},
+                      {"Inputs", std::move(inputs)},
+                      {"Outputs", std::move(outputs)},
+                      {"ParameterType", trtexec_parameter_type(layer.op_type)},
+                      {"TacticName", layer.kernel},
+                      {"Precision", layer_precision(plan, layer)},
                       {"OpType", layer.op_type},
                       {"Kernel", layer.kernel},
                       {"SourceNodes", layer.source_nodes},
-                      {"Inputs", std::move(inputs)},
-                      {"Outputs", std::move(outputs)},
                       {"ScratchBytes", layer.scratch_bytes},
                       {"WeightBytes", weight_bytes}});
   }
-  nlohmann::ordered_json bindings = nlohmann::ordered_json::array();
-  for (int32_t index : plan.inputs) bindings.push_back(tensor_json(plan, index));
-  for (int32_t index : plan.outputs) bindings.push_back(tensor_json(plan, index));
+  PrecisionCount precision = count_layer_precisions(plan);
   return {{"Layers", std::move(layers)},
           {"Bindings", std::move(bindings)},
-          {"Precision", plan.precision},
+          {"Precision", precision.label()},
+          {"Int8Layers", precision.int8_layers},
+          {"LayerCount", precision.layers},
+          {"BuildPrecision", plan.precision},
           {"ISA", plan.isa},
           {"CpuFeatures", plan.cpu_features},
           {"MaxBatch", plan.max_batch},

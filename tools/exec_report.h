@@ -31,6 +31,9 @@ double percentile_of_sorted(std::span<const double> sorted, double percentile);
 struct LatencyStats {
   size_t count = 0;
   double min = 0, max = 0, mean = 0, median = 0;
+  double stddev = 0;  // population standard deviation
+  // stddev / mean, trtexec's stability measure (0 when the mean is 0).
+  double coefficient_of_variation() const { return mean > 0 ? stddev / mean : 0.0; }
   std::vector<std::pair<double, double>> percentiles;  // (p, value)
 };
 LatencyStats compute_latency_stats(std::vector<double> samples, std::span<const double> percentiles);
@@ -53,12 +56,17 @@ PerformanceSummary summarize_performance(std::span<const InferenceTiming> timing
 // "=== Performance summary ===", "Throughput: .. qps", "Latency: min = .. ms, ..., percentile(90%) = .. ms",
 // "Total Host Walltime: .. s". Numbers with 6 significant digits, as trtexec's streams print them.
 std::string format_performance_summary(const PerformanceSummary& summary);
+// trtexec's threshold: latencies whose coefficient of variation exceeds it are unstable.
+inline constexpr double kStableCoefficientOfVariation = 0.025;
+// "" when stable; else "[W] * Latency is unstable, with coefficient of variation = 4.01%." and a hint.
+std::string format_stability_warning(const LatencyStats& latency);
 // trtexec's "=== Trace details ===": the latency averaged over each avg_runs consecutive runs
 // (a trailing partial group is dropped, as trtexec does).
 std::string format_trace_averages(std::span<const InferenceTiming> timings, int avg_runs);
 
-// --exportTimes: [{"startComputeMs", "endComputeMs", "computeMs", "latencyMs"}, ...], one object per
-// timed inference (trtexec's trace without its GPU copy fields: on a CPU compute is the latency).
+// --exportTimes: one object per timed inference with trtexec's fields ("startEnqMs", "endEnqMs",
+// "startH2dMs", ..., "computeMs", "d2hMs", "latencyMs"); on a CPU there are no copies (zero-length
+// spans) and enqueue, compute and latency are the run.
 std::string timings_to_json_text(std::span<const InferenceTiming> timings);
 
 // Per-layer times of profiled runs.
@@ -104,10 +112,25 @@ std::string json_array_lines(const nlohmann::ordered_json& array);
 // Non-finite floats become null (JSON has no NaN).
 nlohmann::ordered_json outputs_to_json(const std::vector<std::pair<std::string, Tensor>>& outputs);
 
-// --exportLayerInfo: {"Layers": [{"Name", "LayerType", "OpType", "Kernel", "SourceNodes",
-// "Inputs": [{"Name", "Datatype", "Dimensions", "Layout"}], "Outputs": [...], "ScratchBytes",
-// "WeightBytes"}], "Bindings": [...], "Precision", "ISA", ...}.
-nlohmann::ordered_json layer_info_to_json(const engine::EnginePlan& plan);
+// What the engine runs in INT8: layers reading or writing int8/uint8 tensors, apart from the border
+// layers (quantize, dequantize, requantize, reorder, copy) that only convert.
+struct PrecisionCount {
+  int64_t layers = 0;
+  int64_t int8_layers = 0;
+  int64_t border_layers = 0;
+  std::string label() const;  // "int8" when any layer reads or writes int8 (borders too), else "fp32"
+  // "int8 (int8: 12 of 15 layers, 3 quantize/dequantize/reorder)";
+  // "fp32 (int8: 0 of 9 layers; this model has no Q/DQ)" unless FP32 was asked for.
+  std::string text(bool fp32_requested) const;
+};
+PrecisionCount count_layer_precisions(const engine::EnginePlan& plan);
+
+// --exportLayerInfo in trtexec's schema (tools/layer_info_schema.h): {"Layers": [{"Name",
+// "LayerType", "Inputs", "Outputs", "ParameterType", "TacticName", qdqrt's "Precision", "OpType",
+// "Kernel", "SourceNodes", "ScratchBytes", "WeightBytes"}], "Bindings": [names], "Precision",
+// "Int8Layers", "LayerCount", "ISA", ...}. Not detailed (--profilingVerbosity=layer_names_only):
+// {"Layers": [names], "Bindings": [names]}.
+nlohmann::ordered_json layer_info_to_json(const engine::EnginePlan& plan, bool detailed = true);
 // --dumpLayerInfo: "=== Layer information ===" then one row per layer: kind, kernel, name, in -> out.
 std::string format_layer_info(const engine::EnginePlan& plan);
 

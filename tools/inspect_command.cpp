@@ -72,12 +72,13 @@ Status inspect_model(const InspectOptions& options, std::ostream& out, bool& usa
   out << fmt::format("Passes run: {}\n", result.passes_run.empty() ? std::string("none")
                                                                     : fmt::format("{}", fmt::join(result.passes_run, ", ")));
   out << "=== Layer information ===\n"
-      << optimizer::format_layer_table(result.layers) << optimizer::format_layer_summary(result.layers);
+      << format_inspect_table(result.layers, options.full_names ? 0 : kInspectNameWidth)
+      << optimizer::format_layer_summary(result.layers);
 
   if (!options.export_layer_info_path.empty()) {
     std::ofstream file(options.export_layer_info_path, std::ios::trunc);
     if (!file) return io_error("--exportLayerInfo: cannot open '{}' for writing", options.export_layer_info_path);
-    file << layer_report_to_json(result.layers).dump(2) << "\n";
+    file << layer_report_to_json(result.layers, result.bindings).dump(2) << "\n";
     if (!file) return io_error("--exportLayerInfo: cannot write '{}'", options.export_layer_info_path);
   }
   return Status::ok();
@@ -86,8 +87,8 @@ Status inspect_model(const InspectOptions& options, std::ostream& out, bool& usa
 Command add_inspect_command(CLI::App& app) {
   CLI::App* inspect = app.add_subcommand("inspect", "Optimize a model and print its layers (like trtexec --dumpLayerInfo)");
   inspect->footer(
-      "One row per layer after optimization: fused source nodes joined by ' + ', kind, input/output\n"
-      "precision (zero-point), shapes and MACs; then a summary: layers per precision, share of\n"
+      "One row per layer after optimization: kind, input/output precision (zero-point), shapes, MACs\n"
+      "and the name last (fused source nodes joined by ' + ', cut unless --fullNames); then a summary: layers per precision, share of\n"
       "Conv/MatMul MACs in INT8, Q/DQ nodes left (and inside INT8 regions), why layers stayed float.\n"
       "Example: qdqrt inspect --onnx=model.onnx --exportLayerInfo=layers.json --dumpGraph=passes/\n");
   auto options = std::make_shared<InspectOptions>();
@@ -110,6 +111,8 @@ Command add_inspect_command(CLI::App& app) {
       ->type_name("DIR");
   inspect->add_flag("--fp32", options->float_only,
                     "Run the float pipeline instead: fake quantization removed, BatchNorm folded, nothing fused");
+  inspect->add_flag("--fullNames", options->full_names,
+                    fmt::format("Print layer names whole (default: cut to {} characters)", kInspectNameWidth));
   inspect->add_option("--shapes", *shapes, "Values for symbolic input dims (for shapes and MACs), e.g. x:8x3x224x224")
       ->check(quiet(shapes_syntax))
       ->type_name("NAME:DIMS[,...]");

@@ -20,6 +20,7 @@ struct InspectOptions {
   std::string dump_graph_dir;          // --dumpGraph ("" = none)
   std::map<std::string, Shape> shapes;  // --shapes
   bool float_only = false;              // --fp32: the float pipeline (OptimizeOptions::float_only)
+  bool full_names = false;              // --fullNames: layer names not cut in the table
 };
 
 // Loads, optimizes, prints the table and summary to `out`, writes the requested files.

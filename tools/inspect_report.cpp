@@ -6,43 +6,55 @@
 #include <algorithm>
 
 #include "optimizer/pipeline.h"
+#include "tools/layer_info_schema.h"
 
 namespace qdqrt::tools {
 
 namespace {
 
-std::string datatype_name(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat: return "FP32";
-    case DataType::kInt8: return "Int8";
-    case DataType::kUint8: return "UInt8";
-    case DataType::kInt32: return "Int32";
-    case DataType::kInt64: return "Int64";
-    case DataType::kBool: return "Bool";
-    case DataType::kFloat16: return "FP16";
-    default: return "Unknown";
-  }
-}
-
+// trtexec's tensor object (tools/layer_info_schema.h) plus qdqrt's keys: a symbolic dim is -1
+// in "Dimensions" and keeps its name in "SymbolicDimensions".
 nlohmann::json tensor_to_json(const optimizer::LayerTensor& tensor) {
-  nlohmann::json json;
-  json["Name"] = tensor.name;
-  nlohmann::json dims = nlohmann::json::array();
+  std::vector<int64_t> dims;
+  nlohmann::json named = nlohmann::json::array();
+  bool symbolic = false;
   if (tensor.shape) {
     for (const Dim& dim : *tensor.shape) {
+      dims.push_back(dim.is_static() ? dim.value : -1);
       if (dim.is_static()) {
-        dims.push_back(dim.value);
+        named.push_back(dim.value);
       } else {
-        dims.push_back(dim.symbol.empty() ? "?" : dim.symbol);
+        named.push_back(dim.symbol.empty() ? "?" : dim.symbol);
+        symbolic = true;
       }
     }
-    json["Dimensions"] = dims;
-  } else {
-    json["Dimensions"] = nullptr;
   }
-  json["Datatype"] = datatype_name(tensor.dtype);
+  nlohmann::json json = nlohmann::json::parse(trtexec_tensor_json(tensor.name, dims, tensor.dtype, false).dump());
+  if (!tensor.shape) json["Dimensions"] = nullptr;  // rank unknown
+  if (symbolic) json["SymbolicDimensions"] = named;
+  json["Datatype"] = dtype_name(tensor.dtype);
   if (tensor.zero_point) json["ZeroPoint"] = *tensor.zero_point;
   return json;
+}
+
+std::string shape_text(const optimizer::LayerTensor& tensor) {
+  if (!tensor.shape) return "[?]";
+  std::vector<std::string> dims;
+  for (const Dim& dim : *tensor.shape) dims.push_back(dim.is_static() ? std::to_string(dim.value) : dim.symbol.empty() ? "?" : dim.symbol);
+  return fmt::format("[{}]", fmt::join(dims, ", "));
+}
+
+std::string precision_text(const optimizer::LayerTensor& tensor) {
+  std::string text = tensor.dtype == DataType::kFloat ? "fp32" : dtype_name(tensor.dtype);
+  if (tensor.zero_point) text += fmt::format("(zp={})", *tensor.zero_point);
+  return text;
+}
+
+std::string join_tensors(const std::vector<optimizer::LayerTensor>& tensors,
+                         std::string (*format)(const optimizer::LayerTensor&)) {
+  std::vector<std::string> parts;
+  for (const optimizer::LayerTensor& tensor : tensors) parts.push_back(format(tensor));
+  return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
 }  // namespace
@@ -78,21 +90,53 @@ Result<InspectResult> inspect_graph(Graph& graph, const InspectRequest& request,
   InspectResult result;
   result.passes_run = report->passes_run;
   result.layers = optimizer::compute_layer_info(graph, report->float_reasons, *symbols);
+  result.bindings = graph.inputs;
+  result.bindings.insert(result.bindings.end(), graph.outputs.begin(), graph.outputs.end());
   return result;
 }
 
-nlohmann::json layer_report_to_json(const optimizer::LayerReport& report) {
+std::string format_inspect_table(const optimizer::LayerReport& report, size_t name_width) {
+  struct Row {
+    std::string kind, in, out, in_shapes, out_shape, macs, name;
+  };
+  std::vector<Row> rows = {{"Kind", "In", "Out", "Input shapes", "Output shape", "MACs", "Name"}};
+  for (const optimizer::LayerInfo& layer : report.layers) {
+    std::string name = layer.name;
+    // Fused names grow long ("conv + bn + add + relu + q"): cut at the end, where the tail nodes are.
+    if (name_width > 3 && name.size() > name_width) name = name.substr(0, name_width - 3) + "...";
+    rows.push_back({layer.kind, join_tensors(layer.inputs, precision_text), join_tensors(layer.outputs, precision_text),
+                    join_tensors(layer.inputs, shape_text), join_tensors(layer.outputs, shape_text),
+                    layer.macs ? fmt::format("{}", *layer.macs) : "-", name});
+  }
+  size_t widths[6] = {0, 0, 0, 0, 0, 0};
+  for (const Row& row : rows) {
+    const std::string* cells[6] = {&row.kind, &row.in, &row.out, &row.in_shapes, &row.out_shape, &row.macs};
+    for (int c = 0; c < 6; ++c) widths[c] = std::max(widths[c], cells[c]->size());
+  }
+  std::string text;
+  for (const Row& row : rows) {
+    // The name last, so the other columns line up whatever its length.
+    text += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {:>{}}  {}\n", row.kind, widths[0], row.in, widths[1],
+                        row.out, widths[2], row.in_shapes, widths[3], row.out_shape, widths[4], row.macs, widths[5],
+                        row.name);
+  }
+  return text;
+}
+
+nlohmann::json layer_report_to_json(const optimizer::LayerReport& report, const std::vector<std::string>& bindings) {
   nlohmann::json layers = nlohmann::json::array();
   for (const optimizer::LayerInfo& layer : report.layers) {
     nlohmann::json json;
     json["Name"] = layer.name;
-    json["Node"] = layer.node_name;
     json["LayerType"] = layer.kind;
-    json["Precision"] = layer.precision;
     json["Inputs"] = nlohmann::json::array();
     for (const auto& tensor : layer.inputs) json["Inputs"].push_back(tensor_to_json(tensor));
     json["Outputs"] = nlohmann::json::array();
     for (const auto& tensor : layer.outputs) json["Outputs"].push_back(tensor_to_json(tensor));
+    json["ParameterType"] = trtexec_parameter_type(layer.op_type);
+    json["Precision"] = layer.precision;
+    json["OpType"] = layer.op_type;
+    json["Node"] = layer.node_name;
     json["MACs"] = layer.macs ? nlohmann::json(*layer.macs) : nlohmann::json(nullptr);
     layers.push_back(std::move(json));
   }
@@ -123,7 +167,7 @@ nlohmann::json layer_report_to_json(const optimizer::LayerReport& report) {
   json_summary["ExplainedQDQNodes"] = summary.explained_qdq_nodes;
   json_summary["QDQReasons"] = reasons_to_json(summary.qdq_reasons);
   json_summary["Unexplained"] = summary.unexplained;
-  return {{"Layers", layers}, {"Summary", json_summary}};
+  return {{"Layers", layers}, {"Bindings", bindings}, {"Summary", json_summary}};
 }
 
 }  // namespace qdqrt::tools

@@ -33,13 +33,21 @@ struct InspectRequest {
 struct InspectResult {
   std::vector<std::string> passes_run;
   optimizer::LayerReport layers;
+  std::vector<std::string> bindings;  // the graph's inputs and outputs
 };
 
 // Optimizes `graph` in place and computes its layer report. `usage` (when given) is set when the
 // error is the request's fault: shapes that do not fit the model, an unknown pass name.
 Result<InspectResult> inspect_graph(Graph& graph, const InspectRequest& request, bool* usage = nullptr);
 
-// The layer report as JSON: {"Layers": [...], "Summary": {...}}.
-nlohmann::json layer_report_to_json(const optimizer::LayerReport& report);
+// The layer table: Kind, In, Out, Input shapes, Output shape, MACs, then the name last, cut to
+// `name_width` characters ("..." at the end) unless name_width is 0.
+inline constexpr size_t kInspectNameWidth = 60;
+std::string format_inspect_table(const optimizer::LayerReport& report, size_t name_width = kInspectNameWidth);
+
+// The layer report in trtexec's --exportLayerInfo schema (tools/layer_info_schema.h), the one
+// `qdqrt exec` writes: {"Layers": [{"Name", "LayerType", "Inputs", "Outputs", "ParameterType",
+// "Precision", "OpType", "Node", "MACs"}], "Bindings": [names], "Summary": {...}}.
+nlohmann::json layer_report_to_json(const optimizer::LayerReport& report, const std::vector<std::string>& bindings = {});
 
 }  // namespace qdqrt::tools

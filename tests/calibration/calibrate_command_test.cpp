@@ -14,6 +14,7 @@
 #include "parser/onnx_loader.h"
 #include "tools/calibrate_command.h"
 #include "tools/calibration/calibrate_model.h"
+#include "tools/calibration/calibration_cache.h"
 
 namespace qdqrt::calibration {
 namespace {
@@ -95,6 +96,32 @@ TEST(CalibrateCommand, WritesModelAndTensorRTCacheAndReportsErrors) {
 
 // A static batch dim is the batch the model runs at: eval and exec refuse another one, and so
 // does calibrate (it once ran batches of 32 through a model declaring 1).
+// `qdqrt exec --calib` reads the cache back: scales round-trip bit for bit, a TensorRT-written
+// cache (names with ':' and spaces, CRLF) parses, and malformed lines are named.
+TEST(CalibrationCache, ParsesWhatItWritesAndTensorRTsCaches) {
+  std::map<std::string, float> scales = {{"input", 0.0078125f}, {"conv1_output", 0.0173f}, {"zero", 0.0f}};
+  auto parsed = parse_calibration_cache(format_calibration_cache(scales, MethodSpec{}));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(*parsed, scales);
+  parsed = parse_calibration_cache("TRT-8601-EntropyCalibration2\r\n(Unnamed Layer* 3) [Convolution]_output: 3c010a14\r\n");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  ASSERT_EQ(parsed->count("(Unnamed Layer* 3) [Convolution]_output"), 1u);
+  EXPECT_FLOAT_EQ(parsed->at("(Unnamed Layer* 3) [Convolution]_output"), 0.00787594f);
+  struct Case {
+    std::string text, expected;
+  };
+  for (const Case& test : std::vector<Case>{
+           {"", "empty"},
+           {"input: 3c010a14\n", "line 1: 'input: 3c010a14' is not a calibration cache header"},
+           {"TRT-8601-MinMaxCalibration\ninput 3c010a14\n", "line 2: 'input 3c010a14' is not 'tensor: <8 hex digits>'"},
+           {"TRT-8601-MinMaxCalibration\ninput: xyz\n", "line 2"},
+           {"TRT-8601-MinMaxCalibration\ninput: 7fc00000\n", "line 2: tensor 'input' has scale nan"}}) {
+    auto bad = parse_calibration_cache(test.text);
+    ASSERT_FALSE(bad.ok()) << test.text;
+    EXPECT_NE(bad.status().message().find(test.expected), std::string::npos) << bad.status().message();
+  }
+}
+
 TEST(CalibrateCommand, AStaticBatchDimIsHeldTo) {
   fs::path dir = fs::temp_directory_path() / ("qdqrt_calibrate_static_batch_" + std::to_string(::getpid()));
   fs::remove_all(dir);

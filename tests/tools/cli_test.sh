@@ -49,6 +49,9 @@ expect 2 "subcommand"
 expect 2 "nosuch" nosuch
 expect 2 "--onnx is required" run
 expect 2 "--bogus" run --onnx="$work/model.onnx" --bogus
+expect_stdout 0 "^qdqrt [0-9]+\.[0-9]+\.[0-9]+$" --version
+expect 2 "unknown flag --onxx \(did you mean --onnx\?\)" run --onxx="$work/model.onnx"
+expect 2 "unknown flag --mehtod \(did you mean --method\?\)" calibrate --mehtod=max
 expect 2 "--onnx.*missing.onnx|missing.onnx.*--onnx|File does not exist: $work/missing.onnx" run --onnx="$work/missing.onnx"
 expect 2 "--loadInputs.*NAME:FILE" run --onnx="$work/model.onnx" --loadInputs=x.npy
 expect 2 "--loadInputs.*input 'x'.*does not exist" run --onnx="$work/model.onnx" --loadInputs=x:"$work/nope.npy"
@@ -76,6 +79,10 @@ expect 2 "bad data SPEC 'mnist:train'" calibrate --onnx="$fp32" --data=mnist:tra
 expect 2 "split must be 'train' or 'test'" calibrate --onnx="$fp32" --data=fashion-mnist:val --output="$work/o.onnx"
 expect 1 "already quantized" calibrate --onnx="$models/fmnist_resnet_qdq.onnx" --data=fashion-mnist:test --samples=2 --output="$work/o.onnx"
 expect 1 "garbage.onnx" calibrate --onnx="$work/garbage.onnx" --data=fashion-mnist:test --samples=2 --output="$work/o.onnx"
+expect_stdout 0 "--reference" compare --help
+expect 2 "--onnx is required" compare
+expect 2 "no QuantizeLinear -> DequantizeLinear on an activation" compare --onnx="$fp32"
+expect 2 "--sort" compare --onnx="$models/fmnist_resnet_qdq.onnx" --sort=best
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"
   exit 1

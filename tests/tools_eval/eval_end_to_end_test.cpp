@@ -8,6 +8,9 @@
 #include "tools/calibrate_command.h"
 #include "tools/datasets.h"
 #include "tools/eval_command.h"
+#include "tools/model_metadata.h"
+#include "parser/onnx_loader.h"
+#include "parser/onnx_writer.h"
 
 namespace qdqrt::tools {
 namespace {
@@ -122,6 +125,77 @@ TEST(EvalEndToEnd, CalibratedModelRoundTrip) {
   EXPECT_EQ(summary.rows[1].precision, "int8");
   EXPECT_GE(summary.rows[1].agreement, 90.0);
   EXPECT_NEAR(summary.rows[1].top1, summary.rows[0].top1, 5.0);
+}
+
+// The shipped models carry their preprocessing: without --mean/--std eval reads it from their
+// metadata and scores exactly as with the flags; a model without it gets a warning and is fed
+// images only scaled to [0, 1]. A calibrated model inherits the metadata and names its FP32 model,
+// which becomes its agreement baseline.
+TEST(EvalEndToEnd, PreprocessingAndBaselineFromMetadata) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "Debian dataset-fashion-mnist not installed";
+  EvalOptions with_flags = small_run();
+  with_flags.models = {parse_eval_model_spec(kModels + "fmnist_resnet_fp32.onnx"),
+                       parse_eval_model_spec(kModels + "fmnist_resnet_qdq.onnx")};
+  EvalOptions from_metadata = with_flags;
+  from_metadata.mean.clear();
+  from_metadata.std.clear();
+  std::ostringstream out, warnings;
+  from_metadata.warnings = &warnings;
+  auto flagged = run_eval(with_flags, out);
+  auto stored = run_eval(from_metadata, out);
+  ASSERT_TRUE(std::holds_alternative<EvalSummary>(flagged) && std::holds_alternative<EvalSummary>(stored));
+  for (size_t m = 0; m < 2; ++m) {
+    EXPECT_DOUBLE_EQ(std::get<EvalSummary>(stored).rows[m].top1, std::get<EvalSummary>(flagged).rows[m].top1);
+  }
+  EXPECT_EQ(warnings.str(), "");
+  EXPECT_EQ(std::get<EvalSummary>(stored).rows[1].baseline, "fmnist_resnet_fp32");
+
+  // The same network written without metadata: a warning naming the file and the flags to give.
+  std::string bare = ::testing::TempDir() + "/eval_bare_resnet.onnx";
+  auto graph = load_onnx_file(kModels + "fmnist_resnet_fp32.onnx");
+  ASSERT_TRUE(graph.ok());
+  ASSERT_TRUE(write_onnx_file(*graph, bare).is_ok());
+  from_metadata.models = {parse_eval_model_spec(bare)};
+  auto unnormalized = run_eval(from_metadata, out);
+  ASSERT_TRUE(std::holds_alternative<EvalSummary>(unnormalized));
+  EXPECT_NE(warnings.str().find("'" + bare + "' has no preprocessing in its metadata and no --mean/--std"),
+            std::string::npos)
+      << warnings.str();
+
+  // calibrate without --mean/--std takes the model's; its output keeps it and names its source.
+  CalibrateOptions calibrate;
+  calibrate.onnx_path = kModels + "fmnist_resnet_fp32.onnx";
+  calibrate.data_spec = "fashion-mnist:train";
+  calibrate.samples = 32;
+  calibrate.output_path = ::testing::TempDir() + "/eval_ptq_metadata.onnx";
+  calibrate.show_progress = false;
+  auto calibrated = run_calibrate(calibrate, out);
+  ASSERT_TRUE(std::holds_alternative<CalibrateResult>(calibrated))
+      << std::get<CalibrateError>(calibrated).status.to_string();
+  auto metadata = read_onnx_metadata(calibrate.output_path);
+  ASSERT_TRUE(metadata.ok()) << metadata.status().message();
+  EXPECT_EQ(metadata->at(kMeanKey), "0.286");
+  EXPECT_EQ(metadata->at(kStdKey), "0.353");
+  EXPECT_EQ(metadata->at(kFp32ModelKey), "fmnist_resnet_fp32.onnx");
+  EXPECT_EQ(metadata->at(kQuantizationKey).rfind("qdqrt calibrate: method max, placement tensorrt, 32 images", 0), 0u);
+  // --baselineFirst: every row against the first model again.
+  from_metadata.models = {parse_eval_model_spec(kModels + "fmnist_efficientnet_fp32.onnx"),
+                          parse_eval_model_spec(calibrate.onnx_path), parse_eval_model_spec(calibrate.output_path)};
+  auto baselined = run_eval(from_metadata, out);
+  ASSERT_TRUE(std::holds_alternative<EvalSummary>(baselined));
+  EXPECT_EQ(std::get<EvalSummary>(baselined).rows[2].baseline, "fmnist_resnet_fp32");
+  from_metadata.baseline_first = true;
+  baselined = run_eval(from_metadata, out);
+  ASSERT_TRUE(std::holds_alternative<EvalSummary>(baselined));
+  EXPECT_EQ(std::get<EvalSummary>(baselined).rows[2].baseline, "fmnist_efficientnet_fp32");
+}
+
+TEST(EvalBaselines, OwnFp32ModelWhenListedElseTheFirst) {
+  std::vector<EvalModelSpec> models = {{"a/x_fp32.onnx", false}, {"b/y_fp32.onnx", false}, {"x_qdq.onnx", false},
+                                       {"y_qdq.onnx", false}, {"z_qdq.onnx", false}, {"y_fp32.onnx", true}};
+  std::vector<std::string> names = {"", "", "x_fp32.onnx", "dir/y_fp32.onnx", "missing_fp32.onnx", "y_fp32.onnx"};
+  EXPECT_EQ(agreement_baselines(models, names, false), (std::vector<size_t>{0, 0, 0, 1, 0, 1}));
+  EXPECT_EQ(agreement_baselines(models, names, true), (std::vector<size_t>(6, 0)));
 }
 
 RunError expect_error(const EvalOptions& options) {

@@ -11,8 +11,8 @@ EvalSummary two_rows() {
   summary.images = 100;
   summary.batch = 32;
   summary.threads = 2;
-  summary.rows.push_back({"resnet_fp32", "a/resnet_fp32.onnx", "fp32", 100, 91.5, 99.75, 100.0, 0.8, 2000});
-  summary.rows.push_back({"resnet_qdq", "a/resnet_qdq.onnx", "int8", 100, 91.25, 99.5, 98.0, 0.25, 6500});
+  summary.rows.push_back({"resnet_fp32", "a/resnet_fp32.onnx", "fp32", 100, 91.5, 99.75, 100.0, 0.8, 2000, "resnet_fp32"});
+  summary.rows.push_back({"resnet_qdq", "a/resnet_qdq.onnx", "int8", 100, 91.25, 99.5, 98.0, 0.25, 6500, "resnet_fp32"});
   return summary;
 }
 
@@ -20,8 +20,8 @@ TEST(EvalReport, TableHasHeaderAndOneRowPerModel) {
   std::string table = format_eval_table(two_rows());
   EXPECT_NE(table.find("model"), std::string::npos);
   EXPECT_NE(table.find("throughput b32 (img/s)"), std::string::npos);
-  EXPECT_NE(table.find("resnet_fp32 | fp32      |     91.50 |     99.75 |        100.00 |"), std::string::npos) << table;
-  EXPECT_NE(table.find("resnet_qdq  | int8      |     91.25 |     99.50 |         98.00 |"), std::string::npos) << table;
+  EXPECT_NE(table.find("resnet_fp32 | fp32      |     91.50 |     99.75 |        100.00 | itself      |"), std::string::npos) << table;
+  EXPECT_NE(table.find("resnet_qdq  | int8      |     91.25 |     99.50 |         98.00 | resnet_fp32 |"), std::string::npos) << table;
   EXPECT_NE(table.find("0.250"), std::string::npos);
   EXPECT_NE(table.find("6500"), std::string::npos);
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 4);
@@ -35,6 +35,7 @@ TEST(EvalReport, JsonCarriesEveryColumn) {
   EXPECT_EQ(json["models"][1]["precision"], "int8");
   EXPECT_DOUBLE_EQ(json["models"][1]["top1"].get<double>(), 91.25);
   EXPECT_DOUBLE_EQ(json["models"][1]["agreement"].get<double>(), 98.0);
+  EXPECT_EQ(json["models"][1]["agreementWith"], "resnet_fp32");
   EXPECT_DOUBLE_EQ(json["models"][1]["latencyMedianB1Ms"].get<double>(), 0.25);
   EXPECT_DOUBLE_EQ(json["models"][1]["throughputImgPerS"].get<double>(), 6500);
 }

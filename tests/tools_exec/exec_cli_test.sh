@@ -30,7 +30,9 @@ quick=(--warmUp=0 --duration=0 --threads=2)
 
 # Usage errors: exit 2 and a message naming the flag.
 expect 2 stderr "give a model with --onnx=FILE or a saved engine with --loadEngine=FILE" exec
-expect 2 stderr "argument was not expected: --noSuchFlag" exec --onnx="$model" --noSuchFlag
+expect 2 stderr "unknown flag --noSuchFlag$" exec --onnx="$model" --noSuchFlag
+expect 2 stderr "unknown flag --iteration \(did you mean --iterations\?\)" exec --onnx="$model" --iteration=5
+expect 2 stderr "unknown flag --loadengine \(did you mean --loadEngine\?\)" exec --loadengine=x.qdqrt
 expect 2 stderr "--onnx: File does not exist: $work/missing.onnx" exec --onnx="$work/missing.onnx"
 expect 2 stderr "--loadEngine: File does not exist" exec --loadEngine="$work/missing.qdqrt"
 expect 2 stderr "--onnx and --loadEngine exclude each other" exec --onnx="$model" --loadEngine="$model"
@@ -65,6 +67,11 @@ onnx.save(model, sys.argv[1])
 PY
 check_reports() {  # check_reports STDOUT_FILE ITERATIONS
   local pattern
+  # Every line has trtexec's "[MM/DD/YYYY-HH:MM:SS] [I] " prefix; the patterns below match what follows it.
+  grep -Evq '^\[[0-9]{2}/[0-9]{2}/[0-9]{4}-[0-9]{2}:[0-9]{2}:[0-9]{2}\] \[[IWEV]\] ' "$1" &&
+    fail "a line without trtexec's log prefix: $(grep -Ev '^\[[0-9/:-]+\] \[[IWEV]\] ' "$1" | head -1)"
+  sed -E 's/^\[[0-9/:-]+\] \[[IWEV]\] //' "$1" >"$1.text"
+  set -- "$1.text" "$2"
   for pattern in "^Throughput: [0-9.e+]+ qps$" \
     "^Latency: min = [0-9.e+-]+ ms, max = [0-9.e+-]+ ms, mean = [0-9.e+-]+ ms, median = [0-9.e+-]+ ms, percentile\(90%\) = [0-9.e+-]+ ms, percentile\(95%\) = [0-9.e+-]+ ms, percentile\(99%\) = [0-9.e+-]+ ms$" \
     "^Total Host Walltime: " "^=== Profile \($2 iterations\) ===$" "^ +Time\(ms\) +Avg.\(ms\) +Median\(ms\) +Time\(%\) +Layer$" \

@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -92,7 +95,8 @@ TEST_F(ExecEndToEndTest, SmallModelBuildRunProfileAndExports) {
   std::optional<RunError> error = run(options);
   ASSERT_FALSE(error) << error->status.to_string() << "\n" << text_;
 
-  EXPECT_NE(text_.find("=== Build ===\nModel: " + qdq_model_ + "\nPrecision: int8\nBuild time: "), std::string::npos)
+  EXPECT_NE(text_.find("=== Build ===\nModel: " + qdq_model_ + "\nBuild time: "), std::string::npos) << text_;
+  EXPECT_NE(text_.find("\nPrecision: int8 (int8: 0 of 2 layers, 2 quantize/dequantize/reorder)\n"), std::string::npos)
       << text_;
   EXPECT_NE(text_.find("Layers: 2 (dequantize x1, quantize x1)\n"), std::string::npos) << text_;
   EXPECT_NE(text_.find("Input: x float32 [4, 3, 5, 7]\nOutput: q int8 [4, 3, 5, 7]\nOutput: y float32 [4, 3, 5, 7]\n"
@@ -104,7 +108,8 @@ TEST_F(ExecEndToEndTest, SmallModelBuildRunProfileAndExports) {
   EXPECT_NE(text_.find("=== Performance summary ===\nThroughput: "), std::string::npos) << text_;
   EXPECT_NE(text_.find(", percentile(90%) = "), std::string::npos) << text_;
   EXPECT_NE(text_.find("Total Host Walltime: "), std::string::npos) << text_;
-  EXPECT_NE(text_.find("samples/s at batch 4\n"), std::string::npos) << text_;
+  EXPECT_NE(text_.find("Sample throughput: "), std::string::npos) << text_;
+  EXPECT_NE(text_.find(" samples/s at batch 4\n"), std::string::npos) << text_;
   EXPECT_NE(text_.find("=== Profile (20 iterations) ===\n   Time(ms)     Avg.(ms)   Median(ms)   Time(%)   Layer\n"),
             std::string::npos)
       << text_;
@@ -189,6 +194,82 @@ TEST_F(ExecEndToEndTest, WithoutProfilingFlagsNothingIsProfiled) {
   EXPECT_EQ(text_.find("=== Profile"), std::string::npos);
   EXPECT_EQ(text_.find("profiled"), std::string::npos);
   EXPECT_EQ(read_json(path("times.json")).size(), 3u);
+}
+
+// --threads above the hardware threads warns (64 threads on 2 cores made a first run take 6 s);
+// --streams runs contexts at once and merges their runs; --dumpOutput prints the outputs.
+TEST_F(ExecEndToEndTest, ThreadWarningStreamsAndDumpOutput) {
+  ExecOptions options = quick_options(4);
+  options.onnx_path = qdq_model_;
+  options.threads = static_cast<int>(std::thread::hardware_concurrency()) + 1;
+  options.streams = 2;
+  options.dump_output = true;
+  options.export_times_path = path("times.json");
+  std::optional<RunError> error = run(options);
+  ASSERT_FALSE(error) << error->status.to_string();
+  EXPECT_NE(text_.find(fmt::format("[W] {} threads on {} hardware threads", 2 * options.threads,
+                                   std::thread::hardware_concurrency())),
+            std::string::npos)
+      << text_;
+  EXPECT_NE(text_.find("Streams: 2 (each its own context and host thread)"), std::string::npos) << text_;
+  EXPECT_NE(text_.find("Total Inferences: 8\n"), std::string::npos) << text_;  // 4 per stream
+  nlohmann::json times = read_json(path("times.json"));
+  ASSERT_EQ(times.size(), 8u);
+  for (size_t i = 1; i < times.size(); ++i) {
+    EXPECT_GE(times[i]["startComputeMs"].get<double>(), times[i - 1]["startComputeMs"].get<double>());
+  }
+  EXPECT_NE(text_.find("=== Outputs ===\nq: int8 [1, 3, 5, 7]"), std::string::npos) << text_;
+}
+
+// A model without Q/DQ says so: FP32 label and a [W] line, unless FP32 was asked for.
+TEST_F(ExecEndToEndTest, AModelWithoutQdqIsLabelledFp32WithAWarning) {
+  std::string plain = path("plain.onnx");
+  ASSERT_TRUE(write_onnx_file(qdqrt::testing::parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N,3] x) => (float[N,3] y) { y = Relu(x) })"),
+                              plain)
+                  .is_ok());
+  ExecOptions options = quick_options(1);
+  options.onnx_path = plain;
+  options.skip_inference = true;
+  options.export_layer_info_path = path("layers.json");
+  ASSERT_FALSE(run(options));
+  EXPECT_NE(text_.find("Precision: fp32 (int8: 0 of 1 layers; this model has no Q/DQ)\n"), std::string::npos) << text_;
+  EXPECT_NE(text_.find("[W] int8: 0 of 1 layers: this model has no Q/DQ, so every layer runs in FP32."),
+            std::string::npos)
+      << text_;
+  EXPECT_EQ(read_json(path("layers.json"))["Precision"], "fp32");
+  options.fp32 = true;
+  ASSERT_FALSE(run(options));
+  EXPECT_NE(text_.find("Precision: fp32 (int8: 0 of 1 layers)\n"), std::string::npos) << text_;
+  EXPECT_EQ(text_.find("[W]"), std::string::npos) << text_;
+}
+
+// trtexec's raw input files: exactly the run shape's bytes.
+TEST_F(ExecEndToEndTest, RawBinInputs) {
+  Tensor x(DataType::kFloat, {2, 3, 5, 7});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 11) * 0.1f;
+  std::ofstream(path("x.bin"), std::ios::binary).write(static_cast<const char*>(x.raw_data()),
+                                                        static_cast<std::streamsize>(x.nbytes()));
+  ExecOptions options = quick_options(1);
+  options.onnx_path = qdq_model_;
+  options.shapes = {{"x", {2, 3, 5, 7}}};
+  options.input_files = {{"x", path("x.bin")}};
+  options.export_output_path = path("out.json");
+  std::optional<RunError> error = run(options);
+  ASSERT_FALSE(error) << error->status.to_string();
+  auto expected = run_reference(qdqrt::testing::parse_graph(kQdqModelText), {{"x", x}});
+  ASSERT_TRUE(expected.ok());
+  nlohmann::json outputs = read_json(path("out.json"));
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    ASSERT_EQ(outputs[1]["values"][i].get<float>(), expected->at("y").data<float>()[i]) << i;
+  }
+  options.shapes = {{"x", {1, 3, 5, 7}}};  // the file holds two images
+  error = run(options);
+  ASSERT_TRUE(error);
+  EXPECT_TRUE(error->usage);
+  EXPECT_NE(error->status.message().find("holds 840 bytes; float32 [1, 3, 5, 7] needs 420"), std::string::npos)
+      << error->status.message();
 }
 
 TEST_F(ExecEndToEndTest, SkipInferenceStopsAfterTheEngineSummary) {

@@ -119,7 +119,6 @@ TEST_F(ExecFlagsTest, BadCommandLinesNameTheProblem) {
       {{"--onnx=" + model_, "--int8", "--fp32"}, "finish: --int8 and --fp32 exclude each other"},
       {{"--onnx=" + model_, "--best", "--fp32"}, "finish: --best and --fp32 exclude each other"},
       {{"--onnx=" + model_, "--noSuchFlag"}, "parse: The following argument was not expected: --noSuchFlag"},
-      {{"--onnx=" + model_, "--fp16"}, "parse: The following argument was not expected: --fp16"},
       {{"--onnx=" + (dir_ / "missing.onnx").string()}, "File does not exist"},
       {{"--loadEngine=" + (dir_ / "missing.qdqrt").string()}, "File does not exist"},
       {{"--onnx=" + model_, "--loadInputs=x:" + (dir_ / "missing.npy").string()}, "File does not exist"},
@@ -147,6 +146,109 @@ TEST_F(ExecFlagsTest, BadCommandLinesNameTheProblem) {
     std::string error = parse(test.args);
     EXPECT_NE(error, "") << joined << "was accepted";
     EXPECT_NE(error.find(test.expected), std::string::npos) << joined << "\n  got: " << error << "\n  want: " << test.expected;
+  }
+}
+
+// trtexec's README command line (dynamic shapes) runs unchanged: --maxShapes is built for,
+// --shapes run at, --optShapes is the run shape when --shapes is absent.
+TEST_F(ExecFlagsTest, TrtexecShapeRange) {
+  ASSERT_EQ(parse({"--onnx=" + model_, "--minShapes=input:1x3x244x244", "--optShapes=input:16x3x244x244",
+                   "--maxShapes=input:32x3x244x244", "--shapes=input:5x3x244x244"}),
+            "");
+  const ExecOptions& options = line_.options;
+  EXPECT_EQ(options.build_shapes().at("input"), (Shape{32, 3, 244, 244}));
+  EXPECT_EQ(options.run_shapes().at("input"), (Shape{5, 3, 244, 244}));
+  ASSERT_EQ(parse({"--onnx=" + model_, "--optShapes=input:16x3x244x244", "--maxShapes=input:32x3x244x244"}), "");
+  EXPECT_EQ(line_.options.run_shapes().at("input"), (Shape{16, 3, 244, 244}));
+  // --shapes alone: built for and run at it, as before.
+  ASSERT_EQ(parse({"--onnx=" + model_, "--shapes=input:4x3x244x244"}), "");
+  EXPECT_EQ(line_.options.build_shapes().at("input"), (Shape{4, 3, 244, 244}));
+  EXPECT_EQ(line_.options.run_shapes().at("input"), (Shape{4, 3, 244, 244}));
+  // With a saved engine the range was fixed at build: ignored with a note.
+  ASSERT_EQ(parse({"--loadEngine=" + engine_, "--maxShapes=input:32x3x244x244"}), "");
+  EXPECT_TRUE(line_.options.build_shapes().empty());
+  ASSERT_EQ(line_.options.notes.size(), 1u);
+  EXPECT_NE(line_.options.notes[0].find("ignored with --loadEngine"), std::string::npos);
+}
+
+TEST_F(ExecFlagsTest, TrtexecFlagsWithACpuMeaning) {
+  std::string cache = (dir_ / "calib.cache").string();
+  std::ofstream(cache) << "TRT-8601-EntropyCalibration2\n";
+  ASSERT_EQ(parse({"--onnx=" + model_, "--streams=3", "--calib=" + cache, "--profilingVerbosity=layer_names_only",
+                   "--buildOnly", "--dumpOutput"}),
+            "");
+  const ExecOptions& options = line_.options;
+  EXPECT_EQ(options.streams, 3);
+  EXPECT_EQ(options.calib_path, cache);
+  EXPECT_FALSE(options.detailed_layer_info);
+  EXPECT_TRUE(options.skip_inference);
+  EXPECT_TRUE(options.dump_output);
+  EXPECT_TRUE(options.notes.empty());
+  ASSERT_EQ(parse({"--onnx=" + model_, "--nvtxMode=verbose", "--infStreams=2"}), "");  // older spellings
+  EXPECT_TRUE(line_.options.detailed_layer_info);
+  EXPECT_EQ(line_.options.streams, 2);
+}
+
+// Flags without a CPU meaning are accepted, each with one "not applicable on CPU" line, in the
+// order given; TREx's process_engine.py profile command line is one of them.
+TEST_F(ExecFlagsTest, TrtexecFlagsWithoutACpuMeaningGiveOneLineEach) {
+  ASSERT_EQ(parse({"--verbose", "--noDataTransfers", "--useCudaGraph", "--separateProfileRun", "--nvtxMode=verbose",
+                   "--loadEngine=" + engine_, "--exportTimes=" + (dir_ / "t.json").string(),
+                   "--exportProfile=" + (dir_ / "p.json").string(), "--exportLayerInfo=" + (dir_ / "g.json").string(),
+                   "--timingCacheFile=./timing.cache", "--fp16", "--workspace", "1024", "--memPoolSize=workspace:1024"}),
+            "");
+  const std::vector<std::string>& notes = line_.options.notes;
+  ASSERT_EQ(notes.size(), 6u);
+  EXPECT_EQ(notes[0], "not applicable on CPU: --noDataTransfers (inputs and outputs stay in host memory: there are no "
+                      "copies to leave out)");
+  EXPECT_EQ(notes[1].rfind("not applicable on CPU: --useCudaGraph (", 0), 0u);
+  EXPECT_EQ(notes[2].rfind("not applicable on CPU: --timingCacheFile (", 0), 0u);
+  EXPECT_EQ(notes[3].rfind("not applicable on CPU: --fp16 (", 0), 0u);
+  EXPECT_EQ(notes[4].rfind("not applicable on CPU: --workspace (", 0), 0u);
+  EXPECT_EQ(notes[5].rfind("not applicable on CPU: --memPoolSize (", 0), 0u);
+}
+
+TEST_F(ExecFlagsTest, LayerPrecisions) {
+  ASSERT_EQ(parse({"--onnx=" + model_, "--layerPrecisions=conv1:fp32,fc:int8", "--layerPrecisions=conv2:fp16",
+                   "--precisionConstraints=obey"}),
+            "");
+  EXPECT_EQ(line_.options.float_layers, (std::vector<std::string>{"conv1"}));
+  EXPECT_FALSE(line_.options.fp32);
+  ASSERT_EQ(line_.options.notes.size(), 2u);  // --precisionConstraints, then conv2:fp16
+  EXPECT_NE(line_.options.notes[1].find("not applicable on CPU: --layerPrecisions=conv2:fp16"), std::string::npos);
+  ASSERT_EQ(parse({"--onnx=" + model_, "--layerPrecisions=*:fp32"}), "");
+  EXPECT_TRUE(line_.options.fp32);
+  EXPECT_EQ(line_.options.precision(), engine::Precision::kFp32);
+  EXPECT_NE(parse({"--onnx=" + model_, "--layerPrecisions=conv1:fp64"}).find("precision 'fp64' is not one of"),
+            std::string::npos);
+  EXPECT_NE(parse({"--loadEngine=" + engine_, "--layerPrecisions=conv1:fp32"}).find("give it with --onnx"),
+            std::string::npos);
+  EXPECT_NE(parse({"--onnx=" + model_, "--int8", "--layerPrecisions=*:fp32"}).find("exclude each other"),
+            std::string::npos);
+}
+
+TEST_F(ExecFlagsTest, BadTrtexecFlagValues) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  std::vector<Case> cases = {
+      {{"--onnx=" + model_, "--minShapes=input:1x3x224x224", "--maxShapes=input:8x3x256x256"},
+       "finish: --minShapes and --maxShapes: input 'input' is [1, 3, 224, 224] and [8, 3, 256, 256]; an engine varies "
+       "only the batch (dim 0)"},
+      {{"--onnx=" + model_, "--minShapes=input:8x3x4x4", "--optShapes=input:4x3x4x4"},
+       "finish: --minShapes: input 'input': batch 8 is above --optShapes' 4"},
+      {{"--onnx=" + model_, "--maxShapes=input:4x3x4x4", "--shapes=input:8x3x4x4"},
+       "finish: --maxShapes: input 'input': batch 4 is below the batch 8 asked to run or build"},
+      {{"--onnx=" + model_, "--streams=0"}, "--streams"},
+      {{"--onnx=" + model_, "--profilingVerbosity=loud"}, "--profilingVerbosity"},
+      {{"--onnx=" + model_, "--calib=" + (dir_ / "missing.cache").string()}, "File does not exist"},
+      {{"--loadEngine=" + engine_, "--calib=" + model_}, "finish: --calib quantizes a model at build"},
+      {{"--onnx=" + model_, "--fp32", "--calib=" + model_}, "finish: --calib and --fp32 exclude each other"},
+  };
+  for (const Case& test : cases) {
+    std::string error = parse(test.args);
+    EXPECT_NE(error.find(test.expected), std::string::npos) << "got: " << error << "\n  want: " << test.expected;
   }
 }
 

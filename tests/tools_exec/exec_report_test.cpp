@@ -112,6 +112,21 @@ TEST(ExecSummary, ThroughputWalltimeAndBlock) {
             std::string::npos);
 }
 
+// trtexec's stability check: coefficient of variation (stddev / mean) above 2.5% warns.
+TEST(ExecSummary, StabilityWarningAboveTrtexecsThreshold) {
+  std::vector<double> percentiles = {90};
+  LatencyStats steady = compute_latency_stats({1.0, 1.01, 0.99, 1.0}, percentiles);
+  EXPECT_NEAR(steady.stddev, std::sqrt(0.00005), 1e-12);
+  EXPECT_LT(steady.coefficient_of_variation(), 0.025);
+  EXPECT_EQ(format_stability_warning(steady), "");
+  LatencyStats noisy = compute_latency_stats({1.0, 1.0, 1.0, 2.0}, percentiles);  // mean 1.25, stddev 0.433
+  EXPECT_NEAR(noisy.coefficient_of_variation(), 0.4330127 / 1.25, 1e-6);
+  std::string warning = format_stability_warning(noisy);
+  EXPECT_EQ(warning.rfind("[W] * Latency is unstable, with coefficient of variation = 34.64% (above 2.5%).\n", 0), 0u)
+      << warning;
+  EXPECT_EQ(format_stability_warning(compute_latency_stats({1.0}, percentiles)), "");  // one run: nothing to say
+}
+
 TEST(ExecSummary, EmptyTimingsDoNotDivideByZero) {
   PerformanceSummary summary = summarize_performance({}, std::vector<double>{90});
   EXPECT_EQ(summary.inferences, 0u);
@@ -127,6 +142,14 @@ TEST(ExecSummary, TraceAveragesGroupAvgRunsAndDropThePartialGroup) {
             "Trace averages of 2 runs:\n"
             "Average on 2 runs - latency: 2 ms\n"
             "Average on 2 runs - latency: 6 ms\n");
+}
+
+TEST(ExecSummary, TimesJsonHasEveryTrtexecField) {
+  std::vector<InferenceTiming> timings = {{1.0, 3.5}};
+  nlohmann::json json = nlohmann::json::parse(timings_to_json_text(timings));
+  EXPECT_EQ(json[0], nlohmann::json::parse(R"({"startEnqMs": 1.0, "endEnqMs": 3.5, "startH2dMs": 1.0, "endH2dMs": 1.0,
+      "startComputeMs": 1.0, "endComputeMs": 3.5, "startD2hMs": 3.5, "endD2hMs": 3.5, "h2dMs": 0.0,
+      "computeMs": 2.5, "d2hMs": 0.0, "latencyMs": 2.5})"));
 }
 
 TEST(ExecSummary, TimesJsonHasOneObjectPerRun) {
@@ -267,18 +290,46 @@ TEST(ExecLayerInfo, JsonHasLayersKernelsAndTensors) {
   EXPECT_EQ(conv["SourceNodes"], nlohmann::json::array({"conv1", "relu1"}));
   EXPECT_EQ(conv["WeightBytes"], 100);
   EXPECT_EQ(conv["ScratchBytes"], 128);
-  ASSERT_EQ(conv["Inputs"].size(), 2u);
+  EXPECT_EQ(conv["ParameterType"], "Convolution");
+  EXPECT_EQ(conv["TacticName"], "qs8-qc8w-gemm-6x64c4-avx512vnni");
+  EXPECT_EQ(conv["Precision"], "INT8");
+  ASSERT_EQ(conv["Inputs"].size(), 1u);  // the absent optional input is left out (TREx reads each as a tensor)
   EXPECT_EQ(conv["Inputs"][0]["Name"], "x_q");
   EXPECT_EQ(conv["Inputs"][0]["Datatype"], "int8");
+  EXPECT_EQ(conv["Inputs"][0]["Format/Datatype"], "Channel major Int8 format");
+  EXPECT_EQ(conv["Inputs"][0]["Location"], "Host");
   EXPECT_EQ(conv["Inputs"][0]["Layout"], "nhwc");
   EXPECT_EQ(conv["Inputs"][0]["Dimensions"], nlohmann::json::array({4, 3, 8, 8}));
-  EXPECT_TRUE(conv["Inputs"][1].is_null());  // absent optional input
-  EXPECT_EQ(conv["Outputs"][0]["Location"], "output");
-  ASSERT_EQ(json["Bindings"].size(), 2u);
-  EXPECT_EQ(json["Bindings"][0]["Name"], "x");
-  EXPECT_EQ(json["Bindings"][1]["Name"], "y");
+  EXPECT_EQ(conv["Outputs"][0]["Buffer"], "output");
+  EXPECT_EQ(conv["Outputs"][0]["Format/Datatype"], "Row major linear FP32");
+  EXPECT_EQ(json["Bindings"], nlohmann::json::array({"x", "y"}));  // names, as trtexec writes them
+  EXPECT_EQ(json["Precision"], "int8");
+  EXPECT_EQ(json["Int8Layers"], 1);
+  EXPECT_EQ(json["LayerCount"], 2);
   EXPECT_EQ(json["ISA"], "avx512vnni");
   EXPECT_EQ(json["MaxBatch"], 4);
+}
+
+TEST(ExecLayerInfo, NamesOnlyAtLayerNamesVerbosity) {
+  nlohmann::json json = nlohmann::json::parse(layer_info_to_json(two_layer_plan(), false).dump());
+  EXPECT_EQ(json, nlohmann::json::parse(R"({"Layers": ["x_quantize", "conv1 + relu1"], "Bindings": ["x", "y"]})"));
+}
+
+TEST(ExecLayerInfo, PrecisionCountSaysWhatRunsInInt8) {
+  engine::EnginePlan plan = two_layer_plan();
+  PrecisionCount count = count_layer_precisions(plan);
+  EXPECT_EQ(count.layers, 2);
+  EXPECT_EQ(count.int8_layers, 1);
+  EXPECT_EQ(count.border_layers, 1);
+  EXPECT_EQ(count.text(false), "int8 (int8: 1 of 2 layers, 1 quantize/dequantize/reorder)");
+  // The same plan with every tensor in float: what a model without Q/DQ builds.
+  for (engine::PlanTensor& tensor : plan.tensors) tensor.dtype = DataType::kFloat;
+  plan.layers[0].kind = "fp32_conv";
+  plan.layers[1].kind = "fp32_conv";
+  count = count_layer_precisions(plan);
+  EXPECT_EQ(count.label(), "fp32");
+  EXPECT_EQ(count.text(false), "fp32 (int8: 0 of 2 layers; this model has no Q/DQ)");
+  EXPECT_EQ(count.text(true), "fp32 (int8: 0 of 2 layers)");  // asked for with --fp32: nothing to warn about
 }
 
 TEST(ExecLayerInfo, TableNamesKindKernelAndTensors) {

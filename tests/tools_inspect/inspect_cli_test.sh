@@ -45,9 +45,19 @@ import json, sys
 data = json.load(open(sys.argv[1]))
 assert len(data["Layers"]) == int(sys.argv[2]), (len(data["Layers"]), sys.argv[2])
 for layer in data["Layers"]:
-    assert {"Name", "LayerType", "Inputs", "Outputs", "MACs"} <= set(layer), layer
+    assert {"Name", "LayerType", "Inputs", "Outputs", "ParameterType", "Precision", "MACs"} <= set(layer), layer
+    for tensor in layer["Inputs"] + layer["Outputs"]:
+        assert {"Name", "Location", "Dimensions", "Format/Datatype"} <= set(tensor), tensor
+assert data["Bindings"] == ["input", "logits"], data["Bindings"]
 assert "Int8MACShare" in data["Summary"] and "FloatReasons" in data["Summary"]
 PY
+
+# The table: the name last, cut at 60 characters unless --fullNames.
+expect 0 stdout "^Kind +In +Out +Input shapes +Output shape +MACs  Name$" inspect --onnx="$model"
+sed -n '/=== Layer information ===/,/=== Layer summary ===/p' "$work/stdout" | awk 'length($0) > 200 { exit 1 }' ||
+  fail "inspect's table has lines over 200 characters"
+expect 0 stdout "Name$" inspect --onnx="$models/mobilenet_ort_u8.onnx" --fullNames
+grep -q '\.\.\.$' "$work/stdout" && fail "--fullNames still cut a name"
 
 # --dumpGraph: the input graph and one file per pass run, each loadable by `qdqrt run`.
 expect 0 stdout "Passes run" inspect --onnx="$model" --dumpGraph="$work/dump"

@@ -242,15 +242,37 @@ TEST(LayerInfo, TableHasOneRowPerLayerAndHeader) {
   EXPECT_NE(table.find("DepthwiseConv"), std::string::npos);
 }
 
+// inspect's table: the name last and cut, so the other columns stay narrow.
+TEST(LayerInfo, InspectTableNameLastAndCut) {
+  Graph graph = optimized_graph();
+  optimizer::LayerReport report = compute_layer_info(graph, {}, {{"batch", 1}});
+  report.layers[1].name = std::string(100, 'n');
+  std::string table = tools::format_inspect_table(report, 20);
+  EXPECT_EQ(table.rfind("Kind ", 0), 0u) << table;
+  EXPECT_NE(table.find("  Name\n"), std::string::npos) << table;
+  EXPECT_NE(table.find(" " + std::string(17, 'n') + "...\n"), std::string::npos) << table;
+  EXPECT_EQ(table.find(std::string(18, 'n')), std::string::npos) << table;
+  EXPECT_NE(tools::format_inspect_table(report, 0).find(std::string(100, 'n') + "\n"), std::string::npos);
+  size_t longest = 0;
+  for (size_t start = 0, end; (end = table.find('\n', start)) != std::string::npos; start = end + 1) {
+    longest = std::max(longest, end - start);
+  }
+  EXPECT_LT(longest, 160u) << table;
+}
+
 TEST(LayerInfo, JsonHasLayersAndSummary) {
   Graph graph = optimized_graph();
   nlohmann::json json = tools::layer_report_to_json(compute_layer_info(graph, {{"add_3", "Add", "why"}}, {}));
   ASSERT_EQ(json["Layers"].size(), graph.nodes.size());
   EXPECT_EQ(json["Layers"][1]["Name"], "conv1 + bn1 + relu1");
   EXPECT_EQ(json["Layers"][1]["LayerType"], "Conv");
-  EXPECT_EQ(json["Layers"][1]["Outputs"][0]["Datatype"], "UInt8");
+  EXPECT_EQ(json["Layers"][1]["Outputs"][0]["Datatype"], "uint8");
+  EXPECT_EQ(json["Layers"][1]["Outputs"][0]["Format/Datatype"], "Row major linear UInt8 format");
   EXPECT_EQ(json["Layers"][1]["Outputs"][0]["ZeroPoint"], 3);
-  EXPECT_EQ(json["Layers"][1]["Outputs"][0]["Dimensions"][0], "batch");
+  EXPECT_EQ(json["Layers"][1]["Outputs"][0]["Dimensions"][0], -1);  // symbolic: -1, as TensorRT writes it
+  EXPECT_EQ(json["Layers"][1]["Outputs"][0]["SymbolicDimensions"][0], "batch");
+  EXPECT_EQ(json["Layers"][1]["ParameterType"], "Convolution");
+  EXPECT_EQ(json["Bindings"], nlohmann::json::array());
   EXPECT_EQ(json["Layers"][0]["MACs"], nullptr);
   EXPECT_EQ(json["Summary"]["FloatReasons"][0]["Text"], "Add 'add_3': why");
   EXPECT_EQ(json["Summary"]["QuantizeLinearLeft"], 2);

@@ -1,6 +1,8 @@
 #include "tools/calibration/calibration_cache.h"
 
 #include <cerrno>
+#include <cmath>
+#include <iterator>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -31,6 +33,50 @@ Status write_calibration_cache(const std::string& path, const std::map<std::stri
   file.close();
   if (!file) return io_error("cannot write calibration cache '{}'", path);
   return Status::ok();
+}
+
+Result<std::map<std::string, float>> parse_calibration_cache(const std::string& text) {
+  std::map<std::string, float> scales;
+  size_t begin = 0;
+  int line_number = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(begin, end - begin);
+    begin = end + 1;
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    if (line_number == 1) {
+      if (line.rfind("TRT-", 0) != 0) {
+        return invalid_argument("line 1: '{}' is not a calibration cache header (TRT-<version>-<algorithm>)", line);
+      }
+      continue;
+    }
+    size_t colon = line.rfind(": ");
+    std::string hex = colon == std::string::npos ? "" : line.substr(colon + 2);
+    if (hex.empty() || hex.size() > 8 || hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
+      return invalid_argument("line {}: '{}' is not 'tensor: <8 hex digits>'", line_number, line);
+    }
+    auto bits = static_cast<uint32_t>(std::stoul(hex, nullptr, 16));
+    float scale = 0;
+    std::memcpy(&scale, &bits, sizeof(scale));
+    if (!std::isfinite(scale) || scale < 0) {
+      return invalid_argument("line {}: tensor '{}' has scale {}", line_number, line.substr(0, colon), scale);
+    }
+    scales[line.substr(0, colon)] = scale;
+  }
+  if (line_number == 0) return invalid_argument("the calibration cache is empty");
+  return scales;
+}
+
+Result<std::map<std::string, float>> read_calibration_cache(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return io_error("cannot read calibration cache '{}': {}", path, std::strerror(errno));
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  auto scales = parse_calibration_cache(text);
+  if (!scales.ok()) return scales.status().with_context(fmt::format("calibration cache '{}'", path));
+  return scales;
 }
 
 }  // namespace qdqrt::calibration

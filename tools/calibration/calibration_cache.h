@@ -24,4 +24,10 @@ std::string format_calibration_cache(const std::map<std::string, float>& scales,
 Status write_calibration_cache(const std::string& path, const std::map<std::string, float>& scales,
                                const MethodSpec& method);
 
+// The reverse, for `qdqrt exec --calib`: tensor -> scale from a cache written by TensorRT or by
+// `qdqrt calibrate`. The first line must name a calibration ("TRT-<version>-<algorithm>"); a tensor
+// name may hold ':' (the scale follows the last ": "). Errors name the line.
+Result<std::map<std::string, float>> parse_calibration_cache(const std::string& text);
+Result<std::map<std::string, float>> read_calibration_cache(const std::string& path);
+
 }  // namespace qdqrt::calibration

@@ -239,6 +239,42 @@ Result<Placement> parse_placement(const std::string& text) {
 
 const char* placement_name(Placement placement) { return placement == Placement::kAll ? "all" : "tensorrt"; }
 
+Status exclude_nodes(QuantizationPlan& plan, const Graph& graph, const std::vector<std::string>& names) {
+  std::set<size_t> excluded;
+  for (const std::string& name : names) {
+    auto it = std::find_if(graph.nodes.begin(), graph.nodes.end(), [&](const Node& node) { return node.name == name; });
+    if (it == graph.nodes.end()) {
+      std::string closest;
+      size_t best = std::string::npos;
+      for (const Node& node : graph.nodes) {
+        // Closest by shared prefix, then by length: node names are paths ("/blocks/blocks.1/conv1/Conv").
+        size_t common = 0;
+        while (common < name.size() && common < node.name.size() && name[common] == node.name[common]) ++common;
+        size_t distance = name.size() + node.name.size() - 2 * common;
+        if (distance < best) best = distance, closest = node.name;
+      }
+      return invalid_argument("no node named '{}' in the model{}", name,
+                              closest.empty() ? std::string() : fmt::format(" (closest: '{}')", closest));
+    }
+    excluded.insert(static_cast<size_t>(it - graph.nodes.begin()));
+  }
+  auto drop_excluded = [&](std::vector<QuantizedInput>& readers) {
+    std::erase_if(readers, [&](const QuantizedInput& reader) { return excluded.count(reader.node) > 0; });
+  };
+  std::set<std::string> dropped;
+  for (ActivationQuantization& activation : plan.activations) {
+    drop_excluded(activation.readers);
+    if (activation.readers.empty()) dropped.insert(activation.tensor);
+  }
+  std::erase_if(plan.activations, [](const ActivationQuantization& activation) { return activation.readers.empty(); });
+  for (ActivationQuantization& activation : plan.activations) {
+    if (dropped.count(activation.amax_from)) activation.amax_from.clear();
+  }
+  for (WeightQuantization& weight : plan.weights) drop_excluded(weight.readers);
+  std::erase_if(plan.weights, [](const WeightQuantization& weight) { return weight.readers.empty(); });
+  return Status::ok();
+}
+
 std::vector<std::string> QuantizationPlan::tensors_to_calibrate() const {
   std::vector<std::string> tensors;
   for (const ActivationQuantization& activation : activations) {

@@ -49,6 +49,11 @@ struct QuantizationPlan {
 // Refuses graphs below opset 13 (per-axis QuantizeLinear) and graphs that already hold Q/DQ nodes.
 Result<QuantizationPlan> plan_quantization(const Graph& graph, Placement placement);
 
+// ONNX Runtime's nodes_to_exclude: the named nodes stay float (no Q/DQ on their inputs or weights).
+// A quantization left without readers goes; one that took its amax from it measures its own.
+// An unknown name is an error naming the closest node.
+Status exclude_nodes(QuantizationPlan& plan, const Graph& graph, const std::vector<std::string>& names);
+
 // The graph with the plan's Q/DQ pairs; `amax` holds every tensor of tensors_to_calibrate().
 // An amax of 0 (a tensor that is always 0) gets scale 1/127, which still represents 0 exactly.
 Result<Graph> insert_qdq(const Graph& graph, const QuantizationPlan& plan, const std::map<std::string, float>& amax);
