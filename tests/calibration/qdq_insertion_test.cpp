@@ -7,6 +7,7 @@
 #include <set>
 
 #include "optimizer/graph_utils.h"
+#include "optimizer/pipeline.h"
 #include "parser/onnx_loader.h"
 #include "parser/onnx_writer.h"
 #include "tools/calibration/qdq_insertion.h"
@@ -140,6 +141,27 @@ TEST(QdqInsertion, TensorRTPlacementOnTheResNet) {
   ASSERT_TRUE(reloaded.ok()) << reloaded.status().to_string();
   EXPECT_EQ(reloaded->opset(), 13);
   fs::remove(path);
+}
+
+// The inserted Q/DQ nodes carry the typed attributes the loader would attach, so the optimizer
+// runs on the returned graph as it is (it used to crash reading them).
+TEST(QdqInsertion, OptimizerRunsOnTheGraphWithoutAFileRoundTrip) {
+  Graph graph = load_resnet();
+  auto plan = plan_quantization(graph, Placement::kTensorRT);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  auto quantized = insert_qdq(graph, *plan, fake_amax(*plan));
+  ASSERT_TRUE(quantized.ok()) << quantized.status().to_string();
+  for (const Node& node : quantized->nodes) {
+    if (node.op_type == "QuantizeLinear" || node.op_type == "DequantizeLinear") {
+      EXPECT_NE(node.typed_attributes, nullptr) << node.name;
+    }
+  }
+  Graph optimized = *quantized;
+  auto report = optimizer::optimize(optimized);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  int int8_convs = 0;
+  for (const Node& node : optimized.nodes) int8_convs += node.op_type == "QConv" ? 1 : 0;
+  EXPECT_EQ(int8_convs, 9);
 }
 
 TEST(QdqInsertion, AllPlacementAlsoQuantizesPoolsAndAdds) {

@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "core/op_registry.h"
 #include "optimizer/graph_utils.h"
 
 namespace qdqrt::calibration {
@@ -330,6 +331,7 @@ Result<Graph> insert_qdq(const Graph& graph, const QuantizationPlan& plan, const
   NameAllocator names(graph);
   const int64_t opset = graph.opset(kOnnxDomain);
 
+  Status attribute_failure = Status::ok();  // from make_pair; checked before returning
   // One QuantizeLinear -> DequantizeLinear pair; returns the DequantizeLinear's output.
   auto make_pair = [&](const std::string& source, const Tensor& scale, const std::optional<int64_t>& axis,
                        const std::optional<std::vector<Dim>>& shape, std::vector<Node>& out) {
@@ -356,6 +358,17 @@ Result<Graph> insert_qdq(const Graph& graph, const QuantizationPlan& plan, const
         attribute.kind = Attribute::Kind::kInt;
         attribute.i = *axis;
         node.attributes["axis"] = attribute;
+      }
+      // The typed attributes the loader would attach, so the optimizer can run on this graph
+      // without a round trip through a file (its passes read node.attrs<...>()).
+      const OpSchema* schema = OpRegistry::instance().find(node.domain, node.op_type);
+      if (schema != nullptr && schema->parse_attributes != nullptr) {
+        auto typed = schema->parse_attributes(node);
+        if (typed.ok()) {
+          node.typed_attributes = std::move(typed).value();
+        } else if (attribute_failure.is_ok()) {
+          attribute_failure = typed.status();
+        }
       }
       out.push_back(std::move(node));
     }
@@ -405,6 +418,7 @@ Result<Graph> insert_qdq(const Graph& graph, const QuantizationPlan& plan, const
   if (!after.empty()) {
     return invalid_argument("tensor '{}' to quantize has no producer in the graph", after.begin()->first);
   }
+  QDQRT_RETURN_IF_ERROR(attribute_failure);
   return result;
 }
 
