@@ -9,6 +9,7 @@
 #include "optimizer/fusions/fusion.h"
 #include "optimizer/graph_utils.h"
 #include "optimizer/passes/fold_batchnorm.h"
+#include "optimizer/passes/evaluate_shape_computations.h"
 #include "optimizer/passes/fold_constants.h"
 #include "optimizer/passes/propagate_qdq.h"
 #include "optimizer/passes/remove_fake_quantization.h"
@@ -26,6 +27,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   // Graph-level passes (before fusion).
   passes.push_back(make_remove_identities_pass());
   passes.push_back(make_fold_constants_pass());
+  passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_propagate_qdq_pass());
   passes.push_back(make_remove_redundant_qdq_pass());
@@ -45,6 +47,7 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(make_remove_identities_pass());
   passes.push_back(make_fold_constants_pass());
+  passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_remove_fake_quantization_pass());
   passes.push_back(make_fold_batchnorm_pass());
   return passes;
