@@ -19,6 +19,8 @@ void register_float_layers(LayerRegistry& registry);
 // engine/layers/strided_copy.cpp: Transpose (rank 5-6, batch moved), Gather of a constant scalar
 // index, Expand: strided copies of any dtype, batch on any axis.
 void register_strided_copy(LayerRegistry& registry);
+// engine/layers/norm_layers.cpp: LayerNorm (fp32 in, fp32 or int8/uint8 out).
+void register_norm_layers(LayerRegistry& registry);
 // engine/layers/reference_layer.cpp: any other node, run by the reference executor's kernel.
 void register_reference_layer(LayerRegistry& registry);
 
