@@ -27,12 +27,15 @@ using vmath::splat;
 using vmath::store;
 using vmath::vf;
 
+// Short rows (a small ViT's 64 columns) make the two reductions per row count.
 inline float horizontal_sum(vf v) {
-  float lanes[kLanes];
-  store(lanes, v);
-  float sum = 0.0f;
-  for (size_t i = 0; i < kLanes; ++i) sum += lanes[i];
-  return sum;
+#if QDQRT_NORM_LANES == 16
+  return _mm512_reduce_add_ps((__m512)v);
+#else
+  __m128 sum = _mm_add_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
+  sum = _mm_hadd_ps(sum, sum);
+  return _mm_cvtss_f32(_mm_hadd_ps(sum, sum));
+#endif
 }
 
 }  // namespace normvec
