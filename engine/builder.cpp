@@ -46,7 +46,7 @@ class PlanBuilder final : public BuildContext {
 
   Status lower_all() {
     for (const Node& node : graph_.nodes) {
-      if (all_inputs_constant(node)) {
+      if (all_inputs_constant(node) && !sized_by_batch_constant(node)) {
         QDQRT_RETURN_IF_ERROR(fold_at_build_time(node));
         continue;
       }
@@ -310,6 +310,14 @@ class PlanBuilder final : public BuildContext {
       if (!input.empty() && !find_constant(input)) return false;
     }
     return true;
+  }
+
+  // Expand & co whose target shape follows the batch: lowered as layers that take their output
+  // dims from the run's batch (folded, their output would fit the maximum batch only).
+  bool sized_by_batch_constant(const Node& node) const {
+    if (!node.domain.empty() || (node.op_type != "Expand" && node.op_type != "Tile")) return false;
+    return std::any_of(node.inputs.begin(), node.inputs.end(),
+                       [&](const std::string& input) { return constant_follows_batch(input); });
   }
 
   Status fold_at_build_time(const Node& node) {

@@ -60,6 +60,8 @@ const LayerRegistry& LayerRegistry::instance() {
     LayerRegistry built;
     register_border_layers(built);
     register_int8_layers(built);
+    register_strided_copy(built);
+    register_norm_layers(built);
     register_float_layers(built);
     register_reference_layer(built);
     return built;

@@ -144,6 +144,13 @@ inline constexpr EnumCodec<kernels::QBinaryOp> kQBinaryOp{"op", "op", kernels::q
 // Data movement (qconcat, int8_transpose, plain_concat, plain_transpose, fp32_softmax).
 inline constexpr IntCodec kAxis{"axis", 0, INT64_MAX};
 inline constexpr IntsCodec kPerm{"perm"};
+// strided_copy: per output axis the input axis it walks (-1: broadcast); per input axis the start index.
+inline constexpr IntsCodec kSourceAxes{"source_axes"};
+inline constexpr IntsCodec kStarts{"starts", 0, kMaxDim};
+// layer_norm: per-column gamma and beta, epsilon (scale/zero_point for an 8-bit output).
+inline constexpr FloatsCodec kNormGamma{"gamma", FloatCheck::kFinite};
+inline constexpr FloatsCodec kNormBeta{"beta", FloatCheck::kFinite};
+inline constexpr FloatCodec kEpsilon{"epsilon", FloatCheck::kFinite};
 inline constexpr FloatsCodec kXScales{"x_scales", FloatCheck::kPositive};  // qconcat, per input
 inline constexpr IntsCodec kXZeroPoints{"x_zero_points", kZeroPointMin, kZeroPointMax};
 

@@ -291,4 +291,12 @@ Fp32Kernels fp32_kernels(Isa isa) {
   return k;
 }
 
+// ---------------------------------------------------------------- LayerNorm
+NamedKernel<LayerNormFn> layer_norm_kernel(Isa isa) {
+  const Impl impl = impl_for(isa);
+  LayerNormFn fn = impl == Impl::kScalar ? scalar::layer_norm : impl == Impl::kAvx2 ? avx2::layer_norm
+                                                                                    : avx512skx::layer_norm;
+  return {fn, name("f32-layernorm", impl)};
+}
+
 }  // namespace qdqrt::kernels

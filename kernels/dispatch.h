@@ -15,6 +15,7 @@
 #include "kernels/lut/qlut.h"
 #include "kernels/elementwise/qelementwise.h"
 #include "kernels/fp32/fp32_kernels.h"
+#include "kernels/norm/layer_norm.h"
 #include "kernels/dwconv/qdwconv_internal.h"
 #include "kernels/gemm/qgemm_internal.h"
 
@@ -91,5 +92,8 @@ Fp32Kernels fp32_kernels(Isa isa = active_isa());
 
 // Every Isa level this CPU supports, lowest first (for sweeps over variants).
 std::vector<Isa> supported_isas();
+
+// LayerNorm over rows (kernels/norm/layer_norm.h): "f32-layernorm-<isa>".
+NamedKernel<LayerNormFn> layer_norm_kernel(Isa isa);
 
 }  // namespace qdqrt::kernels

@@ -96,8 +96,9 @@ def _bottleneck_forward(self, x):
 def quantize_model(model):
     """Swaps Conv2d/Linear for their quantized twins in place and adds residual quantizers.
 
-    torchvision ResNet blocks get their forward replaced; a model of our own marks the identity
-    branch of its residual Adds with an nn.Identity attribute named `residual_quantizer`.
+    torchvision ResNet blocks get their forward replaced; a model of our own marks where a
+    quantizer goes (the identity branch of a residual Add, an attention MatMul's input) with an
+    nn.Identity child whose name ends in `_quantizer`.
     """
     from torchvision.models.resnet import BasicBlock, Bottleneck
 
@@ -109,8 +110,9 @@ def quantize_model(model):
         elif type(module) in block_forwards:
             module.residual_quantizer = TensorQuantizer()
             module.forward = types.MethodType(block_forwards[type(module)], module)
-        elif isinstance(getattr(module, "residual_quantizer", None), nn.Identity):
-            module.residual_quantizer = TensorQuantizer()
+        for name, child in list(module.named_children()):
+            if name.endswith("_quantizer") and isinstance(child, nn.Identity):
+                setattr(module, name, TensorQuantizer())
     return model
 
 

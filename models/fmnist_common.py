@@ -3,8 +3,11 @@
 Data: Debian's dataset-fashion-mnist (IDX files). Input normalization:
 x = (pixel / 255 - 0.2860) / 0.3530 (the training set's mean and standard deviation).
 """
+import argparse
+import copy
 import gzip
 import os
+import time
 
 import numpy as np
 import torch
@@ -73,3 +76,51 @@ def export(model, path):
     # The preprocessing into the file's metadata, where qdqrt eval/calibrate read it.
     from add_preprocessing_metadata import add_metadata
     add_metadata(path)
+
+
+def train_qat_and_export(make_model, name, description, epochs, qat_steps):
+    """The whole recipe of a training script: FP32 training, max calibration (PTQ), QAT, export.
+
+    Parses --out, --epochs, --qat-steps, --batch-size; writes <out>/<name>_fp32.onnx and
+    <out>/<name>_qdq.onnx and prints the test accuracies (FP32, PTQ, QAT). Seeds as the scripts
+    always did: torch seed 0 before the model is made, a generator seeded 0 for the data order.
+    """
+    from fake_quant import calibrate, freeze_weight_scales, quantize_model
+
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
+    parser.add_argument("--epochs", type=float, default=epochs, help="FP32 training epochs")
+    parser.add_argument("--qat-steps", type=int, default=qat_steps, help="QAT fine-tuning mini-batches")
+    parser.add_argument("--batch-size", type=int, default=128)
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    torch.set_num_threads(2)
+    generator = torch.Generator().manual_seed(0)
+    train_images, train_labels = load_split("train")
+    test_images, test_labels = load_split("test")
+
+    began = time.time()
+    model = make_model()
+    steps = int(args.epochs * len(train_images) / args.batch_size)
+    print(f"FP32 training: {steps} steps of {args.batch_size}", flush=True)
+    train(model, train_images, train_labels, steps, args.batch_size, 2e-3, generator)
+    fp32_accuracy = accuracy(model, test_images, test_labels)
+    print(f"FP32 test accuracy {fp32_accuracy:.4f} ({time.time() - began:.0f} s)", flush=True)
+
+    qdq_model = quantize_model(copy.deepcopy(model))
+    calibration = train_images[torch.randperm(len(train_images), generator=generator)[:2048]]
+    calibrate(qdq_model, calibration.split(256))
+    calibrated_accuracy = accuracy(qdq_model, test_images, test_labels)
+    print(f"QDQ after max calibration (PTQ): test accuracy {calibrated_accuracy:.4f}", flush=True)
+    train(qdq_model, train_images, train_labels, args.qat_steps, args.batch_size, 1e-4, generator)
+    freeze_weight_scales(qdq_model)
+    qdq_accuracy = accuracy(qdq_model, test_images, test_labels)
+    print(f"QDQ after {args.qat_steps} QAT steps: test accuracy {qdq_accuracy:.4f} "
+          f"({time.time() - began:.0f} s total)", flush=True)
+
+    os.makedirs(args.out, exist_ok=True)
+    for net, variant in ((model, "fp32"), (qdq_model, "qdq")):
+        path = os.path.join(args.out, f"{name}_{variant}.onnx")
+        export(net.eval(), path)
+        print(path)

@@ -7,19 +7,15 @@ Writes <out>/fmnist_resnet_fp32.onnx and <out>/fmnist_resnet_qdq.onnx (opset 13,
 "input" [batch, 1, 28, 28], output "output" [batch, 10] logits) and prints the test accuracies.
 Input normalization: x = (pixel / 255 - 0.2860) / 0.3530. Data: Debian's dataset-fashion-mnist.
 """
-import argparse
-import copy
 import os
 import sys
-import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fake_quant import calibrate, freeze_weight_scales, quantize_model  # noqa: E402
-from fmnist_common import accuracy, export, load_split, train  # noqa: E402
+from fmnist_common import train_qat_and_export  # noqa: E402
 
 
 class BasicBlock(nn.Module):
@@ -57,43 +53,7 @@ class FmnistResNet(nn.Module):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
-    parser.add_argument("--epochs", type=float, default=2.0, help="FP32 training epochs")
-    parser.add_argument("--qat-steps", type=int, default=150, help="QAT fine-tuning mini-batches")
-    parser.add_argument("--batch-size", type=int, default=128)
-    args = parser.parse_args()
-
-    torch.manual_seed(0)
-    torch.set_num_threads(2)
-    generator = torch.Generator().manual_seed(0)
-    train_images, train_labels = load_split("train")
-    test_images, test_labels = load_split("test")
-
-    began = time.time()
-    model = FmnistResNet()
-    steps = int(args.epochs * len(train_images) / args.batch_size)
-    print(f"FP32 training: {steps} steps of {args.batch_size}", flush=True)
-    train(model, train_images, train_labels, steps, args.batch_size, 2e-3, generator)
-    fp32_accuracy = accuracy(model, test_images, test_labels)
-    print(f"FP32 test accuracy {fp32_accuracy:.4f} ({time.time() - began:.0f} s)", flush=True)
-
-    qdq_model = quantize_model(copy.deepcopy(model))
-    calibration = train_images[torch.randperm(len(train_images), generator=generator)[:2048]]
-    calibrate(qdq_model, calibration.split(256))
-    calibrated_accuracy = accuracy(qdq_model, test_images, test_labels)
-    print(f"QDQ after max calibration: test accuracy {calibrated_accuracy:.4f}", flush=True)
-    train(qdq_model, train_images, train_labels, args.qat_steps, args.batch_size, 1e-4, generator)
-    freeze_weight_scales(qdq_model)
-    qdq_accuracy = accuracy(qdq_model, test_images, test_labels)
-    print(f"QDQ after {args.qat_steps} QAT steps: test accuracy {qdq_accuracy:.4f} "
-          f"({time.time() - began:.0f} s total)", flush=True)
-
-    os.makedirs(args.out, exist_ok=True)
-    for net, name in ((model, "fmnist_resnet_fp32.onnx"), (qdq_model, "fmnist_resnet_qdq.onnx")):
-        path = os.path.join(args.out, name)
-        export(net.eval(), path)
-        print(path)
+    train_qat_and_export(FmnistResNet, "fmnist_resnet", __doc__, epochs=2.0, qat_steps=150)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,8 @@ QuantSlots quant_slots(const Node& node) {
       slots.output_zero_point = kConcatYZeroPoint;
     } else if (node.op_type == kChannelGate) {
       slots.output_zero_point = kGateYZeroPoint;  // float inputs
+    } else if (node.op_type == kLayerNorm) {
+      slots.output_zero_point = kNormYZeroPoint;  // float inputs
     } else {  // QLookup, QAveragePool, QGlobalAveragePool, QRequantize
       slots.activations = {{kUnaryX, kUnaryXZeroPoint}};
       slots.output_zero_point = kUnaryYZeroPoint;
@@ -217,6 +219,7 @@ class LayerBuilder {
     if (node.op_type == kQConcat) return "Concat";
     if (node.op_type == kQRequantize) return "Requantize";
     if (node.op_type == kChannelGate) return "ChannelGate";
+    if (node.op_type == kLayerNorm) return "LayerNorm";
     if (node.op_type == kQLookup) {
       const Attribute* function = node.find_attribute("function");
       return function != nullptr && function->kind == Attribute::Kind::kString ? function->s : "Lookup";

@@ -3,6 +3,7 @@
 // run as FusionPass. The order lives in optimizer/pipeline.cpp only.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct PassContext {
   // Filled by fusion passes for `qdqrt inspect`; later passes may erase entries for nodes they
   // fuse after all.
   std::vector<FloatReason> float_reasons;
+  // Initializers fold_constants computed from the shape of a runtime value (Shape of an
+  // activation and what was folded from it): they hold the batch the graph was loaded at.
+  std::set<std::string> folded_from_runtime_shapes;
   // Records a reason once per node (the first one wins: it is the most specific).
   void note_float(const Node& node, std::string reason);
   void clear_float_reason(const std::string& node_name);

@@ -9,6 +9,7 @@
 #include "optimizer/fusions/fusion.h"
 #include "optimizer/graph_utils.h"
 #include "optimizer/passes/fold_batchnorm.h"
+#include "optimizer/passes/evaluate_shape_computations.h"
 #include "optimizer/passes/fold_constants.h"
 #include "optimizer/passes/propagate_qdq.h"
 #include "optimizer/passes/remove_fake_quantization.h"
@@ -26,6 +27,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   // Graph-level passes (before fusion).
   passes.push_back(make_remove_identities_pass());
   passes.push_back(make_fold_constants_pass());
+  passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_propagate_qdq_pass());
   passes.push_back(make_remove_redundant_qdq_pass());
@@ -33,20 +35,22 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   // each. Conv/MatMul first: they absorb bias/residual Adds, activations and output Qs.
   for (const char* fusion : {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_binary", "fuse_qdq_pool", "fuse_qdq_concat",
                              "fuse_qdq_lookup", "fuse_qdq_clamp", "fuse_pointwise",
-                             "fuse_channel_gate", "fuse_quantized_silu"}) {
+                             "fuse_channel_gate", "fuse_quantized_silu", "fuse_layer_norm"}) {
     passes.push_back(std::make_unique<FusionPass>(fusion));
   }
   return passes;
 }
 
 // The float pipeline (OptimizeOptions::float_only): fake quantization removed, BN folded into
-// float weights, nothing fused.
+// float weights; of the fusions only LayerNorm (float in, float out).
 std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(make_remove_identities_pass());
   passes.push_back(make_fold_constants_pass());
+  passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_remove_fake_quantization_pass());
   passes.push_back(make_fold_batchnorm_pass());
+  passes.push_back(std::make_unique<FusionPass>("fuse_layer_norm"));  // float in, float out
   return passes;
 }
 

@@ -3,9 +3,9 @@
 # build an INT8 engine from it and save it (qdqrt exec --onnx --saveEngine), load the saved engine
 # and benchmark it the way trtexec does, with the per-layer profile (qdqrt exec --loadEngine
 # --dumpProfile), then show how the optimizer fused the model into INT8 layers (qdqrt inspect).
-# Then PTQ vs QAT: calibrate PTQ models from the shipped FP32 ResNet and EfficientNet with max and
+# Then PTQ vs QAT: calibrate PTQ models from the shipped FP32 ResNet, EfficientNet and ViT with max and
 # entropy (qdqrt calibrate, 512 training images), and evaluate FP32, PTQ max, PTQ entropy and QAT
-# of both on all 10,000 Fashion-MNIST test images (qdqrt eval): one table, JSON and an SVG plot.
+# of each on all 10,000 Fashion-MNIST test images (qdqrt eval): one table, JSON and an SVG plot.
 # The preprocessing (mean/std) comes from the models' metadata. Last, which layers cost the worst
 # PTQ model its accuracy: qdqrt compare, tensor by tensor against its FP32 reference.
 set -euo pipefail
@@ -27,7 +27,7 @@ echo
 echo "=== qdqrt calibrate: PTQ models (max, entropy; 512 training images) ==="
 job_dir="$build_dir/main_job"
 mkdir -p "$job_dir"
-for net in resnet efficientnet; do
+for net in resnet efficientnet vit; do
   for method in max entropy; do
     "$build_dir/qdqrt" calibrate --onnx="$root/models/fmnist_${net}_fp32.onnx" --data=fashion-mnist:train \
       --samples=512 --method="$method" --output="$job_dir/fmnist_${net}_ptq_${method}.onnx"
@@ -36,7 +36,7 @@ done
 echo
 echo "=== qdqrt eval: FP32 vs PTQ vs QAT on the Fashion-MNIST test set (10,000 images) ==="
 models=()
-for net in resnet efficientnet; do
+for net in resnet efficientnet vit; do
   models+=(--model="$root/models/fmnist_${net}_fp32.onnx" --model="$job_dir/fmnist_${net}_ptq_max.onnx"
            --model="$job_dir/fmnist_${net}_ptq_entropy.onnx" --model="$root/models/fmnist_${net}_qdq.onnx")
 done

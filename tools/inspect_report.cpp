@@ -78,6 +78,16 @@ Result<InspectResult> inspect_graph(Graph& graph, const InspectRequest& request,
       }
     }
   }
+  // With the symbols bound, the inputs' shapes are static as in an engine build, so shape
+  // computations evaluate (evaluate_shape_computations) and every layer gets its shapes and MACs.
+  for (const std::string& input : graph.inputs) {
+    auto it = graph.values.find(input);
+    if (it == graph.values.end() || !it->second.shape) continue;
+    for (Dim& dim : *it->second.shape) {
+      auto bound = symbols->find(dim.symbol);
+      if (!dim.is_static() && bound != symbols->end()) dim = Dim{.value = bound->second, .symbol = {}};
+    }
+  }
   if (request.before_optimize) QDQRT_RETURN_IF_ERROR(request.before_optimize(graph));
 
   optimizer::OptimizeOptions optimize_options;

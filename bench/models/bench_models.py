@@ -26,6 +26,8 @@ import time
 import onnx
 
 TORCHVISION_MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0")
+# Generated into the cache by models/export_bert_encoder.py (too large for git).
+ENCODER_MODELS = ("bert_encoder",)
 QUICK_MODELS = ("fmnist_resnet", "mobilenet_v2")
 VARIANTS = ("fp32", "qdq", "ort_s8", "ort_u8")
 QUANTIZED_VARIANTS = ("qdq", "ort_s8", "ort_u8")  # qdq: pytorch-quantization style; ort_*: quantize_static style
@@ -85,6 +87,17 @@ def export_torchvision(root, cache, names, wanted_variants=None):
     return paths
 
 
+def export_encoder(root, cache):
+    """The BERT-base-shaped encoder (FP32 and QDQ), exported once into `cache`."""
+    exporter = os.path.join(root, "models", "export_bert_encoder.py")
+    newest_source = max(os.path.getmtime(exporter), os.path.getmtime(os.path.join(root, "models", "fake_quant.py")))
+    paths = {variant: os.path.join(cache, f"bert_encoder_{variant}.onnx") for variant in ("fp32", "qdq")}
+    if any(not os.path.exists(path) or os.path.getmtime(path) < newest_source for path in paths.values()):
+        log(f"exporting bert_encoder into {cache} ...")
+        subprocess.run([sys.executable, exporter, "--out", cache], check=True, stdout=subprocess.DEVNULL)
+    return {"bert_encoder": paths}
+
+
 def model_input(path):
     """(name, per-image dims) of the model's single non-initializer input; dims exclude batch."""
     model = onnx.load(path, load_external_data=False)
@@ -98,8 +111,27 @@ def model_input(path):
     return inputs[0].name, dims[1:]
 
 
-def count_macs(path):
-    """Multiply-accumulates of one image through every Conv, ConvTranspose, Gemm and MatMul."""
+def count_macs(path, qdqrt=None):
+    """Multiply-accumulates of one image through every Conv, ConvTranspose, Gemm and MatMul.
+
+    ONNX's shape inference cannot follow every shape computation (a ViT's class token Expand);
+    then, given the qdqrt binary, `qdqrt inspect` counts them (it evaluates them at batch 1)."""
+    try:
+        return count_macs_onnx(path)
+    except ValueError:
+        if qdqrt is None:
+            raise
+    name, dims = model_input(path)
+    with tempfile.TemporaryDirectory(prefix="qdqrt_macs_") as workdir:
+        report = os.path.join(workdir, "layers.json")
+        subprocess.run([qdqrt, "inspect", f"--onnx={path}", "--shapes=" + name + ":" + "x".join(map(str, [1, *dims])),
+                        f"--exportLayerInfo={report}"], check=True, stdout=subprocess.DEVNULL)
+        with open(report) as handle:
+            summary = json.load(handle)["Summary"]
+    return summary["Int8MACs"] + summary["FloatMACs"]
+
+
+def count_macs_onnx(path):
     model = onnx.load(path)
     initializers = {init.name for init in model.graph.initializer}
     for value in model.graph.input:
@@ -108,7 +140,8 @@ def count_macs(path):
         for dim in value.type.tensor_type.shape.dim:
             if not dim.dim_value:
                 dim.dim_value = 1  # symbolic dims (the batch) -> 1
-    model = onnx.shape_inference.infer_shapes(model)
+    # data_prop: Reshape targets computed from Shape(x) (transformer exports) get evaluated.
+    model = onnx.shape_inference.infer_shapes(model, data_prop=True)
     shapes = {init.name: list(init.dims) for init in model.graph.initializer}
     for value in list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output):
         if value.type.tensor_type.HasField("shape"):
@@ -350,13 +383,15 @@ def main():
         parser.error(f"--variants: choose from {','.join(VARIANTS)}")
 
     local = local_models(args.root)
-    available = list(local) + list(TORCHVISION_MODELS)
+    available = list(local) + list(TORCHVISION_MODELS) + list(ENCODER_MODELS)
     wanted = parse_list(args.models) if args.models else (list(QUICK_MODELS) if args.quick else available)
     unknown = [name for name in wanted if name not in available]
     if unknown:
         parser.error(f"--models: unknown {','.join(unknown)} (available: {','.join(available)})")
     models = {name: local[name] for name in wanted if name in local}
     models.update(export_torchvision(args.root, cache, [n for n in wanted if n in TORCHVISION_MODELS], variants))
+    if any(name in ENCODER_MODELS for name in wanted):
+        models.update(export_encoder(args.root, cache))
 
     peak, peak_source = measure_peak(args)
     if peak is None:
@@ -372,7 +407,7 @@ def main():
                 if path is None:
                     continue
                 input_name, image_dims = model_input(path)
-                macs = count_macs(path)
+                macs = count_macs(path, args.qdqrt)
                 for threads in threads_list:
                     for batch in batches:
                         shape_flag = f"{input_name}:" + "x".join(str(d) for d in [batch, *image_dims])

@@ -170,6 +170,17 @@ Result<std::shared_ptr<const OpAttributes>> parse_qconcat(const Node& node) {
   return make_attributes(std::move(attributes));
 }
 
+Result<std::shared_ptr<const OpAttributes>> parse_layer_norm(const Node& node) {
+  AttributeReader reader(node);
+  LayerNormAttributes attributes;
+  QDQRT_ASSIGN_OR_RETURN(attributes.fused, parse_fused_info(node));
+  QDQRT_ASSIGN_OR_RETURN(attributes.epsilon, reader.get_float("epsilon", attributes.epsilon));
+  if (!(attributes.epsilon >= 0.0f) || !std::isfinite(attributes.epsilon)) {
+    return reader.error("epsilon", fmt::format("must be finite and >= 0, got {}", attributes.epsilon));
+  }
+  return make_attributes(std::move(attributes));
+}
+
 AttributeParser parser_for(const std::string& op_type) {
   if (op_type == layers::kQConv) return parse_qconv;
   if (op_type == layers::kQMatMul) return parse_info_only<QMatMulAttributes>;
@@ -180,6 +191,7 @@ AttributeParser parser_for(const std::string& op_type) {
   if (op_type == layers::kQConcat) return parse_qconcat;
   if (op_type == layers::kQRequantize) return parse_info_only<QRequantizeAttributes>;
   if (op_type == layers::kChannelGate) return parse_info_only<ChannelGateAttributes>;
+  if (op_type == layers::kLayerNorm) return parse_layer_norm;
   return nullptr;
 }
 
@@ -205,6 +217,7 @@ const FusedLayerInfo* fused_layer_info(const Node& node) {
   if (auto* a = dynamic_cast<const QConcatAttributes*>(typed)) return &a->fused;
   if (auto* a = dynamic_cast<const QRequantizeAttributes*>(typed)) return &a->fused;
   if (auto* a = dynamic_cast<const ChannelGateAttributes*>(typed)) return &a->fused;
+  if (auto* a = dynamic_cast<const LayerNormAttributes*>(typed)) return &a->fused;
   return nullptr;
 }
 
@@ -241,7 +254,7 @@ std::string layer_kind(const Node& node, const Graph* graph) {
 void register_fused_ops(OpRegistry& registry) {
   for (const char* op_type : {layers::kQConv, layers::kQMatMul, layers::kQAdd, layers::kQMul, layers::kQAveragePool,
                               layers::kQGlobalAveragePool, layers::kQLookup, layers::kQConcat, layers::kQRequantize,
-                              layers::kChannelGate}) {
+                              layers::kChannelGate, layers::kLayerNorm}) {
     // qdqrt's own domain is at version 1.
     registry.add({.domain = layers::kDomain,
                   .op_type = op_type,

@@ -85,6 +85,11 @@ struct ChannelGateAttributes : OpAttributes {
   FusedLayerInfo fused;
 };
 
+struct LayerNormAttributes : OpAttributes {
+  FusedLayerInfo fused;
+  float epsilon = 1e-5f;
+};
+
 struct QConcatAttributes : OpAttributes {
   FusedLayerInfo fused;
   int64_t axis = 0;

@@ -83,4 +83,11 @@ enum QConcatInput { kConcatYScale = 0, kConcatYZeroPoint, kConcatFirstX };
 // y_zero_point, a Q that followed the Mul): one pass over x, channels-last in the engine.
 inline constexpr const char* kChannelGate = "ChannelGate";
 enum ChannelGateInput { kGateX = 0, kGateGate, kGateYScale, kGateYZeroPoint, kGateInputCount };
+
+// LayerNorm: LayerNormalization over the last axis (the decomposed ReduceMean/Sub/Pow/ReduceMean/
+// Add/Sqrt/Div/Mul/Add pattern torch exports at opset < 17, or the opset-17 op), float x, constant
+// float gamma and beta [D]; attribute "epsilon" (float). Population variance, y = (x - mean) /
+// sqrt(variance + epsilon) * gamma + beta, then the optional output quantization (a Q that followed).
+inline constexpr const char* kLayerNorm = "LayerNorm";
+enum LayerNormInput { kNormX = 0, kNormGamma, kNormBeta, kNormYScale, kNormYZeroPoint, kNormInputCount };
 }  // namespace qdqrt::layers

@@ -30,6 +30,8 @@ const std::vector<Fusion>& fusion_registry() {
        {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_clamp"}},
       {"fuse_channel_gate", select_channel_gate, apply_channel_gate, {"fuse_pointwise"}},
       {"fuse_quantized_silu", select_quantized_silu, apply_quantized_silu, {"fuse_qdq_binary", "fuse_qdq_lookup"}},
+      // After the INT8 MatMuls: the Q it absorbs is their input's, which they read as int8.
+      {"fuse_layer_norm", select_layer_norm, apply_layer_norm, {"fold_constants"}},
   };
   // clang-format on
   return registry;

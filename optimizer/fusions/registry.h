@@ -52,5 +52,7 @@ Status apply_quantized_silu(Graph& graph, const QdqSelection& selection, PassCon
 // channel_gate.cpp: squeeze-excite's Mul(x, gate [N, C, 1, 1]) -> Q becomes one ChannelGate.
 SelectResult select_channel_gate(const Graph& graph, const ValueIndex& index, int node);
 Status apply_channel_gate(Graph& graph, const QdqSelection& selection, PassContext& context);
+SelectResult select_layer_norm(const Graph& graph, const ValueIndex& index, int node);
+Status apply_layer_norm(Graph& graph, const QdqSelection& selection, PassContext& context);
 
 }  // namespace qdqrt::optimizer

@@ -36,21 +36,38 @@ std::optional<Tensor> static_shape_of(const Graph& graph, const Node& node) {
   return Tensor::from_vector<int64_t>({static_cast<int64_t>(dims.size())}, dims);
 }
 
+// Ops that make a tensor of data whose size their shape input gives.
+bool sizes_data_by_shape(const Node& node) {
+  return node.domain.empty() && (node.op_type == "Expand" || node.op_type == "Tile" ||
+                                 node.op_type == "ConstantOfShape");
+}
+
 class FoldConstantsPass : public Pass {
  public:
   std::string name() const override { return "fold_constants"; }
 
-  Status run(Graph& graph, PassContext&) override {
+  Status run(Graph& graph, PassContext& context) override {
     // Nodes are in topological order, so a folded producer makes its readers foldable in the
     // same sweep.
     std::set<std::string> folded;
+    // Data sized by a runtime value's shape (the class token expanded to [batch, 1, dim]) stays a
+    // runtime node: folded, it would hold copies for the batch the graph was loaded at only.
+    std::set<std::string>& from_runtime_shape = context.folded_from_runtime_shapes;
     for (Node& node : graph.nodes) {
       if (never_folded(node)) continue;
       std::vector<Tensor> outputs;
+      // The shape of a constant is a constant, whatever the constant was computed from.
+      const bool reads_runtime_shape =
+          node.op_type != "Shape" && std::any_of(node.inputs.begin(), node.inputs.end(), [&](const std::string& input) {
+            return from_runtime_shape.count(input) != 0;
+          });
       if (node.op_type == "Shape") {
         std::optional<Tensor> shape = static_shape_of(graph, node);
         if (!shape) continue;
         outputs.push_back(std::move(*shape));
+        if (find_constant(graph, node.input(0)) == nullptr) from_runtime_shape.insert(node.outputs[0]);
+      } else if (reads_runtime_shape && sizes_data_by_shape(node)) {
+        continue;
       } else {
         std::vector<const Tensor*> inputs;
         size_t input_bytes = 0;
@@ -90,6 +107,7 @@ class FoldConstantsPass : public Pass {
         graph.values[output] = info;
         graph.initializers[output] = std::move(outputs[i]);
         folded.insert(output);
+        if (reads_runtime_shape) from_runtime_shape.insert(output);
       }
       node.outputs.assign(node.outputs.size(), "");  // now unused: remove_unused drops the node
     }

@@ -3,7 +3,8 @@
 // leave to compute weight scales, QuantizeLinear of a float weight (Q(w) -> DQ becomes
 // DQ(w_int8)), and Shape of a value whose shape is static.
 // Never folded: DequantizeLinear (DQ(w_int8) is what INT8 fusion reads), random ops, and nodes
-// whose outputs would be much larger than their inputs (ConstantOfShape/Expand/Tile blow-ups).
+// whose outputs would be much larger than their inputs (ConstantOfShape/Expand/Tile blow-ups),
+// nor Expand/Tile/ConstantOfShape sized by a runtime value's shape (the engine runs them at any batch).
 #pragma once
 
 #include <cstddef>

@@ -382,6 +382,38 @@ Status channel_gate_kernel(const Node& node, Inputs inputs, std::vector<Tensor>&
   return finish(node, inputs, attributes->fused, std::move(y), kGateYScale, 0, outputs);
 }
 
+// LayerNorm over the last axis in double (the oracle of the engine's float kernel), then the Q.
+Status layer_norm_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const LayerNormAttributes* attributes, typed_attributes<LayerNormAttributes>(node));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, kNormX, "x"));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* gamma, required_input(node, inputs, kNormGamma, "gamma"));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* beta, required_input(node, inputs, kNormBeta, "beta"));
+  for (const auto& [tensor, role] : {std::pair{x, "x"}, {gamma, "gamma"}, {beta, "beta"}}) {
+    QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *tensor, role, {DataType::kFloat}));
+  }
+  const int64_t columns = x->rank() == 0 ? 1 : x->dim(x->rank() - 1);
+  if (x->rank() == 0 || gamma->numel() != columns || beta->numel() != columns) {
+    return invalid_argument("{}: gamma and beta must have the last dim of x ({} values)", node.describe(), columns);
+  }
+  Tensor y(DataType::kFloat, x->shape());
+  const int64_t rows = columns == 0 ? 0 : x->numel() / columns;
+  for (int64_t row = 0; row < rows; ++row) {
+    const float* in = x->data<float>() + row * columns;
+    float* out = y.data<float>() + row * columns;
+    double sum = 0.0;
+    for (int64_t c = 0; c < columns; ++c) sum += in[c];
+    const double mean = sum / static_cast<double>(columns);
+    double squares = 0.0;
+    for (int64_t c = 0; c < columns; ++c) squares += (in[c] - mean) * (in[c] - mean);
+    const double inverse = 1.0 / std::sqrt(squares / static_cast<double>(columns) + attributes->epsilon);
+    for (int64_t c = 0; c < columns; ++c) {
+      out[c] = static_cast<float>((in[c] - mean) * inverse * gamma->data<float>()[c] + beta->data<float>()[c]);
+    }
+  }
+  return finish(node, inputs, attributes->fused, std::move(y), kNormYScale, 0, outputs);
+}
+
 }  // namespace
 
 void register_fused_kernels(KernelRegistry& registry) {
@@ -395,6 +427,7 @@ void register_fused_kernels(KernelRegistry& registry) {
   registry.add(layers::kDomain, layers::kQConcat, qconcat_kernel);
   registry.add(layers::kDomain, layers::kQRequantize, qrequantize_kernel);
   registry.add(layers::kDomain, layers::kChannelGate, channel_gate_kernel);
+  registry.add(layers::kDomain, layers::kLayerNorm, layer_norm_kernel);
 }
 
 }  // namespace qdqrt

@@ -205,17 +205,70 @@ g (float[N,2,8] x) => (float[4,16] y)
 
 // A shape computed from the batch (folded into a constant [4, 4] at build time) read by a layer
 // that needs its value: right only at the maximum batch.
+// (Expand of such a shape runs at any batch: ClassTokenExpandRunsAtEveryBatch.)
 TEST(BatchRefusal, LayerReadsAConstantComputedForTheMaximumBatch) {
   expect_refusal(R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[N,4] x) => (float[N,4] y)
-<float[1,4] row = {1.0, 2.0, 3.0, 4.0}>
 {
   s = Shape(x)
-  e = Expand(row, s)
-  y = Add(x, e)
+  ones = ConstantOfShape<value = float[1] {1.0}>(s)
+  y = Add(x, ones)
 }
 )",
                  {4, 4}, "a constant computed for batch 4");
+}
+
+// A ViT's class token as torch exports it: Expand to [batch, 1, width] with the target computed
+// from Shape(x) (and Expand's -1s replaced through ConstantOfShape/Equal/Where), then Concat with
+// the patch tokens and a Reshape to [batch, -1]. The target shapes are evaluated at build
+// (evaluate_shape_computations), the Expand and Gather run as strided copies at any batch.
+TEST(VitClassToken, ClassTokenExpandRunsAtEveryBatch) {
+  const std::string path = fs::path(::testing::TempDir()) / "vit_class_token.onnx";
+  ASSERT_TRUE(write_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,3,4] x) => (float[N,16] y, float[N,4] first)
+<float[1,1,4] class_token = {0.5, -1.0, 2.0, 0.25}, int64 zero = {0}, int64[1] axes = {0},
+ int64[1] minus_one = {-1}, int64[1] three = {3}>
+{
+  s = Shape(x)
+  b = Gather<axis = 0>(s, zero)
+  b1 = Unsqueeze(b, axes)
+  expand_request = Concat<axis = 0>(b1, minus_one, minus_one)
+  ones = ConstantOfShape<value = int64[1] {1}>(three)
+  minus_ones = Mul(ones, minus_one)
+  is_minus_one = Equal(expand_request, minus_ones)
+  expand_shape = Where(is_minus_one, ones, expand_request)
+  tokens = Expand(class_token, expand_shape)
+  c = Concat<axis = 1>(tokens, x)
+  first = Gather<axis = 1>(c, zero)
+  target = Concat<axis = 0>(b1, minus_one)
+  y = Reshape(c, target)
+}
+)",
+                               {}, 1, path)
+                  .is_ok());
+  engine::BuildOptions options;
+  options.input_shapes["x"] = {kMaxBatch, 3, 4};
+  auto built = engine::Engine::build_from_file(path, options);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  const engine::Engine& engine = **built;
+  EXPECT_EQ(engine.plan().fixed_batch_reason, "");
+  for (const engine::PlanLayer& layer : engine.plan().layers) EXPECT_NE(layer.kind, "reference") << layer.name;
+  TensorMap inputs = {{"x", random_tensor({kMaxBatch, 3, 4}, 9)}};
+  auto graph = load_onnx_file(path);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  for (int64_t per_run : {int64_t{1}, int64_t{3}, kMaxBatch}) {
+    auto outputs = run_per_image(engine, inputs, kMaxBatch, per_run);
+    ASSERT_TRUE(outputs.ok()) << "batch " << per_run << ": " << outputs.status().to_string();
+    TensorMap image_inputs;
+    for (int64_t image = 0; image < kMaxBatch; ++image) {
+      auto expected = run_reference(*graph, {{"x", slice(inputs.at("x"), 0, 1, image, 1)}});
+      ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+      for (const char* name : {"y", "first"}) {
+        EXPECT_TRUE(bit_equal(outputs->slices.at(name)[static_cast<size_t>(image)], expected->at(name)))
+            << name << " of image " << image << ", " << per_run << " at a time";
+      }
+    }
+  }
 }
 
 // A value whose shape is not a multiple of the batch (Concat of the batch with one more row).

@@ -67,8 +67,8 @@ TEST(RemoveFakeQuantization, NotInTheInt8Pipeline) {
   std::vector<std::string> int8 = optimizer::pipeline_pass_names();
   std::vector<std::string> float_only = optimizer::pipeline_pass_names(true);
   EXPECT_EQ(std::count(int8.begin(), int8.end(), "remove_fake_quantization"), 0);
-  EXPECT_EQ(float_only, (std::vector<std::string>{"remove_identities", "fold_constants", "remove_fake_quantization",
-                                                  "fold_batchnorm"}));
+  EXPECT_EQ(float_only, (std::vector<std::string>{"remove_identities", "fold_constants", "evaluate_shape_computations",
+                                                  "remove_fake_quantization", "fold_batchnorm", "fuse_layer_norm"}));
   Graph graph = parse_graph(qdq_conv_bn("rq = QuantizeLinear(r, ys, yzp)\n y = DequantizeLinear(rq, ys, yzp)"));
   Graph int8_graph = run_passes(graph, {});
   EXPECT_GT(count_ops(int8_graph, "QConv"), 0);

@@ -1,0 +1,287 @@
+// "strided_copy": one data-movement layer for the ops that read their input at fixed strides,
+// any dtype, plain layout, rank <= 6, the batch on any axis of either side (any_batch_layout):
+//   Transpose   that the float and int8 transposes leave (rank 5-6, the batch moved off dim 0:
+//               the head split [B,T,3,H,D] -> [3,B,H,T,D] of attention);
+//   Gather      of a constant scalar index (q/k/v = qkv[0..2], the class token x[:, 0]);
+//   Expand      (the class token [1,1,D] to [B,1,D]: its target shape, folded at the built batch,
+//               is never read; the output's dims come from RunState::dim).
+// Params (engine/layer_params.h): per output axis the input axis it walks (`source_axes`, -1:
+// broadcast, stride 0), per input axis the index it starts at (`starts`; the fixed index of an
+// axis no output axis walks). Items: output rows (all dims but the last).
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/ops/tensor.h"
+#include "engine/layer.h"
+#include "engine/layer_params.h"
+#include "engine/layers/layer_families.h"
+
+namespace qdqrt::engine {
+
+namespace {
+
+constexpr const char* kKind = "strided_copy";
+constexpr size_t kMaxRank = 6;
+
+struct CopyGeometry {
+  std::vector<int64_t> source_axes;  // per output axis
+  std::vector<int64_t> starts;       // per input axis
+};
+
+std::optional<BatchLayout> tracked(const BuildContext& context, const std::string& value) {
+  if (context.constant(value) != nullptr) return BatchLayout{};
+  return context.batch_layout(value);
+}
+
+// Checks what bind checks, at build: output dims fit the input, batch axes walk batch axes.
+bool fits(const CopyGeometry& geometry, const Shape& x, const BatchLayout& x_batch, const Shape& y,
+          const BatchLayout& y_batch) {
+  if (x.empty() || x.size() > kMaxRank || y.empty() || y.size() > kMaxRank) return false;
+  if (geometry.source_axes.size() != y.size() || geometry.starts.size() != x.size()) return false;
+  std::array<bool, kMaxRank> walked{};
+  for (size_t k = 0; k < y.size(); ++k) {
+    const int64_t source = geometry.source_axes[k];
+    const bool y_batch_axis = y_batch.batched && static_cast<size_t>(y_batch.axis) == k;
+    if (source < 0) {
+      if (y_batch_axis && y_batch.factor != 1) return false;
+      continue;
+    }
+    if (source >= static_cast<int64_t>(x.size()) || walked[static_cast<size_t>(source)]) return false;
+    walked[static_cast<size_t>(source)] = true;
+    const bool x_batch_axis = x_batch.batched && x_batch.axis == source;
+    if (x_batch_axis != y_batch_axis || (x_batch_axis && x_batch.factor != y_batch.factor)) return false;
+    const int64_t start = geometry.starts[static_cast<size_t>(source)];
+    if (start < 0 || (x_batch_axis && start != 0) || start + y[k] > x[static_cast<size_t>(source)]) return false;
+  }
+  for (size_t a = 0; a < x.size(); ++a) {
+    if (walked[a]) continue;
+    const int64_t start = geometry.starts[a];
+    if ((x_batch.batched && static_cast<size_t>(x_batch.axis) == a) || start < 0 || start >= x[a]) return false;
+  }
+  // A batched output whose batch is broadcast reads no batched input; a batched input must be walked.
+  if (x_batch.batched && !y_batch.batched) return false;
+  return true;
+}
+
+class StridedCopyLayer final : public Layer {
+ public:
+  int32_t input = -1, output = -1;
+  size_t element = 1;
+  CopyGeometry geometry;
+
+  // Output dims and, per output axis, the input stride; the input offset of element 0.
+  int64_t layout(const RunState& state, std::array<int64_t, kMaxRank>& dims, std::array<int64_t, kMaxRank>& strides) const {
+    const size_t x_rank = geometry.starts.size(), y_rank = geometry.source_axes.size();
+    std::array<int64_t, kMaxRank> input_strides{};
+    int64_t stride = 1, base = 0;
+    for (size_t a = x_rank; a-- > 0;) {
+      input_strides[a] = stride;
+      base += geometry.starts[a] * stride;
+      stride *= state.dim(input, a);
+    }
+    for (size_t k = 0; k < y_rank; ++k) {
+      dims[k] = state.dim(output, k);
+      const int64_t source = geometry.source_axes[k];
+      strides[k] = source < 0 ? 0 : input_strides[static_cast<size_t>(source)];
+    }
+    return base;
+  }
+
+  WorkShape work(const RunState& state) const override {
+    const int64_t inner = state.dim(output, geometry.source_axes.size() - 1);
+    return {.items = inner > 0 ? state.numel(output) / inner : 0, .ops_per_item = static_cast<double>(inner)};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    switch (element) {
+      case 1: run_typed<uint8_t>(state, begin, end); break;
+      case 2: run_typed<uint16_t>(state, begin, end); break;
+      case 4: run_typed<uint32_t>(state, begin, end); break;
+      default: run_typed<uint64_t>(state, begin, end); break;
+    }
+  }
+
+ private:
+  template <class T>
+  void run_typed(const RunState& state, int64_t begin, int64_t end) const {
+    std::array<int64_t, kMaxRank> dims{}, strides{};
+    const int64_t base = layout(state, dims, strides);
+    const size_t rank = geometry.source_axes.size();
+    const int64_t inner = dims[rank - 1], inner_stride = strides[rank - 1];
+    const T* x = state.data<const T>(input);
+    T* y = state.data<T>(output);
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t offset = base, rest = row;
+      for (size_t k = rank - 1; k-- > 0;) {
+        offset += (rest % dims[k]) * strides[k];
+        rest /= dims[k];
+      }
+      T* target = y + row * inner;
+      const T* source = x + offset;
+      if (inner_stride == 1) {
+        std::memcpy(target, source, static_cast<size_t>(inner) * sizeof(T));
+      } else {
+        for (int64_t i = 0; i < inner; ++i) target[i] = source[i * inner_stride];
+      }
+    }
+  }
+};
+
+Result<std::unique_ptr<Layer>> bind_strided_copy(const BindContext& context) {
+  if (context.layer().inputs.size() != 1 || context.layer().outputs.size() != 1) {
+    return context.error("expects one input and one output");
+  }
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, context.input(0));
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* y, context.output(0));
+  const size_t element = dtype_size(x->dtype);
+  if (x->dtype != y->dtype || (element != 1 && element != 2 && element != 4 && element != 8)) {
+    return context.error("input and output must have one dtype of 1, 2, 4 or 8 bytes");
+  }
+  if (x->layout != Layout::kPlain || y->layout != Layout::kPlain) return context.error("tensors must be plain");
+  if (x->shape.empty() || x->shape.size() > kMaxRank || y->shape.empty() || y->shape.size() > kMaxRank) {
+    return context.error("ranks must be 1..6");
+  }
+  for (const PlanTensor* tensor : {x, y}) {
+    for (int64_t dim : tensor->shape) {
+      if (dim < 0 || dim > params::kMaxDim) return context.error(fmt::format("'{}' has a bad shape", tensor->name));
+    }
+    if (tensor->batched && (static_cast<size_t>(tensor->batch_axis) >= tensor->shape.size() ||
+                            tensor->shape[static_cast<size_t>(tensor->batch_axis)] !=
+                                tensor->batch_factor * context.plan().max_batch)) {
+      return context.error(fmt::format("'{}' is batched but its batch dim is not the maximum batch", tensor->name));
+    }
+  }
+  auto layer = std::make_unique<StridedCopyLayer>();
+  const int64_t x_rank = static_cast<int64_t>(x->shape.size());
+  QDQRT_ASSIGN_OR_RETURN(layer->geometry.source_axes,
+                         params::kSourceAxes.read_in(context, y->shape.size(), -1, x_rank - 1));
+  QDQRT_ASSIGN_OR_RETURN(layer->geometry.starts, params::kStarts.read(context, x->shape.size()));
+  if (!fits(layer->geometry, x->shape, batch_layout_of(*x), y->shape, batch_layout_of(*y))) {
+    return context.error(fmt::format("source axes and starts do not map input {} onto output {} (batch kept in place)",
+                                     shape_to_string(x->shape), shape_to_string(y->shape)));
+  }
+  layer->input = context.layer().inputs[0];
+  layer->output = context.layer().outputs[0];
+  layer->element = element;
+  return std::unique_ptr<Layer>(std::move(layer));
+}
+
+// --- Lowerings: each op's geometry, or nullopt when this layer does not take the node.
+
+using GeometryFn = std::function<std::optional<CopyGeometry>(const Node&, const Shape& x, const Shape& y,
+                                                             const BuildContext&)>;
+
+std::optional<CopyGeometry> transpose_geometry(const Node& node, const Shape& x, const Shape& y, const BuildContext&) {
+  std::vector<int64_t> perm = node.attrs<TransposeAttributes>().perm;
+  if (perm.empty()) {
+    for (size_t a = x.size(); a-- > 0;) perm.push_back(static_cast<int64_t>(a));
+  }
+  if (perm.size() != x.size() || y.size() != x.size()) return std::nullopt;
+  return CopyGeometry{.source_axes = perm, .starts = std::vector<int64_t>(x.size(), 0)};
+}
+
+std::optional<CopyGeometry> gather_geometry(const Node& node, const Shape& x, const Shape& y,
+                                            const BuildContext& context) {
+  const Tensor* indices = context.constant(node.input(1));
+  if (indices == nullptr || !indices->shape().empty() || y.size() + 1 != x.size()) return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(x.size());
+  int64_t axis = node.attrs<GatherAttributes>().axis;
+  axis = axis < 0 ? axis + rank : axis;
+  if (axis < 0 || axis >= rank) return std::nullopt;
+  int64_t index = indices->value_as_int64(0);
+  index = index < 0 ? index + x[static_cast<size_t>(axis)] : index;
+  CopyGeometry geometry{.source_axes = {}, .starts = std::vector<int64_t>(x.size(), 0)};
+  geometry.starts[static_cast<size_t>(axis)] = index;
+  for (int64_t a = 0; a < rank; ++a) {
+    if (a != axis) geometry.source_axes.push_back(a);
+  }
+  return geometry;
+}
+
+std::optional<CopyGeometry> expand_geometry(const Node&, const Shape& x, const Shape& y, const BuildContext&) {
+  if (x.size() > y.size()) return std::nullopt;
+  CopyGeometry geometry{.source_axes = {}, .starts = std::vector<int64_t>(x.size(), 0)};
+  const size_t lead = y.size() - x.size();
+  for (size_t k = 0; k < y.size(); ++k) {
+    const bool broadcast = k < lead || (x[k - lead] == 1 && y[k] != 1);
+    geometry.source_axes.push_back(broadcast ? -1 : static_cast<int64_t>(k - lead));
+  }
+  return geometry;
+}
+
+struct Analysis {
+  CopyGeometry geometry;
+  size_t element = 0;
+};
+
+std::optional<Analysis> analyze(const Node& node, const BuildContext& context, const GeometryFn& geometry_of) {
+  if (!node.domain.empty() || !node.has_input(0) || node.outputs.size() != 1 || node.outputs[0].empty()) {
+    return std::nullopt;
+  }
+  Result<Shape> x = context.shape_of(node.input(0));
+  Result<Shape> y = context.shape_of(node.outputs[0]);
+  Result<DataType> dtype = context.dtype_of(node.input(0));
+  if (!x.ok() || !y.ok() || !dtype.ok()) return std::nullopt;
+  const std::optional<BatchLayout> x_batch = tracked(context, node.input(0));
+  const std::optional<BatchLayout> y_batch = context.batch_layout(node.outputs[0]);
+  if (!x_batch || !y_batch) return std::nullopt;
+  std::optional<CopyGeometry> geometry = geometry_of(node, *x, *y, context);
+  if (!geometry || !fits(*geometry, *x, *x_batch, *y, *y_batch)) return std::nullopt;
+  const size_t element = dtype_size(*dtype);
+  if (element != 1 && element != 2 && element != 4 && element != 8) return std::nullopt;
+  return Analysis{std::move(*geometry), element};
+}
+
+Status lower(const Node& node, BuildContext& context, const GeometryFn& geometry_of) {
+  std::optional<Analysis> analysis = analyze(node, context, geometry_of);
+  if (!analysis) return internal_error("{}: strided_copy accepted a node it cannot lower", node.describe());
+  QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(0), Layout::kPlain));
+  QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kPlain));
+  PlanLayer layer;
+  layer.kind = kKind;
+  layer.name = node.name;
+  layer.op_type = node.op_type;
+  layer.source_nodes = {node.name};
+  layer.kernel = fmt::format("x{}-strided-copy", analysis->element * 8);
+  layer.inputs = {x};
+  layer.outputs = {y};
+  params::kSourceAxes.write(layer, analysis->geometry.source_axes);
+  params::kStarts.write(layer, analysis->geometry.starts);
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+// The float and int8 transposes take rank <= 4 (float) or 8-bit tensors with the batch kept in
+// place; this layer takes the rest.
+bool transpose_left_over(const Node& node, const BuildContext& context) {
+  Result<Shape> x = context.shape_of(node.input(0));
+  const std::optional<BatchLayout> x_batch = context.batch_layout(node.input(0));
+  const std::optional<BatchLayout> y_batch = context.batch_layout(node.outputs.empty() ? "" : node.outputs[0]);
+  return x.ok() && (x->size() > 4 || !x_batch || !y_batch || !batch_leads(*x_batch) || !batch_leads(*y_batch));
+}
+
+}  // namespace
+
+void register_strided_copy(LayerRegistry& registry) {
+  registry.add_kind({.kind = kKind, .bind = bind_strided_copy, .any_batch_layout = true});
+  const std::pair<const char*, GeometryFn> ops[] = {
+      {"Transpose", transpose_geometry}, {"Gather", gather_geometry}, {"Expand", expand_geometry}};
+  for (const auto& [op, geometry_of] : ops) {
+    const bool transpose = std::string(op) == "Transpose";
+    registry.add_lowering({.domain = "",
+                           .op_type = op,
+                           .lower = [geometry_of](const Node& node, BuildContext& context) {
+                             return lower(node, context, geometry_of);
+                           },
+                           .accepts = [geometry_of, transpose](const Node& node, const BuildContext& context) {
+                             if (transpose && !transpose_left_over(node, context)) return false;
+                             return analyze(node, context, geometry_of).has_value();
+                           },
+                           .any_batch_layout = true});
+  }
+}
+
+}  // namespace qdqrt::engine
