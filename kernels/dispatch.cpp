@@ -259,4 +259,17 @@ Fp32Kernels fp32_kernels(Isa isa) {
   return k;
 }
 
+// ---------------------------------------------------------------- fp32 igemm
+const internal::SgemmImplementation& sgemm_implementation(Isa isa) {
+  static const internal::SgemmImplementation kScalarImpl{scalar::sgemm_ukernel, 4, 8, "scalar"};
+  static const internal::SgemmImplementation kAvx2Impl{avx2::sgemm_ukernel, 6, 16, "avx2"};
+  static const internal::SgemmImplementation kAvx512Impl{avx512skx::sgemm_ukernel, 14, 32, "avx512"};
+  switch (impl_for(isa)) {
+    case Impl::kScalar: return kScalarImpl;
+    case Impl::kAvx2: return kAvx2Impl;
+    case Impl::kAvx512Skx: return kAvx512Impl;
+  }
+  return kScalarImpl;
+}
+
 }  // namespace qdqrt::kernels

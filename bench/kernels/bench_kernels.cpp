@@ -24,6 +24,7 @@
 #include "bench/kernels/peak.h"
 #include "kernels/cpu_features.h"
 #include "kernels/conv/qconv.h"
+#include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/gemm/qmatmul.h"
 
 namespace qdqrt::bench {
@@ -75,7 +76,8 @@ std::pair<int, int> part_range(int total, int parts, int part, int align) {
 }
 
 template <typename Body>
-void timed_loop(benchmark::State& state, int threads, Body&& body, double ops, double bytes) {
+void timed_loop(benchmark::State& state, int threads, Body&& body, double ops, double bytes,
+                double (*fresh_peak)() = fresh_peak_gops) {
   tbb::task_arena arena(threads);
   const double cpu_start = process_cpu_seconds();
   const auto start = std::chrono::steady_clock::now();
@@ -96,7 +98,7 @@ void timed_loop(benchmark::State& state, int threads, Body&& body, double ops, d
   state.counters["GOPS"] = ops * per_second * 1e-9;
   state.counters["GOPS_cpu"] = ops * per_cpu_second * 1e-9;
   // Against the peak re-measured now (the shared machine's state drifts during a long run).
-  const double peak = fresh_peak_gops();
+  const double peak = fresh_peak();
   state.counters["peak_now"] = peak;
   state.counters["pct_peak"] = 100.0 * ops * per_cpu_second * 1e-9 / (threads * peak);
   if (bytes > 0) {
@@ -150,6 +152,68 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
         run_conv(packed, shape, args, epilogue, begin, end);
       },
       ops, 0.0);
+}
+
+std::vector<float> random_floats(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (auto& v : values) v = uniform(rng);
+  return values;
+}
+
+// fp32 NHWC convolution on the igemm (bias + ReLU epilogue; the ResNet expansions with the
+// residual Add), % of the fp32 FMA peak.
+void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
+  if (layer.groups != 1) {
+    state.SkipWithError("grouped convolutions are not on the fp32 igemm");
+    return;
+  }
+  const int taps = layer.kernel * layer.kernel;
+  const auto input = random_floats(static_cast<size_t>(layer.height) * layer.width * layer.input_channels, 1);
+  const auto weights = random_floats(static_cast<size_t>(layer.output_channels) * layer.input_channels * taps, 2);
+  const auto bias = random_floats(static_cast<size_t>(layer.output_channels), 3);
+  SgemmWeightsDesc desc;
+  desc.n = layer.output_channels;
+  desc.taps = taps;
+  desc.channels = layer.input_channels;
+  desc.weights = weights.data();
+  desc.stride_n = static_cast<int64_t>(layer.input_channels) * taps;
+  desc.stride_tap = 1;
+  desc.stride_channel = taps;
+  desc.bias = bias.data();
+  const PackedSgemm packed = pack_sgemm(desc, active_isa());
+  SconvGeometry geometry;
+  geometry.input_height = layer.height;
+  geometry.input_width = layer.width;
+  geometry.input_pixel_stride = layer.input_channels;
+  geometry.input_image_stride = static_cast<int64_t>(layer.height) * layer.width * layer.input_channels;
+  geometry.kernel_height = geometry.kernel_width = layer.kernel;
+  geometry.stride_height = geometry.stride_width = layer.stride;
+  geometry.pad_top = geometry.pad_left = layer.pad;
+  geometry.output_height = (layer.height + 2 * layer.pad - layer.kernel) / layer.stride + 1;
+  geometry.output_width = (layer.width + 2 * layer.pad - layer.kernel) / layer.stride + 1;
+  const int64_t pixels = geometry.output_pixels_per_image();
+  std::vector<float> output(static_cast<size_t>(pixels) * layer.output_channels);
+  const bool residual = std::string(layer.network) == "resnet50" && layer.kernel == 1 && layer.stride == 1 &&
+                        layer.output_channels == 4 * layer.input_channels;
+  const auto residual_data = random_floats(output.size(), 4);
+  Fp32Epilogue epilogue;
+  epilogue.min = 0.0f;
+  if (residual) {
+    epilogue.residual = residual_data.data();
+    epilogue.residual_row_stride = layer.output_channels;
+  }
+  const SconvArgs args{input.data(), output.data(), layer.output_channels};
+  const double ops = 2.0 * static_cast<double>(pixels) * layer.output_channels * layer.input_channels * taps;
+  state.SetLabel(sgemm_kernel_name(packed, taps > 1 || layer.stride > 1) + (residual ? " +residual" : ""));
+  timed_loop(
+      state, threads,
+      [&](int part) {
+        auto [begin, end] = part_range(static_cast<int>(pixels), threads, part, packed.mr);
+        run_sconv(packed, geometry, args, epilogue, begin, end, 0, layer.output_channels);
+      },
+      ops, 0.0, fresh_fp32_peak_gflops);
 }
 
 void gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) {
@@ -220,10 +284,18 @@ void register_benchmarks() {
   benchmark::RegisterBenchmark("peak/vpdpbusd_zmm", peak_benchmark, vpdpbusd_zmm_loop, Isa::kAvx512Vnni);
   benchmark::RegisterBenchmark("peak/vpdpbusd_ymm", peak_benchmark, vpdpbusd_ymm_loop, Isa::kAvxVnni);
   benchmark::RegisterBenchmark("peak/vpmaddwd_ymm", peak_benchmark, vpmaddwd_ymm_loop, Isa::kAvx2);
+  benchmark::RegisterBenchmark("peak/vfmadd_zmm", peak_benchmark, vfmadd_zmm_loop, Isa::kAvx512Vnni);
+  benchmark::RegisterBenchmark("peak/vfmadd_ymm", peak_benchmark, vfmadd_ymm_loop, Isa::kAvx2);
   for (int threads : {1, 2}) {
     for (const ConvLayer& layer : conv_layers()) {
       std::string name = std::string("conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
       benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads)->UseRealTime();
+    }
+    for (const ConvLayer& layer : conv_layers()) {
+      if (layer.groups != 1) continue;
+      std::string name =
+          std::string("fp32_conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads)->UseRealTime();
     }
     for (const GemmLayer& layer : gemm_layers()) {
       std::string name = std::string("gemm/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
@@ -257,6 +329,8 @@ int main(int argc, char** argv) {
   qdqrt::bench::register_benchmarks();
   benchmark::AddCustomContext("isa", qdqrt::kernels::isa_name(qdqrt::kernels::active_isa()));
   benchmark::AddCustomContext("measured_peak_gops_per_core", std::to_string(qdqrt::bench::measured_peak_gops()));
+  benchmark::AddCustomContext("measured_fp32_peak_gflops_per_core",
+                              std::to_string(qdqrt::bench::measured_fp32_peak_gflops()));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

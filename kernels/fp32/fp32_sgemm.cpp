@@ -1,0 +1,165 @@
+// fp32 igemm: weight packing and the driver that walks tiles and builds the per-tap row pointers
+// (portable; the microkernels are per ISA, chosen by sgemm_implementation()).
+#include "kernels/fp32/fp32_sgemm.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include <fmt/format.h>
+
+#include "kernels/dispatch.h"
+
+namespace qdqrt::kernels {
+
+namespace {
+
+// Rows per block whose A rows (block x k floats) stay in L2 while every panel passes over them.
+constexpr int64_t kRowBlockBytes = 192 * 1024;
+
+int64_t row_block(const PackedSgemm& packed) {
+  const int64_t rows = kRowBlockBytes / std::max<int64_t>(packed.k() * 4, 1);
+  return std::max<int64_t>(rows / packed.mr, 1) * packed.mr;
+}
+
+// Walks row tiles x panels of [m_begin, m_end) x [n_begin, n_end); fill(m, mr, pointers) writes
+// the pointers of rows m..m+mr-1 for every tap (pointers[tap * MR + r]).
+template <class Fill>
+void drive(const PackedSgemm& packed, const Fill& fill, float* c, int64_t c_row_stride, const Fp32Epilogue& epilogue,
+           int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
+  const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
+  assert(impl.mr == packed.mr && impl.nr == packed.nr && n_begin % packed.nr == 0);
+  const float* pointers[kSgemmMaxTaps * 16];
+  internal::SgemmUkernelArgs args;
+  args.taps = packed.taps;
+  args.channels = packed.channels;
+  args.a = pointers;
+  args.c_row_stride = c_row_stride;
+  args.residual_row_stride = epilogue.residual_row_stride;
+  args.min = epilogue.min;
+  args.max = epilogue.max;
+  const int64_t panel_floats = packed.k() * packed.nr;
+  const int64_t block = row_block(packed);
+  for (int64_t block_begin = m_begin; block_begin < m_end; block_begin += block) {
+    const int64_t block_end = std::min(m_end, block_begin + block);
+    for (int n = n_begin; n < n_end; n += packed.nr) {
+      const int64_t panel = n / packed.nr;
+      args.nc = std::min(packed.nr, n_end - n);
+      args.w = packed.data.data() + panel * panel_floats;
+      args.bias = packed.bias.data() + n;
+      for (int64_t m = block_begin; m < block_end; m += packed.mr) {
+        args.mr = static_cast<int>(std::min<int64_t>(packed.mr, block_end - m));
+        fill(m, args.mr, pointers);
+        args.c = c + m * c_row_stride + n;
+        args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
+        impl.ukernel(args);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+SgemmTile sgemm_tile(Isa isa) {
+  const internal::SgemmImplementation& impl = sgemm_implementation(usable_isa(isa));
+  return {impl.mr, impl.nr};
+}
+
+int sgemm_padded_n(int n, Isa isa) {
+  const int nr = sgemm_tile(isa).nr;
+  return (n + nr - 1) / nr * nr;
+}
+
+int64_t packed_sgemm_floats(int n, int64_t k, Isa isa) { return static_cast<int64_t>(sgemm_padded_n(n, isa)) * k; }
+
+PackedSgemm pack_sgemm(const SgemmWeightsDesc& desc, Isa isa) {
+  PackedSgemm packed;
+  packed.isa = usable_isa(isa);
+  const SgemmTile tile = sgemm_tile(packed.isa);
+  packed.n = desc.n;
+  packed.taps = desc.taps;
+  packed.channels = desc.channels;
+  packed.mr = tile.mr;
+  packed.nr = tile.nr;
+  packed.n_padded = sgemm_padded_n(desc.n, packed.isa);
+  const int64_t k = packed.k();
+  packed.data.resize(static_cast<size_t>(packed.n_padded * k));  // zeroed: padded columns stay 0
+  packed.bias.resize(static_cast<size_t>(packed.n_padded));
+  packed.zeros.resize(static_cast<size_t>(std::max(desc.channels, 1)));
+  float* out = packed.data.data();
+  for (int n = 0; n < desc.n; ++n) {
+    const int64_t panel = n / tile.nr, column = n % tile.nr;
+    for (int tap = 0; tap < desc.taps; ++tap) {
+      for (int c = 0; c < desc.channels; ++c) {
+        const int64_t kk = static_cast<int64_t>(tap) * desc.channels + c;
+        out[(panel * k + kk) * tile.nr + column] =
+            desc.weights[n * desc.stride_n + tap * desc.stride_tap + c * desc.stride_channel];
+      }
+    }
+    if (desc.bias) packed.bias.data()[n] = desc.bias[n];
+  }
+  return packed;
+}
+
+PackedSgemm packed_sgemm_view(int n, int taps, int channels, Isa isa, const float* data, const float* bias) {
+  PackedSgemm packed;
+  packed.isa = usable_isa(isa);
+  const SgemmTile tile = sgemm_tile(packed.isa);
+  packed.n = n;
+  packed.taps = taps;
+  packed.channels = channels;
+  packed.mr = tile.mr;
+  packed.nr = tile.nr;
+  packed.n_padded = sgemm_padded_n(n, packed.isa);
+  packed.data = AlignedBuffer<float>::view(data, static_cast<size_t>(packed_sgemm_floats(n, packed.k(), packed.isa)));
+  packed.bias = AlignedBuffer<float>::view(bias, static_cast<size_t>(packed.n_padded));
+  packed.zeros.resize(static_cast<size_t>(std::max(channels, 1)));
+  return packed;
+}
+
+void run_sconv(const PackedSgemm& packed, const SconvGeometry& g, const SconvArgs& args, const Fp32Epilogue& epilogue,
+               int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
+  const int64_t image_pixels = g.output_pixels_per_image();
+  const int mr = packed.mr;
+  const float* zeros = packed.zeros.data();
+  auto fill = [&](int64_t m, int rows, const float** pointers) {
+    int64_t image = m / image_pixels;
+    int64_t pixel = m % image_pixels;
+    int oy = static_cast<int>(pixel / g.output_width), ox = static_cast<int>(pixel % g.output_width);
+    for (int r = 0; r < rows; ++r) {
+      const float* image_input = args.input + image * g.input_image_stride;
+      const int y0 = oy * g.stride_height - g.pad_top, x0 = ox * g.stride_width - g.pad_left;
+      int tap = 0;
+      for (int ky = 0; ky < g.kernel_height; ++ky) {
+        const int y = y0 + ky * g.dilation_height;
+        const bool row_inside = y >= 0 && y < g.input_height;
+        for (int kx = 0; kx < g.kernel_width; ++kx, ++tap) {
+          const int x = x0 + kx * g.dilation_width;
+          pointers[tap * mr + r] = row_inside && x >= 0 && x < g.input_width
+                                       ? image_input + (static_cast<int64_t>(y) * g.input_width + x) * g.input_pixel_stride
+                                       : zeros;
+        }
+      }
+      if (++ox == g.output_width) {
+        ox = 0;
+        if (++oy == g.output_height) oy = 0, ++image;
+      }
+    }
+  };
+  drive(packed, fill, args.output, args.output_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
+}
+
+void run_sgemm(const PackedSgemm& packed, const float* a, int64_t a_row_stride, float* c, int64_t c_row_stride,
+               const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
+  assert(packed.taps == 1);
+  auto fill = [&](int64_t m, int rows, const float** pointers) {
+    for (int r = 0; r < rows; ++r) pointers[r] = a + (m + r) * a_row_stride;
+  };
+  drive(packed, fill, c, c_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
+}
+
+std::string sgemm_kernel_name(const PackedSgemm& packed, bool convolution) {
+  const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
+  return fmt::format("f32-{}-{}x{}-{}", convolution ? "igemm" : "gemm", impl.mr, impl.nr, impl.isa_suffix);
+}
+
+}  // namespace qdqrt::kernels

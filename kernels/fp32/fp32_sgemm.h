@@ -1,0 +1,139 @@
+// FP32 GEMM and NHWC convolution on a register-tiled microkernel, weights packed at build time.
+//
+//   C[m][n] = clamp(sum_k A[m][k] * W[n][k] + bias[n] + residual[m][n], min, max)
+//
+// Rows m are output pixels (NHWC: a pixel's channels are contiguous), columns n output channels.
+// The microkernel is an indirect GEMM (XNNPACK's igemm): it takes, per kernel tap, MR pointers to
+// the rows' `channels` contiguous inputs, so 1x1 convolutions read the activations in place, KxK
+// ones gather the taps through pointers (padding points at a zero row) and no im2col buffer
+// exists. W is packed as panels of NR columns, [n_padded / NR][taps * channels][NR], with k in
+// (tap, channel) order; the bias is padded to n_padded.
+//
+// Tiles (per ISA, chosen by sgemm_tile()):
+//   avx512skx  14 x 32 (28 zmm accumulators, B from the panel, A broadcast from memory)
+//   avx2        6 x 16 (12 ymm accumulators)
+//   scalar      4 x 8  (plain loops: the reference the vector kernels are tested against)
+// Summation order is k order per output in every variant (one accumulator per output, fused
+// multiply-add in the vector kernels), so results differ from the scalar ones only by FMA rounding.
+//
+// Threading: run_sconv computes rows [m_begin, m_end) x columns [n_begin, n_end); n_begin must be
+// a multiple of nr. Disjoint ranges may run concurrently. Nothing allocates at run time.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "kernels/aligned_buffer.h"
+#include "kernels/cpu_features.h"
+
+namespace qdqrt::kernels {
+
+struct SgemmTile {
+  int mr = 0, nr = 0;
+};
+SgemmTile sgemm_tile(Isa isa);
+
+// Weight element (n, tap, c) is weights[n * stride_n + tap * stride_tap + c * stride_channel].
+// ONNX Conv weights [O][C][kh][kw]: stride_n = C*kh*kw, stride_tap = 1, stride_channel = kh*kw.
+// A MatMul B [K][N]: taps 1, stride_n = 1, stride_channel = N.
+struct SgemmWeightsDesc {
+  int n = 0;
+  int taps = 1;
+  int channels = 0;  // reduction depth per tap
+  const float* weights = nullptr;
+  int64_t stride_n = 0, stride_tap = 0, stride_channel = 1;
+  const float* bias = nullptr;  // n values or null
+};
+
+struct PackedSgemm {
+  Isa isa = Isa::kScalar;
+  int n = 0, taps = 1, channels = 0;
+  int mr = 0, nr = 0;
+  int n_padded = 0;
+  AlignedBuffer<float> data;  // [n_padded / nr][taps * channels][nr]
+  AlignedBuffer<float> bias;  // n_padded
+  AlignedBuffer<float> zeros; // `channels` zeros: the row padded taps read
+  int64_t k() const { return static_cast<int64_t>(taps) * channels; }
+};
+
+// Packs for `isa` (clamped to what this machine runs).
+PackedSgemm pack_sgemm(const SgemmWeightsDesc& desc, Isa isa);
+// A PackedSgemm over packed data and bias kept elsewhere (an engine file's blobs, 64-byte aligned):
+// `data` holds packed_sgemm_floats() floats, `bias` n_padded (the packing's own layout).
+PackedSgemm packed_sgemm_view(int n, int taps, int channels, Isa isa, const float* data, const float* bias);
+int64_t packed_sgemm_floats(int n, int64_t k, Isa isa);
+int sgemm_padded_n(int n, Isa isa);
+
+struct Fp32Epilogue {
+  float min = -std::numeric_limits<float>::infinity();  // Relu: 0
+  float max = std::numeric_limits<float>::infinity();
+  const float* residual = nullptr;  // added before the clamp, element (m, n) at residual[m * residual_row_stride + n]
+  int64_t residual_row_stride = 0;
+};
+
+// NHWC convolution geometry (one group): row m = (image, out_y, out_x).
+struct SconvGeometry {
+  int input_height = 1, input_width = 1;
+  int64_t input_pixel_stride = 0;  // floats between input pixels
+  int64_t input_image_stride = 0;  // floats between images
+  int kernel_height = 1, kernel_width = 1;
+  int stride_height = 1, stride_width = 1;
+  int pad_top = 0, pad_left = 0;
+  int dilation_height = 1, dilation_width = 1;
+  int output_height = 1, output_width = 1;
+  int64_t output_pixels_per_image() const { return static_cast<int64_t>(output_height) * output_width; }
+};
+
+struct SconvArgs {
+  const float* input = nullptr;  // first channel of the group
+  float* output = nullptr;
+  int64_t output_row_stride = 0;  // floats between output pixels
+};
+
+void run_sconv(const PackedSgemm& packed, const SconvGeometry& geometry, const SconvArgs& args,
+               const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end);
+
+// Plain row-major GEMM: A row m at a + m * a_row_stride (packed.channels values, taps == 1).
+void run_sgemm(const PackedSgemm& packed, const float* a, int64_t a_row_stride, float* c, int64_t c_row_stride,
+               const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end);
+
+// "f32-igemm-14x32-avx512" style name.
+std::string sgemm_kernel_name(const PackedSgemm& packed, bool convolution);
+
+namespace internal {
+// One microkernel call: rows [0, mr) (mr <= MR), columns [0, nc) (nc <= NR) of one panel.
+// a[tap * MR + r] points at row r's inputs for `tap` (channels floats); rows >= mr are not read.
+struct SgemmUkernelArgs {
+  int mr = 0, nc = 0;
+  int taps = 1, channels = 0;
+  const float* const* a = nullptr;
+  const float* w = nullptr;     // the panel: [taps * channels][NR]
+  const float* bias = nullptr;  // the panel's NR bias values
+  float* c = nullptr;
+  int64_t c_row_stride = 0;
+  const float* residual = nullptr;  // the tile's first element, or null
+  int64_t residual_row_stride = 0;
+  float min = 0.0f, max = 0.0f;
+};
+using SgemmUkernelFn = void (*)(const SgemmUkernelArgs& args);
+struct SgemmImplementation {
+  SgemmUkernelFn ukernel = nullptr;
+  int mr = 0, nr = 0;
+  const char* isa_suffix = "";  // "scalar", "avx2", "avx512"
+};
+}  // namespace internal
+
+// Kernel taps per convolution the igemm takes (11 x 11); larger kernels are not supported.
+inline constexpr int kSgemmMaxTaps = 121;
+
+#define QDQRT_DECLARE_SGEMM(isa) \
+  namespace isa {                \
+  void sgemm_ukernel(const internal::SgemmUkernelArgs& args); \
+  }
+QDQRT_DECLARE_SGEMM(scalar)
+QDQRT_DECLARE_SGEMM(avx2)
+QDQRT_DECLARE_SGEMM(avx512skx)
+#undef QDQRT_DECLARE_SGEMM
+
+}  // namespace qdqrt::kernels

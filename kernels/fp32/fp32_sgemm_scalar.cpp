@@ -1,0 +1,29 @@
+// Portable fp32 igemm microkernel, 4 x 8: the reference the vector microkernels are tested
+// against (same packing, same k order per output, bias first; multiply and add rounded apart).
+#include <algorithm>
+
+#include "kernels/fp32/fp32_sgemm.h"
+
+namespace qdqrt::kernels::scalar {
+
+namespace {
+constexpr int kMr = 4;
+constexpr int kNr = 8;
+}  // namespace
+
+void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
+  for (int r = 0; r < args.mr; ++r) {
+    for (int n = 0; n < args.nc; ++n) {
+      float sum = args.bias[n];
+      const float* w = args.w + n;
+      for (int tap = 0; tap < args.taps; ++tap) {
+        const float* a = args.a[tap * kMr + r];
+        for (int c = 0; c < args.channels; ++c, w += kNr) sum += a[c] * *w;
+      }
+      if (args.residual) sum += args.residual[r * args.residual_row_stride + n];
+      args.c[r * args.c_row_stride + n] = std::min(std::max(sum, args.min), args.max);
+    }
+  }
+}
+
+}  // namespace qdqrt::kernels::scalar

@@ -1,0 +1,147 @@
+// The fp32 igemm microkernel (kernels/fp32/fp32_sgemm.h), written once over a small set of vector
+// operations and compiled per ISA: fp32_sgemm_avx512skx.cpp (14 x 32: 2 zmm per row) and
+// fp32_sgemm_avx2.cpp (6 x 16: 2 ymm per row) define QDQRT_SGEMM_AVX512 or QDQRT_SGEMM_AVX2 and
+// QDQRT_SGEMM_NAMESPACE, then include this file.
+#if !defined(QDQRT_SGEMM_NAMESPACE) || (!defined(QDQRT_SGEMM_AVX512) && !defined(QDQRT_SGEMM_AVX2))
+#error "define QDQRT_SGEMM_NAMESPACE and QDQRT_SGEMM_AVX512 or QDQRT_SGEMM_AVX2 before including this file"
+#endif
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include "kernels/fp32/fp32_sgemm.h"
+
+namespace qdqrt::kernels::QDQRT_SGEMM_NAMESPACE {
+namespace {
+
+#if defined(QDQRT_SGEMM_AVX512)
+using V = __m512;
+constexpr int kLanes = 16;
+constexpr int kMr = 14;
+inline V load(const float* p) { return _mm512_load_ps(p); }
+inline V broadcast(const float* p) { return _mm512_set1_ps(*p); }
+inline V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+inline V add(V a, V b) { return _mm512_add_ps(a, b); }
+inline V vmin(V a, V b) { return _mm512_min_ps(a, b); }
+inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }
+inline V splat(float x) { return _mm512_set1_ps(x); }
+// `count` (1..kLanes) leading lanes.
+inline V load_part(const float* p, int count) {
+  return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << count) - 1u), p);
+}
+inline void store_part(float* p, V v, int count) {
+  if (count == kLanes) {
+    _mm512_storeu_ps(p, v);
+  } else {
+    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << count) - 1u), v);
+  }
+}
+#else
+using V = __m256;
+constexpr int kLanes = 8;
+constexpr int kMr = 6;
+inline V load(const float* p) { return _mm256_load_ps(p); }
+inline V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+inline V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+inline V add(V a, V b) { return _mm256_add_ps(a, b); }
+inline V vmin(V a, V b) { return _mm256_min_ps(a, b); }
+inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }
+inline V splat(float x) { return _mm256_set1_ps(x); }
+inline __m256i lane_mask(int count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+inline V load_part(const float* p, int count) { return _mm256_maskload_ps(p, lane_mask(count)); }
+inline void store_part(float* p, V v, int count) {
+  if (count == kLanes) {
+    _mm256_storeu_ps(p, v);
+  } else {
+    _mm256_maskstore_ps(p, lane_mask(count), v);
+  }
+}
+#endif
+
+constexpr int kNr = 2 * kLanes;
+
+// Rows kRows (<= kMr) x kVectors (1 or 2) vectors of one panel.
+template <int kRows, int kVectors>
+void tile(const internal::SgemmUkernelArgs& args) {
+  V acc[kRows][kVectors];
+  for (int v = 0; v < kVectors; ++v) {
+    const V bias = load(args.bias + v * kLanes);
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) acc[r][v] = bias;
+  }
+  const float* w = args.w;
+  const int channels = args.channels;
+  for (int tap = 0; tap < args.taps; ++tap) {
+    const float* const* rows = args.a + tap * kMr;
+    const float* a[kRows];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) a[r] = rows[r];
+    for (int c = 0; c < channels; ++c) {
+      V b[kVectors];
+#pragma GCC unroll 2
+      for (int v = 0; v < kVectors; ++v) b[v] = load(w + v * kLanes);
+      w += kNr;
+#pragma GCC unroll 16
+      for (int r = 0; r < kRows; ++r) {
+        const V x = broadcast(a[r] + c);
+#pragma GCC unroll 2
+        for (int v = 0; v < kVectors; ++v) acc[r][v] = fmadd(x, b[v], acc[r][v]);
+      }
+    }
+  }
+  const V low = splat(args.min), high = splat(args.max);
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+    float* c = args.c + r * args.c_row_stride;
+    const float* residual = args.residual ? args.residual + r * args.residual_row_stride : nullptr;
+#pragma GCC unroll 2
+    for (int v = 0; v < kVectors; ++v) {
+      const int count = std::min(kLanes, args.nc - v * kLanes);
+      if (count <= 0) break;
+      V value = acc[r][v];
+      if (residual) value = add(value, load_part(residual + v * kLanes, count));
+      value = vmin(high, vmax(low, value));  // NaN passes, as in the scalar kernel
+      store_part(c + v * kLanes, value, count);
+    }
+  }
+}
+
+template <int kVectors>
+void tile_rows(const internal::SgemmUkernelArgs& args) {
+  switch (args.mr) {
+#if defined(QDQRT_SGEMM_AVX512)
+    case 14: return tile<14, kVectors>(args);
+    case 13: return tile<13, kVectors>(args);
+    case 12: return tile<12, kVectors>(args);
+    case 11: return tile<11, kVectors>(args);
+    case 10: return tile<10, kVectors>(args);
+    case 9: return tile<9, kVectors>(args);
+    case 8: return tile<8, kVectors>(args);
+    case 7: return tile<7, kVectors>(args);
+#endif
+    case 6: return tile<6, kVectors>(args);
+    case 5: return tile<5, kVectors>(args);
+    case 4: return tile<4, kVectors>(args);
+    case 3: return tile<3, kVectors>(args);
+    case 2: return tile<2, kVectors>(args);
+    default: return tile<1, kVectors>(args);
+  }
+}
+
+}  // namespace
+
+void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
+  if (args.nc <= kLanes) {
+    tile_rows<1>(args);
+  } else {
+    tile_rows<2>(args);
+  }
+}
+
+}  // namespace qdqrt::kernels::QDQRT_SGEMM_NAMESPACE
