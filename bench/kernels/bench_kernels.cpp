@@ -165,13 +165,15 @@ std::vector<float> random_floats(size_t count, uint32_t seed) {
 // fp32 NHWC convolution on the igemm (bias + ReLU epilogue; the ResNet expansions with the
 // residual Add), % of the fp32 FMA peak.
 void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
-  if (layer.groups != 1) {
+  const bool depthwise = layer.groups == layer.input_channels && layer.groups == layer.output_channels;
+  if (layer.groups != 1 && !depthwise) {
     state.SkipWithError("grouped convolutions are not on the fp32 igemm");
     return;
   }
   const int taps = layer.kernel * layer.kernel;
+  const int group_in = layer.input_channels / layer.groups;
   const auto input = random_floats(static_cast<size_t>(layer.height) * layer.width * layer.input_channels, 1);
-  const auto weights = random_floats(static_cast<size_t>(layer.output_channels) * layer.input_channels * taps, 2);
+  const auto weights = random_floats(static_cast<size_t>(layer.output_channels) * group_in * taps, 2);
   const auto bias = random_floats(static_cast<size_t>(layer.output_channels), 3);
   SgemmWeightsDesc desc;
   desc.n = layer.output_channels;
@@ -182,7 +184,10 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) 
   desc.stride_tap = 1;
   desc.stride_channel = taps;
   desc.bias = bias.data();
-  const PackedSgemm packed = pack_sgemm(desc, active_isa());
+  const PackedSgemm packed = depthwise ? PackedSgemm{} : pack_sgemm(desc, active_isa());
+  const PackedDepthwiseF32 packed_depthwise =
+      depthwise ? pack_depthwise_f32(layer.input_channels, taps, weights.data(), bias.data(), active_isa())
+                : PackedDepthwiseF32{};
   SconvGeometry geometry;
   geometry.input_height = layer.height;
   geometry.input_width = layer.width;
@@ -205,11 +210,17 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) 
     epilogue.residual_row_stride = layer.output_channels;
   }
   const SconvArgs args{input.data(), output.data(), layer.output_channels};
-  const double ops = 2.0 * static_cast<double>(pixels) * layer.output_channels * layer.input_channels * taps;
-  state.SetLabel(sgemm_kernel_name(packed, taps > 1 || layer.stride > 1) + (residual ? " +residual" : ""));
+  const double ops = 2.0 * static_cast<double>(pixels) * layer.output_channels * group_in * taps;
+  state.SetLabel(depthwise ? depthwise_f32_kernel_name(packed_depthwise)
+                           : sgemm_kernel_name(packed, taps > 1 || layer.stride > 1) + (residual ? " +residual" : ""));
   timed_loop(
       state, threads,
       [&](int part) {
+        if (depthwise) {
+          auto [begin, end] = part_range(geometry.output_height, threads, part, 1);
+          run_depthwise_f32(packed_depthwise, geometry, args, epilogue, begin, end);
+          return;
+        }
         auto [begin, end] = part_range(static_cast<int>(pixels), threads, part, packed.mr);
         run_sconv(packed, geometry, args, epilogue, begin, end, 0, layer.output_channels);
       },
@@ -292,7 +303,7 @@ void register_benchmarks() {
       benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads)->UseRealTime();
     }
     for (const ConvLayer& layer : conv_layers()) {
-      if (layer.groups != 1) continue;
+      if (layer.groups != 1 && layer.groups != layer.input_channels) continue;
       std::string name =
           std::string("fp32_conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
       benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads)->UseRealTime();

@@ -157,6 +157,81 @@ void run_sgemm(const PackedSgemm& packed, const float* a, int64_t a_row_stride, 
   drive(packed, fill, c, c_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
 }
 
+int depthwise_f32_padded_channels(int channels) { return (channels + 15) / 16 * 16; }
+
+PackedDepthwiseF32 pack_depthwise_f32(int channels, int taps, const float* weights, const float* bias, Isa isa) {
+  PackedDepthwiseF32 packed;
+  packed.isa = usable_isa(isa);
+  packed.channels = channels;
+  packed.taps = taps;
+  packed.channels_padded = depthwise_f32_padded_channels(channels);
+  packed.weights.resize(static_cast<size_t>(packed.channels_padded) * taps);
+  packed.bias.resize(static_cast<size_t>(packed.channels_padded));
+  packed.zeros.resize(static_cast<size_t>(packed.channels_padded));
+  for (int c = 0; c < channels; ++c) {
+    for (int tap = 0; tap < taps; ++tap) {
+      packed.weights.data()[static_cast<size_t>(tap) * packed.channels_padded + c] = weights[c * taps + tap];
+    }
+    if (bias) packed.bias.data()[c] = bias[c];
+  }
+  return packed;
+}
+
+PackedDepthwiseF32 packed_depthwise_f32_view(int channels, int taps, Isa isa, const float* weights, const float* bias) {
+  PackedDepthwiseF32 packed;
+  packed.isa = usable_isa(isa);
+  packed.channels = channels;
+  packed.taps = taps;
+  packed.channels_padded = depthwise_f32_padded_channels(channels);
+  packed.weights = AlignedBuffer<float>::view(weights, static_cast<size_t>(packed.channels_padded) * taps);
+  packed.bias = AlignedBuffer<float>::view(bias, static_cast<size_t>(packed.channels_padded));
+  packed.zeros.resize(static_cast<size_t>(packed.channels_padded));
+  return packed;
+}
+
+void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g, const SconvArgs& args,
+                       const Fp32Epilogue& epilogue, int64_t row_begin, int64_t row_end) {
+  const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
+  const float* zeros = packed.zeros.data();
+  const float* pointers[kSgemmMaxTaps];
+  internal::DepthwiseUkernelArgs ukernel_args;
+  ukernel_args.channels = packed.channels;
+  ukernel_args.taps = packed.taps;
+  ukernel_args.channels_padded = packed.channels_padded;
+  ukernel_args.a = pointers;
+  ukernel_args.w = packed.weights.data();
+  ukernel_args.bias = packed.bias.data();
+  ukernel_args.min = epilogue.min;
+  ukernel_args.max = epilogue.max;
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const int64_t image = row / g.output_height;
+    const int oy = static_cast<int>(row % g.output_height);
+    const float* image_input = args.input + image * g.input_image_stride;
+    for (int ox = 0; ox < g.output_width; ++ox) {
+      const int y0 = oy * g.stride_height - g.pad_top, x0 = ox * g.stride_width - g.pad_left;
+      int tap = 0;
+      for (int ky = 0; ky < g.kernel_height; ++ky) {
+        const int y = y0 + ky * g.dilation_height;
+        const bool row_inside = y >= 0 && y < g.input_height;
+        for (int kx = 0; kx < g.kernel_width; ++kx, ++tap) {
+          const int x = x0 + kx * g.dilation_width;
+          pointers[tap] = row_inside && x >= 0 && x < g.input_width
+                              ? image_input + (static_cast<int64_t>(y) * g.input_width + x) * g.input_pixel_stride
+                              : zeros;
+        }
+      }
+      const int64_t pixel = row * g.output_width + ox;
+      ukernel_args.c = args.output + pixel * args.output_row_stride;
+      ukernel_args.residual = epilogue.residual ? epilogue.residual + pixel * epilogue.residual_row_stride : nullptr;
+      impl.depthwise(ukernel_args);
+    }
+  }
+}
+
+std::string depthwise_f32_kernel_name(const PackedDepthwiseF32& packed) {
+  return fmt::format("f32-dwconv-{}", sgemm_implementation(packed.isa).isa_suffix);
+}
+
 std::string sgemm_kernel_name(const PackedSgemm& packed, bool convolution) {
   const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
   return fmt::format("f32-{}-{}x{}-{}", convolution ? "igemm" : "gemm", impl.mr, impl.nr, impl.isa_suffix);

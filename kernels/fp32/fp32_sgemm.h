@@ -98,6 +98,27 @@ void run_sconv(const PackedSgemm& packed, const SconvGeometry& geometry, const S
 void run_sgemm(const PackedSgemm& packed, const float* a, int64_t a_row_stride, float* c, int64_t c_row_stride,
                const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end);
 
+// Depthwise NHWC convolution (groups == channels, one output channel per input channel). Weights
+// [taps][channels_padded] (channels_padded a multiple of 16), bias channels_padded; the vector
+// kernels run 16 (AVX-512) or 8 (AVX2) channels per vector, fused multiply-add in tap order.
+struct PackedDepthwiseF32 {
+  Isa isa = Isa::kScalar;
+  int channels = 0, taps = 1, channels_padded = 0;
+  AlignedBuffer<float> weights;
+  AlignedBuffer<float> bias;
+  AlignedBuffer<float> zeros;  // channels_padded zeros: the pixel padded taps read
+};
+// weights: ONNX [C][1][kh][kw]; bias may be null.
+PackedDepthwiseF32 pack_depthwise_f32(int channels, int taps, const float* weights, const float* bias, Isa isa);
+int depthwise_f32_padded_channels(int channels);
+PackedDepthwiseF32 packed_depthwise_f32_view(int channels, int taps, Isa isa, const float* weights, const float* bias);
+// Output rows [row_begin, row_end) (row = image * output_height + out_y), every channel; the
+// geometry's input_pixel_stride/args.output_row_stride are per pixel. The residual is indexed
+// like the output.
+void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& geometry, const SconvArgs& args,
+                       const Fp32Epilogue& epilogue, int64_t row_begin, int64_t row_end);
+std::string depthwise_f32_kernel_name(const PackedDepthwiseF32& packed);
+
 // "f32-igemm-14x32-avx512" style name.
 std::string sgemm_kernel_name(const PackedSgemm& packed, bool convolution);
 
@@ -117,10 +138,23 @@ struct SgemmUkernelArgs {
   float min = 0.0f, max = 0.0f;
 };
 using SgemmUkernelFn = void (*)(const SgemmUkernelArgs& args);
+// One output pixel of a depthwise convolution: a[tap] points at the tap's input pixel (the zero
+// row when padded), w at [taps][channels_padded] weights.
+struct DepthwiseUkernelArgs {
+  int channels = 0, taps = 1, channels_padded = 0;
+  const float* const* a = nullptr;
+  const float* w = nullptr;
+  const float* bias = nullptr;
+  float* c = nullptr;
+  const float* residual = nullptr;
+  float min = 0.0f, max = 0.0f;
+};
+using DepthwiseUkernelFn = void (*)(const DepthwiseUkernelArgs& args);
 struct SgemmImplementation {
   SgemmUkernelFn ukernel = nullptr;
   int mr = 0, nr = 0;
   const char* isa_suffix = "";  // "scalar", "avx2", "avx512"
+  DepthwiseUkernelFn depthwise = nullptr;
 };
 }  // namespace internal
 
@@ -130,6 +164,7 @@ inline constexpr int kSgemmMaxTaps = 121;
 #define QDQRT_DECLARE_SGEMM(isa) \
   namespace isa {                \
   void sgemm_ukernel(const internal::SgemmUkernelArgs& args); \
+  void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args); \
   }
 QDQRT_DECLARE_SGEMM(scalar)
 QDQRT_DECLARE_SGEMM(avx2)

@@ -26,4 +26,13 @@ void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
   }
 }
 
+void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args) {
+  for (int c = 0; c < args.channels; ++c) {
+    float sum = args.bias[c];
+    for (int tap = 0; tap < args.taps; ++tap) sum += args.a[tap][c] * args.w[static_cast<int64_t>(tap) * args.channels_padded + c];
+    if (args.residual) sum += args.residual[c];
+    args.c[c] = std::min(std::max(sum, args.min), args.max);
+  }
+}
+
 }  // namespace qdqrt::kernels::scalar

@@ -136,6 +136,37 @@ void tile_rows(const internal::SgemmUkernelArgs& args) {
 
 }  // namespace
 
+void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args) {
+  const V low = splat(args.min), high = splat(args.max);
+  constexpr int kBlock = 4;  // vectors per pass: 4 accumulators hide the FMA latency
+  int c = 0;
+  for (; c + kBlock * kLanes <= args.channels; c += kBlock * kLanes) {
+    V acc[kBlock];
+    for (int v = 0; v < kBlock; ++v) acc[v] = load(args.bias + c + v * kLanes);
+    for (int tap = 0; tap < args.taps; ++tap) {
+      const float* a = args.a[tap] + c;
+      const float* w = args.w + static_cast<int64_t>(tap) * args.channels_padded + c;
+#pragma GCC unroll 4
+      for (int v = 0; v < kBlock; ++v) acc[v] = fmadd(load_part(a + v * kLanes, kLanes), load(w + v * kLanes), acc[v]);
+    }
+    for (int v = 0; v < kBlock; ++v) {
+      V value = acc[v];
+      if (args.residual) value = add(value, load_part(args.residual + c + v * kLanes, kLanes));
+      store_part(args.c + c + v * kLanes, vmin(high, vmax(low, value)), kLanes);
+    }
+  }
+  for (; c < args.channels; c += kLanes) {
+    const int count = std::min(kLanes, args.channels - c);
+    V acc = load(args.bias + c);
+    for (int tap = 0; tap < args.taps; ++tap) {
+      acc = fmadd(load_part(args.a[tap] + c, count), load(args.w + static_cast<int64_t>(tap) * args.channels_padded + c),
+                  acc);
+    }
+    if (args.residual) acc = add(acc, load_part(args.residual + c, count));
+    store_part(args.c + c, vmin(high, vmax(low, acc)), count);
+  }
+}
+
 void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
   if (args.nc <= kLanes) {
     tile_rows<1>(args);

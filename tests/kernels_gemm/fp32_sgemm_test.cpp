@@ -70,5 +70,26 @@ TEST(Fp32Sgemm, SplitRowsAndColumns) {
   }
 }
 
+TEST(Fp32Depthwise, ChannelsKernelsStrides) {
+  uint32_t seed = 500;
+  for (int channels : {1, 8, 15, 16, 17, 63, 64, 65, 96, 144}) {
+    for (int kernel : {3, 5}) {
+      for (int stride : {1, 2}) {
+        Fp32ConvTester().depthwise(true).batch(2).input_size(9, 7).channels(channels, channels).kernel(kernel, kernel)
+            .stride(stride, stride).padding(kernel / 2, kernel / 2, kernel / 2, kernel / 2).seed(++seed).test_all_isas();
+      }
+    }
+  }
+  Fp32ConvTester().depthwise(true).input_size(8, 8).channels(24, 24).kernel(3, 3).dilation(2, 2).padding(2, 1, 0, 2)
+      .test_all_isas();
+}
+
+TEST(Fp32Depthwise, EpilogueAndSplit) {
+  Fp32ConvTester().depthwise(true).batch(2).input_size(6, 5).channels(40, 40).kernel(3, 3).padding(1, 1, 1, 1)
+      .clamp(0.0f, 6.0f).residual(true).pixel_stride_extra(3, 2).split(7, 0).test_all_isas();
+  Fp32ConvTester().depthwise(true).input_size(6, 5).channels(33, 33).kernel(3, 3).bias(false).split(3, 0)
+      .test_all_isas();
+}
+
 }  // namespace
 }  // namespace qdqrt::kernels::testing

@@ -36,6 +36,8 @@ class Fp32ConvTester {
   Fp32ConvTester& seed(uint32_t value) { seed_ = value; return *this; }
   // GEMM form: run_sgemm with A rows of `input_channels + input_extra` floats.
   Fp32ConvTester& plain_gemm(bool value) { plain_gemm_ = value; return *this; }
+  // Depthwise (groups == channels): run_depthwise_f32 over output rows; output channels = input.
+  Fp32ConvTester& depthwise(bool value) { depthwise_ = value; return *this; }
 
   void test_all_isas() const {
     for (Isa isa : supported_isas()) test(isa);
@@ -52,6 +54,8 @@ class Fp32ConvTester {
     ASSERT_GT(out_h, 0);
     ASSERT_GT(out_w, 0);
     const int taps = kernel_height_ * kernel_width_;
+    const int output_channels_ = depthwise_ ? input_channels_ : this->output_channels_;
+    const int group_channels = depthwise_ ? 1 : input_channels_;
     const int64_t in_stride = input_channels_ + input_extra_, out_stride = output_channels_ + output_extra_;
     const int64_t in_pixels = static_cast<int64_t>(batch_) * height_ * width_;
     const int64_t out_pixels = static_cast<int64_t>(batch_) * out_h * out_w;
@@ -60,7 +64,7 @@ class Fp32ConvTester {
     GuardedBuffer input_buffer(static_cast<size_t>(in_pixels * in_stride) * sizeof(float));
     float* input = input_buffer.as<float>();
     for (int64_t i = 0; i < in_pixels * in_stride; ++i) input[i] = uniform(rng);
-    std::vector<float> weights(static_cast<size_t>(output_channels_) * input_channels_ * taps);  // OIHW
+    std::vector<float> weights(static_cast<size_t>(output_channels_) * group_channels * taps);  // OIHW
     for (float& w : weights) w = uniform(rng);
     std::vector<float> bias(static_cast<size_t>(output_channels_));
     for (float& b : bias) b = uniform(rng);
@@ -76,8 +80,9 @@ class Fp32ConvTester {
     desc.stride_tap = 1;
     desc.stride_channel = taps;
     desc.bias = bias_ ? bias.data() : nullptr;
-    const PackedSgemm packed = pack_sgemm(desc, isa);
-    ASSERT_EQ(packed.isa, isa == Isa::kAvxVnni ? Isa::kAvxVnni : isa);
+    const PackedSgemm packed = depthwise_ ? PackedSgemm{} : pack_sgemm(desc, isa);
+    const PackedDepthwiseF32 packed_depthwise =
+        depthwise_ ? pack_depthwise_f32(input_channels_, taps, weights.data(), desc.bias, isa) : PackedDepthwiseF32{};
 
     const float kSentinel = -12345.0f;
     std::vector<float> output(static_cast<size_t>(out_pixels * out_stride), kSentinel);
@@ -104,11 +109,15 @@ class Fp32ConvTester {
     geometry.output_height = out_h;
     geometry.output_width = out_w;
     const SconvArgs args{input, output.data(), out_stride};
-    const int64_t row_split = std::clamp<int64_t>(row_split_, 0, out_pixels);
-    const int column_split = std::min(column_split_ / packed.nr * packed.nr, output_channels_);
+    // Depthwise splits whole output rows.
+    const int64_t row_split = depthwise_ ? std::clamp<int64_t>(row_split_, 0, out_pixels / out_w) * out_w
+                                         : std::clamp<int64_t>(row_split_, 0, out_pixels);
+    const int column_split = depthwise_ ? 0 : std::min(column_split_ / packed.nr * packed.nr, output_channels_);
     auto run = [&](int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
       if (m_begin >= m_end || n_begin >= n_end) return;
-      if (plain_gemm_) {
+      if (depthwise_) {
+        if (n_begin == 0) run_depthwise_f32(packed_depthwise, geometry, args, epilogue, m_begin / out_w, m_end / out_w);
+      } else if (plain_gemm_) {
         run_sgemm(packed, input, in_stride, output.data(), out_stride, epilogue, m_begin, m_end, n_begin, n_end);
       } else {
         run_sconv(packed, geometry, args, epilogue, m_begin, m_end, n_begin, n_end);
@@ -131,9 +140,10 @@ class Fp32ConvTester {
             const int64_t x = ox * stride_width_ - pad_left_ + kx * dilation_width_;
             if (y < 0 || y >= height_ || x < 0 || x >= width_) continue;
             const float* pixel = input + ((image * height_ + y) * width_ + x) * in_stride;
-            for (int c = 0; c < input_channels_; ++c) {
+            for (int c = depthwise_ ? n : 0; c < (depthwise_ ? n + 1 : input_channels_); ++c) {
+              const int group_c = depthwise_ ? 0 : c;
               const double term = static_cast<double>(pixel[c]) *
-                                  weights[(static_cast<size_t>(n) * input_channels_ + c) * taps + ky * kernel_width_ + kx];
+                                  weights[(static_cast<size_t>(n) * group_channels + group_c) * taps + ky * kernel_width_ + kx];
               sum += term;
               magnitude += std::fabs(term);
             }
@@ -166,7 +176,7 @@ class Fp32ConvTester {
   int pad_top_ = 0, pad_left_ = 0, pad_bottom_ = 0, pad_right_ = 0;
   int input_extra_ = 0, output_extra_ = 0;
   float min_ = -INFINITY, max_ = INFINITY;
-  bool residual_ = false, bias_ = true, plain_gemm_ = false;
+  bool residual_ = false, bias_ = true, plain_gemm_ = false, depthwise_ = false;
   int64_t row_split_ = 0;
   int column_split_ = 0;
   uint32_t seed_ = 1;
