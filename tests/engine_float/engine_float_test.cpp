@@ -106,6 +106,51 @@ TEST(EngineFloatModels, FmnistResnetFp32) {
   expect_engine_matches(**engine, *graph, "fmnist_resnet_fp32");
 }
 
+// NHWC convs absorb the residual Add and the Relu/Clip that only they feed (the epilogue runs them):
+// ResNet's bottleneck (the Add's second operand written before the conv that absorbs it, also when
+// the shortcut conv comes last), MobileNet's Clip(0, 6), and forms that must stay separate.
+TEST(EngineFloatModels, ConvEpiloguesAreFused) {
+  struct FusionCase {
+    std::string name, body;
+    std::vector<std::string> inits;
+    int convs;            // fp32_conv layers expected
+    int separate_layers;  // fp32_unary + fp32_binary layers left
+  };
+  const std::vector<std::string> bottleneck_weights = {weights("w1", {8, 8, 1, 1}), weights("w2", {8, 8, 3, 3}),
+                                                       weights("w3", {8, 8, 1, 1}), weights("b", {8})};
+  const std::vector<FusionCase> cases = {
+      {"conv_relu", "c = Conv(x, w1, b)\ny = Relu(c)", bottleneck_weights, 1, 0},
+      {"conv_clip6", "c = Conv<pads=[1,1,1,1]>(x, w2, b)\ny = Clip(c, lo, hi)",
+       {weights("w2", {8, 8, 3, 3}), weights("b", {8}), "float lo = {0.0}", "float hi = {6.0}"}, 1, 0},
+      {"bottleneck_identity",
+       "a = Conv(x, w1, b)\nar = Relu(a)\nc = Conv<pads=[1,1,1,1]>(ar, w2, b)\ncr = Relu(c)\nd = Conv(cr, w3)\n"
+       "s = Add(d, x)\ny = Relu(s)",
+       bottleneck_weights, 3, 0},
+      {"bottleneck_shortcut_conv_last",
+       "a = Conv(x, w1, b)\nar = Relu(a)\nd = Conv(ar, w3)\nsc = Conv(x, w1)\ns = Add(d, sc)\ny = Relu(s)",
+       bottleneck_weights, 3, 0},
+      {"relu_before_add_stays", "a = Conv(x, w1, b)\nar = Relu(a)\ny = Add(ar, x)", bottleneck_weights, 1, 1},
+      {"two_readers_stay", "a = Conv(x, w1, b)\nr = Relu(a)\ny = Add(r, a)", bottleneck_weights, 1, 2},
+      {"conv_output_is_graph_output", "y = Conv(x, w1, b)\nr = Relu(y)", bottleneck_weights, 1, 1},
+  };
+  for (const FusionCase& fusion : cases) {
+    SCOPED_TRACE(fusion.name);
+    const std::string outputs = fusion.name == "conv_output_is_graph_output" ? "float y, float r" : "float y";
+    auto graph = load_text_graph(model(13, "g (float[N,8,7,6] x) => (" + outputs + ")", fusion.inits, fusion.body), 3);
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    auto engine = engine::Engine::build(*graph, {});
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    int convs = 0, separate = 0;
+    for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+      convs += layer.kind == "fp32_conv";
+      separate += layer.kind == "fp32_unary" || layer.kind == "fp32_binary";
+    }
+    EXPECT_EQ(convs, fusion.convs);
+    EXPECT_EQ(separate, fusion.separate_layers);
+    expect_engine_matches(**engine, *graph, fusion.name);
+  }
+}
+
 // A plan with reference and native layers survives the engine file: outputs bit-identical.
 TEST(EngineFloatModels, EngineFileRoundTrip) {
   const std::string text = model(13, "g (float[N,2,6,6] x) => (float y, float r)", {weights("w", {4, 2, 3, 3})},
