@@ -216,9 +216,10 @@ class ConvLayer final : public Layer {
 class NhwcConvLayer final : public Layer {
  public:
   NhwcConvLayer(const ConvGeometry& g, kernels::PackedSgemm gemm, kernels::PackedDepthwiseF32 depthwise, float low,
-                float high, int32_t input, int32_t residual, int32_t output)
+                float high, kernels::Fp32EpilogueActivation activation, int32_t input, int32_t residual, int32_t output)
       : g_(g), gemm_(std::move(gemm)), depthwise_(std::move(depthwise)), input_(input), residual_(residual),
         output_(output) {
+    epilogue_.activation = activation;
     epilogue_.min = low;
     epilogue_.max = high;
     epilogue_.residual_row_stride = g.out_channels;
@@ -307,6 +308,7 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
   QDQRT_ASSIGN_OR_RETURN(float low, params::kClipMin.read(context));
   QDQRT_ASSIGN_OR_RETURN(float high, params::kClipMax.read(context));
   if (!(low <= high)) return context.error("act.min exceeds act.max");
+  QDQRT_ASSIGN_OR_RETURN(kernels::Fp32EpilogueActivation activation, params::kEpilogueFunction.read(context));
   int32_t residual = -1;
   if (context.layer().inputs.size() > 2) return context.error("at most an input and a residual");
   if (context.has_input(1)) {
@@ -332,7 +334,7 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
     QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, padded));
     depthwise = kernels::packed_depthwise_f32_view(channels, static_cast<int>(taps), isa, weights, bias);
   }
-  return std::unique_ptr<Layer>(std::make_unique<NhwcConvLayer>(g, std::move(gemm), std::move(depthwise), low, high,
+  return std::unique_ptr<Layer>(std::make_unique<NhwcConvLayer>(g, std::move(gemm), std::move(depthwise), low, high, activation,
                                                                 context.layer().inputs[0], residual,
                                                                 context.layer().outputs[0]));
 }
@@ -443,6 +445,7 @@ Status lower_nhwc_conv(const Node& node, BuildContext& context, ConvGeometry g, 
   params::kIsa.write(layer, isa);
   params::kClipMin.write(layer, -std::numeric_limits<double>::infinity());
   params::kClipMax.write(layer, std::numeric_limits<double>::infinity());
+  params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kNone);
   context.add_layer(std::move(layer));
   return Status::ok();
 }
@@ -546,7 +549,27 @@ void remove_tensors(EnginePlan& plan, const std::vector<bool>& unused) {
 bool has_activation(const PlanLayer& layer) {
   auto low = layer.params.get_float(std::string(params::kClipMin.key()));
   auto high = layer.params.get_float(std::string(params::kClipMax.key()));
-  return !low.ok() || !high.ok() || !std::isinf(*low) || !std::isinf(*high);
+  auto function = layer.params.get_string(std::string(params::kEpilogueFunction.key()));
+  return !low.ok() || !high.ok() || !function.ok() || !std::isinf(*low) || !std::isinf(*high) ||
+         *function != kernels::fp32_epilogue_activation_name(kernels::Fp32EpilogueActivation::kNone);
+}
+
+bool is_unary(const PlanLayer& layer, kernels::Fp32UnaryOp op) {
+  auto value = layer.params.get_int(std::string(params::kUnaryOp.key()));
+  return layer.kind == "fp32_unary" && layer.inputs.size() == 1 && layer.outputs.size() == 1 && value.ok() &&
+         *value == static_cast<int64_t>(op);
+}
+
+bool is_binary(const PlanLayer& layer, kernels::Fp32BinaryOp op) {
+  auto value = layer.params.get_int(std::string(params::kBinaryOp.key()));
+  return layer.kind == "fp32_binary" && layer.inputs.size() == 2 && layer.outputs.size() == 1 && value.ok() &&
+         *value == static_cast<int64_t>(op);
+}
+
+void set_function(PlanLayer& conv, kernels::Fp32EpilogueActivation function, const PlanLayer& absorbed) {
+  params::kEpilogueFunction.write(conv, function);
+  conv.name += " + " + absorbed.name;
+  conv.source_nodes.insert(conv.source_nodes.end(), absorbed.source_nodes.begin(), absorbed.source_nodes.end());
 }
 
 // Relu / Clip as clamp bounds; nullopt for other unary layers.
@@ -575,10 +598,17 @@ bool absorb(PlanLayer& conv, size_t conv_index, const PlanLayer& next, const std
     if (other == t || other < 0 || producer[static_cast<size_t>(other)] >= static_cast<int64_t>(conv_index)) return false;
     conv.inputs.push_back(other);
   } else if (next.kind == "fp32_unary" && next.inputs.size() == 1 && next.outputs.size() == 1) {
-    auto bounds = clamp_of(next);
-    if (!bounds || has_activation(conv)) return false;
-    params::kClipMin.write(conv, bounds->first);
-    params::kClipMax.write(conv, bounds->second);
+    if (has_activation(conv)) return false;
+    if (is_unary(next, kernels::Fp32UnaryOp::kSigmoid) || is_unary(next, kernels::Fp32UnaryOp::kHardSwish)) {
+      params::kEpilogueFunction.write(conv, is_unary(next, kernels::Fp32UnaryOp::kSigmoid)
+                                                ? kernels::Fp32EpilogueActivation::kSigmoid
+                                                : kernels::Fp32EpilogueActivation::kHardSwish);
+    } else {
+      auto bounds = clamp_of(next);
+      if (!bounds) return false;
+      params::kClipMin.write(conv, bounds->first);
+      params::kClipMax.write(conv, bounds->second);
+    }
   } else {
     return false;
   }
@@ -612,7 +642,38 @@ Status fuse_conv_epilogues(EnginePlan& plan) {
         continue;
       }
       const int32_t t = conv.outputs[0];
-      if (t < 0 || readers[static_cast<size_t>(t)] != 1 || interface[static_cast<size_t>(t)]) continue;
+      if (t < 0 || interface[static_cast<size_t>(t)]) continue;
+      if (readers[static_cast<size_t>(t)] == 2 && !has_activation(conv)) {
+        // SiLU as x * Sigmoid(x): the Sigmoid and the Mul read the conv's output.
+        std::vector<size_t> reader_layers;
+        for (size_t j = i + 1; j < plan.layers.size(); ++j) {
+          const auto& inputs = plan.layers[j].inputs;
+          if (std::find(inputs.begin(), inputs.end(), t) != inputs.end()) reader_layers.push_back(j);
+        }
+        if (reader_layers.size() == 2 && is_unary(plan.layers[reader_layers[0]], kernels::Fp32UnaryOp::kSigmoid) &&
+            is_binary(plan.layers[reader_layers[1]], kernels::Fp32BinaryOp::kMul)) {
+          const PlanLayer& sigmoid = plan.layers[reader_layers[0]];
+          const PlanLayer& mul = plan.layers[reader_layers[1]];
+          const int32_t gate = sigmoid.outputs[0];
+          const bool pattern = sigmoid.inputs[0] == t && gate >= 0 && readers[static_cast<size_t>(gate)] == 1 &&
+                               !interface[static_cast<size_t>(gate)] &&
+                               ((mul.inputs[0] == t && mul.inputs[1] == gate) ||
+                                (mul.inputs[0] == gate && mul.inputs[1] == t));
+          if (pattern) {
+            set_function(conv, kernels::Fp32EpilogueActivation::kSilu, sigmoid);
+            conv.name += " + " + mul.name;
+            conv.source_nodes.insert(conv.source_nodes.end(), mul.source_nodes.begin(), mul.source_nodes.end());
+            conv.outputs[0] = mul.outputs[0];
+            unused[static_cast<size_t>(t)] = true;
+            unused[static_cast<size_t>(gate)] = true;
+            plan.layers.erase(plan.layers.begin() + static_cast<std::ptrdiff_t>(reader_layers[1]));
+            plan.layers.erase(plan.layers.begin() + static_cast<std::ptrdiff_t>(reader_layers[0]));
+            changed = true;
+            break;
+          }
+        }
+      }
+      if (readers[static_cast<size_t>(t)] != 1) continue;
       for (size_t j = i + 1; j < plan.layers.size(); ++j) {
         const auto& inputs = plan.layers[j].inputs;
         if (std::find(inputs.begin(), inputs.end(), t) == inputs.end()) continue;

@@ -37,6 +37,7 @@ void drive(const PackedSgemm& packed, const Fill& fill, float* c, int64_t c_row_
   args.residual_row_stride = epilogue.residual_row_stride;
   args.min = epilogue.min;
   args.max = epilogue.max;
+  args.activation = epilogue.activation;
   const int64_t panel_floats = packed.k() * packed.nr;
   const int64_t block = row_block(packed);
   for (int64_t block_begin = m_begin; block_begin < m_end; block_begin += block) {
@@ -58,6 +59,16 @@ void drive(const PackedSgemm& packed, const Fill& fill, float* c, int64_t c_row_
 }
 
 }  // namespace
+
+const char* fp32_epilogue_activation_name(Fp32EpilogueActivation activation) {
+  switch (activation) {
+    case Fp32EpilogueActivation::kNone: return "none";
+    case Fp32EpilogueActivation::kSigmoid: return "sigmoid";
+    case Fp32EpilogueActivation::kSilu: return "silu";
+    case Fp32EpilogueActivation::kHardSwish: return "hardswish";
+  }
+  return "unknown";
+}
 
 SgemmTile sgemm_tile(Isa isa) {
   const internal::SgemmImplementation& impl = sgemm_implementation(usable_isa(isa));
@@ -203,6 +214,7 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
   ukernel_args.bias = packed.bias.data();
   ukernel_args.min = epilogue.min;
   ukernel_args.max = epilogue.max;
+  ukernel_args.activation = epilogue.activation;
   for (int64_t row = row_begin; row < row_end; ++row) {
     const int64_t image = row / g.output_height;
     const int oy = static_cast<int>(row % g.output_height);

@@ -1,6 +1,6 @@
 // FP32 GEMM and NHWC convolution on a register-tiled microkernel, weights packed at build time.
 //
-//   C[m][n] = clamp(sum_k A[m][k] * W[n][k] + bias[n] + residual[m][n], min, max)
+//   C[m][n] = activation(clamp(sum_k A[m][k] * W[n][k] + bias[n] + residual[m][n], min, max))
 //
 // Rows m are output pixels (NHWC: a pixel's channels are contiguous), columns n output channels.
 // The microkernel is an indirect GEMM (XNNPACK's igemm): it takes, per kernel tap, MR pointers to
@@ -65,7 +65,12 @@ PackedSgemm packed_sgemm_view(int n, int taps, int channels, Isa isa, const floa
 int64_t packed_sgemm_floats(int n, int64_t k, Isa isa);
 int sgemm_padded_n(int n, Isa isa);
 
+// Applied after the clamp, with the vector math of kernels/vector_math_inl.h.
+enum class Fp32EpilogueActivation : int32_t { kNone = 0, kSigmoid = 1, kSilu = 2, kHardSwish = 3 };
+const char* fp32_epilogue_activation_name(Fp32EpilogueActivation activation);
+
 struct Fp32Epilogue {
+  Fp32EpilogueActivation activation = Fp32EpilogueActivation::kNone;
   float min = -std::numeric_limits<float>::infinity();  // Relu: 0
   float max = std::numeric_limits<float>::infinity();
   const float* residual = nullptr;  // added before the clamp, element (m, n) at residual[m * residual_row_stride + n]
@@ -136,6 +141,7 @@ struct SgemmUkernelArgs {
   const float* residual = nullptr;  // the tile's first element, or null
   int64_t residual_row_stride = 0;
   float min = 0.0f, max = 0.0f;
+  Fp32EpilogueActivation activation = Fp32EpilogueActivation::kNone;
 };
 using SgemmUkernelFn = void (*)(const SgemmUkernelArgs& args);
 // One output pixel of a depthwise convolution: a[tap] points at the tap's input pixel (the zero
@@ -148,6 +154,7 @@ struct DepthwiseUkernelArgs {
   float* c = nullptr;
   const float* residual = nullptr;
   float min = 0.0f, max = 0.0f;
+  Fp32EpilogueActivation activation = Fp32EpilogueActivation::kNone;
 };
 using DepthwiseUkernelFn = void (*)(const DepthwiseUkernelArgs& args);
 struct SgemmImplementation {

@@ -4,11 +4,25 @@
 
 #include "kernels/fp32/fp32_sgemm.h"
 
+#define QDQRT_VECTOR_LANES 1
+#include "kernels/vector_math_inl.h"
+#undef QDQRT_VECTOR_LANES
+
 namespace qdqrt::kernels::scalar {
 
 namespace {
 constexpr int kMr = 4;
 constexpr int kNr = 8;
+
+float activate(Fp32EpilogueActivation activation, float value) {
+  switch (activation) {
+    case Fp32EpilogueActivation::kNone: return value;
+    case Fp32EpilogueActivation::kSigmoid: return vmath::vsigmoid(value);
+    case Fp32EpilogueActivation::kSilu: return vmath::vsilu(value);
+    case Fp32EpilogueActivation::kHardSwish: return vmath::vhardswish(value);
+  }
+  return value;
+}
 }  // namespace
 
 void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
@@ -21,7 +35,7 @@ void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
         for (int c = 0; c < args.channels; ++c, w += kNr) sum += a[c] * *w;
       }
       if (args.residual) sum += args.residual[r * args.residual_row_stride + n];
-      args.c[r * args.c_row_stride + n] = std::min(std::max(sum, args.min), args.max);
+      args.c[r * args.c_row_stride + n] = activate(args.activation, std::min(std::max(sum, args.min), args.max));
     }
   }
 }
@@ -31,7 +45,7 @@ void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args) {
     float sum = args.bias[c];
     for (int tap = 0; tap < args.taps; ++tap) sum += args.a[tap][c] * args.w[static_cast<int64_t>(tap) * args.channels_padded + c];
     if (args.residual) sum += args.residual[c];
-    args.c[c] = std::min(std::max(sum, args.min), args.max);
+    args.c[c] = activate(args.activation, std::min(std::max(sum, args.min), args.max));
   }
 }
 

@@ -15,6 +15,14 @@
 
 #include "kernels/fp32/fp32_sgemm.h"
 
+#if defined(QDQRT_SGEMM_AVX512)
+#define QDQRT_VECTOR_LANES 16
+#else
+#define QDQRT_VECTOR_LANES 8
+#endif
+#include "kernels/vector_math_inl.h"
+#undef QDQRT_VECTOR_LANES
+
 namespace qdqrt::kernels::QDQRT_SGEMM_NAMESPACE {
 namespace {
 
@@ -66,6 +74,17 @@ inline void store_part(float* p, V v, int count) {
 
 constexpr int kNr = 2 * kLanes;
 
+inline V activate(Fp32EpilogueActivation activation, V value) {
+  using vmath::vf;
+  switch (activation) {
+    case Fp32EpilogueActivation::kNone: return value;
+    case Fp32EpilogueActivation::kSigmoid: return (V)vmath::vsigmoid((vf)value);
+    case Fp32EpilogueActivation::kSilu: return (V)vmath::vsilu((vf)value);
+    case Fp32EpilogueActivation::kHardSwish: return (V)vmath::vhardswish((vf)value);
+  }
+  return value;
+}
+
 // Rows kRows (<= kMr) x kVectors (1 or 2) vectors of one panel.
 template <int kRows, int kVectors>
 void tile(const internal::SgemmUkernelArgs& args) {
@@ -107,7 +126,7 @@ void tile(const internal::SgemmUkernelArgs& args) {
       V value = acc[r][v];
       if (residual) value = add(value, load_part(residual + v * kLanes, count));
       value = vmin(high, vmax(low, value));  // NaN passes, as in the scalar kernel
-      store_part(c + v * kLanes, value, count);
+      store_part(c + v * kLanes, activate(args.activation, value), count);
     }
   }
 }
@@ -152,7 +171,7 @@ void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args) {
     for (int v = 0; v < kBlock; ++v) {
       V value = acc[v];
       if (args.residual) value = add(value, load_part(args.residual + c + v * kLanes, kLanes));
-      store_part(args.c + c + v * kLanes, vmin(high, vmax(low, value)), kLanes);
+      store_part(args.c + c + v * kLanes, activate(args.activation, vmin(high, vmax(low, value))), kLanes);
     }
   }
   for (; c < args.channels; c += kLanes) {
@@ -163,7 +182,7 @@ void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args) {
                   acc);
     }
     if (args.residual) acc = add(acc, load_part(args.residual + c, count));
-    store_part(args.c + c, vmin(high, vmax(low, acc)), count);
+    store_part(args.c + c, activate(args.activation, vmin(high, vmax(low, acc))), count);
   }
 }
 

@@ -28,6 +28,16 @@ TEST(Fp32Sgemm, Epilogue) {
   Fp32ConvTester().input_size(5, 7).channels(24, 40).residual(true).bias(false).pixel_stride_extra(2, 3).test_all_isas();
 }
 
+TEST(Fp32Sgemm, EpilogueActivations) {
+  for (auto activation : {Fp32EpilogueActivation::kSigmoid, Fp32EpilogueActivation::kSilu,
+                          Fp32EpilogueActivation::kHardSwish}) {
+    Fp32ConvTester().input_size(5, 7).channels(24, 40).activation(activation).test_all_isas();
+    Fp32ConvTester().input_size(5, 7).channels(24, 21).residual(true).activation(activation).test_all_isas();
+    Fp32ConvTester().depthwise(true).input_size(5, 7).channels(70, 70).kernel(3, 3).padding(1, 1, 1, 1)
+        .activation(activation).test_all_isas();
+  }
+}
+
 TEST(Fp32Sgemm, PointwiseConv) {
   Fp32ConvTester().batch(2).input_size(6, 7).channels(40, 70).test_all_isas();
   Fp32ConvTester().batch(3).input_size(3, 5).channels(16, 64).pixel_stride_extra(3, 5).test_all_isas();

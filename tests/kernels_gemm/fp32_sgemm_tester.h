@@ -30,6 +30,7 @@ class Fp32ConvTester {
   Fp32ConvTester& pixel_stride_extra(int input, int output) { input_extra_ = input, output_extra_ = output; return *this; }
   Fp32ConvTester& clamp(float low, float high) { min_ = low, max_ = high; return *this; }
   Fp32ConvTester& residual(bool value) { residual_ = value; return *this; }
+  Fp32ConvTester& activation(Fp32EpilogueActivation value) { activation_ = value; return *this; }
   Fp32ConvTester& bias(bool value) { bias_ = value; return *this; }
   // Split rows at `row_split` and columns at the panel boundary below `column_split` (0: none).
   Fp32ConvTester& split(int64_t row_split, int column_split) { row_split_ = row_split, column_split_ = column_split; return *this; }
@@ -48,7 +49,8 @@ class Fp32ConvTester {
                                       << "x" << input_channels_ << " -> " << output_channels_ << ", kernel "
                                       << kernel_height_ << "x" << kernel_width_ << ", stride " << stride_height_
                                       << ", pads " << pad_top_ << "," << pad_left_ << "," << pad_bottom_ << ","
-                                      << pad_right_ << ", dilation " << dilation_height_ << ", residual " << residual_);
+                                      << pad_right_ << ", dilation " << dilation_height_ << ", residual " << residual_
+                                      << ", activation " << fp32_epilogue_activation_name(activation_));
     const int out_h = (height_ + pad_top_ + pad_bottom_ - dilation_height_ * (kernel_height_ - 1) - 1) / stride_height_ + 1;
     const int out_w = (width_ + pad_left_ + pad_right_ - dilation_width_ * (kernel_width_ - 1) - 1) / stride_width_ + 1;
     ASSERT_GT(out_h, 0);
@@ -89,6 +91,7 @@ class Fp32ConvTester {
     Fp32Epilogue epilogue;
     epilogue.min = min_;
     epilogue.max = max_;
+    epilogue.activation = activation_;
     if (residual_) {
       epilogue.residual = residual.data();
       epilogue.residual_row_stride = out_stride;
@@ -153,10 +156,10 @@ class Fp32ConvTester {
           sum += residual[static_cast<size_t>(m * out_stride + n)];
           magnitude += std::fabs(residual[static_cast<size_t>(m * out_stride + n)]);
         }
-        const double expected = std::min<double>(std::max<double>(sum, min_), max_);
+        const double expected = activate(std::min<double>(std::max<double>(sum, min_), max_));
         const float got = output[static_cast<size_t>(m * out_stride + n)];
         // fp32 accumulation over taps * channels terms: a few ulps of the terms' magnitude.
-        if (!(std::fabs(got - expected) <= 2e-6 * magnitude + 1e-6) && mismatches++ < 5) {
+        if (!(std::fabs(got - expected) <= 2e-6 * magnitude + 1e-6 + 4e-7 * std::fabs(expected)) && mismatches++ < 5) {
           ADD_FAILURE() << "pixel " << m << " channel " << n << ": got " << got << ", expected " << expected;
         }
       }
@@ -170,6 +173,17 @@ class Fp32ConvTester {
   }
 
  private:
+  double activate(double x) const {
+    switch (activation_) {
+      case Fp32EpilogueActivation::kNone: return x;
+      case Fp32EpilogueActivation::kSigmoid: return 1.0 / (1.0 + std::exp(-x));
+      case Fp32EpilogueActivation::kSilu: return x / (1.0 + std::exp(-x));
+      case Fp32EpilogueActivation::kHardSwish: return x * std::min(1.0, std::max(0.0, x / 6.0 + 0.5));
+    }
+    return x;
+  }
+
+  Fp32EpilogueActivation activation_ = Fp32EpilogueActivation::kNone;
   int batch_ = 1, height_ = 5, width_ = 5, input_channels_ = 8, output_channels_ = 16;
   int kernel_height_ = 1, kernel_width_ = 1, stride_height_ = 1, stride_width_ = 1;
   int dilation_height_ = 1, dilation_width_ = 1;
