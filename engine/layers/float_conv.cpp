@@ -344,7 +344,9 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
   const Layout layout = is_nhwc(static_cast<ConvMode>(mode)) ? Layout::kNhwc : Layout::kPlain;
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
-  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4, layout));
+  const bool one_pixel = x->shape.size() == 4 && x->shape[2] == 1 && x->shape[3] == 1;  // same bytes in both layouts
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4,
+                                      layout == Layout::kNhwc && one_pixel ? x->layout : layout));
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, 4, layout));
   if (x->shape[0] != y->shape[0] || x->batched != y->batched) return context.error("input and output batch differ");
 
@@ -430,7 +432,9 @@ Status lower_nhwc_conv(const Node& node, BuildContext& context, ConvGeometry g, 
     params::kWeights.write_bytes(layer, packed.weights.data(), packed.weights.size() * sizeof(float));
     params::kBias.write_bytes(layer, packed.bias.data(), packed.bias.size() * sizeof(float));
   }
-  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kNhwc));
+  // A [N, C, 1, 1] input (after GlobalAveragePool) holds the same bytes in both layouts: read as stored.
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, g.height == 1 && g.width == 1 ? context.input_as_stored(node.input(0))
+                                                                        : context.input(node.input(0), Layout::kNhwc));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kNhwc));
   layer.inputs = {input};
   layer.outputs = {output};

@@ -151,6 +151,34 @@ TEST(EngineFloatModels, ConvEpiloguesAreFused) {
   }
 }
 
+// Float CNN blocks stay channels-last from the first conv to the last: the stem's MaxPool, the
+// squeeze-excite gate (GlobalAveragePool, two 1x1 convs, Mul by the [N, C, 1, 1] gate), SiLU as
+// x * Sigmoid(x) absorbed by its conv. One reorder in (the NCHW input), one out.
+TEST(EngineFloatModels, CnnBlocksStayChannelsLast) {
+  const std::vector<std::string> inits = {weights("stem", {16, 3, 3, 3}), weights("b16", {16}),
+                                          weights("squeeze", {4, 16, 1, 1}), weights("b4", {4}),
+                                          weights("excite", {16, 4, 1, 1}), weights("dw", {16, 1, 3, 3}),
+                                          weights("project", {8, 16, 1, 1})};
+  const std::string body =
+      "s = Conv<pads=[1,1,1,1]>(x, stem, b16)\nsr = Relu(s)\np = MaxPool<kernel_shape=[3,3], strides=[2,2], "
+      "pads=[1,1,1,1]>(sr)\nd = Conv<pads=[1,1,1,1], group=16>(p, dw, b16)\nds = Sigmoid(d)\ndsilu = Mul(d, ds)\n"
+      "g = GlobalAveragePool(dsilu)\nq = Conv(g, squeeze, b4)\nqs = Sigmoid(q)\nqsilu = Mul(q, qs)\n"
+      "e = Conv(qsilu, excite, b16)\ngate = Sigmoid(e)\ngated = Mul(dsilu, gate)\ny = Conv(gated, project)";
+  auto graph = load_text_graph(model(13, "g (float[N,3,15,14] x) => (float y)", inits, body), 3);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  int reorders = 0, unary = 0;
+  for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+    EXPECT_NE(layer.kind, "reference") << layer.name;
+    reorders += layer.kind == "reorder";
+    unary += layer.kind == "fp32_unary";
+  }
+  EXPECT_EQ(reorders, 2);
+  EXPECT_EQ(unary, 0);  // Relu, both SiLUs and the gate's Sigmoid run in conv epilogues
+  expect_engine_matches(**engine, *graph, "cnn blocks");
+}
+
 // A plan with reference and native layers survives the engine file: outputs bit-identical.
 TEST(EngineFloatModels, EngineFileRoundTrip) {
   const std::string text = model(13, "g (float[N,2,6,6] x) => (float y, float r)", {weights("w", {4, 2, 3, 3})},
