@@ -13,46 +13,123 @@ namespace qdqrt::kernels {
 
 namespace {
 
-// Rows per block whose A rows (block x k floats) stay in L2 while every panel passes over them.
-constexpr int64_t kRowBlockBytes = 192 * 1024;
+// Blocks of k of about kDepthBlock (tap, channel) pairs: the panel's block (kDepthBlock x NR
+// floats, 32 KiB on AVX-512) stays in L1 while the row tiles pass over it, and a row tile's block
+// of A (MR x kDepthBlock) streams from L2. Smaller k is one block.
+constexpr int kDepthBlock = 256;
+constexpr int kMaxMr = 16;
+// Output panels from which packing A pays.
+constexpr int kPackAPanels = 2;
+// Rows per block whose A block (rows x kDepthBlock floats) stays in L2 while the panels pass.
+constexpr int64_t kRowBlockBytes = 256 * 1024;
 
-int64_t row_block(const PackedSgemm& packed) {
-  const int64_t rows = kRowBlockBytes / std::max<int64_t>(packed.k() * 4, 1);
-  return std::max<int64_t>(rows / packed.mr, 1) * packed.mr;
+struct DepthBlocking {
+  int channel_chunk = 0;  // channels per block (all when taps are grouped)
+  int taps_per_block = 1;
+};
+
+DepthBlocking depth_blocking(const PackedSgemm& packed) {
+  if (packed.k() <= 2 * kDepthBlock) return {packed.channels, packed.taps};
+  if (packed.channels >= kDepthBlock) {
+    const int chunks = (packed.channels + kDepthBlock - 1) / kDepthBlock;
+    return {(packed.channels + chunks - 1) / chunks, 1};
+  }
+  return {packed.channels, std::max(1, kDepthBlock / std::max(packed.channels, 1))};
 }
 
-// Walks row tiles x panels of [m_begin, m_end) x [n_begin, n_end); fill(m, mr, pointers) writes
-// the pointers of rows m..m+mr-1 for every tap (pointers[tap * MR + r]).
+// Walks k blocks x row tiles x panels of [m_begin, m_end) x [n_begin, n_end); fill(m, mr, pointers)
+// writes the pointers of rows m..m+mr-1 for every tap (pointers[tap * MR + r]).
 template <class Fill>
-void drive(const PackedSgemm& packed, const Fill& fill, float* c, int64_t c_row_stride, const Fp32Epilogue& epilogue,
-           int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
+void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, float* c, int64_t c_row_stride,
+           const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
   const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
   assert(impl.mr == packed.mr && impl.nr == packed.nr && n_begin % packed.nr == 0);
-  const float* pointers[kSgemmMaxTaps * 16];
+  // Row pointers of every tile of a row block, filled once per block: [tile][tap][MR].
+  constexpr int64_t kPointerCapacity = 4096;
+  static_assert(kPointerCapacity >= kSgemmMaxTaps * 16);
+  const float* pointers[kPointerCapacity];
+  const int64_t tile_pointers = static_cast<int64_t>(packed.taps) * packed.mr;
   internal::SgemmUkernelArgs args;
-  args.taps = packed.taps;
-  args.channels = packed.channels;
-  args.a = pointers;
   args.c_row_stride = c_row_stride;
   args.residual_row_stride = epilogue.residual_row_stride;
   args.min = epilogue.min;
   args.max = epilogue.max;
   args.activation = epilogue.activation;
+  args.w_tap_stride = static_cast<int64_t>(packed.channels) * packed.nr;
   const int64_t panel_floats = packed.k() * packed.nr;
-  const int64_t block = row_block(packed);
+  const DepthBlocking blocking = depth_blocking(packed);
+  const int64_t block_depth = static_cast<int64_t>(blocking.channel_chunk) * blocking.taps_per_block;
+  const int64_t block_tiles = std::clamp<int64_t>(kRowBlockBytes / std::max<int64_t>(block_depth * 4, 1) / packed.mr,
+                                                  1, kPointerCapacity / tile_pointers);
+  const int64_t block = block_tiles * packed.mr;
+  // Rows a multiple of 4 KiB apart (1024 channels, or 512 at stride 2) share one L1 set and evict
+  // each other: such tiles pack their A block once for all their panels (one contiguous stream).
+  // Other rows are read in place (packing costs about one panel's pass over A).
+  const bool pack_a =
+      a_row_bytes % 4096 == 0 && (n_end - n_begin + packed.nr - 1) / packed.nr >= kPackAPanels;
+  alignas(64) float packed_a[kMaxMr * 2 * kDepthBlock];
   for (int64_t block_begin = m_begin; block_begin < m_end; block_begin += block) {
     const int64_t block_end = std::min(m_end, block_begin + block);
-    for (int n = n_begin; n < n_end; n += packed.nr) {
-      const int64_t panel = n / packed.nr;
-      args.nc = std::min(packed.nr, n_end - n);
-      args.w = packed.data.data() + panel * panel_floats;
-      args.bias = packed.bias.data() + n;
-      for (int64_t m = block_begin; m < block_end; m += packed.mr) {
-        args.mr = static_cast<int>(std::min<int64_t>(packed.mr, block_end - m));
-        fill(m, args.mr, pointers);
-        args.c = c + m * c_row_stride + n;
-        args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
-        impl.ukernel(args);
+    for (int64_t m = block_begin; m < block_end; m += packed.mr) {
+      fill(m, static_cast<int>(std::min<int64_t>(packed.mr, block_end - m)),
+           pointers + (m - block_begin) / packed.mr * tile_pointers);
+    }
+    if (pack_a) {
+      for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
+        for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
+          args.taps = std::min(blocking.taps_per_block, packed.taps - tap);
+          args.channel_begin = channel;
+          args.channels = std::min(blocking.channel_chunk, packed.channels - channel);
+          args.first = tap == 0 && channel == 0;
+          args.last = tap + args.taps == packed.taps && channel + args.channels == packed.channels;
+          for (int64_t m = block_begin; m < block_end; m += packed.mr) {
+            args.mr = static_cast<int>(std::min<int64_t>(packed.mr, block_end - m));
+            const float* const* rows = pointers + (m - block_begin) / packed.mr * tile_pointers + tap * packed.mr;
+            float* out = packed_a;
+            for (int t = 0; t < args.taps; ++t) {
+              for (int c = 0; c < args.channels; ++c, out += packed.mr) {
+                for (int r = 0; r < args.mr; ++r) out[r] = rows[t * packed.mr + r][channel + c];
+              }
+            }
+            args.packed_a = packed_a;
+            args.c = c + m * c_row_stride;
+            args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride : nullptr;
+            for (int n = n_begin; n < n_end; n += packed.nr) {
+              args.nc = std::min(packed.nr, n_end - n);
+              args.w = packed.data.data() + n / packed.nr * panel_floats +
+                       (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
+              args.bias = packed.bias.data() + n;
+              args.c = c + m * c_row_stride + n;
+              args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
+              impl.ukernel(args);
+            }
+          }
+        }
+      }
+      continue;
+    }
+    args.packed_a = nullptr;
+    for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
+      for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
+        args.taps = std::min(blocking.taps_per_block, packed.taps - tap);
+        args.channel_begin = channel;
+        args.channels = std::min(blocking.channel_chunk, packed.channels - channel);
+        args.first = tap == 0 && channel == 0;
+        args.last = tap + args.taps == packed.taps && channel + args.channels == packed.channels;
+        for (int n = n_begin; n < n_end; n += packed.nr) {
+          const int64_t panel = n / packed.nr;
+          args.nc = std::min(packed.nr, n_end - n);
+          args.w = packed.data.data() + panel * panel_floats +
+                   (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
+          args.bias = packed.bias.data() + n;
+          for (int64_t m = block_begin; m < block_end; m += packed.mr) {
+            args.mr = static_cast<int>(std::min<int64_t>(packed.mr, block_end - m));
+            args.a = pointers + (m - block_begin) / packed.mr * tile_pointers + tap * packed.mr;
+            args.c = c + m * c_row_stride + n;
+            args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
+            impl.ukernel(args);
+          }
+        }
       }
     }
   }
@@ -156,7 +233,8 @@ void run_sconv(const PackedSgemm& packed, const SconvGeometry& g, const SconvArg
       }
     }
   };
-  drive(packed, fill, args.output, args.output_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
+  const int64_t row_bytes = g.input_pixel_stride * g.stride_width * static_cast<int64_t>(sizeof(float));
+  drive(packed, fill, row_bytes, args.output, args.output_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
 }
 
 void run_sgemm(const PackedSgemm& packed, const float* a, int64_t a_row_stride, float* c, int64_t c_row_stride,
@@ -165,7 +243,8 @@ void run_sgemm(const PackedSgemm& packed, const float* a, int64_t a_row_stride, 
   auto fill = [&](int64_t m, int rows, const float** pointers) {
     for (int r = 0; r < rows; ++r) pointers[r] = a + (m + r) * a_row_stride;
   };
-  drive(packed, fill, c, c_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
+  drive(packed, fill, a_row_stride * static_cast<int64_t>(sizeof(float)), c, c_row_stride, epilogue, m_begin, m_end,
+        n_begin, n_end);
 }
 
 int depthwise_f32_padded_channels(int channels) { return (channels + 15) / 16 * 16; }

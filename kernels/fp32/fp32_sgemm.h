@@ -128,13 +128,18 @@ std::string depthwise_f32_kernel_name(const PackedDepthwiseF32& packed);
 std::string sgemm_kernel_name(const PackedSgemm& packed, bool convolution);
 
 namespace internal {
-// One microkernel call: rows [0, mr) (mr <= MR), columns [0, nc) (nc <= NR) of one panel.
-// a[tap * MR + r] points at row r's inputs for `tap` (channels floats); rows >= mr are not read.
+// One microkernel call: rows [0, mr) (mr <= MR), columns [0, nc) (nc <= NR) of one panel, over a
+// block of k: `taps` taps x channels [channel_begin, channel_begin + channels). a[tap * MR + r]
+// points at row r's inputs for the block's tap `tap`; rows >= mr are not read. The first block
+// starts from the bias, later ones from C; only the last applies the epilogue.
 struct SgemmUkernelArgs {
   int mr = 0, nc = 0;
-  int taps = 1, channels = 0;
+  int taps = 1, channel_begin = 0, channels = 0;
+  bool first = true, last = true;
   const float* const* a = nullptr;
-  const float* w = nullptr;     // the panel: [taps * channels][NR]
+  const float* packed_a = nullptr;  // instead of `a`: the block's A, [tap][channel][MR]
+  const float* w = nullptr;     // the block's first weights: row (tap, channel_begin) of the panel
+  int64_t w_tap_stride = 0;     // floats from one tap's weights to the next (all channels x NR)
   const float* bias = nullptr;  // the panel's NR bias values
   float* c = nullptr;
   int64_t c_row_stride = 0;

@@ -28,14 +28,22 @@ float activate(Fp32EpilogueActivation activation, float value) {
 void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
   for (int r = 0; r < args.mr; ++r) {
     for (int n = 0; n < args.nc; ++n) {
-      float sum = args.bias[n];
-      const float* w = args.w + n;
+      float sum = args.first ? args.bias[n] : args.c[r * args.c_row_stride + n];
       for (int tap = 0; tap < args.taps; ++tap) {
-        const float* a = args.a[tap * kMr + r];
+        const float* w = args.w + tap * args.w_tap_stride + n;
+        if (args.packed_a != nullptr) {
+          const float* a = args.packed_a + static_cast<int64_t>(tap) * args.channels * kMr + r;
+          for (int c = 0; c < args.channels; ++c, w += kNr) sum += a[c * kMr] * *w;
+          continue;
+        }
+        const float* a = args.a[tap * kMr + r] + args.channel_begin;
         for (int c = 0; c < args.channels; ++c, w += kNr) sum += a[c] * *w;
       }
-      if (args.residual) sum += args.residual[r * args.residual_row_stride + n];
-      args.c[r * args.c_row_stride + n] = activate(args.activation, std::min(std::max(sum, args.min), args.max));
+      if (args.last) {
+        if (args.residual) sum += args.residual[r * args.residual_row_stride + n];
+        sum = activate(args.activation, std::min(std::max(sum, args.min), args.max));
+      }
+      args.c[r * args.c_row_stride + n] = sum;
     }
   }
 }

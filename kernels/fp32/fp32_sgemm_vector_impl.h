@@ -86,21 +86,49 @@ inline V activate(Fp32EpilogueActivation activation, V value) {
 }
 
 // Rows kRows (<= kMr) x kVectors (1 or 2) vectors of one panel.
-template <int kRows, int kVectors>
+// kPacked: A comes packed, packed_a[(tap * channels + c) * MR + r] (one stream, no 4 KiB aliasing
+// between rows); otherwise through the row pointers.
+template <int kRows, int kVectors, bool kPacked>
 void tile(const internal::SgemmUkernelArgs& args) {
   V acc[kRows][kVectors];
-  for (int v = 0; v < kVectors; ++v) {
-    const V bias = load(args.bias + v * kLanes);
+  if (args.first) {
+    for (int v = 0; v < kVectors; ++v) {
+      const V bias = load(args.bias + v * kLanes);
 #pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r) acc[r][v] = bias;
+      for (int r = 0; r < kRows; ++r) acc[r][v] = bias;
+    }
+  } else {  // a later block of k: go on from the partial sums in C
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 2
+      for (int v = 0; v < kVectors; ++v) {
+        acc[r][v] = load_part(args.c + r * args.c_row_stride + v * kLanes, std::min(kLanes, args.nc - v * kLanes));
+      }
+    }
   }
-  const float* w = args.w;
   const int channels = args.channels;
   for (int tap = 0; tap < args.taps; ++tap) {
+    const float* w = args.w + tap * args.w_tap_stride;
+    if constexpr (kPacked) {
+      const float* a = args.packed_a + static_cast<int64_t>(tap) * channels * kMr;
+      for (int c = 0; c < channels; ++c, a += kMr) {
+        V b[kVectors];
+#pragma GCC unroll 2
+        for (int v = 0; v < kVectors; ++v) b[v] = load(w + v * kLanes);
+        w += kNr;
+#pragma GCC unroll 16
+        for (int r = 0; r < kRows; ++r) {
+          const V x = broadcast(a + r);
+#pragma GCC unroll 2
+          for (int v = 0; v < kVectors; ++v) acc[r][v] = fmadd(x, b[v], acc[r][v]);
+        }
+      }
+      continue;
+    }
     const float* const* rows = args.a + tap * kMr;
     const float* a[kRows];
 #pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r) a[r] = rows[r];
+    for (int r = 0; r < kRows; ++r) a[r] = rows[r] + args.channel_begin;
     for (int c = 0; c < channels; ++c) {
       V b[kVectors];
 #pragma GCC unroll 2
@@ -124,32 +152,35 @@ void tile(const internal::SgemmUkernelArgs& args) {
       const int count = std::min(kLanes, args.nc - v * kLanes);
       if (count <= 0) break;
       V value = acc[r][v];
-      if (residual) value = add(value, load_part(residual + v * kLanes, count));
-      value = vmin(high, vmax(low, value));  // NaN passes, as in the scalar kernel
-      store_part(c + v * kLanes, activate(args.activation, value), count);
+      if (args.last) {
+        if (residual) value = add(value, load_part(residual + v * kLanes, count));
+        value = vmin(high, vmax(low, value));  // NaN passes, as in the scalar kernel
+        value = activate(args.activation, value);
+      }
+      store_part(c + v * kLanes, value, count);
     }
   }
 }
 
-template <int kVectors>
+template <int kVectors, bool kPacked>
 void tile_rows(const internal::SgemmUkernelArgs& args) {
   switch (args.mr) {
 #if defined(QDQRT_SGEMM_AVX512)
-    case 14: return tile<14, kVectors>(args);
-    case 13: return tile<13, kVectors>(args);
-    case 12: return tile<12, kVectors>(args);
-    case 11: return tile<11, kVectors>(args);
-    case 10: return tile<10, kVectors>(args);
-    case 9: return tile<9, kVectors>(args);
-    case 8: return tile<8, kVectors>(args);
-    case 7: return tile<7, kVectors>(args);
+    case 14: return tile<14, kVectors, kPacked>(args);
+    case 13: return tile<13, kVectors, kPacked>(args);
+    case 12: return tile<12, kVectors, kPacked>(args);
+    case 11: return tile<11, kVectors, kPacked>(args);
+    case 10: return tile<10, kVectors, kPacked>(args);
+    case 9: return tile<9, kVectors, kPacked>(args);
+    case 8: return tile<8, kVectors, kPacked>(args);
+    case 7: return tile<7, kVectors, kPacked>(args);
 #endif
-    case 6: return tile<6, kVectors>(args);
-    case 5: return tile<5, kVectors>(args);
-    case 4: return tile<4, kVectors>(args);
-    case 3: return tile<3, kVectors>(args);
-    case 2: return tile<2, kVectors>(args);
-    default: return tile<1, kVectors>(args);
+    case 6: return tile<6, kVectors, kPacked>(args);
+    case 5: return tile<5, kVectors, kPacked>(args);
+    case 4: return tile<4, kVectors, kPacked>(args);
+    case 3: return tile<3, kVectors, kPacked>(args);
+    case 2: return tile<2, kVectors, kPacked>(args);
+    default: return tile<1, kVectors, kPacked>(args);
   }
 }
 
@@ -187,11 +218,12 @@ void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args) {
 }
 
 void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
-  if (args.nc <= kLanes) {
-    tile_rows<1>(args);
-  } else {
-    tile_rows<2>(args);
+  if (args.packed_a != nullptr) {
+    if (args.nc <= kLanes) return tile_rows<1, true>(args);
+    return tile_rows<2, true>(args);
   }
+  if (args.nc <= kLanes) return tile_rows<1, false>(args);
+  tile_rows<2, false>(args);
 }
 
 }  // namespace qdqrt::kernels::QDQRT_SGEMM_NAMESPACE

@@ -22,6 +22,21 @@ TEST(Fp32Sgemm, DepthAndStrides) {
   Fp32ConvTester().input_size(4, 5).channels(19, 35).pixel_stride_extra(5, 3).plain_gemm(true).test_all_isas();
 }
 
+// Depth in several blocks (partial sums through C) and A packed per row tile (wide outputs).
+TEST(Fp32Sgemm, DepthBlocksAndPackedA) {
+  uint32_t seed = 150;
+  for (int depth : {511, 513, 1024, 1200}) {
+    for (int columns : {40, 100, 130}) {
+      Fp32ConvTester().input_size(3, 11).channels(depth, columns).plain_gemm(true).residual(true).clamp(-1.0f, 1.0f)
+          .seed(++seed).test_all_isas();
+    }
+  }
+  // 3x3 with many channels: one tap per block, or several taps of few channels per block.
+  Fp32ConvTester().input_size(5, 6).channels(300, 100).kernel(3, 3).padding(1, 1, 1, 1).split(17, 64).test_all_isas();
+  Fp32ConvTester().input_size(5, 6).channels(70, 130).kernel(3, 3).padding(1, 1, 1, 1).test_all_isas();
+  Fp32ConvTester().input_size(9, 8).channels(40, 67).kernel(5, 5).stride(2, 2).padding(2, 2, 2, 2).test_all_isas();
+}
+
 TEST(Fp32Sgemm, Epilogue) {
   Fp32ConvTester().input_size(5, 7).channels(24, 40).clamp(0.0f, INFINITY).test_all_isas();
   Fp32ConvTester().input_size(5, 7).channels(24, 40).clamp(-0.5f, 0.75f).residual(true).test_all_isas();
