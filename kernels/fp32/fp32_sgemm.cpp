@@ -294,11 +294,50 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
   ukernel_args.min = epilogue.min;
   ukernel_args.max = epilogue.max;
   ukernel_args.activation = epilogue.activation;
+  // Output columns whose every horizontal tap is inside the input: [interior_begin, interior_end).
+  const int interior_begin = std::min(g.output_width, (g.pad_left + g.stride_width - 1) / g.stride_width);
+  const int last_x = g.input_width - 1 + g.pad_left - (g.kernel_width - 1) * g.dilation_width;
+  const int interior_end = std::clamp(last_x < 0 ? 0 : last_x / g.stride_width + 1, interior_begin, g.output_width);
+  const float* row_a[kSgemmMaxTaps];
+  const float* row_w[kSgemmMaxTaps];
+  internal::DepthwiseRowArgs row_args;
+  row_args.channels = packed.channels;
+  row_args.a = row_a;
+  row_args.w = row_w;
+  row_args.a_step = g.stride_width * g.input_pixel_stride;
+  row_args.bias = packed.bias.data();
+  row_args.c_step = args.output_row_stride;
+  row_args.residual_step = epilogue.residual_row_stride;
+  row_args.min = epilogue.min;
+  row_args.max = epilogue.max;
+  row_args.activation = epilogue.activation;
   for (int64_t row = row_begin; row < row_end; ++row) {
     const int64_t image = row / g.output_height;
     const int oy = static_cast<int>(row % g.output_height);
     const float* image_input = args.input + image * g.input_image_stride;
+    if (interior_end > interior_begin) {
+      // The interior run: rows of taps outside the input are left out (they add zeros).
+      int taps = 0;
+      const int x0 = interior_begin * g.stride_width - g.pad_left;
+      for (int ky = 0; ky < g.kernel_height; ++ky) {
+        const int y = oy * g.stride_height - g.pad_top + ky * g.dilation_height;
+        if (y < 0 || y >= g.input_height) continue;
+        for (int kx = 0; kx < g.kernel_width; ++kx, ++taps) {
+          row_a[taps] = image_input + (static_cast<int64_t>(y) * g.input_width + x0 + kx * g.dilation_width) *
+                                          g.input_pixel_stride;
+          row_w[taps] = packed.weights.data() + static_cast<int64_t>(ky * g.kernel_width + kx) * packed.channels_padded;
+        }
+      }
+      const int64_t pixel = row * g.output_width + interior_begin;
+      row_args.taps = taps;
+      row_args.pixels = interior_end - interior_begin;
+      row_args.c = args.output + pixel * args.output_row_stride;
+      row_args.residual = epilogue.residual ? epilogue.residual + pixel * epilogue.residual_row_stride : nullptr;
+      impl.depthwise_row(row_args);
+    }
     for (int ox = 0; ox < g.output_width; ++ox) {
+      if (ox == interior_begin && interior_end > interior_begin) ox = interior_end;
+      if (ox >= g.output_width) break;
       const int y0 = oy * g.stride_height - g.pad_top, x0 = ox * g.stride_width - g.pad_left;
       int tap = 0;
       for (int ky = 0; ky < g.kernel_height; ++ky) {

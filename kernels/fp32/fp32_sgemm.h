@@ -162,11 +162,28 @@ struct DepthwiseUkernelArgs {
   Fp32EpilogueActivation activation = Fp32EpilogueActivation::kNone;
 };
 using DepthwiseUkernelFn = void (*)(const DepthwiseUkernelArgs& args);
+// A run of `pixels` output pixels of one row whose taps are all inside the input: tap t of pixel p
+// reads a[t] + p * a_step, its weights w[t] ([channels_padded]); output pixel p at c + p * c_step.
+struct DepthwiseRowArgs {
+  int channels = 0, taps = 0, pixels = 0;
+  const float* const* a = nullptr;
+  const float* const* w = nullptr;
+  int64_t a_step = 0;
+  const float* bias = nullptr;
+  float* c = nullptr;
+  int64_t c_step = 0;
+  const float* residual = nullptr;  // pixel p at residual + p * residual_step
+  int64_t residual_step = 0;
+  float min = 0.0f, max = 0.0f;
+  Fp32EpilogueActivation activation = Fp32EpilogueActivation::kNone;
+};
+using DepthwiseRowUkernelFn = void (*)(const DepthwiseRowArgs& args);
 struct SgemmImplementation {
   SgemmUkernelFn ukernel = nullptr;
   int mr = 0, nr = 0;
   const char* isa_suffix = "";  // "scalar", "avx2", "avx512"
   DepthwiseUkernelFn depthwise = nullptr;
+  DepthwiseRowUkernelFn depthwise_row = nullptr;
 };
 }  // namespace internal
 
@@ -177,6 +194,7 @@ inline constexpr int kSgemmMaxTaps = 121;
   namespace isa {                \
   void sgemm_ukernel(const internal::SgemmUkernelArgs& args); \
   void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args); \
+  void depthwise_row_ukernel(const internal::DepthwiseRowArgs& args); \
   }
 QDQRT_DECLARE_SGEMM(scalar)
 QDQRT_DECLARE_SGEMM(avx2)

@@ -57,4 +57,15 @@ void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args) {
   }
 }
 
+void depthwise_row_ukernel(const internal::DepthwiseRowArgs& args) {
+  for (int p = 0; p < args.pixels; ++p) {
+    for (int c = 0; c < args.channels; ++c) {
+      float sum = args.bias[c];
+      for (int tap = 0; tap < args.taps; ++tap) sum += args.a[tap][p * args.a_step + c] * args.w[tap][c];
+      if (args.residual) sum += args.residual[p * args.residual_step + c];
+      args.c[p * args.c_step + c] = activate(args.activation, std::min(std::max(sum, args.min), args.max));
+    }
+  }
+}
+
 }  // namespace qdqrt::kernels::scalar

@@ -217,6 +217,44 @@ void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args) {
   }
 }
 
+void depthwise_row_ukernel(const internal::DepthwiseRowArgs& args) {
+  const V low = splat(args.min), high = splat(args.max);
+  constexpr int kPixels = 4;  // independent accumulators per weight vector: hide the FMA latency
+  int p = 0;
+  auto finish = [&](V value, int pixel, int c, int count) {
+    float* out = args.c + pixel * args.c_step + c;
+    if (args.residual) value = add(value, load_part(args.residual + pixel * args.residual_step + c, count));
+    store_part(out, activate(args.activation, vmin(high, vmax(low, value))), count);
+  };
+  for (; p + kPixels <= args.pixels; p += kPixels) {
+    for (int c = 0; c < args.channels; c += kLanes) {
+      const int count = std::min(kLanes, args.channels - c);
+      V acc[kPixels];
+      const V bias = load(args.bias + c);
+#pragma GCC unroll 4
+      for (int i = 0; i < kPixels; ++i) acc[i] = bias;
+      for (int tap = 0; tap < args.taps; ++tap) {
+        const V w = load(args.w[tap] + c);
+        const float* a = args.a[tap] + p * args.a_step + c;
+#pragma GCC unroll 4
+        for (int i = 0; i < kPixels; ++i) acc[i] = fmadd(load_part(a + i * args.a_step, count), w, acc[i]);
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < kPixels; ++i) finish(acc[i], p + i, c, count);
+    }
+  }
+  for (; p < args.pixels; ++p) {
+    for (int c = 0; c < args.channels; c += kLanes) {
+      const int count = std::min(kLanes, args.channels - c);
+      V acc = load(args.bias + c);
+      for (int tap = 0; tap < args.taps; ++tap) {
+        acc = fmadd(load_part(args.a[tap] + p * args.a_step + c, count), load(args.w[tap] + c), acc);
+      }
+      finish(acc, p, c, count);
+    }
+  }
+}
+
 void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
   if (args.packed_a != nullptr) {
     if (args.nc <= kLanes) return tile_rows<1, true>(args);
