@@ -2,6 +2,7 @@
 // kernels (quantize, elementwise, pools, LUT, reorder, fp32).
 #include "kernels/dispatch.h"
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -12,12 +13,17 @@ Isa usable_isa(Isa requested) { return best_supported_up_to(requested); }
 
 // --- GEMM / implicit-GEMM convolution family ---
 // mr, nr, k_group and element_size must match the Traits in the corresponding source file.
-const internal::GemmImplementation& gemm_implementation(Isa isa) {
-  static const internal::GemmImplementation kScalar{Isa::kScalar, 4, 16, 4, 1, internal::gemm_run_scalar};
-  static const internal::GemmImplementation kAvx2{Isa::kAvx2, 6, 16, 2, 2, internal::gemm_run_avx2};
-  static const internal::GemmImplementation kAvxVnni{Isa::kAvxVnni, 6, 16, 4, 1, internal::gemm_run_avxvnni};
-  static const internal::GemmImplementation kAvx512Vnni{Isa::kAvx512Vnni, 6, 64, 4, 1,
-                                                        internal::gemm_run_avx512vnni};
+// Each ISA lists its tile widths widest first; AVX-512 VNNI also has a narrow tile (more rows,
+// fewer columns) so that layers with 16..48 output channels do not compute a 64-column tile
+// (bench/kernels --tile: 1.3-1.8x on MobileNetV2's narrow 1x1 layers and stem). An 8x32 tile
+// measured slower than both on small-K layers and was dropped.
+std::span<const internal::GemmImplementation> gemm_implementations(Isa isa) {
+  static const internal::GemmImplementation kScalar[] = {{Isa::kScalar, 4, 16, 4, 1, internal::gemm_run_scalar}};
+  static const internal::GemmImplementation kAvx2[] = {{Isa::kAvx2, 6, 16, 2, 2, internal::gemm_run_avx2}};
+  static const internal::GemmImplementation kAvxVnni[] = {{Isa::kAvxVnni, 6, 16, 4, 1, internal::gemm_run_avxvnni}};
+  static const internal::GemmImplementation kAvx512Vnni[] = {
+      {Isa::kAvx512Vnni, 6, 64, 4, 1, internal::gemm_run_avx512vnni},
+      {Isa::kAvx512Vnni, 12, 16, 4, 1, internal::gemm_run_avx512vnni_12x16}};
   switch (usable_isa(isa)) {
     case Isa::kAvx512Vnni: return kAvx512Vnni;
     case Isa::kAvxVnni: return kAvxVnni;
@@ -25,6 +31,32 @@ const internal::GemmImplementation& gemm_implementation(Isa isa) {
     case Isa::kScalar: break;
   }
   return kScalar;
+}
+
+const internal::GemmImplementation& gemm_implementation(Isa isa) { return gemm_implementations(isa).front(); }
+
+const internal::GemmImplementation* gemm_implementation(Isa isa, int nr) {
+  for (const internal::GemmImplementation& impl : gemm_implementations(isa)) {
+    if (impl.nr == nr) return &impl;
+  }
+  return nullptr;
+}
+
+// Cost of one row per k-group: the column tiles times (vector products + one broadcast load per
+// tile row), so padding columns count as much as real ones.
+const internal::GemmImplementation& choose_gemm_implementation(Isa isa, int n) {
+  const std::span<const internal::GemmImplementation> options = gemm_implementations(isa);
+  const internal::GemmImplementation* best = nullptr;
+  double best_cost = 0.0;
+  for (const internal::GemmImplementation& impl : options) {  // ties keep the wider tile
+    const int tiles = (std::max(n, 1) + impl.nr - 1) / impl.nr;
+    const double cost = tiles * (impl.nr / 16.0 + 0.25);
+    if (best == nullptr || cost < best_cost) {
+      best = &impl;
+      best_cost = cost;
+    }
+  }
+  return *best;
 }
 
 // --- Depthwise convolution family ---

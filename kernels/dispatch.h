@@ -4,6 +4,7 @@
 // set_max_isa() or QDQRT_MAX_ISA (see cpu_features.h).
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "kernels/cpu_features.h"
@@ -24,7 +25,12 @@ namespace qdqrt::kernels {
 Isa usable_isa(Isa requested);
 
 // --- GEMM / implicit-GEMM convolution family ---
+// Every register-tile shape of an ISA (widest first), the widest one, the one of a given tile
+// width (nullptr if the ISA has none), and the one packing picks for n output columns.
+std::span<const internal::GemmImplementation> gemm_implementations(Isa isa);
 const internal::GemmImplementation& gemm_implementation(Isa isa);
+const internal::GemmImplementation* gemm_implementation(Isa isa, int nr);
+const internal::GemmImplementation& choose_gemm_implementation(Isa isa, int n);
 
 // --- Depthwise convolution family ---
 const internal::DepthwiseImplementation& depthwise_implementation(Isa isa);

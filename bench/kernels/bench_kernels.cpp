@@ -23,6 +23,7 @@
 #include "bench/kernels/layer_shapes.h"
 #include "bench/kernels/peak.h"
 #include "kernels/cpu_features.h"
+#include "kernels/dispatch.h"
 #include "kernels/conv/qconv.h"
 #include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/gemm/qmatmul.h"
@@ -107,6 +108,9 @@ void timed_loop(benchmark::State& state, int threads, Body&& body, double ops, d
   }
 }
 
+// --tile=NR forces the GEMM family's register tile width (0: the one packing picks per layer).
+int g_tile_width = 0;
+
 void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
   const int taps = layer.kernel * layer.kernel;
   const int group_in = layer.input_channels / layer.groups;
@@ -125,7 +129,7 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
   desc.bias_int32 = bias.data();
   desc.input_scale = 0.02f;
   desc.output_scale = 0.05f;
-  const PackedConv packed = pack_conv(desc);
+  const PackedConv packed = pack_conv(desc, active_isa(), g_tile_width);
   ConvShape shape;
   shape.input_height = layer.height;
   shape.input_width = layer.width;
@@ -148,7 +152,7 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
   timed_loop(
       state, threads,
       [&](int part) {
-        auto [begin, end] = part_range(pixels, threads, part, 6);
+        auto [begin, end] = part_range(pixels, threads, part, conv_pixel_tile(packed));
         run_conv(packed, shape, args, epilogue, begin, end);
       },
       ops, 0.0);
@@ -273,7 +277,7 @@ void gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) {
   desc.per_channel = true;
   desc.input_scale = 0.02f;
   desc.output_scale = 0.05f;
-  const PackedGemm packed = pack_gemm(desc);
+  const PackedGemm packed = pack_gemm(desc, active_isa(), g_tile_width);
   GemmArgs args{a.data(), layer.k, c.data(), layer.n};
   state.SetLabel(gemm_kernel_name(packed, false, layer.m));
   const bool gemv = layer.m == 1;
@@ -284,7 +288,7 @@ void gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) {
           auto [begin, end] = part_range(layer.n, threads, part, packed.nr);
           run_gemm(packed, args, epilogue, 0, 1, begin, end);
         } else {
-          auto [begin, end] = part_range(layer.m, threads, part, 6);
+          auto [begin, end] = part_range(layer.m, threads, part, gemm_implementation(packed.isa, packed.nr)->mr);
           run_gemm(packed, args, epilogue, begin, end, 0, layer.n);
         }
       },
@@ -331,6 +335,8 @@ int main(int argc, char** argv) {
         return 2;
       }
       qdqrt::kernels::set_max_isa(*isa);
+    } else if (arg.rfind("--tile=", 0) == 0) {
+      qdqrt::bench::g_tile_width = std::atoi(arg.c_str() + 7);
     } else {
       argv[kept++] = argv[i];
     }

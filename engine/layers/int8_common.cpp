@@ -395,10 +395,19 @@ Result<kernels::PackedGemm> load_gemm(const BindContext& context, std::string_vi
   using namespace params;
   kernels::PackedGemm packed;
   QDQRT_ASSIGN_OR_RETURN(packed.isa, packed_isa(context, prefix));
-  const kernels::internal::GemmImplementation& impl = kernels::gemm_implementation(packed.isa);
   QDQRT_ASSIGN_OR_RETURN(int64_t n, kN.read(context, prefix));
   QDQRT_ASSIGN_OR_RETURN(int64_t k, kK.read(context, prefix));
-  QDQRT_ASSIGN_OR_RETURN(int64_t nr, kNr.read_in(context, impl.nr, impl.nr, prefix));
+  // The tile width picks the kernel: it must be one of this ISA's register tiles.
+  const auto tiles = kernels::gemm_implementations(packed.isa);
+  const auto [narrowest, widest] = std::minmax_element(
+      tiles.begin(), tiles.end(), [](const auto& a, const auto& b) { return a.nr < b.nr; });
+  QDQRT_ASSIGN_OR_RETURN(int64_t nr, kNr.read_in(context, narrowest->nr, widest->nr, prefix));
+  const kernels::internal::GemmImplementation* tile = kernels::gemm_implementation(packed.isa, static_cast<int>(nr));
+  if (tile == nullptr) {
+    return context.error(fmt::format("parameter '{}' is {}, not a tile width of {}", param_key(prefix, "nr"),
+                                     nr, kernels::isa_name(packed.isa)));
+  }
+  const kernels::internal::GemmImplementation& impl = *tile;
   QDQRT_ASSIGN_OR_RETURN(int64_t k_group, kKGroup.read_in(context, impl.k_group, impl.k_group, prefix));
   QDQRT_ASSIGN_OR_RETURN(int64_t element_size,
                          kElementSize.read_in(context, impl.element_size, impl.element_size, prefix));

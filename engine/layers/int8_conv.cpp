@@ -19,10 +19,9 @@ namespace qdqrt::engine::int8 {
 namespace {
 
 constexpr const char* kKind = "qconv";
-// Items are as small as a kernel's row tile (the runtime merges them into chunks worth a thread),
-// so late layers with few pixels (7x7 at batch 1) still split evenly across threads.
-constexpr int64_t kGemmPixelsPerItem = 6;       // the GEMM families' row tile
-constexpr int64_t kDepthwisePixelsPerItem = 8;  // the depthwise kernel's pixel block
+// Items are as small as a kernel's row tile (kernels::conv_pixel_tile; the runtime merges them
+// into chunks worth a thread), so late layers with few pixels (7x7 at batch 1) still split evenly
+// across threads.
 
 struct ConvSpec {
   Shape x_shape, y_shape;  // logical NCHW at the maximum batch
@@ -196,7 +195,7 @@ class QConvLayer final : public Layer {
   kernels::Epilogue epilogue;
   int32_t input = -1, residual = -1, output = -1;
   double ops_per_pixel = 1.0;
-  int64_t pixels_per_item = kGemmPixelsPerItem;
+  int64_t pixels_per_item = 6;
   std::vector<std::shared_ptr<const void>> owners;
 
   WorkShape work(const RunState& state) const override {
@@ -311,7 +310,7 @@ Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
   layer->ops_per_pixel = static_cast<double>(out_channels) *
                          (2.0 * static_cast<double>(kernel[0] * kernel[1]) * static_cast<double>(channels / groups) +
                           epilogue_ops);
-  layer->pixels_per_item = packed.depthwise ? kDepthwisePixelsPerItem : kGemmPixelsPerItem;
+  layer->pixels_per_item = kernels::conv_pixel_tile(packed);
   layer->owners = blob_owners(context.layer());
   if (spec.program) layer->owners.push_back(spec.program);
   return std::unique_ptr<Layer>(std::move(layer));

@@ -129,7 +129,8 @@ struct ScratchLayout {
   int64_t total() const { return align64(data_bytes) + 3 * align64(column_bytes); }
 };
 ScratchLayout scratch_layout(kernels::Isa isa, int64_t n, int64_t k) {
-  const kernels::internal::GemmImplementation& impl = kernels::gemm_implementation(isa);
+  // The same tile run-time packing picks for n columns (kernels::pack_gemm with nr = 0).
+  const kernels::internal::GemmImplementation& impl = kernels::choose_gemm_implementation(isa, static_cast<int>(n));
   ScratchLayout layout;
   const int64_t n_padded = round_up(n, impl.nr), k_padded = round_up(k, impl.k_group);
   layout.data_bytes = n_padded * k_padded * impl.element_size;
@@ -194,6 +195,7 @@ Status lower_qmatmul(const Node& node, BuildContext& context) {
     layer.scratch_bytes = scratch_layout(isa, spec.n, spec.k).total();
     kernels::PackedGemm probe;
     probe.isa = isa;
+    probe.nr = kernels::choose_gemm_implementation(isa, static_cast<int>(spec.n)).nr;
     probe.input_signed = spec.a_dtype == DataType::kInt8;
     probe.weight_zero_point_s8 = spec.b_zero_point - (spec.b_dtype == DataType::kInt8 ? 0 : 128);
     layer.kernel = kernels::gemm_kernel_name(probe, false, static_cast<int>(spec.m));

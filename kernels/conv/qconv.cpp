@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "kernels/dispatch.h"
+
 namespace qdqrt::kernels {
 
 namespace {
@@ -11,7 +13,7 @@ bool is_pointwise(const PackedConv& p, const ConvShape& s) {
 }
 }  // namespace
 
-PackedConv pack_conv(const ConvWeightsDesc& desc, Isa isa) {
+PackedConv pack_conv(const ConvWeightsDesc& desc, Isa isa, int nr) {
   PackedConv packed;
   packed.output_channels = desc.output_channels;
   packed.input_channels = desc.input_channels;
@@ -72,7 +74,7 @@ PackedConv pack_conv(const ConvWeightsDesc& desc, Isa isa) {
     d.input_zero_point = desc.input_zero_point;
     d.input_signed = desc.input_signed;
     d.output_scale = desc.output_scale;
-    pack_gemm(d, isa, packed.group_weights[g]);
+    pack_gemm(d, isa, packed.group_weights[g], nr);
   }
   return packed;
 }
@@ -134,6 +136,13 @@ void run_conv(const PackedConv& packed, const ConvShape& shape, const ConvRunArg
       run_conv_gemm(weights, geometry, a, group_epilogue, pixel_begin, pixel_end, 0, weights.n);
     }
   }
+}
+
+int conv_pixel_tile(const PackedConv& packed) {
+  if (packed.depthwise || packed.group_weights.empty()) return 8;
+  const PackedGemm& gemm = packed.group_weights[0];
+  const internal::GemmImplementation* impl = gemm_implementation(gemm.isa, gemm.nr);
+  return impl != nullptr ? impl->mr : 6;
 }
 
 std::string conv_kernel_name(const PackedConv& packed, const ConvShape& shape) {

@@ -49,7 +49,8 @@ struct PackedConv {
   PackedDepthwise depthwise_weights;      // depthwise family
 };
 
-PackedConv pack_conv(const ConvWeightsDesc& desc, Isa isa);
+// nr: the GEMM family's register tile width (0: chosen per group's output channels).
+PackedConv pack_conv(const ConvWeightsDesc& desc, Isa isa, int nr = 0);
 inline PackedConv pack_conv(const ConvWeightsDesc& desc) { return pack_conv(desc, active_isa()); }
 
 struct ConvRunArgs {
@@ -65,5 +66,9 @@ void run_conv(const PackedConv& packed, const ConvShape& shape, const ConvRunArg
               int pixel_begin, int pixel_end);
 
 std::string conv_kernel_name(const PackedConv& packed, const ConvShape& shape);
+
+// Output pixels one kernel call handles best at a time (its register tile's rows; a block of
+// the depthwise kernel): thread splits in multiples of it leave no partial tiles.
+int conv_pixel_tile(const PackedConv& packed);
 
 }  // namespace qdqrt::kernels

@@ -109,8 +109,24 @@ void pack_columns(const GemmWeightsDesc& desc, int nr, int k_group, int k_groups
 }
 }  // namespace
 
-void pack_gemm(const GemmWeightsDesc& desc, Isa isa, PackedGemm& packed) {
-  const internal::GemmImplementation& impl = gemm_implementation(isa);
+namespace {
+const internal::GemmImplementation& packing_implementation(const GemmWeightsDesc& desc, Isa isa, int nr) {
+  if (nr != 0) {
+    if (const internal::GemmImplementation* exact = gemm_implementation(isa, nr)) return *exact;
+  }
+  return choose_gemm_implementation(isa, desc.n);
+}
+
+// The implementation that runs `packed` (its ISA and tile width).
+const internal::GemmImplementation& running_implementation(const PackedGemm& packed) {
+  const internal::GemmImplementation* impl = gemm_implementation(packed.isa, packed.nr);
+  assert(impl != nullptr && impl->isa == packed.isa && "packed for a tile this machine does not support");
+  return *impl;
+}
+}  // namespace
+
+void pack_gemm(const GemmWeightsDesc& desc, Isa isa, PackedGemm& packed, int nr) {
+  const internal::GemmImplementation& impl = packing_implementation(desc, isa, nr);
   packed.isa = impl.isa;
   packed.n = desc.n;
   packed.k = desc.k;
@@ -154,16 +170,15 @@ void pack_gemm(const GemmWeightsDesc& desc, Isa isa, PackedGemm& packed) {
   }
 }
 
-PackedGemm pack_gemm(const GemmWeightsDesc& desc, Isa isa) {
+PackedGemm pack_gemm(const GemmWeightsDesc& desc, Isa isa, int nr) {
   PackedGemm packed;
-  pack_gemm(desc, isa, packed);
+  pack_gemm(desc, isa, packed, nr);
   return packed;
 }
 
 void run_gemm(const PackedGemm& packed, const GemmArgs& args, const Epilogue& epilogue, int m_begin, int m_end,
               int n_begin, int n_end) {
-  const internal::GemmImplementation& impl = gemm_implementation(packed.isa);
-  assert(impl.isa == packed.isa && "packed for an ISA this machine does not support");
+  const internal::GemmImplementation& impl = running_implementation(packed);
   assert(n_begin % packed.nr == 0);
   internal::ASource source;
   source.data = args.a;
@@ -173,8 +188,7 @@ void run_gemm(const PackedGemm& packed, const GemmArgs& args, const Epilogue& ep
 
 void run_conv_gemm(const PackedGemm& packed, const ConvGeometry& geometry, const ConvArgs& args,
                    const Epilogue& epilogue, int m_begin, int m_end, int n_begin, int n_end) {
-  const internal::GemmImplementation& impl = gemm_implementation(packed.isa);
-  assert(impl.isa == packed.isa && "packed for an ISA this machine does not support");
+  const internal::GemmImplementation& impl = running_implementation(packed);
   assert(n_begin % packed.nr == 0);
   assert(packed.k == geometry.kernel_height * geometry.kernel_width * geometry.group_channels);
   internal::ASource source;
@@ -184,7 +198,9 @@ void run_conv_gemm(const PackedGemm& packed, const ConvGeometry& geometry, const
 }
 
 std::string gemm_kernel_name(const PackedGemm& packed, bool convolution, int m) {
-  const internal::GemmImplementation& impl = gemm_implementation(packed.isa);
+  // A description that was never packed (nr 0) is named after the tile packing would pick.
+  const internal::GemmImplementation* tile = gemm_implementation(packed.isa, packed.nr);
+  const internal::GemmImplementation& impl = tile != nullptr ? *tile : choose_gemm_implementation(packed.isa, packed.n);
   std::string name = packed.input_signed ? "qs8" : "qu8";
   name += packed.weight_zero_point_s8 != 0 ? "-qa8w-" : "-qc8w-";
   const bool gemv = m == 1 && !convolution;

@@ -60,7 +60,7 @@ inline int32_t gemm_weight_value(const GemmWeightsDesc& d, int n, int k) {
 struct PackedGemm {
   Isa isa = Isa::kScalar;
   int n = 0, k = 0;
-  int nr = 0;             // columns per tile
+  int nr = 0;             // columns per tile (the ISA's tile shapes: kernels/dispatch.h)
   int k_group = 0;        // k elements per packed group (4 for vpdpbusd, 2 for vpmaddwd)
   int element_size = 1;   // bytes per packed weight (1: int8, 2: int16)
   int k_padded = 0;       // k rounded up to k_group
@@ -75,10 +75,12 @@ struct PackedGemm {
   AlignedBuffer<float> float_bias;    // per column, output units
 };
 
-// Packs for `isa` (clamped to what the machine supports). Re-packing into an existing PackedGemm
-// reuses its storage (batched MatMul packs its activation B at run time without allocating).
-void pack_gemm(const GemmWeightsDesc& desc, Isa isa, PackedGemm& packed);
-PackedGemm pack_gemm(const GemmWeightsDesc& desc, Isa isa);
+// Packs for `isa` (clamped to what the machine supports) with the register tile of width `nr`
+// (0: the one that wastes least on n columns, kernels/dispatch.h choose_gemm_implementation).
+// Re-packing into an existing PackedGemm reuses its storage (batched MatMul packs its activation
+// B at run time without allocating).
+void pack_gemm(const GemmWeightsDesc& desc, Isa isa, PackedGemm& packed, int nr = 0);
+PackedGemm pack_gemm(const GemmWeightsDesc& desc, Isa isa, int nr = 0);
 inline PackedGemm pack_gemm(const GemmWeightsDesc& desc) { return pack_gemm(desc, active_isa()); }
 
 // Plain row-major GEMM: A element (m, k) at a[m * a_row_stride + k]; C element (m, n) at

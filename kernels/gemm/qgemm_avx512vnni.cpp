@@ -1,5 +1,6 @@
 // AVX-512 VNNI GEMM: 6 rows x 64 columns (4 zmm) per register tile, 24 int32 accumulators,
-// vpdpbusd over k in groups of 4 (u8 activations x s8 weights).
+// vpdpbusd over k in groups of 4 (u8 activations x s8 weights). A narrow tile (12 x 16) serves
+// layers with few output channels, where a 64-column tile would mostly compute padding.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
@@ -212,11 +213,64 @@ struct Avx512VnniTraits {
   }
 };
 
+// Narrow tiles: MR rows x (16 * kVectors) columns, accumulators in registers (MR * kVectors <= 16,
+// so GCC keeps them there without the 6x64 tile's assembly), one broadcast per row and k-group.
+template <int kVectors, int kRows>
+struct Avx512VnniNarrowTraits {
+  static constexpr int kMr = kRows;
+  static constexpr int kNr = 16 * kVectors;
+  static constexpr int kKGroup = 4;
+  static void copy_flip(uint8_t* dst, const uint8_t* src, int count, uint8_t flip) {
+    Avx512VnniTraits::copy_flip(dst, src, count, flip);
+  }
+  using PanelElement = uint8_t;
+
+  template <int MR>
+  static void tile(const uint8_t* a, int64_t a_stride, const int8_t* b, int k_groups, const TileArgs& t) {
+    __m512i acc[MR][kVectors];
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+      for (int j = 0; j < kVectors; ++j) acc[r][j] = _mm512_setzero_si512();
+    }
+    for (int g = 0; g < k_groups; ++g) {
+      __m512i w[kVectors];
+#pragma GCC unroll 4
+      for (int j = 0; j < kVectors; ++j) w[j] = _mm512_loadu_si512(b + 64 * j);
+      b += 64 * kVectors;
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) {
+        int32_t word;
+        std::memcpy(&word, a + r * a_stride + 4 * g, 4);
+        const __m512i va = _mm512_set1_epi32(word);
+#pragma GCC unroll 4
+        for (int j = 0; j < kVectors; ++j) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], va, w[j]);
+      }
+    }
+    const __m512 clamp_min = _mm512_set1_ps(t.epilogue->clamp_min);
+    const __m512 clamp_max = _mm512_set1_ps(t.epilogue->clamp_max);
+#pragma GCC unroll 4
+    for (int j = 0; j < kVectors; ++j) {
+      const int count = t.n_valid - 16 * j;
+      if (count <= 0) break;
+      const ColumnConstants constants = load_column_constants(t, 16 * j);
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) store_vector(acc[r][j], 16 * j, count, t, r, constants, clamp_min, clamp_max);
+    }
+  }
+};
+
 }  // namespace
 
 void gemm_run_avx512vnni(const PackedGemm& packed, const ASource& source, void* c, int64_t c_row_stride,
                          const Epilogue& epilogue, int m_begin, int m_end, int n_begin, int n_end) {
   run_driver<Avx512VnniTraits>(packed, source, c, c_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
+}
+
+void gemm_run_avx512vnni_12x16(const PackedGemm& packed, const ASource& source, void* c, int64_t c_row_stride,
+                               const Epilogue& epilogue, int m_begin, int m_end, int n_begin, int n_end) {
+  run_driver<Avx512VnniNarrowTraits<1, 12>>(packed, source, c, c_row_stride, epilogue, m_begin, m_end, n_begin,
+                                            n_end);
 }
 
 }  // namespace qdqrt::kernels::internal

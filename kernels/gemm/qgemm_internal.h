@@ -32,5 +32,7 @@ void gemm_run_scalar(const PackedGemm&, const ASource&, void*, int64_t, const Ep
 void gemm_run_avx2(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int, int);
 void gemm_run_avxvnni(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int, int);
 void gemm_run_avx512vnni(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int, int);
+void gemm_run_avx512vnni_12x16(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int,
+                               int);
 
 }  // namespace qdqrt::kernels::internal

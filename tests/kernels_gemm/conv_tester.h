@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernels/conv/qconv.h"
+#include "kernels/dispatch.h"
 #include "kernels/oracle.h"
 #include "test_util.h"
 
@@ -58,8 +59,13 @@ class ConvTester {
     return s.str();
   }
 
+  // Every register tile of the ISA's GEMM family (depthwise convolutions have one kernel).
   void test(Isa isa) const {
-    const std::string context = describe(isa);
+    for (const internal::GemmImplementation& tile : gemm_implementations(isa)) test(isa, tile.nr);
+  }
+
+  void test(Isa isa, int nr) const {
+    const std::string context = describe(isa) + " nr=" + std::to_string(nr);
     const ConvShape s = shape();
     ASSERT_GT(s.output_height, 0) << context;
     ASSERT_GT(s.output_width, 0) << context;
@@ -127,7 +133,7 @@ class ConvTester {
     std::memset(actual.data(), 0x5A, out_bytes);
     oracle_conv(desc, s, input.data(), in_stride, expected.data(), out_stride, epilogue);
 
-    const PackedConv packed = pack_conv(desc, isa);
+    const PackedConv packed = pack_conv(desc, isa, nr);
     ConvRunArgs args{input.data(), in_stride, actual.data(), out_stride};
     for (int part = 0; part < split_; ++part) {
       run_conv(packed, s, args, epilogue, static_cast<int>(out_pixels * part / split_),

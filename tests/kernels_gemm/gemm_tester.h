@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/dispatch.h"
 #include "kernels/gemm/qgemm.h"
 #include "kernels/oracle.h"
 #include "test_util.h"
@@ -33,8 +34,13 @@ class GemmTester {
     return s.str();
   }
 
+  // Every register tile of the ISA (kernels/dispatch.h), or the one packing picks when nr = 0.
   void test(Isa isa) const {
-    const std::string context = describe(isa);
+    for (const internal::GemmImplementation& tile : gemm_implementations(isa)) test(isa, tile.nr);
+  }
+
+  void test(Isa isa, int nr) const {
+    const std::string context = describe(isa) + " nr=" + std::to_string(nr);
     std::mt19937 rng(seed_);
     const QuantSettings& q = quant_;
     const int64_t lda = a_stride(), ldc = c_stride();
@@ -94,8 +100,9 @@ class GemmTester {
     std::memset(actual.data(), 0x5A, c_bytes);
     oracle_gemm(desc, a.data(), lda, m_, expected.data(), ldc, epilogue);
 
-    const PackedGemm packed = pack_gemm(desc, isa);
+    const PackedGemm packed = pack_gemm(desc, isa, nr);
     ASSERT_EQ(packed.isa, isa) << context;
+    ASSERT_EQ(packed.nr, nr) << context;
     GemmArgs args{a.data(), lda, actual.data(), ldc};
     const int n_split = n_ > packed.nr && split_ > 1 ? (n_ / 2) / packed.nr * packed.nr : 0;
     for (int part = 0; part < split_; ++part) {
