@@ -111,6 +111,16 @@ void timed_loop(benchmark::State& state, int threads, Body&& body, double ops, d
 // --tile=NR forces the GEMM family's register tile width (0: the one packing picks per layer).
 int g_tile_width = 0;
 
+int output_size(const ConvLayer& layer, int input_size) {
+  return (input_size + 2 * layer.pad - layer.kernel) / layer.stride + 1;
+}
+
+// ResNet bottleneck expansions carry the fused residual Add (+ReLU), as in the real network.
+bool carries_residual(const ConvLayer& layer) {
+  return std::string(layer.network) == "resnet50" && layer.kernel == 1 && layer.stride == 1 &&
+         layer.output_channels == 4 * layer.input_channels;
+}
+
 void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
   const int taps = layer.kernel * layer.kernel;
   const int group_in = layer.input_channels / layer.groups;
@@ -135,13 +145,11 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
   shape.input_width = layer.width;
   shape.stride_height = shape.stride_width = layer.stride;
   shape.pad_top = shape.pad_left = layer.pad;
-  shape.output_height = (layer.height + 2 * layer.pad - layer.kernel) / layer.stride + 1;
-  shape.output_width = (layer.width + 2 * layer.pad - layer.kernel) / layer.stride + 1;
+  shape.output_height = output_size(layer, layer.height);
+  shape.output_width = output_size(layer, layer.width);
   const int pixels = shape.output_pixels();
   std::vector<int8_t> output(static_cast<size_t>(pixels) * layer.output_channels);
-  // ResNet bottleneck expansions carry the fused residual Add (+ReLU), as in the real network.
-  const bool residual = std::string(layer.network) == "resnet50" && layer.kernel == 1 && layer.stride == 1 &&
-                        layer.output_channels == 4 * layer.input_channels;
+  const bool residual = carries_residual(layer);
   const auto residual_data = random_bytes(output.size(), 3);
   Residual residual_desc{residual_data.data(), layer.output_channels, true, 0.04f, 0};
   const Epilogue epilogue =
@@ -200,12 +208,11 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) 
   geometry.kernel_height = geometry.kernel_width = layer.kernel;
   geometry.stride_height = geometry.stride_width = layer.stride;
   geometry.pad_top = geometry.pad_left = layer.pad;
-  geometry.output_height = (layer.height + 2 * layer.pad - layer.kernel) / layer.stride + 1;
-  geometry.output_width = (layer.width + 2 * layer.pad - layer.kernel) / layer.stride + 1;
+  geometry.output_height = output_size(layer, layer.height);
+  geometry.output_width = output_size(layer, layer.width);
   const int64_t pixels = geometry.output_pixels_per_image();
   std::vector<float> output(static_cast<size_t>(pixels) * layer.output_channels);
-  const bool residual = std::string(layer.network) == "resnet50" && layer.kernel == 1 && layer.stride == 1 &&
-                        layer.output_channels == 4 * layer.input_channels;
+  const bool residual = carries_residual(layer);
   const auto residual_data = random_floats(output.size(), 4);
   Fp32Epilogue epilogue;
   epilogue.min = 0.0f;

@@ -402,6 +402,16 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
                                                             kernels::fp32_kernels(bind_isa(context.plan()))));
 }
 
+// The params every mode has: group, window, mode.
+void write_geometry(PlanLayer& layer, const ConvGeometry& g) {
+  params::kGroup.write(layer, g.group);
+  params::kKernel.write(layer, {g.kernel_h, g.kernel_w});
+  params::kStrides.write(layer, {g.stride_h, g.stride_w});
+  params::kDilations.write(layer, {g.dilation_h, g.dilation_w});
+  params::kPads.write(layer, {g.pad_top, g.pad_left, g.pad_bottom, g.pad_right});
+  params::kConvMode.write(layer, static_cast<int64_t>(g.mode));
+}
+
 Status lower_nhwc_conv(const Node& node, BuildContext& context, ConvGeometry g, const Tensor& weight,
                        const Tensor* bias) {
   const kernels::Isa isa = kernels::usable_isa(context.isa());
@@ -438,12 +448,7 @@ Status lower_nhwc_conv(const Node& node, BuildContext& context, ConvGeometry g, 
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kNhwc));
   layer.inputs = {input};
   layer.outputs = {output};
-  params::kGroup.write(layer, g.group);
-  params::kKernel.write(layer, {g.kernel_h, g.kernel_w});
-  params::kStrides.write(layer, {g.stride_h, g.stride_w});
-  params::kDilations.write(layer, {g.dilation_h, g.dilation_w});
-  params::kPads.write(layer, {g.pad_top, g.pad_left, g.pad_bottom, g.pad_right});
-  params::kConvMode.write(layer, static_cast<int64_t>(g.mode));
+  write_geometry(layer, g);
   params::kTileRows.write(layer, 1);
   params::kOutputChannelBlock.write(layer, 1);
   params::kIsa.write(layer, isa);
@@ -512,12 +517,7 @@ Status lower_conv(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
   layer.inputs = {input};
   layer.outputs = {output};
-  params::kGroup.write(layer, g.group);
-  params::kKernel.write(layer, {g.kernel_h, g.kernel_w});
-  params::kStrides.write(layer, {g.stride_h, g.stride_w});
-  params::kDilations.write(layer, {g.dilation_h, g.dilation_w});
-  params::kPads.write(layer, {g.pad_top, g.pad_left, g.pad_bottom, g.pad_right});
-  params::kConvMode.write(layer, static_cast<int64_t>(g.mode));
+  write_geometry(layer, g);
   params::kTileRows.write(layer, g.tile_rows);
   params::kOutputChannelBlock.write(layer, g.oc_block);
   params::kWeights.write_bytes(layer, weight->raw_data(), weight->nbytes());

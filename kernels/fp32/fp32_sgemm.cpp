@@ -58,6 +58,14 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
   args.w_tap_stride = static_cast<int64_t>(packed.channels) * packed.nr;
   const int64_t panel_floats = packed.k() * packed.nr;
   const DepthBlocking blocking = depth_blocking(packed);
+  // The depth block starting at (tap, channel): its extent and whether it starts or ends the sum.
+  auto set_block = [&](int tap, int channel) {
+    args.taps = std::min(blocking.taps_per_block, packed.taps - tap);
+    args.channel_begin = channel;
+    args.channels = std::min(blocking.channel_chunk, packed.channels - channel);
+    args.first = tap == 0 && channel == 0;
+    args.last = tap + args.taps == packed.taps && channel + args.channels == packed.channels;
+  };
   const int64_t block_depth = static_cast<int64_t>(blocking.channel_chunk) * blocking.taps_per_block;
   const int64_t block_tiles = std::clamp<int64_t>(kRowBlockBytes / std::max<int64_t>(block_depth * 4, 1) / packed.mr,
                                                   1, kPointerCapacity / tile_pointers);
@@ -77,11 +85,7 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
     if (pack_a) {
       for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
         for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
-          args.taps = std::min(blocking.taps_per_block, packed.taps - tap);
-          args.channel_begin = channel;
-          args.channels = std::min(blocking.channel_chunk, packed.channels - channel);
-          args.first = tap == 0 && channel == 0;
-          args.last = tap + args.taps == packed.taps && channel + args.channels == packed.channels;
+          set_block(tap, channel);
           for (int64_t m = block_begin; m < block_end; m += packed.mr) {
             args.mr = static_cast<int>(std::min<int64_t>(packed.mr, block_end - m));
             const float* const* rows = pointers + (m - block_begin) / packed.mr * tile_pointers + tap * packed.mr;
@@ -111,11 +115,7 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
     args.packed_a = nullptr;
     for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
       for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
-        args.taps = std::min(blocking.taps_per_block, packed.taps - tap);
-        args.channel_begin = channel;
-        args.channels = std::min(blocking.channel_chunk, packed.channels - channel);
-        args.first = tap == 0 && channel == 0;
-        args.last = tap + args.taps == packed.taps && channel + args.channels == packed.channels;
+        set_block(tap, channel);
         for (int n = n_begin; n < n_end; n += packed.nr) {
           const int64_t panel = n / packed.nr;
           args.nc = std::min(packed.nr, n_end - n);
@@ -131,6 +131,24 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
           }
         }
       }
+    }
+  }
+}
+
+// The input pixel of every tap of output pixel (oy, ox): pointers[tap * step]; taps in the padding
+// point at `zeros`.
+void tap_pointers(const SconvGeometry& g, const float* image_input, int oy, int ox, const float* zeros,
+                  const float** pointers, int step) {
+  const int y0 = oy * g.stride_height - g.pad_top, x0 = ox * g.stride_width - g.pad_left;
+  int tap = 0;
+  for (int ky = 0; ky < g.kernel_height; ++ky) {
+    const int y = y0 + ky * g.dilation_height;
+    const bool row_inside = y >= 0 && y < g.input_height;
+    for (int kx = 0; kx < g.kernel_width; ++kx, ++tap) {
+      const int x = x0 + kx * g.dilation_width;
+      pointers[tap * step] = row_inside && x >= 0 && x < g.input_width
+                                 ? image_input + (static_cast<int64_t>(y) * g.input_width + x) * g.input_pixel_stride
+                                 : zeros;
     }
   }
 }
@@ -214,19 +232,7 @@ void run_sconv(const PackedSgemm& packed, const SconvGeometry& g, const SconvArg
     int64_t pixel = m % image_pixels;
     int oy = static_cast<int>(pixel / g.output_width), ox = static_cast<int>(pixel % g.output_width);
     for (int r = 0; r < rows; ++r) {
-      const float* image_input = args.input + image * g.input_image_stride;
-      const int y0 = oy * g.stride_height - g.pad_top, x0 = ox * g.stride_width - g.pad_left;
-      int tap = 0;
-      for (int ky = 0; ky < g.kernel_height; ++ky) {
-        const int y = y0 + ky * g.dilation_height;
-        const bool row_inside = y >= 0 && y < g.input_height;
-        for (int kx = 0; kx < g.kernel_width; ++kx, ++tap) {
-          const int x = x0 + kx * g.dilation_width;
-          pointers[tap * mr + r] = row_inside && x >= 0 && x < g.input_width
-                                       ? image_input + (static_cast<int64_t>(y) * g.input_width + x) * g.input_pixel_stride
-                                       : zeros;
-        }
-      }
+      tap_pointers(g, args.input + image * g.input_image_stride, oy, ox, zeros, pointers + r, mr);
       if (++ox == g.output_width) {
         ox = 0;
         if (++oy == g.output_height) oy = 0, ++image;
@@ -338,18 +344,7 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
     for (int ox = 0; ox < g.output_width; ++ox) {
       if (ox == interior_begin && interior_end > interior_begin) ox = interior_end;
       if (ox >= g.output_width) break;
-      const int y0 = oy * g.stride_height - g.pad_top, x0 = ox * g.stride_width - g.pad_left;
-      int tap = 0;
-      for (int ky = 0; ky < g.kernel_height; ++ky) {
-        const int y = y0 + ky * g.dilation_height;
-        const bool row_inside = y >= 0 && y < g.input_height;
-        for (int kx = 0; kx < g.kernel_width; ++kx, ++tap) {
-          const int x = x0 + kx * g.dilation_width;
-          pointers[tap] = row_inside && x >= 0 && x < g.input_width
-                              ? image_input + (static_cast<int64_t>(y) * g.input_width + x) * g.input_pixel_stride
-                              : zeros;
-        }
-      }
+      tap_pointers(g, image_input, oy, ox, zeros, pointers, 1);
       const int64_t pixel = row * g.output_width + ox;
       ukernel_args.c = args.output + pixel * args.output_row_stride;
       ukernel_args.residual = epilogue.residual ? epilogue.residual + pixel * epilogue.residual_row_stride : nullptr;
