@@ -151,9 +151,9 @@ def short_error(text):
     return message[:200]
 
 
-def run_command(command, timeout):
+def run_command(command, timeout, env=None):
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return None, f"timed out after {timeout} s"
     except OSError as error:
@@ -215,7 +215,10 @@ def run_qdqrt(args, model, shape_flag, threads, workdir):
     command = [args.qdqrt, "exec", f"--onnx={model}", f"--threads={threads}", f"--shapes={shape_flag}",
                f"--warmUp={args.warmup}", f"--duration={args.duration}", f"--iterations={args.iterations}",
                f"--exportTimes={times_file}"]
-    result, error = run_command(command, RUN_TIMEOUT_S)
+    env = None
+    if args.isa:  # qdqrt's own ISA cap (kernels/cpu_features.h), like trtexec's device selection
+        env = dict(os.environ, QDQRT_MAX_ISA=args.isa)
+    result, error = run_command(command, RUN_TIMEOUT_S, env)
     if error:
         return None, error
     value = None
@@ -314,7 +317,9 @@ def main():
                         help="comma-separated: fp32, qdq (pytorch-quantization style), ort_s8, ort_u8 (ONNX Runtime "
                              "quantize_static style; torchvision models only)")
     parser.add_argument("--threads", help="comma-separated thread counts (default 1,2)")
-    parser.add_argument("--batches", help="comma-separated batch sizes (default 1,8)")
+    parser.add_argument("--batches", help="comma-separated batch sizes (default 1,8; 32 for the large-batch rows)")
+    parser.add_argument("--isa", choices=["scalar", "avx2", "avxvnni", "avx512vnni"],
+                        help="cap qdqrt's kernels at this ISA (QDQRT_MAX_ISA); default: the best the CPU has")
     parser.add_argument("--warmup", type=float, help="warm-up per run in ms (default 500)")
     parser.add_argument("--duration", type=float, help="minimum timed seconds per run (default 3)")
     parser.add_argument("--iterations", type=int, default=10, help="minimum timed iterations per run")

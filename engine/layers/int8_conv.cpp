@@ -22,6 +22,8 @@ constexpr const char* kKind = "qconv";
 // Items are as small as a kernel's row tile (kernels::conv_pixel_tile; the runtime merges them
 // into chunks worth a thread), so late layers with few pixels (7x7 at batch 1) still split evenly
 // across threads.
+constexpr int64_t kFewPixelItems = 16;    // fewer pixel blocks than this: split channels too
+constexpr int64_t kMaxChannelBlocks = 4;
 
 struct ConvSpec {
   Shape x_shape, y_shape;  // logical NCHW at the maximum batch
@@ -196,19 +198,29 @@ class QConvLayer final : public Layer {
   int32_t input = -1, residual = -1, output = -1;
   double ops_per_pixel = 1.0;
   int64_t pixels_per_item = 6;
+  int64_t channel_tiles = 1;  // kernels::conv_channel_tiles
   std::vector<std::shared_ptr<const void>> owners;
+
+  // Items are pixel blocks, times channel blocks when the pixels alone are too few to balance
+  // threads (layer4 of ResNet-50 at batch 1: 49 pixels): each thread then also streams only its
+  // share of the weights. Item i is channel block i / pixel_items, pixel block i % pixel_items.
+  int64_t channel_blocks(int64_t pixel_items) const {
+    return pixel_items < kFewPixelItems ? std::min<int64_t>(channel_tiles, kMaxChannelBlocks) : 1;
+  }
 
   WorkShape work(const RunState& state) const override {
     const int64_t pixels = state.dim(input, 0) * shape.output_height * shape.output_width;
-    return {ceil_div(pixels, pixels_per_item), ops_per_pixel * static_cast<double>(pixels_per_item)};
+    const int64_t pixel_items = ceil_div(pixels, pixels_per_item);
+    const int64_t blocks = channel_blocks(pixel_items);
+    return {pixel_items * blocks, ops_per_pixel * static_cast<double>(pixels_per_item) / static_cast<double>(blocks)};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
     kernels::ConvShape run_shape = shape;
     run_shape.batch = static_cast<int>(state.dim(input, 0));
     const int64_t pixels = run_shape.output_pixels();
-    const int pixel_begin = static_cast<int>(std::min(begin * pixels_per_item, pixels));
-    const int pixel_end = static_cast<int>(std::min(end * pixels_per_item, pixels));
+    const int64_t pixel_items = ceil_div(pixels, pixels_per_item);
+    const int64_t blocks = channel_blocks(pixel_items);
     kernels::ConvRunArgs args;
     args.input = state.data(input);
     args.input_pixel_stride = packed.input_channels;
@@ -216,7 +228,16 @@ class QConvLayer final : public Layer {
     args.output_pixel_stride = packed.output_channels;
     kernels::Epilogue run_epilogue = epilogue;
     if (residual >= 0) run_epilogue.residual = state.data(residual);
-    kernels::run_conv(packed, run_shape, args, run_epilogue, pixel_begin, pixel_end);
+    while (begin < end) {
+      const int64_t block = begin / pixel_items;
+      const int64_t item_end = std::min(end, (block + 1) * pixel_items);
+      const int pixel_begin = static_cast<int>(std::min((begin - block * pixel_items) * pixels_per_item, pixels));
+      const int pixel_end = static_cast<int>(std::min((item_end - block * pixel_items) * pixels_per_item, pixels));
+      const int tile_begin = static_cast<int>(channel_tiles * block / blocks);
+      const int tile_end = static_cast<int>(channel_tiles * (block + 1) / blocks);
+      kernels::run_conv_channels(packed, run_shape, args, run_epilogue, pixel_begin, pixel_end, tile_begin, tile_end);
+      begin = item_end;
+    }
   }
 };
 
@@ -311,6 +332,7 @@ Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
                          (2.0 * static_cast<double>(kernel[0] * kernel[1]) * static_cast<double>(channels / groups) +
                           epilogue_ops);
   layer->pixels_per_item = kernels::conv_pixel_tile(packed);
+  layer->channel_tiles = kernels::conv_channel_tiles(packed);
   layer->owners = blob_owners(context.layer());
   if (spec.program) layer->owners.push_back(spec.program);
   return std::unique_ptr<Layer>(std::move(layer));

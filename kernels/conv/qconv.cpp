@@ -1,5 +1,6 @@
 #include "kernels/conv/qconv.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/dispatch.h"
@@ -79,8 +80,19 @@ PackedConv pack_conv(const ConvWeightsDesc& desc, Isa isa, int nr) {
   return packed;
 }
 
+int conv_channel_tiles(const PackedConv& packed) {
+  if (packed.depthwise || packed.groups != 1 || packed.group_weights.empty()) return 1;
+  const PackedGemm& weights = packed.group_weights[0];
+  return (weights.n + weights.nr - 1) / weights.nr;
+}
+
 void run_conv(const PackedConv& packed, const ConvShape& shape, const ConvRunArgs& args, const Epilogue& epilogue,
               int pixel_begin, int pixel_end) {
+  run_conv_channels(packed, shape, args, epilogue, pixel_begin, pixel_end, 0, conv_channel_tiles(packed));
+}
+
+void run_conv_channels(const PackedConv& packed, const ConvShape& shape, const ConvRunArgs& args,
+                       const Epilogue& epilogue, int pixel_begin, int pixel_end, int tile_begin, int tile_end) {
   if (packed.depthwise) {
     DepthwiseGeometry g;
     g.batch = shape.batch;
@@ -128,12 +140,16 @@ void run_conv(const PackedConv& packed, const ConvShape& shape, const ConvRunArg
     if (epilogue.residual) {
       group_epilogue.residual = static_cast<const uint8_t*>(epilogue.residual) + static_cast<int64_t>(g) * group_out;
     }
+    // One group: the channel tiles asked for; several: all (conv_channel_tiles is 1).
+    const int n_begin = packed.groups == 1 ? std::min(weights.n, tile_begin * weights.nr) : 0;
+    const int n_end = packed.groups == 1 ? std::min(weights.n, tile_end * weights.nr) : weights.n;
+    if (n_begin >= n_end) continue;
     if (pointwise) {
       GemmArgs a{input, args.input_pixel_stride, output, args.output_pixel_stride};
-      run_gemm(weights, a, group_epilogue, pixel_begin, pixel_end, 0, weights.n);
+      run_gemm(weights, a, group_epilogue, pixel_begin, pixel_end, n_begin, n_end);
     } else {
       ConvArgs a{input, output, args.output_pixel_stride};
-      run_conv_gemm(weights, geometry, a, group_epilogue, pixel_begin, pixel_end, 0, weights.n);
+      run_conv_gemm(weights, geometry, a, group_epilogue, pixel_begin, pixel_end, n_begin, n_end);
     }
   }
 }

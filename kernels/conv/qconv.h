@@ -65,6 +65,14 @@ struct ConvRunArgs {
 void run_conv(const PackedConv& packed, const ConvShape& shape, const ConvRunArgs& args, const Epilogue& epilogue,
               int pixel_begin, int pixel_end);
 
+// Output channel blocks a convolution can be split into across threads: the GEMM family's
+// column tiles with one group, else 1 (grouped and depthwise convolutions split by pixels only).
+int conv_channel_tiles(const PackedConv& packed);
+// Output pixels [pixel_begin, pixel_end) x channel tiles [tile_begin, tile_end) (of
+// conv_channel_tiles): threads computing disjoint ranges write disjoint outputs.
+void run_conv_channels(const PackedConv& packed, const ConvShape& shape, const ConvRunArgs& args,
+                       const Epilogue& epilogue, int pixel_begin, int pixel_end, int tile_begin, int tile_end);
+
 std::string conv_kernel_name(const PackedConv& packed, const ConvShape& shape);
 
 // Output pixels one kernel call handles best at a time (its register tile's rows; a block of

@@ -229,7 +229,12 @@ void row_tile(const PackedDepthwise& packed, const DepthwiseGeometry& g, const u
     t.c = out + static_cast<int64_t>(c) * output_size;
     t.residual = residual ? residual + c : nullptr;
     const ColumnConstants constants = load_column_constants(t, 0);
-    static_for<T>([&](auto j) { store_vector<false>(acc[j], 0, count, t, j, constants, clamp_min, clamp_max); });
+    if (plain_epilogue(t)) {
+      const PlainStore store = plain_store(t);
+      static_for<T>([&](auto j) { store_vector_plain<false>(acc[j], 0, count, j, constants, store); });
+    } else {
+      static_for<T>([&](auto j) { store_vector<false>(acc[j], 0, count, t, j, constants, clamp_min, clamp_max); });
+    }
   }
 }
 

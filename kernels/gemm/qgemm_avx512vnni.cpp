@@ -37,6 +37,17 @@ struct Avx512VnniTraits {
     } else if constexpr (MR == 6) {
       alignas(64) int32_t acc[6][4][16];
       full_tile_k_loop(a, a_stride, b, k_groups, &acc[0][0][0]);
+      if (plain_epilogue(t)) {
+        const PlainStore store = plain_store(t);
+        for (int j = 0; j < 4; ++j) {
+          const int count = t.n_valid - 16 * j;
+          if (count <= 0) break;
+          const ColumnConstants constants = load_column_constants(t, 16 * j);
+#pragma GCC unroll 6
+          for (int r = 0; r < 6; ++r) store_vector_plain(_mm512_load_si512(acc[r][j]), 16 * j, count, r, constants, store);
+        }
+        return;
+      }
       const __m512 clamp_min = _mm512_set1_ps(t.epilogue->clamp_min);
       const __m512 clamp_max = _mm512_set1_ps(t.epilogue->clamp_max);
       for (int j = 0; j < 4; ++j) {
@@ -246,6 +257,18 @@ struct Avx512VnniNarrowTraits {
 #pragma GCC unroll 4
         for (int j = 0; j < kVectors; ++j) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], va, w[j]);
       }
+    }
+    if (plain_epilogue(t)) {
+      const PlainStore store = plain_store(t);
+#pragma GCC unroll 4
+      for (int j = 0; j < kVectors; ++j) {
+        const int count = t.n_valid - 16 * j;
+        if (count <= 0) break;
+        const ColumnConstants constants = load_column_constants(t, 16 * j);
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; ++r) store_vector_plain(acc[r][j], 16 * j, count, r, constants, store);
+      }
+      return;
     }
     const __m512 clamp_min = _mm512_set1_ps(t.epilogue->clamp_min);
     const __m512 clamp_max = _mm512_set1_ps(t.epilogue->clamp_max);

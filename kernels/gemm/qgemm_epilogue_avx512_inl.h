@@ -70,6 +70,44 @@ inline void store_vector(__m512i acc, int column, int count, const TileArgs& t, 
   }
 }
 
+// The common case: requantize to int8/uint8 with no residual, leaky slope, program or row term.
+// Kept apart so its constants stay in registers across a tile: store_vector's stores go through
+// char pointers, after which the compiler must reload every Epilogue field it tests.
+struct PlainStore {
+  __m512 clamp_min, clamp_max;
+  __m512i zero_point;
+  char* c;
+  int64_t c_row_bytes;
+};
+
+inline bool plain_epilogue(const TileArgs& t) {
+  const Epilogue& e = *t.epilogue;
+  return t.row_term == nullptr && t.residual == nullptr && !e.leaky && e.program == nullptr &&
+         e.output_type != OutputType::kF32;
+}
+
+inline PlainStore plain_store(const TileArgs& t) {
+  const Epilogue& e = *t.epilogue;
+  return {_mm512_set1_ps(e.clamp_min), _mm512_set1_ps(e.clamp_max), _mm512_set1_epi32(e.output_zero_point), t.c,
+          t.c_row_bytes};
+}
+
+// store_vector for plain_epilogue tiles: the same operations, so the same bytes.
+template <bool kAddBias = true>
+inline void store_vector_plain(__m512i acc, int column, int count, int row, const ColumnConstants& k,
+                               const PlainStore& p) {
+  if constexpr (kAddBias) acc = _mm512_add_epi32(acc, k.bias);
+  __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), k.multiplier, k.float_bias);
+  y = _mm512_min_ps(_mm512_max_ps(y, p.clamp_min), p.clamp_max);
+  const __m128i q = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(y), p.zero_point));
+  char* out = p.c + row * p.c_row_bytes + column;
+  if (count >= 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), q);
+  } else {
+    _mm_mask_storeu_epi8(out, static_cast<__mmask16>((1u << count) - 1), q);
+  }
+}
+
 inline void store_vector(__m512i acc, int column, int count, const TileArgs& t, int row, __m512 clamp_min,
                          __m512 clamp_max) {
   if (count <= 0) return;

@@ -843,6 +843,31 @@ TEST(Int8Bind, OutputScaleIsStoredOnce) {
   }
 }
 
+// Few output pixels (7x7 at batch 1): the layer splits output channel tiles as well, so threads
+// balance and each streams part of the weights; a partial last tile and a residual included.
+TEST(Int8Layers, QConvFewPixelsSplitsChannels) {
+  ConvCase c;
+  c.name = "few_pixels";
+  c.channels = 32;
+  c.out_channels = 200;
+  c.residual = "int8";
+  std::mt19937 rng(12);
+  Graph graph = load_text(conv_graph(c, rng));
+  auto plan = harness_lower(graph, 1, kernels::active_isa());
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  auto layers = harness_bind(*plan);
+  ASSERT_TRUE(layers.ok()) << layers.status().to_string();
+  std::vector<void*> data(plan->plan.tensors.size(), nullptr);
+  engine::RunState state{&plan->plan, 1, &data};
+  size_t conv = 0;
+  while (conv < plan->plan.layers.size() && plan->plan.layers[conv].kind != "qconv") ++conv;
+  ASSERT_LT(conv, plan->plan.layers.size());
+  const engine::WorkShape work = (*layers)[conv]->work(state);
+  const int64_t pixel_items = (49 + 5) / 6;  // at most, with the smallest row tile
+  EXPECT_GT(work.items, pixel_items) << plan->plan.layers[conv].kernel;
+  expect_matches_reference(graph, {"qconv"});
+}
+
 // M = 1 (batch-1 FC): the layer splits column blocks so several threads share the GEMV.
 TEST(Int8Layers, QMatMulSingleRowSplitsColumns) {
   std::mt19937 rng(8);
