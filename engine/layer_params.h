@@ -18,6 +18,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/elementwise/qelementwise.h"
 #include "kernels/fp32/fp32_kernels.h"
+#include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/qepilogue.h"
 
 namespace qdqrt::engine::params {
@@ -160,10 +161,14 @@ inline constexpr IntsCodec kXZeroPoints{"x_zero_points", kZeroPointMin, kZeroPoi
 inline constexpr BlobCodec<float> kBias{"bias"};  // fp32_conv, fp32_gemm, qbatched_matmul (optional)
 // fp32_conv
 inline constexpr IntCodec kGroup{"group", 1, INT64_MAX};
-inline constexpr IntCodec kConvMode{"mode", 0, 2};  // gemm, pointwise, depthwise
+inline constexpr IntCodec kConvMode{"mode", 0, 4};  // gemm, pointwise, depthwise (NCHW); igemm, depthwise (NHWC)
 inline constexpr IntCodec kTileRows{"tile_rows", 1, INT64_MAX};
 inline constexpr IntCodec kOutputChannelBlock{"oc_block", 1, INT64_MAX};
-inline constexpr BlobCodec<float> kWeights{"weights"};
+inline constexpr BlobCodec<float> kWeights{"weights"};  // NHWC modes: packed (kernels/fp32/fp32_sgemm.h)
+// NHWC modes: the epilogue's function after the act.min/act.max clamp.
+inline constexpr EnumCodec<kernels::Fp32EpilogueActivation> kEpilogueFunction{
+    "act.function", "activation function", kernels::fp32_epilogue_activation_name,
+    kernels::Fp32EpilogueActivation::kHardSwish};
 // fp32_gemm
 inline constexpr BoolCodec kTransposeB{"trans_b"};
 inline constexpr FloatCodec kAlpha{"alpha", FloatCheck::kAny};  // also fp32_unary

@@ -26,7 +26,8 @@ namespace qdqrt::engine {
 // the codecs of engine/layer_params.h (packed INT8 weights in real units, the output scale once).
 // 3: tensors record where their batch is (batch_axis, batch_factor), the plan its fixed-batch reason.
 // 4: INT8 epilogues carry an optional pointwise program (pw.*).
-inline constexpr uint32_t kEngineFormatVersion = 4;
+// 5: fp32_conv NHWC modes (packed weights, act.min/act.max/act.function, a residual input).
+inline constexpr uint32_t kEngineFormatVersion = 5;
 
 // How a tensor's elements are ordered in memory. kPlain is ONNX's row-major order of the logical
 // shape (NCHW for images); kNhwc stores a rank-4 [N, C, H, W] tensor channels-last (INT8 regions).

@@ -299,4 +299,22 @@ NamedKernel<LayerNormFn> layer_norm_kernel(Isa isa) {
   return {fn, name("f32-layernorm", impl)};
 }
 
+// ---------------------------------------------------------------- fp32 igemm
+const internal::SgemmImplementation& sgemm_implementation(Isa isa) {
+  static const internal::SgemmImplementation kScalarImpl{scalar::sgemm_ukernel, 4, 8, "scalar",
+                                                                 scalar::depthwise_ukernel,
+                                                                 scalar::depthwise_row_ukernel};
+  static const internal::SgemmImplementation kAvx2Impl{avx2::sgemm_ukernel, 6, 16, "avx2", avx2::depthwise_ukernel,
+                                                              avx2::depthwise_row_ukernel};
+  static const internal::SgemmImplementation kAvx512Impl{avx512skx::sgemm_ukernel, 14, 32, "avx512",
+                                                                    avx512skx::depthwise_ukernel,
+                                                                    avx512skx::depthwise_row_ukernel};
+  switch (impl_for(isa)) {
+    case Impl::kScalar: return kScalarImpl;
+    case Impl::kAvx2: return kAvx2Impl;
+    case Impl::kAvx512Skx: return kAvx512Impl;
+  }
+  return kScalarImpl;
+}
+
 }  // namespace qdqrt::kernels

@@ -16,6 +16,7 @@
 #include "kernels/elementwise/qelementwise.h"
 #include "kernels/fp32/fp32_kernels.h"
 #include "kernels/norm/layer_norm.h"
+#include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/dwconv/qdwconv_internal.h"
 #include "kernels/gemm/qgemm_internal.h"
 
@@ -89,6 +90,8 @@ struct ReorderKernels {
 ReorderKernels reorder_kernels(Isa isa = active_isa());
 
 Fp32Kernels fp32_kernels(Isa isa = active_isa());
+// The fp32 igemm microkernel and its tile (kernels/fp32/fp32_sgemm.h): 14x32 avx512, 6x16 avx2, 4x8 scalar.
+const internal::SgemmImplementation& sgemm_implementation(Isa isa);
 
 // Every Isa level this CPU supports, lowest first (for sweeps over variants).
 std::vector<Isa> supported_isas();

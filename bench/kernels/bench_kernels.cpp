@@ -25,6 +25,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/dispatch.h"
 #include "kernels/conv/qconv.h"
+#include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/gemm/qmatmul.h"
 
 namespace qdqrt::bench {
@@ -76,7 +77,8 @@ std::pair<int, int> part_range(int total, int parts, int part, int align) {
 }
 
 template <typename Body>
-void timed_loop(benchmark::State& state, int threads, Body&& body, double ops, double bytes) {
+void timed_loop(benchmark::State& state, int threads, Body&& body, double ops, double bytes,
+                double (*fresh_peak)() = fresh_peak_gops) {
   tbb::task_arena arena(threads);
   const double cpu_start = process_cpu_seconds();
   const auto start = std::chrono::steady_clock::now();
@@ -97,7 +99,7 @@ void timed_loop(benchmark::State& state, int threads, Body&& body, double ops, d
   state.counters["GOPS"] = ops * per_second * 1e-9;
   state.counters["GOPS_cpu"] = ops * per_cpu_second * 1e-9;
   // Against the peak re-measured now (the shared machine's state drifts during a long run).
-  const double peak = fresh_peak_gops();
+  const double peak = fresh_peak();
   state.counters["peak_now"] = peak;
   state.counters["pct_peak"] = 100.0 * ops * per_cpu_second * 1e-9 / (threads * peak);
   if (bytes > 0) {
@@ -108,6 +110,16 @@ void timed_loop(benchmark::State& state, int threads, Body&& body, double ops, d
 
 // --tile=NR forces the GEMM family's register tile width (0: the one packing picks per layer).
 int g_tile_width = 0;
+
+int output_size(const ConvLayer& layer, int input_size) {
+  return (input_size + 2 * layer.pad - layer.kernel) / layer.stride + 1;
+}
+
+// ResNet bottleneck expansions carry the fused residual Add (+ReLU), as in the real network.
+bool carries_residual(const ConvLayer& layer) {
+  return std::string(layer.network) == "resnet50" && layer.kernel == 1 && layer.stride == 1 &&
+         layer.output_channels == 4 * layer.input_channels;
+}
 
 void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
   const int taps = layer.kernel * layer.kernel;
@@ -133,13 +145,11 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
   shape.input_width = layer.width;
   shape.stride_height = shape.stride_width = layer.stride;
   shape.pad_top = shape.pad_left = layer.pad;
-  shape.output_height = (layer.height + 2 * layer.pad - layer.kernel) / layer.stride + 1;
-  shape.output_width = (layer.width + 2 * layer.pad - layer.kernel) / layer.stride + 1;
+  shape.output_height = output_size(layer, layer.height);
+  shape.output_width = output_size(layer, layer.width);
   const int pixels = shape.output_pixels();
   std::vector<int8_t> output(static_cast<size_t>(pixels) * layer.output_channels);
-  // ResNet bottleneck expansions carry the fused residual Add (+ReLU), as in the real network.
-  const bool residual = std::string(layer.network) == "resnet50" && layer.kernel == 1 && layer.stride == 1 &&
-                        layer.output_channels == 4 * layer.input_channels;
+  const bool residual = carries_residual(layer);
   const auto residual_data = random_bytes(output.size(), 3);
   Residual residual_desc{residual_data.data(), layer.output_channels, true, 0.04f, 0};
   const Epilogue epilogue =
@@ -154,6 +164,78 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
         run_conv(packed, shape, args, epilogue, begin, end);
       },
       ops, 0.0);
+}
+
+std::vector<float> random_floats(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (auto& v : values) v = uniform(rng);
+  return values;
+}
+
+// fp32 NHWC convolution on the igemm (bias + ReLU epilogue; the ResNet expansions with the
+// residual Add), % of the fp32 FMA peak.
+void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
+  const bool depthwise = layer.groups == layer.input_channels && layer.groups == layer.output_channels;
+  if (layer.groups != 1 && !depthwise) {
+    state.SkipWithError("grouped convolutions are not on the fp32 igemm");
+    return;
+  }
+  const int taps = layer.kernel * layer.kernel;
+  const int group_in = layer.input_channels / layer.groups;
+  const auto input = random_floats(static_cast<size_t>(layer.height) * layer.width * layer.input_channels, 1);
+  const auto weights = random_floats(static_cast<size_t>(layer.output_channels) * group_in * taps, 2);
+  const auto bias = random_floats(static_cast<size_t>(layer.output_channels), 3);
+  SgemmWeightsDesc desc;
+  desc.n = layer.output_channels;
+  desc.taps = taps;
+  desc.channels = layer.input_channels;
+  desc.weights = weights.data();
+  desc.stride_n = static_cast<int64_t>(layer.input_channels) * taps;
+  desc.stride_tap = 1;
+  desc.stride_channel = taps;
+  desc.bias = bias.data();
+  const PackedSgemm packed = depthwise ? PackedSgemm{} : pack_sgemm(desc, active_isa());
+  const PackedDepthwiseF32 packed_depthwise =
+      depthwise ? pack_depthwise_f32(layer.input_channels, taps, weights.data(), bias.data(), active_isa())
+                : PackedDepthwiseF32{};
+  SconvGeometry geometry;
+  geometry.input_height = layer.height;
+  geometry.input_width = layer.width;
+  geometry.input_pixel_stride = layer.input_channels;
+  geometry.input_image_stride = static_cast<int64_t>(layer.height) * layer.width * layer.input_channels;
+  geometry.kernel_height = geometry.kernel_width = layer.kernel;
+  geometry.stride_height = geometry.stride_width = layer.stride;
+  geometry.pad_top = geometry.pad_left = layer.pad;
+  geometry.output_height = output_size(layer, layer.height);
+  geometry.output_width = output_size(layer, layer.width);
+  const int64_t pixels = geometry.output_pixels_per_image();
+  std::vector<float> output(static_cast<size_t>(pixels) * layer.output_channels);
+  const bool residual = carries_residual(layer);
+  const auto residual_data = random_floats(output.size(), 4);
+  Fp32Epilogue epilogue;
+  epilogue.min = 0.0f;
+  if (residual) {
+    epilogue.residual = residual_data.data();
+    epilogue.residual_row_stride = layer.output_channels;
+  }
+  const SconvArgs args{input.data(), output.data(), layer.output_channels};
+  const double ops = 2.0 * static_cast<double>(pixels) * layer.output_channels * group_in * taps;
+  state.SetLabel(depthwise ? depthwise_f32_kernel_name(packed_depthwise)
+                           : sgemm_kernel_name(packed, taps > 1 || layer.stride > 1) + (residual ? " +residual" : ""));
+  timed_loop(
+      state, threads,
+      [&](int part) {
+        if (depthwise) {
+          auto [begin, end] = part_range(geometry.output_height, threads, part, 1);
+          run_depthwise_f32(packed_depthwise, geometry, args, epilogue, begin, end);
+          return;
+        }
+        auto [begin, end] = part_range(static_cast<int>(pixels), threads, part, packed.mr);
+        run_sconv(packed, geometry, args, epilogue, begin, end, 0, layer.output_channels);
+      },
+      ops, 0.0, fresh_fp32_peak_gflops);
 }
 
 void gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) {
@@ -224,10 +306,18 @@ void register_benchmarks() {
   benchmark::RegisterBenchmark("peak/vpdpbusd_zmm", peak_benchmark, vpdpbusd_zmm_loop, Isa::kAvx512Vnni);
   benchmark::RegisterBenchmark("peak/vpdpbusd_ymm", peak_benchmark, vpdpbusd_ymm_loop, Isa::kAvxVnni);
   benchmark::RegisterBenchmark("peak/vpmaddwd_ymm", peak_benchmark, vpmaddwd_ymm_loop, Isa::kAvx2);
+  benchmark::RegisterBenchmark("peak/vfmadd_zmm", peak_benchmark, vfmadd_zmm_loop, Isa::kAvx512Vnni);
+  benchmark::RegisterBenchmark("peak/vfmadd_ymm", peak_benchmark, vfmadd_ymm_loop, Isa::kAvx2);
   for (int threads : {1, 2}) {
     for (const ConvLayer& layer : conv_layers()) {
       std::string name = std::string("conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
       benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads)->UseRealTime();
+    }
+    for (const ConvLayer& layer : conv_layers()) {
+      if (layer.groups != 1 && layer.groups != layer.input_channels) continue;
+      std::string name =
+          std::string("fp32_conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads)->UseRealTime();
     }
     for (const GemmLayer& layer : gemm_layers()) {
       std::string name = std::string("gemm/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
@@ -263,6 +353,8 @@ int main(int argc, char** argv) {
   qdqrt::bench::register_benchmarks();
   benchmark::AddCustomContext("isa", qdqrt::kernels::isa_name(qdqrt::kernels::active_isa()));
   benchmark::AddCustomContext("measured_peak_gops_per_core", std::to_string(qdqrt::bench::measured_peak_gops()));
+  benchmark::AddCustomContext("measured_fp32_peak_gflops_per_core",
+                              std::to_string(qdqrt::bench::measured_fp32_peak_gflops()));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

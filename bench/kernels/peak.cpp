@@ -44,4 +44,22 @@ double measured_peak_gops() {
 
 double fresh_peak_gops() { return peak_gops(1 << 14); }
 
+double fp32_peak_gflops(int64_t iterations) {
+  using kernels::Isa;
+  switch (kernels::detected_isa()) {
+    case Isa::kAvx512Vnni: return best_gops(vfmadd_zmm_loop, iterations);
+    case Isa::kAvxVnni:
+    case Isa::kAvx2: return best_gops(vfmadd_ymm_loop, iterations);
+    case Isa::kScalar: break;
+  }
+  return 1.0;
+}
+
+double measured_fp32_peak_gflops() {
+  static const double peak = fp32_peak_gflops(1 << 20);
+  return peak;
+}
+
+double fresh_fp32_peak_gflops() { return fp32_peak_gflops(1 << 14); }
+
 }  // namespace qdqrt::bench

@@ -11,11 +11,16 @@ namespace qdqrt::bench {
 int64_t vpdpbusd_zmm_loop(int64_t iterations);   // AVX-512 VNNI: 24 x 64 MACs per iteration
 int64_t vpdpbusd_ymm_loop(int64_t iterations);   // AVX-VNNI: 32 MACs per instruction
 int64_t vpmaddwd_ymm_loop(int64_t iterations);   // AVX2: vpmaddwd+vpaddd, 16 MACs per pair
+int64_t vfmadd_zmm_loop(int64_t iterations);     // AVX-512 F: fp32 FMA, 24 x 16 MACs per iteration
+int64_t vfmadd_ymm_loop(int64_t iterations);     // AVX2 + FMA: fp32 FMA, 12 x 8 MACs per iteration
 
 // Measured peak GOPS of one core for the best available ISA, in thread CPU time (the best of a
 // few short runs). The first call measures for longer and caches; fresh_peak_gops() re-measures
 // briefly so a benchmark can be compared with the peak of the machine's state at that moment.
 double measured_peak_gops();
 double fresh_peak_gops();
+// The same for fp32 FMA (vfmadd231ps zmm on AVX-512, ymm on AVX2; 2 FLOPs per MAC).
+double measured_fp32_peak_gflops();
+double fresh_fp32_peak_gflops();
 
 }  // namespace qdqrt::bench

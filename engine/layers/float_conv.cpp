@@ -1,27 +1,45 @@
-// fp32 Conv (2-D, NCHW), kind "fp32_conv".
+// fp32 Conv (2-D), kind "fp32_conv".
 //
 // Modes (param "mode"):
-//   gemm      per group: Y[oc, pixels] = W[oc, Cg*KH*KW] x im2col(X)[Cg*KH*KW, pixels] (fp32 GEMM),
-//             the im2col block of one tile of output rows in per-thread scratch
-//   pointwise 1x1, stride 1, no pads: the GEMM reads X directly (no im2col, no scratch)
-//   depthwise group == C == OC: direct per-channel loops
-// Work items: (image, group, tile of output rows, block of <= 64 output channels) for gemm/pointwise,
-// (image, channel) for depthwise. The bias is written first and the GEMM accumulates onto it.
+//   igemm          NHWC, group 1: the fp32 igemm (kernels/fp32/fp32_sgemm.h) with weights packed at
+//                  build; 1x1 reads the activations in place, KxK gathers taps through row
+//                  pointers (no im2col). Epilogue: bias (BatchNorm is folded before), an absorbed
+//                  Relu/Clip (act.min/act.max) and residual Add (input 1, NHWC like the output).
+//   depthwise_nhwc NHWC, group == C == OC: the fp32 depthwise kernel, same epilogue.
+//   gemm           NCHW, other groups or kernels beyond 11x11: per group Y[oc, pixels] =
+//                  W[oc, Cg*KH*KW] x im2col(X)[Cg*KH*KW, pixels] (Eigen), the im2col block of one tile
+//                  of output rows in per-thread scratch
+//   pointwise      NCHW 1x1, stride 1, no pads (grouped): the GEMM reads X directly
+//   depthwise      NCHW, kernels beyond 11x11: direct per-channel loops
+// Work items: igemm (tile of output pixels, block of output channels); depthwise_nhwc output rows;
+// gemm/pointwise (image, group, tile of output rows, block of <= 64 output channels); depthwise
+// (image, channel). The NHWC modes allocate nothing and need no scratch.
+// fuse_float_conv_epilogues() absorbs the Relu/Clip and residual Add layers after an NHWC conv.
 #include <algorithm>
 #include <cstring>
+#include <cmath>
+#include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "engine/layers/float_common.h"
 #include "core/ops/conv.h"
 #include "core/ops/window.h"
+#include "kernels/fp32/fp32_sgemm.h"
 
 namespace qdqrt::engine::fp32 {
 
 namespace {
 
 constexpr const char* kKind = "fp32_conv";
-enum class ConvMode : int64_t { kGemm = 0, kPointwise = 1, kDepthwise = 2 };
+enum class ConvMode : int64_t { kGemm = 0, kPointwise = 1, kDepthwise = 2, kIgemm = 3, kDepthwiseNhwc = 4 };
+
+bool is_nhwc(ConvMode mode) { return mode == ConvMode::kIgemm || mode == ConvMode::kDepthwiseNhwc; }
+
+// igemm work items: tiles of kIgemmTileTiles microkernel tiles of pixels x blocks of output channels.
+constexpr int64_t kIgemmTileTiles = 4;
+constexpr int64_t kIgemmColumnBlock = 256;
 
 struct ConvGeometry {
   int64_t channels = 0, height = 0, width = 0;            // input per image
@@ -194,15 +212,142 @@ class ConvLayer final : public Layer {
   kernels::Fp32Kernels fp32_;
 };
 
+// NHWC conv on the fp32 igemm / depthwise kernels.
+class NhwcConvLayer final : public Layer {
+ public:
+  NhwcConvLayer(const ConvGeometry& g, kernels::PackedSgemm gemm, kernels::PackedDepthwiseF32 depthwise, float low,
+                float high, kernels::Fp32EpilogueActivation activation, int32_t input, int32_t residual, int32_t output)
+      : g_(g), gemm_(std::move(gemm)), depthwise_(std::move(depthwise)), input_(input), residual_(residual),
+        output_(output) {
+    epilogue_.activation = activation;
+    epilogue_.min = low;
+    epilogue_.max = high;
+    epilogue_.residual_row_stride = g.out_channels;
+    geometry_.input_height = static_cast<int>(g.height);
+    geometry_.input_width = static_cast<int>(g.width);
+    geometry_.input_pixel_stride = g.channels;
+    geometry_.input_image_stride = g.channels * g.height * g.width;
+    geometry_.kernel_height = static_cast<int>(g.kernel_h);
+    geometry_.kernel_width = static_cast<int>(g.kernel_w);
+    geometry_.stride_height = static_cast<int>(g.stride_h);
+    geometry_.stride_width = static_cast<int>(g.stride_w);
+    geometry_.pad_top = static_cast<int>(g.pad_top);
+    geometry_.pad_left = static_cast<int>(g.pad_left);
+    geometry_.dilation_height = static_cast<int>(g.dilation_h);
+    geometry_.dilation_width = static_cast<int>(g.dilation_w);
+    geometry_.output_height = static_cast<int>(g.out_height);
+    geometry_.output_width = static_cast<int>(g.out_width);
+    if (g.mode == ConvMode::kIgemm) {
+      tile_rows_ = kIgemmTileTiles * gemm_.mr;
+      column_block_ = std::min<int64_t>(kIgemmColumnBlock, gemm_.n_padded);
+      column_blocks_ = (g.out_channels + column_block_ - 1) / column_block_;
+    }
+  }
+
+  WorkShape work(const RunState& state) const override {
+    const int64_t batch = state.dim(input_, 0);
+    const double taps = static_cast<double>(g_.kernel_h * g_.kernel_w);
+    if (g_.mode == ConvMode::kDepthwiseNhwc) {
+      return {.items = batch * g_.out_height,
+              .ops_per_item = 2.0 * taps * static_cast<double>(g_.out_width * g_.channels)};
+    }
+    const int64_t pixels = batch * g_.out_height * g_.out_width;
+    return {.items = (pixels + tile_rows_ - 1) / tile_rows_ * column_blocks_,
+            .ops_per_item = 2.0 * static_cast<double>(tile_rows_ * column_block_ * g_.channels) * taps};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    const kernels::SconvArgs args{state.data<float>(input_), state.data<float>(output_), g_.out_channels};
+    kernels::Fp32Epilogue epilogue = epilogue_;
+    if (residual_ >= 0) epilogue.residual = state.data<float>(residual_);
+    if (g_.mode == ConvMode::kDepthwiseNhwc) {
+      kernels::run_depthwise_f32(depthwise_, geometry_, args, epilogue, begin, end);
+      return;
+    }
+    const int64_t pixels = state.dim(input_, 0) * g_.out_height * g_.out_width;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t row_begin = item / column_blocks_ * tile_rows_;
+      const int64_t column_begin = item % column_blocks_ * column_block_;
+      kernels::run_sconv(gemm_, geometry_, args, epilogue, row_begin, std::min(pixels, row_begin + tile_rows_),
+                         static_cast<int>(column_begin),
+                         static_cast<int>(std::min(g_.out_channels, column_begin + column_block_)));
+    }
+  }
+
+ private:
+  ConvGeometry g_;
+  kernels::SconvGeometry geometry_;
+  kernels::PackedSgemm gemm_;
+  kernels::PackedDepthwiseF32 depthwise_;
+  kernels::Fp32Epilogue epilogue_;
+  int32_t input_, residual_, output_;
+  int64_t tile_rows_ = 1, column_block_ = 1, column_blocks_ = 1;
+};
+
 int64_t scratch_floats(const ConvGeometry& g) {
   return g.mode == ConvMode::kGemm ? g.k() * g.tile_rows * g.out_width : 0;
 }
 
+Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const ConvGeometry& g,
+                                              const std::vector<int64_t>& pads, const PlanTensor& y) {
+  const int64_t taps = g.kernel_h * g.kernel_w;
+  if (taps > kernels::kSgemmMaxTaps) return context.error(fmt::format("{} kernel taps, at most {}", taps, kernels::kSgemmMaxTaps));
+  if (g.mode == ConvMode::kIgemm && g.group != 1) return context.error("igemm mode needs group 1");
+  if (g.mode == ConvMode::kDepthwiseNhwc && !(g.group == g.channels && g.group == g.out_channels)) {
+    return context.error("depthwise mode needs group == input channels == output channels");
+  }
+  if (pads[0] >= g.kernel_h * g.dilation_h || pads[1] >= g.kernel_w * g.dilation_w || g.channels > INT32_MAX / 2 ||
+      g.out_channels > INT32_MAX / 2 || g.height > INT32_MAX / 2 || g.width > INT32_MAX / 2) {
+    return context.error("pads wider than the kernel or dims beyond the kernels' int range");
+  }
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, params::kIsa.read(context));
+  if (kernels::usable_isa(isa) != isa) {
+    return context.error(fmt::format("weights packed for {}, this machine supports only {}", kernels::isa_name(isa),
+                                     kernels::isa_name(kernels::detected_isa())));
+  }
+  QDQRT_ASSIGN_OR_RETURN(float low, params::kClipMin.read(context));
+  QDQRT_ASSIGN_OR_RETURN(float high, params::kClipMax.read(context));
+  if (!(low <= high)) return context.error("act.min exceeds act.max");
+  QDQRT_ASSIGN_OR_RETURN(kernels::Fp32EpilogueActivation activation, params::kEpilogueFunction.read(context));
+  int32_t residual = -1;
+  if (context.layer().inputs.size() > 2) return context.error("at most an input and a residual");
+  if (context.has_input(1)) {
+    QDQRT_BIND_ASSIGN(const PlanTensor* r, context, context.input(1));
+    QDQRT_RETURN_IF_ERROR(expect_tensor(context, *r, "residual", DataType::kFloat, 4, Layout::kNhwc));
+    if (r->shape != y.shape || r->batched != y.batched) {
+      return context.error(fmt::format("residual {} is not shaped like the output {}", shape_to_string(r->shape),
+                                       shape_to_string(y.shape)));
+    }
+    residual = context.layer().inputs[1];
+  }
+  kernels::PackedSgemm gemm;
+  kernels::PackedDepthwiseF32 depthwise;
+  const int channels = static_cast<int>(g.channels), out_channels = static_cast<int>(g.out_channels);
+  if (g.mode == ConvMode::kIgemm) {
+    const int64_t floats = kernels::packed_sgemm_floats(out_channels, taps * g.channels, isa);
+    QDQRT_ASSIGN_OR_RETURN(const float* weights, params::kWeights.read(context, floats));
+    QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, kernels::sgemm_padded_n(out_channels, isa)));
+    gemm = kernels::packed_sgemm_view(out_channels, static_cast<int>(taps), channels, isa, weights, bias);
+  } else {
+    const int64_t padded = kernels::depthwise_f32_padded_channels(channels);
+    QDQRT_ASSIGN_OR_RETURN(const float* weights, params::kWeights.read(context, padded * taps));
+    QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, padded));
+    depthwise = kernels::packed_depthwise_f32_view(channels, static_cast<int>(taps), isa, weights, bias);
+  }
+  return std::unique_ptr<Layer>(std::make_unique<NhwcConvLayer>(g, std::move(gemm), std::move(depthwise), low, high, activation,
+                                                                context.layer().inputs[0], residual,
+                                                                context.layer().outputs[0]));
+}
+
 Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(int64_t mode, params::kConvMode.read(context));
+  const Layout layout = is_nhwc(static_cast<ConvMode>(mode)) ? Layout::kNhwc : Layout::kPlain;
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
-  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4));
-  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, 4));
+  const bool one_pixel = x->shape.size() == 4 && x->shape[2] == 1 && x->shape[3] == 1;  // same bytes in both layouts
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4,
+                                      layout == Layout::kNhwc && one_pixel ? x->layout : layout));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, 4, layout));
   if (x->shape[0] != y->shape[0] || x->batched != y->batched) return context.error("input and output batch differ");
 
   ConvGeometry g;
@@ -213,7 +358,6 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(auto strides, params::kStrides.read(context, 2));
   QDQRT_ASSIGN_OR_RETURN(auto dilations, params::kDilations.read(context, 2));
   QDQRT_ASSIGN_OR_RETURN(auto pads, params::kPads.read(context, 4));
-  QDQRT_ASSIGN_OR_RETURN(int64_t mode, params::kConvMode.read(context));
   QDQRT_ASSIGN_OR_RETURN(g.tile_rows, params::kTileRows.read(context));
   QDQRT_ASSIGN_OR_RETURN(g.oc_block, params::kOutputChannelBlock.read(context));
   g.kernel_h = kernel[0], g.kernel_w = kernel[1], g.stride_h = strides[0], g.stride_w = strides[1];
@@ -239,6 +383,7 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
       !(g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && pads == std::vector<int64_t>(4, 0))) {
     return context.error("pointwise mode needs a 1x1 kernel, stride 1 and no pads");
   }
+  if (is_nhwc(g.mode)) return bind_nhwc_conv(context, g, pads, *y);
   g.tile_rows = std::min(g.tile_rows, std::max<int64_t>(g.out_height, 1));
   g.oc_block = std::min(g.oc_block, std::max<int64_t>(g.out_per_group(), 1));  // a larger block is one block
   if (safe_numel({g.in_per_group(), g.kernel_h, g.kernel_w, g.tile_rows, g.out_width, 4}) < 0) {
@@ -255,6 +400,63 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
   return std::unique_ptr<Layer>(std::make_unique<ConvLayer>(g, weights, bias, context.layer().inputs[0],
                                                             context.layer().outputs[0],
                                                             kernels::fp32_kernels(bind_isa(context.plan()))));
+}
+
+// The params every mode has: group, window, mode.
+void write_geometry(PlanLayer& layer, const ConvGeometry& g) {
+  params::kGroup.write(layer, g.group);
+  params::kKernel.write(layer, {g.kernel_h, g.kernel_w});
+  params::kStrides.write(layer, {g.stride_h, g.stride_w});
+  params::kDilations.write(layer, {g.dilation_h, g.dilation_w});
+  params::kPads.write(layer, {g.pad_top, g.pad_left, g.pad_bottom, g.pad_right});
+  params::kConvMode.write(layer, static_cast<int64_t>(g.mode));
+}
+
+Status lower_nhwc_conv(const Node& node, BuildContext& context, ConvGeometry g, const Tensor& weight,
+                       const Tensor* bias) {
+  const kernels::Isa isa = kernels::usable_isa(context.isa());
+  const int taps = static_cast<int>(g.kernel_h * g.kernel_w);
+  const int channels = static_cast<int>(g.channels), out_channels = static_cast<int>(g.out_channels);
+  const float* bias_values = bias != nullptr ? bias->data<float>() : nullptr;
+  PlanLayer layer;
+  if (g.group == 1) {
+    g.mode = ConvMode::kIgemm;
+    kernels::SgemmWeightsDesc desc;
+    desc.n = out_channels;
+    desc.taps = taps;
+    desc.channels = channels;
+    desc.weights = weight.data<float>();
+    desc.stride_n = static_cast<int64_t>(channels) * taps;
+    desc.stride_tap = 1;
+    desc.stride_channel = taps;
+    desc.bias = bias_values;
+    const kernels::PackedSgemm packed = kernels::pack_sgemm(desc, isa);
+    layer = make_layer(node, kKind, kernels::sgemm_kernel_name(packed, taps > 1 || g.stride_h > 1 || g.stride_w > 1));
+    params::kWeights.write_bytes(layer, packed.data.data(), packed.data.size() * sizeof(float));
+    params::kBias.write_bytes(layer, packed.bias.data(), packed.bias.size() * sizeof(float));
+  } else {
+    g.mode = ConvMode::kDepthwiseNhwc;
+    const kernels::PackedDepthwiseF32 packed =
+        kernels::pack_depthwise_f32(channels, taps, weight.data<float>(), bias_values, isa);
+    layer = make_layer(node, kKind, kernels::depthwise_f32_kernel_name(packed));
+    params::kWeights.write_bytes(layer, packed.weights.data(), packed.weights.size() * sizeof(float));
+    params::kBias.write_bytes(layer, packed.bias.data(), packed.bias.size() * sizeof(float));
+  }
+  // A [N, C, 1, 1] input (after GlobalAveragePool) holds the same bytes in both layouts: read as stored.
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, g.height == 1 && g.width == 1 ? context.input_as_stored(node.input(0))
+                                                                        : context.input(node.input(0), Layout::kNhwc));
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kNhwc));
+  layer.inputs = {input};
+  layer.outputs = {output};
+  write_geometry(layer, g);
+  params::kTileRows.write(layer, 1);
+  params::kOutputChannelBlock.write(layer, 1);
+  params::kIsa.write(layer, isa);
+  params::kClipMin.write(layer, -std::numeric_limits<double>::infinity());
+  params::kClipMax.write(layer, std::numeric_limits<double>::infinity());
+  params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kNone);
+  context.add_layer(std::move(layer));
+  return Status::ok();
 }
 
 Status lower_conv(const Node& node, BuildContext& context) {
@@ -291,6 +493,13 @@ Status lower_conv(const Node& node, BuildContext& context) {
       window_geometry.output[2] != g.out_width || (bias != nullptr && bias->numel() != g.out_channels)) {
     return lower_with_reference(node, context);  // let the reference report the inconsistency
   }
+  const int64_t taps = g.kernel_h * g.kernel_w;
+  const bool small_dims = g.channels <= INT32_MAX / 2 && g.out_channels <= INT32_MAX / 2 &&
+                          g.height <= INT32_MAX / 2 && g.width <= INT32_MAX / 2;
+  if (taps <= kernels::kSgemmMaxTaps && small_dims && g.pad_top < g.kernel_h * g.dilation_h &&
+      g.pad_left < g.kernel_w * g.dilation_w && (g.group == 1 || (g.group == g.channels && g.group == g.out_channels))) {
+    return lower_nhwc_conv(node, context, g, *weight, bias);
+  }
   if (g.group == g.channels && g.group == g.out_channels) {
     g.mode = ConvMode::kDepthwise;
   } else if (g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_top == 0 &&
@@ -308,12 +517,7 @@ Status lower_conv(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
   layer.inputs = {input};
   layer.outputs = {output};
-  params::kGroup.write(layer, g.group);
-  params::kKernel.write(layer, {g.kernel_h, g.kernel_w});
-  params::kStrides.write(layer, {g.stride_h, g.stride_w});
-  params::kDilations.write(layer, {g.dilation_h, g.dilation_w});
-  params::kPads.write(layer, {g.pad_top, g.pad_left, g.pad_bottom, g.pad_right});
-  params::kConvMode.write(layer, static_cast<int64_t>(g.mode));
+  write_geometry(layer, g);
   params::kTileRows.write(layer, g.tile_rows);
   params::kOutputChannelBlock.write(layer, g.oc_block);
   params::kWeights.write_bytes(layer, weight->raw_data(), weight->nbytes());
@@ -323,11 +527,183 @@ Status lower_conv(const Node& node, BuildContext& context) {
   return Status::ok();
 }
 
+// Drops the tensors in `unused` (no layer touches them any more) and renumbers the rest.
+void remove_tensors(EnginePlan& plan, const std::vector<bool>& unused) {
+  std::vector<int32_t> new_index(plan.tensors.size(), -1);
+  std::vector<PlanTensor> kept;
+  for (size_t t = 0; t < plan.tensors.size(); ++t) {
+    if (unused[t]) continue;
+    new_index[t] = static_cast<int32_t>(kept.size());
+    kept.push_back(std::move(plan.tensors[t]));
+  }
+  plan.tensors = std::move(kept);
+  auto remap = [&](std::vector<int32_t>& indices) {
+    for (int32_t& index : indices) {
+      if (index >= 0) index = new_index[static_cast<size_t>(index)];
+    }
+  };
+  for (PlanLayer& layer : plan.layers) {
+    remap(layer.inputs);
+    remap(layer.outputs);
+  }
+  remap(plan.inputs);
+  remap(plan.outputs);
+}
+
+bool has_activation(const PlanLayer& layer) {
+  auto low = layer.params.get_float(std::string(params::kClipMin.key()));
+  auto high = layer.params.get_float(std::string(params::kClipMax.key()));
+  auto function = layer.params.get_string(std::string(params::kEpilogueFunction.key()));
+  return !low.ok() || !high.ok() || !function.ok() || !std::isinf(*low) || !std::isinf(*high) ||
+         *function != kernels::fp32_epilogue_activation_name(kernels::Fp32EpilogueActivation::kNone);
+}
+
+bool is_unary(const PlanLayer& layer, kernels::Fp32UnaryOp op) {
+  auto value = layer.params.get_int(std::string(params::kUnaryOp.key()));
+  return layer.kind == "fp32_unary" && layer.inputs.size() == 1 && layer.outputs.size() == 1 && value.ok() &&
+         *value == static_cast<int64_t>(op);
+}
+
+bool is_binary(const PlanLayer& layer, kernels::Fp32BinaryOp op) {
+  auto value = layer.params.get_int(std::string(params::kBinaryOp.key()));
+  return layer.kind == "fp32_binary" && layer.inputs.size() == 2 && layer.outputs.size() == 1 && value.ok() &&
+         *value == static_cast<int64_t>(op);
+}
+
+void set_function(PlanLayer& conv, kernels::Fp32EpilogueActivation function, const PlanLayer& absorbed) {
+  params::kEpilogueFunction.write(conv, function);
+  conv.name += " + " + absorbed.name;
+  conv.source_nodes.insert(conv.source_nodes.end(), absorbed.source_nodes.begin(), absorbed.source_nodes.end());
+}
+
+// Relu / Clip as clamp bounds; nullopt for other unary layers.
+std::optional<std::pair<double, double>> clamp_of(const PlanLayer& layer) {
+  auto op = layer.params.get_int(std::string(params::kUnaryOp.key()));
+  if (!op.ok()) return std::nullopt;
+  if (*op == static_cast<int64_t>(kernels::Fp32UnaryOp::kRelu)) {
+    return std::pair{0.0, std::numeric_limits<double>::infinity()};
+  }
+  if (*op != static_cast<int64_t>(kernels::Fp32UnaryOp::kClip)) return std::nullopt;
+  auto low = layer.params.get_float(std::string(params::kAlpha.key()));
+  auto high = layer.params.get_float(std::string(params::kBeta.key()));
+  if (!low.ok() || !high.ok() || std::isnan(*low) || std::isnan(*high) || !(*low <= *high)) return std::nullopt;
+  return std::pair{*low, *high};
+}
+
+// Absorbs into `conv` the layer `next` that is the only reader of its output, when it is a residual
+// Add of NHWC tensors (the other operand written before `conv`) or a Relu/Clip. True when done.
+bool absorb(PlanLayer& conv, size_t conv_index, const PlanLayer& next, const std::vector<int64_t>& producer) {
+  const int32_t t = conv.outputs[0];
+  if (next.kind == "fp32_binary" && !has_activation(conv) && conv.inputs.size() == 1 && next.inputs.size() == 2 &&
+      next.outputs.size() == 1) {
+    auto op = next.params.get_int(std::string(params::kBinaryOp.key()));
+    if (!op.ok() || *op != static_cast<int64_t>(kernels::Fp32BinaryOp::kAdd)) return false;
+    const int32_t other = next.inputs[0] == t ? next.inputs[1] : next.inputs[0];
+    if (other == t || other < 0 || producer[static_cast<size_t>(other)] >= static_cast<int64_t>(conv_index)) return false;
+    conv.inputs.push_back(other);
+  } else if (next.kind == "fp32_unary" && next.inputs.size() == 1 && next.outputs.size() == 1) {
+    if (has_activation(conv)) return false;
+    if (is_unary(next, kernels::Fp32UnaryOp::kSigmoid) || is_unary(next, kernels::Fp32UnaryOp::kHardSwish)) {
+      params::kEpilogueFunction.write(conv, is_unary(next, kernels::Fp32UnaryOp::kSigmoid)
+                                                ? kernels::Fp32EpilogueActivation::kSigmoid
+                                                : kernels::Fp32EpilogueActivation::kHardSwish);
+    } else {
+      auto bounds = clamp_of(next);
+      if (!bounds) return false;
+      params::kClipMin.write(conv, bounds->first);
+      params::kClipMax.write(conv, bounds->second);
+    }
+  } else {
+    return false;
+  }
+  conv.outputs[0] = next.outputs[0];
+  conv.name += " + " + next.name;
+  conv.source_nodes.insert(conv.source_nodes.end(), next.source_nodes.begin(), next.source_nodes.end());
+  return true;
+}
+
+Status fuse_conv_epilogues(EnginePlan& plan) {
+  std::vector<bool> unused(plan.tensors.size(), false);
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    std::vector<int64_t> producer(plan.tensors.size(), -1), readers(plan.tensors.size(), 0);
+    std::vector<bool> interface(plan.tensors.size(), false);
+    for (int32_t t : plan.inputs) interface[static_cast<size_t>(t)] = true;
+    for (int32_t t : plan.outputs) interface[static_cast<size_t>(t)] = true;
+    for (size_t i = 0; i < plan.layers.size(); ++i) {
+      for (int32_t t : plan.layers[i].inputs) {
+        if (t >= 0) ++readers[static_cast<size_t>(t)];
+      }
+      for (int32_t t : plan.layers[i].outputs) {
+        if (t >= 0) producer[static_cast<size_t>(t)] = static_cast<int64_t>(i);
+      }
+    }
+    for (size_t i = 0; i < plan.layers.size() && !changed; ++i) {
+      PlanLayer& conv = plan.layers[i];
+      auto mode = conv.params.get_int(std::string(params::kConvMode.key()));
+      if (conv.kind != kKind || !mode.ok() || !is_nhwc(static_cast<ConvMode>(*mode)) || conv.outputs.size() != 1) {
+        continue;
+      }
+      const int32_t t = conv.outputs[0];
+      if (t < 0 || interface[static_cast<size_t>(t)]) continue;
+      if (readers[static_cast<size_t>(t)] == 2 && !has_activation(conv)) {
+        // SiLU as x * Sigmoid(x): the Sigmoid and the Mul read the conv's output.
+        std::vector<size_t> reader_layers;
+        for (size_t j = i + 1; j < plan.layers.size(); ++j) {
+          const auto& inputs = plan.layers[j].inputs;
+          if (std::find(inputs.begin(), inputs.end(), t) != inputs.end()) reader_layers.push_back(j);
+        }
+        if (reader_layers.size() == 2 && is_unary(plan.layers[reader_layers[0]], kernels::Fp32UnaryOp::kSigmoid) &&
+            is_binary(plan.layers[reader_layers[1]], kernels::Fp32BinaryOp::kMul)) {
+          const PlanLayer& sigmoid = plan.layers[reader_layers[0]];
+          const PlanLayer& mul = plan.layers[reader_layers[1]];
+          const int32_t gate = sigmoid.outputs[0];
+          const bool pattern = sigmoid.inputs[0] == t && gate >= 0 && readers[static_cast<size_t>(gate)] == 1 &&
+                               !interface[static_cast<size_t>(gate)] &&
+                               ((mul.inputs[0] == t && mul.inputs[1] == gate) ||
+                                (mul.inputs[0] == gate && mul.inputs[1] == t));
+          if (pattern) {
+            set_function(conv, kernels::Fp32EpilogueActivation::kSilu, sigmoid);
+            conv.name += " + " + mul.name;
+            conv.source_nodes.insert(conv.source_nodes.end(), mul.source_nodes.begin(), mul.source_nodes.end());
+            conv.outputs[0] = mul.outputs[0];
+            unused[static_cast<size_t>(t)] = true;
+            unused[static_cast<size_t>(gate)] = true;
+            plan.layers.erase(plan.layers.begin() + static_cast<std::ptrdiff_t>(reader_layers[1]));
+            plan.layers.erase(plan.layers.begin() + static_cast<std::ptrdiff_t>(reader_layers[0]));
+            changed = true;
+            break;
+          }
+        }
+      }
+      if (readers[static_cast<size_t>(t)] != 1) continue;
+      for (size_t j = i + 1; j < plan.layers.size(); ++j) {
+        const auto& inputs = plan.layers[j].inputs;
+        if (std::find(inputs.begin(), inputs.end(), t) == inputs.end()) continue;
+        if (absorb(conv, i, plan.layers[j], producer)) {
+          unused[static_cast<size_t>(t)] = true;
+          plan.layers.erase(plan.layers.begin() + static_cast<std::ptrdiff_t>(j));
+          changed = true;
+        }
+        break;
+      }
+    }
+  }
+  remove_tensors(plan, unused);
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_conv(LayerRegistry& registry) {
   registry.add_kind({kKind, bind_conv});
-  registry.add_lowering({.domain = "", .op_type = "Conv", .lower = lower_conv, .accepts = all_float});
+  registry.add_lowering(
+      {.domain = "", .op_type = "Conv", .lower = lower_conv, .accepts = all_float, .prefers_nhwc = true});
 }
 
 }  // namespace qdqrt::engine::fp32
+
+namespace qdqrt::engine {
+Status fuse_float_conv_epilogues(EnginePlan& plan) { return fp32::fuse_conv_epilogues(plan); }
+}  // namespace qdqrt::engine

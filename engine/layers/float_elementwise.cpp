@@ -109,10 +109,14 @@ Result<std::unique_ptr<Layer>> bind_binary(const BindContext& context) {
   const PlanLayer& layer = context.layer();
   QDQRT_ASSIGN_OR_RETURN(int64_t op_value, params::kBinaryOp.read(context));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
-  // Channels-last only as a plain elementwise op: two runtime inputs of the output's shape.
+  // Channels-last: two runtime inputs, each of the output's shape or [N, C, 1, 1] (a squeeze-excite
+  // gate: the same bytes in either layout); the broadcast plan works on the memory order NHWC.
   const Layout layout = y->layout;
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, layout == Layout::kNhwc ? 4 : -1, layout));
-  const Shape y_image = image_shape(*y);
+  auto memory_order = [&](const Shape& shape) {
+    return layout == Layout::kNhwc ? Shape{shape[0], shape[2], shape[3], shape[1]} : shape;
+  };
+  const Shape y_image = memory_order(image_shape(*y));
 
   size_t next_input = 0;
   Operand operands[2];
@@ -129,13 +133,16 @@ Result<std::unique_ptr<Layer>> bind_binary(const BindContext& context) {
       QDQRT_ASSIGN_OR_RETURN(operands[side].constant, params::kOperandValue.read(context, count, name));
     } else {
       QDQRT_BIND_ASSIGN(const PlanTensor* tensor, context, context.input(next_input));
-      QDQRT_RETURN_IF_ERROR(expect_tensor(context, *tensor, "input", DataType::kFloat, -1, layout));
-      if (layout == Layout::kNhwc && (tensor->shape != y->shape || (tensor->batched && tensor->batch_axis != 0))) {
-        return context.error(fmt::format("channels-last input '{}' {} is not shaped like the output {}", tensor->name,
-                                         shape_to_string(tensor->shape), shape_to_string(y->shape)));
+      const bool gate = layout == Layout::kNhwc && tensor->shape.size() == 4 && tensor->shape[0] == y->shape[0] &&
+                        tensor->shape[1] == y->shape[1] && tensor->shape[2] == 1 && tensor->shape[3] == 1;
+      QDQRT_RETURN_IF_ERROR(expect_tensor(context, *tensor, "input", DataType::kFloat, -1, gate ? tensor->layout : layout));
+      if (layout == Layout::kNhwc &&
+          ((tensor->shape != y->shape && !gate) || (tensor->batched && tensor->batch_axis != 0))) {
+        return context.error(fmt::format("channels-last input '{}' {} is neither shaped like the output {} nor [N, C, 1, 1]",
+                                         tensor->name, shape_to_string(tensor->shape), shape_to_string(y->shape)));
       }
       operands[side].tensor = layer.inputs[next_input++];
-      shapes[side] = image_shape(*tensor);
+      shapes[side] = memory_order(image_shape(*tensor));
       if (tensor->batched) {
         if (!y->batched || tensor->shape.size() != y->shape.size()) {
           return context.error(fmt::format("batched input '{}' {} does not line up with output {}", tensor->name,
@@ -166,8 +173,24 @@ bool same_shape_rank4(const Node& node, const BuildContext& context) {
   return a.ok() && b.ok() && y.ok() && a->size() == 4 && *a == *b && *a == *y;
 }
 
+// Which input (0 or 1) is a runtime [N, C, 1, 1] gate of the other, a runtime [N, C, H, W] of the
+// output's shape; nullopt for other inputs.
+std::optional<size_t> channel_gate_side(const Node& node, const BuildContext& context) {
+  if (node.inputs.size() != 2 || !node.has_input(0) || !node.has_input(1) || node.outputs.size() != 1) return std::nullopt;
+  if (context.constant(node.input(0)) != nullptr || context.constant(node.input(1)) != nullptr) return std::nullopt;
+  auto a = context.shape_of(node.input(0)), b = context.shape_of(node.input(1)), y = context.shape_of(node.outputs[0]);
+  if (!a.ok() || !b.ok() || !y.ok() || a->size() != 4 || b->size() != 4) return std::nullopt;
+  auto is_gate = [&](const Shape& gate, const Shape& x) {
+    return gate[0] == x[0] && gate[1] == x[1] && gate[2] == 1 && gate[3] == 1 && x[2] * x[3] > 1;
+  };
+  if (*a == *y && is_gate(*b, *a)) return 1;
+  if (*b == *y && is_gate(*a, *b)) return 0;
+  return std::nullopt;
+}
+
 bool accepts_same_shape_binary(const Node& node, const BuildContext& context) {
-  return all_float(node, context) && binary_op(node.op_type).has_value() && same_shape_rank4(node, context);
+  return all_float(node, context) && binary_op(node.op_type).has_value() &&
+         (same_shape_rank4(node, context) || channel_gate_side(node, context).has_value());
 }
 
 Status lower_binary(const Node& node, BuildContext& context) {
@@ -191,6 +214,23 @@ Status lower_binary(const Node& node, BuildContext& context) {
       layer.outputs = {output};
       context.add_layer(std::move(layer));
       return Status::ok();
+    }
+  }
+  // x [N, C, H, W] stored channels-last times a gate [N, C, 1, 1] (squeeze-excite): channels-last
+  // too, the gate read as stored (its bytes are the same in both layouts).
+  if (auto gate_side = channel_gate_side(node, context)) {
+    const size_t x_side = 1 - *gate_side;
+    QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input_as_stored(node.input(x_side)));
+    if (context.tensor(x).layout == Layout::kNhwc && batch_leads(context.tensor(x))) {
+      QDQRT_ASSIGN_OR_RETURN(int32_t gate, context.input_as_stored(node.input(*gate_side)));
+      if (batch_leads(context.tensor(gate)) && context.tensor(gate).batched == context.tensor(x).batched) {
+        for (int side = 0; side < 2; ++side) params::kOperandIsConstant.write(layer, false, params::kOperands[side]);
+        layer.inputs = x_side == 0 ? std::vector<int32_t>{x, gate} : std::vector<int32_t>{gate, x};
+        QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kNhwc));
+        layer.outputs = {output};
+        context.add_layer(std::move(layer));
+        return Status::ok();
+      }
     }
   }
   for (int side = 0; side < 2; ++side) {
@@ -502,7 +542,8 @@ void register_elementwise(LayerRegistry& registry) {
   registry.add_kind({kSoftmaxKind, bind_softmax});
   registry.add_kind({kBatchNormKind, bind_batchnorm});
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
-    // First: the same-shape form reads channels-last inputs as stored (its producers may write NHWC).
+    // First: the same-shape and channel-gate forms read channels-last inputs as stored (their
+    // producers may write NHWC).
     registry.add_lowering(
         {.domain = "", .op_type = op, .lower = lower_binary, .accepts = accepts_same_shape_binary, .prefers_nhwc = true});
     registry.add_lowering({.domain = "", .op_type = op, .lower = lower_binary, .accepts = all_float});

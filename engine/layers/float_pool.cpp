@@ -1,7 +1,9 @@
 // fp32 pools on NCHW tensors:
 //   fp32_pool            MaxPool (no Indices output) and AveragePool, 2-D windows; pads, strides,
 //                        dilations, ceil_mode and auto_pad resolved at build time as the reference
-//                        does (core/ops/window.h). Items: (image, channel) planes.
+//                        does (core/ops/window.h). Items: (image, channel) planes. A MaxPool whose
+//                        input is stored channels-last (after an NHWC conv) runs channels-last,
+//                        items (image, output row), every channel of a tap in one pass.
 //   fp32_global_avgpool  GlobalAveragePool over every spatial dim (rank >= 3). Items: planes.
 //   fp32_global_avgpool_nhwc  the same on a channels-last [N, C, H, W] input (an INT8 conv's float
 //                        output read without a reorder, as squeeze-excite does). Items: images.
@@ -46,16 +48,26 @@ void max_taps(float* __restrict out, const float* __restrict in, int64_t count, 
 
 class PoolLayer final : public Layer {
  public:
-  PoolLayer(PoolGeometry geometry, int32_t input, int32_t output) : g_(geometry), input_(input), output_(output) {}
+  PoolLayer(PoolGeometry geometry, bool nhwc, int32_t input, int32_t output)
+      : g_(geometry), nhwc_(nhwc), input_(input), output_(output) {}
 
   WorkShape work(const RunState& state) const override {
+    const double taps = static_cast<double>(g_.kernel[0] * g_.kernel[1]);
+    if (nhwc_) {
+      return {.items = state.dim(input_, 0) * g_.out_height,
+              .ops_per_item = static_cast<double>(g_.out_width * g_.channels) * taps};
+    }
     return {.items = state.dim(input_, 0) * g_.channels,
-            .ops_per_item = static_cast<double>(g_.out_height * g_.out_width * g_.kernel[0] * g_.kernel[1])};
+            .ops_per_item = static_cast<double>(g_.out_height * g_.out_width) * taps};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
     const float* x = state.data<float>(input_);
     float* y = state.data<float>(output_);
+    if (nhwc_) {
+      for (int64_t row = begin; row < end; ++row) max_row_nhwc(x, y, row);
+      return;
+    }
     for (int64_t plane = begin; plane < end; ++plane) {
       const float* in = x + plane * g_.height * g_.width;
       float* out = y + plane * g_.out_height * g_.out_width;
@@ -70,6 +82,25 @@ class PoolLayer final : public Layer {
   }
 
  private:
+  // Channels-last max pool of output row `row` (image * out_height + oh): per pixel, every valid
+  // tap's channels in one pass (a NaN tap is skipped, as in max_plane).
+  void max_row_nhwc(const float* x, float* y, int64_t row) const {
+    const int64_t image = row / g_.out_height, oh = row % g_.out_height;
+    const float* in = x + image * g_.height * g_.width * g_.channels;
+    for (int64_t ow = 0; ow < g_.out_width; ++ow) {
+      float* out = y + (row * g_.out_width + ow) * g_.channels;
+      std::fill_n(out, g_.channels, std::numeric_limits<float>::lowest());
+      for (int64_t kh = 0; kh < g_.kernel[0]; ++kh) {
+        const int64_t ih = oh * g_.strides[0] - g_.pads_begin[0] + kh * g_.dilations[0];
+        if (ih < 0 || ih >= g_.height) continue;
+        for (int64_t kw = 0; kw < g_.kernel[1]; ++kw) {
+          const int64_t iw = ow * g_.strides[1] - g_.pads_begin[1] + kw * g_.dilations[1];
+          if (iw >= 0 && iw < g_.width) max_taps(out, in + (ih * g_.width + iw) * g_.channels, g_.channels, 1);
+        }
+      }
+    }
+  }
+
   // Max pool of one plane, row by row: every valid tap of a row of windows in one strided pass.
   void max_plane(const float* in, float* out) const {
     for (int64_t oh = 0; oh < g_.out_height; ++oh) {
@@ -123,14 +154,16 @@ class PoolLayer final : public Layer {
   }
 
   PoolGeometry g_;
+  bool nhwc_;
   int32_t input_, output_;
 };
 
 Result<std::unique_ptr<Layer>> bind_pool(const BindContext& context) {
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
-  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4));
-  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, 4));
+  const Layout layout = x->layout;
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4, layout));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, 4, layout));
   if (x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1] || x->batched != y->batched) {
     return context.error(fmt::format("input {} and output {} differ in batch or channels", shape_to_string(x->shape),
                                      shape_to_string(y->shape)));
@@ -148,7 +181,10 @@ Result<std::unique_ptr<Layer>> bind_pool(const BindContext& context) {
     targets[i][0] = values[0];
     targets[i][1] = values[1];
   }
-  return std::unique_ptr<Layer>(std::make_unique<PoolLayer>(g, context.layer().inputs[0], context.layer().outputs[0]));
+  const bool nhwc = layout == Layout::kNhwc;
+  if (nhwc && !g.max) return context.error("a channels-last pool must be a MaxPool");
+  return std::unique_ptr<Layer>(
+      std::make_unique<PoolLayer>(g, nhwc, context.layer().inputs[0], context.layer().outputs[0]));
 }
 
 Status lower_pool(const Node& node, BuildContext& context) {
@@ -178,8 +214,14 @@ Status lower_pool(const Node& node, BuildContext& context) {
   params::kDilations.write(layer, {geometry->dilations[1], geometry->dilations[2]});
   params::kPadsBegin.write(layer, {geometry->pads_begin[1], geometry->pads_begin[2]});
   params::kPadsEnd.write(layer, {geometry->pads_end[1], geometry->pads_end[2]});
-  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
-  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+  // MaxPool reads a channels-last input as stored (ResNet's stem pool after the NHWC conv).
+  QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(0)));
+  const Layout layout =
+      max && context.tensor(stored).layout == Layout::kNhwc && batch_leads(context.tensor(stored)) ? Layout::kNhwc
+                                                                                                    : Layout::kPlain;
+  if (layout == Layout::kNhwc) layer.kernel = "f32-maxpool-nhwc-multiversion";
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), layout));
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], layout));
   layer.inputs = {input};
   layer.outputs = {output};
   context.add_layer(std::move(layer));
@@ -326,7 +368,8 @@ void register_pool(LayerRegistry& registry) {
   registry.add_kind({kPoolKind, bind_pool});
   registry.add_kind({kGlobalKind, bind_global});
   registry.add_kind({kGlobalNhwcKind, bind_global_nhwc});
-  registry.add_lowering({.domain = "", .op_type = "MaxPool", .lower = lower_pool, .accepts = all_float});
+  registry.add_lowering(
+      {.domain = "", .op_type = "MaxPool", .lower = lower_pool, .accepts = all_float, .prefers_nhwc = true});
   registry.add_lowering({.domain = "", .op_type = "AveragePool", .lower = lower_pool, .accepts = all_float});
   // Prefers channels-last: an INT8 conv's float output is read without a reorder.
   registry.add_lowering(

@@ -106,6 +106,79 @@ TEST(EngineFloatModels, FmnistResnetFp32) {
   expect_engine_matches(**engine, *graph, "fmnist_resnet_fp32");
 }
 
+// NHWC convs absorb the residual Add and the Relu/Clip that only they feed (the epilogue runs them):
+// ResNet's bottleneck (the Add's second operand written before the conv that absorbs it, also when
+// the shortcut conv comes last), MobileNet's Clip(0, 6), and forms that must stay separate.
+TEST(EngineFloatModels, ConvEpiloguesAreFused) {
+  struct FusionCase {
+    std::string name, body;
+    std::vector<std::string> inits;
+    int convs;            // fp32_conv layers expected
+    int separate_layers;  // fp32_unary + fp32_binary layers left
+  };
+  const std::vector<std::string> bottleneck_weights = {weights("w1", {8, 8, 1, 1}), weights("w2", {8, 8, 3, 3}),
+                                                       weights("w3", {8, 8, 1, 1}), weights("b", {8})};
+  const std::vector<FusionCase> cases = {
+      {"conv_relu", "c = Conv(x, w1, b)\ny = Relu(c)", bottleneck_weights, 1, 0},
+      {"conv_clip6", "c = Conv<pads=[1,1,1,1]>(x, w2, b)\ny = Clip(c, lo, hi)",
+       {weights("w2", {8, 8, 3, 3}), weights("b", {8}), "float lo = {0.0}", "float hi = {6.0}"}, 1, 0},
+      {"bottleneck_identity",
+       "a = Conv(x, w1, b)\nar = Relu(a)\nc = Conv<pads=[1,1,1,1]>(ar, w2, b)\ncr = Relu(c)\nd = Conv(cr, w3)\n"
+       "s = Add(d, x)\ny = Relu(s)",
+       bottleneck_weights, 3, 0},
+      {"bottleneck_shortcut_conv_last",
+       "a = Conv(x, w1, b)\nar = Relu(a)\nd = Conv(ar, w3)\nsc = Conv(x, w1)\ns = Add(d, sc)\ny = Relu(s)",
+       bottleneck_weights, 3, 0},
+      {"relu_before_add_stays", "a = Conv(x, w1, b)\nar = Relu(a)\ny = Add(ar, x)", bottleneck_weights, 1, 1},
+      {"two_readers_stay", "a = Conv(x, w1, b)\nr = Relu(a)\ny = Add(r, a)", bottleneck_weights, 1, 2},
+      {"conv_output_is_graph_output", "y = Conv(x, w1, b)\nr = Relu(y)", bottleneck_weights, 1, 1},
+  };
+  for (const FusionCase& fusion : cases) {
+    SCOPED_TRACE(fusion.name);
+    const std::string outputs = fusion.name == "conv_output_is_graph_output" ? "float y, float r" : "float y";
+    auto graph = load_text_graph(model(13, "g (float[N,8,7,6] x) => (" + outputs + ")", fusion.inits, fusion.body), 3);
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    auto engine = engine::Engine::build(*graph, {});
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    int convs = 0, separate = 0;
+    for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+      convs += layer.kind == "fp32_conv";
+      separate += layer.kind == "fp32_unary" || layer.kind == "fp32_binary";
+    }
+    EXPECT_EQ(convs, fusion.convs);
+    EXPECT_EQ(separate, fusion.separate_layers);
+    expect_engine_matches(**engine, *graph, fusion.name);
+  }
+}
+
+// Float CNN blocks stay channels-last from the first conv to the last: the stem's MaxPool, the
+// squeeze-excite gate (GlobalAveragePool, two 1x1 convs, Mul by the [N, C, 1, 1] gate), SiLU as
+// x * Sigmoid(x) absorbed by its conv. One reorder in (the NCHW input), one out.
+TEST(EngineFloatModels, CnnBlocksStayChannelsLast) {
+  const std::vector<std::string> inits = {weights("stem", {16, 3, 3, 3}), weights("b16", {16}),
+                                          weights("squeeze", {4, 16, 1, 1}), weights("b4", {4}),
+                                          weights("excite", {16, 4, 1, 1}), weights("dw", {16, 1, 3, 3}),
+                                          weights("project", {8, 16, 1, 1})};
+  const std::string body =
+      "s = Conv<pads=[1,1,1,1]>(x, stem, b16)\nsr = Relu(s)\np = MaxPool<kernel_shape=[3,3], strides=[2,2], "
+      "pads=[1,1,1,1]>(sr)\nd = Conv<pads=[1,1,1,1], group=16>(p, dw, b16)\nds = Sigmoid(d)\ndsilu = Mul(d, ds)\n"
+      "g = GlobalAveragePool(dsilu)\nq = Conv(g, squeeze, b4)\nqs = Sigmoid(q)\nqsilu = Mul(q, qs)\n"
+      "e = Conv(qsilu, excite, b16)\ngate = Sigmoid(e)\ngated = Mul(dsilu, gate)\ny = Conv(gated, project)";
+  auto graph = load_text_graph(model(13, "g (float[N,3,15,14] x) => (float y)", inits, body), 3);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  int reorders = 0, unary = 0;
+  for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+    EXPECT_NE(layer.kind, "reference") << layer.name;
+    reorders += layer.kind == "reorder";
+    unary += layer.kind == "fp32_unary";
+  }
+  EXPECT_EQ(reorders, 2);
+  EXPECT_EQ(unary, 0);  // Relu, both SiLUs and the gate's Sigmoid run in conv epilogues
+  expect_engine_matches(**engine, *graph, "cnn blocks");
+}
+
 // A plan with reference and native layers survives the engine file: outputs bit-identical.
 TEST(EngineFloatModels, EngineFileRoundTrip) {
   const std::string text = model(13, "g (float[N,2,6,6] x) => (float y, float r)", {weights("w", {4, 2, 3, 3})},

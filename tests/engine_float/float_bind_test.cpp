@@ -59,7 +59,16 @@ TEST(FloatBind, DamagedLayersAreRefused) {
       refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("mode", int64_t{1}); }, "pointwise 3x3");
       refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("strides", std::vector<int64_t>{2, 2}); },
               "output size mismatch");
-      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.scratch_bytes = 16; }, "small scratch");
+      if (*layer.params.get_int("mode") == 0) {  // NCHW im2col GEMM
+        refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.scratch_bytes = 16; }, "small scratch");
+      } else {  // NHWC igemm / depthwise
+        refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("act.min", 1.0), l.params.set("act.max", 0.0); },
+                "act.min above act.max");
+        refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("kernel", std::vector<int64_t>{12, 12}); },
+                "more taps than the igemm takes");
+        refused(i, [](engine::EnginePlan& p, engine::PlanLayer& l) { l.inputs.push_back(p.layers[0].inputs[0]); },
+                "residual not shaped like the output");
+      }
       refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("group", int64_t{3}); }, "group");
     }
     if (layer.kind == "plain_transpose") {

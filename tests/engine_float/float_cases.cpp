@@ -36,7 +36,11 @@ std::vector<OpCase> conv_cases() {
   conv("conv_pointwise_stride2", 8, 4, 1, 6, "strides=[2,2]", false);
   conv("conv_depthwise3x3", 8, 8, 3, 9, "pads=[1,1,1,1], group=8", true, 8);
   conv("conv_depthwise5x5_stride2", 6, 6, 5, 12, "pads=[2,2,2,2], strides=[2,2], group=6", true, 6);
-  conv("conv_wide_k", 160, 200, 3, 5, "pads=[1,1,1,1]", true);  // oc blocks of 64, several k rows
+  conv("conv_wide_k", 160, 200, 3, 5, "pads=[1,1,1,1]", true);  // several column blocks and panels
+  // Beyond the igemm's 11x11 taps: the NCHW im2col GEMM and the NCHW depthwise loops.
+  conv("conv13x13_nchw", 2, 3, 13, 14, "pads=[6,6,6,6]", true);
+  conv("conv_depthwise13x13_nchw", 3, 3, 13, 14, "pads=[6,6,6,6], group=3", true, 3);
+  conv("conv_many_pixels", 5, 37, 3, 31, "pads=[1,1,1,1]", true);  // several pixel tiles
   return cases;
 }
 

@@ -16,6 +16,7 @@
 #include "engine/layers/layer_families.h"
 #include "kernels/aligned_buffer.h"
 #include "kernels/cpu_features.h"
+#include "kernels/dispatch.h"
 #include "parser/onnx_loader.h"
 
 namespace qdqrt::testing {
@@ -47,7 +48,42 @@ class HarnessContext final : public engine::BuildContext {
   kernels::Isa isa() const override { return kernels::active_isa(); }
   int64_t max_batch() const override { return max_batch_; }
 
-  Result<int32_t> input(const std::string& value, engine::Layout) override { return input_as_stored(value); }
+  // A rank-4 tensor stored in the other layout goes through a reorder layer (cached), as in the builder.
+  Result<int32_t> input(const std::string& value, engine::Layout layout) override {
+    QDQRT_ASSIGN_OR_RETURN(int32_t stored, input_as_stored(value));
+    const engine::PlanTensor desc = plan_.tensors[static_cast<size_t>(stored)];
+    if (desc.shape.size() != 4 || desc.layout == layout) return stored;
+    if (auto it = reordered_.find(value); it != reordered_.end()) return it->second;
+    engine::PlanTensor tensor = desc;
+    tensor.name = value + (layout == engine::Layout::kNhwc ? "#nhwc" : "#nchw");
+    tensor.layout = layout;
+    tensor.kind = engine::TensorKind::kActivation;
+    plan_.tensors.push_back(tensor);
+    const auto index = static_cast<int32_t>(plan_.tensors.size() - 1);
+    engine::PlanLayer layer;
+    layer.kind = "reorder";
+    layer.name = tensor.name;
+    layer.op_type = "Reorder";
+    layer.inputs = {stored};
+    layer.outputs = {index};
+    layer.kernel = kernels::reorder_kernels(kernels::active_isa()).transpose32.name;
+    plan_.layers.push_back(std::move(layer));
+    reordered_[value] = index;
+    return index;
+  }
+  // Graph outputs stored NHWC: the NHWC tensor is renamed and a reorder writes the plain output.
+  Status finish_output(const std::string& value) {
+    auto it = tensors_.find(value);
+    if (it == tensors_.end()) return invalid_model("graph output '{}' was not produced", value);
+    engine::PlanTensor& stored = plan_.tensors[static_cast<size_t>(it->second)];
+    if (stored.layout == engine::Layout::kPlain) return Status::ok();
+    stored.name = value + "#nhwc";
+    stored.kind = engine::TensorKind::kActivation;
+    QDQRT_ASSIGN_OR_RETURN(int32_t plain, input(value, engine::Layout::kPlain));
+    plan_.tensors[static_cast<size_t>(plain)].name = value;
+    plan_.tensors[static_cast<size_t>(plain)].kind = engine::TensorKind::kOutput;
+    return Status::ok();
+  }
   Result<int32_t> input_as_stored(const std::string& value) override {
     auto it = tensors_.find(value);
     if (it != tensors_.end()) return it->second;
@@ -68,7 +104,7 @@ class HarnessContext final : public engine::BuildContext {
     if (info == nullptr) return invalid_model("value '{}' is unknown", value);
     return info->dtype;
   }
-  Result<int32_t> output(const std::string& value, engine::Layout) override {
+  Result<int32_t> output(const std::string& value, engine::Layout layout) override {
     if (tensors_.count(value)) return invalid_model("value '{}' declared twice", value);
     bool batched = false;
     for (const std::string& input : node_->inputs) {
@@ -76,7 +112,10 @@ class HarnessContext final : public engine::BuildContext {
       if (it != tensors_.end() && plan_.tensors[static_cast<size_t>(it->second)].batched) batched = true;
     }
     const bool is_output = std::find(graph_.outputs.begin(), graph_.outputs.end(), value) != graph_.outputs.end();
-    return add_tensor(value, is_output ? engine::TensorKind::kOutput : engine::TensorKind::kActivation, batched);
+    QDQRT_ASSIGN_OR_RETURN(int32_t index, add_tensor(value, is_output ? engine::TensorKind::kOutput
+                                                                       : engine::TensorKind::kActivation, batched));
+    if (plan_.tensors[static_cast<size_t>(index)].shape.size() == 4) plan_.tensors[static_cast<size_t>(index)].layout = layout;
+    return index;
   }
   bool consumers_prefer_nhwc(const std::string&) const override { return false; }
   void add_layer(engine::PlanLayer layer) override { plan_.layers.push_back(std::move(layer)); }
@@ -103,6 +142,7 @@ class HarnessContext final : public engine::BuildContext {
   engine::EnginePlan& plan_;
   const Node* node_ = nullptr;
   std::map<std::string, int32_t> tensors_;
+  std::map<std::string, int32_t> reordered_;  // the value in the layout other than its stored one
 };
 
 Result<Graph> load_model(const onnx::ModelProto& model, int64_t max_batch) {
@@ -155,6 +195,7 @@ Result<HarnessPlan> harness_build(const Graph& graph, int64_t max_batch, bool al
     Status status = lowering ? lowering->lower(node, context) : engine::lower_with_reference(node, context);
     if (!status.is_ok()) return status;
   }
+  for (const std::string& output : graph.outputs) QDQRT_RETURN_IF_ERROR(context.finish_output(output));
   for (const std::string& output : graph.outputs) {
     int32_t index = built.plan.find_tensor(output);
     if (index < 0) return invalid_model("graph output '{}' was not produced", output);

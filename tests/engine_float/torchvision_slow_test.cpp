@@ -21,7 +21,7 @@ class TorchvisionFp32 : public ::testing::TestWithParam<std::string> {};
 TEST_P(TorchvisionFp32, NativeLayersMatchReference) {
   const std::string path = std::string(QDQRT_FLOAT_MODELS_WORK) + "/" + GetParam() + "_fp32_64.onnx";
   ASSERT_TRUE(std::filesystem::exists(path)) << path << " missing (ctest fixture engine_float.prepare_models)";
-  constexpr int64_t kMaxBatch = 2;
+  constexpr int64_t kMaxBatch = 3;
   auto graph = load_file_graph(path, kMaxBatch);
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
   ASSERT_TRUE(optimizer::optimize(*graph).ok());
@@ -47,7 +47,7 @@ TEST_P(TorchvisionFp32, NativeLayersMatchReference) {
 TEST_P(TorchvisionFp32, EngineMatchesReference) {
   const std::string path = std::string(QDQRT_FLOAT_MODELS_WORK) + "/" + GetParam() + "_fp32_64.onnx";
   ASSERT_TRUE(std::filesystem::exists(path)) << path << " missing (ctest fixture engine_float.prepare_models)";
-  constexpr int64_t kMaxBatch = 2;
+  constexpr int64_t kMaxBatch = 3;
   engine::BuildOptions options;
   options.input_shapes["input"] = {kMaxBatch, 3, 64, 64};
   auto engine = engine::Engine::build_from_file(path, options);

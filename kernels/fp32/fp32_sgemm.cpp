@@ -1,0 +1,365 @@
+// fp32 igemm: weight packing and the driver that walks tiles and builds the per-tap row pointers
+// (portable; the microkernels are per ISA, chosen by sgemm_implementation()).
+#include "kernels/fp32/fp32_sgemm.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include <fmt/format.h>
+
+#include "kernels/dispatch.h"
+
+namespace qdqrt::kernels {
+
+namespace {
+
+// Blocks of k of about kDepthBlock (tap, channel) pairs: the panel's block (kDepthBlock x NR
+// floats, 32 KiB on AVX-512) stays in L1 while the row tiles pass over it, and a row tile's block
+// of A (MR x kDepthBlock) streams from L2. Smaller k is one block.
+constexpr int kDepthBlock = 256;
+constexpr int kMaxMr = 16;
+// Output panels from which packing A pays.
+constexpr int kPackAPanels = 2;
+// Rows per block whose A block (rows x kDepthBlock floats) stays in L2 while the panels pass.
+constexpr int64_t kRowBlockBytes = 256 * 1024;
+
+struct DepthBlocking {
+  int channel_chunk = 0;  // channels per block (all when taps are grouped)
+  int taps_per_block = 1;
+};
+
+DepthBlocking depth_blocking(const PackedSgemm& packed) {
+  if (packed.k() <= 2 * kDepthBlock) return {packed.channels, packed.taps};
+  if (packed.channels >= kDepthBlock) {
+    const int chunks = (packed.channels + kDepthBlock - 1) / kDepthBlock;
+    return {(packed.channels + chunks - 1) / chunks, 1};
+  }
+  return {packed.channels, std::max(1, kDepthBlock / std::max(packed.channels, 1))};
+}
+
+// Walks k blocks x row tiles x panels of [m_begin, m_end) x [n_begin, n_end); fill(m, mr, pointers)
+// writes the pointers of rows m..m+mr-1 for every tap (pointers[tap * MR + r]).
+template <class Fill>
+void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, float* c, int64_t c_row_stride,
+           const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
+  const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
+  assert(impl.mr == packed.mr && impl.nr == packed.nr && n_begin % packed.nr == 0);
+  // Row pointers of every tile of a row block, filled once per block: [tile][tap][MR].
+  constexpr int64_t kPointerCapacity = 4096;
+  static_assert(kPointerCapacity >= kSgemmMaxTaps * 16);
+  const float* pointers[kPointerCapacity];
+  const int64_t tile_pointers = static_cast<int64_t>(packed.taps) * packed.mr;
+  internal::SgemmUkernelArgs args;
+  args.c_row_stride = c_row_stride;
+  args.residual_row_stride = epilogue.residual_row_stride;
+  args.min = epilogue.min;
+  args.max = epilogue.max;
+  args.activation = epilogue.activation;
+  args.w_tap_stride = static_cast<int64_t>(packed.channels) * packed.nr;
+  const int64_t panel_floats = packed.k() * packed.nr;
+  const DepthBlocking blocking = depth_blocking(packed);
+  // The depth block starting at (tap, channel): its extent and whether it starts or ends the sum.
+  auto set_block = [&](int tap, int channel) {
+    args.taps = std::min(blocking.taps_per_block, packed.taps - tap);
+    args.channel_begin = channel;
+    args.channels = std::min(blocking.channel_chunk, packed.channels - channel);
+    args.first = tap == 0 && channel == 0;
+    args.last = tap + args.taps == packed.taps && channel + args.channels == packed.channels;
+  };
+  const int64_t block_depth = static_cast<int64_t>(blocking.channel_chunk) * blocking.taps_per_block;
+  const int64_t block_tiles = std::clamp<int64_t>(kRowBlockBytes / std::max<int64_t>(block_depth * 4, 1) / packed.mr,
+                                                  1, kPointerCapacity / tile_pointers);
+  const int64_t block = block_tiles * packed.mr;
+  // Rows a multiple of 4 KiB apart (1024 channels, or 512 at stride 2) share one L1 set and evict
+  // each other: such tiles pack their A block once for all their panels (one contiguous stream).
+  // Other rows are read in place (packing costs about one panel's pass over A).
+  const bool pack_a =
+      a_row_bytes % 4096 == 0 && (n_end - n_begin + packed.nr - 1) / packed.nr >= kPackAPanels;
+  alignas(64) float packed_a[kMaxMr * 2 * kDepthBlock];
+  for (int64_t block_begin = m_begin; block_begin < m_end; block_begin += block) {
+    const int64_t block_end = std::min(m_end, block_begin + block);
+    for (int64_t m = block_begin; m < block_end; m += packed.mr) {
+      fill(m, static_cast<int>(std::min<int64_t>(packed.mr, block_end - m)),
+           pointers + (m - block_begin) / packed.mr * tile_pointers);
+    }
+    if (pack_a) {
+      for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
+        for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
+          set_block(tap, channel);
+          for (int64_t m = block_begin; m < block_end; m += packed.mr) {
+            args.mr = static_cast<int>(std::min<int64_t>(packed.mr, block_end - m));
+            const float* const* rows = pointers + (m - block_begin) / packed.mr * tile_pointers + tap * packed.mr;
+            float* out = packed_a;
+            for (int t = 0; t < args.taps; ++t) {
+              for (int c = 0; c < args.channels; ++c, out += packed.mr) {
+                for (int r = 0; r < args.mr; ++r) out[r] = rows[t * packed.mr + r][channel + c];
+              }
+            }
+            args.packed_a = packed_a;
+            args.c = c + m * c_row_stride;
+            args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride : nullptr;
+            for (int n = n_begin; n < n_end; n += packed.nr) {
+              args.nc = std::min(packed.nr, n_end - n);
+              args.w = packed.data.data() + n / packed.nr * panel_floats +
+                       (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
+              args.bias = packed.bias.data() + n;
+              args.c = c + m * c_row_stride + n;
+              args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
+              impl.ukernel(args);
+            }
+          }
+        }
+      }
+      continue;
+    }
+    args.packed_a = nullptr;
+    for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
+      for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
+        set_block(tap, channel);
+        for (int n = n_begin; n < n_end; n += packed.nr) {
+          const int64_t panel = n / packed.nr;
+          args.nc = std::min(packed.nr, n_end - n);
+          args.w = packed.data.data() + panel * panel_floats +
+                   (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
+          args.bias = packed.bias.data() + n;
+          for (int64_t m = block_begin; m < block_end; m += packed.mr) {
+            args.mr = static_cast<int>(std::min<int64_t>(packed.mr, block_end - m));
+            args.a = pointers + (m - block_begin) / packed.mr * tile_pointers + tap * packed.mr;
+            args.c = c + m * c_row_stride + n;
+            args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
+            impl.ukernel(args);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The input pixel of every tap of output pixel (oy, ox): pointers[tap * step]; taps in the padding
+// point at `zeros`.
+void tap_pointers(const SconvGeometry& g, const float* image_input, int oy, int ox, const float* zeros,
+                  const float** pointers, int step) {
+  const int y0 = oy * g.stride_height - g.pad_top, x0 = ox * g.stride_width - g.pad_left;
+  int tap = 0;
+  for (int ky = 0; ky < g.kernel_height; ++ky) {
+    const int y = y0 + ky * g.dilation_height;
+    const bool row_inside = y >= 0 && y < g.input_height;
+    for (int kx = 0; kx < g.kernel_width; ++kx, ++tap) {
+      const int x = x0 + kx * g.dilation_width;
+      pointers[tap * step] = row_inside && x >= 0 && x < g.input_width
+                                 ? image_input + (static_cast<int64_t>(y) * g.input_width + x) * g.input_pixel_stride
+                                 : zeros;
+    }
+  }
+}
+
+}  // namespace
+
+const char* fp32_epilogue_activation_name(Fp32EpilogueActivation activation) {
+  switch (activation) {
+    case Fp32EpilogueActivation::kNone: return "none";
+    case Fp32EpilogueActivation::kSigmoid: return "sigmoid";
+    case Fp32EpilogueActivation::kSilu: return "silu";
+    case Fp32EpilogueActivation::kHardSwish: return "hardswish";
+  }
+  return "unknown";
+}
+
+SgemmTile sgemm_tile(Isa isa) {
+  const internal::SgemmImplementation& impl = sgemm_implementation(usable_isa(isa));
+  return {impl.mr, impl.nr};
+}
+
+int sgemm_padded_n(int n, Isa isa) {
+  const int nr = sgemm_tile(isa).nr;
+  return (n + nr - 1) / nr * nr;
+}
+
+int64_t packed_sgemm_floats(int n, int64_t k, Isa isa) { return static_cast<int64_t>(sgemm_padded_n(n, isa)) * k; }
+
+PackedSgemm pack_sgemm(const SgemmWeightsDesc& desc, Isa isa) {
+  PackedSgemm packed;
+  packed.isa = usable_isa(isa);
+  const SgemmTile tile = sgemm_tile(packed.isa);
+  packed.n = desc.n;
+  packed.taps = desc.taps;
+  packed.channels = desc.channels;
+  packed.mr = tile.mr;
+  packed.nr = tile.nr;
+  packed.n_padded = sgemm_padded_n(desc.n, packed.isa);
+  const int64_t k = packed.k();
+  packed.data.resize(static_cast<size_t>(packed.n_padded * k));  // zeroed: padded columns stay 0
+  packed.bias.resize(static_cast<size_t>(packed.n_padded));
+  packed.zeros.resize(static_cast<size_t>(std::max(desc.channels, 1)));
+  float* out = packed.data.data();
+  for (int n = 0; n < desc.n; ++n) {
+    const int64_t panel = n / tile.nr, column = n % tile.nr;
+    for (int tap = 0; tap < desc.taps; ++tap) {
+      for (int c = 0; c < desc.channels; ++c) {
+        const int64_t kk = static_cast<int64_t>(tap) * desc.channels + c;
+        out[(panel * k + kk) * tile.nr + column] =
+            desc.weights[n * desc.stride_n + tap * desc.stride_tap + c * desc.stride_channel];
+      }
+    }
+    if (desc.bias) packed.bias.data()[n] = desc.bias[n];
+  }
+  return packed;
+}
+
+PackedSgemm packed_sgemm_view(int n, int taps, int channels, Isa isa, const float* data, const float* bias) {
+  PackedSgemm packed;
+  packed.isa = usable_isa(isa);
+  const SgemmTile tile = sgemm_tile(packed.isa);
+  packed.n = n;
+  packed.taps = taps;
+  packed.channels = channels;
+  packed.mr = tile.mr;
+  packed.nr = tile.nr;
+  packed.n_padded = sgemm_padded_n(n, packed.isa);
+  packed.data = AlignedBuffer<float>::view(data, static_cast<size_t>(packed_sgemm_floats(n, packed.k(), packed.isa)));
+  packed.bias = AlignedBuffer<float>::view(bias, static_cast<size_t>(packed.n_padded));
+  packed.zeros.resize(static_cast<size_t>(std::max(channels, 1)));
+  return packed;
+}
+
+void run_sconv(const PackedSgemm& packed, const SconvGeometry& g, const SconvArgs& args, const Fp32Epilogue& epilogue,
+               int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
+  const int64_t image_pixels = g.output_pixels_per_image();
+  const int mr = packed.mr;
+  const float* zeros = packed.zeros.data();
+  auto fill = [&](int64_t m, int rows, const float** pointers) {
+    int64_t image = m / image_pixels;
+    int64_t pixel = m % image_pixels;
+    int oy = static_cast<int>(pixel / g.output_width), ox = static_cast<int>(pixel % g.output_width);
+    for (int r = 0; r < rows; ++r) {
+      tap_pointers(g, args.input + image * g.input_image_stride, oy, ox, zeros, pointers + r, mr);
+      if (++ox == g.output_width) {
+        ox = 0;
+        if (++oy == g.output_height) oy = 0, ++image;
+      }
+    }
+  };
+  const int64_t row_bytes = g.input_pixel_stride * g.stride_width * static_cast<int64_t>(sizeof(float));
+  drive(packed, fill, row_bytes, args.output, args.output_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
+}
+
+void run_sgemm(const PackedSgemm& packed, const float* a, int64_t a_row_stride, float* c, int64_t c_row_stride,
+               const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
+  assert(packed.taps == 1);
+  auto fill = [&](int64_t m, int rows, const float** pointers) {
+    for (int r = 0; r < rows; ++r) pointers[r] = a + (m + r) * a_row_stride;
+  };
+  drive(packed, fill, a_row_stride * static_cast<int64_t>(sizeof(float)), c, c_row_stride, epilogue, m_begin, m_end,
+        n_begin, n_end);
+}
+
+int depthwise_f32_padded_channels(int channels) { return (channels + 15) / 16 * 16; }
+
+PackedDepthwiseF32 pack_depthwise_f32(int channels, int taps, const float* weights, const float* bias, Isa isa) {
+  PackedDepthwiseF32 packed;
+  packed.isa = usable_isa(isa);
+  packed.channels = channels;
+  packed.taps = taps;
+  packed.channels_padded = depthwise_f32_padded_channels(channels);
+  packed.weights.resize(static_cast<size_t>(packed.channels_padded) * taps);
+  packed.bias.resize(static_cast<size_t>(packed.channels_padded));
+  packed.zeros.resize(static_cast<size_t>(packed.channels_padded));
+  for (int c = 0; c < channels; ++c) {
+    for (int tap = 0; tap < taps; ++tap) {
+      packed.weights.data()[static_cast<size_t>(tap) * packed.channels_padded + c] = weights[c * taps + tap];
+    }
+    if (bias) packed.bias.data()[c] = bias[c];
+  }
+  return packed;
+}
+
+PackedDepthwiseF32 packed_depthwise_f32_view(int channels, int taps, Isa isa, const float* weights, const float* bias) {
+  PackedDepthwiseF32 packed;
+  packed.isa = usable_isa(isa);
+  packed.channels = channels;
+  packed.taps = taps;
+  packed.channels_padded = depthwise_f32_padded_channels(channels);
+  packed.weights = AlignedBuffer<float>::view(weights, static_cast<size_t>(packed.channels_padded) * taps);
+  packed.bias = AlignedBuffer<float>::view(bias, static_cast<size_t>(packed.channels_padded));
+  packed.zeros.resize(static_cast<size_t>(packed.channels_padded));
+  return packed;
+}
+
+void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g, const SconvArgs& args,
+                       const Fp32Epilogue& epilogue, int64_t row_begin, int64_t row_end) {
+  const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
+  const float* zeros = packed.zeros.data();
+  const float* pointers[kSgemmMaxTaps];
+  internal::DepthwiseUkernelArgs ukernel_args;
+  ukernel_args.channels = packed.channels;
+  ukernel_args.taps = packed.taps;
+  ukernel_args.channels_padded = packed.channels_padded;
+  ukernel_args.a = pointers;
+  ukernel_args.w = packed.weights.data();
+  ukernel_args.bias = packed.bias.data();
+  ukernel_args.min = epilogue.min;
+  ukernel_args.max = epilogue.max;
+  ukernel_args.activation = epilogue.activation;
+  // Output columns whose every horizontal tap is inside the input: [interior_begin, interior_end).
+  const int interior_begin = std::min(g.output_width, (g.pad_left + g.stride_width - 1) / g.stride_width);
+  const int last_x = g.input_width - 1 + g.pad_left - (g.kernel_width - 1) * g.dilation_width;
+  const int interior_end = std::clamp(last_x < 0 ? 0 : last_x / g.stride_width + 1, interior_begin, g.output_width);
+  const float* row_a[kSgemmMaxTaps];
+  const float* row_w[kSgemmMaxTaps];
+  internal::DepthwiseRowArgs row_args;
+  row_args.channels = packed.channels;
+  row_args.a = row_a;
+  row_args.w = row_w;
+  row_args.a_step = g.stride_width * g.input_pixel_stride;
+  row_args.bias = packed.bias.data();
+  row_args.c_step = args.output_row_stride;
+  row_args.residual_step = epilogue.residual_row_stride;
+  row_args.min = epilogue.min;
+  row_args.max = epilogue.max;
+  row_args.activation = epilogue.activation;
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const int64_t image = row / g.output_height;
+    const int oy = static_cast<int>(row % g.output_height);
+    const float* image_input = args.input + image * g.input_image_stride;
+    if (interior_end > interior_begin) {
+      // The interior run: rows of taps outside the input are left out (they add zeros).
+      int taps = 0;
+      const int x0 = interior_begin * g.stride_width - g.pad_left;
+      for (int ky = 0; ky < g.kernel_height; ++ky) {
+        const int y = oy * g.stride_height - g.pad_top + ky * g.dilation_height;
+        if (y < 0 || y >= g.input_height) continue;
+        for (int kx = 0; kx < g.kernel_width; ++kx, ++taps) {
+          row_a[taps] = image_input + (static_cast<int64_t>(y) * g.input_width + x0 + kx * g.dilation_width) *
+                                          g.input_pixel_stride;
+          row_w[taps] = packed.weights.data() + static_cast<int64_t>(ky * g.kernel_width + kx) * packed.channels_padded;
+        }
+      }
+      const int64_t pixel = row * g.output_width + interior_begin;
+      row_args.taps = taps;
+      row_args.pixels = interior_end - interior_begin;
+      row_args.c = args.output + pixel * args.output_row_stride;
+      row_args.residual = epilogue.residual ? epilogue.residual + pixel * epilogue.residual_row_stride : nullptr;
+      impl.depthwise_row(row_args);
+    }
+    for (int ox = 0; ox < g.output_width; ++ox) {
+      if (ox == interior_begin && interior_end > interior_begin) ox = interior_end;
+      if (ox >= g.output_width) break;
+      tap_pointers(g, image_input, oy, ox, zeros, pointers, 1);
+      const int64_t pixel = row * g.output_width + ox;
+      ukernel_args.c = args.output + pixel * args.output_row_stride;
+      ukernel_args.residual = epilogue.residual ? epilogue.residual + pixel * epilogue.residual_row_stride : nullptr;
+      impl.depthwise(ukernel_args);
+    }
+  }
+}
+
+std::string depthwise_f32_kernel_name(const PackedDepthwiseF32& packed) {
+  return fmt::format("f32-dwconv-{}", sgemm_implementation(packed.isa).isa_suffix);
+}
+
+std::string sgemm_kernel_name(const PackedSgemm& packed, bool convolution) {
+  const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
+  return fmt::format("f32-{}-{}x{}-{}", convolution ? "igemm" : "gemm", impl.mr, impl.nr, impl.isa_suffix);
+}
+
+}  // namespace qdqrt::kernels

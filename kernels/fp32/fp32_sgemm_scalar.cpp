@@ -1,0 +1,71 @@
+// Portable fp32 igemm microkernel, 4 x 8: the reference the vector microkernels are tested
+// against (same packing, same k order per output, bias first; multiply and add rounded apart).
+#include <algorithm>
+
+#include "kernels/fp32/fp32_sgemm.h"
+
+#define QDQRT_VECTOR_LANES 1
+#include "kernels/vector_math_inl.h"
+#undef QDQRT_VECTOR_LANES
+
+namespace qdqrt::kernels::scalar {
+
+namespace {
+constexpr int kMr = 4;
+constexpr int kNr = 8;
+
+float activate(Fp32EpilogueActivation activation, float value) {
+  switch (activation) {
+    case Fp32EpilogueActivation::kNone: return value;
+    case Fp32EpilogueActivation::kSigmoid: return vmath::vsigmoid(value);
+    case Fp32EpilogueActivation::kSilu: return vmath::vsilu(value);
+    case Fp32EpilogueActivation::kHardSwish: return vmath::vhardswish(value);
+  }
+  return value;
+}
+}  // namespace
+
+void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
+  for (int r = 0; r < args.mr; ++r) {
+    for (int n = 0; n < args.nc; ++n) {
+      float sum = args.first ? args.bias[n] : args.c[r * args.c_row_stride + n];
+      for (int tap = 0; tap < args.taps; ++tap) {
+        const float* w = args.w + tap * args.w_tap_stride + n;
+        if (args.packed_a != nullptr) {
+          const float* a = args.packed_a + static_cast<int64_t>(tap) * args.channels * kMr + r;
+          for (int c = 0; c < args.channels; ++c, w += kNr) sum += a[c * kMr] * *w;
+          continue;
+        }
+        const float* a = args.a[tap * kMr + r] + args.channel_begin;
+        for (int c = 0; c < args.channels; ++c, w += kNr) sum += a[c] * *w;
+      }
+      if (args.last) {
+        if (args.residual) sum += args.residual[r * args.residual_row_stride + n];
+        sum = activate(args.activation, std::min(std::max(sum, args.min), args.max));
+      }
+      args.c[r * args.c_row_stride + n] = sum;
+    }
+  }
+}
+
+void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args) {
+  for (int c = 0; c < args.channels; ++c) {
+    float sum = args.bias[c];
+    for (int tap = 0; tap < args.taps; ++tap) sum += args.a[tap][c] * args.w[static_cast<int64_t>(tap) * args.channels_padded + c];
+    if (args.residual) sum += args.residual[c];
+    args.c[c] = activate(args.activation, std::min(std::max(sum, args.min), args.max));
+  }
+}
+
+void depthwise_row_ukernel(const internal::DepthwiseRowArgs& args) {
+  for (int p = 0; p < args.pixels; ++p) {
+    for (int c = 0; c < args.channels; ++c) {
+      float sum = args.bias[c];
+      for (int tap = 0; tap < args.taps; ++tap) sum += args.a[tap][p * args.a_step + c] * args.w[tap][c];
+      if (args.residual) sum += args.residual[p * args.residual_step + c];
+      args.c[p * args.c_step + c] = activate(args.activation, std::min(std::max(sum, args.min), args.max));
+    }
+  }
+}
+
+}  // namespace qdqrt::kernels::scalar

@@ -1,0 +1,267 @@
+// The fp32 igemm microkernel (kernels/fp32/fp32_sgemm.h), written once over a small set of vector
+// operations and compiled per ISA: fp32_sgemm_avx512skx.cpp (14 x 32: 2 zmm per row) and
+// fp32_sgemm_avx2.cpp (6 x 16: 2 ymm per row) define QDQRT_SGEMM_AVX512 or QDQRT_SGEMM_AVX2 and
+// QDQRT_SGEMM_NAMESPACE, then include this file.
+#if !defined(QDQRT_SGEMM_NAMESPACE) || (!defined(QDQRT_SGEMM_AVX512) && !defined(QDQRT_SGEMM_AVX2))
+#error "define QDQRT_SGEMM_NAMESPACE and QDQRT_SGEMM_AVX512 or QDQRT_SGEMM_AVX2 before including this file"
+#endif
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include "kernels/fp32/fp32_sgemm.h"
+
+#if defined(QDQRT_SGEMM_AVX512)
+#define QDQRT_VECTOR_LANES 16
+#else
+#define QDQRT_VECTOR_LANES 8
+#endif
+#include "kernels/vector_math_inl.h"
+#undef QDQRT_VECTOR_LANES
+
+namespace qdqrt::kernels::QDQRT_SGEMM_NAMESPACE {
+namespace {
+
+#if defined(QDQRT_SGEMM_AVX512)
+using V = __m512;
+constexpr int kLanes = 16;
+constexpr int kMr = 14;
+inline V load(const float* p) { return _mm512_load_ps(p); }
+inline V broadcast(const float* p) { return _mm512_set1_ps(*p); }
+inline V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+inline V add(V a, V b) { return _mm512_add_ps(a, b); }
+inline V vmin(V a, V b) { return _mm512_min_ps(a, b); }
+inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }
+inline V splat(float x) { return _mm512_set1_ps(x); }
+// `count` (1..kLanes) leading lanes.
+inline V load_part(const float* p, int count) {
+  return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << count) - 1u), p);
+}
+inline void store_part(float* p, V v, int count) {
+  if (count == kLanes) {
+    _mm512_storeu_ps(p, v);
+  } else {
+    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << count) - 1u), v);
+  }
+}
+#else
+using V = __m256;
+constexpr int kLanes = 8;
+constexpr int kMr = 6;
+inline V load(const float* p) { return _mm256_load_ps(p); }
+inline V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+inline V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+inline V add(V a, V b) { return _mm256_add_ps(a, b); }
+inline V vmin(V a, V b) { return _mm256_min_ps(a, b); }
+inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }
+inline V splat(float x) { return _mm256_set1_ps(x); }
+inline __m256i lane_mask(int count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+inline V load_part(const float* p, int count) { return _mm256_maskload_ps(p, lane_mask(count)); }
+inline void store_part(float* p, V v, int count) {
+  if (count == kLanes) {
+    _mm256_storeu_ps(p, v);
+  } else {
+    _mm256_maskstore_ps(p, lane_mask(count), v);
+  }
+}
+#endif
+
+constexpr int kNr = 2 * kLanes;
+
+inline V activate(Fp32EpilogueActivation activation, V value) {
+  using vmath::vf;
+  switch (activation) {
+    case Fp32EpilogueActivation::kNone: return value;
+    case Fp32EpilogueActivation::kSigmoid: return (V)vmath::vsigmoid((vf)value);
+    case Fp32EpilogueActivation::kSilu: return (V)vmath::vsilu((vf)value);
+    case Fp32EpilogueActivation::kHardSwish: return (V)vmath::vhardswish((vf)value);
+  }
+  return value;
+}
+
+// Rows kRows (<= kMr) x kVectors (1 or 2) vectors of one panel.
+// kPacked: A comes packed, packed_a[(tap * channels + c) * MR + r] (one stream, no 4 KiB aliasing
+// between rows); otherwise through the row pointers.
+template <int kRows, int kVectors, bool kPacked>
+void tile(const internal::SgemmUkernelArgs& args) {
+  V acc[kRows][kVectors];
+  if (args.first) {
+    for (int v = 0; v < kVectors; ++v) {
+      const V bias = load(args.bias + v * kLanes);
+#pragma GCC unroll 16
+      for (int r = 0; r < kRows; ++r) acc[r][v] = bias;
+    }
+  } else {  // a later block of k: go on from the partial sums in C
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 2
+      for (int v = 0; v < kVectors; ++v) {
+        acc[r][v] = load_part(args.c + r * args.c_row_stride + v * kLanes, std::min(kLanes, args.nc - v * kLanes));
+      }
+    }
+  }
+  const int channels = args.channels;
+  for (int tap = 0; tap < args.taps; ++tap) {
+    const float* w = args.w + tap * args.w_tap_stride;
+    if constexpr (kPacked) {
+      const float* a = args.packed_a + static_cast<int64_t>(tap) * channels * kMr;
+      for (int c = 0; c < channels; ++c, a += kMr) {
+        V b[kVectors];
+#pragma GCC unroll 2
+        for (int v = 0; v < kVectors; ++v) b[v] = load(w + v * kLanes);
+        w += kNr;
+#pragma GCC unroll 16
+        for (int r = 0; r < kRows; ++r) {
+          const V x = broadcast(a + r);
+#pragma GCC unroll 2
+          for (int v = 0; v < kVectors; ++v) acc[r][v] = fmadd(x, b[v], acc[r][v]);
+        }
+      }
+      continue;
+    }
+    const float* const* rows = args.a + tap * kMr;
+    const float* a[kRows];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) a[r] = rows[r] + args.channel_begin;
+    for (int c = 0; c < channels; ++c) {
+      V b[kVectors];
+#pragma GCC unroll 2
+      for (int v = 0; v < kVectors; ++v) b[v] = load(w + v * kLanes);
+      w += kNr;
+#pragma GCC unroll 16
+      for (int r = 0; r < kRows; ++r) {
+        const V x = broadcast(a[r] + c);
+#pragma GCC unroll 2
+        for (int v = 0; v < kVectors; ++v) acc[r][v] = fmadd(x, b[v], acc[r][v]);
+      }
+    }
+  }
+  const V low = splat(args.min), high = splat(args.max);
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+    float* c = args.c + r * args.c_row_stride;
+    const float* residual = args.residual ? args.residual + r * args.residual_row_stride : nullptr;
+#pragma GCC unroll 2
+    for (int v = 0; v < kVectors; ++v) {
+      const int count = std::min(kLanes, args.nc - v * kLanes);
+      if (count <= 0) break;
+      V value = acc[r][v];
+      if (args.last) {
+        if (residual) value = add(value, load_part(residual + v * kLanes, count));
+        value = vmin(high, vmax(low, value));  // NaN passes, as in the scalar kernel
+        value = activate(args.activation, value);
+      }
+      store_part(c + v * kLanes, value, count);
+    }
+  }
+}
+
+template <int kVectors, bool kPacked>
+void tile_rows(const internal::SgemmUkernelArgs& args) {
+  switch (args.mr) {
+#if defined(QDQRT_SGEMM_AVX512)
+    case 14: return tile<14, kVectors, kPacked>(args);
+    case 13: return tile<13, kVectors, kPacked>(args);
+    case 12: return tile<12, kVectors, kPacked>(args);
+    case 11: return tile<11, kVectors, kPacked>(args);
+    case 10: return tile<10, kVectors, kPacked>(args);
+    case 9: return tile<9, kVectors, kPacked>(args);
+    case 8: return tile<8, kVectors, kPacked>(args);
+    case 7: return tile<7, kVectors, kPacked>(args);
+#endif
+    case 6: return tile<6, kVectors, kPacked>(args);
+    case 5: return tile<5, kVectors, kPacked>(args);
+    case 4: return tile<4, kVectors, kPacked>(args);
+    case 3: return tile<3, kVectors, kPacked>(args);
+    case 2: return tile<2, kVectors, kPacked>(args);
+    default: return tile<1, kVectors, kPacked>(args);
+  }
+}
+
+}  // namespace
+
+void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args) {
+  const V low = splat(args.min), high = splat(args.max);
+  constexpr int kBlock = 4;  // vectors per pass: 4 accumulators hide the FMA latency
+  int c = 0;
+  for (; c + kBlock * kLanes <= args.channels; c += kBlock * kLanes) {
+    V acc[kBlock];
+    for (int v = 0; v < kBlock; ++v) acc[v] = load(args.bias + c + v * kLanes);
+    for (int tap = 0; tap < args.taps; ++tap) {
+      const float* a = args.a[tap] + c;
+      const float* w = args.w + static_cast<int64_t>(tap) * args.channels_padded + c;
+#pragma GCC unroll 4
+      for (int v = 0; v < kBlock; ++v) acc[v] = fmadd(load_part(a + v * kLanes, kLanes), load(w + v * kLanes), acc[v]);
+    }
+    for (int v = 0; v < kBlock; ++v) {
+      V value = acc[v];
+      if (args.residual) value = add(value, load_part(args.residual + c + v * kLanes, kLanes));
+      store_part(args.c + c + v * kLanes, activate(args.activation, vmin(high, vmax(low, value))), kLanes);
+    }
+  }
+  for (; c < args.channels; c += kLanes) {
+    const int count = std::min(kLanes, args.channels - c);
+    V acc = load(args.bias + c);
+    for (int tap = 0; tap < args.taps; ++tap) {
+      acc = fmadd(load_part(args.a[tap] + c, count), load(args.w + static_cast<int64_t>(tap) * args.channels_padded + c),
+                  acc);
+    }
+    if (args.residual) acc = add(acc, load_part(args.residual + c, count));
+    store_part(args.c + c, activate(args.activation, vmin(high, vmax(low, acc))), count);
+  }
+}
+
+void depthwise_row_ukernel(const internal::DepthwiseRowArgs& args) {
+  const V low = splat(args.min), high = splat(args.max);
+  constexpr int kPixels = 4;  // independent accumulators per weight vector: hide the FMA latency
+  int p = 0;
+  auto finish = [&](V value, int pixel, int c, int count) {
+    float* out = args.c + pixel * args.c_step + c;
+    if (args.residual) value = add(value, load_part(args.residual + pixel * args.residual_step + c, count));
+    store_part(out, activate(args.activation, vmin(high, vmax(low, value))), count);
+  };
+  for (; p + kPixels <= args.pixels; p += kPixels) {
+    for (int c = 0; c < args.channels; c += kLanes) {
+      const int count = std::min(kLanes, args.channels - c);
+      V acc[kPixels];
+      const V bias = load(args.bias + c);
+#pragma GCC unroll 4
+      for (int i = 0; i < kPixels; ++i) acc[i] = bias;
+      for (int tap = 0; tap < args.taps; ++tap) {
+        const V w = load(args.w[tap] + c);
+        const float* a = args.a[tap] + p * args.a_step + c;
+#pragma GCC unroll 4
+        for (int i = 0; i < kPixels; ++i) acc[i] = fmadd(load_part(a + i * args.a_step, count), w, acc[i]);
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < kPixels; ++i) finish(acc[i], p + i, c, count);
+    }
+  }
+  for (; p < args.pixels; ++p) {
+    for (int c = 0; c < args.channels; c += kLanes) {
+      const int count = std::min(kLanes, args.channels - c);
+      V acc = load(args.bias + c);
+      for (int tap = 0; tap < args.taps; ++tap) {
+        acc = fmadd(load_part(args.a[tap] + p * args.a_step + c, count), load(args.w[tap] + c), acc);
+      }
+      finish(acc, p, c, count);
+    }
+  }
+}
+
+void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
+  if (args.packed_a != nullptr) {
+    if (args.nc <= kLanes) return tile_rows<1, true>(args);
+    return tile_rows<2, true>(args);
+  }
+  if (args.nc <= kLanes) return tile_rows<1, false>(args);
+  tile_rows<2, false>(args);
+}
+
+}  // namespace qdqrt::kernels::QDQRT_SGEMM_NAMESPACE

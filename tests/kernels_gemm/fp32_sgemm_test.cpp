@@ -1,0 +1,120 @@
+// fp32 igemm: GEMM rows/column tails, 1x1 and KxK NHWC convolutions (strides, pads, dilations),
+// the epilogue (bias, clamp, residual), and thread-style splits of rows and columns.
+#include "fp32_sgemm_tester.h"
+
+namespace qdqrt::kernels::testing {
+namespace {
+
+TEST(Fp32Sgemm, RowAndColumnTails) {
+  uint32_t seed = 0;
+  for (int rows : {1, 2, 5, 6, 7, 13, 14, 15, 29, 43}) {
+    for (int columns : {1, 7, 8, 9, 16, 17, 31, 32, 33, 48, 65}) {
+      Fp32ConvTester().input_size(1, rows).channels(11, columns).plain_gemm(true).seed(++seed).test_all_isas();
+    }
+  }
+}
+
+TEST(Fp32Sgemm, DepthAndStrides) {
+  uint32_t seed = 100;
+  for (int depth : {1, 2, 3, 16, 64, 257, 1200}) {
+    Fp32ConvTester().input_size(3, 9).channels(depth, 40).plain_gemm(true).seed(++seed).test_all_isas();
+  }
+  Fp32ConvTester().input_size(4, 5).channels(19, 35).pixel_stride_extra(5, 3).plain_gemm(true).test_all_isas();
+}
+
+// Depth in several blocks (partial sums through C) and A packed per row tile (wide outputs).
+TEST(Fp32Sgemm, DepthBlocksAndPackedA) {
+  uint32_t seed = 150;
+  for (int depth : {511, 513, 1024, 1200}) {
+    for (int columns : {40, 100, 130}) {
+      Fp32ConvTester().input_size(3, 11).channels(depth, columns).plain_gemm(true).residual(true).clamp(-1.0f, 1.0f)
+          .seed(++seed).test_all_isas();
+    }
+  }
+  // 3x3 with many channels: one tap per block, or several taps of few channels per block.
+  Fp32ConvTester().input_size(5, 6).channels(300, 100).kernel(3, 3).padding(1, 1, 1, 1).split(17, 64).test_all_isas();
+  Fp32ConvTester().input_size(5, 6).channels(70, 130).kernel(3, 3).padding(1, 1, 1, 1).test_all_isas();
+  Fp32ConvTester().input_size(9, 8).channels(40, 67).kernel(5, 5).stride(2, 2).padding(2, 2, 2, 2).test_all_isas();
+}
+
+TEST(Fp32Sgemm, Epilogue) {
+  Fp32ConvTester().input_size(5, 7).channels(24, 40).clamp(0.0f, INFINITY).test_all_isas();
+  Fp32ConvTester().input_size(5, 7).channels(24, 40).clamp(-0.5f, 0.75f).residual(true).test_all_isas();
+  Fp32ConvTester().input_size(5, 7).channels(24, 40).residual(true).bias(false).pixel_stride_extra(2, 3).test_all_isas();
+}
+
+TEST(Fp32Sgemm, EpilogueActivations) {
+  for (auto activation : {Fp32EpilogueActivation::kSigmoid, Fp32EpilogueActivation::kSilu,
+                          Fp32EpilogueActivation::kHardSwish}) {
+    Fp32ConvTester().input_size(5, 7).channels(24, 40).activation(activation).test_all_isas();
+    Fp32ConvTester().input_size(5, 7).channels(24, 21).residual(true).activation(activation).test_all_isas();
+    Fp32ConvTester().depthwise(true).input_size(5, 7).channels(70, 70).kernel(3, 3).padding(1, 1, 1, 1)
+        .activation(activation).test_all_isas();
+  }
+}
+
+TEST(Fp32Sgemm, PointwiseConv) {
+  Fp32ConvTester().batch(2).input_size(6, 7).channels(40, 70).test_all_isas();
+  Fp32ConvTester().batch(3).input_size(3, 5).channels(16, 64).pixel_stride_extra(3, 5).test_all_isas();
+  Fp32ConvTester().input_size(8, 9).channels(24, 40).stride(2, 2).test_all_isas();
+}
+
+TEST(Fp32Sgemm, KernelSizesAndChannelTails) {
+  uint32_t seed = 200;
+  for (int kernel : {2, 3, 5, 7}) {
+    for (int channels : {1, 3, 5, 16, 19}) {
+      Fp32ConvTester().input_size(9, 8).channels(channels, 21).kernel(kernel, kernel).padding(1, 1, 1, 1)
+          .seed(++seed).test_all_isas();
+    }
+  }
+  Fp32ConvTester().input_size(7, 9).channels(6, 13).kernel(1, 3).padding(0, 1, 0, 1).test_all_isas();
+  Fp32ConvTester().input_size(7, 9).channels(6, 13).kernel(3, 1).padding(2, 0, 1, 0).test_all_isas();
+}
+
+TEST(Fp32Sgemm, StridesPadsDilations) {
+  uint32_t seed = 300;
+  for (int stride : {1, 2, 3}) {
+    for (int pad : {0, 1, 2}) {
+      for (int dilation : {1, 2}) {
+        Fp32ConvTester().batch(2).input_size(11, 10).channels(12, 37).kernel(3, 3).stride(stride, stride)
+            .padding(pad, pad, pad, pad).dilation(dilation, dilation).seed(++seed).test_all_isas();
+      }
+    }
+  }
+  Fp32ConvTester().input_size(28, 28).channels(3, 64).kernel(7, 7).stride(2, 2).padding(3, 3, 3, 3).test_all_isas();
+  Fp32ConvTester().input_size(8, 8).channels(8, 16).kernel(3, 3).stride(2, 2).padding(0, 0, 1, 1).test_all_isas();
+}
+
+TEST(Fp32Sgemm, SplitRowsAndColumns) {
+  uint32_t seed = 400;
+  for (int64_t row_split : {1, 13, 14, 27, 40}) {
+    for (int column_split : {0, 16, 32, 64}) {
+      Fp32ConvTester().batch(2).input_size(5, 6).channels(20, 100).kernel(3, 3).padding(1, 1, 1, 1)
+          .split(row_split, column_split).residual(true).seed(++seed).test_all_isas();
+    }
+  }
+}
+
+TEST(Fp32Depthwise, ChannelsKernelsStrides) {
+  uint32_t seed = 500;
+  for (int channels : {1, 8, 15, 16, 17, 63, 64, 65, 96, 144}) {
+    for (int kernel : {3, 5}) {
+      for (int stride : {1, 2}) {
+        Fp32ConvTester().depthwise(true).batch(2).input_size(9, 7).channels(channels, channels).kernel(kernel, kernel)
+            .stride(stride, stride).padding(kernel / 2, kernel / 2, kernel / 2, kernel / 2).seed(++seed).test_all_isas();
+      }
+    }
+  }
+  Fp32ConvTester().depthwise(true).input_size(8, 8).channels(24, 24).kernel(3, 3).dilation(2, 2).padding(2, 1, 0, 2)
+      .test_all_isas();
+}
+
+TEST(Fp32Depthwise, EpilogueAndSplit) {
+  Fp32ConvTester().depthwise(true).batch(2).input_size(6, 5).channels(40, 40).kernel(3, 3).padding(1, 1, 1, 1)
+      .clamp(0.0f, 6.0f).residual(true).pixel_stride_extra(3, 2).split(7, 0).test_all_isas();
+  Fp32ConvTester().depthwise(true).input_size(6, 5).channels(33, 33).kernel(3, 3).bias(false).split(3, 0)
+      .test_all_isas();
+}
+
+}  // namespace
+}  // namespace qdqrt::kernels::testing

@@ -1,0 +1,199 @@
+// Tester of the fp32 igemm (kernels/fp32/fp32_sgemm.h): NHWC convolution or plain GEMM with
+// random data on every ISA this machine runs, against a direct convolution in double from the
+// unpacked weights. Inputs end at a guard page (an over-read faults), output pixels and input
+// pixels may have padding channels, and the work is split into row and column ranges the way the
+// engine's threads split it.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/fp32/fp32_sgemm.h"
+#include "test_util.h"
+
+namespace qdqrt::kernels::testing {
+
+class Fp32ConvTester {
+ public:
+  Fp32ConvTester& batch(int value) { batch_ = value; return *this; }
+  Fp32ConvTester& input_size(int height, int width) { height_ = height, width_ = width; return *this; }
+  Fp32ConvTester& channels(int input, int output) { input_channels_ = input, output_channels_ = output; return *this; }
+  Fp32ConvTester& kernel(int height, int width) { kernel_height_ = height, kernel_width_ = width; return *this; }
+  Fp32ConvTester& stride(int height, int width) { stride_height_ = height, stride_width_ = width; return *this; }
+  Fp32ConvTester& dilation(int height, int width) { dilation_height_ = height, dilation_width_ = width; return *this; }
+  Fp32ConvTester& padding(int top, int left, int bottom, int right) {
+    pad_top_ = top, pad_left_ = left, pad_bottom_ = bottom, pad_right_ = right;
+    return *this;
+  }
+  Fp32ConvTester& pixel_stride_extra(int input, int output) { input_extra_ = input, output_extra_ = output; return *this; }
+  Fp32ConvTester& clamp(float low, float high) { min_ = low, max_ = high; return *this; }
+  Fp32ConvTester& residual(bool value) { residual_ = value; return *this; }
+  Fp32ConvTester& activation(Fp32EpilogueActivation value) { activation_ = value; return *this; }
+  Fp32ConvTester& bias(bool value) { bias_ = value; return *this; }
+  // Split rows at `row_split` and columns at the panel boundary below `column_split` (0: none).
+  Fp32ConvTester& split(int64_t row_split, int column_split) { row_split_ = row_split, column_split_ = column_split; return *this; }
+  Fp32ConvTester& seed(uint32_t value) { seed_ = value; return *this; }
+  // GEMM form: run_sgemm with A rows of `input_channels + input_extra` floats.
+  Fp32ConvTester& plain_gemm(bool value) { plain_gemm_ = value; return *this; }
+  // Depthwise (groups == channels): run_depthwise_f32 over output rows; output channels = input.
+  Fp32ConvTester& depthwise(bool value) { depthwise_ = value; return *this; }
+
+  void test_all_isas() const {
+    for (Isa isa : supported_isas()) test(isa);
+  }
+
+  void test(Isa isa) const {
+    SCOPED_TRACE(::testing::Message() << "isa " << isa_name(isa) << ", " << batch_ << "x" << height_ << "x" << width_
+                                      << "x" << input_channels_ << " -> " << output_channels_ << ", kernel "
+                                      << kernel_height_ << "x" << kernel_width_ << ", stride " << stride_height_
+                                      << ", pads " << pad_top_ << "," << pad_left_ << "," << pad_bottom_ << ","
+                                      << pad_right_ << ", dilation " << dilation_height_ << ", residual " << residual_
+                                      << ", activation " << fp32_epilogue_activation_name(activation_));
+    const int out_h = (height_ + pad_top_ + pad_bottom_ - dilation_height_ * (kernel_height_ - 1) - 1) / stride_height_ + 1;
+    const int out_w = (width_ + pad_left_ + pad_right_ - dilation_width_ * (kernel_width_ - 1) - 1) / stride_width_ + 1;
+    ASSERT_GT(out_h, 0);
+    ASSERT_GT(out_w, 0);
+    const int taps = kernel_height_ * kernel_width_;
+    const int output_channels_ = depthwise_ ? input_channels_ : this->output_channels_;
+    const int group_channels = depthwise_ ? 1 : input_channels_;
+    const int64_t in_stride = input_channels_ + input_extra_, out_stride = output_channels_ + output_extra_;
+    const int64_t in_pixels = static_cast<int64_t>(batch_) * height_ * width_;
+    const int64_t out_pixels = static_cast<int64_t>(batch_) * out_h * out_w;
+    std::mt19937 rng(seed_);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    GuardedBuffer input_buffer(static_cast<size_t>(in_pixels * in_stride) * sizeof(float));
+    float* input = input_buffer.as<float>();
+    for (int64_t i = 0; i < in_pixels * in_stride; ++i) input[i] = uniform(rng);
+    std::vector<float> weights(static_cast<size_t>(output_channels_) * group_channels * taps);  // OIHW
+    for (float& w : weights) w = uniform(rng);
+    std::vector<float> bias(static_cast<size_t>(output_channels_));
+    for (float& b : bias) b = uniform(rng);
+    std::vector<float> residual(static_cast<size_t>(out_pixels * out_stride));
+    for (float& r : residual) r = uniform(rng);
+
+    SgemmWeightsDesc desc;
+    desc.n = output_channels_;
+    desc.taps = taps;
+    desc.channels = input_channels_;
+    desc.weights = weights.data();
+    desc.stride_n = static_cast<int64_t>(input_channels_) * taps;
+    desc.stride_tap = 1;
+    desc.stride_channel = taps;
+    desc.bias = bias_ ? bias.data() : nullptr;
+    const PackedSgemm packed = depthwise_ ? PackedSgemm{} : pack_sgemm(desc, isa);
+    const PackedDepthwiseF32 packed_depthwise =
+        depthwise_ ? pack_depthwise_f32(input_channels_, taps, weights.data(), desc.bias, isa) : PackedDepthwiseF32{};
+
+    const float kSentinel = -12345.0f;
+    std::vector<float> output(static_cast<size_t>(out_pixels * out_stride), kSentinel);
+    Fp32Epilogue epilogue;
+    epilogue.min = min_;
+    epilogue.max = max_;
+    epilogue.activation = activation_;
+    if (residual_) {
+      epilogue.residual = residual.data();
+      epilogue.residual_row_stride = out_stride;
+    }
+    SconvGeometry geometry;
+    geometry.input_height = height_;
+    geometry.input_width = width_;
+    geometry.input_pixel_stride = in_stride;
+    geometry.input_image_stride = static_cast<int64_t>(height_) * width_ * in_stride;
+    geometry.kernel_height = kernel_height_;
+    geometry.kernel_width = kernel_width_;
+    geometry.stride_height = stride_height_;
+    geometry.stride_width = stride_width_;
+    geometry.pad_top = pad_top_;
+    geometry.pad_left = pad_left_;
+    geometry.dilation_height = dilation_height_;
+    geometry.dilation_width = dilation_width_;
+    geometry.output_height = out_h;
+    geometry.output_width = out_w;
+    const SconvArgs args{input, output.data(), out_stride};
+    // Depthwise splits whole output rows.
+    const int64_t row_split = depthwise_ ? std::clamp<int64_t>(row_split_, 0, out_pixels / out_w) * out_w
+                                         : std::clamp<int64_t>(row_split_, 0, out_pixels);
+    const int column_split = depthwise_ ? 0 : std::min(column_split_ / packed.nr * packed.nr, output_channels_);
+    auto run = [&](int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
+      if (m_begin >= m_end || n_begin >= n_end) return;
+      if (depthwise_) {
+        if (n_begin == 0) run_depthwise_f32(packed_depthwise, geometry, args, epilogue, m_begin / out_w, m_end / out_w);
+      } else if (plain_gemm_) {
+        run_sgemm(packed, input, in_stride, output.data(), out_stride, epilogue, m_begin, m_end, n_begin, n_end);
+      } else {
+        run_sconv(packed, geometry, args, epilogue, m_begin, m_end, n_begin, n_end);
+      }
+    };
+    for (auto [m_begin, m_end] : {std::pair<int64_t, int64_t>{0, row_split}, {row_split, out_pixels}}) {
+      run(m_begin, m_end, 0, column_split);
+      run(m_begin, m_end, column_split, output_channels_);
+    }
+    ASSERT_TRUE(input_buffer.canary_intact());
+
+    int64_t mismatches = 0;
+    for (int64_t m = 0; m < out_pixels; ++m) {
+      const int64_t image = m / (out_h * out_w), oy = m / out_w % out_h, ox = m % out_w;
+      for (int n = 0; n < output_channels_; ++n) {
+        double sum = bias_ ? bias[static_cast<size_t>(n)] : 0.0, magnitude = std::fabs(sum);
+        for (int ky = 0; ky < kernel_height_; ++ky) {
+          for (int kx = 0; kx < kernel_width_; ++kx) {
+            const int64_t y = oy * stride_height_ - pad_top_ + ky * dilation_height_;
+            const int64_t x = ox * stride_width_ - pad_left_ + kx * dilation_width_;
+            if (y < 0 || y >= height_ || x < 0 || x >= width_) continue;
+            const float* pixel = input + ((image * height_ + y) * width_ + x) * in_stride;
+            for (int c = depthwise_ ? n : 0; c < (depthwise_ ? n + 1 : input_channels_); ++c) {
+              const int group_c = depthwise_ ? 0 : c;
+              const double term = static_cast<double>(pixel[c]) *
+                                  weights[(static_cast<size_t>(n) * group_channels + group_c) * taps + ky * kernel_width_ + kx];
+              sum += term;
+              magnitude += std::fabs(term);
+            }
+          }
+        }
+        if (residual_) {
+          sum += residual[static_cast<size_t>(m * out_stride + n)];
+          magnitude += std::fabs(residual[static_cast<size_t>(m * out_stride + n)]);
+        }
+        const double expected = activate(std::min<double>(std::max<double>(sum, min_), max_));
+        const float got = output[static_cast<size_t>(m * out_stride + n)];
+        // fp32 accumulation over taps * channels terms: a few ulps of the terms' magnitude.
+        if (!(std::fabs(got - expected) <= 2e-6 * magnitude + 1e-6 + 4e-7 * std::fabs(expected)) && mismatches++ < 5) {
+          ADD_FAILURE() << "pixel " << m << " channel " << n << ": got " << got << ", expected " << expected;
+        }
+      }
+      for (int64_t n = output_channels_; n < out_stride; ++n) {
+        if (output[static_cast<size_t>(m * out_stride + n)] != kSentinel && mismatches++ < 5) {
+          ADD_FAILURE() << "pixel " << m << ": padding channel " << n << " was written";
+        }
+      }
+    }
+    EXPECT_EQ(mismatches, 0);
+  }
+
+ private:
+  double activate(double x) const {
+    switch (activation_) {
+      case Fp32EpilogueActivation::kNone: return x;
+      case Fp32EpilogueActivation::kSigmoid: return 1.0 / (1.0 + std::exp(-x));
+      case Fp32EpilogueActivation::kSilu: return x / (1.0 + std::exp(-x));
+      case Fp32EpilogueActivation::kHardSwish: return x * std::min(1.0, std::max(0.0, x / 6.0 + 0.5));
+    }
+    return x;
+  }
+
+  Fp32EpilogueActivation activation_ = Fp32EpilogueActivation::kNone;
+  int batch_ = 1, height_ = 5, width_ = 5, input_channels_ = 8, output_channels_ = 16;
+  int kernel_height_ = 1, kernel_width_ = 1, stride_height_ = 1, stride_width_ = 1;
+  int dilation_height_ = 1, dilation_width_ = 1;
+  int pad_top_ = 0, pad_left_ = 0, pad_bottom_ = 0, pad_right_ = 0;
+  int input_extra_ = 0, output_extra_ = 0;
+  float min_ = -INFINITY, max_ = INFINITY;
+  bool residual_ = false, bias_ = true, plain_gemm_ = false, depthwise_ = false;
+  int64_t row_split_ = 0;
+  int column_split_ = 0;
+  uint32_t seed_ = 1;
+};
+
+}  // namespace qdqrt::kernels::testing
