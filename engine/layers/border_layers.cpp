@@ -17,6 +17,7 @@
 
 #include "engine/layer.h"
 #include "engine/layer_params.h"
+#include "engine/layers/int8_common.h"
 #include "engine/layers/layer_families.h"
 #include "kernels/dispatch.h"
 #include "core/ops/fused.h"
@@ -161,11 +162,7 @@ Status lower_quantize(const Node& node, BuildContext& context) {
   }
   Layout layout = to_nhwc ? Layout::kNhwc : context.tensor(input).layout;
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], layout));
-  PlanLayer layer;
-  layer.kind = "quantize";
-  layer.name = node.name;
-  layer.source_nodes = {node.name};
-  layer.op_type = node.op_type;
+  PlanLayer layer = int8::node_layer(node, "quantize");
   layer.inputs = {input};
   layer.outputs = {output};
   params::kScale.write(layer, q.scale);
@@ -256,11 +253,7 @@ Status lower_dequantize(const Node& node, BuildContext& context) {
   ScalarQuantization q = *scalar_quantization(node, context);
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input_as_stored(node.inputs[0]));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], context.tensor(input).layout));
-  PlanLayer layer;
-  layer.kind = "dequantize";
-  layer.name = node.name;
-  layer.source_nodes = {node.name};
-  layer.op_type = node.op_type;
+  PlanLayer layer = int8::node_layer(node, "dequantize");
   layer.inputs = {input};
   layer.outputs = {output};
   params::kScale.write(layer, q.scale);
@@ -388,11 +381,7 @@ Result<std::unique_ptr<Layer>> bind_copy(const BindContext& context) {
 Status lower_identity(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input_as_stored(node.inputs[0]));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], context.tensor(input).layout));
-  PlanLayer layer;
-  layer.kind = "copy";
-  layer.name = node.name;
-  layer.source_nodes = {node.name};
-  layer.op_type = node.op_type;
+  PlanLayer layer = int8::node_layer(node, "copy");
   layer.inputs = {input};
   layer.outputs = {output};
   layer.kernel = "x8-copy";
@@ -475,11 +464,7 @@ Status lower_table(const Node& node, BuildContext& context) {
   }
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input_as_stored(node.inputs[0]));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], context.tensor(input).layout));
-  PlanLayer layer;
-  layer.kind = "lut8";
-  layer.name = node.name;
-  layer.source_nodes = {node.name};
-  layer.op_type = node.op_type;
+  PlanLayer layer = int8::node_layer(node, "lut8");
   layer.inputs = {input};
   layer.outputs = {output};
   layer.kernel = kernels::lut_kernel(context.isa()).name;

@@ -101,6 +101,15 @@ std::string fused_layer_name(const Node& node) {
   return name;
 }
 
+PlanLayer node_layer(const Node& node, const char* kind) {
+  PlanLayer layer;
+  layer.kind = kind;
+  layer.name = fused_layer_name(node);
+  layer.source_nodes = {node.name};
+  layer.op_type = node.op_type;
+  return layer;
+}
+
 kernels::Activation kernel_activation(const FusedLayerInfo& fused) {
   kernels::Activation activation;
   switch (fused.activation.kind) {

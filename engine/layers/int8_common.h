@@ -63,6 +63,10 @@ Result<Window2d> resolve_window_2d(const Node& node, const int64_t input_size[2]
 // The name of a layer made from a fused node: its fused source nodes joined by " + ".
 std::string fused_layer_name(const Node& node);
 
+// A plan layer of `kind` lowered from one node: named after it (fused_layer_name), its source
+// node and op type set; the caller adds tensors, parameters and the kernel.
+PlanLayer node_layer(const Node& node, const char* kind);
+
 // A fused layer's activation in the kernels' terms.
 kernels::Activation kernel_activation(const FusedLayerInfo& fused);
 

@@ -138,18 +138,9 @@ Result<kernels::AvgPoolParams> load_avgpool_params(const BindContext& context, b
   return kernels::make_avgpool_params<T>(x_scale, x_zero_point, y_scale, y_zero_point, count_include_pad, relu);
 }
 
-PlanLayer new_layer(const Node& node, const char* kind) {
-  PlanLayer layer;
-  layer.kind = kind;
-  layer.name = fused_layer_name(node);
-  layer.source_nodes = {node.name};
-  layer.op_type = node.op_type;
-  return layer;
-}
-
 Status lower_window_pool(const Node& node, BuildContext& context, bool average) {
   QDQRT_ASSIGN_OR_RETURN(PoolSpec spec, analyze_window_pool(node, context, average));
-  PlanLayer layer = new_layer(node, average ? kAvgKind : kMaxKind);
+  PlanLayer layer = node_layer(node, average ? kAvgKind : kMaxKind);
   QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(0), Layout::kNhwc));
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kNhwc));
   layer.inputs = {x};
@@ -274,7 +265,7 @@ Result<std::unique_ptr<Layer>> bind_window_pool(const BindContext& context, bool
 
 Status lower_global_pool(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(PoolSpec spec, analyze_pool_tensors(node, context, true));
-  PlanLayer layer = new_layer(node, kGlobalKind);
+  PlanLayer layer = node_layer(node, kGlobalKind);
   QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(0), Layout::kNhwc));
   const Layout out_layout = context.consumers_prefer_nhwc(node.outputs[0]) ? Layout::kNhwc : Layout::kPlain;
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], out_layout));

@@ -32,15 +32,6 @@ constexpr const char* kTransposeKind = "int8_transpose";
 constexpr int64_t kCopyBytesPerItem = 65536;
 constexpr size_t kMaxTransposeRank = 6;
 
-PlanLayer new_layer(const Node& node, const char* kind) {
-  PlanLayer layer;
-  layer.kind = kind;
-  layer.name = fused_layer_name(node);
-  layer.source_nodes = {node.name};
-  layer.op_type = node.op_type;
-  return layer;
-}
-
 // ---------------------------------------------------------------------------------------------
 // QConcat
 
@@ -100,7 +91,7 @@ Result<ConcatSpec> analyze_qconcat(const Node& node, const BuildContext& context
 
 Status lower_qconcat(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(ConcatSpec spec, analyze_qconcat(node, context));
-  PlanLayer layer = new_layer(node, kConcatKind);
+  PlanLayer layer = node_layer(node, kConcatKind);
   const Layout layout = spec.y_shape.size() == 4 ? Layout::kNhwc : Layout::kPlain;
   for (size_t first = qdqrt::layers::kConcatFirstX; first < node.inputs.size(); first += 3) {
     QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(first), layout));
@@ -235,7 +226,7 @@ Result<Shape> analyze_reshape(const Node& node, const BuildContext& context) {
 
 Status lower_reshape(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(Shape x_shape, analyze_reshape(node, context));
-  PlanLayer layer = new_layer(node, kReshapeKind);
+  PlanLayer layer = node_layer(node, kReshapeKind);
   QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(0)));
   int32_t x = stored;
   const PlanTensor& tensor = context.tensor(stored);
@@ -322,7 +313,7 @@ Result<std::vector<int64_t>> analyze_transpose(const Node& node, const BuildCont
 
 Status lower_transpose(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> perm, analyze_transpose(node, context));
-  PlanLayer layer = new_layer(node, kTransposeKind);
+  PlanLayer layer = node_layer(node, kTransposeKind);
   QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(0), Layout::kPlain));
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kPlain));
   layer.inputs = {x};
