@@ -269,7 +269,10 @@ void register_strided_copy(LayerRegistry& registry) {
   registry.add_kind({.kind = kKind, .bind = bind_strided_copy, .any_batch_layout = true});
   const std::pair<const char*, GeometryFn> ops[] = {
       {"Transpose", transpose_geometry}, {"Gather", gather_geometry}, {"Expand", expand_geometry}};
-  for (const auto& [op, geometry_of] : ops) {
+  for (const auto& entry : ops) {
+    // Named copies, not structured bindings: clang 14 cannot capture those in the lambdas below.
+    const char* op = entry.first;
+    const GeometryFn geometry_of = entry.second;
     const bool transpose = std::string(op) == "Transpose";
     registry.add_lowering({.domain = "",
                            .op_type = op,
