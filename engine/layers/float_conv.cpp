@@ -11,9 +11,12 @@
 //                  of output rows in per-thread scratch
 //   pointwise      NCHW 1x1, stride 1, no pads (grouped): the GEMM reads X directly
 //   depthwise      NCHW, kernels beyond 11x11: direct per-channel loops
-// Work items: igemm (tile of output pixels, block of output channels); depthwise_nhwc output rows;
-// gemm/pointwise (image, group, tile of output rows, block of <= 64 output channels); depthwise
-// (image, channel). The NHWC modes allocate nothing and need no scratch.
+// Work items: igemm (block of output channels, microkernel tile of output pixels), channel-block
+// major so a chunk of consecutive items is one kernel call per block; depthwise_nhwc (block of
+// channels, output row). Both split the channels only when the pixels (rows) are too few to
+// balance threads (layer3/4 of ResNet-50 at batch 1), each thread then also streams only its share
+// of the weights. gemm/pointwise (image, group, tile of output rows, block of <= 64 output
+// channels); depthwise (image, channel). The NHWC modes allocate nothing and need no scratch.
 // fuse_float_conv_epilogues() absorbs the Relu/Clip and residual Add layers after an NHWC conv.
 #include <algorithm>
 #include <cstring>
@@ -37,9 +40,12 @@ enum class ConvMode : int64_t { kGemm = 0, kPointwise = 1, kDepthwise = 2, kIgem
 
 bool is_nhwc(ConvMode mode) { return mode == ConvMode::kIgemm || mode == ConvMode::kDepthwiseNhwc; }
 
-// igemm work items: tiles of kIgemmTileTiles microkernel tiles of pixels x blocks of output channels.
-constexpr int64_t kIgemmTileTiles = 4;
-constexpr int64_t kIgemmColumnBlock = 256;
+// NHWC work split: channel blocks of at most kMaxBlockChannels; when there are fewer than
+// kFewPixelItems pixel items (microkernel tiles; depthwise: output rows), at least
+// kFewPixelChannelBlocks blocks (as the channels allow).
+constexpr int64_t kMaxBlockChannels = 256;
+constexpr int64_t kFewPixelItems = 16;
+constexpr int64_t kFewPixelChannelBlocks = 4;
 
 struct ConvGeometry {
   int64_t channels = 0, height = 0, width = 0;            // input per image
@@ -237,51 +243,78 @@ class NhwcConvLayer final : public Layer {
     geometry_.dilation_width = static_cast<int>(g.dilation_w);
     geometry_.output_height = static_cast<int>(g.out_height);
     geometry_.output_width = static_cast<int>(g.out_width);
-    if (g.mode == ConvMode::kIgemm) {
-      tile_rows_ = kIgemmTileTiles * gemm_.mr;
-      column_block_ = std::min<int64_t>(kIgemmColumnBlock, gemm_.n_padded);
-      column_blocks_ = (g.out_channels + column_block_ - 1) / column_block_;
-    }
+    // The unit the channels are split in: a panel of the igemm, a vector of the depthwise kernel.
+    channel_unit_ = g.mode == ConvMode::kIgemm ? gemm_.nr : kernels::kDepthwiseF32ChannelBlock;
+    channel_units_ = (g.out_channels + channel_unit_ - 1) / channel_unit_;
   }
 
   WorkShape work(const RunState& state) const override {
-    const int64_t batch = state.dim(input_, 0);
+    const Split split = work_split(state);
     const double taps = static_cast<double>(g_.kernel_h * g_.kernel_w);
-    if (g_.mode == ConvMode::kDepthwiseNhwc) {
-      return {.items = batch * g_.out_height,
-              .ops_per_item = 2.0 * taps * static_cast<double>(g_.out_width * g_.channels)};
-    }
-    const int64_t pixels = batch * g_.out_height * g_.out_width;
-    return {.items = (pixels + tile_rows_ - 1) / tile_rows_ * column_blocks_,
-            .ops_per_item = 2.0 * static_cast<double>(tile_rows_ * column_block_ * g_.channels) * taps};
+    const double item_pixels = g_.mode == ConvMode::kDepthwiseNhwc ? static_cast<double>(g_.out_width) : gemm_.mr;
+    const double item_channels = static_cast<double>(g_.out_channels) / static_cast<double>(split.channel_blocks);
+    const double depth = g_.mode == ConvMode::kDepthwiseNhwc ? taps : taps * static_cast<double>(g_.channels);
+    return {.items = split.pixel_items * split.channel_blocks, .ops_per_item = 2.0 * item_pixels * item_channels * depth};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
     const kernels::SconvArgs args{state.data<float>(input_), state.data<float>(output_), g_.out_channels};
     kernels::Fp32Epilogue epilogue = epilogue_;
     if (residual_ >= 0) epilogue.residual = state.data<float>(residual_);
-    if (g_.mode == ConvMode::kDepthwiseNhwc) {
-      kernels::run_depthwise_f32(depthwise_, geometry_, args, epilogue, begin, end);
-      return;
-    }
+    const Split split = work_split(state);
     const int64_t pixels = state.dim(input_, 0) * g_.out_height * g_.out_width;
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t row_begin = item / column_blocks_ * tile_rows_;
-      const int64_t column_begin = item % column_blocks_ * column_block_;
-      kernels::run_sconv(gemm_, geometry_, args, epilogue, row_begin, std::min(pixels, row_begin + tile_rows_),
-                         static_cast<int>(column_begin),
-                         static_cast<int>(std::min(g_.out_channels, column_begin + column_block_)));
+    // Item i: channel block i / pixel_items, pixel item i % pixel_items. One call per block, and
+    // one for a run of whole blocks (a single thread: the whole layer, as one pass over the input).
+    while (begin < end) {
+      const int64_t block = begin / split.pixel_items;
+      int64_t last_block = block;
+      if (begin % split.pixel_items == 0 && end >= (block + 1) * split.pixel_items) {
+        last_block = end / split.pixel_items - 1;
+      }
+      const int64_t block_end = std::min(end, (last_block + 1) * split.pixel_items);
+      const int64_t first = begin - block * split.pixel_items;
+      const int64_t last = block_end - last_block * split.pixel_items;
+      const int channel_begin = static_cast<int>(
+          std::min(g_.out_channels, channel_units_ * block / split.channel_blocks * channel_unit_));
+      const int channel_end = static_cast<int>(
+          std::min(g_.out_channels, channel_units_ * (last_block + 1) / split.channel_blocks * channel_unit_));
+      if (channel_begin < channel_end) {
+        if (g_.mode == ConvMode::kDepthwiseNhwc) {
+          kernels::run_depthwise_f32(depthwise_, geometry_, args, epilogue, first, last, channel_begin, channel_end);
+        } else {
+          kernels::run_sconv(gemm_, geometry_, args, epilogue, first * gemm_.mr, std::min(pixels, last * gemm_.mr),
+                             channel_begin, channel_end);
+        }
+      }
+      begin = block_end;
     }
   }
 
  private:
+  struct Split {
+    int64_t pixel_items = 1, channel_blocks = 1;
+  };
+  Split work_split(const RunState& state) const {
+    const int64_t batch = state.dim(input_, 0);
+    Split split;
+    split.pixel_items = g_.mode == ConvMode::kDepthwiseNhwc
+                            ? batch * g_.out_height
+                            : (batch * g_.out_height * g_.out_width + gemm_.mr - 1) / gemm_.mr;
+    const int64_t units_per_block = std::max<int64_t>(kMaxBlockChannels / channel_unit_, 1);
+    split.channel_blocks = (channel_units_ + units_per_block - 1) / units_per_block;
+    if (split.pixel_items < kFewPixelItems) {
+      split.channel_blocks = std::max(split.channel_blocks, std::min(channel_units_, kFewPixelChannelBlocks));
+    }
+    return split;
+  }
+
   ConvGeometry g_;
   kernels::SconvGeometry geometry_;
   kernels::PackedSgemm gemm_;
   kernels::PackedDepthwiseF32 depthwise_;
   kernels::Fp32Epilogue epilogue_;
   int32_t input_, residual_, output_;
-  int64_t tile_rows_ = 1, column_block_ = 1, column_blocks_ = 1;
+  int64_t channel_unit_ = 1, channel_units_ = 1;
 };
 
 int64_t scratch_floats(const ConvGeometry& g) {

@@ -286,17 +286,26 @@ PackedDepthwiseF32 packed_depthwise_f32_view(int channels, int taps, Isa isa, co
 }
 
 void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g, const SconvArgs& args,
-                       const Fp32Epilogue& epilogue, int64_t row_begin, int64_t row_end) {
+                       const Fp32Epilogue& epilogue, int64_t row_begin, int64_t row_end, int channel_begin,
+                       int channel_end) {
+  if (channel_end < 0 || channel_end > packed.channels) channel_end = packed.channels;
+  assert(channel_begin % kDepthwiseF32ChannelBlock == 0);
+  if (channel_begin >= channel_end) return;
   const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
+  // The channel range as its own convolution: every pointer moves by channel_begin.
   const float* zeros = packed.zeros.data();
+  const float* weights = packed.weights.data() + channel_begin;
+  const float* input = args.input + channel_begin;
+  float* output = args.output + channel_begin;
+  const float* residual = epilogue.residual ? epilogue.residual + channel_begin : nullptr;
   const float* pointers[kSgemmMaxTaps];
   internal::DepthwiseUkernelArgs ukernel_args;
-  ukernel_args.channels = packed.channels;
+  ukernel_args.channels = channel_end - channel_begin;
   ukernel_args.taps = packed.taps;
   ukernel_args.channels_padded = packed.channels_padded;
   ukernel_args.a = pointers;
-  ukernel_args.w = packed.weights.data();
-  ukernel_args.bias = packed.bias.data();
+  ukernel_args.w = weights;
+  ukernel_args.bias = packed.bias.data() + channel_begin;
   ukernel_args.min = epilogue.min;
   ukernel_args.max = epilogue.max;
   ukernel_args.activation = epilogue.activation;
@@ -307,11 +316,11 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
   const float* row_a[kSgemmMaxTaps];
   const float* row_w[kSgemmMaxTaps];
   internal::DepthwiseRowArgs row_args;
-  row_args.channels = packed.channels;
+  row_args.channels = channel_end - channel_begin;
   row_args.a = row_a;
   row_args.w = row_w;
   row_args.a_step = g.stride_width * g.input_pixel_stride;
-  row_args.bias = packed.bias.data();
+  row_args.bias = packed.bias.data() + channel_begin;
   row_args.c_step = args.output_row_stride;
   row_args.residual_step = epilogue.residual_row_stride;
   row_args.min = epilogue.min;
@@ -320,7 +329,7 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
   for (int64_t row = row_begin; row < row_end; ++row) {
     const int64_t image = row / g.output_height;
     const int oy = static_cast<int>(row % g.output_height);
-    const float* image_input = args.input + image * g.input_image_stride;
+    const float* image_input = input + image * g.input_image_stride;
     if (interior_end > interior_begin) {
       // The interior run: rows of taps outside the input are left out (they add zeros).
       int taps = 0;
@@ -331,14 +340,14 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
         for (int kx = 0; kx < g.kernel_width; ++kx, ++taps) {
           row_a[taps] = image_input + (static_cast<int64_t>(y) * g.input_width + x0 + kx * g.dilation_width) *
                                           g.input_pixel_stride;
-          row_w[taps] = packed.weights.data() + static_cast<int64_t>(ky * g.kernel_width + kx) * packed.channels_padded;
+          row_w[taps] = weights + static_cast<int64_t>(ky * g.kernel_width + kx) * packed.channels_padded;
         }
       }
       const int64_t pixel = row * g.output_width + interior_begin;
       row_args.taps = taps;
       row_args.pixels = interior_end - interior_begin;
-      row_args.c = args.output + pixel * args.output_row_stride;
-      row_args.residual = epilogue.residual ? epilogue.residual + pixel * epilogue.residual_row_stride : nullptr;
+      row_args.c = output + pixel * args.output_row_stride;
+      row_args.residual = residual ? residual + pixel * epilogue.residual_row_stride : nullptr;
       impl.depthwise_row(row_args);
     }
     for (int ox = 0; ox < g.output_width; ++ox) {
@@ -346,8 +355,8 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
       if (ox >= g.output_width) break;
       tap_pointers(g, image_input, oy, ox, zeros, pointers, 1);
       const int64_t pixel = row * g.output_width + ox;
-      ukernel_args.c = args.output + pixel * args.output_row_stride;
-      ukernel_args.residual = epilogue.residual ? epilogue.residual + pixel * epilogue.residual_row_stride : nullptr;
+      ukernel_args.c = output + pixel * args.output_row_stride;
+      ukernel_args.residual = residual ? residual + pixel * epilogue.residual_row_stride : nullptr;
       impl.depthwise(ukernel_args);
     }
   }

@@ -117,11 +117,14 @@ struct PackedDepthwiseF32 {
 PackedDepthwiseF32 pack_depthwise_f32(int channels, int taps, const float* weights, const float* bias, Isa isa);
 int depthwise_f32_padded_channels(int channels);
 PackedDepthwiseF32 packed_depthwise_f32_view(int channels, int taps, Isa isa, const float* weights, const float* bias);
-// Output rows [row_begin, row_end) (row = image * output_height + out_y), every channel; the
-// geometry's input_pixel_stride/args.output_row_stride are per pixel. The residual is indexed
-// like the output.
+// Output rows [row_begin, row_end) (row = image * output_height + out_y), channels
+// [channel_begin, channel_end) (channel_begin a multiple of kDepthwiseF32ChannelBlock; the default:
+// every channel); the geometry's input_pixel_stride/args.output_row_stride are per pixel. The
+// residual is indexed like the output. Disjoint ranges may run concurrently.
+inline constexpr int kDepthwiseF32ChannelBlock = 16;
 void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& geometry, const SconvArgs& args,
-                       const Fp32Epilogue& epilogue, int64_t row_begin, int64_t row_end);
+                       const Fp32Epilogue& epilogue, int64_t row_begin, int64_t row_end, int channel_begin = 0,
+                       int channel_end = -1);
 std::string depthwise_f32_kernel_name(const PackedDepthwiseF32& packed);
 
 // "f32-igemm-14x32-avx512" style name.

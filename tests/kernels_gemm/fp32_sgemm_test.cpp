@@ -114,6 +114,12 @@ TEST(Fp32Depthwise, EpilogueAndSplit) {
       .clamp(0.0f, 6.0f).residual(true).pixel_stride_extra(3, 2).split(7, 0).test_all_isas();
   Fp32ConvTester().depthwise(true).input_size(6, 5).channels(33, 33).kernel(3, 3).bias(false).split(3, 0)
       .test_all_isas();
+  // Channel ranges (the engine's split when the output rows are few).
+  uint32_t seed = 600;
+  for (int column_split : {16, 32, 64, 80}) {
+    Fp32ConvTester().depthwise(true).batch(2).input_size(7, 7).channels(97, 97).kernel(5, 5).padding(2, 2, 2, 2)
+        .residual(true).clamp(0.0f, 6.0f).split(5, column_split).seed(++seed).test_all_isas();
+  }
 }
 
 }  // namespace
