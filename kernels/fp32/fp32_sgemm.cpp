@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -18,8 +19,10 @@ namespace {
 // of A (MR x kDepthBlock) streams from L2. Smaller k is one block.
 constexpr int kDepthBlock = 256;
 constexpr int kMaxMr = 16;
-// Output panels from which packing A pays.
-constexpr int kPackAPanels = 2;
+// Output panels from which copying A's rows pays.
+constexpr int kCopyAPanels = 2;
+// B (all panels of the range, every depth block) up to this size: row tiles outer (drive()).
+constexpr int64_t kRowsOuterBytes = 256 * 1024;
 // Rows per block whose A block (rows x kDepthBlock floats) stays in L2 while the panels pass.
 constexpr int64_t kRowBlockBytes = 256 * 1024;
 
@@ -71,60 +74,80 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
                                                   1, kPointerCapacity / tile_pointers);
   const int64_t block = block_tiles * packed.mr;
   // Rows a multiple of 4 KiB apart (1024 channels, or 512 at stride 2) share one L1 set and evict
-  // each other: such tiles pack their A block once for all their panels (one contiguous stream).
-  // Other rows are read in place (packing costs about one panel's pass over A).
-  const bool pack_a =
-      a_row_bytes % 4096 == 0 && (n_end - n_begin + packed.nr - 1) / packed.nr >= kPackAPanels;
-  alignas(64) float packed_a[kMaxMr * 2 * kDepthBlock];
+  // each other: such tiles copy their rows' A block once for all their panels, to rows kCopyPad
+  // floats off that stride (a vector copy: transposing A into [k][MR] cost more than it saved).
+  // Other rows are read in place.
+  const bool copy_a =
+      a_row_bytes % 4096 == 0 && (n_end - n_begin + packed.nr - 1) / packed.nr >= kCopyAPanels;
+  constexpr int kCopyPad = 16;
+  constexpr int64_t kCopyCapacity = kMaxMr * (2 * kDepthBlock + kCopyPad);
+  alignas(64) float copied_a[kCopyCapacity];
+  const float* copied_rows[kMaxMr * kSgemmMaxTaps];
+  // One row tile's depth block across every panel (A copied first when copy_a).
+  auto tile_panels = [&](const float* const* tile_rows, int64_t m, int rows, int tap, int channel) {
+    set_block(tap, channel);
+    args.mr = rows;
+    args.a = tile_rows + tap * packed.mr;
+    if (copy_a) {
+      const int64_t copy_stride = args.channels + kCopyPad;
+      assert(args.taps * packed.mr * copy_stride <= kCopyCapacity);
+      for (int t = 0; t < args.taps; ++t) {
+        for (int r = 0; r < rows; ++r) {
+          float* out = copied_a + (t * packed.mr + r) * copy_stride;
+          std::memcpy(out, args.a[t * packed.mr + r] + channel, static_cast<size_t>(args.channels) * sizeof(float));
+          copied_rows[t * packed.mr + r] = out;
+        }
+      }
+      args.a = copied_rows;
+      args.channel_begin = 0;
+    }
+    for (int n = n_begin; n < n_end; n += packed.nr) {
+      args.nc = std::min(packed.nr, n_end - n);
+      args.w = packed.data.data() + n / packed.nr * panel_floats +
+               (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
+      args.bias = packed.bias.data() + n;
+      args.c = c + m * c_row_stride + n;
+      args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
+      impl.ukernel(args);
+    }
+  };
+  // B of the whole range small enough to stay in L2: each row tile runs to the end (its A in L1,
+  // its rows of C and the residual written and read once, in order). Otherwise each depth block's
+  // panel stays in L1 while the block's row tiles pass (copy_a: the tile's A while the panels do).
+  const bool rows_outer = packed.k() * (n_end - n_begin) * static_cast<int64_t>(sizeof(float)) <= kRowsOuterBytes;
   for (int64_t block_begin = m_begin; block_begin < m_end; block_begin += block) {
     const int64_t block_end = std::min(m_end, block_begin + block);
     for (int64_t m = block_begin; m < block_end; m += packed.mr) {
       fill(m, static_cast<int>(std::min<int64_t>(packed.mr, block_end - m)),
            pointers + (m - block_begin) / packed.mr * tile_pointers);
     }
-    if (pack_a) {
-      for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
-        for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
-          set_block(tap, channel);
-          for (int64_t m = block_begin; m < block_end; m += packed.mr) {
-            args.mr = static_cast<int>(std::min<int64_t>(packed.mr, block_end - m));
-            const float* const* rows = pointers + (m - block_begin) / packed.mr * tile_pointers + tap * packed.mr;
-            float* out = packed_a;
-            for (int t = 0; t < args.taps; ++t) {
-              for (int c = 0; c < args.channels; ++c, out += packed.mr) {
-                for (int r = 0; r < args.mr; ++r) out[r] = rows[t * packed.mr + r][channel + c];
-              }
-            }
-            args.packed_a = packed_a;
-            args.c = c + m * c_row_stride;
-            args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride : nullptr;
-            for (int n = n_begin; n < n_end; n += packed.nr) {
-              args.nc = std::min(packed.nr, n_end - n);
-              args.w = packed.data.data() + n / packed.nr * panel_floats +
-                       (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
-              args.bias = packed.bias.data() + n;
-              args.c = c + m * c_row_stride + n;
-              args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
-              impl.ukernel(args);
-            }
+    auto tile_rows = [&](int64_t m) { return pointers + (m - block_begin) / packed.mr * tile_pointers; };
+    auto rows = [&](int64_t m) { return static_cast<int>(std::min<int64_t>(packed.mr, block_end - m)); };
+    if (rows_outer) {
+      for (int64_t m = block_begin; m < block_end; m += packed.mr) {
+        for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
+          for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
+            tile_panels(tile_rows(m), m, rows(m), tap, channel);
           }
         }
       }
       continue;
     }
-    args.packed_a = nullptr;
     for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
       for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
+        if (copy_a) {
+          for (int64_t m = block_begin; m < block_end; m += packed.mr) tile_panels(tile_rows(m), m, rows(m), tap, channel);
+          continue;
+        }
         set_block(tap, channel);
         for (int n = n_begin; n < n_end; n += packed.nr) {
-          const int64_t panel = n / packed.nr;
           args.nc = std::min(packed.nr, n_end - n);
-          args.w = packed.data.data() + panel * panel_floats +
+          args.w = packed.data.data() + n / packed.nr * panel_floats +
                    (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
           args.bias = packed.bias.data() + n;
           for (int64_t m = block_begin; m < block_end; m += packed.mr) {
-            args.mr = static_cast<int>(std::min<int64_t>(packed.mr, block_end - m));
-            args.a = pointers + (m - block_begin) / packed.mr * tile_pointers + tap * packed.mr;
+            args.mr = rows(m);
+            args.a = tile_rows(m) + tap * packed.mr;
             args.c = c + m * c_row_stride + n;
             args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
             impl.ukernel(args);
@@ -227,12 +250,32 @@ void run_sconv(const PackedSgemm& packed, const SconvGeometry& g, const SconvArg
   const int64_t image_pixels = g.output_pixels_per_image();
   const int mr = packed.mr;
   const float* zeros = packed.zeros.data();
+  // A pixel whose window is inside the input: tap t at the window's first pixel + tap_offsets[t]
+  // (the 7x7 stem spends a quarter of its time on the pointers otherwise).
+  const int taps = g.kernel_height * g.kernel_width;
+  assert(taps <= kSgemmMaxTaps);
+  int64_t tap_offsets[kSgemmMaxTaps];
+  for (int ky = 0; ky < g.kernel_height; ++ky) {
+    for (int kx = 0; kx < g.kernel_width; ++kx) {
+      tap_offsets[ky * g.kernel_width + kx] =
+          (static_cast<int64_t>(ky) * g.dilation_height * g.input_width + kx * g.dilation_width) * g.input_pixel_stride;
+    }
+  }
+  const int window_height = (g.kernel_height - 1) * g.dilation_height + 1;
+  const int window_width = (g.kernel_width - 1) * g.dilation_width + 1;
   auto fill = [&](int64_t m, int rows, const float** pointers) {
     int64_t image = m / image_pixels;
     int64_t pixel = m % image_pixels;
     int oy = static_cast<int>(pixel / g.output_width), ox = static_cast<int>(pixel % g.output_width);
     for (int r = 0; r < rows; ++r) {
-      tap_pointers(g, args.input + image * g.input_image_stride, oy, ox, zeros, pointers + r, mr);
+      const int y0 = oy * g.stride_height - g.pad_top, x0 = ox * g.stride_width - g.pad_left;
+      if (y0 >= 0 && x0 >= 0 && y0 + window_height <= g.input_height && x0 + window_width <= g.input_width) {
+        const float* origin =
+            args.input + image * g.input_image_stride + (static_cast<int64_t>(y0) * g.input_width + x0) * g.input_pixel_stride;
+        for (int tap = 0; tap < taps; ++tap) pointers[tap * mr + r] = origin + tap_offsets[tap];
+      } else {
+        tap_pointers(g, args.input + image * g.input_image_stride, oy, ox, zeros, pointers + r, mr);
+      }
       if (++ox == g.output_width) {
         ox = 0;
         if (++oy == g.output_height) oy = 0, ++image;

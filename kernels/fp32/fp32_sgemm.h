@@ -140,7 +140,6 @@ struct SgemmUkernelArgs {
   int taps = 1, channel_begin = 0, channels = 0;
   bool first = true, last = true;
   const float* const* a = nullptr;
-  const float* packed_a = nullptr;  // instead of `a`: the block's A, [tap][channel][MR]
   const float* w = nullptr;     // the block's first weights: row (tap, channel_begin) of the panel
   int64_t w_tap_stride = 0;     // floats from one tap's weights to the next (all channels x NR)
   const float* bias = nullptr;  // the panel's NR bias values
