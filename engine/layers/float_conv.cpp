@@ -11,12 +11,10 @@
 //                  of output rows in per-thread scratch
 //   pointwise      NCHW 1x1, stride 1, no pads (grouped): the GEMM reads X directly
 //   depthwise      NCHW, kernels beyond 11x11: direct per-channel loops
-// Work items: igemm (block of output channels, microkernel tile of output pixels), channel-block
-// major so a chunk of consecutive items is one kernel call per block; depthwise_nhwc (block of
-// channels, output row). Both split the channels only when the pixels (rows) are too few to
-// balance threads (layer3/4 of ResNet-50 at batch 1), each thread then also streams only its share
-// of the weights. gemm/pointwise (image, group, tile of output rows, block of <= 64 output
-// channels); depthwise (image, channel). The NHWC modes allocate nothing and need no scratch.
+// Work items: igemm (block of output channels, microkernel tile of output pixels) and
+// depthwise_nhwc (block of channels, output row), as ColumnBlockSplit (float_common.h) makes them;
+// gemm/pointwise (image, group, tile of output rows, block of <= 64 output channels); depthwise
+// (image, channel). The NHWC modes allocate nothing and need no scratch.
 // fuse_float_conv_epilogues() absorbs the Relu/Clip and residual Add layers after an NHWC conv.
 #include <algorithm>
 #include <cstring>
@@ -39,13 +37,6 @@ constexpr const char* kKind = "fp32_conv";
 enum class ConvMode : int64_t { kGemm = 0, kPointwise = 1, kDepthwise = 2, kIgemm = 3, kDepthwiseNhwc = 4 };
 
 bool is_nhwc(ConvMode mode) { return mode == ConvMode::kIgemm || mode == ConvMode::kDepthwiseNhwc; }
-
-// NHWC work split: channel blocks of at most kMaxBlockChannels; when there are fewer than
-// kFewPixelItems pixel items (microkernel tiles; depthwise: output rows), at least
-// kFewPixelChannelBlocks blocks (as the channels allow).
-constexpr int64_t kMaxBlockChannels = 256;
-constexpr int64_t kFewPixelItems = 16;
-constexpr int64_t kFewPixelChannelBlocks = 4;
 
 struct ConvGeometry {
   int64_t channels = 0, height = 0, width = 0;            // input per image
@@ -243,69 +234,42 @@ class NhwcConvLayer final : public Layer {
     geometry_.dilation_width = static_cast<int>(g.dilation_w);
     geometry_.output_height = static_cast<int>(g.out_height);
     geometry_.output_width = static_cast<int>(g.out_width);
-    // The unit the channels are split in: a panel of the igemm, a vector of the depthwise kernel.
-    channel_unit_ = g.mode == ConvMode::kIgemm ? gemm_.nr : kernels::kDepthwiseF32ChannelBlock;
-    channel_units_ = (g.out_channels + channel_unit_ - 1) / channel_unit_;
   }
 
   WorkShape work(const RunState& state) const override {
-    const Split split = work_split(state);
+    const ColumnBlockSplit split = work_split(state);
     const double taps = static_cast<double>(g_.kernel_h * g_.kernel_w);
     const double item_pixels = g_.mode == ConvMode::kDepthwiseNhwc ? static_cast<double>(g_.out_width) : gemm_.mr;
-    const double item_channels = static_cast<double>(g_.out_channels) / static_cast<double>(split.channel_blocks);
+    const double item_channels = static_cast<double>(g_.out_channels) / static_cast<double>(split.column_blocks);
     const double depth = g_.mode == ConvMode::kDepthwiseNhwc ? taps : taps * static_cast<double>(g_.channels);
-    return {.items = split.pixel_items * split.channel_blocks, .ops_per_item = 2.0 * item_pixels * item_channels * depth};
+    return {.items = split.items(), .ops_per_item = 2.0 * item_pixels * item_channels * depth};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
     const kernels::SconvArgs args{state.data<float>(input_), state.data<float>(output_), g_.out_channels};
     kernels::Fp32Epilogue epilogue = epilogue_;
     if (residual_ >= 0) epilogue.residual = state.data<float>(residual_);
-    const Split split = work_split(state);
     const int64_t pixels = state.dim(input_, 0) * g_.out_height * g_.out_width;
-    // Item i: channel block i / pixel_items, pixel item i % pixel_items. One call per block, and
-    // one for a run of whole blocks (a single thread: the whole layer, as one pass over the input).
-    while (begin < end) {
-      const int64_t block = begin / split.pixel_items;
-      int64_t last_block = block;
-      if (begin % split.pixel_items == 0 && end >= (block + 1) * split.pixel_items) {
-        last_block = end / split.pixel_items - 1;
+    work_split(state).for_each_call(begin, end, [&](int64_t first, int64_t last, int64_t column_begin, int64_t column_end) {
+      if (g_.mode == ConvMode::kDepthwiseNhwc) {
+        kernels::run_depthwise_f32(depthwise_, geometry_, args, epilogue, first, last, static_cast<int>(column_begin),
+                                   static_cast<int>(column_end));
+      } else {
+        kernels::run_sconv(gemm_, geometry_, args, epilogue, first * gemm_.mr, std::min(pixels, last * gemm_.mr),
+                           static_cast<int>(column_begin), static_cast<int>(column_end));
       }
-      const int64_t block_end = std::min(end, (last_block + 1) * split.pixel_items);
-      const int64_t first = begin - block * split.pixel_items;
-      const int64_t last = block_end - last_block * split.pixel_items;
-      const int channel_begin = static_cast<int>(
-          std::min(g_.out_channels, channel_units_ * block / split.channel_blocks * channel_unit_));
-      const int channel_end = static_cast<int>(
-          std::min(g_.out_channels, channel_units_ * (last_block + 1) / split.channel_blocks * channel_unit_));
-      if (channel_begin < channel_end) {
-        if (g_.mode == ConvMode::kDepthwiseNhwc) {
-          kernels::run_depthwise_f32(depthwise_, geometry_, args, epilogue, first, last, channel_begin, channel_end);
-        } else {
-          kernels::run_sconv(gemm_, geometry_, args, epilogue, first * gemm_.mr, std::min(pixels, last * gemm_.mr),
-                             channel_begin, channel_end);
-        }
-      }
-      begin = block_end;
-    }
+    });
   }
 
  private:
-  struct Split {
-    int64_t pixel_items = 1, channel_blocks = 1;
-  };
-  Split work_split(const RunState& state) const {
+  // Row items: microkernel tiles of output pixels (igemm), output rows (depthwise); columns split
+  // in panels or the depthwise kernel's channel blocks.
+  ColumnBlockSplit work_split(const RunState& state) const {
     const int64_t batch = state.dim(input_, 0);
-    Split split;
-    split.pixel_items = g_.mode == ConvMode::kDepthwiseNhwc
-                            ? batch * g_.out_height
-                            : (batch * g_.out_height * g_.out_width + gemm_.mr - 1) / gemm_.mr;
-    const int64_t units_per_block = std::max<int64_t>(kMaxBlockChannels / channel_unit_, 1);
-    split.channel_blocks = (channel_units_ + units_per_block - 1) / units_per_block;
-    if (split.pixel_items < kFewPixelItems) {
-      split.channel_blocks = std::max(split.channel_blocks, std::min(channel_units_, kFewPixelChannelBlocks));
+    if (g_.mode == ConvMode::kDepthwiseNhwc) {
+      return ColumnBlockSplit(batch * g_.out_height, g_.out_channels, kernels::kDepthwiseF32ChannelBlock);
     }
-    return split;
+    return ColumnBlockSplit((batch * g_.out_height * g_.out_width + gemm_.mr - 1) / gemm_.mr, g_.out_channels, gemm_.nr);
   }
 
   ConvGeometry g_;
@@ -314,7 +278,6 @@ class NhwcConvLayer final : public Layer {
   kernels::PackedDepthwiseF32 depthwise_;
   kernels::Fp32Epilogue epilogue_;
   int32_t input_, residual_, output_;
-  int64_t channel_unit_ = 1, channel_units_ = 1;
 };
 
 int64_t scratch_floats(const ConvGeometry& g) {

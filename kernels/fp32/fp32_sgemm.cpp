@@ -83,8 +83,23 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
   constexpr int64_t kCopyCapacity = kMaxMr * (2 * kDepthBlock + kCopyPad);
   alignas(64) float copied_a[kCopyCapacity];
   const float* copied_rows[kMaxMr * kSgemmMaxTaps];
+  // The weights of a depth block of panel n (whose rows are packed.nr floats).
+  auto block_weights = [&](int n, int tap, int channel) {
+    return packed.data.data() + n / packed.nr * panel_floats +
+           (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
+  };
+  // Fetches part `part` of `parts` of the depth block at `w` (args.taps x args.channels rows of
+  // NR floats) into the cache: the next panel's weights, while this one's run. The hardware
+  // prefetchers restart at every 4 KiB page of a panel block that comes from memory (a large
+  // layer's weights in an engine run) and leave the microkernel waiting.
+  auto prefetch_block = [&](const float* w, int64_t part, int64_t parts) {
+    const int64_t lines = static_cast<int64_t>(args.taps) * args.channels * packed.nr * sizeof(float) / 64;
+    for (int64_t line = lines * part / parts; line < lines * (part + 1) / parts; ++line) {
+      __builtin_prefetch(w + line * 16);
+    }
+  };
   // One row tile's depth block across every panel (A copied first when copy_a).
-  auto tile_panels = [&](const float* const* tile_rows, int64_t m, int rows, int tap, int channel) {
+  auto tile_panels = [&](const float* const* tile_rows, int64_t m, int rows, int tap, int channel, bool prefetch) {
     set_block(tap, channel);
     args.mr = rows;
     args.a = tile_rows + tap * packed.mr;
@@ -103,8 +118,8 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
     }
     for (int n = n_begin; n < n_end; n += packed.nr) {
       args.nc = std::min(packed.nr, n_end - n);
-      args.w = packed.data.data() + n / packed.nr * panel_floats +
-               (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
+      args.w = block_weights(n, tap, channel);
+      if (prefetch && n + packed.nr < n_end) prefetch_block(block_weights(n + packed.nr, tap, channel), 0, 1);
       args.bias = packed.bias.data() + n;
       args.c = c + m * c_row_stride + n;
       args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
@@ -127,7 +142,7 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
       for (int64_t m = block_begin; m < block_end; m += packed.mr) {
         for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
           for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
-            tile_panels(tile_rows(m), m, rows(m), tap, channel);
+            tile_panels(tile_rows(m), m, rows(m), tap, channel, false);
           }
         }
       }
@@ -136,16 +151,21 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
     for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
       for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
         if (copy_a) {
-          for (int64_t m = block_begin; m < block_end; m += packed.mr) tile_panels(tile_rows(m), m, rows(m), tap, channel);
+          // The first tile meets the depth block's weights first: it fetches ahead.
+          for (int64_t m = block_begin; m < block_end; m += packed.mr) {
+            tile_panels(tile_rows(m), m, rows(m), tap, channel, m == block_begin);
+          }
           continue;
         }
         set_block(tap, channel);
+        const int64_t tiles = (block_end - block_begin + packed.mr - 1) / packed.mr;
         for (int n = n_begin; n < n_end; n += packed.nr) {
           args.nc = std::min(packed.nr, n_end - n);
-          args.w = packed.data.data() + n / packed.nr * panel_floats +
-                   (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
+          args.w = block_weights(n, tap, channel);
+          const float* next_w = n + packed.nr < n_end ? block_weights(n + packed.nr, tap, channel) : nullptr;
           args.bias = packed.bias.data() + n;
           for (int64_t m = block_begin; m < block_end; m += packed.mr) {
+            if (next_w) prefetch_block(next_w, (m - block_begin) / packed.mr, tiles);
             args.mr = rows(m);
             args.a = tile_rows(m) + tap * packed.mr;
             args.c = c + m * c_row_stride + n;
@@ -200,6 +220,24 @@ int sgemm_padded_n(int n, Isa isa) {
 
 int64_t packed_sgemm_floats(int n, int64_t k, Isa isa) { return static_cast<int64_t>(sgemm_padded_n(n, isa)) * k; }
 
+void pack_sgemm_into(const SgemmWeightsDesc& desc, Isa isa, float* out) {
+  const SgemmTile tile = sgemm_tile(usable_isa(isa));
+  const int64_t k = static_cast<int64_t>(desc.taps) * desc.channels;
+  const int n_padded = sgemm_padded_n(desc.n, isa);
+  for (int panel = 0; panel < n_padded / tile.nr; ++panel) {
+    float* panel_out = out + panel * k * tile.nr;
+    const int columns = std::min(tile.nr, desc.n - panel * tile.nr);
+    for (int tap = 0; tap < desc.taps; ++tap) {
+      for (int c = 0; c < desc.channels; ++c) {
+        float* row = panel_out + (static_cast<int64_t>(tap) * desc.channels + c) * tile.nr;
+        const float* in = desc.weights + tap * desc.stride_tap + c * desc.stride_channel + panel * tile.nr * desc.stride_n;
+        for (int column = 0; column < columns; ++column) row[column] = in[column * desc.stride_n];
+        std::fill(row + columns, row + tile.nr, 0.0f);  // padded columns stay 0
+      }
+    }
+  }
+}
+
 PackedSgemm pack_sgemm(const SgemmWeightsDesc& desc, Isa isa) {
   PackedSgemm packed;
   packed.isa = usable_isa(isa);
@@ -210,26 +248,16 @@ PackedSgemm pack_sgemm(const SgemmWeightsDesc& desc, Isa isa) {
   packed.mr = tile.mr;
   packed.nr = tile.nr;
   packed.n_padded = sgemm_padded_n(desc.n, packed.isa);
-  const int64_t k = packed.k();
-  packed.data.resize(static_cast<size_t>(packed.n_padded * k));  // zeroed: padded columns stay 0
+  packed.data.resize(static_cast<size_t>(packed.n_padded * packed.k()));
   packed.bias.resize(static_cast<size_t>(packed.n_padded));
   packed.zeros.resize(static_cast<size_t>(std::max(desc.channels, 1)));
-  float* out = packed.data.data();
-  for (int n = 0; n < desc.n; ++n) {
-    const int64_t panel = n / tile.nr, column = n % tile.nr;
-    for (int tap = 0; tap < desc.taps; ++tap) {
-      for (int c = 0; c < desc.channels; ++c) {
-        const int64_t kk = static_cast<int64_t>(tap) * desc.channels + c;
-        out[(panel * k + kk) * tile.nr + column] =
-            desc.weights[n * desc.stride_n + tap * desc.stride_tap + c * desc.stride_channel];
-      }
-    }
-    if (desc.bias) packed.bias.data()[n] = desc.bias[n];
-  }
+  pack_sgemm_into(desc, packed.isa, packed.data.data());
+  if (desc.bias) std::copy(desc.bias, desc.bias + desc.n, packed.bias.data());
   return packed;
 }
 
-PackedSgemm packed_sgemm_view(int n, int taps, int channels, Isa isa, const float* data, const float* bias) {
+PackedSgemm packed_sgemm_view(int n, int taps, int channels, Isa isa, const float* data, const float* bias,
+                              bool with_zeros) {
   PackedSgemm packed;
   packed.isa = usable_isa(isa);
   const SgemmTile tile = sgemm_tile(packed.isa);
@@ -241,7 +269,7 @@ PackedSgemm packed_sgemm_view(int n, int taps, int channels, Isa isa, const floa
   packed.n_padded = sgemm_padded_n(n, packed.isa);
   packed.data = AlignedBuffer<float>::view(data, static_cast<size_t>(packed_sgemm_floats(n, packed.k(), packed.isa)));
   packed.bias = AlignedBuffer<float>::view(bias, static_cast<size_t>(packed.n_padded));
-  packed.zeros.resize(static_cast<size_t>(std::max(channels, 1)));
+  if (with_zeros) packed.zeros.resize(static_cast<size_t>(std::max(channels, 1)));
   return packed;
 }
 
@@ -410,7 +438,11 @@ std::string depthwise_f32_kernel_name(const PackedDepthwiseF32& packed) {
 }
 
 std::string sgemm_kernel_name(const PackedSgemm& packed, bool convolution) {
-  const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
+  return sgemm_kernel_name(packed.isa, convolution);
+}
+
+std::string sgemm_kernel_name(Isa isa, bool convolution) {
+  const internal::SgemmImplementation& impl = sgemm_implementation(usable_isa(isa));
   return fmt::format("f32-{}-{}x{}-{}", convolution ? "igemm" : "gemm", impl.mr, impl.nr, impl.isa_suffix);
 }
 

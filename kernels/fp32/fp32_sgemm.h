@@ -59,9 +59,16 @@ struct PackedSgemm {
 
 // Packs for `isa` (clamped to what this machine runs).
 PackedSgemm pack_sgemm(const SgemmWeightsDesc& desc, Isa isa);
+// The weights part of pack_sgemm into caller memory (packed_sgemm_floats() floats, 64-byte
+// aligned), allocating nothing: B of a MatMul of two activations, packed per run. The bias is
+// not written.
+void pack_sgemm_into(const SgemmWeightsDesc& desc, Isa isa, float* data);
 // A PackedSgemm over packed data and bias kept elsewhere (an engine file's blobs, 64-byte aligned):
 // `data` holds packed_sgemm_floats() floats, `bias` n_padded (the packing's own layout).
-PackedSgemm packed_sgemm_view(int n, int taps, int channels, Isa isa, const float* data, const float* bias);
+// with_zeros: allocate the zero row padded taps read (convolutions; run_sgemm needs none, and a
+// view made without it allocates nothing).
+PackedSgemm packed_sgemm_view(int n, int taps, int channels, Isa isa, const float* data, const float* bias,
+                              bool with_zeros = true);
 int64_t packed_sgemm_floats(int n, int64_t k, Isa isa);
 int sgemm_padded_n(int n, Isa isa);
 
@@ -129,6 +136,7 @@ std::string depthwise_f32_kernel_name(const PackedDepthwiseF32& packed);
 
 // "f32-igemm-14x32-avx512" style name.
 std::string sgemm_kernel_name(const PackedSgemm& packed, bool convolution);
+std::string sgemm_kernel_name(Isa isa, bool convolution);
 
 namespace internal {
 // One microkernel call: rows [0, mr) (mr <= MR), columns [0, nc) (nc <= NR) of one panel, over a
