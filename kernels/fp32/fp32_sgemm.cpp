@@ -88,18 +88,8 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
     return packed.data.data() + n / packed.nr * panel_floats +
            (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
   };
-  // Fetches part `part` of `parts` of the depth block at `w` (args.taps x args.channels rows of
-  // NR floats) into the cache: the next panel's weights, while this one's run. The hardware
-  // prefetchers restart at every 4 KiB page of a panel block that comes from memory (a large
-  // layer's weights in an engine run) and leave the microkernel waiting.
-  auto prefetch_block = [&](const float* w, int64_t part, int64_t parts) {
-    const int64_t lines = static_cast<int64_t>(args.taps) * args.channels * packed.nr * sizeof(float) / 64;
-    for (int64_t line = lines * part / parts; line < lines * (part + 1) / parts; ++line) {
-      __builtin_prefetch(w + line * 16);
-    }
-  };
   // One row tile's depth block across every panel (A copied first when copy_a).
-  auto tile_panels = [&](const float* const* tile_rows, int64_t m, int rows, int tap, int channel, bool prefetch) {
+  auto tile_panels = [&](const float* const* tile_rows, int64_t m, int rows, int tap, int channel) {
     set_block(tap, channel);
     args.mr = rows;
     args.a = tile_rows + tap * packed.mr;
@@ -119,7 +109,6 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
     for (int n = n_begin; n < n_end; n += packed.nr) {
       args.nc = std::min(packed.nr, n_end - n);
       args.w = block_weights(n, tap, channel);
-      if (prefetch && n + packed.nr < n_end) prefetch_block(block_weights(n + packed.nr, tap, channel), 0, 1);
       args.bias = packed.bias.data() + n;
       args.c = c + m * c_row_stride + n;
       args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
@@ -142,7 +131,7 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
       for (int64_t m = block_begin; m < block_end; m += packed.mr) {
         for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
           for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
-            tile_panels(tile_rows(m), m, rows(m), tap, channel, false);
+            tile_panels(tile_rows(m), m, rows(m), tap, channel);
           }
         }
       }
@@ -151,21 +140,15 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
     for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
       for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
         if (copy_a) {
-          // The first tile meets the depth block's weights first: it fetches ahead.
-          for (int64_t m = block_begin; m < block_end; m += packed.mr) {
-            tile_panels(tile_rows(m), m, rows(m), tap, channel, m == block_begin);
-          }
+          for (int64_t m = block_begin; m < block_end; m += packed.mr) tile_panels(tile_rows(m), m, rows(m), tap, channel);
           continue;
         }
         set_block(tap, channel);
-        const int64_t tiles = (block_end - block_begin + packed.mr - 1) / packed.mr;
         for (int n = n_begin; n < n_end; n += packed.nr) {
           args.nc = std::min(packed.nr, n_end - n);
           args.w = block_weights(n, tap, channel);
-          const float* next_w = n + packed.nr < n_end ? block_weights(n + packed.nr, tap, channel) : nullptr;
           args.bias = packed.bias.data() + n;
           for (int64_t m = block_begin; m < block_end; m += packed.mr) {
-            if (next_w) prefetch_block(next_w, (m - block_begin) / packed.mr, tiles);
             args.mr = rows(m);
             args.a = tile_rows(m) + tap * packed.mr;
             args.c = c + m * c_row_stride + n;
