@@ -22,10 +22,11 @@ TEST(Fp32Sgemm, DepthAndStrides) {
   Fp32ConvTester().input_size(4, 5).channels(19, 35).pixel_stride_extra(5, 3).plain_gemm(true).test_all_isas();
 }
 
-// Depth in several blocks (partial sums through C) and A packed per row tile (wide outputs).
-TEST(Fp32Sgemm, DepthBlocksAndPackedA) {
+// Depth in one and several blocks (partial sums through C); rows 4 KiB apart (1024, 2048) have
+// their A copied per row tile (wide outputs).
+TEST(Fp32Sgemm, DepthBlocksAndCopiedA) {
   uint32_t seed = 150;
-  for (int depth : {511, 513, 1024, 1200}) {
+  for (int depth : {511, 513, 1024, 1200, 1281, 2048}) {
     for (int columns : {40, 100, 130}) {
       Fp32ConvTester().input_size(3, 11).channels(depth, columns).plain_gemm(true).residual(true).clamp(-1.0f, 1.0f)
           .seed(++seed).test_all_isas();
