@@ -70,6 +70,14 @@ TEST(Fp32Sgemm, KernelSizesAndChannelTails) {
   }
   Fp32ConvTester().input_size(7, 9).channels(6, 13).kernel(1, 3).padding(0, 1, 0, 1).test_all_isas();
   Fp32ConvTester().input_size(7, 9).channels(6, 13).kernel(3, 1).padding(2, 0, 1, 0).test_all_isas();
+  // Kernel rows as taps (25 taps and more): the ResNet stem's 7x7/2 with pads 3, every pixel at
+  // a border (width 3), rows spanning images, and split ranges.
+  Fp32ConvTester().batch(2).input_size(23, 21).channels(3, 64).kernel(7, 7).stride(2, 2).padding(3, 3, 3, 3)
+      .clamp(0.0f, INFINITY).residual(true).split(37, 32).seed(250).test_all_isas();
+  Fp32ConvTester().batch(3).input_size(4, 3).channels(7, 20).kernel(5, 5).padding(2, 2, 2, 2).split(5, 0).seed(251)
+      .test_all_isas();
+  Fp32ConvTester().input_size(6, 30).channels(2, 40).kernel(5, 7).stride(1, 3).padding(1, 4, 2, 2).dilation(2, 1)
+      .seed(252).test_all_isas();
 }
 
 TEST(Fp32Sgemm, StridesPadsDilations) {
