@@ -8,7 +8,8 @@
 //   fp32_matmul  MatMul of two activations, A [..., M, K] x B [..., K, N] (the attention's
 //                Q x K^T and P x V): B's leading dims equal A's or are all 1 (one B for every
 //                matrix). Each thread packs the B of the matrices it runs into its scratch.
-//                Work items: (matrix, microkernel tile of rows).
+//                Work items: (matrix, microkernel tile of rows). The batch may be in the leading
+//                dims, or be M itself when A has rank 2 (one matrix of batch-many rows).
 // Every output is summed in k order whatever the split, so its bits do not depend on the batch or
 // the thread count. Nothing allocates in run().
 #include <algorithm>
@@ -133,18 +134,20 @@ Status add_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, 
 
 class MatMulLayer final : public Layer {
  public:
-  MatMulLayer(int64_t m, int64_t k, int64_t n, kernels::Isa isa, int32_t a, int32_t b, int32_t output)
-      : m_(m), k_(k), n_(n), isa_(isa), a_(a), b_(b), output_(output) {
+  MatMulLayer(int64_t m, int64_t k, int64_t n, bool rows_batched, kernels::Isa isa, int32_t a, int32_t b,
+              int32_t output)
+      : m_(m), k_(k), n_(n), rows_batched_(rows_batched), isa_(isa), a_(a), b_(b), output_(output) {
     const kernels::SgemmTile tile = kernels::sgemm_tile(isa);
     mr_ = tile.mr;
     zero_bias_.resize(static_cast<size_t>(kernels::sgemm_padded_n(static_cast<int>(n), isa)));
   }
 
   WorkShape work(const RunState& state) const override {
-    return {.items = matrices(state) * tiles(), .ops_per_item = 2.0 * static_cast<double>(mr_ * k_ * n_)};
+    return {.items = matrices(state) * tiles(state), .ops_per_item = 2.0 * static_cast<double>(mr_ * k_ * n_)};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t> scratch) const override {
+    const int64_t m = rows(state), tiles = this->tiles(state);
     const int64_t b_matrices = state.numel(b_) / (k_ * n_);
     const float* a = state.data<float>(a_);
     const float* b = state.data<float>(b_);
@@ -160,17 +163,17 @@ class MatMulLayer final : public Layer {
         kernels::packed_sgemm_view(n, 1, k, isa_, packed_b, zero_bias_.data(), /*with_zeros=*/false);
     int64_t packed_matrix = -1;
     for (int64_t item = begin; item < end;) {
-      const int64_t matrix = item / tiles();
-      const int64_t last = std::min(end, (matrix + 1) * tiles());
+      const int64_t matrix = item / tiles;
+      const int64_t last = std::min(end, (matrix + 1) * tiles);
       const int64_t b_matrix = b_matrices == 1 ? 0 : matrix;
       if (b_matrix != packed_matrix) {
         desc.weights = b + b_matrix * k_ * n_;
         kernels::pack_sgemm_into(desc, isa_, packed_b);
         packed_matrix = b_matrix;
       }
-      const int64_t row_begin = (item - matrix * tiles()) * mr_;
-      const int64_t row_end = std::min(m_, (last - matrix * tiles()) * mr_);
-      kernels::run_sgemm(packed, a + matrix * m_ * k_, k_, y + matrix * m_ * n_, n_, kernels::Fp32Epilogue{}, row_begin,
+      const int64_t row_begin = (item - matrix * tiles) * mr_;
+      const int64_t row_end = std::min(m, (last - matrix * tiles) * mr_);
+      kernels::run_sgemm(packed, a + matrix * m * k_, k_, y + matrix * m * n_, n_, kernels::Fp32Epilogue{}, row_begin,
                          row_end, 0, n);
       item = last;
     }
@@ -181,10 +184,16 @@ class MatMulLayer final : public Layer {
   }
 
  private:
-  int64_t tiles() const { return (m_ + mr_ - 1) / mr_; }
-  int64_t matrices(const RunState& state) const { return state.numel(a_) / (m_ * k_); }
+  // Rows of each matrix: M, or every row of a rank-2 A whose rows are the batch.
+  int64_t rows(const RunState& state) const { return rows_batched_ ? state.numel(a_) / k_ : m_; }
+  int64_t tiles(const RunState& state) const { return (rows(state) + mr_ - 1) / mr_; }
+  int64_t matrices(const RunState& state) const {
+    const int64_t m = rows(state);
+    return m > 0 ? state.numel(a_) / (m * k_) : 0;
+  }
 
   int64_t m_, k_, n_;
+  bool rows_batched_;
   kernels::Isa isa_;
   int32_t a_, b_, output_;
   int64_t mr_ = 1;
@@ -215,11 +224,18 @@ Result<std::unique_ptr<Layer>> bind_matmul(const BindContext& context) {
     return context.error(fmt::format("A {} x B {} -> {} is not a MatMul of m={} k={} n={}", shape_to_string(a->shape),
                                      shape_to_string(b->shape), shape_to_string(y->shape), m, k, n));
   }
+  // The batch: in the leading dims, or the rows of a rank-2 A (and its output); never in K or N.
+  const bool rows_batched = a->batched && rank == 2;
+  auto leading = [](const PlanTensor& t) { return !t.batched || t.batch_axis + 2 < static_cast<int32_t>(t.shape.size()); };
+  if (!(leading(*a) || (rows_batched && a->batch_axis == 0)) || !(leading(*y) || (rows_batched && y->batch_axis == 0)) ||
+      !leading(*b) || (matching_b && !shared_b && a->batched && b->batch_axis != a->batch_axis)) {
+    return context.error("the batch is in a MatMul's K or N, or in different dims of A and B");
+  }
   if (MatMulLayer::scratch_bytes(k, n, isa) > context.layer().scratch_bytes) {
     return context.error(fmt::format("scratch_bytes {} is less than the {} packed B needs", context.layer().scratch_bytes,
                                      MatMulLayer::scratch_bytes(k, n, isa)));
   }
-  return std::unique_ptr<Layer>(std::make_unique<MatMulLayer>(m, k, n, isa, context.layer().inputs[0],
+  return std::unique_ptr<Layer>(std::make_unique<MatMulLayer>(m, k, n, rows_batched, isa, context.layer().inputs[0],
                                                               context.layer().inputs[1], context.layer().outputs[0]));
 }
 
@@ -234,6 +250,15 @@ Status add_matmul_layer(const Node& node, BuildContext& context, const Shape& a_
       n > INT32_MAX / 2 || (b_leading != 1 && !matching_b)) {
     return lower_with_reference(node, context);  // broadcasts other than one B for all, ...
   }
+  // Where the batch is (bind checks the same on the plan's tensors): A's leading dims, or the rows
+  // of a rank-2 A; B's leading dims (A's), or no batch in B.
+  const auto a_batch = context.batch_layout(node.input(0)), b_batch = context.batch_layout(node.input(1));
+  const bool a_batched = a_batch && a_batch->batched, b_batched = b_batch && b_batch->batched;
+  const bool a_ok = !a_batched || a_batch->axis + 2 < static_cast<int32_t>(rank) || (rank == 2 && a_batch->axis == 0);
+  const bool b_ok = b_batched ? a_batched && matching_b && b_batch->axis == a_batch->axis &&
+                                    b_batch->axis + 2 < static_cast<int32_t>(b_shape.size())
+                              : b_leading == 1 || !a_batched;
+  if (!a_ok || !b_ok) return lower_with_reference(node, context);
   const kernels::Isa isa = kernels::usable_isa(context.isa());
   PlanLayer layer = make_layer(node, kMatMulKind, kernels::sgemm_kernel_name(isa, false) + "-packb");
   QDQRT_ASSIGN_OR_RETURN(int32_t a, context.input(node.input(0), Layout::kPlain));
