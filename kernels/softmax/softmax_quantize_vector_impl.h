@@ -1,0 +1,137 @@
+// The fused Softmax + QuantizeLinear kernel with GCC vector extensions, compiled per ISA file:
+// softmax_quantize_avx2.cpp (8 lanes) and softmax_quantize_avx512skx.cpp (16 lanes) define
+// QDQRT_SOFTMAX_LANES and QDQRT_SOFTMAX_NAMESPACE. Bit-exact with softmax_quantize_scalar.cpp:
+// the same vexp, the 8 partial sums in column order (a 16-lane vector adds its low then its high
+// half), the same rounding (vroundps to nearest even = nearbyint) and saturation.
+#if !defined(QDQRT_SOFTMAX_LANES) || !defined(QDQRT_SOFTMAX_NAMESPACE)
+#error "define QDQRT_SOFTMAX_LANES and QDQRT_SOFTMAX_NAMESPACE before including softmax_quantize_vector_impl.h"
+#endif
+
+#include <immintrin.h>
+
+#include <cstring>
+
+// GCC 12 reports the intrinsics' undefined pass-through operands (as layer_norm_vector_impl.h).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include "kernels/softmax/softmax_quantize.h"
+
+#define QDQRT_VECTOR_LANES QDQRT_SOFTMAX_LANES
+#include "kernels/vector_math_inl.h"
+#undef QDQRT_VECTOR_LANES
+
+namespace qdqrt::kernels {
+namespace {
+namespace softmaxvec {
+
+constexpr size_t kLanes = QDQRT_SOFTMAX_LANES;
+using vmath::load;
+using vmath::splat;
+using vmath::store;
+using vmath::vf;
+using vmath::vi;
+typedef float v8f __attribute__((vector_size(8 * sizeof(float))));
+
+// The vector's lanes added to the 8 partial sums in column order.
+inline v8f add_to_partials(v8f partials, vf e) {
+#if QDQRT_SOFTMAX_LANES == 16
+  partials += (v8f)_mm512_castps512_ps256((__m512)e);
+  return partials + (v8f)_mm512_extractf32x8_ps((__m512)e, 1);
+#else
+  return partials + e;
+#endif
+}
+
+inline vf round_to_nearest_even(vf v) {
+#if QDQRT_SOFTMAX_LANES == 16
+  return (vf)_mm512_roundscale_ps((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#else
+  return (vf)_mm256_round_ps((__m256)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#endif
+}
+
+// The low byte of each lane (codes already saturated to the output's range) to `out`.
+inline void store_low_bytes(vi codes, uint8_t* out) {
+#if QDQRT_SOFTMAX_LANES == 16
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8((__m512i)codes));
+#else
+  const __m256i low_bytes = _mm256_shuffle_epi8(
+      (__m256i)codes, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1,
+                                       -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+  const __m256i packed = _mm256_permutevar8x32_epi32(low_bytes, _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
+#endif
+}
+
+inline vi lane_indices() {
+  vi indices;
+  for (size_t lane = 0; lane < kLanes; ++lane) indices[lane] = static_cast<int32_t>(lane);
+  return indices;
+}
+
+// exp(x[c] - max) of columns [c, c + kLanes) (the tail: `valid` lanes read, the others 0).
+inline vf exponentials(const float* in, size_t valid, vf max_vector) {
+  if (valid == kLanes) return vmath::vexp(load(in) - max_vector);
+  float padded[kLanes];
+  store(padded, max_vector);
+  std::memcpy(padded, in, valid * sizeof(float));
+  const vf e = vmath::vexp(load(padded) - max_vector);
+  return lane_indices() < static_cast<int32_t>(valid) ? e : splat(0.0f);
+}
+
+}  // namespace softmaxvec
+}  // namespace
+
+namespace QDQRT_SOFTMAX_NAMESPACE {
+
+void softmax_quantize(const SoftmaxQuantizeParams& params, const float* x, void* y) {
+  using namespace softmaxvec;
+  const size_t columns = params.columns;
+  const size_t vectors = (columns + kLanes - 1) / kLanes;
+  const bool keep = columns <= kSoftmaxStackColumns;
+  const vf inverse_scale = splat(1.0f / params.y_scale);
+  const vf zero_point = splat(static_cast<float>(params.y_zero_point));
+  const vf low = splat(params.y_signed ? -128.0f : 0.0f), high = splat(params.y_signed ? 127.0f : 255.0f);
+  alignas(64) float kept[kSoftmaxStackColumns + kLanes];
+  for (size_t row = 0; row < params.rows; ++row) {
+    const float* in = x + row * columns;
+    uint8_t* out = static_cast<uint8_t*>(y) + row * columns;
+    const size_t full = columns - columns % kLanes;
+    vf max_vector = splat(in[0]);
+    for (size_t c = 0; c < full; c += kLanes) max_vector = vmath::vmax(load(in + c), max_vector);
+    float lanes[kLanes];
+    store(lanes, max_vector);
+    float max_value = lanes[0];
+    for (size_t lane = 1; lane < kLanes; ++lane) max_value = lanes[lane] > max_value ? lanes[lane] : max_value;
+    for (size_t c = full; c < columns; ++c) max_value = in[c] > max_value ? in[c] : max_value;
+    max_vector = splat(max_value);
+
+    v8f partials = {};
+    for (size_t v = 0; v < vectors; ++v) {
+      const size_t c = v * kLanes;
+      const vf e = exponentials(in + c, columns - c < kLanes ? columns - c : kLanes, max_vector);
+      if (keep) store(kept + c, e);
+      partials = add_to_partials(partials, e);
+    }
+    const float sum = ((partials[0] + partials[4]) + (partials[2] + partials[6])) +
+                      ((partials[1] + partials[5]) + (partials[3] + partials[7]));
+    const vf inverse_sum = splat(1.0f / sum);
+
+    for (size_t v = 0; v < vectors; ++v) {
+      const size_t c = v * kLanes, valid = columns - c < kLanes ? columns - c : kLanes;
+      const vf e = keep ? load(kept + c) : exponentials(in + c, valid, max_vector);
+      const vf code = vmath::vmin(vmath::vmax(round_to_nearest_even((e * inverse_sum) * inverse_scale) + zero_point, low),
+                                  high);
+      const vi codes = __builtin_convertvector(code, vi);
+      if (valid == kLanes) {
+        store_low_bytes(codes, out + c);
+      } else {
+        for (size_t lane = 0; lane < valid; ++lane) out[c + lane] = static_cast<uint8_t>(codes[lane]);
+      }
+    }
+  }
+}
+
+}  // namespace QDQRT_SOFTMAX_NAMESPACE
+}  // namespace qdqrt::kernels
