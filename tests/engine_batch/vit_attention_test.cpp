@@ -128,15 +128,17 @@ TEST(VitAttention, QdqInt8TransposeMovesTheBatchAndEveryBatchGivesTheSameImages)
   EXPECT_EQ(plan.fixed_batch_reason, "");
   // The 5-D transpose runs on int8 with the batch moving to dim 1.
   bool int8_transpose_moves_batch = false;
-  int batched_matmuls = 0;
+  int batched_matmuls = 0, softmax_quantize = 0;
   for (const engine::PlanLayer& layer : plan.layers) {
     if (layer.kind == "qbatched_matmul") ++batched_matmuls;
+    if (layer.kind == "softmax_quantize") ++softmax_quantize;  // Softmax -> Q: one layer writing int8 P
     if (layer.kind != "int8_transpose") continue;
     const engine::PlanTensor& output = plan.tensors[static_cast<size_t>(layer.outputs[0])];
     int8_transpose_moves_batch = int8_transpose_moves_batch || (output.batched && output.batch_axis == 1);
   }
   EXPECT_TRUE(int8_transpose_moves_batch);
   EXPECT_EQ(batched_matmuls, 2);
+  EXPECT_EQ(softmax_quantize, 1);
   expect_batch_independent(built, 3e-2);
 
   // The engine file keeps where the batch is.
