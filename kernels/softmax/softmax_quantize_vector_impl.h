@@ -64,20 +64,45 @@ inline void store_low_bytes(vi codes, uint8_t* out) {
 #endif
 }
 
-inline vi lane_indices() {
-  vi indices;
-  for (size_t lane = 0; lane < kLanes; ++lane) indices[lane] = static_cast<int32_t>(lane);
-  return indices;
+// The largest lane (max is exact in any order: every ISA finds the same value).
+inline float horizontal_max(vf v) {
+#if QDQRT_SOFTMAX_LANES == 16
+  return _mm512_reduce_max_ps((__m512)v);
+#else
+  __m128 half = _mm_max_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
+  half = _mm_max_ps(half, _mm_movehl_ps(half, half));
+  return _mm_cvtss_f32(_mm_max_ss(half, _mm_shuffle_ps(half, half, 1)));
+#endif
+}
+
+// Columns [c, c + valid) of a row, `fill` in the lanes past the row's end (masked loads: no
+// store-to-load forwarding stall on the short rows of attention).
+inline vf load_tail(const float* in, size_t valid, vf fill) {
+#if QDQRT_SOFTMAX_LANES == 16
+  const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1u);
+  return (vf)_mm512_mask_loadu_ps((__m512)fill, mask, in);
+#else
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), lanes);
+  return (vf)_mm256_blendv_ps((__m256)fill, _mm256_maskload_ps(in, mask), _mm256_castsi256_ps(mask));
+#endif
+}
+
+// The first `valid` lanes of v, zeros after them.
+inline vf zero_past(vf v, size_t valid) {
+#if QDQRT_SOFTMAX_LANES == 16
+  return (vf)_mm512_maskz_mov_ps(static_cast<__mmask16>((1u << valid) - 1u), (__m512)v);
+#else
+  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return (vf)_mm256_and_ps((__m256)v, _mm256_castsi256_ps(mask));
+#endif
 }
 
 // exp(x[c] - max) of columns [c, c + kLanes) (the tail: `valid` lanes read, the others 0).
 inline vf exponentials(const float* in, size_t valid, vf max_vector) {
   if (valid == kLanes) return vmath::vexp(load(in) - max_vector);
-  float padded[kLanes];
-  store(padded, max_vector);
-  std::memcpy(padded, in, valid * sizeof(float));
-  const vf e = vmath::vexp(load(padded) - max_vector);
-  return lane_indices() < static_cast<int32_t>(valid) ? e : splat(0.0f);
+  return zero_past(vmath::vexp(load_tail(in, valid, max_vector) - max_vector), valid);
 }
 
 }  // namespace softmaxvec
@@ -100,12 +125,8 @@ void softmax_quantize(const SoftmaxQuantizeParams& params, const float* x, void*
     const size_t full = columns - columns % kLanes;
     vf max_vector = splat(in[0]);
     for (size_t c = 0; c < full; c += kLanes) max_vector = vmath::vmax(load(in + c), max_vector);
-    float lanes[kLanes];
-    store(lanes, max_vector);
-    float max_value = lanes[0];
-    for (size_t lane = 1; lane < kLanes; ++lane) max_value = lanes[lane] > max_value ? lanes[lane] : max_value;
-    for (size_t c = full; c < columns; ++c) max_value = in[c] > max_value ? in[c] : max_value;
-    max_vector = splat(max_value);
+    if (full < columns) max_vector = vmath::vmax(load_tail(in + full, columns - full, max_vector), max_vector);
+    max_vector = splat(horizontal_max(max_vector));
 
     v8f partials = {};
     for (size_t v = 0; v < vectors; ++v) {
