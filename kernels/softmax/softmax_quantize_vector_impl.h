@@ -19,6 +19,7 @@
 
 #define QDQRT_VECTOR_LANES QDQRT_SOFTMAX_LANES
 #include "kernels/vector_math_inl.h"
+#include "kernels/vector_quantize_inl.h"
 #undef QDQRT_VECTOR_LANES
 
 namespace qdqrt::kernels {
@@ -40,27 +41,6 @@ inline v8f add_to_partials(v8f partials, vf e) {
   return partials + (v8f)_mm512_extractf32x8_ps((__m512)e, 1);
 #else
   return partials + e;
-#endif
-}
-
-inline vf round_to_nearest_even(vf v) {
-#if QDQRT_SOFTMAX_LANES == 16
-  return (vf)_mm512_roundscale_ps((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-#else
-  return (vf)_mm256_round_ps((__m256)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-#endif
-}
-
-// The low byte of each lane (codes already saturated to the output's range) to `out`.
-inline void store_low_bytes(vi codes, uint8_t* out) {
-#if QDQRT_SOFTMAX_LANES == 16
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8((__m512i)codes));
-#else
-  const __m256i low_bytes = _mm256_shuffle_epi8(
-      (__m256i)codes, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1,
-                                       -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
-  const __m256i packed = _mm256_permutevar8x32_epi32(low_bytes, _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0));
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
 #endif
 }
 
@@ -142,11 +122,9 @@ void softmax_quantize(const SoftmaxQuantizeParams& params, const float* x, void*
     for (size_t v = 0; v < vectors; ++v) {
       const size_t c = v * kLanes, valid = columns - c < kLanes ? columns - c : kLanes;
       const vf e = keep ? load(kept + c) : exponentials(in + c, valid, max_vector);
-      const vf code = vmath::vmin(vmath::vmax(round_to_nearest_even((e * inverse_sum) * inverse_scale) + zero_point, low),
-                                  high);
-      const vi codes = __builtin_convertvector(code, vi);
+      const vi codes = vmath::quantize_codes(e * inverse_sum, inverse_scale, zero_point, low, high);
       if (valid == kLanes) {
-        store_low_bytes(codes, out + c);
+        vmath::store_low_bytes(codes, out + c);
       } else {
         for (size_t lane = 0; lane < valid; ++lane) out[c + lane] = static_cast<uint8_t>(codes[lane]);
       }
