@@ -17,17 +17,24 @@ namespace qdqrt::kernels {
 namespace {
 namespace vmath {
 
-inline vf round_to_nearest_even(vf v) {
+// The codes of v as int32 lanes: clamp(round(v * inverse_scale) + zero_point, low, high), computed
+// as round(clamp(v * inverse_scale, low - zero_point, high - zero_point)) + zero_point (the same
+// integers for finite v: the bounds are integers) with vcvtps2dq's round half to even.
+struct QuantizeBounds {
+  vf low_minus_zero_point, high_minus_zero_point;
+  vi zero_point;
+  QuantizeBounds(int32_t zero, bool is_signed)
+      : low_minus_zero_point(splat((is_signed ? -128.0f : 0.0f) - static_cast<float>(zero))),
+        high_minus_zero_point(splat((is_signed ? 127.0f : 255.0f) - static_cast<float>(zero))),
+        zero_point(vi{} + zero) {}
+};
+inline vi quantize_codes(vf v, vf inverse_scale, const QuantizeBounds& bounds) {
+  const vf clamped = vmin(vmax(v * inverse_scale, bounds.low_minus_zero_point), bounds.high_minus_zero_point);
 #if QDQRT_VECTOR_LANES == 16
-  return (vf)_mm512_roundscale_ps((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return (vi)_mm512_cvtps_epi32((__m512)clamped) + bounds.zero_point;
 #else
-  return (vf)_mm256_round_ps((__m256)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return (vi)_mm256_cvtps_epi32((__m256)clamped) + bounds.zero_point;
 #endif
-}
-
-// The codes of v as int32 lanes: clamp(round(v * inverse_scale) + zero_point, low, high).
-inline vi quantize_codes(vf v, vf inverse_scale, vf zero_point, vf low, vf high) {
-  return __builtin_convertvector(vmin(vmax(round_to_nearest_even(v * inverse_scale) + zero_point, low), high), vi);
 }
 
 // The low byte of each lane (codes already in the output's range) to out[0, kLanes).

@@ -49,8 +49,7 @@ void layer_norm(const LayerNormParams& params, const float* x, void* y) {
   const size_t columns = params.columns, full = columns - columns % kLanes;
   const bool quantized = params.y_scale != 0.0f;
   const vf inverse_scale = splat(quantized ? 1.0f / params.y_scale : 0.0f);
-  const vf zero_point = splat(static_cast<float>(params.y_zero_point));
-  const vf low = splat(params.y_signed ? -128.0f : 0.0f), high = splat(params.y_signed ? 127.0f : 255.0f);
+  const vmath::QuantizeBounds bounds(params.y_zero_point, params.y_signed);
   for (size_t row = 0; row < params.rows; ++row) {
     const float* in = x + row * columns;
     vf sum_vector = splat(0.0f);
@@ -74,7 +73,7 @@ void layer_norm(const LayerNormParams& params, const float* x, void* y) {
       const vf value = (load(in + c) - mean_vector) * inverse_vector * load(params.gamma + c) + load(params.beta + c);
       if (quantized) {
         // Lane for lane layer_norm_detail::store_quantized's rounding, vectorized.
-        vmath::store_low_bytes(vmath::quantize_codes(value, inverse_scale, zero_point, low, high), code_out + c);
+        vmath::store_low_bytes(vmath::quantize_codes(value, inverse_scale, bounds), code_out + c);
       } else {
         store(float_out + c, value);
       }

@@ -4,10 +4,11 @@
 //
 // The definition (softmax_quantize_scalar.cpp), for finite inputs:
 //   m = max_c x[c];  e[c] = exp(x[c] - m) with kernels/vector_math_inl.h's vexp;
-//   sum = 8 partial sums, p[j] = e[j] + e[j + 8] + e[j + 16] + ... in column order, added as
-//         ((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7));
-//   y[c] = saturate(nearbyint((e[c] * (1 / sum)) * (1 / y_scale)) + y_zero_point).
-// The fixed summation order is what 8 and 16 lanes can both follow, so every ISA is bit-exact
+//   sum = 16 partial sums, p[j] = e[j] + e[j + 16] + e[j + 32] + ... in column order, halved
+//         as q[j] = p[j] + p[j + 8], r[j] = q[j] + q[j + 4], s[j] = r[j] + r[j + 2], s[0] + s[1];
+//   y[c] = saturate(nearbyint(e[c] * ((1 / sum) * (1 / y_scale))) + y_zero_point).
+// The fixed summation order is what 8 and 16 lanes can both follow (AVX2 keeps two accumulators)
+// with dependency chains of columns / 16 adds, so every ISA is bit-exact
 // with the scalar definition (tests/kernels_support/softmax_quantize_test.cpp).
 //
 // Implementations: softmax_quantize_scalar.cpp, softmax_quantize_avx2.cpp and

@@ -19,13 +19,15 @@ void softmax_quantize(const SoftmaxQuantizeParams& params, const float* x, void*
     const float* in = x + row * columns;
     float max_value = in[0];
     for (size_t c = 1; c < columns; ++c) max_value = std::max(max_value, in[c]);
-    float partial[8] = {};
-    for (size_t c = 0; c < columns; ++c) partial[c % 8] += vmath::vexp(in[c] - max_value);
-    const float sum = ((partial[0] + partial[4]) + (partial[2] + partial[6])) +
-                      ((partial[1] + partial[5]) + (partial[3] + partial[7]));
-    const float inverse_sum = 1.0f / sum;
+    float partial[16] = {};
+    for (size_t c = 0; c < columns; ++c) partial[c % 16] += vmath::vexp(in[c] - max_value);
+    for (size_t half = 8; half >= 1; half /= 2) {
+      for (size_t j = 0; j < half; ++j) partial[j] += partial[j + half];
+    }
+    const float sum = partial[0];
+    const float multiplier = (1.0f / sum) * inverse_scale;
     for (size_t c = 0; c < columns; ++c) {
-      const float value = (vmath::vexp(in[c] - max_value) * inverse_sum) * inverse_scale;
+      const float value = vmath::vexp(in[c] - max_value) * multiplier;
       const float code =
           std::clamp(std::nearbyint(value) + static_cast<float>(params.y_zero_point), low, high);
       if (params.y_signed) {

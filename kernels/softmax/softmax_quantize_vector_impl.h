@@ -1,8 +1,8 @@
 // The fused Softmax + QuantizeLinear kernel with GCC vector extensions, compiled per ISA file:
 // softmax_quantize_avx2.cpp (8 lanes) and softmax_quantize_avx512skx.cpp (16 lanes) define
 // QDQRT_SOFTMAX_LANES and QDQRT_SOFTMAX_NAMESPACE. Bit-exact with softmax_quantize_scalar.cpp:
-// the same vexp, the 8 partial sums in column order (a 16-lane vector adds its low then its high
-// half), the same rounding (vroundps to nearest even = nearbyint) and saturation.
+// the same vexp, the 16 partial sums in column order (8 lanes: one accumulator for the even and
+// one for the odd vectors) and their fixed halving, the same rounding (vroundps to nearest even = nearbyint) and saturation.
 #if !defined(QDQRT_SOFTMAX_LANES) || !defined(QDQRT_SOFTMAX_NAMESPACE)
 #error "define QDQRT_SOFTMAX_LANES and QDQRT_SOFTMAX_NAMESPACE before including softmax_quantize_vector_impl.h"
 #endif
@@ -32,17 +32,38 @@ using vmath::splat;
 using vmath::store;
 using vmath::vf;
 using vmath::vi;
-typedef float v8f __attribute__((vector_size(8 * sizeof(float))));
 
-// The vector's lanes added to the 8 partial sums in column order.
-inline v8f add_to_partials(v8f partials, vf e) {
-#if QDQRT_SOFTMAX_LANES == 16
-  partials += (v8f)_mm512_castps512_ps256((__m512)e);
-  return partials + (v8f)_mm512_extractf32x8_ps((__m512)e, 1);
-#else
-  return partials + e;
+// The 16 partial sums (softmax_quantize.h): one zmm, or two ymm (columns 16k..16k+7 and
+// 16k+8..16k+15), halved to the total in the definition's order.
+struct Partials {
+  vf low = {};
+#if QDQRT_SOFTMAX_LANES == 8
+  vf high = {};
 #endif
-}
+  // Adds vector number `index` of the row (kLanes columns from index * kLanes).
+  void add(vf e, size_t index) {
+#if QDQRT_SOFTMAX_LANES == 16
+    (void)index;
+    low += e;
+#else
+    if (index % 2 == 0) {
+      low += e;
+    } else {
+      high += e;
+    }
+#endif
+  }
+  float total() const {
+#if QDQRT_SOFTMAX_LANES == 16
+    const __m256 q = _mm256_add_ps(_mm512_castps512_ps256((__m512)low), _mm512_extractf32x8_ps((__m512)low, 1));
+#else
+    const __m256 q = _mm256_add_ps((__m256)low, (__m256)high);
+#endif
+    const __m128 r = _mm_add_ps(_mm256_castps256_ps128(q), _mm256_extractf128_ps(q, 1));
+    const __m128 s = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+  }
+};
 
 // The largest lane (max is exact in any order: every ISA finds the same value).
 inline float horizontal_max(vf v) {
@@ -79,6 +100,17 @@ inline vf zero_past(vf v, size_t valid) {
 #endif
 }
 
+// The low bytes of the first `valid` lanes to out[0, valid).
+inline void store_low_bytes_tail(vi codes, size_t valid, uint8_t* out) {
+#if QDQRT_SOFTMAX_LANES == 16
+  _mm512_mask_cvtepi32_storeu_epi8(out, static_cast<__mmask16>((1u << valid) - 1u), (__m512i)codes);
+#else
+  int32_t lanes[kLanes];
+  std::memcpy(lanes, &codes, sizeof lanes);
+  for (size_t lane = 0; lane < valid; ++lane) out[lane] = static_cast<uint8_t>(lanes[lane]);
+#endif
+}
+
 // exp(x[c] - max) of columns [c, c + kLanes) (the tail: `valid` lanes read, the others 0).
 inline vf exponentials(const float* in, size_t valid, vf max_vector) {
   if (valid == kLanes) return vmath::vexp(load(in) - max_vector);
@@ -95,9 +127,8 @@ void softmax_quantize(const SoftmaxQuantizeParams& params, const float* x, void*
   const size_t columns = params.columns;
   const size_t vectors = (columns + kLanes - 1) / kLanes;
   const bool keep = columns <= kSoftmaxStackColumns;
-  const vf inverse_scale = splat(1.0f / params.y_scale);
-  const vf zero_point = splat(static_cast<float>(params.y_zero_point));
-  const vf low = splat(params.y_signed ? -128.0f : 0.0f), high = splat(params.y_signed ? 127.0f : 255.0f);
+  const float inverse_scale = 1.0f / params.y_scale;
+  const vmath::QuantizeBounds bounds(params.y_zero_point, params.y_signed);
   alignas(64) float kept[kSoftmaxStackColumns + kLanes];
   for (size_t row = 0; row < params.rows; ++row) {
     const float* in = x + row * columns;
@@ -108,26 +139,24 @@ void softmax_quantize(const SoftmaxQuantizeParams& params, const float* x, void*
     if (full < columns) max_vector = vmath::vmax(load_tail(in + full, columns - full, max_vector), max_vector);
     max_vector = splat(horizontal_max(max_vector));
 
-    v8f partials = {};
+    Partials partials;
     for (size_t v = 0; v < vectors; ++v) {
       const size_t c = v * kLanes;
       const vf e = exponentials(in + c, columns - c < kLanes ? columns - c : kLanes, max_vector);
       if (keep) store(kept + c, e);
-      partials = add_to_partials(partials, e);
+      partials.add(e, v);
     }
-    const float sum = ((partials[0] + partials[4]) + (partials[2] + partials[6])) +
-                      ((partials[1] + partials[5]) + (partials[3] + partials[7]));
-    const vf inverse_sum = splat(1.0f / sum);
+    const vf multiplier = splat((1.0f / partials.total()) * inverse_scale);
 
-    for (size_t v = 0; v < vectors; ++v) {
-      const size_t c = v * kLanes, valid = columns - c < kLanes ? columns - c : kLanes;
-      const vf e = keep ? load(kept + c) : exponentials(in + c, valid, max_vector);
-      const vi codes = vmath::quantize_codes(e * inverse_sum, inverse_scale, zero_point, low, high);
-      if (valid == kLanes) {
-        vmath::store_low_bytes(codes, out + c);
-      } else {
-        for (size_t lane = 0; lane < valid; ++lane) out[c + lane] = static_cast<uint8_t>(codes[lane]);
-      }
+    for (size_t c = 0; c < full; c += kLanes) {
+      const vf e = keep ? load(kept + c) : exponentials(in + c, kLanes, max_vector);
+      vmath::store_low_bytes(vmath::quantize_codes(e, multiplier, bounds), out + c);
+    }
+    if (full < columns) {
+      const size_t valid = columns - full;
+      const vf e = keep ? load(kept + full) : exponentials(in + full, valid, max_vector);
+      store_low_bytes_tail(vmath::quantize_codes(e, multiplier, bounds), valid,
+                           out + full);
     }
   }
 }
