@@ -106,19 +106,41 @@ Result<std::unique_ptr<Layer>> bind_layer_norm(const BindContext& context) {
   return std::unique_ptr<Layer>(std::move(layer));
 }
 
+// Input `slot` is a runtime float tensor of rank >= 1 whose batch, if any, is off the last axis.
+bool takes_float_rows(const Node& node, const BuildContext& context, size_t slot) {
+  Result<Shape> x = context.shape_of(node.input(slot));
+  Result<DataType> x_dtype = context.dtype_of(node.input(slot));
+  if (!x.ok() || x->empty() || !x_dtype.ok() || *x_dtype != DataType::kFloat) return false;
+  if (context.constant(node.input(slot)) != nullptr) return false;
+  const std::optional<BatchLayout> batch = context.batch_layout(node.input(slot));
+  return batch && (!batch->batched || static_cast<size_t>(batch->axis) + 1 < x->size());
+}
+
+// The plan layer of a fused row layer: plain x (input `slot`) -> plain y, named after the node,
+// its sources the fused nodes.
+Result<PlanLayer> row_layer(const Node& node, BuildContext& context, const char* kind, const FusedLayerInfo& fused,
+                            size_t slot) {
+  QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(slot), Layout::kPlain));
+  QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kPlain));
+  PlanLayer layer;
+  layer.kind = kind;
+  layer.name = node.name;
+  layer.source_nodes = fused.fused_nodes.empty() ? std::vector<std::string>{node.name} : fused.fused_nodes;
+  layer.op_type = node.op_type;
+  layer.inputs = {x};
+  layer.outputs = {y};
+  return layer;
+}
+
 bool accepts_layer_norm(const Node& node, const BuildContext& context) {
   using namespace layers;
   if (node.inputs.size() < kNormYScale || node.outputs.size() != 1) return false;
+  if (!takes_float_rows(node, context, kNormX)) return false;
   Result<Shape> x = context.shape_of(node.input(kNormX));
-  Result<DataType> x_dtype = context.dtype_of(node.input(kNormX));
-  if (!x.ok() || x->empty() || !x_dtype.ok() || *x_dtype != DataType::kFloat) return false;
-  if (context.constant(node.input(kNormX)) != nullptr) return false;
   for (size_t slot : {size_t{kNormGamma}, size_t{kNormBeta}}) {
     const Tensor* row = context.constant(node.input(slot));
     if (row == nullptr || row->dtype() != DataType::kFloat || row->numel() != x->back()) return false;
   }
-  const std::optional<BatchLayout> batch = context.batch_layout(node.input(kNormX));
-  if (!batch || (batch->batched && static_cast<size_t>(batch->axis) + 1 >= x->size())) return false;
   return !node.has_input(kNormYScale) || output_quantization_fits(node, context, kNormYScale);
 }
 
@@ -126,16 +148,7 @@ Status lower_layer_norm(const Node& node, BuildContext& context) {
   using namespace layers;
   const auto* attributes = dynamic_cast<const LayerNormAttributes*>(node.typed_attributes.get());
   if (attributes == nullptr) return internal_error("{}: attributes are not parsed", node.describe());
-  QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(kNormX), Layout::kPlain));
-  QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kPlain));
-  PlanLayer layer;
-  layer.kind = kKind;
-  layer.name = node.name;
-  layer.source_nodes = attributes->fused.fused_nodes.empty() ? std::vector<std::string>{node.name}
-                                                             : attributes->fused.fused_nodes;
-  layer.op_type = node.op_type;
-  layer.inputs = {x};
-  layer.outputs = {y};
+  QDQRT_ASSIGN_OR_RETURN(PlanLayer layer, row_layer(node, context, kKind, attributes->fused, kNormX));
   const Tensor* gamma = context.constant(node.input(kNormGamma));
   const Tensor* beta = context.constant(node.input(kNormBeta));
   params::kNormGamma.write(layer, std::span<const float>(gamma->data<float>(), static_cast<size_t>(gamma->numel())));
@@ -209,29 +222,14 @@ Result<std::unique_ptr<Layer>> bind_softmax_quantize(const BindContext& context)
 bool accepts_softmax_quantize(const Node& node, const BuildContext& context) {
   using namespace layers;
   if (node.inputs.size() < kSoftmaxInputCount || node.outputs.size() != 1) return false;
-  Result<Shape> x = context.shape_of(node.input(kSoftmaxX));
-  Result<DataType> x_dtype = context.dtype_of(node.input(kSoftmaxX));
-  if (!x.ok() || x->empty() || !x_dtype.ok() || *x_dtype != DataType::kFloat) return false;
-  if (context.constant(node.input(kSoftmaxX)) != nullptr) return false;
-  const std::optional<BatchLayout> batch = context.batch_layout(node.input(kSoftmaxX));
-  if (!batch || (batch->batched && static_cast<size_t>(batch->axis) + 1 >= x->size())) return false;
-  return output_quantization_fits(node, context, kSoftmaxYScale);
+  return takes_float_rows(node, context, kSoftmaxX) && output_quantization_fits(node, context, kSoftmaxYScale);
 }
 
 Status lower_softmax_quantize(const Node& node, BuildContext& context) {
   using namespace layers;
   const auto* attributes = dynamic_cast<const SoftmaxQuantizeAttributes*>(node.typed_attributes.get());
   if (attributes == nullptr) return internal_error("{}: attributes are not parsed", node.describe());
-  QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(kSoftmaxX), Layout::kPlain));
-  QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kPlain));
-  PlanLayer layer;
-  layer.kind = kSoftmaxKind;
-  layer.name = node.name;
-  layer.source_nodes = attributes->fused.fused_nodes.empty() ? std::vector<std::string>{node.name}
-                                                             : attributes->fused.fused_nodes;
-  layer.op_type = node.op_type;
-  layer.inputs = {x};
-  layer.outputs = {y};
+  QDQRT_ASSIGN_OR_RETURN(PlanLayer layer, row_layer(node, context, kSoftmaxKind, attributes->fused, kSoftmaxX));
   params::kScale.write(layer, context.constant(node.input(kSoftmaxYScale))->data<float>()[0]);
   params::kZeroPoint.write(layer, context.constant(node.input(kSoftmaxYZeroPoint))->value_as_int64(0));
   layer.kernel = kernels::softmax_quantize_kernel(context.isa()).name;
