@@ -201,6 +201,10 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
   const int64_t tile_bytes = static_cast<int64_t>(packed.k_padded) * kNr * packed.element_size;
   const int chunk_tiles = static_cast<int>(std::max<int64_t>(1, kColumnChunkBytes / tile_bytes));
   const int chunk_columns = chunk_tiles * kNr;
+  // Unsigned rows of a plain matrix already hold what a panel would (no shift, no gather, K a
+  // whole number of k-groups, no row term): the tiles read them in place.
+  const bool direct = std::is_same_v<PanelElement, uint8_t> && !source.conv && !packed.input_signed &&
+                      packed.k == packed.k_padded && !need_row_term;
   char* c_bytes = static_cast<char*>(c);
   const char* residual_bytes = static_cast<const char*>(epilogue.residual);
 
@@ -208,8 +212,14 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
     const int chunk_end = std::min(n_end, chunk_begin + chunk_columns);
     for (int m = m_begin; m < m_end; m += kMr) {
       const int rows = std::min(kMr, m_end - m);
-      pack_panel<Traits>(source, packed, m, rows, panel, panel_stride, row_bytes,
-                 need_row_term ? row_term : nullptr);
+      const PanelElement* tile_a = panel;
+      int64_t tile_a_stride = panel_stride;
+      if (direct) {
+        tile_a = reinterpret_cast<const PanelElement*>(static_cast<const uint8_t*>(source.data) + m * source.row_stride);
+        tile_a_stride = source.row_stride;
+      } else {
+        pack_panel<Traits>(source, packed, m, rows, panel, panel_stride, row_bytes, need_row_term ? row_term : nullptr);
+      }
       // Start loading the next row block's source lines while this block computes.
       for (int r = m + kMr; r < std::min(m_end, m + 2 * kMr); ++r) {
         gather_row<PrefetchOnly>(source, packed, r, nullptr, 0);
@@ -228,7 +238,7 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
         args.n_valid = std::min(kNr, chunk_end - n);
         args.epilogue = &epilogue;
         const int8_t* b = packed.data.data() + (n / kNr) * tile_bytes;
-        dispatch_tile<Traits>(std::make_integer_sequence<int, kMr>{}, rows, panel, panel_stride, b, k_groups, args);
+        dispatch_tile<Traits>(std::make_integer_sequence<int, kMr>{}, rows, tile_a, tile_a_stride, b, k_groups, args);
       }
     }
   }
