@@ -26,7 +26,8 @@ std::string chain_model(const std::string& chain, bool output_q, std::mt19937& r
       float_initializer("scale8", {8, 1, 1}, 0.5f, 1.5f, rng),
       float_initializer("shift8", {1, 8, 1, 1}, -0.5f, 0.5f, rng),
       float_initializer("wrong", {6, 1}, 0.5f, 1.5f, rng),
-      "float half = {0.5}", "float one = {1.0}", "float sqrt2 = {1.4142135}", "float inv_sqrt2 = {0.70710678}", "float six = {6.0}",
+      "float half = {0.5}", "float one = {1.0}", "float sqrt2 = {1.4142135}", "float inv_sqrt2 = {0.70710678}",
+      "float six = {6.0}",
       "float zero = {0.0}",
   };
   std::string body =
