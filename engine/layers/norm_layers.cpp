@@ -36,7 +36,8 @@ Status check_row_layer_tensors(const BindContext& context, const PlanTensor& x, 
                                      shape_to_string(x.shape), shape_to_string(y.shape)));
   }
   for (int64_t dim : x.shape) {
-    if (dim < 1 || dim > params::kMaxDim) return context.error(fmt::format("x has a bad shape {}", shape_to_string(x.shape)));
+    if (dim < 1 || dim > params::kMaxDim)
+      return context.error(fmt::format("x has a bad shape {}", shape_to_string(x.shape)));
   }
   return Status::ok();
 }
@@ -50,7 +51,6 @@ bool output_quantization_fits(const Node& node, const BuildContext& context, siz
          scale->data<float>()[0] > 0.0f && std::isfinite(scale->data<float>()[0]) && zero_point != nullptr &&
          zero_point->numel() == 1 && is_8bit(zero_point->dtype());
 }
-
 
 class LayerNormLayer final : public Layer {
  public:
@@ -200,8 +200,8 @@ Result<std::unique_ptr<Layer>> bind_softmax_quantize(const BindContext& context)
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, context.input(0));
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* y, context.output(0));
   if (x->dtype != DataType::kFloat || !is_8bit(y->dtype)) {
-    return context.error(fmt::format("needs float32 -> int8/uint8, got {} -> {}", dtype_name(x->dtype),
-                                     dtype_name(y->dtype)));
+    return context.error(
+        fmt::format("needs float32 -> int8/uint8, got {} -> {}", dtype_name(x->dtype), dtype_name(y->dtype)));
   }
   QDQRT_RETURN_IF_ERROR(check_row_layer_tensors(context, *x, *y));
   auto layer = std::make_unique<SoftmaxQuantizeLayer>();

@@ -208,7 +208,8 @@ std::optional<CopyGeometry> expand_geometry(const Node& node, const Shape& x, co
   CopyGeometry geometry{.source_axes = {}, .starts = std::vector<int64_t>(x.size(), 0)};
   const size_t lead = y.size() - x.size();
   for (size_t k = 0; k < y.size(); ++k) {
-    const bool broadcast = k < lead || (x[k - lead] == 1 && !(x_batch->batched && static_cast<size_t>(x_batch->axis) == k - lead));
+    const bool broadcast =
+        k < lead || (x[k - lead] == 1 && !(x_batch->batched && static_cast<size_t>(x_batch->axis) == k - lead));
     geometry.source_axes.push_back(broadcast ? -1 : static_cast<int64_t>(k - lead));
   }
   return geometry;

@@ -35,8 +35,8 @@ using SoftmaxQuantizeFn = void (*)(const SoftmaxQuantizeParams& params, const fl
 // quantization; longer rows compute them twice (the same values).
 inline constexpr size_t kSoftmaxStackColumns = 1024;
 
-#define QDQRT_DECLARE_SOFTMAX_QUANTIZE(isa)                                         \
-  namespace isa {                                                                   \
+#define QDQRT_DECLARE_SOFTMAX_QUANTIZE(isa)                                            \
+  namespace isa {                                                                      \
   void softmax_quantize(const SoftmaxQuantizeParams& params, const float* x, void* y); \
   }
 QDQRT_DECLARE_SOFTMAX_QUANTIZE(scalar)

@@ -28,8 +28,7 @@ void softmax_quantize(const SoftmaxQuantizeParams& params, const float* x, void*
     const float multiplier = (1.0f / sum) * inverse_scale;
     for (size_t c = 0; c < columns; ++c) {
       const float value = vmath::vexp(in[c] - max_value) * multiplier;
-      const float code =
-          std::clamp(std::nearbyint(value) + static_cast<float>(params.y_zero_point), low, high);
+      const float code = std::clamp(std::nearbyint(value) + static_cast<float>(params.y_zero_point), low, high);
       if (params.y_signed) {
         static_cast<int8_t*>(y)[row * columns + c] = static_cast<int8_t>(code);
       } else {

@@ -2,7 +2,8 @@
 // softmax_quantize_avx2.cpp (8 lanes) and softmax_quantize_avx512skx.cpp (16 lanes) define
 // QDQRT_SOFTMAX_LANES and QDQRT_SOFTMAX_NAMESPACE. Bit-exact with softmax_quantize_scalar.cpp:
 // the same vexp, the 16 partial sums in column order (8 lanes: one accumulator for the even and
-// one for the odd vectors) and their fixed halving, the same rounding (vroundps to nearest even = nearbyint) and saturation.
+// one for the odd vectors) and their fixed halving, the same rounding (vcvtps2dq, half to even =
+// nearbyint) and saturation (kernels/vector_quantize_inl.h).
 #if !defined(QDQRT_SOFTMAX_LANES) || !defined(QDQRT_SOFTMAX_NAMESPACE)
 #error "define QDQRT_SOFTMAX_LANES and QDQRT_SOFTMAX_NAMESPACE before including softmax_quantize_vector_impl.h"
 #endif
@@ -94,8 +95,8 @@ inline vf zero_past(vf v, size_t valid) {
 #if QDQRT_SOFTMAX_LANES == 16
   return (vf)_mm512_maskz_mov_ps(static_cast<__mmask16>((1u << valid) - 1u), (__m512)v);
 #else
-  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)),
-                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i mask =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   return (vf)_mm256_and_ps((__m256)v, _mm256_castsi256_ps(mask));
 #endif
 }
@@ -155,8 +156,7 @@ void softmax_quantize(const SoftmaxQuantizeParams& params, const float* x, void*
     if (full < columns) {
       const size_t valid = columns - full;
       const vf e = keep ? load(kept + full) : exponentials(in + full, valid, max_vector);
-      store_low_bytes_tail(vmath::quantize_codes(e, multiplier, bounds), valid,
-                           out + full);
+      store_low_bytes_tail(vmath::quantize_codes(e, multiplier, bounds), valid, out + full);
     }
   }
 }

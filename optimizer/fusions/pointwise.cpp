@@ -261,12 +261,14 @@ class ProgramWriter {
       const int64_t x = multiplies && is_scalar_slot(scale[2], std::sqrt(0.5)) ? scale[3] : scale[2];
       if (x >= kernels::kPointwiseRegisters) continue;
       if (!is(i + 4, PointwiseOp::kErf) || erf[2] != scale[1]) continue;
-      if (!is(i + 8, PointwiseOp::kAdd) || !((add[2] == erf[1] && is_scalar_slot(add[3], 1.0)) ||
-                                            (add[3] == erf[1] && is_scalar_slot(add[2], 1.0)))) {
+      if (!is(i + 8, PointwiseOp::kAdd) ||
+          !((add[2] == erf[1] && is_scalar_slot(add[3], 1.0)) || (add[3] == erf[1] && is_scalar_slot(add[2], 1.0)))) {
         continue;
       }
       if (!is(i + 12, PointwiseOp::kMul) || !is(i + 16, PointwiseOp::kMul)) continue;
-      auto other = [](const int64_t* in, int64_t operand) { return in[2] == operand ? in[3] : in[3] == operand ? in[2] : -1; };
+      auto other = [](const int64_t* in, int64_t operand) {
+        return in[2] == operand ? in[3] : in[3] == operand ? in[2] : -1;
+      };
       const int64_t first_factor = other(mul1, add[1]), second_factor = other(mul2, mul1[1]);
       const bool x_then_half = first_factor == x && is_scalar_slot(second_factor, 0.5);
       const bool half_then_x = is_scalar_slot(first_factor, 0.5) && second_factor == x;
@@ -285,7 +287,8 @@ class ProgramWriter {
       }
       if (!temporaries_dead) continue;
       code_.erase(code_.begin() + static_cast<std::ptrdiff_t>(i), code_.begin() + static_cast<std::ptrdiff_t>(i + 20));
-      code_.insert(code_.begin() + static_cast<std::ptrdiff_t>(i), {static_cast<int64_t>(PointwiseOp::kGelu), dst, x, 0});
+      code_.insert(code_.begin() + static_cast<std::ptrdiff_t>(i),
+                   {static_cast<int64_t>(PointwiseOp::kGelu), dst, x, 0});
     }
   }
 

@@ -276,12 +276,11 @@ TEST(VitClassToken, ShippedVitHasNoReferenceLayerAtAnyMaximumBatch) {
       EXPECT_EQ((*built)->plan().fixed_batch_reason, "") << "maximum batch " << max_batch;
       for (const engine::PlanLayer& layer : (*built)->plan().layers) {
         // FP32 MatMul of two activations and Erf have no float layer yet (issue 12's helper adds them).
-        const bool awaiting_fp32_layer = precision == engine::Precision::kFp32 &&
-                                         (layer.op_type == "MatMul" || layer.op_type == "Erf");
+        const bool awaiting_fp32_layer =
+            precision == engine::Precision::kFp32 && (layer.op_type == "MatMul" || layer.op_type == "Erf");
         if (awaiting_fp32_layer) continue;
-        EXPECT_NE(layer.kind, "reference")
-            << layer.name << " at maximum batch " << max_batch
-            << (precision == engine::Precision::kFp32 ? " (fp32)" : " (int8)");
+        EXPECT_NE(layer.kind, "reference") << layer.name << " at maximum batch " << max_batch
+                                           << (precision == engine::Precision::kFp32 ? " (fp32)" : " (int8)");
       }
     }
   }

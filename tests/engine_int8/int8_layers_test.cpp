@@ -103,9 +103,9 @@ Mismatch compare(const TensorMap& expected, const TensorMap& actual, const std::
 }
 
 bool is_int8_kind(const std::string& kind) {
-  static const std::set<std::string> kinds = {"qconv",    "qmatmul",  "qbatched_matmul", "qbinary",
-                                              "qlut",     "qmaxpool", "qavgpool",        "qgavgpool",
-                                              "qconcat",  "int8_reshape", "int8_transpose", "softmax_quantize"};
+  static const std::set<std::string> kinds = {"qconv",   "qmatmul",      "qbatched_matmul", "qbinary",
+                                              "qlut",    "qmaxpool",     "qavgpool",        "qgavgpool",
+                                              "qconcat", "int8_reshape", "int8_transpose",  "softmax_quantize"};
   return kinds.count(kind) != 0;
 }
 
@@ -776,13 +776,15 @@ TEST(Int8Bind, OtherKindsRefuseDamagedPlans) {
 
 TEST(Int8Bind, SoftmaxQuantizeRefusesDamagedPlans) {
   const Graph graph = softmax_graph();
-  expect_bind_fails(graph, "softmax_quantize", [](auto&, auto& l) { l.params.set("scale", 0.0); }, "scale");
-  expect_bind_fails(graph, "softmax_quantize", [](auto&, auto& l) { l.params.set("zero_point", int64_t{300}); },
-                    "zero_point");
-  expect_bind_fails(graph, "softmax_quantize", [](auto& p, auto& l) { p.tensors[l.outputs[0]].dtype = DataType::kFloat; },
-                    "int8/uint8");
-  expect_bind_fails(graph, "softmax_quantize", [](auto& p, auto& l) { p.tensors[l.outputs[0]].shape[3] = 16; },
-                    "one plain shape");
+  expect_bind_fails(
+      graph, "softmax_quantize", [](auto&, auto& l) { l.params.set("scale", 0.0); }, "scale");
+  expect_bind_fails(
+      graph, "softmax_quantize", [](auto&, auto& l) { l.params.set("zero_point", int64_t{300}); }, "zero_point");
+  expect_bind_fails(
+      graph, "softmax_quantize", [](auto& p, auto& l) { p.tensors[l.outputs[0]].dtype = DataType::kFloat; },
+      "int8/uint8");
+  expect_bind_fails(
+      graph, "softmax_quantize", [](auto& p, auto& l) { p.tensors[l.outputs[0]].shape[3] = 16; }, "one plain shape");
 }
 
 // Graphs whose registry layers cover every INT8 kind and the epilogue's variants.

@@ -2,13 +2,14 @@
 // runs every ISA's kernel on seeded rows. Against the scalar kernel (the definition) the codes are
 // bit-exact; against a double-precision softmax quantized with ONNX's QuantizeLinear they are
 // within one code (vexp's ~2 ulp and float sums move a value across a rounding boundary rarely).
+#include "kernels/softmax/softmax_quantize.h"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "kernels/dispatch.h"
-#include "kernels/softmax/softmax_quantize.h"
 #include "test_util.h"
 
 namespace qdqrt::kernels::testing {

@@ -2,9 +2,8 @@
 // before the INT8 P.V MatMul) becomes one Softmax layer writing int8; structure, numbers (against
 // the unfused graph by the reference executor: bit-equal codes) and must-not-fire cases (a second
 // reader of the probabilities, another axis, no Q).
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "core/ops/fused.h"
 #include "core/ops/fused_layers.h"
@@ -18,9 +17,10 @@ constexpr const char* kConstants = "<float ps = {0.007874}, int8 pz = {0}, float
 
 // x [2, 4, 5, 5] (batch, heads, queries, keys) -> `body` (ONNX text reading x, writing y and `extra`).
 std::string model(const std::string& body, int opset = 13, const std::string& extra_outputs = "") {
-  return fmt::format("<ir_version: 8, opset_import: [\"\" : {}]>\ng (float[2,4,5,5] x) => (float[2,4,5,5] y{})\n{}\n"
-                     "{{\n{}}}\n",
-                     opset, extra_outputs, kConstants, body);
+  return fmt::format(
+      "<ir_version: 8, opset_import: [\"\" : {}]>\ng (float[2,4,5,5] x) => (float[2,4,5,5] y{})\n{}\n"
+      "{{\n{}}}\n",
+      opset, extra_outputs, kConstants, body);
 }
 
 Graph fuse(const std::string& text, Graph& original) {
@@ -56,9 +56,9 @@ TEST(FuseSoftmax, SoftmaxThenQuantizeBecomesOneLayer) {
 
 TEST(FuseSoftmax, Uint8OutputAndOpset11LastAxis) {
   Graph original;
-  Graph fused = fuse(model("p = Softmax<axis = 3>(x)\npq = QuantizeLinear(p, us, uz)\ny = DequantizeLinear(pq, us, uz)\n",
-                           11),
-                     original);
+  Graph fused =
+      fuse(model("p = Softmax<axis = 3>(x)\npq = QuantizeLinear(p, us, uz)\ny = DequantizeLinear(pq, us, uz)\n", 11),
+           original);
   const Node* layer = find_op(fused, layers::kSoftmax);
   ASSERT_NE(layer, nullptr);
   EXPECT_EQ(layer->domain, layers::kDomain);
@@ -87,17 +87,18 @@ TEST(FuseSoftmax, MustNotFireOnASecondReaderAnotherAxisOrNoQuantize) {
   {
     SCOPED_TRACE("softmax over a non-last axis");
     Graph original;
-    Graph fused = fuse(model("p = Softmax<axis = 2>(x)\npq = QuantizeLinear(p, ps, pz)\ny = DequantizeLinear(pq, ps, pz)\n"),
-                       original);
+    Graph fused =
+        fuse(model("p = Softmax<axis = 2>(x)\npq = QuantizeLinear(p, ps, pz)\ny = DequantizeLinear(pq, ps, pz)\n"),
+             original);
     EXPECT_EQ(find_op(fused, layers::kSoftmax)->domain, "");
     EXPECT_EQ(count_ops(fused, "QuantizeLinear"), 1);
   }
   {
     SCOPED_TRACE("opset 11 with axis 1: dims[1:] flattened, not the last axis");
     Graph original;
-    Graph fused = fuse(model("p = Softmax<axis = 1>(x)\npq = QuantizeLinear(p, ps, pz)\ny = DequantizeLinear(pq, ps, pz)\n",
-                             11),
-                       original);
+    Graph fused =
+        fuse(model("p = Softmax<axis = 1>(x)\npq = QuantizeLinear(p, ps, pz)\ny = DequantizeLinear(pq, ps, pz)\n", 11),
+             original);
     EXPECT_EQ(find_op(fused, layers::kSoftmax)->domain, "");
   }
   {
