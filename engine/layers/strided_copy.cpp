@@ -109,18 +109,28 @@ class StridedCopyLayer final : public Layer {
     const int64_t inner = dims[rank - 1], inner_stride = strides[rank - 1];
     const T* x = state.data<const T>(input);
     T* y = state.data<T>(output);
+    // Row `begin`'s index once, then an odometer: the short rows of attention (16 values) made
+    // the per-row divisions cost more than the copies.
+    std::array<int64_t, kMaxRank> index{};
+    int64_t offset = base, rest = begin;
+    for (size_t k = rank - 1; k-- > 0;) {
+      index[k] = rest % dims[k];
+      offset += index[k] * strides[k];
+      rest /= dims[k];
+    }
     for (int64_t row = begin; row < end; ++row) {
-      int64_t offset = base, rest = row;
-      for (size_t k = rank - 1; k-- > 0;) {
-        offset += (rest % dims[k]) * strides[k];
-        rest /= dims[k];
-      }
       T* target = y + row * inner;
       const T* source = x + offset;
       if (inner_stride == 1) {
         std::memcpy(target, source, static_cast<size_t>(inner) * sizeof(T));
       } else {
         for (int64_t i = 0; i < inner; ++i) target[i] = source[i * inner_stride];
+      }
+      for (size_t k = rank - 1; k-- > 0;) {
+        offset += strides[k];
+        if (++index[k] < dims[k]) break;
+        offset -= index[k] * strides[k];
+        index[k] = 0;
       }
     }
   }
