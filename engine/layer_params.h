@@ -158,23 +158,19 @@ inline constexpr IntsCodec kXZeroPoints{"x_zero_points", kZeroPointMin, kZeroPoi
 // ---------------------------------------------------------------------------------------------
 // Float layers
 
-inline constexpr BlobCodec<float> kBias{"bias"};  // fp32_conv, fp32_gemm, qbatched_matmul (optional)
+inline constexpr BlobCodec<float> kBias{"bias"};  // fp32_conv, fp32_gemm (padded), qbatched_matmul (optional)
 // fp32_conv
 inline constexpr IntCodec kGroup{"group", 1, INT64_MAX};
 inline constexpr IntCodec kConvMode{"mode", 0, 4};  // gemm, pointwise, depthwise (NCHW); igemm, depthwise (NHWC)
 inline constexpr IntCodec kTileRows{"tile_rows", 1, INT64_MAX};
 inline constexpr IntCodec kOutputChannelBlock{"oc_block", 1, INT64_MAX};
-inline constexpr BlobCodec<float> kWeights{"weights"};  // NHWC modes: packed (kernels/fp32/fp32_sgemm.h)
+inline constexpr BlobCodec<float> kWeights{"weights"};  // NHWC modes, fp32_gemm: packed (kernels/fp32/fp32_sgemm.h)
 // NHWC modes: the epilogue's function after the act.min/act.max clamp.
 inline constexpr EnumCodec<kernels::Fp32EpilogueActivation> kEpilogueFunction{
     "act.function", "activation function", kernels::fp32_epilogue_activation_name,
     kernels::Fp32EpilogueActivation::kHardSwish};
-// fp32_gemm
-inline constexpr BoolCodec kTransposeB{"trans_b"};
-inline constexpr FloatCodec kAlpha{"alpha", FloatCheck::kAny};  // also fp32_unary
-inline constexpr IntCodec kRowBlock{"row_block", 1, INT64_MAX};
-inline constexpr IntCodec kColumnBlock{"col_block", 1, INT64_MAX};
-inline constexpr BlobCodec<float> kB{"b"};
+// fp32_unary
+inline constexpr FloatCodec kAlpha{"alpha", FloatCheck::kAny};
 // fp32_binary: each operand ("a", "b" as prefix) a tensor input or a constant blob of that name.
 inline constexpr std::string_view kOperands[2] = {"a", "b"};
 inline constexpr IntCodec kBinaryOp{"op", 0, static_cast<int64_t>(kernels::Fp32BinaryOp::kMin)};
@@ -182,7 +178,7 @@ inline constexpr BoolCodec kOperandIsConstant{"_constant"};
 inline constexpr IntsCodec kOperandShape{"_shape", 0, INT64_MAX};
 inline constexpr BlobCodec<float> kOperandValue{""};
 // fp32_unary
-inline constexpr IntCodec kUnaryOp{"op", 0, static_cast<int64_t>(kernels::Fp32UnaryOp::kSqrt)};
+inline constexpr IntCodec kUnaryOp{"op", 0, static_cast<int64_t>(kernels::Fp32UnaryOp::kErf)};
 inline constexpr FloatCodec kBeta{"beta", FloatCheck::kAny};
 // fp32_batchnorm: per channel scale, then per channel shift.
 inline constexpr BlobCodec<float> kScaleShift{"scale_shift"};

@@ -238,6 +238,61 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) 
       ops, 0.0, fresh_fp32_peak_gflops);
 }
 
+// fp32 GEMM on the igemm microkernel: B constant (packed once, as fp32_gemm) or an activation
+// packed per matrix (as fp32_matmul), % of the fp32 FMA peak. Rows split across threads; one row
+// (GEMV) splits the columns.
+void fp32_gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) {
+  const auto a = random_floats(static_cast<size_t>(layer.batch) * layer.m * layer.k, 1);
+  const auto b = random_floats(static_cast<size_t>(layer.batch) * layer.n * layer.k, 2);
+  std::vector<float> c(static_cast<size_t>(layer.batch) * layer.m * layer.n);
+  SgemmWeightsDesc desc;
+  desc.n = layer.n;
+  desc.channels = layer.k;
+  desc.weights = b.data();
+  desc.stride_n = layer.b_transposed ? layer.k : 1;  // B [N][K] or [K][N]
+  desc.stride_channel = layer.b_transposed ? 1 : layer.n;
+  const PackedSgemm packed = pack_sgemm(desc, active_isa());
+  const double ops = 2.0 * layer.batch * layer.m * layer.n * layer.k;
+  const Fp32Epilogue epilogue;
+  if (layer.runtime_b) {
+    // Per thread: the packed B of the matrix it runs.
+    std::vector<AlignedBuffer<float>> scratch(threads);
+    for (auto& buffer : scratch) buffer.resize(packed.data.size());
+    state.SetLabel(sgemm_kernel_name(packed, false) + ", B packed per matrix");
+    timed_loop(
+        state, threads,
+        [&](int part) {
+          auto [begin, end] = part_range(layer.batch, threads, part, 1);
+          for (int matrix = begin; matrix < end; ++matrix) {
+            SgemmWeightsDesc matrix_desc = desc;
+            matrix_desc.weights = b.data() + static_cast<size_t>(matrix) * layer.n * layer.k;
+            pack_sgemm_into(matrix_desc, packed.isa, scratch[part].data());
+            const PackedSgemm view = packed_sgemm_view(layer.n, 1, layer.k, packed.isa, scratch[part].data(),
+                                                       packed.bias.data(), false);
+            run_sgemm(view, a.data() + static_cast<size_t>(matrix) * layer.m * layer.k, layer.k,
+                      c.data() + static_cast<size_t>(matrix) * layer.m * layer.n, layer.n, epilogue, 0, layer.m, 0,
+                      layer.n);
+          }
+        },
+        ops, 0.0, fresh_fp32_peak_gflops);
+    return;
+  }
+  state.SetLabel(sgemm_kernel_name(packed, false));
+  const bool gemv = layer.m == 1;
+  timed_loop(
+      state, threads,
+      [&](int part) {
+        if (gemv) {
+          auto [begin, end] = part_range(layer.n, threads, part, packed.nr);
+          run_sgemm(packed, a.data(), layer.k, c.data(), layer.n, epilogue, 0, 1, begin, end);
+        } else {
+          auto [begin, end] = part_range(layer.m, threads, part, packed.mr);
+          run_sgemm(packed, a.data(), layer.k, c.data(), layer.n, epilogue, begin, end, 0, layer.n);
+        }
+      },
+      ops, gemv ? static_cast<double>(packed.data.size() * sizeof(float)) : 0.0, fresh_fp32_peak_gflops);
+}
+
 void gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) {
   const auto a = random_bytes(static_cast<size_t>(layer.batch) * layer.m * layer.k, 1);
   const auto b = random_bytes(static_cast<size_t>(layer.batch) * layer.n * layer.k, 2);
@@ -322,6 +377,11 @@ void register_benchmarks() {
     for (const GemmLayer& layer : gemm_layers()) {
       std::string name = std::string("gemm/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
       benchmark::RegisterBenchmark(name.c_str(), gemm_benchmark, layer, threads)->UseRealTime();
+    }
+    for (const GemmLayer& layer : gemm_layers()) {
+      std::string name =
+          std::string("fp32_gemm/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark(name.c_str(), fp32_gemm_benchmark, layer, threads)->UseRealTime();
     }
   }
 }

@@ -6,6 +6,7 @@
 // meets an attribute value or a shape it does not handle calls lower_with_reference() instead.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,6 +31,41 @@ inline constexpr int64_t kGemmMaxDepth = 512;
 // Same contract as Fp32GemmFn (no transpose_a; relu not supported); bias (per column) may be null.
 void gemm_in_stack_sized_calls(const kernels::Fp32Kernels& fp32, const kernels::Fp32GemmParams& params, const float* a,
                                size_t lda, const float* b, size_t ldb, const float* bias, float* c, size_t ldc);
+
+// Work split of the layers on the fp32 igemm (float_conv.cpp, float_gemm.cpp): items are (column
+// block, row item), column-block major, so a chunk of consecutive items is one kernel call per
+// block (and a run of whole blocks one call: a single thread passes over the input once). The
+// columns split in units (an igemm panel, a depthwise vector) into blocks of at most
+// kMaxBlockColumns, and into at least kFewRowsColumnBlocks when there are fewer than
+// kFewRowItems row items (ResNet-50's layer4 at batch 1: 4 tiles of pixels), so threads balance
+// and each streams only its share of the weights.
+struct ColumnBlockSplit {
+  static constexpr int64_t kMaxBlockColumns = 256;
+  static constexpr int64_t kFewRowItems = 16;
+  static constexpr int64_t kFewRowsColumnBlocks = 4;
+
+  int64_t row_items = 1, column_blocks = 1;
+  int64_t columns = 0, column_unit = 1, column_units = 1;
+
+  ColumnBlockSplit(int64_t row_items, int64_t columns, int64_t column_unit);
+  int64_t items() const { return row_items * column_blocks; }
+  // Calls run(first_row_item, end_row_item, column_begin, column_end) for items [begin, end).
+  template <class Run>
+  void for_each_call(int64_t begin, int64_t end, const Run& run) const {
+    while (begin < end) {
+      const int64_t block = begin / row_items;
+      int64_t last_block = block;
+      if (begin % row_items == 0 && end >= (block + 1) * row_items) last_block = end / row_items - 1;
+      const int64_t call_end = std::min(end, (last_block + 1) * row_items);
+      const int64_t column_begin = std::min(columns, column_units * block / column_blocks * column_unit);
+      const int64_t column_end = std::min(columns, column_units * (last_block + 1) / column_blocks * column_unit);
+      if (column_begin < column_end) {
+        run(begin - block * row_items, call_end - last_block * row_items, column_begin, column_end);
+      }
+      begin = call_end;
+    }
+  }
+};
 
 // One registration function per file.
 void register_conv(LayerRegistry& registry);         // float_conv.cpp: Conv

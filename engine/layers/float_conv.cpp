@@ -11,7 +11,8 @@
 //                  of output rows in per-thread scratch
 //   pointwise      NCHW 1x1, stride 1, no pads (grouped): the GEMM reads X directly
 //   depthwise      NCHW, kernels beyond 11x11: direct per-channel loops
-// Work items: igemm (tile of output pixels, block of output channels); depthwise_nhwc output rows;
+// Work items: igemm (block of output channels, microkernel tile of output pixels) and
+// depthwise_nhwc (block of channels, output row), as ColumnBlockSplit (float_common.h) makes them;
 // gemm/pointwise (image, group, tile of output rows, block of <= 64 output channels); depthwise
 // (image, channel). The NHWC modes allocate nothing and need no scratch.
 // fuse_float_conv_epilogues() absorbs the Relu/Clip and residual Add layers after an NHWC conv.
@@ -36,10 +37,6 @@ constexpr const char* kKind = "fp32_conv";
 enum class ConvMode : int64_t { kGemm = 0, kPointwise = 1, kDepthwise = 2, kIgemm = 3, kDepthwiseNhwc = 4 };
 
 bool is_nhwc(ConvMode mode) { return mode == ConvMode::kIgemm || mode == ConvMode::kDepthwiseNhwc; }
-
-// igemm work items: tiles of kIgemmTileTiles microkernel tiles of pixels x blocks of output channels.
-constexpr int64_t kIgemmTileTiles = 4;
-constexpr int64_t kIgemmColumnBlock = 256;
 
 struct ConvGeometry {
   int64_t channels = 0, height = 0, width = 0;            // input per image
@@ -237,51 +234,50 @@ class NhwcConvLayer final : public Layer {
     geometry_.dilation_width = static_cast<int>(g.dilation_w);
     geometry_.output_height = static_cast<int>(g.out_height);
     geometry_.output_width = static_cast<int>(g.out_width);
-    if (g.mode == ConvMode::kIgemm) {
-      tile_rows_ = kIgemmTileTiles * gemm_.mr;
-      column_block_ = std::min<int64_t>(kIgemmColumnBlock, gemm_.n_padded);
-      column_blocks_ = (g.out_channels + column_block_ - 1) / column_block_;
-    }
   }
 
   WorkShape work(const RunState& state) const override {
-    const int64_t batch = state.dim(input_, 0);
+    const ColumnBlockSplit split = work_split(state);
     const double taps = static_cast<double>(g_.kernel_h * g_.kernel_w);
-    if (g_.mode == ConvMode::kDepthwiseNhwc) {
-      return {.items = batch * g_.out_height,
-              .ops_per_item = 2.0 * taps * static_cast<double>(g_.out_width * g_.channels)};
-    }
-    const int64_t pixels = batch * g_.out_height * g_.out_width;
-    return {.items = (pixels + tile_rows_ - 1) / tile_rows_ * column_blocks_,
-            .ops_per_item = 2.0 * static_cast<double>(tile_rows_ * column_block_ * g_.channels) * taps};
+    const double item_pixels = g_.mode == ConvMode::kDepthwiseNhwc ? static_cast<double>(g_.out_width) : gemm_.mr;
+    const double item_channels = static_cast<double>(g_.out_channels) / static_cast<double>(split.column_blocks);
+    const double depth = g_.mode == ConvMode::kDepthwiseNhwc ? taps : taps * static_cast<double>(g_.channels);
+    return {.items = split.items(), .ops_per_item = 2.0 * item_pixels * item_channels * depth};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
     const kernels::SconvArgs args{state.data<float>(input_), state.data<float>(output_), g_.out_channels};
     kernels::Fp32Epilogue epilogue = epilogue_;
     if (residual_ >= 0) epilogue.residual = state.data<float>(residual_);
-    if (g_.mode == ConvMode::kDepthwiseNhwc) {
-      kernels::run_depthwise_f32(depthwise_, geometry_, args, epilogue, begin, end);
-      return;
-    }
     const int64_t pixels = state.dim(input_, 0) * g_.out_height * g_.out_width;
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t row_begin = item / column_blocks_ * tile_rows_;
-      const int64_t column_begin = item % column_blocks_ * column_block_;
-      kernels::run_sconv(gemm_, geometry_, args, epilogue, row_begin, std::min(pixels, row_begin + tile_rows_),
-                         static_cast<int>(column_begin),
-                         static_cast<int>(std::min(g_.out_channels, column_begin + column_block_)));
-    }
+    work_split(state).for_each_call(begin, end, [&](int64_t first, int64_t last, int64_t column_begin, int64_t column_end) {
+      if (g_.mode == ConvMode::kDepthwiseNhwc) {
+        kernels::run_depthwise_f32(depthwise_, geometry_, args, epilogue, first, last, static_cast<int>(column_begin),
+                                   static_cast<int>(column_end));
+      } else {
+        kernels::run_sconv(gemm_, geometry_, args, epilogue, first * gemm_.mr, std::min(pixels, last * gemm_.mr),
+                           static_cast<int>(column_begin), static_cast<int>(column_end));
+      }
+    });
   }
 
  private:
+  // Row items: microkernel tiles of output pixels (igemm), output rows (depthwise); columns split
+  // in panels or the depthwise kernel's channel blocks.
+  ColumnBlockSplit work_split(const RunState& state) const {
+    const int64_t batch = state.dim(input_, 0);
+    if (g_.mode == ConvMode::kDepthwiseNhwc) {
+      return ColumnBlockSplit(batch * g_.out_height, g_.out_channels, kernels::kDepthwiseF32ChannelBlock);
+    }
+    return ColumnBlockSplit((batch * g_.out_height * g_.out_width + gemm_.mr - 1) / gemm_.mr, g_.out_channels, gemm_.nr);
+  }
+
   ConvGeometry g_;
   kernels::SconvGeometry geometry_;
   kernels::PackedSgemm gemm_;
   kernels::PackedDepthwiseF32 depthwise_;
   kernels::Fp32Epilogue epilogue_;
   int32_t input_, residual_, output_;
-  int64_t tile_rows_ = 1, column_block_ = 1, column_blocks_ = 1;
 };
 
 int64_t scratch_floats(const ConvGeometry& g) {

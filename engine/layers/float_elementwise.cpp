@@ -3,7 +3,7 @@
 //                   either operand may be a constant (a blob). The broadcast plan is made per
 //                   image (batch dim 1) at bind time, so any run batch reuses it without allocating.
 //   fp32_unary      Relu, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Gelu (erf), Exp,
-//                   Abs, Neg, Sqrt; keeps the input's layout.
+//                   Abs, Neg, Sqrt, Erf; keeps the input's layout.
 //   fp32_softmax    Softmax over the last axis (opset >= 13), or over dims[axis:] (opset < 13).
 //   fp32_batchnorm  inference BatchNormalization as y = x * a[c] + b[c].
 #include <algorithm>
@@ -361,6 +361,8 @@ Status lower_unary(const Node& node, BuildContext& context) {
     op = Op::kNeg;
   } else if (type == "Sqrt") {
     op = Op::kSqrt;
+  } else if (type == "Erf") {
+    op = Op::kErf;
   } else if (type == "Clip") {
     op = Op::kClip;
     const auto& attributes = node.attrs<ClipAttributes>();
@@ -549,7 +551,7 @@ void register_elementwise(LayerRegistry& registry) {
     registry.add_lowering({.domain = "", .op_type = op, .lower = lower_binary, .accepts = all_float});
   }
   for (const char* op : {"Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Gelu", "Exp", "Abs", "Neg",
-                         "Sqrt", "Clip"}) {
+                         "Sqrt", "Erf", "Clip"}) {
     registry.add_lowering({.domain = "", .op_type = op, .lower = lower_unary, .accepts = all_float});
   }
   registry.add_lowering({.domain = "", .op_type = "Softmax", .lower = lower_softmax, .accepts = all_float});

@@ -1,80 +1,74 @@
-// fp32 Gemm and MatMul with a constant B, kind "fp32_gemm": Y[rows, N] = alpha * A[rows, K] x B + bias.
-// A is any rank >= 2 activation (MatMul: the leading dims are rows; Gemm: [M, K], transA = 0);
-// B is the constant [K, N] (or [N, K] with transB), stored as given. Gemm's beta * C becomes the
-// bias when C is a constant scalar, [N] or [1, N]. Work items: blocks of rows x blocks of columns,
-// the row blocks counted from each image's first row: a row's GEMM call (and so its bits, which
-// depend on the call's size) is the same whatever the batch.
+// fp32 GEMM on the igemm microkernel (kernels/fp32/fp32_sgemm.h):
+//   fp32_gemm    Gemm, and MatMul with a constant B: Y[rows, N] = A[rows, K] x (alpha * B) + bias.
+//                A is any rank >= 2 activation (MatMul: the leading dims are rows; Gemm: [M, K],
+//                transA = 0). B ([K, N], or [N, K] with transB) times alpha is packed at build for
+//                the plan's ISA (`isa` param); Gemm's beta * C becomes the bias when C is a
+//                constant scalar, [N] or [1, N]. Work items: (column block, microkernel tile of
+//                rows), ColumnBlockSplit (float_common.h): a 1-row FC layer splits its columns.
+//   fp32_matmul  MatMul of two activations, A [..., M, K] x B [..., K, N] (the attention's
+//                Q x K^T and P x V): B's leading dims equal A's or are all 1 (one B for every
+//                matrix). Each thread packs the B of the matrices it runs into its scratch.
+//                Work items: (matrix, microkernel tile of rows). The batch may be in the leading
+//                dims, or be M itself when A has rank 2 (one matrix of batch-many rows).
+// Every output is summed in k order whatever the split, so its bits do not depend on the batch or
+// the thread count. Nothing allocates in run().
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "engine/layers/float_common.h"
 #include "core/ops/matmul.h"
+#include "kernels/fp32/fp32_sgemm.h"
 
 namespace qdqrt::engine::fp32 {
 
 namespace {
 
-constexpr const char* kKind = "fp32_gemm";
+constexpr const char* kGemmKind = "fp32_gemm";
+constexpr const char* kMatMulKind = "fp32_matmul";
 
-struct GemmShape {
-  int64_t k = 0, n = 0;
-  bool trans_b = false;
-  float alpha = 1.0f;
-  int64_t row_block = 1, col_block = 1;
-};
+Result<kernels::Isa> read_isa(const BindContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, params::kIsa.read(context));
+  if (kernels::usable_isa(isa) != isa) {
+    return context.error(fmt::format("weights packed for {}, this machine supports only {}", kernels::isa_name(isa),
+                                     kernels::isa_name(kernels::detected_isa())));
+  }
+  return isa;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Constant B
 
 class GemmLayer final : public Layer {
  public:
-  // rows_per_image: A's rows per image when it is batched, else 0 (all rows are one "image").
-  GemmLayer(GemmShape shape, const float* b, const float* bias, int32_t input, int32_t output, int64_t rows_per_image,
-            kernels::Fp32Kernels fp32)
-      : s_(shape), b_(b), bias_(bias), input_(input), output_(output), rows_per_image_(rows_per_image), fp32_(fp32) {}
+  GemmLayer(kernels::PackedSgemm packed, int32_t input, int32_t output)
+      : packed_(std::move(packed)), input_(input), output_(output) {}
 
   WorkShape work(const RunState& state) const override {
-    const int64_t rows = image_rows(state);
-    return {.items = images(state) * row_blocks(rows) * col_blocks(),
-            .ops_per_item = 2.0 * static_cast<double>(std::min(rows, s_.row_block) * std::min(s_.n, s_.col_block) * s_.k)};
+    const ColumnBlockSplit split = work_split(state);
+    return {.items = split.items(),
+            .ops_per_item = 2.0 * packed_.mr * static_cast<double>(packed_.n) / static_cast<double>(split.column_blocks) *
+                            static_cast<double>(packed_.channels)};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
-    const int64_t rows = image_rows(state);
-    const int64_t blocks_per_image = row_blocks(rows) * col_blocks();
+    const int64_t rows = this->rows(state);
     const float* a = state.data<float>(input_);
     float* y = state.data<float>(output_);
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t image = item / blocks_per_image, block = item % blocks_per_image;
-      const int64_t block_row = (block / col_blocks()) * s_.row_block;
-      const int64_t row_begin = image * rows + block_row;
-      const int64_t col_begin = (block % col_blocks()) * s_.col_block;
-      kernels::Fp32GemmParams params;
-      params.m = static_cast<size_t>(std::min(s_.row_block, rows - block_row));
-      params.n = static_cast<size_t>(std::min(s_.col_block, s_.n - col_begin));
-      params.k = static_cast<size_t>(s_.k);
-      params.transpose_b = s_.trans_b;
-      params.alpha = s_.alpha;
-      const float* b = s_.trans_b ? b_ + col_begin * s_.k : b_ + col_begin;
-      gemm_in_stack_sized_calls(fp32_, params, a + row_begin * s_.k, static_cast<size_t>(s_.k), b,
-                    static_cast<size_t>(s_.trans_b ? s_.k : s_.n), bias_ ? bias_ + col_begin : nullptr,
-                    y + row_begin * s_.n + col_begin, static_cast<size_t>(s_.n));
-    }
+    work_split(state).for_each_call(begin, end, [&](int64_t first, int64_t last, int64_t column_begin, int64_t column_end) {
+      kernels::run_sgemm(packed_, a, packed_.channels, y, packed_.n, kernels::Fp32Epilogue{}, first * packed_.mr,
+                         std::min(rows, last * packed_.mr), static_cast<int>(column_begin), static_cast<int>(column_end));
+    });
   }
 
  private:
-  int64_t col_blocks() const { return (s_.n + s_.col_block - 1) / s_.col_block; }
-  int64_t row_blocks(int64_t rows) const { return (rows + s_.row_block - 1) / s_.row_block; }
-  int64_t images(const RunState& state) const { return rows_per_image_ > 0 ? state.batch : 1; }
-  int64_t image_rows(const RunState& state) const {
-    if (rows_per_image_ > 0) return rows_per_image_;
-    return s_.k ? state.numel(input_) / s_.k : 0;
+  int64_t rows(const RunState& state) const { return state.numel(input_) / packed_.channels; }
+  ColumnBlockSplit work_split(const RunState& state) const {
+    return ColumnBlockSplit((rows(state) + packed_.mr - 1) / packed_.mr, packed_.n, packed_.nr);
   }
 
-  GemmShape s_;
-  const float* b_;
-  const float* bias_;
+  kernels::PackedSgemm packed_;
   int32_t input_, output_;
-  int64_t rows_per_image_;
-  kernels::Fp32Kernels fp32_;
 };
 
 Result<std::unique_ptr<Layer>> bind_gemm(const BindContext& context) {
@@ -82,55 +76,201 @@ Result<std::unique_ptr<Layer>> bind_gemm(const BindContext& context) {
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *a, "input", DataType::kFloat, -1));
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, -1));
-  GemmShape s;
-  QDQRT_ASSIGN_OR_RETURN(s.k, params::kK.read(context));
-  QDQRT_ASSIGN_OR_RETURN(s.n, params::kN.read(context));
-  QDQRT_ASSIGN_OR_RETURN(s.trans_b, params::kTransposeB.read(context));
-  QDQRT_ASSIGN_OR_RETURN(s.alpha, params::kAlpha.read(context));
-  QDQRT_ASSIGN_OR_RETURN(s.row_block, params::kRowBlock.read(context));
-  QDQRT_ASSIGN_OR_RETURN(s.col_block, params::kColumnBlock.read(context));
-  if (a->shape.size() < 2 || a->shape.size() != y->shape.size() || a->shape.back() != s.k || y->shape.back() != s.n ||
+  QDQRT_ASSIGN_OR_RETURN(int64_t k, params::kK.read(context));
+  QDQRT_ASSIGN_OR_RETURN(int64_t n, params::kN.read(context));
+  if (a->shape.size() < 2 || a->shape.size() != y->shape.size() || a->shape.back() != k || y->shape.back() != n ||
       !std::equal(a->shape.begin(), a->shape.end() - 1, y->shape.begin()) || a->batched != y->batched) {
     return context.error(fmt::format("input {} and output {} do not fit k={} n={}", shape_to_string(a->shape),
-                                     shape_to_string(y->shape), s.k, s.n));
+                                     shape_to_string(y->shape), k, n));
   }
-  if (safe_numel({s.k, s.n}) < 0) return context.error("B is too large");
-  // A block larger than the matrix is one block (and keeps rows + row_block from overflowing).
-  s.col_block = std::min(s.col_block, std::max<int64_t>(s.n, 1));
-  s.row_block = std::min(s.row_block, std::max<int64_t>(s.k > 0 ? safe_numel(a->shape) / s.k : 0, 1));
-  QDQRT_ASSIGN_OR_RETURN(const float* b, params::kB.read(context, s.k * s.n));
-  QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read_optional(context, s.n));
-  const int64_t rows_per_image = a->batched ? safe_numel(a->shape) / s.k / context.plan().max_batch : 0;
-  return std::unique_ptr<Layer>(std::make_unique<GemmLayer>(s, b, bias, context.layer().inputs[0],
-                                                            context.layer().outputs[0], rows_per_image,
-                                                            kernels::fp32_kernels(bind_isa(context.plan()))));
+  if (k > INT32_MAX / 2 || n > INT32_MAX / 2 || safe_numel({k, n}) < 0) return context.error("B is too large");
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, read_isa(context));
+  const int ni = static_cast<int>(n), ki = static_cast<int>(k);
+  QDQRT_ASSIGN_OR_RETURN(const float* weights, params::kWeights.read(context, kernels::packed_sgemm_floats(ni, k, isa)));
+  QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, kernels::sgemm_padded_n(ni, isa)));
+  return std::unique_ptr<Layer>(std::make_unique<GemmLayer>(
+      kernels::packed_sgemm_view(ni, 1, ki, isa, weights, bias, /*with_zeros=*/false), context.layer().inputs[0],
+      context.layer().outputs[0]));
 }
 
-// Shared by Gemm and MatMul once the operands are known.
+// Shared by Gemm and MatMul once the operands are known: packs alpha * B with the bias.
 Status add_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, bool trans_b, float alpha,
                       const std::vector<float>& bias) {
-  GemmShape s;
-  s.trans_b = trans_b;
-  s.k = trans_b ? b.dim(1) : b.dim(0);
-  s.n = trans_b ? b.dim(0) : b.dim(1);
-  s.alpha = alpha;
-  // Work items of 64 x 64 (also the GEMM call size, float_common.h; a 1-row FC layer still splits).
-  s.row_block = kGemmMaxRows;
-  s.col_block = std::min<int64_t>(s.n, kGemmMaxColumns);
-  const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(kernels::usable_isa(context.isa()));
-  PlanLayer layer = make_layer(node, kKind, fp32.gemm.name);
+  const int64_t k = trans_b ? b.dim(1) : b.dim(0);
+  const int64_t n = trans_b ? b.dim(0) : b.dim(1);
+  if (k > INT32_MAX / 2 || n > INT32_MAX / 2) return lower_with_reference(node, context);
+  const kernels::Isa isa = kernels::usable_isa(context.isa());
+  std::vector<float> scaled;
+  const float* values = b.data<float>();
+  if (alpha != 1.0f) {
+    scaled.assign(values, values + b.numel());
+    for (float& value : scaled) value *= alpha;
+    values = scaled.data();
+  }
+  kernels::SgemmWeightsDesc desc;
+  desc.n = static_cast<int>(n);
+  desc.channels = static_cast<int>(k);
+  desc.weights = values;
+  desc.stride_n = trans_b ? k : 1;
+  desc.stride_channel = trans_b ? 1 : n;
+  desc.bias = bias.empty() ? nullptr : bias.data();
+  const kernels::PackedSgemm packed = kernels::pack_sgemm(desc, isa);
+  PlanLayer layer = make_layer(node, kGemmKind, kernels::sgemm_kernel_name(packed, false));
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
   layer.inputs = {input};
   layer.outputs = {output};
-  params::kK.write(layer, s.k);
-  params::kN.write(layer, s.n);
-  params::kTransposeB.write(layer, s.trans_b);
-  params::kAlpha.write(layer, s.alpha);
-  params::kRowBlock.write(layer, s.row_block);
-  params::kColumnBlock.write(layer, s.col_block);
-  params::kB.write_bytes(layer, b.raw_data(), b.nbytes());
-  if (!bias.empty()) params::kBias.write(layer, bias);
+  params::kK.write(layer, k);
+  params::kN.write(layer, n);
+  params::kIsa.write(layer, isa);
+  params::kWeights.write_bytes(layer, packed.data.data(), packed.data.size() * sizeof(float));
+  params::kBias.write_bytes(layer, packed.bias.data(), packed.bias.size() * sizeof(float));
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Two activations
+
+class MatMulLayer final : public Layer {
+ public:
+  MatMulLayer(int64_t m, int64_t k, int64_t n, bool rows_batched, kernels::Isa isa, int32_t a, int32_t b,
+              int32_t output)
+      : m_(m), k_(k), n_(n), rows_batched_(rows_batched), isa_(isa), a_(a), b_(b), output_(output) {
+    const kernels::SgemmTile tile = kernels::sgemm_tile(isa);
+    mr_ = tile.mr;
+    zero_bias_.resize(static_cast<size_t>(kernels::sgemm_padded_n(static_cast<int>(n), isa)));
+  }
+
+  WorkShape work(const RunState& state) const override {
+    return {.items = matrices(state) * tiles(state), .ops_per_item = 2.0 * static_cast<double>(mr_ * k_ * n_)};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t> scratch) const override {
+    const int64_t m = rows(state), tiles = this->tiles(state);
+    const int64_t b_matrices = state.numel(b_) / (k_ * n_);
+    const float* a = state.data<float>(a_);
+    const float* b = state.data<float>(b_);
+    float* y = state.data<float>(output_);
+    float* packed_b = reinterpret_cast<float*>(scratch.data());
+    const int n = static_cast<int>(n_), k = static_cast<int>(k_);
+    kernels::SgemmWeightsDesc desc;
+    desc.n = n;
+    desc.channels = k;
+    desc.stride_n = 1;
+    desc.stride_channel = n_;
+    const kernels::PackedSgemm packed =
+        kernels::packed_sgemm_view(n, 1, k, isa_, packed_b, zero_bias_.data(), /*with_zeros=*/false);
+    int64_t packed_matrix = -1;
+    for (int64_t item = begin; item < end;) {
+      const int64_t matrix = item / tiles;
+      const int64_t last = std::min(end, (matrix + 1) * tiles);
+      const int64_t b_matrix = b_matrices == 1 ? 0 : matrix;
+      if (b_matrix != packed_matrix) {
+        desc.weights = b + b_matrix * k_ * n_;
+        kernels::pack_sgemm_into(desc, isa_, packed_b);
+        packed_matrix = b_matrix;
+      }
+      const int64_t row_begin = (item - matrix * tiles) * mr_;
+      const int64_t row_end = std::min(m, (last - matrix * tiles) * mr_);
+      kernels::run_sgemm(packed, a + matrix * m * k_, k_, y + matrix * m * n_, n_, kernels::Fp32Epilogue{}, row_begin,
+                         row_end, 0, n);
+      item = last;
+    }
+  }
+
+  static int64_t scratch_bytes(int64_t k, int64_t n, kernels::Isa isa) {
+    return kernels::packed_sgemm_floats(static_cast<int>(n), k, isa) * static_cast<int64_t>(sizeof(float));
+  }
+
+ private:
+  // Rows of each matrix: M, or every row of a rank-2 A whose rows are the batch.
+  int64_t rows(const RunState& state) const { return rows_batched_ ? state.numel(a_) / k_ : m_; }
+  int64_t tiles(const RunState& state) const { return (rows(state) + mr_ - 1) / mr_; }
+  int64_t matrices(const RunState& state) const {
+    const int64_t m = rows(state);
+    return m > 0 ? state.numel(a_) / (m * k_) : 0;
+  }
+
+  int64_t m_, k_, n_;
+  bool rows_batched_;
+  kernels::Isa isa_;
+  int32_t a_, b_, output_;
+  int64_t mr_ = 1;
+  kernels::AlignedBuffer<float> zero_bias_;
+};
+
+Result<std::unique_ptr<Layer>> bind_matmul(const BindContext& context) {
+  QDQRT_BIND_ASSIGN(const PlanTensor* a, context, context.input(0));
+  QDQRT_BIND_ASSIGN(const PlanTensor* b, context, context.input(1));
+  QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *a, "A", DataType::kFloat, -1));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *b, "B", DataType::kFloat, -1));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, -1));
+  QDQRT_ASSIGN_OR_RETURN(int64_t m, params::kM.read(context));
+  QDQRT_ASSIGN_OR_RETURN(int64_t k, params::kK.read(context));
+  QDQRT_ASSIGN_OR_RETURN(int64_t n, params::kN.read(context));
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, read_isa(context));
+  const size_t rank = a->shape.size();
+  const bool fits = rank >= 2 && b->shape.size() >= 2 && y->shape.size() == rank && a->shape[rank - 2] == m &&
+                    a->shape[rank - 1] == k && b->shape[b->shape.size() - 2] == k && b->shape.back() == n &&
+                    y->shape[rank - 2] == m && y->shape[rank - 1] == n &&
+                    std::equal(a->shape.begin(), a->shape.end() - 2, y->shape.begin()) && a->batched == y->batched;
+  // B: one matrix, or A's leading dims (and batch).
+  const bool shared_b = !b->batched && safe_numel(b->shape) == k * n;
+  const bool matching_b = b->shape.size() == rank && b->batched == a->batched &&
+                          std::equal(a->shape.begin(), a->shape.end() - 2, b->shape.begin());
+  if (!fits || !(shared_b || matching_b) || k > INT32_MAX / 2 || n > INT32_MAX / 2) {
+    return context.error(fmt::format("A {} x B {} -> {} is not a MatMul of m={} k={} n={}", shape_to_string(a->shape),
+                                     shape_to_string(b->shape), shape_to_string(y->shape), m, k, n));
+  }
+  // The batch: in the leading dims, or the rows of a rank-2 A (and its output); never in K or N.
+  const bool rows_batched = a->batched && rank == 2;
+  auto leading = [](const PlanTensor& t) { return !t.batched || t.batch_axis + 2 < static_cast<int32_t>(t.shape.size()); };
+  if (!(leading(*a) || (rows_batched && a->batch_axis == 0)) || !(leading(*y) || (rows_batched && y->batch_axis == 0)) ||
+      !leading(*b) || (matching_b && !shared_b && a->batched && b->batch_axis != a->batch_axis)) {
+    return context.error("the batch is in a MatMul's K or N, or in different dims of A and B");
+  }
+  if (MatMulLayer::scratch_bytes(k, n, isa) > context.layer().scratch_bytes) {
+    return context.error(fmt::format("scratch_bytes {} is less than the {} packed B needs", context.layer().scratch_bytes,
+                                     MatMulLayer::scratch_bytes(k, n, isa)));
+  }
+  return std::unique_ptr<Layer>(std::make_unique<MatMulLayer>(m, k, n, rows_batched, isa, context.layer().inputs[0],
+                                                              context.layer().inputs[1], context.layer().outputs[0]));
+}
+
+Status add_matmul_layer(const Node& node, BuildContext& context, const Shape& a_shape, const Shape& b_shape) {
+  const size_t rank = a_shape.size();
+  if (rank < 2 || b_shape.size() < 2) return lower_with_reference(node, context);  // vectors
+  const int64_t m = a_shape[rank - 2], k = a_shape[rank - 1], n = b_shape.back();
+  int64_t b_leading = 1;
+  for (size_t i = 0; i + 2 < b_shape.size(); ++i) b_leading *= b_shape[i];
+  const bool matching_b = b_shape.size() == rank && std::equal(a_shape.begin(), a_shape.end() - 2, b_shape.begin());
+  if (b_shape[b_shape.size() - 2] != k || m < 1 || k < 1 || n < 1 || m > INT32_MAX / 2 || k > INT32_MAX / 2 ||
+      n > INT32_MAX / 2 || (b_leading != 1 && !matching_b)) {
+    return lower_with_reference(node, context);  // broadcasts other than one B for all, ...
+  }
+  // Where the batch is (bind checks the same on the plan's tensors): A's leading dims, or the rows
+  // of a rank-2 A; B's leading dims (A's), or no batch in B.
+  const auto a_batch = context.batch_layout(node.input(0)), b_batch = context.batch_layout(node.input(1));
+  const bool a_batched = a_batch && a_batch->batched, b_batched = b_batch && b_batch->batched;
+  const bool a_ok = !a_batched || a_batch->axis + 2 < static_cast<int32_t>(rank) || (rank == 2 && a_batch->axis == 0);
+  const bool b_ok = b_batched ? a_batched && matching_b && b_batch->axis == a_batch->axis &&
+                                    b_batch->axis + 2 < static_cast<int32_t>(b_shape.size())
+                              : b_leading == 1 || !a_batched;
+  if (!a_ok || !b_ok) return lower_with_reference(node, context);
+  const kernels::Isa isa = kernels::usable_isa(context.isa());
+  PlanLayer layer = make_layer(node, kMatMulKind, kernels::sgemm_kernel_name(isa, false) + "-packb");
+  QDQRT_ASSIGN_OR_RETURN(int32_t a, context.input(node.input(0), Layout::kPlain));
+  QDQRT_ASSIGN_OR_RETURN(int32_t b, context.input(node.input(1), Layout::kPlain));
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+  layer.inputs = {a, b};
+  layer.outputs = {output};
+  layer.scratch_bytes = MatMulLayer::scratch_bytes(k, n, isa);
+  params::kM.write(layer, m);
+  params::kK.write(layer, k);
+  params::kN.write(layer, n);
+  params::kIsa.write(layer, isa);
   context.add_layer(std::move(layer));
   return Status::ok();
 }
@@ -138,9 +278,16 @@ Status add_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, 
 Status lower_matmul(const Node& node, BuildContext& context) {
   const Tensor* b = context.constant(node.input(1));
   auto a_shape = context.shape_of(node.input(0));
-  if (b == nullptr || b->dtype() != DataType::kFloat || b->rank() != 2 || !a_shape.ok() || a_shape->size() < 2 ||
-      a_shape->back() != b->dim(0) || context.constant(node.input(0)) != nullptr) {
-    return lower_with_reference(node, context);  // runtime or batched B, vector A, ...
+  if (!a_shape.ok() || a_shape->size() < 2 || context.constant(node.input(0)) != nullptr) {
+    return lower_with_reference(node, context);  // vector A, constant A, unknown shape
+  }
+  if (b == nullptr) {
+    auto b_shape = context.shape_of(node.input(1));
+    if (!b_shape.ok()) return lower_with_reference(node, context);
+    return add_matmul_layer(node, context, *a_shape, *b_shape);
+  }
+  if (b->dtype() != DataType::kFloat || b->rank() != 2 || a_shape->back() != b->dim(0)) {
+    return lower_with_reference(node, context);  // batched constant B, vector B, ...
   }
   return add_gemm_layer(node, context, *b, false, 1.0f, {});
 }
@@ -173,7 +320,8 @@ Status lower_gemm(const Node& node, BuildContext& context) {
 }  // namespace
 
 void register_gemm(LayerRegistry& registry) {
-  registry.add_kind({kKind, bind_gemm});
+  registry.add_kind({kGemmKind, bind_gemm});
+  registry.add_kind({kMatMulKind, bind_matmul});
   registry.add_lowering({.domain = "", .op_type = "MatMul", .lower = lower_matmul, .accepts = all_float});
   registry.add_lowering({.domain = "", .op_type = "Gemm", .lower = lower_gemm, .accepts = all_float});
 }

@@ -30,6 +30,7 @@ const char* fp32_unary_op_name(Fp32UnaryOp op) {
     case Fp32UnaryOp::kAbs: return "abs";
     case Fp32UnaryOp::kNeg: return "neg";
     case Fp32UnaryOp::kSqrt: return "sqrt";
+    case Fp32UnaryOp::kErf: return "erf";
   }
   return "unknown";
 }

@@ -4,7 +4,7 @@
 // Accuracy: the scalar kernels use <cmath>; vector variants use polynomial exp/erf (documented in
 // docs/kernels_support.md). Tested bounds versus the scalar kernels:
 //   binary ops, Relu/Clip/LeakyRelu/HardSwish/HardSigmoid/Abs/Neg/Sqrt: exact (same IEEE op)
-//   Exp/Sigmoid/Silu/Tanh/Gelu/Softmax: |d| <= 2e-6 + 1e-5 * |scalar|
+//   Exp/Sigmoid/Silu/Tanh/Gelu/Erf/Softmax: |d| <= 2e-6 + 1e-5 * |scalar|
 //   GEMM: |d| <= 1e-4 * sqrt(K) * max|a| * max|b| (summation order differs)
 #pragma once
 
@@ -32,6 +32,7 @@ enum class Fp32UnaryOp {
   kAbs,
   kNeg,
   kSqrt,
+  kErf,
 };
 const char* fp32_unary_op_name(Fp32UnaryOp op);
 struct Fp32UnaryParams {

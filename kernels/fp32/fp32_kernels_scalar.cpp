@@ -57,6 +57,7 @@ void fp32_unary(Fp32UnaryOp op, const Fp32UnaryParams& p, size_t n, const float*
       case Fp32UnaryOp::kAbs: y = std::fabs(x); break;
       case Fp32UnaryOp::kNeg: y = -x; break;
       case Fp32UnaryOp::kSqrt: y = std::sqrt(x); break;
+      case Fp32UnaryOp::kErf: y = std::erf(x); break;
     }
     output[i] = y;
   }

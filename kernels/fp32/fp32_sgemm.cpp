@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -15,11 +16,16 @@ namespace {
 
 // Blocks of k of about kDepthBlock (tap, channel) pairs: the panel's block (kDepthBlock x NR
 // floats, 32 KiB on AVX-512) stays in L1 while the row tiles pass over it, and a row tile's block
-// of A (MR x kDepthBlock) streams from L2. Smaller k is one block.
+// of A (MR x kDepthBlock) streams from L2. k up to kOneBlockDepth is one block: its partial sums
+// would go through C, and its panel streams from L2 fast enough (ResNet's 3x3 of 64 and 128
+// channels, 1x1 of 1024: +1.5-2.5%).
 constexpr int kDepthBlock = 256;
+constexpr int kOneBlockDepth = 5 * kDepthBlock;
 constexpr int kMaxMr = 16;
-// Output panels from which packing A pays.
-constexpr int kPackAPanels = 2;
+// Output panels from which copying A's rows pays.
+constexpr int kCopyAPanels = 2;
+// B (all panels of the range, every depth block) up to this size: row tiles outer (drive()).
+constexpr int64_t kRowsOuterBytes = 256 * 1024;
 // Rows per block whose A block (rows x kDepthBlock floats) stays in L2 while the panels pass.
 constexpr int64_t kRowBlockBytes = 256 * 1024;
 
@@ -29,7 +35,7 @@ struct DepthBlocking {
 };
 
 DepthBlocking depth_blocking(const PackedSgemm& packed) {
-  if (packed.k() <= 2 * kDepthBlock) return {packed.channels, packed.taps};
+  if (packed.k() <= kOneBlockDepth) return {packed.channels, packed.taps};
   if (packed.channels >= kDepthBlock) {
     const int chunks = (packed.channels + kDepthBlock - 1) / kDepthBlock;
     return {(packed.channels + chunks - 1) / chunks, 1};
@@ -71,60 +77,84 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
                                                   1, kPointerCapacity / tile_pointers);
   const int64_t block = block_tiles * packed.mr;
   // Rows a multiple of 4 KiB apart (1024 channels, or 512 at stride 2) share one L1 set and evict
-  // each other: such tiles pack their A block once for all their panels (one contiguous stream).
-  // Other rows are read in place (packing costs about one panel's pass over A).
-  const bool pack_a =
-      a_row_bytes % 4096 == 0 && (n_end - n_begin + packed.nr - 1) / packed.nr >= kPackAPanels;
-  alignas(64) float packed_a[kMaxMr * 2 * kDepthBlock];
+  // each other: such tiles copy their rows' A block once for all their panels, to rows kCopyPad
+  // floats off that stride (a vector copy: transposing A into [k][MR] cost more than it saved).
+  // Other rows are read in place.
+  constexpr int kCopyPad = 16;
+  constexpr int64_t kCopyCapacity = kMaxMr * (kOneBlockDepth + kCopyPad);
+  const bool copy_a = a_row_bytes % 4096 == 0 && (n_end - n_begin + packed.nr - 1) / packed.nr >= kCopyAPanels &&
+                      static_cast<int64_t>(blocking.taps_per_block) * packed.mr * (blocking.channel_chunk + kCopyPad) <=
+                          kCopyCapacity;
+  alignas(64) float copied_a[kCopyCapacity];
+  const float* copied_rows[kMaxMr * kSgemmMaxTaps];
+  // The weights of a depth block of panel n (whose rows are packed.nr floats).
+  auto block_weights = [&](int n, int tap, int channel) {
+    return packed.data.data() + n / packed.nr * panel_floats +
+           (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
+  };
+  // One row tile's depth block across every panel (A copied first when copy_a).
+  auto tile_panels = [&](const float* const* tile_rows, int64_t m, int rows, int tap, int channel) {
+    set_block(tap, channel);
+    args.mr = rows;
+    args.a = tile_rows + tap * packed.mr;
+    if (copy_a) {
+      const int64_t copy_stride = args.channels + kCopyPad;
+      assert(args.taps * packed.mr * copy_stride <= kCopyCapacity);
+      for (int t = 0; t < args.taps; ++t) {
+        for (int r = 0; r < rows; ++r) {
+          float* out = copied_a + (t * packed.mr + r) * copy_stride;
+          std::memcpy(out, args.a[t * packed.mr + r] + channel, static_cast<size_t>(args.channels) * sizeof(float));
+          copied_rows[t * packed.mr + r] = out;
+        }
+      }
+      args.a = copied_rows;
+      args.channel_begin = 0;
+    }
+    for (int n = n_begin; n < n_end; n += packed.nr) {
+      args.nc = std::min(packed.nr, n_end - n);
+      args.w = block_weights(n, tap, channel);
+      args.bias = packed.bias.data() + n;
+      args.c = c + m * c_row_stride + n;
+      args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
+      impl.ukernel(args);
+    }
+  };
+  // B of the whole range small enough to stay in L2: each row tile runs to the end (its A in L1,
+  // its rows of C and the residual written and read once, in order). Otherwise each depth block's
+  // panel stays in L1 while the block's row tiles pass (copy_a: the tile's A while the panels do).
+  const bool rows_outer = packed.k() * (n_end - n_begin) * static_cast<int64_t>(sizeof(float)) <= kRowsOuterBytes;
   for (int64_t block_begin = m_begin; block_begin < m_end; block_begin += block) {
     const int64_t block_end = std::min(m_end, block_begin + block);
     for (int64_t m = block_begin; m < block_end; m += packed.mr) {
       fill(m, static_cast<int>(std::min<int64_t>(packed.mr, block_end - m)),
            pointers + (m - block_begin) / packed.mr * tile_pointers);
     }
-    if (pack_a) {
-      for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
-        for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
-          set_block(tap, channel);
-          for (int64_t m = block_begin; m < block_end; m += packed.mr) {
-            args.mr = static_cast<int>(std::min<int64_t>(packed.mr, block_end - m));
-            const float* const* rows = pointers + (m - block_begin) / packed.mr * tile_pointers + tap * packed.mr;
-            float* out = packed_a;
-            for (int t = 0; t < args.taps; ++t) {
-              for (int c = 0; c < args.channels; ++c, out += packed.mr) {
-                for (int r = 0; r < args.mr; ++r) out[r] = rows[t * packed.mr + r][channel + c];
-              }
-            }
-            args.packed_a = packed_a;
-            args.c = c + m * c_row_stride;
-            args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride : nullptr;
-            for (int n = n_begin; n < n_end; n += packed.nr) {
-              args.nc = std::min(packed.nr, n_end - n);
-              args.w = packed.data.data() + n / packed.nr * panel_floats +
-                       (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
-              args.bias = packed.bias.data() + n;
-              args.c = c + m * c_row_stride + n;
-              args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
-              impl.ukernel(args);
-            }
+    auto tile_rows = [&](int64_t m) { return pointers + (m - block_begin) / packed.mr * tile_pointers; };
+    auto rows = [&](int64_t m) { return static_cast<int>(std::min<int64_t>(packed.mr, block_end - m)); };
+    if (rows_outer) {
+      for (int64_t m = block_begin; m < block_end; m += packed.mr) {
+        for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
+          for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
+            tile_panels(tile_rows(m), m, rows(m), tap, channel);
           }
         }
       }
       continue;
     }
-    args.packed_a = nullptr;
     for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
       for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
+        if (copy_a) {
+          for (int64_t m = block_begin; m < block_end; m += packed.mr) tile_panels(tile_rows(m), m, rows(m), tap, channel);
+          continue;
+        }
         set_block(tap, channel);
         for (int n = n_begin; n < n_end; n += packed.nr) {
-          const int64_t panel = n / packed.nr;
           args.nc = std::min(packed.nr, n_end - n);
-          args.w = packed.data.data() + panel * panel_floats +
-                   (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
+          args.w = block_weights(n, tap, channel);
           args.bias = packed.bias.data() + n;
           for (int64_t m = block_begin; m < block_end; m += packed.mr) {
-            args.mr = static_cast<int>(std::min<int64_t>(packed.mr, block_end - m));
-            args.a = pointers + (m - block_begin) / packed.mr * tile_pointers + tap * packed.mr;
+            args.mr = rows(m);
+            args.a = tile_rows(m) + tap * packed.mr;
             args.c = c + m * c_row_stride + n;
             args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
             impl.ukernel(args);
@@ -153,6 +183,102 @@ void tap_pointers(const SconvGeometry& g, const float* image_input, int oy, int 
   }
 }
 
+// Kernel rows as taps: with dilation_width 1 and the pixels' channels contiguous, the
+// kernel_width taps of one kernel row read kernel_width * C consecutive floats, and the packed
+// weights hold k in (ky, kx, c) order already: the microkernel runs kernel_height taps of
+// kernel_width * C channels (same sums, same order). Pixels whose row of taps crosses the left or
+// right border read a copy with zeros outside; rows above or below read a zero run. Row tiles
+// outer, every panel inner. For kernels of 25 taps and more (ResNet's 7x7 stem, C = 3: 49 taps of
+// 3 channels, +5%; MobileNet's 3x3 stem lost 9% and ResNet's 3x3 of 64 channels 1%), k in one
+// depth block, and when a tile's border copies fit kRowTapCopyFloats.
+constexpr int kMaxRowTapChannels = 1280;
+constexpr int64_t kRowTapCopyFloats = 24 * 1024;
+bool row_taps_apply(const PackedSgemm& packed, const SconvGeometry& g) {
+  if (!(g.kernel_width > 1 && packed.taps >= 25 && g.dilation_width == 1 && g.input_pixel_stride == packed.channels &&
+        packed.k() <= kOneBlockDepth && static_cast<int64_t>(g.kernel_width) * packed.channels <= kMaxRowTapChannels)) {
+    return false;
+  }
+  // Output columns whose row of taps is inside the input, and so the pixels of a tile (at most
+  // two output rows when a row holds MR pixels or more) that need copies.
+  const int interior_begin = std::min(g.output_width, (g.pad_left + g.stride_width - 1) / g.stride_width);
+  const int last_x = g.input_width - g.kernel_width + g.pad_left;
+  const int interior_end = std::clamp(last_x < 0 ? 0 : last_x / g.stride_width + 1, interior_begin, g.output_width);
+  const int64_t border_per_row = g.output_width - (interior_end - interior_begin);
+  const int64_t rows_spanned = (packed.mr - 1) / g.output_width + 2;
+  const int64_t copies = std::min<int64_t>(packed.mr, border_per_row * rows_spanned) * g.kernel_height;
+  return copies * g.kernel_width * packed.channels <= kRowTapCopyFloats;
+}
+
+void run_row_taps(const PackedSgemm& packed, const SconvGeometry& g, const SconvArgs& args, const Fp32Epilogue& epilogue,
+                  int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
+  const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
+  const int run = g.kernel_width * packed.channels;  // floats per kernel row
+  alignas(64) float zeros[kMaxRowTapChannels] = {};
+  // The border pixels' rows of taps, `run` floats each (row_taps_apply() bounds their number).
+  alignas(64) float copies[kRowTapCopyFloats];
+  const float* pointers[kMaxMr * kSgemmMaxTaps];
+  internal::SgemmUkernelArgs args_;
+  args_.taps = g.kernel_height;
+  args_.channel_begin = 0;
+  args_.channels = run;
+  args_.first = args_.last = true;
+  args_.a = pointers;
+  args_.w_tap_stride = static_cast<int64_t>(run) * packed.nr;
+  args_.c_row_stride = args.output_row_stride;
+  args_.residual_row_stride = epilogue.residual_row_stride;
+  args_.min = epilogue.min;
+  args_.max = epilogue.max;
+  args_.activation = epilogue.activation;
+  const int64_t image_pixels = g.output_pixels_per_image();
+  const int64_t panel_floats = packed.k() * packed.nr;
+  for (int64_t m = m_begin; m < m_end; m += packed.mr) {
+    const int rows = static_cast<int>(std::min<int64_t>(packed.mr, m_end - m));
+    int copied = 0;
+    for (int r = 0; r < rows; ++r) {
+      const int64_t image = (m + r) / image_pixels, pixel = (m + r) % image_pixels;
+      const int oy = static_cast<int>(pixel / g.output_width), ox = static_cast<int>(pixel % g.output_width);
+      const int y0 = oy * g.stride_height - g.pad_top, x0 = ox * g.stride_width - g.pad_left;
+      const float* image_input = args.input + image * g.input_image_stride;
+      const bool inside = x0 >= 0 && x0 + g.kernel_width <= g.input_width;
+      for (int ky = 0; ky < g.kernel_height; ++ky) {
+        const int y = y0 + ky * g.dilation_height;
+        const float*& pointer = pointers[ky * packed.mr + r];
+        if (y < 0 || y >= g.input_height) {
+          pointer = zeros;
+          continue;
+        }
+        const float* row = image_input + static_cast<int64_t>(y) * g.input_width * packed.channels;
+        if (inside) {
+          pointer = row + static_cast<int64_t>(x0) * packed.channels;
+          continue;
+        }
+        // Partly outside: a copy with zeros outside.
+        float* copy = copies + static_cast<int64_t>(copied++) * run;
+        assert(static_cast<int64_t>(copied) * run <= kRowTapCopyFloats);
+        for (int kx = 0; kx < g.kernel_width; ++kx) {
+          const int x = x0 + kx;
+          float* out = copy + kx * packed.channels;
+          if (x < 0 || x >= g.input_width) {
+            std::fill_n(out, packed.channels, 0.0f);
+          } else {
+            std::memcpy(out, row + static_cast<int64_t>(x) * packed.channels, packed.channels * sizeof(float));
+          }
+        }
+        pointer = copy;
+      }
+    }
+    args_.mr = rows;
+    for (int n = n_begin; n < n_end; n += packed.nr) {
+      args_.nc = std::min(packed.nr, n_end - n);
+      args_.w = packed.data.data() + n / packed.nr * panel_floats;
+      args_.bias = packed.bias.data() + n;
+      args_.c = args.output + m * args.output_row_stride + n;
+      args_.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
+      impl.ukernel(args_);
+    }
+  }
+}
+
 }  // namespace
 
 const char* fp32_epilogue_activation_name(Fp32EpilogueActivation activation) {
@@ -177,6 +303,24 @@ int sgemm_padded_n(int n, Isa isa) {
 
 int64_t packed_sgemm_floats(int n, int64_t k, Isa isa) { return static_cast<int64_t>(sgemm_padded_n(n, isa)) * k; }
 
+void pack_sgemm_into(const SgemmWeightsDesc& desc, Isa isa, float* out) {
+  const SgemmTile tile = sgemm_tile(usable_isa(isa));
+  const int64_t k = static_cast<int64_t>(desc.taps) * desc.channels;
+  const int n_padded = sgemm_padded_n(desc.n, isa);
+  for (int panel = 0; panel < n_padded / tile.nr; ++panel) {
+    float* panel_out = out + panel * k * tile.nr;
+    const int columns = std::min(tile.nr, desc.n - panel * tile.nr);
+    for (int tap = 0; tap < desc.taps; ++tap) {
+      for (int c = 0; c < desc.channels; ++c) {
+        float* row = panel_out + (static_cast<int64_t>(tap) * desc.channels + c) * tile.nr;
+        const float* in = desc.weights + tap * desc.stride_tap + c * desc.stride_channel + panel * tile.nr * desc.stride_n;
+        for (int column = 0; column < columns; ++column) row[column] = in[column * desc.stride_n];
+        std::fill(row + columns, row + tile.nr, 0.0f);  // padded columns stay 0
+      }
+    }
+  }
+}
+
 PackedSgemm pack_sgemm(const SgemmWeightsDesc& desc, Isa isa) {
   PackedSgemm packed;
   packed.isa = usable_isa(isa);
@@ -187,26 +331,16 @@ PackedSgemm pack_sgemm(const SgemmWeightsDesc& desc, Isa isa) {
   packed.mr = tile.mr;
   packed.nr = tile.nr;
   packed.n_padded = sgemm_padded_n(desc.n, packed.isa);
-  const int64_t k = packed.k();
-  packed.data.resize(static_cast<size_t>(packed.n_padded * k));  // zeroed: padded columns stay 0
+  packed.data.resize(static_cast<size_t>(packed.n_padded * packed.k()));
   packed.bias.resize(static_cast<size_t>(packed.n_padded));
   packed.zeros.resize(static_cast<size_t>(std::max(desc.channels, 1)));
-  float* out = packed.data.data();
-  for (int n = 0; n < desc.n; ++n) {
-    const int64_t panel = n / tile.nr, column = n % tile.nr;
-    for (int tap = 0; tap < desc.taps; ++tap) {
-      for (int c = 0; c < desc.channels; ++c) {
-        const int64_t kk = static_cast<int64_t>(tap) * desc.channels + c;
-        out[(panel * k + kk) * tile.nr + column] =
-            desc.weights[n * desc.stride_n + tap * desc.stride_tap + c * desc.stride_channel];
-      }
-    }
-    if (desc.bias) packed.bias.data()[n] = desc.bias[n];
-  }
+  pack_sgemm_into(desc, packed.isa, packed.data.data());
+  if (desc.bias) std::copy(desc.bias, desc.bias + desc.n, packed.bias.data());
   return packed;
 }
 
-PackedSgemm packed_sgemm_view(int n, int taps, int channels, Isa isa, const float* data, const float* bias) {
+PackedSgemm packed_sgemm_view(int n, int taps, int channels, Isa isa, const float* data, const float* bias,
+                              bool with_zeros) {
   PackedSgemm packed;
   packed.isa = usable_isa(isa);
   const SgemmTile tile = sgemm_tile(packed.isa);
@@ -218,21 +352,55 @@ PackedSgemm packed_sgemm_view(int n, int taps, int channels, Isa isa, const floa
   packed.n_padded = sgemm_padded_n(n, packed.isa);
   packed.data = AlignedBuffer<float>::view(data, static_cast<size_t>(packed_sgemm_floats(n, packed.k(), packed.isa)));
   packed.bias = AlignedBuffer<float>::view(bias, static_cast<size_t>(packed.n_padded));
-  packed.zeros.resize(static_cast<size_t>(std::max(channels, 1)));
+  if (with_zeros) packed.zeros.resize(static_cast<size_t>(std::max(channels, 1)));
   return packed;
 }
 
 void run_sconv(const PackedSgemm& packed, const SconvGeometry& g, const SconvArgs& args, const Fp32Epilogue& epilogue,
                int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
+  // 1x1, stride 1, no padding, images back to back: output pixel m reads input pixel m, a plain
+  // GEMM (the pointer of each row without the window arithmetic: MobileNet's 112x112 1x1 layers
+  // have few channels per pixel and spent a third of their time on it).
+  if (packed.taps == 1 && g.stride_height == 1 && g.stride_width == 1 && g.pad_top == 0 && g.pad_left == 0 &&
+      g.output_height == g.input_height && g.output_width == g.input_width &&
+      g.input_image_stride == static_cast<int64_t>(g.input_height) * g.input_width * g.input_pixel_stride) {
+    run_sgemm(packed, args.input, g.input_pixel_stride, args.output, args.output_row_stride, epilogue, m_begin, m_end,
+              n_begin, n_end);
+    return;
+  }
+  if (row_taps_apply(packed, g)) {
+    run_row_taps(packed, g, args, epilogue, m_begin, m_end, n_begin, n_end);
+    return;
+  }
   const int64_t image_pixels = g.output_pixels_per_image();
   const int mr = packed.mr;
   const float* zeros = packed.zeros.data();
+  // A pixel whose window is inside the input: tap t at the window's first pixel + tap_offsets[t]
+  // (the 7x7 stem spends a quarter of its time on the pointers otherwise).
+  const int taps = g.kernel_height * g.kernel_width;
+  assert(taps <= kSgemmMaxTaps);
+  int64_t tap_offsets[kSgemmMaxTaps];
+  for (int ky = 0; ky < g.kernel_height; ++ky) {
+    for (int kx = 0; kx < g.kernel_width; ++kx) {
+      tap_offsets[ky * g.kernel_width + kx] =
+          (static_cast<int64_t>(ky) * g.dilation_height * g.input_width + kx * g.dilation_width) * g.input_pixel_stride;
+    }
+  }
+  const int window_height = (g.kernel_height - 1) * g.dilation_height + 1;
+  const int window_width = (g.kernel_width - 1) * g.dilation_width + 1;
   auto fill = [&](int64_t m, int rows, const float** pointers) {
     int64_t image = m / image_pixels;
     int64_t pixel = m % image_pixels;
     int oy = static_cast<int>(pixel / g.output_width), ox = static_cast<int>(pixel % g.output_width);
     for (int r = 0; r < rows; ++r) {
-      tap_pointers(g, args.input + image * g.input_image_stride, oy, ox, zeros, pointers + r, mr);
+      const int y0 = oy * g.stride_height - g.pad_top, x0 = ox * g.stride_width - g.pad_left;
+      if (y0 >= 0 && x0 >= 0 && y0 + window_height <= g.input_height && x0 + window_width <= g.input_width) {
+        const float* origin =
+            args.input + image * g.input_image_stride + (static_cast<int64_t>(y0) * g.input_width + x0) * g.input_pixel_stride;
+        for (int tap = 0; tap < taps; ++tap) pointers[tap * mr + r] = origin + tap_offsets[tap];
+      } else {
+        tap_pointers(g, args.input + image * g.input_image_stride, oy, ox, zeros, pointers + r, mr);
+      }
       if (++ox == g.output_width) {
         ox = 0;
         if (++oy == g.output_height) oy = 0, ++image;
@@ -286,17 +454,26 @@ PackedDepthwiseF32 packed_depthwise_f32_view(int channels, int taps, Isa isa, co
 }
 
 void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g, const SconvArgs& args,
-                       const Fp32Epilogue& epilogue, int64_t row_begin, int64_t row_end) {
+                       const Fp32Epilogue& epilogue, int64_t row_begin, int64_t row_end, int channel_begin,
+                       int channel_end) {
+  if (channel_end < 0 || channel_end > packed.channels) channel_end = packed.channels;
+  assert(channel_begin % kDepthwiseF32ChannelBlock == 0);
+  if (channel_begin >= channel_end) return;
   const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
+  // The channel range as its own convolution: every pointer moves by channel_begin.
   const float* zeros = packed.zeros.data();
+  const float* weights = packed.weights.data() + channel_begin;
+  const float* input = args.input + channel_begin;
+  float* output = args.output + channel_begin;
+  const float* residual = epilogue.residual ? epilogue.residual + channel_begin : nullptr;
   const float* pointers[kSgemmMaxTaps];
   internal::DepthwiseUkernelArgs ukernel_args;
-  ukernel_args.channels = packed.channels;
+  ukernel_args.channels = channel_end - channel_begin;
   ukernel_args.taps = packed.taps;
   ukernel_args.channels_padded = packed.channels_padded;
   ukernel_args.a = pointers;
-  ukernel_args.w = packed.weights.data();
-  ukernel_args.bias = packed.bias.data();
+  ukernel_args.w = weights;
+  ukernel_args.bias = packed.bias.data() + channel_begin;
   ukernel_args.min = epilogue.min;
   ukernel_args.max = epilogue.max;
   ukernel_args.activation = epilogue.activation;
@@ -307,11 +484,11 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
   const float* row_a[kSgemmMaxTaps];
   const float* row_w[kSgemmMaxTaps];
   internal::DepthwiseRowArgs row_args;
-  row_args.channels = packed.channels;
+  row_args.channels = channel_end - channel_begin;
   row_args.a = row_a;
   row_args.w = row_w;
   row_args.a_step = g.stride_width * g.input_pixel_stride;
-  row_args.bias = packed.bias.data();
+  row_args.bias = packed.bias.data() + channel_begin;
   row_args.c_step = args.output_row_stride;
   row_args.residual_step = epilogue.residual_row_stride;
   row_args.min = epilogue.min;
@@ -320,7 +497,7 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
   for (int64_t row = row_begin; row < row_end; ++row) {
     const int64_t image = row / g.output_height;
     const int oy = static_cast<int>(row % g.output_height);
-    const float* image_input = args.input + image * g.input_image_stride;
+    const float* image_input = input + image * g.input_image_stride;
     if (interior_end > interior_begin) {
       // The interior run: rows of taps outside the input are left out (they add zeros).
       int taps = 0;
@@ -331,14 +508,14 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
         for (int kx = 0; kx < g.kernel_width; ++kx, ++taps) {
           row_a[taps] = image_input + (static_cast<int64_t>(y) * g.input_width + x0 + kx * g.dilation_width) *
                                           g.input_pixel_stride;
-          row_w[taps] = packed.weights.data() + static_cast<int64_t>(ky * g.kernel_width + kx) * packed.channels_padded;
+          row_w[taps] = weights + static_cast<int64_t>(ky * g.kernel_width + kx) * packed.channels_padded;
         }
       }
       const int64_t pixel = row * g.output_width + interior_begin;
       row_args.taps = taps;
       row_args.pixels = interior_end - interior_begin;
-      row_args.c = args.output + pixel * args.output_row_stride;
-      row_args.residual = epilogue.residual ? epilogue.residual + pixel * epilogue.residual_row_stride : nullptr;
+      row_args.c = output + pixel * args.output_row_stride;
+      row_args.residual = residual ? residual + pixel * epilogue.residual_row_stride : nullptr;
       impl.depthwise_row(row_args);
     }
     for (int ox = 0; ox < g.output_width; ++ox) {
@@ -346,8 +523,8 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
       if (ox >= g.output_width) break;
       tap_pointers(g, image_input, oy, ox, zeros, pointers, 1);
       const int64_t pixel = row * g.output_width + ox;
-      ukernel_args.c = args.output + pixel * args.output_row_stride;
-      ukernel_args.residual = epilogue.residual ? epilogue.residual + pixel * epilogue.residual_row_stride : nullptr;
+      ukernel_args.c = output + pixel * args.output_row_stride;
+      ukernel_args.residual = residual ? residual + pixel * epilogue.residual_row_stride : nullptr;
       impl.depthwise(ukernel_args);
     }
   }
@@ -358,7 +535,11 @@ std::string depthwise_f32_kernel_name(const PackedDepthwiseF32& packed) {
 }
 
 std::string sgemm_kernel_name(const PackedSgemm& packed, bool convolution) {
-  const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
+  return sgemm_kernel_name(packed.isa, convolution);
+}
+
+std::string sgemm_kernel_name(Isa isa, bool convolution) {
+  const internal::SgemmImplementation& impl = sgemm_implementation(usable_isa(isa));
   return fmt::format("f32-{}-{}x{}-{}", convolution ? "igemm" : "gemm", impl.mr, impl.nr, impl.isa_suffix);
 }
 

@@ -59,9 +59,16 @@ struct PackedSgemm {
 
 // Packs for `isa` (clamped to what this machine runs).
 PackedSgemm pack_sgemm(const SgemmWeightsDesc& desc, Isa isa);
+// The weights part of pack_sgemm into caller memory (packed_sgemm_floats() floats, 64-byte
+// aligned), allocating nothing: B of a MatMul of two activations, packed per run. The bias is
+// not written.
+void pack_sgemm_into(const SgemmWeightsDesc& desc, Isa isa, float* data);
 // A PackedSgemm over packed data and bias kept elsewhere (an engine file's blobs, 64-byte aligned):
 // `data` holds packed_sgemm_floats() floats, `bias` n_padded (the packing's own layout).
-PackedSgemm packed_sgemm_view(int n, int taps, int channels, Isa isa, const float* data, const float* bias);
+// with_zeros: allocate the zero row padded taps read (convolutions; run_sgemm needs none, and a
+// view made without it allocates nothing).
+PackedSgemm packed_sgemm_view(int n, int taps, int channels, Isa isa, const float* data, const float* bias,
+                              bool with_zeros = true);
 int64_t packed_sgemm_floats(int n, int64_t k, Isa isa);
 int sgemm_padded_n(int n, Isa isa);
 
@@ -117,15 +124,19 @@ struct PackedDepthwiseF32 {
 PackedDepthwiseF32 pack_depthwise_f32(int channels, int taps, const float* weights, const float* bias, Isa isa);
 int depthwise_f32_padded_channels(int channels);
 PackedDepthwiseF32 packed_depthwise_f32_view(int channels, int taps, Isa isa, const float* weights, const float* bias);
-// Output rows [row_begin, row_end) (row = image * output_height + out_y), every channel; the
-// geometry's input_pixel_stride/args.output_row_stride are per pixel. The residual is indexed
-// like the output.
+// Output rows [row_begin, row_end) (row = image * output_height + out_y), channels
+// [channel_begin, channel_end) (channel_begin a multiple of kDepthwiseF32ChannelBlock; the default:
+// every channel); the geometry's input_pixel_stride/args.output_row_stride are per pixel. The
+// residual is indexed like the output. Disjoint ranges may run concurrently.
+inline constexpr int kDepthwiseF32ChannelBlock = 16;
 void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& geometry, const SconvArgs& args,
-                       const Fp32Epilogue& epilogue, int64_t row_begin, int64_t row_end);
+                       const Fp32Epilogue& epilogue, int64_t row_begin, int64_t row_end, int channel_begin = 0,
+                       int channel_end = -1);
 std::string depthwise_f32_kernel_name(const PackedDepthwiseF32& packed);
 
 // "f32-igemm-14x32-avx512" style name.
 std::string sgemm_kernel_name(const PackedSgemm& packed, bool convolution);
+std::string sgemm_kernel_name(Isa isa, bool convolution);
 
 namespace internal {
 // One microkernel call: rows [0, mr) (mr <= MR), columns [0, nc) (nc <= NR) of one panel, over a
@@ -137,7 +148,6 @@ struct SgemmUkernelArgs {
   int taps = 1, channel_begin = 0, channels = 0;
   bool first = true, last = true;
   const float* const* a = nullptr;
-  const float* packed_a = nullptr;  // instead of `a`: the block's A, [tap][channel][MR]
   const float* w = nullptr;     // the block's first weights: row (tap, channel_begin) of the panel
   int64_t w_tap_stride = 0;     // floats from one tap's weights to the next (all channels x NR)
   const float* bias = nullptr;  // the panel's NR bias values

@@ -31,11 +31,6 @@ void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
       float sum = args.first ? args.bias[n] : args.c[r * args.c_row_stride + n];
       for (int tap = 0; tap < args.taps; ++tap) {
         const float* w = args.w + tap * args.w_tap_stride + n;
-        if (args.packed_a != nullptr) {
-          const float* a = args.packed_a + static_cast<int64_t>(tap) * args.channels * kMr + r;
-          for (int c = 0; c < args.channels; ++c, w += kNr) sum += a[c * kMr] * *w;
-          continue;
-        }
         const float* a = args.a[tap * kMr + r] + args.channel_begin;
         for (int c = 0; c < args.channels; ++c, w += kNr) sum += a[c] * *w;
       }

@@ -85,10 +85,8 @@ inline V activate(Fp32EpilogueActivation activation, V value) {
   return value;
 }
 
-// Rows kRows (<= kMr) x kVectors (1 or 2) vectors of one panel.
-// kPacked: A comes packed, packed_a[(tap * channels + c) * MR + r] (one stream, no 4 KiB aliasing
-// between rows); otherwise through the row pointers.
-template <int kRows, int kVectors, bool kPacked>
+// Rows kRows (<= kMr) x kVectors (1 or 2) vectors of one panel, A through the row pointers.
+template <int kRows, int kVectors>
 void tile(const internal::SgemmUkernelArgs& args) {
   V acc[kRows][kVectors];
   if (args.first) {
@@ -109,22 +107,6 @@ void tile(const internal::SgemmUkernelArgs& args) {
   const int channels = args.channels;
   for (int tap = 0; tap < args.taps; ++tap) {
     const float* w = args.w + tap * args.w_tap_stride;
-    if constexpr (kPacked) {
-      const float* a = args.packed_a + static_cast<int64_t>(tap) * channels * kMr;
-      for (int c = 0; c < channels; ++c, a += kMr) {
-        V b[kVectors];
-#pragma GCC unroll 2
-        for (int v = 0; v < kVectors; ++v) b[v] = load(w + v * kLanes);
-        w += kNr;
-#pragma GCC unroll 16
-        for (int r = 0; r < kRows; ++r) {
-          const V x = broadcast(a + r);
-#pragma GCC unroll 2
-          for (int v = 0; v < kVectors; ++v) acc[r][v] = fmadd(x, b[v], acc[r][v]);
-        }
-      }
-      continue;
-    }
     const float* const* rows = args.a + tap * kMr;
     const float* a[kRows];
 #pragma GCC unroll 16
@@ -162,25 +144,25 @@ void tile(const internal::SgemmUkernelArgs& args) {
   }
 }
 
-template <int kVectors, bool kPacked>
+template <int kVectors>
 void tile_rows(const internal::SgemmUkernelArgs& args) {
   switch (args.mr) {
 #if defined(QDQRT_SGEMM_AVX512)
-    case 14: return tile<14, kVectors, kPacked>(args);
-    case 13: return tile<13, kVectors, kPacked>(args);
-    case 12: return tile<12, kVectors, kPacked>(args);
-    case 11: return tile<11, kVectors, kPacked>(args);
-    case 10: return tile<10, kVectors, kPacked>(args);
-    case 9: return tile<9, kVectors, kPacked>(args);
-    case 8: return tile<8, kVectors, kPacked>(args);
-    case 7: return tile<7, kVectors, kPacked>(args);
+    case 14: return tile<14, kVectors>(args);
+    case 13: return tile<13, kVectors>(args);
+    case 12: return tile<12, kVectors>(args);
+    case 11: return tile<11, kVectors>(args);
+    case 10: return tile<10, kVectors>(args);
+    case 9: return tile<9, kVectors>(args);
+    case 8: return tile<8, kVectors>(args);
+    case 7: return tile<7, kVectors>(args);
 #endif
-    case 6: return tile<6, kVectors, kPacked>(args);
-    case 5: return tile<5, kVectors, kPacked>(args);
-    case 4: return tile<4, kVectors, kPacked>(args);
-    case 3: return tile<3, kVectors, kPacked>(args);
-    case 2: return tile<2, kVectors, kPacked>(args);
-    default: return tile<1, kVectors, kPacked>(args);
+    case 6: return tile<6, kVectors>(args);
+    case 5: return tile<5, kVectors>(args);
+    case 4: return tile<4, kVectors>(args);
+    case 3: return tile<3, kVectors>(args);
+    case 2: return tile<2, kVectors>(args);
+    default: return tile<1, kVectors>(args);
   }
 }
 
@@ -256,12 +238,8 @@ void depthwise_row_ukernel(const internal::DepthwiseRowArgs& args) {
 }
 
 void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
-  if (args.packed_a != nullptr) {
-    if (args.nc <= kLanes) return tile_rows<1, true>(args);
-    return tile_rows<2, true>(args);
-  }
-  if (args.nc <= kLanes) return tile_rows<1, false>(args);
-  tile_rows<2, false>(args);
+  if (args.nc <= kLanes) return tile_rows<1>(args);
+  tile_rows<2>(args);
 }
 
 }  // namespace qdqrt::kernels::QDQRT_SGEMM_NAMESPACE

@@ -53,6 +53,7 @@ inline vf unary_value(Fp32UnaryOp op, const Fp32UnaryParams& params, vf x) {
     case Fp32UnaryOp::kAbs: return vmath::vabs(x);
     case Fp32UnaryOp::kNeg: return -x;
     case Fp32UnaryOp::kSqrt: return vsqrt(x);
+    case Fp32UnaryOp::kErf: return vmath::verf(x);
   }
   return x;
 }
@@ -161,6 +162,7 @@ void fp32_unary(Fp32UnaryOp op, const Fp32UnaryParams& params, size_t n, const f
     case Fp32UnaryOp::kAbs: return unary_loop<Fp32UnaryOp::kAbs>(params, n, input, output);
     case Fp32UnaryOp::kNeg: return unary_loop<Fp32UnaryOp::kNeg>(params, n, input, output);
     case Fp32UnaryOp::kSqrt: return unary_loop<Fp32UnaryOp::kSqrt>(params, n, input, output);
+    case Fp32UnaryOp::kErf: return unary_loop<Fp32UnaryOp::kErf>(params, n, input, output);
   }
 }
 

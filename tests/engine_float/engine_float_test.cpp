@@ -106,6 +106,27 @@ TEST(EngineFloatModels, FmnistResnetFp32) {
   expect_engine_matches(**engine, *graph, "fmnist_resnet_fp32");
 }
 
+// The other shipped fp32 models, same checks. ViT: its MatMuls (also the attention's two-activation
+// ones) and Erf run native too.
+TEST(EngineFloatModels, FmnistEfficientnetAndVitFp32) {
+  for (const char* model : {"fmnist_efficientnet_fp32", "fmnist_vit_fp32"}) {
+    SCOPED_TRACE(model);
+    const std::string path = std::string(QDQRT_MODELS_DIR) + "/" + model + ".onnx";
+    engine::BuildOptions options;
+    options.input_shapes["input"] = {kMaxBatch, 1, 28, 28};
+    auto engine = engine::Engine::build_from_file(path, options);
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+      EXPECT_NE(layer.kind, "reference") << layer.name;
+    }
+    LoadOptions load_options;
+    load_options.input_shapes = options.input_shapes;
+    auto graph = load_onnx_file(path, load_options);
+    ASSERT_TRUE(graph.ok());
+    expect_engine_matches(**engine, *graph, model);
+  }
+}
+
 // NHWC convs absorb the residual Add and the Relu/Clip that only they feed (the epilogue runs them):
 // ResNet's bottleneck (the Add's second operand written before the conv that absorbs it, also when
 // the shortcut conv comes last), MobileNet's Clip(0, 6), and forms that must stay separate.

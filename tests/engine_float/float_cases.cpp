@@ -57,6 +57,17 @@ std::vector<OpCase> other_cases() {
   cases.push_back({"matmul_rank3",
                    model(13, "g (float[N,5,12] x) => (float y)", {weights("w", {12, 10})}, "y = MatMul(x, w)"),
                    "fp32_gemm"});
+  // Row and column tails of the microkernel, depth beyond one block.
+  cases.push_back({"matmul_tiles_and_tails",
+                   model(13, "g (float[N,40,600] x) => (float y)", {weights("w", {600, 45})}, "y = MatMul(x, w)"),
+                   "fp32_gemm"});
+  // Two activations: rank 3, the attention's per-head Q x K^T (row and column tails).
+  cases.push_back({"matmul_runtime_b", model(13, "g (float[N,3,4] a, float[N,4,2] b) => (float y)", {}, "y = MatMul(a, b)"),
+                   "fp32_matmul"});
+  cases.push_back({"matmul_attention_heads",
+                   model(13, "g (float[N,3,17,8] a, float[N,3,8,33] b) => (float y)", {}, "y = MatMul(a, b)"),
+                   "fp32_matmul"});
+  cases.push_back({"erf", model(13, "g (float[N,3,50] x) => (float y)", {}, "y = Erf(x)"), "fp32_unary"});
   const std::vector<std::string> binaries = {"Add", "Sub", "Mul", "Div"};
   for (const std::string& op : binaries) {
     cases.push_back({op + "_same_shape", model(13, "g (float[N,3,4,5] a, float[N,3,4,5] b) => (float y)", {},
@@ -152,7 +163,7 @@ std::vector<OpCase> fallback_cases() {
   return {
       {"gelu_tanh", model(20, "g (float[N,6] x) => (float[3,6] y)", {}, "y = Gelu<approximate=\"tanh\">(x)"), "reference"},
       {"softmax_axis1_opset13", model(13, "g (float[N,4,6] x) => (float y)", {}, "y = Softmax<axis=1>(x)"), "reference"},
-      {"matmul_runtime_b", model(13, "g (float[N,3,4] a, float[N,4,2] b) => (float y)", {}, "y = MatMul(a, b)"),
+      {"matmul_broadcast_b", model(13, "g (float[N,1,3,4] a, float[N,2,4,5] b) => (float y)", {}, "y = MatMul(a, b)"),
        "reference"},
       {"conv_runtime_weight", model(13, "g (float[N,2,5,5] x, float s) => (float y)", {weights("w", {3, 2, 3, 3})},
                                     "v = Mul(w, s)\ny = Conv(x, v)"),

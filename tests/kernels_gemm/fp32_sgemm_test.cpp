@@ -22,10 +22,11 @@ TEST(Fp32Sgemm, DepthAndStrides) {
   Fp32ConvTester().input_size(4, 5).channels(19, 35).pixel_stride_extra(5, 3).plain_gemm(true).test_all_isas();
 }
 
-// Depth in several blocks (partial sums through C) and A packed per row tile (wide outputs).
-TEST(Fp32Sgemm, DepthBlocksAndPackedA) {
+// Depth in one and several blocks (partial sums through C); rows 4 KiB apart (1024, 2048) have
+// their A copied per row tile (wide outputs).
+TEST(Fp32Sgemm, DepthBlocksAndCopiedA) {
   uint32_t seed = 150;
-  for (int depth : {511, 513, 1024, 1200}) {
+  for (int depth : {511, 513, 1024, 1200, 1281, 2048}) {
     for (int columns : {40, 100, 130}) {
       Fp32ConvTester().input_size(3, 11).channels(depth, columns).plain_gemm(true).residual(true).clamp(-1.0f, 1.0f)
           .seed(++seed).test_all_isas();
@@ -69,6 +70,14 @@ TEST(Fp32Sgemm, KernelSizesAndChannelTails) {
   }
   Fp32ConvTester().input_size(7, 9).channels(6, 13).kernel(1, 3).padding(0, 1, 0, 1).test_all_isas();
   Fp32ConvTester().input_size(7, 9).channels(6, 13).kernel(3, 1).padding(2, 0, 1, 0).test_all_isas();
+  // Kernel rows as taps (25 taps and more): the ResNet stem's 7x7/2 with pads 3, every pixel at
+  // a border (width 3), rows spanning images, and split ranges.
+  Fp32ConvTester().batch(2).input_size(23, 21).channels(3, 64).kernel(7, 7).stride(2, 2).padding(3, 3, 3, 3)
+      .clamp(0.0f, INFINITY).residual(true).split(37, 32).seed(250).test_all_isas();
+  Fp32ConvTester().batch(3).input_size(4, 3).channels(7, 20).kernel(5, 5).padding(2, 2, 2, 2).split(5, 0).seed(251)
+      .test_all_isas();
+  Fp32ConvTester().input_size(6, 30).channels(2, 40).kernel(5, 7).stride(1, 3).padding(1, 4, 2, 2).dilation(2, 1)
+      .seed(252).test_all_isas();
 }
 
 TEST(Fp32Sgemm, StridesPadsDilations) {
@@ -114,6 +123,12 @@ TEST(Fp32Depthwise, EpilogueAndSplit) {
       .clamp(0.0f, 6.0f).residual(true).pixel_stride_extra(3, 2).split(7, 0).test_all_isas();
   Fp32ConvTester().depthwise(true).input_size(6, 5).channels(33, 33).kernel(3, 3).bias(false).split(3, 0)
       .test_all_isas();
+  // Channel ranges (the engine's split when the output rows are few).
+  uint32_t seed = 600;
+  for (int column_split : {16, 32, 64, 80}) {
+    Fp32ConvTester().depthwise(true).batch(2).input_size(7, 7).channels(97, 97).kernel(5, 5).padding(2, 2, 2, 2)
+        .residual(true).clamp(0.0f, 6.0f).split(5, column_split).seed(++seed).test_all_isas();
+  }
 }
 
 }  // namespace

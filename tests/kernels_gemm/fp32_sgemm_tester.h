@@ -115,11 +115,13 @@ class Fp32ConvTester {
     // Depthwise splits whole output rows.
     const int64_t row_split = depthwise_ ? std::clamp<int64_t>(row_split_, 0, out_pixels / out_w) * out_w
                                          : std::clamp<int64_t>(row_split_, 0, out_pixels);
-    const int column_split = depthwise_ ? 0 : std::min(column_split_ / packed.nr * packed.nr, output_channels_);
+    // Columns split at a panel (depthwise: a channel block) boundary.
+    const int column_unit = depthwise_ ? kDepthwiseF32ChannelBlock : packed.nr;
+    const int column_split = std::min(column_split_ / column_unit * column_unit, output_channels_);
     auto run = [&](int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
       if (m_begin >= m_end || n_begin >= n_end) return;
       if (depthwise_) {
-        if (n_begin == 0) run_depthwise_f32(packed_depthwise, geometry, args, epilogue, m_begin / out_w, m_end / out_w);
+        run_depthwise_f32(packed_depthwise, geometry, args, epilogue, m_begin / out_w, m_end / out_w, n_begin, n_end);
       } else if (plain_gemm_) {
         run_sgemm(packed, input, in_stride, output.data(), out_stride, epilogue, m_begin, m_end, n_begin, n_end);
       } else {

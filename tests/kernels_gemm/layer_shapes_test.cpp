@@ -5,6 +5,7 @@
 
 #include "bench/kernels/layer_shapes.h"
 #include "conv_tester.h"
+#include "fp32_sgemm_tester.h"
 #include "gemm_tester.h"
 
 namespace qdqrt::kernels::testing {
@@ -32,6 +33,15 @@ TEST(RealLayers, GemmShapesFromTheBenchmarkList) {
   for (const bench::GemmLayer& layer : bench::gemm_layers()) {
     GemmTester().m(std::min(layer.m, 7)).n(layer.n).k(layer.k).b_k_major(layer.runtime_b && !layer.b_transposed)
         .split(2).seed(++seed).test_all_isas();
+  }
+}
+
+// The fp32 GEMM (fp32_gemm / fp32_matmul layers) on the same shapes, rows cropped to two tiles.
+TEST(RealLayers, Fp32GemmShapesFromTheBenchmarkList) {
+  uint32_t seed = 100;
+  for (const bench::GemmLayer& layer : bench::gemm_layers()) {
+    Fp32ConvTester().plain_gemm(true).input_size(1, std::min(layer.m, 29)).channels(layer.k, layer.n)
+        .split(std::min(layer.m, 29) / 2, layer.n / 2).seed(++seed).test_all_isas();
   }
 }
 

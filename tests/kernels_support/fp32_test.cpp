@@ -15,6 +15,7 @@ bool is_exact(Fp32UnaryOp op) {
     case Fp32UnaryOp::kSilu:
     case Fp32UnaryOp::kTanh:
     case Fp32UnaryOp::kGelu:
+    case Fp32UnaryOp::kErf:
     case Fp32UnaryOp::kExp: return false;
     default: return true;
   }
@@ -69,7 +70,7 @@ TEST(Fp32Kernels, UnaryOpsMatchScalarOnEveryIsa) {
                              Fp32UnaryOp::kHardSigmoid, Fp32UnaryOp::kHardSwish, Fp32UnaryOp::kSigmoid,
                              Fp32UnaryOp::kSilu,      Fp32UnaryOp::kTanh,    Fp32UnaryOp::kGelu,
                              Fp32UnaryOp::kExp,       Fp32UnaryOp::kAbs,     Fp32UnaryOp::kNeg,
-                             Fp32UnaryOp::kSqrt};
+                             Fp32UnaryOp::kSqrt,      Fp32UnaryOp::kErf};
   uint32_t seed = 1;
   for (Isa isa : test_isas()) {
     const Fp32Kernels kernels = fp32_kernels(isa);
