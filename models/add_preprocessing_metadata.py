@@ -14,7 +14,7 @@ import onnx
 MEAN, STD = "0.286", "0.353"
 PREPROCESSING = "8-bit pixels / 255, then (x - mean) / std per channel"
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHIPPED = [f"fmnist_{net}_{variant}.onnx" for net in ("resnet", "efficientnet", "vit", "mobilenet_nobn")
+SHIPPED = [f"fmnist_{net}_{variant}.onnx" for net in ("resnet", "efficientnet", "vit", "mobilenet_widerange")
            for variant in ("fp32", "qdq")]
 
 
