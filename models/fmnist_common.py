@@ -87,40 +87,6 @@ def accuracy(model, images, labels):
     return correct / len(images)
 
 
-@torch.no_grad()
-def load_exported_weights(model, path):
-    """Sets `model`'s weights from an FP32 file this script exported (BatchNormalization folded):
-    the i-th Conv node's weight and bias go to the i-th Conv2d (in definition order, which is the
-    forward order in these networks), its BatchNorm2d becomes `x + bias` (weight 1, running mean 0,
-    running variance 1 - eps), the Gemm goes to the Linear. The model then computes what the file
-    computes, and training can go on from there (a warm restart)."""
-    import onnx
-    from onnx import numpy_helper
-
-    graph = onnx.load(path).graph
-    values = {init.name: torch.from_numpy(numpy_helper.to_array(init).copy()) for init in graph.initializer}
-    convs = [node for node in graph.node if node.op_type == "Conv"]
-    gemms = [node for node in graph.node if node.op_type == "Gemm"]
-    modules = list(model.modules())
-    conv_modules = [m for m in modules if isinstance(m, torch.nn.Conv2d)]
-    linear_modules = [m for m in modules if isinstance(m, torch.nn.Linear)]
-    assert len(convs) == len(conv_modules) and len(gemms) == len(linear_modules), "not this network's file"
-    for node, conv in zip(convs, conv_modules):
-        conv.weight.copy_(values[node.input[1]])
-        bias = values[node.input[2]] if len(node.input) > 2 else torch.zeros(conv.out_channels)
-        follower = modules[modules.index(conv) + 1]
-        if isinstance(follower, torch.nn.BatchNorm2d):
-            follower.weight.fill_(1.0)
-            follower.bias.copy_(bias)
-            follower.running_mean.zero_()
-            follower.running_var.fill_(1.0 - follower.eps)
-        else:
-            conv.bias.copy_(bias)
-    for node, linear in zip(gemms, linear_modules):
-        linear.weight.copy_(values[node.input[1]])
-        linear.bias.copy_(values[node.input[2]])
-
-
 def export(model, path):
     torch.onnx.export(
         model, torch.zeros(1, 1, 28, 28), path, opset_version=OPSET, do_constant_folding=True,
@@ -132,14 +98,14 @@ def export(model, path):
 
 
 def train_qat_and_export(make_model, name, description, epochs, qat_steps, augmented=False, weight_decay=0.0,
-                         quantize=None, learning_rate=2e-3, after_training=None):
+                         quantize=None, learning_rate=2e-3, after_training=None, qat_learning_rate=1e-4):
     """The whole recipe of a training script: FP32 training, max calibration (PTQ), QAT, export.
 
     Parses --out, --epochs, --qat-steps, --batch-size; writes <out>/<name>_fp32.onnx and
     <out>/<name>_qdq.onnx and prints the test accuracies (FP32, PTQ, QAT). Seeds as the scripts
     always did: torch seed 0 before the model is made, a generator seeded 0 for the data order.
-    `augmented`/`weight_decay` go to train() for both the FP32 training and QAT (`learning_rate`:
-    the FP32 training's; QAT's is 1e-4); `quantize`
+    `augmented`/`weight_decay` go to train() for both the FP32 training and QAT (`learning_rate`,
+    `qat_learning_rate`: their peak rates); `quantize`
     replaces fake_quant.quantize_model (a model -> its fake-quantized twin); `after_training(model,
     generator)` changes the trained FP32 model before it is measured, quantized and exported.
     One thread (torch.set_num_threads(1)): the machine's cores are shared.
@@ -152,8 +118,6 @@ def train_qat_and_export(make_model, name, description, epochs, qat_steps, augme
     parser.add_argument("--epochs", type=float, default=epochs, help="FP32 training epochs")
     parser.add_argument("--qat-steps", type=int, default=qat_steps, help="QAT fine-tuning mini-batches")
     parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--init-from", help="an FP32 .onnx this script exported: start the FP32 training from "
-                        "its weights (a warm restart) instead of from random ones")
     parser.add_argument("--learning-rate", type=float, default=learning_rate, help="FP32 training's peak rate")
     parser.add_argument("--fp32-checkpoint", help="where to save the trained FP32 weights; when the file exists, "
                         "load them instead of training")
@@ -169,11 +133,6 @@ def train_qat_and_export(make_model, name, description, epochs, qat_steps, augme
     model = make_model()
     print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters", flush=True)
     steps = int(args.epochs * len(train_images) / args.batch_size)
-    if args.init_from:
-        load_exported_weights(model, args.init_from)
-        print(f"FP32 weights from {args.init_from}: test accuracy {accuracy(model, test_images, test_labels):.4f}",
-              flush=True)
-        model.train()
     if args.fp32_checkpoint and os.path.exists(args.fp32_checkpoint):
         # Redo only what follows the FP32 training (e.g. another QAT schedule); the generator then
         # starts where it would have been after training only if the schedule is the same.
@@ -197,8 +156,8 @@ def train_qat_and_export(make_model, name, description, epochs, qat_steps, augme
     calibrate(qdq_model, calibration.split(256))
     calibrated_accuracy = accuracy(qdq_model, test_images, test_labels)
     print(f"QDQ after max calibration (PTQ): test accuracy {calibrated_accuracy:.4f}", flush=True)
-    train(qdq_model, train_images, train_labels, args.qat_steps, args.batch_size, 1e-4, generator, augmented,
-          weight_decay)
+    train(qdq_model, train_images, train_labels, args.qat_steps, args.batch_size, qat_learning_rate, generator,
+          augmented, weight_decay)
     freeze_weight_scales(qdq_model)
     qdq_accuracy = accuracy(qdq_model, test_images, test_labels)
     print(f"QDQ after {args.qat_steps} QAT steps: test accuracy {qdq_accuracy:.4f} "
