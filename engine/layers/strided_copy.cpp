@@ -17,6 +17,7 @@
 #include "core/ops/tensor.h"
 #include "engine/layer.h"
 #include "engine/layer_params.h"
+#include "engine/layers/element_size.h"
 #include "engine/layers/layer_families.h"
 
 namespace qdqrt::engine {
@@ -96,12 +97,7 @@ class StridedCopyLayer final : public Layer {
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
-    switch (element) {
-      case 1: run_typed<uint8_t>(state, begin, end); break;
-      case 2: run_typed<uint16_t>(state, begin, end); break;
-      case 4: run_typed<uint32_t>(state, begin, end); break;
-      default: run_typed<uint64_t>(state, begin, end); break;
-    }
+    visit_element_size(element, [&]<class T>() { run_typed<T>(state, begin, end); });
   }
 
  private:
@@ -113,18 +109,28 @@ class StridedCopyLayer final : public Layer {
     const int64_t inner = dims[rank - 1], inner_stride = strides[rank - 1];
     const T* x = state.data<const T>(input);
     T* y = state.data<T>(output);
+    // Row `begin`'s index once, then an odometer: the short rows of attention (16 values) made
+    // the per-row divisions cost more than the copies.
+    std::array<int64_t, kMaxRank> index{};
+    int64_t offset = base, rest = begin;
+    for (size_t k = rank - 1; k-- > 0;) {
+      index[k] = rest % dims[k];
+      offset += index[k] * strides[k];
+      rest /= dims[k];
+    }
     for (int64_t row = begin; row < end; ++row) {
-      int64_t offset = base, rest = row;
-      for (size_t k = rank - 1; k-- > 0;) {
-        offset += (rest % dims[k]) * strides[k];
-        rest /= dims[k];
-      }
       T* target = y + row * inner;
       const T* source = x + offset;
       if (inner_stride == 1) {
         std::memcpy(target, source, static_cast<size_t>(inner) * sizeof(T));
       } else {
         for (int64_t i = 0; i < inner; ++i) target[i] = source[i * inner_stride];
+      }
+      for (size_t k = rank - 1; k-- > 0;) {
+        offset += strides[k];
+        if (++index[k] < dims[k]) break;
+        offset -= index[k] * strides[k];
+        index[k] = 0;
       }
     }
   }
@@ -137,7 +143,7 @@ Result<std::unique_ptr<Layer>> bind_strided_copy(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, context.input(0));
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* y, context.output(0));
   const size_t element = dtype_size(x->dtype);
-  if (x->dtype != y->dtype || (element != 1 && element != 2 && element != 4 && element != 8)) {
+  if (x->dtype != y->dtype || !is_copyable_element_size(element)) {
     return context.error("input and output must have one dtype of 1, 2, 4 or 8 bytes");
   }
   if (x->layout != Layout::kPlain || y->layout != Layout::kPlain) return context.error("tensors must be plain");
@@ -201,12 +207,19 @@ std::optional<CopyGeometry> gather_geometry(const Node& node, const Shape& x, co
   return geometry;
 }
 
-std::optional<CopyGeometry> expand_geometry(const Node&, const Shape& x, const Shape& y, const BuildContext&) {
+// A size-1 input axis is broadcast (stride 0) unless it is the input's batch axis, also where the
+// output dim is 1 too: at maximum batch 1 the output's batch axis [1,1,D] looks like a copy of the
+// class token's leading 1, but it follows the run's batch while the input's does not.
+std::optional<CopyGeometry> expand_geometry(const Node& node, const Shape& x, const Shape& y,
+                                            const BuildContext& context) {
   if (x.size() > y.size()) return std::nullopt;
+  const std::optional<BatchLayout> x_batch = tracked(context, node.input(0));
+  if (!x_batch) return std::nullopt;
   CopyGeometry geometry{.source_axes = {}, .starts = std::vector<int64_t>(x.size(), 0)};
   const size_t lead = y.size() - x.size();
   for (size_t k = 0; k < y.size(); ++k) {
-    const bool broadcast = k < lead || (x[k - lead] == 1 && y[k] != 1);
+    const bool broadcast =
+        k < lead || (x[k - lead] == 1 && !(x_batch->batched && static_cast<size_t>(x_batch->axis) == k - lead));
     geometry.source_axes.push_back(broadcast ? -1 : static_cast<int64_t>(k - lead));
   }
   return geometry;
@@ -231,7 +244,7 @@ std::optional<Analysis> analyze(const Node& node, const BuildContext& context, c
   std::optional<CopyGeometry> geometry = geometry_of(node, *x, *y, context);
   if (!geometry || !fits(*geometry, *x, *x_batch, *y, *y_batch)) return std::nullopt;
   const size_t element = dtype_size(*dtype);
-  if (element != 1 && element != 2 && element != 4 && element != 8) return std::nullopt;
+  if (!is_copyable_element_size(element)) return std::nullopt;
   return Analysis{std::move(*geometry), element};
 }
 
