@@ -14,8 +14,8 @@ import onnx
 MEAN, STD = "0.286", "0.353"
 PREPROCESSING = "8-bit pixels / 255, then (x - mean) / std per channel"
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHIPPED = ["fmnist_resnet_fp32.onnx", "fmnist_resnet_qdq.onnx", "fmnist_efficientnet_fp32.onnx",
-           "fmnist_efficientnet_qdq.onnx", "fmnist_vit_fp32.onnx", "fmnist_vit_qdq.onnx"]
+SHIPPED = [f"fmnist_{net}_{variant}.onnx" for net in ("resnet", "efficientnet", "vit", "mobilenet_widerange")
+           for variant in ("fp32", "qdq")]
 
 
 def metadata_for(file_name):

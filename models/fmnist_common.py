@@ -39,9 +39,27 @@ def normalize(images):
     return torch.from_numpy(((images.astype(np.float32) / 255.0 - MEAN) / STD)[:, None])
 
 
-def train(model, images, labels, steps, batch_size, learning_rate, generator):
-    """Adam with cosine decay over `steps` mini-batches drawn by a seeded shuffle."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
+BACKGROUND = (0.0 - MEAN) / STD  # a black pixel after normalization: what a shifted image is padded with
+
+
+def augment(batch, generator, max_shift=1):
+    """Random horizontal flip and a random shift of up to `max_shift` pixels each way, per image
+    (pad with black, crop back to 28x28): the usual Fashion-MNIST augmentation."""
+    flip = torch.rand(len(batch), generator=generator) < 0.5
+    batch = torch.where(flip[:, None, None, None], batch.flip(3), batch)
+    padded = F.pad(batch, [max_shift] * 4, value=BACKGROUND)
+    offsets = torch.randint(0, 2 * max_shift + 1, (len(batch), 2), generator=generator).tolist()
+    size = batch.shape[-1]
+    return torch.stack([padded[i, :, dy:dy + size, dx:dx + size] for i, (dy, dx) in enumerate(offsets)])
+
+
+def train(model, images, labels, steps, batch_size, learning_rate, generator, augmented=False, weight_decay=0.0):
+    """Adam (AdamW when weight_decay > 0) with cosine decay over `steps` mini-batches drawn by a
+    seeded shuffle; `augmented`: each mini-batch goes through augment()."""
+    if weight_decay > 0:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    else:
+        optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)
     model.train()
     order = torch.randperm(len(images), generator=generator)
@@ -51,12 +69,13 @@ def train(model, images, labels, steps, batch_size, learning_rate, generator):
             order = torch.randperm(len(images), generator=generator)
             start = 0
         index = order[start:start + batch_size]
-        loss = F.cross_entropy(model(images[index]), labels[index])
+        batch = augment(images[index], generator) if augmented else images[index]
+        loss = F.cross_entropy(model(batch), labels[index])
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         schedule.step()
-        if step % 100 == 0:
+        if step % 200 == 0:
             print(f"  step {step}/{steps} loss {loss.item():.4f}", flush=True)
 
 
@@ -78,42 +97,67 @@ def export(model, path):
     add_metadata(path)
 
 
-def train_qat_and_export(make_model, name, description, epochs, qat_steps):
+def train_qat_and_export(make_model, name, description, epochs, qat_steps, augmented=False, weight_decay=0.0,
+                         quantize=None, learning_rate=2e-3, after_training=None, qat_learning_rate=1e-4):
     """The whole recipe of a training script: FP32 training, max calibration (PTQ), QAT, export.
 
     Parses --out, --epochs, --qat-steps, --batch-size; writes <out>/<name>_fp32.onnx and
     <out>/<name>_qdq.onnx and prints the test accuracies (FP32, PTQ, QAT). Seeds as the scripts
     always did: torch seed 0 before the model is made, a generator seeded 0 for the data order.
+    `augmented`/`weight_decay` go to train() for both the FP32 training and QAT (`learning_rate`,
+    `qat_learning_rate`: their peak rates); `quantize`
+    replaces fake_quant.quantize_model (a model -> its fake-quantized twin); `after_training(model,
+    generator)` changes the trained FP32 model before it is measured, quantized and exported.
+    One thread (torch.set_num_threads(1)): the machine's cores are shared.
     """
     from fake_quant import calibrate, freeze_weight_scales, quantize_model
+    quantize = quantize or quantize_model
 
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
     parser.add_argument("--epochs", type=float, default=epochs, help="FP32 training epochs")
     parser.add_argument("--qat-steps", type=int, default=qat_steps, help="QAT fine-tuning mini-batches")
     parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--learning-rate", type=float, default=learning_rate, help="FP32 training's peak rate")
+    parser.add_argument("--fp32-checkpoint", help="where to save the trained FP32 weights; when the file exists, "
+                        "load them instead of training")
     args = parser.parse_args()
 
     torch.manual_seed(0)
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)
     generator = torch.Generator().manual_seed(0)
     train_images, train_labels = load_split("train")
     test_images, test_labels = load_split("test")
 
     began = time.time()
     model = make_model()
+    print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters", flush=True)
     steps = int(args.epochs * len(train_images) / args.batch_size)
-    print(f"FP32 training: {steps} steps of {args.batch_size}", flush=True)
-    train(model, train_images, train_labels, steps, args.batch_size, 2e-3, generator)
+    if args.fp32_checkpoint and os.path.exists(args.fp32_checkpoint):
+        # Redo only what follows the FP32 training (e.g. another QAT schedule); the generator then
+        # starts where it would have been after training only if the schedule is the same.
+        model.load_state_dict(torch.load(args.fp32_checkpoint))
+        print(f"FP32 weights from {args.fp32_checkpoint}", flush=True)
+    else:
+        print(f"FP32 training: {steps} steps of {args.batch_size}", flush=True)
+        train(model, train_images, train_labels, steps, args.batch_size, args.learning_rate, generator, augmented,
+              weight_decay)
+        if args.fp32_checkpoint:
+            torch.save(model.state_dict(), args.fp32_checkpoint)
+    if after_training is not None:
+        print(f"FP32 test accuracy before {after_training.__name__}: "
+              f"{accuracy(model, test_images, test_labels):.4f}", flush=True)
+        after_training(model, generator)
     fp32_accuracy = accuracy(model, test_images, test_labels)
     print(f"FP32 test accuracy {fp32_accuracy:.4f} ({time.time() - began:.0f} s)", flush=True)
 
-    qdq_model = quantize_model(copy.deepcopy(model))
+    qdq_model = quantize(copy.deepcopy(model))
     calibration = train_images[torch.randperm(len(train_images), generator=generator)[:2048]]
     calibrate(qdq_model, calibration.split(256))
     calibrated_accuracy = accuracy(qdq_model, test_images, test_labels)
     print(f"QDQ after max calibration (PTQ): test accuracy {calibrated_accuracy:.4f}", flush=True)
-    train(qdq_model, train_images, train_labels, args.qat_steps, args.batch_size, 1e-4, generator)
+    train(qdq_model, train_images, train_labels, args.qat_steps, args.batch_size, qat_learning_rate, generator,
+          augmented, weight_decay)
     freeze_weight_scales(qdq_model)
     qdq_accuracy = accuracy(qdq_model, test_images, test_labels)
     print(f"QDQ after {args.qat_steps} QAT steps: test accuracy {qdq_accuracy:.4f} "
@@ -124,3 +168,5 @@ def train_qat_and_export(make_model, name, description, epochs, qat_steps):
         path = os.path.join(args.out, f"{name}_{variant}.onnx")
         export(net.eval(), path)
         print(path)
+    print(f"summary: FP32 {100 * fp32_accuracy:.2f}%, PTQ-max {100 * calibrated_accuracy:.2f}%, "
+          f"QAT {100 * qdq_accuracy:.2f}%")

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Trains a small EfficientNet-style network on Fashion-MNIST, QAT-fine-tunes it, exports both to ONNX.
 
-    /usr/bin/python3 models/train_fmnist_efficientnet.py [--out models] [--epochs 2] [--qat-steps 150]
+    /usr/bin/python3 models/train_fmnist_efficientnet.py [--out models] [--epochs 8] [--qat-steps 300]
 
 Writes <out>/fmnist_efficientnet_fp32.onnx and <out>/fmnist_efficientnet_qdq.onnx (opset 13, input
 "input" [batch, 1, 28, 28], output "output" [batch, 10] logits) and prints the test accuracies of
@@ -10,18 +10,14 @@ fmnist_common.py. Q/DQ placement as in fake_quant.py (pytorch-quantization style
 Linear, the depthwise and squeeze-excite convs included, gets a per-tensor input quantizer and a
 per-channel weight quantizer; the identity branch of each residual Add gets a residual quantizer.
 """
-import argparse
-import copy
 import os
 import sys
-import time
 
 import torch
 import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fake_quant import calibrate, freeze_weight_scales, quantize_model  # noqa: E402
-from fmnist_common import accuracy, export, load_split, train  # noqa: E402
+from fmnist_common import train_qat_and_export  # noqa: E402
 
 
 def conv_bn_silu(in_channels, out_channels, kernel, stride=1, groups=1):
@@ -89,47 +85,8 @@ class FmnistEfficientNet(nn.Module):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
-    parser.add_argument("--epochs", type=float, default=2.0, help="FP32 training epochs")
-    parser.add_argument("--qat-steps", type=int, default=150, help="QAT fine-tuning mini-batches")
-    parser.add_argument("--batch-size", type=int, default=128)
-    args = parser.parse_args()
-
-    torch.manual_seed(0)
-    torch.set_num_threads(2)
-    generator = torch.Generator().manual_seed(0)
-    train_images, train_labels = load_split("train")
-    test_images, test_labels = load_split("test")
-    os.makedirs(args.out, exist_ok=True)
-
-    began = time.time()
-    model = FmnistEfficientNet()
-    print(f"parameters: {sum(p.numel() for p in model.parameters())}", flush=True)
-    steps = int(args.epochs * len(train_images) / args.batch_size)
-    print(f"FP32 training: {steps} steps of {args.batch_size}", flush=True)
-    train(model, train_images, train_labels, steps, args.batch_size, 2e-3, generator)
-    fp32_accuracy = accuracy(model, test_images, test_labels)
-    print(f"FP32 test accuracy {fp32_accuracy:.4f} ({time.time() - began:.0f} s)", flush=True)
-    fp32_path = os.path.join(args.out, "fmnist_efficientnet_fp32.onnx")
-    export(model.eval(), fp32_path)
-    print(fp32_path, flush=True)
-
-    qdq_model = quantize_model(copy.deepcopy(model))
-    calibration = train_images[torch.randperm(len(train_images), generator=generator)[:2048]]
-    calibrate(qdq_model, calibration.split(256))
-    ptq_accuracy = accuracy(qdq_model, test_images, test_labels)
-    print(f"QDQ after per-tensor max calibration (PTQ): test accuracy {ptq_accuracy:.4f}", flush=True)
-    train(qdq_model, train_images, train_labels, args.qat_steps, args.batch_size, 1e-4, generator)
-    freeze_weight_scales(qdq_model)
-    qdq_accuracy = accuracy(qdq_model, test_images, test_labels)
-    print(f"QDQ after {args.qat_steps} QAT steps: test accuracy {qdq_accuracy:.4f} "
-          f"({time.time() - began:.0f} s total)", flush=True)
-    qdq_path = os.path.join(args.out, "fmnist_efficientnet_qdq.onnx")
-    export(qdq_model.eval(), qdq_path)
-    print(qdq_path)
-    print(f"summary: FP32 {100 * fp32_accuracy:.2f}%, PTQ-max {100 * ptq_accuracy:.2f}%, "
-          f"QAT {100 * qdq_accuracy:.2f}%")
+    train_qat_and_export(FmnistEfficientNet, "fmnist_efficientnet", __doc__, epochs=8.0, qat_steps=300,
+                         augmented=True, weight_decay=0.01)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ echo
 echo "=== qdqrt calibrate: PTQ models (max, entropy; 512 training images) ==="
 job_dir="$build_dir/main_job"
 mkdir -p "$job_dir"
-for net in resnet efficientnet vit; do
+for net in resnet efficientnet vit mobilenet_widerange; do
   for method in max entropy; do
     "$build_dir/qdqrt" calibrate --onnx="$root/models/fmnist_${net}_fp32.onnx" --data=fashion-mnist:train \
       --samples=512 --method="$method" --output="$job_dir/fmnist_${net}_ptq_${method}.onnx"
@@ -36,7 +36,7 @@ done
 echo
 echo "=== qdqrt eval: FP32 vs PTQ vs QAT on the Fashion-MNIST test set (10,000 images) ==="
 models=()
-for net in resnet efficientnet vit; do
+for net in resnet efficientnet vit mobilenet_widerange; do
   models+=(--model="$root/models/fmnist_${net}_fp32.onnx" --model="$job_dir/fmnist_${net}_ptq_max.onnx"
            --model="$job_dir/fmnist_${net}_ptq_entropy.onnx" --model="$root/models/fmnist_${net}_qdq.onnx")
 done
