@@ -330,7 +330,7 @@ void register_benchmarks() {
 }  // namespace qdqrt::bench
 
 int main(int argc, char** argv) {
-  // --isa=scalar|avx2|avxvnni|avx512vnni limits the ISA like QDQRT_MAX_ISA (removed before
+  // --isa=scalar|avx2|avxvnni|avx512vnni|amxint8 limits the ISA like QDQRT_MAX_ISA (removed before
   // Google Benchmark parses the rest).
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
@@ -338,7 +338,7 @@ int main(int argc, char** argv) {
     if (arg.rfind("--isa=", 0) == 0) {
       const auto isa = qdqrt::kernels::parse_isa(arg.substr(6));
       if (!isa) {
-        std::fprintf(stderr, "unknown ISA '%s' (scalar, avx2, avxvnni, avx512vnni)\n", arg.substr(6).c_str());
+        std::fprintf(stderr, "unknown ISA '%s' (scalar, avx2, avxvnni, avx512vnni, amxint8)\n", arg.substr(6).c_str());
         return 2;
       }
       qdqrt::kernels::set_max_isa(*isa);

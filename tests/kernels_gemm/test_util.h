@@ -20,7 +20,7 @@ namespace qdqrt::kernels::testing {
 // Every ISA this machine can run, lowest first.
 inline std::vector<Isa> supported_isas() {
   std::vector<Isa> isas;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni}) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAmxInt8}) {
     if (isa_supported(isa)) isas.push_back(isa);
   }
   return isas;
