@@ -64,7 +64,7 @@ struct SelfCheckCase {
 };
 
 // One case against the oracle; "" when bit-exact.
-std::string self_check_case(const SelfCheckCase& test, uint32_t seed) {
+std::string self_check_case(AmxTiles tiles, const SelfCheckCase& test, uint32_t seed) {
   uint32_t state = seed;
   auto next_byte = [&state] {
     state = state * 1664525u + 1013904223u;
@@ -100,7 +100,7 @@ std::string self_check_case(const SelfCheckCase& test, uint32_t seed) {
   ASource source;
   source.data = a.data();
   source.row_stride = test.k;
-  gemm_run_amx(AmxTiles::kHardware, packed, source, actual.data(), test.n, epilogue, 0, test.m, 0, test.n);
+  gemm_run_amx(tiles, packed, source, actual.data(), test.n, epilogue, 0, test.m, 0, test.n);
   const int element = output_element_size(test.output_type);
   for (size_t i = 0; i < bytes; ++i) {
     if (expected[i] == actual[i]) continue;
@@ -115,7 +115,7 @@ std::string self_check_case(const SelfCheckCase& test, uint32_t seed) {
 
 }  // namespace
 
-std::string amx_self_check() {
+std::string amx_self_check(AmxTiles tiles) {
   const SelfCheckCase cases[] = {
       {37, 80, 150, 64, false, 77, OutputType::kF32},  // row, column and k tails
       {20, 40, 64, 16, true, -3, OutputType::kS8},
@@ -123,7 +123,7 @@ std::string amx_self_check() {
   };
   uint32_t seed = 1;
   for (const SelfCheckCase& test : cases) {
-    std::string failure = self_check_case(test, seed++);
+    std::string failure = self_check_case(tiles, test, seed++);
     if (!failure.empty()) return failure;
   }
   return "";

@@ -45,10 +45,10 @@ void gemm_run_amx(AmxTiles tiles, const PackedGemm& packed, const ASource& sourc
 void gemm_run_amxint8(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int, int);
 void gemm_run_amxint8_32x16(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int, int);
 
-// One run of the real AMX kernel on a few small GEMMs (row, column and k tails, zero-points)
-// against the oracle; "" when bit-exact, else the first mismatch. Called once before dispatch
-// may choose AMX (kernels/cpu_features.cpp).
-std::string amx_self_check();
+// One run of the AMX kernel on a few small GEMMs (row, column and k tails, zero-points) against
+// the oracle; "" when bit-exact, else the first mismatch. Called once with the real tiles before
+// dispatch may choose AMX (kernels/cpu_features.cpp); the testers also run it emulated.
+std::string amx_self_check(AmxTiles tiles = AmxTiles::kHardware);
 
 // Per tile set and width, defined in the files compiled for them.
 void gemm_run_amx_hardware_64(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int, int);

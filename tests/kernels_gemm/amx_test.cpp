@@ -259,6 +259,11 @@ TEST(AmxDispatch, MaxIsaBelowAmxNeverPicksTheAmxKernels) {
   }
 }
 
+TEST(AmxDetection, SelfCheckPassesOnTheEmulatedTiles) {
+  if (!isa_supported(Isa::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
+  EXPECT_EQ(internal::amx_self_check(AmxTiles::kEmulated), "");
+}
+
 TEST(AmxDispatch, ParseAndName) {
   EXPECT_EQ(parse_isa("amxint8"), Isa::kAmxInt8);
   EXPECT_STREQ(isa_name(Isa::kAmxInt8), "amxint8");
