@@ -43,7 +43,7 @@ std::string amx_hardware_missing();
 std::string amx_unavailable_reason();
 
 // For tests on machines without AMX: pretend AMX-INT8 is present and run its kernels through the
-// emulated tile layer (kernels/gemm/qgemm_amx_tiles.h), bit-exact with the real instructions and
+// emulated tile layer (kernels/gemm/qgemm_amx_tiles_inl.h), bit-exact with the real instructions and
 // far slower. Needs kAvx512Vnni (the AMX kernels' epilogue is AVX-512). QDQRT_AMX_EMULATION=1 in
 // the environment does the same for whole programs.
 void set_amx_emulation(bool enabled);

@@ -5,7 +5,7 @@
 //
 // The kernel is written once (qgemm_amx_inl.h) over a tile-operations layer with two
 // implementations: the real instructions (qgemm_amxint8.cpp, compiled with -mamx-tile -mamx-int8)
-// and an emulation in plain C++ (qgemm_amx_tiles.h, compiled into qgemm_amx_emulated_avx512vnni.cpp)
+// and an emulation in plain C++ (qgemm_amx_tiles_inl.h, compiled into qgemm_amx_emulated_avx512vnni.cpp)
 // that the testers run on every AVX-512 machine, so the kernel is tested bit-exact without AMX.
 #pragma once
 

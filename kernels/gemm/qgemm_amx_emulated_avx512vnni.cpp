@@ -4,7 +4,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "kernels/gemm/qgemm_amx_inl.h"
-#include "kernels/gemm/qgemm_amx_tiles.h"
+#include "kernels/gemm/qgemm_amx_tiles_inl.h"
 
 namespace qdqrt::kernels::internal {
 

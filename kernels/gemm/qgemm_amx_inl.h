@@ -1,5 +1,5 @@
 // The AMX-INT8 GEMM kernel, written once over a tile layer (Tiles: the real instructions or the
-// emulation of qgemm_amx_tiles.h). Included by qgemm_amxint8.cpp and
+// emulation of qgemm_amx_tiles_inl.h). Included by qgemm_amxint8.cpp and
 // qgemm_amx_emulated_avx512vnni.cpp, each compiled with AVX-512 flags (the epilogue is the zmm one).
 //
 // Per driver tile (32 rows x kColumns): column blocks are taken two at a time (32 columns); C tiles

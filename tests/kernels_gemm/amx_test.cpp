@@ -8,7 +8,7 @@
 
 #include "conv_tester.h"
 #include "gemm_tester.h"
-#include "kernels/gemm/qgemm_amx_tiles.h"
+#include "kernels/gemm/qgemm_amx_tiles_inl.h"
 
 namespace qdqrt::kernels::testing {
 namespace {

@@ -3,7 +3,9 @@
 // multiplies u8 rows of A by s8 k-groups of B, four bytes at a time, into wrapping int32). The same
 // interface as the real instructions (qgemm_amxint8.cpp), so the kernel of qgemm_amx_inl.h runs
 // unchanged on either. A configuration the hardware would reject (#UD) aborts with a message.
-// Tile numbers are template arguments because the real intrinsics need immediates.
+// Tile numbers are template arguments because the real intrinsics need immediates. Everything is
+// in an anonymous namespace: each including file (the AVX-512 compiled kernel, the portable
+// tests) gets its own copy, and no AVX-512 compiled copy can be linked into portable code.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include "kernels/gemm/qgemm_amx.h"
 
 namespace qdqrt::kernels::internal {
+namespace {
 
 struct EmulatedTileState {
   AmxTileConfig config;
@@ -111,4 +114,5 @@ struct EmulatedTiles {
   }
 };
 
+}  // namespace
 }  // namespace qdqrt::kernels::internal
