@@ -62,6 +62,32 @@ struct QuantSettings {
   }
 };
 
+// Every output type x activation (none/relu/clip/leakyrelu) x residual (off/s8/u8) combination.
+inline std::vector<QuantSettings> output_epilogue_sweep() {
+  const Activation activations[] = {
+      Activation{},
+      Activation{ActivationKind::kRelu},
+      Activation{ActivationKind::kClip, -20.5f, 33.25f},
+      Activation{ActivationKind::kLeakyRelu, 0, 0, 0.1f},
+  };
+  std::vector<QuantSettings> sweep;
+  for (OutputType type : {OutputType::kS8, OutputType::kU8, OutputType::kF32}) {
+    for (const Activation& activation : activations) {
+      for (int residual = 0; residual < 3; ++residual) {
+        QuantSettings q;
+        q.output_type = type;
+        q.output_zero_point = type == OutputType::kU8 ? 120 : type == OutputType::kS8 ? -9 : 0;
+        q.activation = activation;
+        q.residual = residual > 0;
+        q.residual_signed = residual == 1;
+        q.residual_zero_point = residual == 1 ? 5 : 130;
+        sweep.push_back(q);
+      }
+    }
+  }
+  return sweep;
+}
+
 // Compares `count` outputs of a row-strided output; int8 outputs must be bit-equal, fp32 within
 // 1e-5 relative (in practice they are bit-equal too: every ISA uses the same fma sequence).
 inline void expect_outputs_equal(OutputType type, const uint8_t* expected, const uint8_t* actual, int rows, int columns,
