@@ -10,7 +10,8 @@ namespace qdqrt::bench {
 
 int64_t tdpbusd_amx_loop(int64_t iterations) {
   const kernels::internal::AmxTileConfig config = kernels::internal::amx_kernel_tile_config();
-  _tile_loadconfig(&config);  // also zeroes the tiles
+  __asm__ volatile("" ::: "memory");  // GCC's ldtilecfg names only 8 of the config's 64 bytes
+  _tile_loadconfig(&config);          // also zeroes the tiles
   for (int64_t it = 0; it < iterations; ++it) {
     _tile_dpbusd(0, 4, 6);
     _tile_dpbusd(1, 4, 7);

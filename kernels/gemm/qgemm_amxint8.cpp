@@ -9,10 +9,19 @@
 namespace qdqrt::kernels::internal {
 namespace {
 
+// GCC 12's tileloadd and ldtilecfg are asm statements that do not tell the compiler they read
+// memory (no "memory" clobber; ldtilecfg names only 8 of its 64 bytes), so without this barrier the
+// stores that fill the panel, the zero-padded k-tail buffers or the config could be dropped or sunk
+// below the load. (clang's builtins need no barrier; it costs nothing there.)
+inline void tile_memory_barrier() { __asm__ volatile("" ::: "memory"); }
+
 // The intrinsics take tile numbers as immediates (GCC pastes them into the assembly text), hence
 // one literal call per tile register.
 struct HardwareTiles {
-  static void load_config(const AmxTileConfig& config) { _tile_loadconfig(&config); }
+  static void load_config(const AmxTileConfig& config) {
+    tile_memory_barrier();
+    _tile_loadconfig(&config);
+  }
   static void release() { _tile_release(); }
 
   template <int kTile>
@@ -27,6 +36,7 @@ struct HardwareTiles {
   template <int kTile>
   static void load(const void* base, int64_t stride) {
     static_assert(kTile >= 4 && kTile < 8, "only the A and B tiles are loaded");
+    tile_memory_barrier();
     if constexpr (kTile == 4) _tile_loadd(4, base, stride);
     if constexpr (kTile == 5) _tile_loadd(5, base, stride);
     if constexpr (kTile == 6) _tile_loadd(6, base, stride);
