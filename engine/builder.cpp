@@ -472,7 +472,8 @@ Result<EnginePlan> build_plan(const Graph& optimized, const BuildOptions& option
   }
   if (max_batch < 1) return invalid_argument("the batch size must be at least 1, got {}", max_batch);
 
-  // QDQRT_MAX_ISA (kernels::active_isa()) limits the packing as well as the supporting kernels.
+  // QDQRT_MAX_ISA / set_max_isa() limit the build too: an engine built above them would pack its
+  // weights for kernels the limit disables (and its own file would not load here).
   kernels::Isa isa = kernels::usable_isa(std::min(options.max_isa, kernels::active_isa()));
   PlanBuilder builder(optimized, options, isa, max_batch, batched_inputs, probe);
   QDQRT_RETURN_IF_ERROR(builder.lower_all());

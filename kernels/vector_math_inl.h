@@ -4,7 +4,7 @@
 // function performs the same IEEE operations in the same order at every width (fma only where
 // written, the library builds with -ffp-contract=off), so all widths are bit-exact with lanes = 1.
 // Users: kernels/fp32/fp32_vector_impl.h (float layers) and kernels/pointwise/ (fused pointwise
-// programs). Accuracy against <cmath>: exp ~2 ulp; erf |error| <= 1.5e-7 (tested in
+// programs). Accuracy against <cmath>: exp ~1 ulp; erf |error| <= 1.5e-7 (tested in
 // tests/kernels_fp32 and tests/kernels_pointwise).
 #if !defined(QDQRT_VECTOR_LANES)
 #error "define QDQRT_VECTOR_LANES (1, 8 or 16) before including vector_math_inl.h"
@@ -65,36 +65,71 @@ inline vi float_to_bits(vf v) {
   std::memcpy(&bits, &v, sizeof bits);
   return bits;
 }
-// vmaxps/vminps semantics (the second operand when unordered).
+// vmaxps/vminps semantics (the second operand when unordered or both zero): the instruction
+// itself at 8 and 16 lanes (GCC turns the compare-select into a compare and a blend).
+#if QDQRT_VECTOR_LANES == 16
+inline vf vmax(vf a, vf b) { return (vf)_mm512_max_ps((__m512)a, (__m512)b); }
+inline vf vmin(vf a, vf b) { return (vf)_mm512_min_ps((__m512)a, (__m512)b); }
+#elif QDQRT_VECTOR_LANES == 8
+inline vf vmax(vf a, vf b) { return (vf)_mm256_max_ps((__m256)a, (__m256)b); }
+inline vf vmin(vf a, vf b) { return (vf)_mm256_min_ps((__m256)a, (__m256)b); }
+#else
 inline vf vmax(vf a, vf b) { return a > b ? a : b; }
 inline vf vmin(vf a, vf b) { return a < b ? a : b; }
+#endif
 inline vf vabs(vf x) { return bits_to_float(float_to_bits(x) & 0x7fffffff); }
 
-// p * 2^n for integral n with a normal result (exact at every width): AVX-512 has vscalefps,
-// the others build 2^n from its exponent bits (n integral, so truncation is exact).
-inline vf times_power_of_two(vf p, vf n) {
+// 2^(j/16) for j = 0..15, rounded to float (the table of vexp).
+alignas(64) inline constexpr float kExp2Sixteenths[16] = {
+    0x1.000000p+0f, 0x1.0b5586p+0f, 0x1.172b84p+0f, 0x1.2387a6p+0f, 0x1.306fe0p+0f, 0x1.3dea64p+0f,
+    0x1.4bfdaep+0f, 0x1.5ab07ep+0f, 0x1.6a09e6p+0f, 0x1.7a1148p+0f, 0x1.8ace54p+0f, 0x1.9c4918p+0f,
+    0x1.ae89fap+0f, 0x1.c199bep+0f, 0x1.d5818ep+0f, 0x1.ea4afap+0f};
+
+// kExp2Sixteenths[m mod 16] for the integers m held in `bits` = bits of (1.5 * 2^23 + m): the
+// low 4 bits of the float's bit pattern are m mod 16 (a table permute at 16 lanes).
+inline vf exp2_sixteenths(vi bits) {
 #if QDQRT_VECTOR_LANES == 16
-  return (vf)_mm512_scalef_ps((__m512)p, (__m512)n);
+  return (vf)_mm512_permutexvar_ps((__m512i)bits, _mm512_load_ps(kExp2Sixteenths));
+#elif QDQRT_VECTOR_LANES == 8
+  const __m256 low = _mm256_permutevar8x32_ps(_mm256_load_ps(kExp2Sixteenths), (__m256i)bits);
+  const __m256 high = _mm256_permutevar8x32_ps(_mm256_load_ps(kExp2Sixteenths + 8), (__m256i)bits);
+  // Bit 3 of the index moved to the sign bit selects the upper half.
+  return (vf)_mm256_blendv_ps(low, high, _mm256_castsi256_ps(_mm256_slli_epi32((__m256i)bits, 28)));
 #else
-  return p * bits_to_float((to_int_truncate(n) + 127) << 23);
+  return kExp2Sixteenths[bits & 15];
 #endif
 }
 
-// exp(x): Cody-Waite range reduction by ln2 and a degree-6 polynomial (Cephes expf coefficients)
-// in FMA form; inputs clamped to [-87.34, 88.38] (results stay normal). ~2 ulp.
+// v * 2^floor(m / 16) for the integer m (as a float and as `bits`, see exp2_sixteenths), the
+// result normal: vscalefps floors its exponent operand; the others shift floor(m / 16) into an
+// exponent field. Exact, so every width gives the same value.
+inline vf times_power_of_two_floor16(vf v, vf m, vi bits) {
+#if QDQRT_VECTOR_LANES == 16
+  (void)bits;
+  return (vf)_mm512_scalef_ps((__m512)v, (__m512)(m * splat(0.0625f)));
+#else
+  (void)m;
+  const vi floor_m16 = (bits - 0x4B400000) >> 4;  // arithmetic shift: floor division
+  return v * bits_to_float((floor_m16 + 127) << 23);
+#endif
+}
+
+// exp(x) = 2^floor(m/16) * 2^((m mod 16)/16) * exp(r) with m = round(16 x / ln2) and
+// |r| <= ln2/32 (Cody-Waite with a 9-bit ln2/16 head); the middle factor from a 16-entry table,
+// exp(r) - 1 by r + r^2/2 + r^3/6 (error ~r^4/24 < 1e-8). Inputs clamped to [-87.34, 88.38]
+// (results stay normal). ~1 ulp.
 inline vf vexp(vf x) {
   x = vmin(vmax(x, splat(-87.336544f)), splat(88.376262f));
   const vf shifter = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  const vf n = vfma(x, splat(1.44269504088896341f), shifter) - shifter;
-  const vf r = vfma(n, splat(2.12194440e-4f), vfma(n, splat(-0.693359375f), x));
-  vf p = splat(1.9875691500e-4f);
-  p = vfma(p, r, splat(1.3981999507e-3f));
-  p = vfma(p, r, splat(8.3334519073e-3f));
-  p = vfma(p, r, splat(4.1665795894e-2f));
-  p = vfma(p, r, splat(1.6666665459e-1f));
-  p = vfma(p, r, splat(5.0000001201e-1f));
-  p = vfma(p, r * r, r) + splat(1.0f);
-  return times_power_of_two(p, n);
+  const vf z = vfma(x, splat(23.08312f), shifter);
+  const vf m = z - shifter;
+  vf r = vfma(m, splat(-0.0433349609375f), x);
+  r = vfma(m, splat(0x1.bd0106p-17f), r);
+  const vi bits = float_to_bits(z);
+  const vf t = exp2_sixteenths(bits);
+  vf p = vfma(r, splat(0x1.555556p-3f), splat(0.5f));
+  p = vfma(p, r * r, r);
+  return times_power_of_two_floor16(vfma(t, p, t), m, bits);
 }
 
 // erfc(z) for z >= 0: Abramowitz & Stegun 7.1.26 (|error of erf| <= 1.5e-7).

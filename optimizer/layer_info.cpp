@@ -276,22 +276,6 @@ class LayerBuilder {
   std::set<std::string> unbound_;
 };
 
-std::string tensor_text(const LayerTensor& tensor) {
-  std::string text = dtype_label(tensor.dtype);
-  if (tensor.zero_point) text += fmt::format("(zp={})", *tensor.zero_point);
-  return text;
-}
-
-std::string shape_text(const LayerTensor& tensor) {
-  return tensor.shape ? dims_to_string(*tensor.shape) : std::string("[?]");
-}
-
-std::string join_tensors(const std::vector<LayerTensor>& tensors, std::string (*format)(const LayerTensor&)) {
-  std::vector<std::string> parts;
-  for (const LayerTensor& tensor : tensors) parts.push_back(format(tensor));
-  return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, ", "));
-}
-
 // A reason for a float layer or a Q/DQ node that no pass recorded, read off its neighbours; ""
 // when none applies. `precisions` holds each node's precision ("FP32", "INT8", "Q/DQ", ...).
 std::string derived_reason(const Graph& graph, const ValueIndex& index, const std::vector<std::string>& precisions,
@@ -452,30 +436,6 @@ LayerReport compute_layer_info(const Graph& graph, const std::vector<FloatReason
     }
   }
   return report;
-}
-
-std::string format_layer_table(const LayerReport& report) {
-  struct Row {
-    std::string name, kind, in, out, in_shapes, out_shape, macs;
-  };
-  std::vector<Row> rows = {{"Name", "Kind", "In", "Out", "Input shapes", "Output shape", "MACs"}};
-  for (const LayerInfo& layer : report.layers) {
-    rows.push_back({layer.name, layer.kind, join_tensors(layer.inputs, tensor_text),
-                    join_tensors(layer.outputs, tensor_text), join_tensors(layer.inputs, shape_text),
-                    join_tensors(layer.outputs, shape_text), layer.macs ? fmt::format("{}", *layer.macs) : "-"});
-  }
-  size_t widths[6] = {0, 0, 0, 0, 0, 0};
-  for (const Row& row : rows) {
-    const std::string* cells[6] = {&row.name, &row.kind, &row.in, &row.out, &row.in_shapes, &row.out_shape};
-    for (int c = 0; c < 6; ++c) widths[c] = std::max(widths[c], cells[c]->size());
-  }
-  std::string text;
-  for (const Row& row : rows) {
-    text += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", row.name, widths[0], row.kind,
-                        widths[1], row.in, widths[2], row.out, widths[3], row.in_shapes, widths[4], row.out_shape,
-                        widths[5], row.macs);
-  }
-  return text;
 }
 
 std::string format_layer_summary(const LayerReport& report) {

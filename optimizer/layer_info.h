@@ -75,8 +75,7 @@ std::string format_float_reason(const FloatReason& reason);
 LayerReport compute_layer_info(const Graph& graph, const std::vector<FloatReason>& float_reasons,
                                const std::map<std::string, int64_t>& symbol_values = {});
 
-// The table (one row per layer) and the summary, as `qdqrt inspect` prints them.
-std::string format_layer_table(const LayerReport& report);
+// The summary after `qdqrt inspect`'s table (tools/inspect_report.h), as it prints it.
 std::string format_layer_summary(const LayerReport& report);
 
 // Binds symbolic dims to values from input shapes: for each input whose ValueInfo has a symbol at

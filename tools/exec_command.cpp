@@ -1,7 +1,5 @@
 #include "tools/exec_command.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -16,9 +14,9 @@
 #include <fmt/ranges.h>
 
 #include "parser/onnx_loader.h"
-#include "parser/onnx_writer.h"
 #include "tools/calibration/calibration_cache.h"
 #include "tools/calibration/qdq_insertion.h"
+#include "tools/engine_from_graph.h"
 #include "tools/layer_precisions.h"
 #include "tools/npy.h"
 #include "tools/trtexec_log.h"
@@ -133,20 +131,6 @@ Status read_raw_input(const InputFileSpec& spec, Tensor& tensor) {
   return Status::ok();
 }
 
-// Builds `graph` from the ONNX it writes, as `qdqrt calibrate`'s output is built: the loader gives
-// inserted or rewired nodes the value infos the optimizer expects.
-Result<std::shared_ptr<const engine::Engine>> build_written_graph(const Graph& graph, const ExecOptions& options,
-                                                                  const engine::BuildOptions& build) {
-  std::filesystem::path written =
-      std::filesystem::temp_directory_path() /
-      fmt::format("qdqrt_exec_{}_{}.onnx", ::getpid(), std::hash<std::string>{}(options.onnx_path));
-  QDQRT_RETURN_IF_ERROR(write_onnx_file(graph, written.string()));
-  auto built = engine::Engine::build_from_file(written.string(), build);
-  std::error_code error;
-  std::filesystem::remove(written, error);
-  return built;
-}
-
 // trtexec --calib: a model without Q/DQ quantized at the cache's scales (Q/DQ where
 // `qdqrt calibrate` puts them). Returns the graph unchanged for a model that has Q/DQ.
 Result<Graph> apply_calibration_cache(Graph graph, const ExecOptions& options, std::ostream& out) {
@@ -193,7 +177,7 @@ Result<std::shared_ptr<const engine::Engine>> build_modified_model(const ExecOpt
     out << fmt::format("Layer precisions: {} kept in float ({} quantized inputs read in float)\n",
                        fmt::join(options.float_layers, ", "), *rewired);
   }
-  return build_written_graph(graph, options, build);
+  return build_engine_from_graph(graph, build);
 }
 
 // The CPU model name from /proc/cpuinfo ("" when it cannot be read).

@@ -38,10 +38,7 @@ nlohmann::json tensor_to_json(const optimizer::LayerTensor& tensor) {
 }
 
 std::string shape_text(const optimizer::LayerTensor& tensor) {
-  if (!tensor.shape) return "[?]";
-  std::vector<std::string> dims;
-  for (const Dim& dim : *tensor.shape) dims.push_back(dim.is_static() ? std::to_string(dim.value) : dim.symbol.empty() ? "?" : dim.symbol);
-  return fmt::format("[{}]", fmt::join(dims, ", "));
+  return tensor.shape ? dims_to_string(*tensor.shape) : std::string("[?]");
 }
 
 std::string precision_text(const optimizer::LayerTensor& tensor) {

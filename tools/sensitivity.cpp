@@ -1,19 +1,24 @@
 #include "tools/sensitivity.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <filesystem>
+#include <functional>
+#include <memory>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "engine/engine.h"
-#include "parser/onnx_writer.h"
+#include "tools/engine_from_graph.h"
 
 namespace qdqrt::tools {
 
-Result<double> engine_top1(const std::string& model_path, bool fp32, const Dataset& data, int threads) {
+namespace {
+
+using BuildEngine = std::function<Result<std::shared_ptr<const engine::Engine>>(const engine::BuildOptions&)>;
+
+// Top-1 of the engine `build_engine` gives; `what` names the model in messages.
+Result<double> top1_of(const BuildEngine& build_engine, const std::string& what, bool fp32, const Dataset& data,
+                       int threads) {
   if (!data.labels || data.size() == 0) return invalid_argument("the validation images have no labels");
   const int64_t count = data.size();
   const int64_t max_batch = std::min<int64_t>(64, count);
@@ -21,17 +26,17 @@ Result<double> engine_top1(const std::string& model_path, bool fp32, const Datas
   const int64_t image_size = shape_numel(image_shape);
   engine::BuildOptions build;
   build.precision = fp32 ? engine::Precision::kFp32 : engine::Precision::kInt8;
-  auto probe = engine::Engine::build_from_file(model_path, build);  // the input's name
-  if (!probe.ok()) return probe.status().with_context(model_path);
-  if ((*probe)->inputs().size() != 1) return unsupported("'{}' needs one image input", model_path);
+  auto probe = build_engine(build);  // the input's name
+  if (!probe.ok()) return probe.status().with_context(what);
+  if ((*probe)->inputs().size() != 1) return unsupported("'{}' needs one image input", what);
   std::string input_name = (*probe)->inputs()[0].name;
   Shape input_shape = image_shape;
   input_shape.insert(input_shape.begin(), max_batch);
   build.input_shapes[input_name] = input_shape;
-  QDQRT_ASSIGN_OR_RETURN(auto engine, engine::Engine::build_from_file(model_path, build));
+  QDQRT_ASSIGN_OR_RETURN(auto engine, build_engine(build));
   engine::IoTensorInfo output = engine->outputs().front();
   if (output.dtype != DataType::kFloat || output.shape.empty() || output.shape[0] != max_batch) {
-    return unsupported("'{}': output '{}' is not float32 logits [batch, classes]", model_path, output.name);
+    return unsupported("'{}': output '{}' is not float32 logits [batch, classes]", what, output.name);
   }
   const int64_t classes = shape_numel(output.shape) / max_batch;
   auto context = engine->create_context({.threads = threads});
@@ -50,6 +55,18 @@ Result<double> engine_top1(const std::string& model_path, bool fp32, const Datas
     }
   }
   return 100.0 * static_cast<double>(correct) / static_cast<double>(count);
+}
+
+}  // namespace
+
+Result<double> engine_top1(const std::string& model_path, bool fp32, const Dataset& data, int threads) {
+  auto build = [&](const engine::BuildOptions& options) { return engine::Engine::build_from_file(model_path, options); };
+  return top1_of(build, model_path, fp32, data, threads);
+}
+
+Result<double> engine_top1(const Graph& graph, bool fp32, const Dataset& data, int threads) {
+  auto build = [&](const engine::BuildOptions& options) { return build_engine_from_graph(graph, options); };
+  return top1_of(build, "the quantized model", fp32, data, threads);
 }
 
 Result<SensitivityReport> rank_layer_sensitivity(const std::string& fp32_path, const Graph& graph,
@@ -75,8 +92,6 @@ Result<SensitivityReport> rank_layer_sensitivity(const std::string& fp32_path, c
   for (const auto& weight : plan.weights) {
     for (const auto& reader : weight.readers) quantized_nodes.insert(reader.node);
   }
-  std::filesystem::path single_path = std::filesystem::temp_directory_path() /
-                                      fmt::format("qdqrt_sensitivity_{}.onnx", ::getpid());
   for (size_t node : quantized_nodes) {
     std::vector<std::string> others;
     for (size_t other : quantized_nodes) {
@@ -85,13 +100,10 @@ Result<SensitivityReport> rank_layer_sensitivity(const std::string& fp32_path, c
     calibration::QuantizationPlan single = plan;
     QDQRT_RETURN_IF_ERROR(calibration::exclude_nodes(single, graph, others));
     QDQRT_ASSIGN_OR_RETURN(Graph quantized, calibration::insert_qdq(graph, single, all_amax));
-    QDQRT_RETURN_IF_ERROR(write_onnx_file(quantized, single_path.string()));
-    auto top1 = engine_top1(single_path.string(), false, validation, threads);
+    auto top1 = engine_top1(quantized, false, validation, threads);
     if (!top1.ok()) return top1.status().with_context("with only " + graph.nodes[node].describe() + " quantized");
     report.rows.push_back({graph.nodes[node].name, graph.nodes[node].op_type, *top1, report.fp32_top1 - *top1});
   }
-  std::error_code error;
-  std::filesystem::remove(single_path, error);
   std::stable_sort(report.rows.begin(), report.rows.end(),
                    [](const SensitivityRow& a, const SensitivityRow& b) { return a.lost > b.lost; });
   return report;

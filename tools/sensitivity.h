@@ -33,6 +33,8 @@ struct SensitivityReport {
 
 // Top-1 (%) of an ONNX model's INT8 (or FP32) engine on labelled images (one image input, logits out).
 Result<double> engine_top1(const std::string& model_path, bool fp32, const Dataset& data, int threads);
+// The same for a graph in memory (built as from the file it would be written to).
+Result<double> engine_top1(const Graph& graph, bool fp32, const Dataset& data, int threads);
 
 // `graph` is the FP32 model, `plan`/`amax` what calibration found, `quantized_path` the written model.
 Result<SensitivityReport> rank_layer_sensitivity(const std::string& fp32_path, const Graph& graph,

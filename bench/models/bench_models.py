@@ -25,7 +25,7 @@ import time
 
 import onnx
 
-TORCHVISION_MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0")
+TORCHVISION_MODELS = ("resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0")
 # Generated into the cache by models/export_bert_encoder.py (too large for git).
 ENCODER_MODELS = ("bert_encoder",)
 QUICK_MODELS = ("fmnist_resnet", "mobilenet_v2")

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/layers/element_size.h"
 #include "engine/layers/float_common.h"
 #include "core/ops/tensor.h"
 
@@ -221,12 +222,7 @@ class TransposeLayer final : public Layer {
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
-    switch (element_) {
-      case 1: run_typed<uint8_t>(state, begin, end); break;
-      case 2: run_typed<uint16_t>(state, begin, end); break;
-      case 4: run_typed<uint32_t>(state, begin, end); break;
-      default: run_typed<uint64_t>(state, begin, end); break;
-    }
+    visit_element_size(element_, [&]<class T>() { run_typed<T>(state, begin, end); });
   }
 
  private:
@@ -307,7 +303,7 @@ Status lower_transpose(const Node& node, BuildContext& context) {
   }
   const size_t element = dtype_size(value_dtype(context, node.input(0)));
   if (rank < 1 || rank > 4 || static_cast<int64_t>(perm.size()) != rank || context.constant(node.input(0)) != nullptr ||
-      (element != 1 && element != 2 && element != 4 && element != 8)) {
+      !is_copyable_element_size(element)) {
     return lower_with_reference(node, context);
   }
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));

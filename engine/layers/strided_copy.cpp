@@ -17,6 +17,7 @@
 #include "core/ops/tensor.h"
 #include "engine/layer.h"
 #include "engine/layer_params.h"
+#include "engine/layers/element_size.h"
 #include "engine/layers/layer_families.h"
 
 namespace qdqrt::engine {
@@ -96,12 +97,7 @@ class StridedCopyLayer final : public Layer {
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
-    switch (element) {
-      case 1: run_typed<uint8_t>(state, begin, end); break;
-      case 2: run_typed<uint16_t>(state, begin, end); break;
-      case 4: run_typed<uint32_t>(state, begin, end); break;
-      default: run_typed<uint64_t>(state, begin, end); break;
-    }
+    visit_element_size(element, [&]<class T>() { run_typed<T>(state, begin, end); });
   }
 
  private:
@@ -137,7 +133,7 @@ Result<std::unique_ptr<Layer>> bind_strided_copy(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, context.input(0));
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* y, context.output(0));
   const size_t element = dtype_size(x->dtype);
-  if (x->dtype != y->dtype || (element != 1 && element != 2 && element != 4 && element != 8)) {
+  if (x->dtype != y->dtype || !is_copyable_element_size(element)) {
     return context.error("input and output must have one dtype of 1, 2, 4 or 8 bytes");
   }
   if (x->layout != Layout::kPlain || y->layout != Layout::kPlain) return context.error("tensors must be plain");
@@ -231,7 +227,7 @@ std::optional<Analysis> analyze(const Node& node, const BuildContext& context, c
   std::optional<CopyGeometry> geometry = geometry_of(node, *x, *y, context);
   if (!geometry || !fits(*geometry, *x, *x_batch, *y, *y_batch)) return std::nullopt;
   const size_t element = dtype_size(*dtype);
-  if (element != 1 && element != 2 && element != 4 && element != 8) return std::nullopt;
+  if (!is_copyable_element_size(element)) return std::nullopt;
   return Analysis{std::move(*geometry), element};
 }
 

@@ -6,8 +6,8 @@
 // 0..3 hold 2 row tiles x 2 column blocks, A tiles 4/5 the two 16-row slices of the panel, B tiles
 // 6/7 16 k-groups of the two column blocks, read straight from the packed weights with their row
 // stride (kColumns * 4 bytes). Every tile is 16 x 64 bytes, so one configuration serves all shapes:
-// a k tail (fewer than 16 groups) is copied into zero-padded buffers, and the rows past the panel's
-// valid rows (the panel always has 32) only fill accumulator rows that are never stored.
+// a k tail (fewer than 16 groups) is copied into zero-padded buffers, and so is a partial row tile
+// (A may be the caller's matrix read in place, which has no rows past the last one).
 #pragma once
 
 #include <immintrin.h>
@@ -44,10 +44,17 @@ struct AmxTraits {
     compute(a, a_stride, b, k_groups, t, MR);  // one body for every row count
   }
 
+  // The two 16-row slices of A (row tile 1 only read with two row tiles).
+  struct RowTiles {
+    const uint8_t* a[2];
+    int64_t stride[2];
+    RowTiles offset(int64_t bytes) const { return {{a[0] + bytes, a[1] + bytes}, {stride[0], stride[1]}}; }
+  };
+
   // One k step of 16 groups: A tiles (row tiles) times B tiles (column blocks) into the C tiles.
   template <bool kTwoRowTiles, bool kTwoBlocks>
-  static void step(const uint8_t* a, int64_t a_stride, const int8_t* b, int64_t b_stride) {
-    Tiles::template load<4>(a, a_stride);
+  static void step(const RowTiles& a, const int8_t* b, int64_t b_stride) {
+    Tiles::template load<4>(a.a[0], a.stride[0]);
     Tiles::template load<6>(b, b_stride);
     Tiles::template dpbusd<0, 4, 6>();
     if constexpr (kTwoBlocks) {
@@ -55,34 +62,35 @@ struct AmxTraits {
       Tiles::template dpbusd<1, 4, 7>();
     }
     if constexpr (kTwoRowTiles) {
-      Tiles::template load<5>(a + kAmxTileRows * a_stride, a_stride);
+      Tiles::template load<5>(a.a[1], a.stride[1]);
       Tiles::template dpbusd<2, 5, 6>();
       if constexpr (kTwoBlocks) Tiles::template dpbusd<3, 5, 7>();
     }
   }
 
-  // C tiles = A[rows][k] x B[k][blocks of 16 columns at b]; stored to acc (32 x 32 int32).
+  // C tiles = A[32 or 16 rows][k] x B[k][blocks of 16 columns at b]; stored to acc (32 x 32 int32).
   template <bool kTwoRowTiles, bool kTwoBlocks>
-  static void multiply(const uint8_t* a, int64_t a_stride, const int8_t* b, int k_groups, int32_t* acc) {
+  static void multiply(const RowTiles& a, const int8_t* b, int k_groups, int32_t* acc) {
     Tiles::template zero<0>();
     if constexpr (kTwoBlocks) Tiles::template zero<1>();
     if constexpr (kTwoRowTiles) Tiles::template zero<2>();
     if constexpr (kTwoRowTiles && kTwoBlocks) Tiles::template zero<3>();
     const int full_steps = k_groups / kAmxGroupsPerTile;
     for (int s = 0; s < full_steps; ++s) {
-      step<kTwoRowTiles, kTwoBlocks>(a + s * kAmxTileBytes, a_stride, b + s * kAmxGroupsPerTile * kBStride, kBStride);
+      step<kTwoRowTiles, kTwoBlocks>(a.offset(s * kAmxTileBytes), b + s * kAmxGroupsPerTile * kBStride, kBStride);
     }
     const int tail_groups = k_groups - full_steps * kAmxGroupsPerTile;
     if (tail_groups > 0) {
-      // Zero-padded copies: the missing k groups multiply zeros, and nothing past the packed
-      // weights or the panel rows is read.
+      // Zero-padded copies: the missing k groups multiply zeros, and nothing past the rows' k
+      // bytes or the packed weights is read.
       alignas(64) uint8_t a_tail[kAmxMr][kAmxTileBytes];
       alignas(64) int8_t b_tail[kAmxGroupsPerTile][2 * kAmxTileBytes];
       const int a_rows = kTwoRowTiles ? kAmxMr : kAmxTileRows;
       const int tail_bytes = 4 * tail_groups;
       const int64_t k_offset = static_cast<int64_t>(full_steps) * kAmxTileBytes;
       for (int r = 0; r < a_rows; ++r) {
-        std::memcpy(a_tail[r], a + r * a_stride + k_offset, tail_bytes);
+        const int tile = r / kAmxTileRows;
+        std::memcpy(a_tail[r], a.a[tile] + (r % kAmxTileRows) * a.stride[tile] + k_offset, tail_bytes);
         std::memset(a_tail[r] + tail_bytes, 0, kAmxTileBytes - tail_bytes);
       }
       const int b_bytes = kTwoBlocks ? 2 * kAmxTileBytes : kAmxTileBytes;
@@ -94,7 +102,8 @@ struct AmxTraits {
           std::memset(b_tail[g], 0, b_bytes);
         }
       }
-      step<kTwoRowTiles, kTwoBlocks>(&a_tail[0][0], kAmxTileBytes, &b_tail[0][0], 2 * kAmxTileBytes);
+      const RowTiles tail{{a_tail[0], a_tail[kAmxTileRows]}, {kAmxTileBytes, kAmxTileBytes}};
+      step<kTwoRowTiles, kTwoBlocks>(tail, &b_tail[0][0], 2 * kAmxTileBytes);
     }
     constexpr int64_t kAccStride = 32 * sizeof(int32_t);
     Tiles::template store<0>(acc, kAccStride);
@@ -106,19 +115,33 @@ struct AmxTraits {
   static void compute(const uint8_t* a, int64_t a_stride, const int8_t* b, int k_groups, const TileArgs& t, int rows) {
     alignas(64) int32_t acc[kAmxMr][32];
     const bool two_row_tiles = rows > kAmxTileRows;
+    RowTiles row_tiles{{a, a + kAmxTileRows * a_stride}, {a_stride, a_stride}};
+    // A partial row tile is copied, its missing rows zeroed: the driver may pass the caller's
+    // matrix, which ends at its last row.
+    const int partial_rows = rows % kAmxTileRows;
+    if (partial_rows != 0) {
+      const int tile = rows / kAmxTileRows;
+      const int64_t k_bytes = 4 * static_cast<int64_t>(k_groups);
+      uint8_t* copy = thread_scratch(ScratchSlot::kAmxRows, kAmxTileRows * k_bytes);
+      const uint8_t* source = a + tile * kAmxTileRows * a_stride;
+      for (int r = 0; r < partial_rows; ++r) std::memcpy(copy + r * k_bytes, source + r * a_stride, k_bytes);
+      std::memset(copy + partial_rows * k_bytes, 0, (kAmxTileRows - partial_rows) * k_bytes);
+      row_tiles.a[tile] = copy;
+      row_tiles.stride[tile] = k_bytes;
+    }
     for (int block = 0; block < kBlocks && 16 * block < t.n_valid; block += 2) {
       const bool two_blocks = block + 1 < kBlocks && 16 * (block + 1) < t.n_valid;
       const int8_t* b_block = b + 64 * block;
       if (two_row_tiles) {
         if (two_blocks) {
-          multiply<true, true>(a, a_stride, b_block, k_groups, &acc[0][0]);
+          multiply<true, true>(row_tiles, b_block, k_groups, &acc[0][0]);
         } else {
-          multiply<true, false>(a, a_stride, b_block, k_groups, &acc[0][0]);
+          multiply<true, false>(row_tiles, b_block, k_groups, &acc[0][0]);
         }
       } else if (two_blocks) {
-        multiply<false, true>(a, a_stride, b_block, k_groups, &acc[0][0]);
+        multiply<false, true>(row_tiles, b_block, k_groups, &acc[0][0]);
       } else {
-        multiply<false, false>(a, a_stride, b_block, k_groups, &acc[0][0]);
+        multiply<false, false>(row_tiles, b_block, k_groups, &acc[0][0]);
       }
       store_block(acc, rows, 16 * block, two_blocks ? 2 : 1, t);
     }

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -52,43 +53,72 @@ struct PrefetchOnly {
   }
 };
 
-// Gathers the K bytes of row m into `row`, already shifted to the kernel's unsigned domain.
-// With Copy = PrefetchOnly nothing is written (row may be null): the source lines are prefetched.
-template <typename Copy>
-inline void gather_row(const ASource& source, const PackedGemm& packed, int64_t m, uint8_t* row, uint8_t flip) {
-  constexpr bool kWrite = !std::is_same_v<Copy, PrefetchOnly>;
-  if (!source.conv) {
-    Copy::copy_flip(row, static_cast<const uint8_t*>(source.data) + m * source.row_stride, packed.k, flip);
-    return;
+// The output pixel of a conv GEMM row, advanced row by row (no divisions per row).
+struct ConvCursor {
+  int64_t image = 0;
+  int out_y = 0, out_x = 0;
+
+  ConvCursor(const ConvGeometry& g, int64_t m) {
+    const int64_t pixels_per_image = static_cast<int64_t>(g.output_height) * g.output_width;
+    image = m / pixels_per_image;
+    const int64_t pixel = m - image * pixels_per_image;
+    out_y = static_cast<int>(pixel / g.output_width);
+    out_x = static_cast<int>(pixel - static_cast<int64_t>(out_y) * g.output_width);
   }
-  const ConvGeometry& g = *source.conv;
-  const int64_t pixels_per_image = static_cast<int64_t>(g.output_height) * g.output_width;
-  const int64_t image = m / pixels_per_image;
-  const int64_t pixel = m - image * pixels_per_image;
-  const int out_y = static_cast<int>(pixel / g.output_width);
-  const int out_x = static_cast<int>(pixel - static_cast<int64_t>(out_y) * g.output_width);
-  const uint8_t* base = static_cast<const uint8_t*>(source.data) +
-                        image * static_cast<int64_t>(g.input_height) * g.input_width * g.input_pixel_stride;
+  void advance(const ConvGeometry& g) {
+    if (++out_x < g.output_width) return;
+    out_x = 0;
+    if (++out_y < g.output_height) return;
+    out_y = 0;
+    ++image;
+  }
+};
+
+// Gathers the K bytes of the conv row at `at` into `row`, already shifted to the kernel's
+// unsigned domain. With Copy = PrefetchOnly nothing is written (row may be null): the source
+// lines are prefetched.
+template <typename Copy>
+inline void gather_conv_row(const ConvGeometry& g, const void* data, const PackedGemm& packed, const ConvCursor& at,
+                            uint8_t* row, uint8_t flip) {
+  constexpr bool kWrite = !std::is_same_v<Copy, PrefetchOnly>;
+  const int64_t image_bytes = static_cast<int64_t>(g.input_height) * g.input_width * g.input_pixel_stride;
+  const uint8_t* base = static_cast<const uint8_t*>(data) + at.image * image_bytes;
   const uint8_t pad_value = static_cast<uint8_t>(packed.input_zero_point) ^ flip;
   const int channels = g.group_channels;
   const int row_bytes = g.kernel_width * channels;
+  const bool dense = g.input_pixel_stride == channels && g.dilation_width == 1;
   for (int ky = 0; ky < g.kernel_height; ++ky) {
-    const int in_y = out_y * g.stride_height - g.pad_top + ky * g.dilation_height;
+    const int in_y = at.out_y * g.stride_height - g.pad_top + ky * g.dilation_height;
     if (in_y < 0 || in_y >= g.input_height) {
       if constexpr (kWrite) std::memset(row, pad_value, row_bytes);
       if constexpr (kWrite) row += row_bytes;
       continue;
     }
-    const uint8_t* line = base + static_cast<int64_t>(in_y) * g.input_width * g.input_pixel_stride;
-    const int first_x = out_x * g.stride_width - g.pad_left;
+    const int64_t line_offset = static_cast<int64_t>(in_y) * g.input_width * g.input_pixel_stride;
+    const int first_x = at.out_x * g.stride_width - g.pad_left;
     // A whole kernel row of contiguous pixels (dense channels, no dilation, inside the image)
     // is one copy.
-    if (g.input_pixel_stride == channels && g.dilation_width == 1 && first_x >= 0 &&
-        first_x + g.kernel_width <= g.input_width) {
-      Copy::copy_flip(row, line + static_cast<int64_t>(first_x) * channels, row_bytes, flip);
+    if (dense && first_x >= 0 && first_x + g.kernel_width <= g.input_width) {
+      const int64_t offset = line_offset + static_cast<int64_t>(first_x) * channels;
+      // Short rows (a 3x3 stem's 9 bytes) as one 16-byte move when the read stays inside the
+      // image (the last pixel excluded: the group's channels may end before the pixel does): a
+      // masked copy of a few bytes costs more than the tile's work on them. The bytes past
+      // row_bytes land in the panel row's padding or are overwritten by the next tap row.
+      if constexpr (kWrite) {
+        if (row_bytes <= 16 && offset + 16 <= image_bytes - g.input_pixel_stride) {
+          uint8_t bytes[16];
+          std::memcpy(bytes, base + offset, 16);
+          for (int i = 0; i < 16; ++i) bytes[i] ^= flip;
+          std::memcpy(row, bytes, 16);
+          row += row_bytes;
+          continue;
+        }
+      }
+      Copy::copy_flip(row, base + offset, row_bytes, flip);
       if constexpr (kWrite) row += row_bytes;
       continue;
     }
+    const uint8_t* line = base + line_offset;
     for (int kx = 0; kx < g.kernel_width; ++kx) {
       const int in_x = first_x + kx * g.dilation_width;
       if (in_x >= 0 && in_x < g.input_width) {
@@ -101,15 +131,32 @@ inline void gather_row(const ASource& source, const PackedGemm& packed, int64_t 
   }
 }
 
+// Row m of A into `row` (see gather_conv_row), for plain matrices and conv sources alike.
+template <typename Copy>
+inline void gather_row(const ASource& source, const PackedGemm& packed, int64_t m, uint8_t* row, uint8_t flip) {
+  if (!source.conv) {
+    Copy::copy_flip(row, static_cast<const uint8_t*>(source.data) + m * source.row_stride, packed.k, flip);
+    return;
+  }
+  gather_conv_row<Copy>(*source.conv, source.data, packed, ConvCursor(*source.conv, m), row, flip);
+}
+
 template <typename Traits, typename PanelElement>
 void pack_panel(const ASource& source, const PackedGemm& packed, int64_t m_begin, int rows, PanelElement* panel,
                 int64_t panel_stride, uint8_t* scratch, int32_t* row_term) {
   const int k = packed.k;
   const uint8_t flip = packed.input_signed ? 0x80 : 0x00;
+  std::optional<ConvCursor> cursor;
+  if (source.conv) cursor.emplace(*source.conv, m_begin);
   for (int r = 0; r < rows; ++r) {
     PanelElement* out = panel + r * panel_stride;
     uint8_t* bytes = std::is_same_v<PanelElement, uint8_t> ? reinterpret_cast<uint8_t*>(out) : scratch;
-    gather_row<Traits>(source, packed, m_begin + r, bytes, flip);
+    if (cursor) {
+      gather_conv_row<Traits>(*source.conv, source.data, packed, *cursor, bytes, flip);
+      cursor->advance(*source.conv);
+    } else {
+      Traits::copy_flip(bytes, static_cast<const uint8_t*>(source.data) + (m_begin + r) * source.row_stride, k, flip);
+    }
     if constexpr (!std::is_same_v<PanelElement, uint8_t>) {
       for (int i = 0; i < k; ++i) out[i] = bytes[i];
     }
@@ -154,6 +201,10 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
   const int64_t tile_bytes = static_cast<int64_t>(packed.k_padded) * kNr * packed.element_size;
   const int chunk_tiles = static_cast<int>(std::max<int64_t>(1, kColumnChunkBytes / tile_bytes));
   const int chunk_columns = chunk_tiles * kNr;
+  // Unsigned rows of a plain matrix already hold what a panel would (no shift, no gather, K a
+  // whole number of k-groups, no row term): the tiles read them in place.
+  const bool direct = std::is_same_v<PanelElement, uint8_t> && !source.conv && !packed.input_signed &&
+                      packed.k == packed.k_padded && !need_row_term;
   char* c_bytes = static_cast<char*>(c);
   const char* residual_bytes = static_cast<const char*>(epilogue.residual);
 
@@ -161,8 +212,14 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
     const int chunk_end = std::min(n_end, chunk_begin + chunk_columns);
     for (int m = m_begin; m < m_end; m += kMr) {
       const int rows = std::min(kMr, m_end - m);
-      pack_panel<Traits>(source, packed, m, rows, panel, panel_stride, row_bytes,
-                 need_row_term ? row_term : nullptr);
+      const PanelElement* tile_a = panel;
+      int64_t tile_a_stride = panel_stride;
+      if (direct) {
+        tile_a = reinterpret_cast<const PanelElement*>(static_cast<const uint8_t*>(source.data) + m * source.row_stride);
+        tile_a_stride = source.row_stride;
+      } else {
+        pack_panel<Traits>(source, packed, m, rows, panel, panel_stride, row_bytes, need_row_term ? row_term : nullptr);
+      }
       // Start loading the next row block's source lines while this block computes.
       for (int r = m + kMr; r < std::min(m_end, m + 2 * kMr); ++r) {
         gather_row<PrefetchOnly>(source, packed, r, nullptr, 0);
@@ -181,7 +238,7 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
         args.n_valid = std::min(kNr, chunk_end - n);
         args.epilogue = &epilogue;
         const int8_t* b = packed.data.data() + (n / kNr) * tile_bytes;
-        dispatch_tile<Traits>(std::make_integer_sequence<int, kMr>{}, rows, panel, panel_stride, b, k_groups, args);
+        dispatch_tile<Traits>(std::make_integer_sequence<int, kMr>{}, rows, tile_a, tile_a_stride, b, k_groups, args);
       }
     }
   }

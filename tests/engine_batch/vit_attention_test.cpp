@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 #include "parser/onnx_loader.h"
+#include "tests/common/vit_class_token_graph.h"
 #include "tests/engine_batch/batch_helpers.h"
 
 namespace qdqrt::batch_testing {
@@ -218,34 +219,12 @@ g (float[N,4] x) => (float[N,4] y)
                  {4, 4}, "a constant computed for batch 4");
 }
 
-// A ViT's class token as torch exports it: Expand to [batch, 1, width] with the target computed
-// from Shape(x) (and Expand's -1s replaced through ConstantOfShape/Equal/Where), then Concat with
-// the patch tokens and a Reshape to [batch, -1]. The target shapes are evaluated at build
-// (evaluate_shape_computations), the Expand and Gather run as strided copies at any batch.
+// A ViT's class token as torch exports it (tests/common/vit_class_token_graph.h). The target
+// shapes are evaluated at build (evaluate_shape_computations), the Expand and Gather run as strided
+// copies at any batch.
 TEST(VitClassToken, ClassTokenExpandRunsAtEveryBatch) {
   const std::string path = fs::path(::testing::TempDir()) / "vit_class_token.onnx";
-  ASSERT_TRUE(write_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
-g (float[N,3,4] x) => (float[N,16] y, float[N,4] first)
-<float[1,1,4] class_token = {0.5, -1.0, 2.0, 0.25}, int64 zero = {0}, int64[1] axes = {0},
- int64[1] minus_one = {-1}, int64[1] three = {3}>
-{
-  s = Shape(x)
-  b = Gather<axis = 0>(s, zero)
-  b1 = Unsqueeze(b, axes)
-  expand_request = Concat<axis = 0>(b1, minus_one, minus_one)
-  ones = ConstantOfShape<value = int64[1] {1}>(three)
-  minus_ones = Mul(ones, minus_one)
-  is_minus_one = Equal(expand_request, minus_ones)
-  expand_shape = Where(is_minus_one, ones, expand_request)
-  tokens = Expand(class_token, expand_shape)
-  c = Concat<axis = 1>(tokens, x)
-  first = Gather<axis = 1>(c, zero)
-  target = Concat<axis = 0>(b1, minus_one)
-  y = Reshape(c, target)
-}
-)",
-                               {}, 1, path)
-                  .is_ok());
+  ASSERT_TRUE(write_text_model(qdqrt::testing::vit_class_token_text("N"), {}, 1, path).is_ok());
   engine::BuildOptions options;
   options.input_shapes["x"] = {kMaxBatch, 3, 4};
   auto built = engine::Engine::build_from_file(path, options);

@@ -30,9 +30,10 @@ void rename(flatbuffers::String* string, const std::string& name) {
   *reinterpret_cast<uint32_t*>(string) = static_cast<uint32_t>(name.size());  // the length prefix
 }
 
-class DamagedFile : public ::testing::Test {
+class DamagedFile : public MachineIsaTest {
  protected:
   void SetUp() override {
+    MachineIsaTest::SetUp();
     plan_ = make_rich_plan();
     file_ = serialize_or_fail(plan_);
     ASSERT_FALSE(file_.empty());

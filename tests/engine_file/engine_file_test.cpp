@@ -18,6 +18,8 @@ namespace qdqrt::engine::testing {
 namespace {
 
 namespace fs = std::filesystem;
+
+using EngineFile = MachineIsaTest;
 using namespace file_format;
 
 fs::path temp_path(const std::string& name) {
@@ -69,7 +71,7 @@ TEST(EngineFileChecksum, KnownFileStillVerifies) {
   }
 }
 
-TEST(EngineFile, RoundTripKeepsEveryField) {
+TEST_F(EngineFile, RoundTripKeepsEveryField) {
   EnginePlan plan = make_rich_plan();
   std::vector<uint8_t> file = serialize_or_fail(plan);
   ASSERT_FALSE(file.empty());
@@ -80,7 +82,7 @@ TEST(EngineFile, RoundTripKeepsEveryField) {
   EXPECT_EQ(serialize_or_fail(*read), file);
 }
 
-TEST(EngineFile, LayoutOfTheFile) {
+TEST_F(EngineFile, LayoutOfTheFile) {
   EnginePlan plan = make_rich_plan();
   std::vector<uint8_t> file = serialize_or_fail(plan);
   ASSERT_GE(file.size(), kHeaderBytes);
@@ -111,7 +113,7 @@ TEST(EngineFile, LayoutOfTheFile) {
   EXPECT_EQ(blob_count, 6u);
 }
 
-TEST(EngineFile, EmptyPlanRoundTrips) {
+TEST_F(EngineFile, EmptyPlanRoundTrips) {
   EnginePlan plan;
   std::vector<uint8_t> file = serialize_or_fail(plan);
   auto read = read_copy(file);
@@ -120,7 +122,7 @@ TEST(EngineFile, EmptyPlanRoundTrips) {
   EXPECT_EQ(sections_of(file).blob_section_bytes, 0u);
 }
 
-TEST(EngineFile, FileIsMappedAndBlobsPointIntoIt) {
+TEST_F(EngineFile, FileIsMappedAndBlobsPointIntoIt) {
   EnginePlan plan = make_rich_plan();
   fs::path path = temp_path("mapped.qdqrt");
   ASSERT_TRUE(write_plan_file(plan, path.string()).is_ok());
@@ -164,7 +166,7 @@ TEST(EngineFile, FileIsMappedAndBlobsPointIntoIt) {
   fs::remove(path);
 }
 
-TEST(EngineFile, UnalignedBytesGetAlignedBlobCopies) {
+TEST_F(EngineFile, UnalignedBytesGetAlignedBlobCopies) {
   EnginePlan plan = make_rich_plan();
   std::vector<uint8_t> file = serialize_or_fail(plan);
   std::vector<uint8_t> shifted(file.size() + 3);
@@ -174,7 +176,7 @@ TEST(EngineFile, UnalignedBytesGetAlignedBlobCopies) {
   expect_plans_equal(plan, *read);  // includes 64-byte alignment of every blob
 }
 
-TEST(EngineFile, WriteReplacesAtomicallyAndReportsErrors) {
+TEST_F(EngineFile, WriteReplacesAtomicallyAndReportsErrors) {
   fs::path path = temp_path("replace.qdqrt");
   EnginePlan plan = make_rich_plan();
   ASSERT_TRUE(write_plan_file(plan, path.string()).is_ok());
@@ -193,7 +195,7 @@ TEST(EngineFile, WriteReplacesAtomicallyAndReportsErrors) {
 
 // engine_file.fbs and docs/engine_format.md say BlobRef offsets count from the blob section, not
 // from the file start (the schema once said the file start): each blob's bytes lie at B + offset.
-TEST(EngineFile, BlobOffsetsCountFromTheBlobSection) {
+TEST_F(EngineFile, BlobOffsetsCountFromTheBlobSection) {
   EnginePlan plan = make_rich_plan();
   auto bytes = serialize_plan(plan);
   ASSERT_TRUE(bytes.ok()) << bytes.status().message();
@@ -219,7 +221,7 @@ TEST(EngineFile, BlobOffsetsCountFromTheBlobSection) {
 }
 
 // --loadEngine=FIFO once blocked forever in open(); a device is refused too.
-TEST(EngineFile, ReadFileRefusesSpecialFilesWithoutBlocking) {
+TEST_F(EngineFile, ReadFileRefusesSpecialFilesWithoutBlocking) {
   fs::path fifo = temp_path("engine.fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   auto from_fifo = read_plan_file(fifo.string());
@@ -232,7 +234,7 @@ TEST(EngineFile, ReadFileRefusesSpecialFilesWithoutBlocking) {
   EXPECT_NE(from_device.status().message().find("not a regular file"), std::string::npos);
 }
 
-TEST(EngineFile, ReadFileErrorsNameThePath) {
+TEST_F(EngineFile, ReadFileErrorsNameThePath) {
   auto missing = read_plan_file("/nonexistent-dir/missing.qdqrt");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kIoError);
@@ -258,7 +260,7 @@ TEST(EngineFile, ReadFileErrorsNameThePath) {
   fs::remove(onnx);
 }
 
-TEST(EngineFile, SerializeRefusesPlansReadingWouldRefuse) {
+TEST_F(EngineFile, SerializeRefusesPlansReadingWouldRefuse) {
   EnginePlan plan = make_rich_plan();
   plan.layers[1].inputs[0] = 99;
   auto bytes = serialize_plan(plan);
@@ -281,10 +283,7 @@ TEST(EngineFile, SerializeRefusesPlansReadingWouldRefuse) {
 }
 
 // The plan's ISA and CPU features are checked against what this machine may use.
-class CpuFeatureCheck : public ::testing::Test {
- protected:
-  void TearDown() override { kernels::set_max_isa(std::nullopt); }
-};
+using CpuFeatureCheck = MachineIsaTest;
 
 TEST_F(CpuFeatureCheck, RefusesAnIsaThatIsNotUsableHere) {
   if (!kernels::isa_supported(kernels::Isa::kAvx512Vnni)) GTEST_SKIP() << "needs an AVX-512 VNNI machine";

@@ -19,6 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using EngineFileFuzz = MachineIsaTest;
+
 std::vector<uint8_t> read_bytes(const fs::path& path) {
   std::ifstream file(path, std::ios::binary);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(file), {});
@@ -96,7 +98,7 @@ std::vector<uint8_t> mutate(const std::vector<uint8_t>& input, const std::vector
   return bytes;
 }
 
-TEST(EngineFileFuzz, SeedCorpusIsCurrent) {
+TEST_F(EngineFileFuzz, SeedCorpusIsCurrent) {
   const fs::path corpus = QDQRT_ENGINE_FUZZ_CORPUS_DIR;
   const bool write = std::getenv("QDQRT_WRITE_ENGINE_FUZZ_SEEDS") != nullptr;
   for (const auto& [name, plan] : seed_plans()) {
@@ -112,7 +114,7 @@ TEST(EngineFileFuzz, SeedCorpusIsCurrent) {
   }
 }
 
-TEST(EngineFileFuzz, ReplayCorpus) {
+TEST_F(EngineFileFuzz, ReplayCorpus) {
   int count = 0;
   for (const auto& entry : fs::directory_iterator(QDQRT_ENGINE_FUZZ_CORPUS_DIR)) {
     if (entry.path().extension() == ".md") continue;
@@ -130,7 +132,7 @@ TEST(EngineFileFuzz, ReplayCorpus) {
   std::cout << "replayed " << count << " engine file corpus inputs\n";
 }
 
-TEST(EngineFileFuzz, SeedsAndMutations) {
+TEST_F(EngineFileFuzz, SeedsAndMutations) {
   std::vector<std::vector<uint8_t>> seeds;
   for (const auto& [name, plan] : seed_plans()) seeds.push_back(serialize_or_fail(plan));
   std::mt19937 generator(20261122);

@@ -13,8 +13,17 @@
 #include "engine/engine_file_format.h"
 #include "engine/engine_file_generated.h"
 #include "engine/plan.h"
+#include "kernels/cpu_features.h"
 
 namespace qdqrt::engine::testing {
+
+// The hand-built plans say avx2: tests that read them run at the machine's best ISA, whatever
+// QDQRT_MAX_ISA the suite runs under (tests of the limit set it themselves).
+class MachineIsaTest : public ::testing::Test {
+ protected:
+  void SetUp() override { kernels::set_max_isa(kernels::detected_isa()); }
+  void TearDown() override { kernels::set_max_isa(std::nullopt); }
+};
 
 // Every field set to a non-default value, every dtype/layout/kind, all five param types (with
 // empty vectors and awkward floats), blobs of odd sizes including 0 and 1.

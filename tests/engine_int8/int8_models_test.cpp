@@ -62,6 +62,38 @@ int argmax(const Tensor& logits, int64_t row) {
   return static_cast<int>(std::max_element(values, values + classes) - values);
 }
 
+// Runs' logits against the reference's: the worst error as a share of the reference's range, and
+// top-1 agreement over the runs counted.
+struct LogitComparison {
+  double worst = 0.0;
+  int agree = 0, total = 0;
+
+  // `logits` holds the reference's first rows; `count_top1` adds them to the agreement.
+  void add(const Tensor& logits, const Tensor& reference, bool count_top1) {
+    float range = 1e-30f;
+    for (float v : reference.values<float>()) range = std::max(range, std::abs(v));
+    for (int64_t i = 0; i < logits.numel(); ++i) {
+      worst = std::max(worst, static_cast<double>(std::abs(logits.data<float>()[i] - reference.data<float>()[i]) /
+                                                  range));
+    }
+    if (!count_top1) return;
+    for (int64_t row = 0; row < logits.dim(0); ++row) agree += argmax(logits, row) == argmax(reference, row);
+    total += static_cast<int>(logits.dim(0));
+  }
+
+  void expect_within(bool exact) const {
+    if (exact) {
+      EXPECT_LE(worst, 1e-5);
+      EXPECT_EQ(agree, total);
+    } else {
+      // A float-output layer followed by QuantizeLinear (the fmnist model's residual blocks) can
+      // flip a rounding (the kernels' fma epilogue vs the reference's float steps): 1 LSB downstream.
+      EXPECT_LE(worst, 2e-2);
+      EXPECT_GE(agree, total * 99 / 100);
+    }
+  }
+};
+
 struct ModelCase {
   std::string file;
   bool exact;  // logits within 1e-5 of their range and top-1 100% (measured: bit-exact INT8 paths)
@@ -69,12 +101,16 @@ struct ModelCase {
 
 void PrintTo(const ModelCase& c, std::ostream* out) { *out << c.file; }
 
+fs::path model_path(const ModelCase& c) {
+  return c.file == "fmnist_resnet_qdq.onnx" ? fs::path(QDQRT_MODELS_DIR) / c.file
+                                            : fs::path(QDQRT_OPTIMIZER_MODELS_DIR) / c.file;
+}
+
 class Int8Models : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(Int8Models, MatchReferenceOnFashionMnist) {
   const ModelCase& c = GetParam();
-  const fs::path path = c.file == "fmnist_resnet_qdq.onnx" ? fs::path(QDQRT_MODELS_DIR) / c.file
-                                                           : fs::path(QDQRT_OPTIMIZER_MODELS_DIR) / c.file;
+  const fs::path path = model_path(c);
   const fs::path data = QDQRT_OPTIMIZER_MODELS_DIR;
   const std::vector<uint8_t> pixels = read_bytes(data / "fmnist_test_1000_images.u8");
   ASSERT_EQ(pixels.size(), 1000u * 784u);
@@ -88,8 +124,7 @@ TEST_P(Int8Models, MatchReferenceOnFashionMnist) {
   ASSERT_TRUE(layers.ok()) << layers.status().to_string();
   const std::string input = graph.inputs.at(0), output = graph.outputs.at(0);
 
-  int agree = 0, total = 0;
-  double worst = 0.0;
+  LogitComparison comparison;
   // Shape computations are folded at the maximum batch (a Reshape to [40, 24, -1]), so the
   // reference always runs the full batch; the engine runs it too, and batch 1 (compared with the
   // reference's first row), with 1 and 2 threads.
@@ -99,8 +134,6 @@ TEST_P(Int8Models, MatchReferenceOnFashionMnist) {
     ASSERT_TRUE(expected.ok()) << expected.status().to_string();
     const Tensor& reference = expected->at(output);
     const int64_t classes = reference.dim(1);
-    float range = 1e-30f;
-    for (float v : reference.values<float>()) range = std::max(range, std::abs(v));
     for (int64_t batch : {int64_t{kBatch}, int64_t{1}}) {
       for (int threads : {1, 2}) {
         if (start != 0 && (threads == 2 || batch == 1)) continue;
@@ -109,30 +142,15 @@ TEST_P(Int8Models, MatchReferenceOnFashionMnist) {
         ASSERT_TRUE(actual.ok()) << actual.status().to_string();
         const Tensor& logits = actual->at(output);
         ASSERT_EQ(logits.shape(), (Shape{batch, classes}));
-        for (int64_t i = 0; i < logits.numel(); ++i) {
-          worst = std::max(worst, static_cast<double>(std::abs(logits.data<float>()[i] - reference.data<float>()[i]) /
-                                                      range));
-        }
-        if (threads == 1 && batch == kBatch) {
-          for (int64_t row = 0; row < batch; ++row) agree += argmax(logits, row) == argmax(reference, row);
-          total += static_cast<int>(batch);
-        }
+        comparison.add(logits, reference, threads == 1 && batch == kBatch);
       }
     }
   }
-  RecordProperty("top1_agreement", fmt::format("{}/{}", agree, total));
-  RecordProperty("max_logit_error_of_range", fmt::format("{:.3g}", worst));
-  fmt::print("{}: top-1 agreement {}/{}, max logit error {:.3g} of the range, {} native INT8 layers\n", c.file, agree,
-             total, worst, plan->native_layers);
-  if (c.exact) {
-    EXPECT_LE(worst, 1e-5);
-    EXPECT_EQ(agree, total);
-  } else {
-    // A float-output layer followed by QuantizeLinear (the fmnist model's residual blocks) can flip
-    // a rounding (the kernels' fma epilogue vs the reference's float steps): 1 LSB downstream.
-    EXPECT_LE(worst, 2e-2);
-    EXPECT_GE(agree, total * 99 / 100);
-  }
+  RecordProperty("top1_agreement", fmt::format("{}/{}", comparison.agree, comparison.total));
+  RecordProperty("max_logit_error_of_range", fmt::format("{:.3g}", comparison.worst));
+  fmt::print("{}: top-1 agreement {}/{}, max logit error {:.3g} of the range, {} native INT8 layers\n", c.file,
+             comparison.agree, comparison.total, comparison.worst, plan->native_layers);
+  comparison.expect_within(c.exact);
 }
 
 // The same through the real engine: Engine::build_from_file at batch 40, run at 40 and 1 with
@@ -140,8 +158,7 @@ TEST_P(Int8Models, MatchReferenceOnFashionMnist) {
 // float layer families land separately).
 TEST_P(Int8Models, EngineMatchesReferenceOnFashionMnist) {
   const ModelCase& c = GetParam();
-  const fs::path path = c.file == "fmnist_resnet_qdq.onnx" ? fs::path(QDQRT_MODELS_DIR) / c.file
-                                                           : fs::path(QDQRT_OPTIMIZER_MODELS_DIR) / c.file;
+  const fs::path path = model_path(c);
   const std::vector<uint8_t> pixels = read_bytes(fs::path(QDQRT_OPTIMIZER_MODELS_DIR) / "fmnist_test_1000_images.u8");
   ASSERT_EQ(pixels.size(), 1000u * 784u);
   constexpr int kBatch = 40, kImages = 120;
@@ -161,15 +178,12 @@ TEST_P(Int8Models, EngineMatchesReferenceOnFashionMnist) {
     int8_layers += layer.kind.rfind("q", 0) == 0 && layer.kind != "quantize";
   }
   EXPECT_GE(int8_layers, 5);
-  int agree = 0, total = 0;
-  double worst = 0.0;
+  LogitComparison comparison;
   for (int start = 0; start < kImages; start += kBatch) {
     auto expected = run_reference(graph, {{input, images(pixels, start, kBatch)}});
     ASSERT_TRUE(expected.ok()) << expected.status().to_string();
     const Tensor& reference = expected->at(output);
     const int64_t classes = reference.dim(1);
-    float range = 1e-30f;
-    for (float v : reference.values<float>()) range = std::max(range, std::abs(v));
     for (int64_t batch : {int64_t{kBatch}, int64_t{1}}) {
       for (int threads : {1, 2}) {
         if (start != 0 && (threads == 2 || batch == 1)) continue;
@@ -178,26 +192,13 @@ TEST_P(Int8Models, EngineMatchesReferenceOnFashionMnist) {
         auto context = engine.create_context({.threads = threads});
         Status status = context->run({{input, in.raw_data(), in.shape()}}, {{output, logits.raw_data(), logits.shape()}});
         ASSERT_TRUE(status.is_ok()) << status.to_string();
-        for (int64_t i = 0; i < logits.numel(); ++i) {
-          worst = std::max(worst, static_cast<double>(std::abs(logits.data<float>()[i] - reference.data<float>()[i]) /
-                                                      range));
-        }
-        if (threads == 1 && batch == kBatch) {
-          for (int64_t row = 0; row < batch; ++row) agree += argmax(logits, row) == argmax(reference, row);
-          total += static_cast<int>(batch);
-        }
+        comparison.add(logits, reference, threads == 1 && batch == kBatch);
       }
     }
   }
   fmt::print("engine {}: top-1 agreement {}/{}, max logit error {:.3g} of the range, {} INT8 layers\n", c.file,
-             agree, total, worst, int8_layers);
-  if (c.exact) {
-    EXPECT_LE(worst, 1e-5);
-    EXPECT_EQ(agree, total);
-  } else {
-    EXPECT_LE(worst, 2e-2);
-    EXPECT_GE(agree, total * 99 / 100);
-  }
+             comparison.agree, comparison.total, comparison.worst, int8_layers);
+  comparison.expect_within(c.exact);
 }
 
 // Any image model through the harness (opt-in: QDQRT_INT8_MODEL=model.onnx, optional

@@ -183,6 +183,18 @@ TEST_P(AmxGemm, StridesSplitsAndMatMulOperands) {
   tester().m(17).n(77).k(23).b_k_major(true).test(Isa::kAmxInt8);
 }
 
+// Unsigned rows of a plain matrix with K a multiple of 4 are read in place (no panel): A ends at
+// its last row (a guard page follows), so partial row tiles must not read past it.
+TEST_P(AmxGemm, UnsignedRowsReadInPlace) {
+  QuantSettings q;
+  q.input_signed = false;
+  q.input_zero_point = 7;
+  int seed = 0;
+  for (int k : {4, 20, 64, 128, 132}) {
+    for (int m : {1, 5, 16, 17, 31, 33}) tester().m(m).n(40).k(k).quant(q).seed(++seed).test(Isa::kAmxInt8);
+  }
+}
+
 TEST_P(AmxGemm, LargeKSpansSeveralColumnChunks) {
   tester().m(33).n(512).k(4608).test(Isa::kAmxInt8);
 }

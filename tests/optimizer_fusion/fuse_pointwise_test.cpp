@@ -108,7 +108,9 @@ TEST(FusePointwise, ChainsOfEveryKindMatchTheOriginal) {
     EXPECT_EQ(program_ops(conv_info(r.fused)), c.ops);
     EXPECT_EQ(r.fused.nodes.size(), c.output_q ? 3u : 3u);  // Q, QConv, DQ (or Identity)
     EXPECT_EQ(find_op(r.fused, layers::kQConv)->has_input(layers::kConvYScale), c.output_q);
-    if (c.chain.find("scale8") != std::string::npos) EXPECT_EQ(conv_info(r.fused).pointwise_channels, 8);
+    if (c.chain.find("scale8") != std::string::npos) {
+      EXPECT_EQ(conv_info(r.fused).pointwise_channels, 8);
+    }
   }
 }
 

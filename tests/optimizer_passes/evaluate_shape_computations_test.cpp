@@ -1,41 +1,17 @@
 #include <gtest/gtest.h>
 
+#include "tests/common/vit_class_token_graph.h"
 #include "tests/optimizer_passes/pass_test_util.h"
 
 namespace qdqrt::testing {
 namespace {
 
-// What torch.onnx.export makes of a ViT's `cat([class_token.expand(x.shape[0], -1, -1), x], 1)`
-// followed by `reshape(x.shape[0], -1)`: the batch read from Shape, Expand's -1s replaced through
-// ConstantOfShape/Equal/Where, every target computed. `batch` is the input's dim 0 ("N": symbolic).
-std::string vit_shape_graph(const std::string& batch) {
-  return R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[)" + batch + R"(,3,4] x) => (float[)" + batch + R"(,16] y)
-    <float[1,1,4] class_token = {0.5, -1, 2, 0.25}, int64 zero = {0}, int64[1] axes = {0},
-     int64[1] minus_one = {-1}, int64[1] three = {3}>
-    {
-      s = Shape(x)
-      b = Gather<axis = 0>(s, zero)
-      b1 = Unsqueeze(b, axes)
-      expand_request = Concat<axis = 0>(b1, minus_one, minus_one)
-      ones = ConstantOfShape<value = int64[1] {1}>(three)
-      minus_ones = Mul(ones, minus_one)
-      is_minus_one = Equal(expand_request, minus_ones)
-      expand_shape = Where(is_minus_one, ones, expand_request)
-      tokens = Expand(class_token, expand_shape)
-      c = Concat<axis = 1>(tokens, x)
-      target = Concat<axis = 0>(b1, minus_one)
-      y = Reshape(c, target)
-    })";
-}
-
 TEST(EvaluateShapeComputations, FoldsTorchShapeSubgraphsAtTheLoadedBatch) {
-  Graph graph = parse_graph(vit_shape_graph("2"));
+  Graph graph = parse_graph(vit_class_token_text("2"));
   // ONNX's inference alone leaves the Expand and everything after it without a static shape.
   ASSERT_FALSE(graph.find_value("c")->static_shape().has_value());
   Graph rewritten = run_passes(graph, {"fold_constants", "evaluate_shape_computations"});
-  EXPECT_EQ(op_sequence(rewritten), "Expand,Concat,Reshape");
+  EXPECT_EQ(op_sequence(rewritten), "Expand,Concat,Gather,Reshape");
   for (const Node& node : rewritten.nodes) {
     for (const std::string& output : node.outputs) {
       ASSERT_TRUE(rewritten.find_value(output)->static_shape().has_value()) << output;
@@ -54,7 +30,7 @@ TEST(EvaluateShapeComputations, FoldsTorchShapeSubgraphsAtTheLoadedBatch) {
 TEST(EvaluateShapeComputations, ExpandSizedByTheBatchStaysARuntimeNode) {
   // fold_constants alone folds the shape subgraph but keeps the Expand: folded, it would hold
   // class tokens for 2 images only.
-  Graph rewritten = run_passes(parse_graph(vit_shape_graph("2")), {"fold_constants"});
+  Graph rewritten = run_passes(parse_graph(vit_class_token_text("2")), {"fold_constants"});
   EXPECT_EQ(count_ops(rewritten, "Expand"), 1);
   EXPECT_EQ(count_ops(rewritten, "Shape"), 0);
   // An Expand whose target is a plain constant still folds.
@@ -71,7 +47,7 @@ TEST(EvaluateShapeComputations, ExpandSizedByTheBatchStaysARuntimeNode) {
 
 TEST(EvaluateShapeComputations, MustNotFire) {
   // A symbolic batch: nothing can be evaluated, the graph stays as it is.
-  Graph symbolic = parse_graph(vit_shape_graph("N"));
+  Graph symbolic = parse_graph(vit_class_token_text("N"));
   Graph rewritten = run_passes(symbolic, {"evaluate_shape_computations"});
   EXPECT_EQ(op_sequence(rewritten), op_sequence(symbolic));
   EXPECT_FALSE(rewritten.find_value("c")->static_shape().has_value());

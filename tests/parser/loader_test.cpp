@@ -6,29 +6,13 @@
 #include <fstream>
 
 #include "parser/onnx_loader.h"
-#include "tests/fuzz/onnx_parser_fuzz_entry.h"
 #include "tests/parser/test_models.h"
 
 namespace qdqrt::testing {
 namespace {
 
-LoadOptions fuzz_options() {
-  LoadOptions options;
-  options.registry = &fuzz_op_registry();
-  return options;
-}
-
-const char* kAddRelu = R"(
-<ir_version: 8, opset_import: ["" : 13]>
-agraph (float[N, 3] X, float[3] B = {1.0, 2.0, 3.0}) => (float[N, 3] Y)
-{
-  T = Add(X, B)
-  Y = Relu(T)
-}
-)";
-
 TEST(OnnxLoader, LoadsInputsOutputsInitializersAndShapes) {
-  auto graph = load_text(kAddRelu);
+  auto graph = load_text(kAddReluModel);
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
   EXPECT_EQ(graph->opset(), 13);
   EXPECT_EQ(graph->inputs, std::vector<std::string>{"X"});  // B is an initializer, not a runtime input
@@ -242,7 +226,7 @@ TEST(OnnxLoader, RunsWithoutCheckerAndInference) {
   LoadOptions options = test_options();
   options.run_checker = false;
   options.run_shape_inference = false;
-  auto graph = load_text(kAddRelu, options);
+  auto graph = load_text(kAddReluModel, options);
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
   EXPECT_EQ(graph->find_value("T"), nullptr);  // nothing inferred
   EXPECT_NE(graph->find_value("Y"), nullptr);  // declared

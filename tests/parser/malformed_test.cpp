@@ -5,30 +5,13 @@
 #include <random>
 
 #include "parser/onnx_loader.h"
-#include "tests/fuzz/onnx_parser_fuzz_entry.h"
 #include "tests/parser/test_models.h"
 
 namespace qdqrt::testing {
 namespace {
 
-// The fuzz registry holds every op family's ops (pools, Expand, LayerNormalization, ...).
-LoadOptions fuzz_options() {
-  LoadOptions options;
-  options.registry = &fuzz_op_registry();
-  return options;
-}
-
-const char* kSmallModel = R"(
-<ir_version: 8, opset_import: ["" : 13]>
-agraph (float[N, 3] X, float[3] B = {1.0, 2.0, 3.0}) => (float[N, 3] Y)
-{
-  T = Add(X, B)
-  Y = Relu(T)
-}
-)";
-
 TEST(MalformedModel, EveryTruncationIsAnError) {
-  std::string bytes = serialize(parse_model(kSmallModel));
+  std::string bytes = serialize(parse_model(kAddReluModel));
   ASSERT_TRUE(load_onnx_bytes(bytes.data(), bytes.size(), test_options()).ok());
   for (size_t size = 0; size < bytes.size(); ++size) {
     auto graph = load_onnx_bytes(bytes.data(), size, test_options());
@@ -47,7 +30,7 @@ TEST(MalformedModel, EmptyInput) {
 TEST(MalformedModel, TextIsNotAModel) {
   std::string text = "ir_version: 8\nthis is not a protobuf, it is text pretending to be a model\n";
   EXPECT_FALSE(load_onnx_bytes(text.data(), text.size(), test_options()).ok());
-  std::string model_text = kSmallModel;
+  std::string model_text = kAddReluModel;
   EXPECT_FALSE(load_onnx_bytes(model_text.data(), model_text.size(), test_options()).ok());
 }
 
@@ -132,7 +115,7 @@ agraph (float[3] X) => (float[3] X)
 }
 
 TEST(MalformedModel, DtypeMismatchBetweenDeclarationAndInitializer) {
-  onnx::ModelProto model = parse_model(kSmallModel);
+  onnx::ModelProto model = parse_model(kAddReluModel);
   model.mutable_graph()->mutable_initializer(0)->set_data_type(onnx::TensorProto::INT32);
   model.mutable_graph()->mutable_initializer(0)->clear_float_data();
   model.mutable_graph()->mutable_initializer(0)->clear_raw_data();
@@ -141,29 +124,29 @@ TEST(MalformedModel, DtypeMismatchBetweenDeclarationAndInitializer) {
 }
 
 TEST(MalformedModel, ShapeMismatchBetweenDeclarationAndInitializer) {
-  onnx::ModelProto model = parse_model(kSmallModel);
+  onnx::ModelProto model = parse_model(kAddReluModel);
   model.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(4);
   EXPECT_LOAD_ERROR(load_model(model), "shape mismatch", "'B'");
 }
 
 TEST(MalformedModel, NegativeDims) {
-  onnx::ModelProto model = parse_model(kSmallModel);
+  onnx::ModelProto model = parse_model(kAddReluModel);
   model.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(-2);
   EXPECT_LOAD_ERROR(load_model(model), "graph input 'X'", "dimension 1 is negative (-2)");
 
-  model = parse_model(kSmallModel);
+  model = parse_model(kAddReluModel);
   model.mutable_graph()->mutable_initializer(0)->set_dims(0, -3);
   EXPECT_LOAD_ERROR(load_model(model), "initializer", "tensor 'B'", "negative");
 }
 
 TEST(MalformedModel, OverflowingDims) {
-  onnx::ModelProto model = parse_model(kSmallModel);
+  onnx::ModelProto model = parse_model(kAddReluModel);
   auto* initializer = model.mutable_graph()->mutable_initializer(0);
   initializer->set_dims(0, int64_t{1} << 40);
   initializer->add_dims(int64_t{1} << 40);
   EXPECT_LOAD_ERROR(load_model(model), "tensor 'B'", "overflows");
 
-  model = parse_model(kSmallModel);
+  model = parse_model(kAddReluModel);
   auto* shape = model.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
   shape->mutable_dim(1)->set_dim_value(int64_t{1} << 62);
   shape->add_dim()->set_dim_value(int64_t{1} << 62);
@@ -171,7 +154,7 @@ TEST(MalformedModel, OverflowingDims) {
 }
 
 TEST(MalformedModel, RawDataSizeMismatch) {
-  onnx::ModelProto model = parse_model(kSmallModel);
+  onnx::ModelProto model = parse_model(kAddReluModel);
   auto* initializer = model.mutable_graph()->mutable_initializer(0);
   initializer->clear_float_data();
   initializer->set_raw_data(std::string(10, '\0'));
@@ -355,7 +338,7 @@ agraph (bool C, float[3] X) => (float[3] Y)
 }
 
 TEST(MalformedModel, StringInitializerIsUnsupported) {
-  onnx::ModelProto model = parse_model(kSmallModel);
+  onnx::ModelProto model = parse_model(kAddReluModel);
   auto* initializer = model.mutable_graph()->add_initializer();
   initializer->set_name("S");
   initializer->set_data_type(onnx::TensorProto::STRING);
@@ -365,31 +348,31 @@ TEST(MalformedModel, StringInitializerIsUnsupported) {
 }
 
 TEST(MalformedModel, ModelLevelProblems) {
-  onnx::ModelProto model = parse_model(kSmallModel);
+  onnx::ModelProto model = parse_model(kAddReluModel);
   model.clear_opset_import();
   EXPECT_LOAD_ERROR(load_model(model), "no opset_import");
 
-  model = parse_model(kSmallModel);
+  model = parse_model(kAddReluModel);
   model.clear_graph();
   EXPECT_LOAD_ERROR(load_model(model), "no graph");
 
-  model = parse_model(kSmallModel);
+  model = parse_model(kAddReluModel);
   model.set_ir_version(0);
   EXPECT_LOAD_ERROR(load_model(model), "ir_version");
 
-  model = parse_model(kSmallModel);
+  model = parse_model(kAddReluModel);
   model.mutable_graph()->clear_output();
   EXPECT_LOAD_ERROR(load_model(model), "no outputs");
 
-  model = parse_model(kSmallModel);
+  model = parse_model(kAddReluModel);
   *model.mutable_graph()->add_input() = model.graph().input(0);
   EXPECT_LOAD_ERROR(load_model(model), "graph input 'X'", "twice");
 
-  model = parse_model(kSmallModel);
+  model = parse_model(kAddReluModel);
   *model.mutable_graph()->add_initializer() = model.graph().initializer(0);
   EXPECT_LOAD_ERROR(load_model(model), "initializer 'B'", "twice");
 
-  model = parse_model(kSmallModel);
+  model = parse_model(kAddReluModel);
   model.mutable_graph()->mutable_input(0)->mutable_type()->mutable_sequence_type();
   EXPECT_LOAD_ERROR(load_model(model), "graph input 'X'", "tensor types");
 }

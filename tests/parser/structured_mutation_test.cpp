@@ -107,8 +107,7 @@ void mutate(onnx::ModelProto& model, std::mt19937& generator) {
 TEST(StructuredMutation, BackendModelsWithContradictoryShapesNeverCrash) {
   std::filesystem::path dir = onnx_node_test_dir();
   if (dir.empty()) GTEST_SKIP() << "libonnx-testdata is not installed";
-  LoadOptions options;
-  options.registry = &fuzz_op_registry();
+  LoadOptions options = fuzz_options();
   std::mt19937 generator(std::getenv("QDQRT_MUTATION_SEED") ? std::atoi(std::getenv("QDQRT_MUTATION_SEED")) : 7);
   int loads = 0;
   std::vector<std::filesystem::path> models;

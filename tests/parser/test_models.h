@@ -11,6 +11,7 @@
 
 #include "parser/onnx_loader.h"
 #include "core/op_registry.h"
+#include "tests/fuzz/onnx_parser_fuzz_entry.h"
 
 namespace qdqrt::testing {
 
@@ -26,6 +27,23 @@ inline LoadOptions test_options() {
   options.registry = &test_registry();
   return options;
 }
+
+// The fuzz registry holds every op family's ops (pools, Expand, LayerNormalization, ...).
+inline LoadOptions fuzz_options() {
+  LoadOptions options;
+  options.registry = &fuzz_op_registry();
+  return options;
+}
+
+// X [N, 3] + B (an initializer with a default), then Relu: the smallest model with every part.
+inline const char* kAddReluModel = R"(
+<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[N, 3] X, float[3] B = {1.0, 2.0, 3.0}) => (float[N, 3] Y)
+{
+  T = Add(X, B)
+  Y = Relu(T)
+}
+)";
 
 // Parses ONNX text syntax; fails the test on a syntax error.
 inline onnx::ModelProto parse_model(const std::string& text) {

@@ -10,21 +10,8 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 failures=0
 
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-# expect CODE STREAM(stdout|stderr) REGEX ARGS...
-expect() {
-  local code="$1" stream="$2" pattern="$3"
-  shift 3
-  "$qdqrt" "$@" >"$work/stdout" 2>"$work/stderr"
-  local actual=$?
-  if [[ $actual -ne $code ]] || ! grep -Eq -- "$pattern" "$work/$stream"; then
-    fail "qdqrt $* -> exit $actual (want $code); wanted $stream matching: $pattern"
-    sed 's/^/    /' "$work/stderr" | head -20
-  else
-    echo "ok: qdqrt $*"
-  fi
-}
+# fail / expect CODE STREAM REGEX ARGS...
+source "$(dirname "${BASH_SOURCE[0]}")/../common/cli_expect.sh"
 
 quick=(--warmUp=0 --duration=0 --threads=2)
 

@@ -12,7 +12,7 @@ models="$(realpath "$2")"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/../common/cli_expect.sh"  # fail
 trtexec() { "$qdqrt" exec "$@"; }
 
 cd "$work" || exit 1

@@ -233,9 +233,9 @@ TEST(LayerInfo, QdqListsOnlyItsDataInputEvenWhenScaleIsComputed) {
   EXPECT_EQ(report.layers[3].inputs[0].zero_point, 3);
 }
 
-TEST(LayerInfo, TableHasOneRowPerLayerAndHeader) {
+TEST(LayerInfo, InspectTableHasOneRowPerLayerAndHeader) {
   Graph graph = optimized_graph();
-  std::string table = format_layer_table(compute_layer_info(graph, {}, {{"batch", 1}}));
+  std::string table = tools::format_inspect_table(compute_layer_info(graph, {}, {{"batch", 1}}), 0);
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), static_cast<long>(graph.nodes.size() + 1));
   EXPECT_NE(table.find("conv1 + bn1 + relu1"), std::string::npos);
   EXPECT_NE(table.find("uint8(zp=3)"), std::string::npos) << table;
