@@ -149,8 +149,9 @@ TEST(RealEngineFile, FashionMnistResnetRoundTrips) {
 TEST(RealEngineFile, AmxEngineMatchesAvx512AndIsRefusedWithoutAmx) {
   if (!kernels::isa_supported(kernels::Isa::kAvx512Vnni)) GTEST_SKIP() << "needs an AVX-512 VNNI machine";
   struct Reset {
+    bool emulation = kernels::amx_emulation();
     ~Reset() {
-      kernels::set_amx_emulation(false);
+      kernels::set_amx_emulation(emulation);
       kernels::set_max_isa(std::nullopt);
     }
   } reset;

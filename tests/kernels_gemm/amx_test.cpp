@@ -15,11 +15,15 @@ namespace {
 
 using internal::AmxTiles;
 
-// Emulated AMX through dispatch for the scope of a test.
+// Emulated AMX through dispatch (or not) for the scope of a test; restores the previous state
+// (QDQRT_AMX_EMULATION=1 runs the whole binary emulated, as on an AMX machine).
 class ScopedAmxEmulation {
  public:
-  ScopedAmxEmulation() { set_amx_emulation(true); }
-  ~ScopedAmxEmulation() { set_amx_emulation(false); }
+  explicit ScopedAmxEmulation(bool enabled = true) : previous_(amx_emulation()) { set_amx_emulation(enabled); }
+  ~ScopedAmxEmulation() { set_amx_emulation(previous_); }
+
+ private:
+  bool previous_;
 };
 
 const char* tiles_name(AmxTiles tiles) { return tiles == AmxTiles::kHardware ? "hardware" : "emulated"; }
@@ -206,7 +210,7 @@ INSTANTIATE_TEST_SUITE_P(Tiles, AmxGemm, ::testing::Values(AmxTiles::kEmulated, 
 // Detection, the self-check and dispatch.
 
 TEST(AmxDetection, HardwareMachinesPassTheSelfCheckAndOthersSayWhy) {
-  set_amx_emulation(false);  // detection is judged on the real CPU
+  ScopedAmxEmulation real_cpu(false);  // detection is judged on the real CPU
   const std::string missing = amx_hardware_missing();
   if (!missing.empty()) {
     EXPECT_FALSE(isa_supported(Isa::kAmxInt8));
@@ -247,7 +251,7 @@ TEST(AmxDispatch, MaxIsaBelowAmxNeverPicksTheAmxKernels) {
   set_max_isa(std::nullopt);
   EXPECT_EQ(active_isa(), Isa::kAmxInt8);
   EXPECT_EQ(pack_gemm(desc).isa, Isa::kAmxInt8);
-  set_amx_emulation(false);
+  ScopedAmxEmulation real_cpu(false);
   if (!amx_hardware_missing().empty()) {
     EXPECT_EQ(usable_isa(Isa::kAmxInt8), Isa::kAvx512Vnni);
     EXPECT_EQ(pack_gemm(desc, Isa::kAmxInt8).isa, Isa::kAvx512Vnni) << "packing must not pick AMX without it";
@@ -272,10 +276,10 @@ class AmxThroughDispatch : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!isa_supported(Isa::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
-    if (!amx_hardware_missing().empty()) set_amx_emulation(true);
     ASSERT_TRUE(isa_supported(Isa::kAmxInt8)) << amx_unavailable_reason();
   }
-  void TearDown() override { set_amx_emulation(false); }
+  // Real tiles where the CPU has them, else emulated ones.
+  ScopedAmxEmulation emulation_{!amx_hardware_missing().empty()};
 };
 
 TEST_F(AmxThroughDispatch, Gemm) {
