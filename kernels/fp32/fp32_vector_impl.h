@@ -182,7 +182,21 @@ void fp32_channel_sums(size_t rows, size_t channels, size_t row_stride, const fl
     }
     for (size_t h = 0; h < 8; ++h) std::memcpy(sums + c + h * (kLanes / 2), &acc[h], sizeof(vd));
   }
-  // The tail channel by channel, in the same row order.
+  // Then one float vector (two double halves) at a time: EfficientNet's 32/96/144/240/480/672
+  // channels leave 16-48 after the blocks of 64.
+  for (; c + kLanes <= channels; c += kLanes) {
+    vd acc[2] = {};
+    for (size_t r = 0; r < rows; ++r) {
+      const float* in = input + r * row_stride + c;
+      for (size_t h = 0; h < 2; ++h) {
+        half_vf half;
+        std::memcpy(&half, in + h * (kLanes / 2), sizeof half);
+        acc[h] += __builtin_convertvector(half, vd);
+      }
+    }
+    for (size_t h = 0; h < 2; ++h) std::memcpy(sums + c + h * (kLanes / 2), &acc[h], sizeof(vd));
+  }
+  // The last channels one by one; every channel sums its rows in row order, so all paths agree.
   for (size_t t = c; t < channels; ++t) sums[t] = 0.0;
   for (size_t r = 0; r < rows; ++r) {
     for (size_t t = c; t < channels; ++t) sums[t] += static_cast<double>(input[r * row_stride + t]);
