@@ -44,6 +44,7 @@ std::optional<Shape> fused_layer_shape(const Node& node, const Graph& probe, con
   const std::string& op = node.op_type;
   if (op == kQLookup || op == kQRequantize) return input_shape(kUnaryX);
   if (op == kLayerNorm) return input_shape(kNormX);
+  if (op == kSoftmax) return input_shape(kSoftmaxX);
   if (op == kQConv || op == kQAveragePool || op == kQGlobalAveragePool) {
     std::optional<Shape> x = input_shape(0), x_at_max = static_shape_in(at_max, node.input(0));
     std::optional<Shape> y_at_max = static_shape_in(at_max, node.outputs.at(0));

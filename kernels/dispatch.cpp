@@ -309,6 +309,15 @@ NamedKernel<LayerNormFn> layer_norm_kernel(Isa isa) {
   return {fn, name("f32-layernorm", impl)};
 }
 
+// ---------------------------------------------------------------- Softmax + QuantizeLinear
+NamedKernel<SoftmaxQuantizeFn> softmax_quantize_kernel(Isa isa) {
+  const Impl impl = impl_for(isa);
+  SoftmaxQuantizeFn fn = impl == Impl::kScalar ? scalar::softmax_quantize
+                         : impl == Impl::kAvx2 ? avx2::softmax_quantize
+                                               : avx512skx::softmax_quantize;
+  return {fn, name("f32-qs8-softmax", impl)};
+}
+
 // ---------------------------------------------------------------- fp32 igemm
 const internal::SgemmImplementation& sgemm_implementation(Isa isa) {
   static const internal::SgemmImplementation kScalarImpl{scalar::sgemm_ukernel, 4, 8, "scalar",

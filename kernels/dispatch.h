@@ -16,6 +16,7 @@
 #include "kernels/elementwise/qelementwise.h"
 #include "kernels/fp32/fp32_kernels.h"
 #include "kernels/norm/layer_norm.h"
+#include "kernels/softmax/softmax_quantize.h"
 #include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/dwconv/qdwconv_internal.h"
 #include "kernels/gemm/qgemm_internal.h"
@@ -98,5 +99,8 @@ std::vector<Isa> supported_isas();
 
 // LayerNorm over rows (kernels/norm/layer_norm.h): "f32-layernorm-<isa>".
 NamedKernel<LayerNormFn> layer_norm_kernel(Isa isa);
+
+// Softmax over rows quantized to 8 bits (kernels/softmax/softmax_quantize.h): "f32-qs8-softmax-<isa>".
+NamedKernel<SoftmaxQuantizeFn> softmax_quantize_kernel(Isa isa);
 
 }  // namespace qdqrt::kernels

@@ -65,6 +65,8 @@ QuantSlots quant_slots(const Node& node) {
       slots.output_zero_point = kGateYZeroPoint;  // float inputs
     } else if (node.op_type == kLayerNorm) {
       slots.output_zero_point = kNormYZeroPoint;  // float inputs
+    } else if (node.op_type == kSoftmax) {
+      slots.output_zero_point = kSoftmaxYZeroPoint;  // float input
     } else {  // QLookup, QAveragePool, QGlobalAveragePool, QRequantize
       slots.activations = {{kUnaryX, kUnaryXZeroPoint}};
       slots.output_zero_point = kUnaryYZeroPoint;

@@ -192,6 +192,7 @@ AttributeParser parser_for(const std::string& op_type) {
   if (op_type == layers::kQRequantize) return parse_info_only<QRequantizeAttributes>;
   if (op_type == layers::kChannelGate) return parse_info_only<ChannelGateAttributes>;
   if (op_type == layers::kLayerNorm) return parse_layer_norm;
+  if (op_type == layers::kSoftmax) return parse_info_only<SoftmaxQuantizeAttributes>;
   return nullptr;
 }
 
@@ -218,6 +219,7 @@ const FusedLayerInfo* fused_layer_info(const Node& node) {
   if (auto* a = dynamic_cast<const QRequantizeAttributes*>(typed)) return &a->fused;
   if (auto* a = dynamic_cast<const ChannelGateAttributes*>(typed)) return &a->fused;
   if (auto* a = dynamic_cast<const LayerNormAttributes*>(typed)) return &a->fused;
+  if (auto* a = dynamic_cast<const SoftmaxQuantizeAttributes*>(typed)) return &a->fused;
   return nullptr;
 }
 
@@ -254,7 +256,7 @@ std::string layer_kind(const Node& node, const Graph* graph) {
 void register_fused_ops(OpRegistry& registry) {
   for (const char* op_type : {layers::kQConv, layers::kQMatMul, layers::kQAdd, layers::kQMul, layers::kQAveragePool,
                               layers::kQGlobalAveragePool, layers::kQLookup, layers::kQConcat, layers::kQRequantize,
-                              layers::kChannelGate, layers::kLayerNorm}) {
+                              layers::kChannelGate, layers::kLayerNorm, layers::kSoftmax}) {
     // qdqrt's own domain is at version 1.
     registry.add({.domain = layers::kDomain,
                   .op_type = op_type,

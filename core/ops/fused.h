@@ -90,6 +90,10 @@ struct LayerNormAttributes : OpAttributes {
   float epsilon = 1e-5f;
 };
 
+struct SoftmaxQuantizeAttributes : OpAttributes {
+  FusedLayerInfo fused;
+};
+
 struct QConcatAttributes : OpAttributes {
   FusedLayerInfo fused;
   int64_t axis = 0;

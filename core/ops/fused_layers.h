@@ -90,4 +90,10 @@ enum ChannelGateInput { kGateX = 0, kGateGate, kGateYScale, kGateYZeroPoint, kGa
 // sqrt(variance + epsilon) * gamma + beta, then the optional output quantization (a Q that followed).
 inline constexpr const char* kLayerNorm = "LayerNorm";
 enum LayerNormInput { kNormX = 0, kNormGamma, kNormBeta, kNormYScale, kNormYZeroPoint, kNormInputCount };
+
+// Softmax: Softmax over the last axis of float x with the QuantizeLinear that followed it (the
+// attention probabilities before the INT8 P.V MatMul); y_scale and y_zero_point required. The
+// engine computes and quantizes in one pass (kernels/softmax/softmax_quantize.h).
+inline constexpr const char* kSoftmax = "Softmax";
+enum SoftmaxInput { kSoftmaxX = 0, kSoftmaxYScale, kSoftmaxYZeroPoint, kSoftmaxInputCount };
 }  // namespace qdqrt::layers

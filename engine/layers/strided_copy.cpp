@@ -109,18 +109,28 @@ class StridedCopyLayer final : public Layer {
     const int64_t inner = dims[rank - 1], inner_stride = strides[rank - 1];
     const T* x = state.data<const T>(input);
     T* y = state.data<T>(output);
+    // Row `begin`'s index once, then an odometer: the short rows of attention (16 values) made
+    // the per-row divisions cost more than the copies.
+    std::array<int64_t, kMaxRank> index{};
+    int64_t offset = base, rest = begin;
+    for (size_t k = rank - 1; k-- > 0;) {
+      index[k] = rest % dims[k];
+      offset += index[k] * strides[k];
+      rest /= dims[k];
+    }
     for (int64_t row = begin; row < end; ++row) {
-      int64_t offset = base, rest = row;
-      for (size_t k = rank - 1; k-- > 0;) {
-        offset += (rest % dims[k]) * strides[k];
-        rest /= dims[k];
-      }
       T* target = y + row * inner;
       const T* source = x + offset;
       if (inner_stride == 1) {
         std::memcpy(target, source, static_cast<size_t>(inner) * sizeof(T));
       } else {
         for (int64_t i = 0; i < inner; ++i) target[i] = source[i * inner_stride];
+      }
+      for (size_t k = rank - 1; k-- > 0;) {
+        offset += strides[k];
+        if (++index[k] < dims[k]) break;
+        offset -= index[k] * strides[k];
+        index[k] = 0;
       }
     }
   }
@@ -197,12 +207,19 @@ std::optional<CopyGeometry> gather_geometry(const Node& node, const Shape& x, co
   return geometry;
 }
 
-std::optional<CopyGeometry> expand_geometry(const Node&, const Shape& x, const Shape& y, const BuildContext&) {
+// A size-1 input axis is broadcast (stride 0) unless it is the input's batch axis, also where the
+// output dim is 1 too: at maximum batch 1 the output's batch axis [1,1,D] looks like a copy of the
+// class token's leading 1, but it follows the run's batch while the input's does not.
+std::optional<CopyGeometry> expand_geometry(const Node& node, const Shape& x, const Shape& y,
+                                            const BuildContext& context) {
   if (x.size() > y.size()) return std::nullopt;
+  const std::optional<BatchLayout> x_batch = tracked(context, node.input(0));
+  if (!x_batch) return std::nullopt;
   CopyGeometry geometry{.source_axes = {}, .starts = std::vector<int64_t>(x.size(), 0)};
   const size_t lead = y.size() - x.size();
   for (size_t k = 0; k < y.size(); ++k) {
-    const bool broadcast = k < lead || (x[k - lead] == 1 && y[k] != 1);
+    const bool broadcast =
+        k < lead || (x[k - lead] == 1 && !(x_batch->batched && static_cast<size_t>(x_batch->axis) == k - lead));
     geometry.source_axes.push_back(broadcast ? -1 : static_cast<int64_t>(k - lead));
   }
   return geometry;

@@ -15,6 +15,7 @@
 
 #define QDQRT_VECTOR_LANES QDQRT_NORM_LANES
 #include "kernels/vector_math_inl.h"
+#include "kernels/vector_quantize_inl.h"
 #undef QDQRT_VECTOR_LANES
 
 namespace qdqrt::kernels {
@@ -47,6 +48,8 @@ void layer_norm(const LayerNormParams& params, const float* x, void* y) {
   using namespace normvec;
   const size_t columns = params.columns, full = columns - columns % kLanes;
   const bool quantized = params.y_scale != 0.0f;
+  const vf inverse_scale = splat(quantized ? 1.0f / params.y_scale : 0.0f);
+  const vmath::QuantizeBounds bounds(params.y_zero_point, params.y_signed);
   for (size_t row = 0; row < params.rows; ++row) {
     const float* in = x + row * columns;
     vf sum_vector = splat(0.0f);
@@ -66,12 +69,11 @@ void layer_norm(const LayerNormParams& params, const float* x, void* y) {
     const vf inverse_vector = splat(inverse);
     float* float_out = quantized ? nullptr : static_cast<float*>(y) + row * columns;
     uint8_t* code_out = quantized ? static_cast<uint8_t*>(y) + row * columns : nullptr;
-    float values[kLanes];
     for (size_t c = 0; c < full; c += kLanes) {
       const vf value = (load(in + c) - mean_vector) * inverse_vector * load(params.gamma + c) + load(params.beta + c);
       if (quantized) {
-        store(values, value);
-        layer_norm_detail::store_quantized(params, values, kLanes, code_out + c);
+        // Lane for lane layer_norm_detail::store_quantized's rounding, vectorized.
+        vmath::store_low_bytes(vmath::quantize_codes(value, inverse_scale, bounds), code_out + c);
       } else {
         store(float_out + c, value);
       }

@@ -9,6 +9,7 @@
 // read only inside the chain: exactly one value leaves it. A second reader of an intermediate
 // value, a runtime (non-constant) operand or a constant of another shape stops the chain there.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -187,6 +188,7 @@ class ProgramWriter {
 
   Compiled finish() {
     fuse_silu();
+    fuse_erf_gelu();
     Compiled compiled;
     compiled.code = code_;
     compiled.channels = per_channel_ ? channels_ : 0;
@@ -205,6 +207,16 @@ class ProgramWriter {
     code_.insert(code_.end(), {static_cast<int64_t>(op), dst, a, b});
   }
 
+  // Whether register `reg` is read from instruction `from` on before it is written again.
+  bool read_later(int64_t reg, size_t from) const {
+    for (size_t j = from; j < code_.size(); j += 4) {
+      const bool binary = kernels::pointwise_op_is_binary(static_cast<PointwiseOp>(code_[j]));
+      if (code_[j + 2] == reg || (binary && code_[j + 3] == reg)) return true;
+      if (code_[j + 1] == reg) return false;  // overwritten: later reads see a new value
+    }
+    return false;
+  }
+
   // Sigmoid(x) then Mul(x, sigmoid) -> one kSilu (x / (1 + exp(-x)): one division fewer), when
   // the sigmoid's register is read by nothing after the Mul.
   void fuse_silu() {
@@ -214,16 +226,69 @@ class ProgramWriter {
       if (s[0] != static_cast<int64_t>(PointwiseOp::kSigmoid) || m[0] != static_cast<int64_t>(PointwiseOp::kMul)) continue;
       const int64_t x = s[2], sig = s[1];
       if (sig == x || !((m[2] == x && m[3] == sig) || (m[2] == sig && m[3] == x))) continue;
-      bool read_later = false;
-      for (size_t j = i + 8; j < code_.size(); j += 4) {
-        const bool binary = kernels::pointwise_op_is_binary(static_cast<PointwiseOp>(code_[j]));
-        if (code_[j + 2] == sig || (binary && code_[j + 3] == sig)) read_later = true;
-        if (code_[j + 1] == sig) break;  // overwritten: later reads see a new value
-      }
-      if (read_later || (sig == 0 && m[1] != 0)) continue;  // r0 must end as the result
+      if (read_later(sig, i + 8) || (sig == 0 && m[1] != 0)) continue;  // r0 must end as the result
       const int64_t dst = m[1];
       code_.erase(code_.begin() + static_cast<std::ptrdiff_t>(i), code_.begin() + static_cast<std::ptrdiff_t>(i + 8));
       code_.insert(code_.begin() + static_cast<std::ptrdiff_t>(i), {static_cast<int64_t>(PointwiseOp::kSilu), dst, x, 0});
+    }
+  }
+
+  // True when operand `operand` is a scalar constant slot holding `value` (to 1e-6 relative).
+  bool is_scalar_slot(int64_t operand, double value) const {
+    const int64_t slot = operand - kernels::kFirstConstantOperand;
+    if (slot < 0 || slot >= static_cast<int64_t>(slots_.size()) || slots_[static_cast<size_t>(slot)].size() != 1) {
+      return false;
+    }
+    return std::abs(slots_[static_cast<size_t>(slot)][0] - value) <= 1e-6 * std::abs(value);
+  }
+
+  // The erf form of GELU torch writes below opset 20, x * 0.5 * (1 + Erf(x / sqrt 2)) as
+  // Div(x, sqrt 2) or Mul(x, 1/sqrt 2) -> Erf -> Add 1 -> Mul x and Mul 0.5 (either order) -> one
+  // kGelu: the interpreter ran five instructions (a dispatch each) where kGelu runs inline, and
+  // kGelu's erfc form has no cancellation for negative x. The temporaries must be dead after it.
+  void fuse_erf_gelu() {
+    auto is = [&](size_t at, PointwiseOp op) { return code_[at] == static_cast<int64_t>(op); };
+    for (size_t i = 0; i + 20 <= code_.size(); i += 4) {
+      const int64_t* scale = &code_[i];
+      const int64_t* erf = &code_[i + 4];
+      const int64_t* add = &code_[i + 8];
+      const int64_t* mul1 = &code_[i + 12];
+      const int64_t* mul2 = &code_[i + 16];
+      const bool divides = is(i, PointwiseOp::kDiv) && is_scalar_slot(scale[3], std::sqrt(2.0));
+      const bool multiplies = is(i, PointwiseOp::kMul) &&
+                              (is_scalar_slot(scale[3], std::sqrt(0.5)) || is_scalar_slot(scale[2], std::sqrt(0.5)));
+      if (!divides && !multiplies) continue;
+      const int64_t x = multiplies && is_scalar_slot(scale[2], std::sqrt(0.5)) ? scale[3] : scale[2];
+      if (x >= kernels::kPointwiseRegisters) continue;
+      if (!is(i + 4, PointwiseOp::kErf) || erf[2] != scale[1]) continue;
+      if (!is(i + 8, PointwiseOp::kAdd) ||
+          !((add[2] == erf[1] && is_scalar_slot(add[3], 1.0)) || (add[3] == erf[1] && is_scalar_slot(add[2], 1.0)))) {
+        continue;
+      }
+      if (!is(i + 12, PointwiseOp::kMul) || !is(i + 16, PointwiseOp::kMul)) continue;
+      auto other = [](const int64_t* in, int64_t operand) {
+        return in[2] == operand ? in[3] : in[3] == operand ? in[2] : -1;
+      };
+      const int64_t first_factor = other(mul1, add[1]), second_factor = other(mul2, mul1[1]);
+      const bool x_then_half = first_factor == x && is_scalar_slot(second_factor, 0.5);
+      const bool half_then_x = is_scalar_slot(first_factor, 0.5) && second_factor == x;
+      if (!x_then_half && !half_then_x) continue;
+      // x is read by the last Mul or the first: no temporary may overwrite it before that read.
+      const int64_t last_x_read = x_then_half ? 3 : 4;
+      bool clobbers_x = false;
+      const int64_t* steps[] = {scale, erf, add, mul1, mul2};
+      for (int64_t k = 0; k < last_x_read; ++k) clobbers_x = clobbers_x || steps[k][1] == x;
+      if (clobbers_x) continue;
+      const int64_t dst = mul2[1];
+      bool temporaries_dead = true;
+      for (int64_t k = 0; k < 4; ++k) {
+        const int64_t temporary = steps[k][1];
+        if (temporary != dst && read_later(temporary, i + 20)) temporaries_dead = false;
+      }
+      if (!temporaries_dead) continue;
+      code_.erase(code_.begin() + static_cast<std::ptrdiff_t>(i), code_.begin() + static_cast<std::ptrdiff_t>(i + 20));
+      code_.insert(code_.begin() + static_cast<std::ptrdiff_t>(i),
+                   {static_cast<int64_t>(PointwiseOp::kGelu), dst, x, 0});
     }
   }
 

@@ -32,6 +32,9 @@ const std::vector<Fusion>& fusion_registry() {
       {"fuse_quantized_silu", select_quantized_silu, apply_quantized_silu, {"fuse_qdq_binary", "fuse_qdq_lookup"}},
       // After the INT8 MatMuls: the Q it absorbs is their input's, which they read as int8.
       {"fuse_layer_norm", select_layer_norm, apply_layer_norm, {"fold_constants"}},
+      // After the INT8 MatMuls, like fuse_layer_norm: P.V reads the Q's int8 output this layer writes.
+      {"fuse_softmax", select_softmax_quantize, apply_softmax_quantize,
+       {"fold_constants", "propagate_qdq", "remove_redundant_qdq", "fuse_qdq_matmul"}},
   };
   // clang-format on
   return registry;

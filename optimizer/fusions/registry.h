@@ -55,4 +55,9 @@ Status apply_channel_gate(Graph& graph, const QdqSelection& selection, PassConte
 SelectResult select_layer_norm(const Graph& graph, const ValueIndex& index, int node);
 Status apply_layer_norm(Graph& graph, const QdqSelection& selection, PassContext& context);
 
+// softmax.cpp: Softmax over the last axis -> Q (attention probabilities) becomes one Softmax layer
+// writing int8.
+SelectResult select_softmax_quantize(const Graph& graph, const ValueIndex& index, int node);
+Status apply_softmax_quantize(Graph& graph, const QdqSelection& selection, PassContext& context);
+
 }  // namespace qdqrt::optimizer

@@ -414,6 +414,30 @@ Status layer_norm_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& o
   return finish(node, inputs, attributes->fused, std::move(y), kNormYScale, 0, outputs);
 }
 
+// Softmax over the last axis in double, then the Q that followed it (required).
+Status softmax_quantize_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const SoftmaxQuantizeAttributes* attributes,
+                         typed_attributes<SoftmaxQuantizeAttributes>(node));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, kSoftmaxX, "x"));
+  QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *x, "x", {DataType::kFloat}));
+  if (optional_input(inputs, kSoftmaxYScale) == nullptr) {
+    return invalid_argument("{}: y_scale is required (the fused Softmax writes 8 bits)", node.describe());
+  }
+  const int64_t columns = x->rank() == 0 ? 1 : x->dim(x->rank() - 1);
+  Tensor y(DataType::kFloat, x->shape());
+  const int64_t rows = columns == 0 ? 0 : x->numel() / columns;
+  for (int64_t row = 0; row < rows; ++row) {
+    const float* in = x->data<float>() + row * columns;
+    float* out = y.data<float>() + row * columns;
+    const double max_value = *std::max_element(in, in + columns);
+    double sum = 0.0;
+    for (int64_t c = 0; c < columns; ++c) sum += std::exp(in[c] - max_value);
+    for (int64_t c = 0; c < columns; ++c) out[c] = static_cast<float>(std::exp(in[c] - max_value) / sum);
+  }
+  return finish(node, inputs, attributes->fused, std::move(y), kSoftmaxYScale, 0, outputs);
+}
+
 }  // namespace
 
 void register_fused_kernels(KernelRegistry& registry) {
@@ -428,6 +452,7 @@ void register_fused_kernels(KernelRegistry& registry) {
   registry.add(layers::kDomain, layers::kQRequantize, qrequantize_kernel);
   registry.add(layers::kDomain, layers::kChannelGate, channel_gate_kernel);
   registry.add(layers::kDomain, layers::kLayerNorm, layer_norm_kernel);
+  registry.add(layers::kDomain, layers::kSoftmax, softmax_quantize_kernel);
 }
 
 }  // namespace qdqrt

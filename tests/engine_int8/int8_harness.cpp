@@ -71,6 +71,14 @@ class HarnessContext final : public engine::BuildContext {
     return info->dtype;
   }
 
+  // Batched values carry the batch on dim 0, one slice per image (what make_tensor marks).
+  std::optional<engine::BatchLayout> batch_layout(const std::string& value) const override {
+    if (graph_.find_initializer(value) != nullptr) return engine::BatchLayout{};
+    Result<PlanTensor> tensor = make_tensor(value);
+    if (!tensor.ok()) return std::nullopt;
+    return engine::batch_layout_of(*tensor);
+  }
+
   Result<int32_t> output(const std::string& value, Layout layout) override {
     QDQRT_ASSIGN_OR_RETURN(PlanTensor tensor, make_tensor(value));
     if (tensor.shape.size() != 4) layout = Layout::kPlain;

@@ -103,9 +103,9 @@ Mismatch compare(const TensorMap& expected, const TensorMap& actual, const std::
 }
 
 bool is_int8_kind(const std::string& kind) {
-  static const std::set<std::string> kinds = {"qconv",    "qmatmul",  "qbatched_matmul", "qbinary",
-                                              "qlut",     "qmaxpool", "qavgpool",        "qgavgpool",
-                                              "qconcat",  "int8_reshape", "int8_transpose"};
+  static const std::set<std::string> kinds = {"qconv",   "qmatmul",      "qbatched_matmul", "qbinary",
+                                              "qlut",    "qmaxpool",     "qavgpool",        "qgavgpool",
+                                              "qconcat", "int8_reshape", "int8_transpose",  "softmax_quantize"};
   return kinds.count(kind) != 0;
 }
 
@@ -495,6 +495,21 @@ TEST(Int8Layers, QLookupFunctionsAndInt8Relu) {
   }
 }
 
+// The fused Softmax + Q (attention probabilities): rows of 17 (a vector and a tail on every ISA)
+// and of 40, int8 and uint8 outputs; the reference softmax is in double, the kernel's in float with
+// a polynomial exp: a few codes 1 off.
+Graph softmax_graph() {
+  return load_text(model(fmt::format("float[{},2,5,17] x, float[{},3,40] u", kMaxBatch, kMaxBatch),
+                         fmt::format("int8[{},2,5,17] y, uint8[{},3,40] z", kMaxBatch, kMaxBatch),
+                         {"float ys = {0.007874}", "int8 yz = {0}", "float zs = {0.0039215}", "uint8 zz = {5}"},
+                         "y = qdqrt.Softmax <fused_nodes = [\"softmax\", \"q\"]> (x, ys, yz)\n"
+                         "z = qdqrt.Softmax <fused_nodes = [\"softmax2\", \"q2\"]> (u, zs, zz)\n"));
+}
+
+TEST(Int8Layers, SoftmaxQuantizeRowsOfEveryLength) {
+  expect_matches_reference(softmax_graph(), {"softmax_quantize", "softmax_quantize"}, 1, kRequantizeTolerance);
+}
+
 TEST(Int8Layers, MaxPool) {
   for (bool ceil_mode : {false, true}) {
     const int size = ceil_mode ? 5 : 4;
@@ -759,6 +774,19 @@ TEST(Int8Bind, OtherKindsRefuseDamagedPlans) {
                     "not a permutation");
 }
 
+TEST(Int8Bind, SoftmaxQuantizeRefusesDamagedPlans) {
+  const Graph graph = softmax_graph();
+  expect_bind_fails(
+      graph, "softmax_quantize", [](auto&, auto& l) { l.params.set("scale", 0.0); }, "scale");
+  expect_bind_fails(
+      graph, "softmax_quantize", [](auto&, auto& l) { l.params.set("zero_point", int64_t{300}); }, "zero_point");
+  expect_bind_fails(
+      graph, "softmax_quantize", [](auto& p, auto& l) { p.tensors[l.outputs[0]].dtype = DataType::kFloat; },
+      "int8/uint8");
+  expect_bind_fails(
+      graph, "softmax_quantize", [](auto& p, auto& l) { p.tensors[l.outputs[0]].shape[3] = 16; }, "one plain shape");
+}
+
 // Graphs whose registry layers cover every INT8 kind and the epilogue's variants.
 std::vector<Graph> every_kind_graphs() {
   std::vector<Graph> graphs;
@@ -778,6 +806,7 @@ std::vector<Graph> every_kind_graphs() {
   graphs.push_back(constant_matmul_graph());
   graphs.push_back(batched_matmul_graph());
   graphs.push_back(elementwise_graph());
+  graphs.push_back(softmax_graph());
   return graphs;
 }
 

@@ -26,7 +26,8 @@ std::string chain_model(const std::string& chain, bool output_q, std::mt19937& r
       float_initializer("scale8", {8, 1, 1}, 0.5f, 1.5f, rng),
       float_initializer("shift8", {1, 8, 1, 1}, -0.5f, 0.5f, rng),
       float_initializer("wrong", {6, 1}, 0.5f, 1.5f, rng),
-      "float half = {0.5}", "float one = {1.0}", "float sqrt2 = {1.4142135}", "float six = {6.0}",
+      "float half = {0.5}", "float one = {1.0}", "float sqrt2 = {1.4142135}", "float inv_sqrt2 = {0.70710678}",
+      "float six = {6.0}",
       "float zero = {0.0}",
   };
   std::string body =
@@ -87,7 +88,14 @@ TEST(FusePointwise, ChainsOfEveryKindMatchTheOriginal) {
   };
   const Case cases[] = {
       {"f = HardSwish(c)\n", "hardswish", true},
-      {"d = Div(c, sqrt2)\ne = Erf(d)\np = Add(e, one)\nm = Mul(c, p)\nf = Mul(m, half)\n", "div,erf,add,mul,mul", true},
+      // The erf GELU of opset < 20 exports becomes one kGelu (either scaling, either Mul order)...
+      {"d = Div(c, sqrt2)\ne = Erf(d)\np = Add(e, one)\nm = Mul(c, p)\nf = Mul(m, half)\n", "gelu", true},
+      {"d = Mul(inv_sqrt2, c)\ne = Erf(d)\np = Add(one, e)\nm = Mul(p, half)\nf = Mul(c, m)\n", "gelu", false},
+      // ...but not when a constant is off (0.6 x instead of 0.5 x) or x is not the one multiplied.
+      {"d = Div(c, sqrt2)\ne = Erf(d)\np = Add(e, one)\nm = Mul(c, p)\nf = Mul(m, six)\n", "div,erf,add,mul,mul", true},
+      {"d = Div(c, sqrt2)\ne = Erf(d)\np = Add(e, one)\nm = Mul(d, p)\nf = Mul(m, half)\n", "div,erf,add,mul,mul", false},
+      {"g = Div(c, sqrt2)\nd = Div(g, sqrt2)\ne = Erf(d)\np = Add(e, one)\nm = Mul(g, p)\nf = Mul(m, half)\n",
+       "div,gelu", false},
       {"f = Gelu(c)\n", "gelu", false},
       {"f = Clip(c, zero, six)\n", "", true},  // the conv fusion takes it as its activation
       {"h = HardSigmoid <alpha = 0.25, beta = 0.4> (c)\nf = Mul(c, h)\n", "mul,add,min,max,mul", true},
