@@ -114,6 +114,7 @@ class PlanBuilder final : public BuildContext {
   EnginePlan take() {
     std::set<std::string> features;
     switch (isa_) {
+      case kernels::Isa::kAmxInt8: features.insert("amxint8"); break;
       case kernels::Isa::kAvx512Vnni: features.insert("avx512vnni"); break;
       case kernels::Isa::kAvxVnni: features.insert("avxvnni"); break;
       case kernels::Isa::kAvx2: features.insert("avx2"); break;

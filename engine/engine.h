@@ -34,8 +34,8 @@ struct BuildOptions {
   // Shapes of the inputs at the maximum batch (symbolic dims must be given here; a symbolic
   // batch dim not given builds for batch 1). The engine runs any batch from 1 to this one.
   std::map<std::string, Shape> input_shapes;
-  // Highest ISA to use (the machine's best when kAvx512Vnni and it has it).
-  kernels::Isa max_isa = kernels::Isa::kAvx512Vnni;
+  // Highest ISA to use (the machine's best when kAmxInt8 and it has it).
+  kernels::Isa max_isa = kernels::Isa::kAmxInt8;
   // Optimizer pass selection (qdqrt inspect --passes/--disablePasses).
   std::vector<std::string> only_passes;
   std::vector<std::string> disabled_passes;

@@ -86,7 +86,7 @@ inline constexpr std::string_view kMatMulWeights = "w.";
 inline constexpr std::string_view kDepthwiseWeights = "dw.";
 std::string group_weights(int64_t group);  // "g<group>."
 
-inline constexpr EnumCodec<kernels::Isa> kIsa{"isa", "ISA", kernels::isa_name, kernels::Isa::kAvx512Vnni};
+inline constexpr EnumCodec<kernels::Isa> kIsa{"isa", "ISA", kernels::isa_name, kernels::Isa::kAmxInt8};
 inline constexpr BoolCodec kInputSigned{"input_signed"};
 inline constexpr IntCodec kInputZeroPoint{"input_zero_point", kZeroPointMin, kZeroPointMax};
 inline constexpr BlobCodec<int32_t> kAccumulatorBias{"accumulator_bias"};  // bias + zero-point terms, per column

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <string>
 
+#include "kernels/gemm/qgemm_amx.h"
+
 namespace qdqrt::kernels {
 
 Isa usable_isa(Isa requested) { return best_supported_up_to(requested); }
@@ -24,7 +26,12 @@ std::span<const internal::GemmImplementation> gemm_implementations(Isa isa) {
   static const internal::GemmImplementation kAvx512Vnni[] = {
       {Isa::kAvx512Vnni, 6, 64, 4, 1, internal::gemm_run_avx512vnni},
       {Isa::kAvx512Vnni, 12, 16, 4, 1, internal::gemm_run_avx512vnni_12x16}};
+  // AMX-INT8: 32 rows (two 16-row tiles) over the avx512vnni layouts of the same widths.
+  static const internal::GemmImplementation kAmxInt8[] = {
+      {Isa::kAmxInt8, 32, 64, 4, 1, internal::gemm_run_amxint8},
+      {Isa::kAmxInt8, 32, 16, 4, 1, internal::gemm_run_amxint8_32x16}};
   switch (usable_isa(isa)) {
+    case Isa::kAmxInt8: return kAmxInt8;
     case Isa::kAvx512Vnni: return kAvx512Vnni;
     case Isa::kAvxVnni: return kAvxVnni;
     case Isa::kAvx2: return kAvx2;
@@ -60,13 +67,15 @@ const internal::GemmImplementation& choose_gemm_implementation(Isa isa, int n) {
 }
 
 // --- Depthwise convolution family ---
-// AVX-VNNI adds nothing for depthwise (16-bit products), so it uses the AVX2 kernel.
+// AVX-VNNI adds nothing for depthwise (16-bit products), so it uses the AVX2 kernel; AMX has no
+// depthwise form, so the AMX level uses the AVX-512 VNNI kernel.
 const internal::DepthwiseImplementation& depthwise_implementation(Isa isa) {
   static const internal::DepthwiseImplementation kScalar{Isa::kScalar, 1, internal::depthwise_run_scalar};
   static const internal::DepthwiseImplementation kAvx2{Isa::kAvx2, 32, internal::depthwise_run_avx2};
   static const internal::DepthwiseImplementation kAvx512Vnni{Isa::kAvx512Vnni, 64,
                                                              internal::depthwise_run_avx512vnni};
   switch (usable_isa(isa)) {
+    case Isa::kAmxInt8:
     case Isa::kAvx512Vnni: return kAvx512Vnni;
     case Isa::kAvxVnni:
     case Isa::kAvx2: return kAvx2;
@@ -86,7 +95,8 @@ Impl impl_for(Isa isa) {
     case Isa::kScalar: return Impl::kScalar;
     case Isa::kAvx2:
     case Isa::kAvxVnni: return Impl::kAvx2;
-    case Isa::kAvx512Vnni: return Impl::kAvx512Skx;
+    case Isa::kAvx512Vnni:
+    case Isa::kAmxInt8: return Impl::kAvx512Skx;
   }
   return Impl::kScalar;
 }
@@ -121,7 +131,7 @@ std::string dtype_op(const char* op) {
 
 std::vector<Isa> supported_isas() {
   std::vector<Isa> isas;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni}) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAmxInt8}) {
     if (isa_supported(isa)) isas.push_back(isa);
   }
   return isas;

@@ -43,7 +43,7 @@ const internal::DepthwiseImplementation& depthwise_implementation(Isa isa);
 // (the default) in the runtime, or with any isa_supported() level in tests and benchmarks.
 //   Isa::kScalar                 -> scalar (portable C++)
 //   Isa::kAvx2, Isa::kAvxVnni    -> avx2 (these kernels need no VNNI)
-//   Isa::kAvx512Vnni             -> avx512skx (F/BW/VL/DQ, no VNNI needed; the LUT uses VBMI when
+//   Isa::kAvx512Vnni, kAmxInt8   -> avx512skx (F/BW/VL/DQ, no VNNI needed; the LUT uses VBMI when
 //                                   avx512vbmi_usable())
 // Names follow XNNPACK: <dtype>-<op>[-minmax]-<isa>, e.g. "qs8-vadd-minmax-avx512", "x8-lut-avx512vbmi"
 // (the avx512skx kernels are named "-avx512", the LUT's "-avx512bw").

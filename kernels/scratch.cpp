@@ -7,7 +7,7 @@
 namespace qdqrt::kernels::internal {
 namespace {
 
-constexpr int kSlots = 5;
+constexpr int kSlots = 6;
 // The largest size any thread has asked for, per slot: a thread that grows takes at least this,
 // and reserve_thread_scratch() brings a thread up to it, so a warmed-up runtime never allocates.
 std::atomic<size_t> high_water[kSlots];

@@ -10,7 +10,7 @@
 
 namespace qdqrt::kernels::internal {
 
-enum class ScratchSlot { kPanel = 0, kRowBytes = 1, kTapPointers = 2, kPadding = 3, kWeightSums = 4 };
+enum class ScratchSlot { kPanel = 0, kRowBytes = 1, kTapPointers = 2, kPadding = 3, kWeightSums = 4, kAmxRows = 5 };
 
 // 64-byte aligned storage of at least `bytes` bytes for this thread and slot, valid until the next
 // call with the same slot on the same thread. Contents are unspecified. Grows, never shrinks.

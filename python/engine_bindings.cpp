@@ -35,7 +35,7 @@ engine::BuildOptions build_options(const std::string& precision, const py::objec
     std::string name = max_isa.cast<std::string>();
     std::optional<kernels::Isa> isa = kernels::parse_isa(name);
     if (!isa)
-      throw StatusError{invalid_argument("max_isa: unknown ISA '{}' (scalar, avx2, avxvnni, avx512vnni)", name)};
+      throw StatusError{invalid_argument("max_isa: unknown ISA '{}' (scalar, avx2, avxvnni, avx512vnni, amxint8)", name)};
     options.max_isa = *isa;
   }
   return options;

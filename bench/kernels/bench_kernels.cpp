@@ -1,7 +1,9 @@
 // Kernel benchmarks: the vpdpbusd peak, then every kernel family on real layer shapes at 1 and 2
 // threads, reporting GOPS (2 ops per multiply-accumulate) and the fraction of the measured
 // single-core peak of the best ISA. GEMV reports GB/s of weights streamed. The ISA is the active
-// one: --isa=avx2 (or QDQRT_MAX_ISA=avx2) benchmarks a lower path.
+// one: --isa=avx2 (or QDQRT_MAX_ISA=avx2) benchmarks a lower path. On AMX machines the GEMM and
+// conv rows run the AMX-INT8 kernels, still as a fraction of the vpdpbusd peak (peak/tdpbusd_amx
+// shows how far above it AMX goes).
 //
 // The machine is shared (load often far above its 2 cores), so besides wall-clock GOPS every
 // benchmark reports figures from CPU time: GOPS_cpu = ops / process CPU seconds * threads (what
@@ -54,7 +56,8 @@ std::vector<uint8_t> random_bytes(size_t count, uint32_t seed) {
 
 void peak_benchmark(benchmark::State& state, int64_t (*loop)(int64_t), Isa needed) {
   if (!isa_supported(needed)) {
-    state.SkipWithError("ISA not supported");
+    const std::string reason = needed == Isa::kAmxInt8 ? ": " + amx_unavailable_reason() : "";
+    state.SkipWithError((std::string("this CPU lacks ") + isa_name(needed) + reason).c_str());
     return;
   }
   int64_t macs = 0;
@@ -119,6 +122,13 @@ int output_size(const ConvLayer& layer, int input_size) {
 bool carries_residual(const ConvLayer& layer) {
   return std::string(layer.network) == "resnet50" && layer.kernel == 1 && layer.stride == 1 &&
          layer.output_channels == 4 * layer.input_channels;
+}
+
+void amx_absent_benchmark(benchmark::State& state) {
+  const std::string reason = isa_supported(Isa::kAmxInt8)
+                                 ? std::string("limited to ") + isa_name(active_isa()) + " (--isa / QDQRT_MAX_ISA)"
+                                 : amx_unavailable_reason();
+  state.SkipWithError(("AMX-INT8 kernels not benchmarked: " + reason).c_str());
 }
 
 void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
@@ -363,6 +373,12 @@ void register_benchmarks() {
   benchmark::RegisterBenchmark("peak/vpmaddwd_ymm", peak_benchmark, vpmaddwd_ymm_loop, Isa::kAvx2);
   benchmark::RegisterBenchmark("peak/vfmadd_zmm", peak_benchmark, vfmadd_zmm_loop, Isa::kAvx512Vnni);
   benchmark::RegisterBenchmark("peak/vfmadd_ymm", peak_benchmark, vfmadd_ymm_loop, Isa::kAvx2);
+  benchmark::RegisterBenchmark("peak/tdpbusd_amx", peak_benchmark, tdpbusd_amx_loop, Isa::kAmxInt8);
+  // The conv/ and gemm/ rows run the active ISA's kernels: the AMX ones where AMX-INT8 is usable
+  // (compare with --isa=avx512vnni). Elsewhere one row says why they are absent.
+  if (active_isa() != Isa::kAmxInt8) {
+    benchmark::RegisterBenchmark("amxint8/conv_and_gemm", amx_absent_benchmark);
+  }
   for (int threads : {1, 2}) {
     for (const ConvLayer& layer : conv_layers()) {
       std::string name = std::string("conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
@@ -390,7 +406,7 @@ void register_benchmarks() {
 }  // namespace qdqrt::bench
 
 int main(int argc, char** argv) {
-  // --isa=scalar|avx2|avxvnni|avx512vnni limits the ISA like QDQRT_MAX_ISA (removed before
+  // --isa=scalar|avx2|avxvnni|avx512vnni|amxint8 limits the ISA like QDQRT_MAX_ISA (removed before
   // Google Benchmark parses the rest).
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
@@ -398,7 +414,7 @@ int main(int argc, char** argv) {
     if (arg.rfind("--isa=", 0) == 0) {
       const auto isa = qdqrt::kernels::parse_isa(arg.substr(6));
       if (!isa) {
-        std::fprintf(stderr, "unknown ISA '%s' (scalar, avx2, avxvnni, avx512vnni)\n", arg.substr(6).c_str());
+        std::fprintf(stderr, "unknown ISA '%s' (scalar, avx2, avxvnni, avx512vnni, amxint8)\n", arg.substr(6).c_str());
         return 2;
       }
       qdqrt::kernels::set_max_isa(*isa);

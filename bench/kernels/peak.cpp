@@ -29,6 +29,7 @@ double best_gops(int64_t (*loop)(int64_t), int64_t iterations) {
 double peak_gops(int64_t iterations) {
   using kernels::Isa;
   switch (kernels::detected_isa()) {
+    case Isa::kAmxInt8:  // figures stay relative to the vpdpbusd peak (AMX: up to 8x it)
     case Isa::kAvx512Vnni: return best_gops(vpdpbusd_zmm_loop, iterations);
     case Isa::kAvxVnni: return best_gops(vpdpbusd_ymm_loop, iterations);
     case Isa::kAvx2: return best_gops(vpmaddwd_ymm_loop, iterations);
@@ -47,6 +48,7 @@ double fresh_peak_gops() { return peak_gops(1 << 14); }
 double fp32_peak_gflops(int64_t iterations) {
   using kernels::Isa;
   switch (kernels::detected_isa()) {
+    case Isa::kAmxInt8:
     case Isa::kAvx512Vnni: return best_gops(vfmadd_zmm_loop, iterations);
     case Isa::kAvxVnni:
     case Isa::kAvx2: return best_gops(vfmadd_ymm_loop, iterations);

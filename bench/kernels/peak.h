@@ -13,6 +13,7 @@ int64_t vpdpbusd_ymm_loop(int64_t iterations);   // AVX-VNNI: 32 MACs per instru
 int64_t vpmaddwd_ymm_loop(int64_t iterations);   // AVX2: vpmaddwd+vpaddd, 16 MACs per pair
 int64_t vfmadd_zmm_loop(int64_t iterations);     // AVX-512 F: fp32 FMA, 24 x 16 MACs per iteration
 int64_t vfmadd_ymm_loop(int64_t iterations);     // AVX2 + FMA: fp32 FMA, 12 x 8 MACs per iteration
+int64_t tdpbusd_amx_loop(int64_t iterations);    // AMX-INT8: 4 x 16x16x64 MACs per iteration
 
 // Measured peak GOPS of one core for the best available ISA, in thread CPU time (the best of a
 // few short runs). The first call measures for longer and caches; fresh_peak_gops() re-measures

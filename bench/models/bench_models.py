@@ -351,7 +351,7 @@ def main():
                              "quantize_static style; torchvision models only)")
     parser.add_argument("--threads", help="comma-separated thread counts (default 1,2)")
     parser.add_argument("--batches", help="comma-separated batch sizes (default 1,8; 32 for the large-batch rows)")
-    parser.add_argument("--isa", choices=["scalar", "avx2", "avxvnni", "avx512vnni"],
+    parser.add_argument("--isa", choices=["scalar", "avx2", "avxvnni", "avx512vnni", "amxint8"],
                         help="cap qdqrt's kernels at this ISA (QDQRT_MAX_ISA); default: the best the CPU has")
     parser.add_argument("--warmup", type=float, help="warm-up per run in ms (default 500)")
     parser.add_argument("--duration", type=float, help="minimum timed seconds per run (default 3)")

@@ -6,6 +6,7 @@
 
 #include <immintrin.h>
 
+#include "kernels/gemm/qgemm_copy_avx512_inl.h"
 #include "kernels/gemm/qgemm_epilogue_avx512_inl.h"
 
 namespace qdqrt::kernels::internal {
@@ -15,17 +16,8 @@ struct Avx512VnniTraits {
   static constexpr int kMr = 6;
   static constexpr int kNr = 64;
   static constexpr int kKGroup = 4;
-  // Copies with the int8 -> uint8 shift; the tail uses masked loads so nothing past `count` is read.
   static void copy_flip(uint8_t* dst, const uint8_t* src, int count, uint8_t flip) {
-    const __m512i f = _mm512_set1_epi8(static_cast<char>(flip));
-    int i = 0;
-    for (; i + 64 <= count; i += 64) {
-      _mm512_storeu_si512(dst + i, _mm512_xor_si512(_mm512_loadu_si512(src + i), f));
-    }
-    if (i < count) {
-      const __mmask64 mask = (~0ull) >> (64 - (count - i));
-      _mm512_mask_storeu_epi8(dst + i, mask, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, src + i), f));
-    }
+    copy_flip_avx512(dst, src, count, flip);
   }
   using PanelElement = uint8_t;
 

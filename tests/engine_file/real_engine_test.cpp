@@ -143,6 +143,57 @@ TEST(RealEngineFile, FashionMnistResnetRoundTrips) {
   expect_save_load(engine, 10);
 }
 
+// An engine built for AMX-INT8 (here through the emulated tiles, kernels/cpu_features.h) records
+// amxint8 as its ISA and weights, runs bit-exact with the avx512vnni engine, and a machine that may
+// not use AMX refuses its file with a clear error instead of running it.
+TEST(RealEngineFile, AmxEngineMatchesAvx512AndIsRefusedWithoutAmx) {
+  if (!kernels::isa_supported(kernels::Isa::kAvx512Vnni)) GTEST_SKIP() << "needs an AVX-512 VNNI machine";
+  struct Reset {
+    bool emulation = kernels::amx_emulation();
+    ~Reset() {
+      kernels::set_amx_emulation(emulation);
+      kernels::set_max_isa(std::nullopt);
+    }
+  } reset;
+  const bool real_amx = kernels::amx_hardware_missing().empty();
+  kernels::set_amx_emulation(!real_amx);
+  auto amx = Engine::build_from_file(kModel, {});
+  ASSERT_TRUE(amx.ok()) << amx.status().to_string();
+  ASSERT_EQ((*amx)->plan().isa, "amxint8");
+  int amx_layers = 0;
+  for (const PlanLayer& layer : (*amx)->plan().layers) amx_layers += layer.kernel.ends_with("-amxint8");
+  EXPECT_GE(amx_layers, 5);
+  BuildOptions vnni_options;
+  vnni_options.max_isa = kernels::Isa::kAvx512Vnni;
+  auto vnni = Engine::build_from_file(kModel, vnni_options);
+  ASSERT_TRUE(vnni.ok()) << vnni.status().to_string();
+  ASSERT_EQ((*vnni)->plan().isa, "avx512vnni");
+  const std::vector<std::vector<uint8_t>> expected = run_outputs(**vnni);
+  EXPECT_EQ(run_outputs(**amx), expected);
+
+  const std::vector<uint8_t> file = serialize_or_fail((*amx)->plan());
+  auto loaded = Engine::load_bytes(file);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ(run_outputs(**loaded), expected);
+
+  kernels::set_max_isa(kernels::Isa::kAvx512Vnni);  // QDQRT_MAX_ISA=avx512vnni
+  auto limited = read_copy(file);
+  ASSERT_FALSE(limited.ok());
+  EXPECT_EQ(limited.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(limited.status().message().find("engine was built for amxint8, which is disabled here: kernels are "
+                                            "limited to avx512vnni"),
+            std::string::npos)
+      << limited.status().message();
+  kernels::set_max_isa(std::nullopt);
+  if (!real_amx) {
+    kernels::set_amx_emulation(false);  // the loader now sees this CPU as it is: no AMX
+    auto refused = Engine::load_bytes(file);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("engine was built for amxint8, which this CPU lacks"), std::string::npos)
+        << refused.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace qdqrt::engine::testing
 

@@ -927,7 +927,7 @@ TEST(Int8Layers, QMatMulSingleRowSplitsColumns) {
 // Every ISA this machine supports packs and runs the same numbers (the plan records the ISA).
 TEST(Int8Layers, EverySupportedIsa) {
   for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvxVnni,
-                           kernels::Isa::kAvx512Vnni}) {
+                           kernels::Isa::kAvx512Vnni, kernels::Isa::kAmxInt8}) {
     if (!kernels::isa_supported(isa)) continue;
     SCOPED_TRACE(kernels::isa_name(isa));
     for (const ConvCase& c : conv_cases()) {
@@ -935,9 +935,12 @@ TEST(Int8Layers, EverySupportedIsa) {
       Graph graph = load_text(conv_graph(c, rng));
       auto plan = harness_lower(graph, kMaxBatch, isa);
       ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-      // The depthwise family has no AVX-VNNI variant: it packs for AVX2 there.
+      // The depthwise family has no AVX-VNNI or AMX variant: it packs for AVX2 / AVX-512 VNNI there.
       const bool depthwise = c.group == c.channels && c.group > 1;
-      const kernels::Isa packed = isa == kernels::Isa::kAvxVnni && depthwise ? kernels::Isa::kAvx2 : isa;
+      const kernels::Isa packed = !depthwise                        ? isa
+                                  : isa == kernels::Isa::kAvxVnni  ? kernels::Isa::kAvx2
+                                  : isa == kernels::Isa::kAmxInt8  ? kernels::Isa::kAvx512Vnni
+                                                                   : isa;
       engine::PlanLayer* conv = native_layer(*plan, "qconv");
       ASSERT_NE(conv, nullptr);
       EXPECT_NE(conv->kernel.find(kernels::isa_name(packed)), std::string::npos) << c.name << ": " << conv->kernel;

@@ -71,26 +71,9 @@ TEST(Gemm, ScalesAndBiases) {
 }
 
 TEST(Gemm, OutputTypesActivationsAndResidual) {
-  const Activation activations[] = {
-      Activation{},
-      Activation{ActivationKind::kRelu},
-      Activation{ActivationKind::kClip, -20.5f, 33.25f},
-      Activation{ActivationKind::kLeakyRelu, 0, 0, 0.1f},
-  };
   int seed = 0;
-  for (OutputType type : {OutputType::kS8, OutputType::kU8, OutputType::kF32}) {
-    for (const Activation& activation : activations) {
-      for (int residual = 0; residual < 3; ++residual) {
-        QuantSettings q;
-        q.output_type = type;
-        q.output_zero_point = type == OutputType::kU8 ? 120 : type == OutputType::kS8 ? -9 : 0;
-        q.activation = activation;
-        q.residual = residual > 0;
-        q.residual_signed = residual == 1;
-        q.residual_zero_point = residual == 1 ? 5 : 130;
-        GemmTester().m(8).n(81).k(30).c_stride(90).quant(q).seed(++seed).test_all_isas();
-      }
-    }
+  for (const QuantSettings& q : output_epilogue_sweep()) {
+    GemmTester().m(8).n(81).k(30).c_stride(90).quant(q).seed(++seed).test_all_isas();
   }
 }
 

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "kernels/dispatch.h"
 #include "kernels/gemm/qgemm.h"
+#include "kernels/gemm/qgemm_amx.h"
 #include "kernels/oracle.h"
 #include "test_util.h"
 
@@ -25,6 +27,9 @@ class GemmTester {
   GemmTester& split(int parts) { split_ = parts; return *this; }
   // B given as a MatMul [K][N] operand instead of [N][K] weights.
   GemmTester& b_k_major(bool value) { b_k_major_ = value; return *this; }
+  // Call the AMX kernel with these tiles directly (not through dispatch) on the avx512vnni
+  // packing of the same width; test(isa) then ignores isa. Failures print the tile configuration.
+  GemmTester& amx_tiles(internal::AmxTiles tiles) { amx_tiles_ = tiles; return *this; }
 
   std::string describe(Isa isa) const {
     std::ostringstream s;
@@ -36,11 +41,20 @@ class GemmTester {
 
   // Every register tile of the ISA (kernels/dispatch.h), or the one packing picks when nr = 0.
   void test(Isa isa) const {
+    if (amx_tiles_) {
+      for (int nr : {64, 16}) test(Isa::kAvx512Vnni, nr);
+      return;
+    }
     for (const internal::GemmImplementation& tile : gemm_implementations(isa)) test(isa, tile.nr);
   }
 
   void test(Isa isa, int nr) const {
-    const std::string context = describe(isa) + " nr=" + std::to_string(nr);
+    std::string context = describe(isa) + " nr=" + std::to_string(nr);
+    if (amx_tiles_) {
+      context += std::string(" AMX kernel called directly, ") +
+                 (*amx_tiles_ == internal::AmxTiles::kHardware ? "real tiles" : "emulated tiles") +
+                 ", tile config: " + internal::describe_tile_config(internal::amx_kernel_tile_config());
+    }
     std::mt19937 rng(seed_);
     const QuantSettings& q = quant_;
     const int64_t lda = a_stride(), ldc = c_stride();
@@ -105,6 +119,15 @@ class GemmTester {
     ASSERT_EQ(packed.nr, nr) << context;
     GemmArgs args{a.data(), lda, actual.data(), ldc};
     const int n_split = n_ > packed.nr && split_ > 1 ? (n_ / 2) / packed.nr * packed.nr : 0;
+    auto run_gemm = [&](const PackedGemm& packed, const GemmArgs& args, const Epilogue& epilogue, int m_begin,
+                        int m_end, int n_begin, int n_end) {
+      if (!amx_tiles_) return kernels::run_gemm(packed, args, epilogue, m_begin, m_end, n_begin, n_end);
+      internal::ASource source;
+      source.data = args.a;
+      source.row_stride = args.a_row_stride;
+      internal::gemm_run_amx(*amx_tiles_, packed, source, args.c, args.c_row_stride, epilogue, m_begin, m_end,
+                             n_begin, n_end);
+    };
     for (int part = 0; part < split_; ++part) {
       const int m_begin = static_cast<int>(static_cast<int64_t>(m_) * part / split_);
       const int m_end = static_cast<int>(static_cast<int64_t>(m_) * (part + 1) / split_);
@@ -138,6 +161,7 @@ class GemmTester {
   uint32_t seed_ = 1;
   int split_ = 1;
   bool b_k_major_ = false;
+  std::optional<internal::AmxTiles> amx_tiles_;
 };
 
 }  // namespace qdqrt::kernels::testing

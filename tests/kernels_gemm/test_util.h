@@ -20,7 +20,7 @@ namespace qdqrt::kernels::testing {
 // Every ISA this machine can run, lowest first.
 inline std::vector<Isa> supported_isas() {
   std::vector<Isa> isas;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni}) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAmxInt8}) {
     if (isa_supported(isa)) isas.push_back(isa);
   }
   return isas;
@@ -61,6 +61,32 @@ struct QuantSettings {
     return s.str();
   }
 };
+
+// Every output type x activation (none/relu/clip/leakyrelu) x residual (off/s8/u8) combination.
+inline std::vector<QuantSettings> output_epilogue_sweep() {
+  const Activation activations[] = {
+      Activation{},
+      Activation{ActivationKind::kRelu},
+      Activation{ActivationKind::kClip, -20.5f, 33.25f},
+      Activation{ActivationKind::kLeakyRelu, 0, 0, 0.1f},
+  };
+  std::vector<QuantSettings> sweep;
+  for (OutputType type : {OutputType::kS8, OutputType::kU8, OutputType::kF32}) {
+    for (const Activation& activation : activations) {
+      for (int residual = 0; residual < 3; ++residual) {
+        QuantSettings q;
+        q.output_type = type;
+        q.output_zero_point = type == OutputType::kU8 ? 120 : type == OutputType::kS8 ? -9 : 0;
+        q.activation = activation;
+        q.residual = residual > 0;
+        q.residual_signed = residual == 1;
+        q.residual_zero_point = residual == 1 ? 5 : 130;
+        sweep.push_back(q);
+      }
+    }
+  }
+  return sweep;
+}
 
 // Compares `count` outputs of a row-strided output; int8 outputs must be bit-equal, fp32 within
 // 1e-5 relative (in practice they are bit-equal too: every ISA uses the same fma sequence).

@@ -48,7 +48,7 @@ TEST(SupportDispatch, MaxIsaLimitsTheDefaultSelection) {
 // The ISAs are not a chain (Zen 4/5 guests have AVX-512 VNNI but not AVX-VNNI): a limit picks the
 // best ISA the CPU really has at or below it, never one it lacks.
 TEST(SupportDispatch, MaxIsaNeverSelectsAnIsaTheCpuLacks) {
-  for (Isa limit : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni}) {
+  for (Isa limit : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAmxInt8}) {
     set_max_isa(limit);
     const Isa active = active_isa();
     EXPECT_TRUE(isa_supported(active)) << "limit " << isa_name(limit) << " selected " << isa_name(active);
@@ -57,19 +57,24 @@ TEST(SupportDispatch, MaxIsaNeverSelectsAnIsaTheCpuLacks) {
   }
   set_max_isa(std::nullopt);
   EXPECT_TRUE(isa_supported(Isa::kScalar));
-  EXPECT_EQ(detected_isa(), best_supported_up_to(Isa::kAvx512Vnni));
+  EXPECT_EQ(detected_isa(), best_supported_up_to(Isa::kAmxInt8));
 }
 
 // One visible skip per ISA this CPU lacks, so a run says which kernels it did not test.
 class IsaPresence : public ::testing::TestWithParam<Isa> {};
 TEST_P(IsaPresence, KernelsOfThisIsaAreTestedHere) {
   if (!isa_supported(GetParam())) {
-    GTEST_SKIP() << "this CPU lacks " << isa_name(GetParam()) << ": its kernels are not tested on this machine";
+    const std::string amx_note = GetParam() == Isa::kAmxInt8
+                                     ? " (" + amx_unavailable_reason() + "; AmxGemm.*/emulated test the AMX kernel "
+                                                                         "code on emulated tiles)"
+                                     : "";
+    GTEST_SKIP() << "this CPU lacks " << isa_name(GetParam()) << ": its kernels are not tested on this machine"
+                 << amx_note;
   }
   EXPECT_EQ(best_supported_up_to(GetParam()), GetParam());
 }
 INSTANTIATE_TEST_SUITE_P(Isas, IsaPresence,
-                         ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni),
+                         ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512Vnni, Isa::kAmxInt8),
                          [](const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); });
 
 }  // namespace
