@@ -141,6 +141,19 @@ inline void gather_row(const ASource& source, const PackedGemm& packed, int64_t 
   gather_conv_row<Copy>(*source.conv, source.data, packed, ConvCursor(*source.conv, m), row, flip);
 }
 
+// Prefetches the source lines of rows [begin, end) (one cursor walks a conv source's pixels).
+inline void prefetch_rows(const ASource& source, const PackedGemm& packed, int64_t begin, int64_t end) {
+  if (begin >= end) return;
+  if (!source.conv) {
+    for (int64_t m = begin; m < end; ++m) gather_row<PrefetchOnly>(source, packed, m, nullptr, 0);
+    return;
+  }
+  ConvCursor cursor(*source.conv, begin);
+  for (int64_t m = begin; m < end; ++m, cursor.advance(*source.conv)) {
+    gather_conv_row<PrefetchOnly>(*source.conv, source.data, packed, cursor, nullptr, 0);
+  }
+}
+
 template <typename Traits, typename PanelElement>
 void pack_panel(const ASource& source, const PackedGemm& packed, int64_t m_begin, int rows, PanelElement* panel,
                 int64_t panel_stride, uint8_t* scratch, int32_t* row_term) {
@@ -155,7 +168,7 @@ void pack_panel(const ASource& source, const PackedGemm& packed, int64_t m_begin
       gather_conv_row<Traits>(*source.conv, source.data, packed, *cursor, bytes, flip);
       cursor->advance(*source.conv);
     } else {
-      Traits::copy_flip(bytes, static_cast<const uint8_t*>(source.data) + (m_begin + r) * source.row_stride, k, flip);
+      gather_row<Traits>(source, packed, m_begin + r, bytes, flip);
     }
     if constexpr (!std::is_same_v<PanelElement, uint8_t>) {
       for (int i = 0; i < k; ++i) out[i] = bytes[i];
@@ -221,9 +234,7 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
         pack_panel<Traits>(source, packed, m, rows, panel, panel_stride, row_bytes, need_row_term ? row_term : nullptr);
       }
       // Start loading the next row block's source lines while this block computes.
-      for (int r = m + kMr; r < std::min(m_end, m + 2 * kMr); ++r) {
-        gather_row<PrefetchOnly>(source, packed, r, nullptr, 0);
-      }
+      prefetch_rows(source, packed, m + kMr, std::min(m_end, m + 2 * kMr));
       for (int n = chunk_begin; n < chunk_end; n += kNr) {
         TileArgs args;
         args.bias = packed.bias.data() + n;
