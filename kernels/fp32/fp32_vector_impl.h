@@ -167,37 +167,26 @@ void fp32_unary(Fp32UnaryOp op, const Fp32UnaryParams& params, size_t n, const f
 }
 
 void fp32_channel_sums(size_t rows, size_t channels, size_t row_stride, const float* input, double* sums) {
-  // Blocks of 4 float vectors: 8 double accumulators stay in registers over all rows.
   typedef float half_vf __attribute__((vector_size(kLanes * 2)));
   typedef double vd __attribute__((vector_size(kLanes * 4)));
-  constexpr size_t kBlock = 4 * kLanes;
+  // kHalves double accumulators (half a float vector each) stay in registers over all rows.
+  auto sum_columns = [&]<size_t kHalves>(size_t c) {
+    vd acc[kHalves] = {};
+    for (size_t r = 0; r < rows; ++r) {
+      const float* in = input + r * row_stride + c;
+      for (size_t h = 0; h < kHalves; ++h) {
+        half_vf half;
+        std::memcpy(&half, in + h * (kLanes / 2), sizeof half);
+        acc[h] += __builtin_convertvector(half, vd);
+      }
+    }
+    for (size_t h = 0; h < kHalves; ++h) std::memcpy(sums + c + h * (kLanes / 2), &acc[h], sizeof(vd));
+  };
+  // Blocks of 4 float vectors, then one vector at a time (EfficientNet's 32/96/144/240/480/672
+  // channels leave 16-48 after the blocks of 64).
   size_t c = 0;
-  for (; c + kBlock <= channels; c += kBlock) {
-    vd acc[8] = {};
-    for (size_t r = 0; r < rows; ++r) {
-      const float* in = input + r * row_stride + c;
-      for (size_t h = 0; h < 8; ++h) {
-        half_vf half;
-        std::memcpy(&half, in + h * (kLanes / 2), sizeof half);
-        acc[h] += __builtin_convertvector(half, vd);
-      }
-    }
-    for (size_t h = 0; h < 8; ++h) std::memcpy(sums + c + h * (kLanes / 2), &acc[h], sizeof(vd));
-  }
-  // Then one float vector (two double halves) at a time: EfficientNet's 32/96/144/240/480/672
-  // channels leave 16-48 after the blocks of 64.
-  for (; c + kLanes <= channels; c += kLanes) {
-    vd acc[2] = {};
-    for (size_t r = 0; r < rows; ++r) {
-      const float* in = input + r * row_stride + c;
-      for (size_t h = 0; h < 2; ++h) {
-        half_vf half;
-        std::memcpy(&half, in + h * (kLanes / 2), sizeof half);
-        acc[h] += __builtin_convertvector(half, vd);
-      }
-    }
-    for (size_t h = 0; h < 2; ++h) std::memcpy(sums + c + h * (kLanes / 2), &acc[h], sizeof(vd));
-  }
+  for (; c + 4 * kLanes <= channels; c += 4 * kLanes) sum_columns.template operator()<8>(c);
+  for (; c + kLanes <= channels; c += kLanes) sum_columns.template operator()<2>(c);
   // The last channels one by one; every channel sums its rows in row order, so all paths agree.
   for (size_t t = c; t < channels; ++t) sums[t] = 0.0;
   for (size_t r = 0; r < rows; ++r) {
