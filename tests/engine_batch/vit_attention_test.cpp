@@ -55,6 +55,12 @@ vit_attention (float[N,{0},{1}] x) => (float[N,{0},{1}] y)
                      kTokens, kWidth, body);
 }
 
+// ctest runs the tests of this file in parallel processes: one model file per test.
+std::string per_test_model_path() {
+  return fs::path(::testing::TempDir()) /
+         (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".onnx");
+}
+
 struct BuiltModel {
   std::string path;
   std::shared_ptr<const engine::Engine> engine;
@@ -160,9 +166,7 @@ TEST(VitAttention, QdqInt8TransposeMovesTheBatchAndEveryBatchGivesTheSameImages)
 // Builds `text` (input x of shape `shape` at the max batch) and expects batch `max_batch` to run
 // and batch 1 to be refused with a message naming `culprit`.
 void expect_refusal(const std::string& text, const Shape& shape, const std::string& culprit) {
-  // ctest runs the tests of this file in parallel processes: one file per test.
-  const std::string path = fs::path(::testing::TempDir()) /
-                           (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".onnx");
+  const std::string path = per_test_model_path();
   ASSERT_TRUE(write_text_model(text, {}, 1, path).is_ok());
   engine::BuildOptions options;
   options.input_shapes["x"] = shape;
@@ -226,7 +230,7 @@ g (float[N,4] x) => (float[N,4] y)
 // copies at any batch, also in an engine built for maximum batch 1 (where the output's batch dim
 // and the token's leading dim are both 1, yet only the first follows the batch).
 void expect_class_token_expand_at_every_batch(int64_t max_batch) {
-  const std::string path = fs::path(::testing::TempDir()) / "vit_class_token.onnx";
+  const std::string path = per_test_model_path();
   ASSERT_TRUE(write_text_model(qdqrt::testing::vit_class_token_text("N"), {}, 1, path).is_ok());
   engine::BuildOptions options;
   options.input_shapes["x"] = {max_batch, 3, 4};
