@@ -186,6 +186,7 @@ def train_qat_and_export(make_model, name, description, epochs, qat_steps, augme
     parser.add_argument("--qat-steps", type=int, default=qat_steps, help="QAT fine-tuning mini-batches")
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--learning-rate", type=float, default=learning_rate, help="FP32 training's peak rate")
+    parser.add_argument("--qat-learning-rate", type=float, default=qat_learning_rate, help="QAT's peak rate")
     parser.add_argument("--label-smoothing", type=float, default=label_smoothing,
                         help="cross-entropy label smoothing (FP32 training and QAT)")
     parser.add_argument("--init-from", help="an FP32 .onnx this script exported: start the FP32 training from "
@@ -231,7 +232,7 @@ def train_qat_and_export(make_model, name, description, epochs, qat_steps, augme
     calibrate(qdq_model, calibration.split(256))
     calibrated_accuracy = accuracy(qdq_model, test_images, test_labels)
     print(f"QDQ after max calibration (PTQ): test accuracy {calibrated_accuracy:.4f}", flush=True)
-    train(qdq_model, train_images, train_labels, args.qat_steps, args.batch_size, qat_learning_rate, generator,
+    train(qdq_model, train_images, train_labels, args.qat_steps, args.batch_size, args.qat_learning_rate, generator,
           augmented, weight_decay, args.label_smoothing)
     freeze_weight_scales(qdq_model)
     qdq_accuracy = accuracy(qdq_model, test_images, test_labels)
