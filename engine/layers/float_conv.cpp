@@ -55,6 +55,10 @@ bool is_nhwc(ConvMode mode) {
 // Output pixels from which Winograd pays: 7x7 (ResNet-50's layer4: 16 tiles for 49 pixels, 1.3x
 // the work) runs about 1.25x faster than the igemm, 14x14 and up about 2x.
 constexpr int64_t kWinogradMinPixels = 7 * 7;
+constexpr double kDepthwiseCostFactor = 3.0;
+// Column blocks when the tiles are few (ColumnBlockSplit): 2, not 4, since every column block
+// transforms its tiles' inputs again (ResNet-50's layer3 and layer4 at batch 1).
+constexpr int64_t kWinogradFewRowsColumnBlocks = 2;
 
 struct ConvGeometry {
   int64_t channels = 0, height = 0, width = 0;            // input per image
@@ -262,7 +266,11 @@ class NhwcConvLayer final : public Layer {
                                : g_.mode == ConvMode::kWinograd ? winograd_.mr * 4.0 / 2.25  // multiplies saved
                                                                 : gemm_.mr;
     const double item_channels = static_cast<double>(g_.out_channels) / static_cast<double>(split.column_blocks);
-    const double depth = g_.mode == ConvMode::kDepthwiseNhwc ? taps : taps * static_cast<double>(g_.channels);
+    // Depthwise runs at about a third of the GEMM's rate (one multiply-add per loaded input): its
+    // operations count 3x, so MobileNet's 7x7 and 14x14 ones (0.7-1.4 M multiply-adds) split in
+    // two at 2 threads instead of leaving one thread idle.
+    const double depth =
+        g_.mode == ConvMode::kDepthwiseNhwc ? kDepthwiseCostFactor * taps : taps * static_cast<double>(g_.channels);
     return {.items = split.items(), .ops_per_item = 2.0 * item_pixels * item_channels * depth};
   }
 
@@ -297,7 +305,8 @@ class NhwcConvLayer final : public Layer {
     }
     if (g_.mode == ConvMode::kWinograd) {
       const int64_t tiles = kernels::winograd_f32_tiles(geometry_, batch);
-      return ColumnBlockSplit((tiles + winograd_.mr - 1) / winograd_.mr, g_.out_channels, winograd_.nr);
+      return ColumnBlockSplit((tiles + winograd_.mr - 1) / winograd_.mr, g_.out_channels, winograd_.nr,
+                              kWinogradFewRowsColumnBlocks);
     }
     return ColumnBlockSplit((batch * g_.out_height * g_.out_width + gemm_.mr - 1) / gemm_.mr, g_.out_channels, gemm_.nr);
   }
