@@ -212,13 +212,13 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, 
   const PackedDepthwiseF32 packed_depthwise =
       depthwise ? pack_depthwise_f32(layer.input_channels, taps, weights.data(), bias.data(), active_isa())
                 : PackedDepthwiseF32{};
+  const int out_channels = layer.output_channels, in_channels = layer.input_channels;
   const PackedWinogradF32 packed_winograd =
-      winograd ? pack_winograd_f32(layer.output_channels, layer.input_channels, weights.data(), bias.data(), active_isa())
+      winograd ? pack_winograd_f32(out_channels, in_channels, weights.data(), bias.data(), active_isa())
                : PackedWinogradF32{};
+  const int64_t scratch_floats = winograd ? winograd_f32_scratch_floats(out_channels, in_channels, active_isa()) : 0;
   std::vector<AlignedBuffer<float>> winograd_scratch(static_cast<size_t>(threads));
-  for (auto& buffer : winograd_scratch) {
-    if (winograd) buffer.resize(static_cast<size_t>(winograd_f32_scratch_floats(layer.output_channels, layer.input_channels, active_isa())));
-  }
+  for (auto& buffer : winograd_scratch) buffer.resize(static_cast<size_t>(scratch_floats));
   SconvGeometry geometry;
   geometry.input_height = layer.height;
   geometry.input_width = layer.width;

@@ -380,8 +380,8 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
       return context.error(fmt::format("scratch_bytes {} is less than the {} the Winograd tiles need",
                                        context.layer().scratch_bytes, scratch_floats(g, isa) * sizeof(float)));
     }
-    QDQRT_ASSIGN_OR_RETURN(const float* weights,
-                           params::kWeights.read(context, kernels::packed_winograd_f32_floats(out_channels, channels, isa)));
+    const int64_t floats = kernels::packed_winograd_f32_floats(out_channels, channels, isa);
+    QDQRT_ASSIGN_OR_RETURN(const float* weights, params::kWeights.read(context, floats));
     QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, kernels::sgemm_padded_n(out_channels, isa)));
     winograd = kernels::packed_winograd_f32_view(out_channels, channels, isa, weights, bias);
   } else if (g.mode == ConvMode::kIgemm) {

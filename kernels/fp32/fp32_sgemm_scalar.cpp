@@ -95,7 +95,8 @@ void winograd_output_ukernel(const internal::WinogradOutputArgs& args) {
       columns[1][j] = m[1][j] - m[2][j] - m[3][j];
     }
     for (int i = 0; i < 2; ++i) {
-      const float pixel[2] = {columns[i][0] + columns[i][1] + columns[i][2], columns[i][1] - columns[i][2] - columns[i][3]};
+      const float pixel[2] = {columns[i][0] + columns[i][1] + columns[i][2],
+                              columns[i][1] - columns[i][2] - columns[i][3]};
       for (int j = 0; j < 2; ++j) {
         float* out = args.c[i * 2 + j];
         if (out == nullptr) continue;

@@ -106,6 +106,21 @@ void tile(const internal::SgemmUkernelArgs& args) {
       }
     }
   }
+  if (args.last) {
+    // The epilogue's residual and output lines, fetched while the k loop runs: with a short k (the
+    // 1x1 expansions of 64 or 128 channels) the epilogue otherwise waits on them from L3.
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 2
+      for (int v = 0; v < kVectors; ++v) {
+        if (args.residual) {
+          _mm_prefetch(reinterpret_cast<const char*>(args.residual + r * args.residual_row_stride + v * kLanes),
+                       _MM_HINT_T0);
+        }
+        _mm_prefetch(reinterpret_cast<const char*>(args.c + r * args.c_row_stride + v * kLanes), _MM_HINT_ET0);
+      }
+    }
+  }
   const int channels = args.channels;
   for (int tap = 0; tap < args.taps; ++tap) {
     const float* w = args.w + tap * args.w_tap_stride;

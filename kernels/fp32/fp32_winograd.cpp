@@ -108,7 +108,8 @@ PackedWinogradF32 pack_winograd_f32(int n, int channels, const float* weights, c
 PackedWinogradF32 packed_winograd_f32_view(int n, int channels, Isa isa, const float* data, const float* bias) {
   PackedWinogradF32 packed;
   init_shape(packed, n, channels, isa);
-  packed.data = AlignedBuffer<float>::view(data, static_cast<size_t>(packed_winograd_f32_floats(n, channels, packed.isa)));
+  const int64_t floats = packed_winograd_f32_floats(n, channels, packed.isa);
+  packed.data = AlignedBuffer<float>::view(data, static_cast<size_t>(floats));
   packed.bias = AlignedBuffer<float>::view(bias, static_cast<size_t>(packed.n_padded));
   set_views(packed);
   return packed;
@@ -189,8 +190,9 @@ void run_winograd_f32(const PackedWinogradF32& packed, const SconvGeometry& g, c
           const bool inside = oy + dy < g.output_height && ox + dx < g.output_width;
           const int64_t pixel = (image * g.output_height + oy + dy) * g.output_width + ox + dx;
           outputs[dy * 2 + dx] = inside ? args.output + pixel * args.output_row_stride + n_begin : nullptr;
+          const bool read_residual = inside && epilogue.residual != nullptr;
           residuals[dy * 2 + dx] =
-              inside && epilogue.residual ? epilogue.residual + pixel * epilogue.residual_row_stride + n_begin : nullptr;
+              read_residual ? epilogue.residual + pixel * epilogue.residual_row_stride + n_begin : nullptr;
         }
       }
       output_args.m = m + i * m_row;
