@@ -1,7 +1,10 @@
-// AVX-512 depthwise convolution: 2 output pixels x 64 channels (8 zmm accumulators) per block, one
-// vpdpwssd per tap and 16 channels (input widened to 32-bit lanes, weight in the low 16 bits).
+// AVX-512 depthwise convolution. Three kernels, best first: the vpdpbusd form (run_dot: 4 kernel
+// rows per byte-interleaved lane, 3x3/5x5 with int8 weights); row tiles of 16-bit products
+// (run_rows: vpdpwssd per tap and 16 channels, input widened to 32-bit lanes, weight in the low 16
+// bits); and 2 output pixels x 64 channels per block for any other shape (run).
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <immintrin.h>
 
@@ -279,12 +282,234 @@ void run_rows(const PackedDepthwise& packed, const DepthwiseGeometry& g, const D
   }
 }
 
-// Picks the row-tiled kernel when the shape has one, else the general per-pixel kernel.
+// ---------------------------------------------------------------------------------------------
+// vpdpbusd form (PackedDepthwise::dot_weights): T output pixels of one output row x 64 channels.
+// Each input column is loaded once per group of 4 kernel rows, its 4 rows interleaved into bytes
+// of 32-bit lanes by two levels of in-lane unpacks (the channels come out in unpack order, as the
+// weights and epilogue constants are stored), and serves every kernel column that reads it.
+
+// The interleaved column: v[i] holds, in unpack order, channels 16 * lane + 4 * i + j with the
+// `kRows` input rows in its bytes (bytes past kRows repeat a row: their weights are zero).
+// always_inline and compile-time indices only: otherwise GCC keeps the vectors in memory.
+template <bool kSigned, bool kFull, int kRows>
+[[gnu::always_inline]] inline void interleave_rows(const uint8_t* const* rows, int c, __mmask64 mask,
+                                                   __m512i& v0, __m512i& v1, __m512i& v2, __m512i& v3) {
+  // x + 128 for signed input (vpdpbusd's first operand is unsigned), on the rows before they
+  // are interleaved: kRows flips instead of 4.
+  const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
+  auto load = [&](int r) {
+    const __m512i x = kFull ? _mm512_loadu_si512(rows[r] + c) : _mm512_maskz_loadu_epi8(mask, rows[r] + c);
+    return kSigned ? _mm512_xor_si512(x, sign) : x;
+  };
+  const __m512i x0 = load(0);
+  const __m512i x1 = kRows > 1 ? load(1) : x0;
+  const __m512i x2 = kRows > 2 ? load(2) : x1;
+  const __m512i x3 = kRows > 3 ? load(3) : x2;
+  const __m512i low01 = _mm512_unpacklo_epi8(x0, x1), high01 = _mm512_unpackhi_epi8(x0, x1);
+  const __m512i low23 = _mm512_unpacklo_epi8(x2, x3), high23 = _mm512_unpackhi_epi8(x2, x3);
+  v0 = _mm512_unpacklo_epi16(low01, low23);
+  v1 = _mm512_unpackhi_epi16(low01, low23);
+  v2 = _mm512_unpacklo_epi16(high01, high23);
+  v3 = _mm512_unpackhi_epi16(high01, high23);
+}
+
+// T output pixels x 64 channels from block c: acc[4 * j + i] is pixel j's vector i (unpack order).
+template <bool kSigned, bool kFull, int K, int SW, int T>
+[[gnu::always_inline]] inline void accumulate_dot(const PackedDepthwise& packed, const uint8_t* const (*columns)[K],
+                                                  int c, __mmask64 mask, __m512i (&acc)[4 * T]) {
+  constexpr int kColumns = (T - 1) * SW + K;
+  constexpr int kGroups = (K + 3) / 4;
+  const int64_t dot_channels = packed.dot_channels;
+  const int32_t* bias = packed.dot_bias.data() + c;
+  static_for<4 * T>([&](auto a) { acc[a] = _mm512_loadu_si512(bias + 16 * (a % 4)); });
+  static_for<kGroups>([&](auto group) {
+    constexpr int kRows = K - 4 * group < 4 ? K - 4 * group : 4;
+    const int8_t* weights = packed.dot_weights.data() + (group * K * dot_channels + c) * 4;
+    static_for<kColumns>([&](auto q) {
+      __m512i v[4];
+      interleave_rows<kSigned, kFull, kRows>(columns[q] + 4 * group, c, mask, v[0], v[1], v[2], v[3]);
+      static_for<K>([&](auto kx) {
+        constexpr int offset = static_cast<int>(q) - static_cast<int>(kx);
+        if constexpr (offset >= 0 && offset % SW == 0 && offset / SW < T) {
+          const int8_t* w = weights + kx * dot_channels * 4;
+          static_for<4>([&](auto i) {
+            acc[4 * (offset / SW) + i] =
+                _mm512_dpbusd_epi32(acc[4 * (offset / SW) + i], v[i], _mm512_loadu_si512(w + 64 * i));
+          });
+        }
+      });
+    });
+  });
+}
+
+// Undoes unpack order for the general epilogue: a 4x4 transpose of 128-bit lanes.
+[[gnu::always_inline]] inline void natural_order(__m512i& a0, __m512i& a1, __m512i& a2, __m512i& a3) {
+  const __m512i t0 = _mm512_shuffle_i64x2(a0, a1, 0x44), t1 = _mm512_shuffle_i64x2(a2, a3, 0x44);
+  const __m512i t2 = _mm512_shuffle_i64x2(a0, a1, 0xEE), t3 = _mm512_shuffle_i64x2(a2, a3, 0xEE);
+  a0 = _mm512_shuffle_i64x2(t0, t1, 0x88);
+  a1 = _mm512_shuffle_i64x2(t0, t1, 0xDD);
+  a2 = _mm512_shuffle_i64x2(t2, t3, 0x88);
+  a3 = _mm512_shuffle_i64x2(t2, t3, 0xDD);
+}
+
+// The int8/uint8 plain epilogue in unpack order: the same float operations as store_vector_plain
+// (in place, one vector of every pixel at a time, so each block's constants are loaded once),
+// then in-lane packs (which restore the channel order) instead of one narrowing per vector. The
+// clamp keeps every value inside the output type, so the packs' saturation never changes one.
+struct DotPlainStore {
+  __m512 clamp_min, clamp_max;
+  __m512i zero_point16;
+  bool unsigned_output;
+};
+
+template <bool kFull, int T>
+[[gnu::always_inline]] inline void store_dot_plain(__m512i (&acc)[4 * T], const float* multiplier,
+                                                   const float* float_bias, const DotPlainStore& p, char* out,
+                                                   int64_t out_pixel_bytes, __mmask64 mask) {
+  static_for<4>([&](auto i) {
+    const __m512 m = _mm512_loadu_ps(multiplier + 16 * i), b = _mm512_loadu_ps(float_bias + 16 * i);
+    static_for<T>([&](auto j) {
+      const __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[4 * j + i]), m, b);
+      acc[4 * j + i] = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(y, p.clamp_min), p.clamp_max));
+    });
+  });
+  static_for<T>([&](auto j) {
+    const __m512i words01 = _mm512_adds_epi16(_mm512_packs_epi32(acc[4 * j], acc[4 * j + 1]), p.zero_point16);
+    const __m512i words23 = _mm512_adds_epi16(_mm512_packs_epi32(acc[4 * j + 2], acc[4 * j + 3]), p.zero_point16);
+    const __m512i bytes =
+        p.unsigned_output ? _mm512_packus_epi16(words01, words23) : _mm512_packs_epi16(words01, words23);
+    char* o = out + j * out_pixel_bytes;
+    if constexpr (kFull) {
+      _mm512_storeu_si512(o, bytes);
+    } else {
+      _mm512_mask_storeu_epi8(o, mask, bytes);
+    }
+  });
+}
+
+template <bool kSigned, int K, int SW, int T>
+void dot_tile(const PackedDepthwise& packed, const DepthwiseGeometry& g, const uint8_t* image, const uint8_t* padding,
+              int out_y, int out_x0, char* out, int64_t out_pixel_bytes, const char* residual,
+              const Epilogue& epilogue, __m512 clamp_min, __m512 clamp_max) {
+  constexpr int kColumns = (T - 1) * SW + K;
+  const int channels = packed.channels;
+  const int64_t row_bytes = static_cast<int64_t>(g.input_width) * g.input_pixel_stride;
+  const int first_x = out_x0 * SW - g.pad_left;
+  // columns[q][ky]: input column q of kernel row ky, or the padding row; resolved once per tile.
+  const uint8_t* columns[kColumns][K];
+  for (int ky = 0; ky < K; ++ky) {
+    const int in_y = out_y * g.stride_height - g.pad_top + ky;
+    const bool row_inside = in_y >= 0 && in_y < g.input_height;
+    for (int q = 0; q < kColumns; ++q) {
+      const int in_x = first_x + q;
+      columns[q][ky] = row_inside && in_x >= 0 && in_x < g.input_width
+                           ? image + in_y * row_bytes + static_cast<int64_t>(in_x) * g.input_pixel_stride
+                           : padding;
+    }
+  }
+  const bool plain = epilogue.residual == nullptr && !epilogue.leaky && epilogue.program == nullptr &&
+                     epilogue.output_type != OutputType::kF32;
+  const DotPlainStore plain_store{clamp_min, clamp_max,
+                                  _mm512_set1_epi16(static_cast<int16_t>(epilogue.output_zero_point)),
+                                  epilogue.output_type == OutputType::kU8};
+  const int output_size = output_element_size(epilogue.output_type);
+  for (int c = 0; c < channels; c += 64) {
+    const int count = channels - c;
+    const __mmask64 mask = count >= 64 ? ~__mmask64(0) : (__mmask64(1) << count) - 1;
+    __m512i acc[4 * T];
+    if (count >= 64) {
+      accumulate_dot<kSigned, true, K, SW, T>(packed, columns, c, mask, acc);
+    } else {
+      accumulate_dot<kSigned, false, K, SW, T>(packed, columns, c, mask, acc);
+    }
+    if (plain) {
+      const float* multiplier = packed.dot_multiplier.data() + c;
+      const float* float_bias = packed.dot_float_bias.data() + c;
+      if (count >= 64) {
+        store_dot_plain<true, T>(acc, multiplier, float_bias, plain_store, out + c, out_pixel_bytes, mask);
+      } else {
+        store_dot_plain<false, T>(acc, multiplier, float_bias, plain_store, out + c, out_pixel_bytes, mask);
+      }
+      continue;
+    }
+    TileArgs t;
+    t.row_term = nullptr;
+    t.c_row_bytes = out_pixel_bytes;
+    t.residual_row_bytes = epilogue.residual_row_stride;
+    t.epilogue = &epilogue;
+    t.bias = packed.bias.data() + c;
+    t.multiplier = packed.multiplier.data() + c;
+    t.float_bias = packed.float_bias.data() + c;
+    t.column0 = c;
+    t.c = out + static_cast<int64_t>(c) * output_size;
+    t.residual = residual ? residual + c : nullptr;
+    static_for<T>([&](auto j) { natural_order(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]); });
+    static_for<4>([&](auto i) {
+      if (16 * i >= count) return;
+      const ColumnConstants constants = load_column_constants(t, 16 * i);
+      static_for<T>([&](auto j) {
+        store_vector<false>(acc[4 * j + i], 16 * i, count - 16 * i, t, j, constants, clamp_min, clamp_max);
+      });
+    });
+  }
+}
+
+// Splits each output row of [pixel_begin, pixel_end) into tiles of at most kTile pixels (a
+// remainder between kTile and 2 * kTile in two near-equal tiles).
+template <bool kSigned, int K, int SW>
+void run_dot(const PackedDepthwise& packed, const DepthwiseGeometry& g, const DepthwiseArgs& args,
+             const Epilogue& epilogue, int pixel_begin, int pixel_end) {
+  constexpr int kTile = 4;
+  uint8_t* padding = thread_scratch(ScratchSlot::kPadding, packed.dot_channels + 64);
+  std::memset(padding, static_cast<uint8_t>(packed.input_zero_point), packed.dot_channels + 64);
+  const int output_size = output_element_size(epilogue.output_type);
+  const int64_t out_pixel_bytes = args.output_pixel_stride * output_size;
+  const __m512 clamp_min = _mm512_set1_ps(epilogue.clamp_min);
+  const __m512 clamp_max = _mm512_set1_ps(epilogue.clamp_max);
+  const int64_t pixels_per_image = static_cast<int64_t>(g.output_height) * g.output_width;
+  const int64_t image_bytes = static_cast<int64_t>(g.input_height) * g.input_width * g.input_pixel_stride;
+  int64_t p = pixel_begin;
+  while (p < pixel_end) {
+    const int64_t image_index = p / pixels_per_image;
+    const int64_t in_image = p - image_index * pixels_per_image;
+    const int out_y = static_cast<int>(in_image / g.output_width);
+    int out_x = static_cast<int>(in_image - static_cast<int64_t>(out_y) * g.output_width);
+    const int64_t row_end = std::min<int64_t>(pixel_end, p + (g.output_width - out_x));
+    const uint8_t* image = static_cast<const uint8_t*>(args.input) + image_index * image_bytes;
+    while (p < row_end) {
+      const int left = static_cast<int>(row_end - p);
+      const int n = left <= kTile ? left : left < 2 * kTile ? (left + 1) / 2 : kTile;
+      char* out = static_cast<char*>(args.output) + p * out_pixel_bytes;
+      const char* residual =
+          epilogue.residual ? static_cast<const char*>(epilogue.residual) + p * epilogue.residual_row_stride : nullptr;
+      switch (n) {
+#define QDQRT_TILE(count)                                                                                       \
+  case count:                                                                                                   \
+    dot_tile<kSigned, K, SW, count>(packed, g, image, padding, out_y, out_x, out, out_pixel_bytes, residual,   \
+                                    epilogue, clamp_min, clamp_max);                                            \
+    break;
+        QDQRT_TILE(1) QDQRT_TILE(2) QDQRT_TILE(3) QDQRT_TILE(4)
+#undef QDQRT_TILE
+      }
+      p += n;
+      out_x += n;
+    }
+  }
+}
+
+// Picks the vpdpbusd form, else the row-tiled kernel when the shape has one, else the general
+// per-pixel kernel.
 template <bool kSigned>
 void run_any(const PackedDepthwise& packed, const DepthwiseGeometry& g, const DepthwiseArgs& args,
              const Epilogue& epilogue, int pixel_begin, int pixel_end) {
   const bool plain = g.dilation_width == 1 && packed.kernel_height <= 7;
   const int kw = packed.kernel_width, sw = g.stride_width;
+  if (packed.dot_channels > 0 && g.dilation_width == 1 && g.dilation_height == 1) {
+    if (kw == 3 && sw == 1) return run_dot<kSigned, 3, 1>(packed, g, args, epilogue, pixel_begin, pixel_end);
+    if (kw == 3 && sw == 2) return run_dot<kSigned, 3, 2>(packed, g, args, epilogue, pixel_begin, pixel_end);
+    if (kw == 5 && sw == 1) return run_dot<kSigned, 5, 1>(packed, g, args, epilogue, pixel_begin, pixel_end);
+    if (kw == 5 && sw == 2) return run_dot<kSigned, 5, 2>(packed, g, args, epilogue, pixel_begin, pixel_end);
+  }
   if (plain && kw == 3 && sw == 1) return run_rows<kSigned, 3, 1>(packed, g, args, epilogue, pixel_begin, pixel_end);
   if (plain && kw == 3 && sw == 2) return run_rows<kSigned, 3, 2>(packed, g, args, epilogue, pixel_begin, pixel_end);
   if (plain && kw == 5 && sw == 1) return run_rows<kSigned, 5, 1>(packed, g, args, epilogue, pixel_begin, pixel_end);
