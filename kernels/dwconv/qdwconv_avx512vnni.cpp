@@ -148,8 +148,10 @@ void run(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const
 // Compile-time loop: calls body(std::integral_constant<int, I>) for I in [0, N), so accumulator
 // indices are constants and the accumulators stay in registers.
 template <int N, typename Body>
-inline void static_for(Body&& body) {
-  [&]<int... I>(std::integer_sequence<int, I...>) { (body(std::integral_constant<int, I>{}), ...); }(
+[[gnu::always_inline]] inline void static_for(Body&& body) {
+  [&]<int... I>(std::integer_sequence<int, I...>) __attribute__((always_inline)) {
+    (body(std::integral_constant<int, I>{}), ...);
+  }(
       std::make_integer_sequence<int, N>{});
 }
 
@@ -288,6 +290,10 @@ void run_rows(const PackedDepthwise& packed, const DepthwiseGeometry& g, const D
 // of 32-bit lanes by two levels of in-lane unpacks (the channels come out in unpack order, as the
 // weights and epilogue constants are stored), and serves every kernel column that reads it.
 
+// Lambdas of the hot loops are inlined before GCC decides where the accumulators live: otherwise
+// it keeps them in memory.
+#define QDQRT_INLINE_LAMBDA __attribute__((always_inline))
+
 // The interleaved column: v[i] holds, in unpack order, channels 16 * lane + 4 * i + j with the
 // `kRows` input rows in its bytes (bytes past kRows repeat a row: their weights are zero).
 // always_inline and compile-time indices only: otherwise GCC keeps the vectors in memory.
@@ -297,7 +303,7 @@ template <bool kSigned, bool kFull, int kRows>
   // x + 128 for signed input (vpdpbusd's first operand is unsigned), on the rows before they
   // are interleaved: kRows flips instead of 4.
   const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
-  auto load = [&](int r) {
+  auto load = [&](int r) QDQRT_INLINE_LAMBDA {
     const __m512i x = kFull ? _mm512_loadu_si512(rows[r] + c) : _mm512_maskz_loadu_epi8(mask, rows[r] + c);
     return kSigned ? _mm512_xor_si512(x, sign) : x;
   };
@@ -321,18 +327,18 @@ template <bool kSigned, bool kFull, int K, int SW, int T>
   constexpr int kGroups = (K + 3) / 4;
   const int64_t dot_channels = packed.dot_channels;
   const int32_t* bias = packed.dot_bias.data() + c;
-  static_for<4 * T>([&](auto a) { acc[a] = _mm512_loadu_si512(bias + 16 * (a % 4)); });
-  static_for<kGroups>([&](auto group) {
+  static_for<4 * T>([&](auto a) QDQRT_INLINE_LAMBDA { acc[a] = _mm512_loadu_si512(bias + 16 * (a % 4)); });
+  static_for<kGroups>([&](auto group) QDQRT_INLINE_LAMBDA {
     constexpr int kRows = K - 4 * group < 4 ? K - 4 * group : 4;
     const int8_t* weights = packed.dot_weights.data() + (group * K * dot_channels + c) * 4;
-    static_for<kColumns>([&](auto q) {
+    static_for<kColumns>([&](auto q) QDQRT_INLINE_LAMBDA {
       __m512i v[4];
       interleave_rows<kSigned, kFull, kRows>(columns[q] + 4 * group, c, mask, v[0], v[1], v[2], v[3]);
-      static_for<K>([&](auto kx) {
+      static_for<K>([&](auto kx) QDQRT_INLINE_LAMBDA {
         constexpr int offset = static_cast<int>(q) - static_cast<int>(kx);
         if constexpr (offset >= 0 && offset % SW == 0 && offset / SW < T) {
           const int8_t* w = weights + kx * dot_channels * 4;
-          static_for<4>([&](auto i) {
+          static_for<4>([&](auto i) QDQRT_INLINE_LAMBDA {
             acc[4 * (offset / SW) + i] =
                 _mm512_dpbusd_epi32(acc[4 * (offset / SW) + i], v[i], _mm512_loadu_si512(w + 64 * i));
           });
@@ -352,8 +358,7 @@ template <bool kSigned, bool kFull, int K, int SW, int T>
   a3 = _mm512_shuffle_i64x2(t2, t3, 0xDD);
 }
 
-// The int8/uint8 plain epilogue in unpack order: the same float operations as store_vector_plain
-// (in place, one vector of every pixel at a time, so each block's constants are loaded once),
+// The int8/uint8 plain epilogue in unpack order: the same float operations as store_vector_plain,
 // then in-lane packs (which restore the channel order) instead of one narrowing per vector. The
 // clamp keeps every value inside the output type, so the packs' saturation never changes one.
 struct DotPlainStore {
@@ -362,29 +367,61 @@ struct DotPlainStore {
   bool unsigned_output;
 };
 
-template <bool kFull, int T>
-[[gnu::always_inline]] inline void store_dot_plain(__m512i (&acc)[4 * T], const float* multiplier,
-                                                   const float* float_bias, const DotPlainStore& p, char* out,
-                                                   int64_t out_pixel_bytes, __mmask64 mask) {
-  static_for<4>([&](auto i) {
-    const __m512 m = _mm512_loadu_ps(multiplier + 16 * i), b = _mm512_loadu_ps(float_bias + 16 * i);
-    static_for<T>([&](auto j) {
-      const __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[4 * j + i]), m, b);
-      acc[4 * j + i] = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(y, p.clamp_min), p.clamp_max));
-    });
-  });
-  static_for<T>([&](auto j) {
-    const __m512i words01 = _mm512_adds_epi16(_mm512_packs_epi32(acc[4 * j], acc[4 * j + 1]), p.zero_point16);
-    const __m512i words23 = _mm512_adds_epi16(_mm512_packs_epi32(acc[4 * j + 2], acc[4 * j + 3]), p.zero_point16);
-    const __m512i bytes =
-        p.unsigned_output ? _mm512_packus_epi16(words01, words23) : _mm512_packs_epi16(words01, words23);
-    char* o = out + j * out_pixel_bytes;
-    if constexpr (kFull) {
-      _mm512_storeu_si512(o, bytes);
-    } else {
-      _mm512_mask_storeu_epi8(o, mask, bytes);
+// One block's multipliers and float biases, loaded once for every pixel of a tile.
+struct DotConstants {
+  __m512 multiplier[4], float_bias[4];
+};
+
+// Takes the accumulators by value: with a reference to the tile's array, GCC keeps that array in
+// memory for the whole accumulation.
+template <bool kFull>
+[[gnu::always_inline]] inline void store_dot_plain(__m512i a0, __m512i a1, __m512i a2, __m512i a3,
+                                                   const DotConstants& k, const DotPlainStore& p, char* out,
+                                                   __mmask64 mask) {
+  auto requantize = [&](__m512i acc, int i) QDQRT_INLINE_LAMBDA {
+    const __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), k.multiplier[i], k.float_bias[i]);
+    return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(y, p.clamp_min), p.clamp_max));
+  };
+  const __m512i words01 = _mm512_adds_epi16(_mm512_packs_epi32(requantize(a0, 0), requantize(a1, 1)), p.zero_point16);
+  const __m512i words23 = _mm512_adds_epi16(_mm512_packs_epi32(requantize(a2, 2), requantize(a3, 3)), p.zero_point16);
+  const __m512i bytes =
+      p.unsigned_output ? _mm512_packus_epi16(words01, words23) : _mm512_packs_epi16(words01, words23);
+  if constexpr (kFull) {
+    _mm512_storeu_si512(out, bytes);
+  } else {
+    _mm512_mask_storeu_epi8(out, mask, bytes);
+  }
+}
+
+template <int T>
+struct DotAccumulators {
+  __m512i v[4 * T];
+};
+
+// Residual, leaky, pointwise-program or fp32 epilogues: back to channel order, then the GEMM's
+// store_vector. Out of line: rare, and large.
+template <int T>
+[[gnu::noinline]] void store_dot_general(DotAccumulators<T>& acc, const PackedDepthwise& packed, int c, int count,
+                                         char* out, int64_t out_pixel_bytes, const char* residual,
+                                         const Epilogue& epilogue, __m512 clamp_min, __m512 clamp_max) {
+  TileArgs t;
+  t.row_term = nullptr;
+  t.c_row_bytes = out_pixel_bytes;
+  t.residual_row_bytes = epilogue.residual_row_stride;
+  t.epilogue = &epilogue;
+  t.bias = packed.bias.data() + c;
+  t.multiplier = packed.multiplier.data() + c;
+  t.float_bias = packed.float_bias.data() + c;
+  t.column0 = c;
+  t.c = out + static_cast<int64_t>(c) * output_element_size(epilogue.output_type);
+  t.residual = residual ? residual + c : nullptr;
+  for (int j = 0; j < T; ++j) natural_order(acc.v[4 * j], acc.v[4 * j + 1], acc.v[4 * j + 2], acc.v[4 * j + 3]);
+  for (int i = 0; i < 4 && 16 * i < count; ++i) {
+    const ColumnConstants constants = load_column_constants(t, 16 * i);
+    for (int j = 0; j < T; ++j) {
+      store_vector<false>(acc.v[4 * j + i], 16 * i, count - 16 * i, t, j, constants, clamp_min, clamp_max);
     }
-  });
+  }
 }
 
 template <bool kSigned, int K, int SW, int T>
@@ -412,7 +449,6 @@ void dot_tile(const PackedDepthwise& packed, const DepthwiseGeometry& g, const u
   const DotPlainStore plain_store{clamp_min, clamp_max,
                                   _mm512_set1_epi16(static_cast<int16_t>(epilogue.output_zero_point)),
                                   epilogue.output_type == OutputType::kU8};
-  const int output_size = output_element_size(epilogue.output_type);
   for (int c = 0; c < channels; c += 64) {
     const int count = channels - c;
     const __mmask64 mask = count >= 64 ? ~__mmask64(0) : (__mmask64(1) << count) - 1;
@@ -423,34 +459,24 @@ void dot_tile(const PackedDepthwise& packed, const DepthwiseGeometry& g, const u
       accumulate_dot<kSigned, false, K, SW, T>(packed, columns, c, mask, acc);
     }
     if (plain) {
-      const float* multiplier = packed.dot_multiplier.data() + c;
-      const float* float_bias = packed.dot_float_bias.data() + c;
-      if (count >= 64) {
-        store_dot_plain<true, T>(acc, multiplier, float_bias, plain_store, out + c, out_pixel_bytes, mask);
-      } else {
-        store_dot_plain<false, T>(acc, multiplier, float_bias, plain_store, out + c, out_pixel_bytes, mask);
+      DotConstants k;
+      for (int i = 0; i < 4; ++i) {
+        k.multiplier[i] = _mm512_loadu_ps(packed.dot_multiplier.data() + c + 16 * i);
+        k.float_bias[i] = _mm512_loadu_ps(packed.dot_float_bias.data() + c + 16 * i);
       }
+      static_for<T>([&](auto j) QDQRT_INLINE_LAMBDA {
+        char* o = out + j * out_pixel_bytes + c;
+        if (count >= 64) {
+          store_dot_plain<true>(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3], k, plain_store, o, mask);
+        } else {
+          store_dot_plain<false>(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3], k, plain_store, o, mask);
+        }
+      });
       continue;
     }
-    TileArgs t;
-    t.row_term = nullptr;
-    t.c_row_bytes = out_pixel_bytes;
-    t.residual_row_bytes = epilogue.residual_row_stride;
-    t.epilogue = &epilogue;
-    t.bias = packed.bias.data() + c;
-    t.multiplier = packed.multiplier.data() + c;
-    t.float_bias = packed.float_bias.data() + c;
-    t.column0 = c;
-    t.c = out + static_cast<int64_t>(c) * output_size;
-    t.residual = residual ? residual + c : nullptr;
-    static_for<T>([&](auto j) { natural_order(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]); });
-    static_for<4>([&](auto i) {
-      if (16 * i >= count) return;
-      const ColumnConstants constants = load_column_constants(t, 16 * i);
-      static_for<T>([&](auto j) {
-        store_vector<false>(acc[4 * j + i], 16 * i, count - 16 * i, t, j, constants, clamp_min, clamp_max);
-      });
-    });
+    DotAccumulators<T> copy;  // a copy: the accumulators themselves never escape (else GCC keeps them in memory)
+    static_for<4 * T>([&](auto a) QDQRT_INLINE_LAMBDA { copy.v[a] = acc[a]; });
+    store_dot_general<T>(copy, packed, c, count, out, out_pixel_bytes, residual, epilogue, clamp_min, clamp_max);
   }
 }
 
