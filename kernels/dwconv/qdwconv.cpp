@@ -1,6 +1,8 @@
 #include "kernels/dwconv/qdwconv.h"
 
 #include <cassert>
+#include <cmath>
+#include <cstdlib>
 
 #include "kernels/dispatch.h"
 
@@ -45,6 +47,7 @@ void prepare_depthwise_dot(PackedDepthwise& packed) {
   packed.dot_multiplier = {};
   packed.dot_float_bias = {};
   packed.dot_channels = 0;
+  packed.dot_bounded = false;
   const int kernel = packed.kernel_height;
   if (packed.isa < Isa::kAvx512Vnni || kernel != packed.kernel_width || (kernel != 3 && kernel != 5)) return;
   const int taps = kernel * kernel;
@@ -62,16 +65,18 @@ void prepare_depthwise_dot(PackedDepthwise& packed) {
   packed.dot_bias.resize(dot_channels);
   packed.dot_multiplier.resize(dot_channels);
   packed.dot_float_bias.resize(dot_channels);
+  packed.dot_bounded = true;
   for (int block = 0; block < dot_channels; block += 64) {
     for (int position = 0; position < 64; ++position) {
       const int c = block + depthwise_dot_channel(position);
       const int slot = block + position;
       if (c >= packed.channels) continue;  // zero weights and constants: computed, never stored
-      int32_t weight_sum = 0;
+      int32_t weight_sum = 0, weight_magnitude = 0;
       for (int ky = 0; ky < kernel; ++ky) {
         for (int kx = 0; kx < kernel; ++kx) {
           const int16_t w = weight(c, ky * kernel + kx);
           weight_sum += w;
+          weight_magnitude += std::abs(w);
           const size_t row_base = (static_cast<size_t>(ky / 4) * kernel + kx) * dot_channels;
           packed.dot_weights[(row_base + slot) * 4 + ky % 4] = static_cast<int8_t>(w);
         }
@@ -81,6 +86,10 @@ void prepare_depthwise_dot(PackedDepthwise& packed) {
       packed.dot_bias[slot] = static_cast<int32_t>(static_cast<uint32_t>(packed.bias[c]) - correction);
       packed.dot_multiplier[slot] = packed.multiplier[c];
       packed.dot_float_bias[slot] = packed.float_bias[c];
+      const double largest_accumulator = std::fabs(static_cast<double>(packed.dot_bias[slot])) + 255.0 * weight_magnitude;
+      const double largest = largest_accumulator * std::fabs(static_cast<double>(packed.multiplier[c])) +
+                             std::fabs(static_cast<double>(packed.float_bias[c]));
+      if (!(largest < 0x1p30)) packed.dot_bounded = false;  // also false for NaN
     }
   }
 }

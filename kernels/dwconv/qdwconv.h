@@ -72,6 +72,9 @@ struct PackedDepthwise {
   AlignedBuffer<float> dot_multiplier;
   AlignedBuffer<float> dot_float_bias;
   int dot_channels = 0;  // channels rounded up to 64
+  // Every |accumulator * multiplier + float_bias| stays below 2^30, so converting it to int32 never
+  // overflows: the activation clamp may then run on the rounded integers (monotonic rounding).
+  bool dot_bounded = false;
 };
 
 PackedDepthwise pack_depthwise(const DepthwiseWeightsDesc& desc, Isa isa);
