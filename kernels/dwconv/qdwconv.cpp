@@ -59,16 +59,20 @@ void prepare_depthwise_dot(PackedDepthwise& packed) {
     }
   }
   const int row_groups = (kernel + 3) / 4;
-  const int dot_channels = (packed.channels + 63) / 64 * 64;
+  // Blocks of 64 channels; a last one of at most 32 channels is a block of 32.
+  auto block_width = [&](int block) { return packed.channels - block > 32 ? 64 : 32; };
+  int dot_channels = 0;
+  while (dot_channels < packed.channels) dot_channels += block_width(dot_channels);
   packed.dot_channels = dot_channels;
   packed.dot_weights.resize(static_cast<size_t>(row_groups) * kernel * dot_channels * 4);
   packed.dot_bias.resize(dot_channels);
   packed.dot_multiplier.resize(dot_channels);
   packed.dot_float_bias.resize(dot_channels);
   packed.dot_bounded = true;
-  for (int block = 0; block < dot_channels; block += 64) {
-    for (int position = 0; position < 64; ++position) {
-      const int c = block + depthwise_dot_channel(position);
+  for (int block = 0; block < dot_channels; block += block_width(block)) {
+    const int width = block_width(block);
+    for (int position = 0; position < width; ++position) {
+      const int c = block + depthwise_dot_channel(position, width);
       const int slot = block + position;
       if (c >= packed.channels) continue;  // zero weights and constants: computed, never stored
       int32_t weight_sum = 0, weight_magnitude = 0;

@@ -295,53 +295,144 @@ void run_rows(const PackedDepthwise& packed, const DepthwiseGeometry& g, const D
 // it keeps them in memory.
 #define QDQRT_INLINE_LAMBDA __attribute__((always_inline))
 
+// The vector width of a channel block: zmm for 64 channels, ymm (AVX-512VL) for a last block of at
+// most 32 channels, so a 32-channel layer does not compute 64.
+template <bool kWide>
+struct DotVectors;
+
+template <>
+struct DotVectors<true> {
+  using V = __m512i;
+  using F = __m512;
+  using Mask = __mmask64;
+  static constexpr int kChannels = 64;
+  static V load(const void* p) { return _mm512_loadu_si512(p); }
+  static V load_masked(Mask m, const void* p) { return _mm512_maskz_loadu_epi8(m, p); }
+  static void store(void* p, V v) { _mm512_storeu_si512(p, v); }
+  static void store_masked(void* p, Mask m, V v) { _mm512_mask_storeu_epi8(p, m, v); }
+  static V set1_epi8(char v) { return _mm512_set1_epi8(v); }
+  static V set1_epi16(int16_t v) { return _mm512_set1_epi16(v); }
+  static V bit_xor(V a, V b) { return _mm512_xor_si512(a, b); }
+  static V unpacklo_epi8(V a, V b) { return _mm512_unpacklo_epi8(a, b); }
+  static V unpackhi_epi8(V a, V b) { return _mm512_unpackhi_epi8(a, b); }
+  static V unpacklo_epi16(V a, V b) { return _mm512_unpacklo_epi16(a, b); }
+  static V unpackhi_epi16(V a, V b) { return _mm512_unpackhi_epi16(a, b); }
+  static V dpbusd(V acc, V u, V s) { return _mm512_dpbusd_epi32(acc, u, s); }
+  static F load_ps(const float* p) { return _mm512_loadu_ps(p); }
+  static F set1_ps(float v) { return _mm512_set1_ps(v); }
+  static F fmadd_cvt(V acc, F m, F b) { return _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), m, b); }
+  static F clamp(F y, F low, F high) { return _mm512_min_ps(_mm512_max_ps(y, low), high); }
+  static V cvtps(F y) { return _mm512_cvtps_epi32(y); }
+  static V packs_epi32(V a, V b) { return _mm512_packs_epi32(a, b); }
+  static V adds_epi16(V a, V b) { return _mm512_adds_epi16(a, b); }
+  static V packus_epi16(V a, V b) { return _mm512_packus_epi16(a, b); }
+  static V packs_epi16(V a, V b) { return _mm512_packs_epi16(a, b); }
+  static V clamp_epu8(V v, V low, V high) { return _mm512_min_epu8(_mm512_max_epu8(v, low), high); }
+  static V clamp_epi8(V v, V low, V high) { return _mm512_min_epi8(_mm512_max_epi8(v, low), high); }
+  // Unpack order back to channel order (a 4x4 transpose of 128-bit lanes): 16 channels per zmm.
+  static void natural_order(const V (&a)[4], __m512i (&n)[4]) {
+    const __m512i t0 = _mm512_shuffle_i64x2(a[0], a[1], 0x44), t1 = _mm512_shuffle_i64x2(a[2], a[3], 0x44);
+    const __m512i t2 = _mm512_shuffle_i64x2(a[0], a[1], 0xEE), t3 = _mm512_shuffle_i64x2(a[2], a[3], 0xEE);
+    n[0] = _mm512_shuffle_i64x2(t0, t1, 0x88);
+    n[1] = _mm512_shuffle_i64x2(t0, t1, 0xDD);
+    n[2] = _mm512_shuffle_i64x2(t2, t3, 0x88);
+    n[3] = _mm512_shuffle_i64x2(t2, t3, 0xDD);
+  }
+};
+
+template <>
+struct DotVectors<false> {
+  using V = __m256i;
+  using F = __m256;
+  using Mask = __mmask32;
+  static constexpr int kChannels = 32;
+  static V load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+  static V load_masked(Mask m, const void* p) { return _mm256_maskz_loadu_epi8(m, p); }
+  static void store(void* p, V v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
+  static void store_masked(void* p, Mask m, V v) { _mm256_mask_storeu_epi8(p, m, v); }
+  static V set1_epi8(char v) { return _mm256_set1_epi8(v); }
+  static V set1_epi16(int16_t v) { return _mm256_set1_epi16(v); }
+  static V bit_xor(V a, V b) { return _mm256_xor_si256(a, b); }
+  static V unpacklo_epi8(V a, V b) { return _mm256_unpacklo_epi8(a, b); }
+  static V unpackhi_epi8(V a, V b) { return _mm256_unpackhi_epi8(a, b); }
+  static V unpacklo_epi16(V a, V b) { return _mm256_unpacklo_epi16(a, b); }
+  static V unpackhi_epi16(V a, V b) { return _mm256_unpackhi_epi16(a, b); }
+  static V dpbusd(V acc, V u, V s) { return _mm256_dpbusd_epi32(acc, u, s); }
+  static F load_ps(const float* p) { return _mm256_loadu_ps(p); }
+  static F set1_ps(float v) { return _mm256_set1_ps(v); }
+  static F fmadd_cvt(V acc, F m, F b) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), m, b); }
+  static F clamp(F y, F low, F high) { return _mm256_min_ps(_mm256_max_ps(y, low), high); }
+  static V cvtps(F y) { return _mm256_cvtps_epi32(y); }
+  static V packs_epi32(V a, V b) { return _mm256_packs_epi32(a, b); }
+  static V adds_epi16(V a, V b) { return _mm256_adds_epi16(a, b); }
+  static V packus_epi16(V a, V b) { return _mm256_packus_epi16(a, b); }
+  static V packs_epi16(V a, V b) { return _mm256_packs_epi16(a, b); }
+  static V clamp_epu8(V v, V low, V high) { return _mm256_min_epu8(_mm256_max_epu8(v, low), high); }
+  static V clamp_epi8(V v, V low, V high) { return _mm256_min_epi8(_mm256_max_epi8(v, low), high); }
+  // Vector i lane L holds channels 16 L + 4 i + j: channels 0..15 are the low lanes of all four.
+  static void natural_order(const V (&a)[4], __m512i (&n)[4]) {
+    auto join = [](__m256i low, __m256i high) {
+      return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+    };
+    n[0] = join(_mm256_permute2x128_si256(a[0], a[1], 0x20), _mm256_permute2x128_si256(a[2], a[3], 0x20));
+    n[1] = join(_mm256_permute2x128_si256(a[0], a[1], 0x31), _mm256_permute2x128_si256(a[2], a[3], 0x31));
+    n[2] = n[3] = _mm512_setzero_si512();
+  }
+};
+
+// Lambdas of the hot loops are inlined before GCC decides where the accumulators live: otherwise
+// it keeps them in memory.
+#define QDQRT_INLINE_LAMBDA __attribute__((always_inline))
+
 // The interleaved column: v[i] holds, in unpack order, channels 16 * lane + 4 * i + j with the
 // `kRows` input rows in its bytes (bytes past kRows repeat a row: their weights are zero).
 // always_inline and compile-time indices only: otherwise GCC keeps the vectors in memory.
-template <bool kSigned, bool kFull, int kRows>
-[[gnu::always_inline]] inline void interleave_rows(const uint8_t* const* rows, int c, __mmask64 mask,
-                                                   __m512i& v0, __m512i& v1, __m512i& v2, __m512i& v3) {
+template <typename D, bool kSigned, bool kFull, int kRows>
+[[gnu::always_inline]] inline void interleave_rows(const uint8_t* const* rows, int c, typename D::Mask mask,
+                                                   typename D::V& v0, typename D::V& v1, typename D::V& v2,
+                                                   typename D::V& v3) {
+  using V = typename D::V;
   // x + 128 for signed input (vpdpbusd's first operand is unsigned), on the rows before they
   // are interleaved: kRows flips instead of 4.
-  const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
+  const V sign = D::set1_epi8(static_cast<char>(0x80));
   auto load = [&](int r) QDQRT_INLINE_LAMBDA {
-    const __m512i x = kFull ? _mm512_loadu_si512(rows[r] + c) : _mm512_maskz_loadu_epi8(mask, rows[r] + c);
-    return kSigned ? _mm512_xor_si512(x, sign) : x;
+    const V x = kFull ? D::load(rows[r] + c) : D::load_masked(mask, rows[r] + c);
+    return kSigned ? D::bit_xor(x, sign) : x;
   };
-  const __m512i x0 = load(0);
-  const __m512i x1 = kRows > 1 ? load(1) : x0;
-  const __m512i x2 = kRows > 2 ? load(2) : x1;
-  const __m512i x3 = kRows > 3 ? load(3) : x2;
-  const __m512i low01 = _mm512_unpacklo_epi8(x0, x1), high01 = _mm512_unpackhi_epi8(x0, x1);
-  const __m512i low23 = _mm512_unpacklo_epi8(x2, x3), high23 = _mm512_unpackhi_epi8(x2, x3);
-  v0 = _mm512_unpacklo_epi16(low01, low23);
-  v1 = _mm512_unpackhi_epi16(low01, low23);
-  v2 = _mm512_unpacklo_epi16(high01, high23);
-  v3 = _mm512_unpackhi_epi16(high01, high23);
+  const V x0 = load(0);
+  const V x1 = kRows > 1 ? load(1) : x0;
+  const V x2 = kRows > 2 ? load(2) : x1;
+  const V x3 = kRows > 3 ? load(3) : x2;
+  const V low01 = D::unpacklo_epi8(x0, x1), high01 = D::unpackhi_epi8(x0, x1);
+  const V low23 = D::unpacklo_epi8(x2, x3), high23 = D::unpackhi_epi8(x2, x3);
+  v0 = D::unpacklo_epi16(low01, low23);
+  v1 = D::unpackhi_epi16(low01, low23);
+  v2 = D::unpacklo_epi16(high01, high23);
+  v3 = D::unpackhi_epi16(high01, high23);
 }
 
-// T output pixels x 64 channels from block c: acc[4 * j + i] is pixel j's vector i (unpack order).
-template <bool kSigned, bool kFull, int K, int SW, int T>
+// T output pixels x one channel block from c: acc[4 * j + i] is pixel j's vector i (unpack order).
+template <typename D, bool kSigned, bool kFull, int K, int SW, int T>
 [[gnu::always_inline]] inline void accumulate_dot(const PackedDepthwise& packed, const uint8_t* const (*columns)[K],
-                                                  int c, __mmask64 mask, __m512i (&acc)[4 * T]) {
+                                                  int c, typename D::Mask mask, typename D::V (&acc)[4 * T]) {
   constexpr int kColumns = (T - 1) * SW + K;
   constexpr int kGroups = (K + 3) / 4;
+  constexpr int kLanes = D::kChannels / 4;  // int32 lanes per vector
   const int64_t dot_channels = packed.dot_channels;
   const int32_t* bias = packed.dot_bias.data() + c;
-  static_for<4 * T>([&](auto a) QDQRT_INLINE_LAMBDA { acc[a] = _mm512_loadu_si512(bias + 16 * (a % 4)); });
+  static_for<4 * T>([&](auto a) QDQRT_INLINE_LAMBDA { acc[a] = D::load(bias + kLanes * (a % 4)); });
   static_for<kGroups>([&](auto group) QDQRT_INLINE_LAMBDA {
     constexpr int kRows = K - 4 * group < 4 ? K - 4 * group : 4;
     const int8_t* weights = packed.dot_weights.data() + (group * K * dot_channels + c) * 4;
     static_for<kColumns>([&](auto q) QDQRT_INLINE_LAMBDA {
-      __m512i v[4];
-      interleave_rows<kSigned, kFull, kRows>(columns[q] + 4 * group, c, mask, v[0], v[1], v[2], v[3]);
+      typename D::V v[4];
+      interleave_rows<D, kSigned, kFull, kRows>(columns[q] + 4 * group, c, mask, v[0], v[1], v[2], v[3]);
       static_for<K>([&](auto kx) QDQRT_INLINE_LAMBDA {
         constexpr int offset = static_cast<int>(q) - static_cast<int>(kx);
         if constexpr (offset >= 0 && offset % SW == 0 && offset / SW < T) {
           const int8_t* w = weights + kx * dot_channels * 4;
           static_for<4>([&](auto i) QDQRT_INLINE_LAMBDA {
-            acc[4 * (offset / SW) + i] =
-                _mm512_dpbusd_epi32(acc[4 * (offset / SW) + i], v[i], _mm512_loadu_si512(w + 64 * i));
+            acc[4 * (offset / SW) + i] = D::dpbusd(acc[4 * (offset / SW) + i], v[i], D::load(w + 4 * kLanes * i));
           });
         }
       });
@@ -349,71 +440,64 @@ template <bool kSigned, bool kFull, int K, int SW, int T>
   });
 }
 
-// Undoes unpack order for the general epilogue: a 4x4 transpose of 128-bit lanes.
-[[gnu::always_inline]] inline void natural_order(__m512i& a0, __m512i& a1, __m512i& a2, __m512i& a3) {
-  const __m512i t0 = _mm512_shuffle_i64x2(a0, a1, 0x44), t1 = _mm512_shuffle_i64x2(a2, a3, 0x44);
-  const __m512i t2 = _mm512_shuffle_i64x2(a0, a1, 0xEE), t3 = _mm512_shuffle_i64x2(a2, a3, 0xEE);
-  a0 = _mm512_shuffle_i64x2(t0, t1, 0x88);
-  a1 = _mm512_shuffle_i64x2(t0, t1, 0xDD);
-  a2 = _mm512_shuffle_i64x2(t2, t3, 0x88);
-  a3 = _mm512_shuffle_i64x2(t2, t3, 0xDD);
-}
-
 // The int8/uint8 plain epilogue in unpack order: the same float operations as store_vector_plain,
 // then in-lane packs (which restore the channel order) instead of one narrowing per vector. The
 // clamp keeps every value inside the output type, so the packs' saturation never changes one.
+template <typename D>
 struct DotPlainStore {
-  __m512 clamp_min, clamp_max;
-  __m512i zero_point16;
-  __m512i low_bytes, high_bytes;  // the clamp after rounding, output units (kIntegerClamp)
+  typename D::F clamp_min, clamp_max;
+  typename D::V zero_point16;
+  typename D::V low_bytes, high_bytes;  // the clamp after rounding, output units (kIntegerClamp)
   bool unsigned_output;
 };
 
 // One block's multipliers and float biases, loaded once for every pixel of a tile.
+template <typename D>
 struct DotConstants {
-  __m512 multiplier[4], float_bias[4];
+  typename D::F multiplier[4], float_bias[4];
 };
 
 // Takes the accumulators by value: with a reference to the tile's array, GCC keeps that array in
 // memory for the whole accumulation. kIntegerClamp (PackedDepthwise::dot_bounded, finite clamp):
-// the activation clamp on the packed bytes, 2 instructions per 64 outputs instead of 8; rounding
-// is monotonic, so clamping before or after it gives the same integers.
-template <bool kFull, bool kIntegerClamp>
-[[gnu::always_inline]] inline void store_dot_plain(__m512i a0, __m512i a1, __m512i a2, __m512i a3,
-                                                   const DotConstants& k, const DotPlainStore& p, char* out,
-                                                   __mmask64 mask) {
-  auto requantize = [&](__m512i acc, int i) QDQRT_INLINE_LAMBDA {
-    const __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), k.multiplier[i], k.float_bias[i]);
-    if constexpr (kIntegerClamp) return _mm512_cvtps_epi32(y);
-    return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(y, p.clamp_min), p.clamp_max));
+// the activation clamp on the packed bytes, 2 instructions per block instead of 8; rounding is
+// monotonic, so clamping before or after it gives the same integers.
+template <typename D, bool kFull, bool kIntegerClamp>
+[[gnu::always_inline]] inline void store_dot_plain(typename D::V a0, typename D::V a1, typename D::V a2,
+                                                   typename D::V a3, const DotConstants<D>& k,
+                                                   const DotPlainStore<D>& p, char* out, typename D::Mask mask) {
+  using V = typename D::V;
+  auto requantize = [&](V acc, int i) QDQRT_INLINE_LAMBDA {
+    const typename D::F y = D::fmadd_cvt(acc, k.multiplier[i], k.float_bias[i]);
+    if constexpr (kIntegerClamp) return D::cvtps(y);
+    return D::cvtps(D::clamp(y, p.clamp_min, p.clamp_max));
   };
-  const __m512i words01 = _mm512_adds_epi16(_mm512_packs_epi32(requantize(a0, 0), requantize(a1, 1)), p.zero_point16);
-  const __m512i words23 = _mm512_adds_epi16(_mm512_packs_epi32(requantize(a2, 2), requantize(a3, 3)), p.zero_point16);
-  __m512i bytes;
+  const V words01 = D::adds_epi16(D::packs_epi32(requantize(a0, 0), requantize(a1, 1)), p.zero_point16);
+  const V words23 = D::adds_epi16(D::packs_epi32(requantize(a2, 2), requantize(a3, 3)), p.zero_point16);
+  V bytes;
   if (p.unsigned_output) {
-    bytes = _mm512_packus_epi16(words01, words23);
-    if constexpr (kIntegerClamp) bytes = _mm512_min_epu8(_mm512_max_epu8(bytes, p.low_bytes), p.high_bytes);
+    bytes = D::packus_epi16(words01, words23);
+    if constexpr (kIntegerClamp) bytes = D::clamp_epu8(bytes, p.low_bytes, p.high_bytes);
   } else {
-    bytes = _mm512_packs_epi16(words01, words23);
-    if constexpr (kIntegerClamp) bytes = _mm512_min_epi8(_mm512_max_epi8(bytes, p.low_bytes), p.high_bytes);
+    bytes = D::packs_epi16(words01, words23);
+    if constexpr (kIntegerClamp) bytes = D::clamp_epi8(bytes, p.low_bytes, p.high_bytes);
   }
   if constexpr (kFull) {
-    _mm512_storeu_si512(out, bytes);
+    D::store(out, bytes);
   } else {
-    _mm512_mask_storeu_epi8(out, mask, bytes);
+    D::store_masked(out, mask, bytes);
   }
 }
 
-template <int T>
+template <typename D, int T>
 struct DotAccumulators {
-  __m512i v[4 * T];
+  typename D::V v[4 * T];
 };
 
 // Residual, leaky, pointwise-program or fp32 epilogues: back to channel order, then the GEMM's
 // store_vector. Out of line: rare, and large.
-template <int T>
-[[gnu::noinline]] void store_dot_general(DotAccumulators<T>& acc, const PackedDepthwise& packed, int c, int count,
-                                         char* out, int64_t out_pixel_bytes, const char* residual,
+template <typename D, int T>
+[[gnu::noinline]] void store_dot_general(const DotAccumulators<D, T>& acc, const PackedDepthwise& packed, int c,
+                                         int count, char* out, int64_t out_pixel_bytes, const char* residual,
                                          const Epilogue& epilogue, __m512 clamp_min, __m512 clamp_max) {
   TileArgs t;
   t.row_term = nullptr;
@@ -426,13 +510,74 @@ template <int T>
   t.column0 = c;
   t.c = out + static_cast<int64_t>(c) * output_element_size(epilogue.output_type);
   t.residual = residual ? residual + c : nullptr;
-  for (int j = 0; j < T; ++j) natural_order(acc.v[4 * j], acc.v[4 * j + 1], acc.v[4 * j + 2], acc.v[4 * j + 3]);
-  for (int i = 0; i < 4 && 16 * i < count; ++i) {
+  __m512i natural[T][4];
+  for (int j = 0; j < T; ++j) {
+    const typename D::V pixel[4] = {acc.v[4 * j], acc.v[4 * j + 1], acc.v[4 * j + 2], acc.v[4 * j + 3]};
+    D::natural_order(pixel, natural[j]);
+  }
+  for (int i = 0; i < D::kChannels / 16 && 16 * i < count; ++i) {
     const ColumnConstants constants = load_column_constants(t, 16 * i);
     for (int j = 0; j < T; ++j) {
-      store_vector<false>(acc.v[4 * j + i], 16 * i, count - 16 * i, t, j, constants, clamp_min, clamp_max);
+      store_vector<false>(natural[j][i], 16 * i, count - 16 * i, t, j, constants, clamp_min, clamp_max);
     }
   }
+}
+
+// One channel block (from c, `count` channels left) of a tile.
+template <typename D, bool kSigned, int K, int SW, int T>
+[[gnu::always_inline]] inline void dot_block(const PackedDepthwise& packed, const uint8_t* const (*columns)[K], int c,
+                                             int count, bool plain, bool integer_clamp, const DotPlainStore<D>& store,
+                                             char* out, int64_t out_pixel_bytes, const char* residual,
+                                             const Epilogue& epilogue, __m512 clamp_min, __m512 clamp_max) {
+  using Mask = typename D::Mask;
+  const bool full = count >= D::kChannels;
+  const Mask mask = full ? Mask(~Mask(0)) : Mask((Mask(1) << count) - 1);
+  typename D::V acc[4 * T];
+  if (full) {
+    accumulate_dot<D, kSigned, true, K, SW, T>(packed, columns, c, mask, acc);
+  } else {
+    accumulate_dot<D, kSigned, false, K, SW, T>(packed, columns, c, mask, acc);
+  }
+  if (plain) {
+    constexpr int kLanes = D::kChannels / 4;
+    DotConstants<D> k;
+    for (int i = 0; i < 4; ++i) {
+      k.multiplier[i] = D::load_ps(packed.dot_multiplier.data() + c + kLanes * i);
+      k.float_bias[i] = D::load_ps(packed.dot_float_bias.data() + c + kLanes * i);
+    }
+    auto store_all = [&]<bool kFull, bool kIntegerClamp>() QDQRT_INLINE_LAMBDA {
+      static_for<T>([&](auto j) QDQRT_INLINE_LAMBDA {
+        store_dot_plain<D, kFull, kIntegerClamp>(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3], k,
+                                                 store, out + j * out_pixel_bytes + c, mask);
+      });
+    };
+    if (full) {
+      integer_clamp ? store_all.template operator()<true, true>() : store_all.template operator()<true, false>();
+    } else {
+      integer_clamp ? store_all.template operator()<false, true>() : store_all.template operator()<false, false>();
+    }
+    return;
+  }
+  DotAccumulators<D, T> copy;  // a copy: the accumulators themselves never escape (else GCC keeps them in memory)
+  static_for<4 * T>([&](auto a) QDQRT_INLINE_LAMBDA { copy.v[a] = acc[a]; });
+  store_dot_general<D, T>(copy, packed, c, count, out, out_pixel_bytes, residual, epilogue, clamp_min, clamp_max);
+}
+
+template <typename D>
+DotPlainStore<D> dot_plain_store(const Epilogue& epilogue, bool integer_clamp) {
+  DotPlainStore<D> store;
+  store.clamp_min = D::set1_ps(epilogue.clamp_min);
+  store.clamp_max = D::set1_ps(epilogue.clamp_max);
+  store.zero_point16 = D::set1_epi16(static_cast<int16_t>(epilogue.output_zero_point));
+  store.low_bytes = store.high_bytes = D::set1_epi8(0);
+  store.unsigned_output = epilogue.output_type == OutputType::kU8;
+  if (integer_clamp) {
+    const int low = _mm_cvtss_si32(_mm_set_ss(epilogue.clamp_min)) + epilogue.output_zero_point;
+    const int high = _mm_cvtss_si32(_mm_set_ss(epilogue.clamp_max)) + epilogue.output_zero_point;
+    store.low_bytes = D::set1_epi8(static_cast<char>(low));
+    store.high_bytes = D::set1_epi8(static_cast<char>(high));
+  }
+  return store;
 }
 
 template <bool kSigned, int K, int SW, int T>
@@ -457,47 +602,19 @@ void dot_tile(const PackedDepthwise& packed, const DepthwiseGeometry& g, const u
   }
   const bool plain = epilogue.residual == nullptr && !epilogue.leaky && epilogue.program == nullptr &&
                      epilogue.output_type != OutputType::kF32;
-  DotPlainStore plain_store{clamp_min, clamp_max, _mm512_set1_epi16(static_cast<int16_t>(epilogue.output_zero_point)),
-                            _mm512_setzero_si512(), _mm512_setzero_si512(), epilogue.output_type == OutputType::kU8};
-  const bool integer_clamp = packed.dot_bounded && std::fabs(epilogue.clamp_min) <= 0x1p20f &&
+  const bool integer_clamp = plain && packed.dot_bounded && std::fabs(epilogue.clamp_min) <= 0x1p20f &&
                              std::fabs(epilogue.clamp_max) <= 0x1p20f;
-  if (plain && integer_clamp) {
-    const int low = _mm_cvtss_si32(_mm_set_ss(epilogue.clamp_min)) + epilogue.output_zero_point;
-    const int high = _mm_cvtss_si32(_mm_set_ss(epilogue.clamp_max)) + epilogue.output_zero_point;
-    plain_store.low_bytes = _mm512_set1_epi8(static_cast<char>(low));
-    plain_store.high_bytes = _mm512_set1_epi8(static_cast<char>(high));
+  const DotPlainStore<DotVectors<true>> wide_store = dot_plain_store<DotVectors<true>>(epilogue, integer_clamp);
+  int c = 0;
+  for (; channels - c > 32; c += 64) {
+    dot_block<DotVectors<true>, kSigned, K, SW, T>(packed, columns, c, channels - c, plain, integer_clamp, wide_store,
+                                                   out, out_pixel_bytes, residual, epilogue, clamp_min, clamp_max);
   }
-  for (int c = 0; c < channels; c += 64) {
-    const int count = channels - c;
-    const __mmask64 mask = count >= 64 ? ~__mmask64(0) : (__mmask64(1) << count) - 1;
-    __m512i acc[4 * T];
-    if (count >= 64) {
-      accumulate_dot<kSigned, true, K, SW, T>(packed, columns, c, mask, acc);
-    } else {
-      accumulate_dot<kSigned, false, K, SW, T>(packed, columns, c, mask, acc);
-    }
-    if (plain) {
-      DotConstants k;
-      for (int i = 0; i < 4; ++i) {
-        k.multiplier[i] = _mm512_loadu_ps(packed.dot_multiplier.data() + c + 16 * i);
-        k.float_bias[i] = _mm512_loadu_ps(packed.dot_float_bias.data() + c + 16 * i);
-      }
-      auto store = [&]<bool kFull, bool kIntegerClamp>() QDQRT_INLINE_LAMBDA {
-        static_for<T>([&](auto j) QDQRT_INLINE_LAMBDA {
-          store_dot_plain<kFull, kIntegerClamp>(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3], k,
-                                                plain_store, out + j * out_pixel_bytes + c, mask);
-        });
-      };
-      if (count >= 64) {
-        integer_clamp ? store.template operator()<true, true>() : store.template operator()<true, false>();
-      } else {
-        integer_clamp ? store.template operator()<false, true>() : store.template operator()<false, false>();
-      }
-      continue;
-    }
-    DotAccumulators<T> copy;  // a copy: the accumulators themselves never escape (else GCC keeps them in memory)
-    static_for<4 * T>([&](auto a) QDQRT_INLINE_LAMBDA { copy.v[a] = acc[a]; });
-    store_dot_general<T>(copy, packed, c, count, out, out_pixel_bytes, residual, epilogue, clamp_min, clamp_max);
+  if (c < channels) {  // a last block of at most 32 channels
+    const DotPlainStore<DotVectors<false>> narrow_store = dot_plain_store<DotVectors<false>>(epilogue, integer_clamp);
+    dot_block<DotVectors<false>, kSigned, K, SW, T>(packed, columns, c, channels - c, plain, integer_clamp,
+                                                    narrow_store, out, out_pixel_bytes, residual, epilogue, clamp_min,
+                                                    clamp_max);
   }
 }
 
