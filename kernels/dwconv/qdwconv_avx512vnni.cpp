@@ -466,13 +466,18 @@ template <typename D, bool kFull, bool kIntegerClamp>
                                                    typename D::V a3, const DotConstants<D>& k,
                                                    const DotPlainStore<D>& p, char* out, typename D::Mask mask) {
   using V = typename D::V;
-  auto requantize = [&](V acc, int i) QDQRT_INLINE_LAMBDA {
+  auto requantize = [&](V acc, auto i) QDQRT_INLINE_LAMBDA {
     const typename D::F y = D::fmadd_cvt(acc, k.multiplier[i], k.float_bias[i]);
     if constexpr (kIntegerClamp) return D::cvtps(y);
     return D::cvtps(D::clamp(y, p.clamp_min, p.clamp_max));
   };
-  const V words01 = D::adds_epi16(D::packs_epi32(requantize(a0, 0), requantize(a1, 1)), p.zero_point16);
-  const V words23 = D::adds_epi16(D::packs_epi32(requantize(a2, 2), requantize(a3, 3)), p.zero_point16);
+  using std::integral_constant;
+  const V words01 = D::adds_epi16(
+      D::packs_epi32(requantize(a0, integral_constant<int, 0>{}), requantize(a1, integral_constant<int, 1>{})),
+      p.zero_point16);
+  const V words23 = D::adds_epi16(
+      D::packs_epi32(requantize(a2, integral_constant<int, 2>{}), requantize(a3, integral_constant<int, 3>{})),
+      p.zero_point16);
   V bytes;
   if (p.unsigned_output) {
     bytes = D::packus_epi16(words01, words23);
@@ -541,10 +546,10 @@ template <typename D, bool kSigned, int K, int SW, int T>
   if (plain) {
     constexpr int kLanes = D::kChannels / 4;
     DotConstants<D> k;
-    for (int i = 0; i < 4; ++i) {
+    static_for<4>([&](auto i) QDQRT_INLINE_LAMBDA {
       k.multiplier[i] = D::load_ps(packed.dot_multiplier.data() + c + kLanes * i);
       k.float_bias[i] = D::load_ps(packed.dot_float_bias.data() + c + kLanes * i);
-    }
+    });
     auto store_all = [&]<bool kFull, bool kIntegerClamp>() QDQRT_INLINE_LAMBDA {
       static_for<T>([&](auto j) QDQRT_INLINE_LAMBDA {
         store_dot_plain<D, kFull, kIntegerClamp>(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3], k,
@@ -564,7 +569,7 @@ template <typename D, bool kSigned, int K, int SW, int T>
 }
 
 template <typename D>
-DotPlainStore<D> dot_plain_store(const Epilogue& epilogue, bool integer_clamp) {
+[[gnu::always_inline]] inline DotPlainStore<D> dot_plain_store(const Epilogue& epilogue, bool integer_clamp) {
   DotPlainStore<D> store;
   store.clamp_min = D::set1_ps(epilogue.clamp_min);
   store.clamp_max = D::set1_ps(epilogue.clamp_max);
@@ -580,10 +585,27 @@ DotPlainStore<D> dot_plain_store(const Epilogue& epilogue, bool integer_clamp) {
   return store;
 }
 
+// The epilogue's form and constants, set once per call.
+struct DotStores {
+  bool plain = false;          // int8/uint8 output without residual, leaky slope or program
+  bool integer_clamp = false;  // and the clamp may run on the rounded integers
+  DotPlainStore<DotVectors<true>> wide;
+  DotPlainStore<DotVectors<false>> narrow;
+
+  DotStores(const PackedDepthwise& packed, const Epilogue& epilogue) {
+    plain = epilogue.residual == nullptr && !epilogue.leaky && epilogue.program == nullptr &&
+            epilogue.output_type != OutputType::kF32;
+    integer_clamp = plain && packed.dot_bounded && std::fabs(epilogue.clamp_min) <= 0x1p20f &&
+                    std::fabs(epilogue.clamp_max) <= 0x1p20f;
+    wide = dot_plain_store<DotVectors<true>>(epilogue, integer_clamp);
+    narrow = dot_plain_store<DotVectors<false>>(epilogue, integer_clamp);
+  }
+};
+
 template <bool kSigned, int K, int SW, int T>
 void dot_tile(const PackedDepthwise& packed, const DepthwiseGeometry& g, const uint8_t* image, const uint8_t* padding,
               int out_y, int out_x0, char* out, int64_t out_pixel_bytes, const char* residual,
-              const Epilogue& epilogue, __m512 clamp_min, __m512 clamp_max) {
+              const Epilogue& epilogue, const DotStores& stores, __m512 clamp_min, __m512 clamp_max) {
   constexpr int kColumns = (T - 1) * SW + K;
   const int channels = packed.channels;
   const int64_t row_bytes = static_cast<int64_t>(g.input_width) * g.input_pixel_stride;
@@ -600,21 +622,16 @@ void dot_tile(const PackedDepthwise& packed, const DepthwiseGeometry& g, const u
                            : padding;
     }
   }
-  const bool plain = epilogue.residual == nullptr && !epilogue.leaky && epilogue.program == nullptr &&
-                     epilogue.output_type != OutputType::kF32;
-  const bool integer_clamp = plain && packed.dot_bounded && std::fabs(epilogue.clamp_min) <= 0x1p20f &&
-                             std::fabs(epilogue.clamp_max) <= 0x1p20f;
-  const DotPlainStore<DotVectors<true>> wide_store = dot_plain_store<DotVectors<true>>(epilogue, integer_clamp);
   int c = 0;
   for (; channels - c > 32; c += 64) {
-    dot_block<DotVectors<true>, kSigned, K, SW, T>(packed, columns, c, channels - c, plain, integer_clamp, wide_store,
-                                                   out, out_pixel_bytes, residual, epilogue, clamp_min, clamp_max);
+    dot_block<DotVectors<true>, kSigned, K, SW, T>(packed, columns, c, channels - c, stores.plain, stores.integer_clamp,
+                                                   stores.wide, out, out_pixel_bytes, residual, epilogue, clamp_min,
+                                                   clamp_max);
   }
   if (c < channels) {  // a last block of at most 32 channels
-    const DotPlainStore<DotVectors<false>> narrow_store = dot_plain_store<DotVectors<false>>(epilogue, integer_clamp);
-    dot_block<DotVectors<false>, kSigned, K, SW, T>(packed, columns, c, channels - c, plain, integer_clamp,
-                                                    narrow_store, out, out_pixel_bytes, residual, epilogue, clamp_min,
-                                                    clamp_max);
+    dot_block<DotVectors<false>, kSigned, K, SW, T>(packed, columns, c, channels - c, stores.plain,
+                                                    stores.integer_clamp, stores.narrow, out, out_pixel_bytes, residual,
+                                                    epilogue, clamp_min, clamp_max);
   }
 }
 
@@ -630,6 +647,7 @@ void run_dot(const PackedDepthwise& packed, const DepthwiseGeometry& g, const De
   const int64_t out_pixel_bytes = args.output_pixel_stride * output_size;
   const __m512 clamp_min = _mm512_set1_ps(epilogue.clamp_min);
   const __m512 clamp_max = _mm512_set1_ps(epilogue.clamp_max);
+  const DotStores stores(packed, epilogue);
   const int64_t pixels_per_image = static_cast<int64_t>(g.output_height) * g.output_width;
   const int64_t image_bytes = static_cast<int64_t>(g.input_height) * g.input_width * g.input_pixel_stride;
   int64_t p = pixel_begin;
@@ -650,7 +668,7 @@ void run_dot(const PackedDepthwise& packed, const DepthwiseGeometry& g, const De
 #define QDQRT_TILE(count)                                                                                       \
   case count:                                                                                                   \
     dot_tile<kSigned, K, SW, count>(packed, g, image, padding, out_y, out_x, out, out_pixel_bytes, residual,   \
-                                    epilogue, clamp_min, clamp_max);                                            \
+                                    epilogue, stores, clamp_min, clamp_max);                                    \
     break;
         QDQRT_TILE(1) QDQRT_TILE(2) QDQRT_TILE(3) QDQRT_TILE(4)
 #undef QDQRT_TILE
