@@ -238,6 +238,11 @@ void row_tile(const PackedDepthwise& packed, const DepthwiseGeometry& g, const u
     if (plain_epilogue(t)) {
       const PlainStore store = plain_store(t);
       static_for<T>([&](auto j) { store_vector_plain<false>(acc[j], 0, count, j, constants, store); });
+    } else if (const PointwiseOp op = single_op_epilogue(t); op != PointwiseOp::kCopy) {
+      alignas(64) int32_t stored[T][16];
+      static_for<T>([&](auto j) { _mm512_store_si512(stored[j], acc[j]); });
+      t.n_valid = count;
+      store_block_single_op<false>(op, &stored[0][0], T, 1, t);
     } else {
       static_for<T>([&](auto j) { store_vector<false>(acc[j], 0, count, t, j, constants, clamp_min, clamp_max); });
     }
