@@ -504,7 +504,8 @@ struct DotAccumulators {
 };
 
 // Residual, leaky, pointwise-program or fp32 epilogues: back to channel order, then the GEMM's
-// store_vector. Out of line: rare, and large.
+// single-op block store (one SiLU/sigmoid/... program, as EfficientNet's depthwise convolutions
+// have) or store_vector. Out of line: large.
 template <typename D, int T>
 [[gnu::noinline]] void store_dot_general(const DotAccumulators<D, T>& acc, const PackedDepthwise& packed, int c,
                                          int count, char* out, int64_t out_pixel_bytes, const char* residual,
@@ -524,6 +525,16 @@ template <typename D, int T>
   for (int j = 0; j < T; ++j) {
     const typename D::V pixel[4] = {acc.v[4 * j], acc.v[4 * j + 1], acc.v[4 * j + 2], acc.v[4 * j + 3]};
     D::natural_order(pixel, natural[j]);
+  }
+  constexpr int kVectors = D::kChannels / 16;
+  if (const PointwiseOp op = single_op_epilogue(t); op != PointwiseOp::kCopy) {  // SiLU, sigmoid, ...
+    alignas(64) int32_t stored[T * kVectors * 16];
+    for (int j = 0; j < T; ++j) {
+      for (int i = 0; i < kVectors; ++i) _mm512_store_si512(stored + (j * kVectors + i) * 16, natural[j][i]);
+    }
+    t.n_valid = std::min(count, D::kChannels);
+    store_block_single_op<false>(op, stored, T, kVectors, t);
+    return;
   }
   for (int i = 0; i < D::kChannels / 16 && 16 * i < count; ++i) {
     const ColumnConstants constants = load_column_constants(t, 16 * i);
