@@ -1,5 +1,6 @@
 #include "kernels/dwconv/qdwconv.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstdlib>
@@ -90,7 +91,9 @@ void prepare_depthwise_dot(PackedDepthwise& packed) {
       packed.dot_bias[slot] = static_cast<int32_t>(static_cast<uint32_t>(packed.bias[c]) - correction);
       packed.dot_multiplier[slot] = packed.multiplier[c];
       packed.dot_float_bias[slot] = packed.float_bias[c];
-      const double largest_accumulator = std::fabs(static_cast<double>(packed.dot_bias[slot])) + 255.0 * weight_magnitude;
+      // int32 accumulation wraps like the reference's, so no accumulator exceeds 2^31 either way.
+      const double largest_accumulator =
+          std::min(0x1p31, std::fabs(static_cast<double>(packed.dot_bias[slot])) + 255.0 * weight_magnitude);
       const double largest = largest_accumulator * std::fabs(static_cast<double>(packed.multiplier[c])) +
                              std::fabs(static_cast<double>(packed.float_bias[c]));
       if (!(largest < 0x1p30)) packed.dot_bounded = false;  // also false for NaN

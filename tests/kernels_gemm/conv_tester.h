@@ -31,7 +31,11 @@ class ConvTester {
   ConvTester& seed(uint32_t value) { seed_ = value; return *this; }
   // Fails unless the kernel name contains `part` on every ISA from `from` up (checks that a test
   // reaches the kernel it means to).
-  ConvTester& expect_kernel(std::string part, Isa from) { kernel_part_ = std::move(part); kernel_from_ = from; return *this; }
+  ConvTester& expect_kernel(std::string part, Isa from) {
+    kernel_part_ = std::move(part);
+    kernel_from_ = from;
+    return *this;
+  }
 
   ConvShape shape() const {
     ConvShape s;
