@@ -445,11 +445,11 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
             [&](const tbb::blocked_range<int64_t>& range) {
               int slot = std::max(0, tbb::this_task_arena::current_thread_index());
               std::span<uint8_t> scratch(scratch_base + slot * scratch_stride, static_cast<size_t>(scratch_bytes));
-              for (int64_t chunk = range.begin(); chunk < range.end(); ++chunk) {
-                int64_t begin = items * chunk / chunks;
-                int64_t end = items * (chunk + 1) / chunks;
-                if (begin < end) layer.run(state, begin, end, scratch);
-              }
+              // The static partitioner hands each thread consecutive chunks: one call for all
+              // of them (a GEMM layer then streams its weights once, not once per chunk).
+              const int64_t begin = items * range.begin() / chunks;
+              const int64_t end = items * range.end() / chunks;
+              if (begin < end) layer.run(state, begin, end, scratch);
             },
             tbb::static_partitioner());
       }

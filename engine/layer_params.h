@@ -161,7 +161,8 @@ inline constexpr IntsCodec kXZeroPoints{"x_zero_points", kZeroPointMin, kZeroPoi
 inline constexpr BlobCodec<float> kBias{"bias"};  // fp32_conv, fp32_gemm (padded), qbatched_matmul (optional)
 // fp32_conv
 inline constexpr IntCodec kGroup{"group", 1, INT64_MAX};
-inline constexpr IntCodec kConvMode{"mode", 0, 4};  // gemm, pointwise, depthwise (NCHW); igemm, depthwise (NHWC)
+// gemm, pointwise, depthwise (NCHW); igemm, depthwise, winograd (NHWC)
+inline constexpr IntCodec kConvMode{"mode", 0, 5};
 inline constexpr IntCodec kTileRows{"tile_rows", 1, INT64_MAX};
 inline constexpr IntCodec kOutputChannelBlock{"oc_block", 1, INT64_MAX};
 inline constexpr BlobCodec<float> kWeights{"weights"};  // NHWC modes, fp32_gemm: packed (kernels/fp32/fp32_sgemm.h)

@@ -15,6 +15,7 @@
 #include "optimizer/passes/remove_fake_quantization.h"
 #include "optimizer/passes/remove_identities.h"
 #include "optimizer/passes/remove_redundant_qdq.h"
+#include "optimizer/passes/shift_activations_unsigned.h"
 
 namespace qdqrt::optimizer {
 
@@ -31,6 +32,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_propagate_qdq_pass());
   passes.push_back(make_remove_redundant_qdq_pass());
+  passes.push_back(make_shift_activations_unsigned_pass());
   // Fusion passes: rows of the fusion registry (optimizer/fusions/registry.cpp), one pattern file
   // each. Conv/MatMul first: they absorb bias/residual Adds, activations and output Qs.
   for (const char* fusion : {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_binary", "fuse_qdq_pool", "fuse_qdq_concat",

@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "server/grpc_codec.h"
+#include "server/model_runner.h"
 #include "server/grpc_predict_v2.grpc.pb.h"
 
 namespace qdqrt::server {
@@ -98,7 +99,8 @@ class UnaryCall final : public Call {
 // The asynchronous (completion queue) API, with one thread per queue: the thread that polls a
 // connection runs its calls, so an infer that finds its model idle runs there and is answered
 // without a thread hand-off (gRPC 1.51's callback API hands every call to a separate thread and
-// measured slower than the synchronous server). An infer that must queue returns at once and the
+// measured slower than the synchronous server). Infers read together are gathered and run as
+// one batch when the thread has read them all. An infer that must queue returns at once and the
 // model's dispatcher thread sends its answer, so no thread waits per queued call.
 class GrpcFrontend::Service {
  public:
@@ -162,11 +164,20 @@ class GrpcFrontend::Service {
         });
   }
 
-  // Runs the calls the queue returns until the queue is shut down and drained.
+  // Runs the calls the queue returns until the queue is shut down and drained. The infers among
+  // the calls that are ready together are gathered and run together once they are all read (so
+  // with batching on they merge into one run, on this thread when the model is idle).
   static void serve(grpc::ServerCompletionQueue* queue) {
     void* tag = nullptr;
     bool ok = false;
-    while (queue->Next(&tag, &ok)) static_cast<Call*>(tag)->proceed(ok);
+    while (queue->Next(&tag, &ok)) {
+      ModelRunner::GatherScope gather;
+      static_cast<Call*>(tag)->proceed(ok);
+      for (int more = 0; more < kMostGathered; ++more) {
+        if (queue->AsyncNext(&tag, &ok, gpr_inf_past(GPR_CLOCK_MONOTONIC)) != grpc::CompletionQueue::GOT_EVENT) break;
+        static_cast<Call*>(tag)->proceed(ok);
+      }
+    }
   }
 
  private:
@@ -204,6 +215,9 @@ class GrpcFrontend::Service {
     bool unknown = status.message().starts_with("no model");
     return grpc::Status(unknown ? grpc::StatusCode::NOT_FOUND : grpc::StatusCode::INVALID_ARGUMENT, status.to_string());
   }
+
+  // Events taken in one go before the gathered infers run (each call is several events).
+  static constexpr int kMostGathered = 256;
 
   InferenceServer& server_;
   AsyncService service_;

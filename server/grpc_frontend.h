@@ -1,7 +1,7 @@
 // The KServe v2 gRPC service (inference.GRPCInferenceService, server/grpc_predict_v2.proto) on
-// gRPC C++'s asynchronous completion-queue API, polled by a few threads: an infer that finds its
-// model idle runs on the thread that read it; one that queues holds no thread until the model's
-// dispatcher answers it.
+// gRPC C++'s asynchronous completion-queue API, polled by one thread (GrpcOptions::threads): the
+// infers it reads together run on it, merged when batching is on, if their model is idle; one
+// that queues holds no thread until the model's dispatcher answers it.
 #pragma once
 
 #include <cstddef>
@@ -24,7 +24,10 @@ struct GrpcOptions {
   std::string host = "127.0.0.1";
   int port = 8001;                       // 0: any free port
   size_t max_message_bytes = 64u << 20;  // larger requests: RESOURCE_EXHAUSTED
-  int threads = 2;  // completion queues, one thread each (that thread runs an idle model's infer inline)
+  // Completion queues, one thread each; that thread runs an idle model's infers. More than one
+  // costs a thread hand-off per call in gRPC 1.51 (its pollers pass the polling role on), so one
+  // is the default; an engine run blocks the reading of other calls meanwhile (they then merge).
+  int threads = 1;
   int shutdown_grace_seconds = 30;       // in-flight RPCs get this long to finish on stop()
 };
 

@@ -19,6 +19,13 @@ int64_t microseconds_between(std::chrono::steady_clock::time_point from, std::ch
   return std::chrono::duration_cast<std::chrono::microseconds>(to - from).count();
 }
 
+// The runners that queued requests for this thread's GatherScope, and how deep the scopes nest.
+struct GatherState {
+  int depth = 0;
+  std::vector<std::shared_ptr<ModelRunner>> runners;
+};
+thread_local GatherState t_gather;
+
 }  // namespace
 
 struct ModelRunner::Worker {
@@ -143,13 +150,19 @@ void ModelRunner::infer_async(std::vector<InferTensor> inputs, InferDone done) {
   pending->enqueued = start;
   Worker* idle_worker = nullptr;
   std::optional<ServeError> refusal;
+  // A gathering thread runs what it queued when its scope ends (only runners a shared_ptr owns,
+  // so the scope can keep them alive until then).
+  std::shared_ptr<ModelRunner> gathering_runner = t_gather.depth > 0 ? weak_from_this().lock() : nullptr;
+  bool gathered = false;
   {
     std::lock_guard lock(mutex_);
-    // Nothing to merge with (and no delay to wait for): run now on this thread.
-    bool run_now = queue_.empty() && !idle_workers_.empty() && (!can_merge_ || config_.max_queue_delay_us == 0);
+    // Nothing to merge with (and no delay to wait for): run now on this thread, or, when it is
+    // gathering, when its scope ends.
+    bool run_now = (queue_.empty() || gathering_runner) && !idle_workers_.empty() &&
+                   (!can_merge_ || config_.max_queue_delay_us == 0);
     if (stopping_) {
       refusal = serve_error(ErrorKind::kUnavailable, "the server is shutting down");
-    } else if (run_now) {
+    } else if (run_now && !gathering_runner) {
       idle_worker = idle_workers_.back();
       idle_workers_.pop_back();
     } else if (static_cast<int64_t>(queue_.size()) >= config_.max_queue_size) {
@@ -157,10 +170,16 @@ void ModelRunner::infer_async(std::vector<InferTensor> inputs, InferDone done) {
                             metrics_->model, config_.max_queue_size);
     } else {
       queue_.push_back(std::move(pending));
+      gathered = run_now;
     }
   }
   if (refusal) return refuse(std::move(*refusal));  // answered outside the lock
-  if (idle_worker) {
+  if (gathered) {
+    auto& runners = t_gather.runners;
+    if (std::find(runners.begin(), runners.end(), gathering_runner) == runners.end()) {
+      runners.push_back(std::move(gathering_runner));
+    }
+  } else if (idle_worker) {
     std::vector<std::unique_ptr<Pending>> batch;
     batch.push_back(std::move(pending));
     run_batch(*idle_worker, batch);
@@ -187,11 +206,20 @@ std::vector<std::unique_ptr<ModelRunner::Pending>> ModelRunner::take_batch(Worke
   if (queue_.empty()) return batch;  // stopping with nothing left
   worker = idle_workers_.back();
   idle_workers_.pop_back();
-  int64_t size = queue_.front()->batch;
   Clock::time_point deadline = queue_.front()->enqueued + std::chrono::microseconds(config_.max_queue_delay_us);
   batch.push_back(std::move(queue_.front()));
   queue_.pop_front();
-  if (!can_merge_) return batch;
+  merge_queued(lock, batch, deadline, true);
+  // Other dispatchers may serve what is left.
+  if (!queue_.empty()) queue_changed_.notify_all();
+  return batch;
+}
+
+void ModelRunner::merge_queued(std::unique_lock<std::mutex>& lock, std::vector<std::unique_ptr<Pending>>& batch,
+                               Clock::time_point deadline, bool wait) {
+  if (!can_merge_) return;
+  int64_t size = 0;
+  for (const auto& pending : batch) size += pending->batch;
   auto is_preferred = [&](int64_t value) {
     return std::find(config_.preferred_batch_sizes.begin(), config_.preferred_batch_sizes.end(), value) !=
            config_.preferred_batch_sizes.end();
@@ -199,7 +227,7 @@ std::vector<std::unique_ptr<ModelRunner::Pending>> ModelRunner::take_batch(Worke
   while (size < max_batch_ && !is_preferred(size)) {
     if (queue_.empty()) {
       // Waiting is worth it only while requests can still arrive: not when stopping.
-      if (stopping_) break;
+      if (!wait || stopping_) break;
       queue_changed_.wait_until(lock, deadline, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) break;  // the delay is over (or stopping) and nothing came
     }
@@ -208,9 +236,39 @@ std::vector<std::unique_ptr<ModelRunner::Pending>> ModelRunner::take_batch(Worke
     batch.push_back(std::move(queue_.front()));
     queue_.pop_front();
   }
-  // Other dispatchers may serve what is left.
-  if (!queue_.empty()) queue_changed_.notify_all();
-  return batch;
+}
+
+ModelRunner::GatherScope::GatherScope() { ++t_gather.depth; }
+
+ModelRunner::GatherScope::~GatherScope() {
+  if (--t_gather.depth > 0) return;
+  // Runs may answer requests whose callbacks gather again: take the list first.
+  std::vector<std::shared_ptr<ModelRunner>> runners = std::move(t_gather.runners);
+  t_gather.runners.clear();
+  for (auto& runner : runners) runner->run_gathered();
+}
+
+void ModelRunner::run_gathered() {
+  Worker* worker = nullptr;
+  std::vector<std::unique_ptr<Pending>> batch;
+  bool work_waiting = false;
+  {
+    std::unique_lock lock(mutex_);
+    work_waiting = !queue_.empty();
+    if (work_waiting && !idle_workers_.empty()) {
+      worker = idle_workers_.back();
+      idle_workers_.pop_back();
+      batch.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+      // What was read together runs together: no waiting for more.
+      merge_queued(lock, batch, Clock::now(), false);
+    }
+  }
+  if (worker) {
+    run_batch(*worker, batch);  // its release() wakes the dispatchers for what is left
+  } else if (work_waiting) {
+    queue_changed_.notify_all();  // every instance is busy (or stopping): the dispatchers take it
+  }
 }
 
 void ModelRunner::dispatcher_loop() {

@@ -4,6 +4,9 @@
 // dispatcher thread per instance takes work as instances free up; with dynamic batching a
 // dispatcher merges queued requests along dim 0 (up to max_batch_size, waiting at most the queue
 // delay for more), runs them as one batch and splits the outputs back per request.
+// A frontend that reads several ready requests in a row on one thread (gRPC's completion queue)
+// gathers them with a ModelRunner::GatherScope, so they merge into one run on that thread
+// instead of running one by one while nothing reads.
 #pragma once
 
 #include <chrono>
@@ -28,7 +31,8 @@ struct InferOutcome {
   std::vector<InferTensor> outputs;  // every engine output, in the engine's order
 };
 
-class ModelRunner {
+// Owned by a shared_ptr (ModelRepository), which a GatherScope holds while it gathers.
+class ModelRunner : public std::enable_shared_from_this<ModelRunner> {
  public:
   ModelRunner(std::shared_ptr<const engine::Engine> engine, const ModelConfig& config,
               std::shared_ptr<ModelMetrics> metrics);
@@ -47,6 +51,18 @@ class ModelRunner {
   void infer_async(std::vector<InferTensor> inputs, InferDone done);
   // Stops taking requests, answers every queued one, joins the workers. Idempotent.
   void shutdown();
+
+  // While one is alive on a thread, a request that would run at once on that thread is queued
+  // instead (without waking the dispatchers). When the outermost scope ends, each model that got
+  // such requests runs one batch of its queue on this thread (merged when batching is on; what
+  // is left goes to the dispatchers). So requests read together run together, with no hand-off.
+  class GatherScope {
+   public:
+    GatherScope();
+    ~GatherScope();
+    GatherScope(const GatherScope&) = delete;
+    GatherScope& operator=(const GatherScope&) = delete;
+  };
 
   const std::vector<engine::IoTensorInfo>& inputs() const { return inputs_; }
   const std::vector<engine::IoTensorInfo>& outputs() const { return outputs_; }
@@ -67,7 +83,15 @@ class ModelRunner {
 
   std::optional<ServeError> check_inputs(std::vector<InferTensor>& inputs, int64_t& batch) const;
   void dispatcher_loop();
+  // Takes a worker and a batch from the queue, waiting for both (and, when merging, up to the
+  // queue delay for more requests): empty when stopping with nothing queued.
   std::vector<std::unique_ptr<Pending>> take_batch(Worker*& worker);
+  // Fills `batch` (holding its first request) from the queue's front while merging allows;
+  // waits until `deadline` for more only if `wait`.
+  void merge_queued(std::unique_lock<std::mutex>& lock, std::vector<std::unique_ptr<Pending>>& batch,
+                    Clock::time_point deadline, bool wait);
+  // GatherScope's end: runs one batch of the queue here if an instance is idle.
+  void run_gathered();
   void release(Worker* worker);
   // Runs the batch, releases the worker, then answers each request.
   void run_batch(Worker& worker, std::vector<std::unique_ptr<Pending>>& batch);

@@ -74,6 +74,7 @@ int run_serve(const ServeOptions& options) {
     grpc_options.host = options.host;
     grpc_options.port = options.grpc_port;
     grpc_options.max_message_bytes = options.http.max_body_bytes;
+    grpc_options.threads = options.grpc_threads;
     grpc = std::make_unique<server::GrpcFrontend>(inference, grpc_options);
     auto port = grpc->start();
     if (!port.ok()) return fail(port.status().with_context("--grpcPort"));
@@ -146,6 +147,9 @@ Command add_serve_command(CLI::App& app) {
   serve->add_option("--portFile", options->port_file, "Write the ports listened on to this file once ready");
   serve->add_option("--httpThreads", options->http.threads, "HTTP connections served at once")
       ->capture_default_str()->check(CLI::Range(1, 4096));
+  serve->add_option("--grpcThreads", options->grpc_threads,
+                    "gRPC completion-queue threads (more than 1 costs a thread hand-off per call)")
+      ->capture_default_str()->check(CLI::Range(1, 256));
   serve->add_option("--maxQueuedConnections", options->http.max_queued_connections,
                     "HTTP connections waiting for a thread; past it: 429")
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));

@@ -19,6 +19,7 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int http_port = 8000;  // 0: any free port; -1: off
   int grpc_port = 8001;
+  int grpc_threads = 1;  // completion-queue threads (server/grpc_frontend.h)
   int metrics_port = 8002;
   std::string port_file;  // written once listening: "http=P\ngrpc=P\nmetrics=P\n" (tests use port 0)
   server::HttpOptions http;

@@ -28,6 +28,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/conv/qconv.h"
 #include "kernels/fp32/fp32_sgemm.h"
+#include "kernels/fp32/fp32_winograd.h"
 #include "kernels/gemm/qmatmul.h"
 
 namespace qdqrt::bench {
@@ -185,8 +186,9 @@ std::vector<float> random_floats(size_t count, uint32_t seed) {
 }
 
 // fp32 NHWC convolution on the igemm (bias + ReLU epilogue; the ResNet expansions with the
-// residual Add), % of the fp32 FMA peak.
-void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
+// residual Add), % of the fp32 FMA peak. winograd: the 3x3 stride-1 layers on Winograd F(2x2, 3x3),
+// the % counted on the direct convolution's operations (it does 2.25x fewer multiplies).
+void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool winograd) {
   const bool depthwise = layer.groups == layer.input_channels && layer.groups == layer.output_channels;
   if (layer.groups != 1 && !depthwise) {
     state.SkipWithError("grouped convolutions are not on the fp32 igemm");
@@ -210,6 +212,13 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) 
   const PackedDepthwiseF32 packed_depthwise =
       depthwise ? pack_depthwise_f32(layer.input_channels, taps, weights.data(), bias.data(), active_isa())
                 : PackedDepthwiseF32{};
+  const int out_channels = layer.output_channels, in_channels = layer.input_channels;
+  const PackedWinogradF32 packed_winograd =
+      winograd ? pack_winograd_f32(out_channels, in_channels, weights.data(), bias.data(), active_isa())
+               : PackedWinogradF32{};
+  const int64_t scratch_floats = winograd ? winograd_f32_scratch_floats(out_channels, in_channels, active_isa()) : 0;
+  std::vector<AlignedBuffer<float>> winograd_scratch(static_cast<size_t>(threads));
+  for (auto& buffer : winograd_scratch) buffer.resize(static_cast<size_t>(scratch_floats));
   SconvGeometry geometry;
   geometry.input_height = layer.height;
   geometry.input_width = layer.width;
@@ -233,10 +242,17 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) 
   const SconvArgs args{input.data(), output.data(), layer.output_channels};
   const double ops = 2.0 * static_cast<double>(pixels) * layer.output_channels * group_in * taps;
   state.SetLabel(depthwise ? depthwise_f32_kernel_name(packed_depthwise)
-                           : sgemm_kernel_name(packed, taps > 1 || layer.stride > 1) + (residual ? " +residual" : ""));
+                 : winograd ? winograd_f32_kernel_name(packed_winograd.isa)
+                            : sgemm_kernel_name(packed, taps > 1 || layer.stride > 1) + (residual ? " +residual" : ""));
   timed_loop(
       state, threads,
       [&](int part) {
+        if (winograd) {
+          auto [begin, end] = part_range(static_cast<int>(winograd_f32_tiles(geometry, 1)), threads, part, 1);
+          run_winograd_f32(packed_winograd, geometry, args, epilogue, begin, end, 0, layer.output_channels,
+                           winograd_scratch[static_cast<size_t>(part)].data());
+          return;
+        }
         if (depthwise) {
           auto [begin, end] = part_range(geometry.output_height, threads, part, 1);
           run_depthwise_f32(packed_depthwise, geometry, args, epilogue, begin, end);
@@ -388,7 +404,12 @@ void register_benchmarks() {
       if (layer.groups != 1 && layer.groups != layer.input_channels) continue;
       std::string name =
           std::string("fp32_conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads)->UseRealTime();
+      benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads, false)->UseRealTime();
+      if (layer.groups == 1 && winograd_f32_applies(layer.kernel, layer.kernel, layer.stride, layer.stride, 1, 1,
+                                                    layer.pad, layer.pad, layer.pad, layer.pad)) {
+        name = std::string("fp32_winograd/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
+        benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads, true)->UseRealTime();
+      }
     }
     for (const GemmLayer& layer : gemm_layers()) {
       std::string name = std::string("gemm/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);

@@ -9,7 +9,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +31,7 @@
 
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "server/grpc_frontend.h"
@@ -47,7 +51,52 @@ struct Point {
   double p99_us = 0;
   int64_t requests = 0;
   int64_t failures = 0;
+  // Per request: CPU time of the client threads, of the server's process (for the direct rows:
+  // of the engine's pool, the caller being the client), and the context switches of both
+  // processes.
+  double client_cpu_us = 0;
+  double server_cpu_us = 0;
+  double switches = 0;
 };
+
+double thread_cpu_us() {
+  timespec now{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) * 1e6 + static_cast<double>(now.tv_nsec) * 1e-3;
+}
+
+struct Usage {
+  double cpu_us = 0;
+  double switches = 0;  // voluntary + involuntary
+};
+
+// A process's CPU time and context switches so far: this process's from getrusage (which counts
+// the client threads that have ended), another's summed over its live threads (/proc).
+Usage process_usage(pid_t pid) {
+  Usage usage;
+  if (pid == ::getpid()) {
+    rusage self{};
+    ::getrusage(RUSAGE_SELF, &self);
+    auto us = [](const timeval& time) { return static_cast<double>(time.tv_sec) * 1e6 + static_cast<double>(time.tv_usec); };
+    usage.cpu_us = us(self.ru_utime) + us(self.ru_stime);
+    usage.switches = static_cast<double>(self.ru_nvcsw + self.ru_nivcsw);
+    return usage;
+  }
+  fs::path tasks = fs::path("/proc") / std::to_string(pid) / "task";
+  std::error_code error;
+  for (const auto& task : fs::directory_iterator(tasks, error)) {
+    std::ifstream schedstat(task.path() / "schedstat");
+    double on_cpu_ns = 0;
+    if (schedstat >> on_cpu_ns) usage.cpu_us += on_cpu_ns * 1e-3;
+    std::ifstream status(task.path() / "status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.starts_with("voluntary_ctxt_switches:") || line.starts_with("nonvoluntary_ctxt_switches:")) {
+        usage.switches += std::stod(line.substr(line.find(':') + 1));
+      }
+    }
+  }
+  return usage;
+}
 
 Point summarize(std::vector<double>& latencies_us, double seconds, int64_t failures) {
   Point point;
@@ -62,18 +111,23 @@ Point summarize(std::vector<double>& latencies_us, double seconds, int64_t failu
 }
 
 // Runs `clients` threads, each calling `call(client_index)` (true on success) until the time or
-// the request budget is used up.
+// the request budget is used up. `server` is the server's process (this one for direct runs).
 template <class MakeClient>
-Point run_clients(int clients, double seconds, int64_t max_requests, MakeClient make_client) {
+Point run_clients(int clients, double seconds, int64_t max_requests, pid_t server, MakeClient make_client) {
   std::vector<std::vector<double>> latencies(clients);
   std::atomic<int64_t> budget{max_requests};
   std::atomic<int64_t> failures{0};
   std::vector<std::thread> threads;
+  std::vector<double> client_cpu_us(clients, 0.0);
+  const pid_t self = ::getpid();
+  Usage self_before = process_usage(self);
+  Usage server_before = server == self ? Usage{} : process_usage(server);
   Clock::time_point start = Clock::now();
   Clock::time_point end = start + std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
   for (int index = 0; index < clients; ++index) {
     threads.emplace_back([&, index] {
       auto call = make_client(index);
+      double cpu_before = thread_cpu_us();
       while (Clock::now() < end && budget.fetch_sub(1) > 0) {
         Clock::time_point sent = Clock::now();
         if (!call()) {
@@ -82,13 +136,25 @@ Point run_clients(int clients, double seconds, int64_t max_requests, MakeClient 
         }
         latencies[index].push_back(std::chrono::duration<double, std::micro>(Clock::now() - sent).count());
       }
+      client_cpu_us[index] = thread_cpu_us() - cpu_before;
     });
   }
   for (std::thread& thread : threads) thread.join();
   double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  Usage self_after = process_usage(self);
+  Usage server_after = server == self ? Usage{} : process_usage(server);
   std::vector<double> all;
   for (auto& list : latencies) all.insert(all.end(), list.begin(), list.end());
-  return summarize(all, elapsed, failures.load());
+  Point point = summarize(all, elapsed, failures.load());
+  double requests = static_cast<double>(std::max<int64_t>(1, point.requests));
+  double client_cpu = 0;
+  for (double cpu : client_cpu_us) client_cpu += cpu;
+  point.client_cpu_us = client_cpu / requests;
+  double server_cpu = server == self ? self_after.cpu_us - self_before.cpu_us - client_cpu
+                                     : server_after.cpu_us - server_before.cpu_us;
+  point.server_cpu_us = server_cpu / requests;
+  point.switches = (self_after.switches - self_before.switches + server_after.switches - server_before.switches) / requests;
+  return point;
 }
 
 std::vector<float> image(uint32_t seed) {
@@ -152,6 +218,103 @@ class OneWriteHttpClient {
   std::string response_;
 };
 
+struct ServerProcess {
+  pid_t pid = -1;
+  int stop_pipe = -1;  // closing it stops the server
+  int http_port = 0;
+  int grpc_port = 0;
+  int metrics_port = 0;
+};
+
+// Forks a process serving `options`' repository over HTTP, gRPC and metrics on 127.0.0.1
+// (OS-chosen ports), until the returned pipe is closed. Called before this process starts any
+// thread.
+ServerProcess start_server_process(const server::RepositoryOptions& options, int grpc_threads) {
+  int ports_pipe[2];
+  int stop_pipe[2];
+  if (::pipe(ports_pipe) != 0 || ::pipe(stop_pipe) != 0) return {};
+  pid_t pid = ::fork();
+  if (pid < 0) return {};
+  if (pid == 0) {
+    ::close(ports_pipe[0]);
+    ::close(stop_pipe[1]);
+    int exit_code = 1;
+    {
+      server::InferenceServer inference(options);
+      Status status = inference.load_models();
+      if (!status.is_ok()) std::fprintf(stderr, "serve_bench: %s\n", status.to_string().c_str());
+      server::HttpOptions http_options;
+      http_options.host = "127.0.0.1";
+      http_options.port = 0;
+      http_options.threads = 96;
+      server::HttpFrontend http(inference, http_options);
+      server::HttpOptions metrics_options = http_options;
+      metrics_options.threads = 2;
+      server::HttpFrontend metrics(inference, metrics_options, true);
+      server::GrpcOptions grpc_options;
+      grpc_options.host = "127.0.0.1";
+      grpc_options.port = 0;
+      if (grpc_threads > 0) grpc_options.threads = grpc_threads;
+      server::GrpcFrontend grpc_frontend(inference, grpc_options);
+      Result<int> http_port = status.is_ok() ? http.start() : Result<int>(status);
+      Result<int> metrics_port = status.is_ok() ? metrics.start() : Result<int>(status);
+      Result<int> grpc_port = status.is_ok() ? grpc_frontend.start() : Result<int>(status);
+      if (http_port.ok() && metrics_port.ok() && grpc_port.ok()) {
+        std::string ports = fmt::format("{} {} {}\n", *http_port, *grpc_port, *metrics_port);
+        if (::write(ports_pipe[1], ports.data(), ports.size()) == static_cast<ssize_t>(ports.size())) exit_code = 0;
+        char byte;
+        while (::read(stop_pipe[0], &byte, 1) > 0) {
+        }
+      }
+      ::close(ports_pipe[1]);
+      http.stop();
+      grpc_frontend.stop();
+      metrics.stop();
+      inference.shutdown();
+    }
+    std::fflush(stderr);
+    ::_exit(exit_code);
+  }
+  ::close(ports_pipe[1]);
+  ::close(stop_pipe[0]);
+  ServerProcess child;
+  child.pid = pid;
+  child.stop_pipe = stop_pipe[1];
+  std::string ports;
+  char buffer[64];
+  for (ssize_t count; (count = ::read(ports_pipe[0], buffer, sizeof(buffer))) > 0;) {
+    ports.append(buffer, static_cast<size_t>(count));
+    if (ports.find('\n') != std::string::npos) break;
+  }
+  ::close(ports_pipe[0]);
+  if (std::sscanf(ports.c_str(), "%d %d %d", &child.http_port, &child.grpc_port, &child.metrics_port) != 3) {
+    ::close(child.stop_pipe);
+    ::waitpid(pid, nullptr, 0);
+    return {};
+  }
+  return child;
+}
+
+// The server's metrics of `model` (version 1): request_success, request_duration_us, exec_count,
+// compute_infer_duration_us, inference_count (Prometheus text from the metrics port).
+std::array<double, 5> scrape_model_metrics(int metrics_port, const std::string& model) {
+  std::array<double, 5> values{};
+  httplib::Client client("127.0.0.1", metrics_port);
+  auto response = client.Get("/metrics");
+  if (!response || response->status != 200) return values;
+  const char* names[5] = {"nv_inference_request_success", "nv_inference_request_duration_us", "nv_inference_exec_count",
+                          "nv_inference_compute_infer_duration_us", "nv_inference_count"};
+  std::string labels = "{model=\"" + model + "\",version=\"1\"} ";
+  std::istringstream text(response->body);
+  for (std::string line; std::getline(text, line);) {
+    for (size_t index = 0; index < 5; ++index) {
+      std::string prefix = std::string(names[index]) + labels;
+      if (line.starts_with(prefix)) values[index] = std::stod(line.substr(prefix.size()));
+    }
+  }
+  return values;
+}
+
 std::vector<int> parse_list(const std::string& text) {
   std::vector<int> values;
   std::stringstream stream(text);
@@ -203,23 +366,25 @@ int main(int argc, char** argv) {
                              instance_group + "}");
   server::RepositoryOptions options;
   options.repository_dir = root.string();
+  // The server runs in a child process, as it would for real clients: in one process gRPC's
+  // client and server would share one poller (gRPC 1.51's epoll1 engine), handing the polling
+  // role between the client's and the server's threads on every call.
+  ServerProcess child = start_server_process(options, grpc_threads);
+  if (child.pid <= 0) {
+    std::fprintf(stderr, "serve_bench: the server process did not start\n");
+    fs::remove_all(root);
+    return 1;
+  }
+  const pid_t server_pid = child.pid;
+  const int http_port = child.http_port;
+  const int grpc_port = child.grpc_port;
+  // This process loads the same repository (from the engine cache the child filled) for the
+  // direct runs; its runners stay idle.
   server::InferenceServer inference(options);
   if (Status status = inference.load_models(); !status.is_ok()) {
     std::fprintf(stderr, "serve_bench: %s\n", status.to_string().c_str());
     return 1;
   }
-  server::HttpOptions http_options;
-  http_options.host = "127.0.0.1";
-  http_options.port = 0;
-  http_options.threads = 96;
-  server::HttpFrontend http(inference, http_options);
-  int http_port = *http.start();
-  server::GrpcOptions grpc_options;
-  grpc_options.host = "127.0.0.1";
-  grpc_options.port = 0;
-  if (grpc_threads > 0) grpc_options.threads = grpc_threads;
-  server::GrpcFrontend grpc_frontend(inference, grpc_options);
-  int grpc_port = *grpc_frontend.start();
 
   std::vector<float> pixels = image(1);
   // Direct: the same engine, one context of --threads threads, batch 1 (and batch 16).
@@ -230,7 +395,7 @@ int main(int argc, char** argv) {
   std::vector<float> batch_pixels(64 * 784);
   for (size_t index = 0; index < batch_pixels.size(); ++index) batch_pixels[index] = pixels[index % 784];
   auto direct = [&](int64_t batch) {
-    return run_clients(1, seconds, max_requests, [&](int) {
+    return run_clients(1, seconds, max_requests, ::getpid(), [&](int) {
       return [&, batch] {
         return context->run({{"input", batch_pixels.data(), {batch, 1, 28, 28}}}, {{"output", logits.data(), {batch, 10}}}).is_ok();
       };
@@ -262,21 +427,29 @@ int main(int argc, char** argv) {
     direct_idle = summarize(latencies_us, busy_seconds, failures);
   }
   std::printf("%d instance(s) x %d thread(s); %.1f s per point\n\n", instances, threads, seconds);
-  // The last two columns come from the model's metrics: the mean time a request spent inside
-  // ModelRunner (queue + run + split) and the mean engine run, so the transport's share is the
-  // p50 minus the former.
+  // "in runner", "engine" and "mean batch" come from the model's metrics: the mean time a request
+  // spent inside ModelRunner (queue + run + split), the mean engine run and the mean merged batch,
+  // so the transport's share is the p50 minus "in runner". The CPU columns split the process's CPU
+  // time per request between the client threads and the rest (server and engine; for the direct
+  // rows, the caller's thread and the engine's pool); "switches" counts the process's context
+  // switches per request (each a thread hand-off or a wait).
   std::printf("| path | concurrency | batching | throughput (inferences/s) | p50 (us) | p99 (us) | requests | failures |"
-              " in runner (us/request) | engine (us/run) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
-  std::printf("| direct ExecutionContext::run, batch 1 | 1 | - | %.0f | %.1f | %.1f | %lld | %lld | - | - |\n", direct_1.throughput,
-              direct_1.p50_us, direct_1.p99_us, static_cast<long long>(direct_1.requests),
-              static_cast<long long>(direct_1.failures));
-  std::printf("| direct ExecutionContext::run, batch 1, 100 us apart | 1 | - | %.0f | %.1f | %.1f | %lld | %lld | - | - |\n",
-              direct_idle.throughput, direct_idle.p50_us, direct_idle.p99_us,
-              static_cast<long long>(direct_idle.requests), static_cast<long long>(direct_idle.failures));
-  std::printf("| direct ExecutionContext::run, batch 16 | 1 | - | %.0f | %.1f | %.1f | %lld | %lld | - | - |\n",
-              direct_16.throughput * 16, direct_16.p50_us, direct_16.p99_us, static_cast<long long>(direct_16.requests),
-              static_cast<long long>(direct_16.failures));
+              " in runner (us/request) | engine (us/run) | mean batch | client CPU (us/request) |"
+              " server CPU (us/request) | switches (/request) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  // `runner` holds the three metrics columns, already formatted ("- | - | -" when none).
+  auto print_row = [](const std::string& path, int clients, const char* batching, const Point& point, double samples,
+                      const std::string& runner) {
+    std::printf("| %s | %d | %s | %.0f | %.1f | %.1f | %lld | %lld | %s | %.1f | %.1f | %.2f |\n", path.c_str(), clients,
+                batching, point.throughput * samples, point.p50_us, point.p99_us, static_cast<long long>(point.requests),
+                static_cast<long long>(point.failures), runner.c_str(), point.client_cpu_us / samples,
+                point.server_cpu_us / samples, point.switches);
+    std::fflush(stdout);
+  };
+  const std::string no_runner = "- | - | -";
+  print_row("direct ExecutionContext::run, batch 1", 1, "-", direct_1, 1, no_runner);
+  print_row("direct ExecutionContext::run, batch 1, 100 us apart", 1, "-", direct_idle, 1, no_runner);
+  print_row("direct ExecutionContext::run, batch 16", 1, "-", direct_16, 16, no_runner);
   std::fflush(stdout);
 
   std::string header = nlohmann::json{{"inputs", {{{"name", "input"},
@@ -289,7 +462,7 @@ int main(int argc, char** argv) {
   httplib::Headers http_headers = {{"Inference-Header-Content-Length", std::to_string(header.size())}};
   auto http_point = [&](const std::string& model, int clients) {
     std::string path = "/v2/models/" + model + "/infer";
-    return run_clients(clients, seconds, max_requests, [&, path](int) {
+    return run_clients(clients, seconds, max_requests, server_pid, [&, path](int) {
       auto client = std::make_shared<httplib::Client>("127.0.0.1", http_port);
       client->set_keep_alive(true);
       client->set_read_timeout(30, 0);
@@ -305,13 +478,13 @@ int main(int argc, char** argv) {
                           "Content-Type: application/octet-stream\r\nInference-Header-Content-Length: " +
                           std::to_string(header.size()) + "\r\nContent-Length: " + std::to_string(http_body.size()) +
                           "\r\n\r\n" + http_body;
-    return run_clients(clients, seconds, max_requests, [&, request](int) {
+    return run_clients(clients, seconds, max_requests, server_pid, [&, request](int) {
       auto client = std::make_shared<OneWriteHttpClient>(http_port, request);
       return [client] { return client->call(); };
     });
   };
   auto grpc_point = [&](const std::string& model, int clients) {
-    return run_clients(clients, seconds, max_requests, [&, model](int index) {
+    return run_clients(clients, seconds, max_requests, server_pid, [&, model](int index) {
       // A channel per client (distinct arguments so gRPC does not share one connection).
       grpc::ChannelArguments arguments;
       arguments.SetInt("qdqrt_bench_client", index);
@@ -339,7 +512,7 @@ int main(int argc, char** argv) {
   if (with_grpc) grpc_point("batched", 1);
   // The transport's floor at concurrency 1: a request that runs no model.
   std::vector<std::pair<const char*, Point>> floors;
-  if (with_http) floors.emplace_back("HTTP GET /v2/health/live (no model)", run_clients(1, seconds, max_requests, [&](int) {
+  if (with_http) floors.emplace_back("HTTP GET /v2/health/live (no model)", run_clients(1, seconds, max_requests, server_pid, [&](int) {
     auto client = std::make_shared<httplib::Client>("127.0.0.1", http_port);
     client->set_keep_alive(true);
     client->set_tcp_nodelay(true);
@@ -349,7 +522,7 @@ int main(int argc, char** argv) {
     };
   }));
   // The same with a body of the infer request's size (httplib's POST path costs more than GET).
-  if (with_http) floors.emplace_back("HTTP POST 3.3 KB to /v2/repository/index (no model)", run_clients(1, seconds, max_requests, [&](int) {
+  if (with_http) floors.emplace_back("HTTP POST 3.3 KB to /v2/repository/index (no model)", run_clients(1, seconds, max_requests, server_pid, [&](int) {
     auto client = std::make_shared<httplib::Client>("127.0.0.1", http_port);
     client->set_keep_alive(true);
     client->set_tcp_nodelay(true);
@@ -358,7 +531,7 @@ int main(int argc, char** argv) {
       return response && response->status == 200;
     };
   }));
-  if (with_grpc) floors.emplace_back("gRPC ServerLive (no model)", run_clients(1, seconds, max_requests, [&](int) {
+  if (with_grpc) floors.emplace_back("gRPC ServerLive (no model)", run_clients(1, seconds, max_requests, server_pid, [&](int) {
     auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port), grpc::InsecureChannelCredentials());
     auto stub = std::shared_ptr<inference::GRPCInferenceService::Stub>(inference::GRPCInferenceService::NewStub(channel));
     return [stub] {
@@ -369,44 +542,36 @@ int main(int argc, char** argv) {
   }));
   for (auto& [name, point] : floors) {
     total_failures += point.failures;
-    std::printf("| %s | 1 | - | %.0f | %.1f | %.1f | %lld | %lld | - | - |\n", name, point.throughput, point.p50_us,
-                point.p99_us, static_cast<long long>(point.requests), static_cast<long long>(point.failures));
+    print_row(name, 1, "-", point, 1, no_runner);
   }
   for (const char* protocol : {"HTTP binary", "HTTP binary, one-write client", "gRPC raw"}) {
     if (!(std::string(protocol).starts_with("HTTP") ? with_http : with_grpc)) continue;
     for (int clients : concurrencies) {
       for (const char* model : {"unbatched", "batched"}) {
         if (batching_modes.find(std::string(model) == "batched" ? "on" : "off") == std::string::npos) continue;
-        auto model_metrics = inference.metrics().model_metrics(model, "1");
-        auto snapshot = [&] {
-          return std::array<uint64_t, 4>{model_metrics->request_success.load(), model_metrics->request_duration_us.load(),
-                                         model_metrics->exec_count.load(),
-                                         model_metrics->compute_infer_duration_us.load()};
-        };
-        std::array<uint64_t, 4> before = snapshot();
+        auto snapshot = [&] { return scrape_model_metrics(child.metrics_port, model); };
+        std::array<double, 5> before = snapshot();
         std::string name = protocol;
         Point point = name == "HTTP binary"   ? http_point(model, clients)
                       : name == "gRPC raw"    ? grpc_point(model, clients)
                                               : one_write_point(model, clients);
-        std::array<uint64_t, 4> after = snapshot();
-        auto mean = [](uint64_t total, uint64_t count) { return static_cast<double>(total) / std::max<uint64_t>(1, count); };
+        std::array<double, 5> after = snapshot();
+        auto mean = [](double total, double count) { return total / std::max(1.0, count); };
         total_failures += point.failures;
-        std::printf("| %s | %d | %s | %.0f | %.1f | %.1f | %lld | %lld | %.1f | %.1f |\n", protocol, clients,
-                    std::string(model) == "batched" ? "on" : "off", point.throughput, point.p50_us, point.p99_us,
-                    static_cast<long long>(point.requests), static_cast<long long>(point.failures),
-                    mean(after[1] - before[1], after[0] - before[0]), mean(after[3] - before[3], after[2] - before[2]));
-        std::fflush(stdout);
+        print_row(protocol, clients, std::string(model) == "batched" ? "on" : "off", point, 1,
+                  fmt::format("{:.1f} | {:.1f} | {:.2f}", mean(after[1] - before[1], after[0] - before[0]),
+                              mean(after[3] - before[3], after[2] - before[2]),
+                              mean(after[4] - before[4], after[2] - before[2])));
       }
     }
   }
-  auto metrics = inference.metrics().model_metrics("batched", "1");
-  std::printf("\nbatched model: %llu requests in %llu engine runs (mean batch %.2f)\n",
-              static_cast<unsigned long long>(metrics->inference_count.load()),
-              static_cast<unsigned long long>(metrics->exec_count.load()),
-              static_cast<double>(metrics->inference_count.load()) / std::max<uint64_t>(1, metrics->exec_count.load()));
-  http.stop();
-  grpc_frontend.stop();
+  std::array<double, 5> batched = scrape_model_metrics(child.metrics_port, "batched");
+  std::printf("\nbatched model: %.0f requests in %.0f engine runs (mean batch %.2f)\n", batched[4], batched[2],
+              batched[4] / std::max(1.0, batched[2]));
   inference.shutdown();
+  ::close(child.stop_pipe);  // the child stops on end of file
+  int child_status = 0;
+  ::waitpid(child.pid, &child_status, 0);
   std::error_code remove_error;
   fs::remove_all(root, remove_error);
   if (total_failures > 0) std::printf("serve_bench: %lld requests failed\n", static_cast<long long>(total_failures));

@@ -47,7 +47,10 @@ struct ColumnBlockSplit {
   int64_t row_items = 1, column_blocks = 1;
   int64_t columns = 0, column_unit = 1, column_units = 1;
 
-  ColumnBlockSplit(int64_t row_items, int64_t columns, int64_t column_unit);
+  // few_rows_column_blocks: the column blocks when rows are few (Winograd: 2, as each column block
+  // transforms the input tiles again).
+  ColumnBlockSplit(int64_t row_items, int64_t columns, int64_t column_unit,
+                   int64_t few_rows_column_blocks = kFewRowsColumnBlocks);
   int64_t items() const { return row_items * column_blocks; }
   // Calls run(first_row_item, end_row_item, column_begin, column_end) for items [begin, end).
   template <class Run>

@@ -6,15 +6,19 @@
 //                  pointers (no im2col). Epilogue: bias (BatchNorm is folded before), an absorbed
 //                  Relu/Clip (act.min/act.max) and residual Add (input 1, NHWC like the output).
 //   depthwise_nhwc NHWC, group == C == OC: the fp32 depthwise kernel, same epilogue.
+//   winograd       NHWC, group 1, 3x3 stride 1 (kernels/fp32/fp32_winograd.h): F(2x2, 3x3) on the
+//                  same microkernel, 2.25x fewer multiplies; same epilogue; per-thread scratch for
+//                  the transformed tiles.
 //   gemm           NCHW, other groups or kernels beyond 11x11: per group Y[oc, pixels] =
 //                  W[oc, Cg*KH*KW] x im2col(X)[Cg*KH*KW, pixels] (Eigen), the im2col block of one tile
 //                  of output rows in per-thread scratch
 //   pointwise      NCHW 1x1, stride 1, no pads (grouped): the GEMM reads X directly
 //   depthwise      NCHW, kernels beyond 11x11: direct per-channel loops
-// Work items: igemm (block of output channels, microkernel tile of output pixels) and
-// depthwise_nhwc (block of channels, output row), as ColumnBlockSplit (float_common.h) makes them;
+// Work items: igemm (block of output channels, microkernel tile of output pixels), winograd (block
+// of output channels, microkernel tile of 2x2 output tiles) and depthwise_nhwc (block of channels,
+// output row), as ColumnBlockSplit (float_common.h) makes them;
 // gemm/pointwise (image, group, tile of output rows, block of <= 64 output channels); depthwise
-// (image, channel). The NHWC modes allocate nothing and need no scratch.
+// (image, channel). The NHWC modes allocate nothing; only winograd needs scratch.
 // fuse_float_conv_epilogues() absorbs the Relu/Clip and residual Add layers after an NHWC conv.
 #include <algorithm>
 #include <cstring>
@@ -28,15 +32,33 @@
 #include "core/ops/conv.h"
 #include "core/ops/window.h"
 #include "kernels/fp32/fp32_sgemm.h"
+#include "kernels/fp32/fp32_winograd.h"
 
 namespace qdqrt::engine::fp32 {
 
 namespace {
 
 constexpr const char* kKind = "fp32_conv";
-enum class ConvMode : int64_t { kGemm = 0, kPointwise = 1, kDepthwise = 2, kIgemm = 3, kDepthwiseNhwc = 4 };
+enum class ConvMode : int64_t {
+  kGemm = 0,
+  kPointwise = 1,
+  kDepthwise = 2,
+  kIgemm = 3,
+  kDepthwiseNhwc = 4,
+  kWinograd = 5
+};
 
-bool is_nhwc(ConvMode mode) { return mode == ConvMode::kIgemm || mode == ConvMode::kDepthwiseNhwc; }
+bool is_nhwc(ConvMode mode) {
+  return mode == ConvMode::kIgemm || mode == ConvMode::kDepthwiseNhwc || mode == ConvMode::kWinograd;
+}
+
+// Output pixels from which Winograd pays: 7x7 (ResNet-50's layer4: 16 tiles for 49 pixels, 1.3x
+// the work) runs about 1.25x faster than the igemm, 14x14 and up about 2x.
+constexpr int64_t kWinogradMinPixels = 7 * 7;
+constexpr double kDepthwiseCostFactor = 3.0;
+// Column blocks when the tiles are few (ColumnBlockSplit): 2, not 4, since every column block
+// transforms its tiles' inputs again (ResNet-50's layer3 and layer4 at batch 1).
+constexpr int64_t kWinogradFewRowsColumnBlocks = 2;
 
 struct ConvGeometry {
   int64_t channels = 0, height = 0, width = 0;            // input per image
@@ -212,10 +234,11 @@ class ConvLayer final : public Layer {
 // NHWC conv on the fp32 igemm / depthwise kernels.
 class NhwcConvLayer final : public Layer {
  public:
-  NhwcConvLayer(const ConvGeometry& g, kernels::PackedSgemm gemm, kernels::PackedDepthwiseF32 depthwise, float low,
-                float high, kernels::Fp32EpilogueActivation activation, int32_t input, int32_t residual, int32_t output)
-      : g_(g), gemm_(std::move(gemm)), depthwise_(std::move(depthwise)), input_(input), residual_(residual),
-        output_(output) {
+  NhwcConvLayer(const ConvGeometry& g, kernels::PackedSgemm gemm, kernels::PackedDepthwiseF32 depthwise,
+                kernels::PackedWinogradF32 winograd, float low, float high, kernels::Fp32EpilogueActivation activation,
+                int32_t input, int32_t residual, int32_t output)
+      : g_(g), gemm_(std::move(gemm)), depthwise_(std::move(depthwise)), winograd_(std::move(winograd)), input_(input),
+        residual_(residual), output_(output) {
     epilogue_.activation = activation;
     epilogue_.min = low;
     epilogue_.max = high;
@@ -239,13 +262,19 @@ class NhwcConvLayer final : public Layer {
   WorkShape work(const RunState& state) const override {
     const ColumnBlockSplit split = work_split(state);
     const double taps = static_cast<double>(g_.kernel_h * g_.kernel_w);
-    const double item_pixels = g_.mode == ConvMode::kDepthwiseNhwc ? static_cast<double>(g_.out_width) : gemm_.mr;
+    const double item_pixels = g_.mode == ConvMode::kDepthwiseNhwc ? static_cast<double>(g_.out_width)
+                               : g_.mode == ConvMode::kWinograd ? winograd_.mr * 4.0 / 2.25  // multiplies saved
+                                                                : gemm_.mr;
     const double item_channels = static_cast<double>(g_.out_channels) / static_cast<double>(split.column_blocks);
-    const double depth = g_.mode == ConvMode::kDepthwiseNhwc ? taps : taps * static_cast<double>(g_.channels);
+    // Depthwise runs at about a third of the GEMM's rate (one multiply-add per loaded input): its
+    // operations count 3x, so MobileNet's 7x7 and 14x14 ones (0.7-1.4 M multiply-adds) split in
+    // two at 2 threads instead of leaving one thread idle.
+    const double depth =
+        g_.mode == ConvMode::kDepthwiseNhwc ? kDepthwiseCostFactor * taps : taps * static_cast<double>(g_.channels);
     return {.items = split.items(), .ops_per_item = 2.0 * item_pixels * item_channels * depth};
   }
 
-  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t> scratch) const override {
     const kernels::SconvArgs args{state.data<float>(input_), state.data<float>(output_), g_.out_channels};
     kernels::Fp32Epilogue epilogue = epilogue_;
     if (residual_ >= 0) epilogue.residual = state.data<float>(residual_);
@@ -254,6 +283,11 @@ class NhwcConvLayer final : public Layer {
       if (g_.mode == ConvMode::kDepthwiseNhwc) {
         kernels::run_depthwise_f32(depthwise_, geometry_, args, epilogue, first, last, static_cast<int>(column_begin),
                                    static_cast<int>(column_end));
+      } else if (g_.mode == ConvMode::kWinograd) {
+        const int64_t tiles = kernels::winograd_f32_tiles(geometry_, state.dim(input_, 0));
+        kernels::run_winograd_f32(winograd_, geometry_, args, epilogue, first * winograd_.mr,
+                                  std::min(tiles, last * winograd_.mr), static_cast<int>(column_begin),
+                                  static_cast<int>(column_end), reinterpret_cast<float*>(scratch.data()));
       } else {
         kernels::run_sconv(gemm_, geometry_, args, epilogue, first * gemm_.mr, std::min(pixels, last * gemm_.mr),
                            static_cast<int>(column_begin), static_cast<int>(column_end));
@@ -262,12 +296,17 @@ class NhwcConvLayer final : public Layer {
   }
 
  private:
-  // Row items: microkernel tiles of output pixels (igemm), output rows (depthwise); columns split
-  // in panels or the depthwise kernel's channel blocks.
+  // Row items: microkernel tiles of output pixels (igemm) or of 2x2 output tiles (winograd), output
+  // rows (depthwise); columns split in panels or the depthwise kernel's channel blocks.
   ColumnBlockSplit work_split(const RunState& state) const {
     const int64_t batch = state.dim(input_, 0);
     if (g_.mode == ConvMode::kDepthwiseNhwc) {
       return ColumnBlockSplit(batch * g_.out_height, g_.out_channels, kernels::kDepthwiseF32ChannelBlock);
+    }
+    if (g_.mode == ConvMode::kWinograd) {
+      const int64_t tiles = kernels::winograd_f32_tiles(geometry_, batch);
+      return ColumnBlockSplit((tiles + winograd_.mr - 1) / winograd_.mr, g_.out_channels, winograd_.nr,
+                              kWinogradFewRowsColumnBlocks);
     }
     return ColumnBlockSplit((batch * g_.out_height * g_.out_width + gemm_.mr - 1) / gemm_.mr, g_.out_channels, gemm_.nr);
   }
@@ -276,12 +315,25 @@ class NhwcConvLayer final : public Layer {
   kernels::SconvGeometry geometry_;
   kernels::PackedSgemm gemm_;
   kernels::PackedDepthwiseF32 depthwise_;
+  kernels::PackedWinogradF32 winograd_;
   kernels::Fp32Epilogue epilogue_;
   int32_t input_, residual_, output_;
 };
 
-int64_t scratch_floats(const ConvGeometry& g) {
+int64_t scratch_floats(const ConvGeometry& g, kernels::Isa isa = kernels::Isa::kScalar) {
+  if (g.mode == ConvMode::kWinograd) {
+    return kernels::winograd_f32_scratch_floats(static_cast<int>(g.out_channels), static_cast<int>(g.channels), isa);
+  }
   return g.mode == ConvMode::kGemm ? g.k() * g.tile_rows * g.out_width : 0;
+}
+
+bool winograd_applies(const ConvGeometry& g) {
+  return g.group == 1 && g.out_height * g.out_width >= kWinogradMinPixels &&
+         kernels::winograd_f32_applies(static_cast<int>(g.kernel_h), static_cast<int>(g.kernel_w),
+                                       static_cast<int>(g.stride_h), static_cast<int>(g.stride_w),
+                                       static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w),
+                                       static_cast<int>(g.pad_top), static_cast<int>(g.pad_left),
+                                       static_cast<int>(g.pad_bottom), static_cast<int>(g.pad_right));
 }
 
 Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const ConvGeometry& g,
@@ -289,6 +341,9 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
   const int64_t taps = g.kernel_h * g.kernel_w;
   if (taps > kernels::kSgemmMaxTaps) return context.error(fmt::format("{} kernel taps, at most {}", taps, kernels::kSgemmMaxTaps));
   if (g.mode == ConvMode::kIgemm && g.group != 1) return context.error("igemm mode needs group 1");
+  if (g.mode == ConvMode::kWinograd && !winograd_applies(g)) {
+    return context.error("winograd mode needs group 1 and a 3x3 stride-1 window with pads <= 1");
+  }
   if (g.mode == ConvMode::kDepthwiseNhwc && !(g.group == g.channels && g.group == g.out_channels)) {
     return context.error("depthwise mode needs group == input channels == output channels");
   }
@@ -318,8 +373,18 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
   }
   kernels::PackedSgemm gemm;
   kernels::PackedDepthwiseF32 depthwise;
+  kernels::PackedWinogradF32 winograd;
   const int channels = static_cast<int>(g.channels), out_channels = static_cast<int>(g.out_channels);
-  if (g.mode == ConvMode::kIgemm) {
+  if (g.mode == ConvMode::kWinograd) {
+    if (static_cast<int64_t>(scratch_floats(g, isa) * sizeof(float)) > context.layer().scratch_bytes) {
+      return context.error(fmt::format("scratch_bytes {} is less than the {} the Winograd tiles need",
+                                       context.layer().scratch_bytes, scratch_floats(g, isa) * sizeof(float)));
+    }
+    const int64_t floats = kernels::packed_winograd_f32_floats(out_channels, channels, isa);
+    QDQRT_ASSIGN_OR_RETURN(const float* weights, params::kWeights.read(context, floats));
+    QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, kernels::sgemm_padded_n(out_channels, isa)));
+    winograd = kernels::packed_winograd_f32_view(out_channels, channels, isa, weights, bias);
+  } else if (g.mode == ConvMode::kIgemm) {
     const int64_t floats = kernels::packed_sgemm_floats(out_channels, taps * g.channels, isa);
     QDQRT_ASSIGN_OR_RETURN(const float* weights, params::kWeights.read(context, floats));
     QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, kernels::sgemm_padded_n(out_channels, isa)));
@@ -330,7 +395,8 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
     QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, padded));
     depthwise = kernels::packed_depthwise_f32_view(channels, static_cast<int>(taps), isa, weights, bias);
   }
-  return std::unique_ptr<Layer>(std::make_unique<NhwcConvLayer>(g, std::move(gemm), std::move(depthwise), low, high, activation,
+  return std::unique_ptr<Layer>(std::make_unique<NhwcConvLayer>(g, std::move(gemm), std::move(depthwise),
+                                                                std::move(winograd), low, high, activation,
                                                                 context.layer().inputs[0], residual,
                                                                 context.layer().outputs[0]));
 }
@@ -415,7 +481,15 @@ Status lower_nhwc_conv(const Node& node, BuildContext& context, ConvGeometry g, 
   const int channels = static_cast<int>(g.channels), out_channels = static_cast<int>(g.out_channels);
   const float* bias_values = bias != nullptr ? bias->data<float>() : nullptr;
   PlanLayer layer;
-  if (g.group == 1) {
+  if (winograd_applies(g)) {
+    g.mode = ConvMode::kWinograd;
+    const kernels::PackedWinogradF32 packed =
+        kernels::pack_winograd_f32(out_channels, channels, weight.data<float>(), bias_values, isa);
+    layer = make_layer(node, kKind, kernels::winograd_f32_kernel_name(isa));
+    params::kWeights.write_bytes(layer, packed.data.data(), packed.data.size() * sizeof(float));
+    params::kBias.write_bytes(layer, packed.bias.data(), packed.bias.size() * sizeof(float));
+    layer.scratch_bytes = scratch_floats(g, isa) * static_cast<int64_t>(sizeof(float));
+  } else if (g.group == 1) {
     g.mode = ConvMode::kIgemm;
     kernels::SgemmWeightsDesc desc;
     desc.n = out_channels;

@@ -18,12 +18,18 @@ kernels::Isa bind_isa(const EnginePlan& plan) {
   return std::min(*isa, active);
 }
 
-ColumnBlockSplit::ColumnBlockSplit(int64_t row_items_, int64_t columns_, int64_t column_unit_)
+ColumnBlockSplit::ColumnBlockSplit(int64_t row_items_, int64_t columns_, int64_t column_unit_,
+                                   int64_t few_rows_column_blocks)
     : row_items(std::max<int64_t>(row_items_, 1)), columns(columns_), column_unit(std::max<int64_t>(column_unit_, 1)) {
   column_units = std::max<int64_t>((columns + column_unit - 1) / column_unit, 1);
   const int64_t units_per_block = std::max<int64_t>(kMaxBlockColumns / column_unit, 1);
   column_blocks = (column_units + units_per_block - 1) / units_per_block;
-  if (row_items < kFewRowItems) column_blocks = std::max(column_blocks, std::min(column_units, kFewRowsColumnBlocks));
+  if (row_items < kFewRowItems) {
+    column_blocks = std::max(column_blocks, std::min(column_units, few_rows_column_blocks));
+    // Few units that do not divide evenly (MobileNetV2's 7x7 projections: 5 panels of 160 columns
+    // in blocks of 1, 1, 1, 2 units gave one of two threads 60%): one unit per block.
+    if (column_units <= 2 * few_rows_column_blocks && column_units % column_blocks != 0) column_blocks = column_units;
+  }
 }
 
 DataType value_dtype(const BuildContext& context, const std::string& value) {

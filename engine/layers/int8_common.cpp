@@ -483,6 +483,7 @@ Result<kernels::PackedDepthwise> load_depthwise(const BindContext& context, std:
   QDQRT_RETURN_IF_ERROR(view_buffer(context, kAccumulatorBias, prefix, channels_padded, packed.bias));
   QDQRT_RETURN_IF_ERROR(
       fold_output_scale(context, prefix, channels_padded, output_scale, packed.multiplier, packed.float_bias));
+  kernels::prepare_depthwise_dot(packed);  // the vpdpbusd form is derived at load, not stored
   return packed;
 }
 

@@ -1,6 +1,9 @@
 #include "kernels/dwconv/qdwconv.h"
 
+#include <algorithm>
 #include <cassert>
+#include <cmath>
+#include <cstdlib>
 
 #include "kernels/dispatch.h"
 
@@ -35,7 +38,67 @@ PackedDepthwise pack_depthwise(const DepthwiseWeightsDesc& desc, Isa isa) {
     packed.multiplier[c] = depthwise_multiplier(desc, c);
     packed.float_bias[c] = depthwise_float_bias(desc, c);
   }
+  prepare_depthwise_dot(packed);
   return packed;
+}
+
+void prepare_depthwise_dot(PackedDepthwise& packed) {
+  packed.dot_weights = {};
+  packed.dot_bias = {};
+  packed.dot_multiplier = {};
+  packed.dot_float_bias = {};
+  packed.dot_channels = 0;
+  packed.dot_bounded = false;
+  const int kernel = packed.kernel_height;
+  if (packed.isa < Isa::kAvx512Vnni || kernel != packed.kernel_width || (kernel != 3 && kernel != 5)) return;
+  const int taps = kernel * kernel;
+  const int64_t stride = packed.channels_padded;
+  auto weight = [&](int c, int tap) { return static_cast<int16_t>(packed.weights[tap * stride + c]); };
+  for (int c = 0; c < packed.channels; ++c) {
+    for (int t = 0; t < taps; ++t) {
+      if (weight(c, t) < -128 || weight(c, t) > 127) return;
+    }
+  }
+  const int row_groups = (kernel + 3) / 4;
+  // Blocks of 64 channels; a last one of at most 32 channels is a block of 32.
+  auto block_width = [&](int block) { return packed.channels - block > 32 ? 64 : 32; };
+  int dot_channels = 0;
+  while (dot_channels < packed.channels) dot_channels += block_width(dot_channels);
+  packed.dot_channels = dot_channels;
+  packed.dot_weights.resize(static_cast<size_t>(row_groups) * kernel * dot_channels * 4);
+  packed.dot_bias.resize(dot_channels);
+  packed.dot_multiplier.resize(dot_channels);
+  packed.dot_float_bias.resize(dot_channels);
+  packed.dot_bounded = true;
+  for (int block = 0; block < dot_channels; block += block_width(block)) {
+    const int width = block_width(block);
+    for (int position = 0; position < width; ++position) {
+      const int c = block + depthwise_dot_channel(position, width);
+      const int slot = block + position;
+      if (c >= packed.channels) continue;  // zero weights and constants: computed, never stored
+      int32_t weight_sum = 0, weight_magnitude = 0;
+      for (int ky = 0; ky < kernel; ++ky) {
+        for (int kx = 0; kx < kernel; ++kx) {
+          const int16_t w = weight(c, ky * kernel + kx);
+          weight_sum += w;
+          weight_magnitude += std::abs(w);
+          const size_t row_base = (static_cast<size_t>(ky / 4) * kernel + kx) * dot_channels;
+          packed.dot_weights[(row_base + slot) * 4 + ky % 4] = static_cast<int8_t>(w);
+        }
+      }
+      // Signed input runs as x + 128 (a sign-bit flip), which adds 128 * sum(w) to the dot product.
+      const uint32_t correction = packed.input_signed ? 128u * static_cast<uint32_t>(weight_sum) : 0u;
+      packed.dot_bias[slot] = static_cast<int32_t>(static_cast<uint32_t>(packed.bias[c]) - correction);
+      packed.dot_multiplier[slot] = packed.multiplier[c];
+      packed.dot_float_bias[slot] = packed.float_bias[c];
+      // int32 accumulation wraps like the reference's, so no accumulator exceeds 2^31 either way.
+      const double largest_accumulator =
+          std::min(0x1p31, std::fabs(static_cast<double>(packed.dot_bias[slot])) + 255.0 * weight_magnitude);
+      const double largest = largest_accumulator * std::fabs(static_cast<double>(packed.multiplier[c])) +
+                             std::fabs(static_cast<double>(packed.float_bias[c]));
+      if (!(largest < 0x1p30)) packed.dot_bounded = false;  // also false for NaN
+    }
+  }
 }
 
 void run_depthwise(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const DepthwiseArgs& args,
@@ -49,8 +112,10 @@ void run_depthwise(const PackedDepthwise& packed, const DepthwiseGeometry& geome
 std::string depthwise_kernel_name(const PackedDepthwise& packed) {
   const internal::DepthwiseImplementation& impl = depthwise_implementation(packed.isa);
   std::string name = packed.input_signed ? "qs8" : "qu8";
+  // The vpdpbusd form runs 64 channels per block ("dp4": 4 kernel rows per 32-bit lane).
+  const bool dot = packed.dot_channels > 0;
   name += "-qc8w-dwconv-" + std::to_string(packed.kernel_height) + "x" + std::to_string(packed.kernel_width) + "p" +
-          std::to_string(impl.channel_block) + "c-fp32-" + isa_name(packed.isa);
+          std::to_string(dot ? 64 : impl.channel_block) + "c-" + (dot ? "dp4-" : "") + "fp32-" + isa_name(packed.isa);
   return name;
 }
 

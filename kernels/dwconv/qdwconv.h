@@ -1,6 +1,10 @@
 // Depthwise INT8 convolution on NHWC (one filter per channel, channel multiplier 1), its own
-// kernel family: memory/shuffle bound, so it widens to 16-bit products (vpdpwssd / vpmaddwd)
-// over blocks of channels and applies the same fused epilogue as the GEMM (qepilogue.h).
+// kernel family, with the same fused epilogue as the GEMM (qepilogue.h). Two forms:
+//   - 16-bit products (vpdpwssd / vpmaddwd) of the sign-extended input with `weights`: any shape,
+//     any weight zero-point;
+//   - AVX-512 VNNI, 3x3/5x5 kernels without dilation whose (w - w_zp) fit in int8: vpdpbusd with 4
+//     kernel rows per 32-bit lane (`dot_weights`, built by prepare_depthwise_dot), 4x the MACs
+//     per instruction.
 //
 //   out[p][c] = epilogue( sum_taps (x[tap(p)][c] - x_zp) * (w[c][tap] - w_zp) + bias[c] )
 //
@@ -57,9 +61,34 @@ struct PackedDepthwise {
   AlignedBuffer<int32_t> bias;  // bias_int32 - x_zp * sum_taps(w - w_zp)
   AlignedBuffer<float> multiplier;
   AlignedBuffer<float> float_bias;
+  // The vpdpbusd form (empty when the kernel cannot use it), derived from the fields above. Channels
+  // go in blocks of 64 (the last one of at most 32 channels in a block of 32, zero-padded) and,
+  // inside a block, in "unpack order": with 4 * L int32 lanes per vector (L = 4 for 64, 2 for 32),
+  // position 4 * L * v + 4 * lane + j holds channel 16 * lane + 4 * v + j, the order in-lane
+  // byte/word unpacks of 4 input rows produce (the in-lane packs of the epilogue restore it).
+  //   dot_weights[row_group][kx][block position][4 rows]: int8 (w - w_zp), 0 past the kernel height
+  //   dot_bias: bias, minus 128 * sum(w - w_zp) for signed input (read as unsigned x + 128)
+  AlignedBuffer<int8_t> dot_weights;
+  AlignedBuffer<int32_t> dot_bias;
+  AlignedBuffer<float> dot_multiplier;
+  AlignedBuffer<float> dot_float_bias;
+  int dot_channels = 0;  // the blocks' total width
+  // Every |accumulator * multiplier + float_bias| stays below 2^30, so converting it to int32 never
+  // overflows: the activation clamp may then run on the rounded integers (monotonic rounding).
+  bool dot_bounded = false;
 };
 
 PackedDepthwise pack_depthwise(const DepthwiseWeightsDesc& desc, Isa isa);
+
+// Builds (or clears) the vpdpbusd form from weights, bias, multiplier and float_bias. pack_depthwise
+// calls it; callers that change multiplier/float_bias afterwards (engine load) call it again.
+void prepare_depthwise_dot(PackedDepthwise& packed);
+
+// The channel at position `position` of a block of `width` (64 or 32) channels in unpack order.
+constexpr int depthwise_dot_channel(int position, int width) {
+  const int lanes = width / 16;  // 128-bit lanes per vector
+  return 16 * ((position % (4 * lanes)) / 4) + 4 * (position / (4 * lanes)) + position % 4;
+}
 inline PackedDepthwise pack_depthwise(const DepthwiseWeightsDesc& desc) { return pack_depthwise(desc, active_isa()); }
 
 struct DepthwiseGeometry {

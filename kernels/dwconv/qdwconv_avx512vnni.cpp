@@ -1,11 +1,15 @@
-// AVX-512 depthwise convolution: 2 output pixels x 64 channels (8 zmm accumulators) per block, one
-// vpdpwssd per tap and 16 channels (input widened to 32-bit lanes, weight in the low 16 bits).
+// AVX-512 depthwise convolution. Three kernels, best first: the vpdpbusd form (run_dot: 4 kernel
+// rows per byte-interleaved lane, 3x3/5x5 with int8 weights); row tiles of 16-bit products
+// (run_rows: vpdpwssd per tap and 16 channels, input widened to 32-bit lanes, weight in the low 16
+// bits); and 2 output pixels x 64 channels per block for any other shape (run).
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 #include <utility>
 #include <cstring>
@@ -145,8 +149,10 @@ void run(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const
 // Compile-time loop: calls body(std::integral_constant<int, I>) for I in [0, N), so accumulator
 // indices are constants and the accumulators stay in registers.
 template <int N, typename Body>
-inline void static_for(Body&& body) {
-  [&]<int... I>(std::integer_sequence<int, I...>) { (body(std::integral_constant<int, I>{}), ...); }(
+[[gnu::always_inline]] inline void static_for(Body&& body) {
+  [&]<int... I>(std::integer_sequence<int, I...>) __attribute__((always_inline)) {
+    (body(std::integral_constant<int, I>{}), ...);
+  }(
       std::make_integer_sequence<int, N>{});
 }
 
@@ -232,6 +238,11 @@ void row_tile(const PackedDepthwise& packed, const DepthwiseGeometry& g, const u
     if (plain_epilogue(t)) {
       const PlainStore store = plain_store(t);
       static_for<T>([&](auto j) { store_vector_plain<false>(acc[j], 0, count, j, constants, store); });
+    } else if (const PointwiseOp op = single_op_epilogue(t); op != PointwiseOp::kCopy) {
+      alignas(64) int32_t stored[T][16];
+      static_for<T>([&](auto j) { _mm512_store_si512(stored[j], acc[j]); });
+      t.n_valid = count;
+      store_block_single_op<false>(op, &stored[0][0], T, 1, t);
     } else {
       static_for<T>([&](auto j) { store_vector<false>(acc[j], 0, count, t, j, constants, clamp_min, clamp_max); });
     }
@@ -279,12 +290,424 @@ void run_rows(const PackedDepthwise& packed, const DepthwiseGeometry& g, const D
   }
 }
 
-// Picks the row-tiled kernel when the shape has one, else the general per-pixel kernel.
+// ---------------------------------------------------------------------------------------------
+// vpdpbusd form (PackedDepthwise::dot_weights): T output pixels of one output row x 64 channels.
+// Each input column is loaded once per group of 4 kernel rows, its 4 rows interleaved into bytes
+// of 32-bit lanes by two levels of in-lane unpacks (the channels come out in unpack order, as the
+// weights and epilogue constants are stored), and serves every kernel column that reads it.
+
+// Lambdas of the hot loops are inlined before GCC decides where the accumulators live: otherwise
+// it keeps them in memory.
+#define QDQRT_INLINE_LAMBDA __attribute__((always_inline))
+
+// The vector width of a channel block: zmm for 64 channels, ymm (AVX-512VL) for a last block of at
+// most 32 channels, so a 32-channel layer does not compute 64.
+template <bool kWide>
+struct DotVectors;
+
+template <>
+struct DotVectors<true> {
+  using V = __m512i;
+  using F = __m512;
+  using Mask = __mmask64;
+  static constexpr int kChannels = 64;
+  static V load(const void* p) { return _mm512_loadu_si512(p); }
+  static V load_masked(Mask m, const void* p) { return _mm512_maskz_loadu_epi8(m, p); }
+  static void store(void* p, V v) { _mm512_storeu_si512(p, v); }
+  static void store_masked(void* p, Mask m, V v) { _mm512_mask_storeu_epi8(p, m, v); }
+  static V set1_epi8(char v) { return _mm512_set1_epi8(v); }
+  static V set1_epi16(int16_t v) { return _mm512_set1_epi16(v); }
+  static V bit_xor(V a, V b) { return _mm512_xor_si512(a, b); }
+  static V unpacklo_epi8(V a, V b) { return _mm512_unpacklo_epi8(a, b); }
+  static V unpackhi_epi8(V a, V b) { return _mm512_unpackhi_epi8(a, b); }
+  static V unpacklo_epi16(V a, V b) { return _mm512_unpacklo_epi16(a, b); }
+  static V unpackhi_epi16(V a, V b) { return _mm512_unpackhi_epi16(a, b); }
+  static V dpbusd(V acc, V u, V s) { return _mm512_dpbusd_epi32(acc, u, s); }
+  static F load_ps(const float* p) { return _mm512_loadu_ps(p); }
+  static F set1_ps(float v) { return _mm512_set1_ps(v); }
+  static F fmadd_cvt(V acc, F m, F b) { return _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), m, b); }
+  static F clamp(F y, F low, F high) { return _mm512_min_ps(_mm512_max_ps(y, low), high); }
+  static V cvtps(F y) { return _mm512_cvtps_epi32(y); }
+  static V packs_epi32(V a, V b) { return _mm512_packs_epi32(a, b); }
+  static V adds_epi16(V a, V b) { return _mm512_adds_epi16(a, b); }
+  static V packus_epi16(V a, V b) { return _mm512_packus_epi16(a, b); }
+  static V packs_epi16(V a, V b) { return _mm512_packs_epi16(a, b); }
+  static V clamp_epu8(V v, V low, V high) { return _mm512_min_epu8(_mm512_max_epu8(v, low), high); }
+  static V clamp_epi8(V v, V low, V high) { return _mm512_min_epi8(_mm512_max_epi8(v, low), high); }
+  // Unpack order back to channel order (a 4x4 transpose of 128-bit lanes): 16 channels per zmm.
+  static void natural_order(const V (&a)[4], __m512i (&n)[4]) {
+    const __m512i t0 = _mm512_shuffle_i64x2(a[0], a[1], 0x44), t1 = _mm512_shuffle_i64x2(a[2], a[3], 0x44);
+    const __m512i t2 = _mm512_shuffle_i64x2(a[0], a[1], 0xEE), t3 = _mm512_shuffle_i64x2(a[2], a[3], 0xEE);
+    n[0] = _mm512_shuffle_i64x2(t0, t1, 0x88);
+    n[1] = _mm512_shuffle_i64x2(t0, t1, 0xDD);
+    n[2] = _mm512_shuffle_i64x2(t2, t3, 0x88);
+    n[3] = _mm512_shuffle_i64x2(t2, t3, 0xDD);
+  }
+};
+
+template <>
+struct DotVectors<false> {
+  using V = __m256i;
+  using F = __m256;
+  using Mask = __mmask32;
+  static constexpr int kChannels = 32;
+  static V load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+  static V load_masked(Mask m, const void* p) { return _mm256_maskz_loadu_epi8(m, p); }
+  static void store(void* p, V v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
+  static void store_masked(void* p, Mask m, V v) { _mm256_mask_storeu_epi8(p, m, v); }
+  static V set1_epi8(char v) { return _mm256_set1_epi8(v); }
+  static V set1_epi16(int16_t v) { return _mm256_set1_epi16(v); }
+  static V bit_xor(V a, V b) { return _mm256_xor_si256(a, b); }
+  static V unpacklo_epi8(V a, V b) { return _mm256_unpacklo_epi8(a, b); }
+  static V unpackhi_epi8(V a, V b) { return _mm256_unpackhi_epi8(a, b); }
+  static V unpacklo_epi16(V a, V b) { return _mm256_unpacklo_epi16(a, b); }
+  static V unpackhi_epi16(V a, V b) { return _mm256_unpackhi_epi16(a, b); }
+  static V dpbusd(V acc, V u, V s) { return _mm256_dpbusd_epi32(acc, u, s); }
+  static F load_ps(const float* p) { return _mm256_loadu_ps(p); }
+  static F set1_ps(float v) { return _mm256_set1_ps(v); }
+  static F fmadd_cvt(V acc, F m, F b) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), m, b); }
+  static F clamp(F y, F low, F high) { return _mm256_min_ps(_mm256_max_ps(y, low), high); }
+  static V cvtps(F y) { return _mm256_cvtps_epi32(y); }
+  static V packs_epi32(V a, V b) { return _mm256_packs_epi32(a, b); }
+  static V adds_epi16(V a, V b) { return _mm256_adds_epi16(a, b); }
+  static V packus_epi16(V a, V b) { return _mm256_packus_epi16(a, b); }
+  static V packs_epi16(V a, V b) { return _mm256_packs_epi16(a, b); }
+  static V clamp_epu8(V v, V low, V high) { return _mm256_min_epu8(_mm256_max_epu8(v, low), high); }
+  static V clamp_epi8(V v, V low, V high) { return _mm256_min_epi8(_mm256_max_epi8(v, low), high); }
+  // Vector i lane L holds channels 16 L + 4 i + j: channels 0..15 are the low lanes of all four.
+  static void natural_order(const V (&a)[4], __m512i (&n)[4]) {
+    auto join = [](__m256i low, __m256i high) {
+      return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+    };
+    n[0] = join(_mm256_permute2x128_si256(a[0], a[1], 0x20), _mm256_permute2x128_si256(a[2], a[3], 0x20));
+    n[1] = join(_mm256_permute2x128_si256(a[0], a[1], 0x31), _mm256_permute2x128_si256(a[2], a[3], 0x31));
+    n[2] = n[3] = _mm512_setzero_si512();
+  }
+};
+
+// Lambdas of the hot loops are inlined before GCC decides where the accumulators live: otherwise
+// it keeps them in memory.
+#define QDQRT_INLINE_LAMBDA __attribute__((always_inline))
+
+// The interleaved column: v[i] holds, in unpack order, channels 16 * lane + 4 * i + j with the
+// `kRows` input rows in its bytes (bytes past kRows repeat a row: their weights are zero).
+// always_inline and compile-time indices only: otherwise GCC keeps the vectors in memory.
+template <typename D, bool kSigned, bool kFull, int kRows>
+[[gnu::always_inline]] inline void interleave_rows(const uint8_t* const* rows, int c, typename D::Mask mask,
+                                                   typename D::V& v0, typename D::V& v1, typename D::V& v2,
+                                                   typename D::V& v3) {
+  using V = typename D::V;
+  // x + 128 for signed input (vpdpbusd's first operand is unsigned), on the rows before they
+  // are interleaved: kRows flips instead of 4.
+  const V sign = D::set1_epi8(static_cast<char>(0x80));
+  auto load = [&](int r) QDQRT_INLINE_LAMBDA {
+    const V x = kFull ? D::load(rows[r] + c) : D::load_masked(mask, rows[r] + c);
+    return kSigned ? D::bit_xor(x, sign) : x;
+  };
+  const V x0 = load(0);
+  const V x1 = kRows > 1 ? load(1) : x0;
+  const V x2 = kRows > 2 ? load(2) : x1;
+  const V x3 = kRows > 3 ? load(3) : x2;
+  const V low01 = D::unpacklo_epi8(x0, x1), high01 = D::unpackhi_epi8(x0, x1);
+  const V low23 = D::unpacklo_epi8(x2, x3), high23 = D::unpackhi_epi8(x2, x3);
+  v0 = D::unpacklo_epi16(low01, low23);
+  v1 = D::unpackhi_epi16(low01, low23);
+  v2 = D::unpacklo_epi16(high01, high23);
+  v3 = D::unpackhi_epi16(high01, high23);
+}
+
+// T output pixels x one channel block from c: acc[4 * j + i] is pixel j's vector i (unpack order).
+template <typename D, bool kSigned, bool kFull, int K, int SW, int T>
+[[gnu::always_inline]] inline void accumulate_dot(const PackedDepthwise& packed, const uint8_t* const (*columns)[K],
+                                                  int c, typename D::Mask mask, typename D::V (&acc)[4 * T]) {
+  constexpr int kColumns = (T - 1) * SW + K;
+  constexpr int kGroups = (K + 3) / 4;
+  constexpr int kLanes = D::kChannels / 4;  // int32 lanes per vector
+  const int64_t dot_channels = packed.dot_channels;
+  const int32_t* bias = packed.dot_bias.data() + c;
+  static_for<4 * T>([&](auto a) QDQRT_INLINE_LAMBDA { acc[a] = D::load(bias + kLanes * (a % 4)); });
+  static_for<kGroups>([&](auto group) QDQRT_INLINE_LAMBDA {
+    constexpr int kRows = K - 4 * group < 4 ? K - 4 * group : 4;
+    const int8_t* weights = packed.dot_weights.data() + (group * K * dot_channels + c) * 4;
+    static_for<kColumns>([&](auto q) QDQRT_INLINE_LAMBDA {
+      typename D::V v[4];
+      interleave_rows<D, kSigned, kFull, kRows>(columns[q] + 4 * group, c, mask, v[0], v[1], v[2], v[3]);
+      static_for<K>([&](auto kx) QDQRT_INLINE_LAMBDA {
+        constexpr int offset = static_cast<int>(q) - static_cast<int>(kx);
+        if constexpr (offset >= 0 && offset % SW == 0 && offset / SW < T) {
+          const int8_t* w = weights + kx * dot_channels * 4;
+          static_for<4>([&](auto i) QDQRT_INLINE_LAMBDA {
+            acc[4 * (offset / SW) + i] = D::dpbusd(acc[4 * (offset / SW) + i], v[i], D::load(w + 4 * kLanes * i));
+          });
+        }
+      });
+    });
+  });
+}
+
+// The int8/uint8 plain epilogue in unpack order: the same float operations as store_vector_plain,
+// then in-lane packs (which restore the channel order) instead of one narrowing per vector. The
+// clamp keeps every value inside the output type, so the packs' saturation never changes one.
+template <typename D>
+struct DotPlainStore {
+  typename D::F clamp_min, clamp_max;
+  typename D::V zero_point16;
+  typename D::V low_bytes, high_bytes;  // the clamp after rounding, output units (kIntegerClamp)
+  bool unsigned_output;
+};
+
+// One block's multipliers and float biases, loaded once for every pixel of a tile.
+template <typename D>
+struct DotConstants {
+  typename D::F multiplier[4], float_bias[4];
+};
+
+// Takes the accumulators by value: with a reference to the tile's array, GCC keeps that array in
+// memory for the whole accumulation. kIntegerClamp (PackedDepthwise::dot_bounded, finite clamp):
+// the activation clamp on the packed bytes, 2 instructions per block instead of 8; rounding is
+// monotonic, so clamping before or after it gives the same integers.
+template <typename D, bool kFull, bool kIntegerClamp>
+[[gnu::always_inline]] inline void store_dot_plain(typename D::V a0, typename D::V a1, typename D::V a2,
+                                                   typename D::V a3, const DotConstants<D>& k,
+                                                   const DotPlainStore<D>& p, char* out, typename D::Mask mask) {
+  using V = typename D::V;
+  auto requantize = [&](V acc, auto i) QDQRT_INLINE_LAMBDA {
+    const typename D::F y = D::fmadd_cvt(acc, k.multiplier[i], k.float_bias[i]);
+    if constexpr (kIntegerClamp) return D::cvtps(y);
+    return D::cvtps(D::clamp(y, p.clamp_min, p.clamp_max));
+  };
+  using std::integral_constant;
+  const V words01 = D::adds_epi16(
+      D::packs_epi32(requantize(a0, integral_constant<int, 0>{}), requantize(a1, integral_constant<int, 1>{})),
+      p.zero_point16);
+  const V words23 = D::adds_epi16(
+      D::packs_epi32(requantize(a2, integral_constant<int, 2>{}), requantize(a3, integral_constant<int, 3>{})),
+      p.zero_point16);
+  V bytes;
+  if (p.unsigned_output) {
+    bytes = D::packus_epi16(words01, words23);
+    if constexpr (kIntegerClamp) bytes = D::clamp_epu8(bytes, p.low_bytes, p.high_bytes);
+  } else {
+    bytes = D::packs_epi16(words01, words23);
+    if constexpr (kIntegerClamp) bytes = D::clamp_epi8(bytes, p.low_bytes, p.high_bytes);
+  }
+  if constexpr (kFull) {
+    D::store(out, bytes);
+  } else {
+    D::store_masked(out, mask, bytes);
+  }
+}
+
+template <typename D, int T>
+struct DotAccumulators {
+  typename D::V v[4 * T];
+};
+
+// Residual, leaky, pointwise-program or fp32 epilogues: back to channel order, then the GEMM's
+// single-op block store (one SiLU/sigmoid/... program, as EfficientNet's depthwise convolutions
+// have) or store_vector. Out of line: large.
+template <typename D, int T>
+[[gnu::noinline]] void store_dot_general(const DotAccumulators<D, T>& acc, const PackedDepthwise& packed, int c,
+                                         int count, char* out, int64_t out_pixel_bytes, const char* residual,
+                                         const Epilogue& epilogue, __m512 clamp_min, __m512 clamp_max) {
+  TileArgs t;
+  t.row_term = nullptr;
+  t.c_row_bytes = out_pixel_bytes;
+  t.residual_row_bytes = epilogue.residual_row_stride;
+  t.epilogue = &epilogue;
+  t.bias = packed.bias.data() + c;
+  t.multiplier = packed.multiplier.data() + c;
+  t.float_bias = packed.float_bias.data() + c;
+  t.column0 = c;
+  t.c = out + static_cast<int64_t>(c) * output_element_size(epilogue.output_type);
+  t.residual = residual ? residual + c : nullptr;
+  __m512i natural[T][4];
+  for (int j = 0; j < T; ++j) {
+    const typename D::V pixel[4] = {acc.v[4 * j], acc.v[4 * j + 1], acc.v[4 * j + 2], acc.v[4 * j + 3]};
+    D::natural_order(pixel, natural[j]);
+  }
+  constexpr int kVectors = D::kChannels / 16;
+  if (const PointwiseOp op = single_op_epilogue(t); op != PointwiseOp::kCopy) {  // SiLU, sigmoid, ...
+    alignas(64) int32_t stored[T * kVectors * 16];
+    for (int j = 0; j < T; ++j) {
+      for (int i = 0; i < kVectors; ++i) _mm512_store_si512(stored + (j * kVectors + i) * 16, natural[j][i]);
+    }
+    t.n_valid = std::min(count, D::kChannels);
+    store_block_single_op<false>(op, stored, T, kVectors, t);
+    return;
+  }
+  for (int i = 0; i < D::kChannels / 16 && 16 * i < count; ++i) {
+    const ColumnConstants constants = load_column_constants(t, 16 * i);
+    for (int j = 0; j < T; ++j) {
+      store_vector<false>(natural[j][i], 16 * i, count - 16 * i, t, j, constants, clamp_min, clamp_max);
+    }
+  }
+}
+
+// One channel block (from c, `count` channels left) of a tile.
+template <typename D, bool kSigned, int K, int SW, int T>
+[[gnu::always_inline]] inline void dot_block(const PackedDepthwise& packed, const uint8_t* const (*columns)[K], int c,
+                                             int count, bool plain, bool integer_clamp, const DotPlainStore<D>& store,
+                                             char* out, int64_t out_pixel_bytes, const char* residual,
+                                             const Epilogue& epilogue, __m512 clamp_min, __m512 clamp_max) {
+  using Mask = typename D::Mask;
+  const bool full = count >= D::kChannels;
+  const Mask mask = full ? Mask(~Mask(0)) : Mask((Mask(1) << count) - 1);
+  typename D::V acc[4 * T];
+  if (full) {
+    accumulate_dot<D, kSigned, true, K, SW, T>(packed, columns, c, mask, acc);
+  } else {
+    accumulate_dot<D, kSigned, false, K, SW, T>(packed, columns, c, mask, acc);
+  }
+  if (plain) {
+    constexpr int kLanes = D::kChannels / 4;
+    DotConstants<D> k;
+    static_for<4>([&](auto i) QDQRT_INLINE_LAMBDA {
+      k.multiplier[i] = D::load_ps(packed.dot_multiplier.data() + c + kLanes * i);
+      k.float_bias[i] = D::load_ps(packed.dot_float_bias.data() + c + kLanes * i);
+    });
+    auto store_all = [&]<bool kFull, bool kIntegerClamp>() QDQRT_INLINE_LAMBDA {
+      static_for<T>([&](auto j) QDQRT_INLINE_LAMBDA {
+        store_dot_plain<D, kFull, kIntegerClamp>(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3], k,
+                                                 store, out + j * out_pixel_bytes + c, mask);
+      });
+    };
+    if (full) {
+      integer_clamp ? store_all.template operator()<true, true>() : store_all.template operator()<true, false>();
+    } else {
+      integer_clamp ? store_all.template operator()<false, true>() : store_all.template operator()<false, false>();
+    }
+    return;
+  }
+  DotAccumulators<D, T> copy;  // a copy: the accumulators themselves never escape (else GCC keeps them in memory)
+  static_for<4 * T>([&](auto a) QDQRT_INLINE_LAMBDA { copy.v[a] = acc[a]; });
+  store_dot_general<D, T>(copy, packed, c, count, out, out_pixel_bytes, residual, epilogue, clamp_min, clamp_max);
+}
+
+template <typename D>
+[[gnu::always_inline]] inline DotPlainStore<D> dot_plain_store(const Epilogue& epilogue, bool integer_clamp) {
+  DotPlainStore<D> store;
+  store.clamp_min = D::set1_ps(epilogue.clamp_min);
+  store.clamp_max = D::set1_ps(epilogue.clamp_max);
+  store.zero_point16 = D::set1_epi16(static_cast<int16_t>(epilogue.output_zero_point));
+  store.low_bytes = store.high_bytes = D::set1_epi8(0);
+  store.unsigned_output = epilogue.output_type == OutputType::kU8;
+  if (integer_clamp) {
+    const int low = _mm_cvtss_si32(_mm_set_ss(epilogue.clamp_min)) + epilogue.output_zero_point;
+    const int high = _mm_cvtss_si32(_mm_set_ss(epilogue.clamp_max)) + epilogue.output_zero_point;
+    store.low_bytes = D::set1_epi8(static_cast<char>(low));
+    store.high_bytes = D::set1_epi8(static_cast<char>(high));
+  }
+  return store;
+}
+
+// The epilogue's form and constants, set once per call.
+struct DotStores {
+  bool plain = false;          // int8/uint8 output without residual, leaky slope or program
+  bool integer_clamp = false;  // and the clamp may run on the rounded integers
+  DotPlainStore<DotVectors<true>> wide;
+  DotPlainStore<DotVectors<false>> narrow;
+
+  DotStores(const PackedDepthwise& packed, const Epilogue& epilogue) {
+    plain = epilogue.residual == nullptr && !epilogue.leaky && epilogue.program == nullptr &&
+            epilogue.output_type != OutputType::kF32;
+    integer_clamp = plain && packed.dot_bounded && std::fabs(epilogue.clamp_min) <= 0x1p20f &&
+                    std::fabs(epilogue.clamp_max) <= 0x1p20f;
+    wide = dot_plain_store<DotVectors<true>>(epilogue, integer_clamp);
+    narrow = dot_plain_store<DotVectors<false>>(epilogue, integer_clamp);
+  }
+};
+
+template <bool kSigned, int K, int SW, int T>
+void dot_tile(const PackedDepthwise& packed, const DepthwiseGeometry& g, const uint8_t* image, const uint8_t* padding,
+              int out_y, int out_x0, char* out, int64_t out_pixel_bytes, const char* residual,
+              const Epilogue& epilogue, const DotStores& stores, __m512 clamp_min, __m512 clamp_max) {
+  constexpr int kColumns = (T - 1) * SW + K;
+  const int channels = packed.channels;
+  const int64_t row_bytes = static_cast<int64_t>(g.input_width) * g.input_pixel_stride;
+  const int first_x = out_x0 * SW - g.pad_left;
+  // columns[q][ky]: input column q of kernel row ky, or the padding row; resolved once per tile.
+  const uint8_t* columns[kColumns][K];
+  for (int ky = 0; ky < K; ++ky) {
+    const int in_y = out_y * g.stride_height - g.pad_top + ky;
+    const bool row_inside = in_y >= 0 && in_y < g.input_height;
+    for (int q = 0; q < kColumns; ++q) {
+      const int in_x = first_x + q;
+      columns[q][ky] = row_inside && in_x >= 0 && in_x < g.input_width
+                           ? image + in_y * row_bytes + static_cast<int64_t>(in_x) * g.input_pixel_stride
+                           : padding;
+    }
+  }
+  int c = 0;
+  for (; channels - c > 32; c += 64) {
+    dot_block<DotVectors<true>, kSigned, K, SW, T>(packed, columns, c, channels - c, stores.plain, stores.integer_clamp,
+                                                   stores.wide, out, out_pixel_bytes, residual, epilogue, clamp_min,
+                                                   clamp_max);
+  }
+  if (c < channels) {  // a last block of at most 32 channels
+    dot_block<DotVectors<false>, kSigned, K, SW, T>(packed, columns, c, channels - c, stores.plain,
+                                                    stores.integer_clamp, stores.narrow, out, out_pixel_bytes, residual,
+                                                    epilogue, clamp_min, clamp_max);
+  }
+}
+
+// Splits each output row of [pixel_begin, pixel_end) into tiles of at most kTile pixels (a
+// remainder between kTile and 2 * kTile in two near-equal tiles).
+template <bool kSigned, int K, int SW>
+void run_dot(const PackedDepthwise& packed, const DepthwiseGeometry& g, const DepthwiseArgs& args,
+             const Epilogue& epilogue, int pixel_begin, int pixel_end) {
+  constexpr int kTile = 4;
+  uint8_t* padding = thread_scratch(ScratchSlot::kPadding, packed.dot_channels + 64);
+  std::memset(padding, static_cast<uint8_t>(packed.input_zero_point), packed.dot_channels + 64);
+  const int output_size = output_element_size(epilogue.output_type);
+  const int64_t out_pixel_bytes = args.output_pixel_stride * output_size;
+  const __m512 clamp_min = _mm512_set1_ps(epilogue.clamp_min);
+  const __m512 clamp_max = _mm512_set1_ps(epilogue.clamp_max);
+  const DotStores stores(packed, epilogue);
+  const int64_t pixels_per_image = static_cast<int64_t>(g.output_height) * g.output_width;
+  const int64_t image_bytes = static_cast<int64_t>(g.input_height) * g.input_width * g.input_pixel_stride;
+  int64_t p = pixel_begin;
+  while (p < pixel_end) {
+    const int64_t image_index = p / pixels_per_image;
+    const int64_t in_image = p - image_index * pixels_per_image;
+    const int out_y = static_cast<int>(in_image / g.output_width);
+    int out_x = static_cast<int>(in_image - static_cast<int64_t>(out_y) * g.output_width);
+    const int64_t row_end = std::min<int64_t>(pixel_end, p + (g.output_width - out_x));
+    const uint8_t* image = static_cast<const uint8_t*>(args.input) + image_index * image_bytes;
+    while (p < row_end) {
+      const int left = static_cast<int>(row_end - p);
+      const int n = left <= kTile ? left : left < 2 * kTile ? (left + 1) / 2 : kTile;
+      char* out = static_cast<char*>(args.output) + p * out_pixel_bytes;
+      const char* residual =
+          epilogue.residual ? static_cast<const char*>(epilogue.residual) + p * epilogue.residual_row_stride : nullptr;
+      switch (n) {
+#define QDQRT_TILE(count)                                                                                       \
+  case count:                                                                                                   \
+    dot_tile<kSigned, K, SW, count>(packed, g, image, padding, out_y, out_x, out, out_pixel_bytes, residual,   \
+                                    epilogue, stores, clamp_min, clamp_max);                                    \
+    break;
+        QDQRT_TILE(1) QDQRT_TILE(2) QDQRT_TILE(3) QDQRT_TILE(4)
+#undef QDQRT_TILE
+      }
+      p += n;
+      out_x += n;
+    }
+  }
+}
+
+// Picks the vpdpbusd form, else the row-tiled kernel when the shape has one, else the general
+// per-pixel kernel.
 template <bool kSigned>
 void run_any(const PackedDepthwise& packed, const DepthwiseGeometry& g, const DepthwiseArgs& args,
              const Epilogue& epilogue, int pixel_begin, int pixel_end) {
   const bool plain = g.dilation_width == 1 && packed.kernel_height <= 7;
   const int kw = packed.kernel_width, sw = g.stride_width;
+  if (packed.dot_channels > 0 && g.dilation_width == 1 && g.dilation_height == 1) {
+    if (kw == 3 && sw == 1) return run_dot<kSigned, 3, 1>(packed, g, args, epilogue, pixel_begin, pixel_end);
+    if (kw == 3 && sw == 2) return run_dot<kSigned, 3, 2>(packed, g, args, epilogue, pixel_begin, pixel_end);
+    if (kw == 5 && sw == 1) return run_dot<kSigned, 5, 1>(packed, g, args, epilogue, pixel_begin, pixel_end);
+    if (kw == 5 && sw == 2) return run_dot<kSigned, 5, 2>(packed, g, args, epilogue, pixel_begin, pixel_end);
+  }
   if (plain && kw == 3 && sw == 1) return run_rows<kSigned, 3, 1>(packed, g, args, epilogue, pixel_begin, pixel_end);
   if (plain && kw == 3 && sw == 2) return run_rows<kSigned, 3, 2>(packed, g, args, epilogue, pixel_begin, pixel_end);
   if (plain && kw == 5 && sw == 1) return run_rows<kSigned, 5, 1>(packed, g, args, epilogue, pixel_begin, pixel_end);

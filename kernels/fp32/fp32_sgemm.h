@@ -188,12 +188,37 @@ struct DepthwiseRowArgs {
   Fp32EpilogueActivation activation = Fp32EpilogueActivation::kNone;
 };
 using DepthwiseRowUkernelFn = void (*)(const DepthwiseRowArgs& args);
+// Winograd F(2x2, 3x3) transforms of one tile (kernels/fp32/fp32_winograd.h), `channels` values
+// per pixel. Input: a[dy * 4 + dx] points at the 4x4 patch's pixels (the zero pixel outside the
+// input); V[t] = (B^T d B)[t] goes to v + t * v_stride.
+struct WinogradInputArgs {
+  int channels = 0;
+  const float* const* a = nullptr;
+  float* v = nullptr;
+  int64_t v_stride = 0;
+};
+using WinogradInputFn = void (*)(const WinogradInputArgs& args);
+// Output: M[t] at m + t * m_stride; output pixel (dy, dx) of the 2x2 block goes to c[dy * 2 + dx]
+// (null: past the output's edge, not written) after residual[dy * 2 + dx] (when residual is not
+// null), the clamp and the activation.
+struct WinogradOutputArgs {
+  int channels = 0;
+  const float* m = nullptr;
+  int64_t m_stride = 0;
+  float* const* c = nullptr;
+  const float* const* residual = nullptr;
+  float min = 0.0f, max = 0.0f;
+  Fp32EpilogueActivation activation = Fp32EpilogueActivation::kNone;
+};
+using WinogradOutputFn = void (*)(const WinogradOutputArgs& args);
 struct SgemmImplementation {
   SgemmUkernelFn ukernel = nullptr;
   int mr = 0, nr = 0;
   const char* isa_suffix = "";  // "scalar", "avx2", "avx512"
   DepthwiseUkernelFn depthwise = nullptr;
   DepthwiseRowUkernelFn depthwise_row = nullptr;
+  WinogradInputFn winograd_input = nullptr;
+  WinogradOutputFn winograd_output = nullptr;
 };
 }  // namespace internal
 
@@ -205,6 +230,8 @@ inline constexpr int kSgemmMaxTaps = 121;
   void sgemm_ukernel(const internal::SgemmUkernelArgs& args); \
   void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args); \
   void depthwise_row_ukernel(const internal::DepthwiseRowArgs& args); \
+  void winograd_input_ukernel(const internal::WinogradInputArgs& args); \
+  void winograd_output_ukernel(const internal::WinogradOutputArgs& args); \
   }
 QDQRT_DECLARE_SGEMM(scalar)
 QDQRT_DECLARE_SGEMM(avx2)

@@ -63,4 +63,49 @@ void depthwise_row_ukernel(const internal::DepthwiseRowArgs& args) {
   }
 }
 
+// B^T d B and A^T m A written out per channel: the reference of the vector transforms (same
+// operations in the same order).
+void winograd_input_ukernel(const internal::WinogradInputArgs& args) {
+  for (int c = 0; c < args.channels; ++c) {
+    float d[4][4], rows[4][4];
+    for (int i = 0; i < 16; ++i) d[i / 4][i % 4] = args.a[i][c];
+    for (int j = 0; j < 4; ++j) {
+      rows[0][j] = d[0][j] - d[2][j];
+      rows[1][j] = d[1][j] + d[2][j];
+      rows[2][j] = d[2][j] - d[1][j];
+      rows[3][j] = d[1][j] - d[3][j];
+    }
+    for (int i = 0; i < 4; ++i) {
+      float* v = args.v + static_cast<int64_t>(i * 4) * args.v_stride + c;
+      v[0] = rows[i][0] - rows[i][2];
+      v[args.v_stride] = rows[i][1] + rows[i][2];
+      v[2 * args.v_stride] = rows[i][2] - rows[i][1];
+      v[3 * args.v_stride] = rows[i][1] - rows[i][3];
+    }
+  }
+}
+
+void winograd_output_ukernel(const internal::WinogradOutputArgs& args) {
+  for (int c = 0; c < args.channels; ++c) {
+    float m[4][4];
+    for (int t = 0; t < 16; ++t) m[t / 4][t % 4] = args.m[t * args.m_stride + c];
+    float columns[2][4];
+    for (int j = 0; j < 4; ++j) {
+      columns[0][j] = m[0][j] + m[1][j] + m[2][j];
+      columns[1][j] = m[1][j] - m[2][j] - m[3][j];
+    }
+    for (int i = 0; i < 2; ++i) {
+      const float pixel[2] = {columns[i][0] + columns[i][1] + columns[i][2],
+                              columns[i][1] - columns[i][2] - columns[i][3]};
+      for (int j = 0; j < 2; ++j) {
+        float* out = args.c[i * 2 + j];
+        if (out == nullptr) continue;
+        float value = pixel[j];
+        if (args.residual) value += args.residual[i * 2 + j][c];
+        out[c] = activate(args.activation, std::min(std::max(value, args.min), args.max));
+      }
+    }
+  }
+}
+
 }  // namespace qdqrt::kernels::scalar

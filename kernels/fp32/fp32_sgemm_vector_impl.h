@@ -34,6 +34,7 @@ inline V load(const float* p) { return _mm512_load_ps(p); }
 inline V broadcast(const float* p) { return _mm512_set1_ps(*p); }
 inline V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 inline V add(V a, V b) { return _mm512_add_ps(a, b); }
+inline V sub(V a, V b) { return _mm512_sub_ps(a, b); }
 inline V vmin(V a, V b) { return _mm512_min_ps(a, b); }
 inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }
 inline V splat(float x) { return _mm512_set1_ps(x); }
@@ -56,6 +57,7 @@ inline V load(const float* p) { return _mm256_load_ps(p); }
 inline V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
 inline V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 inline V add(V a, V b) { return _mm256_add_ps(a, b); }
+inline V sub(V a, V b) { return _mm256_sub_ps(a, b); }
 inline V vmin(V a, V b) { return _mm256_min_ps(a, b); }
 inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }
 inline V splat(float x) { return _mm256_set1_ps(x); }
@@ -101,6 +103,21 @@ void tile(const internal::SgemmUkernelArgs& args) {
 #pragma GCC unroll 2
       for (int v = 0; v < kVectors; ++v) {
         acc[r][v] = load_part(args.c + r * args.c_row_stride + v * kLanes, std::min(kLanes, args.nc - v * kLanes));
+      }
+    }
+  }
+  if (args.last) {
+    // The epilogue's residual and output lines, fetched while the k loop runs: with a short k (the
+    // 1x1 expansions of 64 or 128 channels) the epilogue otherwise waits on them from L3.
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 2
+      for (int v = 0; v < kVectors; ++v) {
+        if (args.residual) {
+          _mm_prefetch(reinterpret_cast<const char*>(args.residual + r * args.residual_row_stride + v * kLanes),
+                       _MM_HINT_T0);
+        }
+        _mm_prefetch(reinterpret_cast<const char*>(args.c + r * args.c_row_stride + v * kLanes), _MM_HINT_ET0);
       }
     }
   }
@@ -233,6 +250,60 @@ void depthwise_row_ukernel(const internal::DepthwiseRowArgs& args) {
         acc = fmadd(load_part(args.a[tap] + p * args.a_step + c, count), load(args.w[tap] + c), acc);
       }
       finish(acc, p, c, count);
+    }
+  }
+}
+
+// Winograd F(2x2, 3x3) transforms, one vector of channels at a time (the scalar kernel's
+// operations in its order, so results are bit-exact with it).
+void winograd_input_ukernel(const internal::WinogradInputArgs& args) {
+  for (int c = 0; c < args.channels; c += kLanes) {
+    const int count = std::min(kLanes, args.channels - c);
+    V d[4][4], rows[4][4];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) d[i / 4][i % 4] = load_part(args.a[i] + c, count);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      rows[0][j] = sub(d[0][j], d[2][j]);
+      rows[1][j] = add(d[1][j], d[2][j]);
+      rows[2][j] = sub(d[2][j], d[1][j]);
+      rows[3][j] = sub(d[1][j], d[3][j]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      float* v = args.v + static_cast<int64_t>(i * 4) * args.v_stride + c;
+      store_part(v, sub(rows[i][0], rows[i][2]), count);
+      store_part(v + args.v_stride, add(rows[i][1], rows[i][2]), count);
+      store_part(v + 2 * args.v_stride, sub(rows[i][2], rows[i][1]), count);
+      store_part(v + 3 * args.v_stride, sub(rows[i][1], rows[i][3]), count);
+    }
+  }
+}
+
+void winograd_output_ukernel(const internal::WinogradOutputArgs& args) {
+  const V low = splat(args.min), high = splat(args.max);
+  for (int c = 0; c < args.channels; c += kLanes) {
+    const int count = std::min(kLanes, args.channels - c);
+    V m[4][4], columns[2][4];
+#pragma GCC unroll 16
+    for (int t = 0; t < 16; ++t) m[t / 4][t % 4] = load_part(args.m + t * args.m_stride + c, count);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      columns[0][j] = add(add(m[0][j], m[1][j]), m[2][j]);
+      columns[1][j] = sub(sub(m[1][j], m[2][j]), m[3][j]);
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; ++i) {
+      const V pixel[2] = {add(add(columns[i][0], columns[i][1]), columns[i][2]),
+                          sub(sub(columns[i][1], columns[i][2]), columns[i][3])};
+#pragma GCC unroll 2
+      for (int j = 0; j < 2; ++j) {
+        float* out = args.c[i * 2 + j];
+        if (out == nullptr) continue;
+        V value = pixel[j];
+        if (args.residual) value = add(value, load_part(args.residual[i * 2 + j] + c, count));
+        store_part(out + c, activate(args.activation, vmin(high, vmax(low, value))), count);
+      }
     }
   }
 }

@@ -3,6 +3,7 @@
 // layers with few output channels, where a 64-column tile would mostly compute padding.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <immintrin.h>
 
@@ -38,6 +39,10 @@ struct Avx512VnniTraits {
 #pragma GCC unroll 6
           for (int r = 0; r < 6; ++r) store_vector_plain(_mm512_load_si512(acc[r][j]), 16 * j, count, r, constants, store);
         }
+        return;
+      }
+      if (const PointwiseOp op = single_op_epilogue(t); op != PointwiseOp::kCopy) {
+        store_block_single_op(op, &acc[0][0][0], 6, 4, t);
         return;
       }
       const __m512 clamp_min = _mm512_set1_ps(t.epilogue->clamp_min);
@@ -260,6 +265,16 @@ struct Avx512VnniNarrowTraits {
 #pragma GCC unroll 16
         for (int r = 0; r < MR; ++r) store_vector_plain(acc[r][j], 16 * j, count, r, constants, store);
       }
+      return;
+    }
+    if (const PointwiseOp op = single_op_epilogue(t); op != PointwiseOp::kCopy) {
+      alignas(64) int32_t stored[MR][kVectors][16];
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+        for (int j = 0; j < kVectors; ++j) _mm512_store_si512(stored[r][j], acc[r][j]);
+      }
+      store_block_single_op(op, &stored[0][0][0], MR, kVectors, t);
       return;
     }
     const __m512 clamp_min = _mm512_set1_ps(t.epilogue->clamp_min);

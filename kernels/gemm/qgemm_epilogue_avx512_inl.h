@@ -3,10 +3,15 @@
 
 #include <immintrin.h>
 
+#include <limits>
+#include <type_traits>
+
 #include "kernels/gemm/qgemm_driver_inl.h"
 
 #define QDQRT_VECTOR_LANES 16
 #include "kernels/vector_math_inl.h"
+
+// After vector_math_inl.h, which defines the lane types it uses.
 #include "kernels/pointwise/pointwise_eval_inl.h"
 #undef QDQRT_VECTOR_LANES
 
@@ -105,6 +110,110 @@ inline void store_vector_plain(__m512i acc, int column, int count, int row, cons
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), q);
   } else {
     _mm_mask_storeu_epi8(out, static_cast<__mmask16>((1u << count) - 1), q);
+  }
+}
+
+// Tiles whose program is one inline op on the value (SiLU, Sigmoid, HardSwish, GELU, Tanh: see
+// run_pointwise) with no residual, leaky slope or row term, as after EfficientNet's convs. The op
+// is chosen once per tile and the constants stay in registers (store_vector reloads every
+// Epilogue field after each char store); the same operations as store_vector, so the same bytes.
+// kCopy: not such a tile.
+inline PointwiseOp single_op_epilogue(const TileArgs& t) {
+  const Epilogue& e = *t.epilogue;
+  if (e.program == nullptr || t.row_term != nullptr || t.residual != nullptr || e.leaky) return PointwiseOp::kCopy;
+  const PointwiseProgram& program = *e.program;
+  const PointwiseInstruction& first = program.code[0];
+  if (program.size != 1 || first.dst != 0 || first.a != 0) return PointwiseOp::kCopy;
+  switch (first.op) {
+    case PointwiseOp::kSilu:
+    case PointwiseOp::kSigmoid:
+    case PointwiseOp::kHardSwish:
+    case PointwiseOp::kGelu:
+    case PointwiseOp::kTanh: return first.op;
+    default: return PointwiseOp::kCopy;
+  }
+}
+
+template <PointwiseOp kOp>
+inline __m512 apply_single_op(__m512 y) {
+  const vmath::vf x = (vmath::vf)y;
+  if constexpr (kOp == PointwiseOp::kSilu) return (__m512)vmath::vsilu(x);
+  if constexpr (kOp == PointwiseOp::kSigmoid) return (__m512)vmath::vsigmoid(x);
+  if constexpr (kOp == PointwiseOp::kHardSwish) return (__m512)vmath::vhardswish(x);
+  if constexpr (kOp == PointwiseOp::kGelu) return (__m512)vmath::vgelu(x);
+  if constexpr (kOp == PointwiseOp::kTanh) return (__m512)vmath::vtanh(x);
+}
+
+// `acc` holds rows x vectors x 16 int32 accumulators, row-major; kAddBias = false when they
+// started from the bias. Stores t.n_valid columns of each row.
+template <PointwiseOp kOp, bool kFloatOutput, bool kAddBias>
+__attribute__((noinline)) void store_block_single_op(const int32_t* acc, int rows, int vectors, const TileArgs& t) {
+  const Epilogue& e = *t.epilogue;
+  const __m512 clamp_min = _mm512_set1_ps(e.clamp_min), clamp_max = _mm512_set1_ps(e.clamp_max);
+  const __m512 inverse_scale = _mm512_set1_ps(e.program_inverse_scale);
+  const __m512 saturate_min = _mm512_set1_ps(e.saturate_min), saturate_max = _mm512_set1_ps(e.saturate_max);
+  const __m512i zero_point = _mm512_set1_epi32(e.output_zero_point);
+  char* const c = t.c;
+  const int64_t c_row_bytes = t.c_row_bytes;
+  // Without an activation the bounds are infinite and the (finite) value passes unchanged.
+  const bool clamped =
+      e.clamp_min > -std::numeric_limits<float>::max() || e.clamp_max < std::numeric_limits<float>::max();
+  auto store_rows = [&](auto clamp) {
+    for (int j = 0; j < vectors; ++j) {
+      const int count = t.n_valid - 16 * j;
+      if (count <= 0) break;
+      const __mmask16 mask = count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << count) - 1);
+      const ColumnConstants k = load_column_constants(t, 16 * j);
+      for (int r = 0; r < rows; ++r) {
+        __m512i sum = _mm512_load_si512(acc + (r * vectors + j) * 16);
+        if constexpr (kAddBias) sum = _mm512_add_epi32(sum, k.bias);
+        __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), k.multiplier, k.float_bias);
+        if constexpr (decltype(clamp)::value) y = _mm512_min_ps(_mm512_max_ps(y, clamp_min), clamp_max);
+        y = apply_single_op<kOp>(y);
+        char* out = c + r * c_row_bytes;
+        if constexpr (kFloatOutput) {
+          _mm512_mask_storeu_ps(reinterpret_cast<float*>(out) + 16 * j, mask, y);
+        } else {
+          y = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(y, inverse_scale), saturate_min), saturate_max);
+          const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(y), zero_point);
+          _mm_mask_storeu_epi8(out + 16 * j, mask, _mm512_cvtepi32_epi8(q));
+        }
+      }
+    }
+  };
+  if (clamped) {
+    store_rows(std::true_type{});
+  } else {
+    store_rows(std::false_type{});
+  }
+}
+
+template <bool kFloatOutput, bool kAddBias>
+inline void store_block_single_op(PointwiseOp op, const int32_t* acc, int rows, int vectors, const TileArgs& t) {
+  switch (op) {
+    case PointwiseOp::kSilu:
+      store_block_single_op<PointwiseOp::kSilu, kFloatOutput, kAddBias>(acc, rows, vectors, t);
+      break;
+    case PointwiseOp::kSigmoid:
+      store_block_single_op<PointwiseOp::kSigmoid, kFloatOutput, kAddBias>(acc, rows, vectors, t);
+      break;
+    case PointwiseOp::kHardSwish:
+      store_block_single_op<PointwiseOp::kHardSwish, kFloatOutput, kAddBias>(acc, rows, vectors, t);
+      break;
+    case PointwiseOp::kGelu:
+      store_block_single_op<PointwiseOp::kGelu, kFloatOutput, kAddBias>(acc, rows, vectors, t);
+      break;
+    default: store_block_single_op<PointwiseOp::kTanh, kFloatOutput, kAddBias>(acc, rows, vectors, t); break;
+  }
+}
+
+// Runs store_block_single_op for `op` (from single_op_epilogue, not kCopy) and the output type.
+template <bool kAddBias = true>
+inline void store_block_single_op(PointwiseOp op, const int32_t* acc, int rows, int vectors, const TileArgs& t) {
+  if (t.epilogue->output_type == OutputType::kF32) {
+    store_block_single_op<true, kAddBias>(op, acc, rows, vectors, t);
+  } else {
+    store_block_single_op<false, kAddBias>(op, acc, rows, vectors, t);
   }
 }
 

@@ -201,6 +201,45 @@ TEST_P(Int8Models, EngineMatchesReferenceOnFashionMnist) {
   comparison.expect_within(c.exact);
 }
 
+// shift_activations_unsigned stores int8 activations as uint8 + 128: the engine with and without
+// it gives the same logits bit for bit, and on the signed-activation files it shifts some tensors.
+TEST_P(Int8Models, UnsignedActivationsGiveTheSameLogits) {
+  const ModelCase& c = GetParam();
+  const fs::path path = model_path(c);
+  const std::vector<uint8_t> pixels = read_bytes(fs::path(QDQRT_OPTIMIZER_MODELS_DIR) / "fmnist_test_1000_images.u8");
+  ASSERT_EQ(pixels.size(), 1000u * 784u);
+  constexpr int kBatch = 8;
+  auto probe = load_onnx_file(path.string());
+  ASSERT_TRUE(probe.ok()) << probe.status().to_string();
+  const std::string input = probe->inputs.at(0), output = probe->outputs.at(0);
+  std::vector<Tensor> logits;
+  std::vector<int> unsigned_inputs;
+  for (bool shift : {true, false}) {
+    engine::BuildOptions options;
+    options.input_shapes[input] = {kBatch, 1, 28, 28};
+    if (!shift) options.disabled_passes = {"shift_activations_unsigned"};
+    auto built = engine::Engine::build_from_file(path.string(), options);
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    int count = 0;
+    for (const engine::PlanLayer& layer : (*built)->plan().layers) {
+      count += layer.kernel.rfind("qu8", 0) == 0;
+    }
+    unsigned_inputs.push_back(count);
+    Tensor in = images(pixels, 0, kBatch);
+    Tensor out(DataType::kFloat, {kBatch, 10});
+    auto context = (*built)->create_context({.threads = 2});
+    Status status = context->run({{input, in.raw_data(), in.shape()}}, {{output, out.raw_data(), out.shape()}});
+    ASSERT_TRUE(status.is_ok()) << status.to_string();
+    logits.push_back(std::move(out));
+  }
+  for (int64_t i = 0; i < logits[0].numel(); ++i) {
+    ASSERT_EQ(logits[0].data<float>()[i], logits[1].data<float>()[i]) << c.file << " logit " << i;
+  }
+  if (c.file.find("u8") == std::string::npos) {
+    EXPECT_GT(unsigned_inputs[0], unsigned_inputs[1]) << c.file << ": no kernel took unsigned activations";
+  }
+}
+
 // Any image model through the harness (opt-in: QDQRT_INT8_MODEL=model.onnx, optional
 // QDQRT_INT8_SHAPE=NxCxHxW, default 2x3x224x224): random inputs, outputs vs the reference executor;
 // QDQRT_INT8_DEBUG=1 lists every fused layer whose output differs.

@@ -65,6 +65,49 @@ TEST(Conv, Depthwise) {
       .padding(2, 2, 2, 2).pixel_stride_extra(7, 3).split(3).test_all_isas();
 }
 
+// The vpdpbusd depthwise form (3x3/5x5, int8 weights after the zero-point) against the oracle over
+// random shapes: channel tails around its 64-channel blocks, row tiles cut by the image edge and by
+// thread splits, asymmetric padding, strides, input/output zero-points and every epilogue kind.
+TEST(Conv, DepthwiseDotRandomShapes) {
+  std::mt19937 rng(13);
+  auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); };
+  const Activation activations[] = {Activation{}, Activation{ActivationKind::kRelu},
+                                    Activation{ActivationKind::kClip, 0.0f, 6.0f},
+                                    Activation{ActivationKind::kLeakyRelu, 0, 0, 0.1f}};
+  const OutputType outputs[] = {OutputType::kU8, OutputType::kS8, OutputType::kF32};
+  for (int round = 0; round < 48; ++round) {
+    const int kernel = round % 2 ? 5 : 3;
+    const int stride = pick(1, 2);
+    const int channels = round < 8 ? 64 * pick(1, 3) : pick(2, 200);  // 1 channel is a plain conv
+    QuantSettings q;
+    q.input_signed = pick(0, 1);
+    q.input_zero_point = q.input_signed ? pick(-128, 127) : pick(0, 255);
+    // u8 weights with zero-point 128 or s8 weights with zero-point 0/+-1: (w - w_zp) mostly in int8
+    // (a +-1 zero-point can push one to -129 or 128: the kernel must then fall back, still exact).
+    q.weights_signed = round % 3 != 0;
+    q.weight_zero_point = q.weights_signed ? (round % 5 == 0 ? pick(-1, 1) : 0) : 128;
+    q.per_channel = pick(0, 1);
+    q.bias_float = round % 4 == 0;
+    q.output_type = outputs[round % 7 == 0 ? 2 : pick(0, 1)];
+    q.output_zero_point = q.output_type == OutputType::kF32 ? 0 : q.output_type == OutputType::kU8 ? pick(0, 255)
+                                                                                                      : pick(-128, 127);
+    q.activation = activations[pick(0, 3)];
+    q.residual = round % 6 == 5;
+    q.residual_signed = pick(0, 1);
+    q.residual_zero_point = q.residual_signed ? pick(-20, 20) : pick(100, 150);
+    ConvTester tester;
+    tester.batch(pick(1, 3)).input_size(pick(1, 16), pick(1, 21)).channels(channels, channels).groups(channels)
+        .kernel(kernel, kernel).stride(stride, stride)
+        .padding(pick(0, kernel / 2), pick(0, kernel / 2), pick(0, kernel / 2), pick(0, kernel / 2))
+        .pixel_stride_extra(pick(0, 1) * pick(1, 9), pick(0, 1) * pick(1, 9)).split(pick(1, 5)).quant(q)
+        .seed(round);
+    if (q.weight_zero_point == 0 || q.weight_zero_point == 128) tester.expect_kernel("dp4", Isa::kAvx512Vnni);
+    const ConvShape s = tester.shape();
+    if (s.output_height <= 0 || s.output_width <= 0) continue;
+    tester.test_all_isas();
+  }
+}
+
 TEST(Conv, ZeroPointsAndEpilogues) {
   const Activation activations[] = {
       Activation{},

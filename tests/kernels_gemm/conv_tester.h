@@ -29,6 +29,13 @@ class ConvTester {
   ConvTester& quant(const QuantSettings& value) { quant_ = value; return *this; }
   ConvTester& split(int parts) { split_ = parts; return *this; }
   ConvTester& seed(uint32_t value) { seed_ = value; return *this; }
+  // Fails unless the kernel name contains `part` on every ISA from `from` up (checks that a test
+  // reaches the kernel it means to).
+  ConvTester& expect_kernel(std::string part, Isa from) {
+    kernel_part_ = std::move(part);
+    kernel_from_ = from;
+    return *this;
+  }
 
   ConvShape shape() const {
     ConvShape s;
@@ -134,6 +141,10 @@ class ConvTester {
     oracle_conv(desc, s, input.data(), in_stride, expected.data(), out_stride, epilogue);
 
     const PackedConv packed = pack_conv(desc, isa, nr);
+    if (!kernel_part_.empty() && isa >= kernel_from_) {
+      EXPECT_NE(conv_kernel_name(packed, s).find(kernel_part_), std::string::npos)
+          << context << ": ran " << conv_kernel_name(packed, s) << ", expected " << kernel_part_;
+    }
     ConvRunArgs args{input.data(), in_stride, actual.data(), out_stride};
     for (int part = 0; part < split_; ++part) {
       run_conv(packed, s, args, epilogue, static_cast<int>(out_pixels * part / split_),
@@ -158,6 +169,8 @@ class ConvTester {
   int kernel_height_ = 3, kernel_width_ = 3, stride_height_ = 1, stride_width_ = 1;
   int pad_top_ = 0, pad_left_ = 0, pad_bottom_ = 0, pad_right_ = 0, dilation_height_ = 1, dilation_width_ = 1;
   int input_extra_ = 0, output_extra_ = 0;
+  std::string kernel_part_;
+  Isa kernel_from_ = Isa::kScalar;
   QuantSettings quant_;
   int split_ = 1;
   uint32_t seed_ = 1;

@@ -131,5 +131,46 @@ TEST(Fp32Depthwise, EpilogueAndSplit) {
   }
 }
 
+// Winograd F(2x2, 3x3): odd and even sizes (tiles cut at the edge), pads 0 and 1 on each side,
+// channel tails of both vector widths, several images, the epilogue and split tiles and columns.
+TEST(Fp32Winograd, SizesPadsAndChannels) {
+  uint32_t seed = 300;
+  for (int size : {3, 4, 5, 7, 8, 14, 15}) {
+    for (int channels : {1, 5, 16, 33}) {
+      for (int out_channels : {1, 17, 32, 70}) {
+        Fp32ConvTester().winograd(true).input_size(size, size + 1).channels(channels, out_channels).kernel(3, 3)
+            .padding(1, 1, 1, 1).seed(++seed).test_all_isas();
+      }
+    }
+  }
+  Fp32ConvTester().winograd(true).input_size(9, 6).channels(20, 40).kernel(3, 3).test_all_isas();
+  Fp32ConvTester().winograd(true).input_size(9, 6).channels(20, 40).kernel(3, 3).padding(0, 1, 1, 0).test_all_isas();
+  Fp32ConvTester().winograd(true).input_size(6, 9).channels(20, 40).kernel(3, 3).padding(1, 0, 0, 1).test_all_isas();
+  Fp32ConvTester().winograd(true).batch(3).input_size(7, 6).channels(24, 48).kernel(3, 3).padding(1, 1, 1, 1)
+      .pixel_stride_extra(3, 5).test_all_isas();
+  // Deep channels (V rows padded off 4 KiB), and more tiles than one chunk holds.
+  Fp32ConvTester().winograd(true).input_size(4, 5).channels(1024, 40).kernel(3, 3).padding(1, 1, 1, 1).test_all_isas();
+  Fp32ConvTester().winograd(true).input_size(60, 58).channels(64, 64).kernel(3, 3).padding(1, 1, 1, 1)
+      .split(301, 32).test_all_isas();
+}
+
+TEST(Fp32Winograd, EpilogueAndSplit) {
+  Fp32ConvTester().winograd(true).input_size(7, 9).channels(24, 40).kernel(3, 3).padding(1, 1, 1, 1)
+      .clamp(0.0f, INFINITY).residual(true).test_all_isas();
+  Fp32ConvTester().winograd(true).input_size(7, 9).channels(24, 40).kernel(3, 3).padding(1, 1, 1, 1)
+      .clamp(-0.5f, 0.75f).bias(false).residual(true).pixel_stride_extra(2, 3).test_all_isas();
+  for (auto activation : {Fp32EpilogueActivation::kSigmoid, Fp32EpilogueActivation::kSilu,
+                          Fp32EpilogueActivation::kHardSwish}) {
+    Fp32ConvTester().winograd(true).input_size(5, 7).channels(24, 21).kernel(3, 3).padding(1, 1, 1, 1)
+        .residual(true).activation(activation).test_all_isas();
+  }
+  for (int64_t row_split : {1, 7, 13, 20}) {
+    for (int column_split : {0, 32, 64, 96}) {
+      Fp32ConvTester().winograd(true).batch(2).input_size(9, 10).channels(40, 130).kernel(3, 3).padding(1, 1, 1, 1)
+          .split(row_split, column_split).residual(true).test_all_isas();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qdqrt::kernels::testing

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/fp32/fp32_sgemm.h"
+#include "kernels/fp32/fp32_winograd.h"
 #include "test_util.h"
 
 namespace qdqrt::kernels::testing {
@@ -39,6 +40,8 @@ class Fp32ConvTester {
   Fp32ConvTester& plain_gemm(bool value) { plain_gemm_ = value; return *this; }
   // Depthwise (groups == channels): run_depthwise_f32 over output rows; output channels = input.
   Fp32ConvTester& depthwise(bool value) { depthwise_ = value; return *this; }
+  // Winograd F(2x2, 3x3) (3x3, stride 1): run_winograd_f32 over 2x2 tiles (the row split in tiles).
+  Fp32ConvTester& winograd(bool value) { winograd_ = value; return *this; }
 
   void test_all_isas() const {
     for (Isa isa : supported_isas()) test(isa);
@@ -83,6 +86,11 @@ class Fp32ConvTester {
     desc.stride_channel = taps;
     desc.bias = bias_ ? bias.data() : nullptr;
     const PackedSgemm packed = depthwise_ ? PackedSgemm{} : pack_sgemm(desc, isa);
+    const PackedWinogradF32 packed_winograd =
+        winograd_ ? pack_winograd_f32(output_channels_, input_channels_, weights.data(), desc.bias, isa)
+                  : PackedWinogradF32{};
+    AlignedBuffer<float> winograd_scratch(
+        winograd_ ? static_cast<size_t>(winograd_f32_scratch_floats(output_channels_, input_channels_, isa)) : 0);
     const PackedDepthwiseF32 packed_depthwise =
         depthwise_ ? pack_depthwise_f32(input_channels_, taps, weights.data(), desc.bias, isa) : PackedDepthwiseF32{};
 
@@ -113,14 +121,20 @@ class Fp32ConvTester {
     geometry.output_width = out_w;
     const SconvArgs args{input, output.data(), out_stride};
     // Depthwise splits whole output rows.
+    // Winograd splits 2x2 tiles.
+    const int64_t tiles = winograd_f32_tiles(geometry, batch_);
+    const int64_t rows = winograd_ ? tiles : out_pixels;
     const int64_t row_split = depthwise_ ? std::clamp<int64_t>(row_split_, 0, out_pixels / out_w) * out_w
-                                         : std::clamp<int64_t>(row_split_, 0, out_pixels);
+                                         : std::clamp<int64_t>(row_split_, 0, rows);
     // Columns split at a panel (depthwise: a channel block) boundary.
     const int column_unit = depthwise_ ? kDepthwiseF32ChannelBlock : packed.nr;
     const int column_split = std::min(column_split_ / column_unit * column_unit, output_channels_);
     auto run = [&](int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
       if (m_begin >= m_end || n_begin >= n_end) return;
-      if (depthwise_) {
+      if (winograd_) {
+        run_winograd_f32(packed_winograd, geometry, args, epilogue, m_begin, m_end, n_begin, n_end,
+                         winograd_scratch.data());
+      } else if (depthwise_) {
         run_depthwise_f32(packed_depthwise, geometry, args, epilogue, m_begin / out_w, m_end / out_w, n_begin, n_end);
       } else if (plain_gemm_) {
         run_sgemm(packed, input, in_stride, output.data(), out_stride, epilogue, m_begin, m_end, n_begin, n_end);
@@ -128,7 +142,7 @@ class Fp32ConvTester {
         run_sconv(packed, geometry, args, epilogue, m_begin, m_end, n_begin, n_end);
       }
     };
-    for (auto [m_begin, m_end] : {std::pair<int64_t, int64_t>{0, row_split}, {row_split, out_pixels}}) {
+    for (auto [m_begin, m_end] : {std::pair<int64_t, int64_t>{0, row_split}, {row_split, rows}}) {
       run(m_begin, m_end, 0, column_split);
       run(m_begin, m_end, column_split, output_channels_);
     }
@@ -160,8 +174,10 @@ class Fp32ConvTester {
         }
         const double expected = activate(std::min<double>(std::max<double>(sum, min_), max_));
         const float got = output[static_cast<size_t>(m * out_stride + n)];
-        // fp32 accumulation over taps * channels terms: a few ulps of the terms' magnitude.
-        if (!(std::fabs(got - expected) <= 2e-6 * magnitude + 1e-6 + 4e-7 * std::fabs(expected)) && mismatches++ < 5) {
+        // fp32 accumulation over taps * channels terms: a few ulps of the terms' magnitude (Winograd:
+        // the transforms' sums and differences of inputs and of weights, a few ulps more).
+        const double tolerance = (winograd_ ? 1e-5 : 2e-6) * magnitude + 1e-6 + 4e-7 * std::fabs(expected);
+        if (!(std::fabs(got - expected) <= tolerance) && mismatches++ < 5) {
           ADD_FAILURE() << "pixel " << m << " channel " << n << ": got " << got << ", expected " << expected;
         }
       }
@@ -192,7 +208,7 @@ class Fp32ConvTester {
   int pad_top_ = 0, pad_left_ = 0, pad_bottom_ = 0, pad_right_ = 0;
   int input_extra_ = 0, output_extra_ = 0;
   float min_ = -INFINITY, max_ = INFINITY;
-  bool residual_ = false, bias_ = true, plain_gemm_ = false, depthwise_ = false;
+  bool residual_ = false, bias_ = true, plain_gemm_ = false, depthwise_ = false, winograd_ = false;
   int64_t row_split_ = 0;
   int column_split_ = 0;
   uint32_t seed_ = 1;

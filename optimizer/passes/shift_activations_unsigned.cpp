@@ -1,0 +1,152 @@
+#include "optimizer/passes/shift_activations_unsigned.h"
+
+#include <optional>
+#include <unordered_map>
+
+#include "core/ops/quantize.h"
+#include "optimizer/graph_utils.h"
+#include "optimizer/passes/qdq_params.h"
+
+namespace qdqrt::optimizer {
+
+namespace {
+
+// A per-tensor int8 Q/DQ with a constant zero-point input (the zero-point's dtype is the type).
+std::optional<int64_t> int8_zero_point(const Graph& graph, const Node& node) {
+  const std::optional<QuantParams> params = constant_quant_params(graph, node);
+  if (!params || !params->per_tensor() || !params->zero_point.defined() ||
+      params->quantized_dtype != DataType::kInt8) {
+    return std::nullopt;
+  }
+  if (is_quantize(node) && node.attrs<QuantizeLinearAttributes>().output_dtype != DataType::kUndefined) {
+    return std::nullopt;  // opset 21's output_dtype would have to change too
+  }
+  return params->zero_point_at(0);
+}
+
+// A weight operand: a constant, or a DequantizeLinear of a constant.
+bool is_constant_operand(const Graph& graph, const ValueIndex& index, const std::string& value) {
+  if (find_constant(graph, value) != nullptr) return true;
+  const int producer = index.producer(value);
+  if (producer < 0) return false;
+  const Node& node = graph.nodes[static_cast<size_t>(producer)];
+  return is_dequantize(node) && find_constant(graph, node.input(0)) != nullptr;
+}
+
+class Components {
+ public:
+  int add() {
+    parent_.push_back(static_cast<int>(parent_.size()));
+    return parent_.back();
+  }
+  int find(int i) {
+    while (parent_[static_cast<size_t>(i)] != i) i = parent_[static_cast<size_t>(i)];
+    return i;
+  }
+  void join(int a, int b) { parent_[static_cast<size_t>(find(a))] = find(b); }
+
+ private:
+  std::vector<int> parent_;
+};
+
+class ShiftActivationsUnsignedPass : public Pass {
+ public:
+  std::string name() const override { return "shift_activations_unsigned"; }
+  // On the final Q/DQ placement: after the moves and the removal of redundant pairs.
+  std::vector<std::string> must_run_after() const override { return {"propagate_qdq", "remove_redundant_qdq"}; }
+
+  Status run(Graph& graph, PassContext&) override {
+    const ValueIndex index(graph);
+    // Candidate tensors: outputs of activation Qs to int8 (one id each).
+    std::unordered_map<std::string, int> tensor_id;  // Q output -> id
+    std::vector<int> quantize_node;                  // id -> Q node index
+    Components components;
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      const Node& q = graph.nodes[n];
+      if (!is_quantize(q) || q.outputs.empty() || q.outputs[0].empty()) continue;
+      if (find_constant(graph, q.input(0)) != nullptr || !int8_zero_point(graph, q)) continue;
+      tensor_id[q.outputs[0]] = components.add();
+      quantize_node.push_back(static_cast<int>(n));
+    }
+    std::vector<bool> blocked(quantize_node.size(), false), feeds_gemm(quantize_node.size(), false);
+    // The candidate tensor a DQ reads, or -1.
+    auto source_of = [&](const std::string& value) {
+      const int producer = index.producer(value);
+      if (producer < 0 || !is_dequantize(graph.nodes[static_cast<size_t>(producer)])) return -1;
+      auto it = tensor_id.find(graph.nodes[static_cast<size_t>(producer)].input(0));
+      return it == tensor_id.end() ? -1 : it->second;
+    };
+    for (size_t id = 0; id < quantize_node.size(); ++id) {
+      const std::string& tensor = graph.nodes[static_cast<size_t>(quantize_node[id])].outputs[0];
+      if (index.is_graph_output(tensor)) blocked[id] = true;
+      for (int reader : index.consumers(tensor)) {
+        const Node& dq = graph.nodes[static_cast<size_t>(reader)];
+        if (!is_dequantize(dq) || dq.input(0) != tensor || !int8_zero_point(graph, dq) ||
+            index.is_graph_output(dq.outputs[0])) {
+          blocked[id] = true;
+          continue;
+        }
+        for (int user : index.consumers(dq.outputs[0])) {
+          const Node& op = graph.nodes[static_cast<size_t>(user)];
+          const bool data_input = op.input(0) == dq.outputs[0];
+          if (op.op_type == "Conv" && data_input && op.input(1) != dq.outputs[0]) {
+            feeds_gemm[id] = true;
+          } else if ((op.op_type == "Gemm" || op.op_type == "MatMul") && data_input &&
+                     is_constant_operand(graph, index, op.input(1))) {
+            feeds_gemm[id] = true;
+          } else if (op.op_type == "Add" && op.inputs.size() == 2) {
+            // Both operands and the quantized sum share one dtype (or the Add stays as it is).
+            for (const std::string& operand : op.inputs) {
+              const int other = source_of(operand);
+              if (other < 0) blocked[id] = true;
+              else components.join(static_cast<int>(id), other);
+            }
+            const std::vector<int>& sum_readers = index.consumers(op.outputs[0]);
+            for (int sum_reader : sum_readers) {
+              const Node& next = graph.nodes[static_cast<size_t>(sum_reader)];
+              auto it = is_quantize(next) ? tensor_id.find(next.outputs[0]) : tensor_id.end();
+              if (it == tensor_id.end()) blocked[id] = true;
+              else components.join(static_cast<int>(id), it->second);
+            }
+          } else {
+            blocked[id] = true;
+          }
+        }
+      }
+    }
+    // A component changes when none of its tensors is blocked and one of them feeds a GEMM.
+    std::vector<bool> component_blocked(quantize_node.size(), false), component_feeds(quantize_node.size(), false);
+    for (size_t id = 0; id < quantize_node.size(); ++id) {
+      const size_t root = static_cast<size_t>(components.find(static_cast<int>(id)));
+      component_blocked[root] = component_blocked[root] || blocked[id];
+      component_feeds[root] = component_feeds[root] || feeds_gemm[id];
+    }
+    std::vector<int> shifted;
+    for (size_t id = 0; id < quantize_node.size(); ++id) {
+      const size_t root = static_cast<size_t>(components.find(static_cast<int>(id)));
+      if (!component_blocked[root] && component_feeds[root]) shifted.push_back(quantize_node[id]);
+    }
+    for (int n : shifted) {
+      const std::string tensor = graph.nodes[static_cast<size_t>(n)].outputs[0];
+      std::vector<int> nodes{n};
+      for (int reader : index.consumers(tensor)) nodes.push_back(reader);
+      for (int m : nodes) {
+        Node& node = graph.nodes[static_cast<size_t>(m)];
+        const std::optional<int64_t> signed_zero_point = int8_zero_point(graph, node);
+        if (!signed_zero_point) continue;  // already shifted (a node reading the tensor twice)
+        const int64_t zero_point = *signed_zero_point + 128;
+        node.inputs[2] = add_initializer(graph, node.name + "_zero_point_u8",
+                                         Tensor::scalar<uint8_t>(static_cast<uint8_t>(zero_point)));
+      }
+      set_value_info(graph, tensor, DataType::kUint8, tensor);
+    }
+    remove_unused(graph);
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_shift_activations_unsigned_pass() { return std::make_unique<ShiftActivationsUnsignedPass>(); }
+
+}  // namespace qdqrt::optimizer

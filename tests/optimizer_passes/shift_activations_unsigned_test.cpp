@@ -1,0 +1,107 @@
+#include <gtest/gtest.h>
+
+#include "tests/optimizer_passes/pass_test_util.h"
+
+namespace qdqrt::testing {
+namespace {
+
+const std::vector<std::string> kShift = {"shift_activations_unsigned"};
+
+// The zero-point initializer of the named node's input 2.
+const Tensor& zero_point_of(const Graph& graph, const std::string& output) {
+  for (const Node& node : graph.nodes) {
+    if (node.outputs[0] == output) return graph.initializers.at(node.inputs[2]);
+  }
+  static const Tensor none;
+  ADD_FAILURE() << "no node writes " << output;
+  return none;
+}
+
+// A [1,4,5,5] model: x quantized to q1 (zp = -3 unless given), DQ'd to d1, a 1x1 int8 weight wd,
+// then `body`.
+Graph conv_model(const std::string& outputs, const std::string& body, const std::string& x_zero_point = "-3") {
+  return parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4,5,5] x) => ()" + outputs + R"()
+    <float s = {0.05}, int8 zp = {)" + x_zero_point + R"(}, float s2 = {0.1}, int8 zp2 = {1}, float ws = {0.02},
+     int8 zw = {0}, int8[4,4,1,1] w = {1, -2, 3, 4, -5, 6, 7, 8, 9, -10, 11, 12, 13, 14, -15, 16}>
+    {
+      q1 = QuantizeLinear(x, s, zp)
+      d1 = DequantizeLinear(q1, s, zp)
+      wd = DequantizeLinear(w, ws, zw)
+)" + body + "\n    }");
+}
+
+TEST(ShiftActivationsUnsigned, ConvInputsBecomeUint8WithZeroPointPlus128) {
+  // x -> Q -> DQ -> Conv -> Q -> DQ -> Conv: both activations feed a conv's data input.
+  Graph graph = conv_model("float[1,4,5,5] y", R"(
+      c1 = Conv(d1, wd)
+      q2 = QuantizeLinear(c1, s2, zp2)
+      d2 = DequantizeLinear(q2, s2, zp2)
+      y = Conv(d2, wd))");
+  Graph rewritten = run_passes(graph, kShift);
+  EXPECT_EQ(op_sequence(rewritten), op_sequence(graph));
+  for (const auto& [value, zero_point] : std::vector<std::pair<std::string, int>>{
+           {"q1", 125}, {"d1", 125}, {"q2", 129}, {"d2", 129}}) {
+    const Tensor& zp = zero_point_of(rewritten, value);
+    ASSERT_EQ(zp.dtype(), DataType::kUint8) << value;
+    EXPECT_EQ(zp.data<uint8_t>()[0], zero_point) << value;
+  }
+  EXPECT_EQ(rewritten.find_value("q1")->dtype, DataType::kUint8);
+  // The weights' DQ keeps int8.
+  EXPECT_EQ(zero_point_of(rewritten, "wd").dtype(), DataType::kInt8);
+  expect_same_outputs(graph, rewritten, random_inputs(graph, 7), 0.0, 0.0);
+}
+
+// A residual Add joins its operands and its quantized sum: all three shift together.
+TEST(ShiftActivationsUnsigned, ResidualAddShiftsItsOperandsAndSumTogether) {
+  Graph graph = conv_model("float[1,4,5,5] y", R"(
+      c1 = Conv(d1, wd)
+      q2 = QuantizeLinear(c1, s2, zp2)
+      d2 = DequantizeLinear(q2, s2, zp2)
+      a = Add(d2, d1)
+      q3 = QuantizeLinear(a, s2, zp2)
+      d3 = DequantizeLinear(q3, s2, zp2)
+      y = Conv(d3, wd))", "0");
+  Graph rewritten = run_passes(graph, kShift);
+  for (const std::string value : {"q1", "q2", "q3"}) {
+    EXPECT_EQ(zero_point_of(rewritten, value).dtype(), DataType::kUint8) << value;
+  }
+  expect_same_outputs(graph, rewritten, random_inputs(graph, 8), 0.0, 0.0);
+}
+
+TEST(ShiftActivationsUnsigned, MustNotFireWhereAnotherOpReadsTheTensor) {
+  // The Add's other operand is also read by MaxPool: the whole Add component keeps int8.
+  Graph pooled = conv_model("float[1,4,5,5] y, float[1,4,5,5] z", R"(
+      c1 = Conv(d1, wd)
+      q2 = QuantizeLinear(c1, s, zp)
+      d2 = DequantizeLinear(q2, s, zp)
+      m = MaxPool <kernel_shape = [1, 1]> (d2)
+      a = Add(d1, d2)
+      q3 = QuantizeLinear(a, s, zp)
+      d3 = DequantizeLinear(q3, s, zp)
+      y = Conv(d3, wd)
+      z = Relu(m))");
+  Graph rewritten = run_passes(pooled, kShift);
+  for (const std::string value : {"q1", "q2", "q3"}) {
+    EXPECT_EQ(zero_point_of(rewritten, value).dtype(), DataType::kInt8) << value;
+  }
+  // A float island (Sigmoid) reads the DQ; an attention-style MatMul reads it as its second
+  // operand; the Q is a graph output: each keeps int8.
+  for (const std::string reader : {"Sigmoid(d1)", "MatMul(d1, d1)"}) {
+    Graph graph = parse_graph(std::string(R"(
+      <ir_version: 8, opset_import: ["" : 13]>
+      g (float[4,4] x) => (float[4,4] y)
+      <float s = {0.05}, int8 zp = {0}>
+      {
+        q1 = QuantizeLinear(x, s, zp)
+        d1 = DequantizeLinear(q1, s, zp)
+        y = )") + reader + "\n}");
+    EXPECT_EQ(zero_point_of(run_passes(graph, kShift), "q1").dtype(), DataType::kInt8) << reader;
+  }
+  Graph output = conv_model("int8[1,4,5,5] q1, float[1,4,5,5] y", "      y = Conv(d1, wd)");
+  EXPECT_EQ(zero_point_of(run_passes(output, kShift), "q1").dtype(), DataType::kInt8);
+}
+
+}  // namespace
+}  // namespace qdqrt::testing
