@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Trains a small ResNet on Fashion-MNIST, then QAT-fine-tunes it, and exports both to ONNX.
 
-    /usr/bin/python3 models/train_fmnist_resnet.py [--out models] [--epochs 6] [--qat-steps 300]
+    /usr/bin/python3 models/train_fmnist_resnet.py [--out models] [--epochs 15]
+        [--qat-steps 300] [--label-smoothing 0.1]
 
 Writes <out>/fmnist_resnet_fp32.onnx and <out>/fmnist_resnet_qdq.onnx (opset 13, input
 "input" [batch, 1, 28, 28], output "output" [batch, 10] logits) and prints the test accuracies.
@@ -53,8 +54,8 @@ class FmnistResNet(nn.Module):
 
 
 def main():
-    train_qat_and_export(FmnistResNet, "fmnist_resnet", __doc__, epochs=6.0, qat_steps=300, augmented=True,
-                         weight_decay=0.01)
+    train_qat_and_export(FmnistResNet, "fmnist_resnet", __doc__, epochs=15.0, qat_steps=300, augmented=True,
+                         weight_decay=0.01, label_smoothing=0.1)
 
 
 if __name__ == "__main__":
