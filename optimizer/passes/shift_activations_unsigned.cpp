@@ -33,6 +33,81 @@ bool is_constant_operand(const Graph& graph, const ValueIndex& index, const std:
   return is_dequantize(node) && find_constant(graph, node.input(0)) != nullptr;
 }
 
+// Nodes of the default domain only (a custom op may reuse an ONNX name).
+bool is_op(const Node& node, const char* op_type) { return node.domain.empty() && node.op_type == op_type; }
+
+// The tensor a DequantizeLinear output reads, or "".
+std::string dequantized_tensor(const Graph& graph, const ValueIndex& index, const std::string& value) {
+  const int producer = index.producer(value);
+  if (producer < 0 || !is_dequantize(graph.nodes[static_cast<size_t>(producer)])) return "";
+  return graph.nodes[static_cast<size_t>(producer)].input(0);
+}
+
+bool reads_dequantized(const Graph& graph, const ValueIndex& index, const Node& node) {
+  for (const std::string& input : node.inputs) {
+    if (!input.empty() && !dequantized_tensor(graph, index, input).empty()) return true;
+  }
+  return false;
+}
+
+// Relu, or Clip/Max/Min with constant bounds: the clamp fusion folds DQ -> clamp -> Q into the
+// layer before it only when both tensors have equal parameters, so they change together.
+bool is_clamp(const Graph& graph, const Node& node) {
+  if (is_op(node, "Relu")) return true;
+  if (is_op(node, "Clip")) {
+    for (size_t i = 1; i < node.inputs.size(); ++i) {
+      if (node.has_input(i) && find_constant(graph, node.input(i)) == nullptr) return false;
+    }
+    return true;
+  }
+  if ((is_op(node, "Max") || is_op(node, "Min")) && node.inputs.size() == 2) {
+    return (find_constant(graph, node.input(0)) != nullptr) != (find_constant(graph, node.input(1)) != nullptr);
+  }
+  return false;
+}
+
+// Mul(DQ(t), sigmoid of DQ(t)), the sigmoid quantized in between or not: one function of t's
+// codes, a table (QuantizedSiLU or QLookup) whose output type is free.
+bool is_quantized_silu(const Graph& graph, const ValueIndex& index, const Node& node) {
+  if (!is_op(node, "Mul") || node.inputs.size() != 2) return false;
+  for (size_t i = 0; i < 2; ++i) {
+    const std::string x = dequantized_tensor(graph, index, node.input(i));
+    if (x.empty()) continue;
+    int sigmoid = index.producer(node.input(1 - i));
+    if (sigmoid >= 0 && is_dequantize(graph.nodes[static_cast<size_t>(sigmoid)])) {
+      const int q = index.producer(graph.nodes[static_cast<size_t>(sigmoid)].input(0));
+      sigmoid = q >= 0 && is_quantize(graph.nodes[static_cast<size_t>(q)])
+                    ? index.producer(graph.nodes[static_cast<size_t>(q)].input(0))
+                    : -1;
+    }
+    if (sigmoid >= 0 && is_op(graph.nodes[static_cast<size_t>(sigmoid)], "Sigmoid") &&
+        dequantized_tensor(graph, index, graph.nodes[static_cast<size_t>(sigmoid)].input(0)) == x) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Ops whose int8 layer takes one type for its 8-bit inputs and output (QAdd/QMul kernels, the
+// folded clamp): their operands and quantized result change together or not at all.
+bool joins_types(const Graph& graph, const ValueIndex& index, const Node& node) {
+  if ((is_op(node, "Add") || is_op(node, "Mul")) && node.inputs.size() == 2) {
+    return !is_quantized_silu(graph, index, node);
+  }
+  return is_clamp(graph, node);
+}
+
+// Ops that read DQs and whose int8 layer writes any 8-bit type: the GEMM layers' requantizing
+// epilogue, the tables of the lookup fusion.
+bool writes_any_type(const Graph& graph, const ValueIndex& index, const Node& node) {
+  static const char* const kFree[] = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Sigmoid",
+                                      "Tanh", "HardSwish", "HardSigmoid", "Gelu"};
+  for (const char* op_type : kFree) {
+    if (is_op(node, op_type)) return true;
+  }
+  return is_quantized_silu(graph, index, node);
+}
+
 class Components {
  public:
   int add() {
@@ -76,9 +151,38 @@ class ShiftActivationsUnsignedPass : public Pass {
       auto it = tensor_id.find(graph.nodes[static_cast<size_t>(producer)].input(0));
       return it == tensor_id.end() ? -1 : it->second;
     };
+    // A type-joining op: its DQ operands' tensors and the tensors its output is quantized to.
+    auto join_operands_and_result = [&](size_t id, const Node& op) {
+      for (const std::string& operand : op.inputs) {
+        if (operand.empty() || find_constant(graph, operand) != nullptr) continue;
+        const int other = source_of(operand);
+        if (other < 0) blocked[id] = true;
+        else components.join(static_cast<int>(id), other);
+      }
+      if (index.is_graph_output(op.outputs[0])) blocked[id] = true;
+      for (int result_reader : index.consumers(op.outputs[0])) {
+        const Node& next = graph.nodes[static_cast<size_t>(result_reader)];
+        auto it = is_quantize(next) ? tensor_id.find(next.outputs[0]) : tensor_id.end();
+        if (it == tensor_id.end()) blocked[id] = true;
+        else components.join(static_cast<int>(id), it->second);
+      }
+    };
     for (size_t id = 0; id < quantize_node.size(); ++id) {
-      const std::string& tensor = graph.nodes[static_cast<size_t>(quantize_node[id])].outputs[0];
+      const Node& q = graph.nodes[static_cast<size_t>(quantize_node[id])];
+      const std::string& tensor = q.outputs[0];
       if (index.is_graph_output(tensor)) blocked[id] = true;
+      // The writer: a layer made from an op reading DQs must be able to write the new type.
+      const int writer = index.producer(q.input(0));
+      if (writer >= 0) {
+        const Node& op = graph.nodes[static_cast<size_t>(writer)];
+        if (!reads_dequantized(graph, index, op) || writes_any_type(graph, index, op)) {
+          // a float layer's Quantize, a requantizing epilogue or a table: any type
+        } else if (joins_types(graph, index, op)) {
+          join_operands_and_result(id, op);
+        } else {
+          blocked[id] = true;  // pools, concat, data movement: one type in and out
+        }
+      }
       for (int reader : index.consumers(tensor)) {
         const Node& dq = graph.nodes[static_cast<size_t>(reader)];
         if (!is_dequantize(dq) || dq.input(0) != tensor || !int8_zero_point(graph, dq) ||
@@ -89,25 +193,13 @@ class ShiftActivationsUnsignedPass : public Pass {
         for (int user : index.consumers(dq.outputs[0])) {
           const Node& op = graph.nodes[static_cast<size_t>(user)];
           const bool data_input = op.input(0) == dq.outputs[0];
-          if (op.op_type == "Conv" && data_input && op.input(1) != dq.outputs[0]) {
+          if (is_op(op, "Conv") && data_input && op.input(1) != dq.outputs[0]) {
             feeds_gemm[id] = true;
-          } else if ((op.op_type == "Gemm" || op.op_type == "MatMul") && data_input &&
+          } else if ((is_op(op, "Gemm") || is_op(op, "MatMul")) && data_input &&
                      is_constant_operand(graph, index, op.input(1))) {
             feeds_gemm[id] = true;
-          } else if (op.op_type == "Add" && op.inputs.size() == 2) {
-            // Both operands and the quantized sum share one dtype (or the Add stays as it is).
-            for (const std::string& operand : op.inputs) {
-              const int other = source_of(operand);
-              if (other < 0) blocked[id] = true;
-              else components.join(static_cast<int>(id), other);
-            }
-            const std::vector<int>& sum_readers = index.consumers(op.outputs[0]);
-            for (int sum_reader : sum_readers) {
-              const Node& next = graph.nodes[static_cast<size_t>(sum_reader)];
-              auto it = is_quantize(next) ? tensor_id.find(next.outputs[0]) : tensor_id.end();
-              if (it == tensor_id.end()) blocked[id] = true;
-              else components.join(static_cast<int>(id), it->second);
-            }
+          } else if (joins_types(graph, index, op)) {
+            join_operands_and_result(id, op);
           } else {
             blocked[id] = true;
           }

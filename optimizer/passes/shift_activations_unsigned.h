@@ -2,10 +2,13 @@
 // data input or a residual Add: the same integers shifted by 128, so every result is bit-equal.
 // VNNI multiplies unsigned activations by signed weights (vpdpbusd), so a signed activation is
 // flipped to unsigned on every read (the GEMM panel copy, ~10% of a pytorch-quantization
-// MobileNetV2); stored unsigned, a 1x1 conv reads its input rows in place. Tensors joined by an
-// int8 Add (whose kernels take one dtype for both inputs and the output) change together or not
-// at all; a Q whose output any other op reads (pools, concat, float islands, an attention MatMul's
-// second operand, a graph output) keeps its dtype.
+// MobileNetV2); stored unsigned, a 1x1 conv reads its input rows in place.
+// A tensor changes only where its writer and readers all take the new type: written by a Conv/
+// Gemm/MatMul epilogue, a table (Sigmoid, SiLU, ...) or a float layer's Quantize; read by Conv/
+// Gemm/MatMul data inputs. Tensors joined by an int8 Add/Mul or a clamp (Relu/Clip, folded into
+// its producer only with equal parameters on both sides) change together or not at all; a tensor
+// a pool, concat, data-movement op, float island, attention MatMul's second operand or graph
+// output touches keeps its dtype (those layers take one type in and out).
 #pragma once
 
 #include <memory>

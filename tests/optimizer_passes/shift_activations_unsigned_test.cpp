@@ -103,5 +103,87 @@ TEST(ShiftActivationsUnsigned, MustNotFireWhereAnotherOpReadsTheTensor) {
   EXPECT_EQ(zero_point_of(run_passes(output, kShift), "q1").dtype(), DataType::kInt8);
 }
 
+// The writer must take the new type too: a Q fed by a GlobalAveragePool or a MaxPool (one type in
+// and out) keeps int8 even though only a Conv reads it; an int8 Mul of DQs (a QMul) changes with
+// its operands: together when nothing else reads them, not at all when a Sigmoid reads one.
+TEST(ShiftActivationsUnsigned, MustNotFireWhereTheWriterKeepsItsInputType) {
+  struct Case {
+    std::string writer, extra_reader;
+    DataType expected;
+  };
+  for (const Case& c : std::vector<Case>{{"GlobalAveragePool(d1)", "", DataType::kInt8},
+                                         {"MaxPool <kernel_shape = [1, 1]> (d1)", "", DataType::kInt8},
+                                         {"Mul(d1, d1)", "", DataType::kUint8},
+                                         {"Mul(d1, d1)", "z = Sigmoid(d1)", DataType::kInt8}}) {
+    const bool global = c.writer.rfind("Global", 0) == 0;
+    std::string outputs = global ? "float[1,4,1,1] y" : "float[1,4,5,5] y";
+    if (!c.extra_reader.empty()) outputs += ", float[1,4,5,5] z";
+    Graph graph = conv_model(outputs, R"(
+      m = )" + c.writer + R"(
+      q2 = QuantizeLinear(m, s2, zp2)
+      d2 = DequantizeLinear(q2, s2, zp2)
+      y = Conv(d2, wd)
+      )" + c.extra_reader);
+    Graph rewritten = run_passes(graph, kShift);
+    EXPECT_EQ(zero_point_of(rewritten, "q1").dtype(), c.expected)
+        << c.writer << " " << c.extra_reader;
+    EXPECT_EQ(zero_point_of(rewritten, "q2").dtype(), c.expected) << c.writer << " " << c.extra_reader;
+    expect_same_outputs(graph, rewritten, random_inputs(graph, 11), 0.0, 0.0);
+  }
+}
+
+// Writers whose layers requantize into any type: a table (Sigmoid; SiLU as x * sigmoid(x) with
+// the sigmoid quantized between) shifts its output while its input keeps int8.
+TEST(ShiftActivationsUnsigned, TableWritersShiftTheirOutputOnly) {
+  Graph graph = conv_model("float[1,4,5,5] y, float[1,4,5,5] z", R"(
+      g = Sigmoid(d1)
+      qg = QuantizeLinear(g, s2, zp2)
+      dg = DequantizeLinear(qg, s2, zp2)
+      m = Mul(d1, dg)
+      q2 = QuantizeLinear(m, s2, zp2)
+      d2 = DequantizeLinear(q2, s2, zp2)
+      y = Conv(d2, wd)
+      t = Tanh(d1)
+      q3 = QuantizeLinear(t, s2, zp2)
+      d3 = DequantizeLinear(q3, s2, zp2)
+      z = Conv(d3, wd))");
+  Graph rewritten = run_passes(graph, kShift);
+  EXPECT_EQ(zero_point_of(rewritten, "q1").dtype(), DataType::kInt8);
+  EXPECT_EQ(zero_point_of(rewritten, "qg").dtype(), DataType::kInt8);  // read by the Mul only
+  EXPECT_EQ(zero_point_of(rewritten, "q2").dtype(), DataType::kUint8);
+  EXPECT_EQ(zero_point_of(rewritten, "q3").dtype(), DataType::kUint8);
+  expect_same_outputs(graph, rewritten, random_inputs(graph, 9), 0.0, 0.0);
+}
+
+// DQ -> Relu/Clip -> Q (ONNX Runtime's s8 exports) folds into the layer before it only with equal
+// parameters on both sides: the clamp's input and output shift together, or neither does.
+TEST(ShiftActivationsUnsigned, ClampInputAndOutputShiftTogether) {
+  Graph graph = conv_model("float[1,4,5,5] y", R"(
+      c1 = Conv(d1, wd)
+      q2 = QuantizeLinear(c1, s2, zp2)
+      d2 = DequantizeLinear(q2, s2, zp2)
+      r = Relu(d2)
+      q3 = QuantizeLinear(r, s2, zp2)
+      d3 = DequantizeLinear(q3, s2, zp2)
+      y = Conv(d3, wd))");
+  Graph rewritten = run_passes(graph, kShift);
+  for (const std::string value : {"q1", "q2", "q3"}) {
+    EXPECT_EQ(zero_point_of(rewritten, value).dtype(), DataType::kUint8) << value;
+  }
+  expect_same_outputs(graph, rewritten, random_inputs(graph, 10), 0.0, 0.0);
+  // The clamp's input is also a graph output: neither side shifts.
+  Graph kept = conv_model("float[1,4,5,5] y, int8[1,4,5,5] q2", R"(
+      c1 = Conv(d1, wd)
+      q2 = QuantizeLinear(c1, s2, zp2)
+      d2 = DequantizeLinear(q2, s2, zp2)
+      r = Relu(d2)
+      q3 = QuantizeLinear(r, s2, zp2)
+      d3 = DequantizeLinear(q3, s2, zp2)
+      y = Conv(d3, wd))");
+  Graph kept_rewritten = run_passes(kept, kShift);
+  EXPECT_EQ(zero_point_of(kept_rewritten, "q2").dtype(), DataType::kInt8);
+  EXPECT_EQ(zero_point_of(kept_rewritten, "q3").dtype(), DataType::kInt8);
+}
+
 }  // namespace
 }  // namespace qdqrt::testing

@@ -2,7 +2,9 @@
 """`qdqrt inspect` gives every float layer and every Q/DQ node left a reason (issue: no float islands).
 
 For each model: runs `qdqrt inspect --exportLayerInfo` and fails when the summary lists an
-unexplained node, or when the reasons do not cover every FP32 layer and every Q/DQ left.
+unexplained node, or when the reasons do not cover every FP32 layer and every Q/DQ left; then
+builds the engine (`qdqrt exec`, one inference) and fails when an INT8 layer runs on the
+"reference" kernel (the builder's fallback: correct but 10-100x slower, and silent).
   shipped   models/*.onnx and tests/optimizer_models/data/*.onnx
   bench     the benchmark models at a small input size: torchvision resnet50, mobilenet_v2 and
             efficientnet_b0, FP32 and QDQ (models/export_torchvision.py), and ONNX Runtime-style s8
@@ -49,8 +51,17 @@ def check(qdqrt, model, work):
     qdq_left = summary["QuantizeLinearLeft"] + summary["DequantizeLinearLeft"]
     if summary["ExplainedQDQNodes"] != qdq_left:
         problems.append(f"{summary['ExplainedQDQNodes']} Q/DQ nodes with a reason, of {qdq_left}")
+    engine_json = os.path.join(work, "engine_layers.json")
+    result = subprocess.run([qdqrt, "exec", f"--onnx={model}", "--iterations=1", "--duration=0", "--warmUp=0",
+                             f"--exportLayerInfo={engine_json}"], capture_output=True, text=True)
+    if result.returncode != 0:
+        return problems + [f"qdqrt exec failed: {result.stderr.strip()[:300]}"]
+    with open(engine_json) as handle:
+        fallbacks = [layer["Name"] for layer in json.load(handle)["Layers"]
+                     if layer.get("Kernel") == "reference" and layer.get("Precision") == "INT8"]
+    problems += [f"INT8 layer on the reference kernel: {name}" for name in fallbacks]
     print(f"{os.path.basename(model)}: {summary['FloatLayers']} float layers, {qdq_left} Q/DQ left, "
-          f"{len(summary['Unexplained'])} unexplained")
+          f"{len(summary['Unexplained'])} unexplained, {len(fallbacks)} INT8 layers on the reference kernel")
     return problems
 
 
