@@ -116,7 +116,21 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
       args.bias = packed.bias.data() + n;
       args.c = c + m * c_row_stride + n;
       args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
+      // The next call: this tile's next panel, or the next tile's first. With a residual (two
+      // streams of lines per tile, the output's and the residual's), prefetching them during the
+      // previous call's k loop instead of all at once at the tile's start: ResNet-50's 1x1
+      // 64 -> 256 + residual 63-66% -> 70-74% of the FMA peak (Zen 4); without a residual it cost
+      // 1-2%.
+      const bool next_panel = n + packed.nr < n_end;
+      const int64_t next_m = next_panel ? m : m + rows;
+      const int next_n = next_panel ? n + packed.nr : n_begin;
+      const bool has_next = args.last && epilogue.residual && next_m < m_end;
+      args.next_c = has_next ? c + next_m * c_row_stride + next_n : nullptr;
+      args.next_residual = has_next && epilogue.residual
+                               ? epilogue.residual + next_m * epilogue.residual_row_stride + next_n
+                               : nullptr;
       impl.ukernel(args);
+      args.prefetched = has_next;
     }
   };
   // B of the whole range small enough to stay in L2: each row tile runs to the end (its A in L1,
@@ -157,8 +171,14 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
             args.a = tile_rows(m) + tap * packed.mr;
             args.c = c + m * c_row_stride + n;
             args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
+            const bool has_next = args.last && epilogue.residual && m + packed.mr < block_end;
+            args.next_c = has_next ? args.c + packed.mr * c_row_stride : nullptr;
+            args.next_residual =
+                has_next && args.residual ? args.residual + packed.mr * epilogue.residual_row_stride : nullptr;
             impl.ukernel(args);
+            args.prefetched = has_next;
           }
+          args.prefetched = false;
         }
       }
     }

@@ -157,6 +157,11 @@ struct SgemmUkernelArgs {
   int64_t residual_row_stride = 0;
   float min = 0.0f, max = 0.0f;
   Fp32EpilogueActivation activation = Fp32EpilogueActivation::kNone;
+  // The next call's tile of C and of the residual (same row strides), or null: the last block
+  // prefetches their lines while its k loop runs, a few per k step.
+  const float* next_c = nullptr;
+  const float* next_residual = nullptr;
+  bool prefetched = false;  // the previous call prefetched this tile's lines
 };
 using SgemmUkernelFn = void (*)(const SgemmUkernelArgs& args);
 // One output pixel of a depthwise convolution: a[tap] points at the tap's input pixel (the zero

@@ -108,7 +108,7 @@ void tile(const internal::SgemmUkernelArgs& args) {
       }
     }
   }
-  if (args.last) {
+  if (args.last && !args.prefetched) {
     // The epilogue's residual and output lines, fetched while the k loop runs: with a short k (the
     // 1x1 expansions of 64 or 128 channels) the epilogue otherwise waits on them from L3.
 #pragma GCC unroll 16
@@ -130,7 +130,7 @@ void tile(const internal::SgemmUkernelArgs& args) {
     const float* a[kRows];
 #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) a[r] = rows[r] + args.channel_begin;
-    for (int c = 0; c < channels; ++c) {
+    auto step = [&](int c) __attribute__((always_inline)) {
       V b[kVectors];
 #pragma GCC unroll 2
       for (int v = 0; v < kVectors; ++v) b[v] = load(w + v * kLanes);
@@ -141,7 +141,22 @@ void tile(const internal::SgemmUkernelArgs& args) {
 #pragma GCC unroll 2
         for (int v = 0; v < kVectors; ++v) acc[r][v] = fmadd(x, b[v], acc[r][v]);
       }
+    };
+    int c = 0;
+    if (tap == 0 && args.next_c) {
+      // The next call's lines, one row vector of C and of the residual per k step (its own loop,
+      // so the common loop below carries no test).
+      for (const int head = std::min(channels, kRows * kVectors); c < head; ++c) {
+        const int r = c / kVectors, v = c % kVectors;
+        _mm_prefetch(reinterpret_cast<const char*>(args.next_c + r * args.c_row_stride + v * kLanes), _MM_HINT_ET0);
+        if (args.next_residual) {
+          _mm_prefetch(reinterpret_cast<const char*>(args.next_residual + r * args.residual_row_stride + v * kLanes),
+                       _MM_HINT_T0);
+        }
+        step(c);
+      }
     }
+    for (; c < channels; ++c) step(c);
   }
   const V low = splat(args.min), high = splat(args.max);
 #pragma GCC unroll 16
