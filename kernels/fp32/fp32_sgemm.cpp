@@ -556,7 +556,8 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
           const float** out = window_a + r * internal::kDepthwiseWindowInputs;
           for (int j = 0; j < inputs; ++j) {
             const int x = x0 + j;
-            out[j] = x >= 0 && x < g.input_width ? row_input[r] + static_cast<int64_t>(x) * g.input_pixel_stride : zeros;
+            out[j] = x >= 0 && x < g.input_width ? row_input[r] + static_cast<int64_t>(x) * g.input_pixel_stride
+                                                  : zeros;
           }
         }
         const int64_t pixel = row * g.output_width + ox;
