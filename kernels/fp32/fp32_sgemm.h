@@ -157,6 +157,11 @@ struct SgemmUkernelArgs {
   int64_t residual_row_stride = 0;
   float min = 0.0f, max = 0.0f;
   Fp32EpilogueActivation activation = Fp32EpilogueActivation::kNone;
+  // The next call's tile of C and of the residual (same row strides), or null: the last block
+  // prefetches their lines while its k loop runs, a few per k step.
+  const float* next_c = nullptr;
+  const float* next_residual = nullptr;
+  bool prefetched = false;  // the previous call prefetched this tile's lines
 };
 using SgemmUkernelFn = void (*)(const SgemmUkernelArgs& args);
 // One output pixel of a depthwise convolution: a[tap] points at the tap's input pixel (the zero
@@ -188,6 +193,30 @@ struct DepthwiseRowArgs {
   Fp32EpilogueActivation activation = Fp32EpilogueActivation::kNone;
 };
 using DepthwiseRowUkernelFn = void (*)(const DepthwiseRowArgs& args);
+// A block of `pixels` (1..kDepthwiseWindowPixels) consecutive output pixels of one row of a
+// depthwise convolution with kernel_width 3 or 5, stride_width 1 or 2 and no horizontal dilation:
+// the block's window in kernel row r is inputs = stride * (pixels - 1) + kernel_width pixels,
+// each loaded once and multiplied by every horizontal tap that reads it (a row of P pixels x KW
+// taps loads P + KW - 1 inputs instead of P x KW). a[r * kDepthwiseWindowInputs + j] points at
+// input j of kernel row r (the zero pixel outside the input), w[r] at that row's first tap's
+// weights (tap kx at w[r] + kx * w_tap_stride). Rows of taps wholly outside the input are left
+// out (kernel_rows counts the rest). Sums in tap order, like the other depthwise kernels.
+inline constexpr int kDepthwiseWindowPixels = 8;
+inline constexpr int kDepthwiseWindowInputs = 2 * (kDepthwiseWindowPixels - 1) + 5;
+struct DepthwiseWindowArgs {
+  int channels = 0, kernel_rows = 0, kernel_width = 3, stride = 1, pixels = 0;
+  const float* const* a = nullptr;
+  const float* const* w = nullptr;
+  int64_t w_tap_stride = 0;
+  const float* bias = nullptr;
+  float* c = nullptr;
+  int64_t c_step = 0;
+  const float* residual = nullptr;  // pixel p at residual + p * residual_step
+  int64_t residual_step = 0;
+  float min = 0.0f, max = 0.0f;
+  Fp32EpilogueActivation activation = Fp32EpilogueActivation::kNone;
+};
+using DepthwiseWindowUkernelFn = void (*)(const DepthwiseWindowArgs& args);
 // Winograd F(2x2, 3x3) transforms of one tile (kernels/fp32/fp32_winograd.h), `channels` values
 // per pixel. Input: a[dy * 4 + dx] points at the 4x4 patch's pixels (the zero pixel outside the
 // input); V[t] = (B^T d B)[t] goes to v + t * v_stride.
@@ -219,6 +248,7 @@ struct SgemmImplementation {
   DepthwiseRowUkernelFn depthwise_row = nullptr;
   WinogradInputFn winograd_input = nullptr;
   WinogradOutputFn winograd_output = nullptr;
+  DepthwiseWindowUkernelFn depthwise_window = nullptr;
 };
 }  // namespace internal
 
@@ -232,6 +262,7 @@ inline constexpr int kSgemmMaxTaps = 121;
   void depthwise_row_ukernel(const internal::DepthwiseRowArgs& args); \
   void winograd_input_ukernel(const internal::WinogradInputArgs& args); \
   void winograd_output_ukernel(const internal::WinogradOutputArgs& args); \
+  void depthwise_window_ukernel(const internal::DepthwiseWindowArgs& args); \
   }
 QDQRT_DECLARE_SGEMM(scalar)
 QDQRT_DECLARE_SGEMM(avx2)

@@ -63,6 +63,22 @@ void depthwise_row_ukernel(const internal::DepthwiseRowArgs& args) {
   }
 }
 
+void depthwise_window_ukernel(const internal::DepthwiseWindowArgs& args) {
+  for (int p = 0; p < args.pixels; ++p) {
+    for (int c = 0; c < args.channels; ++c) {
+      float sum = args.bias[c];
+      for (int r = 0; r < args.kernel_rows; ++r) {
+        for (int kx = 0; kx < args.kernel_width; ++kx) {
+          sum += args.a[r * internal::kDepthwiseWindowInputs + p * args.stride + kx][c] *
+                 args.w[r][kx * args.w_tap_stride + c];
+        }
+      }
+      if (args.residual) sum += args.residual[p * args.residual_step + c];
+      args.c[p * args.c_step + c] = activate(args.activation, std::min(std::max(sum, args.min), args.max));
+    }
+  }
+}
+
 // B^T d B and A^T m A written out per channel: the reference of the vector transforms (same
 // operations in the same order).
 void winograd_input_ukernel(const internal::WinogradInputArgs& args) {

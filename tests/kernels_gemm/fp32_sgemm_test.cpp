@@ -118,6 +118,34 @@ TEST(Fp32Depthwise, ChannelsKernelsStrides) {
       .test_all_isas();
 }
 
+// The window kernel (kernel widths 3 and 5, strides 1 and 2): rows of several 8-pixel blocks and
+// every tail block (widths 1..21), pads 0..2 and asymmetric, rectangular kernels, vertical
+// dilation, kernel rows outside the input, the epilogue, padded pixel strides, channel ranges.
+TEST(Fp32Depthwise, WindowKernelBlocksAndBorders) {
+  uint32_t seed = 700;
+  for (int width : {1, 2, 8, 9, 16, 17, 21}) {
+    for (int kernel_width : {3, 5}) {
+      for (int stride : {1, 2}) {
+        const int pad = kernel_width / 2;
+        if (width + 2 * pad < kernel_width) continue;
+        Fp32ConvTester().depthwise(true).batch(2).input_size(4, width).channels(33, 33).kernel(3, kernel_width)
+            .stride(stride, stride).padding(1, pad, 1, pad).residual(seed % 2 == 0)
+            .activation(Fp32EpilogueActivation::kSilu).seed(++seed).test_all_isas();
+      }
+    }
+  }
+  Fp32ConvTester().depthwise(true).input_size(6, 19).channels(40, 40).kernel(5, 3).padding(0, 0, 0, 0).test_all_isas();
+  Fp32ConvTester().depthwise(true).input_size(7, 18).channels(70, 70).kernel(1, 5).stride(1, 2).padding(0, 1, 0, 2)
+      .pixel_stride_extra(3, 5).clamp(0.0f, 6.0f).test_all_isas();
+  Fp32ConvTester().depthwise(true).input_size(9, 20).channels(16, 16).kernel(3, 3).dilation(2, 1).padding(2, 1, 2, 1)
+      .test_all_isas();
+  Fp32ConvTester().depthwise(true).input_size(3, 12).channels(24, 24).kernel(7, 3).padding(3, 1, 3, 1).test_all_isas();
+  for (int column_split : {16, 32}) {
+    Fp32ConvTester().depthwise(true).batch(2).input_size(5, 23).channels(50, 50).kernel(5, 5).stride(2, 2)
+        .padding(2, 2, 2, 2).residual(true).split(3, column_split).seed(++seed).test_all_isas();
+  }
+}
+
 TEST(Fp32Depthwise, EpilogueAndSplit) {
   Fp32ConvTester().depthwise(true).batch(2).input_size(6, 5).channels(40, 40).kernel(3, 3).padding(1, 1, 1, 1)
       .clamp(0.0f, 6.0f).residual(true).pixel_stride_extra(3, 2).split(7, 0).test_all_isas();
