@@ -108,6 +108,44 @@ TEST(Conv, DepthwiseDotRandomShapes) {
   }
 }
 
+// Implicit GEMM rows gathered by wide 16/32/64-byte moves (kernel rows of at most 64 bytes: a 3x3
+// stem's 1 channel, a 16-channel 3x3's 48 bytes) over random shapes: interior and border pixels,
+// the batch's last pixels (where the wide read must fall back), height dilation and strides,
+// int8 inputs (shifted on the way), strided pixels (no wide path) and thread splits.
+TEST(Conv, WideRowGatherRandomShapes) {
+  std::mt19937 rng(29);
+  auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); };
+  for (int round = 0; round < 64; ++round) {
+    const int kernel_h = pick(1, 5), kernel_w = pick(1, 5);
+    const int max_channels = std::max(1, 64 / kernel_w + (round % 4 == 0 ? 4 : 0));
+    const int channels = round < 8 ? (round % 2 ? 16 : 1) : pick(1, max_channels);
+    QuantSettings q;
+    q.input_signed = pick(0, 1);
+    q.input_zero_point = q.input_signed ? pick(-128, 127) : pick(0, 255);
+    q.weight_zero_point = round % 5 == 0 ? pick(-2, 2) : 0;
+    q.per_channel = pick(0, 1);
+    q.output_type = round % 3 == 0 ? OutputType::kS8 : OutputType::kU8;
+    q.output_zero_point = q.output_type == OutputType::kU8 ? pick(0, 255) : pick(-128, 127);
+    q.residual = round % 4 == 1;
+    ConvTester tester;
+    tester.batch(pick(1, 4)).input_size(pick(kernel_h, 14), pick(kernel_w, 14)).channels(channels, pick(1, 40))
+        .kernel(kernel_h, kernel_w).stride(pick(1, 2), pick(1, 2))
+        .padding(pick(0, kernel_h / 2), pick(0, kernel_w / 2), pick(0, kernel_h / 2), pick(0, kernel_w / 2))
+        .dilation(pick(1, 2), round % 8 == 3 ? 2 : 1).pixel_stride_extra(round % 6 == 5 ? pick(1, 9) : 0, 0)
+        .split(pick(1, 4)).quant(q).seed(round);
+    const ConvShape s = tester.shape();
+    if (s.output_height <= 0 || s.output_width <= 0) continue;
+    tester.test_all_isas();
+  }
+  // fmnist_resnet's shapes at batch 16: the 1-channel stem and the 16-channel 3x3s.
+  ConvTester().batch(16).input_size(28, 28).channels(1, 16).kernel(3, 3).padding(1, 1, 1, 1).split(3)
+      .test_all_isas();
+  ConvTester().batch(16).input_size(28, 28).channels(16, 16).kernel(3, 3).padding(1, 1, 1, 1).split(2)
+      .test_all_isas();
+  ConvTester().batch(16).input_size(28, 28).channels(16, 32).kernel(3, 3).stride(2, 2).padding(1, 1, 1, 1)
+      .test_all_isas();
+}
+
 TEST(Conv, ZeroPointsAndEpilogues) {
   const Activation activations[] = {
       Activation{},
