@@ -118,11 +118,11 @@ template <typename Copy>
   const int row_bytes = g.kernel_width * channels;
   const bool dense = g.input_pixel_stride == channels && g.dilation_width == 1;
   if constexpr (kWrite) {
-    // An interior pixel with kernel rows of at most 64 bytes (every tap inside the image, the
-    // widest read inside the batch): one wide move per kernel row, no per-row bounds checks.
+    // An interior pixel (every tap inside the image, the widest read inside the batch): each
+    // kernel row in 16/32/64-byte moves, no per-tap bounds checks.
     const int first_y = at.out_y * g.stride_height - g.pad_top;
     const int first_x = at.out_x * g.stride_width - g.pad_left;
-    if (dense && row_bytes <= 64 && first_y >= 0 && first_y + (g.kernel_height - 1) * g.dilation_height < g.input_height &&
+    if (dense && first_y >= 0 && first_y + (g.kernel_height - 1) * g.dilation_height < g.input_height &&
         first_x >= 0 && first_x + g.kernel_width <= g.input_width) {
       const int64_t line_step = static_cast<int64_t>(g.dilation_height) * g.input_width * channels;
       const int64_t offset = (static_cast<int64_t>(first_y) * g.input_width + first_x) * channels;
@@ -141,8 +141,17 @@ template <typename Copy>
         rows_of(std::integral_constant<int, 32>{});
         return;
       }
-      if (batch_bytes - last_read >= 64) {
+      if (row_bytes <= 64 && batch_bytes - last_read >= 64) {
         rows_of(std::integral_constant<int, 64>{});
+        return;
+      }
+      // Longer rows (32 or 64 channels x 3 taps) in whole 64-byte moves.
+      const int chunks = (row_bytes + 63) / 64;
+      if (row_bytes > 64 && batch_bytes - last_read >= 64 * chunks) {
+        const uint8_t* src = base + offset;
+        for (int ky = 0; ky < g.kernel_height; ++ky, src += line_step, row += row_bytes) {
+          for (int chunk = 0; chunk < chunks; ++chunk) copy_flip_block<64>(row + 64 * chunk, src + 64 * chunk, flip);
+        }
         return;
       }
     }

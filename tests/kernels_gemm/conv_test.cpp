@@ -108,8 +108,8 @@ TEST(Conv, DepthwiseDotRandomShapes) {
   }
 }
 
-// Implicit GEMM rows gathered by wide 16/32/64-byte moves (kernel rows of at most 64 bytes: a 3x3
-// stem's 1 channel, a 16-channel 3x3's 48 bytes) over random shapes: interior and border pixels,
+// Implicit GEMM rows gathered by wide 16/32/64-byte moves (a 3x3 stem's 1 channel: 9 bytes, a
+// 16-channel 3x3's 48, a 64-channel 3x3's 192 in three moves) over random shapes: interior and border pixels,
 // the batch's last pixels (where the wide read must fall back), height dilation and strides,
 // int8 inputs (shifted on the way), strided pixels (no wide path) and thread splits.
 TEST(Conv, WideRowGatherRandomShapes) {
@@ -117,7 +117,8 @@ TEST(Conv, WideRowGatherRandomShapes) {
   auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); };
   for (int round = 0; round < 64; ++round) {
     const int kernel_h = pick(1, 5), kernel_w = pick(1, 5);
-    const int max_channels = std::max(1, 64 / kernel_w + (round % 4 == 0 ? 4 : 0));
+    // Mostly rows of at most 64 bytes (one move), every fourth longer (whole 64-byte moves).
+    const int max_channels = round % 4 == 0 ? 200 / kernel_w : std::max(1, 64 / kernel_w);
     const int channels = round < 8 ? (round % 2 ? 16 : 1) : pick(1, max_channels);
     QuantSettings q;
     q.input_signed = pick(0, 1);
@@ -144,6 +145,9 @@ TEST(Conv, WideRowGatherRandomShapes) {
       .test_all_isas();
   ConvTester().batch(16).input_size(28, 28).channels(16, 32).kernel(3, 3).stride(2, 2).padding(1, 1, 1, 1)
       .test_all_isas();
+  ConvTester().batch(16).input_size(14, 14).channels(32, 32).kernel(3, 3).padding(1, 1, 1, 1).split(2)
+      .test_all_isas();
+  ConvTester().batch(16).input_size(7, 7).channels(64, 64).kernel(3, 3).padding(1, 1, 1, 1).test_all_isas();
 }
 
 TEST(Conv, ZeroPointsAndEpilogues) {
