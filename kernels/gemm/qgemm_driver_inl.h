@@ -105,7 +105,7 @@ inline bool copy_flip_over(uint8_t* dst, const uint8_t* src, int count, int64_t 
 // unsigned domain. With Copy = PrefetchOnly nothing is written (row may be null): the source
 // lines are prefetched.
 template <typename Copy>
-[[gnu::always_inline]] inline void gather_conv_row(const ConvGeometry& g, const void* data, const PackedGemm& packed,
+[[gnu::always_inline]] inline bool gather_conv_row(const ConvGeometry& g, const void* data, const PackedGemm& packed,
                                                    const ConvCursor& at, uint8_t* row, uint8_t flip) {
   constexpr bool kWrite = !std::is_same_v<Copy, PrefetchOnly>;
   const int64_t image_bytes = static_cast<int64_t>(g.input_height) * g.input_width * g.input_pixel_stride;
@@ -127,6 +127,22 @@ template <typename Copy>
       const int64_t line_step = static_cast<int64_t>(g.dilation_height) * g.input_width * channels;
       const int64_t offset = (static_cast<int64_t>(first_y) * g.input_width + first_x) * channels;
       const int64_t last_read = offset + (g.kernel_height - 1) * line_step;
+      // A 1-channel 3x3 (a grayscale stem): its 9 taps and the zeros up to k_padded assembled in a
+      // register and stored once, so each of the tile's 4-byte reads of the row comes from one
+      // store (reads spanning the overlapping 16-byte moves stalled on store forwarding).
+      if (row_bytes == 3 && g.kernel_height == 3 && packed.k_padded <= 16 && batch_bytes - last_read >= 16) {
+        using Bytes16 = uint8_t __attribute__((vector_size(16)));
+        Bytes16 top, middle, bottom;
+        std::memcpy(&top, base + offset, 16);
+        std::memcpy(&middle, base + offset + line_step, 16);
+        std::memcpy(&bottom, base + offset + 2 * line_step, 16);
+        const Bytes16 two = __builtin_shufflevector(top, middle, 0, 1, 2, 16, 17, 18, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+        const Bytes16 nine = __builtin_shufflevector(two, bottom, 0, 1, 2, 3, 4, 5, 16, 17, 18, 0, 0, 0, 0, 0, 0, 0);
+        const Bytes16 taps = {255, 255, 255, 255, 255, 255, 255, 255, 255, 0, 0, 0, 0, 0, 0, 0};
+        const Bytes16 packed_row = (nine ^ flip) & taps;
+        std::memcpy(row, &packed_row, 16);
+        return true;
+      }
       const auto rows_of = [&](auto width) {
         const uint8_t* src = base + offset;
         for (int ky = 0; ky < g.kernel_height; ++ky, src += line_step, row += row_bytes) {
@@ -135,15 +151,15 @@ template <typename Copy>
       };
       if (row_bytes <= 16 && batch_bytes - last_read >= 16) {
         rows_of(std::integral_constant<int, 16>{});
-        return;
+        return false;
       }
       if (row_bytes <= 32 && batch_bytes - last_read >= 32) {
         rows_of(std::integral_constant<int, 32>{});
-        return;
+        return false;
       }
       if (row_bytes <= 64 && batch_bytes - last_read >= 64) {
         rows_of(std::integral_constant<int, 64>{});
-        return;
+        return false;
       }
       // Longer rows (32 or 64 channels x 3 taps) in whole 64-byte moves.
       const int chunks = (row_bytes + 63) / 64;
@@ -152,7 +168,7 @@ template <typename Copy>
         for (int ky = 0; ky < g.kernel_height; ++ky, src += line_step, row += row_bytes) {
           for (int chunk = 0; chunk < chunks; ++chunk) copy_flip_block<64>(row + 64 * chunk, src + 64 * chunk, flip);
         }
-        return;
+        return false;
       }
     }
   }
@@ -196,6 +212,7 @@ template <typename Copy>
       if constexpr (kWrite) row += channels;
     }
   }
+  return false;
 }
 
 // Row m of A into `row` (see gather_conv_row), for plain matrices and conv sources alike.
@@ -231,8 +248,9 @@ void pack_panel(const ASource& source, const PackedGemm& packed, int64_t m_begin
   for (int r = 0; r < rows; ++r) {
     PanelElement* out = panel + r * panel_stride;
     uint8_t* bytes = std::is_same_v<PanelElement, uint8_t> ? reinterpret_cast<uint8_t*>(out) : scratch;
+    bool padded = false;  // the gather already zeroed k..k_padded
     if (cursor) {
-      gather_conv_row<Traits>(*source.conv, source.data, packed, *cursor, bytes, flip);
+      padded = gather_conv_row<Traits>(*source.conv, source.data, packed, *cursor, bytes, flip);
       cursor->advance(*source.conv);
     } else {
       gather_row<Traits>(source, packed, m_begin + r, bytes, flip);
@@ -240,7 +258,9 @@ void pack_panel(const ASource& source, const PackedGemm& packed, int64_t m_begin
     if constexpr (!std::is_same_v<PanelElement, uint8_t>) {
       for (int i = 0; i < k; ++i) out[i] = bytes[i];
     }
-    for (int i = k; i < packed.k_padded; ++i) out[i] = 0;
+    if (!padded || !std::is_same_v<PanelElement, uint8_t>) {
+      for (int i = k; i < packed.k_padded; ++i) out[i] = 0;
+    }
     if (row_term) {
       int32_t sum = 0;
       for (int i = 0; i < k; ++i) sum += bytes[i];

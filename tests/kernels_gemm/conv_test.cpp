@@ -143,6 +143,18 @@ TEST(Conv, WideRowGatherRandomShapes) {
       .test_all_isas();
   ConvTester().batch(16).input_size(28, 28).channels(16, 16).kernel(3, 3).padding(1, 1, 1, 1).split(2)
       .test_all_isas();
+  // 3-byte tap rows (a 1-channel 3x3, a 3-channel 3x1) are assembled in a register: int8 inputs,
+  // zero-points, strides and every pixel on the batch's last row.
+  for (int round = 0; round < 8; ++round) {
+    QuantSettings q;
+    q.input_signed = round % 2;
+    q.input_zero_point = q.input_signed ? -7 * round : 30 * round;
+    q.weight_zero_point = round == 5 ? 1 : 0;
+    const bool stem = round < 6;
+    ConvTester().batch(1 + round % 3).input_size(5 + round, 4 + 2 * round).channels(stem ? 1 : 3, 8 + 5 * round)
+        .kernel(3, stem ? 3 : 1).stride(1 + round % 2, 1 + round / 4).padding(round % 2, stem ? 1 : 0, 1, 0)
+        .quant(q).split(1 + round % 3).seed(100 + round).test_all_isas();
+  }
   ConvTester().batch(16).input_size(28, 28).channels(16, 32).kernel(3, 3).stride(2, 2).padding(1, 1, 1, 1)
       .test_all_isas();
   ConvTester().batch(16).input_size(14, 14).channels(32, 32).kernel(3, 3).padding(1, 1, 1, 1).split(2)
