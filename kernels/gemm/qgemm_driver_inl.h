@@ -103,7 +103,7 @@ inline bool copy_flip_over(uint8_t* dst, const uint8_t* src, int count, int64_t 
 
 // Gathers the K bytes of the conv row at `at` into `row`, already shifted to the kernel's
 // unsigned domain. With Copy = PrefetchOnly nothing is written (row may be null): the source
-// lines are prefetched.
+// lines are prefetched. Returns true when the row's k padding (k..k_padded) was zeroed too.
 template <typename Copy>
 [[gnu::always_inline]] inline bool gather_conv_row(const ConvGeometry& g, const void* data, const PackedGemm& packed,
                                                    const ConvCursor& at, uint8_t* row, uint8_t flip) {
