@@ -108,6 +108,60 @@ TEST(Conv, DepthwiseDotRandomShapes) {
   }
 }
 
+// Implicit GEMM rows gathered by wide 16/32/64-byte moves (a 3x3 stem's 1 channel: 9 bytes, a
+// 16-channel 3x3's 48, a 64-channel 3x3's 192 in three moves) over random shapes: interior and border pixels,
+// the batch's last pixels (where the wide read must fall back), height dilation and strides,
+// int8 inputs (shifted on the way), strided pixels (no wide path) and thread splits.
+TEST(Conv, WideRowGatherRandomShapes) {
+  std::mt19937 rng(29);
+  auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); };
+  for (int round = 0; round < 64; ++round) {
+    const int kernel_h = pick(1, 5), kernel_w = pick(1, 5);
+    // Mostly rows of at most 64 bytes (one move), every fourth longer (whole 64-byte moves).
+    const int max_channels = round % 4 == 0 ? 200 / kernel_w : std::max(1, 64 / kernel_w);
+    const int channels = round < 8 ? (round % 2 ? 16 : 1) : pick(1, max_channels);
+    QuantSettings q;
+    q.input_signed = pick(0, 1);
+    q.input_zero_point = q.input_signed ? pick(-128, 127) : pick(0, 255);
+    q.weight_zero_point = round % 5 == 0 ? pick(-2, 2) : 0;
+    q.per_channel = pick(0, 1);
+    q.output_type = round % 3 == 0 ? OutputType::kS8 : OutputType::kU8;
+    q.output_zero_point = q.output_type == OutputType::kU8 ? pick(0, 255) : pick(-128, 127);
+    q.residual = round % 4 == 1;
+    ConvTester tester;
+    tester.batch(pick(1, 4)).input_size(pick(kernel_h, 14), pick(kernel_w, 14)).channels(channels, pick(1, 40))
+        .kernel(kernel_h, kernel_w).stride(pick(1, 2), pick(1, 2))
+        .padding(pick(0, kernel_h / 2), pick(0, kernel_w / 2), pick(0, kernel_h / 2), pick(0, kernel_w / 2))
+        .dilation(pick(1, 2), round % 8 == 3 ? 2 : 1).pixel_stride_extra(round % 6 == 5 ? pick(1, 9) : 0, 0)
+        .split(pick(1, 4)).quant(q).seed(round);
+    const ConvShape s = tester.shape();
+    if (s.output_height <= 0 || s.output_width <= 0) continue;
+    tester.test_all_isas();
+  }
+  // fmnist_resnet's shapes at batch 16: the 1-channel stem and the 16-channel 3x3s.
+  ConvTester().batch(16).input_size(28, 28).channels(1, 16).kernel(3, 3).padding(1, 1, 1, 1).split(3)
+      .test_all_isas();
+  ConvTester().batch(16).input_size(28, 28).channels(16, 16).kernel(3, 3).padding(1, 1, 1, 1).split(2)
+      .test_all_isas();
+  // 3-byte tap rows (a 1-channel 3x3, a 3-channel 3x1) are assembled in a register: int8 inputs,
+  // zero-points, strides and every pixel on the batch's last row.
+  for (int round = 0; round < 8; ++round) {
+    QuantSettings q;
+    q.input_signed = round % 2;
+    q.input_zero_point = q.input_signed ? -7 * round : 30 * round;
+    q.weight_zero_point = round == 5 ? 1 : 0;
+    const bool stem = round < 6;
+    ConvTester().batch(1 + round % 3).input_size(5 + round, 4 + 2 * round).channels(stem ? 1 : 3, 8 + 5 * round)
+        .kernel(3, stem ? 3 : 1).stride(1 + round % 2, 1 + round / 4).padding(round % 2, stem ? 1 : 0, 1, 0)
+        .quant(q).split(1 + round % 3).seed(100 + round).test_all_isas();
+  }
+  ConvTester().batch(16).input_size(28, 28).channels(16, 32).kernel(3, 3).stride(2, 2).padding(1, 1, 1, 1)
+      .test_all_isas();
+  ConvTester().batch(16).input_size(14, 14).channels(32, 32).kernel(3, 3).padding(1, 1, 1, 1).split(2)
+      .test_all_isas();
+  ConvTester().batch(16).input_size(7, 7).channels(64, 64).kernel(3, 3).padding(1, 1, 1, 1).test_all_isas();
+}
+
 TEST(Conv, ZeroPointsAndEpilogues) {
   const Activation activations[] = {
       Activation{},
