@@ -54,16 +54,24 @@ def augment(batch, generator, max_shift=1):
 
 
 def train(model, images, labels, steps, batch_size, learning_rate, generator, augmented=False, weight_decay=0.0,
-          label_smoothing=0.0):
+          label_smoothing=0.0, freeze_batchnorm=False, teacher=None):
     """Adam (AdamW when weight_decay > 0) with cosine decay over `steps` mini-batches drawn by a
     seeded shuffle; `augmented`: each mini-batch goes through augment(); `label_smoothing`: the
-    cross-entropy's (0.1 puts 0.01 on each wrong class), which keeps long runs from overfitting."""
+    cross-entropy's (0.1 puts 0.01 on each wrong class), which keeps long runs from overfitting;
+    `freeze_batchnorm`: BatchNorm normalizes by its running statistics and leaves them alone (its
+    scale and shift still train), so the network trained is the one evaluated and exported;
+    `teacher`: a model (run in eval mode) whose softmax is the target instead of the labels
+    (distillation: QAT learns to compute what the FP32 model computes)."""
     if weight_decay > 0:
         optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
     else:
         optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)
     model.train()
+    if freeze_batchnorm:
+        for module in model.modules():
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+                module.eval()
     began = time.time()
     order = torch.randperm(len(images), generator=generator)
     for step in range(steps):
@@ -73,7 +81,12 @@ def train(model, images, labels, steps, batch_size, learning_rate, generator, au
             start = 0
         index = order[start:start + batch_size]
         batch = augment(images[index], generator) if augmented else images[index]
-        loss = F.cross_entropy(model(batch), labels[index], label_smoothing=label_smoothing)
+        if teacher is not None:
+            with torch.no_grad():
+                target = teacher(batch).softmax(1)
+            loss = F.cross_entropy(model(batch), target)
+        else:
+            loss = F.cross_entropy(model(batch), labels[index], label_smoothing=label_smoothing)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -189,6 +202,10 @@ def train_qat_and_export(make_model, name, description, epochs, qat_steps, augme
     parser.add_argument("--qat-learning-rate", type=float, default=qat_learning_rate, help="QAT's peak rate")
     parser.add_argument("--label-smoothing", type=float, default=label_smoothing,
                         help="cross-entropy label smoothing (FP32 training and QAT)")
+    parser.add_argument("--qat-freeze-batchnorm", action="store_true",
+                        help="QAT with BatchNorm on its running statistics (frozen) instead of the batch's")
+    parser.add_argument("--qat-distill", action="store_true",
+                        help="QAT targets: the FP32 model's softmax (distillation) instead of the labels")
     parser.add_argument("--init-from", help="an FP32 .onnx this script exported: start the FP32 training from "
                         "its weights (a warm restart: a new cosine cycle) instead of from random ones")
     parser.add_argument("--fp32-checkpoint", help="where to save the trained FP32 weights; when the file exists, "
@@ -233,7 +250,8 @@ def train_qat_and_export(make_model, name, description, epochs, qat_steps, augme
     calibrated_accuracy = accuracy(qdq_model, test_images, test_labels)
     print(f"QDQ after max calibration (PTQ): test accuracy {calibrated_accuracy:.4f}", flush=True)
     train(qdq_model, train_images, train_labels, args.qat_steps, args.batch_size, args.qat_learning_rate, generator,
-          augmented, weight_decay, args.label_smoothing)
+          augmented, weight_decay, args.label_smoothing, args.qat_freeze_batchnorm,
+          model.eval() if args.qat_distill else None)
     freeze_weight_scales(qdq_model)
     qdq_accuracy = accuracy(qdq_model, test_images, test_labels)
     print(f"QDQ after {args.qat_steps} QAT steps: test accuracy {qdq_accuracy:.4f} "

@@ -3,12 +3,15 @@ r"""Trains a small EfficientNet-style network on Fashion-MNIST, QAT-fine-tunes i
 
     /usr/bin/python3 models/train_fmnist_efficientnet.py [--out models] [--epochs 8] [--qat-steps 300]
 
-The shipped files come from two runs, the second a warm restart of the first's FP32 file (a new
-cosine cycle from its weights, with label smoothing):
+The shipped files come from three runs, the second and third each a warm restart of the previous
+run's FP32 file (a new cosine cycle from its weights, with label smoothing); the last run writes
+both shipped files:
 
     /usr/bin/python3 models/train_fmnist_efficientnet.py --out /tmp/stage1
-    /usr/bin/python3 models/train_fmnist_efficientnet.py --out models \
+    /usr/bin/python3 models/train_fmnist_efficientnet.py --out /tmp/stage2 \
         --init-from /tmp/stage1/fmnist_efficientnet_fp32.onnx --epochs 5 --learning-rate 1e-3 --label-smoothing 0.1
+    /usr/bin/python3 models/train_fmnist_efficientnet.py --out models \
+        --init-from /tmp/stage2/fmnist_efficientnet_fp32.onnx --epochs 5 --learning-rate 1e-3 --label-smoothing 0.1
 
 Writes <out>/fmnist_efficientnet_fp32.onnx and <out>/fmnist_efficientnet_qdq.onnx (opset 13, input
 "input" [batch, 1, 28, 28], output "output" [batch, 10] logits) and prints the test accuracies of
