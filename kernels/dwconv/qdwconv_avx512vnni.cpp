@@ -656,13 +656,31 @@ template <bool kSigned, int K, int SW, int T, typename Input>
   }
 }
 
-// A tile wholly inside the image: `rows` point at the tile's first input column in each kernel row.
+// One tile wholly inside the image: `rows` point at its first input column in each kernel row.
+// Stride 2 runs its tiles through this one by one: through dot_tiles_inside (even with one tile
+// per call) its tiles measured 1-3.7 points slower on the Zen 4.
 template <bool kSigned, int K, int SW, int T>
 void dot_tile_inside(const PackedDepthwise& packed, const RowBases<K>& rows, char* out, int64_t out_pixel_bytes,
                      const char* residual, const Epilogue& epilogue, const DotStores& stores, __m512 clamp_min,
                      __m512 clamp_max) {
   dot_tile_blocks<kSigned, K, SW, T>(packed, rows, out, out_pixel_bytes, residual, epilogue, stores, clamp_min,
                                      clamp_max);
+}
+
+// `tiles` consecutive tiles of one output row wholly inside the image: `rows` point at the first
+// tile's first input column in each kernel row. One call per run of tiles, not per tile.
+template <bool kSigned, int K, int SW, int T>
+void dot_tiles_inside(const PackedDepthwise& packed, RowBases<K> rows, int tiles, char* out, int64_t out_pixel_bytes,
+                      const char* residual, const Epilogue& epilogue, const DotStores& stores, __m512 clamp_min,
+                      __m512 clamp_max) {
+  const int64_t step = static_cast<int64_t>(T) * SW * rows.pixel_stride;
+  for (int t = 0; t < tiles; ++t) {
+    dot_tile_blocks<kSigned, K, SW, T>(packed, rows, out, out_pixel_bytes, residual, epilogue, stores, clamp_min,
+                                       clamp_max);
+    for (int ky = 0; ky < K; ++ky) rows.rows[ky] += step;
+    out += T * out_pixel_bytes;
+    if (residual) residual += T * epilogue.residual_row_stride;
+  }
 }
 
 // A tile that reads padding: its column pointers resolved here.
@@ -725,17 +743,32 @@ void run_dot(const PackedDepthwise& packed, const DepthwiseGeometry& g, const De
           epilogue.residual ? static_cast<const char*>(epilogue.residual) + p * epilogue.residual_row_stride : nullptr;
       const int first_x = out_x * SW - g.pad_left;
       const bool inside = rows_inside && first_x >= 0 && first_x + (n - 1) * SW + K <= g.input_width;
+      int tiles = 1;  // full tiles inside the image from here on (each n = kTile)
       if (inside) {
         for (int ky = 0; ky < K; ++ky) {
           rows.rows[ky] = image + (static_cast<int64_t>(first_y + ky) * g.input_width + first_x) * g.input_pixel_stride;
+        }
+        if (SW == 1 && n == kTile) {
+          for (;;) {
+            const int next_left = left - tiles * kTile;
+            const int next_x = first_x + tiles * kTile * SW;
+            if ((next_left >= 2 * kTile || next_left == kTile) && next_x + (kTile - 1) * SW + K <= g.input_width) {
+              ++tiles;
+            } else {
+              break;
+            }
+          }
         }
       }
       switch (n) {
 #define QDQRT_TILE(count)                                                                                           \
   case count:                                                                                                       \
-    if (inside) {                                                                                                   \
+    if (inside && SW != 1) {                                                                                        \
       dot_tile_inside<kSigned, K, SW, count>(packed, rows, out, out_pixel_bytes, residual, epilogue, stores,        \
                                              clamp_min, clamp_max);                                                 \
+    } else if (inside) {                                                                                            \
+      dot_tiles_inside<kSigned, K, SW, count>(packed, rows, tiles, out, out_pixel_bytes, residual, epilogue, stores, \
+                                              clamp_min, clamp_max);                                                \
     } else {                                                                                                        \
       dot_tile<kSigned, K, SW, count>(packed, g, image, padding, out_y, out_x, out, out_pixel_bytes, residual,      \
                                       epilogue, stores, clamp_min, clamp_max);                                      \
@@ -744,8 +777,8 @@ void run_dot(const PackedDepthwise& packed, const DepthwiseGeometry& g, const De
         QDQRT_TILE(1) QDQRT_TILE(2) QDQRT_TILE(3) QDQRT_TILE(4)
 #undef QDQRT_TILE
       }
-      p += n;
-      out_x += n;
+      p += tiles * n;
+      out_x += tiles * n;
     }
   }
 }
