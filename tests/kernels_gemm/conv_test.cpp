@@ -162,6 +162,37 @@ TEST(Conv, WideRowGatherRandomShapes) {
   ConvTester().batch(16).input_size(7, 7).channels(64, 64).kernel(3, 3).padding(1, 1, 1, 1).test_all_isas();
 }
 
+// The vpdpbusd form's tiles wholly inside the image (row pointers set once per output row, no
+// per-tile padding table) next to tiles that read padding: wide rows so every tile width (1-4
+// pixels, the near-equal remainder split) lands inside and at each edge, no padding on some sides
+// (the last tile of a row then also runs inside), several images, strided pixels, split ranges.
+TEST(Conv, DepthwiseDotInsideTiles) {
+  std::mt19937 rng(31);
+  auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); };
+  int seed = 100;
+  for (int kernel : {3, 5}) {
+    for (int stride : {1, 2}) {
+      for (int width : {kernel + 3, 17, 22, 29, 31}) {
+        for (int channels : {16, 32, 64, 100, 144}) {
+          QuantSettings q;
+          q.input_signed = pick(0, 1);
+          q.input_zero_point = q.input_signed ? pick(-128, 127) : pick(0, 255);
+          q.output_type = pick(0, 1) ? OutputType::kS8 : OutputType::kU8;
+          q.output_zero_point = q.output_type == OutputType::kU8 ? pick(0, 255) : pick(-128, 127);
+          q.activation = pick(0, 1) ? Activation{ActivationKind::kRelu} : Activation{};
+          q.residual = channels == 100;  // the general store after inside tiles too
+          const int pad = kernel / 2;
+          ConvTester().batch(pick(1, 3)).input_size(pick(kernel, 2 * kernel + 2), width)
+              .channels(channels, channels).groups(channels).kernel(kernel, kernel).stride(stride, stride)
+              .padding(pick(0, pad), pick(0, pad), pick(0, pad), pick(0, pad))
+              .pixel_stride_extra(pick(0, 1) * pick(1, 9), pick(0, 1) * pick(1, 9)).split(pick(1, 4)).quant(q)
+              .seed(++seed).expect_kernel("dp4", Isa::kAvx512Vnni).test_all_isas();
+        }
+      }
+    }
+  }
+}
+
 TEST(Conv, ZeroPointsAndEpilogues) {
   const Activation activations[] = {
       Activation{},
