@@ -385,11 +385,6 @@ void gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) {
 
 void register_benchmarks() {
   benchmark::RegisterBenchmark("peak/vpdpbusd_zmm", peak_benchmark, vpdpbusd_zmm_loop, Isa::kAvx512Vnni);
-  // Two threads at once: on a VM the two vCPUs are sometimes SMT siblings of one core, and then
-  // this sum is ~1x the single-core peak instead of 2x (bench/models reports it per 2-thread row).
-  benchmark::RegisterBenchmark("peak/vpdpbusd_zmm", peak_benchmark, vpdpbusd_zmm_loop, Isa::kAvx512Vnni)
-      ->Threads(2)
-      ->UseRealTime();
   benchmark::RegisterBenchmark("peak/vpdpbusd_ymm", peak_benchmark, vpdpbusd_ymm_loop, Isa::kAvxVnni);
   benchmark::RegisterBenchmark("peak/vpmaddwd_ymm", peak_benchmark, vpmaddwd_ymm_loop, Isa::kAvx2);
   benchmark::RegisterBenchmark("peak/vfmadd_zmm", peak_benchmark, vfmadd_zmm_loop, Isa::kAvx512Vnni);

@@ -285,25 +285,6 @@ def measure_peak(args):
         return None, f"unreadable kernel benchmark output ({problem})"
 
 
-def measure_core_pairing(args, peak):
-    """Two threads' vpdpbusd peak (thread CPU time, summed) as a multiple of one core's.
-
-    About 2 when the two threads run on two physical cores; about 1 when the VM's vCPUs are SMT
-    siblings of one core at the moment (then every 2-thread figure of the row is about halved).
-    """
-    if not peak or not os.path.exists(args.kernel_bench):
-        return None
-    result, error = run_command([args.kernel_bench, "--benchmark_filter=^peak/vpdpbusd_zmm/real_time/threads:2$",
-                                 "--benchmark_min_time=0.1", "--benchmark_format=json"], 60)
-    if error:
-        return None
-    try:
-        benchmarks = json.loads(result.stdout)["benchmarks"]
-        return float(benchmarks[0]["GOPS_cpu"]) / peak
-    except (ValueError, KeyError, IndexError):
-        return None
-
-
 # ----- table --------------------------------------------------------------------------------------
 
 def fmt_ms(value):
@@ -320,7 +301,7 @@ def fmt_ratio(numerator, denominator):
 
 def print_table(rows, peak, out):
     header = ["model", "variant", "threads", "batch", "qdqrt ms", "ORT ms", "ORT/qdqrt",
-              "ORT FP32/qdqrt", "qdqrt GOPS", "% VNNI peak", "load", "2-core peak"]
+              "ORT FP32/qdqrt", "qdqrt GOPS", "% VNNI peak", "load"]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     by_key = {(r["model"], r["variant"], r["threads"], r["batch"]): r for r in rows}
     for row in rows:
@@ -336,8 +317,7 @@ def print_table(rows, peak, out):
             against_fp32 = fmt_ratio(fp32["ort_ms"] if fp32 else None, row["qdqrt_ms"])
         cells = [row["model"], row["variant"].upper(), str(row["threads"]), str(row["batch"]),
                  fmt_ms(row["qdqrt_ms"]), fmt_ms(row["ort_ms"]), fmt_ratio(row["ort_ms"], row["qdqrt_ms"]),
-                 against_fp32, gops, pct, f"{row['load']:.1f}",
-                 "-" if row.get("core_pairing") is None else f"{row['core_pairing']:.2f}x"]
+                 against_fp32, gops, pct, f"{row['load']:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
     print("\n".join(lines), file=out)
     errors = [(r, side) for r in rows for side in ("qdqrt", "ort") if r[f"{side}_error"]]
@@ -433,17 +413,13 @@ def main():
                         shape_flag = f"{input_name}:" + "x".join(str(d) for d in [batch, *image_dims])
                         log(f"{name} {variant} threads={threads} batch={batch} (load {load_average():.1f}) ...")
                         load = load_average()
-                        pairing = measure_core_pairing(args, peak) if threads > 1 else None
                         ort_ms, ort_stats, ort_error = run_ort(args, path, shape_flag, threads)
                         qdqrt_ms, qdqrt_error = run_qdqrt(args, path, shape_flag, threads, workdir)
-                        if pairing is not None:
-                            after = measure_core_pairing(args, peak)
-                            pairing = min(pairing, after) if after is not None else pairing
                         log(f"  ORT {ort_error or fmt_ms(ort_ms) + ' ms'}; qdqrt {qdqrt_error or fmt_ms(qdqrt_ms) + ' ms'}")
                         rows.append({"model": name, "variant": variant, "threads": threads, "batch": batch,
                                      "input": shape_flag, "macs_per_image": macs,
                                      "ort_ms": ort_ms, "ort_error": ort_error, "ort_stats": ort_stats,
-                                     "qdqrt_ms": qdqrt_ms, "qdqrt_error": qdqrt_error, "core_pairing": pairing,
+                                     "qdqrt_ms": qdqrt_ms, "qdqrt_error": qdqrt_error,
                                      "load": (load + load_average()) / 2})
     load_end = os.getloadavg()
 
@@ -454,9 +430,6 @@ def main():
     if peak:
         print(f"VNNI peak: {peak:.0f} GOPS per core ({peak_source}, vpdpbusd); "
               f"% VNNI peak = qdqrt GOPS / (threads x peak), QDQ rows only")
-        print("2-core peak: two threads' vpdpbusd peak (CPU time) as a multiple of one core's, the lower of "
-              "the probes before and after the row; near 1x the two vCPUs were SMT siblings of one core "
-              "and the row's multi-thread figures are not valid")
     print()
     print_table(rows, peak, sys.stdout)
     if args.json:
