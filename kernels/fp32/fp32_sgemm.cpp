@@ -503,17 +503,19 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
   const int interior_end = std::clamp(last_x < 0 ? 0 : last_x / g.stride_width + 1, interior_begin, g.output_width);
   const float* row_a[kSgemmMaxTaps];
   const float* row_w[kSgemmMaxTaps];
+  internal::DepthwisePixelStore store;
+  store.bias = packed.bias.data() + channel_begin;
+  store.c_step = args.output_row_stride;
+  store.residual_step = epilogue.residual_row_stride;
+  store.min = epilogue.min;
+  store.max = epilogue.max;
+  store.activation = epilogue.activation;
   internal::DepthwiseRowArgs row_args;
+  static_cast<internal::DepthwisePixelStore&>(row_args) = store;
   row_args.channels = channel_end - channel_begin;
   row_args.a = row_a;
   row_args.w = row_w;
   row_args.a_step = g.stride_width * g.input_pixel_stride;
-  row_args.bias = packed.bias.data() + channel_begin;
-  row_args.c_step = args.output_row_stride;
-  row_args.residual_step = epilogue.residual_row_stride;
-  row_args.min = epilogue.min;
-  row_args.max = epilogue.max;
-  row_args.activation = epilogue.activation;
   // 3x3 and 5x5 kernels at stride 1 or 2 (MobileNet's, EfficientNet's): whole rows, borders
   // included, in blocks of pixels on the window kernel (each input loaded once per kernel row;
   // the 5x5 layers at 7x7 and 14x14 had most of their pixels on the per-pixel border kernel).
@@ -524,18 +526,13 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
     const float* window_w[kWindowKernelRows];
     const float* row_input[kWindowKernelRows];
     internal::DepthwiseWindowArgs window;
+    static_cast<internal::DepthwisePixelStore&>(window) = store;
     window.channels = channel_end - channel_begin;
     window.kernel_width = g.kernel_width;
     window.stride = g.stride_width;
     window.a = window_a;
     window.w = window_w;
     window.w_tap_stride = packed.channels_padded;
-    window.bias = packed.bias.data() + channel_begin;
-    window.c_step = args.output_row_stride;
-    window.residual_step = epilogue.residual_row_stride;
-    window.min = epilogue.min;
-    window.max = epilogue.max;
-    window.activation = epilogue.activation;
     for (int64_t row = row_begin; row < row_end; ++row) {
       const int64_t image = row / g.output_height;
       const int oy = static_cast<int>(row % g.output_height);

@@ -179,11 +179,8 @@ struct DepthwiseUkernelArgs {
 using DepthwiseUkernelFn = void (*)(const DepthwiseUkernelArgs& args);
 // A run of `pixels` output pixels of one row whose taps are all inside the input: tap t of pixel p
 // reads a[t] + p * a_step, its weights w[t] ([channels_padded]); output pixel p at c + p * c_step.
-struct DepthwiseRowArgs {
-  int channels = 0, taps = 0, pixels = 0;
-  const float* const* a = nullptr;
-  const float* const* w = nullptr;
-  int64_t a_step = 0;
+// The output side of the row and window kernels: output pixel p at c + p * c_step.
+struct DepthwisePixelStore {
   const float* bias = nullptr;
   float* c = nullptr;
   int64_t c_step = 0;
@@ -191,6 +188,12 @@ struct DepthwiseRowArgs {
   int64_t residual_step = 0;
   float min = 0.0f, max = 0.0f;
   Fp32EpilogueActivation activation = Fp32EpilogueActivation::kNone;
+};
+struct DepthwiseRowArgs : DepthwisePixelStore {
+  int channels = 0, taps = 0, pixels = 0;
+  const float* const* a = nullptr;
+  const float* const* w = nullptr;
+  int64_t a_step = 0;
 };
 using DepthwiseRowUkernelFn = void (*)(const DepthwiseRowArgs& args);
 // A block of `pixels` (1..kDepthwiseWindowPixels) consecutive output pixels of one row of a
@@ -203,18 +206,11 @@ using DepthwiseRowUkernelFn = void (*)(const DepthwiseRowArgs& args);
 // out (kernel_rows counts the rest). Sums in tap order, like the other depthwise kernels.
 inline constexpr int kDepthwiseWindowPixels = 8;
 inline constexpr int kDepthwiseWindowInputs = 2 * (kDepthwiseWindowPixels - 1) + 5;
-struct DepthwiseWindowArgs {
+struct DepthwiseWindowArgs : DepthwisePixelStore {
   int channels = 0, kernel_rows = 0, kernel_width = 3, stride = 1, pixels = 0;
   const float* const* a = nullptr;
   const float* const* w = nullptr;
   int64_t w_tap_stride = 0;
-  const float* bias = nullptr;
-  float* c = nullptr;
-  int64_t c_step = 0;
-  const float* residual = nullptr;  // pixel p at residual + p * residual_step
-  int64_t residual_step = 0;
-  float min = 0.0f, max = 0.0f;
-  Fp32EpilogueActivation activation = Fp32EpilogueActivation::kNone;
 };
 using DepthwiseWindowUkernelFn = void (*)(const DepthwiseWindowArgs& args);
 // Winograd F(2x2, 3x3) transforms of one tile (kernels/fp32/fp32_winograd.h), `channels` values

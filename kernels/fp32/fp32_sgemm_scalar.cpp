@@ -52,13 +52,20 @@ void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args) {
   }
 }
 
+namespace {
+// Output pixel `pixel`, channel c: residual, clamp, activation (the row and window kernels' store).
+void store_pixel(const internal::DepthwisePixelStore& store, float sum, int pixel, int c) {
+  if (store.residual) sum += store.residual[pixel * store.residual_step + c];
+  store.c[pixel * store.c_step + c] = activate(store.activation, std::min(std::max(sum, store.min), store.max));
+}
+}  // namespace
+
 void depthwise_row_ukernel(const internal::DepthwiseRowArgs& args) {
   for (int p = 0; p < args.pixels; ++p) {
     for (int c = 0; c < args.channels; ++c) {
       float sum = args.bias[c];
       for (int tap = 0; tap < args.taps; ++tap) sum += args.a[tap][p * args.a_step + c] * args.w[tap][c];
-      if (args.residual) sum += args.residual[p * args.residual_step + c];
-      args.c[p * args.c_step + c] = activate(args.activation, std::min(std::max(sum, args.min), args.max));
+      store_pixel(args, sum, p, c);
     }
   }
 }
@@ -73,8 +80,7 @@ void depthwise_window_ukernel(const internal::DepthwiseWindowArgs& args) {
                  args.w[r][kx * args.w_tap_stride + c];
         }
       }
-      if (args.residual) sum += args.residual[p * args.residual_step + c];
-      args.c[p * args.c_step + c] = activate(args.activation, std::min(std::max(sum, args.min), args.max));
+      store_pixel(args, sum, p, c);
     }
   }
 }

@@ -233,15 +233,18 @@ void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args) {
   }
 }
 
+// Output pixel `pixel`'s channels [c, c + count): residual, clamp to [low, high], activation.
+inline void store_pixel(const internal::DepthwisePixelStore& store, V value, V low, V high, int pixel, int c,
+                        int count) {
+  if (store.residual) value = add(value, load_part(store.residual + pixel * store.residual_step + c, count));
+  store_part(store.c + pixel * store.c_step + c, activate(store.activation, vmin(high, vmax(low, value))), count);
+}
+
 void depthwise_row_ukernel(const internal::DepthwiseRowArgs& args) {
   const V low = splat(args.min), high = splat(args.max);
   constexpr int kPixels = 4;  // independent accumulators per weight vector: hide the FMA latency
   int p = 0;
-  auto finish = [&](V value, int pixel, int c, int count) {
-    float* out = args.c + pixel * args.c_step + c;
-    if (args.residual) value = add(value, load_part(args.residual + pixel * args.residual_step + c, count));
-    store_part(out, activate(args.activation, vmin(high, vmax(low, value))), count);
-  };
+  auto finish = [&](V value, int pixel, int c, int count) { store_pixel(args, value, low, high, pixel, c, count); };
   for (; p + kPixels <= args.pixels; p += kPixels) {
     for (int c = 0; c < args.channels; c += kLanes) {
       const int count = std::min(kLanes, args.channels - c);
@@ -305,11 +308,7 @@ void depthwise_window(const internal::DepthwiseWindowArgs& args) {
       }
     }
 #pragma GCC unroll 8
-    for (int p = 0; p < kPixels; ++p) {
-      V value = acc[p];
-      if (args.residual) value = add(value, load_part(args.residual + p * args.residual_step + c, count));
-      store_part(args.c + p * args.c_step + c, activate(args.activation, vmin(high, vmax(low, value))), count);
-    }
+    for (int p = 0; p < kPixels; ++p) store_pixel(args, acc[p], low, high, p, c, count);
   }
 }
 
