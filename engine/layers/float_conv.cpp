@@ -266,9 +266,10 @@ class NhwcConvLayer final : public Layer {
                                : g_.mode == ConvMode::kWinograd ? winograd_.mr * 4.0 / 2.25  // multiplies saved
                                                                 : gemm_.mr;
     const double item_channels = static_cast<double>(g_.out_channels) / static_cast<double>(split.column_blocks);
-    // Depthwise ran at about a third of the GEMM's rate (one multiply-add per loaded input; the
-    // window kernel runs most layers at half to the full rate, not re-tuned yet): its operations count 3x, so MobileNet's 7x7 and 14x14 ones (0.7-1.4 M multiply-adds) split in
-    // two at 2 threads instead of leaving one thread idle.
+    // Depthwise ran at about a third of the GEMM's rate (one multiply-add per loaded input); with
+    // the window kernel most layers run at half to the full rate, yet 3x still measured best
+    // (against 1x and 1.5x, 2 threads): its operations count 3x, so MobileNet's 7x7 and 14x14
+    // ones (0.7-1.4 M multiply-adds) split in two at 2 threads instead of leaving one thread idle.
     const double depth =
         g_.mode == ConvMode::kDepthwiseNhwc ? kDepthwiseCostFactor * taps : taps * static_cast<double>(g_.channels);
     return {.items = split.items(), .ops_per_item = 2.0 * item_pixels * item_channels * depth};
