@@ -498,7 +498,8 @@ class ChannelGateLayer final : public Layer {
 
   // Items: blocks of kPixelsPerItem pixels of one image (the gate changes per image).
   WorkShape work(const RunState& state) const override {
-    return {state.batch * ceil_div(pixels_, kPixelsPerItem), static_cast<double>(kPixelsPerItem * channels_ * 2)};
+    return {state.batch * ceil_div(pixels_, kPixelsPerItem),
+            static_cast<double>(kPixelsPerItem * channels_) * kStreamingOpsPerElement};
   }
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
     const int64_t blocks = ceil_div(pixels_, kPixelsPerItem);

@@ -284,7 +284,7 @@ class GlobalAvgPoolNhwcLayer final : public Layer {
 
   WorkShape work(const RunState& state) const override {
     return {.items = state.dim(input_, 0) * ceil_div(channels_, kChannelBlock),
-            .ops_per_item = static_cast<double>(plane_ * kChannelBlock)};
+            .ops_per_item = static_cast<double>(plane_ * kChannelBlock) * kStreamingOpsPerElement};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
