@@ -341,6 +341,20 @@ void pack_sgemm_into(const SgemmWeightsDesc& desc, Isa isa, float* out) {
   }
 }
 
+void scale_packed_sgemm_channels(const PackedSgemm& packed, const float* scale, int n_begin, int n_end, float* out) {
+  assert(n_begin % packed.nr == 0);
+  const int64_t k = packed.k();
+  const int nr = packed.nr;
+  for (int panel = n_begin / nr; panel < (std::min(n_end, packed.n) + nr - 1) / nr; ++panel) {
+    const float* __restrict in = packed.data.data() + panel * k * nr;
+    float* __restrict panel_out = out + panel * k * nr;
+    for (int64_t row = 0; row < k; ++row) {
+      const float s = scale[row % packed.channels];
+      for (int j = 0; j < nr; ++j) panel_out[row * nr + j] = in[row * nr + j] * s;
+    }
+  }
+}
+
 PackedSgemm pack_sgemm(const SgemmWeightsDesc& desc, Isa isa) {
   PackedSgemm packed;
   packed.isa = usable_isa(isa);

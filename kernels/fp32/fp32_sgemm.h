@@ -70,6 +70,13 @@ void pack_sgemm_into(const SgemmWeightsDesc& desc, Isa isa, float* data);
 PackedSgemm packed_sgemm_view(int n, int taps, int channels, Isa isa, const float* data, const float* bias,
                               bool with_zeros = true);
 int64_t packed_sgemm_floats(int n, int64_t k, Isa isa);
+// The packed weights of columns [n_begin, n_end) with every input channel c (of every tap) scaled
+// by scale[c], written at their own offsets into `out` (packed_sgemm_floats() floats, 64-byte
+// aligned; the other panels are not touched); n_begin a multiple of nr. A convolution of
+// x * scale[c] (EfficientNet's squeeze-excite gate) then runs on x with
+// packed_sgemm_view(..., out, ...) and no pass over the activations. Sums differ from scaling
+// the input by the rounding of w * s instead of x * s.
+void scale_packed_sgemm_channels(const PackedSgemm& packed, const float* scale, int n_begin, int n_end, float* out);
 int sgemm_padded_n(int n, Isa isa);
 
 // Applied after the clamp, with the vector math of kernels/vector_math_inl.h.

@@ -200,6 +200,58 @@ TEST(EngineFloatModels, CnnBlocksStayChannelsLast) {
   expect_engine_matches(**engine, *graph, "cnn blocks");
 }
 
+// The squeeze-excite gate Mul folds into the 1x1 projection conv that is its only reader (the
+// conv scales its packed weights by the gate per image): with and without a residual Add after
+// it; not when the product has another reader, the projection is not 1x1, or the image has fewer
+// than 2 x the padded output channels in pixels. Matches the reference at batch 1 and 3, 1 and 2
+// threads, and after an engine-file round trip.
+TEST(EngineFloatModels, SqueezeExciteGateFoldsIntoProjection) {
+  struct GateCase {
+    std::string name, input, body;
+    int binary;  // fp32_binary layers left
+  };
+  const std::string se =
+      "d = Conv<pads=[1,1,1,1], group=16>(x, dw, b16)\nds = Sigmoid(d)\ndsilu = Mul(d, ds)\n"
+      "g = GlobalAveragePool(dsilu)\nq = Conv(g, squeeze, b4)\nqr = Relu(q)\ne = Conv(qr, excite, b16)\n"
+      "gate = Sigmoid(e)\ngated = Mul(dsilu, gate)\n";
+  const std::vector<GateCase> cases = {
+      {"folded", "float[N,16,12,11] x", se + "y = Conv(gated, project, b40)", 0},
+      {"folded_gate_first", "float[N,16,12,11] x",
+       se + "gated2 = Mul(gate, dsilu)\ny0 = Conv(gated2, project, b40)\ny1 = Conv(gated, project, b40)\n"
+            "y = Add(y0, y1)", 0},
+      {"folded_with_residual", "float[N,16,9,8] x", se + "p = Conv(gated, project16, b16)\ny = Add(p, x)", 0},
+      {"product_read_twice", "float[N,16,9,8] x", se + "p = Conv(gated, project16, b16)\ny = Add(p, gated)", 1},
+      {"projection_3x3", "float[N,16,9,8] x", se + "y = Conv<pads=[1,1,1,1]>(gated, project3, b16)", 1},
+      {"few_pixels", "float[N,16,9,7] x", se + "y = Conv(gated, project16, b16)", 1},
+  };
+  const std::vector<std::string> inits = {
+      weights("b16", {16}), weights("dw", {16, 1, 3, 3}), weights("squeeze", {4, 16, 1, 1}), weights("b4", {4}),
+      weights("excite", {16, 4, 1, 1}), weights("project", {40, 16, 1, 1}), weights("b40", {40}),
+      weights("project16", {16, 16, 1, 1}), weights("project3", {16, 16, 3, 3})};
+  for (const GateCase& gate_case : cases) {
+    SCOPED_TRACE(gate_case.name);
+    auto graph = load_text_graph(model(13, "g (" + gate_case.input + ") => (float y)", inits, gate_case.body), 3);
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    auto engine = engine::Engine::build(*graph, {});
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    int binary = 0;
+    for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+      EXPECT_NE(layer.kind, "reference") << layer.name;
+      binary += layer.kind == "fp32_binary";
+    }
+    EXPECT_EQ(binary, gate_case.binary);
+    expect_engine_matches(**engine, *graph, gate_case.name);
+    const std::string path = (std::filesystem::temp_directory_path() / "qdqrt_engine_float_gate.qdqrt").string();
+    Status saved = (*engine)->save(path);
+    if (saved.code() == StatusCode::kUnsupported) continue;
+    ASSERT_TRUE(saved.is_ok()) << saved.to_string();
+    auto loaded = engine::Engine::load(path);
+    std::remove(path.c_str());
+    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+    expect_engine_matches(**loaded, *graph, gate_case.name + " loaded");
+  }
+}
+
 // A plan with reference and native layers survives the engine file: outputs bit-identical.
 TEST(EngineFloatModels, EngineFileRoundTrip) {
   const std::string text = model(13, "g (float[N,2,6,6] x) => (float y, float r)", {weights("w", {4, 2, 3, 3})},

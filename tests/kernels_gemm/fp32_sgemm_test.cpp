@@ -94,6 +94,24 @@ TEST(Fp32Sgemm, StridesPadsDilations) {
   Fp32ConvTester().input_size(8, 8).channels(8, 16).kernel(3, 3).stride(2, 2).padding(0, 0, 1, 1).test_all_isas();
 }
 
+// The squeeze-excite gate folded into the weights (scale_packed_sgemm_channels): per image, split
+// rows and column ranges, every epilogue, 1x1 (plain GEMM path) and KxK.
+TEST(Fp32Sgemm, ChannelScaledWeights) {
+  uint32_t seed = 700;
+  for (int columns : {1, 16, 17, 24, 40, 65, 130}) {
+    for (int depth : {1, 7, 32, 96, 300}) {
+      Fp32ConvTester().batch(2).input_size(3, 7).channels(depth, columns).channel_scale(true).seed(++seed)
+          .test_all_isas();
+    }
+  }
+  Fp32ConvTester().batch(3).input_size(5, 6).channels(40, 70).channel_scale(true).split(17, 40).residual(true)
+      .activation(Fp32EpilogueActivation::kSilu).test_all_isas();
+  Fp32ConvTester().batch(2).input_size(4, 5).channels(19, 35).pixel_stride_extra(5, 3).channel_scale(true)
+      .plain_gemm(true).split(13, 32).test_all_isas();
+  Fp32ConvTester().batch(2).input_size(6, 7).channels(24, 33).kernel(3, 3).padding(1, 1, 1, 1).channel_scale(true)
+      .clamp(-1.0f, 1.0f).split(20, 32).test_all_isas();
+}
+
 TEST(Fp32Sgemm, SplitRowsAndColumns) {
   uint32_t seed = 400;
   for (int64_t row_split : {1, 13, 14, 27, 40}) {

@@ -42,6 +42,9 @@ class Fp32ConvTester {
   Fp32ConvTester& depthwise(bool value) { depthwise_ = value; return *this; }
   // Winograd F(2x2, 3x3) (3x3, stride 1): run_winograd_f32 over 2x2 tiles (the row split in tiles).
   Fp32ConvTester& winograd(bool value) { winograd_ = value; return *this; }
+  // Input channel c of image b scaled by a random gate[b][c] (run_sconv / run_sgemm on weights from
+  // scale_packed_sgemm_channels, per image and per column range, as the engine's gated 1x1 conv).
+  Fp32ConvTester& channel_scale(bool value) { channel_scale_ = value; return *this; }
 
   void test_all_isas() const {
     for (Isa isa : supported_isas()) test(isa);
@@ -75,6 +78,10 @@ class Fp32ConvTester {
     for (float& b : bias) b = uniform(rng);
     std::vector<float> residual(static_cast<size_t>(out_pixels * out_stride));
     for (float& r : residual) r = uniform(rng);
+    std::vector<float> gate(static_cast<size_t>(batch_) * input_channels_, 1.0f);
+    if (channel_scale_) {
+      for (float& g : gate) g = 0.5f * uniform(rng) + 0.5f;
+    }
 
     SgemmWeightsDesc desc;
     desc.n = output_channels_;
@@ -129,8 +136,27 @@ class Fp32ConvTester {
     // Columns split at a panel (depthwise: a channel block) boundary.
     const int column_unit = depthwise_ ? kDepthwiseF32ChannelBlock : packed.nr;
     const int column_split = std::min(column_split_ / column_unit * column_unit, output_channels_);
+    AlignedBuffer<float> scaled(channel_scale_ ? static_cast<size_t>(packed_sgemm_floats(output_channels_, packed.k(), isa))
+                                               : 0);
     auto run = [&](int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
       if (m_begin >= m_end || n_begin >= n_end) return;
+      if (channel_scale_) {
+        // Per image: its gate's weights over this column range, then its rows.
+        const int64_t image_pixels = static_cast<int64_t>(out_h) * out_w;
+        for (int64_t image = m_begin / image_pixels; image * image_pixels < m_end; ++image) {
+          scale_packed_sgemm_channels(packed, gate.data() + image * input_channels_, n_begin, n_end, scaled.data());
+          const PackedSgemm view = packed_sgemm_view(output_channels_, taps, input_channels_, isa, scaled.data(),
+                                                     packed.bias.data());
+          const int64_t first = std::max(m_begin, image * image_pixels);
+          const int64_t last = std::min(m_end, (image + 1) * image_pixels);
+          if (plain_gemm_) {
+            run_sgemm(view, input, in_stride, output.data(), out_stride, epilogue, first, last, n_begin, n_end);
+          } else {
+            run_sconv(view, geometry, args, epilogue, first, last, n_begin, n_end);
+          }
+        }
+        return;
+      }
       if (winograd_) {
         run_winograd_f32(packed_winograd, geometry, args, epilogue, m_begin, m_end, n_begin, n_end,
                          winograd_scratch.data());
@@ -161,7 +187,7 @@ class Fp32ConvTester {
             const float* pixel = input + ((image * height_ + y) * width_ + x) * in_stride;
             for (int c = depthwise_ ? n : 0; c < (depthwise_ ? n + 1 : input_channels_); ++c) {
               const int group_c = depthwise_ ? 0 : c;
-              const double term = static_cast<double>(pixel[c]) *
+              const double term = static_cast<double>(pixel[c]) * gate[static_cast<size_t>(image * input_channels_ + c)] *
                                   weights[(static_cast<size_t>(n) * group_channels + group_c) * taps + ky * kernel_width_ + kx];
               sum += term;
               magnitude += std::fabs(term);
@@ -209,6 +235,7 @@ class Fp32ConvTester {
   int input_extra_ = 0, output_extra_ = 0;
   float min_ = -INFINITY, max_ = INFINITY;
   bool residual_ = false, bias_ = true, plain_gemm_ = false, depthwise_ = false, winograd_ = false;
+  bool channel_scale_ = false;
   int64_t row_split_ = 0;
   int column_split_ = 0;
   uint32_t seed_ = 1;
