@@ -288,6 +288,21 @@ Result<std::unique_ptr<Layer>> bind_dequantize(const BindContext& context) {
 // ---------------------------------------------------------------------------------------------
 // reorder
 
+// NCHW -> NHWC of 3-channel 4-byte pixels (a float network's RGB input): the transpose's 8x8
+// tiles leave 3 rows to its scalar edge loop (0.073 ms for 224x224 on Zen 4); with the channel
+// count fixed the loop vectorizes (0.024 ms). A copy: bit-exact.
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void planes3_to_pixels(size_t pixels, const uint32_t* __restrict src, size_t plane, uint32_t* __restrict dst) {
+  const uint32_t* s0 = src;
+  const uint32_t* s1 = src + plane;
+  const uint32_t* s2 = src + 2 * plane;
+  for (size_t p = 0; p < pixels; ++p) {
+    dst[3 * p] = s0[p];
+    dst[3 * p + 1] = s1[p];
+    dst[3 * p + 2] = s2[p];
+  }
+}
+
 class ReorderLayer final : public Layer {
  public:
   ReorderLayer(int32_t input, int32_t output, bool to_nhwc, size_t element_size, kernels::Isa isa)
@@ -318,7 +333,12 @@ class ReorderLayer final : public Layer {
     } else {
       auto* src = state.data<uint32_t>(input_);
       auto* dst = state.data<uint32_t>(output_);
-      if (to_nhwc_) {
+      if (to_nhwc_ && channels == 3) {
+        for (size_t n = 0; n < batch; ++n) {
+          planes3_to_pixels(pixel_end - pixel_begin, src + n * 3 * pixels + pixel_begin, pixels,
+                            dst + (n * pixels + pixel_begin) * 3);
+        }
+      } else if (to_nhwc_) {
         kernels::nchw_to_nhwc(batch, channels, pixels, src, dst, kernels_.transpose32.fn, pixel_begin, pixel_end);
       } else {
         kernels::nhwc_to_nchw(batch, channels, pixels, src, dst, kernels_.transpose32.fn, pixel_begin, pixel_end);

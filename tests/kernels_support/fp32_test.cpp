@@ -126,7 +126,7 @@ TEST(Fp32Kernels, ChannelSumsAreExactOnEveryIsa) {
   uint32_t seed = 7;
   for (Isa isa : test_isas()) {
     const Fp32Kernels kernels = fp32_kernels(isa);
-    for (size_t channels : {1, 7, 16, 32, 64, 65, 100, 130, 144}) {
+    for (size_t channels : {1, 7, 16, 32, 48, 64, 65, 100, 112, 130, 144}) {
       for (size_t rows : {1, 5, 49, 100}) {  // 49, 100: several of the kernel's row blocks
         for (size_t extra : {0, 3}) {
           const size_t stride = channels + extra;
