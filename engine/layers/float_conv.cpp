@@ -349,6 +349,66 @@ bool is_gateable(const ConvGeometry& g) {
          g.pad_top == 0 && g.pad_left == 0 && g.pad_bottom == 0 && g.pad_right == 0;
 }
 
+// A depthwise conv fused into the 1x1 conv that is its only reader (params of the depthwise under
+// kDwPrefix): per band of about kBandPixels output pixels, the depthwise rows go to per-thread
+// scratch and the 1x1 GEMM reads them from there. MobileNetV2's 112x112 and 56x56 intermediates
+// (1.2-1.8 MB) never leave L1/L2. The same kernels and sums as the two layers: bit-identical.
+constexpr const char* kDwPrefix = "dw.";
+constexpr int64_t kBandPixels = 112;
+int64_t band_rows(int64_t out_width, int64_t out_height) {
+  return std::clamp<int64_t>(kBandPixels / std::max<int64_t>(out_width, 1), 1, std::max<int64_t>(out_height, 1));
+}
+int64_t fused_scratch_floats(int64_t channels, int64_t out_width, int64_t out_height) {
+  return band_rows(out_width, out_height) * out_width * channels;
+}
+
+class DepthwisePointwiseLayer final : public Layer {
+ public:
+  DepthwisePointwiseLayer(const kernels::SconvGeometry& dw_geometry, kernels::PackedDepthwiseF32 dw,
+                          kernels::Fp32Epilogue dw_epilogue, kernels::PackedSgemm pw, kernels::Fp32Epilogue pw_epilogue,
+                          int32_t input, int32_t residual, int32_t output)
+      : geometry_(dw_geometry), dw_(std::move(dw)), dw_epilogue_(dw_epilogue), pw_(std::move(pw)),
+        pw_epilogue_(pw_epilogue), input_(input), residual_(residual), output_(output),
+        band_rows_(band_rows(dw_geometry.output_width, dw_geometry.output_height)) {}
+
+  WorkShape work(const RunState& state) const override {
+    const double pixels = static_cast<double>(band_rows_ * geometry_.output_width);
+    const double taps = static_cast<double>(geometry_.kernel_height * geometry_.kernel_width);
+    return {.items = state.dim(input_, 0) * bands(),
+            .ops_per_item = 2.0 * pixels * dw_.channels * (kDepthwiseCostFactor * taps + pw_.n)};
+  }
+
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t> scratch) const override {
+    float* band = reinterpret_cast<float*>(scratch.data());
+    float* y = state.data<float>(output_);
+    const int64_t width = geometry_.output_width, channels = dw_.channels, out_channels = pw_.n;
+    kernels::Fp32Epilogue epilogue = pw_epilogue_;
+    const float* residual = residual_ >= 0 ? state.data<float>(residual_) : nullptr;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t image = item / bands();
+      const int64_t row_begin = image * geometry_.output_height + (item % bands()) * band_rows_;
+      const int64_t row_end = std::min(row_begin + band_rows_, (image + 1) * geometry_.output_height);
+      const int64_t first_pixel = row_begin * width, pixels = (row_end - row_begin) * width;
+      const kernels::SconvArgs dw_args{state.data<float>(input_), band, channels, first_pixel};
+      kernels::run_depthwise_f32(dw_, geometry_, dw_args, dw_epilogue_, row_begin, row_end);
+      if (residual) epilogue.residual = residual + first_pixel * out_channels;
+      kernels::run_sgemm(pw_, band, channels, y + first_pixel * out_channels, out_channels, epilogue, 0, pixels, 0,
+                         static_cast<int>(out_channels));
+    }
+  }
+
+ private:
+  int64_t bands() const { return (geometry_.output_height + band_rows_ - 1) / band_rows_; }
+
+  kernels::SconvGeometry geometry_;
+  kernels::PackedDepthwiseF32 dw_;
+  kernels::Fp32Epilogue dw_epilogue_;
+  kernels::PackedSgemm pw_;
+  kernels::Fp32Epilogue pw_epilogue_;
+  int32_t input_, residual_, output_;
+  int64_t band_rows_;
+};
+
 int64_t scratch_floats(const ConvGeometry& g, kernels::Isa isa = kernels::Isa::kScalar, bool gated = false) {
   if (gated) return kernels::packed_sgemm_floats(static_cast<int>(g.out_channels), g.channels, isa);
   if (g.mode == ConvMode::kWinograd) {
@@ -446,7 +506,109 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
                                                                 context.layer().outputs[0]));
 }
 
+// The depthwise -> 1x1 pair (fuse_float_conv_epilogues): the 1x1's params as usual, the
+// depthwise's under kDwPrefix; input 0 is the depthwise's input, input 1 the 1x1's residual.
+Result<std::unique_ptr<Layer>> bind_depthwise_pointwise(const BindContext& context) {
+  QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
+  QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4, Layout::kNhwc));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, 4, Layout::kNhwc));
+  if (x->shape[0] != y->shape[0] || batch_layout_of(*x) != batch_layout_of(*y) || !batch_leads(*x)) {
+    return context.error("input and output batch differ");
+  }
+  if (context.layer().inputs.size() > 2) return context.error("at most an input and a residual");
+  QDQRT_ASSIGN_OR_RETURN(int64_t dw_mode, params::kConvMode.read(context, kDwPrefix));
+  QDQRT_ASSIGN_OR_RETURN(int64_t pw_mode, params::kConvMode.read(context));
+  QDQRT_ASSIGN_OR_RETURN(int64_t dw_group, params::kGroup.read(context, kDwPrefix));
+  QDQRT_ASSIGN_OR_RETURN(int64_t pw_group, params::kGroup.read(context));
+  QDQRT_ASSIGN_OR_RETURN(auto kernel, params::kKernel.read(context, 2, kDwPrefix));
+  QDQRT_ASSIGN_OR_RETURN(auto strides, params::kStrides.read(context, 2, kDwPrefix));
+  QDQRT_ASSIGN_OR_RETURN(auto dilations, params::kDilations.read(context, 2, kDwPrefix));
+  QDQRT_ASSIGN_OR_RETURN(auto pads, params::kPads.read(context, 4, kDwPrefix));
+  QDQRT_ASSIGN_OR_RETURN(auto pw_kernel, params::kKernel.read(context, 2));
+  QDQRT_ASSIGN_OR_RETURN(auto pw_strides, params::kStrides.read(context, 2));
+  QDQRT_ASSIGN_OR_RETURN(auto pw_pads, params::kPads.read(context, 4));
+  const int64_t channels = x->shape[1], height = x->shape[2], width = x->shape[3];
+  const int64_t out_channels = y->shape[1], out_height = y->shape[2], out_width = y->shape[3];
+  if (static_cast<ConvMode>(dw_mode) != ConvMode::kDepthwiseNhwc || static_cast<ConvMode>(pw_mode) != ConvMode::kIgemm ||
+      dw_group != channels || pw_group != 1 || pw_kernel != std::vector<int64_t>{1, 1} ||
+      pw_strides != std::vector<int64_t>{1, 1} || pw_pads != std::vector<int64_t>(4, 0)) {
+    return context.error("a depthwise -> 1x1 pair needs a depthwise_nhwc conv and a 1x1 stride-1 igemm conv");
+  }
+  if (channels > INT32_MAX / 2 || out_channels > INT32_MAX / 2 || height > INT32_MAX / 2 || width > INT32_MAX / 2 ||
+      kernel[0] * kernel[1] > kernels::kSgemmMaxTaps || pads[0] >= kernel[0] * dilations[0] ||
+      pads[1] >= kernel[1] * dilations[1] ||
+      (height + pads[0] + pads[2] - dilations[0] * (kernel[0] - 1) - 1) / strides[0] + 1 != out_height ||
+      (width + pads[1] + pads[3] - dilations[1] * (kernel[1] - 1) - 1) / strides[1] + 1 != out_width) {
+    return context.error(fmt::format("output {} does not follow from input {} and the depthwise window",
+                                     shape_to_string(y->shape), shape_to_string(x->shape)));
+  }
+  if (fused_scratch_floats(channels, out_width, out_height) * static_cast<int64_t>(sizeof(float)) >
+      context.layer().scratch_bytes) {
+    return context.error(fmt::format("scratch_bytes {} is less than the {} a band of depthwise rows needs",
+                                     context.layer().scratch_bytes,
+                                     fused_scratch_floats(channels, out_width, out_height) * sizeof(float)));
+  }
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa dw_isa, params::kIsa.read(context, kDwPrefix));
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa pw_isa, params::kIsa.read(context));
+  if (kernels::usable_isa(dw_isa) != dw_isa || kernels::usable_isa(pw_isa) != pw_isa) {
+    return context.error(fmt::format("weights packed for {}, this machine supports only {}", kernels::isa_name(pw_isa),
+                                     kernels::isa_name(kernels::detected_isa())));
+  }
+  kernels::Fp32Epilogue dw_epilogue, pw_epilogue;
+  for (auto [epilogue, prefix] : {std::pair{&dw_epilogue, std::string_view(kDwPrefix)}, {&pw_epilogue, std::string_view()}}) {
+    QDQRT_ASSIGN_OR_RETURN(epilogue->min, params::kClipMin.read(context, prefix));
+    QDQRT_ASSIGN_OR_RETURN(epilogue->max, params::kClipMax.read(context, prefix));
+    if (!(epilogue->min <= epilogue->max)) return context.error("act.min exceeds act.max");
+    QDQRT_ASSIGN_OR_RETURN(epilogue->activation, params::kEpilogueFunction.read(context, prefix));
+  }
+  int32_t residual = -1;
+  if (context.has_input(1)) {
+    QDQRT_BIND_ASSIGN(const PlanTensor* r, context, context.input(1));
+    QDQRT_RETURN_IF_ERROR(expect_tensor(context, *r, "residual", DataType::kFloat, 4, Layout::kNhwc));
+    if (r->shape != y->shape || batch_layout_of(*r) != batch_layout_of(*y)) {
+      return context.error(fmt::format("residual {} is not shaped like the output {}", shape_to_string(r->shape),
+                                       shape_to_string(y->shape)));
+    }
+    residual = context.layer().inputs[1];
+  }
+  pw_epilogue.residual_row_stride = out_channels;
+  const int taps = static_cast<int>(kernel[0] * kernel[1]);
+  const int64_t padded = kernels::depthwise_f32_padded_channels(static_cast<int>(channels));
+  QDQRT_ASSIGN_OR_RETURN(const float* dw_weights, params::kWeights.read(context, padded * taps, kDwPrefix));
+  QDQRT_ASSIGN_OR_RETURN(const float* dw_bias, params::kBias.read(context, padded, kDwPrefix));
+  QDQRT_ASSIGN_OR_RETURN(const float* pw_weights, params::kWeights.read(context, kernels::packed_sgemm_floats(
+                                                                                   static_cast<int>(out_channels),
+                                                                                   channels, pw_isa)));
+  QDQRT_ASSIGN_OR_RETURN(const float* pw_bias,
+                         params::kBias.read(context, kernels::sgemm_padded_n(static_cast<int>(out_channels), pw_isa)));
+  kernels::SconvGeometry geometry;
+  geometry.input_height = static_cast<int>(height);
+  geometry.input_width = static_cast<int>(width);
+  geometry.input_pixel_stride = channels;
+  geometry.input_image_stride = channels * height * width;
+  geometry.kernel_height = static_cast<int>(kernel[0]);
+  geometry.kernel_width = static_cast<int>(kernel[1]);
+  geometry.stride_height = static_cast<int>(strides[0]);
+  geometry.stride_width = static_cast<int>(strides[1]);
+  geometry.pad_top = static_cast<int>(pads[0]);
+  geometry.pad_left = static_cast<int>(pads[1]);
+  geometry.dilation_height = static_cast<int>(dilations[0]);
+  geometry.dilation_width = static_cast<int>(dilations[1]);
+  geometry.output_height = static_cast<int>(out_height);
+  geometry.output_width = static_cast<int>(out_width);
+  return std::unique_ptr<Layer>(std::make_unique<DepthwisePointwiseLayer>(
+      geometry, kernels::packed_depthwise_f32_view(static_cast<int>(channels), taps, dw_isa, dw_weights, dw_bias),
+      dw_epilogue,
+      kernels::packed_sgemm_view(static_cast<int>(out_channels), 1, static_cast<int>(channels), pw_isa, pw_weights,
+                                 pw_bias, false),
+      pw_epilogue, context.layer().inputs[0], residual, context.layer().outputs[0]));
+}
+
 Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
+  if (context.layer().params.has(std::string(kDwPrefix) + std::string(params::kConvMode.key()))) {
+    return bind_depthwise_pointwise(context);
+  }
   QDQRT_ASSIGN_OR_RETURN(int64_t mode, params::kConvMode.read(context));
   const Layout layout = is_nhwc(static_cast<ConvMode>(mode)) ? Layout::kNhwc : Layout::kPlain;
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
@@ -834,6 +996,80 @@ void fold_channel_gates(EnginePlan& plan, std::vector<bool>& unused) {
   plan.layers.resize(kept);
 }
 
+// Fuses a depthwise NHWC conv into the 1x1 stride-1 igemm conv that is its only reader (no gate;
+// the 1x1 may have a residual): DepthwisePointwiseLayer. When an image's intermediate is at least
+// 64 KiB (smaller ones stay in L2 between the layers anyway) and its rows at least 28 pixels (the
+// bands then hold whole or nearly whole GEMM tiles): MobileNetV2 at 224x224 from 112x112 to 28x28.
+void fuse_depthwise_pointwise(EnginePlan& plan, std::vector<bool>& unused) {
+  std::vector<int64_t> producer(plan.tensors.size(), -1), readers(plan.tensors.size(), 0);
+  std::vector<bool> interface(plan.tensors.size(), false);
+  for (int32_t t : plan.inputs) interface[static_cast<size_t>(t)] = true;
+  for (int32_t t : plan.outputs) interface[static_cast<size_t>(t)] = true;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    for (int32_t t : plan.layers[i].inputs) {
+      if (t >= 0) ++readers[static_cast<size_t>(t)];
+    }
+    for (int32_t t : plan.layers[i].outputs) {
+      if (t >= 0) producer[static_cast<size_t>(t)] = static_cast<int64_t>(i);
+    }
+  }
+  auto mode_of = [](const PlanLayer& layer) -> std::optional<ConvMode> {
+    auto mode = layer.params.get_int(std::string(params::kConvMode.key()));
+    if (layer.kind != kKind || !mode.ok() || layer.params.has(std::string(kDwPrefix) + std::string(params::kConvMode.key()))) {
+      return std::nullopt;
+    }
+    return static_cast<ConvMode>(*mode);
+  };
+  std::vector<bool> erase(plan.layers.size(), false);
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    PlanLayer& pw = plan.layers[i];
+    auto kernel = pw.params.get_ints(std::string(params::kKernel.key()));
+    auto strides = pw.params.get_ints(std::string(params::kStrides.key()));
+    auto pads = pw.params.get_ints(std::string(params::kPads.key()));
+    if (mode_of(pw) != ConvMode::kIgemm || !kernel.ok() || *kernel != std::vector<int64_t>{1, 1} || !strides.ok() ||
+        *strides != std::vector<int64_t>{1, 1} || !pads.ok() || *pads != std::vector<int64_t>(4, 0) ||
+        pw.inputs.empty() || pw.inputs.size() > 2 || pw.inputs[0] < 0 || pw.outputs.size() != 1) {
+      continue;
+    }
+    const int32_t t = pw.inputs[0];
+    const int64_t dw_index = producer[static_cast<size_t>(t)];
+    if (dw_index < 0 || erase[static_cast<size_t>(dw_index)] || readers[static_cast<size_t>(t)] != 1 ||
+        interface[static_cast<size_t>(t)]) {
+      continue;
+    }
+    PlanLayer& dw = plan.layers[static_cast<size_t>(dw_index)];
+    if (mode_of(dw) != ConvMode::kDepthwiseNhwc || dw.inputs.size() != 1 || dw.inputs[0] < 0) continue;
+    const PlanTensor& mid = plan.tensors[static_cast<size_t>(t)];
+    const PlanTensor& x = plan.tensors[static_cast<size_t>(dw.inputs[0])];
+    if (mid.shape.size() != 4 || x.shape.size() != 4 || mid.layout != Layout::kNhwc || x.layout != Layout::kNhwc ||
+        !batch_leads(mid) || !batch_leads(x) || mid.shape[3] < 28 ||
+        mid.shape[1] * mid.shape[2] * mid.shape[3] * static_cast<int64_t>(sizeof(float)) < (64 << 10)) {
+      continue;
+    }
+    for (const auto& [key, value] : dw.params.values()) pw.params.set(kDwPrefix + key, value);
+    for (const Blob& blob : dw.blobs) {
+      Blob copy = blob;
+      copy.name = kDwPrefix + blob.name;
+      pw.blobs.push_back(std::move(copy));
+    }
+    pw.inputs[0] = dw.inputs[0];
+    pw.scratch_bytes = std::max(pw.scratch_bytes, fused_scratch_floats(mid.shape[1], mid.shape[3], mid.shape[2]) *
+                                                      static_cast<int64_t>(sizeof(float)));
+    pw.name = dw.name + " + " + pw.name;
+    pw.kernel = dw.kernel + " + " + pw.kernel;
+    pw.source_nodes.insert(pw.source_nodes.begin(), dw.source_nodes.begin(), dw.source_nodes.end());
+    unused[static_cast<size_t>(t)] = true;
+    erase[static_cast<size_t>(dw_index)] = true;
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    if (erase[i]) continue;
+    if (kept != i) plan.layers[kept] = std::move(plan.layers[i]);
+    ++kept;
+  }
+  plan.layers.resize(kept);
+}
+
 Status fuse_conv_epilogues(EnginePlan& plan) {
   std::vector<bool> unused(plan.tensors.size(), false);
   bool changed = true;
@@ -903,6 +1139,7 @@ Status fuse_conv_epilogues(EnginePlan& plan) {
     }
   }
   fold_channel_gates(plan, unused);
+  fuse_depthwise_pointwise(plan, unused);
   remove_tensors(plan, unused);
   return Status::ok();
 }

@@ -572,7 +572,7 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
           }
         }
         const int64_t pixel = row * g.output_width + ox;
-        window.c = output + pixel * args.output_row_stride;
+        window.c = output + (pixel - args.output_pixel_offset) * args.output_row_stride;
         window.residual = residual ? residual + pixel * epilogue.residual_row_stride : nullptr;
         impl.depthwise_window(window);
       }
@@ -599,7 +599,7 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
       const int64_t pixel = row * g.output_width + interior_begin;
       row_args.taps = taps;
       row_args.pixels = interior_end - interior_begin;
-      row_args.c = output + pixel * args.output_row_stride;
+      row_args.c = output + (pixel - args.output_pixel_offset) * args.output_row_stride;
       row_args.residual = residual ? residual + pixel * epilogue.residual_row_stride : nullptr;
       impl.depthwise_row(row_args);
     }
@@ -608,7 +608,7 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
       if (ox >= g.output_width) break;
       tap_pointers(g, image_input, oy, ox, zeros, pointers, 1);
       const int64_t pixel = row * g.output_width + ox;
-      ukernel_args.c = output + pixel * args.output_row_stride;
+      ukernel_args.c = output + (pixel - args.output_pixel_offset) * args.output_row_stride;
       ukernel_args.residual = residual ? residual + pixel * epilogue.residual_row_stride : nullptr;
       impl.depthwise(ukernel_args);
     }

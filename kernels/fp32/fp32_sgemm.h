@@ -108,6 +108,9 @@ struct SconvArgs {
   const float* input = nullptr;  // first channel of the group
   float* output = nullptr;
   int64_t output_row_stride = 0;  // floats between output pixels
+  // run_depthwise_f32 only: output pixel p (not the residual's) is written at output +
+  // (p - output_pixel_offset) * output_row_stride, so a band of rows can go to a small buffer.
+  int64_t output_pixel_offset = 0;
 };
 
 void run_sconv(const PackedSgemm& packed, const SconvGeometry& geometry, const SconvArgs& args,

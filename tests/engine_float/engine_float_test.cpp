@@ -252,6 +252,53 @@ TEST(EngineFloatModels, SqueezeExciteGateFoldsIntoProjection) {
   }
 }
 
+// A depthwise conv runs inside the 1x1 conv that is its only reader (bands of rows through
+// scratch) when its output is at least 64 KiB per image and 28 pixels wide: with a residual Add
+// after the 1x1, stride 2, batch 3, 1 and 2 threads, after an engine-file round trip; not when the
+// depthwise output has a second reader or is small.
+TEST(EngineFloatModels, DepthwiseFusesIntoPointwise) {
+  struct PairCase {
+    std::string name, input, body;
+    int convs;
+  };
+  const std::string dw = "d = Conv<pads=[1,1,1,1], group=24>(x, dw, b24)\ndc = Relu(d)\n";
+  const std::vector<PairCase> cases = {
+      {"fused", "float[N,24,32,30] x", dw + "y = Conv(dc, project, b16)", 1},
+      {"fused_residual", "float[N,24,32,30] x", dw + "p = Conv(dc, project24, b24)\ny = Add(p, x)", 1},
+      {"fused_stride2", "float[N,24,64,58] x",
+       "d = Conv<pads=[1,1,1,1], strides=[2,2], group=24>(x, dw, b24)\ndc = Relu(d)\ny = Conv(dc, project, b16)", 1},
+      {"fused_5x5_odd", "float[N,24,31,29] x",
+       "d = Conv<pads=[2,2,2,2], group=24>(x, dw5, b24)\ny = Conv(d, project, b16)", 1},
+      {"second_reader", "float[N,24,32,30] x", dw + "p = Conv(dc, project24, b24)\ny = Add(p, dc)", 2},
+      {"small", "float[N,24,16,30] x", dw + "y = Conv(dc, project, b16)", 2},
+  };
+  const std::vector<std::string> inits = {weights("dw", {24, 1, 3, 3}), weights("dw5", {24, 1, 5, 5}),
+                                          weights("b24", {24}), weights("project", {16, 24, 1, 1}),
+                                          weights("b16", {16}), weights("project24", {24, 24, 1, 1})};
+  for (const PairCase& pair : cases) {
+    SCOPED_TRACE(pair.name);
+    auto graph = load_text_graph(model(13, "g (" + pair.input + ") => (float y)", inits, pair.body), 3);
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    auto engine = engine::Engine::build(*graph, {});
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    int convs = 0;
+    for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+      EXPECT_NE(layer.kind, "reference") << layer.name;
+      convs += layer.kind == "fp32_conv";
+    }
+    EXPECT_EQ(convs, pair.convs);
+    expect_engine_matches(**engine, *graph, pair.name);
+    const std::string path = (std::filesystem::temp_directory_path() / "qdqrt_engine_float_dwpw.qdqrt").string();
+    Status saved = (*engine)->save(path);
+    if (saved.code() == StatusCode::kUnsupported) continue;
+    ASSERT_TRUE(saved.is_ok()) << saved.to_string();
+    auto loaded = engine::Engine::load(path);
+    std::remove(path.c_str());
+    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+    expect_engine_matches(**loaded, *graph, pair.name + " loaded");
+  }
+}
+
 // A plan with reference and native layers survives the engine file: outputs bit-identical.
 TEST(EngineFloatModels, EngineFileRoundTrip) {
   const std::string text = model(13, "g (float[N,2,6,6] x) => (float y, float r)", {weights("w", {4, 2, 3, 3})},

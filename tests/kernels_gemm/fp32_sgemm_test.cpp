@@ -164,6 +164,19 @@ TEST(Fp32Depthwise, WindowKernelBlocksAndBorders) {
   }
 }
 
+// Rows written to a one-row buffer through output_pixel_offset: the window kernel (3x3, 5x5),
+// the per-pixel and row kernels (7x7), batches, channel ranges, a residual indexed as usual.
+TEST(Fp32Depthwise, OutputPixelOffset) {
+  uint32_t seed = 900;
+  for (int kernel : {3, 5, 7}) {
+    for (int stride : {1, 2}) {
+      Fp32ConvTester().depthwise(true).band_output(true).batch(2).input_size(9, 11).channels(40, 40)
+          .kernel(kernel, kernel).stride(stride, stride).padding(kernel / 2, kernel / 2, kernel / 2, kernel / 2)
+          .residual(stride == 1).clamp(0.0f, 6.0f).split(3, 32).seed(++seed).test_all_isas();
+    }
+  }
+}
+
 TEST(Fp32Depthwise, EpilogueAndSplit) {
   Fp32ConvTester().depthwise(true).batch(2).input_size(6, 5).channels(40, 40).kernel(3, 3).padding(1, 1, 1, 1)
       .clamp(0.0f, 6.0f).residual(true).pixel_stride_extra(3, 2).split(7, 0).test_all_isas();

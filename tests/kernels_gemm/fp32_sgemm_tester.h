@@ -45,6 +45,9 @@ class Fp32ConvTester {
   // Input channel c of image b scaled by a random gate[b][c] (run_sconv / run_sgemm on weights from
   // scale_packed_sgemm_channels, per image and per column range, as the engine's gated 1x1 conv).
   Fp32ConvTester& channel_scale(bool value) { channel_scale_ = value; return *this; }
+  // Depthwise: each output row written to a one-row buffer (SconvArgs::output_pixel_offset, as the
+  // engine's depthwise -> 1x1 bands do), then copied into place.
+  Fp32ConvTester& band_output(bool value) { band_output_ = value; return *this; }
 
   void test_all_isas() const {
     for (Isa isa : supported_isas()) test(isa);
@@ -160,6 +163,17 @@ class Fp32ConvTester {
       if (winograd_) {
         run_winograd_f32(packed_winograd, geometry, args, epilogue, m_begin, m_end, n_begin, n_end,
                          winograd_scratch.data());
+      } else if (depthwise_ && band_output_) {
+        std::vector<float> band(static_cast<size_t>(out_w * out_stride), kSentinel);
+        for (int64_t row = m_begin / out_w; row < m_end / out_w; ++row) {
+          SconvArgs band_args = args;
+          band_args.output = band.data();
+          band_args.output_pixel_offset = row * out_w;
+          run_depthwise_f32(packed_depthwise, geometry, band_args, epilogue, row, row + 1, n_begin, n_end);
+          for (int64_t i = 0; i < out_w * out_stride; ++i) {
+            if (i % out_stride >= n_begin && i % out_stride < n_end) output[static_cast<size_t>(row * out_w * out_stride + i)] = band[static_cast<size_t>(i)];
+          }
+        }
       } else if (depthwise_) {
         run_depthwise_f32(packed_depthwise, geometry, args, epilogue, m_begin / out_w, m_end / out_w, n_begin, n_end);
       } else if (plain_gemm_) {
@@ -235,7 +249,7 @@ class Fp32ConvTester {
   int input_extra_ = 0, output_extra_ = 0;
   float min_ = -INFINITY, max_ = INFINITY;
   bool residual_ = false, bias_ = true, plain_gemm_ = false, depthwise_ = false, winograd_ = false;
-  bool channel_scale_ = false;
+  bool channel_scale_ = false, band_output_ = false;
   int64_t row_split_ = 0;
   int column_split_ = 0;
   uint32_t seed_ = 1;
