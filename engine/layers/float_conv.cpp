@@ -349,51 +349,120 @@ bool is_gateable(const ConvGeometry& g) {
          g.pad_top == 0 && g.pad_left == 0 && g.pad_bottom == 0 && g.pad_right == 0;
 }
 
-// A depthwise conv fused into the 1x1 conv that is its only reader (params of the depthwise under
-// kDwPrefix): per band of about kBandPixels output pixels, the depthwise rows go to per-thread
-// scratch and the 1x1 GEMM reads them from there. MobileNetV2's 112x112 and 56x56 intermediates
-// (1.2-1.8 MB) never leave L1/L2. The same kernels and sums as the two layers: bit-identical.
+// A depthwise conv fused with the 1x1 convs around it (fuse_float_conv_epilogues): the 1x1
+// expansion before it (params under kExPrefix) and/or the 1x1 projection after it (then the
+// projection's params are the layer's own and the depthwise's are under kDwPrefix). Work items are
+// bands of about kBandPixels depthwise output pixels. Per band, the expansion computes the input
+// rows the band's windows read into per-thread scratch (rows a previous band of the same call
+// computed are kept: moved to the front, not recomputed), the depthwise writes the band to scratch
+// (or to the output without a projection), and the projection's GEMM reads it there. MobileNetV2's
+// 112x112 and 56x56 intermediates (1.2-4.8 MB) then stay in L1/L2 instead of going through L3.
+// The same kernels and sums as the separate layers: bit-identical.
 constexpr const char* kDwPrefix = "dw.";
+constexpr const char* kExPrefix = "ex.";
+// The depthwise's channels (= expansion outputs = projection inputs), under kDwPrefix.
+constexpr IntCodec kFusedChannels{"channels", 1, INT32_MAX / 2};
 constexpr int64_t kBandPixels = 112;
 int64_t band_rows(int64_t out_width, int64_t out_height) {
   return std::clamp<int64_t>(kBandPixels / std::max<int64_t>(out_width, 1), 1, std::max<int64_t>(out_height, 1));
 }
-int64_t fused_scratch_floats(int64_t channels, int64_t out_width, int64_t out_height) {
-  return band_rows(out_width, out_height) * out_width * channels;
+int64_t align16(int64_t floats) { return (floats + 15) / 16 * 16; }
+// Expanded input rows one band reads.
+int64_t expanded_rows(int64_t band, int64_t kernel_h, int64_t stride_h, int64_t dilation_h, int64_t height) {
+  return std::min(height, (band - 1) * stride_h + (kernel_h - 1) * dilation_h + 1);
+}
+struct FusedScratch {
+  int64_t expanded = 0, band = 0;  // floats
+  int64_t bytes() const { return (expanded + band) * static_cast<int64_t>(sizeof(float)); }
+};
+FusedScratch fused_scratch(bool expand, bool project, int64_t channels, int64_t width, int64_t height, int64_t out_width,
+                           int64_t out_height, int64_t kernel_h, int64_t stride_h, int64_t dilation_h) {
+  const int64_t rows = band_rows(out_width, out_height);
+  FusedScratch scratch;
+  if (expand) scratch.expanded = align16(expanded_rows(rows, kernel_h, stride_h, dilation_h, height) * width * channels);
+  if (project) scratch.band = align16(rows * out_width * channels);
+  return scratch;
 }
 
-class DepthwisePointwiseLayer final : public Layer {
+class FusedDepthwiseLayer final : public Layer {
  public:
-  DepthwisePointwiseLayer(const kernels::SconvGeometry& dw_geometry, kernels::PackedDepthwiseF32 dw,
-                          kernels::Fp32Epilogue dw_epilogue, kernels::PackedSgemm pw, kernels::Fp32Epilogue pw_epilogue,
-                          int32_t input, int32_t residual, int32_t output)
-      : geometry_(dw_geometry), dw_(std::move(dw)), dw_epilogue_(dw_epilogue), pw_(std::move(pw)),
-        pw_epilogue_(pw_epilogue), input_(input), residual_(residual), output_(output),
+  FusedDepthwiseLayer(const kernels::SconvGeometry& dw_geometry, std::optional<kernels::PackedSgemm> expand,
+                      kernels::Fp32Epilogue expand_epilogue, kernels::PackedDepthwiseF32 dw,
+                      kernels::Fp32Epilogue dw_epilogue, std::optional<kernels::PackedSgemm> project,
+                      kernels::Fp32Epilogue project_epilogue, FusedScratch scratch, int32_t input, int32_t residual,
+                      int32_t output)
+      : geometry_(dw_geometry), expand_(std::move(expand)), expand_epilogue_(expand_epilogue), dw_(std::move(dw)),
+        dw_epilogue_(dw_epilogue), project_(std::move(project)), project_epilogue_(project_epilogue),
+        scratch_(scratch), input_(input), residual_(residual), output_(output),
         band_rows_(band_rows(dw_geometry.output_width, dw_geometry.output_height)) {}
 
   WorkShape work(const RunState& state) const override {
     const double pixels = static_cast<double>(band_rows_ * geometry_.output_width);
     const double taps = static_cast<double>(geometry_.kernel_height * geometry_.kernel_width);
-    return {.items = state.dim(input_, 0) * bands(),
-            .ops_per_item = 2.0 * pixels * dw_.channels * (kDepthwiseCostFactor * taps + pw_.n)};
+    double macs_per_pixel = kDepthwiseCostFactor * taps * dw_.channels;
+    if (project_) macs_per_pixel += static_cast<double>(project_->n) * dw_.channels;
+    if (expand_) {
+      macs_per_pixel += static_cast<double>(geometry_.stride_height * geometry_.stride_width) * expand_->channels *
+                        dw_.channels;
+    }
+    return {.items = state.dim(input_, 0) * bands(), .ops_per_item = 2.0 * pixels * macs_per_pixel};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t> scratch) const override {
-    float* band = reinterpret_cast<float*>(scratch.data());
+    float* expanded = reinterpret_cast<float*>(scratch.data());
+    float* band = expanded + scratch_.expanded;
+    const float* x = state.data<float>(input_);
     float* y = state.data<float>(output_);
-    const int64_t width = geometry_.output_width, channels = dw_.channels, out_channels = pw_.n;
-    kernels::Fp32Epilogue epilogue = pw_epilogue_;
+    const int64_t width = geometry_.output_width, channels = dw_.channels;
+    const int64_t in_row = static_cast<int64_t>(geometry_.input_width) * channels;  // floats per expanded row
+    kernels::Fp32Epilogue epilogue = project_epilogue_;
     const float* residual = residual_ >= 0 ? state.data<float>(residual_) : nullptr;
+    int64_t cached_image = -1, cached_begin = 0, cached_end = 0;  // expanded rows in `expanded`
     for (int64_t item = begin; item < end; ++item) {
       const int64_t image = item / bands();
-      const int64_t row_begin = image * geometry_.output_height + (item % bands()) * band_rows_;
-      const int64_t row_end = std::min(row_begin + band_rows_, (image + 1) * geometry_.output_height);
+      const int64_t oy_begin = (item % bands()) * band_rows_;
+      const int64_t oy_end = std::min(oy_begin + band_rows_, static_cast<int64_t>(geometry_.output_height));
+      const int64_t row_begin = image * geometry_.output_height + oy_begin, row_end = row_begin + oy_end - oy_begin;
       const int64_t first_pixel = row_begin * width, pixels = (row_end - row_begin) * width;
-      const kernels::SconvArgs dw_args{state.data<float>(input_), band, channels, first_pixel};
-      kernels::run_depthwise_f32(dw_, geometry_, dw_args, dw_epilogue_, row_begin, row_end);
+      kernels::SconvArgs dw_args{x, band, channels, first_pixel};
+      kernels::SconvGeometry geometry = geometry_;
+      if (expand_) {
+        const int64_t top = oy_begin * geometry_.stride_height - geometry_.pad_top;
+        const int64_t y0 = std::clamp<int64_t>(top, 0, geometry_.input_height);
+        const int64_t y1 = std::clamp<int64_t>(
+            (oy_end - 1) * geometry_.stride_height - geometry_.pad_top +
+                (geometry_.kernel_height - 1) * geometry_.dilation_height + 1,
+            y0, geometry_.input_height);
+        int64_t from = y0;
+        if (cached_image == image && y0 >= cached_begin && y0 < cached_end) {
+          // The rows the previous band computed: to the front.
+          std::memmove(expanded, expanded + (y0 - cached_begin) * in_row,
+                       static_cast<size_t>((cached_end - y0) * in_row) * sizeof(float));
+          from = cached_end;
+        }
+        if (y1 > from) {
+          const int64_t cin = expand_->channels;
+          kernels::run_sgemm(*expand_, x + (image * geometry_.input_height + from) * geometry_.input_width * cin, cin,
+                             expanded + (from - y0) * in_row, channels, expand_epilogue_, 0,
+                             (y1 - from) * geometry_.input_width, 0, static_cast<int>(channels));
+        }
+        cached_image = image, cached_begin = y0, cached_end = std::max(y1, from);
+        // The depthwise reads this image's rows [y0, y1) from the buffer.
+        geometry.input_image_stride = 0;
+        dw_args.input = expanded;
+        dw_args.input_row_offset = static_cast<int>(y0);
+      }
+      if (!project_) {
+        dw_args.output = y;
+        dw_args.output_pixel_offset = 0;
+        kernels::run_depthwise_f32(dw_, geometry, dw_args, dw_epilogue_, row_begin, row_end);
+        continue;
+      }
+      kernels::run_depthwise_f32(dw_, geometry, dw_args, dw_epilogue_, row_begin, row_end);
+      const int64_t out_channels = project_->n;
       if (residual) epilogue.residual = residual + first_pixel * out_channels;
-      kernels::run_sgemm(pw_, band, channels, y + first_pixel * out_channels, out_channels, epilogue, 0, pixels, 0,
-                         static_cast<int>(out_channels));
+      kernels::run_sgemm(*project_, band, channels, y + first_pixel * out_channels, out_channels, epilogue, 0, pixels,
+                         0, static_cast<int>(out_channels));
     }
   }
 
@@ -401,10 +470,13 @@ class DepthwisePointwiseLayer final : public Layer {
   int64_t bands() const { return (geometry_.output_height + band_rows_ - 1) / band_rows_; }
 
   kernels::SconvGeometry geometry_;
+  std::optional<kernels::PackedSgemm> expand_;
+  kernels::Fp32Epilogue expand_epilogue_;
   kernels::PackedDepthwiseF32 dw_;
   kernels::Fp32Epilogue dw_epilogue_;
-  kernels::PackedSgemm pw_;
-  kernels::Fp32Epilogue pw_epilogue_;
+  std::optional<kernels::PackedSgemm> project_;
+  kernels::Fp32Epilogue project_epilogue_;
+  FusedScratch scratch_;
   int32_t input_, residual_, output_;
   int64_t band_rows_;
 };
@@ -506,9 +578,45 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
                                                                 context.layer().outputs[0]));
 }
 
-// The depthwise -> 1x1 pair (fuse_float_conv_epilogues): the 1x1's params as usual, the
-// depthwise's under kDwPrefix; input 0 is the depthwise's input, input 1 the 1x1's residual.
-Result<std::unique_ptr<Layer>> bind_depthwise_pointwise(const BindContext& context) {
+// A 1x1 stride-1 igemm conv's params under `prefix` (the expansion or the projection of a fused
+// depthwise): weights for `in_channels` -> `out_channels`, its epilogue.
+Result<std::pair<kernels::PackedSgemm, kernels::Fp32Epilogue>> bind_pointwise_part(const BindContext& context,
+                                                                                  std::string_view prefix,
+                                                                                  int64_t in_channels,
+                                                                                  int64_t out_channels) {
+  QDQRT_ASSIGN_OR_RETURN(int64_t mode, params::kConvMode.read(context, prefix));
+  QDQRT_ASSIGN_OR_RETURN(int64_t group, params::kGroup.read(context, prefix));
+  QDQRT_ASSIGN_OR_RETURN(auto kernel, params::kKernel.read(context, 2, prefix));
+  QDQRT_ASSIGN_OR_RETURN(auto strides, params::kStrides.read(context, 2, prefix));
+  QDQRT_ASSIGN_OR_RETURN(auto pads, params::kPads.read(context, 4, prefix));
+  if (static_cast<ConvMode>(mode) != ConvMode::kIgemm || group != 1 || kernel != std::vector<int64_t>{1, 1} ||
+      strides != std::vector<int64_t>{1, 1} || pads != std::vector<int64_t>(4, 0)) {
+    return context.error(fmt::format("the fused '{}' part is not a 1x1 stride-1 igemm conv", prefix));
+  }
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, params::kIsa.read(context, prefix));
+  if (kernels::usable_isa(isa) != isa) {
+    return context.error(fmt::format("weights packed for {}, this machine supports only {}", kernels::isa_name(isa),
+                                     kernels::isa_name(kernels::detected_isa())));
+  }
+  kernels::Fp32Epilogue epilogue;
+  QDQRT_ASSIGN_OR_RETURN(epilogue.min, params::kClipMin.read(context, prefix));
+  QDQRT_ASSIGN_OR_RETURN(epilogue.max, params::kClipMax.read(context, prefix));
+  if (!(epilogue.min <= epilogue.max)) return context.error("act.min exceeds act.max");
+  QDQRT_ASSIGN_OR_RETURN(epilogue.activation, params::kEpilogueFunction.read(context, prefix));
+  const int n = static_cast<int>(out_channels);
+  QDQRT_ASSIGN_OR_RETURN(const float* weights,
+                         params::kWeights.read(context, kernels::packed_sgemm_floats(n, in_channels, isa), prefix));
+  QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, kernels::sgemm_padded_n(n, isa), prefix));
+  return std::pair{kernels::packed_sgemm_view(n, 1, static_cast<int>(in_channels), isa, weights, bias, false), epilogue};
+}
+
+// The fused depthwise (FusedDepthwiseLayer): input 0 is the first part's input, input 1 the
+// projection's residual.
+Result<std::unique_ptr<Layer>> bind_fused_depthwise(const BindContext& context) {
+  const Params& layer_params = context.layer().params;
+  const bool project = layer_params.has(std::string(kDwPrefix) + std::string(params::kConvMode.key()));
+  const bool expand = layer_params.has(std::string(kExPrefix) + std::string(params::kConvMode.key()));
+  const std::string_view dw_prefix = project ? kDwPrefix : "";
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4, Layout::kNhwc));
@@ -516,26 +624,24 @@ Result<std::unique_ptr<Layer>> bind_depthwise_pointwise(const BindContext& conte
   if (x->shape[0] != y->shape[0] || batch_layout_of(*x) != batch_layout_of(*y) || !batch_leads(*x)) {
     return context.error("input and output batch differ");
   }
-  if (context.layer().inputs.size() > 2) return context.error("at most an input and a residual");
-  QDQRT_ASSIGN_OR_RETURN(int64_t dw_mode, params::kConvMode.read(context, kDwPrefix));
-  QDQRT_ASSIGN_OR_RETURN(int64_t pw_mode, params::kConvMode.read(context));
-  QDQRT_ASSIGN_OR_RETURN(int64_t dw_group, params::kGroup.read(context, kDwPrefix));
-  QDQRT_ASSIGN_OR_RETURN(int64_t pw_group, params::kGroup.read(context));
-  QDQRT_ASSIGN_OR_RETURN(auto kernel, params::kKernel.read(context, 2, kDwPrefix));
-  QDQRT_ASSIGN_OR_RETURN(auto strides, params::kStrides.read(context, 2, kDwPrefix));
-  QDQRT_ASSIGN_OR_RETURN(auto dilations, params::kDilations.read(context, 2, kDwPrefix));
-  QDQRT_ASSIGN_OR_RETURN(auto pads, params::kPads.read(context, 4, kDwPrefix));
-  QDQRT_ASSIGN_OR_RETURN(auto pw_kernel, params::kKernel.read(context, 2));
-  QDQRT_ASSIGN_OR_RETURN(auto pw_strides, params::kStrides.read(context, 2));
-  QDQRT_ASSIGN_OR_RETURN(auto pw_pads, params::kPads.read(context, 4));
-  const int64_t channels = x->shape[1], height = x->shape[2], width = x->shape[3];
-  const int64_t out_channels = y->shape[1], out_height = y->shape[2], out_width = y->shape[3];
-  if (static_cast<ConvMode>(dw_mode) != ConvMode::kDepthwiseNhwc || static_cast<ConvMode>(pw_mode) != ConvMode::kIgemm ||
-      dw_group != channels || pw_group != 1 || pw_kernel != std::vector<int64_t>{1, 1} ||
-      pw_strides != std::vector<int64_t>{1, 1} || pw_pads != std::vector<int64_t>(4, 0)) {
-    return context.error("a depthwise -> 1x1 pair needs a depthwise_nhwc conv and a 1x1 stride-1 igemm conv");
+  if (context.layer().inputs.size() > 2 || (!project && context.has_input(1))) {
+    return context.error("at most an input and the projection's residual");
   }
-  if (channels > INT32_MAX / 2 || out_channels > INT32_MAX / 2 || height > INT32_MAX / 2 || width > INT32_MAX / 2 ||
+  QDQRT_ASSIGN_OR_RETURN(int64_t dw_mode, params::kConvMode.read(context, dw_prefix));
+  QDQRT_ASSIGN_OR_RETURN(int64_t channels, kFusedChannels.read(context, kDwPrefix));
+  QDQRT_ASSIGN_OR_RETURN(int64_t dw_group, params::kGroup.read(context, dw_prefix));
+  QDQRT_ASSIGN_OR_RETURN(auto kernel, params::kKernel.read(context, 2, dw_prefix));
+  QDQRT_ASSIGN_OR_RETURN(auto strides, params::kStrides.read(context, 2, dw_prefix));
+  QDQRT_ASSIGN_OR_RETURN(auto dilations, params::kDilations.read(context, 2, dw_prefix));
+  QDQRT_ASSIGN_OR_RETURN(auto pads, params::kPads.read(context, 4, dw_prefix));
+  const int64_t in_channels = x->shape[1], height = x->shape[2], width = x->shape[3];
+  const int64_t out_channels = y->shape[1], out_height = y->shape[2], out_width = y->shape[3];
+  if (static_cast<ConvMode>(dw_mode) != ConvMode::kDepthwiseNhwc || dw_group != channels ||
+      (!expand && in_channels != channels) || (!project && out_channels != channels)) {
+    return context.error(fmt::format("a fused depthwise of {} channels does not fit input {} and output {}", channels,
+                                     shape_to_string(x->shape), shape_to_string(y->shape)));
+  }
+  if (in_channels > INT32_MAX / 2 || out_channels > INT32_MAX / 2 || height > INT32_MAX / 2 || width > INT32_MAX / 2 ||
       kernel[0] * kernel[1] > kernels::kSgemmMaxTaps || pads[0] >= kernel[0] * dilations[0] ||
       pads[1] >= kernel[1] * dilations[1] ||
       (height + pads[0] + pads[2] - dilations[0] * (kernel[0] - 1) - 1) / strides[0] + 1 != out_height ||
@@ -543,45 +649,49 @@ Result<std::unique_ptr<Layer>> bind_depthwise_pointwise(const BindContext& conte
     return context.error(fmt::format("output {} does not follow from input {} and the depthwise window",
                                      shape_to_string(y->shape), shape_to_string(x->shape)));
   }
-  if (fused_scratch_floats(channels, out_width, out_height) * static_cast<int64_t>(sizeof(float)) >
-      context.layer().scratch_bytes) {
-    return context.error(fmt::format("scratch_bytes {} is less than the {} a band of depthwise rows needs",
-                                     context.layer().scratch_bytes,
-                                     fused_scratch_floats(channels, out_width, out_height) * sizeof(float)));
+  const FusedScratch scratch = fused_scratch(expand, project, channels, width, height, out_width, out_height,
+                                             kernel[0], strides[0], dilations[0]);
+  if (scratch.bytes() > context.layer().scratch_bytes) {
+    return context.error(fmt::format("scratch_bytes {} is less than the {} the fused bands need",
+                                     context.layer().scratch_bytes, scratch.bytes()));
   }
-  QDQRT_ASSIGN_OR_RETURN(kernels::Isa dw_isa, params::kIsa.read(context, kDwPrefix));
-  QDQRT_ASSIGN_OR_RETURN(kernels::Isa pw_isa, params::kIsa.read(context));
-  if (kernels::usable_isa(dw_isa) != dw_isa || kernels::usable_isa(pw_isa) != pw_isa) {
-    return context.error(fmt::format("weights packed for {}, this machine supports only {}", kernels::isa_name(pw_isa),
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa dw_isa, params::kIsa.read(context, dw_prefix));
+  if (kernels::usable_isa(dw_isa) != dw_isa) {
+    return context.error(fmt::format("weights packed for {}, this machine supports only {}", kernels::isa_name(dw_isa),
                                      kernels::isa_name(kernels::detected_isa())));
   }
-  kernels::Fp32Epilogue dw_epilogue, pw_epilogue;
-  for (auto [epilogue, prefix] : {std::pair{&dw_epilogue, std::string_view(kDwPrefix)}, {&pw_epilogue, std::string_view()}}) {
-    QDQRT_ASSIGN_OR_RETURN(epilogue->min, params::kClipMin.read(context, prefix));
-    QDQRT_ASSIGN_OR_RETURN(epilogue->max, params::kClipMax.read(context, prefix));
-    if (!(epilogue->min <= epilogue->max)) return context.error("act.min exceeds act.max");
-    QDQRT_ASSIGN_OR_RETURN(epilogue->activation, params::kEpilogueFunction.read(context, prefix));
-  }
-  int32_t residual = -1;
-  if (context.has_input(1)) {
-    QDQRT_BIND_ASSIGN(const PlanTensor* r, context, context.input(1));
-    QDQRT_RETURN_IF_ERROR(expect_tensor(context, *r, "residual", DataType::kFloat, 4, Layout::kNhwc));
-    if (r->shape != y->shape || batch_layout_of(*r) != batch_layout_of(*y)) {
-      return context.error(fmt::format("residual {} is not shaped like the output {}", shape_to_string(r->shape),
-                                       shape_to_string(y->shape)));
-    }
-    residual = context.layer().inputs[1];
-  }
-  pw_epilogue.residual_row_stride = out_channels;
+  kernels::Fp32Epilogue dw_epilogue;
+  QDQRT_ASSIGN_OR_RETURN(dw_epilogue.min, params::kClipMin.read(context, dw_prefix));
+  QDQRT_ASSIGN_OR_RETURN(dw_epilogue.max, params::kClipMax.read(context, dw_prefix));
+  if (!(dw_epilogue.min <= dw_epilogue.max)) return context.error("act.min exceeds act.max");
+  QDQRT_ASSIGN_OR_RETURN(dw_epilogue.activation, params::kEpilogueFunction.read(context, dw_prefix));
   const int taps = static_cast<int>(kernel[0] * kernel[1]);
   const int64_t padded = kernels::depthwise_f32_padded_channels(static_cast<int>(channels));
-  QDQRT_ASSIGN_OR_RETURN(const float* dw_weights, params::kWeights.read(context, padded * taps, kDwPrefix));
-  QDQRT_ASSIGN_OR_RETURN(const float* dw_bias, params::kBias.read(context, padded, kDwPrefix));
-  QDQRT_ASSIGN_OR_RETURN(const float* pw_weights, params::kWeights.read(context, kernels::packed_sgemm_floats(
-                                                                                   static_cast<int>(out_channels),
-                                                                                   channels, pw_isa)));
-  QDQRT_ASSIGN_OR_RETURN(const float* pw_bias,
-                         params::kBias.read(context, kernels::sgemm_padded_n(static_cast<int>(out_channels), pw_isa)));
+  QDQRT_ASSIGN_OR_RETURN(const float* dw_weights, params::kWeights.read(context, padded * taps, dw_prefix));
+  QDQRT_ASSIGN_OR_RETURN(const float* dw_bias, params::kBias.read(context, padded, dw_prefix));
+  std::optional<kernels::PackedSgemm> expand_gemm, project_gemm;
+  kernels::Fp32Epilogue expand_epilogue, project_epilogue;
+  if (expand) {
+    QDQRT_ASSIGN_OR_RETURN(auto part, bind_pointwise_part(context, kExPrefix, in_channels, channels));
+    expand_gemm = std::move(part.first);
+    expand_epilogue = part.second;
+  }
+  int32_t residual = -1;
+  if (project) {
+    QDQRT_ASSIGN_OR_RETURN(auto part, bind_pointwise_part(context, "", channels, out_channels));
+    project_gemm = std::move(part.first);
+    project_epilogue = part.second;
+    project_epilogue.residual_row_stride = out_channels;
+    if (context.has_input(1)) {
+      QDQRT_BIND_ASSIGN(const PlanTensor* r, context, context.input(1));
+      QDQRT_RETURN_IF_ERROR(expect_tensor(context, *r, "residual", DataType::kFloat, 4, Layout::kNhwc));
+      if (r->shape != y->shape || batch_layout_of(*r) != batch_layout_of(*y)) {
+        return context.error(fmt::format("residual {} is not shaped like the output {}", shape_to_string(r->shape),
+                                         shape_to_string(y->shape)));
+      }
+      residual = context.layer().inputs[1];
+    }
+  }
   kernels::SconvGeometry geometry;
   geometry.input_height = static_cast<int>(height);
   geometry.input_width = static_cast<int>(width);
@@ -597,17 +707,17 @@ Result<std::unique_ptr<Layer>> bind_depthwise_pointwise(const BindContext& conte
   geometry.dilation_width = static_cast<int>(dilations[1]);
   geometry.output_height = static_cast<int>(out_height);
   geometry.output_width = static_cast<int>(out_width);
-  return std::unique_ptr<Layer>(std::make_unique<DepthwisePointwiseLayer>(
-      geometry, kernels::packed_depthwise_f32_view(static_cast<int>(channels), taps, dw_isa, dw_weights, dw_bias),
-      dw_epilogue,
-      kernels::packed_sgemm_view(static_cast<int>(out_channels), 1, static_cast<int>(channels), pw_isa, pw_weights,
-                                 pw_bias, false),
-      pw_epilogue, context.layer().inputs[0], residual, context.layer().outputs[0]));
+  return std::unique_ptr<Layer>(std::make_unique<FusedDepthwiseLayer>(
+      geometry, std::move(expand_gemm), expand_epilogue,
+      kernels::packed_depthwise_f32_view(static_cast<int>(channels), taps, dw_isa, dw_weights, dw_bias), dw_epilogue,
+      std::move(project_gemm), project_epilogue, scratch, context.layer().inputs[0], residual,
+      context.layer().outputs[0]));
 }
 
 Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
-  if (context.layer().params.has(std::string(kDwPrefix) + std::string(params::kConvMode.key()))) {
-    return bind_depthwise_pointwise(context);
+  if (context.layer().params.has(std::string(kDwPrefix) + std::string(params::kConvMode.key())) ||
+      context.layer().params.has(std::string(kExPrefix) + std::string(params::kConvMode.key()))) {
+    return bind_fused_depthwise(context);
   }
   QDQRT_ASSIGN_OR_RETURN(int64_t mode, params::kConvMode.read(context));
   const Layout layout = is_nhwc(static_cast<ConvMode>(mode)) ? Layout::kNhwc : Layout::kPlain;
@@ -996,78 +1106,141 @@ void fold_channel_gates(EnginePlan& plan, std::vector<bool>& unused) {
   plan.layers.resize(kept);
 }
 
-// Fuses a depthwise NHWC conv into the 1x1 stride-1 igemm conv that is its only reader (no gate;
-// the 1x1 may have a residual): DepthwisePointwiseLayer. When an image's intermediate is at least
-// 64 KiB (smaller ones stay in L2 between the layers anyway) and its rows at least 28 pixels (the
-// bands then hold whole or nearly whole GEMM tiles): MobileNetV2 at 224x224 from 112x112 to 28x28.
-void fuse_depthwise_pointwise(EnginePlan& plan, std::vector<bool>& unused) {
-  std::vector<int64_t> producer(plan.tensors.size(), -1), readers(plan.tensors.size(), 0);
-  std::vector<bool> interface(plan.tensors.size(), false);
-  for (int32_t t : plan.inputs) interface[static_cast<size_t>(t)] = true;
-  for (int32_t t : plan.outputs) interface[static_cast<size_t>(t)] = true;
-  for (size_t i = 0; i < plan.layers.size(); ++i) {
-    for (int32_t t : plan.layers[i].inputs) {
-      if (t >= 0) ++readers[static_cast<size_t>(t)];
-    }
-    for (int32_t t : plan.layers[i].outputs) {
-      if (t >= 0) producer[static_cast<size_t>(t)] = static_cast<int64_t>(i);
-    }
+// Copies `part`'s params and blobs into `into` under `prefix`.
+void copy_params(const PlanLayer& part, std::string_view prefix, PlanLayer& into) {
+  for (const auto& [key, value] : part.params.values()) into.params.set(std::string(prefix) + key, value);
+  for (const Blob& blob : part.blobs) {
+    Blob copy = blob;
+    copy.name = std::string(prefix) + blob.name;
+    into.blobs.push_back(std::move(copy));
   }
+}
+
+bool has_param(const PlanLayer& layer, std::string_view prefix, std::string_view key) {
+  return layer.params.has(std::string(prefix) + std::string(key));
+}
+
+// scratch_bytes of a fused depthwise layer from its params and tensors.
+void set_fused_scratch(PlanLayer& layer, const EnginePlan& plan) {
+  const bool project = has_param(layer, kDwPrefix, params::kConvMode.key());
+  const bool expand = has_param(layer, kExPrefix, params::kConvMode.key());
+  const std::string dw_prefix = project ? kDwPrefix : "";
+  auto kernel = layer.params.get_ints(dw_prefix + std::string(params::kKernel.key()));
+  auto strides = layer.params.get_ints(dw_prefix + std::string(params::kStrides.key()));
+  auto dilations = layer.params.get_ints(dw_prefix + std::string(params::kDilations.key()));
+  auto channels = layer.params.get_int(std::string(kDwPrefix) + std::string(kFusedChannels.key()));
+  const Shape& x = plan.tensors[static_cast<size_t>(layer.inputs[0])].shape;
+  const Shape& y = plan.tensors[static_cast<size_t>(layer.outputs[0])].shape;
+  if (!kernel.ok() || !strides.ok() || !dilations.ok() || !channels.ok() || kernel->size() != 2 ||
+      strides->size() != 2 || dilations->size() != 2) {
+    return;  // bind reports it
+  }
+  layer.scratch_bytes = fused_scratch(expand, project, *channels, x[3], x[2], y[3], y[2], (*kernel)[0], (*strides)[0],
+                                      (*dilations)[0])
+                            .bytes();
+}
+
+// Fuses a depthwise NHWC conv with the 1x1 stride-1 igemm convs around it (FusedDepthwiseLayer):
+// first into the projection that is its only reader (no gate; the projection may have a
+// residual), then the expansion whose output only the depthwise (fused or not) reads (no residual,
+// no gate). When an image's intermediate is at least 64 KiB (smaller ones stay in L2 between the
+// layers anyway) and its rows at least 28 pixels (the bands then hold whole or nearly whole GEMM
+// tiles): MobileNetV2 at 224x224 from 112x112 to 28x28, EfficientNet-B0's expansions there.
+void fuse_depthwise_pointwise(EnginePlan& plan, std::vector<bool>& unused) {
   auto mode_of = [](const PlanLayer& layer) -> std::optional<ConvMode> {
     auto mode = layer.params.get_int(std::string(params::kConvMode.key()));
-    if (layer.kind != kKind || !mode.ok() || layer.params.has(std::string(kDwPrefix) + std::string(params::kConvMode.key()))) {
+    if (layer.kind != kKind || !mode.ok() || has_param(layer, kDwPrefix, params::kConvMode.key()) ||
+        has_param(layer, kExPrefix, params::kConvMode.key())) {
       return std::nullopt;
     }
     return static_cast<ConvMode>(*mode);
   };
-  std::vector<bool> erase(plan.layers.size(), false);
-  for (size_t i = 0; i < plan.layers.size(); ++i) {
-    PlanLayer& pw = plan.layers[i];
-    auto kernel = pw.params.get_ints(std::string(params::kKernel.key()));
-    auto strides = pw.params.get_ints(std::string(params::kStrides.key()));
-    auto pads = pw.params.get_ints(std::string(params::kPads.key()));
-    if (mode_of(pw) != ConvMode::kIgemm || !kernel.ok() || *kernel != std::vector<int64_t>{1, 1} || !strides.ok() ||
-        *strides != std::vector<int64_t>{1, 1} || !pads.ok() || *pads != std::vector<int64_t>(4, 0) ||
-        pw.inputs.empty() || pw.inputs.size() > 2 || pw.inputs[0] < 0 || pw.outputs.size() != 1) {
-      continue;
-    }
-    const int32_t t = pw.inputs[0];
-    const int64_t dw_index = producer[static_cast<size_t>(t)];
-    if (dw_index < 0 || erase[static_cast<size_t>(dw_index)] || readers[static_cast<size_t>(t)] != 1 ||
-        interface[static_cast<size_t>(t)]) {
-      continue;
-    }
-    PlanLayer& dw = plan.layers[static_cast<size_t>(dw_index)];
-    if (mode_of(dw) != ConvMode::kDepthwiseNhwc || dw.inputs.size() != 1 || dw.inputs[0] < 0) continue;
+  auto is_pointwise = [&](const PlanLayer& layer) {
+    auto kernel = layer.params.get_ints(std::string(params::kKernel.key()));
+    auto strides = layer.params.get_ints(std::string(params::kStrides.key()));
+    auto pads = layer.params.get_ints(std::string(params::kPads.key()));
+    return mode_of(layer) == ConvMode::kIgemm && kernel.ok() && *kernel == std::vector<int64_t>{1, 1} &&
+           strides.ok() && *strides == std::vector<int64_t>{1, 1} && pads.ok() && *pads == std::vector<int64_t>(4, 0) &&
+           !layer.inputs.empty() && layer.inputs.size() <= 2 && layer.inputs[0] >= 0 && layer.outputs.size() == 1;
+  };
+  // An intermediate worth keeping out of the arena.
+  auto large = [&](int32_t t) {
     const PlanTensor& mid = plan.tensors[static_cast<size_t>(t)];
-    const PlanTensor& x = plan.tensors[static_cast<size_t>(dw.inputs[0])];
-    if (mid.shape.size() != 4 || x.shape.size() != 4 || mid.layout != Layout::kNhwc || x.layout != Layout::kNhwc ||
-        !batch_leads(mid) || !batch_leads(x) || mid.shape[3] < 28 ||
-        mid.shape[1] * mid.shape[2] * mid.shape[3] * static_cast<int64_t>(sizeof(float)) < (64 << 10)) {
-      continue;
+    return mid.shape.size() == 4 && mid.layout == Layout::kNhwc && batch_leads(mid) && mid.shape[3] >= 28 &&
+           mid.shape[1] * mid.shape[2] * mid.shape[3] * static_cast<int64_t>(sizeof(float)) >= (64 << 10);
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<int64_t> producer(plan.tensors.size(), -1), readers(plan.tensors.size(), 0);
+    std::vector<bool> interface(plan.tensors.size(), false);
+    for (int32_t t : plan.inputs) interface[static_cast<size_t>(t)] = true;
+    for (int32_t t : plan.outputs) interface[static_cast<size_t>(t)] = true;
+    for (size_t i = 0; i < plan.layers.size(); ++i) {
+      for (int32_t t : plan.layers[i].inputs) {
+        if (t >= 0) ++readers[static_cast<size_t>(t)];
+      }
+      for (int32_t t : plan.layers[i].outputs) {
+        if (t >= 0) producer[static_cast<size_t>(t)] = static_cast<int64_t>(i);
+      }
     }
-    for (const auto& [key, value] : dw.params.values()) pw.params.set(kDwPrefix + key, value);
-    for (const Blob& blob : dw.blobs) {
-      Blob copy = blob;
-      copy.name = kDwPrefix + blob.name;
-      pw.blobs.push_back(std::move(copy));
+    auto sole_reader = [&](int32_t t) {
+      return t >= 0 && producer[static_cast<size_t>(t)] >= 0 && readers[static_cast<size_t>(t)] == 1 &&
+             !interface[static_cast<size_t>(t)] && large(t);
+    };
+    std::vector<bool> erase(plan.layers.size(), false);
+    for (size_t i = 0; i < plan.layers.size(); ++i) {
+      PlanLayer& layer = plan.layers[i];
+      if (pass == 0) {
+        // Depthwise -> projection: the projection takes the depthwise.
+        if (!is_pointwise(layer) || !sole_reader(layer.inputs[0])) continue;
+        const int32_t t = layer.inputs[0];
+        const size_t dw_index = static_cast<size_t>(producer[static_cast<size_t>(t)]);
+        const PlanLayer& dw = plan.layers[dw_index];
+        if (erase[dw_index] || mode_of(dw) != ConvMode::kDepthwiseNhwc || dw.inputs.size() != 1 || dw.inputs[0] < 0) {
+          continue;
+        }
+        copy_params(dw, kDwPrefix, layer);
+        kFusedChannels.write(layer, plan.tensors[static_cast<size_t>(t)].shape[1], kDwPrefix);
+        layer.inputs[0] = dw.inputs[0];
+        layer.name = dw.name + " + " + layer.name;
+        layer.kernel = dw.kernel + " + " + layer.kernel;
+        layer.source_nodes.insert(layer.source_nodes.begin(), dw.source_nodes.begin(), dw.source_nodes.end());
+        unused[static_cast<size_t>(t)] = true;
+        erase[dw_index] = true;
+        set_fused_scratch(layer, plan);
+      } else {
+        // Expansion -> depthwise (alone or with its projection): the depthwise takes the expansion.
+        const bool fused = has_param(layer, kDwPrefix, params::kConvMode.key());
+        if (layer.kind != kKind || has_param(layer, kExPrefix, params::kConvMode.key()) || layer.inputs.empty() ||
+            !(fused || (mode_of(layer) == ConvMode::kDepthwiseNhwc && layer.inputs.size() == 1)) ||
+            !sole_reader(layer.inputs[0])) {
+          continue;
+        }
+        const int32_t t = layer.inputs[0];
+        const size_t ex_index = static_cast<size_t>(producer[static_cast<size_t>(t)]);
+        const PlanLayer& ex = plan.layers[ex_index];
+        if (erase[ex_index] || !is_pointwise(ex) || ex.inputs.size() != 1 ||
+            !batch_leads(plan.tensors[static_cast<size_t>(ex.inputs[0])])) {
+          continue;
+        }
+        copy_params(ex, kExPrefix, layer);
+        if (!fused) kFusedChannels.write(layer, plan.tensors[static_cast<size_t>(t)].shape[1], kDwPrefix);
+        layer.inputs[0] = ex.inputs[0];
+        layer.name = ex.name + " + " + layer.name;
+        layer.kernel = ex.kernel + " + " + layer.kernel;
+        layer.source_nodes.insert(layer.source_nodes.begin(), ex.source_nodes.begin(), ex.source_nodes.end());
+        unused[static_cast<size_t>(t)] = true;
+        erase[ex_index] = true;
+        set_fused_scratch(layer, plan);
+      }
     }
-    pw.inputs[0] = dw.inputs[0];
-    pw.scratch_bytes = std::max(pw.scratch_bytes, fused_scratch_floats(mid.shape[1], mid.shape[3], mid.shape[2]) *
-                                                      static_cast<int64_t>(sizeof(float)));
-    pw.name = dw.name + " + " + pw.name;
-    pw.kernel = dw.kernel + " + " + pw.kernel;
-    pw.source_nodes.insert(pw.source_nodes.begin(), dw.source_nodes.begin(), dw.source_nodes.end());
-    unused[static_cast<size_t>(t)] = true;
-    erase[static_cast<size_t>(dw_index)] = true;
+    size_t kept = 0;
+    for (size_t i = 0; i < plan.layers.size(); ++i) {
+      if (erase[i]) continue;
+      if (kept != i) plan.layers[kept] = std::move(plan.layers[i]);
+      ++kept;
+    }
+    plan.layers.resize(kept);
   }
-  size_t kept = 0;
-  for (size_t i = 0; i < plan.layers.size(); ++i) {
-    if (erase[i]) continue;
-    if (kept != i) plan.layers[kept] = std::move(plan.layers[i]);
-    ++kept;
-  }
-  plan.layers.resize(kept);
 }
 
 Status fuse_conv_epilogues(EnginePlan& plan) {

@@ -188,7 +188,7 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
 // The input pixel of every tap of output pixel (oy, ox): pointers[tap * step]; taps in the padding
 // point at `zeros`.
 void tap_pointers(const SconvGeometry& g, const float* image_input, int oy, int ox, const float* zeros,
-                  const float** pointers, int step) {
+                  const float** pointers, int step, int row_offset = 0) {
   const int y0 = oy * g.stride_height - g.pad_top, x0 = ox * g.stride_width - g.pad_left;
   int tap = 0;
   for (int ky = 0; ky < g.kernel_height; ++ky) {
@@ -197,7 +197,8 @@ void tap_pointers(const SconvGeometry& g, const float* image_input, int oy, int 
     for (int kx = 0; kx < g.kernel_width; ++kx, ++tap) {
       const int x = x0 + kx * g.dilation_width;
       pointers[tap * step] = row_inside && x >= 0 && x < g.input_width
-                                 ? image_input + (static_cast<int64_t>(y) * g.input_width + x) * g.input_pixel_stride
+                                 ? image_input + (static_cast<int64_t>(y - row_offset) * g.input_width + x) *
+                                                     g.input_pixel_stride
                                  : zeros;
     }
   }
@@ -555,7 +556,7 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
       for (int ky = 0; ky < g.kernel_height; ++ky) {
         const int y = oy * g.stride_height - g.pad_top + ky * g.dilation_height;
         if (y < 0 || y >= g.input_height) continue;  // adds zeros
-        row_input[rows] = image_input + static_cast<int64_t>(y) * g.input_width * g.input_pixel_stride;
+        row_input[rows] = image_input + static_cast<int64_t>(y - args.input_row_offset) * g.input_width * g.input_pixel_stride;
         window_w[rows++] = weights + static_cast<int64_t>(ky) * g.kernel_width * packed.channels_padded;
       }
       window.kernel_rows = rows;
@@ -591,8 +592,8 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
         const int y = oy * g.stride_height - g.pad_top + ky * g.dilation_height;
         if (y < 0 || y >= g.input_height) continue;
         for (int kx = 0; kx < g.kernel_width; ++kx, ++taps) {
-          row_a[taps] = image_input + (static_cast<int64_t>(y) * g.input_width + x0 + kx * g.dilation_width) *
-                                          g.input_pixel_stride;
+          row_a[taps] = image_input + (static_cast<int64_t>(y - args.input_row_offset) * g.input_width + x0 +
+                                       kx * g.dilation_width) * g.input_pixel_stride;
           row_w[taps] = weights + static_cast<int64_t>(ky * g.kernel_width + kx) * packed.channels_padded;
         }
       }
@@ -606,7 +607,7 @@ void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g,
     for (int ox = 0; ox < g.output_width; ++ox) {
       if (ox == interior_begin && interior_end > interior_begin) ox = interior_end;
       if (ox >= g.output_width) break;
-      tap_pointers(g, image_input, oy, ox, zeros, pointers, 1);
+      tap_pointers(g, image_input, oy, ox, zeros, pointers, 1, args.input_row_offset);
       const int64_t pixel = row * g.output_width + ox;
       ukernel_args.c = output + (pixel - args.output_pixel_offset) * args.output_row_stride;
       ukernel_args.residual = residual ? residual + pixel * epilogue.residual_row_stride : nullptr;

@@ -111,6 +111,9 @@ struct SconvArgs {
   // run_depthwise_f32 only: output pixel p (not the residual's) is written at output +
   // (p - output_pixel_offset) * output_row_stride, so a band of rows can go to a small buffer.
   int64_t output_pixel_offset = 0;
+  // run_depthwise_f32 only: input row y of an image is read at input + image * input_image_stride
+  // + (y - input_row_offset) * input_width * input_pixel_stride (a buffer of some rows).
+  int input_row_offset = 0;
 };
 
 void run_sconv(const PackedSgemm& packed, const SconvGeometry& geometry, const SconvArgs& args,

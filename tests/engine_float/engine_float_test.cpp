@@ -299,6 +299,56 @@ TEST(EngineFloatModels, DepthwiseFusesIntoPointwise) {
   }
 }
 
+// The 1x1 expansion before a depthwise conv runs inside it too (rows of expanded input per band,
+// kept across the bands of a call): the whole MobileNetV2 block (expansion, depthwise,
+// projection with the residual Add), EfficientNet-style expansion + stride-2 depthwise with SiLU
+// whose output has two readers, odd sizes; not when the expansion's output has a second reader.
+TEST(EngineFloatModels, ExpansionFusesIntoDepthwise) {
+  struct ChainCase {
+    std::string name, input, body;
+    int convs;
+  };
+  const std::string expand = "e = Conv(x, ex, b48)\ner = Relu(e)\n";
+  const std::vector<ChainCase> cases = {
+      {"block", "float[N,16,32,30] x",
+       expand + "d = Conv<pads=[1,1,1,1], group=48>(er, dw, b48)\ndr = Relu(d)\np = Conv(dr, project, b16)\n"
+                "y = Add(p, x)", 1},
+      {"block_odd_stride2", "float[N,16,31,57] x",
+       expand + "d = Conv<pads=[1,1,1,1], strides=[2,2], group=48>(er, dw, b48)\ny = Conv(d, project, b16)", 1},
+      {"silu_stride2_two_readers", "float[N,16,33,58] x",
+       "e = Conv(x, ex, b48)\nes = Sigmoid(e)\nesilu = Mul(e, es)\n"
+       "d = Conv<pads=[2,2,2,2], strides=[2,2], group=48>(esilu, dw5, b48)\nds = Sigmoid(d)\ndsilu = Mul(d, ds)\n"
+       "g = GlobalAveragePool(dsilu)\ny = Mul(dsilu, g)", 1},
+      {"expansion_read_twice", "float[N,16,32,30] x",
+       expand + "d = Conv<pads=[1,1,1,1], group=48>(er, dw, b48)\ny = Add(d, er)", 2},
+  };
+  const std::vector<std::string> inits = {weights("ex", {48, 16, 1, 1}), weights("b48", {48}),
+                                          weights("dw", {48, 1, 3, 3}), weights("dw5", {48, 1, 5, 5}),
+                                          weights("project", {16, 48, 1, 1}), weights("b16", {16})};
+  for (const ChainCase& chain : cases) {
+    SCOPED_TRACE(chain.name);
+    auto graph = load_text_graph(model(13, "g (" + chain.input + ") => (float y)", inits, chain.body), 3);
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    auto engine = engine::Engine::build(*graph, {});
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    int convs = 0;
+    for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+      EXPECT_NE(layer.kind, "reference") << layer.name;
+      convs += layer.kind == "fp32_conv";
+    }
+    EXPECT_EQ(convs, chain.convs);
+    expect_engine_matches(**engine, *graph, chain.name);
+    const std::string path = (std::filesystem::temp_directory_path() / "qdqrt_engine_float_chain.qdqrt").string();
+    Status saved = (*engine)->save(path);
+    if (saved.code() == StatusCode::kUnsupported) continue;
+    ASSERT_TRUE(saved.is_ok()) << saved.to_string();
+    auto loaded = engine::Engine::load(path);
+    std::remove(path.c_str());
+    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+    expect_engine_matches(**loaded, *graph, chain.name + " loaded");
+  }
+}
+
 // A plan with reference and native layers survives the engine file: outputs bit-identical.
 TEST(EngineFloatModels, EngineFileRoundTrip) {
   const std::string text = model(13, "g (float[N,2,6,6] x) => (float y, float r)", {weights("w", {4, 2, 3, 3})},

@@ -46,7 +46,9 @@ class Fp32ConvTester {
   // scale_packed_sgemm_channels, per image and per column range, as the engine's gated 1x1 conv).
   Fp32ConvTester& channel_scale(bool value) { channel_scale_ = value; return *this; }
   // Depthwise: each output row written to a one-row buffer (SconvArgs::output_pixel_offset, as the
-  // engine's depthwise -> 1x1 bands do), then copied into place.
+  // engine's depthwise -> 1x1 bands do), then copied into place; its input rows read from a copy of
+  // just those rows (SconvArgs::input_row_offset, input_image_stride 0: the expand -> depthwise
+  // bands).
   Fp32ConvTester& band_output(bool value) { band_output_ = value; return *this; }
 
   void test_all_isas() const {
@@ -166,10 +168,22 @@ class Fp32ConvTester {
       } else if (depthwise_ && band_output_) {
         std::vector<float> band(static_cast<size_t>(out_w * out_stride), kSentinel);
         for (int64_t row = m_begin / out_w; row < m_end / out_w; ++row) {
+          const int64_t image = row / out_h, oy = row % out_h;
+          const int y0 = static_cast<int>(std::clamp<int64_t>(oy * stride_height_ - pad_top_, 0, height_));
+          const int y1 = static_cast<int>(std::clamp<int64_t>(
+              oy * stride_height_ - pad_top_ + (kernel_height_ - 1) * dilation_height_ + 1, y0, height_));
+          GuardedBuffer rows_buffer(static_cast<size_t>(std::max(y1 - y0, 1)) * width_ * in_stride * sizeof(float));
+          std::copy_n(input + (image * height_ + y0) * width_ * in_stride, static_cast<int64_t>(y1 - y0) * width_ * in_stride,
+                      rows_buffer.as<float>());
+          SconvGeometry rows_geometry = geometry;
+          rows_geometry.input_image_stride = 0;
           SconvArgs band_args = args;
+          band_args.input = rows_buffer.as<float>();
+          band_args.input_row_offset = y0;
           band_args.output = band.data();
           band_args.output_pixel_offset = row * out_w;
-          run_depthwise_f32(packed_depthwise, geometry, band_args, epilogue, row, row + 1, n_begin, n_end);
+          run_depthwise_f32(packed_depthwise, rows_geometry, band_args, epilogue, row, row + 1, n_begin, n_end);
+          ASSERT_TRUE(rows_buffer.canary_intact());
           for (int64_t i = 0; i < out_w * out_stride; ++i) {
             if (i % out_stride >= n_begin && i % out_stride < n_end) output[static_cast<size_t>(row * out_w * out_stride + i)] = band[static_cast<size_t>(i)];
           }
