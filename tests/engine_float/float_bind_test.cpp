@@ -8,6 +8,7 @@
 #include <functional>
 #include <set>
 
+#include "engine/layers/layer_families.h"
 #include "tests/engine_float/float_cases.h"
 #include "tests/engine_float/harness.h"
 
@@ -85,6 +86,71 @@ TEST(FloatBind, DamagedLayersAreRefused) {
       refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("op", int64_t{17}); }, "op");
     }
   }
+}
+
+// The fused fp32_conv layers (fuse_float_conv_epilogues): an expansion + depthwise + projection
+// with its residual, and a squeeze-excite gate folded into its projection. Damaged parts are
+// refused at bind.
+TEST(FloatBind, DamagedFusedConvsAreRefused) {
+  const std::vector<std::string> inits = {
+      weights("ex", {48, 16, 1, 1}), weights("b48", {48}), weights("dw", {48, 1, 3, 3}),
+      weights("project", {16, 48, 1, 1}), weights("b16", {16}), weights("squeeze", {4, 16, 1, 1}),
+      weights("b4", {4}), weights("excite", {16, 4, 1, 1}), weights("gated", {8, 16, 1, 1})};
+  const std::string body =
+      "e = Conv(x, ex, b48)\ner = Relu(e)\nd = Conv<pads=[1,1,1,1], group=48>(er, dw, b48)\ndr = Relu(d)\n"
+      "p = Conv(dr, project, b16)\nb = Add(p, x)\ng = GlobalAveragePool(b)\nq = Conv(g, squeeze, b4)\n"
+      "qr = Relu(q)\nk = Conv(qr, excite, b16)\nks = Sigmoid(k)\nm = Mul(b, ks)\ny = Conv(m, gated)";
+  auto graph = load_text_graph(model(13, "g (float[N,16,32,30] x) => (float y)", inits, body), 2);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto built = harness_build(*graph, 2);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  engine::EnginePlan fused = built->plan;
+  ASSERT_TRUE(engine::fuse_float_conv_epilogues(fused).is_ok());
+  auto refused = [&](size_t index, const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& damage,
+                     const std::string& what) {
+    engine::EnginePlan plan = fused;
+    damage(plan, plan.layers[index]);
+    auto bound = harness_bind(plan, index);
+    EXPECT_FALSE(bound.ok()) << what << " accepted";
+    if (!bound.ok()) {
+      EXPECT_NE(bound.status().message().find(plan.layers[index].name), std::string::npos) << bound.status().message();
+    }
+  };
+  int chains = 0, gates = 0;
+  for (size_t i = 0; i < fused.layers.size(); ++i) {
+    const engine::PlanLayer& layer = fused.layers[i];
+    if (layer.kind != "fp32_conv") continue;
+    ASSERT_TRUE(harness_bind(fused, i).ok()) << layer.name;
+    if (layer.params.has("ex.mode")) {
+      ++chains;
+      EXPECT_TRUE(layer.params.has("dw.mode"));
+      for (size_t b = 0; b < layer.blobs.size(); ++b) {
+        refused(i, [b](engine::EnginePlan&, engine::PlanLayer& l) { l.blobs[b] = engine::make_blob(l.blobs[b].name, "abcd", 4); },
+                "short blob " + layer.blobs[b].name);
+      }
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("dw.channels", int64_t{47}); },
+              "depthwise channels");
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.scratch_bytes = 64; }, "small scratch");
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("ex.kernel", std::vector<int64_t>{3, 3}); },
+              "expansion not 1x1");
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("dw.mode", int64_t{3}); },
+              "depthwise not depthwise");
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("dw.strides", std::vector<int64_t>{2, 2}); },
+              "output size mismatch");
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("ex.act.min", 1.0), l.params.set("ex.act.max", 0.0); },
+              "act.min above act.max");
+      refused(i, [](engine::EnginePlan& p, engine::PlanLayer& l) { l.inputs[1] = p.layers.back().outputs[0]; },
+              "residual not shaped like the output");
+    } else if (layer.inputs.size() == 3) {
+      ++gates;
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.scratch_bytes = 64; }, "small scratch");
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.inputs[2] = l.inputs[0]; }, "gate shape");
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("kernel", std::vector<int64_t>{3, 3}); },
+              "gated conv not 1x1");
+    }
+  }
+  EXPECT_EQ(chains, 1);
+  EXPECT_EQ(gates, 1);
 }
 
 }  // namespace
