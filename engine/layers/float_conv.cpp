@@ -22,7 +22,9 @@
 // fuse_float_conv_epilogues() absorbs the Relu/Clip and residual Add layers after an NHWC conv,
 // and folds a squeeze-excite gate Mul (x * gate[N, C, 1, 1]) into the 1x1 igemm conv that is its
 // only reader: input 2 is then the gate, and each run scales the packed weights' input channels
-// by it (per image, into scratch) instead of a pass over x.
+// by it (per image, into scratch) instead of a pass over x; and runs a depthwise conv together
+// with the 1x1 expansion before it and/or the 1x1 projection after it in one layer over bands of
+// rows (FusedDepthwiseLayer: the depthwise's params under "dw.", the expansion's under "ex.").
 #include <algorithm>
 #include <cstring>
 #include <cmath>
