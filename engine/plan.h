@@ -28,7 +28,7 @@ namespace qdqrt::engine {
 // 4: INT8 epilogues carry an optional pointwise program (pw.*).
 // 5: fp32_conv NHWC modes (packed weights, act.min/act.max/act.function, a residual input).
 // 6: fp32_gemm on the igemm (packed weights, padded bias, isa), fp32_matmul (two activations).
-inline constexpr uint32_t kEngineFormatVersion = 6;
+inline constexpr uint32_t kEngineFormatVersion = 7;
 
 // How a tensor's elements are ordered in memory. kPlain is ONNX's row-major order of the logical
 // shape (NCHW for images); kNhwc stores a rank-4 [N, C, H, W] tensor channels-last (INT8 regions).
