@@ -440,6 +440,7 @@ Result<kernels::PackedGemm> load_gemm(const BindContext& context, std::string_vi
   QDQRT_RETURN_IF_ERROR(view_buffer(context, kAccumulatorBias, prefix, n_padded, packed.bias));
   QDQRT_RETURN_IF_ERROR(
       fold_output_scale(context, prefix, n_padded, output_scale, packed.multiplier, packed.float_bias));
+  kernels::update_gemm_bound(packed);  // derived at load, not stored
   return packed;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -167,6 +168,23 @@ void pack_gemm(const GemmWeightsDesc& desc, Isa isa, PackedGemm& packed, int nr)
     packed.bias[n] = static_cast<int32_t>(bias);
     packed.multiplier[n] = gemm_multiplier(desc, n);
     packed.float_bias[n] = gemm_float_bias(desc, n);
+  }
+  update_gemm_bound(packed);
+}
+
+void update_gemm_bound(PackedGemm& packed) {
+  // |sum_k a * w| <= 255 * 128 * K for u8 a and s8 w; the row term -w_zp * sum_k a adds at most
+  // 255 * K * |w_zp|. int32 accumulation wraps like the reference's, so never more than 2^31.
+  const double products = 255.0 * packed.k * (128.0 + std::fabs(static_cast<double>(packed.weight_zero_point_s8)));
+  packed.bounded = true;
+  for (int n = 0; n < packed.n; ++n) {
+    const double largest_accumulator = std::min(0x1p31, std::fabs(static_cast<double>(packed.bias[n])) + products);
+    const double largest = largest_accumulator * std::fabs(static_cast<double>(packed.multiplier[n])) +
+                           std::fabs(static_cast<double>(packed.float_bias[n]));
+    if (!(largest < 0x1p30)) {  // also false for NaN
+      packed.bounded = false;
+      return;
+    }
   }
 }
 

@@ -73,7 +73,16 @@ struct PackedGemm {
   AlignedBuffer<int32_t> bias;        // bias_int32 + zero-point compensation, per column
   AlignedBuffer<float> multiplier;    // per column
   AlignedBuffer<float> float_bias;    // per column, output units
+  // Every |accumulator * multiplier + float_bias| stays below 2^30, so converting it to int32 never
+  // overflows: the activation clamp may run on the rounded integers (rounding is monotonic).
+  // Derived from bias, multiplier and float_bias (update_gemm_bound), never stored.
+  bool bounded = false;
 };
+
+// Sets PackedGemm::bounded from k, the weight zero-point, bias, multiplier and float_bias (with
+// |w| <= 128 for every packed weight). pack_gemm calls it; callers that change multiplier or
+// float_bias afterwards (engine load) call it again.
+void update_gemm_bound(PackedGemm& packed);
 
 // Packs for `isa` (clamped to what the machine supports) with the register tile of width `nr`
 // (0: the one that wastes least on n columns, kernels/dispatch.h choose_gemm_implementation).

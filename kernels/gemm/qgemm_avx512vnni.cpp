@@ -28,21 +28,15 @@ struct Avx512VnniTraits {
       tile_single_row(a, b, k_groups, t);
       return;
     } else if constexpr (MR == 6) {
+      // The accumulators start from the bias (kAddBias = false below).
       alignas(64) int32_t acc[6][4][16];
-      full_tile_k_loop(a, a_stride, b, k_groups, &acc[0][0][0]);
-      if (plain_epilogue(t)) {
-        const PlainStore store = plain_store(t);
-        for (int j = 0; j < 4; ++j) {
-          const int count = t.n_valid - 16 * j;
-          if (count <= 0) break;
-          const ColumnConstants constants = load_column_constants(t, 16 * j);
-#pragma GCC unroll 6
-          for (int r = 0; r < 6; ++r) store_vector_plain(_mm512_load_si512(acc[r][j]), 16 * j, count, r, constants, store);
-        }
+      full_tile_k_loop(a, a_stride, b, k_groups, t.bias, &acc[0][0][0]);
+      if (packed_row_epilogue(t)) {
+        store_tile_packed<false, 6>(&acc[0][0][0], t);
         return;
       }
       if (const PointwiseOp op = single_op_epilogue(t); op != PointwiseOp::kCopy) {
-        store_block_single_op(op, &acc[0][0][0], 6, 4, t);
+        store_block_single_op<false>(op, &acc[0][0][0], 6, 4, t);
         return;
       }
       const __m512 clamp_min = _mm512_set1_ps(t.epilogue->clamp_min);
@@ -53,7 +47,7 @@ struct Avx512VnniTraits {
         const ColumnConstants constants = load_column_constants(t, 16 * j);
 #pragma GCC unroll 6
         for (int r = 0; r < 6; ++r) {
-          store_vector(_mm512_load_si512(acc[r][j]), 16 * j, count, t, r, constants, clamp_min, clamp_max);
+          store_vector<false>(_mm512_load_si512(acc[r][j]), 16 * j, count, t, r, constants, clamp_min, clamp_max);
         }
       }
     } else {
@@ -92,8 +86,10 @@ struct Avx512VnniTraits {
 
   // The 6x64 inner loop in assembly: GCC's register allocator spills some of the 24
   // accumulators inside the loop when this is written with intrinsics. Accumulators live in
-  // zmm8-zmm31, the four weight vectors in zmm0-zmm3, the broadcast activations in zmm4-zmm7.
-  static void full_tile_k_loop(const uint8_t* a, int64_t a_stride, const int8_t* b, int k_groups, int32_t* out) {
+  // zmm8-zmm31 (each row's four start from the 64 columns' bias), the four weight vectors in
+  // zmm0-zmm3, the broadcast activations in zmm4-zmm7.
+  static void full_tile_k_loop(const uint8_t* a, int64_t a_stride, const int8_t* b, int k_groups,
+                               const int32_t* bias, int32_t* out) {
     const uint8_t* a3 = a + 3 * a_stride;
     int64_t count = k_groups;
 #define QDQRT_ROW(row_address, acc0, acc1, acc2, acc3, va)     \
@@ -103,30 +99,30 @@ struct Avx512VnniTraits {
   "vpdpbusd %%zmm2, %%" va ", %%" acc2 "\n\t"               \
   "vpdpbusd %%zmm3, %%" va ", %%" acc3 "\n\t"
     __asm__ volatile(
-        "vpxord %%zmm8, %%zmm8, %%zmm8\n\t"
-        "vmovdqa64 %%zmm8, %%zmm9\n\t"
-        "vmovdqa64 %%zmm8, %%zmm10\n\t"
-        "vmovdqa64 %%zmm8, %%zmm11\n\t"
+        "vmovdqu64 (%[bias]), %%zmm8\n\t"
+        "vmovdqu64 64(%[bias]), %%zmm9\n\t"
+        "vmovdqu64 128(%[bias]), %%zmm10\n\t"
+        "vmovdqu64 192(%[bias]), %%zmm11\n\t"
         "vmovdqa64 %%zmm8, %%zmm12\n\t"
-        "vmovdqa64 %%zmm8, %%zmm13\n\t"
-        "vmovdqa64 %%zmm8, %%zmm14\n\t"
-        "vmovdqa64 %%zmm8, %%zmm15\n\t"
+        "vmovdqa64 %%zmm9, %%zmm13\n\t"
+        "vmovdqa64 %%zmm10, %%zmm14\n\t"
+        "vmovdqa64 %%zmm11, %%zmm15\n\t"
         "vmovdqa64 %%zmm8, %%zmm16\n\t"
-        "vmovdqa64 %%zmm8, %%zmm17\n\t"
-        "vmovdqa64 %%zmm8, %%zmm18\n\t"
-        "vmovdqa64 %%zmm8, %%zmm19\n\t"
+        "vmovdqa64 %%zmm9, %%zmm17\n\t"
+        "vmovdqa64 %%zmm10, %%zmm18\n\t"
+        "vmovdqa64 %%zmm11, %%zmm19\n\t"
         "vmovdqa64 %%zmm8, %%zmm20\n\t"
-        "vmovdqa64 %%zmm8, %%zmm21\n\t"
-        "vmovdqa64 %%zmm8, %%zmm22\n\t"
-        "vmovdqa64 %%zmm8, %%zmm23\n\t"
+        "vmovdqa64 %%zmm9, %%zmm21\n\t"
+        "vmovdqa64 %%zmm10, %%zmm22\n\t"
+        "vmovdqa64 %%zmm11, %%zmm23\n\t"
         "vmovdqa64 %%zmm8, %%zmm24\n\t"
-        "vmovdqa64 %%zmm8, %%zmm25\n\t"
-        "vmovdqa64 %%zmm8, %%zmm26\n\t"
-        "vmovdqa64 %%zmm8, %%zmm27\n\t"
+        "vmovdqa64 %%zmm9, %%zmm25\n\t"
+        "vmovdqa64 %%zmm10, %%zmm26\n\t"
+        "vmovdqa64 %%zmm11, %%zmm27\n\t"
         "vmovdqa64 %%zmm8, %%zmm28\n\t"
-        "vmovdqa64 %%zmm8, %%zmm29\n\t"
-        "vmovdqa64 %%zmm8, %%zmm30\n\t"
-        "vmovdqa64 %%zmm8, %%zmm31\n\t"
+        "vmovdqa64 %%zmm9, %%zmm29\n\t"
+        "vmovdqa64 %%zmm10, %%zmm30\n\t"
+        "vmovdqa64 %%zmm11, %%zmm31\n\t"
         "test %[count], %[count]\n\t"
         "jle 2f\n\t"
         ".p2align 5\n"
@@ -172,7 +168,7 @@ struct Avx512VnniTraits {
         "vmovdqa64 %%zmm30, 1408(%[out])\n\t"
         "vmovdqa64 %%zmm31, 1472(%[out])\n\t"
         : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [count] "+r"(count)
-        : [s] "r"(a_stride), [out] "r"(out)
+        : [s] "r"(a_stride), [out] "r"(out), [bias] "r"(bias)
         : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
           "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
           "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31");

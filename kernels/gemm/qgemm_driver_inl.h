@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <type_traits>
@@ -33,6 +34,9 @@ struct TileArgs {
   int64_t residual_row_bytes;
   int n_valid;                // columns to store (<= nr)
   const Epilogue* epilogue;
+  // PackedGemm::bounded and a finite activation clamp: plain epilogues may clamp the rounded
+  // integers instead of the floats.
+  bool integer_clamp = false;
 };
 
 // Bytes of packed weights one column chunk may occupy (about half of a 2 MB L2).
@@ -305,6 +309,8 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
   // whole number of k-groups, no row term): the tiles read them in place.
   const bool direct = std::is_same_v<PanelElement, uint8_t> && !source.conv && !packed.input_signed &&
                       packed.k == packed.k_padded && !need_row_term;
+  const bool integer_clamp = packed.bounded && std::fabs(epilogue.clamp_min) <= 0x1p20f &&
+                             std::fabs(epilogue.clamp_max) <= 0x1p20f;
   char* c_bytes = static_cast<char*>(c);
   const char* residual_bytes = static_cast<const char*>(epilogue.residual);
 
@@ -335,6 +341,7 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
         args.residual = residual_bytes ? residual_bytes + m * args.residual_row_bytes + n * residual_size : nullptr;
         args.n_valid = std::min(kNr, chunk_end - n);
         args.epilogue = &epilogue;
+        args.integer_clamp = integer_clamp;
         const int8_t* b = packed.data.data() + (n / kNr) * tile_bytes;
         dispatch_tile<Traits>(std::make_integer_sequence<int, kMr>{}, rows, tile_a, tile_a_stride, b, k_groups, args);
       }

@@ -77,6 +77,21 @@ TEST(Gemm, OutputTypesActivationsAndResidual) {
   }
 }
 
+// The 64-column tiles clamp the rounded integers when every value stays below 2^30
+// (PackedGemm::bounded) and the floats otherwise: both forms over every output type, activation
+// and residual, with full and partial row blocks and a column tail.
+TEST(Gemm, BoundedAndUnboundedEpilogues) {
+  int seed = 100;
+  for (const QuantSettings& q : output_epilogue_sweep()) {
+    if (q.output_type == OutputType::kF32) continue;
+    for (float factor : {1.0f, 1e-9f}) {
+      const bool bounded = factor == 1.0f;
+      GemmTester().m(13).n(150).k(96).quant(q).output_scale_factor(factor).expect_bounded(bounded).seed(++seed)
+          .test_all_isas();
+    }
+  }
+}
+
 TEST(Gemm, ThreadRangeSplits) {
   for (int parts : {2, 3, 5}) GemmTester().m(23).n(200).k(50).split(parts).seed(parts).test_all_isas();
 }

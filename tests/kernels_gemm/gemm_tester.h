@@ -30,12 +30,17 @@ class GemmTester {
   // Call the AMX kernel with these tiles directly (not through dispatch) on the avx512vnni
   // packing of the same width; test(isa) then ignores isa. Failures print the tile configuration.
   GemmTester& amx_tiles(internal::AmxTiles tiles) { amx_tiles_ = tiles; return *this; }
+  // Multiplies the output scale: a tiny factor makes |accumulator * multiplier| exceed 2^30, so
+  // PackedGemm::bounded is false and the kernels must clamp before converting to int32.
+  GemmTester& output_scale_factor(float value) { output_scale_factor_ = value; return *this; }
+  // Checks PackedGemm::bounded after packing (the integer-clamp epilogue is reached or not).
+  GemmTester& expect_bounded(bool value) { expect_bounded_ = value; return *this; }
 
   std::string describe(Isa isa) const {
     std::ostringstream s;
     s << "GEMM m=" << m_ << " n=" << n_ << " k=" << k_ << " a_stride=" << a_stride() << " c_stride=" << c_stride()
       << (b_k_major_ ? " B[K][N]" : " W[N][K]") << " split=" << split_ << " seed=" << seed_ << " isa=" << isa_name(isa)
-      << "; " << quant_.describe();
+      << " output_scale_factor=" << output_scale_factor_ << "; " << quant_.describe();
     return s.str();
   }
 
@@ -74,7 +79,7 @@ class GemmTester {
     const float input_scale = 0.02f;
     // Typical |accumulator| so that outputs spread over (and sometimes beyond) the int8 range.
     const float real_spread = std::sqrt(static_cast<float>(k_)) * 74.0f * 73.0f * input_scale * weight_base;
-    const float output_scale = real_spread / 40.0f;
+    const float output_scale = real_spread / 40.0f * output_scale_factor_;
     std::vector<float> bias_float(n_);
     std::uniform_real_distribution<float> signed_unit(-1.0f, 1.0f);
     for (float& b : bias_float) b = signed_unit(rng) * real_spread;
@@ -117,6 +122,9 @@ class GemmTester {
     const PackedGemm packed = pack_gemm(desc, isa, nr);
     ASSERT_EQ(packed.isa, isa) << context;
     ASSERT_EQ(packed.nr, nr) << context;
+    if (expect_bounded_) {
+      ASSERT_EQ(packed.bounded, *expect_bounded_) << context;
+    }
     GemmArgs args{a.data(), lda, actual.data(), ldc};
     const int n_split = n_ > packed.nr && split_ > 1 ? (n_ / 2) / packed.nr * packed.nr : 0;
     auto run_gemm = [&](const PackedGemm& packed, const GemmArgs& args, const Epilogue& epilogue, int m_begin,
@@ -162,6 +170,8 @@ class GemmTester {
   int split_ = 1;
   bool b_k_major_ = false;
   std::optional<internal::AmxTiles> amx_tiles_;
+  float output_scale_factor_ = 1.0f;
+  std::optional<bool> expect_bounded_;
 };
 
 }  // namespace qdqrt::kernels::testing
