@@ -80,6 +80,9 @@ void register_shape(LayerRegistry& registry);        // float_shape.cpp: Reshape
 // The ISA float kernels run with: the plan's ISA limited to what this machine can run (float
 // layers hold no ISA-specific packed data, so a lower ISA is always fine).
 kernels::Isa bind_isa(const EnginePlan& plan);
+// The `isa` param (under `prefix`) of a layer with packed weights: an error unless this machine
+// runs that ISA (packed data is ISA-specific, unlike bind_isa's choice).
+Result<kernels::Isa> read_packed_isa(const BindContext& context, std::string_view prefix = "");
 
 // dtype of a node's input/output value (kUndefined when unknown).
 DataType value_dtype(const BuildContext& context, const std::string& value);

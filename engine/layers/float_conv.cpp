@@ -500,6 +500,16 @@ bool winograd_applies(const ConvGeometry& g) {
                                        static_cast<int>(g.pad_bottom), static_cast<int>(g.pad_right));
 }
 
+// The absorbed clamp and activation (`act.*` under `prefix`) of an NHWC conv.
+Result<kernels::Fp32Epilogue> read_activation(const BindContext& context, std::string_view prefix) {
+  kernels::Fp32Epilogue epilogue;
+  QDQRT_ASSIGN_OR_RETURN(epilogue.min, params::kClipMin.read(context, prefix));
+  QDQRT_ASSIGN_OR_RETURN(epilogue.max, params::kClipMax.read(context, prefix));
+  if (!(epilogue.min <= epilogue.max)) return context.error("act.min exceeds act.max");
+  QDQRT_ASSIGN_OR_RETURN(epilogue.activation, params::kEpilogueFunction.read(context, prefix));
+  return epilogue;
+}
+
 Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const ConvGeometry& g,
                                               const std::vector<int64_t>& pads, const PlanTensor& y) {
   const int64_t taps = g.kernel_h * g.kernel_w;
@@ -515,15 +525,10 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
       g.out_channels > INT32_MAX / 2 || g.height > INT32_MAX / 2 || g.width > INT32_MAX / 2) {
     return context.error("pads wider than the kernel or dims beyond the kernels' int range");
   }
-  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, params::kIsa.read(context));
-  if (kernels::usable_isa(isa) != isa) {
-    return context.error(fmt::format("weights packed for {}, this machine supports only {}", kernels::isa_name(isa),
-                                     kernels::isa_name(kernels::detected_isa())));
-  }
-  QDQRT_ASSIGN_OR_RETURN(float low, params::kClipMin.read(context));
-  QDQRT_ASSIGN_OR_RETURN(float high, params::kClipMax.read(context));
-  if (!(low <= high)) return context.error("act.min exceeds act.max");
-  QDQRT_ASSIGN_OR_RETURN(kernels::Fp32EpilogueActivation activation, params::kEpilogueFunction.read(context));
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, read_packed_isa(context));
+  QDQRT_ASSIGN_OR_RETURN(const kernels::Fp32Epilogue act, read_activation(context, ""));
+  const float low = act.min, high = act.max;
+  const kernels::Fp32EpilogueActivation activation = act.activation;
   int32_t residual = -1, gate = -1;
   if (context.layer().inputs.size() > 3) return context.error("at most an input, a residual and a gate");
   if (context.has_input(2)) {
@@ -595,16 +600,8 @@ Result<std::pair<kernels::PackedSgemm, kernels::Fp32Epilogue>> bind_pointwise_pa
       strides != std::vector<int64_t>{1, 1} || pads != std::vector<int64_t>(4, 0)) {
     return context.error(fmt::format("the fused '{}' part is not a 1x1 stride-1 igemm conv", prefix));
   }
-  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, params::kIsa.read(context, prefix));
-  if (kernels::usable_isa(isa) != isa) {
-    return context.error(fmt::format("weights packed for {}, this machine supports only {}", kernels::isa_name(isa),
-                                     kernels::isa_name(kernels::detected_isa())));
-  }
-  kernels::Fp32Epilogue epilogue;
-  QDQRT_ASSIGN_OR_RETURN(epilogue.min, params::kClipMin.read(context, prefix));
-  QDQRT_ASSIGN_OR_RETURN(epilogue.max, params::kClipMax.read(context, prefix));
-  if (!(epilogue.min <= epilogue.max)) return context.error("act.min exceeds act.max");
-  QDQRT_ASSIGN_OR_RETURN(epilogue.activation, params::kEpilogueFunction.read(context, prefix));
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, read_packed_isa(context, prefix));
+  QDQRT_ASSIGN_OR_RETURN(const kernels::Fp32Epilogue epilogue, read_activation(context, prefix));
   const int n = static_cast<int>(out_channels);
   QDQRT_ASSIGN_OR_RETURN(const float* weights,
                          params::kWeights.read(context, kernels::packed_sgemm_floats(n, in_channels, isa), prefix));
@@ -657,16 +654,8 @@ Result<std::unique_ptr<Layer>> bind_fused_depthwise(const BindContext& context) 
     return context.error(fmt::format("scratch_bytes {} is less than the {} the fused bands need",
                                      context.layer().scratch_bytes, scratch.bytes()));
   }
-  QDQRT_ASSIGN_OR_RETURN(kernels::Isa dw_isa, params::kIsa.read(context, dw_prefix));
-  if (kernels::usable_isa(dw_isa) != dw_isa) {
-    return context.error(fmt::format("weights packed for {}, this machine supports only {}", kernels::isa_name(dw_isa),
-                                     kernels::isa_name(kernels::detected_isa())));
-  }
-  kernels::Fp32Epilogue dw_epilogue;
-  QDQRT_ASSIGN_OR_RETURN(dw_epilogue.min, params::kClipMin.read(context, dw_prefix));
-  QDQRT_ASSIGN_OR_RETURN(dw_epilogue.max, params::kClipMax.read(context, dw_prefix));
-  if (!(dw_epilogue.min <= dw_epilogue.max)) return context.error("act.min exceeds act.max");
-  QDQRT_ASSIGN_OR_RETURN(dw_epilogue.activation, params::kEpilogueFunction.read(context, dw_prefix));
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa dw_isa, read_packed_isa(context, dw_prefix));
+  QDQRT_ASSIGN_OR_RETURN(const kernels::Fp32Epilogue dw_epilogue, read_activation(context, dw_prefix));
   const int taps = static_cast<int>(kernel[0] * kernel[1]);
   const int64_t padded = kernels::depthwise_f32_padded_channels(static_cast<int>(channels));
   QDQRT_ASSIGN_OR_RETURN(const float* dw_weights, params::kWeights.read(context, padded * taps, dw_prefix));

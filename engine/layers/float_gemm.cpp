@@ -27,15 +27,6 @@ namespace {
 constexpr const char* kGemmKind = "fp32_gemm";
 constexpr const char* kMatMulKind = "fp32_matmul";
 
-Result<kernels::Isa> read_isa(const BindContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, params::kIsa.read(context));
-  if (kernels::usable_isa(isa) != isa) {
-    return context.error(fmt::format("weights packed for {}, this machine supports only {}", kernels::isa_name(isa),
-                                     kernels::isa_name(kernels::detected_isa())));
-  }
-  return isa;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Constant B
 
@@ -84,7 +75,7 @@ Result<std::unique_ptr<Layer>> bind_gemm(const BindContext& context) {
                                      shape_to_string(y->shape), k, n));
   }
   if (k > INT32_MAX / 2 || n > INT32_MAX / 2 || safe_numel({k, n}) < 0) return context.error("B is too large");
-  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, read_isa(context));
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, read_packed_isa(context));
   const int ni = static_cast<int>(n), ki = static_cast<int>(k);
   QDQRT_ASSIGN_OR_RETURN(const float* weights, params::kWeights.read(context, kernels::packed_sgemm_floats(ni, k, isa)));
   QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, kernels::sgemm_padded_n(ni, isa)));
@@ -210,7 +201,7 @@ Result<std::unique_ptr<Layer>> bind_matmul(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(int64_t m, params::kM.read(context));
   QDQRT_ASSIGN_OR_RETURN(int64_t k, params::kK.read(context));
   QDQRT_ASSIGN_OR_RETURN(int64_t n, params::kN.read(context));
-  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, read_isa(context));
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, read_packed_isa(context));
   const size_t rank = a->shape.size();
   const bool fits = rank >= 2 && b->shape.size() >= 2 && y->shape.size() == rank && a->shape[rank - 2] == m &&
                     a->shape[rank - 1] == k && b->shape[b->shape.size() - 2] == k && b->shape.back() == n &&

@@ -18,6 +18,15 @@ kernels::Isa bind_isa(const EnginePlan& plan) {
   return std::min(*isa, active);
 }
 
+Result<kernels::Isa> read_packed_isa(const BindContext& context, std::string_view prefix) {
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, params::kIsa.read(context, prefix));
+  if (kernels::usable_isa(isa) != isa) {
+    return context.error(fmt::format("weights packed for {}, this machine supports only {}", kernels::isa_name(isa),
+                                     kernels::isa_name(kernels::detected_isa())));
+  }
+  return isa;
+}
+
 ColumnBlockSplit::ColumnBlockSplit(int64_t row_items_, int64_t columns_, int64_t column_unit_,
                                    int64_t few_rows_column_blocks)
     : row_items(std::max<int64_t>(row_items_, 1)), columns(columns_), column_unit(std::max<int64_t>(column_unit_, 1)) {

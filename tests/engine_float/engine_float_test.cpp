@@ -57,6 +57,31 @@ void expect_engine_matches(const engine::Engine& engine, const Graph& graph, con
   }
 }
 
+// Builds `text` (batch 3), expects `count` layers of `kind` and no reference layer, and the
+// engine to match the reference executor before and after an engine-file round trip.
+void expect_fused_layers(const std::string& text, const std::string& kind, int count, const std::string& file,
+                         const std::string& name) {
+  auto graph = load_text_graph(text, 3);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  int layers = 0;
+  for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+    EXPECT_NE(layer.kind, "reference") << layer.name;
+    layers += layer.kind == kind;
+  }
+  EXPECT_EQ(layers, count);
+  expect_engine_matches(**engine, *graph, name);
+  const std::string path = (std::filesystem::temp_directory_path() / file).string();
+  Status saved = (*engine)->save(path);
+  if (saved.code() == StatusCode::kUnsupported) return;
+  ASSERT_TRUE(saved.is_ok()) << saved.to_string();
+  auto loaded = engine::Engine::load(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  expect_engine_matches(**loaded, *graph, name + " loaded");
+}
+
 void expect_case(const OpCase& op_case) {
   SCOPED_TRACE(op_case.name);
   auto graph = load_text_graph(op_case.text, kMaxBatch);
@@ -230,25 +255,8 @@ TEST(EngineFloatModels, SqueezeExciteGateFoldsIntoProjection) {
       weights("project16", {16, 16, 1, 1}), weights("project3", {16, 16, 3, 3})};
   for (const GateCase& gate_case : cases) {
     SCOPED_TRACE(gate_case.name);
-    auto graph = load_text_graph(model(13, "g (" + gate_case.input + ") => (float y)", inits, gate_case.body), 3);
-    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
-    auto engine = engine::Engine::build(*graph, {});
-    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
-    int binary = 0;
-    for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
-      EXPECT_NE(layer.kind, "reference") << layer.name;
-      binary += layer.kind == "fp32_binary";
-    }
-    EXPECT_EQ(binary, gate_case.binary);
-    expect_engine_matches(**engine, *graph, gate_case.name);
-    const std::string path = (std::filesystem::temp_directory_path() / "qdqrt_engine_float_gate.qdqrt").string();
-    Status saved = (*engine)->save(path);
-    if (saved.code() == StatusCode::kUnsupported) continue;
-    ASSERT_TRUE(saved.is_ok()) << saved.to_string();
-    auto loaded = engine::Engine::load(path);
-    std::remove(path.c_str());
-    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-    expect_engine_matches(**loaded, *graph, gate_case.name + " loaded");
+    expect_fused_layers(model(13, "g (" + gate_case.input + ") => (float y)", inits, gate_case.body), "fp32_binary",
+                        gate_case.binary, "qdqrt_engine_float_gate.qdqrt", gate_case.name);
   }
 }
 
@@ -277,25 +285,8 @@ TEST(EngineFloatModels, DepthwiseFusesIntoPointwise) {
                                           weights("b16", {16}), weights("project24", {24, 24, 1, 1})};
   for (const PairCase& pair : cases) {
     SCOPED_TRACE(pair.name);
-    auto graph = load_text_graph(model(13, "g (" + pair.input + ") => (float y)", inits, pair.body), 3);
-    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
-    auto engine = engine::Engine::build(*graph, {});
-    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
-    int convs = 0;
-    for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
-      EXPECT_NE(layer.kind, "reference") << layer.name;
-      convs += layer.kind == "fp32_conv";
-    }
-    EXPECT_EQ(convs, pair.convs);
-    expect_engine_matches(**engine, *graph, pair.name);
-    const std::string path = (std::filesystem::temp_directory_path() / "qdqrt_engine_float_dwpw.qdqrt").string();
-    Status saved = (*engine)->save(path);
-    if (saved.code() == StatusCode::kUnsupported) continue;
-    ASSERT_TRUE(saved.is_ok()) << saved.to_string();
-    auto loaded = engine::Engine::load(path);
-    std::remove(path.c_str());
-    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-    expect_engine_matches(**loaded, *graph, pair.name + " loaded");
+    expect_fused_layers(model(13, "g (" + pair.input + ") => (float y)", inits, pair.body), "fp32_conv", pair.convs,
+                        "qdqrt_engine_float_dwpw.qdqrt", pair.name);
   }
 }
 
@@ -327,25 +318,8 @@ TEST(EngineFloatModels, ExpansionFusesIntoDepthwise) {
                                           weights("project", {16, 48, 1, 1}), weights("b16", {16})};
   for (const ChainCase& chain : cases) {
     SCOPED_TRACE(chain.name);
-    auto graph = load_text_graph(model(13, "g (" + chain.input + ") => (float y)", inits, chain.body), 3);
-    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
-    auto engine = engine::Engine::build(*graph, {});
-    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
-    int convs = 0;
-    for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
-      EXPECT_NE(layer.kind, "reference") << layer.name;
-      convs += layer.kind == "fp32_conv";
-    }
-    EXPECT_EQ(convs, chain.convs);
-    expect_engine_matches(**engine, *graph, chain.name);
-    const std::string path = (std::filesystem::temp_directory_path() / "qdqrt_engine_float_chain.qdqrt").string();
-    Status saved = (*engine)->save(path);
-    if (saved.code() == StatusCode::kUnsupported) continue;
-    ASSERT_TRUE(saved.is_ok()) << saved.to_string();
-    auto loaded = engine::Engine::load(path);
-    std::remove(path.c_str());
-    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-    expect_engine_matches(**loaded, *graph, chain.name + " loaded");
+    expect_fused_layers(model(13, "g (" + chain.input + ") => (float y)", inits, chain.body), "fp32_conv", chain.convs,
+                        "qdqrt_engine_float_chain.qdqrt", chain.name);
   }
 }
 
