@@ -1009,23 +1009,36 @@ std::optional<kernels::Isa> isa_of(const PlanLayer& layer) {
   return std::nullopt;
 }
 
+// Who writes and how many read each tensor of a plan, and which are the plan's inputs/outputs
+// (the plan-level fusions below only merge layers around a tensor with one producer, one reader
+// and no outside use).
+struct TensorUses {
+  explicit TensorUses(const EnginePlan& plan)
+      : producer(plan.tensors.size(), -1), readers(plan.tensors.size(), 0), interface(plan.tensors.size(), false) {
+    for (int32_t t : plan.inputs) interface[static_cast<size_t>(t)] = true;
+    for (int32_t t : plan.outputs) interface[static_cast<size_t>(t)] = true;
+    for (size_t i = 0; i < plan.layers.size(); ++i) {
+      for (int32_t t : plan.layers[i].inputs) {
+        if (t >= 0) ++readers[static_cast<size_t>(t)];
+      }
+      for (int32_t t : plan.layers[i].outputs) {
+        if (t >= 0) producer[static_cast<size_t>(t)] = static_cast<int64_t>(i);
+      }
+    }
+  }
+  std::vector<int64_t> producer, readers;
+  std::vector<bool> interface;
+};
+
 // Folds `x * gate[N, C, 1, 1]` (an fp32_binary Mul, x stored NHWC) into the 1x1 stride-1 igemm
 // conv that is the product's only reader, when scaling that conv's packed weights (n_padded x C
 // per image) costs at most half a pass over x (H x W x C): EfficientNet-B0's squeeze-excite gates
 // at 14x14 and up (the 112x112 one's Mul took 0.14 ms of 10.9). The gate becomes conv input 2.
 void fold_channel_gates(EnginePlan& plan, std::vector<bool>& unused) {
-  std::vector<int64_t> producer(plan.tensors.size(), -1), readers(plan.tensors.size(), 0);
-  std::vector<bool> interface(plan.tensors.size(), false);
-  for (int32_t t : plan.inputs) interface[static_cast<size_t>(t)] = true;
-  for (int32_t t : plan.outputs) interface[static_cast<size_t>(t)] = true;
-  for (size_t i = 0; i < plan.layers.size(); ++i) {
-    for (int32_t t : plan.layers[i].inputs) {
-      if (t >= 0) ++readers[static_cast<size_t>(t)];
-    }
-    for (int32_t t : plan.layers[i].outputs) {
-      if (t >= 0) producer[static_cast<size_t>(t)] = static_cast<int64_t>(i);
-    }
-  }
+  const TensorUses uses(plan);
+  const std::vector<int64_t>& producer = uses.producer;
+  const std::vector<int64_t>& readers = uses.readers;
+  const std::vector<bool>& interface = uses.interface;
   std::vector<bool> erase(plan.layers.size(), false);
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     PlanLayer& conv = plan.layers[i];
@@ -1161,18 +1174,10 @@ void fuse_depthwise_pointwise(EnginePlan& plan, std::vector<bool>& unused) {
            mid.shape[1] * mid.shape[2] * mid.shape[3] * static_cast<int64_t>(sizeof(float)) >= (64 << 10);
   };
   for (int pass = 0; pass < 2; ++pass) {
-    std::vector<int64_t> producer(plan.tensors.size(), -1), readers(plan.tensors.size(), 0);
-    std::vector<bool> interface(plan.tensors.size(), false);
-    for (int32_t t : plan.inputs) interface[static_cast<size_t>(t)] = true;
-    for (int32_t t : plan.outputs) interface[static_cast<size_t>(t)] = true;
-    for (size_t i = 0; i < plan.layers.size(); ++i) {
-      for (int32_t t : plan.layers[i].inputs) {
-        if (t >= 0) ++readers[static_cast<size_t>(t)];
-      }
-      for (int32_t t : plan.layers[i].outputs) {
-        if (t >= 0) producer[static_cast<size_t>(t)] = static_cast<int64_t>(i);
-      }
-    }
+    const TensorUses uses(plan);
+    const std::vector<int64_t>& producer = uses.producer;
+    const std::vector<int64_t>& readers = uses.readers;
+    const std::vector<bool>& interface = uses.interface;
     auto sole_reader = [&](int32_t t) {
       return t >= 0 && producer[static_cast<size_t>(t)] >= 0 && readers[static_cast<size_t>(t)] == 1 &&
              !interface[static_cast<size_t>(t)] && large(t);
@@ -1239,18 +1244,10 @@ Status fuse_conv_epilogues(EnginePlan& plan) {
   bool changed = true;
   while (changed) {
     changed = false;
-    std::vector<int64_t> producer(plan.tensors.size(), -1), readers(plan.tensors.size(), 0);
-    std::vector<bool> interface(plan.tensors.size(), false);
-    for (int32_t t : plan.inputs) interface[static_cast<size_t>(t)] = true;
-    for (int32_t t : plan.outputs) interface[static_cast<size_t>(t)] = true;
-    for (size_t i = 0; i < plan.layers.size(); ++i) {
-      for (int32_t t : plan.layers[i].inputs) {
-        if (t >= 0) ++readers[static_cast<size_t>(t)];
-      }
-      for (int32_t t : plan.layers[i].outputs) {
-        if (t >= 0) producer[static_cast<size_t>(t)] = static_cast<int64_t>(i);
-      }
-    }
+    const TensorUses uses(plan);
+    const std::vector<int64_t>& producer = uses.producer;
+    const std::vector<int64_t>& readers = uses.readers;
+    const std::vector<bool>& interface = uses.interface;
     for (size_t i = 0; i < plan.layers.size() && !changed; ++i) {
       PlanLayer& conv = plan.layers[i];
       auto mode = conv.params.get_int(std::string(params::kConvMode.key()));
