@@ -332,12 +332,6 @@ struct DotVectors<true> {
   static V adds_epi16(V a, V b) { return _mm512_adds_epi16(a, b); }
   static V packus_epi16(V a, V b) { return _mm512_packus_epi16(a, b); }
   static V packs_epi16(V a, V b) { return _mm512_packs_epi16(a, b); }
-  // Byte 4 i + j of each 128-bit lane into all bytes of its int32 lane j (in unpack order: vector i
-  // of a one-row interleave; its other bytes meet zero weights).
-  static V spread_bytes(V x, int i) {
-    return _mm512_shuffle_epi8(x, _mm512_broadcast_i32x4(_mm_set1_epi32(0x01010101 * 4 * i) +
-                                                         _mm_setr_epi32(0, 0x01010101, 0x02020202, 0x03030303)));
-  }
   static V max_epu8(V a, V b) { return _mm512_max_epu8(a, b); }
   static V min_epu8(V a, V b) { return _mm512_min_epu8(a, b); }
   static V max_epi8(V a, V b) { return _mm512_max_epi8(a, b); }
@@ -380,10 +374,6 @@ struct DotVectors<false> {
   static V adds_epi16(V a, V b) { return _mm256_adds_epi16(a, b); }
   static V packus_epi16(V a, V b) { return _mm256_packus_epi16(a, b); }
   static V packs_epi16(V a, V b) { return _mm256_packs_epi16(a, b); }
-  static V spread_bytes(V x, int i) {
-    return _mm256_shuffle_epi8(x, _mm256_broadcastsi128_si256(_mm_set1_epi32(0x01010101 * 4 * i) +
-                                                              _mm_setr_epi32(0, 0x01010101, 0x02020202, 0x03030303)));
-  }
   static V max_epu8(V a, V b) { return _mm256_max_epu8(a, b); }
   static V min_epu8(V a, V b) { return _mm256_min_epu8(a, b); }
   static V max_epi8(V a, V b) { return _mm256_max_epi8(a, b); }
@@ -419,13 +409,6 @@ template <typename D, bool kSigned, int kRows, typename Load>
     return kSigned ? D::bit_xor(x, sign) : x;
   };
   const V x0 = load(0);
-  if constexpr (kRows == 1) {  // 5x5's fifth row: one in-lane byte shuffle per vector instead of two unpacks
-    v0 = D::spread_bytes(x0, 0);
-    v1 = D::spread_bytes(x0, 1);
-    v2 = D::spread_bytes(x0, 2);
-    v3 = D::spread_bytes(x0, 3);
-    return;
-  }
   const V x1 = kRows > 1 ? load(1) : x0;
   const V x2 = kRows > 2 ? load(2) : x1;
   const V x3 = kRows > 3 ? load(3) : x2;
