@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "kernels/dispatch.h"
 
@@ -49,6 +50,11 @@ void prepare_depthwise_dot(PackedDepthwise& packed) {
   packed.dot_float_bias = {};
   packed.dot_channels = 0;
   packed.dot_bounded = false;
+  packed.dot_tail_groups = 0;
+  packed.dot_tail_weights = {};
+  packed.dot_tail_bias = {};
+  packed.dot_tail_multiplier = {};
+  packed.dot_tail_float_bias = {};
   const int kernel = packed.kernel_height;
   if (packed.isa < Isa::kAvx512Vnni || kernel != packed.kernel_width || (kernel != 3 && kernel != 5)) return;
   const int taps = kernel * kernel;
@@ -97,6 +103,33 @@ void prepare_depthwise_dot(PackedDepthwise& packed) {
       const double largest = largest_accumulator * std::fabs(static_cast<double>(packed.multiplier[c])) +
                              std::fabs(static_cast<double>(packed.float_bias[c]));
       if (!(largest < 0x1p30)) packed.dot_bounded = false;  // also false for NaN
+    }
+  }
+  // 17..32 channels: the 32-channel layout repeated for 2 tiles per zmm.
+  const int tail = dot_channels - 32;
+  if (dot_channels == 32 && packed.channels > 16) {
+    const int groups = 2;
+    const int lanes_per_group = 4 / groups;
+    packed.dot_tail_groups = groups;
+    packed.dot_tail_weights.resize(static_cast<size_t>(row_groups) * kernel * 4 * 64);
+    packed.dot_tail_bias.resize(64);
+    packed.dot_tail_multiplier.resize(64);
+    packed.dot_tail_float_bias.resize(64);
+    for (int vector = 0; vector < 4; ++vector) {
+      for (int lane = 0; lane < 4; ++lane) {
+        // The 32-channel layout: vector i at 8 * i int32 lanes, its 128-bit lane L at 4 * L more.
+        const int source = tail + 8 * vector + 4 * (lane % lanes_per_group);
+        for (int j = 0; j < 4; ++j) {
+          const int target = 16 * vector + 4 * lane + j;
+          packed.dot_tail_bias[target] = packed.dot_bias[source + j];
+          packed.dot_tail_multiplier[target] = packed.dot_multiplier[source + j];
+          packed.dot_tail_float_bias[target] = packed.dot_float_bias[source + j];
+        }
+        for (int group_kx = 0; group_kx < row_groups * kernel; ++group_kx) {
+          std::memcpy(&packed.dot_tail_weights[(static_cast<size_t>(group_kx) * 4 + vector) * 64 + 16 * lane],
+                      &packed.dot_weights[(static_cast<size_t>(group_kx) * dot_channels + source) * 4], 16);
+        }
+      }
     }
   }
 }

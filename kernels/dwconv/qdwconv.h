@@ -73,6 +73,15 @@ struct PackedDepthwise {
   AlignedBuffer<float> dot_multiplier;
   AlignedBuffer<float> dot_float_bias;
   int dot_channels = 0;  // the blocks' total width
+  // Layers of 17..32 channels run 2 tiles per zmm, a 256-bit half each, in the 32-channel layout:
+  // its weights and constants repeated per half (vector i lane L' holds what the 32-channel
+  // layout has in vector i lane L' % 2):
+  //   dot_tail_weights[row_group][kx][4 vectors][64 bytes], dot_tail_*[4 vectors][16 lanes]
+  int dot_tail_groups = 0;  // 2, or 0 for other channel counts
+  AlignedBuffer<int8_t> dot_tail_weights;
+  AlignedBuffer<int32_t> dot_tail_bias;
+  AlignedBuffer<float> dot_tail_multiplier;
+  AlignedBuffer<float> dot_tail_float_bias;
   // Every |accumulator * multiplier + float_bias| stays below 2^30, so converting it to int32 never
   // overflows: the activation clamp may then run on the rounded integers (monotonic rounding).
   bool dot_bounded = false;

@@ -332,8 +332,10 @@ struct DotVectors<true> {
   static V adds_epi16(V a, V b) { return _mm512_adds_epi16(a, b); }
   static V packus_epi16(V a, V b) { return _mm512_packus_epi16(a, b); }
   static V packs_epi16(V a, V b) { return _mm512_packs_epi16(a, b); }
-  static V clamp_epu8(V v, V low, V high) { return _mm512_min_epu8(_mm512_max_epu8(v, low), high); }
-  static V clamp_epi8(V v, V low, V high) { return _mm512_min_epi8(_mm512_max_epi8(v, low), high); }
+  static V max_epu8(V a, V b) { return _mm512_max_epu8(a, b); }
+  static V min_epu8(V a, V b) { return _mm512_min_epu8(a, b); }
+  static V max_epi8(V a, V b) { return _mm512_max_epi8(a, b); }
+  static V min_epi8(V a, V b) { return _mm512_min_epi8(a, b); }
   // Unpack order back to channel order (a 4x4 transpose of 128-bit lanes): 16 channels per zmm.
   static void natural_order(const V (&a)[4], __m512i (&n)[4]) {
     const __m512i t0 = _mm512_shuffle_i64x2(a[0], a[1], 0x44), t1 = _mm512_shuffle_i64x2(a[2], a[3], 0x44);
@@ -372,8 +374,10 @@ struct DotVectors<false> {
   static V adds_epi16(V a, V b) { return _mm256_adds_epi16(a, b); }
   static V packus_epi16(V a, V b) { return _mm256_packus_epi16(a, b); }
   static V packs_epi16(V a, V b) { return _mm256_packs_epi16(a, b); }
-  static V clamp_epu8(V v, V low, V high) { return _mm256_min_epu8(_mm256_max_epu8(v, low), high); }
-  static V clamp_epi8(V v, V low, V high) { return _mm256_min_epi8(_mm256_max_epi8(v, low), high); }
+  static V max_epu8(V a, V b) { return _mm256_max_epu8(a, b); }
+  static V min_epu8(V a, V b) { return _mm256_min_epu8(a, b); }
+  static V max_epi8(V a, V b) { return _mm256_max_epi8(a, b); }
+  static V min_epi8(V a, V b) { return _mm256_min_epi8(a, b); }
   // Vector i lane L holds channels 16 L + 4 i + j: channels 0..15 are the low lanes of all four.
   static void natural_order(const V (&a)[4], __m512i (&n)[4]) {
     auto join = [](__m256i low, __m256i high) {
@@ -391,17 +395,17 @@ struct DotVectors<false> {
 
 // The interleaved column: v[i] holds, in unpack order, channels 16 * lane + 4 * i + j with the
 // `kRows` input rows in its bytes (bytes past kRows repeat a row: their weights are zero).
-// always_inline and compile-time indices only: otherwise GCC keeps the vectors in memory.
-template <typename D, bool kSigned, bool kFull, int kRows, typename Rows>
-[[gnu::always_inline]] inline void interleave_rows(const Rows& rows, int c, typename D::Mask mask,
-                                                   typename D::V& v0, typename D::V& v1, typename D::V& v2,
-                                                   typename D::V& v3) {
+// load(r) returns input row r of the column as stored. always_inline and compile-time indices
+// only: otherwise GCC keeps the vectors in memory.
+template <typename D, bool kSigned, int kRows, typename Load>
+[[gnu::always_inline]] inline void interleave_rows(const Load& load_row, typename D::V& v0, typename D::V& v1,
+                                                   typename D::V& v2, typename D::V& v3) {
   using V = typename D::V;
   // x + 128 for signed input (vpdpbusd's first operand is unsigned), on the rows before they
   // are interleaved: kRows flips instead of 4.
   const V sign = D::set1_epi8(static_cast<char>(0x80));
   auto load = [&](int r) QDQRT_INLINE_LAMBDA {
-    const V x = kFull ? D::load(rows(r) + c) : D::load_masked(mask, rows(r) + c);
+    const V x = load_row(r);
     return kSigned ? D::bit_xor(x, sign) : x;
   };
   const V x0 = load(0);
@@ -433,27 +437,27 @@ struct RowBases {
   [[gnu::always_inline]] const uint8_t* at(int q, int ky) const { return rows[ky] + q * pixel_stride; }
 };
 
-// T output pixels x one channel block from c: acc[4 * j + i] is pixel j's vector i (unpack order).
-template <typename D, bool kSigned, bool kFull, int K, int SW, int T, typename Input>
-[[gnu::always_inline]] inline void accumulate_dot(const PackedDepthwise& packed, const Input& input,
-                                                  int c, typename D::Mask mask, typename D::V (&acc)[4 * T]) {
+// T output pixels of one channel block: acc[4 * j + i] is pixel j's vector i (unpack order).
+// load(q, ky) is input column q of the tile in kernel row ky, as stored; the weights of row group
+// rg and kernel column kx start at weights + (rg * K + kx) * kx_bytes, vector i 4 * kLanes * i bytes on.
+template <typename D, bool kSigned, int K, int SW, int T, typename Load>
+[[gnu::always_inline]] inline void accumulate_dot_core(const Load& load, const int8_t* weights, int64_t kx_bytes,
+                                                       const int32_t* bias, typename D::V (&acc)[4 * T]) {
   constexpr int kColumns = (T - 1) * SW + K;
   constexpr int kGroups = (K + 3) / 4;
   constexpr int kLanes = D::kChannels / 4;  // int32 lanes per vector
-  const int64_t dot_channels = packed.dot_channels;
-  const int32_t* bias = packed.dot_bias.data() + c;
   static_for<4 * T>([&](auto a) QDQRT_INLINE_LAMBDA { acc[a] = D::load(bias + kLanes * (a % 4)); });
   static_for<kGroups>([&](auto group) QDQRT_INLINE_LAMBDA {
     constexpr int kRows = K - 4 * group < 4 ? K - 4 * group : 4;
-    const int8_t* weights = packed.dot_weights.data() + (group * K * dot_channels + c) * 4;
+    const int8_t* group_weights = weights + group * K * kx_bytes;
     static_for<kColumns>([&](auto q) QDQRT_INLINE_LAMBDA {
       typename D::V v[4];
-      auto rows = [&](int r) QDQRT_INLINE_LAMBDA { return input.at(q, 4 * group + r); };
-      interleave_rows<D, kSigned, kFull, kRows>(rows, c, mask, v[0], v[1], v[2], v[3]);
+      auto rows = [&](int r) QDQRT_INLINE_LAMBDA { return load(q, 4 * group + r); };
+      interleave_rows<D, kSigned, kRows>(rows, v[0], v[1], v[2], v[3]);
       static_for<K>([&](auto kx) QDQRT_INLINE_LAMBDA {
         constexpr int offset = static_cast<int>(q) - static_cast<int>(kx);
         if constexpr (offset >= 0 && offset % SW == 0 && offset / SW < T) {
-          const int8_t* w = weights + kx * dot_channels * 4;
+          const int8_t* w = group_weights + kx * kx_bytes;
           static_for<4>([&](auto i) QDQRT_INLINE_LAMBDA {
             acc[4 * (offset / SW) + i] = D::dpbusd(acc[4 * (offset / SW) + i], v[i], D::load(w + 4 * kLanes * i));
           });
@@ -461,6 +465,18 @@ template <typename D, bool kSigned, bool kFull, int K, int SW, int T, typename I
       });
     });
   });
+}
+
+// T output pixels x one channel block from c (the blocks of dot_weights).
+template <typename D, bool kSigned, bool kFull, int K, int SW, int T, typename Input>
+[[gnu::always_inline]] inline void accumulate_dot(const PackedDepthwise& packed, const Input& input,
+                                                  int c, typename D::Mask mask, typename D::V (&acc)[4 * T]) {
+  const int64_t dot_channels = packed.dot_channels;
+  auto load = [&](int q, int ky) QDQRT_INLINE_LAMBDA {
+    return kFull ? D::load(input.at(q, ky) + c) : D::load_masked(mask, input.at(q, ky) + c);
+  };
+  accumulate_dot_core<D, kSigned, K, SW, T>(load, packed.dot_weights.data() + c * 4, dot_channels * 4,
+                                            packed.dot_bias.data() + c, acc);
 }
 
 // The int8/uint8 plain epilogue in unpack order: the same float operations as store_vector_plain,
@@ -480,35 +496,69 @@ struct DotConstants {
   typename D::F multiplier[4], float_bias[4];
 };
 
+// The plain store's form (DotStores::mode): kStoreIntegerClamp (PackedDepthwise::dot_bounded, finite
+// clamp) runs the activation clamp on the packed bytes, at most 2 instructions per block instead of
+// 8 (rounding is monotonic, so clamping before or after it gives the same integers), and only its
+// bounds that are not the output type's (kStoreLow, kStoreHigh); kStoreZeroPoint adds a nonzero
+// output zero-point. 3 of about 20 instructions per pixel and 64 channels for the common
+// ReLU / ReLU6 with zero-point 0.
+constexpr int kStoreZeroPoint = 1, kStoreLow = 2, kStoreHigh = 4, kStoreIntegerClamp = 8;
+
+// Calls f(std::integral_constant<int, mode>) for the stores' mode, one of 9.
+template <typename F>
+[[gnu::always_inline]] inline void with_store_mode(int mode, F&& f) {
+  using std::integral_constant;
+  switch (mode) {
+    case 8: return f(integral_constant<int, 8>{});
+    case 9: return f(integral_constant<int, 9>{});
+    case 10: return f(integral_constant<int, 10>{});
+    case 11: return f(integral_constant<int, 11>{});
+    case 12: return f(integral_constant<int, 12>{});
+    case 13: return f(integral_constant<int, 13>{});
+    case 14: return f(integral_constant<int, 14>{});
+    case 15: return f(integral_constant<int, 15>{});
+    default: return f(integral_constant<int, kStoreZeroPoint>{});
+  }
+}
+
 // Takes the accumulators by value: with a reference to the tile's array, GCC keeps that array in
-// memory for the whole accumulation. kIntegerClamp (PackedDepthwise::dot_bounded, finite clamp):
-// the activation clamp on the packed bytes, 2 instructions per block instead of 8; rounding is
-// monotonic, so clamping before or after it gives the same integers.
-template <typename D, bool kFull, bool kIntegerClamp>
-[[gnu::always_inline]] inline void store_dot_plain(typename D::V a0, typename D::V a1, typename D::V a2,
-                                                   typename D::V a3, const DotConstants<D>& k,
-                                                   const DotPlainStore<D>& p, char* out, typename D::Mask mask) {
+// memory for the whole accumulation.
+template <typename D, int kMode>
+[[gnu::always_inline]] inline typename D::V dot_plain_bytes(typename D::V a0, typename D::V a1, typename D::V a2,
+                                                            typename D::V a3, const DotConstants<D>& k,
+                                                            const DotPlainStore<D>& p) {
   using V = typename D::V;
   auto requantize = [&](V acc, auto i) QDQRT_INLINE_LAMBDA {
     const typename D::F y = D::fmadd_cvt(acc, k.multiplier[i], k.float_bias[i]);
-    if constexpr (kIntegerClamp) return D::cvtps(y);
+    if constexpr ((kMode & kStoreIntegerClamp) != 0) return D::cvtps(y);
     return D::cvtps(D::clamp(y, p.clamp_min, p.clamp_max));
   };
   using std::integral_constant;
-  const V words01 = D::adds_epi16(
-      D::packs_epi32(requantize(a0, integral_constant<int, 0>{}), requantize(a1, integral_constant<int, 1>{})),
-      p.zero_point16);
-  const V words23 = D::adds_epi16(
-      D::packs_epi32(requantize(a2, integral_constant<int, 2>{}), requantize(a3, integral_constant<int, 3>{})),
-      p.zero_point16);
+  auto zero_point = [&](V words) QDQRT_INLINE_LAMBDA {
+    return (kMode & kStoreZeroPoint) != 0 ? D::adds_epi16(words, p.zero_point16) : words;
+  };
+  const V words01 = zero_point(
+      D::packs_epi32(requantize(a0, integral_constant<int, 0>{}), requantize(a1, integral_constant<int, 1>{})));
+  const V words23 = zero_point(
+      D::packs_epi32(requantize(a2, integral_constant<int, 2>{}), requantize(a3, integral_constant<int, 3>{})));
   V bytes;
   if (p.unsigned_output) {
     bytes = D::packus_epi16(words01, words23);
-    if constexpr (kIntegerClamp) bytes = D::clamp_epu8(bytes, p.low_bytes, p.high_bytes);
+    if constexpr ((kMode & kStoreLow) != 0) bytes = D::max_epu8(bytes, p.low_bytes);
+    if constexpr ((kMode & kStoreHigh) != 0) bytes = D::min_epu8(bytes, p.high_bytes);
   } else {
     bytes = D::packs_epi16(words01, words23);
-    if constexpr (kIntegerClamp) bytes = D::clamp_epi8(bytes, p.low_bytes, p.high_bytes);
+    if constexpr ((kMode & kStoreLow) != 0) bytes = D::max_epi8(bytes, p.low_bytes);
+    if constexpr ((kMode & kStoreHigh) != 0) bytes = D::min_epi8(bytes, p.high_bytes);
   }
+  return bytes;
+}
+
+template <typename D, bool kFull, int kMode>
+[[gnu::always_inline]] inline void store_dot_plain(typename D::V a0, typename D::V a1, typename D::V a2,
+                                                   typename D::V a3, const DotConstants<D>& k,
+                                                   const DotPlainStore<D>& p, char* out, typename D::Mask mask) {
+  const typename D::V bytes = dot_plain_bytes<D, kMode>(a0, a1, a2, a3, k, p);
   if constexpr (kFull) {
     D::store(out, bytes);
   } else {
@@ -565,7 +615,7 @@ template <typename D, int T>
 // One channel block (from c, `count` channels left) of a tile.
 template <typename D, bool kSigned, int K, int SW, int T, typename Input>
 [[gnu::always_inline]] inline void dot_block(const PackedDepthwise& packed, const Input& input, int c,
-                                             int count, bool plain, bool integer_clamp, const DotPlainStore<D>& store,
+                                             int count, bool plain, int mode, const DotPlainStore<D>& store,
                                              char* out, int64_t out_pixel_bytes, const char* residual,
                                              const Epilogue& epilogue, __m512 clamp_min, __m512 clamp_max) {
   using Mask = typename D::Mask;
@@ -584,16 +634,17 @@ template <typename D, bool kSigned, int K, int SW, int T, typename Input>
       k.multiplier[i] = D::load_ps(packed.dot_multiplier.data() + c + kLanes * i);
       k.float_bias[i] = D::load_ps(packed.dot_float_bias.data() + c + kLanes * i);
     });
-    auto store_all = [&]<bool kFull, bool kIntegerClamp>() QDQRT_INLINE_LAMBDA {
+    auto store_all = [&]<bool kFull>(auto store_mode) QDQRT_INLINE_LAMBDA {
+      constexpr int kMode = decltype(store_mode)::value;
       static_for<T>([&](auto j) QDQRT_INLINE_LAMBDA {
-        store_dot_plain<D, kFull, kIntegerClamp>(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3], k,
-                                                 store, out + j * out_pixel_bytes + c, mask);
+        store_dot_plain<D, kFull, kMode>(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3], k, store,
+                                         out + j * out_pixel_bytes + c, mask);
       });
     };
     if (full) {
-      integer_clamp ? store_all.template operator()<true, true>() : store_all.template operator()<true, false>();
+      with_store_mode(mode, [&](auto m) QDQRT_INLINE_LAMBDA { store_all.template operator()<true>(m); });
     } else {
-      integer_clamp ? store_all.template operator()<false, true>() : store_all.template operator()<false, false>();
+      with_store_mode(mode, [&](auto m) QDQRT_INLINE_LAMBDA { store_all.template operator()<false>(m); });
     }
     return;
   }
@@ -621,18 +672,26 @@ template <typename D>
 
 // The epilogue's form and constants, set once per call.
 struct DotStores {
-  bool plain = false;          // int8/uint8 output without residual, leaky slope or program
-  bool integer_clamp = false;  // and the clamp may run on the rounded integers
+  bool plain = false;  // int8/uint8 output without residual, leaky slope or program
+  int mode = kStoreZeroPoint;  // the plain store's form (kStore*)
   DotPlainStore<DotVectors<true>> wide;
   DotPlainStore<DotVectors<false>> narrow;
 
   DotStores(const PackedDepthwise& packed, const Epilogue& epilogue) {
     plain = epilogue.residual == nullptr && !epilogue.leaky && epilogue.program == nullptr &&
             epilogue.output_type != OutputType::kF32;
-    integer_clamp = plain && packed.dot_bounded && std::fabs(epilogue.clamp_min) <= 0x1p20f &&
-                    std::fabs(epilogue.clamp_max) <= 0x1p20f;
+    const bool integer_clamp = plain && packed.dot_bounded && std::fabs(epilogue.clamp_min) <= 0x1p20f &&
+                               std::fabs(epilogue.clamp_max) <= 0x1p20f;
     wide = dot_plain_store<DotVectors<true>>(epilogue, integer_clamp);
     narrow = dot_plain_store<DotVectors<false>>(epilogue, integer_clamp);
+    if (integer_clamp) {
+      // The clamp bounds (in [type min, type max]: clamp_min/max include the saturation) that cut.
+      const bool u8 = epilogue.output_type == OutputType::kU8;
+      const int low = _mm_cvtss_si32(_mm_set_ss(epilogue.clamp_min)) + epilogue.output_zero_point;
+      const int high = _mm_cvtss_si32(_mm_set_ss(epilogue.clamp_max)) + epilogue.output_zero_point;
+      mode = kStoreIntegerClamp | (epilogue.output_zero_point != 0 ? kStoreZeroPoint : 0) |
+             (low > (u8 ? 0 : -128) ? kStoreLow : 0) | (high < (u8 ? 255 : 127) ? kStoreHigh : 0);
+    }
   }
 };
 
@@ -645,14 +704,181 @@ template <bool kSigned, int K, int SW, int T, typename Input>
   const int channels = packed.channels;
   int c = 0;
   for (; channels - c > 32; c += 64) {
-    dot_block<DotVectors<true>, kSigned, K, SW, T>(packed, input, c, channels - c, stores.plain, stores.integer_clamp,
+    dot_block<DotVectors<true>, kSigned, K, SW, T>(packed, input, c, channels - c, stores.plain, stores.mode,
                                                    stores.wide, out, out_pixel_bytes, residual, epilogue, clamp_min,
                                                    clamp_max);
   }
   if (c < channels) {  // a last block of at most 32 channels
-    dot_block<DotVectors<false>, kSigned, K, SW, T>(packed, input, c, channels - c, stores.plain, stores.integer_clamp,
+    dot_block<DotVectors<false>, kSigned, K, SW, T>(packed, input, c, channels - c, stores.plain, stores.mode,
                                                     stores.narrow, out, out_pixel_bytes, residual, epilogue,
                                                     clamp_min, clamp_max);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layers of 17..32 channels (PackedDepthwise::dot_tail_groups): G = 2 tiles of one output row per
+// zmm, a 256-bit half each in the 32-channel layout. On ymm, one tile at a time, such a layer ran
+// at 0.7 of the time of a 64-channel one (MobileNetV2's 112x112x32: 20% of peak); this way at 0.6.
+// As the tail of wider layers it measured slower than the ymm block (its loads leave L1 between
+// the passes, and border groups resolve G column tables), so those keep the ymm block.
+
+// Inside the image, the G tiles T pixels apart: K row pointers at group 0's first column.
+template <int K>
+struct GroupedRows {
+  const uint8_t* rows[K];
+  int64_t pixel_stride, group_step;
+  [[gnu::always_inline]] const uint8_t* at(int q, int ky, int g) const {
+    return rows[ky] + q * pixel_stride + g * group_step;
+  }
+};
+
+// Border tiles, or fewer than G tiles (the missing ones repeat tile 0): columns[g * kColumns + q][ky].
+template <int K, int kColumns>
+struct GroupedTable {
+  const uint8_t* const (*columns)[K];
+  [[gnu::always_inline]] const uint8_t* at(int q, int ky, int g) const { return columns[g * kColumns + q][ky]; }
+};
+
+// One zmm of 2 halves of 32 channels from channel c.
+template <bool kFull>
+[[gnu::always_inline]] inline __m512i load_grouped(const uint8_t* p0, const uint8_t* p1, int c, uint32_t mask) {
+  auto half = [&](const uint8_t* p) QDQRT_INLINE_LAMBDA {
+    return kFull ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + c))
+                 : _mm256_maskz_loadu_epi8(__mmask32(mask), p + c);
+  };
+  return _mm512_inserti64x4(_mm512_castsi256_si512(half(p0)), half(p1), 1);
+}
+
+// Group g's 32 bytes of a zmm, stored at p.
+template <int g, bool kFull>
+[[gnu::always_inline]] inline void store_grouped(char* p, __m512i bytes, uint32_t mask) {
+  const __m256i half = _mm512_extracti64x4_epi64(bytes, g);
+  kFull ? _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), half) : _mm256_mask_storeu_epi8(p, __mmask32(mask), half);
+}
+
+// `active` (1..G) tiles of T pixels, tile g's output at out + g * group_out_bytes.
+template <bool kSigned, bool kFull, int K, int SW, int T, int G, typename Input>
+[[gnu::always_inline]] inline void dot_tail_block(const PackedDepthwise& packed, const Input& input, int active,
+                                                  char* out, int64_t group_out_bytes, int64_t out_pixel_bytes,
+                                                  const char* residual, int64_t group_residual_bytes,
+                                                  const Epilogue& epilogue, const DotStores& stores,
+                                                  __m512 clamp_min, __m512 clamp_max) {
+  using D = DotVectors<true>;
+  const int c = packed.dot_channels - 32;
+  const int count = packed.channels - c;
+  const uint32_t mask = kFull ? ~0u : (1u << count) - 1;  // count < 32 when not full
+  auto load = [&](int q, int ky) QDQRT_INLINE_LAMBDA {
+    return load_grouped<kFull>(input.at(q, ky, 0), input.at(q, ky, 1), c, mask);
+  };
+  D::V acc[4 * T];
+  accumulate_dot_core<D, kSigned, K, SW, T>(load, packed.dot_tail_weights.data(), 4 * 64, packed.dot_tail_bias.data(),
+                                            acc);
+  if (stores.plain) {
+    DotConstants<D> k;
+    static_for<4>([&](auto i) QDQRT_INLINE_LAMBDA {
+      k.multiplier[i] = D::load_ps(packed.dot_tail_multiplier.data() + 16 * i);
+      k.float_bias[i] = D::load_ps(packed.dot_tail_float_bias.data() + 16 * i);
+    });
+    with_store_mode(stores.mode, [&](auto store_mode) QDQRT_INLINE_LAMBDA {
+      constexpr int kMode = decltype(store_mode)::value;
+      static_for<T>([&](auto j) QDQRT_INLINE_LAMBDA {
+        const __m512i bytes = dot_plain_bytes<D, kMode>(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3],
+                                                        k, stores.wide);
+        char* pixel = out + j * out_pixel_bytes + c;
+        static_for<G>([&](auto g) QDQRT_INLINE_LAMBDA {
+          if (g < active) store_grouped<g, kFull>(pixel + g * group_out_bytes, bytes, mask);
+        });
+      });
+    });
+    return;
+  }
+  static_for<G>([&](auto g) QDQRT_INLINE_LAMBDA {
+    if (g >= active) return;
+    DotAccumulators<DotVectors<false>, T> copy;
+    static_for<4 * T>([&](auto a) QDQRT_INLINE_LAMBDA { copy.v[a] = _mm512_extracti64x4_epi64(acc[a], g); });
+    store_dot_general<DotVectors<false>, T>(copy, packed, c, count, out + g * group_out_bytes, out_pixel_bytes,
+                                            residual ? residual + g * group_residual_bytes : nullptr, epilogue,
+                                            clamp_min, clamp_max);
+  });
+}
+
+template <bool kSigned, int K, int SW, int T, int G, typename Input>
+[[gnu::noinline]] void dot_tail_tiles(const PackedDepthwise& packed, const Input& input, int active, char* out,
+                                      int64_t group_out_bytes, int64_t out_pixel_bytes, const char* residual,
+                                      int64_t group_residual_bytes, const Epilogue& epilogue, const DotStores& stores,
+                                      __m512 clamp_min, __m512 clamp_max) {
+  if (packed.channels - (packed.dot_channels - 32) == 64 / G) {
+    dot_tail_block<kSigned, true, K, SW, T, G>(packed, input, active, out, group_out_bytes, out_pixel_bytes, residual,
+                                               group_residual_bytes, epilogue, stores, clamp_min, clamp_max);
+  } else {
+    dot_tail_block<kSigned, false, K, SW, T, G>(packed, input, active, out, group_out_bytes, out_pixel_bytes, residual,
+                                                group_residual_bytes, epilogue, stores, clamp_min, clamp_max);
+  }
+}
+
+// The tile width run_dot uses with `left` pixels of a row left.
+inline int dot_tile_width(int left, int tile = 4) {
+  return left <= tile ? left : left < 2 * tile ? (left + 1) / 2 : tile;
+}
+
+// The tail block over `left` pixels of output row out_y from out_x: the same tiles as run_dot,
+// up to G consecutive ones of equal width per call.
+template <bool kSigned, int K, int SW, int G>
+void dot_tail_row(const PackedDepthwise& packed, const DepthwiseGeometry& g, const uint8_t* image,
+                  const uint8_t* padding, int out_y, int out_x, int left, char* out, int64_t out_pixel_bytes,
+                  const char* residual, const Epilogue& epilogue, const DotStores& stores, __m512 clamp_min,
+                  __m512 clamp_max) {
+  const int64_t row_bytes = static_cast<int64_t>(g.input_width) * g.input_pixel_stride;
+  const int first_y = out_y * g.stride_height - g.pad_top;
+  const bool rows_inside = first_y >= 0 && first_y + K <= g.input_height;
+  while (left > 0) {
+    const int n = dot_tile_width(left);
+    int active = 1;
+    while (active < G && left - active * n > 0 && dot_tile_width(left - active * n) == n) ++active;
+    const int first_x = out_x * SW - g.pad_left;
+    const int last_x = first_x + (active * n - 1) * SW + K;  // one past the last column read
+    const int64_t group_out_bytes = n * out_pixel_bytes;
+    const int64_t group_residual_bytes = n * epilogue.residual_row_stride;
+    auto run = [&]<int T>() {
+      constexpr int kColumns = (T - 1) * SW + K;
+      if (active == G && rows_inside && first_x >= 0 && last_x <= g.input_width) {
+        GroupedRows<K> rows;
+        rows.pixel_stride = g.input_pixel_stride;
+        rows.group_step = static_cast<int64_t>(T) * SW * g.input_pixel_stride;
+        for (int ky = 0; ky < K; ++ky) rows.rows[ky] = image + (first_y + ky) * row_bytes + first_x * g.input_pixel_stride;
+        dot_tail_tiles<kSigned, K, SW, T, G>(packed, rows, active, out, group_out_bytes, out_pixel_bytes, residual,
+                                             group_residual_bytes, epilogue, stores, clamp_min, clamp_max);
+        return;
+      }
+      const uint8_t* columns[G * kColumns][K];
+      for (int group = 0; group < G; ++group) {
+        const int x0 = first_x + (group < active ? group : 0) * T * SW;
+        for (int ky = 0; ky < K; ++ky) {
+          const int in_y = first_y + ky;
+          const bool row_inside = in_y >= 0 && in_y < g.input_height;
+          for (int q = 0; q < kColumns; ++q) {
+            const int in_x = x0 + q;
+            columns[group * kColumns + q][ky] =
+                row_inside && in_x >= 0 && in_x < g.input_width
+                    ? image + in_y * row_bytes + static_cast<int64_t>(in_x) * g.input_pixel_stride
+                    : padding;
+          }
+        }
+      }
+      dot_tail_tiles<kSigned, K, SW, T, G>(packed, GroupedTable<K, kColumns>{columns}, active, out, group_out_bytes,
+                                           out_pixel_bytes, residual, group_residual_bytes, epilogue, stores,
+                                           clamp_min, clamp_max);
+    };
+    switch (n) {
+      case 1: run.template operator()<1>(); break;
+      case 2: run.template operator()<2>(); break;
+      case 3: run.template operator()<3>(); break;
+      default: run.template operator()<4>(); break;
+    }
+    left -= active * n;
+    out_x += active * n;
+    out += active * group_out_bytes;
+    if (residual) residual += active * group_residual_bytes;
   }
 }
 
@@ -709,11 +935,15 @@ void dot_tile(const PackedDepthwise& packed, const DepthwiseGeometry& g, const u
 
 // Splits each output row of [pixel_begin, pixel_end) into tiles of at most kTile pixels (a
 // remainder between kTile and 2 * kTile in two near-equal tiles). The row pointers are set once
-// per output row; only tiles that read padding resolve their columns one by one.
+// per output row; only tiles that read padding resolve their columns one by one. Layers of 17..32
+// channels (dot_tail_groups) run whole rows through dot_tail_row instead.
 template <bool kSigned, int K, int SW>
 void run_dot(const PackedDepthwise& packed, const DepthwiseGeometry& g, const DepthwiseArgs& args,
              const Epilogue& epilogue, int pixel_begin, int pixel_end) {
-  constexpr int kTile = 4;
+  // 3x3 stride 2 reads 2 T + 1 columns per tile: 5 pixels share the per-tile work (bias,
+  // constants, calls) over one more pixel than 4 (+0.5-0.8 points on the Zen 4). Not 5x5: its
+  // 32-channel tail block then measured 2 points slower (56x56x144).
+  constexpr int kTile = SW == 2 && K == 3 ? 5 : 4;
   uint8_t* padding = thread_scratch(ScratchSlot::kPadding, packed.dot_channels + 64);
   std::memset(padding, static_cast<uint8_t>(packed.input_zero_point), packed.dot_channels + 64);
   const int output_size = output_element_size(epilogue.output_type);
@@ -731,13 +961,22 @@ void run_dot(const PackedDepthwise& packed, const DepthwiseGeometry& g, const De
     int out_x = static_cast<int>(in_image - static_cast<int64_t>(out_y) * g.output_width);
     const int64_t row_end = std::min<int64_t>(pixel_end, p + (g.output_width - out_x));
     const uint8_t* image = static_cast<const uint8_t*>(args.input) + image_index * image_bytes;
+    if (packed.dot_tail_groups) {  // 17..32 channels: the whole row, 2 tiles per vector
+      char* out = static_cast<char*>(args.output) + p * out_pixel_bytes;
+      const char* residual =
+          epilogue.residual ? static_cast<const char*>(epilogue.residual) + p * epilogue.residual_row_stride : nullptr;
+      dot_tail_row<kSigned, K, SW, 2>(packed, g, image, padding, out_y, out_x, static_cast<int>(row_end - p), out,
+                                      out_pixel_bytes, residual, epilogue, stores, clamp_min, clamp_max);
+      p = row_end;
+      continue;
+    }
     const int first_y = out_y * g.stride_height - g.pad_top;
     const bool rows_inside = first_y >= 0 && first_y + K <= g.input_height;
     RowBases<K> rows;
     rows.pixel_stride = g.input_pixel_stride;
     while (p < row_end) {
       const int left = static_cast<int>(row_end - p);
-      const int n = left <= kTile ? left : left < 2 * kTile ? (left + 1) / 2 : kTile;
+      const int n = dot_tile_width(left, kTile);
       char* out = static_cast<char*>(args.output) + p * out_pixel_bytes;
       const char* residual =
           epilogue.residual ? static_cast<const char*>(epilogue.residual) + p * epilogue.residual_row_stride : nullptr;
@@ -775,6 +1014,17 @@ void run_dot(const PackedDepthwise& packed, const DepthwiseGeometry& g, const De
     }                                                                                                               \
     break;
         QDQRT_TILE(1) QDQRT_TILE(2) QDQRT_TILE(3) QDQRT_TILE(4)
+        case 5:
+          if constexpr (kTile == 5) {
+            if (inside) {
+              dot_tile_inside<kSigned, K, SW, 5>(packed, rows, out, out_pixel_bytes, residual, epilogue, stores,
+                                                 clamp_min, clamp_max);
+            } else {
+              dot_tile<kSigned, K, SW, 5>(packed, g, image, padding, out_y, out_x, out, out_pixel_bytes, residual,
+                                          epilogue, stores, clamp_min, clamp_max);
+            }
+          }
+          break;
 #undef QDQRT_TILE
       }
       p += tiles * n;

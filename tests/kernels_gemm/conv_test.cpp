@@ -193,6 +193,77 @@ TEST(Conv, DepthwiseDotInsideTiles) {
   }
 }
 
+// Layers of 17..32 channels run two tiles of a row per zmm (dot_tail_groups): rows of 1..4 tiles
+// of every width (pairs, a lone tile, pairs of border tiles), both strides and kernels, channel
+// counts that mask the loads, strided pixels, thread splits, and every epilogue (the general
+// store splits the pair again).
+TEST(Conv, DepthwiseDotTilePairs) {
+  std::mt19937 rng(37);
+  auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); };
+  const Activation activations[] = {Activation{}, Activation{ActivationKind::kRelu},
+                                    Activation{ActivationKind::kClip, 0.0f, 6.0f},
+                                    Activation{ActivationKind::kLeakyRelu, 0, 0, 0.1f}};
+  int seed = 300;
+  for (int kernel : {3, 5}) {
+    for (int stride : {1, 2}) {
+      for (int channels : {17, 24, 31, 32}) {
+        for (int round = 0; round < 4; ++round) {
+          QuantSettings q;
+          q.input_signed = pick(0, 1);
+          q.input_zero_point = q.input_signed ? pick(-128, 127) : pick(0, 255);
+          q.output_type = round == 3 ? OutputType::kF32 : pick(0, 1) ? OutputType::kS8 : OutputType::kU8;
+          q.output_zero_point = q.output_type == OutputType::kF32 ? 0
+                                : pick(0, 1)                        ? 0
+                                : q.output_type == OutputType::kU8  ? pick(0, 255)
+                                                                    : pick(-128, 127);
+          q.activation = activations[pick(0, 3)];
+          q.residual = round == 2;
+          q.bias_float = pick(0, 1);
+          const int pad = kernel / 2;
+          ConvTester tester;
+          tester.batch(pick(1, 2)).input_size(pick(kernel, 2 * kernel + 2), pick(kernel, 40))
+              .channels(channels, channels).groups(channels).kernel(kernel, kernel).stride(stride, stride)
+              .padding(pick(0, pad), pick(0, pad), pick(0, pad), pick(0, pad))
+              .pixel_stride_extra(pick(0, 1) * pick(1, 9), pick(0, 1) * pick(1, 9)).split(pick(1, 4)).quant(q)
+              .seed(++seed).expect_kernel("dp4", Isa::kAvx512Vnni);
+          const ConvShape s = tester.shape();
+          if (s.output_height <= 0 || s.output_width <= 0) continue;
+          tester.test_all_isas();
+        }
+      }
+    }
+  }
+}
+
+// The vpdpbusd form's plain store drops the zero-point addition and the byte clamps that cannot
+// cut (DotStores::mode): output zero-point 0 or not x clamps that cut below, above, both or
+// neither, for s8 and u8 outputs, on 64-channel blocks and the 32-channel (ymm) tail.
+TEST(Conv, DepthwiseDotStoreModes) {
+  const Activation activations[] = {Activation{}, Activation{ActivationKind::kRelu},
+                                    Activation{ActivationKind::kClip, 0.0f, 6.0f},
+                                    Activation{ActivationKind::kClip, -3.0f, 4.0f},
+                                    Activation{ActivationKind::kClip, -1000.0f, 2.0f}};
+  int seed = 500;
+  for (OutputType type : {OutputType::kS8, OutputType::kU8}) {
+    for (int zp : {0, 1}) {
+      for (const Activation& activation : activations) {
+        for (int channels : {64, 96}) {
+          QuantSettings q;
+          q.input_signed = seed % 2;
+          q.input_zero_point = q.input_signed ? -3 : 120;
+          q.output_type = type;
+          q.output_zero_point = zp == 0 ? 0 : type == OutputType::kU8 ? 100 : -7;
+          q.activation = activation;
+          const int stride = 1 + seed % 2;
+          ConvTester().input_size(9, 13).channels(channels, channels).groups(channels).kernel(3, 3)
+              .stride(stride, stride).padding(1, 1, 1, 1).quant(q).split(2).seed(++seed)
+              .expect_kernel("dp4", Isa::kAvx512Vnni).test_all_isas();
+        }
+      }
+    }
+  }
+}
+
 TEST(Conv, ZeroPointsAndEpilogues) {
   const Activation activations[] = {
       Activation{},
