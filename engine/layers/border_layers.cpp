@@ -290,8 +290,11 @@ Result<std::unique_ptr<Layer>> bind_dequantize(const BindContext& context) {
 
 // NCHW -> NHWC of 3-channel 4-byte pixels (a float network's RGB input): the transpose's 8x8
 // tiles leave 3 rows to its scalar edge loop (0.073 ms for 224x224 on Zen 4); with the channel
-// count fixed the loop vectorizes (0.024 ms). A copy: bit-exact.
+// count fixed the loop vectorizes (0.024 ms). A copy: bit-exact. GCC only: clang's ifunc
+// resolvers run before the sanitizer runtimes start (the TSan build crashed at load).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 void planes3_to_pixels(size_t pixels, const uint32_t* __restrict src, size_t plane, uint32_t* __restrict dst) {
   const uint32_t* s0 = src;
   const uint32_t* s1 = src + plane;
