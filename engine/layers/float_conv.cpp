@@ -1030,6 +1030,17 @@ struct TensorUses {
   std::vector<bool> interface;
 };
 
+// Drops the layers marked in `erase` (merged into another), keeping the others' order.
+void erase_layers(EnginePlan& plan, const std::vector<bool>& erase) {
+  size_t kept = 0;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    if (erase[i]) continue;
+    if (kept != i) plan.layers[kept] = std::move(plan.layers[i]);
+    ++kept;
+  }
+  plan.layers.resize(kept);
+}
+
 // Folds `x * gate[N, C, 1, 1]` (an fp32_binary Mul, x stored NHWC) into the 1x1 stride-1 igemm
 // conv that is the product's only reader, when scaling that conv's packed weights (n_padded x C
 // per image) costs at most half a pass over x (H x W x C): EfficientNet-B0's squeeze-excite gates
@@ -1101,13 +1112,7 @@ void fold_channel_gates(EnginePlan& plan, std::vector<bool>& unused) {
     unused[static_cast<size_t>(product)] = true;
     erase[static_cast<size_t>(mul_index)] = true;
   }
-  size_t kept = 0;
-  for (size_t i = 0; i < plan.layers.size(); ++i) {
-    if (erase[i]) continue;
-    if (kept != i) plan.layers[kept] = std::move(plan.layers[i]);
-    ++kept;
-  }
-  plan.layers.resize(kept);
+  erase_layers(plan, erase);
 }
 
 // Copies `part`'s params and blobs into `into` under `prefix`.
@@ -1229,13 +1234,7 @@ void fuse_depthwise_pointwise(EnginePlan& plan, std::vector<bool>& unused) {
         set_fused_scratch(layer, plan);
       }
     }
-    size_t kept = 0;
-    for (size_t i = 0; i < plan.layers.size(); ++i) {
-      if (erase[i]) continue;
-      if (kept != i) plan.layers[kept] = std::move(plan.layers[i]);
-      ++kept;
-    }
-    plan.layers.resize(kept);
+    erase_layers(plan, erase);
   }
 }
 
