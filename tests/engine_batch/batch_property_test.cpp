@@ -29,6 +29,8 @@
 #include <regex>
 #include <set>
 
+#include <unistd.h>
+
 #include "engine/engine.h"
 #include "parser/onnx_loader.h"
 #include "tests/common/onnx_node_case.h"
@@ -187,7 +189,9 @@ TEST_P(NodeTestBatches, Case) {
   model.mutable_graph()->clear_value_info();
   for (auto& output : *model.mutable_graph()->mutable_output())
     output.mutable_type()->mutable_tensor_type()->clear_shape();
-  const std::string path = (fs::path(::testing::TempDir()) / ("batch_" + case_name + ".onnx")).string();
+  // Per process: ctest runs this binary twice at once (best ISA and QDQRT_MAX_ISA=avx2).
+  const std::string path =
+      (fs::path(::testing::TempDir()) / fmt::format("batch_{}_{}.onnx", case_name, ::getpid())).string();
   {
     std::ofstream file(path, std::ios::binary);
     ASSERT_TRUE(file && model.SerializeToOstream(&file));
