@@ -278,17 +278,17 @@ Fp32Kernels fp32_kernels(Isa isa) {
     case Impl::kScalar:
       k = {{scalar::fp32_binary}, {scalar::fp32_binary_vs}, {scalar::fp32_binary_sv},
            {scalar::fp32_unary},  {scalar::fp32_softmax},   {scalar::fp32_gemm},
-           {scalar::fp32_channel_sums}};
+           {scalar::fp32_channel_sums}, {scalar::fp32_channel_sums_f32}};
       break;
     case Impl::kAvx2:
       k = {{avx2::fp32_binary}, {avx2::fp32_binary_vs}, {avx2::fp32_binary_sv},
            {avx2::fp32_unary},  {avx2::fp32_softmax},   {avx2::fp32_gemm},
-           {avx2::fp32_channel_sums}};
+           {avx2::fp32_channel_sums}, {avx2::fp32_channel_sums_f32}};
       break;
     case Impl::kAvx512Skx:
       k = {{avx512skx::fp32_binary}, {avx512skx::fp32_binary_vs}, {avx512skx::fp32_binary_sv},
            {avx512skx::fp32_unary},  {avx512skx::fp32_softmax},   {avx512skx::fp32_gemm},
-           {avx512skx::fp32_channel_sums}};
+           {avx512skx::fp32_channel_sums}, {avx512skx::fp32_channel_sums_f32}};
       break;
   }
   k.binary.name = name("f32-vbinary", impl);
@@ -297,6 +297,7 @@ Fp32Kernels fp32_kernels(Isa isa) {
   k.unary.name = name("f32-vunary", impl);
   k.softmax.name = name("f32-softmax", impl);
   k.channel_sums.name = name("f32-channel-sums", impl);
+  k.channel_sums_f32.name = name("f32-channel-sums-f32", impl);
   k.gemm.name = name(impl == Impl::kScalar ? "f32-gemm" : "f32-gemm-eigen", impl);  // scalar: plain loops
   return k;
 }
