@@ -326,18 +326,18 @@ const internal::SgemmImplementation& sgemm_implementation(Isa isa) {
                                                                  scalar::depthwise_row_ukernel,
                                                                  scalar::winograd_input_ukernel,
                                                                  scalar::winograd_output_ukernel,
-                                                                 scalar::depthwise_window_ukernel};
+                                                                 scalar::depthwise_window_ukernel, scalar::direct_nchw_ukernel};
   static const internal::SgemmImplementation kAvx2Impl{avx2::sgemm_ukernel, 6, 16, "avx2", avx2::depthwise_ukernel,
                                                               avx2::depthwise_row_ukernel,
                                                               avx2::winograd_input_ukernel,
                                                               avx2::winograd_output_ukernel,
-                                                              avx2::depthwise_window_ukernel};
+                                                              avx2::depthwise_window_ukernel, avx2::direct_nchw_ukernel};
   static const internal::SgemmImplementation kAvx512Impl{avx512skx::sgemm_ukernel, 14, 32, "avx512",
                                                                     avx512skx::depthwise_ukernel,
                                                                     avx512skx::depthwise_row_ukernel,
                                                                     avx512skx::winograd_input_ukernel,
                                                                     avx512skx::winograd_output_ukernel,
-                                                                    avx512skx::depthwise_window_ukernel};
+                                                                    avx512skx::depthwise_window_ukernel, avx512skx::direct_nchw_ukernel};
   switch (impl_for(isa)) {
     case Impl::kScalar: return kScalarImpl;
     case Impl::kAvx2: return kAvx2Impl;

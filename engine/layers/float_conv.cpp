@@ -9,6 +9,9 @@
 //   winograd       NHWC, group 1, 3x3 stride 1 (kernels/fp32/fp32_winograd.h): F(2x2, 3x3) on the
 //                  same microkernel, 2.25x fewer multiplies; same epilogue; per-thread scratch for
 //                  the transformed tiles.
+//   direct_nchw    NCHW input of at most 4 channels (the network's image), NHWC output, group 1:
+//                  run_direct_nchw_f32 on the igemm's packed weights (same sums), no reorder of
+//                  the input; same epilogue. Items: (block of output channels, output row).
 //   gemm           NCHW, other groups or kernels beyond 11x11: per group Y[oc, pixels] =
 //                  W[oc, Cg*KH*KW] x im2col(X)[Cg*KH*KW, pixels] (Eigen), the im2col block of one tile
 //                  of output rows in per-thread scratch
@@ -50,11 +53,14 @@ enum class ConvMode : int64_t {
   kDepthwise = 2,
   kIgemm = 3,
   kDepthwiseNhwc = 4,
-  kWinograd = 5
+  kWinograd = 5,
+  kDirectNchw = 6
 };
 
+// The output is NHWC (the input too, but for direct_nchw).
 bool is_nhwc(ConvMode mode) {
-  return mode == ConvMode::kIgemm || mode == ConvMode::kDepthwiseNhwc || mode == ConvMode::kWinograd;
+  return mode == ConvMode::kIgemm || mode == ConvMode::kDepthwiseNhwc || mode == ConvMode::kWinograd ||
+         mode == ConvMode::kDirectNchw;
 }
 
 // Output pixels from which Winograd pays: 7x7 (ResNet-50's layer4: 16 tiles for 49 pixels, 1.3x
@@ -249,6 +255,26 @@ class ConvLayer final : public Layer {
 };
 
 // NHWC conv on the fp32 igemm / depthwise kernels.
+// The kernels' geometry of a conv (NHWC input pixels of `channels`; NCHW images are as long).
+kernels::SconvGeometry direct_geometry(const ConvGeometry& g) {
+  kernels::SconvGeometry geometry;
+  geometry.input_height = static_cast<int>(g.height);
+  geometry.input_width = static_cast<int>(g.width);
+  geometry.input_pixel_stride = g.channels;
+  geometry.input_image_stride = g.channels * g.height * g.width;
+  geometry.kernel_height = static_cast<int>(g.kernel_h);
+  geometry.kernel_width = static_cast<int>(g.kernel_w);
+  geometry.stride_height = static_cast<int>(g.stride_h);
+  geometry.stride_width = static_cast<int>(g.stride_w);
+  geometry.pad_top = static_cast<int>(g.pad_top);
+  geometry.pad_left = static_cast<int>(g.pad_left);
+  geometry.dilation_height = static_cast<int>(g.dilation_h);
+  geometry.dilation_width = static_cast<int>(g.dilation_w);
+  geometry.output_height = static_cast<int>(g.out_height);
+  geometry.output_width = static_cast<int>(g.out_width);
+  return geometry;
+}
+
 class NhwcConvLayer final : public Layer {
  public:
   NhwcConvLayer(const ConvGeometry& g, kernels::PackedSgemm gemm, kernels::PackedDepthwiseF32 depthwise,
@@ -280,7 +306,8 @@ class NhwcConvLayer final : public Layer {
   WorkShape work(const RunState& state) const override {
     const ColumnBlockSplit split = work_split(state);
     const double taps = static_cast<double>(g_.kernel_h * g_.kernel_w);
-    const double item_pixels = g_.mode == ConvMode::kDepthwiseNhwc ? static_cast<double>(g_.out_width)
+    const double item_pixels = g_.mode == ConvMode::kDepthwiseNhwc || g_.mode == ConvMode::kDirectNchw
+                                   ? static_cast<double>(g_.out_width)
                                : g_.mode == ConvMode::kWinograd ? winograd_.mr * 4.0 / 2.25  // multiplies saved
                                                                 : gemm_.mr;
     const double item_channels = static_cast<double>(g_.out_channels) / static_cast<double>(split.column_blocks);
@@ -306,6 +333,9 @@ class NhwcConvLayer final : public Layer {
           write_row_sums(channel_sums_, args.output, g_.out_width, g_.out_channels, first, last, column_begin,
                          column_end, state.data<float>(row_sums_));
         }
+      } else if (g_.mode == ConvMode::kDirectNchw) {
+        kernels::run_direct_nchw_f32(gemm_, geometry_, args, epilogue, first, last, static_cast<int>(column_begin),
+                                     static_cast<int>(column_end));
       } else if (g_.mode == ConvMode::kWinograd) {
         const int64_t tiles = kernels::winograd_f32_tiles(geometry_, state.dim(input_, 0));
         kernels::run_winograd_f32(winograd_, geometry_, args, epilogue, first * winograd_.mr,
@@ -329,6 +359,7 @@ class NhwcConvLayer final : public Layer {
     if (g_.mode == ConvMode::kDepthwiseNhwc) {
       return ColumnBlockSplit(batch * g_.out_height, g_.out_channels, kernels::kDepthwiseF32ChannelBlock);
     }
+    if (g_.mode == ConvMode::kDirectNchw) return ColumnBlockSplit(batch * g_.out_height, g_.out_channels, gemm_.nr);
     if (g_.mode == ConvMode::kWinograd) {
       const int64_t tiles = kernels::winograd_f32_tiles(geometry_, batch);
       return ColumnBlockSplit((tiles + winograd_.mr - 1) / winograd_.mr, g_.out_channels, winograd_.nr,
@@ -553,7 +584,9 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
                                               const std::vector<int64_t>& pads, const PlanTensor& y) {
   const int64_t taps = g.kernel_h * g.kernel_w;
   if (taps > kernels::kSgemmMaxTaps) return context.error(fmt::format("{} kernel taps, at most {}", taps, kernels::kSgemmMaxTaps));
-  if (g.mode == ConvMode::kIgemm && g.group != 1) return context.error("igemm mode needs group 1");
+  if ((g.mode == ConvMode::kIgemm || g.mode == ConvMode::kDirectNchw) && g.group != 1) {
+    return context.error("igemm and direct_nchw modes need group 1");
+  }
   if (g.mode == ConvMode::kWinograd && !winograd_applies(g)) {
     return context.error("winograd mode needs group 1 and a 3x3 stride-1 window with pads <= 1");
   }
@@ -607,7 +640,10 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
     QDQRT_ASSIGN_OR_RETURN(const float* weights, params::kWeights.read(context, floats));
     QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, kernels::sgemm_padded_n(out_channels, isa)));
     winograd = kernels::packed_winograd_f32_view(out_channels, channels, isa, weights, bias);
-  } else if (g.mode == ConvMode::kIgemm) {
+  } else if (g.mode == ConvMode::kIgemm || g.mode == ConvMode::kDirectNchw) {
+    if (g.mode == ConvMode::kDirectNchw && !kernels::direct_nchw_f32_applies(channels, direct_geometry(g))) {
+      return context.error("direct_nchw mode needs at most 4 input channels and a window whose rows fit its buffer");
+    }
     const int64_t floats = kernels::packed_sgemm_floats(out_channels, taps * g.channels, isa);
     QDQRT_ASSIGN_OR_RETURN(const float* weights, params::kWeights.read(context, floats));
     QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, kernels::sgemm_padded_n(out_channels, isa)));
@@ -760,11 +796,15 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
   }
   QDQRT_ASSIGN_OR_RETURN(int64_t mode, params::kConvMode.read(context));
   const Layout layout = is_nhwc(static_cast<ConvMode>(mode)) ? Layout::kNhwc : Layout::kPlain;
+  const Layout input_layout = static_cast<ConvMode>(mode) == ConvMode::kDirectNchw ? Layout::kPlain : layout;
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
   const bool one_pixel = x->shape.size() == 4 && x->shape[2] == 1 && x->shape[3] == 1;  // same bytes in both layouts
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4,
-                                      layout == Layout::kNhwc && one_pixel ? x->layout : layout));
+                                      input_layout == Layout::kNhwc && one_pixel ? x->layout : input_layout));
+  if (static_cast<ConvMode>(mode) == ConvMode::kDirectNchw && !batch_leads(*x)) {
+    return context.error("direct_nchw mode needs the batch in front");
+  }
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, 4, layout));
   if (x->shape[0] != y->shape[0] || x->batched != y->batched) return context.error("input and output batch differ");
 
@@ -838,6 +878,14 @@ Status lower_nhwc_conv(const Node& node, BuildContext& context, ConvGeometry g, 
   const int channels = static_cast<int>(g.channels), out_channels = static_cast<int>(g.out_channels);
   const float* bias_values = bias != nullptr ? bias->data<float>() : nullptr;
   PlanLayer layer;
+  // An image of few channels as the network's input (stored NCHW): read in place (direct_nchw).
+  bool direct = false;
+  if (g.group == 1 && !winograd_applies(g) && g.channels <= 4 &&
+      kernels::direct_nchw_f32_applies(channels, direct_geometry(g))) {
+    QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(0)));
+    const PlanTensor tensor = context.tensor(stored);
+    direct = tensor.layout == Layout::kPlain && tensor.dtype == DataType::kFloat && batch_leads(tensor);
+  }
   if (winograd_applies(g)) {
     g.mode = ConvMode::kWinograd;
     const kernels::PackedWinogradF32 packed =
@@ -847,7 +895,7 @@ Status lower_nhwc_conv(const Node& node, BuildContext& context, ConvGeometry g, 
     params::kBias.write_bytes(layer, packed.bias.data(), packed.bias.size() * sizeof(float));
     layer.scratch_bytes = scratch_floats(g, isa) * static_cast<int64_t>(sizeof(float));
   } else if (g.group == 1) {
-    g.mode = ConvMode::kIgemm;
+    g.mode = direct ? ConvMode::kDirectNchw : ConvMode::kIgemm;
     kernels::SgemmWeightsDesc desc;
     desc.n = out_channels;
     desc.taps = taps;
@@ -858,7 +906,9 @@ Status lower_nhwc_conv(const Node& node, BuildContext& context, ConvGeometry g, 
     desc.stride_channel = taps;
     desc.bias = bias_values;
     const kernels::PackedSgemm packed = kernels::pack_sgemm(desc, isa);
-    layer = make_layer(node, kKind, kernels::sgemm_kernel_name(packed, taps > 1 || g.stride_h > 1 || g.stride_w > 1));
+    layer = make_layer(node, kKind,
+                       direct ? kernels::direct_nchw_f32_kernel_name(packed)
+                              : kernels::sgemm_kernel_name(packed, taps > 1 || g.stride_h > 1 || g.stride_w > 1));
     params::kWeights.write_bytes(layer, packed.data.data(), packed.data.size() * sizeof(float));
     params::kBias.write_bytes(layer, packed.bias.data(), packed.bias.size() * sizeof(float));
   } else {
@@ -871,7 +921,7 @@ Status lower_nhwc_conv(const Node& node, BuildContext& context, ConvGeometry g, 
   }
   // A [N, C, 1, 1] input (after GlobalAveragePool) holds the same bytes in both layouts: read as stored.
   QDQRT_ASSIGN_OR_RETURN(int32_t input, g.height == 1 && g.width == 1 ? context.input_as_stored(node.input(0))
-                                                                        : context.input(node.input(0), Layout::kNhwc));
+                                        : context.input(node.input(0), direct ? Layout::kPlain : Layout::kNhwc));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kNhwc));
   layer.inputs = {input};
   layer.outputs = {output};

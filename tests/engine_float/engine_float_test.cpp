@@ -369,6 +369,51 @@ TEST(EngineFloatModels, GlobalPoolReadsDepthwiseRowSums) {
   }
 }
 
+// A conv of the network's NCHW input of at most 4 channels (a stem) reads it in place
+// (direct_nchw: no reorder to NHWC): 3x3 stride 2 with Clip, 7x7 stride 2 with Relu, SiLU, a
+// residual Add, two convs of the same input; 5 channels and 3x3 stride 1 (Winograd) reorder.
+// Matches the reference at batch 1 and 3, 1 and 2 threads, and after an engine-file round trip.
+TEST(EngineFloatModels, StemConvReadsNchwInput) {
+  struct StemCase {
+    std::string name, input, body;
+    int direct, reorders;
+  };
+  const std::vector<StemCase> cases = {
+      {"clip_3x3s2", "float[N,3,17,16] x",
+       "c = Conv<pads=[1,1,1,1], strides=[2,2]>(x, w3, b32)\ny = Clip(c, lo, hi)", 1, 1},
+      {"relu_7x7s2", "float[N,3,23,21] x",
+       "c = Conv<pads=[3,3,3,3], strides=[2,2]>(x, w7, b32)\ny = Relu(c)", 1, 1},
+      {"silu_two_channels", "float[N,2,15,30] x",
+       "c = Conv<pads=[1,1,1,1], strides=[2,2]>(x, w2, b32)\ncs = Sigmoid(c)\ny = Mul(c, cs)", 1, 1},
+      {"two_readers_residual", "float[N,3,17,16] x",
+       "c0 = Conv<pads=[1,1,1,1], strides=[2,2]>(x, w3, b32)\nc1 = Conv<pads=[1,1,1,1], strides=[2,2]>(x, w3b, b32)\n"
+       "y = Add(c0, c1)", 2, 1},
+      {"five_channels", "float[N,5,17,16] x", "y = Conv<pads=[1,1,1,1], strides=[2,2]>(x, w5, b32)", 0, 2},
+      {"winograd", "float[N,3,17,16] x", "y = Conv<pads=[1,1,1,1]>(x, w3, b32)", 0, 2},
+  };
+  const std::vector<std::string> inits = {
+      weights("w3", {32, 3, 3, 3}), weights("w3b", {32, 3, 3, 3}), weights("w7", {32, 3, 7, 7}),
+      weights("w2", {32, 2, 3, 3}), weights("w5", {32, 5, 3, 3}), weights("b32", {32}),
+      "float lo = {0.0}", "float hi = {6.0}"};
+  for (const StemCase& stem : cases) {
+    SCOPED_TRACE(stem.name);
+    const std::string text = model(13, "g (" + stem.input + ") => (float y)", inits, stem.body);
+    auto graph = load_text_graph(text, 3);
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    auto engine = engine::Engine::build(*graph, {});
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    int direct = 0, reorders = 0;
+    for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+      direct += layer.kind == "fp32_conv" && layer.kernel.find("direct-nchw") != std::string::npos;
+      reorders += layer.kind == "reorder";
+    }
+    EXPECT_EQ(direct, stem.direct);
+    EXPECT_EQ(reorders, stem.reorders);
+    expect_fused_layers(text, "fp32_conv", stem.name == "two_readers_residual" ? 2 : 1,
+                        fmt::format("qdqrt_engine_float_stem_{}.qdqrt", static_cast<long>(getpid())), stem.name);
+  }
+}
+
 // A plan with reference and native layers survives the engine file: outputs bit-identical.
 TEST(EngineFloatModels, EngineFileRoundTrip) {
   const std::string text = model(13, "g (float[N,2,6,6] x) => (float y, float r)", {weights("w", {4, 2, 3, 3})},
