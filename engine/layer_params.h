@@ -162,7 +162,7 @@ inline constexpr BlobCodec<float> kBias{"bias"};  // fp32_conv, fp32_gemm (padde
 // fp32_conv
 inline constexpr IntCodec kGroup{"group", 1, INT64_MAX};
 // gemm, pointwise, depthwise (NCHW); igemm, depthwise, winograd (NHWC)
-inline constexpr IntCodec kConvMode{"mode", 0, 5};
+inline constexpr IntCodec kConvMode{"mode", 0, 6};
 inline constexpr IntCodec kTileRows{"tile_rows", 1, INT64_MAX};
 inline constexpr IntCodec kOutputChannelBlock{"oc_block", 1, INT64_MAX};
 inline constexpr BlobCodec<float> kWeights{"weights"};  // NHWC modes, fp32_gemm: packed (kernels/fp32/fp32_sgemm.h)

@@ -278,17 +278,17 @@ Fp32Kernels fp32_kernels(Isa isa) {
     case Impl::kScalar:
       k = {{scalar::fp32_binary}, {scalar::fp32_binary_vs}, {scalar::fp32_binary_sv},
            {scalar::fp32_unary},  {scalar::fp32_softmax},   {scalar::fp32_gemm},
-           {scalar::fp32_channel_sums}};
+           {scalar::fp32_channel_sums}, {scalar::fp32_channel_sums_f32}};
       break;
     case Impl::kAvx2:
       k = {{avx2::fp32_binary}, {avx2::fp32_binary_vs}, {avx2::fp32_binary_sv},
            {avx2::fp32_unary},  {avx2::fp32_softmax},   {avx2::fp32_gemm},
-           {avx2::fp32_channel_sums}};
+           {avx2::fp32_channel_sums}, {avx2::fp32_channel_sums_f32}};
       break;
     case Impl::kAvx512Skx:
       k = {{avx512skx::fp32_binary}, {avx512skx::fp32_binary_vs}, {avx512skx::fp32_binary_sv},
            {avx512skx::fp32_unary},  {avx512skx::fp32_softmax},   {avx512skx::fp32_gemm},
-           {avx512skx::fp32_channel_sums}};
+           {avx512skx::fp32_channel_sums}, {avx512skx::fp32_channel_sums_f32}};
       break;
   }
   k.binary.name = name("f32-vbinary", impl);
@@ -297,6 +297,7 @@ Fp32Kernels fp32_kernels(Isa isa) {
   k.unary.name = name("f32-vunary", impl);
   k.softmax.name = name("f32-softmax", impl);
   k.channel_sums.name = name("f32-channel-sums", impl);
+  k.channel_sums_f32.name = name("f32-channel-sums-f32", impl);
   k.gemm.name = name(impl == Impl::kScalar ? "f32-gemm" : "f32-gemm-eigen", impl);  // scalar: plain loops
   return k;
 }
@@ -325,18 +326,18 @@ const internal::SgemmImplementation& sgemm_implementation(Isa isa) {
                                                                  scalar::depthwise_row_ukernel,
                                                                  scalar::winograd_input_ukernel,
                                                                  scalar::winograd_output_ukernel,
-                                                                 scalar::depthwise_window_ukernel};
+                                                                 scalar::depthwise_window_ukernel, scalar::direct_nchw_ukernel};
   static const internal::SgemmImplementation kAvx2Impl{avx2::sgemm_ukernel, 6, 16, "avx2", avx2::depthwise_ukernel,
                                                               avx2::depthwise_row_ukernel,
                                                               avx2::winograd_input_ukernel,
                                                               avx2::winograd_output_ukernel,
-                                                              avx2::depthwise_window_ukernel};
+                                                              avx2::depthwise_window_ukernel, avx2::direct_nchw_ukernel};
   static const internal::SgemmImplementation kAvx512Impl{avx512skx::sgemm_ukernel, 14, 32, "avx512",
                                                                     avx512skx::depthwise_ukernel,
                                                                     avx512skx::depthwise_row_ukernel,
                                                                     avx512skx::winograd_input_ukernel,
                                                                     avx512skx::winograd_output_ukernel,
-                                                                    avx512skx::depthwise_window_ukernel};
+                                                                    avx512skx::depthwise_window_ukernel, avx512skx::direct_nchw_ukernel};
   switch (impl_for(isa)) {
     case Impl::kScalar: return kScalarImpl;
     case Impl::kAvx2: return kAvx2Impl;

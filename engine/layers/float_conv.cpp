@@ -9,6 +9,9 @@
 //   winograd       NHWC, group 1, 3x3 stride 1 (kernels/fp32/fp32_winograd.h): F(2x2, 3x3) on the
 //                  same microkernel, 2.25x fewer multiplies; same epilogue; per-thread scratch for
 //                  the transformed tiles.
+//   direct_nchw    NCHW input of at most 4 channels (the network's image), NHWC output, group 1:
+//                  run_direct_nchw_f32 on the igemm's packed weights (same sums), no reorder of
+//                  the input; same epilogue. Items: (block of output channels, output row).
 //   gemm           NCHW, other groups or kernels beyond 11x11: per group Y[oc, pixels] =
 //                  W[oc, Cg*KH*KW] x im2col(X)[Cg*KH*KW, pixels] (Eigen), the im2col block of one tile
 //                  of output rows in per-thread scratch
@@ -50,11 +53,14 @@ enum class ConvMode : int64_t {
   kDepthwise = 2,
   kIgemm = 3,
   kDepthwiseNhwc = 4,
-  kWinograd = 5
+  kWinograd = 5,
+  kDirectNchw = 6
 };
 
+// The output is NHWC (the input too, but for direct_nchw).
 bool is_nhwc(ConvMode mode) {
-  return mode == ConvMode::kIgemm || mode == ConvMode::kDepthwiseNhwc || mode == ConvMode::kWinograd;
+  return mode == ConvMode::kIgemm || mode == ConvMode::kDepthwiseNhwc || mode == ConvMode::kWinograd ||
+         mode == ConvMode::kDirectNchw;
 }
 
 // Output pixels from which Winograd pays: 7x7 (ResNet-50's layer4: 16 tiles for 49 pixels, 1.3x
@@ -64,6 +70,18 @@ constexpr double kDepthwiseCostFactor = 3.0;
 // Column blocks when the tiles are few (ColumnBlockSplit): 2, not 4, since every column block
 // transforms its tiles' inputs again (ResNet-50's layer3 and layer4 at batch 1).
 constexpr int64_t kWinogradFewRowsColumnBlocks = 2;
+
+// Per-channel sums of output rows [row_begin, row_end) of an NHWC tensor (`width` pixels of
+// `channels` per row), channels [c_begin, c_end), to sums[row * channels + c]: the row sums a
+// global average pool of a depthwise conv's output reads (fuse_pool_row_sums), taken while the
+// rows are still in cache.
+void write_row_sums(kernels::Fp32ChannelSumsF32Fn channel_sums, const float* out, int64_t width, int64_t channels,
+                    int64_t row_begin, int64_t row_end, int64_t c_begin, int64_t c_end, float* sums) {
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    channel_sums(static_cast<size_t>(width), static_cast<size_t>(c_end - c_begin), static_cast<size_t>(channels),
+                 out + row * width * channels + c_begin, sums + row * channels + c_begin);
+  }
+}
 
 struct ConvGeometry {
   int64_t channels = 0, height = 0, width = 0;            // input per image
@@ -237,13 +255,34 @@ class ConvLayer final : public Layer {
 };
 
 // NHWC conv on the fp32 igemm / depthwise kernels.
+// The kernels' geometry of a conv (NHWC input pixels of `channels`; NCHW images are as long).
+kernels::SconvGeometry direct_geometry(const ConvGeometry& g) {
+  kernels::SconvGeometry geometry;
+  geometry.input_height = static_cast<int>(g.height);
+  geometry.input_width = static_cast<int>(g.width);
+  geometry.input_pixel_stride = g.channels;
+  geometry.input_image_stride = g.channels * g.height * g.width;
+  geometry.kernel_height = static_cast<int>(g.kernel_h);
+  geometry.kernel_width = static_cast<int>(g.kernel_w);
+  geometry.stride_height = static_cast<int>(g.stride_h);
+  geometry.stride_width = static_cast<int>(g.stride_w);
+  geometry.pad_top = static_cast<int>(g.pad_top);
+  geometry.pad_left = static_cast<int>(g.pad_left);
+  geometry.dilation_height = static_cast<int>(g.dilation_h);
+  geometry.dilation_width = static_cast<int>(g.dilation_w);
+  geometry.output_height = static_cast<int>(g.out_height);
+  geometry.output_width = static_cast<int>(g.out_width);
+  return geometry;
+}
+
 class NhwcConvLayer final : public Layer {
  public:
   NhwcConvLayer(const ConvGeometry& g, kernels::PackedSgemm gemm, kernels::PackedDepthwiseF32 depthwise,
                 kernels::PackedWinogradF32 winograd, float low, float high, kernels::Fp32EpilogueActivation activation,
-                int32_t input, int32_t residual, int32_t gate, int32_t output)
+                int32_t input, int32_t residual, int32_t gate, int32_t output, int32_t row_sums,
+                kernels::Fp32ChannelSumsF32Fn channel_sums)
       : g_(g), gemm_(std::move(gemm)), depthwise_(std::move(depthwise)), winograd_(std::move(winograd)), input_(input),
-        residual_(residual), gate_(gate), output_(output) {
+        residual_(residual), gate_(gate), output_(output), row_sums_(row_sums), channel_sums_(channel_sums) {
     epilogue_.activation = activation;
     epilogue_.min = low;
     epilogue_.max = high;
@@ -267,7 +306,8 @@ class NhwcConvLayer final : public Layer {
   WorkShape work(const RunState& state) const override {
     const ColumnBlockSplit split = work_split(state);
     const double taps = static_cast<double>(g_.kernel_h * g_.kernel_w);
-    const double item_pixels = g_.mode == ConvMode::kDepthwiseNhwc ? static_cast<double>(g_.out_width)
+    const double item_pixels = g_.mode == ConvMode::kDepthwiseNhwc || g_.mode == ConvMode::kDirectNchw
+                                   ? static_cast<double>(g_.out_width)
                                : g_.mode == ConvMode::kWinograd ? winograd_.mr * 4.0 / 2.25  // multiplies saved
                                                                 : gemm_.mr;
     const double item_channels = static_cast<double>(g_.out_channels) / static_cast<double>(split.column_blocks);
@@ -289,6 +329,13 @@ class NhwcConvLayer final : public Layer {
       if (g_.mode == ConvMode::kDepthwiseNhwc) {
         kernels::run_depthwise_f32(depthwise_, geometry_, args, epilogue, first, last, static_cast<int>(column_begin),
                                    static_cast<int>(column_end));
+        if (row_sums_ >= 0) {
+          write_row_sums(channel_sums_, args.output, g_.out_width, g_.out_channels, first, last, column_begin,
+                         column_end, state.data<float>(row_sums_));
+        }
+      } else if (g_.mode == ConvMode::kDirectNchw) {
+        kernels::run_direct_nchw_f32(gemm_, geometry_, args, epilogue, first, last, static_cast<int>(column_begin),
+                                     static_cast<int>(column_end));
       } else if (g_.mode == ConvMode::kWinograd) {
         const int64_t tiles = kernels::winograd_f32_tiles(geometry_, state.dim(input_, 0));
         kernels::run_winograd_f32(winograd_, geometry_, args, epilogue, first * winograd_.mr,
@@ -312,6 +359,7 @@ class NhwcConvLayer final : public Layer {
     if (g_.mode == ConvMode::kDepthwiseNhwc) {
       return ColumnBlockSplit(batch * g_.out_height, g_.out_channels, kernels::kDepthwiseF32ChannelBlock);
     }
+    if (g_.mode == ConvMode::kDirectNchw) return ColumnBlockSplit(batch * g_.out_height, g_.out_channels, gemm_.nr);
     if (g_.mode == ConvMode::kWinograd) {
       const int64_t tiles = kernels::winograd_f32_tiles(geometry_, batch);
       return ColumnBlockSplit((tiles + winograd_.mr - 1) / winograd_.mr, g_.out_channels, winograd_.nr,
@@ -344,6 +392,8 @@ class NhwcConvLayer final : public Layer {
   kernels::PackedWinogradF32 winograd_;
   kernels::Fp32Epilogue epilogue_;
   int32_t input_, residual_, gate_, output_;
+  int32_t row_sums_;  // depthwise_nhwc: output 1, [N, OH, C] per-row channel sums, or -1
+  kernels::Fp32ChannelSumsF32Fn channel_sums_;
 };
 
 bool is_gateable(const ConvGeometry& g) {
@@ -392,11 +442,11 @@ class FusedDepthwiseLayer final : public Layer {
                       kernels::Fp32Epilogue expand_epilogue, kernels::PackedDepthwiseF32 dw,
                       kernels::Fp32Epilogue dw_epilogue, std::optional<kernels::PackedSgemm> project,
                       kernels::Fp32Epilogue project_epilogue, FusedScratch scratch, int32_t input, int32_t residual,
-                      int32_t output)
+                      int32_t output, int32_t row_sums, kernels::Fp32ChannelSumsF32Fn channel_sums)
       : geometry_(dw_geometry), expand_(std::move(expand)), expand_epilogue_(expand_epilogue), dw_(std::move(dw)),
         dw_epilogue_(dw_epilogue), project_(std::move(project)), project_epilogue_(project_epilogue),
-        scratch_(scratch), input_(input), residual_(residual), output_(output),
-        band_rows_(band_rows(dw_geometry.output_width, dw_geometry.output_height)) {}
+        scratch_(scratch), input_(input), residual_(residual), output_(output), row_sums_(row_sums),
+        channel_sums_(channel_sums), band_rows_(band_rows(dw_geometry.output_width, dw_geometry.output_height)) {}
 
   WorkShape work(const RunState& state) const override {
     const double pixels = static_cast<double>(band_rows_ * geometry_.output_width);
@@ -458,6 +508,10 @@ class FusedDepthwiseLayer final : public Layer {
         dw_args.output = y;
         dw_args.output_pixel_offset = 0;
         kernels::run_depthwise_f32(dw_, geometry, dw_args, dw_epilogue_, row_begin, row_end);
+        if (row_sums_ >= 0) {
+          write_row_sums(channel_sums_, y, width, channels, row_begin, row_end, 0, channels,
+                         state.data<float>(row_sums_));
+        }
         continue;
       }
       kernels::run_depthwise_f32(dw_, geometry, dw_args, dw_epilogue_, row_begin, row_end);
@@ -480,6 +534,8 @@ class FusedDepthwiseLayer final : public Layer {
   kernels::Fp32Epilogue project_epilogue_;
   FusedScratch scratch_;
   int32_t input_, residual_, output_;
+  int32_t row_sums_;  // without a projection: output 1, [N, OH, C] per-row channel sums, or -1
+  kernels::Fp32ChannelSumsF32Fn channel_sums_;
   int64_t band_rows_;
 };
 
@@ -510,11 +566,27 @@ Result<kernels::Fp32Epilogue> read_activation(const BindContext& context, std::s
   return epilogue;
 }
 
+// Output 1 of a depthwise conv whose output y [N, C, OH, OW] (NHWC) a global average pool reads:
+// the per-row channel sums, [N, OH, C] fp32, batched like y.
+Result<int32_t> bind_row_sums(const BindContext& context, const PlanTensor& y) {
+  if (context.layer().outputs.size() > 2) return context.error("at most an output and its row sums");
+  QDQRT_BIND_ASSIGN(const PlanTensor* sums, context, context.output(1));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *sums, "row sums", DataType::kFloat, 3));
+  if (sums->shape != Shape{y.shape[0], y.shape[2], y.shape[1]} || batch_layout_of(*sums) != batch_layout_of(y) ||
+      !batch_leads(y)) {
+    return context.error(fmt::format("row sums {} are not [N, OH, C] of the output {} batched like it",
+                                     shape_to_string(sums->shape), shape_to_string(y.shape)));
+  }
+  return context.layer().outputs[1];
+}
+
 Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const ConvGeometry& g,
                                               const std::vector<int64_t>& pads, const PlanTensor& y) {
   const int64_t taps = g.kernel_h * g.kernel_w;
   if (taps > kernels::kSgemmMaxTaps) return context.error(fmt::format("{} kernel taps, at most {}", taps, kernels::kSgemmMaxTaps));
-  if (g.mode == ConvMode::kIgemm && g.group != 1) return context.error("igemm mode needs group 1");
+  if ((g.mode == ConvMode::kIgemm || g.mode == ConvMode::kDirectNchw) && g.group != 1) {
+    return context.error("igemm and direct_nchw modes need group 1");
+  }
   if (g.mode == ConvMode::kWinograd && !winograd_applies(g)) {
     return context.error("winograd mode needs group 1 and a 3x3 stride-1 window with pads <= 1");
   }
@@ -568,7 +640,10 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
     QDQRT_ASSIGN_OR_RETURN(const float* weights, params::kWeights.read(context, floats));
     QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, kernels::sgemm_padded_n(out_channels, isa)));
     winograd = kernels::packed_winograd_f32_view(out_channels, channels, isa, weights, bias);
-  } else if (g.mode == ConvMode::kIgemm) {
+  } else if (g.mode == ConvMode::kIgemm || g.mode == ConvMode::kDirectNchw) {
+    if (g.mode == ConvMode::kDirectNchw && !kernels::direct_nchw_f32_applies(channels, direct_geometry(g))) {
+      return context.error("direct_nchw mode needs at most 4 input channels and a window whose rows fit its buffer");
+    }
     const int64_t floats = kernels::packed_sgemm_floats(out_channels, taps * g.channels, isa);
     QDQRT_ASSIGN_OR_RETURN(const float* weights, params::kWeights.read(context, floats));
     QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, kernels::sgemm_padded_n(out_channels, isa)));
@@ -579,10 +654,14 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
     QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, padded));
     depthwise = kernels::packed_depthwise_f32_view(channels, static_cast<int>(taps), isa, weights, bias);
   }
-  return std::unique_ptr<Layer>(std::make_unique<NhwcConvLayer>(g, std::move(gemm), std::move(depthwise),
-                                                                std::move(winograd), low, high, activation,
-                                                                context.layer().inputs[0], residual, gate,
-                                                                context.layer().outputs[0]));
+  int32_t row_sums = -1;
+  if (context.layer().outputs.size() > 1) {
+    if (g.mode != ConvMode::kDepthwiseNhwc) return context.error("row sums are a depthwise_nhwc conv's second output");
+    QDQRT_ASSIGN_OR_RETURN(row_sums, bind_row_sums(context, y));
+  }
+  return std::unique_ptr<Layer>(std::make_unique<NhwcConvLayer>(
+      g, std::move(gemm), std::move(depthwise), std::move(winograd), low, high, activation, context.layer().inputs[0],
+      residual, gate, context.layer().outputs[0], row_sums, kernels::fp32_kernels(bind_isa(context.plan())).channel_sums_f32.fn));
 }
 
 // A 1x1 stride-1 igemm conv's params under `prefix` (the expansion or the projection of a fused
@@ -683,6 +762,11 @@ Result<std::unique_ptr<Layer>> bind_fused_depthwise(const BindContext& context) 
       residual = context.layer().inputs[1];
     }
   }
+  int32_t row_sums = -1;
+  if (context.layer().outputs.size() > 1) {
+    if (project) return context.error("row sums of a depthwise fused with its projection");
+    QDQRT_ASSIGN_OR_RETURN(row_sums, bind_row_sums(context, *y));
+  }
   kernels::SconvGeometry geometry;
   geometry.input_height = static_cast<int>(height);
   geometry.input_width = static_cast<int>(width);
@@ -702,7 +786,7 @@ Result<std::unique_ptr<Layer>> bind_fused_depthwise(const BindContext& context) 
       geometry, std::move(expand_gemm), expand_epilogue,
       kernels::packed_depthwise_f32_view(static_cast<int>(channels), taps, dw_isa, dw_weights, dw_bias), dw_epilogue,
       std::move(project_gemm), project_epilogue, scratch, context.layer().inputs[0], residual,
-      context.layer().outputs[0]));
+      context.layer().outputs[0], row_sums, kernels::fp32_kernels(bind_isa(context.plan())).channel_sums_f32.fn));
 }
 
 Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
@@ -712,11 +796,15 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
   }
   QDQRT_ASSIGN_OR_RETURN(int64_t mode, params::kConvMode.read(context));
   const Layout layout = is_nhwc(static_cast<ConvMode>(mode)) ? Layout::kNhwc : Layout::kPlain;
+  const Layout input_layout = static_cast<ConvMode>(mode) == ConvMode::kDirectNchw ? Layout::kPlain : layout;
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
   const bool one_pixel = x->shape.size() == 4 && x->shape[2] == 1 && x->shape[3] == 1;  // same bytes in both layouts
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4,
-                                      layout == Layout::kNhwc && one_pixel ? x->layout : layout));
+                                      input_layout == Layout::kNhwc && one_pixel ? x->layout : input_layout));
+  if (static_cast<ConvMode>(mode) == ConvMode::kDirectNchw && !batch_leads(*x)) {
+    return context.error("direct_nchw mode needs the batch in front");
+  }
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, 4, layout));
   if (x->shape[0] != y->shape[0] || x->batched != y->batched) return context.error("input and output batch differ");
 
@@ -754,6 +842,7 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
     return context.error("pointwise mode needs a 1x1 kernel, stride 1 and no pads");
   }
   if (is_nhwc(g.mode)) return bind_nhwc_conv(context, g, pads, *y);
+  if (context.layer().outputs.size() > 1) return context.error("one output in the NCHW modes");
   g.tile_rows = std::min(g.tile_rows, std::max<int64_t>(g.out_height, 1));
   g.oc_block = std::min(g.oc_block, std::max<int64_t>(g.out_per_group(), 1));  // a larger block is one block
   if (safe_numel({g.in_per_group(), g.kernel_h, g.kernel_w, g.tile_rows, g.out_width, 4}) < 0) {
@@ -789,6 +878,14 @@ Status lower_nhwc_conv(const Node& node, BuildContext& context, ConvGeometry g, 
   const int channels = static_cast<int>(g.channels), out_channels = static_cast<int>(g.out_channels);
   const float* bias_values = bias != nullptr ? bias->data<float>() : nullptr;
   PlanLayer layer;
+  // An image of few channels as the network's input (stored NCHW): read in place (direct_nchw).
+  bool direct = false;
+  if (g.group == 1 && !winograd_applies(g) && g.channels <= 4 &&
+      kernels::direct_nchw_f32_applies(channels, direct_geometry(g))) {
+    QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(0)));
+    const PlanTensor tensor = context.tensor(stored);
+    direct = tensor.layout == Layout::kPlain && tensor.dtype == DataType::kFloat && batch_leads(tensor);
+  }
   if (winograd_applies(g)) {
     g.mode = ConvMode::kWinograd;
     const kernels::PackedWinogradF32 packed =
@@ -798,7 +895,7 @@ Status lower_nhwc_conv(const Node& node, BuildContext& context, ConvGeometry g, 
     params::kBias.write_bytes(layer, packed.bias.data(), packed.bias.size() * sizeof(float));
     layer.scratch_bytes = scratch_floats(g, isa) * static_cast<int64_t>(sizeof(float));
   } else if (g.group == 1) {
-    g.mode = ConvMode::kIgemm;
+    g.mode = direct ? ConvMode::kDirectNchw : ConvMode::kIgemm;
     kernels::SgemmWeightsDesc desc;
     desc.n = out_channels;
     desc.taps = taps;
@@ -809,7 +906,9 @@ Status lower_nhwc_conv(const Node& node, BuildContext& context, ConvGeometry g, 
     desc.stride_channel = taps;
     desc.bias = bias_values;
     const kernels::PackedSgemm packed = kernels::pack_sgemm(desc, isa);
-    layer = make_layer(node, kKind, kernels::sgemm_kernel_name(packed, taps > 1 || g.stride_h > 1 || g.stride_w > 1));
+    layer = make_layer(node, kKind,
+                       direct ? kernels::direct_nchw_f32_kernel_name(packed)
+                              : kernels::sgemm_kernel_name(packed, taps > 1 || g.stride_h > 1 || g.stride_w > 1));
     params::kWeights.write_bytes(layer, packed.data.data(), packed.data.size() * sizeof(float));
     params::kBias.write_bytes(layer, packed.bias.data(), packed.bias.size() * sizeof(float));
   } else {
@@ -822,7 +921,7 @@ Status lower_nhwc_conv(const Node& node, BuildContext& context, ConvGeometry g, 
   }
   // A [N, C, 1, 1] input (after GlobalAveragePool) holds the same bytes in both layouts: read as stored.
   QDQRT_ASSIGN_OR_RETURN(int32_t input, g.height == 1 && g.width == 1 ? context.input_as_stored(node.input(0))
-                                                                        : context.input(node.input(0), Layout::kNhwc));
+                                        : context.input(node.input(0), direct ? Layout::kPlain : Layout::kNhwc));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kNhwc));
   layer.inputs = {input};
   layer.outputs = {output};
@@ -1238,6 +1337,45 @@ void fuse_depthwise_pointwise(EnginePlan& plan, std::vector<bool>& unused) {
   }
 }
 
+// A global average pool (fp32_global_avgpool_nhwc) of a depthwise conv's output, EfficientNet's
+// squeeze-excite, reads per-row channel sums [N, OH, C] the depthwise writes as its second output
+// while each row is still in cache (the pool's input 1), instead of a pass over the output from
+// L3 (EfficientNet-B0's 112x112x32 to 56x56x144 ones are 1.2-1.8 MB). The depthwise alone or fused
+// with its expansion; not with its projection (the pool reads the output).
+void fuse_pool_row_sums(EnginePlan& plan) {
+  const TensorUses uses(plan);
+  for (PlanLayer& pool : plan.layers) {
+    if (pool.kind != "fp32_global_avgpool_nhwc" || pool.inputs.size() != 1 || pool.outputs.size() != 1 ||
+        pool.inputs[0] < 0) {
+      continue;
+    }
+    const int32_t t = pool.inputs[0];
+    const int64_t producer = uses.producer[static_cast<size_t>(t)];
+    if (producer < 0) continue;
+    PlanLayer& conv = plan.layers[static_cast<size_t>(producer)];
+    auto mode = conv.params.get_int(std::string(params::kConvMode.key()));
+    if (conv.kind != kKind || conv.outputs.size() != 1 || conv.outputs[0] != t || !mode.ok() ||
+        static_cast<ConvMode>(*mode) != ConvMode::kDepthwiseNhwc || has_param(conv, kDwPrefix, params::kConvMode.key())) {
+      continue;
+    }
+    const PlanTensor y = plan.tensors[static_cast<size_t>(t)];
+    if (y.shape.size() != 4 || y.layout != Layout::kNhwc || y.dtype != DataType::kFloat || !batch_leads(y)) continue;
+    PlanTensor sums;
+    sums.name = y.name + "/row_sums";
+    sums.dtype = DataType::kFloat;
+    sums.shape = {y.shape[0], y.shape[2], y.shape[1]};
+    sums.batched = y.batched;
+    sums.layout = Layout::kPlain;
+    sums.bytes = safe_numel(sums.shape) * static_cast<int64_t>(sizeof(float));
+    const int32_t index = static_cast<int32_t>(plan.tensors.size());
+    plan.tensors.push_back(std::move(sums));
+    conv.outputs.push_back(index);
+    conv.kernel += " + row sums";
+    pool.inputs.push_back(index);
+    pool.kernel += " (row sums)";
+  }
+}
+
 Status fuse_conv_epilogues(EnginePlan& plan) {
   std::vector<bool> unused(plan.tensors.size(), false);
   bool changed = true;
@@ -1301,6 +1439,7 @@ Status fuse_conv_epilogues(EnginePlan& plan) {
   fold_channel_gates(plan, unused);
   fuse_depthwise_pointwise(plan, unused);
   remove_tensors(plan, unused);
+  fuse_pool_row_sums(plan);
   return Status::ok();
 }
 

@@ -6,7 +6,10 @@
 //                        items (image, output row), every channel of a tap in one pass.
 //   fp32_global_avgpool  GlobalAveragePool over every spatial dim (rank >= 3). Items: planes.
 //   fp32_global_avgpool_nhwc  the same on a channels-last [N, C, H, W] input (an INT8 conv's float
-//                        output read without a reorder, as squeeze-excite does). Items: images.
+//                        output read without a reorder, as squeeze-excite does). Items: (image,
+//                        block of 64 channels). With input 1, [N, H, C] per-row channel sums that
+//                        the depthwise conv writing the input took (fuse_float_conv_epilogues), it
+//                        sums those H rows instead of the H x W pixels.
 #include <algorithm>
 #include <limits>
 
@@ -278,17 +281,18 @@ Result<std::unique_ptr<Layer>> bind_global(const BindContext& context) {
 // sums in double too); the inner loop runs over contiguous channels.
 class GlobalAvgPoolNhwcLayer final : public Layer {
  public:
-  GlobalAvgPoolNhwcLayer(int64_t channels, int64_t plane, int32_t input, int32_t output,
+  GlobalAvgPoolNhwcLayer(int64_t channels, int64_t plane, int64_t rows, int32_t input, int32_t output,
                          kernels::Fp32ChannelSumsFn channel_sums)
-      : channels_(channels), plane_(plane), input_(input), output_(output), channel_sums_(channel_sums) {}
+      : channels_(channels), plane_(plane), rows_(rows), input_(input), output_(output), channel_sums_(channel_sums) {}
 
   WorkShape work(const RunState& state) const override {
     return {.items = state.dim(input_, 0) * ceil_div(channels_, kChannelBlock),
-            .ops_per_item = static_cast<double>(plane_ * kChannelBlock) * kStreamingOpsPerElement};
+            .ops_per_item = static_cast<double>(rows_ * kChannelBlock) * kStreamingOpsPerElement};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
     const float* x = state.data<float>(input_);
+    const int64_t rows = rows_;  // the plane's pixels, or the row sums' rows
     float* y = state.data<float>(output_);
     const int64_t blocks = ceil_div(channels_, kChannelBlock);
     for (int64_t item = begin; item < end; ++item) {
@@ -296,8 +300,8 @@ class GlobalAvgPoolNhwcLayer final : public Layer {
       const int64_t first = (item - image * blocks) * kChannelBlock;
       const int64_t count = std::min(kChannelBlock, channels_ - first);
       double sums[kChannelBlock];
-      const float* in = x + image * plane_ * channels_ + first;
-      strided_sums(in, count, sums);
+      const float* in = x + image * rows * channels_ + first;
+      strided_sums(in, rows, count, sums);
       for (int64_t c = 0; c < count; ++c) {
         y[image * channels_ + first + c] = static_cast<float>(sums[c] / static_cast<double>(plane_));
       }
@@ -308,12 +312,12 @@ class GlobalAvgPoolNhwcLayer final : public Layer {
   static constexpr int64_t kChannelBlock = 64;
   static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-  // sums[c] over the plane of `count` channels starting at `in` (pixel rows `channels_` apart).
-  void strided_sums(const float* in, int64_t count, double* sums) const {
-    channel_sums_(static_cast<size_t>(plane_), static_cast<size_t>(count), static_cast<size_t>(channels_), in, sums);
+  // sums[c] over `rows` rows of `count` channels starting at `in` (rows `channels_` apart).
+  void strided_sums(const float* in, int64_t rows, int64_t count, double* sums) const {
+    channel_sums_(static_cast<size_t>(rows), static_cast<size_t>(count), static_cast<size_t>(channels_), in, sums);
   }
 
-  int64_t channels_, plane_;
+  int64_t channels_, plane_, rows_;
   int32_t input_, output_;
   kernels::Fp32ChannelSumsFn channel_sums_;
 };
@@ -330,8 +334,21 @@ Result<std::unique_ptr<Layer>> bind_global_nhwc(const BindContext& context) {
   }
   const int64_t plane = x->shape[2] * x->shape[3];
   if (plane < 1) return context.error("the input has no spatial elements");
+  int64_t rows = plane;
+  int32_t input = context.layer().inputs[0];
+  if (context.layer().inputs.size() > 2) return context.error("at most the input and its row sums");
+  if (context.has_input(1)) {
+    QDQRT_BIND_ASSIGN(const PlanTensor* sums, context, context.input(1));
+    QDQRT_RETURN_IF_ERROR(expect_tensor(context, *sums, "row sums", DataType::kFloat, 3));
+    if (sums->shape != Shape{x->shape[0], x->shape[2], x->shape[1]} || batch_layout_of(*sums) != batch_layout_of(*x)) {
+      return context.error(fmt::format("row sums {} are not [N, H, C] of the input {}", shape_to_string(sums->shape),
+                                       shape_to_string(x->shape)));
+    }
+    rows = x->shape[2];
+    input = context.layer().inputs[1];
+  }
   return std::unique_ptr<Layer>(std::make_unique<GlobalAvgPoolNhwcLayer>(
-      x->shape[1], plane, context.layer().inputs[0], context.layer().outputs[0],
+      x->shape[1], plane, rows, input, context.layer().outputs[0],
       kernels::fp32_kernels(bind_isa(context.plan())).channel_sums.fn));
 }
 

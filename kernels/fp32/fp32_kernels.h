@@ -53,6 +53,11 @@ using Fp32SoftmaxFn = void (*)(size_t rows, size_t cols, const float* input, flo
 // row_stride), accumulated in double in row order, so every width gives the scalar kernel's sums
 // exactly: sums[c] = sum_r input[r * row_stride + c].
 using Fp32ChannelSumsFn = void (*)(size_t rows, size_t channels, size_t row_stride, const float* input, double* sums);
+// The same accumulated in float, in row order (so again exact across widths): the per-row sums of
+// a depthwise conv's output rows (a few hundred pixels at most) that a global average pool reads;
+// the double form's conversions made it cost as much as a separate pass over the output.
+using Fp32ChannelSumsF32Fn = void (*)(size_t rows, size_t channels, size_t row_stride, const float* input,
+                                      float* sums);
 
 // Row-major C[m x n] = alpha * op(A) * op(B) + beta * C + bias[n] (bias may be null), then optional
 // ReLU. op(A) is m x k (A stored k x m when transpose_a), op(B) is k x n (B stored n x k when
@@ -75,6 +80,7 @@ struct Fp32Kernels {
   NamedKernel<Fp32SoftmaxFn> softmax;
   NamedKernel<Fp32GemmFn> gemm;
   NamedKernel<Fp32ChannelSumsFn> channel_sums;
+  NamedKernel<Fp32ChannelSumsF32Fn> channel_sums_f32;
 };
 
 #define QDQRT_DECLARE_FP32_KERNELS(isa)                                                                      \
@@ -85,6 +91,7 @@ struct Fp32Kernels {
   void fp32_unary(Fp32UnaryOp op, const Fp32UnaryParams& params, size_t n, const float* input, float* output); \
   void fp32_softmax(size_t rows, size_t cols, const float* input, float* output);                            \
   void fp32_channel_sums(size_t rows, size_t channels, size_t row_stride, const float* input, double* sums); \
+  void fp32_channel_sums_f32(size_t rows, size_t channels, size_t row_stride, const float* input, float* sums); \
   void fp32_gemm(const Fp32GemmParams& params, const float* a, size_t lda, const float* b, size_t ldb,       \
                  const float* bias, float* c, size_t ldc);                                                   \
   }

@@ -85,4 +85,11 @@ void fp32_channel_sums(size_t rows, size_t channels, size_t row_stride, const fl
   }
 }
 
+void fp32_channel_sums_f32(size_t rows, size_t channels, size_t row_stride, const float* input, float* sums) {
+  for (size_t c = 0; c < channels; ++c) sums[c] = 0.0f;
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < channels; ++c) sums[c] += input[r * row_stride + c];
+  }
+}
+
 }  // namespace qdqrt::kernels::scalar

@@ -119,6 +119,20 @@ struct SconvArgs {
 void run_sconv(const PackedSgemm& packed, const SconvGeometry& geometry, const SconvArgs& args,
                const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end);
 
+// A convolution of an NCHW input with few channels (a network's 3-channel image) to NHWC output,
+// on the igemm's packed weights (pack_sgemm with (tap, channel) k order) and sums: bit-identical
+// to run_sconv on the same input reordered to NHWC. Per output row, the input rows its windows
+// read are copied, zero-padded, into a small buffer, [C][kernel_height][padded width]; then a tile
+// of MR consecutive output pixels reads step k (tap, channel) at one pointer + k's offset + r *
+// stride_width: no per-tap pointers and no reorder of the input to NHWC (MobileNetV2's and
+// EfficientNet-B0's 3x3 stride-2 stems). The geometry's input_image_stride is C * H * W (NCHW),
+// input_pixel_stride unused. Output rows [row_begin, row_end) (row = image * output_height + y),
+// columns [n_begin, n_end) (n_begin a multiple of nr).
+bool direct_nchw_f32_applies(int channels, const SconvGeometry& geometry);
+std::string direct_nchw_f32_kernel_name(const PackedSgemm& packed);  // "f32-direct-nchw-14x32-avx512"
+void run_direct_nchw_f32(const PackedSgemm& packed, const SconvGeometry& geometry, const SconvArgs& args,
+                         const Fp32Epilogue& epilogue, int64_t row_begin, int64_t row_end, int n_begin, int n_end);
+
 // Plain row-major GEMM: A row m at a + m * a_row_stride (packed.channels values, taps == 1).
 void run_sgemm(const PackedSgemm& packed, const float* a, int64_t a_row_stride, float* c, int64_t c_row_stride,
                const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end);
@@ -249,6 +263,23 @@ struct WinogradOutputArgs {
   Fp32EpilogueActivation activation = Fp32EpilogueActivation::kNone;
 };
 using WinogradOutputFn = void (*)(const WinogradOutputArgs& args);
+// A tile of `mr` consecutive output pixels of one output row x one panel of a direct NCHW
+// convolution (run_direct_nchw_f32): step k of pixel r reads origin[offsets[k] + r * stride],
+// weights w[k * NR ..], sums from the bias in k order, then the epilogue.
+struct DirectNchwArgs {
+  int mr = 0, nc = 0, k = 0, stride = 1;
+  const float* origin = nullptr;
+  const int64_t* offsets = nullptr;
+  const float* w = nullptr;
+  const float* bias = nullptr;
+  float* c = nullptr;
+  int64_t c_row_stride = 0;
+  const float* residual = nullptr;
+  int64_t residual_row_stride = 0;
+  float min = 0.0f, max = 0.0f;
+  Fp32EpilogueActivation activation = Fp32EpilogueActivation::kNone;
+};
+using DirectNchwUkernelFn = void (*)(const DirectNchwArgs& args);
 struct SgemmImplementation {
   SgemmUkernelFn ukernel = nullptr;
   int mr = 0, nr = 0;
@@ -258,6 +289,7 @@ struct SgemmImplementation {
   WinogradInputFn winograd_input = nullptr;
   WinogradOutputFn winograd_output = nullptr;
   DepthwiseWindowUkernelFn depthwise_window = nullptr;
+  DirectNchwUkernelFn direct_nchw = nullptr;
 };
 }  // namespace internal
 
@@ -272,6 +304,7 @@ inline constexpr int kSgemmMaxTaps = 121;
   void winograd_input_ukernel(const internal::WinogradInputArgs& args); \
   void winograd_output_ukernel(const internal::WinogradOutputArgs& args); \
   void depthwise_window_ukernel(const internal::DepthwiseWindowArgs& args); \
+  void direct_nchw_ukernel(const internal::DirectNchwArgs& args); \
   }
 QDQRT_DECLARE_SGEMM(scalar)
 QDQRT_DECLARE_SGEMM(avx2)

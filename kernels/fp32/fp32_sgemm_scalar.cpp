@@ -43,6 +43,17 @@ void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
   }
 }
 
+void direct_nchw_ukernel(const internal::DirectNchwArgs& args) {
+  for (int r = 0; r < args.mr; ++r) {
+    for (int n = 0; n < args.nc; ++n) {
+      float sum = args.bias[n];
+      for (int k = 0; k < args.k; ++k) sum += args.origin[args.offsets[k] + r * args.stride] * args.w[k * kNr + n];
+      if (args.residual) sum += args.residual[r * args.residual_row_stride + n];
+      args.c[r * args.c_row_stride + n] = activate(args.activation, std::min(std::max(sum, args.min), args.max));
+    }
+  }
+}
+
 void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args) {
   for (int c = 0; c < args.channels; ++c) {
     float sum = args.bias[c];

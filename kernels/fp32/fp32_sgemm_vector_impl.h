@@ -200,7 +200,75 @@ void tile_rows(const internal::SgemmUkernelArgs& args) {
   }
 }
 
+// A direct NCHW tile (internal::DirectNchwArgs): kRows pixels x both vectors of the panel (the
+// padded bias and weights cover them; the store writes nc columns), pixel r's input at r * stride
+// from the step's address (kStride 0: args.stride), so the broadcasts take immediate offsets.
+template <int kRows, int kStride>
+void direct_tile(const internal::DirectNchwArgs& args) {
+  V acc[kRows][2];
+  const V bias0 = load(args.bias), bias1 = load(args.bias + kLanes);
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) acc[r][0] = bias0, acc[r][1] = bias1;
+  const int stride = kStride > 0 ? kStride : args.stride;
+  const float* w = args.w;
+  for (int k = 0; k < args.k; ++k, w += kNr) {
+    const float* a = args.origin + args.offsets[k];
+    const V b0 = load(w), b1 = load(w + kLanes);
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const V x = broadcast(a + r * stride);
+      acc[r][0] = fmadd(x, b0, acc[r][0]);
+      acc[r][1] = fmadd(x, b1, acc[r][1]);
+    }
+  }
+  const V low = splat(args.min), high = splat(args.max);
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+    float* c = args.c + r * args.c_row_stride;
+    const float* residual = args.residual ? args.residual + r * args.residual_row_stride : nullptr;
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; ++v) {
+      const int count = std::min(kLanes, args.nc - v * kLanes);
+      if (count <= 0) break;
+      V value = acc[r][v];
+      if (residual) value = add(value, load_part(residual + v * kLanes, count));
+      value = vmin(high, vmax(low, value));  // NaN passes, as in the scalar kernel
+      store_part(c + v * kLanes, activate(args.activation, value), count);
+    }
+  }
+}
+
+template <int kStride>
+void direct_rows(const internal::DirectNchwArgs& args) {
+  switch (args.mr) {
+#if defined(QDQRT_SGEMM_AVX512)
+    case 14: return direct_tile<14, kStride>(args);
+    case 13: return direct_tile<13, kStride>(args);
+    case 12: return direct_tile<12, kStride>(args);
+    case 11: return direct_tile<11, kStride>(args);
+    case 10: return direct_tile<10, kStride>(args);
+    case 9: return direct_tile<9, kStride>(args);
+    case 8: return direct_tile<8, kStride>(args);
+    case 7: return direct_tile<7, kStride>(args);
+#endif
+    case 6: return direct_tile<6, kStride>(args);
+    case 5: return direct_tile<5, kStride>(args);
+    case 4: return direct_tile<4, kStride>(args);
+    case 3: return direct_tile<3, kStride>(args);
+    case 2: return direct_tile<2, kStride>(args);
+    default: return direct_tile<1, kStride>(args);
+  }
+}
+
 }  // namespace
+
+void direct_nchw_ukernel(const internal::DirectNchwArgs& args) {
+  switch (args.stride) {
+    case 1: return direct_rows<1>(args);
+    case 2: return direct_rows<2>(args);
+    default: return direct_rows<0>(args);
+  }
+}
 
 void depthwise_ukernel(const internal::DepthwiseUkernelArgs& args) {
   const V low = splat(args.min), high = splat(args.max);

@@ -202,6 +202,40 @@ void fp32_channel_sums(size_t rows, size_t channels, size_t row_stride, const fl
   }
 }
 
+void fp32_channel_sums_f32(size_t rows, size_t channels, size_t row_stride, const float* input, float* sums) {
+  using fp32vec::vf;
+  // Up to 8 vector accumulators per pass over the rows (independent add chains; a depthwise row
+  // is in L1, so the adds' latency is the limit), the 1-7 vectors left in one more pass.
+  auto sum_columns = [&]<size_t kVectors>(size_t c) {
+    vf acc[kVectors];
+    for (size_t v = 0; v < kVectors; ++v) acc[v] = fp32vec::splat(0.0f);
+    for (size_t r = 0; r < rows; ++r) {
+      const float* in = input + r * row_stride + c;
+      for (size_t v = 0; v < kVectors; ++v) acc[v] += fp32vec::load(in + v * fp32vec::kLanes);
+    }
+    for (size_t v = 0; v < kVectors; ++v) fp32vec::store(sums + c + v * fp32vec::kLanes, acc[v]);
+  };
+  constexpr size_t kLanes = fp32vec::kLanes;
+  size_t c = 0;
+  for (; c + 8 * kLanes <= channels; c += 8 * kLanes) sum_columns.template operator()<8>(c);
+  switch ((channels - c) / kLanes) {
+    case 7: sum_columns.template operator()<7>(c); break;
+    case 6: sum_columns.template operator()<6>(c); break;
+    case 5: sum_columns.template operator()<5>(c); break;
+    case 4: sum_columns.template operator()<4>(c); break;
+    case 3: sum_columns.template operator()<3>(c); break;
+    case 2: sum_columns.template operator()<2>(c); break;
+    case 1: sum_columns.template operator()<1>(c); break;
+    default: break;
+  }
+  c += (channels - c) / kLanes * kLanes;
+  // The last channels one by one, in row order like every lane above.
+  for (size_t t = c; t < channels; ++t) sums[t] = 0.0f;
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t t = c; t < channels; ++t) sums[t] += input[r * row_stride + t];
+  }
+}
+
 void fp32_softmax(size_t rows, size_t cols, const float* input, float* output) {
   for (size_t r = 0; r < rows; ++r) {
     const float* in = input + r * cols;

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "engine/engine.h"
 #include "parser/onnx_loader.h"
 #include "tests/engine_float/float_cases.h"
@@ -320,6 +322,95 @@ TEST(EngineFloatModels, ExpansionFusesIntoDepthwise) {
     SCOPED_TRACE(chain.name);
     expect_fused_layers(model(13, "g (" + chain.input + ") => (float y)", inits, chain.body), "fp32_conv", chain.convs,
                         "qdqrt_engine_float_chain.qdqrt", chain.name);
+  }
+}
+
+// A GlobalAveragePool of a depthwise conv's output (squeeze-excite) sums the per-row channel sums
+// the depthwise writes as a second output: the plain depthwise (a channel count with a tail past
+// the vectors, stride 2), the depthwise fused with its expansion; not after a 1x1 conv. Matches
+// the reference at batch 1 and 3, 1 and 2 threads, and after an engine-file round trip.
+TEST(EngineFloatModels, GlobalPoolReadsDepthwiseRowSums) {
+  struct PoolCase {
+    std::string name, input, body;
+    int row_sum_pools;
+  };
+  const std::string gate = "g = GlobalAveragePool(ds)\nq = Conv(g, squeeze, b4)\ne = Conv(q, excite, b)\n"
+                           "gate = Sigmoid(e)\ny = Mul(ds, gate)";
+  const std::vector<PoolCase> cases = {
+      {"depthwise_silu", "float[N,48,12,11] x",
+       "d = Conv<pads=[1,1,1,1], group=48>(x, dw, b)\nds0 = Sigmoid(d)\nds = Mul(d, ds0)\n" + gate, 1},
+      {"depthwise_stride2_tail", "float[N,20,13,9] x",
+       "ds = Conv<pads=[1,1,1,1], strides=[2,2], group=20>(x, dw20, b20)\ng = GlobalAveragePool(ds)\n"
+       "y = Mul(ds, g)", 1},
+      {"expansion_depthwise", "float[N,16,33,58] x",
+       "e0 = Conv(x, ex, b)\ner = Relu(e0)\nd = Conv<pads=[2,2,2,2], strides=[2,2], group=48>(er, dw5, b)\n"
+       "ds0 = Sigmoid(d)\nds = Mul(d, ds0)\n" + gate, 1},
+      {"pointwise", "float[N,16,12,11] x", "ds = Conv(x, ex, b)\n" + gate, 0},
+  };
+  const std::vector<std::string> inits = {
+      weights("ex", {48, 16, 1, 1}),  weights("b", {48}),           weights("dw", {48, 1, 3, 3}),
+      weights("dw5", {48, 1, 5, 5}),  weights("dw20", {20, 1, 3, 3}), weights("b20", {20}),
+      weights("squeeze", {4, 48, 1, 1}), weights("b4", {4}),       weights("excite", {48, 4, 1, 1})};
+  for (const PoolCase& pool_case : cases) {
+    SCOPED_TRACE(pool_case.name);
+    const std::string text = model(13, "g (" + pool_case.input + ") => (float y)", inits, pool_case.body);
+    auto graph = load_text_graph(text, 3);
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    auto engine = engine::Engine::build(*graph, {});
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    int pools = 0;
+    for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+      pools += layer.kind == "fp32_global_avgpool_nhwc" && layer.kernel.find("(row sums)") != std::string::npos;
+    }
+    EXPECT_EQ(pools, pool_case.row_sum_pools);
+    expect_fused_layers(text, "fp32_global_avgpool_nhwc", 1,
+                        fmt::format("qdqrt_engine_float_rowsums_{}.qdqrt", static_cast<long>(getpid())),
+                        pool_case.name);
+  }
+}
+
+// A conv of the network's NCHW input of at most 4 channels (a stem) reads it in place
+// (direct_nchw: no reorder to NHWC): 3x3 stride 2 with Clip, 7x7 stride 2 with Relu, SiLU, a
+// residual Add, two convs of the same input; 5 channels and 3x3 stride 1 (Winograd) reorder.
+// Matches the reference at batch 1 and 3, 1 and 2 threads, and after an engine-file round trip.
+TEST(EngineFloatModels, StemConvReadsNchwInput) {
+  struct StemCase {
+    std::string name, input, body;
+    int direct, reorders;
+  };
+  const std::vector<StemCase> cases = {
+      {"clip_3x3s2", "float[N,3,17,16] x",
+       "c = Conv<pads=[1,1,1,1], strides=[2,2]>(x, w3, b32)\ny = Clip(c, lo, hi)", 1, 1},
+      {"relu_7x7s2", "float[N,3,23,21] x",
+       "c = Conv<pads=[3,3,3,3], strides=[2,2]>(x, w7, b32)\ny = Relu(c)", 1, 1},
+      {"silu_two_channels", "float[N,2,15,30] x",
+       "c = Conv<pads=[1,1,1,1], strides=[2,2]>(x, w2, b32)\ncs = Sigmoid(c)\ny = Mul(c, cs)", 1, 1},
+      {"two_readers_residual", "float[N,3,17,16] x",
+       "c0 = Conv<pads=[1,1,1,1], strides=[2,2]>(x, w3, b32)\nc1 = Conv<pads=[1,1,1,1], strides=[2,2]>(x, w3b, b32)\n"
+       "y = Add(c0, c1)", 2, 1},
+      {"five_channels", "float[N,5,17,16] x", "y = Conv<pads=[1,1,1,1], strides=[2,2]>(x, w5, b32)", 0, 2},
+      {"winograd", "float[N,3,17,16] x", "y = Conv<pads=[1,1,1,1]>(x, w3, b32)", 0, 2},
+  };
+  const std::vector<std::string> inits = {
+      weights("w3", {32, 3, 3, 3}), weights("w3b", {32, 3, 3, 3}), weights("w7", {32, 3, 7, 7}),
+      weights("w2", {32, 2, 3, 3}), weights("w5", {32, 5, 3, 3}), weights("b32", {32}),
+      "float lo = {0.0}", "float hi = {6.0}"};
+  for (const StemCase& stem : cases) {
+    SCOPED_TRACE(stem.name);
+    const std::string text = model(13, "g (" + stem.input + ") => (float y)", inits, stem.body);
+    auto graph = load_text_graph(text, 3);
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    auto engine = engine::Engine::build(*graph, {});
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    int direct = 0, reorders = 0;
+    for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+      direct += layer.kind == "fp32_conv" && layer.kernel.find("direct-nchw") != std::string::npos;
+      reorders += layer.kind == "reorder";
+    }
+    EXPECT_EQ(direct, stem.direct);
+    EXPECT_EQ(reorders, stem.reorders);
+    expect_fused_layers(text, "fp32_conv", stem.name == "two_readers_residual" ? 2 : 1,
+                        fmt::format("qdqrt_engine_float_stem_{}.qdqrt", static_cast<long>(getpid())), stem.name);
   }
 }
 

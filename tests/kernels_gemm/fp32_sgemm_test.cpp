@@ -122,6 +122,42 @@ TEST(Fp32Sgemm, SplitRowsAndColumns) {
   }
 }
 
+// The direct NCHW convolution of few input channels (network stems): channels 1-4, kernels, strides,
+// pads, dilations, row tails of every tile size, column tails, the epilogue, row and column splits;
+// the tester also checks it bit-identical to the igemm on the NHWC input.
+TEST(Fp32DirectNchw, StemShapes) {
+  uint32_t seed = 700;
+  for (int channels : {1, 2, 3, 4}) {
+    for (int width : {1, 5, 14, 15, 29, 33}) {
+      Fp32ConvTester().direct_nchw(true).batch(2).input_size(7, width).channels(channels, 32).kernel(3, 3)
+          .stride(2, 2).padding(1, 1, 1, 1).seed(++seed).test_all_isas();
+    }
+  }
+  for (int columns : {1, 8, 17, 31, 40, 64, 70}) {
+    Fp32ConvTester().direct_nchw(true).input_size(9, 20).channels(3, columns).kernel(3, 3).padding(1, 1, 1, 1)
+        .seed(++seed).test_all_isas();
+  }
+  Fp32ConvTester().direct_nchw(true).input_size(23, 21).channels(3, 64).kernel(7, 7).stride(2, 2).padding(3, 3, 3, 3)
+      .test_all_isas();
+  Fp32ConvTester().direct_nchw(true).input_size(10, 12).channels(3, 24).kernel(5, 3).stride(3, 1).padding(0, 2, 1, 0)
+      .test_all_isas();
+  Fp32ConvTester().direct_nchw(true).input_size(11, 13).channels(2, 16).kernel(3, 3).dilation(2, 2).padding(2, 2, 2, 2)
+      .test_all_isas();
+  Fp32ConvTester().direct_nchw(true).input_size(6, 9).channels(3, 20).kernel(3, 3).padding(0, 0, 0, 0).test_all_isas();
+}
+
+TEST(Fp32DirectNchw, EpilogueAndSplit) {
+  Fp32ConvTester().direct_nchw(true).batch(2).input_size(9, 17).channels(3, 48).kernel(3, 3).stride(2, 2)
+      .padding(1, 1, 1, 1).residual(true).clamp(-0.5f, 0.7f).split(5, 32).test_all_isas();
+  Fp32ConvTester().direct_nchw(true).input_size(8, 16).channels(3, 40).kernel(3, 3).padding(1, 1, 1, 1).bias(false)
+      .pixel_stride_extra(0, 3).split(3, 16).test_all_isas();
+  for (Fp32EpilogueActivation activation : {Fp32EpilogueActivation::kSigmoid, Fp32EpilogueActivation::kSilu,
+                                            Fp32EpilogueActivation::kHardSwish}) {
+    Fp32ConvTester().direct_nchw(true).input_size(12, 30).channels(3, 32).kernel(3, 3).stride(2, 2)
+        .padding(1, 1, 1, 1).activation(activation).test_all_isas();
+  }
+}
+
 TEST(Fp32Depthwise, ChannelsKernelsStrides) {
   uint32_t seed = 500;
   for (int channels : {1, 8, 15, 16, 17, 63, 64, 65, 96, 144}) {

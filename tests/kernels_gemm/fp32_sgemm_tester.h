@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -50,6 +51,9 @@ class Fp32ConvTester {
   // just those rows (SconvArgs::input_row_offset, input_image_stride 0: the expand -> depthwise
   // bands).
   Fp32ConvTester& band_output(bool value) { band_output_ = value; return *this; }
+  // The input read as NCHW (a copy, ending at a guard page) by run_direct_nchw_f32 over output rows;
+  // besides the double reference, bit-identical to run_sconv on the NHWC input (same ISA).
+  Fp32ConvTester& direct_nchw(bool value) { direct_nchw_ = value; return *this; }
 
   void test_all_isas() const {
     for (Isa isa : supported_isas()) test(isa);
@@ -132,11 +136,26 @@ class Fp32ConvTester {
     geometry.output_height = out_h;
     geometry.output_width = out_w;
     const SconvArgs args{input, output.data(), out_stride};
-    // Depthwise splits whole output rows.
+    // The NCHW copy of the input (input_extra_ 0) for the direct kernel.
+    GuardedBuffer nchw_buffer(direct_nchw_ ? static_cast<size_t>(in_pixels * input_channels_) * sizeof(float) : 4);
+    if (direct_nchw_) {
+      EXPECT_TRUE(direct_nchw_f32_applies(input_channels_, geometry));
+      float* nchw = nchw_buffer.as<float>();
+      for (int64_t p = 0; p < in_pixels; ++p) {
+        const int64_t image = p / (static_cast<int64_t>(height_) * width_), pixel = p % (static_cast<int64_t>(height_) * width_);
+        for (int c = 0; c < input_channels_; ++c) {
+          nchw[(image * input_channels_ + c) * height_ * width_ + pixel] = input[p * in_stride + c];
+        }
+      }
+    }
+    SconvGeometry nchw_geometry = geometry;
+    nchw_geometry.input_image_stride = static_cast<int64_t>(input_channels_) * height_ * width_;
+    const SconvArgs nchw_args{nchw_buffer.as<float>(), output.data(), out_stride};
+    // Depthwise and direct NCHW split whole output rows.
     // Winograd splits 2x2 tiles.
     const int64_t tiles = winograd_f32_tiles(geometry, batch_);
     const int64_t rows = winograd_ ? tiles : out_pixels;
-    const int64_t row_split = depthwise_ ? std::clamp<int64_t>(row_split_, 0, out_pixels / out_w) * out_w
+    const int64_t row_split = depthwise_ || direct_nchw_ ? std::clamp<int64_t>(row_split_, 0, out_pixels / out_w) * out_w
                                          : std::clamp<int64_t>(row_split_, 0, rows);
     // Columns split at a panel (depthwise: a channel block) boundary.
     const int column_unit = depthwise_ ? kDepthwiseF32ChannelBlock : packed.nr;
@@ -188,6 +207,8 @@ class Fp32ConvTester {
             if (i % out_stride >= n_begin && i % out_stride < n_end) output[static_cast<size_t>(row * out_w * out_stride + i)] = band[static_cast<size_t>(i)];
           }
         }
+      } else if (direct_nchw_) {
+        run_direct_nchw_f32(packed, nchw_geometry, nchw_args, epilogue, m_begin / out_w, m_end / out_w, n_begin, n_end);
       } else if (depthwise_) {
         run_depthwise_f32(packed_depthwise, geometry, args, epilogue, m_begin / out_w, m_end / out_w, n_begin, n_end);
       } else if (plain_gemm_) {
@@ -201,6 +222,17 @@ class Fp32ConvTester {
       run(m_begin, m_end, column_split, output_channels_);
     }
     ASSERT_TRUE(input_buffer.canary_intact());
+    ASSERT_TRUE(nchw_buffer.canary_intact());
+    if (direct_nchw_) {
+      std::vector<float> igemm(output.size(), kSentinel);
+      SconvArgs igemm_args = args;
+      igemm_args.output = igemm.data();
+      run_sconv(packed, geometry, igemm_args, epilogue, 0, out_pixels, 0, output_channels_);
+      for (size_t i = 0; i < output.size(); ++i) {
+        ASSERT_EQ(std::memcmp(&output[i], &igemm[i], sizeof(float)), 0)
+            << "element " << i << ": direct " << output[i] << ", igemm " << igemm[i];
+      }
+    }
 
     int64_t mismatches = 0;
     for (int64_t m = 0; m < out_pixels; ++m) {
@@ -263,7 +295,7 @@ class Fp32ConvTester {
   int input_extra_ = 0, output_extra_ = 0;
   float min_ = -INFINITY, max_ = INFINITY;
   bool residual_ = false, bias_ = true, plain_gemm_ = false, depthwise_ = false, winograd_ = false;
-  bool channel_scale_ = false, band_output_ = false;
+  bool channel_scale_ = false, band_output_ = false, direct_nchw_ = false;
   int64_t row_split_ = 0;
   int column_split_ = 0;
   uint32_t seed_ = 1;

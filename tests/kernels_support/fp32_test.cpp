@@ -121,6 +121,36 @@ TEST(Fp32Kernels, SoftmaxMatchesScalarOnEveryIsa) {
   }
 }
 
+// Per-channel float sums (a depthwise conv's row sums for the GlobalAveragePool after it): bit-equal
+// to the scalar kernel, the sums in row order; every vector pass width (1-8 vectors) and tails.
+TEST(Fp32Kernels, ChannelSumsF32AreExactOnEveryIsa) {
+  uint32_t seed = 11;
+  for (Isa isa : test_isas()) {
+    const Fp32Kernels kernels = fp32_kernels(isa);
+    for (size_t channels : {1, 7, 16, 20, 32, 48, 64, 96, 112, 128, 130, 144, 240, 255, 672}) {
+      for (size_t rows : {1, 2, 7, 14, 112}) {
+        for (size_t extra : {0, 5}) {
+          const size_t stride = channels + extra;
+          std::mt19937 rng(seed++);
+          const auto input = random_floats(rng, rows * stride, -1000.0f, 1000.0f);
+          Guarded<float> guarded_input(input.size(), placement_for(seed)), actual(channels, placement_for(seed + 1));
+          guarded_input.copy_from(input);
+          std::vector<float> expected(channels);
+          scalar::fp32_channel_sums_f32(rows, channels, stride, input.data(), expected.data());
+          kernels.channel_sums_f32.fn(rows, channels, stride, guarded_input.data(), actual.data());
+          ASSERT_EQ(float_mismatch(expected.data(), actual.data(), channels, true), "")
+              << kernels.channel_sums_f32.name << " isa=" << isa_name(isa) << " rows=" << rows
+              << " channels=" << channels;
+          ASSERT_EQ(actual.check_canaries(), "");
+          float direct = 0.0f;
+          for (size_t r = 0; r < rows; ++r) direct += input[r * stride + channels - 1];
+          ASSERT_EQ(expected[channels - 1], direct) << "scalar: the sum in row order";
+        }
+      }
+    }
+  }
+}
+
 // Per-channel double sums (the NHWC GlobalAveragePool): bit-equal to the scalar kernel.
 TEST(Fp32Kernels, ChannelSumsAreExactOnEveryIsa) {
   uint32_t seed = 7;
