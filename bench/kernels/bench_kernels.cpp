@@ -185,10 +185,34 @@ std::vector<float> random_floats(size_t count, uint32_t seed) {
   return values;
 }
 
-// fp32 NHWC convolution on the igemm (bias + ReLU epilogue; the ResNet expansions with the
-// residual Add), % of the fp32 FMA peak. winograd: the 3x3 stride-1 layers on Winograd F(2x2, 3x3),
-// the % counted on the direct convolution's operations (it does 2.25x fewer multiplies).
-void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool winograd) {
+// The layer's convolution geometry, one image.
+SconvGeometry fp32_conv_geometry(const ConvLayer& layer) {
+  SconvGeometry geometry;
+  geometry.input_height = layer.height;
+  geometry.input_width = layer.width;
+  geometry.input_pixel_stride = layer.input_channels;  // unused by direct_nchw (NCHW input, same size)
+  geometry.input_image_stride = static_cast<int64_t>(layer.height) * layer.width * layer.input_channels;
+  geometry.kernel_height = geometry.kernel_width = layer.kernel;
+  geometry.stride_height = geometry.stride_width = layer.stride;
+  geometry.pad_top = geometry.pad_left = layer.pad;
+  geometry.output_height = output_size(layer, layer.height);
+  geometry.output_width = output_size(layer, layer.width);
+  return geometry;
+}
+
+// How fp32_conv_benchmark runs a layer.
+enum class Fp32ConvForm {
+  kIgemm,       // NHWC input on the igemm (or the depthwise kernel)
+  kWinograd,    // the 3x3 stride-1 layers on Winograd F(2x2, 3x3): % counted on the direct
+                // convolution's operations (it does 2.25x fewer multiplies)
+  kDirectNchw,  // a stem on the network's NCHW image, the igemm's packed weights (the engine's mode 6)
+};
+
+// fp32 convolution (bias + ReLU epilogue; the ResNet expansions with the residual Add), % of the
+// fp32 FMA peak.
+void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, Fp32ConvForm form) {
+  const bool winograd = form == Fp32ConvForm::kWinograd;
+  const bool direct_nchw = form == Fp32ConvForm::kDirectNchw;
   const bool depthwise = layer.groups == layer.input_channels && layer.groups == layer.output_channels;
   if (layer.groups != 1 && !depthwise) {
     state.SkipWithError("grouped convolutions are not on the fp32 igemm");
@@ -219,16 +243,7 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, 
   const int64_t scratch_floats = winograd ? winograd_f32_scratch_floats(out_channels, in_channels, active_isa()) : 0;
   std::vector<AlignedBuffer<float>> winograd_scratch(static_cast<size_t>(threads));
   for (auto& buffer : winograd_scratch) buffer.resize(static_cast<size_t>(scratch_floats));
-  SconvGeometry geometry;
-  geometry.input_height = layer.height;
-  geometry.input_width = layer.width;
-  geometry.input_pixel_stride = layer.input_channels;
-  geometry.input_image_stride = static_cast<int64_t>(layer.height) * layer.width * layer.input_channels;
-  geometry.kernel_height = geometry.kernel_width = layer.kernel;
-  geometry.stride_height = geometry.stride_width = layer.stride;
-  geometry.pad_top = geometry.pad_left = layer.pad;
-  geometry.output_height = output_size(layer, layer.height);
-  geometry.output_width = output_size(layer, layer.width);
+  const SconvGeometry geometry = fp32_conv_geometry(layer);
   const int64_t pixels = geometry.output_pixels_per_image();
   std::vector<float> output(static_cast<size_t>(pixels) * layer.output_channels);
   const bool residual = carries_residual(layer);
@@ -241,12 +256,18 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, 
   }
   const SconvArgs args{input.data(), output.data(), layer.output_channels};
   const double ops = 2.0 * static_cast<double>(pixels) * layer.output_channels * group_in * taps;
-  state.SetLabel(depthwise ? depthwise_f32_kernel_name(packed_depthwise)
-                 : winograd ? winograd_f32_kernel_name(packed_winograd.isa)
-                            : sgemm_kernel_name(packed, taps > 1 || layer.stride > 1) + (residual ? " +residual" : ""));
+  state.SetLabel(depthwise     ? depthwise_f32_kernel_name(packed_depthwise)
+                 : winograd    ? winograd_f32_kernel_name(packed_winograd.isa)
+                 : direct_nchw ? direct_nchw_f32_kernel_name(packed)
+                               : sgemm_kernel_name(packed, taps > 1 || layer.stride > 1) + (residual ? " +residual" : ""));
   timed_loop(
       state, threads,
       [&](int part) {
+        if (direct_nchw) {
+          auto [begin, end] = part_range(geometry.output_height, threads, part, 1);
+          run_direct_nchw_f32(packed, geometry, args, epilogue, begin, end, 0, layer.output_channels);
+          return;
+        }
         if (winograd) {
           auto [begin, end] = part_range(static_cast<int>(winograd_f32_tiles(geometry, 1)), threads, part, 1);
           run_winograd_f32(packed_winograd, geometry, args, epilogue, begin, end, 0, layer.output_channels,
@@ -404,11 +425,19 @@ void register_benchmarks() {
       if (layer.groups != 1 && layer.groups != layer.input_channels) continue;
       std::string name =
           std::string("fp32_conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads, false)->UseRealTime();
+      benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads, Fp32ConvForm::kIgemm)
+          ->UseRealTime();
       if (layer.groups == 1 && winograd_f32_applies(layer.kernel, layer.kernel, layer.stride, layer.stride, 1, 1,
                                                     layer.pad, layer.pad, layer.pad, layer.pad)) {
         name = std::string("fp32_winograd/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
-        benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads, true)->UseRealTime();
+        benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads, Fp32ConvForm::kWinograd)
+            ->UseRealTime();
+      }
+      if (layer.groups == 1 && direct_nchw_f32_applies(layer.input_channels, fp32_conv_geometry(layer))) {
+        name =
+            std::string("fp32_direct_nchw/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
+        benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads, Fp32ConvForm::kDirectNchw)
+            ->UseRealTime();
       }
     }
     for (const GemmLayer& layer : gemm_layers()) {
