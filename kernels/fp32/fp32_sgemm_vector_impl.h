@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -178,26 +179,33 @@ void tile(const internal::SgemmUkernelArgs& args) {
   }
 }
 
+// Calls f(std::integral_constant<int, rows>) for a tile of `mr` rows (1..kMr): the tiles take
+// their row count as a template argument.
+template <typename F>
+[[gnu::always_inline]] inline void with_rows(int mr, F&& f) {
+  switch (mr) {
+#if defined(QDQRT_SGEMM_AVX512)
+    case 14: return f(std::integral_constant<int, 14>{});
+    case 13: return f(std::integral_constant<int, 13>{});
+    case 12: return f(std::integral_constant<int, 12>{});
+    case 11: return f(std::integral_constant<int, 11>{});
+    case 10: return f(std::integral_constant<int, 10>{});
+    case 9: return f(std::integral_constant<int, 9>{});
+    case 8: return f(std::integral_constant<int, 8>{});
+    case 7: return f(std::integral_constant<int, 7>{});
+#endif
+    case 6: return f(std::integral_constant<int, 6>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    default: return f(std::integral_constant<int, 1>{});
+  }
+}
+
 template <int kVectors>
 void tile_rows(const internal::SgemmUkernelArgs& args) {
-  switch (args.mr) {
-#if defined(QDQRT_SGEMM_AVX512)
-    case 14: return tile<14, kVectors>(args);
-    case 13: return tile<13, kVectors>(args);
-    case 12: return tile<12, kVectors>(args);
-    case 11: return tile<11, kVectors>(args);
-    case 10: return tile<10, kVectors>(args);
-    case 9: return tile<9, kVectors>(args);
-    case 8: return tile<8, kVectors>(args);
-    case 7: return tile<7, kVectors>(args);
-#endif
-    case 6: return tile<6, kVectors>(args);
-    case 5: return tile<5, kVectors>(args);
-    case 4: return tile<4, kVectors>(args);
-    case 3: return tile<3, kVectors>(args);
-    case 2: return tile<2, kVectors>(args);
-    default: return tile<1, kVectors>(args);
-  }
+  with_rows(args.mr, [&](auto rows) { tile<decltype(rows)::value, kVectors>(args); });
 }
 
 // A direct NCHW tile (internal::DirectNchwArgs): kRows pixels x both vectors of the panel (the
@@ -240,24 +248,7 @@ void direct_tile(const internal::DirectNchwArgs& args) {
 
 template <int kStride>
 void direct_rows(const internal::DirectNchwArgs& args) {
-  switch (args.mr) {
-#if defined(QDQRT_SGEMM_AVX512)
-    case 14: return direct_tile<14, kStride>(args);
-    case 13: return direct_tile<13, kStride>(args);
-    case 12: return direct_tile<12, kStride>(args);
-    case 11: return direct_tile<11, kStride>(args);
-    case 10: return direct_tile<10, kStride>(args);
-    case 9: return direct_tile<9, kStride>(args);
-    case 8: return direct_tile<8, kStride>(args);
-    case 7: return direct_tile<7, kStride>(args);
-#endif
-    case 6: return direct_tile<6, kStride>(args);
-    case 5: return direct_tile<5, kStride>(args);
-    case 4: return direct_tile<4, kStride>(args);
-    case 3: return direct_tile<3, kStride>(args);
-    case 2: return direct_tile<2, kStride>(args);
-    default: return direct_tile<1, kStride>(args);
-  }
+  with_rows(args.mr, [&](auto rows) { direct_tile<decltype(rows)::value, kStride>(args); });
 }
 
 }  // namespace
