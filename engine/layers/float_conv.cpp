@@ -256,7 +256,7 @@ class ConvLayer final : public Layer {
 
 // NHWC conv on the fp32 igemm / depthwise kernels.
 // The kernels' geometry of a conv (NHWC input pixels of `channels`; NCHW images are as long).
-kernels::SconvGeometry direct_geometry(const ConvGeometry& g) {
+kernels::SconvGeometry conv_geometry(const ConvGeometry& g) {
   kernels::SconvGeometry geometry;
   geometry.input_height = static_cast<int>(g.height);
   geometry.input_width = static_cast<int>(g.width);
@@ -287,20 +287,7 @@ class NhwcConvLayer final : public Layer {
     epilogue_.min = low;
     epilogue_.max = high;
     epilogue_.residual_row_stride = g.out_channels;
-    geometry_.input_height = static_cast<int>(g.height);
-    geometry_.input_width = static_cast<int>(g.width);
-    geometry_.input_pixel_stride = g.channels;
-    geometry_.input_image_stride = g.channels * g.height * g.width;
-    geometry_.kernel_height = static_cast<int>(g.kernel_h);
-    geometry_.kernel_width = static_cast<int>(g.kernel_w);
-    geometry_.stride_height = static_cast<int>(g.stride_h);
-    geometry_.stride_width = static_cast<int>(g.stride_w);
-    geometry_.pad_top = static_cast<int>(g.pad_top);
-    geometry_.pad_left = static_cast<int>(g.pad_left);
-    geometry_.dilation_height = static_cast<int>(g.dilation_h);
-    geometry_.dilation_width = static_cast<int>(g.dilation_w);
-    geometry_.output_height = static_cast<int>(g.out_height);
-    geometry_.output_width = static_cast<int>(g.out_width);
+    geometry_ = conv_geometry(g);
   }
 
   WorkShape work(const RunState& state) const override {
@@ -641,7 +628,7 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
     QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, kernels::sgemm_padded_n(out_channels, isa)));
     winograd = kernels::packed_winograd_f32_view(out_channels, channels, isa, weights, bias);
   } else if (g.mode == ConvMode::kIgemm || g.mode == ConvMode::kDirectNchw) {
-    if (g.mode == ConvMode::kDirectNchw && !kernels::direct_nchw_f32_applies(channels, direct_geometry(g))) {
+    if (g.mode == ConvMode::kDirectNchw && !kernels::direct_nchw_f32_applies(channels, conv_geometry(g))) {
       return context.error("direct_nchw mode needs at most 4 input channels and a window whose rows fit its buffer");
     }
     const int64_t floats = kernels::packed_sgemm_floats(out_channels, taps * g.channels, isa);
@@ -881,7 +868,7 @@ Status lower_nhwc_conv(const Node& node, BuildContext& context, ConvGeometry g, 
   // An image of few channels as the network's input (stored NCHW): read in place (direct_nchw).
   bool direct = false;
   if (g.group == 1 && !winograd_applies(g) && g.channels <= 4 &&
-      kernels::direct_nchw_f32_applies(channels, direct_geometry(g))) {
+      kernels::direct_nchw_f32_applies(channels, conv_geometry(g))) {
     QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(0)));
     const PlanTensor tensor = context.tensor(stored);
     direct = tensor.layout == Layout::kPlain && tensor.dtype == DataType::kFloat && batch_leads(tensor);
