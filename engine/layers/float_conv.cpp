@@ -1274,6 +1274,21 @@ void fuse_depthwise_pointwise(EnginePlan& plan, std::vector<bool>& unused) {
              !interface[static_cast<size_t>(t)] && large(t);
     };
     std::vector<bool> erase(plan.layers.size(), false);
+    // `layer` takes over the layer at `from_index` (its params under `prefix`, its input 0, its
+    // names; with write_channels the depthwise channel count too); the tensor between them goes.
+    auto absorb = [&](PlanLayer& layer, size_t from_index, std::string_view prefix, bool write_channels) {
+      const PlanLayer& from = plan.layers[from_index];
+      const int32_t t = layer.inputs[0];
+      copy_params(from, prefix, layer);
+      if (write_channels) kFusedChannels.write(layer, plan.tensors[static_cast<size_t>(t)].shape[1], kDwPrefix);
+      unused[static_cast<size_t>(t)] = true;
+      layer.inputs[0] = from.inputs[0];
+      layer.name = from.name + " + " + layer.name;
+      layer.kernel = from.kernel + " + " + layer.kernel;
+      layer.source_nodes.insert(layer.source_nodes.begin(), from.source_nodes.begin(), from.source_nodes.end());
+      erase[from_index] = true;
+      set_fused_scratch(layer, plan);
+    };
     for (size_t i = 0; i < plan.layers.size(); ++i) {
       PlanLayer& layer = plan.layers[i];
       if (pass == 0) {
@@ -1285,15 +1300,7 @@ void fuse_depthwise_pointwise(EnginePlan& plan, std::vector<bool>& unused) {
         if (erase[dw_index] || mode_of(dw) != ConvMode::kDepthwiseNhwc || dw.inputs.size() != 1 || dw.inputs[0] < 0) {
           continue;
         }
-        copy_params(dw, kDwPrefix, layer);
-        kFusedChannels.write(layer, plan.tensors[static_cast<size_t>(t)].shape[1], kDwPrefix);
-        layer.inputs[0] = dw.inputs[0];
-        layer.name = dw.name + " + " + layer.name;
-        layer.kernel = dw.kernel + " + " + layer.kernel;
-        layer.source_nodes.insert(layer.source_nodes.begin(), dw.source_nodes.begin(), dw.source_nodes.end());
-        unused[static_cast<size_t>(t)] = true;
-        erase[dw_index] = true;
-        set_fused_scratch(layer, plan);
+        absorb(layer, dw_index, kDwPrefix, true);
       } else {
         // Expansion -> depthwise (alone or with its projection): the depthwise takes the expansion.
         const bool fused = has_param(layer, kDwPrefix, params::kConvMode.key());
@@ -1309,15 +1316,7 @@ void fuse_depthwise_pointwise(EnginePlan& plan, std::vector<bool>& unused) {
             !batch_leads(plan.tensors[static_cast<size_t>(ex.inputs[0])])) {
           continue;
         }
-        copy_params(ex, kExPrefix, layer);
-        if (!fused) kFusedChannels.write(layer, plan.tensors[static_cast<size_t>(t)].shape[1], kDwPrefix);
-        layer.inputs[0] = ex.inputs[0];
-        layer.name = ex.name + " + " + layer.name;
-        layer.kernel = ex.kernel + " + " + layer.kernel;
-        layer.source_nodes.insert(layer.source_nodes.begin(), ex.source_nodes.begin(), ex.source_nodes.end());
-        unused[static_cast<size_t>(t)] = true;
-        erase[ex_index] = true;
-        set_fused_scratch(layer, plan);
+        absorb(layer, ex_index, kExPrefix, !fused);
       }
     }
     erase_layers(plan, erase);
