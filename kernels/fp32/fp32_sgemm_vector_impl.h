@@ -90,6 +90,30 @@ inline V activate(Fp32EpilogueActivation activation, V value) {
   return value;
 }
 
+// Stores a tile's accumulators to args.c (args.nc columns); with `finish` (the last k block) the
+// epilogue first: residual Add, clamp, activation. Args: the igemm's or the direct NCHW tile's.
+template <int kRows, int kVectors, typename Args>
+[[gnu::always_inline]] inline void store_tile(const V (&acc)[kRows][kVectors], const Args& args, bool finish) {
+  const V low = splat(args.min), high = splat(args.max);
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+    float* c = args.c + r * args.c_row_stride;
+    const float* residual = args.residual ? args.residual + r * args.residual_row_stride : nullptr;
+#pragma GCC unroll 2
+    for (int v = 0; v < kVectors; ++v) {
+      const int count = std::min(kLanes, args.nc - v * kLanes);
+      if (count <= 0) break;
+      V value = acc[r][v];
+      if (finish) {
+        if (residual) value = add(value, load_part(residual + v * kLanes, count));
+        value = vmin(high, vmax(low, value));  // NaN passes, as in the scalar kernel
+        value = activate(args.activation, value);
+      }
+      store_part(c + v * kLanes, value, count);
+    }
+  }
+}
+
 // Rows kRows (<= kMr) x kVectors (1 or 2) vectors of one panel, A through the row pointers.
 template <int kRows, int kVectors>
 void tile(const internal::SgemmUkernelArgs& args) {
@@ -159,24 +183,7 @@ void tile(const internal::SgemmUkernelArgs& args) {
     }
     for (; c < channels; ++c) step(c);
   }
-  const V low = splat(args.min), high = splat(args.max);
-#pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r) {
-    float* c = args.c + r * args.c_row_stride;
-    const float* residual = args.residual ? args.residual + r * args.residual_row_stride : nullptr;
-#pragma GCC unroll 2
-    for (int v = 0; v < kVectors; ++v) {
-      const int count = std::min(kLanes, args.nc - v * kLanes);
-      if (count <= 0) break;
-      V value = acc[r][v];
-      if (args.last) {
-        if (residual) value = add(value, load_part(residual + v * kLanes, count));
-        value = vmin(high, vmax(low, value));  // NaN passes, as in the scalar kernel
-        value = activate(args.activation, value);
-      }
-      store_part(c + v * kLanes, value, count);
-    }
-  }
+  store_tile(acc, args, args.last);
 }
 
 // Calls f(std::integral_constant<int, rows>) for a tile of `mr` rows (1..kMr): the tiles take
@@ -229,21 +236,7 @@ void direct_tile(const internal::DirectNchwArgs& args) {
       acc[r][1] = fmadd(x, b1, acc[r][1]);
     }
   }
-  const V low = splat(args.min), high = splat(args.max);
-#pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r) {
-    float* c = args.c + r * args.c_row_stride;
-    const float* residual = args.residual ? args.residual + r * args.residual_row_stride : nullptr;
-#pragma GCC unroll 2
-    for (int v = 0; v < 2; ++v) {
-      const int count = std::min(kLanes, args.nc - v * kLanes);
-      if (count <= 0) break;
-      V value = acc[r][v];
-      if (residual) value = add(value, load_part(residual + v * kLanes, count));
-      value = vmin(high, vmax(low, value));  // NaN passes, as in the scalar kernel
-      store_part(c + v * kLanes, activate(args.activation, value), count);
-    }
-  }
+  store_tile(acc, args, true);
 }
 
 template <int kStride>
