@@ -153,5 +153,73 @@ TEST(FloatBind, DamagedFusedConvsAreRefused) {
   EXPECT_EQ(gates, 1);
 }
 
+// A stem conv on the NCHW input (direct_nchw) and a depthwise conv writing row sums for the global
+// average pool after it: damaged modes and row-sums tensors are refused at bind, naming the layer
+// and what is wrong.
+TEST(FloatBind, DamagedStemsAndRowSumsAreRefused) {
+  const std::vector<std::string> inits = {weights("w3", {16, 3, 3, 3}), weights("b16", {16}),
+                                          weights("dw", {16, 1, 3, 3}), weights("ex", {16, 16, 1, 1})};
+  const std::string body =
+      "c = Conv<pads=[1,1,1,1], strides=[2,2]>(x, w3, b16)\ncr = Relu(c)\ne = Conv(cr, ex, b16)\n"
+      "d = Conv<pads=[1,1,1,1], group=16>(e, dw, b16)\ng = GlobalAveragePool(d)\ny = Mul(d, g)";
+  auto graph = load_text_graph(model(13, "g (float[N,3,17,16] x) => (float y)", inits, body), 2);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto built = harness_build(*graph, 2);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  engine::EnginePlan fused = built->plan;
+  ASSERT_TRUE(engine::fuse_float_conv_epilogues(fused).is_ok());
+  auto refused = [&](size_t index, const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& damage,
+                     const std::string& what, const std::string& message) {
+    engine::EnginePlan plan = fused;
+    damage(plan, plan.layers[index]);
+    auto bound = harness_bind(plan, index);
+    EXPECT_FALSE(bound.ok()) << what << " accepted";
+    if (!bound.ok()) {
+      EXPECT_NE(bound.status().message().find(plan.layers[index].name), std::string::npos) << bound.status().message();
+      EXPECT_NE(bound.status().message().find(message), std::string::npos) << what << ": " << bound.status().message();
+    }
+  };
+  int stems = 0, row_sum_convs = 0, row_sum_pools = 0;
+  for (size_t i = 0; i < fused.layers.size(); ++i) {
+    const engine::PlanLayer& layer = fused.layers[i];
+    SCOPED_TRACE(layer.kind + " " + layer.name);
+    ASSERT_TRUE(harness_bind(fused, i).ok());
+    if (layer.kind == "fp32_conv" && *layer.params.get_int("mode") == 6) {
+      ++stems;
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("group", int64_t{3}); }, "group 3",
+              "does not divide");
+    } else if (layer.kind == "fp32_conv" && layer.outputs.size() == 2) {
+      ++row_sum_convs;
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.outputs.push_back(l.outputs[1]); }, "three outputs",
+              "at most an output and its row sums");
+      refused(i, [](engine::EnginePlan& p, engine::PlanLayer& l) {
+        p.tensors[static_cast<size_t>(l.outputs[1])].shape = {2, 17, 16};
+      }, "row sums of the wrong height", "row sums");
+    } else if (layer.kind == "fp32_conv" && *layer.params.get_int("mode") == 3) {
+      // The NHWC 1x1 conv as a direct_nchw stem; a pointwise conv with row sums.
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("mode", int64_t{6}); },
+              "direct_nchw on an NHWC input", "stored nhwc, expected plain");
+      refused(i, [](engine::EnginePlan& p, engine::PlanLayer& l) {
+        const engine::PlanTensor& out = p.tensors[static_cast<size_t>(l.outputs[0])];
+        engine::PlanTensor sums = out;
+        sums.name = "sums";
+        sums.shape = {out.shape[0], out.shape[2], out.shape[1]};
+        p.tensors.push_back(sums);
+        l.outputs.push_back(static_cast<int32_t>(p.tensors.size() - 1));
+      }, "row sums of a 1x1 conv", "row sums are a depthwise_nhwc conv's second output");
+    } else if (layer.kind == "fp32_global_avgpool_nhwc" && layer.inputs.size() == 2) {
+      ++row_sum_pools;
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.inputs.push_back(l.inputs[1]); }, "three inputs",
+              "at most the input and its row sums");
+      refused(i, [](engine::EnginePlan& p, engine::PlanLayer& l) {
+        p.tensors[static_cast<size_t>(l.inputs[1])].shape = {2, 3, 16};
+      }, "row sums of the wrong height", "row sums");
+    }
+  }
+  EXPECT_EQ(stems, 1);
+  EXPECT_EQ(row_sum_convs, 1);
+  EXPECT_EQ(row_sum_pools, 1);
+}
+
 }  // namespace
 }  // namespace qdqrt::testing
