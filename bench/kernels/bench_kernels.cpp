@@ -115,6 +115,22 @@ void timed_loop(benchmark::State& state, int threads, Body&& body, double ops, d
 // --tile=NR forces the GEMM family's register tile width (0: the one packing picks per layer).
 int g_tile_width = 0;
 
+// Depthwise rows place input and output in one 64-byte-aligned block, as the engine's arena does
+// (engine/builder.cpp, plan_memory: 64-byte-aligned offsets, a layer's output usually right
+// after its input). --dw_offset=D [--dw_modulus=M] instead puts the output at the first 64-byte
+// offset past the input that is D modulo M (the placement sweep of docs/bench.md, 2026-11-28
+// session 11: no relative offset was consistently slower or faster).
+int64_t g_dw_delta = -1;  // negative: right after the input
+int64_t g_dw_modulus = 4096;
+
+// The output's offset in the block for an input of input_bytes.
+int64_t depthwise_output_offset(int64_t input_bytes) {
+  const int64_t start = (input_bytes + 63) / 64 * 64;
+  if (g_dw_delta < 0) return start;
+  const int64_t delta = g_dw_delta % g_dw_modulus;
+  return start + ((delta - start % g_dw_modulus) % g_dw_modulus + g_dw_modulus) % g_dw_modulus;
+}
+
 int output_size(const ConvLayer& layer, int input_size) {
   return (input_size + 2 * layer.pad - layer.kernel) / layer.stride + 1;
 }
@@ -166,8 +182,19 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
   const Epilogue epilogue =
       make_epilogue(OutputType::kS8, 0.05f, 0, Activation{ActivationKind::kRelu}, residual ? &residual_desc : nullptr);
   ConvRunArgs args{input.data(), layer.input_channels, output.data(), layer.output_channels};
+  std::string placement;
+  AlignedBuffer<uint8_t> block;
+  if (packed.depthwise) {
+    // One arena-like block: the input at 0, the output at a chosen offset (see g_dw_delta).
+    const int64_t output_offset = depthwise_output_offset(static_cast<int64_t>(input.size()));
+    block.resize(static_cast<size_t>(output_offset) + output.size());
+    std::memcpy(block.data(), input.data(), input.size());
+    args.input = block.data();
+    args.output = block.data() + output_offset;
+    placement = ", output at +" + std::to_string(output_offset);
+  }
   const double ops = 2.0 * pixels * layer.output_channels * group_in * taps;
-  state.SetLabel(conv_kernel_name(packed, shape) + (residual ? " +residual" : ""));
+  state.SetLabel(conv_kernel_name(packed, shape) + (residual ? " +residual" : "") + placement);
   timed_loop(
       state, threads,
       [&](int part) {
@@ -470,6 +497,14 @@ int main(int argc, char** argv) {
       qdqrt::kernels::set_max_isa(*isa);
     } else if (arg.rfind("--tile=", 0) == 0) {
       qdqrt::bench::g_tile_width = std::atoi(arg.c_str() + 7);
+    } else if (arg.rfind("--dw_offset=", 0) == 0) {
+      qdqrt::bench::g_dw_delta = std::atoll(arg.c_str() + 12);
+    } else if (arg.rfind("--dw_modulus=", 0) == 0) {
+      qdqrt::bench::g_dw_modulus = std::atoll(arg.c_str() + 13);
+      if (qdqrt::bench::g_dw_modulus < 64 || qdqrt::bench::g_dw_modulus % 64 != 0) {
+        std::fprintf(stderr, "--dw_modulus must be a positive multiple of 64\n");
+        return 2;
+      }
     } else {
       argv[kept++] = argv[i];
     }
