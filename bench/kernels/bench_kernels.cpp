@@ -117,11 +117,14 @@ int g_tile_width = 0;
 
 // Depthwise rows place input and output in one 64-byte-aligned block, as the engine's arena does
 // (engine/builder.cpp, plan_memory: 64-byte-aligned offsets, a layer's output usually right
-// after its input). --dw_offset=D [--dw_modulus=M] instead puts the output at the first 64-byte
-// offset past the input that is D modulo M (the placement sweep of docs/bench.md, 2026-11-28
+// after its input). --dw_offset=D [--dw_modulus=M] instead puts the output at the first offset
+// past the input's 64-byte-rounded end that is D modulo M (the placement sweep of docs/bench.md, 2026-11-28
 // session 11: no relative offset was consistently slower or faster).
 int64_t g_dw_delta = -1;  // negative: right after the input
 int64_t g_dw_modulus = 4096;
+// --dw_u8: depthwise rows on u8 input and output (zero point 0, ReLU6 as MobileNetV2's clip), the
+// form the real models run (every MobileNetV2 / EfficientNet-B0 depthwise layer is qu8); default s8.
+bool g_dw_u8 = false;
 
 // The output's offset in the block for an input of input_bytes.
 int64_t depthwise_output_offset(int64_t input_bytes) {
@@ -166,6 +169,8 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
   desc.bias_int32 = bias.data();
   desc.input_scale = 0.02f;
   desc.output_scale = 0.05f;
+  const bool u8 = g_dw_u8 && layer.groups == layer.input_channels && layer.groups == layer.output_channels;
+  desc.input_signed = !u8;
   const PackedConv packed = pack_conv(desc, active_isa(), g_tile_width);
   ConvShape shape;
   shape.input_height = layer.height;
@@ -180,7 +185,8 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
   const auto residual_data = random_bytes(output.size(), 3);
   Residual residual_desc{residual_data.data(), layer.output_channels, true, 0.04f, 0};
   const Epilogue epilogue =
-      make_epilogue(OutputType::kS8, 0.05f, 0, Activation{ActivationKind::kRelu}, residual ? &residual_desc : nullptr);
+      u8 ? make_epilogue(OutputType::kU8, 0.05f, 0, Activation{ActivationKind::kClip, 0.0f, 6.0f})
+         : make_epilogue(OutputType::kS8, 0.05f, 0, Activation{ActivationKind::kRelu}, residual ? &residual_desc : nullptr);
   ConvRunArgs args{input.data(), layer.input_channels, output.data(), layer.output_channels};
   std::string placement;
   AlignedBuffer<uint8_t> block;
@@ -499,6 +505,8 @@ int main(int argc, char** argv) {
       qdqrt::bench::g_tile_width = std::atoi(arg.c_str() + 7);
     } else if (arg.rfind("--dw_offset=", 0) == 0) {
       qdqrt::bench::g_dw_delta = std::atoll(arg.c_str() + 12);
+    } else if (arg == "--dw_u8") {
+      qdqrt::bench::g_dw_u8 = true;
     } else if (arg.rfind("--dw_modulus=", 0) == 0) {
       qdqrt::bench::g_dw_modulus = std::atoll(arg.c_str() + 13);
       if (qdqrt::bench::g_dw_modulus < 64 || qdqrt::bench::g_dw_modulus % 64 != 0) {
