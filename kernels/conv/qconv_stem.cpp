@@ -8,12 +8,13 @@
 // move), and a 4-byte lane of the tile that straddles two of them waits on store forwarding; the
 // gather was half of the 3x3 stem's time (perf, Zen 4). Interleaving the rows per column makes a
 // window contiguous, so the pixel rows of the "matrix" are simply stride_width * KH * C bytes apart.
+#include "kernels/conv/qconv_stem.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cstring>
 
 #include "kernels/conv/qconv.h"
-#include "kernels/conv/qconv_stem.h"
 #include "kernels/dispatch.h"
 
 namespace qdqrt::kernels {
@@ -112,7 +113,8 @@ void derive_conv_stem(PackedConv& packed) {
   const int channels = packed.input_channels, kh = packed.kernel_height, kw = packed.kernel_width;
   const int k = kh * kw * channels;
   if (source.weight_zero_point_s8 != 0 || source.isa == Isa::kAmxInt8 || source.k != k || source.k_group <= 0 ||
-      source.k_padded % source.k_group != 0 || source.k_padded < k || source.nr <= 0 || source.n_padded % source.nr != 0) {
+      source.k_padded % source.k_group != 0 || source.k_padded < k || source.nr <= 0 ||
+      source.n_padded % source.nr != 0) {
     return;
   }
   // The stem's own tile where it has one (dispatch: AVX-512 VNNI 12x32 for 17..32 channels), else
@@ -169,15 +171,14 @@ void derive_conv_stem(PackedConv& packed) {
 bool conv_stem_applies(const PackedConv& packed, const ConvShape& shape) {
   if (packed.stem_weights.n <= 0 || shape.dilation_width != 1 || packed.kernel_height > kStemMaxRows) return false;
   // The widest window and its k padding must fit the buffer.
-  const int64_t window_bytes = static_cast<int64_t>(packed.kernel_width) * packed.kernel_height *
-                               packed.input_channels;
+  const int64_t window_bytes = static_cast<int64_t>(packed.kernel_width) * packed.kernel_height * packed.input_channels;
   return window_bytes + kStemSlackBytes <= kStemBufferBytes;
 }
 
 namespace internal {
 
-void run_conv_stem(const PackedConv& packed, const ConvShape& shape, const ConvRunArgs& args,
-                   const Epilogue& epilogue, int pixel_begin, int pixel_end, int n_begin, int n_end) {
+void run_conv_stem(const PackedConv& packed, const ConvShape& shape, const ConvRunArgs& args, const Epilogue& epilogue,
+                   int pixel_begin, int pixel_end, int n_begin, int n_end) {
   assert(conv_stem_applies(packed, shape));
   const PackedGemm& weights = packed.stem_weights;
   const PackedGemm& source = packed.group_weights[0];
@@ -198,16 +199,17 @@ void run_conv_stem(const PackedConv& packed, const ConvShape& shape, const ConvR
   }
 
   const int64_t image_pixels = static_cast<int64_t>(shape.output_height) * shape.output_width;
-  const int64_t image_bytes =
-      static_cast<int64_t>(shape.input_height) * shape.input_width * args.input_pixel_stride;
+  const int64_t image_bytes = static_cast<int64_t>(shape.input_height) * shape.input_width * args.input_pixel_stride;
   const int output_size = output_element_size(epilogue.output_type);
   const uint8_t* input = static_cast<const uint8_t*>(args.input);
   char* output = static_cast<char*>(args.output);
   const uint8_t* rows[kStemMaxRows];
   StemColumnsArgs columns_args;
   columns_args.rows = rows;
-  columns_args.input_end = input + (static_cast<int64_t>(shape.batch) * shape.input_height * shape.input_width - 1) *
-                                       args.input_pixel_stride + channels;
+  columns_args.input_end =
+      input +
+      (static_cast<int64_t>(shape.batch) * shape.input_height * shape.input_width - 1) * args.input_pixel_stride +
+      channels;
   columns_args.kernel_height = kh;
   columns_args.channels = channels;
   columns_args.pixel_stride = args.input_pixel_stride;
@@ -246,8 +248,7 @@ void run_conv_stem(const PackedConv& packed, const ConvShape& shape, const ConvR
       chunk_epilogue.residual =
           static_cast<const uint8_t*>(epilogue.residual) + static_cast<int64_t>(pixel) * epilogue.residual_row_stride;
     }
-    GemmArgs a{buffer, row_stride,
-               output + static_cast<int64_t>(pixel) * args.output_pixel_stride * output_size,
+    GemmArgs a{buffer, row_stride, output + static_cast<int64_t>(pixel) * args.output_pixel_stride * output_size,
                args.output_pixel_stride};
     run_gemm(weights, a, chunk_epilogue, 0, count, n_begin, n_end);
     pixel += count;

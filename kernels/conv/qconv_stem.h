@@ -10,8 +10,8 @@ namespace qdqrt::kernels::internal {
 
 // Output pixels [pixel_begin, pixel_end) x columns [n_begin, n_end) (n_begin a multiple of the
 // stem weights' nr) of a convolution for which conv_stem_applies.
-void run_conv_stem(const PackedConv& packed, const ConvShape& shape, const ConvRunArgs& args,
-                   const Epilogue& epilogue, int pixel_begin, int pixel_end, int n_begin, int n_end);
+void run_conv_stem(const PackedConv& packed, const ConvShape& shape, const ConvRunArgs& args, const Epilogue& epilogue,
+                   int pixel_begin, int pixel_end, int n_begin, int n_end);
 
 // Byte shuffles of the vector column builder: a chunk of `chunk_columns` buffer columns (at most
 // 64 bytes) takes byte j from the 64 bytes loaded at kernel row ky's first input column,

@@ -11,9 +11,7 @@
 namespace qdqrt::kernels::avx512vbmi {
 
 namespace {
-inline __mmask64 byte_mask(int64_t count) {
-  return count >= 64 ? ~__mmask64{0} : ((__mmask64{1} << count) - 1u);
-}
+inline __mmask64 byte_mask(int64_t count) { return count >= 64 ? ~__mmask64{0} : ((__mmask64{1} << count) - 1u); }
 }  // namespace
 
 void conv_stem_columns(const internal::StemColumnsArgs& a) {
@@ -51,8 +49,8 @@ void conv_stem_columns(const internal::StemColumnsArgs& a) {
     __m512i bytes = raw_pad;
     for (int ky = ky_begin; ky < ky_end; ++ky) {
       const uint8_t* source = rows[ky] + offset;
-      const __m512i row = source + 64 <= a.input_end ? _mm512_loadu_si512(source)
-                                                      : _mm512_maskz_loadu_epi8(full_load, source);
+      const __m512i row =
+          source + 64 <= a.input_end ? _mm512_loadu_si512(source) : _mm512_maskz_loadu_epi8(full_load, source);
       bytes = _mm512_mask_permutexvar_epi8(bytes, plan.mask[ky], _mm512_loadu_si512(plan.index[ky]), row);
     }
     _mm512_storeu_si512(column, _mm512_xor_si512(bytes, flip));

@@ -191,8 +191,9 @@ TEST(Conv, StemRandomShapes) {
     q.per_channel = round % 6 != 1;
     q.bias_float = round % 3 == 2;
     q.output_type = outputs[round % 5 == 4 ? 2 : round % 2];
-    q.output_zero_point = q.output_type == OutputType::kU8 ? pick(0, 255)
-                          : q.output_type == OutputType::kS8 ? pick(-128, 127) : 0;
+    q.output_zero_point = q.output_type == OutputType::kU8   ? pick(0, 255)
+                          : q.output_type == OutputType::kS8 ? pick(-128, 127)
+                                                             : 0;
     q.activation = activations[pick(0, 3)];
     q.residual = round % 8 == 7;
     q.residual_signed = pick(0, 1);
@@ -200,11 +201,17 @@ TEST(Conv, StemRandomShapes) {
     const int stride = pick(1, 2) + (round % 11 == 10 ? 1 : 0);
     const int output_channels = round % 3 == 0 ? pick(17, 32) : round % 3 == 1 ? pick(1, 16) : pick(33, 70);
     ConvTester tester;
-    tester.batch(round % 5 == 0 ? pick(2, 3) : 1).input_size(pick(kernel_h, 15), pick(kernel_w, 41))
-        .channels(pick(1, 4), output_channels).kernel(kernel_h, kernel_w).stride(stride, pick(1, 2))
+    tester.batch(round % 5 == 0 ? pick(2, 3) : 1)
+        .input_size(pick(kernel_h, 15), pick(kernel_w, 41))
+        .channels(pick(1, 4), output_channels)
+        .kernel(kernel_h, kernel_w)
+        .stride(stride, pick(1, 2))
         .padding(pick(0, kernel_h / 2), pick(0, kernel_w / 2), pick(0, kernel_h / 2), pick(0, kernel_w / 2))
-        .dilation(round % 10 == 9 ? 2 : 1, 1).pixel_stride_extra(round % 6 == 5 ? pick(1, 5) : 0, pick(0, 1) * 3)
-        .split(pick(1, 4)).quant(q).seed(1000 + round);
+        .dilation(round % 10 == 9 ? 2 : 1, 1)
+        .pixel_stride_extra(round % 6 == 5 ? pick(1, 5) : 0, pick(0, 1) * 3)
+        .split(pick(1, 4))
+        .quant(q)
+        .seed(1000 + round);
     const ConvShape s = tester.shape();
     if (s.output_height <= 0 || s.output_width <= 0) continue;
     if (kernel_h * kernel_w > 1) tester.expect_kernel("stemconv", Isa::kScalar);
@@ -218,15 +225,39 @@ TEST(Conv, StemRandomShapes) {
   relu6.input_zero_point = 117;
   relu6.output_type = OutputType::kU8;
   relu6.activation = Activation{ActivationKind::kClip, 0.0f, 6.0f};
-  ConvTester().input_size(224, 224).channels(3, 32).kernel(3, 3).stride(2, 2).padding(1, 1, 1, 1).quant(relu6)
-      .split(3).expect_kernel("stemconv", Isa::kScalar).test_all_isas();
+  ConvTester()
+      .input_size(224, 224)
+      .channels(3, 32)
+      .kernel(3, 3)
+      .stride(2, 2)
+      .padding(1, 1, 1, 1)
+      .quant(relu6)
+      .split(3)
+      .expect_kernel("stemconv", Isa::kScalar)
+      .test_all_isas();
   QuantSettings relu = relu6;
   relu.activation = Activation{ActivationKind::kRelu};
-  ConvTester().input_size(224, 224).channels(3, 64).kernel(7, 7).stride(2, 2).padding(3, 3, 3, 3).quant(relu)
-      .split(3).expect_kernel("stemconv", Isa::kScalar).test_all_isas();
+  ConvTester()
+      .input_size(224, 224)
+      .channels(3, 64)
+      .kernel(7, 7)
+      .stride(2, 2)
+      .padding(3, 3, 3, 3)
+      .quant(relu)
+      .split(3)
+      .expect_kernel("stemconv", Isa::kScalar)
+      .test_all_isas();
   // A row longer than the stem buffer (7x7 over 4 channels: 28 bytes a column) runs in chunks.
-  ConvTester().input_size(9, 1300).channels(4, 24).kernel(7, 7).stride(1, 2).padding(3, 3, 3, 3).quant(relu)
-      .split(2).expect_kernel("stemconv", Isa::kScalar).test_all_isas();
+  ConvTester()
+      .input_size(9, 1300)
+      .channels(4, 24)
+      .kernel(7, 7)
+      .stride(1, 2)
+      .padding(3, 3, 3, 3)
+      .quant(relu)
+      .split(2)
+      .expect_kernel("stemconv", Isa::kScalar)
+      .test_all_isas();
 }
 
 // The vpdpbusd form's tiles wholly inside the image (row pointers set once per output row, no
