@@ -42,11 +42,40 @@ std::span<const internal::GemmImplementation> gemm_implementations(Isa isa) {
 
 const internal::GemmImplementation& gemm_implementation(Isa isa) { return gemm_implementations(isa).front(); }
 
+namespace {
+// Tiles only the convolution stem form packs for (kernels/conv/qconv_stem.cpp): found by their
+// width like the others, never picked by choose_gemm_implementation for other layers.
+std::span<const internal::GemmImplementation> conv_stem_tiles(Isa isa) {
+  static const internal::GemmImplementation kAvx512Vnni[] = {
+      {Isa::kAvx512Vnni, 12, 32, 4, 1, internal::gemm_run_avx512vnni_12x32}};
+  if (usable_isa(isa) == Isa::kAvx512Vnni) return kAvx512Vnni;
+  return {};
+}
+}  // namespace
+
 const internal::GemmImplementation* gemm_implementation(Isa isa, int nr) {
   for (const internal::GemmImplementation& impl : gemm_implementations(isa)) {
     if (impl.nr == nr) return &impl;
   }
+  for (const internal::GemmImplementation& impl : conv_stem_tiles(isa)) {
+    if (impl.nr == nr) return &impl;
+  }
   return nullptr;
+}
+
+const internal::GemmImplementation* conv_stem_implementation(Isa isa, int n) {
+  for (const internal::GemmImplementation& impl : conv_stem_tiles(isa)) {
+    if (n > impl.nr / 2 && n <= impl.nr) return &impl;
+  }
+  return nullptr;
+}
+
+internal::StemColumnsFn conv_stem_columns_kernel(Isa isa) {
+  const Isa usable = usable_isa(isa);
+  if ((usable == Isa::kAvx512Vnni || usable == Isa::kAmxInt8) && cpu_has_avx512vbmi()) {
+    return avx512vbmi::conv_stem_columns;
+  }
+  return scalar::conv_stem_columns;
 }
 
 // Cost of one row per k-group: the column tiles times (vector products + one broadcast load per

@@ -18,6 +18,7 @@
 #include "kernels/norm/layer_norm.h"
 #include "kernels/softmax/softmax_quantize.h"
 #include "kernels/fp32/fp32_sgemm.h"
+#include "kernels/conv/qconv_stem.h"
 #include "kernels/dwconv/qdwconv_internal.h"
 #include "kernels/gemm/qgemm_internal.h"
 
@@ -33,6 +34,14 @@ std::span<const internal::GemmImplementation> gemm_implementations(Isa isa);
 const internal::GemmImplementation& gemm_implementation(Isa isa);
 const internal::GemmImplementation* gemm_implementation(Isa isa, int nr);
 const internal::GemmImplementation& choose_gemm_implementation(Isa isa, int n);
+// The tile the convolution stem form (kernels/conv/qconv.h) runs n output channels with, when it
+// has one of its own (AVX-512 VNNI, 17..32 channels: 12x32); nullptr: the conv's packed tile.
+const internal::GemmImplementation* conv_stem_implementation(Isa isa, int n);
+
+// --- The convolution stem form's column builder (kernels/conv/qconv_stem.h) ---
+// For weights packed for `isa`: AVX-512 VBMI (vpermb) when isa is an AVX-512 level and the CPU
+// has VBMI, else the portable one.
+internal::StemColumnsFn conv_stem_columns_kernel(Isa isa);
 
 // --- Depthwise convolution family ---
 const internal::DepthwiseImplementation& depthwise_implementation(Isa isa);

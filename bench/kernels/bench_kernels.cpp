@@ -151,7 +151,9 @@ void amx_absent_benchmark(benchmark::State& state) {
   state.SkipWithError(("AMX-INT8 kernels not benchmarked: " + reason).c_str());
 }
 
-void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
+// implicit_gemm: a stem (at most 4 input channels) through the implicit GEMM instead of its stem
+// form (the rows conv_igemm/..., the form the engine ran before).
+void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool implicit_gemm) {
   const int taps = layer.kernel * layer.kernel;
   const int group_in = layer.input_channels / layer.groups;
   const auto input = random_bytes(static_cast<size_t>(layer.height) * layer.width * layer.input_channels, 1);
@@ -171,7 +173,8 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
   desc.output_scale = 0.05f;
   const bool u8 = g_dw_u8 && layer.groups == layer.input_channels && layer.groups == layer.output_channels;
   desc.input_signed = !u8;
-  const PackedConv packed = pack_conv(desc, active_isa(), g_tile_width);
+  PackedConv packed = pack_conv(desc, active_isa(), g_tile_width);
+  if (implicit_gemm) packed.stem_weights = PackedGemm{};
   ConvShape shape;
   shape.input_height = layer.height;
   shape.input_width = layer.width;
@@ -452,7 +455,11 @@ void register_benchmarks() {
   for (int threads : {1, 2}) {
     for (const ConvLayer& layer : conv_layers()) {
       std::string name = std::string("conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads)->UseRealTime();
+      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false)->UseRealTime();
+      if (layer.groups == 1 && layer.input_channels <= kConvStemMaxChannels) {
+        name = std::string("conv_igemm/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
+        benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, true)->UseRealTime();
+      }
     }
     for (const ConvLayer& layer : conv_layers()) {
       if (layer.groups != 1 && layer.groups != layer.input_channels) continue;

@@ -311,6 +311,9 @@ Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
       }
       packed.group_weights.push_back(std::move(gemm));
     }
+    // An image of few channels (a stem): the k-reordered weights of the stem form, derived here
+    // rather than stored (kernels/conv/qconv.h).
+    kernels::derive_conv_stem(packed);
   }
   Shape x_shape = x->shape, y_shape = y->shape;
   Window2d window;

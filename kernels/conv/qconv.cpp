@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/conv/qconv_stem.h"
 #include "kernels/dispatch.h"
 
 namespace qdqrt::kernels {
@@ -77,6 +78,7 @@ PackedConv pack_conv(const ConvWeightsDesc& desc, Isa isa, int nr) {
     d.output_scale = desc.output_scale;
     pack_gemm(d, isa, packed.group_weights[g], nr);
   }
+  derive_conv_stem(packed);
   return packed;
 }
 
@@ -109,6 +111,19 @@ void run_conv_channels(const PackedConv& packed, const ConvShape& shape, const C
     g.output_width = shape.output_width;
     DepthwiseArgs a{args.input, args.output, args.output_pixel_stride};
     run_depthwise(packed.depthwise_weights, g, a, epilogue, pixel_begin, pixel_end);
+    return;
+  }
+  if (conv_stem_applies(packed, shape)) {
+    // Tiles count in the conv's tile width (conv_channel_tiles); a caller runs the stem tiles that
+    // start in its range, so disjoint ranges still write disjoint columns.
+    const PackedGemm& weights = packed.stem_weights;
+    const int conv_nr = packed.group_weights[0].nr;
+    auto stem_column = [&](int tile) {
+      return std::min(weights.n, (tile * conv_nr + weights.nr - 1) / weights.nr * weights.nr);
+    };
+    const int n_begin = stem_column(tile_begin);
+    const int n_end = stem_column(tile_end);
+    if (n_begin < n_end) internal::run_conv_stem(packed, shape, args, epilogue, pixel_begin, pixel_end, n_begin, n_end);
     return;
   }
   const int group_in = packed.input_channels / packed.groups;
@@ -163,6 +178,13 @@ int conv_pixel_tile(const PackedConv& packed) {
 
 std::string conv_kernel_name(const PackedConv& packed, const ConvShape& shape) {
   if (packed.depthwise) return depthwise_kernel_name(packed.depthwise_weights);
+  if (conv_stem_applies(packed, shape)) {
+    // The tile the stem runs, named with the input's own signedness.
+    std::string name = gemm_kernel_name(packed.stem_weights, true, shape.output_pixels());
+    name.replace(0, 3, packed.group_weights[0].input_signed ? "qs8" : "qu8");
+    name.replace(name.find("igemm"), 5, "stemconv");
+    return name;
+  }
   return gemm_kernel_name(packed.group_weights[0], !is_pointwise(packed, shape), shape.output_pixels());
 }
 

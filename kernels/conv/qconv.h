@@ -2,6 +2,8 @@
 // family at pack time:
 //   - depthwise (groups == input channels == output channels): the depthwise family;
 //   - 1x1, stride 1, no padding: a plain GEMM over the pixels (rows) of each group;
+//   - an image of at most 4 channels (a network's stem; one group, no width dilation, no weight
+//     zero-point): the stem form (below), the GEMM's tiles reading a per-row buffer in place;
 //   - everything else: the implicit GEMM (per-row-block gather of the kernel taps), per group.
 #pragma once
 
@@ -47,7 +49,25 @@ struct PackedConv {
   bool depthwise = false;
   std::vector<PackedGemm> group_weights;  // one per group (GEMM family)
   PackedDepthwise depthwise_weights;      // depthwise family
+  // The stem form (derive_conv_stem; n == 0: none). Per output row, the input rows its windows
+  // read are interleaved column by column into a small buffer: column p holds kernel rows
+  // 0..KH-1 of input column p, C bytes each, so one output pixel's window is KW * KH * C
+  // consecutive bytes and pixel x starts x * stride_width * KH * C bytes after pixel 0. The GEMM's
+  // register tiles read that buffer as a plain matrix (no per-pixel gather, no store-forwarding
+  // stalls on overlapping tap copies). Weights: group_weights[0]'s, k reordered to (kx, ky, c),
+  // k = k_padded (the padding lanes keep zero weights, so the bytes they read do not count),
+  // unsigned activations (the buffer is shifted on the way); bias and multipliers unchanged.
+  PackedGemm stem_weights;
 };
+
+// Sets packed.stem_weights when the convolution qualifies for the stem form: one group, at most
+// kConvStemMaxChannels input channels, a kernel larger than 1x1, no weight zero-point (no row
+// term), a GEMM ISA other than AMX. Derived from group_weights (pack_conv calls it; an engine calls
+// it after loading the weights), never stored.
+inline constexpr int kConvStemMaxChannels = 4;
+void derive_conv_stem(PackedConv& packed);
+// The stem form runs this shape (stem_weights derived and no dilation along the width).
+bool conv_stem_applies(const PackedConv& packed, const ConvShape& shape);
 
 // nr: the GEMM family's register tile width (0: chosen per group's output channels).
 PackedConv pack_conv(const ConvWeightsDesc& desc, Isa isa, int nr = 0);
@@ -73,6 +93,7 @@ int conv_channel_tiles(const PackedConv& packed);
 void run_conv_channels(const PackedConv& packed, const ConvShape& shape, const ConvRunArgs& args,
                        const Epilogue& epilogue, int pixel_begin, int pixel_end, int tile_begin, int tile_end);
 
+// "qs8-qc8w-igemm-6x64c4-fp32-avx512vnni" style; the stem form's op is "stemconv".
 std::string conv_kernel_name(const PackedConv& packed, const ConvShape& shape);
 
 // Output pixels one kernel call handles best at a time (its register tile's rows; a block of

@@ -286,11 +286,158 @@ struct Avx512VnniNarrowTraits {
   }
 };
 
+// The convolution stem form's tile (kernels/conv/qconv_stem.cpp) for 17..32 output channels, as
+// in MobileNetV2's and EfficientNet's 3x3 stems (K = 28): 12 rows x 32 columns, 24 accumulators
+// that start from the bias, one broadcast per row and k-group for two vpdpbusd (the 12x16 tile
+// run twice over the same rows spent one per vpdpbusd). With K this small the epilogue costs
+// about as much as the products, so plain int8/uint8 rows leave two at a time: their four
+// requantized vectors packed to 64 bytes as store_row_packed packs one 64-column row (same
+// operations, same bytes; the clamp on the bytes when PackedGemm::bounded), one 64-byte store
+// when the two rows are adjacent in memory. Other epilogues go through store_vector.
+struct Avx512VnniStemTraits {
+  static constexpr int kMr = 12;
+  static constexpr int kNr = 32;
+  static constexpr int kKGroup = 4;
+  static void copy_flip(uint8_t* dst, const uint8_t* src, int count, uint8_t flip) {
+    Avx512VnniTraits::copy_flip(dst, src, count, flip);
+  }
+  using PanelElement = uint8_t;
+
+  template <int MR>
+  static void tile(const uint8_t* a, int64_t a_stride, const int8_t* b, int k_groups, const TileArgs& t) {
+    __m512i acc[MR][2];
+    const __m512i bias0 = _mm512_loadu_si512(t.bias);
+    const __m512i bias1 = _mm512_loadu_si512(t.bias + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) {
+      acc[r][0] = bias0;
+      acc[r][1] = bias1;
+    }
+    for (int g = 0; g < k_groups; ++g) {
+      const __m512i w0 = _mm512_loadu_si512(b);
+      const __m512i w1 = _mm512_loadu_si512(b + 64);
+      b += 128;
+#pragma GCC unroll 12
+      for (int r = 0; r < MR; ++r) {
+        int32_t word;
+        std::memcpy(&word, a + r * a_stride + 4 * g, 4);
+        const __m512i va = _mm512_set1_epi32(word);
+        acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], va, w0);
+        acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], va, w1);
+      }
+    }
+    if (t.residual == nullptr && packed_row_epilogue(t)) {
+      store_pairs(acc, t);
+      return;
+    }
+    alignas(64) int32_t stored[MR][2][16];
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) {
+      _mm512_store_si512(stored[r][0], acc[r][0]);
+      _mm512_store_si512(stored[r][1], acc[r][1]);
+    }
+    if (const PointwiseOp op = single_op_epilogue(t); op != PointwiseOp::kCopy) {
+      store_block_single_op<false>(op, &stored[0][0][0], MR, 2, t);
+      return;
+    }
+    const __m512 clamp_min = _mm512_set1_ps(t.epilogue->clamp_min);
+    const __m512 clamp_max = _mm512_set1_ps(t.epilogue->clamp_max);
+    for (int j = 0; j < 2; ++j) {
+      const int count = t.n_valid - 16 * j;
+      if (count <= 0) break;
+      const ColumnConstants constants = load_column_constants(t, 16 * j);
+      for (int r = 0; r < MR; ++r) {
+        store_vector<false>(_mm512_load_si512(stored[r][j]), 16 * j, count, t, r, constants, clamp_min, clamp_max);
+      }
+    }
+  }
+
+  // Rows r and r + 1 (or r alone when it is the last) of a plain int8/uint8 tile.
+  template <bool kUnsigned, bool kIntegerClamp, int MR>
+  [[gnu::always_inline]] static void store_pair(const __m512i (&acc)[MR][2], int r, const PackedRowStore& p) {
+    auto requantize = [&](int row, int j) {
+      __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[row][j]), p.columns[j].multiplier, p.columns[j].float_bias);
+      if constexpr (!kIntegerClamp) y = _mm512_min_ps(_mm512_max_ps(y, p.clamp_min), p.clamp_max);
+      return _mm512_cvtps_epi32(y);
+    };
+    const int s = r + 1 < MR ? r + 1 : r;
+    const __m512i words_r = _mm512_adds_epi16(_mm512_packs_epi32(requantize(r, 0), requantize(r, 1)), p.zero_point16);
+    const __m512i words_s = _mm512_adds_epi16(_mm512_packs_epi32(requantize(s, 0), requantize(s, 1)), p.zero_point16);
+    __m512i bytes;
+    if constexpr (kUnsigned) {
+      bytes = _mm512_packus_epi16(words_r, words_s);
+      if constexpr (kIntegerClamp) bytes = _mm512_min_epu8(_mm512_max_epu8(bytes, p.low_bytes), p.high_bytes);
+    } else {
+      bytes = _mm512_packs_epi16(words_r, words_s);
+      if constexpr (kIntegerClamp) bytes = _mm512_min_epi8(_mm512_max_epi8(bytes, p.low_bytes), p.high_bytes);
+    }
+    // Dwords: lane i holds row r's columns 4i.., 16 + 4i.., then row s's: the same order as a
+    // 64-column row's (PackedRowStore::order), giving row r's 32 bytes then row s's.
+    bytes = _mm512_permutexvar_epi32(p.order, bytes);
+    char* out = p.c + r * p.c_row_bytes;
+    const __mmask32 row_mask = static_cast<__mmask32>(p.mask);
+    if (s != r && p.c_row_bytes == 32 && row_mask == ~__mmask32(0)) {
+      _mm512_storeu_si512(out, bytes);
+      return;
+    }
+    _mm256_mask_storeu_epi8(out, row_mask, _mm512_castsi512_si256(bytes));
+    if (s != r) _mm256_mask_storeu_epi8(out + p.c_row_bytes, row_mask, _mm512_extracti64x4_epi64(bytes, 1));
+  }
+
+  // packed_row_store's constants for a 32-column tile (its columns[2..3] are not loaded: the
+  // packed arrays end at n_padded).
+  static PackedRowStore pair_store(const TileArgs& t) {
+    const Epilogue& e = *t.epilogue;
+    PackedRowStore p;
+    p.clamp_min = _mm512_set1_ps(e.clamp_min);
+    p.clamp_max = _mm512_set1_ps(e.clamp_max);
+    p.zero_point16 = _mm512_set1_epi16(static_cast<int16_t>(e.output_zero_point));
+    p.low_bytes = p.high_bytes = _mm512_setzero_si512();
+    if (t.integer_clamp) {
+      const int low = _mm_cvtss_si32(_mm_set_ss(e.clamp_min)) + e.output_zero_point;
+      const int high = _mm_cvtss_si32(_mm_set_ss(e.clamp_max)) + e.output_zero_point;
+      p.low_bytes = _mm512_set1_epi8(static_cast<char>(low));
+      p.high_bytes = _mm512_set1_epi8(static_cast<char>(high));
+    }
+    p.order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    p.columns[0] = load_column_constants(t, 0);
+    p.columns[1] = load_column_constants(t, 16);
+    p.c = t.c;
+    p.c_row_bytes = t.c_row_bytes;
+    p.mask = t.n_valid >= 32 ? 0xFFFFFFFFu : (__mmask64(1) << t.n_valid) - 1;
+    p.residual = nullptr;
+    p.residual_row_bytes = 0;
+    return p;
+  }
+
+  template <int MR>
+  static void store_pairs(const __m512i (&acc)[MR][2], const TileArgs& t) {
+    const PackedRowStore p = pair_store(t);
+    auto rows = [&](auto is_unsigned, auto clamp) {
+#pragma GCC unroll 6
+      for (int r = 0; r < MR; r += 2) {
+        store_pair<decltype(is_unsigned)::value, decltype(clamp)::value>(acc, r, p);
+      }
+    };
+    using std::false_type, std::true_type;
+    if (t.epilogue->output_type == OutputType::kU8) {
+      t.integer_clamp ? rows(true_type{}, true_type{}) : rows(true_type{}, false_type{});
+    } else {
+      t.integer_clamp ? rows(false_type{}, true_type{}) : rows(false_type{}, false_type{});
+    }
+  }
+};
+
 }  // namespace
 
 void gemm_run_avx512vnni(const PackedGemm& packed, const ASource& source, void* c, int64_t c_row_stride,
                          const Epilogue& epilogue, int m_begin, int m_end, int n_begin, int n_end) {
   run_driver<Avx512VnniTraits>(packed, source, c, c_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
+}
+
+void gemm_run_avx512vnni_12x32(const PackedGemm& packed, const ASource& source, void* c, int64_t c_row_stride,
+                               const Epilogue& epilogue, int m_begin, int m_end, int n_begin, int n_end) {
+  run_driver<Avx512VnniStemTraits>(packed, source, c, c_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
 }
 
 void gemm_run_avx512vnni_12x16(const PackedGemm& packed, const ASource& source, void* c, int64_t c_row_stride,

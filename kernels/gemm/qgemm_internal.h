@@ -34,5 +34,7 @@ void gemm_run_avxvnni(const PackedGemm&, const ASource&, void*, int64_t, const E
 void gemm_run_avx512vnni(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int, int);
 void gemm_run_avx512vnni_12x16(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int,
                                int);
+// The convolution stem form's 12x32 tile (not among the tiles packing picks from for other layers).
+void gemm_run_avx512vnni_12x32(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int, int);
 
 }  // namespace qdqrt::kernels::internal

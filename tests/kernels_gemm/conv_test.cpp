@@ -162,6 +162,104 @@ TEST(Conv, WideRowGatherRandomShapes) {
   ConvTester().batch(16).input_size(7, 7).channels(64, 64).kernel(3, 3).padding(1, 1, 1, 1).test_all_isas();
 }
 
+// The stem form (an image of 1-4 channels, kernels/conv/qconv.h): per output row the window rows
+// interleaved column by column into a buffer the GEMM tiles read in place. Random shapes: channels
+// 1..4, kernels 3/5/7 (and rectangular), strides 1..3, paddings on each side, widths with every
+// row-tile and builder-chunk tail, several images, height dilation, padded input pixels, int8 and
+// uint8 inputs with any zero-point, every output type and activation, residuals, output channels
+// on both sides of the 12x32 stem tile (1..70), thread splits mid-row; bit-exact against the
+// oracle on every ISA and tile.
+TEST(Conv, StemRandomShapes) {
+  std::mt19937 rng(41);
+  auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); };
+  const Activation activations[] = {
+      Activation{},
+      Activation{ActivationKind::kRelu},
+      Activation{ActivationKind::kClip, 0.0f, 6.0f},
+      Activation{ActivationKind::kLeakyRelu, 0, 0, 0.1f},
+  };
+  const OutputType outputs[] = {OutputType::kU8, OutputType::kS8, OutputType::kF32};
+  for (int round = 0; round < 96; ++round) {
+    const int kernels[] = {3, 5, 7};
+    const int kernel_h = round % 7 == 6 ? pick(1, 4) : kernels[round % 3];
+    const int kernel_w = round % 7 == 5 ? pick(2, 4) : round % 7 == 6 ? pick(2, 7) : kernel_h;
+    QuantSettings q;
+    q.input_signed = round % 4 == 3;
+    q.input_zero_point = q.input_signed ? pick(-128, 127) : (round % 5 == 0 ? 0 : pick(0, 255));
+    q.weights_signed = round % 9 != 4;
+    q.weight_zero_point = q.weights_signed ? 0 : 128;
+    q.per_channel = round % 6 != 1;
+    q.bias_float = round % 3 == 2;
+    q.output_type = outputs[round % 5 == 4 ? 2 : round % 2];
+    q.output_zero_point = q.output_type == OutputType::kU8   ? pick(0, 255)
+                          : q.output_type == OutputType::kS8 ? pick(-128, 127)
+                                                             : 0;
+    q.activation = activations[pick(0, 3)];
+    q.residual = round % 8 == 7;
+    q.residual_signed = pick(0, 1);
+    q.residual_zero_point = q.residual_signed ? pick(-20, 20) : pick(100, 150);
+    const int stride = pick(1, 2) + (round % 11 == 10 ? 1 : 0);
+    const int output_channels = round % 3 == 0 ? pick(17, 32) : round % 3 == 1 ? pick(1, 16) : pick(33, 70);
+    ConvTester tester;
+    tester.batch(round % 5 == 0 ? pick(2, 3) : 1)
+        .input_size(pick(kernel_h, 15), pick(kernel_w, 41))
+        .channels(pick(1, 4), output_channels)
+        .kernel(kernel_h, kernel_w)
+        .stride(stride, pick(1, 2))
+        .padding(pick(0, kernel_h / 2), pick(0, kernel_w / 2), pick(0, kernel_h / 2), pick(0, kernel_w / 2))
+        .dilation(round % 10 == 9 ? 2 : 1, 1)
+        .pixel_stride_extra(round % 6 == 5 ? pick(1, 5) : 0, pick(0, 1) * 3)
+        .split(pick(1, 4))
+        .quant(q)
+        .seed(1000 + round);
+    const ConvShape s = tester.shape();
+    if (s.output_height <= 0 || s.output_width <= 0) continue;
+    if (kernel_h * kernel_w > 1) tester.expect_kernel("stemconv", Isa::kScalar);
+    tester.test_all_isas();
+  }
+  // The network stems themselves: MobileNetV2 / EfficientNet-B0 (3x3/2, 32 channels) and
+  // ResNet-50 (7x7/2, 64 channels) at 224 (widths wider than one buffer chunk come from the
+  // 7x7 rows: 230 columns x 21 bytes), uint8 input with ReLU6 / ReLU, split into 3 ranges.
+  QuantSettings relu6;
+  relu6.input_signed = false;
+  relu6.input_zero_point = 117;
+  relu6.output_type = OutputType::kU8;
+  relu6.activation = Activation{ActivationKind::kClip, 0.0f, 6.0f};
+  ConvTester()
+      .input_size(224, 224)
+      .channels(3, 32)
+      .kernel(3, 3)
+      .stride(2, 2)
+      .padding(1, 1, 1, 1)
+      .quant(relu6)
+      .split(3)
+      .expect_kernel("stemconv", Isa::kScalar)
+      .test_all_isas();
+  QuantSettings relu = relu6;
+  relu.activation = Activation{ActivationKind::kRelu};
+  ConvTester()
+      .input_size(224, 224)
+      .channels(3, 64)
+      .kernel(7, 7)
+      .stride(2, 2)
+      .padding(3, 3, 3, 3)
+      .quant(relu)
+      .split(3)
+      .expect_kernel("stemconv", Isa::kScalar)
+      .test_all_isas();
+  // A row longer than the stem buffer (7x7 over 4 channels: 28 bytes a column) runs in chunks.
+  ConvTester()
+      .input_size(9, 1300)
+      .channels(4, 24)
+      .kernel(7, 7)
+      .stride(1, 2)
+      .padding(3, 3, 3, 3)
+      .quant(relu)
+      .split(2)
+      .expect_kernel("stemconv", Isa::kScalar)
+      .test_all_isas();
+}
+
 // The vpdpbusd form's tiles wholly inside the image (row pointers set once per output row, no
 // per-tile padding table) next to tiles that read padding: wide rows so every tile width (1-4
 // pixels, the near-equal remainder split) lands inside and at each edge, no padding on some sides
