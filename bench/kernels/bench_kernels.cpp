@@ -132,7 +132,10 @@ void amx_absent_benchmark(benchmark::State& state) {
   state.SkipWithError(("AMX-INT8 kernels not benchmarked: " + reason).c_str());
 }
 
-void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
+// silu: the EfficientNet epilogue instead of ReLU, Conv -> SiLU -> QuantizeLinear fused (one
+// pointwise op evaluated in float after the requantization); depthwise layers output fp32, as
+// the engine's do ahead of the squeeze-excitation block.
+void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool silu) {
   const int taps = layer.kernel * layer.kernel;
   const int group_in = layer.input_channels / layer.groups;
   const auto input = random_bytes(static_cast<size_t>(layer.height) * layer.width * layer.input_channels, 1);
@@ -149,7 +152,7 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
   desc.per_channel = true;
   desc.bias_int32 = bias.data();
   desc.input_scale = 0.02f;
-  desc.output_scale = 0.05f;
+  desc.output_scale = silu ? 1.0f : 0.05f;  // a program runs on real units
   const PackedConv packed = pack_conv(desc, active_isa(), g_tile_width);
   ConvShape shape;
   shape.input_height = layer.height;
@@ -159,15 +162,23 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads) {
   shape.output_height = output_size(layer, layer.height);
   shape.output_width = output_size(layer, layer.width);
   const int pixels = shape.output_pixels();
-  std::vector<int8_t> output(static_cast<size_t>(pixels) * layer.output_channels);
-  const bool residual = carries_residual(layer);
+  const bool depthwise = layer.groups == layer.input_channels && layer.groups > 1;
+  const OutputType output_type = silu && depthwise ? OutputType::kF32 : OutputType::kS8;
+  std::vector<float> output(static_cast<size_t>(pixels) * layer.output_channels);  // room for fp32
+  const bool residual = !silu && carries_residual(layer);
   const auto residual_data = random_bytes(output.size(), 3);
   Residual residual_desc{residual_data.data(), layer.output_channels, true, 0.04f, 0};
+  PointwiseProgram program;
+  program.size = 1;
+  program.code[0] = {PointwiseOp::kSilu, 0, 0, 0};
   const Epilogue epilogue =
-      make_epilogue(OutputType::kS8, 0.05f, 0, Activation{ActivationKind::kRelu}, residual ? &residual_desc : nullptr);
+      silu ? make_epilogue(output_type, 0.05f, 0, Activation{}, nullptr, &program)
+           : make_epilogue(OutputType::kS8, 0.05f, 0, Activation{ActivationKind::kRelu},
+                           residual ? &residual_desc : nullptr);
   ConvRunArgs args{input.data(), layer.input_channels, output.data(), layer.output_channels};
   const double ops = 2.0 * pixels * layer.output_channels * group_in * taps;
-  state.SetLabel(conv_kernel_name(packed, shape) + (residual ? " +residual" : ""));
+  state.SetLabel(conv_kernel_name(packed, shape) + (residual ? " +residual" : "") +
+                 (silu ? output_type == OutputType::kF32 ? " +silu fp32" : " +silu" : ""));
   timed_loop(
       state, threads,
       [&](int part) {
@@ -419,7 +430,12 @@ void register_benchmarks() {
   for (int threads : {1, 2}) {
     for (const ConvLayer& layer : conv_layers()) {
       std::string name = std::string("conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads)->UseRealTime();
+      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false)->UseRealTime();
+    }
+    for (const ConvLayer& layer : silu_conv_layers()) {
+      std::string name =
+          std::string("conv_silu/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, true)->UseRealTime();
     }
     for (const ConvLayer& layer : conv_layers()) {
       if (layer.groups != 1 && layer.groups != layer.input_channels) continue;

@@ -112,6 +112,41 @@ TEST(PointwiseEpilogue, ConvAndDepthwiseAllIsasMatchTheScalarProgram) {
   }
 }
 
+// The depthwise single-op stores (SiLU/sigmoid applied in unpack order): 17..32 channels (the
+// two-tiles-per-zmm tail), one and several 64-channel blocks with a ymm or masked last block,
+// every output type, with and without a ReLU before the op, zero-points, pixel strides, tails.
+TEST(PointwiseEpilogue, DepthwiseSingleOpStoresMatchTheScalarProgram) {
+  int seed = 100;
+  for (PointwiseOp op : {PointwiseOp::kSilu, PointwiseOp::kSigmoid}) {
+    const TestProgram program(std::vector<PointwiseInstruction>{{op, 0, 0, 0}}, 0, 0, 1);
+    for (int channels : {24, 32, 64, 72, 96, 144}) {
+      for (OutputType type : {OutputType::kS8, OutputType::kU8, OutputType::kF32}) {
+        QuantSettings q;
+        q.output_type = type;
+        q.output_zero_point = type == OutputType::kU8 ? 120 : type == OutputType::kS8 ? -3 : 0;
+        q.activation = seed % 3 == 0 ? Activation{ActivationKind::kRelu} : Activation{};
+        q.input_signed = seed % 2 == 1;
+        q.program = &program.program;
+        const int kernel = seed % 2 == 0 ? 3 : 5;
+        const int stride = seed % 4 < 2 ? 1 : 2;
+        ConvTester()
+            .batch(1)
+            .input_size(9, 13)
+            .channels(channels, channels)
+            .groups(channels)
+            .kernel(kernel, kernel)
+            .stride(stride, stride)
+            .padding(kernel / 2, kernel / 2, kernel / 2, kernel / 2)
+            .pixel_stride_extra(seed % 5 == 0 ? 8 : 0, seed % 7 == 0 ? 16 : 0)
+            .quant(q)
+            .seed(++seed)
+            .split(2)
+            .test_all_isas();
+      }
+    }
+  }
+}
+
 TEST(PointwiseProgramMath, CloseToCmath) {
   // One-op programs run through the scalar definition against double <cmath>.
   struct Case {
