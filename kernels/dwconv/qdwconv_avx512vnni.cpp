@@ -616,8 +616,8 @@ template <typename D, int T>
 // convolutions) on zmm accumulators in unpack order, T pixels of 64 channel slots: the op runs
 // before the channels go back to their order, on the accumulators as they are (no spill through
 // store_block_single_op's channel-order block, no per-row reloads of its column constants). int8/
-// uint8 outputs are packed as dot_plain_bytes packs them (the saturation clamp keeps every value
-// inside the output type, so the packs' saturation never changes one); float outputs go back to
+// uint8 outputs are packed as dot_plain_bytes packs them (the packs' saturation is the saturation
+// clamp's lower bound, as in store_rows_single_op_packed); float outputs go back to
 // channel order (natural_order) after the op. The same operations per value as store_vector, so
 // the same bytes. kGroups = 1: one block of 64 channels from out, `count` of them valid; kGroups = 2:
 // the tail layout (dot_tail_block), a 32-channel group per 256-bit half, group g at
@@ -633,7 +633,7 @@ template <PointwiseOp kOp, bool kClamp, OutputType kType, int kGroups, int T>
   }
   const __m512 clamp_min = _mm512_set1_ps(e.clamp_min), clamp_max = _mm512_set1_ps(e.clamp_max);
   const __m512 inverse_scale = _mm512_set1_ps(e.program_inverse_scale);
-  const __m512 saturate_min = _mm512_set1_ps(e.saturate_min), saturate_max = _mm512_set1_ps(e.saturate_max);
+  const __m512 saturate_max = _mm512_set1_ps(e.saturate_max);
   const __m512i zero_point16 = _mm512_set1_epi16(static_cast<int16_t>(e.output_zero_point));
   for (int j = 0; j < T; ++j) {
     __m512 y[4];
@@ -657,8 +657,7 @@ template <PointwiseOp kOp, bool kClamp, OutputType kType, int kGroups, int T>
       }
     } else {
       auto quantize = [&](int i) QDQRT_INLINE_LAMBDA {
-        return _mm512_cvtps_epi32(
-            _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(y[i], inverse_scale), saturate_min), saturate_max));
+        return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_mul_ps(y[i], inverse_scale), saturate_max));
       };
       const __m512i words01 = _mm512_adds_epi16(_mm512_packs_epi32(quantize(0), quantize(1)), zero_point16);
       const __m512i words23 = _mm512_adds_epi16(_mm512_packs_epi32(quantize(2), quantize(3)), zero_point16);

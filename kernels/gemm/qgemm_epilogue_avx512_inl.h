@@ -38,8 +38,8 @@ inline __m512 run_program_then_scale(const Epilogue& e, __m512 y, int64_t column
   y = (__m512)vmath::run_pointwise(program, (vmath::vf)y, constants, nullptr);
   if (e.output_type == OutputType::kF32) return y;
   y = _mm512_mul_ps(y, _mm512_set1_ps(e.program_inverse_scale));
-  y = _mm512_max_ps(y, _mm512_set1_ps(e.saturate_min));
-  return _mm512_min_ps(y, _mm512_set1_ps(e.saturate_max));
+  y = _mm512_min_ps(y, _mm512_set1_ps(e.saturate_max));
+  return _mm512_max_ps(y, _mm512_set1_ps(e.saturate_min));
 }
 
 // Applies the epilogue to 16 accumulators of one row and stores `count` (0..16) of them.
@@ -274,14 +274,16 @@ inline __m512 apply_single_op(__m512 y) {
 // int8/uint8 rows of 4 vectors (64-column tiles) of store_block_single_op: kLive (1..4) vectors
 // hold columns; the results are packed to bytes as store_row_packed packs them (3 in-lane packs and
 // zero-point adds and one vpermd per 64 outputs where the per-vector path spends 4 x (zero-point
-// add + vpmovdb)). The saturation clamp keeps every value inside the output type, so the packs'
-// saturation never changes one: the same bytes as store_vector.
+// add + vpmovdb)), and the saturation clamp's lower bound is the packs' saturation (epilogue_value
+// clamps to saturate_max first, then to saturate_min = type min - zero-point: rounding is
+// monotonic, values below it and -inf, which vcvtps2dq turns into INT_MIN, saturate to the type's
+// minimum either way): the same bytes as store_vector.
 template <PointwiseOp kOp, bool kClamp, bool kAddBias, int kLive>
 [[gnu::always_inline]] inline void store_rows_single_op_packed(const int32_t* acc, int rows, const TileArgs& t) {
   const Epilogue& e = *t.epilogue;
   const __m512 clamp_min = _mm512_set1_ps(e.clamp_min), clamp_max = _mm512_set1_ps(e.clamp_max);
   const __m512 inverse_scale = _mm512_set1_ps(e.program_inverse_scale);
-  const __m512 saturate_min = _mm512_set1_ps(e.saturate_min), saturate_max = _mm512_set1_ps(e.saturate_max);
+  const __m512 saturate_max = _mm512_set1_ps(e.saturate_max);
   const __m512i zero_point16 = _mm512_set1_epi16(static_cast<int16_t>(e.output_zero_point));
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   const bool is_unsigned = e.output_type == OutputType::kU8;
@@ -298,8 +300,8 @@ template <PointwiseOp kOp, bool kClamp, bool kAddBias, int kLive>
       __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), k[j].multiplier, k[j].float_bias);
       if constexpr (kClamp) y = _mm512_min_ps(_mm512_max_ps(y, clamp_min), clamp_max);
       y = apply_single_op<kOp>(y);
-      y = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(y, inverse_scale), saturate_min), saturate_max);
-      return _mm512_cvtps_epi32(y);
+      // The packs saturate below: the lower bound of the saturation clamp is implied.
+      return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_mul_ps(y, inverse_scale), saturate_max));
     };
     const __m512i words01 = _mm512_adds_epi16(_mm512_packs_epi32(quantize(0), quantize(1)), zero_point16);
     const __m512i words23 = _mm512_adds_epi16(_mm512_packs_epi32(quantize(2), quantize(3)), zero_point16);
@@ -358,7 +360,7 @@ __attribute__((noinline)) void store_block_single_op(const int32_t* acc, int row
         if constexpr (kFloatOutput) {
           _mm512_mask_storeu_ps(reinterpret_cast<float*>(out) + 16 * j, mask, y);
         } else {
-          y = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(y, inverse_scale), saturate_min), saturate_max);
+          y = _mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(y, inverse_scale), saturate_max), saturate_min);
           const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(y), zero_point);
           _mm_mask_storeu_epi8(out + 16 * j, mask, _mm512_cvtepi32_epi8(q));
         }
