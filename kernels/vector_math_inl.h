@@ -4,8 +4,9 @@
 // function performs the same IEEE operations in the same order at every width (fma only where
 // written, the library builds with -ffp-contract=off), so all widths are bit-exact with lanes = 1.
 // Users: kernels/fp32/fp32_vector_impl.h (float layers) and kernels/pointwise/ (fused pointwise
-// programs). Accuracy against <cmath>: exp ~1-2 ulp; erf |error| <= 1.5e-7 (tested in
-// tests/kernels_fp32 and tests/kernels_pointwise).
+// programs). Accuracy against <cmath>: exp ~1-2 ulp; sigmoid |error| <= 1.7e-7, SiLU <= 1.9e-7
+// relative to max(1, |SiLU|) (vexp_signed<-1>'s quadratic); erf |error| <= 1.5e-7 (tested in
+// tests/kernels_support/fp32_test.cpp and tests/kernels_gemm/pointwise_test.cpp).
 #if !defined(QDQRT_VECTOR_LANES)
 #error "define QDQRT_VECTOR_LANES (1, 8 or 16) before including vector_math_inl.h"
 #endif

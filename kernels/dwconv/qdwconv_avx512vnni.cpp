@@ -571,9 +571,9 @@ struct DotAccumulators {
   typename D::V v[4 * T];
 };
 
-// Residual, leaky, pointwise-program or fp32 epilogues: back to channel order, then the GEMM's
-// single-op block store (one SiLU/sigmoid/... program, as EfficientNet's depthwise convolutions
-// have) or store_vector. Out of line: large.
+// Residual, leaky, pointwise-program or fp32 epilogues: back to channel order, then store_vector
+// (single-op programs, as EfficientNet's depthwise convolutions have, go to store_dot_op instead).
+// Out of line: large.
 template <typename D, int T>
 [[gnu::noinline]] void store_dot_general(const DotAccumulators<D, T>& acc, const PackedDepthwise& packed, int c,
                                          int count, char* out, int64_t out_pixel_bytes, const char* residual,
@@ -593,16 +593,6 @@ template <typename D, int T>
   for (int j = 0; j < T; ++j) {
     const typename D::V pixel[4] = {acc.v[4 * j], acc.v[4 * j + 1], acc.v[4 * j + 2], acc.v[4 * j + 3]};
     D::natural_order(pixel, natural[j]);
-  }
-  constexpr int kVectors = D::kChannels / 16;
-  if (const PointwiseOp op = single_op_epilogue(t); op != PointwiseOp::kCopy) {  // SiLU, sigmoid, ...
-    alignas(64) int32_t stored[T * kVectors * 16];
-    for (int j = 0; j < T; ++j) {
-      for (int i = 0; i < kVectors; ++i) _mm512_store_si512(stored + (j * kVectors + i) * 16, natural[j][i]);
-    }
-    t.n_valid = std::min(count, D::kChannels);
-    store_block_single_op<false>(op, stored, T, kVectors, t);
-    return;
   }
   for (int i = 0; i < D::kChannels / 16 && 16 * i < count; ++i) {
     const ColumnConstants constants = load_column_constants(t, 16 * i);
@@ -675,10 +665,62 @@ template <PointwiseOp kOp, bool kClamp, OutputType kType, int kGroups, int T>
   }
 }
 
+// store_dot_op for a last block of at most 32 channels (DotVectors<false>, four ymm per pixel):
+// pixel j's vectors 0/2 and 1/3 joined into two zmm (vector i's lane L holds channels
+// 16 L + 4 i + 0..3), so the op runs on full zmm; int8 packs of the joined vectors leave
+// dot_plain_bytes's two ymm word vectors in the zmm's halves.
+template <PointwiseOp kOp, bool kClamp, OutputType kType, int kGroups, int T>
+[[gnu::noinline]] void store_dot_op(const DotAccumulators<DotVectors<false>, T>& acc, const float* multiplier,
+                                    const float* float_bias, int count, int /*active*/, char* out,
+                                    int64_t out_pixel_bytes, int64_t /*group_out_bytes*/, const Epilogue& e) {
+  static_assert(kGroups == 1);
+  auto join = [](__m256i low, __m256i high) { return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1); };
+  auto join_ps = [](const float* p) {  // floats p[0..7] and p[16..23]
+    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(p)), _mm256_loadu_ps(p + 16), 1);
+  };
+  const __m512 m02 = join_ps(multiplier), m13 = join_ps(multiplier + 8);
+  const __m512 b02 = join_ps(float_bias), b13 = join_ps(float_bias + 8);
+  const __m512 clamp_min = _mm512_set1_ps(e.clamp_min), clamp_max = _mm512_set1_ps(e.clamp_max);
+  const __m512 inverse_scale = _mm512_set1_ps(e.program_inverse_scale);
+  const __m512 saturate_max = _mm512_set1_ps(e.saturate_max);
+  const __m512i zero_point16 = _mm512_set1_epi16(static_cast<int16_t>(e.output_zero_point));
+  // Channels 0..15 are lanes 0 of vectors 0, 1, 2, 3, i.e. lanes 0, 4 (second operand), 2, 6 of
+  // the joined pair; channels 16..31 the lanes 1.
+  const __m512i low_order = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i high_order = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  for (int j = 0; j < T; ++j) {
+    auto value = [&](__m512i sum, __m512 m, __m512 b) QDQRT_INLINE_LAMBDA {
+      __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), m, b);
+      if constexpr (kClamp) y = _mm512_min_ps(_mm512_max_ps(y, clamp_min), clamp_max);
+      return apply_single_op<kOp>(y);
+    };
+    const __m512 y02 = value(join(acc.v[4 * j], acc.v[4 * j + 2]), m02, b02);
+    const __m512 y13 = value(join(acc.v[4 * j + 1], acc.v[4 * j + 3]), m13, b13);
+    char* pixel = out + j * out_pixel_bytes;
+    if constexpr (kType == OutputType::kF32) {
+      float* to = reinterpret_cast<float*>(pixel);
+      const __m512i low02 = _mm512_castps_si512(y02), low13 = _mm512_castps_si512(y13);
+      _mm512_mask_storeu_ps(to, lane_mask(count),
+                            _mm512_castsi512_ps(_mm512_permutex2var_epi64(low02, low_order, low13)));
+      _mm512_mask_storeu_ps(to + 16, lane_mask(count - 16),
+                            _mm512_castsi512_ps(_mm512_permutex2var_epi64(low02, high_order, low13)));
+    } else {
+      auto quantize = [&](__m512 y) QDQRT_INLINE_LAMBDA {
+        return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_mul_ps(y, inverse_scale), saturate_max));
+      };
+      const __m512i words = _mm512_adds_epi16(_mm512_packs_epi32(quantize(y02), quantize(y13)), zero_point16);
+      const __m256i low = _mm512_castsi512_si256(words), high = _mm512_extracti64x4_epi64(words, 1);
+      const __m256i bytes = kType == OutputType::kU8 ? _mm256_packus_epi16(low, high) : _mm256_packs_epi16(low, high);
+      const __mmask32 mask = count >= 32 ? ~__mmask32(0) : (__mmask32(1) << count) - 1;
+      _mm256_mask_storeu_epi8(pixel, mask, bytes);
+    }
+  }
+}
+
 // store_dot_op for the epilogue's op (op from single_op_epilogue, not kCopy), activation clamp
 // and output type; out is the first pixel's channel 0, c the block's first channel.
-template <int kGroups, int T>
-void store_dot_op(PointwiseOp op, const DotAccumulators<DotVectors<true>, T>& acc, const float* multiplier,
+template <int kGroups, typename D, int T>
+void store_dot_op(PointwiseOp op, const DotAccumulators<D, T>& acc, const float* multiplier,
                   const float* float_bias, int c, int count, int active, char* out, int64_t out_pixel_bytes,
                   int64_t group_out_bytes, const Epilogue& e) {
   const bool clamped =
@@ -748,12 +790,10 @@ template <typename D, bool kSigned, int K, int SW, int T, typename Input>
   }
   DotAccumulators<D, T> copy;  // a copy: the accumulators themselves never escape (else GCC keeps them in memory)
   static_for<4 * T>([&](auto a) QDQRT_INLINE_LAMBDA { copy.v[a] = acc[a]; });
-  if constexpr (D::kChannels == 64) {
-    if (op != PointwiseOp::kCopy) {
-      store_dot_op<1, T>(op, copy, packed.dot_multiplier.data() + c, packed.dot_float_bias.data() + c, c, count, 1,
-                         out, out_pixel_bytes, 0, epilogue);
-      return;
-    }
+  if (op != PointwiseOp::kCopy) {
+    store_dot_op<1>(op, copy, packed.dot_multiplier.data() + c, packed.dot_float_bias.data() + c, c, count, 1, out,
+                    out_pixel_bytes, 0, epilogue);
+    return;
   }
   store_dot_general<D, T>(copy, packed, c, count, out, out_pixel_bytes, residual, epilogue, clamp_min, clamp_max);
 }
@@ -907,8 +947,8 @@ template <bool kSigned, bool kFull, int K, int SW, int T, int G, typename Input>
     if (stores.op != PointwiseOp::kCopy) {
       DotAccumulators<D, T> copy;
       static_for<4 * T>([&](auto a) QDQRT_INLINE_LAMBDA { copy.v[a] = acc[a]; });
-      store_dot_op<2, T>(stores.op, copy, packed.dot_tail_multiplier.data(), packed.dot_tail_float_bias.data(), c,
-                         count, active, out, out_pixel_bytes, group_out_bytes, epilogue);
+      store_dot_op<2>(stores.op, copy, packed.dot_tail_multiplier.data(), packed.dot_tail_float_bias.data(), c,
+                      count, active, out, out_pixel_bytes, group_out_bytes, epilogue);
       return;
     }
   }

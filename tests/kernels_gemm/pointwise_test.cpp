@@ -129,6 +129,8 @@ TEST(PointwiseEpilogue, DepthwiseSingleOpStoresMatchTheScalarProgram) {
         q.program = &program.program;
         const int kernel = seed % 2 == 0 ? 3 : 5;
         const int stride = seed % 4 < 2 ? 1 : 2;
+        const int input_extra = seed % 5 == 0 ? 8 : 0, output_extra = seed % 7 == 0 ? 16 : 0;
+        ++seed;
         ConvTester()
             .batch(1)
             .input_size(9, 13)
@@ -137,9 +139,9 @@ TEST(PointwiseEpilogue, DepthwiseSingleOpStoresMatchTheScalarProgram) {
             .kernel(kernel, kernel)
             .stride(stride, stride)
             .padding(kernel / 2, kernel / 2, kernel / 2, kernel / 2)
-            .pixel_stride_extra(seed % 5 == 0 ? 8 : 0, seed % 7 == 0 ? 16 : 0)
+            .pixel_stride_extra(input_extra, output_extra)
             .quant(q)
-            .seed(++seed)
+            .seed(seed)
             .split(2)
             .test_all_isas();
       }
@@ -155,8 +157,9 @@ TEST(PointwiseProgramMath, CloseToCmath) {
     double tolerance;
   };
   const Case cases[] = {
-      {PointwiseOp::kSigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, 6e-7},
-      {PointwiseOp::kSilu, [](double x) { return x / (1.0 + std::exp(-x)); }, 6e-7},
+      // vexp_signed<-1>'s quadratic: sigmoid within 1.7e-7, SiLU 1.9e-7 (vector_math_inl.h).
+      {PointwiseOp::kSigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, 2e-7},
+      {PointwiseOp::kSilu, [](double x) { return x / (1.0 + std::exp(-x)); }, 2e-7},
       {PointwiseOp::kTanh, [](double x) { return std::tanh(x); }, 6e-7},
       {PointwiseOp::kErf, [](double x) { return std::erf(x); }, 6e-7},
       {PointwiseOp::kGelu, [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }, 6e-7},
