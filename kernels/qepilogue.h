@@ -97,9 +97,11 @@ inline float epilogue_value(int32_t acc, float multiplier, float float_bias, con
   if (e.program != nullptr) {
     y = run_pointwise_scalar(*e.program, y, e.program_channel_offset + channel);
     if (e.output_type != OutputType::kF32) {
+      // The upper bound first: the packed int8 stores then need only it (the packs saturate
+      // below; a NaN takes the upper bound in both).
       y = y * e.program_inverse_scale;
-      y = y > e.saturate_min ? y : e.saturate_min;
       y = y < e.saturate_max ? y : e.saturate_max;
+      y = y > e.saturate_min ? y : e.saturate_min;
     }
   }
   return y;

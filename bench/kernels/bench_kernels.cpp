@@ -152,8 +152,11 @@ void amx_absent_benchmark(benchmark::State& state) {
 }
 
 // implicit_gemm: a stem (at most 4 input channels) through the implicit GEMM instead of its stem
-// form (the rows conv_igemm/..., the form the engine ran before).
-void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool implicit_gemm) {
+// form (the rows conv_igemm/..., the form the engine ran before). silu: the EfficientNet epilogue
+// instead of ReLU, Conv -> SiLU -> QuantizeLinear fused (one pointwise op evaluated in float after
+// the requantization); depthwise layers output fp32, as the engine's do ahead of the
+// squeeze-excitation block.
+void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool implicit_gemm, bool silu) {
   const int taps = layer.kernel * layer.kernel;
   const int group_in = layer.input_channels / layer.groups;
   const auto input = random_bytes(static_cast<size_t>(layer.height) * layer.width * layer.input_channels, 1);
@@ -170,8 +173,8 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool 
   desc.per_channel = true;
   desc.bias_int32 = bias.data();
   desc.input_scale = 0.02f;
-  desc.output_scale = 0.05f;
-  const bool u8 = g_dw_u8 && layer.groups == layer.input_channels && layer.groups == layer.output_channels;
+  desc.output_scale = silu ? 1.0f : 0.05f;  // a program runs on real units
+  const bool u8 = !silu && g_dw_u8 && layer.groups == layer.input_channels && layer.groups == layer.output_channels;
   desc.input_signed = !u8;
   PackedConv packed = pack_conv(desc, active_isa(), g_tile_width);
   if (implicit_gemm) packed.stem_weights = PackedGemm{};
@@ -183,27 +186,35 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool 
   shape.output_height = output_size(layer, layer.height);
   shape.output_width = output_size(layer, layer.width);
   const int pixels = shape.output_pixels();
-  std::vector<int8_t> output(static_cast<size_t>(pixels) * layer.output_channels);
-  const bool residual = carries_residual(layer);
+  const bool depthwise = layer.groups == layer.input_channels && layer.groups > 1;
+  const OutputType output_type = silu && depthwise ? OutputType::kF32 : OutputType::kS8;
+  std::vector<float> output(static_cast<size_t>(pixels) * layer.output_channels);  // room for fp32
+  const bool residual = !silu && carries_residual(layer);
   const auto residual_data = random_bytes(output.size(), 3);
   Residual residual_desc{residual_data.data(), layer.output_channels, true, 0.04f, 0};
+  PointwiseProgram program;
+  program.size = 1;
+  program.code[0] = {PointwiseOp::kSilu, 0, 0, 0};
   const Epilogue epilogue =
-      u8 ? make_epilogue(OutputType::kU8, 0.05f, 0, Activation{ActivationKind::kClip, 0.0f, 6.0f})
-         : make_epilogue(OutputType::kS8, 0.05f, 0, Activation{ActivationKind::kRelu}, residual ? &residual_desc : nullptr);
+      silu ? make_epilogue(output_type, 0.05f, 0, Activation{}, nullptr, &program)
+      : u8 ? make_epilogue(OutputType::kU8, 0.05f, 0, Activation{ActivationKind::kClip, 0.0f, 6.0f})
+           : make_epilogue(OutputType::kS8, 0.05f, 0, Activation{ActivationKind::kRelu},
+                           residual ? &residual_desc : nullptr);
   ConvRunArgs args{input.data(), layer.input_channels, output.data(), layer.output_channels};
   std::string placement;
   AlignedBuffer<uint8_t> block;
   if (packed.depthwise) {
     // One arena-like block: the input at 0, the output at a chosen offset (see g_dw_delta).
     const int64_t output_offset = depthwise_output_offset(static_cast<int64_t>(input.size()));
-    block.resize(static_cast<size_t>(output_offset) + output.size());
+    block.resize(static_cast<size_t>(output_offset) + output.size() * sizeof(float));  // room for fp32
     std::memcpy(block.data(), input.data(), input.size());
     args.input = block.data();
     args.output = block.data() + output_offset;
     placement = ", output at +" + std::to_string(output_offset);
   }
   const double ops = 2.0 * pixels * layer.output_channels * group_in * taps;
-  state.SetLabel(conv_kernel_name(packed, shape) + (residual ? " +residual" : "") + placement);
+  state.SetLabel(conv_kernel_name(packed, shape) + (residual ? " +residual" : "") +
+                 (silu ? output_type == OutputType::kF32 ? " +silu fp32" : " +silu" : "") + placement);
   timed_loop(
       state, threads,
       [&](int part) {
@@ -455,11 +466,16 @@ void register_benchmarks() {
   for (int threads : {1, 2}) {
     for (const ConvLayer& layer : conv_layers()) {
       std::string name = std::string("conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false)->UseRealTime();
+      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false, false)->UseRealTime();
       if (layer.groups == 1 && layer.input_channels <= kConvStemMaxChannels) {
         name = std::string("conv_igemm/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
-        benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, true)->UseRealTime();
+        benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, true, false)->UseRealTime();
       }
+    }
+    for (const ConvLayer& layer : silu_conv_layers()) {
+      std::string name =
+          std::string("conv_silu/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false, true)->UseRealTime();
     }
     for (const ConvLayer& layer : conv_layers()) {
       if (layer.groups != 1 && layer.groups != layer.input_channels) continue;

@@ -21,6 +21,17 @@ struct GemmLayer {
   bool b_transposed;
 };
 
+// EfficientNet-B0 layers whose epilogue is SiLU (the conv_silu/ rows): the largest 1x1
+// expansion, the 32-channel depthwise (two tiles per zmm) and a 96-channel one (a 64-channel
+// block and a 32-channel ymm block), all at 112x112.
+inline std::vector<ConvLayer> silu_conv_layers() {
+  return {
+      {"efficientnet_b0", "f2.0_1x1_16_96", 112, 112, 16, 96, 1, 1, 0, 1},
+      {"efficientnet_b0", "f1.0_dw3x3_32", 112, 112, 32, 32, 3, 1, 1, 32},
+      {"efficientnet_b0", "f2.0_dw3x3s2_96", 112, 112, 96, 96, 3, 2, 1, 96},
+  };
+}
+
 inline std::vector<ConvLayer> conv_layers() {
   return {
       // ResNet-50 v1.5 (stride on the 3x3 convolutions).

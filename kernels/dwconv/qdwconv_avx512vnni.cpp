@@ -571,9 +571,9 @@ struct DotAccumulators {
   typename D::V v[4 * T];
 };
 
-// Residual, leaky, pointwise-program or fp32 epilogues: back to channel order, then the GEMM's
-// single-op block store (one SiLU/sigmoid/... program, as EfficientNet's depthwise convolutions
-// have) or store_vector. Out of line: large.
+// Residual, leaky, pointwise-program or fp32 epilogues: back to channel order, then store_vector
+// (single-op programs, as EfficientNet's depthwise convolutions have, go to store_dot_op instead).
+// Out of line: large.
 template <typename D, int T>
 [[gnu::noinline]] void store_dot_general(const DotAccumulators<D, T>& acc, const PackedDepthwise& packed, int c,
                                          int count, char* out, int64_t out_pixel_bytes, const char* residual,
@@ -594,16 +594,6 @@ template <typename D, int T>
     const typename D::V pixel[4] = {acc.v[4 * j], acc.v[4 * j + 1], acc.v[4 * j + 2], acc.v[4 * j + 3]};
     D::natural_order(pixel, natural[j]);
   }
-  constexpr int kVectors = D::kChannels / 16;
-  if (const PointwiseOp op = single_op_epilogue(t); op != PointwiseOp::kCopy) {  // SiLU, sigmoid, ...
-    alignas(64) int32_t stored[T * kVectors * 16];
-    for (int j = 0; j < T; ++j) {
-      for (int i = 0; i < kVectors; ++i) _mm512_store_si512(stored + (j * kVectors + i) * 16, natural[j][i]);
-    }
-    t.n_valid = std::min(count, D::kChannels);
-    store_block_single_op<false>(op, stored, T, kVectors, t);
-    return;
-  }
   for (int i = 0; i < D::kChannels / 16 && 16 * i < count; ++i) {
     const ColumnConstants constants = load_column_constants(t, 16 * i);
     for (int j = 0; j < T; ++j) {
@@ -612,12 +602,162 @@ template <typename D, int T>
   }
 }
 
+// Single-op epilogues (SiLU, sigmoid, ...: single_op_epilogue, as after EfficientNet's depthwise
+// convolutions) on zmm accumulators in unpack order, T pixels of 64 channel slots: the op runs
+// before the channels go back to their order, on the accumulators as they are (no spill through
+// store_block_single_op's channel-order block, no per-row reloads of its column constants). int8/
+// uint8 outputs are packed as dot_plain_bytes packs them (the packs' saturation is the saturation
+// clamp's lower bound, as in store_rows_single_op_packed); float outputs go back to
+// channel order (natural_order) after the op. The same operations per value as store_vector, so
+// the same bytes. kGroups = 1: one block of 64 channels from out, `count` of them valid; kGroups = 2:
+// the tail layout (dot_tail_block), a 32-channel group per 256-bit half, group g at
+// out + g * group_out_bytes, `active` groups of `count` channels each.
+template <PointwiseOp kOp, bool kClamp, OutputType kType, int kGroups, int T>
+[[gnu::noinline]] void store_dot_op(const DotAccumulators<DotVectors<true>, T>& acc, const float* multiplier,
+                                    const float* float_bias, int count, int active, char* out,
+                                    int64_t out_pixel_bytes, int64_t group_out_bytes, const Epilogue& e) {
+  __m512 m[4], b[4];
+  for (int i = 0; i < 4; ++i) {
+    m[i] = _mm512_loadu_ps(multiplier + 16 * i);
+    b[i] = _mm512_loadu_ps(float_bias + 16 * i);
+  }
+  const __m512 clamp_min = _mm512_set1_ps(e.clamp_min), clamp_max = _mm512_set1_ps(e.clamp_max);
+  const __m512 inverse_scale = _mm512_set1_ps(e.program_inverse_scale);
+  const __m512 saturate_max = _mm512_set1_ps(e.saturate_max);
+  const __m512i zero_point16 = _mm512_set1_epi16(static_cast<int16_t>(e.output_zero_point));
+  for (int j = 0; j < T; ++j) {
+    __m512 y[4];
+    for (int i = 0; i < 4; ++i) {
+      y[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc.v[4 * j + i]), m[i], b[i]);
+      if constexpr (kClamp) y[i] = _mm512_min_ps(_mm512_max_ps(y[i], clamp_min), clamp_max);
+      y[i] = apply_single_op<kOp>(y[i]);
+    }
+    char* pixel = out + j * out_pixel_bytes;
+    if constexpr (kType == OutputType::kF32) {
+      const __m512i unpacked[4] = {_mm512_castps_si512(y[0]), _mm512_castps_si512(y[1]), _mm512_castps_si512(y[2]),
+                                   _mm512_castps_si512(y[3])};
+      __m512i natural[4];  // 16 channels each: kGroups = 2 holds group k / 2's channels 16 (k % 2)..
+      DotVectors<true>::natural_order(unpacked, natural);
+      for (int k = 0; k < 4; ++k) {
+        const int group = kGroups == 1 ? 0 : k / 2;
+        const int first = kGroups == 1 ? 16 * k : 16 * (k % 2);
+        if (group >= active) break;
+        float* to = reinterpret_cast<float*>(pixel + group * group_out_bytes) + first;
+        _mm512_mask_storeu_ps(to, lane_mask(count - first), _mm512_castsi512_ps(natural[k]));
+      }
+    } else {
+      auto quantize = [&](int i) QDQRT_INLINE_LAMBDA {
+        return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_mul_ps(y[i], inverse_scale), saturate_max));
+      };
+      const __m512i words01 = _mm512_adds_epi16(_mm512_packs_epi32(quantize(0), quantize(1)), zero_point16);
+      const __m512i words23 = _mm512_adds_epi16(_mm512_packs_epi32(quantize(2), quantize(3)), zero_point16);
+      const __m512i bytes = kType == OutputType::kU8 ? _mm512_packus_epi16(words01, words23)
+                                                     : _mm512_packs_epi16(words01, words23);
+      if constexpr (kGroups == 1) {
+        const __mmask64 mask = count >= 64 ? ~__mmask64(0) : (__mmask64(1) << count) - 1;
+        _mm512_mask_storeu_epi8(pixel, mask, bytes);
+      } else {
+        const __mmask32 mask = count >= 32 ? ~__mmask32(0) : (__mmask32(1) << count) - 1;
+        _mm256_mask_storeu_epi8(pixel, mask, _mm512_castsi512_si256(bytes));
+        if (active > 1) _mm256_mask_storeu_epi8(pixel + group_out_bytes, mask, _mm512_extracti64x4_epi64(bytes, 1));
+      }
+    }
+  }
+}
+
+// store_dot_op for a last block of at most 32 channels (DotVectors<false>, four ymm per pixel):
+// pixel j's vectors 0/2 and 1/3 joined into two zmm (vector i's lane L holds channels
+// 16 L + 4 i + 0..3), so the op runs on full zmm; int8 packs of the joined vectors leave
+// dot_plain_bytes's two ymm word vectors in the zmm's halves.
+template <PointwiseOp kOp, bool kClamp, OutputType kType, int kGroups, int T>
+[[gnu::noinline]] void store_dot_op(const DotAccumulators<DotVectors<false>, T>& acc, const float* multiplier,
+                                    const float* float_bias, int count, int /*active*/, char* out,
+                                    int64_t out_pixel_bytes, int64_t /*group_out_bytes*/, const Epilogue& e) {
+  static_assert(kGroups == 1);
+  auto join = [](__m256i low, __m256i high) { return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1); };
+  auto join_ps = [](const float* p) {  // floats p[0..7] and p[16..23]
+    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(p)), _mm256_loadu_ps(p + 16), 1);
+  };
+  const __m512 m02 = join_ps(multiplier), m13 = join_ps(multiplier + 8);
+  const __m512 b02 = join_ps(float_bias), b13 = join_ps(float_bias + 8);
+  const __m512 clamp_min = _mm512_set1_ps(e.clamp_min), clamp_max = _mm512_set1_ps(e.clamp_max);
+  const __m512 inverse_scale = _mm512_set1_ps(e.program_inverse_scale);
+  const __m512 saturate_max = _mm512_set1_ps(e.saturate_max);
+  const __m512i zero_point16 = _mm512_set1_epi16(static_cast<int16_t>(e.output_zero_point));
+  // Channels 0..15 are lanes 0 of vectors 0, 1, 2, 3, i.e. lanes 0, 4 (second operand), 2, 6 of
+  // the joined pair; channels 16..31 the lanes 1.
+  const __m512i low_order = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i high_order = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  for (int j = 0; j < T; ++j) {
+    auto value = [&](__m512i sum, __m512 m, __m512 b) QDQRT_INLINE_LAMBDA {
+      __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), m, b);
+      if constexpr (kClamp) y = _mm512_min_ps(_mm512_max_ps(y, clamp_min), clamp_max);
+      return apply_single_op<kOp>(y);
+    };
+    const __m512 y02 = value(join(acc.v[4 * j], acc.v[4 * j + 2]), m02, b02);
+    const __m512 y13 = value(join(acc.v[4 * j + 1], acc.v[4 * j + 3]), m13, b13);
+    char* pixel = out + j * out_pixel_bytes;
+    if constexpr (kType == OutputType::kF32) {
+      float* to = reinterpret_cast<float*>(pixel);
+      const __m512i low02 = _mm512_castps_si512(y02), low13 = _mm512_castps_si512(y13);
+      _mm512_mask_storeu_ps(to, lane_mask(count),
+                            _mm512_castsi512_ps(_mm512_permutex2var_epi64(low02, low_order, low13)));
+      _mm512_mask_storeu_ps(to + 16, lane_mask(count - 16),
+                            _mm512_castsi512_ps(_mm512_permutex2var_epi64(low02, high_order, low13)));
+    } else {
+      auto quantize = [&](__m512 y) QDQRT_INLINE_LAMBDA {
+        return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_mul_ps(y, inverse_scale), saturate_max));
+      };
+      const __m512i words = _mm512_adds_epi16(_mm512_packs_epi32(quantize(y02), quantize(y13)), zero_point16);
+      const __m256i low = _mm512_castsi512_si256(words), high = _mm512_extracti64x4_epi64(words, 1);
+      const __m256i bytes = kType == OutputType::kU8 ? _mm256_packus_epi16(low, high) : _mm256_packs_epi16(low, high);
+      const __mmask32 mask = count >= 32 ? ~__mmask32(0) : (__mmask32(1) << count) - 1;
+      _mm256_mask_storeu_epi8(pixel, mask, bytes);
+    }
+  }
+}
+
+// store_dot_op for the epilogue's op (op from single_op_epilogue, not kCopy), activation clamp
+// and output type; out is the first pixel's channel 0, c the block's first channel.
+template <int kGroups, typename D, int T>
+void store_dot_op(PointwiseOp op, const DotAccumulators<D, T>& acc, const float* multiplier,
+                  const float* float_bias, int c, int count, int active, char* out, int64_t out_pixel_bytes,
+                  int64_t group_out_bytes, const Epilogue& e) {
+  const bool clamped =
+      e.clamp_min > -std::numeric_limits<float>::max() || e.clamp_max < std::numeric_limits<float>::max();
+  out += static_cast<int64_t>(c) * output_element_size(e.output_type);
+  auto run = [&](auto kind, auto clamp, auto type) {
+    store_dot_op<decltype(kind)::value, decltype(clamp)::value, decltype(type)::value, kGroups, T>(
+        acc, multiplier, float_bias, count, active, out, out_pixel_bytes, group_out_bytes, e);
+  };
+  auto with_type = [&](auto kind, auto clamp) {
+    using Type = OutputType;
+    switch (e.output_type) {
+      case Type::kF32: return run(kind, clamp, std::integral_constant<Type, Type::kF32>{});
+      case Type::kU8: return run(kind, clamp, std::integral_constant<Type, Type::kU8>{});
+      default: return run(kind, clamp, std::integral_constant<Type, Type::kS8>{});
+    }
+  };
+  auto with_clamp = [&](auto kind) {
+    clamped ? with_type(kind, std::true_type{}) : with_type(kind, std::false_type{});
+  };
+  using Op = PointwiseOp;
+  switch (op) {
+    case Op::kSilu: return with_clamp(std::integral_constant<Op, Op::kSilu>{});
+    case Op::kSigmoid: return with_clamp(std::integral_constant<Op, Op::kSigmoid>{});
+    case Op::kHardSwish: return with_clamp(std::integral_constant<Op, Op::kHardSwish>{});
+    case Op::kGelu: return with_clamp(std::integral_constant<Op, Op::kGelu>{});
+    default: return with_clamp(std::integral_constant<Op, Op::kTanh>{});
+  }
+}
+
 // One channel block (from c, `count` channels left) of a tile.
 template <typename D, bool kSigned, int K, int SW, int T, typename Input>
 [[gnu::always_inline]] inline void dot_block(const PackedDepthwise& packed, const Input& input, int c,
-                                             int count, bool plain, int mode, const DotPlainStore<D>& store,
-                                             char* out, int64_t out_pixel_bytes, const char* residual,
-                                             const Epilogue& epilogue, __m512 clamp_min, __m512 clamp_max) {
+                                             int count, bool plain, int mode, PointwiseOp op,
+                                             const DotPlainStore<D>& store, char* out, int64_t out_pixel_bytes,
+                                             const char* residual, const Epilogue& epilogue, __m512 clamp_min,
+                                             __m512 clamp_max) {
   using Mask = typename D::Mask;
   const bool full = count >= D::kChannels;
   const Mask mask = full ? Mask(~Mask(0)) : Mask((Mask(1) << count) - 1);
@@ -650,6 +790,11 @@ template <typename D, bool kSigned, int K, int SW, int T, typename Input>
   }
   DotAccumulators<D, T> copy;  // a copy: the accumulators themselves never escape (else GCC keeps them in memory)
   static_for<4 * T>([&](auto a) QDQRT_INLINE_LAMBDA { copy.v[a] = acc[a]; });
+  if (op != PointwiseOp::kCopy) {
+    store_dot_op<1>(op, copy, packed.dot_multiplier.data() + c, packed.dot_float_bias.data() + c, c, count, 1, out,
+                    out_pixel_bytes, 0, epilogue);
+    return;
+  }
   store_dot_general<D, T>(copy, packed, c, count, out, out_pixel_bytes, residual, epilogue, clamp_min, clamp_max);
 }
 
@@ -674,6 +819,7 @@ template <typename D>
 struct DotStores {
   bool plain = false;  // int8/uint8 output without residual, leaky slope or program
   int mode = kStoreZeroPoint;  // the plain store's form (kStore*)
+  PointwiseOp op = PointwiseOp::kCopy;  // not kCopy: a single-op epilogue for store_dot_op
   DotPlainStore<DotVectors<true>> wide;
   DotPlainStore<DotVectors<false>> narrow;
 
@@ -684,6 +830,11 @@ struct DotStores {
                                std::fabs(epilogue.clamp_max) <= 0x1p20f;
     wide = dot_plain_store<DotVectors<true>>(epilogue, integer_clamp);
     narrow = dot_plain_store<DotVectors<false>>(epilogue, integer_clamp);
+    TileArgs t;  // single_op_epilogue reads the epilogue, the row term and the residual
+    t.epilogue = &epilogue;
+    t.row_term = nullptr;
+    t.residual = static_cast<const char*>(epilogue.residual);
+    op = single_op_epilogue(t);
     if (integer_clamp) {
       // The clamp bounds (in [type min, type max]: clamp_min/max include the saturation) that cut.
       const bool u8 = epilogue.output_type == OutputType::kU8;
@@ -705,12 +856,12 @@ template <bool kSigned, int K, int SW, int T, typename Input>
   int c = 0;
   for (; channels - c > 32; c += 64) {
     dot_block<DotVectors<true>, kSigned, K, SW, T>(packed, input, c, channels - c, stores.plain, stores.mode,
-                                                   stores.wide, out, out_pixel_bytes, residual, epilogue, clamp_min,
+                                                   stores.op, stores.wide, out, out_pixel_bytes, residual, epilogue, clamp_min,
                                                    clamp_max);
   }
   if (c < channels) {  // a last block of at most 32 channels
     dot_block<DotVectors<false>, kSigned, K, SW, T>(packed, input, c, channels - c, stores.plain, stores.mode,
-                                                    stores.narrow, out, out_pixel_bytes, residual, epilogue,
+                                                    stores.op, stores.narrow, out, out_pixel_bytes, residual, epilogue,
                                                     clamp_min, clamp_max);
   }
 }
@@ -791,6 +942,15 @@ template <bool kSigned, bool kFull, int K, int SW, int T, int G, typename Input>
       });
     });
     return;
+  }
+  if constexpr (G == 2) {
+    if (stores.op != PointwiseOp::kCopy) {
+      DotAccumulators<D, T> copy;
+      static_for<4 * T>([&](auto a) QDQRT_INLINE_LAMBDA { copy.v[a] = acc[a]; });
+      store_dot_op<2>(stores.op, copy, packed.dot_tail_multiplier.data(), packed.dot_tail_float_bias.data(), c,
+                      count, active, out, out_pixel_bytes, group_out_bytes, epilogue);
+      return;
+    }
   }
   static_for<G>([&](auto g) QDQRT_INLINE_LAMBDA {
     if (g >= active) return;

@@ -24,8 +24,8 @@ inline __m256 run_program_then_scale8(const Epilogue& e, __m256 y, int64_t colum
   y = (__m256)vmath::run_pointwise(program, (vmath::vf)y, constants, nullptr);
   if (e.output_type == OutputType::kF32) return y;
   y = _mm256_mul_ps(y, _mm256_set1_ps(e.program_inverse_scale));
-  y = _mm256_max_ps(y, _mm256_set1_ps(e.saturate_min));
-  return _mm256_min_ps(y, _mm256_set1_ps(e.saturate_max));
+  y = _mm256_min_ps(y, _mm256_set1_ps(e.saturate_max));
+  return _mm256_max_ps(y, _mm256_set1_ps(e.saturate_min));
 }
 
 // Applies the epilogue to 8 accumulators of one row and stores `count` (0..8) of them.

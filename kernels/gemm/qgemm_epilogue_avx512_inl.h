@@ -38,8 +38,8 @@ inline __m512 run_program_then_scale(const Epilogue& e, __m512 y, int64_t column
   y = (__m512)vmath::run_pointwise(program, (vmath::vf)y, constants, nullptr);
   if (e.output_type == OutputType::kF32) return y;
   y = _mm512_mul_ps(y, _mm512_set1_ps(e.program_inverse_scale));
-  y = _mm512_max_ps(y, _mm512_set1_ps(e.saturate_min));
-  return _mm512_min_ps(y, _mm512_set1_ps(e.saturate_max));
+  y = _mm512_min_ps(y, _mm512_set1_ps(e.saturate_max));
+  return _mm512_max_ps(y, _mm512_set1_ps(e.saturate_min));
 }
 
 // Applies the epilogue to 16 accumulators of one row and stores `count` (0..16) of them.
@@ -271,6 +271,46 @@ inline __m512 apply_single_op(__m512 y) {
   if constexpr (kOp == PointwiseOp::kTanh) return (__m512)vmath::vtanh(x);
 }
 
+// int8/uint8 rows of 4 vectors (64-column tiles) of store_block_single_op: kLive (1..4) vectors
+// hold columns; the results are packed to bytes as store_row_packed packs them (3 in-lane packs and
+// zero-point adds and one vpermd per 64 outputs where the per-vector path spends 4 x (zero-point
+// add + vpmovdb)), and the saturation clamp's lower bound is the packs' saturation (epilogue_value
+// clamps to saturate_max first, then to saturate_min = type min - zero-point: rounding is
+// monotonic, values below it and -inf, which vcvtps2dq turns into INT_MIN, saturate to the type's
+// minimum either way): the same bytes as store_vector.
+template <PointwiseOp kOp, bool kClamp, bool kAddBias, int kLive>
+[[gnu::always_inline]] inline void store_rows_single_op_packed(const int32_t* acc, int rows, const TileArgs& t) {
+  const Epilogue& e = *t.epilogue;
+  const __m512 clamp_min = _mm512_set1_ps(e.clamp_min), clamp_max = _mm512_set1_ps(e.clamp_max);
+  const __m512 inverse_scale = _mm512_set1_ps(e.program_inverse_scale);
+  const __m512 saturate_max = _mm512_set1_ps(e.saturate_max);
+  const __m512i zero_point16 = _mm512_set1_epi16(static_cast<int16_t>(e.output_zero_point));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const bool is_unsigned = e.output_type == OutputType::kU8;
+  const __mmask64 mask = t.n_valid >= 64 ? ~__mmask64(0) : (__mmask64(1) << t.n_valid) - 1;
+  ColumnConstants k[kLive];
+  for (int j = 0; j < kLive; ++j) k[j] = load_column_constants(t, 16 * j);
+  char* const c = t.c;
+  const int64_t c_row_bytes = t.c_row_bytes;
+  for (int r = 0; r < rows; ++r) {
+    auto quantize = [&](int j) {
+      if (j >= kLive) return _mm512_setzero_si512();
+      __m512i sum = _mm512_load_si512(acc + (r * 4 + j) * 16);
+      if constexpr (kAddBias) sum = _mm512_add_epi32(sum, k[j].bias);
+      __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), k[j].multiplier, k[j].float_bias);
+      if constexpr (kClamp) y = _mm512_min_ps(_mm512_max_ps(y, clamp_min), clamp_max);
+      y = apply_single_op<kOp>(y);
+      // The packs saturate below: the lower bound of the saturation clamp is implied.
+      return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_mul_ps(y, inverse_scale), saturate_max));
+    };
+    const __m512i words01 = _mm512_adds_epi16(_mm512_packs_epi32(quantize(0), quantize(1)), zero_point16);
+    const __m512i words23 = _mm512_adds_epi16(_mm512_packs_epi32(quantize(2), quantize(3)), zero_point16);
+    __m512i bytes = is_unsigned ? _mm512_packus_epi16(words01, words23) : _mm512_packs_epi16(words01, words23);
+    bytes = _mm512_permutexvar_epi32(order, bytes);
+    _mm512_mask_storeu_epi8(c + r * c_row_bytes, mask, bytes);
+  }
+}
+
 // `acc` holds rows x vectors x 16 int32 accumulators, row-major; kAddBias = false when they
 // started from the bias. Stores t.n_valid columns of each row.
 template <PointwiseOp kOp, bool kFloatOutput, bool kAddBias>
@@ -285,6 +325,25 @@ __attribute__((noinline)) void store_block_single_op(const int32_t* acc, int row
   // Without an activation the bounds are infinite and the (finite) value passes unchanged.
   const bool clamped =
       e.clamp_min > -std::numeric_limits<float>::max() || e.clamp_max < std::numeric_limits<float>::max();
+  if constexpr (!kFloatOutput) {
+    if (vectors == 4 && t.n_valid > 0) {
+      auto packed = [&](auto clamp) {
+        constexpr bool kClamp = decltype(clamp)::value;
+        switch ((t.n_valid + 15) / 16) {
+          case 1: return store_rows_single_op_packed<kOp, kClamp, kAddBias, 1>(acc, rows, t);
+          case 2: return store_rows_single_op_packed<kOp, kClamp, kAddBias, 2>(acc, rows, t);
+          case 3: return store_rows_single_op_packed<kOp, kClamp, kAddBias, 3>(acc, rows, t);
+          default: return store_rows_single_op_packed<kOp, kClamp, kAddBias, 4>(acc, rows, t);
+        }
+      };
+      if (clamped) {
+        packed(std::true_type{});
+      } else {
+        packed(std::false_type{});
+      }
+      return;
+    }
+  }
   auto store_rows = [&](auto clamp) {
     for (int j = 0; j < vectors; ++j) {
       const int count = t.n_valid - 16 * j;
@@ -301,7 +360,7 @@ __attribute__((noinline)) void store_block_single_op(const int32_t* acc, int row
         if constexpr (kFloatOutput) {
           _mm512_mask_storeu_ps(reinterpret_cast<float*>(out) + 16 * j, mask, y);
         } else {
-          y = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(y, inverse_scale), saturate_min), saturate_max);
+          y = _mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(y, inverse_scale), saturate_max), saturate_min);
           const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(y), zero_point);
           _mm_mask_storeu_epi8(out + 16 * j, mask, _mm512_cvtepi32_epi8(q));
         }
