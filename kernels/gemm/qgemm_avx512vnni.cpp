@@ -384,35 +384,9 @@ struct Avx512VnniStemTraits {
     if (s != r) _mm256_mask_storeu_epi8(out + p.c_row_bytes, row_mask, _mm512_extracti64x4_epi64(bytes, 1));
   }
 
-  // packed_row_store's constants for a 32-column tile (its columns[2..3] are not loaded: the
-  // packed arrays end at n_padded).
-  static PackedRowStore pair_store(const TileArgs& t) {
-    const Epilogue& e = *t.epilogue;
-    PackedRowStore p;
-    p.clamp_min = _mm512_set1_ps(e.clamp_min);
-    p.clamp_max = _mm512_set1_ps(e.clamp_max);
-    p.zero_point16 = _mm512_set1_epi16(static_cast<int16_t>(e.output_zero_point));
-    p.low_bytes = p.high_bytes = _mm512_setzero_si512();
-    if (t.integer_clamp) {
-      const int low = _mm_cvtss_si32(_mm_set_ss(e.clamp_min)) + e.output_zero_point;
-      const int high = _mm_cvtss_si32(_mm_set_ss(e.clamp_max)) + e.output_zero_point;
-      p.low_bytes = _mm512_set1_epi8(static_cast<char>(low));
-      p.high_bytes = _mm512_set1_epi8(static_cast<char>(high));
-    }
-    p.order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    p.columns[0] = load_column_constants(t, 0);
-    p.columns[1] = load_column_constants(t, 16);
-    p.c = t.c;
-    p.c_row_bytes = t.c_row_bytes;
-    p.mask = t.n_valid >= 32 ? 0xFFFFFFFFu : (__mmask64(1) << t.n_valid) - 1;
-    p.residual = nullptr;
-    p.residual_row_bytes = 0;
-    return p;
-  }
-
   template <int MR>
   static void store_pairs(const __m512i (&acc)[MR][2], const TileArgs& t) {
-    const PackedRowStore p = pair_store(t);
+    const PackedRowStore p = packed_row_store(t, 32);  // t.residual is null here
     auto rows = [&](auto is_unsigned, auto clamp) {
 #pragma GCC unroll 6
       for (int r = 0; r < MR; r += 2) {

@@ -142,7 +142,9 @@ inline bool packed_row_epilogue(const TileArgs& t) {
   return t.row_term == nullptr && !e.leaky && e.program == nullptr && e.output_type != OutputType::kF32;
 }
 
-inline PackedRowStore packed_row_store(const TileArgs& t) {
+// `columns`: the tile's width, 64, or 32 for a 32-column tile (whose columns[2..3] are not
+// loaded: the packed arrays end at n_padded).
+inline PackedRowStore packed_row_store(const TileArgs& t, int columns = 64) {
   const Epilogue& e = *t.epilogue;
   PackedRowStore p;
   p.clamp_min = _mm512_set1_ps(e.clamp_min);
@@ -156,10 +158,10 @@ inline PackedRowStore packed_row_store(const TileArgs& t) {
     p.high_bytes = _mm512_set1_epi8(static_cast<char>(high));
   }
   p.order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  for (int j = 0; j < 4; ++j) p.columns[j] = load_column_constants(t, 16 * j);
+  for (int j = 0; j < columns / 16; ++j) p.columns[j] = load_column_constants(t, 16 * j);
   p.c = t.c;
   p.c_row_bytes = t.c_row_bytes;
-  p.mask = t.n_valid >= 64 ? ~__mmask64(0) : (__mmask64(1) << t.n_valid) - 1;
+  p.mask = t.n_valid >= columns ? ~__mmask64(0) >> (64 - columns) : (__mmask64(1) << t.n_valid) - 1;
   p.residual = t.residual;
   p.residual_row_bytes = t.residual_row_bytes;
   p.residual_zero_point = _mm512_set1_epi32(e.residual_zero_point);
