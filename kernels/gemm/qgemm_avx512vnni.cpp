@@ -361,19 +361,9 @@ struct Avx512VnniStemTraits {
       return _mm512_cvtps_epi32(y);
     };
     const int s = r + 1 < MR ? r + 1 : r;
-    const __m512i words_r = _mm512_adds_epi16(_mm512_packs_epi32(requantize(r, 0), requantize(r, 1)), p.zero_point16);
-    const __m512i words_s = _mm512_adds_epi16(_mm512_packs_epi32(requantize(s, 0), requantize(s, 1)), p.zero_point16);
-    __m512i bytes;
-    if constexpr (kUnsigned) {
-      bytes = _mm512_packus_epi16(words_r, words_s);
-      if constexpr (kIntegerClamp) bytes = _mm512_min_epu8(_mm512_max_epu8(bytes, p.low_bytes), p.high_bytes);
-    } else {
-      bytes = _mm512_packs_epi16(words_r, words_s);
-      if constexpr (kIntegerClamp) bytes = _mm512_min_epi8(_mm512_max_epi8(bytes, p.low_bytes), p.high_bytes);
-    }
-    // Dwords: lane i holds row r's columns 4i.., 16 + 4i.., then row s's: the same order as a
-    // 64-column row's (PackedRowStore::order), giving row r's 32 bytes then row s's.
-    bytes = _mm512_permutexvar_epi32(p.order, bytes);
+    // Row r's 32 columns then row s's, packed as one 64-column row: row r's 32 bytes then row s's.
+    const __m512i bytes = pack_requantized<kUnsigned, kIntegerClamp>(requantize(r, 0), requantize(r, 1),
+                                                                     requantize(s, 0), requantize(s, 1), p.packing);
     char* out = p.c + r * p.c_row_bytes;
     const __mmask32 row_mask = static_cast<__mmask32>(p.mask);
     if (s != r && p.c_row_bytes == 32 && row_mask == ~__mmask32(0)) {

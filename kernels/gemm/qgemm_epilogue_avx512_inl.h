@@ -121,11 +121,31 @@ inline void store_vector_plain(__m512i acc, int column, int count, int row, cons
 // runs on the packed bytes (2 instructions instead of 8; rounding is monotonic, so clamping
 // before or after it gives the same integers). A residual is added as store_vector adds it, with
 // its constants in registers. Same bytes as store_vector_plain and store_vector.
-struct PackedRowStore {
-  __m512 clamp_min, clamp_max;
+// The packing constants (pack_requantized).
+struct BytePacking {
   __m512i zero_point16;
   __m512i low_bytes, high_bytes;  // the clamp in output units (kIntegerClamp)
   __m512i order;                  // dword d of the row from dword 4 * (d % 4) + d / 4 of the packed bytes
+};
+
+// integer_clamp: TileArgs::integer_clamp (the bounds are set only then).
+inline BytePacking byte_packing(const Epilogue& e, bool integer_clamp) {
+  BytePacking b;
+  b.zero_point16 = _mm512_set1_epi16(static_cast<int16_t>(e.output_zero_point));
+  b.low_bytes = b.high_bytes = _mm512_setzero_si512();
+  if (integer_clamp) {
+    const int low = _mm_cvtss_si32(_mm_set_ss(e.clamp_min)) + e.output_zero_point;
+    const int high = _mm_cvtss_si32(_mm_set_ss(e.clamp_max)) + e.output_zero_point;
+    b.low_bytes = _mm512_set1_epi8(static_cast<char>(low));
+    b.high_bytes = _mm512_set1_epi8(static_cast<char>(high));
+  }
+  b.order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return b;
+}
+
+struct PackedRowStore {
+  __m512 clamp_min, clamp_max;
+  BytePacking packing;
   ColumnConstants columns[4];
   char* c;
   int64_t c_row_bytes;
@@ -149,15 +169,7 @@ inline PackedRowStore packed_row_store(const TileArgs& t, int columns = 64) {
   PackedRowStore p;
   p.clamp_min = _mm512_set1_ps(e.clamp_min);
   p.clamp_max = _mm512_set1_ps(e.clamp_max);
-  p.zero_point16 = _mm512_set1_epi16(static_cast<int16_t>(e.output_zero_point));
-  p.low_bytes = p.high_bytes = _mm512_setzero_si512();
-  if (t.integer_clamp) {
-    const int low = _mm_cvtss_si32(_mm_set_ss(e.clamp_min)) + e.output_zero_point;
-    const int high = _mm_cvtss_si32(_mm_set_ss(e.clamp_max)) + e.output_zero_point;
-    p.low_bytes = _mm512_set1_epi8(static_cast<char>(low));
-    p.high_bytes = _mm512_set1_epi8(static_cast<char>(high));
-  }
-  p.order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  p.packing = byte_packing(e, t.integer_clamp);
   for (int j = 0; j < columns / 16; ++j) p.columns[j] = load_column_constants(t, 16 * j);
   p.c = t.c;
   p.c_row_bytes = t.c_row_bytes;
@@ -167,6 +179,25 @@ inline PackedRowStore packed_row_store(const TileArgs& t, int columns = 64) {
   p.residual_zero_point = _mm512_set1_epi32(e.residual_zero_point);
   p.residual_multiplier = _mm512_set1_ps(e.residual_multiplier);
   return p;
+}
+
+// Four vectors of requantized int32 (16 columns each, in column order) to their 64 bytes in that
+// order: saturating packs, the output zero-point, the activation clamp on the bytes when
+// kIntegerClamp, and the dword permute that undoes the packs' in-lane interleave.
+template <bool kUnsigned, bool kIntegerClamp>
+[[gnu::always_inline]] inline __m512i pack_requantized(__m512i q0, __m512i q1, __m512i q2, __m512i q3,
+                                                       const BytePacking& p) {
+  const __m512i words01 = _mm512_adds_epi16(_mm512_packs_epi32(q0, q1), p.zero_point16);
+  const __m512i words23 = _mm512_adds_epi16(_mm512_packs_epi32(q2, q3), p.zero_point16);
+  __m512i bytes;
+  if constexpr (kUnsigned) {
+    bytes = _mm512_packus_epi16(words01, words23);
+    if constexpr (kIntegerClamp) bytes = _mm512_min_epu8(_mm512_max_epu8(bytes, p.low_bytes), p.high_bytes);
+  } else {
+    bytes = _mm512_packs_epi16(words01, words23);
+    if constexpr (kIntegerClamp) bytes = _mm512_min_epi8(_mm512_max_epi8(bytes, p.low_bytes), p.high_bytes);
+  }
+  return _mm512_permutexvar_epi32(p.order, bytes);
 }
 
 // Row `row` of a 64-column tile; kAddBias = false when the accumulators started from the bias.
@@ -188,17 +219,8 @@ template <bool kUnsigned, bool kIntegerClamp, bool kAddBias, int kResidual>
     if constexpr (!kIntegerClamp) y = _mm512_min_ps(_mm512_max_ps(y, p.clamp_min), p.clamp_max);
     return _mm512_cvtps_epi32(y);
   };
-  const __m512i words01 = _mm512_adds_epi16(_mm512_packs_epi32(requantize(0), requantize(1)), p.zero_point16);
-  const __m512i words23 = _mm512_adds_epi16(_mm512_packs_epi32(requantize(2), requantize(3)), p.zero_point16);
-  __m512i bytes;
-  if constexpr (kUnsigned) {
-    bytes = _mm512_packus_epi16(words01, words23);
-    if constexpr (kIntegerClamp) bytes = _mm512_min_epu8(_mm512_max_epu8(bytes, p.low_bytes), p.high_bytes);
-  } else {
-    bytes = _mm512_packs_epi16(words01, words23);
-    if constexpr (kIntegerClamp) bytes = _mm512_min_epi8(_mm512_max_epi8(bytes, p.low_bytes), p.high_bytes);
-  }
-  bytes = _mm512_permutexvar_epi32(p.order, bytes);
+  const __m512i bytes =
+      pack_requantized<kUnsigned, kIntegerClamp>(requantize(0), requantize(1), requantize(2), requantize(3), p.packing);
   char* out = p.c + row * p.c_row_bytes;
   if (p.mask == ~__mmask64(0)) {
     _mm512_storeu_si512(out, bytes);
@@ -286,8 +308,7 @@ template <PointwiseOp kOp, bool kClamp, bool kAddBias, int kLive>
   const __m512 clamp_min = _mm512_set1_ps(e.clamp_min), clamp_max = _mm512_set1_ps(e.clamp_max);
   const __m512 inverse_scale = _mm512_set1_ps(e.program_inverse_scale);
   const __m512 saturate_max = _mm512_set1_ps(e.saturate_max);
-  const __m512i zero_point16 = _mm512_set1_epi16(static_cast<int16_t>(e.output_zero_point));
-  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const BytePacking packing = byte_packing(e, false);
   const bool is_unsigned = e.output_type == OutputType::kU8;
   const __mmask64 mask = t.n_valid >= 64 ? ~__mmask64(0) : (__mmask64(1) << t.n_valid) - 1;
   ColumnConstants k[kLive];
@@ -305,10 +326,9 @@ template <PointwiseOp kOp, bool kClamp, bool kAddBias, int kLive>
       // The packs saturate below: the lower bound of the saturation clamp is implied.
       return _mm512_cvtps_epi32(_mm512_min_ps(_mm512_mul_ps(y, inverse_scale), saturate_max));
     };
-    const __m512i words01 = _mm512_adds_epi16(_mm512_packs_epi32(quantize(0), quantize(1)), zero_point16);
-    const __m512i words23 = _mm512_adds_epi16(_mm512_packs_epi32(quantize(2), quantize(3)), zero_point16);
-    __m512i bytes = is_unsigned ? _mm512_packus_epi16(words01, words23) : _mm512_packs_epi16(words01, words23);
-    bytes = _mm512_permutexvar_epi32(order, bytes);
+    const __m512i q0 = quantize(0), q1 = quantize(1), q2 = quantize(2), q3 = quantize(3);
+    const __m512i bytes = is_unsigned ? pack_requantized<true, false>(q0, q1, q2, q3, packing)
+                                      : pack_requantized<false, false>(q0, q1, q2, q3, packing);
     _mm512_mask_storeu_epi8(c + r * c_row_bytes, mask, bytes);
   }
 }
