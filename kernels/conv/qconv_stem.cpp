@@ -6,7 +6,7 @@
 // Why: the implicit GEMM gathers each output pixel's K = KH * KW * C bytes into a panel in
 // KH copies of KW * C bytes (9 for a 3x3 over 3 channels). Those copies overlap (each is a 16-byte
 // move), and a 4-byte lane of the tile that straddles two of them waits on store forwarding; the
-// gather was half of the 3x3 stem's time (perf, Zen 4). Interleaving the rows per column makes a
+// gather dominated the 3x3 stem's time (docs/kernels.md, "INT8 stems"). Interleaving the rows per column makes a
 // window contiguous, so the pixel rows of the "matrix" are simply stride_width * KH * C bytes apart.
 #include "kernels/conv/qconv_stem.h"
 
