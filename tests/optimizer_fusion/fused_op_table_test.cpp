@@ -103,7 +103,7 @@ TEST(FusedOpTable, EveryRowWalksTheSteps) {
   }
 }
 
-// inspect showed QLookup's function and layer_kind "Lookup"; both read the row now.
+// A QLookup's kind is its function, in layer_kind and in inspect alike; "Lookup" without one.
 TEST(FusedOpTable, LookupKindIsItsFunctionEverywhere) {
   Graph graph = load_text(std::string(kFusedSampleHeader) + "\n" + fused_op_samples().at(layers::kQLookup).text);
   EXPECT_EQ(layer_kind(graph.nodes[0], &graph), "Sigmoid");
@@ -113,8 +113,8 @@ TEST(FusedOpTable, LookupKindIsItsFunctionEverywhere) {
   EXPECT_EQ(layer_kind(graph.nodes[0]), "Lookup");
 }
 
-// Depthwise means one input and one output channel per group; a channel multiplier is GroupConv
-// in both places (layer_kind used to call it DepthwiseConv).
+// Depthwise means one input and one output channel per group; a channel multiplier is GroupConv,
+// in layer_kind and in inspect alike.
 TEST(FusedOpTable, ConvKindsAgree) {
   for (const auto& [output_channels, expected] :
        std::vector<std::pair<int64_t, std::string>>{{4, "DepthwiseConv"}, {8, "GroupConv"}}) {
@@ -165,6 +165,22 @@ TEST(FusedOpTable, ShapeFunctionsRefuseWhatDoesNotFit) {
   OptionalDims broadcast = row_of(layers::kQAdd)->output_shape(add, binary);
   ASSERT_TRUE(broadcast.has_value());
   EXPECT_EQ(dims_to_string(*broadcast), "[?, 3]");
+
+  // Conv: a weight whose rank is not x's, a missing weight.
+  Graph conv = load_text(std::string(kFusedSampleHeader) + "\n" + fused_op_samples().at(layers::kQConv).text);
+  InputShapes conv_inputs = input_shapes_in(conv, conv.nodes[0]);
+  conv_inputs[layers::kConvW] = dims({6, 2, 3});
+  EXPECT_FALSE(row_of(layers::kQConv)->output_shape(conv.nodes[0], conv_inputs).has_value());
+  conv_inputs.resize(layers::kConvW);
+  EXPECT_FALSE(row_of(layers::kQConv)->output_shape(conv.nodes[0], conv_inputs).has_value());
+
+  // Concat: parts of different ranks, or other dims that differ.
+  Graph concat = load_text(std::string(kFusedSampleHeader) + "\n" + fused_op_samples().at(layers::kQConcat).text);
+  InputShapes parts = input_shapes_in(concat, concat.nodes[0]);
+  parts[layers::kConcatFirstX + 3] = dims({2, 3});
+  EXPECT_FALSE(row_of(layers::kQConcat)->output_shape(concat.nodes[0], parts).has_value());
+  parts[layers::kConcatFirstX + 3] = dims({2, 3, 5});
+  EXPECT_FALSE(row_of(layers::kQConcat)->output_shape(concat.nodes[0], parts).has_value());
 
   // A kernel larger than the padded input.
   Graph graph = load_text(std::string(kFusedSampleHeader) + "\n" + fused_op_samples().at(layers::kQAveragePool).text);
