@@ -7,6 +7,7 @@
 //
 // After an intended change, rewrite the references with QDQRT_UPDATE_MODEL_REFERENCES=1 and review
 // the diff (tests/engine/model_references/).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,8 +21,6 @@
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "engine/engine.h"
 #include "kernels/cpu_features.h"
