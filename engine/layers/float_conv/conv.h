@@ -140,8 +140,8 @@ struct ConvImplementation {
   // outputs or geometry params, which the family's lowering writes).
   PlanLayer (*lower)(const Node& node, const ConvGeometry& g, const Tensor& weight, const Tensor* bias,
                      kernels::Isa isa, const kernels::Fp32Kernels& fp32);
-  // Binding, NHWC implementations: the mode's own checks on the geometry (before the common ones)
-  // and its packed weights (after them).
+  // Binding: the mode's own checks on the geometry (before the family's common ones); NHWC
+  // implementations: their packed weights (after them; the NCHW layer reads OIHW weights itself).
   Status (*check)(const BindContext& context, const ConvGeometry& g);
   Status (*read_weights)(const BindContext& context, const ConvGeometry& g, kernels::Isa isa, NhwcWeights& weights);
 };
