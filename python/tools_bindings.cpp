@@ -3,12 +3,15 @@
 #include <onnx/onnx_pb.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
+#include <set>
 #include <fstream>
 
 #include "parser/onnx_loader.h"
 #include "parser/onnx_writer.h"
 #include "python/bindings.h"
+#include "engine/context_threads.h"
 #include "tools/calibration/calibrate_model.h"
 #include "tools/inspect_report.h"
 
@@ -98,9 +101,25 @@ struct CalibrationResult {
   int64_t images = 0;
 };
 
+// The nodes whose inputs or weights the plan quantizes (by name), in graph order.
+std::vector<std::string> quantized_nodes(const calibration::QuantizationPlan& plan, const Graph& graph) {
+  std::set<size_t> indices;
+  for (const auto& activation : plan.activations) {
+    for (const calibration::QuantizedInput& reader : activation.readers) indices.insert(reader.node);
+  }
+  for (const auto& weight : plan.weights) {
+    for (const calibration::QuantizedInput& reader : weight.readers) indices.insert(reader.node);
+  }
+  std::vector<std::string> names;
+  for (size_t index : indices) names.push_back(graph.nodes[index].name);
+  return names;
+}
+
 CalibrationResult calibrate(const py::object& model, const py::object& reader, const std::string& method,
                             const py::object& percentile, const std::string& placement, const py::object& output,
-                            int threads, int64_t batch_size, bool calibrate_inputs) {
+                            int threads, int64_t batch_size, bool calibrate_inputs, const py::object& exclude,
+                            const py::object& include, const py::object& op_types, const std::string& activation_type,
+                            bool per_channel) {
   Graph graph = load_model(model);
   throw_if_error(calibration::check_calibration_input(graph));
   calibration::CalibrateModelOptions options;
@@ -112,10 +131,34 @@ CalibrationResult calibrate(const py::object& model, const py::object& reader, c
     options.method.percentile = percentile.cast<double>();
   }
   calibration::Placement where = value_or_throw(calibration::parse_placement(placement));
+  throw_if_error(engine::check_context_threads(threads).with_context("threads"));
   options.threads = threads;
   options.batch_size = batch_size;
   options.calibrate_inputs = calibrate_inputs;
   calibration::QuantizationPlan plan = value_or_throw(calibration::plan_quantization(graph, where));
+  if (activation_type == "uint8") {
+    options.insert.activation_dtype = DataType::kUint8;
+  } else if (activation_type != "int8") {
+    throw StatusError{invalid_argument("activation_type must be 'int8' or 'uint8', got '{}'", activation_type)};
+  }
+  options.insert.per_channel_weights = per_channel;
+  // ORT's nodes_to_exclude, nodes_to_include and op_types_to_quantize all come down to the nodes
+  // that stay float: exclude_nodes() (the CLI's --exclude) does the rest.
+  std::vector<std::string> excluded = names_from(exclude);
+  const std::vector<std::string> included = names_from(include), types = names_from(op_types);
+  if (!included.empty() || !types.empty()) {
+    std::map<std::string, std::string> op_of;
+    for (const Node& node : graph.nodes) op_of[node.name] = node.op_type;
+    for (const std::string& name : included) {
+      if (!op_of.count(name)) throw StatusError{invalid_argument("nodes_to_include: no node '{}' in the model", name)};
+    }
+    for (const std::string& name : quantized_nodes(plan, graph)) {
+      bool keep = (included.empty() || std::find(included.begin(), included.end(), name) != included.end()) &&
+                  (types.empty() || std::find(types.begin(), types.end(), op_of[name]) != types.end());
+      if (!keep && std::find(excluded.begin(), excluded.end(), name) == excluded.end()) excluded.push_back(name);
+    }
+  }
+  if (!excluded.empty()) throw_if_error(calibration::exclude_nodes(plan, graph, excluded).with_context("nodes_to_exclude"));
 
   const std::string& input_name = graph.inputs[0];
   Tensor images = join_images(read_feeds(reader), input_name, graph.find_value(input_name)->shape->size());
@@ -204,9 +247,13 @@ void bind_tools(py::module_& module) {
   module.def("calibrate", &calibrate, py::arg("model"), py::arg("reader"), py::arg("method") = "max",
              py::arg("percentile") = py::none(), py::arg("placement") = "tensorrt", py::arg("output") = py::none(),
              py::arg("threads") = 0, py::arg("batch_size") = 0, py::arg("calibrate_inputs") = false,
+             py::arg("exclude") = py::none(), py::arg("include") = py::none(), py::arg("op_types") = py::none(),
+             py::arg("activation_type") = "int8", py::arg("per_channel") = true,
              "Post-training quantization of an FP32 ONNX model (path or bytes): `reader` is an iterable of feed "
              "dicts (or an ORT CalibrationDataReader). method: max, entropy, percentile, mse; placement: tensorrt, "
-             "all. Returns a CalibrationResult; writes `output` when given.");
+             "all; exclude: node names kept in float (the CLI's --exclude); include / op_types: quantize only these "
+             "nodes / op types; activation_type: int8 (zero-point 0) or uint8 (zero-point 128); per_channel: "
+             "per-channel weight scales (else one per weight). Returns a CalibrationResult; writes `output` when given.");
   module.def("inspect", &inspect, py::arg("model"), py::arg("shapes") = py::none(), py::arg("passes") = py::none(),
              py::arg("disabled_passes") = py::none(), py::arg("fp32") = false,
              "The optimized model's layers as `qdqrt inspect --exportLayerInfo` writes them: "

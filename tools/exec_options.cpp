@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/file_reading.h"
 #include "tools/cli_flags.h"
 #include "tools/exec_report.h"
 #include "tools/layer_precisions.h"
@@ -135,10 +136,12 @@ void add_exec_flags(CLI::App& exec, ExecCommandLine& line) {
       ->check(quiet(percentile_syntax))
       ->capture_default_str()
       ->type_name("P[,P...]");
-  exec.add_option("--threads", options.threads, "Threads of the engine's thread pool (0: every hardware thread)")
-      ->check(quiet(CLI::Range(0, 4096)))
-      ->capture_default_str()
-      ->type_name("N");
+  // Bare --threads (trtexec's "enable multithreading") means every hardware thread.
+  exec.add_option("--threads", options.threads, "Threads of the engine's thread pool (0 or bare: every hardware thread)")
+      ->check(quiet(threads_validator()))
+      ->expected(0, 1)
+      ->default_str("0")
+      ->type_name("[N]");
   exec.add_option("--exportOutput", options.export_output_path, "Write the outputs of the last run as JSON")
       ->type_name("FILE");
   exec.add_flag("--dumpProfile", options.dump_profile, "Print the per-layer profile");
@@ -177,6 +180,17 @@ void add_exec_flags(CLI::App& exec, ExecCommandLine& line) {
       ->check(quiet(CLI::IsMember({"layer_names_only", "detailed", "none", "default", "verbose"})))
       ->type_name("LEVEL");
   exec.add_flag("--dumpOutput", options.dump_output, "Print the outputs of the last run");
+  exec.add_flag("--getPlanVersionOnly", options.plan_version_only,
+                "With --loadEngine: print the qdqrt version and engine format that made the file, and exit");
+  exec.add_flag("--timeDeserialize", options.time_deserialize,
+                "With --loadEngine: time loading the engine file (5 loads), and exit");
+  exec.add_option("--sleepTime", options.sleep_time_ms, "Pause MS milliseconds between the warm-up and the timed runs")
+      ->check(quiet(CLI::Range(0.0, 3.6e6)))
+      ->type_name("MS");
+  exec.add_option("--idleTime", options.idle_time_ms,
+                  "Pause MS milliseconds between two timed runs (caches go cold as between requests)")
+      ->check(quiet(CLI::Range(0.0, 3.6e6)))
+      ->type_name("MS");
   exec.add_option("--layerPrecisions", line.layer_precisions_texts,
                   "NAME:fp32[,...]: keep these ONNX nodes in float (their Q/DQ'd inputs read the float\n"
                   "tensors); *:fp32 is --fp32. NAME:int8 is the default; fp16/bf16 are noted, not applied")
@@ -218,6 +232,10 @@ Status finish_exec_options(ExecCommandLine& line) {
     options.min_shapes.clear();
     options.max_shapes.clear();
   }
+  if ((options.plan_version_only || options.time_deserialize) && options.load_engine_path.empty()) {
+    return invalid_argument("{} reads an engine file: give it with --loadEngine",
+                            options.plan_version_only ? "--getPlanVersionOnly" : "--timeDeserialize");
+  }
   if (!options.calib_path.empty() && !options.load_engine_path.empty()) {
     return invalid_argument("--calib quantizes a model at build: give it with --onnx, not --loadEngine");
   }
@@ -250,10 +268,9 @@ Status finish_exec_options(ExecCommandLine& line) {
   if (!input_files.ok()) return input_files.status().with_context("--loadInputs");
   options.input_files = std::move(input_files).value();
   for (const InputFileSpec& spec : options.input_files) {
-    std::error_code error;
-    if (!std::filesystem::is_regular_file(spec.path, error)) {
-      return invalid_argument("--loadInputs: input '{}': file '{}' does not exist", spec.name, spec.path);
-    }
+    // "does not exist", "is a FIFO", ...: the checked reader's words, before anything is built.
+    auto file = open_regular_file(spec.path, fmt::format("--loadInputs: input '{}': file", spec.name));
+    if (!file.ok()) return invalid_argument("{}", file.status().message());
   }
   auto percentiles = parse_percentiles(line.percentile_text);
   if (!percentiles.ok()) return percentiles.status().with_context("--percentile");
@@ -269,6 +286,13 @@ Status finish_exec_options(ExecCommandLine& line) {
     // The loaded engine's weights are mapped from its file: writing over it would pull them away.
     if (std::filesystem::equivalent(options.save_engine_path, options.load_engine_path, error)) {
       return invalid_argument("--saveEngine: '{}' is the file given to --loadEngine", options.save_engine_path);
+    }
+  }
+  if (!options.save_engine_path.empty() && !options.onnx_path.empty()) {
+    std::error_code error;
+    // The engine would replace the model it was built from.
+    if (std::filesystem::equivalent(options.save_engine_path, options.onnx_path, error)) {
+      return invalid_argument("--saveEngine: '{}' is the model given to --onnx", options.save_engine_path);
     }
   }
   return Status::ok();

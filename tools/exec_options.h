@@ -58,6 +58,10 @@ struct ExecOptions {
   bool verbose = false;                // --verbose
   bool skip_inference = false;         // --skipInference (--buildOnly): build/load (and save) only
   bool dump_output = false;            // --dumpOutput: print the outputs of the last run
+  bool plan_version_only = false;      // --getPlanVersionOnly: print who made the --loadEngine file, exit
+  bool time_deserialize = false;       // --timeDeserialize: time loading --loadEngine, exit
+  double sleep_time_ms = 0;            // --sleepTime: pause between the warm-up and the timed runs
+  double idle_time_ms = 0;             // --idleTime: pause between two timed runs (not timed)
   // trtexec flags given that mean nothing on a CPU: one "not applicable on CPU: ..." line each.
   std::vector<std::string> notes;
 
