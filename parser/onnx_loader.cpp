@@ -481,7 +481,14 @@ class ModelConverter {
     if (options_.run_checker || options_.run_shape_inference) QDQRT_RETURN_IF_ERROR(check_and_infer(request, types_));
 
     for (const auto& [name, type] : types_) {
-      QDQRT_ASSIGN_OR_RETURN(ValueInfo info, value_info_from_type(name, type, fmt::format("value '{}'", name)));
+      // A node output is named with its node: a negative inferred dim is that node's doing (a
+      // Conv or pool window larger than its padded input).
+      std::string what = fmt::format("value '{}'", name);
+      if (auto producer = producer_.find(name); producer != producer_.end()) {
+        const Node& node = nodes_[producer->second];
+        what = fmt::format("{} '{}': output '{}'", node.op_type, node.name, name);
+      }
+      QDQRT_ASSIGN_OR_RETURN(ValueInfo info, value_info_from_type(name, type, what));
       graph_.values.emplace(name, std::move(info));
     }
     return Status::ok();
@@ -630,7 +637,8 @@ class ModelConverter {
         const auto* gather = dynamic_cast<const GatherAttributes*>(node.typed_attributes.get());
         const Tensor* indices = graph_.find_initializer(node.inputs[1]);
         auto data = known_dims(node.inputs[0]);
-        if (gather == nullptr || indices == nullptr || !data) continue;
+        // Constant data with constant indices folds at build, where fold_constants names the index.
+        if (gather == nullptr || indices == nullptr || !data || graph_.find_initializer(node.inputs[0])) continue;
         const int64_t rank = static_cast<int64_t>(data->size());
         const int64_t axis = gather->axis < 0 ? gather->axis + rank : gather->axis;
         if (axis < 0 || axis >= rank || (*data)[static_cast<size_t>(axis)] < 0) continue;

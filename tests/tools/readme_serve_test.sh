@@ -4,8 +4,8 @@
 # first request included (the snippet waits for the server to be ready).
 # Usage: readme_serve_test.sh path/to/qdqrt SOURCE_ROOT
 set -euo pipefail
-qdqrt="$1"
-root="$2"
+qdqrt="$(realpath "$1")"
+root="$(realpath "$2")"
 command -v curl >/dev/null || { echo "SKIP: no curl"; exit 0; }
 work="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -26,7 +26,7 @@ for s in sockets: s.close()")
 snippet="${snippet//build\/qdqrt serve /$qdqrt serve --host=127.0.0.1 --httpPort=$http --grpcPort=$grpc --metricsPort=$metrics }"
 snippet="${snippet//localhost:8000/127.0.0.1:$http}"
 snippet="${snippet//localhost:8002/127.0.0.1:$metrics}"
-snippet="${snippet//models\//$root/models/}"
+snippet="${snippet//=models\//=$root/models/}"
 grep -q -- "--host=127.0.0.1" <<<"$snippet" || { echo "FAIL: the snippet has no 'build/qdqrt serve' line"; exit 1; }
 cd "$work"
 # Each line as the user runs it: the first failing command fails the test (connection refused included).
