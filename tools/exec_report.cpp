@@ -399,7 +399,11 @@ void add_convolution_keys(nlohmann::ordered_json& json, const engine::EnginePlan
   }
   const bool int8 = x.dtype == DataType::kInt8 || x.dtype == DataType::kUint8;
   bool has_bias = false;
-  for (const engine::Blob& blob : layer.blobs) has_bias |= blob.name == "bias" || blob.name.ends_with(".bias");
+  for (const engine::Blob& blob : layer.blobs) {
+    for (const char* name : {"bias", "real_bias"}) {  // float layers' bias; INT8 layers' float bias per column
+      has_bias |= blob.name == name || blob.name.ends_with(std::string(".") + name);
+    }
+  }
   json["Kernel"] = kernel;
   json["Groups"] = groups;
   json["OutMaps"] = out_maps;

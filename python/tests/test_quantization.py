@@ -3,6 +3,7 @@
 # imports changed, then ORT's arguments one by one.
 import numpy as np
 import onnx
+from onnx import numpy_helper
 import pytest
 
 import qdqrt as onnxruntime                                       # was: import onnxruntime
@@ -71,7 +72,7 @@ def test_activation_type_and_per_channel_choose_the_qdq_style(tmp_path):
     quantize_static(FP32_MODEL, u8, DataReader(str(FP32_MODEL)), activation_type=QuantType.QUInt8,
                     calibrate_method=CalibrationMethod.Entropy)
     s8_model, u8_model = onnx.load(str(s8)), onnx.load(str(u8))
-    zero_points = {init.name: onnx.numpy_helper.to_array(init) for init in u8_model.graph.initializer
+    zero_points = {init.name: numpy_helper.to_array(init) for init in u8_model.graph.initializer
                    if init.name.endswith("_zero_point")}
     activation_zero_points = [v for v in zero_points.values() if v.dtype == np.uint8]
     assert activation_zero_points and all((v == 128).all() for v in activation_zero_points)

@@ -341,7 +341,7 @@ TEST(ExecLayerInfo, JsonHasLayersKernelsAndTensors) {
   EXPECT_EQ(conv["OpType"], "QConv");
   EXPECT_EQ(conv["QdqrtKernel"], "qs8-qc8w-gemm-6x64c4-avx512vnni");
   EXPECT_EQ(conv["SourceNodes"], nlohmann::json::array({"conv1", "relu1"}));
-  EXPECT_EQ(conv["WeightBytes"], 100);
+  EXPECT_EQ(conv["WeightBytes"], 100 + 16 * 4);  // weights and bias blobs
   EXPECT_EQ(conv["ScratchBytes"], 128);
   EXPECT_EQ(conv["ParameterType"], "Convolution");
   EXPECT_EQ(conv["TacticName"], "qs8-qc8w-gemm-6x64c4-avx512vnni");
