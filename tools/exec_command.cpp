@@ -212,7 +212,28 @@ Result<Graph> apply_calibration_cache(Graph graph, const ExecOptions& options, s
   return calibration::insert_qdq(graph, plan, amax);
 }
 
-// --calib and --layerPrecisions change the model before it is built.
+// --markDebug: the named tensors become graph outputs, so the engine computes and returns them
+// (as TensorRT's debug tensors, they keep fusions from swallowing them).
+Status mark_debug_tensors(Graph& graph, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    if (std::find(graph.outputs.begin(), graph.outputs.end(), name) != graph.outputs.end()) continue;
+    if (std::find(graph.inputs.begin(), graph.inputs.end(), name) != graph.inputs.end()) {
+      return invalid_argument("--markDebug: '{}' is a model input, not a computed tensor", name);
+    }
+    if (graph.find_initializer(name) != nullptr) {
+      return invalid_argument("--markDebug: '{}' is a constant of the model, not a computed tensor", name);
+    }
+    bool produced = false;
+    for (const Node& node : graph.nodes) {
+      produced = produced || std::find(node.outputs.begin(), node.outputs.end(), name) != node.outputs.end();
+    }
+    if (!produced) return invalid_argument("--markDebug: the model has no tensor '{}'", name);
+    graph.outputs.push_back(name);
+  }
+  return Status::ok();
+}
+
+// --calib, --layerPrecisions and --markDebug change the model before it is built.
 Result<std::shared_ptr<const engine::Engine>> build_modified_model(const ExecOptions& options,
                                                                    const engine::BuildOptions& build, std::ostream& out) {
   QDQRT_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(options.onnx_path));
@@ -224,6 +245,10 @@ Result<std::shared_ptr<const engine::Engine>> build_modified_model(const ExecOpt
     if (!rewired.ok()) return rewired.status().with_context("--layerPrecisions");
     out << fmt::format("Layer precisions: {} kept in float ({} quantized inputs read in float)\n",
                        fmt::join(options.float_layers, ", "), *rewired);
+  }
+  if (!options.debug_tensors.empty()) {
+    QDQRT_RETURN_IF_ERROR(mark_debug_tensors(graph, options.debug_tensors));
+    out << fmt::format("Debug tensors: {} (engine outputs)\n", fmt::join(options.debug_tensors, ", "));
   }
   return build_engine_from_graph(graph, build);
 }
@@ -313,7 +338,7 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     out << fmt::format("Model: {}\n", options.onnx_path);
     out.flush();  // the build can take a while: show what is being built
     Clock::time_point start = Clock::now();
-    auto built = options.calib_path.empty() && options.float_layers.empty()
+    auto built = options.calib_path.empty() && options.float_layers.empty() && options.debug_tensors.empty()
                      ? engine::Engine::build_from_file(options.onnx_path, build)
                      : build_modified_model(options, build, out);
     if (!built.ok()) {
@@ -556,6 +581,19 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     status = write_text_file("--exportOutput", options.export_output_path,
                              json_array_lines(outputs_to_json(output_tensors)));
     if (!status.is_ok()) return RunError{false, status};
+  }
+  for (const auto& [name, file] : options.save_debug_tensors) {
+    auto it = std::find_if(output_tensors.begin(), output_tensors.end(), [&](const auto& output) { return output.first == name; });
+    if (it == output_tensors.end()) {
+      return RunError{true, invalid_argument("--saveDebugTensors: '{}' is not an output of the engine (mark it with "
+                                             "--markDebug when building)", name)};
+    }
+    const Tensor& tensor = it->second;
+    status = write_text_file("--saveDebugTensors", file,
+                             std::string(static_cast<const char*>(tensor.raw_data()), tensor.nbytes()));
+    if (!status.is_ok()) return RunError{false, status};
+    out << fmt::format("Debug tensor {}: {} {} ({} bytes) written to {}\n", name, dtype_name(tensor.dtype()),
+                       shape_to_string(tensor.shape()), tensor.nbytes(), file);
   }
   return std::nullopt;
 }

@@ -16,6 +16,18 @@ namespace qdqrt::tools {
 
 namespace {
 
+// "a,b,,c" -> {"a", "b", "", "c"}: a comma-separated flag value.
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    items.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return items;
+    start = comma + 1;
+  }
+}
+
 // An output file's directory must exist: checked before building so a typo does not cost a benchmark.
 Status check_output_path(const std::string& flag, const std::string& path) {
   if (path.empty()) return Status::ok();
@@ -180,6 +192,13 @@ void add_exec_flags(CLI::App& exec, ExecCommandLine& line) {
       ->check(quiet(CLI::IsMember({"layer_names_only", "detailed", "none", "default", "verbose"})))
       ->type_name("LEVEL");
   exec.add_flag("--dumpOutput", options.dump_output, "Print the outputs of the last run");
+  exec.add_option("--markDebug", line.mark_debug_texts,
+                  "Keep these tensors of the model as engine outputs (fusions do not cross them), for\n"
+                  "--saveDebugTensors and --exportOutput: the intermediate values QAT debugging compares")
+      ->type_name("NAME[,...]");
+  exec.add_option("--saveDebugTensors", line.save_debug_texts,
+                  "After the last run, write each marked tensor's raw data (row-major, as numpy's tofile) to FILE")
+      ->type_name("NAME:FILE[,...]");
   exec.add_flag("--getPlanVersionOnly", options.plan_version_only,
                 "With --loadEngine: print the qdqrt version and engine format that made the file, and exit");
   exec.add_flag("--timeDeserialize", options.time_deserialize,
@@ -231,6 +250,33 @@ Status finish_exec_options(ExecCommandLine& line) {
                             "was set when it was built");
     options.min_shapes.clear();
     options.max_shapes.clear();
+  }
+  for (const std::string& text : line.mark_debug_texts) {
+    for (const std::string& name : split_list(text)) {
+      if (name.empty()) return invalid_argument("--markDebug: an empty tensor name in '{}'", text);
+      if (std::find(options.debug_tensors.begin(), options.debug_tensors.end(), name) == options.debug_tensors.end()) {
+        options.debug_tensors.push_back(name);
+      }
+    }
+  }
+  if (!options.debug_tensors.empty() && !options.load_engine_path.empty()) {
+    return invalid_argument("--markDebug marks tensors at build: give it with --onnx (a saved engine keeps the "
+                            "tensors marked when it was built)");
+  }
+  for (const std::string& text : line.save_debug_texts) {
+    for (const std::string& spec : split_list(text)) {
+      const size_t colon = spec.rfind(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) {
+        return invalid_argument("--saveDebugTensors: '{}' is not NAME:FILE", spec);
+      }
+      std::string name = spec.substr(0, colon), file = spec.substr(colon + 1);
+      if (!options.onnx_path.empty() &&
+          std::find(options.debug_tensors.begin(), options.debug_tensors.end(), name) == options.debug_tensors.end()) {
+        return invalid_argument("--saveDebugTensors: '{}' is not marked (give it to --markDebug too)", name);
+      }
+      QDQRT_RETURN_IF_ERROR(check_output_path("--saveDebugTensors", file));
+      options.save_debug_tensors.emplace_back(std::move(name), std::move(file));
+    }
   }
   if ((options.plan_version_only || options.time_deserialize) && options.load_engine_path.empty()) {
     return invalid_argument("{} reads an engine file: give it with --loadEngine",

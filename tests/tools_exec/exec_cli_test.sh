@@ -49,6 +49,22 @@ cmp -s "$model" "$work/model_copy.onnx" || fail "--saveEngine equal to --onnx ch
 expect 2 stderr "--threads: 512 threads is more than the limit of" exec --onnx="$model" --threads=512
 expect 2 stderr "--threads: thread count -1 is negative" exec --onnx="$model" --threads=-1
 
+# --markDebug keeps an intermediate tensor as an engine output; --saveDebugTensors writes its raw data.
+relu="/stem/stem.2/Relu_output_0"
+expect 0 stdout "Debug tensor $relu: float32 \[1, [0-9]+, 28, 28\] \([0-9]+ bytes\) written to $work/relu.bin" \
+  exec --onnx="$model" --markDebug="$relu" --saveDebugTensors="$relu:$work/relu.bin" --iterations=1 "${quick[@]}"
+/usr/bin/python3 - "$work/stdout" "$work/relu.bin" <<'PY' || fail "--saveDebugTensors: the raw file does not hold the ReLU output"
+import re, sys
+import numpy as np
+line = re.search(r"Debug tensor \S+: float32 \[([0-9, ]+)\] \(([0-9]+) bytes\)", open(sys.argv[1]).read())
+shape = [int(d) for d in line.group(1).split(", ")]
+values = np.fromfile(sys.argv[2], np.float32)
+assert values.size * 4 == int(line.group(2)) == int(np.prod(shape)) * 4, (values.size, line.group(0))
+assert values.min() >= 0 and values.max() > 0  # a ReLU's output
+PY
+expect 2 stderr "--markDebug: the model has no tensor 'no_such_tensor'" exec --onnx="$model" --markDebug=no_such_tensor "${quick[@]}"
+expect 2 stderr "--saveDebugTensors: '$relu' is not marked" exec --onnx="$model" --saveDebugTensors="$relu:$work/x.bin" "${quick[@]}"
+
 # Not an engine: exit 1, naming the file.
 echo "not an engine" >"$work/bad.qdqrt"
 expect 1 stderr "--loadEngine: '$work/bad.qdqrt'" exec --loadEngine="$work/bad.qdqrt" "${quick[@]}"
