@@ -111,7 +111,8 @@ def quantize_static(model_input, model_output, calibration_data_reader, quant_fo
 }  // namespace
 
 void bind_quantization(py::module_& module) {
-  py::module_ quantization = module.def_submodule("quantization", "ONNX Runtime's quantize_static over qdqrt.calibrate");
+  py::module_ quantization =
+      module.def_submodule("quantization", "ONNX Runtime's quantize_static over qdqrt.calibrate");
   py::exec(kQuantizationSource, quantization.attr("__dict__"));
   // `import qdqrt.quantization` and `from qdqrt.quantization import ...` find it like a package's module.
   py::module_::import("sys").attr("modules")["qdqrt.quantization"] = quantization;

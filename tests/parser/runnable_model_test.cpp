@@ -31,8 +31,7 @@ agraph (float[1, 4] X) => (float[1, 4] Y)
 
 TEST(RunnableModel, QuantizationScalesMustBeFiniteAndPositive) {
   EXPECT_TRUE(load_qdq_with_scale(0.05f).ok());
-  EXPECT_LOAD_ERROR(load_qdq_with_scale(0.0f), "QuantizeLinear 'QuantizeLinear_0'", "scale 's' is 0",
-                    "finite and > 0");
+  EXPECT_LOAD_ERROR(load_qdq_with_scale(0.0f), "QuantizeLinear 'QuantizeLinear_0'", "scale 's' is 0", "finite and > 0");
   EXPECT_LOAD_ERROR(load_qdq_with_scale(-0.5f), "scale 's' is -0.5");
   EXPECT_LOAD_ERROR(load_qdq_with_scale(std::numeric_limits<float>::infinity()), "scale 's' is inf");
   EXPECT_LOAD_ERROR(load_qdq_with_scale(std::numeric_limits<float>::quiet_NaN()), "scale 's' is nan");
@@ -45,7 +44,8 @@ agraph (int8[2, 3] Q) => (float[2, 3] Y)
 {
   Y = DequantizeLinear <axis = 1> (Q, s)
 }
-)", fuzz_options());
+)",
+                               fuzz_options());
   EXPECT_LOAD_ERROR(per_channel, "DequantizeLinear", "element 1 is 0");
 
   // A scale from a Constant node is checked like an initializer.
@@ -56,26 +56,29 @@ agraph (int8[2, 3] Q) => (float[2, 3] Y)
   s = Constant <value = float {0.0}> ()
   Y = DequantizeLinear(Q, s)
 }
-)", fuzz_options());
+)",
+                            fuzz_options());
   EXPECT_LOAD_ERROR(constant, "DequantizeLinear", "scale 's'");
 }
 
 std::string conv_model(const std::string& input, const std::string& weight, const std::string& attributes) {
   return R"(
 <ir_version: 8, opset_import: ["" : 13]>
-agraph (float)" + input + R"( X, float)" + weight + R"( W) => (float[N, M, H, W] Y)
+agraph (float)" +
+         input + R"( X, float)" + weight + R"( W) => (float[N, M, H, W] Y)
 {
-  Y = Conv )" + attributes + R"( (X, W)
+  Y = Conv )" +
+         attributes + R"( (X, W)
 }
 )";
 }
 
 TEST(RunnableModel, ConvGroupMustDivideTheChannels) {
   EXPECT_TRUE(load_text(conv_model("[1, 8, 6, 6]", "[8, 1, 3, 3]", "<group = 8>"), fuzz_options()).ok());
-  EXPECT_LOAD_ERROR(load_text(conv_model("[1, 3, 6, 6]", "[8, 1, 3, 3]", "<group = 8>"), fuzz_options()), "Conv 'Conv_0'",
-                    "input 'X' has 3 channels", "group 8");
-  EXPECT_LOAD_ERROR(load_text(conv_model("[1, 8, 6, 6]", "[6, 2, 3, 3]", "<group = 4>"), fuzz_options()), "Conv 'Conv_0'",
-                    "6 output channels, not a multiple of group 4");
+  EXPECT_LOAD_ERROR(load_text(conv_model("[1, 3, 6, 6]", "[8, 1, 3, 3]", "<group = 8>"), fuzz_options()),
+                    "Conv 'Conv_0'", "input 'X' has 3 channels", "group 8");
+  EXPECT_LOAD_ERROR(load_text(conv_model("[1, 8, 6, 6]", "[6, 2, 3, 3]", "<group = 4>"), fuzz_options()),
+                    "Conv 'Conv_0'", "6 output channels, not a multiple of group 4");
 }
 
 // A window larger than the padded input gives a negative output dim; the message names the node.
@@ -92,20 +95,22 @@ TEST(RunnableModel, ConvKernelMustFitThePaddedInput) {
   EXPECT_LOAD_ERROR(load_text(conv_model("[N, 1, H, W]", "[1, 1, 3, 3]", "<dilations = [2, 1]>"), with_shapes),
                     "Conv 'Conv_0'", "kernel 3 (dilation 2) spans 5", "larger than the padded input's 4");
   // SAME padding always covers the kernel.
-  EXPECT_TRUE(load_text(conv_model("[1, 1, 3, 3]", "[1, 1, 5, 5]", "<auto_pad = \"SAME_UPPER\">"), fuzz_options()).ok());
+  EXPECT_TRUE(
+      load_text(conv_model("[1, 1, 3, 3]", "[1, 1, 5, 5]", "<auto_pad = \"SAME_UPPER\">"), fuzz_options()).ok());
 }
 
 TEST(RunnableModel, KernelShapeMustMatchTheWeight) {
   EXPECT_TRUE(load_text(conv_model("[1, 1, 6, 6]", "[1, 1, 3, 3]", "<kernel_shape = [3, 3]>"), fuzz_options()).ok());
-  EXPECT_LOAD_ERROR(load_text(conv_model("[1, 1, 6, 6]", "[1, 1, 3, 3]", "<kernel_shape = [2, 2]>"), fuzz_options()), "Conv 'Conv_0'",
-                    "kernel_shape [2, 2] disagrees with weight 'W'");
+  EXPECT_LOAD_ERROR(load_text(conv_model("[1, 1, 6, 6]", "[1, 1, 3, 3]", "<kernel_shape = [2, 2]>"), fuzz_options()),
+                    "Conv 'Conv_0'", "kernel_shape [2, 2] disagrees with weight 'W'");
 }
 
 std::string gather_model(const std::string& index) {
   return R"(
 <ir_version: 8, opset_import: ["" : 13]>
 agraph (float[4, 5] X) => (float[A, B] Y)
-<int64[2] i = {0, )" + index + R"(}>
+<int64[2] i = {0, )" +
+         index + R"(}>
 {
   Y = Gather <axis = 1> (X, i)
 }
@@ -115,7 +120,8 @@ agraph (float[4, 5] X) => (float[A, B] Y)
 TEST(RunnableModel, ConstantGatherIndicesMustBeInRange) {
   EXPECT_TRUE(load_text(gather_model("4"), fuzz_options()).ok());
   EXPECT_TRUE(load_text(gather_model("-5"), fuzz_options()).ok());
-  EXPECT_LOAD_ERROR(load_text(gather_model("5"), fuzz_options()), "Gather 'Gather_0'", "index 5 of 'i'", "axis 1", "size 5");
+  EXPECT_LOAD_ERROR(load_text(gather_model("5"), fuzz_options()), "Gather 'Gather_0'", "index 5 of 'i'", "axis 1",
+                    "size 5");
   EXPECT_LOAD_ERROR(load_text(gather_model("-6"), fuzz_options()), "index -6");
 }
 
