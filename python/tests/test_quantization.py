@@ -116,3 +116,26 @@ def test_what_qdqrt_cannot_do_is_refused_by_name(tmp_path):
     with pytest.raises(TypeError):
         CalibrationDataReader()  # abstract, as in ORT
     assert not out.exists()
+
+
+def test_sensitivity_ranks_each_quantized_node(tmp_path):
+    """The CLI's --sensitivity from Python: each quantized node alone, ranked by the top-1 it loses."""
+    if FASHION_MNIST.is_dir():
+        images, labels = fashion_mnist("test", 64)
+    else:
+        images = np.random.default_rng(3).standard_normal((64, 1, 28, 28), dtype=np.float32)
+        labels = np.zeros(64, np.int64)
+    model = onnx.load(str(FP32_MODEL))
+    excluded = next(node.name for node in model.graph.node if node.op_type == "Conv")
+    result = onnxruntime.calibrate(str(FP32_MODEL), DataReader(str(FP32_MODEL)), exclude=[excluded],
+                                   sensitivity=(images, labels), threads=2)
+    ranking = result.sensitivity
+    assert ranking["images"] == 64 and 0 <= ranking["fp32_top1"] <= 100 and 0 <= ranking["int8_top1"] <= 100
+    nodes = [row["node"] for row in ranking["rows"]]
+    assert nodes and excluded not in nodes  # excluded nodes stay float, so they are not ranked
+    assert [row["lost"] for row in ranking["rows"]] == sorted((row["lost"] for row in ranking["rows"]), reverse=True)
+    assert all(abs(ranking["fp32_top1"] - row["top1"] - row["lost"]) < 1e-9 for row in ranking["rows"])
+    assert "top-1 lost" in ranking["table"]
+    assert onnxruntime.calibrate(str(FP32_MODEL), DataReader(str(FP32_MODEL))).sensitivity is None
+    with pytest.raises(ValueError, match="one label per image"):
+        onnxruntime.calibrate(str(FP32_MODEL), DataReader(str(FP32_MODEL)), sensitivity=(images, labels[:3]))
