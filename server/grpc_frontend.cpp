@@ -58,18 +58,32 @@ class UnaryCall final : public Call {
 
   void proceed(bool ok) override {
     if (!ok || answered_) {
-      delete this;  // the answer is sent, or no call came (shutdown)
+      // The answer is sent, or no call came (shutdown). A method whose next call could not be
+      // asked for (out of memory) asks again now.
+      if (ok && relisten_) try_listen();
+      delete this;
       return;
     }
-    listen(request_next_, handler_, unanswered_);  // the next call of this method, while this one is served
+    relisten_ = !try_listen();  // the next call of this method, while this one is served
     answered_ = true;
     unanswered_->fetch_add(1);
-    handler_(*this);
+    // The exception barrier: whatever the handler throws becomes the call's status.
+    try {
+      handler_(*this);
+    } catch (const std::bad_alloc&) {
+      finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "out of memory"));
+    } catch (const std::exception& exception) {
+      finish(grpc::Status(grpc::StatusCode::INTERNAL, exception.what()));
+    } catch (...) {
+      finish(grpc::Status(grpc::StatusCode::INTERNAL, "internal error"));
+    }
   }
 
   Request& request() { return request_; }
   Response& response() { return response_; }
+  // Sends the answer; only the first call counts (the exception barrier may race a late answer).
   void finish(const grpc::Status& status) {
+    if (finished_.exchange(true)) return;
     std::atomic<int64_t>* unanswered = unanswered_;  // `this` may be gone once the answer is queued
     if (status.ok()) {
       writer_.Finish(response_, status, this);
@@ -91,7 +105,18 @@ class UnaryCall final : public Call {
   Request request_;
   Response response_;
   grpc::ServerAsyncResponseWriter<Response> writer_;
+  bool try_listen() {
+    try {
+      listen(request_next_, handler_, unanswered_);
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
   bool answered_ = false;
+  bool relisten_ = false;
+  std::atomic<bool> finished_{false};
 };
 
 }  // namespace
@@ -129,9 +154,7 @@ class GrpcFrontend::Service {
     on<inference::ServerMetadataRequest, inference::ServerMetadataResponse>(queue, &AsyncService::RequestServerMetadata, [](auto& call) {
           call.response().set_name(kServerName);
           call.response().set_version(kServerVersion);
-          for (const char* extension : {"binary_tensor_data", "model_repository", "statistics"}) {
-            call.response().add_extensions(extension);
-          }
+          for (const std::string& extension : server_extensions()) call.response().add_extensions(extension);
           call.finish(grpc::Status::OK);
         });
     on<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(queue, &AsyncService::RequestModelMetadata, [this](auto& call) { call.finish(model_metadata(call.request(), call.response())); });
@@ -140,9 +163,15 @@ class GrpcFrontend::Service {
       auto parsed = request_from_grpc(call.request());
       if (auto* error = std::get_if<ServeError>(&parsed)) return call.finish(to_grpc_status(*error));
       server_.infer_async(std::move(std::get<InferRequest>(parsed)), [&call](InferenceServer::InferResult result) {
-        if (auto* error = std::get_if<ServeError>(&result)) return call.finish(to_grpc_status(*error));
-        response_to_grpc(std::get<InferResponse>(result), call.response());
-        call.finish(grpc::Status::OK);
+        // Runs on a dispatcher thread too: nothing may escape it.
+        try {
+          if (auto* error = std::get_if<ServeError>(&result)) return call.finish(to_grpc_status(*error));
+          response_to_grpc(std::get<InferResponse>(result), call.response());
+          call.finish(grpc::Status::OK);
+        } catch (const std::exception&) {
+          call.response().Clear();
+          call.finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "out of memory building the response"));
+        }
       });
     });
     on<inference::RepositoryIndexRequest, inference::RepositoryIndexResponse>(queue, &AsyncService::RequestRepositoryIndex, [this](auto& call) {
@@ -212,8 +241,10 @@ class GrpcFrontend::Service {
 
   static grpc::Status repository_status(const Status& status) {
     if (status.is_ok()) return grpc::Status::OK;
-    bool unknown = status.message().starts_with("no model");
-    return grpc::Status(unknown ? grpc::StatusCode::NOT_FOUND : grpc::StatusCode::INVALID_ARGUMENT, status.to_string());
+    grpc::StatusCode code = grpc::StatusCode::INVALID_ARGUMENT;
+    if (is_unknown_model(status)) code = grpc::StatusCode::NOT_FOUND;
+    if (status.code() == StatusCode::kInternal) code = grpc::StatusCode::INTERNAL;
+    return grpc::Status(code, status.to_string());
   }
 
   // Events taken in one go before the gathered infers run (each call is several events).
@@ -237,6 +268,10 @@ Result<int> GrpcFrontend::start() {
   builder.RegisterService(&service_->async_service());
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(options_.max_message_bytes, INT32_MAX)));
   builder.SetMaxSendMessageSize(-1);
+  // gRPC 1.51 inflates a compressed message whole before checking its size against the limit:
+  // refuse compressed requests (UNIMPLEMENTED) instead of inflating them.
+  builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_DEFLATE, false);
+  builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
   // One queue per thread: the thread that polls a connection then runs its calls.
   for (int index = 0; index < std::max(1, options_.threads); ++index) queues_.push_back(builder.AddCompletionQueue());
   grpc_ = builder.BuildAndStart();

@@ -21,6 +21,8 @@ std::vector<TensorMetadata> tensor_metadata(const std::vector<engine::IoTensorIn
 
 }  // namespace
 
+std::vector<std::string> server_extensions() { return {"binary_tensor_data", "model_repository"}; }
+
 InferenceServer::InferenceServer(RepositoryOptions options) : repository_(std::move(options), metrics_) {}
 
 std::variant<ModelMetadata, ServeError> InferenceServer::model_metadata(const std::string& name,
@@ -59,6 +61,28 @@ InferenceServer::InferResult InferenceServer::infer(InferRequest request) {
 }
 
 void InferenceServer::infer_async(InferRequest request, std::function<void(InferResult)> done) {
+  // An exception anywhere on the way (bad_alloc above all) becomes an answer, and the caller is
+  // answered exactly once even if the runner also answers later.
+  struct Once {
+    std::function<void(InferResult)> done;
+    std::atomic<bool> called{false};
+  };
+  auto once = std::make_shared<Once>();
+  once->done = std::move(done);
+  auto answer_once = [once](InferResult result) {
+    if (once->called.exchange(true)) return;
+    once->done(std::move(result));
+  };
+  try {
+    infer_async_unguarded(std::move(request), answer_once);
+  } catch (const std::bad_alloc&) {
+    answer_once(ServeError{ErrorKind::kUnavailable, "out of memory"});
+  } catch (const std::exception& exception) {
+    answer_once(ServeError{ErrorKind::kInternal, exception.what()});
+  }
+}
+
+void InferenceServer::infer_async_unguarded(InferRequest request, std::function<void(InferResult)> done) {
   ServeError error;
   auto runner = repository_.find(request.model_name, request.model_version, error);
   if (!runner) return done(std::move(error));
@@ -72,7 +96,13 @@ void InferenceServer::infer_async(InferRequest request, std::function<void(Infer
       return done(serve_error(ErrorKind::kBadRequest, "unexpected inference output '{}' for model '{}'",
                               requested.name, request.model_name));
     }
-    selected.push_back(static_cast<size_t>(found - model_outputs.begin()));
+    size_t index = static_cast<size_t>(found - model_outputs.begin());
+    // Each copy would be another full output in the response (Triton refuses these too).
+    if (std::find(selected.begin(), selected.end(), index) != selected.end()) {
+      runner->metrics().request_failure.fetch_add(1, std::memory_order_relaxed);
+      return done(serve_error(ErrorKind::kBadRequest, "output '{}' is requested more than once", requested.name));
+    }
+    selected.push_back(index);
   }
   std::vector<InferTensor> inputs = std::move(request.inputs);
   // Not the runner itself: this lives in the runner's queue (a runner unloaded meanwhile answers

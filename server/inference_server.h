@@ -19,6 +19,9 @@ inline constexpr const char* kServerName = "qdqrt";
 inline constexpr const char* kServerVersion = "0.1.0";
 inline constexpr const char* kPlatform = "qdqrt_onnx";
 
+// The protocol extensions served (GET /v2 and gRPC ServerMetadata): only what is implemented.
+std::vector<std::string> server_extensions();
+
 struct TensorMetadata {
   std::string name;
   std::string datatype;
@@ -50,13 +53,18 @@ class InferenceServer {
 
   // Shutdown: stop reporting ready (so a balancer stops routing here), then, once the frontends
   // have stopped accepting and answered what they accepted, stop the runners.
-  void start_draining() { draining_ = true; }
+  void start_draining() {
+    draining_ = true;
+    repository_.stop_batch_waits();
+  }
   void shutdown() { repository_.shutdown(); }
 
   ModelRepository& repository() { return repository_; }
   MetricsRegistry& metrics() { return metrics_; }
 
  private:
+  void infer_async_unguarded(InferRequest request, std::function<void(InferResult)> done);
+
   MetricsRegistry metrics_;
   ModelRepository repository_;
   std::atomic<bool> draining_{false};

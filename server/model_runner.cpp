@@ -1,6 +1,7 @@
 #include "server/model_runner.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/ranges.h>
@@ -68,6 +69,14 @@ ModelRunner::ModelRunner(std::shared_ptr<const engine::Engine> engine, const Mod
 }
 
 ModelRunner::~ModelRunner() { shutdown(); }
+
+void ModelRunner::stop_batch_waits() {
+  {
+    std::lock_guard lock(mutex_);
+    no_batch_waits_ = true;
+  }
+  queue_changed_.notify_all();
+}
 
 void ModelRunner::shutdown() {
   {
@@ -176,8 +185,12 @@ void ModelRunner::infer_async(std::vector<InferTensor> inputs, InferDone done) {
   if (refusal) return refuse(std::move(*refusal));  // answered outside the lock
   if (gathered) {
     auto& runners = t_gather.runners;
-    if (std::find(runners.begin(), runners.end(), gathering_runner) == runners.end()) {
-      runners.push_back(std::move(gathering_runner));
+    try {
+      if (std::find(runners.begin(), runners.end(), gathering_runner) == runners.end()) {
+        runners.push_back(std::move(gathering_runner));
+      }
+    } catch (const std::bad_alloc&) {
+      queue_changed_.notify_all();  // queued already: the dispatchers take it
     }
   } else if (idle_worker) {
     std::vector<std::unique_ptr<Pending>> batch;
@@ -201,6 +214,8 @@ void ModelRunner::release(Worker* worker) {
 
 std::vector<std::unique_ptr<ModelRunner::Pending>> ModelRunner::take_batch(Worker*& worker) {
   std::vector<std::unique_ptr<Pending>> batch;
+  // Reserved before anything is taken: merging then cannot throw with a worker and requests held.
+  batch.reserve(static_cast<size_t>(max_batch_));
   std::unique_lock lock(mutex_);
   queue_changed_.wait(lock, [&] { return (!queue_.empty() && !idle_workers_.empty()) || (stopping_ && queue_.empty()); });
   if (queue_.empty()) return batch;  // stopping with nothing left
@@ -227,8 +242,8 @@ void ModelRunner::merge_queued(std::unique_lock<std::mutex>& lock, std::vector<s
   while (size < max_batch_ && !is_preferred(size)) {
     if (queue_.empty()) {
       // Waiting is worth it only while requests can still arrive: not when stopping.
-      if (!wait || stopping_) break;
-      queue_changed_.wait_until(lock, deadline, [&] { return stopping_ || !queue_.empty(); });
+      if (!wait || stopping_ || no_batch_waits_) break;
+      queue_changed_.wait_until(lock, deadline, [&] { return stopping_ || no_batch_waits_ || !queue_.empty(); });
       if (queue_.empty()) break;  // the delay is over (or stopping) and nothing came
     }
     if (size + queue_.front()->batch > max_batch_) break;
@@ -251,6 +266,7 @@ ModelRunner::GatherScope::~GatherScope() {
 void ModelRunner::run_gathered() {
   Worker* worker = nullptr;
   std::vector<std::unique_ptr<Pending>> batch;
+  batch.reserve(static_cast<size_t>(max_batch_));
   bool work_waiting = false;
   {
     std::unique_lock lock(mutex_);
@@ -274,7 +290,14 @@ void ModelRunner::run_gathered() {
 void ModelRunner::dispatcher_loop() {
   for (;;) {
     Worker* worker = nullptr;
-    std::vector<std::unique_ptr<Pending>> batch = take_batch(worker);
+    std::vector<std::unique_ptr<Pending>> batch;
+    try {
+      batch = take_batch(worker);
+    } catch (const std::exception&) {
+      // Only the reservation can throw, before anything is taken: try again shortly.
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
     if (batch.empty()) return;
     run_batch(*worker, batch);
   }
@@ -282,9 +305,43 @@ void ModelRunner::dispatcher_loop() {
 
 void ModelRunner::run_batch(Worker& worker, std::vector<std::unique_ptr<Pending>>& batch) {
   Clock::time_point start = Clock::now();
+  std::vector<InferOutcome> outcomes;
+  std::optional<ServeError> failure;
+  try {
+    Status status = compute_batch(worker, batch, outcomes);
+    if (!status.is_ok()) failure = ServeError{ErrorKind::kInternal, "inference failed: " + status.to_string()};
+  } catch (const std::bad_alloc&) {
+    failure = ServeError{ErrorKind::kUnavailable, "out of memory"};
+  } catch (const std::exception& exception) {
+    failure = ServeError{ErrorKind::kInternal, std::string("inference failed: ") + exception.what()};
+  }
+  // Free the instance before answering, so a client's next request finds it idle.
+  release(&worker);
+  for (size_t request = 0; request < batch.size(); ++request) {
+    // One answer that throws must not keep the others unanswered or end the dispatcher.
+    try {
+      metrics_->queue_duration_us.fetch_add(microseconds_between(batch[request]->enqueued, start),
+                                            std::memory_order_relaxed);
+      InferOutcome outcome;
+      if (failure || request >= outcomes.size()) {
+        outcome.error = failure.value_or(ServeError{ErrorKind::kInternal, "inference failed"});
+      } else {
+        outcome = std::move(outcomes[request]);
+      }
+      batch[request]->done(std::move(outcome));
+    } catch (const std::exception& exception) {
+      std::fprintf(stderr, "serve: answering a request failed: %s\n", exception.what());
+    } catch (...) {
+      std::fprintf(stderr, "serve: answering a request failed\n");
+    }
+  }
+}
+
+Status ModelRunner::compute_batch(Worker& worker, std::vector<std::unique_ptr<Pending>>& batch,
+                                  std::vector<InferOutcome>& outcomes) {
   int64_t total = 0;
   for (const auto& pending : batch) total += pending->batch;
-  std::vector<InferOutcome> outcomes(batch.size());
+  outcomes.resize(batch.size());
   std::vector<engine::ConstTensorBinding> input_bindings;
   std::vector<engine::TensorBinding> output_bindings;
   for (size_t index = 0; index < inputs_.size(); ++index) {
@@ -345,17 +402,7 @@ void ModelRunner::run_batch(Worker& worker, std::vector<std::unique_ptr<Pending>
   metrics_->compute_infer_duration_us.fetch_add(microseconds_between(compute_start, compute_end),
                                                 std::memory_order_relaxed);
   metrics_->record_batch(total);
-  // Free the instance before answering, so a client's next request finds it idle.
-  release(&worker);
-  for (size_t request = 0; request < batch.size(); ++request) {
-    metrics_->queue_duration_us.fetch_add(microseconds_between(batch[request]->enqueued, start),
-                                          std::memory_order_relaxed);
-    if (!status.is_ok()) {
-      outcomes[request].outputs.clear();
-      outcomes[request].error = ServeError{ErrorKind::kInternal, "inference failed: " + status.to_string()};
-    }
-    batch[request]->done(std::move(outcomes[request]));
-  }
+  return status;
 }
 
 }  // namespace qdqrt::server
