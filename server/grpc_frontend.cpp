@@ -185,6 +185,39 @@ class GrpcFrontend::Service {
           }
           call.finish(grpc::Status::OK);
         });
+    on<inference::ModelStatisticsRequest, inference::ModelStatisticsResponse>(queue, &AsyncService::RequestModelStatistics, [this](auto& call) {
+          auto statistics = server_.model_statistics(call.request().name(), call.request().version());
+          if (auto* error = std::get_if<ServeError>(&statistics)) return call.finish(to_grpc_status(*error));
+          auto fill = [](const DurationStatistic& from, inference::StatisticDuration* to) {
+            to->set_count(from.count);
+            to->set_ns(from.ns);
+          };
+          for (const ModelStatistics& model : std::get<std::vector<ModelStatistics>>(statistics)) {
+            auto* entry = call.response().add_model_stats();
+            entry->set_name(model.name);
+            entry->set_version(model.version);
+            entry->set_last_inference(model.last_inference_ms);
+            entry->set_inference_count(model.inference_count);
+            entry->set_execution_count(model.execution_count);
+            auto* stats = entry->mutable_inference_stats();
+            fill(model.success, stats->mutable_success());
+            fill(model.fail, stats->mutable_fail());
+            fill(model.queue, stats->mutable_queue());
+            fill(model.compute_input, stats->mutable_compute_input());
+            fill(model.compute_infer, stats->mutable_compute_infer());
+            fill(model.compute_output, stats->mutable_compute_output());
+            stats->mutable_cache_hit();
+            stats->mutable_cache_miss();
+            for (const BatchStatistics& batch : model.batches) {
+              auto* batch_entry = entry->add_batch_stats();
+              batch_entry->set_batch_size(static_cast<uint64_t>(batch.batch_size));
+              fill(batch.compute_input, batch_entry->mutable_compute_input());
+              fill(batch.compute_infer, batch_entry->mutable_compute_infer());
+              fill(batch.compute_output, batch_entry->mutable_compute_output());
+            }
+          }
+          call.finish(grpc::Status::OK);
+        });
     on<inference::RepositoryModelLoadRequest, inference::RepositoryModelLoadResponse>(queue, &AsyncService::RequestRepositoryModelLoad, [this](auto& call) {
           call.finish(repository_status(server_.repository().load(call.request().model_name())));
         });

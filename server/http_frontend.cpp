@@ -72,6 +72,38 @@ void HttpFrontend::add_routes() {
   http_->Get(R"(/v2/?)", [](const Request&, Response& response) {
     send_json(response, {{"name", kServerName}, {"version", kServerVersion}, {"extensions", server_extensions()}});
   });
+  // Before the metadata route, which would take "stats" for a model name.
+  http_->Get(R"(/v2/models(?:/([^/]+)(?:/versions/([^/]+))?)?/stats)", [this](const Request& request, Response& response) {
+    auto statistics = server_.model_statistics(match_or_empty(request, 1), match_or_empty(request, 2));
+    if (auto* error = std::get_if<ServeError>(&statistics)) return send_error(response, *error);
+    auto duration = [](const DurationStatistic& statistic) { return json{{"count", statistic.count}, {"ns", statistic.ns}}; };
+    json models = json::array();
+    for (const ModelStatistics& model : std::get<std::vector<ModelStatistics>>(statistics)) {
+      json batches = json::array();
+      for (const BatchStatistics& batch : model.batches) {
+        batches.push_back({{"batch_size", batch.batch_size},
+                           {"compute_input", duration(batch.compute_input)},
+                           {"compute_infer", duration(batch.compute_infer)},
+                           {"compute_output", duration(batch.compute_output)}});
+      }
+      models.push_back({{"name", model.name},
+                        {"version", model.version},
+                        {"last_inference", model.last_inference_ms},
+                        {"inference_count", model.inference_count},
+                        {"execution_count", model.execution_count},
+                        {"inference_stats",
+                         {{"success", duration(model.success)},
+                          {"fail", duration(model.fail)},
+                          {"queue", duration(model.queue)},
+                          {"compute_input", duration(model.compute_input)},
+                          {"compute_infer", duration(model.compute_infer)},
+                          {"compute_output", duration(model.compute_output)},
+                          {"cache_hit", duration({})},
+                          {"cache_miss", duration({})}}},
+                        {"batch_stats", std::move(batches)}});
+    }
+    send_json(response, {{"model_stats", std::move(models)}});
+  });
   http_->Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)", [this](const Request& request, Response& response) {
     auto metadata = server_.model_metadata(match_or_empty(request, 1), match_or_empty(request, 2));
     if (auto* error = std::get_if<ServeError>(&metadata)) return send_error(response, *error);

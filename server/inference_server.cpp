@@ -21,7 +21,7 @@ std::vector<TensorMetadata> tensor_metadata(const std::vector<engine::IoTensorIn
 
 }  // namespace
 
-std::vector<std::string> server_extensions() { return {"binary_tensor_data", "model_repository"}; }
+std::vector<std::string> server_extensions() { return {"binary_tensor_data", "model_repository", "statistics"}; }
 
 InferenceServer::InferenceServer(RepositoryOptions options) : repository_(std::move(options), metrics_) {}
 
@@ -44,6 +44,23 @@ std::optional<ServeError> InferenceServer::model_ready(const std::string& name, 
   ServeError error;
   if (!repository_.find(name, version, error)) return error;
   return std::nullopt;
+}
+
+std::variant<std::vector<ModelStatistics>, ServeError> InferenceServer::model_statistics(const std::string& name,
+                                                                                        const std::string& version) {
+  std::vector<ModelStatistics> statistics;
+  if (name.empty()) {
+    if (!version.empty()) return serve_error(ErrorKind::kBadRequest, "a version needs a model name");
+    for (const ModelIndexEntry& entry : repository_.index()) {
+      if (entry.state == "READY") statistics.push_back(metrics_.model_metrics(entry.name, entry.version)->statistics());
+    }
+    return statistics;
+  }
+  ServeError error;
+  auto runner = repository_.find(name, version, error);
+  if (!runner) return error;
+  statistics.push_back(runner->metrics().statistics());
+  return statistics;
 }
 
 InferenceServer::InferResult InferenceServer::infer(InferRequest request) {

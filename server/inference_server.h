@@ -45,6 +45,10 @@ class InferenceServer {
   bool ready() const { return !draining_.load() && repository_.all_ready(); }
   std::variant<ModelMetadata, ServeError> model_metadata(const std::string& name, const std::string& version) const;
   std::optional<ServeError> model_ready(const std::string& name, const std::string& version) const;
+  // Triton's statistics extension: every loaded model (name ""), or one model (its loaded
+  // version, or `version`, which must be the loaded one).
+  std::variant<std::vector<ModelStatistics>, ServeError> model_statistics(const std::string& name,
+                                                                          const std::string& version);
   using InferResult = std::variant<InferResponse, ServeError>;
   InferResult infer(InferRequest request);
   // The same without waiting: `done` gets the result once, on this thread or on the model's

@@ -140,12 +140,21 @@ std::optional<ServeError> ModelRunner::check_inputs(std::vector<InferTensor>& in
 void ModelRunner::infer_async(std::vector<InferTensor> inputs, InferDone done) {
   Clock::time_point start = Clock::now();
   auto pending = std::make_unique<Pending>();
+  metrics_->pending_requests.fetch_add(1, std::memory_order_relaxed);
   pending->done = [this, start, done = std::move(done)](InferOutcome outcome) {
+    auto elapsed = Clock::now() - start;
+    uint64_t ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
+    metrics_->pending_requests.fetch_sub(1, std::memory_order_relaxed);
     if (outcome.error) {
       metrics_->request_failure.fetch_add(1, std::memory_order_relaxed);
+      metrics_->failure_ns.fetch_add(ns, std::memory_order_relaxed);
     } else {
       metrics_->request_success.fetch_add(1, std::memory_order_relaxed);
-      metrics_->request_duration_us.fetch_add(microseconds_between(start, Clock::now()), std::memory_order_relaxed);
+      metrics_->request_duration_us.fetch_add(ns / 1000, std::memory_order_relaxed);
+      metrics_->success_ns.fetch_add(ns, std::memory_order_relaxed);
+      auto now = std::chrono::system_clock::now().time_since_epoch();
+      metrics_->last_inference_ms.store(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now).count()),
+                                        std::memory_order_relaxed);
     }
     done(std::move(outcome));
   };
@@ -320,8 +329,10 @@ void ModelRunner::run_batch(Worker& worker, std::vector<std::unique_ptr<Pending>
   for (size_t request = 0; request < batch.size(); ++request) {
     // One answer that throws must not keep the others unanswered or end the dispatcher.
     try {
-      metrics_->queue_duration_us.fetch_add(microseconds_between(batch[request]->enqueued, start),
-                                            std::memory_order_relaxed);
+      auto queued = std::chrono::duration_cast<std::chrono::nanoseconds>(start - batch[request]->enqueued).count();
+      metrics_->queue_duration_us.fetch_add(static_cast<uint64_t>(queued) / 1000, std::memory_order_relaxed);
+      metrics_->queue_count.fetch_add(1, std::memory_order_relaxed);
+      metrics_->queue_ns.fetch_add(static_cast<uint64_t>(queued), std::memory_order_relaxed);
       InferOutcome outcome;
       if (failure || request >= outcomes.size()) {
         outcome.error = failure.value_or(ServeError{ErrorKind::kInternal, "inference failed"});
@@ -339,6 +350,7 @@ void ModelRunner::run_batch(Worker& worker, std::vector<std::unique_ptr<Pending>
 
 Status ModelRunner::compute_batch(Worker& worker, std::vector<std::unique_ptr<Pending>>& batch,
                                   std::vector<InferOutcome>& outcomes) {
+  Clock::time_point input_start = Clock::now();
   int64_t total = 0;
   for (const auto& pending : batch) total += pending->batch;
   outcomes.resize(batch.size());
@@ -397,11 +409,18 @@ Status ModelRunner::compute_batch(Worker& worker, std::vector<std::unique_ptr<Pe
       }
     }
   }
+  Clock::time_point output_end = Clock::now();
+  if (!status.is_ok()) return status;
+  auto ns_between = [](Clock::time_point from, Clock::time_point to) {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count());
+  };
   metrics_->exec_count.fetch_add(1, std::memory_order_relaxed);
   metrics_->inference_count.fetch_add(static_cast<uint64_t>(total), std::memory_order_relaxed);
   metrics_->compute_infer_duration_us.fetch_add(microseconds_between(compute_start, compute_end),
                                                 std::memory_order_relaxed);
   metrics_->record_batch(total);
+  metrics_->record_execution(total, batch.size(), ns_between(input_start, compute_start),
+                             ns_between(compute_start, compute_end), ns_between(compute_end, output_end));
   return status;
 }
 

@@ -566,6 +566,8 @@ TEST_F(ServerTest, MetricsUseTritonsNames) {
   for (const char* name : {"nv_inference_request_success{model=\"fmnist\",version=\"1\"}", "nv_inference_request_failure",
                            "nv_inference_count", "nv_inference_exec_count", "nv_inference_request_duration_us",
                            "nv_inference_queue_duration_us", "nv_inference_compute_infer_duration_us",
+                           "nv_inference_compute_input_duration_us", "nv_inference_compute_output_duration_us",
+                           "nv_inference_pending_request_count{model=\"fmnist\",version=\"1\"} 0",
                            "qdqrt_inference_batch_size_bucket"}) {
     EXPECT_NE(response->body.find(name), std::string::npos) << name;
   }
@@ -1092,6 +1094,115 @@ TEST_F(ServerTest, EngineFileOverwrittenInPlaceKeepsServingWhatWasLoaded) {
   // The folder is gone: the load is a 404 and the entry goes with it (the server is ready again).
   EXPECT_TRUE(is_unknown_model(server_->repository().load("fmnist_saved")));
   EXPECT_TRUE(server_->ready());
+}
+
+// Idle keep-alive connections do not starve new clients: when every thread is busy and a
+// connection waits, an idle one gives its thread up (long keep-alive timeout: without that the
+// new client would wait 30 s).
+TEST_F(ServerTest, IdleKeepAliveConnectionsDoNotStarveNewClients) {
+  HttpOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.threads = 2;
+  options.keep_alive_timeout_seconds = 30;
+  HttpFrontend small(*server_, options);
+  auto port = small.start();
+  ASSERT_TRUE(port.ok());
+  std::vector<int> idle;
+  for (int index = 0; index < 2; ++index) {
+    int fd = connect_to(*port);
+    ASSERT_GE(fd, 0);
+    std::string request = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_GT(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), 0);
+    char buffer[1024];
+    ASSERT_GT(::recv(fd, buffer, sizeof(buffer), 0), 0);  // answered; the connection stays open, idle
+    idle.push_back(fd);
+  }
+  auto start = std::chrono::steady_clock::now();
+  httplib::Client http("127.0.0.1", *port);
+  http.set_read_timeout(5, 0);
+  auto response = http.Get("/v2/health/live");
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 200);
+  EXPECT_LT(seconds, 2.0);
+  for (int fd : idle) ::close(fd);
+}
+
+// When the pool and the 429 threads are all held by slow clients, a new connection still gets
+// its 429 at once (the accept thread answers it without reading).
+TEST_F(ServerTest, TooManyConnectionsGetAPrompt429EvenWhenSlowClientsHoldEveryThread) {
+  HttpOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.threads = 1;
+  options.max_queued_connections = 1;
+  HttpFrontend small(*server_, options);
+  auto port = small.start();
+  ASSERT_TRUE(port.ok());
+  std::vector<int> slow;
+  for (int index = 0; index < 6; ++index) {  // the thread, its queue, the two 429 threads, their queue
+    int fd = connect_to(*port);
+    ASSERT_GE(fd, 0);
+    ::send(fd, "GET /v2/health/live HTTP/1.1\r\n", 30, MSG_NOSIGNAL);  // half a request head
+    slow.push_back(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto start = std::chrono::steady_clock::now();
+  std::string response = raw_exchange(*port, "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n", 5000);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(status_of(response), 429) << response;
+  EXPECT_LT(seconds, 0.5);
+  for (int fd : slow) ::close(fd);
+}
+
+// Triton's statistics extension over HTTP and gRPC: counts that follow the requests made,
+// durations, and per-batch-size executions.
+TEST_F(ServerTest, StatisticsFollowTheRequestsInTritonsSchema) {
+  auto http = client();
+  auto stats_of = [&](const std::string& path) {
+    auto response = http->Get(path.c_str());
+    EXPECT_TRUE(response && response->status == 200) << (response ? response->body : "no response");
+    return response ? json::parse(response->body) : json();
+  };
+  json before = stats_of("/v2/models/fmnist_unbatched/stats")["model_stats"][0];
+  for (int64_t batch : {1, 3, 3}) {
+    std::vector<float> images = random_images(batch, 70 + static_cast<uint32_t>(batch));
+    EXPECT_EQ(infer_binary(*http, "fmnist_unbatched", images), direct_run(images));
+  }
+  json bad = json::parse(json_request(random_images(1, 2)));
+  bad["inputs"][0]["shape"] = {1, 28, 28, 1};
+  EXPECT_EQ(http->Post("/v2/models/fmnist_unbatched/infer", bad.dump(), "application/json")->status, 400);
+  json after = stats_of("/v2/models/fmnist_unbatched/versions/1/stats")["model_stats"][0];
+  EXPECT_EQ(after["name"], "fmnist_unbatched");
+  EXPECT_EQ(after["version"], "1");
+  const json& stats = after["inference_stats"];
+  EXPECT_EQ(stats["success"]["count"].get<uint64_t>() - before["inference_stats"]["success"]["count"].get<uint64_t>(), 3u);
+  EXPECT_EQ(stats["fail"]["count"].get<uint64_t>() - before["inference_stats"]["fail"]["count"].get<uint64_t>(), 1u);
+  EXPECT_EQ(after["inference_count"].get<uint64_t>() - before["inference_count"].get<uint64_t>(), 7u);
+  EXPECT_EQ(after["execution_count"].get<uint64_t>() - before["execution_count"].get<uint64_t>(), 3u);
+  EXPECT_GT(stats["success"]["ns"].get<uint64_t>(), before["inference_stats"]["success"]["ns"].get<uint64_t>());
+  EXPECT_GT(stats["compute_infer"]["ns"].get<uint64_t>(), 0u);
+  EXPECT_GT(after["last_inference"].get<uint64_t>(), 1'700'000'000'000u);
+  uint64_t batch_three = 0;
+  for (const json& batch : after["batch_stats"]) {
+    if (batch["batch_size"] == 3) batch_three = batch["compute_infer"]["count"].get<uint64_t>();
+  }
+  EXPECT_GE(batch_three, 2u);
+  json all = stats_of("/v2/models/stats");
+  EXPECT_GE(all["model_stats"].size(), 4u);
+  EXPECT_EQ(http->Get("/v2/models/nope/stats")->status, 404);
+  // gRPC: the same numbers.
+  inference::ModelStatisticsRequest request;
+  request.set_name("fmnist_unbatched");
+  inference::ModelStatisticsResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(grpc_stub()->ModelStatistics(&context, request, &response).ok());
+  ASSERT_EQ(response.model_stats_size(), 1);
+  EXPECT_EQ(response.model_stats(0).inference_stats().success().count(), stats["success"]["count"].get<uint64_t>());
+  EXPECT_EQ(response.model_stats(0).execution_count(), after["execution_count"].get<uint64_t>());
+  json server = json::parse(http->Get("/v2")->body);
+  EXPECT_NE(std::find(server["extensions"].begin(), server["extensions"].end(), "statistics"), server["extensions"].end());
 }
 
 }  // namespace
