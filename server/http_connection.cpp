@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <unordered_map>
 
 #include "server/http_codec.h"
 
@@ -80,18 +83,26 @@ std::string raw_error_response(int status, const char* reason, const std::string
 class ConnectionStream final : public httplib::Stream {
  public:
   // `stop_deadline`: steady-clock nanoseconds past which no read waits (set when stopping).
-  ConnectionStream(int fd, const HttpOptions& options, const std::atomic<int64_t>& stop_deadline)
-      : fd_(fd), options_(options), stop_deadline_(stop_deadline) {}
+  // `prefix`: bytes of this connection already read (by the HeadReader), read before the socket.
+  ConnectionStream(int fd, std::string prefix, const HttpOptions& options, const std::atomic<int64_t>& stop_deadline)
+      : fd_(fd), options_(options), prefix_(std::move(prefix)), stop_deadline_(stop_deadline) {}
 
-  bool is_readable() const override { return offset_ < length_ || poll_one(fd_, POLLIN, 0) > 0; }
+  bool is_readable() const override { return has_buffered() || poll_one(fd_, POLLIN, 0) > 0; }
   bool is_writable() const override { return !closed_ && poll_one(fd_, POLLOUT, write_timeout_ms()) > 0; }
 
   ssize_t read(char* destination, size_t size) override {
     if (closed_) return -1;
-    if (offset_ == length_ && !fill()) return -1;
-    size_t count = std::min(size, length_ - offset_);
-    std::memcpy(destination, buffer_ + offset_, count);
-    offset_ += count;
+    size_t count = 0;
+    if (prefix_offset_ < prefix_.size()) {
+      count = std::min(size, prefix_.size() - prefix_offset_);
+      std::memcpy(destination, prefix_.data() + prefix_offset_, count);
+      prefix_offset_ += count;
+    } else {
+      if (offset_ == length_ && !fill()) return -1;
+      count = std::min(size, length_ - offset_);
+      std::memcpy(destination, buffer_ + offset_, count);
+      offset_ += count;
+    }
     if (in_head_ && !account_head(destination, count)) return -1;
     if (!in_head_) {
       // Chunk framing and compression make the wire size differ from the body's: bound it too.
@@ -121,15 +132,26 @@ class ConnectionStream final : public httplib::Stream {
   void get_local_ip_and_port(std::string& ip, int& port) const override { address_of(false, ip, port); }
   int socket() const override { return fd_; }
 
+  // Bytes read from the socket and not yet consumed (a pipelined request).
+  bool has_buffered() const { return prefix_offset_ < prefix_.size() || offset_ < length_; }
+  std::string take_buffered() {
+    std::string rest = prefix_.substr(prefix_offset_);
+    rest.append(buffer_ + offset_, length_ - offset_);
+    prefix_.clear();
+    prefix_offset_ = 0;
+    offset_ = length_ = 0;
+    return rest;
+  }
+
   // Between requests: waits up to `timeout_ms` for the next request's first byte (less when
   // stopping: then only a request that has already arrived is served).
-  bool wait_for_request(int timeout_ms, const std::atomic<bool>& stopping, const std::function<bool()>& crowded) {
-    if (offset_ < length_) return true;
+  bool wait_for_request(int timeout_ms, const std::atomic<bool>& stopping) {
+    if (has_buffered()) return true;
     Clock::time_point end = Clock::now() + std::chrono::milliseconds(timeout_ms);
     for (;;) {
-      // Stopping, or connections are waiting for this thread: a request already on its way
-      // is still served (a request that crossed the close would be lost), then it closes.
-      bool last_look = stopping.load() || crowded();
+      // Stopping: a request already on its way is still served (one that crossed the close
+      // would be lost), then the connection closes.
+      bool last_look = stopping.load();
       int slice = last_look ? kLastLookMs : std::min(100, milliseconds_until(end));
       int ready = poll_one(fd_, POLLIN, slice);
       if (ready < 0) return false;
@@ -248,6 +270,8 @@ class ConnectionStream final : public httplib::Stream {
 
   int fd_;
   const HttpOptions& options_;
+  std::string prefix_;
+  size_t prefix_offset_ = 0;
   char buffer_[16384];
   size_t offset_ = 0;
   size_t length_ = 0;
@@ -466,20 +490,26 @@ RoutingServer::RoutingServer(size_t max_body_bytes) {
   });
 }
 
-void RoutingServer::serve_connection(int fd, const HttpOptions& options, bool rejecting,
+void RoutingServer::serve_connection(int fd, std::string prefix, const HttpOptions& options, bool rejecting,
                                      const std::atomic<bool>& stopping, const std::atomic<int64_t>& stop_deadline,
-                                     const std::function<bool()>& crowded) {
-  ConnectionStream stream(fd, options, stop_deadline);
+                                     const Park& park) {
+  ConnectionStream stream(fd, std::move(prefix), options, stop_deadline);
   t_connection = ConnectionState{&stream, rejecting};
   int keep_alive_ms = options.keep_alive_timeout_seconds * 1000;
   int first_wait_ms = rejecting ? 1000 : options.read_timeout_seconds * 1000;
+  bool parked = false;
   try {
     for (size_t served = 0; served < kMaxRequestsPerConnection; ++served) {
+      if (served > 0 && park && !stream.has_buffered() && !stopping.load()) {
+        // Idle between requests: the HeadReader holds it, not this thread.
+        park(fd, stream.take_buffered());
+        parked = true;
+        break;
+      }
       // The first request of a connection is waited for even when stopping: it was accepted.
-      auto never_crowded = [] { return false; };
       static const std::atomic<bool> not_stopping{false};
-      bool next = served == 0 ? stream.wait_for_request(first_wait_ms, not_stopping, never_crowded)
-                              : stream.wait_for_request(keep_alive_ms, stopping, crowded);
+      bool next = served == 0 ? stream.wait_for_request(first_wait_ms, not_stopping)
+                              : stream.wait_for_request(keep_alive_ms, stopping);
       if (!next) break;
       stream.begin_request();
       bool close_connection = rejecting || stopping.load() || served + 1 == kMaxRequestsPerConnection;
@@ -491,7 +521,7 @@ void RoutingServer::serve_connection(int fd, const HttpOptions& options, bool re
     std::fprintf(stderr, "serve: HTTP connection dropped: %s\n", exception.what());
   }
   t_connection = ConnectionState{};
-  close_gracefully(fd, stream.must_close() ? 1000 : 0);
+  if (!parked) close_gracefully(fd, stream.must_close() ? 1000 : 0);
 }
 
 ConnectionPool::ConnectionPool(int threads, int max_queued, Serve serve)
@@ -502,17 +532,17 @@ ConnectionPool::ConnectionPool(int threads, int max_queued, Serve serve)
 
 ConnectionPool::~ConnectionPool() { shutdown(); }
 
-void ConnectionPool::enqueue(int fd) {
+void ConnectionPool::enqueue(int fd, std::string prefix) {
   {
     std::lock_guard lock(mutex_);
     try {
       if (jobs_.size() < max_queued_) {
-        jobs_.push_back(fd);
+        jobs_.push_back({fd, std::move(prefix)});
         changed_.notify_all();
         return;
       }
       if (rejects_.size() < max_queued_) {
-        rejects_.push_back(fd);
+        rejects_.push_back({fd, std::move(prefix)});
         changed_.notify_all();
         return;
       }
@@ -521,11 +551,6 @@ void ConnectionPool::enqueue(int fd) {
   }
   write_all(fd, raw_error_response(429, "Too Many Requests", "too many connections; retry later"), 100);
   close_gracefully(fd, 0);
-}
-
-bool ConnectionPool::crowded() {
-  std::lock_guard lock(mutex_);
-  return !jobs_.empty() && idle_workers_ == 0;
 }
 
 void ConnectionPool::shutdown() {
@@ -538,19 +563,186 @@ void ConnectionPool::shutdown() {
   for (std::thread& worker : workers_) worker.join();
 }
 
-void ConnectionPool::work(std::deque<int>& queue, bool rejecting) {
+void ConnectionPool::work(std::deque<Job>& queue, bool rejecting) {
   for (;;) {
-    int fd = -1;
+    Job job;
     {
       std::unique_lock lock(mutex_);
-      if (!rejecting) ++idle_workers_;
       changed_.wait(lock, [&] { return stopping_ || !queue.empty(); });
-      if (!rejecting) --idle_workers_;
       if (queue.empty()) return;  // stopping and drained: every accepted connection was served
-      fd = queue.front();
+      job = std::move(queue.front());
       queue.pop_front();
     }
-    serve_(fd, rejecting);
+    serve_(job.fd, std::move(job.prefix), rejecting);
+  }
+}
+
+HeadReader::HeadReader(const HttpOptions& options, Ready ready) : options_(options), ready_(std::move(ready)) {}
+
+HeadReader::~HeadReader() {
+  if (thread_.joinable()) stop(Clock::now());
+  if (epoll_ >= 0) ::close(epoll_);
+  if (wake_ >= 0) ::close(wake_);
+}
+
+bool HeadReader::start() {
+  epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (epoll_ < 0 || wake_ < 0) return false;
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.fd = wake_;
+  if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &event) != 0) return false;
+  thread_ = std::thread([this] { loop(); });
+  return true;
+}
+
+void HeadReader::add(int fd, std::string buffered, bool idle) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!stopped_) {
+      try {
+        incoming_.push_back({fd, std::move(buffered), idle});
+      } catch (const std::bad_alloc&) {
+        ::close(fd);
+        return;
+      }
+      uint64_t one = 1;
+      [[maybe_unused]] ssize_t written = ::write(wake_, &one, sizeof(one));
+      return;
+    }
+  }
+  close_gracefully(fd, 0);  // stopped: an idle connection is closed (a new one cannot come)
+}
+
+void HeadReader::stop(Clock::time_point deadline) {
+  {
+    std::lock_guard lock(mutex_);
+    stop_deadline_ = deadline;
+    stopping_ = true;
+  }
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t written = ::write(wake_, &one, sizeof(one));
+  if (thread_.joinable()) thread_.join();
+}
+
+namespace {
+
+bool head_complete(const std::string& bytes) { return bytes.find("\r\n\r\n") != std::string::npos; }
+
+}  // namespace
+
+void HeadReader::loop() {
+  struct Connection {
+    std::string bytes;
+    bool idle = true;  // between requests, no byte of the next one yet
+    Clock::time_point deadline;
+  };
+  std::unordered_map<int, Connection> connections;
+  auto forget = [&](int fd) {
+    ::epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
+    connections.erase(fd);
+  };
+  auto refuse = [&](int fd, int status, const char* reason, const std::string& message) {
+    forget(fd);
+    write_all(fd, raw_error_response(status, reason, message), 100);
+    close_gracefully(fd, 0);
+  };
+  auto dispatch = [&](int fd) {
+    std::string bytes = std::move(connections[fd].bytes);
+    forget(fd);
+    ready_(fd, std::move(bytes));
+  };
+  auto head_deadline = [&] { return Clock::now() + std::chrono::seconds(options_.header_timeout_seconds); };
+  epoll_event events[256];
+  char buffer[16384];
+  for (;;) {
+    int count = ::epoll_wait(epoll_, events, 256, 50);
+    std::vector<Incoming> arrived;
+    bool stopping = false;
+    Clock::time_point stop_deadline;
+    {
+      std::lock_guard lock(mutex_);
+      arrived.swap(incoming_);
+      stopping = stopping_;
+      stop_deadline = stop_deadline_;
+      if (stopping) stopped_ = true;
+    }
+    for (Incoming& connection : arrived) {
+      Connection& state = connections[connection.fd];
+      state.bytes = std::move(connection.bytes);
+      state.idle = connection.idle && state.bytes.empty();
+      state.deadline =
+          state.idle ? Clock::now() + std::chrono::seconds(options_.keep_alive_timeout_seconds) : head_deadline();
+      if (head_complete(state.bytes)) {
+        dispatch(connection.fd);
+        continue;
+      }
+      epoll_event event{};
+      event.events = EPOLLIN | EPOLLRDHUP;
+      event.data.fd = connection.fd;
+      if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, connection.fd, &event) != 0) {
+        connections.erase(connection.fd);
+        ::close(connection.fd);
+      }
+    }
+    for (int index = 0; index < count; ++index) {
+      int fd = events[index].data.fd;
+      if (fd == wake_) {
+        uint64_t value;
+        [[maybe_unused]] ssize_t got = ::read(wake_, &value, sizeof(value));
+        continue;
+      }
+      auto found = connections.find(fd);
+      if (found == connections.end()) continue;
+      Connection& state = found->second;
+      bool closed = false;
+      for (;;) {
+        ssize_t got = ::recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+        if (got > 0) {
+          if (state.idle) {
+            state.idle = false;
+            state.deadline = head_deadline();
+          }
+          state.bytes.append(buffer, static_cast<size_t>(got));
+          if (state.bytes.size() > options_.max_header_bytes + sizeof(buffer)) break;
+          continue;
+        }
+        if (got == 0 || (errno != EAGAIN && errno != EINTR)) closed = true;
+        if (got < 0 && errno == EINTR) continue;
+        break;
+      }
+      if (head_complete(state.bytes)) {
+        dispatch(fd);  // the stream checks the head's exact size and field count
+      } else if (state.bytes.size() > options_.max_header_bytes) {
+        refuse(fd, 431, "Request Header Fields Too Large",
+               "the request head is over " + std::to_string(options_.max_header_bytes) + " bytes");
+      } else if (closed) {
+        forget(fd);
+        ::close(fd);
+      }
+    }
+    // Deadlines: an idle connection past its keep-alive timeout closes; a head still arriving
+    // past its deadline is answered 408. Stopping: idle ones close now, heads get until the stop
+    // deadline.
+    Clock::time_point now = Clock::now();
+    std::vector<std::pair<int, bool>> expired;  // fd, idle
+    for (const auto& [fd, state] : connections) {
+      Clock::time_point deadline = stopping ? std::min(state.deadline, stop_deadline) : state.deadline;
+      if ((stopping && state.idle) || now >= deadline) expired.emplace_back(fd, state.idle);
+    }
+    for (auto [fd, idle] : expired) {
+      if (idle) {
+        forget(fd);
+        close_gracefully(fd, 0);
+      } else {
+        refuse(fd, 408, "Request Timeout", "the request head did not arrive in time");
+      }
+    }
+    if (stopping && connections.empty()) {
+      std::lock_guard lock(mutex_);
+      if (incoming_.empty()) return;
+    }
   }
 }
 }  // namespace qdqrt::server

@@ -9,6 +9,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -31,12 +32,17 @@ class RoutingServer : public httplib::Server {
  public:
   explicit RoutingServer(size_t max_body_bytes);
 
-  // Serves one connection's requests (keep-alive) and closes it without resetting it.
+  // Hands an idle connection (and any bytes read past its last request) back to a HeadReader.
+  using Park = std::function<void(int fd, std::string buffered)>;
+
+  // Serves one connection's requests (keep-alive) starting with the bytes in `prefix`, then
+  // closes it without resetting it, or parks it when it goes idle between requests (`park`
+  // set; otherwise this thread waits up to the keep-alive timeout for the next request).
   // `rejecting`: every request is answered 429. `stopping`: the request that has arrived is
   // served, then the connection closes. `stop_deadline`: steady-clock ticks past which no read
-  // waits. `crowded`: connections wait for a thread (an idle keep-alive connection gives its up).
-  void serve_connection(int fd, const HttpOptions& options, bool rejecting, const std::atomic<bool>& stopping,
-                        const std::atomic<int64_t>& stop_deadline, const std::function<bool()>& crowded);
+  // waits.
+  void serve_connection(int fd, std::string prefix, const HttpOptions& options, bool rejecting,
+                        const std::atomic<bool>& stopping, const std::atomic<int64_t>& stop_deadline, const Park& park);
 
  private:
   static constexpr size_t kMaxRequestsPerConnection = size_t{1} << 20;
@@ -52,39 +58,81 @@ std::optional<std::string> read_body(const httplib::Request& request, httplib::R
 // {"error": ...} with the error's HTTP status.
 void send_error(httplib::Response& response, const ServeError& error);
 
-// A fixed pool of threads behind a bounded queue of connections. Past the queue a connection
-// goes to a small pool that answers 429 with "Connection: close"; when even that is full the
-// accept thread answers 429 itself without reading (so the listen backlog, not memory or
-// threads, absorbs a flood, and a slow client never holds the accept thread).
+// A fixed pool of threads behind a bounded queue of connections whose request head has arrived.
+// Past the queue a connection goes to a small pool that answers 429 with "Connection: close";
+// when even that is full it is answered 429 at once, without waiting for a thread.
 class ConnectionPool {
  public:
-  using Serve = std::function<void(int fd, bool rejecting)>;
+  using Serve = std::function<void(int fd, std::string prefix, bool rejecting)>;
 
   ConnectionPool(int threads, int max_queued, Serve serve);
   ~ConnectionPool();
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
 
-  // Takes ownership of `fd`.
-  void enqueue(int fd);
-  // Connections are waiting and every thread is busy.
-  bool crowded();
+  // Takes ownership of `fd`; `prefix`: the bytes already read from it.
+  void enqueue(int fd, std::string prefix);
   // Serves every connection queued, then joins. Idempotent.
   void shutdown();
 
  private:
   static constexpr int kRejectThreads = 2;
-  void work(std::deque<int>& queue, bool rejecting);
+  struct Job {
+    int fd = -1;
+    std::string prefix;
+  };
+  void work(std::deque<Job>& queue, bool rejecting);
 
   size_t max_queued_;
   Serve serve_;
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<int> jobs_;
-  std::deque<int> rejects_;
+  std::deque<Job> jobs_;
+  std::deque<Job> rejects_;
   bool stopping_ = false;
-  int idle_workers_ = 0;
   std::vector<std::thread> workers_;
+};
+
+// Holds connections while they are idle between requests or their request head is still
+// arriving, all on one thread (epoll), so neither slow heads nor idle keep-alive connections
+// hold a pool thread. A connection whose head is complete goes on (`ready`) with the bytes read
+// so far; a head over the size limit is answered 431, one past the header deadline 408, an idle
+// connection past the keep-alive timeout is closed.
+class HeadReader {
+ public:
+  using Ready = std::function<void(int fd, std::string bytes)>;
+  using Clock = std::chrono::steady_clock;
+
+  HeadReader(const HttpOptions& options, Ready ready);
+  ~HeadReader();
+  HeadReader(const HeadReader&) = delete;
+  HeadReader& operator=(const HeadReader&) = delete;
+
+  bool start();
+  // Takes ownership of `fd`: a new connection (`idle` false), or one idle after a response.
+  void add(int fd, std::string buffered, bool idle);
+  // Idle connections close now; heads still arriving get until `deadline` (then 408); returns
+  // when none is left. Connections added afterwards are closed.
+  void stop(Clock::time_point deadline);
+
+ private:
+  struct Incoming {
+    int fd;
+    std::string bytes;
+    bool idle;
+  };
+  void loop();
+
+  const HttpOptions options_;
+  Ready ready_;
+  int epoll_ = -1;
+  int wake_ = -1;
+  std::mutex mutex_;
+  std::vector<Incoming> incoming_;
+  bool stopping_ = false;
+  bool stopped_ = false;
+  Clock::time_point stop_deadline_;
+  std::thread thread_;
 };
 
 }  // namespace qdqrt::server

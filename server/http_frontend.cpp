@@ -73,37 +73,40 @@ void HttpFrontend::add_routes() {
     send_json(response, {{"name", kServerName}, {"version", kServerVersion}, {"extensions", server_extensions()}});
   });
   // Before the metadata route, which would take "stats" for a model name.
-  http_->Get(R"(/v2/models(?:/([^/]+)(?:/versions/([^/]+))?)?/stats)", [this](const Request& request, Response& response) {
-    auto statistics = server_.model_statistics(match_or_empty(request, 1), match_or_empty(request, 2));
-    if (auto* error = std::get_if<ServeError>(&statistics)) return send_error(response, *error);
-    auto duration = [](const DurationStatistic& statistic) { return json{{"count", statistic.count}, {"ns", statistic.ns}}; };
-    json models = json::array();
-    for (const ModelStatistics& model : std::get<std::vector<ModelStatistics>>(statistics)) {
-      json batches = json::array();
-      for (const BatchStatistics& batch : model.batches) {
-        batches.push_back({{"batch_size", batch.batch_size},
-                           {"compute_input", duration(batch.compute_input)},
-                           {"compute_infer", duration(batch.compute_infer)},
-                           {"compute_output", duration(batch.compute_output)}});
-      }
-      models.push_back({{"name", model.name},
-                        {"version", model.version},
-                        {"last_inference", model.last_inference_ms},
-                        {"inference_count", model.inference_count},
-                        {"execution_count", model.execution_count},
-                        {"inference_stats",
-                         {{"success", duration(model.success)},
-                          {"fail", duration(model.fail)},
-                          {"queue", duration(model.queue)},
-                          {"compute_input", duration(model.compute_input)},
-                          {"compute_infer", duration(model.compute_infer)},
-                          {"compute_output", duration(model.compute_output)},
-                          {"cache_hit", duration({})},
-                          {"cache_miss", duration({})}}},
-                        {"batch_stats", std::move(batches)}});
-    }
-    send_json(response, {{"model_stats", std::move(models)}});
-  });
+  http_->Get(R"(/v2/models(?:/([^/]+)(?:/versions/([^/]+))?)?/stats)",
+             [this](const Request& request, Response& response) {
+               auto statistics = server_.model_statistics(match_or_empty(request, 1), match_or_empty(request, 2));
+               if (auto* error = std::get_if<ServeError>(&statistics)) return send_error(response, *error);
+               auto duration = [](const DurationStatistic& statistic) {
+                 return json{{"count", statistic.count}, {"ns", statistic.ns}};
+               };
+               json models = json::array();
+               for (const ModelStatistics& model : std::get<std::vector<ModelStatistics>>(statistics)) {
+                 json batches = json::array();
+                 for (const BatchStatistics& batch : model.batches) {
+                   batches.push_back({{"batch_size", batch.batch_size},
+                                      {"compute_input", duration(batch.compute_input)},
+                                      {"compute_infer", duration(batch.compute_infer)},
+                                      {"compute_output", duration(batch.compute_output)}});
+                 }
+                 models.push_back({{"name", model.name},
+                                   {"version", model.version},
+                                   {"last_inference", model.last_inference_ms},
+                                   {"inference_count", model.inference_count},
+                                   {"execution_count", model.execution_count},
+                                   {"inference_stats",
+                                    {{"success", duration(model.success)},
+                                     {"fail", duration(model.fail)},
+                                     {"queue", duration(model.queue)},
+                                     {"compute_input", duration(model.compute_input)},
+                                     {"compute_infer", duration(model.compute_infer)},
+                                     {"compute_output", duration(model.compute_output)},
+                                     {"cache_hit", duration({})},
+                                     {"cache_miss", duration({})}}},
+                                   {"batch_stats", std::move(batches)}});
+               }
+               send_json(response, {{"model_stats", std::move(models)}});
+             });
   http_->Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)", [this](const Request& request, Response& response) {
     auto metadata = server_.model_metadata(match_or_empty(request, 1), match_or_empty(request, 2));
     if (auto* error = std::get_if<ServeError>(&metadata)) return send_error(response, *error);
@@ -233,7 +236,7 @@ Result<int> HttpFrontend::start() {
   }
   listen_socket_ = fd;
   pool_ = std::make_unique<ConnectionPool>(
-      options_.threads, options_.max_queued_connections, [this](int client, bool rejecting) {
+      options_.threads, options_.max_queued_connections, [this](int client, std::string prefix, bool rejecting) {
         HttpOptions options = options_;
         if (rejecting) {
           // Turned away: a short deadline, so slow clients cannot hold the 429 threads.
@@ -241,9 +244,12 @@ Result<int> HttpFrontend::start() {
           options.request_timeout_seconds = 1;
           options.read_timeout_seconds = 1;
         }
-        http_->serve_connection(client, options, rejecting, stopping_, stop_deadline_,
-                                [this] { return pool_->crowded(); });
+        http_->serve_connection(client, std::move(prefix), options, rejecting, stopping_, stop_deadline_,
+                                [this](int fd, std::string buffered) { heads_->add(fd, std::move(buffered), true); });
       });
+  heads_ = std::make_unique<HeadReader>(
+      options_, [this](int client, std::string bytes) { pool_->enqueue(client, std::move(bytes)); });
+  if (!heads_->start()) return io_error("cannot start the HTTP head reader: {}", std::strerror(errno));
   acceptor_ = std::thread([this] { accept_loop(); });
   return static_cast<int>(ntohs(address.sin_port));
 }
@@ -258,7 +264,7 @@ void HttpFrontend::accept_ready(int most) {
     }
     int one = 1;
     ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    pool_->enqueue(client);
+    heads_->add(client, std::string(), false);
   }
 }
 
@@ -279,11 +285,15 @@ void HttpFrontend::accept_loop() {
 void HttpFrontend::stop() {
   if (!acceptor_.joinable()) return;
   // Requests still arriving get this long; past it their reads fail and they are answered 408.
-  stop_deadline_ = (Clock::now() + std::chrono::seconds(kStopGraceSeconds)).time_since_epoch().count();
+  Clock::time_point deadline = Clock::now() + std::chrono::seconds(kStopGraceSeconds);
+  stop_deadline_ = deadline.time_since_epoch().count();
   stopping_ = true;
   char byte = 1;
   [[maybe_unused]] ssize_t written = ::write(wake_pipe_[1], &byte, 1);
   acceptor_.join();
+  // Order: the accept thread has handed over the backlog; the head reader hands over the heads
+  // that complete in time; the pool serves what it holds.
+  heads_->stop(deadline);
   pool_->shutdown();
   ::close(wake_pipe_[0]);
   ::close(wake_pipe_[1]);

@@ -18,6 +18,7 @@
 namespace qdqrt::server {
 
 class ConnectionPool;
+class HeadReader;
 class RoutingServer;
 
 class HttpFrontend {
@@ -46,6 +47,7 @@ class HttpFrontend {
   HttpOptions options_;
   std::unique_ptr<RoutingServer> http_;
   std::unique_ptr<ConnectionPool> pool_;
+  std::unique_ptr<HeadReader> heads_;
   std::thread acceptor_;
   int listen_socket_ = -1;
   int wake_pipe_[2] = {-1, -1};

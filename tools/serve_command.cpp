@@ -1,5 +1,6 @@
 #include "tools/serve_command.h"
 
+#include <malloc.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -36,6 +37,11 @@ int run_serve(const ServeOptions& options) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   // A client that hangs up mid-response must not kill the server.
   signal(SIGPIPE, SIG_IGN);
+  // Request bodies and tensors of 256 KiB and more get pages of their own, returned when freed:
+  // glibc otherwise raises this threshold after such a free and keeps later large buffers in
+  // its arenas (one per thread), so resident memory would grow with the concurrency of past
+  // large requests.
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 
   server::RepositoryOptions repository;
   repository.repository_dir = options.model_repository;

@@ -597,13 +597,16 @@ TEST_F(ServerTest, TooManyConnectionsGet429AndSlowClientsAreDropped) {
   HttpFrontend small(*server_, options);
   auto port = small.start();
   ASSERT_TRUE(port.ok());
-  // A slow client holds the only thread (half a request), another fills the queue.
+  // A slow client holds the only thread (a request whose body stalls), another fills the queue.
+  // (A slow request head holds no thread: the head reader keeps it.)
+  std::string stalled = "POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"ready\"";
   int slow = connect_to(*port);
   ASSERT_GE(slow, 0);
-  ASSERT_GT(::send(slow, "GET /v2/health/live HTTP/1.1\r\n", 30, 0), 0);
+  ASSERT_GT(::send(slow, stalled.data(), stalled.size(), 0), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   int queued = connect_to(*port);
   ASSERT_GE(queued, 0);
+  ASSERT_GT(::send(queued, stalled.data(), stalled.size(), 0), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   httplib::Client http("127.0.0.1", *port);
   http.set_read_timeout(10, 0);
@@ -1129,8 +1132,9 @@ TEST_F(ServerTest, IdleKeepAliveConnectionsDoNotStarveNewClients) {
   for (int fd : idle) ::close(fd);
 }
 
-// When the pool and the 429 threads are all held by slow clients, a new connection still gets
-// its 429 at once (the accept thread answers it without reading).
+// Slow request heads hold no thread (the head reader keeps them), and slow bodies cannot hold
+// the 429 threads (they answer without reading the body): with the pool and its queue held by
+// stalled bodies and 40 trickling heads open, a new connection gets its 429 at once.
 TEST_F(ServerTest, TooManyConnectionsGetAPrompt429EvenWhenSlowClientsHoldEveryThread) {
   HttpOptions options;
   options.host = "127.0.0.1";
@@ -1141,18 +1145,53 @@ TEST_F(ServerTest, TooManyConnectionsGetAPrompt429EvenWhenSlowClientsHoldEveryTh
   auto port = small.start();
   ASSERT_TRUE(port.ok());
   std::vector<int> slow;
-  for (int index = 0; index < 6; ++index) {  // the thread, its queue, the two 429 threads, their queue
+  std::string stalled = "POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{";
+  for (int index = 0; index < 44; ++index) {
     int fd = connect_to(*port);
     ASSERT_GE(fd, 0);
-    ::send(fd, "GET /v2/health/live HTTP/1.1\r\n", 30, MSG_NOSIGNAL);  // half a request head
+    if (index < 4) {
+      ::send(fd, stalled.data(), stalled.size(), MSG_NOSIGNAL);  // the thread, its queue, two 429s
+    } else {
+      ::send(fd, "GET /v2/health/live HTTP/1.1\r\nX-Slow: ", 38, MSG_NOSIGNAL);  // a head still arriving
+    }
     slow.push_back(fd);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (index < 4) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   auto start = std::chrono::steady_clock::now();
-  std::string response = raw_exchange(*port, "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n", 5000);
+  std::string response =
+      raw_exchange(*port, "GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5000);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(status_of(response), 429) << response;
   EXPECT_LT(seconds, 0.5);
+  for (int fd : slow) ::close(fd);
+}
+
+// 40 clients trickling their request heads do not delay anyone: with 2 threads, a new client is
+// answered at once (the heads wait in the head reader, holding no thread).
+TEST_F(ServerTest, TricklingHeadsDoNotDelayOtherClients) {
+  HttpOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.threads = 2;
+  HttpFrontend small(*server_, options);
+  auto port = small.start();
+  ASSERT_TRUE(port.ok());
+  std::vector<int> slow;
+  for (int index = 0; index < 40; ++index) {
+    int fd = connect_to(*port);
+    ASSERT_GE(fd, 0);
+    ::send(fd, "GET /v2/health/live HTTP/1.1\r\nX-Slow: a", 40, MSG_NOSIGNAL);
+    slow.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int probe = 0; probe < 5; ++probe) {
+    auto start = std::chrono::steady_clock::now();
+    std::string response =
+        raw_exchange(*port, "GET /v2/health/ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5000);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(status_of(response), 200) << response;
+    EXPECT_LT(seconds, 0.5) << "probe " << probe;
+  }
   for (int fd : slow) ::close(fd);
 }
 

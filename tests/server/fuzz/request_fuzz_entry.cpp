@@ -72,7 +72,7 @@ void serve_http_bytes(std::string_view bytes) {
   options.request_timeout_seconds = 1;
   static const std::atomic<bool> not_stopping{false};
   static const std::atomic<int64_t> no_deadline{INT64_MAX};
-  fuzz_routing_server().serve_connection(sockets[0], options, false, not_stopping, no_deadline, [] { return false; });
+  fuzz_routing_server().serve_connection(sockets[0], std::string(), options, false, not_stopping, no_deadline, nullptr);
   ::close(sockets[1]);
 }
 
