@@ -210,28 +210,32 @@ class ConnectionStream final : public httplib::Stream {
 
  private:
   static constexpr int kLastLookMs = 20;
+  static constexpr int kPollSliceMs = 200;  // how soon a waiting read sees a stop
 
   int write_timeout_ms() const { return options_.read_timeout_seconds * 1000; }
 
   bool fill() {
-    Clock::time_point deadline = in_head_ ? std::min(head_deadline_, request_deadline_) : request_deadline_;
-    deadline = std::min(deadline, Clock::time_point(Clock::duration(stop_deadline_.load())));
-    int wait_ms = std::min(options_.read_timeout_seconds * 1000, milliseconds_until(deadline));
-    int ready = wait_ms > 0 ? poll_one(fd_, POLLIN, wait_ms) : 0;
-    if (ready == 0) {
-      timed_out_ = true;
-      if (in_head_) {
-        refuse(408, "Request Timeout", "the request head did not arrive in time");
+    Clock::time_point read_deadline = Clock::now() + std::chrono::seconds(options_.read_timeout_seconds);
+    for (;;) {
+      // Re-read each round: a stop shortens the deadline of a read already waiting.
+      Clock::time_point deadline = in_head_ ? std::min(head_deadline_, request_deadline_) : request_deadline_;
+      deadline = std::min({deadline, read_deadline, Clock::time_point(Clock::duration(stop_deadline_.load()))});
+      int wait_ms = std::min(kPollSliceMs, milliseconds_until(deadline));
+      int ready = wait_ms > 0 ? poll_one(fd_, POLLIN, wait_ms) : 0;
+      if (ready < 0) return false;
+      if (ready == 0) {
+        if (Clock::now() < deadline) continue;
+        timed_out_ = true;
+        if (in_head_) refuse(408, "Request Timeout", "the request head did not arrive in time");
+        return false;
       }
-      return false;
+      ssize_t got = ::recv(fd_, buffer_, sizeof(buffer_), MSG_DONTWAIT);
+      if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (got <= 0) return false;
+      offset_ = 0;
+      length_ = static_cast<size_t>(got);
+      return true;
     }
-    if (ready < 0) return false;
-    ssize_t got = ::recv(fd_, buffer_, sizeof(buffer_), MSG_DONTWAIT);
-    if (got < 0 && (errno == EAGAIN || errno == EINTR)) return fill();
-    if (got <= 0) return false;
-    offset_ = 0;
-    length_ = static_cast<size_t>(got);
-    return true;
   }
 
   bool account_head(const char* bytes, size_t count) {

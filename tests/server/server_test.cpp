@@ -1244,5 +1244,79 @@ TEST_F(ServerTest, StatisticsFollowTheRequestsInTritonsSchema) {
   EXPECT_NE(std::find(server["extensions"].begin(), server["extensions"].end(), "statistics"), server["extensions"].end());
 }
 
+// Shutdown has a deadline: a client trickling its head and one trickling its body are cut off
+// (408) within the 5 s grace instead of keeping the server up.
+TEST_F(ServerTest, StopHasADeadlineWhateverClientsTrickle) {
+  HttpOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.threads = 2;
+  options.read_timeout_seconds = 60;
+  options.header_timeout_seconds = 60;
+  options.request_timeout_seconds = 600;
+  auto small = std::make_unique<HttpFrontend>(*server_, options);
+  auto port = small->start();
+  ASSERT_TRUE(port.ok());
+  int head = connect_to(*port);
+  int body = connect_to(*port);
+  ASSERT_GE(head, 0);
+  ASSERT_GE(body, 0);
+  ::send(head, "GET /v2/health/live HTTP/1.1\r\nX-Slow: a", 38, MSG_NOSIGNAL);
+  std::string stalled = "POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{";
+  ::send(body, stalled.data(), stalled.size(), MSG_NOSIGNAL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto start = std::chrono::steady_clock::now();
+  small->stop();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 7.0);
+  EXPECT_GT(seconds, 4.0);  // the grace is given, not cut short
+  for (int fd : {head, body}) {
+    timeval timeout{2, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    char buffer[4096];
+    ssize_t count = ::recv(fd, buffer, sizeof(buffer), 0);
+    EXPECT_EQ(count > 0 ? status_of(std::string(buffer, static_cast<size_t>(count))) : 0, 408);
+    ::close(fd);
+  }
+}
+
+// Draining stops the batching wait: a request waiting for more to merge with (10 s delay) is run
+// at once instead of holding the shutdown.
+TEST_F(ServerTest, DrainingStopsTheBatchingWait) {
+  ModelConfig config;
+  config.max_queue_delay_us = 10'000'000;
+  auto metrics = std::make_shared<ModelMetrics>();
+  auto runner = std::make_shared<ModelRunner>(engine_, config, metrics);
+  std::vector<float> images = random_images(1, 81);
+  std::promise<std::vector<float>> answered;
+  runner->infer_async(runner_inputs(images), [&](InferOutcome outcome) {
+    std::vector<float> logits(outcome.outputs.empty() ? 0 : outcome.outputs[0].data.size() / sizeof(float));
+    if (!logits.empty()) std::memcpy(logits.data(), outcome.outputs[0].data.data(), logits.size() * sizeof(float));
+    answered.set_value(logits);
+  });
+  auto future = answered.get_future();
+  EXPECT_EQ(future.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);  // waiting to merge
+  auto start = std::chrono::steady_clock::now();
+  runner->stop_batch_waits();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+  EXPECT_EQ(future.get(), direct_run(images));
+  runner->shutdown();
+}
+
+// Load and unload take no parameters here (a config override, model files): refused, never ignored.
+TEST_F(ServerTest, RepositoryLoadParametersAreRefused) {
+  auto http = client();
+  auto response = http->Post("/v2/repository/models/fmnist/load", R"({"parameters": {"config": "{}"}})", "application/json");
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 400);
+  EXPECT_NE(response->body.find("load parameter 'config' is not supported"), std::string::npos) << response->body;
+  EXPECT_EQ(http->Post("/v2/repository/models/fmnist/load", R"({"parameters": {}})", "application/json")->status, 200);
+  auto index = http->Post("/v2/repository/index", R"({"ready": true})", "application/json");
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->status, 200);
+  for (const json& entry : json::parse(index->body)) EXPECT_EQ(entry["state"], "READY");
+}
+
 }  // namespace
 }  // namespace qdqrt::server
