@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
 #include <functional>
 #include <utility>
 
@@ -64,9 +65,45 @@ std::shared_ptr<ModelMetrics> MetricsRegistry::model_metrics(const std::string& 
   return metrics;
 }
 
+std::string MetricsRegistry::cpu_text() const {
+  std::string text;
+  std::ifstream stat("/proc/stat");
+  std::string label;
+  uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  if (stat >> label >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal && label == "cpu") {
+    uint64_t busy = user + nice + system + irq + softirq + steal;
+    uint64_t total = busy + idle + iowait;
+    double utilization = 0.0;
+    if (total > last_total_jiffies_ && busy >= last_busy_jiffies_) {
+      utilization = static_cast<double>(busy - last_busy_jiffies_) / static_cast<double>(total - last_total_jiffies_);
+    }
+    last_busy_jiffies_ = busy;
+    last_total_jiffies_ = total;
+    text += fmt::format("# HELP nv_cpu_utilization CPU utilization rate [0.0 - 1.0] since the last scrape\n"
+                        "# TYPE nv_cpu_utilization gauge\nnv_cpu_utilization {}\n",
+                        std::clamp(utilization, 0.0, 1.0));
+  }
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  uint64_t value = 0, total_kib = 0, available_kib = 0;
+  while (meminfo >> key >> value) {
+    std::getline(meminfo, unit);
+    if (key == "MemTotal:") total_kib = value;
+    if (key == "MemAvailable:") available_kib = value;
+  }
+  if (total_kib > 0) {
+    text += fmt::format("# HELP nv_cpu_memory_total_bytes CPU total memory (RAM), in bytes\n"
+                        "# TYPE nv_cpu_memory_total_bytes gauge\nnv_cpu_memory_total_bytes {}\n"
+                        "# HELP nv_cpu_memory_used_bytes CPU used memory (RAM), in bytes\n"
+                        "# TYPE nv_cpu_memory_used_bytes gauge\nnv_cpu_memory_used_bytes {}\n",
+                        total_kib * 1024, (total_kib - std::min(available_kib, total_kib)) * 1024);
+  }
+  return text;
+}
+
 std::string MetricsRegistry::prometheus_text() const {
   std::lock_guard lock(mutex_);
-  std::string text;
+  std::string text = cpu_text();
   auto counter = [&](const char* name, const char* help, const std::function<uint64_t(const ModelMetrics&)>& value) {
     text += fmt::format("# HELP {} {}\n# TYPE {} counter\n", name, help, name);
     for (const auto& metrics : models_) {

@@ -77,8 +77,14 @@ class MetricsRegistry {
   std::string prometheus_text() const;
 
  private:
+  // nv_cpu_utilization, nv_cpu_memory_total_bytes, nv_cpu_memory_used_bytes from /proc.
+  std::string cpu_text() const;
+
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<ModelMetrics>> models_;
+  // /proc/stat's busy and total jiffies at the last scrape: utilization is over the interval.
+  mutable uint64_t last_busy_jiffies_ = 0;
+  mutable uint64_t last_total_jiffies_ = 0;
 };
 
 }  // namespace qdqrt::server

@@ -191,6 +191,8 @@ def run(client, metrics):
                  "nv_inference_compute_output_duration_us", "nv_inference_pending_request_count",
                  "qdqrt_inference_batch_size_bucket"):
         check(status == 200 and f'{name}{{model="fmnist",version="1"' in text, f"metric {name}")
+    for name in ("nv_cpu_utilization", "nv_cpu_memory_total_bytes", "nv_cpu_memory_used_bytes"):
+        check(f"\n{name} " in text, f"metric {name}")
 
 
 if __name__ == "__main__":

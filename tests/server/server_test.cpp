@@ -568,10 +568,22 @@ TEST_F(ServerTest, MetricsUseTritonsNames) {
                            "nv_inference_queue_duration_us", "nv_inference_compute_infer_duration_us",
                            "nv_inference_compute_input_duration_us", "nv_inference_compute_output_duration_us",
                            "nv_inference_pending_request_count{model=\"fmnist\",version=\"1\"} 0",
-                           "qdqrt_inference_batch_size_bucket"}) {
+                           "qdqrt_inference_batch_size_bucket", "\nnv_cpu_utilization ", "\nnv_cpu_memory_total_bytes ",
+                           "\nnv_cpu_memory_used_bytes "}) {
     EXPECT_NE(response->body.find(name), std::string::npos) << name;
   }
   EXPECT_EQ(http.Get("/v2")->status, 404);
+  // The machine's memory and a utilization within [0, 1].
+  auto gauge = [&](const std::string& name) {
+    size_t at = response->body.find("\n" + name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(response->body.substr(at + name.size() + 2));
+  };
+  EXPECT_GT(gauge("nv_cpu_memory_total_bytes"), 1e8);
+  EXPECT_GT(gauge("nv_cpu_memory_used_bytes"), 0.0);
+  EXPECT_LT(gauge("nv_cpu_memory_used_bytes"), gauge("nv_cpu_memory_total_bytes"));
+  double utilization = gauge("nv_cpu_utilization");
+  EXPECT_GE(utilization, 0.0);
+  EXPECT_LE(utilization, 1.0);
 }
 
 int connect_to(int port) {
