@@ -185,6 +185,44 @@ class GrpcFrontend::Service {
           }
           call.finish(grpc::Status::OK);
         });
+    on<inference::ModelConfigRequest, inference::ModelConfigResponse>(queue, &AsyncService::RequestModelConfig, [this](auto& call) {
+          auto config = server_.model_config(call.request().name(), call.request().version());
+          if (auto* error = std::get_if<ServeError>(&config)) return call.finish(to_grpc_status(*error));
+          const ModelConfigView& model = std::get<ModelConfigView>(config);
+          auto* out = call.response().mutable_config();
+          out->set_name(model.name);
+          out->set_platform(kPlatform);
+          out->set_backend("qdqrt");
+          out->mutable_version_policy()->mutable_latest()->set_num_versions(1);
+          out->set_max_batch_size(static_cast<int32_t>(model.max_batch_size));
+          auto data_type = [](const std::string& name) {
+            inference::DataType type = inference::TYPE_INVALID;
+            inference::DataType_Parse(name, &type);
+            return type;
+          };
+          for (const auto& tensor : model.inputs) {
+            auto* input = out->add_input();
+            input->set_name(tensor.name);
+            input->set_data_type(data_type(tensor.datatype));
+            for (int64_t dim : tensor.dims) input->add_dims(dim);
+          }
+          for (const auto& tensor : model.outputs) {
+            auto* output = out->add_output();
+            output->set_name(tensor.name);
+            output->set_data_type(data_type(tensor.datatype));
+            for (int64_t dim : tensor.dims) output->add_dims(dim);
+          }
+          auto* group = out->add_instance_group();
+          group->set_name(model.name + "_0");
+          group->set_kind(inference::ModelInstanceGroup::KIND_CPU);
+          group->set_count(model.instance_count);
+          if (model.dynamic_batching) {
+            auto* batching = out->mutable_dynamic_batching();
+            for (int64_t size : model.preferred_batch_sizes) batching->add_preferred_batch_size(static_cast<int32_t>(size));
+            batching->set_max_queue_delay_microseconds(static_cast<uint64_t>(model.max_queue_delay_us));
+          }
+          call.finish(grpc::Status::OK);
+        });
     on<inference::ModelStatisticsRequest, inference::ModelStatisticsResponse>(queue, &AsyncService::RequestModelStatistics, [this](auto& call) {
           auto statistics = server_.model_statistics(call.request().name(), call.request().version());
           if (auto* error = std::get_if<ServeError>(&statistics)) return call.finish(to_grpc_status(*error));

@@ -72,6 +72,29 @@ void HttpFrontend::add_routes() {
   http_->Get(R"(/v2/?)", [](const Request&, Response& response) {
     send_json(response, {{"name", kServerName}, {"version", kServerVersion}, {"extensions", server_extensions()}});
   });
+  http_->Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/config)", [this](const Request& request, Response& response) {
+    auto config = server_.model_config(match_or_empty(request, 1), match_or_empty(request, 2));
+    if (auto* error = std::get_if<ServeError>(&config)) return send_error(response, *error);
+    const ModelConfigView& model = std::get<ModelConfigView>(config);
+    auto tensors = [](const std::vector<ModelConfigView::Tensor>& list) {
+      json items = json::array();
+      for (const auto& tensor : list) items.push_back({{"name", tensor.name}, {"data_type", tensor.datatype}, {"dims", tensor.dims}});
+      return items;
+    };
+    json body = {{"name", model.name},
+                 {"platform", kPlatform},
+                 {"backend", "qdqrt"},
+                 {"version_policy", {{"latest", {{"num_versions", 1}}}}},
+                 {"max_batch_size", model.max_batch_size},
+                 {"input", tensors(model.inputs)},
+                 {"output", tensors(model.outputs)},
+                 {"instance_group", {{{"name", model.name + "_0"}, {"kind", "KIND_CPU"}, {"count", model.instance_count}}}}};
+    if (model.dynamic_batching) {
+      body["dynamic_batching"] = {{"preferred_batch_size", model.preferred_batch_sizes},
+                                  {"max_queue_delay_microseconds", model.max_queue_delay_us}};
+    }
+    send_json(response, body);
+  });
   // Before the metadata route, which would take "stats" for a model name.
   http_->Get(R"(/v2/models(?:/([^/]+)(?:/versions/([^/]+))?)?/stats)",
              [this](const Request& request, Response& response) {

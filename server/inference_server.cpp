@@ -21,7 +21,9 @@ std::vector<TensorMetadata> tensor_metadata(const std::vector<engine::IoTensorIn
 
 }  // namespace
 
-std::vector<std::string> server_extensions() { return {"binary_tensor_data", "model_repository", "statistics"}; }
+std::vector<std::string> server_extensions() {
+  return {"binary_tensor_data", "model_configuration", "model_repository", "statistics"};
+}
 
 InferenceServer::InferenceServer(RepositoryOptions options) : repository_(std::move(options), metrics_) {}
 
@@ -38,6 +40,43 @@ std::variant<ModelMetadata, ServeError> InferenceServer::model_metadata(const st
   metadata.outputs = tensor_metadata(runner->outputs());
   metadata.max_batch_size = runner->max_batch();
   return metadata;
+}
+
+std::variant<ModelConfigView, ServeError> InferenceServer::model_config(const std::string& name,
+                                                                        const std::string& version) const {
+  ServeError error;
+  auto runner = repository_.find(name, version, error);
+  if (!runner) return error;
+  ModelConfigView view;
+  view.name = name;
+  view.version = runner->metrics().version;
+  // Triton's max_batch_size > 0 means every tensor has the batch as dim 0, left out of dims.
+  bool batched = true;
+  for (const auto* list : {&runner->inputs(), &runner->outputs()}) {
+    for (const auto& info : *list) batched = batched && info.batched && info.batch_axis == 0 && info.batch_factor == 1 && !info.shape.empty();
+  }
+  view.max_batch_size = batched ? runner->max_batch() : 0;
+  auto tensors = [&](const std::vector<engine::IoTensorInfo>& infos) {
+    std::vector<ModelConfigView::Tensor> list;
+    for (const auto& info : infos) {
+      Shape dims = info.shape;
+      if (batched) {
+        dims.erase(dims.begin());
+      } else if (info.batched && info.batch_axis >= 0 && static_cast<size_t>(info.batch_axis) < dims.size()) {
+        dims[static_cast<size_t>(info.batch_axis)] = -1;
+      }
+      list.push_back({info.name, std::string("TYPE_") + kserve_dtype_name(info.dtype), dims});
+    }
+    return list;
+  };
+  view.inputs = tensors(runner->inputs());
+  view.outputs = tensors(runner->outputs());
+  const ModelConfig& config = runner->config();
+  view.instance_count = config.instance_count;
+  view.dynamic_batching = config.dynamic_batching;
+  view.max_queue_delay_us = config.max_queue_delay_us;
+  view.preferred_batch_sizes = config.preferred_batch_sizes;
+  return view;
 }
 
 std::optional<ServeError> InferenceServer::model_ready(const std::string& name, const std::string& version) const {

@@ -36,6 +36,24 @@ struct ModelMetadata {
   int64_t max_batch_size = 0;
 };
 
+// Triton's model configuration of a loaded model (GET /v2/models/NAME/config, gRPC ModelConfig).
+struct ModelConfigView {
+  std::string name;
+  std::string version;
+  int64_t max_batch_size = 0;  // 0: a tensor has no batch on dim 0; dims are then whole shapes
+  struct Tensor {
+    std::string name;
+    std::string datatype;  // Triton's enum name: "TYPE_FP32"
+    Shape dims;            // without the batch dim when max_batch_size > 0
+  };
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+  int instance_count = 1;
+  bool dynamic_batching = false;
+  int64_t max_queue_delay_us = 0;
+  std::vector<int64_t> preferred_batch_sizes;
+};
+
 class InferenceServer {
  public:
   explicit InferenceServer(RepositoryOptions options);
@@ -47,6 +65,7 @@ class InferenceServer {
   std::optional<ServeError> model_ready(const std::string& name, const std::string& version) const;
   // Triton's statistics extension: every loaded model (name ""), or one model (its loaded
   // version, or `version`, which must be the loaded one).
+  std::variant<ModelConfigView, ServeError> model_config(const std::string& name, const std::string& version) const;
   std::variant<std::vector<ModelStatistics>, ServeError> model_statistics(const std::string& name,
                                                                           const std::string& version);
   using InferResult = std::variant<InferResponse, ServeError>;

@@ -168,6 +168,12 @@ Result<ModelRepository::ModelSource> ModelRepository::locate(const std::string& 
   if (best_version < 0) {
     return invalid_argument("model '{}' has no NAME/VERSION/model.onnx or model.qdqrt", name);
   }
+  // Triton's config.pbtxt is not read: refused rather than silently ignored.
+  if (fs::exists(fs::symlink_status(model_dir / "config.pbtxt", error))) {
+    return invalid_argument("model '{}' has a config.pbtxt (Triton's protobuf text), which qdqrt does not read: give its "
+                            "settings in config.json (docs/serve.md) and remove config.pbtxt",
+                            name);
+  }
   // Any config.json, also a directory, FIFO or dangling link: load() refuses what is not a
   // regular file instead of serving with defaults.
   fs::path config = model_dir / "config.json";

@@ -111,6 +111,10 @@ async function main() {
     assert.strictEqual(Number(statistics[0].batch_stats[0].batch_size), 1);
     assert.strictEqual((await call(client, 'ModelStatistics', { name: 'nope' })).error.code, grpc.status.NOT_FOUND);
     assert.ok((await call(client, 'ServerMetadata', {})).response.extensions.includes('statistics'));
+    const config = (await call(client, 'ModelConfig', { name: 'fmnist' })).response.config;
+    assert.strictEqual(config.max_batch_size, 8);
+    assert.strictEqual(config.input[0].data_type, 11);  // TYPE_FP32 (enums as numbers here)
+    assert.deepStrictEqual(config.input[0].dims.map(Number), [1, 28, 28]);
     client.close();
   } catch (error) {
     failed = true;

@@ -101,7 +101,7 @@ def run(client, metrics):
     check(client.request("GET", "/v2/health/ready")[0] == 200, "ready")
     status, server = client.json("GET", "/v2")
     check(status == 200 and server["name"] == "qdqrt", "server metadata")
-    check(server["extensions"] == ["binary_tensor_data", "model_repository", "statistics"],
+    check(server["extensions"] == ["binary_tensor_data", "model_configuration", "model_repository", "statistics"],
           f"advertised extensions {server['extensions']}")
     # Model metadata and readiness.
     expected_metadata = {"name": "fmnist", "versions": ["1"], "platform": "qdqrt_onnx",
@@ -159,6 +159,13 @@ def run(client, metrics):
         check(status == wanted and isinstance(message, str) and message, f"{name}: {status} {data[:120]!r}")
     status, _, _ = client.request("GET", "/v2/health/live", headers={f"X-{i}": "1" for i in range(200)})
     check(status == 431, f"200 header fields: {status}")
+    # Model configuration.
+    for path in ("/v2/models/fmnist/config", "/v2/models/fmnist/versions/1/config"):
+        status, config = client.json("GET", path)
+        check(status == 200 and config["name"] == "fmnist" and config["max_batch_size"] == 8 and
+              config["input"] == [{"name": "input", "data_type": "TYPE_FP32", "dims": [1, 28, 28]}] and
+              config["output"] == [{"name": "output", "data_type": "TYPE_FP32", "dims": [10]}], f"config {path}")
+    check(client.request("GET", "/v2/models/nope/config")[0] == 404, "config of an unknown model")
     # Statistics.
     for path in ("/v2/models/stats", "/v2/models/fmnist/stats", "/v2/models/fmnist/versions/1/stats"):
         status, stats = client.json("GET", path)

@@ -1054,6 +1054,8 @@ TEST(ModelRepositoryConfig, BadConfigsAreRefusedNamingModelAndKey) {
   std::ofstream(add("unknown_input")) << R"({"input_shapes": {"pixels": [8, 1, 28, 28]}})";
   std::ofstream(add("huge_delay")) << R"({"dynamic_batching": {"max_queue_delay_microseconds": 10000000000000}})";
   std::ofstream(add("many_instances")) << R"({"instance_group": {"count": 1000000}})";
+  add("triton_config");
+  std::ofstream(root / "triton_config" / "config.pbtxt") << "max_batch_size: 4\n";
   MetricsRegistry metrics;
   RepositoryOptions options;
   options.repository_dir = root.string();
@@ -1073,9 +1075,11 @@ TEST(ModelRepositoryConfig, BadConfigsAreRefusedNamingModelAndKey) {
   EXPECT_NE(message_of("huge_delay").find("'dynamic_batching.max_queue_delay_microseconds' must be in 0..10000000"),
             std::string::npos);
   EXPECT_NE(message_of("many_instances").find("'instance_group.count' must be in 1..256, got 1000000"), std::string::npos);
+  EXPECT_NE(message_of("triton_config").find("has a config.pbtxt (Triton's protobuf text), which qdqrt does not read"),
+            std::string::npos);
   // Each is listed unavailable with its reason; nothing is serving with defaults.
   for (const ModelIndexEntry& entry : repository.index()) EXPECT_EQ(entry.state, "UNAVAILABLE") << entry.name;
-  EXPECT_EQ(repository.index().size(), 5u);
+  EXPECT_EQ(repository.index().size(), 6u);
   repository.shutdown();
   std::error_code error;
   fs::remove_all(root, error);
@@ -1328,6 +1332,39 @@ TEST_F(ServerTest, RepositoryLoadParametersAreRefused) {
   ASSERT_TRUE(index);
   EXPECT_EQ(index->status, 200);
   for (const json& entry : json::parse(index->body)) EXPECT_EQ(entry["state"], "READY");
+}
+
+// Triton's model configuration extension: the config a model is served with, in Triton's schema
+// (HTTP JSON and gRPC ModelConfig agree).
+TEST_F(ServerTest, ModelConfigurationInTritonsSchema) {
+  auto http = client();
+  auto response = http->Get("/v2/models/fmnist/config");
+  ASSERT_TRUE(response);
+  ASSERT_EQ(response->status, 200) << response->body;
+  EXPECT_EQ(json::parse(response->body), json::parse(R"({"name": "fmnist", "platform": "qdqrt_onnx", "backend": "qdqrt",
+      "version_policy": {"latest": {"num_versions": 1}}, "max_batch_size": 8,
+      "input": [{"name": "input", "data_type": "TYPE_FP32", "dims": [1, 28, 28]}],
+      "output": [{"name": "output", "data_type": "TYPE_FP32", "dims": [10]}],
+      "instance_group": [{"name": "fmnist_0", "kind": "KIND_CPU", "count": 1}],
+      "dynamic_batching": {"preferred_batch_size": [], "max_queue_delay_microseconds": 20000}})"));
+  auto unbatched = http->Get("/v2/models/fmnist_unbatched/versions/1/config");
+  ASSERT_TRUE(unbatched);
+  EXPECT_FALSE(json::parse(unbatched->body).contains("dynamic_batching"));
+  EXPECT_EQ(http->Get("/v2/models/nope/config")->status, 404);
+  EXPECT_EQ(http->Get("/v2/models/fmnist/versions/2/config")->status, 404);
+  inference::ModelConfigRequest request;
+  request.set_name("fmnist");
+  inference::ModelConfigResponse reply;
+  grpc::ClientContext context;
+  ASSERT_TRUE(grpc_stub()->ModelConfig(&context, request, &reply).ok());
+  const auto& config = reply.config();
+  EXPECT_EQ(config.max_batch_size(), 8);
+  ASSERT_EQ(config.input_size(), 1);
+  EXPECT_EQ(config.input(0).data_type(), inference::TYPE_FP32);
+  EXPECT_EQ(std::vector<int64_t>(config.input(0).dims().begin(), config.input(0).dims().end()), (std::vector<int64_t>{1, 28, 28}));
+  EXPECT_EQ(config.output(0).dims(0), 10);
+  EXPECT_EQ(config.dynamic_batching().max_queue_delay_microseconds(), 20000u);
+  EXPECT_EQ(config.instance_group(0).kind(), inference::ModelInstanceGroup::KIND_CPU);
 }
 
 }  // namespace
