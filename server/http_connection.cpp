@@ -496,7 +496,7 @@ RoutingServer::RoutingServer(size_t max_body_bytes) {
 
 void RoutingServer::serve_connection(int fd, std::string prefix, const HttpOptions& options, bool rejecting,
                                      const std::atomic<bool>& stopping, const std::atomic<int64_t>& stop_deadline,
-                                     const Park& park) {
+                                     const Park& park, const std::function<bool()>& crowded) {
   ConnectionStream stream(fd, std::move(prefix), options, stop_deadline);
   t_connection = ConnectionState{&stream, rejecting};
   int keep_alive_ms = options.keep_alive_timeout_seconds * 1000;
@@ -505,10 +505,15 @@ void RoutingServer::serve_connection(int fd, std::string prefix, const HttpOptio
   try {
     for (size_t served = 0; served < kMaxRequestsPerConnection; ++served) {
       if (served > 0 && park && !stream.has_buffered() && !stopping.load()) {
-        // Idle between requests: the HeadReader holds it, not this thread.
-        park(fd, stream.take_buffered());
-        parked = true;
-        break;
+        // A client that sends its next request at once keeps this thread (a hand-off to the
+        // head reader and back costs two thread wake-ups), unless connections wait for one.
+        bool next_arrived = !(crowded && crowded()) && stream.wait_for_request(kKeepServingMs, stopping);
+        if (!next_arrived) {
+          // Idle between requests: the HeadReader holds it, not this thread.
+          park(fd, stream.take_buffered());
+          parked = true;
+          break;
+        }
       }
       // The first request of a connection is waited for even when stopping: it was accepted.
       static const std::atomic<bool> not_stopping{false};
@@ -542,12 +547,12 @@ void ConnectionPool::enqueue(int fd, std::string prefix) {
     try {
       if (jobs_.size() < max_queued_) {
         jobs_.push_back({fd, std::move(prefix)});
-        changed_.notify_all();
+        jobs_changed_.notify_one();  // one request, one thread (not a wake-up of every idle one)
         return;
       }
       if (rejects_.size() < max_queued_) {
         rejects_.push_back({fd, std::move(prefix)});
-        changed_.notify_all();
+        rejects_changed_.notify_one();
         return;
       }
     } catch (const std::bad_alloc&) {
@@ -557,13 +562,19 @@ void ConnectionPool::enqueue(int fd, std::string prefix) {
   close_gracefully(fd, 0);
 }
 
+bool ConnectionPool::crowded() {
+  std::lock_guard lock(mutex_);
+  return !jobs_.empty();
+}
+
 void ConnectionPool::shutdown() {
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
     stopping_ = true;
   }
-  changed_.notify_all();
+  jobs_changed_.notify_all();
+  rejects_changed_.notify_all();
   for (std::thread& worker : workers_) worker.join();
 }
 
@@ -572,7 +583,7 @@ void ConnectionPool::work(std::deque<Job>& queue, bool rejecting) {
     Job job;
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return stopping_ || !queue.empty(); });
+      (rejecting ? rejects_changed_ : jobs_changed_).wait(lock, [&] { return stopping_ || !queue.empty(); });
       if (queue.empty()) return;  // stopping and drained: every accepted connection was served
       job = std::move(queue.front());
       queue.pop_front();

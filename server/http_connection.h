@@ -41,11 +41,16 @@ class RoutingServer : public httplib::Server {
   // `rejecting`: every request is answered 429. `stopping`: the request that has arrived is
   // served, then the connection closes. `stop_deadline`: steady-clock ticks past which no read
   // waits.
+  // `crowded` (optional): connections wait for a pool thread, so this one is not kept waiting
+  // for the connection's next request.
   void serve_connection(int fd, std::string prefix, const HttpOptions& options, bool rejecting,
-                        const std::atomic<bool>& stopping, const std::atomic<int64_t>& stop_deadline, const Park& park);
+                        const std::atomic<bool>& stopping, const std::atomic<int64_t>& stop_deadline, const Park& park,
+                        const std::function<bool()>& crowded = nullptr);
 
  private:
   static constexpr size_t kMaxRequestsPerConnection = size_t{1} << 20;
+  // How long a thread waits for a connection's next request before handing it to the reader.
+  static constexpr int kKeepServingMs = 2;
 };
 
 // The request body, read through httplib's ContentReader (which undoes chunked framing and
@@ -72,6 +77,8 @@ class ConnectionPool {
 
   // Takes ownership of `fd`; `prefix`: the bytes already read from it.
   void enqueue(int fd, std::string prefix);
+  // Connections wait for a thread.
+  bool crowded();
   // Serves every connection queued, then joins. Idempotent.
   void shutdown();
 
@@ -86,7 +93,8 @@ class ConnectionPool {
   size_t max_queued_;
   Serve serve_;
   std::mutex mutex_;
-  std::condition_variable changed_;
+  std::condition_variable jobs_changed_;
+  std::condition_variable rejects_changed_;
   std::deque<Job> jobs_;
   std::deque<Job> rejects_;
   bool stopping_ = false;

@@ -78,17 +78,19 @@ void HttpFrontend::add_routes() {
     const ModelConfigView& model = std::get<ModelConfigView>(config);
     auto tensors = [](const std::vector<ModelConfigView::Tensor>& list) {
       json items = json::array();
-      for (const auto& tensor : list) items.push_back({{"name", tensor.name}, {"data_type", tensor.datatype}, {"dims", tensor.dims}});
+      for (const auto& tensor : list)
+        items.push_back({{"name", tensor.name}, {"data_type", tensor.datatype}, {"dims", tensor.dims}});
       return items;
     };
-    json body = {{"name", model.name},
-                 {"platform", kPlatform},
-                 {"backend", "qdqrt"},
-                 {"version_policy", {{"latest", {{"num_versions", 1}}}}},
-                 {"max_batch_size", model.max_batch_size},
-                 {"input", tensors(model.inputs)},
-                 {"output", tensors(model.outputs)},
-                 {"instance_group", {{{"name", model.name + "_0"}, {"kind", "KIND_CPU"}, {"count", model.instance_count}}}}};
+    json body = {
+        {"name", model.name},
+        {"platform", kPlatform},
+        {"backend", "qdqrt"},
+        {"version_policy", {{"latest", {{"num_versions", 1}}}}},
+        {"max_batch_size", model.max_batch_size},
+        {"input", tensors(model.inputs)},
+        {"output", tensors(model.outputs)},
+        {"instance_group", {{{"name", model.name + "_0"}, {"kind", "KIND_CPU"}, {"count", model.instance_count}}}}};
     if (model.dynamic_batching) {
       body["dynamic_batching"] = {{"preferred_batch_size", model.preferred_batch_sizes},
                                   {"max_queue_delay_microseconds", model.max_queue_delay_us}};
@@ -267,8 +269,10 @@ Result<int> HttpFrontend::start() {
           options.request_timeout_seconds = 1;
           options.read_timeout_seconds = 1;
         }
-        http_->serve_connection(client, std::move(prefix), options, rejecting, stopping_, stop_deadline_,
-                                [this](int fd, std::string buffered) { heads_->add(fd, std::move(buffered), true); });
+        http_->serve_connection(
+            client, std::move(prefix), options, rejecting, stopping_, stop_deadline_,
+            [this](int fd, std::string buffered) { heads_->add(fd, std::move(buffered), true); },
+            [this] { return pool_->crowded(); });
       });
   heads_ = std::make_unique<HeadReader>(
       options_, [this](int client, std::string bytes) { pool_->enqueue(client, std::move(bytes)); });
