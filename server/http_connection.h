@@ -50,7 +50,7 @@ class RoutingServer : public httplib::Server {
  private:
   static constexpr size_t kMaxRequestsPerConnection = size_t{1} << 20;
   // How long a thread waits for a connection's next request before handing it to the reader.
-  static constexpr int kKeepServingMs = 2;
+  static constexpr int kKeepServingMs = 10;
 };
 
 // The request body, read through httplib's ContentReader (which undoes chunked framing and
