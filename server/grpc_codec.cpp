@@ -94,7 +94,13 @@ std::variant<InferRequest, ServeError> request_from_grpc(inference::ModelInferRe
     }
     request.inputs.push_back(std::move(tensor));
   }
-  for (const auto& output : message.outputs()) request.outputs.push_back({output.name(), std::nullopt});
+  for (const auto& output : message.outputs()) {
+    // Triton's classification extension is not implemented: refused, never silently ignored.
+    if (output.parameters().count("classification") > 0) {
+      return bad_request("output '" + output.name() + "': the classification extension is not supported");
+    }
+    request.outputs.push_back({output.name(), std::nullopt});
+  }
   return request;
 }
 

@@ -58,18 +58,32 @@ class UnaryCall final : public Call {
 
   void proceed(bool ok) override {
     if (!ok || answered_) {
-      delete this;  // the answer is sent, or no call came (shutdown)
+      // The answer is sent, or no call came (shutdown). A method whose next call could not be
+      // asked for (out of memory) asks again now.
+      if (ok && relisten_) try_listen();
+      delete this;
       return;
     }
-    listen(request_next_, handler_, unanswered_);  // the next call of this method, while this one is served
+    relisten_ = !try_listen();  // the next call of this method, while this one is served
     answered_ = true;
     unanswered_->fetch_add(1);
-    handler_(*this);
+    // The exception barrier: whatever the handler throws becomes the call's status.
+    try {
+      handler_(*this);
+    } catch (const std::bad_alloc&) {
+      finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "out of memory"));
+    } catch (const std::exception& exception) {
+      finish(grpc::Status(grpc::StatusCode::INTERNAL, exception.what()));
+    } catch (...) {
+      finish(grpc::Status(grpc::StatusCode::INTERNAL, "internal error"));
+    }
   }
 
   Request& request() { return request_; }
   Response& response() { return response_; }
+  // Sends the answer; only the first call counts (the exception barrier may race a late answer).
   void finish(const grpc::Status& status) {
+    if (finished_.exchange(true)) return;
     std::atomic<int64_t>* unanswered = unanswered_;  // `this` may be gone once the answer is queued
     if (status.ok()) {
       writer_.Finish(response_, status, this);
@@ -91,7 +105,18 @@ class UnaryCall final : public Call {
   Request request_;
   Response response_;
   grpc::ServerAsyncResponseWriter<Response> writer_;
+  bool try_listen() {
+    try {
+      listen(request_next_, handler_, unanswered_);
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+
   bool answered_ = false;
+  bool relisten_ = false;
+  std::atomic<bool> finished_{false};
 };
 
 }  // namespace
@@ -129,9 +154,7 @@ class GrpcFrontend::Service {
     on<inference::ServerMetadataRequest, inference::ServerMetadataResponse>(queue, &AsyncService::RequestServerMetadata, [](auto& call) {
           call.response().set_name(kServerName);
           call.response().set_version(kServerVersion);
-          for (const char* extension : {"binary_tensor_data", "model_repository", "statistics"}) {
-            call.response().add_extensions(extension);
-          }
+          for (const std::string& extension : server_extensions()) call.response().add_extensions(extension);
           call.finish(grpc::Status::OK);
         });
     on<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(queue, &AsyncService::RequestModelMetadata, [this](auto& call) { call.finish(model_metadata(call.request(), call.response())); });
@@ -140,9 +163,15 @@ class GrpcFrontend::Service {
       auto parsed = request_from_grpc(call.request());
       if (auto* error = std::get_if<ServeError>(&parsed)) return call.finish(to_grpc_status(*error));
       server_.infer_async(std::move(std::get<InferRequest>(parsed)), [&call](InferenceServer::InferResult result) {
-        if (auto* error = std::get_if<ServeError>(&result)) return call.finish(to_grpc_status(*error));
-        response_to_grpc(std::get<InferResponse>(result), call.response());
-        call.finish(grpc::Status::OK);
+        // Runs on a dispatcher thread too: nothing may escape it.
+        try {
+          if (auto* error = std::get_if<ServeError>(&result)) return call.finish(to_grpc_status(*error));
+          response_to_grpc(std::get<InferResponse>(result), call.response());
+          call.finish(grpc::Status::OK);
+        } catch (const std::exception&) {
+          call.response().Clear();
+          call.finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "out of memory building the response"));
+        }
       });
     });
     on<inference::RepositoryIndexRequest, inference::RepositoryIndexResponse>(queue, &AsyncService::RequestRepositoryIndex, [this](auto& call) {
@@ -153,6 +182,77 @@ class GrpcFrontend::Service {
             model->set_version(entry.version);
             model->set_state(entry.state);
             model->set_reason(entry.reason);
+          }
+          call.finish(grpc::Status::OK);
+        });
+    on<inference::ModelConfigRequest, inference::ModelConfigResponse>(queue, &AsyncService::RequestModelConfig, [this](auto& call) {
+          auto config = server_.model_config(call.request().name(), call.request().version());
+          if (auto* error = std::get_if<ServeError>(&config)) return call.finish(to_grpc_status(*error));
+          const ModelConfigView& model = std::get<ModelConfigView>(config);
+          auto* out = call.response().mutable_config();
+          out->set_name(model.name);
+          out->set_platform(kPlatform);
+          out->set_backend("qdqrt");
+          out->mutable_version_policy()->mutable_latest()->set_num_versions(1);
+          out->set_max_batch_size(static_cast<int32_t>(model.max_batch_size));
+          auto data_type = [](const std::string& name) {
+            inference::DataType type = inference::TYPE_INVALID;
+            inference::DataType_Parse(name, &type);
+            return type;
+          };
+          for (const auto& tensor : model.inputs) {
+            auto* input = out->add_input();
+            input->set_name(tensor.name);
+            input->set_data_type(data_type(tensor.datatype));
+            for (int64_t dim : tensor.dims) input->add_dims(dim);
+          }
+          for (const auto& tensor : model.outputs) {
+            auto* output = out->add_output();
+            output->set_name(tensor.name);
+            output->set_data_type(data_type(tensor.datatype));
+            for (int64_t dim : tensor.dims) output->add_dims(dim);
+          }
+          auto* group = out->add_instance_group();
+          group->set_name(model.name + "_0");
+          group->set_kind(inference::ModelInstanceGroup::KIND_CPU);
+          group->set_count(model.instance_count);
+          if (model.dynamic_batching) {
+            auto* batching = out->mutable_dynamic_batching();
+            for (int64_t size : model.preferred_batch_sizes) batching->add_preferred_batch_size(static_cast<int32_t>(size));
+            batching->set_max_queue_delay_microseconds(static_cast<uint64_t>(model.max_queue_delay_us));
+          }
+          call.finish(grpc::Status::OK);
+        });
+    on<inference::ModelStatisticsRequest, inference::ModelStatisticsResponse>(queue, &AsyncService::RequestModelStatistics, [this](auto& call) {
+          auto statistics = server_.model_statistics(call.request().name(), call.request().version());
+          if (auto* error = std::get_if<ServeError>(&statistics)) return call.finish(to_grpc_status(*error));
+          auto fill = [](const DurationStatistic& from, inference::StatisticDuration* to) {
+            to->set_count(from.count);
+            to->set_ns(from.ns);
+          };
+          for (const ModelStatistics& model : std::get<std::vector<ModelStatistics>>(statistics)) {
+            auto* entry = call.response().add_model_stats();
+            entry->set_name(model.name);
+            entry->set_version(model.version);
+            entry->set_last_inference(model.last_inference_ms);
+            entry->set_inference_count(model.inference_count);
+            entry->set_execution_count(model.execution_count);
+            auto* stats = entry->mutable_inference_stats();
+            fill(model.success, stats->mutable_success());
+            fill(model.fail, stats->mutable_fail());
+            fill(model.queue, stats->mutable_queue());
+            fill(model.compute_input, stats->mutable_compute_input());
+            fill(model.compute_infer, stats->mutable_compute_infer());
+            fill(model.compute_output, stats->mutable_compute_output());
+            stats->mutable_cache_hit();
+            stats->mutable_cache_miss();
+            for (const BatchStatistics& batch : model.batches) {
+              auto* batch_entry = entry->add_batch_stats();
+              batch_entry->set_batch_size(static_cast<uint64_t>(batch.batch_size));
+              fill(batch.compute_input, batch_entry->mutable_compute_input());
+              fill(batch.compute_infer, batch_entry->mutable_compute_infer());
+              fill(batch.compute_output, batch_entry->mutable_compute_output());
+            }
           }
           call.finish(grpc::Status::OK);
         });
@@ -212,8 +312,10 @@ class GrpcFrontend::Service {
 
   static grpc::Status repository_status(const Status& status) {
     if (status.is_ok()) return grpc::Status::OK;
-    bool unknown = status.message().starts_with("no model");
-    return grpc::Status(unknown ? grpc::StatusCode::NOT_FOUND : grpc::StatusCode::INVALID_ARGUMENT, status.to_string());
+    grpc::StatusCode code = grpc::StatusCode::INVALID_ARGUMENT;
+    if (is_unknown_model(status)) code = grpc::StatusCode::NOT_FOUND;
+    if (status.code() == StatusCode::kInternal) code = grpc::StatusCode::INTERNAL;
+    return grpc::Status(code, status.to_string());
   }
 
   // Events taken in one go before the gathered infers run (each call is several events).
@@ -237,6 +339,10 @@ Result<int> GrpcFrontend::start() {
   builder.RegisterService(&service_->async_service());
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(options_.max_message_bytes, INT32_MAX)));
   builder.SetMaxSendMessageSize(-1);
+  // gRPC 1.51 inflates a compressed message whole before checking its size against the limit:
+  // refuse compressed requests (UNIMPLEMENTED) instead of inflating them.
+  builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_DEFLATE, false);
+  builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
   // One queue per thread: the thread that polls a connection then runs its calls.
   for (int index = 0; index < std::max(1, options_.threads); ++index) queues_.push_back(builder.AddCompletionQueue());
   grpc_ = builder.BuildAndStart();

@@ -28,7 +28,7 @@ struct GrpcOptions {
   // costs a thread hand-off per call in gRPC 1.51 (its pollers pass the polling role on), so one
   // is the default; an engine run blocks the reading of other calls meanwhile (they then merge).
   int threads = 1;
-  int shutdown_grace_seconds = 30;       // in-flight RPCs get this long to finish on stop()
+  int shutdown_grace_seconds = 5;        // in-flight RPCs get this long to finish on stop()
 };
 
 class GrpcFrontend {

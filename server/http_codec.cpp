@@ -52,7 +52,10 @@ bool append_integer(const json& value, std::vector<uint8_t>& data) {
 template <class T>
 bool append_float(const json& value, std::vector<uint8_t>& data) {
   if (!value.is_number()) return false;
-  T number = static_cast<T>(value.get<double>());
+  double wide = value.get<double>();
+  // Out of the type's range (or overflowed to inf in the text) is refused, as for integers.
+  if (!std::isfinite(wide) || std::fabs(wide) > static_cast<double>(std::numeric_limits<T>::max())) return false;
+  T number = static_cast<T>(wide);
   const uint8_t* bytes = reinterpret_cast<const uint8_t*>(&number);
   data.insert(data.end(), bytes, bytes + sizeof(T));
   return true;
@@ -130,6 +133,64 @@ json element_json(DataType dtype, const uint8_t* data, size_t index) {
   }
 }
 
+// Counts values and nesting without building anything: a body is refused before its DOM (many
+// times the text's size) exists.
+class JsonBudget : public nlohmann::json_sax<json> {
+ public:
+  bool null() override { return count(); }
+  bool boolean(bool) override { return count(); }
+  bool number_integer(number_integer_t) override { return count(); }
+  bool number_unsigned(number_unsigned_t) override { return count(); }
+  bool number_float(number_float_t, const string_t&) override { return count(); }
+  bool string(string_t&) override { return count(); }
+  bool binary(binary_t&) override { return count(); }
+  bool start_object(std::size_t) override { return open(); }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    malformed = true;
+    return false;
+  }
+
+  bool over_budget = false;
+  bool malformed = false;
+
+ private:
+  bool count() {
+    if (++elements_ > kMaxJsonElements) over_budget = true;
+    return !over_budget;
+  }
+  bool open() {
+    if (++depth_ > kMaxJsonDepth) over_budget = true;
+    return count();
+  }
+  bool close() {
+    --depth_;
+    return true;
+  }
+  size_t elements_ = 0;
+  size_t depth_ = 0;
+};
+
+bool has_non_finite(const InferTensor& tensor) {
+  if (tensor.dtype == DataType::kFloat) {
+    for (size_t index = 0; index < tensor.data.size() / sizeof(float); ++index) {
+      float value;
+      std::memcpy(&value, tensor.data.data() + index * sizeof(float), sizeof(float));
+      if (!std::isfinite(value)) return true;
+    }
+  } else if (tensor.dtype == DataType::kDouble) {
+    for (size_t index = 0; index < tensor.data.size() / sizeof(double); ++index) {
+      double value;
+      std::memcpy(&value, tensor.data.data() + index * sizeof(double), sizeof(double));
+      if (!std::isfinite(value)) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string error_json(const std::string& message) {
@@ -146,7 +207,16 @@ std::variant<InferRequest, ServeError> parse_http_infer_request(std::string_view
       return bad_request("Inference-Header-Content-Length '" + text + "' is not a length within the body");
     }
   }
-  json root = json::parse(body.substr(0, json_length), nullptr, /*allow_exceptions=*/false);
+  std::string_view json_text = body.substr(0, json_length);
+  if (json_text.find_first_not_of(" \t\r\n") == std::string_view::npos) return bad_request("the request body is empty");
+  JsonBudget budget;
+  json::sax_parse(json_text.begin(), json_text.end(), &budget, nlohmann::detail::input_format_t::json, /*strict=*/true);
+  if (budget.over_budget) {
+    return bad_request("the request JSON has more than " + std::to_string(kMaxJsonElements) + " values or nests deeper than " +
+                       std::to_string(kMaxJsonDepth) + " (send large tensors as binary data)");
+  }
+  if (budget.malformed) return bad_request("the request body is not valid JSON");
+  json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return bad_request("the request body is not valid JSON");
   if (!root.is_object()) return bad_request("the request body must be a JSON object");
   std::string_view binary = body.substr(json_length);
@@ -219,7 +289,7 @@ std::variant<InferRequest, ServeError> parse_http_infer_request(std::string_view
       int64_t found = 0;
       if (!flatten_data(*data, tensor.dtype, tensor.shape.size() + 1, tensor.data, found, *count)) {
         return bad_request("input '" + tensor.name + "': 'data' must hold " + std::to_string(*count) + " " +
-                           datatype->get<std::string>() + " values");
+                           datatype->get<std::string>() + " values (each within the datatype's range)");
       }
       if (found != *count) {
         return bad_request("input '" + tensor.name + "': 'data' holds " + std::to_string(found) +
@@ -238,6 +308,10 @@ std::variant<InferRequest, ServeError> parse_http_infer_request(std::string_view
       RequestedOutput requested{name->get<std::string>(), std::nullopt};
       if (auto parameters = output.find("parameters"); parameters != output.end()) {
         if (!parameters->is_object()) return bad_request("output '" + requested.name + "': 'parameters' must be an object");
+        // Triton's classification extension is not implemented: refused, never silently ignored.
+        if (parameters->contains("classification")) {
+          return bad_request("output '" + requested.name + "': the classification extension is not supported");
+        }
         if (auto binary_data = parameters->find("binary_data"); binary_data != parameters->end()) {
           if (!binary_data->is_boolean()) return bad_request("output '" + requested.name + "': 'binary_data' must be true or false");
           requested.binary_data = binary_data->get<bool>();
@@ -249,7 +323,7 @@ std::variant<InferRequest, ServeError> parse_http_infer_request(std::string_view
   return request;
 }
 
-HttpBody encode_http_infer_response(const InferResponse& response) {
+std::variant<HttpBody, ServeError> encode_http_infer_response(const InferResponse& response) {
   json root = json::object();
   root["model_name"] = response.model_name;
   root["model_version"] = response.model_version;
@@ -265,6 +339,11 @@ HttpBody encode_http_infer_response(const InferResponse& response) {
       output["parameters"] = {{"binary_data_size", tensor.data.size()}};
       binary.append(reinterpret_cast<const char*>(tensor.data.data()), tensor.data.size());
     } else {
+      if (has_non_finite(tensor)) {
+        return bad_request("output '" + tensor.name +
+                           "' holds NaN or Inf, which JSON cannot carry: ask for it as binary data "
+                           "(\"parameters\": {\"binary_data\": true})");
+      }
       size_t count = tensor.data.size() / std::max<size_t>(1, dtype_size(tensor.dtype));
       json data = json::array();
       for (size_t element = 0; element < count; ++element) data.push_back(element_json(tensor.dtype, tensor.data.data(), element));

@@ -23,7 +23,14 @@ struct HttpBody {
   std::string content_type;
   std::optional<size_t> header_length;  // set when binary outputs follow the JSON header
 };
-HttpBody encode_http_infer_response(const InferResponse& response);
+// Refused (kBadRequest) when an output asked for as JSON holds NaN or Inf, which JSON cannot
+// carry: the binary extension carries them.
+std::variant<HttpBody, ServeError> encode_http_infer_response(const InferResponse& response);
+
+// A request's JSON may hold at most this many values (each costs far more in a DOM than in the
+// text) and nest at most this deep; counted before the DOM is built.
+inline constexpr size_t kMaxJsonElements = size_t{1} << 22;
+inline constexpr size_t kMaxJsonDepth = 64;
 
 // {"error": "..."}
 std::string error_json(const std::string& message);

@@ -1,99 +1,27 @@
 #include "server/http_frontend.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
-#include <condition_variable>
-#include <deque>
-#include <functional>
-#include <mutex>
-#include <vector>
-
-#include <httplib.h>
+#include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "server/http_codec.h"
+#include "server/http_connection.h"
 
 namespace qdqrt::server {
 
 namespace {
 
 using json = nlohmann::json;
-
-// Set on the threads that only turn connections away (see BoundedTaskQueue).
-thread_local bool t_rejecting_connections = false;
-
-// httplib's ThreadPool queues connections without limit. This one serves `threads` connections
-// at once and queues up to `max_queued`; past that a connection goes to a small pool that answers
-// each of its requests 429 with "Connection: close", and when even that is full the accept
-// thread answers it itself (so the listen backlog, not memory, absorbs a flood).
-class BoundedTaskQueue : public httplib::TaskQueue {
- public:
-  BoundedTaskQueue(int threads, int max_queued) : max_queued_(static_cast<size_t>(max_queued)) {
-    for (int index = 0; index < threads; ++index) workers_.emplace_back([this] { work(jobs_, false); });
-    for (int index = 0; index < kRejectThreads; ++index) workers_.emplace_back([this] { work(rejects_, true); });
-  }
-  ~BoundedTaskQueue() override { shutdown(); }
-
-  void enqueue(std::function<void()> job) override {
-    {
-      std::lock_guard lock(mutex_);
-      if (jobs_.size() < max_queued_) {
-        jobs_.push_back(std::move(job));
-        changed_.notify_all();
-        return;
-      }
-      if (rejects_.size() < max_queued_) {
-        rejects_.push_back(std::move(job));
-        changed_.notify_all();
-        return;
-      }
-    }
-    t_rejecting_connections = true;
-    job();
-    t_rejecting_connections = false;
-  }
-
-  void shutdown() override {
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_) return;
-      stopping_ = true;
-    }
-    changed_.notify_all();
-    for (std::thread& worker : workers_) worker.join();
-  }
-
- private:
-  static constexpr int kRejectThreads = 2;
-
-  void work(std::deque<std::function<void()>>& queue, bool rejecting) {
-    t_rejecting_connections = rejecting;
-    for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock lock(mutex_);
-        changed_.wait(lock, [&] { return stopping_ || !queue.empty(); });
-        if (queue.empty()) return;  // stopping and drained: every accepted connection was served
-        job = std::move(queue.front());
-        queue.pop_front();
-      }
-      job();
-    }
-  }
-
-  size_t max_queued_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<std::function<void()>> jobs_;
-  std::deque<std::function<void()>> rejects_;
-  bool stopping_ = false;
-  std::vector<std::thread> workers_;
-};
-
-void send_error(httplib::Response& response, const ServeError& error) {
-  response.status = http_status_of(error.kind);
-  response.set_content(error_json(error.message), "application/json");
-}
+using Clock = std::chrono::steady_clock;
 
 void send_json(httplib::Response& response, const json& body) {
   response.status = 200;
@@ -112,65 +40,12 @@ json tensor_metadata_json(const std::vector<TensorMetadata>& tensors) {
   return list;
 }
 
-const char* reason_phrase(int status) {
-  switch (status) {
-    case 400: return "bad request";
-    case 404: return "not found";
-    case 405: return "method not allowed";
-    case 413: return "request body too large";
-    case 414: return "request URI too long";
-    case 429: return "too many connections";
-    case 503: return "unavailable";
-    default: return "request failed";
-  }
-}
-
 }  // namespace
 
 HttpFrontend::HttpFrontend(InferenceServer& server, HttpOptions options, bool metrics_only)
-    : server_(server), options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
-  int threads = std::max(1, options_.threads);
-  int max_queued = std::max(1, options_.max_queued_connections);
-  http_->new_task_queue = [threads, max_queued] { return new BoundedTaskQueue(threads, max_queued); };
-  http_->set_payload_max_length(options_.max_body_bytes);
-  http_->set_read_timeout(options_.read_timeout_seconds, 0);
-  http_->set_write_timeout(options_.read_timeout_seconds, 0);
-  http_->set_keep_alive_timeout(options_.keep_alive_timeout_seconds);
-  http_->set_keep_alive_max_count(1u << 20);
-  http_->set_tcp_nodelay(true);
-  // Debian's libcpp-httplib is built with a listen backlog of 5: a burst of connections then
-  // overflows it and Linux resets some (SYN cookies). Keep the listening socket to listen() on it
-  // again with a real backlog once bound.
-  http_->set_socket_options([this](int socket_fd) {
-    int one = 1;
-    ::setsockopt(socket_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    listen_socket_ = socket_fd;
-  });
-  http_->set_pre_routing_handler([](const httplib::Request& request, httplib::Response& response) {
-    if (!t_rejecting_connections) return httplib::Server::HandlerResponse::Unhandled;
-    // Asking the client to close frees this thread for the next connection turned away.
-    const_cast<httplib::Request&>(request).set_header("Connection", "close");
-    send_error(response, serve_error(ErrorKind::kTooManyRequests, "too many connections; retry later"));
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  // httplib's own refusals (no route, 413 over the body limit, unparsable request) carry no body.
-  http_->set_error_handler([](const httplib::Request&, httplib::Response& response) {
-    if (response.body.empty()) {
-      response.set_content(error_json(reason_phrase(response.status)), "application/json");
-    }
-  });
-  http_->set_exception_handler([](const httplib::Request&, httplib::Response& response, std::exception_ptr error) {
-    std::string message = "internal error";
-    try {
-      if (error) std::rethrow_exception(error);
-    } catch (const std::bad_alloc&) {
-      message = "out of memory";
-    } catch (const std::exception& exception) {
-      message = exception.what();
-    } catch (...) {
-    }
-    send_error(response, ServeError{ErrorKind::kInternal, message});
-  });
+    : server_(server), options_(std::move(options)), http_(std::make_unique<RoutingServer>(options_.max_body_bytes)) {
+  options_.threads = std::max(1, options_.threads);
+  options_.max_queued_connections = std::max(1, options_.max_queued_connections);
   if (metrics_only) {
     add_metrics_route();
   } else {
@@ -187,19 +62,76 @@ void HttpFrontend::add_metrics_route() {
 }
 
 void HttpFrontend::add_routes() {
+  using httplib::ContentReader;
   using httplib::Request;
   using httplib::Response;
-  http_->Get("/v2/health/live", [this](const Request&, Response& response) {
-    response.status = server_.live() ? 200 : 503;
-  });
-  http_->Get("/v2/health/ready", [this](const Request&, Response& response) {
-    response.status = server_.ready() ? 200 : 503;
-  });
+  http_->Get("/v2/health/live",
+             [this](const Request&, Response& response) { response.status = server_.live() ? 200 : 503; });
+  http_->Get("/v2/health/ready",
+             [this](const Request&, Response& response) { response.status = server_.ready() ? 200 : 503; });
   http_->Get(R"(/v2/?)", [](const Request&, Response& response) {
-    send_json(response, {{"name", kServerName},
-                         {"version", kServerVersion},
-                         {"extensions", {"binary_tensor_data", "model_repository", "statistics"}}});
+    send_json(response, {{"name", kServerName}, {"version", kServerVersion}, {"extensions", server_extensions()}});
   });
+  http_->Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/config)", [this](const Request& request, Response& response) {
+    auto config = server_.model_config(match_or_empty(request, 1), match_or_empty(request, 2));
+    if (auto* error = std::get_if<ServeError>(&config)) return send_error(response, *error);
+    const ModelConfigView& model = std::get<ModelConfigView>(config);
+    auto tensors = [](const std::vector<ModelConfigView::Tensor>& list) {
+      json items = json::array();
+      for (const auto& tensor : list)
+        items.push_back({{"name", tensor.name}, {"data_type", tensor.datatype}, {"dims", tensor.dims}});
+      return items;
+    };
+    json body = {
+        {"name", model.name},
+        {"platform", kPlatform},
+        {"backend", "qdqrt"},
+        {"version_policy", {{"latest", {{"num_versions", 1}}}}},
+        {"max_batch_size", model.max_batch_size},
+        {"input", tensors(model.inputs)},
+        {"output", tensors(model.outputs)},
+        {"instance_group", {{{"name", model.name + "_0"}, {"kind", "KIND_CPU"}, {"count", model.instance_count}}}}};
+    if (model.dynamic_batching) {
+      body["dynamic_batching"] = {{"preferred_batch_size", model.preferred_batch_sizes},
+                                  {"max_queue_delay_microseconds", model.max_queue_delay_us}};
+    }
+    send_json(response, body);
+  });
+  // Before the metadata route, which would take "stats" for a model name.
+  http_->Get(R"(/v2/models(?:/([^/]+)(?:/versions/([^/]+))?)?/stats)",
+             [this](const Request& request, Response& response) {
+               auto statistics = server_.model_statistics(match_or_empty(request, 1), match_or_empty(request, 2));
+               if (auto* error = std::get_if<ServeError>(&statistics)) return send_error(response, *error);
+               auto duration = [](const DurationStatistic& statistic) {
+                 return json{{"count", statistic.count}, {"ns", statistic.ns}};
+               };
+               json models = json::array();
+               for (const ModelStatistics& model : std::get<std::vector<ModelStatistics>>(statistics)) {
+                 json batches = json::array();
+                 for (const BatchStatistics& batch : model.batches) {
+                   batches.push_back({{"batch_size", batch.batch_size},
+                                      {"compute_input", duration(batch.compute_input)},
+                                      {"compute_infer", duration(batch.compute_infer)},
+                                      {"compute_output", duration(batch.compute_output)}});
+                 }
+                 models.push_back({{"name", model.name},
+                                   {"version", model.version},
+                                   {"last_inference", model.last_inference_ms},
+                                   {"inference_count", model.inference_count},
+                                   {"execution_count", model.execution_count},
+                                   {"inference_stats",
+                                    {{"success", duration(model.success)},
+                                     {"fail", duration(model.fail)},
+                                     {"queue", duration(model.queue)},
+                                     {"compute_input", duration(model.compute_input)},
+                                     {"compute_infer", duration(model.compute_infer)},
+                                     {"compute_output", duration(model.compute_output)},
+                                     {"cache_hit", duration({})},
+                                     {"cache_miss", duration({})}}},
+                                   {"batch_stats", std::move(batches)}});
+               }
+               send_json(response, {{"model_stats", std::move(models)}});
+             });
   http_->Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)", [this](const Request& request, Response& response) {
     auto metadata = server_.model_metadata(match_or_empty(request, 1), match_or_empty(request, 2));
     if (auto* error = std::get_if<ServeError>(&metadata)) return send_error(response, *error);
@@ -216,66 +148,182 @@ void HttpFrontend::add_routes() {
     }
     response.status = 200;
   });
-  http_->Post(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/infer)", [this](const Request& request, Response& response) {
-    // An unknown model is a 404 whatever the body holds (as Triton answers).
-    if (auto error = server_.model_ready(match_or_empty(request, 1), match_or_empty(request, 2));
-        error && error->kind == ErrorKind::kNotFound) {
-      return send_error(response, *error);
+  size_t max_body = options_.max_body_bytes;
+  http_->Post(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/infer)",
+              [this, max_body](const Request& request, Response& response, const ContentReader& reader) {
+                auto body = read_body(request, response, reader, max_body);
+                if (!body) return;
+                // An unknown model is a 404 whatever the body holds (as Triton answers).
+                if (auto error = server_.model_ready(match_or_empty(request, 1), match_or_empty(request, 2));
+                    error && error->kind == ErrorKind::kNotFound) {
+                  return send_error(response, *error);
+                }
+                std::optional<std::string> header_length;
+                if (request.has_header("Inference-Header-Content-Length")) {
+                  header_length = request.get_header_value("Inference-Header-Content-Length");
+                }
+                auto parsed = parse_http_infer_request(*body, header_length);
+                body = std::nullopt;  // the tensors hold their own copy
+                if (auto* error = std::get_if<ServeError>(&parsed)) return send_error(response, *error);
+                InferRequest& infer_request = std::get<InferRequest>(parsed);
+                infer_request.model_name = match_or_empty(request, 1);
+                infer_request.model_version = match_or_empty(request, 2);
+                auto result = server_.infer(std::move(infer_request));
+                if (auto* error = std::get_if<ServeError>(&result)) return send_error(response, *error);
+                auto encoded = encode_http_infer_response(std::get<InferResponse>(result));
+                if (auto* error = std::get_if<ServeError>(&encoded)) return send_error(response, *error);
+                HttpBody& http_body = std::get<HttpBody>(encoded);
+                if (http_body.header_length) {
+                  response.set_header("Inference-Header-Content-Length", std::to_string(*http_body.header_length));
+                }
+                response.status = 200;
+                response.set_content(std::move(http_body.content), http_body.content_type.c_str());
+              });
+  http_->Post("/v2/repository/index", [this, max_body](const Request& request, Response& response,
+                                                       const ContentReader& reader) {
+    auto body = read_body(request, response, reader, max_body);
+    if (!body) return;
+    bool ready_only = false;
+    if (!body->empty()) {
+      json options = json::parse(*body, nullptr, /*allow_exceptions=*/false);
+      if (!options.is_object())
+        return send_error(response, ServeError{ErrorKind::kBadRequest, "the index request must be a JSON object"});
+      if (auto ready = options.find("ready"); ready != options.end()) {
+        if (!ready->is_boolean())
+          return send_error(response, ServeError{ErrorKind::kBadRequest, "'ready' must be true or false"});
+        ready_only = ready->get<bool>();
+      }
     }
-    std::optional<std::string> header_length;
-    if (request.has_header("Inference-Header-Content-Length")) {
-      header_length = request.get_header_value("Inference-Header-Content-Length");
-    }
-    auto parsed = parse_http_infer_request(request.body, header_length);
-    if (auto* error = std::get_if<ServeError>(&parsed)) return send_error(response, *error);
-    InferRequest& infer_request = std::get<InferRequest>(parsed);
-    infer_request.model_name = match_or_empty(request, 1);
-    infer_request.model_version = match_or_empty(request, 2);
-    auto result = server_.infer(std::move(infer_request));
-    if (auto* error = std::get_if<ServeError>(&result)) return send_error(response, *error);
-    HttpBody body = encode_http_infer_response(std::get<InferResponse>(result));
-    if (body.header_length) response.set_header("Inference-Header-Content-Length", std::to_string(*body.header_length));
-    response.status = 200;
-    response.set_content(std::move(body.content), body.content_type.c_str());
-  });
-  http_->Post("/v2/repository/index", [this](const Request&, Response& response) {
     json list = json::array();
     for (const ModelIndexEntry& entry : server_.repository().index()) {
+      if (ready_only && entry.state != "READY") continue;
       json item = {{"name", entry.name}, {"version", entry.version}, {"state", entry.state}};
       if (!entry.reason.empty()) item["reason"] = entry.reason;
       list.push_back(std::move(item));
     }
     send_json(response, list);
   });
-  http_->Post(R"(/v2/repository/models/([^/]+)/(load|unload))", [this](const Request& request, Response& response) {
-    std::string name = match_or_empty(request, 1);
-    bool loading = match_or_empty(request, 2) == "load";
-    Status status = loading ? server_.repository().load(name) : server_.repository().unload(name);
-    if (!status.is_ok()) {
-      bool unknown = status.message().starts_with("no model");
-      return send_error(response, ServeError{unknown ? ErrorKind::kNotFound : ErrorKind::kBadRequest, status.to_string()});
-    }
-    response.status = 200;
-  });
+  http_->Post(
+      R"(/v2/repository/models/([^/]+)/(load|unload))",
+      [this, max_body](const Request& request, Response& response, const ContentReader& reader) {
+        auto body = read_body(request, response, reader, max_body);
+        if (!body) return;
+        std::string name = match_or_empty(request, 1);
+        bool loading = match_or_empty(request, 2) == "load";
+        if (!body->empty()) {
+          json options = json::parse(*body, nullptr, /*allow_exceptions=*/false);
+          if (!options.is_object())
+            return send_error(response, ServeError{ErrorKind::kBadRequest, "the request body must be a JSON object"});
+          // Triton's load parameters (a config override, model files) are not supported: refused,
+          // never ignored.
+          if (auto parameters = options.find("parameters"); parameters != options.end()) {
+            if (!parameters->is_object())
+              return send_error(response, ServeError{ErrorKind::kBadRequest, "'parameters' must be an object"});
+            if (!parameters->empty()) {
+              return send_error(response, serve_error(ErrorKind::kBadRequest, "{} parameter '{}' is not supported",
+                                                      loading ? "load" : "unload", parameters->begin().key()));
+            }
+          }
+        }
+        Status status = loading ? server_.repository().load(name) : server_.repository().unload(name);
+        if (!status.is_ok()) {
+          ErrorKind kind = ErrorKind::kBadRequest;
+          if (is_unknown_model(status)) kind = ErrorKind::kNotFound;
+          if (status.code() == StatusCode::kInternal) kind = ErrorKind::kInternal;
+          return send_error(response, ServeError{kind, status.to_string()});
+        }
+        response.status = 200;
+      });
 }
 
 Result<int> HttpFrontend::start() {
-  int port = options_.port;
-  if (port == 0) {
-    port = http_->bind_to_any_port(options_.host);
-    if (port < 0) return io_error("cannot listen on {}: no free port", options_.host);
-  } else if (!http_->bind_to_port(options_.host, port)) {
-    return io_error("cannot listen on {}:{} (in use?)", options_.host, port);
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return io_error("cannot create a socket: {}", std::strerror(errno));
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(options_.port));
+  if (::inet_pton(AF_INET, options_.host.c_str(), &address.sin_addr) != 1) {
+    ::close(fd);
+    return invalid_argument("--host '{}' is not an IPv4 address", options_.host);
   }
-  if (listen_socket_ >= 0) ::listen(listen_socket_, kListenBacklog);
-  listener_ = std::thread([this] { http_->listen_after_bind(); });
-  return port;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 || ::listen(fd, kListenBacklog) != 0) {
+    int error = errno;
+    ::close(fd);
+    return io_error("cannot listen on {}:{}: {}", options_.host, options_.port, std::strerror(error));
+  }
+  socklen_t length = sizeof(address);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    ::close(fd);
+    return io_error("cannot create a pipe: {}", std::strerror(errno));
+  }
+  listen_socket_ = fd;
+  pool_ = std::make_unique<ConnectionPool>(
+      options_.threads, options_.max_queued_connections, [this](int client, std::string prefix, bool rejecting) {
+        HttpOptions options = options_;
+        if (rejecting) {
+          // Turned away: a short deadline, so slow clients cannot hold the 429 threads.
+          options.header_timeout_seconds = 1;
+          options.request_timeout_seconds = 1;
+          options.read_timeout_seconds = 1;
+        }
+        http_->serve_connection(
+            client, std::move(prefix), options, rejecting, stopping_, stop_deadline_,
+            [this](int fd, std::string buffered) { heads_->add(fd, std::move(buffered), true); },
+            [this] { return pool_->crowded(); });
+      });
+  heads_ = std::make_unique<HeadReader>(
+      options_, [this](int client, std::string bytes) { pool_->enqueue(client, std::move(bytes)); });
+  if (!heads_->start()) return io_error("cannot start the HTTP head reader: {}", std::strerror(errno));
+  acceptor_ = std::thread([this] { accept_loop(); });
+  return static_cast<int>(ntohs(address.sin_port));
+}
+
+void HttpFrontend::accept_ready(int most) {
+  for (int count = 0; count < most; ++count) {
+    int client = ::accept4(listen_socket_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return;  // EAGAIN: the backlog is empty
+    }
+    int one = 1;
+    ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    heads_->add(client, std::string(), false);
+  }
+}
+
+void HttpFrontend::accept_loop() {
+  pollfd entries[2] = {{listen_socket_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
+  while (!stopping_.load()) {
+    int ready = ::poll(entries, 2, -1);
+    if (ready < 0 && errno != EINTR) break;
+    if (entries[1].revents != 0) break;
+    if (entries[0].revents != 0) accept_ready(256);
+  }
+  // Stopping: the connections the kernel has accepted get an answer too (bounded).
+  accept_ready(4096);
+  ::close(listen_socket_);
+  listen_socket_ = -1;
 }
 
 void HttpFrontend::stop() {
-  if (!listener_.joinable()) return;
-  http_->stop();
-  listener_.join();
+  if (!acceptor_.joinable()) return;
+  // Requests still arriving get this long; past it their reads fail and they are answered 408.
+  Clock::time_point deadline = Clock::now() + std::chrono::seconds(kStopGraceSeconds);
+  stop_deadline_ = deadline.time_since_epoch().count();
+  stopping_ = true;
+  char byte = 1;
+  [[maybe_unused]] ssize_t written = ::write(wake_pipe_[1], &byte, 1);
+  acceptor_.join();
+  // Order: the accept thread has handed over the backlog; the head reader hands over the heads
+  // that complete in time; the pool serves what it holds.
+  heads_->stop(deadline);
+  pool_->shutdown();
+  ::close(wake_pipe_[0]);
+  ::close(wake_pipe_[1]);
 }
 
 }  // namespace qdqrt::server

@@ -21,6 +21,10 @@ std::vector<TensorMetadata> tensor_metadata(const std::vector<engine::IoTensorIn
 
 }  // namespace
 
+std::vector<std::string> server_extensions() {
+  return {"binary_tensor_data", "model_configuration", "model_repository", "statistics"};
+}
+
 InferenceServer::InferenceServer(RepositoryOptions options) : repository_(std::move(options), metrics_) {}
 
 std::variant<ModelMetadata, ServeError> InferenceServer::model_metadata(const std::string& name,
@@ -38,10 +42,64 @@ std::variant<ModelMetadata, ServeError> InferenceServer::model_metadata(const st
   return metadata;
 }
 
+std::variant<ModelConfigView, ServeError> InferenceServer::model_config(const std::string& name,
+                                                                        const std::string& version) const {
+  ServeError error;
+  auto runner = repository_.find(name, version, error);
+  if (!runner) return error;
+  ModelConfigView view;
+  view.name = name;
+  view.version = runner->metrics().version;
+  // Triton's max_batch_size > 0 means every tensor has the batch as dim 0, left out of dims.
+  bool batched = true;
+  for (const auto* list : {&runner->inputs(), &runner->outputs()}) {
+    for (const auto& info : *list) batched = batched && info.batched && info.batch_axis == 0 && info.batch_factor == 1 && !info.shape.empty();
+  }
+  view.max_batch_size = batched ? runner->max_batch() : 0;
+  auto tensors = [&](const std::vector<engine::IoTensorInfo>& infos) {
+    std::vector<ModelConfigView::Tensor> list;
+    for (const auto& info : infos) {
+      Shape dims = info.shape;
+      if (batched) {
+        dims.erase(dims.begin());
+      } else if (info.batched && info.batch_axis >= 0 && static_cast<size_t>(info.batch_axis) < dims.size()) {
+        dims[static_cast<size_t>(info.batch_axis)] = -1;
+      }
+      list.push_back({info.name, std::string("TYPE_") + kserve_dtype_name(info.dtype), dims});
+    }
+    return list;
+  };
+  view.inputs = tensors(runner->inputs());
+  view.outputs = tensors(runner->outputs());
+  const ModelConfig& config = runner->config();
+  view.instance_count = config.instance_count;
+  view.dynamic_batching = config.dynamic_batching;
+  view.max_queue_delay_us = config.max_queue_delay_us;
+  view.preferred_batch_sizes = config.preferred_batch_sizes;
+  return view;
+}
+
 std::optional<ServeError> InferenceServer::model_ready(const std::string& name, const std::string& version) const {
   ServeError error;
   if (!repository_.find(name, version, error)) return error;
   return std::nullopt;
+}
+
+std::variant<std::vector<ModelStatistics>, ServeError> InferenceServer::model_statistics(const std::string& name,
+                                                                                        const std::string& version) {
+  std::vector<ModelStatistics> statistics;
+  if (name.empty()) {
+    if (!version.empty()) return serve_error(ErrorKind::kBadRequest, "a version needs a model name");
+    for (const ModelIndexEntry& entry : repository_.index()) {
+      if (entry.state == "READY") statistics.push_back(metrics_.model_metrics(entry.name, entry.version)->statistics());
+    }
+    return statistics;
+  }
+  ServeError error;
+  auto runner = repository_.find(name, version, error);
+  if (!runner) return error;
+  statistics.push_back(runner->metrics().statistics());
+  return statistics;
 }
 
 InferenceServer::InferResult InferenceServer::infer(InferRequest request) {
@@ -59,6 +117,28 @@ InferenceServer::InferResult InferenceServer::infer(InferRequest request) {
 }
 
 void InferenceServer::infer_async(InferRequest request, std::function<void(InferResult)> done) {
+  // An exception anywhere on the way (bad_alloc above all) becomes an answer, and the caller is
+  // answered exactly once even if the runner also answers later.
+  struct Once {
+    std::function<void(InferResult)> done;
+    std::atomic<bool> called{false};
+  };
+  auto once = std::make_shared<Once>();
+  once->done = std::move(done);
+  auto answer_once = [once](InferResult result) {
+    if (once->called.exchange(true)) return;
+    once->done(std::move(result));
+  };
+  try {
+    infer_async_unguarded(std::move(request), answer_once);
+  } catch (const std::bad_alloc&) {
+    answer_once(ServeError{ErrorKind::kUnavailable, "out of memory"});
+  } catch (const std::exception& exception) {
+    answer_once(ServeError{ErrorKind::kInternal, exception.what()});
+  }
+}
+
+void InferenceServer::infer_async_unguarded(InferRequest request, std::function<void(InferResult)> done) {
   ServeError error;
   auto runner = repository_.find(request.model_name, request.model_version, error);
   if (!runner) return done(std::move(error));
@@ -72,7 +152,13 @@ void InferenceServer::infer_async(InferRequest request, std::function<void(Infer
       return done(serve_error(ErrorKind::kBadRequest, "unexpected inference output '{}' for model '{}'",
                               requested.name, request.model_name));
     }
-    selected.push_back(static_cast<size_t>(found - model_outputs.begin()));
+    size_t index = static_cast<size_t>(found - model_outputs.begin());
+    // Each copy would be another full output in the response (Triton refuses these too).
+    if (std::find(selected.begin(), selected.end(), index) != selected.end()) {
+      runner->metrics().request_failure.fetch_add(1, std::memory_order_relaxed);
+      return done(serve_error(ErrorKind::kBadRequest, "output '{}' is requested more than once", requested.name));
+    }
+    selected.push_back(index);
   }
   std::vector<InferTensor> inputs = std::move(request.inputs);
   // Not the runner itself: this lives in the runner's queue (a runner unloaded meanwhile answers

@@ -19,6 +19,9 @@ inline constexpr const char* kServerName = "qdqrt";
 inline constexpr const char* kServerVersion = "0.1.0";
 inline constexpr const char* kPlatform = "qdqrt_onnx";
 
+// The protocol extensions served (GET /v2 and gRPC ServerMetadata): only what is implemented.
+std::vector<std::string> server_extensions();
+
 struct TensorMetadata {
   std::string name;
   std::string datatype;
@@ -33,6 +36,24 @@ struct ModelMetadata {
   int64_t max_batch_size = 0;
 };
 
+// Triton's model configuration of a loaded model (GET /v2/models/NAME/config, gRPC ModelConfig).
+struct ModelConfigView {
+  std::string name;
+  std::string version;
+  int64_t max_batch_size = 0;  // 0: a tensor has no batch on dim 0; dims are then whole shapes
+  struct Tensor {
+    std::string name;
+    std::string datatype;  // Triton's enum name: "TYPE_FP32"
+    Shape dims;            // without the batch dim when max_batch_size > 0
+  };
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+  int instance_count = 1;
+  bool dynamic_batching = false;
+  int64_t max_queue_delay_us = 0;
+  std::vector<int64_t> preferred_batch_sizes;
+};
+
 class InferenceServer {
  public:
   explicit InferenceServer(RepositoryOptions options);
@@ -42,6 +63,11 @@ class InferenceServer {
   bool ready() const { return !draining_.load() && repository_.all_ready(); }
   std::variant<ModelMetadata, ServeError> model_metadata(const std::string& name, const std::string& version) const;
   std::optional<ServeError> model_ready(const std::string& name, const std::string& version) const;
+  // Triton's statistics extension: every loaded model (name ""), or one model (its loaded
+  // version, or `version`, which must be the loaded one).
+  std::variant<ModelConfigView, ServeError> model_config(const std::string& name, const std::string& version) const;
+  std::variant<std::vector<ModelStatistics>, ServeError> model_statistics(const std::string& name,
+                                                                          const std::string& version);
   using InferResult = std::variant<InferResponse, ServeError>;
   InferResult infer(InferRequest request);
   // The same without waiting: `done` gets the result once, on this thread or on the model's
@@ -50,13 +76,18 @@ class InferenceServer {
 
   // Shutdown: stop reporting ready (so a balancer stops routing here), then, once the frontends
   // have stopped accepting and answered what they accepted, stop the runners.
-  void start_draining() { draining_ = true; }
+  void start_draining() {
+    draining_ = true;
+    repository_.stop_batch_waits();
+  }
   void shutdown() { repository_.shutdown(); }
 
   ModelRepository& repository() { return repository_; }
   MetricsRegistry& metrics() { return metrics_; }
 
  private:
+  void infer_async_unguarded(InferRequest request, std::function<void(InferResult)> done);
+
   MetricsRegistry metrics_;
   ModelRepository repository_;
   std::atomic<bool> draining_{false};

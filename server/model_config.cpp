@@ -8,10 +8,17 @@ namespace qdqrt::server {
 
 namespace {
 
-Result<int64_t> positive_integer(const nlohmann::json& value, const std::string& key, int64_t minimum) {
+// Every number has a range: a huge queue delay would leave requests unanswered (and overflow the
+// deadline), a huge instance count would start that many threads.
+Result<int64_t> bounded_integer(const nlohmann::json& value, const std::string& key, int64_t minimum, int64_t maximum) {
+  if (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(maximum)) {
+    return invalid_argument("'{}' must be in {}..{}, got {}", key, minimum, maximum, value.get<uint64_t>());
+  }
   if (!value.is_number_integer()) return invalid_argument("'{}' must be an integer", key);
   int64_t number = value.get<int64_t>();
-  if (number < minimum) return invalid_argument("'{}' must be >= {}, got {}", key, minimum, number);
+  if (number < minimum || number > maximum) {
+    return invalid_argument("'{}' must be in {}..{}, got {}", key, minimum, maximum, number);
+  }
   return number;
 }
 
@@ -22,7 +29,7 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, ModelConfig
   if (root.is_discarded() || !root.is_object()) return invalid_argument("config.json is not a JSON object");
   for (const auto& [key, value] : root.items()) {
     if (key == "max_batch_size") {
-      QDQRT_ASSIGN_OR_RETURN(config.max_batch_size, positive_integer(value, key, 1));
+      QDQRT_ASSIGN_OR_RETURN(config.max_batch_size, bounded_integer(value, key, 1, kMaxBatchSize));
     } else if (key == "dynamic_batching") {
       // false, true, or Triton's object form {"max_queue_delay_microseconds", "preferred_batch_size"}.
       if (value.is_boolean()) {
@@ -31,12 +38,15 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, ModelConfig
         config.dynamic_batching = true;
         for (const auto& [field, setting] : value.items()) {
           if (field == "max_queue_delay_microseconds") {
-            QDQRT_ASSIGN_OR_RETURN(config.max_queue_delay_us, positive_integer(setting, field, 0));
+            QDQRT_ASSIGN_OR_RETURN(config.max_queue_delay_us,
+                                   bounded_integer(setting, "dynamic_batching." + field, 0, kMaxQueueDelayUs));
           } else if (field == "preferred_batch_size") {
-            if (!setting.is_array()) return invalid_argument("'preferred_batch_size' must be a list of integers");
+            if (!setting.is_array() || setting.size() > 64) {
+              return invalid_argument("'dynamic_batching.preferred_batch_size' must be a list of at most 64 integers");
+            }
             config.preferred_batch_sizes.clear();
             for (const nlohmann::json& size : setting) {
-              QDQRT_ASSIGN_OR_RETURN(int64_t batch, positive_integer(size, field, 1));
+              QDQRT_ASSIGN_OR_RETURN(int64_t batch, bounded_integer(size, "dynamic_batching." + field, 1, kMaxBatchSize));
               config.preferred_batch_sizes.push_back(batch);
             }
           } else {
@@ -50,24 +60,31 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, ModelConfig
       if (!value.is_object()) return invalid_argument("'instance_group' must be an object {{\"count\", \"threads\"}}");
       for (const auto& [field, setting] : value.items()) {
         if (field == "count") {
-          QDQRT_ASSIGN_OR_RETURN(int64_t count, positive_integer(setting, field, 1));
-          config.instance_count = static_cast<int>(std::min<int64_t>(count, 256));
+          QDQRT_ASSIGN_OR_RETURN(int64_t count, bounded_integer(setting, "instance_group.count", 1, kMaxInstances));
+          config.instance_count = static_cast<int>(count);
         } else if (field == "threads") {
-          QDQRT_ASSIGN_OR_RETURN(int64_t threads, positive_integer(setting, field, 1));
-          config.threads_per_instance = static_cast<int>(std::min<int64_t>(threads, 256));
+          QDQRT_ASSIGN_OR_RETURN(int64_t threads, bounded_integer(setting, "instance_group.threads", 1, kMaxThreads));
+          config.threads_per_instance = static_cast<int>(threads);
         } else {
           return invalid_argument("unknown key 'instance_group.{}'", field);
         }
       }
     } else if (key == "max_queue_size") {
-      QDQRT_ASSIGN_OR_RETURN(config.max_queue_size, positive_integer(value, key, 1));
+      QDQRT_ASSIGN_OR_RETURN(config.max_queue_size, bounded_integer(value, key, 1, kMaxQueueSize));
     } else if (key == "input_shapes") {
       if (!value.is_object()) return invalid_argument("'input_shapes' must map input names to shapes");
       for (const auto& [name, dims] : value.items()) {
-        if (!dims.is_array() || dims.empty()) return invalid_argument("input_shapes['{}'] must be a list of dims", name);
+        if (!dims.is_array() || dims.empty() || dims.size() > 16) {
+          return invalid_argument("'input_shapes.{}' must be a list of 1 to 16 dims", name);
+        }
         Shape shape;
+        int64_t elements = 1;
         for (const nlohmann::json& dim : dims) {
-          QDQRT_ASSIGN_OR_RETURN(int64_t size, positive_integer(dim, "input_shapes['" + name + "']", 1));
+          QDQRT_ASSIGN_OR_RETURN(int64_t size, bounded_integer(dim, "input_shapes." + name, 1, kMaxInputElements));
+          if (elements > kMaxInputElements / size) {
+            return invalid_argument("'input_shapes.{}' has more than {} elements", name, kMaxInputElements);
+          }
+          elements *= size;
           shape.push_back(size);
         }
         config.input_shapes[name] = shape;

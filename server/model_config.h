@@ -31,6 +31,14 @@ struct ModelConfig {
   engine::Precision precision = engine::Precision::kInt8;
 };
 
+// The ranges config.json (and the matching serve flags) accept.
+inline constexpr int64_t kMaxBatchSize = 4096;
+inline constexpr int64_t kMaxQueueDelayUs = 10'000'000;  // 10 s
+inline constexpr int64_t kMaxInstances = 256;
+inline constexpr int64_t kMaxThreads = 256;
+inline constexpr int64_t kMaxQueueSize = int64_t{1} << 20;
+inline constexpr int64_t kMaxInputElements = int64_t{1} << 31;
+
 // Reads config.json text; unknown keys are errors (a typo must not silently fall back to defaults).
 Result<ModelConfig> parse_model_config(const std::string& json_text, ModelConfig defaults = {});
 

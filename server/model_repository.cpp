@@ -25,7 +25,36 @@ namespace fs = std::filesystem;
 namespace {
 
 // A model or config; a FIFO or device in the repository is refused, not read forever.
-Result<std::string> read_file(const std::string& path) { return read_regular_file(path, "file", size_t{1} << 31); }
+Result<std::string> read_file(const std::string& path, const std::string& what = "file") {
+  return read_regular_file(path, what, size_t{1} << 31);
+}
+
+// A name a client may ask to load: one folder of the repository, never a path out of it.
+bool is_model_name(const std::string& name) {
+  if (name.empty() || name.size() > 255 || name[0] == '.') return false;
+  return std::none_of(name.begin(), name.end(), [](char c) {
+    return c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+}
+
+// Engines loaded from a .qdqrt keep pointers into the file's bytes. Reading them into memory
+// pins what was verified at load: a file overwritten in place later cannot change the numbers
+// served (mapped pages of a file would show the new bytes).
+struct PinnedEngine {
+  std::vector<uint8_t> bytes;
+  std::shared_ptr<const engine::Engine> engine;  // destroyed before `bytes`
+};
+
+Result<std::shared_ptr<const engine::Engine>> load_pinned_engine(const std::string& path) {
+  QDQRT_ASSIGN_OR_RETURN(std::string text, read_file(path, "engine file"));
+  auto pinned = std::make_shared<PinnedEngine>();
+  pinned->bytes.assign(text.begin(), text.end());
+  text = std::string();
+  auto loaded = engine::Engine::load_bytes(pinned->bytes);
+  if (!loaded.ok()) return loaded.status().with_context(fmt::format("'{}'", path));
+  pinned->engine = *loaded;
+  return std::shared_ptr<const engine::Engine>(pinned, pinned->engine.get());
+}
 
 bool is_version_name(const std::string& text) {
   return !text.empty() && text.size() < 19 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -34,6 +63,12 @@ bool is_version_name(const std::string& text) {
 // Shapes to build for: the config's, else the model's with a symbolic batch set to max_batch_size.
 Result<std::map<std::string, Shape>> build_shapes_for(const Graph& graph, const ModelConfig& config) {
   std::map<std::string, Shape> shapes;
+  for (const auto& [name, shape] : config.input_shapes) {
+    if (std::find(graph.inputs.begin(), graph.inputs.end(), name) == graph.inputs.end()) {
+      return invalid_argument("config.json 'input_shapes' names '{}', which is not an input of the model (inputs: {})",
+                              name, fmt::join(graph.inputs, ", "));
+    }
+  }
   for (const std::string& name : graph.inputs) {
     auto given = config.input_shapes.find(name);
     if (given != config.input_shapes.end()) {
@@ -71,6 +106,22 @@ bool engine_matches(const engine::Engine& engine, const std::map<std::string, Sh
   return true;
 }
 
+// What config.json asks of the engine itself (a saved .qdqrt engine has its shapes already).
+Status check_config_against_engine(const std::string& name, const ModelConfig& config, const engine::Engine& engine) {
+  std::vector<engine::IoTensorInfo> inputs = engine.inputs();
+  for (const auto& [input, shape] : config.input_shapes) {
+    auto found = std::find_if(inputs.begin(), inputs.end(), [&](const auto& info) { return info.name == input; });
+    if (found == inputs.end()) {
+      std::vector<std::string> names;
+      for (const auto& info : inputs) names.push_back(info.name);
+      return invalid_argument("model '{}': config.json 'input_shapes' names '{}', which is not an input of the model "
+                              "(inputs: {})",
+                              name, input, fmt::join(names, ", "));
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 std::string engine_cache_key(const std::string& model_bytes, const ModelConfig& config,
@@ -82,6 +133,10 @@ std::string engine_cache_key(const std::string& model_bytes, const ModelConfig& 
   return fmt::format("{:016x}", XXH64(options.data(), options.size(), 0));
 }
 
+bool is_unknown_model(const Status& status) {
+  return status.code() == StatusCode::kInvalidArgument && status.message().starts_with("no model '");
+}
+
 ModelRepository::ModelRepository(RepositoryOptions options, MetricsRegistry& metrics)
     : options_(std::move(options)), metrics_(metrics) {}
 
@@ -91,7 +146,7 @@ Result<ModelRepository::ModelSource> ModelRepository::locate(const std::string& 
   for (const auto& [model_name, path] : options_.models) {
     if (model_name == name) return ModelSource{"1", path, ""};
   }
-  if (options_.repository_dir.empty() || name.empty() || name.find('/') != std::string::npos || name[0] == '.') {
+  if (options_.repository_dir.empty() || !is_model_name(name)) {
     return invalid_argument("no model '{}' in the repository", name);
   }
   fs::path model_dir = fs::path(options_.repository_dir) / name;
@@ -113,15 +168,23 @@ Result<ModelRepository::ModelSource> ModelRepository::locate(const std::string& 
   if (best_version < 0) {
     return invalid_argument("model '{}' has no NAME/VERSION/model.onnx or model.qdqrt", name);
   }
+  // Triton's config.pbtxt is not read: refused rather than silently ignored.
+  if (fs::exists(fs::symlink_status(model_dir / "config.pbtxt", error))) {
+    return invalid_argument("model '{}' has a config.pbtxt (Triton's protobuf text), which qdqrt does not read: give its "
+                            "settings in config.json (docs/serve.md) and remove config.pbtxt",
+                            name);
+  }
+  // Any config.json, also a directory, FIFO or dangling link: load() refuses what is not a
+  // regular file instead of serving with defaults.
   fs::path config = model_dir / "config.json";
-  if (fs::is_regular_file(config, error)) best.config_path = config.string();
+  if (fs::exists(fs::symlink_status(config, error))) best.config_path = config.string();
   return best;
 }
 
 Result<std::shared_ptr<const engine::Engine>> ModelRepository::build_or_load_engine(const std::string& name,
                                                                                      const ModelSource& source,
                                                                                      const ModelConfig& config) const {
-  if (source.path.ends_with(".qdqrt")) return engine::Engine::load(source.path);
+  if (source.path.ends_with(".qdqrt")) return load_pinned_engine(source.path);
   QDQRT_ASSIGN_OR_RETURN(std::string model_bytes, read_file(source.path));
   QDQRT_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(source.path));
   QDQRT_ASSIGN_OR_RETURN(auto shapes, build_shapes_for(graph, config));
@@ -132,7 +195,7 @@ Result<std::shared_ptr<const engine::Engine>> ModelRepository::build_or_load_eng
     if (fs::exists(cache_path, error)) {
       // The engine file carries a checksum and a format version: a corrupt or stale entry fails
       // here (or does not match the shapes asked for) and is rebuilt, never used.
-      auto cached = engine::Engine::load(cache_path);
+      auto cached = load_pinned_engine(cache_path);
       if (cached.ok() && engine_matches(**cached, shapes)) {
         fmt::print(stderr, "serve: model '{}': engine from the cache {}\n", name, cache_path);
         return cached;
@@ -162,27 +225,46 @@ Result<std::shared_ptr<const engine::Engine>> ModelRepository::build_or_load_eng
 }
 
 Status ModelRepository::load(const std::string& name) {
+  auto source = locate(name);
+  if (!source.ok() && is_unknown_model(source.status())) {
+    // Nothing of that name on disk: no entry is made (a request must not add a model that can
+    // never be ready). A loaded version keeps serving; an entry that failed before is dropped.
+    std::lock_guard lock(mutex_);
+    auto found = models_.find(name);
+    if (found != models_.end() && !found->second.runner) models_.erase(found);
+    return source.status();
+  }
   Entry entry;
   Status status = [&]() -> Status {
-    QDQRT_ASSIGN_OR_RETURN(ModelSource source, locate(name));
-    entry.version = source.version;
-    ModelConfig config = options_.defaults;
-    if (!source.config_path.empty()) {
-      QDQRT_ASSIGN_OR_RETURN(std::string text, read_file(source.config_path));
-      auto parsed = parse_model_config(text, options_.defaults);
-      if (!parsed.ok()) return parsed.status().with_context(source.config_path);
-      config = *parsed;
+    if (!source.ok()) return source.status();
+    entry.version = source->version;
+    try {
+      ModelConfig config = options_.defaults;
+      if (!source->config_path.empty()) {
+        QDQRT_ASSIGN_OR_RETURN(std::string text, read_file(source->config_path, "config.json"));
+        auto parsed = parse_model_config(text, options_.defaults);
+        if (!parsed.ok()) return parsed.status().with_context(source->config_path);
+        config = *parsed;
+      }
+      unsigned cores = std::thread::hardware_concurrency();
+      if (cores > 0 && static_cast<unsigned>(config.instance_count * config.threads_per_instance) > cores) {
+        // Oversubscribed contexts time-slice each other: slower, not wrong, so only a warning.
+        fmt::print(stderr, "serve: model '{}': {} instances x {} threads exceed the {} cores\n", name,
+                   config.instance_count, config.threads_per_instance, cores);
+      }
+      QDQRT_ASSIGN_OR_RETURN(auto engine, build_or_load_engine(name, *source, config));
+      QDQRT_RETURN_IF_ERROR(check_config_against_engine(name, config, *engine));
+      entry.runner = std::make_shared<ModelRunner>(engine, config, metrics_.model_metrics(name, source->version));
+      return Status::ok();
+    } catch (const std::bad_alloc&) {
+      return io_error("not enough memory to load model '{}'", name);
+    } catch (const std::exception& error) {
+      return internal_error("loading model '{}': {}", name, error.what());
     }
-    unsigned cores = std::thread::hardware_concurrency();
-    if (cores > 0 && static_cast<unsigned>(config.instance_count * config.threads_per_instance) > cores) {
-      // Oversubscribed contexts time-slice each other: slower, not wrong, so only a warning.
-      fmt::print(stderr, "serve: model '{}': {} instances x {} threads exceed the {} cores\n", name,
-                 config.instance_count, config.threads_per_instance, cores);
-    }
-    QDQRT_ASSIGN_OR_RETURN(auto engine, build_or_load_engine(name, source, config));
-    entry.runner = std::make_shared<ModelRunner>(engine, config, metrics_.model_metrics(name, source.version));
-    return Status::ok();
   }();
+  if (!status.is_ok() && status.message().find(fmt::format("model '{}'", name)) == std::string::npos) {
+    status = status.with_context(fmt::format("model '{}'", name));
+  }
   if (!status.is_ok()) entry.reason = status.to_string();
   std::shared_ptr<ModelRunner> replaced;
   {
@@ -229,7 +311,7 @@ Status ModelRepository::load_all() {
   Status first_failure;
   for (const std::string& name : names) {
     Status status = load(name);
-    if (!status.is_ok() && first_failure.is_ok()) first_failure = status.with_context(fmt::format("model '{}'", name));
+    if (!status.is_ok() && first_failure.is_ok()) first_failure = status;
   }
   return first_failure;
 }
@@ -266,6 +348,13 @@ std::vector<ModelIndexEntry> ModelRepository::index() const {
 bool ModelRepository::all_ready() const {
   std::lock_guard lock(mutex_);
   return std::all_of(models_.begin(), models_.end(), [](const auto& item) { return item.second.runner != nullptr; });
+}
+
+void ModelRepository::stop_batch_waits() {
+  std::lock_guard lock(mutex_);
+  for (auto& [name, entry] : models_) {
+    if (entry.runner) entry.runner->stop_batch_waits();
+  }
 }
 
 void ModelRepository::shutdown() {

@@ -50,6 +50,8 @@ class ModelRepository {
   bool all_ready() const;
   // Answers every queued request and stops every runner.
   void shutdown();
+  // Draining: no runner waits the queue delay for more requests.
+  void stop_batch_waits();
 
   // The file a model is loaded from and its version, found on disk.
   struct ModelSource {
@@ -73,6 +75,9 @@ class ModelRepository {
   };
   std::map<std::string, Entry> models_;
 };
+
+// A load or unload refused because no model of that name exists (NOT_FOUND, 404).
+bool is_unknown_model(const Status& status);
 
 // The cache file name for an engine: "<name>-<hex key>.qdqrt"; the key covers the model bytes,
 // the config's build options and the active ISA.

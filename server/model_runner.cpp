@@ -1,6 +1,7 @@
 #include "server/model_runner.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/ranges.h>
@@ -69,6 +70,14 @@ ModelRunner::ModelRunner(std::shared_ptr<const engine::Engine> engine, const Mod
 
 ModelRunner::~ModelRunner() { shutdown(); }
 
+void ModelRunner::stop_batch_waits() {
+  {
+    std::lock_guard lock(mutex_);
+    no_batch_waits_ = true;
+  }
+  queue_changed_.notify_all();
+}
+
 void ModelRunner::shutdown() {
   {
     std::lock_guard lock(mutex_);
@@ -131,12 +140,21 @@ std::optional<ServeError> ModelRunner::check_inputs(std::vector<InferTensor>& in
 void ModelRunner::infer_async(std::vector<InferTensor> inputs, InferDone done) {
   Clock::time_point start = Clock::now();
   auto pending = std::make_unique<Pending>();
+  metrics_->pending_requests.fetch_add(1, std::memory_order_relaxed);
   pending->done = [this, start, done = std::move(done)](InferOutcome outcome) {
+    auto elapsed = Clock::now() - start;
+    uint64_t ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
+    metrics_->pending_requests.fetch_sub(1, std::memory_order_relaxed);
     if (outcome.error) {
       metrics_->request_failure.fetch_add(1, std::memory_order_relaxed);
+      metrics_->failure_ns.fetch_add(ns, std::memory_order_relaxed);
     } else {
       metrics_->request_success.fetch_add(1, std::memory_order_relaxed);
-      metrics_->request_duration_us.fetch_add(microseconds_between(start, Clock::now()), std::memory_order_relaxed);
+      metrics_->request_duration_us.fetch_add(ns / 1000, std::memory_order_relaxed);
+      metrics_->success_ns.fetch_add(ns, std::memory_order_relaxed);
+      auto now = std::chrono::system_clock::now().time_since_epoch();
+      metrics_->last_inference_ms.store(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(now).count()),
+                                        std::memory_order_relaxed);
     }
     done(std::move(outcome));
   };
@@ -176,8 +194,12 @@ void ModelRunner::infer_async(std::vector<InferTensor> inputs, InferDone done) {
   if (refusal) return refuse(std::move(*refusal));  // answered outside the lock
   if (gathered) {
     auto& runners = t_gather.runners;
-    if (std::find(runners.begin(), runners.end(), gathering_runner) == runners.end()) {
-      runners.push_back(std::move(gathering_runner));
+    try {
+      if (std::find(runners.begin(), runners.end(), gathering_runner) == runners.end()) {
+        runners.push_back(std::move(gathering_runner));
+      }
+    } catch (const std::bad_alloc&) {
+      queue_changed_.notify_all();  // queued already: the dispatchers take it
     }
   } else if (idle_worker) {
     std::vector<std::unique_ptr<Pending>> batch;
@@ -201,6 +223,8 @@ void ModelRunner::release(Worker* worker) {
 
 std::vector<std::unique_ptr<ModelRunner::Pending>> ModelRunner::take_batch(Worker*& worker) {
   std::vector<std::unique_ptr<Pending>> batch;
+  // Reserved before anything is taken: merging then cannot throw with a worker and requests held.
+  batch.reserve(static_cast<size_t>(max_batch_));
   std::unique_lock lock(mutex_);
   queue_changed_.wait(lock, [&] { return (!queue_.empty() && !idle_workers_.empty()) || (stopping_ && queue_.empty()); });
   if (queue_.empty()) return batch;  // stopping with nothing left
@@ -227,8 +251,8 @@ void ModelRunner::merge_queued(std::unique_lock<std::mutex>& lock, std::vector<s
   while (size < max_batch_ && !is_preferred(size)) {
     if (queue_.empty()) {
       // Waiting is worth it only while requests can still arrive: not when stopping.
-      if (!wait || stopping_) break;
-      queue_changed_.wait_until(lock, deadline, [&] { return stopping_ || !queue_.empty(); });
+      if (!wait || stopping_ || no_batch_waits_) break;
+      queue_changed_.wait_until(lock, deadline, [&] { return stopping_ || no_batch_waits_ || !queue_.empty(); });
       if (queue_.empty()) break;  // the delay is over (or stopping) and nothing came
     }
     if (size + queue_.front()->batch > max_batch_) break;
@@ -251,6 +275,7 @@ ModelRunner::GatherScope::~GatherScope() {
 void ModelRunner::run_gathered() {
   Worker* worker = nullptr;
   std::vector<std::unique_ptr<Pending>> batch;
+  batch.reserve(static_cast<size_t>(max_batch_));
   bool work_waiting = false;
   {
     std::unique_lock lock(mutex_);
@@ -274,7 +299,14 @@ void ModelRunner::run_gathered() {
 void ModelRunner::dispatcher_loop() {
   for (;;) {
     Worker* worker = nullptr;
-    std::vector<std::unique_ptr<Pending>> batch = take_batch(worker);
+    std::vector<std::unique_ptr<Pending>> batch;
+    try {
+      batch = take_batch(worker);
+    } catch (const std::exception&) {
+      // Only the reservation can throw, before anything is taken: try again shortly.
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
     if (batch.empty()) return;
     run_batch(*worker, batch);
   }
@@ -282,9 +314,46 @@ void ModelRunner::dispatcher_loop() {
 
 void ModelRunner::run_batch(Worker& worker, std::vector<std::unique_ptr<Pending>>& batch) {
   Clock::time_point start = Clock::now();
+  std::vector<InferOutcome> outcomes;
+  std::optional<ServeError> failure;
+  try {
+    Status status = compute_batch(worker, batch, outcomes);
+    if (!status.is_ok()) failure = ServeError{ErrorKind::kInternal, "inference failed: " + status.to_string()};
+  } catch (const std::bad_alloc&) {
+    failure = ServeError{ErrorKind::kUnavailable, "out of memory"};
+  } catch (const std::exception& exception) {
+    failure = ServeError{ErrorKind::kInternal, std::string("inference failed: ") + exception.what()};
+  }
+  // Free the instance before answering, so a client's next request finds it idle.
+  release(&worker);
+  for (size_t request = 0; request < batch.size(); ++request) {
+    // One answer that throws must not keep the others unanswered or end the dispatcher.
+    try {
+      auto queued = std::chrono::duration_cast<std::chrono::nanoseconds>(start - batch[request]->enqueued).count();
+      metrics_->queue_duration_us.fetch_add(static_cast<uint64_t>(queued) / 1000, std::memory_order_relaxed);
+      metrics_->queue_count.fetch_add(1, std::memory_order_relaxed);
+      metrics_->queue_ns.fetch_add(static_cast<uint64_t>(queued), std::memory_order_relaxed);
+      InferOutcome outcome;
+      if (failure || request >= outcomes.size()) {
+        outcome.error = failure.value_or(ServeError{ErrorKind::kInternal, "inference failed"});
+      } else {
+        outcome = std::move(outcomes[request]);
+      }
+      batch[request]->done(std::move(outcome));
+    } catch (const std::exception& exception) {
+      std::fprintf(stderr, "serve: answering a request failed: %s\n", exception.what());
+    } catch (...) {
+      std::fprintf(stderr, "serve: answering a request failed\n");
+    }
+  }
+}
+
+Status ModelRunner::compute_batch(Worker& worker, std::vector<std::unique_ptr<Pending>>& batch,
+                                  std::vector<InferOutcome>& outcomes) {
+  Clock::time_point input_start = Clock::now();
   int64_t total = 0;
   for (const auto& pending : batch) total += pending->batch;
-  std::vector<InferOutcome> outcomes(batch.size());
+  outcomes.resize(batch.size());
   std::vector<engine::ConstTensorBinding> input_bindings;
   std::vector<engine::TensorBinding> output_bindings;
   for (size_t index = 0; index < inputs_.size(); ++index) {
@@ -340,22 +409,19 @@ void ModelRunner::run_batch(Worker& worker, std::vector<std::unique_ptr<Pending>
       }
     }
   }
+  Clock::time_point output_end = Clock::now();
+  if (!status.is_ok()) return status;
+  auto ns_between = [](Clock::time_point from, Clock::time_point to) {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count());
+  };
   metrics_->exec_count.fetch_add(1, std::memory_order_relaxed);
   metrics_->inference_count.fetch_add(static_cast<uint64_t>(total), std::memory_order_relaxed);
   metrics_->compute_infer_duration_us.fetch_add(microseconds_between(compute_start, compute_end),
                                                 std::memory_order_relaxed);
   metrics_->record_batch(total);
-  // Free the instance before answering, so a client's next request finds it idle.
-  release(&worker);
-  for (size_t request = 0; request < batch.size(); ++request) {
-    metrics_->queue_duration_us.fetch_add(microseconds_between(batch[request]->enqueued, start),
-                                          std::memory_order_relaxed);
-    if (!status.is_ok()) {
-      outcomes[request].outputs.clear();
-      outcomes[request].error = ServeError{ErrorKind::kInternal, "inference failed: " + status.to_string()};
-    }
-    batch[request]->done(std::move(outcomes[request]));
-  }
+  metrics_->record_execution(total, batch.size(), ns_between(input_start, compute_start),
+                             ns_between(compute_start, compute_end), ns_between(compute_end, output_end));
+  return status;
 }
 
 }  // namespace qdqrt::server

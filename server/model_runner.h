@@ -51,6 +51,8 @@ class ModelRunner : public std::enable_shared_from_this<ModelRunner> {
   void infer_async(std::vector<InferTensor> inputs, InferDone done);
   // Stops taking requests, answers every queued one, joins the workers. Idempotent.
   void shutdown();
+  // Draining: batches run with what is queued, without waiting the queue delay for more.
+  void stop_batch_waits();
 
   // While one is alive on a thread, a request that would run at once on that thread is queued
   // instead (without waking the dispatchers). When the outermost scope ends, each model that got
@@ -93,8 +95,11 @@ class ModelRunner : public std::enable_shared_from_this<ModelRunner> {
   // GatherScope's end: runs one batch of the queue here if an instance is idle.
   void run_gathered();
   void release(Worker* worker);
-  // Runs the batch, releases the worker, then answers each request.
+  // Runs the batch, releases the worker, then answers each request (an exception on the way
+  // becomes each request's error; the worker is always released).
   void run_batch(Worker& worker, std::vector<std::unique_ptr<Pending>>& batch);
+  // The engine run and the split of its outputs into one outcome per request.
+  Status compute_batch(Worker& worker, std::vector<std::unique_ptr<Pending>>& batch, std::vector<InferOutcome>& outcomes);
 
   std::shared_ptr<const engine::Engine> engine_;
   ModelConfig config_;
@@ -108,6 +113,7 @@ class ModelRunner : public std::enable_shared_from_this<ModelRunner> {
   std::condition_variable queue_changed_;
   std::deque<std::unique_ptr<Pending>> queue_;
   bool stopping_ = false;
+  bool no_batch_waits_ = false;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<Worker*> idle_workers_;
   std::vector<std::thread> threads_;

@@ -1,5 +1,6 @@
 #include "tools/serve_command.h"
 
+#include <malloc.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -7,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -36,6 +38,11 @@ int run_serve(const ServeOptions& options) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   // A client that hangs up mid-response must not kill the server.
   signal(SIGPIPE, SIG_IGN);
+  // Request bodies and tensors of 256 KiB and more get pages of their own, returned when freed:
+  // glibc otherwise raises this threshold after such a free and keeps later large buffers in
+  // its arenas (one per thread), so resident memory would grow with the concurrency of past
+  // large requests.
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 
   server::RepositoryOptions repository;
   repository.repository_dir = options.model_repository;
@@ -111,8 +118,12 @@ int run_serve(const ServeOptions& options) {
   inference.start_draining();
   // Frontends first: they stop accepting and wait for the requests they accepted, which the
   // runners (still running) answer. Then the runners, then the metrics.
-  if (http) http->stop();
+  // Both at once, so the shutdown takes the longer of their grace periods, not the sum.
+  std::thread http_stop([&] {
+    if (http) http->stop();
+  });
   if (grpc) grpc->stop();
+  http_stop.join();
   inference.shutdown();
   if (metrics) metrics->stop();
   std::fprintf(stderr, "qdqrt serve: stopped\n");
@@ -158,12 +169,18 @@ Command add_serve_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(size_t{1024}, size_t{1} << 31));
   serve->add_option("--readTimeout", options->http.read_timeout_seconds, "Seconds a slow client may stall")
       ->capture_default_str()->check(CLI::Range(1, 3600));
+  serve->add_option("--headerTimeout", options->http.header_timeout_seconds,
+                    "Seconds for a request's line and headers to arrive; past it: 408")
+      ->capture_default_str()->check(CLI::Range(1, 3600));
+  serve->add_option("--requestTimeout", options->http.request_timeout_seconds,
+                    "Seconds for a whole request (headers and body) to arrive; past it: 408")
+      ->capture_default_str()->check(CLI::Range(1, 3600));
   serve->add_option("--maxBatch", options->model_defaults.max_batch_size, "Default max batch size")
-      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{4096}));
+      ->capture_default_str()->check(CLI::Range(int64_t{1}, server::kMaxBatchSize));
   serve->add_flag("--noDynamicBatching", *no_dynamic_batching, "Default: run each request on its own");
   serve->add_option("--maxQueueDelayUs", options->model_defaults.max_queue_delay_us,
                     "Default: how long a batch waits for more requests")
-      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, server::kMaxQueueDelayUs));
   serve->add_option("--instances", options->model_defaults.instance_count, "Default: ExecutionContexts per model")
       ->capture_default_str()->check(CLI::Range(1, 256));
   serve->add_option("--threadsPerInstance", options->model_defaults.threads_per_instance,

@@ -90,6 +90,31 @@ async function main() {
     const again = await call(client, 'ModelInfer', {
       model_name: 'fmnist', inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 1, 28, 28] }], raw_input_contents: [images] });
     assert.ifError(again.error);
+    // Repository and statistics: every other method of the service.
+    const index = (await call(client, 'RepositoryIndex', {})).response;
+    assert.deepStrictEqual(index.models.map((model) => [model.name, model.state]), [['fmnist', 'READY']]);
+    assert.strictEqual((await call(client, 'RepositoryModelLoad', { model_name: '../../etc' })).error.code, grpc.status.NOT_FOUND);
+    assert.ifError((await call(client, 'RepositoryModelUnload', { model_name: 'fmnist' })).error);
+    assert.strictEqual((await call(client, 'ModelReady', { name: 'fmnist' })).response.ready, false);
+    assert.ifError((await call(client, 'RepositoryModelLoad', { model_name: 'fmnist' })).error);
+    assert.strictEqual((await call(client, 'ServerReady', {})).response.ready, true);
+    const successes = async () => Number((await call(client, 'ModelStatistics', { name: 'fmnist' })).response
+      .model_stats[0].inference_stats.success.count);
+    const before = await successes();
+    await call(client, 'ModelInfer', {
+      model_name: 'fmnist', inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 1, 28, 28] }], raw_input_contents: [images] });
+    assert.strictEqual(await successes(), before + 1);
+    const statistics = (await call(client, 'ModelStatistics', {})).response.model_stats;
+    assert.strictEqual(statistics.length, 1);
+    assert.strictEqual(statistics[0].name, 'fmnist');
+    assert.ok(Number(statistics[0].inference_stats.compute_infer.ns) > 0);
+    assert.strictEqual(Number(statistics[0].batch_stats[0].batch_size), 1);
+    assert.strictEqual((await call(client, 'ModelStatistics', { name: 'nope' })).error.code, grpc.status.NOT_FOUND);
+    assert.ok((await call(client, 'ServerMetadata', {})).response.extensions.includes('statistics'));
+    const config = (await call(client, 'ModelConfig', { name: 'fmnist' })).response.config;
+    assert.strictEqual(config.max_batch_size, 8);
+    assert.strictEqual(config.input[0].data_type, 11);  // TYPE_FP32 (enums as numbers here)
+    assert.deepStrictEqual(config.input[0].dims.map(Number), [1, 28, 28]);
     client.close();
   } catch (error) {
     failed = true;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
+#include <variant>
 #include <nlohmann/json.hpp>
 
 #include "server/http_codec.h"
@@ -91,7 +93,9 @@ TEST(HttpCodec, EncodesTheSpecsResponseShape) {
   std::memcpy(output.data.data(), values.data(), output.data.size());
   response.outputs = {output};
   response.output_binary = {false};
-  HttpBody body = encode_http_infer_response(response);
+  auto encoded = encode_http_infer_response(response);
+  ASSERT_TRUE(std::holds_alternative<HttpBody>(encoded));
+  HttpBody& body = std::get<HttpBody>(encoded);
   EXPECT_EQ(body.content_type, "application/json");
   EXPECT_FALSE(body.header_length);
   nlohmann::json json = nlohmann::json::parse(body.content);
@@ -121,7 +125,9 @@ TEST(HttpCodec, BinaryTensorDataBothWays) {
   response.model_version = "1";
   response.outputs = {request.inputs[0]};
   response.output_binary = {true};
-  HttpBody encoded = encode_http_infer_response(response);
+  auto encoded_or_error = encode_http_infer_response(response);
+  ASSERT_TRUE(std::holds_alternative<HttpBody>(encoded_or_error));
+  HttpBody& encoded = std::get<HttpBody>(encoded_or_error);
   ASSERT_TRUE(encoded.header_length);
   EXPECT_EQ(encoded.content_type, "application/octet-stream");
   nlohmann::json json = nlohmann::json::parse(encoded.content.substr(0, *encoded.header_length));
@@ -173,6 +179,95 @@ TEST(ModelConfig, ParsesTritonStyleKeysAndRefusesUnknownOnes) {
   EXPECT_FALSE(parse_model_config(R"({"max_batch_size": 0})").ok());
   EXPECT_FALSE(parse_model_config(R"({"max_batch_size": 4, "dynamic_batching": {"preferred_batch_size": [8]}})").ok());
   EXPECT_FALSE(parse_model_config("not json").ok());
+}
+
+// Every number has a range; the error names the key and the value (no silent clamp, no overflow).
+TEST(ModelConfig, NumbersOutsideTheirRangeAreRefusedNamingTheKey) {
+  auto message = [](const char* text) { return parse_model_config(text).status().message(); };
+  EXPECT_EQ(message(R"({"dynamic_batching": {"max_queue_delay_microseconds": 10000000000000}})"),
+            "'dynamic_batching.max_queue_delay_microseconds' must be in 0..10000000, got 10000000000000");
+  EXPECT_EQ(message(R"({"dynamic_batching": {"max_queue_delay_microseconds": 9223372036854775807}})"),
+            "'dynamic_batching.max_queue_delay_microseconds' must be in 0..10000000, got 9223372036854775807");
+  EXPECT_EQ(message(R"({"instance_group": {"count": 1000000}})"), "'instance_group.count' must be in 1..256, got 1000000");
+  EXPECT_EQ(message(R"({"instance_group": {"threads": 0}})"), "'instance_group.threads' must be in 1..256, got 0");
+  EXPECT_EQ(message(R"({"max_batch_size": 18446744073709551615})"),
+            "'max_batch_size' must be in 1..4096, got 18446744073709551615");
+  EXPECT_EQ(message(R"({"max_queue_size": 1.5})"), "'max_queue_size' must be an integer");
+  EXPECT_EQ(message(R"({"input_shapes": {"x": [65536, 65536, 65536]}})"), "'input_shapes.x' has more than 2147483648 elements");
+  EXPECT_TRUE(parse_model_config(R"({"dynamic_batching": {"max_queue_delay_microseconds": 10000000}})").ok());
+  EXPECT_TRUE(parse_model_config(R"({"instance_group": {"count": 256}})").ok());
+}
+
+}  // namespace
+}  // namespace qdqrt::server
+
+namespace qdqrt::server {
+namespace {
+
+// A huge array of tiny values is refused before a DOM is built (it would cost ~40x the text).
+TEST(HttpCodec, JsonWithTooManyValuesIsRefusedBeforeParsing) {
+  std::string body = R"({"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[)";
+  body.reserve(body.size() + 2 * (kMaxJsonElements + 10));
+  for (size_t index = 0; index <= kMaxJsonElements; ++index) body += index ? ",0" : "0";
+  body += "]}]}";
+  auto parsed = parse_http_infer_request(body, std::nullopt);
+  ASSERT_TRUE(std::holds_alternative<ServeError>(parsed));
+  EXPECT_NE(std::get<ServeError>(parsed).message.find("more than 4194304 values"), std::string::npos)
+      << std::get<ServeError>(parsed).message;
+  std::string deep = std::string(kMaxJsonDepth + 1, '[') + std::string(kMaxJsonDepth + 1, ']');
+  auto nested = parse_http_infer_request(deep, std::nullopt);
+  ASSERT_TRUE(std::holds_alternative<ServeError>(nested));
+  EXPECT_NE(std::get<ServeError>(nested).message.find("nests deeper than 64"), std::string::npos);
+  EXPECT_EQ(std::get<ServeError>(parse_http_infer_request("  ", std::nullopt)).message, "the request body is empty");
+}
+
+// Triton's classification extension is refused, not ignored.
+TEST(HttpCodec, ClassificationIsRefused) {
+  auto parsed = parse_http_infer_request(R"({"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[1]}],)"
+                                         R"("outputs":[{"name":"y","parameters":{"classification":3}}]})",
+                                         std::nullopt);
+  ASSERT_TRUE(std::holds_alternative<ServeError>(parsed));
+  EXPECT_EQ(std::get<ServeError>(parsed).message, "output 'y': the classification extension is not supported");
+}
+
+// FP32 values outside float's range are refused like out-of-range integers, not made inf.
+TEST(HttpCodec, FloatOutsideRangeIsBadRequest) {
+  for (const char* value : {"3.5e38", "-1e39", "1e308"}) {
+    std::string body = std::string(R"({"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[)") + value + "]}]}";
+    auto parsed = parse_http_infer_request(body, std::nullopt);
+    ASSERT_TRUE(std::holds_alternative<ServeError>(parsed)) << value;
+    EXPECT_NE(std::get<ServeError>(parsed).message.find("within the datatype's range"), std::string::npos) << value;
+  }
+  // A number past double's range is not valid JSON to the parser: refused too.
+  EXPECT_TRUE(std::holds_alternative<ServeError>(
+      parse_http_infer_request(R"({"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[1e999]}]})", std::nullopt)));
+  auto parsed = parse_http_infer_request(R"({"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[3.4e38]}]})",
+                                         std::nullopt);
+  ASSERT_TRUE(std::holds_alternative<InferRequest>(parsed));
+  auto wide = parse_http_infer_request(R"({"inputs":[{"name":"x","shape":[1],"datatype":"FP64","data":[1e300]}]})",
+                                       std::nullopt);
+  ASSERT_TRUE(std::holds_alternative<InferRequest>(wide));
+}
+
+// NaN/Inf outputs: JSON cannot carry them (they used to become null); binary data does.
+TEST(HttpCodec, NonFiniteOutputsAreRefusedInJsonAndCarriedAsBinary) {
+  InferResponse response;
+  response.model_name = "m";
+  response.model_version = "1";
+  InferTensor output{"scores", DataType::kFloat, {2}, {}};
+  float values[2] = {1.0f, std::numeric_limits<float>::quiet_NaN()};
+  output.data.assign(reinterpret_cast<uint8_t*>(values), reinterpret_cast<uint8_t*>(values) + sizeof(values));
+  response.outputs = {output};
+  response.output_binary = {false};
+  auto as_json = encode_http_infer_response(response);
+  ASSERT_TRUE(std::holds_alternative<ServeError>(as_json));
+  EXPECT_EQ(std::get<ServeError>(as_json).kind, ErrorKind::kBadRequest);
+  EXPECT_NE(std::get<ServeError>(as_json).message.find("output 'scores' holds NaN or Inf"), std::string::npos);
+  response.output_binary = {true};
+  auto as_binary = encode_http_infer_response(response);
+  ASSERT_TRUE(std::holds_alternative<HttpBody>(as_binary));
+  const HttpBody& body = std::get<HttpBody>(as_binary);
+  EXPECT_EQ(body.content.substr(*body.header_length), std::string(reinterpret_cast<const char*>(values), sizeof(values)));
 }
 
 }  // namespace

@@ -10,9 +10,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -25,6 +27,10 @@
 #include "server/http_frontend.h"
 #include "server/inference_server.h"
 #include "server/model_runner.h"
+
+#include <zlib.h>
+
+#include "tests/server/failing_allocation.h"
 
 namespace qdqrt::server {
 namespace {
@@ -560,10 +566,24 @@ TEST_F(ServerTest, MetricsUseTritonsNames) {
   for (const char* name : {"nv_inference_request_success{model=\"fmnist\",version=\"1\"}", "nv_inference_request_failure",
                            "nv_inference_count", "nv_inference_exec_count", "nv_inference_request_duration_us",
                            "nv_inference_queue_duration_us", "nv_inference_compute_infer_duration_us",
-                           "qdqrt_inference_batch_size_bucket"}) {
+                           "nv_inference_compute_input_duration_us", "nv_inference_compute_output_duration_us",
+                           "nv_inference_pending_request_count{model=\"fmnist\",version=\"1\"} 0",
+                           "qdqrt_inference_batch_size_bucket", "\nnv_cpu_utilization ", "\nnv_cpu_memory_total_bytes ",
+                           "\nnv_cpu_memory_used_bytes "}) {
     EXPECT_NE(response->body.find(name), std::string::npos) << name;
   }
   EXPECT_EQ(http.Get("/v2")->status, 404);
+  // The machine's memory and a utilization within [0, 1].
+  auto gauge = [&](const std::string& name) {
+    size_t at = response->body.find("\n" + name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(response->body.substr(at + name.size() + 2));
+  };
+  EXPECT_GT(gauge("nv_cpu_memory_total_bytes"), 1e8);
+  EXPECT_GT(gauge("nv_cpu_memory_used_bytes"), 0.0);
+  EXPECT_LT(gauge("nv_cpu_memory_used_bytes"), gauge("nv_cpu_memory_total_bytes"));
+  double utilization = gauge("nv_cpu_utilization");
+  EXPECT_GE(utilization, 0.0);
+  EXPECT_LE(utilization, 1.0);
 }
 
 int connect_to(int port) {
@@ -589,13 +609,16 @@ TEST_F(ServerTest, TooManyConnectionsGet429AndSlowClientsAreDropped) {
   HttpFrontend small(*server_, options);
   auto port = small.start();
   ASSERT_TRUE(port.ok());
-  // A slow client holds the only thread (half a request), another fills the queue.
+  // A slow client holds the only thread (a request whose body stalls), another fills the queue.
+  // (A slow request head holds no thread: the head reader keeps it.)
+  std::string stalled = "POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"ready\"";
   int slow = connect_to(*port);
   ASSERT_GE(slow, 0);
-  ASSERT_GT(::send(slow, "GET /v2/health/live HTTP/1.1\r\n", 30, 0), 0);
+  ASSERT_GT(::send(slow, stalled.data(), stalled.size(), 0), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   int queued = connect_to(*port);
   ASSERT_GE(queued, 0);
+  ASSERT_GT(::send(queued, stalled.data(), stalled.size(), 0), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   httplib::Client http("127.0.0.1", *port);
   http.set_read_timeout(10, 0);
@@ -634,6 +657,714 @@ TEST_F(ServerTest, CorruptEngineCacheEntryIsRebuilt) {
   auto http = client();
   std::vector<float> images = random_images(2, 77);
   EXPECT_EQ(infer_binary(*http, "fmnist_unbatched", images), direct_run(images));
+}
+
+// ---- Hostile and unusual traffic (loopback, bounded) ----
+
+// Sends `request` on a fresh connection (ignoring send errors: the server may answer and close
+// early), then reads until the server closes or `timeout_ms` passes. Returns what was read.
+std::string raw_exchange(int port, const std::string& request, int timeout_ms = 10000) {
+  int fd = connect_to(port);
+  if (fd < 0) return "";
+  timeval timeout{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  size_t sent = 0;
+  while (sent < request.size()) {
+    ssize_t count = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (count <= 0) break;
+    sent += static_cast<size_t>(count);
+  }
+  std::string response;
+  char buffer[65536];
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    ssize_t count = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (count <= 0) break;
+    response.append(buffer, static_cast<size_t>(count));
+  }
+  ::close(fd);
+  return response;
+}
+
+int status_of(const std::string& response) {
+  if (response.rfind("HTTP/1.1 ", 0) != 0 || response.size() < 12) return 0;
+  return std::atoi(response.substr(9, 3).c_str());
+}
+
+std::string body_of(const std::string& response) {
+  size_t end = response.find("\r\n\r\n");
+  return end == std::string::npos ? "" : response.substr(end + 4);
+}
+
+std::string chunked(const std::string& body, size_t chunk_size) {
+  std::string framed;
+  for (size_t offset = 0; offset < body.size(); offset += chunk_size) {
+    size_t size = std::min(chunk_size, body.size() - offset);
+    char length[32];
+    std::snprintf(length, sizeof(length), "%zx\r\n", size);
+    framed += length;
+    framed.append(body, offset, size);
+    framed += "\r\n";
+  }
+  return framed + "0\r\n\r\n";
+}
+
+// gzip (window_bits 31) or zlib "deflate" (15) of `text`.
+std::string compress(const std::string& text, int window_bits) {
+  z_stream stream{};
+  deflateInit2(&stream, Z_BEST_COMPRESSION, Z_DEFLATED, window_bits, 9, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&stream, text.size()), '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  stream.avail_in = static_cast<uInt>(text.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  deflate(&stream, Z_FINISH);
+  out.resize(stream.total_out);
+  deflateEnd(&stream);
+  return out;
+}
+
+std::string post_head(const std::string& path, const std::string& extra_headers) {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + extra_headers + "\r\n";
+}
+
+// A load of a name that does not exist is a 404 that leaves nothing behind: the server stays
+// ready and the index does not grow (HTTP and gRPC, also '' and paths out of the repository).
+TEST_F(ServerTest, UnknownModelLoadsLeaveNoEntryAndTheServerStaysReady) {
+  auto http = client();
+  size_t index_before = json::parse(http->Post("/v2/repository/index", "", "application/json")->body).size();
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    std::string path = "/v2/repository/models/missing_" + std::to_string(attempt) + "/load";
+    EXPECT_EQ(http->Post(path.c_str(), "", "application/json")->status, 404);
+  }
+  EXPECT_EQ(http->Post("/v2/repository/models/../load", "", "application/json")->status, 404);
+  EXPECT_EQ(http->Post("/v2/repository/models/missing_0/unload", "", "application/json")->status, 404);
+  auto stub = grpc_stub();
+  for (const std::string& name : {std::string(""), std::string("../../etc"), std::string("a/b"), std::string(".hidden"),
+                                  std::string("fmnist\0x", 8)}) {
+    grpc::ClientContext context;
+    inference::RepositoryModelLoadRequest request;
+    request.set_model_name(name);
+    inference::RepositoryModelLoadResponse response;
+    EXPECT_EQ(stub->RepositoryModelLoad(&context, request, &response).error_code(), grpc::StatusCode::NOT_FOUND) << name;
+  }
+  EXPECT_EQ(http->Get("/v2/health/ready")->status, 200);
+  EXPECT_EQ(json::parse(http->Post("/v2/repository/index", "", "application/json")->body).size(), index_before);
+}
+
+// Each copy of a repeated output name would be another full output: refused as Triton does.
+TEST_F(ServerTest, DuplicateOutputNamesAreRefused) {
+  auto http = client();
+  json body = json::parse(json_request(random_images(1, 4)));
+  body["outputs"] = json::array();
+  for (int copy = 0; copy < 3; ++copy) body["outputs"].push_back({{"name", "output"}});
+  auto response = http->Post("/v2/models/fmnist/infer", body.dump(), "application/json");
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 400);
+  EXPECT_NE(response->body.find("output 'output' is requested more than once"), std::string::npos) << response->body;
+  inference::ModelInferRequest request;
+  request.set_model_name("fmnist");
+  auto* input = request.add_inputs();
+  input->set_name("input");
+  input->set_datatype("FP32");
+  for (int64_t dim : {1, 1, 28, 28}) input->add_shape(dim);
+  request.add_raw_input_contents(as_bytes(random_images(1, 4)));
+  request.add_outputs()->set_name("output");
+  request.add_outputs()->set_name("output");
+  inference::ModelInferResponse reply;
+  grpc::ClientContext context;
+  grpc::Status status = grpc_stub()->ModelInfer(&context, request, &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("requested more than once"), std::string::npos) << status.error_message();
+}
+
+// Memory running out inside a handler (here: copying a batch-8 input, 25,088 bytes) is answered
+// with an error on gRPC and HTTP alike, and the server keeps serving.
+TEST_F(ServerTest, OutOfMemoryInAHandlerIsAnsweredAndTheServerKeepsServing) {
+  std::vector<float> images = random_images(8, 11);
+  ASSERT_EQ(images.size() * sizeof(float), 25088u);
+  auto stub = grpc_stub();
+  grpc::Status status;
+  g_failing_allocation_size = 25088;
+  grpc_infer(*stub, "fmnist_unbatched", images, &status);
+  g_failing_allocation_size = SIZE_MAX;
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  EXPECT_EQ(status.error_message(), "out of memory");
+  auto http = client();
+  std::string header = json{{"inputs", {{{"name", "input"}, {"shape", {8, 1, 28, 28}}, {"datatype", "FP32"},
+                                         {"parameters", {{"binary_data_size", 25088}}}}}}}.dump();
+  httplib::Headers headers = {{"Inference-Header-Content-Length", std::to_string(header.size())}};
+  g_failing_allocation_size = 25088;
+  auto response = http->Post("/v2/models/fmnist_unbatched/infer", headers, header + as_bytes(images), "application/octet-stream");
+  g_failing_allocation_size = SIZE_MAX;
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 503);
+  EXPECT_NE(response->body.find("out of memory"), std::string::npos);
+  EXPECT_EQ(grpc_infer(*stub, "fmnist_unbatched", images), direct_run(images));
+  EXPECT_EQ(infer_binary(*http, "fmnist_unbatched", images), direct_run(images));
+}
+
+// A dispatcher whose answer callback throws keeps its instance and serves the next request.
+TEST_F(ServerTest, DispatcherSurvivesAnAnswerThatThrows) {
+  ModelConfig config;
+  config.max_queue_delay_us = 1000;  // queued: answered on the dispatcher thread
+  auto metrics = std::make_shared<ModelMetrics>();
+  auto runner = std::make_shared<ModelRunner>(engine_, config, metrics);
+  std::atomic<int> thrown{0};
+  for (int request = 0; request < 3; ++request) {
+    runner->infer_async(runner_inputs(random_images(1, 40 + static_cast<uint32_t>(request))), [&](InferOutcome) {
+      ++thrown;
+      throw std::runtime_error("callback failed");
+    });
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (thrown < 3 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(thrown.load(), 3);
+  std::vector<float> images = random_images(1, 50);
+  std::promise<std::vector<float>> answered;
+  runner->infer_async(runner_inputs(images), [&](InferOutcome outcome) {
+    std::vector<float> logits(outcome.outputs.empty() ? 0 : outcome.outputs[0].data.size() / sizeof(float));
+    if (!logits.empty()) std::memcpy(logits.data(), outcome.outputs[0].data.data(), logits.size() * sizeof(float));
+    answered.set_value(logits);
+  });
+  auto future = answered.get_future();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(future.get(), direct_run(images));
+  runner->shutdown();
+}
+
+// --maxBodyBytes (1 MiB here) holds for chunked and gzip/deflate bodies: counted as they
+// arrive and as they inflate, refused with 413 long before the inflated size.
+TEST_F(ServerTest, ChunkedAndCompressedBodiesAreBoundedAfterDecoding) {
+  std::string padded = json_request(random_images(1, 3));
+  padded.insert(padded.size() - 1, std::string(3 << 20, ' '));  // 3 MiB of spaces inside the object
+  std::string response = raw_exchange(http_port_, post_head("/v2/models/fmnist/infer",
+                                                            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n") +
+                                                      chunked(padded, 65536));
+  EXPECT_EQ(status_of(response), 413) << response.substr(0, 300);
+  EXPECT_NE(body_of(response).find("request body too large"), std::string::npos);
+  std::string zeros(64 << 20, '0');
+  for (auto [encoding, window_bits] : {std::pair{"gzip", 31}, std::pair{"deflate", 15}}) {
+    std::string packed = compress(zeros, window_bits);
+    ASSERT_LT(packed.size(), 200000u);
+    response = raw_exchange(http_port_, post_head("/v2/models/fmnist/infer",
+                                                  std::string("Content-Type: application/json\r\nContent-Encoding: ") + encoding +
+                                                      "\r\nContent-Length: " + std::to_string(packed.size()) + "\r\n") +
+                                            packed);
+    EXPECT_EQ(status_of(response), 413) << encoding << ": " << response.substr(0, 300);
+    // Chunked and compressed at once.
+    response = raw_exchange(http_port_, post_head("/v2/models/fmnist/infer",
+                                                  std::string("Content-Encoding: ") + encoding +
+                                                      "\r\nTransfer-Encoding: chunked\r\n") +
+                                            chunked(packed, 4096));
+    EXPECT_EQ(status_of(response), 413) << encoding << " chunked: " << response.substr(0, 300);
+  }
+  EXPECT_EQ(client()->Get("/v2/health/live")->status, 200);
+}
+
+// Well-formed chunked and compressed requests are served, bit for bit.
+TEST_F(ServerTest, ChunkedAndCompressedRequestsAreServed) {
+  std::vector<float> images = random_images(2, 21);
+  std::vector<float> expected = direct_run(images);
+  std::string body = json_request(images);
+  auto logits_of = [](const std::string& response) {
+    json parsed = json::parse(body_of(response), nullptr, false);
+    if (!parsed.is_object() || !parsed.contains("outputs")) return std::vector<float>{};
+    return parsed["outputs"][0]["data"].get<std::vector<float>>();
+  };
+  std::string response = raw_exchange(http_port_, post_head("/v2/models/fmnist_unbatched/infer", "Transfer-Encoding: chunked\r\n") +
+                                                      chunked(body, 1000));
+  EXPECT_EQ(status_of(response), 200) << response.substr(0, 300);
+  EXPECT_EQ(logits_of(response), expected);
+  std::string packed = compress(body, 31);
+  response = raw_exchange(http_port_, post_head("/v2/models/fmnist_unbatched/infer",
+                                                "Content-Encoding: gzip\r\nContent-Length: " + std::to_string(packed.size()) + "\r\n") +
+                                          packed);
+  EXPECT_EQ(status_of(response), 200) << response.substr(0, 300);
+  EXPECT_EQ(logits_of(response), expected);
+}
+
+// Header count and total header bytes are capped (431), before they cost memory.
+TEST_F(ServerTest, OversizedRequestHeadsGet431) {
+  std::string many = "GET /v2/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  for (int index = 0; index < 20000; ++index) many += "X-" + std::to_string(index) + ": 1\r\n";
+  std::string response = raw_exchange(http_port_, many + "\r\n");
+  EXPECT_EQ(status_of(response), 431) << response.substr(0, 300);
+  std::string large = "GET /v2/health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  for (int index = 0; index < 10; ++index) large += "X-Big-" + std::to_string(index) + ": " + std::string(4000, 'a') + "\r\n";
+  response = raw_exchange(http_port_, large + "\r\n");
+  EXPECT_EQ(status_of(response), 431) << response.substr(0, 300);
+  EXPECT_EQ(status_of(raw_exchange(http_port_, "GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")), 200);
+}
+
+// RFC 9112 framing: disagreeing Content-Lengths, transfer codings other than chunked, both at
+// once, multipart bodies: refused. A POST without a length has an empty body (answered, not
+// waited on until the connection closes).
+TEST_F(ServerTest, RequestFramingIsCheckedBeforeTheBodyIsRead) {
+  std::string valid = json_request(random_images(1, 8));
+  std::string length = "Content-Length: " + std::to_string(valid.size()) + "\r\n";
+  std::string response = raw_exchange(http_port_, post_head("/v2/models/fmnist/infer", length + "Content-Length: 5\r\n") + valid);
+  EXPECT_EQ(status_of(response), 400);
+  EXPECT_NE(body_of(response).find("Content-Length headers that disagree"), std::string::npos) << response;
+  EXPECT_EQ(status_of(raw_exchange(http_port_, post_head("/v2/models/fmnist/infer", length + length) + valid)), 200);
+  response = raw_exchange(http_port_, post_head("/v2/models/fmnist/infer", "Transfer-Encoding: gzip, chunked\r\n") + valid);
+  EXPECT_EQ(status_of(response), 501) << response;
+  response = raw_exchange(http_port_, post_head("/v2/models/fmnist/infer", length + "Transfer-Encoding: chunked\r\n") + chunked(valid, 100));
+  EXPECT_EQ(status_of(response), 400) << response;
+  response = raw_exchange(http_port_, post_head("/v2/models/fmnist/infer", length + "Content-Encoding: compress\r\n") + valid);
+  EXPECT_EQ(status_of(response), 415) << response;
+  response = raw_exchange(http_port_, post_head("/v2/models/fmnist/infer", length + "Content-Type: multipart/form-data; boundary=x\r\n") + valid);
+  EXPECT_EQ(status_of(response), 415) << response;
+  response = raw_exchange(http_port_, post_head("/v2/models/fmnist/infer", "Content-Length: 12x\r\n") + valid);
+  EXPECT_EQ(status_of(response), 400) << response;
+  response = raw_exchange(http_port_, post_head("/v2/repository/index", ""), 5000);
+  EXPECT_EQ(status_of(response), 200) << response;
+  EXPECT_TRUE(json::parse(body_of(response), nullptr, false).is_array());
+  response = raw_exchange(http_port_, post_head("/v2/models/fmnist/infer", ""), 5000);
+  EXPECT_EQ(status_of(response), 400) << response;
+  EXPECT_NE(body_of(response).find("the request body is empty"), std::string::npos);
+}
+
+// curl -d sends JSON as a form: served whatever its size (httplib alone capped forms at 8 KiB).
+TEST_F(ServerTest, FormEncodedJsonOver8KiBIsServed) {
+  std::vector<float> images = random_images(3, 31);
+  std::string body = json_request(images);
+  ASSERT_GT(body.size(), 8192u);
+  auto response = client()->Post("/v2/models/fmnist_unbatched/infer", body, "application/x-www-form-urlencoded");
+  ASSERT_TRUE(response);
+  ASSERT_EQ(response->status, 200) << response->body.substr(0, 300);
+  EXPECT_EQ(json::parse(response->body)["outputs"][0]["data"].get<std::vector<float>>(), direct_run(images));
+}
+
+// A client that trickles its request head is cut off at the header deadline (408), however
+// steadily it sends; then the thread serves others.
+TEST_F(ServerTest, TricklingRequestHeadGets408AtTheHeaderDeadline) {
+  HttpOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.threads = 1;
+  options.header_timeout_seconds = 2;
+  HttpFrontend small(*server_, options);
+  auto port = small.start();
+  ASSERT_TRUE(port.ok());
+  int slow = connect_to(*port);
+  ASSERT_GE(slow, 0);
+  timeval timeout{1, 0};
+  ::setsockopt(slow, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  std::string head = "GET /v2/health/live HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n";
+  auto start = std::chrono::steady_clock::now();
+  std::string response;
+  char buffer[4096];
+  // One byte every 200 ms (well within the 5 s read timeout); bounded by 40 bytes (8 s).
+  for (size_t index = 0; index < head.size() && response.empty(); ++index) {
+    if (::send(slow, head.data() + index, 1, MSG_NOSIGNAL) <= 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ssize_t count = ::recv(slow, buffer, sizeof(buffer), MSG_DONTWAIT);
+    if (count > 0) response.assign(buffer, static_cast<size_t>(count));
+  }
+  if (response.empty()) {
+    ssize_t count = ::recv(slow, buffer, sizeof(buffer), 0);
+    if (count > 0) response.assign(buffer, static_cast<size_t>(count));
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::close(slow);
+  EXPECT_EQ(status_of(response), 408) << response;
+  EXPECT_LT(seconds, 4.0);
+  httplib::Client http("127.0.0.1", *port);
+  EXPECT_EQ(http.Get("/v2/health/live")->status, 200);
+}
+
+// A compressed gRPC message is refused before it is inflated (gRPC 1.51 would inflate it whole
+// before checking the size limit).
+TEST_F(ServerTest, GrpcCompressedRequestsAreRefusedWithoutInflating) {
+  inference::ModelInferRequest request;
+  request.set_model_name("fmnist");
+  auto* input = request.add_inputs();
+  input->set_name("input");
+  input->set_datatype("FP32");
+  for (int64_t dim : {1, 1, 28, 28}) input->add_shape(dim);
+  request.add_raw_input_contents(std::string(32 << 20, '\0'));  // 32 MiB, a few KiB compressed
+  inference::ModelInferResponse response;
+  grpc::ClientContext context;
+  context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::Status status = grpc_stub()->ModelInfer(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << status.error_message();
+  grpc_infer(*grpc_stub(), "fmnist", random_images(1, 3), &status);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+// Stopping answers every request already sent on an accepted connection (here 6 connections
+// behind one thread, all sent before stop()), and returns within its grace period.
+TEST_F(ServerTest, StopAnswersEveryAcceptedRequest) {
+  HttpOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.threads = 1;
+  auto small = std::make_unique<HttpFrontend>(*server_, options);
+  auto port = small->start();
+  ASSERT_TRUE(port.ok());
+  std::string valid = json_request(random_images(1, 12));
+  std::string request = "POST /v2/models/fmnist/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                        std::to_string(valid.size()) + "\r\n\r\n" + valid;
+  std::vector<int> sockets;
+  for (int index = 0; index < 6; ++index) {
+    int fd = connect_to(*port);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+    sockets.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto start = std::chrono::steady_clock::now();
+  std::thread stopper([&] { small->stop(); });
+  int answered = 0;
+  for (int fd : sockets) {
+    timeval timeout{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    std::string response;
+    char buffer[65536];
+    for (;;) {
+      ssize_t count = ::recv(fd, buffer, sizeof(buffer), 0);
+      if (count <= 0) break;
+      response.append(buffer, static_cast<size_t>(count));
+    }
+    int status = status_of(response);
+    if (status == 200 || status == 503) ++answered;
+    ::close(fd);
+  }
+  stopper.join();
+  EXPECT_EQ(answered, 6);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 8.0);
+}
+
+// config.json errors: one clear error each, naming the model and the key; nothing loads with
+// defaults by mistake.
+TEST(ModelRepositoryConfig, BadConfigsAreRefusedNamingModelAndKey) {
+  fs::path root = fs::temp_directory_path() / ("qdqrt_config_test_" + std::to_string(::getpid()));
+  fs::create_directories(root);
+  fs::path model = fs::path(QDQRT_SOURCE_ROOT_DIR) / "models" / "fmnist_resnet_qdq.onnx";
+  auto add = [&](const std::string& name) {
+    fs::create_directories(root / name / "1");
+    fs::copy_file(model, root / name / "1" / "model.onnx");
+    return root / name / "config.json";
+  };
+  fs::create_directories(add("config_is_directory"));
+  fs::create_symlink("/dev/zero", add("config_is_device"));
+  std::ofstream(add("unknown_input")) << R"({"input_shapes": {"pixels": [8, 1, 28, 28]}})";
+  std::ofstream(add("huge_delay")) << R"({"dynamic_batching": {"max_queue_delay_microseconds": 10000000000000}})";
+  std::ofstream(add("many_instances")) << R"({"instance_group": {"count": 1000000}})";
+  add("triton_config");
+  std::ofstream(root / "triton_config" / "config.pbtxt") << "max_batch_size: 4\n";
+  MetricsRegistry metrics;
+  RepositoryOptions options;
+  options.repository_dir = root.string();
+  ModelRepository repository(options, metrics);
+  auto message_of = [&](const std::string& name) {
+    Status status = repository.load(name);
+    EXPECT_FALSE(status.is_ok()) << name;
+    return status.message();
+  };
+  EXPECT_NE(message_of("config_is_directory").find("model 'config_is_directory'"), std::string::npos);
+  EXPECT_NE(message_of("config_is_directory").find("is a directory, not a regular file"), std::string::npos);
+  EXPECT_NE(message_of("config_is_device").find("is a character device, not a regular file"), std::string::npos);
+  EXPECT_NE(message_of("unknown_input").find("'input_shapes' names 'pixels', which is not an input of the model"),
+            std::string::npos)
+      << message_of("unknown_input");
+  EXPECT_NE(message_of("huge_delay").find("model 'huge_delay'"), std::string::npos);
+  EXPECT_NE(message_of("huge_delay").find("'dynamic_batching.max_queue_delay_microseconds' must be in 0..10000000"),
+            std::string::npos);
+  EXPECT_NE(message_of("many_instances").find("'instance_group.count' must be in 1..256, got 1000000"), std::string::npos);
+  EXPECT_NE(message_of("triton_config").find("has a config.pbtxt (Triton's protobuf text), which qdqrt does not read"),
+            std::string::npos);
+  // Each is listed unavailable with its reason; nothing is serving with defaults.
+  for (const ModelIndexEntry& entry : repository.index()) EXPECT_EQ(entry.state, "UNAVAILABLE") << entry.name;
+  EXPECT_EQ(repository.index().size(), 6u);
+  repository.shutdown();
+  std::error_code error;
+  fs::remove_all(root, error);
+}
+
+// A served .qdqrt overwritten in place (cp over it) does not change what is served: the bytes
+// verified at load are the ones that run. Replacing by rename and reloading serves the new file.
+TEST_F(ServerTest, EngineFileOverwrittenInPlaceKeepsServingWhatWasLoaded) {
+  fs::path folder = root_ / "repository" / "fmnist_saved" / "1";
+  fs::create_directories(folder);
+  fs::path file = folder / "model.qdqrt";
+  ASSERT_TRUE(engine_->save(file.string()).is_ok());
+  ASSERT_TRUE(server_->repository().load("fmnist_saved").is_ok());
+  auto http = client();
+  std::vector<float> images = random_images(2, 61);
+  std::vector<float> expected = direct_run(images);
+  EXPECT_EQ(infer_binary(*http, "fmnist_saved", images), expected);
+  {
+    // In place: same inode, every byte changed.
+    std::fstream overwrite(file, std::ios::in | std::ios::out | std::ios::binary);
+    std::string garbage(fs::file_size(file), '\x5a');
+    overwrite.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  EXPECT_EQ(infer_binary(*http, "fmnist_saved", images), expected);
+  EXPECT_EQ(infer_binary(*http, "fmnist_saved", images), expected);
+  // A reload of the garbled file fails and keeps serving the loaded version.
+  EXPECT_FALSE(server_->repository().load("fmnist_saved").is_ok());
+  EXPECT_EQ(infer_binary(*http, "fmnist_saved", images), expected);
+  ASSERT_TRUE(server_->repository().unload("fmnist_saved").is_ok());
+  fs::remove_all(root_ / "repository" / "fmnist_saved");
+  // The folder is gone: the load is a 404 and the entry goes with it (the server is ready again).
+  EXPECT_TRUE(is_unknown_model(server_->repository().load("fmnist_saved")));
+  EXPECT_TRUE(server_->ready());
+}
+
+// Idle keep-alive connections do not starve new clients: when every thread is busy and a
+// connection waits, an idle one gives its thread up (long keep-alive timeout: without that the
+// new client would wait 30 s).
+TEST_F(ServerTest, IdleKeepAliveConnectionsDoNotStarveNewClients) {
+  HttpOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.threads = 2;
+  options.keep_alive_timeout_seconds = 30;
+  HttpFrontend small(*server_, options);
+  auto port = small.start();
+  ASSERT_TRUE(port.ok());
+  std::vector<int> idle;
+  for (int index = 0; index < 2; ++index) {
+    int fd = connect_to(*port);
+    ASSERT_GE(fd, 0);
+    std::string request = "GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_GT(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), 0);
+    char buffer[1024];
+    ASSERT_GT(::recv(fd, buffer, sizeof(buffer), 0), 0);  // answered; the connection stays open, idle
+    idle.push_back(fd);
+  }
+  auto start = std::chrono::steady_clock::now();
+  httplib::Client http("127.0.0.1", *port);
+  http.set_read_timeout(5, 0);
+  auto response = http.Get("/v2/health/live");
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 200);
+  EXPECT_LT(seconds, 2.0);
+  for (int fd : idle) ::close(fd);
+}
+
+// Slow request heads hold no thread (the head reader keeps them), and slow bodies cannot hold
+// the 429 threads (they answer without reading the body): with the pool and its queue held by
+// stalled bodies and 40 trickling heads open, a new connection gets its 429 at once.
+TEST_F(ServerTest, TooManyConnectionsGetAPrompt429EvenWhenSlowClientsHoldEveryThread) {
+  HttpOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.threads = 1;
+  options.max_queued_connections = 1;
+  HttpFrontend small(*server_, options);
+  auto port = small.start();
+  ASSERT_TRUE(port.ok());
+  std::vector<int> slow;
+  std::string stalled = "POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{";
+  for (int index = 0; index < 44; ++index) {
+    int fd = connect_to(*port);
+    ASSERT_GE(fd, 0);
+    if (index < 4) {
+      ::send(fd, stalled.data(), stalled.size(), MSG_NOSIGNAL);  // the thread, its queue, two 429s
+    } else {
+      ::send(fd, "GET /v2/health/live HTTP/1.1\r\nX-Slow: ", 38, MSG_NOSIGNAL);  // a head still arriving
+    }
+    slow.push_back(fd);
+    if (index < 4) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto start = std::chrono::steady_clock::now();
+  std::string response =
+      raw_exchange(*port, "GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5000);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(status_of(response), 429) << response;
+  EXPECT_LT(seconds, 0.5);
+  for (int fd : slow) ::close(fd);
+}
+
+// 40 clients trickling their request heads do not delay anyone: with 2 threads, a new client is
+// answered at once (the heads wait in the head reader, holding no thread).
+TEST_F(ServerTest, TricklingHeadsDoNotDelayOtherClients) {
+  HttpOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.threads = 2;
+  HttpFrontend small(*server_, options);
+  auto port = small.start();
+  ASSERT_TRUE(port.ok());
+  std::vector<int> slow;
+  for (int index = 0; index < 40; ++index) {
+    int fd = connect_to(*port);
+    ASSERT_GE(fd, 0);
+    ::send(fd, "GET /v2/health/live HTTP/1.1\r\nX-Slow: a", 40, MSG_NOSIGNAL);
+    slow.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int probe = 0; probe < 5; ++probe) {
+    auto start = std::chrono::steady_clock::now();
+    std::string response =
+        raw_exchange(*port, "GET /v2/health/ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5000);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(status_of(response), 200) << response;
+    EXPECT_LT(seconds, 0.5) << "probe " << probe;
+  }
+  for (int fd : slow) ::close(fd);
+}
+
+// Triton's statistics extension over HTTP and gRPC: counts that follow the requests made,
+// durations, and per-batch-size executions.
+TEST_F(ServerTest, StatisticsFollowTheRequestsInTritonsSchema) {
+  auto http = client();
+  auto stats_of = [&](const std::string& path) {
+    auto response = http->Get(path.c_str());
+    EXPECT_TRUE(response && response->status == 200) << (response ? response->body : "no response");
+    return response ? json::parse(response->body) : json();
+  };
+  json before = stats_of("/v2/models/fmnist_unbatched/stats")["model_stats"][0];
+  for (int64_t batch : {1, 3, 3}) {
+    std::vector<float> images = random_images(batch, 70 + static_cast<uint32_t>(batch));
+    EXPECT_EQ(infer_binary(*http, "fmnist_unbatched", images), direct_run(images));
+  }
+  json bad = json::parse(json_request(random_images(1, 2)));
+  bad["inputs"][0]["shape"] = {1, 28, 28, 1};
+  EXPECT_EQ(http->Post("/v2/models/fmnist_unbatched/infer", bad.dump(), "application/json")->status, 400);
+  json after = stats_of("/v2/models/fmnist_unbatched/versions/1/stats")["model_stats"][0];
+  EXPECT_EQ(after["name"], "fmnist_unbatched");
+  EXPECT_EQ(after["version"], "1");
+  const json& stats = after["inference_stats"];
+  EXPECT_EQ(stats["success"]["count"].get<uint64_t>() - before["inference_stats"]["success"]["count"].get<uint64_t>(), 3u);
+  EXPECT_EQ(stats["fail"]["count"].get<uint64_t>() - before["inference_stats"]["fail"]["count"].get<uint64_t>(), 1u);
+  EXPECT_EQ(after["inference_count"].get<uint64_t>() - before["inference_count"].get<uint64_t>(), 7u);
+  EXPECT_EQ(after["execution_count"].get<uint64_t>() - before["execution_count"].get<uint64_t>(), 3u);
+  EXPECT_GT(stats["success"]["ns"].get<uint64_t>(), before["inference_stats"]["success"]["ns"].get<uint64_t>());
+  EXPECT_GT(stats["compute_infer"]["ns"].get<uint64_t>(), 0u);
+  EXPECT_GT(after["last_inference"].get<uint64_t>(), 1'700'000'000'000u);
+  uint64_t batch_three = 0;
+  for (const json& batch : after["batch_stats"]) {
+    if (batch["batch_size"] == 3) batch_three = batch["compute_infer"]["count"].get<uint64_t>();
+  }
+  EXPECT_GE(batch_three, 2u);
+  json all = stats_of("/v2/models/stats");
+  EXPECT_GE(all["model_stats"].size(), 4u);
+  EXPECT_EQ(http->Get("/v2/models/nope/stats")->status, 404);
+  // gRPC: the same numbers.
+  inference::ModelStatisticsRequest request;
+  request.set_name("fmnist_unbatched");
+  inference::ModelStatisticsResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(grpc_stub()->ModelStatistics(&context, request, &response).ok());
+  ASSERT_EQ(response.model_stats_size(), 1);
+  EXPECT_EQ(response.model_stats(0).inference_stats().success().count(), stats["success"]["count"].get<uint64_t>());
+  EXPECT_EQ(response.model_stats(0).execution_count(), after["execution_count"].get<uint64_t>());
+  json server = json::parse(http->Get("/v2")->body);
+  EXPECT_NE(std::find(server["extensions"].begin(), server["extensions"].end(), "statistics"), server["extensions"].end());
+}
+
+// Shutdown has a deadline: a client trickling its head and one trickling its body are cut off
+// (408) within the 5 s grace instead of keeping the server up.
+TEST_F(ServerTest, StopHasADeadlineWhateverClientsTrickle) {
+  HttpOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.threads = 2;
+  options.read_timeout_seconds = 60;
+  options.header_timeout_seconds = 60;
+  options.request_timeout_seconds = 600;
+  auto small = std::make_unique<HttpFrontend>(*server_, options);
+  auto port = small->start();
+  ASSERT_TRUE(port.ok());
+  int head = connect_to(*port);
+  int body = connect_to(*port);
+  ASSERT_GE(head, 0);
+  ASSERT_GE(body, 0);
+  ::send(head, "GET /v2/health/live HTTP/1.1\r\nX-Slow: a", 38, MSG_NOSIGNAL);
+  std::string stalled = "POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{";
+  ::send(body, stalled.data(), stalled.size(), MSG_NOSIGNAL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto start = std::chrono::steady_clock::now();
+  small->stop();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 7.0);
+  EXPECT_GT(seconds, 4.0);  // the grace is given, not cut short
+  for (int fd : {head, body}) {
+    timeval timeout{2, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    char buffer[4096];
+    ssize_t count = ::recv(fd, buffer, sizeof(buffer), 0);
+    EXPECT_EQ(count > 0 ? status_of(std::string(buffer, static_cast<size_t>(count))) : 0, 408);
+    ::close(fd);
+  }
+}
+
+// Draining stops the batching wait: a request waiting for more to merge with (10 s delay) is run
+// at once instead of holding the shutdown.
+TEST_F(ServerTest, DrainingStopsTheBatchingWait) {
+  ModelConfig config;
+  config.max_queue_delay_us = 10'000'000;
+  auto metrics = std::make_shared<ModelMetrics>();
+  auto runner = std::make_shared<ModelRunner>(engine_, config, metrics);
+  std::vector<float> images = random_images(1, 81);
+  std::promise<std::vector<float>> answered;
+  runner->infer_async(runner_inputs(images), [&](InferOutcome outcome) {
+    std::vector<float> logits(outcome.outputs.empty() ? 0 : outcome.outputs[0].data.size() / sizeof(float));
+    if (!logits.empty()) std::memcpy(logits.data(), outcome.outputs[0].data.data(), logits.size() * sizeof(float));
+    answered.set_value(logits);
+  });
+  auto future = answered.get_future();
+  EXPECT_EQ(future.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);  // waiting to merge
+  auto start = std::chrono::steady_clock::now();
+  runner->stop_batch_waits();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+  EXPECT_EQ(future.get(), direct_run(images));
+  runner->shutdown();
+}
+
+// Load and unload take no parameters here (a config override, model files): refused, never ignored.
+TEST_F(ServerTest, RepositoryLoadParametersAreRefused) {
+  auto http = client();
+  auto response = http->Post("/v2/repository/models/fmnist/load", R"({"parameters": {"config": "{}"}})", "application/json");
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 400);
+  EXPECT_NE(response->body.find("load parameter 'config' is not supported"), std::string::npos) << response->body;
+  EXPECT_EQ(http->Post("/v2/repository/models/fmnist/load", R"({"parameters": {}})", "application/json")->status, 200);
+  auto index = http->Post("/v2/repository/index", R"({"ready": true})", "application/json");
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->status, 200);
+  for (const json& entry : json::parse(index->body)) EXPECT_EQ(entry["state"], "READY");
+}
+
+// Triton's model configuration extension: the config a model is served with, in Triton's schema
+// (HTTP JSON and gRPC ModelConfig agree).
+TEST_F(ServerTest, ModelConfigurationInTritonsSchema) {
+  auto http = client();
+  auto response = http->Get("/v2/models/fmnist/config");
+  ASSERT_TRUE(response);
+  ASSERT_EQ(response->status, 200) << response->body;
+  EXPECT_EQ(json::parse(response->body), json::parse(R"({"name": "fmnist", "platform": "qdqrt_onnx", "backend": "qdqrt",
+      "version_policy": {"latest": {"num_versions": 1}}, "max_batch_size": 8,
+      "input": [{"name": "input", "data_type": "TYPE_FP32", "dims": [1, 28, 28]}],
+      "output": [{"name": "output", "data_type": "TYPE_FP32", "dims": [10]}],
+      "instance_group": [{"name": "fmnist_0", "kind": "KIND_CPU", "count": 1}],
+      "dynamic_batching": {"preferred_batch_size": [], "max_queue_delay_microseconds": 20000}})"));
+  auto unbatched = http->Get("/v2/models/fmnist_unbatched/versions/1/config");
+  ASSERT_TRUE(unbatched);
+  EXPECT_FALSE(json::parse(unbatched->body).contains("dynamic_batching"));
+  EXPECT_EQ(http->Get("/v2/models/nope/config")->status, 404);
+  EXPECT_EQ(http->Get("/v2/models/fmnist/versions/2/config")->status, 404);
+  inference::ModelConfigRequest request;
+  request.set_name("fmnist");
+  inference::ModelConfigResponse reply;
+  grpc::ClientContext context;
+  ASSERT_TRUE(grpc_stub()->ModelConfig(&context, request, &reply).ok());
+  const auto& config = reply.config();
+  EXPECT_EQ(config.max_batch_size(), 8);
+  ASSERT_EQ(config.input_size(), 1);
+  EXPECT_EQ(config.input(0).data_type(), inference::TYPE_FP32);
+  EXPECT_EQ(std::vector<int64_t>(config.input(0).dims().begin(), config.input(0).dims().end()), (std::vector<int64_t>{1, 28, 28}));
+  EXPECT_EQ(config.output(0).dims(0), 10);
+  EXPECT_EQ(config.dynamic_batching().max_queue_delay_microseconds(), 20000u);
+  EXPECT_EQ(config.instance_group(0).kind(), inference::ModelInstanceGroup::KIND_CPU);
 }
 
 }  // namespace
