@@ -190,7 +190,13 @@ class LayerBuilder {
   }
 
   std::string precision_of(const Node& node, const LayerInfo& layer) {
-    if (node.domain == kQdqrtDomain) return "INT8";
+    if (node.domain == kQdqrtDomain) {
+      // A fused layer with no quantized input and no output quantization computes in float (FusedConv).
+      const FusedOpRow* row = fused_op_row(node);
+      const bool float_layer = row != nullptr && row->quantized_inputs.empty() && row->repeated_triples_from < 0 &&
+                               row->output_zero_point < 0;
+      return float_layer ? "FP32" : "INT8";
+    }
     if (node.domain.empty() && (node.op_type == "QuantizeLinear" || node.op_type == "DequantizeLinear")) return "Q/DQ";
     DataType dtype = layer.inputs.empty() ? (layer.outputs.empty() ? DataType::kUndefined : layer.outputs[0].dtype)
                                           : layer.inputs[0].dtype;
@@ -327,7 +333,7 @@ LayerReport compute_layer_info(const Graph& graph, const std::vector<FloatReason
     LayerSummary& summary = report.summary;
     summary.layers_per_precision[layer.precision]++;
     if (layer.macs) {
-      int64_t& total = node.domain == kQdqrtDomain ? summary.int8_macs : summary.float_macs;
+      int64_t& total = layer.precision == "INT8" ? summary.int8_macs : summary.float_macs;
       total = saturating_add(total, *layer.macs);
     }
     if (node.domain.empty() && node.op_type == "DequantizeLinear") {

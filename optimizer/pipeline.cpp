@@ -37,14 +37,15 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   // each. Conv/MatMul first: they absorb bias/residual Adds, activations and output Qs.
   for (const char* fusion : {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_binary", "fuse_qdq_pool", "fuse_qdq_concat",
                              "fuse_qdq_lookup", "fuse_qdq_clamp", "fuse_pointwise",
-                             "fuse_channel_gate", "fuse_quantized_silu", "fuse_layer_norm", "fuse_softmax"}) {
+                             "fuse_channel_gate", "fuse_quantized_silu", "fuse_layer_norm", "fuse_softmax",
+                             "fuse_float_conv_epilogue"}) {
     passes.push_back(std::make_unique<FusionPass>(fusion));
   }
   return passes;
 }
 
 // The float pipeline (OptimizeOptions::float_only): fake quantization removed, BN folded into
-// float weights; of the fusions only LayerNorm (float in, float out).
+// float weights; of the fusions only the float ones: LayerNorm and the conv epilogues.
 std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(make_remove_identities_pass());
@@ -53,6 +54,7 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_remove_fake_quantization_pass());
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(std::make_unique<FusionPass>("fuse_layer_norm"));  // float in, float out
+  passes.push_back(std::make_unique<FusionPass>("fuse_float_conv_epilogue"));
   return passes;
 }
 

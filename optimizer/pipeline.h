@@ -21,8 +21,8 @@ struct OptimizeOptions {
   // The float pipeline (`qdqrt exec --fp32`, `qdqrt inspect --fp32`): the same QDQ model all in
   // float. Fake quantization goes (Q -> DQ pairs on activations become identities, DQ of constant
   // weights folds to float constants), BatchNorm folds into the float Conv, and no Q/DQ fusion
-  // runs: the result has only standard float ONNX ops. Pass names come from
-  // pipeline_pass_names(true).
+  // runs: the result has only float ops (standard ones, LayerNorm and FusedConv). Pass names come
+  // from pipeline_pass_names(true).
   bool float_only = false;
   // Called after each pass that ran (e.g. to dump the graph).
   std::function<Status(const std::string& pass_name, const Graph& graph)> after_pass;

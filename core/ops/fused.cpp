@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/op_registry.h"
+#include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
 #include "core/ops/fused_op_table.h"
 #include "core/ops/op_families.h"
@@ -42,6 +43,16 @@ const char* lookup_function_name(LookupFunction function) {
     case LookupFunction::kTanh: return "Tanh";
     case LookupFunction::kGelu: return "Gelu";
     case LookupFunction::kQuantizedSiLU: return "QuantizedSiLU";
+  }
+  return "";
+}
+
+const char* conv_epilogue_function_name(ConvEpilogueFunction function) {
+  switch (function) {
+    case ConvEpilogueFunction::kNone: return "";
+    case ConvEpilogueFunction::kSigmoid: return "Sigmoid";
+    case ConvEpilogueFunction::kHardSwish: return "HardSwish";
+    case ConvEpilogueFunction::kSiLU: return "SiLU";
   }
   return "";
 }
@@ -182,6 +193,34 @@ Result<std::shared_ptr<const OpAttributes>> parse_layer_norm(const Node& node) {
   return make_attributes(std::move(attributes));
 }
 
+Result<std::shared_ptr<const OpAttributes>> parse_fused_conv(const Node& node) {
+  AttributeReader reader(node);
+  FusedConvAttributes attributes;
+  QDQRT_ASSIGN_OR_RETURN(static_cast<ConvAttributes&>(attributes), parse_conv_attribute_set(node));
+  QDQRT_ASSIGN_OR_RETURN(attributes.fused, parse_fused_info(node));
+  if (attributes.fused.activation.kind == ActivationKind::kLeakyRelu) {
+    return reader.error("activation", "FusedConv takes \"\", Relu or Clip");
+  }
+  if (attributes.fused.has_pointwise()) return reader.error("pointwise_code", "FusedConv takes no pointwise program");
+  QDQRT_ASSIGN_OR_RETURN(std::string function, reader.get_string("function", ""));
+  bool known = false;
+  for (ConvEpilogueFunction candidate : {ConvEpilogueFunction::kNone, ConvEpilogueFunction::kSigmoid,
+                                         ConvEpilogueFunction::kHardSwish, ConvEpilogueFunction::kSiLU}) {
+    if (function == conv_epilogue_function_name(candidate)) {
+      attributes.function = candidate;
+      known = true;
+    }
+  }
+  if (!known) {
+    return reader.error("function", fmt::format("must be \"\", Sigmoid, HardSwish or SiLU, got \"{}\"", function));
+  }
+  if (attributes.function != ConvEpilogueFunction::kNone && attributes.fused.activation.kind != ActivationKind::kNone) {
+    return reader.error("function", fmt::format("{} with activation {}: FusedConv takes at most one of them",
+                                                function, activation_kind_name(attributes.fused.activation.kind)));
+  }
+  return make_attributes(std::move(attributes));
+}
+
 template <class T>
 const FusedLayerInfo* fused_info_of(const OpAttributes& attributes) {
   const T* typed = dynamic_cast<const T*>(&attributes);
@@ -232,6 +271,24 @@ std::span<const FusedOpRow> fused_ops() {
        },
        .macs_per_output = [](const Node&, const InputShapes& inputs) {
          return conv_macs_per_output(input_dims(inputs, kConvW));
+       },
+       .layer_info_type = "Convolution"},
+      {.op_type = kFusedConv,  // float inputs and output
+       .kind = "Conv",
+       .refine_kind = [](const Node& node, const InputShapes& inputs) -> std::string {
+         const Attribute* group = node.find_attribute("group");
+         return conv_kind(group != nullptr && group->kind == Attribute::Kind::kInt ? group->i : 1,
+                          input_dims(inputs, kFusedConvW));
+       },
+       .parse_attributes = parse_fused_conv,
+       .fused_info = fused_info_of<FusedConvAttributes>,
+       .output_shape = [](const Node& node, const InputShapes& inputs) -> OptionalDims {
+         auto attributes = attributes_of<FusedConvAttributes, parse_fused_conv>(node);
+         if (attributes == nullptr) return std::nullopt;
+         return conv_output_dims(node, *attributes, input_dims(inputs, kFusedConvX), input_dims(inputs, kFusedConvW));
+       },
+       .macs_per_output = [](const Node&, const InputShapes& inputs) {
+         return conv_macs_per_output(input_dims(inputs, kFusedConvW));
        },
        .layer_info_type = "Convolution"},
       {.op_type = kQMatMul,

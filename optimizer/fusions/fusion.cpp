@@ -45,7 +45,10 @@ Status FusionPass::run(Graph& graph, PassContext& context) {
       for (const FloatReason& note : selection.notes) {
         if (const Node* noted = find_node(graph, note.node)) context.note_float(*noted, note.reason);
       }
-      for (int target : selection.targets) context.clear_float_reason(graph.nodes[static_cast<size_t>(target)].name);
+      // A float layer keeps its main node's name and reason; the nodes it absorbs go.
+      for (size_t t = fusion_->float_layer ? 1 : 0; t < selection.targets.size(); ++t) {
+        context.clear_float_reason(graph.nodes[static_cast<size_t>(selection.targets[t])].name);
+      }
       QDQRT_RETURN_IF_ERROR(fusion_->action(graph, selection, context));
       fused = true;
       break;

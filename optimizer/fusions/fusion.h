@@ -81,6 +81,8 @@ struct Fusion {
   FusionAction action;
   // Passes that, when enabled, must have run before this fusion (checked by the pipeline).
   std::vector<std::string> must_run_after;
+  // The fused layer computes in float (FusedConv): the reasons its nodes stay float still hold.
+  bool float_layer = false;
 };
 
 // Every fusion, one row each (optimizer/fusions/registry.cpp).

@@ -35,6 +35,9 @@ const std::vector<Fusion>& fusion_registry() {
       // After the INT8 MatMuls, like fuse_layer_norm: P.V reads the Q's int8 output this layer writes.
       {"fuse_softmax", select_softmax_quantize, apply_softmax_quantize,
        {"fold_constants", "propagate_qdq", "remove_redundant_qdq", "fuse_qdq_matmul"}},
+      // Last: the float convs the INT8 fusions left (every conv of a float model) take their epilogue.
+      {"fuse_float_conv_epilogue", select_float_conv_epilogue, apply_float_conv_epilogue,
+       {"fold_constants", "fold_batchnorm"}, /*float_layer=*/true},
   };
   // clang-format on
   return registry;

@@ -52,6 +52,11 @@ Status apply_quantized_silu(Graph& graph, const QdqSelection& selection, PassCon
 // channel_gate.cpp: squeeze-excite's Mul(x, gate [N, C, 1, 1]) -> Q becomes one ChannelGate.
 SelectResult select_channel_gate(const Graph& graph, const ValueIndex& index, int node);
 Status apply_channel_gate(Graph& graph, const QdqSelection& selection, PassContext& context);
+// float_conv_epilogue.cpp: a float Conv the NHWC kernels take [-> residual Add] [-> Relu/Clip/
+// Sigmoid/HardSwish/SiLU] becomes one FusedConv (float in, float out).
+SelectResult select_float_conv_epilogue(const Graph& graph, const ValueIndex& index, int node);
+Status apply_float_conv_epilogue(Graph& graph, const QdqSelection& selection, PassContext& context);
+
 SelectResult select_layer_norm(const Graph& graph, const ValueIndex& index, int node);
 Status apply_layer_norm(Graph& graph, const QdqSelection& selection, PassContext& context);
 

@@ -32,6 +32,7 @@
 #include "core/ops/conv.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/fused.h"
+#include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
 #include "core/ops/pool.h"
 #include "core/ops/quantize.h"
@@ -239,6 +240,57 @@ Status qconv_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& output
   return finish(node, inputs, attributes->fused, std::move(y), kConvYScale, kConvResidual, outputs, 1);
 }
 
+// FusedConv: the float ops it stands for, in their order: Conv (with its bias), the residual Add,
+// then Relu/Clip or Sigmoid/HardSwish/SiLU (Sigmoid then Mul).
+Status fused_conv_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const FusedConvAttributes* attributes, typed_attributes<FusedConvAttributes>(node));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, kFusedConvX, "x"));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* w, required_input(node, inputs, kFusedConvW, "w"));
+  QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *x, "x", {DataType::kFloat}));
+  QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *w, "w", {DataType::kFloat}));
+  std::vector<const Tensor*> conv_inputs = {x, w};
+  if (const Tensor* bias = optional_input(inputs, kFusedConvBias)) conv_inputs.push_back(bias);
+  Node conv = plain_node(node, "Conv", make_attributes(static_cast<const ConvAttributes&>(*attributes)));
+  QDQRT_ASSIGN_OR_RETURN(Tensor y, run_single(conv, conv_inputs));
+  if (const Tensor* residual = optional_input(inputs, kFusedConvResidual)) {
+    QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *residual, "residual", {DataType::kFloat}));
+    if (residual->shape() != y.shape()) {
+      return invalid_argument("{}: residual {} is not shaped like the conv's output {}", node.describe(),
+                              shape_to_string(residual->shape()), shape_to_string(y.shape()));
+    }
+    QDQRT_ASSIGN_OR_RETURN(y, binary(node, "Add", y, *residual));
+  }
+  const FusedActivation& activation = attributes->fused.activation;
+  if (activation.kind == ActivationKind::kRelu) {
+    QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Relu"), {&y}));
+  } else if (activation.kind == ActivationKind::kClip) {
+    ClipAttributes clip;
+    clip.bounds_from_inputs = false;
+    clip.min = activation.min;
+    clip.max = activation.max;
+    QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Clip", make_attributes(clip)), {&y}));
+  }
+  switch (attributes->function) {
+    case ConvEpilogueFunction::kNone: break;
+    case ConvEpilogueFunction::kSigmoid: {
+      QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Sigmoid"), {&y}));
+      break;
+    }
+    case ConvEpilogueFunction::kHardSwish: {
+      QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "HardSwish"), {&y}));
+      break;
+    }
+    case ConvEpilogueFunction::kSiLU: {
+      QDQRT_ASSIGN_OR_RETURN(Tensor sigmoid, run_single(plain_node(node, "Sigmoid"), {&y}));
+      QDQRT_ASSIGN_OR_RETURN(y, binary(node, "Mul", y, sigmoid));
+      break;
+    }
+  }
+  outputs[0] = std::move(y);
+  return Status::ok();
+}
+
 Status qmatmul_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
   using namespace layers;
   QDQRT_ASSIGN_OR_RETURN(const QMatMulAttributes* attributes, typed_attributes<QMatMulAttributes>(node));
@@ -442,6 +494,7 @@ Status softmax_quantize_kernel(const Node& node, Inputs inputs, std::vector<Tens
 
 void register_fused_kernels(KernelRegistry& registry) {
   registry.add(layers::kDomain, layers::kQConv, qconv_kernel);
+  registry.add(layers::kDomain, layers::kFusedConv, fused_conv_kernel);
   registry.add(layers::kDomain, layers::kQMatMul, qmatmul_kernel);
   registry.add(layers::kDomain, layers::kQAdd, qbinary_kernel<true>);
   registry.add(layers::kDomain, layers::kQMul, qbinary_kernel<false>);

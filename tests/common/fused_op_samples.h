@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
 
 namespace qdqrt::testing {
@@ -45,6 +46,15 @@ inline const std::map<std::string, FusedOpSample>& fused_op_samples() {
       (x, xs, xz, w, ws, wz, bias, ys, yz)
 })",
         "[N, 6, 4, 4]"}},
+      {layers::kFusedConv,
+       {R"(g (float[N,4,5,5] x, float[N,6,5,5] r) => (float[N,6,5,5] y)
+<float[6,2,3,3] w = {)" +
+            sample_ones(6 * 2 * 3 * 3) + R"(}, float[6] bias = {0,1,0,-1,0,2}>
+{
+  y = qdqrt.FusedConv <group = 2, pads = [1, 1, 1, 1], activation = "Relu", fused_nodes = ["conv", "add", "relu"]>
+      (x, w, bias, r)
+})",
+        "[N, 6, 5, 5]"}},
       {layers::kQMatMul,
        {R"(g (int8[N,5,4] a) => (int8[N,5,3] y)
 <float as = {0.5}, int8 az = {0}, int8[4,3] b = {1,2,3,4,5,6,7,8,9,1,2,3}, float bs = {0.1}, int8 bz = {0},

@@ -3,6 +3,8 @@
 // maximum batch on 1 and 2 threads, against the reference executor on the original graph.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -180,6 +182,9 @@ TEST(EngineFloatModels, ConvEpiloguesAreFused) {
       {"relu_before_add_stays", "a = Conv(x, w1, b)\nar = Relu(a)\ny = Add(ar, x)", bottleneck_weights, 1, 1},
       {"two_readers_stay", "a = Conv(x, w1, b)\nr = Relu(a)\ny = Add(r, a)", bottleneck_weights, 1, 2},
       {"conv_output_is_graph_output", "y = Conv(x, w1, b)\nr = Relu(y)", bottleneck_weights, 1, 1},
+      // A group conv runs an NCHW kernel, which has no epilogue: the optimizer leaves its Relu.
+      {"group_conv_relu_stays", "c = Conv<group=2>(x, wg, b)\ny = Relu(c)", {weights("wg", {8, 4, 1, 1}), weights("b", {8})},
+       1, 1},
   };
   for (const FusionCase& fusion : cases) {
     SCOPED_TRACE(fusion.name);
@@ -196,6 +201,35 @@ TEST(EngineFloatModels, ConvEpiloguesAreFused) {
     EXPECT_EQ(convs, fusion.convs);
     EXPECT_EQ(separate, fusion.separate_layers);
     expect_engine_matches(**engine, *graph, fusion.name);
+  }
+}
+
+// A FusedConv node (as the optimizer writes it, or by hand) lowers to the NHWC conv layer with
+// its epilogue, named after its nodes; one whose conv the NHWC kernels do not take (a group conv)
+// runs on the reference kernel. Both match the reference executor.
+TEST(EngineFloatModels, FusedConvLowersToTheConvEpilogue) {
+  const std::string residual_clip =
+      "y = qdqrt.FusedConv<pads=[1,1,1,1], activation=\"Clip\", activation_min=-0.5, activation_max=0.75, "
+      "fused_nodes=[\"conv\", \"add\", \"clip\"]>(x, w, b, x)";
+  const std::string group_silu = "y = qdqrt.FusedConv<group=2, function=\"SiLU\", fused_nodes=[\"gconv\"]>(x, wg, b)";
+  for (const auto& [body, kind, name] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{{residual_clip, "fp32_conv", "conv + add + clip"},
+                                                                     {group_silu, "reference", ""}}) {
+    SCOPED_TRACE(body);
+    std::string text = model(13, "g (float[N,8,7,6] x) => (float[3,8,7,6] y)",
+                             {weights("w", {8, 8, 3, 3}), weights("wg", {8, 4, 1, 1}), weights("b", {8})}, body);
+    const std::string opsets = "[\"\" : 13]";
+    text.replace(text.find(opsets), opsets.size(), "[\"\" : 13, \"qdqrt\" : 1]");
+    auto graph = load_text_graph(text, 3);
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    auto engine = engine::Engine::build(*graph, {});
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    std::vector<std::string> kinds;
+    for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+      if (layer.kind != "reorder") kinds.push_back(name.empty() ? layer.kind : layer.kind + " " + layer.name);
+    }
+    EXPECT_EQ(kinds, std::vector<std::string>{name.empty() ? kind : kind + " " + name});
+    expect_engine_matches(**engine, *graph, kind);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "engine/layers/layer_families.h"
+#include "optimizer/pipeline.h"
 #include "tests/engine_float/float_cases.h"
 #include "tests/engine_float/harness.h"
 
@@ -88,9 +89,9 @@ TEST(FloatBind, DamagedLayersAreRefused) {
   }
 }
 
-// The fused fp32_conv layers (fuse_float_conv_epilogues): an expansion + depthwise + projection
-// with its residual, and a squeeze-excite gate folded into its projection. Damaged parts are
-// refused at bind.
+// The fused fp32_conv layers (the optimizer's FusedConv epilogues, then fuse_float_conv_epilogues):
+// an expansion + depthwise + projection with its residual, and a squeeze-excite gate folded into
+// its projection. Damaged parts are refused at bind.
 TEST(FloatBind, DamagedFusedConvsAreRefused) {
   const std::vector<std::string> inits = {
       weights("ex", {48, 16, 1, 1}), weights("b48", {48}), weights("dw", {48, 1, 3, 3}),
@@ -102,6 +103,7 @@ TEST(FloatBind, DamagedFusedConvsAreRefused) {
       "qr = Relu(q)\nk = Conv(qr, excite, b16)\nks = Sigmoid(k)\nm = Mul(b, ks)\ny = Conv(m, gated)";
   auto graph = load_text_graph(model(13, "g (float[N,16,32,30] x) => (float y)", inits, body), 2);
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  ASSERT_TRUE(optimizer::optimize(*graph, {.float_only = true}).ok());
   auto built = harness_build(*graph, 2);
   ASSERT_TRUE(built.ok()) << built.status().to_string();
   engine::EnginePlan fused = built->plan;

@@ -8,15 +8,19 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
+#include <onnx/defs/parser.h>
 
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 
 #include "core/op_registry.h"
 #include "core/ops/fused.h"
+#include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
 #include "optimizer/layer_info.h"
+#include "parser/onnx_loader.h"
 #include "reference/executor.h"
 #include "reference/kernel_registry.h"
 #include "tests/common/fused_op_samples.h"
@@ -187,6 +191,80 @@ TEST(FusedOpTable, ShapeFunctionsRefuseWhatDoesNotFit) {
   InputShapes pool(layers::kUnaryInputCount);
   pool[layers::kUnaryX] = dims({1, 3, 2, 2});
   EXPECT_FALSE(row_of(layers::kQAveragePool)->output_shape(graph.nodes[0], pool).has_value());
+}
+
+// FusedConv computes exactly what the Conv and the ops after it compute (the reference runs the
+// same ops in the same order), for each epilogue it takes.
+TEST(FusedConv, ReferenceMatchesTheNodesItStandsFor) {
+  struct Case {
+    std::string epilogue;    // the unfused nodes after "c = Conv(x, w[, bias])", writing y
+    std::string attributes;  // the FusedConv's epilogue attributes
+    bool residual;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {"y = Relu(c)", R"(activation = "Relu")", false, true},
+      {"s = Add(c, r)\n  y = Relu(s)", R"(activation = "Relu")", true, true},
+      {"s = Add(r, c)\n  y = Clip(s, lo, hi)", R"(activation = "Clip", activation_min = -0.5, activation_max = 0.75)",
+       true, false},
+      {"y = Sigmoid(c)", R"(function = "Sigmoid")", false, true},
+      {"y = HardSwish(c)", R"(function = "HardSwish")", false, true},
+      {"g = Sigmoid(c)\n  y = Mul(c, g)", R"(function = "SiLU")", false, true},
+      {"s = Add(c, r)\n  g = Sigmoid(s)\n  y = Mul(s, g)", R"(function = "SiLU")", true, false},
+      {"y = Add(c, r)", "", true, true},
+  };
+  std::mt19937 rng(11);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.epilogue);
+    const std::string constants = float_initializer("w", {6, 2, 3, 3}, -1.0f, 1.0f, rng) + ", " +
+                                  float_initializer("bias", {6}, -1.0f, 1.0f, rng) +
+                                  ", float lo = {-0.5}, float hi = {0.75}";
+    const std::string conv_inputs = c.bias ? "x, w, bias" : "x, w";
+    const std::string header = R"(<ir_version: 8, opset_import: ["" : 14, "qdqrt" : 1]>
+g (float[2,4,5,5] x, float[2,6,5,5] r) => (float[2,6,5,5] y)
+<)" + constants + ">\n{\n";
+    Graph unfused = load_text(header + "  c = Conv <group = 2, pads = [1, 1, 1, 1]> (" + conv_inputs + ")\n  " +
+                              c.epilogue + "\n}");
+    const std::string attributes = c.attributes.empty() ? "" : ", " + c.attributes;
+    Graph fused = load_text(header + "  y = qdqrt.FusedConv <group = 2, pads = [1, 1, 1, 1], fused_nodes = [\"conv\"]" +
+                            attributes + "> (" + conv_inputs + (c.bias ? "" : ", ") + (c.residual ? ", r" : "") +
+                            ")\n}");
+    ASSERT_EQ(fused.nodes.size(), 1u);
+    expect_same_outputs(unfused, fused, random_inputs(unfused, rng, -3.0f, 3.0f), 0.0f);
+  }
+}
+
+// The loader's error for a FusedConv node, or "" when it loads.
+std::string fused_conv_error(const std::string& attributes, const std::string& residual_shape = "2,6,5,5") {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 14, "qdqrt" : 1]>
+g (float[2,4,5,5] x, float[)" + residual_shape + R"(] r) => (float[2,6,5,5] y)
+<float[6,4,1,1] w = {)" + sample_ones(24) + R"(}>
+{
+  y = qdqrt.FusedConv <fused_nodes = ["conv"])" + attributes + R"(> (x, w, , r)
+})";
+  onnx::ModelProto model;
+  EXPECT_TRUE(onnx::OnnxParser::Parse(model, text.c_str()).IsOK()) << text;
+  Result<Graph> graph = load_onnx_model(model);
+  if (!graph.ok()) return graph.status().to_string();
+  TensorMap inputs;
+  std::mt19937 rng(3);
+  Result<TensorMap> outputs = run_reference(*graph, random_inputs(*graph, rng));
+  return outputs.ok() ? "" : outputs.status().to_string();
+}
+
+TEST(FusedConv, BadAttributesAndInputsAreRefusedByName) {
+  EXPECT_EQ(fused_conv_error(R"(, function = "SiLU")"), "");
+  EXPECT_NE(fused_conv_error(R"(, function = "Tanh")").find("function"), std::string::npos);
+  EXPECT_NE(fused_conv_error(R"(, function = "Tanh")").find("Tanh"), std::string::npos);
+  const std::string both = fused_conv_error(R"(, activation = "Relu", function = "Sigmoid")");
+  EXPECT_NE(both.find("at most one"), std::string::npos) << both;
+  EXPECT_NE(fused_conv_error(R"(, activation = "LeakyRelu")").find("activation"), std::string::npos);
+  EXPECT_NE(fused_conv_error(R"(, activation = "Clip", activation_min = 1.0, activation_max = 0.0)")
+                .find("activation_min"),
+            std::string::npos);
+  // A residual that is not shaped like the output (the Add would broadcast).
+  const std::string residual = fused_conv_error("", "2,6,1,1");
+  EXPECT_NE(residual.find("residual"), std::string::npos) << residual;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The float pipeline (OptimizeOptions::float_only, pass remove_fake_quantization): a QDQ graph
-// becomes standard float ONNX ops, with the weights' quantization kept as float values.
+// becomes float ops, with the weights' quantization kept as float values.
 #include <gtest/gtest.h>
 
 #include "tests/optimizer_passes/pass_test_util.h"
@@ -38,7 +38,7 @@ std::string qdq_conv_bn(const std::string& extra, const std::string& conv_input 
 TEST(RemoveFakeQuantization, FloatPipelineLeavesOnlyFloatOps) {
   Graph graph = parse_graph(qdq_conv_bn("rq = QuantizeLinear(r, ys, yzp)\n y = DequantizeLinear(rq, ys, yzp)"));
   Graph rewritten = run_passes(graph, {}, /*float_only=*/true);
-  EXPECT_EQ(op_sequence(rewritten), "Conv,Relu");
+  EXPECT_EQ(op_sequence(rewritten), "FusedConv");  // the Conv with the BN folded and its Relu
   EXPECT_EQ(rewritten.nodes.back().outputs[0], "y");
   for (const auto& [name, tensor] : rewritten.initializers) EXPECT_EQ(tensor.dtype(), DataType::kFloat) << name;
 
@@ -68,7 +68,8 @@ TEST(RemoveFakeQuantization, NotInTheInt8Pipeline) {
   std::vector<std::string> float_only = optimizer::pipeline_pass_names(true);
   EXPECT_EQ(std::count(int8.begin(), int8.end(), "remove_fake_quantization"), 0);
   EXPECT_EQ(float_only, (std::vector<std::string>{"remove_identities", "fold_constants", "evaluate_shape_computations",
-                                                  "remove_fake_quantization", "fold_batchnorm", "fuse_layer_norm"}));
+                                                  "remove_fake_quantization", "fold_batchnorm", "fuse_layer_norm",
+                                                  "fuse_float_conv_epilogue"}));
   Graph graph = parse_graph(qdq_conv_bn("rq = QuantizeLinear(r, ys, yzp)\n y = DequantizeLinear(rq, ys, yzp)"));
   Graph int8_graph = run_passes(graph, {});
   EXPECT_GT(count_ops(int8_graph, "QConv"), 0);

@@ -54,11 +54,24 @@ for file in "$work"/dump/*.onnx; do
 done
 
 # --fp32: the float pipeline (its own pass names), no Q/DQ and no INT8 layer left.
-expect 0 stdout "Passes run: remove_identities, fold_constants, evaluate_shape_computations, remove_fake_quantization, fold_batchnorm, fuse_layer_norm" \
+expect 0 stdout "Passes run: remove_identities, fold_constants, evaluate_shape_computations, remove_fake_quantization, fold_batchnorm, fuse_layer_norm, fuse_float_conv_epilogue" \
   inspect --onnx="$model" --fp32
 expect 0 stdout "Q/DQ nodes left: 0 QuantizeLinear, 0 DequantizeLinear" inspect --onnx="$model" --fp32
 grep -q "^  INT8: " "$work/stdout" && fail "--fp32 left INT8 layers"
 expect 2 stderr "unknown pass 'fuse_qdq_conv'" inspect --onnx="$model" --fp32 --passes=fuse_qdq_conv
+
+# The FP32 fusions: the shipped float EfficientNet's convs with their SiLU, Sigmoid and residual
+# Add, one FP32 layer each, named after the nodes they stand for.
+effnet="$(dirname "${BASH_SOURCE[0]}")/../../models/fmnist_efficientnet_fp32.onnx"
+expect 0 stdout "^Conv .*/stem/stem.0/Conv \+ /stem/stem.2/Sigmoid \+ /stem/stem.2/Mul$" \
+  inspect --onnx="$effnet" --fp32 --fullNames
+expect 0 stdout "/blocks/blocks.0/project/project.0/Conv \+ /blocks/blocks.0/Add$" inspect --onnx="$effnet" --fullNames
+expect 0 stdout "^DepthwiseConv .*/blocks/blocks.0/depthwise/depthwise.0/Conv \+ .*/depthwise.2/Mul$" \
+  inspect --onnx="$effnet" --fp32 --fullNames
+grep -Eq "^  INT8: " "$work/stdout" && fail "the float EfficientNet's fused convs counted as INT8"
+grep -Eq "^Sigmoid " "$work/stdout" && fail "a Sigmoid left beside the fused convs"
+expect 0 stdout "Conv/MatMul MACs in INT8: 0.0%" inspect --onnx="$effnet" --fp32
+expect 0 stdout "Conv .*/stem/stem.0/Conv$" inspect --onnx="$effnet" --fp32 --fullNames --disablePasses=fuse_float_conv_epilogue
 
 # Bad command lines and bad models.
 expect 2 stderr "unknown pass 'no_such_pass'" inspect --onnx="$model" --passes=no_such_pass

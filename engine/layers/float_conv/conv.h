@@ -16,11 +16,11 @@
 //                       pointwise (1x1 stride 1 no pads: the GEMM reads X directly) and gemm
 //                       (per group W x im2col(X), Eigen).
 // The four NHWC implementations run on one layer (nhwc_layer.cpp) with the kernels' epilogue:
-// bias (BatchNorm is folded before), an absorbed Relu/Clip/Sigmoid/HardSwish/SiLU, a residual Add
-// (input 1), a channel gate (input 2, 1x1 igemm only) and the row sums a global average pool
-// reads (output 1, depthwise only). fused_depthwise.cpp runs a depthwise with the 1x1 expansion
-// before it and/or the projection after it over bands of rows. plan_fusion.cpp is the pass over
-// the lowered plan that makes these epilogues and fused layers.
+// bias (BatchNorm is folded before), a Relu/Clip/Sigmoid/HardSwish/SiLU and a residual Add (input 1)
+// from a FusedConv node (implementations.cpp), a channel gate (input 2, 1x1 igemm only) and the row
+// sums a global average pool reads (output 1, depthwise only). fused_depthwise.cpp runs a depthwise
+// with the 1x1 expansion before it and/or the projection after it over bands of rows.
+// plan_fusion.cpp is the pass over the lowered plan that makes the gates, row sums and fused layers.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,8 @@
 #include <limits>
 
 #include "core/ops/conv.h"
+#include "core/ops/fused_conv.h"
+#include "core/ops/fused_layers.h"
 #include "core/ops/window.h"
 #include "engine/layers/float_conv/conv.h"
 
@@ -43,6 +45,45 @@ Result<ConvChoice> choose_implementation(const ConvCandidate& candidate) {
 }
 
 namespace {
+
+// A FusedConv's epilogue on its NHWC conv layer: the clamp or function, the residual as input 1
+// (reordered to NHWC when stored otherwise), its source nodes' names.
+Status write_fused_epilogue(const Node& node, BuildContext& context, PlanLayer& layer) {
+  const auto& attributes = node.attrs<FusedConvAttributes>();
+  const FusedActivation& activation = attributes.fused.activation;
+  if (activation.kind == ActivationKind::kRelu) {
+    params::kClipMin.write(layer, 0.0);
+  } else if (activation.kind == ActivationKind::kClip) {
+    params::kClipMin.write(layer, activation.min);
+    params::kClipMax.write(layer, activation.max);
+  } else if (activation.kind != ActivationKind::kNone) {
+    return invalid_argument("{}: FusedConv takes Relu or Clip, not {}", node.describe(),
+                            activation_kind_name(activation.kind));
+  }
+  switch (attributes.function) {
+    case ConvEpilogueFunction::kNone: break;
+    case ConvEpilogueFunction::kSigmoid:
+      params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kSigmoid);
+      break;
+    case ConvEpilogueFunction::kHardSwish:
+      params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kHardSwish);
+      break;
+    case ConvEpilogueFunction::kSiLU:
+      params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kSilu);
+      break;
+  }
+  if (node.has_input(layers::kFusedConvResidual)) {
+    QDQRT_ASSIGN_OR_RETURN(int32_t residual, context.input(node.input(layers::kFusedConvResidual), Layout::kNhwc));
+    layer.inputs.push_back(residual);
+  }
+  if (!attributes.fused.fused_nodes.empty()) {
+    layer.name.clear();
+    for (const std::string& source : attributes.fused.fused_nodes) layer.name += (layer.name.empty() ? "" : " + ") + source;
+    layer.source_nodes = attributes.fused.fused_nodes;
+  }
+  layer.op_type = "Conv";
+  return Status::ok();
+}
 
 Status lower_conv(const Node& node, BuildContext& context) {
   const auto& attributes = node.attrs<ConvAttributes>();
@@ -88,6 +129,9 @@ Status lower_conv(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(ConvChoice choice, choose_implementation(candidate));
   const ConvImplementation& implementation = *choice.implementation;
   g.mode = implementation.mode;
+  const bool fused = node.domain == layers::kDomain;
+  // The optimizer fuses only convs the NHWC kernels take; the reference runs any other FusedConv.
+  if (fused && !is_nhwc(g.mode)) return lower_with_reference(node, context);
   const kernels::Isa isa = kernels::usable_isa(context.isa());
   const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(isa);
   PlanLayer layer;
@@ -112,6 +156,7 @@ Status lower_conv(const Node& node, BuildContext& context) {
   }
   layer.inputs = {input};
   layer.outputs = {output};
+  if (fused) QDQRT_RETURN_IF_ERROR(write_fused_epilogue(node, context, layer));
   write_geometry(layer, g);
   params::kTileRows.write(layer, g.tile_rows);
   params::kOutputChannelBlock.write(layer, g.oc_block);
@@ -173,6 +218,11 @@ void register_conv(LayerRegistry& registry) {
   registry.add_kind({conv::kKind, conv::bind_conv});
   registry.add_lowering(
       {.domain = "", .op_type = "Conv", .lower = conv::lower_conv, .accepts = all_float, .prefers_nhwc = true});
+  registry.add_lowering({.domain = layers::kDomain,
+                         .op_type = layers::kFusedConv,
+                         .lower = conv::lower_conv,
+                         .accepts = all_float,
+                         .prefers_nhwc = true});
 }
 
 }  // namespace qdqrt::engine::fp32

@@ -1,7 +1,7 @@
-// The pass over a lowered plan that gives NHWC fp32 convs their epilogues and fused layers
-// (fuse_float_conv_epilogues, called by the builder after lowering):
-//   - the Relu/Clip/Sigmoid/HardSwish and residual Add layers that are the only readers of an
-//     NHWC conv's output, and SiLU as x * Sigmoid(x), run in the kernel's epilogue;
+// The pass over a lowered plan that gives NHWC fp32 convs the fused layers whose choice depends on
+// the lowering (fuse_float_conv_epilogues, called by the builder after lowering); the activation
+// and residual epilogues are the optimizer's (a FusedConv node, optimizer/fusions/
+// float_conv_epilogue.cpp), lowered onto the conv layer:
 //   - a squeeze-excite gate Mul (x * gate[N, C, 1, 1]) folds into the 1x1 igemm conv that is its
 //     only reader: input 2 is then the gate, and each run scales the packed weights' input
 //     channels by it (per image, into scratch) instead of a pass over x;
@@ -44,77 +44,10 @@ void remove_tensors(EnginePlan& plan, const std::vector<bool>& unused) {
   remap(plan.outputs);
 }
 
-bool has_activation(const PlanLayer& layer) {
-  auto low = layer.params.get_float(std::string(params::kClipMin.key()));
-  auto high = layer.params.get_float(std::string(params::kClipMax.key()));
-  auto function = layer.params.get_string(std::string(params::kEpilogueFunction.key()));
-  return !low.ok() || !high.ok() || !function.ok() || !std::isinf(*low) || !std::isinf(*high) ||
-         *function != kernels::fp32_epilogue_activation_name(kernels::Fp32EpilogueActivation::kNone);
-}
-
-bool is_unary(const PlanLayer& layer, kernels::Fp32UnaryOp op) {
-  auto value = layer.params.get_int(std::string(params::kUnaryOp.key()));
-  return layer.kind == "fp32_unary" && layer.inputs.size() == 1 && layer.outputs.size() == 1 && value.ok() &&
-         *value == static_cast<int64_t>(op);
-}
-
 bool is_binary(const PlanLayer& layer, kernels::Fp32BinaryOp op) {
   auto value = layer.params.get_int(std::string(params::kBinaryOp.key()));
   return layer.kind == "fp32_binary" && layer.inputs.size() == 2 && layer.outputs.size() == 1 && value.ok() &&
          *value == static_cast<int64_t>(op);
-}
-
-void set_function(PlanLayer& conv, kernels::Fp32EpilogueActivation function, const PlanLayer& absorbed) {
-  params::kEpilogueFunction.write(conv, function);
-  conv.name += " + " + absorbed.name;
-  conv.source_nodes.insert(conv.source_nodes.end(), absorbed.source_nodes.begin(), absorbed.source_nodes.end());
-}
-
-// Relu / Clip as clamp bounds; nullopt for other unary layers.
-std::optional<std::pair<double, double>> clamp_of(const PlanLayer& layer) {
-  auto op = layer.params.get_int(std::string(params::kUnaryOp.key()));
-  if (!op.ok()) return std::nullopt;
-  if (*op == static_cast<int64_t>(kernels::Fp32UnaryOp::kRelu)) {
-    return std::pair{0.0, std::numeric_limits<double>::infinity()};
-  }
-  if (*op != static_cast<int64_t>(kernels::Fp32UnaryOp::kClip)) return std::nullopt;
-  auto low = layer.params.get_float(std::string(params::kAlpha.key()));
-  auto high = layer.params.get_float(std::string(params::kBeta.key()));
-  if (!low.ok() || !high.ok() || std::isnan(*low) || std::isnan(*high) || !(*low <= *high)) return std::nullopt;
-  return std::pair{*low, *high};
-}
-
-// Absorbs into `conv` the layer `next` that is the only reader of its output, when it is a residual
-// Add of NHWC tensors (the other operand written before `conv`) or a Relu/Clip. True when done.
-bool absorb(PlanLayer& conv, size_t conv_index, const PlanLayer& next, const std::vector<int64_t>& producer) {
-  const int32_t t = conv.outputs[0];
-  if (next.kind == "fp32_binary" && !has_activation(conv) && conv.inputs.size() == 1 && next.inputs.size() == 2 &&
-      next.outputs.size() == 1) {
-    auto op = next.params.get_int(std::string(params::kBinaryOp.key()));
-    if (!op.ok() || *op != static_cast<int64_t>(kernels::Fp32BinaryOp::kAdd)) return false;
-    const int32_t other = next.inputs[0] == t ? next.inputs[1] : next.inputs[0];
-    if (other == t || other < 0 || producer[static_cast<size_t>(other)] >= static_cast<int64_t>(conv_index))
-      return false;
-    conv.inputs.push_back(other);
-  } else if (next.kind == "fp32_unary" && next.inputs.size() == 1 && next.outputs.size() == 1) {
-    if (has_activation(conv)) return false;
-    if (is_unary(next, kernels::Fp32UnaryOp::kSigmoid) || is_unary(next, kernels::Fp32UnaryOp::kHardSwish)) {
-      params::kEpilogueFunction.write(conv, is_unary(next, kernels::Fp32UnaryOp::kSigmoid)
-                                                ? kernels::Fp32EpilogueActivation::kSigmoid
-                                                : kernels::Fp32EpilogueActivation::kHardSwish);
-    } else {
-      auto bounds = clamp_of(next);
-      if (!bounds) return false;
-      params::kClipMin.write(conv, bounds->first);
-      params::kClipMax.write(conv, bounds->second);
-    }
-  } else {
-    return false;
-  }
-  conv.outputs[0] = next.outputs[0];
-  conv.name += " + " + next.name;
-  conv.source_nodes.insert(conv.source_nodes.end(), next.source_nodes.begin(), next.source_nodes.end());
-  return true;
 }
 
 std::optional<kernels::Isa> isa_of(const PlanLayer& layer) {
@@ -394,64 +327,6 @@ void fuse_pool_row_sums(EnginePlan& plan) {
 
 Status fuse_conv_epilogues(EnginePlan& plan) {
   std::vector<bool> unused(plan.tensors.size(), false);
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    const TensorUses uses(plan);
-    const std::vector<int64_t>& producer = uses.producer;
-    const std::vector<int64_t>& readers = uses.readers;
-    const std::vector<bool>& interface = uses.interface;
-    for (size_t i = 0; i < plan.layers.size() && !changed; ++i) {
-      PlanLayer& conv = plan.layers[i];
-      auto mode = conv.params.get_int(std::string(params::kConvMode.key()));
-      if (conv.kind != kKind || !mode.ok() || !is_nhwc(static_cast<ConvMode>(*mode)) || conv.outputs.size() != 1) {
-        continue;
-      }
-      const int32_t t = conv.outputs[0];
-      if (t < 0 || interface[static_cast<size_t>(t)]) continue;
-      if (readers[static_cast<size_t>(t)] == 2 && !has_activation(conv)) {
-        // SiLU as x * Sigmoid(x): the Sigmoid and the Mul read the conv's output.
-        std::vector<size_t> reader_layers;
-        for (size_t j = i + 1; j < plan.layers.size(); ++j) {
-          const auto& inputs = plan.layers[j].inputs;
-          if (std::find(inputs.begin(), inputs.end(), t) != inputs.end()) reader_layers.push_back(j);
-        }
-        if (reader_layers.size() == 2 && is_unary(plan.layers[reader_layers[0]], kernels::Fp32UnaryOp::kSigmoid) &&
-            is_binary(plan.layers[reader_layers[1]], kernels::Fp32BinaryOp::kMul)) {
-          const PlanLayer& sigmoid = plan.layers[reader_layers[0]];
-          const PlanLayer& mul = plan.layers[reader_layers[1]];
-          const int32_t gate = sigmoid.outputs[0];
-          const bool pattern =
-              sigmoid.inputs[0] == t && gate >= 0 && readers[static_cast<size_t>(gate)] == 1 &&
-              !interface[static_cast<size_t>(gate)] &&
-              ((mul.inputs[0] == t && mul.inputs[1] == gate) || (mul.inputs[0] == gate && mul.inputs[1] == t));
-          if (pattern) {
-            set_function(conv, kernels::Fp32EpilogueActivation::kSilu, sigmoid);
-            conv.name += " + " + mul.name;
-            conv.source_nodes.insert(conv.source_nodes.end(), mul.source_nodes.begin(), mul.source_nodes.end());
-            conv.outputs[0] = mul.outputs[0];
-            unused[static_cast<size_t>(t)] = true;
-            unused[static_cast<size_t>(gate)] = true;
-            plan.layers.erase(plan.layers.begin() + static_cast<std::ptrdiff_t>(reader_layers[1]));
-            plan.layers.erase(plan.layers.begin() + static_cast<std::ptrdiff_t>(reader_layers[0]));
-            changed = true;
-            break;
-          }
-        }
-      }
-      if (readers[static_cast<size_t>(t)] != 1) continue;
-      for (size_t j = i + 1; j < plan.layers.size(); ++j) {
-        const auto& inputs = plan.layers[j].inputs;
-        if (std::find(inputs.begin(), inputs.end(), t) == inputs.end()) continue;
-        if (absorb(conv, i, plan.layers[j], producer)) {
-          unused[static_cast<size_t>(t)] = true;
-          plan.layers.erase(plan.layers.begin() + static_cast<std::ptrdiff_t>(j));
-          changed = true;
-        }
-        break;
-      }
-    }
-  }
   fold_channel_gates(plan, unused);
   fuse_depthwise_pointwise(plan, unused);
   remove_tensors(plan, unused);
