@@ -66,8 +66,7 @@ struct WorkShape {
 
 // "Operations" are multiply-adds at a GEMM's rate. A layer that streams memory (a channel gate, a
 // global average pool: one or two flops per element loaded) spends about 20x longer per flop
-// (EfficientNet-B0's 56x56x144 gate: ~0.05 ms for 0.45 M elements), so it counts each element as
-// this many operations; otherwise such layers never reach the runtime's split threshold.
+// (docs/decisions.md, "Engine runtime"), so it counts each element as this many operations; otherwise such layers never reach the runtime's split threshold.
 inline constexpr double kStreamingOpsPerElement = 20.0;
 
 class Layer {

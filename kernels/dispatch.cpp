@@ -16,9 +16,8 @@ Isa usable_isa(Isa requested) { return best_supported_up_to(requested); }
 // --- GEMM / implicit-GEMM convolution family ---
 // mr, nr, k_group and element_size must match the Traits in the corresponding source file.
 // Each ISA lists its tile widths widest first; AVX-512 VNNI also has a narrow tile (more rows,
-// fewer columns) so that layers with 16..48 output channels do not compute a 64-column tile
-// (bench/kernels --tile: 1.3-1.8x on MobileNetV2's narrow 1x1 layers and stem). An 8x32 tile
-// measured slower than both on small-K layers and was dropped.
+// fewer columns) so that layers with 16..48 output channels do not compute a 64-column tile. There
+// is no 8x32 tile: it was slower than both on small-K layers (docs/decisions.md).
 std::span<const internal::GemmImplementation> gemm_implementations(Isa isa) {
   static const internal::GemmImplementation kScalar[] = {{Isa::kScalar, 4, 16, 4, 1, internal::gemm_run_scalar}};
   static const internal::GemmImplementation kAvx2[] = {{Isa::kAvx2, 6, 16, 2, 2, internal::gemm_run_avx2}};

@@ -5,7 +5,7 @@
 // conv rows run the AMX-INT8 kernels, still as a fraction of the vpdpbusd peak (peak/tdpbusd_amx
 // shows how far above it AMX goes).
 //
-// The machine is shared (load often far above its 2 cores), so besides wall-clock GOPS every
+// On a shared machine the load can be far above its core count, so besides wall-clock GOPS every
 // benchmark reports figures from CPU time: GOPS_cpu = ops / process CPU seconds * threads (what
 // the threads achieve while they actually run) and pct_peak = GOPS_cpu / (threads * peak_now),
 // with peak_now the single-core vpdpbusd peak re-measured (thread CPU time) right after the
@@ -118,8 +118,8 @@ int g_tile_width = 0;
 // Depthwise rows place input and output in one 64-byte-aligned block, as the engine's arena does
 // (engine/builder.cpp, plan_memory: 64-byte-aligned offsets, a layer's output usually right
 // after its input). --dw_offset=D [--dw_modulus=M] instead puts the output at the first offset
-// past the input's 64-byte-rounded end that is D modulo M (the placement sweep of docs/bench.md, 2026-11-28
-// session 11: no relative offset was consistently slower or faster).
+// past the input's 64-byte-rounded end that is D modulo M, for placement sweeps (docs/decisions.md,
+// "INT8 depthwise": on Zen 4 no relative offset was consistently slower or faster).
 int64_t g_dw_delta = -1;  // negative: right after the input
 int64_t g_dw_modulus = 4096;
 // --dw_u8: depthwise rows on u8 input and output (zero point 0, ReLU6 as MobileNetV2's clip), the

@@ -8,7 +8,7 @@
 namespace qdqrt::bench {
 
 namespace {
-// CPU time, not wall time: the machine is shared, and a time-sliced core must not lower the peak.
+// CPU time, not wall time: on a shared machine a time-sliced core must not lower the peak.
 double thread_cpu_seconds() {
   timespec t;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);

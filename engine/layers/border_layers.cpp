@@ -289,8 +289,8 @@ Result<std::unique_ptr<Layer>> bind_dequantize(const BindContext& context) {
 // reorder
 
 // NCHW -> NHWC of 3-channel 4-byte pixels (a float network's RGB input): the transpose's 8x8
-// tiles leave 3 rows to its scalar edge loop (0.073 ms for 224x224 on Zen 4); with the channel
-// count fixed the loop vectorizes (0.024 ms). A copy: bit-exact. GCC only: clang's ifunc
+// tiles would leave 3 rows to its scalar edge loop; with the channel count fixed the loop
+// vectorizes (about 3x faster, docs/decisions.md). A copy: bit-exact. GCC only: clang's ifunc
 // resolvers run before the sanitizer runtimes start (the TSan build crashed at load).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 __attribute__((target_clones("avx512f", "avx2", "default")))

@@ -6,7 +6,7 @@
 // Why: the implicit GEMM gathers each output pixel's K = KH * KW * C bytes into a panel in
 // KH copies of KW * C bytes (9 for a 3x3 over 3 channels). Those copies overlap (each is a 16-byte
 // move), and a 4-byte lane of the tile that straddles two of them waits on store forwarding; the
-// gather was half of the 3x3 stem's time (perf, Zen 4). Interleaving the rows per column makes a
+// gather dominated the 3x3 stem's time (docs/kernels.md, "INT8 stems"). Interleaving the rows per column makes a
 // window contiguous, so the pixel rows of the "matrix" are simply stride_width * KH * C bytes apart.
 #include "kernels/conv/qconv_stem.h"
 
@@ -112,17 +112,20 @@ void derive_conv_stem(PackedConv& packed) {
   const PackedGemm& source = packed.group_weights[0];
   const int channels = packed.input_channels, kh = packed.kernel_height, kw = packed.kernel_width;
   const int k = kh * kw * channels;
-  if (source.weight_zero_point_s8 != 0 || source.isa == Isa::kAmxInt8 || source.k != k || source.k_group <= 0 ||
+  if (source.weight_zero_point_s8 != 0 || source.k != k || source.k_group <= 0 ||
       source.k_padded % source.k_group != 0 || source.k_padded < k || source.nr <= 0 ||
       source.n_padded % source.nr != 0) {
     return;
   }
+  // AMX-INT8 shares the avx512vnni layouts; its K of 16..196 bytes leaves most of each 64-byte tile
+  // row idle, so the stems run the avx512vnni tiles there (docs/decisions.md).
+  const Isa isa = source.isa == Isa::kAmxInt8 ? Isa::kAvx512Vnni : source.isa;
   // The stem's own tile where it has one (dispatch: AVX-512 VNNI 12x32 for 17..32 channels), else
   // the conv's.
-  const internal::GemmImplementation* tile = conv_stem_implementation(source.isa, source.n);
+  const internal::GemmImplementation* tile = conv_stem_implementation(isa, source.n);
   const int nr = tile != nullptr ? tile->nr : source.nr;
   PackedGemm stem;
-  stem.isa = source.isa;
+  stem.isa = isa;
   stem.n = source.n;
   stem.nr = nr;
   stem.k_group = source.k_group;

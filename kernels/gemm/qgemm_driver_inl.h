@@ -81,7 +81,7 @@ struct ConvCursor {
 // Copies `count` (<= kWidth) bytes with the shift as one kWidth-byte move (a single vector load,
 // xor and store under AVX-512 for kWidth = 64): the caller guarantees kWidth bytes may be read at
 // src and written at dst. A masked or byte-exact copy of a 3x3 conv's 48-byte kernel row cost
-// more than the tile's multiply-adds on it (pack_panel was 43% of fmnist_resnet's run).
+// more than the tile's multiply-adds on it (docs/decisions.md, "INT8 GEMM and convolution").
 template <int kWidth>
 inline void copy_flip_block(uint8_t* dst, const uint8_t* src, uint8_t flip) {
   uint8_t bytes[kWidth];

@@ -1,8 +1,8 @@
 // Stores int8 activations as uint8 (zero-point + 128) where every reader is a Conv/Gemm/MatMul
 // data input or a residual Add: the same integers shifted by 128, so every result is bit-equal.
 // VNNI multiplies unsigned activations by signed weights (vpdpbusd), so a signed activation is
-// flipped to unsigned on every read (the GEMM panel copy, ~10% of a pytorch-quantization
-// MobileNetV2); stored unsigned, a 1x1 conv reads its input rows in place.
+// flipped to unsigned on every read (the GEMM panel copy; docs/decisions.md); stored unsigned, a
+// 1x1 conv reads its input rows in place.
 // A tensor changes only where its writer and readers all take the new type: written by a Conv/
 // Gemm/MatMul epilogue, a table (Sigmoid, SiLU, ...) or a float layer's Quantize; read by Conv/
 // Gemm/MatMul data inputs. Tensors joined by an int8 Add/Mul or a clamp (Relu/Clip, folded into

@@ -1,4 +1,4 @@
-// The batch property (issue 19): an engine built for a maximum batch of 4 and run on 4 images one
+// The batch property: an engine built for a maximum batch of 4 and run on 4 images one
 // at a time, two at a time and four at a time gives every image bit-identical outputs, or refuses
 // the smaller batches with a clear error. Never a silent wrong result.
 //

@@ -1,5 +1,5 @@
 // The ViT attention block whose Transpose moves the batch off dim 0 ([B,49,3,4,32] perm
-// [2,0,3,1,4] -> [3,B,4,49,32]; issue 19): built for batch 8 and run 1, 3 and 8 images at a time,
+// [2,0,3,1,4] -> [3,B,4,49,32]): built for batch 8 and run 1, 3 and 8 images at a time,
 // every image's output is bit-identical to the batch-8 run and matches the reference executor.
 // FP32 and QDQ (INT8 transpose, Gather, batched QMatMul) variants; the model is written with onnx's
 // text parser, the batch dim symbolic and the Reshape targets computed from Shape(x) as torch
@@ -279,7 +279,7 @@ TEST(VitClassToken, ShippedVitHasNoReferenceLayerAtAnyMaximumBatch) {
       ASSERT_TRUE(built.ok()) << built.status().to_string();
       EXPECT_EQ((*built)->plan().fixed_batch_reason, "") << "maximum batch " << max_batch;
       for (const engine::PlanLayer& layer : (*built)->plan().layers) {
-        // FP32 MatMul of two activations and Erf have no float layer yet (issue 12's helper adds them).
+        // FP32 MatMul of two activations and Erf are left out of this check.
         const bool awaiting_fp32_layer =
             precision == engine::Precision::kFp32 && (layer.op_type == "MatMul" || layer.op_type == "Erf");
         if (awaiting_fp32_layer) continue;
