@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/ops/fused.h"
 #include "core/ops/fused_layers.h"
+#include "core/ops/fused_op_table.h"
 #include "parser/onnx_loader.h"
 #include "parser/onnx_writer.h"
 #include "reference/executor.h"
@@ -16,19 +16,6 @@ namespace qdqrt::engine {
 
 namespace {
 
-// numpy broadcasting of two shapes; nullopt when they do not broadcast.
-std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
-  const size_t rank = std::max(a.size(), b.size());
-  Shape result(rank);
-  for (size_t axis = 0; axis < rank; ++axis) {
-    const int64_t da = axis + a.size() < rank ? 1 : a[axis + a.size() - rank];
-    const int64_t db = axis + b.size() < rank ? 1 : b[axis + b.size() - rank];
-    if (da != db && da != 1 && db != 1) return std::nullopt;
-    result[axis] = da == 1 ? db : da;
-  }
-  return result;
-}
-
 std::optional<Shape> static_shape_in(const Graph& graph, const std::string& value) {
   if (value.empty()) return std::nullopt;
   if (const Tensor* constant = graph.find_initializer(value)) return constant->shape();
@@ -36,60 +23,30 @@ std::optional<Shape> static_shape_in(const Graph& graph, const std::string& valu
   return info ? info->static_shape() : std::nullopt;
 }
 
-// The output shape of a qdqrt-domain fused layer in `probe`, from its inputs' shapes there (and,
-// for convolutions and pools, its shapes in `at_max`: only dim 0 follows the input's dim 0).
-std::optional<Shape> fused_layer_shape(const Node& node, const Graph& probe, const Graph& at_max) {
-  using namespace qdqrt::layers;
-  auto input_shape = [&](size_t slot) { return static_shape_in(probe, node.input(slot)); };
-  const std::string& op = node.op_type;
-  if (op == kQLookup || op == kQRequantize) return input_shape(kUnaryX);
-  if (op == kLayerNorm) return input_shape(kNormX);
-  if (op == kSoftmax) return input_shape(kSoftmaxX);
-  if (op == kQConv || op == kQAveragePool || op == kQGlobalAveragePool) {
-    std::optional<Shape> x = input_shape(0), x_at_max = static_shape_in(at_max, node.input(0));
-    std::optional<Shape> y_at_max = static_shape_in(at_max, node.outputs.at(0));
-    if (!x || !x_at_max || !y_at_max || x->empty() || y_at_max->empty() || x->size() != x_at_max->size() ||
-        !std::equal(x->begin() + 1, x->end(), x_at_max->begin() + 1)) {
-      return std::nullopt;
+// The output shape of a qdqrt-domain fused layer in `probe`, from its row's shape function on its
+// inputs' static shapes there.
+std::optional<Shape> fused_layer_shape(const Node& node, const Graph& probe) {
+  const FusedOpRow* row = fused_op_row(node);
+  if (row == nullptr) return std::nullopt;
+  InputShapes inputs;
+  for (const std::string& input : node.inputs) {
+    std::optional<Shape> shape = static_shape_in(probe, input);
+    if (!shape) {
+      inputs.emplace_back();
+      continue;
     }
-    Shape y = *y_at_max;
-    y[0] = (*x)[0];
-    return y;
+    Dims dims;
+    for (int64_t dim : *shape) dims.push_back(Dim{.value = dim, .symbol = {}});
+    inputs.emplace_back(std::move(dims));
   }
-  if (op == kQAdd || op == kQMul) {
-    std::optional<Shape> a = input_shape(kBinaryA), b = input_shape(kBinaryB);
-    return a && b ? broadcast(*a, *b) : std::nullopt;
+  OptionalDims dims = row->output_shape(node, inputs);
+  if (!dims) return std::nullopt;
+  Shape shape;
+  for (const Dim& dim : *dims) {
+    if (!dim.is_static()) return std::nullopt;
+    shape.push_back(dim.value);
   }
-  if (op == kQMatMul) {
-    std::optional<Shape> a = input_shape(kMatMulA), b = input_shape(kMatMulB);
-    if (!a || !b || a->size() < 2 || b->size() < 2 || (*a)[a->size() - 1] != (*b)[b->size() - 2]) return std::nullopt;
-    std::optional<Shape> y = broadcast(Shape(a->begin(), a->end() - 2), Shape(b->begin(), b->end() - 2));
-    if (!y) return std::nullopt;
-    y->push_back((*a)[a->size() - 2]);
-    y->push_back((*b)[b->size() - 1]);
-    return y;
-  }
-  if (op == kQConcat) {
-    const auto* attributes = dynamic_cast<const QConcatAttributes*>(node.typed_attributes.get());
-    std::optional<Shape> y;
-    for (size_t slot = kConcatFirstX; attributes != nullptr && slot < node.inputs.size(); slot += 3) {
-      std::optional<Shape> x = input_shape(slot);
-      if (!x) return std::nullopt;
-      const int64_t rank = static_cast<int64_t>(x->size());
-      const int64_t axis = attributes->axis < 0 ? attributes->axis + rank : attributes->axis;
-      if (axis < 0 || axis >= rank) return std::nullopt;
-      if (!y) {
-        y = x;
-        continue;
-      }
-      for (int64_t d = 0; d < rank; ++d) {
-        if (d != axis && (*x)[static_cast<size_t>(d)] != (*y)[static_cast<size_t>(d)]) return std::nullopt;
-      }
-      (*y)[static_cast<size_t>(axis)] += (*x)[static_cast<size_t>(axis)];
-    }
-    return y;
-  }
-  return std::nullopt;
+  return shape;
 }
 
 // Output shapes of a node ONNX's shape inference does not know (an op newer than libonnx), from
@@ -213,7 +170,7 @@ Result<Graph> reload_at_batch(const Graph& graph, const std::vector<std::string>
       if (!missing) continue;
       std::vector<std::optional<Shape>> shapes;
       if (node.domain == layers::kDomain) {
-        shapes.push_back(fused_layer_shape(node, loaded, graph));
+        shapes.push_back(fused_layer_shape(node, loaded));
       } else {
         shapes = kernel_output_shapes(node, loaded);
       }

@@ -16,6 +16,7 @@
 
 #include "core/version.h"
 #include "engine/builder.h"
+#include "engine/context_threads.h"
 #include "engine/engine_file.h"
 #include "engine/layer.h"
 #include "engine/plan_validation.h"
@@ -291,7 +292,8 @@ struct ExecutionContext::Impl {
 ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine, const ContextOptions& options)
     : engine_(std::move(engine)), impl_(std::make_unique<Impl>()), profiling_(options.profiling) {
   const EnginePlan& plan = engine_->plan_;
-  threads_ = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads_ = options.threads > 0 ? std::min(options.threads, max_context_threads())
+                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   impl_->arena = std::make_unique<tbb::task_arena>(threads_);
   impl_->tensor_data.assign(plan.tensors.size(), nullptr);
   layer_times_ms_.assign(plan.layers.size(), 0.0);
@@ -467,17 +469,18 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
     // The kernels keep scratch per thread and grow it on first use; after the first run, grow it
     // on every thread of the arena to the sizes seen, so a later run where a thread meets a layer
     // for the first time does not allocate. Each task waits until all have started, so every
-    // thread of the arena runs exactly one.
+    // thread of the arena runs exactly one. The wait has one deadline for all tasks: with more
+    // threads than cores they start one after another, and a wait per task would add up.
     impl_->warmed_up = true;
     if (threads > 1) {
       std::atomic<int> arrived{0};
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
       impl_->arena->execute([&] {
         tbb::task_group group;
         for (int t = 0; t < threads; ++t) {
           group.run([&] {
             kernels::internal::reserve_thread_scratch();
             arrived.fetch_add(1);
-            auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
             while (arrived.load() < threads && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
           });
         }

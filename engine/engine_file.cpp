@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -629,25 +630,54 @@ Result<std::vector<uint8_t>> serialize_plan(const EnginePlan& plan) {
   }
 }
 
+namespace {
+
+// Creates a new file beside `path` for writing, never one that exists: O_EXCL refuses a name that
+// is taken (a symlink planted there included), so nothing but the new file is ever written.
+Result<std::pair<int, std::string>> create_temporary_beside(const std::string& path) {
+  static std::atomic<uint64_t> counter{0};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string temporary = fmt::format("{}.partial.{}.{}", path, ::getpid(), counter.fetch_add(1));
+    int descriptor = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (descriptor >= 0) return std::make_pair(descriptor, temporary);
+    if (errno != EEXIST) return io_error("cannot write engine file '{}': {}", path, std::strerror(errno));
+  }
+  return io_error("cannot write engine file '{}': no free temporary name beside it", path);
+}
+
+Status write_all(int descriptor, const std::vector<uint8_t>& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t written = ::write(descriptor, bytes.data() + done, bytes.size() - done);
+    if (written < 0 && errno == EINTR) continue;
+    if (written < 0) return Status(StatusCode::kIoError, std::strerror(errno));
+    done += static_cast<size_t>(written);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status write_plan_file(const EnginePlan& plan, const std::string& path) {
+  // rename() would replace whatever `path` names: a device node (/dev/null), a FIFO or a directory
+  // must stay what it is. A symlink to a regular file is replaced by the new file, not followed.
+  struct stat target {};
+  if (::stat(path.c_str(), &target) == 0 && !S_ISREG(target.st_mode)) {
+    return io_error("cannot write engine file '{}': it exists and is not a regular file", path);
+  }
   QDQRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, serialize_plan(plan));
   // Written beside the target and renamed over it: a reader never sees half a file.
-  std::string temporary = path + ".partial";
-  std::FILE* file = std::fopen(temporary.c_str(), "wb");
-  if (!file) return io_error("cannot write engine file '{}': {}", path, std::strerror(errno));
-  bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
-  int write_errno = errno;
-  if (std::fclose(file) != 0 && written) {
-    written = false;
-    write_errno = errno;
-  }
-  if (!written) {
-    std::remove(temporary.c_str());
-    return io_error("cannot write engine file '{}': {}", path, std::strerror(write_errno));
+  QDQRT_ASSIGN_OR_RETURN(auto created, create_temporary_beside(path));
+  auto [descriptor, temporary] = std::move(created);
+  Status written = write_all(descriptor, bytes);
+  if (::close(descriptor) != 0 && written.is_ok()) written = Status(StatusCode::kIoError, std::strerror(errno));
+  if (!written.is_ok()) {
+    ::unlink(temporary.c_str());
+    return io_error("cannot write engine file '{}': {}", path, written.message());
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
     int rename_errno = errno;
-    std::remove(temporary.c_str());
+    ::unlink(temporary.c_str());
     return io_error("cannot write engine file '{}': {}", path, std::strerror(rename_errno));
   }
   return Status::ok();

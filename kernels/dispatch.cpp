@@ -41,6 +41,11 @@ std::span<const internal::GemmImplementation> gemm_implementations(Isa isa) {
 
 const internal::GemmImplementation& gemm_implementation(Isa isa) { return gemm_implementations(isa).front(); }
 
+Isa gemm_isa_for_depth(Isa isa, int64_t k) {
+  if (usable_isa(isa) != Isa::kAmxInt8) return isa;
+  return k >= 128 || (k >= 64 && k % 64 == 0) ? isa : Isa::kAvx512Vnni;
+}
+
 namespace {
 // Tiles only the convolution stem form packs for (kernels/conv/qconv_stem.cpp): found by their
 // width like the others, never picked by choose_gemm_implementation for other layers.

@@ -8,7 +8,7 @@
 
 #include "core/checked_math.h"
 #include "optimizer/graph_utils.h"
-#include "core/ops/fused_layers.h"
+#include "core/ops/fused_op_table.h"
 
 namespace qdqrt::optimizer {
 
@@ -43,34 +43,12 @@ struct QuantSlots {
 };
 
 QuantSlots quant_slots(const Node& node) {
-  using namespace layers;
   QuantSlots slots;
-  if (node.domain == kQdqrtDomain) {
-    if (node.op_type == kQConv) {
-      slots.activations = {{kConvX, kConvXZeroPoint}, {kConvResidual, kConvResidualZeroPoint}};
-      slots.output_zero_point = kConvYZeroPoint;
-    } else if (node.op_type == kQMatMul) {
-      slots.activations = {{kMatMulA, kMatMulAZeroPoint}, {kMatMulB, kMatMulBZeroPoint},
-                           {kMatMulResidual, kMatMulResidualZeroPoint}};
-      slots.output_zero_point = kMatMulYZeroPoint;
-    } else if (node.op_type == kQAdd || node.op_type == kQMul) {
-      slots.activations = {{kBinaryA, kBinaryAZeroPoint}, {kBinaryB, kBinaryBZeroPoint}};
-      slots.output_zero_point = kBinaryYZeroPoint;
-    } else if (node.op_type == kQConcat) {
-      for (size_t i = kConcatFirstX; i + 2 < node.inputs.size(); i += 3) {
-        slots.activations.emplace_back(static_cast<int>(i), static_cast<int>(i + 2));
-      }
-      slots.output_zero_point = kConcatYZeroPoint;
-    } else if (node.op_type == kChannelGate) {
-      slots.output_zero_point = kGateYZeroPoint;  // float inputs
-    } else if (node.op_type == kLayerNorm) {
-      slots.output_zero_point = kNormYZeroPoint;  // float inputs
-    } else if (node.op_type == kSoftmax) {
-      slots.output_zero_point = kSoftmaxYZeroPoint;  // float input
-    } else {  // QLookup, QAveragePool, QGlobalAveragePool, QRequantize
-      slots.activations = {{kUnaryX, kUnaryXZeroPoint}};
-      slots.output_zero_point = kUnaryYZeroPoint;
+  if (const FusedOpRow* row = fused_op_row(node)) {
+    for (const QuantizedInputSlot& slot : quantized_input_slots(*row, node)) {
+      slots.activations.emplace_back(slot.value, slot.zero_point);
     }
+    slots.output_zero_point = row->output_zero_point;
   } else if (node.domain.empty() && node.op_type == "QuantizeLinear") {
     slots.activations = {{0, -1}};
     slots.output_zero_point = 2;
@@ -192,39 +170,21 @@ class LayerBuilder {
   std::vector<std::string> unbound_symbols() const { return {unbound_.begin(), unbound_.end()}; }
 
  private:
-  // Conv kind from group and the weight's shape [C_out, C_in/group, ...].
-  std::string conv_kind(const Node& node, size_t weight_index) {
-    int64_t group = 1;
-    if (const Attribute* attribute = node.find_attribute("group"); attribute && attribute->kind == Attribute::Kind::kInt) {
-      group = attribute->i;
+  // The shapes of the node's inputs, symbols bound.
+  InputShapes input_shapes(const Node& node) {
+    InputShapes shapes;
+    for (const std::string& input : node.inputs) {
+      shapes.push_back(input.empty() ? OptionalDims{} : describe_value(input).shape);
     }
-    if (group == 1) return "Conv";
-    LayerTensor weight = describe_value(node.input(weight_index));
-    if (weight.shape && weight.shape->size() >= 2 && (*weight.shape)[0].is_static() && (*weight.shape)[1].is_static()) {
-      int64_t output_channels = (*weight.shape)[0].value;
-      int64_t input_channels = (*weight.shape)[1].value * group;
-      if (group == input_channels && group == output_channels) return "DepthwiseConv";
-    }
-    return "GroupConv";
+    return shapes;
   }
 
   std::string kind_of(const Node& node) {
-    using namespace layers;
-    if (node.domain.empty() && node.op_type == "Conv") return conv_kind(node, 1);
-    if (node.domain != kQdqrtDomain) return node.op_type;
-    if (node.op_type == kQConv) return conv_kind(node, kConvW);
-    if (node.op_type == kQMatMul) return "MatMul";
-    if (node.op_type == kQAdd) return "Add";
-    if (node.op_type == kQMul) return "Mul";
-    if (node.op_type == kQAveragePool) return "AveragePool";
-    if (node.op_type == kQGlobalAveragePool) return "GlobalAveragePool";
-    if (node.op_type == kQConcat) return "Concat";
-    if (node.op_type == kQRequantize) return "Requantize";
-    if (node.op_type == kChannelGate) return "ChannelGate";
-    if (node.op_type == kLayerNorm) return "LayerNorm";
-    if (node.op_type == kQLookup) {
-      const Attribute* function = node.find_attribute("function");
-      return function != nullptr && function->kind == Attribute::Kind::kString ? function->s : "Lookup";
+    if (const FusedOpRow* row = fused_op_row(node)) return fused_layer_kind(*row, node, input_shapes(node));
+    if (node.domain.empty() && node.op_type == "Conv") {
+      const Attribute* group = node.find_attribute("group");
+      return conv_kind(group != nullptr && group->kind == Attribute::Kind::kInt ? group->i : 1,
+                       describe_value(node.input(1)).shape);
     }
     return node.op_type;
   }
@@ -240,37 +200,28 @@ class LayerBuilder {
   }
 
   std::optional<int64_t> macs_of(const Node& node, const LayerInfo& layer) {
-    using namespace layers;
     if (layer.outputs.empty()) return std::nullopt;
-    bool conv = (node.domain.empty() && node.op_type == "Conv") || (node.domain == kQdqrtDomain && node.op_type == kQConv);
-    bool matmul = (node.domain.empty() && (node.op_type == "MatMul" || node.op_type == "Gemm")) ||
-                  (node.domain == kQdqrtDomain && node.op_type == kQMatMul);
-    if (!conv && !matmul) return std::nullopt;
+    const FusedOpRow* row = fused_op_row(node);
+    const bool float_conv = node.domain.empty() && node.op_type == "Conv";
+    const bool float_matmul = node.domain.empty() && (node.op_type == "MatMul" || node.op_type == "Gemm");
+    if (row != nullptr ? row->macs_per_output == nullptr : !float_conv && !float_matmul) return std::nullopt;
     std::optional<int64_t> output_elements = numel(layer.outputs[0]);
     if (!output_elements) return std::nullopt;
-    if (conv) {
-      // Each output element reads C_in/group * kh * kw inputs: the weight's dims after the first.
-      LayerTensor weight = describe_value(node.input(node.domain.empty() ? 1 : kConvW));
-      if (!weight.shape || weight.shape->empty()) return std::nullopt;
-      int64_t per_output = 1;
-      for (size_t i = 1; i < weight.shape->size(); ++i) {
-        if (!(*weight.shape)[i].is_static()) return std::nullopt;
-        std::optional<int64_t> next = checked_mul(per_output, (*weight.shape)[i].value);
-        if (!next) return std::nullopt;
-        per_output = *next;
-      }
-      return checked_mul(*output_elements, per_output);
-    }
-    // MatMul/Gemm: each output element is a dot product over K, A's last dim (first with transA).
-    LayerTensor a = describe_value(node.input(0));
-    size_t from_end = 0;
-    if (node.op_type == "Gemm") {
+    std::optional<int64_t> per_output;
+    if (row != nullptr) {
+      per_output = row->macs_per_output(node, input_shapes(node));
+    } else if (float_conv) {
+      per_output = conv_macs_per_output(describe_value(node.input(1)).shape);
+    } else {
+      // Gemm with transA reads K from A's first dim.
       const Attribute* trans_a = node.find_attribute("transA");
-      if (trans_a != nullptr && trans_a->kind == Attribute::Kind::kInt && trans_a->i != 0) from_end = 1;
+      const bool transposed = node.op_type == "Gemm" && trans_a != nullptr && trans_a->kind == Attribute::Kind::kInt &&
+                              trans_a->i != 0;
+      per_output = transposed ? dim_from_end(describe_value(node.input(0)), 1)
+                              : matmul_macs_per_output(describe_value(node.input(0)).shape);
     }
-    std::optional<int64_t> k = dim_from_end(a, from_end);
-    if (!k) return std::nullopt;
-    return checked_mul(*output_elements, *k);
+    if (!per_output) return std::nullopt;
+    return checked_mul(*output_elements, *per_output);
   }
 
   const Graph& graph_;

@@ -11,6 +11,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <filesystem>
 #include <new>
 #include <queue>
@@ -19,7 +20,9 @@
 
 #include "parser/onnx_internal.h"
 #include "core/op_registry.h"
+#include "core/ops/conv.h"
 #include "core/ops/quantize.h"
+#include "core/ops/tensor.h"
 
 namespace qdqrt {
 
@@ -197,6 +200,8 @@ class ModelConverter {
     QDQRT_RETURN_IF_ERROR(infer_types());
     QDQRT_RETURN_IF_ERROR(parse_typed_attributes());
     QDQRT_RETURN_IF_ERROR(check_quantization_shapes());
+    QDQRT_RETURN_IF_ERROR(check_quantization_scales());
+    QDQRT_RETURN_IF_ERROR(check_runnable_shapes());
     return std::move(graph_);
   }
 
@@ -476,7 +481,14 @@ class ModelConverter {
     if (options_.run_checker || options_.run_shape_inference) QDQRT_RETURN_IF_ERROR(check_and_infer(request, types_));
 
     for (const auto& [name, type] : types_) {
-      QDQRT_ASSIGN_OR_RETURN(ValueInfo info, value_info_from_type(name, type, fmt::format("value '{}'", name)));
+      // A node output is named with its node: a negative inferred dim is that node's doing (a
+      // Conv or pool window larger than its padded input).
+      std::string what = fmt::format("value '{}'", name);
+      if (auto producer = producer_.find(name); producer != producer_.end()) {
+        const Node& node = nodes_[producer->second];
+        what = fmt::format("{} '{}': output '{}'", node.op_type, node.name, name);
+      }
+      QDQRT_ASSIGN_OR_RETURN(ValueInfo info, value_info_from_type(name, type, what));
       graph_.values.emplace(name, std::move(info));
     }
     return Status::ok();
@@ -524,6 +536,122 @@ class ModelConverter {
       if (!x || !scale || (node.has_input(2) && !zero_point)) continue;  // checked at run time
       auto checked = check_quant_param_shapes(node, *x, *scale, zero_point ? &*zero_point : nullptr, axis, block_size);
       if (!checked.ok()) return invalid_model("{}", checked.status().message());
+    }
+    return Status::ok();
+  }
+
+  // A constant Q/DQ scale must be finite and > 0 (TensorRT's rule, and what docs/engine_format.md
+  // demands of engines): 0 divides by zero in QuantizeLinear, NaN and inf make every value NaN or
+  // 0, and a negative scale flips the sign. Refused here so no command builds on it.
+  Status check_quantization_scales() const {
+    std::unordered_map<std::string, const Tensor*> constant_nodes;  // Constant node outputs
+    for (const Node& node : graph_.nodes) {
+      if (node.domain.empty() && node.op_type == "Constant" && node.outputs.size() == 1) {
+        const Attribute* value = node.find_attribute("value");
+        if (value != nullptr && value->kind == Attribute::Kind::kTensor) constant_nodes[node.outputs[0]] = &value->t;
+      }
+    }
+    for (const Node& node : graph_.nodes) {
+      if (!node.domain.empty() || node.inputs.size() < 2 ||
+          (node.op_type != "QuantizeLinear" && node.op_type != "DequantizeLinear")) {
+        continue;
+      }
+      const Tensor* scale = graph_.find_initializer(node.inputs[1]);
+      if (scale == nullptr) {
+        auto it = constant_nodes.find(node.inputs[1]);
+        if (it != constant_nodes.end()) scale = it->second;
+      }
+      if (scale == nullptr || !dtype_is_float(scale->dtype())) continue;  // computed scales: checked at run time
+      for (int64_t i = 0; i < scale->numel(); ++i) {
+        const double value = scale->value_as_double(i);
+        if (!std::isfinite(value) || value <= 0) {
+          return invalid_model("{} '{}': scale '{}'{} is {}; a quantization scale must be finite and > 0", node.op_type,
+                               node.name, node.inputs[1], scale->numel() > 1 ? fmt::format(" element {}", i) : "",
+                               value);
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+  // The dims of a value as far as they are known (-1 = unknown); nullopt when its rank is unknown.
+  std::optional<std::vector<int64_t>> known_dims(const std::string& value) const {
+    if (value.empty()) return std::nullopt;
+    if (const Tensor* constant = graph_.find_initializer(value)) return constant->shape();
+    const ValueInfo* info = graph_.find_value(value);
+    if (info == nullptr || !info->shape) return std::nullopt;
+    std::vector<int64_t> dims;
+    for (const Dim& dim : *info->shape) dims.push_back(dim.is_static() ? dim.value : -1);
+    return dims;
+  }
+
+  // onnx's shape rules let some models through that no run can execute: a Conv whose group does
+  // not divide the channels or whose kernel is larger than the padded input, kernel_shape that
+  // disagrees with the weight, a constant Gather index out of range. The reference executor
+  // refuses them at run time; refused here, on the shapes known at load, every command refuses
+  // them before building an engine that could never run.
+  Status check_runnable_shapes() const {
+    for (const Node& node : graph_.nodes) {
+      if (!node.domain.empty()) continue;
+      const std::string context = fmt::format("{} '{}'", node.op_type, node.name);
+      if (node.op_type == "Conv" && node.inputs.size() >= 2) {
+        const auto* conv = dynamic_cast<const ConvAttributes*>(node.typed_attributes.get());
+        auto x = known_dims(node.inputs[0]), w = known_dims(node.inputs[1]);
+        if (conv == nullptr || !x || !w || x->size() < 3 || x->size() != w->size()) continue;
+        const int64_t channels = (*x)[1], group_channels = (*w)[1], maps = (*w)[0], group = conv->group;
+        if (channels >= 0 && group_channels >= 0 && channels != group_channels * group) {
+          return invalid_model("{}: input '{}' has {} channels, but group {} with weight '{}' of {} channels per group "
+                               "needs {}",
+                               context, node.inputs[0], channels, group, node.inputs[1], group_channels,
+                               group_channels * group);
+        }
+        if (maps >= 0 && maps % group != 0) {
+          return invalid_model("{}: weight '{}' has {} output channels, not a multiple of group {}", context,
+                               node.inputs[1], maps, group);
+        }
+        const size_t spatial = x->size() - 2;
+        for (size_t i = 0; i < spatial; ++i) {
+          int64_t kernel = (*w)[2 + i];
+          if (i < conv->kernel_shape.size()) {
+            if (kernel >= 0 && conv->kernel_shape[i] != kernel) {
+              return invalid_model("{}: kernel_shape [{}] disagrees with weight '{}' of shape {}", context,
+                                   fmt::join(conv->kernel_shape, ", "), node.inputs[1], shape_to_string(*w));
+            }
+            kernel = conv->kernel_shape[i];
+          }
+          const int64_t extent = (*x)[2 + i];
+          if (kernel < 0 || extent < 0 || conv->auto_pad == AutoPad::kSameUpper || conv->auto_pad == AutoPad::kSameLower) {
+            continue;
+          }
+          const int64_t dilation = i < conv->dilations.size() ? conv->dilations[i] : 1;
+          int64_t padded = extent;
+          if (conv->auto_pad == AutoPad::kNotSet && conv->pads.size() == 2 * spatial) {
+            padded += conv->pads[i] + conv->pads[spatial + i];
+          }
+          if (dilation * (kernel - 1) + 1 > padded) {
+            return invalid_model("{}: kernel {} (dilation {}) spans {} on spatial axis {}, larger than the padded input's {}",
+                                 context, kernel, dilation, dilation * (kernel - 1) + 1, i, padded);
+          }
+        }
+      } else if (node.op_type == "Gather" && node.inputs.size() >= 2) {
+        const auto* gather = dynamic_cast<const GatherAttributes*>(node.typed_attributes.get());
+        const Tensor* indices = graph_.find_initializer(node.inputs[1]);
+        auto data = known_dims(node.inputs[0]);
+        // Constant data with constant indices folds at build, where fold_constants names the index.
+        if (gather == nullptr || indices == nullptr || !data || graph_.find_initializer(node.inputs[0])) continue;
+        const int64_t rank = static_cast<int64_t>(data->size());
+        const int64_t axis = gather->axis < 0 ? gather->axis + rank : gather->axis;
+        if (axis < 0 || axis >= rank || (*data)[static_cast<size_t>(axis)] < 0) continue;
+        if (indices->dtype() != DataType::kInt64 && indices->dtype() != DataType::kInt32) continue;
+        const int64_t extent = (*data)[static_cast<size_t>(axis)];
+        for (int64_t i = 0; i < indices->numel(); ++i) {
+          const int64_t index = indices->value_as_int64(i);
+          if (index < -extent || index >= extent) {
+            return invalid_model("{}: index {} of '{}' is out of range for axis {} of '{}' (size {})", context, index,
+                                 node.inputs[1], axis, node.inputs[0], extent);
+          }
+        }
+      }
     }
     return Status::ok();
   }

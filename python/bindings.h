@@ -5,6 +5,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,10 +67,18 @@ struct PreparedRun {
   int64_t batch = -1;  // the batch the inputs carry (dim 0 of the batched ones); -1 when none is batched
 };
 
-// Checks dtypes and contiguity (InvalidType / InvalidArgument); names and shapes are the engine's to
-// check at run time. `output_names` empty = every output.
-PreparedRun prepare_run(const EngineHandle& handle, const py::dict& feeds,
-                        const std::vector<std::string>& output_names);
+// An input as the engine reads it: a C-contiguous array of the input's dtype in native byte order.
+// Arrays that are not C-contiguous or not in native byte order, Python lists and scalars are
+// converted with one copy (as ONNX Runtime does); an array of another dtype is InvalidType.
+// `info` null (not an input of the engine): the value as an array, for the engine's own error.
+py::array input_array(const std::string& name, const py::handle& value, const engine::IoTensorInfo* info);
+
+// Checks dtypes (InvalidType) and converts inputs as input_array() does; names and shapes are the
+// engine's to check at run time. `output_names` empty = every output. `bound_outputs`: arrays the
+// caller preallocated (io_binding), written in place; each must be C-contiguous, writable and of
+// the output's dtype and shape at the run's batch.
+PreparedRun prepare_run(const EngineHandle& handle, const py::dict& feeds, const std::vector<std::string>& output_names,
+                        const std::map<std::string, py::array>& bound_outputs = {});
 // Runs with the GIL released; StatusError on failure.
 void run_prepared(engine::ExecutionContext& context, const PreparedRun& prepared);
 
@@ -93,5 +102,6 @@ std::shared_ptr<EngineHandle> load_engine_handle(const ModelSource& source);
 void bind_engine(py::module_& module);
 void bind_session(py::module_& module);
 void bind_tools(py::module_& module);
+void bind_quantization(py::module_& module);  // after bind_tools: it calls qdqrt.calibrate
 
 }  // namespace qdqrt::python

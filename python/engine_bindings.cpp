@@ -3,6 +3,7 @@
 
 #include <mutex>
 
+#include "engine/context_threads.h"
 #include "kernels/cpu_features.h"
 #include "python/bindings.h"
 
@@ -179,6 +180,7 @@ void bind_engine(py::module_& module) {
       .def(
           "create_context",
           [](const std::shared_ptr<EngineHandle>& self, int threads, bool profiling) {
+            throw_if_error(engine::check_context_threads(threads).with_context("threads"));
             auto context = std::make_unique<PyContext>();
             context->handle = self;
             context->context = self->engine->create_context({.threads = threads, .profiling = profiling});

@@ -4,8 +4,8 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
-#include <fstream>
 
+#include "core/file_reading.h"
 #include "engine/engine_file_format.h"
 #include "python/bindings.h"
 
@@ -58,12 +58,11 @@ const engine::IoTensorInfo* EngineHandle::find_output(const std::string& name) c
 
 namespace {
 
-// Does the array hold `dtype` as stored by the engine? Compared by kind and size, so int64 arrays
-// made as 'l' or 'q' both match.
-bool dtype_matches(const py::dtype& array_dtype, DataType dtype) {
+// Does the array hold `dtype`, in any byte order? Compared by kind and size, so int64 arrays made
+// as 'l' or 'q' both match.
+bool dtype_kind_matches(const py::dtype& array_dtype, DataType dtype) {
   char kind = array_dtype.kind();
   size_t size = static_cast<size_t>(array_dtype.itemsize());
-  if (py::detail::array_descriptor_proxy(array_dtype.ptr())->byteorder == '>') return false;
   switch (dtype) {
     case DataType::kFloat:
     case DataType::kDouble:
@@ -81,9 +80,8 @@ bool dtype_matches(const py::dtype& array_dtype, DataType dtype) {
   }
 }
 
-py::array as_array(const py::handle& value) {
-  if (py::isinstance<py::array>(value)) return py::reinterpret_borrow<py::array>(value);
-  return py::array(py::reinterpret_borrow<py::object>(value));  // lists, scalars: numpy picks the dtype
+bool native_byte_order(const py::dtype& array_dtype) {
+  return py::detail::array_descriptor_proxy(array_dtype.ptr())->byteorder != '>';  // x86: '<', '=' and '|' are native
 }
 
 Shape shape_of(const py::array& array) {
@@ -94,28 +92,44 @@ Shape shape_of(const py::array& array) {
 
 }  // namespace
 
-PreparedRun prepare_run(const EngineHandle& handle, const py::dict& feeds,
-                        const std::vector<std::string>& output_names) {
+py::array input_array(const std::string& name, const py::handle& value, const engine::IoTensorInfo* info) {
+  py::module_ numpy = py::module_::import("numpy");
+  if (info == nullptr) {
+    return py::isinstance<py::array>(value) ? py::reinterpret_borrow<py::array>(value)
+                                            : py::array(numpy.attr("asarray")(value));
+  }
+  const py::dtype dtype = numpy_dtype(info->dtype);
+  if (!py::isinstance<py::array>(value)) {
+    // A list or scalar: numpy reads it as the input's dtype (as ONNX Runtime converts it).
+    try {
+      return py::array(numpy.attr("ascontiguousarray")(value, dtype));
+    } catch (py::error_already_set& error) {
+      throw DtypeError{fmt::format("input '{}': cannot convert a {} to {}: {}", name,
+                                   py::str(py::type::of(value).attr("__name__")).cast<std::string>(),
+                                   onnx_type_string(info->dtype), error.what())};
+    }
+  }
+  py::array array = py::reinterpret_borrow<py::array>(value);
+  if (!dtype_kind_matches(array.dtype(), info->dtype)) {
+    throw DtypeError{fmt::format("input '{}': expected a numpy array of {} ({}), got {}", name,
+                                 dtype_name(info->dtype), onnx_type_string(info->dtype),
+                                 py::str(array.dtype()).cast<std::string>())};
+  }
+  if ((array.flags() & py::array::c_style) && native_byte_order(array.dtype())) return array;  // read in place
+  return py::array(numpy.attr("ascontiguousarray")(array, dtype));  // one copy: C order, native bytes
+}
+
+PreparedRun prepare_run(const EngineHandle& handle, const py::dict& feeds, const std::vector<std::string>& output_names,
+                        const std::map<std::string, py::array>& bound_outputs) {
   PreparedRun prepared;
   prepared.feeds.reserve(feeds.size());
   prepared.input_bindings.reserve(feeds.size());
   for (auto [key, value] : feeds) {
     if (!py::isinstance<py::str>(key)) throw StatusError{invalid_argument("feed names must be str")};
     std::string name = py::cast<std::string>(key);
-    py::array array = as_array(value);
     const engine::IoTensorInfo* info = handle.find_input(name);
-    if (info != nullptr) {
-      if (!dtype_matches(array.dtype(), info->dtype)) {
-        throw DtypeError{fmt::format("input '{}': expected a numpy array of {} ({}), got {}", name,
-                                     dtype_name(info->dtype), onnx_type_string(info->dtype),
-                                     py::str(array.dtype()).cast<std::string>())};
-      }
-      if (info->batched && array.ndim() > 0 && prepared.batch < 0) prepared.batch = array.shape(0);
-    }
-    if (!(array.flags() & py::array::c_style)) {
-      throw StatusError{
-          invalid_argument("input '{}': the array is not C-contiguous (use numpy.ascontiguousarray)", name)};
-    }
+    py::array array = input_array(name, value, info);
+    if (info != nullptr && info->batched && array.ndim() > 0 && prepared.batch < 0) prepared.batch = array.shape(0);
     prepared.input_bindings.push_back({std::move(name), array.data(), shape_of(array)});
     prepared.feeds.push_back(std::move(array));
   }
@@ -130,7 +144,23 @@ PreparedRun prepare_run(const EngineHandle& handle, const py::dict& feeds,
       }
     }
     Shape shape = info.shape_at_batch(batch);
-    py::array array(numpy_dtype(info.dtype), std::vector<py::ssize_t>(shape.begin(), shape.end()));
+    py::array array;
+    if (auto bound = bound_outputs.find(info.name); bound != bound_outputs.end()) {
+      array = bound->second;
+      if (!dtype_kind_matches(array.dtype(), info.dtype) || !native_byte_order(array.dtype())) {
+        throw DtypeError{fmt::format("output '{}': the bound array is {}, the output is {}", info.name,
+                                     py::str(array.dtype()).cast<std::string>(), onnx_type_string(info.dtype))};
+      }
+      if (shape_of(array) != shape) {
+        throw StatusError{invalid_argument("output '{}': the bound array has shape {}, this run writes {}", info.name,
+                                           shape_to_string(shape_of(array)), shape_to_string(shape))};
+      }
+      if (!(array.flags() & py::array::c_style) || !array.writeable()) {
+        throw StatusError{invalid_argument("output '{}': the bound array must be C-contiguous and writable", info.name)};
+      }
+    } else {
+      array = py::array(numpy_dtype(info.dtype), std::vector<py::ssize_t>(shape.begin(), shape.end()));
+    }
     prepared.output_bindings.push_back({info.name, array.mutable_data(), std::move(shape)});
     prepared.output_arrays.push_back(array);
     prepared.output_names.push_back(info.name);
@@ -186,8 +216,16 @@ bool is_engine_file(const ModelSource& source) {
     if (source.bytes.size() < sizeof(magic)) return false;
     std::memcpy(magic, source.bytes.data(), sizeof(magic));
   } else {
-    std::ifstream file(source.path, std::ios::binary);
-    if (!file.read(magic, sizeof(magic))) return false;
+    // The checked reader: a FIFO or device is refused (an ifstream would block on a FIFO holding
+    // the GIL, or read /dev/zero), and a missing file is named as such.
+    Result<RegularFile> file = internal_error("unreachable");
+    {
+      py::gil_scoped_release release;
+      file = open_regular_file(source.path, "model");
+    }
+    if (!file.ok()) throw StatusError{file.status()};
+    if (file->size() < sizeof(magic)) return false;
+    throw_if_error(file->read_at(magic, sizeof(magic), 0, "model", source.path));
   }
   return std::memcmp(magic, engine::file_format::kMagic, sizeof(magic)) == 0;
 }

@@ -51,4 +51,5 @@ PYBIND11_MODULE(qdqrt, module) {
   bind_engine(module);
   bind_session(module);
   bind_tools(module);
+  bind_quantization(module);
 }

@@ -4,12 +4,21 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include <onnx/onnx_pb.h>
+
+#include "core/file_reading.h"
+#include "engine/context_threads.h"
+#include "optimizer/pipeline.h"
 #include "parser/onnx_loader.h"
+#include "parser/onnx_writer.h"
 #include "python/bindings.h"
 
 namespace qdqrt::python {
@@ -19,13 +28,56 @@ namespace {
 enum class GraphOptimizationLevel { kDisableAll = 0, kEnableBasic = 1, kEnableExtended = 2, kEnableAll = 99 };
 enum class ExecutionMode { kSequential = 0, kParallel = 1 };
 
+// ONNX Runtime's SessionOptions. Only these attributes exist (an unknown one, a typo such as
+// intra_op_num_thread, raises AttributeError as in ORT); the ones qdqrt has no use for are kept
+// so scripts that set and read them run unchanged.
 struct SessionOptions {
   int intra_op_num_threads = 0;  // 0: all hardware threads
+  int inter_op_num_threads = 0;  // ORT's parallel executor; qdqrt runs layers in order
   bool enable_profiling = false;
   std::string profile_file_prefix = "qdqrt_profile";
+  std::string optimized_model_filepath;  // the optimized graph is written there at session creation
+  GraphOptimizationLevel graph_optimization_level = GraphOptimizationLevel::kEnableAll;
+  ExecutionMode execution_mode = ExecutionMode::kSequential;
+  int execution_order = 0;
+  int log_severity_level = 2;
+  int log_verbosity_level = 0;
+  std::string logid;
+  bool enable_cpu_mem_arena = true;
+  bool enable_mem_pattern = true;
+  bool enable_mem_reuse = true;
+  bool use_deterministic_compute = false;
+  std::map<std::string, std::string> config_entries;  // add_session_config_entry
   // qdqrt's own: the engine's precision and highest ISA (ignored for .qdqrt files, fixed when built).
   std::string precision = "int8";
   py::object max_isa = py::none();
+};
+
+// ONNX Runtime's RunOptions. `terminate` set before a run makes it fail as in ORT; a run already
+// executing finishes (the engine has no cancellation point inside a run).
+struct RunOptions {
+  int log_severity_level = 2;
+  int log_verbosity_level = 0;
+  std::string logid;
+  bool terminate = false;
+  bool only_execute_path_to_fetches = false;
+  std::map<std::string, std::string> config_entries;  // add_run_config_entry
+};
+
+// ONNX Runtime's ModelMetadata (InferenceSession.get_modelmeta()).
+struct ModelMetadata {
+  std::string producer_name;
+  std::string graph_name;
+  std::string domain;
+  std::string description;
+  std::string graph_description;
+  int64_t version = 0;
+  std::map<std::string, std::string> custom_metadata_map;
+};
+
+// ONNX Runtime's OrtValue on the CPU: a numpy array shared with the caller (no copy).
+struct OrtValue {
+  py::array array;
 };
 
 struct NodeArg {
@@ -63,6 +115,10 @@ class InferenceSession {
     source_ = model_source_from(model);
     from_engine_file_ = is_engine_file(source_);
     if (from_engine_file_) {
+      if (!options_.optimized_model_filepath.empty()) {
+        throw StatusError{invalid_argument(
+            "optimized_model_filepath: an engine file holds no graph to write (set it for an ONNX model)")};
+      }
       set_engine(load_engine_handle(source_));
       for (const engine::IoTensorInfo& info : current_->handle->inputs) inputs_.push_back(engine_node_arg(info));
       for (const engine::IoTensorInfo& info : current_->handle->outputs) outputs_.push_back(engine_node_arg(info));
@@ -79,6 +135,7 @@ class InferenceSession {
     for (const std::string& name : graph.inputs) inputs_.push_back(graph_node_arg(graph, name));
     for (const std::string& name : graph.outputs) outputs_.push_back(graph_node_arg(graph, name));
     build_options_ = build_options(options_.precision, py::none(), options_.max_isa);
+    if (!options_.optimized_model_filepath.empty()) write_optimized_model(graph);
     // Symbolic dims other than the batch take their values from the first run's feeds.
     bool only_batch_symbolic = true;
     for (const std::string& name : graph.inputs) {
@@ -90,11 +147,23 @@ class InferenceSession {
     if (only_batch_symbolic) set_engine(build_engine_handle(source_, build_options_));
   }
 
-  py::list run(const py::object& output_names, const py::dict& feeds) {
-    std::vector<std::string> names = names_from(output_names);
+  py::list run(const py::object& output_names, const py::dict& feeds, const RunOptions* run_options) {
+    PreparedRun prepared = run_feeds(names_from(output_names), feeds, {}, run_options);
+    py::list results;
+    for (py::array& array : prepared.output_arrays) results.append(std::move(array));
+    return results;
+  }
+
+  // Runs `feeds` (input name -> array, list or OrtValue's array) into new arrays or the
+  // preallocated `bound_outputs`; the run's outputs in the order asked for.
+  PreparedRun run_feeds(const std::vector<std::string>& names, const py::dict& feeds,
+                        const std::map<std::string, py::array>& bound_outputs, const RunOptions* run_options) {
+    if (run_options != nullptr && run_options->terminate) {
+      throw StatusError{io_error("Exiting due to terminate flag being set to true.")};
+    }
     if (!from_engine_file_ && needs_build(feeds)) build_for(feeds);
     std::shared_ptr<SessionEngine> state = current_;
-    PreparedRun prepared = prepare_run(*state->handle, feeds, names);
+    PreparedRun prepared = prepare_run(*state->handle, feeds, names, bound_outputs);
     std::unique_ptr<engine::ExecutionContext> context;
     if (state->idle_contexts.empty()) {
       context = state->handle->engine->create_context(
@@ -110,11 +179,40 @@ class InferenceSession {
       state->idle_contexts.push_back(std::move(context));
       throw;
     }
-    if (options_.enable_profiling) record_profile(*state->handle, *context, start);
+    if (options_.enable_profiling) record_profile(*state->handle, *context, start, prepared.batch);
     state->idle_contexts.push_back(std::move(context));
-    py::list results;
-    for (py::array& array : prepared.output_arrays) results.append(std::move(array));
-    return results;
+    return prepared;
+  }
+
+  // ORT's get_modelmeta(): from the ONNX model's header and metadata_props; an engine file keeps
+  // only the name of the model it was built from.
+  ModelMetadata model_metadata() const {
+    ModelMetadata metadata;
+    if (from_engine_file_) {
+      metadata.producer_name = "qdqrt";
+      metadata.graph_name = current_->handle->engine->plan().source_model;
+      return metadata;
+    }
+    onnx::ModelProto model;
+    bool parsed = false;
+    {
+      py::gil_scoped_release release;
+      if (source_.path.empty()) {
+        parsed = model.ParseFromArray(source_.bytes.data(), static_cast<int>(source_.bytes.size()));
+      } else {
+        Result<std::string> bytes = read_regular_file(source_.path, "model", size_t{1} << 31);
+        parsed = bytes.ok() && model.ParseFromString(*bytes);
+      }
+    }
+    if (!parsed) throw StatusError{io_error("cannot read the model's metadata again")};
+    metadata.producer_name = model.producer_name();
+    metadata.graph_name = model.graph().name();
+    metadata.domain = model.domain();
+    metadata.description = model.doc_string();
+    metadata.graph_description = model.graph().doc_string();
+    metadata.version = model.model_version();
+    for (const auto& entry : model.metadata_props()) metadata.custom_metadata_map[entry.key()] = entry.value();
+    return metadata;
   }
 
   // Writes the events recorded since the session started (Chrome trace format, as ORT writes them)
@@ -153,11 +251,11 @@ class InferenceSession {
     if (!current_) return true;
     const engine::Engine& built = *current_->handle->engine;
     for (auto [key, value] : feeds) {
-      if (!py::isinstance<py::str>(key) || !py::isinstance<py::array>(value)) continue;
+      if (!py::isinstance<py::str>(key)) continue;
       const std::string name = py::cast<std::string>(key);
       const engine::IoTensorInfo* info = current_->handle->find_input(name);
       auto declared = declared_dims_.find(name);
-      py::array array = py::reinterpret_borrow<py::array>(value);
+      py::array array = shape_view(value);
       if (info == nullptr || declared == declared_dims_.end() ||
           array.ndim() != static_cast<py::ssize_t>(info->shape.size()) ||
           declared->second.size() != info->shape.size()) {
@@ -184,13 +282,11 @@ class InferenceSession {
     engine::BuildOptions options = build_options_;
     for (const auto& [name, dims] : declared_dims_) {
       const engine::IoTensorInfo* info = current_ ? current_->handle->find_input(name) : nullptr;
-      py::object value = feeds.contains(name) ? py::reinterpret_borrow<py::object>(feeds[py::str(name)]) : py::none();
-      if (!py::isinstance<py::array>(value) ||
-          py::reinterpret_borrow<py::array>(value).ndim() != static_cast<py::ssize_t>(dims.size())) {
+      if (!feeds.contains(name) || shape_view(feeds[py::str(name)]).ndim() != static_cast<py::ssize_t>(dims.size())) {
         if (info != nullptr) options.input_shapes[name] = info->shape;
         continue;
       }
-      py::array array = py::reinterpret_borrow<py::array>(value);
+      py::array array = shape_view(feeds[py::str(name)]);
       Shape shape(array.shape(), array.shape() + array.ndim());
       if (info != nullptr && info->batched && !shape.empty() &&
           current_->handle->engine->plan().fixed_batch_reason.empty()) {
@@ -201,8 +297,11 @@ class InferenceSession {
     set_engine(build_engine_handle(source_, options));
   }
 
+  // ORT's trace events: one "model_run" (cat Session) per run, one "<node>_kernel_time" (cat Node)
+  // per layer with args op_name, provider and the type and shape of each input and output, as
+  // ORT's profile readers expect; qdqrt's layer kind and kernel in args too.
   void record_profile(const EngineHandle& handle, const engine::ExecutionContext& context,
-                      std::chrono::steady_clock::time_point start) {
+                      std::chrono::steady_clock::time_point start, int64_t batch) {
     using std::chrono::duration_cast;
     using std::chrono::microseconds;
     if (profile_events_.empty()) profile_start_ = start;
@@ -214,21 +313,63 @@ class InferenceSession {
                                {"pid", 0},
                                {"tid", 0},
                                {"ts", offset_us},
-                               {"dur", run_us}});
-    std::vector<engine::LayerProfileEntry> layers = handle.engine->layers();
+                               {"dur", run_us},
+                               {"args", nlohmann::json::object()}});
+    const engine::EnginePlan& plan = handle.engine->plan();
+    const int64_t run_batch = batch >= 0 ? batch : plan.max_batch;
+    auto type_shapes = [&](const std::vector<int32_t>& tensors) {
+      nlohmann::json list = nlohmann::json::array();
+      for (int32_t index : tensors) {
+        if (index < 0 || static_cast<size_t>(index) >= plan.tensors.size()) continue;
+        const engine::PlanTensor& tensor = plan.tensors[static_cast<size_t>(index)];
+        Shape shape = tensor.shape;
+        if (tensor.batched && static_cast<size_t>(tensor.batch_axis) < shape.size()) {
+          shape[static_cast<size_t>(tensor.batch_axis)] = tensor.batch_factor * run_batch;
+        }
+        list.push_back({{dtype_name(tensor.dtype), shape}});
+      }
+      return list;
+    };
     const std::vector<double>& times = context.last_layer_times_ms();
-    for (size_t i = 0; i < layers.size() && i < times.size(); ++i) {
+    for (size_t i = 0; i < plan.layers.size() && i < times.size(); ++i) {
+      const engine::PlanLayer& layer = plan.layers[i];
       double duration_us = times[i] * 1000.0;
       profile_events_.push_back({{"cat", "Node"},
-                                 {"name", layers[i].name},
+                                 {"name", layer.name + "_kernel_time"},
                                  {"ph", "X"},
                                  {"pid", 0},
                                  {"tid", 0},
                                  {"ts", offset_us},
                                  {"dur", duration_us},
-                                 {"args", {{"op_name", layers[i].kind}, {"kernel", layers[i].kernel}}}});
+                                 {"args",
+                                  {{"op_name", layer.op_type},
+                                   {"provider", "CPUExecutionProvider"},
+                                   {"input_type_shape", type_shapes(layer.inputs)},
+                                   {"output_type_shape", type_shapes(layer.outputs)},
+                                   {"qdqrt_layer_kind", layer.kind},
+                                   {"qdqrt_kernel", layer.kernel}}}});
       offset_us += duration_us;
     }
+  }
+
+  // The graph after qdqrt's optimizer (fused layers in the "qdqrt" domain), as ORT writes its
+  // optimized graph to optimized_model_filepath when the session is created.
+  void write_optimized_model(Graph graph) const {
+    Status status;
+    {
+      py::gil_scoped_release release;
+      optimizer::OptimizeOptions optimize_options;
+      optimize_options.float_only = build_options_.precision == engine::Precision::kFp32;
+      auto optimized = optimizer::optimize(graph, optimize_options);
+      status = optimized.ok() ? write_onnx_file(graph, options_.optimized_model_filepath) : optimized.status();
+    }
+    throw_if_error(status.with_context(fmt::format("optimized_model_filepath '{}'", options_.optimized_model_filepath)));
+  }
+
+  // A feed's shape for the rebuild decisions: arrays as they are, lists and scalars through numpy.
+  static py::array shape_view(const py::handle& value) {
+    if (py::isinstance<py::array>(value)) return py::reinterpret_borrow<py::array>(value);
+    return py::array(py::module_::import("numpy").attr("asarray")(value));
   }
 
   static NodeArg graph_node_arg(const Graph& graph, const std::string& name) {
@@ -266,18 +407,226 @@ class InferenceSession {
   std::chrono::steady_clock::time_point profile_start_;
 };
 
+// ORT's IOBinding: inputs and outputs bound ahead of the run. Outputs bound to an OrtValue or a
+// buffer are written in place (the zero-copy path); outputs bound by name only get new arrays.
+struct IOBinding {
+  py::object session_object;  // keeps the session alive
+  InferenceSession* session = nullptr;
+  py::dict inputs;
+  std::vector<std::string> output_names;
+  std::map<std::string, py::array> bound_outputs;
+  std::vector<py::array> results;  // of the last run, in output_names order
+
+  void bind_output_name(const std::string& name) {
+    if (std::find(output_names.begin(), output_names.end(), name) == output_names.end()) output_names.push_back(name);
+  }
+};
+
+void check_cpu_device(const std::string& device_type) {
+  if (device_type != "cpu" && device_type != "CPU") {
+    throw StatusError{invalid_argument("device_type '{}': qdqrt runs on the CPU only ('cpu')", device_type)};
+  }
+}
+
+// A numpy view of caller-owned memory (ORT's buffer_ptr bindings): no copy, the caller keeps it alive.
+py::array array_over_pointer(const py::object& element_type, const std::vector<int64_t>& shape, uintptr_t pointer) {
+  if (pointer == 0) throw StatusError{invalid_argument("buffer_ptr is 0")};
+  py::dtype dtype = py::dtype::from_args(element_type);
+  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  py::capsule owner(reinterpret_cast<void*>(pointer), [](void*) {});  // the memory is the caller's
+  return py::array(dtype, dims, reinterpret_cast<void*>(pointer), owner);
+}
+
+// ORT warns (and goes on with the CPU) when a provider it does not have is asked for.
+void warn_about_providers(const py::object& providers) {
+  if (providers.is_none()) return;
+  for (const py::handle& entry : providers) {
+    py::object name_object = py::isinstance<py::tuple>(entry) ? py::reinterpret_borrow<py::tuple>(entry)[0]
+                                                              : py::reinterpret_borrow<py::object>(entry);
+    std::string name = py::str(name_object).cast<std::string>();
+    if (name == "CPUExecutionProvider") continue;
+    std::string message = fmt::format(
+        "Specified provider '{}' is not in available provider names.Available providers: 'CPUExecutionProvider'", name);
+    if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) != 0) throw py::error_already_set();
+  }
+}
+
+py::dict feeds_from_ort_values(const py::dict& values) {
+  py::dict feeds;
+  for (auto [key, value] : values) {
+    feeds[key] = py::isinstance<OrtValue>(value) ? py::object(value.cast<const OrtValue&>().array)
+                                                  : py::reinterpret_borrow<py::object>(value);
+  }
+  return feeds;
+}
+
 }  // namespace
 
 void bind_session(py::module_& module) {
-  py::class_<SessionOptions>(module, "SessionOptions", py::dynamic_attr(),
-                             "ONNX Runtime's SessionOptions: intra_op_num_threads and enable_profiling are used; "
-                             "other ORT settings are accepted and ignored.")
+  auto checked_threads = [](int SessionOptions::*field, const char* name) {
+    return [field, name](SessionOptions& self, int threads) {
+      throw_if_error(engine::check_context_threads(threads).with_context(name));
+      self.*field = threads;
+    };
+  };
+  py::class_<SessionOptions>(module, "SessionOptions",
+                             "ONNX Runtime's SessionOptions: intra_op_num_threads, enable_profiling, "
+                             "profile_file_prefix and optimized_model_filepath are used; ORT's other settings are "
+                             "accepted and kept; an unknown attribute raises AttributeError.")
       .def(py::init<>())
-      .def_readwrite("intra_op_num_threads", &SessionOptions::intra_op_num_threads)
+      .def_property(
+          "intra_op_num_threads", [](const SessionOptions& self) { return self.intra_op_num_threads; },
+          checked_threads(&SessionOptions::intra_op_num_threads, "intra_op_num_threads"))
+      .def_property(
+          "inter_op_num_threads", [](const SessionOptions& self) { return self.inter_op_num_threads; },
+          checked_threads(&SessionOptions::inter_op_num_threads, "inter_op_num_threads"))
       .def_readwrite("enable_profiling", &SessionOptions::enable_profiling)
       .def_readwrite("profile_file_prefix", &SessionOptions::profile_file_prefix)
+      .def_readwrite("optimized_model_filepath", &SessionOptions::optimized_model_filepath)
+      .def_readwrite("graph_optimization_level", &SessionOptions::graph_optimization_level)
+      .def_readwrite("execution_mode", &SessionOptions::execution_mode)
+      .def_readwrite("execution_order", &SessionOptions::execution_order)
+      .def_readwrite("log_severity_level", &SessionOptions::log_severity_level)
+      .def_readwrite("log_verbosity_level", &SessionOptions::log_verbosity_level)
+      .def_readwrite("logid", &SessionOptions::logid)
+      .def_readwrite("enable_cpu_mem_arena", &SessionOptions::enable_cpu_mem_arena)
+      .def_readwrite("enable_mem_pattern", &SessionOptions::enable_mem_pattern)
+      .def_readwrite("enable_mem_reuse", &SessionOptions::enable_mem_reuse)
+      .def_readwrite("use_deterministic_compute", &SessionOptions::use_deterministic_compute)
+      .def("add_session_config_entry",
+           [](SessionOptions& self, const std::string& key, const std::string& value) { self.config_entries[key] = value; })
+      .def("get_session_config_entry",
+           [](const SessionOptions& self, const std::string& key) {
+             auto it = self.config_entries.find(key);
+             if (it == self.config_entries.end()) {
+               throw StatusError{invalid_argument("SessionOptions has no config entry '{}'", key)};
+             }
+             return it->second;
+           })
       .def_readwrite("precision", &SessionOptions::precision, "qdqrt: 'int8' (default) or 'fp32'")
       .def_readwrite("max_isa", &SessionOptions::max_isa, "qdqrt: highest ISA (None = the machine's best)");
+
+  py::class_<RunOptions>(module, "RunOptions", "ONNX Runtime's RunOptions: terminate is used, the rest kept.")
+      .def(py::init<>())
+      .def_readwrite("log_severity_level", &RunOptions::log_severity_level)
+      .def_readwrite("log_verbosity_level", &RunOptions::log_verbosity_level)
+      .def_readwrite("logid", &RunOptions::logid)
+      .def_readwrite("terminate", &RunOptions::terminate)
+      .def_readwrite("only_execute_path_to_fetches", &RunOptions::only_execute_path_to_fetches)
+      .def("add_run_config_entry",
+           [](RunOptions& self, const std::string& key, const std::string& value) { self.config_entries[key] = value; })
+      .def("get_run_config_entry", [](const RunOptions& self, const std::string& key) {
+        auto it = self.config_entries.find(key);
+        if (it == self.config_entries.end()) throw StatusError{invalid_argument("RunOptions has no config entry '{}'", key)};
+        return it->second;
+      });
+
+  py::class_<ModelMetadata>(module, "ModelMetadata")
+      .def_readonly("producer_name", &ModelMetadata::producer_name)
+      .def_readonly("graph_name", &ModelMetadata::graph_name)
+      .def_readonly("domain", &ModelMetadata::domain)
+      .def_readonly("description", &ModelMetadata::description)
+      .def_readonly("graph_description", &ModelMetadata::graph_description)
+      .def_readonly("version", &ModelMetadata::version)
+      .def_readonly("custom_metadata_map", &ModelMetadata::custom_metadata_map);
+
+  py::class_<OrtValue>(module, "OrtValue", "ONNX Runtime's OrtValue on the CPU: shares its numpy array's memory.")
+      .def_static(
+          "ortvalue_from_numpy",
+          [](const py::array& array, const std::string& device_type, int device_id) {
+            check_cpu_device(device_type);
+            (void)device_id;
+            // The engine reads C-contiguous memory: other arrays are copied once, here.
+            return OrtValue{py::array(py::module_::import("numpy").attr("ascontiguousarray")(array))};
+          },
+          py::arg("numpy_obj"), py::arg("device_type") = "cpu", py::arg("device_id") = 0)
+      .def_static(
+          "ortvalue_from_shape_and_type",
+          [](const std::vector<int64_t>& shape, const py::object& element_type, const std::string& device_type,
+             int device_id) {
+            check_cpu_device(device_type);
+            (void)device_id;
+            for (int64_t dim : shape) {
+              if (dim < 0) throw StatusError{invalid_argument("shape {} has a negative dim", shape_to_string(shape))};
+            }
+            return OrtValue{py::array(py::module_::import("numpy").attr("empty")(shape, element_type))};
+          },
+          py::arg("shape"), py::arg("element_type"), py::arg("device_type") = "cpu", py::arg("device_id") = 0)
+      .def("numpy", [](const OrtValue& self) { return self.array; }, "The array (shared, not a copy).")
+      .def("shape", [](const OrtValue& self) { return std::vector<py::ssize_t>(self.array.shape(), self.array.shape() + self.array.ndim()); })
+      .def("data_type",
+           [](const OrtValue& self) {
+             std::string name = py::str(self.array.dtype()).cast<std::string>();
+             if (name == "float32") return std::string("tensor(float)");
+             if (name == "float64") return std::string("tensor(double)");
+             return fmt::format("tensor({})", name);
+           })
+      .def("element_type", [](const OrtValue& self) { return self.array.dtype(); })
+      .def("device_name", [](const OrtValue&) { return std::string("cpu"); })
+      .def("is_tensor", [](const OrtValue&) { return true; })
+      .def("has_value", [](const OrtValue&) { return true; })
+      .def("data_ptr", [](const OrtValue& self) { return reinterpret_cast<uintptr_t>(self.array.data()); });
+
+  py::class_<IOBinding>(module, "IOBinding", "ONNX Runtime's IOBinding (InferenceSession.io_binding()).")
+      .def("bind_cpu_input",
+           [](IOBinding& self, const std::string& name, const py::object& array) { self.inputs[py::str(name)] = array; })
+      .def(
+          "bind_input",
+          [](IOBinding& self, const std::string& name, const std::string& device_type, int device_id,
+             const py::object& element_type, const std::vector<int64_t>& shape, uintptr_t buffer_ptr) {
+            check_cpu_device(device_type);
+            (void)device_id;
+            self.inputs[py::str(name)] = array_over_pointer(element_type, shape, buffer_ptr);
+          },
+          py::arg("name"), py::arg("device_type"), py::arg("device_id"), py::arg("element_type"), py::arg("shape"),
+          py::arg("buffer_ptr"))
+      .def("bind_ortvalue_input",
+           [](IOBinding& self, const std::string& name, const OrtValue& value) { self.inputs[py::str(name)] = value.array; })
+      .def(
+          "bind_output",
+          [](IOBinding& self, const std::string& name, const std::string& device_type, int device_id,
+             const py::object& element_type, const py::object& shape, const py::object& buffer_ptr) {
+            check_cpu_device(device_type);
+            (void)device_id;
+            self.bind_output_name(name);
+            if (buffer_ptr.is_none()) {
+              self.bound_outputs.erase(name);
+              return;
+            }
+            if (element_type.is_none() || shape.is_none()) {
+              throw StatusError{invalid_argument("bind_output '{}': a buffer_ptr needs element_type and shape", name)};
+            }
+            self.bound_outputs[name] =
+                array_over_pointer(element_type, shape.cast<std::vector<int64_t>>(), buffer_ptr.cast<uintptr_t>());
+          },
+          py::arg("name"), py::arg("device_type") = "cpu", py::arg("device_id") = 0, py::arg("element_type") = py::none(),
+          py::arg("shape") = py::none(), py::arg("buffer_ptr") = py::none())
+      .def("bind_ortvalue_output",
+           [](IOBinding& self, const std::string& name, const OrtValue& value) {
+             self.bind_output_name(name);
+             self.bound_outputs[name] = value.array;
+           })
+      .def("get_outputs",
+           [](const IOBinding& self) {
+             py::list values;
+             for (const py::array& array : self.results) values.append(OrtValue{array});
+             return values;
+           })
+      .def("copy_outputs_to_cpu",
+           [](const IOBinding& self) {
+             py::list arrays;
+             for (const py::array& array : self.results) arrays.append(py::array(py::module_::import("numpy").attr("array")(array)));
+             return arrays;
+           })
+      .def("clear_binding_inputs", [](IOBinding& self) { self.inputs = py::dict(); })
+      .def("clear_binding_outputs",
+           [](IOBinding& self) {
+             self.output_names.clear();
+             self.bound_outputs.clear();
+             self.results.clear();
+           })
+      .def("synchronize_inputs", [](const IOBinding&) {})
+      .def("synchronize_outputs", [](const IOBinding&) {});
 
   py::class_<NodeArg>(module, "NodeArg")
       .def_readonly("name", &NodeArg::name)
@@ -293,8 +642,8 @@ void bind_session(py::module_& module) {
       "ONNX Runtime's InferenceSession: an ONNX model (path or bytes) or a .qdqrt engine file.")
       .def(py::init([](const py::object& model, const py::object& options, const py::object& providers,
                        const py::object& provider_options, const py::kwargs&) {
-             (void)providers;  // one provider: qdqrt on the CPU
              (void)provider_options;
+             warn_about_providers(providers);  // one provider: qdqrt on the CPU
              return std::make_unique<InferenceSession>(model, options);
            }),
            py::arg("path_or_bytes"), py::arg("sess_options") = py::none(), py::arg("providers") = py::none(),
@@ -302,16 +651,57 @@ void bind_session(py::module_& module) {
       .def(
           "run",
           [](InferenceSession& self, const py::object& output_names, const py::dict& feeds,
-             const py::object& run_options) {
-            (void)run_options;
-            return self.run(output_names, feeds);
-          },
+             const RunOptions* run_options) { return self.run(output_names, feeds, run_options); },
           py::arg("output_names"), py::arg("input_feed"), py::arg("run_options") = py::none(),
           "Returns the outputs named (all when None) as a list of ndarrays.")
+      .def(
+          "run_with_ort_values",
+          [](InferenceSession& self, const py::object& output_names, const py::dict& feeds,
+             const RunOptions* run_options) {
+            PreparedRun prepared = self.run_feeds(names_from(output_names), feeds_from_ort_values(feeds), {}, run_options);
+            py::list values;
+            for (py::array& array : prepared.output_arrays) values.append(OrtValue{std::move(array)});
+            return values;
+          },
+          py::arg("output_names"), py::arg("input_dict_ort_values"), py::arg("run_options") = py::none(),
+          "As run, with OrtValues in and out.")
+      .def(
+          "io_binding",
+          [](py::object self) {
+            IOBinding binding;
+            binding.session = self.cast<InferenceSession*>();
+            binding.session_object = std::move(self);
+            return binding;
+          })
+      .def(
+          "run_with_iobinding",
+          [](InferenceSession& self, IOBinding& binding, const RunOptions* run_options) {
+            if (binding.session != &self) {
+              throw StatusError{invalid_argument("the IOBinding belongs to another InferenceSession")};
+            }
+            PreparedRun prepared = self.run_feeds(binding.output_names, binding.inputs, binding.bound_outputs, run_options);
+            binding.results = std::move(prepared.output_arrays);
+            if (binding.output_names.empty()) binding.output_names = prepared.output_names;
+          },
+          py::arg("iobinding"), py::arg("run_options") = py::none())
       .def("get_inputs", &InferenceSession::inputs)
       .def("get_outputs", &InferenceSession::outputs)
+      .def("get_modelmeta", &InferenceSession::model_metadata)
       .def("get_overridable_initializers", [](const InferenceSession&) { return py::list(); })
       .def("get_providers", [](const InferenceSession&) { return std::vector<std::string>{"CPUExecutionProvider"}; })
+      .def("get_provider_options",
+           [](const InferenceSession&) {
+             py::dict options;
+             options["CPUExecutionProvider"] = py::dict();
+             return options;
+           })
+      .def(
+          "set_providers",
+          [](InferenceSession&, const py::object& providers, const py::object& provider_options) {
+            (void)provider_options;
+            warn_about_providers(providers);
+          },
+          py::arg("providers") = py::none(), py::arg("provider_options") = py::none())
       .def("get_session_options", &InferenceSession::options)
       .def("end_profiling", &InferenceSession::end_profiling)
       .def_property_readonly("engine", &InferenceSession::engine, "qdqrt: the engine the session runs.");

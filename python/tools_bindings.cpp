@@ -3,14 +3,18 @@
 #include <onnx/onnx_pb.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
+#include <set>
 #include <fstream>
 
 #include "parser/onnx_loader.h"
 #include "parser/onnx_writer.h"
 #include "python/bindings.h"
+#include "engine/context_threads.h"
 #include "tools/calibration/calibrate_model.h"
 #include "tools/inspect_report.h"
+#include "tools/sensitivity.h"
 
 namespace qdqrt::python {
 
@@ -96,11 +100,76 @@ struct CalibrationResult {
   int quantized_activations = 0;
   int quantized_weights = 0;
   int64_t images = 0;
+  py::object sensitivity = py::none();  // calibrate(sensitivity=...): the per-node ranking
 };
+
+// `qdqrt calibrate --sensitivity` on labelled images from Python: (images [N, ...] float32, labels
+// [N] int64). Each quantized node alone, ranked by the top-1 it loses against FP32.
+py::dict rank_sensitivity(const py::object& validation, const Graph& graph, const Graph& quantized,
+                          const calibration::QuantizationPlan& plan, const std::map<std::string, float>& amax,
+                          int threads, const calibration::InsertOptions& insert) {
+  using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+  using LabelArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+  if (!py::isinstance<py::tuple>(validation) || py::len(validation) != 2) {
+    throw StatusError{invalid_argument("sensitivity must be (images, labels): images [N, ...] and labels [N]")};
+  }
+  FloatArray images = FloatArray::ensure(validation[py::int_(0)]);
+  LabelArray labels = LabelArray::ensure(validation[py::int_(1)]);
+  if (!images || !labels) throw py::error_already_set();
+  if (images.ndim() < 2 || labels.ndim() != 1 || labels.shape(0) != images.shape(0) || images.shape(0) == 0) {
+    throw StatusError{invalid_argument("sensitivity: {} labels for images of shape {}; need one label per image",
+                                       labels.size(), shape_to_string(Shape(images.shape(), images.shape() + images.ndim())))};
+  }
+  tools::Dataset data;
+  data.images = Tensor(DataType::kFloat, Shape(images.shape(), images.shape() + images.ndim()));
+  std::memcpy(data.images.raw_data(), images.data(), data.images.nbytes());
+  data.labels = Tensor(DataType::kInt64, {labels.shape(0)});
+  std::memcpy(data.labels->raw_data(), labels.data(), data.labels->nbytes());
+  data.description = "the sensitivity images";
+  Result<tools::SensitivityReport> ranked = internal_error("unreachable");
+  {
+    py::gil_scoped_release release;
+    ranked = tools::rank_layer_sensitivity(graph, quantized, plan, amax, data, threads, insert);
+  }
+  if (!ranked.ok()) throw StatusError{ranked.status().with_context("sensitivity")};
+  const tools::SensitivityReport& report = *ranked;
+  py::list rows;
+  for (const tools::SensitivityRow& row : report.rows) {
+    py::dict entry;
+    entry["node"] = row.node;
+    entry["op_type"] = row.op_type;
+    entry["top1"] = row.top1;
+    entry["lost"] = row.lost;
+    rows.append(entry);
+  }
+  py::dict result;
+  result["images"] = report.images;
+  result["fp32_top1"] = report.fp32_top1;
+  result["int8_top1"] = report.int8_top1;
+  result["rows"] = rows;
+  result["table"] = tools::format_sensitivity_table(report);
+  return result;
+}
+
+// The nodes whose inputs or weights the plan quantizes (by name), in graph order.
+std::vector<std::string> quantized_nodes(const calibration::QuantizationPlan& plan, const Graph& graph) {
+  std::set<size_t> indices;
+  for (const auto& activation : plan.activations) {
+    for (const calibration::QuantizedInput& reader : activation.readers) indices.insert(reader.node);
+  }
+  for (const auto& weight : plan.weights) {
+    for (const calibration::QuantizedInput& reader : weight.readers) indices.insert(reader.node);
+  }
+  std::vector<std::string> names;
+  for (size_t index : indices) names.push_back(graph.nodes[index].name);
+  return names;
+}
 
 CalibrationResult calibrate(const py::object& model, const py::object& reader, const std::string& method,
                             const py::object& percentile, const std::string& placement, const py::object& output,
-                            int threads, int64_t batch_size, bool calibrate_inputs) {
+                            int threads, int64_t batch_size, bool calibrate_inputs, const py::object& exclude,
+                            const py::object& include, const py::object& op_types, const std::string& activation_type,
+                            bool per_channel, const py::object& sensitivity) {
   Graph graph = load_model(model);
   throw_if_error(calibration::check_calibration_input(graph));
   calibration::CalibrateModelOptions options;
@@ -112,10 +181,34 @@ CalibrationResult calibrate(const py::object& model, const py::object& reader, c
     options.method.percentile = percentile.cast<double>();
   }
   calibration::Placement where = value_or_throw(calibration::parse_placement(placement));
+  throw_if_error(engine::check_context_threads(threads).with_context("threads"));
   options.threads = threads;
   options.batch_size = batch_size;
   options.calibrate_inputs = calibrate_inputs;
   calibration::QuantizationPlan plan = value_or_throw(calibration::plan_quantization(graph, where));
+  if (activation_type == "uint8") {
+    options.insert.activation_dtype = DataType::kUint8;
+  } else if (activation_type != "int8") {
+    throw StatusError{invalid_argument("activation_type must be 'int8' or 'uint8', got '{}'", activation_type)};
+  }
+  options.insert.per_channel_weights = per_channel;
+  // ORT's nodes_to_exclude, nodes_to_include and op_types_to_quantize all come down to the nodes
+  // that stay float: exclude_nodes() (the CLI's --exclude) does the rest.
+  std::vector<std::string> excluded = names_from(exclude);
+  const std::vector<std::string> included = names_from(include), types = names_from(op_types);
+  if (!included.empty() || !types.empty()) {
+    std::map<std::string, std::string> op_of;
+    for (const Node& node : graph.nodes) op_of[node.name] = node.op_type;
+    for (const std::string& name : included) {
+      if (!op_of.count(name)) throw StatusError{invalid_argument("nodes_to_include: no node '{}' in the model", name)};
+    }
+    for (const std::string& name : quantized_nodes(plan, graph)) {
+      bool keep = (included.empty() || std::find(included.begin(), included.end(), name) != included.end()) &&
+                  (types.empty() || std::find(types.begin(), types.end(), op_of[name]) != types.end());
+      if (!keep && std::find(excluded.begin(), excluded.end(), name) == excluded.end()) excluded.push_back(name);
+    }
+  }
+  if (!excluded.empty()) throw_if_error(calibration::exclude_nodes(plan, graph, excluded).with_context("nodes_to_exclude"));
 
   const std::string& input_name = graph.inputs[0];
   Tensor images = join_images(read_feeds(reader), input_name, graph.find_value(input_name)->shape->size());
@@ -139,8 +232,13 @@ CalibrationResult calibrate(const py::object& model, const py::object& reader, c
   if (!output.is_none()) {
     throw_if_error(write_bytes(py::module_::import("os").attr("fspath")(output).cast<std::string>(), serialized));
   }
+  py::object ranking = py::none();
+  if (!sensitivity.is_none()) {
+    ranking = rank_sensitivity(sensitivity, graph, result.quantized, plan, result.activation_amax, threads,
+                               options.insert);
+  }
   return CalibrationResult{py::bytes(serialized), std::move(result.activation_amax), result.quantized_activations,
-                           result.quantized_weights, images.dim(0)};
+                           result.quantized_weights, images.dim(0), std::move(ranking)};
 }
 
 py::object json_to_python(const nlohmann::json& json) {
@@ -193,6 +291,9 @@ void bind_tools(py::module_& module) {
       .def_readonly("quantized_activations", &CalibrationResult::quantized_activations)
       .def_readonly("quantized_weights", &CalibrationResult::quantized_weights)
       .def_readonly("images", &CalibrationResult::images)
+      .def_readonly("sensitivity", &CalibrationResult::sensitivity,
+                    "With sensitivity=: {images, fp32_top1, int8_top1, rows: [{node, op_type, top1, lost}], table}, "
+                    "most top-1 lost first; else None.")
       .def(
           "save",
           [](const CalibrationResult& self, const py::object& path) {
@@ -204,9 +305,15 @@ void bind_tools(py::module_& module) {
   module.def("calibrate", &calibrate, py::arg("model"), py::arg("reader"), py::arg("method") = "max",
              py::arg("percentile") = py::none(), py::arg("placement") = "tensorrt", py::arg("output") = py::none(),
              py::arg("threads") = 0, py::arg("batch_size") = 0, py::arg("calibrate_inputs") = false,
+             py::arg("exclude") = py::none(), py::arg("include") = py::none(), py::arg("op_types") = py::none(),
+             py::arg("activation_type") = "int8", py::arg("per_channel") = true, py::arg("sensitivity") = py::none(),
              "Post-training quantization of an FP32 ONNX model (path or bytes): `reader` is an iterable of feed "
              "dicts (or an ORT CalibrationDataReader). method: max, entropy, percentile, mse; placement: tensorrt, "
-             "all. Returns a CalibrationResult; writes `output` when given.");
+             "all; exclude: node names kept in float (the CLI's --exclude); include / op_types: quantize only these "
+             "nodes / op types; activation_type: int8 (zero-point 0) or uint8 (zero-point 128); per_channel: "
+             "per-channel weight scales (else one per weight); sensitivity: (images, labels) to rank each quantized "
+             "node by the top-1 it loses alone (the CLI's --sensitivity). Returns a CalibrationResult; writes `output` "
+             "when given.");
   module.def("inspect", &inspect, py::arg("model"), py::arg("shapes") = py::none(), py::arg("passes") = py::none(),
              py::arg("disabled_passes") = py::none(), py::arg("fp32") = false,
              "The optimized model's layers as `qdqrt inspect --exportLayerInfo` writes them: "

@@ -13,7 +13,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${QDQRT_BUILD_DIR:-$root/build}"
 model="$root/models/${QDQRT_MODEL:-fmnist_resnet_qdq.onnx}"
 engine_file="$build_dir/$(basename "${model%.onnx}").qdqrt"
-bash "$root/scripts/build.sh"
+# Only what the job runs: the CLI's packages and the `qdqrt` target (scripts/test.sh builds the rest).
+bash "$root/scripts/build.sh" --cli
 echo "=== qdqrt exec: build the engine and save it ==="
 "$build_dir/qdqrt" exec --onnx="$model" --saveEngine="$engine_file" --skipInference
 echo

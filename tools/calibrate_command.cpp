@@ -12,6 +12,7 @@
 #include "parser/onnx_writer.h"
 #include "tools/calibration/calibrate_model.h"
 #include "tools/calibration/calibration_cache.h"
+#include "tools/cli_flags.h"
 #include "tools/commands.h"
 #include "tools/datasets.h"
 #include "tools/model_metadata.h"
@@ -192,7 +193,7 @@ Command add_calibrate_command(CLI::App& app) {
       ->check(checked([](const std::string& value) { return parse_float_list(value, "std"); }))
       ->type_name("S[,..]");
   command->add_option("--threads", options->threads, "Worker threads (0 = all cores)")
-      ->check(quiet(CLI::Range(0, 4096)))
+      ->check(quiet(threads_validator()))
       ->capture_default_str()
       ->type_name("N");
   command->add_option("--batch", options->batch_size,

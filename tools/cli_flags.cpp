@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <fstream>
+
+#include "engine/context_threads.h"
 
 namespace qdqrt::tools {
 
@@ -32,6 +35,18 @@ CLI::Validator load_inputs_validator() {
         return "";
       },
       "NAME:FILE.npy[,...]");
+}
+
+CLI::Validator threads_validator() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        int64_t threads = 0;
+        auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), threads);
+        if (error != std::errc() || end != value.data() + value.size()) return fmt::format("'{}' is not an integer", value);
+        Status status = engine::check_context_threads(threads);
+        return status.is_ok() ? "" : status.message();
+      },
+      "N");
 }
 
 Result<std::map<std::string, Shape>> collect_shapes(const std::vector<std::string>& texts) {
@@ -136,7 +151,6 @@ const std::vector<ForeignFlag>& trtexec_flags_without_cpu_meaning() {
       {"--versionCompatible", false, "engine files are checked by their format version"},
       {"--excludeLeanRuntime", false, "no lean runtime"},
       {"--safe", false, "no safety runtime"},
-      {"--timeDeserialize", false, "the load time is always printed"},
       {"--timeRefit", false, "engines are not refittable"},
       {"--stripWeights", false, "engine files always hold their weights"},
       {"--allowWeightStreaming", false, "weights stay in host memory"},
@@ -152,8 +166,6 @@ const std::vector<ForeignFlag>& trtexec_flags_without_cpu_meaning() {
       {"--maxAuxStreams", true, "a context runs its layers in order on its own threads"},
       {"--minTiming", true, "kernels are not timed at build"},
       {"--avgTiming", true, "kernels are not timed at build"},
-      {"--sleepTime", true, "runs go back to back"},
-      {"--idleTime", true, "runs go back to back"},
       {"--persistentCacheRatio", true, "no L2 persistence control"},
       {"--inputIOFormats", true, "inputs are the model's types, row-major"},
       {"--outputIOFormats", true, "outputs are the model's types, row-major"},

@@ -20,6 +20,7 @@ CLI::Validator quiet(CLI::Validator validator);
 // Parse-time syntax checks (a bad value is then reported like any other flag error).
 CLI::Validator shapes_validator();       // parse_shapes()
 CLI::Validator load_inputs_validator();  // parse_load_inputs() and every file exists
+CLI::Validator threads_validator();      // an integer engine::check_context_threads() accepts
 
 // Repeated or comma-separated flags merged: "input 'x' is given twice" when a name repeats.
 Result<std::map<std::string, Shape>> collect_shapes(const std::vector<std::string>& texts);

@@ -397,7 +397,7 @@ Command add_compare_command(CLI::App& app) {
       ->type_name("ORDER");
   command->add_option("--json", options->json_path, "Write the report as JSON")->type_name("FILE");
   command->add_option("--threads", options->threads, "Threads of the INT8 engine (0 = all)")
-      ->check(quiet(CLI::Range(0, 4096)))
+      ->check(quiet(threads_validator()))
       ->type_name("N");
   command->add_flag("--noEngine", *no_engine, "Do not run the INT8 engine (reference runs only)");
 

@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "tools/npy.h"
 #include "parser/onnx_loader.h"
+#include "core/file_reading.h"
 #include "tools/cli_flags.h"
 #include "tools/commands.h"
 #include "tools/datasets.h"
@@ -96,10 +97,7 @@ struct ModelResult {
 
 std::variant<ModelResult, RunError> evaluate_model(const EvalModelSpec& spec, const std::string& label,
                                                    const Dataset& data, const EvalOptions& options) {
-  std::error_code exists_error;
-  if (!std::filesystem::is_regular_file(spec.path, exists_error)) {
-    return usage_error(io_error("--model {}: no such file", spec.path));
-  }
+  if (auto file = open_regular_file(spec.path, "model"); !file.ok()) return usage_error(file.status().with_context("--model"));
   // Loaded here for the input checks; build_from_file() loads it again with the batch shape.
   auto graph = load_onnx_file(spec.path);
   if (!graph.ok()) return failure(graph.status().with_context(spec.path));
@@ -136,10 +134,18 @@ std::variant<ModelResult, RunError> evaluate_model(const EvalModelSpec& spec, co
                                shape_to_string(output.shape)));
   }
   const int64_t classes = shape_numel(output.shape) / max_batch;
+  const int64_t* labels = data.labels->data<int64_t>();
+  // A label the logits cannot name (a data set for another model, 1-based labels) would count as
+  // a miss and report a meaningless accuracy.
+  for (int64_t i = 0; i < count; ++i) {
+    if (labels[i] < 0 || labels[i] >= classes) {
+      return usage_error(invalid_argument("'{}': image {} has label {}, outside the model's {} classes (0..{})",
+                                          spec.path, i, labels[i], classes, classes - 1));
+    }
+  }
   auto context = engine->create_context({.threads = options.threads});
 
   const float* images = data.images.data<float>();
-  const int64_t* labels = data.labels->data<int64_t>();
   std::vector<float> logits(static_cast<size_t>(max_batch * classes));
   auto run_batch = [&](int64_t begin, int64_t batch) {
     Shape in_shape = input_shape, out_shape = output.shape;
@@ -239,9 +245,9 @@ std::variant<EvalSummary, RunError> run_eval(const EvalOptions& options, std::os
   if (options.models.empty()) return usage_error(invalid_argument("--model: at least one model is needed"));
   if (options.batch < 1) return usage_error(invalid_argument("--batch must be at least 1, got {}", options.batch));
   for (const EvalModelSpec& model : options.models) {
-    std::error_code error;
-    if (!std::filesystem::is_regular_file(model.path, error)) {
-      return usage_error(io_error("--model {}: no such file", model.path));
+    // The checked reader names a FIFO or device as such (and never blocks on one).
+    if (auto file = open_regular_file(model.path, "model"); !file.ok()) {
+      return usage_error(file.status().with_context("--model"));
     }
   }
   // Each model's preprocessing: --mean/--std for all, else its own metadata; one data set load
@@ -378,7 +384,7 @@ Command add_eval_command(CLI::App& app) {
       ->required()
       ->type_name("FILE[:fp32]");
   command->add_option("--threads", options->threads, "Threads per engine context (0 = all)")
-      ->check(CLI::Range(0, 1024).description(""))
+      ->check(quiet(threads_validator()))
       ->capture_default_str()
       ->type_name("N");
   command->add_option("--batch", options->batch, "Maximum batch of the evaluation pass and of the throughput")

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/file_reading.h"
+#include "core/version.h"
+#include "engine/engine_file.h"
+#include "engine/engine_file_format.h"
 #include "parser/onnx_loader.h"
 #include "tools/calibration/calibration_cache.h"
 #include "tools/calibration/qdq_insertion.h"
@@ -70,7 +75,8 @@ Graph inputs_as_graph(const std::vector<engine::IoTensorInfo>& inputs) {
 // timing (ms since `loop_start`) and, when the context profiles, its layer times.
 Status run_timed_loop(engine::ExecutionContext& context, std::span<const engine::ConstTensorBinding> inputs,
                       std::span<const engine::TensorBinding> outputs, int64_t min_runs, double min_duration_ms,
-                      Clock::time_point loop_start, std::vector<InferenceTiming>& timings, ProfileRecorder* profile) {
+                      Clock::time_point loop_start, std::vector<InferenceTiming>& timings, ProfileRecorder* profile,
+                      double idle_ms) {
   // Reserved up front so the loop rarely allocates (capped: --iterations may be huge).
   size_t expected_runs = static_cast<size_t>(std::min<int64_t>(min_runs, int64_t{1} << 20));
   timings.reserve(timings.size() + expected_runs);
@@ -83,8 +89,52 @@ Status run_timed_loop(engine::ExecutionContext& context, std::span<const engine:
     timings.push_back({ms_since(loop_start, start), ms_since(loop_start, end)});
     if (profile && context.profiling()) QDQRT_RETURN_IF_ERROR(profile->add_run(context.last_layer_times_ms()));
     if (run + 1 >= min_runs && ms_since(loop_start, end) >= min_duration_ms) break;
+    // --idleTime: the gap a server sees between requests (caches and branch predictors cool down).
+    if (idle_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(idle_ms));
   }
   return Status::ok();
+}
+
+// --getPlanVersionOnly: the engine format version from the header alone (so a file this build
+// cannot load still says what made it), and the qdqrt version stored in the plan when it loads.
+Result<std::string> engine_file_version(const std::string& path) {
+  QDQRT_ASSIGN_OR_RETURN(RegularFile file, open_regular_file(path, "engine file"));
+  uint8_t header[engine::file_format::kFormatVersionOffset + sizeof(uint32_t)] = {};
+  if (file.size() < sizeof(header)) return invalid_argument("'{}' is too short to be an engine file", path);
+  QDQRT_RETURN_IF_ERROR(file.read_at(header, sizeof(header), 0, "engine file", path));
+  if (std::memcmp(header, engine::file_format::kMagic, sizeof(engine::file_format::kMagic)) != 0) {
+    return invalid_argument("'{}' is not a qdqrt engine file (no QDQRTENG magic)", path);
+  }
+  uint32_t format_version = 0;
+  std::memcpy(&format_version, header + engine::file_format::kFormatVersionOffset, sizeof(format_version));
+  auto plan = engine::read_plan_file(path);
+  if (!plan.ok()) {
+    return fmt::format("Plan was created with qdqrt engine format {} (this qdqrt reads format {}: {})", format_version,
+                       engine::kEngineFormatVersion, plan.status().message());
+  }
+  return fmt::format("Plan was created with qdqrt version {} (engine format {})", plan->qdqrt_version, format_version);
+}
+
+// --timeDeserialize: trtexec's load-only timing. Five loads (the first reads from disk or the page
+// cache, the others from the page cache), then exit.
+std::optional<RunError> time_deserialize(const std::string& path, std::ostream& out) {
+  constexpr int kLoads = 5;
+  std::vector<double> times;
+  for (int i = 0; i < kLoads; ++i) {
+    Clock::time_point start = Clock::now();
+    auto loaded = engine::Engine::load(path);
+    times.push_back(ms_since(start));
+    if (!loaded.ok()) return RunError{false, loaded.status().with_context(fmt::format("--loadEngine: '{}'", path))};
+  }
+  double total = std::accumulate(times.begin(), times.end(), 0.0);
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  out << fmt::format("Deserialization times: {:.3f} ms (first), median {:.3f} ms, min {:.3f} ms\n", times.front(),
+                     sorted[sorted.size() / 2], sorted.front());
+  out << fmt::format("Total deserialization time = {:.3f} milliseconds in {} iterations, average {:.3f} "
+                     "milliseconds/iteration\n",
+                     total, kLoads, total / kLoads);
+  return std::nullopt;
 }
 
 // One of --streams: its own context and output buffers.
@@ -116,19 +166,17 @@ bool is_raw_input_file(const std::string& path) { return !path.ends_with(".npy")
 
 // Fills `tensor` (already at the run shape and dtype) from a raw file holding exactly its bytes.
 Status read_raw_input(const InputFileSpec& spec, Tensor& tensor) {
-  std::error_code error;
-  auto size = std::filesystem::file_size(spec.path, error);
-  if (error) return io_error("input '{}': cannot read '{}': {}", spec.name, spec.path, error.message());
-  auto expected = static_cast<uintmax_t>(tensor.numel()) * dtype_size(tensor.dtype());
+  auto file = open_regular_file(spec.path, fmt::format("input '{}': file", spec.name));
+  if (!file.ok()) return file.status();
+  const uint64_t size = file->size();
+  auto expected = static_cast<uint64_t>(tensor.numel()) * dtype_size(tensor.dtype());
   if (size != expected) {
     return invalid_argument("input '{}': '{}' holds {} bytes; {} {} needs {} (raw data as numpy's tofile writes it)",
                             spec.name, spec.path, size, dtype_name(tensor.dtype()), shape_to_string(tensor.shape()),
                             expected);
   }
-  std::ifstream file(spec.path, std::ios::binary);
-  file.read(static_cast<char*>(tensor.raw_data()), static_cast<std::streamsize>(expected));
-  if (!file) return io_error("input '{}': cannot read '{}'", spec.name, spec.path);
-  return Status::ok();
+  return file->read_at(tensor.raw_data(), static_cast<size_t>(expected), 0, fmt::format("input '{}': file", spec.name),
+                       spec.path);
 }
 
 // trtexec --calib: a model without Q/DQ quantized at the cache's scales (Q/DQ where
@@ -164,7 +212,28 @@ Result<Graph> apply_calibration_cache(Graph graph, const ExecOptions& options, s
   return calibration::insert_qdq(graph, plan, amax);
 }
 
-// --calib and --layerPrecisions change the model before it is built.
+// --markDebug: the named tensors become graph outputs, so the engine computes and returns them
+// (as TensorRT's debug tensors, they keep fusions from swallowing them).
+Status mark_debug_tensors(Graph& graph, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    if (std::find(graph.outputs.begin(), graph.outputs.end(), name) != graph.outputs.end()) continue;
+    if (std::find(graph.inputs.begin(), graph.inputs.end(), name) != graph.inputs.end()) {
+      return invalid_argument("--markDebug: '{}' is a model input, not a computed tensor", name);
+    }
+    if (graph.find_initializer(name) != nullptr) {
+      return invalid_argument("--markDebug: '{}' is a constant of the model, not a computed tensor", name);
+    }
+    bool produced = false;
+    for (const Node& node : graph.nodes) {
+      produced = produced || std::find(node.outputs.begin(), node.outputs.end(), name) != node.outputs.end();
+    }
+    if (!produced) return invalid_argument("--markDebug: the model has no tensor '{}'", name);
+    graph.outputs.push_back(name);
+  }
+  return Status::ok();
+}
+
+// --calib, --layerPrecisions and --markDebug change the model before it is built.
 Result<std::shared_ptr<const engine::Engine>> build_modified_model(const ExecOptions& options,
                                                                    const engine::BuildOptions& build, std::ostream& out) {
   QDQRT_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(options.onnx_path));
@@ -176,6 +245,10 @@ Result<std::shared_ptr<const engine::Engine>> build_modified_model(const ExecOpt
     if (!rewired.ok()) return rewired.status().with_context("--layerPrecisions");
     out << fmt::format("Layer precisions: {} kept in float ({} quantized inputs read in float)\n",
                        fmt::join(options.float_layers, ", "), *rewired);
+  }
+  if (!options.debug_tensors.empty()) {
+    QDQRT_RETURN_IF_ERROR(mark_debug_tensors(graph, options.debug_tensors));
+    out << fmt::format("Debug tensors: {} (engine outputs)\n", fmt::join(options.debug_tensors, ", "));
   }
   return build_engine_from_graph(graph, build);
 }
@@ -241,6 +314,14 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
   for (const std::string& note : options.notes) out << "[W] " << note << "\n";
   write_option_sections(options, out);
 
+  if (options.plan_version_only) {
+    auto version = engine_file_version(options.load_engine_path);
+    if (!version.ok()) return RunError{false, version.status().with_context("--getPlanVersionOnly")};
+    out << *version << "\n";
+    return std::nullopt;
+  }
+  if (options.time_deserialize) return time_deserialize(options.load_engine_path, out);
+
   std::shared_ptr<const engine::Engine> engine;
   if (!options.onnx_path.empty()) {
     engine::BuildOptions build;
@@ -257,7 +338,7 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     out << fmt::format("Model: {}\n", options.onnx_path);
     out.flush();  // the build can take a while: show what is being built
     Clock::time_point start = Clock::now();
-    auto built = options.calib_path.empty() && options.float_layers.empty()
+    auto built = options.calib_path.empty() && options.float_layers.empty() && options.debug_tensors.empty()
                      ? engine::Engine::build_from_file(options.onnx_path, build)
                      : build_modified_model(options, build, out);
     if (!built.ok()) {
@@ -446,10 +527,16 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
   if (!status.is_ok()) return RunError{false, status};
   int64_t all_warm_up_runs = std::accumulate(warm_up_runs.begin(), warm_up_runs.end(), int64_t{0});
   if (all_warm_up_runs > 0) out << fmt::format("Warm-up: {} runs in {:.1f} ms\n", all_warm_up_runs, ms_since(warm_up_start));
+  if (options.sleep_time_ms > 0) {
+    out << fmt::format("Sleep: {:g} ms before the timed runs\n", options.sleep_time_ms);
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(options.sleep_time_ms));
+  }
+  if (options.idle_time_ms > 0) out << fmt::format("Idle: {:g} ms between timed runs (not timed)\n", options.idle_time_ms);
   loop_start = Clock::now();
   status = run_streams(streams, [&](Stream& stream, size_t index) -> Status {
     return run_timed_loop(*stream.context, input_span, stream.bindings, options.iterations, options.duration_s * 1000.0,
-                          loop_start, stream.timings, index == 0 && profile_timed_runs ? &profile : nullptr);
+                          loop_start, stream.timings, index == 0 && profile_timed_runs ? &profile : nullptr,
+                          options.idle_time_ms);
   });
   if (!status.is_ok()) return RunError{false, status};
   std::vector<InferenceTiming> timings;
@@ -461,7 +548,7 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     context.set_profiling(true);
     std::vector<InferenceTiming> profile_timings;
     status = run_timed_loop(context, input_span, streams.front()->bindings, options.iterations,
-                            options.duration_s * 1000.0, Clock::now(), profile_timings, &profile);
+                            options.duration_s * 1000.0, Clock::now(), profile_timings, &profile, options.idle_time_ms);
     if (!status.is_ok()) return RunError{false, status.with_context("profile run")};
     context.set_profiling(false);
   }
@@ -495,6 +582,19 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
                              json_array_lines(outputs_to_json(output_tensors)));
     if (!status.is_ok()) return RunError{false, status};
   }
+  for (const auto& [name, file] : options.save_debug_tensors) {
+    auto it = std::find_if(output_tensors.begin(), output_tensors.end(), [&](const auto& output) { return output.first == name; });
+    if (it == output_tensors.end()) {
+      return RunError{true, invalid_argument("--saveDebugTensors: '{}' is not an output of the engine (mark it with "
+                                             "--markDebug when building)", name)};
+    }
+    const Tensor& tensor = it->second;
+    status = write_text_file("--saveDebugTensors", file,
+                             std::string(static_cast<const char*>(tensor.raw_data()), tensor.nbytes()));
+    if (!status.is_ok()) return RunError{false, status};
+    out << fmt::format("Debug tensor {}: {} {} ({} bytes) written to {}\n", name, dtype_name(tensor.dtype()),
+                       shape_to_string(tensor.shape()), tensor.nbytes(), file);
+  }
   return std::nullopt;
 }
 
@@ -509,10 +609,17 @@ Command add_exec_command(CLI::App& app) {
   auto line = std::make_shared<ExecCommandLine>();
   add_exec_flags(*exec, *line);
   auto execute = [line]() -> int {
+    // trtexec's first and last lines, which CI scripts grep for ("&&&& PASSED").
+    const std::string test_line = fmt::format("qdqrt.exec [qdqrt v{}] # {}", kVersion, process_command_line());
+    std::cout << "&&&& RUNNING " << test_line << std::endl;
+    auto finish = [&](int code) {
+      std::cout << "&&&& " << (code == kExitSuccess ? "PASSED " : "FAILED ") << test_line << std::endl;
+      return code;
+    };
     Status status = finish_exec_options(*line);
     if (!status.is_ok()) {
       std::cerr << "qdqrt exec: error: " << status.message() << "\n";
-      return kExitUsage;
+      return finish(kExitUsage);
     }
     std::optional<RunError> error;
     {
@@ -521,10 +628,10 @@ Command add_exec_command(CLI::App& app) {
       std::ostream log(&log_buffer);
       error = run_exec(line->options, log);
     }
-    if (!error) return kExitSuccess;
+    if (!error) return finish(kExitSuccess);
     std::cout.flush();
     std::cerr << "qdqrt exec: error: " << error->status.to_string() << "\n";
-    return error->usage ? kExitUsage : kExitFailure;
+    return finish(error->usage ? kExitUsage : kExitFailure);
   };
   return Command{exec, execute};
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/file_reading.h"
 #include "tools/cli_flags.h"
 #include "tools/exec_report.h"
 #include "tools/layer_precisions.h"
@@ -14,6 +15,18 @@
 namespace qdqrt::tools {
 
 namespace {
+
+// "a,b,,c" -> {"a", "b", "", "c"}: a comma-separated flag value.
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    items.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return items;
+    start = comma + 1;
+  }
+}
 
 // An output file's directory must exist: checked before building so a typo does not cost a benchmark.
 Status check_output_path(const std::string& flag, const std::string& path) {
@@ -135,10 +148,12 @@ void add_exec_flags(CLI::App& exec, ExecCommandLine& line) {
       ->check(quiet(percentile_syntax))
       ->capture_default_str()
       ->type_name("P[,P...]");
-  exec.add_option("--threads", options.threads, "Threads of the engine's thread pool (0: every hardware thread)")
-      ->check(quiet(CLI::Range(0, 4096)))
-      ->capture_default_str()
-      ->type_name("N");
+  // Bare --threads (trtexec's "enable multithreading") means every hardware thread.
+  exec.add_option("--threads", options.threads, "Threads of the engine's thread pool (0 or bare: every hardware thread)")
+      ->check(quiet(threads_validator()))
+      ->expected(0, 1)
+      ->default_str("0")
+      ->type_name("[N]");
   exec.add_option("--exportOutput", options.export_output_path, "Write the outputs of the last run as JSON")
       ->type_name("FILE");
   exec.add_flag("--dumpProfile", options.dump_profile, "Print the per-layer profile");
@@ -177,6 +192,24 @@ void add_exec_flags(CLI::App& exec, ExecCommandLine& line) {
       ->check(quiet(CLI::IsMember({"layer_names_only", "detailed", "none", "default", "verbose"})))
       ->type_name("LEVEL");
   exec.add_flag("--dumpOutput", options.dump_output, "Print the outputs of the last run");
+  exec.add_option("--markDebug", line.mark_debug_texts,
+                  "Keep these tensors of the model as engine outputs (fusions do not cross them), for\n"
+                  "--saveDebugTensors and --exportOutput: the intermediate values QAT debugging compares")
+      ->type_name("NAME[,...]");
+  exec.add_option("--saveDebugTensors", line.save_debug_texts,
+                  "After the last run, write each marked tensor's raw data (row-major, as numpy's tofile) to FILE")
+      ->type_name("NAME:FILE[,...]");
+  exec.add_flag("--getPlanVersionOnly", options.plan_version_only,
+                "With --loadEngine: print the qdqrt version and engine format that made the file, and exit");
+  exec.add_flag("--timeDeserialize", options.time_deserialize,
+                "With --loadEngine: time loading the engine file (5 loads), and exit");
+  exec.add_option("--sleepTime", options.sleep_time_ms, "Pause MS milliseconds between the warm-up and the timed runs")
+      ->check(quiet(CLI::Range(0.0, 3.6e6)))
+      ->type_name("MS");
+  exec.add_option("--idleTime", options.idle_time_ms,
+                  "Pause MS milliseconds between two timed runs (caches go cold as between requests)")
+      ->check(quiet(CLI::Range(0.0, 3.6e6)))
+      ->type_name("MS");
   exec.add_option("--layerPrecisions", line.layer_precisions_texts,
                   "NAME:fp32[,...]: keep these ONNX nodes in float (their Q/DQ'd inputs read the float\n"
                   "tensors); *:fp32 is --fp32. NAME:int8 is the default; fp16/bf16 are noted, not applied")
@@ -218,6 +251,37 @@ Status finish_exec_options(ExecCommandLine& line) {
     options.min_shapes.clear();
     options.max_shapes.clear();
   }
+  for (const std::string& text : line.mark_debug_texts) {
+    for (const std::string& name : split_list(text)) {
+      if (name.empty()) return invalid_argument("--markDebug: an empty tensor name in '{}'", text);
+      if (std::find(options.debug_tensors.begin(), options.debug_tensors.end(), name) == options.debug_tensors.end()) {
+        options.debug_tensors.push_back(name);
+      }
+    }
+  }
+  if (!options.debug_tensors.empty() && !options.load_engine_path.empty()) {
+    return invalid_argument("--markDebug marks tensors at build: give it with --onnx (a saved engine keeps the "
+                            "tensors marked when it was built)");
+  }
+  for (const std::string& text : line.save_debug_texts) {
+    for (const std::string& spec : split_list(text)) {
+      const size_t colon = spec.rfind(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) {
+        return invalid_argument("--saveDebugTensors: '{}' is not NAME:FILE", spec);
+      }
+      std::string name = spec.substr(0, colon), file = spec.substr(colon + 1);
+      if (!options.onnx_path.empty() &&
+          std::find(options.debug_tensors.begin(), options.debug_tensors.end(), name) == options.debug_tensors.end()) {
+        return invalid_argument("--saveDebugTensors: '{}' is not marked (give it to --markDebug too)", name);
+      }
+      QDQRT_RETURN_IF_ERROR(check_output_path("--saveDebugTensors", file));
+      options.save_debug_tensors.emplace_back(std::move(name), std::move(file));
+    }
+  }
+  if ((options.plan_version_only || options.time_deserialize) && options.load_engine_path.empty()) {
+    return invalid_argument("{} reads an engine file: give it with --loadEngine",
+                            options.plan_version_only ? "--getPlanVersionOnly" : "--timeDeserialize");
+  }
   if (!options.calib_path.empty() && !options.load_engine_path.empty()) {
     return invalid_argument("--calib quantizes a model at build: give it with --onnx, not --loadEngine");
   }
@@ -250,10 +314,9 @@ Status finish_exec_options(ExecCommandLine& line) {
   if (!input_files.ok()) return input_files.status().with_context("--loadInputs");
   options.input_files = std::move(input_files).value();
   for (const InputFileSpec& spec : options.input_files) {
-    std::error_code error;
-    if (!std::filesystem::is_regular_file(spec.path, error)) {
-      return invalid_argument("--loadInputs: input '{}': file '{}' does not exist", spec.name, spec.path);
-    }
+    // "does not exist", "is a FIFO", ...: the checked reader's words, before anything is built.
+    auto file = open_regular_file(spec.path, fmt::format("--loadInputs: input '{}': file", spec.name));
+    if (!file.ok()) return invalid_argument("{}", file.status().message());
   }
   auto percentiles = parse_percentiles(line.percentile_text);
   if (!percentiles.ok()) return percentiles.status().with_context("--percentile");
@@ -269,6 +332,13 @@ Status finish_exec_options(ExecCommandLine& line) {
     // The loaded engine's weights are mapped from its file: writing over it would pull them away.
     if (std::filesystem::equivalent(options.save_engine_path, options.load_engine_path, error)) {
       return invalid_argument("--saveEngine: '{}' is the file given to --loadEngine", options.save_engine_path);
+    }
+  }
+  if (!options.save_engine_path.empty() && !options.onnx_path.empty()) {
+    std::error_code error;
+    // The engine would replace the model it was built from.
+    if (std::filesystem::equivalent(options.save_engine_path, options.onnx_path, error)) {
+      return invalid_argument("--saveEngine: '{}' is the model given to --onnx", options.save_engine_path);
     }
   }
   return Status::ok();

@@ -58,6 +58,12 @@ struct ExecOptions {
   bool verbose = false;                // --verbose
   bool skip_inference = false;         // --skipInference (--buildOnly): build/load (and save) only
   bool dump_output = false;            // --dumpOutput: print the outputs of the last run
+  std::vector<std::string> debug_tensors;  // --markDebug: model tensors kept as engine outputs
+  std::vector<std::pair<std::string, std::string>> save_debug_tensors;  // --saveDebugTensors: tensor, raw file
+  bool plan_version_only = false;      // --getPlanVersionOnly: print who made the --loadEngine file, exit
+  bool time_deserialize = false;       // --timeDeserialize: time loading --loadEngine, exit
+  double sleep_time_ms = 0;            // --sleepTime: pause between the warm-up and the timed runs
+  double idle_time_ms = 0;             // --idleTime: pause between two timed runs (not timed)
   // trtexec flags given that mean nothing on a CPU: one "not applicable on CPU: ..." line each.
   std::vector<std::string> notes;
 
@@ -77,6 +83,7 @@ struct ExecCommandLine {
   std::string profiling_verbosity;  // --profilingVerbosity / --nvtxMode
   std::vector<std::string> layer_precisions_texts;  // --layerPrecisions
   std::vector<std::string> load_inputs_texts;
+  std::vector<std::string> mark_debug_texts, save_debug_texts;  // --markDebug, --saveDebugTensors
   std::string percentile_text = "90,95,99";
 };
 

@@ -347,6 +347,78 @@ std::string PrecisionCount::text(bool fp32_requested) const {
   return text + ")";
 }
 
+namespace {
+
+// A layer parameter by name, or by "<prefix>.name" (fused layers keep each part's under a prefix).
+const engine::ParamValue* find_param(const engine::PlanLayer& layer, const std::string& name) {
+  for (const auto& [key, value] : layer.params.values()) {
+    if (key == name || (key.size() > name.size() && key.ends_with("." + name))) return &value;
+  }
+  return nullptr;
+}
+
+std::vector<int64_t> param_ints(const engine::PlanLayer& layer, const std::string& name, std::vector<int64_t> fallback) {
+  const engine::ParamValue* value = find_param(layer, name);
+  if (value != nullptr) {
+    if (const auto* ints = std::get_if<std::vector<int64_t>>(value)) return *ints;
+  }
+  return fallback;
+}
+
+int64_t param_int(const engine::PlanLayer& layer, const std::string& name, int64_t fallback) {
+  const engine::ParamValue* value = find_param(layer, name);
+  if (value != nullptr) {
+    if (const auto* integer = std::get_if<int64_t>(value)) return *integer;
+  }
+  return fallback;
+}
+
+// TensorRT's convolution keys as TREx reads them (df_preprocessing's Convolution attributes and
+// layer.py's Weights/Bias): Kernel [kh, kw], Groups, OutMaps, Stride, Dilation, PrePadding,
+// PostPadding, PaddingMode, HasBias, Weights and Bias {Type, Count}.
+void add_convolution_keys(nlohmann::ordered_json& json, const engine::EnginePlan& plan, const engine::PlanLayer& layer) {
+  if (layer.inputs.empty() || layer.inputs[0] < 0 || layer.outputs.empty()) return;
+  const engine::PlanTensor& x = plan.tensors[static_cast<size_t>(layer.inputs[0])];
+  const engine::PlanTensor& y = plan.tensors[static_cast<size_t>(layer.outputs[0])];
+  if (x.shape.size() != 4 || y.shape.size() != 4) return;
+  const std::vector<int64_t> kernel = param_ints(layer, "kernel", {1, 1});
+  const std::vector<int64_t> strides = param_ints(layer, "strides", {1, 1});
+  const std::vector<int64_t> dilations = param_ints(layer, "dilations", {1, 1});
+  std::vector<int64_t> pads = param_ints(layer, "pads", {0, 0, 0, 0});
+  if (kernel.size() != 2 || strides.size() != 2 || dilations.size() != 2 || (pads.size() != 2 && pads.size() != 4)) return;
+  const int64_t groups = std::max<int64_t>(1, param_int(layer, "groups", param_int(layer, "group", 1)));
+  const int64_t out_maps = y.shape[1];
+  std::vector<int64_t> pre = {pads[0], pads[1]}, post(2, 0);
+  for (size_t axis = 0; axis < 2; ++axis) {
+    if (pads.size() == 4) {
+      post[axis] = pads[axis + 2];
+    } else {  // only the leading pads are stored: the trailing ones follow from the shapes
+      const int64_t span = dilations[axis] * (kernel[axis] - 1) + 1;
+      post[axis] = std::max<int64_t>(0, (y.shape[axis + 2] - 1) * strides[axis] + span - x.shape[axis + 2] - pre[axis]);
+    }
+  }
+  const bool int8 = x.dtype == DataType::kInt8 || x.dtype == DataType::kUint8;
+  bool has_bias = false;
+  for (const engine::Blob& blob : layer.blobs) {
+    for (const char* name : {"bias", "real_bias"}) {  // float layers' bias; INT8 layers' float bias per column
+      has_bias |= blob.name == name || blob.name.ends_with(std::string(".") + name);
+    }
+  }
+  json["Kernel"] = kernel;
+  json["Groups"] = groups;
+  json["OutMaps"] = out_maps;
+  json["Stride"] = strides;
+  json["Dilation"] = dilations;
+  json["PrePadding"] = pre;
+  json["PostPadding"] = post;
+  json["PaddingMode"] = "kEXPLICIT_ROUND_DOWN";
+  json["HasBias"] = has_bias ? 1 : 0;
+  json["Weights"] = {{"Type", int8 ? "Int8" : "Float"}, {"Count", out_maps * (x.shape[1] / groups) * kernel[0] * kernel[1]}};
+  json["Bias"] = {{"Type", "Float"}, {"Count", has_bias ? out_maps : 0}};
+}
+
+}  // namespace
+
 nlohmann::ordered_json layer_info_to_json(const engine::EnginePlan& plan, bool detailed) {
   nlohmann::ordered_json bindings = nlohmann::ordered_json::array();
   for (int32_t index : plan.inputs) bindings.push_back(plan.tensors[static_cast<size_t>(index)].name);
@@ -367,18 +439,22 @@ nlohmann::ordered_json layer_info_to_json(const engine::EnginePlan& plan, bool d
     for (int32_t index : layer.outputs) outputs.push_back(tensor_json(plan, index));
     size_t weight_bytes = 0;
     for (const engine::Blob& blob : layer.blobs) weight_bytes += blob.bytes.size();
-    layers.push_back({{"Name", layer.name},
-                      {"LayerType", layer.kind},
-                      {"Inputs", std::move(inputs)},
-                      {"Outputs", std::move(outputs)},
-                      {"ParameterType", trtexec_parameter_type(layer.op_type)},
-                      {"TacticName", layer.kernel},
-                      {"Precision", layer_precision(plan, layer)},
-                      {"OpType", layer.op_type},
-                      {"Kernel", layer.kernel},
-                      {"SourceNodes", layer.source_nodes},
-                      {"ScratchBytes", layer.scratch_bytes},
-                      {"WeightBytes", weight_bytes}});
+    // TensorRT's keys first, then qdqrt's own under names TensorRT does not use ("Kernel" is
+    // TensorRT's convolution window: the kernel qdqrt picked is TacticName and QdqrtKernel).
+    nlohmann::ordered_json json = {{"Name", layer.name},
+                                   {"LayerType", layer.kind},
+                                   {"Inputs", std::move(inputs)},
+                                   {"Outputs", std::move(outputs)},
+                                   {"ParameterType", trtexec_parameter_type(layer.op_type)},
+                                   {"TacticName", layer.kernel}};
+    if (json["ParameterType"] == "Convolution") add_convolution_keys(json, plan, layer);
+    json["Precision"] = layer_precision(plan, layer);
+    json["OpType"] = layer.op_type;
+    json["QdqrtKernel"] = layer.kernel;
+    json["SourceNodes"] = layer.source_nodes;
+    json["ScratchBytes"] = layer.scratch_bytes;
+    json["WeightBytes"] = weight_bytes;
+    layers.push_back(std::move(json));
   }
   PrecisionCount precision = count_layer_precisions(plan);
   return {{"Layers", std::move(layers)},

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "core/ops/fused_op_table.h"
+
 namespace qdqrt::tools {
 
 std::string trtexec_format_name(DataType dtype, bool channels_last) {
@@ -37,29 +39,28 @@ nlohmann::ordered_json trtexec_tensor_json(const std::string& name, const std::v
 }
 
 std::string trtexec_parameter_type(const std::string& op_type) {
+  // A fused layer's type is in its row (core/ops/fused_op_table.h); this map is for ONNX ops.
+  if (const FusedOpRow* row = find_fused_op(op_type)) return row->layer_info_type;
   static const std::map<std::string, std::string> kTypes = {
-      {"Conv", "Convolution"},          {"QConv", "Convolution"},
+      {"Conv", "Convolution"},
       {"ConvTranspose", "Deconvolution"},
       {"MatMul", "MatrixMultiply"},     {"Gemm", "MatrixMultiply"},
-      {"QMatMul", "MatrixMultiply"},
       {"QuantizeLinear", "Reformat"},   {"DequantizeLinear", "Reformat"},
-      {"QRequantize", "Reformat"},      {"Reorder", "Reformat"},
+      {"Reorder", "Reformat"},
       {"MaxPool", "Pooling"},           {"AveragePool", "Pooling"},
       {"GlobalAveragePool", "Pooling"}, {"GlobalMaxPool", "Pooling"},
-      {"QAveragePool", "Pooling"},      {"QGlobalAveragePool", "Pooling"},
       {"Add", "ElementWise"},           {"Sub", "ElementWise"},
       {"Mul", "ElementWise"},           {"Div", "ElementWise"},
-      {"QAdd", "ElementWise"},          {"QMul", "ElementWise"},
       {"Max", "ElementWise"},           {"Min", "ElementWise"},
       {"Pow", "ElementWise"},
       {"Relu", "Activation"},           {"Sigmoid", "Activation"},
       {"Tanh", "Activation"},           {"LeakyRelu", "Activation"},
       {"Clip", "Activation"},           {"HardSigmoid", "Activation"},
-      {"QLookup", "PointWise"},         {"Gelu", "PointWise"},
+      {"Gelu", "PointWise"},
       {"Erf", "Unary"},                 {"Exp", "Unary"},
       {"Sqrt", "Unary"},                {"Abs", "Unary"},
       {"Softmax", "Softmax"},           {"LogSoftmax", "Softmax"},
-      {"Concat", "Concatenation"},      {"QConcat", "Concatenation"},
+      {"Concat", "Concatenation"},
       {"Reshape", "Shuffle"},           {"Transpose", "Shuffle"},
       {"Flatten", "Shuffle"},           {"Squeeze", "Shuffle"},
       {"Unsqueeze", "Shuffle"},

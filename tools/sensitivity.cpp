@@ -69,15 +69,12 @@ Result<double> engine_top1(const Graph& graph, bool fp32, const Dataset& data, i
   return top1_of(build, "the quantized model", fp32, data, threads);
 }
 
-Result<SensitivityReport> rank_layer_sensitivity(const std::string& fp32_path, const Graph& graph,
-                                                 const calibration::QuantizationPlan& plan,
-                                                 const std::map<std::string, float>& amax,
-                                                 const std::string& quantized_path, const Dataset& validation,
-                                                 int threads) {
-  SensitivityReport report;
-  report.images = validation.size();
-  QDQRT_ASSIGN_OR_RETURN(report.fp32_top1, engine_top1(fp32_path, true, validation, threads));
-  QDQRT_ASSIGN_OR_RETURN(report.int8_top1, engine_top1(quantized_path, false, validation, threads));
+namespace {
+
+// The ranking once the FP32 and fully quantized top-1 are in `report`: each quantized node alone.
+Result<SensitivityReport> rank_nodes(SensitivityReport report, const Graph& graph,
+                                     const calibration::QuantizationPlan& plan, const std::map<std::string, float>& amax,
+                                     const Dataset& validation, int threads, const calibration::InsertOptions& insert) {
   // A tensor whose scale follows another's keeps that amax when its source is not quantized.
   std::map<std::string, float> all_amax = amax;
   for (const calibration::ActivationQuantization& activation : plan.activations) {
@@ -99,7 +96,7 @@ Result<SensitivityReport> rank_layer_sensitivity(const std::string& fp32_path, c
     }
     calibration::QuantizationPlan single = plan;
     QDQRT_RETURN_IF_ERROR(calibration::exclude_nodes(single, graph, others));
-    QDQRT_ASSIGN_OR_RETURN(Graph quantized, calibration::insert_qdq(graph, single, all_amax));
+    QDQRT_ASSIGN_OR_RETURN(Graph quantized, calibration::insert_qdq(graph, single, all_amax, insert));
     auto top1 = engine_top1(quantized, false, validation, threads);
     if (!top1.ok()) return top1.status().with_context("with only " + graph.nodes[node].describe() + " quantized");
     report.rows.push_back({graph.nodes[node].name, graph.nodes[node].op_type, *top1, report.fp32_top1 - *top1});
@@ -107,6 +104,31 @@ Result<SensitivityReport> rank_layer_sensitivity(const std::string& fp32_path, c
   std::stable_sort(report.rows.begin(), report.rows.end(),
                    [](const SensitivityRow& a, const SensitivityRow& b) { return a.lost > b.lost; });
   return report;
+}
+
+}  // namespace
+
+Result<SensitivityReport> rank_layer_sensitivity(const std::string& fp32_path, const Graph& graph,
+                                                 const calibration::QuantizationPlan& plan,
+                                                 const std::map<std::string, float>& amax,
+                                                 const std::string& quantized_path, const Dataset& validation,
+                                                 int threads) {
+  SensitivityReport report;
+  report.images = validation.size();
+  QDQRT_ASSIGN_OR_RETURN(report.fp32_top1, engine_top1(fp32_path, true, validation, threads));
+  QDQRT_ASSIGN_OR_RETURN(report.int8_top1, engine_top1(quantized_path, false, validation, threads));
+  return rank_nodes(std::move(report), graph, plan, amax, validation, threads, {});
+}
+
+Result<SensitivityReport> rank_layer_sensitivity(const Graph& graph, const Graph& quantized,
+                                                 const calibration::QuantizationPlan& plan,
+                                                 const std::map<std::string, float>& amax, const Dataset& validation,
+                                                 int threads, const calibration::InsertOptions& insert) {
+  SensitivityReport report;
+  report.images = validation.size();
+  QDQRT_ASSIGN_OR_RETURN(report.fp32_top1, engine_top1(graph, true, validation, threads));
+  QDQRT_ASSIGN_OR_RETURN(report.int8_top1, engine_top1(quantized, false, validation, threads));
+  return rank_nodes(std::move(report), graph, plan, amax, validation, threads, insert);
 }
 
 std::string format_sensitivity_table(const SensitivityReport& report) {

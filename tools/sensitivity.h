@@ -42,6 +42,12 @@ Result<SensitivityReport> rank_layer_sensitivity(const std::string& fp32_path, c
                                                  const std::map<std::string, float>& amax,
                                                  const std::string& quantized_path, const Dataset& validation,
                                                  int threads);
+// The same with both models in memory (Python's qdqrt.calibrate): `quantized` is the calibrated
+// graph, `insert` how its pairs were written (each one-node model is written the same way).
+Result<SensitivityReport> rank_layer_sensitivity(const Graph& graph, const Graph& quantized,
+                                                 const calibration::QuantizationPlan& plan,
+                                                 const std::map<std::string, float>& amax, const Dataset& validation,
+                                                 int threads, const calibration::InsertOptions& insert);
 
 // "#  top-1 lost  top-1 (%)  node" rows, most lost first.
 std::string format_sensitivity_table(const SensitivityReport& report);

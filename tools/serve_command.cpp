@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/file_reading.h"
 #include "server/grpc_frontend.h"
 #include "server/inference_server.h"
 #include "tools/commands.h"
@@ -179,8 +180,8 @@ Command add_serve_command(CLI::App& app) {
         return kExitUsage;
       }
       std::string path = text.substr(equals + 1);
-      if (!std::filesystem::is_regular_file(path)) {
-        std::fprintf(stderr, "qdqrt serve: error: --model '%s': no file '%s'\n", text.c_str(), path.c_str());
+      if (auto file = open_regular_file(path, "model"); !file.ok()) {
+        std::fprintf(stderr, "qdqrt serve: error: --model '%s': %s\n", text.c_str(), file.status().message().c_str());
         return kExitUsage;
       }
       options->models.emplace_back(text.substr(0, equals), path);

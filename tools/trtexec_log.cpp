@@ -2,7 +2,20 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+#include <iterator>
+
 namespace qdqrt::tools {
+
+std::string process_command_line() {
+  std::ifstream file("/proc/self/cmdline", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  for (char& character : text) {
+    if (character == '\0') character = ' ';
+  }
+  return text;
+}
 
 std::string trtexec_timestamp(std::time_t time) {
   std::tm local{};

@@ -15,6 +15,10 @@ std::string trtexec_timestamp(std::time_t time);
 // "[<timestamp>] [I] line", or "[<timestamp>] [W] rest" for a line that starts with "[W] ".
 std::string prefix_log_line(const std::string& line, const std::string& timestamp);
 
+// The command line this process was started with, its arguments joined by spaces (from
+// /proc/self/cmdline), for trtexec's "&&&& RUNNING ... # <command line>" lines.
+std::string process_command_line();
+
 // A stream buffer that prefixes each complete line and passes it on to `sink`. Partial lines wait
 // for their newline (or the destructor).
 class TrtexecLogBuffer : public std::streambuf {

@@ -8,6 +8,7 @@
 
 #include "core/op_registry.h"
 #include "core/ops/fused_layers.h"
+#include "core/ops/fused_op_table.h"
 #include "core/ops/op_families.h"
 
 namespace qdqrt {
@@ -181,88 +182,203 @@ Result<std::shared_ptr<const OpAttributes>> parse_layer_norm(const Node& node) {
   return make_attributes(std::move(attributes));
 }
 
-AttributeParser parser_for(const std::string& op_type) {
-  if (op_type == layers::kQConv) return parse_qconv;
-  if (op_type == layers::kQMatMul) return parse_info_only<QMatMulAttributes>;
-  if (op_type == layers::kQAdd || op_type == layers::kQMul) return parse_info_only<QBinaryAttributes>;
-  if (op_type == layers::kQAveragePool) return parse_qaverage_pool;
-  if (op_type == layers::kQGlobalAveragePool) return parse_info_only<QGlobalAveragePoolAttributes>;
-  if (op_type == layers::kQLookup) return parse_qlookup;
-  if (op_type == layers::kQConcat) return parse_qconcat;
-  if (op_type == layers::kQRequantize) return parse_info_only<QRequantizeAttributes>;
-  if (op_type == layers::kChannelGate) return parse_info_only<ChannelGateAttributes>;
-  if (op_type == layers::kLayerNorm) return parse_layer_norm;
-  if (op_type == layers::kSoftmax) return parse_info_only<SoftmaxQuantizeAttributes>;
-  return nullptr;
+template <class T>
+const FusedLayerInfo* fused_info_of(const OpAttributes& attributes) {
+  const T* typed = dynamic_cast<const T*>(&attributes);
+  return typed != nullptr ? &typed->fused : nullptr;
+}
+
+// The node's typed attributes, parsed from its raw ones when it carries none.
+template <class T, AttributeParser kParse>
+std::shared_ptr<const T> attributes_of(const Node& node) {
+  if (auto typed = std::dynamic_pointer_cast<const T>(node.typed_attributes)) return typed;
+  Result<std::shared_ptr<const OpAttributes>> parsed = kParse(node);
+  return parsed.ok() ? std::dynamic_pointer_cast<const T>(parsed.value()) : nullptr;
+}
+
+template <size_t kSlot>
+OptionalDims same_as_input(const Node&, const InputShapes& inputs) {
+  return input_dims(inputs, kSlot);
+}
+
+template <size_t kA, size_t kB>
+OptionalDims broadcast_inputs(const Node&, const InputShapes& inputs) {
+  return broadcast_dims(input_dims(inputs, kA), input_dims(inputs, kB));
+}
+
+using namespace layers;
+
+constexpr QuantizedInputSlot kUnaryActivation{kUnaryX, kUnaryXZeroPoint};
+
+// One row per fused op (core/ops/fused_op_table.h says what each field is for). A function-local
+// static: the op registry may be built during another file's static initialization.
+std::span<const FusedOpRow> fused_ops() {
+  static const FusedOpRow kFusedOps[] = {
+      {.op_type = kQConv,
+       .quantized_inputs = {{kConvX, kConvXZeroPoint}, {kConvResidual, kConvResidualZeroPoint}},
+       .output_zero_point = kConvYZeroPoint,
+       .kind = "Conv",
+       .refine_kind = [](const Node& node, const InputShapes& inputs) -> std::string {
+         const Attribute* group = node.find_attribute("group");
+         return conv_kind(group != nullptr && group->kind == Attribute::Kind::kInt ? group->i : 1,
+                          input_dims(inputs, kConvW));
+       },
+       .parse_attributes = parse_qconv,
+       .fused_info = fused_info_of<QConvAttributes>,
+       .output_shape = [](const Node& node, const InputShapes& inputs) -> OptionalDims {
+         auto attributes = attributes_of<QConvAttributes, parse_qconv>(node);
+         if (attributes == nullptr) return std::nullopt;
+         return conv_output_dims(node, *attributes, input_dims(inputs, kConvX), input_dims(inputs, kConvW));
+       },
+       .macs_per_output = [](const Node&, const InputShapes& inputs) {
+         return conv_macs_per_output(input_dims(inputs, kConvW));
+       },
+       .layer_info_type = "Convolution"},
+      {.op_type = kQMatMul,
+       .quantized_inputs = {{kMatMulA, kMatMulAZeroPoint},
+                            {kMatMulB, kMatMulBZeroPoint},
+                            {kMatMulResidual, kMatMulResidualZeroPoint}},
+       .output_zero_point = kMatMulYZeroPoint,
+       .kind = "MatMul",
+       .parse_attributes = parse_info_only<QMatMulAttributes>,
+       .fused_info = fused_info_of<QMatMulAttributes>,
+       .output_shape = [](const Node&, const InputShapes& inputs) {
+         return matmul_output_dims(input_dims(inputs, kMatMulA), input_dims(inputs, kMatMulB));
+       },
+       .macs_per_output = [](const Node&, const InputShapes& inputs) {
+         return matmul_macs_per_output(input_dims(inputs, kMatMulA));
+       },
+       .layer_info_type = "MatrixMultiply"},
+      {.op_type = kQAdd,
+       .quantized_inputs = {{kBinaryA, kBinaryAZeroPoint}, {kBinaryB, kBinaryBZeroPoint}},
+       .output_zero_point = kBinaryYZeroPoint,
+       .kind = "Add",
+       .parse_attributes = parse_info_only<QBinaryAttributes>,
+       .fused_info = fused_info_of<QBinaryAttributes>,
+       .output_shape = broadcast_inputs<kBinaryA, kBinaryB>,
+       .layer_info_type = "ElementWise"},
+      {.op_type = kQMul,
+       .quantized_inputs = {{kBinaryA, kBinaryAZeroPoint}, {kBinaryB, kBinaryBZeroPoint}},
+       .output_zero_point = kBinaryYZeroPoint,
+       .kind = "Mul",
+       .parse_attributes = parse_info_only<QBinaryAttributes>,
+       .fused_info = fused_info_of<QBinaryAttributes>,
+       .output_shape = broadcast_inputs<kBinaryA, kBinaryB>,
+       .layer_info_type = "ElementWise"},
+      {.op_type = kQAveragePool,
+       .quantized_inputs = {kUnaryActivation},
+       .output_zero_point = kUnaryYZeroPoint,
+       .kind = "AveragePool",
+       .parse_attributes = parse_qaverage_pool,
+       .fused_info = fused_info_of<QAveragePoolAttributes>,
+       .output_shape = [](const Node& node, const InputShapes& inputs) -> OptionalDims {
+         auto attributes = attributes_of<QAveragePoolAttributes, parse_qaverage_pool>(node);
+         if (attributes == nullptr) return std::nullopt;
+         return pool_output_dims(node, *attributes, input_dims(inputs, kUnaryX));
+       },
+       .layer_info_type = "Pooling"},
+      {.op_type = kQGlobalAveragePool,
+       .quantized_inputs = {kUnaryActivation},
+       .output_zero_point = kUnaryYZeroPoint,
+       .kind = "GlobalAveragePool",
+       .parse_attributes = parse_info_only<QGlobalAveragePoolAttributes>,
+       .fused_info = fused_info_of<QGlobalAveragePoolAttributes>,
+       .output_shape = [](const Node&, const InputShapes& inputs) {
+         return global_pool_output_dims(input_dims(inputs, kUnaryX));
+       },
+       .layer_info_type = "Pooling"},
+      {.op_type = kQLookup,
+       .quantized_inputs = {kUnaryActivation},
+       .output_zero_point = kUnaryYZeroPoint,
+       .kind = "Lookup",
+       // The function the table holds ("Sigmoid", "SiLU", ...) says more than "Lookup".
+       .refine_kind = [](const Node& node, const InputShapes&) -> std::string {
+         const Attribute* function = node.find_attribute("function");
+         return function != nullptr && function->kind == Attribute::Kind::kString ? function->s : "Lookup";
+       },
+       .parse_attributes = parse_qlookup,
+       .fused_info = fused_info_of<QLookupAttributes>,
+       .output_shape = same_as_input<kUnaryX>,
+       .layer_info_type = "PointWise"},
+      {.op_type = kQConcat,
+       .repeated_triples_from = kConcatFirstX,
+       .output_zero_point = kConcatYZeroPoint,
+       .kind = "Concat",
+       .parse_attributes = parse_qconcat,
+       .fused_info = fused_info_of<QConcatAttributes>,
+       .output_shape = [](const Node& node, const InputShapes& inputs) -> OptionalDims {
+         auto attributes = attributes_of<QConcatAttributes, parse_qconcat>(node);
+         if (attributes == nullptr || inputs.size() <= size_t{kConcatFirstX}) return std::nullopt;
+         std::vector<OptionalDims> parts;
+         for (size_t slot = kConcatFirstX; slot < inputs.size(); slot += 3) parts.push_back(inputs[slot]);
+         return concat_output_dims(parts, attributes->axis);
+       },
+       .layer_info_type = "Concatenation"},
+      {.op_type = kQRequantize,
+       .quantized_inputs = {kUnaryActivation},
+       .output_zero_point = kUnaryYZeroPoint,
+       .kind = "Requantize",
+       .parse_attributes = parse_info_only<QRequantizeAttributes>,
+       .fused_info = fused_info_of<QRequantizeAttributes>,
+       .output_shape = same_as_input<kUnaryX>,
+       .layer_info_type = "Reformat"},
+      {.op_type = kChannelGate,
+       .output_zero_point = kGateYZeroPoint,  // float inputs
+       .kind = "ChannelGate",
+       .parse_attributes = parse_info_only<ChannelGateAttributes>,
+       .fused_info = fused_info_of<ChannelGateAttributes>,
+       .output_shape = broadcast_inputs<kGateX, kGateGate>,
+       .layer_info_type = "ElementWise"},
+      {.op_type = kLayerNorm,
+       .output_zero_point = kNormYZeroPoint,  // float inputs
+       .kind = "LayerNorm",
+       .parse_attributes = parse_layer_norm,
+       .fused_info = fused_info_of<LayerNormAttributes>,
+       .output_shape = same_as_input<kNormX>,
+       .layer_info_type = "Normalization"},
+      {.op_type = kSoftmax,
+       .output_zero_point = kSoftmaxYZeroPoint,  // float input
+       .kind = "Softmax",
+       .parse_attributes = parse_info_only<SoftmaxQuantizeAttributes>,
+       .fused_info = fused_info_of<SoftmaxQuantizeAttributes>,
+       .output_shape = same_as_input<kSoftmaxX>,
+       .layer_info_type = "Softmax"},
+  };
+  return kFusedOps;
 }
 
 }  // namespace
 
+std::span<const FusedOpRow> fused_op_table() { return fused_ops(); }
+
 Result<std::shared_ptr<const OpAttributes>> parse_fused_layer_attributes(const Node& node) {
-  AttributeParser parser = parser_for(node.op_type);
-  if (parser == nullptr || node.domain != layers::kDomain) {
+  const FusedOpRow* row = fused_op_row(node);
+  if (row == nullptr) {
     return invalid_argument("{}: not a qdqrt fused layer (domain '{}')", node.describe(), node.domain);
   }
-  return parser(node);
+  return row->parse_attributes(node);
 }
 
 const FusedLayerInfo* fused_layer_info(const Node& node) {
-  const OpAttributes* typed = node.typed_attributes.get();
-  if (typed == nullptr || node.domain != layers::kDomain) return nullptr;
-  if (auto* a = dynamic_cast<const QConvAttributes*>(typed)) return &a->fused;
-  if (auto* a = dynamic_cast<const QMatMulAttributes*>(typed)) return &a->fused;
-  if (auto* a = dynamic_cast<const QBinaryAttributes*>(typed)) return &a->fused;
-  if (auto* a = dynamic_cast<const QAveragePoolAttributes*>(typed)) return &a->fused;
-  if (auto* a = dynamic_cast<const QGlobalAveragePoolAttributes*>(typed)) return &a->fused;
-  if (auto* a = dynamic_cast<const QLookupAttributes*>(typed)) return &a->fused;
-  if (auto* a = dynamic_cast<const QConcatAttributes*>(typed)) return &a->fused;
-  if (auto* a = dynamic_cast<const QRequantizeAttributes*>(typed)) return &a->fused;
-  if (auto* a = dynamic_cast<const ChannelGateAttributes*>(typed)) return &a->fused;
-  if (auto* a = dynamic_cast<const LayerNormAttributes*>(typed)) return &a->fused;
-  if (auto* a = dynamic_cast<const SoftmaxQuantizeAttributes*>(typed)) return &a->fused;
-  return nullptr;
+  const FusedOpRow* row = fused_op_row(node);
+  if (row == nullptr || node.typed_attributes == nullptr) return nullptr;
+  return row->fused_info(*node.typed_attributes);
 }
 
 std::string layer_kind(const Node& node, const Graph* graph) {
-  if (node.domain != layers::kDomain) return node.op_type;
-  if (node.op_type == layers::kQConv) {
-    const auto* conv = dynamic_cast<const ConvAttributes*>(node.typed_attributes.get());
-    int64_t group = conv != nullptr ? conv->group : 1;
-    if (group <= 1) return "Conv";
-    // Depthwise: one input channel per group (weight [O][1][k...]).
-    if (graph != nullptr) {
-      const std::string& weight = node.input(layers::kConvW);
-      const Tensor* w = graph->find_initializer(weight);
-      if (w != nullptr && w->rank() >= 2 && w->dim(1) == 1) return "DepthwiseConv";
-      const ValueInfo* info = graph->find_value(weight);
-      if (w == nullptr && info != nullptr && info->shape && info->shape->size() >= 2 && (*info->shape)[1].value == 1) {
-        return "DepthwiseConv";
-      }
-    }
-    return "GroupConv";
-  }
-  if (node.op_type == layers::kQMatMul) return "MatMul";
-  if (node.op_type == layers::kQAdd) return "Add";
-  if (node.op_type == layers::kQMul) return "Mul";
-  if (node.op_type == layers::kQAveragePool) return "AveragePool";
-  if (node.op_type == layers::kQGlobalAveragePool) return "GlobalAveragePool";
-  if (node.op_type == layers::kQLookup) return "Lookup";
-  if (node.op_type == layers::kQConcat) return "Concat";
-  if (node.op_type == layers::kQRequantize) return "Requantize";
-  if (node.op_type == layers::kChannelGate) return "ChannelGate";
-  return node.op_type;
+  const FusedOpRow* row = fused_op_row(node);
+  if (row == nullptr) return node.op_type;
+  return fused_layer_kind(*row, node, graph != nullptr ? input_shapes_in(*graph, node) : InputShapes{});
 }
 
 void register_fused_ops(OpRegistry& registry) {
-  for (const char* op_type : {layers::kQConv, layers::kQMatMul, layers::kQAdd, layers::kQMul, layers::kQAveragePool,
-                              layers::kQGlobalAveragePool, layers::kQLookup, layers::kQConcat, layers::kQRequantize,
-                              layers::kChannelGate, layers::kLayerNorm, layers::kSoftmax}) {
+  for (const FusedOpRow& row : fused_ops()) {
     // qdqrt's own domain is at version 1.
     registry.add({.domain = layers::kDomain,
-                  .op_type = op_type,
+                  .op_type = row.op_type,
                   .min_opset = 1,
                   .max_opset = 1,
-                  .parse_attributes = parser_for(op_type)});
+                  .parse_attributes = row.parse_attributes});
   }
 }
 

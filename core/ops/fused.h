@@ -102,14 +102,13 @@ struct QConcatAttributes : OpAttributes {
 // The fused layer's common part (nullptr for nodes that are not fused layers or not parsed).
 const FusedLayerInfo* fused_layer_info(const Node& node);
 
-// The layer kind of a node: for qdqrt fused layers "Conv", "DepthwiseConv" (group == input
-// channels == output channels... i.e. one input channel per group), "GroupConv", "MatMul",
-// "Add", "Mul", "AveragePool", "GlobalAveragePool", "Lookup", "Concat", "Requantize"; for any other node its
-// op_type. Depthwise needs the weight's shape: pass the graph so the weight can be looked up.
+// The layer kind of a node: for qdqrt fused layers their row's kind (core/ops/fused_op_table.h:
+// "Conv", "DepthwiseConv", "GroupConv", "MatMul", "Add", the QLookup's function, ...); for any
+// other node its op_type. Conv kinds need the weight's shape: pass the graph so it can be looked up.
 std::string layer_kind(const Node& node, const Graph* graph = nullptr);
 
-// Parses QConv's attribute set (Conv's attributes + the fused ones) from a node; used by the
-// optimizer to set typed_attributes on the nodes it creates.
+// Parses a fused layer's typed attributes (its row's parser) from a node; used by the optimizer to
+// set typed_attributes on the nodes it creates.
 Result<std::shared_ptr<const OpAttributes>> parse_fused_layer_attributes(const Node& node);
 
 }  // namespace qdqrt

@@ -1,7 +1,7 @@
 // The window of Conv and the pools: kernel, strides, dilations, pads and auto_pad resolved into
 // output sizes and explicit pads. One resolver for every stage that needs it: the reference
 // kernels (reference/ops/conv.cpp, pool.cpp, quantize.cpp), the float engine layers
-// (engine/layers/float_conv.cpp, float_pool.cpp) and the INT8 ones (engine/layers/int8_common.cpp),
+// (engine/layers/float_conv/, float_pool.cpp) and the INT8 ones (engine/layers/int8_common.cpp),
 // so they agree on every output size.
 #pragma once
 

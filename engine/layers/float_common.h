@@ -32,7 +32,7 @@ inline constexpr int64_t kGemmMaxDepth = 512;
 void gemm_in_stack_sized_calls(const kernels::Fp32Kernels& fp32, const kernels::Fp32GemmParams& params, const float* a,
                                size_t lda, const float* b, size_t ldb, const float* bias, float* c, size_t ldc);
 
-// Work split of the layers on the fp32 igemm (float_conv.cpp, float_gemm.cpp): items are (column
+// Work split of the layers on the fp32 igemm (float_conv/, float_gemm.cpp): items are (column
 // block, row item), column-block major, so a chunk of consecutive items is one kernel call per
 // block (and a run of whole blocks one call: a single thread passes over the input once). The
 // columns split in units (an igemm panel, a depthwise vector) into blocks of at most
@@ -71,7 +71,7 @@ struct ColumnBlockSplit {
 };
 
 // One registration function per file.
-void register_conv(LayerRegistry& registry);         // float_conv.cpp: Conv
+void register_conv(LayerRegistry& registry);         // float_conv/implementations.cpp: Conv
 void register_gemm(LayerRegistry& registry);         // float_gemm.cpp: Gemm, MatMul
 void register_elementwise(LayerRegistry& registry);  // float_elementwise.cpp: binary, unary, Softmax, BatchNormalization
 void register_pool(LayerRegistry& registry);         // float_pool.cpp: MaxPool, AveragePool, GlobalAveragePool

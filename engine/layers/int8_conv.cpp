@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "engine/layers/int8_common.h"
+#include "kernels/dispatch.h"
 #include "kernels/conv/qconv.h"
 #include "core/ops/fused_layers.h"
 
@@ -161,7 +162,8 @@ Status lower_qconv(const Node& node, BuildContext& context) {
   desc.input_zero_point = spec.x_zero_point;
   desc.input_signed = spec.x_dtype == DataType::kInt8;
   desc.output_scale = 1.0f;  // the weights keep real units: out.scale is divided in at bind
-  kernels::PackedConv packed = kernels::pack_conv(desc, context.isa());
+  const int64_t depth = spec.window.kernel[0] * spec.window.kernel[1] * (spec.channels / spec.groups);
+  kernels::PackedConv packed = kernels::pack_conv(desc, kernels::gemm_isa_for_depth(context.isa(), depth));
 
   using namespace params;
   const Window2d& w = spec.window;

@@ -31,7 +31,7 @@ void register_reference_layer(LayerRegistry& registry);
 Status lower_with_reference(const Node& node, BuildContext& context);
 
 struct EnginePlan;
-// engine/layers/float_conv.cpp: after lowering, an NHWC fp32 Conv absorbs the residual Add and the
+// engine/layers/float_conv/plan_fusion.cpp: after lowering, an NHWC fp32 Conv absorbs the residual Add and the
 // Relu/Clip layers that are the only readers of its output (the kernel's epilogue runs them).
 Status fuse_float_conv_epilogues(EnginePlan& plan);
 

@@ -182,7 +182,9 @@ TEST_F(EngineFile, WriteReplacesAtomicallyAndReportsErrors) {
   ASSERT_TRUE(write_plan_file(plan, path.string()).is_ok());
   EnginePlan small;
   ASSERT_TRUE(write_plan_file(small, path.string()).is_ok());
-  EXPECT_FALSE(fs::exists(path.string() + ".partial"));
+  for (const auto& entry : fs::directory_iterator(path.parent_path())) {
+    EXPECT_EQ(entry.path().filename().string().find("replace.qdqrt.partial"), std::string::npos) << entry.path();
+  }
   auto read = read_plan_file(path.string());
   ASSERT_TRUE(read.ok()) << read.status().to_string();
   EXPECT_TRUE(read->layers.empty());
@@ -191,6 +193,43 @@ TEST_F(EngineFile, WriteReplacesAtomicallyAndReportsErrors) {
   Status status = write_plan_file(plan, "/nonexistent-dir/x.qdqrt");
   EXPECT_EQ(status.code(), StatusCode::kIoError);
   EXPECT_NE(status.message().find("/nonexistent-dir/x.qdqrt"), std::string::npos) << status.message();
+}
+
+// The temporary file is created new (never opened through a symlink someone planted beside the
+// target), and a target that is not a regular file (a FIFO, a device) is left as it is.
+TEST_F(EngineFile, WriteNeverFollowsAPlantedSymlinkNorReplacesSpecialFiles) {
+  fs::path dir = temp_path("planted");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path victim = dir / "victim.txt";
+  { std::ofstream(victim) << "keep me"; }
+  fs::path target = dir / "engine.qdqrt";
+  fs::create_symlink(victim, target.string() + ".partial");
+  EnginePlan plan = make_rich_plan();
+  ASSERT_TRUE(write_plan_file(plan, target.string()).is_ok());
+  std::ifstream victim_file(victim);
+  std::string victim_text((std::istreambuf_iterator<char>(victim_file)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(victim_text, "keep me");
+  ASSERT_TRUE(read_plan_file(target.string()).ok());
+  // Nothing left beside the target but the planted link.
+  int entries = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) entries += entry.path() != victim ? 1 : 0;
+  EXPECT_EQ(entries, 2);  // engine.qdqrt and the planted engine.qdqrt.partial
+
+  fs::path fifo = dir / "fifo.qdqrt";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Status status = write_plan_file(plan, fifo.string());
+  EXPECT_EQ(status.code(), StatusCode::kIoError);
+  EXPECT_NE(status.message().find("is not a regular file"), std::string::npos) << status.message();
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  // A symlink to a device is refused the same way (rename would replace the link, the check
+  // follows it so /dev/null saved to by mistake is named).
+  fs::path device_link = dir / "null.qdqrt";
+  fs::create_symlink("/dev/null", device_link);
+  status = write_plan_file(plan, device_link.string());
+  EXPECT_NE(status.message().find("is not a regular file"), std::string::npos) << status.message();
+  EXPECT_TRUE(fs::is_symlink(device_link));
+  fs::remove_all(dir);
 }
 
 // engine_file.fbs and docs/engine_format.md say BlobRef offsets count from the blob section, not

@@ -328,6 +328,22 @@ std::vector<ConvCase> conv_cases() {
   c.activation = "";
   cases.push_back(c);
   c = {};
+  c.name = "s8_3x3_deep_144";  // depth 3 * 3 * 16 = 144: the AMX tiles on AMX-INT8 machines
+  c.channels = 16;
+  c.out_channels = 40;
+  c.size = 9;
+  cases.push_back(c);
+  c = {};
+  c.name = "u8_1x1_depth_64_residual";  // depth 64, a whole AMX tile row
+  c.x_signed = false;
+  c.x_zero_point = 7;
+  c.kernel = 1;
+  c.pad = 0;
+  c.channels = 64;
+  c.out_channels = 33;
+  c.residual = "int8";
+  cases.push_back(c);
+  c = {};
   c.name = "grouped_stride2";
   c.channels = 8;
   c.out_channels = 12;
@@ -936,11 +952,14 @@ TEST(Int8Layers, EverySupportedIsa) {
       auto plan = harness_lower(graph, kMaxBatch, isa);
       ASSERT_TRUE(plan.ok()) << plan.status().to_string();
       // The depthwise family has no AVX-VNNI or AMX variant: it packs for AVX2 / AVX-512 VNNI there.
+      // The others run AMX only where their depth fills its tile rows (kernels::gemm_isa_for_depth).
       const bool depthwise = c.group == c.channels && c.group > 1;
-      const kernels::Isa packed = !depthwise                        ? isa
-                                  : isa == kernels::Isa::kAvxVnni  ? kernels::Isa::kAvx2
-                                  : isa == kernels::Isa::kAmxInt8  ? kernels::Isa::kAvx512Vnni
-                                                                   : isa;
+      const int depth = c.kernel * c.kernel * c.channels / c.group;
+      const bool amx_depth = depth >= 128 || (depth >= 64 && depth % 64 == 0);
+      const kernels::Isa packed = isa == kernels::Isa::kAvxVnni && depthwise ? kernels::Isa::kAvx2
+                                  : isa == kernels::Isa::kAmxInt8 && (depthwise || !amx_depth)
+                                      ? kernels::Isa::kAvx512Vnni
+                                      : isa;
       engine::PlanLayer* conv = native_layer(*plan, "qconv");
       ASSERT_NE(conv, nullptr);
       EXPECT_NE(conv->kernel.find(kernels::isa_name(packed)), std::string::npos) << c.name << ": " << conv->kernel;

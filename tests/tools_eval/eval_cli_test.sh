@@ -3,9 +3,21 @@
 set -euo pipefail
 qdqrt="$1"
 models="$2"
-if [ ! -d /usr/share/datasets/fashion-mnist ]; then echo "SKIP: no Fashion-MNIST"; exit 0; fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+# A label outside the model's classes (10 here) is refused, naming the image, not counted as a miss.
+mkdir "$work/labels"
+/usr/bin/python3 -c "
+import numpy as np, sys
+np.save(sys.argv[1] + '/images.npy', np.zeros((3, 1, 28, 28), np.float32))
+np.save(sys.argv[1] + '/labels.npy', np.array([1, 12, 3], np.int64))" "$work/labels"
+set +e
+"$qdqrt" eval --data="npy:$work/labels" --model="$models/fmnist_resnet_qdq.onnx" --noProgress --threads=2 2> "$work/err0.txt"
+code0=$?
+set -e
+cat "$work/err0.txt"
+[ "$code0" = 2 ] && grep -q "image 1 has label 12, outside the model's 10 classes (0..9)" "$work/err0.txt"
+if [ ! -d /usr/share/datasets/fashion-mnist ]; then echo "SKIP: no Fashion-MNIST"; exit 0; fi
 "$qdqrt" eval --data=fashion-mnist:test --mean=0.2860 --std=0.3530 --samples=64 --batch=32 --threads=2 \
   --model="$models/fmnist_resnet_fp32.onnx" --model="$models/fmnist_resnet_qdq.onnx" --noProgress \
   --json="$work/eval.json" --plot="$work/eval.svg" --savePredictions="$work/pred" > "$work/out.txt"
@@ -40,5 +52,5 @@ code1=$?
 code2=$?
 set -e
 [ "$code1" = 2 ] && grep -q "qdqrt eval: error:.*--data" "$work/err1.txt"
-[ "$code2" = 2 ] && grep -q "missing.onnx: no such file" "$work/err2.txt"
+[ "$code2" = 2 ] && grep -q "missing.onnx' does not exist" "$work/err2.txt"
 echo "eval cli ok"

@@ -31,6 +31,40 @@ expect 2 stderr "--shapes: .*dim 'abc'" exec --onnx="$model" --shapes=input:1xab
 expect 2 stderr "--exportProfile: directory '$work/nodir' of" exec --onnx="$model" --exportProfile="$work/nodir/p.json"
 expect 2 stderr "--onnx: .*input 'input': dim 2 is 28 in the model" exec --onnx="$model" --shapes=input:1x1x32x32 "${quick[@]}"
 expect 2 stderr "'images' is not an input of the model" exec --onnx="$model" --shapes=images:1x1x28x28 "${quick[@]}"
+# Files that are not regular files are named as what they are, never read (a FIFO would block, /dev/zero
+# never ends): each command runs under a timeout so a hang is a failure, not a stuck test.
+mkfifo "$work/fifo"
+timed_qdqrt() { timeout 60 "$qdqrt_binary" "$@"; }
+qdqrt_binary="$qdqrt"
+qdqrt=timed_qdqrt
+expect 2 stderr "--calib: calibration cache '$work/fifo' is a FIFO, not a regular file" exec --onnx="$model" --calib="$work/fifo" "${quick[@]}"
+expect 2 stderr "--calib: calibration cache '/dev/zero' is a character device" exec --onnx="$model" --calib=/dev/zero "${quick[@]}"
+expect 2 stderr "--loadInputs: input 'input': file '$work/fifo' is a FIFO" exec --onnx="$model" --loadInputs=input:"$work/fifo" "${quick[@]}"
+qdqrt="$qdqrt_binary"
+# --saveEngine naming the model would overwrite it: refused, the model intact.
+cp "$model" "$work/model_copy.onnx"
+expect 2 stderr "--saveEngine: '$work/model_copy.onnx' is the model given to --onnx" exec --onnx="$work/model_copy.onnx" --saveEngine="$work/model_copy.onnx" "${quick[@]}"
+cmp -s "$model" "$work/model_copy.onnx" || fail "--saveEngine equal to --onnx changed the model"
+# Thread counts: negative or far beyond the cores are refused before anything runs.
+expect 2 stderr "--threads: 512 threads is more than the limit of" exec --onnx="$model" --threads=512
+expect 2 stderr "--threads: thread count -1 is negative" exec --onnx="$model" --threads=-1
+
+# --markDebug keeps an intermediate tensor as an engine output; --saveDebugTensors writes its raw data.
+relu="/stem/stem.2/Relu_output_0"
+expect 0 stdout "Debug tensor $relu: float32 \[1, [0-9]+, 28, 28\] \([0-9]+ bytes\) written to $work/relu.bin" \
+  exec --onnx="$model" --markDebug="$relu" --saveDebugTensors="$relu:$work/relu.bin" --iterations=1 "${quick[@]}"
+/usr/bin/python3 - "$work/stdout" "$work/relu.bin" <<'PY' || fail "--saveDebugTensors: the raw file does not hold the ReLU output"
+import re, sys
+import numpy as np
+line = re.search(r"Debug tensor \S+: float32 \[([0-9, ]+)\] \(([0-9]+) bytes\)", open(sys.argv[1]).read())
+shape = [int(d) for d in line.group(1).split(", ")]
+values = np.fromfile(sys.argv[2], np.float32)
+assert values.size * 4 == int(line.group(2)) == int(np.prod(shape)) * 4, (values.size, line.group(0))
+assert values.min() >= 0 and values.max() > 0  # a ReLU's output
+PY
+expect 2 stderr "--markDebug: the model has no tensor 'no_such_tensor'" exec --onnx="$model" --markDebug=no_such_tensor "${quick[@]}"
+expect 2 stderr "--saveDebugTensors: '$relu' is not marked" exec --onnx="$model" --saveDebugTensors="$relu:$work/x.bin" "${quick[@]}"
+
 # Not an engine: exit 1, naming the file.
 echo "not an engine" >"$work/bad.qdqrt"
 expect 1 stderr "--loadEngine: '$work/bad.qdqrt'" exec --loadEngine="$work/bad.qdqrt" "${quick[@]}"
@@ -55,8 +89,11 @@ PY
 check_reports() {  # check_reports STDOUT_FILE ITERATIONS
   local pattern
   # Every line has trtexec's "[MM/DD/YYYY-HH:MM:SS] [I] " prefix; the patterns below match what follows it.
-  grep -Evq '^\[[0-9]{2}/[0-9]{2}/[0-9]{4}-[0-9]{2}:[0-9]{2}:[0-9]{2}\] \[[IWEV]\] ' "$1" &&
-    fail "a line without trtexec's log prefix: $(grep -Ev '^\[[0-9/:-]+\] \[[IWEV]\] ' "$1" | head -1)"
+  # ... except trtexec's own first and last lines, "&&&& RUNNING ..." and "&&&& PASSED ...".
+  grep -Evq '^(\[[0-9]{2}/[0-9]{2}/[0-9]{4}-[0-9]{2}:[0-9]{2}:[0-9]{2}\] \[[IWEV]\] |&&&& (RUNNING|PASSED) )' "$1" &&
+    fail "a line without trtexec's log prefix: $(grep -Ev '^(\[[0-9/:-]+\] \[[IWEV]\] |&&&& )' "$1" | head -1)"
+  head -1 "$1" | grep -Eq '^&&&& RUNNING qdqrt\.exec \[qdqrt v[0-9.]+\] # .*qdqrt exec ' || fail "first line is not &&&& RUNNING: $(head -1 "$1")"
+  tail -1 "$1" | grep -Eq '^&&&& PASSED qdqrt\.exec \[qdqrt v[0-9.]+\] # .*qdqrt exec ' || fail "last line is not &&&& PASSED: $(tail -1 "$1")"
   sed -E 's/^\[[0-9/:-]+\] \[[IWEV]\] //' "$1" >"$1.text"
   set -- "$1.text" "$2"
   for pattern in "^Throughput: [0-9.e+]+ qps$" \
@@ -97,6 +134,27 @@ if [[ $code -ne 0 ]]; then
 else
   expect 0 stdout "=== Load ===" exec --loadEngine="$work/model.qdqrt" --iterations=20 "${quick[@]}" "${reports[@]}"
   check_reports "$work/stdout" 20
+  # trtexec's engine-file flags: the version that made the file, load timing, then exit.
+  expect 0 stdout "Plan was created with qdqrt version [0-9.]+ \(engine format [0-9]+\)$" exec --loadEngine="$work/model.qdqrt" --getPlanVersionOnly
+  grep -q "=== Performance summary ===" "$work/stdout" && fail "--getPlanVersionOnly ran the engine"
+  expect 0 stdout "Total deserialization time = [0-9.]+ milliseconds in 5 iterations" exec --loadEngine="$work/model.qdqrt" --timeDeserialize
+  grep -q "=== Performance summary ===" "$work/stdout" && fail "--timeDeserialize ran the engine"
+  expect 2 stderr "--getPlanVersionOnly reads an engine file: give it with --loadEngine" exec --onnx="$model" --getPlanVersionOnly
+  expect 1 stdout "^&&&& FAILED qdqrt.exec" exec --loadEngine="$work/bad.qdqrt" --getPlanVersionOnly
+  # Bare --threads is trtexec's "use threads": every hardware thread.
+  expect 0 stdout "Threads: $(nproc)$" exec --loadEngine="$work/model.qdqrt" --threads --iterations=2 --warmUp=0 --duration=0
+  # --idleTime pauses between timed runs, outside the timed latency: 5 runs 100 ms apart take >= 400 ms of walltime.
+  expect 0 stdout "Idle: 100 ms between timed runs" exec --loadEngine="$work/model.qdqrt" --idleTime=100 --sleepTime=50 \
+    --iterations=5 --warmUp=0 --duration=0 --threads=2
+  grep -q "Sleep: 50 ms before the timed runs" "$work/stdout" || fail "--sleepTime: no Sleep line"
+  /usr/bin/python3 - "$work/stdout" <<'PY' || fail "--idleTime: the pauses are not between the runs"
+import re, sys
+text = open(sys.argv[1]).read()
+walltime = float(re.search(r"Total Host Walltime: ([0-9.e+-]+) s", text).group(1))
+median = float(re.search(r"median = ([0-9.e+-]+) ms", text).group(1))
+assert walltime >= 0.4, walltime       # four gaps of 100 ms
+assert median < 100, median            # not counted in the latency
+PY
   /usr/bin/python3 -c "
 import json, sys
 built, loaded = (json.load(open(f)) for f in sys.argv[1:])

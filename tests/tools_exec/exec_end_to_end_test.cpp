@@ -140,7 +140,7 @@ TEST_F(ExecEndToEndTest, SmallModelBuildRunProfileAndExports) {
   nlohmann::json layers = read_json(path("layers.json"));
   ASSERT_EQ(layers["Layers"].size(), 2u);
   EXPECT_EQ(layers["Layers"][0]["LayerType"], "quantize");
-  EXPECT_FALSE(layers["Layers"][0]["Kernel"].get<std::string>().empty());
+  EXPECT_FALSE(layers["Layers"][0]["QdqrtKernel"].get<std::string>().empty());
   EXPECT_EQ(layers["Layers"][0]["Outputs"][0]["Datatype"], "int8");
   EXPECT_EQ(layers["Layers"][0]["Outputs"][0]["Dimensions"], nlohmann::json::array({4, 3, 5, 7}));
   EXPECT_EQ(layers["Precision"], "int8");

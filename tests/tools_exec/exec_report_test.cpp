@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include "tools/exec_report.h"
 
@@ -275,8 +276,60 @@ engine::EnginePlan two_layer_plan() {
   conv.scratch_bytes = 128;
   std::vector<uint8_t> weights(100, 1);
   conv.blobs.push_back(engine::make_blob("weights", weights.data(), weights.size()));
+  std::vector<float> bias(16, 0.5f);
+  conv.blobs.push_back(engine::make_blob("bias", bias.data(), bias.size() * sizeof(float)));
+  // qconv's geometry as the builder stores it: a 3x3 window, stride 1, only the leading pads.
+  conv.params.set("kernel", std::vector<int64_t>{3, 3});
+  conv.params.set("strides", std::vector<int64_t>{1, 1});
+  conv.params.set("dilations", std::vector<int64_t>{1, 1});
+  conv.params.set("pads", std::vector<int64_t>{1, 1});
+  conv.params.set("groups", int64_t{1});
+  conv.params.set("out_channels", int64_t{16});
   plan.layers = {quantize, conv};
   return plan;
+}
+
+// The keys and types TREx (TensorRT Engine Explorer) reads from --exportLayerInfo: layer.py takes
+// Name, ParameterType/LayerType, Inputs/Outputs and Weights/Bias {Type in Int8/Half/Float/Int32,
+// Count}; df_preprocessing's Convolution view unpacks Kernel as [R, S] and casts Groups and OutMaps
+// to int; annotate_convolutions reads Inputs[0]/Outputs[0] as NCHW. "Kernel" must be TensorRT's
+// window, never a kernel name.
+TEST(ExecLayerInfo, ConvolutionLayersCarryTheKeysTrexReads) {
+  nlohmann::json json = nlohmann::json::parse(layer_info_to_json(two_layer_plan()).dump(2));
+  for (const nlohmann::json& layer : json["Layers"]) {
+    EXPECT_TRUE(layer["Name"].is_string());
+    EXPECT_TRUE(layer["LayerType"].is_string());
+    EXPECT_TRUE(layer["ParameterType"].is_string());
+    EXPECT_TRUE(layer["TacticName"].is_string());
+    for (const char* side : {"Inputs", "Outputs"}) {
+      for (const nlohmann::json& tensor : layer[side]) {
+        EXPECT_TRUE(tensor["Name"].is_string());
+        EXPECT_TRUE(tensor["Dimensions"].is_array());
+        EXPECT_TRUE(tensor["Format/Datatype"].is_string());
+      }
+    }
+    if (layer["ParameterType"] != "Convolution") {
+      EXPECT_FALSE(layer.contains("Kernel")) << layer.dump();
+    }
+  }
+  const nlohmann::json& conv = json["Layers"][1];
+  ASSERT_EQ(conv["ParameterType"], "Convolution");
+  EXPECT_EQ(conv["Kernel"], nlohmann::json::array({3, 3}));
+  EXPECT_TRUE(conv["Groups"].is_number_integer());
+  EXPECT_EQ(conv["Groups"], 1);
+  EXPECT_EQ(conv["OutMaps"], 16);
+  EXPECT_EQ(conv["Stride"], nlohmann::json::array({1, 1}));
+  EXPECT_EQ(conv["Dilation"], nlohmann::json::array({1, 1}));
+  EXPECT_EQ(conv["PrePadding"], nlohmann::json::array({1, 1}));
+  EXPECT_EQ(conv["PostPadding"], nlohmann::json::array({1, 1}));  // 8x8 in, 8x8 out, 3x3 window
+  EXPECT_TRUE(conv["PaddingMode"].is_string());
+  EXPECT_EQ(conv["HasBias"], 1);
+  EXPECT_EQ(conv["Weights"], nlohmann::json({{"Type", "Int8"}, {"Count", 16 * 3 * 3 * 3}}));
+  EXPECT_EQ(conv["Bias"], nlohmann::json({{"Type", "Float"}, {"Count", 16}}));
+  const std::set<std::string> trex_types = {"Int8", "Half", "Float", "Int32"};
+  EXPECT_TRUE(trex_types.count(conv["Weights"]["Type"].get<std::string>()));
+  EXPECT_EQ(conv["Inputs"][0]["Dimensions"].size(), 4u);
+  EXPECT_EQ(conv["Outputs"][0]["Dimensions"].size(), 4u);
 }
 
 TEST(ExecLayerInfo, JsonHasLayersKernelsAndTensors) {
@@ -286,9 +339,9 @@ TEST(ExecLayerInfo, JsonHasLayersKernelsAndTensors) {
   EXPECT_EQ(conv["Name"], "conv1 + relu1");
   EXPECT_EQ(conv["LayerType"], "qconv");
   EXPECT_EQ(conv["OpType"], "QConv");
-  EXPECT_EQ(conv["Kernel"], "qs8-qc8w-gemm-6x64c4-avx512vnni");
+  EXPECT_EQ(conv["QdqrtKernel"], "qs8-qc8w-gemm-6x64c4-avx512vnni");
   EXPECT_EQ(conv["SourceNodes"], nlohmann::json::array({"conv1", "relu1"}));
-  EXPECT_EQ(conv["WeightBytes"], 100);
+  EXPECT_EQ(conv["WeightBytes"], 100 + 16 * 4);  // weights and bias blobs
   EXPECT_EQ(conv["ScratchBytes"], 128);
   EXPECT_EQ(conv["ParameterType"], "Convolution");
   EXPECT_EQ(conv["TacticName"], "qs8-qc8w-gemm-6x64c4-avx512vnni");

@@ -58,7 +58,7 @@ def check(qdqrt, model, work):
         return problems + [f"qdqrt exec failed: {result.stderr.strip()[:300]}"]
     with open(engine_json) as handle:
         fallbacks = [layer["Name"] for layer in json.load(handle)["Layers"]
-                     if layer.get("Kernel") == "reference" and layer.get("Precision") == "INT8"]
+                     if layer.get("QdqrtKernel") == "reference" and layer.get("Precision") == "INT8"]
     problems += [f"INT8 layer on the reference kernel: {name}" for name in fallbacks]
     print(f"{os.path.basename(model)}: {summary['FloatLayers']} float layers, {qdq_left} Q/DQ left, "
           f"{len(summary['Unexplained'])} unexplained, {len(fallbacks)} INT8 layers on the reference kernel")

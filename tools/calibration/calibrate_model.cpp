@@ -48,7 +48,7 @@ Result<CalibratedModel> calibrate_model(const Graph& graph, const QuantizationPl
   collect.inputs_by_max = !options.calibrate_inputs;
   auto amax = calibrate_tensors(graph, images, tensors, options.method, collect);
   if (!amax.ok()) return amax.status().with_context("calibration run");
-  QDQRT_ASSIGN_OR_RETURN(Graph quantized, insert_qdq(graph, plan, *amax));
+  QDQRT_ASSIGN_OR_RETURN(Graph quantized, insert_qdq(graph, plan, *amax, options.insert));
   CalibratedModel result;
   result.quantized = std::move(quantized);
   result.activation_amax = std::move(amax).value();

@@ -22,6 +22,7 @@ struct CalibrateModelOptions {
   int64_t batch_size = 0;  // images per reference run; 0 = automatic_batch_size
   bool show_progress = false;
   bool calibrate_inputs = false;  // apply the method to graph inputs too (default: their max)
+  InsertOptions insert;           // how the Q/DQ pairs are written (dtype, per-channel weights)
 };
 
 struct CalibratedModel {

@@ -1,5 +1,7 @@
 #include "tools/calibration/calibration_cache.h"
 
+#include "core/file_reading.h"
+
 #include <cerrno>
 #include <cmath>
 #include <iterator>
@@ -71,9 +73,8 @@ Result<std::map<std::string, float>> parse_calibration_cache(const std::string& 
 }
 
 Result<std::map<std::string, float>> read_calibration_cache(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return io_error("cannot read calibration cache '{}': {}", path, std::strerror(errno));
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  // A cache holds one short line per tensor: 64 MiB is far beyond any model's.
+  QDQRT_ASSIGN_OR_RETURN(std::string text, read_regular_file(path, "calibration cache", size_t{64} << 20));
   auto scales = parse_calibration_cache(text);
   if (!scales.ok()) return scales.status().with_context(fmt::format("calibration cache '{}'", path));
   return scales;

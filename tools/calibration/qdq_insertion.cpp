@@ -326,7 +326,11 @@ Result<QuantizationPlan> plan_quantization(const Graph& graph, Placement placeme
   return plan;
 }
 
-Result<Graph> insert_qdq(const Graph& graph, const QuantizationPlan& plan, const std::map<std::string, float>& amax) {
+Result<Graph> insert_qdq(const Graph& graph, const QuantizationPlan& plan, const std::map<std::string, float>& amax,
+                         const InsertOptions& options) {
+  if (options.activation_dtype != DataType::kInt8 && options.activation_dtype != DataType::kUint8) {
+    return invalid_argument("activations quantize to int8 or uint8, not {}", dtype_name(options.activation_dtype));
+  }
   Graph result = graph;
   NameAllocator names(graph);
   const int64_t opset = graph.opset(kOnnxDomain);
@@ -334,16 +338,21 @@ Result<Graph> insert_qdq(const Graph& graph, const QuantizationPlan& plan, const
   Status attribute_failure = Status::ok();  // from make_pair; checked before returning
   // One QuantizeLinear -> DequantizeLinear pair; returns the DequantizeLinear's output.
   auto make_pair = [&](const std::string& source, const Tensor& scale, const std::optional<int64_t>& axis,
-                       const std::optional<std::vector<Dim>>& shape, std::vector<Node>& out) {
+                       const std::optional<std::vector<Dim>>& shape, std::vector<Node>& out,
+                       DataType dtype = DataType::kInt8) {
     std::string scale_name = names.make(source + "_scale");
     std::string zero_name = names.make(source + "_zero_point");
     std::string quantized = names.make(source + "_quantized");
     std::string dequantized = names.make(source + "_dequantized");
     result.initializers[scale_name] = scale;
-    result.initializers[zero_name] = Tensor(DataType::kInt8, scale.shape());
+    Tensor zero_point(dtype, scale.shape());
+    if (dtype == DataType::kUint8) {  // symmetric uint8: the int8 grid shifted by 128
+      for (int64_t i = 0; i < zero_point.numel(); ++i) zero_point.data<uint8_t>()[i] = 128;
+    }
+    result.initializers[zero_name] = zero_point;
     result.values[scale_name] = ValueInfo{scale_name, DataType::kFloat, dims_of(scale.shape())};
-    result.values[zero_name] = ValueInfo{zero_name, DataType::kInt8, dims_of(scale.shape())};
-    result.values[quantized] = ValueInfo{quantized, DataType::kInt8, shape};
+    result.values[zero_name] = ValueInfo{zero_name, dtype, dims_of(scale.shape())};
+    result.values[quantized] = ValueInfo{quantized, dtype, shape};
     result.values[dequantized] = ValueInfo{dequantized, DataType::kFloat, shape};
     for (const char* op : {"QuantizeLinear", "DequantizeLinear"}) {
       Node node;
@@ -384,10 +393,18 @@ Result<Graph> insert_qdq(const Graph& graph, const QuantizationPlan& plan, const
     if (tensor == nullptr) return internal_error("weight '{}' is not an initializer", weight.weight);
     auto channel_amax = per_channel_amax(*tensor, weight.axis);
     if (!channel_amax.ok()) return channel_amax.status().with_context("weight '" + weight.weight + "'");
-    std::vector<float> scales;
-    for (float value : *channel_amax) scales.push_back(scale_for_amax(value));
-    Tensor scale = Tensor::from_vector<float>({static_cast<int64_t>(scales.size())}, scales);
-    std::string dequantized = make_pair(weight.weight, scale, weight.axis, dims_of(tensor->shape()), prologue);
+    std::string dequantized;
+    if (options.per_channel_weights) {
+      std::vector<float> scales;
+      for (float value : *channel_amax) scales.push_back(scale_for_amax(value));
+      Tensor scale = Tensor::from_vector<float>({static_cast<int64_t>(scales.size())}, scales);
+      dequantized = make_pair(weight.weight, scale, weight.axis, dims_of(tensor->shape()), prologue);
+    } else {
+      float tensor_amax = 0.0f;
+      for (float value : *channel_amax) tensor_amax = std::max(tensor_amax, value);
+      dequantized = make_pair(weight.weight, Tensor::scalar<float>(scale_for_amax(tensor_amax)), std::nullopt,
+                              dims_of(tensor->shape()), prologue);
+    }
     for (const QuantizedInput& reader : weight.readers) nodes[reader.node].inputs[reader.input] = dequantized;
   }
 
@@ -399,8 +416,8 @@ Result<Graph> insert_qdq(const Graph& graph, const QuantizationPlan& plan, const
     const ValueInfo* info = graph.find_value(activation.tensor);
     std::optional<std::vector<Dim>> shape = info != nullptr ? info->shape : std::nullopt;
     std::vector<Node>& out = graph_inputs.count(activation.tensor) ? prologue : after[activation.tensor];
-    std::string dequantized =
-        make_pair(activation.tensor, Tensor::scalar<float>(scale_for_amax(it->second)), std::nullopt, shape, out);
+    std::string dequantized = make_pair(activation.tensor, Tensor::scalar<float>(scale_for_amax(it->second)),
+                                        std::nullopt, shape, out, options.activation_dtype);
     for (const QuantizedInput& reader : activation.readers) nodes[reader.node].inputs[reader.input] = dequantized;
   }
 

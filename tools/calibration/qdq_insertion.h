@@ -54,9 +54,18 @@ Result<QuantizationPlan> plan_quantization(const Graph& graph, Placement placeme
 // An unknown name is an error naming the closest node.
 Status exclude_nodes(QuantizationPlan& plan, const Graph& graph, const std::vector<std::string>& names);
 
+// How the pairs are written. The defaults are TensorRT's: int8 activations with zero-point 0 and
+// per-channel weights. ONNX Runtime's uint8 activations are written symmetric (zero-point 128,
+// the same scale), and its per_channel=False gives one weight scale per tensor.
+struct InsertOptions {
+  DataType activation_dtype = DataType::kInt8;  // kInt8 or kUint8
+  bool per_channel_weights = true;
+};
+
 // The graph with the plan's Q/DQ pairs; `amax` holds every tensor of tensors_to_calibrate().
 // An amax of 0 (a tensor that is always 0) gets scale 1/127, which still represents 0 exactly.
-Result<Graph> insert_qdq(const Graph& graph, const QuantizationPlan& plan, const std::map<std::string, float>& amax);
+Result<Graph> insert_qdq(const Graph& graph, const QuantizationPlan& plan, const std::map<std::string, float>& amax,
+                         const InsertOptions& options = {});
 
 // Per-channel amax of a weight: max |w| over every axis but `axis`.
 Result<std::vector<float>> per_channel_amax(const Tensor& weight, int64_t axis);

@@ -1,0 +1,466 @@
+// The pass over a lowered plan that gives NHWC fp32 convs their epilogues and fused layers
+// (fuse_float_conv_epilogues, called by the builder after lowering):
+//   - the Relu/Clip/Sigmoid/HardSwish and residual Add layers that are the only readers of an
+//     NHWC conv's output, and SiLU as x * Sigmoid(x), run in the kernel's epilogue;
+//   - a squeeze-excite gate Mul (x * gate[N, C, 1, 1]) folds into the 1x1 igemm conv that is its
+//     only reader: input 2 is then the gate, and each run scales the packed weights' input
+//     channels by it (per image, into scratch) instead of a pass over x;
+//   - a depthwise conv runs with the 1x1 expansion before it and/or the 1x1 projection after it
+//     in one layer over bands of rows (fused_depthwise.cpp: the depthwise's params under "dw.",
+//     the expansion's under "ex.");
+//   - a global average pool of a depthwise conv's output reads per-row channel sums the
+//     depthwise writes as its second output.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "engine/layers/float_conv/conv.h"
+
+namespace qdqrt::engine::fp32::conv {
+
+namespace {
+
+// Drops the tensors in `unused` (no layer touches them any more) and renumbers the rest.
+void remove_tensors(EnginePlan& plan, const std::vector<bool>& unused) {
+  std::vector<int32_t> new_index(plan.tensors.size(), -1);
+  std::vector<PlanTensor> kept;
+  for (size_t t = 0; t < plan.tensors.size(); ++t) {
+    if (unused[t]) continue;
+    new_index[t] = static_cast<int32_t>(kept.size());
+    kept.push_back(std::move(plan.tensors[t]));
+  }
+  plan.tensors = std::move(kept);
+  auto remap = [&](std::vector<int32_t>& indices) {
+    for (int32_t& index : indices) {
+      if (index >= 0) index = new_index[static_cast<size_t>(index)];
+    }
+  };
+  for (PlanLayer& layer : plan.layers) {
+    remap(layer.inputs);
+    remap(layer.outputs);
+  }
+  remap(plan.inputs);
+  remap(plan.outputs);
+}
+
+bool has_activation(const PlanLayer& layer) {
+  auto low = layer.params.get_float(std::string(params::kClipMin.key()));
+  auto high = layer.params.get_float(std::string(params::kClipMax.key()));
+  auto function = layer.params.get_string(std::string(params::kEpilogueFunction.key()));
+  return !low.ok() || !high.ok() || !function.ok() || !std::isinf(*low) || !std::isinf(*high) ||
+         *function != kernels::fp32_epilogue_activation_name(kernels::Fp32EpilogueActivation::kNone);
+}
+
+bool is_unary(const PlanLayer& layer, kernels::Fp32UnaryOp op) {
+  auto value = layer.params.get_int(std::string(params::kUnaryOp.key()));
+  return layer.kind == "fp32_unary" && layer.inputs.size() == 1 && layer.outputs.size() == 1 && value.ok() &&
+         *value == static_cast<int64_t>(op);
+}
+
+bool is_binary(const PlanLayer& layer, kernels::Fp32BinaryOp op) {
+  auto value = layer.params.get_int(std::string(params::kBinaryOp.key()));
+  return layer.kind == "fp32_binary" && layer.inputs.size() == 2 && layer.outputs.size() == 1 && value.ok() &&
+         *value == static_cast<int64_t>(op);
+}
+
+void set_function(PlanLayer& conv, kernels::Fp32EpilogueActivation function, const PlanLayer& absorbed) {
+  params::kEpilogueFunction.write(conv, function);
+  conv.name += " + " + absorbed.name;
+  conv.source_nodes.insert(conv.source_nodes.end(), absorbed.source_nodes.begin(), absorbed.source_nodes.end());
+}
+
+// Relu / Clip as clamp bounds; nullopt for other unary layers.
+std::optional<std::pair<double, double>> clamp_of(const PlanLayer& layer) {
+  auto op = layer.params.get_int(std::string(params::kUnaryOp.key()));
+  if (!op.ok()) return std::nullopt;
+  if (*op == static_cast<int64_t>(kernels::Fp32UnaryOp::kRelu)) {
+    return std::pair{0.0, std::numeric_limits<double>::infinity()};
+  }
+  if (*op != static_cast<int64_t>(kernels::Fp32UnaryOp::kClip)) return std::nullopt;
+  auto low = layer.params.get_float(std::string(params::kAlpha.key()));
+  auto high = layer.params.get_float(std::string(params::kBeta.key()));
+  if (!low.ok() || !high.ok() || std::isnan(*low) || std::isnan(*high) || !(*low <= *high)) return std::nullopt;
+  return std::pair{*low, *high};
+}
+
+// Absorbs into `conv` the layer `next` that is the only reader of its output, when it is a residual
+// Add of NHWC tensors (the other operand written before `conv`) or a Relu/Clip. True when done.
+bool absorb(PlanLayer& conv, size_t conv_index, const PlanLayer& next, const std::vector<int64_t>& producer) {
+  const int32_t t = conv.outputs[0];
+  if (next.kind == "fp32_binary" && !has_activation(conv) && conv.inputs.size() == 1 && next.inputs.size() == 2 &&
+      next.outputs.size() == 1) {
+    auto op = next.params.get_int(std::string(params::kBinaryOp.key()));
+    if (!op.ok() || *op != static_cast<int64_t>(kernels::Fp32BinaryOp::kAdd)) return false;
+    const int32_t other = next.inputs[0] == t ? next.inputs[1] : next.inputs[0];
+    if (other == t || other < 0 || producer[static_cast<size_t>(other)] >= static_cast<int64_t>(conv_index))
+      return false;
+    conv.inputs.push_back(other);
+  } else if (next.kind == "fp32_unary" && next.inputs.size() == 1 && next.outputs.size() == 1) {
+    if (has_activation(conv)) return false;
+    if (is_unary(next, kernels::Fp32UnaryOp::kSigmoid) || is_unary(next, kernels::Fp32UnaryOp::kHardSwish)) {
+      params::kEpilogueFunction.write(conv, is_unary(next, kernels::Fp32UnaryOp::kSigmoid)
+                                                ? kernels::Fp32EpilogueActivation::kSigmoid
+                                                : kernels::Fp32EpilogueActivation::kHardSwish);
+    } else {
+      auto bounds = clamp_of(next);
+      if (!bounds) return false;
+      params::kClipMin.write(conv, bounds->first);
+      params::kClipMax.write(conv, bounds->second);
+    }
+  } else {
+    return false;
+  }
+  conv.outputs[0] = next.outputs[0];
+  conv.name += " + " + next.name;
+  conv.source_nodes.insert(conv.source_nodes.end(), next.source_nodes.begin(), next.source_nodes.end());
+  return true;
+}
+
+std::optional<kernels::Isa> isa_of(const PlanLayer& layer) {
+  auto name = layer.params.get_string(std::string(params::kIsa.key()));
+  if (!name.ok()) return std::nullopt;
+  for (int value = 0; value <= static_cast<int>(kernels::Isa::kAmxInt8); ++value) {
+    if (*name == kernels::isa_name(static_cast<kernels::Isa>(value))) return static_cast<kernels::Isa>(value);
+  }
+  return std::nullopt;
+}
+
+// Who writes and how many read each tensor of a plan, and which are the plan's inputs/outputs
+// (the plan-level fusions below only merge layers around a tensor with one producer, one reader
+// and no outside use).
+struct TensorUses {
+  explicit TensorUses(const EnginePlan& plan)
+      : producer(plan.tensors.size(), -1), readers(plan.tensors.size(), 0), interface(plan.tensors.size(), false) {
+    for (int32_t t : plan.inputs) interface[static_cast<size_t>(t)] = true;
+    for (int32_t t : plan.outputs) interface[static_cast<size_t>(t)] = true;
+    for (size_t i = 0; i < plan.layers.size(); ++i) {
+      for (int32_t t : plan.layers[i].inputs) {
+        if (t >= 0) ++readers[static_cast<size_t>(t)];
+      }
+      for (int32_t t : plan.layers[i].outputs) {
+        if (t >= 0) producer[static_cast<size_t>(t)] = static_cast<int64_t>(i);
+      }
+    }
+  }
+  std::vector<int64_t> producer, readers;
+  std::vector<bool> interface;
+};
+
+// Drops the layers marked in `erase` (merged into another), keeping the others' order.
+void erase_layers(EnginePlan& plan, const std::vector<bool>& erase) {
+  size_t kept = 0;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    if (erase[i]) continue;
+    if (kept != i) plan.layers[kept] = std::move(plan.layers[i]);
+    ++kept;
+  }
+  plan.layers.resize(kept);
+}
+
+// Folds `x * gate[N, C, 1, 1]` (an fp32_binary Mul, x stored NHWC) into the 1x1 stride-1 igemm
+// conv that is the product's only reader, when scaling that conv's packed weights (n_padded x C
+// per image) costs at most half a pass over x (H x W x C): EfficientNet-B0's squeeze-excite gates
+// at 14x14 and up (the 112x112 one's Mul took 0.14 ms of 10.9). The gate becomes conv input 2.
+void fold_channel_gates(EnginePlan& plan, std::vector<bool>& unused) {
+  const TensorUses uses(plan);
+  const std::vector<int64_t>& producer = uses.producer;
+  const std::vector<int64_t>& readers = uses.readers;
+  const std::vector<bool>& interface = uses.interface;
+  std::vector<bool> erase(plan.layers.size(), false);
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    PlanLayer& conv = plan.layers[i];
+    auto mode = conv.params.get_int(std::string(params::kConvMode.key()));
+    auto kernel = conv.params.get_ints(std::string(params::kKernel.key()));
+    auto strides = conv.params.get_ints(std::string(params::kStrides.key()));
+    auto pads = conv.params.get_ints(std::string(params::kPads.key()));
+    auto isa = isa_of(conv);
+    if (conv.kind != kKind || !mode.ok() || static_cast<ConvMode>(*mode) != ConvMode::kIgemm || !kernel.ok() ||
+        *kernel != std::vector<int64_t>{1, 1} || !strides.ok() || *strides != std::vector<int64_t>{1, 1} ||
+        !pads.ok() || *pads != std::vector<int64_t>{0, 0, 0, 0} || !isa || conv.inputs.empty() ||
+        conv.inputs.size() > 2 || conv.outputs.size() != 1 || conv.inputs[0] < 0) {
+      continue;
+    }
+    const int32_t product = conv.inputs[0];
+    const int64_t mul_index = producer[static_cast<size_t>(product)];
+    if (mul_index < 0 || erase[static_cast<size_t>(mul_index)] || readers[static_cast<size_t>(product)] != 1 ||
+        interface[static_cast<size_t>(product)]) {
+      continue;
+    }
+    const PlanLayer& mul = plan.layers[static_cast<size_t>(mul_index)];
+    if (!is_binary(mul, kernels::Fp32BinaryOp::kMul)) continue;
+    const PlanTensor& y = plan.tensors[static_cast<size_t>(product)];
+    if (y.shape.size() != 4 || y.layout != Layout::kNhwc || y.dtype != DataType::kFloat || y.batch_axis != 0 ||
+        y.batch_factor != 1) {
+      continue;
+    }
+    int32_t x = -1, gate = -1;
+    for (int side = 0; side < 2; ++side) {
+      const int32_t a = mul.inputs[side], b = mul.inputs[1 - side];
+      if (a < 0 || b < 0 || a == b) continue;
+      const PlanTensor& ta = plan.tensors[static_cast<size_t>(a)];
+      const PlanTensor& tb = plan.tensors[static_cast<size_t>(b)];
+      if (ta.shape == y.shape && ta.layout == Layout::kNhwc && ta.dtype == DataType::kFloat &&
+          batch_layout_of(ta) == batch_layout_of(y) && tb.dtype == DataType::kFloat &&
+          tb.shape == Shape{y.shape[0], y.shape[1], 1, 1} && batch_layout_of(tb) == batch_layout_of(y)) {
+        x = a, gate = b;
+        break;
+      }
+    }
+    if (x < 0) continue;
+    const kernels::Isa conv_isa = *isa;
+    const int64_t channels = y.shape[1];
+    const int64_t out_channels = plan.tensors[static_cast<size_t>(conv.outputs[0])].shape.size() == 4
+                                     ? plan.tensors[static_cast<size_t>(conv.outputs[0])].shape[1]
+                                     : -1;
+    if (out_channels < 1 || channels > INT32_MAX / 2 || out_channels > INT32_MAX / 2) continue;
+    if (2 * kernels::sgemm_padded_n(static_cast<int>(out_channels), conv_isa) > y.shape[2] * y.shape[3]) continue;
+    conv.inputs[0] = x;
+    conv.inputs.resize(3, -1);
+    conv.inputs[2] = gate;
+    ConvGeometry g;
+    g.mode = ConvMode::kIgemm;
+    g.channels = channels;
+    g.out_channels = out_channels;
+    conv.scratch_bytes =
+        std::max(conv.scratch_bytes, scratch_floats(g, conv_isa, true) * static_cast<int64_t>(sizeof(float)));
+    conv.name = mul.name + " + " + conv.name;
+    conv.source_nodes.insert(conv.source_nodes.begin(), mul.source_nodes.begin(), mul.source_nodes.end());
+    unused[static_cast<size_t>(product)] = true;
+    erase[static_cast<size_t>(mul_index)] = true;
+  }
+  erase_layers(plan, erase);
+}
+
+// Copies `part`'s params and blobs into `into` under `prefix`.
+void copy_params(const PlanLayer& part, std::string_view prefix, PlanLayer& into) {
+  for (const auto& [key, value] : part.params.values()) into.params.set(std::string(prefix) + key, value);
+  for (const Blob& blob : part.blobs) {
+    Blob copy = blob;
+    copy.name = std::string(prefix) + blob.name;
+    into.blobs.push_back(std::move(copy));
+  }
+}
+
+bool has_param(const PlanLayer& layer, std::string_view prefix, std::string_view key) {
+  return layer.params.has(std::string(prefix) + std::string(key));
+}
+
+// scratch_bytes of a fused depthwise layer from its params and tensors.
+void set_fused_scratch(PlanLayer& layer, const EnginePlan& plan) {
+  const bool project = has_param(layer, kDwPrefix, params::kConvMode.key());
+  const bool expand = has_param(layer, kExPrefix, params::kConvMode.key());
+  const std::string dw_prefix = project ? kDwPrefix : "";
+  auto kernel = layer.params.get_ints(dw_prefix + std::string(params::kKernel.key()));
+  auto strides = layer.params.get_ints(dw_prefix + std::string(params::kStrides.key()));
+  auto dilations = layer.params.get_ints(dw_prefix + std::string(params::kDilations.key()));
+  auto channels = layer.params.get_int(std::string(kDwPrefix) + std::string(kFusedChannels.key()));
+  const Shape& x = plan.tensors[static_cast<size_t>(layer.inputs[0])].shape;
+  const Shape& y = plan.tensors[static_cast<size_t>(layer.outputs[0])].shape;
+  if (!kernel.ok() || !strides.ok() || !dilations.ok() || !channels.ok() || kernel->size() != 2 ||
+      strides->size() != 2 || dilations->size() != 2) {
+    return;  // bind reports it
+  }
+  layer.scratch_bytes =
+      fused_scratch(expand, project, *channels, x[3], x[2], y[3], y[2], (*kernel)[0], (*strides)[0], (*dilations)[0])
+          .bytes();
+}
+
+// Fuses a depthwise NHWC conv with the 1x1 stride-1 igemm convs around it (FusedDepthwiseLayer):
+// first into the projection that is its only reader (no gate; the projection may have a
+// residual), then the expansion whose output only the depthwise (fused or not) reads (no residual,
+// no gate). When an image's intermediate is at least 64 KiB (smaller ones stay in L2 between the
+// layers anyway) and its rows at least 28 pixels (the bands then hold whole or nearly whole GEMM
+// tiles): MobileNetV2 at 224x224 from 112x112 to 28x28, EfficientNet-B0's expansions there.
+void fuse_depthwise_pointwise(EnginePlan& plan, std::vector<bool>& unused) {
+  auto mode_of = [](const PlanLayer& layer) -> std::optional<ConvMode> {
+    auto mode = layer.params.get_int(std::string(params::kConvMode.key()));
+    if (layer.kind != kKind || !mode.ok() || has_param(layer, kDwPrefix, params::kConvMode.key()) ||
+        has_param(layer, kExPrefix, params::kConvMode.key())) {
+      return std::nullopt;
+    }
+    return static_cast<ConvMode>(*mode);
+  };
+  auto is_pointwise = [&](const PlanLayer& layer) {
+    auto kernel = layer.params.get_ints(std::string(params::kKernel.key()));
+    auto strides = layer.params.get_ints(std::string(params::kStrides.key()));
+    auto pads = layer.params.get_ints(std::string(params::kPads.key()));
+    return mode_of(layer) == ConvMode::kIgemm && kernel.ok() && *kernel == std::vector<int64_t>{1, 1} && strides.ok() &&
+           *strides == std::vector<int64_t>{1, 1} && pads.ok() && *pads == std::vector<int64_t>(4, 0) &&
+           !layer.inputs.empty() && layer.inputs.size() <= 2 && layer.inputs[0] >= 0 && layer.outputs.size() == 1;
+  };
+  // An intermediate worth keeping out of the arena.
+  auto large = [&](int32_t t) { return !fused_depthwise_declines(plan.tensors[static_cast<size_t>(t)]); };
+  for (int pass = 0; pass < 2; ++pass) {
+    const TensorUses uses(plan);
+    const std::vector<int64_t>& producer = uses.producer;
+    const std::vector<int64_t>& readers = uses.readers;
+    const std::vector<bool>& interface = uses.interface;
+    auto sole_reader = [&](int32_t t) {
+      return t >= 0 && producer[static_cast<size_t>(t)] >= 0 && readers[static_cast<size_t>(t)] == 1 &&
+             !interface[static_cast<size_t>(t)] && large(t);
+    };
+    std::vector<bool> erase(plan.layers.size(), false);
+    // `layer` takes over the layer at `from_index` (its params under `prefix`, its input 0, its
+    // names; with write_channels the depthwise channel count too); the tensor between them goes.
+    auto absorb = [&](PlanLayer& layer, size_t from_index, std::string_view prefix, bool write_channels) {
+      const PlanLayer& from = plan.layers[from_index];
+      const int32_t t = layer.inputs[0];
+      copy_params(from, prefix, layer);
+      if (write_channels) kFusedChannels.write(layer, plan.tensors[static_cast<size_t>(t)].shape[1], kDwPrefix);
+      unused[static_cast<size_t>(t)] = true;
+      layer.inputs[0] = from.inputs[0];
+      layer.name = from.name + " + " + layer.name;
+      layer.kernel = from.kernel + " + " + layer.kernel;
+      layer.source_nodes.insert(layer.source_nodes.begin(), from.source_nodes.begin(), from.source_nodes.end());
+      erase[from_index] = true;
+      set_fused_scratch(layer, plan);
+    };
+    for (size_t i = 0; i < plan.layers.size(); ++i) {
+      PlanLayer& layer = plan.layers[i];
+      if (pass == 0) {
+        // Depthwise -> projection: the projection takes the depthwise.
+        if (!is_pointwise(layer) || !sole_reader(layer.inputs[0])) continue;
+        const int32_t t = layer.inputs[0];
+        const size_t dw_index = static_cast<size_t>(producer[static_cast<size_t>(t)]);
+        const PlanLayer& dw = plan.layers[dw_index];
+        if (erase[dw_index] || mode_of(dw) != ConvMode::kDepthwiseNhwc || dw.inputs.size() != 1 || dw.inputs[0] < 0) {
+          continue;
+        }
+        absorb(layer, dw_index, kDwPrefix, true);
+      } else {
+        // Expansion -> depthwise (alone or with its projection): the depthwise takes the expansion.
+        const bool fused = has_param(layer, kDwPrefix, params::kConvMode.key());
+        if (layer.kind != kKind || has_param(layer, kExPrefix, params::kConvMode.key()) || layer.inputs.empty() ||
+            !(fused || (mode_of(layer) == ConvMode::kDepthwiseNhwc && layer.inputs.size() == 1)) ||
+            !sole_reader(layer.inputs[0])) {
+          continue;
+        }
+        const int32_t t = layer.inputs[0];
+        const size_t ex_index = static_cast<size_t>(producer[static_cast<size_t>(t)]);
+        const PlanLayer& ex = plan.layers[ex_index];
+        if (erase[ex_index] || !is_pointwise(ex) || ex.inputs.size() != 1 ||
+            !batch_leads(plan.tensors[static_cast<size_t>(ex.inputs[0])])) {
+          continue;
+        }
+        absorb(layer, ex_index, kExPrefix, !fused);
+      }
+    }
+    erase_layers(plan, erase);
+  }
+}
+
+// A global average pool (fp32_global_avgpool_nhwc) of a depthwise conv's output, EfficientNet's
+// squeeze-excite, reads per-row channel sums [N, OH, C] the depthwise writes as its second output
+// while each row is still in cache (the pool's input 1), instead of a pass over the output from
+// L3 (EfficientNet-B0's 112x112x32 to 56x56x144 ones are 1.2-1.8 MB). The depthwise alone or fused
+// with its expansion; not with its projection (the pool reads the output).
+void fuse_pool_row_sums(EnginePlan& plan) {
+  const TensorUses uses(plan);
+  for (PlanLayer& pool : plan.layers) {
+    if (pool.kind != "fp32_global_avgpool_nhwc" || pool.inputs.size() != 1 || pool.outputs.size() != 1 ||
+        pool.inputs[0] < 0) {
+      continue;
+    }
+    const int32_t t = pool.inputs[0];
+    const int64_t producer = uses.producer[static_cast<size_t>(t)];
+    if (producer < 0) continue;
+    PlanLayer& conv = plan.layers[static_cast<size_t>(producer)];
+    auto mode = conv.params.get_int(std::string(params::kConvMode.key()));
+    if (conv.kind != kKind || conv.outputs.size() != 1 || conv.outputs[0] != t || !mode.ok() ||
+        static_cast<ConvMode>(*mode) != ConvMode::kDepthwiseNhwc ||
+        has_param(conv, kDwPrefix, params::kConvMode.key())) {
+      continue;
+    }
+    const PlanTensor y = plan.tensors[static_cast<size_t>(t)];
+    if (y.shape.size() != 4 || y.layout != Layout::kNhwc || y.dtype != DataType::kFloat || !batch_leads(y)) continue;
+    PlanTensor sums;
+    sums.name = y.name + "/row_sums";
+    sums.dtype = DataType::kFloat;
+    sums.shape = {y.shape[0], y.shape[2], y.shape[1]};
+    sums.batched = y.batched;
+    sums.layout = Layout::kPlain;
+    sums.bytes = safe_numel(sums.shape) * static_cast<int64_t>(sizeof(float));
+    const int32_t index = static_cast<int32_t>(plan.tensors.size());
+    plan.tensors.push_back(std::move(sums));
+    conv.outputs.push_back(index);
+    conv.kernel += " + row sums";
+    pool.inputs.push_back(index);
+    pool.kernel += " (row sums)";
+  }
+}
+
+}  // namespace
+
+Status fuse_conv_epilogues(EnginePlan& plan) {
+  std::vector<bool> unused(plan.tensors.size(), false);
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    const TensorUses uses(plan);
+    const std::vector<int64_t>& producer = uses.producer;
+    const std::vector<int64_t>& readers = uses.readers;
+    const std::vector<bool>& interface = uses.interface;
+    for (size_t i = 0; i < plan.layers.size() && !changed; ++i) {
+      PlanLayer& conv = plan.layers[i];
+      auto mode = conv.params.get_int(std::string(params::kConvMode.key()));
+      if (conv.kind != kKind || !mode.ok() || !is_nhwc(static_cast<ConvMode>(*mode)) || conv.outputs.size() != 1) {
+        continue;
+      }
+      const int32_t t = conv.outputs[0];
+      if (t < 0 || interface[static_cast<size_t>(t)]) continue;
+      if (readers[static_cast<size_t>(t)] == 2 && !has_activation(conv)) {
+        // SiLU as x * Sigmoid(x): the Sigmoid and the Mul read the conv's output.
+        std::vector<size_t> reader_layers;
+        for (size_t j = i + 1; j < plan.layers.size(); ++j) {
+          const auto& inputs = plan.layers[j].inputs;
+          if (std::find(inputs.begin(), inputs.end(), t) != inputs.end()) reader_layers.push_back(j);
+        }
+        if (reader_layers.size() == 2 && is_unary(plan.layers[reader_layers[0]], kernels::Fp32UnaryOp::kSigmoid) &&
+            is_binary(plan.layers[reader_layers[1]], kernels::Fp32BinaryOp::kMul)) {
+          const PlanLayer& sigmoid = plan.layers[reader_layers[0]];
+          const PlanLayer& mul = plan.layers[reader_layers[1]];
+          const int32_t gate = sigmoid.outputs[0];
+          const bool pattern =
+              sigmoid.inputs[0] == t && gate >= 0 && readers[static_cast<size_t>(gate)] == 1 &&
+              !interface[static_cast<size_t>(gate)] &&
+              ((mul.inputs[0] == t && mul.inputs[1] == gate) || (mul.inputs[0] == gate && mul.inputs[1] == t));
+          if (pattern) {
+            set_function(conv, kernels::Fp32EpilogueActivation::kSilu, sigmoid);
+            conv.name += " + " + mul.name;
+            conv.source_nodes.insert(conv.source_nodes.end(), mul.source_nodes.begin(), mul.source_nodes.end());
+            conv.outputs[0] = mul.outputs[0];
+            unused[static_cast<size_t>(t)] = true;
+            unused[static_cast<size_t>(gate)] = true;
+            plan.layers.erase(plan.layers.begin() + static_cast<std::ptrdiff_t>(reader_layers[1]));
+            plan.layers.erase(plan.layers.begin() + static_cast<std::ptrdiff_t>(reader_layers[0]));
+            changed = true;
+            break;
+          }
+        }
+      }
+      if (readers[static_cast<size_t>(t)] != 1) continue;
+      for (size_t j = i + 1; j < plan.layers.size(); ++j) {
+        const auto& inputs = plan.layers[j].inputs;
+        if (std::find(inputs.begin(), inputs.end(), t) == inputs.end()) continue;
+        if (absorb(conv, i, plan.layers[j], producer)) {
+          unused[static_cast<size_t>(t)] = true;
+          plan.layers.erase(plan.layers.begin() + static_cast<std::ptrdiff_t>(j));
+          changed = true;
+        }
+        break;
+      }
+    }
+  }
+  fold_channel_gates(plan, unused);
+  fuse_depthwise_pointwise(plan, unused);
+  remove_tensors(plan, unused);
+  fuse_pool_row_sums(plan);
+  return Status::ok();
+}
+
+}  // namespace qdqrt::engine::fp32::conv
+
+namespace qdqrt::engine {
+Status fuse_float_conv_epilogues(EnginePlan& plan) { return fp32::conv::fuse_conv_epilogues(plan); }
+}  // namespace qdqrt::engine

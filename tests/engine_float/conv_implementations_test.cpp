@@ -1,0 +1,119 @@
+// The fp32 Conv implementation list (engine/layers/float_conv/): which implementation lowering
+// takes for a geometry, and the reason each one before it gives for declining.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/layers/float_conv/conv.h"
+
+namespace qdqrt::testing {
+namespace {
+
+using engine::fp32::conv::choose_implementation;
+using engine::fp32::conv::conv_implementations;
+using engine::fp32::conv::ConvCandidate;
+using engine::fp32::conv::ConvGeometry;
+using engine::fp32::conv::ConvMode;
+using engine::fp32::conv::implementation_of;
+
+// A square conv: `channels` -> `out_channels` on a `size` x `size` input, same padding.
+ConvGeometry square(int64_t channels, int64_t out_channels, int64_t size, int64_t kernel, int64_t stride,
+                    int64_t group = 1) {
+  ConvGeometry g;
+  g.channels = channels, g.out_channels = out_channels, g.group = group;
+  g.height = g.width = size;
+  g.kernel_h = g.kernel_w = kernel;
+  g.stride_h = g.stride_w = stride;
+  g.pad_top = g.pad_left = g.pad_bottom = g.pad_right = kernel / 2;
+  g.out_height = g.out_width = (size + 2 * (kernel / 2) - kernel) / stride + 1;
+  return g;
+}
+
+struct Picked {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> declined;
+  int asked = 0;  // times the input's storage was asked
+};
+
+Picked pick(const ConvGeometry& g, bool plain_image = false) {
+  Picked picked;
+  ConvCandidate candidate{.g = g, .input_is_plain_image = [&]() -> Result<bool> {
+                            ++picked.asked;
+                            return plain_image;
+                          }};
+  auto choice = choose_implementation(candidate);
+  EXPECT_TRUE(choice.ok()) << choice.status().message();
+  if (!choice.ok()) return picked;
+  picked.name = choice->implementation->name;
+  picked.declined = choice->declined;
+  return picked;
+}
+
+std::string reason_of(const Picked& picked, const std::string& name) {
+  for (const auto& [declined, reason] : picked.declined) {
+    if (declined == name) return reason;
+  }
+  return "";
+}
+
+TEST(ConvImplementations, OrderedListOneFilePerMode) {
+  std::vector<std::string> names;
+  for (const auto* implementation : conv_implementations()) {
+    names.push_back(implementation->name);
+    EXPECT_EQ(implementation_of(implementation->mode), implementation);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"winograd", "direct_nchw", "igemm", "depthwise_nhwc", "depthwise_nchw",
+                                             "pointwise_nchw", "gemm_nchw"}));
+}
+
+TEST(ConvImplementations, WinogradFromSevenBySevenOutputs) {
+  const Picked large = pick(square(32, 32, 14, 3, 1));
+  EXPECT_EQ(large.name, "winograd");
+  EXPECT_TRUE(large.declined.empty());
+  EXPECT_EQ(large.asked, 0);  // direct_nchw is never asked when Winograd takes the conv
+  const Picked small = pick(square(32, 32, 4, 3, 1));
+  EXPECT_EQ(small.name, "igemm");
+  EXPECT_NE(reason_of(small, "winograd").find("16 output pixels, fewer than 49"), std::string::npos)
+      << reason_of(small, "winograd");
+  EXPECT_NE(reason_of(small, "direct_nchw").find("32 input channels"), std::string::npos);
+  const Picked strided = pick(square(32, 32, 28, 3, 2));
+  EXPECT_EQ(strided.name, "igemm");
+  EXPECT_NE(reason_of(strided, "winograd").find("3x3 stride-1"), std::string::npos);
+}
+
+TEST(ConvImplementations, DirectNchwOnlyOnAPlainImage) {
+  const Picked stem = pick(square(3, 16, 32, 3, 2), true);
+  EXPECT_EQ(stem.name, "direct_nchw");
+  EXPECT_EQ(stem.asked, 1);
+  const Picked stored_nhwc = pick(square(3, 16, 32, 3, 2), false);
+  EXPECT_EQ(stored_nhwc.name, "igemm");
+  EXPECT_NE(reason_of(stored_nhwc, "direct_nchw").find("plain fp32 image"), std::string::npos);
+}
+
+TEST(ConvImplementations, DepthwiseAndNchwFallbacks) {
+  const Picked depthwise = pick(square(32, 32, 16, 3, 1, 32));
+  EXPECT_EQ(depthwise.name, "depthwise_nhwc");
+  EXPECT_EQ(reason_of(depthwise, "igemm"), "group is not 1");
+  // A window beyond the NHWC kernels' taps: the NCHW loops.
+  const Picked wide = pick(square(8, 8, 32, 13, 1, 8));
+  EXPECT_EQ(wide.name, "depthwise_nchw");
+  EXPECT_NE(reason_of(wide, "depthwise_nhwc").find("169 kernel taps"), std::string::npos)
+      << reason_of(wide, "depthwise_nhwc");
+  EXPECT_EQ(pick(square(8, 16, 16, 1, 1, 2)).name, "pointwise_nchw");
+  const Picked grouped = pick(square(8, 16, 16, 3, 1, 2));
+  EXPECT_EQ(grouped.name, "gemm_nchw");
+  EXPECT_EQ(reason_of(grouped, "pointwise_nchw"), "not a 1x1 stride-1 window without pads");
+  EXPECT_EQ(grouped.declined.size(), 6u);
+}
+
+TEST(ConvImplementations, StorageErrorsPropagate) {
+  ConvCandidate candidate{.g = square(3, 16, 32, 3, 2),
+                          .input_is_plain_image = []() -> Result<bool> { return internal_error("no such value"); }};
+  auto choice = choose_implementation(candidate);
+  ASSERT_FALSE(choice.ok());
+  EXPECT_NE(choice.status().message().find("no such value"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace qdqrt::testing
