@@ -23,23 +23,17 @@
 namespace qdqrt::kernels {
 namespace {
 
-// The register types of a width (typedefs, not template arguments: those would drop the vector
-// types' may_alias attribute).
+// The register types of a width (typedefs: as template arguments the vector types would lose their
+// may_alias attribute).
 template <int kBits>
-struct Avx512Registers;
-template <>
-struct Avx512Registers<512> {
+struct Avx512Registers {
   using Floats = __m512;
   using Ints = __m512i;
-  using LaneMask = __mmask16;
-  using ByteMask = __mmask64;
 };
 template <>
 struct Avx512Registers<256> {
   using Floats = __m256;
   using Ints = __m256i;
-  using LaneMask = __mmask8;
-  using ByteMask = __mmask32;
 };
 
 // kBits = 512: zmm, 16 int32/fp32 lanes, 64 bytes. kBits = 256: ymm with the AVX-512VL masked
@@ -53,8 +47,8 @@ struct Avx512VectorsOfWidth {
   using Floats = typename Avx512Registers<kBits>::Floats;
   using Ints = typename Avx512Registers<kBits>::Ints;
   using Bytes = Ints;
-  using LaneMask = typename Avx512Registers<kBits>::LaneMask;
-  using ByteMask = typename Avx512Registers<kBits>::ByteMask;
+  using LaneMask = std::conditional_t<kWide, __mmask16, __mmask8>;
+  using ByteMask = std::conditional_t<kWide, __mmask64, __mmask32>;
 
   // The first `count` lanes (count <= kLanes) / bytes (count may exceed kBytes: all of them).
   static LaneMask lane_mask(size_t count) { return static_cast<LaneMask>((1u << count) - 1u); }
