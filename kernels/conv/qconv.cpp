@@ -88,6 +88,27 @@ int conv_channel_tiles(const PackedConv& packed) {
   return (weights.n + weights.nr - 1) / weights.nr;
 }
 
+namespace {
+
+DepthwiseGeometry depthwise_geometry(const ConvShape& shape, int64_t input_pixel_stride) {
+  DepthwiseGeometry g;
+  g.batch = shape.batch;
+  g.input_height = shape.input_height;
+  g.input_width = shape.input_width;
+  g.input_pixel_stride = input_pixel_stride;
+  g.stride_height = shape.stride_height;
+  g.stride_width = shape.stride_width;
+  g.pad_top = shape.pad_top;
+  g.pad_left = shape.pad_left;
+  g.dilation_height = shape.dilation_height;
+  g.dilation_width = shape.dilation_width;
+  g.output_height = shape.output_height;
+  g.output_width = shape.output_width;
+  return g;
+}
+
+}  // namespace
+
 void run_conv(const PackedConv& packed, const ConvShape& shape, const ConvRunArgs& args, const Epilogue& epilogue,
               int pixel_begin, int pixel_end) {
   run_conv_channels(packed, shape, args, epilogue, pixel_begin, pixel_end, 0, conv_channel_tiles(packed));
@@ -96,21 +117,9 @@ void run_conv(const PackedConv& packed, const ConvShape& shape, const ConvRunArg
 void run_conv_channels(const PackedConv& packed, const ConvShape& shape, const ConvRunArgs& args,
                        const Epilogue& epilogue, int pixel_begin, int pixel_end, int tile_begin, int tile_end) {
   if (packed.depthwise) {
-    DepthwiseGeometry g;
-    g.batch = shape.batch;
-    g.input_height = shape.input_height;
-    g.input_width = shape.input_width;
-    g.input_pixel_stride = args.input_pixel_stride;
-    g.stride_height = shape.stride_height;
-    g.stride_width = shape.stride_width;
-    g.pad_top = shape.pad_top;
-    g.pad_left = shape.pad_left;
-    g.dilation_height = shape.dilation_height;
-    g.dilation_width = shape.dilation_width;
-    g.output_height = shape.output_height;
-    g.output_width = shape.output_width;
     DepthwiseArgs a{args.input, args.output, args.output_pixel_stride};
-    run_depthwise(packed.depthwise_weights, g, a, epilogue, pixel_begin, pixel_end);
+    run_depthwise(packed.depthwise_weights, depthwise_geometry(shape, args.input_pixel_stride), a, epilogue,
+                  pixel_begin, pixel_end);
     return;
   }
   if (conv_stem_applies(packed, shape)) {
@@ -177,7 +186,7 @@ int conv_pixel_tile(const PackedConv& packed) {
 }
 
 std::string conv_kernel_name(const PackedConv& packed, const ConvShape& shape) {
-  if (packed.depthwise) return depthwise_kernel_name(packed.depthwise_weights);
+  if (packed.depthwise) return depthwise_kernel_name(packed.depthwise_weights, depthwise_geometry(shape, 0));
   if (conv_stem_applies(packed, shape)) {
     // The tile the stem runs, named with the input's own signedness.
     std::string name = gemm_kernel_name(packed.stem_weights, true, shape.output_pixels());

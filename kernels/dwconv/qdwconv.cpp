@@ -142,14 +142,29 @@ void run_depthwise(const PackedDepthwise& packed, const DepthwiseGeometry& geome
   impl.run(packed, geometry, args, epilogue, pixel_begin, pixel_end);
 }
 
-std::string depthwise_kernel_name(const PackedDepthwise& packed) {
+std::string depthwise_kernel_name(const PackedDepthwise& packed, const DepthwiseGeometry& geometry) {
   const internal::DepthwiseImplementation& impl = depthwise_implementation(packed.isa);
-  std::string name = packed.input_signed ? "qs8" : "qu8";
-  // The vpdpbusd form runs 64 channels per block ("dp4": 4 kernel rows per 32-bit lane).
-  const bool dot = packed.dot_channels > 0;
-  name += "-qc8w-dwconv-" + std::to_string(packed.kernel_height) + "x" + std::to_string(packed.kernel_width) + "p" +
-          std::to_string(dot ? 64 : impl.channel_block) + "c-" + (dot ? "dp4-" : "") + "fp32-" + isa_name(packed.isa);
-  return name;
+  // The channels per inner block of the kernel that runs: on AVX-512 VNNI one of three forms,
+  // the vpdpbusd one ("dp4": 4 kernel rows per 32-bit lane) in blocks of 64 channels (32 for
+  // layers of at most 32), the row tiles in blocks of 16.
+  int channel_block = impl.channel_block;
+  std::string form;
+  if (impl.isa == Isa::kAvx512Vnni) {
+    switch (internal::depthwise_avx512_form(packed, geometry)) {
+      case internal::DepthwiseAvx512Form::kDot:
+        channel_block = packed.dot_channels > 32 ? 64 : 32;
+        form = "dp4-";
+        break;
+      case internal::DepthwiseAvx512Form::kRows:
+        channel_block = 16;
+        break;
+      case internal::DepthwiseAvx512Form::kPixels:
+        break;
+    }
+  }
+  return std::string(packed.input_signed ? "qs8" : "qu8") + "-qc8w-dwconv-" + std::to_string(packed.kernel_height) +
+         "x" + std::to_string(packed.kernel_width) + "p" + std::to_string(channel_block) + "c-" + form + "fp32-" +
+         isa_name(packed.isa);
 }
 
 }  // namespace qdqrt::kernels

@@ -120,7 +120,8 @@ struct DepthwiseArgs {
 void run_depthwise(const PackedDepthwise& packed, const DepthwiseGeometry& geometry, const DepthwiseArgs& args,
                    const Epilogue& epilogue, int pixel_begin, int pixel_end);
 
-// "qs8-qc8w-dwconv-3x3p64c-fp32-avx512vnni" style name.
-std::string depthwise_kernel_name(const PackedDepthwise& packed);
+// The name of the kernel run_depthwise runs for this geometry (which of the ISA's forms runs
+// depends on the stride and dilation): "qs8-qc8w-dwconv-3x3p64c-dp4-fp32-avx512vnni" style.
+std::string depthwise_kernel_name(const PackedDepthwise& packed, const DepthwiseGeometry& geometry);
 
 }  // namespace qdqrt::kernels

@@ -22,6 +22,21 @@ void depthwise_run_avx2(const PackedDepthwise&, const DepthwiseGeometry&, const 
 void depthwise_run_avx512vnni(const PackedDepthwise&, const DepthwiseGeometry&, const DepthwiseArgs&,
                               const Epilogue&, int, int);
 
+// The AVX-512 VNNI depthwise kernel a convolution runs, best first: the vpdpbusd form (3x3/5x5
+// weights that fit int8, no dilation, stride 1 or 2), row tiles of 16-bit products (3x3/5x5
+// kernel width, stride 1 or 2, no horizontal dilation, kernel height <= 7), else 2 output pixels x
+// 64 channels. depthwise_run_avx512vnni runs it and depthwise_kernel_name reports it.
+enum class DepthwiseAvx512Form { kDot, kRows, kPixels };
+inline DepthwiseAvx512Form depthwise_avx512_form(const PackedDepthwise& packed, const DepthwiseGeometry& g) {
+  const int kw = packed.kernel_width, sw = g.stride_width;
+  const bool common_shape = (kw == 3 || kw == 5) && (sw == 1 || sw == 2);
+  if (packed.dot_channels > 0 && g.dilation_width == 1 && g.dilation_height == 1 && common_shape) {
+    return DepthwiseAvx512Form::kDot;
+  }
+  if (g.dilation_width == 1 && packed.kernel_height <= 7 && common_shape) return DepthwiseAvx512Form::kRows;
+  return DepthwiseAvx512Form::kPixels;
+}
+
 // Internal linkage (anonymous namespace): each per-ISA file gets its own copy, compiled with its
 // own flags, instead of one shared inline definition the linker may pick from any of them.
 namespace {

@@ -1,5 +1,6 @@
 // fp32 igemm: weight packing and the driver that walks tiles and builds the per-tap row pointers
-// (portable; the microkernels are per ISA, chosen by sgemm_implementation()).
+// (portable; the microkernels are per ISA, chosen by sgemm_implementation()). The depthwise and
+// direct NCHW convolutions have their own drivers (fp32_dwconv.cpp, fp32_direct_nchw.cpp).
 #include "kernels/fp32/fp32_sgemm.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "kernels/dispatch.h"
+#include "kernels/fp32/fp32_conv_internal.h"
 
 namespace qdqrt::kernels {
 
@@ -181,25 +183,6 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
           args.prefetched = false;
         }
       }
-    }
-  }
-}
-
-// The input pixel of every tap of output pixel (oy, ox): pointers[tap * step]; taps in the padding
-// point at `zeros`.
-void tap_pointers(const SconvGeometry& g, const float* image_input, int oy, int ox, const float* zeros,
-                  const float** pointers, int step, int row_offset = 0) {
-  const int y0 = oy * g.stride_height - g.pad_top, x0 = ox * g.stride_width - g.pad_left;
-  int tap = 0;
-  for (int ky = 0; ky < g.kernel_height; ++ky) {
-    const int y = y0 + ky * g.dilation_height;
-    const bool row_inside = y >= 0 && y < g.input_height;
-    for (int kx = 0; kx < g.kernel_width; ++kx, ++tap) {
-      const int x = x0 + kx * g.dilation_width;
-      pointers[tap * step] = row_inside && x >= 0 && x < g.input_width
-                                 ? image_input + (static_cast<int64_t>(y - row_offset) * g.input_width + x) *
-                                                     g.input_pixel_stride
-                                 : zeros;
     }
   }
 }
@@ -434,7 +417,7 @@ void run_sconv(const PackedSgemm& packed, const SconvGeometry& g, const SconvArg
             args.input + image * g.input_image_stride + (static_cast<int64_t>(y0) * g.input_width + x0) * g.input_pixel_stride;
         for (int tap = 0; tap < taps; ++tap) pointers[tap * mr + r] = origin + tap_offsets[tap];
       } else {
-        tap_pointers(g, args.input + image * g.input_image_stride, oy, ox, zeros, pointers + r, mr);
+        internal::tap_pointers(g, args.input + image * g.input_image_stride, oy, ox, zeros, pointers + r, mr);
       }
       if (++ox == g.output_width) {
         ox = 0;
@@ -446,87 +429,6 @@ void run_sconv(const PackedSgemm& packed, const SconvGeometry& g, const SconvArg
   drive(packed, fill, row_bytes, args.output, args.output_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
 }
 
-namespace {
-// The direct NCHW convolution's padded rows (floats, on the stack): 3 channels x 7 kernel rows of
-// a 1024-wide image fit.
-constexpr int kDirectMaxChannels = 4;
-constexpr int64_t kDirectBufferFloats = 24 * 1024;
-// Floats per padded row: every column a window of the output row reads, from -pad_left.
-int64_t direct_padded_width(const SconvGeometry& g) {
-  const int64_t last = static_cast<int64_t>(g.output_width - 1) * g.stride_width +
-                       static_cast<int64_t>(g.kernel_width - 1) * g.dilation_width + 1;
-  return std::max<int64_t>(last, g.pad_left + static_cast<int64_t>(g.input_width));
-}
-}  // namespace
-
-bool direct_nchw_f32_applies(int channels, const SconvGeometry& g) {
-  return channels >= 1 && channels <= kDirectMaxChannels && g.kernel_height * g.kernel_width <= kSgemmMaxTaps &&
-         g.output_width >= 1 && g.output_height >= 1 && g.pad_left >= 0 && g.pad_top >= 0 &&
-         static_cast<int64_t>(channels) * g.kernel_height * direct_padded_width(g) <= kDirectBufferFloats;
-}
-
-void run_direct_nchw_f32(const PackedSgemm& packed, const SconvGeometry& g, const SconvArgs& args,
-                         const Fp32Epilogue& epilogue, int64_t row_begin, int64_t row_end, int n_begin, int n_end) {
-  const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
-  assert(impl.mr == packed.mr && impl.nr == packed.nr && n_begin % packed.nr == 0);
-  assert(direct_nchw_f32_applies(packed.channels, g));
-  const int channels = packed.channels, kh = g.kernel_height, kw = g.kernel_width;
-  const int64_t width = direct_padded_width(g);
-  const int64_t plane = static_cast<int64_t>(g.input_height) * g.input_width;
-  alignas(64) float rows[kDirectBufferFloats];
-  // Step k = (tap, channel), the packing's order: channel c's copy of kernel row ky, column kx.
-  int64_t offsets[kSgemmMaxTaps * kDirectMaxChannels];
-  for (int ky = 0; ky < kh; ++ky) {
-    for (int kx = 0; kx < kw; ++kx) {
-      for (int c = 0; c < channels; ++c) {
-        offsets[(ky * kw + kx) * channels + c] =
-            (static_cast<int64_t>(c) * kh + ky) * width + static_cast<int64_t>(kx) * g.dilation_width;
-      }
-    }
-  }
-  internal::DirectNchwArgs ukernel;
-  ukernel.k = static_cast<int>(packed.k());
-  ukernel.stride = g.stride_width;
-  ukernel.offsets = offsets;
-  ukernel.c_row_stride = args.output_row_stride;
-  ukernel.residual_row_stride = epilogue.residual_row_stride;
-  ukernel.min = epilogue.min;
-  ukernel.max = epilogue.max;
-  ukernel.activation = epilogue.activation;
-  const int64_t panel_floats = packed.k() * packed.nr;
-  for (int64_t row = row_begin; row < row_end; ++row) {
-    const int64_t image = row / g.output_height;
-    const int oy = static_cast<int>(row % g.output_height);
-    for (int c = 0; c < channels; ++c) {
-      for (int ky = 0; ky < kh; ++ky) {
-        float* out = rows + (static_cast<int64_t>(c) * kh + ky) * width;
-        const int y = oy * g.stride_height - g.pad_top + ky * g.dilation_height;
-        if (y < 0 || y >= g.input_height) {
-          std::fill_n(out, width, 0.0f);
-          continue;
-        }
-        std::fill_n(out, g.pad_left, 0.0f);
-        std::memcpy(out + g.pad_left, args.input + image * g.input_image_stride + c * plane + static_cast<int64_t>(y) * g.input_width,
-                    static_cast<size_t>(g.input_width) * sizeof(float));
-        std::fill(out + g.pad_left + g.input_width, out + width, 0.0f);
-      }
-    }
-    for (int x = 0; x < g.output_width; x += packed.mr) {
-      ukernel.mr = std::min(packed.mr, g.output_width - x);
-      ukernel.origin = rows + static_cast<int64_t>(x) * g.stride_width;
-      const int64_t pixel = row * g.output_width + x;
-      for (int n = n_begin; n < n_end; n += packed.nr) {
-        ukernel.nc = std::min(packed.nr, n_end - n);
-        ukernel.w = packed.data.data() + n / packed.nr * panel_floats;
-        ukernel.bias = packed.bias.data() + n;
-        ukernel.c = args.output + pixel * args.output_row_stride + n;
-        ukernel.residual = epilogue.residual ? epilogue.residual + pixel * epilogue.residual_row_stride + n : nullptr;
-        impl.direct_nchw(ukernel);
-      }
-    }
-  }
-}
-
 void run_sgemm(const PackedSgemm& packed, const float* a, int64_t a_row_stride, float* c, int64_t c_row_stride,
                const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
   assert(packed.taps == 1);
@@ -535,174 +437,6 @@ void run_sgemm(const PackedSgemm& packed, const float* a, int64_t a_row_stride, 
   };
   drive(packed, fill, a_row_stride * static_cast<int64_t>(sizeof(float)), c, c_row_stride, epilogue, m_begin, m_end,
         n_begin, n_end);
-}
-
-int depthwise_f32_padded_channels(int channels) { return (channels + 15) / 16 * 16; }
-
-PackedDepthwiseF32 pack_depthwise_f32(int channels, int taps, const float* weights, const float* bias, Isa isa) {
-  PackedDepthwiseF32 packed;
-  packed.isa = usable_isa(isa);
-  packed.channels = channels;
-  packed.taps = taps;
-  packed.channels_padded = depthwise_f32_padded_channels(channels);
-  packed.weights.resize(static_cast<size_t>(packed.channels_padded) * taps);
-  packed.bias.resize(static_cast<size_t>(packed.channels_padded));
-  packed.zeros.resize(static_cast<size_t>(packed.channels_padded));
-  for (int c = 0; c < channels; ++c) {
-    for (int tap = 0; tap < taps; ++tap) {
-      packed.weights.data()[static_cast<size_t>(tap) * packed.channels_padded + c] = weights[c * taps + tap];
-    }
-    if (bias) packed.bias.data()[c] = bias[c];
-  }
-  return packed;
-}
-
-PackedDepthwiseF32 packed_depthwise_f32_view(int channels, int taps, Isa isa, const float* weights, const float* bias) {
-  PackedDepthwiseF32 packed;
-  packed.isa = usable_isa(isa);
-  packed.channels = channels;
-  packed.taps = taps;
-  packed.channels_padded = depthwise_f32_padded_channels(channels);
-  packed.weights = AlignedBuffer<float>::view(weights, static_cast<size_t>(packed.channels_padded) * taps);
-  packed.bias = AlignedBuffer<float>::view(bias, static_cast<size_t>(packed.channels_padded));
-  packed.zeros.resize(static_cast<size_t>(packed.channels_padded));
-  return packed;
-}
-
-void run_depthwise_f32(const PackedDepthwiseF32& packed, const SconvGeometry& g, const SconvArgs& args,
-                       const Fp32Epilogue& epilogue, int64_t row_begin, int64_t row_end, int channel_begin,
-                       int channel_end) {
-  if (channel_end < 0 || channel_end > packed.channels) channel_end = packed.channels;
-  assert(channel_begin % kDepthwiseF32ChannelBlock == 0);
-  if (channel_begin >= channel_end) return;
-  const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
-  // The channel range as its own convolution: every pointer moves by channel_begin.
-  const float* zeros = packed.zeros.data();
-  const float* weights = packed.weights.data() + channel_begin;
-  const float* input = args.input + channel_begin;
-  float* output = args.output + channel_begin;
-  const float* residual = epilogue.residual ? epilogue.residual + channel_begin : nullptr;
-  const float* pointers[kSgemmMaxTaps];
-  internal::DepthwiseUkernelArgs ukernel_args;
-  ukernel_args.channels = channel_end - channel_begin;
-  ukernel_args.taps = packed.taps;
-  ukernel_args.channels_padded = packed.channels_padded;
-  ukernel_args.a = pointers;
-  ukernel_args.w = weights;
-  ukernel_args.bias = packed.bias.data() + channel_begin;
-  ukernel_args.min = epilogue.min;
-  ukernel_args.max = epilogue.max;
-  ukernel_args.activation = epilogue.activation;
-  // Output columns whose every horizontal tap is inside the input: [interior_begin, interior_end).
-  const int interior_begin = std::min(g.output_width, (g.pad_left + g.stride_width - 1) / g.stride_width);
-  const int last_x = g.input_width - 1 + g.pad_left - (g.kernel_width - 1) * g.dilation_width;
-  const int interior_end = std::clamp(last_x < 0 ? 0 : last_x / g.stride_width + 1, interior_begin, g.output_width);
-  const float* row_a[kSgemmMaxTaps];
-  const float* row_w[kSgemmMaxTaps];
-  internal::DepthwisePixelStore store;
-  store.bias = packed.bias.data() + channel_begin;
-  store.c_step = args.output_row_stride;
-  store.residual_step = epilogue.residual_row_stride;
-  store.min = epilogue.min;
-  store.max = epilogue.max;
-  store.activation = epilogue.activation;
-  internal::DepthwiseRowArgs row_args;
-  static_cast<internal::DepthwisePixelStore&>(row_args) = store;
-  row_args.channels = channel_end - channel_begin;
-  row_args.a = row_a;
-  row_args.w = row_w;
-  row_args.a_step = g.stride_width * g.input_pixel_stride;
-  // 3x3 and 5x5 kernels at stride 1 or 2 (MobileNet's, EfficientNet's): whole rows, borders
-  // included, in blocks of pixels on the window kernel (each input loaded once per kernel row;
-  // the 5x5 layers at 7x7 and 14x14 had most of their pixels on the per-pixel border kernel).
-  constexpr int kWindowKernelRows = 11;
-  if (impl.depthwise_window && g.dilation_width == 1 && (g.kernel_width == 3 || g.kernel_width == 5) &&
-      (g.stride_width == 1 || g.stride_width == 2) && g.kernel_height <= kWindowKernelRows) {
-    const float* window_a[kWindowKernelRows * internal::kDepthwiseWindowInputs];
-    const float* window_w[kWindowKernelRows];
-    const float* row_input[kWindowKernelRows];
-    internal::DepthwiseWindowArgs window;
-    static_cast<internal::DepthwisePixelStore&>(window) = store;
-    window.channels = channel_end - channel_begin;
-    window.kernel_width = g.kernel_width;
-    window.stride = g.stride_width;
-    window.a = window_a;
-    window.w = window_w;
-    window.w_tap_stride = packed.channels_padded;
-    for (int64_t row = row_begin; row < row_end; ++row) {
-      const int64_t image = row / g.output_height;
-      const int oy = static_cast<int>(row % g.output_height);
-      const float* image_input = input + image * g.input_image_stride;
-      int rows = 0;
-      for (int ky = 0; ky < g.kernel_height; ++ky) {
-        const int y = oy * g.stride_height - g.pad_top + ky * g.dilation_height;
-        if (y < 0 || y >= g.input_height) continue;  // adds zeros
-        row_input[rows] = image_input + static_cast<int64_t>(y - args.input_row_offset) * g.input_width * g.input_pixel_stride;
-        window_w[rows++] = weights + static_cast<int64_t>(ky) * g.kernel_width * packed.channels_padded;
-      }
-      window.kernel_rows = rows;
-      for (int ox = 0; ox < g.output_width; ox += internal::kDepthwiseWindowPixels) {
-        window.pixels = std::min(internal::kDepthwiseWindowPixels, g.output_width - ox);
-        const int inputs = g.stride_width * (window.pixels - 1) + g.kernel_width;
-        const int x0 = ox * g.stride_width - g.pad_left;
-        for (int r = 0; r < rows; ++r) {
-          const float** out = window_a + r * internal::kDepthwiseWindowInputs;
-          for (int j = 0; j < inputs; ++j) {
-            const int x = x0 + j;
-            out[j] = x >= 0 && x < g.input_width ? row_input[r] + static_cast<int64_t>(x) * g.input_pixel_stride
-                                                  : zeros;
-          }
-        }
-        const int64_t pixel = row * g.output_width + ox;
-        window.c = output + (pixel - args.output_pixel_offset) * args.output_row_stride;
-        window.residual = residual ? residual + pixel * epilogue.residual_row_stride : nullptr;
-        impl.depthwise_window(window);
-      }
-    }
-    return;
-  }
-  for (int64_t row = row_begin; row < row_end; ++row) {
-    const int64_t image = row / g.output_height;
-    const int oy = static_cast<int>(row % g.output_height);
-    const float* image_input = input + image * g.input_image_stride;
-    if (interior_end > interior_begin) {
-      // The interior run: rows of taps outside the input are left out (they add zeros).
-      int taps = 0;
-      const int x0 = interior_begin * g.stride_width - g.pad_left;
-      for (int ky = 0; ky < g.kernel_height; ++ky) {
-        const int y = oy * g.stride_height - g.pad_top + ky * g.dilation_height;
-        if (y < 0 || y >= g.input_height) continue;
-        for (int kx = 0; kx < g.kernel_width; ++kx, ++taps) {
-          row_a[taps] = image_input + (static_cast<int64_t>(y - args.input_row_offset) * g.input_width + x0 +
-                                       kx * g.dilation_width) * g.input_pixel_stride;
-          row_w[taps] = weights + static_cast<int64_t>(ky * g.kernel_width + kx) * packed.channels_padded;
-        }
-      }
-      const int64_t pixel = row * g.output_width + interior_begin;
-      row_args.taps = taps;
-      row_args.pixels = interior_end - interior_begin;
-      row_args.c = output + (pixel - args.output_pixel_offset) * args.output_row_stride;
-      row_args.residual = residual ? residual + pixel * epilogue.residual_row_stride : nullptr;
-      impl.depthwise_row(row_args);
-    }
-    for (int ox = 0; ox < g.output_width; ++ox) {
-      if (ox == interior_begin && interior_end > interior_begin) ox = interior_end;
-      if (ox >= g.output_width) break;
-      tap_pointers(g, image_input, oy, ox, zeros, pointers, 1, args.input_row_offset);
-      const int64_t pixel = row * g.output_width + ox;
-      ukernel_args.c = output + (pixel - args.output_pixel_offset) * args.output_row_stride;
-      ukernel_args.residual = residual ? residual + pixel * epilogue.residual_row_stride : nullptr;
-      impl.depthwise(ukernel_args);
-    }
-  }
-}
-
-std::string depthwise_f32_kernel_name(const PackedDepthwiseF32& packed) {
-  return fmt::format("f32-dwconv-{}", sgemm_implementation(packed.isa).isa_suffix);
-}
-
-std::string direct_nchw_f32_kernel_name(const PackedSgemm& packed) {
-  return fmt::format("f32-direct-nchw-{}x{}-{}", packed.mr, packed.nr, sgemm_implementation(packed.isa).isa_suffix);
 }
 
 std::string sgemm_kernel_name(const PackedSgemm& packed, bool convolution) {

@@ -65,6 +65,37 @@ TEST(Conv, Depthwise) {
       .padding(2, 2, 2, 2).pixel_stride_extra(7, 3).split(3).test_all_isas();
 }
 
+// The depthwise kernel name is that of the form that runs (on AVX-512 VNNI it depends on the
+// stride and dilation, not only on the packed weights): each form against the oracle, by name.
+TEST(Conv, DepthwiseKernelNameIsTheFormThatRuns) {
+  QuantSettings unsigned_weights;  // (w - 0) up to 255: no int8 form
+  unsigned_weights.weights_signed = false;
+  struct Case {
+    int channels, kernel, stride, dilation;
+    bool int8_weights;
+    const char* name_part;
+  };
+  const Case cases[] = {
+      {64, 3, 1, 1, true, "-3x3p64c-dp4-fp32-avx512vnni"},  // the vpdpbusd form, 64-channel blocks
+      {24, 3, 2, 1, true, "-3x3p32c-dp4-fp32-avx512vnni"},  // ... a layer of at most 32 channels
+      {80, 5, 2, 1, true, "-5x5p64c-dp4-fp32-avx512vnni"},
+      {40, 5, 1, 1, false, "-5x5p16c-fp32-avx512vnni"},     // row tiles of 16-bit products
+      {40, 3, 1, 2, true, "-3x3p64c-fp32-avx512vnni"},      // dilation: 2 pixels x 64 channels
+      {40, 3, 3, 1, true, "-3x3p64c-fp32-avx512vnni"},      // stride 3: the same
+      {40, 7, 1, 1, true, "-7x7p64c-fp32-avx512vnni"},      // 7x7: the same
+  };
+  int seed = 0;
+  for (const Case& c : cases) {
+    const int pad = c.dilation * (c.kernel / 2);
+    ConvTester tester;
+    tester.input_size(11, 13).channels(c.channels, c.channels).groups(c.channels).kernel(c.kernel, c.kernel)
+        .stride(c.stride, c.stride).dilation(c.dilation, c.dilation).padding(pad, pad, pad, pad).seed(++seed)
+        .expect_kernel(c.name_part, Isa::kAvx512Vnni);
+    if (!c.int8_weights) tester.quant(unsigned_weights);
+    tester.test_all_isas();
+  }
+}
+
 // The vpdpbusd depthwise form (3x3/5x5, int8 weights after the zero-point) against the oracle over
 // random shapes: channel tails around its 64-channel blocks, row tiles cut by the image edge and by
 // thread splits, asymmetric padding, strides, input/output zero-points and every epilogue kind.

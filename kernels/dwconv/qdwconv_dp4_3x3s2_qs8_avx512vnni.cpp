@@ -1,0 +1,13 @@
+// The vpdpbusd depthwise form for 3x3 kernels at stride 2 on int8 input
+// (qdwconv_dp4_avx512vnni_inl.h).
+#include "kernels/dwconv/qdwconv_dp4_avx512vnni_inl.h"
+
+namespace qdqrt::kernels::internal {
+
+void depthwise_dp4_3x3s2_qs8_avx512vnni(const PackedDepthwise& packed, const DepthwiseGeometry& geometry,
+                                        const DepthwiseArgs& args, const Epilogue& epilogue, int pixel_begin,
+                                        int pixel_end) {
+  run_dot<true, 3, 2>(packed, geometry, args, epilogue, pixel_begin, pixel_end);
+}
+
+}  // namespace qdqrt::kernels::internal
