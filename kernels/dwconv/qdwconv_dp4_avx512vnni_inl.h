@@ -759,8 +759,8 @@ template <bool kSigned, int K, int SW>
 void run_dot(const PackedDepthwise& packed, const DepthwiseGeometry& g, const DepthwiseArgs& args,
              const Epilogue& epilogue, int pixel_begin, int pixel_end) {
   // 3x3 stride 2 reads 2 T + 1 columns per tile: 5 pixels share the per-tile work (bias,
-  // constants, calls) over one more pixel than 4 (+0.5-0.8 points on the Zen 4). Not 5x5: its
-  // 32-channel tail block then measured 2 points slower (56x56x144).
+  // constants, calls) over one more pixel than 4. Not 5x5, whose 32-channel tail block is then
+  // slower (docs/decisions.md).
   constexpr int kTile = SW == 2 && K == 3 ? 5 : 4;
   const uint8_t* padding = padding_row(packed, packed.dot_channels);
   const int output_size = output_element_size(epilogue.output_type);

@@ -120,9 +120,8 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
       args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
       // The next call: this tile's next panel, or the next tile's first. With a residual (two
       // streams of lines per tile, the output's and the residual's), prefetching them during the
-      // previous call's k loop instead of all at once at the tile's start: ResNet-50's 1x1
-      // 64 -> 256 + residual 63-66% -> 70-74% of the FMA peak (Zen 4); without a residual it cost
-      // 1-2%.
+      // previous call's k loop instead of all at once at the tile's start; only with a residual,
+      // where it pays (docs/decisions.md).
       const bool next_panel = n + packed.nr < n_end;
       const int64_t next_m = next_panel ? m : m + rows;
       const int next_n = next_panel ? n + packed.nr : n_begin;

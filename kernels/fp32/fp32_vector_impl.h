@@ -184,8 +184,7 @@ void fp32_channel_sums(size_t rows, size_t channels, size_t row_stride, const fl
   };
   // Blocks of 4 float vectors, then the 1-3 vectors left in one pass (EfficientNet's
   // 32/96/144/240/480/672 channels leave 16-48 after the blocks of 64): a pass per vector ran 2
-  // add chains, latency bound (the 112x112x32 squeeze-excite pool 0.052 ms against ONNX
-  // Runtime's 0.03), and read each row's lines once per pass.
+  // add chains, latency bound, and read each row's lines once per pass (docs/decisions.md).
   size_t c = 0;
   for (; c + 4 * kLanes <= channels; c += 4 * kLanes) sum_columns.template operator()<8>(c);
   switch ((channels - c) / kLanes) {

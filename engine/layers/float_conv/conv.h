@@ -53,8 +53,8 @@ enum class ConvMode : int64_t {
 // The output is NHWC (the input too, but for direct_nchw).
 bool is_nhwc(ConvMode mode);
 
-// Output pixels from which Winograd pays: 7x7 (ResNet-50's layer4: 16 tiles for 49 pixels, 1.3x
-// the work) runs about 1.25x faster than the igemm, 14x14 and up about 2x.
+// Output pixels from which Winograd pays over the igemm: from 7x7 (ResNet-50's layer4: 16 tiles
+// for 49 pixels) up (docs/decisions.md).
 inline constexpr int64_t kWinogradMinPixels = 7 * 7;
 // Depthwise work counts 3x its multiply-adds in the work split (NhwcConvLayer::work).
 inline constexpr double kDepthwiseCostFactor = 3.0;

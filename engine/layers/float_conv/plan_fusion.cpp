@@ -94,7 +94,7 @@ void erase_layers(EnginePlan& plan, const std::vector<bool>& erase) {
 // Folds `x * gate[N, C, 1, 1]` (an fp32_binary Mul, x stored NHWC) into the 1x1 stride-1 igemm
 // conv that is the product's only reader, when scaling that conv's packed weights (n_padded x C
 // per image) costs at most half a pass over x (H x W x C): EfficientNet-B0's squeeze-excite gates
-// at 14x14 and up (the 112x112 one's Mul took 0.14 ms of 10.9). The gate becomes conv input 2.
+// at 14x14 and up (docs/decisions.md). The gate becomes conv input 2.
 void fold_channel_gates(EnginePlan& plan, std::vector<bool>& unused) {
   const TensorUses uses(plan);
   const std::vector<int64_t>& producer = uses.producer;
