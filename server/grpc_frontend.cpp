@@ -193,7 +193,20 @@ class GrpcFrontend::Service {
           out->set_name(model.name);
           out->set_platform(kPlatform);
           out->set_backend("qdqrt");
-          out->mutable_version_policy()->mutable_latest()->set_num_versions(1);
+          switch (model.version_policy.kind) {
+            case VersionPolicy::Kind::kLatest:
+              out->mutable_version_policy()->mutable_latest()->set_num_versions(
+                  static_cast<uint32_t>(model.version_policy.num_versions));
+              break;
+            case VersionPolicy::Kind::kAll:
+              out->mutable_version_policy()->mutable_all();
+              break;
+            case VersionPolicy::Kind::kSpecific:
+              for (int64_t version : model.version_policy.versions) {
+                out->mutable_version_policy()->mutable_specific()->add_versions(version);
+              }
+              break;
+          }
           out->set_max_batch_size(static_cast<int32_t>(model.max_batch_size));
           auto data_type = [](const std::string& name) {
             inference::DataType type = inference::TYPE_INVALID;

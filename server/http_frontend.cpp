@@ -72,7 +72,18 @@ void HttpFrontend::add_routes() {
   http_->Get(R"(/v2/?)", [](const Request&, Response& response) {
     send_json(response, {{"name", kServerName}, {"version", kServerVersion}, {"extensions", server_extensions()}});
   });
-  http_->Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/config)", [this](const Request& request, Response& response) {
+  auto version_policy_json = [](const VersionPolicy& policy) -> json {
+    switch (policy.kind) {
+      case VersionPolicy::Kind::kAll:
+        return {{"all", json::object()}};
+      case VersionPolicy::Kind::kSpecific:
+        return {{"specific", {{"versions", policy.versions}}}};
+      case VersionPolicy::Kind::kLatest:
+        break;
+    }
+    return {{"latest", {{"num_versions", policy.num_versions}}}};
+  };
+  http_->Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/config)", [this, version_policy_json](const Request& request, Response& response) {
     auto config = server_.model_config(match_or_empty(request, 1), match_or_empty(request, 2));
     if (auto* error = std::get_if<ServeError>(&config)) return send_error(response, *error);
     const ModelConfigView& model = std::get<ModelConfigView>(config);
@@ -86,7 +97,7 @@ void HttpFrontend::add_routes() {
         {"name", model.name},
         {"platform", kPlatform},
         {"backend", "qdqrt"},
-        {"version_policy", {{"latest", {{"num_versions", 1}}}}},
+        {"version_policy", version_policy_json(model.version_policy)},
         {"max_batch_size", model.max_batch_size},
         {"input", tensors(model.inputs)},
         {"output", tensors(model.outputs)},

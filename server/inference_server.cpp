@@ -34,7 +34,7 @@ std::variant<ModelMetadata, ServeError> InferenceServer::model_metadata(const st
   if (!runner) return error;
   ModelMetadata metadata;
   metadata.name = name;
-  metadata.versions = {runner->metrics().version};
+  metadata.versions = repository_.served_versions(name);
   metadata.platform = kPlatform;
   metadata.inputs = tensor_metadata(runner->inputs());
   metadata.outputs = tensor_metadata(runner->outputs());
@@ -72,6 +72,7 @@ std::variant<ModelConfigView, ServeError> InferenceServer::model_config(const st
   view.inputs = tensors(runner->inputs());
   view.outputs = tensors(runner->outputs());
   const ModelConfig& config = runner->config();
+  view.version_policy = config.version_policy;
   view.instance_count = config.instance_count;
   view.dynamic_batching = config.dynamic_batching;
   view.max_queue_delay_us = config.max_queue_delay_us;

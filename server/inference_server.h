@@ -48,6 +48,7 @@ struct ModelConfigView {
   };
   std::vector<Tensor> inputs;
   std::vector<Tensor> outputs;
+  VersionPolicy version_policy;
   int instance_count = 1;
   bool dynamic_batching = false;
   int64_t max_queue_delay_us = 0;

@@ -22,6 +22,50 @@ Result<int64_t> bounded_integer(const nlohmann::json& value, const std::string& 
   return number;
 }
 
+// Triton's {"latest": {"num_versions": N}}, {"all": {}} or {"specific": {"versions": [..]}}.
+Result<VersionPolicy> parse_version_policy(const nlohmann::json& value) {
+  if (!value.is_object() || value.size() != 1) {
+    return invalid_argument("'version_policy' must be an object with one key: \"latest\", \"all\" or \"specific\"");
+  }
+  const std::string kind = value.begin().key();
+  const nlohmann::json& setting = value.begin().value();
+  if (!setting.is_object()) return invalid_argument("'version_policy.{}' must be an object", kind);
+  VersionPolicy policy;
+  if (kind == "latest") {
+    policy.kind = VersionPolicy::Kind::kLatest;
+    if (!setting.contains("num_versions")) return invalid_argument("'version_policy.latest' needs 'num_versions'");
+    for (const auto& [field, number] : setting.items()) {
+      if (field != "num_versions") return invalid_argument("unknown key 'version_policy.latest.{}'", field);
+      QDQRT_ASSIGN_OR_RETURN(policy.num_versions,
+                             bounded_integer(number, "version_policy.latest.num_versions", 1, kMaxServedVersions));
+    }
+  } else if (kind == "all") {
+    policy.kind = VersionPolicy::Kind::kAll;
+    for (const auto& [field, unused] : setting.items()) return invalid_argument("unknown key 'version_policy.all.{}'", field);
+  } else if (kind == "specific") {
+    policy.kind = VersionPolicy::Kind::kSpecific;
+    if (!setting.contains("versions")) return invalid_argument("'version_policy.specific' needs 'versions'");
+    for (const auto& [field, list] : setting.items()) {
+      if (field != "versions") return invalid_argument("unknown key 'version_policy.specific.{}'", field);
+      if (!list.is_array() || list.empty() || list.size() > static_cast<size_t>(kMaxServedVersions)) {
+        return invalid_argument("'version_policy.specific.versions' must be a list of 1 to {} versions", kMaxServedVersions);
+      }
+      std::set<int64_t> versions;
+      for (const nlohmann::json& number : list) {
+        QDQRT_ASSIGN_OR_RETURN(int64_t version,
+                               bounded_integer(number, "version_policy.specific.versions", 0, kMaxVersionNumber));
+        if (!versions.insert(version).second) {
+          return invalid_argument("'version_policy.specific.versions' names version {} twice", version);
+        }
+      }
+      policy.versions.assign(versions.begin(), versions.end());
+    }
+  } else {
+    return invalid_argument("unknown key 'version_policy.{}' (\"latest\", \"all\" or \"specific\")", kind);
+  }
+  return policy;
+}
+
 }  // namespace
 
 Result<ModelConfig> parse_model_config(const std::string& json_text, ModelConfig config) {
@@ -98,6 +142,8 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, ModelConfig
       } else {
         return invalid_argument("'precision' must be \"int8\" or \"fp32\"");
       }
+    } else if (key == "version_policy") {
+      QDQRT_ASSIGN_OR_RETURN(config.version_policy, parse_version_policy(value));
     } else {
       return invalid_argument("unknown key '{}'", key);
     }

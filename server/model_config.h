@@ -13,6 +13,15 @@
 
 namespace qdqrt::server {
 
+// Which version folders are served (Triton's version_policy): the `num_versions` highest, all of
+// them, or the listed ones.
+struct VersionPolicy {
+  enum class Kind { kLatest, kAll, kSpecific };
+  Kind kind = Kind::kLatest;
+  int64_t num_versions = 1;       // kLatest
+  std::vector<int64_t> versions;  // kSpecific, ascending, no repeats
+};
+
 struct ModelConfig {
   // Largest batch a request or a merged batch may have; the engine is built for it.
   int64_t max_batch_size = 8;
@@ -29,6 +38,7 @@ struct ModelConfig {
   // Input shapes at max batch for inputs whose dims (past the batch) are not static in the model.
   std::map<std::string, Shape> input_shapes;
   engine::Precision precision = engine::Precision::kInt8;
+  VersionPolicy version_policy;
 };
 
 // The ranges config.json (and the matching serve flags) accept.
@@ -38,6 +48,9 @@ inline constexpr int64_t kMaxInstances = 256;
 inline constexpr int64_t kMaxThreads = 256;
 inline constexpr int64_t kMaxQueueSize = int64_t{1} << 20;
 inline constexpr int64_t kMaxInputElements = int64_t{1} << 31;
+// Versions of one model served at once (each holds its own engine and instances).
+inline constexpr int64_t kMaxServedVersions = 64;
+inline constexpr int64_t kMaxVersionNumber = 999'999'999'999'999'999;  // 18 digits, as folder names
 
 // Reads config.json text; unknown keys are errors (a typo must not silently fall back to defaults).
 Result<ModelConfig> parse_model_config(const std::string& json_text, ModelConfig defaults = {});

@@ -122,6 +122,39 @@ Status check_config_against_engine(const std::string& name, const ModelConfig& c
   return Status::ok();
 }
 
+// The versions on disk a model's version_policy serves, ascending.
+Result<std::vector<int64_t>> select_versions(const std::string& name, const VersionPolicy& policy,
+                                             const std::map<int64_t, std::string>& on_disk) {
+  std::vector<int64_t> available;
+  for (const auto& [version, path] : on_disk) available.push_back(version);
+  std::vector<int64_t> selected;
+  switch (policy.kind) {
+    case VersionPolicy::Kind::kLatest: {
+      size_t count = std::min(available.size(), static_cast<size_t>(policy.num_versions));
+      selected.assign(available.end() - static_cast<std::ptrdiff_t>(count), available.end());
+      break;
+    }
+    case VersionPolicy::Kind::kAll:
+      if (available.size() > static_cast<size_t>(kMaxServedVersions)) {
+        return invalid_argument("model '{}': 'version_policy.all' would serve {} versions, more than {}", name,
+                                available.size(), kMaxServedVersions);
+      }
+      selected = available;
+      break;
+    case VersionPolicy::Kind::kSpecific:
+      for (int64_t version : policy.versions) {
+        if (!on_disk.contains(version)) {
+          return invalid_argument("model '{}': 'version_policy.specific.versions' names version {}, which is not on "
+                                  "disk (versions: {})",
+                                  name, version, fmt::join(available, ", "));
+        }
+      }
+      selected = policy.versions;
+      break;
+  }
+  return selected;
+}
+
 }  // namespace
 
 std::string engine_cache_key(const std::string& model_bytes, const ModelConfig& config,
@@ -144,7 +177,7 @@ ModelRepository::~ModelRepository() { shutdown(); }
 
 Result<ModelRepository::ModelSource> ModelRepository::locate(const std::string& name) const {
   for (const auto& [model_name, path] : options_.models) {
-    if (model_name == name) return ModelSource{"1", path, ""};
+    if (model_name == name) return ModelSource{{{1, path}}, ""};
   }
   if (options_.repository_dir.empty() || !is_model_name(name)) {
     return invalid_argument("no model '{}' in the repository", name);
@@ -153,19 +186,19 @@ Result<ModelRepository::ModelSource> ModelRepository::locate(const std::string& 
   std::error_code error;
   if (!fs::is_directory(model_dir, error)) return invalid_argument("no model '{}' in the repository", name);
   ModelSource best;
-  int64_t best_version = -1;
   for (const auto& entry : fs::directory_iterator(model_dir, error)) {
     std::string version = entry.path().filename().string();
     if (!entry.is_directory() || !is_version_name(version)) continue;
+    // A saved engine wins over the ONNX file in the same folder.
     for (const char* file : {"model.qdqrt", "model.onnx"}) {
       fs::path candidate = entry.path() / file;
-      if (fs::is_regular_file(candidate, error) && std::stoll(version) > best_version) {
-        best_version = std::stoll(version);
-        best = ModelSource{std::to_string(best_version), candidate.string(), ""};
+      if (fs::is_regular_file(candidate, error)) {
+        best.versions.emplace(std::stoll(version), candidate.string());
+        break;
       }
     }
   }
-  if (best_version < 0) {
+  if (best.versions.empty()) {
     return invalid_argument("model '{}' has no NAME/VERSION/model.onnx or model.qdqrt", name);
   }
   // Triton's config.pbtxt is not read: refused rather than silently ignored.
@@ -182,11 +215,11 @@ Result<ModelRepository::ModelSource> ModelRepository::locate(const std::string& 
 }
 
 Result<std::shared_ptr<const engine::Engine>> ModelRepository::build_or_load_engine(const std::string& name,
-                                                                                     const ModelSource& source,
+                                                                                     const std::string& path,
                                                                                      const ModelConfig& config) const {
-  if (source.path.ends_with(".qdqrt")) return load_pinned_engine(source.path);
-  QDQRT_ASSIGN_OR_RETURN(std::string model_bytes, read_file(source.path));
-  QDQRT_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(source.path));
+  if (path.ends_with(".qdqrt")) return load_pinned_engine(path);
+  QDQRT_ASSIGN_OR_RETURN(std::string model_bytes, read_file(path));
+  QDQRT_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(path));
   QDQRT_ASSIGN_OR_RETURN(auto shapes, build_shapes_for(graph, config));
   std::string cache_path;
   if (!options_.engine_cache_dir.empty()) {
@@ -207,7 +240,7 @@ Result<std::shared_ptr<const engine::Engine>> ModelRepository::build_or_load_eng
   engine::BuildOptions build;
   build.precision = config.precision;
   build.input_shapes = shapes;
-  auto built = engine::Engine::build_from_file(source.path, build);
+  auto built = engine::Engine::build_from_file(path, build);
   if (!built.ok()) return built.status();
   if (!cache_path.empty()) {
     std::error_code error;
@@ -231,13 +264,13 @@ Status ModelRepository::load(const std::string& name) {
     // never be ready). A loaded version keeps serving; an entry that failed before is dropped.
     std::lock_guard lock(mutex_);
     auto found = models_.find(name);
-    if (found != models_.end() && !found->second.runner) models_.erase(found);
+    if (found != models_.end() && found->second.runners.empty()) models_.erase(found);
     return source.status();
   }
   Entry entry;
   Status status = [&]() -> Status {
     if (!source.ok()) return source.status();
-    entry.version = source->version;
+    entry.version = std::to_string(source->versions.rbegin()->first);
     try {
       ModelConfig config = options_.defaults;
       if (!source->config_path.empty()) {
@@ -252,9 +285,16 @@ Status ModelRepository::load(const std::string& name) {
         fmt::print(stderr, "serve: model '{}': {} instances x {} threads exceed the {} cores\n", name,
                    config.instance_count, config.threads_per_instance, cores);
       }
-      QDQRT_ASSIGN_OR_RETURN(auto engine, build_or_load_engine(name, *source, config));
-      QDQRT_RETURN_IF_ERROR(check_config_against_engine(name, config, *engine));
-      entry.runner = std::make_shared<ModelRunner>(engine, config, metrics_.model_metrics(name, source->version));
+      auto versions = select_versions(name, config.version_policy, source->versions);
+      if (!versions.ok()) return versions.status().with_context(source->config_path);
+      for (int64_t version : *versions) {
+        const std::string& path = source->versions.at(version);
+        auto engine = build_or_load_engine(name, path, config);
+        if (!engine.ok()) return engine.status().with_context(fmt::format("version {}", version));
+        QDQRT_RETURN_IF_ERROR(check_config_against_engine(name, config, **engine));
+        entry.runners[version] =
+            std::make_shared<ModelRunner>(*engine, config, metrics_.model_metrics(name, std::to_string(version)));
+      }
       return Status::ok();
     } catch (const std::bad_alloc&) {
       return io_error("not enough memory to load model '{}'", name);
@@ -265,32 +305,38 @@ Status ModelRepository::load(const std::string& name) {
   if (!status.is_ok() && status.message().find(fmt::format("model '{}'", name)) == std::string::npos) {
     status = status.with_context(fmt::format("model '{}'", name));
   }
-  if (!status.is_ok()) entry.reason = status.to_string();
-  std::shared_ptr<ModelRunner> replaced;
+  std::vector<std::shared_ptr<ModelRunner>> replaced;
+  if (!status.is_ok()) {
+    // All versions or none: the ones already started are stopped.
+    entry.reason = status.to_string();
+    for (auto& [version, runner] : entry.runners) replaced.push_back(std::move(runner));
+    entry.runners.clear();
+  }
   {
     std::lock_guard lock(mutex_);
-    // A failed reload keeps serving the version that was loaded.
+    // A failed reload keeps serving the versions that were loaded.
     Entry& slot = models_[name];
-    if (status.is_ok() || !slot.runner) {
-      replaced = std::move(slot.runner);
+    if (status.is_ok() || slot.runners.empty()) {
+      for (auto& [version, runner] : slot.runners) replaced.push_back(std::move(runner));
       slot = std::move(entry);
     }
   }
-  if (replaced) replaced->shutdown();
+  for (auto& runner : replaced) runner->shutdown();
   return status;
 }
 
 Status ModelRepository::unload(const std::string& name) {
-  std::shared_ptr<ModelRunner> runner;
+  std::vector<std::shared_ptr<ModelRunner>> runners;
   {
     std::lock_guard lock(mutex_);
     auto found = models_.find(name);
     if (found == models_.end()) return invalid_argument("no model '{}' in the repository", name);
-    runner = std::move(found->second.runner);
+    for (auto& [version, runner] : found->second.runners) runners.push_back(std::move(runner));
+    found->second.runners.clear();
     found->second.reason = "unloaded";
   }
   // Requests already queued are answered; new ones see the model unavailable.
-  if (runner) runner->shutdown();
+  for (auto& runner : runners) runner->shutdown();
   return Status::ok();
 }
 
@@ -325,35 +371,55 @@ std::shared_ptr<ModelRunner> ModelRepository::find(const std::string& name, cons
     return nullptr;
   }
   const Entry& entry = found->second;
-  if (!version.empty() && version != entry.version) {
-    error = serve_error(ErrorKind::kNotFound, "unknown version '{}' of model '{}'", version, name);
+  if (entry.runners.empty()) {
+    if (!version.empty() && version != entry.version) {
+      error = serve_error(ErrorKind::kNotFound, "unknown version '{}' of model '{}'", version, name);
+    } else {
+      error = serve_error(ErrorKind::kUnavailable, "model '{}' is not ready: {}", name, entry.reason);
+    }
     return nullptr;
   }
-  if (!entry.runner) {
-    error = serve_error(ErrorKind::kUnavailable, "model '{}' is not ready: {}", name, entry.reason);
+  if (version.empty()) return entry.runners.rbegin()->second;
+  auto served = is_version_name(version) ? entry.runners.find(std::stoll(version)) : entry.runners.end();
+  // "01" names no folder: versions are compared as the decimal numbers their folders spell.
+  if (served == entry.runners.end() || std::to_string(served->first) != version) {
+    std::vector<int64_t> versions;
+    for (const auto& [number, runner] : entry.runners) versions.push_back(number);
+    error = serve_error(ErrorKind::kNotFound, "version '{}' of model '{}' is not served (served: {})", version, name,
+                        fmt::join(versions, ", "));
     return nullptr;
   }
-  return entry.runner;
+  return served->second;
+}
+
+std::vector<std::string> ModelRepository::served_versions(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> versions;
+  auto found = models_.find(name);
+  if (found == models_.end()) return versions;
+  for (const auto& [number, runner] : found->second.runners) versions.push_back(std::to_string(number));
+  return versions;
 }
 
 std::vector<ModelIndexEntry> ModelRepository::index() const {
   std::lock_guard lock(mutex_);
   std::vector<ModelIndexEntry> entries;
   for (const auto& [name, entry] : models_) {
-    entries.push_back({name, entry.version, entry.runner ? "READY" : "UNAVAILABLE", entry.runner ? "" : entry.reason});
+    if (entry.runners.empty()) entries.push_back({name, entry.version, "UNAVAILABLE", entry.reason});
+    for (const auto& [version, runner] : entry.runners) entries.push_back({name, std::to_string(version), "READY", ""});
   }
   return entries;
 }
 
 bool ModelRepository::all_ready() const {
   std::lock_guard lock(mutex_);
-  return std::all_of(models_.begin(), models_.end(), [](const auto& item) { return item.second.runner != nullptr; });
+  return std::all_of(models_.begin(), models_.end(), [](const auto& item) { return !item.second.runners.empty(); });
 }
 
 void ModelRepository::stop_batch_waits() {
   std::lock_guard lock(mutex_);
   for (auto& [name, entry] : models_) {
-    if (entry.runner) entry.runner->stop_batch_waits();
+    for (auto& [version, runner] : entry.runners) runner->stop_batch_waits();
   }
 }
 
@@ -362,7 +428,7 @@ void ModelRepository::shutdown() {
   {
     std::lock_guard lock(mutex_);
     for (auto& [name, entry] : models_) {
-      if (entry.runner) runners.push_back(entry.runner);
+      for (auto& [version, runner] : entry.runners) runners.push_back(runner);
     }
   }
   for (auto& runner : runners) runner->shutdown();

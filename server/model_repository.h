@@ -1,9 +1,10 @@
 // The models a server serves: a Triton-style repository folder (NAME/VERSION/model.onnx or
-// model.qdqrt, with an optional NAME/config.json) and/or single files given by name. Each model's
-// latest version is loaded into a ModelRunner; engines built from ONNX are cached on disk, keyed
+// model.qdqrt, with an optional NAME/config.json) and/or single files given by name. The versions
+// a model's version_policy selects (the latest one by default) are each loaded into a ModelRunner; engines built from ONNX are cached on disk, keyed
 // by the model file's checksum, the build options and the CPU's ISA.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,7 +29,7 @@ struct RepositoryOptions {
 
 struct ModelIndexEntry {
   std::string name;
-  std::string version;  // "" when no version could be found
+  std::string version;  // one entry per served version; "" when no version could be found
   std::string state;    // "READY" or "UNAVAILABLE"
   std::string reason;   // why it is unavailable
 };
@@ -41,11 +42,14 @@ class ModelRepository {
   // Loads every model found; a model that fails is listed UNAVAILABLE with the reason. Returns
   // the first failure (the CLI refuses to start on one) or ok.
   Status load_all();
-  // (Re)loads one model's latest version (Triton's repository extension).
+  // (Re)loads the versions of one model its version_policy selects (Triton's repository
+  // extension); all of them load or the versions served before stay.
   Status load(const std::string& name);
   Status unload(const std::string& name);
-  // The runner for a model and version ("" for the latest loaded), or the protocol error.
+  // The runner for a model and version ("" for the highest served), or the protocol error.
   std::shared_ptr<ModelRunner> find(const std::string& name, const std::string& version, ServeError& error) const;
+  // The versions of a model being served, ascending.
+  std::vector<std::string> served_versions(const std::string& name) const;
   std::vector<ModelIndexEntry> index() const;
   bool all_ready() const;
   // Answers every queued request and stops every runner.
@@ -53,24 +57,23 @@ class ModelRepository {
   // Draining: no runner waits the queue delay for more requests.
   void stop_batch_waits();
 
-  // The file a model is loaded from and its version, found on disk.
+  // The model files found on disk, by version.
   struct ModelSource {
-    std::string version;
-    std::string path;
+    std::map<int64_t, std::string> versions;
     std::string config_path;  // "" when the model has no config.json
   };
 
  private:
   Result<ModelSource> locate(const std::string& name) const;
-  Result<std::shared_ptr<const engine::Engine>> build_or_load_engine(const std::string& name, const ModelSource& source,
+  Result<std::shared_ptr<const engine::Engine>> build_or_load_engine(const std::string& name, const std::string& path,
                                                                      const ModelConfig& config) const;
 
   RepositoryOptions options_;
   MetricsRegistry& metrics_;
   mutable std::mutex mutex_;
   struct Entry {
-    std::string version;
-    std::shared_ptr<ModelRunner> runner;  // null when unavailable
+    std::string version;                                      // the highest on disk, for an unavailable model
+    std::map<int64_t, std::shared_ptr<ModelRunner>> runners;  // served versions; empty when unavailable
     std::string reason;
   };
   std::map<std::string, Entry> models_;

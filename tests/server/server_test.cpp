@@ -472,7 +472,7 @@ TEST_F(ServerTest, BadRequestsGetProtocolErrorsAndTheServerKeepsServing) {
   std::string valid = json_request(one);
   expect_error("/v2/models/fmnist/infer", "{\"inputs\": [", 400, "not valid JSON");
   expect_error("/v2/models/nope/infer", valid, 404, "unknown model 'nope'");
-  expect_error("/v2/models/fmnist/versions/2/infer", valid, 404, "unknown version '2'");
+  expect_error("/v2/models/fmnist/versions/2/infer", valid, 404, "version '2' of model 'fmnist' is not served (served: 1)");
   json wrong_dtype = json::parse(valid);
   wrong_dtype["inputs"][0]["datatype"] = "INT32";
   wrong_dtype["inputs"][0]["data"] = std::vector<int>(kPixels, 1);
@@ -1365,6 +1365,143 @@ TEST_F(ServerTest, ModelConfigurationInTritonsSchema) {
   EXPECT_EQ(config.output(0).dims(0), 10);
   EXPECT_EQ(config.dynamic_batching().max_queue_delay_microseconds(), 20000u);
   EXPECT_EQ(config.instance_group(0).kind(), inference::ModelInstanceGroup::KIND_CPU);
+}
+
+// version_policy picks the version folders served: each answers on its own routes (HTTP and
+// gRPC), a version not served is a 404 / NOT_FOUND naming it, and a bad policy is refused naming
+// the model and the key while the versions loaded before keep serving.
+TEST_F(ServerTest, VersionPolicyServesTheSelectedVersions) {
+  const std::string name = "fmnist_versions";
+  fs::path model_dir = root_ / "repository" / name;
+  fs::create_directories(model_dir / "1");
+  ASSERT_TRUE(engine_->save((model_dir / "1" / "model.qdqrt").string()).is_ok());
+  for (const char* version : {"2", "3"}) {
+    fs::create_directories(model_dir / version);
+    fs::copy_file(model_dir / "1" / "model.qdqrt", model_dir / version / "model.qdqrt");
+  }
+  auto set_policy = [&](const std::string& policy) {
+    std::ofstream(model_dir / "config.json", std::ios::trunc) << R"({"version_policy": )" << policy << "}";
+  };
+  auto http = client();
+  auto stub = grpc_stub();
+  std::vector<float> images = random_images(2, 71);
+  std::vector<float> expected = direct_run(images);
+  auto served = [&] {
+    auto response = http->Get(("/v2/models/" + name).c_str());
+    EXPECT_TRUE(response && response->status == 200);
+    return response ? json::parse(response->body)["versions"].get<std::vector<std::string>>() : std::vector<std::string>{};
+  };
+  // JSON infer on a version's route: the answer names the version that ran it.
+  auto version_answering = [&](const std::string& path) {
+    auto response = http->Post(path.c_str(), json_request(images), "application/json");
+    if (!response || response->status != 200) return std::string("status ") + (response ? std::to_string(response->status) : "none");
+    json body = json::parse(response->body);
+    EXPECT_EQ(body["outputs"][0]["data"].get<std::vector<float>>(), expected);
+    return body["model_version"].get<std::string>();
+  };
+  auto grpc_version = [&](const std::string& version, grpc::Status& status) {
+    inference::ModelInferRequest request;
+    request.set_model_name(name);
+    request.set_model_version(version);
+    auto* input = request.add_inputs();
+    input->set_name("input");
+    input->set_datatype("FP32");
+    for (int64_t dim : {int64_t{2}, int64_t{1}, int64_t{28}, int64_t{28}}) input->add_shape(dim);
+    request.add_raw_input_contents(as_bytes(images));
+    inference::ModelInferResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    status = stub->ModelInfer(&context, request, &response);
+    return response.model_version();
+  };
+  auto config_policy = [&] {
+    auto response = http->Get(("/v2/models/" + name + "/config").c_str());
+    EXPECT_TRUE(response && response->status == 200);
+    return response ? json::parse(response->body)["version_policy"] : json();
+  };
+
+  // Latest 2 of 1, 2, 3.
+  set_policy(R"({"latest": {"num_versions": 2}})");
+  Status loaded = server_->repository().load(name);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.to_string();
+  EXPECT_EQ(served(), (std::vector<std::string>{"2", "3"}));
+  EXPECT_EQ(version_answering("/v2/models/" + name + "/infer"), "3");
+  EXPECT_EQ(version_answering("/v2/models/" + name + "/versions/2/infer"), "2");
+  EXPECT_EQ(version_answering("/v2/models/" + name + "/versions/3/infer"), "3");
+  auto not_served = http->Get(("/v2/models/" + name + "/versions/1").c_str());
+  ASSERT_TRUE(not_served);
+  EXPECT_EQ(not_served->status, 404);
+  EXPECT_NE(not_served->body.find("version '1' of model 'fmnist_versions' is not served (served: 2, 3)"), std::string::npos)
+      << not_served->body;
+  EXPECT_EQ(http->Post(("/v2/models/" + name + "/versions/1/infer").c_str(), json_request(images), "application/json")->status,
+            404);
+  EXPECT_EQ(http->Get(("/v2/models/" + name + "/versions/02/ready").c_str())->status, 404);
+  EXPECT_EQ(http->Get(("/v2/models/" + name + "/versions/2/ready").c_str())->status, 200);
+  EXPECT_EQ(config_policy(), json::parse(R"({"latest": {"num_versions": 2}})"));
+  grpc::Status status;
+  EXPECT_EQ(grpc_version("2", status), "2");
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  grpc_version("1", status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(status.error_message().find("version '1'"), std::string::npos) << status.error_message();
+  int ready_entries = 0;
+  for (const ModelIndexEntry& entry : server_->repository().index()) {
+    if (entry.name == name) ready_entries += entry.state == "READY";
+  }
+  EXPECT_EQ(ready_entries, 2);
+
+  // All of them.
+  set_policy(R"({"all": {}})");
+  ASSERT_TRUE(server_->repository().load(name).is_ok());
+  EXPECT_EQ(served(), (std::vector<std::string>{"1", "2", "3"}));
+  EXPECT_EQ(version_answering("/v2/models/" + name + "/versions/1/infer"), "1");
+  EXPECT_EQ(grpc_version("1", status), "1");
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(config_policy(), json::parse(R"({"all": {}})"));
+
+  // The listed ones.
+  set_policy(R"({"specific": {"versions": [3, 1]}})");
+  ASSERT_TRUE(server_->repository().load(name).is_ok());
+  EXPECT_EQ(served(), (std::vector<std::string>{"1", "3"}));
+  EXPECT_EQ(http->Get(("/v2/models/" + name + "/versions/2").c_str())->status, 404);
+  EXPECT_EQ(version_answering("/v2/models/" + name + "/infer"), "3");
+  EXPECT_EQ(config_policy(), json::parse(R"({"specific": {"versions": [1, 3]}})"));
+  inference::ModelConfigRequest config_request;
+  config_request.set_name(name);
+  inference::ModelConfigResponse config_reply;
+  grpc::ClientContext config_context;
+  ASSERT_TRUE(stub->ModelConfig(&config_context, config_request, &config_reply).ok());
+  const auto& specific = config_reply.config().version_policy().specific().versions();
+  EXPECT_EQ(std::vector<int64_t>(specific.begin(), specific.end()), (std::vector<int64_t>{1, 3}));
+
+  // Bad policies: refused naming the model and the key; versions 1 and 3 keep serving.
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"specific": {"versions": [1, 7]}})", "'version_policy.specific.versions' names version 7, which is not on disk (versions: 1, 2, 3)"},
+      {R"({"latest": {"num_versions": 0}})", "'version_policy.latest.num_versions' must be in 1..64, got 0"},
+      {R"({"latest": {"num_versions": -3}})", "'version_policy.latest.num_versions' must be in 1..64, got -3"},
+      {R"({"latest": {}})", "'version_policy.latest' needs 'num_versions'"},
+      {R"({"latest": {"num_versions": 1, "count": 2}})", "unknown key 'version_policy.latest.count'"},
+      {R"({"newest": {"num_versions": 1}})", "unknown key 'version_policy.newest'"},
+      {R"({"all": {"versions": [1]}})", "unknown key 'version_policy.all.versions'"},
+      {R"({"specific": {"versions": []}})", "'version_policy.specific.versions' must be a list of 1 to 64 versions"},
+      {R"({"specific": {"versions": [1, 1]}})", "'version_policy.specific.versions' names version 1 twice"},
+      {R"({"latest": {"num_versions": 1}, "all": {}})", "'version_policy' must be an object with one key"},
+      {R"("latest")", "'version_policy' must be an object with one key"},
+  };
+  for (const auto& [policy, message] : bad) {
+    set_policy(policy);
+    Status refused = server_->repository().load(name);
+    EXPECT_FALSE(refused.is_ok()) << policy;
+    EXPECT_NE(refused.message().find("model 'fmnist_versions'"), std::string::npos) << refused.message();
+    EXPECT_NE(refused.message().find(message), std::string::npos) << policy << ": " << refused.message();
+    EXPECT_EQ(served(), (std::vector<std::string>{"1", "3"})) << policy;
+  }
+  EXPECT_EQ(version_answering("/v2/models/" + name + "/versions/1/infer"), "1");
+
+  ASSERT_TRUE(server_->repository().unload(name).is_ok());
+  fs::remove_all(model_dir);
+  EXPECT_TRUE(is_unknown_model(server_->repository().load(name)));
+  EXPECT_TRUE(server_->ready());
 }
 
 }  // namespace
