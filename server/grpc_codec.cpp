@@ -49,6 +49,36 @@ std::optional<ServeError> typed_contents(const inference::InferTensorContents& c
   return std::nullopt;
 }
 
+// Triton's shared-memory parameters of an input or output; `ref` stays empty when none is given.
+std::optional<ServeError> shared_memory_from_grpc(const google::protobuf::Map<std::string, inference::InferParameter>& parameters,
+                                                  const std::string& what, std::optional<SharedMemoryRef>& ref) {
+  auto region = parameters.find("shared_memory_region");
+  auto size = parameters.find("shared_memory_byte_size");
+  auto offset = parameters.find("shared_memory_offset");
+  if (region == parameters.end()) {
+    if (size != parameters.end() || offset != parameters.end()) {
+      return bad_request(what + ": shared_memory_byte_size / shared_memory_offset need 'shared_memory_region'");
+    }
+    return std::nullopt;
+  }
+  if (region->second.parameter_choice_case() != inference::InferParameter::kStringParam ||
+      region->second.string_param().empty()) {
+    return bad_request(what + ": 'shared_memory_region' must be a region name (string_param)");
+  }
+  if (size == parameters.end() || size->second.parameter_choice_case() != inference::InferParameter::kInt64Param ||
+      size->second.int64_param() < 0) {
+    return bad_request(what + ": 'shared_memory_byte_size' must be a non-negative int64_param");
+  }
+  if (offset != parameters.end() &&
+      (offset->second.parameter_choice_case() != inference::InferParameter::kInt64Param || offset->second.int64_param() < 0)) {
+    return bad_request(what + ": 'shared_memory_offset' must be a non-negative int64_param");
+  }
+  ref = SharedMemoryRef{region->second.string_param(),
+                        offset == parameters.end() ? 0 : static_cast<uint64_t>(offset->second.int64_param()),
+                        static_cast<uint64_t>(size->second.int64_param())};
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::variant<InferRequest, ServeError> request_from_grpc(inference::ModelInferRequest& message) {
@@ -76,7 +106,21 @@ std::variant<InferRequest, ServeError> request_from_grpc(inference::ModelInferRe
     auto count = checked_element_count(tensor.shape, limit);
     if (!count) return bad_request("input '" + tensor.name + "': shape dims must be non-negative and not overflow");
     uint64_t expected_bytes = static_cast<uint64_t>(*count) * element_size;
-    if (raw) {
+    if (auto error = shared_memory_from_grpc(input.parameters(), "input '" + tensor.name + "'", tensor.shared_memory)) {
+      return *error;
+    }
+    if (tensor.shared_memory) {
+      // Read from the region when the request runs (InferenceServer); an empty raw entry keeps
+      // the others' positions.
+      if (input.has_contents() || (raw && !message.raw_input_contents(index).empty())) {
+        return bad_request("input '" + tensor.name + "' has both shared memory and data");
+      }
+      if (tensor.shared_memory->byte_size != expected_bytes) {
+        return bad_request("input '" + tensor.name + "': shared_memory_byte_size " +
+                           std::to_string(tensor.shared_memory->byte_size) + " is not the shape's " +
+                           std::to_string(expected_bytes) + " bytes");
+      }
+    } else if (raw) {
       if (input.has_contents()) return bad_request("input '" + tensor.name + "' has both contents and raw_input_contents");
       std::string* bytes = message.mutable_raw_input_contents(index);
       if (bytes->size() != expected_bytes) {
@@ -99,7 +143,11 @@ std::variant<InferRequest, ServeError> request_from_grpc(inference::ModelInferRe
     if (output.parameters().count("classification") > 0) {
       return bad_request("output '" + output.name() + "': the classification extension is not supported");
     }
-    request.outputs.push_back({output.name(), std::nullopt});
+    RequestedOutput requested{output.name(), std::nullopt, std::nullopt};
+    if (auto error = shared_memory_from_grpc(output.parameters(), "output '" + output.name() + "'", requested.shared_memory)) {
+      return *error;
+    }
+    request.outputs.push_back(std::move(requested));
   }
   return request;
 }
@@ -113,6 +161,15 @@ void response_to_grpc(InferResponse& response, inference::ModelInferResponse& me
     output->set_name(tensor.name);
     output->set_datatype(kserve_dtype_name(tensor.dtype));
     for (int64_t dim : tensor.shape) output->add_shape(dim);
+    if (tensor.shared_memory) {
+      // Written to the region already: only where and how much (an empty raw entry keeps the
+      // others' positions).
+      (*output->mutable_parameters())["shared_memory_region"].set_string_param(tensor.shared_memory->region);
+      (*output->mutable_parameters())["shared_memory_offset"].set_int64_param(static_cast<int64_t>(tensor.shared_memory->offset));
+      (*output->mutable_parameters())["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(tensor.shared_memory->byte_size));
+      message.add_raw_output_contents();
+      continue;
+    }
     message.add_raw_output_contents()->assign(reinterpret_cast<const char*>(tensor.data.data()), tensor.data.size());
   }
 }

@@ -275,6 +275,26 @@ class GrpcFrontend::Service {
     on<inference::RepositoryModelUnloadRequest, inference::RepositoryModelUnloadResponse>(queue, &AsyncService::RequestRepositoryModelUnload, [this](auto& call) {
           call.finish(repository_status(server_.repository().unload(call.request().model_name())));
         });
+    on<inference::SystemSharedMemoryStatusRequest, inference::SystemSharedMemoryStatusResponse>(queue, &AsyncService::RequestSystemSharedMemoryStatus, [this](auto& call) {
+          auto regions = server_.shared_memory().status(call.request().name());
+          if (!regions.ok()) return call.finish(repository_status(regions.status()));
+          for (const SharedMemoryStatus& region : *regions) {
+            auto& entry = (*call.response().mutable_regions())[region.name];
+            entry.set_name(region.name);
+            entry.set_key(region.key);
+            entry.set_offset(region.offset);
+            entry.set_byte_size(region.byte_size);
+          }
+          call.finish(grpc::Status::OK);
+        });
+    on<inference::SystemSharedMemoryRegisterRequest, inference::SystemSharedMemoryRegisterResponse>(queue, &AsyncService::RequestSystemSharedMemoryRegister, [this](auto& call) {
+          const auto& request = call.request();
+          call.finish(repository_status(
+              server_.shared_memory().register_region(request.name(), request.key(), request.offset(), request.byte_size())));
+        });
+    on<inference::SystemSharedMemoryUnregisterRequest, inference::SystemSharedMemoryUnregisterResponse>(queue, &AsyncService::RequestSystemSharedMemoryUnregister, [this](auto& call) {
+          call.finish(repository_status(server_.shared_memory().unregister(call.request().name())));
+        });
   }
 
   // Runs the calls the queue returns until the queue is shut down and drained. The infers among

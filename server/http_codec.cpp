@@ -95,6 +95,33 @@ bool flatten_data(const json& value, DataType dtype, size_t depth_left, std::vec
   return append_element(dtype, value, data);
 }
 
+// Triton's shared-memory parameters of an input or output ("input 'x'" in `what`); `ref` stays
+// empty when none is given.
+std::optional<ServeError> parse_shared_memory(const json& parameters, const std::string& what,
+                                              std::optional<SharedMemoryRef>& ref) {
+  auto region = parameters.find("shared_memory_region");
+  auto size = parameters.find("shared_memory_byte_size");
+  auto offset = parameters.find("shared_memory_offset");
+  if (region == parameters.end()) {
+    if (size != parameters.end() || offset != parameters.end()) {
+      return bad_request(what + ": shared_memory_byte_size / shared_memory_offset need 'shared_memory_region'");
+    }
+    return std::nullopt;
+  }
+  if (!region->is_string() || region->get<std::string>().empty()) {
+    return bad_request(what + ": 'shared_memory_region' must be a region name");
+  }
+  if (size == parameters.end() || !size->is_number_unsigned()) {
+    return bad_request(what + ": 'shared_memory_byte_size' must be a non-negative integer");
+  }
+  if (offset != parameters.end() && !offset->is_number_unsigned()) {
+    return bad_request(what + ": 'shared_memory_offset' must be a non-negative integer");
+  }
+  ref = SharedMemoryRef{region->get<std::string>(), offset == parameters.end() ? 0 : offset->get<uint64_t>(),
+                        size->get<uint64_t>()};
+  return std::nullopt;
+}
+
 std::optional<ServeError> parse_shape(const json& value, const std::string& input, Shape& shape) {
   if (!value.is_array()) return bad_request("input '" + input + "': 'shape' must be a list of integers");
   if (value.size() > 16) return bad_request("input '" + input + "': 'shape' has more than 16 dims");
@@ -261,11 +288,22 @@ std::variant<InferRequest, ServeError> parse_http_infer_request(std::string_view
         }
         binary_size = size->get<uint64_t>();
       }
+      if (auto error = parse_shared_memory(*parameters, "input '" + tensor.name + "'", tensor.shared_memory)) return *error;
     }
     size_t element_size = dtype_size(tensor.dtype);
     auto count = checked_element_count(tensor.shape, std::numeric_limits<int64_t>::max() / 16);
     if (!count) return bad_request("input '" + tensor.name + "': the shape's element count overflows");
-    if (binary_size) {
+    if (tensor.shared_memory) {
+      // Read from the region when the request runs (InferenceServer).
+      if (binary_size || input.contains("data")) {
+        return bad_request("input '" + tensor.name + "' has both shared memory and data");
+      }
+      if (tensor.shared_memory->byte_size != static_cast<uint64_t>(*count) * element_size) {
+        return bad_request("input '" + tensor.name + "': shared_memory_byte_size " +
+                           std::to_string(tensor.shared_memory->byte_size) + " is not the shape's " +
+                           std::to_string(*count * static_cast<int64_t>(element_size)) + " bytes");
+      }
+    } else if (binary_size) {
       if (input.contains("data")) return bad_request("input '" + tensor.name + "' has both 'data' and binary data");
       if (*binary_size > binary.size() - binary_offset) {
         return bad_request("input '" + tensor.name + "': binary_data_size runs past the end of the body");
@@ -316,6 +354,9 @@ std::variant<InferRequest, ServeError> parse_http_infer_request(std::string_view
           if (!binary_data->is_boolean()) return bad_request("output '" + requested.name + "': 'binary_data' must be true or false");
           requested.binary_data = binary_data->get<bool>();
         }
+        if (auto error = parse_shared_memory(*parameters, "output '" + requested.name + "'", requested.shared_memory)) {
+          return *error;
+        }
       }
       request.outputs.push_back(std::move(requested));
     }
@@ -334,8 +375,12 @@ std::variant<HttpBody, ServeError> encode_http_infer_response(const InferRespons
     const InferTensor& tensor = response.outputs[index];
     json output = {{"name", tensor.name}, {"datatype", kserve_dtype_name(tensor.dtype)}, {"shape", tensor.shape}};
     bool as_binary = index < response.output_binary.size() && response.output_binary[index];
-    // FP16 has no JSON form: always binary.
-    if (as_binary || tensor.dtype == DataType::kFloat16) {
+    if (tensor.shared_memory) {
+      // Written to the region already: only where and how much.
+      output["parameters"] = {{"shared_memory_region", tensor.shared_memory->region},
+                              {"shared_memory_offset", tensor.shared_memory->offset},
+                              {"shared_memory_byte_size", tensor.shared_memory->byte_size}};
+    } else if (as_binary || tensor.dtype == DataType::kFloat16) {
       output["parameters"] = {{"binary_data_size", tensor.data.size()}};
       binary.append(reinterpret_cast<const char*>(tensor.data.data()), tensor.data.size());
     } else {

@@ -190,6 +190,51 @@ void HttpFrontend::add_routes() {
                 response.status = 200;
                 response.set_content(std::move(http_body.content), http_body.content_type.c_str());
               });
+  // Triton's system shared-memory extension.
+  http_->Get(R"(/v2/systemsharedmemory(?:/region/([^/]+))?/status)", [this](const Request& request, Response& response) {
+    auto regions = server_.shared_memory().status(match_or_empty(request, 1));
+    if (!regions.ok()) return send_error(response, ServeError{ErrorKind::kBadRequest, regions.status().message()});
+    json list = json::array();
+    for (const SharedMemoryStatus& region : *regions) {
+      list.push_back({{"name", region.name}, {"key", region.key}, {"offset", region.offset}, {"byte_size", region.byte_size}});
+    }
+    send_json(response, list);
+  });
+  http_->Post(R"(/v2/systemsharedmemory/region/([^/]+)/register)", [this, max_body](const Request& request, Response& response,
+                                                                                   const ContentReader& reader) {
+    auto body = read_body(request, response, reader, max_body);
+    if (!body) return;
+    std::string name = match_or_empty(request, 1);
+    json options = json::parse(*body, nullptr, /*allow_exceptions=*/false);
+    auto refuse = [&](const std::string& message) {
+      send_error(response, ServeError{ErrorKind::kBadRequest, "shared memory region '" + name + "': " + message});
+    };
+    if (!options.is_object()) return refuse("the body must be a JSON object {\"key\", \"offset\", \"byte_size\"}");
+    for (const auto& [field, value] : options.items()) {
+      if (field != "key" && field != "offset" && field != "byte_size") return refuse("unknown field '" + field + "'");
+    }
+    auto key = options.find("key");
+    if (key == options.end() || !key->is_string()) return refuse("'key' must be a string");
+    auto offset = options.find("offset");
+    if (offset != options.end() && !offset->is_number_unsigned()) return refuse("'offset' must be a non-negative integer");
+    auto byte_size = options.find("byte_size");
+    if (byte_size == options.end() || !byte_size->is_number_unsigned()) {
+      return refuse("'byte_size' must be a non-negative integer");
+    }
+    Status status = server_.shared_memory().register_region(name, key->get<std::string>(),
+                                                            offset == options.end() ? 0 : offset->get<uint64_t>(),
+                                                            byte_size->get<uint64_t>());
+    if (!status.is_ok()) return send_error(response, ServeError{ErrorKind::kBadRequest, status.message()});
+    response.status = 200;
+  });
+  http_->Post(R"(/v2/systemsharedmemory(?:/region/([^/]+))?/unregister)", [this, max_body](const Request& request,
+                                                                                          Response& response,
+                                                                                          const ContentReader& reader) {
+    if (!read_body(request, response, reader, max_body)) return;
+    Status status = server_.shared_memory().unregister(match_or_empty(request, 1));
+    if (!status.is_ok()) return send_error(response, ServeError{ErrorKind::kBadRequest, status.message()});
+    response.status = 200;
+  });
   http_->Post("/v2/repository/index", [this, max_body](const Request& request, Response& response,
                                                        const ContentReader& reader) {
     auto body = read_body(request, response, reader, max_body);

@@ -14,16 +14,26 @@
 
 namespace qdqrt::server {
 
+// A tensor's place in a registered system shared-memory region (Triton's extension).
+struct SharedMemoryRef {
+  std::string region;
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+};
+
 struct InferTensor {
   std::string name;
   DataType dtype = DataType::kUndefined;
   Shape shape;
   std::vector<uint8_t> data;  // exactly element_count(shape) * dtype_size(dtype) bytes
+  // An input read from (data empty until then) or an output written to shared memory.
+  std::optional<SharedMemoryRef> shared_memory;
 };
 
 struct RequestedOutput {
   std::string name;
   std::optional<bool> binary_data;  // HTTP only: this output as binary (else the request's default)
+  std::optional<SharedMemoryRef> shared_memory;
 };
 
 struct InferRequest {

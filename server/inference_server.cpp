@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <optional>
 
@@ -22,7 +23,7 @@ std::vector<TensorMetadata> tensor_metadata(const std::vector<engine::IoTensorIn
 }  // namespace
 
 std::vector<std::string> server_extensions() {
-  return {"binary_tensor_data", "model_configuration", "model_repository", "statistics"};
+  return {"binary_tensor_data", "model_configuration", "model_repository", "statistics", "system_shared_memory"};
 }
 
 InferenceServer::InferenceServer(RepositoryOptions options) : repository_(std::move(options), metrics_) {}
@@ -161,11 +162,38 @@ void InferenceServer::infer_async_unguarded(InferRequest request, std::function<
     }
     selected.push_back(index);
   }
+  // Shared memory: inputs are copied out of their regions now; the regions outputs go to are held
+  // by the answer (an unregister meanwhile unmaps them only after it).
+  auto refuse = [&](const Status& status) {
+    runner->metrics().request_failure.fetch_add(1, std::memory_order_relaxed);
+    done(ServeError{ErrorKind::kBadRequest, status.message()});
+  };
+  for (InferTensor& input : request.inputs) {
+    if (!input.shared_memory) continue;
+    auto region = shared_memory_.find(input.shared_memory->region);
+    if (!region.ok()) return refuse(region.status().with_context(fmt::format("input '{}'", input.name)));
+    auto bytes = (*region)->window(input.shared_memory->offset, input.shared_memory->byte_size,
+                                   fmt::format("input '{}'", input.name));
+    if (!bytes.ok()) return refuse(bytes.status());
+    input.data.assign(*bytes, *bytes + input.shared_memory->byte_size);
+    input.shared_memory.reset();
+  }
+  std::vector<std::shared_ptr<const SharedMemoryRegion>> output_regions(request.outputs.size());
+  for (size_t position = 0; position < request.outputs.size(); ++position) {
+    const RequestedOutput& requested = request.outputs[position];
+    if (!requested.shared_memory) continue;
+    auto region = shared_memory_.find(requested.shared_memory->region);
+    if (!region.ok()) return refuse(region.status().with_context(fmt::format("output '{}'", requested.name)));
+    auto bytes = (*region)->window(requested.shared_memory->offset, requested.shared_memory->byte_size,
+                                   fmt::format("output '{}'", requested.name));
+    if (!bytes.ok()) return refuse(bytes.status());
+    output_regions[position] = *region;
+  }
   std::vector<InferTensor> inputs = std::move(request.inputs);
   // Not the runner itself: this lives in the runner's queue (a runner unloaded meanwhile answers
   // its queue as it shuts down).
   auto answer = [version = runner->metrics().version, request = std::move(request), selected = std::move(selected),
-                 done = std::move(done)](InferOutcome outcome) mutable {
+                 output_regions = std::move(output_regions), done = std::move(done)](InferOutcome outcome) mutable {
     if (outcome.error) return done(std::move(*outcome.error));
     InferResponse response;
     response.model_name = std::move(request.model_name);
@@ -178,6 +206,19 @@ void InferenceServer::infer_async_unguarded(InferRequest request, std::function<
       for (size_t position = 0; position < selected.size(); ++position) {
         response.outputs.push_back(outcome.outputs[selected[position]]);
         response.output_binary.push_back(request.outputs[position].binary_data.value_or(request.binary_data_output));
+        const auto& target = request.outputs[position].shared_memory;
+        if (!target) continue;
+        InferTensor& output = response.outputs.back();
+        if (output.data.size() > target->byte_size) {
+          return done(serve_error(ErrorKind::kBadRequest,
+                                  "output '{}' has {} bytes, more than its shared_memory_byte_size {} in region '{}'",
+                                  output.name, output.data.size(), target->byte_size, target->region));
+        }
+        auto bytes = output_regions[position]->window(target->offset, output.data.size(), "output '" + output.name + "'");
+        if (!bytes.ok()) return done(ServeError{ErrorKind::kBadRequest, bytes.status().message()});
+        std::memcpy(*bytes, output.data.data(), output.data.size());
+        output.shared_memory = SharedMemoryRef{target->region, target->offset, output.data.size()};
+        output.data = {};
       }
     }
     done(std::move(response));

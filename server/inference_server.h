@@ -12,6 +12,7 @@
 #include "server/infer_types.h"
 #include "server/metrics.h"
 #include "server/model_repository.h"
+#include "server/shared_memory.h"
 
 namespace qdqrt::server {
 
@@ -85,12 +86,14 @@ class InferenceServer {
 
   ModelRepository& repository() { return repository_; }
   MetricsRegistry& metrics() { return metrics_; }
+  SharedMemoryRegistry& shared_memory() { return shared_memory_; }
 
  private:
   void infer_async_unguarded(InferRequest request, std::function<void(InferResult)> done);
 
   MetricsRegistry metrics_;
   ModelRepository repository_;
+  SharedMemoryRegistry shared_memory_;
   std::atomic<bool> draining_{false};
 };
 

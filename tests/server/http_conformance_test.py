@@ -2,14 +2,15 @@
 """Every HTTP endpoint docs/serve.md lists, through `qdqrt serve` on 127.0.0.1 with Python's own
 HTTP client (urllib / http.client, as a Triton HTTP client speaks it): KServe v2 health, metadata,
 readiness, infer (JSON, Triton's binary extension, a form-encoded body as curl -d sends it,
-gzip and chunked bodies), Triton's statistics and repository extensions, the Prometheus metrics,
-and the error shape of each refusal.
+gzip and chunked bodies), Triton's statistics, repository and system shared-memory extensions, the
+Prometheus metrics, and the error shape of each refusal.
 
 Usage: http_conformance_test.py QDQRT MODEL.onnx
 """
 import gzip
 import http.client
 import json
+from multiprocessing import shared_memory
 import os
 import struct
 import subprocess
@@ -101,7 +102,8 @@ def run(client, metrics):
     check(client.request("GET", "/v2/health/ready")[0] == 200, "ready")
     status, server = client.json("GET", "/v2")
     check(status == 200 and server["name"] == "qdqrt", "server metadata")
-    check(server["extensions"] == ["binary_tensor_data", "model_configuration", "model_repository", "statistics"],
+    check(server["extensions"] == ["binary_tensor_data", "model_configuration", "model_repository", "statistics",
+                                   "system_shared_memory"],
           f"advertised extensions {server['extensions']}")
     # Model metadata and readiness.
     expected_metadata = {"name": "fmnist", "versions": ["1"], "platform": "qdqrt_onnx",
@@ -129,6 +131,32 @@ def run(client, metrics):
                                             "Content-Type": "application/octet-stream"})
     json_length = int(headers.get("Inference-Header-Content-Length", "0"))
     check(status == 200 and list(struct.unpack("20f", data[json_length:])) == logits, "binary infer equals JSON infer")
+    # System shared memory: the input read from a region, the output written into it.
+    region = shared_memory.SharedMemory(create=True, size=65536)
+    try:
+        key = "/" + region.name
+        check(client.request("POST", "/v2/systemsharedmemory/region/r/register",
+                             json.dumps({"key": key, "offset": 0, "byte_size": 65536}).encode(), json_type)[0] == 200,
+              "shared memory register")
+        check(client.json("GET", "/v2/systemsharedmemory/region/r/status") ==
+              (200, [{"name": "r", "key": key, "offset": 0, "byte_size": 65536}]), "shared memory status")
+        region.buf[:2 * 784 * 4] = raw
+        body = json.dumps({"inputs": [{"name": "input", "shape": [2, 1, 28, 28], "datatype": "FP32",
+                                       "parameters": {"shared_memory_region": "r", "shared_memory_byte_size": 2 * 784 * 4}}],
+                           "outputs": [{"name": "output", "parameters": {"shared_memory_region": "r",
+                                                                         "shared_memory_offset": 32768,
+                                                                         "shared_memory_byte_size": 80}}]}).encode()
+        status, answer = client.json("POST", "/v2/models/fmnist/infer", body, json_type)
+        check(status == 200 and "data" not in answer["outputs"][0], "shared memory infer")
+        check(list(struct.unpack("20f", bytes(region.buf[32768:32768 + 80]))) == logits,
+              "shared memory output equals JSON infer")
+        status, error = client.json("POST", "/v2/models/fmnist/infer", body.replace(b"32768", b"65500"), json_type)
+        check(status == 400 and "runs past shared memory region 'r'" in error["error"], "shared memory out of range")
+        check(client.request("POST", "/v2/systemsharedmemory/region/r/unregister")[0] == 200, "shared memory unregister")
+        check(client.json("GET", "/v2/systemsharedmemory/status") == (200, []), "shared memory status empty")
+    finally:
+        region.close()
+        region.unlink()
     # A form-encoded body (curl -d) over 8 KiB, a gzip body and a chunked body: the same answer.
     form = infer_body(3, 5)
     check(len(form) > 8192, "form body size")

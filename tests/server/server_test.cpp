@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -1502,6 +1504,211 @@ TEST_F(ServerTest, VersionPolicyServesTheSelectedVersions) {
   fs::remove_all(model_dir);
   EXPECT_TRUE(is_unknown_model(server_->repository().load(name)));
   EXPECT_TRUE(server_->ready());
+}
+
+// Triton's system shared-memory extension: a region registered over HTTP or gRPC carries inputs
+// and receives outputs bit-identical to a direct run; every out-of-range window, unknown region
+// or key is a 400 / INVALID_ARGUMENT naming it; a region unregistered is no longer usable.
+TEST_F(ServerTest, SystemSharedMemoryCarriesInputsAndOutputs) {
+  const std::string key = "/qdqrt_server_test_" + std::to_string(::getpid());
+  constexpr size_t kObjectBytes = 64 * 1024;
+  int fd = ::shm_open(key.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  ASSERT_EQ(::ftruncate(fd, kObjectBytes), 0);
+  auto* object = static_cast<uint8_t*>(::mmap(nullptr, kObjectBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  ::close(fd);
+  ASSERT_NE(object, MAP_FAILED);
+  auto http = client();
+  auto post = [&](const std::string& path, const json& body) {
+    auto response = http->Post(path.c_str(), body.dump(), "application/json");
+    EXPECT_TRUE(response) << path;
+    return response ? std::make_pair(response->status, response->body) : std::make_pair(0, std::string());
+  };
+  // The region is the object's window from byte 4096 (not page 0: the offset is honoured).
+  constexpr uint64_t kRegionOffset = 4096;
+  constexpr uint64_t kRegionBytes = 32 * 1024;
+  auto [registered, registered_body] =
+      post("/v2/systemsharedmemory/region/images/register", {{"key", key}, {"offset", kRegionOffset}, {"byte_size", kRegionBytes}});
+  ASSERT_EQ(registered, 200) << registered_body;
+  auto status = http->Get("/v2/systemsharedmemory/status");
+  ASSERT_TRUE(status && status->status == 200);
+  EXPECT_EQ(json::parse(status->body),
+            json::parse(R"([{"name": "images", "key": ")" + key + R"(", "offset": 4096, "byte_size": 32768}])"));
+  auto server_info = json::parse(http->Get("/v2")->body);
+  EXPECT_NE(std::find(server_info["extensions"].begin(), server_info["extensions"].end(), "system_shared_memory"),
+            server_info["extensions"].end());
+
+  std::vector<float> images = random_images(3, 81);
+  std::vector<float> expected = direct_run(images);
+  const uint64_t input_at = 100;       // within the region
+  const uint64_t output_at = 16 * 1024;
+  std::memcpy(object + kRegionOffset + input_at, images.data(), images.size() * sizeof(float));
+  std::memset(object + kRegionOffset + output_at, 0, 4096);
+  auto shm_request = [&](uint64_t in_offset, uint64_t in_size, uint64_t out_offset, uint64_t out_size,
+                         const std::string& region = "images") {
+    return json{{"inputs", {{{"name", "input"},
+                             {"shape", {3, 1, 28, 28}},
+                             {"datatype", "FP32"},
+                             {"parameters", {{"shared_memory_region", region},
+                                             {"shared_memory_offset", in_offset},
+                                             {"shared_memory_byte_size", in_size}}}}}},
+                {"outputs", {{{"name", "output"},
+                              {"parameters", {{"shared_memory_region", "images"},
+                                              {"shared_memory_offset", out_offset},
+                                              {"shared_memory_byte_size", out_size}}}}}}};
+  };
+  const uint64_t input_bytes = images.size() * sizeof(float);
+  const uint64_t output_bytes = expected.size() * sizeof(float);
+  auto [inferred, inferred_body] = post("/v2/models/fmnist/infer", shm_request(input_at, input_bytes, output_at, 4096));
+  ASSERT_EQ(inferred, 200) << inferred_body;
+  json answer = json::parse(inferred_body);
+  EXPECT_FALSE(answer["outputs"][0].contains("data"));
+  EXPECT_EQ(answer["outputs"][0]["parameters"],
+            (json{{"shared_memory_region", "images"}, {"shared_memory_offset", output_at}, {"shared_memory_byte_size", output_bytes}}));
+  std::vector<float> got(expected.size());
+  std::memcpy(got.data(), object + kRegionOffset + output_at, output_bytes);
+  EXPECT_EQ(got, expected);
+
+  // Out of range, unknown, inconsistent: 400 naming the region or field.
+  auto expect_refused = [&](const json& body, const std::string& message) {
+    auto [code, text] = post("/v2/models/fmnist/infer", body);
+    EXPECT_EQ(code, 400) << text;
+    EXPECT_NE(text.find(message), std::string::npos) << message << " -> " << text;
+  };
+  expect_refused(shm_request(kRegionBytes - 8, input_bytes, output_at, 4096),
+                 "input 'input': shared_memory_offset 32760 + shared_memory_byte_size 9408 runs past shared memory region 'images' of 32768 bytes");
+  expect_refused(shm_request(input_at, input_bytes, kRegionBytes - 16, 4096), "output 'output': shared_memory_offset 32752");
+  expect_refused(shm_request(input_at, input_bytes, output_at, 8),
+                 "output 'output' has 120 bytes, more than its shared_memory_byte_size 8 in region 'images'");
+  expect_refused(shm_request(input_at, input_bytes - 4, output_at, 4096), "shared_memory_byte_size 9404 is not the shape's 9408 bytes");
+  expect_refused(shm_request(input_at, input_bytes, output_at, 4096, "nope"), "shared memory region 'nope' is not registered");
+  json with_data = shm_request(input_at, input_bytes, output_at, 4096);
+  with_data["inputs"][0]["data"] = images;
+  expect_refused(with_data, "has both shared memory and data");
+  json no_region = shm_request(input_at, input_bytes, output_at, 4096);
+  no_region["inputs"][0]["parameters"].erase("shared_memory_region");
+  expect_refused(no_region, "need 'shared_memory_region'");
+
+  // Registration refusals.
+  auto expect_register_refused = [&](const std::string& name, const json& body, const std::string& message) {
+    auto [code, text] = post("/v2/systemsharedmemory/region/" + name + "/register", body);
+    EXPECT_EQ(code, 400) << text;
+    EXPECT_NE(text.find(message), std::string::npos) << message << " -> " << text;
+  };
+  expect_register_refused("images", {{"key", key}, {"byte_size", 16}}, "shared memory region 'images' is already registered");
+  expect_register_refused("past", {{"key", key}, {"offset", 60000}, {"byte_size", 8192}},
+                          "shared memory region 'past': 'offset' 60000 + 'byte_size' 8192 runs past the 65536 bytes");
+  expect_register_refused("missing", {{"key", key + "_missing"}, {"byte_size", 16}}, "cannot open shared memory object");
+  expect_register_refused("empty", {{"key", key}, {"byte_size", 0}}, "'byte_size' must be above 0");
+  expect_register_refused("typo", {{"key", key}, {"byte_size", 16}, {"size", 1}}, "unknown field 'size'");
+  expect_register_refused("nokey", {{"byte_size", 16}}, "'key' must be a string");
+  EXPECT_EQ(http->Get("/v2/systemsharedmemory/region/past/status")->status, 400);
+
+  // gRPC: register a second window, infer through it, status, unregister.
+  auto stub = grpc_stub();
+  {
+    inference::SystemSharedMemoryRegisterRequest request;
+    request.set_name("grpc_region");
+    request.set_key(key);
+    request.set_offset(kRegionOffset);
+    request.set_byte_size(kRegionBytes);
+    inference::SystemSharedMemoryRegisterResponse reply;
+    grpc::ClientContext context;
+    grpc::Status registered_status = stub->SystemSharedMemoryRegister(&context, request, &reply);
+    ASSERT_TRUE(registered_status.ok()) << registered_status.error_message();
+  }
+  {
+    inference::ModelInferRequest request;
+    request.set_model_name("fmnist");
+    auto* input = request.add_inputs();
+    input->set_name("input");
+    input->set_datatype("FP32");
+    for (int64_t dim : {int64_t{3}, int64_t{1}, int64_t{28}, int64_t{28}}) input->add_shape(dim);
+    (*input->mutable_parameters())["shared_memory_region"].set_string_param("grpc_region");
+    (*input->mutable_parameters())["shared_memory_offset"].set_int64_param(static_cast<int64_t>(input_at));
+    (*input->mutable_parameters())["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(input_bytes));
+    auto* output = request.add_outputs();
+    output->set_name("output");
+    (*output->mutable_parameters())["shared_memory_region"].set_string_param("grpc_region");
+    (*output->mutable_parameters())["shared_memory_offset"].set_int64_param(20000);
+    (*output->mutable_parameters())["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(output_bytes));
+    inference::ModelInferResponse reply;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    grpc::Status infer_status = stub->ModelInfer(&context, request, &reply);
+    ASSERT_TRUE(infer_status.ok()) << infer_status.error_message();
+    ASSERT_EQ(reply.outputs_size(), 1);
+    EXPECT_EQ(reply.outputs(0).parameters().at("shared_memory_byte_size").int64_param(), static_cast<int64_t>(output_bytes));
+    std::memcpy(got.data(), object + kRegionOffset + 20000, output_bytes);
+    EXPECT_EQ(got, expected);
+    (*input->mutable_parameters())["shared_memory_offset"].set_int64_param(static_cast<int64_t>(kRegionBytes));
+    grpc::ClientContext refused_context;
+    grpc::Status refused = stub->ModelInfer(&refused_context, request, &reply);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(refused.error_message().find("runs past shared memory region 'grpc_region'"), std::string::npos)
+        << refused.error_message();
+  }
+  {
+    inference::SystemSharedMemoryStatusRequest request;
+    inference::SystemSharedMemoryStatusResponse reply;
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->SystemSharedMemoryStatus(&context, request, &reply).ok());
+    EXPECT_EQ(reply.regions_size(), 2);
+    EXPECT_EQ(reply.regions().at("grpc_region").byte_size(), kRegionBytes);
+    EXPECT_EQ(reply.regions().at("grpc_region").key(), key);
+  }
+  {
+    inference::SystemSharedMemoryUnregisterRequest request;
+    request.set_name("grpc_region");
+    inference::SystemSharedMemoryUnregisterResponse reply;
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->SystemSharedMemoryUnregister(&context, request, &reply).ok());
+    inference::SystemSharedMemoryRegisterRequest bad;
+    bad.set_name("grpc_past");
+    bad.set_key(key);
+    bad.set_offset(kObjectBytes);
+    bad.set_byte_size(1);
+    inference::SystemSharedMemoryRegisterResponse bad_reply;
+    grpc::ClientContext bad_context;
+    grpc::Status refused = stub->SystemSharedMemoryRegister(&bad_context, bad, &bad_reply);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(refused.error_message().find("shared memory region 'grpc_past'"), std::string::npos);
+  }
+
+  // Unregistered: no longer usable; unregister with no name drops every region.
+  auto [unregistered, unregistered_body] = post("/v2/systemsharedmemory/region/images/unregister", json::object());
+  EXPECT_EQ(unregistered, 200) << unregistered_body;
+  expect_refused(shm_request(input_at, input_bytes, output_at, 4096), "shared memory region 'images' is not registered");
+  EXPECT_EQ(post("/v2/systemsharedmemory/region/images/unregister", json::object()).first, 400);
+  EXPECT_EQ(post("/v2/systemsharedmemory/region/images/register", {{"key", key}, {"byte_size", 16}}).first, 200);
+  EXPECT_EQ(post("/v2/systemsharedmemory/unregister", json::object()).first, 200);
+  EXPECT_EQ(json::parse(http->Get("/v2/systemsharedmemory/status")->body), json::array());
+  ::munmap(object, kObjectBytes);
+  ::shm_unlink(key.c_str());
+}
+
+// A request holds the regions it uses: unregistering one meanwhile unmaps it only once the
+// request lets go (its window stays readable and writable until then).
+TEST(SharedMemoryRegistryTest, UnregisterKeepsTheMappingOfARegionInUse) {
+  const std::string key = "/qdqrt_registry_test_" + std::to_string(::getpid());
+  int fd = ::shm_open(key.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  ASSERT_EQ(::ftruncate(fd, 8192), 0);
+  ASSERT_EQ(::pwrite(fd, "qdqrt", 5, 5000), 5);
+  ::close(fd);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.register_region("held", key, 4999, 100).is_ok());
+  auto region = registry.find("held");
+  ASSERT_TRUE(region.ok());
+  ASSERT_TRUE(registry.unregister("held").is_ok());
+  EXPECT_FALSE(registry.find("held").ok());
+  auto bytes = (*region)->window(1, 5, "input 'x'");
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(*bytes), 5), "qdqrt");
+  EXPECT_FALSE((*region)->window(96, 5, "input 'x'").ok());
+  EXPECT_FALSE(registry.register_region("wide", key, 8000, 193).is_ok());
+  EXPECT_TRUE(registry.register_region("exact", key, 8000, 192).is_ok());
+  ::shm_unlink(key.c_str());
 }
 
 }  // namespace
