@@ -1,5 +1,6 @@
 // bench/serve: qdqrt serve's throughput and p50/p99 latency at 1, 4, 16 and 64 concurrent
-// clients, over HTTP (binary extension) and gRPC (raw contents), with dynamic batching on and
+// clients, over HTTP (binary extension, and Triton's system shared memory) and gRPC (raw contents),
+// with dynamic batching on and
 // off, next to the same model run directly through the engine. The server runs in this process
 // on 127.0.0.1 (OS-chosen ports); every client is a thread with its own keep-alive connection.
 // Each point runs for --seconds (and at most --maxRequests requests). Prints a Markdown table.
@@ -7,6 +8,8 @@
 //               [--instances=1] [--threads=2] [--protocols=http,grpc] [--batching=off,on] [--grpcThreads=N]
 // Exits 1 if any request failed (ctest's bench_serve.smoke runs it for a few seconds).
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/resource.h>
@@ -483,6 +486,53 @@ int main(int argc, char** argv) {
       return [client] { return client->call(); };
     });
   };
+  // Triton's system shared memory: each client registers a region of its own and keeps the input
+  // and output there; the request and response carry only the JSON naming them.
+  auto shared_memory_point = [&](const std::string& model, int clients) {
+    return run_clients(clients, seconds, max_requests, server_pid, [&, model](int) {
+      static std::atomic<int> next_region{0};
+      struct Region {
+        std::string key;
+        uint8_t* bytes = nullptr;
+        ~Region() {
+          if (bytes) ::munmap(bytes, 8192);
+          ::shm_unlink(key.c_str());
+        }
+      };
+      auto region = std::make_shared<Region>();
+      std::string name = fmt::format("bench{}", next_region++);
+      region->key = fmt::format("/qdqrt_serve_bench_{}_{}", ::getpid(), name);
+      int fd = ::shm_open(region->key.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+      if (fd >= 0 && ::ftruncate(fd, 8192) == 0) {
+        void* mapping = ::mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (mapping != MAP_FAILED) region->bytes = static_cast<uint8_t*>(mapping);
+      }
+      if (fd >= 0) ::close(fd);
+      if (region->bytes) std::memcpy(region->bytes, pixels.data(), 784 * sizeof(float));
+      auto client = std::make_shared<httplib::Client>("127.0.0.1", http_port);
+      client->set_keep_alive(true);
+      client->set_read_timeout(30, 0);
+      client->set_tcp_nodelay(true);
+      client->Post(("/v2/systemsharedmemory/region/" + name + "/register").c_str(),
+                   nlohmann::json{{"key", region->key}, {"offset", 0}, {"byte_size", 8192}}.dump(), "application/json");
+      std::string body =
+          nlohmann::json{{"inputs", {{{"name", "input"},
+                                      {"shape", {1, 1, 28, 28}},
+                                      {"datatype", "FP32"},
+                                      {"parameters", {{"shared_memory_region", name},
+                                                      {"shared_memory_byte_size", 784 * sizeof(float)}}}}}},
+                         {"outputs", {{{"name", "output"},
+                                       {"parameters", {{"shared_memory_region", name},
+                                                       {"shared_memory_offset", 4096},
+                                                       {"shared_memory_byte_size", 4096}}}}}}}
+              .dump();
+      std::string path = "/v2/models/" + model + "/infer";
+      return [client, region, path, body] {
+        auto response = client->Post(path.c_str(), body, "application/json");
+        return response && response->status == 200;
+      };
+    });
+  };
   auto grpc_point = [&](const std::string& model, int clients) {
     return run_clients(clients, seconds, max_requests, server_pid, [&, model](int index) {
       // A channel per client (distinct arguments so gRPC does not share one connection).
@@ -547,7 +597,7 @@ int main(int argc, char** argv) {
     total_failures += point.failures;
     print_row(name, 1, "-", point, 1, no_runner);
   }
-  for (const char* protocol : {"HTTP binary", "HTTP binary, one-write client", "gRPC raw"}) {
+  for (const char* protocol : {"HTTP binary", "HTTP binary, one-write client", "HTTP system shared memory", "gRPC raw"}) {
     if (!(std::string(protocol).starts_with("HTTP") ? with_http : with_grpc)) continue;
     for (int clients : concurrencies) {
       for (const char* model : {"unbatched", "batched"}) {
@@ -557,6 +607,7 @@ int main(int argc, char** argv) {
         std::string name = protocol;
         Point point = name == "HTTP binary"   ? http_point(model, clients)
                       : name == "gRPC raw"    ? grpc_point(model, clients)
+                      : name == "HTTP system shared memory" ? shared_memory_point(model, clients)
                                               : one_write_point(model, clients);
         std::array<double, 5> after = snapshot();
         auto mean = [](double total, double count) { return total / std::max(1.0, count); };
