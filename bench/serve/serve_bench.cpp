@@ -513,6 +513,8 @@ int main(int argc, char** argv) {
       client->set_keep_alive(true);
       client->set_read_timeout(30, 0);
       client->set_tcp_nodelay(true);
+      // No Accept-Encoding: the JSON answer would be compressed (the binary rows' is not).
+      client->set_decompress(false);
       client->Post(("/v2/systemsharedmemory/region/" + name + "/register").c_str(),
                    nlohmann::json{{"key", region->key}, {"offset", 0}, {"byte_size", 8192}}.dump(), "application/json");
       std::string body =
