@@ -1,9 +1,11 @@
 // A real gRPC client (@grpc/grpc-js + @grpc/proto-loader on server/grpc_predict_v2.proto) against
-// `qdqrt serve`: health, metadata, ModelInfer with raw and typed contents, protocol errors.
+// `qdqrt serve`: health, metadata, ModelInfer with raw and typed contents, protocol errors,
+// repository, statistics, model configuration and system shared memory.
 // Its results must equal, bit for bit, the HTTP binary path's (which tests/server/server_test.cpp
 // checks against a direct ExecutionContext::run). Usage: node grpc_client_test.js QDQRT MODEL.onnx
 'use strict';
 const assert = require('assert');
+const fs = require('fs');
 const http = require('http');
 const path = require('path');
 const grpc = require('@grpc/grpc-js');
@@ -115,6 +117,49 @@ async function main() {
     assert.strictEqual(config.max_batch_size, 8);
     assert.strictEqual(config.input[0].data_type, 11);  // TYPE_FP32 (enums as numbers here)
     assert.deepStrictEqual(config.input[0].dims.map(Number), [1, 28, 28]);
+
+    // System shared memory: POSIX objects are files under /dev/shm on Linux, so the client writes
+    // the input there and reads the output back from its own object.
+    assert.ok((await call(client, 'ServerMetadata', {})).response.extensions.includes('system_shared_memory'));
+    const inputKey = `qdqrt_grpc_test_in_${process.pid}`, outputKey = `qdqrt_grpc_test_out_${process.pid}`;
+    const shmImages = randomImages(2, 23);
+    const shmExpected = await httpInfer(server.ports.http, shmImages, 2);
+    fs.writeFileSync(`/dev/shm/${inputKey}`, Buffer.concat([Buffer.alloc(64), shmImages]));
+    fs.writeFileSync(`/dev/shm/${outputKey}`, Buffer.alloc(shmExpected.length));
+    try {
+      assert.ifError((await call(client, 'SystemSharedMemoryRegister',
+        { name: 'in', key: `/${inputKey}`, offset: 64, byte_size: shmImages.length })).error);
+      assert.ifError((await call(client, 'SystemSharedMemoryRegister',
+        { name: 'out', key: `/${outputKey}`, offset: 0, byte_size: shmExpected.length })).error);
+      const past = await call(client, 'SystemSharedMemoryRegister',
+        { name: 'past', key: `/${outputKey}`, offset: 8, byte_size: shmExpected.length });
+      assert.strictEqual(past.error.code, grpc.status.INVALID_ARGUMENT, 'a window past the object is refused');
+      const regions = (await call(client, 'SystemSharedMemoryStatus', {})).response.regions;
+      assert.deepStrictEqual(Object.keys(regions).sort(), ['in', 'out']);
+      assert.strictEqual(Number(regions.in.offset), 64);
+      const region = (name, bytes) => ({ shared_memory_region: { string_param: name },
+                                         shared_memory_byte_size: { int64_param: bytes } });
+      const shm = await call(client, 'ModelInfer', {
+        model_name: 'fmnist',
+        inputs: [{ name: 'input', datatype: 'FP32', shape: [2, 1, 28, 28], parameters: region('in', shmImages.length) }],
+        outputs: [{ name: 'output', parameters: region('out', shmExpected.length) }],
+      });
+      assert.ifError(shm.error);
+      assert.ok(fs.readFileSync(`/dev/shm/${outputKey}`).equals(shmExpected), 'shared-memory output differs from HTTP');
+      const tooSmall = await call(client, 'ModelInfer', {
+        model_name: 'fmnist',
+        inputs: [{ name: 'input', datatype: 'FP32', shape: [2, 1, 28, 28], parameters: region('in', shmImages.length) }],
+        outputs: [{ name: 'output', parameters: region('out', 4) }],
+      });
+      assert.strictEqual(tooSmall.error.code, grpc.status.INVALID_ARGUMENT, 'an output window too small is refused');
+      assert.ifError((await call(client, 'SystemSharedMemoryUnregister', { name: 'in' })).error);
+      assert.deepStrictEqual(Object.keys((await call(client, 'SystemSharedMemoryStatus', {})).response.regions), ['out']);
+      assert.ifError((await call(client, 'SystemSharedMemoryUnregister', {})).error);
+      assert.deepStrictEqual(Object.keys((await call(client, 'SystemSharedMemoryStatus', {})).response.regions), []);
+    } finally {
+      fs.rmSync(`/dev/shm/${inputKey}`, { force: true });
+      fs.rmSync(`/dev/shm/${outputKey}`, { force: true });
+    }
     client.close();
   } catch (error) {
     failed = true;
