@@ -247,6 +247,15 @@ class ServerTest : public ::testing::Test {
   static inline std::shared_ptr<const engine::Engine> engine_;
 };
 
+// A front end of its own for a test: loopback, a free port, `threads` workers (0: the default).
+HttpOptions loopback_options(int threads = 0) {
+  HttpOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  if (threads > 0) options.threads = threads;
+  return options;
+}
+
 TEST_F(ServerTest, HealthAndMetadata) {
   auto http = client();
   EXPECT_EQ(http->Get("/v2/health/live")->status, 200);
@@ -555,9 +564,7 @@ TEST_F(ServerTest, RepositoryIndexUnloadAndLoad) {
 }
 
 TEST_F(ServerTest, MetricsUseTritonsNames) {
-  HttpOptions options;
-  options.host = "127.0.0.1";
-  options.port = 0;
+  HttpOptions options = loopback_options();
   HttpFrontend metrics(*server_, options, /*metrics_only=*/true);
   auto port = metrics.start();
   ASSERT_TRUE(port.ok());
@@ -602,10 +609,7 @@ int connect_to(int port) {
 }
 
 TEST_F(ServerTest, TooManyConnectionsGet429AndSlowClientsAreDropped) {
-  HttpOptions options;
-  options.host = "127.0.0.1";
-  options.port = 0;
-  options.threads = 1;
+  HttpOptions options = loopback_options(1);
   options.max_queued_connections = 1;
   options.read_timeout_seconds = 1;
   HttpFrontend small(*server_, options);
@@ -942,10 +946,7 @@ TEST_F(ServerTest, FormEncodedJsonOver8KiBIsServed) {
 // A client that trickles its request head is cut off at the header deadline (408), however
 // steadily it sends; then the thread serves others.
 TEST_F(ServerTest, TricklingRequestHeadGets408AtTheHeaderDeadline) {
-  HttpOptions options;
-  options.host = "127.0.0.1";
-  options.port = 0;
-  options.threads = 1;
+  HttpOptions options = loopback_options(1);
   options.header_timeout_seconds = 2;
   HttpFrontend small(*server_, options);
   auto port = small.start();
@@ -1000,10 +1001,7 @@ TEST_F(ServerTest, GrpcCompressedRequestsAreRefusedWithoutInflating) {
 // Stopping answers every request already sent on an accepted connection (here 6 connections
 // behind one thread, all sent before stop()), and returns within its grace period.
 TEST_F(ServerTest, StopAnswersEveryAcceptedRequest) {
-  HttpOptions options;
-  options.host = "127.0.0.1";
-  options.port = 0;
-  options.threads = 1;
+  HttpOptions options = loopback_options(1);
   auto small = std::make_unique<HttpFrontend>(*server_, options);
   auto port = small->start();
   ASSERT_TRUE(port.ok());
@@ -1121,10 +1119,7 @@ TEST_F(ServerTest, EngineFileOverwrittenInPlaceKeepsServingWhatWasLoaded) {
 // connection waits, an idle one gives its thread up (long keep-alive timeout: without that the
 // new client would wait 30 s).
 TEST_F(ServerTest, IdleKeepAliveConnectionsDoNotStarveNewClients) {
-  HttpOptions options;
-  options.host = "127.0.0.1";
-  options.port = 0;
-  options.threads = 2;
+  HttpOptions options = loopback_options(2);
   options.keep_alive_timeout_seconds = 30;
   HttpFrontend small(*server_, options);
   auto port = small.start();
@@ -1154,10 +1149,7 @@ TEST_F(ServerTest, IdleKeepAliveConnectionsDoNotStarveNewClients) {
 // the 429 threads (they answer without reading the body): with the pool and its queue held by
 // stalled bodies and 40 trickling heads open, a new connection gets its 429 at once.
 TEST_F(ServerTest, TooManyConnectionsGetAPrompt429EvenWhenSlowClientsHoldEveryThread) {
-  HttpOptions options;
-  options.host = "127.0.0.1";
-  options.port = 0;
-  options.threads = 1;
+  HttpOptions options = loopback_options(1);
   options.max_queued_connections = 1;
   HttpFrontend small(*server_, options);
   auto port = small.start();
@@ -1187,10 +1179,7 @@ TEST_F(ServerTest, TooManyConnectionsGetAPrompt429EvenWhenSlowClientsHoldEveryTh
 // 40 clients trickling their request heads do not delay anyone: with 2 threads, a new client is
 // answered at once (the heads wait in the head reader, holding no thread).
 TEST_F(ServerTest, TricklingHeadsDoNotDelayOtherClients) {
-  HttpOptions options;
-  options.host = "127.0.0.1";
-  options.port = 0;
-  options.threads = 2;
+  HttpOptions options = loopback_options(2);
   HttpFrontend small(*server_, options);
   auto port = small.start();
   ASSERT_TRUE(port.ok());
@@ -1265,10 +1254,7 @@ TEST_F(ServerTest, StatisticsFollowTheRequestsInTritonsSchema) {
 // Shutdown has a deadline: a client trickling its head and one trickling its body are cut off
 // (408) within the 5 s grace instead of keeping the server up.
 TEST_F(ServerTest, StopHasADeadlineWhateverClientsTrickle) {
-  HttpOptions options;
-  options.host = "127.0.0.1";
-  options.port = 0;
-  options.threads = 2;
+  HttpOptions options = loopback_options(2);
   options.read_timeout_seconds = 60;
   options.header_timeout_seconds = 60;
   options.request_timeout_seconds = 600;
