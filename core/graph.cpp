@@ -32,7 +32,8 @@ std::string dims_to_string(const std::vector<Dim>& dims) {
   for (size_t i = 0; i < dims.size(); ++i) {
     if (i) text += ", ";
     if (dims[i].is_static()) text += std::to_string(dims[i].value);
-    else text += dims[i].symbol.empty() ? "?" : dims[i].symbol;
+    else if (!dims[i].symbol.empty()) text += dims[i].symbol;
+    else text += dims[i].expr.to_string();  // "?" when unknown
   }
   return text + "]";
 }

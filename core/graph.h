@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/dim_expr.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -71,10 +72,14 @@ struct Node {
   bool has_input(size_t i) const { return i < inputs.size() && !inputs[i].empty(); }
 };
 
-// A dimension: static (value >= 0) or symbolic ("batch", or "" when unknown).
+// A dimension: its value at the shapes being built (-1 when not known), the name the file gives a
+// dynamic dim ("batch", or ""), and the dim as an expression of the dynamic dims (core/dim_expr.h;
+// set by shape inference, core/shape_inference.h; empty when its dependence is not known). A
+// dim with a value is static even when its expression reads a symbol: the engine is built there.
 struct Dim {
   int64_t value = -1;
   std::string symbol;
+  DimExpr expr;
   bool is_static() const { return value >= 0; }
 };
 
@@ -82,6 +87,12 @@ struct ValueInfo {
   std::string name;
   DataType dtype = DataType::kUndefined;
   std::optional<std::vector<Dim>> shape;  // nullopt: rank unknown
+  // The elements of a small integer tensor that shape inference could follow (a shape computed
+  // by Shape -> Gather -> Concat, flattened), as dims: what a Reshape or Expand reading it gets.
+  std::optional<std::vector<Dim>> elements;
+  // A constant the optimizer computed from the shapes of runtime values (at the shapes being
+  // built): right at other shapes only where `elements` says how it follows them.
+  bool from_runtime_shapes = false;
   // The static shape if every dim is static.
   std::optional<Shape> static_shape() const;
 };

@@ -31,6 +31,17 @@ std::vector<const OpSchema*> OpRegistry::all() const {
 
 void OpRegistry::add(OpSchema schema) { schemas_.push_back(std::make_unique<OpSchema>(std::move(schema))); }
 
+Status OpRegistry::set_shape_function(const std::string& domain, const std::string& op_type,
+                                      ShapeFunction function) {
+  for (auto& schema : schemas_) {
+    if (schema->op_type == op_type && schema->domain == domain) {
+      schema->infer_shape = function;
+      return Status::ok();
+    }
+  }
+  return internal_error("set_shape_function: no op '{}' in domain '{}'", op_type, domain);
+}
+
 Status AttributeReader::error(const std::string& key, const std::string& message) const {
   return invalid_model("{}: attribute '{}': {}", node_.describe(), key, message);
 }

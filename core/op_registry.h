@@ -16,6 +16,8 @@ inline constexpr int64_t kMinOnnxOpset = 10;
 inline constexpr int64_t kMaxOnnxOpset = 21;
 
 using AttributeParser = Result<std::shared_ptr<const OpAttributes>> (*)(const Node& node);
+class ShapeInferenceContext;  // core/shape_inference.h
+using ShapeFunction = Status (*)(ShapeInferenceContext& context);
 
 struct OpSchema {
   std::string domain;   // "" for ai.onnx
@@ -23,6 +25,9 @@ struct OpSchema {
   int64_t min_opset = kMinOnnxOpset;  // the domain opsets qdqrt accepts for this op
   int64_t max_opset = kMaxOnnxOpset;
   AttributeParser parse_attributes = nullptr;  // nullptr: the op has no attributes
+  // Output dims from input dims (core/shape_inference.h); nullptr: not known to qdqrt, whose
+  // shape inference then leaves the op's outputs as the file or ONNX's inference gave them.
+  ShapeFunction infer_shape = nullptr;
 };
 
 class OpRegistry {
@@ -31,6 +36,8 @@ class OpRegistry {
   const OpSchema* find(const std::string& domain, const std::string& op_type) const;
   std::vector<const OpSchema*> all() const;
   void add(OpSchema schema);
+  // Names the shape function of an op added before; an error names an op that was not added.
+  Status set_shape_function(const std::string& domain, const std::string& op_type, ShapeFunction function);
 
  private:
   std::vector<std::unique_ptr<OpSchema>> schemas_;

@@ -82,7 +82,7 @@ Result<InspectResult> inspect_graph(Graph& graph, const InspectRequest& request,
     if (it == graph.values.end() || !it->second.shape) continue;
     for (Dim& dim : *it->second.shape) {
       auto bound = symbols->find(dim.symbol);
-      if (!dim.is_static() && bound != symbols->end()) dim = Dim{.value = bound->second, .symbol = {}};
+      if (!dim.is_static() && bound != symbols->end()) dim = Dim{.value = bound->second, .symbol = {}, .expr = {}};
     }
   }
   if (request.before_optimize) QDQRT_RETURN_IF_ERROR(request.before_optimize(graph));

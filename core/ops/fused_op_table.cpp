@@ -5,6 +5,7 @@
 #include "core/checked_math.h"
 #include "core/ops/fused_layers.h"
 #include "core/ops/window.h"
+#include "core/shape_inference.h"
 
 namespace qdqrt {
 
@@ -15,10 +16,22 @@ bool all_static(const Dims& dims, size_t first = 0) {
                      [](const Dim& dim) { return dim.is_static(); });
 }
 
-// The same dim on both sides: equal static values, or the same symbol.
-bool same_dim(const Dim& a, const Dim& b) {
-  if (a.is_static() || b.is_static()) return a.value == b.value;
-  return !a.symbol.empty() && a.symbol == b.symbol;
+// The output size of a window along one axis, as an expression of the input's (explicit pads
+// without ceil_mode, SAME_* and VALID; unknown otherwise: the value still holds).
+DimExpr window_output_expr(const DimExpr& input, int64_t kernel, int64_t stride, int64_t dilation, int64_t pads,
+                           AutoPad auto_pad, bool ceil_mode) {
+  const DimExpr extent = DimExpr::constant(dilation * (kernel - 1) + 1);
+  const DimExpr s = DimExpr::constant(stride);
+  switch (auto_pad) {
+    case AutoPad::kSameUpper:
+    case AutoPad::kSameLower:
+      return ceil_div(input, s);
+    case AutoPad::kValid:
+      return floor_div(input - extent, s) + DimExpr::constant(1);
+    default:
+      if (ceil_mode) return DimExpr();
+      return floor_div(input + DimExpr::constant(pads) - extent, s) + DimExpr::constant(1);
+  }
 }
 
 // The spatial output dims of a window over x's dims after the first two; unknown dims when x's
@@ -34,7 +47,21 @@ std::optional<Dims> window_output_dims(const Node& node, const Dims& x, const Sh
   for (size_t i = 2; i < x.size(); ++i) input_spatial.push_back(x[i].value);
   Result<WindowGeometry> geometry = resolve_window(node, input_spatial, kernel, window);
   if (!geometry.ok()) return std::nullopt;
-  for (int64_t size : geometry->output_spatial()) spatial.push_back(Dim{.value = size, .symbol = {}});
+  const Shape sizes = geometry->output_spatial();
+  const size_t offset = 3 - static_cast<size_t>(geometry->spatial_rank);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Dim dim;
+    dim.value = sizes[i];
+    const DimExpr& input = x[i + 2].expr;
+    if (input.is_constant()) {
+      dim.expr = DimExpr::constant(sizes[i]);
+    } else if (input.known()) {
+      const size_t a = i + offset;
+      dim.expr = window_output_expr(input, geometry->kernel[a], geometry->strides[a], geometry->dilations[a],
+                                    geometry->pads_begin[a] + geometry->pads_end[a], window.auto_pad, window.ceil_mode);
+    }
+    spatial.push_back(std::move(dim));
+  }
   return spatial;
 }
 
@@ -72,8 +99,7 @@ InputShapes input_shapes_in(const Graph& graph, const Node& node) {
     if (input.empty()) {
       // absent optional input
     } else if (const Tensor* constant = graph.find_initializer(input)) {
-      dims.emplace();
-      for (int64_t dim : constant->shape()) dims->push_back(Dim{.value = dim, .symbol = {}});
+      dims = static_dims(constant->shape());
     } else if (const ValueInfo* info = graph.find_value(input)) {
       dims = info->shape;
     }
@@ -99,20 +125,37 @@ std::string conv_kind(int64_t group, const OptionalDims& weight) {
 OptionalDims broadcast_dims(const OptionalDims& a, const OptionalDims& b) {
   if (!a || !b) return std::nullopt;
   const size_t rank = std::max(a->size(), b->size());
-  const Dim one{.value = 1, .symbol = {}};
+  const Dim one = static_dim(1);
   Dims result(rank);
   for (size_t axis = 0; axis < rank; ++axis) {
     const Dim& da = axis + a->size() < rank ? one : (*a)[axis + a->size() - rank];
     const Dim& db = axis + b->size() < rank ? one : (*b)[axis + b->size() - rank];
-    if (da.is_static() && db.is_static()) {
-      if (da.value != db.value && da.value != 1 && db.value != 1) return std::nullopt;
-      result[axis] = da.value == 1 ? db : da;
-    } else if (da.is_static()) {
-      result[axis] = da.value == 1 ? db : da;  // a symbol broadcast against n > 1 must be n
-    } else if (db.is_static()) {
-      result[axis] = db.value == 1 ? da : db;
+    if (da.is_static() && db.is_static() && da.value != db.value && da.value != 1 && db.value != 1) {
+      return std::nullopt;
+    }
+    // A dim that is 1 everywhere gives way; so does a 1 beside a dim that is not 1 here.
+    const bool a_is_one = da.expr.constant_value() == 1 || (da.is_static() && da.value == 1 && !da.expr.known());
+    const bool b_is_one = db.expr.constant_value() == 1 || (db.is_static() && db.value == 1 && !db.expr.known());
+    if (a_is_one) {
+      result[axis] = db;
+    } else if (b_is_one) {
+      result[axis] = da;
+    } else if (same_dim(da, db)) {
+      result[axis] = da;
     } else {
-      result[axis] = same_dim(da, db) ? da : Dim{};
+      // Both dynamic (at run time one of them is 1 or they agree): the larger. A dynamic dim
+      // against a static n > 1 must be n: the model runs at that one size, which the dim's
+      // expression cannot say.
+      const bool both_dynamic = da.expr.known() && db.expr.known() && !da.expr.is_constant() && !db.expr.is_constant();
+      if (both_dynamic) {
+        result[axis] = max(da, db);
+      } else {
+        Dim dim;
+        if (da.is_static() && db.is_static()) dim.value = std::max(da.value, db.value);
+        else if (da.is_static() && da.value != 1) dim.value = da.value;
+        else if (db.is_static() && db.value != 1) dim.value = db.value;
+        result[axis] = dim;
+      }
     }
   }
   return result;
@@ -151,7 +194,7 @@ OptionalDims pool_output_dims(const Node& node, const PoolAttributes& attributes
 OptionalDims global_pool_output_dims(const OptionalDims& x) {
   if (!x || x->size() < 3) return std::nullopt;
   Dims y = *x;
-  for (size_t i = 2; i < y.size(); ++i) y[i] = Dim{.value = 1, .symbol = {}};
+  for (size_t i = 2; i < y.size(); ++i) y[i] = static_dim(1);
   return y;
 }
 
@@ -185,12 +228,9 @@ OptionalDims concat_output_dims(const std::vector<OptionalDims>& parts, int64_t 
       const Dim& dy = (*y)[d];
       const Dim& dx = (*x)[d];
       if (dy.is_static() && dx.is_static() && dy.value != dx.value) return std::nullopt;
-      if (same_dim(dy, dx) || dy.is_static()) continue;
-      (*y)[d] = dx.is_static() ? dx : Dim{};  // a symbol beside a static dim is that dim
+      if (!dy.is_static() && !dy.expr.known()) (*y)[d] = dx;  // a dim one part knows is the dim
     }
-    Dim& sum = (*y)[along];
-    sum =
-        sum.is_static() && (*x)[along].is_static() ? Dim{.value = sum.value + (*x)[along].value, .symbol = {}} : Dim{};
+    (*y)[along] = (*y)[along] + (*x)[along];
   }
   return y;
 }

@@ -92,7 +92,7 @@ TEST(FusedOpTable, EveryRowWalksTheSteps) {
     Graph at_batch = graph;
     for (const std::string& name : graph.inputs) {
       for (Dim& dim : *at_batch.values.at(name).shape) {
-        if (!dim.is_static()) dim = Dim{.value = kBatch, .symbol = {}};
+        if (!dim.is_static()) dim = Dim{.value = kBatch, .symbol = {}, .expr = {}};
       }
     }
     OptionalDims concrete = row.output_shape(node, input_shapes_in(at_batch, node));
@@ -143,7 +143,7 @@ TEST(FusedOpTable, ShapeFunctionsRefuseWhatDoesNotFit) {
   };
   auto dims = [](std::vector<int64_t> values) {
     Dims result;
-    for (int64_t value : values) result.push_back(Dim{.value = value, .symbol = {}});
+    for (int64_t value : values) result.push_back(Dim{.value = value, .symbol = {}, .expr = {}});
     return result;
   };
   Node matmul;
@@ -164,8 +164,8 @@ TEST(FusedOpTable, ShapeFunctionsRefuseWhatDoesNotFit) {
   binary[layers::kBinaryB] = dims({4});
   EXPECT_FALSE(row_of(layers::kQAdd)->output_shape(add, binary).has_value());
   // A symbol against a static dim > 1 is that dim; two different symbols are unknown.
-  binary[layers::kBinaryA] = Dims{Dim{.value = -1, .symbol = "N"}, Dim{.value = -1, .symbol = "M"}};
-  binary[layers::kBinaryB] = Dims{Dim{.value = -1, .symbol = "K"}, Dim{.value = 3, .symbol = {}}};
+  binary[layers::kBinaryA] = Dims{Dim{.value = -1, .symbol = "N", .expr = {}}, Dim{.value = -1, .symbol = "M", .expr = {}}};
+  binary[layers::kBinaryB] = Dims{Dim{.value = -1, .symbol = "K", .expr = {}}, Dim{.value = 3, .symbol = {}, .expr = {}}};
   OptionalDims broadcast = row_of(layers::kQAdd)->output_shape(add, binary);
   ASSERT_TRUE(broadcast.has_value());
   EXPECT_EQ(dims_to_string(*broadcast), "[?, 3]");
