@@ -167,6 +167,54 @@ std::string describe_dims(const Dims& dims) {
 
 }  // namespace
 
+NodeShapes infer_node_shapes(const Graph& graph, const Node& node) {
+  std::vector<ShapeInferenceContext::Input> inputs(node.inputs.size());
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const std::string& name = node.inputs[i];
+    if (name.empty()) continue;
+    ShapeInferenceContext::Input& input = inputs[i];
+    const ValueInfo* info = graph.find_value(name);
+    if (const Tensor* constant = graph.find_initializer(name)) {
+      input.constant = constant;
+      input.dtype = constant->dtype();
+      input.dims = static_dims(constant->shape());
+      // A constant folded from runtime shapes reads as the expressions it was computed from.
+      input.elements = info && info->elements ? info->elements : constant_elements(*constant);
+      continue;
+    }
+    if (info == nullptr) continue;
+    input.dtype = info->dtype;
+    input.dims = info->shape;
+    input.elements = info->elements;
+  }
+  ShapeInferenceContext context(node, std::move(inputs));
+  NodeShapes result;
+  if (const FusedOpRow* row = fused_op_row(node)) {
+    InputShapes shapes;
+    for (size_t i = 0; i < node.inputs.size(); ++i) shapes.push_back(context.input_dims(i));
+    OptionalDims dims = row->output_shape ? row->output_shape(node, shapes) : std::nullopt;
+    if (dims) {
+      context.set_output_dims(0, *dims);
+    } else {
+      result.status = context.error("its output shape does not follow from its input shapes");
+    }
+  } else if (const OpSchema* schema = OpRegistry::instance().find(node.domain, node.op_type);
+             schema && schema->infer_shape) {
+    try {
+      result.status = schema->infer_shape(context);
+    } catch (const std::exception& error) {
+      result.status = context.error("shape inference failed: {}", error.what());
+    }
+  } else {
+    result.status = context.error("qdqrt has no shape function for it");
+  }
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    result.dims.push_back(context.output_dims(i));
+    result.elements.push_back(context.output_elements(i));
+  }
+  return result;
+}
+
 Status infer_shapes(Graph& graph, ShapeInferenceReport* report) {
   auto unfollowed = [&](const std::string& value, const std::string& why) {
     if (report) report->unfollowed[value] = why;
@@ -176,53 +224,15 @@ Status infer_shapes(Graph& graph, ShapeInferenceReport* report) {
     if (it == graph.values.end() || !it->second.shape) continue;
     give_expressions(*it->second.shape);
   }
-  const OpRegistry& registry = OpRegistry::instance();
   for (const Node& node : graph.nodes) {
-    std::vector<ShapeInferenceContext::Input> inputs(node.inputs.size());
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      const std::string& name = node.inputs[i];
-      if (name.empty()) continue;
-      ShapeInferenceContext::Input& input = inputs[i];
-      const ValueInfo* info = graph.find_value(name);
-      if (const Tensor* constant = graph.find_initializer(name)) {
-        input.constant = constant;
-        input.dtype = constant->dtype();
-        input.dims = static_dims(constant->shape());
-        // A constant folded from runtime shapes reads as the expressions it was computed from.
-        input.elements = info && info->elements ? info->elements : constant_elements(*constant);
-        continue;
-      }
-      if (info == nullptr) continue;
-      input.dtype = info->dtype;
-      input.dims = info->shape;
-      input.elements = info->elements;
-    }
-    ShapeInferenceContext context(node, std::move(inputs));
-    Status status = Status::ok();
-    if (const FusedOpRow* row = fused_op_row(node)) {
-      InputShapes shapes;
-      for (size_t i = 0; i < node.inputs.size(); ++i) shapes.push_back(context.input_dims(i));
-      OptionalDims dims = row->output_shape ? row->output_shape(node, shapes) : std::nullopt;
-      if (dims) {
-        context.set_output_dims(0, *dims);
-      } else {
-        status = context.error("its output shape does not follow from its input shapes");
-      }
-    } else if (const OpSchema* schema = registry.find(node.domain, node.op_type); schema && schema->infer_shape) {
-      try {
-        status = schema->infer_shape(context);
-      } catch (const std::exception& error) {
-        status = context.error("shape inference failed: {}", error.what());
-      }
-    } else {
-      status = context.error("qdqrt has no shape function for it");
-    }
+    NodeShapes derived_shapes = infer_node_shapes(graph, node);
+    const Status& status = derived_shapes.status;
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       const std::string& output = node.outputs[i];
       if (output.empty() || graph.find_initializer(output) != nullptr) continue;
       ValueInfo& info = graph.values[output];
       info.name = output;
-      const OptionalDims& derived = context.output_dims(i);
+      const OptionalDims& derived = derived_shapes.dims[i];
       if (!status.is_ok() || !derived) {
         forget_expressions(info.shape);
         info.elements.reset();
@@ -248,7 +258,7 @@ Status infer_shapes(Graph& graph, ShapeInferenceReport* report) {
         }
       }
       info.shape = std::move(dims);
-      info.elements = context.output_elements(i);
+      info.elements = derived_shapes.elements[i];
     }
   }
   return Status::ok();

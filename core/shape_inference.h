@@ -96,6 +96,15 @@ using ShapeFunction = Status (*)(ShapeInferenceContext& context);
 // Common shape functions ops share (core/ops/*.cpp register them by name).
 Status infer_same_as_input(ShapeInferenceContext& context);  // output 0 = input 0 (all outputs)
 
+// One node's output dims and elements as its shape function derives them from its inputs in
+// `graph`; `status` says why they could not be (the vectors then hold what was set).
+struct NodeShapes {
+  Status status = Status::ok();
+  std::vector<OptionalDims> dims;      // per output
+  std::vector<OptionalDims> elements;  // per output
+};
+NodeShapes infer_node_shapes(const Graph& graph, const Node& node);
+
 struct ShapeInferenceReport {
   // Values whose dims inference could not derive (their expressions are unknown): value -> why.
   std::map<std::string, std::string> unfollowed;

@@ -35,9 +35,9 @@ int64_t tensor_bytes(const Shape& shape, DataType dtype) {
 class PlanBuilder final : public BuildContext {
  public:
   PlanBuilder(const Graph& graph, const BuildOptions& options, kernels::Isa isa, int64_t max_batch,
-              const std::vector<std::string>& batched_inputs, const BatchProbe& probe)
+              const std::vector<std::string>& batched_inputs, bool batched, const ShapeInferenceReport& shapes)
       : graph_(graph), options_(options), isa_(isa), max_batch_(max_batch), index_(graph),
-        registry_(LayerRegistry::instance()), tracker_(graph, max_batch, probe) {
+        registry_(LayerRegistry::instance()), tracker_(graph, max_batch, batched, shapes) {
     batched_inputs_.insert(batched_inputs.begin(), batched_inputs.end());
     plan_.max_batch = max_batch;
     plan_.isa = kernels::isa_name(isa);
@@ -455,7 +455,7 @@ Status plan_memory(EnginePlan& plan) {
 }
 
 Result<EnginePlan> build_plan(const Graph& optimized, const BuildOptions& options,
-                              const std::vector<std::string>& batched_inputs, const BatchProbe& probe) {
+                              const std::vector<std::string>& batched_inputs, const ShapeInferenceReport& shapes) {
   int64_t max_batch = 1;
   bool batch_known = false;
   for (const std::string& name : batched_inputs) {
@@ -475,7 +475,7 @@ Result<EnginePlan> build_plan(const Graph& optimized, const BuildOptions& option
   // QDQRT_MAX_ISA / set_max_isa() limit the build too: an engine built above them would pack its
   // weights for kernels the limit disables (and its own file would not load here).
   kernels::Isa isa = kernels::usable_isa(std::min(options.max_isa, kernels::active_isa()));
-  PlanBuilder builder(optimized, options, isa, max_batch, batched_inputs, probe);
+  PlanBuilder builder(optimized, options, isa, max_batch, batched_inputs, batch_known, shapes);
   QDQRT_RETURN_IF_ERROR(builder.lower_all());
   QDQRT_RETURN_IF_ERROR(builder.finish_outputs());
   EnginePlan plan = builder.take();

@@ -13,10 +13,11 @@
 namespace qdqrt::engine {
 
 // Lowers an already optimized graph whose values all have static shapes (at the maximum batch).
-// `batched_inputs` names the inputs whose dim 0 is the batch; `probe` is the same model optimized
-// at another batch (engine/batch_tracking.h), which tells where the batch is in every value.
+// `batched_inputs` names the inputs whose dim 0 is the batch; the dims' expressions (shape
+// inference on `optimized`, with its `shapes` report) tell where the batch is in every value
+// (engine/batch_tracking.h).
 Result<EnginePlan> build_plan(const Graph& optimized, const BuildOptions& options,
-                              const std::vector<std::string>& batched_inputs, const BatchProbe& probe);
+                              const std::vector<std::string>& batched_inputs, const ShapeInferenceReport& shapes);
 
 // Assigns arena offsets to the plan's activation tensors by lifetime (first producer to last
 // consumer in layer order) and sets arena_bytes / scratch_bytes_per_thread.

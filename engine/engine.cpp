@@ -24,6 +24,8 @@
 #include "kernels/dispatch.h"
 #include "kernels/scratch.h"
 #include "optimizer/pipeline.h"
+#include "core/shape_inference.h"
+#include "engine/batch_tracking.h"
 #include "parser/onnx_loader.h"
 
 namespace qdqrt::engine {
@@ -40,24 +42,25 @@ struct ResolvedInputs {
   std::vector<std::string> batched;
 };
 
-Result<ResolvedInputs> resolve_input_shapes(const Graph& graph, const BuildOptions& options) {
+Result<ResolvedInputs> resolve_input_shapes(const std::vector<ValueInfo>& declared, const BuildOptions& options) {
   ResolvedInputs resolved;
   for (const auto& [name, shape] : options.input_shapes) {
-    if (std::find(graph.inputs.begin(), graph.inputs.end(), name) == graph.inputs.end()) {
-      return invalid_argument("--shapes: '{}' is not an input of the model (inputs: {})", name,
-                              fmt::join(graph.inputs, ", "));
+    if (std::none_of(declared.begin(), declared.end(), [&](const ValueInfo& info) { return info.name == name; })) {
+      std::vector<std::string> names;
+      for (const ValueInfo& info : declared) names.push_back(info.name);
+      return invalid_argument("--shapes: '{}' is not an input of the model (inputs: {})", name, fmt::join(names, ", "));
     }
   }
-  for (const std::string& name : graph.inputs) {
-    const ValueInfo* info = graph.find_value(name);
-    if (!info || !info->shape) {
+  for (const ValueInfo& info : declared) {
+    const std::string& name = info.name;
+    if (!info.shape) {
       if (auto it = options.input_shapes.find(name); it != options.input_shapes.end()) {
         resolved.shapes[name] = it->second;
         continue;
       }
       return invalid_argument("input '{}' has unknown rank; give its shape (--shapes={}:DIMS)", name, name);
     }
-    const std::vector<Dim>& dims = *info->shape;
+    const std::vector<Dim>& dims = *info.shape;
     bool batch_symbolic = !dims.empty() && !dims[0].is_static();
     if (batch_symbolic) resolved.batched.push_back(name);
     if (auto it = options.input_shapes.find(name); it != options.input_shapes.end()) {
@@ -80,40 +83,22 @@ Result<ResolvedInputs> resolve_input_shapes(const Graph& graph, const BuildOptio
   return resolved;
 }
 
-// The model loaded with its batched inputs at another batch (shapes inferred there).
-using LoadAtBatch = std::function<Result<Graph>(int64_t batch)>;
-
+// Optimizes `graph` (static shapes at the maximum batch) once and lowers it. Shape inference
+// before and after the optimizer gives every dim an expression of the batch (dim 0 of
+// `batched`), which tells the builder where the batch is in every value.
 Result<std::shared_ptr<const Engine>> build_engine(Graph graph, const BuildOptions& options,
-                                                   const std::vector<std::string>& batched,
-                                                   const LoadAtBatch& load_at_batch) {
+                                                   const std::vector<std::string>& batched) {
   optimizer::OptimizeOptions optimize_options;
   optimize_options.only_passes = options.only_passes;
   optimize_options.disabled_passes = options.disabled_passes;
   optimize_options.float_only = options.precision == Precision::kFp32;
-  // The same model at max batch + 1 shows which dim of each value follows the batch
-  // (engine/batch_tracking.h). build_plan checks that the batched inputs agree on the max batch.
-  BatchProbe probe;
-  for (const std::string& name : batched) {
-    const ValueInfo* info = graph.find_value(name);
-    std::optional<Shape> shape = info ? info->static_shape() : std::nullopt;
-    if (shape && !shape->empty() && probe.batch == 0) probe.batch = (*shape)[0] + 1;
-  }
-  if (probe.batch > 0) {
-    Result<Graph> at_probe = load_at_batch(probe.batch);
-    if (at_probe.ok()) {
-      auto probe_report = optimizer::optimize(*at_probe, optimize_options);
-      if (probe_report.ok()) {
-        probe.graph = std::move(at_probe).value();
-      } else {
-        probe.failure = probe_report.status().message();
-      }
-    } else {
-      probe.failure = at_probe.status().message();
-    }
-  }
+  mark_batch_dims(graph, batched);
+  QDQRT_RETURN_IF_ERROR(infer_shapes(graph));
   auto report = optimizer::optimize(graph, optimize_options);
   if (!report.ok()) return report.status();
-  QDQRT_ASSIGN_OR_RETURN(EnginePlan plan, build_plan(graph, options, batched, probe));
+  ShapeInferenceReport shapes;
+  QDQRT_RETURN_IF_ERROR(infer_shapes(graph, &shapes));
+  QDQRT_ASSIGN_OR_RETURN(EnginePlan plan, build_plan(graph, options, batched, shapes));
   plan.qdqrt_version = kVersion;
   return Engine::from_plan(std::move(plan));
 }
@@ -131,31 +116,21 @@ Engine::~Engine() = default;
 
 namespace {
 
-// An ONNX model read by `load` (from a file or from bytes), loaded three times: as declared, at the
-// maximum batch, and at the probe batch.
+// An ONNX model read by `load` (from a file or from bytes), loaded once: the loader hands over the
+// declared inputs, and infers every shape at the ones chosen from them (the maximum batch).
 using LoadGraph = std::function<Result<Graph>(const LoadOptions& options)>;
 
 Result<std::shared_ptr<const Engine>> build_from_onnx(const LoadGraph& load, const std::string& model_name,
                                                       const BuildOptions& options) {
-  // First load: which inputs have a symbolic batch and which dims must be given.
-  QDQRT_ASSIGN_OR_RETURN(Graph declared, load(LoadOptions{}));
-  QDQRT_ASSIGN_OR_RETURN(ResolvedInputs resolved, resolve_input_shapes(declared, options));
-  // Second load: every shape concrete at the maximum batch.
+  ResolvedInputs resolved;
   LoadOptions load_options;
-  load_options.input_shapes = resolved.shapes;
+  load_options.choose_input_shapes = [&](const std::vector<ValueInfo>& declared) -> Result<std::map<std::string, Shape>> {
+    QDQRT_ASSIGN_OR_RETURN(resolved, resolve_input_shapes(declared, options));
+    return resolved.shapes;
+  };
   QDQRT_ASSIGN_OR_RETURN(Graph graph, load(load_options));
   graph.name = model_name;  // becomes source_model
-  auto load_at_batch = [&](int64_t batch) {
-    LoadOptions probe_options;
-    probe_options.run_checker = false;  // checked by the load at the maximum batch
-    probe_options.input_shapes = resolved.shapes;
-    for (const std::string& name : resolved.batched) {
-      Shape& shape = probe_options.input_shapes[name];
-      if (!shape.empty()) shape[0] = batch;
-    }
-    return load(probe_options);
-  };
-  return build_engine(std::move(graph), options, resolved.batched, load_at_batch);
+  return build_engine(std::move(graph), options, resolved.batched);
 }
 
 }  // namespace
@@ -185,9 +160,7 @@ Result<std::shared_ptr<const Engine>> Engine::build(Graph graph, const BuildOpti
     const ValueInfo* info = graph.find_value(name);
     if (info && info->shape && !info->shape->empty()) batched.push_back(name);
   }
-  const Graph declared = graph;  // tensors share storage: a cheap copy
-  auto load_at_batch = [&](int64_t batch) { return reload_at_batch(declared, batched, batch); };
-  return build_engine(std::move(graph), options, batched, load_at_batch);
+  return build_engine(std::move(graph), options, batched);
 }
 
 Result<std::shared_ptr<const Engine>> Engine::from_plan(EnginePlan plan) {
@@ -421,9 +394,15 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
   uint8_t* scratch_base = impl_->scratch.data();
   const int64_t scratch_stride = impl_->scratch_stride;
   const bool profiling = profiling_;
+  const std::atomic<bool>* cancel = cancel_;
+  size_t cancelled_at = layers.size();
 
   impl_->arena->execute([&] {
     for (size_t i = 0; i < layers.size(); ++i) {
+      if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+        cancelled_at = i;
+        break;
+      }
       const Layer& layer = *layers[i];
       const int64_t scratch_bytes = plan.layers[i].scratch_bytes;
       auto start = profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
@@ -489,6 +468,11 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
     } else {
       kernels::internal::reserve_thread_scratch();
     }
+  }
+  if (cancelled_at < layers.size()) {
+    const PlanLayer& layer = plan.layers[cancelled_at];
+    return invalid_argument("the run was cancelled before layer '{}' ({} of {}); the outputs are not valid",
+                            layer.name, cancelled_at + 1, layers.size());
   }
   if (failed_layer < layers.size()) {
     const PlanLayer& layer = plan.layers[failed_layer];

@@ -11,6 +11,7 @@
 // with its own context. Inputs and outputs are the caller's buffers, plain row-major (NCHW).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -96,6 +97,11 @@ class ExecutionContext {
                std::span<const TensorBinding>(outputs.begin(), outputs.size()));
   }
 
+  // A flag another thread may set to stop the runs of this context: a run checks it before each
+  // layer and, when set, returns an error naming the layer it stopped at (its outputs are not
+  // valid). nullptr (the default): runs are not cancellable. The flag must outlive the runs.
+  void set_cancel_flag(const std::atomic<bool>* flag) { cancel_ = flag; }
+
   void set_profiling(bool enabled) { profiling_ = enabled; }
   bool profiling() const { return profiling_; }
   // Per layer (plan order), the time of the last profiled run in milliseconds.
@@ -111,6 +117,7 @@ class ExecutionContext {
   std::shared_ptr<const Engine> engine_;
   std::unique_ptr<Impl> impl_;
   bool profiling_ = false;
+  const std::atomic<bool>* cancel_ = nullptr;
   int threads_ = 1;
   std::vector<double> layer_times_ms_;
 };

@@ -299,11 +299,23 @@ class ModelConverter {
         graph_.inputs.push_back(input.name());
       }
       QDQRT_RETURN_IF_ERROR(declare(input.name(), input.type(), what));
-      if (auto it = options_.input_shapes.find(input.name()); it != options_.input_shapes.end()) {
+    }
+    input_shapes_ = options_.input_shapes;
+    if (options_.choose_input_shapes) {
+      std::vector<ValueInfo> declared;
+      for (const std::string& name : graph_.inputs) {
+        QDQRT_ASSIGN_OR_RETURN(ValueInfo info,
+                               value_info_from_type(name, types_[name], fmt::format("graph input '{}'", name)));
+        declared.push_back(std::move(info));
+      }
+      QDQRT_ASSIGN_OR_RETURN(input_shapes_, options_.choose_input_shapes(declared));
+    }
+    for (const auto& input : graph_proto_.input()) {
+      if (auto it = input_shapes_.find(input.name()); it != input_shapes_.end() && !graph_.initializers.count(input.name())) {
         QDQRT_RETURN_IF_ERROR(override_input_shape(input.name(), it->second));
       }
     }
-    for (const auto& [name, shape] : options_.input_shapes) {
+    for (const auto& [name, shape] : input_shapes_) {
       if (!seen_inputs.count(name) || graph_.initializers.count(name)) {
         return invalid_argument("input shape given for '{}', which is not an input of the model", name);
       }
@@ -659,6 +671,7 @@ class ModelConverter {
   const onnx::ModelProto& model_;
   const onnx::GraphProto& graph_proto_;
   const LoadOptions& options_;
+  std::map<std::string, Shape> input_shapes_;  // LoadOptions::input_shapes, or as chosen
   const OpRegistry& registry_;
   Graph graph_;
   std::unordered_map<std::string, onnx::TypeProto> types_;  // every value with a declared or inferred type

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -30,6 +31,11 @@ struct LoadOptions {
   // symbolic dims before shape inference, so every value gets a static shape; a static dim that
   // disagrees, a wrong rank or a name that is not a graph input is an error.
   std::map<std::string, Shape> input_shapes;
+  // Chooses the input shapes (replacing input_shapes) once the graph inputs are read, from their
+  // declared dims in graph input order: one load both reads what the file declares and infers
+  // shapes at the chosen ones.
+  std::function<Result<std::map<std::string, Shape>>(const std::vector<ValueInfo>& declared_inputs)>
+      choose_input_shapes;
 };
 
 Result<Graph> load_onnx_file(const std::string& path, const LoadOptions& options = {});

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <ctime>
@@ -53,13 +54,14 @@ struct SessionOptions {
   py::object max_isa = py::none();
 };
 
-// ONNX Runtime's RunOptions. `terminate` set before a run makes it fail as in ORT; a run already
-// executing finishes (the engine has no cancellation point inside a run).
+// ONNX Runtime's RunOptions. `terminate` set before a run makes it fail as in ORT; set by another
+// thread while runs using these options execute, it stops them before their next layer (the
+// engine's cancel flag, which the options share with the contexts running them).
 struct RunOptions {
   int log_severity_level = 2;
   int log_verbosity_level = 0;
   std::string logid;
-  bool terminate = false;
+  std::shared_ptr<std::atomic<bool>> terminate = std::make_shared<std::atomic<bool>>(false);
   bool only_execute_path_to_fetches = false;
   std::map<std::string, std::string> config_entries;  // add_run_config_entry
 };
@@ -158,7 +160,7 @@ class InferenceSession {
   // preallocated `bound_outputs`; the run's outputs in the order asked for.
   PreparedRun run_feeds(const std::vector<std::string>& names, const py::dict& feeds,
                         const std::map<std::string, py::array>& bound_outputs, const RunOptions* run_options) {
-    if (run_options != nullptr && run_options->terminate) {
+    if (run_options != nullptr && run_options->terminate->load()) {
       throw StatusError{io_error("Exiting due to terminate flag being set to true.")};
     }
     if (!from_engine_file_ && needs_build(feeds)) build_for(feeds);
@@ -173,12 +175,24 @@ class InferenceSession {
       state->idle_contexts.pop_back();
     }
     auto start = std::chrono::steady_clock::now();
+    // Keeps the flag alive for the run even if the caller drops its RunOptions meanwhile.
+    std::shared_ptr<std::atomic<bool>> terminate = run_options != nullptr ? run_options->terminate : nullptr;
+    context->set_cancel_flag(terminate.get());
     try {
       run_prepared(*context, prepared);
+    } catch (const StatusError& error) {
+      context->set_cancel_flag(nullptr);
+      state->idle_contexts.push_back(std::move(context));
+      if (terminate && terminate->load()) {
+        throw StatusError{io_error("Exiting due to terminate flag being set to true. ({})", error.status.message())};
+      }
+      throw;
     } catch (...) {
+      context->set_cancel_flag(nullptr);
       state->idle_contexts.push_back(std::move(context));
       throw;
     }
+    context->set_cancel_flag(nullptr);
     if (options_.enable_profiling) record_profile(*state->handle, *context, start, prepared.batch);
     state->idle_contexts.push_back(std::move(context));
     return prepared;
@@ -511,7 +525,11 @@ void bind_session(py::module_& module) {
       .def_readwrite("log_severity_level", &RunOptions::log_severity_level)
       .def_readwrite("log_verbosity_level", &RunOptions::log_verbosity_level)
       .def_readwrite("logid", &RunOptions::logid)
-      .def_readwrite("terminate", &RunOptions::terminate)
+      .def_property(
+          "terminate", [](const RunOptions& self) { return self.terminate->load(); },
+          [](RunOptions& self, bool value) { self.terminate->store(value); },
+          "True stops the runs using these options: before a run starts, or before the next layer of a run "
+          "executing in another thread")
       .def_readwrite("only_execute_path_to_fetches", &RunOptions::only_execute_path_to_fetches)
       .def("add_run_config_entry",
            [](RunOptions& self, const std::string& key, const std::string& value) { self.config_entries[key] = value; })

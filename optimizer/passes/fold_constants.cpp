@@ -7,6 +7,7 @@
 #include "optimizer/graph_utils.h"
 #include "optimizer/passes/qdq_params.h"
 #include "core/ops/tensor.h"
+#include "core/shape_inference.h"
 #include "reference/executor.h"
 
 namespace qdqrt::optimizer {
@@ -95,15 +96,22 @@ class FoldConstantsPass : public Pass {
         if (output_bytes > kMaxFoldedBlowupBytes && output_bytes > 2 * input_bytes) continue;
         outputs = std::move(*evaluated);
       }
+      // A constant computed from runtime shapes is right at other shapes only as far as its
+      // elements' expressions say (engine/batch_tracking.h): shape inference derives them.
+      const bool from_runtime_shapes = reads_runtime_shape || (!node.outputs.empty() && from_runtime_shape.count(node.outputs[0]) != 0);
+      NodeShapes derived;
+      if (from_runtime_shapes) derived = infer_node_shapes(graph, node);
       for (size_t i = 0; i < node.outputs.size() && i < outputs.size(); ++i) {
         const std::string& output = node.outputs[i];
         if (output.empty()) continue;
         ValueInfo info;
         info.name = output;
         info.dtype = outputs[i].dtype();
-        std::vector<Dim> dims;
-        for (int64_t d : outputs[i].shape()) dims.push_back({d, ""});
-        info.shape = dims;
+        info.shape = static_dims(outputs[i].shape());
+        info.from_runtime_shapes = from_runtime_shapes;
+        if (from_runtime_shapes && derived.status.is_ok() && i < derived.elements.size()) {
+          info.elements = derived.elements[i];
+        }
         graph.values[output] = info;
         graph.initializers[output] = std::move(outputs[i]);
         folded.insert(output);
@@ -118,7 +126,10 @@ class FoldConstantsPass : public Pass {
       if (!folded.count(output) || !graph.initializers.count(output)) continue;
       Tensor value = graph.initializers[output];
       graph.initializers.erase(output);
+      const ValueInfo folded_info = graph.values[output];
       const std::string constant_name = add_initializer(graph, output + "_constant", std::move(value));
+      graph.values[constant_name].from_runtime_shapes = folded_info.from_runtime_shapes;
+      graph.values[constant_name].elements = folded_info.elements;
       Node identity;
       identity.name = unique_node_name(graph, output + "_identity");
       identity.op_type = "Identity";

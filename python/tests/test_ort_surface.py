@@ -56,6 +56,37 @@ def test_run_options_terminate(session, images):
         options.no_such_option = 1
 
 
+def test_run_options_terminate_stops_runs_in_another_thread(session, images):
+    import threading
+    import time
+
+    options = qdqrt.RunOptions()
+    batch = np.repeat(images[:1], 64, axis=0)
+    stopped = []
+
+    def run_until_stopped():
+        deadline = time.monotonic() + 20
+        for _ in range(100000):
+            if time.monotonic() > deadline:
+                return
+            try:
+                session.run(None, {"input": batch}, options)
+            except qdqrt.Error as error:
+                stopped.append(str(error))
+                return
+
+    runner = threading.Thread(target=run_until_stopped)
+    runner.start()
+    time.sleep(0.05)
+    options.terminate = True
+    runner.join(30)
+    assert not runner.is_alive()
+    assert stopped and "terminate flag" in stopped[0]
+    options.terminate = False
+    [logits] = session.run(None, {"input": batch}, options)
+    assert logits.shape == (64, 10)
+
+
 def test_ort_values_and_run_with_ort_values(session, images):
     [expected] = session.run(None, {"input": images[:2]})
     value = qdqrt.OrtValue.ortvalue_from_numpy(images[:2])

@@ -3,6 +3,8 @@
 // weights) is shared read-only. Run under ThreadSanitizer by scripts/test_sanitizers.sh thread.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -70,6 +72,45 @@ TEST(Concurrency, ContextsOnOneEngineMatchASerialRunBitForBit) {
     EXPECT_TRUE(results[static_cast<size_t>(t)].empty())
         << "thread " << t << ": " << results[static_cast<size_t>(t)].size() << " runs differ from the serial run";
   }
+}
+
+TEST(Concurrency, ACancelFlagStopsRunsBeforeTheNextLayer) {
+  engine::BuildOptions options;
+  options.input_shapes["input"] = {8, 1, 28, 28};
+  auto built = Engine::build_from_file(kFmnistModel, options);
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  const Engine& engine = **built;
+  const int64_t classes = engine.outputs().front().shape.back();
+  std::vector<float> images(8 * 28 * 28, 0.5f), logits(static_cast<size_t>(8 * classes));
+  auto context = engine.create_context({.threads = 1});
+  std::atomic<bool> cancel{true};
+  context->set_cancel_flag(&cancel);
+  auto run = [&] {
+    return context->run({{"input", images.data(), {8, 1, 28, 28}}}, {{"output", logits.data(), {8, classes}}});
+  };
+  // Set before the run: it stops before the first layer and says so.
+  Status stopped = run();
+  EXPECT_FALSE(stopped.is_ok());
+  EXPECT_NE(stopped.message().find("cancelled before layer '" + engine.layers().front().name + "' (1 of"),
+            std::string::npos)
+      << stopped.message();
+  cancel = false;
+  EXPECT_TRUE(run().is_ok());
+
+  // Set by another thread while runs go on: the next run (or the one executing) stops, bounded
+  // in count and time either way.
+  std::thread setter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    cancel = true;
+  });
+  Status last = Status::ok();
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int i = 0; i < 100000 && last.is_ok() && std::chrono::steady_clock::now() < give_up; ++i) last = run();
+  setter.join();
+  EXPECT_FALSE(last.is_ok()) << "the runs did not stop";
+  EXPECT_NE(last.message().find("the run was cancelled before layer"), std::string::npos) << last.message();
+  context->set_cancel_flag(nullptr);
+  EXPECT_TRUE(run().is_ok());
 }
 
 }  // namespace
