@@ -132,7 +132,11 @@ Status infer_resize(ShapeInferenceContext& context) {
   }
   const size_t scales_slot = node.opset < 11 ? 1 : 2;
   const Tensor* scales = context.input_constant(scales_slot);
-  const bool has_scales = context.has_input(scales_slot) && !(scales != nullptr && scales->numel() == 0);
+  // An empty scales input (opset 11..12 need one beside sizes) is not given.
+  const OptionalDims& scales_dims = context.input_dims(scales_slot);
+  const bool empty_scales = (scales != nullptr && scales->numel() == 0) ||
+                            (scales_dims && dims_product(*scales_dims).is_static() && dims_product(*scales_dims).value == 0);
+  const bool has_scales = context.has_input(scales_slot) && !empty_scales;
   const bool has_sizes = node.opset >= 11 && context.has_input(3);
   if (has_scales == has_sizes) {
     return context.error("exactly one of 'scales' and 'sizes' must be given ({} are)", has_scales ? "both" : "neither");

@@ -115,6 +115,30 @@ TEST(ResizeShapes, SizesComputedFromTheBatchFollowIt) {
   EXPECT_EQ(exprs(graph, "k"), "[N, 3, 12, 12]");
 }
 
+TEST(ResizeShapes, TheScalesSlotAndAnEmptyScalesFollowTheOpset) {
+  // Opset 10: scales is input 1.
+  Graph v10 = load_without_inference(R"(
+    <ir_version: 5, opset_import: ["" : 10]>
+    g (float[N,3,4,4] x) => (float y)
+    <float[4] scales = {1, 1, 2, 2}>
+    {
+      y = Resize (x, scales)
+    })");
+  infer(v10);
+  EXPECT_EQ(exprs(v10, "y"), "[N, 3, 8, 8]");
+  // Opset 11: sizes beside an empty scales, which is not given.
+  Graph v11 = load_without_inference(R"(
+    <ir_version: 6, opset_import: ["" : 11]>
+    g (float[N,3,4,4] x, float[0] roi, float[0] no_scales, int64[4] sizes) => (float y)
+    {
+      y = Resize (x, roi, no_scales, sizes)
+    })");
+  set_elements(v11, "sizes", {symbolic_dim("N", 1), static_dim(3), static_dim(6), static_dim(6)});
+  ShapeInferenceReport report = infer(v11);
+  EXPECT_EQ(why_unfollowed(report, "y"), "");
+  EXPECT_EQ(exprs(v11, "y"), "[N, 3, 6, 6]");
+}
+
 TEST(ResizeShapes, BadScalesAndSizesAreErrors) {
   Graph graph = load_without_inference(R"(
     <ir_version: 8, opset_import: ["" : 13]>
