@@ -136,6 +136,15 @@ Status infer_conv_transpose(ShapeInferenceContext& context) {
     const int64_t stride = attributes->strides.empty() ? 1 : attributes->strides[i];
     const int64_t dilation = attributes->dilations.empty() ? 1 : attributes->dilations[i];
     const int64_t padding = attributes->output_padding.empty() ? 0 : attributes->output_padding[i];
+    for (int64_t value : {kernel, stride, dilation, padding, attributes->pads.empty() ? 0 : attributes->pads[i],
+                          attributes->pads.empty() ? 0 : attributes->pads[i + rank]}) {
+      if (value > kMaxWindowValue) return context.error("spatial axis {}: window value {} is too large", i, value);
+    }
+    if (x[i + 2].value > kMaxWindowInput / kMaxWindowValue) {
+      return context.error("spatial axis {}: input size {} is too large", i, x[i + 2].value);
+    }
+    if (kernel < 1) return context.error("spatial axis {}: kernel size {} is not positive", i, kernel);
+    const int64_t pad_sum = attributes->pads.empty() ? 0 : attributes->pads[i] + attributes->pads[i + rank];
     const int64_t extent = dilation * (kernel - 1) + 1;
     // out = stride * in + offset
     int64_t offset = 0;
@@ -143,11 +152,7 @@ Status infer_conv_transpose(ShapeInferenceContext& context) {
       case AutoPad::kSameUpper:
       case AutoPad::kSameLower: offset = 0; break;
       case AutoPad::kValid: offset = padding + extent - stride; break;
-      case AutoPad::kNotSet: {
-        const int64_t pads = attributes->pads.empty() ? 0 : attributes->pads[i] + attributes->pads[i + rank];
-        offset = padding + extent - stride - pads;
-        break;
-      }
+      case AutoPad::kNotSet: offset = padding + extent - stride - pad_sum; break;
     }
     const Dim& in = x[i + 2];
     Dim out;

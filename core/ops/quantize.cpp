@@ -98,7 +98,7 @@ Status check_scale_dims(const ShapeInferenceContext& context, const Dims& x, int
   bool fits = scale->size() == x.size();
   for (size_t i = 0; fits && i < x.size(); ++i) {
     if (!x[i].is_static() || !(*scale)[i].is_static()) continue;
-    const int64_t expected = i == axis ? (x[i].value + block_size - 1) / block_size : x[i].value;
+    const int64_t expected = i == axis ? x[i].value / block_size + (x[i].value % block_size != 0 ? 1 : 0) : x[i].value;
     fits = (*scale)[i].value == expected;
   }
   if (!fits) {

@@ -94,6 +94,9 @@ Result<std::shared_ptr<const OpAttributes>> parse_resize(const Node& node) {
   return make_attributes(attributes);
 }
 
+// Largest resized dim (int64 arithmetic on it stays defined).
+constexpr double kMaxResizedDim = 1e15;
+
 // One axis scaled: floor(in * scale), the rule the kernels size their output by. The expression
 // follows the input's where the scale is an integer (k * in) or one over one (in // k).
 Dim scaled_dim(const Dim& in, double scale) {
@@ -153,6 +156,12 @@ Status infer_resize(ShapeInferenceContext& context) {
     for (size_t i = 0; i < axes.size(); ++i) {
       const double scale = static_cast<double>(scales->data<float>()[i]);
       if (!(scale > 0.0)) return context.error("scales[{}] must be positive, got {}", i, scale);
+      const Dim& in = x[axes[i]];
+      if (in.is_static() && !(static_cast<double>(in.value) * scale < kMaxResizedDim)) {
+        return context.error("scales[{}] = {} resizes axis {} (size {}) past {}", i, scale, axes[i], in.value,
+                             kMaxResizedDim);
+      }
+      if (scale >= kMaxResizedDim) return context.error("scales[{}] = {} is too large", i, scale);
       y[axes[i]] = scaled_dim(x[axes[i]], scale);
     }
   } else {
@@ -183,8 +192,10 @@ Status infer_resize(ShapeInferenceContext& context) {
                                ? *std::min_element(ratios.begin(), ratios.end())
                                : *std::max_element(ratios.begin(), ratios.end());
       for (size_t axis : axes) {
+        const double size = std::floor(scale * static_cast<double>(x[axis].value) + 0.5);
+        if (!(size < kMaxResizedDim)) return context.error("output size {} on axis {} is too large", size, axis);
         Dim out;
-        out.value = static_cast<int64_t>(std::floor(scale * static_cast<double>(x[axis].value) + 0.5));
+        out.value = static_cast<int64_t>(size);
         if (constant) out.expr = DimExpr::constant(out.value);
         y[axis] = out;
       }

@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "core/checked_math.h"
 #include "core/ops/fused_op_table.h"
 #include "core/ops/window.h"
 
@@ -79,9 +80,14 @@ Result<Dims> window_spatial_dims(const ShapeInferenceContext& context, const Dim
     const int64_t dilation = dilations.empty() ? 1 : dilations[i];
     const int64_t pad_begin = pads.empty() || auto_pad != AutoPad::kNotSet ? 0 : pads[i];
     const int64_t pad_end = pads.empty() || auto_pad != AutoPad::kNotSet ? 0 : pads[i + rank];
-    if (k < 1 || stride < 1 || dilation < 1 || pad_begin < 0 || pad_end < 0) {
+    if (k < 1 || stride < 1 || dilation < 1 || pad_begin < 0 || pad_end < 0 || k > kMaxWindowValue ||
+        stride > kMaxWindowValue || dilation > kMaxWindowValue || pad_begin > kMaxWindowValue ||
+        pad_end > kMaxWindowValue) {
       return context.error("spatial axis {}: kernel {}, stride {}, dilation {}, pads {}/{} are not a window", i, k,
                            stride, dilation, pad_begin, pad_end);
+    }
+    if (x[i + 2].value > kMaxWindowInput) {
+      return context.error("spatial axis {}: input size {} is too large", i, x[i + 2].value);
     }
     const int64_t extent = dilation * (k - 1) + 1;
     const DimExpr s = DimExpr::constant(stride);
@@ -147,9 +153,12 @@ Result<Dims> conv_output(const ShapeInferenceContext& context, const ConvAttribu
   }
   const Dim& channels = x[1];
   const Dim& per_group = weight[1];
-  if (channels.is_static() && per_group.is_static() && channels.value != per_group.value * attributes.group) {
-    return context.error("input X has {} channels, weight {} with group {} takes {}", channels.value,
-                         dims_to_string(weight), attributes.group, per_group.value * attributes.group);
+  if (channels.is_static() && per_group.is_static()) {
+    std::optional<int64_t> takes = checked_mul(per_group.value, attributes.group);
+    if (takes != channels.value) {
+      return context.error("input X has {} channels, weight {} with group {} takes {}", channels.value,
+                           dims_to_string(weight), attributes.group, takes ? std::to_string(*takes) : "too many");
+    }
   }
   std::vector<int64_t> kernel = attributes.kernel_shape;
   if (kernel.empty()) {

@@ -41,6 +41,11 @@ Result<Dims> broadcast_inputs(const ShapeInferenceContext& context, const std::v
 // Integer element types (the ones whose small tensors inference follows as elements).
 bool is_integer_element_type(DataType dtype);
 
+// Largest kernel, stride, dilation or pad a window takes, and largest input size: the window
+// arithmetic stays inside int64.
+inline constexpr int64_t kMaxWindowValue = int64_t{1} << 31;
+inline constexpr int64_t kMaxWindowInput = int64_t{1} << 60;
+
 // The spatial output dims of a window (Conv, the pools) over x [N, C, spatial...]: values where
 // the input's are known (the rule core/ops/window.cpp resolves for the kernels) and expressions of
 // the input's. `kernel` has one entry per spatial axis; empty strides/dilations/pads mean 1/1/0.

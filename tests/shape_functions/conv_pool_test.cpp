@@ -137,5 +137,17 @@ TEST(PoolShapes, BadWindowsAreErrors) {
   EXPECT_NE(why_unfollowed(report, "g").find("GlobalMaxPool 'GlobalMaxPool_1'"), std::string::npos);
 }
 
+TEST(PoolShapes, HugeWindowValuesAreErrorsNotOverflows) {
+  Graph graph = load_without_inference(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N,8,4,4] x, float[8,2,3,3] w) => (float m, float t) {
+      m = MaxPool <kernel_shape = [2, 2], pads = [9223372036854775807, 0, 9223372036854775807, 0]> (x)
+      t = ConvTranspose <strides = [9223372036854775807, 1]> (x, w)
+    })");
+  ShapeInferenceReport report = infer(graph);
+  EXPECT_NE(why_unfollowed(report, "m").find("are not a window"), std::string::npos) << why_unfollowed(report, "m");
+  EXPECT_NE(why_unfollowed(report, "t").find("is too large"), std::string::npos) << why_unfollowed(report, "t");
+}
+
 }  // namespace
 }  // namespace qdqrt::testing

@@ -142,10 +142,11 @@ TEST(ResizeShapes, TheScalesSlotAndAnEmptyScalesFollowTheOpset) {
 TEST(ResizeShapes, BadScalesAndSizesAreErrors) {
   Graph graph = load_without_inference(R"(
     <ir_version: 8, opset_import: ["" : 13]>
-    g (float[N,3,8,8] x, int64[4] sizes) => (float short, float neither, float unknown)
-    <float[3] three = {1, 2, 2}>
+    g (float[N,3,8,8] x, int64[4] sizes) => (float short, float neither, float unknown, float huge)
+    <float[3] three = {1, 2, 2}, float[4] huge_scales = {1, 1, 1e30, 1}>
     {
       short = Resize (x, , three)
+      huge = Resize (x, , huge_scales)
       neither = Resize (x)
       unknown = Resize (x, , , sizes)
     })");
@@ -156,6 +157,8 @@ TEST(ResizeShapes, BadScalesAndSizesAreErrors) {
       << why_unfollowed(report, "neither");
   EXPECT_NE(why_unfollowed(report, "unknown").find("'sizes' (input 3, 'sizes') is not a known"), std::string::npos)
       << why_unfollowed(report, "unknown");
+  EXPECT_NE(why_unfollowed(report, "huge").find("resizes axis 2 (size 8) past"), std::string::npos)
+      << why_unfollowed(report, "huge");
 }
 
 }  // namespace
