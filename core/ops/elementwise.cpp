@@ -189,7 +189,12 @@ ElementOp fold_elements(std::function<DimExpr(const DimExpr&, const DimExpr&)> o
   };
 }
 
-bool integer_output(const ShapeInferenceContext& context) { return is_integer_element_type(context.input_dtype(0)); }
+// Input i holds integers: its type says so, or it is not known (only integer tensors have
+// elements to follow, which set_elements needs of every operand).
+bool holds_integers(const ShapeInferenceContext& context, size_t i) {
+  const DataType dtype = context.input_dtype(i);
+  return dtype == DataType::kUndefined || is_integer_element_type(dtype);
+}
 
 // ONNX's integer Div truncates toward zero; floor division is the same where the dividend is
 // not negative and the divisor positive, which an expression can only promise for a constant
@@ -241,7 +246,7 @@ Status infer_unary(ShapeInferenceContext& context) {
 Status infer_neg(ShapeInferenceContext& context) {
   QDQRT_ASSIGN_OR_RETURN(Dims x, required_input_dims(context, 0));
   context.set_output_dims(0, x);
-  if (integer_output(context)) {
+  if (holds_integers(context, 0)) {
     set_elements(context, x, {0}, [](const std::vector<const Dim*>& operands) {
       const Dim& a = *operands[0];
       std::optional<int64_t> value = element_value(a);
@@ -261,7 +266,7 @@ Status infer_broadcast(ShapeInferenceContext& context) {
   QDQRT_ASSIGN_OR_RETURN(Dims y, broadcast_inputs(context, inputs));
   const std::string& op = context.node().op_type;
   context.set_output_dims(0, y);
-  if (!integer_output(context) && op != "Where" && op != "Equal") return Status::ok();
+  if (!holds_integers(context, 0) && op != "Where") return Status::ok();
   if (op == "Add" || op == "Sum") {
     set_elements(context, y, inputs, fold_elements([](const DimExpr& a, const DimExpr& b) { return a + b; }));
   } else if (op == "Sub") {
@@ -279,9 +284,9 @@ Status infer_broadcast(ShapeInferenceContext& context) {
     const bool fmod = attributes->fmod;
     set_elements(context, y, inputs,
                  [fmod](const std::vector<const Dim*>& operands) { return modulo_elements(fmod, operands); });
-  } else if (op == "Equal" && is_integer_element_type(context.input_dtype(0))) {
+  } else if (op == "Equal") {
     set_elements(context, y, inputs, equal_elements);
-  } else if (op == "Where" && is_integer_element_type(context.input_dtype(1))) {
+  } else if (op == "Where" && holds_integers(context, 1)) {
     set_elements(context, y, inputs, [](const std::vector<const Dim*>& operands) -> std::optional<Dim> {
       std::optional<int64_t> condition = operands[0]->expr.constant_value();
       if (!condition) return std::nullopt;

@@ -104,6 +104,28 @@ TEST(ElementwiseElements, IntegerArithmeticOnShapeTensors) {
   EXPECT_EQ((*doubled->elements)[1].value, 6);
 }
 
+// A Reshape target computed from the batch: [N * 4, 6] follows N through Gather, Mul and Concat.
+TEST(ElementwiseElements, ReshapeTargetComputedFromTheBatch) {
+  if (!tensor_shape_functions_registered()) GTEST_SKIP() << "needs the tensor ops' shape functions";
+  Graph graph = load_without_inference(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N,4,6] x) => (float y)
+    <int64[1] first = {0}, int64 four = {4}, int64[1] six = {6}>
+    {
+      s = Shape (x)
+      batch = Gather (s, first)
+      rows = Mul (batch, four)
+      target = Concat <axis = 0> (rows, six)
+      y = Reshape (x, target)
+    })");
+  set_dims(graph, "x", {symbolic_dim("N", 3), static_dim(4), static_dim(6)});
+  ShapeInferenceReport report = infer(graph);
+  ASSERT_EQ(why_unfollowed(report, "y"), "");
+  EXPECT_EQ(elements(graph, "rows"), "[4*N]");
+  EXPECT_EQ(exprs(graph, "y"), "[4*N, 6]");
+  EXPECT_EQ(values(graph, "y"), "[12, 6]");
+}
+
 TEST(ElementwiseElements, DivisionTruncatesAndRefusesWhatItCannotFollow) {
   Graph graph = load_without_inference(R"(
     <ir_version: 8, opset_import: ["" : 13]>

@@ -115,6 +115,26 @@ TEST(ResizeShapes, SizesComputedFromTheBatchFollowIt) {
   EXPECT_EQ(exprs(graph, "k"), "[N, 3, 12, 12]");
 }
 
+TEST(ResizeShapes, SizesFromShapeThroughConcatFollowTheBatch) {
+  if (!tensor_shape_functions_registered()) GTEST_SKIP() << "needs the tensor ops' shape functions";
+  Graph graph = load_without_inference(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N,3,8,8] x) => (float y)
+    <int64[1] zero = {0}, int64[1] two = {2}, int64[2] spatial = {16, 12}>
+    {
+      s = Shape (x)
+      batch_and_channels = Slice (s, zero, two)
+      sizes = Concat <axis = 0> (batch_and_channels, spatial)
+      y = Resize (x, , , sizes)
+    })");
+  set_dims(graph, "x", {symbolic_dim("N", 2), static_dim(3), static_dim(8), static_dim(8)});
+  ShapeInferenceReport report = infer(graph);
+  ASSERT_EQ(why_unfollowed(report, "y"), "");
+  EXPECT_EQ(elements(graph, "sizes"), "[N, 3, 16, 12]");
+  EXPECT_EQ(exprs(graph, "y"), "[N, 3, 16, 12]");
+  EXPECT_EQ(values(graph, "y"), "[2, 3, 16, 12]");
+}
+
 TEST(ResizeShapes, TheScalesSlotAndAnEmptyScalesFollowTheOpset) {
   // Opset 10: scales is input 1.
   Graph v10 = load_without_inference(R"(

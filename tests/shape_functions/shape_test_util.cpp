@@ -3,6 +3,7 @@
 #include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
 
+#include "core/op_registry.h"
 #include "parser/onnx_loader.h"
 
 namespace qdqrt::testing {
@@ -72,6 +73,14 @@ int64_t evaluate(const Graph& graph, const std::string& name, size_t axis, const
   const ValueInfo* info = graph.find_value(name);
   if (info == nullptr || !info->shape || axis >= info->shape->size()) return -1;
   return (*info->shape)[axis].expr.evaluate(symbols).value_or(-1);
+}
+
+bool tensor_shape_functions_registered() {
+  for (const char* op_type : {"Shape", "Slice", "Gather", "Concat", "Reshape"}) {
+    const OpSchema* schema = OpRegistry::instance().find(kOnnxDomain, op_type);
+    if (schema == nullptr || schema->infer_shape == nullptr) return false;
+  }
+  return true;
 }
 
 std::string why_unfollowed(const ShapeInferenceReport& report, const std::string& name) {

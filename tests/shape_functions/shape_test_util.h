@@ -33,6 +33,9 @@ std::string values(const Graph& graph, const std::string& name);
 std::string elements(const Graph& graph, const std::string& name);
 // Dim `axis` of a value's expression evaluated at `symbols`; -1 when it has none.
 int64_t evaluate(const Graph& graph, const std::string& name, size_t axis, const SymbolValues& symbols);
+// Whether the tensor ops (Shape, Slice, Gather, Concat, Reshape) have shape functions: the tests of
+// shape computations through them need them.
+bool tensor_shape_functions_registered();
 // Why inference did not derive the value ("" when it did).
 std::string why_unfollowed(const ShapeInferenceReport& report, const std::string& name);
 
