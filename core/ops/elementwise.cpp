@@ -227,13 +227,23 @@ std::optional<Dim> modulo_elements(bool fmod, const std::vector<const Dim*>& ope
                                                 element_value(a), element_value(b)));
 }
 
-// Equal: 1 where the elements are the same expression, 0 where two constants differ.
+// A dynamic dim itself ("N"): never negative.
+bool is_dim_symbol(const DimExpr& expr) {
+  const std::vector<std::string> symbols = expr.symbols();
+  return symbols.size() == 1 && expr.same_as(DimExpr::symbol(symbols[0]));
+}
+
+// Equal: 1 where the elements are the same expression, 0 where two constants differ or a dim
+// meets a negative constant (torch's exports compare a shape with -1 before an Expand).
 std::optional<Dim> equal_elements(const std::vector<const Dim*>& operands) {
   const Dim& a = *operands[0];
   const Dim& b = *operands[1];
   if (a.expr.known() && a.expr.same_as(b.expr)) return make_element(DimExpr::constant(1), std::nullopt);
   std::optional<int64_t> ca = a.expr.constant_value(), cb = b.expr.constant_value();
   if (ca && cb) return make_element(DimExpr::constant(*ca == *cb ? 1 : 0), std::nullopt);
+  if ((ca && *ca < 0 && is_dim_symbol(b.expr)) || (cb && *cb < 0 && is_dim_symbol(a.expr))) {
+    return make_element(DimExpr::constant(0), std::nullopt);
+  }
   return std::nullopt;
 }
 

@@ -126,6 +126,26 @@ TEST(ElementwiseElements, ReshapeTargetComputedFromTheBatch) {
   EXPECT_EQ(values(graph, "y"), "[12, 6]");
 }
 
+// torch's Expand target: Where(Equal(shape, -1), 1, shape), where the shape holds the batch.
+TEST(ElementwiseElements, TorchExpandTargetFollowsTheBatch) {
+  Graph graph = load_without_inference(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (int64[3] target, int64[2] dims) => (bool is_minus, int64 expand_to, bool unknown)
+    <int64[3] ones = {1, 1, 1}, int64[3] minus = {-1, -1, -1}, int64[2] three = {3, 3}>
+    {
+      is_minus = Equal (target, minus)
+      expand_to = Where (is_minus, ones, target)
+      unknown = Equal (dims, three)
+    })");
+  set_elements(graph, "target", {symbolic_dim("N", 2), static_dim(-1), static_dim(-1)});
+  set_elements(graph, "dims", {symbolic_dim("N", 2), static_dim(3)});
+  ShapeInferenceReport report = infer(graph);
+  EXPECT_EQ(elements(graph, "is_minus"), "[0, 1, 1]");
+  EXPECT_EQ(elements(graph, "expand_to"), "[N, 1, 1]");
+  // N may be 3 at another batch: not known.
+  EXPECT_EQ(elements(graph, "unknown"), "none");
+}
+
 TEST(ElementwiseElements, DivisionTruncatesAndRefusesWhatItCannotFollow) {
   Graph graph = load_without_inference(R"(
     <ir_version: 8, opset_import: ["" : 13]>
