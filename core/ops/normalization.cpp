@@ -4,6 +4,7 @@
 
 #include "core/op_registry.h"
 #include "core/ops/op_families.h"
+#include "core/ops/shape_function_helpers.h"
 
 namespace qdqrt {
 
@@ -49,14 +50,42 @@ Result<std::shared_ptr<const OpAttributes>> parse_layer_normalization(const Node
   return make_attributes(attributes);
 }
 
+// BatchNormalization: Y has X's dims; the training outputs (running or saved mean and variance)
+// are per channel, [C].
+Status infer_batch_normalization(ShapeInferenceContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(Dims x, required_input_dims(context, 0));
+  if (x.size() < 2) return context.error("input X {} needs [N, C, ...]", dims_to_string(x));
+  context.set_output_dims(0, x);
+  for (size_t i = 1; i < context.node().outputs.size(); ++i) context.set_output_dims(i, Dims{x[1]});
+  return Status::ok();
+}
+
+// LayerNormalization: Y has X's dims; Mean and InvStdDev keep the axes before `axis` and have 1
+// from it on.
+Status infer_layer_normalization(ShapeInferenceContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(auto attributes,
+                         shape_attributes<LayerNormalizationAttributes>(context, parse_layer_normalization));
+  QDQRT_ASSIGN_OR_RETURN(Dims x, required_input_dims(context, 0));
+  QDQRT_ASSIGN_OR_RETURN(size_t axis, resolve_axis(context, attributes->axis, x.size(), "attribute 'axis'"));
+  context.set_output_dims(0, x);
+  Dims statistics = x;
+  for (size_t i = axis; i < statistics.size(); ++i) statistics[i] = static_dim(1);
+  for (size_t i = 1; i < context.node().outputs.size() && i < 3; ++i) context.set_output_dims(i, statistics);
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_normalization_ops(OpRegistry& registry) {
-  registry.add({.domain = "", .op_type = "BatchNormalization", .parse_attributes = parse_batch_normalization});
+  registry.add({.domain = "",
+                .op_type = "BatchNormalization",
+                .parse_attributes = parse_batch_normalization,
+                .infer_shape = infer_batch_normalization});
   registry.add({.domain = "",
                 .op_type = "LayerNormalization",
                 .min_opset = 17,
-                .parse_attributes = parse_layer_normalization});
+                .parse_attributes = parse_layer_normalization,
+                .infer_shape = infer_layer_normalization});
 }
 
 }  // namespace qdqrt

@@ -5,6 +5,7 @@
 
 #include "core/op_registry.h"
 #include "core/ops/op_families.h"
+#include "core/ops/shape_function_helpers.h"
 
 namespace qdqrt {
 
@@ -76,6 +77,38 @@ Result<std::shared_ptr<const OpAttributes>> parse_average_pool(const Node& node)
   return make_attributes(std::move(attributes));
 }
 
+// MaxPool, AveragePool: [N, C, spatial...] -> [N, C, out...]; MaxPool's Indices as Y.
+Status infer_pool(ShapeInferenceContext& context, const PoolAttributes& attributes) {
+  QDQRT_ASSIGN_OR_RETURN(Dims x, required_input_dims(context, 0));
+  if (x.size() < 3) return context.error("input X {} needs [N, C, spatial...]", dims_to_string(x));
+  QDQRT_ASSIGN_OR_RETURN(
+      Dims spatial, window_spatial_dims(context, x, attributes.kernel_shape, attributes.strides, attributes.dilations,
+                                        attributes.pads, attributes.auto_pad, attributes.ceil_mode));
+  Dims y = {x[0], x[1]};
+  y.insert(y.end(), spatial.begin(), spatial.end());
+  for (size_t i = 0; i < context.node().outputs.size() && i < 2; ++i) context.set_output_dims(i, y);
+  return Status::ok();
+}
+
+Status infer_max_pool(ShapeInferenceContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(auto attributes, shape_attributes<MaxPoolAttributes>(context, parse_max_pool));
+  return infer_pool(context, *attributes);
+}
+
+Status infer_average_pool(ShapeInferenceContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(auto attributes, shape_attributes<AveragePoolAttributes>(context, parse_average_pool));
+  return infer_pool(context, *attributes);
+}
+
+// GlobalAveragePool, GlobalMaxPool: [N, C, spatial...] -> [N, C, 1...].
+Status infer_global_pool(ShapeInferenceContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(Dims x, required_input_dims(context, 0));
+  if (x.size() < 2) return context.error("input X {} needs [N, C, spatial...]", dims_to_string(x));
+  for (size_t i = 2; i < x.size(); ++i) x[i] = static_dim(1);
+  context.set_output_dims(0, std::move(x));
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<AveragePoolAttributes> parse_average_pool_attribute_set(const Node& node) {
@@ -87,10 +120,13 @@ Result<AveragePoolAttributes> parse_average_pool_attribute_set(const Node& node)
 }
 
 void register_pool_ops(OpRegistry& registry) {
-  registry.add({.domain = "", .op_type = "MaxPool", .parse_attributes = parse_max_pool});
-  registry.add({.domain = "", .op_type = "AveragePool", .parse_attributes = parse_average_pool});
-  registry.add({.domain = "", .op_type = "GlobalAveragePool"});
-  registry.add({.domain = "", .op_type = "GlobalMaxPool"});
+  registry.add({.domain = "", .op_type = "MaxPool", .parse_attributes = parse_max_pool, .infer_shape = infer_max_pool});
+  registry.add({.domain = "",
+                .op_type = "AveragePool",
+                .parse_attributes = parse_average_pool,
+                .infer_shape = infer_average_pool});
+  registry.add({.domain = "", .op_type = "GlobalAveragePool", .infer_shape = infer_global_pool});
+  registry.add({.domain = "", .op_type = "GlobalMaxPool", .infer_shape = infer_global_pool});
 }
 
 }  // namespace qdqrt

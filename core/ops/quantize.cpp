@@ -7,6 +7,7 @@
 #include "core/op_registry.h"
 #include "core/ops/conv.h"
 #include "core/ops/op_families.h"
+#include "core/ops/shape_function_helpers.h"
 
 namespace qdqrt {
 
@@ -76,6 +77,89 @@ Result<std::shared_ptr<const OpAttributes>> parse_conv_like(const Node& node) {
   return make_attributes(std::move(attributes));
 }
 
+// The scale (input 1) fits x: one element (per tensor), [x[axis]] (per axis) or, blocked, x's
+// dims with ceil(x[axis] / block_size) along axis. Dims not known are not checked.
+Status check_scale_dims(const ShapeInferenceContext& context, const Dims& x, int64_t axis_attribute,
+                        int64_t block_size) {
+  const OptionalDims& scale = context.input_dims(1);
+  if (!scale) return Status::ok();
+  const bool one_element =
+      std::all_of(scale->begin(), scale->end(), [](const Dim& dim) { return dim.is_static() && dim.value == 1; });
+  if (block_size == 0 && scale->size() <= 1 && (one_element || scale->empty())) return Status::ok();
+  QDQRT_ASSIGN_OR_RETURN(size_t axis, resolve_axis(context, axis_attribute, x.size(), "attribute 'axis'"));
+  const Dim& along = x[axis];
+  if (block_size == 0) {
+    if (scale->size() != 1 || (along.is_static() && (*scale)[0].is_static() && (*scale)[0].value != along.value)) {
+      return context.error("per-axis scale {} does not fit input {} along axis {}", dims_to_string(*scale),
+                           dims_to_string(x), axis);
+    }
+    return Status::ok();
+  }
+  bool fits = scale->size() == x.size();
+  for (size_t i = 0; fits && i < x.size(); ++i) {
+    if (!x[i].is_static() || !(*scale)[i].is_static()) continue;
+    const int64_t expected = i == axis ? x[i].value / block_size + (x[i].value % block_size != 0 ? 1 : 0) : x[i].value;
+    fits = (*scale)[i].value == expected;
+  }
+  if (!fits) {
+    return context.error("blocked scale {} (block_size {}, axis {}) does not fit input {}", dims_to_string(*scale),
+                         block_size, axis, dims_to_string(x));
+  }
+  return Status::ok();
+}
+
+// QuantizeLinear, DequantizeLinear: y has x's dims.
+Status infer_quantize_linear(ShapeInferenceContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(auto attributes, shape_attributes<QuantizeLinearAttributes>(context, parse_quantize_linear));
+  QDQRT_ASSIGN_OR_RETURN(Dims x, required_input_dims(context, 0));
+  QDQRT_RETURN_IF_ERROR(check_scale_dims(context, x, attributes->axis, attributes->block_size));
+  context.set_output_dims(0, std::move(x));
+  return Status::ok();
+}
+
+Status infer_dequantize_linear(ShapeInferenceContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(auto attributes,
+                         shape_attributes<DequantizeLinearAttributes>(context, parse_dequantize_linear));
+  QDQRT_ASSIGN_OR_RETURN(Dims x, required_input_dims(context, 0));
+  QDQRT_RETURN_IF_ERROR(check_scale_dims(context, x, attributes->axis, attributes->block_size));
+  context.set_output_dims(0, std::move(x));
+  return Status::ok();
+}
+
+// DynamicQuantizeLinear: y has x's dims; y_scale and y_zero_point are scalars.
+Status infer_dynamic_quantize_linear(ShapeInferenceContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(Dims x, required_input_dims(context, 0));
+  context.set_output_dims(0, std::move(x));
+  context.set_output_dims(1, Dims{});
+  context.set_output_dims(2, Dims{});
+  return Status::ok();
+}
+
+// QLinearConv (x, x_scale, x_zero_point, w, ...) and ConvInteger (x, w, ...): Conv's dims.
+Status infer_conv_like(ShapeInferenceContext& context, size_t weight_slot) {
+  QDQRT_ASSIGN_OR_RETURN(auto attributes, shape_attributes<ConvAttributes>(context, parse_conv_like));
+  QDQRT_ASSIGN_OR_RETURN(Dims x, required_input_dims(context, 0));
+  QDQRT_ASSIGN_OR_RETURN(Dims weight, required_input_dims(context, weight_slot));
+  QDQRT_ASSIGN_OR_RETURN(Dims y, conv_output(context, *attributes, x, weight));
+  context.set_output_dims(0, std::move(y));
+  return Status::ok();
+}
+
+Status infer_qlinear_conv(ShapeInferenceContext& context) { return infer_conv_like(context, 3); }
+Status infer_conv_integer(ShapeInferenceContext& context) { return infer_conv_like(context, 1); }
+
+// QLinearMatMul (a, a_scale, a_zero_point, b, ...) and MatMulInteger (a, b, ...): MatMul's dims.
+Status infer_matmul_like(ShapeInferenceContext& context, size_t b_slot) {
+  QDQRT_ASSIGN_OR_RETURN(Dims a, required_input_dims(context, 0));
+  QDQRT_ASSIGN_OR_RETURN(Dims b, required_input_dims(context, b_slot));
+  QDQRT_ASSIGN_OR_RETURN(Dims y, matmul_output(context, a, b));
+  context.set_output_dims(0, std::move(y));
+  return Status::ok();
+}
+
+Status infer_qlinear_matmul(ShapeInferenceContext& context) { return infer_matmul_like(context, 3); }
+Status infer_matmul_integer(ShapeInferenceContext& context) { return infer_matmul_like(context, 1); }
+
 }  // namespace
 
 Result<QuantParamShapes> check_quant_param_shapes(const Node& node, const Shape& x, const Shape& scale,
@@ -122,13 +206,24 @@ Result<QuantParamShapes> check_quant_param_shapes(const Node& node, const Shape&
 }
 
 void register_quantize_ops(OpRegistry& registry) {
-  registry.add({.domain = "", .op_type = "QuantizeLinear", .parse_attributes = parse_quantize_linear});
-  registry.add({.domain = "", .op_type = "DequantizeLinear", .parse_attributes = parse_dequantize_linear});
-  registry.add({.domain = "", .op_type = "DynamicQuantizeLinear", .min_opset = 11});
-  registry.add({.domain = "", .op_type = "QLinearConv", .parse_attributes = parse_conv_like});
-  registry.add({.domain = "", .op_type = "ConvInteger", .parse_attributes = parse_conv_like});
-  registry.add({.domain = "", .op_type = "QLinearMatMul"});
-  registry.add({.domain = "", .op_type = "MatMulInteger"});
+  registry.add({.domain = "",
+                .op_type = "QuantizeLinear",
+                .parse_attributes = parse_quantize_linear,
+                .infer_shape = infer_quantize_linear});
+  registry.add({.domain = "",
+                .op_type = "DequantizeLinear",
+                .parse_attributes = parse_dequantize_linear,
+                .infer_shape = infer_dequantize_linear});
+  registry.add({.domain = "",
+                .op_type = "DynamicQuantizeLinear",
+                .min_opset = 11,
+                .infer_shape = infer_dynamic_quantize_linear});
+  registry.add(
+      {.domain = "", .op_type = "QLinearConv", .parse_attributes = parse_conv_like, .infer_shape = infer_qlinear_conv});
+  registry.add(
+      {.domain = "", .op_type = "ConvInteger", .parse_attributes = parse_conv_like, .infer_shape = infer_conv_integer});
+  registry.add({.domain = "", .op_type = "QLinearMatMul", .infer_shape = infer_qlinear_matmul});
+  registry.add({.domain = "", .op_type = "MatMulInteger", .infer_shape = infer_matmul_integer});
 }
 
 }  // namespace qdqrt

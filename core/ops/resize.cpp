@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "core/op_registry.h"
 #include "core/ops/op_families.h"
+#include "core/ops/shape_function_helpers.h"
 
 namespace qdqrt {
 
@@ -91,10 +94,128 @@ Result<std::shared_ptr<const OpAttributes>> parse_resize(const Node& node) {
   return make_attributes(attributes);
 }
 
+// Largest resized dim (int64 arithmetic on it stays defined).
+constexpr double kMaxResizedDim = 1e15;
+
+// One axis scaled: floor(in * scale), the rule the kernels size their output by. The expression
+// follows the input's where the scale is an integer (k * in) or one over one (in // k).
+Dim scaled_dim(const Dim& in, double scale) {
+  Dim out;
+  if (in.is_static()) out.value = static_cast<int64_t>(std::floor(static_cast<double>(in.value) * scale));
+  if (in.expr.is_constant() && in.is_static()) {
+    out.expr = DimExpr::constant(out.value);
+  } else if (scale >= 1.0 && scale == std::floor(scale) && scale < 1e9) {
+    out.expr = DimExpr::constant(static_cast<int64_t>(scale)) * in.expr;
+  } else if (scale > 0.0 && scale < 1.0) {
+    const double inverse = 1.0 / scale;
+    if (inverse == std::floor(inverse) && inverse < 1e9 && inverse * scale == 1.0) {
+      out.expr = floor_div(in.expr, DimExpr::constant(static_cast<int64_t>(inverse)));
+    }
+  }
+  return out;
+}
+
+// Resize: x's dims with the resized axes (attribute 'axes' from opset 18, else all) set from
+// 'sizes' (its elements, so sizes computed from a Shape follow the batch) or scaled by the
+// constant 'scales' (input 1 at opset 10, 2 after; sizes is input 3).
+Status infer_resize(ShapeInferenceContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(auto attributes, shape_attributes<ResizeAttributes>(context, parse_resize));
+  QDQRT_ASSIGN_OR_RETURN(Dims x, required_input_dims(context, 0));
+  const Node& node = context.node();
+  std::vector<size_t> axes;
+  for (int64_t axis : attributes->axes) {
+    QDQRT_ASSIGN_OR_RETURN(size_t resolved, resolve_axis(context, axis, x.size(), "attribute 'axes' value"));
+    if (std::find(axes.begin(), axes.end(), resolved) != axes.end()) {
+      return context.error("attribute 'axes' repeats axis {}", resolved);
+    }
+    axes.push_back(resolved);
+  }
+  if (axes.empty()) {
+    for (size_t i = 0; i < x.size(); ++i) axes.push_back(i);
+  }
+  const size_t scales_slot = node.opset < 11 ? 1 : 2;
+  const Tensor* scales = context.input_constant(scales_slot);
+  // An empty scales input (opset 11..12 need one beside sizes) is not given.
+  const OptionalDims& scales_dims = context.input_dims(scales_slot);
+  const bool empty_scales = (scales != nullptr && scales->numel() == 0) ||
+                            (scales_dims && dims_product(*scales_dims).is_static() && dims_product(*scales_dims).value == 0);
+  const bool has_scales = context.has_input(scales_slot) && !empty_scales;
+  const bool has_sizes = node.opset >= 11 && context.has_input(3);
+  if (has_scales == has_sizes) {
+    return context.error("exactly one of 'scales' and 'sizes' must be given ({} are)", has_scales ? "both" : "neither");
+  }
+  Dims y = x;
+  if (has_scales) {
+    if (scales == nullptr) {
+      return context.error("'scales' (input {}, '{}') is not a constant", scales_slot, node.input(scales_slot));
+    }
+    if (scales->dtype() != DataType::kFloat) return context.error("'scales' must be float");
+    if (scales->numel() != static_cast<int64_t>(axes.size())) {
+      return context.error("'scales' has {} values, the resized axes are {}", scales->numel(), axes.size());
+    }
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const double scale = static_cast<double>(scales->data<float>()[i]);
+      if (!(scale > 0.0)) return context.error("scales[{}] must be positive, got {}", i, scale);
+      const Dim& in = x[axes[i]];
+      if (in.is_static() && !(static_cast<double>(in.value) * scale < kMaxResizedDim)) {
+        return context.error("scales[{}] = {} resizes axis {} (size {}) past {}", i, scale, axes[i], in.value,
+                             kMaxResizedDim);
+      }
+      if (scale >= kMaxResizedDim) return context.error("scales[{}] = {} is too large", i, scale);
+      y[axes[i]] = scaled_dim(x[axes[i]], scale);
+    }
+  } else {
+    const OptionalDims& sizes = context.input_elements(3);
+    if (!sizes) return context.error("'sizes' (input 3, '{}') is not a known constant or shape", node.input(3));
+    if (sizes->size() != axes.size()) {
+      return context.error("'sizes' has {} values, the resized axes are {}", sizes->size(), axes.size());
+    }
+    if (attributes->keep_aspect_ratio_policy == KeepAspectRatioPolicy::kStretch) {
+      for (size_t i = 0; i < axes.size(); ++i) y[axes[i]] = (*sizes)[i];
+    } else {
+      // One scale for every resized axis (the smallest or largest ratio), sizes rounded half up
+      // from it: values only, known where the sizes and the input's dims are.
+      std::vector<double> ratios;
+      bool constant = true;
+      for (size_t i = 0; i < axes.size(); ++i) {
+        std::optional<int64_t> size = (*sizes)[i].expr.constant_value();
+        const Dim& in = x[axes[i]];
+        if (!size || !in.is_static()) {
+          return context.error("keep_aspect_ratio_policy needs known sizes and input dims");
+        }
+        if (*size < 0 || in.value == 0)
+          return context.error("sizes[{}] = {} is invalid for input size {}", i, *size, in.value);
+        ratios.push_back(static_cast<double>(*size) / static_cast<double>(in.value));
+        constant = constant && in.expr.is_constant();
+      }
+      const double scale = attributes->keep_aspect_ratio_policy == KeepAspectRatioPolicy::kNotLarger
+                               ? *std::min_element(ratios.begin(), ratios.end())
+                               : *std::max_element(ratios.begin(), ratios.end());
+      for (size_t axis : axes) {
+        const double size = std::floor(scale * static_cast<double>(x[axis].value) + 0.5);
+        if (!(size < kMaxResizedDim)) return context.error("output size {} on axis {} is too large", size, axis);
+        Dim out;
+        out.value = static_cast<int64_t>(size);
+        if (constant) out.expr = DimExpr::constant(out.value);
+        y[axis] = out;
+      }
+    }
+  }
+  for (size_t axis : axes) {
+    const Dim& out = y[axis];
+    const std::optional<int64_t> constant = out.expr.constant_value();
+    if ((out.is_static() && out.value < 1) || (constant && *constant < 1)) {
+      return context.error("output size {} on axis {} is not positive", constant ? *constant : out.value, axis);
+    }
+  }
+  context.set_output_dims(0, std::move(y));
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_resize_ops(OpRegistry& registry) {
-  registry.add({.domain = "", .op_type = "Resize", .parse_attributes = parse_resize});
+  registry.add({.domain = "", .op_type = "Resize", .parse_attributes = parse_resize, .infer_shape = infer_resize});
 }
 
 }  // namespace qdqrt
