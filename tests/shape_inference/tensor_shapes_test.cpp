@@ -346,5 +346,43 @@ TEST(TensorShapes, MoreErrorsNamingTheValue) {
   expect_error(inferred, "u", "Unsqueeze", "given twice");
 }
 
+TEST(TensorShapes, MoreBadInputsNamingTheNode) {
+  Inferred inferred = infer(model(
+      "g (float[2, 3] x, int64[2] dims = {2, -1}, int64[2] neg = {-1, 2}, int64[2] crop = {0, -4}, int64 zero = {0},"
+      " int64 one = {1}, int64[2] parts = {1, 2}, float[2] ratio, int64[2, 2, 1] idx, int64 limit) => (float[2, 3] a)",
+      "a = Expand(x, dims)\n b = Tile(x, neg)\n c = Pad(x, crop4)\n crop4 = Constant <value_ints = [0, 0, 0, -4]> ()\n"
+      " d = Range(zero, one, zero)\n e = Range(zero, limit, one)\n f, g = Split <axis = 1, num_outputs = 3> (x)\n"
+      " h, i = Split <axis = 1, num_outputs = 2> (x, parts)\n j, k = Dropout(x, ratio)\n l = GatherElements(x, idx)\n"
+      " m = Identity(a)\n n = Shape(a)",
+      18),
+      false);
+  expect_error(inferred, "a", "Expand", "negative dim -1");
+  expect_error(inferred, "b", "Tile", "negative value -1");
+  expect_error(inferred, "c", "Pad", "crop axis 1 of size 3 below zero");
+  expect_error(inferred, "d", "Range", "delta 'zero' is 0");
+  expect_error(inferred, "e", "Range", "not all constant");
+  expect_error(inferred, "f", "Split", "num_outputs is 3 but the node has 2 outputs");
+  expect_error(inferred, "h", "Split", "both given");
+  expect_error(inferred, "j", "Dropout", "must be a scalar");
+  expect_error(inferred, "l", "GatherElements", "different ranks");
+  // Downstream of a value that was not followed: its rank is not known.
+  expect_error(inferred, "m", "Identity", "the rank of input 'a' is not known");
+  expect_error(inferred, "n", "Shape", "the rank of input 'a' is not known");
+}
+
+TEST(TensorShapes, RangeOfFloatConstantsAndSmallElementsOnly) {
+  Inferred inferred = infer(model(
+      "g (float start = {0.5}, float limit = {3.0}, float delta = {1.0}) => (float[3] r)",
+      "r = Range(start, limit, delta)\n big = Constant <value = int64[65] {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64}> ()\n"
+      " small = Constant <value = int64[64] {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63}> ()\n two = Concat <axis = 0> (small, small)"));
+  EXPECT_EQ(dims_of(inferred, "r"), "[3]");
+  EXPECT_EQ(elements_of(inferred, "r"), "none");  // float
+  EXPECT_EQ(dims_of(inferred, "big"), "[65]");
+  EXPECT_EQ(elements_of(inferred, "big"), "none");  // more than kMaxFollowedElements
+  EXPECT_NE(elements_of(inferred, "small"), "none");
+  EXPECT_EQ(dims_of(inferred, "two"), "[128]");
+  EXPECT_EQ(elements_of(inferred, "two"), "none");
+}
+
 }  // namespace
 }  // namespace qdqrt::testing
