@@ -1,5 +1,6 @@
 // The shape inference driver (infer_shapes, core/shape_inference.h) and the coverage of shape
-// functions: every fused op's table row has its output shape.
+// functions: every ai.onnx op qdqrt accepts has one, every fused op's table row has its output
+// shape.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -100,6 +101,21 @@ TEST(InferShapes, AnOpWithoutAShapeFunctionLeavesItsOutputsWithoutExpressions) {
   EXPECT_EQ((*after.shape)[0].symbol, "N");  // the file's dims stay
   EXPECT_EQ((*after.shape)[1].value, 3);
   EXPECT_FALSE(after.elements);
+}
+
+TEST(ShapeFunctionCoverage, EveryOnnxOpHasAShapeFunction) {
+  std::vector<std::string> missing;
+  int count = 0;
+  for (const OpSchema* schema : OpRegistry::instance().all()) {
+    if (schema->domain != kOnnxDomain) continue;
+    ++count;
+    if (schema->infer_shape == nullptr) missing.push_back(schema->op_type);
+  }
+  EXPECT_GT(count, 0);
+  EXPECT_TRUE(missing.empty()) << missing.size() << " of " << count
+                               << " ai.onnx ops have no shape function (OpSchema::infer_shape, set where their family "
+                                  "registers them): "
+                               << fmt::format("{}", fmt::join(missing, ", "));
 }
 
 TEST(ShapeFunctionCoverage, EveryFusedOpHasAnOutputShape) {
