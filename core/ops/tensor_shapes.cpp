@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/checked_math.h"
+#include "core/op_registry.h"
 #include "core/ops/fused_op_table.h"
 #include "core/ops/tensor.h"
 
@@ -21,11 +23,17 @@ namespace {
 // INT64_MIN), and adding a dim to it cannot overflow.
 constexpr int64_t kUnbounded = int64_t{1} << 62;
 
+// The node's typed attributes; a node built in memory without them has them parsed now.
 template <class T>
-Result<const T*> typed(const ShapeInferenceContext& context) {
-  const T* attributes = dynamic_cast<const T*>(context.node().typed_attributes.get());
-  if (attributes == nullptr) return context.error("its attributes were not parsed");
-  return attributes;
+Result<std::shared_ptr<const T>> typed(const ShapeInferenceContext& context) {
+  const Node& node = context.node();
+  if (auto attributes = std::dynamic_pointer_cast<const T>(node.typed_attributes)) return attributes;
+  const OpSchema* schema = OpRegistry::instance().find(node.domain, node.op_type);
+  if (schema == nullptr || schema->parse_attributes == nullptr) return context.error("its attributes are not parsed");
+  Result<std::shared_ptr<const OpAttributes>> parsed = schema->parse_attributes(node);
+  if (!parsed.ok()) return parsed.status();
+  if (auto attributes = std::dynamic_pointer_cast<const T>(parsed.value())) return attributes;
+  return context.error("its attributes are not of the expected type");
 }
 
 const std::string& input_name(const ShapeInferenceContext& context, size_t i) { return context.node().input(i); }
@@ -136,7 +144,7 @@ bool holds_integers(DataType dtype) { return dtype_is_integer(dtype) || dtype ==
 // ---- Flatten / Reshape / Transpose / Squeeze / Unsqueeze ----
 
 Status infer_flatten_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const FlattenAttributes* attributes, typed<FlattenAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<FlattenAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
   const int64_t rank = static_cast<int64_t>(x->size());
   int64_t axis = attributes->axis;
@@ -151,7 +159,7 @@ Status infer_flatten_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_reshape_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const ReshapeAttributes* attributes, typed<ReshapeAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<ReshapeAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* target, required_elements(context, 1, "the target shape"));
   const OptionalDims& x = context.input_dims(0);
   Dims y;
@@ -229,7 +237,7 @@ Status infer_reshape_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_transpose_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const TransposeAttributes* attributes, typed<TransposeAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<TransposeAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
   const int64_t rank = static_cast<int64_t>(x->size());
   std::vector<int64_t> perm = attributes->perm;
@@ -254,7 +262,7 @@ Status infer_transpose_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_squeeze_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const SqueezeAttributes* attributes, typed<SqueezeAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<SqueezeAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
   const int64_t rank = static_cast<int64_t>(x->size());
   std::vector<int64_t> axes = attributes->axes;
@@ -295,7 +303,7 @@ Status infer_squeeze_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_unsqueeze_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const UnsqueezeAttributes* attributes, typed<UnsqueezeAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<UnsqueezeAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
   std::vector<int64_t> axes = attributes->axes;
   if (attributes->axes_from_input) {
@@ -321,7 +329,7 @@ Status infer_unsqueeze_shape(ShapeInferenceContext& context) {
 // ---- Concat / Split ----
 
 Status infer_concat_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const ConcatAttributes* attributes, typed<ConcatAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<ConcatAttributes>(context));
   if (context.input_count() == 0) return context.error("needs at least one input");
   QDQRT_ASSIGN_OR_RETURN(const Dims* first, required_dims(context, 0, "input"));
   const int64_t rank = static_cast<int64_t>(first->size());
@@ -364,7 +372,7 @@ Status infer_concat_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_split_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const SplitAttributes* attributes, typed<SplitAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<SplitAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
   const int64_t rank = static_cast<int64_t>(x->size());
   if (rank == 0) return context.error("cannot split a scalar");
@@ -571,7 +579,7 @@ Status infer_slice_shape(ShapeInferenceContext& context) {
 // ---- Gather / GatherElements ----
 
 Status infer_gather_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const GatherAttributes* attributes, typed<GatherAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<GatherAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* data, required_dims(context, 0, "data"));
   QDQRT_ASSIGN_OR_RETURN(const Dims* indices, required_dims(context, 1, "indices"));
   const int64_t rank = static_cast<int64_t>(data->size());
@@ -604,7 +612,7 @@ Status infer_gather_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_gather_elements_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const GatherElementsAttributes* attributes, typed<GatherElementsAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<GatherElementsAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* indices, required_dims(context, 1, "indices"));
   if (const OptionalDims& data = context.input_dims(0)) {
     const int64_t rank = static_cast<int64_t>(data->size());
@@ -621,7 +629,7 @@ Status infer_gather_elements_shape(ShapeInferenceContext& context) {
 // ---- Shape / Size ----
 
 Status infer_shape_op_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const ShapeAttributes* attributes, typed<ShapeAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<ShapeAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
   const int64_t rank = static_cast<int64_t>(x->size());
   auto clamp = [rank](int64_t value) { return std::clamp<int64_t>(value < 0 ? value + rank : value, 0, rank); };
@@ -683,7 +691,7 @@ void cast_elements(ShapeInferenceContext& context, DataType to) {
 }  // namespace
 
 Status infer_cast_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const CastAttributes* attributes, typed<CastAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<CastAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
   context.set_output_dims(0, *x);
   cast_elements(context, attributes->to);
@@ -700,7 +708,7 @@ Status infer_cast_like_shape(ShapeInferenceContext& context) {
 // ---- Constant / ConstantOfShape / Identity / Dropout ----
 
 Status infer_constant_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const ConstantAttributes* attributes, typed<ConstantAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<ConstantAttributes>(context));
   const Tensor& value = attributes->value;
   context.set_output_dims(0, static_dims(value.shape()));
   if (holds_integers(value.dtype()) && value.numel() <= kMaxFollowedElements) {
@@ -712,7 +720,7 @@ Status infer_constant_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_constant_of_shape_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const ConstantOfShapeAttributes* attributes, typed<ConstantOfShapeAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<ConstantOfShapeAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* shape, required_elements(context, 0, "the shape"));
   Dims y;
   for (const Dim& element : *shape) {
@@ -755,7 +763,7 @@ Status infer_dropout_shape(ShapeInferenceContext& context) {
 // ---- Pad / Expand / Tile ----
 
 Status infer_pad_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const PadAttributes* attributes, typed<PadAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<PadAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
   const int64_t rank = static_cast<int64_t>(x->size());
   Dims pads;
@@ -918,7 +926,7 @@ Status infer_non_zero_shape(ShapeInferenceContext& context) {
 // ---- DepthToSpace / SpaceToDepth ----
 
 Status infer_depth_to_space_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const DepthToSpaceAttributes* attributes, typed<DepthToSpaceAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<DepthToSpaceAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
   if (x->size() != 4) return context.error("the input must be 4-D NCHW, got {}", dims_text(*x));
   const int64_t b = attributes->blocksize;
@@ -934,7 +942,7 @@ Status infer_depth_to_space_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_space_to_depth_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const SpaceToDepthAttributes* attributes, typed<SpaceToDepthAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<SpaceToDepthAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
   if (x->size() != 4) return context.error("the input must be 4-D NCHW, got {}", dims_text(*x));
   const int64_t b = attributes->blocksize;

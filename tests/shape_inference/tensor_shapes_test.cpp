@@ -384,5 +384,40 @@ TEST(TensorShapes, RangeOfFloatConstantsAndSmallElementsOnly) {
   EXPECT_EQ(elements_of(inferred, "two"), "none");
 }
 
+TEST(TensorShapes, NodesBuiltInMemoryHaveTheirAttributesParsed) {
+  Graph graph;
+  graph.opsets[kOnnxDomain] = 13;
+  graph.inputs = {"x"};
+  ValueInfo x;
+  x.name = "x";
+  x.dtype = DataType::kFloat;
+  x.shape = Dims{symbolic_dim("N"), static_dim(3)};
+  graph.values["x"] = x;
+  auto add_node = [&](const std::string& op_type, const std::string& output, AttributeMap attributes) {
+    Node node;
+    node.name = output + "_node";
+    node.op_type = op_type;
+    node.opset = 13;
+    node.inputs = {"x"};
+    node.outputs = {output};
+    node.attributes = std::move(attributes);
+    graph.nodes.push_back(std::move(node));
+  };
+  Attribute perm;
+  perm.kind = Attribute::Kind::kInts;
+  perm.ints = {1, 0};
+  add_node("Transpose", "t", {{"perm", perm}});
+  Attribute bad_axis;
+  bad_axis.kind = Attribute::Kind::kString;
+  bad_axis.s = "one";
+  add_node("Flatten", "f", {{"axis", bad_axis}});
+  ShapeInferenceReport report;
+  ASSERT_TRUE(infer_shapes(graph, &report).is_ok());
+  ASSERT_TRUE(graph.values.at("t").shape);
+  EXPECT_EQ(dims_text(*graph.values.at("t").shape), "[3, N]");
+  ASSERT_EQ(report.unfollowed.count("f"), 1u);
+  EXPECT_NE(report.unfollowed["f"].find("Flatten 'f_node': attribute 'axis'"), std::string::npos) << report.unfollowed["f"];
+}
+
 }  // namespace
 }  // namespace qdqrt::testing
