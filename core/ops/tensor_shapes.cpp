@@ -94,7 +94,8 @@ Result<std::vector<int64_t>> normalize_axes(const ShapeInferenceContext& context
   std::set<int64_t> seen;
   for (int64_t axis : axes) {
     QDQRT_ASSIGN_OR_RETURN(int64_t resolved, normalize_axis(context, axis, rank, what));
-    if (!seen.insert(resolved).second) return context.error("{} {} is given twice in [{}]", what, axis, fmt::join(axes, ", "));
+    if (!seen.insert(resolved).second)
+      return context.error("{} {} is given twice in [{}]", what, axis, fmt::join(axes, ", "));
     normalized.push_back(resolved);
   }
   return normalized;
@@ -182,8 +183,8 @@ Status infer_reshape_shape(ShapeInferenceContext& context) {
         continue;
       }
       if (i >= x->size()) {
-        return context.error("the target shape {} copies dim {} (a 0) but the input {} has rank {}", dims_text(*target), i,
-                             dims_text(*x), x->size());
+        return context.error("the target shape {} copies dim {} (a 0) but the input {} has rank {}", dims_text(*target),
+                             i, dims_text(*x), x->size());
       }
       y.push_back((*x)[i]);
     } else if (*value < 0) {
@@ -342,7 +343,8 @@ Status infer_concat_shape(ShapeInferenceContext& context) {
   for (size_t i = 0; i < context.input_count(); ++i) {
     QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, i, "input"));
     if (x->size() != first->size()) {
-      return context.error("input {} '{}' has rank {}, input 0 has rank {}", i, input_name(context, i), x->size(), rank);
+      return context.error("input {} '{}' has rank {}, input 0 has rank {}", i, input_name(context, i), x->size(),
+                           rank);
     }
     if (i > 0) {
       for (size_t d = 0; d < x->size(); ++d) {
@@ -400,8 +402,8 @@ Status infer_split_shape(ShapeInferenceContext& context) {
       parts.push_back(static_dim(size));
     }
     if (dim_value && total != *dim_value) {
-      return context.error("split [{}] sums to {}, but axis {} of the input {} has size {}", fmt::join(sizes, ", "), total,
-                           axis, dims_text(*x), *dim_value);
+      return context.error("split [{}] sums to {}, but axis {} of the input {} has size {}", fmt::join(sizes, ", "),
+                           total, axis, dims_text(*x), *dim_value);
     }
   } else if (attributes->num_outputs > 0) {
     if (attributes->num_outputs != count) {
@@ -506,10 +508,14 @@ DimExpr slice_length_expr(const DimExpr& n, int64_t start, int64_t end, int64_t 
       // To the end: n - clamp(start) is n - start for start >= 0 (at least 0), -start for start < 0
       // (at most n).
       DimExpr count;
-      if (start <= -kUnbounded || start == 0) count = n;
-      else if (start >= kUnbounded) count = zero;
-      else if (start > 0) count = max(n - DimExpr::constant(start), zero);
-      else count = min(DimExpr::constant(-start), n);
+      if (start <= -kUnbounded || start == 0)
+        count = n;
+      else if (start >= kUnbounded)
+        count = zero;
+      else if (start > 0)
+        count = max(n - DimExpr::constant(start), zero);
+      else
+        count = min(DimExpr::constant(-start), n);
       return ceil_div(count, s);
     }
     const DimExpr first = start == 0 || start <= -kUnbounded ? zero : clamped_index(n, start, 0, 0);
@@ -570,7 +576,8 @@ Status infer_slice_shape(ShapeInferenceContext& context) {
     const SliceRange range =
         first_axis_range.value_or(SliceRange{.start = 0, .step = 1, .length = static_cast<int64_t>(elements->size())});
     Dims picked;
-    for (int64_t k = 0; k < range.length; ++k) picked.push_back((*elements)[static_cast<size_t>(range.start + k * range.step)]);
+    for (int64_t k = 0; k < range.length; ++k)
+      picked.push_back((*elements)[static_cast<size_t>(range.start + k * range.step)]);
     set_elements(context, 0, std::move(picked));
   }
   return Status::ok();
@@ -670,12 +677,13 @@ std::optional<int64_t> cast_integer(int64_t value, DataType to) {
   }
 }
 
-// Integer elements (only integer tensors have them) cast to an integer type: constants convert; a dim (an expression) keeps its
-// value in the 32- and 64-bit types, and is not known in narrower ones.
+// Integer elements (only integer tensors have them) cast to an integer type: constants convert; a dim (an expression)
+// keeps its value in the 32- and 64-bit types, and is not known in narrower ones.
 void cast_elements(ShapeInferenceContext& context, DataType to) {
   const OptionalDims& elements = context.input_elements(0);
   if (!elements || !holds_integers(to)) return;
-  const bool keeps_dims = to == DataType::kInt64 || to == DataType::kInt32 || to == DataType::kUint64 || to == DataType::kUint32;
+  const bool keeps_dims =
+      to == DataType::kInt64 || to == DataType::kInt32 || to == DataType::kUint64 || to == DataType::kUint32;
   Dims cast;
   for (const Dim& element : *elements) {
     if (std::optional<int64_t> value = element.expr.constant_value()) {
@@ -732,7 +740,8 @@ Status infer_constant_of_shape_shape(ShapeInferenceContext& context) {
   // A small integer fill of a static shape is a tensor of known elements.
   const Tensor& fill = attributes->value;
   const Dim count = dims_product(y);
-  if (holds_integers(fill.dtype()) && fill.numel() == 1 && count.expr.is_constant() && count.value <= kMaxFollowedElements) {
+  if (holds_integers(fill.dtype()) && fill.numel() == 1 && count.expr.is_constant() &&
+      count.value <= kMaxFollowedElements) {
     set_elements(context, 0, Dims(static_cast<size_t>(count.value), static_dim(fill.value_as_int64(0))));
   }
   context.set_output_dims(0, std::move(y));
@@ -836,7 +845,8 @@ Status infer_tile_shape(ShapeInferenceContext& context) {
     }
     Dim product = (*x)[d] * element_dim(repeat);
     std::optional<int64_t> a = known_value((*x)[d]), b = known_value(repeat);
-    if (a && b && !checked_mul(*a, *b)) return context.error("repeats {} overflow the input {}", dims_text(*repeats), dims_text(*x));
+    if (a && b && !checked_mul(*a, *b))
+      return context.error("repeats {} overflow the input {}", dims_text(*repeats), dims_text(*x));
     y.push_back(std::move(product));
   }
   context.set_output_dims(0, std::move(y));
@@ -892,7 +902,8 @@ Status infer_range_shape(ShapeInferenceContext& context) {
     return Status::ok();
   }
   // A float range of constants: the count as the reference computes it.
-  std::optional<double> sv = scalar_constant(context, 0), lv = scalar_constant(context, 1), dv = scalar_constant(context, 2);
+  std::optional<double> sv = scalar_constant(context, 0), lv = scalar_constant(context, 1),
+                        dv = scalar_constant(context, 2);
   if (!sv || !lv || !dv) {
     return context.error("start, limit and delta are not all constant: the output's length depends on their values");
   }
@@ -954,7 +965,8 @@ Status infer_space_to_depth_shape(ShapeInferenceContext& context) {
     }
   }
   const Dim block = static_dim(b);
-  context.set_output_dims(0, {(*x)[0], (*x)[1] * static_dim(*b_squared), floor_div((*x)[2], block), floor_div((*x)[3], block)});
+  context.set_output_dims(
+      0, {(*x)[0], (*x)[1] * static_dim(*b_squared), floor_div((*x)[2], block), floor_div((*x)[3], block)});
   return Status::ok();
 }
 

@@ -133,8 +133,8 @@ TEST(ShapeConformance, QdqrtInferenceMatchesOnnxOnTheNodeTests) {
       const std::string node = writer == writers.end() ? "?" : writer->second->describe();
       auto why = report.unfollowed.find(value);
       const ValueInfo* derived = copy.find_value(value);
-      sink.push_back(fmt::format("{}: {}: '{}' is {} by ONNX's {}, {} by qdqrt{}", case_name, node, value, expected, source,
-                                 static_dims_text(derived ? derived->shape : std::nullopt),
+      sink.push_back(fmt::format("{}: {}: '{}' is {} by ONNX's {}, {} by qdqrt{}", case_name, node, value, expected,
+                                 source, static_dims_text(derived ? derived->shape : std::nullopt),
                                  why == report.unfollowed.end() ? "" : " (" + why->second + ")"));
     };
     for (const auto& [name, info] : graph->values) {
@@ -164,7 +164,8 @@ TEST(ShapeConformance, QdqrtInferenceMatchesOnnxOnTheNodeTests) {
       fmt::join(ops_without_function, ", "));
   for (const std::string& line : known) std::cout << "[known gap] " << line << "\n";
   EXPECT_GT(compared_cases, 0);
-  EXPECT_TRUE(failures.empty()) << failures.size() << " values differ:\n" << fmt::format("{}", fmt::join(failures, "\n"));
+  EXPECT_TRUE(failures.empty()) << failures.size() << " values differ:\n"
+                                << fmt::format("{}", fmt::join(failures, "\n"));
 }
 
 }  // namespace

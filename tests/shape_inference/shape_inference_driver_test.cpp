@@ -40,7 +40,8 @@ g (float[2, 3] x, int64[2] s = {3, 2}) => (float[6, 1] y, float[N, 2] z)
   ASSERT_TRUE(infer_shapes(graph, &report).is_ok());
   ASSERT_EQ(report.unfollowed.count("y"), 1u);
   EXPECT_NE(report.unfollowed["y"].find("Reshape '"), std::string::npos) << report.unfollowed["y"];
-  EXPECT_NE(report.unfollowed["y"].find("is [3, 2] by qdqrt's shape function but [6, 1] in the model"), std::string::npos)
+  EXPECT_NE(report.unfollowed["y"].find("is [3, 2] by qdqrt's shape function but [6, 1] in the model"),
+            std::string::npos)
       << report.unfollowed["y"];
   const ValueInfo& y = graph.values.at("y");
   ASSERT_TRUE(y.shape);

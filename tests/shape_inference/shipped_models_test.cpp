@@ -74,12 +74,13 @@ std::vector<std::string> problems_of(const Graph& inferred, const ShapeInference
       evaluated.push_back(*value);
     }
     if (evaluated.size() != info.shape->size()) {
-      problems.push_back(fmt::format("{}: {} has a dim without an expression of the input dims", name,
-                                     dims_text(*info.shape)));
+      problems.push_back(
+          fmt::format("{}: {} has a dim without an expression of the input dims", name, dims_text(*info.shape)));
     } else if (expected && evaluated != *expected) {
       // (Where ONNX's inference has no static shape there is nothing to compare.)
-      problems.push_back(fmt::format("{}: {} is {} at batch {}, ONNX's inference gives {}", name, dims_text(*info.shape),
-                                     shape_to_string(evaluated), kBatch, shape_to_string(*expected)));
+      problems.push_back(fmt::format("{}: {} is {} at batch {}, ONNX's inference gives {}", name,
+                                     dims_text(*info.shape), shape_to_string(evaluated), kBatch,
+                                     shape_to_string(*expected)));
     }
   }
   return problems;
