@@ -54,10 +54,12 @@ std::optional<int64_t> known_value(const Dim& dim) {
   return std::nullopt;
 }
 
+// A dim for messages: its value, or its expression when it follows a dynamic dim ("N").
 std::string dim_text(const Dim& dim) {
   if (std::optional<int64_t> value = dim.expr.constant_value()) return std::to_string(*value);
+  if (dim.expr.known()) return dim.expr.to_string();
   if (dim.is_static()) return std::to_string(dim.value);
-  return dim.expr.to_string();
+  return "?";
 }
 
 std::string dims_text(const Dims& dims) {
@@ -382,6 +384,7 @@ Status infer_split_shape(ShapeInferenceContext& context) {
   const size_t along = static_cast<size_t>(axis);
   const Dim& dim = (*x)[along];
   const std::optional<int64_t> dim_value = known_value(dim);
+  if (dim_value > kUnbounded) return context.error("axis {} of the input {} is too large", axis, dims_text(*x));
   const int64_t count = static_cast<int64_t>(context.node().outputs.size());
   if (count == 0) return context.error("has no outputs");
   std::vector<int64_t> sizes = attributes->split;
@@ -416,13 +419,14 @@ Status infer_split_shape(ShapeInferenceContext& context) {
         parts.push_back(chunk);
         continue;
       }
-      Dim rest = dim - chunk * static_dim(i);
+      // (In expressions: Dim arithmetic has no expression for a negative intermediate value.)
+      const DimExpr rest = dim.expr - chunk.expr * DimExpr::constant(i);
       std::optional<int64_t> value;
       if (dim_value) {
         const int64_t chunk_value = (*dim_value + count - 1) / count;
         value = std::clamp<int64_t>(*dim_value - i * chunk_value, 0, chunk_value);
       }
-      parts.push_back(make_dim(value, min(max(rest.expr, DimExpr::constant(0)), chunk.expr)));
+      parts.push_back(make_dim(value, min(max(rest, DimExpr::constant(0)), chunk.expr)));
     }
   } else {
     if (dim_value && *dim_value % count != 0) {
@@ -556,6 +560,7 @@ Status infer_slice_shape(ShapeInferenceContext& context) {
     const Dim& dim = (*x)[static_cast<size_t>(axes[i])];
     std::optional<int64_t> length;
     std::optional<int64_t> value = known_value(dim);
+    if (value > kUnbounded) return context.error("axis {} of the input {} is too large", axes[i], dims_text(*x));
     if (value) {
       SliceRange range = slice_range(*value, starts[i], ends[i], steps[i]);
       length = range.length;
