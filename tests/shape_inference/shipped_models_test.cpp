@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,19 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int64_t kBatch = 3;
-
-// Models whose shape computations inference does not follow yet: model -> why. The test fails
-// when one of them becomes fully followed, so that the entry goes.
-const std::map<std::string, std::string>& known_gaps() {
-  static const std::string class_token =
-      "the class token's Expand reads Where(Equal(shape, -1), 1, shape) with shape = [batch, -1, -1]: Equal of the "
-      "batch (a dim, never negative) with -1 is not followed";
-  static const std::map<std::string, std::string> gaps = {
-      {"fmnist_vit_fp32.onnx", class_token},
-      {"fmnist_vit_qdq.onnx", class_token},
-  };
-  return gaps;
-}
 
 std::vector<fs::path> shipped_models() {
   std::vector<fs::path> models;
@@ -124,13 +110,6 @@ TEST(ShippedModels, EveryValueFollowsTheBatch) {
     const std::vector<std::string> problems = problems_of(graph, report, *fixed, symbols);
     std::cout << fmt::format("[shipped models] {}: {} values, {} not followed\n", model, graph.values.size(),
                              report.unfollowed.size());
-    auto gap = known_gaps().find(model);
-    if (gap != known_gaps().end()) {
-      EXPECT_FALSE(problems.empty()) << "now followed: remove it from known_gaps()";
-      std::cout << fmt::format("[shipped models] {}: known gap ({}), first: {}\n", model, gap->second,
-                               problems.empty() ? "" : problems.front());
-      continue;
-    }
     EXPECT_TRUE(problems.empty()) << problems.size() << " values:\n" << fmt::format("{}", fmt::join(problems, "\n"));
   }
 }
