@@ -4,6 +4,7 @@
 
 #include "core/op_registry.h"
 #include "core/ops/op_families.h"
+#include "core/ops/tensor_shapes.h"
 
 namespace qdqrt {
 
@@ -226,38 +227,39 @@ ParseResult parse_space_to_depth(const Node& node) {
   return make_attributes(attributes);
 }
 
-void add(OpRegistry& registry, const char* op_type, AttributeParser parser = nullptr, int64_t min_opset = kMinOnnxOpset) {
-  registry.add(OpSchema{kOnnxDomain, op_type, min_opset, kMaxOnnxOpset, parser});
+void add(OpRegistry& registry, const char* op_type, AttributeParser parser, ShapeFunction infer_shape,
+         int64_t min_opset = kMinOnnxOpset) {
+  registry.add(OpSchema{kOnnxDomain, op_type, min_opset, kMaxOnnxOpset, parser, infer_shape});
 }
 
 }  // namespace
 
 void register_tensor_ops(OpRegistry& registry) {
-  add(registry, "Flatten", parse_flatten);
-  add(registry, "Reshape", parse_reshape);
-  add(registry, "Transpose", parse_transpose);
-  add(registry, "Squeeze", parse_squeeze);
-  add(registry, "Unsqueeze", parse_unsqueeze);
-  add(registry, "Concat", parse_concat);
-  add(registry, "Split", parse_split);
-  add(registry, "Slice");
-  add(registry, "Gather", parse_gather);
-  add(registry, "GatherElements", parse_gather_elements, 11);
-  add(registry, "Shape", parse_shape);
-  add(registry, "Size");
-  add(registry, "Cast", parse_cast);
-  add(registry, "CastLike", parse_cast_like, 15);
-  add(registry, "Constant", parse_constant);
-  add(registry, "ConstantOfShape", parse_constant_of_shape);
-  add(registry, "Identity");
-  add(registry, "Dropout", parse_dropout);
-  add(registry, "Pad", parse_pad);
-  add(registry, "Expand");
-  add(registry, "Range", nullptr, 11);
-  add(registry, "Tile");
-  add(registry, "NonZero");
-  add(registry, "DepthToSpace", parse_depth_to_space);
-  add(registry, "SpaceToDepth", parse_space_to_depth);
+  add(registry, "Flatten", parse_flatten, infer_flatten_shape);
+  add(registry, "Reshape", parse_reshape, infer_reshape_shape);
+  add(registry, "Transpose", parse_transpose, infer_transpose_shape);
+  add(registry, "Squeeze", parse_squeeze, infer_squeeze_shape);
+  add(registry, "Unsqueeze", parse_unsqueeze, infer_unsqueeze_shape);
+  add(registry, "Concat", parse_concat, infer_concat_shape);
+  add(registry, "Split", parse_split, infer_split_shape);
+  add(registry, "Slice", nullptr, infer_slice_shape);
+  add(registry, "Gather", parse_gather, infer_gather_shape);
+  add(registry, "GatherElements", parse_gather_elements, infer_gather_elements_shape, 11);
+  add(registry, "Shape", parse_shape, infer_shape_op_shape);
+  add(registry, "Size", nullptr, infer_size_shape);
+  add(registry, "Cast", parse_cast, infer_cast_shape);
+  add(registry, "CastLike", parse_cast_like, infer_cast_like_shape, 15);
+  add(registry, "Constant", parse_constant, infer_constant_shape);
+  add(registry, "ConstantOfShape", parse_constant_of_shape, infer_constant_of_shape_shape);
+  add(registry, "Identity", nullptr, infer_identity_shape);
+  add(registry, "Dropout", parse_dropout, infer_dropout_shape);
+  add(registry, "Pad", parse_pad, infer_pad_shape);
+  add(registry, "Expand", nullptr, infer_expand_shape);
+  add(registry, "Range", nullptr, infer_range_shape, 11);
+  add(registry, "Tile", nullptr, infer_tile_shape);
+  add(registry, "NonZero", nullptr, infer_non_zero_shape);
+  add(registry, "DepthToSpace", parse_depth_to_space, infer_depth_to_space_shape);
+  add(registry, "SpaceToDepth", parse_space_to_depth, infer_space_to_depth_shape);
 }
 
 }  // namespace qdqrt
