@@ -151,7 +151,7 @@ void set_elements(ShapeInferenceContext& context, const Dims& output, const std:
                   const ElementOp& op) {
   int64_t count = 1;
   for (const Dim& dim : output) {
-    if (!dim.is_static()) return;
+    if (!dim.is_static() || dim.value > kMaxFollowedElements) return;
     count *= dim.value;
     if (count > kMaxFollowedElements) return;
   }
@@ -258,9 +258,8 @@ Status infer_neg(ShapeInferenceContext& context) {
   context.set_output_dims(0, x);
   if (holds_integers(context, 0)) {
     set_elements(context, x, {0}, [](const std::vector<const Dim*>& operands) {
-      const Dim& a = *operands[0];
-      std::optional<int64_t> value = element_value(a);
-      return make_element(DimExpr::constant(-1) * a.expr, value ? std::optional<int64_t>(-*value) : std::nullopt);
+      auto negate = [](const DimExpr& a, const DimExpr& b) { return a * b; };
+      return make_element(DimExpr::constant(-1) * operands[0]->expr, fold(negate, -1, element_value(*operands[0])));
     });
   }
   return Status::ok();
@@ -268,13 +267,19 @@ Status infer_neg(ShapeInferenceContext& context) {
 
 // Every input broadcast together (the binary ops, Where, and the variadic Sum/Min/Max/Mean).
 Status infer_broadcast(ShapeInferenceContext& context) {
+  const std::string& op = context.node().op_type;
+  const bool variadic = op == "Sum" || op == "Min" || op == "Max" || op == "Mean";
+  const size_t expected = op == "Where" ? 3 : 2;
+  if (variadic ? context.input_count() == 0 : context.input_count() != expected) {
+    return context.error("has {} inputs, expected {}", context.input_count(),
+                         variadic ? std::string("at least 1") : std::to_string(expected));
+  }
   std::vector<size_t> inputs;
   for (size_t i = 0; i < context.input_count(); ++i) {
     if (!context.has_input(i)) return context.error("input {} is absent", i);
     inputs.push_back(i);
   }
   QDQRT_ASSIGN_OR_RETURN(Dims y, broadcast_inputs(context, inputs));
-  const std::string& op = context.node().op_type;
   context.set_output_dims(0, y);
   if (!holds_integers(context, 0) && op != "Where") return Status::ok();
   if (op == "Add" || op == "Sum") {
