@@ -168,6 +168,27 @@ TEST(ElementwiseElements, DivisionTruncatesAndRefusesWhatItCannotFollow) {
   EXPECT_EQ(exprs(graph, "by_zero"), "[2]");
 }
 
+// Without a value at the shapes being built, a dividend that counts something (4*N) still divides;
+// one that may be negative (-N) does not, as truncation and floor differ there.
+TEST(ElementwiseElements, DividendsWithoutAValue) {
+  Graph graph = load_without_inference(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (int64[1] n) => (int64 quarter, int64 negative_half, bool is_minus)
+    <int64 four = {4}, int64 two = {2}, int64 minus_one = {-1}>
+    {
+      rows = Mul (n, four)
+      quarter = Div (rows, four)
+      negated = Neg (n)
+      negative_half = Div (negated, two)
+      is_minus = Equal (rows, minus_one)
+    })");
+  set_elements(graph, "n", {symbolic_dim("N")});
+  ShapeInferenceReport report = infer(graph);
+  EXPECT_EQ(elements(graph, "quarter"), "[N]");
+  EXPECT_EQ(elements(graph, "negative_half"), "none");
+  EXPECT_EQ(elements(graph, "is_minus"), "[0]");
+}
+
 // Nodes built in memory (no loader to check them): a wrong input count and extreme elements are
 // errors or unknown elements, never a crash or an overflow.
 TEST(ElementwiseElements, WrongInputCountsAndExtremeElements) {
