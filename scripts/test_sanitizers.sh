@@ -2,9 +2,9 @@
 # The sanitizer steps of CI (.ci/run), apart from the default test run so that stays fast. Each
 # builds only what it runs, in its own build directory, and runs the test binaries directly:
 #   bash scripts/test_sanitizers.sh address   clang ASan + UBSan, the fuzzers' build (build-fuzz/,
-#       scripts/fuzz_common.sh): the parser, engine file, optimizer (passes, fusions) and engine
-#       tests (their fuzz corpus replays included), then the three libFuzzer targets over their
-#       corpora once (-runs=0: a replay, no fuzzing)
+#       scripts/fuzz_common.sh): the parser, engine file, optimizer (passes, fusions), engine and
+#       op shape-function tests (their fuzz corpus replays and random nodes included), then the
+#       three libFuzzer targets over their corpora once (-runs=0: a replay, no fuzzing)
 #   bash scripts/test_sanitizers.sh thread    TSan (build-tsan/): several ExecutionContexts on one
 #       Engine against a serial run (tests/engine/concurrency_test.cpp, EngineCore.ConcurrentContexts*)
 #   bash scripts/test_sanitizers.sh           both
@@ -20,7 +20,7 @@ run_address() {
   source "$root/scripts/fuzz_common.sh" 0
   local tests=(tests/parser/qdqrt_parser_tests tests/engine_file/qdqrt_engine_file_tests
                tests/optimizer_passes/qdqrt_optimizer_passes_tests tests/optimizer_fusion/qdqrt_optimizer_fusion_tests
-               tests/engine/qdqrt_engine_tests)
+               tests/engine/qdqrt_engine_tests tests/shape_functions/qdqrt_shape_functions_tests)
   local targets=()
   for binary in "${tests[@]}"; do targets+=("$(basename "$binary")"); done
   fuzz_build "${targets[@]}" fuzz_onnx_parser fuzz_engine_file fuzz_engine_plan

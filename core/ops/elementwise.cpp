@@ -151,7 +151,7 @@ void set_elements(ShapeInferenceContext& context, const Dims& output, const std:
                   const ElementOp& op) {
   int64_t count = 1;
   for (const Dim& dim : output) {
-    if (!dim.is_static()) return;
+    if (!dim.is_static() || dim.value > kMaxFollowedElements) return;
     count *= dim.value;
     if (count > kMaxFollowedElements) return;
   }
@@ -196,9 +196,24 @@ bool holds_integers(const ShapeInferenceContext& context, size_t i) {
   return dtype == DataType::kUndefined || is_integer_element_type(dtype);
 }
 
+// An element that counts something at every size: a constant >= 0, or an expression of the
+// dynamic dims that is >= 0 with every dim at 1 and at 2^20 (as sums, products and quotients of
+// dims are; -1*N is not).
+bool nonnegative(const Dim& element) {
+  if (std::optional<int64_t> constant = element.expr.constant_value()) return *constant >= 0;
+  if (!element.expr.known()) return false;
+  for (int64_t size : {int64_t{1}, int64_t{1} << 20}) {
+    SymbolValues values;
+    for (const std::string& symbol : element.expr.symbols()) values[symbol] = size;
+    std::optional<int64_t> value = element.expr.evaluate(values);
+    if (!value || *value < 0) return false;
+  }
+  return true;
+}
+
 // ONNX's integer Div truncates toward zero; floor division is the same where the dividend is
 // not negative and the divisor positive, which an expression can only promise for a constant
-// divisor and a dividend that is a dim (>= 0 at every size).
+// divisor and a dividend that counts something.
 std::optional<Dim> divide_elements(const std::vector<const Dim*>& operands) {
   const Dim& a = *operands[0];
   const Dim& b = *operands[1];
@@ -207,8 +222,8 @@ std::optional<Dim> divide_elements(const std::vector<const Dim*>& operands) {
     if (*cb == 0 || (*ca == INT64_MIN && *cb == -1)) return std::nullopt;
     return make_element(DimExpr::constant(*ca / *cb), std::nullopt);
   }
-  if (!cb || *cb <= 0 || a.value < 0) return std::nullopt;
-  return make_element(floor_div(a.expr, b.expr), a.value / *cb);
+  if (!cb || *cb <= 0 || !nonnegative(a)) return std::nullopt;
+  return make_element(floor_div(a.expr, b.expr), a.value >= 0 ? std::optional<int64_t>(a.value / *cb) : std::nullopt);
 }
 
 // Mod: fmod 0 takes the divisor's sign (floor modulo, the expressions' mod); fmod 1 the
@@ -222,18 +237,12 @@ std::optional<Dim> modulo_elements(bool fmod, const std::vector<const Dim*>& ope
     if (fmod) return make_element(DimExpr::constant(*ca % *cb), std::nullopt);
     return make_element(mod(DimExpr::constant(*ca), DimExpr::constant(*cb)), std::nullopt);
   }
-  if (fmod && (!cb || *cb <= 0 || a.value < 0)) return std::nullopt;
+  if (fmod && (!cb || *cb <= 0 || !nonnegative(a))) return std::nullopt;
   return make_element(mod(a.expr, b.expr), fold([](const DimExpr& x, const DimExpr& y) { return mod(x, y); },
                                                 element_value(a), element_value(b)));
 }
 
-// A dynamic dim itself ("N"): never negative.
-bool is_dim_symbol(const DimExpr& expr) {
-  const std::vector<std::string> symbols = expr.symbols();
-  return symbols.size() == 1 && expr.same_as(DimExpr::symbol(symbols[0]));
-}
-
-// Equal: 1 where the elements are the same expression, 0 where two constants differ or a dim
+// Equal: 1 where the elements are the same expression, 0 where two constants differ or a count
 // meets a negative constant (torch's exports compare a shape with -1 before an Expand).
 std::optional<Dim> equal_elements(const std::vector<const Dim*>& operands) {
   const Dim& a = *operands[0];
@@ -241,7 +250,7 @@ std::optional<Dim> equal_elements(const std::vector<const Dim*>& operands) {
   if (a.expr.known() && a.expr.same_as(b.expr)) return make_element(DimExpr::constant(1), std::nullopt);
   std::optional<int64_t> ca = a.expr.constant_value(), cb = b.expr.constant_value();
   if (ca && cb) return make_element(DimExpr::constant(*ca == *cb ? 1 : 0), std::nullopt);
-  if ((ca && *ca < 0 && is_dim_symbol(b.expr)) || (cb && *cb < 0 && is_dim_symbol(a.expr))) {
+  if ((ca && *ca < 0 && nonnegative(b)) || (cb && *cb < 0 && nonnegative(a))) {
     return make_element(DimExpr::constant(0), std::nullopt);
   }
   return std::nullopt;
@@ -258,9 +267,8 @@ Status infer_neg(ShapeInferenceContext& context) {
   context.set_output_dims(0, x);
   if (holds_integers(context, 0)) {
     set_elements(context, x, {0}, [](const std::vector<const Dim*>& operands) {
-      const Dim& a = *operands[0];
-      std::optional<int64_t> value = element_value(a);
-      return make_element(DimExpr::constant(-1) * a.expr, value ? std::optional<int64_t>(-*value) : std::nullopt);
+      auto negate = [](const DimExpr& a, const DimExpr& b) { return a * b; };
+      return make_element(DimExpr::constant(-1) * operands[0]->expr, fold(negate, -1, element_value(*operands[0])));
     });
   }
   return Status::ok();
@@ -268,13 +276,19 @@ Status infer_neg(ShapeInferenceContext& context) {
 
 // Every input broadcast together (the binary ops, Where, and the variadic Sum/Min/Max/Mean).
 Status infer_broadcast(ShapeInferenceContext& context) {
+  const std::string& op = context.node().op_type;
+  const bool variadic = op == "Sum" || op == "Min" || op == "Max" || op == "Mean";
+  const size_t expected = op == "Where" ? 3 : 2;
+  if (variadic ? context.input_count() == 0 : context.input_count() != expected) {
+    return context.error("has {} inputs, expected {}", context.input_count(),
+                         variadic ? std::string("at least 1") : std::to_string(expected));
+  }
   std::vector<size_t> inputs;
   for (size_t i = 0; i < context.input_count(); ++i) {
     if (!context.has_input(i)) return context.error("input {} is absent", i);
     inputs.push_back(i);
   }
   QDQRT_ASSIGN_OR_RETURN(Dims y, broadcast_inputs(context, inputs));
-  const std::string& op = context.node().op_type;
   context.set_output_dims(0, y);
   if (!holds_integers(context, 0) && op != "Where") return Status::ok();
   if (op == "Add" || op == "Sum") {

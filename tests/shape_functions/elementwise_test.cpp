@@ -168,5 +168,66 @@ TEST(ElementwiseElements, DivisionTruncatesAndRefusesWhatItCannotFollow) {
   EXPECT_EQ(exprs(graph, "by_zero"), "[2]");
 }
 
+// Without a value at the shapes being built, a dividend that counts something (4*N) still divides;
+// one that may be negative (-N) does not, as truncation and floor differ there.
+TEST(ElementwiseElements, DividendsWithoutAValue) {
+  Graph graph = load_without_inference(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (int64[1] n) => (int64 quarter, int64 negative_half, bool is_minus)
+    <int64 four = {4}, int64 two = {2}, int64 minus_one = {-1}>
+    {
+      rows = Mul (n, four)
+      quarter = Div (rows, four)
+      negated = Neg (n)
+      negative_half = Div (negated, two)
+      is_minus = Equal (rows, minus_one)
+    })");
+  set_elements(graph, "n", {symbolic_dim("N")});
+  ShapeInferenceReport report = infer(graph);
+  EXPECT_EQ(elements(graph, "quarter"), "[N]");
+  EXPECT_EQ(elements(graph, "negative_half"), "none");
+  EXPECT_EQ(elements(graph, "is_minus"), "[0]");
+}
+
+// Nodes built in memory (no loader to check them): a wrong input count and extreme elements are
+// errors or unknown elements, never a crash or an overflow.
+TEST(ElementwiseElements, WrongInputCountsAndExtremeElements) {
+  Graph graph;
+  graph.opsets[kOnnxDomain] = 13;
+  for (const char* name : {"a", "big"}) {
+    graph.inputs.push_back(name);
+    ValueInfo& info = graph.values[name];
+    info.name = name;
+    info.dtype = DataType::kInt64;
+  }
+  set_dims(graph, "a", static_dims({1}));
+  set_elements(graph, "a", {static_dim(INT64_MIN)});
+  set_dims(graph, "big", {static_dim(INT64_MAX), static_dim(2)});
+  auto add_node = [&](const char* op_type, std::vector<std::string> inputs, const char* output) {
+    Node node;
+    node.name = output;
+    node.op_type = op_type;
+    node.opset = 13;
+    node.inputs = std::move(inputs);
+    node.outputs = {output};
+    graph.nodes.push_back(node);
+  };
+  add_node("Div", {"a"}, "one_input");
+  add_node("Where", {"a", "a"}, "two_inputs");
+  add_node("Neg", {"a"}, "negated");
+  add_node("Mul", {"a", "a"}, "squared");
+  add_node("Add", {"big", "a"}, "huge");
+  ShapeInferenceReport report = infer(graph);
+  EXPECT_NE(why_unfollowed(report, "one_input").find("Div 'one_input': has 1 inputs, expected 2"), std::string::npos)
+      << why_unfollowed(report, "one_input");
+  EXPECT_NE(why_unfollowed(report, "two_inputs").find("has 2 inputs, expected 3"), std::string::npos);
+  // -INT64_MIN and INT64_MIN squared do not fit: the dims hold, the elements are not known.
+  EXPECT_EQ(exprs(graph, "negated"), "[1]");
+  EXPECT_EQ(elements(graph, "negated"), "none");
+  EXPECT_EQ(elements(graph, "squared"), "none");
+  EXPECT_EQ(values(graph, "huge"), "[9223372036854775807, 2]");
+  EXPECT_EQ(elements(graph, "huge"), "none");
+}
+
 }  // namespace
 }  // namespace qdqrt::testing
