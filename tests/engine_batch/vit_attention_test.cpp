@@ -185,7 +185,7 @@ void expect_refusal(const std::string& text, const Shape& shape, const std::stri
 }
 
 // Expand to a constant [3, 4]: at batch 1 the output stays [3, 4] (it does not follow the batch),
-// and the model does not build at batch 4. Before, batch 1 gave NaN.
+// and at batch 2 the model is invalid: the batch dim N broadcast against 3 has no expression.
 TEST(BatchRefusal, ValueThatDoesNotFollowTheBatch) {
   expect_refusal(R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[N,4] x) => (float[3,4] y)
@@ -194,7 +194,7 @@ g (float[N,4] x) => (float[3,4] y)
   y = Expand(x, shape)
 }
 )",
-                 {3, 4}, "does not build at batch 4");
+                 {3, 4}, "the batch dim of 'y' [3, 4] cannot be tracked");
 }
 
 // A Reshape whose constant target has the batch in it: ONNX's shape inference accepts it at batch 5
