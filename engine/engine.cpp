@@ -90,6 +90,8 @@ Result<std::shared_ptr<const Engine>> build_engine(Graph graph, const BuildOptio
   optimize_options.only_passes = options.only_passes;
   optimize_options.disabled_passes = options.disabled_passes;
   optimize_options.float_only = options.precision == Precision::kFp32;
+  // The fusions whose rule follows the kernels' vector width ask for the ISA build_plan picks.
+  optimize_options.target_isa = kernels::usable_isa(std::min(options.max_isa, kernels::active_isa()));
   // The same model at max batch + 1 shows which dim of each value follows the batch
   // (engine/batch_tracking.h). build_plan checks that the batched inputs agree on the max batch.
   BatchProbe probe;

@@ -291,6 +291,14 @@ std::span<const FusedOpRow> fused_ops() {
          return conv_macs_per_output(input_dims(inputs, kFusedConvW));
        },
        .layer_info_type = "Convolution"},
+      {.op_type = kRowSumsGlobalAveragePool,  // float inputs and output
+       .kind = "GlobalAveragePool",
+       .parse_attributes = parse_info_only<RowSumsPoolAttributes>,
+       .fused_info = fused_info_of<RowSumsPoolAttributes>,
+       .output_shape = [](const Node&, const InputShapes& inputs) {
+         return global_pool_output_dims(input_dims(inputs, kRowSumsPoolX));
+       },
+       .layer_info_type = "Pooling"},
       {.op_type = kQMatMul,
        .quantized_inputs = {{kMatMulA, kMatMulAZeroPoint},
                             {kMatMulB, kMatMulBZeroPoint},

@@ -55,6 +55,12 @@ inline const std::map<std::string, FusedOpSample>& fused_op_samples() {
       (x, w, bias, r)
 })",
         "[N, 6, 5, 5]"}},
+      {layers::kRowSumsGlobalAveragePool,
+       {R"(g (float[N,3,4,5] x, float[N,4,3] sums) => (float[N,3,1,1] y)
+{
+  y = qdqrt.RowSumsGlobalAveragePool <fused_nodes = ["pool"]> (x, sums)
+})",
+        "[N, 3, 1, 1]"}},
       {layers::kQMatMul,
        {R"(g (int8[N,5,4] a) => (int8[N,5,3] y)
 <float as = {0.5}, int8 az = {0}, int8[4,3] b = {1,2,3,4,5,6,7,8,9,1,2,3}, float bs = {0.1}, int8 bz = {0},

@@ -89,9 +89,9 @@ TEST(FloatBind, DamagedLayersAreRefused) {
   }
 }
 
-// The fused fp32_conv layers (the optimizer's FusedConv epilogues, then fuse_float_conv_epilogues):
-// an expansion + depthwise + projection with its residual, and a squeeze-excite gate folded into
-// its projection. Damaged parts are refused at bind.
+// The fused fp32_conv layers (the optimizer's FusedConv epilogues and channel gate, then
+// fuse_float_conv_epilogues): an expansion + depthwise + projection with its residual, and a
+// squeeze-excite gate folded into its projection. Damaged parts are refused at bind.
 TEST(FloatBind, DamagedFusedConvsAreRefused) {
   const std::vector<std::string> inits = {
       weights("ex", {48, 16, 1, 1}), weights("b48", {48}), weights("dw", {48, 1, 3, 3}),
@@ -166,6 +166,7 @@ TEST(FloatBind, DamagedStemsAndRowSumsAreRefused) {
       "d = Conv<pads=[1,1,1,1], group=16>(e, dw, b16)\ng = GlobalAveragePool(d)\ny = Mul(d, g)";
   auto graph = load_text_graph(model(13, "g (float[N,3,17,16] x) => (float y)", inits, body), 2);
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  ASSERT_TRUE(optimizer::optimize(*graph, {.float_only = true}).ok());  // the pool's row sums
   auto built = harness_build(*graph, 2);
   ASSERT_TRUE(built.ok()) << built.status().to_string();
   engine::EnginePlan fused = built->plan;

@@ -267,5 +267,50 @@ TEST(FusedConv, BadAttributesAndInputsAreRefusedByName) {
   EXPECT_NE(residual.find("residual"), std::string::npos) << residual;
 }
 
+// A gate (input 4) scales x before the conv; the row sums (output 1) of y give a
+// RowSumsGlobalAveragePool the plain pool's result (summed in another order: within 1e-6).
+TEST(FusedConv, GateAndRowSumsMatchTheNodesTheyStandFor) {
+  std::mt19937 rng(13);
+  const std::string header = R"(<ir_version: 8, opset_import: ["" : 14, "qdqrt" : 1]>
+g (float[2,4,5,5] x, float[2,4,1,1] gate) => (float[2,6,5,5] y, float[2,6,1,1] p)
+<)" + float_initializer("w", {6, 2, 3, 3}, -1.0f, 1.0f, rng) + ", " +
+                             float_initializer("bias", {6}, -1.0f, 1.0f, rng) + ">\n{\n";
+  Graph unfused = load_text(header +
+                            "  m = Mul(x, gate)\n  c = Conv <group = 2, pads = [1, 1, 1, 1]> (m, w, bias)\n"
+                            "  y = Relu(c)\n  p = GlobalAveragePool(y)\n}");
+  Graph fused = load_text(header +
+                          "  y, sums = qdqrt.FusedConv <group = 2, pads = [1, 1, 1, 1], activation = \"Relu\", "
+                          "fused_nodes = [\"mul\", \"conv\", \"relu\"]> (x, w, bias, , gate)\n"
+                          "  p = qdqrt.RowSumsGlobalAveragePool <fused_nodes = [\"pool\"]> (y, sums)\n}");
+  ASSERT_EQ(fused.nodes.size(), 2u);
+  expect_same_outputs(unfused, fused, random_inputs(unfused, rng, -3.0f, 3.0f), 1e-6f);
+}
+
+// The reference's error for a gate or row sums that do not fit, or "" when it runs.
+std::string gate_and_sums_error(const std::string& gate_shape, const std::string& sums_shape) {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 14, "qdqrt" : 1]>
+g (float[2,4,5,5] x, float[)" + gate_shape + R"(] gate, float[)" + sums_shape + R"(] sums) => (float[2,6,5,5] y, float[2,4,1,1] p)
+<float[6,4,1,1] w = {)" + sample_ones(24) + R"(}>
+{
+  y = qdqrt.FusedConv <fused_nodes = ["conv"]> (x, w, , , gate)
+  p = qdqrt.RowSumsGlobalAveragePool <fused_nodes = ["pool"]> (x, sums)
+})";
+  onnx::ModelProto model;
+  EXPECT_TRUE(onnx::OnnxParser::Parse(model, text.c_str()).IsOK()) << text;
+  Result<Graph> graph = load_onnx_model(model);
+  if (!graph.ok()) return graph.status().to_string();
+  std::mt19937 rng(3);
+  Result<TensorMap> outputs = run_reference(*graph, random_inputs(*graph, rng));
+  return outputs.ok() ? "" : outputs.status().to_string();
+}
+
+TEST(FusedConv, GatesAndRowSumsThatDoNotFitAreRefusedByName) {
+  EXPECT_EQ(gate_and_sums_error("2,4,1,1", "2,5,4"), "");
+  const std::string gate = gate_and_sums_error("2,4,5,5", "2,5,4");
+  EXPECT_NE(gate.find("gate"), std::string::npos) << gate;
+  const std::string sums = gate_and_sums_error("2,4,1,1", "2,4,5");
+  EXPECT_NE(sums.find("row sums"), std::string::npos) << sums;
+}
+
 }  // namespace
 }  // namespace qdqrt::testing

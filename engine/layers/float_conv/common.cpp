@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/layers/float_conv/conv.h"
+#include "kernels/fp32/fp32_nhwc_conv_rule.h"
 
 namespace qdqrt::engine::fp32::conv {
 
@@ -93,17 +94,17 @@ void write_geometry(PlanLayer& layer, const ConvGeometry& g) {
 }
 
 std::optional<std::string> nhwc_kernels_decline(const ConvGeometry& g) {
-  const int64_t taps = g.kernel_h * g.kernel_w;
-  if (taps > kernels::kSgemmMaxTaps)
-    return fmt::format("{} kernel taps, the NHWC kernels take {}", taps, kernels::kSgemmMaxTaps);
-  if (g.channels > INT32_MAX / 2 || g.out_channels > INT32_MAX / 2 || g.height > INT32_MAX / 2 ||
-      g.width > INT32_MAX / 2) {
-    return "dims beyond the NHWC kernels' int range";
-  }
-  if (g.pad_top >= g.kernel_h * g.dilation_h || g.pad_left >= g.kernel_w * g.dilation_w) {
-    return "pads wider than the window";
-  }
-  return std::nullopt;
+  return kernels::fp32_nhwc_conv_declines({.channels = g.channels,
+                                           .out_channels = g.out_channels,
+                                           .height = g.height,
+                                           .width = g.width,
+                                           .group = g.group,
+                                           .kernel_h = g.kernel_h,
+                                           .kernel_w = g.kernel_w,
+                                           .dilation_h = g.dilation_h,
+                                           .dilation_w = g.dilation_w,
+                                           .pad_top = g.pad_top,
+                                           .pad_left = g.pad_left});
 }
 
 }  // namespace qdqrt::engine::fp32::conv

@@ -167,8 +167,9 @@ extern const ConvImplementation kDepthwiseNchwImplementation;  // gemm_nchw.cpp
 extern const ConvImplementation kPointwiseNchwImplementation;  // gemm_nchw.cpp
 extern const ConvImplementation kGemmNchwImplementation;       // gemm_nchw.cpp
 
-// Whether the NHWC kernels take the window and dims at all (taps, pads inside the window, dims in
-// int range); the NHWC implementations' first condition.
+// Whether the NHWC kernels take the conv at all (kernels::fp32_nhwc_conv_declines: group 1 or
+// depthwise, taps, pads inside the window, dims in int range; the optimizer asks the same rule);
+// the NHWC implementations' first condition.
 std::optional<std::string> nhwc_kernels_decline(const ConvGeometry& g);
 
 // igemm.cpp, shared with direct_nchw (the same packed weights): the layer with the packed sgemm
@@ -208,6 +209,11 @@ std::optional<std::string> fused_depthwise_declines(const PlanTensor& intermedia
 // An fp32_conv layer with params under kDwPrefix or kExPrefix.
 bool is_fused_depthwise(const Params& params);
 Result<std::unique_ptr<Layer>> bind_fused_depthwise(const BindContext& context);
+
+// ---- row_sums_pool.cpp ----
+// The layer kind the pool lowers onto (bound in engine/layers/float_pool.cpp).
+inline constexpr const char* kGlobalAvgPoolNhwcKind = "fp32_global_avgpool_nhwc";
+Status lower_row_sums_pool(const Node& node, BuildContext& context);
 
 // ---- plan_fusion.cpp ----
 Status fuse_conv_epilogues(EnginePlan& plan);

@@ -44,21 +44,6 @@ void remove_tensors(EnginePlan& plan, const std::vector<bool>& unused) {
   remap(plan.outputs);
 }
 
-bool is_binary(const PlanLayer& layer, kernels::Fp32BinaryOp op) {
-  auto value = layer.params.get_int(std::string(params::kBinaryOp.key()));
-  return layer.kind == "fp32_binary" && layer.inputs.size() == 2 && layer.outputs.size() == 1 && value.ok() &&
-         *value == static_cast<int64_t>(op);
-}
-
-std::optional<kernels::Isa> isa_of(const PlanLayer& layer) {
-  auto name = layer.params.get_string(std::string(params::kIsa.key()));
-  if (!name.ok()) return std::nullopt;
-  for (int value = 0; value <= static_cast<int>(kernels::Isa::kAmxInt8); ++value) {
-    if (*name == kernels::isa_name(static_cast<kernels::Isa>(value))) return static_cast<kernels::Isa>(value);
-  }
-  return std::nullopt;
-}
-
 // Who writes and how many read each tensor of a plan, and which are the plan's inputs/outputs
 // (the plan-level fusions below only merge layers around a tensor with one producer, one reader
 // and no outside use).
@@ -89,80 +74,6 @@ void erase_layers(EnginePlan& plan, const std::vector<bool>& erase) {
     ++kept;
   }
   plan.layers.resize(kept);
-}
-
-// Folds `x * gate[N, C, 1, 1]` (an fp32_binary Mul, x stored NHWC) into the 1x1 stride-1 igemm
-// conv that is the product's only reader, when scaling that conv's packed weights (n_padded x C
-// per image) costs at most half a pass over x (H x W x C): EfficientNet-B0's squeeze-excite gates
-// at 14x14 and up (docs/decisions.md). The gate becomes conv input 2.
-void fold_channel_gates(EnginePlan& plan, std::vector<bool>& unused) {
-  const TensorUses uses(plan);
-  const std::vector<int64_t>& producer = uses.producer;
-  const std::vector<int64_t>& readers = uses.readers;
-  const std::vector<bool>& interface = uses.interface;
-  std::vector<bool> erase(plan.layers.size(), false);
-  for (size_t i = 0; i < plan.layers.size(); ++i) {
-    PlanLayer& conv = plan.layers[i];
-    auto mode = conv.params.get_int(std::string(params::kConvMode.key()));
-    auto kernel = conv.params.get_ints(std::string(params::kKernel.key()));
-    auto strides = conv.params.get_ints(std::string(params::kStrides.key()));
-    auto pads = conv.params.get_ints(std::string(params::kPads.key()));
-    auto isa = isa_of(conv);
-    if (conv.kind != kKind || !mode.ok() || static_cast<ConvMode>(*mode) != ConvMode::kIgemm || !kernel.ok() ||
-        *kernel != std::vector<int64_t>{1, 1} || !strides.ok() || *strides != std::vector<int64_t>{1, 1} ||
-        !pads.ok() || *pads != std::vector<int64_t>{0, 0, 0, 0} || !isa || conv.inputs.empty() ||
-        conv.inputs.size() > 2 || conv.outputs.size() != 1 || conv.inputs[0] < 0) {
-      continue;
-    }
-    const int32_t product = conv.inputs[0];
-    const int64_t mul_index = producer[static_cast<size_t>(product)];
-    if (mul_index < 0 || erase[static_cast<size_t>(mul_index)] || readers[static_cast<size_t>(product)] != 1 ||
-        interface[static_cast<size_t>(product)]) {
-      continue;
-    }
-    const PlanLayer& mul = plan.layers[static_cast<size_t>(mul_index)];
-    if (!is_binary(mul, kernels::Fp32BinaryOp::kMul)) continue;
-    const PlanTensor& y = plan.tensors[static_cast<size_t>(product)];
-    if (y.shape.size() != 4 || y.layout != Layout::kNhwc || y.dtype != DataType::kFloat || y.batch_axis != 0 ||
-        y.batch_factor != 1) {
-      continue;
-    }
-    int32_t x = -1, gate = -1;
-    for (int side = 0; side < 2; ++side) {
-      const int32_t a = mul.inputs[side], b = mul.inputs[1 - side];
-      if (a < 0 || b < 0 || a == b) continue;
-      const PlanTensor& ta = plan.tensors[static_cast<size_t>(a)];
-      const PlanTensor& tb = plan.tensors[static_cast<size_t>(b)];
-      if (ta.shape == y.shape && ta.layout == Layout::kNhwc && ta.dtype == DataType::kFloat &&
-          batch_layout_of(ta) == batch_layout_of(y) && tb.dtype == DataType::kFloat &&
-          tb.shape == Shape{y.shape[0], y.shape[1], 1, 1} && batch_layout_of(tb) == batch_layout_of(y)) {
-        x = a, gate = b;
-        break;
-      }
-    }
-    if (x < 0) continue;
-    const kernels::Isa conv_isa = *isa;
-    const int64_t channels = y.shape[1];
-    const int64_t out_channels = plan.tensors[static_cast<size_t>(conv.outputs[0])].shape.size() == 4
-                                     ? plan.tensors[static_cast<size_t>(conv.outputs[0])].shape[1]
-                                     : -1;
-    if (out_channels < 1 || channels > INT32_MAX / 2 || out_channels > INT32_MAX / 2) continue;
-    if (2 * kernels::sgemm_padded_n(static_cast<int>(out_channels), conv_isa) > y.shape[2] * y.shape[3]) continue;
-    conv.inputs[0] = x;
-    conv.inputs.resize(3, -1);
-    conv.inputs[2] = gate;
-    ConvGeometry g;
-    g.mode = ConvMode::kIgemm;
-    g.channels = channels;
-    g.out_channels = out_channels;
-    conv.scratch_bytes =
-        std::max(conv.scratch_bytes, scratch_floats(g, conv_isa, true) * static_cast<int64_t>(sizeof(float)));
-    conv.name = mul.name + " + " + conv.name;
-    conv.source_nodes.insert(conv.source_nodes.begin(), mul.source_nodes.begin(), mul.source_nodes.end());
-    unused[static_cast<size_t>(product)] = true;
-    erase[static_cast<size_t>(mul_index)] = true;
-  }
-  erase_layers(plan, erase);
 }
 
 // Copies `part`'s params and blobs into `into` under `prefix`.
@@ -283,54 +194,12 @@ void fuse_depthwise_pointwise(EnginePlan& plan, std::vector<bool>& unused) {
   }
 }
 
-// A global average pool (fp32_global_avgpool_nhwc) of a depthwise conv's output, EfficientNet's
-// squeeze-excite, reads per-row channel sums [N, OH, C] the depthwise writes as its second output
-// while each row is still in cache (the pool's input 1), instead of a pass over the output from
-// L3 (EfficientNet-B0's 112x112x32 to 56x56x144 ones are 1.2-1.8 MB). The depthwise alone or fused
-// with its expansion; not with its projection (the pool reads the output).
-void fuse_pool_row_sums(EnginePlan& plan) {
-  const TensorUses uses(plan);
-  for (PlanLayer& pool : plan.layers) {
-    if (pool.kind != "fp32_global_avgpool_nhwc" || pool.inputs.size() != 1 || pool.outputs.size() != 1 ||
-        pool.inputs[0] < 0) {
-      continue;
-    }
-    const int32_t t = pool.inputs[0];
-    const int64_t producer = uses.producer[static_cast<size_t>(t)];
-    if (producer < 0) continue;
-    PlanLayer& conv = plan.layers[static_cast<size_t>(producer)];
-    auto mode = conv.params.get_int(std::string(params::kConvMode.key()));
-    if (conv.kind != kKind || conv.outputs.size() != 1 || conv.outputs[0] != t || !mode.ok() ||
-        static_cast<ConvMode>(*mode) != ConvMode::kDepthwiseNhwc ||
-        has_param(conv, kDwPrefix, params::kConvMode.key())) {
-      continue;
-    }
-    const PlanTensor y = plan.tensors[static_cast<size_t>(t)];
-    if (y.shape.size() != 4 || y.layout != Layout::kNhwc || y.dtype != DataType::kFloat || !batch_leads(y)) continue;
-    PlanTensor sums;
-    sums.name = y.name + "/row_sums";
-    sums.dtype = DataType::kFloat;
-    sums.shape = {y.shape[0], y.shape[2], y.shape[1]};
-    sums.batched = y.batched;
-    sums.layout = Layout::kPlain;
-    sums.bytes = safe_numel(sums.shape) * static_cast<int64_t>(sizeof(float));
-    const int32_t index = static_cast<int32_t>(plan.tensors.size());
-    plan.tensors.push_back(std::move(sums));
-    conv.outputs.push_back(index);
-    conv.kernel += " + row sums";
-    pool.inputs.push_back(index);
-    pool.kernel += " (row sums)";
-  }
-}
-
 }  // namespace
 
 Status fuse_conv_epilogues(EnginePlan& plan) {
   std::vector<bool> unused(plan.tensors.size(), false);
-  fold_channel_gates(plan, unused);
   fuse_depthwise_pointwise(plan, unused);
   remove_tensors(plan, unused);
-  fuse_pool_row_sums(plan);
   return Status::ok();
 }
 
