@@ -43,6 +43,9 @@ const std::vector<Fusion>& fusion_registry() {
        /*float_layer=*/true},
       {"fuse_float_pool_row_sums", select_float_pool_row_sums, apply_float_pool_row_sums,
        {"fuse_float_conv_epilogue"}, /*float_layer=*/true},
+      // After the gates (a gated 1x1 stays apart) and the row sums (they go with the depthwise).
+      {"fuse_float_depthwise_chain", select_float_depthwise_chain, apply_float_depthwise_chain,
+       {"fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums"}, /*float_layer=*/true},
   };
   // clang-format on
   return registry;

@@ -69,6 +69,12 @@ SelectResult select_float_pool_row_sums(const Graph& graph, const ValueIndex& in
                                         const PassContext& context);
 Status apply_float_pool_row_sums(Graph& graph, const QdqSelection& selection, PassContext& context);
 
+// float_depthwise_chain.cpp: a depthwise float conv with the 1x1 expansion before it and/or the
+// 1x1 projection after it becomes one FusedDepthwiseConv when the intermediates are large.
+SelectResult select_float_depthwise_chain(const Graph& graph, const ValueIndex& index, int node,
+                                          const PassContext& context);
+Status apply_float_depthwise_chain(Graph& graph, const QdqSelection& selection, PassContext& context);
+
 SelectResult select_layer_norm(const Graph& graph, const ValueIndex& index, int node);
 Status apply_layer_norm(Graph& graph, const QdqSelection& selection, PassContext& context);
 

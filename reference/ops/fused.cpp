@@ -320,6 +320,61 @@ Status fused_conv_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& o
   return Status::ok();
 }
 
+// One part of a FusedDepthwiseConv as a FusedConv (`attributes`' window and group, `epilogue`)
+// over x: its output, and with `row_sums` its row sums too.
+Result<std::vector<Tensor>> run_part(const Node& node, const ConvAttributes& window, const ConvEpilogue& epilogue,
+                                     const Tensor& x, const Tensor* w, const Tensor* bias, const Tensor* residual,
+                                     bool row_sums) {
+  FusedConvAttributes attributes;
+  static_cast<ConvAttributes&>(attributes) = window;
+  attributes.fused.activation = epilogue.activation;
+  attributes.function = epilogue.function;
+  Node part = plain_node(node, layers::kFusedConv, make_attributes(std::move(attributes)));
+  const Tensor* inputs[] = {&x, w, bias, residual};
+  std::vector<Tensor> outputs(row_sums ? 2 : 1);
+  QDQRT_RETURN_IF_ERROR(fused_conv_kernel(part, inputs, outputs));
+  return outputs;
+}
+
+// FusedDepthwiseConv: the expansion, the depthwise and the projection as three FusedConvs, in order.
+Status fused_depthwise_conv_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const FusedDepthwiseConvAttributes* attributes,
+                         typed_attributes<FusedDepthwiseConvAttributes>(node));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, kFusedDepthwiseX, "x"));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* w, required_input(node, inputs, kFusedDepthwiseW, "w"));
+  const Tensor* expand_w = optional_input(inputs, kFusedDepthwiseExpandW);
+  const Tensor* project_w = optional_input(inputs, kFusedDepthwiseProjectW);
+  const Tensor* residual = optional_input(inputs, kFusedDepthwiseResidual);
+  if (project_w == nullptr && residual != nullptr) {
+    return invalid_argument("{}: a residual needs a projection", node.describe());
+  }
+  if (project_w != nullptr && outputs.size() > 1) {
+    return invalid_argument("{}: row sums are the depthwise's output's, which a projection reads", node.describe());
+  }
+  const ConvAttributes pointwise;  // 1x1, stride 1, no pads
+  Tensor e = *x;
+  if (expand_w != nullptr) {
+    QDQRT_ASSIGN_OR_RETURN(std::vector<Tensor> expanded,
+                           run_part(node, pointwise, attributes->expand, *x, expand_w,
+                                    optional_input(inputs, kFusedDepthwiseExpandBias), nullptr, false));
+    e = std::move(expanded[0]);
+  }
+  const ConvEpilogue depthwise{.activation = attributes->fused.activation, .function = attributes->function};
+  QDQRT_ASSIGN_OR_RETURN(std::vector<Tensor> d,
+                         run_part(node, *attributes, depthwise, e, w, optional_input(inputs, kFusedDepthwiseBias),
+                                  nullptr, outputs.size() > 1));
+  if (project_w == nullptr) {
+    for (size_t i = 0; i < outputs.size(); ++i) outputs[i] = std::move(d[i]);
+    return Status::ok();
+  }
+  QDQRT_ASSIGN_OR_RETURN(std::vector<Tensor> y,
+                         run_part(node, pointwise, attributes->project, d[0], project_w,
+                                  optional_input(inputs, kFusedDepthwiseProjectBias), residual, false));
+  outputs[0] = std::move(y[0]);
+  return Status::ok();
+}
+
 // RowSumsGlobalAveragePool: the mean of x [N, C, H, W] per channel from its row sums [N, H, C].
 Status row_sums_pool_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
   using namespace layers;
@@ -552,6 +607,7 @@ void register_fused_kernels(KernelRegistry& registry) {
   registry.add(layers::kDomain, layers::kQConv, qconv_kernel);
   registry.add(layers::kDomain, layers::kFusedConv, fused_conv_kernel);
   registry.add(layers::kDomain, layers::kRowSumsGlobalAveragePool, row_sums_pool_kernel);
+  registry.add(layers::kDomain, layers::kFusedDepthwiseConv, fused_depthwise_conv_kernel);
   registry.add(layers::kDomain, layers::kQMatMul, qmatmul_kernel);
   registry.add(layers::kDomain, layers::kQAdd, qbinary_kernel<true>);
   registry.add(layers::kDomain, layers::kQMul, qbinary_kernel<false>);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/ops/fused_conv.h"
 #include "engine/layers/float_conv/conv.h"
 #include "kernels/fp32/fp32_nhwc_conv_rule.h"
 
@@ -82,6 +83,32 @@ Result<int32_t> bind_row_sums(const BindContext& context, const PlanTensor& y) {
                                      shape_to_string(sums->shape), shape_to_string(y.shape)));
   }
   return context.layer().outputs[1];
+}
+
+Status write_conv_epilogue(const Node& node, const FusedActivation& activation, ConvEpilogueFunction function,
+                           PlanLayer& layer) {
+  if (activation.kind == ActivationKind::kRelu) {
+    params::kClipMin.write(layer, 0.0);
+  } else if (activation.kind == ActivationKind::kClip) {
+    params::kClipMin.write(layer, activation.min);
+    params::kClipMax.write(layer, activation.max);
+  } else if (activation.kind != ActivationKind::kNone) {
+    return invalid_argument("{}: a conv epilogue takes Relu or Clip, not {}", node.describe(),
+                            activation_kind_name(activation.kind));
+  }
+  switch (function) {
+    case ConvEpilogueFunction::kNone: break;
+    case ConvEpilogueFunction::kSigmoid:
+      params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kSigmoid);
+      break;
+    case ConvEpilogueFunction::kHardSwish:
+      params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kHardSwish);
+      break;
+    case ConvEpilogueFunction::kSiLU:
+      params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kSilu);
+      break;
+  }
+  return Status::ok();
 }
 
 void write_geometry(PlanLayer& layer, const ConvGeometry& g) {

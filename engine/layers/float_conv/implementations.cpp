@@ -50,28 +50,7 @@ namespace {
 // (reordered to NHWC when stored otherwise), its source nodes' names.
 Status write_fused_epilogue(const Node& node, BuildContext& context, PlanLayer& layer) {
   const auto& attributes = node.attrs<FusedConvAttributes>();
-  const FusedActivation& activation = attributes.fused.activation;
-  if (activation.kind == ActivationKind::kRelu) {
-    params::kClipMin.write(layer, 0.0);
-  } else if (activation.kind == ActivationKind::kClip) {
-    params::kClipMin.write(layer, activation.min);
-    params::kClipMax.write(layer, activation.max);
-  } else if (activation.kind != ActivationKind::kNone) {
-    return invalid_argument("{}: FusedConv takes Relu or Clip, not {}", node.describe(),
-                            activation_kind_name(activation.kind));
-  }
-  switch (attributes.function) {
-    case ConvEpilogueFunction::kNone: break;
-    case ConvEpilogueFunction::kSigmoid:
-      params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kSigmoid);
-      break;
-    case ConvEpilogueFunction::kHardSwish:
-      params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kHardSwish);
-      break;
-    case ConvEpilogueFunction::kSiLU:
-      params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kSilu);
-      break;
-  }
+  QDQRT_RETURN_IF_ERROR(write_conv_epilogue(node, attributes.fused.activation, attributes.function, layer));
   if (node.has_input(layers::kFusedConvResidual)) {
     QDQRT_ASSIGN_OR_RETURN(int32_t residual, context.input(node.input(layers::kFusedConvResidual), Layout::kNhwc));
     layer.inputs.push_back(residual);
@@ -244,6 +223,11 @@ void register_conv(LayerRegistry& registry) {
   registry.add_lowering({.domain = layers::kDomain,
                          .op_type = layers::kFusedConv,
                          .lower = conv::lower_conv,
+                         .accepts = all_float,
+                         .prefers_nhwc = true});
+  registry.add_lowering({.domain = layers::kDomain,
+                         .op_type = layers::kFusedDepthwiseConv,
+                         .lower = conv::lower_fused_depthwise,
                          .accepts = all_float,
                          .prefers_nhwc = true});
   registry.add_lowering({.domain = layers::kDomain,
