@@ -289,6 +289,13 @@ Result<std::shared_ptr<const OpAttributes>> parse_fused_depthwise_conv(const Nod
                                                   "up to the {} fused_nodes, got [{}]",
                                                   attributes.fused.fused_nodes.size(), fmt::join(parts, ", ")));
   }
+  const bool expand = node.has_input(layers::kFusedDepthwiseExpandW);
+  const bool project = node.has_input(layers::kFusedDepthwiseProjectW);
+  if (!expand && !project) return reader.error("part_nodes", "neither an expansion nor a projection weight is given");
+  if ((parts[0] > 0) != expand || (parts[2] > 0) != project) {
+    return reader.error("part_nodes", fmt::format("[{}] does not match the parts given (expansion {}, projection {})",
+                                                  fmt::join(parts, ", "), expand ? "yes" : "no", project ? "yes" : "no"));
+  }
   std::copy(parts.begin(), parts.end(), attributes.part_nodes);
   return make_attributes(std::move(attributes));
 }

@@ -75,7 +75,7 @@ SelectResult select_float_conv_gate(const Graph& graph, const ValueIndex& index,
   if (2 * padded > pixels) {
     return {.selection = std::nullopt,
             .reason = not_folded + fmt::format("scaling {} x {} packed weights per image costs more than half a pass "
-                                               "over its {} pixels ({} GEMM tiles)",
+                                               "over its {} pixels on {}",
                                                padded, g->channels, pixels, kernels::isa_name(isa))};
   }
   QdqSelection selection;

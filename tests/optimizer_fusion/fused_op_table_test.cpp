@@ -312,5 +312,46 @@ TEST(FusedConv, GatesAndRowSumsThatDoNotFitAreRefusedByName) {
   EXPECT_NE(sums.find("row sums"), std::string::npos) << sums;
 }
 
+// The loader's (or reference's) error for a FusedDepthwiseConv with `attributes`, or "" when it runs.
+std::string fused_depthwise_error(const std::string& attributes, const std::string& inputs = "x, ew, , w, , pw") {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 14, "qdqrt" : 1]>
+g (float[2,4,5,5] x) => (float[2,3,5,5] y)
+<float[8,4,1,1] ew = {)" + sample_ones(32) + R"(}, float[8,1,3,3] w = {)" + sample_ones(72) +
+                           R"(}, float[3,8,1,1] pw = {)" + sample_ones(24) + R"(}>
+{
+  y = qdqrt.FusedDepthwiseConv <group = 8, pads = [1, 1, 1, 1], fused_nodes = ["e", "d", "p"])" + attributes +
+                           R"(> ()" + inputs + R"()
+})";
+  onnx::ModelProto model;
+  EXPECT_TRUE(onnx::OnnxParser::Parse(model, text.c_str()).IsOK()) << text;
+  Result<Graph> graph = load_onnx_model(model);
+  if (!graph.ok()) return graph.status().to_string();
+  std::mt19937 rng(3);
+  Result<TensorMap> outputs = run_reference(*graph, random_inputs(*graph, rng));
+  return outputs.ok() ? "" : outputs.status().to_string();
+}
+
+TEST(FusedDepthwiseConv, BadAttributesAndInputsAreRefusedByName) {
+  EXPECT_EQ(fused_depthwise_error(R"(, part_nodes = [1, 1, 1], expand_activation = "Relu")"), "");
+  const std::string parts = fused_depthwise_error(", part_nodes = [1, 2, 1]");
+  EXPECT_NE(parts.find("part_nodes"), std::string::npos) << parts;
+  EXPECT_NE(fused_depthwise_error("").find("part_nodes"), std::string::npos);
+  EXPECT_NE(fused_depthwise_error(", part_nodes = [2, -1, 2]").find("part_nodes"), std::string::npos);
+  const std::string activation = fused_depthwise_error(R"(, part_nodes = [1, 1, 1], project_activation = "Tanh")");
+  EXPECT_NE(activation.find("project_activation"), std::string::npos) << activation;
+  const std::string both =
+      fused_depthwise_error(R"(, part_nodes = [1, 1, 1], expand_activation = "Relu", expand_function = "SiLU")");
+  EXPECT_NE(both.find("expand_function"), std::string::npos) << both;
+  const std::string clip = fused_depthwise_error(
+      R"(, part_nodes = [1, 1, 1], project_activation = "Clip", project_activation_min = 1.0, project_activation_max = 0.0)");
+  EXPECT_NE(clip.find("project_activation_min"), std::string::npos) << clip;
+  const std::string missing = fused_depthwise_error(", part_nodes = [1, 1, 1]", "x, ew, , w");
+  EXPECT_NE(missing.find("does not match the parts given"), std::string::npos) << missing;
+  EXPECT_NE(fused_depthwise_error(", part_nodes = [0, 3, 0]", "x, , , w").find("neither"), std::string::npos);
+  // A residual without a projection has nothing to join.
+  const std::string residual = fused_depthwise_error(", part_nodes = [2, 1, 0]", "x, ew, , w, , , , x");
+  EXPECT_NE(residual.find("residual"), std::string::npos) << residual;
+}
+
 }  // namespace
 }  // namespace qdqrt::testing
