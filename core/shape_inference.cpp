@@ -194,6 +194,9 @@ NodeShapes infer_node_shapes(const Graph& graph, const Node& node) {
     for (size_t i = 0; i < node.inputs.size(); ++i) shapes.push_back(context.input_dims(i));
     OptionalDims dims = row->output_shape ? row->output_shape(node, shapes) : std::nullopt;
     if (dims) {
+      for (size_t i = 1; i < node.outputs.size() && row->more_output_shape; ++i) {
+        if (OptionalDims more = row->more_output_shape(node, *dims, i)) context.set_output_dims(i, std::move(*more));
+      }
       context.set_output_dims(0, *dims);
     } else {
       result.status = context.error("its output shape does not follow from its input shapes");

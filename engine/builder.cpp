@@ -480,7 +480,6 @@ Result<EnginePlan> build_plan(const Graph& optimized, const BuildOptions& option
   QDQRT_RETURN_IF_ERROR(builder.finish_outputs());
   EnginePlan plan = builder.take();
   plan.source_model = optimized.name;
-  QDQRT_RETURN_IF_ERROR(fuse_float_conv_epilogues(plan));
   QDQRT_RETURN_IF_ERROR(plan_memory(plan));
   return plan;
 }

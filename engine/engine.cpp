@@ -92,6 +92,8 @@ Result<std::shared_ptr<const Engine>> build_engine(Graph graph, const BuildOptio
   optimize_options.only_passes = options.only_passes;
   optimize_options.disabled_passes = options.disabled_passes;
   optimize_options.float_only = options.precision == Precision::kFp32;
+  // The fusions whose rule follows the kernels' vector width ask for the ISA build_plan picks.
+  optimize_options.target_isa = kernels::usable_isa(std::min(options.max_isa, kernels::active_isa()));
   mark_batch_dims(graph, batched);
   QDQRT_RETURN_IF_ERROR(infer_shapes(graph));
   auto report = optimizer::optimize(graph, optimize_options);

@@ -3,12 +3,14 @@
 // run as FusionPass. The order lives in optimizer/pipeline.cpp only.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/graph.h"
 #include "core/status.h"
+#include "kernels/cpu_features.h"
 
 namespace qdqrt::optimizer {
 
@@ -26,6 +28,11 @@ struct PassContext {
   // Initializers fold_constants computed from the shape of a runtime value (Shape of an
   // activation and what was folded from it): they hold the batch the graph was loaded at.
   std::set<std::string> folded_from_runtime_shapes;
+  // The ISA the engine will pick kernels for (the build's limit, OptimizeOptions::target_isa);
+  // unset: the host's (kernels' dispatch choice). Fusions whose rule follows the kernels' vector
+  // width ask isa().
+  std::optional<kernels::Isa> target_isa;
+  kernels::Isa isa() const;
   // Records a reason once per node (the first one wins: it is the most specific).
   void note_float(const Node& node, std::string reason);
   void clear_float_reason(const std::string& node_name);

@@ -38,14 +38,16 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   for (const char* fusion : {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_binary", "fuse_qdq_pool", "fuse_qdq_concat",
                              "fuse_qdq_lookup", "fuse_qdq_clamp", "fuse_pointwise",
                              "fuse_channel_gate", "fuse_quantized_silu", "fuse_layer_norm", "fuse_softmax",
-                             "fuse_float_conv_epilogue"}) {
+                             "fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums",
+                             "fuse_float_depthwise_chain"}) {
     passes.push_back(std::make_unique<FusionPass>(fusion));
   }
   return passes;
 }
 
 // The float pipeline (OptimizeOptions::float_only): fake quantization removed, BN folded into
-// float weights; of the fusions only the float ones: LayerNorm and the conv epilogues.
+// float weights; of the fusions only the float ones: LayerNorm, the conv epilogues, channel gates,
+// pool row sums and depthwise chains.
 std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(make_remove_identities_pass());
@@ -54,7 +56,10 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_remove_fake_quantization_pass());
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(std::make_unique<FusionPass>("fuse_layer_norm"));  // float in, float out
-  passes.push_back(std::make_unique<FusionPass>("fuse_float_conv_epilogue"));
+  for (const char* fusion : {"fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums",
+                             "fuse_float_depthwise_chain"}) {
+    passes.push_back(std::make_unique<FusionPass>(fusion));
+  }
   return passes;
 }
 
@@ -106,6 +111,7 @@ Result<OptimizeReport> optimize(Graph& graph, const OptimizeOptions& options) {
 
   OptimizeReport report;
   PassContext context;
+  context.target_isa = options.target_isa;
   for (const auto& pass : passes) {
     const std::string name = pass->name();
     if (!options.only_passes.empty() && !contains(options.only_passes, name)) continue;
@@ -123,7 +129,7 @@ SelectResult select_int8_layer(const Graph& graph, const ValueIndex& index, int 
   for (const std::string& name : pipeline_pass_names()) {
     const Fusion* fusion = find_fusion(name);
     if (fusion == nullptr) continue;
-    SelectResult result = fusion->selector(graph, index, node);
+    SelectResult result = fusion->selector(graph, index, node, PassContext{});
     if (result.selection || !result.reason.empty()) return result;
   }
   return {};

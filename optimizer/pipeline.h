@@ -24,6 +24,9 @@ struct OptimizeOptions {
   // runs: the result has only float ops (standard ones, LayerNorm and FusedConv). Pass names come
   // from pipeline_pass_names(true).
   bool float_only = false;
+  // The ISA the engine will build for (its kernels' dispatch choice under BuildOptions::max_isa);
+  // unset: the host's. Fusion rules that follow the kernels' vector width read it.
+  std::optional<kernels::Isa> target_isa;
   // Called after each pass that ran (e.g. to dump the graph).
   std::function<Status(const std::string& pass_name, const Graph& graph)> after_pass;
 };

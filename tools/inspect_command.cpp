@@ -110,7 +110,7 @@ Command add_inspect_command(CLI::App& app) {
       ->check(quiet(CLI::ExistingDirectory | CLI::NonexistentPath))
       ->type_name("DIR");
   inspect->add_flag("--fp32", options->float_only,
-                    "Run the float pipeline instead: fake quantization removed, BatchNorm folded, nothing fused");
+                    "Run the float pipeline instead: fake quantization removed, BatchNorm folded, only the float fusions");
   inspect->add_flag("--fullNames", options->full_names,
                     fmt::format("Print layer names whole (default: cut to {} characters)", kInspectNameWidth));
   inspect->add_option("--shapes", *shapes, "Values for symbolic input dims (for shapes and MACs), e.g. x:8x3x224x224")

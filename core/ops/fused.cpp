@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/op_registry.h"
 #include "core/ops/fused_conv.h"
@@ -221,6 +222,84 @@ Result<std::shared_ptr<const OpAttributes>> parse_fused_conv(const Node& node) {
   return make_attributes(std::move(attributes));
 }
 
+// A conv epilogue's function ("function" under `prefix`).
+Result<ConvEpilogueFunction> parse_epilogue_function(const AttributeReader& reader, const std::string& prefix) {
+  QDQRT_ASSIGN_OR_RETURN(std::string function, reader.get_string(prefix + "function", ""));
+  for (ConvEpilogueFunction candidate : {ConvEpilogueFunction::kNone, ConvEpilogueFunction::kSigmoid,
+                                         ConvEpilogueFunction::kHardSwish, ConvEpilogueFunction::kSiLU}) {
+    if (function == conv_epilogue_function_name(candidate)) return candidate;
+  }
+  return reader.error(prefix + "function",
+                      fmt::format("must be \"\", Sigmoid, HardSwish or SiLU, got \"{}\"", function));
+}
+
+// A 1x1 part's epilogue of a FusedDepthwiseConv: "<prefix>activation" ("", Relu or Clip with
+// "<prefix>activation_min/max") and "<prefix>function", at most one of them.
+Result<ConvEpilogue> parse_part_epilogue(const AttributeReader& reader, const std::string& prefix) {
+  ConvEpilogue epilogue;
+  QDQRT_ASSIGN_OR_RETURN(std::string activation, reader.get_string(prefix + "activation", ""));
+  if (activation == "Relu") {
+    epilogue.activation.kind = ActivationKind::kRelu;
+  } else if (activation == "Clip") {
+    epilogue.activation.kind = ActivationKind::kClip;
+    QDQRT_ASSIGN_OR_RETURN(epilogue.activation.min, reader.get_float(prefix + "activation_min", epilogue.activation.min));
+    QDQRT_ASSIGN_OR_RETURN(epilogue.activation.max, reader.get_float(prefix + "activation_max", epilogue.activation.max));
+    if (!(epilogue.activation.min <= epilogue.activation.max)) {
+      return reader.error(prefix + "activation_min", fmt::format("Clip bounds [{}, {}] are empty",
+                                                                 epilogue.activation.min, epilogue.activation.max));
+    }
+  } else if (!activation.empty()) {
+    return reader.error(prefix + "activation", fmt::format("must be \"\", Relu or Clip, got \"{}\"", activation));
+  }
+  QDQRT_ASSIGN_OR_RETURN(epilogue.function, parse_epilogue_function(reader, prefix));
+  if (epilogue.function != ConvEpilogueFunction::kNone && epilogue.activation.kind != ActivationKind::kNone) {
+    return reader.error(prefix + "function", "a part takes at most one of activation and function");
+  }
+  return epilogue;
+}
+
+Result<std::shared_ptr<const OpAttributes>> parse_fused_depthwise_conv(const Node& node) {
+  AttributeReader reader(node);
+  FusedDepthwiseConvAttributes attributes;
+  QDQRT_ASSIGN_OR_RETURN(static_cast<ConvAttributes&>(attributes), parse_conv_attribute_set(node));
+  QDQRT_ASSIGN_OR_RETURN(attributes.fused, parse_fused_info(node));
+  const FusedActivation& activation = attributes.fused.activation;
+  if (activation.kind == ActivationKind::kLeakyRelu) {
+    return reader.error("activation", "FusedDepthwiseConv takes \"\", Relu or Clip");
+  }
+  if (attributes.fused.has_pointwise()) {
+    return reader.error("pointwise_code", "FusedDepthwiseConv takes no pointwise program");
+  }
+  QDQRT_ASSIGN_OR_RETURN(attributes.function, parse_epilogue_function(reader, ""));
+  if (attributes.function != ConvEpilogueFunction::kNone && activation.kind != ActivationKind::kNone) {
+    return reader.error("function", "the depthwise takes at most one of activation and function");
+  }
+  QDQRT_ASSIGN_OR_RETURN(attributes.expand, parse_part_epilogue(reader, "expand_"));
+  QDQRT_ASSIGN_OR_RETURN(attributes.project, parse_part_epilogue(reader, "project_"));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> parts, reader.get_ints("part_nodes"));
+  int64_t total = 0;
+  bool negative = false;
+  for (int64_t count : parts) {
+    negative = negative || count < 0;
+    total += count;
+  }
+  if (parts.size() != 3 || negative || parts[1] < 1 ||
+      total != static_cast<int64_t>(attributes.fused.fused_nodes.size())) {
+    return reader.error("part_nodes", fmt::format("must be 3 counts (expansion, depthwise >= 1, projection) adding "
+                                                  "up to the {} fused_nodes, got [{}]",
+                                                  attributes.fused.fused_nodes.size(), fmt::join(parts, ", ")));
+  }
+  const bool expand = node.has_input(layers::kFusedDepthwiseExpandW);
+  const bool project = node.has_input(layers::kFusedDepthwiseProjectW);
+  if (!expand && !project) return reader.error("part_nodes", "neither an expansion nor a projection weight is given");
+  if ((parts[0] > 0) != expand || (parts[2] > 0) != project) {
+    return reader.error("part_nodes", fmt::format("[{}] does not match the parts given (expansion {}, projection {})",
+                                                  fmt::join(parts, ", "), expand ? "yes" : "no", project ? "yes" : "no"));
+  }
+  std::copy(parts.begin(), parts.end(), attributes.part_nodes);
+  return make_attributes(std::move(attributes));
+}
+
 template <class T>
 const FusedLayerInfo* fused_info_of(const OpAttributes& attributes) {
   const T* typed = dynamic_cast<const T*>(&attributes);
@@ -287,10 +366,44 @@ std::span<const FusedOpRow> fused_ops() {
          if (attributes == nullptr) return std::nullopt;
          return conv_output_dims(node, *attributes, input_dims(inputs, kFusedConvX), input_dims(inputs, kFusedConvW));
        },
+       .more_output_shape = row_sums_output_dims,
        .macs_per_output = [](const Node&, const InputShapes& inputs) {
          return conv_macs_per_output(input_dims(inputs, kFusedConvW));
        },
        .layer_info_type = "Convolution"},
+      {.op_type = kFusedDepthwiseConv,  // float inputs and output
+       .kind = "DepthwiseConv",
+       .parse_attributes = parse_fused_depthwise_conv,
+       .fused_info = fused_info_of<FusedDepthwiseConvAttributes>,
+       .output_shape = [](const Node& node, const InputShapes& inputs) -> OptionalDims {
+         auto attributes = attributes_of<FusedDepthwiseConvAttributes, parse_fused_depthwise_conv>(node);
+         const OptionalDims x = input_dims(inputs, kFusedDepthwiseX);
+         const OptionalDims expand_w = input_dims(inputs, kFusedDepthwiseExpandW);
+         const OptionalDims w = input_dims(inputs, kFusedDepthwiseW);
+         const OptionalDims project_w = input_dims(inputs, kFusedDepthwiseProjectW);
+         if (attributes == nullptr || !x || x->size() != 4) return std::nullopt;
+         // The expansion and projection are 1x1 stride-1 convs: they change the channels only.
+         Dims e = *x;
+         if (node.has_input(kFusedDepthwiseExpandW)) {
+           if (!expand_w || expand_w->empty()) return std::nullopt;
+           e[1] = (*expand_w)[0];
+         }
+         OptionalDims d = conv_output_dims(node, *attributes, e, w);
+         if (!d || !node.has_input(kFusedDepthwiseProjectW)) return d;
+         if (!project_w || project_w->empty()) return std::nullopt;
+         (*d)[1] = (*project_w)[0];
+         return d;
+       },
+       .more_output_shape = row_sums_output_dims,
+       .layer_info_type = "Convolution"},
+      {.op_type = kRowSumsGlobalAveragePool,  // float inputs and output
+       .kind = "GlobalAveragePool",
+       .parse_attributes = parse_info_only<RowSumsPoolAttributes>,
+       .fused_info = fused_info_of<RowSumsPoolAttributes>,
+       .output_shape = [](const Node&, const InputShapes& inputs) {
+         return global_pool_output_dims(input_dims(inputs, kRowSumsPoolX));
+       },
+       .layer_info_type = "Pooling"},
       {.op_type = kQMatMul,
        .quantized_inputs = {{kMatMulA, kMatMulAZeroPoint},
                             {kMatMulB, kMatMulBZeroPoint},

@@ -235,6 +235,11 @@ OptionalDims concat_output_dims(const std::vector<OptionalDims>& parts, int64_t 
   return y;
 }
 
+OptionalDims row_sums_output_dims(const Node&, const Dims& y, size_t output) {
+  if (output != 1 || y.size() != 4) return std::nullopt;
+  return Dims{y[0], y[2], y[1]};
+}
+
 std::optional<int64_t> conv_macs_per_output(const OptionalDims& weight) {
   if (!weight || weight->empty()) return std::nullopt;
   int64_t per_output = 1;

@@ -55,6 +55,9 @@ struct FusedOpRow {
   // The output shape from the input shapes (dims may be symbolic); nullopt when they are unknown or
   // do not fit together. Every row has one: without it the engine cannot follow the batch.
   OptionalDims (*output_shape)(const Node& node, const InputShapes& inputs) = nullptr;
+  // The dims of output `output` >= 1 from output 0's (`y`), for an op with more outputs (a conv's
+  // row sums); nullptr: the op has one output.
+  OptionalDims (*more_output_shape)(const Node& node, const Dims& y, size_t output) = nullptr;
   // Multiply-accumulates per output element (Conv- and MatMul-like layers); nullptr: the layer's
   // MACs are not counted. nullopt when a dim it needs is not static.
   std::optional<int64_t> (*macs_per_output)(const Node& node, const InputShapes& inputs) = nullptr;
@@ -97,6 +100,8 @@ OptionalDims global_pool_output_dims(const OptionalDims& x);
 OptionalDims matmul_output_dims(const OptionalDims& a, const OptionalDims& b);
 // Concat along `axis` (negative counts from the end).
 OptionalDims concat_output_dims(const std::vector<OptionalDims>& parts, int64_t axis);
+// The row sums of a conv's output y [N, C, H, W] as its output 1: [N, H, C].
+OptionalDims row_sums_output_dims(const Node& node, const Dims& y, size_t output);
 // MACs per output element of a Conv: the product of the weight's dims after the first.
 std::optional<int64_t> conv_macs_per_output(const OptionalDims& weight);
 // MACs per output element of a MatMul: K, the last dim of a.

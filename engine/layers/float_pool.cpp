@@ -8,8 +8,9 @@
 //   fp32_global_avgpool_nhwc  the same on a channels-last [N, C, H, W] input (an INT8 conv's float
 //                        output read without a reorder, as squeeze-excite does). Items: (image,
 //                        block of 64 channels). With input 1, [N, H, C] per-row channel sums that
-//                        the depthwise conv writing the input took (fuse_float_conv_epilogues), it
-//                        sums those H rows instead of the H x W pixels.
+//                        the depthwise conv writing the input took (a RowSumsGlobalAveragePool,
+//                        lowered by float_conv/row_sums_pool.cpp), it sums those H rows instead of
+//                        the H x W pixels.
 #include <algorithm>
 #include <limits>
 

@@ -30,10 +30,4 @@ void register_reference_layer(LayerRegistry& registry);
 // kernel: slow, one thread, and it allocates inside run() (tensors for inputs and outputs).
 Status lower_with_reference(const Node& node, BuildContext& context);
 
-struct EnginePlan;
-// engine/layers/float_conv/plan_fusion.cpp: after lowering, the fp32 conv fusions that depend on the
-// lowering (squeeze-excite gate fold, depthwise with its 1x1 convs, pool row sums); the activation and
-// residual epilogues come from the optimizer's FusedConv nodes.
-Status fuse_float_conv_epilogues(EnginePlan& plan);
-
 }  // namespace qdqrt::engine

@@ -4,9 +4,9 @@
 //   Conv [-> Add(residual)] [-> Relu | Clip | Sigmoid | HardSwish | SiLU (Sigmoid + Mul)]
 // The residual is a runtime tensor shaped like the conv's output and written before the conv (so
 // the conv can read it where it stands); each value fused away has no reader outside the pattern
-// and is not a graph output. Only convs the NHWC kernels take (group 1 or depthwise, at most
-// kernels::kSgemmMaxTaps taps, pads narrower than the window, dims in int range) are fused: the
-// NCHW ones run no epilogue.
+// and is not a graph output. Only convs the NHWC kernels take (float_conv.h: group 1 or depthwise,
+// at most kernels::kSgemmMaxTaps taps, pads narrower than the window, dims in int range) are fused:
+// the NCHW ones run no epilogue.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -16,70 +16,14 @@
 #include "core/ops/conv.h"
 #include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
-#include "kernels/fp32/fp32_sgemm.h"
 #include "optimizer/fusions/epilogue.h"
+#include "optimizer/fusions/float_conv.h"
 #include "optimizer/fusions/quantized_io.h"
 #include "optimizer/fusions/registry.h"
 
 namespace qdqrt::optimizer {
 
 namespace {
-
-// Static [N, C, H, W] of a float value (N may be symbolic), or nullopt.
-std::optional<std::vector<Dim>> float_rank4(const Graph& graph, const std::string& value) {
-  const ValueInfo* info = graph.find_value(value);
-  if (info == nullptr || info->dtype != DataType::kFloat || !info->shape || info->shape->size() != 4) return std::nullopt;
-  for (size_t axis = 1; axis < 4; ++axis) {
-    if (!(*info->shape)[axis].is_static()) return std::nullopt;
-  }
-  return *info->shape;
-}
-
-bool same_dims(const std::vector<Dim>& a, const std::vector<Dim>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const bool same = a[i].is_static() ? b[i].is_static() && a[i].value == b[i].value
-                                       : !a[i].symbol.empty() && a[i].symbol == b[i].symbol;
-    if (!same) return false;
-  }
-  return true;
-}
-
-// Why the NHWC fp32 conv kernels (the ones with an epilogue) would not take this conv, or "".
-std::string nhwc_conv_declines(const Graph& graph, const Node& conv) {
-  const Tensor* weight = find_constant(graph, conv.input(1));
-  if (weight == nullptr || weight->dtype() != DataType::kFloat || weight->rank() != 4) {
-    return "its weight is not a constant 4-D float tensor";
-  }
-  if (conv.has_input(2)) {
-    const Tensor* bias = find_constant(graph, conv.input(2));
-    if (bias == nullptr || bias->dtype() != DataType::kFloat) return "its bias is not a constant float tensor";
-  }
-  auto x = float_rank4(graph, conv.input(0));
-  auto y = float_rank4(graph, conv.outputs[0]);
-  if (!x || !y) return "its input or output is not a float [N, C, H, W] of known C, H and W";
-  const auto* attributes = dynamic_cast<const ConvAttributes*>(conv.typed_attributes.get());
-  if (attributes == nullptr) return "its attributes are not parsed";
-  const int64_t channels = (*x)[1].value, out_channels = (*y)[1].value, group = attributes->group;
-  if (group != 1 && !(group == channels && group == out_channels)) {
-    return fmt::format("group {} is neither 1 nor the {} channels: the NCHW kernels run no epilogue", group, channels);
-  }
-  const int64_t taps = weight->dim(2) * weight->dim(3);
-  if (taps > kernels::kSgemmMaxTaps) {
-    return fmt::format("{} kernel taps, the NHWC kernels take {}", taps, kernels::kSgemmMaxTaps);
-  }
-  for (int64_t dim : {channels, out_channels, (*x)[2].value, (*x)[3].value}) {
-    if (dim > INT32_MAX / 2) return "dims beyond the NHWC kernels' int range";
-  }
-  if (attributes->auto_pad == AutoPad::kNotSet && attributes->pads.size() == 4) {
-    const int64_t dilation_h = attributes->dilations.size() == 2 ? attributes->dilations[0] : 1;
-    const int64_t dilation_w = attributes->dilations.size() == 2 ? attributes->dilations[1] : 1;
-    if (attributes->pads[0] >= weight->dim(2) * dilation_h || attributes->pads[1] >= weight->dim(3) * dilation_w) {
-      return "pads wider than the window";
-    }
-  }
-  return "";
-}
 
 // The only reader of `value` (not a graph output), or -1.
 int sole_reader(const ValueIndex& index, const std::string& value) {

@@ -35,7 +35,7 @@ Status FusionPass::run(Graph& graph, PassContext& context) {
     ValueIndex index(graph);
     for (size_t n = 0; n < graph.nodes.size(); ++n) {
       if (rejected.count(graph.nodes[n].name)) continue;
-      SelectResult result = fusion_->selector(graph, index, static_cast<int>(n));
+      SelectResult result = fusion_->selector(graph, index, static_cast<int>(n), context);
       if (!result.selection) {
         if (!result.reason.empty()) context.note_float(graph.nodes[n], result.reason);
         rejected.insert(graph.nodes[n].name);

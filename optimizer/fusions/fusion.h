@@ -70,8 +70,14 @@ struct SelectResult {
   std::string reason;
 };
 
-// Reads the graph only.
-using FusionSelector = SelectResult (*)(const Graph& graph, const ValueIndex& index, int node);
+// Reads the graph (and the context's target ISA) only.
+using FusionSelector = SelectResult (*)(const Graph& graph, const ValueIndex& index, int node,
+                                        const PassContext& context);
+// A selector whose rule is the graph's alone, as a FusionSelector.
+template <SelectResult (*kSelect)(const Graph&, const ValueIndex&, int)>
+SelectResult graph_only(const Graph& graph, const ValueIndex& index, int node, const PassContext&) {
+  return kSelect(graph, index, node);
+}
 // Rewrites the graph for one selection (the target nodes' float reasons are already cleared).
 using FusionAction = Status (*)(Graph& graph, const QdqSelection& selection, PassContext& context);
 

@@ -11,33 +11,41 @@ namespace qdqrt::optimizer {
 const std::vector<Fusion>& fusion_registry() {
   // clang-format off
   static const std::vector<Fusion> registry = {
-      {"fuse_qdq_conv", select_qdq_conv, apply_qdq_conv,
+      {"fuse_qdq_conv", graph_only<select_qdq_conv>, apply_qdq_conv,
        {"fold_constants", "fold_batchnorm", "propagate_qdq", "remove_redundant_qdq"}},
-      {"fuse_qdq_matmul", select_qdq_matmul, apply_qdq_matmul,
+      {"fuse_qdq_matmul", graph_only<select_qdq_matmul>, apply_qdq_matmul,
        {"fold_constants", "fold_batchnorm", "propagate_qdq", "remove_redundant_qdq", "fuse_qdq_conv"}},
-      {"fuse_qdq_binary", select_qdq_binary, apply_qdq_binary, {"fuse_qdq_conv", "fuse_qdq_matmul"}},
-      {"fuse_qdq_pool", select_qdq_pool, apply_qdq_pool,
+      {"fuse_qdq_binary", graph_only<select_qdq_binary>, apply_qdq_binary, {"fuse_qdq_conv", "fuse_qdq_matmul"}},
+      {"fuse_qdq_pool", graph_only<select_qdq_pool>, apply_qdq_pool,
        {"fold_constants", "fold_batchnorm", "propagate_qdq", "remove_redundant_qdq", "fuse_qdq_conv",
         "fuse_qdq_matmul"}},
-      {"fuse_qdq_concat", select_qdq_concat, apply_qdq_concat,
+      {"fuse_qdq_concat", graph_only<select_qdq_concat>, apply_qdq_concat,
        {"fold_constants", "fold_batchnorm", "propagate_qdq", "remove_redundant_qdq", "fuse_qdq_conv",
         "fuse_qdq_matmul"}},
-      {"fuse_qdq_lookup", select_qdq_lookup, apply_qdq_lookup, {"fuse_qdq_conv", "fuse_qdq_matmul"}},
+      {"fuse_qdq_lookup", graph_only<select_qdq_lookup>, apply_qdq_lookup, {"fuse_qdq_conv", "fuse_qdq_matmul"}},
       // Last: the layers a clamp can join (QConv, QMatMul, QLookup) exist by then.
-      {"fuse_qdq_clamp", select_qdq_clamp, apply_qdq_clamp, {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_lookup"}},
+      {"fuse_qdq_clamp", graph_only<select_qdq_clamp>, apply_qdq_clamp, {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_lookup"}},
       // After every INT8 layer exists: float chains join the float-output QConv/QMatMul before them.
-      {"fuse_pointwise", select_pointwise_epilogue, apply_pointwise_epilogue,
+      {"fuse_pointwise", graph_only<select_pointwise_epilogue>, apply_pointwise_epilogue,
        {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_clamp"}},
-      {"fuse_channel_gate", select_channel_gate, apply_channel_gate, {"fuse_pointwise"}},
-      {"fuse_quantized_silu", select_quantized_silu, apply_quantized_silu, {"fuse_qdq_binary", "fuse_qdq_lookup"}},
+      {"fuse_channel_gate", graph_only<select_channel_gate>, apply_channel_gate, {"fuse_pointwise"}},
+      {"fuse_quantized_silu", graph_only<select_quantized_silu>, apply_quantized_silu, {"fuse_qdq_binary", "fuse_qdq_lookup"}},
       // After the INT8 MatMuls: the Q it absorbs is their input's, which they read as int8.
-      {"fuse_layer_norm", select_layer_norm, apply_layer_norm, {"fold_constants"}},
+      {"fuse_layer_norm", graph_only<select_layer_norm>, apply_layer_norm, {"fold_constants"}},
       // After the INT8 MatMuls, like fuse_layer_norm: P.V reads the Q's int8 output this layer writes.
-      {"fuse_softmax", select_softmax_quantize, apply_softmax_quantize,
+      {"fuse_softmax", graph_only<select_softmax_quantize>, apply_softmax_quantize,
        {"fold_constants", "propagate_qdq", "remove_redundant_qdq", "fuse_qdq_matmul"}},
       // Last: the float convs the INT8 fusions left (every conv of a float model) take their epilogue.
-      {"fuse_float_conv_epilogue", select_float_conv_epilogue, apply_float_conv_epilogue,
+      {"fuse_float_conv_epilogue", graph_only<select_float_conv_epilogue>, apply_float_conv_epilogue,
        {"fold_constants", "fold_batchnorm"}, /*float_layer=*/true},
+      // After the epilogues: the gate joins a FusedConv (its epilogue kept) or a plain conv.
+      {"fuse_float_conv_gate", select_float_conv_gate, apply_float_conv_gate, {"fuse_float_conv_epilogue"},
+       /*float_layer=*/true},
+      {"fuse_float_pool_row_sums", select_float_pool_row_sums, apply_float_pool_row_sums,
+       {"fuse_float_conv_epilogue"}, /*float_layer=*/true},
+      // After the gates (a gated 1x1 stays apart) and the row sums (they go with the depthwise).
+      {"fuse_float_depthwise_chain", select_float_depthwise_chain, apply_float_depthwise_chain,
+       {"fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums"}, /*float_layer=*/true},
   };
   // clang-format on
   return registry;

@@ -57,6 +57,24 @@ Status apply_channel_gate(Graph& graph, const QdqSelection& selection, PassConte
 SelectResult select_float_conv_epilogue(const Graph& graph, const ValueIndex& index, int node);
 Status apply_float_conv_epilogue(Graph& graph, const QdqSelection& selection, PassContext& context);
 
+// float_conv_gate.cpp: squeeze-excite's Mul(x, gate [N, C, 1, 1]) before a 1x1 float conv
+// becomes the conv's gate input (FusedConv input 4) when scaling the packed weights costs at most
+// half a pass over x on the target ISA.
+SelectResult select_float_conv_gate(const Graph& graph, const ValueIndex& index, int node,
+                                    const PassContext& context);
+Status apply_float_conv_gate(Graph& graph, const QdqSelection& selection, PassContext& context);
+// float_pool_row_sums.cpp: GlobalAveragePool of a depthwise float conv's output becomes a
+// RowSumsGlobalAveragePool reading the row sums the conv writes as its second output.
+SelectResult select_float_pool_row_sums(const Graph& graph, const ValueIndex& index, int node,
+                                        const PassContext& context);
+Status apply_float_pool_row_sums(Graph& graph, const QdqSelection& selection, PassContext& context);
+
+// float_depthwise_chain.cpp: a depthwise float conv with the 1x1 expansion before it and/or the
+// 1x1 projection after it becomes one FusedDepthwiseConv when the intermediates are large.
+SelectResult select_float_depthwise_chain(const Graph& graph, const ValueIndex& index, int node,
+                                          const PassContext& context);
+Status apply_float_depthwise_chain(Graph& graph, const QdqSelection& selection, PassContext& context);
+
 SelectResult select_layer_norm(const Graph& graph, const ValueIndex& index, int node);
 Status apply_layer_norm(Graph& graph, const QdqSelection& selection, PassContext& context);
 

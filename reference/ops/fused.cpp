@@ -250,6 +250,16 @@ Status fused_conv_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& o
   QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *x, "x", {DataType::kFloat}));
   QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *w, "w", {DataType::kFloat}));
   std::vector<const Tensor*> conv_inputs = {x, w};
+  Tensor gated;
+  if (const Tensor* gate = optional_input(inputs, kFusedConvGate)) {
+    QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *gate, "gate", {DataType::kFloat}));
+    if (x->rank() != 4 || gate->shape() != Shape{x->dim(0), x->dim(1), 1, 1}) {
+      return invalid_argument("{}: gate {} is not [N, C, 1, 1] of x {}", node.describe(), shape_to_string(gate->shape()),
+                              shape_to_string(x->shape()));
+    }
+    QDQRT_ASSIGN_OR_RETURN(gated, binary(node, "Mul", *x, *gate));
+    conv_inputs[0] = &gated;
+  }
   if (const Tensor* bias = optional_input(inputs, kFusedConvBias)) conv_inputs.push_back(bias);
   Node conv = plain_node(node, "Conv", make_attributes(static_cast<const ConvAttributes&>(*attributes)));
   QDQRT_ASSIGN_OR_RETURN(Tensor y, run_single(conv, conv_inputs));
@@ -285,6 +295,107 @@ Status fused_conv_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& o
       QDQRT_ASSIGN_OR_RETURN(Tensor sigmoid, run_single(plain_node(node, "Sigmoid"), {&y}));
       QDQRT_ASSIGN_OR_RETURN(y, binary(node, "Mul", y, sigmoid));
       break;
+    }
+  }
+  if (outputs.size() > kFusedConvRowSums) {
+    // The row sums [N, OH, C] of y [N, C, OH, OW], summed in double.
+    if (y.rank() != 4) return invalid_argument("{}: row sums need a 2-D conv", node.describe());
+    const int64_t batch = y.dim(0), channels = y.dim(1), height = y.dim(2), width = y.dim(3);
+    Tensor sums(DataType::kFloat, {batch, height, channels});
+    const float* in = y.data<float>();
+    float* out = sums.data<float>();
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t c = 0; c < channels; ++c) {
+        for (int64_t h = 0; h < height; ++h) {
+          const float* row = in + ((n * channels + c) * height + h) * width;
+          double sum = 0.0;
+          for (int64_t w = 0; w < width; ++w) sum += row[w];
+          out[(n * height + h) * channels + c] = static_cast<float>(sum);
+        }
+      }
+    }
+    outputs[kFusedConvRowSums] = std::move(sums);
+  }
+  outputs[0] = std::move(y);
+  return Status::ok();
+}
+
+// One part of a FusedDepthwiseConv as a FusedConv (`attributes`' window and group, `epilogue`)
+// over x: its output, and with `row_sums` its row sums too.
+Result<std::vector<Tensor>> run_part(const Node& node, const ConvAttributes& window, const ConvEpilogue& epilogue,
+                                     const Tensor& x, const Tensor* w, const Tensor* bias, const Tensor* residual,
+                                     bool row_sums) {
+  FusedConvAttributes attributes;
+  static_cast<ConvAttributes&>(attributes) = window;
+  attributes.fused.activation = epilogue.activation;
+  attributes.function = epilogue.function;
+  Node part = plain_node(node, layers::kFusedConv, make_attributes(std::move(attributes)));
+  const Tensor* inputs[] = {&x, w, bias, residual};
+  std::vector<Tensor> outputs(row_sums ? 2 : 1);
+  QDQRT_RETURN_IF_ERROR(fused_conv_kernel(part, inputs, outputs));
+  return outputs;
+}
+
+// FusedDepthwiseConv: the expansion, the depthwise and the projection as three FusedConvs, in order.
+Status fused_depthwise_conv_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const FusedDepthwiseConvAttributes* attributes,
+                         typed_attributes<FusedDepthwiseConvAttributes>(node));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, kFusedDepthwiseX, "x"));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* w, required_input(node, inputs, kFusedDepthwiseW, "w"));
+  const Tensor* expand_w = optional_input(inputs, kFusedDepthwiseExpandW);
+  const Tensor* project_w = optional_input(inputs, kFusedDepthwiseProjectW);
+  const Tensor* residual = optional_input(inputs, kFusedDepthwiseResidual);
+  if (project_w == nullptr && residual != nullptr) {
+    return invalid_argument("{}: a residual needs a projection", node.describe());
+  }
+  if (project_w != nullptr && outputs.size() > 1) {
+    return invalid_argument("{}: row sums are the depthwise's output's, which a projection reads", node.describe());
+  }
+  const ConvAttributes pointwise;  // 1x1, stride 1, no pads
+  Tensor e = *x;
+  if (expand_w != nullptr) {
+    QDQRT_ASSIGN_OR_RETURN(std::vector<Tensor> expanded,
+                           run_part(node, pointwise, attributes->expand, *x, expand_w,
+                                    optional_input(inputs, kFusedDepthwiseExpandBias), nullptr, false));
+    e = std::move(expanded[0]);
+  }
+  const ConvEpilogue depthwise{.activation = attributes->fused.activation, .function = attributes->function};
+  QDQRT_ASSIGN_OR_RETURN(std::vector<Tensor> d,
+                         run_part(node, *attributes, depthwise, e, w, optional_input(inputs, kFusedDepthwiseBias),
+                                  nullptr, outputs.size() > 1));
+  if (project_w == nullptr) {
+    for (size_t i = 0; i < outputs.size(); ++i) outputs[i] = std::move(d[i]);
+    return Status::ok();
+  }
+  QDQRT_ASSIGN_OR_RETURN(std::vector<Tensor> y,
+                         run_part(node, pointwise, attributes->project, d[0], project_w,
+                                  optional_input(inputs, kFusedDepthwiseProjectBias), residual, false));
+  outputs[0] = std::move(y[0]);
+  return Status::ok();
+}
+
+// RowSumsGlobalAveragePool: the mean of x [N, C, H, W] per channel from its row sums [N, H, C].
+Status row_sums_pool_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, kRowSumsPoolX, "x"));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* sums, required_input(node, inputs, kRowSumsPoolSums, "row_sums"));
+  QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *x, "x", {DataType::kFloat}));
+  QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *sums, "row_sums", {DataType::kFloat}));
+  if (x->rank() != 4 || sums->shape() != Shape{x->dim(0), x->dim(2), x->dim(1)} || x->dim(2) * x->dim(3) < 1) {
+    return invalid_argument("{}: row sums {} are not [N, H, C] of x {}", node.describe(),
+                            shape_to_string(sums->shape()), shape_to_string(x->shape()));
+  }
+  const int64_t batch = x->dim(0), channels = x->dim(1), height = x->dim(2);
+  const double plane = static_cast<double>(x->dim(2) * x->dim(3));
+  Tensor y(DataType::kFloat, {batch, channels, 1, 1});
+  const float* in = sums->data<float>();
+  float* out = y.data<float>();
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      double sum = 0.0;
+      for (int64_t h = 0; h < height; ++h) sum += in[(n * height + h) * channels + c];
+      out[n * channels + c] = static_cast<float>(sum / plane);
     }
   }
   outputs[0] = std::move(y);
@@ -495,6 +606,8 @@ Status softmax_quantize_kernel(const Node& node, Inputs inputs, std::vector<Tens
 void register_fused_kernels(KernelRegistry& registry) {
   registry.add(layers::kDomain, layers::kQConv, qconv_kernel);
   registry.add(layers::kDomain, layers::kFusedConv, fused_conv_kernel);
+  registry.add(layers::kDomain, layers::kRowSumsGlobalAveragePool, row_sums_pool_kernel);
+  registry.add(layers::kDomain, layers::kFusedDepthwiseConv, fused_depthwise_conv_kernel);
   registry.add(layers::kDomain, layers::kQMatMul, qmatmul_kernel);
   registry.add(layers::kDomain, layers::kQAdd, qbinary_kernel<true>);
   registry.add(layers::kDomain, layers::kQMul, qbinary_kernel<false>);

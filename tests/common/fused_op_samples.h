@@ -55,6 +55,23 @@ inline const std::map<std::string, FusedOpSample>& fused_op_samples() {
       (x, w, bias, r)
 })",
         "[N, 6, 5, 5]"}},
+      {layers::kFusedDepthwiseConv,
+       {R"(g (float[N,8,6,6] x, float[N,5,6,6] r) => (float[N,5,6,6] y)
+<float[8,8,1,1] ew = {)" +
+            sample_ones(8 * 8) + R"(}, float[8,1,3,3] w = {)" + sample_ones(8 * 9) + R"(}, float[5,8,1,1] pw = {)" +
+            sample_ones(5 * 8) + R"(}, float[5] pb = {0,1,0,-1,0}>
+{
+  y = qdqrt.FusedDepthwiseConv <group = 8, pads = [1, 1, 1, 1], activation = "Relu", expand_function = "SiLU",
+      project_activation = "Clip", project_activation_min = 0.0, project_activation_max = 6.0,
+      fused_nodes = ["expand", "depthwise", "project"], part_nodes = [1, 1, 1]> (x, ew, , w, , pw, pb, r)
+})",
+        "[N, 5, 6, 6]"}},
+      {layers::kRowSumsGlobalAveragePool,
+       {R"(g (float[N,3,4,5] x, float[N,4,3] sums) => (float[N,3,1,1] y)
+{
+  y = qdqrt.RowSumsGlobalAveragePool <fused_nodes = ["pool"]> (x, sums)
+})",
+        "[N, 3, 1, 1]"}},
       {layers::kQMatMul,
        {R"(g (int8[N,5,4] a) => (int8[N,5,3] y)
 <float as = {0.5}, int8 az = {0}, int8[4,3] b = {1,2,3,4,5,6,7,8,9,1,2,3}, float bs = {0.1}, int8 bz = {0},

@@ -89,9 +89,9 @@ TEST(FloatBind, DamagedLayersAreRefused) {
   }
 }
 
-// The fused fp32_conv layers (the optimizer's FusedConv epilogues, then fuse_float_conv_epilogues):
-// an expansion + depthwise + projection with its residual, and a squeeze-excite gate folded into
-// its projection. Damaged parts are refused at bind.
+// The fused fp32_conv layers (the optimizer's FusedConv epilogues, channel gate and depthwise
+// chain): an expansion + depthwise + projection with its residual, and a squeeze-excite gate folded
+// into its projection. Damaged parts are refused at bind.
 TEST(FloatBind, DamagedFusedConvsAreRefused) {
   const std::vector<std::string> inits = {
       weights("ex", {48, 16, 1, 1}), weights("b48", {48}), weights("dw", {48, 1, 3, 3}),
@@ -106,8 +106,7 @@ TEST(FloatBind, DamagedFusedConvsAreRefused) {
   ASSERT_TRUE(optimizer::optimize(*graph, {.float_only = true}).ok());
   auto built = harness_build(*graph, 2);
   ASSERT_TRUE(built.ok()) << built.status().to_string();
-  engine::EnginePlan fused = built->plan;
-  ASSERT_TRUE(engine::fuse_float_conv_epilogues(fused).is_ok());
+  const engine::EnginePlan& fused = built->plan;
   auto refused = [&](size_t index, const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& damage,
                      const std::string& what) {
     engine::EnginePlan plan = fused;
@@ -166,10 +165,12 @@ TEST(FloatBind, DamagedStemsAndRowSumsAreRefused) {
       "d = Conv<pads=[1,1,1,1], group=16>(e, dw, b16)\ng = GlobalAveragePool(d)\ny = Mul(d, g)";
   auto graph = load_text_graph(model(13, "g (float[N,3,17,16] x) => (float y)", inits, body), 2);
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  optimizer::OptimizeOptions float_only;
+  float_only.float_only = true;
+  ASSERT_TRUE(optimizer::optimize(*graph, float_only).ok());  // the pool's row sums
   auto built = harness_build(*graph, 2);
   ASSERT_TRUE(built.ok()) << built.status().to_string();
-  engine::EnginePlan fused = built->plan;
-  ASSERT_TRUE(engine::fuse_float_conv_epilogues(fused).is_ok());
+  const engine::EnginePlan& fused = built->plan;
   auto refused = [&](size_t index, const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& damage,
                      const std::string& what, const std::string& message) {
     engine::EnginePlan plan = fused;

@@ -267,5 +267,91 @@ TEST(FusedConv, BadAttributesAndInputsAreRefusedByName) {
   EXPECT_NE(residual.find("residual"), std::string::npos) << residual;
 }
 
+// A gate (input 4) scales x before the conv; the row sums (output 1) of y give a
+// RowSumsGlobalAveragePool the plain pool's result (summed in another order: within 1e-6).
+TEST(FusedConv, GateAndRowSumsMatchTheNodesTheyStandFor) {
+  std::mt19937 rng(13);
+  const std::string header = R"(<ir_version: 8, opset_import: ["" : 14, "qdqrt" : 1]>
+g (float[2,4,5,5] x, float[2,4,1,1] gate) => (float[2,6,5,5] y, float[2,6,1,1] p)
+<)" + float_initializer("w", {6, 2, 3, 3}, -1.0f, 1.0f, rng) + ", " +
+                             float_initializer("bias", {6}, -1.0f, 1.0f, rng) + ">\n{\n";
+  Graph unfused = load_text(header +
+                            "  m = Mul(x, gate)\n  c = Conv <group = 2, pads = [1, 1, 1, 1]> (m, w, bias)\n"
+                            "  y = Relu(c)\n  p = GlobalAveragePool(y)\n}");
+  Graph fused = load_text(header +
+                          "  y, sums = qdqrt.FusedConv <group = 2, pads = [1, 1, 1, 1], activation = \"Relu\", "
+                          "fused_nodes = [\"mul\", \"conv\", \"relu\"]> (x, w, bias, , gate)\n"
+                          "  p = qdqrt.RowSumsGlobalAveragePool <fused_nodes = [\"pool\"]> (y, sums)\n}");
+  ASSERT_EQ(fused.nodes.size(), 2u);
+  expect_same_outputs(unfused, fused, random_inputs(unfused, rng, -3.0f, 3.0f), 1e-6f);
+}
+
+// The reference's error for a gate or row sums that do not fit, or "" when it runs.
+std::string gate_and_sums_error(const std::string& gate_shape, const std::string& sums_shape) {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 14, "qdqrt" : 1]>
+g (float[2,4,5,5] x, float[)" + gate_shape + R"(] gate, float[)" + sums_shape + R"(] sums) => (float[2,6,5,5] y, float[2,4,1,1] p)
+<float[6,4,1,1] w = {)" + sample_ones(24) + R"(}>
+{
+  y = qdqrt.FusedConv <fused_nodes = ["conv"]> (x, w, , , gate)
+  p = qdqrt.RowSumsGlobalAveragePool <fused_nodes = ["pool"]> (x, sums)
+})";
+  onnx::ModelProto model;
+  EXPECT_TRUE(onnx::OnnxParser::Parse(model, text.c_str()).IsOK()) << text;
+  Result<Graph> graph = load_onnx_model(model);
+  if (!graph.ok()) return graph.status().to_string();
+  std::mt19937 rng(3);
+  Result<TensorMap> outputs = run_reference(*graph, random_inputs(*graph, rng));
+  return outputs.ok() ? "" : outputs.status().to_string();
+}
+
+TEST(FusedConv, GatesAndRowSumsThatDoNotFitAreRefusedByName) {
+  EXPECT_EQ(gate_and_sums_error("2,4,1,1", "2,5,4"), "");
+  const std::string gate = gate_and_sums_error("2,4,5,5", "2,5,4");
+  EXPECT_NE(gate.find("gate"), std::string::npos) << gate;
+  const std::string sums = gate_and_sums_error("2,4,1,1", "2,4,5");
+  EXPECT_NE(sums.find("row sums"), std::string::npos) << sums;
+}
+
+// The loader's (or reference's) error for a FusedDepthwiseConv with `attributes`, or "" when it runs.
+std::string fused_depthwise_error(const std::string& attributes, const std::string& inputs = "x, ew, , w, , pw") {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 14, "qdqrt" : 1]>
+g (float[2,4,5,5] x) => (float[2,3,5,5] y)
+<float[8,4,1,1] ew = {)" + sample_ones(32) + R"(}, float[8,1,3,3] w = {)" + sample_ones(72) +
+                           R"(}, float[3,8,1,1] pw = {)" + sample_ones(24) + R"(}>
+{
+  y = qdqrt.FusedDepthwiseConv <group = 8, pads = [1, 1, 1, 1], fused_nodes = ["e", "d", "p"])" + attributes +
+                           R"(> ()" + inputs + R"()
+})";
+  onnx::ModelProto model;
+  EXPECT_TRUE(onnx::OnnxParser::Parse(model, text.c_str()).IsOK()) << text;
+  Result<Graph> graph = load_onnx_model(model);
+  if (!graph.ok()) return graph.status().to_string();
+  std::mt19937 rng(3);
+  Result<TensorMap> outputs = run_reference(*graph, random_inputs(*graph, rng));
+  return outputs.ok() ? "" : outputs.status().to_string();
+}
+
+TEST(FusedDepthwiseConv, BadAttributesAndInputsAreRefusedByName) {
+  EXPECT_EQ(fused_depthwise_error(R"(, part_nodes = [1, 1, 1], expand_activation = "Relu")"), "");
+  const std::string parts = fused_depthwise_error(", part_nodes = [1, 2, 1]");
+  EXPECT_NE(parts.find("part_nodes"), std::string::npos) << parts;
+  EXPECT_NE(fused_depthwise_error("").find("part_nodes"), std::string::npos);
+  EXPECT_NE(fused_depthwise_error(", part_nodes = [2, -1, 2]").find("part_nodes"), std::string::npos);
+  const std::string activation = fused_depthwise_error(R"(, part_nodes = [1, 1, 1], project_activation = "Tanh")");
+  EXPECT_NE(activation.find("project_activation"), std::string::npos) << activation;
+  const std::string both =
+      fused_depthwise_error(R"(, part_nodes = [1, 1, 1], expand_activation = "Relu", expand_function = "SiLU")");
+  EXPECT_NE(both.find("expand_function"), std::string::npos) << both;
+  const std::string clip = fused_depthwise_error(
+      R"(, part_nodes = [1, 1, 1], project_activation = "Clip", project_activation_min = 1.0, project_activation_max = 0.0)");
+  EXPECT_NE(clip.find("project_activation_min"), std::string::npos) << clip;
+  const std::string missing = fused_depthwise_error(", part_nodes = [1, 1, 1]", "x, ew, , w");
+  EXPECT_NE(missing.find("does not match the parts given"), std::string::npos) << missing;
+  EXPECT_NE(fused_depthwise_error(", part_nodes = [0, 3, 0]", "x, , , w").find("neither"), std::string::npos);
+  // A residual without a projection has nothing to join.
+  const std::string residual = fused_depthwise_error(", part_nodes = [2, 1, 0]", "x, ew, , w, , , , x");
+  EXPECT_NE(residual.find("residual"), std::string::npos) << residual;
+}
+
 }  // namespace
 }  // namespace qdqrt::testing

@@ -55,7 +55,12 @@ std::vector<uint8_t> read_bytes(const fs::path& path) {
 }
 
 // The float layer the float pipeline fuses a conv and its epilogue into.
-bool is_fused_conv(const Node& node) { return node.domain == kQdqrtDomain && node.op_type == layers::kFusedConv; }
+// The float fused layers the float pipeline makes of convs (and the pools of their row sums).
+bool is_float_conv_layer(const Node& node) {
+  return node.domain == kQdqrtDomain &&
+         (node.op_type == layers::kFusedConv || node.op_type == layers::kFusedDepthwiseConv ||
+          node.op_type == layers::kRowSumsGlobalAveragePool);
+}
 
 bool is_op(const Graph& graph, int index, const char* op_type) {
   return index >= 0 && graph.nodes[static_cast<size_t>(index)].domain.empty() &&
@@ -224,7 +229,7 @@ TEST(OptimizerModelsFloat, FloatPipelineOnFmnistResnet) {
   auto report = optimize(float_graph, options);
   ASSERT_TRUE(report.ok()) << report.status().to_string();
   for (const Node& node : float_graph.nodes) {
-    EXPECT_TRUE(node.domain.empty() || is_fused_conv(node)) << node.describe();
+    EXPECT_TRUE(node.domain.empty() || is_float_conv_layer(node)) << node.describe();
     EXPECT_NE(node.op_type, "QuantizeLinear");
     EXPECT_NE(node.op_type, "DequantizeLinear");
     EXPECT_NE(node.op_type, "BatchNormalization");
@@ -273,7 +278,7 @@ TEST(OptimizerModelsFloat, FloatPipelineOnFmnistResnet) {
 }
 
 // The float pipeline on every export (TRT-style QAT, ORT u8/s8 PTQ): only float ops (standard ones
-// and FusedConv).
+// and the float conv layers).
 TEST(OptimizerModelsFloat, FloatPipelineLeavesNoQdqOnExports) {
   for (const char* name : {"resnet_trt.onnx", "resnet_ort_u8.onnx", "resnet_ort_s8.onnx", "mobilenet_trt.onnx",
                            "mobilenet_ort_u8.onnx", "mobilenet_ort_s8.onnx"}) {
@@ -284,7 +289,7 @@ TEST(OptimizerModelsFloat, FloatPipelineLeavesNoQdqOnExports) {
     options.float_only = true;
     ASSERT_TRUE(optimize(*graph, options).ok());
     for (const Node& node : graph->nodes) {
-      EXPECT_TRUE((node.domain.empty() || is_fused_conv(node)) && node.op_type != "QuantizeLinear" &&
+      EXPECT_TRUE((node.domain.empty() || is_float_conv_layer(node)) && node.op_type != "QuantizeLinear" &&
                   node.op_type != "DequantizeLinear" && node.op_type != "BatchNormalization")
           << node.describe();
     }

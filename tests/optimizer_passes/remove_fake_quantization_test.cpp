@@ -69,7 +69,8 @@ TEST(RemoveFakeQuantization, NotInTheInt8Pipeline) {
   EXPECT_EQ(std::count(int8.begin(), int8.end(), "remove_fake_quantization"), 0);
   EXPECT_EQ(float_only, (std::vector<std::string>{"remove_identities", "fold_constants", "evaluate_shape_computations",
                                                   "remove_fake_quantization", "fold_batchnorm", "fuse_layer_norm",
-                                                  "fuse_float_conv_epilogue"}));
+                                                  "fuse_float_conv_epilogue", "fuse_float_conv_gate",
+                                                  "fuse_float_pool_row_sums", "fuse_float_depthwise_chain"}));
   Graph graph = parse_graph(qdq_conv_bn("rq = QuantizeLinear(r, ys, yzp)\n y = DequantizeLinear(rq, ys, yzp)"));
   Graph int8_graph = run_passes(graph, {});
   EXPECT_GT(count_ops(int8_graph, "QConv"), 0);

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/ops/fused_conv.h"
 #include "engine/layers/float_conv/conv.h"
+#include "kernels/fp32/fp32_nhwc_conv_rule.h"
 
 namespace qdqrt::engine::fp32::conv {
 
@@ -83,6 +85,32 @@ Result<int32_t> bind_row_sums(const BindContext& context, const PlanTensor& y) {
   return context.layer().outputs[1];
 }
 
+Status write_conv_epilogue(const Node& node, const FusedActivation& activation, ConvEpilogueFunction function,
+                           PlanLayer& layer) {
+  if (activation.kind == ActivationKind::kRelu) {
+    params::kClipMin.write(layer, 0.0);
+  } else if (activation.kind == ActivationKind::kClip) {
+    params::kClipMin.write(layer, activation.min);
+    params::kClipMax.write(layer, activation.max);
+  } else if (activation.kind != ActivationKind::kNone) {
+    return invalid_argument("{}: a conv epilogue takes Relu or Clip, not {}", node.describe(),
+                            activation_kind_name(activation.kind));
+  }
+  switch (function) {
+    case ConvEpilogueFunction::kNone: break;
+    case ConvEpilogueFunction::kSigmoid:
+      params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kSigmoid);
+      break;
+    case ConvEpilogueFunction::kHardSwish:
+      params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kHardSwish);
+      break;
+    case ConvEpilogueFunction::kSiLU:
+      params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kSilu);
+      break;
+  }
+  return Status::ok();
+}
+
 void write_geometry(PlanLayer& layer, const ConvGeometry& g) {
   params::kGroup.write(layer, g.group);
   params::kKernel.write(layer, {g.kernel_h, g.kernel_w});
@@ -93,17 +121,17 @@ void write_geometry(PlanLayer& layer, const ConvGeometry& g) {
 }
 
 std::optional<std::string> nhwc_kernels_decline(const ConvGeometry& g) {
-  const int64_t taps = g.kernel_h * g.kernel_w;
-  if (taps > kernels::kSgemmMaxTaps)
-    return fmt::format("{} kernel taps, the NHWC kernels take {}", taps, kernels::kSgemmMaxTaps);
-  if (g.channels > INT32_MAX / 2 || g.out_channels > INT32_MAX / 2 || g.height > INT32_MAX / 2 ||
-      g.width > INT32_MAX / 2) {
-    return "dims beyond the NHWC kernels' int range";
-  }
-  if (g.pad_top >= g.kernel_h * g.dilation_h || g.pad_left >= g.kernel_w * g.dilation_w) {
-    return "pads wider than the window";
-  }
-  return std::nullopt;
+  return kernels::fp32_nhwc_conv_declines({.channels = g.channels,
+                                           .out_channels = g.out_channels,
+                                           .height = g.height,
+                                           .width = g.width,
+                                           .group = g.group,
+                                           .kernel_h = g.kernel_h,
+                                           .kernel_w = g.kernel_w,
+                                           .dilation_h = g.dilation_h,
+                                           .dilation_w = g.dilation_w,
+                                           .pad_top = g.pad_top,
+                                           .pad_left = g.pad_left});
 }
 
 }  // namespace qdqrt::engine::fp32::conv

@@ -15,12 +15,13 @@
 //                       other groups, dims beyond int): depthwise (direct per-channel loops),
 //                       pointwise (1x1 stride 1 no pads: the GEMM reads X directly) and gemm
 //                       (per group W x im2col(X), Eigen).
-// The four NHWC implementations run on one layer (nhwc_layer.cpp) with the kernels' epilogue:
-// bias (BatchNorm is folded before), a Relu/Clip/Sigmoid/HardSwish/SiLU and a residual Add (input 1)
-// from a FusedConv node (implementations.cpp), a channel gate (input 2, 1x1 igemm only) and the row
-// sums a global average pool reads (output 1, depthwise only). fused_depthwise.cpp runs a depthwise
-// with the 1x1 expansion before it and/or the projection after it over bands of rows.
-// plan_fusion.cpp is the pass over the lowered plan that makes the gates, row sums and fused layers.
+// The four NHWC implementations run on one layer (nhwc_layer.cpp) with the kernels' epilogue, all
+// of it from the optimizer's FusedConv node (implementations.cpp): bias (BatchNorm is folded
+// before), a Relu/Clip/Sigmoid/HardSwish/SiLU, a residual Add (input 1), a channel gate (input 2,
+// 1x1 igemm only) and the row sums a RowSumsGlobalAveragePool reads (output 1, depthwise only;
+// row_sums_pool.cpp lowers the pool). fused_depthwise.cpp runs a depthwise with the 1x1 expansion
+// before it and/or the projection after it over bands of rows: a FusedDepthwiseConv node, lowered
+// by depthwise_chain.cpp. Lowering turns each graph node into its layer; no pass rewrites the plan.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/ops/fused_conv.h"
 #include "engine/layers/float_common.h"
 #include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/fp32/fp32_winograd.h"
@@ -105,6 +107,10 @@ Result<kernels::Fp32Epilogue> read_activation(const BindContext& context, std::s
 Result<int32_t> bind_row_sums(const BindContext& context, const PlanTensor& y);
 // The params every mode has: group, window, mode.
 void write_geometry(PlanLayer& layer, const ConvGeometry& g);
+// An NHWC conv's epilogue params (over the no-op ones lowering writes first): Relu or Clip as the
+// clamp, or the function; `node` names errors.
+Status write_conv_epilogue(const Node& node, const FusedActivation& activation, ConvEpilogueFunction function,
+                           PlanLayer& layer);
 
 // ---- The implementation list ----
 
@@ -167,8 +173,9 @@ extern const ConvImplementation kDepthwiseNchwImplementation;  // gemm_nchw.cpp
 extern const ConvImplementation kPointwiseNchwImplementation;  // gemm_nchw.cpp
 extern const ConvImplementation kGemmNchwImplementation;       // gemm_nchw.cpp
 
-// Whether the NHWC kernels take the window and dims at all (taps, pads inside the window, dims in
-// int range); the NHWC implementations' first condition.
+// Whether the NHWC kernels take the conv at all (kernels::fp32_nhwc_conv_declines: group 1 or
+// depthwise, taps, pads inside the window, dims in int range; the optimizer asks the same rule);
+// the NHWC implementations' first condition.
 std::optional<std::string> nhwc_kernels_decline(const ConvGeometry& g);
 
 // igemm.cpp, shared with direct_nchw (the same packed weights): the layer with the packed sgemm
@@ -202,14 +209,17 @@ struct FusedScratch {
 FusedScratch fused_scratch(bool expand, bool project, int64_t channels, int64_t width, int64_t height,
                            int64_t out_width, int64_t out_height, int64_t kernel_h, int64_t stride_h,
                            int64_t dilation_h);
-// Whether an intermediate between a depthwise and a 1x1 conv is worth keeping out of the arena;
-// the reason when not.
-std::optional<std::string> fused_depthwise_declines(const PlanTensor& intermediate);
 // An fp32_conv layer with params under kDwPrefix or kExPrefix.
 bool is_fused_depthwise(const Params& params);
 Result<std::unique_ptr<Layer>> bind_fused_depthwise(const BindContext& context);
 
-// ---- plan_fusion.cpp ----
-Status fuse_conv_epilogues(EnginePlan& plan);
+// ---- row_sums_pool.cpp ----
+// The layer kind the pool lowers onto (bound in engine/layers/float_pool.cpp).
+inline constexpr const char* kGlobalAvgPoolNhwcKind = "fp32_global_avgpool_nhwc";
+Status lower_row_sums_pool(const Node& node, BuildContext& context);
+
+// ---- depthwise_chain.cpp ----
+// A FusedDepthwiseConv node: its parts lowered as lower_conv would, merged into one layer.
+Status lower_fused_depthwise(const Node& node, BuildContext& context);
 
 }  // namespace qdqrt::engine::fp32::conv

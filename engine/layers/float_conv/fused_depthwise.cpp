@@ -1,5 +1,5 @@
-// fused depthwise: a depthwise conv fused with the 1x1 convs around it (plan_fusion.cpp makes
-// it): the 1x1 expansion before it (params under kExPrefix) and/or the 1x1 projection after it
+// fused depthwise: a depthwise conv fused with the 1x1 convs around it (a FusedDepthwiseConv node
+// of the optimizer, lowered by depthwise_chain.cpp): the 1x1 expansion before it (params under kExPrefix) and/or the 1x1 projection after it
 // (then the projection's params are the layer's own and the depthwise's are under kDwPrefix).
 // Work items are bands of about kBandPixels depthwise output pixels. Per band, the expansion
 // computes the input rows the band's windows read into per-thread scratch (rows a previous band of
@@ -40,20 +40,6 @@ FusedScratch fused_scratch(bool expand, bool project, int64_t channels, int64_t 
     scratch.expanded = align16(expanded_rows(rows, kernel_h, stride_h, dilation_h, height) * width * channels);
   if (project) scratch.band = align16(rows * out_width * channels);
   return scratch;
-}
-
-// When an image's intermediate is at least 64 KiB (smaller ones stay in L2 between the layers
-// anyway) and its rows at least 28 pixels (the bands then hold whole or nearly whole GEMM tiles):
-// MobileNetV2 at 224x224 from 112x112 to 28x28, EfficientNet-B0's expansions there.
-std::optional<std::string> fused_depthwise_declines(const PlanTensor& mid) {
-  if (mid.shape.size() != 4 || mid.layout != Layout::kNhwc || !batch_leads(mid)) {
-    return "the intermediate is not an NHWC tensor with the batch in front";
-  }
-  if (mid.shape[3] < 28) return fmt::format("rows of {} pixels, fewer than 28", mid.shape[3]);
-  if (mid.shape[1] * mid.shape[2] * mid.shape[3] * static_cast<int64_t>(sizeof(float)) < (64 << 10)) {
-    return "an image's intermediate is under 64 KiB";
-  }
-  return std::nullopt;
 }
 
 bool is_fused_depthwise(const Params& layer_params) {

@@ -50,28 +50,7 @@ namespace {
 // (reordered to NHWC when stored otherwise), its source nodes' names.
 Status write_fused_epilogue(const Node& node, BuildContext& context, PlanLayer& layer) {
   const auto& attributes = node.attrs<FusedConvAttributes>();
-  const FusedActivation& activation = attributes.fused.activation;
-  if (activation.kind == ActivationKind::kRelu) {
-    params::kClipMin.write(layer, 0.0);
-  } else if (activation.kind == ActivationKind::kClip) {
-    params::kClipMin.write(layer, activation.min);
-    params::kClipMax.write(layer, activation.max);
-  } else if (activation.kind != ActivationKind::kNone) {
-    return invalid_argument("{}: FusedConv takes Relu or Clip, not {}", node.describe(),
-                            activation_kind_name(activation.kind));
-  }
-  switch (attributes.function) {
-    case ConvEpilogueFunction::kNone: break;
-    case ConvEpilogueFunction::kSigmoid:
-      params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kSigmoid);
-      break;
-    case ConvEpilogueFunction::kHardSwish:
-      params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kHardSwish);
-      break;
-    case ConvEpilogueFunction::kSiLU:
-      params::kEpilogueFunction.write(layer, kernels::Fp32EpilogueActivation::kSilu);
-      break;
-  }
+  QDQRT_RETURN_IF_ERROR(write_conv_epilogue(node, attributes.fused.activation, attributes.function, layer));
   if (node.has_input(layers::kFusedConvResidual)) {
     QDQRT_ASSIGN_OR_RETURN(int32_t residual, context.input(node.input(layers::kFusedConvResidual), Layout::kNhwc));
     layer.inputs.push_back(residual);
@@ -130,8 +109,15 @@ Status lower_conv(const Node& node, BuildContext& context) {
   const ConvImplementation& implementation = *choice.implementation;
   g.mode = implementation.mode;
   const bool fused = node.domain == layers::kDomain;
-  // The optimizer fuses only convs the NHWC kernels take; the reference runs any other FusedConv.
-  if (fused && !is_nhwc(g.mode)) return lower_with_reference(node, context);
+  // The optimizer fuses only convs the NHWC kernels take; the reference runs any other FusedConv,
+  // and a gate or row sums on a conv another implementation runs.
+  const bool gated = fused && node.has_input(layers::kFusedConvGate);
+  const bool row_sums = fused && node.outputs.size() > layers::kFusedConvRowSums &&
+                        !node.outputs[layers::kFusedConvRowSums].empty();
+  if ((fused && !is_nhwc(g.mode)) || (gated && (!is_gateable(g) || g.channels > INT32_MAX / 2)) ||
+      (row_sums && g.mode != ConvMode::kDepthwiseNhwc)) {
+    return lower_with_reference(node, context);
+  }
   const kernels::Isa isa = kernels::usable_isa(context.isa());
   const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(isa);
   PlanLayer layer;
@@ -157,6 +143,22 @@ Status lower_conv(const Node& node, BuildContext& context) {
   layer.inputs = {input};
   layer.outputs = {output};
   if (fused) QDQRT_RETURN_IF_ERROR(write_fused_epilogue(node, context, layer));
+  if (gated) {
+    // Input 2 (after the residual's slot): the gate [N, C, 1, 1], read as stored (its bytes are the
+    // same in both layouts); each run scales the packed weights' input channels by it, per image,
+    // into scratch.
+    QDQRT_ASSIGN_OR_RETURN(int32_t gate, context.input_as_stored(node.input(layers::kFusedConvGate)));
+    layer.inputs.resize(3, -1);
+    layer.inputs[2] = gate;
+    layer.scratch_bytes =
+        std::max(layer.scratch_bytes, scratch_floats(g, isa, /*gated=*/true) * static_cast<int64_t>(sizeof(float)));
+  }
+  if (row_sums) {
+    // Output 1: the per-row channel sums [N, OH, C] a RowSumsGlobalAveragePool reads.
+    QDQRT_ASSIGN_OR_RETURN(int32_t sums, context.output(node.outputs[layers::kFusedConvRowSums], Layout::kPlain));
+    layer.outputs.push_back(sums);
+    layer.kernel += " + row sums";
+  }
   write_geometry(layer, g);
   params::kTileRows.write(layer, g.tile_rows);
   params::kOutputChannelBlock.write(layer, g.oc_block);
@@ -221,6 +223,16 @@ void register_conv(LayerRegistry& registry) {
   registry.add_lowering({.domain = layers::kDomain,
                          .op_type = layers::kFusedConv,
                          .lower = conv::lower_conv,
+                         .accepts = all_float,
+                         .prefers_nhwc = true});
+  registry.add_lowering({.domain = layers::kDomain,
+                         .op_type = layers::kFusedDepthwiseConv,
+                         .lower = conv::lower_fused_depthwise,
+                         .accepts = all_float,
+                         .prefers_nhwc = true});
+  registry.add_lowering({.domain = layers::kDomain,
+                         .op_type = layers::kRowSumsGlobalAveragePool,
+                         .lower = conv::lower_row_sums_pool,
                          .accepts = all_float,
                          .prefers_nhwc = true});
 }
