@@ -396,8 +396,8 @@ TEST(TensorShapes, MoreBadInputsNamingTheNode) {
   expect_error(inferred, "j", "Dropout", "must be a scalar");
   expect_error(inferred, "l", "GatherElements", "different ranks");
   // Downstream of a value that was not followed: its rank is not known.
-  expect_error(inferred, "m", "Identity", "the rank of input 'a' is not known");
-  expect_error(inferred, "n", "Shape", "the rank of input 'a' is not known");
+  expect_error(inferred, "m", "Identity", "the rank of input 0 ('a') is not known");
+  expect_error(inferred, "n", "Shape", "the rank of input 0 ('a') is not known");
 }
 
 TEST(TensorShapes, RangeOfFloatConstantsAndSmallElementsOnly) {
