@@ -15,18 +15,6 @@
 namespace qdqrt::testing {
 namespace {
 
-Graph load_keeping_shapes(const std::string& text) {
-  onnx::ModelProto model;
-  auto status = onnx::OnnxParser::Parse(model, text.c_str());
-  EXPECT_TRUE(status.IsOK()) << status.ErrorMessage();
-  LoadOptions options;
-  options.run_checker = false;
-  options.run_shape_inference = false;  // the file's shapes stay as written
-  auto graph = load_onnx_model(model, options);
-  EXPECT_TRUE(graph.ok()) << graph.status().to_string();
-  return graph.ok() ? std::move(graph.value()) : Graph{};
-}
-
 TEST(InferShapes, AFileShapeThatDisagreesIsReportedAndKept) {
   Graph graph = load_keeping_shapes(R"(
 <ir_version: 8, opset_import: ["" : 13]>

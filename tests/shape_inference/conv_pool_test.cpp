@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/ops/window.h"
-#include "tests/shape_functions/shape_test_util.h"
+#include "tests/shape_inference/shape_test_util.h"
 
 namespace qdqrt::testing {
 namespace {

@@ -1,7 +1,7 @@
 // Shape functions of the reductions, ArgMax/ArgMin, CumSum and Resize.
 #include <gtest/gtest.h>
 
-#include "tests/shape_functions/shape_test_util.h"
+#include "tests/shape_inference/shape_test_util.h"
 
 namespace qdqrt::testing {
 namespace {
@@ -116,7 +116,6 @@ TEST(ResizeShapes, SizesComputedFromTheBatchFollowIt) {
 }
 
 TEST(ResizeShapes, SizesFromShapeThroughConcatFollowTheBatch) {
-  if (!tensor_shape_functions_registered()) GTEST_SKIP() << "needs the tensor ops' shape functions";
   Graph graph = load_without_inference(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[N,3,8,8] x) => (float y)

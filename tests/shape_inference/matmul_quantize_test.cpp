@@ -1,7 +1,7 @@
 // Shape functions of MatMul, Gemm, the quantized matrix products, Q/DQ and the normalizations.
 #include <gtest/gtest.h>
 
-#include "tests/shape_functions/shape_test_util.h"
+#include "tests/shape_inference/shape_test_util.h"
 
 namespace qdqrt::testing {
 namespace {
