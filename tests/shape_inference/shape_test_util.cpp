@@ -110,4 +110,29 @@ std::string why_unfollowed(const ShapeInferenceReport& report, const std::string
   return it == report.unfollowed.end() ? "" : it->second;
 }
 
+void expect_unfollowed(const ShapeInferenceReport& report, const std::string& name, const std::string& part) {
+  const std::string why = why_unfollowed(report, name);
+  EXPECT_NE(why.find(part), std::string::npos) << name << ": lacks '" << part << "': " << why;
+}
+
+void add_input(Graph& graph, const std::string& name, DataType dtype, const OptionalDims& dims) {
+  graph.inputs.push_back(name);
+  ValueInfo& info = graph.values[name];
+  info.name = name;
+  info.dtype = dtype;
+  info.shape = dims;
+}
+
+void add_node(Graph& graph, const std::string& op_type, const std::string& name, std::vector<std::string> inputs,
+              std::vector<std::string> outputs, AttributeMap attributes) {
+  Node node;
+  node.name = name;
+  node.op_type = op_type;
+  node.opset = graph.opsets.at(kOnnxDomain);
+  node.inputs = std::move(inputs);
+  node.outputs = std::move(outputs);
+  node.attributes = std::move(attributes);
+  graph.nodes.push_back(std::move(node));
+}
+
 }  // namespace qdqrt::testing

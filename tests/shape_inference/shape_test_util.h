@@ -67,5 +67,14 @@ std::string why_unfollowed(const ShapeInferenceReport& report, const std::string
 inline std::string why_unfollowed(const Inferred& inferred, const std::string& name) {
   return why_unfollowed(inferred.report, name);
 }
+// Expects inference not to have derived the value, for a reason that holds `part` (an error names
+// the node: "Add 'Add_0': ...").
+void expect_unfollowed(const ShapeInferenceReport& report, const std::string& name, const std::string& part);
+
+// Graphs built in memory (no loader to check them): a graph input, and a node at the graph's
+// ai.onnx opset.
+void add_input(Graph& graph, const std::string& name, DataType dtype, const OptionalDims& dims = std::nullopt);
+void add_node(Graph& graph, const std::string& op_type, const std::string& name, std::vector<std::string> inputs,
+              std::vector<std::string> outputs, AttributeMap attributes = {});
 
 }  // namespace qdqrt::testing
