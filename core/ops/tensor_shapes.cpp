@@ -310,7 +310,7 @@ Status infer_concat_shape(ShapeInferenceContext& context) {
   QDQRT_ASSIGN_OR_RETURN(const Dims first, required_input_dims(context, 0));
   const int64_t rank = static_cast<int64_t>(first.size());
   if (rank == 0) return context.error("cannot concatenate scalars (input '{}' has rank 0)", input_name(context, 0));
-  QDQRT_ASSIGN_OR_RETURN(const size_t along, resolve_axis(context, attributes->axis, static_cast<size_t>(rank), "axis"));
+  QDQRT_ASSIGN_OR_RETURN(const size_t along, resolve_axis(context, attributes->axis, first.size(), "axis"));
   const int64_t axis = static_cast<int64_t>(along);
   Dims y = first;
   bool follow_elements = axis == 0;
@@ -318,8 +318,7 @@ Status infer_concat_shape(ShapeInferenceContext& context) {
   for (size_t i = 0; i < context.input_count(); ++i) {
     QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, i));
     if (x.size() != first.size()) {
-      return context.error("input {} '{}' has rank {}, input 0 has rank {}", i, input_name(context, i), x.size(),
-                           rank);
+      return context.error("input {} '{}' has rank {}, input 0 has rank {}", i, input_name(context, i), x.size(), rank);
     }
     if (i > 0) {
       for (size_t d = 0; d < x.size(); ++d) {
@@ -353,7 +352,7 @@ Status infer_split_shape(ShapeInferenceContext& context) {
   QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
   const int64_t rank = static_cast<int64_t>(x.size());
   if (rank == 0) return context.error("cannot split a scalar");
-  QDQRT_ASSIGN_OR_RETURN(const size_t along, resolve_axis(context, attributes->axis, static_cast<size_t>(rank), "axis"));
+  QDQRT_ASSIGN_OR_RETURN(const size_t along, resolve_axis(context, attributes->axis, x.size(), "axis"));
   const int64_t axis = static_cast<int64_t>(along);
   const Dim& dim = x[along];
   const std::optional<int64_t> dim_value = known_value(dim);
@@ -569,7 +568,7 @@ Status infer_gather_shape(ShapeInferenceContext& context) {
   QDQRT_ASSIGN_OR_RETURN(const Dims indices, required_input_dims(context, 1, "indices"));
   const int64_t rank = static_cast<int64_t>(data.size());
   if (rank == 0) return context.error("data '{}' must have rank >= 1", input_name(context, 0));
-  QDQRT_ASSIGN_OR_RETURN(const size_t along, resolve_axis(context, attributes->axis, static_cast<size_t>(rank), "axis"));
+  QDQRT_ASSIGN_OR_RETURN(const size_t along, resolve_axis(context, attributes->axis, data.size(), "axis"));
   const int64_t axis = static_cast<int64_t>(along);
   std::optional<std::vector<int64_t>> index_values = context.input_ints(1);
   const std::optional<int64_t> extent = known_value(data[along]);
@@ -914,16 +913,26 @@ Status infer_non_zero_shape(ShapeInferenceContext& context) {
 
 // ---- DepthToSpace / SpaceToDepth ----
 
+namespace {
+
+// blocksize^2, checking that the input is NCHW and the blocksize in range.
+Result<int64_t> block_area(const ShapeInferenceContext& context, const Dims& x, int64_t blocksize) {
+  if (x.size() != 4) return context.error("the input must be 4-D NCHW, got {}", dims_text(x));
+  const std::optional<int64_t> area = checked_mul(blocksize, blocksize);
+  if (blocksize < 1 || !area) return context.error("blocksize {} is out of range", blocksize);
+  return *area;
+}
+
+}  // namespace
+
 Status infer_depth_to_space_shape(ShapeInferenceContext& context) {
   QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<DepthToSpaceAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
-  if (x.size() != 4) return context.error("the input must be 4-D NCHW, got {}", dims_text(x));
   const int64_t b = attributes->blocksize;
-  const std::optional<int64_t> b_squared = checked_mul(b, b);
-  if (b < 1 || !b_squared) return context.error("blocksize {} is out of range", b);
-  const Dim square = static_dim(*b_squared);
-  if (std::optional<int64_t> channels = known_value(x[1]); channels && *channels % *b_squared != 0) {
-    return context.error("the input's {} channels are not a multiple of blocksize^2 = {}", *channels, *b_squared);
+  QDQRT_ASSIGN_OR_RETURN(const int64_t b_squared, block_area(context, x, b));
+  const Dim square = static_dim(b_squared);
+  if (std::optional<int64_t> channels = known_value(x[1]); channels && *channels % b_squared != 0) {
+    return context.error("the input's {} channels are not a multiple of blocksize^2 = {}", *channels, b_squared);
   }
   const Dim block = static_dim(b);
   context.set_output_dims(0, {x[0], floor_div(x[1], square), x[2] * block, x[3] * block});
@@ -933,18 +942,15 @@ Status infer_depth_to_space_shape(ShapeInferenceContext& context) {
 Status infer_space_to_depth_shape(ShapeInferenceContext& context) {
   QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<SpaceToDepthAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
-  if (x.size() != 4) return context.error("the input must be 4-D NCHW, got {}", dims_text(x));
   const int64_t b = attributes->blocksize;
-  const std::optional<int64_t> b_squared = checked_mul(b, b);
-  if (b < 1 || !b_squared) return context.error("blocksize {} is out of range", b);
+  QDQRT_ASSIGN_OR_RETURN(const int64_t b_squared, block_area(context, x, b));
   for (size_t d : {size_t{2}, size_t{3}}) {
     if (std::optional<int64_t> size = known_value(x[d]); size && *size % b != 0) {
       return context.error("spatial dim {} of the input {} is not a multiple of blocksize {}", d, dims_text(x), b);
     }
   }
   const Dim block = static_dim(b);
-  context.set_output_dims(
-      0, {x[0], x[1] * static_dim(*b_squared), floor_div(x[2], block), floor_div(x[3], block)});
+  context.set_output_dims(0, {x[0], x[1] * static_dim(b_squared), floor_div(x[2], block), floor_div(x[3], block)});
   return Status::ok();
 }
 

@@ -24,8 +24,8 @@
 
 #include "core/op_registry.h"
 #include "core/ops/fused_op_table.h"
-#include "tests/common/onnx_node_case.h"
 #include "parser/onnx_loader.h"
+#include "tests/common/onnx_node_case.h"
 #include "tests/shape_inference/shape_test_util.h"
 
 namespace qdqrt::testing {

@@ -91,7 +91,8 @@ std::string exprs(const Graph& graph, const std::string& name) {
 
 std::string values(const Graph& graph, const std::string& name) {
   const ValueInfo* info = graph.find_value(name);
-  return list(info ? info->shape : std::nullopt, "unknown rank", [](const Dim& dim) { return std::to_string(dim.value); });
+  return list(info ? info->shape : std::nullopt, "unknown rank",
+              [](const Dim& dim) { return std::to_string(dim.value); });
 }
 
 std::string elements(const Graph& graph, const std::string& name) {
