@@ -113,6 +113,8 @@ void pass_elements(ShapeInferenceContext& context) {
   if (const OptionalDims& elements = context.input_elements(0)) set_elements(context, 0, *elements);
 }
 
+// Types whose Constant, ConstantOfShape and Cast outputs carry elements: the integers (the 4-bit
+// ones too, unlike is_integer_element_type) and bool.
 bool holds_integers(DataType dtype) { return dtype_is_integer(dtype) || dtype == DataType::kBool; }
 
 }  // namespace
