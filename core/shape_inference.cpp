@@ -4,6 +4,7 @@
 
 #include "core/op_registry.h"
 #include "core/ops/fused_op_table.h"
+#include "core/ops/shape_function_helpers.h"
 
 namespace qdqrt {
 
@@ -114,26 +115,10 @@ Status infer_same_as_input(ShapeInferenceContext& context) {
 
 namespace {
 
-bool is_integer(DataType dtype) {
-  switch (dtype) {
-    case DataType::kInt64:
-    case DataType::kInt32:
-    case DataType::kInt16:
-    case DataType::kInt8:
-    case DataType::kUint8:
-    case DataType::kUint16:
-    case DataType::kUint32:
-    case DataType::kUint64:
-    case DataType::kBool:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // A small integer constant's elements as static dims.
 OptionalDims constant_elements(const Tensor& tensor) {
-  if (!is_integer(tensor.dtype()) || tensor.numel() > kMaxFollowedElements) return std::nullopt;
+  const bool integer = is_integer_element_type(tensor.dtype()) || tensor.dtype() == DataType::kBool;
+  if (!integer || tensor.numel() > kMaxFollowedElements) return std::nullopt;
   Dims elements;
   for (int64_t i = 0; i < tensor.numel(); ++i) elements.push_back(static_dim(tensor.value_as_int64(i)));
   return elements;

@@ -20,7 +20,7 @@ run_address() {
   source "$root/scripts/fuzz_common.sh" 0
   local tests=(tests/parser/qdqrt_parser_tests tests/engine_file/qdqrt_engine_file_tests
                tests/optimizer_passes/qdqrt_optimizer_passes_tests tests/optimizer_fusion/qdqrt_optimizer_fusion_tests
-               tests/engine/qdqrt_engine_tests tests/shape_functions/qdqrt_shape_functions_tests)
+               tests/engine/qdqrt_engine_tests tests/shape_inference/qdqrt_shape_inference_tests)
   local targets=()
   for binary in "${tests[@]}"; do targets+=("$(basename "$binary")"); done
   fuzz_build "${targets[@]}" fuzz_onnx_parser fuzz_engine_file fuzz_engine_plan

@@ -18,9 +18,18 @@ Result<Dims> required_input_dims(const ShapeInferenceContext& context, size_t i)
   return *dims;
 }
 
+Result<Dims> required_input_dims(const ShapeInferenceContext& context, size_t i, const char* what) {
+  if (!context.has_input(i)) return context.error("input {} ({}) is absent", i, what);
+  const OptionalDims& dims = context.input_dims(i);
+  if (!dims) return context.error("the rank of input {} ({} '{}') is not known", i, what, context.node().input(i));
+  return *dims;
+}
+
 Result<size_t> resolve_axis(const ShapeInferenceContext& context, int64_t axis, size_t rank, const char* what) {
   const int64_t r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) return context.error("{} {} is out of range for rank {}", what, axis, rank);
+  if (axis < -r || axis >= r) {
+    return context.error("{} {} is out of range for rank {} (allowed [{}, {}])", what, axis, rank, -r, r - 1);
+  }
   return static_cast<size_t>(axis < 0 ? axis + r : axis);
 }
 

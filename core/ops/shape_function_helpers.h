@@ -27,18 +27,29 @@ Result<std::shared_ptr<const T>> shape_attributes(const ShapeInferenceContext& c
   return context.error("its attributes are not of the expected type");
 }
 
+// The same with the parser the registry holds for the node's op.
+template <class T>
+Result<std::shared_ptr<const T>> shape_attributes(const ShapeInferenceContext& context) {
+  const Node& node = context.node();
+  const OpSchema* schema = OpRegistry::instance().find(node.domain, node.op_type);
+  return shape_attributes<T>(context, schema == nullptr ? nullptr : schema->parse_attributes);
+}
+
 // Input i's dims; an error naming the input when it is absent or its rank is not known.
 Result<Dims> required_input_dims(const ShapeInferenceContext& context, size_t i);
+// The same, the errors naming the input's role too (`what`: "data", "indices").
+Result<Dims> required_input_dims(const ShapeInferenceContext& context, size_t i, const char* what);
 
 // `axis` (negative counts from the end) as an index into `rank` dims; `what` names it in errors
-// ("attribute 'axis'").
+// ("attribute 'axis'"), which give the allowed range.
 Result<size_t> resolve_axis(const ShapeInferenceContext& context, int64_t axis, size_t rank, const char* what);
 
 // numpy broadcasting of the given inputs' dims; an error when a rank is not known or two static
 // dims differ and neither is 1.
 Result<Dims> broadcast_inputs(const ShapeInferenceContext& context, const std::vector<size_t>& inputs);
 
-// Integer element types (the ones whose small tensors inference follows as elements).
+// Integer element types (the ones whose small tensors inference follows as elements; the graph's
+// constants are followed as elements for these and bool).
 bool is_integer_element_type(DataType dtype);
 
 // Largest kernel, stride, dilation or pad a window takes, and largest input size: the window

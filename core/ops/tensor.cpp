@@ -227,39 +227,48 @@ ParseResult parse_space_to_depth(const Node& node) {
   return make_attributes(attributes);
 }
 
-void add(OpRegistry& registry, const char* op_type, AttributeParser parser, ShapeFunction infer_shape,
-         int64_t min_opset = kMinOnnxOpset) {
-  registry.add(OpSchema{kOnnxDomain, op_type, min_opset, kMaxOnnxOpset, parser, infer_shape});
-}
+// One op of the family: its parser (nullptr: no attributes) and shape function.
+struct TensorOp {
+  const char* op_type;
+  AttributeParser parse;
+  ShapeFunction infer_shape;
+  int64_t min_opset = kMinOnnxOpset;
+};
+
+constexpr TensorOp kTensorOps[] = {
+    {"Flatten", parse_flatten, infer_flatten_shape},
+    {"Reshape", parse_reshape, infer_reshape_shape},
+    {"Transpose", parse_transpose, infer_transpose_shape},
+    {"Squeeze", parse_squeeze, infer_squeeze_shape},
+    {"Unsqueeze", parse_unsqueeze, infer_unsqueeze_shape},
+    {"Concat", parse_concat, infer_concat_shape},
+    {"Split", parse_split, infer_split_shape},
+    {"Slice", nullptr, infer_slice_shape},
+    {"Gather", parse_gather, infer_gather_shape},
+    {"GatherElements", parse_gather_elements, infer_gather_elements_shape, 11},
+    {"Shape", parse_shape, infer_shape_op_shape},
+    {"Size", nullptr, infer_size_shape},
+    {"Cast", parse_cast, infer_cast_shape},
+    {"CastLike", parse_cast_like, infer_cast_like_shape, 15},
+    {"Constant", parse_constant, infer_constant_shape},
+    {"ConstantOfShape", parse_constant_of_shape, infer_constant_of_shape_shape},
+    {"Identity", nullptr, infer_identity_shape},
+    {"Dropout", parse_dropout, infer_dropout_shape},
+    {"Pad", parse_pad, infer_pad_shape},
+    {"Expand", nullptr, infer_expand_shape},
+    {"Range", nullptr, infer_range_shape, 11},
+    {"Tile", nullptr, infer_tile_shape},
+    {"NonZero", nullptr, infer_non_zero_shape},
+    {"DepthToSpace", parse_depth_to_space, infer_depth_to_space_shape},
+    {"SpaceToDepth", parse_space_to_depth, infer_space_to_depth_shape},
+};
 
 }  // namespace
 
 void register_tensor_ops(OpRegistry& registry) {
-  add(registry, "Flatten", parse_flatten, infer_flatten_shape);
-  add(registry, "Reshape", parse_reshape, infer_reshape_shape);
-  add(registry, "Transpose", parse_transpose, infer_transpose_shape);
-  add(registry, "Squeeze", parse_squeeze, infer_squeeze_shape);
-  add(registry, "Unsqueeze", parse_unsqueeze, infer_unsqueeze_shape);
-  add(registry, "Concat", parse_concat, infer_concat_shape);
-  add(registry, "Split", parse_split, infer_split_shape);
-  add(registry, "Slice", nullptr, infer_slice_shape);
-  add(registry, "Gather", parse_gather, infer_gather_shape);
-  add(registry, "GatherElements", parse_gather_elements, infer_gather_elements_shape, 11);
-  add(registry, "Shape", parse_shape, infer_shape_op_shape);
-  add(registry, "Size", nullptr, infer_size_shape);
-  add(registry, "Cast", parse_cast, infer_cast_shape);
-  add(registry, "CastLike", parse_cast_like, infer_cast_like_shape, 15);
-  add(registry, "Constant", parse_constant, infer_constant_shape);
-  add(registry, "ConstantOfShape", parse_constant_of_shape, infer_constant_of_shape_shape);
-  add(registry, "Identity", nullptr, infer_identity_shape);
-  add(registry, "Dropout", parse_dropout, infer_dropout_shape);
-  add(registry, "Pad", parse_pad, infer_pad_shape);
-  add(registry, "Expand", nullptr, infer_expand_shape);
-  add(registry, "Range", nullptr, infer_range_shape, 11);
-  add(registry, "Tile", nullptr, infer_tile_shape);
-  add(registry, "NonZero", nullptr, infer_non_zero_shape);
-  add(registry, "DepthToSpace", parse_depth_to_space, infer_depth_to_space_shape);
-  add(registry, "SpaceToDepth", parse_space_to_depth, infer_space_to_depth_shape);
+  for (const TensorOp& op : kTensorOps) {
+    registry.add(OpSchema{kOnnxDomain, op.op_type, op.min_opset, kMaxOnnxOpset, op.parse, op.infer_shape});
+  }
 }
 
 }  // namespace qdqrt

@@ -13,6 +13,7 @@
 #include "core/checked_math.h"
 #include "core/op_registry.h"
 #include "core/ops/fused_op_table.h"
+#include "core/ops/shape_function_helpers.h"
 #include "core/ops/tensor.h"
 
 namespace qdqrt {
@@ -23,28 +24,7 @@ namespace {
 // INT64_MIN), and adding a dim to it cannot overflow.
 constexpr int64_t kUnbounded = int64_t{1} << 62;
 
-// The node's typed attributes; a node built in memory without them has them parsed now.
-template <class T>
-Result<std::shared_ptr<const T>> typed(const ShapeInferenceContext& context) {
-  const Node& node = context.node();
-  if (auto attributes = std::dynamic_pointer_cast<const T>(node.typed_attributes)) return attributes;
-  const OpSchema* schema = OpRegistry::instance().find(node.domain, node.op_type);
-  if (schema == nullptr || schema->parse_attributes == nullptr) return context.error("its attributes are not parsed");
-  Result<std::shared_ptr<const OpAttributes>> parsed = schema->parse_attributes(node);
-  if (!parsed.ok()) return parsed.status();
-  if (auto attributes = std::dynamic_pointer_cast<const T>(parsed.value())) return attributes;
-  return context.error("its attributes are not of the expected type");
-}
-
 const std::string& input_name(const ShapeInferenceContext& context, size_t i) { return context.node().input(i); }
-
-// The dims of input i, or an error naming it.
-Result<const Dims*> required_dims(const ShapeInferenceContext& context, size_t i, const char* what) {
-  if (!context.has_input(i)) return context.error("input {} ({}) is missing", i, what);
-  const OptionalDims& dims = context.input_dims(i);
-  if (!dims) return context.error("the rank of {} '{}' is not known", what, input_name(context, i));
-  return &*dims;
-}
 
 // A dim's value: its constant expression, else its value at the shapes being built (elements
 // may be negative: a -1 in a Reshape target is the constant expression -1).
@@ -82,23 +62,16 @@ Dim element_dim(const Dim& element) {
   return make_dim(element.value >= 0 ? std::optional<int64_t>(element.value) : std::nullopt, element.expr);
 }
 
-Result<int64_t> normalize_axis(const ShapeInferenceContext& context, int64_t axis, int64_t rank, const char* what) {
-  if (axis < -rank || axis >= rank) {
-    return context.error("{} {} is out of range for rank {} (allowed [{}, {}])", what, axis, rank, -rank, rank - 1);
-  }
-  return axis < 0 ? axis + rank : axis;
-}
-
 // Axes in [-rank, rank - 1], made non-negative; repeated axes are an error.
 Result<std::vector<int64_t>> normalize_axes(const ShapeInferenceContext& context, const std::vector<int64_t>& axes,
                                             int64_t rank, const char* what) {
   std::vector<int64_t> normalized;
   std::set<int64_t> seen;
   for (int64_t axis : axes) {
-    QDQRT_ASSIGN_OR_RETURN(int64_t resolved, normalize_axis(context, axis, rank, what));
-    if (!seen.insert(resolved).second)
+    QDQRT_ASSIGN_OR_RETURN(size_t resolved, resolve_axis(context, axis, static_cast<size_t>(rank), what));
+    if (!seen.insert(static_cast<int64_t>(resolved)).second)
       return context.error("{} {} is given twice in [{}]", what, axis, fmt::join(axes, ", "));
-    normalized.push_back(resolved);
+    normalized.push_back(static_cast<int64_t>(resolved));
   }
   return normalized;
 }
@@ -140,6 +113,8 @@ void pass_elements(ShapeInferenceContext& context) {
   if (const OptionalDims& elements = context.input_elements(0)) set_elements(context, 0, *elements);
 }
 
+// Types whose Constant, ConstantOfShape and Cast outputs carry elements: the integers (the 4-bit
+// ones too, unlike is_integer_element_type) and bool.
 bool holds_integers(DataType dtype) { return dtype_is_integer(dtype) || dtype == DataType::kBool; }
 
 }  // namespace
@@ -147,22 +122,22 @@ bool holds_integers(DataType dtype) { return dtype_is_integer(dtype) || dtype ==
 // ---- Flatten / Reshape / Transpose / Squeeze / Unsqueeze ----
 
 Status infer_flatten_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<FlattenAttributes>(context));
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
-  const int64_t rank = static_cast<int64_t>(x->size());
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<FlattenAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
+  const int64_t rank = static_cast<int64_t>(x.size());
   int64_t axis = attributes->axis;
   if (axis < -rank || axis > rank) {
     return context.error("axis {} is out of range for rank {} (allowed [{}, {}])", axis, rank, -rank, rank);
   }
   if (axis < 0) axis += rank;
   const size_t split = static_cast<size_t>(axis);
-  context.set_output_dims(0, {dims_product(*x, 0, split), dims_product(*x, split)});
+  context.set_output_dims(0, {dims_product(x, 0, split), dims_product(x, split)});
   pass_elements(context);
   return Status::ok();
 }
 
 Status infer_reshape_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<ReshapeAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<ReshapeAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* target, required_elements(context, 1, "the target shape"));
   const OptionalDims& x = context.input_dims(0);
   Dims y;
@@ -240,9 +215,9 @@ Status infer_reshape_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_transpose_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<TransposeAttributes>(context));
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
-  const int64_t rank = static_cast<int64_t>(x->size());
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<TransposeAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
+  const int64_t rank = static_cast<int64_t>(x.size());
   std::vector<int64_t> perm = attributes->perm;
   if (perm.empty()) {
     for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
@@ -257,7 +232,7 @@ Status infer_transpose_shape(ShapeInferenceContext& context) {
       return context.error("perm [{}] is not a permutation of 0..{}", fmt::join(perm, ", "), rank - 1);
     }
     seen[static_cast<size_t>(p)] = true;
-    y.push_back((*x)[static_cast<size_t>(p)]);
+    y.push_back(x[static_cast<size_t>(p)]);
   }
   context.set_output_dims(0, std::move(y));
   if (rank <= 1) pass_elements(context);
@@ -265,40 +240,40 @@ Status infer_transpose_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_squeeze_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<SqueezeAttributes>(context));
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
-  const int64_t rank = static_cast<int64_t>(x->size());
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<SqueezeAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
+  const int64_t rank = static_cast<int64_t>(x.size());
   std::vector<int64_t> axes = attributes->axes;
   if (attributes->axes_from_input && context.has_input(1)) {
     QDQRT_ASSIGN_OR_RETURN(axes, required_ints(context, 1, "axes"));
   }
-  std::vector<bool> squeezed(x->size(), false);
+  std::vector<bool> squeezed(x.size(), false);
   if (!axes.empty()) {
     QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> resolved, normalize_axes(context, axes, rank, "axis"));
     for (int64_t axis : resolved) {
-      const Dim& dim = (*x)[static_cast<size_t>(axis)];
+      const Dim& dim = x[static_cast<size_t>(axis)];
       std::optional<int64_t> value = known_value(dim);
       if (value && *value != 1) {
-        return context.error("cannot squeeze axis {} of size {} (input {})", axis, *value, dims_text(*x));
+        return context.error("cannot squeeze axis {} of size {} (input {})", axis, *value, dims_text(x));
       }
       squeezed[static_cast<size_t>(axis)] = true;
     }
   } else {
     // Without axes every dim of size 1 goes: each dim's size must be known, and not follow a
     // dynamic dim (the output's rank would change with it).
-    for (size_t d = 0; d < x->size(); ++d) {
-      const Dim& dim = (*x)[d];
+    for (size_t d = 0; d < x.size(); ++d) {
+      const Dim& dim = x[d];
       std::optional<int64_t> value = dim.expr.known() ? dim.expr.constant_value() : known_value(dim);
       if (!value) {
         return context.error("squeezes without axes, but whether dim {} ({}) of the input {} is 1 is not known", d,
-                             dim_text(dim), dims_text(*x));
+                             dim_text(dim), dims_text(x));
       }
       squeezed[d] = *value == 1;
     }
   }
   Dims y;
-  for (size_t d = 0; d < x->size(); ++d) {
-    if (!squeezed[d]) y.push_back((*x)[d]);
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (!squeezed[d]) y.push_back(x[d]);
   }
   context.set_output_dims(0, std::move(y));
   pass_elements(context);
@@ -306,14 +281,14 @@ Status infer_squeeze_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_unsqueeze_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<UnsqueezeAttributes>(context));
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<UnsqueezeAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
   std::vector<int64_t> axes = attributes->axes;
   if (attributes->axes_from_input) {
     QDQRT_ASSIGN_OR_RETURN(axes, required_ints(context, 1, "axes"));
   }
   if (axes.empty()) return context.error("axes must not be empty");
-  const int64_t rank = static_cast<int64_t>(x->size() + axes.size());
+  const int64_t rank = static_cast<int64_t>(x.size() + axes.size());
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> resolved, normalize_axes(context, axes, rank, "axis"));
   Dims y;
   size_t next = 0;
@@ -321,7 +296,7 @@ Status infer_unsqueeze_shape(ShapeInferenceContext& context) {
     if (std::find(resolved.begin(), resolved.end(), d) != resolved.end()) {
       y.push_back(static_dim(1));
     } else {
-      y.push_back((*x)[next++]);
+      y.push_back(x[next++]);
     }
   }
   context.set_output_dims(0, std::move(y));
@@ -332,36 +307,35 @@ Status infer_unsqueeze_shape(ShapeInferenceContext& context) {
 // ---- Concat / Split ----
 
 Status infer_concat_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<ConcatAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<ConcatAttributes>(context));
   if (context.input_count() == 0) return context.error("needs at least one input");
-  QDQRT_ASSIGN_OR_RETURN(const Dims* first, required_dims(context, 0, "input"));
-  const int64_t rank = static_cast<int64_t>(first->size());
+  QDQRT_ASSIGN_OR_RETURN(const Dims first, required_input_dims(context, 0));
+  const int64_t rank = static_cast<int64_t>(first.size());
   if (rank == 0) return context.error("cannot concatenate scalars (input '{}' has rank 0)", input_name(context, 0));
-  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(context, attributes->axis, rank, "axis"));
-  const size_t along = static_cast<size_t>(axis);
-  Dims y = *first;
+  QDQRT_ASSIGN_OR_RETURN(const size_t along, resolve_axis(context, attributes->axis, first.size(), "axis"));
+  const int64_t axis = static_cast<int64_t>(along);
+  Dims y = first;
   bool follow_elements = axis == 0;
   Dims elements;
   for (size_t i = 0; i < context.input_count(); ++i) {
-    QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, i, "input"));
-    if (x->size() != first->size()) {
-      return context.error("input {} '{}' has rank {}, input 0 has rank {}", i, input_name(context, i), x->size(),
-                           rank);
+    QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, i));
+    if (x.size() != first.size()) {
+      return context.error("input {} '{}' has rank {}, input 0 has rank {}", i, input_name(context, i), x.size(), rank);
     }
     if (i > 0) {
-      for (size_t d = 0; d < x->size(); ++d) {
+      for (size_t d = 0; d < x.size(); ++d) {
         if (d == along) continue;
-        const Dim& dx = (*x)[d];
+        const Dim& dx = x[d];
         Dim& dy = y[d];
         std::optional<int64_t> vx = known_value(dx), vy = known_value(dy);
         if (vx && vy && *vx != *vy) {
           return context.error("input {} '{}' {} does not match input 0 {} outside axis {}", i, input_name(context, i),
-                               dims_text(*x), dims_text(*first), axis);
+                               dims_text(x), dims_text(first), axis);
         }
         if (!dy.expr.known() && dx.expr.known()) dy.expr = dx.expr;
         if (!dy.is_static() && vx) dy.value = *vx;
       }
-      y[along] = y[along] + (*x)[along];
+      y[along] = y[along] + x[along];
     }
     const OptionalDims& part = context.input_elements(i);
     if (follow_elements && part) {
@@ -376,15 +350,15 @@ Status infer_concat_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_split_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<SplitAttributes>(context));
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
-  const int64_t rank = static_cast<int64_t>(x->size());
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<SplitAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
+  const int64_t rank = static_cast<int64_t>(x.size());
   if (rank == 0) return context.error("cannot split a scalar");
-  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(context, attributes->axis, rank, "axis"));
-  const size_t along = static_cast<size_t>(axis);
-  const Dim& dim = (*x)[along];
+  QDQRT_ASSIGN_OR_RETURN(const size_t along, resolve_axis(context, attributes->axis, x.size(), "axis"));
+  const int64_t axis = static_cast<int64_t>(along);
+  const Dim& dim = x[along];
   const std::optional<int64_t> dim_value = known_value(dim);
-  if (dim_value > kUnbounded) return context.error("axis {} of the input {} is too large", axis, dims_text(*x));
+  if (dim_value > kUnbounded) return context.error("axis {} of the input {} is too large", axis, dims_text(x));
   const int64_t count = static_cast<int64_t>(context.node().outputs.size());
   if (count == 0) return context.error("has no outputs");
   std::vector<int64_t> sizes = attributes->split;
@@ -406,7 +380,7 @@ Status infer_split_shape(ShapeInferenceContext& context) {
     }
     if (dim_value && total != *dim_value) {
       return context.error("split [{}] sums to {}, but axis {} of the input {} has size {}", fmt::join(sizes, ", "),
-                           total, axis, dims_text(*x), *dim_value);
+                           total, axis, dims_text(x), *dim_value);
     }
   } else if (attributes->num_outputs > 0) {
     if (attributes->num_outputs != count) {
@@ -431,12 +405,12 @@ Status infer_split_shape(ShapeInferenceContext& context) {
   } else {
     if (dim_value && *dim_value % count != 0) {
       return context.error("axis {} of size {} (input {}) cannot be split evenly into {} outputs", axis, *dim_value,
-                           dims_text(*x), count);
+                           dims_text(x), count);
     }
     parts.assign(static_cast<size_t>(count), floor_div(dim, static_dim(count)));
   }
   for (int64_t i = 0; i < count; ++i) {
-    Dims y = *x;
+    Dims y = x;
     y[along] = parts[static_cast<size_t>(i)];
     context.set_output_dims(static_cast<size_t>(i), std::move(y));
   }
@@ -535,8 +509,8 @@ DimExpr slice_length_expr(const DimExpr& n, int64_t start, int64_t end, int64_t 
 }  // namespace
 
 Status infer_slice_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
-  const int64_t rank = static_cast<int64_t>(x->size());
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
+  const int64_t rank = static_cast<int64_t>(x.size());
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> starts, required_ints(context, 1, "starts"));
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> ends, required_ints(context, 2, "ends"));
   std::vector<int64_t> axes(starts.size());
@@ -553,14 +527,14 @@ Status infer_slice_shape(ShapeInferenceContext& context) {
                          ends.size(), axes.size(), steps.size());
   }
   QDQRT_ASSIGN_OR_RETURN(axes, normalize_axes(context, axes, rank, "axis"));
-  Dims y = *x;
+  Dims y = x;
   std::optional<SliceRange> first_axis_range;
   for (size_t i = 0; i < axes.size(); ++i) {
     if (steps[i] == 0) return context.error("the step for axis {} is 0", axes[i]);
-    const Dim& dim = (*x)[static_cast<size_t>(axes[i])];
+    const Dim& dim = x[static_cast<size_t>(axes[i])];
     std::optional<int64_t> length;
     std::optional<int64_t> value = known_value(dim);
-    if (value > kUnbounded) return context.error("axis {} of the input {} is too large", axes[i], dims_text(*x));
+    if (value > kUnbounded) return context.error("axis {} of the input {} is too large", axes[i], dims_text(x));
     if (value) {
       SliceRange range = slice_range(*value, starts[i], ends[i], steps[i]);
       length = range.length;
@@ -577,7 +551,7 @@ Status infer_slice_shape(ShapeInferenceContext& context) {
   context.set_output_dims(0, std::move(y));
   // A slice of a 1-D shape tensor: the elements it picks.
   const OptionalDims& elements = context.input_elements(0);
-  if (elements && rank == 1 && known_value((*x)[0]) == static_cast<int64_t>(elements->size())) {
+  if (elements && rank == 1 && known_value(x[0]) == static_cast<int64_t>(elements->size())) {
     const SliceRange range =
         first_axis_range.value_or(SliceRange{.start = 0, .step = 1, .length = static_cast<int64_t>(elements->size())});
     Dims picked;
@@ -591,15 +565,15 @@ Status infer_slice_shape(ShapeInferenceContext& context) {
 // ---- Gather / GatherElements ----
 
 Status infer_gather_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<GatherAttributes>(context));
-  QDQRT_ASSIGN_OR_RETURN(const Dims* data, required_dims(context, 0, "data"));
-  QDQRT_ASSIGN_OR_RETURN(const Dims* indices, required_dims(context, 1, "indices"));
-  const int64_t rank = static_cast<int64_t>(data->size());
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<GatherAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const Dims data, required_input_dims(context, 0, "data"));
+  QDQRT_ASSIGN_OR_RETURN(const Dims indices, required_input_dims(context, 1, "indices"));
+  const int64_t rank = static_cast<int64_t>(data.size());
   if (rank == 0) return context.error("data '{}' must have rank >= 1", input_name(context, 0));
-  QDQRT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(context, attributes->axis, rank, "axis"));
-  const size_t along = static_cast<size_t>(axis);
+  QDQRT_ASSIGN_OR_RETURN(const size_t along, resolve_axis(context, attributes->axis, data.size(), "axis"));
+  const int64_t axis = static_cast<int64_t>(along);
   std::optional<std::vector<int64_t>> index_values = context.input_ints(1);
-  const std::optional<int64_t> extent = known_value((*data)[along]);
+  const std::optional<int64_t> extent = known_value(data[along]);
   if (index_values && extent) {
     for (int64_t& index : *index_values) {
       if (index < -*extent || index >= *extent) {
@@ -609,9 +583,9 @@ Status infer_gather_shape(ShapeInferenceContext& context) {
       if (index < 0) index += *extent;
     }
   }
-  Dims y(data->begin(), data->begin() + axis);
-  y.insert(y.end(), indices->begin(), indices->end());
-  y.insert(y.end(), data->begin() + axis + 1, data->end());
+  Dims y(data.begin(), data.begin() + axis);
+  y.insert(y.end(), indices.begin(), indices.end());
+  y.insert(y.end(), data.begin() + axis + 1, data.end());
   context.set_output_dims(0, std::move(y));
   // Elements of a 1-D shape tensor picked by constant indices.
   const OptionalDims& elements = context.input_elements(0);
@@ -624,40 +598,40 @@ Status infer_gather_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_gather_elements_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<GatherElementsAttributes>(context));
-  QDQRT_ASSIGN_OR_RETURN(const Dims* indices, required_dims(context, 1, "indices"));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<GatherElementsAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const Dims indices, required_input_dims(context, 1, "indices"));
   if (const OptionalDims& data = context.input_dims(0)) {
     const int64_t rank = static_cast<int64_t>(data->size());
     if (rank == 0) return context.error("data '{}' must have rank >= 1", input_name(context, 0));
-    QDQRT_RETURN_IF_ERROR(normalize_axis(context, attributes->axis, rank, "axis").status());
-    if (indices->size() != data->size()) {
-      return context.error("indices {} and data {} have different ranks", dims_text(*indices), dims_text(*data));
+    QDQRT_RETURN_IF_ERROR(resolve_axis(context, attributes->axis, data->size(), "axis").status());
+    if (indices.size() != data->size()) {
+      return context.error("indices {} and data {} have different ranks", dims_text(indices), dims_text(*data));
     }
   }
-  context.set_output_dims(0, *indices);
+  context.set_output_dims(0, indices);
   return Status::ok();
 }
 
 // ---- Shape / Size ----
 
 Status infer_shape_op_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<ShapeAttributes>(context));
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
-  const int64_t rank = static_cast<int64_t>(x->size());
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<ShapeAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
+  const int64_t rank = static_cast<int64_t>(x.size());
   auto clamp = [rank](int64_t value) { return std::clamp<int64_t>(value < 0 ? value + rank : value, 0, rank); };
   const int64_t start = clamp(attributes->start);
   const int64_t end = clamp(attributes->end.value_or(rank));
   Dims elements;
-  for (int64_t d = start; d < end; ++d) elements.push_back((*x)[static_cast<size_t>(d)]);
+  for (int64_t d = start; d < end; ++d) elements.push_back(x[static_cast<size_t>(d)]);
   context.set_output_dims(0, {static_dim(static_cast<int64_t>(elements.size()))});
   set_elements(context, 0, std::move(elements));
   return Status::ok();
 }
 
 Status infer_size_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
   context.set_output_dims(0, {});
-  set_elements(context, 0, {dims_product(*x)});
+  set_elements(context, 0, {dims_product(x)});
   return Status::ok();
 }
 
@@ -704,16 +678,16 @@ void cast_elements(ShapeInferenceContext& context, DataType to) {
 }  // namespace
 
 Status infer_cast_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<CastAttributes>(context));
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
-  context.set_output_dims(0, *x);
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<CastAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
+  context.set_output_dims(0, x);
   cast_elements(context, attributes->to);
   return Status::ok();
 }
 
 Status infer_cast_like_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
-  context.set_output_dims(0, *x);
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
+  context.set_output_dims(0, x);
   cast_elements(context, context.input_dtype(1));
   return Status::ok();
 }
@@ -721,7 +695,7 @@ Status infer_cast_like_shape(ShapeInferenceContext& context) {
 // ---- Constant / ConstantOfShape / Identity / Dropout ----
 
 Status infer_constant_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<ConstantAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<ConstantAttributes>(context));
   const Tensor& value = attributes->value;
   context.set_output_dims(0, static_dims(value.shape()));
   if (holds_integers(value.dtype()) && value.numel() <= kMaxFollowedElements) {
@@ -733,7 +707,7 @@ Status infer_constant_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_constant_of_shape_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<ConstantOfShapeAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<ConstantOfShapeAttributes>(context));
   QDQRT_ASSIGN_OR_RETURN(const Dims* shape, required_elements(context, 0, "the shape"));
   Dims y;
   for (const Dim& element : *shape) {
@@ -754,14 +728,14 @@ Status infer_constant_of_shape_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_identity_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
-  context.set_output_dims(0, *x);
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
+  context.set_output_dims(0, x);
   pass_elements(context);
   return Status::ok();
 }
 
 Status infer_dropout_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
   // ratio (opset 12) and training_mode are scalars.
   for (size_t i : {size_t{1}, size_t{2}}) {
     const OptionalDims& dims = context.input_dims(i);
@@ -769,7 +743,7 @@ Status infer_dropout_shape(ShapeInferenceContext& context) {
       return context.error("input {} '{}' must be a scalar, got shape {}", i, input_name(context, i), dims_text(*dims));
     }
   }
-  for (size_t i = 0; i < context.node().outputs.size() && i < 2; ++i) context.set_output_dims(i, *x);
+  for (size_t i = 0; i < context.node().outputs.size() && i < 2; ++i) context.set_output_dims(i, x);
   pass_elements(context);
   return Status::ok();
 }
@@ -777,9 +751,9 @@ Status infer_dropout_shape(ShapeInferenceContext& context) {
 // ---- Pad / Expand / Tile ----
 
 Status infer_pad_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<PadAttributes>(context));
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
-  const int64_t rank = static_cast<int64_t>(x->size());
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<PadAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
+  const int64_t rank = static_cast<int64_t>(x.size());
   Dims pads;
   if (attributes->pads_from_input) {
     QDQRT_ASSIGN_OR_RETURN(const Dims* elements, required_elements(context, 1, "pads"));
@@ -795,15 +769,15 @@ Status infer_pad_shape(ShapeInferenceContext& context) {
   }
   if (pads.size() != 2 * axes.size()) {
     return context.error("pads {} has {} values, expected {} (2 per padded axis of the input {})", dims_text(pads),
-                         pads.size(), 2 * axes.size(), dims_text(*x));
+                         pads.size(), 2 * axes.size(), dims_text(x));
   }
-  Dims y = *x;
+  Dims y = x;
   for (size_t i = 0; i < axes.size(); ++i) {
     const size_t axis = static_cast<size_t>(axes[i]);
     const Dim& begin = pads[i];
     const Dim& end = pads[i + axes.size()];
     std::optional<int64_t> value;
-    std::optional<int64_t> dim_value = known_value((*x)[axis]), begin_value = known_value(begin),
+    std::optional<int64_t> dim_value = known_value(x[axis]), begin_value = known_value(begin),
                            end_value = known_value(end);
     if (dim_value && begin_value && end_value) {
       std::optional<int64_t> sum = checked_add(*dim_value, *begin_value);
@@ -813,14 +787,14 @@ Status infer_pad_shape(ShapeInferenceContext& context) {
       }
       value = sum;
     }
-    y[axis] = make_dim(value, (*x)[axis].expr + begin.expr + end.expr);
+    y[axis] = make_dim(value, x[axis].expr + begin.expr + end.expr);
   }
   context.set_output_dims(0, std::move(y));
   return Status::ok();
 }
 
 Status infer_expand_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
   QDQRT_ASSIGN_OR_RETURN(const Dims* shape, required_elements(context, 1, "the shape"));
   Dims target;
   for (const Dim& element : *shape) {
@@ -829,29 +803,29 @@ Status infer_expand_shape(ShapeInferenceContext& context) {
     }
     target.push_back(element_dim(element));
   }
-  OptionalDims y = broadcast_dims(*x, target);
-  if (!y) return context.error("the input {} does not broadcast to the shape {}", dims_text(*x), dims_text(target));
+  OptionalDims y = broadcast_dims(x, target);
+  if (!y) return context.error("the input {} does not broadcast to the shape {}", dims_text(x), dims_text(target));
   context.set_output_dims(0, std::move(*y));
   return Status::ok();
 }
 
 Status infer_tile_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
   QDQRT_ASSIGN_OR_RETURN(const Dims* repeats, required_elements(context, 1, "repeats"));
-  if (repeats->size() != x->size()) {
+  if (repeats->size() != x.size()) {
     return context.error("repeats {} has {} values for the input {} of rank {}", dims_text(*repeats), repeats->size(),
-                         dims_text(*x), x->size());
+                         dims_text(x), x.size());
   }
   Dims y;
-  for (size_t d = 0; d < x->size(); ++d) {
+  for (size_t d = 0; d < x.size(); ++d) {
     const Dim& repeat = (*repeats)[d];
     if (std::optional<int64_t> value = repeat.expr.constant_value(); value && *value < 0) {
       return context.error("repeats {} has the negative value {}", dims_text(*repeats), *value);
     }
-    Dim product = (*x)[d] * element_dim(repeat);
-    std::optional<int64_t> a = known_value((*x)[d]), b = known_value(repeat);
+    Dim product = x[d] * element_dim(repeat);
+    std::optional<int64_t> a = known_value(x[d]), b = known_value(repeat);
     if (a && b && !checked_mul(*a, *b))
-      return context.error("repeats {} overflow the input {}", dims_text(*repeats), dims_text(*x));
+      return context.error("repeats {} overflow the input {}", dims_text(*repeats), dims_text(x));
     y.push_back(std::move(product));
   }
   context.set_output_dims(0, std::move(y));
@@ -920,8 +894,8 @@ Status infer_range_shape(ShapeInferenceContext& context) {
 }
 
 Status infer_non_zero_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
-  const int64_t rank = static_cast<int64_t>(x->size());
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
+  const int64_t rank = static_cast<int64_t>(x.size());
   int64_t count = 0;
   if (const Tensor* constant = context.input_constant(0)) {
     const bool half = constant->dtype() == DataType::kFloat16 || constant->dtype() == DataType::kBFloat16;
@@ -941,37 +915,44 @@ Status infer_non_zero_shape(ShapeInferenceContext& context) {
 
 // ---- DepthToSpace / SpaceToDepth ----
 
+namespace {
+
+// blocksize^2, checking that the input is NCHW and the blocksize in range.
+Result<int64_t> block_area(const ShapeInferenceContext& context, const Dims& x, int64_t blocksize) {
+  if (x.size() != 4) return context.error("the input must be 4-D NCHW, got {}", dims_text(x));
+  const std::optional<int64_t> area = checked_mul(blocksize, blocksize);
+  if (blocksize < 1 || !area) return context.error("blocksize {} is out of range", blocksize);
+  return *area;
+}
+
+}  // namespace
+
 Status infer_depth_to_space_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<DepthToSpaceAttributes>(context));
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
-  if (x->size() != 4) return context.error("the input must be 4-D NCHW, got {}", dims_text(*x));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<DepthToSpaceAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
   const int64_t b = attributes->blocksize;
-  const std::optional<int64_t> b_squared = checked_mul(b, b);
-  if (b < 1 || !b_squared) return context.error("blocksize {} is out of range", b);
-  const Dim square = static_dim(*b_squared);
-  if (std::optional<int64_t> channels = known_value((*x)[1]); channels && *channels % *b_squared != 0) {
-    return context.error("the input's {} channels are not a multiple of blocksize^2 = {}", *channels, *b_squared);
+  QDQRT_ASSIGN_OR_RETURN(const int64_t b_squared, block_area(context, x, b));
+  const Dim square = static_dim(b_squared);
+  if (std::optional<int64_t> channels = known_value(x[1]); channels && *channels % b_squared != 0) {
+    return context.error("the input's {} channels are not a multiple of blocksize^2 = {}", *channels, b_squared);
   }
   const Dim block = static_dim(b);
-  context.set_output_dims(0, {(*x)[0], floor_div((*x)[1], square), (*x)[2] * block, (*x)[3] * block});
+  context.set_output_dims(0, {x[0], floor_div(x[1], square), x[2] * block, x[3] * block});
   return Status::ok();
 }
 
 Status infer_space_to_depth_shape(ShapeInferenceContext& context) {
-  QDQRT_ASSIGN_OR_RETURN(const auto attributes, typed<SpaceToDepthAttributes>(context));
-  QDQRT_ASSIGN_OR_RETURN(const Dims* x, required_dims(context, 0, "input"));
-  if (x->size() != 4) return context.error("the input must be 4-D NCHW, got {}", dims_text(*x));
+  QDQRT_ASSIGN_OR_RETURN(const auto attributes, shape_attributes<SpaceToDepthAttributes>(context));
+  QDQRT_ASSIGN_OR_RETURN(const Dims x, required_input_dims(context, 0));
   const int64_t b = attributes->blocksize;
-  const std::optional<int64_t> b_squared = checked_mul(b, b);
-  if (b < 1 || !b_squared) return context.error("blocksize {} is out of range", b);
+  QDQRT_ASSIGN_OR_RETURN(const int64_t b_squared, block_area(context, x, b));
   for (size_t d : {size_t{2}, size_t{3}}) {
-    if (std::optional<int64_t> size = known_value((*x)[d]); size && *size % b != 0) {
-      return context.error("spatial dim {} of the input {} is not a multiple of blocksize {}", d, dims_text(*x), b);
+    if (std::optional<int64_t> size = known_value(x[d]); size && *size % b != 0) {
+      return context.error("spatial dim {} of the input {} is not a multiple of blocksize {}", d, dims_text(x), b);
     }
   }
   const Dim block = static_dim(b);
-  context.set_output_dims(
-      0, {(*x)[0], (*x)[1] * static_dim(*b_squared), floor_div((*x)[2], block), floor_div((*x)[3], block)});
+  context.set_output_dims(0, {x[0], x[1] * static_dim(b_squared), floor_div(x[2], block), floor_div(x[3], block)});
   return Status::ok();
 }
 

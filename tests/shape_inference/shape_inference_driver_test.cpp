@@ -15,18 +15,6 @@
 namespace qdqrt::testing {
 namespace {
 
-Graph load_keeping_shapes(const std::string& text) {
-  onnx::ModelProto model;
-  auto status = onnx::OnnxParser::Parse(model, text.c_str());
-  EXPECT_TRUE(status.IsOK()) << status.ErrorMessage();
-  LoadOptions options;
-  options.run_checker = false;
-  options.run_shape_inference = false;  // the file's shapes stay as written
-  auto graph = load_onnx_model(model, options);
-  EXPECT_TRUE(graph.ok()) << graph.status().to_string();
-  return graph.ok() ? std::move(graph.value()) : Graph{};
-}
-
 TEST(InferShapes, AFileShapeThatDisagreesIsReportedAndKept) {
   Graph graph = load_keeping_shapes(R"(
 <ir_version: 8, opset_import: ["" : 13]>
@@ -72,29 +60,16 @@ g (float[batch, 3, 4] x) => (float[batch, 12] y)
 TEST(InferShapes, AnOpWithoutAShapeFunctionLeavesItsOutputsWithoutExpressions) {
   Graph graph;
   graph.opsets[kOnnxDomain] = 13;
-  graph.inputs = {"x"};
-  ValueInfo x;
-  x.name = "x";
-  x.dtype = DataType::kFloat;
-  x.shape = Dims{symbolic_dim("N"), static_dim(3)};
-  graph.values["x"] = x;
-  ValueInfo y = x;
-  y.name = "y";
-  y.elements = Dims{static_dim(1)};
-  graph.values["y"] = y;
-  Node node;
-  node.name = "mystery";
-  node.op_type = "NotAnOnnxOp";
-  node.opset = 13;
-  node.inputs = {"x"};
-  node.outputs = {"y"};
-  graph.nodes.push_back(node);
+  const Dims dims = {symbolic_dim("N"), static_dim(3)};
+  add_input(graph, "x", DataType::kFloat, dims);
+  // The file's dims and elements of the output.
+  set_dims(graph, "y", dims);
+  set_elements(graph, "y", {static_dim(1)});
+  graph.values["y"].dtype = DataType::kFloat;
+  add_node(graph, "NotAnOnnxOp", "mystery", {"x"}, {"y"});
   graph.outputs = {"y"};
-  ShapeInferenceReport report;
-  ASSERT_TRUE(infer_shapes(graph, &report).is_ok());
-  ASSERT_EQ(report.unfollowed.count("y"), 1u);
-  EXPECT_NE(report.unfollowed["y"].find("NotAnOnnxOp 'mystery': qdqrt has no shape function"), std::string::npos)
-      << report.unfollowed["y"];
+  ShapeInferenceReport report = infer(graph);
+  expect_unfollowed(report, "y", "NotAnOnnxOp 'mystery': qdqrt has no shape function");
   const ValueInfo& after = graph.values.at("y");
   ASSERT_TRUE(after.shape);
   ASSERT_EQ(after.shape->size(), 2u);

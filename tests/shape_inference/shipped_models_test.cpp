@@ -15,6 +15,7 @@
 
 #include "core/op_registry.h"
 #include "core/ops/fused_op_table.h"
+#include "parser/onnx_loader.h"
 #include "tests/shape_inference/shape_test_util.h"
 
 namespace qdqrt::testing {

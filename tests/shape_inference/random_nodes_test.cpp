@@ -7,7 +7,7 @@
 #include <random>
 
 #include "core/op_registry.h"
-#include "tests/shape_functions/shape_test_util.h"
+#include "tests/shape_inference/shape_test_util.h"
 
 namespace qdqrt::testing {
 namespace {
