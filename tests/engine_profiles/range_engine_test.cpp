@@ -9,7 +9,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <onnx/onnx_pb.h>
+
 #include <filesystem>
+#include <fstream>
 
 #include "engine/profiles.h"
 #include "parser/onnx_loader.h"
@@ -156,15 +159,22 @@ double max_abs_difference(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
-// Runs `range` at each of `shapes` (input "x") and checks every output against a fixed engine and
-// the reference. `tolerance`: relative for FP32, absolute (output quantization steps) for QDQ.
+// How a QDQ model's outputs are compared with the reference executor's.
+enum class Int8Check { kBitExact, kOneStep, kLogits };
+
+// Runs `range` at each of `shapes` (input `input`) and checks every output against a fixed engine
+// and the reference: FP32 within 1e-4 relative; QDQ per `check` (kOneStep: within one step of
+// scale sa, 0.02; kLogits: within 2e-2 of the outputs' range: on random pixels a float ulp in a
+// deep net can flip one requantization rounding; measured on the shipped CNNs: below 1.1e-7 at
+// every shape and seed but one efficientnet input, 1.1e-2, where the engine built for exactly that
+// shape gives the same bytes).
 void expect_matches_at(const std::string& path, bool qdq, const RangeEngine& range, const std::vector<Shape>& shapes,
-                       bool expect_bit_exact_reference) {
+                       Int8Check check, const std::string& input = "x") {
   auto context = range.create_context({.threads = 2});
   uint32_t seed = 100;
   for (const Shape& shape : shapes) {
     SCOPED_TRACE(shape_to_string(shape));
-    TensorMap inputs = {{"x", random_tensor(shape, seed++)}};
+    TensorMap inputs = {{input, random_tensor(shape, seed++)}};
     auto actual = run_range(range, *context, inputs);
     ASSERT_TRUE(actual.ok()) << actual.status().to_string();
     auto fixed = run_fixed(path, precision_options(qdq), inputs);
@@ -178,10 +188,12 @@ void expect_matches_at(const std::string& path, bool qdq, const RangeEngine& ran
                                                    << relative_error(got, fixed->at(name));
       if (!qdq) {
         EXPECT_LE(relative_error(got, tensor), 1e-4) << name;
-      } else if (expect_bit_exact_reference) {
+      } else if (check == Int8Check::kBitExact) {
         EXPECT_TRUE(bit_equal(got, tensor)) << name << ": max |difference| " << max_abs_difference(got, tensor);
+      } else if (check == Int8Check::kOneStep) {
+        EXPECT_LE(max_abs_difference(got, tensor), 0.02 * 1.0001) << name;
       } else {
-        EXPECT_LE(max_abs_difference(got, tensor), 0.02 * 1.0001) << name;  // one step of scale sa
+        EXPECT_LE(relative_error(got, tensor), 2e-2) << name;
       }
     }
   }
@@ -194,7 +206,7 @@ TEST(RangeEngine, Fp32ConvNetRunsEveryHeightAndWidthOfItsRange) {
   auto range = RangeEngine::build_from_file(path, kConvProfile, precision_options(false));
   ASSERT_TRUE(range.ok()) << range.status().to_string();
   EXPECT_EQ((*range)->plans_lowered(), 1);  // the opt shape
-  expect_matches_at(path, false, **range, {{1, 3, 32, 32}, {1, 3, 48, 40}, {1, 3, 64, 64}, {1, 3, 33, 61}}, false);
+  expect_matches_at(path, false, **range, {{1, 3, 32, 32}, {1, 3, 48, 40}, {1, 3, 64, 64}, {1, 3, 33, 61}}, Int8Check::kBitExact);
   EXPECT_EQ((*range)->plans_lowered(), 5);
   // The output shapes follow the run's: f is [1, 8, 17, 31] and y [1, 8, 527] at 33x61.
   auto outputs = (*range)->output_infos({{"x", {1, 3, 33, 61}}});
@@ -207,7 +219,7 @@ TEST(RangeEngine, QdqConvNetRunsEveryHeightAndWidthOfItsRangeBitExact) {
   const std::string path = write_conv(true);
   auto range = RangeEngine::build_from_file(path, kConvProfile, precision_options(true));
   ASSERT_TRUE(range.ok()) << range.status().to_string();
-  expect_matches_at(path, true, **range, {{1, 3, 32, 32}, {1, 3, 48, 40}, {1, 3, 64, 64}}, true);
+  expect_matches_at(path, true, **range, {{1, 3, 32, 32}, {1, 3, 48, 40}, {1, 3, 64, 64}}, Int8Check::kBitExact);
   // Every plan has INT8 convolutions (the QDQ fusions ran at every shape).
   auto engine = (*range)->engine_for({{"x", {1, 3, 48, 40}}});
   ASSERT_TRUE(engine.ok());
@@ -226,7 +238,7 @@ TEST(RangeEngine, Fp32AttentionRunsEverySequenceLengthAndBatch) {
   const std::string path = write_attention(false);
   auto range = RangeEngine::build_from_file(path, kAttentionProfile, precision_options(false));
   ASSERT_TRUE(range.ok()) << range.status().to_string();
-  expect_matches_at(path, false, **range, {{2, 8, 64}, {1, 16, 64}, {2, 32, 64}, {1, 32, 64}}, false);
+  expect_matches_at(path, false, **range, {{2, 8, 64}, {1, 16, 64}, {2, 32, 64}, {1, 32, 64}}, Int8Check::kBitExact);
   // Batch 1 and 2 share the plan lowered at the maximum batch: three sequence lengths, three plans.
   EXPECT_EQ((*range)->plans_lowered(), 3);
 }
@@ -235,7 +247,7 @@ TEST(RangeEngine, QdqAttentionRunsEverySequenceLength) {
   const std::string path = write_attention(true);
   auto range = RangeEngine::build_from_file(path, kAttentionProfile, precision_options(true));
   ASSERT_TRUE(range.ok()) << range.status().to_string();
-  expect_matches_at(path, true, **range, {{2, 8, 64}, {2, 16, 64}, {1, 32, 64}}, false);
+  expect_matches_at(path, true, **range, {{2, 8, 64}, {2, 16, 64}, {1, 32, 64}}, Int8Check::kOneStep);
 }
 
 TEST(RangeEngine, ARunAtAShapeSeenBeforeLowersAndAllocatesNothing) {
@@ -278,6 +290,34 @@ TEST(RangeEngine, ARunAtAShapeSeenBeforeLowersAndAllocatesNothing) {
   auto other = (*range)->create_context({.threads = 1});
   ASSERT_TRUE(run_range(**range, *other, small).ok());
   EXPECT_EQ((*range)->plans_lowered(), lowered);
+}
+
+// The shipped QDQ CNNs (static 28x28 in the file) with height and width made symbolic, as a
+// dynamic-axes export declares them: one engine each (from bytes) for 28..48 pixels and batch 1..2.
+TEST(RangeEngine, ShippedModelsWithSymbolicHeightAndWidth) {
+  for (const char* name : {"fmnist_resnet_qdq", "fmnist_mobilenet_widerange_qdq", "fmnist_efficientnet_qdq"}) {
+    SCOPED_TRACE(name);
+    std::ifstream file(std::string(QDQRT_MODELS_DIR) + "/" + name + ".onnx", std::ios::binary);
+    onnx::ModelProto model;
+    ASSERT_TRUE(model.ParseFromIstream(&file));
+    auto* dims = model.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+    ASSERT_EQ(dims->dim_size(), 4);
+    dims->mutable_dim(2)->set_dim_param("height");
+    dims->mutable_dim(3)->set_dim_param("width");
+    model.mutable_graph()->clear_value_info();
+    std::string bytes;
+    ASSERT_TRUE(model.SerializeToString(&bytes));
+    const std::string path = fs::path(::testing::TempDir()) / (std::string(name) + "_hw.onnx");
+    std::ofstream(path, std::ios::binary) << bytes;
+    const ShapeProfile profile = {{"input", {{1, 1, 28, 28}, {2, 1, 28, 28}, {2, 1, 48, 48}}}};
+    auto range = RangeEngine::build_from_bytes(
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), profile, {});
+    ASSERT_TRUE(range.ok()) << range.status().to_string();
+    expect_matches_at(path, true, **range, {{2, 1, 28, 28}, {1, 1, 40, 36}, {2, 1, 48, 48}, {1, 1, 47, 45}}, Int8Check::kLogits,
+                      "input");
+    // 28x28 (the opt shape), 40x36 and 47x45 (lowered at batch 2, run at 1), 48x48.
+    EXPECT_EQ((*range)->plans_lowered(), 4);
+  }
 }
 
 void expect_refused(const Status& status, std::initializer_list<std::string> parts) {
