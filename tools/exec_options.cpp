@@ -193,9 +193,12 @@ void add_exec_flags(CLI::App& exec, ExecCommandLine& line) {
 
   // trtexec's flags with a CPU meaning.
   for (auto [flag, texts, text] :
-       {std::tuple{"--minShapes", &line.min_shapes_texts, "Smallest shapes the engine must run (checked: batch >= 1)"},
-        std::tuple{"--optShapes", &line.opt_shapes_texts, "Shapes to run at when --shapes gives none"},
-        std::tuple{"--maxShapes", &line.max_shapes_texts, "Shapes to build for: the engine runs batches 1..max"}}) {
+       {std::tuple{"--minShapes", &line.min_shapes_texts, "Smallest shapes the engine must run (every dim >= 1)"},
+        std::tuple{"--optShapes", &line.opt_shapes_texts,
+                   "Shapes to run at when --shapes gives none (a range beyond the batch: lowered at build)"},
+        std::tuple{"--maxShapes", &line.max_shapes_texts,
+                   "Largest shapes: the batch runs 1..max; other dims differing from --minShapes build a range\n"
+                   "engine that lowers each run shape on first use"}}) {
     exec.add_option(flag, *texts, text)->check(quiet(shapes_validator()))->type_name("NAME:DIMS[,...]");
   }
   exec.add_option("--streams,--infStreams", options.streams,
