@@ -295,12 +295,6 @@ void RangeEngine::make_key(std::span<const Shape* const> shapes, bool exact_batc
   }
 }
 
-bool RangeEngine::needs_exact_batch(const std::vector<int64_t>& max_batch_key) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = fixed_batch_.find(max_batch_key);
-  return it != fixed_batch_.end() && it->second;
-}
-
 Result<std::shared_ptr<const Engine>> RangeEngine::engine_for_key(const std::vector<int64_t>& key) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = engines_.find(key); it != engines_.end()) return it->second;
@@ -320,7 +314,6 @@ Result<std::shared_ptr<const Engine>> RangeEngine::engine_for_key(const std::vec
     return built.status().with_context(fmt::format("lowering shape {}", fmt::join(shapes, " ")));
   }
   engines_[key] = *built;
-  fixed_batch_[key] = !(*built)->plan().fixed_batch_reason.empty();
   return *built;
 }
 
@@ -408,21 +401,23 @@ Status RangeContext::run(std::span<const ConstTensorBinding> inputs, std::span<c
   for (size_t index = 0; index < ordered_.size(); ++index) {
     if (engine.batched_[index]) batch = (*ordered_[index])[0];
   }
+  // The plan lowered at the maximum batch, unless it runs only there and this run's batch is another.
   engine.make_key(ordered_, false, key_);
-  if (batch != engine.max_batch_ && engine.needs_exact_batch(key_)) engine.make_key(ordered_, true, key_);
   auto it = contexts_.find(key_);
   if (it == contexts_.end()) {
     QDQRT_ASSIGN_OR_RETURN(std::shared_ptr<const Engine> lowered, engine.engine_for_key(key_));
-    if (batch != engine.max_batch_ && !lowered->plan().fixed_batch_reason.empty()) {
-      engine.make_key(ordered_, true, key_);
-      it = contexts_.find(key_);
-      if (it == contexts_.end()) {
-        QDQRT_ASSIGN_OR_RETURN(lowered, engine.engine_for_key(key_));
-      }
-    }
-    if (it == contexts_.end()) it = contexts_.emplace(key_, lowered->create_context(options_)).first;
+    const bool fixed_batch = !lowered->plan().fixed_batch_reason.empty();
+    it = contexts_.emplace(key_, Entry{lowered->create_context(options_), fixed_batch}).first;
   }
-  ExecutionContext& context = *it->second;
+  if (batch != engine.max_batch_ && it->second.fixed_batch) {
+    engine.make_key(ordered_, true, key_);
+    it = contexts_.find(key_);
+    if (it == contexts_.end()) {
+      QDQRT_ASSIGN_OR_RETURN(std::shared_ptr<const Engine> lowered, engine.engine_for_key(key_));
+      it = contexts_.emplace(key_, Entry{lowered->create_context(options_), false}).first;
+    }
+  }
+  ExecutionContext& context = *it->second.context;
   context.set_profiling(options_.profiling);
   Status status = context.run(inputs, outputs);
   if (status.is_ok()) last_ = &context;

@@ -65,7 +65,12 @@ class RangeContext {
 
   std::shared_ptr<const RangeEngine> engine_;
   ContextOptions options_;
-  std::map<std::vector<int64_t>, std::unique_ptr<ExecutionContext>> contexts_;
+  struct Entry {
+    std::unique_ptr<ExecutionContext> context;
+    bool fixed_batch = false;  // its plan runs only at the batch it was lowered for
+  };
+  // Per key: a run at a shape seen before finds its context here without taking the engine's lock.
+  std::map<std::vector<int64_t>, Entry> contexts_;
   std::vector<const Shape*> ordered_;  // the run's input shapes in model order (reused)
   std::vector<int64_t> key_;  // reused: a run at a known shape builds its key without allocating
   ExecutionContext* last_ = nullptr;
@@ -116,8 +121,6 @@ class RangeEngine : public std::enable_shared_from_this<RangeEngine> {
   // The key of a run at these shapes (per input in model order), written into `key`: the shape
   // lowered for it, the batch replaced by the profile's maximum unless `exact_batch`.
   void make_key(std::span<const Shape* const> shapes, bool exact_batch, std::vector<int64_t>& key) const;
-  // True when the plan lowered at the maximum batch for these shapes cannot run other batches.
-  bool needs_exact_batch(const std::vector<int64_t>& max_batch_key) const;
   // The engine of `key` (lowered on first use).
   Result<std::shared_ptr<const Engine>> engine_for_key(const std::vector<int64_t>& key) const;
 
@@ -135,10 +138,9 @@ class RangeEngine : public std::enable_shared_from_this<RangeEngine> {
   };
   std::vector<SharedDim> shared_dims_;
 
+  // Held while a shape is lowered: lowerings run one at a time.
   mutable std::mutex mutex_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const Engine>> engines_;
-  // Keys at the max batch whose plan cannot follow the batch: lowered per exact batch.
-  mutable std::map<std::vector<int64_t>, bool> fixed_batch_;
 };
 
 // A profile from --minShapes/--optShapes/--maxShapes maps: every input named in one must be in

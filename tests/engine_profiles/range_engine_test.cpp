@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "engine/profiles.h"
 #include "parser/onnx_loader.h"
@@ -318,6 +319,81 @@ TEST(RangeEngine, ShippedModelsWithSymbolicHeightAndWidth) {
     // 28x28 (the opt shape), 40x36 and 47x45 (lowered at batch 2, run at 1), 48x48.
     EXPECT_EQ((*range)->plans_lowered(), 4);
   }
+}
+
+// A plan that cannot follow the batch (a graph output is Shape(x), folded at the batch it was
+// lowered at) is lowered again at the run's batch: the output is the run's shape, never the
+// maximum batch's.
+TEST(RangeEngine, APlanThatCannotFollowTheBatchIsLoweredAtTheRunBatch) {
+  const std::string path = fs::path(::testing::TempDir()) / "range_shape_output.onnx";
+  ASSERT_TRUE(write_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,W] x) => (int64[2] s, float[N,W] z)
+{
+  s = Shape(x)
+  z = Relu(x)
+}
+)",
+                               {}, 1, path)
+                  .is_ok());
+  auto range = RangeEngine::build_from_file(path, {{"x", {{1, 4}, {2, 8}, {2, 16}}}}, {});
+  ASSERT_TRUE(range.ok()) << range.status().to_string();
+  auto opt = (*range)->engine_for({{"x", {2, 8}}});
+  ASSERT_TRUE(opt.ok());
+  EXPECT_NE((*opt)->plan().fixed_batch_reason, "");
+  auto context = (*range)->create_context({.threads = 1});
+  for (const Shape& shape : {Shape{1, 5}, Shape{2, 5}, Shape{1, 5}, Shape{2, 16}}) {
+    SCOPED_TRACE(shape_to_string(shape));
+    TensorMap inputs = {{"x", random_tensor(shape, 9)}};
+    auto outputs = run_range(**range, *context, inputs);
+    ASSERT_TRUE(outputs.ok()) << outputs.status().to_string();
+    const Tensor& s = outputs->at("s");
+    ASSERT_EQ(s.numel(), 2);
+    EXPECT_EQ(s.data<int64_t>()[0], shape[0]);
+    EXPECT_EQ(s.data<int64_t>()[1], shape[1]);
+    auto expected = run_reference_at(path, inputs);
+    ASSERT_TRUE(expected.ok());
+    EXPECT_TRUE(bit_equal(outputs->at("z"), expected->at("z")));
+  }
+  // [2, 8] (opt), [2, 5] at the maximum batch, [1, 5] at its own, [2, 16].
+  EXPECT_EQ((*range)->plans_lowered(), 4);
+}
+
+// Contexts on several threads run one range engine at different shapes at once (the first runs
+// lower their shapes concurrently) and give the single-threaded outputs.
+TEST(RangeEngine, ContextsOnSeveralThreadsRunDifferentShapes) {
+  const std::string path = write_conv(true);
+  auto range = RangeEngine::build_from_file(path, kConvProfile, precision_options(true));
+  ASSERT_TRUE(range.ok()) << range.status().to_string();
+  const std::vector<Shape> shapes = {{1, 3, 32, 36}, {1, 3, 40, 64}, {1, 3, 56, 44}};
+  std::vector<TensorMap> inputs, expected(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) inputs.push_back({{"x", random_tensor(shapes[i], 20 + i)}});
+  std::vector<Status> failures(shapes.size(), Status::ok());
+  std::vector<TensorMap> got(shapes.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    threads.emplace_back([&, i] {
+      auto context = (*range)->create_context({.threads = 1});
+      for (int round = 0; round < 3; ++round) {
+        // Each thread runs its own shape and the next thread's.
+        for (size_t j : {i, (i + 1) % shapes.size()}) {
+          auto outputs = run_range(**range, *context, inputs[j]);
+          if (!outputs.ok()) {
+            failures[i] = outputs.status();
+            return;
+          }
+          if (j == i) got[i] = std::move(outputs).value();
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    ASSERT_TRUE(failures[i].is_ok()) << failures[i].to_string();
+    auto single = run_fixed(path, precision_options(true), inputs[i]);
+    ASSERT_TRUE(single.ok());
+    EXPECT_TRUE(bit_equal(got[i].at("y"), single->at("y"))) << shape_to_string(shapes[i]);
+  }
+  EXPECT_EQ((*range)->plans_lowered(), 4);  // the opt shape and three others, each lowered once
 }
 
 void expect_refused(const Status& status, std::initializer_list<std::string> parts) {
