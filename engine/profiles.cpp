@@ -198,15 +198,11 @@ Result<std::shared_ptr<const RangeEngine>> RangeEngine::build(std::unique_ptr<So
   std::vector<const Shape*> opt_pointers;
   for (const std::string& name : engine->input_names_) opt_shapes.push_back(engine->profile_.at(name).opt);
   for (const Shape& shape : opt_shapes) opt_pointers.push_back(&shape);
-  for (size_t index = 0; index < opt_shapes.size(); ++index) {
-    QDQRT_RETURN_IF_ERROR(engine->check_input(index, opt_shapes[index]).with_context("the opt shape"));
-  }
+  QDQRT_RETURN_IF_ERROR(engine->check_ordered(opt_pointers).with_context("the opt shapes"));
   std::vector<int64_t> key;
   engine->make_key(opt_pointers, false, key);
   auto built = engine->engine_for_key(key);
-  if (!built.ok()) {
-    return built.status().with_context(fmt::format("building at the opt shapes"));
-  }
+  if (!built.ok()) return built.status().with_context("building at the opt shapes");
   return std::shared_ptr<const RangeEngine>(std::move(engine));
 }
 

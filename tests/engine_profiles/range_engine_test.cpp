@@ -447,6 +447,32 @@ TEST(RangeEngine, ShapesOutsideTheProfileAreRefusedNamingInputDimAndRange) {
   EXPECT_EQ((*range)->plans_lowered(), lowered);
 }
 
+// Dims the model names with one symbol must agree in every run (and in the opt shapes).
+TEST(RangeEngine, InputsSharingASymbolMustAgree) {
+  const std::string path = fs::path(::testing::TempDir()) / "range_shared_symbol.onnx";
+  ASSERT_TRUE(write_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[B,S] a, float[B,S] b) => (float[B,S] c)
+{
+  c = Add(a, b)
+}
+)",
+                               {}, 1, path)
+                  .is_ok());
+  const engine::ShapeRange range{{1, 4}, {2, 8}, {2, 16}};
+  auto built = RangeEngine::build_from_file(path, {{"a", range}, {"b", range}}, {});
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  auto context = (*built)->create_context({.threads = 1});
+  std::vector<float> a(32), b(32), c(32);
+  expect_refused(context->run({{"a", a.data(), {2, 8}}, {"b", b.data(), {2, 9}}}, {{"c", c.data(), {2, 8}}}),
+                 {"input 'b' dim 1 is 9 but input 'a' dim 1 is 8", "'S'"});
+  expect_refused(context->run({{"a", a.data(), {1, 8}}, {"b", b.data(), {2, 8}}}, {{"c", c.data(), {2, 8}}}),
+                 {"input 'b' dim 0 is 2 but input 'a' dim 0 is 1", "'B'"});
+  EXPECT_TRUE(context->run({{"a", a.data(), {1, 5}}, {"b", b.data(), {1, 5}}}, {{"c", c.data(), {1, 5}}}).is_ok());
+  const engine::ShapeRange other{{1, 4}, {2, 9}, {2, 16}};
+  expect_refused(RangeEngine::build_from_file(path, {{"a", range}, {"b", other}}, {}).status(),
+                 {"the opt shapes", "input 'b' dim 1 is 9 but input 'a' dim 1 is 8"});
+}
+
 TEST(RangeEngine, BadProfilesAreRefused) {
   const std::string path = write_conv(false);
   const engine::BuildOptions options = precision_options(false);
