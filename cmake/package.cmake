@@ -1,6 +1,6 @@
 # The installed C++ package (`cmake --install build --prefix DIR`):
 #   lib/libqdqrt.so              the engine and everything under it (optimizer, reference, parser, core, kernels)
-#   include/qdqrt/...            the public API: engine/engine.h and the headers it includes (docs/python.md)
+#   include/qdqrt/...            the public API: engine/engine.h, engine/profiles.h and the headers they include (docs/python.md)
 #   lib/cmake/qdqrt/             find_package(qdqrt CONFIG) -> qdqrt::engine
 #   lib/pkgconfig/qdqrt.pc       pkg-config --cflags --libs qdqrt
 #   bin/qdqrt                    the CLI; the Python module goes to python/CMakeLists.txt's QDQRT_PYTHON_INSTALL_DIR
@@ -23,8 +23,8 @@ target_link_libraries(qdqrt_shared PUBLIC fmt::fmt  # core/status.h formats mess
 
 # The public headers: engine/engine.h and its includes (an installed consumer compiling engine.h
 # checks this list: tests/install).
-set(QDQRT_PUBLIC_HEADERS engine/engine.h engine/plan.h core/dim_expr.h core/dtype.h core/graph.h core/status.h core/tensor.h
-                         kernels/cpu_features.h)
+set(QDQRT_PUBLIC_HEADERS engine/engine.h engine/plan.h engine/profiles.h core/dtype.h core/dim_expr.h core/graph.h
+                         core/status.h core/tensor.h kernels/cpu_features.h)
 foreach(header ${QDQRT_PUBLIC_HEADERS})
   get_filename_component(header_dir ${header} DIRECTORY)
   install(FILES ${QDQRT_SOURCE_ROOT}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qdqrt/${header_dir})

@@ -18,6 +18,7 @@
 #include "core/version.h"
 #include "engine/engine_file.h"
 #include "engine/engine_file_format.h"
+#include "engine/profiles.h"
 #include "parser/onnx_loader.h"
 #include "tools/calibration/calibration_cache.h"
 #include "tools/calibration/qdq_insertion.h"
@@ -308,6 +309,62 @@ void write_option_sections(const ExecOptions& options, std::ostream& out) {
   out << fmt::format("Hardware threads: {}\n", std::thread::hardware_concurrency());
 }
 
+// --minShapes/--optShapes/--maxShapes differing beyond the batch: a range engine for the profile,
+// and from it the plan of the run shape (--shapes, else a --loadInputs .npy file's, else --optShapes).
+// `requested` gets the run shapes of the inputs not read from .npy files.
+Result<std::shared_ptr<const engine::Engine>> build_range_engine(const ExecOptions& options, std::ostream& out,
+                                                                 std::map<std::string, Shape>& requested) {
+  QDQRT_ASSIGN_OR_RETURN(engine::ShapeProfile profile,
+                         engine::make_profile(options.min_shapes, options.opt_shapes, options.max_shapes));
+  // Inputs given only by --shapes are fixed at that shape.
+  for (const auto& [name, shape] : options.shapes) profile.emplace(name, engine::ShapeRange{shape, shape, shape});
+  engine::BuildOptions build;
+  build.precision = options.precision();
+  out << "=== Build ===\n";
+  out << fmt::format("Model: {}\n", options.onnx_path);
+  out.flush();
+  Clock::time_point start = Clock::now();
+  auto range = engine::RangeEngine::build_from_file(options.onnx_path, profile, build);
+  if (!range.ok()) return range.status().with_context(fmt::format("--onnx: '{}'", options.onnx_path));
+  const double build_ms = ms_since(start);
+  for (const auto& [name, shape_range] : (*range)->profile()) {
+    out << fmt::format("Shape range: {}: min {} opt {} max {}\n", name, shape_to_string(shape_range.min),
+                       shape_to_string(shape_range.opt), shape_to_string(shape_range.max));
+  }
+  out << fmt::format("Build time: {:.1f} ms (the opt shape)\n", build_ms);
+  out << fmt::format("Engine built in {:.6g} sec.\n", build_ms / 1000.0);
+  std::map<std::string, Shape> run_shapes;
+  for (const std::string& name : (*range)->input_names()) {
+    if (auto it = options.shapes.find(name); it != options.shapes.end()) {
+      run_shapes[name] = it->second;
+      continue;
+    }
+    auto file = std::find_if(options.input_files.begin(), options.input_files.end(),
+                             [&](const InputFileSpec& spec) { return spec.name == name && !is_raw_input_file(spec.path); });
+    if (file != options.input_files.end()) {
+      auto tensor = read_npy(file->path);
+      if (!tensor.ok()) return tensor.status().with_context("--loadInputs");
+      run_shapes[name] = tensor->shape();
+      continue;
+    }
+    run_shapes[name] = (*range)->profile().at(name).opt;
+  }
+  requested = run_shapes;
+  for (const InputFileSpec& spec : options.input_files) {
+    if (!is_raw_input_file(spec.path)) requested.erase(spec.name);
+  }
+  QDQRT_RETURN_IF_ERROR((*range)->check_shapes(run_shapes).with_context("--shapes"));
+  start = Clock::now();
+  const int64_t lowered_before = (*range)->plans_lowered();
+  QDQRT_ASSIGN_OR_RETURN(std::shared_ptr<const engine::Engine> engine, (*range)->engine_for(run_shapes));
+  if ((*range)->plans_lowered() > lowered_before) {
+    out << fmt::format("Run shape lowered in {:.1f} ms\n", ms_since(start));
+  }
+  out << fmt::format("Plans lowered: {} (packed weights {} in all)\n", (*range)->plans_lowered(),
+                     bytes_text((*range)->plan_weight_bytes()));
+  return engine;
+}
+
 }  // namespace
 
 std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) {
@@ -323,7 +380,12 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
   if (options.time_deserialize) return time_deserialize(options.load_engine_path, out);
 
   std::shared_ptr<const engine::Engine> engine;
-  if (!options.onnx_path.empty()) {
+  std::map<std::string, Shape> range_run_shapes;  // a range engine's run shapes
+  if (!options.onnx_path.empty() && options.range_beyond_batch()) {
+    auto built = build_range_engine(options, out, range_run_shapes);
+    if (!built.ok()) return RunError{built.status().code() == StatusCode::kInvalidArgument, built.status()};
+    engine = *built;
+  } else if (!options.onnx_path.empty()) {
     engine::BuildOptions build;
     build.precision = options.precision();
     build.input_shapes = options.build_shapes();
@@ -429,7 +491,8 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
 
   // Inputs: --loadInputs files or seeded random values at the run shapes.
   out << "=== Inference ===\n";
-  std::map<std::string, Shape> requested_shapes = options.run_shapes();
+  std::map<std::string, Shape> requested_shapes =
+      options.range_beyond_batch() && !options.onnx_path.empty() ? range_run_shapes : options.run_shapes();
   std::map<std::string, Shape> run_shapes = requested_shapes;
   std::vector<InputFileSpec> npy_files;
   std::vector<InputFileSpec> raw_files;

@@ -40,8 +40,8 @@ Status check_output_path(const std::string& flag, const std::string& path) {
   return Status::ok();
 }
 
-// The input's shape range: only the batch (dim 0) may differ between --minShapes, --optShapes and
-// --maxShapes, and min <= opt <= max.
+// The input's shape range: the same rank everywhere, min <= opt <= max on every dim, and the shapes
+// run at (--shapes) inside it.
 Status check_shape_range(const ExecOptions& options) {
   std::map<std::string, std::vector<std::pair<std::string, Shape>>> by_input;
   for (const auto& [flag, shapes] : {std::pair{"--minShapes", &options.min_shapes},
@@ -52,28 +52,36 @@ Status check_shape_range(const ExecOptions& options) {
   for (const auto& [name, given] : by_input) {
     const auto& [first_flag, first] = given.front();
     for (const auto& [flag, shape] : given) {
-      bool same_rest = shape.size() == first.size() && !shape.empty() &&
-                       std::equal(shape.begin() + 1, shape.end(), first.begin() + 1);
-      if (!same_rest && !(shape.empty() && first.empty())) {
-        return invalid_argument("{} and {}: input '{}' is {} and {}; an engine varies only the batch (dim 0)",
-                                first_flag, flag, name, shape_to_string(first), shape_to_string(shape));
+      if (shape.size() != first.size()) {
+        return invalid_argument("{} and {}: input '{}' is {} and {}: the ranks differ", first_flag, flag, name,
+                                shape_to_string(first), shape_to_string(shape));
       }
     }
-    auto batch_of = [&](const std::map<std::string, Shape>& shapes) -> int64_t {
+    auto find = [&](const std::map<std::string, Shape>& shapes) -> const Shape* {
       auto it = shapes.find(name);
-      return it == shapes.end() || it->second.empty() ? -1 : it->second[0];
+      return it == shapes.end() ? nullptr : &it->second;
     };
-    int64_t min_batch = batch_of(options.min_shapes), opt_batch = batch_of(options.opt_shapes);
-    int64_t max_batch = batch_of(options.max_shapes);
-    if (min_batch >= 0 && opt_batch >= 0 && min_batch > opt_batch) {
-      return invalid_argument("--minShapes: input '{}': batch {} is above --optShapes' {}", name, min_batch, opt_batch);
-    }
-    if (max_batch >= 0) {
-      for (int64_t batch : {min_batch, opt_batch, batch_of(options.shapes)}) {
-        if (batch > max_batch) {
-          return invalid_argument("--maxShapes: input '{}': batch {} is below the batch {} asked to run or build",
-                                  name, max_batch, batch);
+    const Shape* low = find(options.min_shapes);
+    const Shape* opt = find(options.opt_shapes);
+    const Shape* high = find(options.max_shapes);
+    const Shape* run = find(options.shapes);
+    for (size_t axis = 0; axis < first.size(); ++axis) {
+      const std::string what = axis == 0 ? std::string("batch") : fmt::format("dim {}", axis);
+      if (low && opt && (*low)[axis] > (*opt)[axis]) {
+        return invalid_argument("--minShapes: input '{}': {} {} is above --optShapes' {}", name, what, (*low)[axis],
+                                (*opt)[axis]);
+      }
+      if (high) {
+        for (const Shape* other : {low, opt, run}) {
+          if (other && (*other)[axis] > (*high)[axis]) {
+            return invalid_argument("--maxShapes: input '{}': {} {} is below the {} {} asked to run or build", name,
+                                    what, (*high)[axis], what, (*other)[axis]);
+          }
         }
+      }
+      if (low && run && (*run)[axis] < (*low)[axis]) {
+        return invalid_argument("--shapes: input '{}': {} {} is below --minShapes' {}", name, what, (*run)[axis],
+                                (*low)[axis]);
       }
     }
   }
@@ -92,6 +100,19 @@ std::map<std::string, Shape> ExecOptions::build_shapes() const {
   std::map<std::string, Shape> result = max_shapes;
   for (const auto& [name, shape] : shapes) result.emplace(name, shape);
   return result;
+}
+
+bool ExecOptions::range_beyond_batch() const {
+  for (const auto& [name, high] : max_shapes) {
+    for (const std::map<std::string, Shape>* shapes : {&min_shapes, &opt_shapes}) {
+      auto it = shapes->find(name);
+      if (it == shapes->end() || it->second.size() != high.size()) continue;
+      if (!std::equal(high.begin() + (high.empty() ? 0 : 1), high.end(), it->second.begin() + (high.empty() ? 0 : 1))) {
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 std::map<std::string, Shape> ExecOptions::run_shapes() const {
@@ -172,9 +193,12 @@ void add_exec_flags(CLI::App& exec, ExecCommandLine& line) {
 
   // trtexec's flags with a CPU meaning.
   for (auto [flag, texts, text] :
-       {std::tuple{"--minShapes", &line.min_shapes_texts, "Smallest shapes the engine must run (checked: batch >= 1)"},
-        std::tuple{"--optShapes", &line.opt_shapes_texts, "Shapes to run at when --shapes gives none"},
-        std::tuple{"--maxShapes", &line.max_shapes_texts, "Shapes to build for: the engine runs batches 1..max"}}) {
+       {std::tuple{"--minShapes", &line.min_shapes_texts, "Smallest shapes the engine must run (every dim >= 1)"},
+        std::tuple{"--optShapes", &line.opt_shapes_texts,
+                   "Shapes to run at when --shapes gives none (a range beyond the batch: lowered at build)"},
+        std::tuple{"--maxShapes", &line.max_shapes_texts,
+                   "Largest shapes: the batch runs 1..max; other dims differing from --minShapes build a range\n"
+                   "engine that lowers each run shape on first use"}}) {
     exec.add_option(flag, *texts, text)->check(quiet(shapes_validator()))->type_name("NAME:DIMS[,...]");
   }
   exec.add_option("--streams,--infStreams", options.streams,
@@ -245,6 +269,18 @@ Status finish_exec_options(ExecCommandLine& line) {
   }
   QDQRT_RETURN_IF_ERROR(check_shape_range(options));
   bool shape_range = !options.min_shapes.empty() || !options.opt_shapes.empty() || !options.max_shapes.empty();
+  if (options.range_beyond_batch() && !options.onnx_path.empty()) {
+    // The engine file holds one lowered plan; a range engine keeps the model and lowers per shape.
+    if (!options.save_engine_path.empty()) {
+      return invalid_argument("--saveEngine: an engine for a range of shapes beyond the batch (--minShapes/--maxShapes "
+                              "differ on another dim) cannot be saved yet; save one built for a shape (--shapes) or "
+                              "a batch range");
+    }
+    if (!options.calib_path.empty() || !line.layer_precisions_texts.empty() || !line.mark_debug_texts.empty()) {
+      return invalid_argument("--calib, --layerPrecisions and --markDebug are not supported with a shape range beyond "
+                              "the batch yet; give one shape (--shapes)");
+    }
+  }
   if (shape_range && !options.load_engine_path.empty()) {
     options.notes.push_back("--minShapes/--optShapes/--maxShapes ignored with --loadEngine: the engine's batch range "
                             "was set when it was built");

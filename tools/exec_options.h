@@ -30,9 +30,11 @@ struct ExecOptions {
 
   // --shapes: with --onnx the build (maximum) and run shapes; with --loadEngine the run shapes.
   std::map<std::string, Shape> shapes;
-  // trtexec's shape range (--minShapes/--optShapes/--maxShapes): an engine runs batches 1..max, so
-  // --maxShapes is what is built for, --optShapes the run shape when --shapes does not give one,
-  // and --minShapes is checked against the others.
+  // trtexec's shape range (--minShapes/--optShapes/--maxShapes). When they differ only in the
+  // batch, an engine runs batches 1..max: --maxShapes is what is built for, --optShapes the run
+  // shape when --shapes does not give one, and --minShapes is checked against the others. When
+  // they differ on other dims, a range engine (engine/profiles.h) is built for the range and run
+  // at --shapes (or --optShapes).
   std::map<std::string, Shape> min_shapes, opt_shapes, max_shapes;
   std::vector<InputFileSpec> input_files;  // --loadInputs
   uint64_t seed = 0;                       // --seed (random inputs)
@@ -68,6 +70,8 @@ struct ExecOptions {
   std::vector<std::string> notes;
 
   bool profiling() const { return dump_profile || !export_profile_path.empty(); }
+  // True when --minShapes/--optShapes/--maxShapes differ on a dim other than the batch (dim 0).
+  bool range_beyond_batch() const;
   // The shapes built for: --maxShapes, then --shapes for the inputs --maxShapes does not name.
   std::map<std::string, Shape> build_shapes() const;
   // The shapes run at: --shapes, then --optShapes.

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/npy.h"
+#include "parser/onnx_loader.h"
 #include "parser/onnx_writer.h"
 #include "reference/executor.h"
 #include "tests/optimizer_passes/pass_test_util.h"
@@ -346,6 +347,61 @@ TEST_F(ExecEndToEndTest, AModelThatDoesNotBuildIsAFailureNotAUsageError) {
   ASSERT_TRUE(error);
   EXPECT_FALSE(error->usage) << error->status.to_string();
   EXPECT_NE(error->status.message().find("failed at batch 1"), std::string::npos) << error->status.message();
+}
+
+// --minShapes/--maxShapes over height and width: a range engine, run at the --loadInputs file's
+// shape (inside the range) with outputs equal to the reference executor's; a file outside the
+// range is a usage error naming the input, dim and range.
+TEST_F(ExecEndToEndTest, ShapeRangeOnHeightAndWidth) {
+  const std::string model = path("qdq_hw.onnx");
+  ASSERT_TRUE(write_onnx_file(qdqrt::testing::parse_graph(R"(
+  <ir_version: 8, opset_import: ["" : 13]>
+  g (float[N,3,H,W] x) => (float[N,3,H,W] y)
+  <float s = {0.05}, int8 zp = {3}>
+  {
+    q = QuantizeLinear(x, s, zp)
+    y = DequantizeLinear(q, s, zp)
+  })"),
+                              model)
+                  .is_ok());
+  Tensor x(DataType::kFloat, {1, 3, 6, 9});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 29) * 0.05f - 0.6f;
+  ASSERT_TRUE(write_npy(path("x.npy"), x).is_ok());
+  ExecOptions options = quick_options(2);
+  options.onnx_path = model;
+  options.min_shapes = {{"x", {1, 3, 4, 4}}};
+  options.opt_shapes = {{"x", {2, 3, 8, 8}}};
+  options.max_shapes = {{"x", {2, 3, 8, 16}}};
+  options.input_files = {{"x", path("x.npy")}};
+  options.export_output_path = path("output.json");
+  std::optional<RunError> error = run(options);
+  ASSERT_FALSE(error) << error->status.to_string() << "\n" << text_;
+  EXPECT_NE(text_.find("Shape range: x: min [1, 3, 4, 4] opt [2, 3, 8, 8] max [2, 3, 8, 16]\n"), std::string::npos)
+      << text_;
+  EXPECT_NE(text_.find("Plans lowered: 2 "), std::string::npos) << text_;  // the opt shape, then 6x9
+  EXPECT_NE(text_.find("Input: x float32 [2, 3, 6, 9]\n"), std::string::npos) << text_;  // batches 1..2
+  EXPECT_NE(text_.find("Shapes: x:1x3x6x9 (batch 1)\n"), std::string::npos) << text_;
+  auto graph = load_onnx_file(model, {.input_shapes = {{"x", {1, 3, 6, 9}}}});
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto expected = run_reference(*graph, {{"x", x}});
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  nlohmann::json outputs = read_json(path("output.json"));
+  ASSERT_EQ(outputs.size(), 1u);
+  const Tensor& y = expected->at("y");
+  ASSERT_EQ(outputs[0]["values"].size(), static_cast<size_t>(y.numel())) << outputs[0].dump().substr(0, 300);
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    ASSERT_EQ(outputs[0]["values"][static_cast<size_t>(i)].get<float>(), y.data<float>()[i]) << i;
+  }
+
+  Tensor too_tall(DataType::kFloat, {1, 3, 9, 9});
+  ASSERT_TRUE(write_npy(path("tall.npy"), too_tall).is_ok());
+  options.input_files = {{"x", path("tall.npy")}};
+  error = run(options);
+  ASSERT_TRUE(error);
+  EXPECT_TRUE(error->usage);
+  EXPECT_NE(error->status.message().find("input 'x': dim 2 of [1, 3, 9, 9] is 9, outside the profile's range 4..8"),
+            std::string::npos)
+      << error->status.message();
 }
 
 TEST_F(ExecEndToEndTest, SaveLoadBatchesAndPrecisionFlags) {

@@ -164,6 +164,13 @@ TEST_F(ExecFlagsTest, TrtexecShapeRange) {
   ASSERT_EQ(parse({"--onnx=" + model_, "--shapes=input:4x3x244x244"}), "");
   EXPECT_EQ(line_.options.build_shapes().at("input"), (Shape{4, 3, 244, 244}));
   EXPECT_EQ(line_.options.run_shapes().at("input"), (Shape{4, 3, 244, 244}));
+  EXPECT_FALSE(line_.options.range_beyond_batch());
+  // A range on height and width (trtexec's dynamic-shape example): built as a range engine.
+  ASSERT_EQ(parse({"--onnx=" + model_, "--minShapes=input:1x3x320x320", "--optShapes=input:1x3x640x640",
+                   "--maxShapes=input:1x3x640x640", "--shapes=input:1x3x480x640"}),
+            "");
+  EXPECT_TRUE(line_.options.range_beyond_batch());
+  EXPECT_EQ(line_.options.run_shapes().at("input"), (Shape{1, 3, 480, 640}));
   // With a saved engine the range was fixed at build: ignored with a note.
   ASSERT_EQ(parse({"--loadEngine=" + engine_, "--maxShapes=input:32x3x244x244"}), "");
   EXPECT_TRUE(line_.options.build_shapes().empty());
@@ -233,9 +240,22 @@ TEST_F(ExecFlagsTest, BadTrtexecFlagValues) {
     std::string expected;
   };
   std::vector<Case> cases = {
-      {{"--onnx=" + model_, "--minShapes=input:1x3x224x224", "--maxShapes=input:8x3x256x256"},
-       "finish: --minShapes and --maxShapes: input 'input' is [1, 3, 224, 224] and [8, 3, 256, 256]; an engine varies "
-       "only the batch (dim 0)"},
+      {{"--onnx=" + model_, "--minShapes=input:1x3x224x224", "--maxShapes=input:8x3x256"},
+       "finish: --minShapes and --maxShapes: input 'input' is [1, 3, 224, 224] and [8, 3, 256]: the ranks differ"},
+      {{"--onnx=" + model_, "--minShapes=input:1x3x320x320", "--optShapes=input:1x3x256x640",
+        "--maxShapes=input:1x3x640x640"},
+       "finish: --minShapes: input 'input': dim 2 320 is above --optShapes' 256"},
+      {{"--onnx=" + model_, "--minShapes=input:1x3x320x320", "--maxShapes=input:1x3x640x640",
+        "--shapes=input:1x3x480x800"},
+       "finish: --maxShapes: input 'input': dim 3 640 is below the dim 3 800 asked to run or build"},
+      {{"--onnx=" + model_, "--minShapes=input:1x3x320x320", "--maxShapes=input:1x3x640x640",
+        "--shapes=input:1x3x160x320"},
+       "finish: --shapes: input 'input': dim 2 160 is below --minShapes' 320"},
+      {{"--onnx=" + model_, "--minShapes=input:1x3x320x320", "--maxShapes=input:1x3x640x640",
+        "--saveEngine=" + (dir_ / "range.qdqrt").string()},
+       "finish: --saveEngine: an engine for a range of shapes beyond the batch"},
+      {{"--onnx=" + model_, "--minShapes=input:1x3x320x320", "--maxShapes=input:1x3x640x640", "--markDebug=t"},
+       "finish: --calib, --layerPrecisions and --markDebug are not supported with a shape range beyond the batch"},
       {{"--onnx=" + model_, "--minShapes=input:8x3x4x4", "--optShapes=input:4x3x4x4"},
        "finish: --minShapes: input 'input': batch 8 is above --optShapes' 4"},
       {{"--onnx=" + model_, "--maxShapes=input:4x3x4x4", "--shapes=input:8x3x4x4"},
