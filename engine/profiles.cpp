@@ -293,7 +293,10 @@ void RangeEngine::make_key(std::span<const Shape* const> shapes, bool exact_batc
 
 Result<std::shared_ptr<const Engine>> RangeEngine::engine_for_key(const std::vector<int64_t>& key) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = engines_.find(key); it != engines_.end()) return it->second;
+  if (auto it = engines_.find(key); it != engines_.end()) {
+    it->second.last_use = ++uses_;
+    return it->second.engine;
+  }
   BuildOptions options = options_;
   size_t at = 0;
   for (size_t index = 0; index < input_names_.size(); ++index) {
@@ -309,7 +312,13 @@ Result<std::shared_ptr<const Engine>> RangeEngine::engine_for_key(const std::vec
     for (const auto& [name, shape] : options.input_shapes) shapes.push_back(name + ":" + shape_to_string(shape));
     return built.status().with_context(fmt::format("lowering shape {}", fmt::join(shapes, " ")));
   }
-  engines_[key] = *built;
+  if (engines_.size() >= kMaxCachedShapes) {
+    auto oldest = std::min_element(engines_.begin(), engines_.end(), [](const auto& a, const auto& b) {
+      return a.second.last_use < b.second.last_use;
+    });
+    engines_.erase(oldest);  // contexts running it keep it alive
+  }
+  engines_[key] = CachedEngine{*built, ++uses_};
   return *built;
 }
 
@@ -350,8 +359,8 @@ int64_t RangeEngine::plans_lowered() const {
 int64_t RangeEngine::plan_weight_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   int64_t bytes = 0;
-  for (const auto& [key, engine] : engines_) {
-    for (const PlanLayer& layer : engine->plan().layers) {
+  for (const auto& [key, cached] : engines_) {
+    for (const PlanLayer& layer : cached.engine->plan().layers) {
       for (const Blob& blob : layer.blobs) bytes += static_cast<int64_t>(blob.bytes.size());
     }
   }
@@ -374,6 +383,21 @@ RangeContext::RangeContext(std::shared_ptr<const RangeEngine> engine, const Cont
 }
 
 RangeContext::~RangeContext() = default;
+
+Result<std::map<std::vector<int64_t>, RangeContext::Entry>::iterator> RangeContext::context_for_key(bool exact_batch) {
+  auto it = contexts_.find(key_);
+  if (it != contexts_.end()) return it;
+  QDQRT_ASSIGN_OR_RETURN(std::shared_ptr<const Engine> lowered, engine_->engine_for_key(key_));
+  if (contexts_.size() >= kMaxCachedShapes) {
+    auto oldest = std::min_element(contexts_.begin(), contexts_.end(), [](const auto& a, const auto& b) {
+      return a.second.last_run < b.second.last_run;
+    });
+    if (last_ == oldest->second.context.get()) last_ = nullptr;
+    contexts_.erase(oldest);
+  }
+  const bool fixed_batch = !exact_batch && !lowered->plan().fixed_batch_reason.empty();
+  return contexts_.emplace(key_, Entry{lowered->create_context(options_), fixed_batch, ++runs_}).first;
+}
 
 Status RangeContext::run(std::span<const ConstTensorBinding> inputs, std::span<const TensorBinding> outputs) {
   const RangeEngine& engine = *engine_;
@@ -399,20 +423,12 @@ Status RangeContext::run(std::span<const ConstTensorBinding> inputs, std::span<c
   }
   // The plan lowered at the maximum batch, unless it runs only there and this run's batch is another.
   engine.make_key(ordered_, false, key_);
-  auto it = contexts_.find(key_);
-  if (it == contexts_.end()) {
-    QDQRT_ASSIGN_OR_RETURN(std::shared_ptr<const Engine> lowered, engine.engine_for_key(key_));
-    const bool fixed_batch = !lowered->plan().fixed_batch_reason.empty();
-    it = contexts_.emplace(key_, Entry{lowered->create_context(options_), fixed_batch}).first;
-  }
+  QDQRT_ASSIGN_OR_RETURN(auto it, context_for_key(false));
   if (batch != engine.max_batch_ && it->second.fixed_batch) {
     engine.make_key(ordered_, true, key_);
-    it = contexts_.find(key_);
-    if (it == contexts_.end()) {
-      QDQRT_ASSIGN_OR_RETURN(std::shared_ptr<const Engine> lowered, engine.engine_for_key(key_));
-      it = contexts_.emplace(key_, Entry{lowered->create_context(options_), false}).first;
-    }
+    QDQRT_ASSIGN_OR_RETURN(it, context_for_key(true));
   }
+  it->second.last_run = ++runs_;
   ExecutionContext& context = *it->second.context;
   context.set_profiling(options_.profiling);
   Status status = context.run(inputs, outputs);

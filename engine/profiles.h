@@ -16,6 +16,10 @@
 // context, its memory: it allocates nothing. Each cached plan has its own packed weights
 // (plan_weight_bytes()).
 //
+// At most kMaxCachedShapes plans are kept per engine, and as many contexts per RangeContext: the
+// least recently run shape's goes first (a later run there lowers it again), so a stream of
+// distinct shapes cannot grow memory without bound.
+//
 // The batch is handled as in a fixed engine: inputs whose dim 0 is symbolic in the model are
 // batched, a shape is lowered at the profile's maximum batch and runs any batch from 1 to it
 // (an engine that cannot follow the batch is lowered again at the exact batch).
@@ -33,6 +37,9 @@
 #include "engine/engine.h"
 
 namespace qdqrt::engine {
+
+// Shapes whose plans (and contexts) are kept at most.
+inline constexpr size_t kMaxCachedShapes = 64;
 
 struct ShapeRange {
   Shape min, opt, max;
@@ -68,7 +75,11 @@ class RangeContext {
   struct Entry {
     std::unique_ptr<ExecutionContext> context;
     bool fixed_batch = false;  // its plan runs only at the batch it was lowered for
+    uint64_t last_run = 0;     // `runs_` when it last ran: the least recent goes first
   };
+  // Finds or makes the context of `key_` (evicting the least recently run one beyond the limit).
+  Result<std::map<std::vector<int64_t>, Entry>::iterator> context_for_key(bool exact_batch);
+  uint64_t runs_ = 0;
   // Per key: a run at a shape seen before finds its context here without taking the engine's lock.
   std::map<std::vector<int64_t>, Entry> contexts_;
   std::vector<const Shape*> ordered_;  // the run's input shapes in model order (reused)
@@ -140,7 +151,12 @@ class RangeEngine : public std::enable_shared_from_this<RangeEngine> {
 
   // Held while a shape is lowered: lowerings run one at a time.
   mutable std::mutex mutex_;
-  mutable std::map<std::vector<int64_t>, std::shared_ptr<const Engine>> engines_;
+  struct CachedEngine {
+    std::shared_ptr<const Engine> engine;
+    uint64_t last_use = 0;
+  };
+  mutable std::map<std::vector<int64_t>, CachedEngine> engines_;
+  mutable uint64_t uses_ = 0;
 };
 
 // A profile from --minShapes/--optShapes/--maxShapes maps: every input named in one must be in

@@ -312,6 +312,30 @@ TEST(RangeEngine, ARunAtAShapeSeenBeforeLowersAndAllocatesNothing) {
   EXPECT_EQ((*range)->plans_lowered(), lowered);
 }
 
+// A stream of distinct shapes keeps at most engine::kMaxCachedShapes plans and contexts: the least
+// recently run shape's go first, and a run there later lowers it again, with the same outputs.
+TEST(RangeEngine, CachedShapesAreBounded) {
+  const std::string path = write_conv(false);
+  auto range = RangeEngine::build_from_file(path, kConvProfile, precision_options(false));
+  ASSERT_TRUE(range.ok()) << range.status().to_string();
+  auto context = (*range)->create_context({.threads = 1});
+  TensorMap first = {{"x", random_tensor({1, 3, 32, 32}, 7)}};
+  auto first_out = run_range(**range, *context, first);
+  ASSERT_TRUE(first_out.ok()) << first_out.status().to_string();
+  size_t shapes = 1;
+  for (int64_t h = 32; h <= 64 && shapes <= engine::kMaxCachedShapes + 4; ++h) {
+    for (int64_t w = 33; w <= 64 && shapes <= engine::kMaxCachedShapes + 4; w += 8, ++shapes) {
+      TensorMap inputs = {{"x", random_tensor({1, 3, h, w}, 8)}};
+      ASSERT_TRUE(run_range(**range, *context, inputs).ok());
+    }
+  }
+  EXPECT_LE((*range)->plans_lowered(), static_cast<int64_t>(engine::kMaxCachedShapes));
+  auto again = run_range(**range, *context, first);  // evicted long ago: lowered again
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_TRUE(bit_equal(again->at("y"), first_out->at("y")));
+  EXPECT_LE((*range)->plans_lowered(), static_cast<int64_t>(engine::kMaxCachedShapes));
+}
+
 // The shipped QDQ CNNs (static 28x28 in the file) with height and width made symbolic, as a
 // dynamic-axes export declares them: one engine each (from bytes) for 28..48 pixels and batch 1..2.
 TEST(RangeEngine, ShippedModelsWithSymbolicHeightAndWidth) {
