@@ -450,9 +450,9 @@ TEST(EngineFloatModels, StemConvReadsNchwInput) {
 
 // A plan with reference and native layers survives the engine file: outputs bit-identical.
 TEST(EngineFloatModels, EngineFileRoundTrip) {
-  const std::string text = model(13, "g (float[N,2,6,6] x) => (float y, float r)", {weights("w", {4, 2, 3, 3})},
+  const std::string text = model(13, "g (float[N,2,6,6] x) => (float y, float r, float b)", {weights("w", {4, 2, 3, 3})},
                                  "c = Conv<pads=[1,1,1,1]>(x, w)\ne = Elu<alpha=0.5>(c)\ny = Relu(e)\n"
-                                 "r = Resize<mode=\"nearest\">(c, , s)");
+                                 "r = Resize<mode=\"cubic\">(c, , s)\nb = Resize<mode=\"linear\">(c, , s)");
   const std::string full = text.substr(0, text.find('>', text.find("<float")) ) + ", float[4] s = {1.0, 1.0, 2.0, 2.0}" +
                            text.substr(text.find('>', text.find("<float")));
   auto graph = load_text_graph(full, 2);
