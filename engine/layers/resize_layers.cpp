@@ -234,7 +234,15 @@ Result<ResizePlan> plan_scales(const Node& node, const ResizeAttributes& attribu
   const std::string scales_name = node.opset < 11 ? input_at(1) : input_at(2);
   const std::string sizes_name = node.opset < 11 ? std::string() : input_at(3);
   const Tensor* scales = scales_name.empty() ? nullptr : context.constant(scales_name);
-  const Tensor* sizes = sizes_name.empty() ? nullptr : context.constant(sizes_name);
+  // `sizes` built from the input's Shape (torch's F.interpolate(size=...)) hold the maximum batch
+  // in their N entry; the layer takes N from the run and the lowering checks that the output's
+  // batch is where the input's is, so the other entries are batch-independent and an initializer
+  // of the optimized graph is read without pinning the engine to its maximum batch.
+  const Tensor* sizes = nullptr;
+  if (!sizes_name.empty()) {
+    sizes = context.graph().find_initializer(sizes_name);
+    if (sizes == nullptr) sizes = context.constant(sizes_name);
+  }
   if ((!scales_name.empty() && scales == nullptr) || (!sizes_name.empty() && sizes == nullptr)) {
     plan.reference_reason = "scales or sizes computed at run time";
     return plan;
