@@ -1,15 +1,18 @@
 // Resize on NCHW tensors (kernels/resize/resize.h), the two inner dims resized, N and C kept:
-//   resize_nearest   fp32, int8 or uint8 in and out (the same dtype): a gather of input pixels.
+//   resize_nearest   fp32, int8 or uint8 in and out (the same dtype): a gather of input pixels;
+//                    NCHW, or channels-last when its input is stored so (one copy per output pixel).
 //   resize_bilinear  fp32: mode 'linear' on the two inner dims.
 // Both take every coordinate_transformation_mode but tf_crop_and_resize, every nearest_mode,
 // `scales` or `sizes` (constants; keep_aspect_ratio_policy and opset-18 `axes` too), opsets 10..21.
 // Cubic, tf_crop_and_resize, runtime scales/sizes, other ranks and a resize of N or C stay on the
 // reference layer. The per-row and per-column taps are computed at bind time with the reference
 // executor's formulas (reference/ops/resize.cpp) in the same double arithmetic, so outputs are
-// bit-identical to it. Items: output rows of every (image, channel) plane, at the run's batch.
+// bit-identical to it. Items: output rows of every (image, channel) plane (channels-last: output
+// rows of every image), at the run's batch.
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <set>
 
@@ -114,9 +117,10 @@ bool identity_axis(const AxisRule& axis, bool linear) {
 
 class ResizeLayer final : public Layer {
  public:
-  ResizeLayer(bool linear, size_t element_size, int64_t channels, int64_t height, int64_t width, AxisTaps rows,
-              AxisTaps columns, int32_t input, int32_t output, kernels::ResizeKernels kernels)
+  ResizeLayer(bool linear, bool nhwc, size_t element_size, int64_t channels, int64_t height, int64_t width,
+              AxisTaps rows, AxisTaps columns, int32_t input, int32_t output, kernels::ResizeKernels kernels)
       : linear_(linear),
+        nhwc_(nhwc),
         element_size_(element_size),
         channels_(channels),
         height_(height),
@@ -130,6 +134,10 @@ class ResizeLayer final : public Layer {
   WorkShape work(const RunState& state) const override {
     const int64_t out_height = static_cast<int64_t>(rows_.index0.size());
     const double per_element = linear_ ? 4.0 : 1.0;
+    if (nhwc_) {
+      return {.items = state.dim(input_, 0) * out_height,
+              .ops_per_item = static_cast<double>(columns_.index0.size() * channels_) * kStreamingOpsPerElement};
+    }
     return {.items = state.dim(input_, 0) * channels_ * out_height,
             .ops_per_item = static_cast<double>(columns_.index0.size()) * per_element * kStreamingOpsPerElement};
   }
@@ -139,6 +147,10 @@ class ResizeLayer final : public Layer {
     const size_t out_width = columns_.index0.size();
     const auto* x = static_cast<const uint8_t*>(state.data(input_));
     auto* y = static_cast<uint8_t*>(state.data(output_));
+    if (nhwc_) {
+      for (int64_t item = begin; item < end; ++item) nearest_row_nhwc(x, y, item);
+      return;
+    }
     for (int64_t item = begin; item < end; ++item) {
       const int64_t plane = item / out_height;
       const size_t oh = static_cast<size_t>(item - plane * out_height);
@@ -170,7 +182,30 @@ class ResizeLayer final : public Layer {
   }
 
  private:
-  bool linear_;
+  // Channels-last nearest: output row `item` (image * out_height + oh), each output pixel a copy of
+  // its input pixel's channels (fp32: + 0.0f, as the NCHW kernel).
+  void nearest_row_nhwc(const uint8_t* x, uint8_t* y, int64_t item) const {
+    const int64_t out_height = static_cast<int64_t>(rows_.index0.size());
+    const size_t out_width = columns_.index0.size();
+    const int64_t image = item / out_height;
+    const size_t oh = static_cast<size_t>(item - image * out_height);
+    const size_t pixel = static_cast<size_t>(channels_) * element_size_;
+    const uint8_t* in = x + static_cast<size_t>(image * height_ + rows_.index0[oh]) * static_cast<size_t>(width_) * pixel;
+    uint8_t* out = y + static_cast<size_t>(item) * out_width * pixel;
+    for (size_t ow = 0; ow < out_width; ++ow) {
+      const uint8_t* source = in + static_cast<size_t>(columns_.index0[ow]) * pixel;
+      uint8_t* target = out + ow * pixel;
+      if (element_size_ == 1) {
+        std::memcpy(target, source, pixel);
+      } else {
+        const auto* from = reinterpret_cast<const float*>(source);
+        auto* to = reinterpret_cast<float*>(target);
+        for (int64_t c = 0; c < channels_; ++c) to[c] = from[c] + 0.0f;
+      }
+    }
+  }
+
+  bool linear_, nhwc_;
   size_t element_size_;
   int64_t channels_, height_, width_;
   AxisTaps rows_, columns_;
@@ -181,12 +216,14 @@ class ResizeLayer final : public Layer {
 Result<std::unique_ptr<Layer>> bind_resize(const BindContext& context, bool linear) {
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  // Nearest reads and writes either layout (channels-last inside an INT8 region); bilinear NCHW.
+  const Layout layout = linear ? Layout::kPlain : x->layout;
   if (!linear && (x->dtype == DataType::kInt8 || x->dtype == DataType::kUint8)) {
-    QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", x->dtype, 4));
+    QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", x->dtype, 4, layout));
   } else {
-    QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4));
+    QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, 4, layout));
   }
-  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", x->dtype, 4));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", x->dtype, 4, layout));
   if (x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1] || batch_layout_of(*x) != batch_layout_of(*y) ||
       (x->batched && !batch_leads(*x))) {
     return context.error(fmt::format("input {} and output {} differ in batch or channels", shape_to_string(x->shape),
@@ -214,7 +251,7 @@ Result<std::unique_ptr<Layer>> bind_resize(const BindContext& context, bool line
   }
   const kernels::ResizeKernels kernels = kernels::resize_kernels(bind_isa(context.plan()));
   return std::unique_ptr<Layer>(std::make_unique<ResizeLayer>(
-      linear, x->dtype == DataType::kFloat ? 4 : 1, x->shape[1], x->shape[2], x->shape[3], axis_taps(axes[0], linear),
+      linear, layout == Layout::kNhwc, x->dtype == DataType::kFloat ? 4 : 1, x->shape[1], x->shape[2], x->shape[3], axis_taps(axes[0], linear),
       axis_taps(axes[1], linear), context.layer().inputs[0], context.layer().outputs[0], kernels));
 }
 
@@ -366,8 +403,16 @@ Status lower_resize(const Node& node, BuildContext& context) {
   kNearestMode.write(layer, static_cast<int64_t>(attributes.nearest_mode));
   const double scales[2] = {plan.scale[2], plan.scale[3]};
   kScales.write(layer, std::span<const double>(scales, 2));
-  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
-  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+  // Nearest keeps a channels-last input channels-last (an INT8 region's tensors, a float NHWC
+  // conv's output): a pixel copy per output pixel, no reorder on either side.
+  QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(0)));
+  const PlanTensor stored_tensor = context.tensor(stored);
+  const Layout layout = !linear && stored_tensor.layout == Layout::kNhwc && batch_leads(stored_tensor)
+                            ? Layout::kNhwc
+                            : Layout::kPlain;
+  if (layout == Layout::kNhwc) layer.kernel = dtype == DataType::kFloat ? "f32-resize-nearest-nhwc-scalar" : "x8-resize-nearest-nhwc-memcpy";
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), layout));
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], layout));
   layer.inputs = {input};
   layer.outputs = {output};
   context.add_layer(std::move(layer));
