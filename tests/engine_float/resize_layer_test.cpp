@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/engine.h"
 #include "tests/engine_float/float_cases.h"
 #include "tests/engine_float/harness.h"
 
@@ -185,7 +186,7 @@ TEST(ResizeLayer, BadScalesAndSizesNameTheNode) {
   texts.push_back(model(13, "g (float[N,3,6,6] x) => (float y)",
                         {"float[0] roi = {}", "float[0] s = {}", "int64[4] sz = {3, 3, 0, 4}"},
                         "y = Resize<mode=\"nearest\">(x, roi, s, sz)"));
-  // roi given with scales and sizes both: exactly one of them is allowed.
+  // Scales and sizes both given: exactly one of them is allowed.
   texts.push_back(model(13, "g (float[N,3,6,6] x) => (float y)",
                         {"float[0] roi = {}", "float[4] s = {1.0, 1.0, 2.0, 2.0}", "int64[4] sz = {3, 3, 12, 12}"},
                         "y = Resize<mode=\"nearest\">(x, roi, s, sz)"));
@@ -199,6 +200,26 @@ TEST(ResizeLayer, BadScalesAndSizesNameTheNode) {
     auto built = harness_build(*graph, kMaxBatch);
     ASSERT_FALSE(built.ok()) << "built: " << fmt::format("{}", fmt::join(layer_kinds(built->plan), ", "));
     EXPECT_NE(built.status().message().find("Resize '"), std::string::npos) << built.status().to_string();
+  }
+  // tf_crop_and_resize without its roi (the reference layer's form): the run fails naming the node.
+  {
+    auto graph = load_text_graph(model(13, "g (float[N,3,6,6] x) => (float y)",
+                                       {"float[0] roi = {}", "float[4] s = {1.0, 1.0, 2.0, 2.0}"},
+                                       "y = Resize<mode=\"linear\", coordinate_transformation_mode=\"tf_crop_and_resize\">(x, roi, s)"),
+                                 kMaxBatch);
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    auto built = engine::Engine::build(*graph, {});
+    Status status = built.ok() ? Status::ok() : built.status();
+    if (built.ok()) {
+      const TensorMap inputs = resize_inputs(*graph, 1, 3);
+      const Tensor& x = inputs.at("x");
+      Tensor y(DataType::kFloat, {1, 3, 12, 12});
+      auto context = (*built)->create_context({.threads = 1});
+      status = context->run({{"x", x.raw_data(), x.shape()}}, {{"y", y.raw_data(), y.shape()}});
+    }
+    ASSERT_FALSE(status.is_ok());
+    EXPECT_NE(status.message().find("Resize '"), std::string::npos) << status.to_string();
+    EXPECT_NE(status.message().find("roi"), std::string::npos) << status.to_string();
   }
   // A NaN scale (the text format cannot spell one): the build names the node and the value.
   auto graph = load_text_graph(model(13, "g (float[N,3,6,6] x) => (float y)",
