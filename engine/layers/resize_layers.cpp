@@ -1,7 +1,8 @@
 // Resize on NCHW tensors (kernels/resize/resize.h), the two inner dims resized, N and C kept:
-//   resize_nearest   fp32, int8 or uint8 in and out (the same dtype): a gather of input pixels;
-//                    NCHW, or channels-last when its input is stored so (one copy per output pixel).
+//   resize_nearest   fp32, int8 or uint8 in and out (the same dtype): a gather of input pixels.
 //   resize_bilinear  fp32: mode 'linear' on the two inner dims.
+// NCHW, or channels-last when the input is stored so (per output pixel, a copy of one input
+// pixel's channels, or the four taps' channels interpolated).
 // Both take every coordinate_transformation_mode but tf_crop_and_resize, every nearest_mode,
 // `scales` or `sizes` (constants; keep_aspect_ratio_policy and opset-18 `axes` too), opsets 10..21.
 // Cubic, tf_crop_and_resize, runtime scales/sizes, other ranks and a resize of N or C stay on the
@@ -148,7 +149,13 @@ class ResizeLayer final : public Layer {
     const auto* x = static_cast<const uint8_t*>(state.data(input_));
     auto* y = static_cast<uint8_t*>(state.data(output_));
     if (nhwc_) {
-      for (int64_t item = begin; item < end; ++item) nearest_row_nhwc(x, y, item);
+      for (int64_t item = begin; item < end; ++item) {
+        if (linear_) {
+          linear_row_nhwc(reinterpret_cast<const float*>(x), reinterpret_cast<float*>(y), item);
+        } else {
+          nearest_row_nhwc(x, y, item);
+        }
+      }
       return;
     }
     for (int64_t item = begin; item < end; ++item) {
@@ -205,6 +212,27 @@ class ResizeLayer final : public Layer {
     }
   }
 
+  // Channels-last bilinear: output row `item` (image * out_height + oh).
+  void linear_row_nhwc(const float* x, float* y, int64_t item) const {
+    const int64_t out_height = static_cast<int64_t>(rows_.index0.size());
+    const size_t out_width = columns_.index0.size();
+    const int64_t image = item / out_height;
+    const size_t oh = static_cast<size_t>(item - image * out_height);
+    const size_t row_floats = static_cast<size_t>(width_ * channels_);
+    const float* in = x + static_cast<size_t>(image * height_) * row_floats;
+    kernels::ResizeLinearRow row;
+    row.in0 = in + static_cast<size_t>(rows_.index0[oh]) * row_floats;
+    row.in1 = in + static_cast<size_t>(rows_.index1[oh]) * row_floats;
+    row.wy0 = rows_.weight0[oh];
+    row.wy1 = rows_.weight1[oh];
+    row.x0 = columns_.index0.data();
+    row.x1 = columns_.index1.data();
+    row.wx0 = columns_.weight0.data();
+    row.wx1 = columns_.weight1.data();
+    kernels_.linear_nhwc.fn(row, static_cast<size_t>(channels_), 0, out_width,
+                            y + static_cast<size_t>(item) * out_width * static_cast<size_t>(channels_));
+  }
+
   bool linear_, nhwc_;
   size_t element_size_;
   int64_t channels_, height_, width_;
@@ -216,8 +244,8 @@ class ResizeLayer final : public Layer {
 Result<std::unique_ptr<Layer>> bind_resize(const BindContext& context, bool linear) {
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
-  // Nearest reads and writes either layout (channels-last inside an INT8 region); bilinear NCHW.
-  const Layout layout = linear ? Layout::kPlain : x->layout;
+  // Either layout (channels-last after an NHWC conv or inside an INT8 region), the same for both.
+  const Layout layout = x->layout;
   if (!linear && (x->dtype == DataType::kInt8 || x->dtype == DataType::kUint8)) {
     QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", x->dtype, 4, layout));
   } else {
@@ -403,14 +431,16 @@ Status lower_resize(const Node& node, BuildContext& context) {
   kNearestMode.write(layer, static_cast<int64_t>(attributes.nearest_mode));
   const double scales[2] = {plan.scale[2], plan.scale[3]};
   kScales.write(layer, std::span<const double>(scales, 2));
-  // Nearest keeps a channels-last input channels-last (an INT8 region's tensors, a float NHWC
-  // conv's output): a pixel copy per output pixel, no reorder on either side.
+  // A channels-last input stays channels-last (an INT8 region's tensors, a float NHWC conv's
+  // output): no reorder on either side.
   QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(0)));
   const PlanTensor stored_tensor = context.tensor(stored);
-  const Layout layout = !linear && stored_tensor.layout == Layout::kNhwc && batch_leads(stored_tensor)
-                            ? Layout::kNhwc
-                            : Layout::kPlain;
-  if (layout == Layout::kNhwc) layer.kernel = dtype == DataType::kFloat ? "f32-resize-nearest-nhwc-scalar" : "x8-resize-nearest-nhwc-memcpy";
+  const Layout layout =
+      stored_tensor.layout == Layout::kNhwc && batch_leads(stored_tensor) ? Layout::kNhwc : Layout::kPlain;
+  if (layout == Layout::kNhwc) {
+    layer.kernel = linear ? kernels.linear_nhwc.name
+                          : dtype == DataType::kFloat ? "f32-resize-nearest-nhwc-scalar" : "x8-resize-nearest-nhwc-memcpy";
+  }
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), layout));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], layout));
   layer.inputs = {input};

@@ -32,22 +32,29 @@ struct ResizeLinearRow {
   const double* wx1 = nullptr;
 };
 using ResizeLinearRowFn = void (*)(const ResizeLinearRow& row, size_t begin, size_t end, float* out);
+// Channels-last: in0/in1 are NHWC input rows, x0/x1 pixel indices; output pixels [begin, end) of
+// `channels` floats each (out: the output row), every channel with the formula above.
+using ResizeLinearNhwcFn = void (*)(const ResizeLinearRow& row, size_t channels, size_t begin, size_t end,
+                                    float* out);
 
 struct ResizeKernels {
   NamedKernel<ResizeNearestRowFn> nearest;
   NamedKernel<ResizeNearestRowS8Fn> nearest_s8;  // int8/uint8: a byte gather, portable at every level
   NamedKernel<ResizeLinearRowFn> linear;
+  NamedKernel<ResizeLinearNhwcFn> linear_nhwc;
 };
 
 // Scalar for Isa::kScalar, avx2 for kAvx2/kAvxVnni, avx512skx for the AVX-512 levels (the same
 // mapping as the supporting kernels of kernels/dispatch.h). Names: "f32-resize-nearest-<isa>",
-// "x8-resize-nearest-scalar", "f32-resize-bilinear-<isa>" (isa: scalar, avx2, avx512).
+// "x8-resize-nearest-scalar", "f32-resize-bilinear-<isa>", "f32-resize-bilinear-nhwc-<isa>"
+// (isa: scalar, avx2, avx512).
 ResizeKernels resize_kernels(Isa isa = active_isa());
 
 #define QDQRT_DECLARE_RESIZE_KERNELS(isa)                                                                  \
   namespace isa {                                                                                          \
   void resize_nearest_row(const float* in, const int32_t* x0, size_t begin, size_t end, float* out);       \
   void resize_linear_row(const ResizeLinearRow& row, size_t begin, size_t end, float* out);                \
+  void resize_linear_nhwc(const ResizeLinearRow& row, size_t channels, size_t begin, size_t end, float* out); \
   }
 QDQRT_DECLARE_RESIZE_KERNELS(scalar)
 namespace scalar {

@@ -103,6 +103,64 @@ TEST(ResizeKernels, BilinearMatchesTheReferenceFormula) {
   }
 }
 
+TEST(ResizeKernels, BilinearNhwcMatchesTheReferenceFormula) {
+  std::mt19937 rng(47);
+  for (Isa isa : test_isas()) {
+    const ResizeKernels kernels = resize_kernels(isa);
+    SCOPED_TRACE(kernels.linear_nhwc.name);
+    for (size_t channels : {size_t{1}, size_t{3}, size_t{4}, size_t{7}, size_t{8}, size_t{9}, size_t{16}, size_t{21},
+                            size_t{33}, size_t{64}}) {
+      for (size_t in_width : {size_t{1}, size_t{6}}) {
+        for (int variant = 0; variant < 2; ++variant) {
+          SCOPED_TRACE("channels " + std::to_string(channels) + " in " + std::to_string(in_width) + " variant " +
+                       std::to_string(variant));
+          const size_t out_width = 2 * in_width + 1;
+          Guarded<float> rows(2 * in_width * channels, placement_for(channels + in_width));
+          rows.copy_from(row_values(rng, 2 * in_width * channels));
+          std::vector<int32_t> x0(out_width), x1(out_width);
+          std::vector<double> wx0(out_width), wx1(out_width);
+          std::uniform_real_distribution<double> weight(0.0, 1.0);
+          for (size_t i = 0; i < out_width; ++i) {
+            x0[i] = static_cast<int32_t>(rng() % in_width);
+            x1[i] = std::min<int32_t>(x0[i] + 1, static_cast<int32_t>(in_width) - 1);
+            const double t = rng() % 3 == 0 ? 0.0 : weight(rng);
+            wx0[i] = 1.0 - t;
+            wx1[i] = t;
+          }
+          ResizeLinearRow row;
+          row.in0 = rows.data();
+          row.in1 = rows.data() + in_width * channels;
+          row.wy1 = variant == 0 ? 0.0 : weight(rng);
+          row.wy0 = 1.0 - row.wy1;
+          row.x0 = x0.data();
+          row.x1 = x1.data();
+          row.wx0 = wx0.data();
+          row.wx1 = wx1.data();
+          // Per channel, the NCHW formula on that channel's values.
+          std::vector<float> expected(out_width * channels);
+          for (size_t c = 0; c < channels; ++c) {
+            std::vector<float> plane0(in_width), plane1(in_width);
+            for (size_t x = 0; x < in_width; ++x) {
+              plane0[x] = rows[x * channels + c];
+              plane1[x] = rows[(in_width + x) * channels + c];
+            }
+            ResizeLinearRow planar = row;
+            planar.in0 = plane0.data();
+            planar.in1 = plane1.data();
+            for (size_t i = 0; i < out_width; ++i) expected[i * channels + c] = expected_linear(planar, i);
+          }
+          Guarded<float> out(out_width * channels, placement_for(out_width));
+          const size_t split = out_width / 2;
+          kernels.linear_nhwc.fn(row, channels, 0, split, out.data());
+          kernels.linear_nhwc.fn(row, channels, split, out_width, out.data());
+          EXPECT_EQ(bits_mismatch(expected, out.data()), "");
+          EXPECT_EQ(out.check_canaries(), "");
+        }
+      }
+    }
+  }
+}
+
 TEST(ResizeKernels, NearestIsAGatherWithoutNegativeZero) {
   std::mt19937 rng(43);
   for (Isa isa : test_isas()) {
@@ -142,6 +200,7 @@ TEST(ResizeKernels, NamesFollowTheIsa) {
   EXPECT_STREQ(resize_kernels(Isa::kAvx2).nearest.name, "f32-resize-nearest-avx2");
   EXPECT_STREQ(resize_kernels(Isa::kAvx512Vnni).linear.name, "f32-resize-bilinear-avx512");
   EXPECT_STREQ(resize_kernels(Isa::kAmxInt8).nearest_s8.name, "x8-resize-nearest-scalar");
+  EXPECT_STREQ(resize_kernels(Isa::kAvx2).linear_nhwc.name, "f32-resize-bilinear-nhwc-avx2");
 }
 
 }  // namespace
