@@ -344,7 +344,8 @@ void register_fp32(Isa isa) {
 }
 
 // Resize rows: DeepLabV3-MobileNetV3's head at 384x384 (21 classes, 24x24 -> 384x384 bilinear,
-// half_pixel), a YOLO neck's 2x nearest upsampling (256 channels, 40x40 -> 80x80).
+// half_pixel), LR-ASPP's 2x bilinear upsampling channels-last (128 channels, 24x24 -> 48x48), a
+// YOLO neck's 2x nearest upsampling (256 channels, 40x40 -> 80x80).
 void register_resize(Isa isa) {
   const ResizeKernels kernels = resize_kernels(isa);
   struct Axis {
@@ -386,6 +387,29 @@ void register_resize(Isa isa) {
                                        row.wx1 = cols.w1.data();
                                        kernels.linear.fn(row, 0, out, output.data() + (plane * out + oh) * out);
                                      }
+                                   }
+                                   benchmark::DoNotOptimize(output.data());
+                                 }
+                                 set_counters(state, 4 * (input.size() + output.size()), output.size());
+                               });
+  benchmark::RegisterBenchmark(bench_name(kernels.linear_nhwc.name, "lraspp_24x24x128_to_48x48").c_str(),
+                               [=](benchmark::State& state) {
+                                 const size_t c = 128, in = 24, out = 48;
+                                 const auto input = random_vector<float>(c * in * in);
+                                 std::vector<float> output(c * out * out);
+                                 const Axis rows = taps(in, out, true), cols = taps(in, out, true);
+                                 for (auto _ : state) {
+                                   for (size_t oh = 0; oh < out; ++oh) {
+                                     ResizeLinearRow row;
+                                     row.in0 = input.data() + rows.x0[oh] * in * c;
+                                     row.in1 = input.data() + rows.x1[oh] * in * c;
+                                     row.wy0 = rows.w0[oh];
+                                     row.wy1 = rows.w1[oh];
+                                     row.x0 = cols.x0.data();
+                                     row.x1 = cols.x1.data();
+                                     row.wx0 = cols.w0.data();
+                                     row.wx1 = cols.w1.data();
+                                     kernels.linear_nhwc.fn(row, c, 0, out, output.data() + oh * out * c);
                                    }
                                    benchmark::DoNotOptimize(output.data());
                                  }
