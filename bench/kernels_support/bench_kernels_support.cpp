@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/reorder/qconcat.h"
 #include "kernels/dispatch.h"
+#include "kernels/reorder/qconcat.h"
 #include "kernels/resize/resize.h"
 
 namespace qdqrt::kernels {
@@ -415,24 +415,23 @@ void register_resize(Isa isa) {
                                  }
                                  set_counters(state, 4 * (input.size() + output.size()), output.size());
                                });
-  benchmark::RegisterBenchmark(bench_name(kernels.nearest.name, "yolo_neck_256x40x40_to_80x80").c_str(),
-                               [=](benchmark::State& state) {
-                                 const size_t c = 256, in = 40, out = 80;
-                                 const auto input = random_vector<float>(c * in * in);
-                                 std::vector<float> output(c * out * out);
-                                 const Axis rows = taps(in, out, false), cols = taps(in, out, false);
-                                 for (auto _ : state) {
-                                   for (size_t plane = 0; plane < c; ++plane) {
-                                     for (size_t oh = 0; oh < out; ++oh) {
-                                       kernels.nearest.fn(input.data() + (plane * in + rows.x0[oh]) * in,
-                                                          cols.x0.data(), 0, out,
-                                                          output.data() + (plane * out + oh) * out);
-                                     }
-                                   }
-                                   benchmark::DoNotOptimize(output.data());
-                                 }
-                                 set_counters(state, 4 * (input.size() + output.size()), output.size());
-                               });
+  benchmark::RegisterBenchmark(
+      bench_name(kernels.nearest.name, "yolo_neck_256x40x40_to_80x80").c_str(), [=](benchmark::State& state) {
+        const size_t c = 256, in = 40, out = 80;
+        const auto input = random_vector<float>(c * in * in);
+        std::vector<float> output(c * out * out);
+        const Axis rows = taps(in, out, false), cols = taps(in, out, false);
+        for (auto _ : state) {
+          for (size_t plane = 0; plane < c; ++plane) {
+            for (size_t oh = 0; oh < out; ++oh) {
+              kernels.nearest.fn(input.data() + (plane * in + rows.x0[oh]) * in, cols.x0.data(), 0, out,
+                                 output.data() + (plane * out + oh) * out);
+            }
+          }
+          benchmark::DoNotOptimize(output.data());
+        }
+        set_counters(state, 4 * (input.size() + output.size()), output.size());
+      });
 }
 
 void register_all() {

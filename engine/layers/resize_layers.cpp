@@ -10,14 +10,14 @@
 // executor's formulas (reference/ops/resize.cpp) in the same double arithmetic, so outputs are
 // bit-identical to it. Items: output rows of every (image, channel) plane (channels-last: output
 // rows of every image), at the run's batch.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/ops/resize.h"
 #include "engine/layers/float_common.h"
@@ -32,7 +32,8 @@ constexpr const char* kBilinearKind = "resize_bilinear";
 
 // The layer's params: the coordinate rule and the two inner axes' scales (doubles, as the
 // reference uses them; a `sizes` ratio is not a float).
-inline constexpr IntCodec kCoordinate{"resize.coordinate", 0, static_cast<int64_t>(CoordinateTransformation::kTfHalfPixelForNn)};
+inline constexpr IntCodec kCoordinate{"resize.coordinate", 0,
+                                      static_cast<int64_t>(CoordinateTransformation::kTfHalfPixelForNn)};
 inline constexpr IntCodec kNearestMode{"resize.nearest_mode", 0, static_cast<int64_t>(NearestMode::kCeil)};
 inline constexpr BlobCodec<double> kScales{"resize.scales"};
 
@@ -197,7 +198,8 @@ class ResizeLayer final : public Layer {
     const int64_t image = item / out_height;
     const size_t oh = static_cast<size_t>(item - image * out_height);
     const size_t pixel = static_cast<size_t>(channels_) * element_size_;
-    const uint8_t* in = x + static_cast<size_t>(image * height_ + rows_.index0[oh]) * static_cast<size_t>(width_) * pixel;
+    const uint8_t* in =
+        x + static_cast<size_t>(image * height_ + rows_.index0[oh]) * static_cast<size_t>(width_) * pixel;
     uint8_t* out = y + static_cast<size_t>(item) * out_width * pixel;
     for (size_t ow = 0; ow < out_width; ++ow) {
       const uint8_t* source = in + static_cast<size_t>(columns_.index0[ow]) * pixel;
@@ -278,9 +280,10 @@ Result<std::unique_ptr<Layer>> bind_resize(const BindContext& context, bool line
     axes[i].scale = scales[i];
   }
   const kernels::ResizeKernels kernels = kernels::resize_kernels(bind_isa(context.plan()));
-  return std::unique_ptr<Layer>(std::make_unique<ResizeLayer>(
-      linear, layout == Layout::kNhwc, x->dtype == DataType::kFloat ? 4 : 1, x->shape[1], x->shape[2], x->shape[3], axis_taps(axes[0], linear),
-      axis_taps(axes[1], linear), context.layer().inputs[0], context.layer().outputs[0], kernels));
+  return std::unique_ptr<Layer>(
+      std::make_unique<ResizeLayer>(linear, layout == Layout::kNhwc, x->dtype == DataType::kFloat ? 4 : 1, x->shape[1],
+                                    x->shape[2], x->shape[3], axis_taps(axes[0], linear), axis_taps(axes[1], linear),
+                                    context.layer().inputs[0], context.layer().outputs[0], kernels));
 }
 
 // The scales of the four axes (as the reference computes them) from the constant scales/sizes,
@@ -424,8 +427,9 @@ Status lower_resize(const Node& node, BuildContext& context) {
     }
   }
   const kernels::ResizeKernels kernels = kernels::resize_kernels(kernels::usable_isa(context.isa()));
-  const char* kernel = linear ? kernels.linear.name : dtype == DataType::kFloat ? kernels.nearest.name
-                                                                                : kernels.nearest_s8.name;
+  const char* kernel = linear                      ? kernels.linear.name
+                       : dtype == DataType::kFloat ? kernels.nearest.name
+                                                   : kernels.nearest_s8.name;
   PlanLayer layer = make_layer(node, linear ? kBilinearKind : kNearestKind, kernel);
   kCoordinate.write(layer, static_cast<int64_t>(attributes.coordinate_transformation));
   kNearestMode.write(layer, static_cast<int64_t>(attributes.nearest_mode));
@@ -438,8 +442,9 @@ Status lower_resize(const Node& node, BuildContext& context) {
   const Layout layout =
       stored_tensor.layout == Layout::kNhwc && batch_leads(stored_tensor) ? Layout::kNhwc : Layout::kPlain;
   if (layout == Layout::kNhwc) {
-    layer.kernel = linear ? kernels.linear_nhwc.name
-                          : dtype == DataType::kFloat ? "f32-resize-nearest-nhwc-scalar" : "x8-resize-nearest-nhwc-memcpy";
+    layer.kernel = linear                      ? kernels.linear_nhwc.name
+                   : dtype == DataType::kFloat ? "f32-resize-nearest-nhwc-scalar"
+                                               : "x8-resize-nearest-nhwc-memcpy";
   }
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), layout));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], layout));

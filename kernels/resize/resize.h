@@ -34,8 +34,7 @@ struct ResizeLinearRow {
 using ResizeLinearRowFn = void (*)(const ResizeLinearRow& row, size_t begin, size_t end, float* out);
 // Channels-last: in0/in1 are NHWC input rows, x0/x1 pixel indices; output pixels [begin, end) of
 // `channels` floats each (out: the output row), every channel with the formula above.
-using ResizeLinearNhwcFn = void (*)(const ResizeLinearRow& row, size_t channels, size_t begin, size_t end,
-                                    float* out);
+using ResizeLinearNhwcFn = void (*)(const ResizeLinearRow& row, size_t channels, size_t begin, size_t end, float* out);
 
 struct ResizeKernels {
   NamedKernel<ResizeNearestRowFn> nearest;
@@ -50,10 +49,10 @@ struct ResizeKernels {
 // (isa: scalar, avx2, avx512).
 ResizeKernels resize_kernels(Isa isa = active_isa());
 
-#define QDQRT_DECLARE_RESIZE_KERNELS(isa)                                                                  \
-  namespace isa {                                                                                          \
-  void resize_nearest_row(const float* in, const int32_t* x0, size_t begin, size_t end, float* out);       \
-  void resize_linear_row(const ResizeLinearRow& row, size_t begin, size_t end, float* out);                \
+#define QDQRT_DECLARE_RESIZE_KERNELS(isa)                                                                     \
+  namespace isa {                                                                                             \
+  void resize_nearest_row(const float* in, const int32_t* x0, size_t begin, size_t end, float* out);          \
+  void resize_linear_row(const ResizeLinearRow& row, size_t begin, size_t end, float* out);                   \
   void resize_linear_nhwc(const ResizeLinearRow& row, size_t channels, size_t begin, size_t end, float* out); \
   }
 QDQRT_DECLARE_RESIZE_KERNELS(scalar)

@@ -20,8 +20,7 @@ void resize_nearest_row(const float* in, const int32_t* x0, size_t begin, size_t
 namespace {
 
 // (0.0 + (wy * wx0) * in[x0]) + (wy * wx1) * in[x1], the second term only where wx1 != 0.
-inline __m512d row_sum(const float* in, __m256i i0, __m256i i1, __m512d wy, __m512d wx0, __m512d wx1,
-                       __mmask8 second) {
+inline __m512d row_sum(const float* in, __m256i i0, __m256i i1, __m512d wy, __m512d wx0, __m512d wx1, __mmask8 second) {
   const __m512d zero = _mm512_setzero_pd();
   const __m512d a0 = _mm512_cvtps_pd(_mm256_i32gather_ps(in, i0, 4));
   const __m512d a1 = _mm512_cvtps_pd(_mm256_i32gather_ps(in, i1, 4));

@@ -2,12 +2,13 @@
 // the ONNX Resize reading the int8/uint8 tensor (a nearest resize copies values, and Q(DQ(q)) == q
 // for the same parameters), which the engine runs as an int8 gather. Linear and cubic modes
 // interpolate: they stay float between the DQ and the Q.
-#include <string>
-#include <utility>
+#include "core/ops/resize.h"
 
 #include <fmt/format.h>
 
-#include "core/ops/resize.h"
+#include <string>
+#include <utility>
+
 #include "optimizer/fusions/quantized_io.h"
 #include "optimizer/fusions/registry.h"
 
@@ -19,8 +20,9 @@ SelectResult select_qdq_resize(const Graph& graph, const ValueIndex& index, int 
   SelectResult result;
   const auto& attributes = node.attrs<ResizeAttributes>();
   if (attributes.mode != ResizeMode::kNearest) {
-    result.reason = fmt::format("mode '{}' interpolates (runs in float between the DequantizeLinear and the QuantizeLinear)",
-                                attributes.mode == ResizeMode::kLinear ? "linear" : "cubic");
+    result.reason =
+        fmt::format("mode '{}' interpolates (runs in float between the DequantizeLinear and the QuantizeLinear)",
+                    attributes.mode == ResizeMode::kLinear ? "linear" : "cubic");
     return result;
   }
   if (attributes.coordinate_transformation == CoordinateTransformation::kTfCropAndResize) {

@@ -132,7 +132,8 @@ TEST(EngineResizeConstants, CasesRunOnTheResizeLayers) {
     auto graph = load_onnx_file((case_dir / "model.onnx").string());
     ASSERT_TRUE(graph.ok()) << graph.status().to_string();
     const std::string x = graph->inputs.at(0);
-    for (size_t i = 1; i < graph->inputs.size(); ++i) graph->initializers[graph->inputs[i]] = data_set->inputs.at(graph->inputs[i]);
+    for (size_t i = 1; i < graph->inputs.size(); ++i)
+      graph->initializers[graph->inputs[i]] = data_set->inputs.at(graph->inputs[i]);
     graph->inputs.resize(1);
     auto built = engine::Engine::build(*graph, {});
     ASSERT_TRUE(built.ok()) << built.status().to_string();

@@ -452,11 +452,12 @@ TEST(EngineFloatModels, StemConvReadsNchwInput) {
 // Resize -> conv, stay channels-last through the Resize (no reorder around it), match the
 // reference and survive the engine file.
 TEST(EngineFloatModels, ResizeStaysChannelsLast) {
-  const std::string text = model(13, "g (float[N,4,6,6] x) => (float y, float z)",
-                                 {weights("w", {9, 4, 3, 3}), weights("v", {8, 9, 3, 3}), "float[4] s = {1.0, 1.0, 2.0, 2.0}"},
-                                 "c = Conv<pads=[1,1,1,1]>(x, w)\nr = Relu(c)\n"
-                                 "u = Resize<mode=\"nearest\">(r, , s)\ny = Conv<pads=[1,1,1,1]>(u, v)\n"
-                                 "b = Resize<mode=\"linear\">(r, , s)\nz = Conv<pads=[1,1,1,1]>(b, v)");
+  const std::string text =
+      model(13, "g (float[N,4,6,6] x) => (float y, float z)",
+            {weights("w", {9, 4, 3, 3}), weights("v", {8, 9, 3, 3}), "float[4] s = {1.0, 1.0, 2.0, 2.0}"},
+            "c = Conv<pads=[1,1,1,1]>(x, w)\nr = Relu(c)\n"
+            "u = Resize<mode=\"nearest\">(r, , s)\ny = Conv<pads=[1,1,1,1]>(u, v)\n"
+            "b = Resize<mode=\"linear\">(r, , s)\nz = Conv<pads=[1,1,1,1]>(b, v)");
   expect_fused_layers(text, "resize_nearest", 1,
                       fmt::format("qdqrt_engine_float_resize_{}.qdqrt", static_cast<long>(getpid())), "resize_nhwc");
   auto graph = load_text_graph(text, 3);
@@ -479,9 +480,10 @@ TEST(EngineFloatModels, ResizeStaysChannelsLast) {
 
 // A plan with reference and native layers survives the engine file: outputs bit-identical.
 TEST(EngineFloatModels, EngineFileRoundTrip) {
-  const std::string text = model(13, "g (float[N,2,6,6] x) => (float y, float r, float b)", {weights("w", {4, 2, 3, 3})},
-                                 "c = Conv<pads=[1,1,1,1]>(x, w)\ne = Elu<alpha=0.5>(c)\ny = Relu(e)\n"
-                                 "r = Resize<mode=\"cubic\">(c, , s)\nb = Resize<mode=\"linear\">(c, , s)");
+  const std::string text =
+      model(13, "g (float[N,2,6,6] x) => (float y, float r, float b)", {weights("w", {4, 2, 3, 3})},
+            "c = Conv<pads=[1,1,1,1]>(x, w)\ne = Elu<alpha=0.5>(c)\ny = Relu(e)\n"
+            "r = Resize<mode=\"cubic\">(c, , s)\nb = Resize<mode=\"linear\">(c, , s)");
   const std::string full = text.substr(0, text.find('>', text.find("<float")) ) + ", float[4] s = {1.0, 1.0, 2.0, 2.0}" +
                            text.substr(text.find('>', text.find("<float")));
   auto graph = load_text_graph(full, 2);

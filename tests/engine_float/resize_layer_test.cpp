@@ -3,14 +3,13 @@
 // fp32 and int8/uint8 nearest, at batch 1 and the maximum batch with the items in one range and
 // split in three; outputs must be bit-identical (NaN: any NaN; inputs include -0, infinities and NaN). Forms the
 // layers do not take stay on the reference layer; bad scales/sizes are errors naming the node.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
-
-#include <gtest/gtest.h>
-
-#include <fmt/format.h>
 
 #include "engine/engine.h"
 #include "tests/engine_float/float_cases.h"
@@ -66,7 +65,8 @@ void expect_identical(const std::string& text, const std::string& kind, bool spe
   ASSERT_TRUE(built.ok()) << built.status().to_string() << "\n" << text;
   const auto kinds = layer_kinds(built->plan);
   EXPECT_NE(std::find(kinds.begin(), kinds.end(), kind), kinds.end())
-      << "no " << kind << " layer; got " << fmt::format("{}", fmt::join(kinds, ", ")) << "\n" << text;
+      << "no " << kind << " layer; got " << fmt::format("{}", fmt::join(kinds, ", ")) << "\n"
+      << text;
   for (int64_t batch : {int64_t{1}, kMaxBatch}) {
     if (max_batch_only && batch != kMaxBatch) continue;
     TensorMap inputs = resize_inputs(*graph, batch, 5 + static_cast<uint32_t>(batch));
@@ -97,7 +97,8 @@ const char* const kNearestModes[] = {"round_prefer_floor", "round_prefer_ceil", 
 std::string scales_model(int opset, const std::string& dtype, const std::string& shape, const std::string& attributes,
                          const std::string& scales) {
   const std::string signature = fmt::format("g ({}[N,{}] x) => ({} y)", dtype, shape, dtype);
-  if (opset < 11) return model(opset, signature, {"float[4] s = {" + scales + "}"}, "y = Resize<" + attributes + ">(x, s)");
+  if (opset < 11)
+    return model(opset, signature, {"float[4] s = {" + scales + "}"}, "y = Resize<" + attributes + ">(x, s)");
   return model(opset, signature, {"float[0] roi = {}", "float[4] s = {" + scales + "}"},
                "y = Resize<" + attributes + ">(x, roi, s)");
 }
@@ -107,9 +108,8 @@ TEST(ResizeLayer, NearestEveryMode) {
     for (const char* nearest : kNearestModes) {
       for (const char* scales : {"1.0, 1.0, 2.0, 2.0", "1.0, 1.0, 0.6, 1.7", "1.0, 1.0, 3.0, 0.5"}) {
         SCOPED_TRACE(fmt::format("{} {} {}", coordinate, nearest, scales));
-        const std::string attributes =
-            fmt::format("mode=\"nearest\", coordinate_transformation_mode=\"{}\", nearest_mode=\"{}\"", coordinate,
-                        nearest);
+        const std::string attributes = fmt::format(
+            "mode=\"nearest\", coordinate_transformation_mode=\"{}\", nearest_mode=\"{}\"", coordinate, nearest);
         const std::string text = scales_model(13, "float", "3,7,11", attributes, scales);
         // tf_half_pixel_for_nn with round_prefer_ceil or ceil moves N and C: the reference keeps them.
         const bool moves_n = std::string(coordinate) == "tf_half_pixel_for_nn" &&
@@ -122,7 +122,8 @@ TEST(ResizeLayer, NearestEveryMode) {
 
 TEST(ResizeLayer, BilinearEveryMode) {
   for (const char* coordinate : {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"}) {
-    for (const char* scales : {"1.0, 1.0, 2.0, 2.0", "1.0, 1.0, 0.6, 1.7", "1.0, 1.0, 3.0, 0.5", "1.0, 1.0, 8.0, 8.0"}) {
+    for (const char* scales :
+         {"1.0, 1.0, 2.0, 2.0", "1.0, 1.0, 0.6, 1.7", "1.0, 1.0, 3.0, 0.5", "1.0, 1.0, 8.0, 8.0"}) {
       SCOPED_TRACE(fmt::format("{} {}", coordinate, scales));
       const std::string attributes = fmt::format("mode=\"linear\", coordinate_transformation_mode=\"{}\"", coordinate);
       expect_identical(scales_model(13, "float", "3,7,11", attributes, scales), "resize_bilinear", true);
@@ -130,9 +131,10 @@ TEST(ResizeLayer, BilinearEveryMode) {
   }
   // Wide rows: the vector loop and its tail; a 1-pixel input (pytorch_half_pixel's 0 coordinate).
   expect_identical(scales_model(13, "float", "2,5,37", "mode=\"linear\"", "1.0, 1.0, 2.0, 2.0"), "resize_bilinear");
-  expect_identical(scales_model(13, "float", "2,1,1", "mode=\"linear\", coordinate_transformation_mode=\"pytorch_half_pixel\"",
-                                "1.0, 1.0, 4.0, 4.0"),
-                   "resize_bilinear");
+  expect_identical(
+      scales_model(13, "float", "2,1,1", "mode=\"linear\", coordinate_transformation_mode=\"pytorch_half_pixel\"",
+                   "1.0, 1.0, 4.0, 4.0"),
+      "resize_bilinear");
 }
 
 TEST(ResizeLayer, OpsetsAndSizes) {
@@ -140,10 +142,11 @@ TEST(ResizeLayer, OpsetsAndSizes) {
   expect_identical(scales_model(10, "float", "3,6,6", "mode=\"nearest\"", "1.0, 1.0, 2.0, 2.0"), "resize_nearest");
   expect_identical(scales_model(10, "float", "3,6,6", "mode=\"linear\"", "1.0, 1.0, 2.0, 3.0"), "resize_bilinear");
   // Opset 11: sizes after an empty scales; opset 13: scales absent.
-  expect_identical(model(11, "g (float[N,3,5,7] x) => (float y)",
-                         {"float[0] roi = {}", "float[0] s = {}", fmt::format("int64[4] sz = {{{}, 3, 9, 20}}", kMaxBatch)},
-                         "y = Resize<mode=\"linear\", coordinate_transformation_mode=\"align_corners\">(x, roi, s, sz)"),
-                   "resize_bilinear", false, true);
+  expect_identical(
+      model(11, "g (float[N,3,5,7] x) => (float y)",
+            {"float[0] roi = {}", "float[0] s = {}", fmt::format("int64[4] sz = {{{}, 3, 9, 20}}", kMaxBatch)},
+            "y = Resize<mode=\"linear\", coordinate_transformation_mode=\"align_corners\">(x, roi, s, sz)"),
+      "resize_bilinear", false, true);
   expect_identical(model(13, "g (float[N,3,5,7] x) => (float y)",
                          {"float[0] roi = {}", fmt::format("int64[4] sz = {{{}, 3, 4, 3}}", kMaxBatch)},
                          "y = Resize<mode=\"nearest\", nearest_mode=\"ceil\">(x, roi, , sz)"),
@@ -166,10 +169,11 @@ TEST(ResizeLayer, OtherFormsStayOnTheReference) {
   // Cubic, tf_crop_and_resize, a resize of C, rank 3.
   expect_identical(scales_model(13, "float", "3,6,6", "mode=\"cubic\"", "1.0, 1.0, 2.0, 2.0"), "reference");
   expect_identical(scales_model(13, "float", "3,6,6", "mode=\"nearest\"", "1.0, 2.0, 2.0, 2.0"), "reference");
-  expect_identical(model(13, "g (float[N,3,6,6] x) => (float y)",
-                         {"float[8] roi = {0, 0, 0.1, 0.2, 1, 1, 0.9, 0.7}", "float[4] s = {1.0, 1.0, 2.0, 2.0}"},
-                         "y = Resize<mode=\"linear\", coordinate_transformation_mode=\"tf_crop_and_resize\">(x, roi, s)"),
-                   "reference");
+  expect_identical(
+      model(13, "g (float[N,3,6,6] x) => (float y)",
+            {"float[8] roi = {0, 0, 0.1, 0.2, 1, 1, 0.9, 0.7}", "float[4] s = {1.0, 1.0, 2.0, 2.0}"},
+            "y = Resize<mode=\"linear\", coordinate_transformation_mode=\"tf_crop_and_resize\">(x, roi, s)"),
+      "reference");
   expect_identical(model(13, "g (float[N,6,6] x) => (float y)", {"float[0] roi = {}", "float[3] s = {1.0, 2.0, 2.0}"},
                          "y = Resize<mode=\"linear\">(x, roi, s)"),
                    "reference");
@@ -203,10 +207,10 @@ TEST(ResizeLayer, BadScalesAndSizesNameTheNode) {
   }
   // tf_crop_and_resize without its roi (the reference layer's form): the run fails naming the node.
   {
-    auto graph = load_text_graph(model(13, "g (float[N,3,6,6] x) => (float y)",
-                                       {"float[0] roi = {}", "float[4] s = {1.0, 1.0, 2.0, 2.0}"},
-                                       "y = Resize<mode=\"linear\", coordinate_transformation_mode=\"tf_crop_and_resize\">(x, roi, s)"),
-                                 kMaxBatch);
+    auto graph = load_text_graph(
+        model(13, "g (float[N,3,6,6] x) => (float y)", {"float[0] roi = {}", "float[4] s = {1.0, 1.0, 2.0, 2.0}"},
+              "y = Resize<mode=\"linear\", coordinate_transformation_mode=\"tf_crop_and_resize\">(x, roi, s)"),
+        kMaxBatch);
     ASSERT_TRUE(graph.ok()) << graph.status().to_string();
     auto built = engine::Engine::build(*graph, {});
     Status status = built.ok() ? Status::ok() : built.status();
@@ -222,10 +226,10 @@ TEST(ResizeLayer, BadScalesAndSizesNameTheNode) {
     EXPECT_NE(status.message().find("roi"), std::string::npos) << status.to_string();
   }
   // A NaN scale (the text format cannot spell one): the build names the node and the value.
-  auto graph = load_text_graph(model(13, "g (float[N,3,6,6] x) => (float y)",
-                                     {"float[0] roi = {}", "float[4] s = {1.0, 1.0, 2.0, 2.0}"},
-                                     "y = Resize<mode=\"linear\">(x, roi, s)"),
-                               kMaxBatch);
+  auto graph = load_text_graph(
+      model(13, "g (float[N,3,6,6] x) => (float y)", {"float[0] roi = {}", "float[4] s = {1.0, 1.0, 2.0, 2.0}"},
+            "y = Resize<mode=\"linear\">(x, roi, s)"),
+      kMaxBatch);
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
   graph->initializers.at("s").data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
   auto built = harness_build(*graph, kMaxBatch);

@@ -2,10 +2,11 @@
 // reference executor (NaN results: any NaN) over row widths around the vector widths, split column ranges, random taps
 // (second taps of weight 0, one-row vertical taps) and inputs with -0, infinities and NaN; the
 // input sits against a guard page, so a gather past its end faults.
+#include "kernels/resize/resize.h"
+
 #include <cmath>
 #include <limits>
 
-#include "kernels/resize/resize.h"
 #include "test_util.h"
 
 namespace qdqrt::kernels::testing {
