@@ -1,4 +1,4 @@
-// Resize on NCHW tensors (kernels/resize/resize.h), the two inner dims resized, N and C kept:
+// Resize on rank-4 tensors (kernels/resize/resize.h), the two inner dims resized, N and C kept:
 //   resize_nearest   fp32, int8 or uint8 in and out (the same dtype): a gather of input pixels.
 //   resize_bilinear  fp32: mode 'linear' on the two inner dims.
 // NCHW, or channels-last when the input is stored so (per output pixel, a copy of one input
@@ -13,7 +13,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>

@@ -1,4 +1,5 @@
-// Resize rows on NCHW planes (fp32), with the per-column taps precomputed by the caller.
+// Resize rows of NCHW planes (and, for bilinear, of NHWC rows), with the per-column taps
+// precomputed by the caller.
 //
 // Nearest: out[i] = in[x0[i]] + 0.0f. The + 0.0f turns -0 into +0 (and quiets a signalling NaN),
 //   as the reference executor's double sum starting at 0.0 does, so outputs are bit-identical.
@@ -8,7 +9,8 @@
 //     s1 = (0.0 + (wy1 * wx0[i]) * in1[x0[i]]) + (wy1 * wx1[i]) * in1[x1[i]]
 //     out[i] = float((0.0 + s0) + s1)
 //   A tap of weight 0 is left out (not added as 0 * in: an infinite input stays out of the sum),
-//   and s1 only when wy1 != 0 (in1 may then be null). Results are bit-identical to the reference.
+//   and s1 only when wy1 != 0 (in1 may then be null). Results are bit-identical to the reference
+//   (a NaN result may differ in sign or payload: which NaN an addition keeps follows operand order).
 // Kernels write out[begin, end) of one output row; threads split rows (or planes) between calls.
 #pragma once
 
