@@ -5,14 +5,17 @@
 //   qdqrt_bench_kernels_support --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "kernels/reorder/qconcat.h"
 #include "kernels/dispatch.h"
+#include "kernels/reorder/qconcat.h"
+#include "kernels/resize/resize.h"
 
 namespace qdqrt::kernels {
 namespace {
@@ -340,6 +343,97 @@ void register_fp32(Isa isa) {
   });
 }
 
+// Resize rows: DeepLabV3-MobileNetV3's head at 384x384 (21 classes, 24x24 -> 384x384 bilinear,
+// half_pixel), LR-ASPP's 2x bilinear upsampling channels-last (128 channels, 24x24 -> 48x48), a
+// YOLO neck's 2x nearest upsampling (256 channels, 40x40 -> 80x80).
+void register_resize(Isa isa) {
+  const ResizeKernels kernels = resize_kernels(isa);
+  struct Axis {
+    std::vector<int32_t> x0, x1;
+    std::vector<double> w0, w1;
+  };
+  // half_pixel taps of one axis (as the engine's layer computes them).
+  auto taps = [](size_t in, size_t out, bool linear) {
+    Axis a;
+    const double scale = static_cast<double>(out) / static_cast<double>(in);
+    for (size_t o = 0; o < out; ++o) {
+      const double x = (static_cast<double>(o) + 0.5) / scale - 0.5;
+      const double c = std::min(std::max(x, 0.0), static_cast<double>(in - 1));
+      const auto base = static_cast<int32_t>(linear ? std::floor(c) : std::ceil(x - 0.5));
+      a.x0.push_back(std::min<int32_t>(std::max(base, 0), static_cast<int32_t>(in - 1)));
+      a.x1.push_back(std::min<int32_t>(a.x0.back() + 1, static_cast<int32_t>(in - 1)));
+      a.w1.push_back(linear ? c - std::floor(c) : 0.0);
+      a.w0.push_back(1.0 - a.w1.back());
+    }
+    return a;
+  };
+  benchmark::RegisterBenchmark(bench_name(kernels.linear.name, "deeplabv3_21x24x24_to_384x384").c_str(),
+                               [=](benchmark::State& state) {
+                                 const size_t c = 21, in = 24, out = 384;
+                                 const auto input = random_vector<float>(c * in * in);
+                                 std::vector<float> output(c * out * out);
+                                 const Axis rows = taps(in, out, true), cols = taps(in, out, true);
+                                 for (auto _ : state) {
+                                   for (size_t plane = 0; plane < c; ++plane) {
+                                     for (size_t oh = 0; oh < out; ++oh) {
+                                       ResizeLinearRow row;
+                                       row.in0 = input.data() + (plane * in + rows.x0[oh]) * in;
+                                       row.in1 = input.data() + (plane * in + rows.x1[oh]) * in;
+                                       row.wy0 = rows.w0[oh];
+                                       row.wy1 = rows.w1[oh];
+                                       row.x0 = cols.x0.data();
+                                       row.x1 = cols.x1.data();
+                                       row.wx0 = cols.w0.data();
+                                       row.wx1 = cols.w1.data();
+                                       kernels.linear.fn(row, 0, out, output.data() + (plane * out + oh) * out);
+                                     }
+                                   }
+                                   benchmark::DoNotOptimize(output.data());
+                                 }
+                                 set_counters(state, 4 * (input.size() + output.size()), output.size());
+                               });
+  benchmark::RegisterBenchmark(bench_name(kernels.linear_nhwc.name, "lraspp_24x24x128_to_48x48").c_str(),
+                               [=](benchmark::State& state) {
+                                 const size_t c = 128, in = 24, out = 48;
+                                 const auto input = random_vector<float>(c * in * in);
+                                 std::vector<float> output(c * out * out);
+                                 const Axis rows = taps(in, out, true), cols = taps(in, out, true);
+                                 for (auto _ : state) {
+                                   for (size_t oh = 0; oh < out; ++oh) {
+                                     ResizeLinearRow row;
+                                     row.in0 = input.data() + rows.x0[oh] * in * c;
+                                     row.in1 = input.data() + rows.x1[oh] * in * c;
+                                     row.wy0 = rows.w0[oh];
+                                     row.wy1 = rows.w1[oh];
+                                     row.x0 = cols.x0.data();
+                                     row.x1 = cols.x1.data();
+                                     row.wx0 = cols.w0.data();
+                                     row.wx1 = cols.w1.data();
+                                     kernels.linear_nhwc.fn(row, c, 0, out, output.data() + oh * out * c);
+                                   }
+                                   benchmark::DoNotOptimize(output.data());
+                                 }
+                                 set_counters(state, 4 * (input.size() + output.size()), output.size());
+                               });
+  benchmark::RegisterBenchmark(
+      bench_name(kernels.nearest.name, "yolo_neck_256x40x40_to_80x80").c_str(), [=](benchmark::State& state) {
+        const size_t c = 256, in = 40, out = 80;
+        const auto input = random_vector<float>(c * in * in);
+        std::vector<float> output(c * out * out);
+        const Axis rows = taps(in, out, false), cols = taps(in, out, false);
+        for (auto _ : state) {
+          for (size_t plane = 0; plane < c; ++plane) {
+            for (size_t oh = 0; oh < out; ++oh) {
+              kernels.nearest.fn(input.data() + (plane * in + rows.x0[oh]) * in, cols.x0.data(), 0, out,
+                                 output.data() + (plane * out + oh) * out);
+            }
+          }
+          benchmark::DoNotOptimize(output.data());
+        }
+        set_counters(state, 4 * (input.size() + output.size()), output.size());
+      });
+}
+
 void register_all() {
   for (Isa isa : supported_isas()) {
     if (isa == Isa::kAvxVnni) continue;  // same supporting kernels as kAvx2
@@ -353,6 +447,7 @@ void register_all() {
     register_quantize<int8_t>(isa);
     register_reorders(isa);
     register_fp32(isa);
+    if (isa != Isa::kAmxInt8) register_resize(isa);  // the AVX-512 kernels again
   }
 }
 

@@ -76,6 +76,7 @@ void register_gemm(LayerRegistry& registry);         // float_gemm.cpp: Gemm, Ma
 void register_elementwise(LayerRegistry& registry);  // float_elementwise.cpp: binary, unary, Softmax, BatchNormalization
 void register_pool(LayerRegistry& registry);         // float_pool.cpp: MaxPool, AveragePool, GlobalAveragePool
 void register_shape(LayerRegistry& registry);        // float_shape.cpp: Reshape & co (copy), Concat, Transpose
+void register_resize(LayerRegistry& registry);       // resize_layers.cpp: Resize (fp32; int8/uint8 nearest)
 
 // The ISA float kernels run with: the plan's ISA limited to what this machine can run (float
 // layers hold no ISA-specific packed data, so a lower ISA is always fine).

@@ -139,6 +139,7 @@ void register_float_layers(LayerRegistry& registry) {
   fp32::register_elementwise(registry);
   fp32::register_pool(registry);
   fp32::register_shape(registry);
+  fp32::register_resize(registry);
 }
 
 }  // namespace qdqrt::engine

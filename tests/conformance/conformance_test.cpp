@@ -114,6 +114,49 @@ TEST_P(Conformance, Case) { check_case(GetParam(), false); }
 class EngineConformance : public ::testing::TestWithParam<std::string> {};
 TEST_P(EngineConformance, Case) { check_case(GetParam(), true); }
 
+// The Resize cases give scales/sizes (and roi) as graph inputs, which keeps them on the reference
+// layer; as constants (what exporters write) the engine runs its Resize layers on them, except
+// cubic, tf_crop_and_resize and `sizes` (these list the batch as a constant: the output does not
+// follow the batch, which the reference layer handles by fixing it). Outputs are checked against
+// the data set's expected outputs.
+TEST(EngineResizeConstants, CasesRunOnTheResizeLayers) {
+  int native = 0;
+  for (const std::string& case_name : testing::list_node_cases(node_test_root())) {
+    if (case_name.rfind("test_resize_", 0) != 0) continue;
+    SCOPED_TRACE(case_name);
+    const fs::path case_dir = node_test_root() / case_name;
+    auto facts = testing::read_model_facts(case_dir / "model.onnx");
+    ASSERT_TRUE(facts.ok()) << facts.status().to_string();
+    auto data_set = testing::read_data_set(testing::data_set_dirs(case_dir).at(0), *facts);
+    ASSERT_TRUE(data_set.ok()) << data_set.status().to_string();
+    auto graph = load_onnx_file((case_dir / "model.onnx").string());
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    const std::string x = graph->inputs.at(0);
+    for (size_t i = 1; i < graph->inputs.size(); ++i)
+      graph->initializers[graph->inputs[i]] = data_set->inputs.at(graph->inputs[i]);
+    graph->inputs.resize(1);
+    auto built = engine::Engine::build(*graph, {});
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    const bool claimed = case_name.find("cubic") == std::string::npos && case_name.find("crop") == std::string::npos &&
+                         case_name.find("sizes") == std::string::npos;
+    bool on_layer = false;
+    for (const auto& layer : (*built)->plan().layers) on_layer = on_layer || layer.kind.rfind("resize_", 0) == 0;
+    EXPECT_EQ(on_layer, claimed);
+    native += on_layer ? 1 : 0;
+    auto context = (*built)->create_context({.threads = 2});
+    const Tensor& input = data_set->inputs.at(x);
+    std::vector<engine::ConstTensorBinding> inputs = {{x, input.raw_data(), input.shape()}};
+    for (const auto& [name, expected] : data_set->expected_outputs) {
+      Tensor actual(expected.dtype(), expected.shape());
+      std::vector<engine::TensorBinding> outputs = {{name, actual.raw_data(), actual.shape()}};
+      Status run = context->run(inputs, outputs);
+      ASSERT_TRUE(run.is_ok()) << run.to_string();
+      EXPECT_EQ(testing::compare_tensors(actual, expected), "") << name;
+    }
+  }
+  if (native == 0) GTEST_SKIP() << "no Resize cases in " << node_test_root();
+}
+
 std::string case_test_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string name = info.param;
   for (char& c : name) {

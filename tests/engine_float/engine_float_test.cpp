@@ -448,11 +448,42 @@ TEST(EngineFloatModels, StemConvReadsNchwInput) {
   }
 }
 
+// A YOLO-style neck: conv -> 2x nearest Resize -> conv, and an LR-ASPP-style conv -> bilinear
+// Resize -> conv, stay channels-last through the Resize (no reorder around it), match the
+// reference and survive the engine file.
+TEST(EngineFloatModels, ResizeStaysChannelsLast) {
+  const std::string text =
+      model(13, "g (float[N,4,6,6] x) => (float y, float z)",
+            {weights("w", {9, 4, 3, 3}), weights("v", {8, 9, 3, 3}), "float[4] s = {1.0, 1.0, 2.0, 2.0}"},
+            "c = Conv<pads=[1,1,1,1]>(x, w)\nr = Relu(c)\n"
+            "u = Resize<mode=\"nearest\">(r, , s)\ny = Conv<pads=[1,1,1,1]>(u, v)\n"
+            "b = Resize<mode=\"linear\">(r, , s)\nz = Conv<pads=[1,1,1,1]>(b, v)");
+  expect_fused_layers(text, "resize_nearest", 1,
+                      fmt::format("qdqrt_engine_float_resize_{}.qdqrt", static_cast<long>(getpid())), "resize_nhwc");
+  auto graph = load_text_graph(text, 3);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  const engine::EnginePlan& plan = (*engine)->plan();
+  int reorders = 0, resizes = 0;
+  for (const engine::PlanLayer& layer : plan.layers) {
+    reorders += layer.kind == "reorder";
+    if (layer.kind.rfind("resize_", 0) != 0) continue;
+    ++resizes;
+    EXPECT_EQ(plan.tensors[static_cast<size_t>(layer.inputs[0])].layout, engine::Layout::kNhwc) << layer.kind;
+    EXPECT_EQ(plan.tensors[static_cast<size_t>(layer.outputs[0])].layout, engine::Layout::kNhwc) << layer.kind;
+    EXPECT_NE(layer.kernel.find("-nhwc-"), std::string::npos) << layer.kernel;
+  }
+  EXPECT_EQ(resizes, 2);
+  EXPECT_LE(reorders, 3);  // at most into the first conv and out of the last two
+}
+
 // A plan with reference and native layers survives the engine file: outputs bit-identical.
 TEST(EngineFloatModels, EngineFileRoundTrip) {
-  const std::string text = model(13, "g (float[N,2,6,6] x) => (float y, float r)", {weights("w", {4, 2, 3, 3})},
-                                 "c = Conv<pads=[1,1,1,1]>(x, w)\ne = Elu<alpha=0.5>(c)\ny = Relu(e)\n"
-                                 "r = Resize<mode=\"nearest\">(c, , s)");
+  const std::string text =
+      model(13, "g (float[N,2,6,6] x) => (float y, float r, float b)", {weights("w", {4, 2, 3, 3})},
+            "c = Conv<pads=[1,1,1,1]>(x, w)\ne = Elu<alpha=0.5>(c)\ny = Relu(e)\n"
+            "r = Resize<mode=\"cubic\">(c, , s)\nb = Resize<mode=\"linear\">(c, , s)");
   const std::string full = text.substr(0, text.find('>', text.find("<float")) ) + ", float[4] s = {1.0, 1.0, 2.0, 2.0}" +
                            text.substr(text.find('>', text.find("<float")));
   auto graph = load_text_graph(full, 2);

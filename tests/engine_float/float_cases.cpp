@@ -187,10 +187,10 @@ std::vector<OpCase> fallback_cases() {
 // One graph with every native kind.
 std::string all_kinds_model() {
   return "<ir_version: 8, opset_import: [\"\" : 13]>\n"
-         "g (float[N,4,8,8] x) => (float y, float s, float t, float cc)\n<" +
+         "g (float[N,4,8,8] x) => (float y, float s, float t, float cc, float rn, float rb)\n<" +
          weights("w", {6, 4, 3, 3}) + ", " + weights("b", {6}) + ", " + weights("k", {1, 6, 1, 1}) + ", " +
          weights("bs", {6}) + ", " + weights("bm", {6}) + ", " + weights("bv", {6}, 0.5f, 2.0f) + ", " +
-         weights("fc", {6, 5}) + ">\n" + R"({
+         weights("fc", {6, 5}) + ", float[4] rs = {1.0, 1.0, 2.0, 1.5}>\n" + R"({
   c = Conv<pads=[1,1,1,1]>(x, w, b)
   m = Mul(c, k)
   r = Relu(m)
@@ -203,6 +203,8 @@ std::string all_kinds_model() {
   s = Softmax(y)
   t = Transpose<perm=[0,2,3,1]>(p)
   cc = Concat<axis=1>(p, p)
+  rn = Resize<mode="nearest">(p, , rs)
+  rb = Resize<mode="linear">(p, , rs)
 }
 )";
 }

@@ -25,13 +25,13 @@ void expect_same(const Graph& graph, const HarnessPlan& built, int64_t batch, do
   }
 }
 
-// Resize (strings), ConstantOfShape (tensor attribute, constant input), Elu (float), Hardmax
+// Resize cubic (strings), ConstantOfShape (tensor attribute, constant input), Elu (float), Hardmax
 // (int), ReduceMean (ints), Constant (floats, no inputs): all through the reference layer.
 const char* const kAttributeModel = R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[N,2,3,4] x) => (float r, float c, float e, float l, float t, float f)
 <int64[1] shape = {5}, float[4] scales = {1.0, 1.0, 2.0, 1.5}>
 {
-  r = Resize<mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor">(x, , scales)
+  r = Resize<mode="cubic", coordinate_transformation_mode="asymmetric", nearest_mode="floor">(x, , scales)
   c = ConstantOfShape<value=float[1] {2.5}>(shape)
   e = Elu<alpha=0.5>(x)
   l = Hardmax<axis=-1>(x)

@@ -103,9 +103,10 @@ Mismatch compare(const TensorMap& expected, const TensorMap& actual, const std::
 }
 
 bool is_int8_kind(const std::string& kind) {
-  static const std::set<std::string> kinds = {"qconv",   "qmatmul",      "qbatched_matmul", "qbinary",
-                                              "qlut",    "qmaxpool",     "qavgpool",        "qgavgpool",
-                                              "qconcat", "int8_reshape", "int8_transpose",  "softmax_quantize"};
+  static const std::set<std::string> kinds = {"qconv",         "qmatmul",      "qbatched_matmul", "qbinary",
+                                              "qlut",          "qmaxpool",     "qavgpool",        "qgavgpool",
+                                              "qconcat",       "int8_reshape", "int8_transpose",  "softmax_quantize",
+                                              "resize_nearest"};
   return kinds.count(kind) != 0;
 }
 
@@ -613,6 +614,83 @@ TEST(Int8Layers, RegionStaysNhwc) {
   for (int origin : plan->harness_node) reorders += origin == -2;
   EXPECT_EQ(reorders, 2);
   expect_matches_reference(graph, {"qconv", "qlut", "qbinary", "qmaxpool"}, 1, kRequantizeTolerance);
+}
+
+// Resize nearest on int8/uint8 (what fuse_qdq_resize leaves of DQ -> Resize -> Q): a gather,
+// bit-identical to the reference; NCHW here (the graph inputs are plain).
+TEST(Int8Layers, ResizeNearest) {
+  Graph graph =
+      load_text(model(fmt::format("int8[{},5,7,9] x, uint8[{},3,4,33] u", kMaxBatch, kMaxBatch),
+                      fmt::format("int8[{},5,14,13] r, uint8[{},3,2,66] v", kMaxBatch, kMaxBatch),
+                      {"float[4] s = {1.0, 1.0, 2.0, 1.5}", "float[4] t = {1.0, 1.0, 0.5, 2.0}"},
+                      "r = Resize <mode = \"nearest\", coordinate_transformation_mode = \"half_pixel\"> (x, , s)\n"
+                      "v = Resize <mode = \"nearest\", coordinate_transformation_mode = \"align_corners\", "
+                      "nearest_mode = \"ceil\"> (u, , t)\n"));
+  expect_matches_reference(graph, {"resize_nearest", "resize_nearest"});
+}
+
+// A QDQ model end to end: DQ -> Resize(nearest) -> Q with equal parameters runs as the int8
+// gather (fuse_qdq_resize), with other parameters as float Resize between dequantize and
+// quantize layers; both bit-identical to the reference executor on the original graph.
+TEST(Int8Layers, QdqResizeNearestEndToEnd) {
+  for (const char* out_params : {"xs, xz", "ys, xz"}) {
+    SCOPED_TRACE(out_params);
+    Graph graph = load_text(
+        model(fmt::format("float[{},3,5,6] x", kMaxBatch), fmt::format("float[{},3,10,12] y", kMaxBatch),
+              {"float xs = {0.02}", "int8 xz = {3}", "float ys = {0.03}", "float[4] s = {1.0, 1.0, 2.0, 2.0}"},
+              fmt::format("xq = QuantizeLinear(x, xs, xz)\nxd = DequantizeLinear(xq, xs, xz)\n"
+                          "r = Resize <mode = \"nearest\"> (xd, , s)\n"
+                          "rq = QuantizeLinear(r, {})\ny = DequantizeLinear(rq, {})\n",
+                          out_params, out_params)));
+    auto built = engine::Engine::build(graph, {});
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    bool int8_gather = false, float_resize = false;
+    for (const engine::PlanLayer& layer : (*built)->plan().layers) {
+      EXPECT_NE(layer.kind, "reference") << layer.name;
+      if (layer.kind != "resize_nearest") continue;
+      const DataType dtype = (*built)->plan().tensors[static_cast<size_t>(layer.inputs[0])].dtype;
+      int8_gather = int8_gather || dtype == DataType::kInt8;
+      float_resize = float_resize || dtype == DataType::kFloat;
+    }
+    const bool equal = std::string(out_params) == "xs, xz";
+    EXPECT_EQ(int8_gather, equal);
+    EXPECT_EQ(float_resize, !equal);
+    std::mt19937 rng(3);
+    TensorMap inputs = random_graph_inputs(graph, rng);
+    auto expected = run_reference(graph, inputs);
+    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+    auto actual = run_engine(**built, inputs, 2);
+    ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+    EXPECT_EQ(std::memcmp(actual->at("y").raw_data(), expected->at("y").raw_data(), expected->at("y").nbytes()), 0);
+  }
+}
+
+// Inside an INT8 region the nearest Resize reads and writes channels-last: no reorder around it.
+TEST(Int8Layers, ResizeNearestStaysNhwcInARegion) {
+  std::mt19937 rng(9);
+  std::vector<std::string> init = {"float xs = {0.05}",
+                                   "int8 xz = {0}",
+                                   int_initializer("int8", "w", {8, 4, 3, 3}, -127, 127, rng),
+                                   float_initializer("ws", {8}, 0.002f, 0.01f, rng),
+                                   "int8[8] wz = {0, 0, 0, 0, 0, 0, 0, 0}",
+                                   "float ys = {0.04}",
+                                   "int8 yz = {0}",
+                                   "float[4] s = {1.0, 1.0, 2.0, 2.0}",
+                                   fmt::format("int8[{},8,6,6] c", kMaxBatch),
+                                   fmt::format("int8[{},8,12,12] u", kMaxBatch)};
+  Graph graph =
+      load_text(model(fmt::format("int8[{},4,6,6] x", kMaxBatch), fmt::format("int8[{},8,6,6] p", kMaxBatch), init,
+                      "c = qdqrt.QConv <pads = [1, 1, 1, 1], activation = \"Relu\", fused_nodes = [\"conv\"]> "
+                      "(x, xs, xz, w, ws, wz, , ys, yz)\n"
+                      "u = Resize <mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = "
+                      "\"floor\"> (c, , s)\n"
+                      "p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (u)\n"));
+  auto plan = harness_lower(graph, kMaxBatch, kernels::active_isa());
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  int reorders = 0;
+  for (int origin : plan->harness_node) reorders += origin == -2;
+  EXPECT_EQ(reorders, 2);  // into the region (x) and out of it (p)
+  expect_matches_reference(graph, {"qconv", "resize_nearest", "qmaxpool"});
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// fuse_qdq_binary, fuse_qdq_pool, fuse_qdq_concat, fuse_qdq_lookup and the whole pipeline.
+// fuse_qdq_binary, fuse_qdq_pool, fuse_qdq_resize, fuse_qdq_concat, fuse_qdq_lookup and the whole pipeline.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -120,6 +120,52 @@ g (float[1,3,6,6] x) => (float[1,3,3,3] m1)
   Result r = fuse_text(pass, text, 0);
   EXPECT_EQ(find_op(r.fused, "MaxPool")->inputs[0], "xd");
   EXPECT_EQ(float_reason_for(r.original, r.context, "m0"), "input and output quantization parameters differ");
+}
+
+TEST(FuseQdqResize, NearestWithEqualParametersReadsInt8) {
+  std::string text = fmt::format(R"({}
+g (float[1,3,5,6] x) => (float[1,3,10,12] n1, float[1,3,10,12] l1)
+<float xs = {{0.02}}, uint8 xz = {{128}}, float[4] s = {{1.0, 1.0, 2.0, 2.0}}>
+{{
+{}  n0 = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> (xd, , s)
+  nq = QuantizeLinear(n0, xs, xz)
+  n1 = DequantizeLinear(nq, xs, xz)
+  l0 = Resize <mode = "linear"> (xd, , s)
+  lq = QuantizeLinear(l0, xs, xz)
+  l1 = DequantizeLinear(lq, xs, xz)
+}})",
+                                 kHeader, quantized("x", "xs", "xz"));
+  optimizer::FusionPass pass("fuse_qdq_resize");
+  // Nearest: exact; linear stays float (same graph).
+  Result r = fuse_text(pass, text, 1e-6f);
+  ASSERT_EQ(count_ops(r.fused, "Resize"), 2);
+  int int8_reads = 0;
+  for (const Node& node : r.fused.nodes) {
+    if (node.op_type == "Resize" && node.inputs[0] == "xq") ++int8_reads;
+  }
+  EXPECT_EQ(int8_reads, 1);
+  EXPECT_EQ(count_ops(r.fused, "QuantizeLinear"), 2);  // the graph input's and the linear one's
+  EXPECT_NE(float_reason_for(r.original, r.context, "l0").find("mode 'linear' interpolates"), std::string::npos)
+      << float_reason_for(r.original, r.context, "l0");
+}
+
+TEST(FuseQdqResize, DifferentParametersMustNotFire) {
+  for (const char* out_params : {"ys, xz", "xs, yz"}) {
+    SCOPED_TRACE(out_params);
+    std::string text = fmt::format(R"({}
+g (float[1,3,5,6] x) => (float[1,3,10,12] n1)
+<float xs = {{0.02}}, int8 xz = {{0}}, float ys = {{0.04}}, int8 yz = {{3}}, float[4] s = {{1.0, 1.0, 2.0, 2.0}}>
+{{
+{}  n0 = Resize <mode = "nearest"> (xd, , s)
+  nq = QuantizeLinear(n0, {})
+  n1 = DequantizeLinear(nq, {})
+}})",
+                                   kHeader, quantized("x", "xs", "xz"), out_params, out_params);
+    optimizer::FusionPass pass("fuse_qdq_resize");
+    Result r = fuse_text(pass, text, 0);
+    EXPECT_EQ(find_op(r.fused, "Resize")->inputs[0], "xd");
+    EXPECT_EQ(float_reason_for(r.original, r.context, "n0"), "input and output quantization parameters differ");
+  }
 }
 
 TEST(FuseQdqConcat, DifferentInputScalesAreRequantized) {
