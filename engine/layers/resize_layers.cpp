@@ -19,6 +19,7 @@
 #include <set>
 
 #include "core/ops/resize.h"
+#include "engine/batch_tracking.h"
 #include "engine/layers/float_common.h"
 #include "kernels/resize/resize.h"
 
@@ -305,10 +306,24 @@ Result<ResizePlan> plan_scales(const Node& node, const ResizeAttributes& attribu
   // in their N entry; the layer takes N from the run and the lowering checks that the output's
   // batch is where the input's is, so the other entries are batch-independent and an initializer
   // of the optimized graph is read without pinning the engine to its maximum batch.
+  // Shape inference's expressions of its elements (ValueInfo::elements) say which entries follow
+  // the batch: only the batch's own entry (the first, over axis 0) may.
   const Tensor* sizes = nullptr;
   if (!sizes_name.empty()) {
-    sizes = context.graph().find_initializer(sizes_name);
-    if (sizes == nullptr) sizes = context.constant(sizes_name);
+    const Tensor* found = context.graph().find_initializer(sizes_name);
+    const ValueInfo* info = context.graph().find_value(sizes_name);
+    bool only_batch_entry_follows = found != nullptr;
+    if (found != nullptr && info != nullptr && info->from_runtime_shapes) {
+      const bool first_is_batch = attributes.axes.empty() || attributes.axes.front() == 0 ||
+                                  attributes.axes.front() == -rank;
+      only_batch_entry_follows = info->elements.has_value();
+      for (size_t i = 0; only_batch_entry_follows && i < info->elements->size(); ++i) {
+        const DimExpr& entry = (*info->elements)[i].expr;
+        const bool follows = !entry.known() || entry.depends_on(kBatchSymbol);
+        if (follows && !(i == 0 && first_is_batch)) only_batch_entry_follows = false;
+      }
+    }
+    sizes = only_batch_entry_follows ? found : context.constant(sizes_name);
   }
   if ((!scales_name.empty() && scales == nullptr) || (!sizes_name.empty() && sizes == nullptr)) {
     plan.reference_reason = "scales or sizes computed at run time";
