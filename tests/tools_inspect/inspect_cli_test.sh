@@ -24,6 +24,26 @@ expect 0 stdout "Conv/MatMul MACs in INT8: " inspect --onnx="$model"
 expect 0 stdout "Q/DQ nodes left: " inspect --onnx="$model" --shapes=input:4x1x28x28
 expect 0 stdout "DepthwiseConv" inspect --onnx="$models/mobilenet_ort_u8.onnx"
 
+# Reference layers: none in this model (must not fire); a CumSum, which no native layer runs, is
+# named with its op and reason.
+expect 0 stdout "^Reference layers: 0$" inspect --onnx="$model"
+grep -q "reference layer:" "$work/stdout" && fail "inspect warned of a reference layer in a model without any"
+/usr/bin/python3 - "$work/cumsum.onnx" <<'PY' || fail "cannot write the CumSum model (/usr/bin/python3 with onnx)"
+import sys, onnx
+from onnx import helper, TensorProto
+graph = helper.make_graph(
+    [helper.make_node("CumSum", ["x", "axis"], ["y"], name="running_sum")], "g",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])],
+    [helper.make_tensor("axis", TensorProto.INT64, [], [1])])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+model.ir_version = 8
+onnx.save(model, sys.argv[1])
+PY
+expect 0 stdout "^\[W\] reference layer: CumSum 'running_sum' runs on the reference executor \(slow, one thread\): no native layer implements CumSum$" \
+  inspect --onnx="$work/cumsum.onnx" --shapes=x:2x8
+grep -Eq "^Reference layers: 1$" "$work/stdout" || fail "inspect does not count the reference layer"
+
 # JSON: parses, one layer per table row, summary present.
 expect 0 stdout "Layer summary" inspect --onnx="$model" --exportLayerInfo="$work/layers.json"
 rows=$(($(sed -n '/=== Layer information ===/,/=== Layer summary ===/p' "$work/stdout" | wc -l) - 3))
