@@ -4,6 +4,7 @@
 
 #include "core/op_registry.h"
 #include "core/ops/op_families.h"
+#include "core/ops/scatter.h"
 #include "core/ops/tensor_shapes.h"
 
 namespace qdqrt {
@@ -260,6 +261,7 @@ void register_tensor_ops(OpRegistry& registry) {
   add(registry, "NonZero", nullptr, infer_non_zero_shape);
   add(registry, "DepthToSpace", parse_depth_to_space, infer_depth_to_space_shape);
   add(registry, "SpaceToDepth", parse_space_to_depth, infer_space_to_depth_shape);
+  register_scatter_ops(registry);
 }
 
 }  // namespace qdqrt

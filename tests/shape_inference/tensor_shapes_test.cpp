@@ -235,6 +235,17 @@ TEST(TensorShapes, GatherAndGatherElementsDims) {
   EXPECT_EQ(dims_of(inferred, "z"), "[N, 2, 6]");
 }
 
+TEST(TensorShapes, ScatterNDKeepsTheDataDims) {
+  Inferred inferred = infer(
+      model("g (float[N, 4, 6] x, int64[3, 2] i, float[3, 6] u, int64[2, 4] far, float[2] v, float[3, 5] w) => "
+            "(float[N, 4, 6] y)",
+            "y = ScatterND(x, i, u)\n a = ScatterND(x, far, v)\n b = ScatterND(x, i, w)", 16),
+      false);
+  EXPECT_EQ(dims_of(inferred, "y"), "[N, 4, 6]");
+  expect_error(inferred, "a", "ScatterND", "index 4 dims of data");
+  expect_error(inferred, "b", "ScatterND", "updates [3, 5] do not match");
+}
+
 TEST(TensorShapes, ExpandAndConstantOfShapeFromShape) {
   Inferred inferred =
       infer(model("g (float[N, 3, 4] x, float[3, 1] ones) => (float[N, 3, 4] y)",
