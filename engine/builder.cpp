@@ -363,7 +363,15 @@ class PlanBuilder final : public BuildContext {
   // Why no registered lowering took `node` (the builder then lowers it to the reference layer).
   std::string fallback_reason(const Node& node, bool moves) const {
     const std::string op = node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
-    if (!registry_.has_lowering(node.domain, node.op_type)) return fmt::format("no native layer implements {}", op);
+    if (!registry_.has_lowering(node.domain, node.op_type)) {
+      const Attribute* equation = node.op_type == "Einsum" ? node.find_attribute("equation") : nullptr;
+      if (equation != nullptr && equation->kind == Attribute::Kind::kString) {
+        return fmt::format("no native layer implements Einsum, and '{}' is not a two-operand matrix product the "
+                           "optimizer's lower_einsum rewrites to MatMul",
+                           equation->s);
+      }
+      return fmt::format("no native layer implements {}", op);
+    }
     if (moves && registry_.find_lowering(node, *this, false) != nullptr) {
       return fmt::format("its tensors hold the batch off dim 0, which the native {} layers do not take", op);
     }

@@ -245,6 +245,43 @@ TEST(ReferenceLayer, NoReferenceLayersBuildsAModelWithoutThem) {
   for (const auto& layer : (*engine)->plan().layers) EXPECT_NE(layer.kind, "reference") << layer.name;
 }
 
+// Attention's Einsums become native MatMul layers (lower_einsum); a diagonal stays Einsum on the
+// reference layer, whose reason names the equation.
+TEST(ReferenceLayer, EinsumLowersToMatMulLayersOrSaysWhyNot) {
+  auto attention = load_text_graph(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,2,8,4] q, float[N,2,8,4] k) => (float y)
+{
+  s = Einsum<equation = "bhid,bhjd->bhij">(q, k)
+  y = Einsum<equation = "bhij,bhjd->bhid">(s, k)
+}
+)",
+                                   2);
+  ASSERT_TRUE(attention.ok()) << attention.status().to_string();
+  engine::BuildOptions options;
+  options.precision = engine::Precision::kFp32;
+  options.no_reference_layers = true;
+  auto engine = engine::Engine::build(*attention, options);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  int matmuls = 0;
+  for (const auto& layer : (*engine)->plan().layers) matmuls += layer.op_type == "MatMul" ? 1 : 0;
+  EXPECT_EQ(matmuls, 2);
+
+  auto diagonal = load_text_graph(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[4,4] x, float[4,5] w) => (float y)
+{
+  y = Einsum<equation = "ii,ij->ij">(x, w)
+}
+)",
+                                  1);
+  ASSERT_TRUE(diagonal.ok()) << diagonal.status().to_string();
+  options.no_reference_layers = false;
+  auto kept = engine::Engine::build(*diagonal, options);
+  ASSERT_TRUE(kept.ok()) << kept.status().to_string();
+  EXPECT_EQ(reason_of((*kept)->plan(), "Einsum"),
+            "no native layer implements Einsum, and 'ii,ij->ij' is not a two-operand matrix product the optimizer's "
+            "lower_einsum rewrites to MatMul");
+}
+
 TEST(FloatModels, FmnistResnetFp32MatchesReference) {
   const std::string path = std::string(QDQRT_MODELS_DIR) + "/fmnist_resnet_fp32.onnx";
   for (int64_t max_batch : {1, 4}) {
