@@ -267,9 +267,9 @@ g (float[N,2,8,4] q, float[N,2,8,4] k) => (float y)
   EXPECT_EQ(matmuls, 2);
 
   auto diagonal = load_text_graph(R"(<ir_version: 8, opset_import: ["" : 13]>
-g (float[4,4] x, float[4,5] w) => (float y)
+g (float[N,4,4] x, float[N,4,5] w) => (float y)
 {
-  y = Einsum<equation = "ii,ij->ij">(x, w)
+  y = Einsum<equation = "bii,bij->bij">(x, w)
 }
 )",
                                   1);
@@ -278,7 +278,7 @@ g (float[4,4] x, float[4,5] w) => (float y)
   auto kept = engine::Engine::build(*diagonal, options);
   ASSERT_TRUE(kept.ok()) << kept.status().to_string();
   EXPECT_EQ(reason_of((*kept)->plan(), "Einsum"),
-            "no native layer implements Einsum, and 'ii,ij->ij' is not a two-operand matrix product the optimizer's "
+            "no native layer implements Einsum, and 'bii,bij->bij' is not a two-operand matrix product the optimizer's "
             "lower_einsum rewrites to MatMul");
 }
 
