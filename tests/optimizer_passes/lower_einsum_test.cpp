@@ -57,6 +57,30 @@ TEST(LowerEinsum, OpsetTwelveUnsqueezeTakesAxesAsAnAttribute) {
   expect_same_outputs(graph, rewritten, random_inputs(graph, 22), 1e-5, 1e-5);
 }
 
+// Between Q/DQ pairs (a quantized attention), the lowered MatMul is what the INT8 fusions take:
+// no float MatMul and no Einsum are left, only the output's DequantizeLinear.
+TEST(LowerEinsum, QuantizedAttentionBecomesAnInt8MatMul) {
+  Graph graph = parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 16]>
+    g (float[1,2,8,4] q, float[1,2,8,4] k) => (float[1,2,8,8] y)
+    <float s = {0.05}, int8 z = {0}>
+    {
+      qq = QuantizeLinear(q, s, z)
+      qd = DequantizeLinear(qq, s, z)
+      kq = QuantizeLinear(k, s, z)
+      kd = DequantizeLinear(kq, s, z)
+      scores = Einsum<equation = "bhid,bhjd->bhij">(qd, kd)
+      sq = QuantizeLinear(scores, s, z)
+      y = DequantizeLinear(sq, s, z)
+    })");
+  Graph optimized = graph;
+  ASSERT_TRUE(optimizer::optimize(optimized).ok());
+  EXPECT_EQ(count_ops(optimized, "Einsum"), 0) << op_sequence(optimized);
+  EXPECT_EQ(count_ops(optimized, "MatMul"), 0) << op_sequence(optimized);
+  EXPECT_EQ(count_ops(optimized, "DequantizeLinear"), 1) << op_sequence(optimized);
+  expect_same_outputs(graph, optimized, random_inputs(graph, 23), 1e-5, 1e-5);
+}
+
 TEST(LowerEinsum, MustNotFire) {
   const Form kept[] = {
       {"...ij,...jk->...ik", "[2,4,5]", "[2,5,3]", "[2,4,3]", "Einsum"},  // ellipsis
