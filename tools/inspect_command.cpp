@@ -38,8 +38,9 @@ std::vector<std::string> split_names(const std::vector<std::string>& lists) {
 }
 
 // Which nodes the engine would run on the reference executor: only the engine builder knows, so
-// the model is built (at --shapes, the same precision and passes) and its reference layers listed.
-void write_reference_layers(const InspectOptions& options, std::ostream& out) {
+// the model is built (at --shapes, the same precision and passes) and its reference layers listed
+// (one warning line each, then their count); for --exportLayerInfo, as JSON (null: not known).
+nlohmann::json write_reference_layers(const InspectOptions& options, std::ostream& out) {
   engine::BuildOptions build;
   build.precision = options.float_only ? engine::Precision::kFp32 : engine::Precision::kInt8;
   build.input_shapes = options.shapes;
@@ -48,16 +49,18 @@ void write_reference_layers(const InspectOptions& options, std::ostream& out) {
   auto built = engine::Engine::build_from_file(options.onnx_path, build);
   if (!built.ok()) {
     out << fmt::format("Reference layers: not known (the engine does not build: {})\n", built.status().message());
-    return;
+    return nullptr;
   }
-  int count = 0;
+  nlohmann::json layers = nlohmann::json::array();
   for (const engine::PlanLayer& layer : (*built)->plan().layers) {
     if (layer.kind != "reference") continue;
-    ++count;
+    const std::string reason = engine::reference_layer_reason(layer);
     out << fmt::format("[W] reference layer: {} '{}' runs on the reference executor (slow, one thread): {}\n",
-                       layer.op_type, layer.name, engine::reference_layer_reason(layer));
+                       layer.op_type, layer.name, reason);
+    layers.push_back({{"Node", layer.name}, {"OpType", layer.op_type}, {"Reason", reason}});
   }
-  out << fmt::format("Reference layers: {}\n", count);
+  out << fmt::format("Reference layers: {}\n", layers.size());
+  return layers;
 }
 
 }  // namespace
@@ -98,12 +101,14 @@ Status inspect_model(const InspectOptions& options, std::ostream& out, bool& usa
   out << "=== Layer information ===\n"
       << format_inspect_table(result.layers, options.full_names ? 0 : kInspectNameWidth)
       << optimizer::format_layer_summary(result.layers);
-  write_reference_layers(options, out);
+  nlohmann::json reference_layers = write_reference_layers(options, out);
 
   if (!options.export_layer_info_path.empty()) {
     std::ofstream file(options.export_layer_info_path, std::ios::trunc);
     if (!file) return io_error("--exportLayerInfo: cannot open '{}' for writing", options.export_layer_info_path);
-    file << layer_report_to_json(result.layers, result.bindings).dump(2) << "\n";
+    nlohmann::json json = layer_report_to_json(result.layers, result.bindings);
+    json["Summary"]["ReferenceLayers"] = std::move(reference_layers);
+    file << json.dump(2) << "\n";
     if (!file) return io_error("--exportLayerInfo: cannot write '{}'", options.export_layer_info_path);
   }
   return Status::ok();

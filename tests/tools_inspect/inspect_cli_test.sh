@@ -41,8 +41,13 @@ model.ir_version = 8
 onnx.save(model, sys.argv[1])
 PY
 expect 0 stdout "^\[W\] reference layer: CumSum 'running_sum' runs on the reference executor \(slow, one thread\): no native layer implements CumSum$" \
-  inspect --onnx="$work/cumsum.onnx" --shapes=x:2x8
+  inspect --onnx="$work/cumsum.onnx" --shapes=x:2x8 --exportLayerInfo="$work/cumsum.json"
 grep -Eq "^Reference layers: 1$" "$work/stdout" || fail "inspect does not count the reference layer"
+/usr/bin/python3 - "$work/cumsum.json" <<'PY' || fail "inspect's JSON does not list the reference layer"
+import json, sys
+layers = json.load(open(sys.argv[1]))["Summary"]["ReferenceLayers"]
+assert layers == [{"Node": "running_sum", "OpType": "CumSum", "Reason": "no native layer implements CumSum"}], layers
+PY
 
 # JSON: parses, one layer per table row, summary present.
 expect 0 stdout "Layer summary" inspect --onnx="$model" --exportLayerInfo="$work/layers.json"
@@ -57,6 +62,7 @@ for layer in data["Layers"]:
         assert {"Name", "Location", "Dimensions", "Format/Datatype"} <= set(tensor), tensor
 assert data["Bindings"] == ["input", "logits"], data["Bindings"]
 assert "Int8MACShare" in data["Summary"] and "FloatReasons" in data["Summary"]
+assert data["Summary"]["ReferenceLayers"] == [], data["Summary"]["ReferenceLayers"]
 PY
 
 # The table: the name last, cut at 60 characters unless --fullNames.
