@@ -360,7 +360,8 @@ class PlanBuilder final : public BuildContext {
     if (fixed_batch_reason_.empty()) fixed_batch_reason_ = std::move(reason);
   }
 
-  // Why no registered lowering took `node` (the builder then lowers it to the reference layer).
+  // Why no registered lowering took `node` (the builder then lowers it to the reference layer);
+  // empty when lowerings exist and declined it.
   std::string fallback_reason(const Node& node, bool moves) const {
     const std::string op = node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
     if (!registry_.has_lowering(node.domain, node.op_type)) {
@@ -375,16 +376,7 @@ class PlanBuilder final : public BuildContext {
     if (moves && registry_.find_lowering(node, *this, false) != nullptr) {
       return fmt::format("its tensors hold the batch off dim 0, which the native {} layers do not take", op);
     }
-    std::vector<std::string> items;
-    for (const std::string& input : node.inputs) {
-      if (input.empty()) continue;
-      auto dtype = dtype_of(input);
-      auto shape = shape_of(input);
-      items.push_back(fmt::format("{}{} {}", constant(input) ? "constant " : "", dtype.ok() ? dtype_name(*dtype) : "?",
-                                  shape.ok() ? shape_to_string(*shape) : "?"));
-    }
-    return fmt::format("the native {} layers{} do not take these inputs or attributes (inputs: {})", op,
-                       options_.precision == Precision::kFp32 ? "" : " (float and INT8)", fmt::join(items, ", "));
+    return {};  // the registered lowerings declined it: lower_with_reference names the op and its inputs
   }
 
   // True when a runtime input or output of `node` has its batch elsewhere than one slice per image
