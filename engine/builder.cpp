@@ -59,8 +59,10 @@ class PlanBuilder final : public BuildContext {
           current_batched_ = true;
         }
       }
-      const NodeLowering* lowering = registry_.find_lowering(node, *this, moves_batch(node));
-      Status status = lowering ? lowering->lower(node, *this) : lower_with_reference(node, *this);
+      const bool moves = moves_batch(node);
+      const NodeLowering* lowering = registry_.find_lowering(node, *this, moves);
+      Status status = lowering ? lowering->lower(node, *this)
+                               : lower_with_reference(node, *this, fallback_reason(node, moves));
       if (!status.is_ok()) {
         return status.with_context(fmt::format("{} '{}'", node.op_type, node.name));
       }
@@ -358,6 +360,25 @@ class PlanBuilder final : public BuildContext {
     if (fixed_batch_reason_.empty()) fixed_batch_reason_ = std::move(reason);
   }
 
+  // Why no registered lowering took `node` (the builder then lowers it to the reference layer);
+  // empty when lowerings exist and declined it.
+  std::string fallback_reason(const Node& node, bool moves) const {
+    const std::string op = node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
+    if (!registry_.has_lowering(node.domain, node.op_type)) {
+      const Attribute* equation = node.op_type == "Einsum" ? node.find_attribute("equation") : nullptr;
+      if (equation != nullptr && equation->kind == Attribute::Kind::kString) {
+        return fmt::format("no native layer implements Einsum, and '{}' is not a two-operand matrix product the "
+                           "optimizer's lower_einsum rewrites to MatMul",
+                           equation->s);
+      }
+      return fmt::format("no native layer implements {}", op);
+    }
+    if (moves && registry_.find_lowering(node, *this, false) != nullptr) {
+      return fmt::format("its tensors hold the batch off dim 0, which the native {} layers do not take", op);
+    }
+    return {};  // the registered lowerings declined it: lower_with_reference names the op and its inputs
+  }
+
   // True when a runtime input or output of `node` has its batch elsewhere than one slice per image
   // on dim 0: only lowerings flagged any_batch_layout may take it.
   bool moves_batch(const Node& node) const {
@@ -479,6 +500,18 @@ Result<EnginePlan> build_plan(const Graph& optimized, const BuildOptions& option
   QDQRT_RETURN_IF_ERROR(builder.lower_all());
   QDQRT_RETURN_IF_ERROR(builder.finish_outputs());
   EnginePlan plan = builder.take();
+  if (options.no_reference_layers) {
+    std::vector<std::string> refused;
+    for (const PlanLayer& layer : plan.layers) {
+      if (layer.kind != "reference") continue;
+      refused.push_back(fmt::format("{} '{}': {}", layer.op_type, layer.name,
+                                    reference_layer_reason(layer)));
+    }
+    if (!refused.empty()) {
+      return unsupported("{} node(s) would run on the reference executor (no reference layers allowed): {}",
+                         refused.size(), fmt::join(refused, "; "));
+    }
+  }
   plan.source_model = optimized.name;
   QDQRT_RETURN_IF_ERROR(plan_memory(plan));
   return plan;

@@ -19,6 +19,7 @@
 #include "engine/context_threads.h"
 #include "engine/engine_file.h"
 #include "engine/layer.h"
+#include "engine/layer_params.h"
 #include "engine/plan_validation.h"
 #include "kernels/aligned_buffer.h"
 #include "kernels/dispatch.h"
@@ -106,6 +107,11 @@ Result<std::shared_ptr<const Engine>> build_engine(Graph graph, const BuildOptio
 }
 
 }  // namespace
+
+std::string reference_layer_reason(const PlanLayer& layer) {
+  auto reason = layer.params.get_string(std::string(params::kReferenceReason.key()), "");
+  return reason.ok() && !reason->empty() ? *reason : std::string("not recorded");
+}
 
 // ------------------------------------------------------------------------------------------------
 // Engine

@@ -40,6 +40,9 @@ struct BuildOptions {
   // Optimizer pass selection (qdqrt inspect --passes/--disablePasses).
   std::vector<std::string> only_passes;
   std::vector<std::string> disabled_passes;
+  // A node no native layer runs is a build error (naming the node, op and reason) instead of a
+  // slow "reference" layer running the reference executor's kernel (qdqrt exec --noReferenceLayers).
+  bool no_reference_layers = false;
 };
 
 struct TensorBinding {
@@ -78,6 +81,10 @@ struct ContextOptions {
   int threads = 0;          // 0: all hardware threads
   bool profiling = false;   // record per-layer times of every run
 };
+
+// For a layer of kind "reference": why no native layer runs its node (the plan's `reason` param;
+// "not recorded" for plans written without it).
+std::string reference_layer_reason(const PlanLayer& layer);
 
 class Engine;
 

@@ -1,5 +1,7 @@
 #include "engine/layer.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "engine/layers/layer_families.h"
@@ -53,6 +55,12 @@ const NodeLowering* LayerRegistry::find_lowering(const Node& node, const BuildCo
     if (!entry.accepts || entry.accepts(node, context)) return &entry;
   }
   return nullptr;
+}
+
+bool LayerRegistry::has_lowering(const std::string& domain, const std::string& op_type) const {
+  return std::any_of(lowerings_.begin(), lowerings_.end(), [&](const NodeLowering& entry) {
+    return entry.domain == domain && entry.op_type == op_type;
+  });
 }
 
 const LayerRegistry& LayerRegistry::instance() {

@@ -176,6 +176,8 @@ class LayerRegistry {
   // flagged any_batch_layout are considered.
   const NodeLowering* find_lowering(const Node& node, const BuildContext& context,
                                     bool any_batch_layout = false) const;
+  // Some lowering is registered for the op (accepting or not).
+  bool has_lowering(const std::string& domain, const std::string& op_type) const;
   // Every layer family of engine/layers/layer_families.h registered.
   static const LayerRegistry& instance();
 

@@ -198,6 +198,9 @@ inline constexpr IntCodec kConstantCount{"constant_count"};
 inline constexpr IntCodec kNodeOutputs{"node_outputs", 1, 64};
 inline constexpr IntsCodec kOutputSlots{"output_slots"};  // the node output each layer output holds
 inline constexpr IntCodec kAttributeCount{"attr_count"};
+// Why the native lowerings left the node to the reference layer (shown by exec and inspect; bind
+// does not read it, so a plan without it still loads).
+inline constexpr StringCodec kReferenceReason{"reason"};
 // A tensor under prefix "const<c>" (constant input c) or "attr<i>" (a tensor attribute).
 std::string constant_tensor(int64_t index);  // "const<index>"
 inline constexpr IntCodec kTensorDtype{".dtype"};

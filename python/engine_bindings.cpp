@@ -147,15 +147,18 @@ void bind_engine(py::module_& module) {
       .def_property_readonly("layers",
                              [](const EngineHandle& self) {
                                py::list layers;
-                               for (const engine::LayerProfileEntry& entry : self.engine->layers()) {
+                               for (const engine::PlanLayer& entry : self.engine->plan().layers) {
                                  py::dict layer;
                                  layer["name"] = entry.name;
                                  layer["kind"] = entry.kind;
                                  layer["kernel"] = entry.kernel;
+                                 // A slow fallback says why no native layer took its node.
+                                 if (entry.kind == "reference") layer["reason"] = engine::reference_layer_reason(entry);
                                  layers.append(layer);
                                }
                                return layers;
-                             })
+                             },
+                             "Per layer (plan order): {name, kind, kernel}, and `reason` for kind 'reference'.")
       .def_property_readonly("max_batch", [](const EngineHandle& self) { return self.engine->max_batch(); })
       .def_property_readonly("precision", [](const EngineHandle& self) { return self.engine->plan().precision; })
       .def_property_readonly("isa", [](const EngineHandle& self) { return self.engine->plan().isa; })

@@ -52,6 +52,8 @@ struct SessionOptions {
   // qdqrt's own: the engine's precision and highest ISA (ignored for .qdqrt files, fixed when built).
   std::string precision = "int8";
   py::object max_isa = py::none();
+  // A node the engine would run on the reference executor fails the build (BuildOptions::no_reference_layers).
+  bool no_reference_layers = false;
 };
 
 // ONNX Runtime's RunOptions. `terminate` set before a run makes it fail as in ORT; set by another
@@ -137,6 +139,7 @@ class InferenceSession {
     for (const std::string& name : graph.inputs) inputs_.push_back(graph_node_arg(graph, name));
     for (const std::string& name : graph.outputs) outputs_.push_back(graph_node_arg(graph, name));
     build_options_ = build_options(options_.precision, py::none(), options_.max_isa);
+    build_options_.no_reference_layers = options_.no_reference_layers;
     if (!options_.optimized_model_filepath.empty()) write_optimized_model(graph);
     // Symbolic dims other than the batch take their values from the first run's feeds.
     bool only_batch_symbolic = true;
@@ -518,7 +521,9 @@ void bind_session(py::module_& module) {
              return it->second;
            })
       .def_readwrite("precision", &SessionOptions::precision, "qdqrt: 'int8' (default) or 'fp32'")
-      .def_readwrite("max_isa", &SessionOptions::max_isa, "qdqrt: highest ISA (None = the machine's best)");
+      .def_readwrite("max_isa", &SessionOptions::max_isa, "qdqrt: highest ISA (None = the machine's best)")
+      .def_readwrite("no_reference_layers", &SessionOptions::no_reference_layers,
+                     "qdqrt: fail when a node would run on the reference executor (slow fallback) instead of a native layer");
 
   py::class_<RunOptions>(module, "RunOptions", "ONNX Runtime's RunOptions: terminate is used, the rest kept.")
       .def(py::init<>())

@@ -320,6 +320,7 @@ Result<std::shared_ptr<const engine::Engine>> build_range_engine(const ExecOptio
   for (const auto& [name, shape] : options.shapes) profile.emplace(name, engine::ShapeRange{shape, shape, shape});
   engine::BuildOptions build;
   build.precision = options.precision();
+  build.no_reference_layers = options.no_reference_layers;
   out << "=== Build ===\n";
   out << fmt::format("Model: {}\n", options.onnx_path);
   out.flush();
@@ -365,6 +366,23 @@ Result<std::shared_ptr<const engine::Engine>> build_range_engine(const ExecOptio
   return engine;
 }
 
+// One warning line per layer that runs on the reference executor; with --noReferenceLayers a
+// loaded engine holding one is refused (a built one was refused by the builder).
+std::optional<RunError> warn_reference_layers(const engine::EnginePlan& plan, const ExecOptions& options,
+                                              std::ostream& out) {
+  std::vector<std::string> refused;
+  for (const engine::PlanLayer& layer : plan.layers) {
+    if (layer.kind != "reference") continue;
+    std::string reason = engine::reference_layer_reason(layer);
+    out << fmt::format("[W] reference layer: {} '{}' runs on the reference executor (slow, one thread): {}\n",
+                       layer.op_type, layer.name, reason);
+    refused.push_back(fmt::format("{} '{}': {}", layer.op_type, layer.name, reason));
+  }
+  if (refused.empty() || !options.no_reference_layers) return std::nullopt;
+  return RunError{false, unsupported("--noReferenceLayers: {} layer(s) run on the reference executor: {}", refused.size(),
+                                     fmt::join(refused, "; "))};
+}
+
 }  // namespace
 
 std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) {
@@ -389,6 +407,7 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     engine::BuildOptions build;
     build.precision = options.precision();
     build.input_shapes = options.build_shapes();
+    build.no_reference_layers = options.no_reference_layers;
     // An input read from a .npy file without --shapes is built for the file's shape.
     for (const InputFileSpec& spec : options.input_files) {
       if (build.input_shapes.count(spec.name) || is_raw_input_file(spec.path)) continue;
@@ -434,6 +453,7 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     }
   }
   const engine::EnginePlan& plan = engine->plan();
+  if (std::optional<RunError> refused = warn_reference_layers(plan, options, out)) return refused;
   // What really runs in INT8, not what was asked for: a model without Q/DQ builds all in FP32.
   PrecisionCount precision = count_layer_precisions(plan);
   bool fp32_requested = plan.precision == "fp32";
@@ -470,6 +490,7 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
   std::vector<std::string> kind_counts;
   for (const auto& [kind, count] : kinds) kind_counts.push_back(fmt::format("{} x{}", kind, count));
   out << fmt::format("Layers: {} ({})\n", plan.layers.size(), fmt::join(kind_counts, ", "));
+  out << fmt::format("Reference layers: {}\n", kinds.count("reference") ? kinds.at("reference") : 0);
   for (const engine::IoTensorInfo& info : inputs_info) out << "Input: " << io_text(info) << "\n";
   for (const engine::IoTensorInfo& info : outputs_info) out << "Output: " << io_text(info) << "\n";
   out << fmt::format("Max batch: {}\n", plan.max_batch);

@@ -190,6 +190,8 @@ void add_exec_flags(CLI::App& exec, ExecCommandLine& line) {
   exec.add_flag("--verbose", options.verbose, "Also print inputs, outputs, kernels and the trace averages");
   exec.add_flag("--skipInference,--buildOnly", options.skip_inference,
                 "Stop after building or loading (and saving) the engine");
+  exec.add_flag("--noReferenceLayers", options.no_reference_layers,
+                "Fail when a node would run on the reference executor (a slow fallback layer) instead of a native layer");
 
   // trtexec's flags with a CPU meaning.
   for (auto [flag, texts, text] :

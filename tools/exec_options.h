@@ -59,6 +59,7 @@ struct ExecOptions {
   bool dump_layer_info = false;        // --dumpLayerInfo
   bool verbose = false;                // --verbose
   bool skip_inference = false;         // --skipInference (--buildOnly): build/load (and save) only
+  bool no_reference_layers = false;    // --noReferenceLayers: a layer on the reference executor is an error
   bool dump_output = false;            // --dumpOutput: print the outputs of the last run
   std::vector<std::string> debug_tensors;  // --markDebug: model tensors kept as engine outputs
   std::vector<std::pair<std::string, std::string>> save_debug_tensors;  // --saveDebugTensors: tensor, raw file

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "engine/engine.h"
 #include "tools/layer_info_schema.h"
 
 namespace qdqrt::tools {
@@ -454,6 +455,7 @@ nlohmann::ordered_json layer_info_to_json(const engine::EnginePlan& plan, bool d
     json["SourceNodes"] = layer.source_nodes;
     json["ScratchBytes"] = layer.scratch_bytes;
     json["WeightBytes"] = weight_bytes;
+    if (layer.kind == "reference") json["ReferenceReason"] = engine::reference_layer_reason(layer);
     layers.push_back(std::move(json));
   }
   PrecisionCount precision = count_layer_precisions(plan);
@@ -462,6 +464,8 @@ nlohmann::ordered_json layer_info_to_json(const engine::EnginePlan& plan, bool d
           {"Precision", precision.label()},
           {"Int8Layers", precision.int8_layers},
           {"LayerCount", precision.layers},
+          {"ReferenceLayers", std::count_if(plan.layers.begin(), plan.layers.end(),
+                                            [](const engine::PlanLayer& layer) { return layer.kind == "reference"; })},
           {"BuildPrecision", plan.precision},
           {"ISA", plan.isa},
           {"CpuFeatures", plan.cpu_features},

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "engine/engine.h"
 #include "optimizer/pipeline.h"
 #include "parser/onnx_loader.h"
 #include "parser/onnx_writer.h"
@@ -34,6 +35,32 @@ std::vector<std::string> split_names(const std::vector<std::string>& lists) {
     }
   }
   return names;
+}
+
+// Which nodes the engine would run on the reference executor: only the engine builder knows, so
+// the model is built (at --shapes, the same precision and passes) and its reference layers listed
+// (one warning line each, then their count); for --exportLayerInfo, as JSON (null: not known).
+nlohmann::json write_reference_layers(const InspectOptions& options, std::ostream& out) {
+  engine::BuildOptions build;
+  build.precision = options.float_only ? engine::Precision::kFp32 : engine::Precision::kInt8;
+  build.input_shapes = options.shapes;
+  build.only_passes = options.passes;
+  build.disabled_passes = options.disabled_passes;
+  auto built = engine::Engine::build_from_file(options.onnx_path, build);
+  if (!built.ok()) {
+    out << fmt::format("Reference layers: not known (the engine does not build: {})\n", built.status().message());
+    return nullptr;
+  }
+  nlohmann::json layers = nlohmann::json::array();
+  for (const engine::PlanLayer& layer : (*built)->plan().layers) {
+    if (layer.kind != "reference") continue;
+    const std::string reason = engine::reference_layer_reason(layer);
+    out << fmt::format("[W] reference layer: {} '{}' runs on the reference executor (slow, one thread): {}\n",
+                       layer.op_type, layer.name, reason);
+    layers.push_back({{"Node", layer.name}, {"OpType", layer.op_type}, {"Reason", reason}});
+  }
+  out << fmt::format("Reference layers: {}\n", layers.size());
+  return layers;
 }
 
 }  // namespace
@@ -74,11 +101,14 @@ Status inspect_model(const InspectOptions& options, std::ostream& out, bool& usa
   out << "=== Layer information ===\n"
       << format_inspect_table(result.layers, options.full_names ? 0 : kInspectNameWidth)
       << optimizer::format_layer_summary(result.layers);
+  nlohmann::json reference_layers = write_reference_layers(options, out);
 
   if (!options.export_layer_info_path.empty()) {
     std::ofstream file(options.export_layer_info_path, std::ios::trunc);
     if (!file) return io_error("--exportLayerInfo: cannot open '{}' for writing", options.export_layer_info_path);
-    file << layer_report_to_json(result.layers, result.bindings).dump(2) << "\n";
+    nlohmann::json json = layer_report_to_json(result.layers, result.bindings);
+    json["Summary"]["ReferenceLayers"] = std::move(reference_layers);
+    file << json.dump(2) << "\n";
     if (!file) return io_error("--exportLayerInfo: cannot write '{}'", options.export_layer_info_path);
   }
   return Status::ok();
@@ -89,7 +119,8 @@ Command add_inspect_command(CLI::App& app) {
   inspect->footer(
       "One row per layer after optimization: kind, input/output precision (zero-point), shapes, MACs\n"
       "and the name last (fused source nodes joined by ' + ', cut unless --fullNames); then a summary: layers per precision, share of\n"
-      "Conv/MatMul MACs in INT8, Q/DQ nodes left (and inside INT8 regions), why layers stayed float.\n"
+      "Conv/MatMul MACs in INT8, Q/DQ nodes left (and inside INT8 regions), why layers stayed float;\n"
+      "then the engine is built and each layer it would run on the reference executor is named with the reason.\n"
       "Example: qdqrt inspect --onnx=model.onnx --exportLayerInfo=layers.json --dumpGraph=passes/\n");
   auto options = std::make_shared<InspectOptions>();
   auto passes = std::make_shared<std::vector<std::string>>();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/op_registry.h"
+#include "core/ops/einsum.h"
 #include "core/ops/op_families.h"
 #include "core/ops/shape_function_helpers.h"
 
@@ -69,6 +70,7 @@ Status infer_matmul(ShapeInferenceContext& context) {
 void register_matmul_ops(OpRegistry& registry) {
   registry.add({.domain = "", .op_type = "Gemm", .parse_attributes = parse_gemm, .infer_shape = infer_gemm});
   registry.add({.domain = "", .op_type = "MatMul", .infer_shape = infer_matmul});
+  register_einsum_ops(registry);
 }
 
 }  // namespace qdqrt

@@ -4,6 +4,7 @@
 
 #include "core/op_registry.h"
 #include "core/ops/op_families.h"
+#include "core/ops/scatter.h"
 #include "core/ops/tensor_shapes.h"
 
 namespace qdqrt {
@@ -269,6 +270,7 @@ void register_tensor_ops(OpRegistry& registry) {
   for (const TensorOp& op : kTensorOps) {
     registry.add(OpSchema{kOnnxDomain, op.op_type, op.min_opset, kMaxOnnxOpset, op.parse, op.infer_shape});
   }
+  register_scatter_ops(registry);
 }
 
 }  // namespace qdqrt

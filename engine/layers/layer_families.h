@@ -28,6 +28,8 @@ void register_reference_layer(LayerRegistry& registry);
 // without a lowering, and what a native lowering calls for attribute values it does not handle.
 // Needs static shapes for every runtime input and output. The layer runs the reference executor's
 // kernel: slow, one thread, and it allocates inside run() (tensors for inputs and outputs).
-Status lower_with_reference(const Node& node, BuildContext& context);
+// `reason` says why no native layer runs the node (stored as the layer's `reason` param); empty:
+// a native lowering declined it, and the reason names the op and its inputs.
+Status lower_with_reference(const Node& node, BuildContext& context, std::string reason = {});
 
 }  // namespace qdqrt::engine

@@ -28,6 +28,7 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "engine/layer.h"
 #include "engine/layer_params.h"
@@ -389,9 +390,34 @@ Result<std::unique_ptr<Layer>> bind_reference(const BindContext& context) {
 
 }  // namespace
 
-Status lower_with_reference(const Node& node, BuildContext& context) {
+namespace {
+
+// "float32 [1, 64, 56, 56], constant int64 [4]": what a native lowering saw and declined.
+std::string describe_inputs(const Node& node, const BuildContext& context) {
+  std::vector<std::string> items;
+  for (const std::string& input : node.inputs) {
+    if (input.empty()) {
+      items.push_back("absent");
+      continue;
+    }
+    const Tensor* constant = context.constant(input);
+    auto dtype = context.dtype_of(input);
+    auto shape = context.shape_of(input);
+    items.push_back(fmt::format("{}{} {}", constant ? "constant " : "", dtype.ok() ? dtype_name(*dtype) : "?",
+                                shape.ok() ? shape_to_string(*shape) : "?"));
+  }
+  return fmt::format("{}", fmt::join(items, ", "));
+}
+
+}  // namespace
+
+Status lower_with_reference(const Node& node, BuildContext& context, std::string reason) {
   if (KernelRegistry::instance().find(node.domain, node.op_type) == nullptr) {
     return unsupported("{}: no native lowering and no reference kernel", node.describe());
+  }
+  if (reason.empty()) {
+    reason = fmt::format("the native {} layers do not take these inputs or attributes (inputs: {})", node.op_type,
+                         describe_inputs(node, context));
   }
   PlanLayer layer;
   layer.kind = kKind;
@@ -402,6 +428,7 @@ Status lower_with_reference(const Node& node, BuildContext& context) {
   params::kOpType.write(layer, node.op_type);
   params::kDomain.write(layer, node.domain);
   params::kOpset.write(layer, node.opset);
+  params::kReferenceReason.write(layer, std::move(reason));
 
   std::vector<int64_t> kinds, indices;
   int64_t constant_count = 0;

@@ -90,6 +90,26 @@ def test_symbolic_dims_take_the_feeds_shapes(tmp_path):
     assert session.engine.inputs[0].shape[1] == 5
 
 
+def test_no_reference_layers_refuses_a_node_no_native_layer_runs(tmp_path):
+    from onnx import TensorProto, helper, save
+
+    graph = helper.make_graph(
+        [helper.make_node("CumSum", ["x", "axis"], ["y"], name="running_sum")], "cumsum",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor("axis", TensorProto.INT64, [], [1])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), str(tmp_path / "cumsum.onnx"))
+    x = np.arange(16, dtype=np.float32).reshape(2, 8)
+    session = qdqrt.InferenceSession(str(tmp_path / "cumsum.onnx"))  # the default: a reference layer runs it
+    np.testing.assert_array_equal(session.run(None, {"x": x})[0], np.cumsum(x, axis=1))
+    assert [(layer["kind"], layer.get("reason")) for layer in session.engine.layers] == [
+        ("reference", "no native layer implements CumSum")]
+    options = qdqrt.SessionOptions()
+    options.no_reference_layers = True
+    with pytest.raises(qdqrt.Error, match="CumSum 'running_sum': no native layer implements CumSum"):
+        qdqrt.InferenceSession(str(tmp_path / "cumsum.onnx"), options)
+
+
 def test_errors(session, images):
     with pytest.raises(ValueError, match="'nope' is not an input"):
         session.run(None, {"nope": images[:1]})

@@ -4,6 +4,7 @@
 #include "reference/ops/batched_matmul.h"
 #include "reference/ops/broadcast.h"
 #include "reference/ops/op_helpers.h"
+#include "reference/ops/family_kernels.h"
 
 namespace qdqrt {
 
@@ -82,6 +83,7 @@ Status matmul_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outpu
 void register_matmul_kernels(KernelRegistry& registry) {
   registry.add("", "Gemm", gemm_kernel);
   registry.add("", "MatMul", matmul_kernel);
+  register_einsum_kernels(registry);
 }
 
 }  // namespace qdqrt

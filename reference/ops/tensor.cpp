@@ -11,6 +11,7 @@
 #include "reference/ops/dtype_helpers.h"
 #include "reference/ops/half_float.h"
 #include "reference/ops/op_helpers.h"
+#include "reference/ops/family_kernels.h"
 
 namespace qdqrt {
 
@@ -854,6 +855,7 @@ void register_tensor_kernels(KernelRegistry& registry) {
   add(registry, "NonZero", non_zero_kernel);
   add(registry, "DepthToSpace", depth_to_space_kernel);
   add(registry, "SpaceToDepth", space_to_depth_kernel);
+  register_scatter_kernels(registry);
 }
 
 }  // namespace qdqrt

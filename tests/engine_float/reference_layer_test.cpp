@@ -1,10 +1,14 @@
 // The reference layer: every attribute kind and constant inputs survive the params/blobs
-// encoding; bind refuses damaged layers with a message naming the layer; the fp32 model runs.
+// encoding; bind refuses damaged layers with a message naming the layer; the fp32 model runs; the
+// layer records why no native layer took its node, and BuildOptions::no_reference_layers refuses it.
 #include <gtest/gtest.h>
+
+#include <cstdio>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "engine/engine.h"
 #include "engine/layers/layer_families.h"
 #include "optimizer/pipeline.h"
 #include "tests/common/layer_params_check.h"
@@ -169,6 +173,113 @@ TEST(ReferenceLayer, FusedQdqModelBitExact) {
   EXPECT_EQ(built->plan.layers.size(), graph->nodes.size());
   expect_same(*graph, *built, 4, 0.0);
   expect_same(*graph, *built, 1, 0.0);
+}
+
+// CumSum has no native layer; the vector MatMul is declined by the native MatMul lowering.
+const char* const kFallbackModel = R"(<ir_version: 8, opset_import: ["" : 14]>
+g (float[N,4] x) => (float y, float v)
+<int64 axis = {1}, float[4] w = {1.0, 2.0, 3.0, 4.0}>
+{
+  c = CumSum(x, axis)
+  y = Relu(c)
+  v = MatMul(x, w)
+}
+)";
+
+const char* const kNativeOnlyModel = R"(<ir_version: 8, opset_import: ["" : 14]>
+g (float[N,4] x) => (float y)
+{
+  y = Relu(x)
+}
+)";
+
+std::string reason_of(const engine::EnginePlan& plan, const std::string& op_type) {
+  for (const auto& layer : plan.layers) {
+    if (layer.kind == "reference" && layer.op_type == op_type) return engine::reference_layer_reason(layer);
+  }
+  return "(no reference layer for " + op_type + ")";
+}
+
+TEST(ReferenceLayer, RecordsWhyTheNativeLayersDeclinedAndTheFileKeepsIt) {
+  auto graph = load_text_graph(kFallbackModel, 2);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  engine::BuildOptions options;
+  options.precision = engine::Precision::kFp32;
+  auto engine = engine::Engine::build(*graph, options);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  EXPECT_EQ(reason_of((*engine)->plan(), "CumSum"), "no native layer implements CumSum");
+  EXPECT_EQ(reason_of((*engine)->plan(), "MatMul"),
+            "the native MatMul layers do not take these inputs or attributes (inputs: float32 [2, 4], constant "
+            "float32 [4])");
+  const std::string path = ::testing::TempDir() + "/reference_reason.qdqrt";
+  ASSERT_TRUE((*engine)->save(path).is_ok());
+  auto loaded = engine::Engine::load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ(reason_of((*loaded)->plan(), "CumSum"), "no native layer implements CumSum");
+  std::remove(path.c_str());
+}
+
+TEST(ReferenceLayer, NoReferenceLayersRefusesTheBuildNamingEachNode) {
+  auto graph = load_text_graph(kFallbackModel, 1);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  engine::BuildOptions options;
+  options.precision = engine::Precision::kFp32;
+  options.no_reference_layers = true;
+  auto engine = engine::Engine::build(*graph, options);
+  ASSERT_FALSE(engine.ok());
+  const std::string message = engine.status().message();
+  EXPECT_NE(message.find("2 node(s) would run on the reference executor"), std::string::npos) << message;
+  EXPECT_NE(message.find("CumSum '"), std::string::npos) << message;
+  EXPECT_NE(message.find("no native layer implements CumSum"), std::string::npos) << message;
+  EXPECT_NE(message.find("MatMul '"), std::string::npos) << message;
+}
+
+TEST(ReferenceLayer, NoReferenceLayersBuildsAModelWithoutThem) {
+  auto graph = load_text_graph(kNativeOnlyModel, 1);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  engine::BuildOptions options;
+  options.precision = engine::Precision::kFp32;
+  options.no_reference_layers = true;
+  auto engine = engine::Engine::build(*graph, options);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  for (const auto& layer : (*engine)->plan().layers) EXPECT_NE(layer.kind, "reference") << layer.name;
+}
+
+// Attention's Einsums become native MatMul layers (lower_einsum); a diagonal stays Einsum on the
+// reference layer, whose reason names the equation.
+TEST(ReferenceLayer, EinsumLowersToMatMulLayersOrSaysWhyNot) {
+  auto attention = load_text_graph(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,2,8,4] q, float[N,2,8,4] k) => (float y)
+{
+  s = Einsum<equation = "bhid,bhjd->bhij">(q, k)
+  y = Einsum<equation = "bhij,bhjd->bhid">(s, k)
+}
+)",
+                                   2);
+  ASSERT_TRUE(attention.ok()) << attention.status().to_string();
+  engine::BuildOptions options;
+  options.precision = engine::Precision::kFp32;
+  options.no_reference_layers = true;
+  auto engine = engine::Engine::build(*attention, options);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  int matmuls = 0;
+  for (const auto& layer : (*engine)->plan().layers) matmuls += layer.op_type == "MatMul" ? 1 : 0;
+  EXPECT_EQ(matmuls, 2);
+
+  auto diagonal = load_text_graph(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,4,4] x, float[N,4,5] w) => (float y)
+{
+  y = Einsum<equation = "bii,bij->bij">(x, w)
+}
+)",
+                                  1);
+  ASSERT_TRUE(diagonal.ok()) << diagonal.status().to_string();
+  options.no_reference_layers = false;
+  auto kept = engine::Engine::build(*diagonal, options);
+  ASSERT_TRUE(kept.ok()) << kept.status().to_string();
+  EXPECT_EQ(reason_of((*kept)->plan(), "Einsum"),
+            "no native layer implements Einsum, and 'bii,bij->bij' is not a two-operand matrix product the optimizer's "
+            "lower_einsum rewrites to MatMul");
 }
 
 TEST(FloatModels, FmnistResnetFp32MatchesReference) {

@@ -86,6 +86,50 @@ TEST(FoldConstants, FoldsShapeOfStaticShapeAndKeepsGraphOutputName) {
   expect_same_outputs(graph, rewritten, random_inputs(graph, 12), 0.0, 0.0);
 }
 
+// A shifted-window attention mask as Swin builds it: ScatterND on constants folds to one
+// constant; a ScatterND on a runtime value stays (it runs at run time).
+TEST(FoldConstants, FoldsScatterNDOfConstantsOnly) {
+  Graph graph = parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 16]>
+    g (float[4,4] x) => (float[4,4] y, float[4,4] z)
+    <int64[2] size = {4, 4}, int64[2,1] rows = {1, 3}, float[2,4] minus = {-100, -100, -100, -100, -100, -100, -100, -100},
+     int64[1,2] corner = {0, 0}, float[1] one = {1.0}>
+    {
+      zeros = ConstantOfShape<value = float[1] {0.0}>(size)
+      mask = ScatterND<reduction = "add">(zeros, rows, minus)
+      y = Add(x, mask)
+      z = ScatterND(x, corner, one)
+    })");
+  Graph rewritten = run_passes(graph, {"fold_constants"});
+  EXPECT_EQ(count_ops(rewritten, "ConstantOfShape"), 0);
+  EXPECT_EQ(count_ops(rewritten, "ScatterND"), 1);  // the one reading x
+  expect_same_outputs(graph, rewritten, random_inputs(graph, 13), 0.0, 0.0);
+  const Node* add = nullptr;
+  for (const Node& node : rewritten.nodes) add = node.op_type == "Add" ? &node : add;
+  ASSERT_NE(add, nullptr);
+  const Tensor* mask = rewritten.find_initializer(add->inputs[1]);
+  ASSERT_NE(mask, nullptr);
+  EXPECT_EQ(mask->data<float>()[4], -100.0f);  // row 1
+  EXPECT_EQ(mask->data<float>()[0], 0.0f);     // row 0
+}
+
+TEST(FoldConstants, ScatterNDOutOfRangeIndexFailsNamingTheNode) {
+  Graph graph = parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 16]>
+    g (float[4] x) => (float[4] y)
+    <float[4] base = {0, 0, 0, 0}, int64[1,1] far = {4}, float[1] v = {1.0}>
+    {
+      mask = ScatterND(base, far, v)
+      y = Add(x, mask)
+    })");
+  optimizer::OptimizeOptions options;
+  options.only_passes = {"fold_constants"};
+  auto report = optimizer::optimize(graph, options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("ScatterND"), std::string::npos) << report.status().message();
+  EXPECT_NE(report.status().message().find("index 4"), std::string::npos) << report.status().message();
+}
+
 TEST(FoldConstants, MustNotFire) {
   // DQ of a constant int8 weight stays (fusion needs the int8 weight); Q of a runtime value
   // stays; a ConstantOfShape blowing a 2-element shape up to 4 MB stays.

@@ -41,7 +41,7 @@ const std::set<std::string>& family_ops() {
       "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger",
       "MatMulInteger",
       // conv, matmul, pool, normalization, resize
-      "Conv", "ConvTranspose", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+      "Conv", "ConvTranspose", "Gemm", "MatMul", "Einsum", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
       "BatchNormalization", "LayerNormalization", "Resize",
       // elementwise
       "Add", "Sub", "Mul", "Div", "Pow", "Mod", "PRelu", "Sqrt", "Exp", "Log", "Erf", "Neg", "Abs", "Reciprocal",
@@ -56,7 +56,7 @@ const std::set<std::string>& family_ops() {
       // tensor
       "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice", "Gather", "GatherElements",
       "Shape", "Size", "Cast", "CastLike", "Constant", "ConstantOfShape", "Identity", "Dropout", "Pad", "Expand",
-      "Range", "Tile", "NonZero", "DepthToSpace", "SpaceToDepth"};
+      "Range", "Tile", "NonZero", "DepthToSpace", "SpaceToDepth", "ScatterND"};
   return ops;
 }
 

@@ -197,6 +197,53 @@ TEST(TensorOpsTest, GatherElements) {
                {"GatherElements 'GatherElements_test'", "index 2"});
 }
 
+TEST(TensorOpsTest, ScatterNDReplacesAndReducesSlices) {
+  Tensor data = iota_tensor({2, 3});  // 0 1 2 / 3 4 5
+  // Whole rows (k = 1): row 1 replaced, then row -2 (= 0).
+  Tensor rows = tensor<int64_t>({2, 1}, {1, -2});
+  Tensor row_updates = tensor<float>({2, 3}, {10, 11, 12, 20, 21, 22});
+  auto y = run_single("ScatterND", 13, {&data, &rows, &row_updates});
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  EXPECT_EQ(values_of<float>(*y), (std::vector<float>{20, 21, 22, 10, 11, 12}));
+  // Elements (k = 2), with each reduction; the same element twice accumulates in order.
+  Tensor elements = tensor<int64_t>({3, 2}, {0, 1, 1, 2, 0, 1});
+  Tensor element_updates = tensor<float>({3}, {2, 3, 4});
+  const std::vector<std::pair<const char*, std::vector<float>>> expected = {
+      {"add", {0, 7, 2, 3, 4, 8}}, {"mul", {0, 8, 2, 3, 4, 15}}, {"max", {0, 4, 2, 3, 4, 5}}, {"min", {0, 1, 2, 3, 4, 3}}};
+  for (const auto& [reduction, values] : expected) {
+    auto reduced = run_single("ScatterND", 18, {&data, &elements, &element_updates},
+                              {{"reduction", string_attribute(reduction)}});
+    ASSERT_TRUE(reduced.ok()) << reduction << ": " << reduced.status().to_string();
+    EXPECT_EQ(values_of<float>(*reduced), values) << reduction;
+  }
+  // Integers wrap as numpy's.
+  Tensor small = tensor<int8_t>({2}, {120, 1});
+  Tensor first = tensor<int64_t>({1, 1}, {0});
+  Tensor ten = tensor<int8_t>({1}, {10});
+  auto wrapped = run_single("ScatterND", 16, {&small, &first, &ten}, {{"reduction", string_attribute("add")}});
+  ASSERT_TRUE(wrapped.ok()) << wrapped.status().to_string();
+  EXPECT_EQ(values_of<int8_t>(*wrapped), (std::vector<int8_t>{-126, 1}));
+}
+
+TEST(TensorOpsTest, ScatterNDRefusesBadIndicesShapesAndReductions) {
+  Tensor data = iota_tensor({2, 3});
+  Tensor updates = tensor<float>({1, 3}, {1, 1, 1});
+  Tensor out_of_range = tensor<int64_t>({1, 1}, {2});
+  expect_error(run_single("ScatterND", 13, {&data, &out_of_range, &updates}).status(),
+               {"ScatterND 'ScatterND_test'", "index 2", "size 2"});
+  Tensor too_negative = tensor<int64_t>({1, 1}, {-3});
+  expect_error(run_single("ScatterND", 13, {&data, &too_negative, &updates}).status(), {"ScatterND", "index -3"});
+  Tensor too_long = tensor<int64_t>({1, 3}, {0, 0, 0});
+  expect_error(run_single("ScatterND", 13, {&data, &too_long, &updates}).status(), {"ScatterND", "index 3 dims"});
+  Tensor row = tensor<int64_t>({1, 1}, {0});
+  Tensor wrong_updates = tensor<float>({1, 2}, {1, 1});
+  expect_error(run_single("ScatterND", 13, {&data, &row, &wrong_updates}).status(), {"ScatterND", "updates [1, 2]"});
+  expect_error(run_single("ScatterND", 16, {&data, &row, &updates}, {{"reduction", string_attribute("max")}}).status(),
+               {"ScatterND", "'max' needs opset 18"});
+  expect_error(run_single("ScatterND", 18, {&data, &row, &updates}, {{"reduction", string_attribute("sum")}}).status(),
+               {"ScatterND", "'sum' is not one of"});
+}
+
 TEST(TensorOpsTest, ShapeStartEndAndSize) {
   Tensor x(DataType::kFloat, {2, 3, 4, 5});
   EXPECT_EQ(values_of<int64_t>(*run_single("Shape", 13, {&x})), (std::vector<int64_t>{2, 3, 4, 5}));

@@ -235,6 +235,34 @@ TEST(TensorShapes, GatherAndGatherElementsDims) {
   EXPECT_EQ(exprs(inferred, "z"), "[N, 2, 6]");
 }
 
+TEST(TensorShapes, ScatterNDKeepsTheDataDims) {
+  Inferred inferred = infer(
+      model("g (float[N, 4, 6] x, int64[3, 2] i, float[3, 6] u, int64[2, 4] far, float[2] v, float[3, 5] w) => "
+            "(float[N, 4, 6] y)",
+            "y = ScatterND(x, i, u)\n a = ScatterND(x, far, v)\n b = ScatterND(x, i, w)", 16),
+      false);
+  EXPECT_EQ(dims_of(inferred, "y"), "[N, 4, 6]");
+  expect_error(inferred, "a", "ScatterND", "index 4 dims of data");
+  expect_error(inferred, "b", "ScatterND", "updates [3, 5] do not match");
+}
+
+TEST(TensorShapes, EinsumTakesEachLabelsDim) {
+  Inferred inferred = infer(
+      model("g (float[N, 2, 8, 4] q, float[N, 2, 6, 4] k, float[1, 8, 4] one, float[N, 3] bad) => (float[N, 2, 8, 6] y)",
+            "y = Einsum <equation = \"bhid,bhjd->bhij\"> (q, k)\n"
+            " e = Einsum <equation = \"...id,...jd->...ij\"> (one, k)\n"
+            " t = Einsum <equation = \"bhid->db\"> (q)\n"
+            " a = Einsum <equation = \"bhid,bhjd->bhij\"> (q, bad)\n"
+            " c = Einsum <equation = \"bhid,bhjd->bhij\"> (q, one4)\n one4 = Transpose <perm = [0, 2, 1, 3]> (k)",
+            13),
+      false);
+  EXPECT_EQ(dims_of(inferred, "y"), "[N, 2, 8, 6]");
+  EXPECT_EQ(dims_of(inferred, "e"), "[N, 2, 8, 6]");  // the ellipsis [1] and [N, 2] broadcast
+  EXPECT_EQ(dims_of(inferred, "t"), "[4, N]");
+  expect_error(inferred, "a", "Einsum", "rank 2");
+  expect_error(inferred, "c", "Einsum", "label 'h' is 2 in one place and 6");
+}
+
 TEST(TensorShapes, ExpandAndConstantOfShapeFromShape) {
   Inferred inferred =
       infer(model("g (float[N, 3, 4] x, float[3, 1] ones) => (float[N, 3, 4] y)",

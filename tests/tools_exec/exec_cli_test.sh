@@ -122,6 +122,37 @@ reports=(--dumpProfile --exportProfile="$work/profile.json" --exportTimes="$work
 if [[ -n "$small" ]]; then
   expect 0 stdout "=== Performance summary ===" exec --onnx="$small" --shapes=x:4x3x5x7 --iterations=20 "${quick[@]}" "${reports[@]}"
   check_reports "$work/stdout" 20
+  # Must not fire: every layer of this model is native.
+  grep -q "reference layer:" "$work/stdout" && fail "a warning for a reference layer in a model without any"
+  grep -Eq "Reference layers: 0$" "$work/stdout" || fail "the engine summary does not count 0 reference layers"
+fi
+
+# A node no native layer runs (CumSum): a warning line naming it, its op and the reason, counted
+# in the summary; --noReferenceLayers makes the build (or a loaded engine holding one) fail.
+cumsum="$work/cumsum.onnx"
+/usr/bin/python3 - "$cumsum" <<'PY' || { echo "SKIP: cannot write the CumSum model (/usr/bin/python3 with onnx)"; cumsum=""; }
+import sys, onnx
+from onnx import helper, TensorProto
+graph = helper.make_graph(
+    [helper.make_node("CumSum", ["x", "axis"], ["c"], name="running_sum"),
+     helper.make_node("Relu", ["c"], ["y"], name="relu")], "g",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+    [helper.make_tensor("axis", TensorProto.INT64, [], [1])])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+model.ir_version = 8
+onnx.save(model, sys.argv[1])
+PY
+if [[ -n "$cumsum" ]]; then
+  warning="\[W\] reference layer: CumSum 'running_sum' runs on the reference executor \(slow, one thread\): no native layer implements CumSum$"
+  expect 0 stdout "$warning" exec --onnx="$cumsum" --saveEngine="$work/cumsum.qdqrt" --iterations=2 "${quick[@]}"
+  grep -Eq "Reference layers: 1$" "$work/stdout" || fail "the engine summary does not count the reference layer"
+  expect 0 stdout "$warning" exec --loadEngine="$work/cumsum.qdqrt" --iterations=2 "${quick[@]}"
+  expect 1 stderr "--onnx: .*1 node\(s\) would run on the reference executor.*CumSum 'running_sum': no native layer implements CumSum" \
+    exec --onnx="$cumsum" --noReferenceLayers "${quick[@]}"
+  grep -q "=== Inference ===" "$work/stdout" && fail "--noReferenceLayers: the refused engine ran"
+  expect 1 stderr "--noReferenceLayers: 1 layer\(s\) run on the reference executor: CumSum 'running_sum'" \
+    exec --loadEngine="$work/cumsum.qdqrt" --noReferenceLayers "${quick[@]}"
 fi
 
 # The README flow on the shipped model: build and save, then load and run with the profile; the

@@ -332,6 +332,20 @@ TEST(ExecLayerInfo, ConvolutionLayersCarryTheKeysTrexReads) {
   EXPECT_EQ(conv["Outputs"][0]["Dimensions"].size(), 4u);
 }
 
+TEST(ExecLayerInfo, ReferenceLayersCarryTheirReasonAndAreCounted) {
+  engine::EnginePlan plan = two_layer_plan();
+  nlohmann::json before = nlohmann::json::parse(layer_info_to_json(plan).dump(2));
+  EXPECT_EQ(before["ReferenceLayers"], 0);
+  for (const nlohmann::json& layer : before["Layers"]) EXPECT_FALSE(layer.contains("ReferenceReason")) << layer.dump();
+  plan.layers[0].kind = "reference";
+  plan.layers[0].params.set("reason", std::string("no native layer implements QuantizeLinear"));
+  nlohmann::json after = nlohmann::json::parse(layer_info_to_json(plan).dump(2));
+  EXPECT_EQ(after["ReferenceLayers"], 1);
+  EXPECT_EQ(after["Layers"][0]["ReferenceReason"], "no native layer implements QuantizeLinear");
+  plan.layers[0].params = {};  // a plan written before reasons were recorded
+  EXPECT_EQ(nlohmann::json::parse(layer_info_to_json(plan).dump(2))["Layers"][0]["ReferenceReason"], "not recorded");
+}
+
 TEST(ExecLayerInfo, JsonHasLayersKernelsAndTensors) {
   nlohmann::json json = nlohmann::json::parse(layer_info_to_json(two_layer_plan()).dump(2));
   ASSERT_EQ(json["Layers"].size(), 2u);

@@ -24,6 +24,31 @@ expect 0 stdout "Conv/MatMul MACs in INT8: " inspect --onnx="$model"
 expect 0 stdout "Q/DQ nodes left: " inspect --onnx="$model" --shapes=input:4x1x28x28
 expect 0 stdout "DepthwiseConv" inspect --onnx="$models/mobilenet_ort_u8.onnx"
 
+# Reference layers: none in this model (must not fire); a CumSum, which no native layer runs, is
+# named with its op and reason.
+expect 0 stdout "^Reference layers: 0$" inspect --onnx="$model"
+grep -q "reference layer:" "$work/stdout" && fail "inspect warned of a reference layer in a model without any"
+/usr/bin/python3 - "$work/cumsum.onnx" <<'PY' || fail "cannot write the CumSum model (/usr/bin/python3 with onnx)"
+import sys, onnx
+from onnx import helper, TensorProto
+graph = helper.make_graph(
+    [helper.make_node("CumSum", ["x", "axis"], ["y"], name="running_sum")], "g",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])],
+    [helper.make_tensor("axis", TensorProto.INT64, [], [1])])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+model.ir_version = 8
+onnx.save(model, sys.argv[1])
+PY
+expect 0 stdout "^\[W\] reference layer: CumSum 'running_sum' runs on the reference executor \(slow, one thread\): no native layer implements CumSum$" \
+  inspect --onnx="$work/cumsum.onnx" --shapes=x:2x8 --exportLayerInfo="$work/cumsum.json"
+grep -Eq "^Reference layers: 1$" "$work/stdout" || fail "inspect does not count the reference layer"
+/usr/bin/python3 - "$work/cumsum.json" <<'PY' || fail "inspect's JSON does not list the reference layer"
+import json, sys
+layers = json.load(open(sys.argv[1]))["Summary"]["ReferenceLayers"]
+assert layers == [{"Node": "running_sum", "OpType": "CumSum", "Reason": "no native layer implements CumSum"}], layers
+PY
+
 # JSON: parses, one layer per table row, summary present.
 expect 0 stdout "Layer summary" inspect --onnx="$model" --exportLayerInfo="$work/layers.json"
 rows=$(($(sed -n '/=== Layer information ===/,/=== Layer summary ===/p' "$work/stdout" | wc -l) - 3))
@@ -37,6 +62,7 @@ for layer in data["Layers"]:
         assert {"Name", "Location", "Dimensions", "Format/Datatype"} <= set(tensor), tensor
 assert data["Bindings"] == ["input", "logits"], data["Bindings"]
 assert "Int8MACShare" in data["Summary"] and "FloatReasons" in data["Summary"]
+assert data["Summary"]["ReferenceLayers"] == [], data["Summary"]["ReferenceLayers"]
 PY
 
 # The table: the name last, cut at 60 characters unless --fullNames.
@@ -54,7 +80,7 @@ for file in "$work"/dump/*.onnx; do
 done
 
 # --fp32: the float pipeline (its own pass names), no Q/DQ and no INT8 layer left.
-expect 0 stdout "Passes run: remove_identities, fold_constants, evaluate_shape_computations, remove_fake_quantization, fold_batchnorm, fuse_layer_norm, fuse_float_conv_epilogue" \
+expect 0 stdout "Passes run: remove_identities, fold_constants, evaluate_shape_computations, lower_einsum, remove_fake_quantization, fold_batchnorm, fuse_layer_norm, fuse_float_conv_epilogue" \
   inspect --onnx="$model" --fp32
 expect 0 stdout "Q/DQ nodes left: 0 QuantizeLinear, 0 DequantizeLinear" inspect --onnx="$model" --fp32
 grep -q "^  INT8: " "$work/stdout" && fail "--fp32 left INT8 layers"
