@@ -56,11 +56,18 @@ class Failure(Exception):
         self.status, self.message = status, message
 
 
+def shown(path):
+    """A path as the messages show it: relative to the repository when inside it."""
+    path = os.path.abspath(path)
+    return os.path.relpath(path, REPO_ROOT) if path.startswith(REPO_ROOT + os.sep) else path
+
+
 def last_error_line(text):
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     for line in reversed(lines):
         if "error" in line.lower() or "unsupported" in line.lower():
-            return line[:300]
+            # "qdqrt exec: error: unsupported: --onnx: 'FILE': 'FILE': node 'n' (Op): ..." -> "node 'n' (Op): ..."
+            return (line[line.find("node '"):] if "node '" in line else line)[:300]
     return lines[-1][:300] if lines else "(no output)"
 
 
@@ -175,9 +182,7 @@ def check_variant(args, model, variant, paths, log):
             raise Failure("run_failed", "the engine exported no outputs")
         row["max_error"] = max(errors)
     except Failure as failure:
-        # "qdqrt exec: error: unsupported: --onnx: 'FILE': 'FILE': node 'n' (Op): ..." -> "node 'n' (Op): ..."
-        message = failure.message
-        row["status"], row["message"] = failure.status, message[message.find("node '"):] if "node '" in message else message
+        row["status"], row["message"] = failure.status, failure.message
     return row
 
 
@@ -293,7 +298,7 @@ def check(args):
     print_table(rows, markdown=False)
     print(f"(commands and their output: {os.path.join(args.work, 'results')}/<model>_{args.tier}.log)")
     for line in all_improvements:
-        print(f"IMPROVED: {line} -- update {os.path.relpath(args.expectations, REPO_ROOT)}")
+        print(f"IMPROVED: {line} -- update {shown(args.expectations)}")
     for line in all_regressions:
         print(f"REGRESSION: {line}")
     return 1 if all_regressions else 0
@@ -316,7 +321,7 @@ def table(args):
     built = sum(row["status"] == "ok" for row in rows)
     clean = sum(row["status"] == "ok" and row["reference_layers"] == 0 for row in rows)
     print(f"\n{len(rows)} files: {built} build and run, {clean} of them without reference layers; "
-          f"{len(regressions)} regressions against {os.path.relpath(args.expectations, REPO_ROOT)}")
+          f"{len(regressions)} regressions against {shown(args.expectations)}")
     for line in regressions:
         print(f"REGRESSION: {line}")
     if missing:
@@ -398,7 +403,7 @@ def selftest(args):
     tolerance, models = load_expectations(args.expectations)
     listed = subprocess.run([PYTHON, EXPORTER, "--list"], stdout=subprocess.PIPE, text=True, check=True).stdout
     known = {line.split()[0] for line in listed.splitlines() if line.strip()}
-    expect(set(models) <= known, f"{os.path.relpath(args.expectations, REPO_ROOT)} names only known models "
+    expect(set(models) <= known, f"{shown(args.expectations)} names only known models "
                                  f"(unknown: {sorted(set(models) - known)})")
     print(f"{len(failures)} failures")
     return 1 if failures else 0
