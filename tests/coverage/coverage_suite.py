@@ -229,7 +229,8 @@ def judge(expectations, row):
             regressions.append(f"{label}: {row['reference_layers']} reference layers {row['reference_ops']}, "
                                f"expected at most {want['reference_layers']}")
         elif row["reference_layers"] < want["reference_layers"]:
-            improvements.append(f"{label}: {row['reference_layers']} reference layers, expected {want['reference_layers']}")
+            improvements.append(f"{label}: {row['reference_layers']} reference layers, "
+                                f"expected {want['reference_layers']}")
     if row["max_error"] is not None:
         if not row["max_error"] <= want["max_error"]:
             regressions.append(f"{label}: max error {row['max_error']:.3g} of the output range, "
@@ -348,7 +349,8 @@ def selftest(args):
             return path
 
         for models, words in (({"m": {"fp32": {"status": "build_failed"}}}, "m/fp32: an expectation other than"),
-                              ({"m": {"fp32": {"refernce_layers": 1, "reason": "r"}}}, "unknown keys ['refernce_layers']"),
+                              ({"m": {"fp32": {"refernce_layers": 1, "reason": "r"}}},
+                               "unknown keys ['refernce_layers']"),
                               ({"m": {"fp32": {"status": "broken", "reason": "r"}}}, "unknown status 'broken'"),
                               ({"m": {"int4": {"status": "timeout", "reason": "r"}}}, "m/int4: unknown variant")):
             try:
