@@ -21,6 +21,8 @@ reach): "status" ("ok"; or export_failed, build_failed, run_failed, reference_fa
 variant: relative to the output range), and "reason" (required when any differs from the default).
 A status other than the expected one fails unless it is "ok" (then it is an improvement).
 
+The expectations are for the ci tier: with `--tier full` the differences are printed, not failed.
+
 `table` prints the rows of every result in DIR/results (markdown with --markdown, for docs/coverage.md)
 and fails when a model of the suite (--all: every model export_coverage.py knows) has no result.
 """
@@ -298,6 +300,11 @@ def check(args):
             all_improvements += improvements
     print_table(rows, markdown=False)
     print(f"(commands and their output: {os.path.join(args.work, 'results')}/<model>_{args.tier}.log)")
+    if args.tier != "ci":
+        # The expectations are the ci tier's: a full-size file has more values, so more rounding ties.
+        for line in all_regressions + all_improvements:
+            print(f"DIFFERS from the ci tier's expectation: {line}")
+        return 0
     for line in all_improvements:
         print(f"IMPROVED: {line} -- update {shown(args.expectations)}")
     for line in all_regressions:
