@@ -32,9 +32,9 @@ def random_batches(count, size, seed):
 
 
 @torch.no_grad()
-def build_model(name, size):
-    torch.manual_seed(0)
-    model = getattr(torchvision.models, name)(weights=None)
+def settle_batchnorm(model, batches):
+    """Random BatchNorm affine parameters and running statistics of train-mode passes over `batches`,
+    so that no BatchNorm is the identity; returns the model in eval mode."""
     for module in model.modules():
         if isinstance(module, nn.BatchNorm2d):
             nn.init.uniform_(module.weight, 0.5, 1.5)
@@ -42,9 +42,15 @@ def build_model(name, size):
             module.momentum = None  # cumulative average: running stats = mean over the passes
             module.reset_running_stats()
     model.train()
-    for batch in random_batches(STATS_BATCHES, size, seed=1):
+    for batch in batches:
         model(batch)
     return model.eval()
+
+
+def build_model(name, size):
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(weights=None)
+    return settle_batchnorm(model, random_batches(STATS_BATCHES, size, seed=1))
 
 
 def export(model, path, size):

@@ -1,0 +1,449 @@
+#!/usr/bin/python3
+"""The coverage suite: does each architecture of models/export_coverage.py build, without reference
+layers, and match the reference executor? Checked against models/coverage_expectations.json.
+
+    coverage_suite.py check --model resnet18 [--model ...] --tier ci --work DIR --qdqrt build/qdqrt
+    coverage_suite.py table --work DIR [--markdown] [--all]
+
+`check`, per model: exports it (models/export_coverage.py in a subprocess with a timeout; cached in
+DIR/cache by a hash of the export scripts, the model and the tier), then for the FP32 and the QDQ
+file builds an engine and runs it on the model's seeded input (`qdqrt exec --exportLayerInfo
+--exportOutput`, one thread), counts the engine's `reference` layers (LayerType in the layer info),
+runs the same input through the reference executor (`qdqrt run --saveOutputs`) and takes the largest
+|engine - reference| over the outputs, relative to the reference output's range (max - min). It
+writes DIR/results/<model>.json and prints one row per variant, then compares each row with the
+expectations: a check worse than expected is a regression (exit 1), one better is reported as
+IMPROVED (update the expectations file), so that fixing a model means editing that file.
+
+The expectations, per model and variant (all optional; the defaults are what every model should
+reach): "status" ("ok"; or export_failed, build_failed, run_failed, reference_failed, timeout),
+"reference_layers" (0; the count of reference layers allowed), "max_error" (the tolerance of the
+variant: relative to the output range), and "reason" (required when any differs from the default).
+A status other than the expected one fails unless it is "ok" (then it is an improvement).
+
+The expectations are for the ci tier: with `--tier full` the differences are printed, not failed.
+
+`table` prints the rows of every result in DIR/results (markdown with --markdown, for docs/coverage.md)
+and fails when a model of the suite (--all: every model export_coverage.py knows) has no result.
+"""
+import argparse
+import collections
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+EXPORTER = os.path.join(REPO_ROOT, "models", "export_coverage.py")
+EXPORT_SOURCES = [EXPORTER] + [os.path.join(REPO_ROOT, "models", f) for f in ("fake_quant.py", "export_torchvision.py")]
+DEFAULT_EXPECTATIONS = os.path.join(REPO_ROOT, "models", "coverage_expectations.json")
+PYTHON = "/usr/bin/python3"
+VARIANTS = ("fp32", "qdq")
+STATUSES = ("ok", "export_failed", "build_failed", "run_failed", "reference_failed", "timeout")
+ENTRY_KEYS = {"status", "reference_layers", "max_error", "reason"}
+
+
+class Failure(Exception):
+    """A stage that failed: its status and the line that says why."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def shown(path):
+    """A path as the messages show it: relative to the repository when inside it."""
+    path = os.path.abspath(path)
+    return os.path.relpath(path, REPO_ROOT) if path.startswith(REPO_ROOT + os.sep) else path
+
+
+def last_error_line(text):
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if "error" in line.lower() or "unsupported" in line.lower():
+            # "qdqrt exec: error: unsupported: --onnx: 'FILE': 'FILE': node 'n' (Op): ..." -> "node 'n' (Op): ..."
+            return (line[line.find("node '"):] if "node '" in line else line)[:300]
+    return lines[-1][:300] if lines else "(no output)"
+
+
+def run_stage(command, timeout, failed_status, log):
+    log.write("+ " + " ".join(command) + "\n")
+    began = time.time()
+    try:
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Failure("timeout", f"{os.path.basename(command[0])} {command[1]} ran past {timeout} s")
+    log.write(result.stdout)
+    if result.returncode != 0:
+        raise Failure(failed_status, last_error_line(result.stdout))
+    return time.time() - began, result.stdout
+
+
+def package_version(name):
+    try:
+        import importlib.metadata
+        return importlib.metadata.version(name)
+    except Exception:  # noqa: BLE001 - a missing package only weakens the cache key
+        return "unknown"
+
+
+def export_key(model, tier):
+    digest = hashlib.sha256()
+    for path in EXPORT_SOURCES:
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    digest.update(f"{model}\0{tier}\0{package_version('torch')}\0{package_version('torchvision')}".encode())
+    return digest.hexdigest()
+
+
+def exported_files(work, model, tier, timeout, log):
+    """The model's files, exported once per content hash; returns (paths, seconds, cached)."""
+    directory = os.path.join(work, "cache", f"{model}_{tier}")
+    stem = os.path.join(directory, f"{model}_{tier}")
+    paths = {"input": stem + "_input.npy", "fp32": stem + "_fp32.onnx", "qdq": stem + "_qdq.onnx"}
+    key = export_key(model, tier)
+    key_path = os.path.join(directory, "key")
+    if os.path.exists(key_path) and open(key_path).read() == key and all(map(os.path.exists, paths.values())):
+        return paths, 0.0, True
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    seconds, _ = run_stage([PYTHON, EXPORTER, "--model", model, "--tier", tier, "--out", directory],
+                           timeout, "export_failed", log)
+    with open(key_path, "w") as f:  # written last: an interrupted export is redone
+        f.write(key)
+    return paths, seconds, False
+
+
+def read_engine_outputs(path):
+    outputs = {}
+    for entry in json.load(open(path)):
+        dims = [int(d) for d in entry["dimensions"].split("x")] if entry["dimensions"] else []
+        values = np.array([np.nan if v is None else v for v in entry["values"]], dtype=np.float64)
+        outputs[entry["name"]] = values.reshape(dims)
+    return outputs
+
+
+def relative_error(candidate, reference):
+    reference = reference.astype(np.float64)
+    if candidate.shape != reference.shape:
+        return float("inf")
+    output_range = float(np.nanmax(reference) - np.nanmin(reference)) if reference.size else 0.0
+    difference = np.abs(candidate - reference)
+    difference[np.isnan(candidate) & np.isnan(reference)] = 0.0
+    difference[np.isnan(difference)] = np.inf
+    return float(difference.max() / (output_range or 1.0)) if difference.size else 0.0
+
+
+def check_variant(args, model, variant, paths, log):
+    row = {"model": model, "variant": variant, "tier": args.tier, "status": "ok", "message": "",
+           "layers": None, "reference_layers": None, "reference_ops": {}, "max_error": None, "seconds": {}}
+    work = os.path.join(args.work, "runs", f"{model}_{args.tier}_{variant}")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    shape = "x".join(str(d) for d in np.load(paths["input"], mmap_mode="r").shape)
+    inputs = f"--loadInputs=input:{paths['input']}"
+    layer_info, engine_outputs = os.path.join(work, "layers.json"), os.path.join(work, "engine_outputs.json")
+    try:
+        try:
+            row["seconds"]["engine"], _ = run_stage(
+                [args.qdqrt, "exec", f"--onnx={paths[variant]}", f"--shapes=input:{shape}", inputs,
+                 "--iterations=1", "--warmUp=0", "--duration=0", "--threads=1",
+                 f"--exportLayerInfo={layer_info}", f"--exportOutput={engine_outputs}"],
+                args.run_timeout, "build_failed", log)
+        except Failure as failure:
+            # The layer info is written after the build: its presence tells a run failure from a build failure.
+            if failure.status == "build_failed" and os.path.exists(layer_info):
+                failure.status = "run_failed"
+            raise
+        finally:
+            if os.path.exists(layer_info):
+                layers = json.load(open(layer_info))["Layers"]
+                row["layers"] = len(layers)
+                fallbacks = [layer.get("OpType", "?") for layer in layers if layer.get("LayerType") == "reference"]
+                row["reference_layers"] = len(fallbacks)
+                row["reference_ops"] = dict(sorted(collections.Counter(fallbacks).items()))
+        reference_dir = os.path.join(work, "reference")
+        row["seconds"]["reference"], _ = run_stage(
+            [args.qdqrt, "run", f"--onnx={paths[variant]}", inputs, f"--saveOutputs={reference_dir}"],
+            args.run_timeout, "reference_failed", log)
+        engine = read_engine_outputs(engine_outputs)
+        errors = []
+        for name, values in engine.items():
+            reference_path = os.path.join(reference_dir, name + ".npy")
+            if not os.path.exists(reference_path):
+                raise Failure("reference_failed", f"the reference executor wrote no output '{name}'")
+            errors.append(relative_error(values, np.load(reference_path)))
+        if not errors:
+            raise Failure("run_failed", "the engine exported no outputs")
+        row["max_error"] = max(errors)
+    except Failure as failure:
+        row["status"], row["message"] = failure.status, failure.message
+    return row
+
+
+def load_expectations(path):
+    """The expectations file, validated: unknown keys, statuses or a missing reason are errors."""
+    with open(path) as f:
+        data = json.load(f)
+    tolerance = data["tolerance"]
+    for model, variants in data["models"].items():
+        for variant, entry in variants.items():
+            where = f"{path}: {model}/{variant}"
+            if variant not in VARIANTS:
+                raise ValueError(f"{where}: unknown variant (expected one of {', '.join(VARIANTS)})")
+            if set(entry) - ENTRY_KEYS:
+                raise ValueError(f"{where}: unknown keys {sorted(set(entry) - ENTRY_KEYS)}")
+            if entry.get("status", "ok") not in STATUSES:
+                raise ValueError(f"{where}: unknown status '{entry['status']}' (one of {', '.join(STATUSES)})")
+            if not entry.get("reason"):
+                raise ValueError(f"{where}: an expectation other than the default needs a \"reason\"")
+    return tolerance, data["models"]
+
+
+def expected(expectations, row):
+    tolerance, models = expectations
+    entry = models.get(row["model"], {}).get(row["variant"], {})
+    return {"status": entry.get("status", "ok"), "reference_layers": entry.get("reference_layers", 0),
+            "max_error": entry.get("max_error", tolerance[row["variant"]]), "reason": entry.get("reason", "")}
+
+
+def judge(expectations, row):
+    """(regressions, improvements): lines saying how the row differs from its expectation."""
+    want = expected(expectations, row)
+    tolerance = expectations[0][row["variant"]]
+    label = f"{row['model']}/{row['variant']}"
+    regressions, improvements = [], []
+    if row["status"] != want["status"]:
+        line = f"{label}: status {row['status']}, expected {want['status']}"
+        if row["status"] == "ok":
+            improvements.append(line)
+        else:
+            regressions.append(f"{line}: {row['message']}")
+    if row["reference_layers"] is not None:
+        if row["reference_layers"] > want["reference_layers"]:
+            regressions.append(f"{label}: {row['reference_layers']} reference layers {row['reference_ops']}, "
+                               f"expected at most {want['reference_layers']}")
+        elif row["reference_layers"] < want["reference_layers"]:
+            improvements.append(f"{label}: {row['reference_layers']} reference layers, "
+                                f"expected {want['reference_layers']}")
+    if row["max_error"] is not None:
+        if not row["max_error"] <= want["max_error"]:
+            regressions.append(f"{label}: max error {row['max_error']:.3g} of the output range, "
+                               f"expected at most {want['max_error']:.3g}")
+        elif want["max_error"] > tolerance and row["max_error"] <= tolerance:
+            improvements.append(f"{label}: max error {row['max_error']:.3g}, within the tolerance {tolerance:g} "
+                                f"(expected up to {want['max_error']:.3g})")
+    return regressions, improvements
+
+
+def format_error(value):
+    if value is None:
+        return "-"
+    return "0 (exact)" if value == 0 else f"{value:.2g}"
+
+
+def format_row(row, markdown=False):
+    fallbacks = "-" if row["reference_layers"] is None else str(row["reference_layers"])
+    if row["reference_ops"]:
+        fallbacks += " (" + ", ".join(f"{op} x{n}" for op, n in row["reference_ops"].items()) + ")"
+    status = "builds" if row["status"] == "ok" else row["status"].replace("_", " ")
+    if row["message"]:
+        status += f": {row['message']}"
+    cells = [row["model"], row["variant"], status, "-" if row["layers"] is None else str(row["layers"]),
+             fallbacks, format_error(row["max_error"])]
+    if markdown:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+    return f"{cells[0]:<30} {cells[1]:<5} {cells[3]:>6} {cells[4]:<28} {cells[5]:>10}  {cells[2]}"
+
+
+def print_table(rows, markdown):
+    if markdown:
+        print("| model | file | status | layers | reference layers | max error (of range) |")
+        print("|---|---|---|---|---|---|")
+    else:
+        print(f"{'model':<30} {'file':<5} {'layers':>6} {'reference layers':<28} {'max error':>10}  status")
+    for row in rows:
+        print(format_row(row, markdown))
+
+
+def check(args):
+    expectations = load_expectations(args.expectations)
+    os.makedirs(os.path.join(args.work, "results"), exist_ok=True)
+    all_regressions, all_improvements, rows = [], [], []
+    for model in args.model:
+        log_path = os.path.join(args.work, "results", f"{model}_{args.tier}.log")
+        with open(log_path, "w") as log:
+            model_rows = []
+            try:
+                paths, export_seconds, cached = exported_files(args.work, model, args.tier, args.export_timeout, log)
+                print(f"{model}: export {'cached' if cached else f'{export_seconds:.1f} s'}", flush=True)
+                for variant in VARIANTS:
+                    model_rows.append(check_variant(args, model, variant, paths, log))
+            except Failure as failure:
+                for variant in VARIANTS:
+                    model_rows.append({"model": model, "variant": variant, "tier": args.tier, "status": failure.status,
+                                       "message": failure.message, "layers": None, "reference_layers": None,
+                                       "reference_ops": {}, "max_error": None, "seconds": {}})
+        with open(os.path.join(args.work, "results", f"{model}_{args.tier}.json"), "w") as f:
+            json.dump(model_rows, f, indent=1)
+        rows += model_rows
+        for row in model_rows:
+            regressions, improvements = judge(expectations, row)
+            all_regressions += regressions
+            all_improvements += improvements
+    print_table(rows, markdown=False)
+    print(f"(commands and their output: {os.path.join(args.work, 'results')}/<model>_{args.tier}.log)")
+    if args.tier != "ci":
+        # The expectations are the ci tier's: a full-size file has more values, so more rounding ties.
+        for line in all_regressions + all_improvements:
+            print(f"DIFFERS from the ci tier's expectation: {line}")
+        return 0
+    for line in all_improvements:
+        print(f"IMPROVED: {line} -- update {shown(args.expectations)}")
+    for line in all_regressions:
+        print(f"REGRESSION: {line}")
+    return 1 if all_regressions else 0
+
+
+def table(args):
+    expectations = load_expectations(args.expectations)
+    rows = []
+    for path in sorted(glob.glob(os.path.join(args.work, "results", f"*_{args.tier}.json"))):
+        rows += json.load(open(path))
+    order = args.model or []
+    if args.all:
+        listed = subprocess.run([PYTHON, EXPORTER, "--list"], stdout=subprocess.PIPE, text=True, check=True).stdout
+        order = [line.split()[0] for line in listed.splitlines() if line.strip()]
+    position = {model: i for i, model in enumerate(order)}
+    rows.sort(key=lambda row: (position.get(row["model"], len(position)), row["model"], row["variant"]))
+    print_table(rows, args.markdown)
+    regressions = [line for row in rows for line in judge(expectations, row)[0]]
+    missing = sorted(set(order) - {row["model"] for row in rows})
+    built = sum(row["status"] == "ok" for row in rows)
+    clean = sum(row["status"] == "ok" and row["reference_layers"] == 0 for row in rows)
+    print(f"\n{len(rows)} files: {built} build and run, {clean} of them without reference layers; "
+          f"{len(regressions)} regressions against {shown(args.expectations)}")
+    for line in regressions:
+        print(f"REGRESSION: {line}")
+    if missing:
+        print(f"MISSING: no result for {', '.join(missing)} (run `check` for them first)")
+    return 1 if regressions or missing else 0
+
+
+def selftest(args):
+    """The suite's own logic on known rows and files, without qdqrt or torch: a judge that let a
+    regression through would make every coverage test pass."""
+    failures = []
+
+    def expect(condition, what):
+        print(("ok    " if condition else "FAIL  ") + what)
+        if not condition:
+            failures.append(what)
+
+    directory = tempfile.mkdtemp(prefix="coverage_selftest_")
+    try:
+        def write(models):
+            path = os.path.join(directory, "expectations.json")
+            with open(path, "w") as f:
+                json.dump({"tolerance": {"fp32": 1e-4, "qdq": 1e-4}, "models": models}, f)
+            return path
+
+        for models, words in (({"m": {"fp32": {"status": "build_failed"}}}, "m/fp32: an expectation other than"),
+                              ({"m": {"fp32": {"refernce_layers": 1, "reason": "r"}}},
+                               "unknown keys ['refernce_layers']"),
+                              ({"m": {"fp32": {"status": "broken", "reason": "r"}}}, "unknown status 'broken'"),
+                              ({"m": {"int4": {"status": "timeout", "reason": "r"}}}, "m/int4: unknown variant")):
+            try:
+                load_expectations(write(models))
+                expect(False, f"a bad expectations file is refused ({words})")
+            except ValueError as error:
+                expect(words in str(error), f"a bad expectations file is refused: {error}")
+
+        expectations = load_expectations(write({
+            "broken": {"qdq": {"status": "build_failed", "reason": "r"}},
+            "fallback": {"fp32": {"reference_layers": 2, "reason": "r"}},
+            "chaotic": {"qdq": {"max_error": 0.3, "reason": "r"}}}))
+
+        def row(model, variant, status="ok", reference_layers=0, max_error=0.0):
+            return {"model": model, "variant": variant, "status": status, "message": "why",
+                    "reference_layers": reference_layers, "reference_ops": {}, "max_error": max_error}
+
+        cases = [
+            (row("clean", "fp32"), 0, 0), (row("clean", "qdq", max_error=9e-5), 0, 0),
+            (row("clean", "fp32", status="build_failed", reference_layers=None, max_error=None), 1, 0),
+            (row("clean", "fp32", reference_layers=1), 1, 0), (row("clean", "qdq", max_error=2e-4), 1, 0),
+            (row("clean", "fp32", max_error=float("inf")), 1, 0),
+            (row("broken", "qdq", status="build_failed", reference_layers=None, max_error=None), 0, 0),
+            (row("broken", "qdq", status="reference_failed", reference_layers=3, max_error=None), 2, 0),
+            (row("broken", "qdq"), 0, 1),
+            (row("fallback", "fp32", reference_layers=2), 0, 0), (row("fallback", "fp32", reference_layers=3), 1, 0),
+            (row("fallback", "fp32", reference_layers=1), 0, 1),
+            (row("chaotic", "qdq", max_error=0.2), 0, 0), (row("chaotic", "qdq", max_error=0.4), 1, 0),
+            (row("chaotic", "qdq", max_error=0.0), 0, 1)]
+        for case, regressions, improvements in cases:
+            found = judge(expectations, case)
+            expect((len(found[0]), len(found[1])) == (regressions, improvements),
+                   f"{case['model']}/{case['variant']} {case['status']} refs {case['reference_layers']} "
+                   f"error {case['max_error']}: {regressions} regressions, {improvements} improvements ({found})")
+
+        reference = np.array([[0.0, 2.0], [1.0, 4.0]])
+        expect(relative_error(reference.copy(), reference) == 0.0, "equal outputs: error 0")
+        expect(abs(relative_error(reference + [[0, 0], [0, 0.4]], reference) - 0.1) < 1e-12,
+               "error relative to the range: 0.4 of 4 is 0.1")
+        expect(relative_error(np.array([[0.0, np.nan], [1.0, 4.0]]), reference) == float("inf"),
+               "a NaN where the reference has a number: infinite error")
+        expect(relative_error(reference[:1], reference) == float("inf"), "a shape that differs: infinite error")
+        outputs = os.path.join(directory, "outputs.json")
+        with open(outputs, "w") as f:
+            json.dump([{"name": "y", "dimensions": "2x2", "datatype": "float32", "values": [0, 1.5, None, 3]}], f)
+        read = read_engine_outputs(outputs)["y"]
+        expect(read.shape == (2, 2) and read[0, 1] == 1.5 and np.isnan(read[1, 0]), "exported outputs are read back")
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+    # The committed file: valid, and every model it names is one the exporter knows.
+    tolerance, models = load_expectations(args.expectations)
+    listed = subprocess.run([PYTHON, EXPORTER, "--list"], stdout=subprocess.PIPE, text=True, check=True).stdout
+    known = {line.split()[0] for line in listed.splitlines() if line.strip()}
+    expect(set(models) <= known, f"{shown(args.expectations)} names only known models "
+                                 f"(unknown: {sorted(set(models) - known)})")
+    print(f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    check_parser = sub.add_parser("check", help="export, build, run and compare models")
+    check_parser.add_argument("--model", action="append", required=True)
+    check_parser.add_argument("--qdqrt", required=True, help="the qdqrt binary")
+    check_parser.add_argument("--export-timeout", type=float, default=900, help="seconds per model export")
+    check_parser.add_argument("--run-timeout", type=float, default=900,
+                              help="seconds per engine build-and-run and per reference run")
+    table_parser = sub.add_parser("table", help="print the results as a table")
+    table_parser.add_argument("--model", action="append", help="models that must have a result, in table order")
+    table_parser.add_argument("--all", action="store_true", help="every model export_coverage.py knows must have one")
+    table_parser.add_argument("--markdown", action="store_true")
+    selftest_parser = sub.add_parser("selftest", help="the suite's own judging, on known rows and files")
+    selftest_parser.add_argument("--expectations", default=DEFAULT_EXPECTATIONS)
+    for sub_parser in (check_parser, table_parser):
+        sub_parser.add_argument("--work", required=True, help="directory for the cache, runs and results")
+        sub_parser.add_argument("--tier", choices=("ci", "full"), default="ci")
+        sub_parser.add_argument("--expectations", default=DEFAULT_EXPECTATIONS)
+    args = parser.parse_args()
+    try:
+        return {"check": check, "table": table, "selftest": selftest}[args.command](args)
+    except (ValueError, KeyError, OSError) as error:
+        print(f"coverage_suite: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
