@@ -241,7 +241,7 @@ TEST(TensorShapes, ScatterNDKeepsTheDataDims) {
             "(float[N, 4, 6] y)",
             "y = ScatterND(x, i, u)\n a = ScatterND(x, far, v)\n b = ScatterND(x, i, w)", 16),
       false);
-  EXPECT_EQ(dims_of(inferred, "y"), "[N, 4, 6]");
+  EXPECT_EQ(exprs(inferred, "y"), "[N, 4, 6]");
   expect_error(inferred, "a", "ScatterND", "index 4 dims of data");
   expect_error(inferred, "b", "ScatterND", "updates [3, 5] do not match");
 }
@@ -256,9 +256,9 @@ TEST(TensorShapes, EinsumTakesEachLabelsDim) {
             " c = Einsum <equation = \"bhid,bhjd->bhij\"> (q, one4)\n one4 = Transpose <perm = [0, 2, 1, 3]> (k)",
             13),
       false);
-  EXPECT_EQ(dims_of(inferred, "y"), "[N, 2, 8, 6]");
-  EXPECT_EQ(dims_of(inferred, "e"), "[N, 2, 8, 6]");  // the ellipsis [1] and [N, 2] broadcast
-  EXPECT_EQ(dims_of(inferred, "t"), "[4, N]");
+  EXPECT_EQ(exprs(inferred, "y"), "[N, 2, 8, 6]");
+  EXPECT_EQ(exprs(inferred, "e"), "[N, 2, 8, 6]");  // the ellipsis [1] and [N, 2] broadcast
+  EXPECT_EQ(exprs(inferred, "t"), "[4, N]");
   expect_error(inferred, "a", "Einsum", "rank 2");
   expect_error(inferred, "c", "Einsum", "label 'h' is 2 in one place and 6");
 }
