@@ -181,6 +181,27 @@ TEST_P(AmxGemm, EpiloguesOutputTypesAndResidual) {
   tester().m(21).n(50).k(40).quant(q).test(Isa::kAmxInt8);
 }
 
+// A row block's column tiles are multiplied one after another while the previous tile's epilogue
+// runs from the other accumulator buffer: several tiles per row block (64- and 16-column), with
+// row and k tails, through every epilogue path (packed rows, residuals, fp32, leaky, SiLU).
+TEST_P(AmxGemm, ColumnTilesOfARowBlockThroughEveryEpilogue) {
+  int seed = 100;
+  PointwiseProgram silu;
+  silu.size = 1;
+  silu.code[0] = {PointwiseOp::kSilu, 0, 0, 0};
+  for (const int n : {40, 200}) {  // the tester runs both widths: up to 13 tiles of 16, 4 of 64 (one partial)
+    for (const int m : {13, 45}) {
+      for (QuantSettings q : output_epilogue_sweep()) {
+        q.per_channel = seed % 2 == 0;
+        tester().m(m).n(n).k(m == 13 ? 136 : 64).c_stride(n + 3).quant(q).seed(++seed).test(Isa::kAmxInt8);
+      }
+      QuantSettings q;
+      q.program = &silu;
+      tester().m(m).n(n).k(150).quant(q).seed(++seed).test(Isa::kAmxInt8);
+    }
+  }
+}
+
 TEST_P(AmxGemm, StridesSplitsAndMatMulOperands) {
   tester().m(40).n(33).k(21).a_stride(29).c_stride(41).test(Isa::kAmxInt8);
   for (int parts : {2, 3}) tester().m(70).n(200).k(50).split(parts).seed(parts).test(Isa::kAmxInt8);
