@@ -6,9 +6,10 @@
 // column tile (kColumns = 64 or 16) is computed in blocks of 32 columns: C tiles 0..3 hold 2 row
 // tiles x 2 column blocks and accumulate over the whole K, A tiles 4/5 hold the two 16-row slices
 // of the panel, B tiles 6/7 16 k-groups of the two column blocks, read straight from the packed
-// weights with their row stride (kColumns * 4 bytes). The C tiles are stored into one of two int32
-// buffers; a column tile's epilogue runs after the first tdpbusd of the next tile are issued, so
-// the vector units requantize one tile while the tile unit multiplies the next. Every tile is
+// weights with their row stride (kColumns * 4 bytes), prefetched a few k steps ahead. The C tiles
+// are stored into one of two int32 buffers; a column tile's epilogue runs after the first tdpbusd
+// of the next tile (in this row block or the next) are issued, so the vector units requantize one
+// tile while the tile unit multiplies the next. Every tile is
 // 16 x 64 bytes, so one configuration serves all shapes: a k tail (fewer than 16 groups) is copied
 // into zero-padded buffers, and so is a partial row tile of a matrix read in place (which has no
 // rows past the last one).
@@ -155,9 +156,33 @@ struct AmxTraits {
     }
   }
 
+  // What a row block leaves for the next: the last column tile's C tiles in one of two buffers,
+  // its epilogue not yet run (it runs once the next row block's first tdpbusd are issued).
+  struct RowBlockState {
+    alignas(64) int32_t acc[2][kAmxMr * kColumns];
+    int buffer = 0;  // the next tile's
+    bool has_pending = false;
+    TileArgs pending;
+    int pending_rows = 0;
+    int32_t pending_row_term[kAmxMr];  // the driver's row terms are the next row block's by then
+  };
+
+  static void finish_pending(RowBlockState& state) {
+    if (!state.has_pending) return;
+    state.has_pending = false;
+    // A local copy: the output stores (char pointers) could alias the state's, which would make
+    // the epilogue reload every field after each store.
+    const TileArgs pending = state.pending;
+    epilogue(state.acc[state.buffer ^ 1], state.pending_rows, pending);
+  }
+
+  static void finish(RowBlockState& state) { finish_pending(state); }
+
+  static constexpr int kCarryGroups = 128;  // k of 512 bytes
+
   template <typename TileAt>
-  static void row_block(const uint8_t* a, int64_t a_stride, bool a_in_place, int rows, int k_groups, int n_begin,
-                        int n_end, const TileAt& tile_at) {
+  static void row_block(RowBlockState& state, const uint8_t* a, int64_t a_stride, bool a_in_place, int rows,
+                        int k_groups, int n_begin, int n_end, const TileAt& tile_at) {
     RowTiles row_tiles{{a, a + kAmxTileRows * a_stride}, {a_stride, a_stride}};
     // A partial row tile of a matrix read in place is copied, its missing rows zeroed: that matrix
     // ends at its last row. (A panel has all kMr rows; rows past `rows` give C rows never stored.)
@@ -172,26 +197,30 @@ struct AmxTraits {
       row_tiles.a[tile] = copy;
       row_tiles.stride[tile] = k_bytes;
     }
-    // Two buffers: the epilogue of the tile in one while the next tile's C tiles go to the other.
-    alignas(64) int32_t acc[2][kAmxMr * kColumns];
-    TileArgs pending;
-    bool has_pending = false;
-    int buffer = 0;
-    const auto finish_pending = [&] {
-      if (has_pending) epilogue(acc[buffer ^ 1], rows, pending);
-    };
+    const auto run_pending = [&state] { finish_pending(state); };
     for (int n = n_begin; n < n_end; n += kColumns) {
       const auto [args, b] = tile_at(n);
+      int32_t* acc = state.acc[state.buffer];
       if (rows > kAmxTileRows) {
-        column_tile<true>(row_tiles, b, k_groups, args.n_valid, acc[buffer], finish_pending);
+        column_tile<true>(row_tiles, b, k_groups, args.n_valid, acc, run_pending);
       } else {
-        column_tile<false>(row_tiles, b, k_groups, args.n_valid, acc[buffer], finish_pending);
+        column_tile<false>(row_tiles, b, k_groups, args.n_valid, acc, run_pending);
       }
-      pending = args;
-      has_pending = true;
-      buffer ^= 1;
+      state.pending = args;
+      state.pending_rows = rows;
+      state.has_pending = true;
+      state.buffer ^= 1;
     }
-    finish_pending();
+    // A row block of one deep column tile (a 3x3 convolution of 64 channels) leaves its epilogue
+    // to run behind the next row block's tdpbusd. Elsewhere that measured slower (1x1
+    // convolutions, whose few tdpbusd hide little) or equal (several tiles, where only the last
+    // tile's epilogue is not hidden): it runs now.
+    if (n_end - n_begin > kColumns || k_groups < kCarryGroups) {
+      finish_pending(state);
+    } else if (state.pending.row_term != nullptr) {
+      std::memcpy(state.pending_row_term, state.pending.row_term, sizeof(int32_t) * rows);
+      state.pending.row_term = state.pending_row_term;
+    }
   }
 
   // The epilogue of `rows` rows of the column tile in acc (kColumns int32 per row).

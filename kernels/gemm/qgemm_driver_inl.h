@@ -8,10 +8,13 @@
 //   template <int MR> static void tile(const PanelElement* a, int64_t a_stride, const int8_t* b,
 //                                      int k_groups, const TileArgs& args);
 // or (RowBlockTraits: a whole row block of the column chunk at once, so one column tile's
-// epilogue can run while the next tile's multiplies execute)
-//   template <typename TileAt> static void row_block(const PanelElement* a, int64_t a_stride,
-//       bool a_in_place, int rows, int k_groups, int n_begin, int n_end, const TileAt& tile_at);
-//   with tile_at(n) giving the TileArgs and packed weights of the column tile at n.
+// epilogue can run while the next tile's multiplies execute, across row blocks too)
+//   struct RowBlockState;  (what one call leaves for the next: default-constructed once per run)
+//   template <typename TileAt> static void row_block(RowBlockState& state, const PanelElement* a,
+//       int64_t a_stride, bool a_in_place, int rows, int k_groups, int n_begin, int n_end,
+//       const TileAt& tile_at);
+//   with tile_at(n) giving the TileArgs and packed weights of the column tile at n, and
+//   static void finish(RowBlockState& state);  after the last row block.
 // Optional: kPanelRowAlignment (bytes; default 1): panel rows start at multiples of it, and a
 // matrix is read in place only when its rows do.
 #pragma once
@@ -295,6 +298,17 @@ inline void dispatch_tile(std::integer_sequence<int, Rows...>, int rows, const t
 template <typename Traits>
 concept RowBlockTraits = requires { Traits::kRowBlocks; };
 
+struct NoRowBlockState {};
+
+template <typename Traits>
+struct RowBlockStateOf {
+  using type = NoRowBlockState;
+};
+template <RowBlockTraits Traits>
+struct RowBlockStateOf<Traits> {
+  using type = typename Traits::RowBlockState;
+};
+
 template <typename Traits>
 constexpr int64_t panel_row_alignment() {
   if constexpr (requires { Traits::kPanelRowAlignment; }) {
@@ -335,6 +349,7 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
                              std::fabs(epilogue.clamp_max) <= 0x1p20f;
   char* c_bytes = static_cast<char*>(c);
   const char* residual_bytes = static_cast<const char*>(epilogue.residual);
+  [[maybe_unused]] typename RowBlockStateOf<Traits>::type row_block_state;
 
   for (int chunk_begin = n_begin; chunk_begin < n_end; chunk_begin += chunk_columns) {
     const int chunk_end = std::min(n_end, chunk_begin + chunk_columns);
@@ -368,7 +383,8 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
         return std::pair<TileArgs, const int8_t*>(args, b);
       };
       if constexpr (RowBlockTraits<Traits>) {
-        Traits::row_block(tile_a, tile_a_stride, direct, rows, k_groups, chunk_begin, chunk_end, tile_at);
+        Traits::row_block(row_block_state, tile_a, tile_a_stride, direct, rows, k_groups, chunk_begin, chunk_end,
+                          tile_at);
       } else {
         for (int n = chunk_begin; n < chunk_end; n += kNr) {
           const auto [args, b] = tile_at(n);
@@ -378,6 +394,7 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
       }
     }
   }
+  if constexpr (RowBlockTraits<Traits>) Traits::finish(row_block_state);
 }
 
 }  // namespace
