@@ -17,7 +17,9 @@
 
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/gemm/qgemm_amx.h"
 #include "kernels/gemm/qgemm_copy_avx512_inl.h"
@@ -180,9 +182,9 @@ struct AmxTraits {
 
   static constexpr int kCarryGroups = 128;  // k of 512 bytes
 
-  template <typename TileAt>
+  template <typename TileArgsAt>
   static void row_block(RowBlockState& state, const uint8_t* a, int64_t a_stride, bool a_in_place, int rows,
-                        int k_groups, int n_begin, int n_end, const TileAt& tile_at) {
+                        int k_groups, int n_begin, int n_end, const TileArgsAt& tile_args) {
     RowTiles row_tiles{{a, a + kAmxTileRows * a_stride}, {a_stride, a_stride}};
     // A partial row tile of a matrix read in place is copied, its missing rows zeroed: that matrix
     // ends at its last row. (A panel has all kMr rows; rows past `rows` give C rows never stored.)
@@ -199,7 +201,8 @@ struct AmxTraits {
     }
     const auto run_pending = [&state] { finish_pending(state); };
     for (int n = n_begin; n < n_end; n += kColumns) {
-      const auto [args, b] = tile_at(n);
+      TileArgs args;
+      const int8_t* b = tile_args(n, args);
       int32_t* acc = state.acc[state.buffer];
       if (rows > kAmxTileRows) {
         column_tile<true>(row_tiles, b, k_groups, args.n_valid, acc, run_pending);
@@ -223,11 +226,43 @@ struct AmxTraits {
     }
   }
 
+  // store_tile_packed (qgemm_epilogue_avx512_inl.h) for a run-time row count.
+  static void store_rows_packed(const int32_t* acc, int rows, const TileArgs& t) {
+    const PackedRowStore p = packed_row_store(t);
+    const Epilogue& e = *t.epilogue;
+    const bool integer_clamp =
+        t.integer_clamp && (t.residual == nullptr || 255.0f * std::fabs(e.residual_multiplier) <= 0x1p29f);
+    const int residual = t.residual == nullptr ? 0 : e.residual_signed ? 2 : 1;
+    auto store_rows = [&](auto is_unsigned, auto clamp, auto residual_kind) {
+      for (int r = 0; r < rows; ++r) {
+        store_row_packed<decltype(is_unsigned)::value, decltype(clamp)::value, true, decltype(residual_kind)::value>(
+            acc + 64 * r, r, p);
+      }
+    };
+    auto with_output = [&](auto residual_kind) {
+      using std::false_type, std::true_type;
+      if (e.output_type == OutputType::kU8) {
+        integer_clamp ? store_rows(true_type{}, true_type{}, residual_kind)
+                      : store_rows(true_type{}, false_type{}, residual_kind);
+      } else {
+        integer_clamp ? store_rows(false_type{}, true_type{}, residual_kind)
+                      : store_rows(false_type{}, false_type{}, residual_kind);
+      }
+    };
+    if (residual == 0) {
+      with_output(std::integral_constant<int, 0>{});
+    } else if (residual == 1) {
+      with_output(std::integral_constant<int, 1>{});
+    } else {
+      with_output(std::integral_constant<int, 2>{});
+    }
+  }
+
   // The epilogue of `rows` rows of the column tile in acc (kColumns int32 per row).
   static void epilogue(const int32_t* acc, int rows, const TileArgs& t) {
     if constexpr (kColumns == 64) {
       if (packed_row_epilogue(t)) {
-        store_tile_packed<true, kAmxMr>(acc, t, rows);
+        store_rows_packed(acc, rows, t);
         return;
       }
     } else {

@@ -10,10 +10,11 @@
 // or (RowBlockTraits: a whole row block of the column chunk at once, so one column tile's
 // epilogue can run while the next tile's multiplies execute, across row blocks too)
 //   struct RowBlockState;  (what one call leaves for the next: default-constructed once per run)
-//   template <typename TileAt> static void row_block(RowBlockState& state, const PanelElement* a,
+//   template <typename TileArgsAt> static void row_block(RowBlockState& state, const PanelElement* a,
 //       int64_t a_stride, bool a_in_place, int rows, int k_groups, int n_begin, int n_end,
-//       const TileAt& tile_at);
-//   with tile_at(n) giving the TileArgs and packed weights of the column tile at n, and
+//       const TileArgsAt& tile_args);
+//   where b = tile_args(n, args) fills the TileArgs of the column tile at n and returns its packed
+//   weights, and
 //   static void finish(RowBlockState& state);  after the last row block.
 // Optional: kPanelRowAlignment (bytes; default 1): panel rows start at multiples of it, and a
 // matrix is read in place only when its rows do.
@@ -365,31 +366,42 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
       }
       // Start loading the next row block's source lines while this block computes.
       prefetch_rows(source, packed, m + kMr, std::min(m_end, m + 2 * kMr));
-      auto tile_at = [&](int n) {
-        TileArgs args;
-        args.bias = packed.bias.data() + n;
-        args.multiplier = packed.multiplier.data() + n;
-        args.float_bias = packed.float_bias.data() + n;
-        args.column0 = n;
-        args.row_term = need_row_term ? row_term : nullptr;
-        args.c_row_bytes = c_row_stride * output_size;
-        args.c = c_bytes + m * args.c_row_bytes + static_cast<int64_t>(n) * output_size;
-        args.residual_row_bytes = epilogue.residual_row_stride * residual_size;
-        args.residual = residual_bytes ? residual_bytes + m * args.residual_row_bytes + n * residual_size : nullptr;
-        args.n_valid = std::min(kNr, chunk_end - n);
-        args.epilogue = &epilogue;
-        args.integer_clamp = integer_clamp;
-        const int8_t* b = packed.data.data() + (n / kNr) * tile_bytes;
-        return std::pair<TileArgs, const int8_t*>(args, b);
-      };
       if constexpr (RowBlockTraits<Traits>) {
+        // Fills `args` for the column tile at n and returns its packed weights.
+        auto tile_args = [&](int n, TileArgs& args) {
+          args.bias = packed.bias.data() + n;
+          args.multiplier = packed.multiplier.data() + n;
+          args.float_bias = packed.float_bias.data() + n;
+          args.column0 = n;
+          args.row_term = need_row_term ? row_term : nullptr;
+          args.c_row_bytes = c_row_stride * output_size;
+          args.c = c_bytes + m * args.c_row_bytes + static_cast<int64_t>(n) * output_size;
+          args.residual_row_bytes = epilogue.residual_row_stride * residual_size;
+          args.residual = residual_bytes ? residual_bytes + m * args.residual_row_bytes + n * residual_size : nullptr;
+          args.n_valid = std::min(kNr, chunk_end - n);
+          args.epilogue = &epilogue;
+          args.integer_clamp = integer_clamp;
+          return static_cast<const int8_t*>(packed.data.data() + (n / kNr) * tile_bytes);
+        };
         Traits::row_block(row_block_state, tile_a, tile_a_stride, direct, rows, k_groups, chunk_begin, chunk_end,
-                          tile_at);
+                          tile_args);
       } else {
         for (int n = chunk_begin; n < chunk_end; n += kNr) {
-          const auto [args, b] = tile_at(n);
-          dispatch_tile<Traits>(std::make_integer_sequence<int, kMr>{}, rows, tile_a, tile_a_stride, b, k_groups,
-                                args);
+          TileArgs args;
+          args.bias = packed.bias.data() + n;
+          args.multiplier = packed.multiplier.data() + n;
+          args.float_bias = packed.float_bias.data() + n;
+          args.column0 = n;
+          args.row_term = need_row_term ? row_term : nullptr;
+          args.c_row_bytes = c_row_stride * output_size;
+          args.c = c_bytes + m * args.c_row_bytes + static_cast<int64_t>(n) * output_size;
+          args.residual_row_bytes = epilogue.residual_row_stride * residual_size;
+          args.residual = residual_bytes ? residual_bytes + m * args.residual_row_bytes + n * residual_size : nullptr;
+          args.n_valid = std::min(kNr, chunk_end - n);
+          args.epilogue = &epilogue;
+          args.integer_clamp = integer_clamp;
+          const int8_t* b = packed.data.data() + (n / kNr) * tile_bytes;
+          dispatch_tile<Traits>(std::make_integer_sequence<int, kMr>{}, rows, tile_a, tile_a_stride, b, k_groups, args);
         }
       }
     }

@@ -230,9 +230,9 @@ template <bool kUnsigned, bool kIntegerClamp, bool kAddBias, int kResidual>
 }
 
 // Rows x 64 accumulators (row-major, 64 int32 per row) through store_row_packed (the tile passed
-// packed_row_epilogue): `rows` (at most kRows, the unroll) of them.
+// packed_row_epilogue).
 template <bool kAddBias, int kRows>
-[[gnu::always_inline]] inline void store_tile_packed(const int32_t* acc, const TileArgs& t, int rows = kRows) {
+[[gnu::always_inline]] inline void store_tile_packed(const int32_t* acc, const TileArgs& t) {
   const PackedRowStore p = packed_row_store(t);
   const Epilogue& e = *t.epilogue;
   // The integer clamp also needs the residual term bounded: |(r - r_zp) * r_multiplier| <= 2^29
@@ -240,10 +240,9 @@ template <bool kAddBias, int kRows>
   const bool integer_clamp =
       t.integer_clamp && (t.residual == nullptr || 255.0f * std::fabs(e.residual_multiplier) <= 0x1p29f);
   const int residual = t.residual == nullptr ? 0 : e.residual_signed ? 2 : 1;
-  auto store_rows = [&](auto is_unsigned, auto clamp, auto residual_kind) {
+  auto rows = [&](auto is_unsigned, auto clamp, auto residual_kind) {
 #pragma GCC unroll 6
     for (int r = 0; r < kRows; ++r) {
-      if (r == rows) break;
       store_row_packed<decltype(is_unsigned)::value, decltype(clamp)::value, kAddBias, decltype(residual_kind)::value>(
           acc + 64 * r, r, p);
     }
@@ -251,11 +250,9 @@ template <bool kAddBias, int kRows>
   auto with_output = [&](auto residual_kind) {
     using std::false_type, std::true_type;
     if (e.output_type == OutputType::kU8) {
-      integer_clamp ? store_rows(true_type{}, true_type{}, residual_kind)
-                    : store_rows(true_type{}, false_type{}, residual_kind);
+      integer_clamp ? rows(true_type{}, true_type{}, residual_kind) : rows(true_type{}, false_type{}, residual_kind);
     } else {
-      integer_clamp ? store_rows(false_type{}, true_type{}, residual_kind)
-                    : store_rows(false_type{}, false_type{}, residual_kind);
+      integer_clamp ? rows(false_type{}, true_type{}, residual_kind) : rows(false_type{}, false_type{}, residual_kind);
     }
   };
   if (residual == 0) {
