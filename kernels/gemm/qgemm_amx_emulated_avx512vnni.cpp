@@ -2,6 +2,7 @@
 // testers (and under amx_emulation()) on AVX-512 machines without AMX.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "kernels/gemm/qgemm_amx_inl.h"
 #include "kernels/gemm/qgemm_amx_tiles_inl.h"

@@ -3,6 +3,7 @@
 // and Linux's arch_prctl permission; kernels/cpu_features.cpp).
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "kernels/gemm/qgemm_amx_inl.h"
 

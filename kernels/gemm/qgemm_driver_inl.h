@@ -4,9 +4,20 @@
 // an anonymous namespace, so every ISA gets its own copy compiled with its own flags.
 //
 // Traits provide: kMr, kNr, kKGroup, PanelElement (uint8_t or int16_t),
-//   static void copy_flip(uint8_t* dst, const uint8_t* src, int count, uint8_t flip);  and
+//   static void copy_flip(uint8_t* dst, const uint8_t* src, int count, uint8_t flip);  and either
 //   template <int MR> static void tile(const PanelElement* a, int64_t a_stride, const int8_t* b,
 //                                      int k_groups, const TileArgs& args);
+// or (RowBlockTraits: a whole row block of the column chunk at once, so one column tile's
+// epilogue can run while the next tile's multiplies execute, across row blocks too)
+//   struct RowBlockState;  (what one call leaves for the next: default-constructed once per run)
+//   template <typename TileArgsAt> static void row_block(RowBlockState& state, const PanelElement* a,
+//       int64_t a_stride, bool a_in_place, int rows, int k_groups, int n_begin, int n_end,
+//       const TileArgsAt& tile_args);
+//   where b = tile_args(n, args) fills the TileArgs of the column tile at n and returns its packed
+//   weights, and
+//   static void finish(RowBlockState& state);  after the last row block.
+// Optional: kPanelRowAlignment (bytes; default 1): panel rows start at multiples of it, and a
+// matrix is read in place only when its rows do.
 #pragma once
 
 #include <algorithm>
@@ -286,6 +297,29 @@ inline void dispatch_tile(std::integer_sequence<int, Rows...>, int rows, const t
 }
 
 template <typename Traits>
+concept RowBlockTraits = requires { Traits::kRowBlocks; };
+
+struct NoRowBlockState {};
+
+template <typename Traits>
+struct RowBlockStateOf {
+  using type = NoRowBlockState;
+};
+template <RowBlockTraits Traits>
+struct RowBlockStateOf<Traits> {
+  using type = typename Traits::RowBlockState;
+};
+
+template <typename Traits>
+constexpr int64_t panel_row_alignment() {
+  if constexpr (requires { Traits::kPanelRowAlignment; }) {
+    return Traits::kPanelRowAlignment;
+  } else {
+    return 1;
+  }
+}
+
+template <typename Traits>
 void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_t c_row_stride,
                 const Epilogue& epilogue, int m_begin, int m_end, int n_begin, int n_end) {
   using PanelElement = typename Traits::PanelElement;
@@ -296,7 +330,8 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
   const int residual_size = 1;
   const int k_groups = packed.k_padded / Traits::kKGroup;
   // +64 elements so the rows of a panel do not alias the same cache sets.
-  const int64_t panel_stride = packed.k_padded + 64;
+  constexpr int64_t kRowAlignment = panel_row_alignment<Traits>();
+  const int64_t panel_stride = (packed.k_padded + kRowAlignment - 1) / kRowAlignment * kRowAlignment + 64;
   PanelElement* panel = reinterpret_cast<PanelElement*>(
       thread_scratch(ScratchSlot::kPanel, sizeof(PanelElement) * kMr * panel_stride));
   uint8_t* row_bytes = thread_scratch(ScratchSlot::kRowBytes, packed.k_padded + 64);
@@ -308,11 +343,14 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
   // Unsigned rows of a plain matrix already hold what a panel would (no shift, no gather, K a
   // whole number of k-groups, no row term): the tiles read them in place.
   const bool direct = std::is_same_v<PanelElement, uint8_t> && !source.conv && !packed.input_signed &&
-                      packed.k == packed.k_padded && !need_row_term;
+                      packed.k == packed.k_padded && !need_row_term &&
+                      reinterpret_cast<uintptr_t>(source.data) % kRowAlignment == 0 &&
+                      source.row_stride % kRowAlignment == 0;
   const bool integer_clamp = packed.bounded && std::fabs(epilogue.clamp_min) <= 0x1p20f &&
                              std::fabs(epilogue.clamp_max) <= 0x1p20f;
   char* c_bytes = static_cast<char*>(c);
   const char* residual_bytes = static_cast<const char*>(epilogue.residual);
+  [[maybe_unused]] typename RowBlockStateOf<Traits>::type row_block_state;
 
   for (int chunk_begin = n_begin; chunk_begin < n_end; chunk_begin += chunk_columns) {
     const int chunk_end = std::min(n_end, chunk_begin + chunk_columns);
@@ -328,25 +366,47 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
       }
       // Start loading the next row block's source lines while this block computes.
       prefetch_rows(source, packed, m + kMr, std::min(m_end, m + 2 * kMr));
-      for (int n = chunk_begin; n < chunk_end; n += kNr) {
-        TileArgs args;
-        args.bias = packed.bias.data() + n;
-        args.multiplier = packed.multiplier.data() + n;
-        args.float_bias = packed.float_bias.data() + n;
-        args.column0 = n;
-        args.row_term = need_row_term ? row_term : nullptr;
-        args.c_row_bytes = c_row_stride * output_size;
-        args.c = c_bytes + m * args.c_row_bytes + static_cast<int64_t>(n) * output_size;
-        args.residual_row_bytes = epilogue.residual_row_stride * residual_size;
-        args.residual = residual_bytes ? residual_bytes + m * args.residual_row_bytes + n * residual_size : nullptr;
-        args.n_valid = std::min(kNr, chunk_end - n);
-        args.epilogue = &epilogue;
-        args.integer_clamp = integer_clamp;
-        const int8_t* b = packed.data.data() + (n / kNr) * tile_bytes;
-        dispatch_tile<Traits>(std::make_integer_sequence<int, kMr>{}, rows, tile_a, tile_a_stride, b, k_groups, args);
+      if constexpr (RowBlockTraits<Traits>) {
+        // Fills `args` for the column tile at n and returns its packed weights.
+        auto tile_args = [&](int n, TileArgs& args) {
+          args.bias = packed.bias.data() + n;
+          args.multiplier = packed.multiplier.data() + n;
+          args.float_bias = packed.float_bias.data() + n;
+          args.column0 = n;
+          args.row_term = need_row_term ? row_term : nullptr;
+          args.c_row_bytes = c_row_stride * output_size;
+          args.c = c_bytes + m * args.c_row_bytes + static_cast<int64_t>(n) * output_size;
+          args.residual_row_bytes = epilogue.residual_row_stride * residual_size;
+          args.residual = residual_bytes ? residual_bytes + m * args.residual_row_bytes + n * residual_size : nullptr;
+          args.n_valid = std::min(kNr, chunk_end - n);
+          args.epilogue = &epilogue;
+          args.integer_clamp = integer_clamp;
+          return static_cast<const int8_t*>(packed.data.data() + (n / kNr) * tile_bytes);
+        };
+        Traits::row_block(row_block_state, tile_a, tile_a_stride, direct, rows, k_groups, chunk_begin, chunk_end,
+                          tile_args);
+      } else {
+        for (int n = chunk_begin; n < chunk_end; n += kNr) {
+          TileArgs args;
+          args.bias = packed.bias.data() + n;
+          args.multiplier = packed.multiplier.data() + n;
+          args.float_bias = packed.float_bias.data() + n;
+          args.column0 = n;
+          args.row_term = need_row_term ? row_term : nullptr;
+          args.c_row_bytes = c_row_stride * output_size;
+          args.c = c_bytes + m * args.c_row_bytes + static_cast<int64_t>(n) * output_size;
+          args.residual_row_bytes = epilogue.residual_row_stride * residual_size;
+          args.residual = residual_bytes ? residual_bytes + m * args.residual_row_bytes + n * residual_size : nullptr;
+          args.n_valid = std::min(kNr, chunk_end - n);
+          args.epilogue = &epilogue;
+          args.integer_clamp = integer_clamp;
+          const int8_t* b = packed.data.data() + (n / kNr) * tile_bytes;
+          dispatch_tile<Traits>(std::make_integer_sequence<int, kMr>{}, rows, tile_a, tile_a_stride, b, k_groups, args);
+        }
       }
     }
   }
+  if constexpr (RowBlockTraits<Traits>) Traits::finish(row_block_state);
 }
 
 }  // namespace

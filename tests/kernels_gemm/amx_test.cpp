@@ -181,6 +181,59 @@ TEST_P(AmxGemm, EpiloguesOutputTypesAndResidual) {
   tester().m(21).n(50).k(40).quant(q).test(Isa::kAmxInt8);
 }
 
+// A row block's column tiles are multiplied one after another while the previous tile's epilogue
+// runs from the other accumulator buffer: several tiles per row block (64- and 16-column), with
+// row and k tails, through every epilogue path (packed rows, residuals, fp32, leaky, SiLU).
+TEST_P(AmxGemm, ColumnTilesOfARowBlockThroughEveryEpilogue) {
+  int seed = 100;
+  PointwiseProgram silu;
+  silu.size = 1;
+  silu.code[0] = {PointwiseOp::kSilu, 0, 0, 0};
+  for (const int n : {40, 200}) {  // the tester runs both widths: up to 13 tiles of 16, 4 of 64 (one partial)
+    for (const int m : {13, 45}) {
+      for (QuantSettings q : output_epilogue_sweep()) {
+        q.per_channel = seed % 2 == 0;
+        tester().m(m).n(n).k(m == 13 ? 136 : 520).c_stride(n + 3).quant(q).seed(++seed).test(Isa::kAmxInt8);
+      }
+      QuantSettings q;
+      q.program = &silu;
+      tester().m(m).n(n).k(150).quant(q).seed(++seed).test(Isa::kAmxInt8);
+    }
+  }
+  // The one column tile of a deep row block is requantized during the next row block, whose panel
+  // packing has replaced the row terms of a weight zero-point by then.
+  for (const int m : {33, 70}) {
+    for (const int k : {70, 520}) {
+      QuantSettings q;
+      q.weights_signed = false;
+      q.weight_zero_point = 103;
+      q.input_signed = false;
+      q.input_zero_point = 90;
+      tester().m(m).n(k == 70 ? 40 : 16).k(k).quant(q).seed(++seed).test(Isa::kAmxInt8);
+    }
+  }
+}
+
+// Deep panels (3x3 and 1x1 convolutions of 128..512 channels): k of 16 groups per step with and
+// without a k tail, row tails, several column tiles, residual and SiLU epilogues.
+TEST_P(AmxGemm, DeepPanels) {
+  int seed = 200;
+  for (const int k : {1025, 1088, 1100, 1536, 2049}) {
+    for (const int m : {7, 40}) {
+      QuantSettings q;
+      q.residual = (seed % 2) == 0;
+      tester().m(m).n(k == 1100 ? 200 : 70).k(k).quant(q).seed(++seed).test(Isa::kAmxInt8);
+    }
+  }
+  PointwiseProgram silu;
+  silu.size = 1;
+  silu.code[0] = {PointwiseOp::kSilu, 0, 0, 0};
+  QuantSettings q;
+  q.program = &silu;
+  q.output_type = OutputType::kF32;
+  tester().m(33).n(90).k(1300).quant(q).seed(++seed).test(Isa::kAmxInt8);
+}
+
 TEST_P(AmxGemm, StridesSplitsAndMatMulOperands) {
   tester().m(40).n(33).k(21).a_stride(29).c_stride(41).test(Isa::kAmxInt8);
   for (int parts : {2, 3}) tester().m(70).n(200).k(50).split(parts).seed(parts).test(Isa::kAmxInt8);
