@@ -45,7 +45,8 @@ struct ResolvedInputs {
 
 Result<ResolvedInputs> resolve_input_shapes(const std::vector<ValueInfo>& declared, const BuildOptions& options) {
   ResolvedInputs resolved;
-  for (const auto& [name, shape] : options.input_shapes) {
+  for (const auto& given : options.input_shapes) {
+    const std::string& name = given.first;
     if (std::none_of(declared.begin(), declared.end(), [&](const ValueInfo& info) { return info.name == name; })) {
       std::vector<std::string> names;
       for (const ValueInfo& info : declared) names.push_back(info.name);

@@ -137,7 +137,8 @@ Result<std::shared_ptr<const RangeEngine>> RangeEngine::build(std::unique_ptr<So
   QDQRT_ASSIGN_OR_RETURN(std::vector<ValueInfo> declared, source->declared_inputs());
   std::shared_ptr<RangeEngine> engine(new RangeEngine());
   engine->options_ = options;
-  for (const auto& [name, range] : profile) {
+  for (const auto& entry : profile) {
+    const std::string& name = entry.first;
     if (std::none_of(declared.begin(), declared.end(), [&](const ValueInfo& info) { return info.name == name; })) {
       std::vector<std::string> names;
       for (const ValueInfo& info : declared) names.push_back(info.name);

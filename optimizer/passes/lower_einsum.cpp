@@ -164,8 +164,10 @@ class LowerEinsumPass : public Pass {
       if (attributes == nullptr) continue;
       std::optional<MatMulForm> form = matmul_form(graph, einsum, *attributes);
       if (!form) continue;
+      // MatMul runs float32 (and, between Q/DQ, int8): a double or integer Einsum stays one.
       const ValueInfo* info = graph.find_value(einsum.outputs[0]);
-      const DataType dtype = info ? info->dtype : DataType::kFloat;
+      if (info == nullptr || info->dtype != DataType::kFloat) continue;
+      const DataType dtype = info->dtype;
       Lowering lowering(graph, einsum, dtype);
       QDQRT_ASSIGN_OR_RETURN(std::string a, lowering.transpose(einsum.inputs[0], form->perm_a, "transpose_a"));
       QDQRT_ASSIGN_OR_RETURN(a, lowering.unsqueeze(a, form->unsqueeze_a, "unsqueeze_a"));

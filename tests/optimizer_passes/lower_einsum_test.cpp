@@ -96,6 +96,13 @@ TEST(LowerEinsum, MustNotFire) {
     Graph rewritten = run_passes(graph, {"lower_einsum"});
     EXPECT_EQ(op_sequence(rewritten), form.ops);
   }
+  // A matrix product in double stays an Einsum: MatMul runs float32.
+  std::string model = einsum_model("[2,4,5]", "[2,5,3]", "[2,4,3]", "bij,bjk->bik");
+  for (size_t at = model.find("float"); at != std::string::npos; at = model.find("float", at)) {
+    model.replace(at, 5, "double");
+  }
+  Graph rewritten = run_passes(parse_graph(model), {"lower_einsum"});
+  EXPECT_EQ(op_sequence(rewritten), "Einsum");
 }
 
 }  // namespace
