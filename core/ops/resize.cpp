@@ -218,4 +218,37 @@ void register_resize_ops(OpRegistry& registry) {
   registry.add({.domain = "", .op_type = "Resize", .parse_attributes = parse_resize, .infer_shape = infer_resize});
 }
 
+double resize_original_coordinate(CoordinateTransformation mode, const ResizeAxis& axis, int64_t out) {
+  const double x = static_cast<double>(out);
+  const double in = static_cast<double>(axis.input_size);
+  const double resized = axis.scale * in;
+  switch (mode) {
+    case CoordinateTransformation::kHalfPixel: return (x + 0.5) / axis.scale - 0.5;
+    case CoordinateTransformation::kHalfPixelSymmetric: {
+      const double adjustment = static_cast<double>(axis.output_size) / resized;
+      const double offset = in / 2.0 * (1.0 - adjustment);
+      return offset + (x + 0.5) / axis.scale - 0.5;
+    }
+    case CoordinateTransformation::kPytorchHalfPixel: return resized > 1.0 ? (x + 0.5) / axis.scale - 0.5 : 0.0;
+    case CoordinateTransformation::kAlignCorners: return resized == 1.0 ? 0.0 : x * (in - 1.0) / (resized - 1.0);
+    case CoordinateTransformation::kAsymmetric: return x / axis.scale;
+    case CoordinateTransformation::kTfHalfPixelForNn: return (x + 0.5) / axis.scale;
+    case CoordinateTransformation::kTfCropAndResize:
+      return resized == 1.0
+                 ? 0.5 * (axis.roi_start + axis.roi_end) * (in - 1.0)
+                 : axis.roi_start * (in - 1.0) + x * (axis.roi_end - axis.roi_start) * (in - 1.0) / (resized - 1.0);
+  }
+  return x;
+}
+
+int64_t resize_nearest_index(NearestMode mode, double x) {
+  switch (mode) {
+    case NearestMode::kRoundPreferFloor: return static_cast<int64_t>(std::ceil(x - 0.5));
+    case NearestMode::kRoundPreferCeil: return static_cast<int64_t>(std::floor(x + 0.5));
+    case NearestMode::kFloor: return static_cast<int64_t>(std::floor(x));
+    case NearestMode::kCeil: return static_cast<int64_t>(std::ceil(x));
+  }
+  return 0;
+}
+
 }  // namespace qdqrt

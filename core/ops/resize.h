@@ -34,4 +34,18 @@ struct ResizeAttributes : OpAttributes {
   KeepAspectRatioPolicy keep_aspect_ratio_policy = KeepAspectRatioPolicy::kStretch;  // opset 18+
 };
 
+// One axis of a Resize, for the coordinate rules the reference kernel and the engine's layers
+// share (so their taps are the same bit for bit).
+struct ResizeAxis {
+  int64_t input_size = 1, output_size = 1;
+  double scale = 1.0;                      // output / input along the axis
+  double roi_start = 0.0, roi_end = 1.0;   // tf_crop_and_resize only
+};
+// The input coordinate of output index `out` (coordinate_transformation_mode), in double as ONNX's
+// reference computes it; length_resized is scale * input size (with `sizes` the scale is size /
+// input size, so it equals the integer size).
+double resize_original_coordinate(CoordinateTransformation mode, const ResizeAxis& axis, int64_t out);
+// The input index nearest_mode picks for coordinate `x` (before clamping to the axis).
+int64_t resize_nearest_index(NearestMode mode, double x);
+
 }  // namespace qdqrt

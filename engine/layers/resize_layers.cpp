@@ -44,35 +44,11 @@ struct AxisRule {
   double scale = 1.0;
 };
 
-// reference/ops/resize.cpp's original_coordinate() for every mode but tf_crop_and_resize.
+// The reference kernel's coordinate rule (core/ops/resize.h); tf_crop_and_resize is not lowered.
 double original_coordinate(const AxisRule& axis, int64_t out) {
-  const double x = static_cast<double>(out);
-  const double in = static_cast<double>(axis.input_size);
-  const double resized = axis.scale * in;
-  switch (axis.coordinate) {
-    case CoordinateTransformation::kHalfPixel: return (x + 0.5) / axis.scale - 0.5;
-    case CoordinateTransformation::kHalfPixelSymmetric: {
-      const double adjustment = static_cast<double>(axis.output_size) / resized;
-      const double offset = in / 2.0 * (1.0 - adjustment);
-      return offset + (x + 0.5) / axis.scale - 0.5;
-    }
-    case CoordinateTransformation::kPytorchHalfPixel: return resized > 1.0 ? (x + 0.5) / axis.scale - 0.5 : 0.0;
-    case CoordinateTransformation::kAlignCorners: return resized == 1.0 ? 0.0 : x * (in - 1.0) / (resized - 1.0);
-    case CoordinateTransformation::kAsymmetric: return x / axis.scale;
-    case CoordinateTransformation::kTfHalfPixelForNn: return (x + 0.5) / axis.scale;
-    case CoordinateTransformation::kTfCropAndResize: break;
-  }
-  return x;
-}
-
-int64_t nearest_index(NearestMode mode, double x) {
-  switch (mode) {
-    case NearestMode::kRoundPreferFloor: return static_cast<int64_t>(std::ceil(x - 0.5));
-    case NearestMode::kRoundPreferCeil: return static_cast<int64_t>(std::floor(x + 0.5));
-    case NearestMode::kFloor: return static_cast<int64_t>(std::floor(x));
-    case NearestMode::kCeil: return static_cast<int64_t>(std::ceil(x));
-  }
-  return 0;
+  return resize_original_coordinate(
+      axis.coordinate, ResizeAxis{.input_size = axis.input_size, .output_size = axis.output_size, .scale = axis.scale},
+      out);
 }
 
 // The taps of one axis: per output coordinate, index0 (weight0) and index1 (weight1; 0 for nearest).
@@ -89,7 +65,7 @@ AxisTaps axis_taps(const AxisRule& axis, bool linear) {
     if (!linear) {
       // Clamped in double first: a far-off coordinate must not overflow the integer conversion.
       const double bounded = std::clamp(x, -1.0, static_cast<double>(axis.input_size));
-      taps.index0.push_back(static_cast<int32_t>(std::clamp<int64_t>(nearest_index(axis.nearest, bounded), 0, last)));
+      taps.index0.push_back(static_cast<int32_t>(std::clamp<int64_t>(resize_nearest_index(axis.nearest, bounded), 0, last)));
       taps.index1.push_back(taps.index0.back());
       taps.weight0.push_back(1.0);
       taps.weight1.push_back(0.0);

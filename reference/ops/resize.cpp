@@ -36,39 +36,14 @@ struct AxisResize {
   bool resized = false;  // false for axes not listed in `axes`: copied unchanged
 };
 
-// length_resized is scale * length_original (real-valued, as ONNX's reference computes it; with
-// `sizes` the scale is size / input size, so it equals the integer size).
 double original_coordinate(const ResizeAttributes& attributes, const AxisResize& axis, int64_t out) {
-  const double x = static_cast<double>(out);
-  const double in = static_cast<double>(axis.input_size);
-  const double resized = axis.scale * in;
-  switch (attributes.coordinate_transformation) {
-    case CoordinateTransformation::kHalfPixel: return (x + 0.5) / axis.scale - 0.5;
-    case CoordinateTransformation::kHalfPixelSymmetric: {
-      const double adjustment = static_cast<double>(axis.output_size) / resized;
-      const double offset = in / 2.0 * (1.0 - adjustment);
-      return offset + (x + 0.5) / axis.scale - 0.5;
-    }
-    case CoordinateTransformation::kPytorchHalfPixel: return resized > 1.0 ? (x + 0.5) / axis.scale - 0.5 : 0.0;
-    case CoordinateTransformation::kAlignCorners: return resized == 1.0 ? 0.0 : x * (in - 1.0) / (resized - 1.0);
-    case CoordinateTransformation::kAsymmetric: return x / axis.scale;
-    case CoordinateTransformation::kTfHalfPixelForNn: return (x + 0.5) / axis.scale;
-    case CoordinateTransformation::kTfCropAndResize:
-      return resized == 1.0
-                 ? 0.5 * (axis.roi_start + axis.roi_end) * (in - 1.0)
-                 : axis.roi_start * (in - 1.0) + x * (axis.roi_end - axis.roi_start) * (in - 1.0) / (resized - 1.0);
-  }
-  return x;
-}
-
-int64_t nearest_index(NearestMode mode, double x) {
-  switch (mode) {
-    case NearestMode::kRoundPreferFloor: return static_cast<int64_t>(std::ceil(x - 0.5));
-    case NearestMode::kRoundPreferCeil: return static_cast<int64_t>(std::floor(x + 0.5));
-    case NearestMode::kFloor: return static_cast<int64_t>(std::floor(x));
-    case NearestMode::kCeil: return static_cast<int64_t>(std::ceil(x));
-  }
-  return 0;
+  return resize_original_coordinate(attributes.coordinate_transformation,
+                                    ResizeAxis{.input_size = axis.input_size,
+                                               .output_size = axis.output_size,
+                                               .scale = axis.scale,
+                                               .roi_start = axis.roi_start,
+                                               .roi_end = axis.roi_end},
+                                    out);
 }
 
 // Keys' cubic convolution weights for the taps floor(x)-1 .. floor(x)+2 at fraction t.
@@ -94,7 +69,7 @@ AxisTaps taps_for(const ResizeAttributes& attributes, const AxisResize& axis, in
   auto clamp_index = [last](int64_t index) { return std::clamp<int64_t>(index, 0, last); };
   switch (attributes.mode) {
     case ResizeMode::kNearest:
-      result.taps.push_back({clamp_index(nearest_index(attributes.nearest_mode, x)), 1.0});
+      result.taps.push_back({clamp_index(resize_nearest_index(attributes.nearest_mode, x)), 1.0});
       break;
     case ResizeMode::kLinear: {
       const double clamped = std::clamp(x, 0.0, static_cast<double>(last));
