@@ -5,6 +5,7 @@
 #include "core/checked_math.h"
 #include "core/ops/fused_layers.h"
 #include "core/ops/window.h"
+#include "core/ops/shape_function_helpers.h"
 #include "core/shape_inference.h"
 
 namespace qdqrt {
@@ -14,24 +15,6 @@ namespace {
 bool all_static(const Dims& dims, size_t first = 0) {
   return std::all_of(dims.begin() + static_cast<std::ptrdiff_t>(std::min(first, dims.size())), dims.end(),
                      [](const Dim& dim) { return dim.is_static(); });
-}
-
-// The output size of a window along one axis, as an expression of the input's (explicit pads
-// without ceil_mode, SAME_* and VALID; unknown otherwise: the value still holds).
-DimExpr window_output_expr(const DimExpr& input, int64_t kernel, int64_t stride, int64_t dilation, int64_t pads,
-                           AutoPad auto_pad, bool ceil_mode) {
-  const DimExpr extent = DimExpr::constant(dilation * (kernel - 1) + 1);
-  const DimExpr s = DimExpr::constant(stride);
-  switch (auto_pad) {
-    case AutoPad::kSameUpper:
-    case AutoPad::kSameLower:
-      return ceil_div(input, s);
-    case AutoPad::kValid:
-      return floor_div(input - extent, s) + DimExpr::constant(1);
-    default:
-      if (ceil_mode) return DimExpr();
-      return floor_div(input + DimExpr::constant(pads) - extent, s) + DimExpr::constant(1);
-  }
 }
 
 // The spatial output dims of a window over x's dims after the first two; unknown dims when x's
@@ -56,9 +39,15 @@ std::optional<Dims> window_output_dims(const Node& node, const Dims& x, const Sh
     if (input.is_constant()) {
       dim.expr = DimExpr::constant(sizes[i]);
     } else if (input.known()) {
+      // The rule of qdqrt's shape functions (core/ops/shape_function_helpers.h), kept only where it
+      // gives this value at the input's.
       const size_t a = i + offset;
-      dim.expr = window_output_expr(input, geometry->kernel[a], geometry->strides[a], geometry->dilations[a],
-                                    geometry->pads_begin[a] + geometry->pads_end[a], window.auto_pad, window.ceil_mode);
+      const int64_t extent = geometry->dilations[a] * (geometry->kernel[a] - 1) + 1;
+      auto rule = [&](const DimExpr& in) {
+        return window_output_expr(in, extent, geometry->strides[a], geometry->pads_begin[a], geometry->pads_end[a],
+                                  window.auto_pad, window.ceil_mode);
+      };
+      if (rule(DimExpr::constant(x[i + 2].value)).constant_value() == sizes[i]) dim.expr = rule(input);
     }
     spatial.push_back(std::move(dim));
   }

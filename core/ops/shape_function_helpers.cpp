@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <functional>
 
 #include "core/checked_math.h"
 #include "core/ops/fused_op_table.h"
@@ -65,6 +64,24 @@ bool is_integer_element_type(DataType dtype) {
   }
 }
 
+DimExpr window_output_expr(const DimExpr& input, int64_t extent, int64_t stride, int64_t pad_begin, int64_t pad_end,
+                           AutoPad auto_pad, bool ceil_mode) {
+  const DimExpr s = DimExpr::constant(stride);
+  const DimExpr one = DimExpr::constant(1);
+  switch (auto_pad) {
+    case AutoPad::kSameUpper:
+    case AutoPad::kSameLower: return ceil_div(input, s);
+    case AutoPad::kValid: return floor_div(input - DimExpr::constant(extent), s) + one;
+    case AutoPad::kNotSet: break;
+  }
+  if (!ceil_mode) return floor_div(input + DimExpr::constant(pad_begin + pad_end - extent), s) + one;
+  // ceil((in + pads - extent) / stride) + 1 windows, less the last when it would start past the
+  // input and its begin padding: its start must be at most in + pad_begin - 1.
+  return min(ceil_div(input + DimExpr::constant(pad_begin + pad_end - extent), s),
+             floor_div(input + DimExpr::constant(pad_begin - 1), s)) +
+         one;
+}
+
 Result<Dims> window_spatial_dims(const ShapeInferenceContext& context, const Dims& x,
                                  const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                                  const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads,
@@ -99,32 +116,9 @@ Result<Dims> window_spatial_dims(const ShapeInferenceContext& context, const Dim
       return context.error("spatial axis {}: input size {} is too large", i, x[i + 2].value);
     }
     const int64_t extent = dilation * (k - 1) + 1;
-    const DimExpr s = DimExpr::constant(stride);
-    const DimExpr one = DimExpr::constant(1);
-    // The output size as a function of the input size (the same rule window_output_size applies).
-    std::function<DimExpr(const DimExpr&)> rule;
-    switch (auto_pad) {
-      case AutoPad::kSameUpper:
-      case AutoPad::kSameLower: rule = [s](const DimExpr& in) { return ceil_div(in, s); }; break;
-      case AutoPad::kValid:
-        rule = [s, one, extent](const DimExpr& in) { return floor_div(in - DimExpr::constant(extent), s) + one; };
-        break;
-      case AutoPad::kNotSet:
-        if (!ceil_mode) {
-          rule = [s, one, extent, pad_begin, pad_end](const DimExpr& in) {
-            return floor_div(in + DimExpr::constant(pad_begin + pad_end - extent), s) + one;
-          };
-        } else {
-          // ceil((in + pads - extent) / stride) + 1 windows, less the last when it would start
-          // past the input and its begin padding: its start must be at most in + pad_begin - 1.
-          rule = [s, one, extent, pad_begin, pad_end](const DimExpr& in) {
-            return min(ceil_div(in + DimExpr::constant(pad_begin + pad_end - extent), s),
-                       floor_div(in + DimExpr::constant(pad_begin - 1), s)) +
-                   one;
-          };
-        }
-        break;
-    }
+    const auto rule = [&](const DimExpr& in) {
+      return window_output_expr(in, extent, stride, pad_begin, pad_end, auto_pad, ceil_mode);
+    };
     const Dim& in = x[i + 2];
     Dim out;
     if (in.is_static()) {

@@ -57,6 +57,11 @@ bool is_integer_element_type(DataType dtype);
 inline constexpr int64_t kMaxWindowValue = int64_t{1} << 31;
 inline constexpr int64_t kMaxWindowInput = int64_t{1} << 60;
 
+// The output size of a window along one axis as an expression of the input size `input` (the
+// rule window_output_size applies to values): extent = dilation * (kernel - 1) + 1.
+DimExpr window_output_expr(const DimExpr& input, int64_t extent, int64_t stride, int64_t pad_begin, int64_t pad_end,
+                           AutoPad auto_pad, bool ceil_mode);
+
 // The spatial output dims of a window (Conv, the pools) over x [N, C, spatial...]: values where
 // the input's are known (the rule core/ops/window.cpp resolves for the kernels) and expressions of
 // the input's. `kernel` has one entry per spatial axis; empty strides/dilations/pads mean 1/1/0.
