@@ -85,7 +85,15 @@ Result<BatchLayout> BatchTracker::layout_of(const std::string& value) const {
   BatchLayout layout;
   for (size_t axis = 0; axis < shape->size(); ++axis) {
     const int64_t at_max = (*shape)[axis], at_probe = (*probed_shape)[axis];
-    if (at_max == at_probe) continue;
+    if (at_max == at_probe) {
+      // Equal at both batches yet an expression of the batch (N/3 of a split batch axis): it
+      // changes at other batches, and not as a multiple of the batch.
+      if ((*info->shape)[axis].expr.depends_on(kBatchSymbol)) {
+        return mismatch(fmt::format("dim {} is {} of the batch, not a multiple of it", axis,
+                                    (*info->shape)[axis].expr.to_string()));
+      }
+      continue;
+    }
     if (layout.batched) return mismatch("two dims change with the batch");
     const int64_t factor = at_max / max_batch_;
     if (factor < 1 || at_max != factor * max_batch_ || at_probe != factor * probe_batch_) {

@@ -264,17 +264,44 @@ std::vector<LayerProfileEntry> Engine::layers() const {
 }
 
 std::unique_ptr<ExecutionContext> Engine::create_context(const ContextOptions& options) const {
-  return std::unique_ptr<ExecutionContext>(new ExecutionContext(shared_from_this(), options));
+  return std::unique_ptr<ExecutionContext>(new ExecutionContext(shared_from_this(), options, nullptr));
+}
+
+std::unique_ptr<ExecutionContext> Engine::create_context(const ContextOptions& options,
+                                                         std::shared_ptr<SharedContextMemory> shared) const {
+  return std::unique_ptr<ExecutionContext>(new ExecutionContext(shared_from_this(), options, std::move(shared)));
 }
 
 // ------------------------------------------------------------------------------------------------
 // ExecutionContext
 
+struct SharedContextMemory::Impl {
+  kernels::AlignedBuffer<uint8_t> memory;   // activations of whichever context runs
+  kernels::AlignedBuffer<uint8_t> scratch;
+  std::shared_ptr<tbb::task_arena> arena;   // made by the first context, for its thread count
+  int arena_threads = 0;
+};
+
+SharedContextMemory::SharedContextMemory() : impl_(std::make_unique<Impl>()) {}
+SharedContextMemory::~SharedContextMemory() = default;
+
+std::shared_ptr<SharedContextMemory> SharedContextMemory::create() {
+  return std::shared_ptr<SharedContextMemory>(new SharedContextMemory());
+}
+
+int64_t SharedContextMemory::bytes() const {
+  return static_cast<int64_t>(impl_->memory.size() + impl_->scratch.size());
+}
+
 struct ExecutionContext::Impl {
-  std::unique_ptr<tbb::task_arena> arena;
-  kernels::AlignedBuffer<uint8_t> memory;   // activations
-  kernels::AlignedBuffer<uint8_t> scratch;  // one slice per thread slot
+  std::shared_ptr<tbb::task_arena> arena;
+  kernels::AlignedBuffer<uint8_t> memory;   // activations (unless shared)
+  kernels::AlignedBuffer<uint8_t> scratch;  // one slice per thread slot (unless shared)
   int64_t scratch_stride = 0;
+  int64_t arena_bytes = 0;                  // what the plan needs of each
+  int64_t scratch_bytes = 0;
+  std::shared_ptr<SharedContextMemory> shared;
+  const uint8_t* bound_memory = nullptr;    // the shared arena the activations point into
   std::vector<kernels::AlignedBuffer<uint8_t>> output_buffers;  // outputs the caller did not bind
   std::vector<void*> tensor_data;
   std::atomic<bool> layer_failed{false};  // RunState::report_failure
@@ -283,12 +310,22 @@ struct ExecutionContext::Impl {
   Status allocation_failure;  // set when the constructor could not allocate: every run returns it
 };
 
-ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine, const ContextOptions& options)
+ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine, const ContextOptions& options,
+                                   std::shared_ptr<SharedContextMemory> shared)
     : engine_(std::move(engine)), impl_(std::make_unique<Impl>()), profiling_(options.profiling) {
   const EnginePlan& plan = engine_->plan_;
   threads_ = options.threads > 0 ? std::min(options.threads, max_context_threads())
                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  impl_->arena = std::make_unique<tbb::task_arena>(threads_);
+  impl_->shared = std::move(shared);
+  if (impl_->shared && impl_->shared->impl_->arena && impl_->shared->impl_->arena_threads == threads_) {
+    impl_->arena = impl_->shared->impl_->arena;
+  } else {
+    impl_->arena = std::make_shared<tbb::task_arena>(threads_);
+    if (impl_->shared && !impl_->shared->impl_->arena) {
+      impl_->shared->impl_->arena = impl_->arena;
+      impl_->shared->impl_->arena_threads = threads_;
+    }
+  }
   impl_->tensor_data.assign(plan.tensors.size(), nullptr);
   layer_times_ms_.assign(plan.layers.size(), 0.0);
   // The sizes come from the plan (an engine file may ask for anything validate_plan lets through):
@@ -296,12 +333,14 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine, const C
   std::string what = "the activation arena";
   int64_t bytes = std::max<int64_t>(plan.arena_bytes, 64);
   try {
-    impl_->memory.resize(static_cast<size_t>(bytes));
+    impl_->arena_bytes = bytes;
+    if (!impl_->shared) impl_->memory.resize(static_cast<size_t>(bytes));
     impl_->scratch_stride = (plan.scratch_bytes_per_thread + 63) / 64 * 64;
     what = fmt::format("the scratch of {} threads", threads_ + 1);
     if (__builtin_mul_overflow(impl_->scratch_stride, int64_t{threads_} + 1, &bytes)) bytes = INT64_MAX;
     bytes = std::max<int64_t>(bytes, 64);
-    impl_->scratch.resize(static_cast<size_t>(bytes));
+    impl_->scratch_bytes = bytes;
+    if (!impl_->shared) impl_->scratch.resize(static_cast<size_t>(bytes));
     impl_->output_buffers.resize(plan.outputs.size());
     for (size_t i = 0; i < plan.outputs.size(); ++i) {
       const PlanTensor& output = plan.tensors[static_cast<size_t>(plan.outputs[i])];
@@ -313,10 +352,40 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine, const C
     impl_->allocation_failure = io_error("not enough memory: {} bytes for {} of a context", bytes, what);
     return;
   }
+  if (impl_->shared) return;  // activations are pointed into the shared arena by each run
   for (size_t t = 0; t < plan.tensors.size(); ++t) {
     const PlanTensor& tensor = plan.tensors[t];
     if (tensor.kind == TensorKind::kActivation) impl_->tensor_data[t] = impl_->memory.data() + tensor.arena_offset;
   }
+}
+
+Status ExecutionContext::bind_shared_memory() {
+  SharedContextMemory::Impl& shared = *impl_->shared->impl_;
+  const char* what = "the activation arena";
+  int64_t bytes = impl_->arena_bytes;
+  try {
+    if (shared.memory.size() < static_cast<size_t>(impl_->arena_bytes)) {
+      shared.memory = kernels::AlignedBuffer<uint8_t>();  // freed before the larger one is had
+      shared.memory.resize(static_cast<size_t>(impl_->arena_bytes));
+    }
+    what = "the scratch";
+    bytes = impl_->scratch_bytes;
+    if (shared.scratch.size() < static_cast<size_t>(impl_->scratch_bytes)) {
+      shared.scratch = kernels::AlignedBuffer<uint8_t>();
+      shared.scratch.resize(static_cast<size_t>(impl_->scratch_bytes));
+    }
+  } catch (const std::bad_alloc&) {
+    return io_error("not enough memory: {} bytes for {} of a context", bytes, what);
+  }
+  if (impl_->bound_memory != shared.memory.data()) {
+    const EnginePlan& plan = engine_->plan_;
+    for (size_t t = 0; t < plan.tensors.size(); ++t) {
+      const PlanTensor& tensor = plan.tensors[t];
+      if (tensor.kind == TensorKind::kActivation) impl_->tensor_data[t] = shared.memory.data() + tensor.arena_offset;
+    }
+    impl_->bound_memory = shared.memory.data();
+  }
+  return Status::ok();
 }
 
 ExecutionContext::~ExecutionContext() = default;
@@ -360,6 +429,7 @@ Status check_binding_shape(const PlanTensor& tensor, const Shape& shape, int64_t
 
 Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::span<const TensorBinding> outputs) {
   if (!impl_->allocation_failure.is_ok()) return impl_->allocation_failure;
+  if (impl_->shared) QDQRT_RETURN_IF_ERROR(bind_shared_memory());
   const EnginePlan& plan = engine_->plan_;
   std::vector<void*>& data = impl_->tensor_data;
   int64_t batch = -1;
@@ -412,7 +482,7 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
   const auto& layers = engine_->bound_->layers;
   size_t failed_layer = layers.size();
   const int threads = threads_;
-  uint8_t* scratch_base = impl_->scratch.data();
+  uint8_t* scratch_base = impl_->shared ? impl_->shared->impl_->scratch.data() : impl_->scratch.data();
   const int64_t scratch_stride = impl_->scratch_stride;
   const bool profiling = profiling_;
   const std::atomic<bool>* cancel = cancel_;

@@ -88,6 +88,24 @@ std::string reference_layer_reason(const PlanLayer& layer);
 
 class Engine;
 
+// Memory and threads that several execution contexts used one at a time can share (a RangeContext
+// keeps one context per shape it ran, and runs one shape at a time): the activation arena and
+// per-thread scratch, grown on a run to the largest plan run on it so far, and the thread pool.
+// Contexts sharing it must never run at the same time.
+class SharedContextMemory {
+ public:
+  static std::shared_ptr<SharedContextMemory> create();
+  ~SharedContextMemory();
+  // Bytes held now (arena and scratch).
+  int64_t bytes() const;
+
+ private:
+  friend class ExecutionContext;
+  SharedContextMemory();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 class ExecutionContext {
  public:
   ~ExecutionContext();
@@ -119,7 +137,10 @@ class ExecutionContext {
  private:
   friend class Engine;
   struct Impl;
-  ExecutionContext(std::shared_ptr<const Engine> engine, const ContextOptions& options);
+  ExecutionContext(std::shared_ptr<const Engine> engine, const ContextOptions& options,
+                   std::shared_ptr<SharedContextMemory> shared);
+  // With shared memory: grows it to this plan's needs and points the activations into it.
+  Status bind_shared_memory();
 
   std::shared_ptr<const Engine> engine_;
   std::unique_ptr<Impl> impl_;
@@ -147,6 +168,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
   static Result<std::shared_ptr<const Engine>> load_bytes(std::span<const uint8_t> bytes);
 
   std::unique_ptr<ExecutionContext> create_context(const ContextOptions& options = {}) const;
+  // A context whose activation arena, scratch and thread pool are `shared`'s (see
+  // SharedContextMemory): what a run needs beyond what it holds is allocated by that run.
+  std::unique_ptr<ExecutionContext> create_context(const ContextOptions& options,
+                                                   std::shared_ptr<SharedContextMemory> shared) const;
 
   const EnginePlan& plan() const { return plan_; }
   std::vector<IoTensorInfo> inputs() const;

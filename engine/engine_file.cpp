@@ -552,7 +552,10 @@ Result<RangeSection> read_range(CopyBudget& budget, CopyBudget& blob_budget, con
                        kMaxProfileRank);
       }
       for (size_t axis = 0; axis < shapes.min.size(); ++axis) {
-        if (!(1 <= shapes.min[axis] && shapes.min[axis] <= shapes.opt[axis] && shapes.opt[axis] <= shapes.max[axis])) {
+        // A dim of 0 is the model's own (a static empty input), never a range.
+        const bool empty = shapes.min[axis] == 0 && shapes.opt[axis] == 0 && shapes.max[axis] == 0;
+        if (!empty &&
+            !(1 <= shapes.min[axis] && shapes.min[axis] <= shapes.opt[axis] && shapes.opt[axis] <= shapes.max[axis])) {
           return corrupt("{}: dim {} needs 1 <= min <= opt <= max, got {}, {}, {}", where, axis, shapes.min[axis],
                          shapes.opt[axis], shapes.max[axis]);
         }

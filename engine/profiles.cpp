@@ -81,7 +81,8 @@ Status check_range(const ValueInfo& info, ShapeRange& range) {
   }
   for (size_t axis = 0; axis < range.min.size(); ++axis) {
     const int64_t low = range.min[axis], opt = range.opt[axis], high = range.max[axis];
-    if (low < 1) {
+    const bool declared_empty = info.shape && (*info.shape)[axis].is_static() && (*info.shape)[axis].value == 0;
+    if (low < 1 && !(declared_empty && low == 0 && high == 0)) {
       return invalid_argument("input '{}': dim {} has minimum {}; every dim must be at least 1 ({})", name, axis, low,
                               range_text(range));
     }
@@ -385,7 +386,7 @@ Status RangeEngine::check_input(size_t profile, size_t index, const Shape& shape
                             shape_to_string(shape), shape.size(), range.max.size(), range_text(range));
   }
   for (size_t axis = 0; axis < shape.size(); ++axis) {
-    if (shape[axis] < 1) {
+    if (shape[axis] < 1 && !(shape[axis] == 0 && range.max[axis] == 0)) {
       return invalid_argument("input '{}': dim {} of {} is {}; every dim must be at least 1 (the profile allows "
                               "{}..{})",
                               name, axis, shape_to_string(shape), shape[axis], range.min[axis], range.max[axis]);
@@ -613,7 +614,7 @@ std::unique_ptr<RangeContext> RangeEngine::create_context(const ContextOptions& 
 // RangeContext
 
 RangeContext::RangeContext(std::shared_ptr<const RangeEngine> engine, const ContextOptions& options)
-    : engine_(std::move(engine)), options_(options) {
+    : engine_(std::move(engine)), options_(options), memory_(SharedContextMemory::create()) {
   size_t dims = 0;
   for (size_t rank : engine_->ranks_) dims += rank;
   key_.reserve(dims);
@@ -644,7 +645,7 @@ Result<std::map<std::vector<int64_t>, RangeContext::Entry>::iterator> RangeConte
     contexts_.erase(oldest);
   }
   const bool fixed_batch = !exact_batch && !lowered->plan().fixed_batch_reason.empty();
-  return contexts_.emplace(key_, Entry{lowered->create_context(options_), fixed_batch, ++runs_}).first;
+  return contexts_.emplace(key_, Entry{lowered->create_context(options_, memory_), fixed_batch, ++runs_}).first;
 }
 
 Status RangeContext::run(std::span<const ConstTensorBinding> inputs, std::span<const TensorBinding> outputs) {

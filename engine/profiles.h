@@ -71,6 +71,8 @@ class RangeContext {
     return run(std::span<const ConstTensorBinding>(inputs.begin(), inputs.size()),
                std::span<const TensorBinding>(outputs.begin(), outputs.size()));
   }
+  // Bytes of the activation arena and scratch the contexts of every shape share.
+  int64_t memory_bytes() const { return memory_->bytes(); }
   // The context of the last successful run's shape (its profile, threads); nullptr before one.
   ExecutionContext* last_context() const { return last_; }
   // Runs only shapes of profile `index` (TensorRT's setOptimizationProfile); -1 (the default):
@@ -84,6 +86,9 @@ class RangeContext {
 
   std::shared_ptr<const RangeEngine> engine_;
   ContextOptions options_;
+  // One activation arena, scratch and thread pool for the contexts of every shape (they run one at
+  // a time): it grows to the largest shape run, not the sum of the shapes'.
+  std::shared_ptr<SharedContextMemory> memory_;
   struct Entry {
     std::unique_ptr<ExecutionContext> context;
     bool fixed_batch = false;  // its plan runs only at the batch it was lowered for

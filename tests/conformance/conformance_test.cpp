@@ -22,14 +22,20 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <cstring>
 #include <map>
+#include <set>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <onnx/onnx_pb.h>
+
 #include "engine/engine.h"
+#include "engine/profiles.h"
 #include "parser/onnx_loader.h"
 #include "reference/executor.h"
 #include "tests/common/onnx_node_case.h"
@@ -114,6 +120,153 @@ TEST_P(Conformance, Case) { check_case(GetParam(), false); }
 class EngineConformance : public ::testing::TestWithParam<std::string> {};
 TEST_P(EngineConformance, Case) { check_case(GetParam(), true); }
 
+// ------------------------------------------------------------------------------------------------
+// The same cases through one range engine (engine/profiles.h) each: every dim of every float
+// input made symbolic (one symbol per input and axis; integer and bool inputs, which often carry
+// shapes, indices or counts, keep their shapes), the outputs' declared shapes dropped, and a
+// profile from the halved shape (each dim ceil(d/2)) to the data set's. One engine runs at the data
+// set's shape (the expected outputs) and at the halved shape, whose inputs are the leading block
+// of the data set's, against the reference executor at that shape. Where the model cannot take the
+// halved shape (the reference refuses it: a conv's weights given as an input, a kernel_shape
+// attribute, a shape constant), the range engine must refuse it too, with a message, never crash.
+
+bool is_float_input(const onnx::ValueInfoProto& input) {
+  const int type = input.type().tensor_type().elem_type();
+  return type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::DOUBLE || type == onnx::TensorProto::FLOAT16 ||
+         type == onnx::TensorProto::BFLOAT16;
+}
+
+// The leading block of `tensor` of shape `shape` (each dim at most the tensor's).
+Tensor leading_block(const Tensor& tensor, const Shape& shape) {
+  Tensor block(tensor.dtype(), shape);
+  const size_t element = dtype_size(tensor.dtype());
+  const Shape& from = tensor.shape();
+  const size_t rank = shape.size();
+  std::vector<int64_t> index(rank, 0);
+  const auto* source = static_cast<const uint8_t*>(tensor.raw_data());
+  auto* target = static_cast<uint8_t*>(block.raw_data());
+  for (int64_t i = 0; i < block.numel(); ++i) {
+    int64_t offset = 0;
+    for (size_t axis = 0; axis < rank; ++axis) offset = offset * from[axis] + index[axis];
+    std::memcpy(target + static_cast<size_t>(i) * element, source + static_cast<size_t>(offset) * element, element);
+    for (size_t axis = rank; axis-- > 0;) {
+      if (++index[axis] < shape[axis]) break;
+      index[axis] = 0;
+    }
+  }
+  return block;
+}
+
+// Runs `range` at `inputs`' shapes.
+Result<TensorMap> run_range(const engine::RangeEngine& range, const TensorMap& inputs) {
+  std::map<std::string, Shape> shapes;
+  std::vector<engine::ConstTensorBinding> bindings;
+  for (const auto& [name, tensor] : inputs) {
+    shapes[name] = tensor.shape();
+    bindings.push_back({name, tensor.raw_data(), tensor.shape()});
+  }
+  QDQRT_ASSIGN_OR_RETURN(std::vector<engine::IoTensorInfo> infos, range.output_infos(shapes));
+  TensorMap outputs;
+  for (const engine::IoTensorInfo& info : infos) outputs[info.name] = Tensor(info.dtype, info.shape);
+  std::vector<engine::TensorBinding> output_bindings;
+  for (auto& [name, tensor] : outputs) output_bindings.push_back({name, tensor.raw_data(), tensor.shape()});
+  auto context = range.create_context({.threads = 2});
+  QDQRT_RETURN_IF_ERROR(context->run(bindings, output_bindings));
+  return outputs;
+}
+
+void check_range_case(const std::string& case_name) {
+  const fs::path case_dir = node_test_root() / case_name;
+  auto facts = testing::read_model_facts(case_dir / "model.onnx");
+  ASSERT_TRUE(facts.ok()) << facts.status().to_string();
+  if (const char* reason = testing::excluded_case_reason(case_name)) GTEST_SKIP() << "excluded: " << reason;
+  if (!facts->unsupported.empty()) GTEST_SKIP() << fmt::format("{}", fmt::join(facts->unsupported, "; "));
+  onnx::ModelProto model;
+  {
+    std::ifstream file(case_dir / "model.onnx", std::ios::binary);
+    ASSERT_TRUE(model.ParseFromIstream(&file));
+  }
+  auto data_set = testing::read_data_set(testing::data_set_dirs(case_dir).at(0), *facts);
+  ASSERT_TRUE(data_set.ok()) << data_set.status().to_string();
+
+  std::set<std::string> initializers;
+  for (const auto& initializer : model.graph().initializer()) initializers.insert(initializer.name());
+  engine::ShapeProfile profile;
+  TensorMap halved = data_set->inputs;
+  // The float inputs whose dims become symbolic (empty tensors keep their shapes). A symbolic dim 0
+  // is the batch, which all batched inputs share: it is symbolic only when they agree on it.
+  std::vector<onnx::ValueInfoProto*> varied;
+  std::set<int64_t> leading;
+  for (auto& input : *model.mutable_graph()->mutable_input()) {
+    if (initializers.count(input.name()) || !data_set->inputs.count(input.name()) || !is_float_input(input)) continue;
+    const Shape& shape = data_set->inputs.at(input.name()).shape();
+    if (shape.empty() || shape_numel(shape) == 0) continue;
+    varied.push_back(&input);
+    leading.insert(shape[0]);
+  }
+  for (onnx::ValueInfoProto* input : varied) {
+    const Tensor& data = data_set->inputs.at(input->name());
+    auto* dims = input->mutable_type()->mutable_tensor_type()->mutable_shape();
+    dims->clear_dim();
+    Shape half;
+    for (size_t axis = 0; axis < data.shape().size(); ++axis) {
+      const int64_t dim = data.shape()[axis];
+      if (axis == 0 && leading.size() > 1) {
+        dims->add_dim()->set_dim_value(dim);
+        half.push_back(dim);
+        continue;
+      }
+      dims->add_dim()->set_dim_param(axis == 0 ? std::string("N") : fmt::format("{}_{}", input->name(), axis));
+      half.push_back((dim + 1) / 2);
+    }
+    const std::string& name = input->name();
+    profile[name] = {half, data.shape(), data.shape()};
+    halved[name] = leading_block(data, half);
+  }
+  if (profile.empty()) GTEST_SKIP() << "no float input with dims";
+  for (auto& output : *model.mutable_graph()->mutable_output()) {
+    output.mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+  model.mutable_graph()->clear_value_info();
+  std::string bytes;
+  ASSERT_TRUE(model.SerializeToString(&bytes));
+  auto range = engine::RangeEngine::build_from_bytes(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), profile, {});
+  if (!range.ok() && range.status().message().find("no static shape") != std::string::npos) {
+    GTEST_SKIP() << "engine: data-dependent shapes: " << range.status().message();
+  }
+  ASSERT_TRUE(range.ok()) << "build: " << range.status().to_string();
+  auto at_data = run_range(**range, data_set->inputs);
+  ASSERT_TRUE(at_data.ok()) << "run at the data set's shape: " << at_data.status().to_string();
+  for (const auto& [name, expected] : data_set->expected_outputs) {
+    ASSERT_TRUE(at_data->count(name)) << "output '" << name << "' was not produced";
+    EXPECT_EQ(testing::compare_tensors(at_data->at(name), expected), "") << "output '" << name << "'";
+  }
+  // The halved shape: the reference executor at exactly that shape decides what is right.
+  LoadOptions load;
+  for (const auto& [name, tensor] : halved) load.input_shapes[name] = tensor.shape();
+  auto graph = load_onnx_bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), load);
+  Result<TensorMap> expected = graph.ok() ? run_reference(*graph, halved) : Result<TensorMap>(graph.status());
+  auto at_half = run_range(**range, halved);
+  if (!expected.ok()) {
+    EXPECT_FALSE(at_half.ok()) << "the reference refuses the halved shape (" << expected.status().to_string()
+                               << ") but the range engine ran it";
+    if (!at_half.ok()) EXPECT_FALSE(at_half.status().message().empty());
+    return;
+  }
+  if (!at_half.ok() && at_half.status().message().find("no static shape") != std::string::npos) {
+    GTEST_SKIP() << "engine: data-dependent shapes at the halved shape";
+  }
+  ASSERT_TRUE(at_half.ok()) << "run at the halved shape: " << at_half.status().to_string();
+  for (const auto& [name, tensor] : *expected) {
+    ASSERT_TRUE(at_half->count(name)) << "output '" << name << "' was not produced at the halved shape";
+    EXPECT_EQ(testing::compare_tensors(at_half->at(name), tensor), "") << "output '" << name << "' at the halved shape";
+  }
+}
+
+class RangeConformance : public ::testing::TestWithParam<std::string> {};
+TEST_P(RangeConformance, Case) { check_range_case(GetParam()); }
+
 // The Resize cases give scales/sizes (and roi) as graph inputs, which keeps them on the reference
 // layer; as constants (what exporters write) the engine runs its Resize layers on them, except
 // cubic, tf_crop_and_resize and `sizes` (these list the batch as a constant: the output does not
@@ -169,6 +322,8 @@ INSTANTIATE_TEST_SUITE_P(OnnxNode, Conformance, ::testing::ValuesIn(testing::lis
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Conformance);
 INSTANTIATE_TEST_SUITE_P(Engine, EngineConformance, ::testing::ValuesIn(testing::list_node_cases(node_test_root())), case_test_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(EngineConformance);
+INSTANTIATE_TEST_SUITE_P(Range, RangeConformance, ::testing::ValuesIn(testing::list_node_cases(node_test_root())), case_test_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(RangeConformance);
 
 // Records each case's outcome for the report.
 class ReportListener : public ::testing::EmptyTestEventListener {

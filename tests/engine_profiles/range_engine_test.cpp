@@ -528,6 +528,36 @@ TEST(RangeEngine, BadProfilesAreRefused) {
   expect_refused(RangeEngine::build_from_file(path + ".missing", kConvProfile, options).status(), {".missing"});
 }
 
+// A RangeContext's contexts share one activation arena and scratch: running several shapes holds
+// the largest shape's memory, not the sum, and smaller shapes after it allocate nothing more.
+TEST(RangeEngine, ShapesOfOneContextShareOneArena) {
+  const std::string path = write_conv(true);
+  auto range = RangeEngine::build_from_file(path, kConvProfile, precision_options(true));
+  ASSERT_TRUE(range.ok()) << range.status().to_string();
+  auto context = (*range)->create_context({.threads = 2});
+  int64_t arenas = 0;  // what one context per shape would hold
+  for (const Shape& shape : {Shape{1, 3, 64, 64}, Shape{1, 3, 40, 40}, Shape{1, 3, 32, 48}}) {
+    TensorMap inputs = {{"x", random_tensor(shape, 3)}};
+    ASSERT_TRUE(run_range(**range, *context, inputs).ok());
+    auto lowered = (*range)->engine_for({{"x", shape}});
+    ASSERT_TRUE(lowered.ok());
+    arenas += (*lowered)->plan().arena_bytes;
+  }
+  auto largest = (*range)->engine_for({{"x", {1, 3, 64, 64}}});
+  ASSERT_TRUE(largest.ok());
+  const int64_t held = context->memory_bytes();
+  EXPECT_GE(held, (*largest)->plan().arena_bytes);
+  EXPECT_LT(held - (*largest)->plan().arena_bytes, arenas - (*largest)->plan().arena_bytes)
+      << "held " << held << " bytes, the three arenas " << arenas;
+  // Back at the largest shape and the others: nothing grows.
+  for (const Shape& shape : {Shape{1, 3, 40, 40}, Shape{1, 3, 64, 64}}) {
+    ASSERT_TRUE(run_range(**range, *context, {{"x", random_tensor(shape, 4)}}).ok());
+  }
+  EXPECT_EQ(context->memory_bytes(), held);
+  // The outputs are still those of each shape's own engine.
+  expect_matches_at(path, true, **range, {{1, 3, 64, 64}, {1, 3, 33, 35}, {1, 3, 64, 64}}, Int8Check::kBitExact);
+}
+
 // A saved range engine holds the model and profiles: read back (from a file and from bytes), it
 // runs every shape of its range with the outputs of the engine it was saved from, which match the
 // reference executor bit for bit (the QDQ conv net) -- lowering shapes it never saw.

@@ -56,7 +56,9 @@ bool range_invariants_hold(const engine::RangeSection& range, const uint8_t* beg
     for (const auto& [name, shapes] : profile) {
       if (name.empty() || shapes.opt.size() != shapes.min.size() || shapes.max.size() != shapes.min.size()) return false;
       for (size_t axis = 0; axis < shapes.min.size(); ++axis) {
-        if (!(1 <= shapes.min[axis] && shapes.min[axis] <= shapes.opt[axis] && shapes.opt[axis] <= shapes.max[axis])) {
+        const bool empty = shapes.min[axis] == 0 && shapes.opt[axis] == 0 && shapes.max[axis] == 0;
+        if (!empty &&
+            !(1 <= shapes.min[axis] && shapes.min[axis] <= shapes.opt[axis] && shapes.opt[axis] <= shapes.max[axis])) {
           return false;
         }
       }
