@@ -8,7 +8,9 @@
 // Params (engine/layer_params.h): m, k, n (per matrix), batch_count (matrices at the maximum
 // batch) + the epilogue; qmatmul: packed weights under "w."; qbatched_matmul: isa, a/b scale and
 // zero-point, blob "bias" (float [n], optional).
-// Tensors: inputs {a [, b] [, residual]}, output {y}; all kPlain.
+// Tensors: inputs {a [, b] [, residual]}, output {y}; all kPlain. qmatmul counts its rows from
+// a's elements at run time, so it takes the batch on any dim but the last (any_batch_layout: the
+// [L, N, E] projections of nn.MultiheadAttention between Q/DQ), the same in a, y and the residual.
 #include <algorithm>
 #include <climits>
 
@@ -408,9 +410,26 @@ Result<CommonBind> bind_common(const BindContext& context, size_t residual_input
   return common;
 }
 
+// The batch of a constant-weight matmul's rows: on a dim of a before the last, the same in the
+// output (and the residual).
+bool rows_hold_the_batch(const BatchLayout& a, const BatchLayout& y, size_t rank) {
+  return a == y && (!a.batched || (a.axis >= 0 && static_cast<size_t>(a.axis) + 1 < rank));
+}
+
 Result<std::unique_ptr<Layer>> bind_qmatmul(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(CommonBind common, bind_common(context, 1));
   if (common.batch_count != 1) return context.error("a constant-weight matmul has one matrix");
+  const BatchLayout a_batch = batch_layout_of(*common.a), y_batch = batch_layout_of(*common.y);
+  bool residual_fits = true;
+  if (common.residual >= 0) {
+    QDQRT_ASSIGN_OR_RETURN(const PlanTensor* residual, context.input(1));
+    residual_fits = batch_layout_of(*residual) == y_batch;
+  }
+  if (!rows_hold_the_batch(a_batch, y_batch, common.a->shape.size()) || !residual_fits) {
+    return context.error(fmt::format("the batch (a dim {}, output dim {}) is not in the rows of a, the output and the "
+                                     "residual alike",
+                                     common.a->batch_axis, common.y->batch_axis));
+  }
   auto layer = std::make_unique<QMatMulLayer>();
   QDQRT_ASSIGN_OR_RETURN(layer->packed, load_gemm(context, params::kMatMulWeights, fold_scale(common.spec)));
   if (layer->packed.n != common.n || layer->packed.k != common.k ||
@@ -489,13 +508,29 @@ Result<std::unique_ptr<Layer>> bind_qbatched_matmul(const BindContext& context) 
 }  // namespace
 
 void register_int8_matmul_layers(LayerRegistry& registry) {
-  registry.add_kind({kConstantKind, bind_qmatmul});
+  registry.add_kind({.kind = kConstantKind, .bind = bind_qmatmul, .any_batch_layout = true});
   registry.add_kind({kBatchedKind, bind_qbatched_matmul});
   NodeLowering lowering;
   lowering.domain = qdqrt::layers::kDomain;
   lowering.op_type = qdqrt::layers::kQMatMul;
   lowering.lower = lower_qmatmul;
   lowering.accepts = [](const Node& node, const BuildContext& context) { return analyze_qmatmul(node, context).ok(); };
+  registry.add_lowering(lowering);
+  // The batch off dim 0 (offered only to lowerings that say so): a constant b, the batch in the
+  // rows of a, the output and the residual alike.
+  lowering.any_batch_layout = true;
+  lowering.accepts = [](const Node& node, const BuildContext& context) {
+    auto spec = analyze_qmatmul(node, context);
+    if (!spec.ok() || spec->b_constant == nullptr) return false;
+    const auto a = context.batch_layout(node.input(qdqrt::layers::kMatMulA));
+    const auto y = context.batch_layout(node.outputs[0]);
+    if (!a || !y || !rows_hold_the_batch(*a, *y, spec->a_shape.size())) return false;
+    if (spec->epilogue.has_residual) {
+      const auto residual = context.batch_layout(node.input(qdqrt::layers::kMatMulResidual));
+      if (!residual || *residual != *y) return false;
+    }
+    return true;
+  };
   registry.add_lowering(std::move(lowering));
 }
 

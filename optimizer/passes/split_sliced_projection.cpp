@@ -1,12 +1,14 @@
 #include "optimizer/passes/split_sliced_projection.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/op_registry.h"
+#include "core/ops/quantize.h"
 #include "core/shape_inference.h"
 #include "optimizer/graph_utils.h"
 
@@ -23,6 +25,7 @@ struct SlicePart {
 // What the selector found (indices into graph.nodes); the action rewrites it.
 struct SlicedProjection {
   int matmul = -1;
+  int weight_dq = -1;         // the DequantizeLinear of an 8-bit constant weight; -1: a float constant
   int add = -1;               // -1: no bias Add
   size_t bias_side = 1;       // the Add's operand holding the bias
   std::vector<SlicePart> parts;
@@ -55,18 +58,51 @@ bool sliceable_bias(const Tensor& bias, int64_t n) {
 
 bool is_onnx(const Node& node, const char* op_type) { return node.domain.empty() && node.op_type == op_type; }
 
+// A quantized weight DQ(W [K, N] 8-bit constant, scale, zero-point) read only by the MatMul, per
+// tensor or per column (axis 1): its columns split with their scales and zero-points. Returns N.
+std::optional<int64_t> dequantized_weight_columns(const Graph& graph, const ValueIndex& index, const Node& dq) {
+  if (!is_onnx(dq, "DequantizeLinear") || dq.outputs.size() != 1 || !index.has_single_use(dq.outputs[0])) {
+    return std::nullopt;
+  }
+  const Tensor* weight = find_constant(graph, dq.input(0));
+  const Tensor* scale = find_constant(graph, dq.input(1));
+  const Tensor* zero_point = dq.has_input(2) ? find_constant(graph, dq.input(2)) : nullptr;
+  if (weight == nullptr || weight->rank() != 2 || dtype_size(weight->dtype()) != 1 || scale == nullptr ||
+      (dq.has_input(2) && zero_point == nullptr)) {
+    return std::nullopt;
+  }
+  const auto* attributes = dynamic_cast<const DequantizeLinearAttributes*>(dq.typed_attributes.get());
+  if (attributes == nullptr || attributes->block_size != 0) return std::nullopt;
+  const int64_t n = weight->dim(1);
+  if (scale->numel() == 1 && (zero_point == nullptr || zero_point->numel() == 1)) return n;  // per tensor
+  const bool per_column = attributes->axis == 1 || attributes->axis == -1;
+  if (!per_column || scale->rank() != 1 || scale->numel() != n ||
+      (zero_point != nullptr && (zero_point->rank() != 1 || zero_point->numel() != n))) {
+    return std::nullopt;
+  }
+  return n;
+}
+
 std::optional<SlicedProjection> select(const Graph& graph, const ValueIndex& index, int matmul_index) {
   const Node& matmul = graph.nodes[static_cast<size_t>(matmul_index)];
   if (!is_onnx(matmul, "MatMul") || matmul.inputs.size() != 2 || matmul.outputs.size() != 1) return std::nullopt;
-  const Tensor* weight = find_constant(graph, matmul.input(1));
-  if (weight == nullptr || weight->dtype() != DataType::kFloat || weight->rank() != 2) return std::nullopt;
   if (find_constant(graph, matmul.input(0)) != nullptr) return std::nullopt;
-  const int64_t n = weight->dim(1);
+  SlicedProjection found;
+  int64_t n = 0;
+  if (const Tensor* weight = find_constant(graph, matmul.input(1))) {
+    if (weight->dtype() != DataType::kFloat || weight->rank() != 2) return std::nullopt;
+    n = weight->dim(1);
+  } else {
+    const int producer = index.producer(matmul.input(1));
+    if (producer < 0) return std::nullopt;
+    std::optional<int64_t> columns = dequantized_weight_columns(graph, index, graph.nodes[static_cast<size_t>(producer)]);
+    if (!columns) return std::nullopt;
+    n = *columns;
+    found.weight_dq = producer;
+  }
   const ValueInfo* x = graph.find_value(matmul.input(0));
   if (x == nullptr || !x->shape || x->shape->size() < 2) return std::nullopt;  // a vector x drops the axis
   const int64_t rank = static_cast<int64_t>(x->shape->size());
-
-  SlicedProjection found;
   found.matmul = matmul_index;
   std::string packed = matmul.outputs[0];
   if (index.has_single_use(packed)) {
@@ -101,17 +137,29 @@ std::optional<SlicedProjection> select(const Graph& graph, const ValueIndex& ind
 }
 
 // Columns [begin, end) of a constant whose last axis has `n` elements ([K, N] weight, [..., N]
-// bias).
+// bias or per-column scales), any element type.
 Tensor columns(const Tensor& tensor, int64_t begin, int64_t end) {
   Shape shape = tensor.shape();
   const int64_t n = shape.back();
   const int64_t rows = tensor.numel() / n;
   shape.back() = end - begin;
-  std::vector<float> values;
-  values.reserve(static_cast<size_t>(rows * (end - begin)));
-  const float* data = tensor.data<float>();
-  for (int64_t row = 0; row < rows; ++row) values.insert(values.end(), data + row * n + begin, data + row * n + end);
-  return Tensor::from_vector<float>(shape, values);
+  Tensor part(tensor.dtype(), shape);
+  const size_t element = dtype_size(tensor.dtype());
+  const auto* from = static_cast<const uint8_t*>(tensor.raw_data());
+  auto* to = static_cast<uint8_t*>(part.raw_data());
+  for (int64_t row = 0; row < rows; ++row) {
+    std::memcpy(to + static_cast<size_t>(row * (end - begin)) * element,
+                from + static_cast<size_t>(row * n + begin) * element, static_cast<size_t>(end - begin) * element);
+  }
+  return part;
+}
+
+// A per-column scale or zero-point cut to [begin, end); a per-tensor one kept.
+std::string columns_of_parameter(Graph& graph, const std::string& name, const std::string& suffix, int64_t begin,
+                                 int64_t end) {
+  const Tensor* tensor = find_constant(graph, name);
+  if (tensor == nullptr || tensor->numel() == 1) return name;
+  return add_initializer(graph, name + suffix, columns(*tensor, begin, end));
 }
 
 Result<Node> make_node(const Node& like, const std::string& op_type, std::string name, std::vector<std::string> inputs,
@@ -133,7 +181,9 @@ Result<Node> make_node(const Node& like, const std::string& op_type, std::string
 // The projection per Slice, each writing the Slice's output; the packed nodes are dropped.
 Status split(Graph& graph, const SlicedProjection& found) {
   const Node matmul = graph.nodes[static_cast<size_t>(found.matmul)];
-  const Tensor weight = *find_constant(graph, matmul.input(1));
+  std::optional<Node> dq;
+  if (found.weight_dq >= 0) dq = graph.nodes[static_cast<size_t>(found.weight_dq)];
+  const Tensor weight = *find_constant(graph, dq ? dq->input(0) : matmul.input(1));
   std::optional<Node> add;
   std::optional<Tensor> bias;
   if (found.add >= 0) {
@@ -141,13 +191,27 @@ Status split(Graph& graph, const SlicedProjection& found) {
     bias = *find_constant(graph, add->input(found.bias_side));
   }
   std::vector<Node> added;
-  std::set<int> dropped = {found.matmul, found.add};
+  std::set<int> dropped = {found.matmul, found.add, found.weight_dq};
   for (const SlicePart& part : found.parts) {
     const Node& slice = graph.nodes[static_cast<size_t>(part.slice)];
     dropped.insert(part.slice);
     const std::string suffix = fmt::format("_{}_{}", part.begin, part.end);
-    const std::string part_weight =
-        add_initializer(graph, matmul.input(1) + suffix, columns(weight, part.begin, part.end));
+    std::string part_weight =
+        add_initializer(graph, (dq ? dq->input(0) : matmul.input(1)) + suffix, columns(weight, part.begin, part.end));
+    if (dq) {
+      // The part's DequantizeLinear: its columns of the weight, scales and zero-points.
+      Node part_dq = *dq;
+      part_dq.name = unique_node_name(graph, dq->name + suffix);
+      part_dq.inputs[0] = part_weight;
+      part_dq.inputs[1] = columns_of_parameter(graph, dq->input(1), suffix, part.begin, part.end);
+      if (dq->has_input(2)) part_dq.inputs[2] = columns_of_parameter(graph, dq->input(2), suffix, part.begin, part.end);
+      part_weight = unique_value_name(graph, dq->outputs[0] + suffix);
+      part_dq.outputs = {part_weight};
+      ValueInfo& info = graph.values[part_weight];
+      info.name = part_weight;
+      info.dtype = DataType::kFloat;
+      added.push_back(std::move(part_dq));
+    }
     const std::string product = add ? unique_value_name(graph, matmul.outputs[0] + suffix) : slice.outputs[0];
     QDQRT_ASSIGN_OR_RETURN(Node part_matmul, make_node(matmul, "MatMul", unique_node_name(graph, matmul.name + suffix),
                                                        {matmul.input(0), part_weight}, product));

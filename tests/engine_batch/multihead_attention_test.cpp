@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <random>
 
 #include "engine/engine.h"
 #include "parser/onnx_loader.h"
@@ -54,6 +55,46 @@ mha (float[N,{0},{1}] x) => (float[N,{0},{1}] y)
 {2}}}
 )",
                      kTokens, kWidth, body);
+}
+
+// Between Q/DQ, as a quantizer that takes MatMul (ONNX Runtime's) leaves nn.MultiheadAttention:
+// the packed in-projection's input quantized per tensor, its int8 weight [E, 3E] per column, the
+// bias Add and the q/k/v Slices after it. split_sliced_projection gives one INT8 QMatMul per
+// Slice, each with the batch on dim 1 of its [L, N, E].
+std::string quantized_attention_text() {
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<int> codes(-127, 127);
+  std::uniform_real_distribution<float> unit(0.5f, 1.5f);
+  std::string weight, scales, zeros, bias;
+  for (int64_t i = 0; i < kWidth * 3 * kWidth; ++i) weight += fmt::format("{}{}", i ? ", " : "", codes(rng));
+  for (int64_t j = 0; j < 3 * kWidth; ++j) {
+    scales += fmt::format("{}{}", j ? ", " : "", 0.002f * unit(rng));
+    zeros += fmt::format("{}0", j ? ", " : "");
+    bias += fmt::format("{}{}", j ? ", " : "", 0.1f * (unit(rng) - 1.0f));
+  }
+  std::string body;
+  body += "  t = Transpose<perm = [1, 0, 2]>(x)\n  t_q = QuantizeLinear(t, xs, xz)\n  t_d = DequantizeLinear(t_q, xs, xz)\n";
+  body += "  w_d = DequantizeLinear<axis = 1>(w, ws, wz)\n  mm = MatMul(t_d, w_d)\n  packed = Add(b, mm)\n";
+  body += "  q_b = Slice(packed, zero, e1, last)\n  k_b = Slice(packed, e1, e2, last)\n  v_b = Slice(packed, e2, e3, last)\n";
+  body += "  s = Shape(t)\n  l = Gather<axis = 0>(s, zero)\n  n = Gather<axis = 0>(s, one)\n";
+  body += "  nh = Mul(n, heads)\n  heads_shape = Concat<axis = 0>(l, nh, depth)\n";
+  for (const char* name : {"q", "k", "v"}) {
+    body += fmt::format("  {0}_r = Reshape({0}_b, heads_shape)\n  {0}_h = Transpose<perm = [1, 0, 2]>({0}_r)\n", name);
+  }
+  body += "  q_scaled = Div(q_h, scale)\n  k_t = Transpose<perm = [0, 2, 1]>(k_h)\n";
+  body += "  scores = MatMul(q_scaled, k_t)\n  p = Softmax<axis = -1>(scores)\n  o = MatMul(p, v_h)\n";
+  body += "  o_t = Transpose<perm = [1, 0, 2]>(o)\n  back_shape = Concat<axis = 0>(l, n, width)\n";
+  body += "  back = Reshape(o_t, back_shape)\n  y = Transpose<perm = [1, 0, 2]>(back)\n";
+  return fmt::format(R"(<ir_version: 8, opset_import: ["" : 13]>
+quantized_mha (float[N,{0},{1}] x) => (float[N,{0},{1}] y)
+<int64[1] zero = {{0}}, int64[1] one = {{1}}, int64 heads = {{4}}, int64[1] depth = {{8}}, int64[1] width = {{{1}}},
+ int64[1] e1 = {{{1}}}, int64[1] e2 = {{{2}}}, int64[1] e3 = {{{3}}}, int64[1] last = {{-1}}, float scale = {{2.828427}},
+ float xs = {{0.02}}, int8 xz = {{0}}, int8[{1},{3}] w = {{{4}}}, float[{3}] ws = {{{5}}}, int8[{3}] wz = {{{6}}},
+ float[{3}] b = {{{7}}}>
+{{
+{8}}}
+)",
+                     kTokens, kWidth, 2 * kWidth, 3 * kWidth, weight, scales, zeros, bias, body);
 }
 
 // Must not fire: a Softmax over the batch's axis of [L, N, E], and an Add of a constant that
@@ -200,6 +241,34 @@ TEST(MultiheadAttention, DamagedBatchLayoutsAreRefused) {
   refused("q_b", 2, kWidth / kMaxBatch, "fp32_binary");   // its input's batch is on dim 1
   refused("q_mm", 2, kWidth / kMaxBatch, "fp32_gemm");    // the batch in the columns
   refused("rows", 1, kWidth / kMaxBatch, "fp32_gemm");    // the batch in K
+}
+
+TEST(MultiheadAttention, QuantizedInProjectionSplitsIntoInt8LayersWithTheBatchOffDimZero) {
+  Built built = build(quantized_attention_text(), {}, "quantized_multihead_attention");
+  ASSERT_NE(built.engine, nullptr);
+  const engine::EnginePlan& plan = built.engine->plan();
+  EXPECT_EQ(plan.fixed_batch_reason, "");
+  std::map<std::string, int> kinds;
+  int moved_int8 = 0;
+  for (const engine::PlanLayer& layer : plan.layers) {
+    ++kinds[layer.kind];
+    if (layer.kind != "qmatmul") continue;
+    const engine::PlanTensor& output = plan.tensors[static_cast<size_t>(layer.outputs[0])];
+    moved_int8 += output.batched && output.batch_axis == 1;
+  }
+  EXPECT_EQ(kinds["reference"], 0);
+  EXPECT_EQ(kinds["qmatmul"], 3);  // q, k and v, each with its bias
+  EXPECT_EQ(moved_int8, 3);
+  expect_batch_independent(built);
+  // Damaged: the batch in a projection's columns.
+  engine::EnginePlan damaged = plan;
+  const int32_t index = damaged.find_tensor("q_b");
+  ASSERT_GE(index, 0);
+  damaged.tensors[static_cast<size_t>(index)].batch_axis = 2;
+  damaged.tensors[static_cast<size_t>(index)].batch_factor = kWidth / kMaxBatch;
+  auto loaded = engine::Engine::from_plan(std::move(damaged));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("qmatmul"), std::string::npos) << loaded.status().message();
 }
 
 TEST(MultiheadAttention, LayersThatCannotSplitPerImageStayReference) {

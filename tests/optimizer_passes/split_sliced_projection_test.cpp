@@ -118,6 +118,36 @@ TEST(SplitSlicedProjection, OtherReadersAxesStepsAndWeightsMustNotFire) {
   EXPECT_EQ(op_sequence(run_passes(runtime, {"split_sliced_projection"})), "MatMul,Slice,Slice");
 }
 
+// A quantized weight: DequantizeLinear of an int8 [K, N] constant, per column (with zero-points)
+// or per tensor; each part gets its own DequantizeLinear with its columns.
+TEST(SplitSlicedProjection, QuantizedWeightSplitsWithItsScales) {
+  const std::string per_column = "int8[8,24] wq = " + literal(192, 5, -127.0f, 127.0f, true) +
+                                 ", float[24] ws = " + literal(24, 6, 0.001f, 0.01f) + ", int8[24] wz = " +
+                                 literal(24, 7, -3.0f, 3.0f, true);
+  const std::string per_tensor = "int8[8,24] wq = " + literal(192, 5, -127.0f, 127.0f, true) +
+                                 ", float ws = {0.004}, int8 wz = {2}";
+  for (const std::string& weight : {per_column, per_tensor}) {
+    SCOPED_TRACE(weight.substr(weight.find("ws")));
+    Graph graph = parse_graph(projection_model("  w = DequantizeLinear<axis = 1>(wq, ws, wz)\n  packed = Add(b, mm)\n",
+                                               kQkv, "float[2,5,8] q, float[2,5,8] k, float[2,5,8] v", weight));
+    Graph rewritten = run_passes(graph, {"split_sliced_projection"});
+    EXPECT_EQ(count_ops(rewritten, "Slice"), 0) << op_sequence(rewritten);
+    EXPECT_EQ(count_ops(rewritten, "DequantizeLinear"), 3) << op_sequence(rewritten);
+    EXPECT_EQ(count_ops(rewritten, "MatMul"), 3) << op_sequence(rewritten);
+    expect_same_outputs(graph, rewritten, random_inputs(graph, 33), 1e-6, 1e-6);
+  }
+  // Must not fire: scales per row (axis 0), or the dequantized weight read by another node too.
+  const std::string per_row = "int8[8,24] wq = " + literal(192, 5, -127.0f, 127.0f, true) + ", float[8] ws = " +
+                              literal(8, 6, 0.001f, 0.01f) + ", int8[8] wz = " + literal(8, 7, -3.0f, 3.0f, true);
+  Graph rows = parse_graph(projection_model("  w = DequantizeLinear<axis = 0>(wq, ws, wz)\n  packed = Add(b, mm)\n",
+                                            kQkv, "float[2,5,8] q, float[2,5,8] k, float[2,5,8] v", per_row));
+  EXPECT_EQ(count_ops(run_passes(rows, {"split_sliced_projection"}), "Slice"), 3);
+  Graph shared = parse_graph(projection_model(
+      "  w = DequantizeLinear<axis = 1>(wq, ws, wz)\n  packed = Add(b, mm)\n  other = MatMul(x, w)\n", kQkv,
+      "float[2,5,8] q, float[2,5,8] k, float[2,5,8] v, float[2,5,24] other", per_column));
+  EXPECT_EQ(count_ops(run_passes(shared, {"split_sliced_projection"}), "Slice"), 3);
+}
+
 // As torch.onnx exports nn.MultiheadAttention: the Slice bounds computed from the packed value's
 // Shape. The float pipeline evaluates them first, then splits; nothing is left to slice.
 TEST(SplitSlicedProjection, BoundsComputedFromShapeSplitInThePipeline) {
