@@ -12,6 +12,7 @@
 #include "optimizer/passes/evaluate_shape_computations.h"
 #include "optimizer/passes/fold_constants.h"
 #include "optimizer/passes/lower_einsum.h"
+#include "optimizer/passes/lower_reduce_l2.h"
 #include "optimizer/passes/propagate_qdq.h"
 #include "optimizer/passes/remove_fake_quantization.h"
 #include "optimizer/passes/remove_identities.h"
@@ -32,6 +33,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_fold_constants_pass());
   passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_lower_einsum_pass());
+  passes.push_back(make_lower_reduce_l2_pass());
   passes.push_back(make_split_sliced_projection_pass());
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_propagate_qdq_pass());
@@ -58,6 +60,7 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_fold_constants_pass());
   passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_lower_einsum_pass());
+  passes.push_back(make_lower_reduce_l2_pass());
   passes.push_back(make_remove_fake_quantization_pass());
   passes.push_back(make_split_sliced_projection_pass());  // after it: fake-quantized weights are constants
   passes.push_back(make_fold_batchnorm_pass());
