@@ -8,9 +8,9 @@
 //   fp32_unary      Relu, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Gelu (erf), Exp,
 //                   Abs, Neg, Sqrt, Erf; keeps the input's layout.
 //   fp32_softmax    Softmax over the last axis (opset >= 13), or over dims[axis:] (opset < 13).
-// fp32_unary and fp32_softmax take the batch on any axis (any_batch_layout; softmax: before its
-// rows); so does fp32_binary in channels-first (plain) layout.
 //   fp32_batchnorm  inference BatchNormalization as y = x * a[c] + b[c].
+// fp32_unary and fp32_softmax take the batch on any axis (any_batch_layout; softmax: before its
+// rows); so does fp32_binary in plain layout.
 #include <algorithm>
 #include <cmath>
 #include <limits>
