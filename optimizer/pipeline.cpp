@@ -12,11 +12,13 @@
 #include "optimizer/passes/evaluate_shape_computations.h"
 #include "optimizer/passes/fold_constants.h"
 #include "optimizer/passes/lower_einsum.h"
+#include "optimizer/passes/lower_reduce_l2.h"
 #include "optimizer/passes/propagate_qdq.h"
 #include "optimizer/passes/remove_fake_quantization.h"
 #include "optimizer/passes/remove_identities.h"
 #include "optimizer/passes/remove_redundant_qdq.h"
 #include "optimizer/passes/shift_activations_unsigned.h"
+#include "optimizer/passes/split_sliced_projection.h"
 
 namespace qdqrt::optimizer {
 
@@ -31,6 +33,8 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_fold_constants_pass());
   passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_lower_einsum_pass());
+  passes.push_back(make_lower_reduce_l2_pass());
+  passes.push_back(make_split_sliced_projection_pass());
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_propagate_qdq_pass());
   passes.push_back(make_remove_redundant_qdq_pass());
@@ -56,7 +60,9 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_fold_constants_pass());
   passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_lower_einsum_pass());
+  passes.push_back(make_lower_reduce_l2_pass());
   passes.push_back(make_remove_fake_quantization_pass());
+  passes.push_back(make_split_sliced_projection_pass());  // after it: fake-quantized weights are constants
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(std::make_unique<FusionPass>("fuse_layer_norm"));  // float in, float out
   for (const char* fusion : {"fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums",

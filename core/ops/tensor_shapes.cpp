@@ -113,6 +113,38 @@ void pass_elements(ShapeInferenceContext& context) {
   if (const OptionalDims& elements = context.input_elements(0)) set_elements(context, 0, *elements);
 }
 
+// The sizes of `dims` when every one is known and they hold `count` elements: the layout of a
+// followed multi-dimensional integer tensor (the [4, 2] pads torch builds for a computed F.pad).
+std::optional<std::vector<int64_t>> element_layout(const Dims& dims, size_t count) {
+  std::vector<int64_t> sizes;
+  int64_t product = 1;
+  for (const Dim& dim : dims) {
+    std::optional<int64_t> value = known_value(dim);
+    if (!value || *value < 0 || *value > kMaxFollowedElements) return std::nullopt;
+    sizes.push_back(*value);
+    product *= *value;
+  }
+  if (product != static_cast<int64_t>(count)) return std::nullopt;
+  return sizes;
+}
+
+// Row-major coordinates of `index` in a tensor of `sizes`.
+std::vector<int64_t> coordinates_of(int64_t index, const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> coordinates(sizes.size(), 0);
+  for (size_t axis = sizes.size(); axis-- > 0;) {
+    coordinates[axis] = index % sizes[axis];
+    index /= sizes[axis];
+  }
+  return coordinates;
+}
+
+// Row-major index of `coordinates` in a tensor of `sizes`.
+int64_t index_of(const std::vector<int64_t>& coordinates, const std::vector<int64_t>& sizes) {
+  int64_t index = 0;
+  for (size_t axis = 0; axis < sizes.size(); ++axis) index = index * sizes[axis] + coordinates[axis];
+  return index;
+}
+
 // Types whose Constant, ConstantOfShape and Cast outputs carry elements: the integers (the 4-bit
 // ones too, unlike is_integer_element_type) and bool.
 bool holds_integers(DataType dtype) { return dtype_is_integer(dtype) || dtype == DataType::kBool; }
@@ -235,7 +267,23 @@ Status infer_transpose_shape(ShapeInferenceContext& context) {
     y.push_back(x[static_cast<size_t>(p)]);
   }
   context.set_output_dims(0, std::move(y));
-  if (rank <= 1) pass_elements(context);
+  if (rank <= 1) {
+    pass_elements(context);
+  } else if (const OptionalDims& elements = context.input_elements(0)) {
+    // A transposed shape table (torch's computed F.pad pads): its elements, permuted.
+    if (std::optional<std::vector<int64_t>> sizes = element_layout(x, elements->size())) {
+      std::vector<int64_t> output_sizes;
+      for (int64_t p : perm) output_sizes.push_back((*sizes)[static_cast<size_t>(p)]);
+      Dims permuted;
+      for (int64_t k = 0; k < static_cast<int64_t>(elements->size()); ++k) {
+        const std::vector<int64_t> output_coordinates = coordinates_of(k, output_sizes);
+        std::vector<int64_t> input_coordinates(perm.size());
+        for (size_t i = 0; i < perm.size(); ++i) input_coordinates[static_cast<size_t>(perm[i])] = output_coordinates[i];
+        permuted.push_back((*elements)[static_cast<size_t>(index_of(input_coordinates, *sizes))]);
+      }
+      set_elements(context, 0, std::move(permuted));
+    }
+  }
   return Status::ok();
 }
 
@@ -528,7 +576,13 @@ Status infer_slice_shape(ShapeInferenceContext& context) {
   }
   QDQRT_ASSIGN_OR_RETURN(axes, normalize_axes(context, axes, rank, "axis"));
   Dims y = x;
-  std::optional<SliceRange> first_axis_range;
+  // Per axis, the range picked where the axis size is known (an axis not sliced: all of it).
+  std::vector<std::optional<SliceRange>> ranges(x.size());
+  for (size_t axis = 0; axis < x.size(); ++axis) {
+    if (std::optional<int64_t> value = known_value(x[axis])) {
+      ranges[axis] = SliceRange{.start = 0, .step = 1, .length = *value};
+    }
+  }
   for (size_t i = 0; i < axes.size(); ++i) {
     if (steps[i] == 0) return context.error("the step for axis {} is 0", axes[i]);
     const Dim& dim = x[static_cast<size_t>(axes[i])];
@@ -538,7 +592,7 @@ Status infer_slice_shape(ShapeInferenceContext& context) {
     if (value) {
       SliceRange range = slice_range(*value, starts[i], ends[i], steps[i]);
       length = range.length;
-      if (axes[i] == 0) first_axis_range = range;
+      ranges[static_cast<size_t>(axes[i])] = range;
     }
     DimExpr expr;
     if (dim.expr.constant_value()) {
@@ -549,14 +603,24 @@ Status infer_slice_shape(ShapeInferenceContext& context) {
     y[static_cast<size_t>(axes[i])] = make_dim(length, std::move(expr));
   }
   context.set_output_dims(0, std::move(y));
-  // A slice of a 1-D shape tensor: the elements it picks.
+  // A slice of a shape tensor (1-D, or the [4, 2] pads table of torch's computed F.pad, read
+  // backwards): the elements it picks.
   const OptionalDims& elements = context.input_elements(0);
-  if (elements && rank == 1 && known_value(x[0]) == static_cast<int64_t>(elements->size())) {
-    const SliceRange range =
-        first_axis_range.value_or(SliceRange{.start = 0, .step = 1, .length = static_cast<int64_t>(elements->size())});
+  std::optional<std::vector<int64_t>> sizes = elements ? element_layout(x, elements->size()) : std::nullopt;
+  if (sizes) {
+    std::vector<int64_t> output_sizes;
+    int64_t count = 1;
+    for (const std::optional<SliceRange>& range : ranges) {
+      output_sizes.push_back(range->length);
+      count *= range->length;
+    }
     Dims picked;
-    for (int64_t k = 0; k < range.length; ++k)
-      picked.push_back((*elements)[static_cast<size_t>(range.start + k * range.step)]);
+    for (int64_t k = 0; k < count; ++k) {
+      std::vector<int64_t> coordinates = coordinates_of(k, output_sizes);
+      for (size_t axis = 0; axis < coordinates.size(); ++axis)
+        coordinates[axis] = ranges[axis]->start + coordinates[axis] * ranges[axis]->step;
+      picked.push_back((*elements)[static_cast<size_t>(index_of(coordinates, *sizes))]);
+    }
     set_elements(context, 0, std::move(picked));
   }
   return Status::ok();

@@ -1,11 +1,16 @@
 // fp32 elementwise layers:
 //   fp32_binary     Add/Sub/Mul/Div/Max/Min (2 inputs), numpy broadcasting (kernels/elementwise/broadcast.h);
 //                   either operand may be a constant (a blob). The broadcast plan is made per
-//                   image (batch dim 1) at bind time, so any run batch reuses it without allocating.
+//                   image at bind time, so any run batch reuses it without allocating. An image
+//                   is what follows the output's batch axis: with the batch on dim k (attention's
+//                   [L, N, E]), the images are the dims up to k at this run's batch, and an
+//                   operand that is not batched must be the same for all of them.
 //   fp32_unary      Relu, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Gelu (erf), Exp,
 //                   Abs, Neg, Sqrt, Erf; keeps the input's layout.
 //   fp32_softmax    Softmax over the last axis (opset >= 13), or over dims[axis:] (opset < 13).
 //   fp32_batchnorm  inference BatchNormalization as y = x * a[c] + b[c].
+// fp32_unary and fp32_softmax take the batch on any axis (any_batch_layout; softmax: before its
+// rows); so does fp32_binary in plain layout.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -42,6 +47,18 @@ std::optional<kernels::Fp32BinaryOp> binary_op(const std::string& op_type) {
   return std::nullopt;
 }
 
+// `shape` with its first `leading` dims set to 1: one image of a tensor whose batch is on dim
+// leading - 1 (the dims before it index images too).
+Shape per_image(Shape shape, size_t leading) {
+  for (size_t axis = 0; axis < leading && axis < shape.size(); ++axis) shape[axis] = 1;
+  return shape;
+}
+
+// How many leading dims index images: up to and including the batch axis; 0 when not batched.
+size_t image_axes(const PlanTensor& tensor) {
+  return tensor.batched && tensor.batch_axis >= 0 ? static_cast<size_t>(tensor.batch_axis) + 1 : 0;
+}
+
 // One operand: a runtime tensor (image stride when batched) or a constant blob.
 struct Operand {
   int32_t tensor = -1;  // -1: constant
@@ -61,8 +78,7 @@ class BinaryLayer final : public Layer {
   }
 
   WorkShape work(const RunState& state) const override {
-    const int64_t images = batched_ ? state.batch : 1;
-    return {.items = images * static_cast<int64_t>(plan_.rows) * chunks_per_row_,
+    return {.items = images(state) * static_cast<int64_t>(plan_.rows) * chunks_per_row_,
             .ops_per_item = static_cast<double>(chunk_)};
   }
 
@@ -96,6 +112,11 @@ class BinaryLayer final : public Layer {
   }
 
  private:
+  // The batch and the dims before it, at this run's batch.
+  int64_t images(const RunState& state) const {
+    return batched_ && image_elements_ > 0 ? state.numel(output_) / image_elements_ : 1;
+  }
+
   kernels::Fp32BinaryOp op_;
   Operand a_, b_;
   int32_t output_;
@@ -113,10 +134,13 @@ Result<std::unique_ptr<Layer>> bind_binary(const BindContext& context) {
   // gate: the same bytes in either layout); the broadcast plan works on the memory order NHWC.
   const Layout layout = y->layout;
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, layout == Layout::kNhwc ? 4 : -1, layout));
+  if (layout == Layout::kNhwc && !batch_leads(*y)) return context.error("a channels-last output has the batch off dim 0");
   auto memory_order = [&](const Shape& shape) {
     return layout == Layout::kNhwc ? Shape{shape[0], shape[2], shape[3], shape[1]} : shape;
   };
-  const Shape y_image = memory_order(image_shape(*y));
+  const size_t leading = image_axes(*y);
+  if (leading > y->shape.size()) return context.error(fmt::format("batch axis {} is out of range", y->batch_axis));
+  const Shape y_image = memory_order(per_image(y->shape, leading));
 
   size_t next_input = 0;
   Operand operands[2];
@@ -142,9 +166,12 @@ Result<std::unique_ptr<Layer>> bind_binary(const BindContext& context) {
                                          tensor->name, shape_to_string(tensor->shape), shape_to_string(y->shape)));
       }
       operands[side].tensor = layer.inputs[next_input++];
-      shapes[side] = memory_order(image_shape(*tensor));
+      shapes[side] = memory_order(per_image(tensor->shape, image_axes(*tensor)));
       if (tensor->batched) {
-        if (!y->batched || tensor->shape.size() != y->shape.size()) {
+        // Its images are the output's: the same batch axis and factor, the same dims before it.
+        if (!y->batched || tensor->shape.size() != y->shape.size() || batch_layout_of(*tensor) != batch_layout_of(*y) ||
+            !std::equal(tensor->shape.begin(), tensor->shape.begin() + static_cast<std::ptrdiff_t>(leading),
+                        y->shape.begin())) {
           return context.error(fmt::format("batched input '{}' {} does not line up with output {}", tensor->name,
                                            shape_to_string(tensor->shape), shape_to_string(y->shape)));
         }
@@ -244,26 +271,50 @@ Status lower_binary(const Node& node, BuildContext& context) {
       layer.inputs.push_back(input);
     }
   }
-  // The per-image broadcast plan needs every batched input to line up with the batched output;
-  // other broadcasts across the batch go to the reference (decided before declaring the output).
+  // The per-image broadcast plan needs every batched input to line up with the batched output
+  // (the same batch axis and factor, the same dims before it); other broadcasts across the batch
+  // go to the reference (decided before declaring the output).
   bool any_batched = false;
-  for (int32_t input : layer.inputs) any_batched = any_batched || context.tensor(input).batched;
-  QDQRT_ASSIGN_OR_RETURN(Shape y_shape, context.shape_of(node.outputs[0]));
+  std::optional<BatchLayout> batch;
   for (int32_t input : layer.inputs) {
     const PlanTensor& tensor = context.tensor(input);
-    if (tensor.batched && tensor.shape.size() != y_shape.size()) return lower_with_reference(node, context);
+    if (!tensor.batched) continue;
+    if (batch && *batch != batch_layout_of(tensor)) return lower_with_reference(node, context);
+    batch = batch_layout_of(tensor);
+    any_batched = true;
   }
-  Shape y_image = y_shape;
-  if (any_batched && !y_image.empty()) y_image[0] = 1;
+  QDQRT_ASSIGN_OR_RETURN(Shape y_shape, context.shape_of(node.outputs[0]));
+  const size_t leading = batch ? static_cast<size_t>(batch->axis) + 1 : 0;
+  if (batch) {
+    const std::optional<BatchLayout> y_batch = context.batch_layout(node.outputs[0]);
+    if (leading > y_shape.size() || (!batch_leads(*batch) && (!y_batch || *y_batch != *batch))) {
+      return lower_with_reference(node, context);
+    }
+  }
+  for (int32_t input : layer.inputs) {
+    const PlanTensor& tensor = context.tensor(input);
+    if (tensor.batched && (tensor.shape.size() != y_shape.size() ||
+                           !std::equal(tensor.shape.begin(), tensor.shape.begin() + static_cast<std::ptrdiff_t>(leading),
+                                       y_shape.begin()))) {
+      return lower_with_reference(node, context);
+    }
+  }
+  const Shape y_image = per_image(y_shape, leading);
   Shape shapes[2];
   size_t next = 0;
   for (int side = 0; side < 2; ++side) {
-    shapes[side] = constants[side] ? constants[side]->shape() : image_shape(context.tensor(layer.inputs[next++]));
+    if (constants[side]) {
+      shapes[side] = constants[side]->shape();
+    } else {
+      const PlanTensor& tensor = context.tensor(layer.inputs[next++]);
+      shapes[side] = per_image(tensor.shape, image_axes(tensor));
+    }
   }
   auto plan = kernels::make_broadcast_plan(shapes[0], shapes[1]);
   if (!plan || plan->output_shape != y_image) return lower_with_reference(node, context);
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
-  if (context.tensor(output).batched != any_batched) {
+  if (context.tensor(output).batched != any_batched ||
+      (any_batched && !batch_leads(*batch) && batch_layout_of(context.tensor(output)) != *batch)) {
     return internal_error("{}: output batched {} but inputs batched {}", node.describe(), context.tensor(output).batched,
                           any_batched);
   }
@@ -309,7 +360,7 @@ Result<std::unique_ptr<Layer>> bind_unary(const BindContext& context) {
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
   if (x->dtype != DataType::kFloat || y->dtype != DataType::kFloat || x->shape != y->shape || x->layout != y->layout ||
-      x->batched != y->batched || safe_numel(x->shape) < 0) {
+      batch_layout_of(*x) != batch_layout_of(*y) || safe_numel(x->shape) < 0) {
     return context.error(fmt::format("input '{}' and output '{}' must be fp32 tensors of one shape and layout", x->name,
                                      y->name));
   }
@@ -425,9 +476,14 @@ Result<std::unique_ptr<Layer>> bind_softmax(const BindContext& context) {
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, -1));
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, -1));
-  if (x->shape != y->shape || x->batched != y->batched) return context.error("input and output shapes differ");
+  if (x->shape != y->shape || batch_layout_of(*x) != batch_layout_of(*y)) {
+    return context.error("input and output shapes differ");
+  }
   const int64_t rank = static_cast<int64_t>(x->shape.size());
-  if (axis < (x->batched ? 1 : 0) || axis >= rank) return context.error(fmt::format("axis {} is out of range", axis));
+  // The batch indexes rows: it is before the axis.
+  if (axis < (x->batched ? x->batch_axis + 1 : 0) || axis >= rank) {
+    return context.error(fmt::format("axis {} is out of range", axis));
+  }
   const int64_t cols = safe_numel(Shape(x->shape.begin() + axis, x->shape.end()));
   if (cols < 1) return context.error("softmax rows are empty");
   return std::unique_ptr<Layer>(std::make_unique<SoftmaxLayer>(cols, context.layer().inputs[0], context.layer().outputs[0],
@@ -445,7 +501,7 @@ Status lower_softmax(const Node& node, BuildContext& context) {
     return lower_with_reference(node, context);
   }
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
-  if (context.tensor(input).batched && axis == 0) return lower_with_reference(node, context);
+  if (context.tensor(input).batched && context.tensor(input).batch_axis >= axis) return lower_with_reference(node, context);
   const kernels::Fp32Kernels fp32 = kernels::fp32_kernels(kernels::usable_isa(context.isa()));
   PlanLayer layer = make_layer(node, kSoftmaxKind, fp32.softmax.name);
   params::kAxis.write(layer, axis);
@@ -539,22 +595,25 @@ Status lower_batchnorm(const Node& node, BuildContext& context) {
 }  // namespace
 
 void register_elementwise(LayerRegistry& registry) {
-  registry.add_kind({kBinaryKind, bind_binary});
-  registry.add_kind({kUnaryKind, bind_unary});
-  registry.add_kind({kSoftmaxKind, bind_softmax});
+  registry.add_kind({.kind = kBinaryKind, .bind = bind_binary, .any_batch_layout = true});
+  registry.add_kind({.kind = kUnaryKind, .bind = bind_unary, .any_batch_layout = true});
+  registry.add_kind({.kind = kSoftmaxKind, .bind = bind_softmax, .any_batch_layout = true});
   registry.add_kind({kBatchNormKind, bind_batchnorm});
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
     // First: the same-shape and channel-gate forms read channels-last inputs as stored (their
     // producers may write NHWC).
     registry.add_lowering(
         {.domain = "", .op_type = op, .lower = lower_binary, .accepts = accepts_same_shape_binary, .prefers_nhwc = true});
-    registry.add_lowering({.domain = "", .op_type = op, .lower = lower_binary, .accepts = all_float});
+    registry.add_lowering(
+        {.domain = "", .op_type = op, .lower = lower_binary, .accepts = all_float, .any_batch_layout = true});
   }
   for (const char* op : {"Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Gelu", "Exp", "Abs", "Neg",
                          "Sqrt", "Erf", "Clip"}) {
-    registry.add_lowering({.domain = "", .op_type = op, .lower = lower_unary, .accepts = all_float});
+    registry.add_lowering(
+        {.domain = "", .op_type = op, .lower = lower_unary, .accepts = all_float, .any_batch_layout = true});
   }
-  registry.add_lowering({.domain = "", .op_type = "Softmax", .lower = lower_softmax, .accepts = all_float});
+  registry.add_lowering(
+      {.domain = "", .op_type = "Softmax", .lower = lower_softmax, .accepts = all_float, .any_batch_layout = true});
   registry.add_lowering({.domain = "", .op_type = "BatchNormalization", .lower = lower_batchnorm, .accepts = all_float});
 }
 

@@ -10,6 +10,9 @@
 //                matrix). Each thread packs the B of the matrices it runs into its scratch.
 //                Work items: (matrix, microkernel tile of rows). The batch may be in the leading
 //                dims, or be M itself when A has rank 2 (one matrix of batch-many rows).
+// Both take the batch on any axis their rows or matrices span (any_batch_layout): attention
+// exported from nn.MultiheadAttention runs [L, N, E] with the batch on dim 1 and its heads as
+// [N * heads, L, d]; the rows and matrices are counted at run time from the tensors' elements.
 // Every output is summed in k order whatever the split, so its bits do not depend on the batch or
 // the thread count. Nothing allocates in run().
 #include <algorithm>
@@ -74,6 +77,12 @@ Result<std::unique_ptr<Layer>> bind_gemm(const BindContext& context) {
     return context.error(fmt::format("input {} and output {} do not fit k={} n={}", shape_to_string(a->shape),
                                      shape_to_string(y->shape), k, n));
   }
+  // Rows are every dim but the last: the batch may be on any of them, the same in A and the output.
+  if (a->batched && (a->batch_axis < 0 || a->batch_axis + 1 >= static_cast<int32_t>(a->shape.size()) ||
+                     batch_layout_of(*a) != batch_layout_of(*y))) {
+    return context.error(fmt::format("the batch (input dim {}, output dim {}) is not in the rows", a->batch_axis,
+                                     y->batch_axis));
+  }
   if (k > INT32_MAX / 2 || n > INT32_MAX / 2 || safe_numel({k, n}) < 0) return context.error("B is too large");
   QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, read_packed_isa(context));
   const int ni = static_cast<int>(n), ki = static_cast<int>(k);
@@ -90,6 +99,14 @@ Status add_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, 
   const int64_t k = trans_b ? b.dim(1) : b.dim(0);
   const int64_t n = trans_b ? b.dim(0) : b.dim(1);
   if (k > INT32_MAX / 2 || n > INT32_MAX / 2) return lower_with_reference(node, context);
+  // The batch in K (a rank-1 A, or moved to the last dim) is not a row.
+  const auto a_batch = context.batch_layout(node.input(0));
+  QDQRT_ASSIGN_OR_RETURN(Shape a_shape, context.shape_of(node.input(0)));
+  const auto y_batch = context.batch_layout(node.outputs[0]);
+  if ((a_batch && a_batch->batched && a_batch->axis + 1 >= static_cast<int32_t>(a_shape.size())) ||
+      (a_batch && y_batch && *a_batch != *y_batch)) {
+    return lower_with_reference(node, context);
+  }
   const kernels::Isa isa = kernels::usable_isa(context.isa());
   std::vector<float> scaled;
   const float* values = b.data<float>();
@@ -219,7 +236,8 @@ Result<std::unique_ptr<Layer>> bind_matmul(const BindContext& context) {
   const bool rows_batched = a->batched && rank == 2;
   auto leading = [](const PlanTensor& t) { return !t.batched || t.batch_axis + 2 < static_cast<int32_t>(t.shape.size()); };
   if (!(leading(*a) || (rows_batched && a->batch_axis == 0)) || !(leading(*y) || (rows_batched && y->batch_axis == 0)) ||
-      !leading(*b) || (matching_b && !shared_b && a->batched && b->batch_axis != a->batch_axis)) {
+      !leading(*b) || batch_layout_of(*a) != batch_layout_of(*y) ||
+      (matching_b && !shared_b && a->batched && batch_layout_of(*b) != batch_layout_of(*a))) {
     return context.error("the batch is in a MatMul's K or N, or in different dims of A and B");
   }
   if (MatMulLayer::scratch_bytes(k, n, isa) > context.layer().scratch_bytes) {
@@ -246,10 +264,12 @@ Status add_matmul_layer(const Node& node, BuildContext& context, const Shape& a_
   const auto a_batch = context.batch_layout(node.input(0)), b_batch = context.batch_layout(node.input(1));
   const bool a_batched = a_batch && a_batch->batched, b_batched = b_batch && b_batch->batched;
   const bool a_ok = !a_batched || a_batch->axis + 2 < static_cast<int32_t>(rank) || (rank == 2 && a_batch->axis == 0);
-  const bool b_ok = b_batched ? a_batched && matching_b && b_batch->axis == a_batch->axis &&
+  const bool b_ok = b_batched ? a_batched && matching_b && *b_batch == *a_batch &&
                                     b_batch->axis + 2 < static_cast<int32_t>(b_shape.size())
                               : b_leading == 1 || !a_batched;
-  if (!a_ok || !b_ok) return lower_with_reference(node, context);
+  const auto y_batch = context.batch_layout(node.outputs[0]);
+  const bool y_ok = !a_batch || !y_batch || *a_batch == *y_batch;
+  if (!a_ok || !b_ok || !y_ok) return lower_with_reference(node, context);
   const kernels::Isa isa = kernels::usable_isa(context.isa());
   PlanLayer layer = make_layer(node, kMatMulKind, kernels::sgemm_kernel_name(isa, false) + "-packb");
   QDQRT_ASSIGN_OR_RETURN(int32_t a, context.input(node.input(0), Layout::kPlain));
@@ -311,10 +331,12 @@ Status lower_gemm(const Node& node, BuildContext& context) {
 }  // namespace
 
 void register_gemm(LayerRegistry& registry) {
-  registry.add_kind({kGemmKind, bind_gemm});
-  registry.add_kind({kMatMulKind, bind_matmul});
-  registry.add_lowering({.domain = "", .op_type = "MatMul", .lower = lower_matmul, .accepts = all_float});
-  registry.add_lowering({.domain = "", .op_type = "Gemm", .lower = lower_gemm, .accepts = all_float});
+  registry.add_kind({.kind = kGemmKind, .bind = bind_gemm, .any_batch_layout = true});
+  registry.add_kind({.kind = kMatMulKind, .bind = bind_matmul, .any_batch_layout = true});
+  registry.add_lowering(
+      {.domain = "", .op_type = "MatMul", .lower = lower_matmul, .accepts = all_float, .any_batch_layout = true});
+  registry.add_lowering(
+      {.domain = "", .op_type = "Gemm", .lower = lower_gemm, .accepts = all_float, .any_batch_layout = true});
 }
 
 }  // namespace qdqrt::engine::fp32

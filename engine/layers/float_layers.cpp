@@ -83,9 +83,14 @@ Status expect_tensor(const BindContext& context, const PlanTensor& tensor, const
   if (safe_numel(tensor.shape) < 0) {
     return context.error(fmt::format("{} '{}' has a bad shape {}", what, tensor.name, shape_to_string(tensor.shape)));
   }
-  if (tensor.batched && (tensor.shape.empty() || tensor.shape[0] != context.plan().max_batch)) {
-    return context.error(fmt::format("{} '{}' is batched but its shape {} does not start with the maximum batch {}",
-                                     what, tensor.name, shape_to_string(tensor.shape), context.plan().max_batch));
+  // The batch axis holds batch_factor slices per image (dim 0, one slice, for most tensors).
+  if (tensor.batched &&
+      (tensor.batch_axis < 0 || static_cast<size_t>(tensor.batch_axis) >= tensor.shape.size() ||
+       tensor.batch_factor < 1 ||
+       tensor.shape[static_cast<size_t>(tensor.batch_axis)] != context.plan().max_batch * tensor.batch_factor)) {
+    return context.error(fmt::format("{} '{}' is batched but dim {} of its shape {} is not {} x the maximum batch {}",
+                                     what, tensor.name, tensor.batch_axis, shape_to_string(tensor.shape),
+                                     tensor.batch_factor, context.plan().max_batch));
   }
   return Status::ok();
 }

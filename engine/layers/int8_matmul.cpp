@@ -8,7 +8,12 @@
 // Params (engine/layer_params.h): m, k, n (per matrix), batch_count (matrices at the maximum
 // batch) + the epilogue; qmatmul: packed weights under "w."; qbatched_matmul: isa, a/b scale and
 // zero-point, blob "bias" (float [n], optional).
-// Tensors: inputs {a [, b] [, residual]}, output {y}; all kPlain.
+// Tensors: inputs {a [, b] [, residual]}, output {y}; all kPlain. Both count their rows (and
+// qbatched_matmul its matrices) from a's elements at run time, so they take the batch off dim 0
+// (any_batch_layout; the same in a, y and the residual): qmatmul on any dim of a but the last
+// (nn.MultiheadAttention's [L, N, E] projections between Q/DQ), qbatched_matmul on dim 0 with
+// any number of slices per image (its heads [N * heads, L, d], b alike), or with a 2-D b on any
+// dim of a but the last.
 #include <algorithm>
 #include <climits>
 
@@ -408,9 +413,26 @@ Result<CommonBind> bind_common(const BindContext& context, size_t residual_input
   return common;
 }
 
+// The batch of a constant-weight matmul's rows: on a dim of a before the last, the same in the
+// output (and the residual).
+bool rows_hold_the_batch(const BatchLayout& a, const BatchLayout& y, size_t rank) {
+  return a == y && (!a.batched || (a.axis >= 0 && static_cast<size_t>(a.axis) + 1 < rank));
+}
+
 Result<std::unique_ptr<Layer>> bind_qmatmul(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(CommonBind common, bind_common(context, 1));
   if (common.batch_count != 1) return context.error("a constant-weight matmul has one matrix");
+  const BatchLayout a_batch = batch_layout_of(*common.a), y_batch = batch_layout_of(*common.y);
+  bool residual_fits = true;
+  if (common.residual >= 0) {
+    QDQRT_ASSIGN_OR_RETURN(const PlanTensor* residual, context.input(1));
+    residual_fits = batch_layout_of(*residual) == y_batch;
+  }
+  if (!rows_hold_the_batch(a_batch, y_batch, common.a->shape.size()) || !residual_fits) {
+    return context.error(fmt::format("the batch (a dim {}, output dim {}) is not in the rows of a, the output and the "
+                                     "residual alike",
+                                     common.a->batch_axis, common.y->batch_axis));
+  }
   auto layer = std::make_unique<QMatMulLayer>();
   QDQRT_ASSIGN_OR_RETURN(layer->packed, load_gemm(context, params::kMatMulWeights, fold_scale(common.spec)));
   if (layer->packed.n != common.n || layer->packed.k != common.k ||
@@ -428,6 +450,16 @@ Result<std::unique_ptr<Layer>> bind_qmatmul(const BindContext& context) {
   layer->owners = blob_owners(context.layer());
   if (common.spec.program) layer->owners.push_back(common.spec.program);
   return std::unique_ptr<Layer>(std::move(layer));
+}
+
+// Where a batched matmul takes the batch: the matrices' dim 0 (a and b alike), or with a 2-D b
+// any dim of a but the last; the output (and the residual) as a.
+bool matrices_hold_the_batch(const BatchLayout& a, const BatchLayout& b, const BatchLayout& y, size_t a_rank,
+                             size_t b_rank) {
+  if (a != y) return false;
+  if (!a.batched) return !b.batched;
+  if (b_rank == 2) return !b.batched && a.axis >= 0 && static_cast<size_t>(a.axis) + 1 < a_rank;
+  return a.axis == 0 && b == a;
 }
 
 Result<std::unique_ptr<Layer>> bind_qbatched_matmul(const BindContext& context) {
@@ -454,6 +486,17 @@ Result<std::unique_ptr<Layer>> bind_qbatched_matmul(const BindContext& context) 
       return context.error("b's leading dims differ from a's");
     }
     if (common.m != a_shape[a_shape.size() - 2]) return context.error("m does not match a");
+  }
+  bool residual_fits = true;
+  if (common.residual >= 0) {
+    QDQRT_ASSIGN_OR_RETURN(const PlanTensor* residual, context.input(2));
+    residual_fits = batch_layout_of(*residual) == batch_layout_of(*common.y);
+  }
+  if (!residual_fits || !matrices_hold_the_batch(batch_layout_of(*common.a), batch_layout_of(*b),
+                                                 batch_layout_of(*common.y), a_shape.size(), b_shape.size())) {
+    return context.error(fmt::format("the batch (a dim {}, b dim {}, output dim {}) is not in the matrices of a, b and "
+                                     "the output alike",
+                                     common.a->batch_axis, b->batch_axis, common.y->batch_axis));
   }
   layer->batched = b_shape.size() > 2 && common.a->batched;
   layer->matrices_per_image = layer->batched ? common.batch_count / a_shape[0] : common.batch_count;
@@ -489,13 +532,35 @@ Result<std::unique_ptr<Layer>> bind_qbatched_matmul(const BindContext& context) 
 }  // namespace
 
 void register_int8_matmul_layers(LayerRegistry& registry) {
-  registry.add_kind({kConstantKind, bind_qmatmul});
-  registry.add_kind({kBatchedKind, bind_qbatched_matmul});
+  registry.add_kind({.kind = kConstantKind, .bind = bind_qmatmul, .any_batch_layout = true});
+  registry.add_kind({.kind = kBatchedKind, .bind = bind_qbatched_matmul, .any_batch_layout = true});
   NodeLowering lowering;
   lowering.domain = qdqrt::layers::kDomain;
   lowering.op_type = qdqrt::layers::kQMatMul;
   lowering.lower = lower_qmatmul;
   lowering.accepts = [](const Node& node, const BuildContext& context) { return analyze_qmatmul(node, context).ok(); };
+  registry.add_lowering(lowering);
+  // The batch off dim 0 (offered only to lowerings that say so): a constant b with the batch in
+  // the rows of a and the output, or a runtime b with it in the matrices (bind checks the same).
+  lowering.any_batch_layout = true;
+  lowering.accepts = [](const Node& node, const BuildContext& context) {
+    auto spec = analyze_qmatmul(node, context);
+    if (!spec.ok()) return false;
+    const auto a = context.batch_layout(node.input(qdqrt::layers::kMatMulA));
+    const auto y = context.batch_layout(node.outputs[0]);
+    if (!a || !y) return false;
+    if (spec->b_constant != nullptr) {
+      if (!rows_hold_the_batch(*a, *y, spec->a_shape.size())) return false;
+    } else {
+      const auto b = context.batch_layout(node.input(qdqrt::layers::kMatMulB));
+      if (!b || !matrices_hold_the_batch(*a, *b, *y, spec->a_shape.size(), spec->b_shape.size())) return false;
+    }
+    if (spec->epilogue.has_residual) {
+      const auto residual = context.batch_layout(node.input(qdqrt::layers::kMatMulResidual));
+      if (!residual || *residual != *y) return false;
+    }
+    return true;
+  };
   registry.add_lowering(std::move(lowering));
 }
 

@@ -37,6 +37,25 @@ TEST(RemoveIdentities, ReadersOfAnIdentityReadItsInput) {
   expect_same_outputs(graph, rewritten, random_inputs(graph, 2));
 }
 
+// torchvision's Swin: F.dropout(p=0.0, training=True), its mask output named but unread.
+TEST(RemoveIdentities, DropoutOfRatioZeroInTrainingModeAndUnreadMask) {
+  Graph graph = parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x) => (float[2,3] y, float[2,3] z)
+    <float half = {0.5}, bool no = {0}> {
+      zero = Constant<value = float {0.0}>()
+      yes = Constant<value = bool {1}>()
+      a, mask = Dropout(x, zero, yes)
+      y = Relu(a)
+      b, unread = Dropout(x, half, no)
+      z = Neg(b)
+    })");
+  Graph rewritten = run_passes(graph, {"remove_identities"});
+  EXPECT_EQ(op_sequence(rewritten), "Relu,Neg");
+  EXPECT_EQ(rewritten.nodes[0].inputs[0], "x");
+  expect_same_outputs(graph, rewritten, random_inputs(graph, 4));
+}
+
 TEST(RemoveIdentities, MustNotFire) {
   // Identity linking a graph input straight to a graph output; a Cast that changes the type;
   // a Dropout whose mask is used.
@@ -50,6 +69,15 @@ TEST(RemoveIdentities, MustNotFire) {
   Graph rewritten = run_passes(graph, {"remove_identities"});
   EXPECT_EQ(op_sequence(rewritten), "Identity,Cast,Dropout");
   expect_same_outputs(graph, rewritten, random_inputs(graph, 3));
+  // A Dropout in training mode that drops (ratio 0.5), or whose ratio is not a constant.
+  Graph training = parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[4] x, float r) => (float[4] y, float[4] z)
+    <float half = {0.5}, bool yes = {1}> {
+      y = Dropout(x, half, yes)
+      z = Dropout(x, r, yes)
+    })");
+  EXPECT_EQ(op_sequence(run_passes(training, {"remove_identities"})), "Dropout,Dropout");
 }
 
 }  // namespace

@@ -227,6 +227,69 @@ TEST(TensorShapes, SliceAndGatherPickElements) {
   EXPECT_EQ(exprs(inferred, "g"), "[2]");
 }
 
+// torch.onnx's computed F.pad (Swin's window padding): pads from Shape -> Mod/Sub, reversed
+// pairwise through a [4, 2] table (Reshape, Slice with step -1, Transpose, Reshape), then the
+// shifted windows' roll (two Slices and a Concat) and the crop back to the input's H with an end
+// read by Shape. The table's elements follow through the 2-D Slice and Transpose.
+std::string padded_window_model(const std::string& input_dims) {
+  return model("g (float[" + input_dims +
+                   "] x, int64 one = {1}, int64 two = {2}, int64 seven = {7}, int64 eight = {8},"
+                   " int64[1] zero1 = {0}, int64[1] one1 = {1}, int64[1] three1 = {3}, int64[1] back = {-1},"
+                   " int64[1] rend = {-9223372036854775807}, int64[1] big = {9223372036854775807},"
+                   " int64[2] pairs = {-1, 2}) => (float[N, ?, ?, 8] crop)",
+               "axes = Constant <value_ints = [0]> ()\n"
+               " s = Shape(x)\n h = Gather(s, one)\n w = Gather(s, two)\n"
+               " hm = Mod(h, seven)\n hs = Sub(seven, hm)\n hp = Mod(hs, seven)\n"
+               " wm = Mod(w, seven)\n ws = Sub(seven, wm)\n wp = Mod(ws, seven)\n"
+               " hu = Unsqueeze(hp, axes)\n wu = Unsqueeze(wp, axes)\n"
+               " listed = Concat <axis = 0> (zero1, zero1, zero1, wu, zero1, hu)\n"
+               " cast = Cast <to = 7> (listed)\n n_listed = Shape(cast)\n count = Gather(n_listed, zero1)\n"
+               " rest = Sub(eight, count)\n zeros = ConstantOfShape <value = int64[1] {0}> (rest)\n"
+               " full = Concat <axis = 0> (cast, zeros)\n table = Reshape(full, pairs)\n"
+               " reversed = Slice(table, back, rend, zero1, back)\n by_side = Transpose <perm = [1, 0]> (reversed)\n"
+               " flat_shape = Constant <value_ints = [-1]> ()\n flat = Reshape(by_side, flat_shape)\n"
+               " pads = Cast <to = 7> (flat)\n padded = Pad(x, pads)\n"
+               " tail = Slice(padded, three1, big, one1)\n head = Slice(padded, zero1, three1, one1)\n"
+               " rolled = Concat <axis = 1> (tail, head)\n h_end = Unsqueeze(h, axes)\n"
+               " crop = Slice(rolled, zero1, h_end, one1)");
+}
+
+TEST(TensorShapes, ComputedPadTableFollowsThroughSliceAndTranspose) {
+  Inferred inferred = infer(padded_window_model("N, 16, 16, 8"));
+  EXPECT_EQ(elements(inferred, "full"), "[0, 0, 0, 5, 0, 5, 0, 0]");
+  EXPECT_EQ(elements(inferred, "table"), "[0, 0, 0, 5, 0, 5, 0, 0]");
+  EXPECT_EQ(elements(inferred, "reversed"), "[0, 0, 0, 5, 0, 5, 0, 0]");
+  EXPECT_EQ(elements(inferred, "by_side"), "[0, 0, 0, 0, 0, 5, 5, 0]");
+  EXPECT_EQ(elements(inferred, "pads"), "[0, 0, 0, 0, 0, 5, 5, 0]");
+  EXPECT_EQ(exprs(inferred, "padded"), "[N, 21, 21, 8]");
+  EXPECT_EQ(exprs(inferred, "rolled"), "[N, 21, 21, 8]");
+  EXPECT_EQ(exprs(inferred, "crop"), "[N, 16, 21, 8]");
+  for (const auto& [value, why] : inferred.report.unfollowed) ADD_FAILURE() << value << ": " << why;
+  // With H and W dynamic the padding is an expression of them.
+  Inferred dynamic = infer(padded_window_model("N, H, W, 8"));
+  ASSERT_EQ(why_unfollowed(dynamic, "rolled"), "");
+  for (int64_t h : {7, 9, 16}) {
+    const SymbolValues at = {{"N", 2}, {"H", h}, {"W", 10}};
+    EXPECT_EQ(evaluate(dynamic.graph, "padded", 1, at), (h + 6) / 7 * 7) << h;
+    EXPECT_EQ(evaluate(dynamic.graph, "padded", 2, at), 14) << h;
+    EXPECT_EQ(evaluate(dynamic.graph, "rolled", 1, at), (h + 6) / 7 * 7) << h;
+  }
+}
+
+TEST(TensorShapes, SliceAndTransposeOfAFollowedTable) {
+  // A 2-D table of shape elements: a Slice of both axes and a Transpose with its own perm.
+  Inferred inferred = infer(model(
+      "g (float[N, C, H, W] x, int64[2] starts = {1, -1}, int64[2] ends = {3, -9223372036854775807},"
+      " int64[2] axes = {0, 1}, int64[2] steps = {1, -1}, int64[2] six = {3, 2}) => (int64[2, 2] y)",
+      "s = Shape(x)\n two = Shape <end = 2> (x)\n t = Concat <axis = 0> (s, two)\n table = Reshape(t, six)\n"
+      " y = Slice(table, starts, ends, axes, steps)\n z = Transpose(table)",
+      15));
+  EXPECT_EQ(elements(inferred, "table"), "[N, C, H, W, N, C]");
+  EXPECT_EQ(elements(inferred, "y"), "[W, H, C, N]");
+  EXPECT_EQ(elements(inferred, "z"), "[N, H, N, C, W, C]");
+  EXPECT_EQ(exprs(inferred, "z"), "[2, 3]");
+}
+
 TEST(TensorShapes, GatherAndGatherElementsDims) {
   Inferred inferred = infer(
       model("g (float[N, 5, 6] x, int64[2, 3] i = {0, 1, 2, 3, 4, -5}, int64[N, 2, 6] e) => (float[N, 2, 3, 6] y)",
