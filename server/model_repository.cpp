@@ -87,13 +87,65 @@ Result<std::map<std::string, Shape>> build_shapes_for(const Graph& graph, const 
       } else if (axis == 0) {
         shape.push_back(config.max_batch_size);
       } else {
-        return invalid_argument("input '{}' {} has a symbolic dim past the batch: give it in config.json 'input_shapes'",
+        return invalid_argument("input '{}' {} has a symbolic dim past the batch: give its shape in config.json "
+                                "'input_shapes' or its range of shapes in 'input_ranges'",
                                 name, dims_to_string(*info->shape));
       }
     }
     shapes[name] = shape;
   }
   return shapes;
+}
+
+// The profile of a model served over a range of shapes: config.json's 'input_ranges'; an input
+// without one runs at its 'input_shapes' entry or the model's static dims, any batch from 1 up to
+// the ranged inputs' maximum batch (else max_batch_size).
+Result<engine::ShapeProfile> profile_for(const Graph& graph, const ModelConfig& config) {
+  for (const auto& [name, range] : config.input_ranges) {
+    if (std::find(graph.inputs.begin(), graph.inputs.end(), name) == graph.inputs.end()) {
+      return invalid_argument("config.json 'input_ranges' names '{}', which is not an input of the model (inputs: {})",
+                              name, fmt::join(graph.inputs, ", "));
+    }
+  }
+  auto batch_is_symbolic = [&](const std::string& name) {
+    const ValueInfo* info = graph.find_value(name);
+    return info != nullptr && info->shape && !info->shape->empty() && !(*info->shape)[0].is_static();
+  };
+  int64_t batch = config.max_batch_size;
+  for (const auto& [name, range] : config.input_ranges) {
+    if (batch_is_symbolic(name) && !range.max.empty()) {
+      batch = range.max[0];
+      break;
+    }
+  }
+  engine::ShapeProfile profile(config.input_ranges.begin(), config.input_ranges.end());
+  for (const std::string& name : graph.inputs) {
+    if (profile.contains(name)) continue;
+    const ValueInfo* info = graph.find_value(name);
+    Shape shape;
+    if (auto given = config.input_shapes.find(name); given != config.input_shapes.end()) {
+      shape = given->second;
+    } else if (info == nullptr || !info->shape) {
+      return invalid_argument("input '{}' has no known shape: give its range in config.json 'input_ranges'", name);
+    } else {
+      for (size_t axis = 0; axis < info->shape->size(); ++axis) {
+        const Dim& dim = (*info->shape)[axis];
+        if (!dim.is_static() && axis != 0) {
+          return invalid_argument("input '{}' {} has a symbolic dim past the batch: give its range in config.json "
+                                  "'input_ranges'",
+                                  name, dims_to_string(*info->shape));
+        }
+        shape.push_back(dim.is_static() ? dim.value : batch);
+      }
+    }
+    engine::ShapeRange range{shape, shape, shape};
+    if (batch_is_symbolic(name) && !shape.empty()) {
+      range.min[0] = 1;
+      range.opt[0] = range.max[0] = batch;
+    }
+    profile[name] = std::move(range);
+  }
+  return profile;
 }
 
 bool engine_matches(const engine::Engine& engine, const std::map<std::string, Shape>& shapes) {
@@ -214,12 +266,28 @@ Result<ModelRepository::ModelSource> ModelRepository::locate(const std::string& 
   return best;
 }
 
-Result<std::shared_ptr<const engine::Engine>> ModelRepository::build_or_load_engine(const std::string& name,
-                                                                                     const std::string& path,
-                                                                                     const ModelConfig& config) const {
-  if (path.ends_with(".qdqrt")) return load_pinned_engine(path);
+Result<ModelRepository::LoadedEngine> ModelRepository::build_or_load_engine(const std::string& name,
+                                                                            const std::string& path,
+                                                                            const ModelConfig& config) const {
+  if (path.ends_with(".qdqrt")) {
+    QDQRT_ASSIGN_OR_RETURN(std::shared_ptr<const engine::Engine> loaded, load_pinned_engine(path));
+    if (!config.input_ranges.empty()) {
+      return invalid_argument("config.json 'input_ranges' needs a model.onnx; '{}' is an engine built for its shapes",
+                              path);
+    }
+    return LoadedEngine{std::move(loaded), nullptr};
+  }
   QDQRT_ASSIGN_OR_RETURN(std::string model_bytes, read_file(path));
   QDQRT_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(path));
+  if (!config.input_ranges.empty()) {
+    // One engine for the range; each shape is lowered on its first request.
+    QDQRT_ASSIGN_OR_RETURN(engine::ShapeProfile profile, profile_for(graph, config));
+    engine::BuildOptions build;
+    build.precision = config.precision;
+    auto range = engine::RangeEngine::build_from_file(path, profile, build);
+    if (!range.ok()) return range.status().with_context("config.json 'input_ranges'");
+    return LoadedEngine{nullptr, *range};
+  }
   QDQRT_ASSIGN_OR_RETURN(auto shapes, build_shapes_for(graph, config));
   std::string cache_path;
   if (!options_.engine_cache_dir.empty()) {
@@ -231,7 +299,7 @@ Result<std::shared_ptr<const engine::Engine>> ModelRepository::build_or_load_eng
       auto cached = load_pinned_engine(cache_path);
       if (cached.ok() && engine_matches(**cached, shapes)) {
         fmt::print(stderr, "serve: model '{}': engine from the cache {}\n", name, cache_path);
-        return cached;
+        return LoadedEngine{*cached, nullptr};
       }
       fmt::print(stderr, "serve: model '{}': cache entry {} is unusable ({}); rebuilding\n", name, cache_path,
                  cached.ok() ? "shapes differ" : cached.status().to_string());
@@ -242,6 +310,7 @@ Result<std::shared_ptr<const engine::Engine>> ModelRepository::build_or_load_eng
   build.input_shapes = shapes;
   auto built = engine::Engine::build_from_file(path, build);
   if (!built.ok()) return built.status();
+  LoadedEngine loaded{*built, nullptr};
   if (!cache_path.empty()) {
     std::error_code error;
     fs::create_directories(options_.engine_cache_dir, error);
@@ -254,7 +323,7 @@ Result<std::shared_ptr<const engine::Engine>> ModelRepository::build_or_load_eng
       fmt::print(stderr, "serve: model '{}': engine not cached: {}\n", name, saved.is_ok() ? error.message() : saved.to_string());
     }
   }
-  return built;
+  return loaded;
 }
 
 Status ModelRepository::load(const std::string& name) {
@@ -291,9 +360,15 @@ Status ModelRepository::load(const std::string& name) {
         const std::string& path = source->versions.at(version);
         auto engine = build_or_load_engine(name, path, config);
         if (!engine.ok()) return engine.status().with_context(fmt::format("version {}", version));
-        QDQRT_RETURN_IF_ERROR(check_config_against_engine(name, config, **engine));
-        entry.runners[version] =
-            std::make_shared<ModelRunner>(*engine, config, metrics_.model_metrics(name, std::to_string(version)));
+        auto metrics = metrics_.model_metrics(name, std::to_string(version));
+        if (engine->range) {
+          auto runner = ModelRunner::create_for_range(engine->range, config, std::move(metrics));
+          if (!runner.ok()) return runner.status().with_context(fmt::format("version {}", version));
+          entry.runners[version] = *runner;
+          continue;
+        }
+        QDQRT_RETURN_IF_ERROR(check_config_against_engine(name, config, *engine->engine));
+        entry.runners[version] = std::make_shared<ModelRunner>(engine->engine, config, std::move(metrics));
       }
       return Status::ok();
     } catch (const std::bad_alloc&) {
