@@ -171,8 +171,9 @@ std::optional<engine::ShapeProfile> profile_from_providers(const py::object& pro
   }
   if (given.empty()) return std::nullopt;
   if (!given.contains("trt_profile_min_shapes") || !given.contains("trt_profile_max_shapes")) {
-    throw StatusError{invalid_argument("a shape profile needs trt_profile_min_shapes and trt_profile_max_shapes "
-                                       "(trt_profile_opt_shapes defaults to the max)")};
+    throw StatusError{
+        invalid_argument("a shape profile needs trt_profile_min_shapes and trt_profile_max_shapes "
+                         "(trt_profile_opt_shapes defaults to the max)")};
   }
   Result<engine::ShapeProfile> profile = engine::make_profile(
       given["trt_profile_min_shapes"], given["trt_profile_opt_shapes"], given["trt_profile_max_shapes"]);
@@ -348,7 +349,8 @@ class InferenceSession {
   py::object profile() const {
     if (!range_) return py::none();
     py::dict profile;
-    for (const auto& [name, range] : range_->profile()) profile[py::str(name)] = py::make_tuple(range.min, range.opt, range.max);
+    for (const auto& [name, range] : range_->profile())
+      profile[py::str(name)] = py::make_tuple(range.min, range.opt, range.max);
     return profile;
   }
   const SessionOptions& options() const { return options_; }
@@ -376,7 +378,8 @@ class InferenceSession {
     PreparedRun prepared = prepare_run(handle, feeds, names, bound_outputs);
     std::unique_ptr<engine::RangeContext> context;
     if (idle_range_contexts_.empty()) {
-      context = range_->create_context({.threads = options_.intra_op_num_threads, .profiling = options_.enable_profiling});
+      context =
+          range_->create_context({.threads = options_.intra_op_num_threads, .profiling = options_.enable_profiling});
     } else {
       context = std::move(idle_range_contexts_.back());
       idle_range_contexts_.pop_back();
@@ -558,7 +561,7 @@ class InferenceSession {
   bool from_engine_file_ = false;
   engine::BuildOptions build_options_;
   std::shared_ptr<SessionEngine> current_;
-  std::shared_ptr<const engine::RangeEngine> range_;  // a session over a range of shapes
+  std::shared_ptr<const engine::RangeEngine> range_;                        // a session over a range of shapes
   std::vector<std::unique_ptr<engine::RangeContext>> idle_range_contexts_;  // touched with the GIL held
   std::map<std::string, std::vector<Dim>> declared_dims_;  // the ONNX model's inputs as declared
   std::vector<NodeArg> inputs_;
@@ -832,14 +835,13 @@ void bind_session(py::module_& module) {
           },
           py::arg("output_names"), py::arg("input_dict_ort_values"), py::arg("run_options") = py::none(),
           "As run, with OrtValues in and out.")
-      .def(
-          "io_binding",
-          [](py::object self) {
-            IOBinding binding;
-            binding.session = self.cast<InferenceSession*>();
-            binding.session_object = std::move(self);
-            return binding;
-          })
+      .def("io_binding",
+           [](py::object self) {
+             IOBinding binding;
+             binding.session = self.cast<InferenceSession*>();
+             binding.session_object = std::move(self);
+             return binding;
+           })
       .def(
           "run_with_iobinding",
           [](InferenceSession& self, IOBinding& binding, const RunOptions* run_options) {

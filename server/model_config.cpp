@@ -1,7 +1,6 @@
 #include "server/model_config.h"
 
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <set>
 
@@ -165,7 +164,8 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, ModelConfig
       }
     } else if (key == "input_ranges") {
       if (!value.is_object()) {
-        return invalid_argument("'input_ranges' must map input names to {{\"min\": [..], \"opt\": [..], \"max\": [..]}}");
+        return invalid_argument(
+            "'input_ranges' must map input names to {{\"min\": [..], \"opt\": [..], \"max\": [..]}}");
       }
       for (const auto& [name, range] : value.items()) {
         QDQRT_ASSIGN_OR_RETURN(config.input_ranges[name], parse_range(range, "input_ranges." + name));

@@ -87,9 +87,10 @@ Result<std::map<std::string, Shape>> build_shapes_for(const Graph& graph, const 
       } else if (axis == 0) {
         shape.push_back(config.max_batch_size);
       } else {
-        return invalid_argument("input '{}' {} has a symbolic dim past the batch: give its shape in config.json "
-                                "'input_shapes' or its range of shapes in 'input_ranges'",
-                                name, dims_to_string(*info->shape));
+        return invalid_argument(
+            "input '{}' {} has a symbolic dim past the batch: give its shape in config.json "
+            "'input_shapes' or its range of shapes in 'input_ranges'",
+            name, dims_to_string(*info->shape));
       }
     }
     shapes[name] = shape;
@@ -131,9 +132,10 @@ Result<engine::ShapeProfile> profile_for(const Graph& graph, const ModelConfig& 
       for (size_t axis = 0; axis < info->shape->size(); ++axis) {
         const Dim& dim = (*info->shape)[axis];
         if (!dim.is_static() && axis != 0) {
-          return invalid_argument("input '{}' {} has a symbolic dim past the batch: give its range in config.json "
-                                  "'input_ranges'",
-                                  name, dims_to_string(*info->shape));
+          return invalid_argument(
+              "input '{}' {} has a symbolic dim past the batch: give its range in config.json "
+              "'input_ranges'",
+              name, dims_to_string(*info->shape));
         }
         shape.push_back(dim.is_static() ? dim.value : batch);
       }

@@ -1,8 +1,8 @@
 // The models a server serves: a Triton-style repository folder (NAME/VERSION/model.onnx or
 // model.qdqrt, with an optional NAME/config.json) and/or single files given by name. A model whose
 // config.json gives 'input_ranges' is served from one RangeEngine over that range of shapes. The versions
-// a model's version_policy selects (the latest one by default) are each loaded into a ModelRunner; engines built from ONNX are cached on disk, keyed
-// by the model file's checksum, the build options and the CPU's ISA.
+// a model's version_policy selects (the latest one by default) are each loaded into a ModelRunner; engines built from
+// ONNX are cached on disk, keyed by the model file's checksum, the build options and the CPU's ISA.
 #pragma once
 
 #include <cstdint>

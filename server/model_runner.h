@@ -43,8 +43,8 @@ class ModelRunner : public std::enable_shared_from_this<ModelRunner> {
   // A model served over the shapes of `range`'s profile. Lowers the profile's min and max shapes
   // (a range that does not build fails here, not at a request) to learn which output dims vary.
   static Result<std::shared_ptr<ModelRunner>> create_for_range(std::shared_ptr<const engine::RangeEngine> range,
-                                                              const ModelConfig& config,
-                                                              std::shared_ptr<ModelMetrics> metrics);
+                                                               const ModelConfig& config,
+                                                               std::shared_ptr<ModelMetrics> metrics);
   ~ModelRunner();  // shutdown()
   ModelRunner(const ModelRunner&) = delete;
   ModelRunner& operator=(const ModelRunner&) = delete;

@@ -87,8 +87,8 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
         return usage_error(invalid_argument(
             "model input '{}' has a static batch dim of {}: the {} images of size {} from image {} are not a "
             "multiple of it (a batch holds images of one size)",
-            input_name, static_batch, group.dim(0), shape_to_string(Shape(group.shape().begin() + 1, group.shape().end())),
-            first));
+            input_name, static_batch, group.dim(0),
+            shape_to_string(Shape(group.shape().begin() + 1, group.shape().end())), first));
       }
       first += group.dim(0);
     }

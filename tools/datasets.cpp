@@ -168,10 +168,11 @@ Result<StackedImages> stack_images(const std::vector<std::pair<std::string, Tens
                                 dtype_name(batch.dtype()), batches.front().first, dtype_name(first.dtype()));
       }
       if (!allow_mixed && image_shape_of(batch) != image_shape_of(first)) {
-        return invalid_argument("'{}' (image {}) holds {} images but '{}' holds {}: all images must match (eval and "
-                                "calibrate take images of different sizes for a model whose dims there are symbolic)",
-                                path, seen, shape_to_string(image_shape_of(batch)), batches.front().first,
-                                shape_to_string(image_shape_of(first)));
+        return invalid_argument(
+            "'{}' (image {}) holds {} images but '{}' holds {}: all images must match (eval and "
+            "calibrate take images of different sizes for a model whose dims there are symbolic)",
+            path, seen, shape_to_string(image_shape_of(batch)), batches.front().first,
+            shape_to_string(image_shape_of(first)));
       }
     }
     seen += batch.dim(0);
@@ -405,8 +406,8 @@ Status check_dataset_fits_input(const Dataset& data, const std::vector<int64_t>&
         return invalid_argument(
             "the data set's images differ in size: image {}{} is {}, image 0 is {}, and model input '{}' wants {} "
             "(C, H, W); only a model whose dims there are symbolic takes images of different sizes",
-            image, source.empty() ? "" : fmt::format(" ('{}')", source), shape_to_string(shape),
-            shape_to_string(first), input_name, shape_to_string(Shape(dims.begin() + 1, dims.end())));
+            image, source.empty() ? "" : fmt::format(" ('{}')", source), shape_to_string(shape), shape_to_string(first),
+            input_name, shape_to_string(Shape(dims.begin() + 1, dims.end())));
       }
     }
     image += group.dim(0);

@@ -37,7 +37,7 @@ struct DatasetOptions {
 };
 
 struct Dataset {
-  Tensor images;                // float32 [N, C, H, W] when every image has one size
+  Tensor images;  // float32 [N, C, H, W] when every image has one size
   // When the images differ in size (only with allow_mixed_sizes): consecutive images of one size
   // stacked, each float32 [n, C, H, W], in data set order; `images` is then undefined.
   std::vector<Tensor> image_groups;

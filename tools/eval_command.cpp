@@ -152,9 +152,10 @@ std::variant<ModelResult, RunError> evaluate_model(const EvalModelSpec& spec, co
       }
     }
     if (sizes.size() > engine::kMaxCachedShapes) {
-      return usage_error(invalid_argument("the data set's images have {} sizes; one engine keeps the plans of at most {} "
-                                          "(resize the images to fewer sizes)",
-                                          sizes.size(), engine::kMaxCachedShapes));
+      return usage_error(
+          invalid_argument("the data set's images have {} sizes; one engine keeps the plans of at most {} "
+                           "(resize the images to fewer sizes)",
+                           sizes.size(), engine::kMaxCachedShapes));
     }
     shapes.opt = batch_shape(*largest, max_batch);
     auto built = engine::RangeEngine::build_from_file(spec.path, {{input_name, shapes}}, build);
@@ -176,12 +177,13 @@ std::variant<ModelResult, RunError> evaluate_model(const EvalModelSpec& spec, co
       auto infos = range->output_infos({{input_name, batch_shape(group, max_batch)}});
       if (!infos.ok()) return failure(infos.status().with_context(spec.path));
       const Shape& shape = infos->front().shape;
-      if (shape.size() != output.shape.size() || !std::equal(shape.begin() + 1, shape.end(), output.shape.begin() + 1)) {
-        return failure(unsupported("'{}': output '{}' is {} for images of {} but {} for {}: eval needs logits "
-                                   "[batch, classes] whatever the image size",
-                                   spec.path, output.name, shape_to_string(shape),
-                                   shape_to_string(batch_shape(group, max_batch)), shape_to_string(output.shape),
-                                   shape_to_string(range->profile().at(input_name).opt)));
+      if (shape.size() != output.shape.size() ||
+          !std::equal(shape.begin() + 1, shape.end(), output.shape.begin() + 1)) {
+        return failure(
+            unsupported("'{}': output '{}' is {} for images of {} but {} for {}: eval needs logits "
+                        "[batch, classes] whatever the image size",
+                        spec.path, output.name, shape_to_string(shape), shape_to_string(batch_shape(group, max_batch)),
+                        shape_to_string(output.shape), shape_to_string(range->profile().at(input_name).opt)));
       }
     }
   }

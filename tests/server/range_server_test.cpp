@@ -4,20 +4,18 @@
 // same range engine and of an engine built for exactly that shape; shapes outside the range are a
 // 400 naming the input, dim and range; metadata and configuration report -1 for the dims that vary;
 // dynamic batching merges only requests of equal shape.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
-
+#include <httplib.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
-
-#include <fmt/format.h>
-#include <httplib.h>
-#include <nlohmann/json.hpp>
 
 #include "server/http_frontend.h"
 #include "server/inference_server.h"
@@ -243,10 +241,11 @@ TEST_F(RangeServerTest, ShapesOutsideTheRangeAre400NamingInputDimAndRange) {
     Shape shape;
     std::string expected;
   };
-  for (const Case& bad : {Case{{1, 3, 32, 16}, "input 'x': dim 2 of [1, 3, 32, 16] is 32, outside the profile's range 8..24"},
-                          Case{{1, 3, 8, 7}, "dim 3 of [1, 3, 8, 7] is 7, outside the profile's range 8..24"},
-                          Case{{5, 3, 8, 8}, "dim 0 of [5, 3, 8, 8] is 5, outside the profile's range 1..4"},
-                          Case{{1, 3, 8}, "rank 3"}}) {
+  for (const Case& bad :
+       {Case{{1, 3, 32, 16}, "input 'x': dim 2 of [1, 3, 32, 16] is 32, outside the profile's range 8..24"},
+        Case{{1, 3, 8, 7}, "dim 3 of [1, 3, 8, 7] is 7, outside the profile's range 8..24"},
+        Case{{5, 3, 8, 8}, "dim 0 of [5, 3, 8, 8] is 5, outside the profile's range 1..4"},
+        Case{{1, 3, 8}, "rank 3"}}) {
     SCOPED_TRACE(shape_to_string(bad.shape));
     std::vector<float> values(static_cast<size_t>(shape_numel(bad.shape)), 0.5f);
     json body = {{"inputs", {{{"name", "x"}, {"shape", bad.shape}, {"datatype", "FP32"}, {"data", values}}}}};
@@ -279,9 +278,9 @@ TEST_F(RangeServerTest, DynamicBatchingMergesOnlyEqualShapes) {
     std::vector<Shape> shapes;
     uint64_t runs;
   };
-  for (const Case& gathered : {Case{{{1, 3, 8, 8}, {2, 3, 8, 8}, {1, 3, 8, 8}}, 1},
-                               Case{{{1, 3, 8, 8}, {1, 3, 16, 16}, {1, 3, 8, 8}}, 2},
-                               Case{{{1, 3, 8, 8}, {1, 3, 8, 10}, {1, 3, 10, 8}}, 3}}) {
+  for (const Case& gathered :
+       {Case{{{1, 3, 8, 8}, {2, 3, 8, 8}, {1, 3, 8, 8}}, 1}, Case{{{1, 3, 8, 8}, {1, 3, 16, 16}, {1, 3, 8, 8}}, 2},
+        Case{{{1, 3, 8, 8}, {1, 3, 8, 10}, {1, 3, 10, 8}}, 3}}) {
     auto metrics = std::make_shared<ModelMetrics>();
     auto range = std::shared_ptr<const engine::RangeEngine>(served, served->range_engine());
     auto created = ModelRunner::create_for_range(range, served->config(), metrics);
@@ -325,9 +324,11 @@ TEST(RangeModelConfig, InputRangesAreParsedAndBadOnesRefusedNamingTheKey) {
            Case{R"({"input_ranges": [1]})", "'input_ranges' must map input names"},
            Case{R"({"input_ranges": {"x": [1, 2]}})", "'input_ranges.x' must be an object"},
            Case{R"({"input_ranges": {"x": {"max": [1]}}})", "'input_ranges.x' needs \"min\" and \"max\""},
-           Case{R"({"input_ranges": {"x": {"min": [1], "max": [2], "best": [1]}}})", "unknown key 'input_ranges.x.best'"},
+           Case{R"({"input_ranges": {"x": {"min": [1], "max": [2], "best": [1]}}})",
+                "unknown key 'input_ranges.x.best'"},
            Case{R"({"input_ranges": {"x": {"min": [1, 3], "max": [2]}}})", "differ in rank"},
-           Case{R"({"input_ranges": {"x": {"min": [1, 9], "max": [2, 8]}}})", "dim 1 needs min <= opt <= max, got 9 <= 8 <= 8"},
+           Case{R"({"input_ranges": {"x": {"min": [1, 9], "max": [2, 8]}}})",
+                "dim 1 needs min <= opt <= max, got 9 <= 8 <= 8"},
            Case{R"({"input_ranges": {"x": {"min": [0], "max": [2]}}})", "'input_ranges.x.min' must be in 1.."},
            Case{R"({"input_ranges": {"x": {"min": [1], "max": [65536, 65536, 65536]}}})", "more than"},
            Case{R"({"input_shapes": {"x": [1]}, "input_ranges": {"x": {"min": [1], "max": [2]}}})",
@@ -345,8 +346,9 @@ TEST(RangeModelRepository, BadRangesFailTheLoadNamingModelAndInput) {
   fs::create_directories(root);
   const std::string model = (root / "conv.onnx").string();
   ASSERT_TRUE(batch_testing::write_text_model(
-                  kConvText, {{"w1", {8, 3, 3, 3}, 0.3f}, {"b1", {8}, 0.1f}, {"w2", {8, 8, 3, 3}, 0.2f}, {"b2", {8}, 0.1f}},
-                  11, model)
+                  kConvText,
+                  {{"w1", {8, 3, 3, 3}, 0.3f}, {"b1", {8}, 0.1f}, {"w2", {8, 8, 3, 3}, 0.2f}, {"b2", {8}, 0.1f}}, 11,
+                  model)
                   .is_ok());
   struct Case {
     std::string config;

@@ -2,14 +2,13 @@
 // take them for a classifier whose height and width are symbolic, running each image at its own
 // size (eval through one range engine, calibrate through the reference executor), and refuse them
 // for the same classifier with static dims, naming the image, its file and both shapes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "engine/engine.h"
 #include "parser/onnx_loader.h"
@@ -71,9 +70,9 @@ class MixedSizes : public ::testing::Test {
       ASSERT_TRUE(write_npy((dir_ / "data" / name).string(), images).is_ok());
       images_.push_back(images);
     }
-    ASSERT_TRUE(write_npy((dir_ / "data" / "labels.npy").string(),
-                          Tensor::from_vector<int64_t>({6}, {0, 1, 2, 3, 4, 0}))
-                    .is_ok());
+    ASSERT_TRUE(
+        write_npy((dir_ / "data" / "labels.npy").string(), Tensor::from_vector<int64_t>({6}, {0, 1, 2, 3, 4, 0}))
+            .is_ok());
   }
   void TearDown() override {
     std::error_code error;
@@ -220,8 +219,7 @@ TEST_F(MixedSizes, CalibrateRunsEachImageAtItsOwnSizeForASymbolicModel) {
   options.show_progress = false;
   std::ostringstream out;
   auto outcome = run_calibrate(options, out);
-  ASSERT_TRUE(std::holds_alternative<CalibrateResult>(outcome))
-      << std::get<CalibrateError>(outcome).status.to_string();
+  ASSERT_TRUE(std::holds_alternative<CalibrateResult>(outcome)) << std::get<CalibrateError>(outcome).status.to_string();
   const CalibrateResult& result = std::get<CalibrateResult>(outcome);
   EXPECT_EQ(result.images, 6);
   EXPECT_TRUE(fs::exists(options.output_path));

@@ -159,7 +159,8 @@ Result<std::map<std::string, float>> collect_max(const Graph& graph, const Tenso
 }
 
 Result<std::map<std::string, float>> collect_max(const Graph& graph, const std::vector<Tensor>& images,
-                                                 const std::vector<std::string>& tensors, const CollectOptions& options) {
+                                                 const std::vector<std::string>& tensors,
+                                                 const CollectOptions& options) {
   QDQRT_RETURN_IF_ERROR(check_inputs(graph, images, tensors));
   using Maxima = std::map<std::string, float>;
   tbb::enumerable_thread_specific<Maxima> accumulators;
@@ -222,8 +223,8 @@ Result<std::map<std::string, float>> calibrate_tensors(const Graph& graph, const
 }
 
 Result<std::map<std::string, float>> calibrate_tensors(const Graph& graph, const std::vector<Tensor>& images,
-                                                       const std::vector<std::string>& tensors, const MethodSpec& method,
-                                                       const CollectOptions& options) {
+                                                       const std::vector<std::string>& tensors,
+                                                       const MethodSpec& method, const CollectOptions& options) {
   QDQRT_ASSIGN_OR_RETURN(auto maxima, collect_max(graph, images, tensors, options));
   if (!method.uses_histogram()) return maxima;
   QDQRT_ASSIGN_OR_RETURN(auto histograms, collect_histograms(graph, images, maxima, options));
