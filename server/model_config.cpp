@@ -113,6 +113,8 @@ Result<engine::ShapeRange> parse_range(const nlohmann::json& value, const std::s
 Result<ModelConfig> parse_model_config(const std::string& json_text, ModelConfig config) {
   nlohmann::json root = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded() || !root.is_object()) return invalid_argument("config.json is not a JSON object");
+  // A config.json that gives shapes replaces the default range (serve's --minShapes/--maxShapes).
+  if (root.contains("input_shapes") || root.contains("input_ranges")) config.input_ranges.clear();
   for (const auto& [key, value] : root.items()) {
     if (key == "max_batch_size") {
       QDQRT_ASSIGN_OR_RETURN(config.max_batch_size, bounded_integer(value, key, 1, kMaxBatchSize));

@@ -316,6 +316,16 @@ TEST(RangeModelConfig, InputRangesAreParsedAndBadOnesRefusedNamingTheKey) {
   auto parsed = parse_model_config(R"({"input_ranges": {"x": {"min": [1, 3, 8, 8], "max": [2, 3, 16, 16]}}})");
   ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
   EXPECT_EQ(parsed->input_ranges.at("x").opt, (Shape{2, 3, 16, 16}));  // opt defaults to max
+  // Defaults (serve's --minShapes/--maxShapes) apply to a config.json without shapes; one that
+  // gives shapes replaces them.
+  ModelConfig defaults;
+  defaults.input_ranges["x"] = {{1, 8}, {1, 8}, {1, 16}};
+  auto kept = parse_model_config(R"({"max_batch_size": 2})", defaults);
+  ASSERT_TRUE(kept.ok()) << kept.status().to_string();
+  EXPECT_EQ(kept->input_ranges.size(), 1u);
+  auto replaced = parse_model_config(R"({"input_shapes": {"x": [1, 12]}})", defaults);
+  ASSERT_TRUE(replaced.ok()) << replaced.status().to_string();
+  EXPECT_TRUE(replaced->input_ranges.empty());
   struct Case {
     std::string json;
     std::string expected;
