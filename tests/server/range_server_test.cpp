@@ -5,6 +5,7 @@
 // 400 naming the input, dim and range; metadata and configuration report -1 for the dims that vary;
 // dynamic batching merges only requests of equal shape.
 #include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <unistd.h>
@@ -17,6 +18,8 @@
 #include <random>
 #include <thread>
 
+#include "server/grpc_frontend.h"
+#include "server/grpc_predict_v2.grpc.pb.h"
 #include "server/http_frontend.h"
 #include "server/inference_server.h"
 #include "server/model_config.h"
@@ -107,9 +110,17 @@ class RangeServerTest : public ::testing::Test {
     auto port = http_->start();
     ASSERT_TRUE(port.ok()) << port.status().to_string();
     http_port_ = *port;
+    GrpcOptions grpc_options;
+    grpc_options.host = "127.0.0.1";
+    grpc_options.port = 0;
+    grpc_ = new GrpcFrontend(*server_, grpc_options);
+    auto grpc_port = grpc_->start();
+    ASSERT_TRUE(grpc_port.ok()) << grpc_port.status().to_string();
+    grpc_port_ = *grpc_port;
   }
   static void TearDownTestSuite() {
     delete http_;
+    delete grpc_;
     delete server_;
     std::error_code error;
     fs::remove_all(root_, error);
@@ -157,6 +168,8 @@ class RangeServerTest : public ::testing::Test {
   static inline InferenceServer* server_ = nullptr;
   static inline HttpFrontend* http_ = nullptr;
   static inline int http_port_ = 0;
+  static inline GrpcFrontend* grpc_ = nullptr;
+  static inline int grpc_port_ = 0;
 };
 
 TEST_F(RangeServerTest, MetadataAndConfigReportTheDimsThatVaryAsMinusOne) {
@@ -255,6 +268,25 @@ TEST_F(RangeServerTest, ShapesOutsideTheRangeAre400NamingInputDimAndRange) {
     EXPECT_NE(json::parse(response->body)["error"].get<std::string>().find(bad.expected), std::string::npos)
         << response->body;
   }
+  // gRPC: INVALID_ARGUMENT with the same message.
+  inference::ModelInferRequest grpc_request;
+  grpc_request.set_model_name("conv");
+  auto* input = grpc_request.add_inputs();
+  input->set_name("x");
+  input->set_datatype("FP32");
+  for (int64_t dim : {1, 3, 32, 16}) input->add_shape(dim);
+  std::vector<float> grpc_values(1 * 3 * 32 * 16, 0.5f);
+  grpc_request.add_raw_input_contents(
+      std::string(reinterpret_cast<const char*>(grpc_values.data()), grpc_values.size() * sizeof(float)));
+  inference::ModelInferResponse grpc_reply;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials());
+  grpc::Status status = inference::GRPCInferenceService::NewStub(channel)->ModelInfer(&context, grpc_request, &grpc_reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("dim 2 of [1, 3, 32, 16] is 32, outside the profile's range 8..24"),
+            std::string::npos)
+      << status.error_message();
   // A wrong dtype is refused before the range is looked at.
   InferRequest request;
   request.model_name = "conv";
