@@ -223,17 +223,7 @@ class InferenceSession {
     build_options_.no_reference_layers = options_.no_reference_layers;
     if (!options_.optimized_model_filepath.empty()) write_optimized_model(graph);
     if (profile) {
-      // One engine for the range: a run at any shape in it, each new shape lowered once.
-      Result<std::shared_ptr<const engine::RangeEngine>> built = internal_error("unreachable");
-      {
-        py::gil_scoped_release release;
-        built = source_.path.empty() ? engine::RangeEngine::build_from_bytes(source_.bytes, *profile, build_options_)
-                                     : engine::RangeEngine::build_from_file(source_.path, *profile, build_options_);
-      }
-      range_ = value_or_throw(std::move(built));
-      std::map<std::string, Shape> opt_shapes;
-      for (const auto& [name, range] : range_->profile()) opt_shapes[name] = range.opt;
-      set_engine(std::make_shared<EngineHandle>(value_or_throw(range_->engine_for(opt_shapes))));
+      use_profile(profile);
       return;
     }
     // Symbolic dims other than the batch take their values from the first run's feeds.
@@ -343,6 +333,40 @@ class InferenceSession {
     return path;
   }
 
+  // set_providers(): the TensorRT EP's profile options make the session one over that range (or,
+  // none given, one that builds at the feeds' shapes again).
+  void use_profile(const std::optional<engine::ShapeProfile>& profile) {
+    if (from_engine_file_) {
+      if (profile) {
+        throw StatusError{invalid_argument(
+            "trt_profile_*_shapes: an engine file runs the shapes it was built for; give the ONNX model")};
+      }
+      return;
+    }
+    if (!profile) {
+      if (range_) {
+        range_.reset();
+        idle_range_contexts_.clear();
+        current_.reset();  // the next run builds at its shapes
+      }
+      return;
+    }
+    // One engine for the range: a run at any shape in it, each new shape lowered once.
+    Result<std::shared_ptr<const engine::RangeEngine>> built = internal_error("unreachable");
+    {
+      py::gil_scoped_release release;
+      built = source_.path.empty() ? engine::RangeEngine::build_from_bytes(source_.bytes, *profile, build_options_)
+                                   : engine::RangeEngine::build_from_file(source_.path, *profile, build_options_);
+    }
+    std::shared_ptr<const engine::RangeEngine> range = value_or_throw(std::move(built));
+    std::map<std::string, Shape> opt_shapes;
+    for (const auto& [name, input_range] : range->profile()) opt_shapes[name] = input_range.opt;
+    auto handle = std::make_shared<EngineHandle>(value_or_throw(range->engine_for(opt_shapes)));
+    range_ = std::move(range);
+    idle_range_contexts_.clear();
+    set_engine(std::move(handle));
+  }
+
   const std::vector<NodeArg>& inputs() const { return inputs_; }
   const std::vector<NodeArg>& outputs() const { return outputs_; }
   // The shape profile ({input: (min, opt, max)}) of a session over a range of shapes; None otherwise.
@@ -369,17 +393,19 @@ class InferenceSession {
       py::array array = shape_view(value);
       shapes[py::cast<std::string>(key)] = Shape(array.shape(), array.shape() + array.ndim());
     }
+    // Held for the run: set_providers() may replace the session's range meanwhile.
+    std::shared_ptr<const engine::RangeEngine> range = range_;
     Result<std::shared_ptr<const engine::Engine>> lowered = internal_error("unreachable");
     {
       py::gil_scoped_release release;  // a shape's first run lowers it
-      lowered = range_->engine_for(shapes);
+      lowered = range->engine_for(shapes);
     }
     EngineHandle handle(value_or_throw(std::move(lowered)));
     PreparedRun prepared = prepare_run(handle, feeds, names, bound_outputs);
     std::unique_ptr<engine::RangeContext> context;
     if (idle_range_contexts_.empty()) {
       context =
-          range_->create_context({.threads = options_.intra_op_num_threads, .profiling = options_.enable_profiling});
+          range->create_context({.threads = options_.intra_op_num_threads, .profiling = options_.enable_profiling});
     } else {
       context = std::move(idle_range_contexts_.back());
       idle_range_contexts_.pop_back();
@@ -393,7 +419,7 @@ class InferenceSession {
     if (status.is_ok() && options_.enable_profiling && context->last_context() != nullptr) {
       record_profile(handle, *context->last_context(), start, prepared.batch);
     }
-    idle_range_contexts_.push_back(std::move(context));
+    if (range == range_) idle_range_contexts_.push_back(std::move(context));
     throw_if_error(status);
     return prepared;
   }
@@ -866,9 +892,9 @@ void bind_session(py::module_& module) {
            })
       .def(
           "set_providers",
-          [](InferenceSession&, const py::object& providers, const py::object& provider_options) {
-            (void)provider_options;
+          [](InferenceSession& self, const py::object& providers, const py::object& provider_options) {
             warn_about_providers(providers);
+            self.use_profile(profile_from_providers(providers, provider_options));
           },
           py::arg("providers") = py::none(), py::arg("provider_options") = py::none())
       .def("get_session_options", &InferenceSession::options)

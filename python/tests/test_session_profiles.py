@@ -139,3 +139,22 @@ def test_concurrent_runs_at_different_shapes(conv_model):
     for thread in threads:
         thread.join(timeout=120)
     assert not failures
+
+
+def test_set_providers_sets_and_drops_the_range(conv_model):
+    path, weight, bias = conv_model
+    session = qdqrt.InferenceSession(path)
+    x = np.random.default_rng(8).standard_normal((1, 3, 30, 9), dtype=np.float32)
+    session.run(None, {"x": x})  # any shape: built at the feeds' shapes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        session.set_providers([("TensorrtExecutionProvider", PROFILE)])
+    assert session.profile == {"x": ([1, 3, 8, 8], [2, 3, 16, 16], [4, 3, 24, 24])}
+    with pytest.raises(ValueError, match="dim 2 of \\[1, 3, 30, 9\\] is 30, outside the profile's range 8..24"):
+        session.run(None, {"x": x})
+    small = x[:, :, :12, :]
+    np.testing.assert_allclose(session.run(None, {"x": np.ascontiguousarray(small)})[0],
+                               numpy_conv_relu(small, weight, bias), rtol=1e-4, atol=1e-4)
+    session.set_providers(["CPUExecutionProvider"])
+    assert session.profile is None
+    np.testing.assert_allclose(session.run(None, {"x": x})[0], numpy_conv_relu(x, weight, bias), rtol=1e-4, atol=1e-4)
