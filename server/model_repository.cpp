@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "core/file_reading.h"
+#include "engine/engine_file.h"
 #include "kernels/cpu_features.h"
 #include "parser/onnx_loader.h"
 
@@ -54,6 +55,18 @@ Result<std::shared_ptr<const engine::Engine>> load_pinned_engine(const std::stri
   if (!loaded.ok()) return loaded.status().with_context(fmt::format("'{}'", path));
   pinned->engine = *loaded;
   return std::shared_ptr<const engine::Engine>(pinned, pinned->engine.get());
+}
+
+// A range engine's file (qdqrt exec --minShapes/--maxShapes --saveEngine), or null when `path`
+// holds a fixed engine's. Read into memory as a fixed one is: the engine keeps views into it.
+Result<std::shared_ptr<const engine::RangeEngine>> load_pinned_range_engine(const std::string& path) {
+  QDQRT_ASSIGN_OR_RETURN(std::string text, read_file(path, "engine file"));
+  auto bytes = std::make_shared<const std::vector<uint8_t>>(text.begin(), text.end());
+  text = std::string();
+  if (!engine::is_range_engine_file(*bytes)) return std::shared_ptr<const engine::RangeEngine>();
+  auto loaded = engine::RangeEngine::read(*bytes, bytes);
+  if (!loaded.ok()) return loaded.status().with_context(fmt::format("'{}'", path));
+  return loaded;
 }
 
 bool is_version_name(const std::string& text) {
@@ -272,11 +285,16 @@ Result<ModelRepository::LoadedEngine> ModelRepository::build_or_load_engine(cons
                                                                             const std::string& path,
                                                                             const ModelConfig& config) const {
   if (path.ends_with(".qdqrt")) {
-    QDQRT_ASSIGN_OR_RETURN(std::shared_ptr<const engine::Engine> loaded, load_pinned_engine(path));
     if (!config.input_ranges.empty()) {
-      return invalid_argument("config.json 'input_ranges' needs a model.onnx; '{}' is an engine built for its shapes",
-                              path);
+      return invalid_argument(
+          "config.json 'input_ranges' needs a model.onnx; '{}' is an engine file, which holds "
+          "its own shapes (a range engine's file, its profiles)",
+          path);
     }
+    // A range engine's file (qdqrt exec --minShapes/--maxShapes --saveEngine) serves its profiles.
+    QDQRT_ASSIGN_OR_RETURN(std::shared_ptr<const engine::RangeEngine> range, load_pinned_range_engine(path));
+    if (range) return LoadedEngine{nullptr, std::move(range)};
+    QDQRT_ASSIGN_OR_RETURN(std::shared_ptr<const engine::Engine> loaded, load_pinned_engine(path));
     return LoadedEngine{std::move(loaded), nullptr};
   }
   QDQRT_ASSIGN_OR_RETURN(std::string model_bytes, read_file(path));
@@ -284,10 +302,45 @@ Result<ModelRepository::LoadedEngine> ModelRepository::build_or_load_engine(cons
   if (!config.input_ranges.empty()) {
     // One engine for the range; each shape is lowered on its first request.
     QDQRT_ASSIGN_OR_RETURN(engine::ShapeProfile profile, profile_for(graph, config));
+    // Cached as a range engine's file, keyed by the range as well.
+    std::string cache_path;
+    if (!options_.engine_cache_dir.empty()) {
+      std::map<std::string, Shape> key_shapes;
+      for (const auto& [input, range] : profile) {
+        key_shapes["range:" + input + ":min"] = range.min;
+        key_shapes["range:" + input + ":opt"] = range.opt;
+        key_shapes["range:" + input + ":max"] = range.max;
+      }
+      cache_path = (fs::path(options_.engine_cache_dir) /
+                    fmt::format("{}-{}.qdqrt", name, engine_cache_key(model_bytes, config, key_shapes)))
+                       .string();
+      std::error_code error;
+      if (fs::exists(cache_path, error)) {
+        auto cached = load_pinned_range_engine(cache_path);
+        if (cached.ok() && *cached && (*cached)->profiles() == std::vector<engine::ShapeProfile>{profile}) {
+          fmt::print(stderr, "serve: model '{}': range engine from the cache {}\n", name, cache_path);
+          return LoadedEngine{nullptr, *cached};
+        }
+        fmt::print(stderr, "serve: model '{}': cache entry {} is unusable ({}); rebuilding\n", name, cache_path,
+                   cached.ok() ? (*cached ? "profiles differ" : "not a range engine") : cached.status().to_string());
+      }
+    }
     engine::BuildOptions build;
     build.precision = config.precision;
     auto range = engine::RangeEngine::build_from_file(path, profile, build);
     if (!range.ok()) return range.status().with_context("config.json 'input_ranges'");
+    if (!cache_path.empty()) {
+      std::error_code error;
+      fs::create_directories(options_.engine_cache_dir, error);
+      std::string temporary = fmt::format("{}.tmp{}", cache_path, ::getpid());
+      Status saved = (*range)->write_file(temporary);
+      if (saved.is_ok()) fs::rename(temporary, cache_path, error);
+      if (!saved.is_ok() || error) {
+        fs::remove(temporary, error);
+        fmt::print(stderr, "serve: model '{}': range engine not cached: {}\n", name,
+                   saved.is_ok() ? error.message() : saved.to_string());
+      }
+    }
     return LoadedEngine{nullptr, *range};
   }
   QDQRT_ASSIGN_OR_RETURN(auto shapes, build_shapes_for(graph, config));

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 
+#include <fmt/format.h>
 #include <fmt/ranges.h>
 
 namespace qdqrt::server {
@@ -78,60 +79,91 @@ ModelRunner::ModelRunner(std::shared_ptr<const engine::RangeEngine> range,
 Result<std::shared_ptr<ModelRunner>> ModelRunner::create_for_range(std::shared_ptr<const engine::RangeEngine> range,
                                                                    const ModelConfig& config,
                                                                    std::shared_ptr<ModelMetrics> metrics) {
-  const engine::ShapeProfile& profile = range->profile();
-  const std::vector<std::string>& names = range->input_names();
+  const std::vector<engine::ShapeProfile>& profiles = range->profiles();
   std::map<std::string, Shape> opt_shapes;
-  for (const std::string& name : names) opt_shapes[name] = profile.at(name).opt;
+  for (const auto& [name, input_range] : profiles.front()) opt_shapes[name] = input_range.opt;
   auto opt_engine = range->engine_for(opt_shapes);
-  if (!opt_engine.ok()) return opt_engine.status().with_context("the profile's opt shapes");
+  if (!opt_engine.ok()) return opt_engine.status().with_context("the first profile's opt shapes");
   std::vector<engine::IoTensorInfo> inputs = (*opt_engine)->inputs();
-  // The batch the range runs up to: dim 0 of the batched inputs' max shapes (one value for all).
-  int64_t range_batch = 1;
-  for (const auto& info : inputs) {
-    if (info.batched && !profile.at(info.name).max.empty()) range_batch = profile.at(info.name).max[0];
-  }
-  // The min and max shapes at that batch: the output dims that differ between them vary.
-  auto shapes_at = [&](Shape engine::ShapeRange::*end) {
-    std::map<std::string, Shape> shapes;
+  // The batch the range runs up to: dim 0 of the batched inputs' max shapes, in any profile.
+  auto profile_batch = [&](const engine::ShapeProfile& profile) {
+    int64_t batch = 1;
     for (const auto& info : inputs) {
-      Shape shape = profile.at(info.name).*end;
-      if (info.batched && !shape.empty()) shape[0] = range_batch;
-      shapes[info.name] = shape;
+      if (info.batched && !profile.at(info.name).max.empty()) batch = profile.at(info.name).max[0];
     }
-    return shapes;
+    return batch;
   };
-  std::map<std::string, Shape> min_shapes = shapes_at(&engine::ShapeRange::min);
-  std::map<std::string, Shape> max_shapes = shapes_at(&engine::ShapeRange::max);
-  auto min_outputs = range->output_infos(min_shapes);
-  if (!min_outputs.ok()) return min_outputs.status().with_context("the profile's min shapes");
-  auto max_outputs = range->output_infos(max_shapes);
-  if (!max_outputs.ok()) return max_outputs.status().with_context("the profile's max shapes");
-  if (min_outputs->size() != max_outputs->size()) {
-    return internal_error("the min and max shapes give {} and {} outputs", min_outputs->size(), max_outputs->size());
+  int64_t range_batch = 1;
+  for (const auto& profile : profiles) range_batch = std::max(range_batch, profile_batch(profile));
+  // Each profile's min and max shapes at its largest batch: an output dim that differs between
+  // any two of them varies. (Also: a profile that does not build fails the load here.)
+  std::vector<std::vector<engine::IoTensorInfo>> ends;
+  for (size_t index = 0; index < profiles.size(); ++index) {
+    const engine::ShapeProfile& profile = profiles[index];
+    for (Shape engine::ShapeRange::*end : {&engine::ShapeRange::min, &engine::ShapeRange::max}) {
+      std::map<std::string, Shape> shapes;
+      for (const auto& info : inputs) {
+        Shape shape = profile.at(info.name).*end;
+        if (info.batched && !shape.empty()) shape[0] = profile_batch(profile);
+        shapes[info.name] = shape;
+      }
+      auto outputs = range->output_infos(shapes);
+      if (!outputs.ok()) {
+        return outputs.status().with_context(
+            fmt::format("profile {}'s {} shapes", index, end == &engine::ShapeRange::min ? "min" : "max"));
+      }
+      if (!ends.empty() && outputs->size() != ends.front().size()) {
+        return internal_error("profile {} gives {} outputs, profile 0 {}", index, outputs->size(), ends.front().size());
+      }
+      ends.push_back(std::move(outputs).value());
+    }
   }
+  // Inputs: the largest shape of any profile (merge buffers are sized for it); -1 where a dim
+  // varies within a profile or between profiles.
   std::vector<Shape> input_dims;
   for (auto& info : inputs) {
-    const engine::ShapeRange& input_range = profile.at(info.name);
-    info.shape = max_shapes.at(info.name);
+    const engine::ShapeRange& first = profiles.front().at(info.name);
+    Shape largest = first.max;
+    for (const auto& profile : profiles) {
+      const engine::ShapeRange& input_range = profile.at(info.name);
+      for (size_t axis = 0; axis < largest.size() && axis < input_range.max.size(); ++axis) {
+        largest[axis] = std::max(largest[axis], input_range.max[axis]);
+      }
+    }
+    if (info.batched && !largest.empty()) largest[0] = range_batch;
+    info.shape = largest;
     Shape dims = client_dims(info);
-    for (size_t axis = 0; axis < dims.size(); ++axis) {
-      if (input_range.min[axis] != input_range.max[axis]) dims[axis] = -1;
+    for (const auto& profile : profiles) {
+      const engine::ShapeRange& input_range = profile.at(info.name);
+      for (size_t axis = 0; axis < dims.size() && axis < input_range.max.size(); ++axis) {
+        if (input_range.min[axis] != first.min[axis] || input_range.max[axis] != first.min[axis]) dims[axis] = -1;
+      }
     }
     input_dims.push_back(dims);
   }
+  std::vector<engine::IoTensorInfo> outputs = ends.front();
   std::vector<Shape> output_dims;
-  for (size_t index = 0; index < max_outputs->size(); ++index) {
-    const engine::IoTensorInfo& low = (*min_outputs)[index];
-    const engine::IoTensorInfo& high = (*max_outputs)[index];
-    Shape dims = client_dims(high);
+  for (size_t index = 0; index < outputs.size(); ++index) {
+    engine::IoTensorInfo& info = outputs[index];
+    bool same_rank = true;
+    for (const auto& end : ends) same_rank = same_rank && end[index].shape.size() == info.shape.size();
+    std::vector<bool> varies(info.shape.size(), !same_rank);
+    for (const auto& end : ends) {
+      for (size_t axis = 0; same_rank && axis < info.shape.size(); ++axis) {
+        if (end[index].shape[axis] != ends.front()[index].shape[axis]) varies[axis] = true;
+        info.shape[axis] = std::max(info.shape[axis], end[index].shape[axis]);
+      }
+    }
+    info.shape = info.shape_at_batch(range_batch);
+    Shape dims = client_dims(info);
     for (size_t axis = 0; axis < dims.size(); ++axis) {
-      if (low.shape.size() != high.shape.size() || low.shape[axis] != high.shape[axis]) dims[axis] = -1;
+      if (varies[axis]) dims[axis] = -1;
     }
     output_dims.push_back(dims);
   }
   return std::shared_ptr<ModelRunner>(new ModelRunner(std::move(range), *opt_engine, std::move(inputs),
-                                                      std::move(*max_outputs), std::move(input_dims),
-                                                      std::move(output_dims), range_batch, config, std::move(metrics)));
+                                                      std::move(outputs), std::move(input_dims), std::move(output_dims),
+                                                      range_batch, config, std::move(metrics)));
 }
 
 void ModelRunner::start_instances() {
@@ -165,6 +197,18 @@ void ModelRunner::start_instances() {
     idle_workers_.push_back(worker.get());
     threads_.emplace_back([this] { dispatcher_loop(); });
   }
+}
+
+bool ModelRunner::batch_in_range(const Pending& request, int64_t batch) const {
+  if (!range_) return true;
+  // A range engine's profiles may allow this shape only at some batches.
+  std::map<std::string, Shape> shapes;
+  for (size_t index = 0; index < inputs_.size(); ++index) {
+    Shape shape = request.inputs[index].shape;
+    if (inputs_[index].batched && !shape.empty()) shape[0] = batch;
+    shapes[inputs_[index].name] = std::move(shape);
+  }
+  return range_->check_shapes(shapes).ok();
 }
 
 bool ModelRunner::same_shapes(const Pending& a, const Pending& b) {
@@ -263,8 +307,8 @@ std::optional<ServeError> ModelRunner::check_range_inputs(std::vector<InferTenso
     shapes[info.name] = tensor.shape;
   }
   // The range engine names the input, the dim and the profile's range.
-  Status in_range = range_->check_shapes(shapes);
-  if (!in_range.is_ok()) return ServeError{ErrorKind::kBadRequest, in_range.message()};
+  auto in_range = range_->check_shapes(shapes);
+  if (!in_range.ok()) return ServeError{ErrorKind::kBadRequest, in_range.status().message()};
   for (size_t index = 0; index < inputs_.size(); ++index) {
     if (!inputs_[index].batched) continue;
     const int64_t tensor_batch = ordered[index].shape[0];
@@ -402,7 +446,7 @@ void ModelRunner::merge_queued(std::unique_lock<std::mutex>& lock, std::vector<s
         ++it;
         continue;
       }
-      if (size + (*it)->batch > max_batch_) {
+      if (size + (*it)->batch > max_batch_ || !batch_in_range(*batch.front(), size + (*it)->batch)) {
         full = true;
         break;
       }

@@ -108,6 +108,8 @@ class ModelRunner : public std::enable_shared_from_this<ModelRunner> {
   void start_instances();
   // Equal shapes past the batch: only such requests merge.
   static bool same_shapes(const Pending& a, const Pending& b);
+  // Whether `request`'s shapes at `batch` lie in a profile of the range engine (always for a fixed one).
+  bool batch_in_range(const Pending& request, int64_t batch) const;
 
   std::optional<ServeError> check_inputs(std::vector<InferTensor>& inputs, int64_t& batch) const;
   // check_inputs for a range model: every shape in the profile.

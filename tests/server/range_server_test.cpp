@@ -17,7 +17,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
+#include <variant>
 
+#include "core/file_reading.h"
+#include "engine/engine_file.h"
 #include "server/grpc_frontend.h"
 #include "server/grpc_predict_v2.grpc.pb.h"
 #include "server/http_frontend.h"
@@ -418,6 +421,178 @@ TEST(RangeModelRepository, BadRangesFailTheLoadNamingModelAndInput) {
   }
   std::error_code error;
   fs::remove_all(root, error);
+}
+
+}  // namespace
+}  // namespace qdqrt::server
+
+namespace qdqrt::server {
+namespace {
+
+std::string write_conv_model(const fs::path& dir) {
+  const std::string path = (dir / "conv.onnx").string();
+  EXPECT_TRUE(batch_testing::write_text_model(
+                  kConvText,
+                  {{"w1", {8, 3, 3, 3}, 0.3f}, {"b1", {8}, 0.1f}, {"w2", {8, 8, 3, 3}, 0.2f}, {"b2", {8}, 0.1f}}, 11,
+                  path)
+                  .is_ok());
+  return path;
+}
+
+// The outputs of one request, or the error.
+std::variant<std::vector<std::vector<float>>, ServeError> infer_at(InferenceServer& server, const std::string& model,
+                                                                   const Shape& shape, uint32_t seed) {
+  InferRequest request;
+  request.model_name = model;
+  request.inputs.push_back(float_tensor("x", shape, random_values(shape, seed)));
+  auto result = server.infer(std::move(request));
+  if (std::holds_alternative<ServeError>(result)) return std::get<ServeError>(result);
+  std::vector<std::vector<float>> values;
+  for (const InferTensor& output : std::get<InferResponse>(result).outputs) {
+    values.emplace_back(output.data.size() / sizeof(float));
+    std::memcpy(values.back().data(), output.data.data(), output.data.size());
+  }
+  return values;
+}
+
+// A range engine's file (two profiles) in the repository serves its profiles: shapes of either are
+// answered as the ONNX model's range engine answers them, a shape in neither is a 400, and
+// requests whose merged batch no profile holds are not merged.
+TEST(RangeEngineFileServing, ProfilesOfASavedRangeEngineAreServed) {
+  fs::path root = fs::temp_directory_path() / ("qdqrt_range_file_test_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "repository" / "conv" / "1");
+  const std::string model = write_conv_model(root);
+  // Profile 0: large images one at a time; profile 1: small images, batches up to 4.
+  std::vector<engine::ShapeProfile> profiles = {{{"x", {{1, 3, 17, 17}, {1, 3, 24, 24}, {1, 3, 24, 24}}}},
+                                                {{"x", {{1, 3, 8, 8}, {4, 3, 16, 16}, {4, 3, 16, 16}}}}};
+  auto range = engine::RangeEngine::build_from_file(model, profiles, {});
+  ASSERT_TRUE(range.ok()) << range.status().to_string();
+  ASSERT_TRUE((*range)->write_file((root / "repository" / "conv" / "1" / "model.qdqrt").string()).is_ok());
+  std::ofstream(root / "repository" / "conv" / "config.json") << R"({"max_batch_size": 4, "dynamic_batching": true})";
+  RepositoryOptions options;
+  options.repository_dir = (root / "repository").string();
+  InferenceServer server(options);
+  Status loaded = server.load_models();
+  ASSERT_TRUE(loaded.is_ok()) << loaded.to_string();
+  ServeError error;
+  auto runner = server.repository().find("conv", "", error);
+  ASSERT_TRUE(runner && runner->range_engine());
+  EXPECT_EQ(runner->range_engine()->profiles().size(), 2u);
+  EXPECT_EQ(runner->max_batch(), 4);
+  EXPECT_EQ(runner->input_dims()[0], (Shape{-1, 3, -1, -1}));
+
+  auto context = (*range)->create_context({.threads = 1});
+  for (const Shape& shape : {Shape{1, 3, 20, 24}, Shape{3, 3, 8, 12}, Shape{1, 3, 17, 17}}) {
+    SCOPED_TRACE(shape_to_string(shape));
+    auto served = infer_at(server, "conv", shape, 5);
+    ASSERT_TRUE(std::holds_alternative<std::vector<std::vector<float>>>(served))
+        << std::get<ServeError>(served).message;
+    std::vector<float> values = random_values(shape, 5);
+    auto infos = (*range)->output_infos({{"x", shape}});
+    ASSERT_TRUE(infos.ok());
+    std::vector<std::vector<float>> expected;
+    std::vector<engine::TensorBinding> bindings;
+    for (const auto& info : *infos) expected.emplace_back(static_cast<size_t>(shape_numel(info.shape)));
+    for (size_t index = 0; index < infos->size(); ++index) {
+      bindings.push_back({(*infos)[index].name, expected[index].data(), (*infos)[index].shape});
+    }
+    std::vector<engine::ConstTensorBinding> inputs = {{"x", values.data(), shape}};
+    ASSERT_TRUE(context->run(inputs, bindings).is_ok());
+    EXPECT_EQ(std::get<std::vector<std::vector<float>>>(served), expected);
+  }
+  // Batch 2 of large images, and a size between the profiles, lie in no profile.
+  for (const Shape& shape : {Shape{2, 3, 20, 20}, Shape{1, 3, 16, 20}}) {
+    auto refused = infer_at(server, "conv", shape, 6);
+    ASSERT_TRUE(std::holds_alternative<ServeError>(refused)) << shape_to_string(shape);
+    EXPECT_EQ(std::get<ServeError>(refused).kind, ErrorKind::kBadRequest);
+    EXPECT_NE(std::get<ServeError>(refused).message.find("input 'x'"), std::string::npos)
+        << std::get<ServeError>(refused).message;
+  }
+  // Two large images gathered together: merged they would be batch 2, which no profile holds.
+  auto metrics = std::make_shared<ModelMetrics>();
+  auto gathered = ModelRunner::create_for_range(*range, runner->config(), metrics);
+  ASSERT_TRUE(gathered.ok()) << gathered.status().to_string();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::atomic<int> answered{0};
+  {
+    ModelRunner::GatherScope scope;
+    for (uint32_t request = 0; request < 2; ++request) {
+      std::vector<InferTensor> inputs;
+      inputs.push_back(float_tensor("x", {1, 3, 20, 20}, random_values({1, 3, 20, 20}, request)));
+      (*gathered)->infer_async(std::move(inputs), [&](InferOutcome outcome) {
+        EXPECT_FALSE(outcome.error) << outcome.error->message;
+        ++answered;
+      });
+    }
+  }
+  (*gathered)->shutdown();
+  EXPECT_EQ(answered.load(), 2);
+  EXPECT_EQ(metrics->exec_count.load(), 2u);
+  // input_ranges cannot override an engine file's profiles.
+  std::ofstream(root / "repository" / "conv" / "config.json")
+      << R"({"input_ranges": {"x": {"min": [1, 3, 8, 8], "max": [1, 3, 9, 9]}}})";
+  Status reloaded = server.repository().load("conv");
+  ASSERT_FALSE(reloaded.is_ok());
+  EXPECT_NE(reloaded.message().find("'input_ranges' needs a model.onnx"), std::string::npos) << reloaded.to_string();
+  std::error_code ignored;
+  fs::remove_all(root, ignored);
+}
+
+// A model served over a range from ONNX is cached as a range engine's file and loaded from it
+// the next time (the file is not rewritten); a cache entry for another range is not used.
+TEST(RangeEngineFileServing, RangeModelsAreCachedAsRangeEngineFiles) {
+  fs::path root = fs::temp_directory_path() / ("qdqrt_range_cache_test_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "repository" / "conv" / "1");
+  fs::copy_file(write_conv_model(root), root / "repository" / "conv" / "1" / "model.onnx");
+  auto configure = [&](int max_width) {
+    std::ofstream(root / "repository" / "conv" / "config.json")
+        << fmt::format(R"({{"input_ranges": {{"x": {{"min": [1, 3, 8, 8], "max": [2, 3, 16, {}]}}}}}})", max_width);
+  };
+  auto cache_files = [&] {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(root / "cache")) files.push_back(entry.path());
+    return files;
+  };
+  RepositoryOptions options;
+  options.repository_dir = (root / "repository").string();
+  options.engine_cache_dir = (root / "cache").string();
+  configure(16);
+  std::vector<std::vector<float>> first_answer;
+  {
+    InferenceServer server(options);
+    ASSERT_TRUE(server.load_models().is_ok());
+    auto answer = infer_at(server, "conv", {2, 3, 12, 9}, 3);
+    ASSERT_TRUE(std::holds_alternative<std::vector<std::vector<float>>>(answer));
+    first_answer = std::get<std::vector<std::vector<float>>>(answer);
+  }
+  ASSERT_EQ(cache_files().size(), 1u);
+  const fs::path cached = cache_files().front();
+  auto bytes = read_regular_file(cached.string(), "cache entry", size_t{1} << 30);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_TRUE(engine::is_range_engine_file(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size())));
+  const auto written = fs::last_write_time(cached);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  {
+    InferenceServer server(options);
+    ASSERT_TRUE(server.load_models().is_ok());
+    EXPECT_EQ(fs::last_write_time(cached), written) << "the cached range engine was rebuilt";
+    auto answer = infer_at(server, "conv", {2, 3, 12, 9}, 3);
+    ASSERT_TRUE(std::holds_alternative<std::vector<std::vector<float>>>(answer));
+    EXPECT_EQ(std::get<std::vector<std::vector<float>>>(answer), first_answer);
+  }
+  configure(20);  // another range: another key, another file
+  {
+    InferenceServer server(options);
+    ASSERT_TRUE(server.load_models().is_ok());
+    auto answer = infer_at(server, "conv", {1, 3, 12, 20}, 3);
+    EXPECT_TRUE(std::holds_alternative<std::vector<std::vector<float>>>(answer));
+  }
+  EXPECT_EQ(cache_files().size(), 2u);
+  std::error_code ignored;
+  fs::remove_all(root, ignored);
 }
 
 }  // namespace
