@@ -19,6 +19,7 @@
 
 #include "core/file_reading.h"
 #include "engine/context_threads.h"
+#include "engine/engine_file.h"
 #include "engine/profiles.h"
 #include "optimizer/pipeline.h"
 #include "parser/onnx_loader.h"
@@ -197,13 +198,15 @@ class InferenceSession {
     from_engine_file_ = is_engine_file(source_);
     if (from_engine_file_ && profile) {
       throw StatusError{invalid_argument(
-          "trt_profile_*_shapes: an engine file runs the shapes it was built for; give the ONNX model")};
+          "trt_profile_*_shapes: an engine file runs the shapes (or the profiles) it was built with; give the ONNX "
+          "model")};
     }
     if (from_engine_file_) {
       if (!options_.optimized_model_filepath.empty()) {
         throw StatusError{invalid_argument(
             "optimized_model_filepath: an engine file holds no graph to write (set it for an ONNX model)")};
       }
+      if (load_range_engine_file()) return;
       set_engine(load_engine_handle(source_));
       for (const engine::IoTensorInfo& info : current_->handle->inputs) inputs_.push_back(engine_node_arg(info));
       for (const engine::IoTensorInfo& info : current_->handle->outputs) outputs_.push_back(engine_node_arg(info));
@@ -333,13 +336,26 @@ class InferenceSession {
     return path;
   }
 
+  // The profiles of a session over a range of shapes ([{input: (min, opt, max)}]); None otherwise.
+  py::object profiles() const {
+    if (!range_) return py::none();
+    py::list profiles;
+    for (const engine::ShapeProfile& profile : range_->profiles()) {
+      py::dict entry;
+      for (const auto& [name, range] : profile) entry[py::str(name)] = py::make_tuple(range.min, range.opt, range.max);
+      profiles.append(entry);
+    }
+    return profiles;
+  }
+
   // set_providers(): the TensorRT EP's profile options make the session one over that range (or,
   // none given, one that builds at the feeds' shapes again).
   void use_profile(const std::optional<engine::ShapeProfile>& profile) {
     if (from_engine_file_) {
       if (profile) {
         throw StatusError{invalid_argument(
-            "trt_profile_*_shapes: an engine file runs the shapes it was built for; give the ONNX model")};
+            "trt_profile_*_shapes: an engine file runs the shapes (or the profiles) it was built with; give the ONNX "
+            "model")};
       }
       return;
     }
@@ -422,6 +438,49 @@ class InferenceSession {
     if (range == range_) idle_range_contexts_.push_back(std::move(context));
     throw_if_error(status);
     return prepared;
+  }
+
+  // A range engine's file (qdqrt exec --minShapes/--maxShapes --saveEngine): the session runs its
+  // profiles, its NodeArgs are the model's inputs and outputs as the file's model declares them.
+  // False for a fixed engine's file.
+  bool load_range_engine_file() {
+    auto bytes = std::make_shared<std::vector<uint8_t>>();
+    Status status;
+    {
+      py::gil_scoped_release release;
+      if (source_.path.empty()) {
+        *bytes = source_.bytes;
+      } else {
+        Result<std::string> text = read_regular_file(source_.path, "engine file", size_t{1} << 40);
+        if (text.ok()) bytes->assign(text->begin(), text->end());
+        status = text.status();
+      }
+    }
+    throw_if_error(status);
+    if (!engine::is_range_engine_file(*bytes)) return false;
+    std::shared_ptr<const std::vector<uint8_t>> storage = bytes;
+    Result<std::shared_ptr<const engine::RangeEngine>> read = internal_error("unreachable");
+    Result<engine::EngineFileContents> contents = internal_error("unreachable");
+    Result<Graph> declared = internal_error("unreachable");
+    {
+      py::gil_scoped_release release;
+      read = engine::RangeEngine::read(*storage, storage);
+      if (read.ok()) contents = engine::read_engine_file(*storage, storage);
+      if (contents.ok() && contents->range) {
+        declared = load_onnx_bytes(contents->range->model.bytes.data(), contents->range->model.bytes.size());
+      }
+    }
+    std::shared_ptr<const engine::RangeEngine> range = value_or_throw(std::move(read));
+    Graph graph = value_or_throw(std::move(declared));
+    for (const std::string& name : graph.inputs) inputs_.push_back(graph_node_arg(graph, name));
+    for (const std::string& name : graph.outputs) outputs_.push_back(graph_node_arg(graph, name));
+    std::map<std::string, Shape> opt_shapes;
+    for (const auto& [name, input_range] : range->profile()) opt_shapes[name] = input_range.opt;
+    auto handle = std::make_shared<EngineHandle>(value_or_throw(range->engine_for(opt_shapes)));
+    handle->storage = storage;
+    range_ = std::move(range);
+    set_engine(std::move(handle));
+    return true;
   }
 
   void set_engine(std::shared_ptr<EngineHandle> handle) {
@@ -902,6 +961,9 @@ void bind_session(py::module_& module) {
       .def_property_readonly("engine", &InferenceSession::engine,
                              "qdqrt: the engine the session runs (over a range of shapes: the one built for the "
                              "opt shapes).")
+      .def_property_readonly("profiles", &InferenceSession::profiles,
+                             "qdqrt: every profile of a session over a range of shapes (a range engine's file may "
+                             "hold several); None otherwise.")
       .def_property_readonly("profile", &InferenceSession::profile,
                              "qdqrt: {input: (min, opt, max)} of a session over a range of shapes "
                              "(trt_profile_*_shapes provider options); None otherwise.");

@@ -1,6 +1,7 @@
 # InferenceSession over a range of shapes: the TensorRT execution provider's profile options
 # (trt_profile_min_shapes / _opt_ / _max_, "name:1x3x8x8") build one engine that runs every shape
 # in the range; a shape outside it raises naming the input, dim and range.
+import subprocess
 import threading
 import warnings
 
@@ -115,7 +116,7 @@ def test_bad_profile_options_are_refused(conv_model, tmp_path):
     engine_file = tmp_path / "conv.qdqrt"
     engine = qdqrt.build(path, input_shapes={"x": [1, 3, 8, 8]})
     engine.save(str(engine_file))
-    with pytest.raises(ValueError, match="an engine file runs the shapes it was built for"):
+    with pytest.raises(ValueError, match=r"an engine file runs the shapes \(or the profiles\) it was built with"):
         range_session(str(engine_file), providers=[("TensorrtExecutionProvider", PROFILE)])
 
 
@@ -158,3 +159,27 @@ def test_set_providers_sets_and_drops_the_range(conv_model):
     session.set_providers(["CPUExecutionProvider"])
     assert session.profile is None
     np.testing.assert_allclose(session.run(None, {"x": x})[0], numpy_conv_relu(x, weight, bias), rtol=1e-4, atol=1e-4)
+
+
+def test_a_range_engine_file_runs_its_profiles(conv_model, cli, tmp_path):
+    """A range engine saved by `qdqrt exec` (two profiles) loads as a session over its profiles."""
+    path, weight, bias = conv_model
+    engine_file = tmp_path / "conv_range.qdqrt"
+    subprocess.run([cli, "exec", f"--onnx={path}", "--minShapes=x:1x3x8x8", "--maxShapes=x:2x3x16x16",
+                    "--minShapes=x:1x3x17x17", "--maxShapes=x:1x3x32x32", f"--saveEngine={engine_file}",
+                    "--iterations=1", "--warmUp=0", "--duration=0"], check=True, capture_output=True, timeout=300)
+    for source in (str(engine_file), engine_file.read_bytes()):
+        session = qdqrt.InferenceSession(source)
+        assert session.profiles == [{"x": ([1, 3, 8, 8], [2, 3, 16, 16], [2, 3, 16, 16])},
+                                    {"x": ([1, 3, 17, 17], [1, 3, 32, 32], [1, 3, 32, 32])}]
+        assert session.get_inputs()[0].shape == ["N", 3, "H", "W"]  # as the file's model declares them
+        assert session.get_outputs()[0].name == "y"
+        rng = np.random.default_rng(11)
+        for shape in [(2, 3, 8, 13), (1, 3, 30, 17)]:
+            x = rng.standard_normal(shape, dtype=np.float32)
+            np.testing.assert_allclose(session.run(None, {"x": x})[0], numpy_conv_relu(x, weight, bias),
+                                       rtol=1e-4, atol=1e-4)
+        with pytest.raises(ValueError, match="input 'x'"):
+            session.run(None, {"x": np.zeros((2, 3, 20, 20), np.float32)})  # batch 2 only in the first profile
+        with pytest.raises(ValueError, match="the profiles"):
+            range_session(source, providers=[("TensorrtExecutionProvider", PROFILE)])
