@@ -46,27 +46,34 @@ struct PinnedEngine {
   std::shared_ptr<const engine::Engine> engine;  // destroyed before `bytes`
 };
 
-Result<std::shared_ptr<const engine::Engine>> load_pinned_engine(const std::string& path) {
+// Either kind of engine file: a fixed engine, or a range engine's file (qdqrt exec
+// --minShapes/--maxShapes --saveEngine), which keeps views into the bytes as well.
+struct PinnedFile {
+  std::shared_ptr<const engine::Engine> engine;
+  std::shared_ptr<const engine::RangeEngine> range;
+};
+
+Result<PinnedFile> load_pinned_file(const std::string& path) {
   QDQRT_ASSIGN_OR_RETURN(std::string text, read_file(path, "engine file"));
   auto pinned = std::make_shared<PinnedEngine>();
   pinned->bytes.assign(text.begin(), text.end());
   text = std::string();
+  if (engine::is_range_engine_file(pinned->bytes)) {
+    std::shared_ptr<const std::vector<uint8_t>> bytes(pinned, &pinned->bytes);
+    auto loaded = engine::RangeEngine::read(*bytes, bytes);
+    if (!loaded.ok()) return loaded.status().with_context(fmt::format("'{}'", path));
+    return PinnedFile{nullptr, *loaded};
+  }
   auto loaded = engine::Engine::load_bytes(pinned->bytes);
   if (!loaded.ok()) return loaded.status().with_context(fmt::format("'{}'", path));
   pinned->engine = *loaded;
-  return std::shared_ptr<const engine::Engine>(pinned, pinned->engine.get());
+  return PinnedFile{std::shared_ptr<const engine::Engine>(pinned, pinned->engine.get()), nullptr};
 }
 
-// A range engine's file (qdqrt exec --minShapes/--maxShapes --saveEngine), or null when `path`
-// holds a fixed engine's. Read into memory as a fixed one is: the engine keeps views into it.
-Result<std::shared_ptr<const engine::RangeEngine>> load_pinned_range_engine(const std::string& path) {
-  QDQRT_ASSIGN_OR_RETURN(std::string text, read_file(path, "engine file"));
-  auto bytes = std::make_shared<const std::vector<uint8_t>>(text.begin(), text.end());
-  text = std::string();
-  if (!engine::is_range_engine_file(*bytes)) return std::shared_ptr<const engine::RangeEngine>();
-  auto loaded = engine::RangeEngine::read(*bytes, bytes);
-  if (!loaded.ok()) return loaded.status().with_context(fmt::format("'{}'", path));
-  return loaded;
+Result<std::shared_ptr<const engine::Engine>> load_pinned_engine(const std::string& path) {
+  QDQRT_ASSIGN_OR_RETURN(PinnedFile file, load_pinned_file(path));
+  if (!file.engine) return invalid_argument("'{}' holds a range engine, not an engine for one shape", path);
+  return file.engine;
 }
 
 bool is_version_name(const std::string& text) {
@@ -292,10 +299,8 @@ Result<ModelRepository::LoadedEngine> ModelRepository::build_or_load_engine(cons
           path);
     }
     // A range engine's file (qdqrt exec --minShapes/--maxShapes --saveEngine) serves its profiles.
-    QDQRT_ASSIGN_OR_RETURN(std::shared_ptr<const engine::RangeEngine> range, load_pinned_range_engine(path));
-    if (range) return LoadedEngine{nullptr, std::move(range)};
-    QDQRT_ASSIGN_OR_RETURN(std::shared_ptr<const engine::Engine> loaded, load_pinned_engine(path));
-    return LoadedEngine{std::move(loaded), nullptr};
+    QDQRT_ASSIGN_OR_RETURN(PinnedFile file, load_pinned_file(path));
+    return LoadedEngine{std::move(file.engine), std::move(file.range)};
   }
   QDQRT_ASSIGN_OR_RETURN(std::string model_bytes, read_file(path));
   QDQRT_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(path));
@@ -316,13 +321,14 @@ Result<ModelRepository::LoadedEngine> ModelRepository::build_or_load_engine(cons
                        .string();
       std::error_code error;
       if (fs::exists(cache_path, error)) {
-        auto cached = load_pinned_range_engine(cache_path);
-        if (cached.ok() && *cached && (*cached)->profiles() == std::vector<engine::ShapeProfile>{profile}) {
+        auto cached = load_pinned_file(cache_path);
+        if (cached.ok() && cached->range && cached->range->profiles() == std::vector<engine::ShapeProfile>{profile}) {
           fmt::print(stderr, "serve: model '{}': range engine from the cache {}\n", name, cache_path);
-          return LoadedEngine{nullptr, *cached};
+          return LoadedEngine{nullptr, cached->range};
         }
-        fmt::print(stderr, "serve: model '{}': cache entry {} is unusable ({}); rebuilding\n", name, cache_path,
-                   cached.ok() ? (*cached ? "profiles differ" : "not a range engine") : cached.status().to_string());
+        fmt::print(
+            stderr, "serve: model '{}': cache entry {} is unusable ({}); rebuilding\n", name, cache_path,
+            cached.ok() ? (cached->range ? "profiles differ" : "not a range engine") : cached.status().to_string());
       }
     }
     engine::BuildOptions build;
