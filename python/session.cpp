@@ -1,6 +1,8 @@
 // ONNX Runtime's Python API over qdqrt engines: InferenceSession, SessionOptions, NodeArg, so that
 // ORT code switches with `import qdqrt as ort`. An ONNX model is built into an INT8 engine (a QDQ
-// model) or an FP32 one (no Q/DQ nodes); a .qdqrt engine file loads as it is.
+// model) or an FP32 one (no Q/DQ nodes); a .qdqrt engine file loads as it is. With the TensorRT
+// execution provider's profile options (trt_profile_min_shapes, ...) an ONNX model becomes one
+// RangeEngine that runs every shape of that range (engine/profiles.h).
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
@@ -17,6 +19,8 @@
 
 #include "core/file_reading.h"
 #include "engine/context_threads.h"
+#include "engine/engine_file.h"
+#include "engine/profiles.h"
 #include "optimizer/pipeline.h"
 #include "parser/onnx_loader.h"
 #include "parser/onnx_writer.h"
@@ -105,6 +109,79 @@ py::list dims_list(const std::optional<std::vector<Dim>>& dims) {
   return list;
 }
 
+// TensorRT EP's "name:1x3x320x320,other:1x64" (a provider option's value): input name -> shape.
+std::map<std::string, Shape> parse_profile_shapes(const std::string& key, const std::string& text) {
+  std::map<std::string, Shape> shapes;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string entry = text.substr(start, end - start);
+    const size_t colon = entry.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == entry.size()) {
+      throw StatusError{invalid_argument("{}: '{}' is not NAME:DIMS (as 'input:1x3x224x224')", key, entry)};
+    }
+    Shape shape;
+    const std::string dims = entry.substr(colon + 1);
+    size_t at = 0;
+    while (at <= dims.size()) {
+      size_t next = dims.find('x', at);
+      if (next == std::string::npos) next = dims.size();
+      const std::string digits = dims.substr(at, next - at);
+      if (digits.empty() || digits.size() > 12 ||
+          !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        throw StatusError{invalid_argument("{}: '{}' has a dim '{}' that is not a number", key, entry, digits)};
+      }
+      shape.push_back(std::stoll(digits));
+      at = next + 1;
+    }
+    if (!shapes.emplace(entry.substr(0, colon), shape).second) {
+      throw StatusError{invalid_argument("{}: input '{}' is given twice", key, entry.substr(0, colon))};
+    }
+    start = end + 1;
+  }
+  return shapes;
+}
+
+// The profile ORT's TensorRT execution provider takes (trt_profile_min_shapes / _opt_ / _max_ in
+// a provider's options, given as (name, options) in `providers` or in `provider_options`), or
+// none. qdqrt runs the range itself; min and max are needed, opt defaults to max.
+std::optional<engine::ShapeProfile> profile_from_providers(const py::object& providers,
+                                                           const py::object& provider_options) {
+  std::vector<py::dict> option_sets;
+  if (!providers.is_none()) {
+    for (const py::handle& entry : providers) {
+      if (!py::isinstance<py::tuple>(entry)) continue;
+      auto pair = py::reinterpret_borrow<py::tuple>(entry);
+      if (pair.size() == 2 && py::isinstance<py::dict>(pair[1])) option_sets.push_back(pair[1].cast<py::dict>());
+    }
+  }
+  if (!provider_options.is_none()) {
+    for (const py::handle& entry : provider_options) {
+      if (py::isinstance<py::dict>(entry)) option_sets.push_back(py::reinterpret_borrow<py::dict>(entry));
+    }
+  }
+  std::map<std::string, std::map<std::string, Shape>> given;  // key -> shapes
+  for (const py::dict& options : option_sets) {
+    for (const char* key : {"trt_profile_min_shapes", "trt_profile_opt_shapes", "trt_profile_max_shapes"}) {
+      if (!options.contains(key)) continue;
+      const std::string text = py::str(options[key]).cast<std::string>();
+      if (given.contains(key)) throw StatusError{invalid_argument("{} is given twice", key)};
+      given[key] = parse_profile_shapes(key, text);
+    }
+  }
+  if (given.empty()) return std::nullopt;
+  if (!given.contains("trt_profile_min_shapes") || !given.contains("trt_profile_max_shapes")) {
+    throw StatusError{
+        invalid_argument("a shape profile needs trt_profile_min_shapes and trt_profile_max_shapes "
+                         "(trt_profile_opt_shapes defaults to the max)")};
+  }
+  Result<engine::ShapeProfile> profile = engine::make_profile(
+      given["trt_profile_min_shapes"], given["trt_profile_opt_shapes"], given["trt_profile_max_shapes"]);
+  if (!profile.ok()) throw StatusError{profile.status().with_context("trt_profile_*_shapes")};
+  return *profile;
+}
+
 // An engine with a pool of contexts for it: runs from several Python threads at once each take
 // their own context. Swapped whole when the session rebuilds for a larger batch.
 struct SessionEngine {
@@ -114,15 +191,22 @@ struct SessionEngine {
 
 class InferenceSession {
  public:
-  InferenceSession(const py::object& model, const py::object& options_object) {
+  InferenceSession(const py::object& model, const py::object& options_object,
+                   std::optional<engine::ShapeProfile> profile = std::nullopt) {
     if (!options_object.is_none()) options_ = options_object.cast<SessionOptions>();
     source_ = model_source_from(model);
     from_engine_file_ = is_engine_file(source_);
+    if (from_engine_file_ && profile) {
+      throw StatusError{invalid_argument(
+          "trt_profile_*_shapes: an engine file runs the shapes (or the profiles) it was built with; give the ONNX "
+          "model")};
+    }
     if (from_engine_file_) {
       if (!options_.optimized_model_filepath.empty()) {
         throw StatusError{invalid_argument(
             "optimized_model_filepath: an engine file holds no graph to write (set it for an ONNX model)")};
       }
+      if (load_range_engine_file()) return;
       set_engine(load_engine_handle(source_));
       for (const engine::IoTensorInfo& info : current_->handle->inputs) inputs_.push_back(engine_node_arg(info));
       for (const engine::IoTensorInfo& info : current_->handle->outputs) outputs_.push_back(engine_node_arg(info));
@@ -141,6 +225,10 @@ class InferenceSession {
     build_options_ = build_options(options_.precision, py::none(), options_.max_isa);
     build_options_.no_reference_layers = options_.no_reference_layers;
     if (!options_.optimized_model_filepath.empty()) write_optimized_model(graph);
+    if (profile) {
+      use_profile(profile);
+      return;
+    }
     // Symbolic dims other than the batch take their values from the first run's feeds.
     bool only_batch_symbolic = true;
     for (const std::string& name : graph.inputs) {
@@ -166,6 +254,7 @@ class InferenceSession {
     if (run_options != nullptr && run_options->terminate->load()) {
       throw StatusError{io_error("Exiting due to terminate flag being set to true.")};
     }
+    if (range_) return run_range(names, feeds, bound_outputs);
     if (!from_engine_file_ && needs_build(feeds)) build_for(feeds);
     std::shared_ptr<SessionEngine> state = current_;
     PreparedRun prepared = prepare_run(*state->handle, feeds, names, bound_outputs);
@@ -247,13 +336,153 @@ class InferenceSession {
     return path;
   }
 
+  // The profiles of a session over a range of shapes ([{input: (min, opt, max)}]); None otherwise.
+  py::object profiles() const {
+    if (!range_) return py::none();
+    py::list profiles;
+    for (const engine::ShapeProfile& profile : range_->profiles()) {
+      py::dict entry;
+      for (const auto& [name, range] : profile) entry[py::str(name)] = py::make_tuple(range.min, range.opt, range.max);
+      profiles.append(entry);
+    }
+    return profiles;
+  }
+
+  // set_providers(): the TensorRT EP's profile options make the session one over that range (or,
+  // none given, one that builds at the feeds' shapes again).
+  void use_profile(const std::optional<engine::ShapeProfile>& profile) {
+    if (from_engine_file_) {
+      if (profile) {
+        throw StatusError{invalid_argument(
+            "trt_profile_*_shapes: an engine file runs the shapes (or the profiles) it was built with; give the ONNX "
+            "model")};
+      }
+      return;
+    }
+    if (!profile) {
+      if (range_) {
+        range_.reset();
+        idle_range_contexts_.clear();
+        current_.reset();  // the next run builds at its shapes
+      }
+      return;
+    }
+    // One engine for the range: a run at any shape in it, each new shape lowered once.
+    Result<std::shared_ptr<const engine::RangeEngine>> built = internal_error("unreachable");
+    {
+      py::gil_scoped_release release;
+      built = source_.path.empty() ? engine::RangeEngine::build_from_bytes(source_.bytes, *profile, build_options_)
+                                   : engine::RangeEngine::build_from_file(source_.path, *profile, build_options_);
+    }
+    std::shared_ptr<const engine::RangeEngine> range = value_or_throw(std::move(built));
+    std::map<std::string, Shape> opt_shapes;
+    for (const auto& [name, input_range] : range->profile()) opt_shapes[name] = input_range.opt;
+    auto handle = std::make_shared<EngineHandle>(value_or_throw(range->engine_for(opt_shapes)));
+    range_ = std::move(range);
+    idle_range_contexts_.clear();
+    set_engine(std::move(handle));
+  }
+
   const std::vector<NodeArg>& inputs() const { return inputs_; }
   const std::vector<NodeArg>& outputs() const { return outputs_; }
+  // The shape profile ({input: (min, opt, max)}) of a session over a range of shapes; None otherwise.
+  py::object profile() const {
+    if (!range_) return py::none();
+    py::dict profile;
+    for (const auto& [name, range] : range_->profile())
+      profile[py::str(name)] = py::make_tuple(range.min, range.opt, range.max);
+    return profile;
+  }
   const SessionOptions& options() const { return options_; }
   // None until the first run when the model has symbolic dims besides the batch.
   std::shared_ptr<EngineHandle> engine() const { return current_ ? current_->handle : nullptr; }
 
  private:
+  // A run of a session over a range of shapes: the feeds' shapes are checked against the profile
+  // (an error names the input, dim and range), and the engine lowered for them runs on one of the
+  // session's RangeContexts (a context per concurrent run; each keeps its shapes' plans).
+  PreparedRun run_range(const std::vector<std::string>& names, const py::dict& feeds,
+                        const std::map<std::string, py::array>& bound_outputs) {
+    std::map<std::string, Shape> shapes;
+    for (auto [key, value] : feeds) {
+      if (!py::isinstance<py::str>(key)) continue;
+      py::array array = shape_view(value);
+      shapes[py::cast<std::string>(key)] = Shape(array.shape(), array.shape() + array.ndim());
+    }
+    // Held for the run: set_providers() may replace the session's range meanwhile.
+    std::shared_ptr<const engine::RangeEngine> range = range_;
+    Result<std::shared_ptr<const engine::Engine>> lowered = internal_error("unreachable");
+    {
+      py::gil_scoped_release release;  // a shape's first run lowers it
+      lowered = range->engine_for(shapes);
+    }
+    EngineHandle handle(value_or_throw(std::move(lowered)));
+    PreparedRun prepared = prepare_run(handle, feeds, names, bound_outputs);
+    std::unique_ptr<engine::RangeContext> context;
+    if (idle_range_contexts_.empty()) {
+      context =
+          range->create_context({.threads = options_.intra_op_num_threads, .profiling = options_.enable_profiling});
+    } else {
+      context = std::move(idle_range_contexts_.back());
+      idle_range_contexts_.pop_back();
+    }
+    auto start = std::chrono::steady_clock::now();
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = context->run(prepared.input_bindings, prepared.output_bindings);
+    }
+    if (status.is_ok() && options_.enable_profiling && context->last_context() != nullptr) {
+      record_profile(handle, *context->last_context(), start, prepared.batch);
+    }
+    if (range == range_) idle_range_contexts_.push_back(std::move(context));
+    throw_if_error(status);
+    return prepared;
+  }
+
+  // A range engine's file (qdqrt exec --minShapes/--maxShapes --saveEngine): the session runs its
+  // profiles, its NodeArgs are the model's inputs and outputs as the file's model declares them.
+  // False for a fixed engine's file.
+  bool load_range_engine_file() {
+    auto bytes = std::make_shared<std::vector<uint8_t>>();
+    Status status;
+    {
+      py::gil_scoped_release release;
+      if (source_.path.empty()) {
+        *bytes = source_.bytes;
+      } else {
+        Result<std::string> text = read_regular_file(source_.path, "engine file", size_t{1} << 40);
+        if (text.ok()) bytes->assign(text->begin(), text->end());
+        status = text.status();
+      }
+    }
+    throw_if_error(status);
+    if (!engine::is_range_engine_file(*bytes)) return false;
+    std::shared_ptr<const std::vector<uint8_t>> storage = bytes;
+    Result<std::shared_ptr<const engine::RangeEngine>> read = internal_error("unreachable");
+    Result<engine::EngineFileContents> contents = internal_error("unreachable");
+    Result<Graph> declared = internal_error("unreachable");
+    {
+      py::gil_scoped_release release;
+      read = engine::RangeEngine::read(*storage, storage);
+      if (read.ok()) contents = engine::read_engine_file(*storage, storage);
+      if (contents.ok() && contents->range) {
+        declared = load_onnx_bytes(contents->range->model.bytes.data(), contents->range->model.bytes.size());
+      }
+    }
+    std::shared_ptr<const engine::RangeEngine> range = value_or_throw(std::move(read));
+    Graph graph = value_or_throw(std::move(declared));
+    for (const std::string& name : graph.inputs) inputs_.push_back(graph_node_arg(graph, name));
+    for (const std::string& name : graph.outputs) outputs_.push_back(graph_node_arg(graph, name));
+    std::map<std::string, Shape> opt_shapes;
+    for (const auto& [name, input_range] : range->profile()) opt_shapes[name] = input_range.opt;
+    auto handle = std::make_shared<EngineHandle>(value_or_throw(range->engine_for(opt_shapes)));
+    handle->storage = storage;
+    range_ = std::move(range);
+    set_engine(std::move(handle));
+    return true;
+  }
+
   void set_engine(std::shared_ptr<EngineHandle> handle) {
     auto state = std::make_shared<SessionEngine>();
     state->handle = std::move(handle);
@@ -417,6 +646,8 @@ class InferenceSession {
   bool from_engine_file_ = false;
   engine::BuildOptions build_options_;
   std::shared_ptr<SessionEngine> current_;
+  std::shared_ptr<const engine::RangeEngine> range_;                        // a session over a range of shapes
+  std::vector<std::unique_ptr<engine::RangeContext>> idle_range_contexts_;  // touched with the GIL held
   std::map<std::string, std::vector<Dim>> declared_dims_;  // the ONNX model's inputs as declared
   std::vector<NodeArg> inputs_;
   std::vector<NodeArg> outputs_;
@@ -665,9 +896,10 @@ void bind_session(py::module_& module) {
       "ONNX Runtime's InferenceSession: an ONNX model (path or bytes) or a .qdqrt engine file.")
       .def(py::init([](const py::object& model, const py::object& options, const py::object& providers,
                        const py::object& provider_options, const py::kwargs&) {
-             (void)provider_options;
              warn_about_providers(providers);  // one provider: qdqrt on the CPU
-             return std::make_unique<InferenceSession>(model, options);
+             // The TensorRT EP's profile options: one engine for that range of shapes.
+             return std::make_unique<InferenceSession>(model, options,
+                                                       profile_from_providers(providers, provider_options));
            }),
            py::arg("path_or_bytes"), py::arg("sess_options") = py::none(), py::arg("providers") = py::none(),
            py::arg("provider_options") = py::none())
@@ -688,14 +920,13 @@ void bind_session(py::module_& module) {
           },
           py::arg("output_names"), py::arg("input_dict_ort_values"), py::arg("run_options") = py::none(),
           "As run, with OrtValues in and out.")
-      .def(
-          "io_binding",
-          [](py::object self) {
-            IOBinding binding;
-            binding.session = self.cast<InferenceSession*>();
-            binding.session_object = std::move(self);
-            return binding;
-          })
+      .def("io_binding",
+           [](py::object self) {
+             IOBinding binding;
+             binding.session = self.cast<InferenceSession*>();
+             binding.session_object = std::move(self);
+             return binding;
+           })
       .def(
           "run_with_iobinding",
           [](InferenceSession& self, IOBinding& binding, const RunOptions* run_options) {
@@ -720,14 +951,22 @@ void bind_session(py::module_& module) {
            })
       .def(
           "set_providers",
-          [](InferenceSession&, const py::object& providers, const py::object& provider_options) {
-            (void)provider_options;
+          [](InferenceSession& self, const py::object& providers, const py::object& provider_options) {
             warn_about_providers(providers);
+            self.use_profile(profile_from_providers(providers, provider_options));
           },
           py::arg("providers") = py::none(), py::arg("provider_options") = py::none())
       .def("get_session_options", &InferenceSession::options)
       .def("end_profiling", &InferenceSession::end_profiling)
-      .def_property_readonly("engine", &InferenceSession::engine, "qdqrt: the engine the session runs.");
+      .def_property_readonly("engine", &InferenceSession::engine,
+                             "qdqrt: the engine the session runs (over a range of shapes: the one built for the "
+                             "opt shapes).")
+      .def_property_readonly("profiles", &InferenceSession::profiles,
+                             "qdqrt: every profile of a session over a range of shapes (a range engine's file may "
+                             "hold several); None otherwise.")
+      .def_property_readonly("profile", &InferenceSession::profile,
+                             "qdqrt: {input: (min, opt, max)} of a session over a range of shapes "
+                             "(trt_profile_*_shapes provider options); None otherwise.");
 
   module.def("get_available_providers", []() { return std::vector<std::string>{"CPUExecutionProvider"}; });
   module.def("get_device", []() { return std::string("CPU"); });

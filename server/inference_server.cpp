@@ -10,12 +10,13 @@ namespace qdqrt::server {
 
 namespace {
 
-std::vector<TensorMetadata> tensor_metadata(const std::vector<engine::IoTensorInfo>& infos) {
+// -1 for the batch and every dim that varies across a range model's profile (as Triton reports
+// dynamic dims).
+std::vector<TensorMetadata> tensor_metadata(const std::vector<engine::IoTensorInfo>& infos,
+                                            const std::vector<Shape>& dims) {
   std::vector<TensorMetadata> tensors;
-  for (const auto& info : infos) {
-    Shape shape = info.shape;
-    if (info.batched && !shape.empty()) shape[0] = -1;
-    tensors.push_back({info.name, kserve_dtype_name(info.dtype), shape});
+  for (size_t index = 0; index < infos.size(); ++index) {
+    tensors.push_back({infos[index].name, kserve_dtype_name(infos[index].dtype), dims[index]});
   }
   return tensors;
 }
@@ -37,8 +38,8 @@ std::variant<ModelMetadata, ServeError> InferenceServer::model_metadata(const st
   metadata.name = name;
   metadata.versions = repository_.served_versions(name);
   metadata.platform = kPlatform;
-  metadata.inputs = tensor_metadata(runner->inputs());
-  metadata.outputs = tensor_metadata(runner->outputs());
+  metadata.inputs = tensor_metadata(runner->inputs(), runner->input_dims());
+  metadata.outputs = tensor_metadata(runner->outputs(), runner->output_dims());
   metadata.max_batch_size = runner->max_batch();
   return metadata;
 }
@@ -57,21 +58,18 @@ std::variant<ModelConfigView, ServeError> InferenceServer::model_config(const st
     for (const auto& info : *list) batched = batched && info.batched && info.batch_axis == 0 && info.batch_factor == 1 && !info.shape.empty();
   }
   view.max_batch_size = batched ? runner->max_batch() : 0;
-  auto tensors = [&](const std::vector<engine::IoTensorInfo>& infos) {
+  auto tensors = [&](const std::vector<engine::IoTensorInfo>& infos, const std::vector<Shape>& client_dims) {
     std::vector<ModelConfigView::Tensor> list;
-    for (const auto& info : infos) {
-      Shape dims = info.shape;
-      if (batched) {
-        dims.erase(dims.begin());
-      } else if (info.batched && info.batch_axis >= 0 && static_cast<size_t>(info.batch_axis) < dims.size()) {
-        dims[static_cast<size_t>(info.batch_axis)] = -1;
-      }
-      list.push_back({info.name, std::string("TYPE_") + kserve_dtype_name(info.dtype), dims});
+    for (size_t index = 0; index < infos.size(); ++index) {
+      // -1 at the batch and at the dims a range model's profile lets vary.
+      Shape dims = client_dims[index];
+      if (batched) dims.erase(dims.begin());
+      list.push_back({infos[index].name, std::string("TYPE_") + kserve_dtype_name(infos[index].dtype), dims});
     }
     return list;
   };
-  view.inputs = tensors(runner->inputs());
-  view.outputs = tensors(runner->outputs());
+  view.inputs = tensors(runner->inputs(), runner->input_dims());
+  view.outputs = tensors(runner->outputs(), runner->output_dims());
   const ModelConfig& config = runner->config();
   view.version_policy = config.version_policy;
   view.instance_count = config.instance_count;

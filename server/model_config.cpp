@@ -1,7 +1,7 @@
 #include "server/model_config.h"
 
 #include <nlohmann/json.hpp>
-
+#include <optional>
 #include <set>
 
 namespace qdqrt::server {
@@ -66,11 +66,55 @@ Result<VersionPolicy> parse_version_policy(const nlohmann::json& value) {
   return policy;
 }
 
+// A shape of 1 to 16 dims, each at least 1, with at most kMaxInputElements elements.
+Result<Shape> parse_shape(const nlohmann::json& dims, const std::string& key) {
+  if (!dims.is_array() || dims.empty() || dims.size() > 16) {
+    return invalid_argument("'{}' must be a list of 1 to 16 dims", key);
+  }
+  Shape shape;
+  int64_t elements = 1;
+  for (const nlohmann::json& dim : dims) {
+    QDQRT_ASSIGN_OR_RETURN(int64_t size, bounded_integer(dim, key, 1, kMaxInputElements));
+    if (elements > kMaxInputElements / size) {
+      return invalid_argument("'{}' has more than {} elements", key, kMaxInputElements);
+    }
+    elements *= size;
+    shape.push_back(size);
+  }
+  return shape;
+}
+
+// {"min": [..], "opt": [..], "max": [..]} (opt optional: max), one rank, min <= opt <= max per dim.
+Result<engine::ShapeRange> parse_range(const nlohmann::json& value, const std::string& key) {
+  if (!value.is_object()) return invalid_argument("'{}' must be an object {{\"min\", \"opt\", \"max\"}}", key);
+  std::optional<Shape> min, opt, max;
+  for (const auto& [field, dims] : value.items()) {
+    std::optional<Shape>* target = field == "min" ? &min : field == "opt" ? &opt : field == "max" ? &max : nullptr;
+    if (target == nullptr) return invalid_argument("unknown key '{}.{}' (\"min\", \"opt\" or \"max\")", key, field);
+    QDQRT_ASSIGN_OR_RETURN(*target, parse_shape(dims, key + "." + field));
+  }
+  if (!min || !max) return invalid_argument("'{}' needs \"min\" and \"max\"", key);
+  if (!opt) opt = max;
+  if (opt->size() != min->size() || max->size() != min->size()) {
+    return invalid_argument("'{}': min {}, opt {} and max {} differ in rank", key, shape_to_string(*min),
+                            shape_to_string(*opt), shape_to_string(*max));
+  }
+  for (size_t axis = 0; axis < min->size(); ++axis) {
+    if (!((*min)[axis] <= (*opt)[axis] && (*opt)[axis] <= (*max)[axis])) {
+      return invalid_argument("'{}': dim {} needs min <= opt <= max, got {} <= {} <= {}", key, axis, (*min)[axis],
+                              (*opt)[axis], (*max)[axis]);
+    }
+  }
+  return engine::ShapeRange{*min, *opt, *max};
+}
+
 }  // namespace
 
 Result<ModelConfig> parse_model_config(const std::string& json_text, ModelConfig config) {
   nlohmann::json root = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded() || !root.is_object()) return invalid_argument("config.json is not a JSON object");
+  // A config.json that gives shapes replaces the default range (serve's --minShapes/--maxShapes).
+  if (root.contains("input_shapes") || root.contains("input_ranges")) config.input_ranges.clear();
   for (const auto& [key, value] : root.items()) {
     if (key == "max_batch_size") {
       QDQRT_ASSIGN_OR_RETURN(config.max_batch_size, bounded_integer(value, key, 1, kMaxBatchSize));
@@ -118,20 +162,15 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, ModelConfig
     } else if (key == "input_shapes") {
       if (!value.is_object()) return invalid_argument("'input_shapes' must map input names to shapes");
       for (const auto& [name, dims] : value.items()) {
-        if (!dims.is_array() || dims.empty() || dims.size() > 16) {
-          return invalid_argument("'input_shapes.{}' must be a list of 1 to 16 dims", name);
-        }
-        Shape shape;
-        int64_t elements = 1;
-        for (const nlohmann::json& dim : dims) {
-          QDQRT_ASSIGN_OR_RETURN(int64_t size, bounded_integer(dim, "input_shapes." + name, 1, kMaxInputElements));
-          if (elements > kMaxInputElements / size) {
-            return invalid_argument("'input_shapes.{}' has more than {} elements", name, kMaxInputElements);
-          }
-          elements *= size;
-          shape.push_back(size);
-        }
-        config.input_shapes[name] = shape;
+        QDQRT_ASSIGN_OR_RETURN(config.input_shapes[name], parse_shape(dims, "input_shapes." + name));
+      }
+    } else if (key == "input_ranges") {
+      if (!value.is_object()) {
+        return invalid_argument(
+            "'input_ranges' must map input names to {{\"min\": [..], \"opt\": [..], \"max\": [..]}}");
+      }
+      for (const auto& [name, range] : value.items()) {
+        QDQRT_ASSIGN_OR_RETURN(config.input_ranges[name], parse_range(range, "input_ranges." + name));
       }
     } else if (key == "precision") {
       std::string text = value.is_string() ? value.get<std::string>() : "";
@@ -146,6 +185,11 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, ModelConfig
       QDQRT_ASSIGN_OR_RETURN(config.version_policy, parse_version_policy(value));
     } else {
       return invalid_argument("unknown key '{}'", key);
+    }
+  }
+  for (const auto& [name, range] : config.input_ranges) {
+    if (config.input_shapes.contains(name)) {
+      return invalid_argument("input '{}' is in both 'input_shapes' and 'input_ranges': give one", name);
     }
   }
   std::set<int64_t> preferred(config.preferred_batch_sizes.begin(), config.preferred_batch_sizes.end());

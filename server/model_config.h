@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "engine/engine.h"
+#include "engine/profiles.h"
 
 namespace qdqrt::server {
 
@@ -37,6 +38,10 @@ struct ModelConfig {
   int64_t max_queue_size = 1024;
   // Input shapes at max batch for inputs whose dims (past the batch) are not static in the model.
   std::map<std::string, Shape> input_shapes;
+  // Per input, a range of shapes (TensorRT's optimization profile): the model is served from one
+  // engine that runs every shape between min and max (engine/profiles.h). Full shapes, batch
+  // included; opt defaults to max.
+  std::map<std::string, engine::ShapeRange> input_ranges;
   engine::Precision precision = engine::Precision::kInt8;
   VersionPolicy version_policy;
 };

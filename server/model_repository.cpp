@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "core/file_reading.h"
+#include "engine/engine_file.h"
 #include "kernels/cpu_features.h"
 #include "parser/onnx_loader.h"
 
@@ -45,15 +46,34 @@ struct PinnedEngine {
   std::shared_ptr<const engine::Engine> engine;  // destroyed before `bytes`
 };
 
-Result<std::shared_ptr<const engine::Engine>> load_pinned_engine(const std::string& path) {
+// Either kind of engine file: a fixed engine, or a range engine's file (qdqrt exec
+// --minShapes/--maxShapes --saveEngine), which keeps views into the bytes as well.
+struct PinnedFile {
+  std::shared_ptr<const engine::Engine> engine;
+  std::shared_ptr<const engine::RangeEngine> range;
+};
+
+Result<PinnedFile> load_pinned_file(const std::string& path) {
   QDQRT_ASSIGN_OR_RETURN(std::string text, read_file(path, "engine file"));
   auto pinned = std::make_shared<PinnedEngine>();
   pinned->bytes.assign(text.begin(), text.end());
   text = std::string();
+  if (engine::is_range_engine_file(pinned->bytes)) {
+    std::shared_ptr<const std::vector<uint8_t>> bytes(pinned, &pinned->bytes);
+    auto loaded = engine::RangeEngine::read(*bytes, bytes);
+    if (!loaded.ok()) return loaded.status().with_context(fmt::format("'{}'", path));
+    return PinnedFile{nullptr, *loaded};
+  }
   auto loaded = engine::Engine::load_bytes(pinned->bytes);
   if (!loaded.ok()) return loaded.status().with_context(fmt::format("'{}'", path));
   pinned->engine = *loaded;
-  return std::shared_ptr<const engine::Engine>(pinned, pinned->engine.get());
+  return PinnedFile{std::shared_ptr<const engine::Engine>(pinned, pinned->engine.get()), nullptr};
+}
+
+Result<std::shared_ptr<const engine::Engine>> load_pinned_engine(const std::string& path) {
+  QDQRT_ASSIGN_OR_RETURN(PinnedFile file, load_pinned_file(path));
+  if (!file.engine) return invalid_argument("'{}' holds a range engine, not an engine for one shape", path);
+  return file.engine;
 }
 
 bool is_version_name(const std::string& text) {
@@ -87,13 +107,67 @@ Result<std::map<std::string, Shape>> build_shapes_for(const Graph& graph, const 
       } else if (axis == 0) {
         shape.push_back(config.max_batch_size);
       } else {
-        return invalid_argument("input '{}' {} has a symbolic dim past the batch: give it in config.json 'input_shapes'",
-                                name, dims_to_string(*info->shape));
+        return invalid_argument(
+            "input '{}' {} has a symbolic dim past the batch: give its shape in config.json "
+            "'input_shapes' or its range of shapes in 'input_ranges'",
+            name, dims_to_string(*info->shape));
       }
     }
     shapes[name] = shape;
   }
   return shapes;
+}
+
+// The profile of a model served over a range of shapes: config.json's 'input_ranges'; an input
+// without one runs at its 'input_shapes' entry or the model's static dims, any batch from 1 up to
+// the ranged inputs' maximum batch (else max_batch_size).
+Result<engine::ShapeProfile> profile_for(const Graph& graph, const ModelConfig& config) {
+  for (const auto& [name, range] : config.input_ranges) {
+    if (std::find(graph.inputs.begin(), graph.inputs.end(), name) == graph.inputs.end()) {
+      return invalid_argument("config.json 'input_ranges' names '{}', which is not an input of the model (inputs: {})",
+                              name, fmt::join(graph.inputs, ", "));
+    }
+  }
+  auto batch_is_symbolic = [&](const std::string& name) {
+    const ValueInfo* info = graph.find_value(name);
+    return info != nullptr && info->shape && !info->shape->empty() && !(*info->shape)[0].is_static();
+  };
+  int64_t batch = config.max_batch_size;
+  for (const auto& [name, range] : config.input_ranges) {
+    if (batch_is_symbolic(name) && !range.max.empty()) {
+      batch = range.max[0];
+      break;
+    }
+  }
+  engine::ShapeProfile profile(config.input_ranges.begin(), config.input_ranges.end());
+  for (const std::string& name : graph.inputs) {
+    if (profile.contains(name)) continue;
+    const ValueInfo* info = graph.find_value(name);
+    Shape shape;
+    if (auto given = config.input_shapes.find(name); given != config.input_shapes.end()) {
+      shape = given->second;
+    } else if (info == nullptr || !info->shape) {
+      return invalid_argument("input '{}' has no known shape: give its range in config.json 'input_ranges'", name);
+    } else {
+      for (size_t axis = 0; axis < info->shape->size(); ++axis) {
+        const Dim& dim = (*info->shape)[axis];
+        if (!dim.is_static() && axis != 0) {
+          return invalid_argument(
+              "input '{}' {} has a symbolic dim past the batch: give its range in config.json "
+              "'input_ranges'",
+              name, dims_to_string(*info->shape));
+        }
+        shape.push_back(dim.is_static() ? dim.value : batch);
+      }
+    }
+    engine::ShapeRange range{shape, shape, shape};
+    if (batch_is_symbolic(name) && !shape.empty()) {
+      range.min[0] = 1;
+      range.opt[0] = range.max[0] = batch;
+    }
+    profile[name] = std::move(range);
+  }
+  return profile;
 }
 
 bool engine_matches(const engine::Engine& engine, const std::map<std::string, Shape>& shapes) {
@@ -214,12 +288,67 @@ Result<ModelRepository::ModelSource> ModelRepository::locate(const std::string& 
   return best;
 }
 
-Result<std::shared_ptr<const engine::Engine>> ModelRepository::build_or_load_engine(const std::string& name,
-                                                                                     const std::string& path,
-                                                                                     const ModelConfig& config) const {
-  if (path.ends_with(".qdqrt")) return load_pinned_engine(path);
+Result<ModelRepository::LoadedEngine> ModelRepository::build_or_load_engine(const std::string& name,
+                                                                            const std::string& path,
+                                                                            const ModelConfig& config) const {
+  if (path.ends_with(".qdqrt")) {
+    if (!config.input_ranges.empty()) {
+      return invalid_argument(
+          "config.json 'input_ranges' needs a model.onnx; '{}' is an engine file, which holds "
+          "its own shapes (a range engine's file, its profiles)",
+          path);
+    }
+    // A range engine's file (qdqrt exec --minShapes/--maxShapes --saveEngine) serves its profiles.
+    QDQRT_ASSIGN_OR_RETURN(PinnedFile file, load_pinned_file(path));
+    return LoadedEngine{std::move(file.engine), std::move(file.range)};
+  }
   QDQRT_ASSIGN_OR_RETURN(std::string model_bytes, read_file(path));
   QDQRT_ASSIGN_OR_RETURN(Graph graph, load_onnx_file(path));
+  if (!config.input_ranges.empty()) {
+    // One engine for the range; each shape is lowered on its first request.
+    QDQRT_ASSIGN_OR_RETURN(engine::ShapeProfile profile, profile_for(graph, config));
+    // Cached as a range engine's file, keyed by the range as well.
+    std::string cache_path;
+    if (!options_.engine_cache_dir.empty()) {
+      std::map<std::string, Shape> key_shapes;
+      for (const auto& [input, range] : profile) {
+        key_shapes["range:" + input + ":min"] = range.min;
+        key_shapes["range:" + input + ":opt"] = range.opt;
+        key_shapes["range:" + input + ":max"] = range.max;
+      }
+      cache_path = (fs::path(options_.engine_cache_dir) /
+                    fmt::format("{}-{}.qdqrt", name, engine_cache_key(model_bytes, config, key_shapes)))
+                       .string();
+      std::error_code error;
+      if (fs::exists(cache_path, error)) {
+        auto cached = load_pinned_file(cache_path);
+        if (cached.ok() && cached->range && cached->range->profiles() == std::vector<engine::ShapeProfile>{profile}) {
+          fmt::print(stderr, "serve: model '{}': range engine from the cache {}\n", name, cache_path);
+          return LoadedEngine{nullptr, cached->range};
+        }
+        fmt::print(
+            stderr, "serve: model '{}': cache entry {} is unusable ({}); rebuilding\n", name, cache_path,
+            cached.ok() ? (cached->range ? "profiles differ" : "not a range engine") : cached.status().to_string());
+      }
+    }
+    engine::BuildOptions build;
+    build.precision = config.precision;
+    auto range = engine::RangeEngine::build_from_file(path, profile, build);
+    if (!range.ok()) return range.status().with_context("config.json 'input_ranges'");
+    if (!cache_path.empty()) {
+      std::error_code error;
+      fs::create_directories(options_.engine_cache_dir, error);
+      std::string temporary = fmt::format("{}.tmp{}", cache_path, ::getpid());
+      Status saved = (*range)->write_file(temporary);
+      if (saved.is_ok()) fs::rename(temporary, cache_path, error);
+      if (!saved.is_ok() || error) {
+        fs::remove(temporary, error);
+        fmt::print(stderr, "serve: model '{}': range engine not cached: {}\n", name,
+                   saved.is_ok() ? error.message() : saved.to_string());
+      }
+    }
+    return LoadedEngine{nullptr, *range};
+  }
   QDQRT_ASSIGN_OR_RETURN(auto shapes, build_shapes_for(graph, config));
   std::string cache_path;
   if (!options_.engine_cache_dir.empty()) {
@@ -231,7 +360,7 @@ Result<std::shared_ptr<const engine::Engine>> ModelRepository::build_or_load_eng
       auto cached = load_pinned_engine(cache_path);
       if (cached.ok() && engine_matches(**cached, shapes)) {
         fmt::print(stderr, "serve: model '{}': engine from the cache {}\n", name, cache_path);
-        return cached;
+        return LoadedEngine{*cached, nullptr};
       }
       fmt::print(stderr, "serve: model '{}': cache entry {} is unusable ({}); rebuilding\n", name, cache_path,
                  cached.ok() ? "shapes differ" : cached.status().to_string());
@@ -242,6 +371,7 @@ Result<std::shared_ptr<const engine::Engine>> ModelRepository::build_or_load_eng
   build.input_shapes = shapes;
   auto built = engine::Engine::build_from_file(path, build);
   if (!built.ok()) return built.status();
+  LoadedEngine loaded{*built, nullptr};
   if (!cache_path.empty()) {
     std::error_code error;
     fs::create_directories(options_.engine_cache_dir, error);
@@ -254,7 +384,7 @@ Result<std::shared_ptr<const engine::Engine>> ModelRepository::build_or_load_eng
       fmt::print(stderr, "serve: model '{}': engine not cached: {}\n", name, saved.is_ok() ? error.message() : saved.to_string());
     }
   }
-  return built;
+  return loaded;
 }
 
 Status ModelRepository::load(const std::string& name) {
@@ -291,9 +421,15 @@ Status ModelRepository::load(const std::string& name) {
         const std::string& path = source->versions.at(version);
         auto engine = build_or_load_engine(name, path, config);
         if (!engine.ok()) return engine.status().with_context(fmt::format("version {}", version));
-        QDQRT_RETURN_IF_ERROR(check_config_against_engine(name, config, **engine));
-        entry.runners[version] =
-            std::make_shared<ModelRunner>(*engine, config, metrics_.model_metrics(name, std::to_string(version)));
+        auto metrics = metrics_.model_metrics(name, std::to_string(version));
+        if (engine->range) {
+          auto runner = ModelRunner::create_for_range(engine->range, config, std::move(metrics));
+          if (!runner.ok()) return runner.status().with_context(fmt::format("version {}", version));
+          entry.runners[version] = *runner;
+          continue;
+        }
+        QDQRT_RETURN_IF_ERROR(check_config_against_engine(name, config, *engine->engine));
+        entry.runners[version] = std::make_shared<ModelRunner>(engine->engine, config, std::move(metrics));
       }
       return Status::ok();
     } catch (const std::bad_alloc&) {

@@ -1,7 +1,8 @@
 // The models a server serves: a Triton-style repository folder (NAME/VERSION/model.onnx or
-// model.qdqrt, with an optional NAME/config.json) and/or single files given by name. The versions
-// a model's version_policy selects (the latest one by default) are each loaded into a ModelRunner; engines built from ONNX are cached on disk, keyed
-// by the model file's checksum, the build options and the CPU's ISA.
+// model.qdqrt, with an optional NAME/config.json) and/or single files given by name. A model whose
+// config.json gives 'input_ranges' is served from one RangeEngine over that range of shapes. The versions
+// a model's version_policy selects (the latest one by default) are each loaded into a ModelRunner; engines built from
+// ONNX are cached on disk, keyed by the model file's checksum, the build options and the CPU's ISA.
 #pragma once
 
 #include <cstdint>
@@ -65,8 +66,13 @@ class ModelRepository {
 
  private:
   Result<ModelSource> locate(const std::string& name) const;
-  Result<std::shared_ptr<const engine::Engine>> build_or_load_engine(const std::string& name, const std::string& path,
-                                                                     const ModelConfig& config) const;
+  // A fixed engine, or a range engine when config.json gives 'input_ranges'.
+  struct LoadedEngine {
+    std::shared_ptr<const engine::Engine> engine;
+    std::shared_ptr<const engine::RangeEngine> range;
+  };
+  Result<LoadedEngine> build_or_load_engine(const std::string& name, const std::string& path,
+                                            const ModelConfig& config) const;
 
   RepositoryOptions options_;
   MetricsRegistry& metrics_;

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 
+#include <fmt/format.h>
 #include <fmt/ranges.h>
 
 namespace qdqrt::server {
@@ -14,6 +16,15 @@ int64_t elements_past_batch(const Shape& shape) {
   int64_t count = 1;
   for (size_t axis = 1; axis < shape.size(); ++axis) count *= shape[axis];
   return count;
+}
+
+// A tensor's dims as clients see them: -1 for the batch.
+Shape client_dims(const engine::IoTensorInfo& info) {
+  Shape dims = info.shape;
+  if (info.batched && info.batch_axis >= 0 && static_cast<size_t>(info.batch_axis) < dims.size()) {
+    dims[static_cast<size_t>(info.batch_axis)] = -1;
+  }
+  return dims;
 }
 
 int64_t microseconds_between(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to) {
@@ -30,7 +41,8 @@ thread_local GatherState t_gather;
 }  // namespace
 
 struct ModelRunner::Worker {
-  std::unique_ptr<engine::ExecutionContext> context;
+  std::unique_ptr<engine::ExecutionContext> context;    // a fixed engine's
+  std::unique_ptr<engine::RangeContext> range_context;  // or a range engine's
   // Merged batches are gathered here (per input, sized for the maximum batch).
   std::vector<std::vector<uint8_t>> merged_inputs;
   std::vector<std::vector<uint8_t>> merged_outputs;
@@ -41,7 +53,120 @@ ModelRunner::ModelRunner(std::shared_ptr<const engine::Engine> engine, const Mod
     : engine_(std::move(engine)), config_(config), metrics_(std::move(metrics)) {
   inputs_ = engine_->inputs();
   outputs_ = engine_->outputs();
+  for (const auto& info : inputs_) input_dims_.push_back(client_dims(info));
+  for (const auto& info : outputs_) output_dims_.push_back(client_dims(info));
   max_batch_ = std::max<int64_t>(1, std::min<int64_t>(engine_->max_batch(), config_.max_batch_size));
+  start_instances();
+}
+
+ModelRunner::ModelRunner(std::shared_ptr<const engine::RangeEngine> range,
+                         std::shared_ptr<const engine::Engine> opt_engine, std::vector<engine::IoTensorInfo> inputs,
+                         std::vector<engine::IoTensorInfo> outputs, std::vector<Shape> input_dims,
+                         std::vector<Shape> output_dims, int64_t range_batch, const ModelConfig& config,
+                         std::shared_ptr<ModelMetrics> metrics)
+    : engine_(std::move(opt_engine)),
+      range_(std::move(range)),
+      config_(config),
+      metrics_(std::move(metrics)),
+      inputs_(std::move(inputs)),
+      outputs_(std::move(outputs)),
+      input_dims_(std::move(input_dims)),
+      output_dims_(std::move(output_dims)) {
+  max_batch_ = std::max<int64_t>(1, std::min<int64_t>(range_batch, config_.max_batch_size));
+  start_instances();
+}
+
+Result<std::shared_ptr<ModelRunner>> ModelRunner::create_for_range(std::shared_ptr<const engine::RangeEngine> range,
+                                                                   const ModelConfig& config,
+                                                                   std::shared_ptr<ModelMetrics> metrics) {
+  const std::vector<engine::ShapeProfile>& profiles = range->profiles();
+  std::map<std::string, Shape> opt_shapes;
+  for (const auto& [name, input_range] : profiles.front()) opt_shapes[name] = input_range.opt;
+  auto opt_engine = range->engine_for(opt_shapes);
+  if (!opt_engine.ok()) return opt_engine.status().with_context("the first profile's opt shapes");
+  std::vector<engine::IoTensorInfo> inputs = (*opt_engine)->inputs();
+  // The batch the range runs up to: dim 0 of the batched inputs' max shapes, in any profile.
+  auto profile_batch = [&](const engine::ShapeProfile& profile) {
+    int64_t batch = 1;
+    for (const auto& info : inputs) {
+      if (info.batched && !profile.at(info.name).max.empty()) batch = profile.at(info.name).max[0];
+    }
+    return batch;
+  };
+  int64_t range_batch = 1;
+  for (const auto& profile : profiles) range_batch = std::max(range_batch, profile_batch(profile));
+  // Each profile's min and max shapes at its largest batch: an output dim that differs between
+  // any two of them varies. (Also: a profile that does not build fails the load here.)
+  std::vector<std::vector<engine::IoTensorInfo>> ends;
+  for (size_t index = 0; index < profiles.size(); ++index) {
+    const engine::ShapeProfile& profile = profiles[index];
+    for (Shape engine::ShapeRange::*end : {&engine::ShapeRange::min, &engine::ShapeRange::max}) {
+      std::map<std::string, Shape> shapes;
+      for (const auto& info : inputs) {
+        Shape shape = profile.at(info.name).*end;
+        if (info.batched && !shape.empty()) shape[0] = profile_batch(profile);
+        shapes[info.name] = shape;
+      }
+      auto outputs = range->output_infos(shapes);
+      if (!outputs.ok()) {
+        return outputs.status().with_context(
+            fmt::format("profile {}'s {} shapes", index, end == &engine::ShapeRange::min ? "min" : "max"));
+      }
+      if (!ends.empty() && outputs->size() != ends.front().size()) {
+        return internal_error("profile {} gives {} outputs, profile 0 {}", index, outputs->size(), ends.front().size());
+      }
+      ends.push_back(std::move(outputs).value());
+    }
+  }
+  // Inputs: the largest shape of any profile (merge buffers are sized for it); -1 where a dim
+  // varies within a profile or between profiles.
+  std::vector<Shape> input_dims;
+  for (auto& info : inputs) {
+    const engine::ShapeRange& first = profiles.front().at(info.name);
+    Shape largest = first.max;
+    for (const auto& profile : profiles) {
+      const engine::ShapeRange& input_range = profile.at(info.name);
+      for (size_t axis = 0; axis < largest.size() && axis < input_range.max.size(); ++axis) {
+        largest[axis] = std::max(largest[axis], input_range.max[axis]);
+      }
+    }
+    if (info.batched && !largest.empty()) largest[0] = range_batch;
+    info.shape = largest;
+    Shape dims = client_dims(info);
+    for (const auto& profile : profiles) {
+      const engine::ShapeRange& input_range = profile.at(info.name);
+      for (size_t axis = 0; axis < dims.size() && axis < input_range.max.size(); ++axis) {
+        if (input_range.min[axis] != first.min[axis] || input_range.max[axis] != first.min[axis]) dims[axis] = -1;
+      }
+    }
+    input_dims.push_back(dims);
+  }
+  std::vector<engine::IoTensorInfo> outputs = ends.front();
+  std::vector<Shape> output_dims;
+  for (size_t index = 0; index < outputs.size(); ++index) {
+    engine::IoTensorInfo& info = outputs[index];
+    bool same_rank = true;
+    for (const auto& end : ends) same_rank = same_rank && end[index].shape.size() == info.shape.size();
+    std::vector<bool> varies(info.shape.size(), !same_rank);
+    for (const auto& end : ends) {
+      for (size_t axis = 0; same_rank && axis < info.shape.size(); ++axis) {
+        if (end[index].shape[axis] != ends.front()[index].shape[axis]) varies[axis] = true;
+        info.shape[axis] = std::max(info.shape[axis], end[index].shape[axis]);
+      }
+    }
+    info.shape = info.shape_at_batch(range_batch);
+    Shape dims = client_dims(info);
+    for (size_t axis = 0; axis < dims.size(); ++axis) {
+      if (varies[axis]) dims[axis] = -1;
+    }
+    output_dims.push_back(dims);
+  }
+  return std::shared_ptr<ModelRunner>(new ModelRunner(std::move(range), *opt_engine, std::move(inputs),
+                                                      std::move(outputs), std::move(input_dims), std::move(output_dims),
+                                                      range_batch, config, std::move(metrics)));
+}
+
+void ModelRunner::start_instances() {
   can_merge_ = config_.dynamic_batching && max_batch_ > 1;
   for (const auto& info : inputs_) can_merge_ = can_merge_ && info.batched && !info.shape.empty();
   // Requests are cut back out of dim 0: every output must have its batch there, one row per image.
@@ -51,8 +176,14 @@ ModelRunner::ModelRunner(std::shared_ptr<const engine::Engine> engine, const Mod
   int instances = std::max(1, config_.instance_count);
   for (int index = 0; index < instances; ++index) {
     auto worker = std::make_unique<Worker>();
-    worker->context = engine_->create_context({.threads = std::max(1, config_.threads_per_instance)});
+    const int threads = std::max(1, config_.threads_per_instance);
+    if (range_) {
+      worker->range_context = range_->create_context({.threads = threads});
+    } else {
+      worker->context = engine_->create_context({.threads = threads});
+    }
     if (can_merge_) {
+      // Sized for the largest shape; a range model's output of another shape may grow them once.
       for (const auto& info : inputs_) {
         worker->merged_inputs.emplace_back(max_batch_ * elements_past_batch(info.shape) * dtype_size(info.dtype));
       }
@@ -66,6 +197,29 @@ ModelRunner::ModelRunner(std::shared_ptr<const engine::Engine> engine, const Mod
     idle_workers_.push_back(worker.get());
     threads_.emplace_back([this] { dispatcher_loop(); });
   }
+}
+
+bool ModelRunner::batch_in_range(const Pending& request, int64_t batch) const {
+  if (!range_) return true;
+  // A range engine's profiles may allow this shape only at some batches.
+  std::map<std::string, Shape> shapes;
+  for (size_t index = 0; index < inputs_.size(); ++index) {
+    Shape shape = request.inputs[index].shape;
+    if (inputs_[index].batched && !shape.empty()) shape[0] = batch;
+    shapes[inputs_[index].name] = std::move(shape);
+  }
+  return range_->check_shapes(shapes).ok();
+}
+
+bool ModelRunner::same_shapes(const Pending& a, const Pending& b) {
+  if (a.inputs.size() != b.inputs.size()) return false;
+  for (size_t index = 0; index < a.inputs.size(); ++index) {
+    const Shape& x = a.inputs[index].shape;
+    const Shape& y = b.inputs[index].shape;
+    if (x.size() != y.size() || x.empty()) return false;
+    if (!std::equal(x.begin() + 1, x.end(), y.begin() + 1)) return false;
+  }
+  return true;
 }
 
 ModelRunner::~ModelRunner() { shutdown(); }
@@ -101,6 +255,7 @@ std::optional<ServeError> ModelRunner::check_inputs(std::vector<InferTensor>& in
     ordered[index] = std::move(tensor);
   }
   batch = 0;
+  if (range_) return check_range_inputs(ordered, seen, inputs, batch);
   for (size_t index = 0; index < inputs_.size(); ++index) {
     const engine::IoTensorInfo& info = inputs_[index];
     if (!seen[index]) return serve_error(ErrorKind::kBadRequest, "input '{}' is missing", info.name);
@@ -131,6 +286,37 @@ std::optional<ServeError> ModelRunner::check_inputs(std::vector<InferTensor>& in
       return serve_error(ErrorKind::kBadRequest, "input '{}': shape [{}] does not match the model's [{}]", info.name,
                          fmt::join(tensor.shape, ","), fmt::join(expected, ","));
     }
+  }
+  if (batch == 0) batch = 1;
+  inputs = std::move(ordered);
+  return std::nullopt;
+}
+
+std::optional<ServeError> ModelRunner::check_range_inputs(std::vector<InferTensor>& ordered,
+                                                          const std::vector<bool>& seen,
+                                                          std::vector<InferTensor>& inputs, int64_t& batch) const {
+  std::map<std::string, Shape> shapes;
+  for (size_t index = 0; index < inputs_.size(); ++index) {
+    const engine::IoTensorInfo& info = inputs_[index];
+    if (!seen[index]) return serve_error(ErrorKind::kBadRequest, "input '{}' is missing", info.name);
+    const InferTensor& tensor = ordered[index];
+    if (tensor.dtype != info.dtype) {
+      return serve_error(ErrorKind::kBadRequest, "input '{}': datatype {} where the model expects {}", info.name,
+                         kserve_dtype_name(tensor.dtype), kserve_dtype_name(info.dtype));
+    }
+    shapes[info.name] = tensor.shape;
+  }
+  // The range engine names the input, the dim and the profile's range.
+  auto in_range = range_->check_shapes(shapes);
+  if (!in_range.ok()) return ServeError{ErrorKind::kBadRequest, in_range.status().message()};
+  for (size_t index = 0; index < inputs_.size(); ++index) {
+    if (!inputs_[index].batched) continue;
+    const int64_t tensor_batch = ordered[index].shape[0];
+    if (tensor_batch > max_batch_) {
+      return serve_error(ErrorKind::kBadRequest, "input '{}': batch {} is outside 1..{}", inputs_[index].name,
+                         tensor_batch, max_batch_);
+    }
+    batch = tensor_batch;
   }
   if (batch == 0) batch = 1;
   inputs = std::move(ordered);
@@ -188,6 +374,7 @@ void ModelRunner::infer_async(std::vector<InferTensor> inputs, InferDone done) {
                             metrics_->model, config_.max_queue_size);
     } else {
       queue_.push_back(std::move(pending));
+      ++arrivals_;
       gathered = run_now;
     }
   }
@@ -248,17 +435,32 @@ void ModelRunner::merge_queued(std::unique_lock<std::mutex>& lock, std::vector<s
     return std::find(config_.preferred_batch_sizes.begin(), config_.preferred_batch_sizes.end(), value) !=
            config_.preferred_batch_sizes.end();
   };
+  // Only requests of the first one's shape join it; the others stay queued, in order, for a later
+  // batch. Bounded: at most kMaxScanned queued requests are looked at per pass.
+  constexpr size_t kMaxScanned = 1024;
   while (size < max_batch_ && !is_preferred(size)) {
-    if (queue_.empty()) {
-      // Waiting is worth it only while requests can still arrive: not when stopping.
-      if (!wait || stopping_ || no_batch_waits_) break;
-      queue_changed_.wait_until(lock, deadline, [&] { return stopping_ || no_batch_waits_ || !queue_.empty(); });
-      if (queue_.empty()) break;  // the delay is over (or stopping) and nothing came
+    bool full = false;
+    size_t scanned = 0;
+    for (auto it = queue_.begin(); it != queue_.end() && scanned < kMaxScanned; ++scanned) {
+      if (!same_shapes(**it, *batch.front())) {
+        ++it;
+        continue;
+      }
+      if (size + (*it)->batch > max_batch_ || !batch_in_range(*batch.front(), size + (*it)->batch)) {
+        full = true;
+        break;
+      }
+      size += (*it)->batch;
+      batch.push_back(std::move(*it));
+      it = queue_.erase(it);
+      if (size >= max_batch_ || is_preferred(size)) break;
     }
-    if (size + queue_.front()->batch > max_batch_) break;
-    size += queue_.front()->batch;
-    batch.push_back(std::move(queue_.front()));
-    queue_.pop_front();
+    if (full || size >= max_batch_ || is_preferred(size)) break;
+    // Waiting is worth it only while requests can still arrive: not when stopping.
+    if (!wait || stopping_ || no_batch_waits_) break;
+    const uint64_t seen = arrivals_;
+    queue_changed_.wait_until(lock, deadline, [&] { return stopping_ || no_batch_waits_ || arrivals_ != seen; });
+    if (arrivals_ == seen) break;  // the delay is over (or stopping) and nothing came
   }
 }
 
@@ -354,6 +556,18 @@ Status ModelRunner::compute_batch(Worker& worker, std::vector<std::unique_ptr<Pe
   int64_t total = 0;
   for (const auto& pending : batch) total += pending->batch;
   outcomes.resize(batch.size());
+  // A range model's outputs take their shapes from the run's input shapes.
+  std::vector<engine::IoTensorInfo> run_outputs;
+  if (range_) {
+    std::map<std::string, Shape> shapes;
+    for (size_t index = 0; index < inputs_.size(); ++index) {
+      Shape shape = batch.front()->inputs[index].shape;
+      if (inputs_[index].batched && !shape.empty()) shape[0] = total;
+      shapes[inputs_[index].name] = std::move(shape);
+    }
+    QDQRT_ASSIGN_OR_RETURN(run_outputs, range_->output_infos(shapes));
+    if (run_outputs.size() != outputs_.size()) return internal_error("the range engine's outputs changed");
+  }
   std::vector<engine::ConstTensorBinding> input_bindings;
   std::vector<engine::TensorBinding> output_bindings;
   for (size_t index = 0; index < inputs_.size(); ++index) {
@@ -364,6 +578,9 @@ Status ModelRunner::compute_batch(Worker& worker, std::vector<std::unique_ptr<Pe
       continue;
     }
     // Gather the requests' rows into one contiguous batch.
+    size_t merged_bytes = 0;
+    for (const auto& pending : batch) merged_bytes += pending->inputs[index].data.size();
+    if (worker.merged_inputs[index].size() < merged_bytes) worker.merged_inputs[index].resize(merged_bytes);
     uint8_t* cursor = worker.merged_inputs[index].data();
     for (const auto& pending : batch) {
       const std::vector<uint8_t>& bytes = pending->inputs[index].data;
@@ -375,7 +592,8 @@ Status ModelRunner::compute_batch(Worker& worker, std::vector<std::unique_ptr<Pe
   }
   for (size_t index = 0; index < outputs_.size(); ++index) {
     const engine::IoTensorInfo& info = outputs_[index];
-    Shape shape = info.shape_at_batch(total);  // the batch may be on another dim (engine/engine.h)
+    // The batch may be on another dim (engine/engine.h).
+    Shape shape = range_ ? run_outputs[index].shape : info.shape_at_batch(total);
     size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(info.dtype);
     if (batch.size() == 1) {
       InferTensor& output = outcomes[0].outputs.emplace_back();
@@ -385,16 +603,18 @@ Status ModelRunner::compute_batch(Worker& worker, std::vector<std::unique_ptr<Pe
       output.data.resize(bytes);
       output_bindings.push_back({info.name, output.data.data(), shape});
     } else {
+      if (worker.merged_outputs[index].size() < bytes) worker.merged_outputs[index].resize(bytes);
       output_bindings.push_back({info.name, worker.merged_outputs[index].data(), shape});
     }
   }
   Clock::time_point compute_start = Clock::now();
-  Status status = worker.context->run(input_bindings, output_bindings);
+  Status status = worker.range_context ? worker.range_context->run(input_bindings, output_bindings)
+                                       : worker.context->run(input_bindings, output_bindings);
   Clock::time_point compute_end = Clock::now();
   if (status.is_ok() && batch.size() > 1) {
     // Split each output's rows back to the requests, in queue order.
     for (size_t index = 0; index < outputs_.size(); ++index) {
-      const engine::IoTensorInfo& info = outputs_[index];
+      const engine::IoTensorInfo& info = range_ ? run_outputs[index] : outputs_[index];
       size_t row_bytes = static_cast<size_t>(elements_past_batch(info.shape)) * dtype_size(info.dtype);
       const uint8_t* cursor = worker.merged_outputs[index].data();
       for (size_t request = 0; request < batch.size(); ++request) {

@@ -46,11 +46,14 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
   data_options.mean = preprocessing->values.mean;
   data_options.std = preprocessing->values.std;
   data_options.max_images = options.samples;
+  // Images of different sizes are taken when the model's dims there are symbolic (checked below):
+  // each batch then runs at its images' own size.
+  data_options.allow_mixed_sizes = true;
   auto data = load_dataset(options.data_spec, data_options);
   if (!data.ok()) return usage_error(data.status().with_context("--data"));
   std::vector<int64_t> dims;
   for (const Dim& dim : *input_info->shape) dims.push_back(dim.value);
-  Status fits = check_images_fit_input(data->images, dims, input_name);
+  Status fits = check_dataset_fits_input(*data, dims, input_name);
   if (!fits.is_ok()) return usage_error(fits.with_context("--data " + options.data_spec));
   if (data->size() < options.samples) {
     std::cerr << fmt::format("qdqrt calibrate: note: {} has {} images; calibrating on all of them\n", data->description,
@@ -78,9 +81,20 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
           "(--samples)",
           input_name, static_batch, images));
     }
+    int64_t first = 0;
+    for (const Tensor& group : data->groups()) {
+      if (group.dim(0) % static_batch != 0) {
+        return usage_error(invalid_argument(
+            "model input '{}' has a static batch dim of {}: the {} images of size {} from image {} are not a "
+            "multiple of it (a batch holds images of one size)",
+            input_name, static_batch, group.dim(0),
+            shape_to_string(Shape(group.shape().begin() + 1, group.shape().end())), first));
+      }
+      first += group.dim(0);
+    }
     calibrate_options.batch_size = static_batch;
   }
-  auto calibrated = calibration::calibrate_model(*graph, *plan, data->images, calibrate_options);
+  auto calibrated = calibration::calibrate_model(*graph, *plan, data->groups(), calibrate_options);
   if (!calibrated.ok()) return failure(calibrated.status());
   const std::map<std::string, float>& amax = calibrated->activation_amax;
 
@@ -128,6 +142,7 @@ std::variant<CalibrateResult, CalibrateError> run_calibrate(const CalibrateOptio
   if (!options.sensitivity_spec.empty()) {
     DatasetOptions validation_options = data_options;
     validation_options.max_images = options.sensitivity_samples;
+    validation_options.allow_mixed_sizes = false;  // the sensitivity ranking runs engines at one size
     auto validation = load_dataset(options.sensitivity_spec, validation_options);
     if (!validation.ok()) return usage_error(validation.status().with_context("--sensitivity"));
     if (!validation->labels) {

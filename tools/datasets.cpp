@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -138,9 +139,20 @@ Tensor first_items(const Tensor& tensor, int64_t count) {
   return result;
 }
 
-// Stacks single images ([H,W], [C,H,W]) and batches ([N,C,H,W]) from files into one [N,C,H,W].
-Result<Tensor> stack_images(const std::vector<std::pair<std::string, Tensor>>& parts, int64_t max_images) {
-  std::vector<Tensor> batches;
+// Images read from files, stacked: one [N,C,H,W] per run of consecutive images of one size (one
+// run in all unless `allow_mixed` lets sizes differ).
+struct StackedImages {
+  std::vector<Tensor> groups;
+  std::vector<std::pair<int64_t, std::string>> file_starts;
+};
+
+Shape image_shape_of(const Tensor& batch) { return Shape(batch.shape().begin() + 1, batch.shape().end()); }
+
+// Stacks single images ([H,W], [C,H,W]) and batches ([N,C,H,W]) from files.
+Result<StackedImages> stack_images(const std::vector<std::pair<std::string, Tensor>>& parts, int64_t max_images,
+                                   bool allow_mixed) {
+  std::vector<std::pair<std::string, Tensor>> batches;
+  int64_t seen = 0;
   for (const auto& [path, tensor] : parts) {
     Tensor batch = tensor;
     if (tensor.rank() == 2) batch = tensor.reshaped({1, 1, tensor.dim(0), tensor.dim(1)});
@@ -150,38 +162,68 @@ Result<Tensor> stack_images(const std::vector<std::pair<std::string, Tensor>>& p
                               shape_to_string(tensor.shape()));
     }
     if (!batches.empty()) {
-      const Tensor& first = batches.front();
-      if (batch.dtype() != first.dtype() || !std::equal(batch.shape().begin() + 1, batch.shape().end(), first.shape().begin() + 1)) {
-        return invalid_argument("'{}' holds {} {} images but '{}' holds {} {}: all images must match", path,
-                                dtype_name(batch.dtype()), shape_to_string(Shape(batch.shape().begin() + 1, batch.shape().end())),
-                                parts.front().first, dtype_name(first.dtype()),
-                                shape_to_string(Shape(first.shape().begin() + 1, first.shape().end())));
+      const Tensor& first = batches.front().second;
+      if (batch.dtype() != first.dtype()) {
+        return invalid_argument("'{}' holds {} images but '{}' holds {}: all images must have one type", path,
+                                dtype_name(batch.dtype()), batches.front().first, dtype_name(first.dtype()));
+      }
+      if (!allow_mixed && image_shape_of(batch) != image_shape_of(first)) {
+        return invalid_argument(
+            "'{}' (image {}) holds {} images but '{}' holds {}: all images must match (eval and "
+            "calibrate take images of different sizes for a model whose dims there are symbolic)",
+            path, seen, shape_to_string(image_shape_of(batch)), batches.front().first,
+            shape_to_string(image_shape_of(first)));
       }
     }
-    batches.push_back(batch);
+    seen += batch.dim(0);
+    batches.emplace_back(path, batch);
   }
   if (batches.empty()) return invalid_argument("no images found");
-  int64_t total = 0;
-  for (const Tensor& batch : batches) total += batch.dim(0);
-  if (max_images >= 0) total = std::min(total, max_images);
-  Shape shape = batches.front().shape();
-  shape[0] = total;
-  Tensor result(batches.front().dtype(), shape);
-  size_t offset = 0;
-  for (const Tensor& batch : batches) {
-    size_t bytes = std::min(batch.nbytes(), result.nbytes() - offset);
-    if (total > 0) std::memcpy(static_cast<std::byte*>(result.raw_data()) + offset, batch.raw_data(), bytes);
-    offset += bytes;
-    if (offset >= result.nbytes()) break;
+  // Runs of one size: [first batch, last batch) and their image count (max_images applied).
+  StackedImages stacked;
+  int64_t remaining = max_images >= 0 ? max_images : std::numeric_limits<int64_t>::max();
+  size_t start = 0;
+  int64_t image = 0;
+  while (start < batches.size() && (remaining > 0 || stacked.groups.empty())) {
+    const Shape shape = image_shape_of(batches[start].second);
+    size_t end = start;
+    int64_t count = 0;
+    while (end < batches.size() && image_shape_of(batches[end].second) == shape && count < remaining) {
+      stacked.file_starts.emplace_back(image + count, batches[end].first);
+      count += std::min(batches[end].second.dim(0), remaining - count);
+      ++end;
+    }
+    Shape group_shape = batches[start].second.shape();
+    group_shape[0] = count;
+    Tensor group(batches[start].second.dtype(), group_shape);
+    size_t offset = 0;
+    for (size_t index = start; index < end && offset < group.nbytes(); ++index) {
+      const Tensor& batch = batches[index].second;
+      const size_t bytes = std::min(batch.nbytes(), group.nbytes() - offset);
+      std::memcpy(static_cast<std::byte*>(group.raw_data()) + offset, batch.raw_data(), bytes);
+      offset += bytes;
+    }
+    stacked.groups.push_back(std::move(group));
+    remaining -= count;
+    image += count;
+    start = end;
   }
-  return result;
+  return stacked;
 }
 
-Result<Dataset> finish(Tensor raw_images, std::optional<Tensor> raw_labels, const std::string& source,
+Result<Dataset> finish(const StackedImages& raw_images, std::optional<Tensor> raw_labels, const std::string& source,
                        const DatasetOptions& options) {
   Dataset dataset;
   dataset.description = source;
-  QDQRT_ASSIGN_OR_RETURN(dataset.images, to_normalized_nchw(raw_images, options, source));
+  dataset.file_starts = raw_images.file_starts;
+  if (raw_images.groups.size() == 1) {
+    QDQRT_ASSIGN_OR_RETURN(dataset.images, to_normalized_nchw(raw_images.groups.front(), options, source));
+  } else {
+    for (const Tensor& group : raw_images.groups) {
+      QDQRT_ASSIGN_OR_RETURN(Tensor normalized, to_normalized_nchw(group, options, source));
+      dataset.image_groups.push_back(std::move(normalized));
+    }
+  }
   if (raw_labels) {
     QDQRT_ASSIGN_OR_RETURN(Tensor labels, to_labels(*raw_labels, source + " labels"));
     if (labels.numel() < dataset.size() || (options.max_images < 0 && labels.numel() != dataset.size())) {
@@ -190,6 +232,13 @@ Result<Dataset> finish(Tensor raw_images, std::optional<Tensor> raw_labels, cons
     dataset.labels = first_items(labels, dataset.size());
   }
   return dataset;
+}
+
+Result<Dataset> finish(Tensor raw_images, std::optional<Tensor> raw_labels, const std::string& source,
+                       const DatasetOptions& options) {
+  StackedImages stacked;
+  stacked.groups.push_back(std::move(raw_images));
+  return finish(stacked, std::move(raw_labels), source, options);
 }
 
 Result<Dataset> load_fashion_mnist(const std::string& dir, const std::string& split_name, const DatasetOptions& options) {
@@ -264,7 +313,7 @@ Result<Dataset> load_file_directory(const std::string& dir, const std::string& e
     count += tensor.rank() == 4 ? tensor.dim(0) : 1;
     parts.emplace_back(path, tensor);
   }
-  auto stacked = stack_images(parts, options.max_images);
+  auto stacked = stack_images(parts, options.max_images, options.allow_mixed_sizes);
   if (!stacked.ok()) return stacked.status().with_context(dir);
   std::optional<Tensor> labels;
   if (files.labels) {
@@ -335,6 +384,37 @@ Status check_images_fit_input(const Tensor& images, const std::vector<int64_t>& 
   return Status::ok();
 }
 
+std::string Dataset::source_of(int64_t index) const {
+  std::string source;
+  for (const auto& [first, path] : file_starts) {
+    if (first > index) break;
+    source = path;
+  }
+  return source;
+}
+
+Status check_dataset_fits_input(const Dataset& data, const std::vector<int64_t>& dims, const std::string& input_name) {
+  if (!data.mixed_sizes()) return check_images_fit_input(data.images, dims, input_name);
+  if (dims.size() != 4) return check_images_fit_input(data.image_groups.front(), dims, input_name);
+  const Shape first(data.image_groups.front().shape().begin() + 1, data.image_groups.front().shape().end());
+  int64_t image = 0;
+  for (const Tensor& group : data.image_groups) {
+    const Shape shape(group.shape().begin() + 1, group.shape().end());
+    for (size_t axis = 1; axis < 4; ++axis) {
+      if (dims[axis] >= 0 && dims[axis] != group.dim(static_cast<int64_t>(axis))) {
+        const std::string source = data.source_of(image);
+        return invalid_argument(
+            "the data set's images differ in size: image {}{} is {}, image 0 is {}, and model input '{}' wants {} "
+            "(C, H, W); only a model whose dims there are symbolic takes images of different sizes",
+            image, source.empty() ? "" : fmt::format(" ('{}')", source), shape_to_string(shape), shape_to_string(first),
+            input_name, shape_to_string(Shape(dims.begin() + 1, dims.end())));
+      }
+    }
+    image += group.dim(0);
+  }
+  return Status::ok();
+}
+
 Result<Dataset> load_dataset(const std::string& spec, const DatasetOptions& options) {
   if (spec.empty()) return invalid_argument("empty data SPEC");
   std::vector<std::string> parts = split(spec, ':');
@@ -359,7 +439,7 @@ Result<Dataset> load_dataset(const std::string& spec, const DatasetOptions& opti
   }
   if (fs::is_regular_file(spec) && (ends_with(spec, ".npy") || ends_with(spec, ".pb"))) {
     QDQRT_ASSIGN_OR_RETURN(Tensor tensor, ends_with(spec, ".npy") ? read_npy(spec) : read_tensor_pb_file(spec));
-    auto stacked = stack_images({{spec, tensor}}, options.max_images);
+    auto stacked = stack_images({{spec, tensor}}, options.max_images, false);
     if (!stacked.ok()) return stacked.status();
     return finish(*stacked, std::nullopt, spec, options);
   }

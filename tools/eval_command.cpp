@@ -10,11 +10,13 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "engine/engine.h"
+#include "engine/profiles.h"
 #include "tools/npy.h"
 #include "parser/onnx_loader.h"
 #include "core/file_reading.h"
@@ -112,28 +114,79 @@ std::variant<ModelResult, RunError> evaluate_model(const EvalModelSpec& spec, co
   }
   std::vector<int64_t> dims;
   for (const Dim& dim : *input_info->shape) dims.push_back(dim.is_static() ? dim.value : -1);
-  Status fits = check_images_fit_input(data.images, dims, input_name);
+  Status fits = check_dataset_fits_input(data, dims, input_name);
   if (!fits.is_ok()) return usage_error(fits.with_context(spec.path));
 
   const int64_t count = data.size();
   const int64_t max_batch = std::max<int64_t>(1, std::min(options.batch, count));
-  Shape image_shape(data.images.shape().begin() + 1, data.images.shape().end());
-  const int64_t image_size = shape_numel(image_shape);
-  Shape input_shape = image_shape;
-  input_shape.insert(input_shape.begin(), max_batch);
+  // Runs of images of one size: one for most data sets. Images that differ in size (the model's
+  // dims there are symbolic: checked above) run through one range engine, each run at its own size.
+  const std::vector<Tensor> groups = data.groups();
+  auto batch_shape = [&](const Tensor& group, int64_t batch) {
+    Shape shape = group.shape();
+    shape[0] = batch;
+    return shape;
+  };
 
   engine::BuildOptions build;
   build.precision = (spec.force_fp32 || options.force_fp32) ? engine::Precision::kFp32 : engine::Precision::kInt8;
-  build.input_shapes[input_name] = input_shape;
-  auto built = engine::Engine::build_from_file(spec.path, build);
-  if (!built.ok()) return failure(built.status().with_context("building " + spec.path));
-  std::shared_ptr<const engine::Engine> engine = *built;
+  std::shared_ptr<const engine::Engine> engine;
+  std::shared_ptr<const engine::RangeEngine> range;
+  if (!data.mixed_sizes()) {
+    build.input_shapes[input_name] = batch_shape(groups.front(), max_batch);
+    auto built = engine::Engine::build_from_file(spec.path, build);
+    if (!built.ok()) return failure(built.status().with_context("building " + spec.path));
+    engine = *built;
+  } else {
+    // The range spans every size in the data set; the largest run's size is the opt shape.
+    std::set<Shape> sizes;
+    const Tensor* largest = &groups.front();
+    engine::ShapeRange shapes{batch_shape(groups.front(), 1), batch_shape(*largest, max_batch),
+                              batch_shape(groups.front(), max_batch)};
+    for (const Tensor& group : groups) {
+      sizes.insert(batch_shape(group, 1));
+      if (group.dim(0) > largest->dim(0)) largest = &group;
+      for (size_t axis = 1; axis < shapes.min.size(); ++axis) {
+        shapes.min[axis] = std::min(shapes.min[axis], group.dim(static_cast<int64_t>(axis)));
+        shapes.max[axis] = std::max(shapes.max[axis], group.dim(static_cast<int64_t>(axis)));
+      }
+    }
+    if (sizes.size() > engine::kMaxCachedShapes) {
+      return usage_error(
+          invalid_argument("the data set's images have {} sizes; one engine keeps the plans of at most {} "
+                           "(resize the images to fewer sizes)",
+                           sizes.size(), engine::kMaxCachedShapes));
+    }
+    shapes.opt = batch_shape(*largest, max_batch);
+    auto built = engine::RangeEngine::build_from_file(spec.path, {{input_name, shapes}}, build);
+    if (!built.ok()) return failure(built.status().with_context("building " + spec.path + " for the data set's sizes"));
+    range = *built;
+    auto opt_engine = range->engine_for({{input_name, shapes.opt}});
+    if (!opt_engine.ok()) return failure(opt_engine.status().with_context(spec.path));
+    engine = *opt_engine;
+  }
   const engine::IoTensorInfo output = engine->outputs().front();
   if (output.dtype != DataType::kFloat || output.shape.empty() || output.shape[0] != max_batch) {
     return failure(unsupported("'{}': output '{}' ({}) is not float32 logits [batch, classes]", spec.path, output.name,
                                shape_to_string(output.shape)));
   }
   const int64_t classes = shape_numel(output.shape) / max_batch;
+  if (range) {
+    // Every size gives the same logits shape (lowering each size here, before anything is timed).
+    for (const Tensor& group : groups) {
+      auto infos = range->output_infos({{input_name, batch_shape(group, max_batch)}});
+      if (!infos.ok()) return failure(infos.status().with_context(spec.path));
+      const Shape& shape = infos->front().shape;
+      if (shape.size() != output.shape.size() ||
+          !std::equal(shape.begin() + 1, shape.end(), output.shape.begin() + 1)) {
+        return failure(
+            unsupported("'{}': output '{}' is {} for images of {} but {} for {}: eval needs logits "
+                        "[batch, classes] whatever the image size",
+                        spec.path, output.name, shape_to_string(shape), shape_to_string(batch_shape(group, max_batch)),
+                        shape_to_string(output.shape), shape_to_string(range->profile().at(input_name).opt)));
+      }
+    }
+  }
   const int64_t* labels = data.labels->data<int64_t>();
   // A label the logits cannot name (a data set for another model, 1-based labels) would count as
   // a miss and report a meaningless accuracy.
@@ -143,56 +196,79 @@ std::variant<ModelResult, RunError> evaluate_model(const EvalModelSpec& spec, co
                                           spec.path, i, labels[i], classes, classes - 1));
     }
   }
-  auto context = engine->create_context({.threads = options.threads});
+  std::unique_ptr<engine::ExecutionContext> context;
+  std::unique_ptr<engine::RangeContext> range_context;
+  if (range) {
+    range_context = range->create_context({.threads = options.threads});
+  } else {
+    context = engine->create_context({.threads = options.threads});
+  }
 
-  const float* images = data.images.data<float>();
   std::vector<float> logits(static_cast<size_t>(max_batch * classes));
-  auto run_batch = [&](int64_t begin, int64_t batch) {
-    Shape in_shape = input_shape, out_shape = output.shape;
-    in_shape[0] = batch;
+  // `batch` images of group `g` from its image `begin`.
+  auto run_batch = [&](size_t g, int64_t begin, int64_t batch) {
+    const Tensor& group = groups[g];
+    const int64_t image_size = shape_numel(group.shape()) / std::max<int64_t>(1, group.dim(0));
+    Shape in_shape = batch_shape(group, batch), out_shape = output.shape;
     out_shape[0] = batch;
-    return context->run({{input_name, images + begin * image_size, in_shape}}, {{output.name, logits.data(), out_shape}});
+    const float* images = group.data<float>() + begin * image_size;
+    if (range_context) {
+      return range_context->run({{input_name, images, in_shape}}, {{output.name, logits.data(), out_shape}});
+    }
+    return context->run({{input_name, images, in_shape}}, {{output.name, logits.data(), out_shape}});
   };
 
-  // Warm-up at the full batch (first run sets up the arena), then the evaluation pass, timed per batch.
-  EVAL_CHECK(run_batch(0, max_batch));
+  // Warm-up at the full batch (first run sets up the arena; each size for a range engine), then the
+  // evaluation pass, timed per batch.
+  for (size_t g = 0; g < groups.size(); ++g) {
+    EVAL_CHECK(run_batch(g, 0, std::min(max_batch, groups[g].dim(0))));
+    if (!range) break;
+  }
   ModelResult result;
   result.predictions.resize(static_cast<size_t>(count));
   int64_t top1 = 0, top5 = 0, timed_images = 0, all_images = 0;
   double timed_ms = 0, all_ms = 0;
   ProgressBar progress(label, count, options.show_progress);
-  for (int64_t begin = 0; begin < count; begin += max_batch) {
-    int64_t batch = std::min(max_batch, count - begin);
-    Clock::time_point start = Clock::now();
-    Status status = run_batch(begin, batch);
-    double ms = elapsed_ms(start, Clock::now());
-    if (!status.is_ok()) return failure(status.with_context(fmt::format("{}: images {}..{}", spec.path, begin, begin + batch - 1)));
-    all_ms += ms;
-    all_images += batch;
-    if (batch == max_batch) timed_ms += ms, timed_images += batch;
-    for (int64_t i = 0; i < batch; ++i) {
-      const float* row = logits.data() + i * classes;
-      int64_t best = std::max_element(row, row + classes) - row;
-      int64_t label_index = labels[begin + i];
-      result.predictions[static_cast<size_t>(begin + i)] = best;
-      if (best == label_index) ++top1;
-      if (label_index >= 0 && label_index < classes) {
-        // Top-5: fewer than 5 classes score strictly higher than the true one.
-        int64_t higher = std::count_if(row, row + classes, [&](float v) { return v > row[label_index]; });
-        if (higher < 5) ++top5;
+  int64_t group_start = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const int64_t group_size = groups[g].dim(0);
+    for (int64_t begin = 0; begin < group_size; begin += max_batch) {
+      int64_t batch = std::min(max_batch, group_size - begin);
+      const int64_t first = group_start + begin;
+      Clock::time_point start = Clock::now();
+      Status status = run_batch(g, begin, batch);
+      double ms = elapsed_ms(start, Clock::now());
+      if (!status.is_ok()) {
+        return failure(status.with_context(fmt::format("{}: images {}..{}", spec.path, first, first + batch - 1)));
       }
+      all_ms += ms;
+      all_images += batch;
+      if (batch == max_batch) timed_ms += ms, timed_images += batch;
+      for (int64_t i = 0; i < batch; ++i) {
+        const float* row = logits.data() + i * classes;
+        int64_t best = std::max_element(row, row + classes) - row;
+        int64_t label_index = labels[first + i];
+        result.predictions[static_cast<size_t>(first + i)] = best;
+        if (best == label_index) ++top1;
+        if (label_index >= 0 && label_index < classes) {
+          // Top-5: fewer than 5 classes score strictly higher than the true one.
+          int64_t higher = std::count_if(row, row + classes, [&](float v) { return v > row[label_index]; });
+          if (higher < 5) ++top5;
+        }
+      }
+      progress.update(first + batch);
     }
-    progress.update(begin + batch);
+    group_start += group_size;
   }
   progress.finish(count);
 
   // Batch-1 latency: a few warm-up runs, then up to latency_runs runs or latency_seconds.
   std::vector<double> latencies;
-  for (int i = 0; i < 5; ++i) EVAL_CHECK(run_batch(0, 1));
+  for (int i = 0; i < 5; ++i) EVAL_CHECK(run_batch(0, 0, 1));
   Clock::time_point latency_start = Clock::now();
   while (static_cast<int>(latencies.size()) < std::max(options.latency_runs, 1)) {
     Clock::time_point start = Clock::now();
-    EVAL_CHECK(run_batch(0, 1));
+    EVAL_CHECK(run_batch(0, 0, 1));
     Clock::time_point end = Clock::now();
     latencies.push_back(elapsed_ms(start, end));
     if (latencies.size() >= 5 && elapsed_ms(latency_start, end) >= options.latency_seconds * 1000.0) break;
@@ -272,6 +348,8 @@ std::variant<EvalSummary, RunError> run_eval(const EvalOptions& options, std::os
       data_options.mean = preprocessing->values.mean;
       data_options.std = preprocessing->values.std;
       data_options.max_images = options.samples;
+      // Images of different sizes run at their own sizes when the model allows it (checked per model).
+      data_options.allow_mixed_sizes = true;
       auto data = load_dataset(options.data_spec, data_options);
       if (!data.ok()) return usage_error(data.status().with_context("--data"));
       if (!data->labels) return usage_error(invalid_argument("--data {}: the data set has no labels", options.data_spec));

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,7 +15,9 @@
 
 #include "core/file_reading.h"
 #include "server/grpc_frontend.h"
+#include "engine/profiles.h"
 #include "server/inference_server.h"
+#include "tools/cli_flags.h"
 #include "tools/commands.h"
 
 namespace qdqrt::tools {
@@ -142,6 +145,8 @@ Command add_serve_command(CLI::App& app) {
   auto model_texts = std::make_shared<std::vector<std::string>>();
   auto no_cache = std::make_shared<bool>(false);
   auto no_dynamic_batching = std::make_shared<bool>(false);
+  // --minShapes/--optShapes/--maxShapes texts, in that order.
+  auto range_texts = std::make_shared<std::array<std::vector<std::string>, 3>>();
   options->engine_cache_dir = default_engine_cache_dir();
   serve->add_option("--modelRepository", options->model_repository, "Model repository folder")
       ->check(CLI::ExistingDirectory);
@@ -189,7 +194,16 @@ Command add_serve_command(CLI::App& app) {
   serve->add_option("--maxQueueSize", options->model_defaults.max_queue_size,
                     "Default: queued requests per model; past it: 503")
       ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  auto execute = [options, model_texts, no_cache, no_dynamic_batching]() -> int {
+  const char* range_flags[] = {"--minShapes", "--optShapes", "--maxShapes"};
+  const char* range_help[] = {"Default: smallest shapes of a range served from one engine (NAME:DIMS[,...])",
+                              "Default: the shapes the range engine is built for first (default: --maxShapes)",
+                              "Default: largest shapes of the range (config.json 'input_ranges')"};
+  for (size_t index = 0; index < 3; ++index) {
+    serve->add_option(range_flags[index], (*range_texts)[index], range_help[index])
+        ->check(quiet(shapes_validator()))
+        ->type_name("NAME:DIMS[,...]");
+  }
+  auto execute = [options, model_texts, no_cache, no_dynamic_batching, range_texts]() -> int {
     for (const std::string& text : *model_texts) {
       size_t equals = text.find('=');
       if (equals == std::string::npos || equals == 0 || equals + 1 == text.size()) {
@@ -208,6 +222,22 @@ Command add_serve_command(CLI::App& app) {
       return kExitUsage;
     }
     if (*no_cache) options->engine_cache_dir.clear();
+    // A range of shapes as trtexec gives it: the default 'input_ranges' of models without a config.json.
+    std::array<std::map<std::string, Shape>, 3> range_shapes;
+    for (size_t index = 0; index < 3; ++index) {
+      auto shapes = collect_shapes((*range_texts)[index]);
+      if (!shapes.ok()) {
+        std::fprintf(stderr, "qdqrt serve: error: %s\n", shapes.status().message().c_str());
+        return kExitUsage;
+      }
+      range_shapes[index] = *shapes;
+    }
+    auto profile = engine::make_profile(range_shapes[0], range_shapes[1], range_shapes[2]);
+    if (!profile.ok()) {
+      std::fprintf(stderr, "qdqrt serve: error: %s\n", profile.status().message().c_str());
+      return kExitUsage;
+    }
+    options->model_defaults.input_ranges = *profile;
     if (*no_dynamic_batching) options->model_defaults.dynamic_batching = false;
     return run_serve(*options);
   };

@@ -34,12 +34,20 @@ Status check_calibration_input(const Graph& graph) {
 
 Result<CalibratedModel> calibrate_model(const Graph& graph, const QuantizationPlan& plan, const Tensor& images,
                                         const CalibrateModelOptions& options) {
+  return calibrate_model(graph, plan, std::vector<Tensor>{images}, options);
+}
+
+Result<CalibratedModel> calibrate_model(const Graph& graph, const QuantizationPlan& plan,
+                                        const std::vector<Tensor>& image_groups, const CalibrateModelOptions& options) {
   QDQRT_RETURN_IF_ERROR(check_calibration_input(graph));
   const ValueInfo* input_info = graph.find_value(graph.inputs[0]);
-  if (images.dtype() != DataType::kFloat || images.rank() != static_cast<int64_t>(input_info->shape->size())) {
-    return invalid_argument("calibration images for '{}' must be float32 of rank {}, got {} of rank {}",
-                            graph.inputs[0], input_info->shape->size(), dtype_name(images.dtype()), images.rank());
+  for (const Tensor& images : image_groups) {
+    if (images.dtype() != DataType::kFloat || images.rank() != static_cast<int64_t>(input_info->shape->size())) {
+      return invalid_argument("calibration images for '{}' must be float32 of rank {}, got {} of rank {}",
+                              graph.inputs[0], input_info->shape->size(), dtype_name(images.dtype()), images.rank());
+    }
   }
+  const std::vector<Tensor>& images = image_groups;
   CollectOptions collect;
   std::vector<std::string> tensors = plan.tensors_to_calibrate();
   collect.batch_size = options.batch_size > 0 ? options.batch_size : automatic_batch_size(graph, tensors);

@@ -42,5 +42,8 @@ Status check_calibration_input(const Graph& graph);
 // `plan` is plan_quantization(graph, placement); `images` is float32 [N, ...] for the graph's input.
 Result<CalibratedModel> calibrate_model(const Graph& graph, const QuantizationPlan& plan, const Tensor& images,
                                         const CalibrateModelOptions& options);
+// Images that differ in size: groups of one size each, [n, ...] (Dataset::groups()).
+Result<CalibratedModel> calibrate_model(const Graph& graph, const QuantizationPlan& plan,
+                                        const std::vector<Tensor>& image_groups, const CalibrateModelOptions& options);
 
 }  // namespace qdqrt::calibration

@@ -70,13 +70,16 @@ Tensor slice_batch(const Tensor& images, int64_t begin, int64_t end) {
   return batch;
 }
 
-Status check_inputs(const Graph& graph, const Tensor& images, const std::vector<std::string>& tensors) {
+Status check_inputs(const Graph& graph, const std::vector<Tensor>& groups, const std::vector<std::string>& tensors) {
   if (graph.inputs.size() != 1) {
     return unsupported("calibration feeds one image tensor, but the model has {} inputs", graph.inputs.size());
   }
-  if (images.dtype() != DataType::kFloat || images.rank() < 1 || images.dim(0) == 0) {
-    return invalid_argument("calibration needs a non-empty float32 batch of images, got {} {}", dtype_name(images.dtype()),
-                            shape_to_string(images.shape()));
+  if (groups.empty()) return invalid_argument("calibration needs images, got none");
+  for (const Tensor& images : groups) {
+    if (images.dtype() != DataType::kFloat || images.rank() < 1 || images.dim(0) == 0) {
+      return invalid_argument("calibration needs a non-empty float32 batch of images, got {} {}",
+                              dtype_name(images.dtype()), shape_to_string(images.shape()));
+    }
   }
   for (const std::string& name : tensors) {
     const ValueInfo* info = graph.find_value(name);
@@ -89,13 +92,27 @@ Status check_inputs(const Graph& graph, const Tensor& images, const std::vector<
 
 // Runs every batch (TBB-parallel) and hands each batch's requested tensors to `consume`, which
 // writes into its thread's accumulator.
+// Images of different sizes come as several groups (each of one size): a batch never spans two.
 template <class Accumulator, class Consume>
-Status run_batches(const Graph& graph, const Tensor& images, const std::vector<std::string>& tensors,
+Status run_batches(const Graph& graph, const std::vector<Tensor>& groups, const std::vector<std::string>& tensors,
                    const CollectOptions& options, const std::string& label,
                    tbb::enumerable_thread_specific<Accumulator>& accumulators, Consume consume) {
-  const int64_t count = images.dim(0);
   const int64_t batch_size = std::max<int64_t>(1, options.batch_size);
-  const int64_t batches = (count + batch_size - 1) / batch_size;
+  struct Batch {
+    size_t group;
+    int64_t begin, end;  // within the group
+    int64_t first;       // index of its first image in the data set
+  };
+  std::vector<Batch> batch_list;
+  int64_t count = 0;
+  for (size_t group = 0; group < groups.size(); ++group) {
+    const int64_t size = groups[group].dim(0);
+    for (int64_t begin = 0; begin < size; begin += batch_size) {
+      batch_list.push_back({group, begin, std::min(size, begin + batch_size), count + begin});
+    }
+    count += size;
+  }
+  const int64_t batches = static_cast<int64_t>(batch_list.size());
   ReferenceRunOptions run_options;
   run_options.extra_outputs = tensors;
   ProgressBar progress(label, count, options.show_progress);
@@ -104,9 +121,10 @@ Status run_batches(const Graph& graph, const Tensor& images, const std::vector<s
   std::atomic<bool> failed{false};
   auto body = [&](int64_t b) {
     if (failed.load()) return;
-    int64_t begin = b * batch_size;
-    int64_t end = std::min(count, begin + batch_size);
-    auto outputs = run_reference(graph, {{graph.inputs[0], slice_batch(images, begin, end)}}, run_options);
+    const Batch& batch = batch_list[static_cast<size_t>(b)];
+    const int64_t begin = batch.first, end = batch.first + batch.end - batch.begin;
+    auto outputs = run_reference(graph, {{graph.inputs[0], slice_batch(groups[batch.group], batch.begin, batch.end)}},
+                                 run_options);
     if (!outputs.ok()) {
       std::lock_guard<std::mutex> lock(error_mutex);
       if (!first_error) first_error = outputs.status().with_context(fmt::format("images {}..{}", begin, end - 1));
@@ -137,6 +155,12 @@ Status run_batches(const Graph& graph, const Tensor& images, const std::vector<s
 
 Result<std::map<std::string, float>> collect_max(const Graph& graph, const Tensor& images,
                                                  const std::vector<std::string>& tensors, const CollectOptions& options) {
+  return collect_max(graph, std::vector<Tensor>{images}, tensors, options);
+}
+
+Result<std::map<std::string, float>> collect_max(const Graph& graph, const std::vector<Tensor>& images,
+                                                 const std::vector<std::string>& tensors,
+                                                 const CollectOptions& options) {
   QDQRT_RETURN_IF_ERROR(check_inputs(graph, images, tensors));
   using Maxima = std::map<std::string, float>;
   tbb::enumerable_thread_specific<Maxima> accumulators;
@@ -164,6 +188,12 @@ Result<std::map<std::string, float>> collect_max(const Graph& graph, const Tenso
 Result<std::map<std::string, Histogram>> collect_histograms(const Graph& graph, const Tensor& images,
                                                             const std::map<std::string, float>& ranges,
                                                             const CollectOptions& options) {
+  return collect_histograms(graph, std::vector<Tensor>{images}, ranges, options);
+}
+
+Result<std::map<std::string, Histogram>> collect_histograms(const Graph& graph, const std::vector<Tensor>& images,
+                                                            const std::map<std::string, float>& ranges,
+                                                            const CollectOptions& options) {
   std::vector<std::string> tensors;
   for (const auto& [name, range] : ranges) tensors.push_back(name);
   QDQRT_RETURN_IF_ERROR(check_inputs(graph, images, tensors));
@@ -189,6 +219,12 @@ Result<std::map<std::string, Histogram>> collect_histograms(const Graph& graph, 
 Result<std::map<std::string, float>> calibrate_tensors(const Graph& graph, const Tensor& images,
                                                        const std::vector<std::string>& tensors, const MethodSpec& method,
                                                        const CollectOptions& options) {
+  return calibrate_tensors(graph, std::vector<Tensor>{images}, tensors, method, options);
+}
+
+Result<std::map<std::string, float>> calibrate_tensors(const Graph& graph, const std::vector<Tensor>& images,
+                                                       const std::vector<std::string>& tensors,
+                                                       const MethodSpec& method, const CollectOptions& options) {
   QDQRT_ASSIGN_OR_RETURN(auto maxima, collect_max(graph, images, tensors, options));
   if (!method.uses_histogram()) return maxima;
   QDQRT_ASSIGN_OR_RETURN(auto histograms, collect_histograms(graph, images, maxima, options));

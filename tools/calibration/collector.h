@@ -40,4 +40,16 @@ Result<std::map<std::string, float>> calibrate_tensors(const Graph& graph, const
                                                        const std::vector<std::string>& tensors, const MethodSpec& method,
                                                        const CollectOptions& options);
 
+// The same over images that differ in size: groups of one size each ([n, ...]), every batch taken
+// from one group and run at its size (the graph's dims there must be symbolic).
+Result<std::map<std::string, float>> collect_max(const Graph& graph, const std::vector<Tensor>& image_groups,
+                                                 const std::vector<std::string>& tensors,
+                                                 const CollectOptions& options);
+Result<std::map<std::string, Histogram>> collect_histograms(const Graph& graph, const std::vector<Tensor>& image_groups,
+                                                            const std::map<std::string, float>& ranges,
+                                                            const CollectOptions& options);
+Result<std::map<std::string, float>> calibrate_tensors(const Graph& graph, const std::vector<Tensor>& image_groups,
+                                                       const std::vector<std::string>& tensors,
+                                                       const MethodSpec& method, const CollectOptions& options);
+
 }  // namespace qdqrt::calibration
