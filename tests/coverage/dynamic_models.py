@@ -4,8 +4,10 @@
     dynamic_models.py check --model yolo --work DIR --qdqrt build/qdqrt
     dynamic_models.py hostile --work DIR --qdqrt build/qdqrt
 
-`check`: exports the model with `models/export_coverage.py --dynamic` (cached in DIR/cache as the
-coverage suite caches its exports), checks that the files are what a user's export looks like
+`check`: exports the model with `models/export_coverage.py --dynamic` (`yolo`, `bert`: the
+coverage suite's detector and nn.TransformerEncoder) or `models/export_bert_encoder.py --dynamic`
+(`bert_encoder`: the BERT-base-shaped encoder with quantized attention MatMuls), cached in DIR/cache
+by a hash of the export scripts as the coverage suite caches its exports, checks that the files are what a user's export looks like
 (symbolic input dims; Reshape targets computed from Shape of a running tensor), then for the FP32
 and the QDQ file builds one engine for the model's profile (PROFILES: min/opt/max, as `qdqrt exec
 --minShapes/--optShapes/--maxShapes` takes them) and runs it at each of the profile's run shapes
@@ -22,7 +24,7 @@ be saved yet"), each shape runs in a `qdqrt exec` that builds the same profile i
 option) or 1 (a shape the model cannot be built at), never a crash.
 """
 import argparse
-import json
+import hashlib
 import os
 import shutil
 import subprocess
@@ -40,7 +42,10 @@ PROFILES = {
              "runs": [(1, 3, 320, 320), (1, 3, 480, 640), (1, 3, 640, 640)]},
     "bert": {"min": (1, 16, 128), "opt": (1, 128, 128), "max": (1, 384, 128),
              "runs": [(1, 16, 128), (1, 64, 128), (1, 128, 128), (1, 384, 128)]},
+    "bert_encoder": {"min": (1, 16, 768), "opt": (1, 128, 768), "max": (1, 384, 768),
+                     "runs": [(1, 16, 768), (1, 64, 768), (1, 128, 768), (1, 384, 768)]},
 }
+ENCODER_EXPORTER = os.path.join(suite.REPO_ROOT, "models", "export_bert_encoder.py")
 
 
 def yolo_output_shape(shape):
@@ -49,13 +54,17 @@ def yolo_output_shape(shape):
     return (shape[0], 3 * sum((height // s) * (width // s) for s in (8, 16, 32)), 85)
 
 
-OUTPUT_SHAPES = {"yolo": yolo_output_shape, "bert": lambda shape: tuple(shape)}
+OUTPUT_SHAPES = {"yolo": yolo_output_shape, "bert": tuple, "bert_encoder": tuple}
 
 # Error allowed against the reference executor, per model and variant, relative to the output's
 # range ("max"), and for the chaotic QDQ detector also its mean and 99th percentile.
 TOLERANCES = {
     ("bert", "fp32"): {"max": 1e-4},
     ("bert", "qdq"): {"max": 1e-4},
+    ("bert_encoder", "fp32"): {"max": 1e-4},
+    # Quantized attention: rounding ties in the Softmax and MatMul codes, up to 3.4e-3 of the range
+    # at sequence 64 to 384 (2e-2: the tolerance of the QDQ encoder in tests/engine_profiles).
+    ("bert_encoder", "qdq"): {"max": 2e-2},
     # FP32 summation order and SiLU in the conv epilogues: up to 2.7e-4 of the range at 640x640 on
     # the stride-32 head (the deepest features; about 100 of 2.1 M values above 1e-4, mean 9e-7).
     ("yolo", "fp32"): {"max": 5e-4},
@@ -127,6 +136,28 @@ def compare(model, variant, engine, reference):
     return failures, measured
 
 
+def encoder_files(work, timeout, log):
+    """bert_encoder's files (export_bert_encoder.py --dynamic), exported once per content hash."""
+    directory = os.path.join(work, "cache", "bert_encoder_dynamic")
+    paths = {variant: os.path.join(directory, f"bert_encoder_dynamic_{variant}.onnx") for variant in suite.VARIANTS}
+    digest = hashlib.sha256()
+    for path in (ENCODER_EXPORTER, os.path.join(suite.REPO_ROOT, "models", "fake_quant.py")):
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    digest.update(suite.package_version("torch").encode())
+    key_path = os.path.join(directory, "key")
+    if os.path.exists(key_path) and open(key_path).read() == digest.hexdigest() and all(map(os.path.exists,
+                                                                                          paths.values())):
+        return paths, 0.0, True
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    seconds, _ = suite.run_stage([suite.PYTHON, ENCODER_EXPORTER, "--dynamic", "--out", directory], timeout,
+                                 "export_failed", log)
+    with open(key_path, "w") as f:  # written last: an interrupted export is redone
+        f.write(digest.hexdigest())
+    return paths, seconds, False
+
+
 def check(args):
     profile = PROFILES[args.model]
     os.makedirs(os.path.join(args.work, "results"), exist_ok=True)
@@ -134,7 +165,10 @@ def check(args):
     failures = []
     with open(log_path, "w") as log:
         try:
-            paths, seconds, cached = suite.exported_files(args.work, args.model, "ci", 900, log, dynamic=True)
+            if args.model == "bert_encoder":
+                paths, seconds, cached = encoder_files(args.work, 900, log)
+            else:
+                paths, seconds, cached = suite.exported_files(args.work, args.model, "ci", 900, log, dynamic=True)
         except suite.Failure as failure:
             print(f"{args.model}: export failed: {failure.message}")
             return 1
