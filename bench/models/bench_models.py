@@ -279,13 +279,14 @@ def median_from_summary(text):
     return None
 
 
-def run_qdqrt(args, model, shape_flag, threads, workdir, extra_flags=()):
+def run_qdqrt(args, model, shape_flag, threads, workdir, source_flags=None):
+    """`source_flags` replace --onnx=MODEL (a range engine's profile, --loadEngine)."""
     times_file = os.path.join(workdir, "times.json")
     if os.path.exists(times_file):
         os.remove(times_file)
-    command = [args.qdqrt, "exec", f"--onnx={model}", f"--threads={threads}", f"--shapes={shape_flag}",
-               f"--warmUp={args.warmup}", f"--duration={args.duration}", f"--iterations={args.iterations}",
-               f"--exportTimes={times_file}", *extra_flags]
+    command = [args.qdqrt, "exec", *(source_flags or [f"--onnx={model}"]), f"--threads={threads}",
+               f"--shapes={shape_flag}", f"--warmUp={args.warmup}", f"--duration={args.duration}",
+               f"--iterations={args.iterations}", f"--exportTimes={times_file}"]
     env = None
     if args.isa:  # qdqrt's own ISA cap (kernels/cpu_features.h), like trtexec's device selection
         env = dict(os.environ, QDQRT_MAX_ISA=args.isa)
@@ -383,6 +384,19 @@ def median_or_none(values):
     return median(values) if values else None
 
 
+def range_engine_source(args, model, spec, workdir):
+    """(exec flags that run the model's range engine, how): one engine file saved here and loaded
+    by every run where qdqrt saves range engines, else the profile built in each run's process."""
+    engine_file = os.path.join(workdir, os.path.basename(model) + ".range.qdqrt")
+    _, error = run_command([args.qdqrt, "exec", f"--onnx={model}", *range_flags(spec), f"--saveEngine={engine_file}",
+                            "--iterations=1", "--warmUp=0", "--duration=0"], RUN_TIMEOUT_S)
+    if error is None:
+        return [f"--loadEngine={engine_file}"], "loaded from one saved engine file"
+    if "cannot be saved yet" not in error:
+        log(f"saving the range engine of {model} failed: {error}")
+    return [f"--onnx={model}", *range_flags(spec)], "the range engine built in each run's process"
+
+
 def run_dynamic(args, cache, names, threads_list):
     """The --dynamic table's rows: per model, shape and threads the medians over the rounds."""
     models = export_dynamic(args.root, cache, names)
@@ -390,6 +404,8 @@ def run_dynamic(args, cache, names, threads_list):
     with tempfile.TemporaryDirectory(prefix="qdqrt_bench_") as workdir:
         for name in names:
             spec = DYNAMIC_MODELS[name]
+            dynamic_source, how = range_engine_source(args, models[name]["qdq"], spec, workdir)
+            log(f"{name}: dynamic = {how}")
             for shape in spec["shapes"]:
                 for threads in threads_list:
                     shape_flag = f"input:{shape}"
@@ -401,8 +417,8 @@ def run_dynamic(args, cache, names, threads_list):
                         log(f"{name} {shape} threads={threads} round {round_index + 1}/{args.rounds} "
                             f"(load {load_average():.1f}) ...")
                         for kind in order:
-                            flags = range_flags(spec) if kind == "dynamic" else []
-                            value, error = run_qdqrt(args, models[name]["qdq"], shape_flag, threads, workdir, flags)
+                            source = dynamic_source if kind == "dynamic" else None
+                            value, error = run_qdqrt(args, models[name]["qdq"], shape_flag, threads, workdir, source)
                             times[kind].append(value)
                             if error:
                                 errors[kind] = error
@@ -412,7 +428,7 @@ def run_dynamic(args, cache, names, threads_list):
                             if error:
                                 errors[f"ort_{variant}"] = error
                         log("  " + "; ".join(f"{kind} {fmt_ms(values[-1])}" for kind, values in times.items()))
-                    row = {"model": name, "shape": shape, "threads": threads, "rounds": args.rounds,
+                    row = {"model": name, "shape": shape, "threads": threads, "rounds": args.rounds, "dynamic": how,
                            "load": (load + load_average()) / 2, "errors": errors, "times": times}
                     row.update({f"{kind}_ms": median_or_none(values) for kind, values in times.items()})
                     rows.append(row)
@@ -503,6 +519,8 @@ def main():
               f"(>= {args.iterations} runs and >= {args.duration:g} s after {args.warmup:g} ms warm-up); "
               f"dynamic: one engine for the model's range run at the shape, fixed: built for the shape; "
               f"ORT = onnxruntime-node, intra-op threads = qdqrt threads")
+        for how in sorted({row["dynamic"] for row in rows}):
+            print(f"dynamic ({', '.join(sorted({row['model'] for row in rows if row['dynamic'] == how}))}): {how}")
         print()
         print_dynamic_table(rows, sys.stdout)
         if args.json:
