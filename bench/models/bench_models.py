@@ -254,8 +254,9 @@ def median(values):
     return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
 
 
-def median_from_times(data):
-    """Median latency from trtexec-style --exportTimes JSON: a list of per-iteration records."""
+def median_from_times(data, reduce=median):
+    """Median latency (or `reduce` of the latencies) from trtexec-style --exportTimes JSON: a list
+    of per-iteration records."""
     if isinstance(data, dict):  # tolerate a wrapper object holding the list
         lists = [value for value in data.values() if isinstance(value, list)]
         data = lists[0] if lists else []
@@ -264,9 +265,9 @@ def median_from_times(data):
     for key in ("latencyMs", "computeMs", "endToEndMs"):
         values = [entry[key] for entry in data if isinstance(entry, dict) and isinstance(entry.get(key), (int, float))]
         if values:
-            return median(values)
+            return reduce(values)
     numbers = [entry for entry in data if isinstance(entry, (int, float))]
-    return median(numbers) if numbers else None
+    return reduce(numbers) if numbers else None
 
 
 def median_from_summary(text):
@@ -279,8 +280,9 @@ def median_from_summary(text):
     return None
 
 
-def run_qdqrt(args, model, shape_flag, threads, workdir, source_flags=None):
-    """`source_flags` replace --onnx=MODEL (a range engine's profile, --loadEngine)."""
+def run_qdqrt(args, model, shape_flag, threads, workdir, source_flags=None, minimums=None):
+    """`source_flags` replace --onnx=MODEL (a range engine's profile, --loadEngine); the run's
+    fastest iteration is appended to `minimums` when given (None when unknown)."""
     times_file = os.path.join(workdir, "times.json")
     if os.path.exists(times_file):
         os.remove(times_file)
@@ -297,7 +299,10 @@ def run_qdqrt(args, model, shape_flag, threads, workdir, source_flags=None):
     if os.path.exists(times_file):
         try:
             with open(times_file) as handle:
-                value = median_from_times(json.load(handle))
+                times = json.load(handle)
+            value = median_from_times(times)
+            if minimums is not None:
+                minimums.append(median_from_times(times, min))
         except ValueError:
             value = None
     if value is None:
@@ -410,6 +415,7 @@ def run_dynamic(args, cache, names, threads_list):
                 for threads in threads_list:
                     shape_flag = f"input:{shape}"
                     times = {"dynamic": [], "fixed": [], "ort_qdq": [], "ort_fp32": []}
+                    fastest = {"dynamic": [], "fixed": []}  # each run's fastest iteration
                     errors = {}
                     load = load_average()
                     for round_index in range(args.rounds):
@@ -418,7 +424,8 @@ def run_dynamic(args, cache, names, threads_list):
                             f"(load {load_average():.1f}) ...")
                         for kind in order:
                             source = dynamic_source if kind == "dynamic" else None
-                            value, error = run_qdqrt(args, models[name]["qdq"], shape_flag, threads, workdir, source)
+                            value, error = run_qdqrt(args, models[name]["qdq"], shape_flag, threads, workdir, source,
+                                                     fastest[kind])
                             times[kind].append(value)
                             if error:
                                 errors[kind] = error
@@ -431,17 +438,21 @@ def run_dynamic(args, cache, names, threads_list):
                     row = {"model": name, "shape": shape, "threads": threads, "rounds": args.rounds, "dynamic": how,
                            "load": (load + load_average()) / 2, "errors": errors, "times": times}
                     row.update({f"{kind}_ms": median_or_none(values) for kind, values in times.items()})
+                    # Under load a run's fastest iteration is the least disturbed one: its ratio too.
+                    row.update({f"{kind}_min_ms": min((v for v in values if v is not None), default=None)
+                                for kind, values in fastest.items()})
                     rows.append(row)
     return rows
 
 
 def print_dynamic_table(rows, out):
-    header = ["model", "shape", "threads", "dynamic ms", "fixed ms", "dynamic/fixed", "ORT QDQ ms", "ORT FP32 ms",
-              "ORT FP32/dynamic", "load"]
+    header = ["model", "shape", "threads", "dynamic ms", "fixed ms", "dynamic/fixed", "dynamic/fixed (min)",
+              "ORT QDQ ms", "ORT FP32 ms", "ORT FP32/dynamic", "load"]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for row in rows:
         cells = [row["model"], row["shape"], str(row["threads"]), fmt_ms(row["dynamic_ms"]), fmt_ms(row["fixed_ms"]),
-                 fmt_ratio(row["dynamic_ms"], row["fixed_ms"]), fmt_ms(row["ort_qdq_ms"]), fmt_ms(row["ort_fp32_ms"]),
+                 fmt_ratio(row["dynamic_ms"], row["fixed_ms"]), fmt_ratio(row["dynamic_min_ms"], row["fixed_min_ms"]),
+                 fmt_ms(row["ort_qdq_ms"]), fmt_ms(row["ort_fp32_ms"]),
                  fmt_ratio(row["ort_fp32_ms"], row["dynamic_ms"]), f"{row['load']:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
     print("\n".join(lines), file=out)
@@ -516,7 +527,8 @@ def main():
         print(f"qdqrt range engines, {started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs; "
               f"load average {load_start[0]:.1f} at start, {load_end[0]:.1f} at end")
         print(f"batch 1; per row the median over {args.rounds} alternated rounds of each run's median "
-              f"(>= {args.iterations} runs and >= {args.duration:g} s after {args.warmup:g} ms warm-up); "
+              f"(>= {args.iterations} runs and >= {args.duration:g} s after {args.warmup:g} ms warm-up), "
+              f"(min): the fastest iteration over the rounds; "
               f"dynamic: one engine for the model's range run at the shape, fixed: built for the shape; "
               f"ORT = onnxruntime-node, intra-op threads = qdqrt threads")
         for how in sorted({row["dynamic"] for row in rows}):
@@ -608,6 +620,7 @@ def selftest(root):
         (median_from_times({"times": [{"latencyMs": 7.0}]}), 7.0),  # wrapped in an object
         (median_from_times([1.0, 9.0, 3.0]), 3.0),  # a bare list of numbers
         (median_from_times([]), None),
+        (median_from_times([{"latencyMs": 4.0}, {"latencyMs": 1.0}, {"latencyMs": 2.0}], min), 1.0),
         (median_from_times({"latencyMs": "x"}), None),
         (median_from_summary("=== Performance summary ===\n"
                              "[I] Throughput: 800.5 qps\n"
