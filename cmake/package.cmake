@@ -23,7 +23,7 @@ target_link_libraries(qdqrt_shared PUBLIC fmt::fmt  # core/status.h formats mess
 
 # The public headers: engine/engine.h and its includes (an installed consumer compiling engine.h
 # checks this list: tests/install).
-set(QDQRT_PUBLIC_HEADERS engine/engine.h engine/plan.h engine/profiles.h core/dtype.h core/dim_expr.h core/graph.h
+set(QDQRT_PUBLIC_HEADERS engine/engine.h engine/plan.h engine/profiles.h engine/shape_profile.h core/dtype.h core/dim_expr.h core/graph.h
                          core/status.h core/tensor.h kernels/cpu_features.h)
 foreach(header ${QDQRT_PUBLIC_HEADERS})
   get_filename_component(header_dir ${header} DIRECTORY)

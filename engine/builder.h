@@ -2,6 +2,7 @@
 // weights, tensor layouts, one activation arena planned by tensor lifetime).
 #pragma once
 
+#include <span>
 #include <string>
 
 #include "engine/batch_tracking.h"
@@ -18,6 +19,11 @@ namespace qdqrt::engine {
 // (engine/batch_tracking.h).
 Result<EnginePlan> build_plan(const Graph& optimized, const BuildOptions& options,
                               const std::vector<std::string>& batched_inputs, const ShapeInferenceReport& shapes);
+
+// The plan of an ONNX model (what Engine::build_from_file / build_from_bytes bind): for
+// RangeEngine, which shares packed weights between the plans of its shapes before binding.
+Result<EnginePlan> build_plan_from_onnx_file(const std::string& onnx_path, const BuildOptions& options);
+Result<EnginePlan> build_plan_from_onnx_bytes(std::span<const uint8_t> onnx_bytes, const BuildOptions& options);
 
 // Assigns arena offsets to the plan's activation tensors by lifetime (first producer to last
 // consumer in layer order) and sets arena_bytes / scratch_bytes_per_thread.

@@ -88,8 +88,7 @@ Result<ResolvedInputs> resolve_input_shapes(const std::vector<ValueInfo>& declar
 // Optimizes `graph` (static shapes at the maximum batch) once and lowers it. Shape inference
 // before and after the optimizer gives every dim an expression of the batch (dim 0 of
 // `batched`), which tells the builder where the batch is in every value.
-Result<std::shared_ptr<const Engine>> build_engine(Graph graph, const BuildOptions& options,
-                                                   const std::vector<std::string>& batched) {
+Result<EnginePlan> lower_graph(Graph graph, const BuildOptions& options, const std::vector<std::string>& batched) {
   optimizer::OptimizeOptions optimize_options;
   optimize_options.only_passes = options.only_passes;
   optimize_options.disabled_passes = options.disabled_passes;
@@ -104,7 +103,7 @@ Result<std::shared_ptr<const Engine>> build_engine(Graph graph, const BuildOptio
   QDQRT_RETURN_IF_ERROR(infer_shapes(graph, &shapes));
   QDQRT_ASSIGN_OR_RETURN(EnginePlan plan, build_plan(graph, options, batched, shapes));
   plan.qdqrt_version = kVersion;
-  return Engine::from_plan(std::move(plan));
+  return plan;
 }
 
 }  // namespace
@@ -129,8 +128,7 @@ namespace {
 // declared inputs, and infers every shape at the ones chosen from them (the maximum batch).
 using LoadGraph = std::function<Result<Graph>(const LoadOptions& options)>;
 
-Result<std::shared_ptr<const Engine>> build_from_onnx(const LoadGraph& load, const std::string& model_name,
-                                                      const BuildOptions& options) {
+Result<EnginePlan> plan_from_onnx(const LoadGraph& load, const std::string& model_name, const BuildOptions& options) {
   ResolvedInputs resolved;
   LoadOptions load_options;
   load_options.choose_input_shapes = [&](const std::vector<ValueInfo>& declared) -> Result<std::map<std::string, Shape>> {
@@ -139,24 +137,38 @@ Result<std::shared_ptr<const Engine>> build_from_onnx(const LoadGraph& load, con
   };
   QDQRT_ASSIGN_OR_RETURN(Graph graph, load(load_options));
   graph.name = model_name;  // becomes source_model
-  return build_engine(std::move(graph), options, resolved.batched);
+  return lower_graph(std::move(graph), options, resolved.batched);
+}
+
+// Binds a plan just built (any failure comes back as the build's).
+Result<std::shared_ptr<const Engine>> bind(Result<EnginePlan> plan) {
+  if (!plan.ok()) return plan.status();
+  return Engine::from_plan(std::move(plan).value());
 }
 
 }  // namespace
 
-Result<std::shared_ptr<const Engine>> Engine::build_from_file(const std::string& onnx_path, const BuildOptions& options) {
+Result<EnginePlan> build_plan_from_onnx_file(const std::string& onnx_path, const BuildOptions& options) {
   size_t slash = onnx_path.find_last_of('/');
   std::string model_name = slash == std::string::npos ? onnx_path : onnx_path.substr(slash + 1);
   auto load = [&](const LoadOptions& load_options) { return load_onnx_file(onnx_path, load_options); };
-  return build_from_onnx(load, model_name, options);
+  return plan_from_onnx(load, model_name, options);
+}
+
+Result<EnginePlan> build_plan_from_onnx_bytes(std::span<const uint8_t> onnx_bytes, const BuildOptions& options) {
+  auto load = [&](const LoadOptions& load_options) {
+    return load_onnx_bytes(onnx_bytes.data(), onnx_bytes.size(), load_options);
+  };
+  return plan_from_onnx(load, "", options);
+}
+
+Result<std::shared_ptr<const Engine>> Engine::build_from_file(const std::string& onnx_path, const BuildOptions& options) {
+  return bind(build_plan_from_onnx_file(onnx_path, options));
 }
 
 Result<std::shared_ptr<const Engine>> Engine::build_from_bytes(std::span<const uint8_t> onnx_bytes,
                                                                const BuildOptions& options) {
-  auto load = [&](const LoadOptions& load_options) {
-    return load_onnx_bytes(onnx_bytes.data(), onnx_bytes.size(), load_options);
-  };
-  return build_from_onnx(load, "", options);
+  return bind(build_plan_from_onnx_bytes(onnx_bytes, options));
 }
 
 Result<std::shared_ptr<const Engine>> Engine::build(Graph graph, const BuildOptions& options) {
@@ -169,7 +181,7 @@ Result<std::shared_ptr<const Engine>> Engine::build(Graph graph, const BuildOpti
     const ValueInfo* info = graph.find_value(name);
     if (info && info->shape && !info->shape->empty()) batched.push_back(name);
   }
-  return build_engine(std::move(graph), options, batched);
+  return bind(lower_graph(std::move(graph), options, batched));
 }
 
 Result<std::shared_ptr<const Engine>> Engine::from_plan(EnginePlan plan) {

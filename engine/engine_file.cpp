@@ -92,9 +92,40 @@ struct BlobPlacement {
   uint64_t offset;  // in the blob section
 };
 
-// The FlatBuffer of a plan; `placements` receives every blob's place in the blob section.
-std::vector<uint8_t> build_flatbuffer(const EnginePlan& plan, std::vector<BlobPlacement>& placements,
-                                      uint64_t& blob_section_bytes) {
+uint32_t file_version(const RangeSection* range) {
+  return range ? kRangeEngineFormatVersion : kEngineFormatVersion;
+}
+
+flatbuffers::Offset<fb::RangeSource> write_range(flatbuffers::FlatBufferBuilder& builder, const RangeSection& range,
+                                                 std::vector<BlobPlacement>& placements, uint64_t& cursor) {
+  std::vector<flatbuffers::Offset<fb::Profile>> profiles;
+  for (const ShapeProfile& profile : range.profiles) {
+    std::vector<flatbuffers::Offset<fb::InputRange>> inputs;
+    for (const auto& [input, shapes] : profile) {
+      auto name = builder.CreateString(input);
+      auto low = builder.CreateVector(shapes.min);
+      auto opt = builder.CreateVector(shapes.opt);
+      auto high = builder.CreateVector(shapes.max);
+      inputs.push_back(fb::CreateInputRange(builder, name, low, opt, high));
+    }
+    auto input_vector = builder.CreateVector(inputs);
+    profiles.push_back(fb::CreateProfile(builder, input_vector));
+  }
+  auto profile_vector = builder.CreateVector(profiles);
+  uint64_t offset = align_up(cursor, kBlobAlignment);
+  placements.push_back({&range.model, offset});
+  auto model_name = builder.CreateString(range.model.name);
+  auto model = fb::CreateBlobRef(builder, model_name, offset, range.model.bytes.size());
+  cursor = offset + range.model.bytes.size();
+  auto only_passes = string_vector(builder, range.only_passes);
+  auto disabled_passes = string_vector(builder, range.disabled_passes);
+  return fb::CreateRangeSource(builder, profile_vector, model, only_passes, disabled_passes, range.no_reference_layers);
+}
+
+// The FlatBuffer of a plan (and of a range engine's range section when `range` is set);
+// `placements` receives every blob's place in the blob section.
+std::vector<uint8_t> build_flatbuffer(const EnginePlan& plan, const RangeSection* range,
+                                      std::vector<BlobPlacement>& placements, uint64_t& blob_section_bytes) {
   flatbuffers::FlatBufferBuilder builder(64 * 1024);
   // Every field stored, even at its default: the layout does not depend on the values (and
   // tests can rewrite any field in place).
@@ -138,6 +169,8 @@ std::vector<uint8_t> build_flatbuffer(const EnginePlan& plan, std::vector<BlobPl
     layers.push_back(fb::CreateLayer(builder, kind, name, source_nodes, op_type, inputs, outputs, kernel, param_vector,
                                      blob_vector, layer.scratch_bytes));
   }
+  flatbuffers::Offset<fb::RangeSource> range_offset;
+  if (range) range_offset = write_range(builder, *range, placements, cursor);
   blob_section_bytes = align_up(cursor, kBlobAlignment);
 
   auto qdqrt_version = builder.CreateString(plan.qdqrt_version);
@@ -150,9 +183,9 @@ std::vector<uint8_t> build_flatbuffer(const EnginePlan& plan, std::vector<BlobPl
   auto outputs = builder.CreateVector(plan.outputs);
   auto layer_vector = builder.CreateVector(layers);
   auto fixed_batch_reason = builder.CreateString(plan.fixed_batch_reason);
-  auto root = fb::CreateEnginePlan(builder, plan.format_version, qdqrt_version, isa, cpu_features, source_model,
+  auto root = fb::CreateEnginePlan(builder, file_version(range), qdqrt_version, isa, cpu_features, source_model,
                                    precision, plan.max_batch, tensor_vector, inputs, outputs, layer_vector,
-                                   plan.arena_bytes, plan.scratch_bytes_per_thread, fixed_batch_reason);
+                                   plan.arena_bytes, plan.scratch_bytes_per_thread, fixed_batch_reason, range_offset);
   fb::FinishEnginePlanBuffer(builder, root);
   return std::vector<uint8_t>(builder.GetBufferPointer(), builder.GetBufferPointer() + builder.GetSize());
 }
@@ -186,9 +219,10 @@ Result<Sections> check_header(std::span<const uint8_t> bytes) {
     return truncated("{} bytes, the header alone is {}", bytes.size(), kHeaderBytes);
   }
   uint32_t version = load_field<uint32_t>(bytes, kFormatVersionOffset);
-  if (version != kEngineFormatVersion) {
-    return unsupported("engine file built by format version {}, this qdqrt reads {}: rebuild the engine from its model",
-                       version, kEngineFormatVersion);
+  if (version != kEngineFormatVersion && version != kRangeEngineFormatVersion) {
+    return unsupported("engine file built by format version {}, this qdqrt reads {} and {}: rebuild the engine from "
+                       "its model",
+                       version, kEngineFormatVersion, kRangeEngineFormatVersion);
   }
   if (bytes.size() < kHeaderBytes) return truncated("{} bytes, the header alone is {}", bytes.size(), kHeaderBytes);
   uint32_t header_bytes = load_field<uint32_t>(bytes, kHeaderBytesOffset);
@@ -377,6 +411,40 @@ Result<ParamValue> read_param_value(CopyBudget& budget, const fb::Param& param, 
   return corrupt("{}: value missing", where);
 }
 
+// A blob's place in the blob section, checked; `where` names its owner for messages.
+Result<Blob> read_blob(CopyBudget& budget, CopyBudget& blob_budget, const fb::BlobRef& ref, const std::string& where,
+                       const BlobSource& source) {
+  budget.charge(kTableCharge);
+  std::string name = to_string(budget, ref.name());
+  QDQRT_RETURN_IF_ERROR(budget.status());
+  std::string blob_where = fmt::format("{} blob '{}'", where, shown(name));
+  uint64_t offset = ref.offset(), size = ref.size();
+  if (offset % kBlobAlignment != 0) {
+    return corrupt("{}: offset {} is not a multiple of {}", blob_where, offset, kBlobAlignment);
+  }
+  if (offset > source.section_bytes || size > source.section_bytes - offset) {
+    return corrupt("{}: bytes [{}, +{}) lie beyond the blob section of {} bytes", blob_where, offset, size,
+                   source.section_bytes);
+  }
+  // Blobs never overlap in a written file, so together they fit in the section; this also
+  // bounds what copying them (bytes not aligned in memory) can cost.
+  if (!blob_budget.charge(size)) {
+    return corrupt("{}: the blobs add up to more than the blob section of {} bytes (they overlap)", blob_where,
+                   source.section_bytes);
+  }
+  const uint8_t* data = source.section + offset;
+  if (source.check_only || reinterpret_cast<uintptr_t>(data) % kBlobAlignment == 0) {
+    Blob blob;
+    blob.name = std::move(name);
+    blob.bytes = std::span<const uint8_t>(data, size);
+    blob.owner = source.owner;  // zero copy: the blob lives in the caller's (mapped) bytes
+    return blob;
+  }
+  // The caller's bytes are not 64-byte aligned in memory (never the case for a mapped file):
+  // kernels need aligned weights, so this blob gets its own copy.
+  return make_blob(std::move(name), data, size);
+}
+
 Result<PlanLayer> read_layer(CopyBudget& budget, CopyBudget& blob_budget, const fb::Layer& table, size_t index,
                              size_t tensor_count, const BlobSource& source) {
   PlanLayer layer;
@@ -417,38 +485,9 @@ Result<PlanLayer> read_layer(CopyBudget& budget, CopyBudget& blob_budget, const 
   if (const auto* blobs = table.blobs()) {
     std::set<std::string> names;
     for (flatbuffers::uoffset_t i = 0; i < blobs->size(); ++i) {
-      const fb::BlobRef& ref = *blobs->Get(i);
-      budget.charge(kTableCharge);
-      std::string name = to_string(budget, ref.name());
-      QDQRT_RETURN_IF_ERROR(budget.status());
-      std::string blob_where = fmt::format("{} blob '{}'", where, shown(name));
-      if (!names.insert(name).second) return corrupt("{}: appears twice", blob_where);
-      uint64_t offset = ref.offset(), size = ref.size();
-      if (offset % kBlobAlignment != 0) {
-        return corrupt("{}: offset {} is not a multiple of {}", blob_where, offset, kBlobAlignment);
-      }
-      if (offset > source.section_bytes || size > source.section_bytes - offset) {
-        return corrupt("{}: bytes [{}, +{}) lie beyond the blob section of {} bytes", blob_where, offset, size,
-                       source.section_bytes);
-      }
-      // Blobs never overlap in a written file, so together they fit in the section; this also
-      // bounds what copying them (bytes not aligned in memory) can cost.
-      if (!blob_budget.charge(size)) {
-        return corrupt("{}: the blobs add up to more than the blob section of {} bytes (they overlap)", blob_where,
-                       source.section_bytes);
-      }
-      const uint8_t* data = source.section + offset;
-      if (source.check_only || reinterpret_cast<uintptr_t>(data) % kBlobAlignment == 0) {
-        Blob blob;
-        blob.name = std::move(name);
-        blob.bytes = std::span<const uint8_t>(data, size);
-        blob.owner = source.owner;  // zero copy: the blob lives in the caller's (mapped) bytes
-        layer.blobs.push_back(std::move(blob));
-      } else {
-        // The caller's bytes are not 64-byte aligned in memory (never the case for a mapped file):
-        // kernels need aligned weights, so this blob gets its own copy.
-        layer.blobs.push_back(make_blob(std::move(name), data, size));
-      }
+      QDQRT_ASSIGN_OR_RETURN(Blob blob, read_blob(budget, blob_budget, *blobs->Get(i), where, source));
+      if (!names.insert(blob.name).second) return corrupt("{} blob '{}': appears twice", where, shown(blob.name));
+      layer.blobs.push_back(std::move(blob));
     }
   }
   return layer;
@@ -480,10 +519,64 @@ Status check_feature_usable(const std::string& feature) {
   return Status::ok();
 }
 
-// Converts a verified FlatBuffer into a plan, checking every value the verifier cannot judge.
-Result<EnginePlan> read_plan_table(const fb::EnginePlan& table, uint32_t header_version, const BlobSource& source,
-                                   uint64_t flatbuffer_bytes) {
-  EnginePlan plan;
+// Bounds on a range section's profiles (an engine file is untrusted input).
+constexpr size_t kMaxProfileRank = 16;
+
+// A range engine's profiles, model and options, checked.
+Result<RangeSection> read_range(CopyBudget& budget, CopyBudget& blob_budget, const fb::RangeSource& table,
+                                const BlobSource& source) {
+  RangeSection range;
+  budget.charge(kTableCharge);
+  const auto* profiles = table.profiles();
+  if (!profiles || profiles->size() == 0) return corrupt("the range section has no profile");
+  if (profiles->size() > kMaxProfiles) {
+    return corrupt("the range section has {} profiles, at most {} are read", profiles->size(), kMaxProfiles);
+  }
+  for (flatbuffers::uoffset_t p = 0; p < profiles->size(); ++p) {
+    budget.charge(kTableCharge);
+    ShapeProfile profile;
+    const auto* inputs = profiles->Get(p)->inputs();
+    if (!inputs || inputs->size() == 0) return corrupt("profile {} has no input", p);
+    for (flatbuffers::uoffset_t i = 0; i < inputs->size(); ++i) {
+      const fb::InputRange& input = *inputs->Get(i);
+      budget.charge(kTableCharge);
+      std::string name = to_string(budget, input.name());
+      ShapeRange shapes{to_vector(budget, input.min()), to_vector(budget, input.opt()), to_vector(budget, input.max())};
+      QDQRT_RETURN_IF_ERROR(budget.status());
+      const std::string where = fmt::format("profile {} input '{}'", p, shown(name));
+      if (name.empty()) return corrupt("profile {} input {} has no name", p, i);
+      if (shapes.min.size() > kMaxProfileRank || shapes.opt.size() != shapes.min.size() ||
+          shapes.max.size() != shapes.min.size()) {
+        return corrupt("{}: min {}, opt {} and max {} must share one rank of at most {}", where,
+                       shape_to_string(shapes.min), shape_to_string(shapes.opt), shape_to_string(shapes.max),
+                       kMaxProfileRank);
+      }
+      for (size_t axis = 0; axis < shapes.min.size(); ++axis) {
+        if (!(1 <= shapes.min[axis] && shapes.min[axis] <= shapes.opt[axis] && shapes.opt[axis] <= shapes.max[axis])) {
+          return corrupt("{}: dim {} needs 1 <= min <= opt <= max, got {}, {}, {}", where, axis, shapes.min[axis],
+                         shapes.opt[axis], shapes.max[axis]);
+        }
+      }
+      if (!profile.emplace(std::move(name), std::move(shapes)).second) return corrupt("{}: appears twice", where);
+    }
+    range.profiles.push_back(std::move(profile));
+  }
+  if (!table.model()) return corrupt("the range section has no model");
+  QDQRT_ASSIGN_OR_RETURN(range.model, read_blob(budget, blob_budget, *table.model(), "the range section", source));
+  if (range.model.bytes.empty()) return corrupt("the range section's model is empty");
+  range.only_passes = to_strings(budget, table.only_passes());
+  range.disabled_passes = to_strings(budget, table.disabled_passes());
+  QDQRT_RETURN_IF_ERROR(budget.status());
+  range.no_reference_layers = table.no_reference_layers();
+  return range;
+}
+
+// Converts a verified FlatBuffer into a plan (and range section), checking every value the
+// verifier cannot judge.
+Result<EngineFileContents> read_plan_table(const fb::EnginePlan& table, uint32_t header_version,
+                                           const BlobSource& source, uint64_t flatbuffer_bytes) {
+  EngineFileContents contents;
+  EnginePlan& plan = contents.plan;
   CopyBudget budget{flatbuffer_bytes};
   CopyBudget blob_budget{source.section_bytes};
   budget.charge(kTableCharge);  // the root table
@@ -491,6 +584,12 @@ Result<EnginePlan> read_plan_table(const fb::EnginePlan& table, uint32_t header_
   if (plan.format_version != header_version) {
     return corrupt("the plan says format version {}, the header {}", plan.format_version, header_version);
   }
+  if ((header_version == kRangeEngineFormatVersion) != (table.range() != nullptr)) {
+    return corrupt("format version {} {} a range section", header_version,
+                   table.range() ? "has" : "must have");
+  }
+  // The plan itself is the same in both versions.
+  plan.format_version = kEngineFormatVersion;
   plan.qdqrt_version = to_string(budget, table.qdqrt_version());
   plan.isa = to_string(budget, table.isa());
   if (!plan.isa.empty()) QDQRT_RETURN_IF_ERROR(check_feature_known(plan.isa));
@@ -532,11 +631,14 @@ Result<EnginePlan> read_plan_table(const fb::EnginePlan& table, uint32_t header_
       plan.layers.push_back(std::move(layer));
     }
   }
-  return plan;
+  if (const fb::RangeSource* range = table.range()) {
+    QDQRT_ASSIGN_OR_RETURN(contents.range, read_range(budget, blob_budget, *range, source));
+  }
+  return contents;
 }
 
 // Verifies a FlatBuffer in place (it must be 8-byte aligned in memory) and converts it.
-Result<EnginePlan> verify_and_read(std::span<const uint8_t> flatbuffer, uint32_t header_version,
+Result<EngineFileContents> verify_and_read(std::span<const uint8_t> flatbuffer, uint32_t header_version,
                                    const BlobSource& source) {
   if (flatbuffer.size() >= FLATBUFFERS_MAX_BUFFER_SIZE) {
     return corrupt("the FlatBuffer section is {} bytes, more than FlatBuffers allows", flatbuffer.size());
@@ -555,7 +657,7 @@ Result<EnginePlan> verify_and_read(std::span<const uint8_t> flatbuffer, uint32_t
   return read_plan_table(*fb::GetEnginePlan(flatbuffer.data()), header_version, source, flatbuffer.size());
 }
 
-Result<EnginePlan> read_plan_unguarded(std::span<const uint8_t> bytes, std::shared_ptr<const void> owner) {
+Result<EngineFileContents> read_unguarded(std::span<const uint8_t> bytes, std::shared_ptr<const void> owner) {
   QDQRT_ASSIGN_OR_RETURN(Sections sections, check_header(bytes));
   uint64_t stored = load_field<uint64_t>(bytes, kChecksumOffset);
   uint64_t computed = compute_checksum(bytes);
@@ -572,28 +674,29 @@ Result<EnginePlan> read_plan_unguarded(std::span<const uint8_t> bytes, std::shar
     flatbuffer = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(aligned_copy.data()), flatbuffer.size());
   }
   BlobSource source{bytes.data() + sections.blob_section_offset, sections.blob_section_bytes, std::move(owner)};
-  QDQRT_ASSIGN_OR_RETURN(EnginePlan plan,
+  QDQRT_ASSIGN_OR_RETURN(EngineFileContents contents,
                          verify_and_read(flatbuffer, load_field<uint32_t>(bytes, kFormatVersionOffset), source));
+  const EnginePlan& plan = contents.plan;
   if (!plan.isa.empty()) QDQRT_RETURN_IF_ERROR(check_feature_usable(plan.isa));
   for (const std::string& feature : plan.cpu_features) QDQRT_RETURN_IF_ERROR(check_feature_usable(feature));
-  return plan;
+  return contents;
 }
 
-Result<std::vector<uint8_t>> serialize_plan_unguarded(const EnginePlan& plan) {
+Result<std::vector<uint8_t>> serialize_unguarded(const EnginePlan& plan, const RangeSection* range) {
   if (plan.format_version != kEngineFormatVersion) {
     return invalid_argument("the plan has format version {}, this qdqrt writes {}", plan.format_version,
                             kEngineFormatVersion);
   }
   std::vector<BlobPlacement> placements;
   uint64_t blob_section_bytes = 0;
-  std::vector<uint8_t> flatbuffer = build_flatbuffer(plan, placements, blob_section_bytes);
+  std::vector<uint8_t> flatbuffer = build_flatbuffer(plan, range, placements, blob_section_bytes);
 
   const uint64_t blob_section_offset = align_up(kHeaderBytes + flatbuffer.size(), kBlobAlignment);
   const uint64_t file_bytes = blob_section_offset + blob_section_bytes;
   std::vector<uint8_t> file(file_bytes, 0);
   std::span<uint8_t> view(file);
   std::memcpy(file.data() + kMagicOffset, kMagic, sizeof(kMagic));
-  store_field<uint32_t>(view, kFormatVersionOffset, kEngineFormatVersion);
+  store_field<uint32_t>(view, kFormatVersionOffset, file_version(range));
   store_field<uint32_t>(view, kHeaderBytesOffset, kHeaderBytes);
   store_field<uint64_t>(view, kFlatbufferOffsetOffset, kHeaderBytes);
   store_field<uint64_t>(view, kFlatbufferBytesOffset, flatbuffer.size());
@@ -611,7 +714,7 @@ Result<std::vector<uint8_t>> serialize_plan_unguarded(const EnginePlan& plan) {
 
   // Never write what reading would refuse: the same checks (all but the CPU's) on the result.
   BlobSource source{file.data() + blob_section_offset, blob_section_bytes, nullptr, true};
-  Result<EnginePlan> check = verify_and_read(flatbuffer, kEngineFormatVersion, source);
+  Result<EngineFileContents> check = verify_and_read(flatbuffer, file_version(range), source);
   if (!check.ok()) {
     return Status(StatusCode::kInvalidArgument, "the plan cannot be saved: " + check.status().message());
   }
@@ -620,9 +723,9 @@ Result<std::vector<uint8_t>> serialize_plan_unguarded(const EnginePlan& plan) {
 
 }  // namespace
 
-Result<std::vector<uint8_t>> serialize_plan(const EnginePlan& plan) {
+Result<std::vector<uint8_t>> serialize_engine_file(const EnginePlan& plan, const RangeSection* range) {
   try {
-    return serialize_plan_unguarded(plan);
+    return serialize_unguarded(plan, range);
   } catch (const std::bad_alloc&) {
     return io_error("not enough memory to serialize the engine");
   } catch (const std::exception& error) {
@@ -658,14 +761,23 @@ Status write_all(int descriptor, const std::vector<uint8_t>& bytes) {
 
 }  // namespace
 
-Status write_plan_file(const EnginePlan& plan, const std::string& path) {
+Result<std::vector<uint8_t>> serialize_plan(const EnginePlan& plan) { return serialize_engine_file(plan, nullptr); }
+
+bool is_range_engine_file(std::span<const uint8_t> bytes) {
+  return bytes.size() >= kFormatVersionOffset + 4 && is_magic_prefix(bytes) &&
+         load_field<uint32_t>(bytes, kFormatVersionOffset) == kRangeEngineFormatVersion;
+}
+
+Status write_plan_file(const EnginePlan& plan, const std::string& path) { return write_engine_file(plan, nullptr, path); }
+
+Status write_engine_file(const EnginePlan& plan, const RangeSection* range, const std::string& path) {
   // rename() would replace whatever `path` names: a device node (/dev/null), a FIFO or a directory
   // must stay what it is. A symlink to a regular file is replaced by the new file, not followed.
   struct stat target {};
   if (::stat(path.c_str(), &target) == 0 && !S_ISREG(target.st_mode)) {
     return io_error("cannot write engine file '{}': it exists and is not a regular file", path);
   }
-  QDQRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, serialize_plan(plan));
+  QDQRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, serialize_engine_file(plan, range));
   // Written beside the target and renamed over it: a reader never sees half a file.
   QDQRT_ASSIGN_OR_RETURN(auto created, create_temporary_beside(path));
   auto [descriptor, temporary] = std::move(created);
@@ -683,9 +795,36 @@ Status write_plan_file(const EnginePlan& plan, const std::string& path) {
   return Status::ok();
 }
 
+namespace {
+
+// A fixed engine's plan: a range engine's file is refused, naming what reads it.
+Result<EnginePlan> fixed_plan(Result<EngineFileContents> contents) {
+  if (!contents.ok()) return contents.status();
+  if (contents->range) {
+    return invalid_argument("the file holds a range engine ({} profile(s)): load it as one (RangeEngine::read, "
+                            "qdqrt exec --loadEngine)",
+                            contents->range->profiles.size());
+  }
+  return std::move(contents->plan);
+}
+
+}  // namespace
+
 Result<EnginePlan> read_plan(std::span<const uint8_t> bytes, std::shared_ptr<const void> owner) {
+  return fixed_plan(read_engine_file(bytes, std::move(owner)));
+}
+
+Result<EnginePlan> read_plan_file(const std::string& path) {
+  Result<EnginePlan> plan = fixed_plan(read_engine_file_path(path));
+  if (!plan.ok() && plan.status().code() == StatusCode::kInvalidArgument) {
+    return plan.status().with_context(fmt::format("engine file '{}'", path));
+  }
+  return plan;
+}
+
+Result<EngineFileContents> read_engine_file(std::span<const uint8_t> bytes, std::shared_ptr<const void> owner) {
   try {
-    return read_plan_unguarded(bytes, std::move(owner));
+    return read_unguarded(bytes, std::move(owner));
   } catch (const std::bad_alloc&) {
     return io_error("not enough memory to read the engine file");
   } catch (const std::exception& error) {
@@ -693,14 +832,14 @@ Result<EnginePlan> read_plan(std::span<const uint8_t> bytes, std::shared_ptr<con
   }
 }
 
-Result<EnginePlan> read_plan_file(const std::string& path) {
+Result<EngineFileContents> read_engine_file_path(const std::string& path) {
   // A FIFO, device or directory is refused before open() could block on it.
   auto file = open_regular_file(path, "engine file");
   if (!file.ok()) return file.status();
   const size_t size = static_cast<size_t>(file->size());
-  Result<EnginePlan> plan = Status(StatusCode::kInternal, "unset");
+  Result<EngineFileContents> plan = Status(StatusCode::kInternal, "unset");
   if (size == 0) {
-    plan = read_plan({}, nullptr);  // mmap cannot map nothing; the header check names the problem
+    plan = read_engine_file({}, nullptr);  // mmap cannot map nothing; the header check names the problem
   } else {
     void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file->descriptor(), 0);
     int map_errno = errno;  // the mapping outlives the descriptor
@@ -713,7 +852,7 @@ Result<EnginePlan> read_plan_file(const std::string& path) {
       ::munmap(mapping, size);
       return io_error("not enough memory to read engine file '{}'", path);
     }
-    plan = read_plan(std::span<const uint8_t>(static_cast<const uint8_t*>(mapping), size), std::move(owner));
+    plan = read_engine_file(std::span<const uint8_t>(static_cast<const uint8_t*>(mapping), size), std::move(owner));
   }
   if (!plan.ok()) return plan.status().with_context(fmt::format("engine file '{}'", path));
   return plan;

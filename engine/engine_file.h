@@ -10,15 +10,49 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "engine/plan.h"
+#include "engine/shape_profile.h"
 #include "core/status.h"
 
 namespace qdqrt::engine {
 
+// The format version of a file holding a range engine (a fixed engine's is kEngineFormatVersion).
+inline constexpr uint32_t kRangeEngineFormatVersion = 9;
+
+// What a range engine file holds beside its plan (the first profile's opt shapes' plan): the
+// profiles, the ONNX model each new shape is lowered from and the options it is lowered with
+// (precision and ISA are the plan's).
+struct RangeSection {
+  std::vector<ShapeProfile> profiles;
+  Blob model;
+  std::vector<std::string> only_passes;
+  std::vector<std::string> disabled_passes;
+  bool no_reference_layers = false;
+};
+
+// A read engine file: a fixed engine's plan, or a range engine's plan and range section.
+struct EngineFileContents {
+  EnginePlan plan;
+  std::optional<RangeSection> range;
+};
+
+// True when `bytes` start like an engine file holding a range engine (header only; reading
+// verifies the rest).
+bool is_range_engine_file(std::span<const uint8_t> bytes);
+
+// A fixed engine when `range` is null, else a range engine (format kRangeEngineFormatVersion).
+Result<std::vector<uint8_t>> serialize_engine_file(const EnginePlan& plan, const RangeSection* range);
+Status write_engine_file(const EnginePlan& plan, const RangeSection* range, const std::string& path);
+// Either kind of file; `owner` keeps `bytes` alive (blobs, the model included, share it).
+Result<EngineFileContents> read_engine_file(std::span<const uint8_t> bytes, std::shared_ptr<const void> owner);
+Result<EngineFileContents> read_engine_file_path(const std::string& path);
+
+// A fixed engine (a range engine's file is refused, naming what reads it).
 Result<std::vector<uint8_t>> serialize_plan(const EnginePlan& plan);
 Status write_plan_file(const EnginePlan& plan, const std::string& path);
 

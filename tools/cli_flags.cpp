@@ -179,6 +179,9 @@ const std::vector<ForeignFlag>& trtexec_flags_without_cpu_meaning() {
       {"--weightStreamingBudget", true, "weights stay in host memory"},
       {"--layerOutputTypes", true, "output types follow the model's Q/DQ"},
       {"--precisionConstraints", true, "--layerPrecisions is always obeyed"},
+      {"--minShapesCalib", true, "exec does not calibrate: --calib reads the scales of a cache qdqrt calibrate wrote"},
+      {"--optShapesCalib", true, "exec does not calibrate: --calib reads the scales of a cache qdqrt calibrate wrote"},
+      {"--maxShapesCalib", true, "exec does not calibrate: --calib reads the scales of a cache qdqrt calibrate wrote"},
   };
   return kFlags;
 }

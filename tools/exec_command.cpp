@@ -96,6 +96,17 @@ Status run_timed_loop(engine::ExecutionContext& context, std::span<const engine:
   return Status::ok();
 }
 
+// True when the file at `path` holds a range engine (read from its header; the load verifies it).
+bool holds_range_engine(const std::string& path) {
+  auto file = open_regular_file(path, "engine file");
+  if (!file.ok()) return false;
+  uint8_t header[engine::file_format::kFormatVersionOffset + sizeof(uint32_t)] = {};
+  if (file->size() < sizeof(header) || !file->read_at(header, sizeof(header), 0, "engine file", path).is_ok()) {
+    return false;
+  }
+  return engine::is_range_engine_file(header);
+}
+
 // --getPlanVersionOnly: the engine format version from the header alone (so a file this build
 // cannot load still says what made it), and the qdqrt version stored in the plan when it loads.
 Result<std::string> engine_file_version(const std::string& path) {
@@ -108,12 +119,14 @@ Result<std::string> engine_file_version(const std::string& path) {
   }
   uint32_t format_version = 0;
   std::memcpy(&format_version, header + engine::file_format::kFormatVersionOffset, sizeof(format_version));
-  auto plan = engine::read_plan_file(path);
-  if (!plan.ok()) {
-    return fmt::format("Plan was created with qdqrt engine format {} (this qdqrt reads format {}: {})", format_version,
-                       engine::kEngineFormatVersion, plan.status().message());
+  auto contents = engine::read_engine_file_path(path);
+  if (!contents.ok()) {
+    return fmt::format("Plan was created with qdqrt engine format {} (this qdqrt reads formats {} and {}: {})",
+                       format_version, engine::kEngineFormatVersion, engine::kRangeEngineFormatVersion,
+                       contents.status().message());
   }
-  return fmt::format("Plan was created with qdqrt version {} (engine format {})", plan->qdqrt_version, format_version);
+  return fmt::format("Plan was created with qdqrt version {} (engine format {}{})", contents->plan.qdqrt_version,
+                     format_version, contents->range ? ", a range engine" : "");
 }
 
 // --timeDeserialize: trtexec's load-only timing. Five loads (the first reads from disk or the page
@@ -123,9 +136,10 @@ std::optional<RunError> time_deserialize(const std::string& path, std::ostream& 
   std::vector<double> times;
   for (int i = 0; i < kLoads; ++i) {
     Clock::time_point start = Clock::now();
-    auto loaded = engine::Engine::load(path);
+    Status loaded = holds_range_engine(path) ? engine::RangeEngine::read_file(path).status()
+                                             : engine::Engine::load(path).status();
     times.push_back(ms_since(start));
-    if (!loaded.ok()) return RunError{false, loaded.status().with_context(fmt::format("--loadEngine: '{}'", path))};
+    if (!loaded.is_ok()) return RunError{false, loaded.with_context(fmt::format("--loadEngine: '{}'", path))};
   }
   double total = std::accumulate(times.begin(), times.end(), 0.0);
   std::vector<double> sorted = times;
@@ -309,15 +323,42 @@ void write_option_sections(const ExecOptions& options, std::ostream& out) {
   out << fmt::format("Hardware threads: {}\n", std::thread::hardware_concurrency());
 }
 
-// --minShapes/--optShapes/--maxShapes differing beyond the batch: a range engine for the profile,
-// and from it the plan of the run shape (--shapes, else a --loadInputs .npy file's, else --optShapes).
-// `requested` gets the run shapes of the inputs not read from .npy files.
-Result<std::shared_ptr<const engine::Engine>> build_range_engine(const ExecOptions& options, std::ostream& out,
-                                                                 std::map<std::string, Shape>& requested) {
-  QDQRT_ASSIGN_OR_RETURN(engine::ShapeProfile profile,
+// The profiles of the flags (--minShapes/--optShapes/--maxShapes, an input named again starting the
+// next profile); inputs given only by --shapes are fixed at that shape in each.
+Result<std::vector<engine::ShapeProfile>> flag_profiles(const ExecOptions& options) {
+  std::vector<engine::ShapeProfile> profiles;
+  QDQRT_ASSIGN_OR_RETURN(engine::ShapeProfile first,
                          engine::make_profile(options.min_shapes, options.opt_shapes, options.max_shapes));
-  // Inputs given only by --shapes are fixed at that shape.
-  for (const auto& [name, shape] : options.shapes) profile.emplace(name, engine::ShapeRange{shape, shape, shape});
+  profiles.push_back(std::move(first));
+  for (size_t index = 0; index < options.more_profiles.size(); ++index) {
+    const ExecOptions::ProfileShapes& more = options.more_profiles[index];
+    auto profile = engine::make_profile(more.min_shapes, more.opt_shapes, more.max_shapes);
+    if (!profile.ok()) return profile.status().with_context(fmt::format("profile {}", index + 1));
+    profiles.push_back(std::move(profile).value());
+  }
+  for (engine::ShapeProfile& profile : profiles) {
+    for (const auto& [name, shape] : options.shapes) profile.emplace(name, engine::ShapeRange{shape, shape, shape});
+  }
+  return profiles;
+}
+
+// A range engine: built from --onnx for the flags' profiles, or read from a --loadEngine file
+// holding one.
+Result<std::shared_ptr<const engine::RangeEngine>> make_range_engine(const ExecOptions& options, std::ostream& out) {
+  if (!options.load_engine_path.empty()) {
+    out << "=== Load ===\n";
+    Clock::time_point start = Clock::now();
+    auto loaded = engine::RangeEngine::read_file(options.load_engine_path);
+    if (!loaded.ok()) return loaded.status().with_context(fmt::format("--loadEngine: '{}'", options.load_engine_path));
+    const double load_ms = ms_since(start);
+    std::error_code error;
+    auto size = std::filesystem::file_size(options.load_engine_path, error);
+    out << fmt::format("Engine: {} ({}, a range engine)\n", options.load_engine_path,
+                       error ? "?" : bytes_text(static_cast<int64_t>(size)));
+    out << fmt::format("Load time: {:.1f} ms\n", load_ms);
+    return loaded;
+  }
+  QDQRT_ASSIGN_OR_RETURN(std::vector<engine::ShapeProfile> profiles, flag_profiles(options));
   engine::BuildOptions build;
   build.precision = options.precision();
   build.no_reference_layers = options.no_reference_layers;
@@ -325,17 +366,42 @@ Result<std::shared_ptr<const engine::Engine>> build_range_engine(const ExecOptio
   out << fmt::format("Model: {}\n", options.onnx_path);
   out.flush();
   Clock::time_point start = Clock::now();
-  auto range = engine::RangeEngine::build_from_file(options.onnx_path, profile, build);
+  auto range = engine::RangeEngine::build_from_file(options.onnx_path, profiles, build);
   if (!range.ok()) return range.status().with_context(fmt::format("--onnx: '{}'", options.onnx_path));
   const double build_ms = ms_since(start);
-  for (const auto& [name, shape_range] : (*range)->profile()) {
-    out << fmt::format("Shape range: {}: min {} opt {} max {}\n", name, shape_to_string(shape_range.min),
-                       shape_to_string(shape_range.opt), shape_to_string(shape_range.max));
-  }
-  out << fmt::format("Build time: {:.1f} ms (the opt shape)\n", build_ms);
+  out << fmt::format("Build time: {:.1f} ms ({} opt shape{})\n", build_ms, profiles.size() > 1 ? "each profile's" : "the",
+                     profiles.size() > 1 ? "s" : "");
   out << fmt::format("Engine built in {:.6g} sec.\n", build_ms / 1000.0);
+  return range;
+}
+
+// The range engine's profiles, one line per input (--dumpOptimizationProfile prints them all; the
+// summary prints the first unless there are several).
+void print_profiles(const engine::RangeEngine& range, std::ostream& out) {
+  const std::vector<engine::ShapeProfile>& profiles = range.profiles();
+  for (size_t index = 0; index < profiles.size(); ++index) {
+    for (const std::string& name : range.input_names()) {
+      const engine::ShapeRange& shapes = profiles[index].at(name);
+      out << fmt::format("{}{}: min {} opt {} max {}\n",
+                         profiles.size() > 1 ? fmt::format("Profile {}: ", index) : std::string("Shape range: "), name,
+                         shape_to_string(shapes.min), shape_to_string(shapes.opt), shape_to_string(shapes.max));
+    }
+  }
+}
+
+// The plan of the run shape of a range engine (--shapes, else a --loadInputs .npy file's, else the
+// opt shape of --profile's profile or the first). `requested` gets the run shapes of the inputs
+// not read from .npy files.
+Result<std::shared_ptr<const engine::Engine>> range_run_engine(const engine::RangeEngine& range,
+                                                               const ExecOptions& options, std::ostream& out,
+                                                               std::map<std::string, Shape>& requested) {
+  const size_t profile = options.profile >= 0 ? static_cast<size_t>(options.profile) : 0;
+  if (profile >= range.profiles().size()) {
+    return invalid_argument("--profile: profile {} does not exist: the engine has {}", options.profile,
+                            range.profiles().size());
+  }
   std::map<std::string, Shape> run_shapes;
-  for (const std::string& name : (*range)->input_names()) {
+  for (const std::string& name : range.input_names()) {
     if (auto it = options.shapes.find(name); it != options.shapes.end()) {
       run_shapes[name] = it->second;
       continue;
@@ -348,21 +414,25 @@ Result<std::shared_ptr<const engine::Engine>> build_range_engine(const ExecOptio
       run_shapes[name] = tensor->shape();
       continue;
     }
-    run_shapes[name] = (*range)->profile().at(name).opt;
+    run_shapes[name] = range.profiles()[profile].at(name).opt;
   }
   requested = run_shapes;
   for (const InputFileSpec& spec : options.input_files) {
     if (!is_raw_input_file(spec.path)) requested.erase(spec.name);
   }
-  QDQRT_RETURN_IF_ERROR((*range)->check_shapes(run_shapes).with_context("--shapes"));
-  start = Clock::now();
-  const int64_t lowered_before = (*range)->plans_lowered();
-  QDQRT_ASSIGN_OR_RETURN(std::shared_ptr<const engine::Engine> engine, (*range)->engine_for(run_shapes));
-  if ((*range)->plans_lowered() > lowered_before) {
+  auto checked = range.check_shapes(run_shapes, options.profile);
+  if (!checked.ok()) return checked.status().with_context("--shapes");
+  std::vector<std::string> shown;
+  for (const auto& [name, shape] : run_shapes) shown.push_back(fmt::format("{}:{}", name, fmt::join(shape, "x")));
+  out << fmt::format("Run shape: {} (profile {})\n", fmt::join(shown, ","), *checked);
+  Clock::time_point start = Clock::now();
+  const int64_t lowered_before = range.plans_lowered();
+  QDQRT_ASSIGN_OR_RETURN(std::shared_ptr<const engine::Engine> engine, range.engine_for(run_shapes));
+  if (range.plans_lowered() > lowered_before) {
     out << fmt::format("Run shape lowered in {:.1f} ms\n", ms_since(start));
   }
-  out << fmt::format("Plans lowered: {} (packed weights {} in all)\n", (*range)->plans_lowered(),
-                     bytes_text((*range)->plan_weight_bytes()));
+  out << fmt::format("Plans lowered: {} (packed weights {} in all)\n", range.plans_lowered(),
+                     bytes_text(range.plan_weight_bytes()));
   return engine;
 }
 
@@ -398,11 +468,25 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
   if (options.time_deserialize) return time_deserialize(options.load_engine_path, out);
 
   std::shared_ptr<const engine::Engine> engine;
-  std::map<std::string, Shape> range_run_shapes;  // a range engine's run shapes
-  if (!options.onnx_path.empty() && options.range_beyond_batch()) {
-    auto built = build_range_engine(options, out, range_run_shapes);
-    if (!built.ok()) return RunError{built.status().code() == StatusCode::kInvalidArgument, built.status()};
-    engine = *built;
+  std::shared_ptr<const engine::RangeEngine> range;  // a range engine (built or loaded)
+  std::map<std::string, Shape> range_run_shapes;     // its run shapes
+  const bool use_range = options.onnx_path.empty() ? holds_range_engine(options.load_engine_path)
+                                                   : options.range_beyond_batch();
+  if (use_range) {
+    auto made = make_range_engine(options, out);
+    if (!made.ok()) return RunError{made.status().code() == StatusCode::kInvalidArgument, made.status()};
+    range = *made;
+    if (!options.load_engine_path.empty()) {
+      const std::string& precision = range->build_options().precision == engine::Precision::kFp32 ? "fp32" : "int8";
+      if ((options.fp32 && precision != "fp32") || ((options.int8 || options.best) && precision != "int8")) {
+        return RunError{true, invalid_argument("--loadEngine: the engine was built as {}, not {}", precision,
+                                               options.fp32 ? "fp32 (--fp32)" : "int8 (--int8/--best)")};
+      }
+    }
+    if (options.dump_optimization_profile || range->profiles().size() == 1) print_profiles(*range, out);
+    auto chosen = range_run_engine(*range, options, out, range_run_shapes);
+    if (!chosen.ok()) return RunError{chosen.status().code() == StatusCode::kInvalidArgument, chosen.status()};
+    engine = *chosen;
   } else if (!options.onnx_path.empty()) {
     engine::BuildOptions build;
     build.precision = options.precision();
@@ -467,7 +551,7 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
 
   if (!options.save_engine_path.empty()) {
     Clock::time_point start = Clock::now();
-    Status status = engine->save(options.save_engine_path);
+    Status status = range ? range->write_file(options.save_engine_path) : engine->save(options.save_engine_path);
     if (!status.is_ok()) return RunError{false, status.with_context("--saveEngine")};
     std::error_code error;
     auto size = std::filesystem::file_size(options.save_engine_path, error);
@@ -512,8 +596,7 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
 
   // Inputs: --loadInputs files or seeded random values at the run shapes.
   out << "=== Inference ===\n";
-  std::map<std::string, Shape> requested_shapes =
-      options.range_beyond_batch() && !options.onnx_path.empty() ? range_run_shapes : options.run_shapes();
+  std::map<std::string, Shape> requested_shapes = range ? range_run_shapes : options.run_shapes();
   std::map<std::string, Shape> run_shapes = requested_shapes;
   std::vector<InputFileSpec> npy_files;
   std::vector<InputFileSpec> raw_files;

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "core/file_reading.h"
+#include "engine/shape_profile.h"
 #include "tools/cli_flags.h"
 #include "tools/exec_report.h"
 #include "tools/layer_precisions.h"
@@ -103,6 +104,7 @@ std::map<std::string, Shape> ExecOptions::build_shapes() const {
 }
 
 bool ExecOptions::range_beyond_batch() const {
+  if (!more_profiles.empty()) return true;
   for (const auto& [name, high] : max_shapes) {
     for (const std::map<std::string, Shape>* shapes : {&min_shapes, &opt_shapes}) {
       auto it = shapes->find(name);
@@ -200,9 +202,17 @@ void add_exec_flags(CLI::App& exec, ExecCommandLine& line) {
                    "Shapes to run at when --shapes gives none (a range beyond the batch: lowered at build)"},
         std::tuple{"--maxShapes", &line.max_shapes_texts,
                    "Largest shapes: the batch runs 1..max; other dims differing from --minShapes build a range\n"
-                   "engine that lowers each run shape on first use"}}) {
+                   "engine that lowers each run shape on first use. Naming an input again starts the next\n"
+                   "optimization profile"}}) {
     exec.add_option(flag, *texts, text)->check(quiet(shapes_validator()))->type_name("NAME:DIMS[,...]");
   }
+  exec.add_option("--profile,--useProfile", options.profile,
+                  "Run only shapes of optimization profile N of a range engine (default: the first profile\n"
+                  "holding the run shapes)")
+      ->check(quiet(CLI::Range(0, 63)))
+      ->type_name("N");
+  exec.add_flag("--dumpOptimizationProfile", options.dump_optimization_profile,
+                "Print the optimization profiles (min/opt/max per input) of the engine");
   exec.add_option("--streams,--infStreams", options.streams,
                   "Contexts running at once, each on its own thread (throughput over all of them)")
       ->check(quiet(CLI::Range(1, 256)))
@@ -261,23 +271,41 @@ Status finish_exec_options(ExecCommandLine& line) {
   auto shapes = collect_shapes(line.shapes_texts);
   if (!shapes.ok()) return shapes.status().with_context("--shapes");
   options.shapes = std::move(shapes).value();
-  for (auto [flag, texts, shapes] :
-       {std::tuple{"--minShapes", &line.min_shapes_texts, &options.min_shapes},
-        std::tuple{"--optShapes", &line.opt_shapes_texts, &options.opt_shapes},
-        std::tuple{"--maxShapes", &line.max_shapes_texts, &options.max_shapes}}) {
-    auto parsed = collect_flag_shapes(flag, *texts);
-    if (!parsed.ok()) return parsed.status();
-    *shapes = std::move(parsed).value();
+  // Each flag's shapes, profile by profile: an input named again opens the next profile.
+  std::vector<ExecOptions::ProfileShapes> profiles(1);
+  for (auto [flag, texts, member] :
+       {std::tuple{"--minShapes", &line.min_shapes_texts, &ExecOptions::ProfileShapes::min_shapes},
+        std::tuple{"--optShapes", &line.opt_shapes_texts, &ExecOptions::ProfileShapes::opt_shapes},
+        std::tuple{"--maxShapes", &line.max_shapes_texts, &ExecOptions::ProfileShapes::max_shapes}}) {
+    size_t profile = 0;
+    for (const std::string& text : *texts) {
+      auto parsed = collect_flag_shapes(flag, {text});
+      if (!parsed.ok()) return parsed.status();
+      for (auto& [name, shape] : *parsed) {
+        while (profile < profiles.size() && (profiles[profile].*member).count(name)) ++profile;
+        if (profile == profiles.size()) profiles.emplace_back();
+        (profiles[profile].*member)[name] = std::move(shape);
+      }
+    }
   }
+  if (profiles.size() > engine::kMaxProfiles) {
+    return invalid_argument("--minShapes/--optShapes/--maxShapes: {} profiles, at most {}", profiles.size(),
+                            engine::kMaxProfiles);
+  }
+  options.min_shapes = std::move(profiles[0].min_shapes);
+  options.opt_shapes = std::move(profiles[0].opt_shapes);
+  options.max_shapes = std::move(profiles[0].max_shapes);
+  options.more_profiles.assign(std::make_move_iterator(profiles.begin() + 1), std::make_move_iterator(profiles.end()));
   QDQRT_RETURN_IF_ERROR(check_shape_range(options));
+  for (size_t index = 0; index < options.more_profiles.size(); ++index) {
+    ExecOptions one;  // each further profile checked as the first is (without --shapes)
+    one.min_shapes = options.more_profiles[index].min_shapes;
+    one.opt_shapes = options.more_profiles[index].opt_shapes;
+    one.max_shapes = options.more_profiles[index].max_shapes;
+    QDQRT_RETURN_IF_ERROR(check_shape_range(one).with_context(fmt::format("profile {}", index + 1)));
+  }
   bool shape_range = !options.min_shapes.empty() || !options.opt_shapes.empty() || !options.max_shapes.empty();
   if (options.range_beyond_batch() && !options.onnx_path.empty()) {
-    // The engine file holds one lowered plan; a range engine keeps the model and lowers per shape.
-    if (!options.save_engine_path.empty()) {
-      return invalid_argument("--saveEngine: an engine for a range of shapes beyond the batch (--minShapes/--maxShapes "
-                              "differ on another dim) cannot be saved yet; save one built for a shape (--shapes) or "
-                              "a batch range");
-    }
     if (!options.calib_path.empty() || !line.layer_precisions_texts.empty() || !line.mark_debug_texts.empty()) {
       return invalid_argument("--calib, --layerPrecisions and --markDebug are not supported with a shape range beyond "
                               "the batch yet; give one shape (--shapes)");
@@ -288,6 +316,7 @@ Status finish_exec_options(ExecCommandLine& line) {
                             "was set when it was built");
     options.min_shapes.clear();
     options.max_shapes.clear();
+    options.more_profiles.clear();
   }
   for (const std::string& text : line.mark_debug_texts) {
     for (const std::string& name : split_list(text)) {

@@ -36,6 +36,14 @@ struct ExecOptions {
   // they differ on other dims, a range engine (engine/profiles.h) is built for the range and run
   // at --shapes (or --optShapes).
   std::map<std::string, Shape> min_shapes, opt_shapes, max_shapes;
+  // Profiles after the first: a shape flag naming an input its profile already has starts the
+  // next profile (--minShapes=x:A --maxShapes=x:B --minShapes=x:C --maxShapes=x:D is two).
+  struct ProfileShapes {
+    std::map<std::string, Shape> min_shapes, opt_shapes, max_shapes;
+  };
+  std::vector<ProfileShapes> more_profiles;
+  int profile = -1;                       // --profile/--useProfile: the profile runs use (-1: any)
+  bool dump_optimization_profile = false; // --dumpOptimizationProfile
   std::vector<InputFileSpec> input_files;  // --loadInputs
   uint64_t seed = 0;                       // --seed (random inputs)
 
@@ -71,7 +79,8 @@ struct ExecOptions {
   std::vector<std::string> notes;
 
   bool profiling() const { return dump_profile || !export_profile_path.empty(); }
-  // True when --minShapes/--optShapes/--maxShapes differ on a dim other than the batch (dim 0).
+  // True when --minShapes/--optShapes/--maxShapes differ on a dim other than the batch (dim 0), or
+  // give several profiles.
   bool range_beyond_batch() const;
   // The shapes built for: --maxShapes, then --shapes for the inputs --maxShapes does not name.
   std::map<std::string, Shape> build_shapes() const;

@@ -54,6 +54,31 @@ std::map<std::string, EnginePlan> seed_plans() {
   return plans;
 }
 
+// A range engine's section for the seeds: two profiles and a model blob (the file reader does not
+// parse the model; RangeEngine::read does).
+RangeSection seed_range() {
+  RangeSection range;
+  range.profiles.push_back({{"x", {{1, 3, 8, 8}, {1, 3, 16, 16}, {2, 3, 32, 32}}}, {"mask", {{1, 4}, {1, 8}, {2, 16}}}});
+  range.profiles.push_back({{"x", {{1, 3, 32, 32}, {1, 3, 64, 64}, {1, 3, 64, 64}}}, {"mask", {{1, 4}, {1, 4}, {1, 4}}}});
+  static const std::vector<uint8_t> model = {0x08, 0x07, 0x12, 0x05, 'q', 'd', 'q', 'r', 't'};
+  range.model = make_blob("model.onnx", model.data(), model.size());
+  range.only_passes = {"fold_constants"};
+  range.disabled_passes = {"fuse_qdq_resize", "float_conv_gate"};
+  range.no_reference_layers = true;
+  return range;
+}
+
+// Every seed file by name.
+std::map<std::string, std::vector<uint8_t>> seed_files() {
+  std::map<std::string, std::vector<uint8_t>> files;
+  for (const auto& [name, plan] : seed_plans()) files[name] = serialize_or_fail(plan);
+  RangeSection range = seed_range();
+  auto written = serialize_engine_file(make_rich_plan(), &range);
+  EXPECT_TRUE(written.ok()) << written.status().to_string();
+  if (written.ok()) files["seed_range.qdqrt"] = *written;
+  return files;
+}
+
 std::vector<uint8_t> mutate(const std::vector<uint8_t>& input, const std::vector<std::vector<uint8_t>>& seeds,
                             std::mt19937& generator) {
   std::vector<uint8_t> bytes = input;
@@ -101,9 +126,8 @@ std::vector<uint8_t> mutate(const std::vector<uint8_t>& input, const std::vector
 TEST_F(EngineFileFuzz, SeedCorpusIsCurrent) {
   const fs::path corpus = QDQRT_ENGINE_FUZZ_CORPUS_DIR;
   const bool write = std::getenv("QDQRT_WRITE_ENGINE_FUZZ_SEEDS") != nullptr;
-  for (const auto& [name, plan] : seed_plans()) {
+  for (const auto& [name, expected] : seed_files()) {
     SCOPED_TRACE(name);
-    std::vector<uint8_t> expected = serialize_or_fail(plan);
     if (write) {
       fs::create_directories(corpus);
       std::ofstream(corpus / name, std::ios::binary)
@@ -123,8 +147,8 @@ TEST_F(EngineFileFuzz, ReplayCorpus) {
     run_entry(bytes);
     // Seeds are valid engine files; anything else is a past finding that must be refused or read.
     if (entry.path().filename().string().rfind("seed_", 0) == 0) {
-      auto plan = read_plan(bytes, nullptr);
-      EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+      auto contents = read_engine_file(bytes, nullptr);
+      EXPECT_TRUE(contents.ok()) << contents.status().to_string();
     }
     ++count;
   }
@@ -134,7 +158,7 @@ TEST_F(EngineFileFuzz, ReplayCorpus) {
 
 TEST_F(EngineFileFuzz, SeedsAndMutations) {
   std::vector<std::vector<uint8_t>> seeds;
-  for (const auto& [name, plan] : seed_plans()) seeds.push_back(serialize_or_fail(plan));
+  for (const auto& [name, bytes] : seed_files()) seeds.push_back(bytes);
   std::mt19937 generator(20261122);
   for (const auto& seed : seeds) run_entry(seed);
   for (int round = 0; round < 4000; ++round) {

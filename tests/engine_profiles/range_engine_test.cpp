@@ -15,6 +15,7 @@
 #include <fstream>
 #include <thread>
 
+#include "engine/engine_file.h"
 #include "engine/profiles.h"
 #include "parser/onnx_loader.h"
 #include "tests/engine_batch/batch_helpers.h"
@@ -361,6 +362,16 @@ TEST(RangeEngine, ShippedModelsWithSymbolicHeightAndWidth) {
                       "input");
     // 28x28 (the opt shape), 40x36 and 47x45 (lowered at batch 2, run at 1), 48x48.
     EXPECT_EQ((*range)->plans_lowered(), 4);
+    // Packed weights are shared between the shapes' plans: four plans hold about one plan's.
+    auto opt = (*range)->engine_for({{"input", {2, 1, 28, 28}}});
+    ASSERT_TRUE(opt.ok()) << opt.status().to_string();
+    int64_t one_plan = 0;
+    for (const engine::PlanLayer& layer : (*opt)->plan().layers) {
+      for (const engine::Blob& blob : layer.blobs) one_plan += static_cast<int64_t>(blob.bytes.size());
+    }
+    std::cout << name << ": packed weights " << one_plan << " bytes per plan, " << (*range)->plan_weight_bytes()
+              << " for 4 plans\n";
+    EXPECT_LT((*range)->plan_weight_bytes(), one_plan * 5 / 4);
   }
 }
 
@@ -463,7 +474,7 @@ TEST(RangeEngine, ShapesOutsideTheProfileAreRefusedNamingInputDimAndRange) {
   expect_refused(run_at({2, 3, 48, 48}), {"input 'x'", "dim 0", "1..1"});
   expect_refused(run_at({1, 3, 48}), {"input 'x'", "rank 3"});
   expect_refused(context->run({{"z", data.data(), {1, 3, 48, 48}}}, {}), {"'x' is not bound"});
-  expect_refused((*range)->check_shapes({{"x", {1, 3, 48, 48}}, {"z", {1}}}), {"'z' is not an input"});
+  expect_refused((*range)->check_shapes({{"x", {1, 3, 48, 48}}, {"z", {1}}}).status(), {"'z' is not an input"});
   expect_refused((*range)->output_infos({{"x", {1, 3, 48, 65}}}).status(), {"dim 3", "65", "32..64"});
   // Wrong output shape at a valid input shape: the fixed engine's check names the output.
   expect_refused(run_at({1, 3, 48, 48}), {"output 'y'"});
@@ -515,6 +526,112 @@ TEST(RangeEngine, BadProfilesAreRefused) {
   expect_refused(RangeEngine::build_from_file(path, kConvProfile, with_shapes).status(), {"input_shapes"});
   // A profile whose shapes the model cannot take fails at build, at the opt shape.
   expect_refused(RangeEngine::build_from_file(path + ".missing", kConvProfile, options).status(), {".missing"});
+}
+
+// A saved range engine holds the model and profiles: read back (from a file and from bytes), it
+// runs every shape of its range with the outputs of the engine it was saved from, which match the
+// reference executor bit for bit (the QDQ conv net) -- lowering shapes it never saw.
+TEST(RangeEngine, ASavedRangeEngineRunsItsWholeRangeAsBuilt) {
+  const std::string path = write_conv(true);
+  auto built = RangeEngine::build_from_file(path, kConvProfile, precision_options(true));
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  const std::string saved = fs::path(::testing::TempDir()) / "range_conv_qdq.qdqrt";
+  ASSERT_TRUE((*built)->write_file(saved).is_ok());
+  auto read = RangeEngine::read_file(saved);
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  EXPECT_EQ((*read)->profiles(), (*built)->profiles());
+  EXPECT_EQ((*read)->plans_lowered(), 1);  // the opt plan, read from the file
+  EXPECT_EQ((*read)->build_options().precision, engine::Precision::kInt8);
+  auto bytes = (*built)->serialize();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  auto from_bytes = RangeEngine::read(*bytes, nullptr);
+  ASSERT_TRUE(from_bytes.ok()) << from_bytes.status().to_string();
+  expect_matches_at(path, true, **read, {{1, 3, 48, 48}, {1, 3, 32, 64}, {1, 3, 57, 33}, {1, 3, 64, 64}},
+                    Int8Check::kBitExact);
+  auto built_context = (*built)->create_context({.threads = 1});
+  auto bytes_context = (*from_bytes)->create_context({.threads = 1});
+  for (const Shape& shape : {Shape{1, 3, 40, 40}, Shape{1, 3, 48, 48}}) {
+    TensorMap inputs = {{"x", random_tensor(shape, 7)}};
+    auto a = run_range(**built, *built_context, inputs);
+    auto b = run_range(**from_bytes, *bytes_context, inputs);
+    ASSERT_TRUE(a.ok() && b.ok());
+    for (const auto& [name, tensor] : *a) EXPECT_TRUE(bit_equal(tensor, b->at(name))) << name;
+  }
+  // The fixed-engine loader refuses it by name; the range reader refuses a fixed engine.
+  expect_refused(engine::Engine::load(saved).status(), {"range engine", saved});
+  auto fixed = engine::Engine::build_from_file(path, {.input_shapes = {{"x", {1, 3, 32, 32}}}});
+  ASSERT_TRUE(fixed.ok()) << fixed.status().to_string();
+  const std::string fixed_path = fs::path(::testing::TempDir()) / "fixed_conv.qdqrt";
+  ASSERT_TRUE((*fixed)->save(fixed_path).is_ok());
+  expect_refused(RangeEngine::read_file(fixed_path).status(), {"fixed shapes", "Engine::load"});
+}
+
+// The stored plan must be what the model and the first profile give at the opt shapes: a file whose
+// plan was lowered for another shape is refused naming the input and both shapes.
+TEST(RangeEngine, AStoredPlanThatIsNotTheOptPlanIsRefused) {
+  const std::string path = write_conv(false);
+  auto built = RangeEngine::build_from_file(path, kConvProfile, precision_options(false));
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  auto other = (*built)->engine_for({{"x", {1, 3, 32, 32}}});
+  ASSERT_TRUE(other.ok()) << other.status().to_string();
+  std::ifstream model_file(path, std::ios::binary);
+  static std::vector<uint8_t> model((std::istreambuf_iterator<char>(model_file)), {});
+  engine::RangeSection section;
+  section.profiles = (*built)->profiles();
+  section.model = engine::make_blob("model.onnx", model.data(), model.size());
+  auto bytes = engine::serialize_engine_file((*other)->plan(), &section);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  expect_refused(RangeEngine::read(*bytes, nullptr).status(),
+                 {"the stored plan's input 0 is 'x' [1, 3, 32, 32]", "opt shapes need 'x' [1, 3, 48, 48]"});
+  // A profile naming an input the model lacks.
+  section.profiles[0]["img"] = {{1}, {1}, {1}};
+  bytes = engine::serialize_engine_file((*built)->engine_for({{"x", {1, 3, 48, 48}}}).value()->plan(), &section);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  expect_refused(RangeEngine::read(*bytes, nullptr).status(), {"'img' is not an input of the model"});
+  // A model blob that is not a model.
+  section = engine::RangeSection{(*built)->profiles(), engine::make_blob("model.onnx", "junk", 4), {}, {}, false};
+  bytes = engine::serialize_engine_file((*built)->engine_for({{"x", {1, 3, 48, 48}}}).value()->plan(), &section);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  auto junk = RangeEngine::read(*bytes, nullptr);
+  ASSERT_FALSE(junk.ok());
+  EXPECT_NE(junk.status().code(), StatusCode::kInternal) << junk.status().to_string();
+}
+
+// Several profiles: a run's shapes must lie in one; a context may be held to one profile.
+TEST(RangeEngine, SeveralProfilesEachRunTheirRange) {
+  const std::string path = write_conv(true);
+  const std::vector<ShapeProfile> profiles = {{{"x", {{1, 3, 16, 16}, {1, 3, 24, 24}, {1, 3, 32, 32}}}},
+                                              {{"x", {{1, 3, 48, 48}, {1, 3, 64, 64}, {1, 3, 64, 64}}}}};
+  auto built = RangeEngine::build_from_file(path, profiles, precision_options(true));
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  EXPECT_EQ((*built)->plans_lowered(), 2);  // each profile's opt shapes
+  expect_matches_at(path, true, **built, {{1, 3, 16, 20}, {1, 3, 32, 32}, {1, 3, 50, 64}}, Int8Check::kBitExact);
+  EXPECT_EQ((*built)->check_shapes({{"x", {1, 3, 20, 20}}}).value(), 0u);
+  EXPECT_EQ((*built)->check_shapes({{"x", {1, 3, 50, 60}}}).value(), 1u);
+  expect_refused((*built)->check_shapes({{"x", {1, 3, 40, 40}}}).status(),
+                 {"none of the 2 profiles", "profile 0: input 'x': dim 2", "16..32", "profile 1: input 'x': dim 2",
+                  "48..64"});
+  expect_refused((*built)->check_shapes({{"x", {1, 3, 50, 50}}}, 0).status(), {"profile 0", "16..32"});
+  auto context = (*built)->create_context({.threads = 1});
+  ASSERT_TRUE(context->set_profile(1).is_ok());
+  std::vector<float> data(3 * 64 * 64), out(1 << 16);
+  expect_refused(context->run({{"x", data.data(), {1, 3, 20, 20}}}, {{"y", out.data(), {1, 8, 100}}}),
+                 {"profile 1", "48..64"});
+  expect_refused(context->set_profile(2), {"profile 2 does not exist", "the engine has 2"});
+  expect_refused(context->set_profile(-2), {"profile -2 does not exist"});
+  // Saved and read back, the profiles and their opt plans come along (the first one stored).
+  const std::string saved = fs::path(::testing::TempDir()) / "two_profiles.qdqrt";
+  ASSERT_TRUE((*built)->write_file(saved).is_ok());
+  auto read = RangeEngine::read_file(saved);
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  EXPECT_EQ((*read)->profiles(), profiles);
+  expect_matches_at(path, true, **read, {{1, 3, 17, 31}, {1, 3, 64, 49}}, Int8Check::kBitExact);
+  // Profiles the model cannot take are refused naming the profile.
+  std::vector<ShapeProfile> bad = profiles;
+  bad[1]["x"].min = {1, 3, 70, 48};
+  expect_refused(RangeEngine::build_from_file(path, bad, precision_options(true)).status(), {"profile 1:", "dim 2"});
+  expect_refused(RangeEngine::build_from_file(path, std::vector<ShapeProfile>{}, precision_options(true)).status(),
+                 {"at least one profile"});
 }
 
 TEST(RangeEngine, MakeProfileNeedsEveryInputInMinAndMax) {

@@ -48,19 +48,48 @@ bool plan_invariants_hold(const EnginePlan& plan, const uint8_t* begin, size_t s
   return true;
 }
 
+// What read_engine_file promises about a range section.
+bool range_invariants_hold(const engine::RangeSection& range, const uint8_t* begin, size_t size) {
+  if (range.profiles.empty() || range.profiles.size() > engine::kMaxProfiles || range.model.bytes.empty()) return false;
+  for (const engine::ShapeProfile& profile : range.profiles) {
+    if (profile.empty()) return false;
+    for (const auto& [name, shapes] : profile) {
+      if (name.empty() || shapes.opt.size() != shapes.min.size() || shapes.max.size() != shapes.min.size()) return false;
+      for (size_t axis = 0; axis < shapes.min.size(); ++axis) {
+        if (!(1 <= shapes.min[axis] && shapes.min[axis] <= shapes.opt[axis] && shapes.opt[axis] <= shapes.max[axis])) {
+          return false;
+        }
+      }
+    }
+  }
+  const engine::Blob& model = range.model;
+  bool inside = model.bytes.data() >= begin && model.bytes.data() + model.bytes.size() <= begin + size;
+  if (!inside && model.owner == nullptr) return false;
+  volatile uint8_t sink = 0;
+  for (uint8_t byte : model.bytes) sink = sink ^ byte;
+  return true;
+}
+
 void check_one(std::span<const uint8_t> bytes) {
-  auto plan = engine::read_plan(bytes, nullptr);
-  if (!plan.ok()) {
+  auto contents = engine::read_engine_file(bytes, nullptr);
+  if (!contents.ok()) {
     // Every refusal must say why, and none may be an internal error (an escaped exception).
-    if (plan.status().message().empty() || plan.status().code() == StatusCode::kInternal) __builtin_trap();
+    if (contents.status().message().empty() || contents.status().code() == StatusCode::kInternal) __builtin_trap();
     return;
   }
-  if (!plan_invariants_hold(*plan, bytes.data(), bytes.size())) __builtin_trap();
-  // A plan the reader accepts must be writable, and read back.
-  auto written = engine::serialize_plan(*plan);
+  const EnginePlan& plan = contents->plan;
+  if (!plan_invariants_hold(plan, bytes.data(), bytes.size())) __builtin_trap();
+  const engine::RangeSection* range = contents->range ? &*contents->range : nullptr;
+  if (range && !range_invariants_hold(*range, bytes.data(), bytes.size())) __builtin_trap();
+  // The fixed-engine reader takes exactly the files without a range section.
+  if (engine::read_plan(bytes, nullptr).ok() == (range != nullptr)) __builtin_trap();
+  // A file the reader accepts must be writable, and read back.
+  auto written = engine::serialize_engine_file(plan, range);
   if (!written.ok()) __builtin_trap();
-  auto again = engine::read_plan(*written, nullptr);
-  if (!again.ok() || again->layers.size() != plan->layers.size() || again->tensors.size() != plan->tensors.size()) {
+  auto again = engine::read_engine_file(*written, nullptr);
+  if (!again.ok() || again->plan.layers.size() != plan.layers.size() ||
+      again->plan.tensors.size() != plan.tensors.size() || again->range.has_value() != (range != nullptr) ||
+      (range && again->range->profiles != range->profiles)) {
     __builtin_trap();
   }
 }

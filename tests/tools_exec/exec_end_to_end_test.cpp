@@ -404,6 +404,86 @@ TEST_F(ExecEndToEndTest, ShapeRangeOnHeightAndWidth) {
       << error->status.message();
 }
 
+// A range engine saved with --saveEngine runs through --loadEngine at any --shapes of its
+// profiles (as trtexec runs a dynamic-shape engine), with the reference executor's outputs; the
+// summary names the run shape and profile; shapes outside every profile and a missing --profile
+// are usage errors.
+TEST_F(ExecEndToEndTest, ASavedRangeEngineRunsAtAnyShapeOfItsProfiles) {
+  const std::string model = path("qdq_hw_saved.onnx");
+  ASSERT_TRUE(write_onnx_file(qdqrt::testing::parse_graph(R"(
+  <ir_version: 8, opset_import: ["" : 13]>
+  g (float[N,3,H,W] x) => (float[N,3,H,W] y)
+  <float s = {0.05}, int8 zp = {3}>
+  {
+    q = QuantizeLinear(x, s, zp)
+    y = DequantizeLinear(q, s, zp)
+  })"),
+                              model)
+                  .is_ok());
+  ExecOptions build = quick_options(2);
+  build.onnx_path = model;
+  build.min_shapes = {{"x", {1, 3, 4, 4}}};
+  build.opt_shapes = {{"x", {1, 3, 8, 8}}};
+  build.max_shapes = {{"x", {2, 3, 8, 16}}};
+  build.more_profiles = {{{{"x", {1, 3, 32, 32}}}, {{"x", {1, 3, 40, 40}}}, {{"x", {1, 3, 48, 48}}}}};
+  build.save_engine_path = path("range.qdqrt");
+  build.skip_inference = true;
+  std::optional<RunError> error = run(build);
+  ASSERT_FALSE(error) << error->status.to_string() << "\n" << text_;
+  EXPECT_NE(text_.find("Saved engine: " + build.save_engine_path), std::string::npos) << text_;
+
+  for (const Shape& shape : {Shape{1, 3, 6, 9}, Shape{2, 3, 8, 16}, Shape{1, 3, 45, 33}}) {
+    SCOPED_TRACE(shape_to_string(shape));
+    Tensor x(DataType::kFloat, shape);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 31) * 0.05f - 0.7f;
+    ASSERT_TRUE(write_npy(path("x.npy"), x).is_ok());
+    ExecOptions load = quick_options(2);
+    load.load_engine_path = build.save_engine_path;
+    load.input_files = {{"x", path("x.npy")}};
+    load.export_output_path = path("output.json");
+    load.dump_optimization_profile = true;
+    error = run(load);
+    ASSERT_FALSE(error) << error->status.to_string() << "\n" << text_;
+    EXPECT_NE(text_.find("a range engine)"), std::string::npos) << text_;
+    EXPECT_NE(text_.find("Profile 0: x: min [1, 3, 4, 4] opt [1, 3, 8, 8] max [2, 3, 8, 16]\n"), std::string::npos)
+        << text_;
+    EXPECT_NE(text_.find("Profile 1: x: min [1, 3, 32, 32] opt [1, 3, 40, 40] max [1, 3, 48, 48]\n"),
+              std::string::npos)
+        << text_;
+    EXPECT_NE(text_.find(fmt::format("Run shape: x:{} (profile {})", fmt::join(shape, "x"), shape[2] > 8 ? 1 : 0)),
+              std::string::npos)
+        << text_;
+    auto graph = load_onnx_file(model, {.input_shapes = {{"x", shape}}});
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    auto expected = run_reference(*graph, {{"x", x}});
+    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+    nlohmann::json outputs = read_json(path("output.json"));
+    const Tensor& y = expected->at("y");
+    ASSERT_EQ(outputs[0]["values"].size(), static_cast<size_t>(y.numel()));
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      ASSERT_EQ(outputs[0]["values"][static_cast<size_t>(i)].get<float>(), y.data<float>()[i]) << i;
+    }
+  }
+  ExecOptions outside = quick_options(2);
+  outside.load_engine_path = build.save_engine_path;
+  outside.shapes = {{"x", {1, 3, 20, 20}}};
+  error = run(outside);
+  ASSERT_TRUE(error);
+  EXPECT_TRUE(error->usage);
+  EXPECT_NE(error->status.message().find("none of the 2 profiles"), std::string::npos) << error->status.message();
+  outside.shapes = {{"x", {1, 3, 6, 6}}};
+  outside.profile = 1;
+  error = run(outside);
+  ASSERT_TRUE(error);
+  EXPECT_TRUE(error->usage);
+  EXPECT_NE(error->status.message().find("profile 1"), std::string::npos) << error->status.message();
+  outside.profile = 5;
+  error = run(outside);
+  ASSERT_TRUE(error);
+  EXPECT_NE(error->status.message().find("--profile: profile 5 does not exist: the engine has 2"), std::string::npos)
+      << error->status.message();
+}
+
 TEST_F(ExecEndToEndTest, SaveLoadBatchesAndPrecisionFlags) {
   ExecOptions build = quick_options(2);
   build.onnx_path = qdq_model_;

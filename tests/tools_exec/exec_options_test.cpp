@@ -178,6 +178,34 @@ TEST_F(ExecFlagsTest, TrtexecShapeRange) {
   EXPECT_NE(line_.options.notes[0].find("ignored with --loadEngine"), std::string::npos);
 }
 
+// Naming an input again in a shape flag starts the next optimization profile (trtexec's several
+// profiles); --profile picks the one runs use.
+TEST_F(ExecFlagsTest, RepeatedShapeFlagsGiveSeveralProfiles) {
+  ASSERT_EQ(parse({"--onnx=" + model_, "--minShapes=input:1x3x320x320", "--optShapes=input:1x3x480x480",
+                   "--maxShapes=input:1x3x640x640", "--minShapes=input:1x3x640x640", "--optShapes=input:1x3x960x960",
+                   "--maxShapes=input:1x3x1280x1280", "--profile=1", "--dumpOptimizationProfile",
+                   "--saveEngine=" + (dir_ / "two.qdqrt").string()}),
+            "");
+  const ExecOptions& options = line_.options;
+  EXPECT_TRUE(options.range_beyond_batch());
+  EXPECT_EQ(options.min_shapes.at("input"), (Shape{1, 3, 320, 320}));
+  EXPECT_EQ(options.max_shapes.at("input"), (Shape{1, 3, 640, 640}));
+  ASSERT_EQ(options.more_profiles.size(), 1u);
+  EXPECT_EQ(options.more_profiles[0].min_shapes.at("input"), (Shape{1, 3, 640, 640}));
+  EXPECT_EQ(options.more_profiles[0].opt_shapes.at("input"), (Shape{1, 3, 960, 960}));
+  EXPECT_EQ(options.more_profiles[0].max_shapes.at("input"), (Shape{1, 3, 1280, 1280}));
+  EXPECT_EQ(options.profile, 1);
+  EXPECT_TRUE(options.dump_optimization_profile);
+  // One profile's inputs in one flag (comma-separated) stay one profile; --useProfile is --profile.
+  ASSERT_EQ(parse({"--onnx=" + model_, "--minShapes=a:1x4,b:1x4", "--maxShapes=a:1x8,b:1x8", "--useProfile=0"}), "");
+  EXPECT_TRUE(line_.options.more_profiles.empty());
+  EXPECT_EQ(line_.options.profile, 0);
+  // trtexec's calibration-profile flags: exec does not calibrate, one note each.
+  ASSERT_EQ(parse({"--onnx=" + model_, "--minShapesCalib=input:1x3x32x32", "--maxShapesCalib=input:1x3x64x64"}), "");
+  ASSERT_EQ(line_.options.notes.size(), 2u);
+  EXPECT_EQ(line_.options.notes[0].rfind("not applicable on CPU: --minShapesCalib (exec does not calibrate", 0), 0u);
+}
+
 TEST_F(ExecFlagsTest, TrtexecFlagsWithACpuMeaning) {
   std::string cache = (dir_ / "calib.cache").string();
   std::ofstream(cache) << "TRT-8601-EntropyCalibration2\n";
@@ -252,8 +280,9 @@ TEST_F(ExecFlagsTest, BadTrtexecFlagValues) {
         "--shapes=input:1x3x160x320"},
        "finish: --shapes: input 'input': dim 2 160 is below --minShapes' 320"},
       {{"--onnx=" + model_, "--minShapes=input:1x3x320x320", "--maxShapes=input:1x3x640x640",
-        "--saveEngine=" + (dir_ / "range.qdqrt").string()},
-       "finish: --saveEngine: an engine for a range of shapes beyond the batch"},
+        "--minShapes=input:1x3x64x64", "--maxShapes=input:1x3x32x32"},
+       "finish: profile 1: --maxShapes: input 'input': dim 2 32 is below the dim 2 64 asked to run or build"},
+      {{"--onnx=" + model_, "--profile=64"}, "--profile"},
       {{"--onnx=" + model_, "--minShapes=input:1x3x320x320", "--maxShapes=input:1x3x640x640", "--markDebug=t"},
        "finish: --calib, --layerPrecisions and --markDebug are not supported with a shape range beyond the batch"},
       {{"--onnx=" + model_, "--minShapes=input:8x3x4x4", "--optShapes=input:4x3x4x4"},
