@@ -10,8 +10,8 @@ median latencies, the ratio ORT/qdqrt on the same file, the ratio ORT-FP32-on-th
 --dynamic: the models exported with symbolic sizes (models/export_coverage.py --dynamic: the
 YOLO-style detector's height and width, the nn.TransformerEncoder's sequence length;
 models/export_bert_encoder.py --dynamic: the BERT-base-shaped encoder's sequence length). Per model,
-shape and thread count, batch 1: `qdqrt exec` of one engine for the model's whole range
-(DYNAMIC_MODELS: --minShapes/--optShapes/--maxShapes) run at that shape, beside an engine built for
+shape and thread count, batch 1: `qdqrt exec --loadEngine=E --shapes=..` of one engine file
+saved for the model's whole range (DYNAMIC_MODELS: --minShapes/--optShapes/--maxShapes), beside an engine built for
 exactly that shape (--shapes only), ORT on the same QDQ file and ORT on the FP32 original, in
 --rounds alternated rounds (the order of the two qdqrt runs flips each round); the table has the
 medians over the rounds and the ratio dynamic/fixed.
@@ -389,17 +389,12 @@ def median_or_none(values):
     return median(values) if values else None
 
 
-def range_engine_source(args, model, spec, workdir):
-    """(exec flags that run the model's range engine, how): one engine file saved here and loaded
-    by every run where qdqrt saves range engines, else the profile built in each run's process."""
+def save_range_engine(args, model, spec, workdir):
+    """(the engine file, error): the model's range engine for `spec`'s profile, saved once."""
     engine_file = os.path.join(workdir, os.path.basename(model) + ".range.qdqrt")
     _, error = run_command([args.qdqrt, "exec", f"--onnx={model}", *range_flags(spec), f"--saveEngine={engine_file}",
                             "--iterations=1", "--warmUp=0", "--duration=0"], RUN_TIMEOUT_S)
-    if error is None:
-        return [f"--loadEngine={engine_file}"], "loaded from one saved engine file"
-    if "cannot be saved yet" not in error:
-        log(f"saving the range engine of {model} failed: {error}")
-    return [f"--onnx={model}", *range_flags(spec)], "the range engine built in each run's process"
+    return engine_file, error
 
 
 def run_dynamic(args, cache, names, threads_list):
@@ -409,8 +404,7 @@ def run_dynamic(args, cache, names, threads_list):
     with tempfile.TemporaryDirectory(prefix="qdqrt_bench_") as workdir:
         for name in names:
             spec = DYNAMIC_MODELS[name]
-            dynamic_source, how = range_engine_source(args, models[name]["qdq"], spec, workdir)
-            log(f"{name}: dynamic = {how}")
+            engine_file, save_error = save_range_engine(args, models[name]["qdq"], spec, workdir)
             for shape in spec["shapes"]:
                 for threads in threads_list:
                     shape_flag = f"input:{shape}"
@@ -423,9 +417,12 @@ def run_dynamic(args, cache, names, threads_list):
                         log(f"{name} {shape} threads={threads} round {round_index + 1}/{args.rounds} "
                             f"(load {load_average():.1f}) ...")
                         for kind in order:
-                            source = dynamic_source if kind == "dynamic" else None
-                            value, error = run_qdqrt(args, models[name]["qdq"], shape_flag, threads, workdir, source,
-                                                     fastest[kind])
+                            if kind == "dynamic" and save_error:
+                                value, error = None, f"--saveEngine: {save_error}"
+                            else:
+                                source = [f"--loadEngine={engine_file}"] if kind == "dynamic" else None
+                                value, error = run_qdqrt(args, models[name]["qdq"], shape_flag, threads, workdir,
+                                                         source, fastest[kind])
                             times[kind].append(value)
                             if error:
                                 errors[kind] = error
@@ -435,7 +432,7 @@ def run_dynamic(args, cache, names, threads_list):
                             if error:
                                 errors[f"ort_{variant}"] = error
                         log("  " + "; ".join(f"{kind} {fmt_ms(values[-1])}" for kind, values in times.items()))
-                    row = {"model": name, "shape": shape, "threads": threads, "rounds": args.rounds, "dynamic": how,
+                    row = {"model": name, "shape": shape, "threads": threads, "rounds": args.rounds,
                            "load": (load + load_average()) / 2, "errors": errors, "times": times}
                     row.update({f"{kind}_ms": median_or_none(values) for kind, values in times.items()})
                     # Under load a run's fastest iteration is the least disturbed one: its ratio too.
@@ -529,10 +526,9 @@ def main():
         print(f"batch 1; per row the median over {args.rounds} alternated rounds of each run's median "
               f"(>= {args.iterations} runs and >= {args.duration:g} s after {args.warmup:g} ms warm-up), "
               f"(min): the fastest iteration over the rounds; "
-              f"dynamic: one engine for the model's range run at the shape, fixed: built for the shape; "
+              f"dynamic: one engine file for the model's range (--saveEngine) run at the shape (--loadEngine "
+              f"--shapes), fixed: an engine built for the shape; "
               f"ORT = onnxruntime-node, intra-op threads = qdqrt threads")
-        for how in sorted({row["dynamic"] for row in rows}):
-            print(f"dynamic ({', '.join(sorted({row['model'] for row in rows if row['dynamic'] == how}))}): {how}")
         print()
         print_dynamic_table(rows, sys.stdout)
         if args.json:
