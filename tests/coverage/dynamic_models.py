@@ -6,9 +6,10 @@
 
 `check`: exports the model with `models/export_coverage.py --dynamic` (`yolo`, `bert`: the
 coverage suite's detector and nn.TransformerEncoder) or `models/export_bert_encoder.py --dynamic`
-(`bert_encoder`: the BERT-base-shaped encoder with quantized attention MatMuls), cached in DIR/cache
-by a hash of the export scripts as the coverage suite caches its exports, checks that the files are what a user's export looks like
-(symbolic input dims; Reshape targets computed from Shape of a running tensor), then for the FP32
+(`bert_encoder`: the BERT-base-shaped encoder with quantized attention MatMuls), cached in
+DIR/cache by a hash of the export scripts as the coverage suite caches its exports; checks that
+the files are what a user's export looks like (symbolic input dims; Reshape targets computed from
+Shape of a running tensor); then for the FP32
 and the QDQ file builds one engine for the model's profile (PROFILES: min/opt/max, as `qdqrt exec
 --minShapes/--optShapes/--maxShapes` takes them) and runs it at each of the profile's run shapes
 on a seeded random input. At each shape the outputs must have the shape the network gives there,
