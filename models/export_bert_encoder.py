@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Exports a BERT-base-shaped encoder stack (random weights) as FP32 and QDQ ONNX, for benchmarks.
 
-    /usr/bin/python3 models/export_bert_encoder.py --out build/models [--layers 2] [--opset 17]
+    /usr/bin/python3 models/export_bert_encoder.py --out build/models [--layers 2] [--opset 17] [--dynamic]
 
 Writes <out>/bert_encoder_fp32.onnx and <out>/bert_encoder_qdq.onnx: input "input" float32
 [batch, 128, 768] (the embeddings' output: hidden states), output "output" float32
@@ -16,6 +16,8 @@ Q/DQ placement (pytorch-quantization's BERT recipe, fake_quant.py): per-tensor i
 input, per-channel int8 on every Linear weight, per-tensor int8 on both inputs of the two attention
 MatMuls (Q and K^T, the Softmax output and V); max calibration on 8 seeded random batches.
 The files are about 60 MB each (2 layers): they stay out of git.
+--dynamic: the sequence length symbolic too (input and output [batch, sequence, 768]; the same
+weights and calibration), written as bert_encoder_dynamic_{fp32,qdq}.onnx.
 """
 import argparse
 import os
@@ -89,10 +91,10 @@ def initialize(model, generator):
             module.bias.data.normal_(0.0, 0.1, generator=generator)
 
 
-def export(model, path, opset):
+def export(model, path, opset, dynamic=False):
+    axes = {0: "batch", 1: "sequence"} if dynamic else {0: "batch"}
     torch.onnx.export(model, torch.zeros(1, SEQUENCE, HIDDEN), path, opset_version=opset, do_constant_folding=True,
-                      input_names=["input"], output_names=["output"],
-                      dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+                      input_names=["input"], output_names=["output"], dynamic_axes={"input": axes, "output": axes})
 
 
 def main():
@@ -100,22 +102,24 @@ def main():
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--opset", type=int, default=17, choices=range(13, 18))
+    parser.add_argument("--dynamic", action="store_true", help="a symbolic sequence length, not only the batch")
     args = parser.parse_args()
+    stem = "bert_encoder_dynamic" if args.dynamic else "bert_encoder"
     torch.set_num_threads(2)
     generator = torch.Generator().manual_seed(0)
     model = Encoder(args.layers)
     initialize(model, generator)
     model.eval()
     os.makedirs(args.out, exist_ok=True)
-    fp32_path = os.path.join(args.out, "bert_encoder_fp32.onnx")
-    export(model, fp32_path, args.opset)
+    fp32_path = os.path.join(args.out, f"{stem}_fp32.onnx")
+    export(model, fp32_path, args.opset, args.dynamic)
     print(fp32_path)
 
     qdq_model = quantize_model(model)
     calibrate(qdq_model, [torch.randn(2, SEQUENCE, HIDDEN, generator=generator) for _ in range(8)])
     freeze_weight_scales(qdq_model)
-    qdq_path = os.path.join(args.out, "bert_encoder_qdq.onnx")
-    export(qdq_model.eval(), qdq_path, args.opset)
+    qdq_path = os.path.join(args.out, f"{stem}_qdq.onnx")
+    export(qdq_model.eval(), qdq_path, args.opset, args.dynamic)
     print(qdq_path)
 
 

@@ -2,6 +2,7 @@
 """Exports the coverage suite: the architectures users bring, as FP32 and QDQ ONNX, random weights.
 
     /usr/bin/python3 models/export_coverage.py --model resnet18 yolo --tier ci --out build/coverage
+    /usr/bin/python3 models/export_coverage.py --model yolo bert --tier ci --dynamic --out build/dynamic
     /usr/bin/python3 models/export_coverage.py --list
 
 For each model and tier writes OUT/<model>_<tier>_fp32.onnx, OUT/<model>_<tier>_qdq.onnx and
@@ -28,6 +29,13 @@ quantizer in torchvision ResNet blocks -- max-calibrated on seeded random batche
 (ViT, BERT) computes its projections from its own parameters, not through nn.Linear, so its
 in-projection and out-projection stay float in the QDQ files. Opset 13 (BERT: 17, LayerNormalization),
 dynamic batch. No download of any kind: every constructor gets weights=None (and weights_backbone=None).
+
+`--dynamic` (yolo and bert only) exports the same networks, weights and calibration with every
+size dim symbolic, as users export models for a range of shapes: yolo's input [batch, 3, height,
+width] and output [batch, anchors, 85], bert's input and output [batch, sequence, hidden]. torch
+then computes the YOLO heads' view/reshape targets and the attention's head split from Shape,
+Gather and Concat of the running tensors instead of writing constants. Files:
+OUT/<model>_<tier>_dynamic_{fp32,qdq}.onnx and OUT/<model>_<tier>_dynamic_input.npy (the tier's shape).
 """
 import argparse
 import copy
@@ -219,6 +227,9 @@ MODELS["yolo"] = (lambda tier: YoloDetector(), {"ci": IMAGE(64), "full": IMAGE(6
 MODELS["bert"] = (lambda tier: BertEncoder(**BERT_CONFIGS[tier]),
                   {tier: (c["sequence"], c["hidden"]) for tier, c in BERT_CONFIGS.items()}, CLS)
 TIERS = ("ci", "full")
+# --dynamic: the symbolic dims of the input and of each output, per model.
+DYNAMIC_AXES = {"yolo": {"input": {0: "batch", 2: "height", 3: "width"}, "output": {0: "batch", 1: "anchors"}},
+                "bert": {"input": {0: "batch", 1: "sequence"}, "output": {0: "batch", 1: "sequence"}}}
 
 
 def input_shape(name, tier, batch=1):
@@ -243,19 +254,22 @@ def zero_symbolic(g, self):
     return g.op("Sub", self, self)
 
 
-def export(model, name, tier, path):
+def export(model, name, tier, path, symbolic_sizes=False):
     torch.onnx.register_custom_op_symbolic("aten::zero", zero_symbolic, OPSET)
     outputs = MODELS[name][2]
-    dynamic = {"input": {0: "batch"}}
-    dynamic.update({output: {0: "batch"} for output in outputs})
+    if symbolic_sizes:
+        dynamic = DYNAMIC_AXES[name]
+    else:
+        dynamic = {"input": {0: "batch"}}
+        dynamic.update({output: {0: "batch"} for output in outputs})
     torch.onnx.export(model, torch.zeros(input_shape(name, tier)), path, opset_version=17 if name == "bert" else OPSET,
                       do_constant_folding=True, input_names=["input"], output_names=list(outputs),
                       dynamic_axes=dynamic)
 
 
-def export_model(name, tier, out_dir, variants=("fp32", "qdq")):
+def export_model(name, tier, out_dir, variants=("fp32", "qdq"), symbolic_sizes=False):
     """Writes the model's files; returns their paths."""
-    stem = os.path.join(out_dir, f"{name}_{tier}")
+    stem = os.path.join(out_dir, f"{name}_{tier}" + ("_dynamic" if symbolic_sizes else ""))
     generator = np.random.default_rng(20261129)
     np.save(stem + "_input.npy", generator.standard_normal(input_shape(name, tier)).astype(np.float32))
     paths = [stem + "_input.npy"]
@@ -267,7 +281,7 @@ def export_model(name, tier, out_dir, variants=("fp32", "qdq")):
             calibrate(model, random_batches(name, tier, CALIBRATION_BATCHES, seed=2))
             freeze_weight_scales(model)
         path = f"{stem}_{variant}.onnx"
-        export(model.eval(), name, tier, path)
+        export(model.eval(), name, tier, path, symbolic_sizes)
         paths.append(path)
     return paths
 
@@ -278,6 +292,8 @@ def main():
     parser.add_argument("--tier", choices=TIERS, default="ci")
     parser.add_argument("--variant", nargs="+", choices=("fp32", "qdq"), default=["fp32", "qdq"])
     parser.add_argument("--out", help="output directory")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="symbolic height and width (yolo) or sequence length (bert), not only the batch")
     parser.add_argument("--list", action="store_true", help="print the models and their input shapes")
     args = parser.parse_args()
     if args.list:
@@ -286,10 +302,12 @@ def main():
         return
     if not args.model or not args.out:
         parser.error("--model and --out are required (or --list)")
+    if args.dynamic and set(args.model) - set(DYNAMIC_AXES):
+        parser.error(f"--dynamic: only {', '.join(sorted(DYNAMIC_AXES))} have symbolic size dims")
     torch.set_num_threads(1)  # OpenMP threads spinning against each other on a shared machine are slower
     os.makedirs(args.out, exist_ok=True)
     for name in args.model:
-        for path in export_model(name, args.tier, args.out, args.variant):
+        for path in export_model(name, args.tier, args.out, args.variant, args.dynamic):
             print(path, flush=True)
 
 

@@ -7,6 +7,15 @@ For each model x variant (FP32 / QDQ) x threads x batch it runs tools/ort/bench_
 median latencies, the ratio ORT/qdqrt on the same file, the ratio ORT-FP32-on-the-FP32-original
 / qdqrt (QDQ rows), and qdqrt's end-to-end GOPS as a fraction of the measured vpdpbusd peak.
 
+--dynamic: the models exported with symbolic sizes (models/export_coverage.py --dynamic: the
+YOLO-style detector's height and width, the nn.TransformerEncoder's sequence length;
+models/export_bert_encoder.py --dynamic: the BERT-base-shaped encoder's sequence length). Per model,
+shape and thread count, batch 1: `qdqrt exec --loadEngine=E --shapes=..` of one engine file
+saved for the model's whole range (DYNAMIC_MODELS: --minShapes/--optShapes/--maxShapes), beside an engine built for
+exactly that shape (--shapes only), ORT on the same QDQ file and ORT on the FP32 original, in
+--rounds alternated rounds (the order of the two qdqrt runs flips each round); the table has the
+medians over the rounds and the ratio dynamic/fixed.
+
 A qdqrt (or ORT) run that fails or times out shows as "n/a" with its error under the table; the
 exit code is then 0 unless --strict (1; or 77, "skipped" for ctest, when every qdqrt failure says
 that exec or an engine part has not landed yet). --selftest checks the parsers and the MAC counter without running anything.
@@ -31,6 +40,16 @@ ENCODER_MODELS = ("bert_encoder",)
 QUICK_MODELS = ("fmnist_resnet", "mobilenet_v2")
 VARIANTS = ("fp32", "qdq", "ort_s8", "ort_u8")
 QUANTIZED_VARIANTS = ("qdq", "ort_s8", "ort_u8")  # qdq: pytorch-quantization style; ort_*: quantize_static style
+# --dynamic: model -> (the profile's min, opt, max, and the shapes timed), batch 1, the `ci` tier's network.
+DYNAMIC_MODELS = {
+    "yolo": {"min": "1x3x320x320", "opt": "1x3x640x640", "max": "1x3x640x640",
+             "shapes": ["1x3x320x320", "1x3x480x640", "1x3x640x640"]},
+    "bert": {"min": "1x16x128", "opt": "1x128x128", "max": "1x384x128",
+             "shapes": ["1x16x128", "1x64x128", "1x128x128", "1x384x128"]},
+    # models/export_bert_encoder.py --dynamic: 2 BERT-base layers, quantized attention MatMuls.
+    "bert_encoder": {"min": "1x16x768", "opt": "1x128x768", "max": "1x384x768",
+                     "shapes": ["1x16x768", "1x64x768", "1x128x768", "1x384x768"]},
+}
 RUN_TIMEOUT_S = 1200  # building a ResNet-50 engine plus the timed runs, on a loaded machine
 EXIT_SKIPPED = 77  # ctest SKIP_RETURN_CODE
 
@@ -96,6 +115,25 @@ def export_encoder(root, cache):
         log(f"exporting bert_encoder into {cache} ...")
         subprocess.run([sys.executable, exporter, "--out", cache], check=True, stdout=subprocess.DEVNULL)
     return {"bert_encoder": paths}
+
+
+def export_dynamic(root, cache, names):
+    """The --dynamic models (FP32 and QDQ, symbolic sizes), exported once into `cache`."""
+    exporter = os.path.join(root, "models", "export_coverage.py")
+    sources = [exporter] + [os.path.join(root, "models", f) for f in ("fake_quant.py", "export_torchvision.py")]
+    newest_source = max(os.path.getmtime(path) for path in sources)
+    encoder_exporter = os.path.join(root, "models", "export_bert_encoder.py")
+    paths = {}
+    for name in names:
+        stem = "bert_encoder_dynamic" if name == "bert_encoder" else f"{name}_ci_dynamic"
+        paths[name] = {variant: os.path.join(cache, f"{stem}_{variant}.onnx") for variant in ("fp32", "qdq")}
+        newest = max(newest_source, os.path.getmtime(encoder_exporter)) if name == "bert_encoder" else newest_source
+        if any(not os.path.exists(path) or os.path.getmtime(path) < newest for path in paths[name].values()):
+            log(f"exporting {name} with symbolic sizes into {cache} ...")
+            command = ([sys.executable, encoder_exporter, "--dynamic", "--out", cache] if name == "bert_encoder" else
+                       [sys.executable, exporter, "--model", name, "--tier", "ci", "--dynamic", "--out", cache])
+            subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return paths
 
 
 def model_input(path):
@@ -216,8 +254,9 @@ def median(values):
     return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
 
 
-def median_from_times(data):
-    """Median latency from trtexec-style --exportTimes JSON: a list of per-iteration records."""
+def median_from_times(data, reduce=median):
+    """Median latency (or `reduce` of the latencies) from trtexec-style --exportTimes JSON: a list
+    of per-iteration records."""
     if isinstance(data, dict):  # tolerate a wrapper object holding the list
         lists = [value for value in data.values() if isinstance(value, list)]
         data = lists[0] if lists else []
@@ -226,9 +265,9 @@ def median_from_times(data):
     for key in ("latencyMs", "computeMs", "endToEndMs"):
         values = [entry[key] for entry in data if isinstance(entry, dict) and isinstance(entry.get(key), (int, float))]
         if values:
-            return median(values)
+            return reduce(values)
     numbers = [entry for entry in data if isinstance(entry, (int, float))]
-    return median(numbers) if numbers else None
+    return reduce(numbers) if numbers else None
 
 
 def median_from_summary(text):
@@ -241,13 +280,15 @@ def median_from_summary(text):
     return None
 
 
-def run_qdqrt(args, model, shape_flag, threads, workdir):
+def run_qdqrt(args, model, shape_flag, threads, workdir, source_flags=None, minimums=None):
+    """`source_flags` replace --onnx=MODEL (a range engine's profile, --loadEngine); the run's
+    fastest iteration is appended to `minimums` when given (None when unknown)."""
     times_file = os.path.join(workdir, "times.json")
     if os.path.exists(times_file):
         os.remove(times_file)
-    command = [args.qdqrt, "exec", f"--onnx={model}", f"--threads={threads}", f"--shapes={shape_flag}",
-               f"--warmUp={args.warmup}", f"--duration={args.duration}", f"--iterations={args.iterations}",
-               f"--exportTimes={times_file}"]
+    command = [args.qdqrt, "exec", *(source_flags or [f"--onnx={model}"]), f"--threads={threads}",
+               f"--shapes={shape_flag}", f"--warmUp={args.warmup}", f"--duration={args.duration}",
+               f"--iterations={args.iterations}", f"--exportTimes={times_file}"]
     env = None
     if args.isa:  # qdqrt's own ISA cap (kernels/cpu_features.h), like trtexec's device selection
         env = dict(os.environ, QDQRT_MAX_ISA=args.isa)
@@ -258,7 +299,10 @@ def run_qdqrt(args, model, shape_flag, threads, workdir):
     if os.path.exists(times_file):
         try:
             with open(times_file) as handle:
-                value = median_from_times(json.load(handle))
+                times = json.load(handle)
+            value = median_from_times(times)
+            if minimums is not None:
+                minimums.append(median_from_times(times, min))
         except ValueError:
             value = None
     if value is None:
@@ -334,6 +378,88 @@ def print_table(rows, peak, out):
             print(f"- {side} ({label}): {message}", file=out)
 
 
+def range_flags(spec, input_name="input"):
+    """The exec flags of a DYNAMIC_MODELS entry's profile."""
+    return [f"--minShapes={input_name}:{spec['min']}", f"--optShapes={input_name}:{spec['opt']}",
+            f"--maxShapes={input_name}:{spec['max']}"]
+
+
+def median_or_none(values):
+    values = [value for value in values if value is not None]
+    return median(values) if values else None
+
+
+def save_range_engine(args, model, spec, workdir):
+    """(the engine file, error): the model's range engine for `spec`'s profile, saved once."""
+    engine_file = os.path.join(workdir, os.path.basename(model) + ".range.qdqrt")
+    _, error = run_command([args.qdqrt, "exec", f"--onnx={model}", *range_flags(spec), f"--saveEngine={engine_file}",
+                            "--iterations=1", "--warmUp=0", "--duration=0"], RUN_TIMEOUT_S)
+    return engine_file, error
+
+
+def run_dynamic(args, cache, names, threads_list):
+    """The --dynamic table's rows: per model, shape and threads the medians over the rounds."""
+    models = export_dynamic(args.root, cache, names)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="qdqrt_bench_") as workdir:
+        for name in names:
+            spec = DYNAMIC_MODELS[name]
+            engine_file, save_error = save_range_engine(args, models[name]["qdq"], spec, workdir)
+            for shape in spec["shapes"]:
+                for threads in threads_list:
+                    shape_flag = f"input:{shape}"
+                    times = {"dynamic": [], "fixed": [], "ort_qdq": [], "ort_fp32": []}
+                    fastest = {"dynamic": [], "fixed": []}  # each run's fastest iteration
+                    errors = {}
+                    load = load_average()
+                    for round_index in range(args.rounds):
+                        order = ("dynamic", "fixed") if round_index % 2 == 0 else ("fixed", "dynamic")
+                        log(f"{name} {shape} threads={threads} round {round_index + 1}/{args.rounds} "
+                            f"(load {load_average():.1f}) ...")
+                        for kind in order:
+                            if kind == "dynamic" and save_error:
+                                value, error = None, f"--saveEngine: {save_error}"
+                            else:
+                                source = [f"--loadEngine={engine_file}"] if kind == "dynamic" else None
+                                value, error = run_qdqrt(args, models[name]["qdq"], shape_flag, threads, workdir,
+                                                         source, fastest[kind])
+                            times[kind].append(value)
+                            if error:
+                                errors[kind] = error
+                        for variant in ("qdq", "fp32"):
+                            value, _, error = run_ort(args, models[name][variant], shape_flag, threads)
+                            times[f"ort_{variant}"].append(value)
+                            if error:
+                                errors[f"ort_{variant}"] = error
+                        log("  " + "; ".join(f"{kind} {fmt_ms(values[-1])}" for kind, values in times.items()))
+                    row = {"model": name, "shape": shape, "threads": threads, "rounds": args.rounds,
+                           "load": (load + load_average()) / 2, "errors": errors, "times": times}
+                    row.update({f"{kind}_ms": median_or_none(values) for kind, values in times.items()})
+                    # Under load a run's fastest iteration is the least disturbed one: its ratio too.
+                    row.update({f"{kind}_min_ms": min((v for v in values if v is not None), default=None)
+                                for kind, values in fastest.items()})
+                    rows.append(row)
+    return rows
+
+
+def print_dynamic_table(rows, out):
+    header = ["model", "shape", "threads", "dynamic ms", "fixed ms", "dynamic/fixed", "dynamic/fixed (min)",
+              "ORT QDQ ms", "ORT FP32 ms", "ORT FP32/dynamic", "load"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for row in rows:
+        cells = [row["model"], row["shape"], str(row["threads"]), fmt_ms(row["dynamic_ms"]), fmt_ms(row["fixed_ms"]),
+                 fmt_ratio(row["dynamic_ms"], row["fixed_ms"]), fmt_ratio(row["dynamic_min_ms"], row["fixed_min_ms"]),
+                 fmt_ms(row["ort_qdq_ms"]), fmt_ms(row["ort_fp32_ms"]),
+                 fmt_ratio(row["ort_fp32_ms"], row["dynamic_ms"]), f"{row['load']:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    print("\n".join(lines), file=out)
+    failed = [(row, kind, error) for row in rows for kind, error in row["errors"].items()]
+    if failed:
+        print("\nFailed runs:", file=out)
+        for row, kind, error in failed:
+            print(f"- {kind} ({row['model']} {row['shape']} t{row['threads']}): {error}", file=out)
+
+
 def parse_list(text, kind=str):
     return [kind(item) for item in text.split(",") if item]
 
@@ -362,6 +488,10 @@ def main():
     parser.add_argument("--json", help="also write every row as JSON to this file")
     parser.add_argument("--strict", action="store_true",
                         help=f"exit 1 if any run failed ({EXIT_SKIPPED} if qdqrt's exec or an engine part has not landed yet)")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="the models with symbolic sizes: one range engine per model against engines built for "
+                             "each shape and ORT (models " + ",".join(DYNAMIC_MODELS) + ")")
+    parser.add_argument("--rounds", type=int, default=3, help="--dynamic: alternated rounds per row (medians)")
     parser.add_argument("--selftest", action="store_true", help="check the parsers and the MAC counter, then exit")
     args = parser.parse_args()
     if args.selftest:
@@ -381,6 +511,31 @@ def main():
     variants = parse_list(args.variants)
     if any(v not in VARIANTS for v in variants):
         parser.error(f"--variants: choose from {','.join(VARIANTS)}")
+
+    if args.dynamic:
+        wanted = parse_list(args.models) if args.models else list(DYNAMIC_MODELS)
+        unknown = [name for name in wanted if name not in DYNAMIC_MODELS]
+        if unknown:
+            parser.error(f"--dynamic --models: unknown {','.join(unknown)} (available: {','.join(DYNAMIC_MODELS)})")
+        load_start = os.getloadavg()
+        started = datetime.datetime.now(datetime.timezone.utc)
+        rows = run_dynamic(args, cache, wanted, parse_list(args.threads or "1,2", int))
+        load_end = os.getloadavg()
+        print(f"qdqrt range engines, {started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs; "
+              f"load average {load_start[0]:.1f} at start, {load_end[0]:.1f} at end")
+        print(f"batch 1; per row the median over {args.rounds} alternated rounds of each run's median "
+              f"(>= {args.iterations} runs and >= {args.duration:g} s after {args.warmup:g} ms warm-up), "
+              f"(min): the fastest iteration over the rounds; "
+              f"dynamic: one engine file for the model's range (--saveEngine) run at the shape (--loadEngine "
+              f"--shapes), fixed: an engine built for the shape; "
+              f"ORT = onnxruntime-node, intra-op threads = qdqrt threads")
+        print()
+        print_dynamic_table(rows, sys.stdout)
+        if args.json:
+            with open(args.json, "w") as handle:
+                json.dump({"date": started.isoformat(), "load_start": load_start, "load_end": load_end,
+                           "rows": rows}, handle, indent=1)
+        return 1 if args.strict and any(row["errors"] for row in rows) else 0
 
     local = local_models(args.root)
     available = list(local) + list(TORCHVISION_MODELS) + list(ENCODER_MODELS)
@@ -461,6 +616,7 @@ def selftest(root):
         (median_from_times({"times": [{"latencyMs": 7.0}]}), 7.0),  # wrapped in an object
         (median_from_times([1.0, 9.0, 3.0]), 3.0),  # a bare list of numbers
         (median_from_times([]), None),
+        (median_from_times([{"latencyMs": 4.0}, {"latencyMs": 1.0}, {"latencyMs": 2.0}], min), 1.0),
         (median_from_times({"latencyMs": "x"}), None),
         (median_from_summary("=== Performance summary ===\n"
                              "[I] Throughput: 800.5 qps\n"
@@ -473,6 +629,10 @@ def selftest(root):
         (count_macs(os.path.join(root, "models", "fmnist_resnet_qdq.onnx")), 9345920),
         (model_input(os.path.join(root, "models", "fmnist_resnet_qdq.onnx")), ("input", [1, 28, 28])),
         (fmt_ratio(3.0, 1.5), "2.00x"),
+        (range_flags(DYNAMIC_MODELS["bert"]), ["--minShapes=input:1x16x128", "--optShapes=input:1x128x128",
+                                               "--maxShapes=input:1x384x128"]),
+        (median_or_none([3.0, None, 1.0, 2.0]), 2.0),
+        (median_or_none([None]), None),
         (fmt_ratio(None, 1.5), "n/a"),
         (not_landed_yet("exit 2: qdqrt: error: unknown command 'exec' (commands: run, inspect)"), True),
         (not_landed_yet("exit 1: qdqrt exec: error: unsupported: --onnx: 'm.onnx': QConv 'c': "

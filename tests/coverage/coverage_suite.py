@@ -94,28 +94,32 @@ def package_version(name):
         return "unknown"
 
 
-def export_key(model, tier):
+def export_key(model, tier, dynamic=False):
     digest = hashlib.sha256()
     for path in EXPORT_SOURCES:
         with open(path, "rb") as f:
             digest.update(f.read())
     digest.update(f"{model}\0{tier}\0{package_version('torch')}\0{package_version('torchvision')}".encode())
+    if dynamic:
+        digest.update(b"\0dynamic")
     return digest.hexdigest()
 
 
-def exported_files(work, model, tier, timeout, log):
-    """The model's files, exported once per content hash; returns (paths, seconds, cached)."""
-    directory = os.path.join(work, "cache", f"{model}_{tier}")
-    stem = os.path.join(directory, f"{model}_{tier}")
+def exported_files(work, model, tier, timeout, log, dynamic=False):
+    """The model's files, exported once per content hash; returns (paths, seconds, cached).
+    `dynamic`: the export with symbolic size dims (export_coverage.py --dynamic)."""
+    name = f"{model}_{tier}" + ("_dynamic" if dynamic else "")
+    directory = os.path.join(work, "cache", name)
+    stem = os.path.join(directory, name)
     paths = {"input": stem + "_input.npy", "fp32": stem + "_fp32.onnx", "qdq": stem + "_qdq.onnx"}
-    key = export_key(model, tier)
+    key = export_key(model, tier, dynamic)
     key_path = os.path.join(directory, "key")
     if os.path.exists(key_path) and open(key_path).read() == key and all(map(os.path.exists, paths.values())):
         return paths, 0.0, True
     shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(directory)
-    seconds, _ = run_stage([PYTHON, EXPORTER, "--model", model, "--tier", tier, "--out", directory],
-                           timeout, "export_failed", log)
+    seconds, _ = run_stage([PYTHON, EXPORTER, "--model", model, "--tier", tier, "--out", directory] +
+                           (["--dynamic"] if dynamic else []), timeout, "export_failed", log)
     with open(key_path, "w") as f:  # written last: an interrupted export is redone
         f.write(key)
     return paths, seconds, False
