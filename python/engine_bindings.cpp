@@ -3,7 +3,9 @@
 
 #include <mutex>
 
+#include "core/file_reading.h"
 #include "engine/context_threads.h"
+#include "engine/engine_file.h"
 #include "kernels/cpu_features.h"
 #include "python/bindings.h"
 
@@ -63,6 +65,22 @@ std::shared_ptr<EngineHandle> load_engine_handle(const ModelSource& source) {
   {
     py::gil_scoped_release release;
     loaded = storage ? engine::Engine::load_bytes(*storage) : engine::Engine::load(source.path);
+  }
+  if (!loaded.ok()) {
+    // A range engine's file: the Engine API runs one shape; the session runs them all.
+    bool range = storage && engine::is_range_engine_file(*storage);
+    if (!storage) {
+      auto file = open_regular_file(source.path, "engine file");
+      uint8_t header[16] = {};
+      range = file.ok() && file->size() >= sizeof(header) &&
+              file->read_at(header, sizeof(header), 0, "engine file", source.path).is_ok() &&
+              engine::is_range_engine_file(header);
+    }
+    if (range) {
+      throw StatusError{invalid_argument("{}: it holds a range engine (optimization profiles); open it with "
+                                         "qdqrt.InferenceSession(path), which runs every shape of its profiles",
+                                         source.path.empty() ? std::string("the engine bytes") : source.path)};
+    }
   }
   auto handle = std::make_shared<EngineHandle>(value_or_throw(std::move(loaded)));
   handle->storage = std::move(storage);

@@ -183,3 +183,14 @@ def test_a_range_engine_file_runs_its_profiles(conv_model, cli, tmp_path):
             session.run(None, {"x": np.zeros((2, 3, 20, 20), np.float32)})  # batch 2 only in the first profile
         with pytest.raises(ValueError, match="the profiles"):
             range_session(source, providers=[("TensorrtExecutionProvider", PROFILE)])
+
+
+def test_the_engine_api_points_a_range_engine_file_to_the_session(conv_model, cli, tmp_path):
+    """qdqrt.load() runs one shape: given a range engine's file it says what opens it."""
+    path, _, _ = conv_model
+    engine_file = tmp_path / "conv_range_load.qdqrt"
+    subprocess.run([cli, "exec", f"--onnx={path}", "--minShapes=x:1x3x8x8", "--maxShapes=x:1x3x16x16",
+                    f"--saveEngine={engine_file}", "--buildOnly"], check=True, capture_output=True, timeout=300)
+    for source in (str(engine_file), engine_file.read_bytes()):
+        with pytest.raises(Exception, match=r"range engine .*qdqrt.InferenceSession\(path\)"):
+            qdqrt.load(source)
