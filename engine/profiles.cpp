@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <cstring>
 #include <set>
@@ -505,6 +509,12 @@ Result<std::shared_ptr<const Engine>> RangeEngine::engine_for_key(const std::vec
   auto plan = source_->build(options);
   Result<std::shared_ptr<const Engine>> built = plan.ok() ? Engine::from_plan(share_weights(std::move(plan).value()))
                                                           : Result<std::shared_ptr<const Engine>>(plan.status());
+#if defined(__GLIBC__)
+  // Lowering parses the model and optimizes a whole graph: many large short-lived allocations that
+  // glibc keeps in its heap once freed (a 57 MB encoder's process grew 21 MiB per shape lowered,
+  // of which 0.6 MiB is held by the cached plan). Hand them back to the system.
+  malloc_trim(0);
+#endif
   if (!built.ok()) {
     std::vector<std::string> shapes;
     for (const auto& [name, shape] : options.input_shapes) shapes.push_back(name + ":" + shape_to_string(shape));
