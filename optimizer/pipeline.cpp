@@ -11,7 +11,9 @@
 #include "optimizer/passes/fold_batchnorm.h"
 #include "optimizer/passes/evaluate_shape_computations.h"
 #include "optimizer/passes/fold_constants.h"
+#include "optimizer/passes/fold_pad_into_pool.h"
 #include "optimizer/passes/lower_einsum.h"
+#include "optimizer/passes/lower_spatial_mean.h"
 #include "optimizer/passes/propagate_qdq.h"
 #include "optimizer/passes/remove_fake_quantization.h"
 #include "optimizer/passes/remove_identities.h"
@@ -31,6 +33,8 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_fold_constants_pass());
   passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_lower_einsum_pass());
+  passes.push_back(make_fold_pad_into_pool_pass());
+  passes.push_back(make_lower_spatial_mean_pass());
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_propagate_qdq_pass());
   passes.push_back(make_remove_redundant_qdq_pass());
@@ -56,6 +60,8 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_fold_constants_pass());
   passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_lower_einsum_pass());
+  passes.push_back(make_fold_pad_into_pool_pass());
+  passes.push_back(make_lower_spatial_mean_pass());
   passes.push_back(make_remove_fake_quantization_pass());
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(std::make_unique<FusionPass>("fuse_layer_norm"));  // float in, float out

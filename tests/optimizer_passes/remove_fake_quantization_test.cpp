@@ -68,7 +68,7 @@ TEST(RemoveFakeQuantization, NotInTheInt8Pipeline) {
   std::vector<std::string> float_only = optimizer::pipeline_pass_names(true);
   EXPECT_EQ(std::count(int8.begin(), int8.end(), "remove_fake_quantization"), 0);
   EXPECT_EQ(float_only, (std::vector<std::string>{"remove_identities", "fold_constants", "evaluate_shape_computations",
-                                                  "lower_einsum", "remove_fake_quantization", "fold_batchnorm", "fuse_layer_norm",
+                                                  "lower_einsum", "fold_pad_into_pool", "lower_spatial_mean", "remove_fake_quantization", "fold_batchnorm", "fuse_layer_norm",
                                                   "fuse_float_conv_epilogue", "fuse_float_conv_gate",
                                                   "fuse_float_pool_row_sums", "fuse_float_depthwise_chain"}));
   Graph graph = parse_graph(qdq_conv_bn("rq = QuantizeLinear(r, ys, yzp)\n y = DequantizeLinear(rq, ys, yzp)"));
