@@ -81,7 +81,8 @@ std::string spatial_mean_mismatch(const Graph& graph, const Node& node) {
   if (info == nullptr || !info->shape) return "its input's rank is not known";
   if (info->dtype != DataType::kFloat) return fmt::format("its input is {}, not float", dtype_name(info->dtype));
   const int64_t rank = static_cast<int64_t>(info->shape->size());
-  if (rank < 3) return fmt::format("its input has rank {}: no spatial axes", rank);
+  // Rank 3 is left alone: a mean over the last axis of [B, T, D] is LayerNorm's (fuse_layer_norm).
+  if (rank < 4) return fmt::format("its input has rank {}, not [N, C, H, W, ...]", rank);
   const auto& attributes = node.attrs<ReduceAttributes>();
   std::vector<int64_t> axes = attributes.axes;
   if (attributes.axes_from_input && node.has_input(1)) {

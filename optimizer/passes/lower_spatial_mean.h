@@ -4,8 +4,9 @@
 // Q/DQ: the pool fusion sees a GlobalAveragePool) but none for ReduceMean. Both compute the same
 // double sum in the same order divided by the same count, so outputs are bit-identical.
 //
-// Other ReduceMeans stay: axes that include N or C or leave a spatial axis out (LayerNorm's mean
-// over the last axis), runtime axes, rank < 3, non-float dtypes, and noop_with_empty_axes.
+// Other ReduceMeans stay: axes that include N or C or leave a spatial axis out, runtime axes, rank
+// < 4 (a mean over the last axis of [B, T, D] is LayerNorm's, which fuse_layer_norm matches),
+// non-float dtypes, and no axes (all of them, or noop_with_empty_axes).
 #pragma once
 
 #include <memory>
