@@ -8,6 +8,7 @@
 //   Slice       with constant starts/ends/axes and steps >= 1 (torch.chunk's channel split, the
 //               q/k/v thirds of a packed projection, x[..., ::2]);
 //   Split       one layer per output, each a Slice of its part.
+// "constant_pad" (below): Pad in constant mode.
 // Params (engine/layer_params.h): per output axis the input axis it walks (`source_axes`, -1:
 // broadcast, stride 0) and, optionally, the step it walks it by (`copy.steps`, default 1); per
 // input axis the index it starts at (`starts`; the fixed index of an axis no output axis walks).
@@ -17,6 +18,7 @@
 // output rows in storage order (all stored dims but the last).
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -451,6 +453,196 @@ bool transpose_left_over(const Node& node, const BuildContext& context) {
   return x.ok() && (x->size() > 4 || !x_batch || !y_batch || !batch_leads(*x_batch) || !batch_leads(*y_batch));
 }
 
+// --- constant_pad: Pad in constant mode (negative pads crop), any dtype, plain tensors, the batch
+// on dim 0 and not padded. Params: per axis the output index where the input starts (`pad.begin`,
+// a pad's begin; negative: a crop), the fill element's bits (`pad.value_bits`, little-endian, the
+// element's size). Items: output rows (all dims but the last): a row outside the input is filled,
+// else the input row's part is copied between the fills.
+
+constexpr const char* kPadKind = "constant_pad";
+inline constexpr IntsCodec kPadBegin{"pad.begin", -params::kMaxDim, params::kMaxDim};
+inline constexpr IntCodec kPadValueBits{"pad.value_bits"};
+
+class ConstantPadLayer final : public Layer {
+ public:
+  int32_t input = -1, output = -1;
+  size_t element = 1;
+  std::vector<int64_t> begin;  // per axis
+  uint64_t value_bits = 0;
+
+  WorkShape work(const RunState& state) const override {
+    const int64_t inner = state.dim(output, begin.size() - 1);
+    return {.items = inner > 0 ? state.numel(output) / inner : 0, .ops_per_item = static_cast<double>(inner)};
+  }
+
+  void run(const RunState& state, int64_t begin_row, int64_t end_row, std::span<uint8_t>) const override {
+    visit_element_size(element, [&]<class T>() { run_typed<T>(state, begin_row, end_row); });
+  }
+
+ private:
+  template <class T>
+  void run_typed(const RunState& state, int64_t begin_row, int64_t end_row) const {
+    const size_t rank = begin.size();
+    std::array<int64_t, kMaxRank> x_dims{}, y_dims{};
+    for (size_t a = 0; a < rank; ++a) {
+      x_dims[a] = state.dim(input, a);
+      y_dims[a] = state.dim(output, a);
+    }
+    T fill;
+    std::memcpy(&fill, &value_bits, sizeof(T));
+    const T* x = state.data<const T>(input);
+    T* y = state.data<T>(output);
+    const int64_t y_inner = y_dims[rank - 1], x_inner = x_dims[rank - 1];
+    const int64_t first = std::clamp<int64_t>(begin[rank - 1], 0, y_inner);  // output columns [first, last) copy
+    const int64_t last = std::clamp<int64_t>(begin[rank - 1] + x_inner, 0, y_inner);
+    for (int64_t row = begin_row; row < end_row; ++row) {
+      T* target = y + row * y_inner;
+      // The input row this output row reads, or -1 when one of its indices is in a pad.
+      int64_t rest = row, source_row = 0, stride = 1;
+      bool inside = true;
+      for (size_t a = rank - 1; a-- > 0;) {
+        const int64_t index = rest % y_dims[a] - begin[a];
+        rest /= y_dims[a];
+        if (index < 0 || index >= x_dims[a]) {
+          inside = false;
+          break;
+        }
+        source_row += index * stride;
+        stride *= x_dims[a];
+      }
+      if (!inside || last <= first) {
+        std::fill_n(target, y_inner, fill);
+        continue;
+      }
+      std::fill_n(target, first, fill);
+      std::memcpy(target + first, x + source_row * x_inner + (first - begin[rank - 1]),
+                  static_cast<size_t>(last - first) * sizeof(T));
+      std::fill_n(target + last, y_inner - last, fill);
+    }
+  }
+};
+
+Result<std::unique_ptr<Layer>> bind_constant_pad(const BindContext& context) {
+  if (context.layer().inputs.size() != 1 || context.layer().outputs.size() != 1) {
+    return context.error("expects one input and one output");
+  }
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, context.input(0));
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* y, context.output(0));
+  const size_t element = dtype_size(x->dtype);
+  if (x->dtype != y->dtype || !is_copyable_element_size(element)) {
+    return context.error("input and output must have one dtype of 1, 2, 4 or 8 bytes");
+  }
+  if (x->layout != Layout::kPlain || y->layout != Layout::kPlain) return context.error("tensors must be plain");
+  if (x->shape.empty() || x->shape.size() > kMaxRank || y->shape.size() != x->shape.size()) {
+    return context.error("input and output must have one rank of 1..6");
+  }
+  for (const PlanTensor* tensor : {x, y}) {
+    for (int64_t dim : tensor->shape) {
+      if (dim < 0 || dim > params::kMaxDim) return context.error(fmt::format("'{}' has a bad shape", tensor->name));
+    }
+  }
+  if (x->batched != y->batched || !batch_leads(*x) || !batch_leads(*y) || (x->batched && x->shape[0] != y->shape[0])) {
+    return context.error("the batch must be dim 0 of both, not padded");
+  }
+  auto layer = std::make_unique<ConstantPadLayer>();
+  QDQRT_ASSIGN_OR_RETURN(layer->begin, kPadBegin.read(context, x->shape.size()));
+  if (x->batched && layer->begin[0] != 0) return context.error("the batch must be dim 0 of both, not padded");
+  QDQRT_ASSIGN_OR_RETURN(const int64_t bits, kPadValueBits.read(context));
+  if (element < 8 && (bits < 0 || bits >= (int64_t{1} << (8 * element)))) {
+    return context.error(fmt::format("pad.value_bits {} does not fit a {}-byte element", bits, element));
+  }
+  layer->value_bits = static_cast<uint64_t>(bits);
+  layer->input = context.layer().inputs[0];
+  layer->output = context.layer().outputs[0];
+  layer->element = element;
+  return std::unique_ptr<Layer>(std::move(layer));
+}
+
+// The constant Pad's begin offsets and fill bits, or nullopt (another mode, runtime pads or
+// value, a padded batch, shapes that do not add up).
+struct PadAnalysis {
+  std::vector<int64_t> begin;
+  uint64_t value_bits = 0;
+};
+
+std::optional<PadAnalysis> analyze_pad(const Node& node, const BuildContext& context) {
+  if (!node.domain.empty() || !node.has_input(0) || node.outputs.size() != 1 || node.outputs[0].empty()) {
+    return std::nullopt;
+  }
+  const auto& attributes = node.attrs<PadAttributes>();
+  if (attributes.mode != PadMode::kConstant || context.constant(node.input(0)) != nullptr) return std::nullopt;
+  Result<Shape> x = context.shape_of(node.input(0));
+  Result<Shape> y = context.shape_of(node.outputs[0]);
+  Result<DataType> dtype = context.dtype_of(node.input(0));
+  if (!x.ok() || !y.ok() || !dtype.ok() || x->empty() || x->size() > kMaxRank || y->size() != x->size()) {
+    return std::nullopt;
+  }
+  const size_t element = dtype_size(*dtype);
+  if (!is_copyable_element_size(element)) return std::nullopt;
+  const size_t rank = x->size();
+  std::vector<int64_t> pads = attributes.pads;
+  std::vector<int64_t> axes;
+  for (size_t a = 0; a < rank; ++a) axes.push_back(static_cast<int64_t>(a));
+  PadAnalysis analysis;
+  if (attributes.pads_from_input) {
+    const std::optional<std::vector<int64_t>> given = constant_ints(node, 1, context, std::nullopt);
+    if (!given) return std::nullopt;
+    pads = *given;
+    if (node.has_input(3)) {
+      const std::optional<std::vector<int64_t>> given_axes = constant_ints(node, 3, context, std::nullopt);
+      if (!given_axes) return std::nullopt;
+      axes = *given_axes;
+    }
+    if (node.has_input(2)) {
+      const Tensor* value = context.constant(node.input(2));
+      if (value == nullptr || value->numel() != 1 || value->dtype() != *dtype) return std::nullopt;
+      std::memcpy(&analysis.value_bits, value->raw_data(), element);
+    }
+  } else {
+    if (*dtype != DataType::kFloat) return std::nullopt;  // the value attribute is a float
+    std::memcpy(&analysis.value_bits, &attributes.constant_value, sizeof(float));
+  }
+  if (pads.size() != 2 * axes.size()) return std::nullopt;
+  analysis.begin.assign(rank, 0);
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = axes[i] < 0 ? axes[i] + static_cast<int64_t>(rank) : axes[i];
+    if (axis < 0 || axis >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(axis)]) return std::nullopt;
+    seen[static_cast<size_t>(axis)] = true;
+    const int64_t begin = pads[i], end = pads[axes.size() + i];
+    if (std::abs(begin) > params::kMaxDim || std::abs(end) > params::kMaxDim) return std::nullopt;
+    if ((*x)[static_cast<size_t>(axis)] + begin + end != (*y)[static_cast<size_t>(axis)]) return std::nullopt;
+    analysis.begin[static_cast<size_t>(axis)] = begin;
+  }
+  const std::optional<BatchLayout> x_batch = context.batch_layout(node.input(0));
+  const std::optional<BatchLayout> y_batch = context.batch_layout(node.outputs[0]);
+  if (!x_batch || !y_batch || !batch_leads(*x_batch) || !batch_leads(*y_batch) ||
+      x_batch->batched != y_batch->batched) {
+    return std::nullopt;
+  }
+  if (x_batch->batched && ((*x)[0] != (*y)[0] || analysis.begin[0] != 0)) return std::nullopt;
+  return analysis;
+}
+
+Status lower_constant_pad(const Node& node, BuildContext& context) {
+  std::optional<PadAnalysis> analysis = analyze_pad(node, context);
+  if (!analysis) return internal_error("{}: constant_pad accepted a node it cannot lower", node.describe());
+  QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(0), Layout::kPlain));
+  QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kPlain));
+  PlanLayer layer;
+  layer.kind = kPadKind;
+  layer.name = node.name;
+  layer.op_type = node.op_type;
+  layer.source_nodes = {node.name};
+  layer.kernel = fmt::format("x{}-constant-pad", dtype_size(context.tensor(x).dtype) * 8);
+  layer.inputs = {x};
+  layer.outputs = {y};
+  kPadBegin.write(layer, analysis->begin);
+  kPadValueBits.write(layer, static_cast<int64_t>(analysis->value_bits));
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_strided_copy(LayerRegistry& registry) {
@@ -471,6 +663,13 @@ void register_strided_copy(LayerRegistry& registry) {
                            },
                            .any_batch_layout = true});
   }
+  registry.add_kind({.kind = kPadKind, .bind = bind_constant_pad});
+  registry.add_lowering({.domain = "",
+                         .op_type = "Pad",
+                         .lower = lower_constant_pad,
+                         .accepts = [](const Node& node, const BuildContext& context) {
+                           return analyze_pad(node, context).has_value();
+                         }});
 }
 
 }  // namespace qdqrt::engine

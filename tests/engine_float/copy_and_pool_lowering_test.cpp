@@ -4,10 +4,12 @@
 //   fp32/int8/uint8/int64, and Splits of every opset form, bit-identical to the reference executor
 //   at batch 1 and the maximum batch, on 1 and 2 threads; a negative step stays on the reference
 //   layer; bind refuses steps that walk past the input;
+// - Pad in constant mode as a constant_pad layer (pads, crops, every dtype and opset form);
+//   reflect and edge stay on the reference layer;
 // - engine level (Engine::build): the channel split between NHWC convolutions reads and writes
 //   channels-last without reorders, the int8 split between equal Q/DQ stays int8 (bit-exact), and
 //   the Pad and spatial-mean models run with no reference layer (FP32 within 1e-5; INT8 within the
-//   INT8 pools' 1 LSB, and the same bytes as the engine that runs the Pad unfolded).
+//   INT8 pools' 1 LSB, and the same bytes as the engine that runs the Pads unfolded).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -20,6 +22,7 @@
 #include "engine/engine.h"
 #include "tests/engine_float/float_cases.h"
 #include "tests/engine_float/harness.h"
+#include "tests/common/layer_params_check.h"
 
 namespace qdqrt::testing {
 namespace {
@@ -92,6 +95,11 @@ void expect_identical(const std::string& text, const std::string& kind, int coun
       }
     }
   }
+}
+
+int count_kind(const engine::EnginePlan& plan, const std::string& kind) {
+  return static_cast<int>(std::count_if(plan.layers.begin(), plan.layers.end(),
+                                         [&](const engine::PlanLayer& layer) { return layer.kind == kind; }));
 }
 
 std::string ints(const std::vector<int64_t>& values) { return fmt::format("{}", fmt::join(values, ", ")); }
@@ -191,6 +199,113 @@ TEST(SliceLayer, BindRefusesStepsPastTheInput) {
   }
 }
 
+TEST(PadLayer, ConstantPadsAndCropsMatchBitForBit) {
+  std::mt19937 rng(13);
+  const char* dtypes[] = {"float", "int8", "uint8", "int64"};
+  for (int trial = 0; trial < 40; ++trial) {
+    const int rank = 2 + static_cast<int>(rng() % 4);
+    std::vector<int64_t> begins(static_cast<size_t>(rank), 0), ends(static_cast<size_t>(rank), 0);
+    std::string shape = "N";
+    for (int a = 1; a < rank; ++a) {
+      const int64_t dim = 1 + static_cast<int64_t>(rng() % 7);
+      shape += fmt::format(",{}", dim);
+      begins[static_cast<size_t>(a)] = static_cast<int64_t>(rng() % 4) - 1;  // -1 crops
+      ends[static_cast<size_t>(a)] = static_cast<int64_t>(rng() % 4) - (dim > 1 ? 1 : 0);
+      if (begins[static_cast<size_t>(a)] < 0 && ends[static_cast<size_t>(a)] < 0 && dim < 3) begins[static_cast<size_t>(a)] = 0;
+    }
+    std::vector<int64_t> pads = begins;
+    pads.insert(pads.end(), ends.begin(), ends.end());
+    const char* dtype = dtypes[trial % 4];
+    const std::string value = std::string(dtype) == "float" ? "-2.5" : (std::string(dtype) == "int64" ? "-7" : "3");
+    expect_identical(model(13, fmt::format("g ({}[{}] x) => ({} y)", dtype, shape, dtype),
+                           {fmt::format("int64[{}] p = {{{}}}", pads.size(), ints(pads)),
+                            fmt::format("{} v = {{{}}}", dtype, value)},
+                           "y = Pad(x, p, v)"),
+                     "constant_pad", 1);
+  }
+}
+
+TEST(PadLayer, EveryOpsetFormAndTheFormsThatStay) {
+  // Opset 2 and 10: pads and value as attributes; 11: no value (zero); 18: axes.
+  expect_identical(model(10, "g (float[N,3,4,5] x) => (float y)", {},
+                         "y = Pad<pads=[0, 1, 0, 2, 0, 0, 3, 1], value=1.5>(x)"),
+                   "constant_pad", 1);
+  expect_identical(model(11, "g (uint8[N,2,3] x) => (uint8 y)", {"int64[6] p = {0, 2, 1, 0, 0, 2}"}, "y = Pad(x, p)"),
+                   "constant_pad", 1);
+  expect_identical(model(18, "g (float[N,4,6,5] x) => (float y)", {"int64[4] p = {1, 2, 0, 1}", "int64[2] a = {-2, 3}"},
+                         "y = Pad(x, p, , a)"),
+                   "constant_pad", 1);
+  // Reflect and edge repeat the input: the reference layer.
+  expect_identical(model(13, "g (float[N,3,4,5] x) => (float y)", {"int64[8] p = {0, 0, 1, 2, 0, 0, 2, 1}"},
+                         "y = Pad<mode=\"reflect\">(x, p)"),
+                   "reference", 1);
+  expect_identical(model(13, "g (float[N,3,4,5] x) => (float y)", {"int64[8] p = {0, 0, 1, 2, 0, 0, 2, 1}"},
+                         "y = Pad<mode=\"edge\">(x, p)"),
+                   "reference", 1);
+}
+
+// The Pad fold_pad_into_pool keeps (a non-zero value) runs as a constant_pad layer before the pool.
+TEST(PadLayer, PadThatDoesNotFoldRunsBeforeThePool) {
+  expect_identical(model(13, "g (float[N,3,6,5] x) => (float y)",
+                         {"int64[8] p = {0, 0, 1, 1, 0, 0, 1, 1}", "float v = {1.0}"},
+                         "q = Pad(x, p, v)\ny = AveragePool<kernel_shape=[3,3]>(q)"),
+                   "constant_pad", 1);
+}
+
+TEST(PadLayer, BindRefusesBadFillsAndPaddedBatches) {
+  auto graph = load_text_graph(model(13, "g (uint8[N,3,4] x) => (uint8 y)", {"int64[6] p = {0, 1, 0, 0, 1, 2}"},
+                                     "y = Pad(x, p)"),
+                               kMaxBatch);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  const engine::EnginePlan& plan = (*engine)->plan();
+  auto pad = std::find_if(plan.layers.begin(), plan.layers.end(),
+                          [](const engine::PlanLayer& layer) { return layer.kind == "constant_pad"; });
+  ASSERT_NE(pad, plan.layers.end());
+  const size_t index = static_cast<size_t>(pad - plan.layers.begin());
+  const std::vector<std::pair<const char*, engine::ParamValue>> damages = {
+      {"pad.value_bits", int64_t{256}},  // does not fit a uint8
+      {"pad.value_bits", int64_t{-1}},
+      {"pad.begin", std::vector<int64_t>{1, 1, 0}},  // pads the batch
+      {"pad.begin", std::vector<int64_t>{0, 1}},     // one per axis
+  };
+  for (const auto& [key, value] : damages) {
+    engine::EnginePlan damaged = plan;
+    damaged.layers[index].params.set(key, value);
+    auto bound = engine::Engine::from_plan(std::move(damaged));
+    ASSERT_FALSE(bound.ok()) << key << " accepted";
+    EXPECT_NE(bound.status().message().find(pad->name), std::string::npos) << bound.status().message();
+  }
+}
+
+// Every damage to a strided_copy (NHWC, with steps) or constant_pad param that bind refuses names
+// the layer, and their keys are documented in docs/engine_format.md.
+TEST(CopyLayers, EveryRefusalNamesTheLayerAndEveryKeyIsDocumented) {
+  auto graph = load_text_graph(
+      model(13, "g (float[N,4,9,7] x) => (float y, float z)",
+            {weights("w1", {8, 4, 1, 1}), weights("w2", {3, 4, 1, 1}, -1.0f, 1.0f, 8), "int64[2] s = {1, 0}",
+             "int64[2] e = {9, 7}", "int64[2] a = {1, 2}", "int64[2] st = {2, 3}", "int64[8] p = {0, 0, 1, 0, 0, 0, 0, 2}",
+             "float v = {0.5}"},
+            "c = Conv(x, w1)\nt = Slice(c, s, e, a, st)\ny = Conv(t, w2)\nz = Pad(x, p, v)"),
+      kMaxBatch);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  const engine::EnginePlan& plan = (*engine)->plan();
+  EXPECT_EQ(count_kind(plan, "strided_copy"), 1);
+  EXPECT_EQ(count_kind(plan, "constant_pad"), 1);
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    if (plan.layers[i].kind != "strided_copy" && plan.layers[i].kind != "constant_pad") continue;
+    SCOPED_TRACE(plan.layers[i].kind);
+    BindDamageResult result = damage_each_param_and_blob(plan, i);
+    EXPECT_GT(result.refused, 0);
+    EXPECT_TRUE(result.unnamed.empty()) << fmt::format("{}", fmt::join(result.unnamed, "\n"));
+  }
+  std::vector<std::string> missing = undocumented_keys(plan, QDQRT_ENGINE_FORMAT_DOC);
+  EXPECT_TRUE(missing.empty()) << fmt::format("{}", fmt::join(missing, "\n"));
+}
+
 // --- Engine::build: layouts, the int8 split, and the optimizer's pool forms.
 
 struct Built {
@@ -245,11 +360,6 @@ void expect_matches_reference(const Built& built, double tolerance) {
       }
     }
   }
-}
-
-int count_kind(const engine::EnginePlan& plan, const std::string& kind) {
-  return static_cast<int>(std::count_if(plan.layers.begin(), plan.layers.end(),
-                                         [&](const engine::PlanLayer& layer) { return layer.kind == kind; }));
 }
 
 // The C2f / ShuffleNet split between NHWC convolutions: each part read from the conv's
@@ -358,7 +468,8 @@ TEST(PoolForms, Fp32RunWithoutReferenceLayers) {
 
 // Between Q/DQ the folded pool and the lowered mean are INT8 pool layers: their outputs are within
 // the INT8 pools' 1 LSB of the reference executor and the same bytes as the engine that runs the
-// Pad (a reference layer) and the ReduceMean unlowered.
+// Pads unfolded (constant_pad layers on the int8 tensor, then pools without pads) and the
+// ReduceMean unlowered (a reference layer).
 TEST(PoolForms, Int8BetweenQdqIsOneInt8LayerEach) {
   const std::string text = model(
       13, "g (float[N,6,7,5] x) => (uint8 y, uint8 z, uint8 m)",
@@ -378,7 +489,8 @@ TEST(PoolForms, Int8BetweenQdqIsOneInt8LayerEach) {
   unfolded.disabled_passes = {"fold_pad_into_pool", "lower_spatial_mean"};
   auto reference_layers = engine::Engine::build(built.graph, unfolded);
   ASSERT_TRUE(reference_layers.ok()) << reference_layers.status().to_string();
-  EXPECT_EQ(count_kind((*reference_layers)->plan(), "reference"), 3);
+  EXPECT_EQ(count_kind((*reference_layers)->plan(), "constant_pad"), 2);
+  EXPECT_EQ(count_kind((*reference_layers)->plan(), "reference"), 1);  // the ReduceMean
   TensorMap inputs = seeded_inputs(built.graph, kMaxBatch, 32);
   auto folded_outputs = run_engine(*built.engine, inputs, 1);
   auto unfolded_outputs = run_engine(**reference_layers, inputs, 1);
