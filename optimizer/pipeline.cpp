@@ -42,7 +42,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   // Fusion passes: rows of the fusion registry (optimizer/fusions/registry.cpp), one pattern file
   // each. Conv/MatMul first: they absorb bias/residual Adds, activations and output Qs.
   for (const char* fusion : {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_binary", "fuse_qdq_pool", "fuse_qdq_resize",
-                             "fuse_qdq_concat", "fuse_qdq_lookup", "fuse_qdq_clamp", "fuse_pointwise",
+                             "fuse_qdq_split", "fuse_qdq_concat", "fuse_qdq_lookup", "fuse_qdq_clamp", "fuse_pointwise",
                              "fuse_channel_gate", "fuse_quantized_silu", "fuse_layer_norm", "fuse_softmax",
                              "fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums",
                              "fuse_float_depthwise_chain"}) {

@@ -449,6 +449,27 @@ TEST(SliceEngine, SliceBetweenEqualQdqStaysInt8) {
   expect_matches_reference(built, 0.0);
 }
 
+// Q -> DQ -> Split -> Q per part with equal parameters (fuse_qdq_split): the int8 Split is two
+// int8 copies, no DequantizeLinear layer, the reference's bytes.
+TEST(SliceEngine, SplitBetweenEqualQdqStaysInt8) {
+  const std::string text = model(
+      13, "g (float[N,10,4,3] x) => (uint8 y, uint8 z)",
+      {"float s = {0.03}", "uint8 zp = {128}", "int64[2] sz = {3, 7}"},
+      "q = QuantizeLinear(x, s, zp)\nd = DequantizeLinear(q, s, zp)\na, b = Split<axis=1>(d, sz)\n"
+      "y = QuantizeLinear(a, s, zp)\nz = QuantizeLinear(b, s, zp)");
+  Built built = build(text);
+  ASSERT_TRUE(built.engine);
+  const engine::EnginePlan& plan = built.engine->plan();
+  EXPECT_EQ(count_kind(plan, "strided_copy"), 2);
+  for (const engine::PlanLayer& layer : plan.layers) {
+    EXPECT_NE(layer.op_type, "DequantizeLinear") << layer.name;
+    if (layer.kind == "strided_copy") {
+      EXPECT_EQ(plan.tensors[static_cast<size_t>(layer.inputs[0])].dtype, DataType::kUint8) << layer.name;
+    }
+  }
+  expect_matches_reference(built, 0.0);
+}
+
 // The pool forms: Inception's Pad + AveragePool, DenseNet's zero Pad, MNASNet's mean over H, W.
 std::string pool_forms_model() {
   return model(13, "g (float[N,5,7,6] x) => (float y, float z, float m)",
