@@ -12,10 +12,11 @@
 // Params (engine/layer_params.h): per output axis the input axis it walks (`source_axes`, -1:
 // broadcast, stride 0) and, optionally, the step it walks it by (`copy.steps`, default 1); per
 // input axis the index it starts at (`starts`; the fixed index of an axis no output axis walks).
-// Input and output are plain, or (rank 4, batch on dim 0) channels-last, each its own: a Slice or
-// Split reads its input as it is stored and writes its parts the same way, so the channel split
-// after an NHWC convolution copies each pixel's channel range (a reader that wants NCHW gets a
-// reorder of its part). Items: output rows in storage order (all stored dims but the last).
+// Input and output are both plain or both (rank 4, batch on dim 0) channels-last: a Slice or Split
+// reads its input as it is stored and writes its parts the same way, so the channel split after an
+// NHWC convolution copies each pixel's channel range (a reader that wants NCHW gets a reorder of its
+// part; a copy across layouts would gather one element per row, slower than a reorder's blocked
+// transpose). Items: output rows in storage order (all stored dims but the last).
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -196,8 +197,8 @@ Result<std::unique_ptr<Layer>> bind_strided_copy(const BindContext& context) {
   if (x->shape.empty() || x->shape.size() > kMaxRank || y->shape.empty() || y->shape.size() > kMaxRank) {
     return context.error("ranks must be 1..6");
   }
-  if (!layout_allowed(*x) || !layout_allowed(*y)) {
-    return context.error("tensors must be plain, or rank-4 NHWC with the batch on dim 0");
+  if (!layout_allowed(*x) || !layout_allowed(*y) || x->layout != y->layout) {
+    return context.error("input and output must both be plain, or both rank-4 NHWC with the batch on dim 0");
   }
   for (const PlanTensor* tensor : {x, y}) {
     for (int64_t dim : tensor->shape) {
@@ -415,9 +416,7 @@ Status lower(const Node& node, BuildContext& context, const CopyOp& op) {
     if (node.outputs[output].empty()) continue;
     const Analysis& analysis = analyses[next++];
     const std::string& value = node.outputs[output];
-    // The input's layout: a copy between layouts walks one of them across rows (a strided gather,
-    // slower than the reorder kernels' blocked transposes), so a reader that wants the other
-    // layout gets a reorder of the part instead.
+    // The input's layout (see the top of the file).
     const std::optional<BatchLayout> y_batch = context.batch_layout(value);
     const bool nhwc = op.follows_layout && context.tensor(x).layout == Layout::kNhwc && y_batch && batch_leads(*y_batch);
     QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(value, nhwc ? Layout::kNhwc : Layout::kPlain));

@@ -304,6 +304,17 @@ TEST(CopyLayers, EveryRefusalNamesTheLayerAndEveryKeyIsDocumented) {
   }
   std::vector<std::string> missing = undocumented_keys(plan, QDQRT_ENGINE_FORMAT_DOC);
   EXPECT_TRUE(missing.empty()) << fmt::format("{}", fmt::join(missing, "\n"));
+  // The NHWC slice with its output relabelled plain: one layout on both sides or nothing.
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    if (plan.layers[i].kind != "strided_copy") continue;
+    ASSERT_EQ(plan.tensors[static_cast<size_t>(plan.layers[i].inputs[0])].layout, engine::Layout::kNhwc);
+    ASSERT_TRUE(harness_bind(plan, i).ok());
+    engine::EnginePlan damaged = plan;
+    damaged.tensors[static_cast<size_t>(damaged.layers[i].outputs[0])].layout = engine::Layout::kPlain;
+    auto bound = harness_bind(damaged, i);
+    ASSERT_FALSE(bound.ok());
+    EXPECT_NE(bound.status().message().find("must both be plain"), std::string::npos) << bound.status().message();
+  }
 }
 
 // --- Engine::build: layouts, the int8 split, and the optimizer's pool forms.
