@@ -33,7 +33,6 @@ class LowerSpatialMeanPass : public Pass {
   std::vector<std::string> must_run_after() const override { return {"fold_constants"}; }
 
   Status run(Graph& graph, PassContext&) override {
-    bool changed = false;
     for (size_t n = 0; n < graph.nodes.size(); ++n) {
       if (!spatial_mean_mismatch(graph, graph.nodes[n]).empty()) continue;
       const bool keepdims = graph.nodes[n].attrs<ReduceAttributes>().keepdims;
@@ -43,13 +42,16 @@ class LowerSpatialMeanPass : public Pass {
       mean.inputs.resize(1);
       mean.attributes.clear();
       QDQRT_RETURN_IF_ERROR(parse_attributes(mean));
-      changed = true;
       if (keepdims) continue;
-      // [N, C, 1, ...] -> [N, C]: the reduced axes dropped.
+      // [N, C, 1, ...] -> [N, C]: the reduced axes dropped. The pool's output is the input's N
+      // and C with the spatial dims 1 (the ReduceMean's output keeps its dims).
       const std::string pooled = unique_value_name(graph, output + "/pooled");
+      const std::vector<Dim>& input_dims = *graph.find_value(mean.input(0))->shape;
       ValueInfo pooled_info;
       pooled_info.name = pooled;
       pooled_info.dtype = DataType::kFloat;
+      pooled_info.shape = std::vector<Dim>{input_dims[0], input_dims[1]};
+      pooled_info.shape->resize(input_dims.size(), static_dim(1));
       graph.values[pooled] = std::move(pooled_info);
       mean.outputs[0] = pooled;
       Node flatten;
@@ -66,8 +68,6 @@ class LowerSpatialMeanPass : public Pass {
       graph.nodes.insert(graph.nodes.begin() + static_cast<std::ptrdiff_t>(n) + 1, std::move(flatten));
       ++n;
     }
-    // The new values' dims for the passes after this one.
-    if (changed) QDQRT_RETURN_IF_ERROR(infer_shapes(graph));
     return Status::ok();
   }
 };

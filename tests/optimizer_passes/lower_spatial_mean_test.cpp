@@ -42,6 +42,12 @@ void expect_lowered(const std::string& text, const std::string& ops) {
   const ValueInfo* y = rewritten.find_value("y");
   ASSERT_NE(y, nullptr);
   EXPECT_EQ(y->static_shape(), graph.find_value("y")->static_shape());
+  // The pool's output: x's N and C, every spatial dim 1.
+  const Shape x = *graph.find_value("x")->static_shape();
+  Shape pooled = {x[0], x[1]};
+  pooled.resize(x.size(), 1);
+  ASSERT_NE(rewritten.find_value(rewritten.nodes[0].outputs[0]), nullptr);
+  EXPECT_EQ(rewritten.find_value(rewritten.nodes[0].outputs[0])->static_shape(), pooled);
   expect_same_outputs(graph, rewritten, random_inputs(graph, 51), 0.0, 0.0);
 }
 
