@@ -15,7 +15,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <random>
 
@@ -280,7 +282,7 @@ TEST(PadLayer, BindRefusesBadFillsAndPaddedBatches) {
 }
 
 // Every damage to a strided_copy (NHWC, with steps) or constant_pad param that bind refuses names
-// the layer, and their keys are documented in docs/engine_format.md.
+// the layer, their keys are documented in docs/engine_format.md, and they survive an engine file.
 TEST(CopyLayers, EveryRefusalNamesTheLayerAndEveryKeyIsDocumented) {
   auto graph = load_text_graph(
       model(13, "g (float[N,4,9,7] x) => (float y, float z)",
@@ -304,6 +306,20 @@ TEST(CopyLayers, EveryRefusalNamesTheLayerAndEveryKeyIsDocumented) {
   }
   std::vector<std::string> missing = undocumented_keys(plan, QDQRT_ENGINE_FORMAT_DOC);
   EXPECT_TRUE(missing.empty()) << fmt::format("{}", fmt::join(missing, "\n"));
+  // Through an engine file: the loaded engine computes what the built one does.
+  const std::string path = (std::filesystem::temp_directory_path() / "copy_layers_test.qdqrt").string();
+  Status saved = (*engine)->save(path);
+  if (saved.code() != StatusCode::kUnsupported) {
+    ASSERT_TRUE(saved.is_ok()) << saved.to_string();
+    auto loaded = engine::Engine::load(path);
+    std::remove(path.c_str());
+    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+    TensorMap inputs = seeded_inputs(*graph, kMaxBatch, 33);
+    auto built_outputs = run_engine(**engine, inputs, 1);
+    auto loaded_outputs = run_engine(**loaded, inputs, 1);
+    ASSERT_TRUE(built_outputs.ok() && loaded_outputs.ok());
+    for (const auto& [name, tensor] : *built_outputs) EXPECT_TRUE(same_bytes(loaded_outputs->at(name), tensor)) << name;
+  }
   // The NHWC slice with its output relabelled plain: one layout on both sides or nothing.
   for (size_t i = 0; i < plan.layers.size(); ++i) {
     if (plan.layers[i].kind != "strided_copy") continue;
