@@ -30,7 +30,8 @@ namespace qdqrt::engine {
 // 6: fp32_gemm on the igemm (packed weights, padded bias, isa), fp32_matmul (two activations).
 // 8: fp32_conv mode 6 (direct_nchw: an NCHW input), a depthwise fp32_conv's [N, OH, C] row sums as
 //    output 1, read by fp32_global_avgpool_nhwc as input 1.
-inline constexpr uint32_t kEngineFormatVersion = 8;
+// 9: strided_copy `copy.steps` (Slice steps) and NHWC tensors; the constant_pad kind.
+inline constexpr uint32_t kEngineFormatVersion = 9;
 
 // How a tensor's elements are ordered in memory. kPlain is ONNX's row-major order of the logical
 // shape (NCHW for images); kNhwc stores a rank-4 [N, C, H, W] tensor channels-last (INT8 regions).

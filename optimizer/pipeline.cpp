@@ -11,8 +11,10 @@
 #include "optimizer/passes/fold_batchnorm.h"
 #include "optimizer/passes/evaluate_shape_computations.h"
 #include "optimizer/passes/fold_constants.h"
+#include "optimizer/passes/fold_pad_into_pool.h"
 #include "optimizer/passes/lower_einsum.h"
 #include "optimizer/passes/lower_reduce_l2.h"
+#include "optimizer/passes/lower_spatial_mean.h"
 #include "optimizer/passes/propagate_qdq.h"
 #include "optimizer/passes/remove_fake_quantization.h"
 #include "optimizer/passes/remove_identities.h"
@@ -34,6 +36,8 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_lower_einsum_pass());
   passes.push_back(make_lower_reduce_l2_pass());
+  passes.push_back(make_fold_pad_into_pool_pass());
+  passes.push_back(make_lower_spatial_mean_pass());
   passes.push_back(make_split_sliced_projection_pass());
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_propagate_qdq_pass());
@@ -42,7 +46,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   // Fusion passes: rows of the fusion registry (optimizer/fusions/registry.cpp), one pattern file
   // each. Conv/MatMul first: they absorb bias/residual Adds, activations and output Qs.
   for (const char* fusion : {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_binary", "fuse_qdq_pool", "fuse_qdq_resize",
-                             "fuse_qdq_concat", "fuse_qdq_lookup", "fuse_qdq_clamp", "fuse_pointwise",
+                             "fuse_qdq_split", "fuse_qdq_concat", "fuse_qdq_lookup", "fuse_qdq_clamp", "fuse_pointwise",
                              "fuse_channel_gate", "fuse_quantized_silu", "fuse_layer_norm", "fuse_softmax",
                              "fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums",
                              "fuse_float_depthwise_chain"}) {
@@ -61,6 +65,8 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_lower_einsum_pass());
   passes.push_back(make_lower_reduce_l2_pass());
+  passes.push_back(make_fold_pad_into_pool_pass());
+  passes.push_back(make_lower_spatial_mean_pass());
   passes.push_back(make_remove_fake_quantization_pass());
   passes.push_back(make_split_sliced_projection_pass());  // after it: fake-quantized weights are constants
   passes.push_back(make_fold_batchnorm_pass());

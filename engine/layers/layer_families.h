@@ -17,7 +17,7 @@ void register_int8_layers(LayerRegistry& registry);
 // engine/layers/float_layers.cpp: fp32 Conv, Gemm/MatMul, elementwise, Softmax, pools, shape ops ...
 void register_float_layers(LayerRegistry& registry);
 // engine/layers/strided_copy.cpp: Transpose (rank 5-6, batch moved), Gather of a constant scalar
-// index, Expand: strided copies of any dtype, batch on any axis.
+// index, Expand, Slice, Split: strided copies of any dtype, batch on any axis; constant-mode Pad.
 void register_strided_copy(LayerRegistry& registry);
 // engine/layers/norm_layers.cpp: LayerNorm (fp32 in, fp32 or int8/uint8 out).
 void register_norm_layers(LayerRegistry& registry);

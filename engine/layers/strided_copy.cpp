@@ -1,16 +1,30 @@
 // "strided_copy": one data-movement layer for the ops that read their input at fixed strides,
-// any dtype, plain layout, rank <= 6, the batch on any axis of either side (any_batch_layout):
+// any dtype, rank <= 6, the batch on any axis of either side (any_batch_layout):
 //   Transpose   that the float and int8 transposes leave (rank 5-6, the batch moved off dim 0:
 //               the head split [B,T,3,H,D] -> [3,B,H,T,D] of attention);
 //   Gather      of a constant scalar index (q/k/v = qkv[0..2], the class token x[:, 0]);
 //   Expand      (the class token [1,1,D] to [B,1,D]: its target shape, folded at the built batch,
-//               is never read; the output's dims come from RunState::dim).
+//               is never read; the output's dims come from RunState::dim);
+//   Slice       with constant starts/ends/axes and steps >= 1 (torch.chunk's channel split, the
+//               q/k/v thirds of a packed projection, x[..., ::2]);
+//   Split       one layer per output, each a Slice of its part.
+// "constant_pad" (below): Pad in constant mode.
 // Params (engine/layer_params.h): per output axis the input axis it walks (`source_axes`, -1:
-// broadcast, stride 0), per input axis the index it starts at (`starts`; the fixed index of an
-// axis no output axis walks). Items: output rows (all dims but the last).
+// broadcast, stride 0) and, optionally, the step it walks it by (`copy.steps`, default 1); per
+// input axis the index it starts at (`starts`; the fixed index of an axis no output axis walks).
+// Input and output are both plain or both (rank 4, batch on dim 0) channels-last: a Slice or Split
+// reads its input as it is stored and writes its parts the same way, so the channel split after an
+// NHWC convolution copies each pixel's channel range (a reader that wants NCHW gets a reorder of its
+// part; a copy across layouts would gather one element per row, slower than a reorder's blocked
+// transpose). Items: output rows in storage order (all stored dims but the last).
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -26,11 +40,23 @@ namespace {
 
 constexpr const char* kKind = "strided_copy";
 constexpr size_t kMaxRank = 6;
+// Per output axis, the step along the input axis it walks (>= 1); absent: every step 1.
+inline constexpr IntsCodec kSteps{"copy.steps", 1, params::kMaxDim};
 
 struct CopyGeometry {
   std::vector<int64_t> source_axes;  // per output axis
   std::vector<int64_t> starts;       // per input axis
+  std::vector<int64_t> steps;        // per output axis; empty: all 1
+  int64_t step(size_t output_axis) const { return steps.empty() ? 1 : steps[output_axis]; }
 };
+
+// The logical axis stored at each position: plain is the identity, NHWC keeps [N, C, H, W] as N, H, W, C.
+std::array<size_t, kMaxRank> storage_order(Layout layout, size_t rank) {
+  std::array<size_t, kMaxRank> order{};
+  for (size_t a = 0; a < rank; ++a) order[a] = a;
+  if (layout == Layout::kNhwc && rank == 4) order = {0, 2, 3, 1};
+  return order;
+}
 
 std::optional<BatchLayout> tracked(const BuildContext& context, const std::string& value) {
   if (context.constant(value) != nullptr) return BatchLayout{};
@@ -42,10 +68,13 @@ bool fits(const CopyGeometry& geometry, const Shape& x, const BatchLayout& x_bat
           const BatchLayout& y_batch) {
   if (x.empty() || x.size() > kMaxRank || y.empty() || y.size() > kMaxRank) return false;
   if (geometry.source_axes.size() != y.size() || geometry.starts.size() != x.size()) return false;
+  if (!geometry.steps.empty() && geometry.steps.size() != y.size()) return false;
   std::array<bool, kMaxRank> walked{};
   for (size_t k = 0; k < y.size(); ++k) {
     const int64_t source = geometry.source_axes[k];
+    const int64_t step = geometry.step(k);
     const bool y_batch_axis = y_batch.batched && static_cast<size_t>(y_batch.axis) == k;
+    if (step < 1 || step > params::kMaxDim) return false;
     if (source < 0) {
       if (y_batch_axis && y_batch.factor != 1) return false;
       continue;
@@ -53,9 +82,15 @@ bool fits(const CopyGeometry& geometry, const Shape& x, const BatchLayout& x_bat
     if (source >= static_cast<int64_t>(x.size()) || walked[static_cast<size_t>(source)]) return false;
     walked[static_cast<size_t>(source)] = true;
     const bool x_batch_axis = x_batch.batched && x_batch.axis == source;
-    if (x_batch_axis != y_batch_axis || (x_batch_axis && x_batch.factor != y_batch.factor)) return false;
+    if (x_batch_axis != y_batch_axis || (x_batch_axis && (x_batch.factor != y_batch.factor || step != 1))) {
+      return false;
+    }
     const int64_t start = geometry.starts[static_cast<size_t>(source)];
-    if (start < 0 || (x_batch_axis && start != 0) || start + y[k] > x[static_cast<size_t>(source)]) return false;
+    const int64_t extent = x[static_cast<size_t>(source)];
+    if (start < 0 || (x_batch_axis && start != 0)) return false;
+    // The last element walked, start + (y - 1) * step, is inside the input (dims <= 2^30: no overflow).
+    if (y[k] > 0 && start + (y[k] - 1) * step >= extent) return false;
+    if (y[k] == 0 && start > extent) return false;
   }
   for (size_t a = 0; a < x.size(); ++a) {
     if (walked[a]) continue;
@@ -72,27 +107,34 @@ class StridedCopyLayer final : public Layer {
   int32_t input = -1, output = -1;
   size_t element = 1;
   CopyGeometry geometry;
+  Layout input_layout = Layout::kPlain, output_layout = Layout::kPlain;
 
-  // Output dims and, per output axis, the input stride; the input offset of element 0.
+  // Output dims in storage order and, per stored output axis, the input stride; the input offset
+  // of element 0.
   int64_t layout(const RunState& state, std::array<int64_t, kMaxRank>& dims, std::array<int64_t, kMaxRank>& strides) const {
     const size_t x_rank = geometry.starts.size(), y_rank = geometry.source_axes.size();
-    std::array<int64_t, kMaxRank> input_strides{};
+    const std::array<size_t, kMaxRank> x_order = storage_order(input_layout, x_rank);
+    const std::array<size_t, kMaxRank> y_order = storage_order(output_layout, y_rank);
+    std::array<int64_t, kMaxRank> input_strides{};  // per logical input axis
     int64_t stride = 1, base = 0;
-    for (size_t a = x_rank; a-- > 0;) {
+    for (size_t p = x_rank; p-- > 0;) {
+      const size_t a = x_order[p];
       input_strides[a] = stride;
       base += geometry.starts[a] * stride;
       stride *= state.dim(input, a);
     }
-    for (size_t k = 0; k < y_rank; ++k) {
-      dims[k] = state.dim(output, k);
+    for (size_t p = 0; p < y_rank; ++p) {
+      const size_t k = y_order[p];
+      dims[p] = state.dim(output, k);
       const int64_t source = geometry.source_axes[k];
-      strides[k] = source < 0 ? 0 : input_strides[static_cast<size_t>(source)];
+      strides[p] = source < 0 ? 0 : input_strides[static_cast<size_t>(source)] * geometry.step(k);
     }
     return base;
   }
 
   WorkShape work(const RunState& state) const override {
-    const int64_t inner = state.dim(output, geometry.source_axes.size() - 1);
+    const size_t rank = geometry.source_axes.size();
+    const int64_t inner = state.dim(output, storage_order(output_layout, rank)[rank - 1]);
     return {.items = inner > 0 ? state.numel(output) / inner : 0, .ops_per_item = static_cast<double>(inner)};
   }
 
@@ -136,6 +178,12 @@ class StridedCopyLayer final : public Layer {
   }
 };
 
+// A channels-last tensor is rank 4 with the batch (if any) on dim 0, one slice per image.
+bool layout_allowed(const PlanTensor& tensor) {
+  return tensor.layout == Layout::kPlain ||
+         (tensor.layout == Layout::kNhwc && tensor.shape.size() == 4 && batch_leads(tensor));
+}
+
 Result<std::unique_ptr<Layer>> bind_strided_copy(const BindContext& context) {
   if (context.layer().inputs.size() != 1 || context.layer().outputs.size() != 1) {
     return context.error("expects one input and one output");
@@ -146,9 +194,11 @@ Result<std::unique_ptr<Layer>> bind_strided_copy(const BindContext& context) {
   if (x->dtype != y->dtype || !is_copyable_element_size(element)) {
     return context.error("input and output must have one dtype of 1, 2, 4 or 8 bytes");
   }
-  if (x->layout != Layout::kPlain || y->layout != Layout::kPlain) return context.error("tensors must be plain");
   if (x->shape.empty() || x->shape.size() > kMaxRank || y->shape.empty() || y->shape.size() > kMaxRank) {
     return context.error("ranks must be 1..6");
+  }
+  if (!layout_allowed(*x) || !layout_allowed(*y) || x->layout != y->layout) {
+    return context.error("input and output must both be plain, or both rank-4 NHWC with the batch on dim 0");
   }
   for (const PlanTensor* tensor : {x, y}) {
     for (int64_t dim : tensor->shape) {
@@ -165,31 +215,38 @@ Result<std::unique_ptr<Layer>> bind_strided_copy(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(layer->geometry.source_axes,
                          params::kSourceAxes.read_in(context, y->shape.size(), -1, x_rank - 1));
   QDQRT_ASSIGN_OR_RETURN(layer->geometry.starts, params::kStarts.read(context, x->shape.size()));
+  if (context.layer().params.has(std::string(kSteps.key()))) {
+    QDQRT_ASSIGN_OR_RETURN(layer->geometry.steps, kSteps.read(context, y->shape.size()));
+  }
   if (!fits(layer->geometry, x->shape, batch_layout_of(*x), y->shape, batch_layout_of(*y))) {
-    return context.error(fmt::format("source axes and starts do not map input {} onto output {} (batch kept in place)",
+    return context.error(fmt::format("source axes, starts and steps do not map input {} onto output {} (batch kept in place)",
                                      shape_to_string(x->shape), shape_to_string(y->shape)));
   }
   layer->input = context.layer().inputs[0];
   layer->output = context.layer().outputs[0];
   layer->element = element;
+  layer->input_layout = x->layout;
+  layer->output_layout = y->layout;
   return std::unique_ptr<Layer>(std::move(layer));
 }
 
-// --- Lowerings: each op's geometry, or nullopt when this layer does not take the node.
+// --- Lowerings: each op's geometry for output `output` of the node, or nullopt when this layer
+// does not take it.
 
-using GeometryFn = std::function<std::optional<CopyGeometry>(const Node&, const Shape& x, const Shape& y,
-                                                             const BuildContext&)>;
+using GeometryFn = std::function<std::optional<CopyGeometry>(const Node&, size_t output, const Shape& x,
+                                                             const Shape& y, const BuildContext&)>;
 
-std::optional<CopyGeometry> transpose_geometry(const Node& node, const Shape& x, const Shape& y, const BuildContext&) {
+std::optional<CopyGeometry> transpose_geometry(const Node& node, size_t, const Shape& x, const Shape& y,
+                                               const BuildContext&) {
   std::vector<int64_t> perm = node.attrs<TransposeAttributes>().perm;
   if (perm.empty()) {
     for (size_t a = x.size(); a-- > 0;) perm.push_back(static_cast<int64_t>(a));
   }
   if (perm.size() != x.size() || y.size() != x.size()) return std::nullopt;
-  return CopyGeometry{.source_axes = perm, .starts = std::vector<int64_t>(x.size(), 0)};
+  return CopyGeometry{.source_axes = perm, .starts = std::vector<int64_t>(x.size(), 0), .steps = {}};
 }
 
-std::optional<CopyGeometry> gather_geometry(const Node& node, const Shape& x, const Shape& y,
+std::optional<CopyGeometry> gather_geometry(const Node& node, size_t, const Shape& x, const Shape& y,
                                             const BuildContext& context) {
   const Tensor* indices = context.constant(node.input(1));
   if (indices == nullptr || !indices->shape().empty() || y.size() + 1 != x.size()) return std::nullopt;
@@ -199,7 +256,7 @@ std::optional<CopyGeometry> gather_geometry(const Node& node, const Shape& x, co
   if (axis < 0 || axis >= rank) return std::nullopt;
   int64_t index = indices->value_as_int64(0);
   index = index < 0 ? index + x[static_cast<size_t>(axis)] : index;
-  CopyGeometry geometry{.source_axes = {}, .starts = std::vector<int64_t>(x.size(), 0)};
+  CopyGeometry geometry{.source_axes = {}, .starts = std::vector<int64_t>(x.size(), 0), .steps = {}};
   geometry.starts[static_cast<size_t>(axis)] = index;
   for (int64_t a = 0; a < rank; ++a) {
     if (a != axis) geometry.source_axes.push_back(a);
@@ -210,12 +267,12 @@ std::optional<CopyGeometry> gather_geometry(const Node& node, const Shape& x, co
 // A size-1 input axis is broadcast (stride 0) unless it is the input's batch axis, also where the
 // output dim is 1 too: at maximum batch 1 the output's batch axis [1,1,D] looks like a copy of the
 // class token's leading 1, but it follows the run's batch while the input's does not.
-std::optional<CopyGeometry> expand_geometry(const Node& node, const Shape& x, const Shape& y,
+std::optional<CopyGeometry> expand_geometry(const Node& node, size_t, const Shape& x, const Shape& y,
                                             const BuildContext& context) {
   if (x.size() > y.size()) return std::nullopt;
   const std::optional<BatchLayout> x_batch = tracked(context, node.input(0));
   if (!x_batch) return std::nullopt;
-  CopyGeometry geometry{.source_axes = {}, .starts = std::vector<int64_t>(x.size(), 0)};
+  CopyGeometry geometry{.source_axes = {}, .starts = std::vector<int64_t>(x.size(), 0), .steps = {}};
   const size_t lead = y.size() - x.size();
   for (size_t k = 0; k < y.size(); ++k) {
     const bool broadcast =
@@ -225,46 +282,168 @@ std::optional<CopyGeometry> expand_geometry(const Node& node, const Shape& x, co
   return geometry;
 }
 
+// The integer values of constant input `i`, or nullopt (absent: `fallback`).
+std::optional<std::vector<int64_t>> constant_ints(const Node& node, size_t i, const BuildContext& context,
+                                                  std::optional<std::vector<int64_t>> fallback) {
+  if (!node.has_input(i)) return fallback;
+  const Tensor* tensor = context.constant(node.input(i));
+  if (tensor == nullptr || (tensor->dtype() != DataType::kInt64 && tensor->dtype() != DataType::kInt32) ||
+      tensor->rank() != 1) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> values;
+  for (int64_t j = 0; j < tensor->numel(); ++j) values.push_back(tensor->value_as_int64(j));
+  return values;
+}
+
+// Slice (opset >= 10: starts, ends, axes, steps as inputs), steps >= 1. ONNX's clamping: a
+// negative start or end counts from the end, then both clamp to [0, dim].
+std::optional<CopyGeometry> slice_geometry(const Node& node, size_t, const Shape& x, const Shape& y,
+                                           const BuildContext& context) {
+  if (node.opset < 10 || x.size() != y.size()) return std::nullopt;
+  const std::optional<std::vector<int64_t>> starts = constant_ints(node, 1, context, std::nullopt);
+  const std::optional<std::vector<int64_t>> ends = constant_ints(node, 2, context, std::nullopt);
+  if (!starts || !ends || starts->size() != ends->size()) return std::nullopt;
+  std::vector<int64_t> default_axes(starts->size());
+  for (size_t i = 0; i < default_axes.size(); ++i) default_axes[i] = static_cast<int64_t>(i);
+  const std::optional<std::vector<int64_t>> axes = constant_ints(node, 3, context, default_axes);
+  const std::optional<std::vector<int64_t>> steps =
+      constant_ints(node, 4, context, std::vector<int64_t>(starts->size(), 1));
+  if (!axes || !steps || axes->size() != starts->size() || steps->size() != starts->size()) return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(x.size());
+  CopyGeometry geometry{.source_axes = {}, .starts = std::vector<int64_t>(x.size(), 0),
+                        .steps = std::vector<int64_t>(x.size(), 1)};
+  std::vector<bool> seen(x.size(), false);
+  for (size_t i = 0; i < starts->size(); ++i) {
+    int64_t axis = (*axes)[i];
+    axis = axis < 0 ? axis + rank : axis;
+    const int64_t step = (*steps)[i];
+    if (axis < 0 || axis >= rank || seen[static_cast<size_t>(axis)] || step < 1 || step > params::kMaxDim) {
+      return std::nullopt;
+    }
+    seen[static_cast<size_t>(axis)] = true;
+    const int64_t dim = x[static_cast<size_t>(axis)];
+    int64_t start = std::clamp<int64_t>((*starts)[i], -params::kMaxDim * 2, params::kMaxDim * 2);
+    int64_t end = std::clamp<int64_t>((*ends)[i], -params::kMaxDim * 2, params::kMaxDim * 2);
+    start = std::clamp<int64_t>(start < 0 ? start + dim : start, 0, dim);
+    end = std::clamp<int64_t>(end < 0 ? end + dim : end, 0, dim);
+    const int64_t length = end > start ? (end - start + step - 1) / step : 0;
+    if (length != y[static_cast<size_t>(axis)]) return std::nullopt;
+    geometry.starts[static_cast<size_t>(axis)] = length > 0 ? start : 0;
+    geometry.steps[static_cast<size_t>(axis)] = step;
+  }
+  for (int64_t a = 0; a < rank; ++a) geometry.source_axes.push_back(a);
+  if (std::all_of(geometry.steps.begin(), geometry.steps.end(), [](int64_t step) { return step == 1; })) {
+    geometry.steps.clear();
+  }
+  return geometry;
+}
+
+// Output `output` of a Split: its part starts after the earlier outputs' dims along the axis.
+std::optional<CopyGeometry> split_geometry(const Node& node, size_t output, const Shape& x, const Shape& y,
+                                           const BuildContext& context) {
+  const int64_t rank = static_cast<int64_t>(x.size());
+  int64_t axis = node.attrs<SplitAttributes>().axis;
+  axis = axis < 0 ? axis + rank : axis;
+  if (axis < 0 || axis >= rank || y.size() != x.size()) return std::nullopt;
+  int64_t start = 0;
+  for (size_t i = 0; i < output; ++i) {
+    if (node.outputs[i].empty()) return std::nullopt;
+    Result<Shape> part = context.shape_of(node.outputs[i]);
+    if (!part.ok() || part->size() != x.size()) return std::nullopt;
+    start += (*part)[static_cast<size_t>(axis)];
+  }
+  CopyGeometry geometry{.source_axes = {}, .starts = std::vector<int64_t>(x.size(), 0), .steps = {}};
+  geometry.starts[static_cast<size_t>(axis)] = y[static_cast<size_t>(axis)] > 0 ? start : 0;
+  for (int64_t a = 0; a < rank; ++a) {
+    if (a != axis && x[static_cast<size_t>(a)] != y[static_cast<size_t>(a)]) return std::nullopt;
+    geometry.source_axes.push_back(a);
+  }
+  return geometry;
+}
+
 struct Analysis {
   CopyGeometry geometry;
   size_t element = 0;
 };
 
-std::optional<Analysis> analyze(const Node& node, const BuildContext& context, const GeometryFn& geometry_of) {
-  if (!node.domain.empty() || !node.has_input(0) || node.outputs.size() != 1 || node.outputs[0].empty()) {
+std::optional<Analysis> analyze(const Node& node, size_t output, const BuildContext& context,
+                                const GeometryFn& geometry_of) {
+  if (!node.domain.empty() || !node.has_input(0) || output >= node.outputs.size() || node.outputs[output].empty()) {
     return std::nullopt;
   }
   Result<Shape> x = context.shape_of(node.input(0));
-  Result<Shape> y = context.shape_of(node.outputs[0]);
+  Result<Shape> y = context.shape_of(node.outputs[output]);
   Result<DataType> dtype = context.dtype_of(node.input(0));
   if (!x.ok() || !y.ok() || !dtype.ok()) return std::nullopt;
   const std::optional<BatchLayout> x_batch = tracked(context, node.input(0));
-  const std::optional<BatchLayout> y_batch = context.batch_layout(node.outputs[0]);
+  const std::optional<BatchLayout> y_batch = context.batch_layout(node.outputs[output]);
   if (!x_batch || !y_batch) return std::nullopt;
-  std::optional<CopyGeometry> geometry = geometry_of(node, *x, *y, context);
+  std::optional<CopyGeometry> geometry = geometry_of(node, output, *x, *y, context);
   if (!geometry || !fits(*geometry, *x, *x_batch, *y, *y_batch)) return std::nullopt;
   const size_t element = dtype_size(*dtype);
   if (!is_copyable_element_size(element)) return std::nullopt;
   return Analysis{std::move(*geometry), element};
 }
 
-Status lower(const Node& node, BuildContext& context, const GeometryFn& geometry_of) {
-  std::optional<Analysis> analysis = analyze(node, context, geometry_of);
-  if (!analysis) return internal_error("{}: strided_copy accepted a node it cannot lower", node.describe());
-  QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(0), Layout::kPlain));
-  QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kPlain));
-  PlanLayer layer;
-  layer.kind = kKind;
-  layer.name = node.name;
-  layer.op_type = node.op_type;
-  layer.source_nodes = {node.name};
-  layer.kernel = fmt::format("x{}-strided-copy", analysis->element * 8);
-  layer.inputs = {x};
-  layer.outputs = {y};
-  params::kSourceAxes.write(layer, analysis->geometry.source_axes);
-  params::kStarts.write(layer, analysis->geometry.starts);
-  context.add_layer(std::move(layer));
+// Slice and Split follow the stored layout; the other ops copy plain tensors.
+struct CopyOp {
+  const char* op_type;
+  GeometryFn geometry_of;
+  bool follows_layout;
+};
+
+Status lower(const Node& node, BuildContext& context, const CopyOp& op) {
+  // Every output first: nothing is declared unless all of them lower.
+  std::vector<Analysis> analyses;
+  for (size_t output = 0; output < node.outputs.size(); ++output) {
+    if (node.outputs[output].empty()) continue;
+    std::optional<Analysis> analysis = analyze(node, output, context, op.geometry_of);
+    if (!analysis) return internal_error("{}: strided_copy accepted a node it cannot lower", node.describe());
+    analyses.push_back(std::move(*analysis));
+  }
+  int32_t x = -1;
+  if (op.follows_layout) {
+    QDQRT_ASSIGN_OR_RETURN(x, context.input_as_stored(node.input(0)));
+    if (!layout_allowed(context.tensor(x))) {
+      QDQRT_ASSIGN_OR_RETURN(x, context.input(node.input(0), Layout::kPlain));
+    }
+  } else {
+    QDQRT_ASSIGN_OR_RETURN(x, context.input(node.input(0), Layout::kPlain));
+  }
+  size_t next = 0;
+  for (size_t output = 0; output < node.outputs.size(); ++output) {
+    if (node.outputs[output].empty()) continue;
+    const Analysis& analysis = analyses[next++];
+    const std::string& value = node.outputs[output];
+    // The input's layout (see the top of the file).
+    const std::optional<BatchLayout> y_batch = context.batch_layout(value);
+    const bool nhwc = op.follows_layout && context.tensor(x).layout == Layout::kNhwc && y_batch && batch_leads(*y_batch);
+    QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(value, nhwc ? Layout::kNhwc : Layout::kPlain));
+    PlanLayer layer;
+    layer.kind = kKind;
+    layer.name = node.name;
+    layer.op_type = node.op_type;
+    layer.source_nodes = {node.name};
+    layer.kernel = fmt::format("x{}-strided-copy", analysis.element * 8);
+    layer.inputs = {x};
+    layer.outputs = {y};
+    params::kSourceAxes.write(layer, analysis.geometry.source_axes);
+    params::kStarts.write(layer, analysis.geometry.starts);
+    if (!analysis.geometry.steps.empty()) kSteps.write(layer, analysis.geometry.steps);
+    context.add_layer(std::move(layer));
+  }
   return Status::ok();
+}
+
+bool accepts(const Node& node, const BuildContext& context, const CopyOp& op) {
+  bool any = false;
+  for (size_t output = 0; output < node.outputs.size(); ++output) {
+    if (node.outputs[output].empty()) continue;
+    if (!analyze(node, output, context, op.geometry_of)) return false;
+    any = true;
+  }
+  return any;
 }
 
 // The float and int8 transposes take rank <= 4 (float) or 8-bit tensors with the batch kept in
@@ -276,28 +455,223 @@ bool transpose_left_over(const Node& node, const BuildContext& context) {
   return x.ok() && (x->size() > 4 || !x_batch || !y_batch || !batch_leads(*x_batch) || !batch_leads(*y_batch));
 }
 
+// --- constant_pad: Pad in constant mode (negative pads crop), any dtype, plain tensors, the batch
+// on dim 0 and not padded. Params: per axis the output index where the input starts (`pad.begin`,
+// a pad's begin; negative: a crop), the fill element's bits (`pad.value_bits`, little-endian, the
+// element's size). Items: output rows (all dims but the last): a row outside the input is filled,
+// else the input row's part is copied between the fills.
+
+constexpr const char* kPadKind = "constant_pad";
+inline constexpr IntsCodec kPadBegin{"pad.begin", -params::kMaxDim, params::kMaxDim};
+inline constexpr IntCodec kPadValueBits{"pad.value_bits"};
+
+class ConstantPadLayer final : public Layer {
+ public:
+  int32_t input = -1, output = -1;
+  size_t element = 1;
+  std::vector<int64_t> begin;  // per axis
+  uint64_t value_bits = 0;
+
+  WorkShape work(const RunState& state) const override {
+    const int64_t inner = state.dim(output, begin.size() - 1);
+    return {.items = inner > 0 ? state.numel(output) / inner : 0, .ops_per_item = static_cast<double>(inner)};
+  }
+
+  void run(const RunState& state, int64_t begin_row, int64_t end_row, std::span<uint8_t>) const override {
+    visit_element_size(element, [&]<class T>() { run_typed<T>(state, begin_row, end_row); });
+  }
+
+ private:
+  template <class T>
+  void run_typed(const RunState& state, int64_t begin_row, int64_t end_row) const {
+    const size_t rank = begin.size();
+    std::array<int64_t, kMaxRank> x_dims{}, y_dims{};
+    for (size_t a = 0; a < rank; ++a) {
+      x_dims[a] = state.dim(input, a);
+      y_dims[a] = state.dim(output, a);
+    }
+    T fill;
+    std::memcpy(&fill, &value_bits, sizeof(T));
+    const T* x = state.data<const T>(input);
+    T* y = state.data<T>(output);
+    const int64_t y_inner = y_dims[rank - 1], x_inner = x_dims[rank - 1];
+    const int64_t first = std::clamp<int64_t>(begin[rank - 1], 0, y_inner);  // output columns [first, last) copy
+    const int64_t last = std::clamp<int64_t>(begin[rank - 1] + x_inner, 0, y_inner);
+    for (int64_t row = begin_row; row < end_row; ++row) {
+      T* target = y + row * y_inner;
+      // The input row this output row reads, or -1 when one of its indices is in a pad.
+      int64_t rest = row, source_row = 0, stride = 1;
+      bool inside = true;
+      for (size_t a = rank - 1; a-- > 0;) {
+        const int64_t index = rest % y_dims[a] - begin[a];
+        rest /= y_dims[a];
+        if (index < 0 || index >= x_dims[a]) {
+          inside = false;
+          break;
+        }
+        source_row += index * stride;
+        stride *= x_dims[a];
+      }
+      if (!inside || last <= first) {
+        std::fill_n(target, y_inner, fill);
+        continue;
+      }
+      std::fill_n(target, first, fill);
+      std::memcpy(target + first, x + source_row * x_inner + (first - begin[rank - 1]),
+                  static_cast<size_t>(last - first) * sizeof(T));
+      std::fill_n(target + last, y_inner - last, fill);
+    }
+  }
+};
+
+Result<std::unique_ptr<Layer>> bind_constant_pad(const BindContext& context) {
+  if (context.layer().inputs.size() != 1 || context.layer().outputs.size() != 1) {
+    return context.error("expects one input and one output");
+  }
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, context.input(0));
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* y, context.output(0));
+  const size_t element = dtype_size(x->dtype);
+  if (x->dtype != y->dtype || !is_copyable_element_size(element)) {
+    return context.error("input and output must have one dtype of 1, 2, 4 or 8 bytes");
+  }
+  if (x->layout != Layout::kPlain || y->layout != Layout::kPlain) return context.error("tensors must be plain");
+  if (x->shape.empty() || x->shape.size() > kMaxRank || y->shape.size() != x->shape.size()) {
+    return context.error("input and output must have one rank of 1..6");
+  }
+  for (const PlanTensor* tensor : {x, y}) {
+    for (int64_t dim : tensor->shape) {
+      if (dim < 0 || dim > params::kMaxDim) return context.error(fmt::format("'{}' has a bad shape", tensor->name));
+    }
+  }
+  if (x->batched != y->batched || !batch_leads(*x) || !batch_leads(*y) || (x->batched && x->shape[0] != y->shape[0])) {
+    return context.error("the batch must be dim 0 of both, not padded");
+  }
+  auto layer = std::make_unique<ConstantPadLayer>();
+  QDQRT_ASSIGN_OR_RETURN(layer->begin, kPadBegin.read(context, x->shape.size()));
+  if (x->batched && layer->begin[0] != 0) return context.error("the batch must be dim 0 of both, not padded");
+  QDQRT_ASSIGN_OR_RETURN(const int64_t bits, kPadValueBits.read(context));
+  if (element < 8 && (bits < 0 || bits >= (int64_t{1} << (8 * element)))) {
+    return context.error(fmt::format("pad.value_bits {} does not fit a {}-byte element", bits, element));
+  }
+  layer->value_bits = static_cast<uint64_t>(bits);
+  layer->input = context.layer().inputs[0];
+  layer->output = context.layer().outputs[0];
+  layer->element = element;
+  return std::unique_ptr<Layer>(std::move(layer));
+}
+
+// The constant Pad's begin offsets and fill bits, or nullopt (another mode, runtime pads or
+// value, a padded batch, shapes that do not add up).
+struct PadAnalysis {
+  std::vector<int64_t> begin;
+  uint64_t value_bits = 0;
+};
+
+std::optional<PadAnalysis> analyze_pad(const Node& node, const BuildContext& context) {
+  if (!node.domain.empty() || !node.has_input(0) || node.outputs.size() != 1 || node.outputs[0].empty()) {
+    return std::nullopt;
+  }
+  const auto& attributes = node.attrs<PadAttributes>();
+  if (attributes.mode != PadMode::kConstant || context.constant(node.input(0)) != nullptr) return std::nullopt;
+  Result<Shape> x = context.shape_of(node.input(0));
+  Result<Shape> y = context.shape_of(node.outputs[0]);
+  Result<DataType> dtype = context.dtype_of(node.input(0));
+  if (!x.ok() || !y.ok() || !dtype.ok() || x->empty() || x->size() > kMaxRank || y->size() != x->size()) {
+    return std::nullopt;
+  }
+  const size_t element = dtype_size(*dtype);
+  if (!is_copyable_element_size(element)) return std::nullopt;
+  const size_t rank = x->size();
+  std::vector<int64_t> pads = attributes.pads;
+  std::vector<int64_t> axes;
+  for (size_t a = 0; a < rank; ++a) axes.push_back(static_cast<int64_t>(a));
+  PadAnalysis analysis;
+  if (attributes.pads_from_input) {
+    const std::optional<std::vector<int64_t>> given = constant_ints(node, 1, context, std::nullopt);
+    if (!given) return std::nullopt;
+    pads = *given;
+    if (node.has_input(3)) {
+      const std::optional<std::vector<int64_t>> given_axes = constant_ints(node, 3, context, std::nullopt);
+      if (!given_axes) return std::nullopt;
+      axes = *given_axes;
+    }
+    if (node.has_input(2)) {
+      const Tensor* value = context.constant(node.input(2));
+      if (value == nullptr || value->numel() != 1 || value->dtype() != *dtype) return std::nullopt;
+      std::memcpy(&analysis.value_bits, value->raw_data(), element);
+    }
+  } else {
+    if (*dtype != DataType::kFloat) return std::nullopt;  // the value attribute is a float
+    std::memcpy(&analysis.value_bits, &attributes.constant_value, sizeof(float));
+  }
+  if (pads.size() != 2 * axes.size()) return std::nullopt;
+  analysis.begin.assign(rank, 0);
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = axes[i] < 0 ? axes[i] + static_cast<int64_t>(rank) : axes[i];
+    if (axis < 0 || axis >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(axis)]) return std::nullopt;
+    seen[static_cast<size_t>(axis)] = true;
+    const int64_t begin = pads[i], end = pads[axes.size() + i];
+    if (std::abs(begin) > params::kMaxDim || std::abs(end) > params::kMaxDim) return std::nullopt;
+    if ((*x)[static_cast<size_t>(axis)] + begin + end != (*y)[static_cast<size_t>(axis)]) return std::nullopt;
+    analysis.begin[static_cast<size_t>(axis)] = begin;
+  }
+  const std::optional<BatchLayout> x_batch = context.batch_layout(node.input(0));
+  const std::optional<BatchLayout> y_batch = context.batch_layout(node.outputs[0]);
+  if (!x_batch || !y_batch || !batch_leads(*x_batch) || !batch_leads(*y_batch) ||
+      x_batch->batched != y_batch->batched) {
+    return std::nullopt;
+  }
+  if (x_batch->batched && ((*x)[0] != (*y)[0] || analysis.begin[0] != 0)) return std::nullopt;
+  return analysis;
+}
+
+Status lower_constant_pad(const Node& node, BuildContext& context) {
+  std::optional<PadAnalysis> analysis = analyze_pad(node, context);
+  if (!analysis) return internal_error("{}: constant_pad accepted a node it cannot lower", node.describe());
+  QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(0), Layout::kPlain));
+  QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kPlain));
+  PlanLayer layer;
+  layer.kind = kPadKind;
+  layer.name = node.name;
+  layer.op_type = node.op_type;
+  layer.source_nodes = {node.name};
+  layer.kernel = fmt::format("x{}-constant-pad", dtype_size(context.tensor(x).dtype) * 8);
+  layer.inputs = {x};
+  layer.outputs = {y};
+  kPadBegin.write(layer, analysis->begin);
+  kPadValueBits.write(layer, static_cast<int64_t>(analysis->value_bits));
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_strided_copy(LayerRegistry& registry) {
   registry.add_kind({.kind = kKind, .bind = bind_strided_copy, .any_batch_layout = true});
-  const std::pair<const char*, GeometryFn> ops[] = {
-      {"Transpose", transpose_geometry}, {"Gather", gather_geometry}, {"Expand", expand_geometry}};
-  for (const auto& entry : ops) {
-    // Named copies, not structured bindings: clang 14 cannot capture those in the lambdas below.
-    const char* op = entry.first;
-    const GeometryFn geometry_of = entry.second;
-    const bool transpose = std::string(op) == "Transpose";
+  const CopyOp ops[] = {{"Transpose", transpose_geometry, false},
+                        {"Gather", gather_geometry, false},
+                        {"Expand", expand_geometry, false},
+                        {"Slice", slice_geometry, true},
+                        {"Split", split_geometry, true}};
+  for (const CopyOp& op : ops) {
+    const bool transpose = std::string(op.op_type) == "Transpose";
     registry.add_lowering({.domain = "",
-                           .op_type = op,
-                           .lower = [geometry_of](const Node& node, BuildContext& context) {
-                             return lower(node, context, geometry_of);
-                           },
-                           .accepts = [geometry_of, transpose](const Node& node, const BuildContext& context) {
+                           .op_type = op.op_type,
+                           .lower = [op](const Node& node, BuildContext& context) { return lower(node, context, op); },
+                           .accepts = [op, transpose](const Node& node, const BuildContext& context) {
                              if (transpose && !transpose_left_over(node, context)) return false;
-                             return analyze(node, context, geometry_of).has_value();
+                             return accepts(node, context, op);
                            },
                            .any_batch_layout = true});
   }
+  registry.add_kind({.kind = kPadKind, .bind = bind_constant_pad});
+  registry.add_lowering({.domain = "",
+                         .op_type = "Pad",
+                         .lower = lower_constant_pad,
+                         .accepts = [](const Node& node, const BuildContext& context) {
+                           return analyze_pad(node, context).has_value();
+                         }});
 }
 
 }  // namespace qdqrt::engine

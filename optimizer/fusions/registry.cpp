@@ -21,6 +21,8 @@ const std::vector<Fusion>& fusion_registry() {
         "fuse_qdq_matmul"}},
       {"fuse_qdq_resize", graph_only<select_qdq_resize>, apply_qdq_resize,
        {"fold_constants", "propagate_qdq", "remove_redundant_qdq", "fuse_qdq_conv", "fuse_qdq_matmul"}},
+      {"fuse_qdq_split", graph_only<select_qdq_split>, apply_qdq_split,
+       {"fold_constants", "propagate_qdq", "remove_redundant_qdq", "fuse_qdq_conv", "fuse_qdq_matmul"}},
       {"fuse_qdq_concat", graph_only<select_qdq_concat>, apply_qdq_concat,
        {"fold_constants", "fold_batchnorm", "propagate_qdq", "remove_redundant_qdq", "fuse_qdq_conv",
         "fuse_qdq_matmul"}},

@@ -26,6 +26,9 @@ Status apply_qdq_pool(Graph& graph, const QdqSelection& selection, PassContext& 
 // resize.cpp: DQ -> Resize (nearest) -> Q with equal parameters becomes Resize on the int8 tensor.
 SelectResult select_qdq_resize(const Graph& graph, const ValueIndex& index, int node);
 Status apply_qdq_resize(Graph& graph, const QdqSelection& selection, PassContext& context);
+// split.cpp: DQ -> Split -> a Q per output, all with equal parameters, becomes Split on the int8 tensor.
+SelectResult select_qdq_split(const Graph& graph, const ValueIndex& index, int node);
+Status apply_qdq_split(Graph& graph, const QdqSelection& selection, PassContext& context);
 // concat.cpp: DQs -> Concat -> Q becomes QConcat (inputs requantized to the output's parameters).
 SelectResult select_qdq_concat(const Graph& graph, const ValueIndex& index, int node);
 Status apply_qdq_concat(Graph& graph, const QdqSelection& selection, PassContext& context);

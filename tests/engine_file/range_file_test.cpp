@@ -75,7 +75,7 @@ TEST_F(RangeFile, WhatIsWrittenIsReadBack) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(read->range->model.bytes.data()) % 64, 0u);
 }
 
-TEST_F(RangeFile, AFixedEngineFileStaysFormat8AndHasNoRange) {
+TEST_F(RangeFile, AFixedEngineFileKeepsTheFixedFormatAndHasNoRange) {
   // The must-not-fire case: without a range nothing of the new version is written.
   std::vector<uint8_t> fixed = serialize_or_fail(plan_);
   EXPECT_EQ(load_field<uint32_t>(fixed, kFormatVersionOffset), kEngineFormatVersion);

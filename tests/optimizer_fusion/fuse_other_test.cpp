@@ -1,4 +1,4 @@
-// fuse_qdq_binary, fuse_qdq_pool, fuse_qdq_resize, fuse_qdq_concat, fuse_qdq_lookup and the whole pipeline.
+// fuse_qdq_binary, fuse_qdq_pool, fuse_qdq_resize, fuse_qdq_split, fuse_qdq_concat, fuse_qdq_lookup and the whole pipeline.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -165,6 +165,51 @@ g (float[1,3,5,6] x) => (float[1,3,10,12] n1)
     Result r = fuse_text(pass, text, 0);
     EXPECT_EQ(find_op(r.fused, "Resize")->inputs[0], "xd");
     EXPECT_EQ(float_reason_for(r.original, r.context, "n0"), "input and output quantization parameters differ");
+  }
+}
+
+// torch.chunk exported as Split between Q/DQ: the Split reads the int8 tensor and writes the Qs'
+// outputs; a Q with other parameters, or an output read by a float op, keeps it float.
+TEST(FuseQdqSplit, EqualParametersReadInt8) {
+  std::string text = fmt::format(R"({}
+g (float[1,6,5] x) => (float[1,2,5] a1, float[1,4,5] b1)
+<float xs = {{0.02}}, uint8 xz = {{128}}, int64[2] sz = {{2, 4}}>
+{{
+{}  a0, b0 = Split <axis = 1> (xd, sz)
+  aq = QuantizeLinear(a0, xs, xz)
+  a1 = DequantizeLinear(aq, xs, xz)
+  bq = QuantizeLinear(b0, xs, xz)
+  b1 = DequantizeLinear(bq, xs, xz)
+}})",
+                                 kHeader, quantized("x", "xs", "xz"));
+  optimizer::FusionPass pass("fuse_qdq_split");
+  Result r = fuse_text(pass, text, 1e-9f);
+  const Node* split = find_op(r.fused, "Split");
+  ASSERT_NE(split, nullptr);
+  EXPECT_EQ(split->inputs[0], "xq");
+  EXPECT_EQ(split->outputs, (std::vector<std::string>{"aq", "bq"}));
+  EXPECT_EQ(count_ops(r.fused, "QuantizeLinear"), 1);  // the graph input's
+}
+
+TEST(FuseQdqSplit, OtherParametersOrAFloatReaderMustNotFire) {
+  for (const char* b_reader : {"bq = QuantizeLinear(b0, ys, xz)\n  b1 = DequantizeLinear(bq, ys, xz)",
+                               "b1 = Relu(b0)"}) {
+    SCOPED_TRACE(b_reader);
+    std::string text = fmt::format(R"({}
+g (float[1,6,5] x) => (float[1,2,5] a1, float[1,4,5] b1)
+<float xs = {{0.02}}, uint8 xz = {{128}}, float ys = {{0.04}}, int64[2] sz = {{2, 4}}>
+{{
+{}  a0, b0 = Split <axis = 1> (xd, sz)
+  aq = QuantizeLinear(a0, xs, xz)
+  a1 = DequantizeLinear(aq, xs, xz)
+  {}
+}})",
+                                   kHeader, quantized("x", "xs", "xz"), b_reader);
+    optimizer::FusionPass pass("fuse_qdq_split");
+    Result r = fuse_text(pass, text, 0);
+    EXPECT_EQ(find_op(r.fused, "Split")->inputs[0], "xd");
+    EXPECT_FALSE(float_reason_for(r.original, r.context, "a0").empty() &&
+                 float_reason_for(r.original, r.context, "b0").empty());
   }
 }
 
