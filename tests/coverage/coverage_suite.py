@@ -32,6 +32,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -187,9 +188,91 @@ def check_variant(args, model, variant, paths, log):
         if not errors:
             raise Failure("run_failed", "the engine exported no outputs")
         row["max_error"] = max(errors)
+        if variant == "qdq" and row["max_error"] > args.tolerance_qdq:
+            # Outside the tolerance: is the first difference a rounding tie, or a layer computing something else?
+            row["divergence"] = first_divergence(args, paths, work, layer_info, engine_outputs, inputs, log)
     except Failure as failure:
         row["status"], row["message"] = failure.status, failure.message
     return row
+
+
+# How far from a .5 boundary (in float32 ulps of the scaled value) a reference value may lie for a
+# one-code difference to count as a rounding tie: the engine computes a quantizer's input with
+# another float association (folded BatchNorm, fused SiLU epilogues), a few ulps from the reference's.
+TIE_ULPS = 64
+
+
+def classify_divergence(engine_codes, reference_codes, reference_input, scale):
+    """How a quantized tensor of the engine differs from the reference executor's: None when equal;
+    else the count of differing codes, the largest difference and whether every difference is a
+    rounding tie (one code, where the reference's input / scale lies within TIE_ULPS of a .5)."""
+    if engine_codes.shape != reference_codes.shape:
+        return {"codes": int(reference_codes.size), "of": int(reference_codes.size), "max_code": None, "tie": False}
+    difference = np.abs(engine_codes.astype(np.int64) - reference_codes.astype(np.int64))
+    if not difference.any():
+        return None
+    where = difference != 0
+    scaled = reference_input[where].astype(np.float64) / float(scale)
+    from_half = np.abs(scaled - np.floor(scaled) - 0.5)
+    ties = from_half <= TIE_ULPS * 2.0 ** -23 * np.maximum(np.abs(scaled), 1.0)
+    return {"codes": int(where.sum()), "of": int(difference.size), "max_code": int(difference.max()),
+            "worst_from_half": float(from_half.max()), "tie": bool(difference.max() == 1 and ties.all())}
+
+
+def first_divergence(args, paths, work, layer_info, engine_outputs, inputs, log):
+    """The first quantized tensor (in graph order) where the engine's codes differ from the reference
+    executor's on the original graph, classified by classify_divergence, plus its name; or a dict
+    saying why it could not be found. Only QuantizeLinear outputs the engine already keeps between
+    layers are compared, so marking them does not change what it runs (checked on the outputs)."""
+    import onnx
+    from onnx import helper, numpy_helper
+    model = onnx.load(paths["qdq"])
+    constants = {t.name: t for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            constants[node.output[0]] = node.attribute[0].t
+    kept = {o["Name"] for layer in json.load(open(layer_info))["Layers"] for o in layer.get("Outputs", [])}
+    graph_outputs = {o.name for o in model.graph.output}
+    quantizers = [node for node in model.graph.node if node.op_type == "QuantizeLinear"
+                  and node.output[0] in kept and node.output[0] not in graph_outputs and node.input[1] in constants
+                  and numpy_helper.to_array(constants[node.input[1]]).size == 1]
+    if not quantizers:
+        return {"found": False, "why": "no per-tensor quantized tensor between layers"}
+    added = set()
+    for node in quantizers:
+        for name in (node.input[0], node.output[0]):
+            if name not in added and name not in graph_outputs:
+                model.graph.output.append(helper.make_tensor_value_info(name, onnx.TensorProto.UNDEFINED, None))
+                added.add(name)
+    tapped = os.path.join(work, "tapped.onnx")
+    onnx.save(model, tapped)
+    reference_dir = os.path.join(work, "reference_tensors")
+    run_stage([args.qdqrt, "run", f"--onnx={tapped}", inputs, f"--saveOutputs={reference_dir}"],
+              args.run_timeout, "reference_failed", log)
+    marked_dir = os.path.join(work, "engine_tensors")
+    os.makedirs(marked_dir, exist_ok=True)
+    files = {node.output[0]: os.path.join(marked_dir, f"{index}.bin") for index, node in enumerate(quantizers)}
+    marked_outputs = os.path.join(work, "marked_outputs.json")
+    shape = "x".join(str(d) for d in np.load(paths["input"], mmap_mode="r").shape)
+    run_stage([args.qdqrt, "exec", f"--onnx={paths['qdq']}", f"--shapes=input:{shape}", inputs,
+               "--iterations=1", "--warmUp=0", "--duration=0", "--threads=1",
+               "--markDebug=" + ",".join(files), "--saveDebugTensors=" + ",".join(f"{n}:{f}" for n, f in files.items()),
+               f"--exportOutput={marked_outputs}"], args.run_timeout, "run_failed", log)
+    unmarked, marked = read_engine_outputs(engine_outputs), read_engine_outputs(marked_outputs)
+    if any(not np.array_equal(unmarked[name], marked.get(name), equal_nan=True) for name in unmarked):
+        return {"found": False, "why": "marking the quantized tensors changed the engine's outputs"}
+    for node in quantizers:
+        # `qdqrt run --saveOutputs` names files after values, characters other than [A-Za-z0-9._-] as '_'.
+        saved = lambda name: os.path.join(reference_dir, re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".npy")
+        reference_codes = np.load(saved(node.output[0]))
+        engine_codes = np.fromfile(files[node.output[0]], dtype=reference_codes.dtype)
+        if engine_codes.size == reference_codes.size:
+            engine_codes = engine_codes.reshape(reference_codes.shape)
+        scale = numpy_helper.to_array(constants[node.input[1]]).item()
+        found = classify_divergence(engine_codes, reference_codes, np.load(saved(node.input[0])), scale)
+        if found is not None:
+            return dict(found, found=True, tensor=node.output[0], compared=quantizers.index(node) + 1)
+    return {"found": False, "why": f"all {len(quantizers)} quantized tensors between layers are equal"}
 
 
 def load_expectations(path):
@@ -237,6 +320,10 @@ def judge(expectations, row):
         elif row["reference_layers"] < want["reference_layers"]:
             improvements.append(f"{label}: {row['reference_layers']} reference layers, "
                                 f"expected {want['reference_layers']}")
+    divergence = row.get("divergence") or {}
+    if divergence.get("found") and not divergence["tie"]:
+        regressions.append(f"{label}: {describe_divergence(divergence)}: not rounding ties, a layer computes "
+                           f"something else than the reference executor")
     if row["max_error"] is not None:
         if not row["max_error"] <= want["max_error"]:
             regressions.append(f"{label}: max error {row['max_error']:.3g} of the output range, "
@@ -245,6 +332,14 @@ def judge(expectations, row):
             improvements.append(f"{label}: max error {row['max_error']:.3g}, within the tolerance {tolerance:g} "
                                 f"(expected up to {want['max_error']:.3g})")
     return regressions, improvements
+
+
+def describe_divergence(divergence):
+    if not divergence.get("found"):
+        return f"first divergent quantized tensor not found ({divergence.get('why', '')})"
+    return (f"first divergent quantized tensor '{divergence['tensor']}' (quantized tensor {divergence['compared']} in graph order): "
+            f"{divergence['codes']} of {divergence['of']} codes differ, by at most {divergence['max_code']}, "
+            f"input / scale at most {divergence.get('worst_from_half', float('nan')):.2g} from a .5")
 
 
 def format_error(value):
@@ -279,6 +374,7 @@ def print_table(rows, markdown):
 
 def check(args):
     expectations = load_expectations(args.expectations)
+    args.tolerance_qdq = expectations[0]["qdq"]
     os.makedirs(os.path.join(args.work, "results"), exist_ok=True)
     all_regressions, all_improvements, rows = [], [], []
     for model in args.model:
@@ -303,6 +399,10 @@ def check(args):
             all_regressions += regressions
             all_improvements += improvements
     print_table(rows, markdown=False)
+    for row in rows:
+        if row.get("divergence"):
+            tie = " (rounding ties)" if row["divergence"].get("tie") else ""
+            print(f"{row['model']}/{row['variant']}: {describe_divergence(row['divergence'])}{tie}")
     print(f"(commands and their output: {os.path.join(args.work, 'results')}/<model>_{args.tier}.log)")
     if args.tier != "ci":
         # The expectations are the ci tier's: a full-size file has more values, so more rounding ties.
@@ -391,11 +491,32 @@ def selftest(args):
             (row("fallback", "fp32", reference_layers=1), 0, 1),
             (row("chaotic", "qdq", max_error=0.2), 0, 0), (row("chaotic", "qdq", max_error=0.4), 1, 0),
             (row("chaotic", "qdq", max_error=0.0), 0, 1)]
+        tie = {"found": True, "tensor": "q", "compared": 3, "codes": 1, "of": 8, "max_code": 1,
+               "worst_from_half": 0.0, "tie": True}
+        cases += [(dict(row("chaotic", "qdq", max_error=0.2), divergence=tie), 0, 0),
+                  (dict(row("chaotic", "qdq", max_error=0.2), divergence=dict(tie, tie=False)), 1, 0),
+                  (dict(row("chaotic", "qdq", max_error=0.2), divergence={"found": False, "why": "w"}), 0, 0)]
         for case, regressions, improvements in cases:
             found = judge(expectations, case)
             expect((len(found[0]), len(found[1])) == (regressions, improvements),
                    f"{case['model']}/{case['variant']} {case['status']} refs {case['reference_layers']} "
                    f"error {case['max_error']}: {regressions} regressions, {improvements} improvements ({found})")
+
+        # Scale 0.5: the inputs 1.25 and -0.75 are 2.5 and -1.5 scaled, exact ties (codes 2 and -2).
+        codes, inputs = np.array([2, -2, 1, 0], np.int8), np.array([1.25, -0.75, 0.5, 0.1], np.float32)
+        expect(classify_divergence(codes.copy(), codes, inputs, 0.5) is None, "equal codes: no divergence")
+        found = classify_divergence(np.array([3, -1, 1, 0], np.int8), codes, inputs, 0.5)
+        expect(found["tie"] and found["codes"] == 2, f"one code off at exact .5 values: ties ({found})")
+        nudged = inputs.copy()
+        nudged[0] = np.nextafter(nudged[0], np.float32(2))
+        expect(classify_divergence(np.array([3, -2, 1, 0], np.int8), codes, nudged, 0.5)["tie"],
+               "one code off an ulp from .5: a tie")
+        found = classify_divergence(np.array([2, -2, 2, 0], np.int8), codes, inputs, 0.5)
+        expect(not found["tie"], f"one code off away from a .5 (a zero point or scale off): not a tie ({found})")
+        found = classify_divergence(np.array([4, -2, 1, 0], np.int8), codes, inputs, 0.5)
+        expect(not found["tie"], f"two codes off at a .5: not a tie ({found})")
+        found = classify_divergence(codes[:3], codes, inputs, 0.5)
+        expect(not found["tie"], "a shape that differs: not a tie")
 
         reference = np.array([[0.0, 2.0], [1.0, 4.0]])
         expect(relative_error(reference.copy(), reference) == 0.0, "equal outputs: error 0")
