@@ -267,18 +267,81 @@ def first_divergence(args, paths, work, layer_info, engine_outputs, inputs, log)
     unmarked, marked = read_engine_outputs(engine_outputs), read_engine_outputs(marked_outputs)
     if any(not np.array_equal(unmarked[name], marked.get(name), equal_nan=True) for name in unmarked):
         return {"found": False, "why": "marking the quantized tensors changed the engine's outputs"}
-    for node in quantizers:
-        # `qdqrt run --saveOutputs` names files after values, characters other than [A-Za-z0-9._-] as '_'.
-        saved = lambda name: os.path.join(reference_dir, re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".npy")
-        reference_codes = np.load(saved(node.output[0]))
-        engine_codes = np.fromfile(files[node.output[0]], dtype=reference_codes.dtype)
-        if engine_codes.size == reference_codes.size:
-            engine_codes = engine_codes.reshape(reference_codes.shape)
+    # `qdqrt run --saveOutputs` names files after values, characters other than [A-Za-z0-9._-] as '_'.
+    saved = lambda directory, name: os.path.join(directory, re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".npy")
+    engine_codes, result = {}, None
+    for index, node in enumerate(quantizers):
+        reference_codes = np.load(saved(reference_dir, node.output[0]))
+        codes = np.fromfile(files[node.output[0]], dtype=reference_codes.dtype)
+        engine_codes[node.output[0]] = codes.reshape(reference_codes.shape) if codes.size == reference_codes.size else codes
         scale = numpy_helper.to_array(constants[node.input[1]]).item()
-        found = classify_divergence(engine_codes, reference_codes, np.load(saved(node.input[0])), scale)
-        if found is not None:
-            return dict(found, found=True, tensor=node.output[0], compared=quantizers.index(node) + 1)
-    return {"found": False, "why": f"all {len(quantizers)} quantized tensors between layers are equal"}
+        found = classify_divergence(engine_codes[node.output[0]], reference_codes,
+                                    np.load(saved(reference_dir, node.input[0])), scale)
+        if found is not None and result is None:
+            result = dict(found, found=True, tensor=node.output[0], compared=index + 1)
+    if result is None:
+        return {"found": False, "why": f"all {len(quantizers)} quantized tensors between layers are equal"}
+    if any(codes.shape != np.load(saved(reference_dir, name), mmap_mode="r").shape for name, codes in engine_codes.items()):
+        return result
+
+    # Past the first tie the two runs hold different codes, so each stretch between kept tensors is
+    # checked on its own: the original graph cut at every kept quantized tensor, which becomes an
+    # input fed with the engine's codes, while its QuantizeLinear recomputes it from the engine's
+    # codes upstream. A layer wrong anywhere shows in its own stretch as more than ties.
+    cut = onnx.load(paths["qdq"])
+    recomputed = {node.output[0]: node.output[0] + "#recomputed" for node in quantizers}
+    identities = {node.output[0]: node.input[0] for node in cut.graph.node if node.op_type == "Identity"}
+
+    def quantizer_key(node):
+        # A QuantizeLinear of the same value with the same scale and zero point computes the same codes
+        # (ResNet's residual quantizer shares the next conv's input quantizer: the engine keeps one).
+        def value(name):
+            while name in identities:
+                name = identities[name]
+            return numpy_helper.to_array(constants[name]).tobytes() if name in constants else name
+        return (node.input[0],) + tuple(value(name) for name in node.input[1:])
+
+    kept_keys = {quantizer_key(node): node.output[0] for node in quantizers}
+    for node in cut.graph.node:
+        if node.op_type != "QuantizeLinear":
+            continue
+        if node.output[0] in recomputed:
+            node.output[0] = recomputed[node.output[0]]
+        elif kept_keys.get(quantizer_key(node)):
+            # Its twin is fed the engine's codes: so is it.
+            node.op_type, node.input[:] = "Identity", [kept_keys[quantizer_key(node)]]
+            del node.attribute[:]
+    anchors_dir = os.path.join(work, "anchors")
+    os.makedirs(anchors_dir, exist_ok=True)
+    anchor_inputs = []
+    for index, node in enumerate(quantizers):
+        name, codes = node.output[0], engine_codes[node.output[0]]
+        cut.graph.input.append(helper.make_tensor_value_info(
+            name, onnx.TensorProto.UINT8 if codes.dtype == np.uint8 else onnx.TensorProto.INT8, list(codes.shape)))
+        path = os.path.join(anchors_dir, f"{index}.npy")
+        np.save(path, codes)
+        quoted = f"'{name}'" if ":" in name or "," in name else name
+        anchor_inputs.append(f"--loadInputs={quoted}:{path}")
+        for output in (recomputed[name], node.input[0]):
+            cut.graph.output.append(helper.make_tensor_value_info(output, onnx.TensorProto.UNDEFINED, None))
+    cut_path = os.path.join(work, "cut.onnx")
+    onnx.save(cut, cut_path)
+    stretches_dir = os.path.join(work, "reference_stretches")
+    run_stage([args.qdqrt, "run", f"--onnx={cut_path}", inputs] + anchor_inputs + [f"--saveOutputs={stretches_dir}"],
+              args.run_timeout, "reference_failed", log)
+    stretches = {"checked": len(quantizers), "tie_codes": 0, "wrong": []}
+    for index, node in enumerate(quantizers):
+        scale = numpy_helper.to_array(constants[node.input[1]]).item()
+        found = classify_divergence(engine_codes[node.output[0]], np.load(saved(stretches_dir, recomputed[node.output[0]])),
+                                    np.load(saved(stretches_dir, node.input[0])), scale)
+        if found is None:
+            continue
+        if found["tie"]:
+            stretches["tie_codes"] += found["codes"]
+        else:
+            stretches["wrong"].append(dict(found, tensor=node.output[0], compared=index + 1))
+    result["stretches"] = stretches
+    return result
 
 
 def load_expectations(path):
@@ -330,6 +393,10 @@ def judge(expectations, row):
     if divergence.get("found") and not divergence["tie"]:
         regressions.append(f"{label}: {describe_divergence(divergence)}: not rounding ties, a layer computes "
                            f"something else than the reference executor")
+    for wrong in divergence.get("stretches", {}).get("wrong", [])[:3]:
+        regressions.append(f"{label}: quantized tensor '{wrong['tensor']}' ({wrong['compared']} in graph order) "
+                           f"recomputed from the engine's codes upstream: {describe_codes(wrong)}: not rounding "
+                           f"ties, a layer computes something else than the reference executor")
     if row["max_error"] is not None:
         if not row["max_error"] <= want["max_error"]:
             regressions.append(f"{label}: max error {row['max_error']:.3g} of the output range, "
@@ -340,12 +407,21 @@ def judge(expectations, row):
     return regressions, improvements
 
 
+def describe_codes(found):
+    return (f"{found['codes']} of {found['of']} codes differ, by at most {found['max_code']}, the reference's "
+            f"input / scale there at most {found['ulps_from_half']:.3g} ulps from a .5")
+
+
 def describe_divergence(divergence):
     if not divergence.get("found"):
         return f"first divergent quantized tensor not found ({divergence.get('why', '')})"
-    return (f"first divergent quantized tensor '{divergence['tensor']}' (quantized tensor {divergence['compared']} in graph order): "
-            f"{divergence['codes']} of {divergence['of']} codes differ, by at most {divergence['max_code']}, "
-            f"the reference's input / scale there at most {divergence['ulps_from_half']:.3g} ulps from a .5")
+    text = (f"first divergent quantized tensor '{divergence['tensor']}' (quantized tensor {divergence['compared']} in "
+            f"graph order): {describe_codes(divergence)}")
+    stretches = divergence.get("stretches")
+    if stretches:
+        text += (f"; each of the {stretches['checked']} recomputed from the engine's codes upstream: "
+                 f"{stretches['tie_codes']} codes differ at ties, {len(stretches['wrong'])} tensors otherwise")
+    return text
 
 
 def format_error(value):
@@ -501,7 +577,11 @@ def selftest(args):
                "ulps_from_half": 0.0, "tie": True}
         cases += [(dict(row("chaotic", "qdq", max_error=0.2), divergence=tie), 0, 0),
                   (dict(row("chaotic", "qdq", max_error=0.2), divergence=dict(tie, tie=False)), 1, 0),
-                  (dict(row("chaotic", "qdq", max_error=0.2), divergence={"found": False, "why": "w"}), 0, 0)]
+                  (dict(row("chaotic", "qdq", max_error=0.2), divergence={"found": False, "why": "w"}), 0, 0),
+                  (dict(row("chaotic", "qdq", max_error=0.2),
+                        divergence=dict(tie, stretches={"checked": 9, "tie_codes": 4, "wrong": []})), 0, 0),
+                  (dict(row("chaotic", "qdq", max_error=0.2), divergence=dict(
+                      tie, stretches={"checked": 9, "tie_codes": 4, "wrong": [dict(tie, tie=False, compared=7)]})), 1, 0)]
         for case, regressions, improvements in cases:
             found = judge(expectations, case)
             expect((len(found[0]), len(found[1])) == (regressions, improvements),
