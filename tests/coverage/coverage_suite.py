@@ -227,9 +227,11 @@ def classify_divergence(engine_codes, reference_codes, reference_input, scale):
 
 def first_divergence(args, paths, work, layer_info, engine_outputs, inputs, log):
     """The first quantized tensor (in graph order) where the engine's codes differ from the reference
-    executor's on the original graph, classified by classify_divergence, plus its name; or a dict
-    saying why it could not be found. Only QuantizeLinear outputs the engine already keeps between
-    layers are compared, so marking them does not change what it runs (checked on the outputs)."""
+    executor's on the original graph, classified by classify_divergence, plus its name, and under
+    "stretches" every such tensor recomputed from the engine's codes upstream (the tie codes counted,
+    the others listed); or a dict saying why it could not be found. Only QuantizeLinear outputs the
+    engine already keeps between layers are compared, so marking them does not change what it runs
+    (checked on the outputs)."""
     import onnx
     from onnx import helper, numpy_helper
     model = onnx.load(paths["qdq"])
@@ -273,7 +275,9 @@ def first_divergence(args, paths, work, layer_info, engine_outputs, inputs, log)
     for index, node in enumerate(quantizers):
         reference_codes = np.load(saved(reference_dir, node.output[0]))
         codes = np.fromfile(files[node.output[0]], dtype=reference_codes.dtype)
-        engine_codes[node.output[0]] = codes.reshape(reference_codes.shape) if codes.size == reference_codes.size else codes
+        if codes.size == reference_codes.size:
+            codes = codes.reshape(reference_codes.shape)
+        engine_codes[node.output[0]] = codes
         scale = numpy_helper.to_array(constants[node.input[1]]).item()
         found = classify_divergence(engine_codes[node.output[0]], reference_codes,
                                     np.load(saved(reference_dir, node.input[0])), scale)
@@ -281,7 +285,8 @@ def first_divergence(args, paths, work, layer_info, engine_outputs, inputs, log)
             result = dict(found, found=True, tensor=node.output[0], compared=index + 1)
     if result is None:
         return {"found": False, "why": f"all {len(quantizers)} quantized tensors between layers are equal"}
-    if any(codes.shape != np.load(saved(reference_dir, name), mmap_mode="r").shape for name, codes in engine_codes.items()):
+    if any(codes.shape != np.load(saved(reference_dir, name), mmap_mode="r").shape
+           for name, codes in engine_codes.items()):
         return result
 
     # Past the first tie the two runs hold different codes, so each stretch between kept tensors is
@@ -332,7 +337,8 @@ def first_divergence(args, paths, work, layer_info, engine_outputs, inputs, log)
     stretches = {"checked": len(quantizers), "tie_codes": 0, "wrong": []}
     for index, node in enumerate(quantizers):
         scale = numpy_helper.to_array(constants[node.input[1]]).item()
-        found = classify_divergence(engine_codes[node.output[0]], np.load(saved(stretches_dir, recomputed[node.output[0]])),
+        found = classify_divergence(engine_codes[node.output[0]],
+                                    np.load(saved(stretches_dir, recomputed[node.output[0]])),
                                     np.load(saved(stretches_dir, node.input[0])), scale)
         if found is None:
             continue
@@ -580,8 +586,8 @@ def selftest(args):
                   (dict(row("chaotic", "qdq", max_error=0.2), divergence={"found": False, "why": "w"}), 0, 0),
                   (dict(row("chaotic", "qdq", max_error=0.2),
                         divergence=dict(tie, stretches={"checked": 9, "tie_codes": 4, "wrong": []})), 0, 0),
-                  (dict(row("chaotic", "qdq", max_error=0.2), divergence=dict(
-                      tie, stretches={"checked": 9, "tie_codes": 4, "wrong": [dict(tie, tie=False, compared=7)]})), 1, 0)]
+                  (dict(row("chaotic", "qdq", max_error=0.2), divergence=dict(tie, stretches={
+                      "checked": 9, "tie_codes": 4, "wrong": [dict(tie, tie=False, compared=7)]})), 1, 0)]
         for case, regressions, improvements in cases:
             found = judge(expectations, case)
             expect((len(found[0]), len(found[1])) == (regressions, improvements),
