@@ -15,6 +15,11 @@ writes DIR/results/<model>.json and prints one row per variant, then compares ea
 expectations: a check worse than expected is a regression (exit 1), one better is reported as
 IMPROVED (update the expectations file), so that fixing a model means editing that file.
 
+A QDQ file whose error is above the tolerance is diagnosed (first_divergence): the first quantized
+tensor between the engine's layers whose codes differ from the reference executor's must differ by
+one code where the reference's value lies within TIE_ULPS of a rounding tie (.5); anything else is
+a regression whatever the expected max_error, so a raised tolerance cannot hide a wrong layer.
+
 The expectations, per model and variant (all optional; the defaults are what every model should
 reach): "status" ("ok"; or export_failed, build_failed, run_failed, reference_failed, timeout),
 "reference_layers" (0; the count of reference layers allowed), "max_error" (the tolerance of the
@@ -32,6 +37,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -187,9 +193,161 @@ def check_variant(args, model, variant, paths, log):
         if not errors:
             raise Failure("run_failed", "the engine exported no outputs")
         row["max_error"] = max(errors)
+        if variant == "qdq" and row["max_error"] > args.tolerance_qdq:
+            # Outside the tolerance: is the first difference a rounding tie, or a layer computing something else?
+            row["divergence"] = first_divergence(args, paths, work, layer_info, engine_outputs, inputs, log)
     except Failure as failure:
         row["status"], row["message"] = failure.status, failure.message
     return row
+
+
+# How far from a .5 boundary (in float32 ulps of the scaled value) a reference value may lie for a
+# one-code difference to count as a rounding tie: the engine computes a quantizer's input with
+# another float association (folded BatchNorm, fused SiLU epilogues), a few ulps from the reference's.
+TIE_ULPS = 16
+
+
+def classify_divergence(engine_codes, reference_codes, reference_input, scale):
+    """How a quantized tensor of the engine differs from the reference executor's: None when equal;
+    else the count of differing codes, the largest difference and whether every difference is a
+    rounding tie (one code, where the reference's input / scale lies within TIE_ULPS of a .5)."""
+    if engine_codes.shape != reference_codes.shape:
+        return {"codes": int(reference_codes.size), "of": int(reference_codes.size), "max_code": None,
+                "ulps_from_half": float("inf"), "tie": False}
+    difference = np.abs(engine_codes.astype(np.int64) - reference_codes.astype(np.int64))
+    if not difference.any():
+        return None
+    where = difference != 0
+    scaled = reference_input[where].astype(np.float64) / float(scale)
+    # Distance from the .5 in float32 ulps of the scaled value (2^-23 relative, at least 2^-23).
+    ulps = np.abs(scaled - np.floor(scaled) - 0.5) / (2.0 ** -23 * np.maximum(np.abs(scaled), 1.0))
+    return {"codes": int(where.sum()), "of": int(difference.size), "max_code": int(difference.max()),
+            "ulps_from_half": float(ulps.max()), "tie": bool(difference.max() == 1 and ulps.max() <= TIE_ULPS)}
+
+
+def first_divergence(args, paths, work, layer_info, engine_outputs, inputs, log):
+    """The first quantized tensor (in graph order) where the engine's codes differ from the reference
+    executor's on the original graph, classified by classify_divergence, plus its name, and under
+    "stretches" every such tensor recomputed from the engine's codes upstream (the tie codes counted,
+    the others listed); or a dict saying why it could not be found. Only QuantizeLinear outputs the
+    engine already keeps between layers are compared, so marking them does not change what it runs
+    (checked on the outputs)."""
+    import onnx
+    from onnx import helper, numpy_helper
+    model = onnx.load(paths["qdq"])
+    constants = {t.name: t for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            constants[node.output[0]] = node.attribute[0].t
+    kept = {o["Name"] for layer in json.load(open(layer_info))["Layers"] for o in layer.get("Outputs", [])}
+    graph_outputs = {o.name for o in model.graph.output}
+    quantizers = [node for node in model.graph.node if node.op_type == "QuantizeLinear"
+                  and node.output[0] in kept and node.output[0] not in graph_outputs and node.input[1] in constants
+                  and numpy_helper.to_array(constants[node.input[1]]).size == 1]
+    if not quantizers:
+        return {"found": False, "why": "no per-tensor quantized tensor between layers"}
+    added = set()
+    for node in quantizers:
+        for name in (node.input[0], node.output[0]):
+            if name not in added and name not in graph_outputs:
+                model.graph.output.append(helper.make_tensor_value_info(name, onnx.TensorProto.UNDEFINED, None))
+                added.add(name)
+    tapped = os.path.join(work, "tapped.onnx")
+    onnx.save(model, tapped)
+    reference_dir = os.path.join(work, "reference_tensors")
+    run_stage([args.qdqrt, "run", f"--onnx={tapped}", inputs, f"--saveOutputs={reference_dir}"],
+              args.run_timeout, "reference_failed", log)
+    marked_dir = os.path.join(work, "engine_tensors")
+    os.makedirs(marked_dir, exist_ok=True)
+    files = {node.output[0]: os.path.join(marked_dir, f"{index}.bin") for index, node in enumerate(quantizers)}
+    marked_outputs = os.path.join(work, "marked_outputs.json")
+    shape = "x".join(str(d) for d in np.load(paths["input"], mmap_mode="r").shape)
+    run_stage([args.qdqrt, "exec", f"--onnx={paths['qdq']}", f"--shapes=input:{shape}", inputs,
+               "--iterations=1", "--warmUp=0", "--duration=0", "--threads=1",
+               "--markDebug=" + ",".join(files), "--saveDebugTensors=" + ",".join(f"{n}:{f}" for n, f in files.items()),
+               f"--exportOutput={marked_outputs}"], args.run_timeout, "run_failed", log)
+    unmarked, marked = read_engine_outputs(engine_outputs), read_engine_outputs(marked_outputs)
+    if any(not np.array_equal(unmarked[name], marked.get(name), equal_nan=True) for name in unmarked):
+        return {"found": False, "why": "marking the quantized tensors changed the engine's outputs"}
+    # `qdqrt run --saveOutputs` names files after values, characters other than [A-Za-z0-9._-] as '_'.
+    saved = lambda directory, name: os.path.join(directory, re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".npy")
+    engine_codes, result = {}, None
+    for index, node in enumerate(quantizers):
+        reference_codes = np.load(saved(reference_dir, node.output[0]))
+        codes = np.fromfile(files[node.output[0]], dtype=reference_codes.dtype)
+        if codes.size == reference_codes.size:
+            codes = codes.reshape(reference_codes.shape)
+        engine_codes[node.output[0]] = codes
+        scale = numpy_helper.to_array(constants[node.input[1]]).item()
+        found = classify_divergence(engine_codes[node.output[0]], reference_codes,
+                                    np.load(saved(reference_dir, node.input[0])), scale)
+        if found is not None and result is None:
+            result = dict(found, found=True, tensor=node.output[0], compared=index + 1)
+    if result is None:
+        return {"found": False, "why": f"all {len(quantizers)} quantized tensors between layers are equal"}
+    if any(codes.shape != np.load(saved(reference_dir, name), mmap_mode="r").shape
+           for name, codes in engine_codes.items()):
+        return result
+
+    # Past the first tie the two runs hold different codes, so each stretch between kept tensors is
+    # checked on its own: the original graph cut at every kept quantized tensor, which becomes an
+    # input fed with the engine's codes, while its QuantizeLinear recomputes it from the engine's
+    # codes upstream. A layer wrong anywhere shows in its own stretch as more than ties.
+    cut = onnx.load(paths["qdq"])
+    recomputed = {node.output[0]: node.output[0] + "#recomputed" for node in quantizers}
+    identities = {node.output[0]: node.input[0] for node in cut.graph.node if node.op_type == "Identity"}
+
+    def quantizer_key(node):
+        # A QuantizeLinear of the same value with the same scale and zero point computes the same codes
+        # (ResNet's residual quantizer shares the next conv's input quantizer: the engine keeps one).
+        def value(name):
+            while name in identities:
+                name = identities[name]
+            return numpy_helper.to_array(constants[name]).tobytes() if name in constants else name
+        return (node.input[0],) + tuple(value(name) for name in node.input[1:])
+
+    kept_keys = {quantizer_key(node): node.output[0] for node in quantizers}
+    for node in cut.graph.node:
+        if node.op_type != "QuantizeLinear":
+            continue
+        if node.output[0] in recomputed:
+            node.output[0] = recomputed[node.output[0]]
+        elif kept_keys.get(quantizer_key(node)):
+            # Its twin is fed the engine's codes: so is it.
+            node.op_type, node.input[:] = "Identity", [kept_keys[quantizer_key(node)]]
+            del node.attribute[:]
+    anchors_dir = os.path.join(work, "anchors")
+    os.makedirs(anchors_dir, exist_ok=True)
+    anchor_inputs = []
+    for index, node in enumerate(quantizers):
+        name, codes = node.output[0], engine_codes[node.output[0]]
+        cut.graph.input.append(helper.make_tensor_value_info(
+            name, onnx.TensorProto.UINT8 if codes.dtype == np.uint8 else onnx.TensorProto.INT8, list(codes.shape)))
+        path = os.path.join(anchors_dir, f"{index}.npy")
+        np.save(path, codes)
+        quoted = f"'{name}'" if ":" in name or "," in name else name
+        anchor_inputs.append(f"--loadInputs={quoted}:{path}")
+        for output in (recomputed[name], node.input[0]):
+            cut.graph.output.append(helper.make_tensor_value_info(output, onnx.TensorProto.UNDEFINED, None))
+    cut_path = os.path.join(work, "cut.onnx")
+    onnx.save(cut, cut_path)
+    stretches_dir = os.path.join(work, "reference_stretches")
+    run_stage([args.qdqrt, "run", f"--onnx={cut_path}", inputs] + anchor_inputs + [f"--saveOutputs={stretches_dir}"],
+              args.run_timeout, "reference_failed", log)
+    stretches = {"checked": len(quantizers), "tie_codes": 0, "wrong": []}
+    for index, node in enumerate(quantizers):
+        scale = numpy_helper.to_array(constants[node.input[1]]).item()
+        found = classify_divergence(engine_codes[node.output[0]],
+                                    np.load(saved(stretches_dir, recomputed[node.output[0]])),
+                                    np.load(saved(stretches_dir, node.input[0])), scale)
+        if found is None:
+            continue
+        if found["tie"]:
+            stretches["tie_codes"] += found["codes"]
+        else:
+            stretches["wrong"].append(dict(found, tensor=node.output[0], compared=index + 1))
+    result["stretches"] = stretches
+    return result
 
 
 def load_expectations(path):
@@ -237,6 +395,14 @@ def judge(expectations, row):
         elif row["reference_layers"] < want["reference_layers"]:
             improvements.append(f"{label}: {row['reference_layers']} reference layers, "
                                 f"expected {want['reference_layers']}")
+    divergence = row.get("divergence") or {}
+    if divergence.get("found") and not divergence["tie"]:
+        regressions.append(f"{label}: {describe_divergence(divergence)}: not rounding ties, a layer computes "
+                           f"something else than the reference executor")
+    for wrong in divergence.get("stretches", {}).get("wrong", [])[:3]:
+        regressions.append(f"{label}: quantized tensor '{wrong['tensor']}' ({wrong['compared']} in graph order) "
+                           f"recomputed from the engine's codes upstream: {describe_codes(wrong)}: not rounding "
+                           f"ties, a layer computes something else than the reference executor")
     if row["max_error"] is not None:
         if not row["max_error"] <= want["max_error"]:
             regressions.append(f"{label}: max error {row['max_error']:.3g} of the output range, "
@@ -245,6 +411,23 @@ def judge(expectations, row):
             improvements.append(f"{label}: max error {row['max_error']:.3g}, within the tolerance {tolerance:g} "
                                 f"(expected up to {want['max_error']:.3g})")
     return regressions, improvements
+
+
+def describe_codes(found):
+    return (f"{found['codes']} of {found['of']} codes differ, by at most {found['max_code']}, the reference's "
+            f"input / scale there at most {found['ulps_from_half']:.3g} ulps from a .5")
+
+
+def describe_divergence(divergence):
+    if not divergence.get("found"):
+        return f"first divergent quantized tensor not found ({divergence.get('why', '')})"
+    text = (f"first divergent quantized tensor '{divergence['tensor']}' (quantized tensor {divergence['compared']} in "
+            f"graph order): {describe_codes(divergence)}")
+    stretches = divergence.get("stretches")
+    if stretches:
+        text += (f"; each of the {stretches['checked']} recomputed from the engine's codes upstream: "
+                 f"{stretches['tie_codes']} codes differ at ties, {len(stretches['wrong'])} tensors otherwise")
+    return text
 
 
 def format_error(value):
@@ -279,6 +462,7 @@ def print_table(rows, markdown):
 
 def check(args):
     expectations = load_expectations(args.expectations)
+    args.tolerance_qdq = expectations[0]["qdq"]
     os.makedirs(os.path.join(args.work, "results"), exist_ok=True)
     all_regressions, all_improvements, rows = [], [], []
     for model in args.model:
@@ -303,6 +487,10 @@ def check(args):
             all_regressions += regressions
             all_improvements += improvements
     print_table(rows, markdown=False)
+    for row in rows:
+        if row.get("divergence"):
+            tie = " (rounding ties)" if row["divergence"].get("tie") else ""
+            print(f"{row['model']}/{row['variant']}: {describe_divergence(row['divergence'])}{tie}")
     print(f"(commands and their output: {os.path.join(args.work, 'results')}/<model>_{args.tier}.log)")
     if args.tier != "ci":
         # The expectations are the ci tier's: a full-size file has more values, so more rounding ties.
@@ -391,11 +579,42 @@ def selftest(args):
             (row("fallback", "fp32", reference_layers=1), 0, 1),
             (row("chaotic", "qdq", max_error=0.2), 0, 0), (row("chaotic", "qdq", max_error=0.4), 1, 0),
             (row("chaotic", "qdq", max_error=0.0), 0, 1)]
+        tie = {"found": True, "tensor": "q", "compared": 3, "codes": 1, "of": 8, "max_code": 1,
+               "ulps_from_half": 0.0, "tie": True}
+        cases += [(dict(row("chaotic", "qdq", max_error=0.2), divergence=tie), 0, 0),
+                  (dict(row("chaotic", "qdq", max_error=0.2), divergence=dict(tie, tie=False)), 1, 0),
+                  (dict(row("chaotic", "qdq", max_error=0.2), divergence={"found": False, "why": "w"}), 0, 0),
+                  (dict(row("chaotic", "qdq", max_error=0.2),
+                        divergence=dict(tie, stretches={"checked": 9, "tie_codes": 4, "wrong": []})), 0, 0),
+                  (dict(row("chaotic", "qdq", max_error=0.2), divergence=dict(tie, stretches={
+                      "checked": 9, "tie_codes": 4, "wrong": [dict(tie, tie=False, compared=7)]})), 1, 0)]
         for case, regressions, improvements in cases:
             found = judge(expectations, case)
             expect((len(found[0]), len(found[1])) == (regressions, improvements),
                    f"{case['model']}/{case['variant']} {case['status']} refs {case['reference_layers']} "
                    f"error {case['max_error']}: {regressions} regressions, {improvements} improvements ({found})")
+
+        # Scale 0.5: the inputs 1.25 and -0.75 are 2.5 and -1.5 scaled, exact ties (codes 2 and -2).
+        codes, inputs = np.array([2, -2, 1, 0], np.int8), np.array([1.25, -0.75, 0.5, 0.1], np.float32)
+        expect(classify_divergence(codes.copy(), codes, inputs, 0.5) is None, "equal codes: no divergence")
+        found = classify_divergence(np.array([3, -1, 1, 0], np.int8), codes, inputs, 0.5)
+        expect(found["tie"] and found["codes"] == 2, f"one code off at exact .5 values: ties ({found})")
+        nudged = inputs.copy()
+        nudged[0] = np.nextafter(nudged[0], np.float32(2))
+        expect(classify_divergence(np.array([3, -2, 1, 0], np.int8), codes, nudged, 0.5)["tie"],
+               "one code off an ulp from .5: a tie")
+        # 1.25 + 200 float32 ulps (2^-23 each): scaled, 2.5 + 160 times 2.5 * 2^-23, beyond TIE_ULPS.
+        far = inputs.copy()
+        far[0] = np.float32(1.25 + 200 * 2.0 ** -23)
+        found = classify_divergence(np.array([3, -2, 1, 0], np.int8), codes, far, 0.5)
+        expect(not found["tie"] and 150 < found["ulps_from_half"] < 250,
+               f"one code off {TIE_ULPS}+ ulps from a .5: not a tie ({found})")
+        found = classify_divergence(np.array([2, -2, 2, 0], np.int8), codes, inputs, 0.5)
+        expect(not found["tie"], f"one code off away from a .5 (a zero point or scale off): not a tie ({found})")
+        found = classify_divergence(np.array([4, -2, 1, 0], np.int8), codes, inputs, 0.5)
+        expect(not found["tie"], f"two codes off at a .5: not a tie ({found})")
+        found = classify_divergence(codes[:3], codes, inputs, 0.5)
+        expect(not found["tie"], "a shape that differs: not a tie")
 
         reference = np.array([[0.0, 2.0], [1.0, 4.0]])
         expect(relative_error(reference.copy(), reference) == 0.0, "equal outputs: error 0")
