@@ -243,6 +243,21 @@ void ModelRunner::shutdown() {
   }
 }
 
+namespace {
+
+// An input the request must bind, with the model's datatype (fixed and range engines alike).
+std::optional<ServeError> check_present_and_typed(const engine::IoTensorInfo& info, bool seen,
+                                                  const InferTensor& tensor) {
+  if (!seen) return serve_error(ErrorKind::kBadRequest, "input '{}' is missing", info.name);
+  if (tensor.dtype != info.dtype) {
+    return serve_error(ErrorKind::kBadRequest, "input '{}': datatype {} where the model expects {}", info.name,
+                       kserve_dtype_name(tensor.dtype), kserve_dtype_name(info.dtype));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<ServeError> ModelRunner::check_inputs(std::vector<InferTensor>& inputs, int64_t& batch) const {
   std::vector<InferTensor> ordered(inputs_.size());
   std::vector<bool> seen(inputs_.size(), false);
@@ -258,12 +273,8 @@ std::optional<ServeError> ModelRunner::check_inputs(std::vector<InferTensor>& in
   if (range_) return check_range_inputs(ordered, seen, inputs, batch);
   for (size_t index = 0; index < inputs_.size(); ++index) {
     const engine::IoTensorInfo& info = inputs_[index];
-    if (!seen[index]) return serve_error(ErrorKind::kBadRequest, "input '{}' is missing", info.name);
+    if (auto error = check_present_and_typed(info, seen[index], ordered[index])) return error;
     const InferTensor& tensor = ordered[index];
-    if (tensor.dtype != info.dtype) {
-      return serve_error(ErrorKind::kBadRequest, "input '{}': datatype {} where the model expects {}", info.name,
-                         kserve_dtype_name(tensor.dtype), kserve_dtype_name(info.dtype));
-    }
     bool shape_ok = tensor.shape.size() == info.shape.size();
     for (size_t axis = info.batched ? 1 : 0; shape_ok && axis < info.shape.size(); ++axis) {
       shape_ok = tensor.shape[axis] == info.shape[axis];
@@ -298,12 +309,8 @@ std::optional<ServeError> ModelRunner::check_range_inputs(std::vector<InferTenso
   std::map<std::string, Shape> shapes;
   for (size_t index = 0; index < inputs_.size(); ++index) {
     const engine::IoTensorInfo& info = inputs_[index];
-    if (!seen[index]) return serve_error(ErrorKind::kBadRequest, "input '{}' is missing", info.name);
+    if (auto error = check_present_and_typed(info, seen[index], ordered[index])) return error;
     const InferTensor& tensor = ordered[index];
-    if (tensor.dtype != info.dtype) {
-      return serve_error(ErrorKind::kBadRequest, "input '{}': datatype {} where the model expects {}", info.name,
-                         kserve_dtype_name(tensor.dtype), kserve_dtype_name(info.dtype));
-    }
     shapes[info.name] = tensor.shape;
   }
   // The range engine names the input, the dim and the profile's range.
