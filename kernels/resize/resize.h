@@ -60,6 +60,10 @@ ResizeKernels resize_kernels(Isa isa = active_isa());
 QDQRT_DECLARE_RESIZE_KERNELS(scalar)
 namespace scalar {
 void resize_nearest_row_s8(const int8_t* in, const int32_t* x0, size_t begin, size_t end, int8_t* out);
+// Channels [c_begin, channels) of channels-last output pixel `pixel`: the formula every ISA's
+// kernel uses for the channels its vectors do not cover (so all give the same bits).
+void resize_linear_nhwc_channels(const ResizeLinearRow& row, size_t channels, size_t pixel, size_t c_begin,
+                                 float* out);
 }
 QDQRT_DECLARE_RESIZE_KERNELS(avx2)
 QDQRT_DECLARE_RESIZE_KERNELS(avx512skx)

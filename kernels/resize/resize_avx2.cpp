@@ -75,17 +75,7 @@ void resize_linear_nhwc(const ResizeLinearRow& row, size_t channels, size_t begi
       }
       _mm_storeu_ps(y + c, _mm256_cvtpd_ps(sum));
     }
-    for (; c < channels; ++c) {
-      double s0 = 0.0 + (row.wy0 * weight0) * static_cast<double>(a[c]);
-      if (second_x) s0 += (row.wy0 * weight1) * static_cast<double>(b[c]);
-      double sum = 0.0 + s0;
-      if (two_rows) {
-        double s1 = 0.0 + (row.wy1 * weight0) * static_cast<double>(d[c]);
-        if (second_x) s1 += (row.wy1 * weight1) * static_cast<double>(e[c]);
-        sum += s1;
-      }
-      y[c] = static_cast<float>(sum);
-    }
+    scalar::resize_linear_nhwc_channels(row, channels, i, c, out);
   }
 }
 

@@ -29,29 +29,32 @@ void resize_linear_row(const ResizeLinearRow& row, size_t begin, size_t end, flo
   }
 }
 
-void resize_linear_nhwc(const ResizeLinearRow& row, size_t channels, size_t begin, size_t end, float* out) {
+void resize_linear_nhwc_channels(const ResizeLinearRow& row, size_t channels, size_t pixel, size_t c_begin,
+                                 float* out) {
   const bool two_rows = row.wy1 != 0.0;
-  for (size_t i = begin; i < end; ++i) {
-    const float* a = row.in0 + static_cast<size_t>(row.x0[i]) * channels;
-    const float* b = row.in0 + static_cast<size_t>(row.x1[i]) * channels;
-    const float* d = two_rows ? row.in1 + static_cast<size_t>(row.x0[i]) * channels : nullptr;
-    const float* e = two_rows ? row.in1 + static_cast<size_t>(row.x1[i]) * channels : nullptr;
-    const double w00 = row.wy0 * row.wx0[i], w01 = row.wy0 * row.wx1[i];
-    const double w10 = row.wy1 * row.wx0[i], w11 = row.wy1 * row.wx1[i];
-    const bool second_x = row.wx1[i] != 0.0;
-    float* y = out + i * channels;
-    for (size_t c = 0; c < channels; ++c) {
-      double s0 = 0.0 + w00 * static_cast<double>(a[c]);
-      if (second_x) s0 += w01 * static_cast<double>(b[c]);
-      double sum = 0.0 + s0;
-      if (two_rows) {
-        double s1 = 0.0 + w10 * static_cast<double>(d[c]);
-        if (second_x) s1 += w11 * static_cast<double>(e[c]);
-        sum += s1;
-      }
-      y[c] = static_cast<float>(sum);
+  const float* a = row.in0 + static_cast<size_t>(row.x0[pixel]) * channels;
+  const float* b = row.in0 + static_cast<size_t>(row.x1[pixel]) * channels;
+  const float* d = two_rows ? row.in1 + static_cast<size_t>(row.x0[pixel]) * channels : nullptr;
+  const float* e = two_rows ? row.in1 + static_cast<size_t>(row.x1[pixel]) * channels : nullptr;
+  const double w00 = row.wy0 * row.wx0[pixel], w01 = row.wy0 * row.wx1[pixel];
+  const double w10 = row.wy1 * row.wx0[pixel], w11 = row.wy1 * row.wx1[pixel];
+  const bool second_x = row.wx1[pixel] != 0.0;
+  float* y = out + pixel * channels;
+  for (size_t c = c_begin; c < channels; ++c) {
+    double s0 = 0.0 + w00 * static_cast<double>(a[c]);
+    if (second_x) s0 += w01 * static_cast<double>(b[c]);
+    double sum = 0.0 + s0;
+    if (two_rows) {
+      double s1 = 0.0 + w10 * static_cast<double>(d[c]);
+      if (second_x) s1 += w11 * static_cast<double>(e[c]);
+      sum += s1;
     }
+    y[c] = static_cast<float>(sum);
   }
+}
+
+void resize_linear_nhwc(const ResizeLinearRow& row, size_t channels, size_t begin, size_t end, float* out) {
+  for (size_t i = begin; i < end; ++i) resize_linear_nhwc_channels(row, channels, i, 0, out);
 }
 
 }  // namespace qdqrt::kernels::scalar
