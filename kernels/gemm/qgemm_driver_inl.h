@@ -366,41 +366,29 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
       }
       // Start loading the next row block's source lines while this block computes.
       prefetch_rows(source, packed, m + kMr, std::min(m_end, m + 2 * kMr));
+      // Fills `args` for the column tile at n and returns its packed weights.
+      auto tile_args = [&](int n, TileArgs& args) {
+        args.bias = packed.bias.data() + n;
+        args.multiplier = packed.multiplier.data() + n;
+        args.float_bias = packed.float_bias.data() + n;
+        args.column0 = n;
+        args.row_term = need_row_term ? row_term : nullptr;
+        args.c_row_bytes = c_row_stride * output_size;
+        args.c = c_bytes + m * args.c_row_bytes + static_cast<int64_t>(n) * output_size;
+        args.residual_row_bytes = epilogue.residual_row_stride * residual_size;
+        args.residual = residual_bytes ? residual_bytes + m * args.residual_row_bytes + n * residual_size : nullptr;
+        args.n_valid = std::min(kNr, chunk_end - n);
+        args.epilogue = &epilogue;
+        args.integer_clamp = integer_clamp;
+        return static_cast<const int8_t*>(packed.data.data() + (n / kNr) * tile_bytes);
+      };
       if constexpr (RowBlockTraits<Traits>) {
-        // Fills `args` for the column tile at n and returns its packed weights.
-        auto tile_args = [&](int n, TileArgs& args) {
-          args.bias = packed.bias.data() + n;
-          args.multiplier = packed.multiplier.data() + n;
-          args.float_bias = packed.float_bias.data() + n;
-          args.column0 = n;
-          args.row_term = need_row_term ? row_term : nullptr;
-          args.c_row_bytes = c_row_stride * output_size;
-          args.c = c_bytes + m * args.c_row_bytes + static_cast<int64_t>(n) * output_size;
-          args.residual_row_bytes = epilogue.residual_row_stride * residual_size;
-          args.residual = residual_bytes ? residual_bytes + m * args.residual_row_bytes + n * residual_size : nullptr;
-          args.n_valid = std::min(kNr, chunk_end - n);
-          args.epilogue = &epilogue;
-          args.integer_clamp = integer_clamp;
-          return static_cast<const int8_t*>(packed.data.data() + (n / kNr) * tile_bytes);
-        };
         Traits::row_block(row_block_state, tile_a, tile_a_stride, direct, rows, k_groups, chunk_begin, chunk_end,
                           tile_args);
       } else {
         for (int n = chunk_begin; n < chunk_end; n += kNr) {
           TileArgs args;
-          args.bias = packed.bias.data() + n;
-          args.multiplier = packed.multiplier.data() + n;
-          args.float_bias = packed.float_bias.data() + n;
-          args.column0 = n;
-          args.row_term = need_row_term ? row_term : nullptr;
-          args.c_row_bytes = c_row_stride * output_size;
-          args.c = c_bytes + m * args.c_row_bytes + static_cast<int64_t>(n) * output_size;
-          args.residual_row_bytes = epilogue.residual_row_stride * residual_size;
-          args.residual = residual_bytes ? residual_bytes + m * args.residual_row_bytes + n * residual_size : nullptr;
-          args.n_valid = std::min(kNr, chunk_end - n);
-          args.epilogue = &epilogue;
-          args.integer_clamp = integer_clamp;
-          const int8_t* b = packed.data.data() + (n / kNr) * tile_bytes;
+          const int8_t* b = tile_args(n, args);
           dispatch_tile<Traits>(std::make_integer_sequence<int, kMr>{}, rows, tile_a, tile_a_stride, b, k_groups, args);
         }
       }
