@@ -60,13 +60,7 @@ SelectResult select_int8_max_pool(const Graph& graph, const ValueIndex& index, i
   }
   auto q = required_output_quantization(graph, index, node.outputs[0], result.reason);
   if (!q) return result;
-  const Tensor* in_scale = find_constant(graph, x->scale);
-  const Tensor* out_scale = find_constant(graph, q->scale);
-  const Tensor* in_zero = x->zero_point.empty() ? nullptr : find_constant(graph, x->zero_point);
-  const Tensor* out_zero = q->zero_point.empty() ? nullptr : find_constant(graph, q->zero_point);
-  const int64_t in_zp = in_zero ? in_zero->value_as_int64(0) : 0;
-  const int64_t out_zp = out_zero ? out_zero->value_as_int64(0) : 0;
-  if (in_scale->data<float>()[0] != out_scale->data<float>()[0] || in_zp != out_zp || x->dtype != q->dtype) {
+  if (!same_input_output_params(graph, *x, *q)) {
     result.reason = "input and output quantization parameters differ";
     return result;
   }

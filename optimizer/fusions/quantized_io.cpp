@@ -134,6 +134,17 @@ bool same_output_params(const Graph& graph, const QuantizedOutput& a, const Quan
 
 bool is_onnx(const Node& node, const char* op_type) { return node.domain.empty() && node.op_type == op_type; }
 
+bool same_input_output_params(const Graph& graph, const QuantizedInput& x, const QuantizedOutput& q) {
+  const Tensor* in_scale = find_constant(graph, x.scale);
+  const Tensor* out_scale = find_constant(graph, q.scale);
+  const Tensor* in_zero = x.zero_point.empty() ? nullptr : find_constant(graph, x.zero_point);
+  const Tensor* out_zero = q.zero_point.empty() ? nullptr : find_constant(graph, q.zero_point);
+  const int64_t in_zp = in_zero ? in_zero->value_as_int64(0) : 0;
+  const int64_t out_zp = out_zero ? out_zero->value_as_int64(0) : 0;
+  return in_scale != nullptr && out_scale != nullptr && in_scale->data<float>()[0] == out_scale->data<float>()[0] &&
+         in_zp == out_zp && x.dtype == q.dtype;
+}
+
 int single_consumer(const ValueIndex& index, const std::string& value) {
   return index.has_single_use(value) ? index.consumers(value)[0] : -1;
 }

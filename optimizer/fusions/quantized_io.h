@@ -35,6 +35,9 @@ std::optional<QuantizedOutput> output_quantization(const Graph& graph, const Val
 // The same for patterns that need it (concat, lookup, int8 MaxPool); reason when it is missing.
 std::optional<QuantizedOutput> required_output_quantization(const Graph& graph, const ValueIndex& index,
                                                             const std::string& value, std::string& reason);
+// `x` and `q` have one dtype, scale and zero point: a layer that moves or picks codes (pooling max,
+// nearest resize, slicing) can run on the int8 values between them.
+bool same_input_output_params(const Graph& graph, const QuantizedInput& x, const QuantizedOutput& q);
 // Ends the selection at `q`: the layer writes q's int8 output.
 void end_at_quantize(const Graph& graph, const QuantizedOutput& q, QdqSelection& selection);
 // The output Q of `selection.output` when there is one (single reader, or a fan-out to several Qs).

@@ -15,20 +15,6 @@
 
 namespace qdqrt::optimizer {
 
-namespace {
-
-bool same_parameters(const Graph& graph, const QuantizedInput& x, const QuantizedOutput& q) {
-  const Tensor* in_scale = find_constant(graph, x.scale);
-  const Tensor* out_scale = find_constant(graph, q.scale);
-  const Tensor* in_zero = x.zero_point.empty() ? nullptr : find_constant(graph, x.zero_point);
-  const Tensor* out_zero = q.zero_point.empty() ? nullptr : find_constant(graph, q.zero_point);
-  const int64_t in_zp = in_zero ? in_zero->value_as_int64(0) : 0;
-  const int64_t out_zp = out_zero ? out_zero->value_as_int64(0) : 0;
-  return in_scale != nullptr && out_scale != nullptr && in_scale->data<float>()[0] == out_scale->data<float>()[0] &&
-         in_zp == out_zp && x.dtype == q.dtype;
-}
-
-}  // namespace
 
 SelectResult select_qdq_split(const Graph& graph, const ValueIndex& index, int node_index) {
   const Node& node = graph.nodes[static_cast<size_t>(node_index)];
@@ -44,7 +30,7 @@ SelectResult select_qdq_split(const Graph& graph, const ValueIndex& index, int n
     if (output.empty()) continue;
     auto q = required_output_quantization(graph, index, output, result.reason);
     if (!q) return result;
-    if (!same_parameters(graph, *x, *q)) {
+    if (!same_input_output_params(graph, *x, *q)) {
       result.reason = fmt::format("output '{}' is quantized with other parameters than the input", output);
       return result;
     }
