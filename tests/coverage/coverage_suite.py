@@ -377,7 +377,7 @@ def first_divergence(args, paths, variant, work, layer_info, engine_outputs, inp
     files = {node.output[0]: os.path.join(marked_dir, f"{index}.bin") for index, node in enumerate(quantizers)}
     marked_outputs = os.path.join(work, "marked_outputs.json")
     shape = "x".join(str(d) for d in np.load(paths["input"], mmap_mode="r").shape)
-    run_stage([args.qdqrt, "exec", f"--onnx={paths['qdq']}", f"--shapes=input:{shape}", inputs,
+    run_stage([args.qdqrt, "exec", f"--onnx={paths[variant]}", f"--shapes=input:{shape}", inputs,
                "--iterations=1", "--warmUp=0", "--duration=0", "--threads=1",
                "--markDebug=" + ",".join(files), "--saveDebugTensors=" + ",".join(f"{n}:{f}" for n, f in files.items()),
                f"--exportOutput={marked_outputs}"], args.run_timeout, "run_failed", log)
