@@ -58,6 +58,8 @@ STATUSES = ("ok", "export_failed", "build_failed", "run_failed", "inspect_failed
 ENTRY_KEYS = {"status", "reference_layers", "max_error", "float_quantized_macs", "reason"}
 # The ops whose MACs count: those of a quantized weight (a DequantizeLinear feeds input 1) must run in INT8.
 MAC_OPS = ("Conv", "ConvTranspose", "MatMul", "Gemm")
+# Ops between a weight's DequantizeLinear and its MatMul that keep it a quantized weight.
+LAYOUT_OPS = ("Transpose", "Reshape", "Identity", "Flatten", "Squeeze", "Unsqueeze")
 
 
 class Failure(Exception):
@@ -167,51 +169,77 @@ def output_range(reference):
     return float(finite.max() - finite.min()) if finite.size else 0.0
 
 
+def node_macs(node):
+    """A MAC node's multiply-accumulates from its dims, None when one it needs is unknown."""
+    weight, x, y = node["weight"], node["x"], node["y"]
+    elements = lambda dims: int(np.prod(dims, dtype=np.int64)) if dims is not None else None  # noqa: E731
+    if node["op"] == "Conv" and weight is not None and y is not None:
+        return elements(y) * elements(weight[1:])
+    if node["op"] == "ConvTranspose" and weight is not None and x is not None:
+        return elements(x) * elements(weight[1:])
+    if node["op"] in ("MatMul", "Gemm") and x is not None and y is not None:
+        return elements(y) * (x[0] if node["trans_a"] else x[-1])
+    return None
+
+
 def mac_nodes(path, input_shape):
     """The Conv/ConvTranspose/MatMul/Gemm nodes of an ONNX file at the given input shape, each
-    {"node", "op", "macs" (None when ONNX's shape inference cannot tell), "quantized" (a
-    DequantizeLinear feeds its weight, input 1)}. Independent of qdqrt: the count inspect's is
-    checked against."""
+    {"node", "op", "weight", "x", "y" (dims; None where ONNX's shape inference cannot tell), "trans_a",
+    "macs" (node_macs), "quantized" (a DequantizeLinear feeds its weight, input 1, directly or through
+    LAYOUT_OPS)}. Read with onnx,
+    not qdqrt: the count inspect's is checked against."""
     import onnx
     model = onnx.load(path)
     graph = model.graph
-    initializers = {t.name: list(t.dims) for t in graph.initializer}
     for value in graph.input:
         if value.name == "input":
             for dim, size in zip(value.type.tensor_type.shape.dim, input_shape):
                 dim.Clear()
                 dim.dim_value = size
     inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
-    shapes = dict(initializers)
+    shapes = {t.name: list(t.dims) for t in graph.initializer}
     for value in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
         if value.type.tensor_type.HasField("shape"):
             dims = [d.dim_value if d.HasField("dim_value") else None for d in value.type.tensor_type.shape.dim]
             shapes[value.name] = dims if None not in dims else None
-    for node in graph.node:  # Constant nodes (torch writes MatMul weights as initializers or Constants)
+    for node in graph.node:  # torch writes some weights as Constant nodes
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
             shapes[node.output[0]] = list(node.attribute[0].t.dims)
     producer = {output: node for node in graph.node for output in node.output}
-
-    def elements(name):
-        dims = shapes.get(name)
-        return int(np.prod(dims, dtype=np.int64)) if dims is not None else None
-
     nodes = []
     for index, node in enumerate(graph.node):
         if node.op_type not in MAC_OPS or len(node.input) < 2:
             continue
-        weight, x, y = shapes.get(node.input[1]), shapes.get(node.input[0]), node.output[0]
-        macs = None
-        if node.op_type == "Conv" and weight is not None and elements(y) is not None:
-            macs = elements(y) * int(np.prod(weight[1:], dtype=np.int64))
-        elif node.op_type == "ConvTranspose" and weight is not None and elements(node.input[0]) is not None:
-            macs = elements(node.input[0]) * int(np.prod(weight[1:], dtype=np.int64))
-        elif node.op_type in ("MatMul", "Gemm") and x is not None and elements(y) is not None:
-            trans_a = any(a.name == "transA" and a.i for a in node.attribute)
-            macs = elements(y) * (x[0] if node.op_type == "Gemm" and trans_a else x[-1])
         source = producer.get(node.input[1])
-        nodes.append({"node": node.name or f"#{index}", "op": node.op_type, "macs": macs,
-                      "quantized": source is not None and source.op_type == "DequantizeLinear"})
+        while source is not None and source.op_type in LAYOUT_OPS:  # torch transposes Linear weights
+            source = producer.get(source.input[0])
+        entry = {"node": node.name or f"#{index}", "op": node.op_type, "weight": shapes.get(node.input[1]),
+                 "x": shapes.get(node.input[0]), "y": shapes.get(node.output[0]),
+                 "trans_a": node.op_type == "Gemm" and any(a.name == "transA" and a.i for a in node.attribute),
+                 "quantized": source is not None and source.op_type == "DequantizeLinear"}
+        entry["macs"] = node_macs(entry)
+        nodes.append(entry)
+    return nodes
+
+
+def fill_mac_shapes(nodes, layer_info):
+    """Where ONNX's shape inference left a MAC node's activation dims unknown (shapes computed through
+    Shape, Gather, Div and Cast), takes them from `qdqrt inspect` of the graph with its shape
+    computations evaluated and no fusion (one layer per node, its activation inputs and outputs with
+    their dims); the MACs are still counted here."""
+    layers = {layer["Node"]: layer for layer in layer_info}
+    for node in nodes:
+        layer = layers.get(node["node"])
+        if node["macs"] is not None or layer is None:
+            continue
+        def dims(tensor):  # None for an unknown rank or dim (-1)
+            known = tensor.get("Dimensions")
+            return known if known and -1 not in known else None
+        if node["x"] is None and layer["Inputs"]:
+            node["x"] = dims(layer["Inputs"][0])
+        if node["y"] is None and layer["Outputs"]:
+            node["y"] = dims(layer["Outputs"][0])
+        node["macs"] = node_macs(node)
     return nodes
 
 
@@ -281,6 +309,14 @@ def check_variant(args, model, variant, paths, log):
                 row["reference_layers"] = len(fallbacks)
                 row["reference_ops"] = dict(sorted(collections.Counter(fallbacks).items()))
         nodes = mac_nodes(paths[variant], [int(d) for d in shape.split("x")])
+        if any(node["macs"] is None for node in nodes):
+            shapes_json = os.path.join(work, "shapes.json")
+            row["seconds"]["shapes"], _ = run_stage(
+                [args.qdqrt, "inspect", f"--onnx={paths[variant]}", f"--shapes=input:{shape}",
+                 "--passes=remove_identities,fold_constants,evaluate_shape_computations",
+                 f"--exportLayerInfo={shapes_json}"],
+                args.run_timeout, "inspect_failed", log)
+            fill_mac_shapes(nodes, json.load(open(shapes_json))["Layers"])
         row["macs"] = dict(mac_split(nodes, engine_precisions(layers)),
                            onnx_total=sum(node["macs"] or 0 for node in nodes),
                            onnx_unknown=[node["node"] for node in nodes if node["macs"] is None])
