@@ -182,6 +182,10 @@ def node_macs(node):
     return None
 
 
+def shapes_of_initializers(graph):
+    return {t.name: list(t.dims) for t in graph.initializer}
+
+
 def mac_nodes(path, input_shape):
     """The Conv/ConvTranspose/MatMul/Gemm nodes of an ONNX file at the given input shape, each
     {"node", "op", "weight", "x", "y" (dims; None where ONNX's shape inference cannot tell), "trans_a",
@@ -197,7 +201,7 @@ def mac_nodes(path, input_shape):
                 dim.Clear()
                 dim.dim_value = size
     inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
-    shapes = {t.name: list(t.dims) for t in graph.initializer}
+    shapes = shapes_of_initializers(graph)
     for value in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
         if value.type.tensor_type.HasField("shape"):
             dims = [d.dim_value if d.HasField("dim_value") else None for d in value.type.tensor_type.shape.dim]
@@ -206,6 +210,11 @@ def mac_nodes(path, input_shape):
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
             shapes[node.output[0]] = list(node.attribute[0].t.dims)
     producer = {output: node for node in graph.node for output in node.output}
+    # The values computed from the graph's inputs (the rest only from constants, which qdqrt folds).
+    dynamic = {value.name for value in graph.input} - set(shapes_of_initializers(graph))
+    for node in graph.node:
+        if any(name in dynamic for name in node.input):
+            dynamic.update(node.output)
     nodes = []
     for index, node in enumerate(graph.node):
         if node.op_type not in MAC_OPS or len(node.input) < 2:
@@ -216,7 +225,8 @@ def mac_nodes(path, input_shape):
         entry = {"node": node.name or f"#{index}", "op": node.op_type, "weight": shapes.get(node.input[1]),
                  "x": shapes.get(node.input[0]), "y": shapes.get(node.output[0]),
                  "trans_a": node.op_type == "Gemm" and any(a.name == "transA" and a.i for a in node.attribute),
-                 "quantized": source is not None and source.op_type == "DequantizeLinear"}
+                 "quantized": source is not None and source.op_type == "DequantizeLinear",
+                 "constant": node.output[0] not in dynamic}
         entry["macs"] = node_macs(entry)
         nodes.append(entry)
     return nodes
@@ -256,9 +266,12 @@ def engine_precisions(layer_info):
 def mac_split(nodes, precisions):
     """Of the quantized-weight MACs, how many the engine runs in INT8, and the nodes it runs otherwise
     (a node no engine layer names counts as not INT8, "missing")."""
-    split = {"quantized_macs": 0, "int8_macs": 0, "float_quantized": [], "unknown_macs": []}
+    split = {"quantized_macs": 0, "int8_macs": 0, "float_quantized": [], "unknown_macs": [], "folded_macs": 0}
     for node in nodes:
         if not node["quantized"]:
+            continue
+        if node["constant"]:  # computed from constants only: folded at build time, never run
+            split["folded_macs"] += node["macs"] or 0
             continue
         precision = precisions.get(node["node"], "missing")
         if node["macs"] is None:
@@ -274,6 +287,27 @@ def mac_split(nodes, precisions):
                                              "precision": precision})
     split["float_quantized"].sort(key=lambda node: -(node["macs"] or 0))
     return split
+
+
+def inspect_mac_mismatches(nodes, inspect_layers):
+    """The layers of `qdqrt inspect` whose MACs differ from the sum of the ONNX MAC nodes they fuse
+    (named in the layer's Name, joined by " + "), and the ONNX MAC nodes that run (not folded) which
+    no inspect layer names. Layers inspect counts MACs for that fuse no such node (ReduceL2 lowered
+    to a MatMul) are not compared."""
+    running = {node["node"]: node for node in nodes if not node["constant"] and node["macs"] is not None}
+    named, mismatches = set(), []
+    for layer in inspect_layers:
+        parts = [running[name] for name in layer.get("Name", "").split(" + ") if name in running]
+        if not parts:
+            continue
+        named.update(part["node"] for part in parts)
+        expected_macs = sum(part["macs"] for part in parts)
+        if layer.get("MACs") != expected_macs:
+            mismatches.append({"layer": layer.get("Node"), "op": layer.get("OpType"), "inspect": layer.get("MACs"),
+                               "onnx": expected_macs})
+    mismatches += [{"layer": name, "op": node["op"], "inspect": "no layer", "onnx": node["macs"]}
+                   for name, node in running.items() if name not in named]
+    return mismatches
 
 
 def float_quantized_macs(row):
@@ -317,17 +351,16 @@ def check_variant(args, model, variant, paths, log):
                  f"--exportLayerInfo={shapes_json}"],
                 args.run_timeout, "inspect_failed", log)
             fill_mac_shapes(nodes, json.load(open(shapes_json))["Layers"])
-        row["macs"] = dict(mac_split(nodes, engine_precisions(layers)),
-                           onnx_total=sum(node["macs"] or 0 for node in nodes),
-                           onnx_unknown=[node["node"] for node in nodes if node["macs"] is None])
-        # inspect's count of the same graph: its total must be the ONNX graph's, its INT8 part the
-        # engine's (a fused layer kind left out of its count would inflate the INT8 share).
+        row["macs"] = mac_split(nodes, engine_precisions(layers))
+        # inspect's count of the same graph, layer by layer: a fused layer kind left out of it (or
+        # counted short) would inflate the INT8 share it prints.
         inspect_json = os.path.join(work, "inspect.json")
         row["seconds"]["inspect"], _ = run_stage(
             [args.qdqrt, "inspect", f"--onnx={paths[variant]}", f"--shapes=input:{shape}",
              f"--exportLayerInfo={inspect_json}"], args.run_timeout, "inspect_failed", log)
-        summary = json.load(open(inspect_json))["Summary"]
-        row["inspect_macs"] = {"int8": summary["Int8MACs"], "float": summary["FloatMACs"]}
+        inspect_report = json.load(open(inspect_json))
+        row["macs"]["inspect_share"] = inspect_report["Summary"]["Int8MACShare"]
+        row["macs"]["inspect_mismatches"] = inspect_mac_mismatches(nodes, inspect_report["Layers"])
         reference_dir = os.path.join(work, "reference")
         row["seconds"]["reference"], _ = run_stage(
             [args.qdqrt, "run", f"--onnx={paths[variant]}", inputs, f"--saveOutputs={reference_dir}"],
@@ -551,15 +584,12 @@ def judge_macs(row, want, label):
     elif found < want["float_quantized_macs"]:
         improvements.append(f"{label}: {found} quantized Conv/MatMul MACs outside INT8 layers, "
                             f"expected {want['float_quantized_macs']}")
-    counted = row.get("inspect_macs")
-    if counted and not macs.get("onnx_unknown"):
-        total = counted["int8"] + counted["float"]
-        if total != macs["onnx_total"]:
-            regressions.append(f"{label}: inspect counts {total} Conv/MatMul MACs ({counted['int8']} INT8), the ONNX "
-                               f"graph has {macs['onnx_total']}")
-        elif counted["int8"] != macs["int8_macs"]:
-            regressions.append(f"{label}: inspect counts {counted['int8']} INT8 MACs, the engine's INT8 layers run "
-                               f"{macs['int8_macs']} of the ONNX graph's quantized MACs")
+    mismatches = macs.get("inspect_mismatches", [])
+    if mismatches:
+        shown_layers = ", ".join(f"'{m['layer']}' ({m['op']}: inspect {m['inspect']}, graph {m['onnx']})"
+                                 for m in mismatches[:3])
+        regressions.append(f"{label}: inspect's MACs differ from the ONNX graph's in {len(mismatches)} layers: "
+                           f"{shown_layers}")
     return regressions, improvements
 
 
@@ -797,24 +827,38 @@ def selftest(args):
                   (dict(row("chaotic", "qdq", max_error=0.2), divergence=dict(tie, stretches={
                       "checked": 9, "tie_codes": 4, "wrong": [dict(tie, tie=False, compared=7)]})), 1, 0)]
         # Quantized MACs outside INT8 layers, a constant output, inspect's count against the graph's.
-        def mac_row(model, float_macs=0, output_range=1.0, inspect=None, unknown=False):
+        def mac_row(model, float_macs=0, output_range=1.0, mismatches=(), unknown=False):
             split = {"quantized_macs": 100, "int8_macs": 100 - float_macs, "float_quantized": [], "unknown_macs": [],
-                     "onnx_total": 150, "onnx_unknown": []}
+                     "folded_macs": 0, "inspect_mismatches": list(mismatches)}
             if float_macs:
                 split["float_quantized"] = [{"node": "conv_b", "op": "Conv", "macs": float_macs, "precision": "FP32"}]
             if unknown:
                 split["float_quantized"] = [{"node": "mm", "op": "MatMul", "macs": None, "precision": "missing"}]
-            return dict(row(model, "qdq"), macs=split, output_range=output_range,
-                        inspect_macs=inspect or {"int8": 100 - float_macs, "float": 50 + float_macs})
+            return dict(row(model, "qdq"), macs=split, output_range=output_range)
 
         expectations = (expectations[0], dict(expectations[1], floating={
             "qdq": {"float_quantized_macs": 20, "reason": "r"}}))
+        short = {"layer": "dw", "op": "FusedDepthwiseConv", "inspect": 10, "onnx": 30}
         cases += [(mac_row("clean"), 0, 0), (mac_row("clean", float_macs=1), 1, 0),
                   (mac_row("clean", unknown=True), 1, 0), (mac_row("clean", output_range=0.0), 1, 0),
-                  (mac_row("clean", inspect={"int8": 100, "float": 40}), 1, 0),
-                  (mac_row("clean", inspect={"int8": 90, "float": 60}), 1, 0),
+                  (mac_row("clean", mismatches=[short]), 1, 0),
                   (mac_row("floating", float_macs=20), 0, 0), (mac_row("floating", float_macs=21), 1, 0),
                   (mac_row("floating", float_macs=0), 0, 1)]
+
+        # inspect's layers against the graph's MAC nodes: a fused layer counts the nodes it names.
+        def node(name, macs, constant=False):
+            return {"node": name, "op": "Conv", "macs": macs, "constant": constant}
+        graph_nodes = [node("e", 10), node("d", 5), node("p", 7), node("c", 3), node("folded", 9, constant=True)]
+        layers = [{"Name": "e + d + relu + p", "Node": "dw", "OpType": "FusedDepthwiseConv", "MACs": 22},
+                  {"Name": "c + bn", "Node": "c", "OpType": "QConv", "MACs": 3},
+                  {"Name": "sum", "Node": "sum", "OpType": "MatMul", "MACs": 4}]
+        expect(inspect_mac_mismatches(graph_nodes, layers) == [],
+               "inspect's layers equal to the nodes they fuse: no mismatch (folded nodes and lowered ops aside)")
+        found = inspect_mac_mismatches(graph_nodes, [dict(layers[0], MACs=5), layers[1]])
+        expect([m["layer"] for m in found] == ["dw"], f"a fused layer counted short: a mismatch ({found})")
+        found = inspect_mac_mismatches(graph_nodes, layers[1:])
+        expect(sorted(m["layer"] for m in found) == ["d", "e", "p"], f"nodes no layer names: mismatches ({found})")
+
         for case, regressions, improvements in cases:
             found = judge(expectations, case)
             expect((len(found[0]), len(found[1])) == (regressions, improvements),
