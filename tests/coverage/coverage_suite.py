@@ -751,13 +751,17 @@ def table(args):
         listed = subprocess.run([PYTHON, EXPORTER, "--list"], stdout=subprocess.PIPE, text=True, check=True).stdout
         order = [line.split()[0] for line in listed.splitlines() if line.strip()]
     position = {model: i for i, model in enumerate(order)}
-    rows.sort(key=lambda row: (position.get(row["model"], len(position)), row["model"], row["variant"]))
+    rows.sort(key=lambda row: (position.get(row["model"], len(position)), row["model"],
+                               VARIANTS.index(row["variant"])))
     print_table(rows, args.markdown)
     regressions = [line for row in rows for line in judge(expectations, row)[0]]
     missing = sorted(set(order) - {row["model"] for row in rows})
     built = sum(row["status"] == "ok" for row in rows)
     clean = sum(row["status"] == "ok" and row["reference_layers"] == 0 for row in rows)
-    print(f"\n{len(rows)} files: {built} build and run, {clean} of them without reference layers; "
+    quantized = [row for row in rows if row["status"] == "ok" and row["variant"] != "fp32"]
+    all_int8 = sum(not (row.get("macs") or {}).get("float_quantized") for row in quantized)
+    print(f"\n{len(rows)} files: {built} build and run, {clean} of them without reference layers; {all_int8} of the "
+          f"{len(quantized)} quantized ones run every quantized Conv/MatMul MAC in INT8; "
           f"{len(regressions)} regressions against {shown(args.expectations)}")
     for line in regressions:
         print(f"REGRESSION: {line}")
