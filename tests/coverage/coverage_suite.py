@@ -190,8 +190,8 @@ def mac_nodes(path, input_shape):
     """The Conv/ConvTranspose/MatMul/Gemm nodes of an ONNX file at the given input shape, each
     {"node", "op", "weight", "x", "y" (dims; None where ONNX's shape inference cannot tell), "trans_a",
     "macs" (node_macs), "quantized" (a DequantizeLinear feeds its weight, input 1, directly or through
-    LAYOUT_OPS)}. Read with onnx,
-    not qdqrt: the count inspect's is checked against."""
+    LAYOUT_OPS), "constant" (computed from constants only: qdqrt folds it at build time)}. Read with
+    onnx, not qdqrt: the count inspect's is checked against."""
     import onnx
     model = onnx.load(path)
     graph = model.graph
@@ -237,14 +237,15 @@ def fill_mac_shapes(nodes, layer_info):
     Shape, Gather, Div and Cast), takes them from `qdqrt inspect` of the graph with its shape
     computations evaluated and no fusion (one layer per node, its activation inputs and outputs with
     their dims); the MACs are still counted here."""
+    def dims(tensor):  # None for an unknown rank or dim (-1)
+        known = tensor.get("Dimensions")
+        return known if known and -1 not in known else None
+
     layers = {layer["Node"]: layer for layer in layer_info}
     for node in nodes:
         layer = layers.get(node["node"])
         if node["macs"] is not None or layer is None:
             continue
-        def dims(tensor):  # None for an unknown rank or dim (-1)
-            known = tensor.get("Dimensions")
-            return known if known and -1 not in known else None
         if node["x"] is None and layer["Inputs"]:
             node["x"] = dims(layer["Inputs"][0])
         if node["y"] is None and layer["Outputs"]:
@@ -958,7 +959,8 @@ def planted_model(path, second_input_quantized=True, zero_weights=False):
                   helper.make_node("DequantizeLinear", ["a_q", "scale_a", "zero"], ["a_dq"], name="dq_a")]
         conv_b_input = "a_dq"
     nodes.append(helper.make_node("Conv", [conv_b_input, "w_b"], ["output"], name="conv_b", pads=[1, 1, 1, 1]))
-    graph = helper.make_graph(nodes, "planted", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 8, 6, 6])],
+    graph = helper.make_graph(nodes, "planted",
+                              [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 8, 6, 6])],
                               [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 8, 6, 6])], initializers)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
@@ -1024,7 +1026,8 @@ def main():
     table_parser.add_argument("--model", action="append", help="models that must have a result, in table order")
     table_parser.add_argument("--all", action="store_true", help="every model export_coverage.py knows must have one")
     table_parser.add_argument("--markdown", action="store_true")
-    planted_parser = sub.add_parser("planted", help="the MAC and constant-output checks on tiny networks, through qdqrt")
+    planted_parser = sub.add_parser("planted",
+                                    help="the MAC and constant-output checks on tiny networks, through qdqrt")
     planted_parser.add_argument("--qdqrt", required=True, help="the qdqrt binary")
     planted_parser.add_argument("--work", required=True, help="directory for the files and runs")
     planted_parser.add_argument("--tier", default="ci")
