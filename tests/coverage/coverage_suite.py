@@ -274,7 +274,10 @@ def mac_split(nodes, precisions):
         if node["constant"]:  # computed from constants only: folded at build time, never run
             split["folded_macs"] += node["macs"] or 0
             continue
-        precision = precisions.get(node["node"], "missing")
+        precision = precisions.get(node["node"])
+        if precision is None:  # split into column ranges: INT8 when every part is
+            parts = {value for name, value in precisions.items() if split_part_of(name, node["node"])}
+            precision = ("INT8" if parts == {"INT8"} else "/".join(sorted(parts))) if parts else "missing"
         if node["macs"] is None:
             split["unknown_macs"].append(node["node"])
             if precision != "INT8":  # outside INT8 however many MACs it has
@@ -306,9 +309,20 @@ def inspect_mac_mismatches(nodes, inspect_layers):
         if layer.get("MACs") != expected_macs:
             mismatches.append({"layer": layer.get("Node"), "op": layer.get("OpType"), "inspect": layer.get("MACs"),
                                "onnx": expected_macs})
-    mismatches += [{"layer": name, "op": node["op"], "inspect": "no layer", "onnx": node["macs"]}
-                   for name, node in running.items() if name not in named]
+    for name, node in running.items():
+        if name in named:
+            continue
+        parts = [layer for layer in inspect_layers if split_part_of(layer.get("Node", ""), name)]
+        counted = sum(layer.get("MACs") or 0 for layer in parts) if parts else "no layer"
+        if counted != node["macs"]:
+            mismatches.append({"layer": name, "op": node["op"], "inspect": counted, "onnx": node["macs"]})
     return mismatches
+
+
+def split_part_of(layer_name, node_name):
+    """Whether a layer is a column range of a node that split_sliced_projection split (the attention's
+    packed in-projection): the parts are named <node>_<begin>_<end>."""
+    return re.fullmatch(re.escape(node_name) + r"_\d+_\d+", layer_name) is not None
 
 
 def float_quantized_macs(row):
@@ -872,6 +886,16 @@ def selftest(args):
         expect([m["layer"] for m in found] == ["dw"], f"a fused layer counted short: a mismatch ({found})")
         found = inspect_mac_mismatches(graph_nodes, layers[1:])
         expect(sorted(m["layer"] for m in found) == ["d", "e", "p"], f"nodes no layer names: mismatches ({found})")
+        # A packed projection split into column ranges (split_sliced_projection) counts its parts.
+        split_nodes = [node("proj", 30)]
+        parts = [{"Name": f"proj_{a}_{b}", "Node": f"proj_{a}_{b}", "OpType": "MatMul", "MACs": 10}
+                 for a, b in ((0, 8), (8, 16), (16, 24))]
+        expect(inspect_mac_mismatches(split_nodes, parts) == [], "a split projection: its parts' MACs add up")
+        found = inspect_mac_mismatches(split_nodes, parts[:2])
+        expect(len(found) == 1 and found[0]["inspect"] == 20, f"a split projection counted short ({found})")
+        split = mac_split([dict(node("proj", 30), quantized=True)], {"proj_0_8": "INT8", "proj_8_16": "FP32"})
+        expect(split["float_quantized"] and split["float_quantized"][0]["precision"] == "FP32/INT8",
+               f"a split quantized projection with a float part is outside INT8 ({split})")
 
         for case, regressions, improvements in cases:
             found = judge(expectations, case)
