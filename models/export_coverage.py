@@ -6,7 +6,8 @@
     /usr/bin/python3 models/export_coverage.py --list
 
 For each model and tier writes OUT/<model>_<tier>_fp32.onnx, OUT/<model>_<tier>_qdq.onnx and
-OUT/<model>_<tier>_input.npy (a seeded random input of batch 1, the one the suite runs). Tiers:
+OUT/<model>_<tier>_input.npy (a seeded random input of batch 1, the one the suite runs), and for the
+models of ORT_U8_MODELS OUT/<model>_<tier>_ort_u8.onnx. Tiers:
 `ci` is the smallest input the architecture accepts (64x64 for most), for tests; `full` is the size
 the architecture is used at (224x224, 299x299 for Inception-v3, 384x384 for segmentation, 320x320 for
 SSDlite, 640x640 for the YOLO-style detector, BERT-base's 12 layers of 768 at sequence 128), for
@@ -28,7 +29,10 @@ placement -- per-tensor int8 on every Conv/Linear input, per-channel int8 weight
 quantizer in torchvision ResNet blocks -- max-calibrated on seeded random batches. nn.MultiheadAttention
 (ViT, BERT) computes its projections from its own parameters, not through nn.Linear, so its
 in-projection and out-projection stay float in the QDQ files. Opset 13 (BERT: 17, LayerNormalization),
-dynamic batch. No download of any kind: every constructor gets weights=None (and weights_backbone=None).
+dynamic batch. ort_u8: ONNX Runtime quantize_static's QDQ layout of the FP32 file
+(export_qdq_styles.ort_style_qdq: asymmetric u8 activations min/max-calibrated on the QDQ file's
+batches, Relu/Clip folded into the producer's range, per-channel s8 weights, int32 biases); ViT-B/16's
+zero-initialised head gets a seeded random one (vit_b_16 below). No download of any kind: every constructor gets weights=None (and weights_backbone=None).
 
 `--dynamic` (yolo and bert only) exports the same networks, weights and calibration with every
 size dim symbolic, as users export models for a range of shapes: yolo's input [batch, 3, height,
@@ -50,6 +54,7 @@ import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_torchvision import settle_batchnorm  # noqa: E402
+from export_qdq_styles import ort_style_qdq  # noqa: E402
 from fake_quant import calibrate, freeze_weight_scales, quantize_model  # noqa: E402
 
 OPSET = 13
@@ -214,9 +219,22 @@ for _name in ("alexnet", "vgg11", "vgg16_bn"):
 # Inception-v3's stem needs 75x75; it is used at 299x299.
 MODELS["inception_v3"] = (classifier("inception_v3", aux_logits=False, init_weights=True),
                           {"ci": IMAGE(75), "full": IMAGE(299)}, CLS)
-# ViT's position embedding fixes the image size: built for the tier's size.
-MODELS["vit_b_16"] = (lambda tier: torchvision.models.vit_b_16(weights=None, image_size=64 if tier == "ci" else 224),
-                      {"ci": IMAGE(64), "full": IMAGE(224)}, CLS)
+def vit_b_16(tier):
+    """ViT's position embedding fixes the image size: built for the tier's size. torchvision
+    zero-initialises its head, which makes the output all zeros (every comparison would pass): the
+    head gets nn.Linear's uniform initialization from a generator of its own, so every other weight
+    stays the constructor's."""
+    model = torchvision.models.vit_b_16(weights=None, image_size=64 if tier == "ci" else 224)
+    head = model.heads.head
+    generator = torch.Generator().manual_seed(3)
+    bound = head.in_features ** -0.5
+    with torch.no_grad():
+        for parameter in (head.weight, head.bias):
+            parameter.copy_((torch.rand(parameter.shape, generator=generator) * 2 - 1) * bound)
+    return model
+
+
+MODELS["vit_b_16"] = (vit_b_16, {"ci": IMAGE(64), "full": IMAGE(224)}, CLS)
 # MaxViT's 7x7 windows and grids at strides 4..32 need a multiple of 224.
 MODELS["maxvit_t"] = (classifier("maxvit_t"), {"ci": IMAGE(224), "full": IMAGE(224)}, CLS)
 for _name in ("fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large"):
@@ -227,6 +245,16 @@ MODELS["yolo"] = (lambda tier: YoloDetector(), {"ci": IMAGE(64), "full": IMAGE(6
 MODELS["bert"] = (lambda tier: BertEncoder(**BERT_CONFIGS[tier]),
                   {tier: (c["sequence"], c["hidden"]) for tier, c in BERT_CONFIGS.items()}, CLS)
 TIERS = ("ci", "full")
+# The models also written in ONNX Runtime quantize_static's layout (`ort_u8`): the classifiers whose
+# every op export_qdq_styles.py's calibration evaluator knows. Not the transformers (LayerNorm,
+# Softmax, Erf, Einsum), segmentation and detection (Resize) nor the slow-labelled large ones.
+ORT_U8_MODELS = ("resnet18", "resnet50", "resnext50_32x4d", "squeezenet1_0", "squeezenet1_1", "densenet121",
+                 "googlenet", "inception_v3", "shufflenet_v2_x1_0", "mobilenet_v2", "mobilenet_v3_large",
+                 "mobilenet_v3_small", "mnasnet1_0", "efficientnet_b0", "regnet_x_400mf", "regnet_y_400mf")
+
+
+def variants_of(name):
+    return ("fp32", "qdq") + (("ort_u8",) if name in ORT_U8_MODELS else ())
 # --dynamic: the symbolic dims of the input and of each output, per model.
 DYNAMIC_AXES = {"yolo": {"input": {0: "batch", 2: "height", 3: "width"}, "output": {0: "batch", 1: "anchors"}},
                 "bert": {"input": {0: "batch", 1: "sequence"}, "output": {0: "batch", 1: "sequence"}}}
@@ -267,14 +295,18 @@ def export(model, name, tier, path, symbolic_sizes=False):
                       dynamic_axes=dynamic)
 
 
-def export_model(name, tier, out_dir, variants=("fp32", "qdq"), symbolic_sizes=False):
-    """Writes the model's files; returns their paths."""
+def export_model(name, tier, out_dir, variants=None, symbolic_sizes=False):
+    """Writes the model's files (`variants`: default the model's, variants_of); returns their paths."""
+    if variants is None:
+        variants = variants_of(name) if not symbolic_sizes else ("fp32", "qdq")
     stem = os.path.join(out_dir, f"{name}_{tier}" + ("_dynamic" if symbolic_sizes else ""))
     generator = np.random.default_rng(20261129)
     np.save(stem + "_input.npy", generator.standard_normal(input_shape(name, tier)).astype(np.float32))
     paths = [stem + "_input.npy"]
     float_model = build(name, tier)
     for variant in variants:
+        if variant == "ort_u8":
+            continue  # from the FP32 file, below
         model = float_model
         if variant == "qdq":
             model = quantize_model(copy.deepcopy(float_model))
@@ -283,6 +315,16 @@ def export_model(name, tier, out_dir, variants=("fp32", "qdq"), symbolic_sizes=F
         path = f"{stem}_{variant}.onnx"
         export(model.eval(), name, tier, path, symbolic_sizes)
         paths.append(path)
+    if "ort_u8" in variants:
+        # ONNX Runtime's layout is a rewrite of the FP32 ONNX file, calibrated (min/max) on the same
+        # seeded batches as the QDQ file's.
+        fp32_path = f"{stem}_fp32.onnx"
+        if "fp32" not in variants:
+            export(float_model.eval(), name, tier, fp32_path, symbolic_sizes)
+        calibration = torch.cat(random_batches(name, tier, CALIBRATION_BATCHES, seed=2)).numpy()
+        path = f"{stem}_ort_u8.onnx"
+        ort_style_qdq(fp32_path, path, calibration, asymmetric=True)
+        paths.append(path)
     return paths
 
 
@@ -290,7 +332,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", nargs="+", choices=sorted(MODELS), metavar="MODEL")
     parser.add_argument("--tier", choices=TIERS, default="ci")
-    parser.add_argument("--variant", nargs="+", choices=("fp32", "qdq"), default=["fp32", "qdq"])
+    parser.add_argument("--variant", nargs="+", choices=("fp32", "qdq", "ort_u8"),
+                        help="default: fp32, qdq and, for the models of ORT_U8_MODELS, ort_u8")
     parser.add_argument("--out", help="output directory")
     parser.add_argument("--dynamic", action="store_true",
                         help="symbolic height and width (yolo) or sequence length (bert), not only the batch")
@@ -298,12 +341,15 @@ def main():
     args = parser.parse_args()
     if args.list:
         for name in MODELS:
-            print(name, " ".join(f"{tier}:{'x'.join(map(str, input_shape(name, tier)))}" for tier in TIERS))
+            print(name, " ".join(f"{tier}:{'x'.join(map(str, input_shape(name, tier)))}" for tier in TIERS),
+                  "variants:" + ",".join(variants_of(name)))
         return
     if not args.model or not args.out:
         parser.error("--model and --out are required (or --list)")
     if args.dynamic and set(args.model) - set(DYNAMIC_AXES):
         parser.error(f"--dynamic: only {', '.join(sorted(DYNAMIC_AXES))} have symbolic size dims")
+    if args.variant and "ort_u8" in args.variant and (args.dynamic or set(args.model) - set(ORT_U8_MODELS)):
+        parser.error(f"--variant ort_u8: only {', '.join(ORT_U8_MODELS)}, without --dynamic")
     torch.set_num_threads(1)  # OpenMP threads spinning against each other on a shared machine are slower
     os.makedirs(args.out, exist_ok=True)
     for name in args.model:

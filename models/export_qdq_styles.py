@@ -216,7 +216,34 @@ def evaluate_all(model, feed):
         elif op == "Add": out = x[0] + x[1]
         elif op == "Mul": out = x[0] * x[1]
         elif op == "GlobalAveragePool": out = x[0].mean(dim=(2, 3), keepdim=True)
-        elif op == "MaxPool": out = F.max_pool2d(x[0], a["kernel_shape"], a.get("strides"), a.get("pads", [0, 0])[:2])
+        elif op == "MaxPool":
+            out = F.max_pool2d(x[0], a["kernel_shape"], a.get("strides"), a.get("pads", [0, 0])[:2],
+                               ceil_mode=bool(a.get("ceil_mode", 0)))
+        elif op == "AveragePool":
+            out = F.avg_pool2d(x[0], a["kernel_shape"], a.get("strides"), a.get("pads", [0, 0])[:2],
+                               ceil_mode=bool(a.get("ceil_mode", 0)),
+                               count_include_pad=bool(a.get("count_include_pad", 0)))
+        elif op == "BatchNormalization":
+            out = F.batch_norm(x[0], x[3], x[4], x[1], x[2], False, 0.0, a.get("epsilon", 1e-5))
+        elif op == "HardSigmoid": out = torch.clamp(a.get("alpha", 0.2) * x[0] + a.get("beta", 0.5), 0.0, 1.0)
+        elif op == "HardSwish": out = F.hardswish(x[0])
+        elif op == "Sub": out = x[0] - x[1]
+        elif op == "Div": out = x[0] / x[1] if x[0].is_floating_point() else torch.div(x[0], x[1], rounding_mode="floor")
+        elif op == "Cast": out = x[0].to(CAST_TYPES[a["to"]])
+        elif op == "Dropout": out = x[0]
+        elif op == "Pad":
+            pads = x[1].tolist()
+            half = len(pads) // 2
+            # ONNX: all begins then all ends, first axis first; F.pad: (begin, end) pairs, last axis first.
+            torch_pads = [p for axis in reversed(range(half)) for p in (pads[axis], pads[axis + half])]
+            value = float(x[2]) if len(x) > 2 and x[2] is not None else 0.0
+            out = F.pad(x[0], torch_pads, mode=a.get("mode", b"constant").decode(), value=value)
+        elif op == "Split":
+            sizes = x[1].tolist() if len(x) > 1 and x[1] is not None else a.get("split")
+            axis = a.get("axis", 0)
+            if sizes is None:
+                sizes = [x[0].shape[axis] // len(node.output)] * len(node.output)
+            out = tuple(torch.split(x[0], sizes, dim=axis))
         elif op == "Concat": out = torch.cat(x, dim=a["axis"])
         elif op == "Flatten": out = torch.flatten(x[0], a.get("axis", 1))
         elif op == "Reshape":
@@ -240,10 +267,13 @@ def evaluate_all(model, feed):
                 out = out[tuple(index)]
         elif op == "Unsqueeze": out = x[0].reshape(list(x[0].shape) + [1] * len(x[1]))
         else: raise RuntimeError(f"calibration evaluator: unsupported op {op}")
-        env[node.output[0]] = out
+        for name, value in zip(node.output, out if isinstance(out, tuple) else (out,)):
+            env[name] = value
     return env
 
 
+CAST_TYPES = {TensorProto.FLOAT: torch.float32, TensorProto.INT64: torch.int64, TensorProto.INT32: torch.int32,
+              TensorProto.BOOL: torch.bool}
 QUANTIZED_OPS = {"Conv", "MatMul", "Gemm", "Add", "Mul", "MaxPool", "GlobalAveragePool", "Concat", "Sigmoid"}
 
 

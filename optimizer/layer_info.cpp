@@ -89,28 +89,16 @@ class LayerBuilder {
     return tensor;
   }
 
-  // Static element count, symbolic dims taken as 1 (and remembered), nullopt if rank unknown or
-  // the count overflows int64.
-  std::optional<int64_t> numel(const LayerTensor& tensor) {
-    if (!tensor.shape) return std::nullopt;
-    int64_t count = 1;
-    for (const Dim& dim : *tensor.shape) {
-      if (dim.is_static()) {
-        std::optional<int64_t> next = checked_mul(count, dim.value);
-        if (!next) return std::nullopt;  // too many to count: no MACs rather than a wrapped number
-        count = *next;
-      } else {
-        unbound_.insert(dim.symbol.empty() ? "?" : dim.symbol);
-      }
+  // Dims for counting MACs: symbols --shapes bound are values already (describe_value); any other
+  // dim that is not static is taken as 1, and remembered.
+  OptionalDims counted(OptionalDims dims) {
+    if (!dims) return dims;
+    for (Dim& dim : *dims) {
+      if (dim.is_static()) continue;
+      unbound_.insert(dim.symbol.empty() ? "?" : dim.symbol);
+      dim.value = 1;
     }
-    return count;
-  }
-
-  std::optional<int64_t> dim_from_end(const LayerTensor& tensor, size_t from_end) {
-    if (!tensor.shape || tensor.shape->size() < from_end + 1) return std::nullopt;
-    const Dim& dim = (*tensor.shape)[tensor.shape->size() - 1 - from_end];
-    if (!dim.is_static()) return std::nullopt;
-    return dim.value;
+    return dims;
   }
 
   LayerInfo build(const Node& node) {
@@ -205,29 +193,36 @@ class LayerBuilder {
     return dtype_label(dtype);
   }
 
+  // A count that overflows int64 is left out (nullopt) rather than wrapped.
   std::optional<int64_t> macs_of(const Node& node, const LayerInfo& layer) {
     if (layer.outputs.empty()) return std::nullopt;
     const FusedOpRow* row = fused_op_row(node);
-    const bool float_conv = node.domain.empty() && node.op_type == "Conv";
-    const bool float_matmul = node.domain.empty() && (node.op_type == "MatMul" || node.op_type == "Gemm");
-    if (row != nullptr ? row->macs_per_output == nullptr : !float_conv && !float_matmul) return std::nullopt;
-    std::optional<int64_t> output_elements = numel(layer.outputs[0]);
-    if (!output_elements) return std::nullopt;
-    std::optional<int64_t> per_output;
-    if (row != nullptr) {
-      per_output = row->macs_per_output(node, input_shapes(node));
-    } else if (float_conv) {
-      per_output = conv_macs_per_output(describe_value(node.input(1)).shape);
-    } else {
-      // Gemm with transA reads K from A's first dim.
-      const Attribute* trans_a = node.find_attribute("transA");
-      const bool transposed = node.op_type == "Gemm" && trans_a != nullptr && trans_a->kind == Attribute::Kind::kInt &&
-                              trans_a->i != 0;
-      per_output = transposed ? dim_from_end(describe_value(node.input(0)), 1)
-                              : matmul_macs_per_output(describe_value(node.input(0)).shape);
+    const bool onnx_op = node.domain.empty();
+    const bool conv = onnx_op && node.op_type == "Conv";
+    const bool conv_transpose = onnx_op && node.op_type == "ConvTranspose";
+    const bool matmul = onnx_op && (node.op_type == "MatMul" || node.op_type == "Gemm");
+    if (row != nullptr ? row->macs == nullptr : !conv && !conv_transpose && !matmul) return std::nullopt;
+    const OptionalDims y = counted(layer.outputs[0].shape);
+    if (!y) return std::nullopt;
+    InputShapes inputs = input_shapes(node);
+    for (OptionalDims& dims : inputs) dims = counted(std::move(dims));
+    if (row != nullptr) return row->macs(node, inputs, *y);
+    if (conv) return conv_macs(input_dims(inputs, 1), *y);
+    if (conv_transpose) {
+      // Weight [C_in, C_out / group, k...]: every input element feeds C_out / group * k... outputs.
+      const std::optional<int64_t> x_elements = static_numel(input_dims(inputs, 0));
+      const std::optional<int64_t> per_input = conv_macs_per_output(input_dims(inputs, 1));
+      return x_elements && per_input ? checked_mul(*x_elements, *per_input) : std::nullopt;
     }
-    if (!per_output) return std::nullopt;
-    return checked_mul(*output_elements, *per_output);
+    // Gemm with transA reads K from A's first dim.
+    const Attribute* trans_a = node.find_attribute("transA");
+    if (node.op_type == "Gemm" && trans_a != nullptr && trans_a->kind == Attribute::Kind::kInt && trans_a->i != 0) {
+      const OptionalDims a = input_dims(inputs, 0);
+      const std::optional<int64_t> y_elements = static_numel(y);
+      if (!a || a->size() != 2 || !y_elements) return std::nullopt;
+      return checked_mul(*y_elements, (*a)[0].value);
+    }
+    return matmul_macs(input_dims(inputs, 0), *y);
   }
 
   const Graph& graph_;

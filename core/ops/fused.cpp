@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/checked_math.h"
 #include "core/op_registry.h"
 #include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
@@ -326,6 +327,35 @@ OptionalDims broadcast_inputs(const Node&, const InputShapes& inputs) {
 
 using namespace layers;
 
+// FusedDepthwiseConv's three convs: the optional 1x1 expansion on x [N, C, H, W] to E channels,
+// the depthwise conv [N, E, H', W'] and the optional 1x1 projection to y's channels.
+std::optional<int64_t> fused_depthwise_conv_macs(const Node& node, const InputShapes& inputs, const Dims& y) {
+  const OptionalDims w = input_dims(inputs, kFusedDepthwiseW);
+  const std::optional<int64_t> y_elements = static_numel(y);
+  if (!w || w->empty() || !(*w)[0].is_static() || y.size() < 2 || !y[1].is_static() || y[1].value <= 0 ||
+      !y_elements) {
+    return std::nullopt;
+  }
+  const int64_t expanded_channels = (*w)[0].value;
+  const bool projected = node.has_input(kFusedDepthwiseProjectW);
+  // The depthwise conv's output: y's elements with the expanded channels in place of y's.
+  const std::optional<int64_t> depthwise_elements =
+      projected ? checked_mul(*y_elements / y[1].value, expanded_channels) : y_elements;
+  const std::optional<int64_t> per_output = conv_macs_per_output(w);
+  if (!depthwise_elements || !per_output) return std::nullopt;
+  std::optional<int64_t> total = checked_mul(*depthwise_elements, *per_output);
+  auto add = [&total](std::optional<int64_t> part) {
+    total = total && part ? checked_add(*total, *part) : std::nullopt;
+  };
+  if (node.has_input(kFusedDepthwiseExpandW)) {
+    // A 1x1 stride-1 conv: each element of x feeds every expanded channel at its pixel.
+    const std::optional<int64_t> x_elements = static_numel(input_dims(inputs, kFusedDepthwiseX));
+    add(x_elements ? checked_mul(*x_elements, expanded_channels) : std::nullopt);
+  }
+  if (projected) add(checked_mul(*y_elements, expanded_channels));
+  return total;
+}
+
 constexpr QuantizedInputSlot kUnaryActivation{kUnaryX, kUnaryXZeroPoint};
 
 // One row per fused op (core/ops/fused_op_table.h says what each field is for). A function-local
@@ -348,8 +378,8 @@ std::span<const FusedOpRow> fused_ops() {
          if (attributes == nullptr) return std::nullopt;
          return conv_output_dims(node, *attributes, input_dims(inputs, kConvX), input_dims(inputs, kConvW));
        },
-       .macs_per_output = [](const Node&, const InputShapes& inputs) {
-         return conv_macs_per_output(input_dims(inputs, kConvW));
+       .macs = [](const Node&, const InputShapes& inputs, const Dims& y) {
+         return conv_macs(input_dims(inputs, kConvW), y);
        },
        .layer_info_type = "Convolution"},
       {.op_type = kFusedConv,  // float inputs and output
@@ -367,8 +397,8 @@ std::span<const FusedOpRow> fused_ops() {
          return conv_output_dims(node, *attributes, input_dims(inputs, kFusedConvX), input_dims(inputs, kFusedConvW));
        },
        .more_output_shape = row_sums_output_dims,
-       .macs_per_output = [](const Node&, const InputShapes& inputs) {
-         return conv_macs_per_output(input_dims(inputs, kFusedConvW));
+       .macs = [](const Node&, const InputShapes& inputs, const Dims& y) {
+         return conv_macs(input_dims(inputs, kFusedConvW), y);
        },
        .layer_info_type = "Convolution"},
       {.op_type = kFusedDepthwiseConv,  // float inputs and output
@@ -395,6 +425,7 @@ std::span<const FusedOpRow> fused_ops() {
          return d;
        },
        .more_output_shape = row_sums_output_dims,
+       .macs = fused_depthwise_conv_macs,
        .layer_info_type = "Convolution"},
       {.op_type = kRowSumsGlobalAveragePool,  // float inputs and output
        .kind = "GlobalAveragePool",
@@ -415,8 +446,8 @@ std::span<const FusedOpRow> fused_ops() {
        .output_shape = [](const Node&, const InputShapes& inputs) {
          return matmul_output_dims(input_dims(inputs, kMatMulA), input_dims(inputs, kMatMulB));
        },
-       .macs_per_output = [](const Node&, const InputShapes& inputs) {
-         return matmul_macs_per_output(input_dims(inputs, kMatMulA));
+       .macs = [](const Node&, const InputShapes& inputs, const Dims& y) {
+         return matmul_macs(input_dims(inputs, kMatMulA), y);
        },
        .layer_info_type = "MatrixMultiply"},
       {.op_type = kQAdd,

@@ -246,4 +246,32 @@ std::optional<int64_t> matmul_macs_per_output(const OptionalDims& a) {
   return a->back().value;
 }
 
+std::optional<int64_t> static_numel(const OptionalDims& dims) {
+  if (!dims) return std::nullopt;
+  int64_t count = 1;
+  for (const Dim& dim : *dims) {
+    if (!dim.is_static()) return std::nullopt;
+    std::optional<int64_t> next = checked_mul(count, dim.value);
+    if (!next) return std::nullopt;
+    count = *next;
+  }
+  return count;
+}
+
+namespace {
+
+std::optional<int64_t> times(std::optional<int64_t> a, std::optional<int64_t> b) {
+  return a && b ? checked_mul(*a, *b) : std::nullopt;
+}
+
+}  // namespace
+
+std::optional<int64_t> conv_macs(const OptionalDims& weight, const Dims& y) {
+  return times(static_numel(y), conv_macs_per_output(weight));
+}
+
+std::optional<int64_t> matmul_macs(const OptionalDims& a, const Dims& y) {
+  return times(static_numel(y), matmul_macs_per_output(a));
+}
+
 }  // namespace qdqrt

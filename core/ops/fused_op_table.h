@@ -58,9 +58,10 @@ struct FusedOpRow {
   // The dims of output `output` >= 1 from output 0's (`y`), for an op with more outputs (a conv's
   // row sums); nullptr: the op has one output.
   OptionalDims (*more_output_shape)(const Node& node, const Dims& y, size_t output) = nullptr;
-  // Multiply-accumulates per output element (Conv- and MatMul-like layers); nullptr: the layer's
-  // MACs are not counted. nullopt when a dim it needs is not static.
-  std::optional<int64_t> (*macs_per_output)(const Node& node, const InputShapes& inputs) = nullptr;
+  // Multiply-accumulates of the layer (Conv- and MatMul-like layers) from its input dims and its
+  // output 0's dims `y`; nullptr: the layer's MACs are not counted. nullopt when a dim it needs is
+  // not static or the count overflows int64.
+  std::optional<int64_t> (*macs)(const Node& node, const InputShapes& inputs, const Dims& y) = nullptr;
   // The layer type TREx reads ("ParameterType" in inspect's and exec's layer JSON).
   const char* layer_info_type = nullptr;
 };
@@ -102,9 +103,15 @@ OptionalDims matmul_output_dims(const OptionalDims& a, const OptionalDims& b);
 OptionalDims concat_output_dims(const std::vector<OptionalDims>& parts, int64_t axis);
 // The row sums of a conv's output y [N, C, H, W] as its output 1: [N, H, C].
 OptionalDims row_sums_output_dims(const Node& node, const Dims& y, size_t output);
+// The element count of static dims; nullopt when a dim is not static or the count overflows.
+std::optional<int64_t> static_numel(const OptionalDims& dims);
 // MACs per output element of a Conv: the product of the weight's dims after the first.
 std::optional<int64_t> conv_macs_per_output(const OptionalDims& weight);
 // MACs per output element of a MatMul: K, the last dim of a.
 std::optional<int64_t> matmul_macs_per_output(const OptionalDims& a);
+// A Conv's MACs: output elements times conv_macs_per_output(weight).
+std::optional<int64_t> conv_macs(const OptionalDims& weight, const Dims& y);
+// A MatMul's MACs: output elements times K (the last dim of a).
+std::optional<int64_t> matmul_macs(const OptionalDims& a, const Dims& y);
 
 }  // namespace qdqrt

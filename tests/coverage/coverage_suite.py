@@ -48,12 +48,18 @@ import numpy as np
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EXPORTER = os.path.join(REPO_ROOT, "models", "export_coverage.py")
-EXPORT_SOURCES = [EXPORTER] + [os.path.join(REPO_ROOT, "models", f) for f in ("fake_quant.py", "export_torchvision.py")]
+EXPORT_SOURCES = [EXPORTER] + [os.path.join(REPO_ROOT, "models", f)
+                              for f in ("fake_quant.py", "export_torchvision.py", "export_qdq_styles.py")]
 DEFAULT_EXPECTATIONS = os.path.join(REPO_ROOT, "models", "coverage_expectations.json")
 PYTHON = "/usr/bin/python3"
-VARIANTS = ("fp32", "qdq")
-STATUSES = ("ok", "export_failed", "build_failed", "run_failed", "reference_failed", "timeout")
-ENTRY_KEYS = {"status", "reference_layers", "max_error", "reason"}
+# "ort_u8": ONNX Runtime quantize_static's layout, for the models export_coverage.py writes it for.
+VARIANTS = ("fp32", "qdq", "ort_u8")
+STATUSES = ("ok", "export_failed", "build_failed", "run_failed", "inspect_failed", "reference_failed", "timeout")
+ENTRY_KEYS = {"status", "reference_layers", "max_error", "float_quantized_macs", "reason"}
+# The ops whose MACs count: those of a quantized weight (a DequantizeLinear feeds input 1) must run in INT8.
+MAC_OPS = ("Conv", "ConvTranspose", "MatMul", "Gemm")
+# Ops between a weight's DequantizeLinear and its MatMul that keep it a quantized weight.
+LAYOUT_OPS = ("Transpose", "Reshape", "Identity", "Flatten", "Squeeze", "Unsqueeze")
 
 
 class Failure(Exception):
@@ -118,17 +124,22 @@ def exported_files(work, model, tier, timeout, log, dynamic=False):
     directory = os.path.join(work, "cache", name)
     stem = os.path.join(directory, name)
     paths = {"input": stem + "_input.npy", "fp32": stem + "_fp32.onnx", "qdq": stem + "_qdq.onnx"}
+    optional = {"ort_u8": stem + "_ort_u8.onnx"}  # written for some models only
+
+    def with_optional():
+        return dict(paths, **{variant: path for variant, path in optional.items() if os.path.exists(path)})
+
     key = export_key(model, tier, dynamic)
     key_path = os.path.join(directory, "key")
     if os.path.exists(key_path) and open(key_path).read() == key and all(map(os.path.exists, paths.values())):
-        return paths, 0.0, True
+        return with_optional(), 0.0, True
     shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(directory)
     seconds, _ = run_stage([PYTHON, EXPORTER, "--model", model, "--tier", tier, "--out", directory] +
                            (["--dynamic"] if dynamic else []), timeout, "export_failed", log)
     with open(key_path, "w") as f:  # written last: an interrupted export is redone
         f.write(key)
-    return paths, seconds, False
+    return with_optional(), seconds, False
 
 
 def read_engine_outputs(path):
@@ -149,6 +160,173 @@ def relative_error(candidate, reference):
     difference[np.isnan(candidate) & np.isnan(reference)] = 0.0
     difference[np.isnan(difference)] = np.inf
     return float(difference.max() / (output_range or 1.0)) if difference.size else 0.0
+
+
+def output_range(reference):
+    """max - min of a reference output (0 when it is constant, as an all-zero head makes it)."""
+    reference = reference.astype(np.float64)
+    finite = reference[np.isfinite(reference)]
+    return float(finite.max() - finite.min()) if finite.size else 0.0
+
+
+def node_macs(node):
+    """A MAC node's multiply-accumulates from its dims, None when one it needs is unknown."""
+    weight, x, y = node["weight"], node["x"], node["y"]
+    elements = lambda dims: int(np.prod(dims, dtype=np.int64)) if dims is not None else None  # noqa: E731
+    if node["op"] == "Conv" and weight is not None and y is not None:
+        return elements(y) * elements(weight[1:])
+    if node["op"] == "ConvTranspose" and weight is not None and x is not None:
+        return elements(x) * elements(weight[1:])
+    if node["op"] in ("MatMul", "Gemm") and x is not None and y is not None:
+        return elements(y) * (x[0] if node["trans_a"] else x[-1])
+    return None
+
+
+def shapes_of_initializers(graph):
+    return {t.name: list(t.dims) for t in graph.initializer}
+
+
+def mac_nodes(path, input_shape):
+    """The Conv/ConvTranspose/MatMul/Gemm nodes of an ONNX file at the given input shape, each
+    {"node", "op", "weight", "x", "y" (dims; None where ONNX's shape inference cannot tell), "trans_a",
+    "macs" (node_macs), "quantized" (a DequantizeLinear feeds its weight, input 1, directly or through
+    LAYOUT_OPS), "constant" (computed from constants only: qdqrt folds it at build time)}. Read with
+    onnx, not qdqrt: the count inspect's is checked against."""
+    import onnx
+    model = onnx.load(path)
+    graph = model.graph
+    for value in graph.input:
+        if value.name == "input":
+            for dim, size in zip(value.type.tensor_type.shape.dim, input_shape):
+                dim.Clear()
+                dim.dim_value = size
+    inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    shapes = shapes_of_initializers(graph)
+    for value in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+        if value.type.tensor_type.HasField("shape"):
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in value.type.tensor_type.shape.dim]
+            shapes[value.name] = dims if None not in dims else None
+    for node in graph.node:  # torch writes some weights as Constant nodes
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            shapes[node.output[0]] = list(node.attribute[0].t.dims)
+    producer = {output: node for node in graph.node for output in node.output}
+    # The values computed from the graph's inputs (the rest only from constants, which qdqrt folds).
+    dynamic = {value.name for value in graph.input} - set(shapes_of_initializers(graph))
+    for node in graph.node:
+        if any(name in dynamic for name in node.input):
+            dynamic.update(node.output)
+    nodes = []
+    for index, node in enumerate(graph.node):
+        if node.op_type not in MAC_OPS or len(node.input) < 2:
+            continue
+        source = producer.get(node.input[1])
+        while source is not None and source.op_type in LAYOUT_OPS:  # torch transposes Linear weights
+            source = producer.get(source.input[0])
+        entry = {"node": node.name or f"#{index}", "op": node.op_type, "weight": shapes.get(node.input[1]),
+                 "x": shapes.get(node.input[0]), "y": shapes.get(node.output[0]),
+                 "trans_a": node.op_type == "Gemm" and any(a.name == "transA" and a.i for a in node.attribute),
+                 "quantized": source is not None and source.op_type == "DequantizeLinear",
+                 "constant": node.output[0] not in dynamic}
+        entry["macs"] = node_macs(entry)
+        nodes.append(entry)
+    return nodes
+
+
+def fill_mac_shapes(nodes, layer_info):
+    """Where ONNX's shape inference left a MAC node's activation dims unknown (shapes computed through
+    Shape, Gather, Div and Cast), takes them from `qdqrt inspect` of the graph with its shape
+    computations evaluated and no fusion (one layer per node, its activation inputs and outputs with
+    their dims); the MACs are still counted here."""
+    def dims(tensor):  # None for an unknown rank or dim (-1)
+        known = tensor.get("Dimensions")
+        return known if known and -1 not in known else None
+
+    layers = {layer["Node"]: layer for layer in layer_info}
+    for node in nodes:
+        layer = layers.get(node["node"])
+        if node["macs"] is not None or layer is None:
+            continue
+        if node["x"] is None and layer["Inputs"]:
+            node["x"] = dims(layer["Inputs"][0])
+        if node["y"] is None and layer["Outputs"]:
+            node["y"] = dims(layer["Outputs"][0])
+        node["macs"] = node_macs(node)
+    return nodes
+
+
+def engine_precisions(layer_info):
+    """ONNX node name -> the Precision of the engine layer that runs it (exec's layer info names every
+    source node of a fused layer in its Name, joined by " + ")."""
+    precisions = {}
+    for layer in layer_info:
+        for name in layer.get("Name", "").split(" + ") + list(layer.get("SourceNodes", [])):
+            precisions.setdefault(name, layer.get("Precision", "?"))
+    return precisions
+
+
+def mac_split(nodes, precisions):
+    """Of the quantized-weight MACs, how many the engine runs in INT8, and the nodes it runs otherwise
+    (a node no engine layer names counts as not INT8, "missing")."""
+    split = {"quantized_macs": 0, "int8_macs": 0, "float_quantized": [], "unknown_macs": [], "folded_macs": 0}
+    for node in nodes:
+        if not node["quantized"]:
+            continue
+        if node["constant"]:  # computed from constants only: folded at build time, never run
+            split["folded_macs"] += node["macs"] or 0
+            continue
+        precision = precisions.get(node["node"])
+        if precision is None:  # split into column ranges: INT8 when every part is
+            parts = {value for name, value in precisions.items() if split_part_of(name, node["node"])}
+            precision = ("INT8" if parts == {"INT8"} else "/".join(sorted(parts))) if parts else "missing"
+        if node["macs"] is None:
+            split["unknown_macs"].append(node["node"])
+            if precision != "INT8":  # outside INT8 however many MACs it has
+                split["float_quantized"].append(dict(node, precision=precision))
+            continue
+        split["quantized_macs"] += node["macs"]
+        if precision == "INT8":
+            split["int8_macs"] += node["macs"]
+        else:
+            split["float_quantized"].append({"node": node["node"], "op": node["op"], "macs": node["macs"],
+                                             "precision": precision})
+    split["float_quantized"].sort(key=lambda node: -(node["macs"] or 0))
+    return split
+
+
+def inspect_mac_mismatches(nodes, inspect_layers):
+    """The layers of `qdqrt inspect` whose MACs differ from the sum of the ONNX MAC nodes they fuse
+    (named in the layer's Name, joined by " + "), and the ONNX MAC nodes that run (not folded) which
+    no inspect layer names. Layers inspect counts MACs for that fuse no such node (ReduceL2 lowered
+    to a MatMul) are not compared."""
+    running = {node["node"]: node for node in nodes if not node["constant"] and node["macs"] is not None}
+    named, mismatches = set(), []
+    for layer in inspect_layers:
+        parts = [running[name] for name in layer.get("Name", "").split(" + ") if name in running]
+        if not parts:
+            continue
+        named.update(part["node"] for part in parts)
+        expected_macs = sum(part["macs"] for part in parts)
+        if layer.get("MACs") != expected_macs:
+            mismatches.append({"layer": layer.get("Node"), "op": layer.get("OpType"), "inspect": layer.get("MACs"),
+                               "onnx": expected_macs})
+    for name, node in running.items():
+        if name in named:
+            continue
+        parts = [layer for layer in inspect_layers if split_part_of(layer.get("Node", ""), name)]
+        counted = sum(layer.get("MACs") or 0 for layer in parts) if parts else "no layer"
+        if counted != node["macs"]:
+            mismatches.append({"layer": name, "op": node["op"], "inspect": counted, "onnx": node["macs"]})
+    return mismatches
+
+
+def split_part_of(layer_name, node_name):
+    """Whether a layer is a column range of a node that split_sliced_projection split (the attention's
+    packed in-projection): the parts are named <node>_<begin>_<end>."""
+    return re.fullmatch(re.escape(node_name) + r"_\d+_\d+", layer_name) is not None
+
+
+def float_quantized_macs(row):
+    return sum(node["macs"] or 0 for node in (row.get("macs") or {}).get("float_quantized", []))
 
 
 def check_variant(args, model, variant, paths, log):
@@ -179,23 +357,53 @@ def check_variant(args, model, variant, paths, log):
                 fallbacks = [layer.get("OpType", "?") for layer in layers if layer.get("LayerType") == "reference"]
                 row["reference_layers"] = len(fallbacks)
                 row["reference_ops"] = dict(sorted(collections.Counter(fallbacks).items()))
+        nodes = mac_nodes(paths[variant], [int(d) for d in shape.split("x")])
+        if any(node["macs"] is None for node in nodes):
+            shapes_json = os.path.join(work, "shapes.json")
+            row["seconds"]["shapes"], _ = run_stage(
+                [args.qdqrt, "inspect", f"--onnx={paths[variant]}", f"--shapes=input:{shape}",
+                 "--passes=remove_identities,fold_constants,evaluate_shape_computations",
+                 f"--exportLayerInfo={shapes_json}"],
+                args.run_timeout, "inspect_failed", log)
+            fill_mac_shapes(nodes, json.load(open(shapes_json))["Layers"])
+        row["macs"] = mac_split(nodes, engine_precisions(layers))
+        # inspect's count of the same graph, layer by layer: a fused layer kind left out of it (or
+        # counted short) would inflate the INT8 share it prints.
+        inspect_json = os.path.join(work, "inspect.json")
+        row["seconds"]["inspect"], _ = run_stage(
+            [args.qdqrt, "inspect", f"--onnx={paths[variant]}", f"--shapes=input:{shape}",
+             f"--exportLayerInfo={inspect_json}"], args.run_timeout, "inspect_failed", log)
+        inspect_report = json.load(open(inspect_json))
+        row["macs"]["inspect_share"] = inspect_report["Summary"]["Int8MACShare"]
+        row["macs"]["inspect_mismatches"] = inspect_mac_mismatches(nodes, inspect_report["Layers"])
         reference_dir = os.path.join(work, "reference")
         row["seconds"]["reference"], _ = run_stage(
             [args.qdqrt, "run", f"--onnx={paths[variant]}", inputs, f"--saveOutputs={reference_dir}"],
             args.run_timeout, "reference_failed", log)
         engine = read_engine_outputs(engine_outputs)
-        errors = []
+        errors, ranges = [], []
         for name, values in engine.items():
             reference_path = os.path.join(reference_dir, name + ".npy")
             if not os.path.exists(reference_path):
                 raise Failure("reference_failed", f"the reference executor wrote no output '{name}'")
             errors.append(relative_error(values, np.load(reference_path)))
+            ranges.append(output_range(np.load(reference_path)))
         if not errors:
             raise Failure("run_failed", "the engine exported no outputs")
         row["max_error"] = max(errors)
-        if variant == "qdq" and row["max_error"] > args.tolerance_qdq:
+        row["output_range"] = min(ranges)
+        if variant != "fp32" and row["max_error"] > args.tolerance[variant]:
             # Outside the tolerance: is the first difference a rounding tie, or a layer computing something else?
-            row["divergence"] = first_divergence(args, paths, work, layer_info, engine_outputs, inputs, log)
+            try:
+                row["divergence"] = first_divergence(args, paths, variant, work, layer_info, engine_outputs, inputs,
+                                                     log)
+            finally:
+                # The tensors it saved (hundreds of MB for VGG's): the row keeps what they showed.
+                for name in ("reference_tensors", "engine_tensors", "anchors", "reference_stretches"):
+                    shutil.rmtree(os.path.join(work, name), ignore_errors=True)
+                for name in ("tapped.onnx", "cut.onnx"):
+                    if os.path.exists(os.path.join(work, name)):
+                        os.remove(os.path.join(work, name))
     except Failure as failure:
         row["status"], row["message"] = failure.status, failure.message
     return row
@@ -225,7 +433,7 @@ def classify_divergence(engine_codes, reference_codes, reference_input, scale):
             "ulps_from_half": float(ulps.max()), "tie": bool(difference.max() == 1 and ulps.max() <= TIE_ULPS)}
 
 
-def first_divergence(args, paths, work, layer_info, engine_outputs, inputs, log):
+def first_divergence(args, paths, variant, work, layer_info, engine_outputs, inputs, log):
     """The first quantized tensor (in graph order) where the engine's codes differ from the reference
     executor's on the original graph, classified by classify_divergence, plus its name, and under
     "stretches" every such tensor recomputed from the engine's codes upstream (the tie codes counted,
@@ -234,7 +442,7 @@ def first_divergence(args, paths, work, layer_info, engine_outputs, inputs, log)
     (checked on the outputs)."""
     import onnx
     from onnx import helper, numpy_helper
-    model = onnx.load(paths["qdq"])
+    model = onnx.load(paths[variant])
     constants = {t.name: t for t in model.graph.initializer}
     for node in model.graph.node:
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
@@ -262,7 +470,7 @@ def first_divergence(args, paths, work, layer_info, engine_outputs, inputs, log)
     files = {node.output[0]: os.path.join(marked_dir, f"{index}.bin") for index, node in enumerate(quantizers)}
     marked_outputs = os.path.join(work, "marked_outputs.json")
     shape = "x".join(str(d) for d in np.load(paths["input"], mmap_mode="r").shape)
-    run_stage([args.qdqrt, "exec", f"--onnx={paths['qdq']}", f"--shapes=input:{shape}", inputs,
+    run_stage([args.qdqrt, "exec", f"--onnx={paths[variant]}", f"--shapes=input:{shape}", inputs,
                "--iterations=1", "--warmUp=0", "--duration=0", "--threads=1",
                "--markDebug=" + ",".join(files), "--saveDebugTensors=" + ",".join(f"{n}:{f}" for n, f in files.items()),
                f"--exportOutput={marked_outputs}"], args.run_timeout, "run_failed", log)
@@ -293,7 +501,7 @@ def first_divergence(args, paths, work, layer_info, engine_outputs, inputs, log)
     # checked on its own: the original graph cut at every kept quantized tensor, which becomes an
     # input fed with the engine's codes, while its QuantizeLinear recomputes it from the engine's
     # codes upstream. A layer wrong anywhere shows in its own stretch as more than ties.
-    cut = onnx.load(paths["qdq"])
+    cut = onnx.load(paths[variant])
     recomputed = {node.output[0]: node.output[0] + "#recomputed" for node in quantizers}
     identities = {node.output[0]: node.input[0] for node in cut.graph.node if node.op_type == "Identity"}
 
@@ -373,7 +581,40 @@ def expected(expectations, row):
     tolerance, models = expectations
     entry = models.get(row["model"], {}).get(row["variant"], {})
     return {"status": entry.get("status", "ok"), "reference_layers": entry.get("reference_layers", 0),
-            "max_error": entry.get("max_error", tolerance[row["variant"]]), "reason": entry.get("reason", "")}
+            "max_error": entry.get("max_error", tolerance[row["variant"]]),
+            "float_quantized_macs": entry.get("float_quantized_macs", 0), "reason": entry.get("reason", "")}
+
+
+def describe_mac_nodes(nodes, limit=3):
+    shown_nodes = [f"'{node['node']}' ({node['op']}, {node['macs'] if node['macs'] is not None else '?'} MACs, "
+                   f"{node['precision']})" for node in nodes[:limit]]
+    return ", ".join(shown_nodes) + (f" and {len(nodes) - limit} more" if len(nodes) > limit else "")
+
+
+def judge_macs(row, want, label):
+    """(regressions, improvements) of the MAC checks: quantized MACs the engine runs outside INT8
+    layers beyond the expectation's float_quantized_macs, and inspect's count against the ONNX graph's."""
+    regressions, improvements = [], []
+    macs = row.get("macs")
+    if row["status"] != "ok" or not macs:
+        return regressions, improvements
+    found = float_quantized_macs(row)
+    unknown = [node for node in macs["float_quantized"] if node["macs"] is None]
+    if found > want["float_quantized_macs"] or unknown:
+        share = 100.0 * found / macs["quantized_macs"] if macs["quantized_macs"] else 0.0
+        regressions.append(f"{label}: {found} of {macs['quantized_macs']} quantized Conv/MatMul MACs ({share:.2g}%) "
+                           f"run outside INT8 layers, expected at most {want['float_quantized_macs']}: "
+                           f"{describe_mac_nodes(macs['float_quantized'])}")
+    elif found < want["float_quantized_macs"]:
+        improvements.append(f"{label}: {found} quantized Conv/MatMul MACs outside INT8 layers, "
+                            f"expected {want['float_quantized_macs']}")
+    mismatches = macs.get("inspect_mismatches", [])
+    if mismatches:
+        shown_layers = ", ".join(f"'{m['layer']}' ({m['op']}: inspect {m['inspect']}, graph {m['onnx']})"
+                                 for m in mismatches[:3])
+        regressions.append(f"{label}: inspect's MACs differ from the ONNX graph's in {len(mismatches)} layers: "
+                           f"{shown_layers}")
+    return regressions, improvements
 
 
 def judge(expectations, row):
@@ -395,6 +636,12 @@ def judge(expectations, row):
         elif row["reference_layers"] < want["reference_layers"]:
             improvements.append(f"{label}: {row['reference_layers']} reference layers, "
                                 f"expected {want['reference_layers']}")
+    if row["status"] == "ok" and row.get("output_range") == 0:
+        regressions.append(f"{label}: the output is constant (range 0 on the seeded input): every comparison passes "
+                           f"on it, so the row checks nothing; give the model weights that make it vary")
+    mac_regressions, mac_improvements = judge_macs(row, want, label)
+    regressions += mac_regressions
+    improvements += mac_improvements
     divergence = row.get("divergence") or {}
     if divergence.get("found") and not divergence["tie"]:
         regressions.append(f"{label}: {describe_divergence(divergence)}: not rounding ties, a layer computes "
@@ -444,25 +691,38 @@ def format_row(row, markdown=False):
     if row["message"]:
         status += f": {row['message']}"
     cells = [row["model"], row["variant"], status, "-" if row["layers"] is None else str(row["layers"]),
-             fallbacks, format_error(row["max_error"])]
+             fallbacks, format_int8_share(row), format_error(row.get("output_range")), format_error(row["max_error"])]
     if markdown:
         return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
-    return f"{cells[0]:<30} {cells[1]:<5} {cells[3]:>6} {cells[4]:<28} {cells[5]:>10}  {cells[2]}"
+    return (f"{cells[0]:<30} {cells[1]:<6} {cells[3]:>6} {cells[4]:<28} {cells[5]:>16} {cells[6]:>8} {cells[7]:>10}  "
+            f"{cells[2]}")
+
+
+def format_int8_share(row):
+    """The share of the quantized Conv/MatMul MACs the engine runs in INT8 layers, and their count."""
+    macs = row.get("macs")
+    if not macs or not (macs["quantized_macs"] or macs["float_quantized"]):
+        return "-"
+    share = 100.0 * macs["int8_macs"] / macs["quantized_macs"] if macs["quantized_macs"] else 0.0
+    text = "100%" if macs["int8_macs"] == macs["quantized_macs"] and not macs["float_quantized"] else f"{share:.3g}%"
+    return f"{text} of {macs['quantized_macs'] / 1e6:.3g} M"
 
 
 def print_table(rows, markdown):
     if markdown:
-        print("| model | file | status | layers | reference layers | max error (of range) |")
-        print("|---|---|---|---|---|---|")
+        print("| model | file | status | layers | reference layers | quantized MACs in INT8 | output range | "
+              "max error (of range) |")
+        print("|---|---|---|---|---|---|---|---|")
     else:
-        print(f"{'model':<30} {'file':<5} {'layers':>6} {'reference layers':<28} {'max error':>10}  status")
+        print(f"{'model':<30} {'file':<6} {'layers':>6} {'reference layers':<28} {'quantized in INT8':>16} "
+              f"{'range':>8} {'max error':>10}  status")
     for row in rows:
         print(format_row(row, markdown))
 
 
 def check(args):
     expectations = load_expectations(args.expectations)
-    args.tolerance_qdq = expectations[0]["qdq"]
+    args.tolerance = expectations[0]
     os.makedirs(os.path.join(args.work, "results"), exist_ok=True)
     all_regressions, all_improvements, rows = [], [], []
     for model in args.model:
@@ -473,9 +733,10 @@ def check(args):
                 paths, export_seconds, cached = exported_files(args.work, model, args.tier, args.export_timeout, log)
                 print(f"{model}: export {'cached' if cached else f'{export_seconds:.1f} s'}", flush=True)
                 for variant in VARIANTS:
-                    model_rows.append(check_variant(args, model, variant, paths, log))
+                    if variant in paths:
+                        model_rows.append(check_variant(args, model, variant, paths, log))
             except Failure as failure:
-                for variant in VARIANTS:
+                for variant in ("fp32", "qdq"):
                     model_rows.append({"model": model, "variant": variant, "tier": args.tier, "status": failure.status,
                                        "message": failure.message, "layers": None, "reference_layers": None,
                                        "reference_ops": {}, "max_error": None, "seconds": {}})
@@ -514,13 +775,17 @@ def table(args):
         listed = subprocess.run([PYTHON, EXPORTER, "--list"], stdout=subprocess.PIPE, text=True, check=True).stdout
         order = [line.split()[0] for line in listed.splitlines() if line.strip()]
     position = {model: i for i, model in enumerate(order)}
-    rows.sort(key=lambda row: (position.get(row["model"], len(position)), row["model"], row["variant"]))
+    rows.sort(key=lambda row: (position.get(row["model"], len(position)), row["model"],
+                               VARIANTS.index(row["variant"])))
     print_table(rows, args.markdown)
     regressions = [line for row in rows for line in judge(expectations, row)[0]]
     missing = sorted(set(order) - {row["model"] for row in rows})
     built = sum(row["status"] == "ok" for row in rows)
     clean = sum(row["status"] == "ok" and row["reference_layers"] == 0 for row in rows)
-    print(f"\n{len(rows)} files: {built} build and run, {clean} of them without reference layers; "
+    quantized = [row for row in rows if row["status"] == "ok" and row["variant"] != "fp32"]
+    all_int8 = sum(not (row.get("macs") or {}).get("float_quantized") for row in quantized)
+    print(f"\n{len(rows)} files: {built} build and run, {clean} of them without reference layers; {all_int8} of the "
+          f"{len(quantized)} quantized ones run every quantized Conv/MatMul MAC in INT8; "
           f"{len(regressions)} regressions against {shown(args.expectations)}")
     for line in regressions:
         print(f"REGRESSION: {line}")
@@ -551,7 +816,8 @@ def selftest(args):
                               ({"m": {"fp32": {"refernce_layers": 1, "reason": "r"}}},
                                "unknown keys ['refernce_layers']"),
                               ({"m": {"fp32": {"status": "broken", "reason": "r"}}}, "unknown status 'broken'"),
-                              ({"m": {"int4": {"status": "timeout", "reason": "r"}}}, "m/int4: unknown variant")):
+                              ({"m": {"int4": {"status": "timeout", "reason": "r"}}}, "m/int4: unknown variant"),
+                              ({"m": {"qdq": {"float_quantized_macs": 5}}}, "m/qdq: an expectation other than")):
             try:
                 load_expectations(write(models))
                 expect(False, f"a bad expectations file is refused ({words})")
@@ -588,6 +854,49 @@ def selftest(args):
                         divergence=dict(tie, stretches={"checked": 9, "tie_codes": 4, "wrong": []})), 0, 0),
                   (dict(row("chaotic", "qdq", max_error=0.2), divergence=dict(tie, stretches={
                       "checked": 9, "tie_codes": 4, "wrong": [dict(tie, tie=False, compared=7)]})), 1, 0)]
+        # Quantized MACs outside INT8 layers, a constant output, inspect's count against the graph's.
+        def mac_row(model, float_macs=0, output_range=1.0, mismatches=(), unknown=False):
+            split = {"quantized_macs": 100, "int8_macs": 100 - float_macs, "float_quantized": [], "unknown_macs": [],
+                     "folded_macs": 0, "inspect_mismatches": list(mismatches)}
+            if float_macs:
+                split["float_quantized"] = [{"node": "conv_b", "op": "Conv", "macs": float_macs, "precision": "FP32"}]
+            if unknown:
+                split["float_quantized"] = [{"node": "mm", "op": "MatMul", "macs": None, "precision": "missing"}]
+            return dict(row(model, "qdq"), macs=split, output_range=output_range)
+
+        expectations = (expectations[0], dict(expectations[1], floating={
+            "qdq": {"float_quantized_macs": 20, "reason": "r"}}))
+        short = {"layer": "dw", "op": "FusedDepthwiseConv", "inspect": 10, "onnx": 30}
+        cases += [(mac_row("clean"), 0, 0), (mac_row("clean", float_macs=1), 1, 0),
+                  (mac_row("clean", unknown=True), 1, 0), (mac_row("clean", output_range=0.0), 1, 0),
+                  (mac_row("clean", mismatches=[short]), 1, 0),
+                  (mac_row("floating", float_macs=20), 0, 0), (mac_row("floating", float_macs=21), 1, 0),
+                  (mac_row("floating", float_macs=0), 0, 1)]
+
+        # inspect's layers against the graph's MAC nodes: a fused layer counts the nodes it names.
+        def node(name, macs, constant=False):
+            return {"node": name, "op": "Conv", "macs": macs, "constant": constant}
+        graph_nodes = [node("e", 10), node("d", 5), node("p", 7), node("c", 3), node("folded", 9, constant=True)]
+        layers = [{"Name": "e + d + relu + p", "Node": "dw", "OpType": "FusedDepthwiseConv", "MACs": 22},
+                  {"Name": "c + bn", "Node": "c", "OpType": "QConv", "MACs": 3},
+                  {"Name": "sum", "Node": "sum", "OpType": "MatMul", "MACs": 4}]
+        expect(inspect_mac_mismatches(graph_nodes, layers) == [],
+               "inspect's layers equal to the nodes they fuse: no mismatch (folded nodes and lowered ops aside)")
+        found = inspect_mac_mismatches(graph_nodes, [dict(layers[0], MACs=5), layers[1]])
+        expect([m["layer"] for m in found] == ["dw"], f"a fused layer counted short: a mismatch ({found})")
+        found = inspect_mac_mismatches(graph_nodes, layers[1:])
+        expect(sorted(m["layer"] for m in found) == ["d", "e", "p"], f"nodes no layer names: mismatches ({found})")
+        # A packed projection split into column ranges (split_sliced_projection) counts its parts.
+        split_nodes = [node("proj", 30)]
+        parts = [{"Name": f"proj_{a}_{b}", "Node": f"proj_{a}_{b}", "OpType": "MatMul", "MACs": 10}
+                 for a, b in ((0, 8), (8, 16), (16, 24))]
+        expect(inspect_mac_mismatches(split_nodes, parts) == [], "a split projection: its parts' MACs add up")
+        found = inspect_mac_mismatches(split_nodes, parts[:2])
+        expect(len(found) == 1 and found[0]["inspect"] == 20, f"a split projection counted short ({found})")
+        split = mac_split([dict(node("proj", 30), quantized=True)], {"proj_0_8": "INT8", "proj_8_16": "FP32"})
+        expect(split["float_quantized"] and split["float_quantized"][0]["precision"] == "FP32/INT8",
+               f"a split quantized projection with a float part is outside INT8 ({split})")
+
         for case, regressions, improvements in cases:
             found = judge(expectations, case)
             expect((len(found[0]), len(found[1])) == (regressions, improvements),
@@ -641,6 +950,93 @@ def selftest(args):
     return 1 if failures else 0
 
 
+def planted_model(path, second_input_quantized=True, zero_weights=False):
+    """A tiny QDQ network: input -> Q/DQ -> conv_a (DQ weight) -> Relu -> [Q/DQ] -> conv_b (DQ weight)
+    -> output. Without the Q/DQ before conv_b its weight is quantized but its input float, so the
+    engine runs conv_b in float: quantized MACs outside INT8. `zero_weights`: conv_b's weight all
+    zero, so the output is constant."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(7)
+    # Scales whose products are no round numbers: conv_a's output would often sit on a .5 of conv_b's
+    # input quantizer otherwise (a rounding tie, which engine and reference may resolve apart).
+    initializers = [numpy_helper.from_array(np.array(0.0517, np.float32), "scale"),
+                    numpy_helper.from_array(np.array(0.3713, np.float32), "scale_a"),
+                    numpy_helper.from_array(np.array(0, np.int8), "zero")]
+    for name in ("a", "b"):
+        weight = rng.integers(-127, 128, (8, 8, 3, 3)).astype(np.int8)
+        if name == "b" and zero_weights:
+            weight[:] = 0
+        initializers += [numpy_helper.from_array(weight, f"w_{name}_int8"),
+                         numpy_helper.from_array(np.full(8, 0.0113, np.float32), f"w_{name}_scale"),
+                         numpy_helper.from_array(np.zeros(8, np.int8), f"w_{name}_zero")]
+    nodes = [helper.make_node("QuantizeLinear", ["input", "scale", "zero"], ["x_q"], name="q_x"),
+             helper.make_node("DequantizeLinear", ["x_q", "scale", "zero"], ["x_dq"], name="dq_x")]
+    for name in ("a", "b"):
+        nodes.append(helper.make_node("DequantizeLinear", [f"w_{name}_int8", f"w_{name}_scale", f"w_{name}_zero"],
+                                      [f"w_{name}"], name=f"dq_w_{name}", axis=0))
+    nodes += [helper.make_node("Conv", ["x_dq", "w_a"], ["a"], name="conv_a", pads=[1, 1, 1, 1]),
+              helper.make_node("Relu", ["a"], ["a_relu"], name="relu_a")]
+    conv_b_input = "a_relu"
+    if second_input_quantized:
+        nodes += [helper.make_node("QuantizeLinear", ["a_relu", "scale_a", "zero"], ["a_q"], name="q_a"),
+                  helper.make_node("DequantizeLinear", ["a_q", "scale_a", "zero"], ["a_dq"], name="dq_a")]
+        conv_b_input = "a_dq"
+    nodes.append(helper.make_node("Conv", [conv_b_input, "w_b"], ["output"], name="conv_b", pads=[1, 1, 1, 1]))
+    graph = helper.make_graph(nodes, "planted",
+                              [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 8, 6, 6])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 8, 6, 6])], initializers)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def planted(args):
+    """The checks on tiny networks built here, through qdqrt: a conv with a quantized weight left in
+    float must fail the MAC check (naming it), the same conv with its input quantized must pass, and
+    a constant output must fail. What `selftest` cannot show: that the rows the suite computes from
+    qdqrt's runs carry what the judging reads."""
+    failures = []
+
+    def expect(condition, what):
+        print(("ok    " if condition else "FAIL  ") + what)
+        if not condition:
+            failures.append(what)
+
+    args.tolerance = {"fp32": 1e-4, "qdq": 1e-4, "ort_u8": 1e-4}
+    expectations = ({"fp32": 1e-4, "qdq": 1e-4, "ort_u8": 1e-4}, {})
+    directory = os.path.join(args.work, "planted")
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    input_path = os.path.join(directory, "input.npy")
+    np.save(input_path, np.random.default_rng(8).standard_normal((1, 8, 6, 6)).astype(np.float32))
+    conv_b_macs = 8 * 6 * 6 * 8 * 9
+    with open(os.path.join(directory, "planted.log"), "w") as log:
+        for case, options in (("clean", {}), ("float_conv", {"second_input_quantized": False}),
+                              ("constant", {"zero_weights": True})):
+            path = os.path.join(directory, f"{case}.onnx")
+            planted_model(path, **options)
+            row = check_variant(args, f"planted_{case}", "qdq", {"input": input_path, "qdq": path}, log)
+            regressions, _ = judge(expectations, row)
+            print(f"{case}: {format_row(row)}")
+            for line in regressions:
+                print(f"      {line}")
+            expect(row["status"] == "ok", f"{case}: builds and runs ({row['message']})")
+            macs = row.get("macs") or {}
+            if case == "clean":
+                expect(not regressions, f"clean: no regression ({regressions})")
+                expect(macs.get("int8_macs") == 2 * conv_b_macs and not macs.get("float_quantized"),
+                       f"clean: both convs' {2 * conv_b_macs} quantized MACs in INT8 ({macs})")
+            elif case == "float_conv":
+                expect(float_quantized_macs(row) == conv_b_macs, f"float_conv: conv_b's {conv_b_macs} MACs found "
+                                                                 f"outside INT8 ({macs.get('float_quantized')})")
+                expect(any("quantized Conv/MatMul MACs" in line and "'conv_b'" in line for line in regressions),
+                       "float_conv: a regression naming conv_b")
+            else:
+                expect(row.get("output_range") == 0.0, f"constant: output range 0 ({row.get('output_range')})")
+                expect(any("the output is constant" in line for line in regressions), "constant: a regression")
+    print(f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -654,6 +1050,12 @@ def main():
     table_parser.add_argument("--model", action="append", help="models that must have a result, in table order")
     table_parser.add_argument("--all", action="store_true", help="every model export_coverage.py knows must have one")
     table_parser.add_argument("--markdown", action="store_true")
+    planted_parser = sub.add_parser("planted",
+                                    help="the MAC and constant-output checks on tiny networks, through qdqrt")
+    planted_parser.add_argument("--qdqrt", required=True, help="the qdqrt binary")
+    planted_parser.add_argument("--work", required=True, help="directory for the files and runs")
+    planted_parser.add_argument("--tier", default="ci")
+    planted_parser.add_argument("--run-timeout", type=float, default=120)
     selftest_parser = sub.add_parser("selftest", help="the suite's own judging, on known rows and files")
     selftest_parser.add_argument("--expectations", default=DEFAULT_EXPECTATIONS)
     for sub_parser in (check_parser, table_parser):
@@ -662,7 +1064,7 @@ def main():
         sub_parser.add_argument("--expectations", default=DEFAULT_EXPECTATIONS)
     args = parser.parse_args()
     try:
-        return {"check": check, "table": table, "selftest": selftest}[args.command](args)
+        return {"check": check, "table": table, "selftest": selftest, "planted": planted}[args.command](args)
     except (ValueError, KeyError, OSError) as error:
         print(f"coverage_suite: error: {error}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "core/op_registry.h"
+#include "core/shape_inference.h"
 #include "core/ops/fused.h"
 #include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
@@ -133,6 +134,76 @@ g (int8[N,4,3,3] x) => (float[N,{},3,3] y)
     EXPECT_EQ(layer_kind(graph.nodes[0], &graph), expected);
     EXPECT_EQ(optimizer::compute_layer_info(graph, {}).layers[0].kind, expected);
   }
+}
+
+// Every Conv- and MatMul-like layer counts its MACs in inspect (the INT8 MAC share is
+// int8 / (int8 + float): a layer left out of the float total inflates it).
+TEST(FusedOpTable, EveryConvAndMatMulLayerCountsItsMacs) {
+  const std::set<std::string> mac_kinds = {"Conv", "DepthwiseConv", "GroupConv", "MatMul"};
+  for (const FusedOpRow& row : fused_op_table()) {
+    SCOPED_TRACE(row.op_type);
+    Graph graph = load_text(std::string(kFusedSampleHeader) + "\n" + fused_op_samples().at(row.op_type).text);
+    optimizer::LayerReport report = optimizer::compute_layer_info(graph, {}, {{"N", 2}});
+    ASSERT_EQ(report.layers.size(), 1u);
+    const bool counted = report.layers[0].macs.has_value() && *report.layers[0].macs > 0;
+    EXPECT_EQ(counted, mac_kinds.count(report.layers[0].kind) > 0) << report.layers[0].kind;
+  }
+}
+
+// FusedDepthwiseConv's MACs are those of the three convs it stands for (1x1 expansion, depthwise,
+// 1x1 projection), counted as inspect counts them on the unfused graph; without the expansion or
+// the projection, those of the two convs that are left.
+TEST(FusedOpTable, FusedDepthwiseConvCountsTheMacsOfItsThreeConvs) {
+  const std::string weights = "<float[8,4,1,1] ew = {" + sample_ones(8 * 4) + "}, float[8,1,3,3] w = {" +
+                              sample_ones(8 * 9) + "}, float[5,8,1,1] pw = {" + sample_ones(5 * 8) + "}>";
+  struct Case {
+    bool expand, project;
+  };
+  for (const Case& c : {Case{true, true}, Case{true, false}, Case{false, true}}) {
+    SCOPED_TRACE(fmt::format("expand {} project {}", c.expand, c.project));
+    const int x_channels = c.expand ? 4 : 8;
+    const int y_channels = c.project ? 5 : 8;
+    const std::string signature = fmt::format("g (float[N,{},7,7] x) => (float[N,{},4,4] y)\n{}\n", x_channels,
+                                              y_channels, weights);
+    std::string convs = "{\n";
+    convs += c.expand ? "  e = Conv (x, ew)\n" : "  e = Identity (x)\n";
+    convs += fmt::format("  d = Conv <group = 8, pads = [1, 1, 1, 1], strides = [2, 2]> (e, w)\n");
+    convs += c.project ? "  y = Conv (d, pw)\n}" : "  y = Identity (d)\n}";
+    Graph unfused = load_text(std::string(kFusedSampleHeader) + "\n" + signature + convs);
+    ASSERT_TRUE(infer_shapes(unfused).is_ok());
+    int64_t expected = 0;
+    for (const optimizer::LayerInfo& layer : optimizer::compute_layer_info(unfused, {}, {{"N", 3}}).layers) {
+      expected += layer.macs.value_or(0);
+    }
+    Graph fused = load_text(std::string(kFusedSampleHeader) + "\n" + signature +
+                            fmt::format("{{\n  y = qdqrt.FusedDepthwiseConv <group = 8, pads = [1, 1, 1, 1], "
+                                        "strides = [2, 2], fused_nodes = [{}], part_nodes = [{}, 1, {}]> "
+                                        "(x, {}, , w{})\n}}",
+                                        c.expand && c.project ? "\"e\", \"d\", \"y\"" : "\"a\", \"b\"",
+                                        c.expand ? 1 : 0, c.project ? 1 : 0, c.expand ? "ew" : "",
+                                        c.project ? ", , pw" : ""));
+    optimizer::LayerReport report = optimizer::compute_layer_info(fused, {}, {{"N", 3}});
+    ASSERT_EQ(report.layers.size(), 1u);
+    EXPECT_EQ(report.layers[0].macs, expected);
+    EXPECT_EQ(report.summary.float_macs, expected);
+    // 3 * (8 * 16 * 9 depthwise + [8 * 49 * 4 expansion] + [5 * 16 * 8 projection])
+    EXPECT_EQ(expected, 3 * (8 * 16 * 9 + (c.expand ? 8 * 49 * 4 : 0) + (c.project ? 5 * 16 * 8 : 0)));
+  }
+}
+
+// ConvTranspose (a float layer where no fusion takes it): every input element times C_out / group * k.
+TEST(FusedOpTable, ConvTransposeCountsItsMacs) {
+  Graph graph = load_text(std::string(kFusedSampleHeader) + R"(
+g (float[N,4,5,5] x) => (float[N,6,10,10] y)
+<float[4,3,2,2] w = {)" + sample_ones(4 * 3 * 4) + R"(}>
+{
+  y = ConvTranspose <group = 2, strides = [2, 2]> (x, w)
+})");
+  optimizer::LayerReport report = optimizer::compute_layer_info(graph, {}, {{"N", 2}});
+  ASSERT_EQ(report.layers.size(), 1u);
+  // Each of the 2 * 4 * 25 inputs feeds 3 output channels of its group through a 2x2 window.
+  EXPECT_EQ(report.layers[0].macs, 2 * 4 * 25 * 3 * 4);
+  EXPECT_EQ(report.summary.float_macs, 2 * 4 * 25 * 3 * 4);
 }
 
 TEST(FusedOpTable, ShapeFunctionsRefuseWhatDoesNotFit) {
