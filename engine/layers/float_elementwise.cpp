@@ -519,8 +519,8 @@ Status lower_softmax(const Node& node, BuildContext& context) {
 
 constexpr const char* kBatchNormKind = "fp32_batchnorm";
 
-// out[i] = in[i] * a[i] + b[i] for i < count: one channels-last pixel. Compiled per ISA (a clone
-// may fuse the multiply-add: one rounding fewer than the plain loop).
+// out[i] = in[i] * a[i] + b[i] for i < count: one channels-last pixel. Compiled per ISA; the same
+// operations on every clone as the plain layer's loop (the build does not contract to FMA).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif

@@ -182,9 +182,13 @@ TEST(EngineFloatModels, ConvEpiloguesAreFused) {
       {"relu_before_add_stays", "a = Conv(x, w1, b)\nar = Relu(a)\ny = Add(ar, x)", bottleneck_weights, 1, 1},
       {"two_readers_stay", "a = Conv(x, w1, b)\nr = Relu(a)\ny = Add(r, a)", bottleneck_weights, 1, 2},
       {"conv_output_is_graph_output", "y = Conv(x, w1, b)\nr = Relu(y)", bottleneck_weights, 1, 1},
-      // A group conv runs an NCHW kernel, which has no epilogue: the optimizer leaves its Relu.
-      {"group_conv_relu_stays", "c = Conv<group=2>(x, wg, b)\ny = Relu(c)", {weights("wg", {8, 4, 1, 1}), weights("b", {8})},
-       1, 1},
+      // A group conv on the igemm (blocks of groups) absorbs its Relu; one whose groups of 2 output
+      // channels do not fill the igemm's panels runs an NCHW kernel, which has no epilogue: the
+      // optimizer leaves its Relu.
+      {"group_conv_relu", "c = Conv<group=2>(x, wg, b)\ny = Relu(c)", {weights("wg", {8, 4, 1, 1}), weights("b", {8})},
+       1, 0},
+      {"narrow_group_conv_relu_stays", "c = Conv<group=4>(x, wg, b)\ny = Relu(c)",
+       {weights("wg", {8, 2, 1, 1}), weights("b", {8})}, 1, 1},
   };
   for (const FusionCase& fusion : cases) {
     SCOPED_TRACE(fusion.name);
@@ -205,19 +209,24 @@ TEST(EngineFloatModels, ConvEpiloguesAreFused) {
 }
 
 // A FusedConv node (as the optimizer writes it, or by hand) lowers to the NHWC conv layer with
-// its epilogue, named after its nodes; one whose conv the NHWC kernels do not take (a group conv)
-// runs on the reference kernel. Both match the reference executor.
+// its epilogue, named after its nodes (a group conv too); one whose conv the NHWC kernels do not
+// take (groups of 2 output channels) runs on the reference kernel. All match the reference executor.
 TEST(EngineFloatModels, FusedConvLowersToTheConvEpilogue) {
   const std::string residual_clip =
       "y = qdqrt.FusedConv<pads=[1,1,1,1], activation=\"Clip\", activation_min=-0.5, activation_max=0.75, "
       "fused_nodes=[\"conv\", \"add\", \"clip\"]>(x, w, b, x)";
   const std::string group_silu = "y = qdqrt.FusedConv<group=2, function=\"SiLU\", fused_nodes=[\"gconv\"]>(x, wg, b)";
-  for (const auto& [body, kind, name] :
-       std::vector<std::tuple<std::string, std::string, std::string>>{{residual_clip, "fp32_conv", "conv + add + clip"},
-                                                                     {group_silu, "reference", ""}}) {
+  const std::string narrow_group_silu =
+      "y = qdqrt.FusedConv<group=4, function=\"SiLU\", fused_nodes=[\"gconv\"]>(x, wn, b)";
+  for (const auto& [body, kind, name] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {residual_clip, "fp32_conv", "conv + add + clip"},
+           {group_silu, "fp32_conv", "gconv"},
+           {narrow_group_silu, "reference", ""}}) {
     SCOPED_TRACE(body);
     std::string text = model(13, "g (float[N,8,7,6] x) => (float[3,8,7,6] y)",
-                             {weights("w", {8, 8, 3, 3}), weights("wg", {8, 4, 1, 1}), weights("b", {8})}, body);
+                             {weights("w", {8, 8, 3, 3}), weights("wg", {8, 4, 1, 1}), weights("wn", {8, 2, 1, 1}),
+                              weights("b", {8})},
+                             body);
     const std::string opsets = "[\"\" : 13]";
     text.replace(text.find(opsets), opsets.size(), "[\"\" : 13, \"qdqrt\" : 1]");
     auto graph = load_text_graph(text, 3);
