@@ -270,6 +270,57 @@ TEST(EngineFloatModels, CnnBlocksStayChannelsLast) {
   expect_engine_matches(**engine, *graph, "cnn blocks");
 }
 
+// Inception's, DenseNet's and ResNeXt's blocks stay channels-last: the average pools (pads counted
+// and not, a 2x2/2 transition) and the max pool on the NHWC conv outputs, the Concat of channels
+// of NHWC branches, DenseNet's BatchNorm + Relu on the Concat, grouped convs on the igemm with
+// their Relu (ResNeXt's 32 groups of 4, RegNet's 6 groups of 8: a tail block). One reorder in
+// (the NCHW input) and one out; matches the reference executor at batch 1 and 3.
+TEST(EngineFloatModels, ConcatPoolAndGroupedBlocksStayChannelsLast) {
+  const std::vector<std::string> inits = {
+      weights("stem", {48, 3, 3, 3}), weights("b48", {48}),          weights("b1", {16, 48, 1, 1}),
+      weights("b16", {16}),           weights("b3", {24, 48, 3, 3}), weights("b24", {24}),
+      weights("pw", {8, 48, 1, 1}),   weights("b8", {8}),            weights("s", {112}),
+      weights("shift", {112}),        weights("m", {112}),           weights("v", {112}, 0.5f, 2.0f),
+      weights("g6", {48, 8, 3, 3}),   weights("g32", {128, 4, 3, 3}), weights("b128", {128}),
+      weights("w128", {128, 112, 1, 1}), weights("out", {8, 128, 1, 1})};
+  // Concat channels: 16 + 24 + 8 + 8 + 8 + 48 = 112.
+  const std::string body =
+      "st = Conv<pads=[1,1,1,1]>(x, stem, b48)\nsr = Relu(st)\n"
+      "c1 = Conv(sr, b1, b16)\nr1 = Relu(c1)\n"
+      "c3 = Conv<pads=[1,1,1,1]>(sr, b3, b24)\nr3 = Relu(c3)\n"
+      "ap = AveragePool<kernel_shape=[3,3], pads=[1,1,1,1], count_include_pad=1>(sr)\npc = Conv(ap, pw, b8)\n"
+      "ae = AveragePool<kernel_shape=[3,3], pads=[1,1,1,1]>(sr)\nec = Conv(ae, pw, b8)\n"
+      "mp = MaxPool<kernel_shape=[3,3], pads=[1,1,1,1]>(sr)\nmc = Conv(mp, pw, b8)\n"
+      "gc = Conv<pads=[1,1,1,1], group=6>(sr, g6, b48)\ngr = Relu(gc)\n"
+      "cat = Concat<axis=1>(r1, r3, pc, ec, mc, gr)\n"
+      "bn = BatchNormalization(cat, s, shift, m, v)\nbr = Relu(bn)\n"
+      "w = Conv(br, w128, b128)\nt = AveragePool<kernel_shape=[2,2], strides=[2,2]>(w)\n"
+      "x32 = Conv<pads=[1,1,1,1], group=32>(t, g32, b128)\nr32 = Relu(x32)\ny = Conv(r32, out, b8)";
+  auto graph = load_text_graph(model(13, "g (float[N,3,10,9] x) => (float y)", inits, body), 3);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  int reorders = 0, unary = 0, pools = 0, grouped = 0;
+  for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+    EXPECT_NE(layer.kind, "reference") << layer.name;
+    reorders += layer.kind == "reorder";
+    unary += layer.kind == "fp32_unary";
+    if (layer.kind == "fp32_pool") {
+      ++pools;
+      EXPECT_NE(layer.kernel.find("-nhwc-"), std::string::npos) << layer.name << ": " << layer.kernel;
+    }
+    if (layer.kind == "plain_concat" || layer.kind == "fp32_batchnorm") {
+      EXPECT_NE(layer.kernel.find("nhwc"), std::string::npos) << layer.name << ": " << layer.kernel;
+    }
+    grouped += layer.kernel.rfind("f32-grouped-igemm", 0) == 0;
+  }
+  EXPECT_EQ(reorders, 2);
+  EXPECT_EQ(unary, 1);  // the Relu after the BatchNorm; the others run in conv epilogues
+  EXPECT_EQ(pools, 4);
+  EXPECT_EQ(grouped, 2);
+  expect_engine_matches(**engine, *graph, "concat, pool and grouped blocks");
+}
+
 // The squeeze-excite gate Mul folds into the 1x1 projection conv that is its only reader (the
 // conv scales its packed weights by the gate per image): with and without a residual Add after
 // it; not when the product has another reader, the projection is not 1x1, or the image has fewer
