@@ -6,7 +6,8 @@
 //                        an NHWC conv) runs channels-last, items (image, output row), every channel
 //                        of a tap in one pass: no reorder around Inception's and DenseNet's pools.
 //                        Averages are the reference's bit for bit: per output a double sum of the
-//                        taps on the input in (kh, kw) order (in per-thread scratch), divided by the
+//                        taps on the input in (kh, kw) order (channels-last: 16 channels in
+//                        registers; plain: a row of windows in scratch), divided by the
 //                        count and rounded to float.
 //   fp32_global_avgpool  GlobalAveragePool over every spatial dim (rank >= 3). Items: planes.
 //   fp32_global_avgpool_nhwc  the same on a channels-last [N, C, H, W] input (an INT8 conv's float
@@ -99,10 +100,40 @@ std::vector<double> axis_counts(int64_t out_size, int64_t size, int64_t kernel, 
   return counts;
 }
 
-// Per-thread scratch of an average pool: one row of windows' double sums (NCHW) or one pixel's
-// channels' (NHWC).
-int64_t avgpool_scratch_bytes(bool nhwc, int64_t channels, int64_t out_width) {
-  return (nhwc ? channels : out_width) * static_cast<int64_t>(sizeof(double));
+// out[c] = float(sum over taps t, in order, of double(taps[t][c]) / divisor) for c < channels: one
+// channels-last output pixel's average, 16 channels' double sums in registers while every tap
+// passes (the same sums, in the same order, as sum_taps into memory).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void average_pixel(float* __restrict out, const float* const* taps, int64_t tap_count, int64_t channels,
+                   double divisor) {
+  constexpr int64_t kBlock = 16;
+  int64_t c = 0;
+  for (; c + kBlock <= channels; c += kBlock) {
+    double sums[kBlock] = {};
+    for (int64_t t = 0; t < tap_count; ++t) {
+      const float* in = taps[t] + c;
+      for (int64_t j = 0; j < kBlock; ++j) sums[j] += static_cast<double>(in[j]);
+    }
+    for (int64_t j = 0; j < kBlock; ++j) out[c + j] = divisor > 0.0 ? static_cast<float>(sums[j] / divisor) : 0.0f;
+  }
+  if (c < channels) {
+    double sums[kBlock] = {};
+    const int64_t count = channels - c;
+    for (int64_t t = 0; t < tap_count; ++t) {
+      const float* in = taps[t] + c;
+      for (int64_t j = 0; j < count; ++j) sums[j] += static_cast<double>(in[j]);
+    }
+    for (int64_t j = 0; j < count; ++j) out[c + j] = divisor > 0.0 ? static_cast<float>(sums[j] / divisor) : 0.0f;
+  }
+}
+
+// Per-thread scratch of an average pool: one row of windows' double sums (NCHW) or one window's
+// tap pointers (NHWC).
+int64_t avgpool_scratch_bytes(bool nhwc, int64_t kernel_taps, int64_t out_width) {
+  return nhwc ? kernel_taps * static_cast<int64_t>(sizeof(const float*))
+              : out_width * static_cast<int64_t>(sizeof(double));
 }
 
 class PoolLayer final : public Layer {
@@ -136,7 +167,7 @@ class PoolLayer final : public Layer {
         if (g_.max) {
           max_row_nhwc(x, y, row);
         } else {
-          average_row_nhwc(x, y, row, sums);
+          average_row_nhwc(x, y, row, reinterpret_cast<const float**>(scratch.data()));
         }
       }
       return;
@@ -222,23 +253,24 @@ class PoolLayer final : public Layer {
     }
   }
 
-  // Channels-last average pool of output row `row` (image * out_height + oh): per pixel, every
-  // valid tap's channels added in one pass.
-  void average_row_nhwc(const float* x, float* y, int64_t row, double* sums) const {
+  // Channels-last average pool of output row `row` (image * out_height + oh): per pixel, the valid
+  // taps' pointers in (kh, kw) order, then their channels summed block by block. `pointers`:
+  // scratch for kernel_h * kernel_w of them.
+  void average_row_nhwc(const float* x, float* y, int64_t row, const float** pointers) const {
     const int64_t image = row / g_.out_height, oh = row % g_.out_height;
     const float* in = x + image * g_.height * g_.width * g_.channels;
     for (int64_t ow = 0; ow < g_.out_width; ++ow) {
-      std::fill_n(sums, g_.channels, 0.0);
+      int64_t taps = 0;
       for (int64_t kh = 0; kh < g_.kernel[0]; ++kh) {
         const int64_t ih = oh * g_.strides[0] - g_.pads_begin[0] + kh * g_.dilations[0];
         if (ih < 0 || ih >= g_.height) continue;
         for (int64_t kw = 0; kw < g_.kernel[1]; ++kw) {
           const int64_t iw = ow * g_.strides[1] - g_.pads_begin[1] + kw * g_.dilations[1];
-          if (iw >= 0 && iw < g_.width) sum_taps(sums, in + (ih * g_.width + iw) * g_.channels, g_.channels, 1);
+          if (iw >= 0 && iw < g_.width) pointers[taps++] = in + (ih * g_.width + iw) * g_.channels;
         }
       }
-      divide_sums(y + (row * g_.out_width + ow) * g_.channels, sums, nullptr,
-                  counts_h_[static_cast<size_t>(oh)] * counts_w_[static_cast<size_t>(ow)], g_.channels);
+      average_pixel(y + (row * g_.out_width + ow) * g_.channels, pointers, taps, g_.channels,
+                    counts_h_[static_cast<size_t>(oh)] * counts_w_[static_cast<size_t>(ow)]);
     }
   }
 
@@ -272,10 +304,10 @@ Result<std::unique_ptr<Layer>> bind_pool(const BindContext& context) {
     targets[i][1] = values[1];
   }
   const bool nhwc = layout == Layout::kNhwc;
-  if (!g.max && context.layer().scratch_bytes < avgpool_scratch_bytes(nhwc, g.channels, g.out_width)) {
-    return context.error(fmt::format("scratch_bytes {} is less than the {} the average's sums need",
-                                     context.layer().scratch_bytes,
-                                     avgpool_scratch_bytes(nhwc, g.channels, g.out_width)));
+  const int64_t scratch = avgpool_scratch_bytes(nhwc, g.kernel[0] * g.kernel[1], g.out_width);
+  if (!g.max && context.layer().scratch_bytes < scratch) {
+    return context.error(fmt::format("scratch_bytes {} is less than the {} the average needs",
+                                     context.layer().scratch_bytes, scratch));
   }
   return std::unique_ptr<Layer>(
       std::make_unique<PoolLayer>(g, nhwc, context.layer().inputs[0], context.layer().outputs[0]));
@@ -315,7 +347,10 @@ Status lower_pool(const Node& node, BuildContext& context) {
                             ? Layout::kNhwc
                             : Layout::kPlain;
   if (layout == Layout::kNhwc) layer.kernel = max ? "f32-maxpool-nhwc-multiversion" : "f32-avgpool-nhwc-multiversion";
-  if (!max) layer.scratch_bytes = avgpool_scratch_bytes(layout == Layout::kNhwc, x_shape[1], y_shape[3]);
+  if (!max) {
+    layer.scratch_bytes =
+        avgpool_scratch_bytes(layout == Layout::kNhwc, geometry->kernel[1] * geometry->kernel[2], y_shape[3]);
+  }
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), layout));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], layout));
   layer.inputs = {input};
