@@ -36,7 +36,7 @@ PackedSgemm pack_part(const float* weights, const float* bias, int oc_begin, int
   std::vector<float> dense(static_cast<size_t>(count) * block_in * taps, 0.0f);
   for (int o = 0; o < count; ++o) {
     const int oc = oc_begin + o;
-    const int slot = oc / out_per_group % block_groups;
+    const int slot = o / out_per_group % block_groups;  // the group's place in its block (parts start at a block)
     for (int c = 0; c < in_per_group; ++c) {
       for (int tap = 0; tap < taps; ++tap) {
         dense[(static_cast<size_t>(o) * block_in + slot * in_per_group + c) * taps + tap] =

@@ -61,6 +61,9 @@ TEST(Fp32Sgemm, GroupedConv) {
   }
   Fp32ConvTester().input_size(5, 6).channels(48, 48).groups(6).kernel(3, 3).padding(1, 1, 1, 1)
       .activation(Fp32EpilogueActivation::kSilu).split(7, 32).test_all_isas();
+  // RegNet-Y-400MF's last stage at 64x64: 55 groups of 8 (13 blocks of 4 and a tail of 3), 4 output pixels.
+  Fp32ConvTester().input_size(4, 4).channels(440, 440).groups(55).kernel(3, 3).stride(2, 2).padding(1, 1, 1, 1)
+      .clamp(0.0f, INFINITY).test_all_isas();
 }
 
 TEST(Fp32Sgemm, Epilogue) {
