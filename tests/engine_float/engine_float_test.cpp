@@ -321,6 +321,26 @@ TEST(EngineFloatModels, ConcatPoolAndGroupedBlocksStayChannelsLast) {
   expect_engine_matches(**engine, *graph, "concat, pool and grouped blocks");
 }
 
+// Channels-last max pools of more taps than a pixel's pointer batch (9x9: 81 taps, in two passes)
+// and of channels that end in a partial block (20), with pads and strides, match the reference.
+TEST(EngineFloatModels, WideChannelsLastMaxPoolMatches) {
+  const std::string body =
+      "c = Conv<pads=[1,1,1,1]>(x, w, b)\ny = MaxPool<kernel_shape=[9,9], pads=[4,4,4,4]>(c)\n"
+      "z = MaxPool<kernel_shape=[3,5], strides=[2,3], pads=[1,2,1,2]>(c)";
+  auto graph = load_text_graph(
+      model(13, "g (float[N,3,11,12] x) => (float y, float z)", {weights("w", {20, 3, 3, 3}), weights("b", {20})}, body),
+      3);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  int pools = 0;
+  for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+    if (layer.kind == "fp32_pool") pools += layer.kernel == "f32-maxpool-nhwc-multiversion";
+  }
+  EXPECT_EQ(pools, 2);
+  expect_engine_matches(**engine, *graph, "wide max pools");
+}
+
 // The squeeze-excite gate Mul folds into the 1x1 projection conv that is its only reader (the
 // conv scales its packed weights by the gate per image): with and without a residual Add after
 // it; not when the product has another reader, the projection is not 1x1, or the image has fewer
