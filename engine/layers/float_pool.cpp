@@ -129,33 +129,6 @@ void average_pixel(float* __restrict out, const float* const* taps, int64_t tap_
   }
 }
 
-// out[c] = max over taps t, in order, of taps[t][c] (a NaN tap skipped, as max_taps) for c <
-// channels, from out[c] (`from_out`) or the lowest float: one channels-last output pixel, 16
-// channels in registers while every tap passes.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-void max_pixel(float* __restrict out, const float* const* taps, int64_t tap_count, int64_t channels, bool from_out) {
-  constexpr int64_t kBlock = 16;
-  for (int64_t c = 0; c < channels; c += kBlock) {
-    const int64_t count = std::min(kBlock, channels - c);
-    float best[kBlock];
-    for (int64_t j = 0; j < kBlock; ++j) best[j] = from_out && j < count ? out[c + j] : std::numeric_limits<float>::lowest();
-    if (count == kBlock) {
-      for (int64_t t = 0; t < tap_count; ++t) {
-        const float* in = taps[t] + c;
-        for (int64_t j = 0; j < kBlock; ++j) best[j] = in[j] > best[j] ? in[j] : best[j];
-      }
-    } else {
-      for (int64_t t = 0; t < tap_count; ++t) {
-        const float* in = taps[t] + c;
-        for (int64_t j = 0; j < count; ++j) best[j] = in[j] > best[j] ? in[j] : best[j];
-      }
-    }
-    for (int64_t j = 0; j < count; ++j) out[c + j] = best[j];
-  }
-}
-
 // Per-thread scratch of an average pool: one row of windows' double sums (NCHW) or one window's
 // tap pointers (NHWC).
 int64_t avgpool_scratch_bytes(bool nhwc, int64_t kernel_taps, int64_t out_width) {
@@ -211,33 +184,22 @@ class PoolLayer final : public Layer {
   }
 
  private:
-  // Channels-last max pool of output row `row` (image * out_height + oh): per pixel, the valid
-  // taps in (kh, kw) order, up to kMaxPixelTaps at a time, their channels in blocks held in
-  // registers (a NaN tap is skipped, as in max_plane).
+  // Channels-last max pool of output row `row` (image * out_height + oh): per pixel, every valid
+  // tap's channels in one pass (a NaN tap is skipped, as in max_plane).
   void max_row_nhwc(const float* x, float* y, int64_t row) const {
-    constexpr int kMaxPixelTaps = 64;
-    const float* taps[kMaxPixelTaps];
     const int64_t image = row / g_.out_height, oh = row % g_.out_height;
     const float* in = x + image * g_.height * g_.width * g_.channels;
     for (int64_t ow = 0; ow < g_.out_width; ++ow) {
       float* out = y + (row * g_.out_width + ow) * g_.channels;
-      int count = 0;
-      bool from_out = false;
+      std::fill_n(out, g_.channels, std::numeric_limits<float>::lowest());
       for (int64_t kh = 0; kh < g_.kernel[0]; ++kh) {
         const int64_t ih = oh * g_.strides[0] - g_.pads_begin[0] + kh * g_.dilations[0];
         if (ih < 0 || ih >= g_.height) continue;
         for (int64_t kw = 0; kw < g_.kernel[1]; ++kw) {
           const int64_t iw = ow * g_.strides[1] - g_.pads_begin[1] + kw * g_.dilations[1];
-          if (iw < 0 || iw >= g_.width) continue;
-          taps[count++] = in + (ih * g_.width + iw) * g_.channels;
-          if (count == kMaxPixelTaps) {
-            max_pixel(out, taps, count, g_.channels, from_out);
-            count = 0;
-            from_out = true;
-          }
+          if (iw >= 0 && iw < g_.width) max_taps(out, in + (ih * g_.width + iw) * g_.channels, g_.channels, 1);
         }
       }
-      if (count > 0 || !from_out) max_pixel(out, taps, count, g_.channels, from_out);
     }
   }
 
