@@ -585,7 +585,9 @@ Result<std::unique_ptr<Layer>> bind_batchnorm(const BindContext& context) {
     return context.error(fmt::format("input {} and output {} must be one shape of rank >= 2", shape_to_string(x->shape),
                                      shape_to_string(y->shape)));
   }
-  if (nhwc && (!batch_leads(*x) || !batch_leads(*y))) return context.error("a channels-last input has the batch off dim 0");
+  if (nhwc && (!batch_leads(*x) || !batch_leads(*y))) {
+    return context.error("a channels-last input has the batch off dim 0");
+  }
   const int64_t channels = x->shape[1];
   const int64_t plane = nhwc ? x->shape[3] : safe_numel(Shape(x->shape.begin() + 2, x->shape.end()));
   const int64_t height = nhwc ? x->shape[2] : 1;

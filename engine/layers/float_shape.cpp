@@ -32,7 +32,8 @@ Status check_tensor(const BindContext& context, const PlanTensor& tensor, const 
                     Layout layout = Layout::kPlain) {
   if (dtype_size(tensor.dtype) == 0) return context.error(fmt::format("{} '{}' has no storage dtype", what, tensor.name));
   if (tensor.layout != layout) {
-    return context.error(fmt::format("{} '{}' is not {}", what, tensor.name, layout == Layout::kPlain ? "plain" : "NHWC"));
+    const char* expected = layout == Layout::kPlain ? "plain" : "NHWC";
+    return context.error(fmt::format("{} '{}' is not {}", what, tensor.name, expected));
   }
   if (safe_numel(tensor.shape) < 0) return context.error(fmt::format("{} '{}' has a bad shape", what, tensor.name));
   if (tensor.batched && (static_cast<size_t>(tensor.batch_axis) >= tensor.shape.size() ||

@@ -19,8 +19,10 @@ GroupedSgemmLayout grouped_sgemm_layout(int out_channels, int in_per_group, int 
   layout.full_out = full_blocks * layout.block_out;
   layout.tail_in = tail_groups * in_per_group;
   layout.tail_out = tail_groups * out_per_group;
-  layout.full_floats = layout.full_out > 0 ? packed_sgemm_floats(layout.full_out, int64_t{taps} * layout.block_in, isa) : 0;
-  layout.tail_floats = layout.tail_out > 0 ? packed_sgemm_floats(layout.tail_out, int64_t{taps} * layout.tail_in, isa) : 0;
+  layout.full_floats =
+      layout.full_out > 0 ? packed_sgemm_floats(layout.full_out, int64_t{taps} * layout.block_in, isa) : 0;
+  layout.tail_floats =
+      layout.tail_out > 0 ? packed_sgemm_floats(layout.tail_out, int64_t{taps} * layout.tail_in, isa) : 0;
   layout.full_bias = layout.full_out > 0 ? sgemm_padded_n(layout.full_out, isa) : 0;
   layout.tail_bias = layout.tail_out > 0 ? sgemm_padded_n(layout.tail_out, isa) : 0;
   return layout;
@@ -102,8 +104,8 @@ void run_grouped_sconv(const PackedGroupedSgemm& packed, const SconvGeometry& ge
     tail_args.output = args.output + l.full_out;
     Fp32Epilogue tail_epilogue = epilogue;
     if (epilogue.residual != nullptr) tail_epilogue.residual = epilogue.residual + l.full_out;
-    run_sconv(packed.tail, geometry, tail_args, tail_epilogue, m_begin, m_end, std::max(n_begin, l.full_out) - l.full_out,
-              n_end - l.full_out);
+    run_sconv(packed.tail, geometry, tail_args, tail_epilogue, m_begin, m_end,
+              std::max(n_begin, l.full_out) - l.full_out, n_end - l.full_out);
   }
 }
 

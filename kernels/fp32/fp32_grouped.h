@@ -18,9 +18,9 @@ namespace qdqrt::kernels {
 
 // How a grouped conv splits into blocks on an ISA's panels.
 struct GroupedSgemmLayout {
-  int block_in = 0, block_out = 0;  // a full block's input and output channels
-  int full_out = 0;                 // output channels of the full blocks (a multiple of block_out)
-  int tail_in = 0, tail_out = 0;    // the tail block's (0 when the blocks divide the group)
+  int block_in = 0, block_out = 0;           // a full block's input and output channels
+  int full_out = 0;                          // output channels of the full blocks (a multiple of block_out)
+  int tail_in = 0, tail_out = 0;             // the tail block's (0 when the blocks divide the group)
   int64_t full_floats = 0, tail_floats = 0;  // packed weights of each part
   int full_bias = 0, tail_bias = 0;          // padded bias values of each part
   int64_t floats() const { return full_floats + tail_floats; }
