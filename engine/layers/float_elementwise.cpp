@@ -8,7 +8,9 @@
 //   fp32_unary      Relu, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Gelu (erf), Exp,
 //                   Abs, Neg, Sqrt, Erf; keeps the input's layout.
 //   fp32_softmax    Softmax over the last axis (opset >= 13), or over dims[axis:] (opset < 13).
-//   fp32_batchnorm  inference BatchNormalization as y = x * a[c] + b[c].
+//   fp32_batchnorm  inference BatchNormalization as y = x * a[c] + b[c]; channels-last (items:
+//                   rows of pixels) when its rank-4 input is stored so (DenseNet's pre-activation
+//                   BatchNorm after a channels-last Concat).
 // fp32_unary and fp32_softmax take the batch on any axis (any_batch_layout; softmax: before its
 // rows); so does fp32_binary in plain layout.
 #include <algorithm>
@@ -517,18 +519,46 @@ Status lower_softmax(const Node& node, BuildContext& context) {
 
 constexpr const char* kBatchNormKind = "fp32_batchnorm";
 
+// out[i] = in[i] * a[i] + b[i] for i < count: one channels-last pixel. Compiled per ISA; the same
+// operations on every clone as the plain layer's loop (the build does not contract to FMA).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void scale_shift_pixel(float* __restrict out, const float* __restrict in, const float* __restrict a,
+                       const float* __restrict b, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = in[i] * a[i] + b[i];
+}
+
 class BatchNormLayer final : public Layer {
  public:
-  BatchNormLayer(int64_t channels, int64_t plane, const float* scale_shift, int32_t input, int32_t output)
-      : channels_(channels), plane_(plane), scale_shift_(scale_shift), input_(input), output_(output) {}
+  // nhwc: plane_ is the width, rows (image, y) the items.
+  BatchNormLayer(int64_t channels, int64_t plane, int64_t height, bool nhwc, const float* scale_shift, int32_t input,
+                 int32_t output)
+      : channels_(channels),
+        plane_(plane),
+        height_(height),
+        nhwc_(nhwc),
+        scale_shift_(scale_shift),
+        input_(input),
+        output_(output) {}
 
   WorkShape work(const RunState& state) const override {
+    if (nhwc_) {
+      return {.items = state.dim(input_, 0) * height_, .ops_per_item = 2.0 * static_cast<double>(plane_ * channels_)};
+    }
     return {.items = state.dim(input_, 0) * channels_, .ops_per_item = 2.0 * static_cast<double>(plane_)};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
     const float* x = state.data<float>(input_);
     float* y = state.data<float>(output_);
+    if (nhwc_) {
+      for (int64_t pixel = begin * plane_; pixel < end * plane_; ++pixel) {
+        scale_shift_pixel(y + pixel * channels_, x + pixel * channels_, scale_shift_, scale_shift_ + channels_,
+                          channels_);
+      }
+      return;
+    }
     for (int64_t item = begin; item < end; ++item) {
       const int64_t channel = item % channels_;
       const float a = scale_shift_[channel], b = scale_shift_[channels_ + channel];
@@ -539,7 +569,8 @@ class BatchNormLayer final : public Layer {
   }
 
  private:
-  int64_t channels_, plane_;
+  int64_t channels_, plane_, height_;
+  bool nhwc_;
   const float* scale_shift_;
   int32_t input_, output_;
 };
@@ -547,17 +578,22 @@ class BatchNormLayer final : public Layer {
 Result<std::unique_ptr<Layer>> bind_batchnorm(const BindContext& context) {
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
-  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, -1));
-  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, -1));
+  const bool nhwc = x->layout == Layout::kNhwc;
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, nhwc ? 4 : -1, x->layout));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, nhwc ? 4 : -1, x->layout));
   if (x->shape.size() < 2 || x->shape != y->shape || x->batched != y->batched) {
     return context.error(fmt::format("input {} and output {} must be one shape of rank >= 2", shape_to_string(x->shape),
                                      shape_to_string(y->shape)));
   }
+  if (nhwc && (!batch_leads(*x) || !batch_leads(*y))) {
+    return context.error("a channels-last input has the batch off dim 0");
+  }
   const int64_t channels = x->shape[1];
-  const int64_t plane = safe_numel(Shape(x->shape.begin() + 2, x->shape.end()));
+  const int64_t plane = nhwc ? x->shape[3] : safe_numel(Shape(x->shape.begin() + 2, x->shape.end()));
+  const int64_t height = nhwc ? x->shape[2] : 1;
   QDQRT_ASSIGN_OR_RETURN(const float* scale_shift, params::kScaleShift.read(context, 2 * channels));
-  return std::unique_ptr<Layer>(std::make_unique<BatchNormLayer>(channels, plane, scale_shift, context.layer().inputs[0],
-                                                                 context.layer().outputs[0]));
+  return std::unique_ptr<Layer>(std::make_unique<BatchNormLayer>(
+      channels, plane, height, nhwc, scale_shift, context.layer().inputs[0], context.layer().outputs[0]));
 }
 
 Status lower_batchnorm(const Node& node, BuildContext& context) {
@@ -584,8 +620,17 @@ Status lower_batchnorm(const Node& node, BuildContext& context) {
   }
   PlanLayer layer = make_layer(node, kBatchNormKind, "f32-vscaleshift-scalar");
   params::kScaleShift.write(layer, scale_shift);
-  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
-  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+  // A rank-4 input stored channels-last (batch in front) is read as stored.
+  Layout layout = Layout::kPlain;
+  if (shape.size() == 4) {
+    QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(0)));
+    if (context.tensor(stored).layout == Layout::kNhwc && batch_leads(context.tensor(stored))) {
+      layout = Layout::kNhwc;
+      layer.kernel = "f32-vscaleshift-nhwc-multiversion";
+    }
+  }
+  QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), layout));
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], layout));
   layer.inputs = {input};
   layer.outputs = {output};
   context.add_layer(std::move(layer));
@@ -614,7 +659,11 @@ void register_elementwise(LayerRegistry& registry) {
   }
   registry.add_lowering(
       {.domain = "", .op_type = "Softmax", .lower = lower_softmax, .accepts = all_float, .any_batch_layout = true});
-  registry.add_lowering({.domain = "", .op_type = "BatchNormalization", .lower = lower_batchnorm, .accepts = all_float});
+  registry.add_lowering({.domain = "",
+                         .op_type = "BatchNormalization",
+                         .lower = lower_batchnorm,
+                         .accepts = all_float,
+                         .prefers_nhwc = true});
 }
 
 }  // namespace qdqrt::engine::fp32

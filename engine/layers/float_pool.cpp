@@ -1,9 +1,14 @@
 // fp32 pools on NCHW tensors:
 //   fp32_pool            MaxPool (no Indices output) and AveragePool, 2-D windows; pads, strides,
 //                        dilations, ceil_mode and auto_pad resolved at build time as the reference
-//                        does (core/ops/window.h). Items: (image, channel) planes. A MaxPool whose
-//                        input is stored channels-last (after an NHWC conv) runs channels-last,
-//                        items (image, output row), every channel of a tap in one pass.
+//                        does (core/ops/window.h). Items: (image, channel) planes, a row of windows
+//                        per pass over each tap. A pool whose input is stored channels-last (after
+//                        an NHWC conv) runs channels-last, items (image, output row), every channel
+//                        of a tap in one pass: no reorder around Inception's and DenseNet's pools.
+//                        Averages are the reference's bit for bit: per output a double sum of the
+//                        taps on the input in (kh, kw) order (channels-last: 16 channels in
+//                        registers; plain: a row of windows in scratch), divided by the
+//                        count and rounded to float.
 //   fp32_global_avgpool  GlobalAveragePool over every spatial dim (rank >= 3). Items: planes.
 //   fp32_global_avgpool_nhwc  the same on a channels-last [N, C, H, W] input (an INT8 conv's float
 //                        output read without a reorder, as squeeze-excite does). Items: (image,
@@ -13,6 +18,7 @@
 //                        the H x W pixels.
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -50,10 +56,97 @@ void max_taps(float* __restrict out, const float* __restrict in, int64_t count, 
   }
 }
 
+// out[i] += in[i * stride] in double for i < count: one tap of a row of average windows (or of
+// a pixel's channels). Compiled per ISA like max_taps (same operations on every clone).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void sum_taps(double* __restrict out, const float* __restrict in, int64_t count, int64_t stride) {
+  if (stride == 1) {
+    for (int64_t i = 0; i < count; ++i) out[i] += static_cast<double>(in[i]);
+  } else if (stride == 2) {
+    for (int64_t i = 0; i < count; ++i) out[i] += static_cast<double>(in[2 * i]);
+  } else {
+    for (int64_t i = 0; i < count; ++i) out[i] += static_cast<double>(in[i * stride]);
+  }
+}
+
+// out[i] = float(sums[i] / (scale * counts[i])) (counts null: 1), 0 where the count is 0.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void divide_sums(float* __restrict out, const double* __restrict sums, const double* __restrict counts, double scale,
+                 int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    const double divisor = counts != nullptr ? scale * counts[i] : scale;
+    out[i] = divisor > 0.0 ? static_cast<float>(sums[i] / divisor) : 0.0f;
+  }
+}
+
+// The average's divisor along one axis, per output position: the taps on the input, or with
+// count_include_pad the taps inside input + pads (never past the end pad). A window's count is
+// the product of its two axes' counts.
+std::vector<double> axis_counts(int64_t out_size, int64_t size, int64_t kernel, int64_t stride, int64_t dilation,
+                                int64_t pad_begin, int64_t pad_end, bool count_include_pad) {
+  std::vector<double> counts(static_cast<size_t>(out_size), 0.0);
+  for (int64_t o = 0; o < out_size; ++o) {
+    int64_t taps = 0;
+    for (int64_t k = 0; k < kernel; ++k) {
+      const int64_t i = o * stride - pad_begin + k * dilation;
+      taps += count_include_pad ? (i < size + pad_end) : (i >= 0 && i < size);
+    }
+    counts[static_cast<size_t>(o)] = static_cast<double>(taps);
+  }
+  return counts;
+}
+
+// out[c] = float(sum over taps t, in order, of double(taps[t][c]) / divisor) for c < channels: one
+// channels-last output pixel's average, 16 channels' double sums in registers while every tap
+// passes (the same sums, in the same order, as sum_taps into memory).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void average_pixel(float* __restrict out, const float* const* taps, int64_t tap_count, int64_t channels,
+                   double divisor) {
+  constexpr int64_t kBlock = 16;
+  int64_t c = 0;
+  for (; c + kBlock <= channels; c += kBlock) {
+    double sums[kBlock] = {};
+    for (int64_t t = 0; t < tap_count; ++t) {
+      const float* in = taps[t] + c;
+      for (int64_t j = 0; j < kBlock; ++j) sums[j] += static_cast<double>(in[j]);
+    }
+    for (int64_t j = 0; j < kBlock; ++j) out[c + j] = divisor > 0.0 ? static_cast<float>(sums[j] / divisor) : 0.0f;
+  }
+  if (c < channels) {
+    double sums[kBlock] = {};
+    const int64_t count = channels - c;
+    for (int64_t t = 0; t < tap_count; ++t) {
+      const float* in = taps[t] + c;
+      for (int64_t j = 0; j < count; ++j) sums[j] += static_cast<double>(in[j]);
+    }
+    for (int64_t j = 0; j < count; ++j) out[c + j] = divisor > 0.0 ? static_cast<float>(sums[j] / divisor) : 0.0f;
+  }
+}
+
+// Per-thread scratch of an average pool: one row of windows' double sums (NCHW) or one window's
+// tap pointers (NHWC).
+int64_t avgpool_scratch_bytes(bool nhwc, int64_t kernel_taps, int64_t out_width) {
+  return nhwc ? kernel_taps * static_cast<int64_t>(sizeof(const float*))
+              : out_width * static_cast<int64_t>(sizeof(double));
+}
+
 class PoolLayer final : public Layer {
  public:
   PoolLayer(PoolGeometry geometry, bool nhwc, int32_t input, int32_t output)
-      : g_(geometry), nhwc_(nhwc), input_(input), output_(output) {}
+      : g_(geometry), nhwc_(nhwc), input_(input), output_(output) {
+    if (!g_.max) {
+      counts_h_ = axis_counts(g_.out_height, g_.height, g_.kernel[0], g_.strides[0], g_.dilations[0], g_.pads_begin[0],
+                              g_.pads_end[0], g_.count_include_pad);
+      counts_w_ = axis_counts(g_.out_width, g_.width, g_.kernel[1], g_.strides[1], g_.dilations[1], g_.pads_begin[1],
+                              g_.pads_end[1], g_.count_include_pad);
+    }
+  }
 
   WorkShape work(const RunState& state) const override {
     const double taps = static_cast<double>(g_.kernel[0] * g_.kernel[1]);
@@ -65,11 +158,18 @@ class PoolLayer final : public Layer {
             .ops_per_item = static_cast<double>(g_.out_height * g_.out_width) * taps};
   }
 
-  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t> scratch) const override {
     const float* x = state.data<float>(input_);
     float* y = state.data<float>(output_);
+    double* sums = reinterpret_cast<double*>(scratch.data());
     if (nhwc_) {
-      for (int64_t row = begin; row < end; ++row) max_row_nhwc(x, y, row);
+      for (int64_t row = begin; row < end; ++row) {
+        if (g_.max) {
+          max_row_nhwc(x, y, row);
+        } else {
+          average_row_nhwc(x, y, row, reinterpret_cast<const float**>(scratch.data()));
+        }
+      }
       return;
     }
     for (int64_t plane = begin; plane < end; ++plane) {
@@ -77,10 +177,8 @@ class PoolLayer final : public Layer {
       float* out = y + plane * g_.out_height * g_.out_width;
       if (g_.max) {
         max_plane(in, out);
-        continue;
-      }
-      for (int64_t oh = 0; oh < g_.out_height; ++oh) {
-        for (int64_t ow = 0; ow < g_.out_width; ++ow) out[oh * g_.out_width + ow] = window(in, oh, ow);
+      } else {
+        average_plane(in, out, sums);
       }
     }
   }
@@ -126,40 +224,60 @@ class PoolLayer final : public Layer {
     }
   }
 
-  // Average of one window.
-  float window(const float* in, int64_t oh, int64_t ow) const {
-    const int64_t position[2] = {oh, ow};
-    const int64_t input_size[2] = {g_.height, g_.width};
-    // Average: double sum as the reference; the divisor counts pads (never past the end pad)
-    // when count_include_pad, else only taps on real input.
-    double sum = 0.0;
-    int64_t inside = 0;
-    int64_t padded = 1;
-    for (int axis = 0; axis < 2; ++axis) {
+  // Output columns [begin, end) whose tap at input column offset + ow * stride is on the input.
+  void valid_columns(int64_t offset, int64_t* begin, int64_t* end) const {
+    const int64_t stride = g_.strides[1];
+    *begin = std::min(offset >= 0 ? 0 : (-offset + stride - 1) / stride, g_.out_width);
+    *end = std::clamp(g_.width - 1 - offset < 0 ? 0 : (g_.width - 1 - offset) / stride + 1, *begin, g_.out_width);
+  }
+
+  // Average pool of one plane, row by row: every tap of a row of windows added in one strided
+  // pass into the row's double sums (per output in (kh, kw) order, as the reference).
+  void average_plane(const float* in, float* out, double* sums) const {
+    for (int64_t oh = 0; oh < g_.out_height; ++oh) {
+      std::fill_n(sums, g_.out_width, 0.0);
+      for (int64_t kh = 0; kh < g_.kernel[0]; ++kh) {
+        const int64_t ih = oh * g_.strides[0] - g_.pads_begin[0] + kh * g_.dilations[0];
+        if (ih < 0 || ih >= g_.height) continue;
+        const float* in_row = in + ih * g_.width;
+        for (int64_t kw = 0; kw < g_.kernel[1]; ++kw) {
+          const int64_t offset = kw * g_.dilations[1] - g_.pads_begin[1];
+          int64_t ow_begin = 0, ow_end = 0;
+          valid_columns(offset, &ow_begin, &ow_end);
+          if (ow_end > ow_begin) {
+            sum_taps(sums + ow_begin, in_row + offset + ow_begin * g_.strides[1], ow_end - ow_begin, g_.strides[1]);
+          }
+        }
+      }
+      divide_sums(out + oh * g_.out_width, sums, counts_w_.data(), counts_h_[static_cast<size_t>(oh)], g_.out_width);
+    }
+  }
+
+  // Channels-last average pool of output row `row` (image * out_height + oh): per pixel, the valid
+  // taps' pointers in (kh, kw) order, then their channels summed block by block. `pointers`:
+  // scratch for kernel_h * kernel_w of them.
+  void average_row_nhwc(const float* x, float* y, int64_t row, const float** pointers) const {
+    const int64_t image = row / g_.out_height, oh = row % g_.out_height;
+    const float* in = x + image * g_.height * g_.width * g_.channels;
+    for (int64_t ow = 0; ow < g_.out_width; ++ow) {
       int64_t taps = 0;
-      for (int64_t k = 0; k < g_.kernel[axis]; ++k) {
-        const int64_t i = position[axis] * g_.strides[axis] - g_.pads_begin[axis] + k * g_.dilations[axis];
-        if (i < input_size[axis] + g_.pads_end[axis]) ++taps;
+      for (int64_t kh = 0; kh < g_.kernel[0]; ++kh) {
+        const int64_t ih = oh * g_.strides[0] - g_.pads_begin[0] + kh * g_.dilations[0];
+        if (ih < 0 || ih >= g_.height) continue;
+        for (int64_t kw = 0; kw < g_.kernel[1]; ++kw) {
+          const int64_t iw = ow * g_.strides[1] - g_.pads_begin[1] + kw * g_.dilations[1];
+          if (iw >= 0 && iw < g_.width) pointers[taps++] = in + (ih * g_.width + iw) * g_.channels;
+        }
       }
-      padded *= taps;
+      average_pixel(y + (row * g_.out_width + ow) * g_.channels, pointers, taps, g_.channels,
+                    counts_h_[static_cast<size_t>(oh)] * counts_w_[static_cast<size_t>(ow)]);
     }
-    for (int64_t kh = 0; kh < g_.kernel[0]; ++kh) {
-      const int64_t ih = oh * g_.strides[0] - g_.pads_begin[0] + kh * g_.dilations[0];
-      if (ih < 0 || ih >= g_.height) continue;
-      for (int64_t kw = 0; kw < g_.kernel[1]; ++kw) {
-        const int64_t iw = ow * g_.strides[1] - g_.pads_begin[1] + kw * g_.dilations[1];
-        if (iw < 0 || iw >= g_.width) continue;
-        sum += in[ih * g_.width + iw];
-        ++inside;
-      }
-    }
-    const int64_t count = g_.count_include_pad ? padded : inside;
-    return count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
   }
 
   PoolGeometry g_;
   bool nhwc_;
   int32_t input_, output_;
+  std::vector<double> counts_h_, counts_w_;  // average: per output row and column, the divisor's factors
 };
 
 Result<std::unique_ptr<Layer>> bind_pool(const BindContext& context) {
@@ -186,7 +304,11 @@ Result<std::unique_ptr<Layer>> bind_pool(const BindContext& context) {
     targets[i][1] = values[1];
   }
   const bool nhwc = layout == Layout::kNhwc;
-  if (nhwc && !g.max) return context.error("a channels-last pool must be a MaxPool");
+  const int64_t scratch = avgpool_scratch_bytes(nhwc, g.kernel[0] * g.kernel[1], g.out_width);
+  if (!g.max && context.layer().scratch_bytes < scratch) {
+    return context.error(fmt::format("scratch_bytes {} is less than the {} the average needs",
+                                     context.layer().scratch_bytes, scratch));
+  }
   return std::unique_ptr<Layer>(
       std::make_unique<PoolLayer>(g, nhwc, context.layer().inputs[0], context.layer().outputs[0]));
 }
@@ -210,7 +332,7 @@ Status lower_pool(const Node& node, BuildContext& context) {
   if (!geometry.ok() || geometry->output[1] != y_shape[2] || geometry->output[2] != y_shape[3]) {
     return lower_with_reference(node, context);  // the reference reports what is wrong
   }
-  PlanLayer layer = make_layer(node, kPoolKind, max ? "f32-maxpool-multiversion" : "f32-avgpool-scalar");
+  PlanLayer layer = make_layer(node, kPoolKind, max ? "f32-maxpool-multiversion" : "f32-avgpool-multiversion");
   params::kMaxPool.write(layer, max);
   params::kCountIncludePad.write(layer, !max && node.attrs<AveragePoolAttributes>().count_include_pad);
   params::kKernel.write(layer, {geometry->kernel[1], geometry->kernel[2]});
@@ -218,12 +340,17 @@ Status lower_pool(const Node& node, BuildContext& context) {
   params::kDilations.write(layer, {geometry->dilations[1], geometry->dilations[2]});
   params::kPadsBegin.write(layer, {geometry->pads_begin[1], geometry->pads_begin[2]});
   params::kPadsEnd.write(layer, {geometry->pads_end[1], geometry->pads_end[2]});
-  // MaxPool reads a channels-last input as stored (ResNet's stem pool after the NHWC conv).
+  // A channels-last input is read as stored (ResNet's stem pool, Inception's and DenseNet's average
+  // pools after NHWC convs).
   QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(0)));
-  const Layout layout =
-      max && context.tensor(stored).layout == Layout::kNhwc && batch_leads(context.tensor(stored)) ? Layout::kNhwc
-                                                                                                    : Layout::kPlain;
-  if (layout == Layout::kNhwc) layer.kernel = "f32-maxpool-nhwc-multiversion";
+  const Layout layout = context.tensor(stored).layout == Layout::kNhwc && batch_leads(context.tensor(stored))
+                            ? Layout::kNhwc
+                            : Layout::kPlain;
+  if (layout == Layout::kNhwc) layer.kernel = max ? "f32-maxpool-nhwc-multiversion" : "f32-avgpool-nhwc-multiversion";
+  if (!max) {
+    layer.scratch_bytes =
+        avgpool_scratch_bytes(layout == Layout::kNhwc, geometry->kernel[1] * geometry->kernel[2], y_shape[3]);
+  }
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), layout));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], layout));
   layer.inputs = {input};
@@ -388,7 +515,8 @@ void register_pool(LayerRegistry& registry) {
   registry.add_kind({kGlobalNhwcKind, bind_global_nhwc});
   registry.add_lowering(
       {.domain = "", .op_type = "MaxPool", .lower = lower_pool, .accepts = all_float, .prefers_nhwc = true});
-  registry.add_lowering({.domain = "", .op_type = "AveragePool", .lower = lower_pool, .accepts = all_float});
+  registry.add_lowering(
+      {.domain = "", .op_type = "AveragePool", .lower = lower_pool, .accepts = all_float, .prefers_nhwc = true});
   // Prefers channels-last: an INT8 conv's float output is read without a reorder.
   registry.add_lowering(
       {.domain = "", .op_type = "GlobalAveragePool", .lower = lower_global, .accepts = all_float, .prefers_nhwc = true});

@@ -3,7 +3,11 @@
 //   plain_copy       Reshape, Flatten, Squeeze, Unsqueeze: the same bytes under a new
 //                    shape. The batch may be on any dim of either (any_batch_layout): both
 //                    batched or neither. Items: 256 KiB chunks.
-//   plain_concat     Concat of runtime tensors along a non-batch axis. Items: outer rows.
+//   plain_concat     Concat of runtime tensors along a non-batch axis. Items: outer rows. A
+//                    rank-4 concat of channels (axis 1) runs channels-last when that moves
+//                    fewer bytes through reorders than running plain (its inputs stored NHWC by
+//                    NHWC convs and pools, its readers NHWC: Inception's, GoogLeNet's,
+//                    DenseNet's and SqueezeNet's blocks): rows are pixels.
 //   plain_transpose  Transpose of rank <= 4 that keeps the batch dim first. Items: (d0, d1) slabs.
 #include <algorithm>
 #include <array>
@@ -24,9 +28,13 @@ constexpr const char* kConcatKind = "plain_concat";
 constexpr const char* kTransposeKind = "plain_transpose";
 constexpr int64_t kCopyChunkBytes = 256 * 1024;
 
-Status check_tensor(const BindContext& context, const PlanTensor& tensor, const char* what) {
+Status check_tensor(const BindContext& context, const PlanTensor& tensor, const char* what,
+                    Layout layout = Layout::kPlain) {
   if (dtype_size(tensor.dtype) == 0) return context.error(fmt::format("{} '{}' has no storage dtype", what, tensor.name));
-  if (tensor.layout != Layout::kPlain) return context.error(fmt::format("{} '{}' is not plain", what, tensor.name));
+  if (tensor.layout != layout) {
+    const char* expected = layout == Layout::kPlain ? "plain" : "NHWC";
+    return context.error(fmt::format("{} '{}' is not {}", what, tensor.name, expected));
+  }
   if (safe_numel(tensor.shape) < 0) return context.error(fmt::format("{} '{}' has a bad shape", what, tensor.name));
   if (tensor.batched && (static_cast<size_t>(tensor.batch_axis) >= tensor.shape.size() ||
                          tensor.shape[static_cast<size_t>(tensor.batch_axis)] !=
@@ -147,27 +155,38 @@ class ConcatLayer final : public Layer {
 Result<std::unique_ptr<Layer>> bind_concat(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(int64_t axis, params::kAxis.read(context));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
-  QDQRT_RETURN_IF_ERROR(check_tensor(context, *y, "output"));
+  const bool nhwc = y->layout == Layout::kNhwc;
+  QDQRT_RETURN_IF_ERROR(check_tensor(context, *y, "output", y->layout));
   const int64_t rank = static_cast<int64_t>(y->shape.size());
   if (axis < (y->batched ? 1 : 0) || axis >= rank) return context.error(fmt::format("axis {} is out of range", axis));
+  if (nhwc && (rank != 4 || axis != 1 || !batch_leads(*y))) {
+    return context.error("a channels-last concat joins the channels (axis 1) of rank-4 tensors with the batch in front");
+  }
   if (context.layer().inputs.empty()) return context.error("no inputs");
   const size_t element = dtype_size(y->dtype);
+  // Channels-last: the stored [N, H, W, C] order, the channels last.
+  auto stored = [nhwc](const Shape& shape) { return nhwc ? Shape{shape[0], shape[2], shape[3], shape[1]} : shape; };
+  const int64_t stored_axis = nhwc ? 3 : axis;
   std::vector<int64_t> row_bytes;
   int64_t axis_total = 0;
   for (size_t i = 0; i < context.layer().inputs.size(); ++i) {
     QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(i));
-    QDQRT_RETURN_IF_ERROR(check_tensor(context, *x, "input"));
-    bool fits = x->dtype == y->dtype && x->shape.size() == y->shape.size() && x->batched == y->batched;
+    QDQRT_RETURN_IF_ERROR(check_tensor(context, *x, "input", y->layout));
+    bool fits = x->dtype == y->dtype && x->shape.size() == y->shape.size() && x->batched == y->batched &&
+                batch_layout_of(*x) == batch_layout_of(*y);
     for (int64_t d = 0; fits && d < rank; ++d) fits = d == axis || x->shape[d] == y->shape[d];
     if (!fits) {
       return context.error(fmt::format("input {} does not fit output {} on axis {}", shape_to_string(x->shape),
                                        shape_to_string(y->shape), axis));
     }
     axis_total += x->shape[axis];
-    row_bytes.push_back(safe_numel(Shape(x->shape.begin() + axis, x->shape.end())) * static_cast<int64_t>(element));
+    const Shape x_stored = stored(x->shape);
+    row_bytes.push_back(safe_numel(Shape(x_stored.begin() + stored_axis, x_stored.end())) *
+                        static_cast<int64_t>(element));
   }
   if (axis_total != y->shape[axis]) return context.error("the inputs' sizes on the axis do not add up to the output's");
-  Shape outer_shape(y->shape.begin(), y->shape.begin() + axis);
+  const Shape y_stored = stored(y->shape);
+  Shape outer_shape(y_stored.begin(), y_stored.begin() + stored_axis);
   if (y->batched) outer_shape[0] = 1;
   return std::unique_ptr<Layer>(std::make_unique<ConcatLayer>(context.layer().inputs, std::move(row_bytes),
                                                               context.layer().outputs[0], safe_numel(outer_shape),
@@ -183,10 +202,28 @@ Status lower_concat(const Node& node, BuildContext& context) {
   for (const std::string& input : node.inputs) {
     if (input.empty() || context.constant(input) != nullptr) return lower_with_reference(node, context);
   }
+  // Channels-last when the reorders it saves (inputs stored NHWC; the output when its readers take
+  // NHWC) outweigh those it adds (inputs stored plain; the output when a reader takes plain).
+  Layout layout = Layout::kPlain;
+  if (rank == 4 && axis == 1) {
+    int64_t nhwc_elements = 0, plain_elements = 0;
+    bool batch_in_front = true;
+    for (const std::string& input : node.inputs) {
+      QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(input));
+      const PlanTensor& tensor = context.tensor(stored);
+      batch_in_front = batch_in_front && batch_leads(tensor);
+      (tensor.layout == Layout::kNhwc ? nhwc_elements : plain_elements) += safe_numel(tensor.shape);
+    }
+    const int64_t output_elements = nhwc_elements + plain_elements;
+    const bool readers_nhwc = context.consumers_prefer_nhwc(node.outputs[0]);
+    const int64_t nhwc_cost = plain_elements + (readers_nhwc ? 0 : output_elements);
+    const int64_t plain_cost = nhwc_elements + (readers_nhwc ? output_elements : 0);
+    if (batch_in_front && nhwc_cost < plain_cost) layout = Layout::kNhwc;
+  }
   std::vector<int32_t> inputs;
   int batched = 0;
   for (const std::string& input : node.inputs) {
-    QDQRT_ASSIGN_OR_RETURN(int32_t tensor, context.input(input, Layout::kPlain));
+    QDQRT_ASSIGN_OR_RETURN(int32_t tensor, context.input(input, layout));
     inputs.push_back(tensor);
     batched += context.tensor(tensor).batched ? 1 : 0;
   }
@@ -194,11 +231,11 @@ Status lower_concat(const Node& node, BuildContext& context) {
   if ((batched != 0 && batched != static_cast<int>(inputs.size())) || (batched && axis == 0)) {
     return lower_with_reference(node, context);
   }
-  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], layout));
   if (context.tensor(output).batched != (batched != 0)) {
     return internal_error("{}: inputs and output disagree on batching", node.describe());
   }
-  PlanLayer layer = make_layer(node, kConcatKind, "x8-concat");
+  PlanLayer layer = make_layer(node, kConcatKind, layout == Layout::kNhwc ? "x8-concat-nhwc" : "x8-concat");
   params::kAxis.write(layer, axis);
   layer.inputs = inputs;
   layer.outputs = {output};
@@ -329,7 +366,7 @@ void register_shape(LayerRegistry& registry) {
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) {
     registry.add_lowering({.domain = "", .op_type = op, .lower = lower_copy, .accepts = {}, .any_batch_layout = true});
   }
-  registry.add_lowering({.domain = "", .op_type = "Concat", .lower = lower_concat, .accepts = {}});
+  registry.add_lowering({.domain = "", .op_type = "Concat", .lower = lower_concat, .accepts = {}, .prefers_nhwc = true});
   registry.add_lowering({.domain = "", .op_type = "Transpose", .lower = lower_transpose, .accepts = {}});
 }
 

@@ -94,17 +94,27 @@ TEST(ConvImplementations, DirectNchwOnlyOnAPlainImage) {
 TEST(ConvImplementations, DepthwiseAndNchwFallbacks) {
   const Picked depthwise = pick(square(32, 32, 16, 3, 1, 32));
   EXPECT_EQ(depthwise.name, "depthwise_nhwc");
-  EXPECT_EQ(reason_of(depthwise, "igemm"), "group is not 1");
+  EXPECT_EQ(reason_of(depthwise, "igemm"), "depthwise");
   // A window beyond the NHWC kernels' taps: the NCHW loops.
   const Picked wide = pick(square(8, 8, 32, 13, 1, 8));
   EXPECT_EQ(wide.name, "depthwise_nchw");
   EXPECT_NE(reason_of(wide, "depthwise_nhwc").find("169 kernel taps"), std::string::npos)
       << reason_of(wide, "depthwise_nhwc");
-  EXPECT_EQ(pick(square(8, 16, 16, 1, 1, 2)).name, "pointwise_nchw");
-  const Picked grouped = pick(square(8, 16, 16, 3, 1, 2));
+  // Groups of 2 output channels would take 16 groups per block to fill a panel: the NCHW GEMMs.
+  EXPECT_EQ(pick(square(8, 16, 16, 1, 1, 8)).name, "pointwise_nchw");
+  const Picked grouped = pick(square(8, 16, 16, 3, 1, 8));
   EXPECT_EQ(grouped.name, "gemm_nchw");
+  EXPECT_NE(reason_of(grouped, "igemm").find("blocks of 16 groups"), std::string::npos) << reason_of(grouped, "igemm");
   EXPECT_EQ(reason_of(grouped, "pointwise_nchw"), "not a 1x1 stride-1 window without pads");
   EXPECT_EQ(grouped.declined.size(), 6u);
+}
+
+// Groups whose output channels fill panels in blocks of at most 8 groups run on the igemm, blocks
+// of groups as dense convs: ResNeXt's 32 groups of 4, RegNet's 6 groups of 8 (a partial block).
+TEST(ConvImplementations, GroupedOnTheIgemm) {
+  EXPECT_EQ(pick(square(128, 128, 14, 3, 1, 32)).name, "igemm");
+  EXPECT_EQ(pick(square(48, 48, 14, 3, 2, 6)).name, "igemm");
+  EXPECT_EQ(pick(square(8, 16, 16, 1, 1, 2)).name, "igemm");
 }
 
 TEST(ConvImplementations, StorageErrorsPropagate) {

@@ -182,9 +182,13 @@ TEST(EngineFloatModels, ConvEpiloguesAreFused) {
       {"relu_before_add_stays", "a = Conv(x, w1, b)\nar = Relu(a)\ny = Add(ar, x)", bottleneck_weights, 1, 1},
       {"two_readers_stay", "a = Conv(x, w1, b)\nr = Relu(a)\ny = Add(r, a)", bottleneck_weights, 1, 2},
       {"conv_output_is_graph_output", "y = Conv(x, w1, b)\nr = Relu(y)", bottleneck_weights, 1, 1},
-      // A group conv runs an NCHW kernel, which has no epilogue: the optimizer leaves its Relu.
-      {"group_conv_relu_stays", "c = Conv<group=2>(x, wg, b)\ny = Relu(c)", {weights("wg", {8, 4, 1, 1}), weights("b", {8})},
-       1, 1},
+      // A group conv on the igemm (blocks of groups) absorbs its Relu; one whose groups of 2 output
+      // channels do not fill the igemm's panels runs an NCHW kernel, which has no epilogue: the
+      // optimizer leaves its Relu.
+      {"group_conv_relu", "c = Conv<group=2>(x, wg, b)\ny = Relu(c)", {weights("wg", {8, 4, 1, 1}), weights("b", {8})},
+       1, 0},
+      {"narrow_group_conv_relu_stays", "c = Conv<group=4>(x, wg, b)\ny = Relu(c)",
+       {weights("wg", {8, 2, 1, 1}), weights("b", {8})}, 1, 1},
   };
   for (const FusionCase& fusion : cases) {
     SCOPED_TRACE(fusion.name);
@@ -205,19 +209,24 @@ TEST(EngineFloatModels, ConvEpiloguesAreFused) {
 }
 
 // A FusedConv node (as the optimizer writes it, or by hand) lowers to the NHWC conv layer with
-// its epilogue, named after its nodes; one whose conv the NHWC kernels do not take (a group conv)
-// runs on the reference kernel. Both match the reference executor.
+// its epilogue, named after its nodes (a group conv too); one whose conv the NHWC kernels do not
+// take (groups of 2 output channels) runs on the reference kernel. All match the reference executor.
 TEST(EngineFloatModels, FusedConvLowersToTheConvEpilogue) {
   const std::string residual_clip =
       "y = qdqrt.FusedConv<pads=[1,1,1,1], activation=\"Clip\", activation_min=-0.5, activation_max=0.75, "
       "fused_nodes=[\"conv\", \"add\", \"clip\"]>(x, w, b, x)";
   const std::string group_silu = "y = qdqrt.FusedConv<group=2, function=\"SiLU\", fused_nodes=[\"gconv\"]>(x, wg, b)";
-  for (const auto& [body, kind, name] :
-       std::vector<std::tuple<std::string, std::string, std::string>>{{residual_clip, "fp32_conv", "conv + add + clip"},
-                                                                     {group_silu, "reference", ""}}) {
+  const std::string narrow_group_silu =
+      "y = qdqrt.FusedConv<group=4, function=\"SiLU\", fused_nodes=[\"gconv\"]>(x, wn, b)";
+  for (const auto& [body, kind, name] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {residual_clip, "fp32_conv", "conv + add + clip"},
+           {group_silu, "fp32_conv", "gconv"},
+           {narrow_group_silu, "reference", ""}}) {
     SCOPED_TRACE(body);
     std::string text = model(13, "g (float[N,8,7,6] x) => (float[3,8,7,6] y)",
-                             {weights("w", {8, 8, 3, 3}), weights("wg", {8, 4, 1, 1}), weights("b", {8})}, body);
+                             {weights("w", {8, 8, 3, 3}), weights("wg", {8, 4, 1, 1}), weights("wn", {8, 2, 1, 1}),
+                              weights("b", {8})},
+                             body);
     const std::string opsets = "[\"\" : 13]";
     text.replace(text.find(opsets), opsets.size(), "[\"\" : 13, \"qdqrt\" : 1]");
     auto graph = load_text_graph(text, 3);
@@ -259,6 +268,77 @@ TEST(EngineFloatModels, CnnBlocksStayChannelsLast) {
   EXPECT_EQ(reorders, 2);
   EXPECT_EQ(unary, 0);  // Relu, both SiLUs and the gate's Sigmoid run in conv epilogues
   expect_engine_matches(**engine, *graph, "cnn blocks");
+}
+
+// Inception's, DenseNet's and ResNeXt's blocks stay channels-last: the average pools (pads counted
+// and not, a 2x2/2 transition) and the max pool on the NHWC conv outputs, the Concat of channels
+// of NHWC branches, DenseNet's BatchNorm + Relu on the Concat, grouped convs on the igemm with
+// their Relu (ResNeXt's 32 groups of 4, RegNet's 6 groups of 8: a tail block). One reorder in
+// (the NCHW input) and one out; matches the reference executor at batch 1 and 3.
+TEST(EngineFloatModels, ConcatPoolAndGroupedBlocksStayChannelsLast) {
+  const std::vector<std::string> inits = {
+      weights("stem", {48, 3, 3, 3}), weights("b48", {48}),          weights("b1", {16, 48, 1, 1}),
+      weights("b16", {16}),           weights("b3", {24, 48, 3, 3}), weights("b24", {24}),
+      weights("pw", {8, 48, 1, 1}),   weights("b8", {8}),            weights("s", {112}),
+      weights("shift", {112}),        weights("m", {112}),           weights("v", {112}, 0.5f, 2.0f),
+      weights("g6", {48, 8, 3, 3}),   weights("g32", {128, 4, 3, 3}), weights("b128", {128}),
+      weights("w128", {128, 112, 1, 1}), weights("out", {8, 128, 1, 1})};
+  // Concat channels: 16 + 24 + 8 + 8 + 8 + 48 = 112.
+  const std::string body =
+      "st = Conv<pads=[1,1,1,1]>(x, stem, b48)\nsr = Relu(st)\n"
+      "c1 = Conv(sr, b1, b16)\nr1 = Relu(c1)\n"
+      "c3 = Conv<pads=[1,1,1,1]>(sr, b3, b24)\nr3 = Relu(c3)\n"
+      "ap = AveragePool<kernel_shape=[3,3], pads=[1,1,1,1], count_include_pad=1>(sr)\npc = Conv(ap, pw, b8)\n"
+      "ae = AveragePool<kernel_shape=[3,3], pads=[1,1,1,1]>(sr)\nec = Conv(ae, pw, b8)\n"
+      "mp = MaxPool<kernel_shape=[3,3], pads=[1,1,1,1]>(sr)\nmc = Conv(mp, pw, b8)\n"
+      "gc = Conv<pads=[1,1,1,1], group=6>(sr, g6, b48)\ngr = Relu(gc)\n"
+      "cat = Concat<axis=1>(r1, r3, pc, ec, mc, gr)\n"
+      "bn = BatchNormalization(cat, s, shift, m, v)\nbr = Relu(bn)\n"
+      "w = Conv(br, w128, b128)\nt = AveragePool<kernel_shape=[2,2], strides=[2,2]>(w)\n"
+      "x32 = Conv<pads=[1,1,1,1], group=32>(t, g32, b128)\nr32 = Relu(x32)\ny = Conv(r32, out, b8)";
+  auto graph = load_text_graph(model(13, "g (float[N,3,10,9] x) => (float y)", inits, body), 3);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  int reorders = 0, unary = 0, pools = 0, grouped = 0;
+  for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+    EXPECT_NE(layer.kind, "reference") << layer.name;
+    reorders += layer.kind == "reorder";
+    unary += layer.kind == "fp32_unary";
+    if (layer.kind == "fp32_pool") {
+      ++pools;
+      EXPECT_NE(layer.kernel.find("-nhwc-"), std::string::npos) << layer.name << ": " << layer.kernel;
+    }
+    if (layer.kind == "plain_concat" || layer.kind == "fp32_batchnorm") {
+      EXPECT_NE(layer.kernel.find("nhwc"), std::string::npos) << layer.name << ": " << layer.kernel;
+    }
+    grouped += layer.kernel.rfind("f32-grouped-igemm", 0) == 0;
+  }
+  EXPECT_EQ(reorders, 2);
+  EXPECT_EQ(unary, 1);  // the Relu after the BatchNorm; the others run in conv epilogues
+  EXPECT_EQ(pools, 4);
+  EXPECT_EQ(grouped, 2);
+  expect_engine_matches(**engine, *graph, "concat, pool and grouped blocks");
+}
+
+// Channels-last max pools of more taps than a pixel's pointer batch (9x9: 81 taps, in two passes)
+// and of channels that end in a partial block (20), with pads and strides, match the reference.
+TEST(EngineFloatModels, WideChannelsLastMaxPoolMatches) {
+  const std::string body =
+      "c = Conv<pads=[1,1,1,1]>(x, w, b)\ny = MaxPool<kernel_shape=[9,9], pads=[4,4,4,4]>(c)\n"
+      "z = MaxPool<kernel_shape=[3,5], strides=[2,3], pads=[1,2,1,2]>(c)";
+  auto graph = load_text_graph(
+      model(13, "g (float[N,3,11,12] x) => (float y, float z)", {weights("w", {20, 3, 3, 3}), weights("b", {20})}, body),
+      3);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  int pools = 0;
+  for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+    if (layer.kind == "fp32_pool") pools += layer.kernel == "f32-maxpool-nhwc-multiversion";
+  }
+  EXPECT_EQ(pools, 2);
+  expect_engine_matches(**engine, *graph, "wide max pools");
 }
 
 // The squeeze-excite gate Mul folds into the 1x1 projection conv that is its only reader (the

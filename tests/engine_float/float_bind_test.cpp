@@ -8,6 +8,7 @@
 #include <functional>
 #include <set>
 
+#include "engine/engine.h"
 #include "engine/layers/layer_families.h"
 #include "optimizer/pipeline.h"
 #include "tests/engine_float/float_cases.h"
@@ -152,6 +153,65 @@ TEST(FloatBind, DamagedFusedConvsAreRefused) {
   }
   EXPECT_EQ(chains, 1);
   EXPECT_EQ(gates, 1);
+}
+
+// The channels-last forms of Inception's, DenseNet's and ResNeXt's blocks: an average pool, a
+// Concat of channels, a BatchNorm and a grouped conv on NHWC tensors. Damaged ones are refused at
+// bind, naming the layer.
+TEST(FloatBind, DamagedChannelsLastBlocksAreRefused) {
+  const std::vector<std::string> inits = {weights("w", {16, 8, 1, 1}), weights("b16", {16}), weights("s", {24}),
+                                          weights("shift", {24}), weights("m", {24}), weights("v", {24}, 0.5f, 2.0f),
+                                          weights("g", {24, 8, 3, 3}), weights("b24", {24})};
+  const std::string body =
+      "c = Conv(x, w, b16)\na = AveragePool<kernel_shape=[3,3], pads=[1,1,1,1]>(c)\ncat = Concat<axis=1>(a, x)\n"
+      "bn = BatchNormalization(cat, s, shift, m, v)\ny = Conv<pads=[1,1,1,1], group=3>(bn, g, b24)";
+  auto graph = load_text_graph(model(13, "g (float[N,8,9,7] x) => (float y)", inits, body), 2);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  // The engine's builder (its readers' layouts decide the Concat's).
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  const engine::EnginePlan plan = (*engine)->plan();
+  auto refused = [&](size_t index, const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& damage,
+                     const std::string& what) {
+    engine::EnginePlan damaged = plan;
+    damage(damaged, damaged.layers[index]);
+    auto bound = harness_bind(damaged, index);
+    EXPECT_FALSE(bound.ok()) << what << " accepted";
+    if (!bound.ok()) {
+      EXPECT_NE(bound.status().message().find(damaged.layers[index].name), std::string::npos)
+          << bound.status().message();
+    }
+  };
+  std::set<std::string> seen;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const engine::PlanLayer& layer = plan.layers[i];
+    SCOPED_TRACE(layer.kind + " " + layer.name);
+    ASSERT_TRUE(harness_bind(plan, i).ok());
+    if (layer.kind == "fp32_pool") {
+      seen.insert(layer.kernel);
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.scratch_bytes = 8; }, "small scratch");
+    } else if (layer.kind == "plain_concat") {
+      seen.insert(layer.kernel);
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("axis", int64_t{2}); }, "axis 2 NHWC");
+      refused(i, [](engine::EnginePlan& p, engine::PlanLayer& l) {
+        p.tensors[static_cast<size_t>(l.inputs[1])].layout = engine::Layout::kPlain;
+      }, "a plain input");
+    } else if (layer.kind == "fp32_batchnorm") {
+      seen.insert(layer.kernel);
+      refused(i, [](engine::EnginePlan& p, engine::PlanLayer& l) {
+        p.tensors[static_cast<size_t>(l.outputs[0])].layout = engine::Layout::kPlain;
+      }, "plain output of an NHWC input");
+    } else if (layer.kind == "fp32_conv" && *layer.params.get_int("group") == 3) {
+      seen.insert(layer.kernel.substr(0, layer.kernel.find('-', 12)));
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("group", int64_t{5}); }, "group 5");
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("group", int64_t{24}); },
+              "depthwise group on igemm weights");
+      refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.blobs[0] = engine::make_blob(l.blobs[0].name, "abcd", 4); },
+              "short weights");
+    }
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"f32-avgpool-nhwc-multiversion", "x8-concat-nhwc",
+                                         "f32-vscaleshift-nhwc-multiversion", "f32-grouped-igemm"}));
 }
 
 // A stem conv on the NCHW input (direct_nchw) and a depthwise conv writing row sums for the global

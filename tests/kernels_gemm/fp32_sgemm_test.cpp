@@ -1,5 +1,8 @@
 // fp32 igemm: GEMM rows/column tails, 1x1 and KxK NHWC convolutions (strides, pads, dilations),
 // the epilogue (bias, clamp, residual), and thread-style splits of rows and columns.
+#include <tuple>
+#include <vector>
+
 #include "fp32_sgemm_tester.h"
 
 namespace qdqrt::kernels::testing {
@@ -36,6 +39,31 @@ TEST(Fp32Sgemm, DepthBlocksAndCopiedA) {
   Fp32ConvTester().input_size(5, 6).channels(300, 100).kernel(3, 3).padding(1, 1, 1, 1).split(17, 64).test_all_isas();
   Fp32ConvTester().input_size(5, 6).channels(70, 130).kernel(3, 3).padding(1, 1, 1, 1).test_all_isas();
   Fp32ConvTester().input_size(9, 8).channels(40, 67).kernel(5, 5).stride(2, 2).padding(2, 2, 2, 2).test_all_isas();
+}
+
+// Grouped convs as blocks of groups on the igemm (fp32_grouped.h): groups of 1 to 48 output
+// channels, blocks that divide the group and tail blocks (RegNet's 6 groups of 8), 1x1 and 3x3,
+// strides, the epilogue, padding channels on the input (the tail block reads only its channels: the
+// last pixel ends at a guard page) and split rows and columns.
+TEST(Fp32Sgemm, GroupedConv) {
+  uint32_t seed = 300;
+  for (auto [group, in_per_group, out_per_group] :
+       std::vector<std::tuple<int, int, int>>{{32, 4, 4}, {6, 8, 8}, {13, 8, 8}, {2, 16, 16}, {3, 16, 48},
+                                              {4, 3, 5}, {5, 4, 32}, {8, 1, 4}, {10, 2, 12}}) {
+    for (int kernel : {1, 3}) {
+      Fp32ConvTester().input_size(6, 7).channels(group * in_per_group, group * out_per_group).groups(group)
+          .kernel(kernel, kernel).padding(kernel / 2, kernel / 2, kernel / 2, kernel / 2).clamp(0.0f, INFINITY)
+          .seed(++seed).test_all_isas();
+    }
+    Fp32ConvTester().batch(2).input_size(9, 8).channels(group * in_per_group, group * out_per_group).groups(group)
+        .kernel(3, 3).stride(2, 2).padding(1, 1, 1, 1).residual(true).pixel_stride_extra(3, 2).split(11, 40)
+        .seed(++seed).test_all_isas();
+  }
+  Fp32ConvTester().input_size(5, 6).channels(48, 48).groups(6).kernel(3, 3).padding(1, 1, 1, 1)
+      .activation(Fp32EpilogueActivation::kSilu).split(7, 32).test_all_isas();
+  // RegNet-Y-400MF's last stage at 64x64: 55 groups of 8 (13 blocks of 4 and a tail of 3), 4 output pixels.
+  Fp32ConvTester().input_size(4, 4).channels(440, 440).groups(55).kernel(3, 3).stride(2, 2).padding(1, 1, 1, 1)
+      .clamp(0.0f, INFINITY).test_all_isas();
 }
 
 TEST(Fp32Sgemm, Epilogue) {

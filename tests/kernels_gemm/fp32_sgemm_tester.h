@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/fp32/fp32_grouped.h"
 #include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/fp32/fp32_winograd.h"
 #include "test_util.h"
@@ -54,6 +55,8 @@ class Fp32ConvTester {
   // The input read as NCHW (a copy, ending at a guard page) by run_direct_nchw_f32 over output rows;
   // besides the double reference, bit-identical to run_sconv on the NHWC input (same ISA).
   Fp32ConvTester& direct_nchw(bool value) { direct_nchw_ = value; return *this; }
+  // Grouped (1 < group < channels): run_grouped_sconv on pack_grouped_sgemm's blocks of groups.
+  Fp32ConvTester& groups(int value) { group_ = value; return *this; }
 
   void test_all_isas() const {
     for (Isa isa : supported_isas()) test(isa);
@@ -72,7 +75,11 @@ class Fp32ConvTester {
     ASSERT_GT(out_w, 0);
     const int taps = kernel_height_ * kernel_width_;
     const int output_channels_ = depthwise_ ? input_channels_ : this->output_channels_;
-    const int group_channels = depthwise_ ? 1 : input_channels_;
+    const int group_channels = depthwise_ ? 1 : input_channels_ / group_;
+    const int out_per_group = output_channels_ / group_;
+    ASSERT_EQ(input_channels_ % group_, 0);
+    ASSERT_EQ(output_channels_ % group_, 0);
+    const bool grouped = group_ > 1 && !depthwise_;
     const int64_t in_stride = input_channels_ + input_extra_, out_stride = output_channels_ + output_extra_;
     const int64_t in_pixels = static_cast<int64_t>(batch_) * height_ * width_;
     const int64_t out_pixels = static_cast<int64_t>(batch_) * out_h * out_w;
@@ -101,7 +108,10 @@ class Fp32ConvTester {
     desc.stride_tap = 1;
     desc.stride_channel = taps;
     desc.bias = bias_ ? bias.data() : nullptr;
-    const PackedSgemm packed = depthwise_ ? PackedSgemm{} : pack_sgemm(desc, isa);
+    const PackedSgemm packed = depthwise_ || grouped ? PackedSgemm{} : pack_sgemm(desc, isa);
+    const PackedGroupedSgemm packed_grouped =
+        grouped ? pack_grouped_sgemm(weights.data(), desc.bias, output_channels_, group_channels, taps, group_, isa)
+                : PackedGroupedSgemm{};
     const PackedWinogradF32 packed_winograd =
         winograd_ ? pack_winograd_f32(output_channels_, input_channels_, weights.data(), desc.bias, isa)
                   : PackedWinogradF32{};
@@ -158,7 +168,7 @@ class Fp32ConvTester {
     const int64_t row_split = depthwise_ || direct_nchw_ ? std::clamp<int64_t>(row_split_, 0, out_pixels / out_w) * out_w
                                          : std::clamp<int64_t>(row_split_, 0, rows);
     // Columns split at a panel (depthwise: a channel block) boundary.
-    const int column_unit = depthwise_ ? kDepthwiseF32ChannelBlock : packed.nr;
+    const int column_unit = depthwise_ ? kDepthwiseF32ChannelBlock : sgemm_tile(isa).nr;
     const int column_split = std::min(column_split_ / column_unit * column_unit, output_channels_);
     AlignedBuffer<float> scaled(channel_scale_ ? static_cast<size_t>(packed_sgemm_floats(output_channels_, packed.k(), isa))
                                                : 0);
@@ -211,6 +221,8 @@ class Fp32ConvTester {
         run_direct_nchw_f32(packed, nchw_geometry, nchw_args, epilogue, m_begin / out_w, m_end / out_w, n_begin, n_end);
       } else if (depthwise_) {
         run_depthwise_f32(packed_depthwise, geometry, args, epilogue, m_begin / out_w, m_end / out_w, n_begin, n_end);
+      } else if (grouped) {
+        run_grouped_sconv(packed_grouped, geometry, args, epilogue, m_begin, m_end, n_begin, n_end);
       } else if (plain_gemm_) {
         run_sgemm(packed, input, in_stride, output.data(), out_stride, epilogue, m_begin, m_end, n_begin, n_end);
       } else {
@@ -245,8 +257,10 @@ class Fp32ConvTester {
             const int64_t x = ox * stride_width_ - pad_left_ + kx * dilation_width_;
             if (y < 0 || y >= height_ || x < 0 || x >= width_) continue;
             const float* pixel = input + ((image * height_ + y) * width_ + x) * in_stride;
-            for (int c = depthwise_ ? n : 0; c < (depthwise_ ? n + 1 : input_channels_); ++c) {
-              const int group_c = depthwise_ ? 0 : c;
+            const int c_begin = depthwise_ ? n : n / out_per_group * group_channels;
+            const int c_end = depthwise_ ? n + 1 : c_begin + group_channels;
+            for (int c = c_begin; c < c_end; ++c) {
+              const int group_c = c - c_begin;
               const double term = static_cast<double>(pixel[c]) * gate[static_cast<size_t>(image * input_channels_ + c)] *
                                   weights[(static_cast<size_t>(n) * group_channels + group_c) * taps + ky * kernel_width_ + kx];
               sum += term;
@@ -293,6 +307,7 @@ class Fp32ConvTester {
   int dilation_height_ = 1, dilation_width_ = 1;
   int pad_top_ = 0, pad_left_ = 0, pad_bottom_ = 0, pad_right_ = 0;
   int input_extra_ = 0, output_extra_ = 0;
+  int group_ = 1;
   float min_ = -INFINITY, max_ = INFINITY;
   bool residual_ = false, bias_ = true, plain_gemm_ = false, depthwise_ = false, winograd_ = false;
   bool channel_scale_ = false, band_output_ = false, direct_nchw_ = false;

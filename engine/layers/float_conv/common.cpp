@@ -43,7 +43,7 @@ kernels::SconvGeometry conv_geometry(const ConvGeometry& g) {
 }
 
 bool is_gateable(const ConvGeometry& g) {
-  return g.mode == ConvMode::kIgemm && g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
+  return g.mode == ConvMode::kIgemm && g.group == 1 && g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
          g.pad_top == 0 && g.pad_left == 0 && g.pad_bottom == 0 && g.pad_right == 0;
 }
 

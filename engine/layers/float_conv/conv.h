@@ -9,10 +9,12 @@
 //                       group 1, on the igemm's packed weights (run_direct_nchw_f32).
 //   igemm.cpp           NHWC, group 1: the fp32 igemm (kernels/fp32/fp32_sgemm.h) with weights
 //                       packed at build; 1x1 reads the activations in place, KxK gathers taps
-//                       through row pointers (no im2col).
+//                       through row pointers (no im2col). 1 < group < C (ResNeXt, RegNet): blocks
+//                       of groups filling whole panels, each a dense conv with zeros off the
+//                       groups' diagonal (kernels/fp32/fp32_grouped.h).
 //   depthwise_nhwc.cpp  NHWC, group == C == OC: the fp32 depthwise kernel.
 //   gemm_nchw.cpp       NCHW, what the NHWC kernels do not take (more than kSgemmMaxTaps taps,
-//                       other groups, dims beyond int): depthwise (direct per-channel loops),
+//                       groups whose blocks would not fill panels, dims beyond int): depthwise (direct per-channel loops),
 //                       pointwise (1x1 stride 1 no pads: the GEMM reads X directly) and gemm
 //                       (per group W x im2col(X), Eigen).
 // The four NHWC implementations run on one layer (nhwc_layer.cpp) with the kernels' epilogue, all
@@ -34,6 +36,7 @@
 
 #include "core/ops/fused_conv.h"
 #include "engine/layers/float_common.h"
+#include "kernels/fp32/fp32_grouped.h"
 #include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/fp32/fp32_winograd.h"
 
@@ -91,7 +94,7 @@ kernels::SconvGeometry conv_geometry(const ConvGeometry& g);
 // scaled packed weights of a channel-gated 1x1 igemm conv.
 int64_t scratch_floats(const ConvGeometry& g, kernels::Isa isa = kernels::Isa::kScalar, bool gated = false);
 bool winograd_applies(const ConvGeometry& g);
-// A 1x1 stride-1 igemm conv without pads: the one a channel gate folds into.
+// A 1x1 stride-1 igemm conv of group 1 without pads: the one a channel gate folds into.
 bool is_gateable(const ConvGeometry& g);
 
 // Per-channel sums of output rows [row_begin, row_end) of an NHWC tensor (`width` pixels of
@@ -133,6 +136,7 @@ struct Verdict {
 // The packed weights the NHWC layer runs on (one of them is set, by the implementation's mode).
 struct NhwcWeights {
   kernels::PackedSgemm gemm;
+  kernels::PackedGroupedSgemm grouped;  // igemm of 1 < group < C
   kernels::PackedDepthwiseF32 depthwise;
   kernels::PackedWinogradF32 winograd;
 };
@@ -173,7 +177,8 @@ extern const ConvImplementation kDepthwiseNchwImplementation;  // gemm_nchw.cpp
 extern const ConvImplementation kPointwiseNchwImplementation;  // gemm_nchw.cpp
 extern const ConvImplementation kGemmNchwImplementation;       // gemm_nchw.cpp
 
-// Whether the NHWC kernels take the conv at all (kernels::fp32_nhwc_conv_declines: group 1 or
+// Whether the NHWC kernels take the conv at all (kernels::fp32_nhwc_conv_declines: group 1, groups
+// filling panels in blocks, or
 // depthwise, taps, pads inside the window, dims in int range; the optimizer asks the same rule);
 // the NHWC implementations' first condition.
 std::optional<std::string> nhwc_kernels_decline(const ConvGeometry& g);

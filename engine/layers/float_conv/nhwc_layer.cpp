@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "engine/layers/float_conv/conv.h"
+#include "kernels/fp32/fp32_grouped.h"
 
 namespace qdqrt::engine::fp32::conv {
 
@@ -15,12 +16,14 @@ namespace {
 
 class NhwcConvLayer final : public Layer {
  public:
-  NhwcConvLayer(const ConvGeometry& g, kernels::PackedSgemm gemm, kernels::PackedDepthwiseF32 depthwise,
+  NhwcConvLayer(const ConvGeometry& g, kernels::PackedSgemm gemm, kernels::PackedGroupedSgemm grouped,
+                kernels::PackedDepthwiseF32 depthwise,
                 kernels::PackedWinogradF32 winograd, float low, float high, kernels::Fp32EpilogueActivation activation,
                 int32_t input, int32_t residual, int32_t gate, int32_t output, int32_t row_sums,
                 kernels::Fp32ChannelSumsF32Fn channel_sums)
       : g_(g),
         gemm_(std::move(gemm)),
+        grouped_(std::move(grouped)),
         depthwise_(std::move(depthwise)),
         winograd_(std::move(winograd)),
         input_(input),
@@ -34,6 +37,10 @@ class NhwcConvLayer final : public Layer {
     epilogue_.max = high;
     epilogue_.residual_row_stride = g.out_channels;
     geometry_ = conv_geometry(g);
+    // The igemm's tile (a grouped conv's parts share it).
+    const kernels::PackedSgemm& tiled = !is_grouped() ? gemm_ : grouped_.full.n > 0 ? grouped_.full : grouped_.tail;
+    mr_ = tiled.mr;
+    nr_ = tiled.nr;
   }
 
   WorkShape work(const RunState& state) const override {
@@ -42,14 +49,16 @@ class NhwcConvLayer final : public Layer {
     const double item_pixels = g_.mode == ConvMode::kDepthwiseNhwc || g_.mode == ConvMode::kDirectNchw
                                    ? static_cast<double>(g_.out_width)
                                : g_.mode == ConvMode::kWinograd ? winograd_.mr * 4.0 / 2.25  // multiplies saved
-                                                                : gemm_.mr;
+                                                                : mr_;
     const double item_channels = static_cast<double>(g_.out_channels) / static_cast<double>(split.column_blocks);
     // Depthwise ran at about a third of the GEMM's rate (one multiply-add per loaded input); with
     // the window kernel most layers run at half to the full rate, yet 3x still measured best
     // (against 1x and 1.5x, 2 threads): its operations count 3x, so MobileNet's 7x7 and 14x14
     // ones (0.7-1.4 M multiply-adds) split in two at 2 threads instead of leaving one thread idle.
-    const double depth =
-        g_.mode == ConvMode::kDepthwiseNhwc ? kDepthwiseCostFactor * taps : taps * static_cast<double>(g_.channels);
+    // A grouped conv's block multiplies by every channel of its block (zeros included).
+    const double depth = g_.mode == ConvMode::kDepthwiseNhwc ? kDepthwiseCostFactor * taps
+                         : is_grouped()                      ? taps * static_cast<double>(grouped_.layout.block_in)
+                                                             : taps * static_cast<double>(g_.channels);
     return {.items = split.items(), .ops_per_item = 2.0 * item_pixels * item_channels * depth};
   }
 
@@ -75,6 +84,10 @@ class NhwcConvLayer final : public Layer {
             kernels::run_winograd_f32(winograd_, geometry_, args, epilogue, first * winograd_.mr,
                                       std::min(tiles, last * winograd_.mr), static_cast<int>(column_begin),
                                       static_cast<int>(column_end), reinterpret_cast<float*>(scratch.data()));
+          } else if (is_grouped()) {
+            kernels::run_grouped_sconv(grouped_, geometry_, args, epilogue, first * mr_, std::min(pixels, last * mr_),
+                                       static_cast<int>(column_begin),
+                                       static_cast<int>(column_end));
           } else if (gate_ >= 0) {
             run_gated(state, args, epilogue, first * gemm_.mr, std::min(pixels, last * gemm_.mr),
                       static_cast<int>(column_begin), static_cast<int>(column_end), scratch);
@@ -99,9 +112,11 @@ class NhwcConvLayer final : public Layer {
       return ColumnBlockSplit((tiles + winograd_.mr - 1) / winograd_.mr, g_.out_channels, winograd_.nr,
                               kWinogradFewRowsColumnBlocks);
     }
-    return ColumnBlockSplit((batch * g_.out_height * g_.out_width + gemm_.mr - 1) / gemm_.mr, g_.out_channels,
-                            gemm_.nr);
+    return ColumnBlockSplit((batch * g_.out_height * g_.out_width + mr_ - 1) / mr_, g_.out_channels, nr_);
   }
+
+  // An igemm conv of 1 < group < C: blocks of groups, each a dense conv (kernels/fp32/fp32_grouped.h).
+  bool is_grouped() const { return g_.mode == ConvMode::kIgemm && g_.group != 1; }
 
   // x * gate[image, channel] through the weights: per image of the rows, this call's columns'
   // panels scaled by the image's gate into scratch (a 1x1 stride-1 conv: the plain GEMM path,
@@ -123,6 +138,8 @@ class NhwcConvLayer final : public Layer {
   ConvGeometry g_;
   kernels::SconvGeometry geometry_;
   kernels::PackedSgemm gemm_;
+  kernels::PackedGroupedSgemm grouped_;
+  int mr_ = 0, nr_ = 0;  // the igemm's tile (igemm and grouped igemm)
   kernels::PackedDepthwiseF32 depthwise_;
   kernels::PackedWinogradF32 winograd_;
   kernels::Fp32Epilogue epilogue_;
@@ -182,7 +199,7 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
     QDQRT_ASSIGN_OR_RETURN(row_sums, bind_row_sums(context, y));
   }
   return std::unique_ptr<Layer>(std::make_unique<NhwcConvLayer>(
-      g, std::move(weights.gemm), std::move(weights.depthwise), std::move(weights.winograd), low, high, activation,
+      g, std::move(weights.gemm), std::move(weights.grouped), std::move(weights.depthwise), std::move(weights.winograd), low, high, activation,
       context.layer().inputs[0], residual, gate, context.layer().outputs[0], row_sums,
       kernels::fp32_kernels(bind_isa(context.plan())).channel_sums_f32.fn));
 }
