@@ -35,10 +35,9 @@ std::optional<int> concat_output_quantize(const Graph& graph, const ValueIndex& 
   bool float_input = false;
   for (const std::string& input : concat.inputs) {
     if (input.empty()) return std::nullopt;
+    if (find_constant(graph, input) != nullptr) return std::nullopt;  // a Q of it would be a runtime node
     const ValueInfo* info = graph.find_value(input);
-    const Tensor* constant = find_constant(graph, input);
-    const DataType dtype = constant != nullptr ? constant->dtype() : info != nullptr ? info->dtype : DataType::kUndefined;
-    if (dtype != DataType::kFloat) return std::nullopt;
+    if (info == nullptr || info->dtype != DataType::kFloat) return std::nullopt;
     const int producer = index.producer(input);
     if (producer >= 0 && is_dequantize(graph.nodes[static_cast<size_t>(producer)])) {
       std::optional<QuantParams> input_params = per_tensor_8bit(graph, graph.nodes[static_cast<size_t>(producer)]);

@@ -9,7 +9,8 @@
 // and DQ then Q with equal parameters gives back the same codes. Fires when the Concat's only
 // reader is one per-tensor 8-bit Q and every input is float from a node other than a
 // DequantizeLinear, or a DequantizeLinear with the Q's parameters (a copy in the QConcat). Not
-// when the Concat has another reader (a float op, a graph output), per-axis parameters, an input
+// when the Concat has another reader (a float op, a graph output), per-axis parameters, a constant
+// input (its Q would be a runtime node), an input
 // dequantized with other parameters (the QConcat would requantize it, a different rounding from
 // Q(DQ(x))), or a float input that another Q with other parameters reads (the layer writing it
 // would write one quantization and requantize the other). An input that already has a Q reader

@@ -142,6 +142,17 @@ TEST(QuantizeConcatInputs, MustNotFire) {
       cq = QuantizeLinear(c, ys, yz)
       y = DequantizeLinear(cq, ys, yz)
     })");
+  // A constant input (a learned token concatenated to the activations).
+  expect_unchanged(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,3,4,5] x1) => (float[1,5,4,5] y)
+    <float ys = {0.02}, int8 yz = {-3}, float[1,2,4,5] token = )" + literal(40, 9, -1.0f, 1.0f) + R"(>
+    {
+      a = Relu(x1)
+      c = Concat<axis = 1>(a, token)
+      cq = QuantizeLinear(c, ys, yz)
+      y = DequantizeLinear(cq, ys, yz)
+    })");
   // No Q after the concat.
   expect_unchanged(R"(
     <ir_version: 8, opset_import: ["" : 13]>
