@@ -16,6 +16,7 @@
 #include "optimizer/passes/lower_reduce_l2.h"
 #include "optimizer/passes/lower_spatial_mean.h"
 #include "optimizer/passes/propagate_qdq.h"
+#include "optimizer/passes/quantize_concat_inputs.h"
 #include "optimizer/passes/remove_fake_quantization.h"
 #include "optimizer/passes/remove_identities.h"
 #include "optimizer/passes/remove_redundant_qdq.h"
@@ -41,6 +42,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_split_sliced_projection_pass());
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_propagate_qdq_pass());
+  passes.push_back(make_quantize_concat_inputs_pass());
   passes.push_back(make_remove_redundant_qdq_pass());
   passes.push_back(make_shift_activations_unsigned_pass());
   // Fusion passes: rows of the fusion registry (optimizer/fusions/registry.cpp), one pattern file

@@ -1,18 +1,23 @@
 // INT8 pools on NHWC tensors (kernels/pool/qpool.h).
 //   "qmaxpool": ONNX MaxPool on an int8/uint8 tensor (the optimizer leaves it between Q and DQ:
 //               it commutes with quantization). Output pixels split across threads.
-//   "qavgpool": QAveragePool (requantized once from int32 sums; optional fused Relu).
+//   "qavgpool": QAveragePool (requantized once from int32 sums; optional fused Relu). With a float
+//               input (no x_scale: a float AveragePool whose only reader was a QuantizeLinear) it
+//               averages in double as the reference does (kernels/pool/favgpool.h) and quantizes
+//               each output row; items are (image, output row).
 //   "qgavgpool": QGlobalAveragePool; items are (image, block of channels). Its [N,C,1,1] output
 //               is byte-identical in both layouts, so it is declared in the layout its consumers want.
 // Params (engine/layer_params.h): kernel, strides, dilations (2 each), pads (4: top, left,
 // bottom, right), ceil_mode; avg: x/y scale and zero-point, count_include_pad, relu.
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
 #include <fmt/format.h>
 
 #include "engine/layers/int8_common.h"
 #include "kernels/dispatch.h"
+#include "kernels/pool/favgpool.h"
 #include "kernels/pool/qpool.h"
 #include "core/ops/fused_layers.h"
 #include "core/ops/pool.h"
@@ -34,7 +39,8 @@ struct PoolQuant {
 };
 
 struct PoolSpec {
-  DataType dtype = DataType::kInt8;
+  DataType dtype = DataType::kInt8;  // the output's (and an 8-bit input's) type
+  bool float_input = false;          // QAveragePool of a float x (no x_scale): average, then quantize
   Shape x_shape, y_shape;
   Window2d window;
   bool ceil_mode = false;
@@ -53,7 +59,10 @@ Result<PoolSpec> analyze_pool_tensors(const Node& node, const BuildContext& cont
   const std::string& x = node.input(kUnaryX);
   if (x.empty() || context.constant(x) != nullptr) return unsupported("{}: x must be a runtime value", node.describe());
   QDQRT_ASSIGN_OR_RETURN(spec.dtype, context.dtype_of(x));
-  if (!is_8bit(spec.dtype)) return unsupported("{}: x is {}", node.describe(), dtype_name(spec.dtype));
+  spec.float_input = quantized && spec.dtype == DataType::kFloat && !node.has_input(kUnaryXScale);
+  if (!is_8bit(spec.dtype) && !spec.float_input) {
+    return unsupported("{}: x is {}", node.describe(), dtype_name(spec.dtype));
+  }
   QDQRT_ASSIGN_OR_RETURN(spec.x_shape, static_shape(node, context, x));
   QDQRT_ASSIGN_OR_RETURN(spec.y_shape, static_shape(node, context, node.outputs[0]));
   if (spec.x_shape.size() != 4 || spec.y_shape.size() != 4 || spec.x_shape[0] != spec.y_shape[0] ||
@@ -71,8 +80,16 @@ Result<PoolSpec> analyze_pool_tensors(const Node& node, const BuildContext& cont
   if (!node.has_input(kUnaryYScale) || !node.has_input(kUnaryYZeroPoint)) {
     return unsupported("{}: float output", node.describe());
   }
-  QDQRT_ASSIGN_OR_RETURN(spec.quant.x_scale, scale_input(node, context, kUnaryXScale, "x_scale"));
   QDQRT_ASSIGN_OR_RETURN(spec.quant.y_scale, scale_input(node, context, kUnaryYScale, "y_scale"));
+  if (spec.float_input) {
+    if (spec.quant.relu) return unsupported("{}: a float input takes no fused activation", node.describe());
+    DataType y_zp = DataType::kUint8;  // an absent zero-point is uint8's, as QuantizeLinear's
+    QDQRT_ASSIGN_OR_RETURN(spec.quant.y_zero_point,
+                           zero_point_input(node, context, kUnaryYZeroPoint, "y_zero_point", 1, &y_zp));
+    spec.dtype = y_zp;
+    return spec;
+  }
+  QDQRT_ASSIGN_OR_RETURN(spec.quant.x_scale, scale_input(node, context, kUnaryXScale, "x_scale"));
   DataType x_zp = spec.dtype, y_zp = spec.dtype;
   QDQRT_ASSIGN_OR_RETURN(spec.quant.x_zero_point,
                          zero_point_input(node, context, kUnaryXZeroPoint, "x_zero_point", 1, &x_zp));
@@ -138,6 +155,12 @@ Result<kernels::AvgPoolParams> load_avgpool_params(const BindContext& context, b
   return kernels::make_avgpool_params<T>(x_scale, x_zero_point, y_scale, y_zero_point, count_include_pad, relu);
 }
 
+// A float-input average pool's per-thread scratch: one pixel's double sums, one row of averages.
+int64_t float_avgpool_scratch_bytes(int64_t channels, int64_t output_width) {
+  const int64_t sums = (channels * static_cast<int64_t>(sizeof(double)) + 63) / 64 * 64;
+  return sums + output_width * channels * static_cast<int64_t>(sizeof(float));
+}
+
 Status lower_window_pool(const Node& node, BuildContext& context, bool average) {
   QDQRT_ASSIGN_OR_RETURN(PoolSpec spec, analyze_window_pool(node, context, average));
   PlanLayer layer = node_layer(node, average ? kAvgKind : kMaxKind);
@@ -157,7 +180,11 @@ Status lower_window_pool(const Node& node, BuildContext& context, bool average) 
     store_quant(layer, spec.quant);
   }
   const kernels::Isa isa = kernels::usable_isa(context.isa());
-  if (spec.dtype == DataType::kInt8) {
+  if (spec.float_input) {
+    // Scratch: the double sums of one pixel, then one output row of float averages.
+    layer.scratch_bytes = float_avgpool_scratch_bytes(spec.x_shape[1], spec.y_shape[3]);
+    layer.kernel = spec.dtype == DataType::kInt8 ? "f32-qs8-avgpool-nhwc-multiversion" : "f32-qu8-avgpool-nhwc-multiversion";
+  } else if (spec.dtype == DataType::kInt8) {
     auto set = kernels::qpool_kernels<int8_t>(isa);
     layer.kernel = average ? set.avgpool.name : set.maxpool.name;
   } else {
@@ -197,11 +224,9 @@ class WindowPoolLayer final : public Layer {
   }
 };
 
-template <class T>
-Result<std::unique_ptr<Layer>> bind_window_pool_typed(const BindContext& context, const PlanTensor& x,
-                                                      const PlanTensor& y, bool average) {
+// The window of a pool layer's params, checked against its input and output shapes.
+Result<kernels::Pool2dShape> read_window_shape(const BindContext& context, const PlanTensor& x, const PlanTensor& y) {
   using namespace params;
-  auto layer = std::make_unique<WindowPoolLayer<T>>();
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, kKernel.read_in(context, 2, 1, kInt8Window));
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> strides, kStrides.read_in(context, 2, 1, kInt8Window));
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, kDilations.read_in(context, 2, 1, kInt8Window));
@@ -217,7 +242,7 @@ Result<std::unique_ptr<Layer>> bind_window_pool_typed(const BindContext& context
                                        expected));
     }
   }
-  kernels::Pool2dShape& s = layer->shape;
+  kernels::Pool2dShape s;
   s.batch = static_cast<size_t>(x.shape[0]);
   s.input_height = static_cast<size_t>(x.shape[2]);
   s.input_width = static_cast<size_t>(x.shape[3]);
@@ -234,6 +259,73 @@ Result<std::unique_ptr<Layer>> bind_window_pool_typed(const BindContext& context
   s.pad_left = static_cast<size_t>(pads[1]);
   s.pad_bottom = static_cast<size_t>(pads[2]);
   s.pad_right = static_cast<size_t>(pads[3]);
+  return s;
+}
+
+// AveragePool of a float NHWC input quantized on the way out. Items: (image, output row).
+template <class T>
+class FloatAvgPoolLayer final : public Layer {
+ public:
+  kernels::Pool2dShape shape;
+  bool count_include_pad = false;
+  kernels::QuantizeFn<T> quantize = nullptr;
+  float y_scale = 1.0f;
+  int32_t y_zero_point = 0;
+  int32_t input = -1, output = -1;
+
+  WorkShape work(const RunState& state) const override {
+    const double taps = static_cast<double>(shape.kernel_height * shape.kernel_width);
+    return {state.dim(input, 0) * static_cast<int64_t>(shape.output_height),
+            static_cast<double>(shape.output_width * shape.channels) * taps};
+  }
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t> scratch) const override {
+    const size_t channels = shape.channels;
+    auto* sums = reinterpret_cast<double*>(scratch.data());
+    auto* averages = reinterpret_cast<float*>(scratch.data() + (channels * sizeof(double) + 63) / 64 * 64);
+    const size_t image_size = shape.input_height * shape.input_width * channels;
+    const size_t row_size = shape.output_width * channels;
+    const float* x = state.data<const float>(input);
+    T* y = state.data<T>(output);
+    for (int64_t item = begin; item < end; ++item) {
+      const size_t image = static_cast<size_t>(item) / shape.output_height;
+      const size_t row = static_cast<size_t>(item) % shape.output_height;
+      kernels::f32_avgpool_row_nhwc(shape, count_include_pad, row, x + image * image_size, averages, sums);
+      quantize(row_size, averages, y + static_cast<size_t>(item) * row_size, y_scale, y_zero_point);
+    }
+  }
+};
+
+template <class T>
+Result<std::unique_ptr<Layer>> bind_float_avgpool(const BindContext& context, const PlanTensor& x,
+                                                  const PlanTensor& y) {
+  using namespace params;
+  auto layer = std::make_unique<FloatAvgPoolLayer<T>>();
+  QDQRT_ASSIGN_OR_RETURN(layer->shape, read_window_shape(context, x, y));
+  QDQRT_ASSIGN_OR_RETURN(layer->count_include_pad, kCountIncludePad.read(context));
+  QDQRT_ASSIGN_OR_RETURN(layer->y_scale, kYScale.read(context));
+  if (!std::isfinite(layer->y_scale) || layer->y_scale <= 0.0f) {
+    return context.error(fmt::format("y_scale must be a positive finite number, got {}", layer->y_scale));
+  }
+  QDQRT_ASSIGN_OR_RETURN(layer->y_zero_point, read_zero_point(context, kYZeroPoint, std::is_signed_v<T>));
+  const int64_t needed = float_avgpool_scratch_bytes(x.shape[1], y.shape[3]);
+  if (context.layer().scratch_bytes < needed) {
+    return context.error(fmt::format("scratch_bytes {} is less than the {} the pool needs", context.layer().scratch_bytes,
+                                     needed));
+  }
+  QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, supporting_isa(context));
+  layer->quantize = kernels::quantize_kernels<T>(isa).quantize.fn;
+  layer->input = context.layer().inputs[0];
+  layer->output = context.layer().outputs[0];
+  return std::unique_ptr<Layer>(std::move(layer));
+}
+
+template <class T>
+Result<std::unique_ptr<Layer>> bind_window_pool_typed(const BindContext& context, const PlanTensor& x,
+                                                      const PlanTensor& y, bool average) {
+  using namespace params;
+  auto layer = std::make_unique<WindowPoolLayer<T>>();
+  QDQRT_ASSIGN_OR_RETURN(layer->shape, read_window_shape(context, x, y));
+  const kernels::Pool2dShape& s = layer->shape;
   QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, supporting_isa(context));
   auto set = kernels::qpool_kernels<T>(isa);
   layer->maxpool = set.maxpool.fn;
@@ -250,12 +342,18 @@ Result<std::unique_ptr<Layer>> bind_window_pool_typed(const BindContext& context
 
 Result<std::unique_ptr<Layer>> bind_window_pool(const BindContext& context, bool average) {
   const int nhwc = static_cast<int>(Layout::kNhwc);
-  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, check_input(context, 0, {"input", 4, nhwc, true}));
+  // An average pool also reads float (quantizing its output).
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, check_input(context, 0, {"input", 4, nhwc, !average}));
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* y, check_output(context, 0, {"output", 4, nhwc, true}));
-  if (x->dtype != y->dtype || x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1] || x->batched != y->batched) {
-    return context.error("input and output differ in type, batch or channels");
-  }
   if (context.layer().inputs.size() != 1) return context.error("expects one input");
+  if (x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1] || x->batched != y->batched) {
+    return context.error("input and output differ in batch or channels");
+  }
+  if (average && x->dtype == DataType::kFloat && is_8bit(y->dtype)) {
+    if (y->dtype == DataType::kInt8) return bind_float_avgpool<int8_t>(context, *x, *y);
+    return bind_float_avgpool<uint8_t>(context, *x, *y);
+  }
+  if (x->dtype != y->dtype || !is_8bit(x->dtype)) return context.error("input and output must share one 8-bit type");
   if (x->dtype == DataType::kInt8) return bind_window_pool_typed<int8_t>(context, *x, *y, average);
   return bind_window_pool_typed<uint8_t>(context, *x, *y, average);
 }
@@ -263,8 +361,15 @@ Result<std::unique_ptr<Layer>> bind_window_pool(const BindContext& context, bool
 // ---------------------------------------------------------------------------------------------
 // Global average pool
 
-Status lower_global_pool(const Node& node, BuildContext& context) {
+// The global pool reads 8-bit inputs only.
+Result<PoolSpec> analyze_global_pool(const Node& node, const BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(PoolSpec spec, analyze_pool_tensors(node, context, true));
+  if (spec.float_input) return unsupported("{}: x is float", node.describe());
+  return spec;
+}
+
+Status lower_global_pool(const Node& node, BuildContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(PoolSpec spec, analyze_global_pool(node, context));
   PlanLayer layer = node_layer(node, kGlobalKind);
   QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(0), Layout::kNhwc));
   const Layout out_layout = context.consumers_prefer_nhwc(node.outputs[0]) ? Layout::kNhwc : Layout::kPlain;
@@ -361,7 +466,7 @@ void register_int8_pool_layers(LayerRegistry& registry) {
   global_pool.op_type = qdqrt::layers::kQGlobalAveragePool;
   global_pool.lower = lower_global_pool;
   global_pool.accepts = [](const Node& node, const BuildContext& context) {
-    return analyze_pool_tensors(node, context, true).ok();
+    return analyze_global_pool(node, context).ok();
   };
   global_pool.prefers_nhwc = true;
   registry.add_lowering(std::move(global_pool));

@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "kernels/quantize/quantize.h"
+#include "kernels/reorder/reorder.h"
 
 namespace qdqrt::kernels {
 namespace {
@@ -150,6 +151,11 @@ inline typename V::Ints quantize_plane(const float* plane, size_t count, float s
   return V::requantize(V::div(x, V::splat(scale)), lo, hi, V::splat_int(zero_point));
 }
 
+// quantize_nchw_to_nhwc's tiled path: from this many channels the byte transpose has whole 16x16
+// tiles to work on; kTile x kTile bytes of stack.
+constexpr size_t kTransposeMinChannels = 16;
+constexpr size_t kTile = 64;
+
 template <class V, class T>
 void quantize_nchw_to_nhwc(size_t channels, size_t pixels, size_t pixel_begin, size_t pixel_end, const float* input,
                            T* output, const float* scales, const int32_t* zero_points) {
@@ -165,7 +171,29 @@ void quantize_nchw_to_nhwc(size_t channels, size_t pixels, size_t pixel_begin, s
     }
     return;
   }
-  // Any channel count: kLanes pixels per plane into a small tile, then scattered to NHWC.
+  if (channels >= kTransposeMinChannels) {
+    // Blocks of up to kTile channels x kTile pixels: quantized plane by plane into a tile with whole
+    // vector stores, then the tile transposed into the NHWC rows (16x16 byte transposes). The same
+    // quantize_plane per element as below: only the order of the stores differs.
+    alignas(64) T tile[kTile * kTile];
+    for (size_t p = pixel_begin; p < pixel_end; p += kTile) {
+      const size_t block = std::min(kTile, pixel_end - p);
+      for (size_t c0 = 0; c0 < channels; c0 += kTile) {
+        const size_t block_channels = std::min(kTile, channels - c0);
+        for (size_t c = 0; c < block_channels; ++c) {
+          const float* plane = input + (c0 + c) * pixels + p;
+          for (size_t i = 0; i < block; i += kLanes) {  // kLanes divides kTile: a tail lands inside the row
+            V::store_narrow(tile + c * kTile + i, quantize_plane<V, T>(plane + i, std::min(kLanes, block - i),
+                                                                       scales[c0 + c], zero_points[c0 + c]));
+          }
+        }
+        avx2::transpose8(block_channels, block, reinterpret_cast<const uint8_t*>(tile), kTile,
+                         reinterpret_cast<uint8_t*>(output + p * channels + c0), channels);
+      }
+    }
+    return;
+  }
+  // Few channels: kLanes pixels per plane into a small tile, then scattered to NHWC.
   alignas(16) T tile[kLanes];
   for (size_t p = pixel_begin; p < pixel_end; p += kLanes) {
     const size_t count = std::min(kLanes, pixel_end - p);

@@ -1,4 +1,6 @@
 // Pool fusion: DQ -> GlobalAveragePool/AveragePool [-> Q] becomes QGlobalAveragePool/QAveragePool;
+// a float AveragePool read only by a QuantizeLinear becomes a QAveragePool of the float input (no
+// x_scale: the average is the float one, quantized once, as the two nodes compute it);
 // DQ -> MaxPool -> Q with equal input and output parameters becomes the ONNX MaxPool reading the
 // int8 tensor (max commutes with a monotonic quantizer).
 #include <string>
@@ -22,11 +24,21 @@ SelectResult select_average_pool(const Graph& graph, const ValueIndex& index, in
   const bool global = is_onnx(node, "GlobalAveragePool");
   if (!global && !is_onnx(node, "AveragePool")) return {};
   if (!looks_quantized(index, graph, node)) {
-    // A float input whose average is quantized (a conv written in float, then pool -> Q): say
-    // why it stays float. Moving the Q above the pool is not a rewrite of the model: the output
-    // scale is calibrated on averages, and quantizing each input with it would clip.
+    // A float input whose average is quantized (a conv written in float, then pool -> Q). Moving
+    // the Q above the pool would rewrite the model (the output scale is calibrated on averages,
+    // and quantizing each input with it would clip), but the pool and its Q are one layer that
+    // averages in float and writes the Q's codes.
     SelectResult result;
-    if (output_quantization(graph, index, node.outputs[0])) {
+    auto q = output_quantization(graph, index, node.outputs[0]);
+    if (!global && q) {
+      QdqSelection selection;
+      selection.layer_op = layers::kQAveragePool;
+      selection.targets = {node_index};
+      end_at_quantize(graph, *q, selection);
+      result.selection = std::move(selection);
+      return result;
+    }
+    if (q) {
       int producer = index.producer(node.input(0));
       result.reason = fmt::format(
           "input{} is float and the model has no QuantizeLinear before the pool (quantizing the "
@@ -94,7 +106,11 @@ Status apply_qdq_pool(Graph& graph, const QdqSelection& selection, PassContext& 
   if (selection.layer_op == kInt8MaxPool) return apply_int8_max_pool(graph, selection);
   Node layer = make_layer_node(graph, selection, /*keep_attributes=*/true);  // kernel_shape, pads, strides
   std::vector<std::string> output_params = output_pair(graph, selection.output_q);
-  layer.inputs = input_triple(graph, selection.inputs[0]);
+  if (selection.inputs.empty()) {  // the float input: no x_scale, x_zero_point
+    layer.inputs = {graph.nodes[static_cast<size_t>(selection.targets[0])].input(0), "", ""};
+  } else {
+    layer.inputs = input_triple(graph, selection.inputs[0]);
+  }
   layer.inputs.insert(layer.inputs.end(), output_params.begin(), output_params.end());
   return replace_with_layer(graph, selection, std::move(layer), output_params, context);
 }

@@ -227,6 +227,10 @@ class PropagateQdqPass : public Pass {
     }
     const std::string x = op.input(0);
     if (find_constant(graph, x) != nullptr) return false;  // Q(constant) would stay a runtime node here
+    // A Slice or Gather picks part of x: when x has other readers its float value stays, and the Q
+    // would quantize all of x for the part this op picks (ShuffleNetV2's channel split: twice the
+    // values, then an int8 slice and a reorder, where the float slice feeds one border quantize).
+    if ((op.op_type == "Slice" || op.op_type == "Gather") && !index.has_single_use(x)) return false;
     const std::string x_quantized = unique_value_name(graph, x + "_quantized");
     set_value_info(graph, x_quantized, params->quantized_dtype, x);
     if (pad_value.defined()) {

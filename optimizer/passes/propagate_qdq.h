@@ -8,7 +8,9 @@
 //    per-tensor, another of the ops above with constant inputs: evaluated on the int8 constant;
 //  - Relu/Clip directly before a Q is dropped when the Q's saturation already clamps the same
 //    way (Q(min) is the dtype's minimum, e.g. Relu before uint8 with zero-point 0).
-// Only per-tensor constant parameters move (per-channel activation scales stay put). A DQ read
+// A Q does not move above a Slice or Gather whose input has other readers (it would quantize all
+// of the input for the part picked). Only per-tensor constant parameters move (per-channel
+// activation scales stay put). A DQ read
 // by several nodes is duplicated for the reader it moves past (the others keep the original), as
 // ONNX Runtime's EnsureUniqueDQForNodeUnit does: one quantized value then has one DQ per unit.
 #pragma once

@@ -432,7 +432,15 @@ Status qbinary_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
 Status qaverage_pool_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
   using namespace layers;
   QDQRT_ASSIGN_OR_RETURN(const QAveragePoolAttributes* attributes, typed_attributes<QAveragePoolAttributes>(node));
-  QDQRT_ASSIGN_OR_RETURN(Tensor x, dequantize_input(node, inputs, kUnaryX, "x"));
+  Tensor x;
+  if (optional_input(inputs, kUnaryXScale) == nullptr) {
+    // A float x (the fused AveragePool -> QuantizeLinear): the pool reads it as is.
+    QDQRT_ASSIGN_OR_RETURN(const Tensor* float_x, required_input(node, inputs, kUnaryX, "x"));
+    QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *float_x, "x without x_scale", {DataType::kFloat}));
+    x = *float_x;
+  } else {
+    QDQRT_ASSIGN_OR_RETURN(x, dequantize_input(node, inputs, kUnaryX, "x"));
+  }
   Node pool = plain_node(node, "AveragePool", make_attributes(static_cast<const AveragePoolAttributes&>(*attributes)));
   QDQRT_ASSIGN_OR_RETURN(Tensor y, run_single(pool, {&x}));
   return finish(node, inputs, attributes->fused, std::move(y), kUnaryYScale, 0, outputs);

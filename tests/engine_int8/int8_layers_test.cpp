@@ -21,6 +21,7 @@
 #include "engine/engine.h"
 #include "engine/layer.h"
 #include "kernels/cpu_features.h"
+#include "kernels/pool/qpool.h"
 #include "tests/common/layer_params_check.h"
 #include "tests/engine_int8/int8_harness.h"
 #include "tests/optimizer_fusion/fusion_test_util.h"
@@ -568,6 +569,55 @@ TEST(Int8Layers, QAveragePool) {
   }
 }
 
+// QAveragePool of a float input (the fused AveragePool -> QuantizeLinear): the layer averages in
+// double as the reference does and quantizes as QuantizeLinear, so the codes are equal. Random
+// windows (kernels 1-5, strides, dilations, uneven pads, ceil_mode, count_include_pad), channel
+// counts around the vector widths, int8 and uint8 outputs with zero-points at both ends and zero.
+Graph float_average_pool_graph(std::mt19937& rng, std::string& description) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const int channels_choices[] = {1, 3, 8, 16, 19, 33, 70};
+  const int channels = channels_choices[pick(0, 6)];
+  const int kernel_h = pick(1, 4), kernel_w = pick(1, 5), stride_h = pick(1, 2), stride_w = pick(1, 3);
+  const int dilation_h = pick(1, 2), dilation_w = pick(1, 2);
+  const int pad_top = pick(0, kernel_h - 1), pad_left = pick(0, kernel_w - 1);
+  const int pad_bottom = pick(0, kernel_h - 1), pad_right = pick(0, kernel_w - 1);
+  const int height = pick(dilation_h * (kernel_h - 1) + 1, 11), width = pick(dilation_w * (kernel_w - 1) + 1, 12);
+  const bool ceil_mode = pick(0, 1) == 1, count_include_pad = pick(0, 1) == 1, is_signed = pick(0, 1) == 1;
+  const int zero_point_choices[] = {0, is_signed ? -128 : 255, is_signed ? 127 : 128, is_signed ? -5 : 3};
+  const int zero_point = zero_point_choices[pick(0, 3)];
+  const float scale = pick(0, 1) ? 0.01f : 0.0033f;
+  const auto out = [&](int size, int kernel, int stride, int dilation, int begin, int end) {
+    return kernels::pool_output_size(size, kernel, stride, dilation, begin, end, ceil_mode);
+  };
+  const size_t out_h = out(height, kernel_h, stride_h, dilation_h, pad_top, pad_bottom);
+  const size_t out_w = out(width, kernel_w, stride_w, dilation_w, pad_left, pad_right);
+  const std::string type = is_signed ? "int8" : "uint8";
+  description = fmt::format("{} channels, {}x{} input, kernel {}x{}, strides {}x{}, dilations {}x{}, pads [{} {} {} {}], "
+                            "ceil_mode {}, count_include_pad {}, {} zero-point {}, scale {}",
+                            channels, height, width, kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w,
+                            pad_top, pad_left, pad_bottom, pad_right, ceil_mode, count_include_pad, type, zero_point,
+                            scale);
+  return load_text(model(
+      fmt::format("float[{},{},{},{}] x", kMaxBatch, channels, height, width),
+      fmt::format("{}[{},{},{},{}] y", type, kMaxBatch, channels, out_h, out_w),
+      {fmt::format("float ys = {{{}}}", scale), fmt::format("{} yz = {{{}}}", type, zero_point)},
+      fmt::format("y = qdqrt.QAveragePool <kernel_shape = [{}, {}], strides = [{}, {}], dilations = [{}, {}], "
+                  "pads = [{}, {}, {}, {}], ceil_mode = {}, count_include_pad = {}, fused_nodes = [\"avg\", \"q\"]> "
+                  "(x, , , ys, yz)\n",
+                  kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, pad_bottom,
+                  pad_right, ceil_mode ? 1 : 0, count_include_pad ? 1 : 0)));
+}
+
+TEST(Int8Layers, QAveragePoolOfFloatInputIsExact) {
+  std::mt19937 rng(2024);
+  for (int trial = 0; trial < 40; ++trial) {
+    std::string description;
+    Graph graph = float_average_pool_graph(rng, description);
+    SCOPED_TRACE(description);
+    expect_matches_reference(graph, {"qavgpool"}, static_cast<uint32_t>(trial), 0.0);
+  }
+}
+
 TEST(Int8Layers, QConcatChannelsAndLastAxis) {
   Graph graph = load_text(model(
       fmt::format("int8[{},3,4,5] a, int8[{},6,4,5] b, int8[{},5,7] c, int8[{},5,2] d", kMaxBatch, kMaxBatch,
@@ -866,6 +916,16 @@ TEST(Int8Bind, OtherKindsRefuseDamagedPlans) {
   expect_bind_fails(graph, "int8_transpose",
                     [](auto&, auto& l) { l.params.set("perm", std::vector<int64_t>{0, 2, 2, 3}); },
                     "not a permutation");
+}
+
+TEST(Int8Bind, QAveragePoolOfFloatInputRefusesDamagedPlans) {
+  std::mt19937 rng(7);
+  std::string description;
+  Graph graph = float_average_pool_graph(rng, description);
+  expect_bind_fails(graph, "qavgpool", [](auto&, auto& l) { l.scratch_bytes = 8; }, "scratch_bytes 8");
+  expect_bind_fails(graph, "qavgpool", [](auto&, auto& l) { l.params.set("y_scale", -1.0); }, "y_scale");
+  expect_bind_fails(graph, "qavgpool", [](auto& p, auto& l) { p.tensors[l.outputs[0]].dtype = DataType::kFloat; },
+                    "has dtype float32");
 }
 
 TEST(Int8Bind, SoftmaxQuantizeRefusesDamagedPlans) {

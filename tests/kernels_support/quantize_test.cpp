@@ -293,7 +293,8 @@ void test_quantize_nchw_to_nhwc(Isa isa, size_t channels, size_t pixels, bool pe
 TEST(QuantizeNchwToNhwc, MatchesScalarOnEveryIsa) {
   uint32_t seed = 1;
   for (Isa isa : test_isas()) {
-    for (size_t channels : {1, 2, 3, 4, 5, 16, 17}) {
+    // 16 channels and up: 64x64 tiles transposed (channel and pixel tails of a tile included).
+    for (size_t channels : {1, 2, 3, 4, 5, 15, 16, 17, 64, 65, 130}) {
       for (size_t pixels : {1, 7, 15, 16, 17, 49, 100, 1000}) {
         test_quantize_nchw_to_nhwc<int8_t>(isa, channels, pixels, seed % 2 == 0, seed);
         ++seed;

@@ -106,6 +106,37 @@ g (float[1,3,6,6] x) => (float[1,3,1,1] g1, float[1,3,3,3] p1, float[1,3,3,3] m1
   EXPECT_EQ(count_ops(r.fused, "QuantizeLinear"), 1);       // the graph input's
 }
 
+// A float AveragePool whose only reader is a QuantizeLinear (Inception's branch pools after a
+// float Concat): one QAveragePool of the float input, no x_scale; the same codes.
+TEST(FuseQdqPool, FloatAveragePoolReadOnlyByAQuantizeLinearFuses) {
+  std::string text = fmt::format(R"({}
+g (float[1,5,7,7] x) => (float[1,5,7,7] p1, float[1,5,3,3] s1, float[1,5,3,3] s0)
+<float ys = {{0.01}}, uint8 yz = {{120}}>
+{{
+  r = Relu(x)
+  p0 = AveragePool <kernel_shape = [3, 3], strides = [1, 1], pads = [1, 1, 1, 1], count_include_pad = 1> (r)
+  pq = QuantizeLinear(p0, ys, yz)
+  p1 = DequantizeLinear(pq, ys, yz)
+  s0 = AveragePool <kernel_shape = [3, 3], strides = [2, 2]> (r)
+  sq = QuantizeLinear(s0, ys, yz)
+  s1 = DequantizeLinear(sq, ys, yz)
+}})",
+                                 kHeader);
+  optimizer::FusionPass pass("fuse_qdq_pool");
+  Result r = fuse_text(pass, text, 1e-9f);
+  // p0: fused. s0 is also a graph output (a second reader): the pool stays float (must not fire).
+  ASSERT_EQ(count_ops(r.fused, "QAveragePool"), 1);
+  EXPECT_EQ(count_ops(r.fused, "AveragePool"), 1);
+  EXPECT_EQ(count_ops(r.fused, "QuantizeLinear"), 1);  // s0's
+  const Node* pool = find_op(r.fused, "QAveragePool");
+  ASSERT_EQ(pool->inputs.size(), 5u);
+  EXPECT_EQ(pool->inputs[0], "r");  // the float input, no x_scale or x_zero_point
+  EXPECT_EQ(pool->inputs[1], "");
+  EXPECT_EQ(pool->inputs[2], "");
+  EXPECT_EQ(pool->inputs[3], "ys");
+  EXPECT_EQ(pool->outputs[0], "pq");
+}
+
 TEST(FuseQdqPool, MaxPoolWithDifferentParametersMustNotFire) {
   std::string text = fmt::format(R"({}
 g (float[1,3,6,6] x) => (float[1,3,3,3] m1)

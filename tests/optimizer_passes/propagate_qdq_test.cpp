@@ -67,6 +67,43 @@ TEST(PropagateQdq, SliceAndGatherWithConstantIndices) {
   expect_same_outputs(graph, rewritten, random_inputs(graph, 34), 0.0, 0.0);
 }
 
+// ShuffleNetV2's split: two Slices of one float value, one of them quantized. The Q stays after
+// its Slice (above it, it would quantize both halves while the float value stays for the other
+// Slice); with the Slice as the value's only reader it moves.
+TEST(PropagateQdq, QuantizeStaysAfterASliceOfASharedValue) {
+  // r is read by both Slices: the Q of b stays after its Slice.
+  Graph shared = parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,8,3,3] x) => (float[1,4,3,3] y, float[1,4,3,3] z)
+    <float s = {0.05}, uint8 zp = {10}, int64[1] zero = {0}, int64[1] four = {4}, int64[1] eight = {8},
+     int64[1] axes = {1}>
+    {
+      r = Relu(x)
+      a = Slice(r, zero, four, axes)
+      z = Sigmoid(a)
+      b = Slice(r, four, eight, axes)
+      bq = QuantizeLinear(b, s, zp)
+      y = DequantizeLinear(bq, s, zp)
+    })");
+  Graph rewritten = run_passes(shared, kPropagate);
+  EXPECT_EQ(op_sequence(rewritten), op_sequence(shared));
+  expect_same_outputs(shared, rewritten, random_inputs(shared, 37), 0.0, 0.0);
+  // The Slice is r's only reader: the Q moves above it.
+  Graph single = parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,8,3,3] x) => (float[1,4,3,3] y)
+    <float s = {0.05}, uint8 zp = {10}, int64[1] four = {4}, int64[1] eight = {8}, int64[1] axes = {1}>
+    {
+      r = Relu(x)
+      b = Slice(r, four, eight, axes)
+      bq = QuantizeLinear(b, s, zp)
+      y = DequantizeLinear(bq, s, zp)
+    })");
+  Graph moved = run_passes(single, kPropagate);
+  EXPECT_EQ(op_sequence(moved), "Relu,QuantizeLinear,Slice,DequantizeLinear");
+  expect_same_outputs(single, moved, random_inputs(single, 38), 0.0, 0.0);
+}
+
 std::string pad_graph(const std::string& pad_value) {
   return R"(
     <ir_version: 8, opset_import: ["" : 13]>
