@@ -21,7 +21,7 @@ into the cache. Per model and thread count, batch 1: qdqrt and ORT on the FP32 f
 file (in --rounds rounds whose order flips), the bar each row is held to (QDQ: >= 2x ORT on the FP32
 original and >= 1.5x ORT on the same file; FP32: >= 1x ORT), and for each row that misses it the
 heaviest layers of a short profiled qdqrt run (--exportProfile, layer types and kernels from
---exportLayerInfo). --merge keeps an earlier --json run's rows of the models not run now.
+--exportLayerInfo). --merge keeps an earlier --json run's rows that were not run again.
 
 A qdqrt (or ORT) run that fails or times out shows as "n/a" with its error under the table; the
 exit code is then 0 unless --strict (1; or 77, "skipped" for ctest, when every qdqrt failure says
@@ -63,6 +63,7 @@ DYNAMIC_MODELS = {
 COVERAGE_TIER = "full"
 QDQ_BAR_FP32, QDQ_BAR_SAME, FP32_BAR = 2.0, 1.5, 1.0
 PROFILE_TOP = 5  # layers listed per row that misses a bar
+NOT_RUN = "not run:"  # the error of a --coverage row that --time-limit left out
 RUN_TIMEOUT_S = 1200  # building a ResNet-50 engine plus the timed runs, on a loaded machine
 EXIT_SKIPPED = 77  # ctest SKIP_RETURN_CODE
 
@@ -628,7 +629,7 @@ def run_coverage(args, cache, names, threads_list):
         for threads in threads_list:
             for name in names:
                 if deadline and time.monotonic() > deadline:
-                    error = f"not run: --time-limit of {args.time_limit:g} min reached"
+                    error = f"{NOT_RUN} --time-limit of {args.time_limit:g} min reached"
                     rows += [coverage_row(name, variant, threads, None, None, error) for variant in ("fp32", "qdq")]
                     continue
                 if name in export_errors:
@@ -734,9 +735,13 @@ def load_coverage_rows(path):
 
 
 def merge_coverage(previous, rows, names):
-    """An earlier run's rows, with those of the models run now replaced."""
-    rerun = {row["model"] for row in rows}
-    merged = [row for row in previous if row["model"] not in rerun] + rows
+    """An earlier run's rows, each replaced by the row of the same model, file and threads run now
+    (a row not run now for the --time-limit keeps the earlier one)."""
+    def key(row):
+        return row["model"], row["variant"], row["threads"], row["batch"]
+    new = {key(row): row for row in rows if not (row["qdqrt_error"] or "").startswith(NOT_RUN)}
+    merged = [row for row in previous if key(row) not in new] + list(new.values())
+    merged += [row for row in rows if key(row) not in new and key(row) not in {key(old) for old in previous}]
     order = {name: index for index, name in enumerate(names)}
     merged.sort(key=lambda row: (order.get(row["model"], len(order)), row["model"], row["variant"] != "fp32",
                                  row["threads"]))
@@ -803,8 +808,8 @@ def main():
     parser.add_argument("--profile-iterations", type=int, default=20,
                         help="--coverage: iterations of the profiled run of a row that misses a bar")
     parser.add_argument("--merge", metavar="JSON",
-                        help="--coverage: an earlier run's --json file; its rows of the models not run now are "
-                             "kept, the table shows all of them")
+                        help="--coverage: an earlier run's --json file; each row run now replaces its row of the "
+                             "same model, file and threads, the others (and those --time-limit left out) are kept")
     parser.add_argument("--selftest", action="store_true", help="check the parsers and the MAC counter, then exit")
     args = parser.parse_args()
     if args.selftest:
@@ -1007,11 +1012,16 @@ def selftest(root):
         (short_layer_name("/a/Conv + /a/Relu + /b/QuantizeLinear"), "/a/Conv (+2)"),
         (short_layer_name("/" + "x" * 70, 20), "..." + "x" * 17),
         (bar_rows(10.0, 10.0, 2.0, 3.0), [(True, "met"), (True, "met")]),
+        # rows run now replace the earlier ones of the same model, file and threads; rows left out by
+        # --time-limit keep the earlier ones (or stand, when there are none); table order
         ([(r["model"], r["variant"], r["threads"], r["qdqrt_ms"]) for r in merge_coverage(
             [coverage_row("b", "qdq", 1, None, None), dict(coverage_row("a", "fp32", 1, None, None), qdqrt_ms=1.0),
-             coverage_row("c", "fp32", 2, None, None)],
-            [dict(coverage_row("a", "fp32", 1, None, None), qdqrt_ms=2.0)], ["b", "a"])],
-         [("b", "qdq", 1, None), ("a", "fp32", 1, 2.0), ("c", "fp32", 2, None)]),
+             dict(coverage_row("a", "fp32", 2, None, None), qdqrt_ms=3.0), coverage_row("c", "fp32", 2, None, None)],
+            [dict(coverage_row("a", "fp32", 1, None, None), qdqrt_ms=2.0),
+             coverage_row("a", "fp32", 2, None, None, NOT_RUN + " limit"),
+             coverage_row("d", "qdq", 2, None, None, NOT_RUN + " limit")], ["b", "a", "d"])],
+         [("b", "qdq", 1, None), ("a", "fp32", 1, 2.0), ("a", "fp32", 2, 3.0), ("d", "qdq", 2, None),
+          ("c", "fp32", 2, None)]),
         (load_coverage_rows(os.path.join(root, "models", "coverage_expectations.json"))[0], None),
         (load_coverage_rows(os.path.join(root, "no such file.json"))[0], None),
         (bar_rows(10.0, 9.0, 6.0, 8.0), [(False, "not met: ORT FP32 0.90x < 1x"),
