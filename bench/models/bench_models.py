@@ -16,6 +16,13 @@ exactly that shape (--shapes only), ORT on the same QDQ file and ORT on the FP32
 --rounds alternated rounds (the order of the two qdqrt runs flips each round); the table has the
 medians over the rounds and the ratio dynamic/fixed.
 
+--coverage: the models of models/export_coverage.py at their full size (--tier full), exported once
+into the cache. Per model and thread count, batch 1: qdqrt and ORT on the FP32 file and on the QDQ
+file (in --rounds rounds whose order flips), the bar each row is held to (QDQ: >= 2x ORT on the FP32
+original and >= 1.5x ORT on the same file; FP32: >= 1x ORT), and for each row that misses it the
+heaviest layers of a short profiled qdqrt run (--exportProfile, layer types and kernels from
+--exportLayerInfo). --merge keeps an earlier --json run's rows that were not run again.
+
 A qdqrt (or ORT) run that fails or times out shows as "n/a" with its error under the table; the
 exit code is then 0 unless --strict (1; or 77, "skipped" for ctest, when every qdqrt failure says
 that exec or an engine part has not landed yet). --selftest checks the parsers and the MAC counter without running anything.
@@ -50,6 +57,13 @@ DYNAMIC_MODELS = {
     "bert_encoder": {"min": "1x16x768", "opt": "1x128x768", "max": "1x384x768",
                      "shapes": ["1x16x768", "1x64x768", "1x128x768", "1x384x768"]},
 }
+# --coverage: models/export_coverage.py's models at the size they are used at; the bars each row is
+# held to (qdqrt's speed-up over ORT: QDQ files against ORT on the FP32 original and on the same
+# file, FP32 files against ORT on the same file).
+COVERAGE_TIER = "full"
+QDQ_BAR_FP32, QDQ_BAR_SAME, FP32_BAR = 2.0, 1.5, 1.0
+PROFILE_TOP = 5  # layers listed per row that misses a bar
+NOT_RUN = "not run:"  # the error of a --coverage row that --time-limit left out
 RUN_TIMEOUT_S = 1200  # building a ResNet-50 engine plus the timed runs, on a loaded machine
 EXIT_SKIPPED = 77  # ctest SKIP_RETURN_CODE
 
@@ -238,7 +252,7 @@ def run_ort(args, model, shape_flag, threads):
     command = [args.node, args.ort_runner, "--model", model, "--shapes", shape_flag,
                "--threads", str(threads), "--warmUp", str(args.warmup), "--duration", str(args.duration),
                "--iterations", str(args.iterations)]
-    result, error = run_command(command, RUN_TIMEOUT_S)
+    result, error = run_command(command, args.timeout)
     if error:
         return None, None, error
     try:
@@ -280,19 +294,22 @@ def median_from_summary(text):
     return None
 
 
-def run_qdqrt(args, model, shape_flag, threads, workdir, source_flags=None, minimums=None):
+def qdqrt_env(args):
+    """qdqrt's own ISA cap (kernels/cpu_features.h), like trtexec's device selection."""
+    return dict(os.environ, QDQRT_MAX_ISA=args.isa) if args.isa else None
+
+
+def run_qdqrt(args, model, shape_flag, threads, workdir, source_flags=None, minimums=None, extra_flags=()):
     """`source_flags` replace --onnx=MODEL (a range engine's profile, --loadEngine); the run's
-    fastest iteration is appended to `minimums` when given (None when unknown)."""
+    fastest iteration is appended to `minimums` when given (None when unknown); `extra_flags` are
+    appended (flags that do not change the timed runs, such as --exportLayerInfo)."""
     times_file = os.path.join(workdir, "times.json")
     if os.path.exists(times_file):
         os.remove(times_file)
     command = [args.qdqrt, "exec", *(source_flags or [f"--onnx={model}"]), f"--threads={threads}",
                f"--shapes={shape_flag}", f"--warmUp={args.warmup}", f"--duration={args.duration}",
-               f"--iterations={args.iterations}", f"--exportTimes={times_file}"]
-    env = None
-    if args.isa:  # qdqrt's own ISA cap (kernels/cpu_features.h), like trtexec's device selection
-        env = dict(os.environ, QDQRT_MAX_ISA=args.isa)
-    result, error = run_command(command, RUN_TIMEOUT_S, env)
+               f"--iterations={args.iterations}", f"--exportTimes={times_file}", *extra_flags]
+    result, error = run_command(command, args.timeout, qdqrt_env(args))
     if error:
         return None, error
     value = None
@@ -343,13 +360,40 @@ def fmt_ratio(numerator, denominator):
     return f"{numerator / denominator:.2f}x"
 
 
-def print_table(rows, peak, out):
+def ort_fp32_ms(row, by_key):
+    """ORT's median on the FP32 original at the row's threads and batch (its FP32 row's ORT run)."""
+    fp32 = by_key.get((row["model"], "fp32", row["threads"], row["batch"]))
+    return fp32["ort_ms"] if fp32 else None
+
+
+def coverage_bar(row, by_key):
+    """(met: True / False / None when a figure is missing, the table cell) of the coverage bars:
+    QDQ rows >= 2x ORT on the FP32 original and >= 1.5x ORT on the same file, FP32 rows >= 1x ORT."""
+    if row["variant"] in QUANTIZED_VARIANTS:
+        bars = [("ORT FP32", ort_fp32_ms(row, by_key), QDQ_BAR_FP32), ("ORT same file", row["ort_ms"], QDQ_BAR_SAME)]
+    else:
+        bars = [("ORT FP32", row["ort_ms"], FP32_BAR)]
+    misses, unknown = [], False
+    for label, ort_ms, bar in bars:
+        if ort_ms is None or row["qdqrt_ms"] is None or row["qdqrt_ms"] <= 0:
+            unknown = True
+        elif ort_ms / row["qdqrt_ms"] < bar:
+            misses.append(f"{label} {ort_ms / row['qdqrt_ms']:.2f}x < {bar:g}x")
+    if misses:
+        return False, "not met: " + ", ".join(misses)
+    return (None, "n/a") if unknown else (True, "met")
+
+
+def print_table(rows, peak, out, bars=False):
+    """`bars`: the coverage table, with the bar column (coverage_bar) and without the batch."""
     header = ["model", "variant", "threads", "batch", "qdqrt ms", "ORT ms", "ORT/qdqrt",
               "ORT FP32/qdqrt", "qdqrt GOPS", "% VNNI peak", "load"]
+    if bars:
+        header[header.index("batch")] = "ref layers"
+        header.insert(header.index("load"), "bar")
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     by_key = {(r["model"], r["variant"], r["threads"], r["batch"]): r for r in rows}
     for row in rows:
-        fp32 = by_key.get((row["model"], "fp32", row["threads"], row["batch"]))
         gops = pct = "-"
         if row["qdqrt_ms"] is not None:
             value = 2.0 * row["macs_per_image"] * row["batch"] / (row["qdqrt_ms"] * 1e-3) * 1e-9
@@ -358,10 +402,14 @@ def print_table(rows, peak, out):
                 pct = f"{100.0 * value / (row['threads'] * peak):.1f}%"
         against_fp32 = "-"
         if row["variant"] in QUANTIZED_VARIANTS:
-            against_fp32 = fmt_ratio(fp32["ort_ms"] if fp32 else None, row["qdqrt_ms"])
+            against_fp32 = fmt_ratio(ort_fp32_ms(row, by_key), row["qdqrt_ms"])
         cells = [row["model"], row["variant"].upper(), str(row["threads"]), str(row["batch"]),
                  fmt_ms(row["qdqrt_ms"]), fmt_ms(row["ort_ms"]), fmt_ratio(row["ort_ms"], row["qdqrt_ms"]),
                  against_fp32, gops, pct, f"{row['load']:.1f}"]
+        if bars:
+            reference = row.get("reference_layers")
+            cells[3] = "n/a" if reference is None else str(reference)
+            cells.insert(len(cells) - 1, coverage_bar(row, by_key)[1])
         lines.append("| " + " | ".join(cells) + " |")
     print("\n".join(lines), file=out)
     errors = [(r, side) for r in rows for side in ("qdqrt", "ort") if r[f"{side}_error"]]
@@ -393,7 +441,7 @@ def save_range_engine(args, model, spec, workdir):
     """(the engine file, error): the model's range engine for `spec`'s profile, saved once."""
     engine_file = os.path.join(workdir, os.path.basename(model) + ".range.qdqrt")
     _, error = run_command([args.qdqrt, "exec", f"--onnx={model}", *range_flags(spec), f"--saveEngine={engine_file}",
-                            "--iterations=1", "--warmUp=0", "--duration=0"], RUN_TIMEOUT_S)
+                            "--iterations=1", "--warmUp=0", "--duration=0"], args.timeout)
     return engine_file, error
 
 
@@ -460,6 +508,262 @@ def print_dynamic_table(rows, out):
             print(f"- {kind} ({row['model']} {row['shape']} t{row['threads']}): {error}", file=out)
 
 
+# ----- --coverage ---------------------------------------------------------------------------------
+
+def coverage_models(root):
+    """models/export_coverage.py's models, in its order (its --list: `name ci:SHAPE full:SHAPE`)."""
+    exporter = os.path.join(root, "models", "export_coverage.py")
+    result = subprocess.run([sys.executable, exporter, "--list"], check=True, capture_output=True, text=True)
+    return [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
+
+
+def export_coverage(root, cache, names, timeout):
+    """({model: {variant: path}}, {model: error}): the full-size coverage models, exported once into
+    `cache`, one exporter process per model (regenerated when the exporter changes)."""
+    exporter = os.path.join(root, "models", "export_coverage.py")
+    sources = [exporter] + [os.path.join(root, "models", f) for f in ("fake_quant.py", "export_torchvision.py")]
+    newest_source = max(os.path.getmtime(path) for path in sources)
+    paths, errors = {}, {}
+    for name in names:
+        paths[name] = {variant: os.path.join(cache, f"{name}_{COVERAGE_TIER}_{variant}.onnx")
+                       for variant in ("fp32", "qdq")}
+        if all(os.path.exists(path) and os.path.getmtime(path) >= newest_source for path in paths[name].values()):
+            continue
+        log(f"exporting {name} ({COVERAGE_TIER}) into {cache} ...")
+        started = time.monotonic()
+        _, error = run_command([sys.executable, exporter, "--model", name, "--tier", COVERAGE_TIER,
+                                "--out", cache], timeout)
+        if error:
+            errors[name] = f"export failed: {error}"
+            log(f"  {errors[name]}")
+        else:
+            log(f"  {time.monotonic() - started:.0f} s")
+    return paths, errors
+
+
+def layer_kinds(layer_info):
+    """{layer name: "type kernel"} and the reference-layer count of an --exportLayerInfo JSON."""
+    kinds = {}
+    for layer in layer_info.get("Layers", []):
+        if isinstance(layer, dict) and "Name" in layer:
+            kind = str(layer.get("LayerType", "?"))
+            kernel = layer.get("QdqrtKernel") or layer.get("TacticName")
+            kinds[layer["Name"]] = f"{kind} {kernel}" if kernel and kernel != kind else kind
+    return kinds, layer_info.get("ReferenceLayers")
+
+
+def summarize_profile(profile, kinds=None, top=PROFILE_TOP):
+    """The `top` heaviest layers of an --exportProfile JSON ([{"count": N}, {"name", "timeMs",
+    "averageMs", "medianMs", ...}, ...]): {"iterations", "total_ms", "layers": [{"name", "kind", "ms",
+    "pct"}]}. ms = the layer's median per run (a loaded machine disturbs it least; else its average,
+    else its total / count), pct = its share of the sum over all layers; None when the JSON holds no
+    layer."""
+    if not isinstance(profile, list):
+        return None
+    iterations = next((entry["count"] for entry in profile if isinstance(entry, dict) and "count" in entry), None)
+    layers = []
+    for entry in profile:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or entry["name"] == "Total":
+            continue
+        ms = next((entry[key] for key in ("medianMs", "averageMs") if isinstance(entry.get(key), (int, float))), None)
+        if ms is None:
+            if not isinstance(entry.get("timeMs"), (int, float)) or not iterations:
+                continue
+            ms = entry["timeMs"] / iterations
+        layers.append({"name": entry["name"], "kind": (kinds or {}).get(entry["name"], "?"), "ms": ms})
+    if not layers:
+        return None
+    total = sum(layer["ms"] for layer in layers)
+    for layer in layers:
+        layer["pct"] = 100.0 * layer["ms"] / total if total > 0 else 0.0
+    layers.sort(key=lambda layer: layer["ms"], reverse=True)
+    return {"iterations": iterations, "total_ms": total, "layers": layers[:top]}
+
+
+def short_layer_name(name, width=60):
+    """A fused layer's first node and how many more it holds ("/a/Conv (+2)"), cut to `width`."""
+    parts = name.split(" + ")
+    text = parts[0] + (f" (+{len(parts) - 1})" if len(parts) > 1 else "")
+    return text if len(text) <= width else "..." + text[-(width - 3):]
+
+
+def format_profile(summary):
+    """One line: the heaviest layers as `pct% name [type kernel] ms` (median ms per run)."""
+    return "; ".join(f"{layer['pct']:.0f}% {short_layer_name(layer['name'])} [{layer['kind']}] {layer['ms']:.3f} ms"
+                     for layer in summary["layers"])
+
+
+def profile_qdqrt(args, model, shape_flag, threads, workdir, layer_info_file):
+    """(summary_profile's dict, error) of a short profiled run of `model` (not the timed run)."""
+    profile_file = os.path.join(workdir, "profile.json")
+    if os.path.exists(profile_file):
+        os.remove(profile_file)
+    command = [args.qdqrt, "exec", f"--onnx={model}", f"--threads={threads}", f"--shapes={shape_flag}",
+               f"--warmUp={min(args.warmup, 200):g}", "--duration=0", f"--iterations={args.profile_iterations}",
+               f"--exportProfile={profile_file}"]
+    _, error = run_command(command, args.timeout, qdqrt_env(args))
+    if error:
+        return None, error
+    kinds = {}
+    try:
+        with open(layer_info_file) as handle:
+            kinds, _ = layer_kinds(json.load(handle))
+    except (OSError, ValueError):
+        pass  # the layer types are a help, the profile stands without them
+    try:
+        with open(profile_file) as handle:
+            summary = summarize_profile(json.load(handle), kinds)
+    except (OSError, ValueError) as problem:
+        return None, f"unreadable --exportProfile JSON ({problem})"
+    return (summary, None) if summary else (None, "no layer in the --exportProfile JSON")
+
+
+def run_coverage(args, cache, names, threads_list):
+    """The --coverage rows: per thread count (all models at the first before the next), model and
+    variant, batch 1, qdqrt and ORT on the file; the runs alternate in order between rounds. Rows
+    that miss a bar get a short profiled run (row["profile"])."""
+    paths, export_errors = export_coverage(args.root, cache, names, args.timeout)
+    deadline = time.monotonic() + args.time_limit * 60 if args.time_limit else None
+    inputs, macs, rows = {}, {}, []
+    with tempfile.TemporaryDirectory(prefix="qdqrt_bench_") as workdir:
+        for threads in threads_list:
+            for name in names:
+                if deadline and time.monotonic() > deadline:
+                    error = f"{NOT_RUN} --time-limit of {args.time_limit:g} min reached"
+                    rows += [coverage_row(name, variant, threads, None, None, error) for variant in ("fp32", "qdq")]
+                    continue
+                if name in export_errors:
+                    rows += [coverage_row(name, variant, threads, None, None, export_errors[name])
+                             for variant in ("fp32", "qdq")]
+                    continue
+                try:
+                    for variant in ("fp32", "qdq"):
+                        if (name, variant) not in inputs:
+                            input_name, dims = model_input(paths[name][variant])
+                            inputs[name, variant] = f"{input_name}:" + "x".join(map(str, [1, *dims]))
+                            macs[name, variant] = count_macs(paths[name][variant], args.qdqrt)
+                except (ValueError, OSError, subprocess.CalledProcessError) as problem:
+                    rows += [coverage_row(name, variant, threads, None, None, f"unreadable model: {problem}")
+                             for variant in ("fp32", "qdq")]
+                    continue
+                rows += coverage_group(args, workdir, name, paths[name], threads, inputs, macs)
+    order = {name: index for index, name in enumerate(names)}
+    rows.sort(key=lambda row: (order[row["model"]], row["variant"] != "fp32", row["threads"]))
+    return rows
+
+
+def coverage_row(name, variant, threads, shape_flag, macs, error=None):
+    return {"model": name, "variant": variant, "threads": threads, "batch": 1, "input": shape_flag,
+            "macs_per_image": macs, "qdqrt_ms": None, "qdqrt_error": error, "ort_ms": None, "ort_error": error,
+            "qdqrt_runs": [], "ort_runs": [], "reference_layers": None, "profile": None, "profile_error": None,
+            "load": load_average()}
+
+
+def coverage_group(args, workdir, name, files, threads, inputs, macs):
+    """One model's FP32 and QDQ rows at `threads`: args.rounds rounds of the four runs (qdqrt and
+    ORT on each file), in an order that flips every round; medians over the rounds."""
+    rows = {variant: coverage_row(name, variant, threads, inputs[name, variant], macs[name, variant])
+            for variant in ("fp32", "qdq")}
+    layer_info = {variant: os.path.join(workdir, f"{name}_{variant}_t{threads}.layers.json") for variant in rows}
+    runs = [(side, variant) for variant in ("fp32", "qdq") for side in ("qdqrt", "ort")]
+    load = load_average()
+    for round_index in range(args.rounds):
+        log(f"{name} threads={threads} round {round_index + 1}/{args.rounds} (load {load_average():.1f}) ...")
+        flip = (round_index + threads) % 2 == 1
+        for side, variant in (reversed(runs) if flip else runs):
+            row = rows[variant]
+            if side == "qdqrt":
+                value, error = run_qdqrt(args, files[variant], row["input"], threads, workdir,
+                                         extra_flags=[f"--exportLayerInfo={layer_info[variant]}"])
+            else:
+                value, _, error = run_ort(args, files[variant], row["input"], threads)
+            row[f"{side}_runs"].append(value)
+            if error:
+                row[f"{side}_error"] = error
+            log(f"  {side} {variant.upper()} {error or fmt_ms(value) + ' ms'}")
+    load = (load + load_average()) / 2
+    by_key = {}
+    for variant, row in rows.items():
+        row["qdqrt_ms"] = median_or_none(row["qdqrt_runs"])
+        row["ort_ms"] = median_or_none(row["ort_runs"])
+        row["load"] = load
+        try:
+            with open(layer_info[variant]) as handle:
+                row["reference_layers"] = layer_kinds(json.load(handle))[1]
+        except (OSError, ValueError):
+            pass
+        by_key[name, variant, threads, 1] = row
+    for variant, row in rows.items():
+        if coverage_bar(row, by_key)[0] is False:
+            log(f"  {variant.upper()} misses a bar: profiling ...")
+            row["profile"], row["profile_error"] = profile_qdqrt(args, files[variant], row["input"], threads,
+                                                                 workdir, layer_info[variant])
+    return list(rows.values())
+
+
+def print_profiles(rows, out):
+    """Under the coverage table: for every row that misses a bar, qdqrt's heaviest layers."""
+    by_key = {(r["model"], r["variant"], r["threads"], r["batch"]): r for r in rows}
+    missed = [row for row in rows if coverage_bar(row, by_key)[0] is False]
+    if not missed:
+        return
+    print(f"\nWhere the time goes in the rows that miss a bar (qdqrt exec --exportProfile, a separate short "
+          f"run; the {PROFILE_TOP} heaviest layers: % of the engine's time, the layer's first node (+ nodes fused "
+          f"into it) [layer type and kernel], median ms per run):", file=out)
+    for row in missed:
+        label = f"{row['model']} {row['variant'].upper()} t{row['threads']}"
+        reference = row.get("reference_layers")
+        prefix = f"{reference} reference layer(s); " if reference else ""
+        if row.get("profile"):
+            text = prefix + f"{row['profile']['total_ms']:.2f} ms in layers: " + format_profile(row["profile"])
+        else:
+            text = prefix + f"no profile ({row.get('profile_error') or 'not run'})"
+        print(f"- {label} ({coverage_bar(row, by_key)[1][len('not met: '):]}): {text}", file=out)
+
+
+def load_coverage_rows(path):
+    """(rows, error) of an earlier --coverage --json file."""
+    try:
+        with open(path) as handle:
+            rows = json.load(handle)["rows"]
+    except (OSError, ValueError, KeyError, TypeError) as problem:
+        return None, f"{path}: not a --coverage --json file ({problem!r})"
+    keys = ("model", "variant", "threads", "batch", "qdqrt_ms", "ort_ms", "qdqrt_error", "ort_error", "load")
+    if not isinstance(rows, list) or not all(isinstance(row, dict) and all(k in row for k in keys) for row in rows):
+        return None, f"{path}: not a --coverage --json file (rows need {', '.join(keys)})"
+    return rows, None
+
+
+def merge_coverage(previous, rows, names):
+    """An earlier run's rows, each replaced by the row of the same model, file and threads run now
+    (a row not run now for the --time-limit keeps the earlier one)."""
+    def key(row):
+        return row["model"], row["variant"], row["threads"], row["batch"]
+    new = {key(row): row for row in rows if not (row["qdqrt_error"] or "").startswith(NOT_RUN)}
+    merged = [row for row in previous if key(row) not in new] + list(new.values())
+    merged += [row for row in rows if key(row) not in new and key(row) not in {key(old) for old in previous}]
+    order = {name: index for index, name in enumerate(names)}
+    merged.sort(key=lambda row: (order.get(row["model"], len(order)), row["model"], row["variant"] != "fp32",
+                                 row["threads"]))
+    return merged
+
+
+def git_commit(root):
+    result, error = run_command(["git", "-C", root, "rev-parse", "--short", "HEAD"], 30)
+    return result.stdout.strip() if not error else "unknown"
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
 def parse_list(text, kind=str):
     return [kind(item) for item in text.split(",") if item]
 
@@ -479,9 +783,11 @@ def main():
     parser.add_argument("--batches", help="comma-separated batch sizes (default 1,8; 32 for the large-batch rows)")
     parser.add_argument("--isa", choices=["scalar", "avx2", "avxvnni", "avx512vnni", "amxint8"],
                         help="cap qdqrt's kernels at this ISA (QDQRT_MAX_ISA); default: the best the CPU has")
-    parser.add_argument("--warmup", type=float, help="warm-up per run in ms (default 500)")
-    parser.add_argument("--duration", type=float, help="minimum timed seconds per run (default 3)")
+    parser.add_argument("--warmup", type=float, help="warm-up per run in ms (default 500; --coverage 200)")
+    parser.add_argument("--duration", type=float, help="minimum timed seconds per run (default 3; --coverage 1)")
     parser.add_argument("--iterations", type=int, default=10, help="minimum timed iterations per run")
+    parser.add_argument("--timeout", type=float, help=f"seconds before one qdqrt or ORT run counts as failed "
+                                                      f"(default {RUN_TIMEOUT_S}; --coverage 600)")
     parser.add_argument("--peak-gops", type=float, help="single-core peak GOPS (skips measuring it)")
     parser.add_argument("--qdqrt", help="qdqrt binary (default BUILD/qdqrt)")
     parser.add_argument("--node", default="node")
@@ -491,7 +797,19 @@ def main():
     parser.add_argument("--dynamic", action="store_true",
                         help="the models with symbolic sizes: one range engine per model against engines built for "
                              "each shape and ORT (models " + ",".join(DYNAMIC_MODELS) + ")")
-    parser.add_argument("--rounds", type=int, default=3, help="--dynamic: alternated rounds per row (medians)")
+    parser.add_argument("--rounds", type=int, help="--dynamic, --coverage: alternated rounds per row, the table "
+                                                   "gives medians (default 3; --coverage 1)")
+    parser.add_argument("--coverage", action="store_true",
+                        help="models/export_coverage.py's models at their full size, batch 1: FP32 and QDQ rows "
+                             "against ORT on the same file and on the FP32 original, the bars they meet, and the "
+                             "per-layer profile of each row that misses one")
+    parser.add_argument("--time-limit", type=float,
+                        help="--coverage: minutes after which no further model starts (its rows say so)")
+    parser.add_argument("--profile-iterations", type=int, default=20,
+                        help="--coverage: iterations of the profiled run of a row that misses a bar")
+    parser.add_argument("--merge", metavar="JSON",
+                        help="--coverage: an earlier run's --json file; each row run now replaces its row of the "
+                             "same model, file and threads, the others (and those --time-limit left out) are kept")
     parser.add_argument("--selftest", action="store_true", help="check the parsers and the MAC counter, then exit")
     args = parser.parse_args()
     if args.selftest:
@@ -506,12 +824,17 @@ def main():
     os.makedirs(cache, exist_ok=True)
     threads_list = parse_list(args.threads or ("2" if args.quick else "1,2"), int)
     batches = parse_list(args.batches or ("1" if args.quick else "1,8"), int)
-    args.warmup = args.warmup if args.warmup is not None else (200 if args.quick else 500)
-    args.duration = args.duration if args.duration is not None else (1 if args.quick else 3)
+    short = args.quick or args.coverage
+    args.warmup = args.warmup if args.warmup is not None else (200 if short else 500)
+    args.duration = args.duration if args.duration is not None else (1 if short else 3)
+    args.timeout = args.timeout or (600 if args.coverage else RUN_TIMEOUT_S)
+    args.rounds = args.rounds or (1 if args.coverage else 3)
     variants = parse_list(args.variants)
     if any(v not in VARIANTS for v in variants):
         parser.error(f"--variants: choose from {','.join(VARIANTS)}")
 
+    if args.coverage:
+        return main_coverage(args, parser, cache, threads_list)
     if args.dynamic:
         wanted = parse_list(args.models) if args.models else list(DYNAMIC_MODELS)
         unknown = [name for name in wanted if name not in DYNAMIC_MODELS]
@@ -601,6 +924,54 @@ def main():
     return 0
 
 
+def main_coverage(args, parser, cache, threads_list):
+    available = coverage_models(args.root)
+    wanted = parse_list(args.models) if args.models else available
+    unknown = [name for name in wanted if name not in available]
+    if unknown:
+        parser.error(f"--coverage --models: unknown {','.join(unknown)} (available: {','.join(available)})")
+    previous = None
+    if args.merge:
+        previous, error = load_coverage_rows(args.merge)
+        if error:
+            parser.error(f"--merge: {error}")
+    peak, peak_source = measure_peak(args)
+    if peak is None:
+        log(f"VNNI peak unavailable: {peak_source}")
+    load_start = os.getloadavg()
+    started = datetime.datetime.now(datetime.timezone.utc)
+    rows = run_coverage(args, os.path.join(cache, f"coverage_{COVERAGE_TIER}"), wanted, threads_list)
+    load_end = os.getloadavg()
+    minutes = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds() / 60
+    if args.merge:
+        rows = merge_coverage(previous, rows, available)
+    print(f"qdqrt coverage models ({COVERAGE_TIER} size, batch 1), commit {git_commit(args.root)}, {cpu_name()}, "
+          f"{os.cpu_count()} CPUs, {started:%Y-%m-%d %H:%M} UTC, {minutes:.0f} min; load average "
+          f"{load_start[0]:.1f} at start, {load_end[0]:.1f} at end" +
+          (f" (rows of models not run now: {args.merge})" if args.merge else ""))
+    print(f"per run the median of >= {args.iterations} runs and >= {args.duration:g} s after {args.warmup:g} ms "
+          f"warm-up, the median over {args.rounds} round(s) alternating qdqrt and ORT; ORT = onnxruntime-node, "
+          f"intra-op threads = qdqrt threads; ref layers: layers on qdqrt's reference executor")
+    print(f"bars: QDQ >= {QDQ_BAR_FP32:g}x ORT on the FP32 original and >= {QDQ_BAR_SAME:g}x ORT on the same file; "
+          f"FP32 >= {FP32_BAR:g}x ORT")
+    if peak:
+        print(f"VNNI peak: {peak:.0f} GOPS per core ({peak_source}, vpdpbusd); "
+              f"% VNNI peak = qdqrt GOPS / (threads x peak), QDQ rows only")
+    print()
+    print_table(rows, peak, sys.stdout, bars=True)
+    print_profiles(rows, sys.stdout)
+    by_key = {(r["model"], r["variant"], r["threads"], r["batch"]): r for r in rows}
+    met = [coverage_bar(row, by_key)[0] for row in rows]
+    print(f"\n{met.count(True)} of {len(rows)} rows meet their bar, {met.count(False)} miss it, "
+          f"{met.count(None)} n/a")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"date": started.isoformat(), "commit": git_commit(args.root), "cpu": cpu_name(),
+                       "peak_gops_per_core": peak, "load_start": load_start, "load_end": load_end,
+                       "minutes": minutes, "rows": rows}, handle, indent=1)
+    return 1 if args.strict and any(r["ort_error"] or r["qdqrt_error"] for r in rows) else 0
+
+
 def not_landed_yet(error):
     """A qdqrt failure that only means work in progress: no `exec` command, or an engine part that
     reports itself as missing ("unsupported: ... yet", the convention of tests/tools_exec)."""
@@ -609,7 +980,57 @@ def not_landed_yet(error):
 
 def selftest(root):
     """Checks the result parsers on trtexec-shaped data and the MAC counter on the shipped model."""
+    profile = [{"count": 4}, {"name": "q", "timeMs": 0.4, "averageMs": 0.1, "medianMs": 0.1},
+               {"name": "c + r + q2", "timeMs": 8.0, "averageMs": 2.0, "medianMs": 1.5},
+               "junk", {"name": "Total", "timeMs": 20.0, "averageMs": 5.0, "medianMs": 4.0},
+               {"name": "ref", "timeMs": 12.0, "averageMs": 3.0, "medianMs": 2.4}]
+    layer_info = {"Layers": [{"Name": "c + r + q2", "LayerType": "qconv", "QdqrtKernel": "igemm"},
+                             {"Name": "ref", "LayerType": "reference", "TacticName": "reference"}, {"x": 1}],
+                  "ReferenceLayers": 1}
+    kinds, reference_count = layer_kinds(layer_info)
+    summary = summarize_profile(profile, kinds, top=2)
+
+    def bar_rows(fp32_qdqrt, fp32_ort, qdq_qdqrt, qdq_ort):
+        fp32 = {"model": "m", "variant": "fp32", "threads": 1, "batch": 1, "qdqrt_ms": fp32_qdqrt, "ort_ms": fp32_ort}
+        qdq = dict(fp32, variant="qdq", qdqrt_ms=qdq_qdqrt, ort_ms=qdq_ort)
+        by_key = {("m", "fp32", 1, 1): fp32, ("m", "qdq", 1, 1): qdq}
+        return [coverage_bar(fp32, by_key), coverage_bar(qdq, by_key)]
+
     checks = [
+        (kinds, {"c + r + q2": "qconv igemm", "ref": "reference"}),
+        (reference_count, 1),
+        # medians, Total and non-layer entries left out, heaviest first, % of the sum of medians (4.0 ms)
+        (summary, {"iterations": 4, "total_ms": 4.0,
+                   "layers": [{"name": "ref", "kind": "reference", "ms": 2.4, "pct": 60.0},
+                              {"name": "c + r + q2", "kind": "qconv igemm", "ms": 1.5, "pct": 37.5}]}),
+        (format_profile(summary), "60% ref [reference] 2.400 ms; 38% c (+2) [qconv igemm] 1.500 ms"),
+        # no medians or averages: total / count; a layer missing from the layer info shows "?"
+        (summarize_profile([{"count": 2}, {"name": "a", "timeMs": 3.0}, {"name": "b", "timeMs": 1.0}])["layers"],
+         [{"name": "a", "kind": "?", "ms": 1.5, "pct": 75.0}, {"name": "b", "kind": "?", "ms": 0.5, "pct": 25.0}]),
+        (summarize_profile([{"count": 2}]), None),
+        (summarize_profile({"name": "a"}), None),
+        (short_layer_name("/a/Conv + /a/Relu + /b/QuantizeLinear"), "/a/Conv (+2)"),
+        (short_layer_name("/" + "x" * 70, 20), "..." + "x" * 17),
+        (bar_rows(10.0, 10.0, 2.0, 3.0), [(True, "met"), (True, "met")]),
+        # rows run now replace the earlier ones of the same model, file and threads; rows left out by
+        # --time-limit keep the earlier ones (or stand, when there are none); table order
+        ([(r["model"], r["variant"], r["threads"], r["qdqrt_ms"]) for r in merge_coverage(
+            [coverage_row("b", "qdq", 1, None, None), dict(coverage_row("a", "fp32", 1, None, None), qdqrt_ms=1.0),
+             dict(coverage_row("a", "fp32", 2, None, None), qdqrt_ms=3.0), coverage_row("c", "fp32", 2, None, None)],
+            [dict(coverage_row("a", "fp32", 1, None, None), qdqrt_ms=2.0),
+             coverage_row("a", "fp32", 2, None, None, NOT_RUN + " limit"),
+             coverage_row("d", "qdq", 2, None, None, NOT_RUN + " limit")], ["b", "a", "d"])],
+         [("b", "qdq", 1, None), ("a", "fp32", 1, 2.0), ("a", "fp32", 2, 3.0), ("d", "qdq", 2, None),
+          ("c", "fp32", 2, None)]),
+        (load_coverage_rows(os.path.join(root, "models", "coverage_expectations.json"))[0], None),
+        (load_coverage_rows(os.path.join(root, "no such file.json"))[0], None),
+        (bar_rows(10.0, 9.0, 6.0, 8.0), [(False, "not met: ORT FP32 0.90x < 1x"),
+                                         (False, "not met: ORT FP32 1.50x < 2x, ORT same file 1.33x < 1.5x")]),
+        (bar_rows(10.0, None, 2.0, 4.0), [(None, "n/a"), (None, "n/a")]),
+        (bar_rows(10.0, 10.0, None, 4.0)[1], (None, "n/a")),
+        (bar_rows(10.0, 10.0, 2.0, None)[1], (None, "n/a")),  # one bar met, the other unknown
+        (bar_rows(10.0, 10.0, 6.0, None)[1], (False, "not met: ORT FP32 1.67x < 2x")),
+
         (median_from_times([{"startHostMs": 0, "latencyMs": 3.0}, {"latencyMs": 1.0}, {"latencyMs": 2.0}]), 2.0),
         (median_from_times([{"latencyMs": 4.0}, {"latencyMs": 1.0}]), 2.5),
         (median_from_times([{"computeMs": 5.0}]), 5.0),  # no latencyMs: the compute time
