@@ -189,6 +189,7 @@ class ProgramWriter {
   Compiled finish() {
     fuse_silu();
     fuse_erf_gelu();
+    fuse_hard_swish();
     Compiled compiled;
     compiled.code = code_;
     compiled.channels = per_channel_ ? channels_ : 0;
@@ -230,6 +231,51 @@ class ProgramWriter {
       const int64_t dst = m[1];
       code_.erase(code_.begin() + static_cast<std::ptrdiff_t>(i), code_.begin() + static_cast<std::ptrdiff_t>(i + 8));
       code_.insert(code_.begin() + static_cast<std::ptrdiff_t>(i), {static_cast<int64_t>(PointwiseOp::kSilu), dst, x, 0});
+    }
+  }
+
+  // True when operand `operand` is a scalar constant slot holding exactly `value`.
+  bool is_exact_scalar_slot(int64_t operand, float value) const {
+    const int64_t slot = operand - kernels::kFirstConstantOperand;
+    if (slot < 0 || slot >= static_cast<int64_t>(slots_.size()) || slots_[static_cast<size_t>(slot)].size() != 1) {
+      return false;
+    }
+    return slots_[static_cast<size_t>(slot)][0] == value;
+  }
+
+  // HardSigmoid(x) with alpha 1/6 and beta 0.5 (Mul, Add, Min 1, Max 0) then Mul(x, it) -> one
+  // kHardSwish, the same operations in the same order (x * (1/6) + 0.5, min 1, max 0, times x):
+  // the same values, but inline in the conv epilogues where the interpreter ran five dispatches.
+  // The HardSigmoid's register must be dead after the Mul.
+  void fuse_hard_swish() {
+    auto is = [&](size_t at, PointwiseOp op) { return code_[at] == static_cast<int64_t>(op); };
+    for (size_t i = 0; i + 20 <= code_.size(); i += 4) {
+      const int64_t* scale = &code_[i];
+      const int64_t* shift = &code_[i + 4];
+      const int64_t* upper = &code_[i + 8];
+      const int64_t* lower = &code_[i + 12];
+      const int64_t* product = &code_[i + 16];
+      const int64_t x = scale[2], gate = scale[1];
+      if (!is(i, PointwiseOp::kMul) || x >= kernels::kPointwiseRegisters || gate == x ||
+          !is_exact_scalar_slot(scale[3], 1.0f / 6.0f)) {
+        continue;
+      }
+      auto step = [&](const int64_t* in, size_t at, PointwiseOp op, float value) {
+        return is(at, op) && in[1] == gate && in[2] == gate && is_exact_scalar_slot(in[3], value);
+      };
+      if (!step(shift, i + 4, PointwiseOp::kAdd, 0.5f) || !step(upper, i + 8, PointwiseOp::kMin, 1.0f) ||
+          !step(lower, i + 12, PointwiseOp::kMax, 0.0f)) {
+        continue;
+      }
+      if (!is(i + 16, PointwiseOp::kMul) ||
+          !((product[2] == x && product[3] == gate) || (product[2] == gate && product[3] == x))) {
+        continue;
+      }
+      const int64_t dst = product[1];
+      if ((dst != gate && read_later(gate, i + 20)) || (gate == 0 && dst != 0)) continue;  // r0 ends as the result
+      code_.erase(code_.begin() + static_cast<std::ptrdiff_t>(i), code_.begin() + static_cast<std::ptrdiff_t>(i + 20));
+      code_.insert(code_.begin() + static_cast<std::ptrdiff_t>(i),
+                   {static_cast<int64_t>(PointwiseOp::kHardSwish), dst, x, 0});
     }
   }
 

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <vector>
 
 #include "conv_tester.h"
@@ -177,6 +179,42 @@ TEST(PointwiseProgramMath, CloseToCmath) {
       worst = std::max(worst, std::abs(got - exact) / std::max(1.0, std::abs(exact)));
     }
     EXPECT_LE(worst, c.tolerance) << pointwise_op_name(c.op);
+  }
+}
+
+// The optimizer turns HardSigmoid(alpha 1/6, beta 0.5) then Mul by x into kHardSwish: the two
+// programs must give the same bits for every value (ties, clamps at -3 and 3, large, zeros, inf).
+TEST(PointwiseProgramMath, HardSwishIsBitEqualToItsHardSigmoidMulForm) {
+  const float constants[] = {1.0f / 6.0f, 0.5f, 1.0f, 0.0f};
+  PointwiseProgram decomposed;
+  const PointwiseInstruction code[] = {{PointwiseOp::kMul, 1, 0, kFirstConstantOperand},
+                                       {PointwiseOp::kAdd, 1, 1, kFirstConstantOperand + 1},
+                                       {PointwiseOp::kMin, 1, 1, kFirstConstantOperand + 2},
+                                       {PointwiseOp::kMax, 1, 1, kFirstConstantOperand + 3},
+                                       {PointwiseOp::kMul, 0, 0, 1}};
+  std::copy(std::begin(code), std::end(code), decomposed.code.begin());
+  decomposed.size = 5;
+  decomposed.constant_slots = 4;
+  decomposed.constants = constants;
+  ASSERT_EQ(validate_pointwise_program(decomposed), "");
+  PointwiseProgram fused;
+  fused.size = 1;
+  fused.code[0] = {PointwiseOp::kHardSwish, 0, 0, 0};
+  std::vector<float> values = {0.0f, -0.0f, 3.0f, -3.0f, 1e30f, -1e30f, INFINITY, -INFINITY, 1e-40f};
+  values.push_back(std::nextafter(3.0f, 0.0f));
+  values.push_back(std::nextafter(-3.0f, 0.0f));
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> wide(-8.0f, 8.0f);
+  for (int i = 0; i < 200000; ++i) values.push_back(wide(rng));
+  for (uint32_t bits = 0x40000000u; bits < 0x40500000u; bits += 7) {  // every 7th float in [2, 3.25)
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    values.push_back(x);
+    values.push_back(-x);
+  }
+  for (float x : values) {
+    const float a = run_pointwise_scalar(decomposed, x, 0), b = run_pointwise_scalar(fused, x, 0);
+    ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << x << ": " << a << " vs " << b;
   }
 }
 

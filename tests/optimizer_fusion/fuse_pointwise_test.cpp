@@ -99,6 +99,15 @@ TEST(FusePointwise, ChainsOfEveryKindMatchTheOriginal) {
       {"f = Gelu(c)\n", "gelu", false},
       {"f = Clip(c, zero, six)\n", "", true},  // the conv fusion takes it as its activation
       {"h = HardSigmoid <alpha = 0.25, beta = 0.4> (c)\nf = Mul(c, h)\n", "mul,add,min,max,mul", true},
+      // HardSigmoid with alpha 1/6 and beta 0.5 times x is HardSwish (either Mul order)...
+      {"h = HardSigmoid <alpha = 0.16666667, beta = 0.5> (c)\nf = Mul(c, h)\n", "hardswish", true},
+      {"h = HardSigmoid <alpha = 0.16666667, beta = 0.5> (c)\nf = Mul(h, c)\n", "hardswish", false},
+      // ...but not with another beta, another factor, or while the HardSigmoid is read again.
+      {"h = HardSigmoid <alpha = 0.16666667, beta = 0.4> (c)\nf = Mul(c, h)\n", "mul,add,min,max,mul", false},
+      {"a = Mul(c, scale8)\nh = HardSigmoid <alpha = 0.16666667, beta = 0.5> (c)\nf = Mul(a, h)\n",
+       "mul,mul,add,min,max,mul", false},
+      {"h = HardSigmoid <alpha = 0.16666667, beta = 0.5> (c)\nm = Mul(c, h)\nf = Add(m, h)\n",
+       "mul,add,min,max,mul,add", false},
       {"a = Mul(c, scale8)\nt = Tanh(a)\nf = Add(t, shift8)\n", "mul,tanh,add", false},
       {"l = LeakyRelu <alpha = 0.1> (c)\nf = Sub(one, l)\n", "sub", true},  // LeakyRelu: the activation
       {"s = Sigmoid(c)\nl = LeakyRelu <alpha = 0.1> (s)\nf = Clip(l, zero, six)\n", "sigmoid,leakyrelu,max,min", true},
