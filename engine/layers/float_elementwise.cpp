@@ -5,6 +5,9 @@
 //                   is what follows the output's batch axis: with the batch on dim k (attention's
 //                   [L, N, E]), the images are the dims up to k at this run's batch, and an
 //                   operand that is not batched must be the same for all of them.
+//                   Channels-last when the first input is stored NHWC and the other has its
+//                   rank-4 shape, or for a squeeze-excite gate [N, C, 1, 1] or a constant of one
+//                   value or one per channel (written as [1, 1, 1, C], the memory order).
 //   fp32_unary      Relu, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Gelu (erf), Exp,
 //                   Abs, Neg, Sqrt, Erf; keeps the input's layout.
 //   fp32_softmax    Softmax over the last axis (opset >= 13), or over dims[axis:] (opset < 13).
