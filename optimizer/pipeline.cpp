@@ -51,7 +51,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
                              "fuse_qdq_split", "fuse_qdq_concat", "fuse_qdq_lookup", "fuse_qdq_clamp", "fuse_pointwise",
                              "fuse_channel_gate", "fuse_quantized_silu", "fuse_layer_norm", "fuse_softmax",
                              "fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums",
-                             "fuse_float_depthwise_chain"}) {
+                             "fuse_float_depthwise_chain", "fuse_float_gelu"}) {
     passes.push_back(std::make_unique<FusionPass>(fusion));
   }
   return passes;
@@ -59,7 +59,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
 
 // The float pipeline (OptimizeOptions::float_only): fake quantization removed, BN folded into
 // float weights; of the fusions only the float ones: LayerNorm, the conv epilogues, channel gates,
-// pool row sums and depthwise chains.
+// pool row sums, depthwise chains and GELU.
 std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(make_remove_identities_pass());
@@ -74,7 +74,7 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(std::make_unique<FusionPass>("fuse_layer_norm"));  // float in, float out
   for (const char* fusion : {"fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums",
-                             "fuse_float_depthwise_chain"}) {
+                             "fuse_float_depthwise_chain", "fuse_float_gelu"}) {
     passes.push_back(std::make_unique<FusionPass>(fusion));
   }
   return passes;

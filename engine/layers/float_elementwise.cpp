@@ -5,6 +5,9 @@
 //                   is what follows the output's batch axis: with the batch on dim k (attention's
 //                   [L, N, E]), the images are the dims up to k at this run's batch, and an
 //                   operand that is not batched must be the same for all of them.
+//                   Channels-last when the first input is stored NHWC and the other has its
+//                   rank-4 shape, or for a squeeze-excite gate [N, C, 1, 1] or a constant of one
+//                   value or one per channel (written as [1, 1, 1, C], the memory order).
 //   fp32_unary      Relu, Clip, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Gelu (erf), Exp,
 //                   Abs, Neg, Sqrt, Erf; keeps the input's layout.
 //   fp32_softmax    Softmax over the last axis (opset >= 13), or over dims[axis:] (opset < 13).
@@ -132,8 +135,9 @@ Result<std::unique_ptr<Layer>> bind_binary(const BindContext& context) {
   const PlanLayer& layer = context.layer();
   QDQRT_ASSIGN_OR_RETURN(int64_t op_value, params::kBinaryOp.read(context));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
-  // Channels-last: two runtime inputs, each of the output's shape or [N, C, 1, 1] (a squeeze-excite
-  // gate: the same bytes in either layout); the broadcast plan works on the memory order NHWC.
+  // Channels-last: runtime inputs of the output's shape or [N, C, 1, 1] (a squeeze-excite gate: the
+  // same bytes in either layout), constants [1, 1, 1, C or 1] (already in memory order); the
+  // broadcast plan works on the memory order NHWC.
   const Layout layout = y->layout;
   QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, layout == Layout::kNhwc ? 4 : -1, layout));
   if (layout == Layout::kNhwc && !batch_leads(*y)) return context.error("a channels-last output has the batch off dim 0");
@@ -152,8 +156,14 @@ Result<std::unique_ptr<Layer>> bind_binary(const BindContext& context) {
     const std::string_view name = params::kOperands[side];
     QDQRT_ASSIGN_OR_RETURN(bool is_constant, params::kOperandIsConstant.read(context, name));
     if (is_constant) {
-      if (layout == Layout::kNhwc) return context.error("a channels-last elementwise layer takes no constant");
       QDQRT_ASSIGN_OR_RETURN(shapes[side], params::kOperandShape.read_any(context, name));
+      // Channels-last: one value or one per channel, along the stored last axis.
+      if (layout == Layout::kNhwc &&
+          (shapes[side].size() != 4 || shapes[side][0] != 1 || shapes[side][1] != 1 || shapes[side][2] != 1 ||
+           (shapes[side][3] != 1 && shapes[side][3] != y->shape[1]))) {
+        return context.error(fmt::format("channels-last constant {} {} is neither [1, 1, 1, {}] nor one value", name,
+                                         shape_to_string(shapes[side]), y->shape[1]));
+      }
       const int64_t count = safe_numel(shapes[side]);
       if (count < 0) return context.error(fmt::format("constant {} has a bad shape", name));
       QDQRT_ASSIGN_OR_RETURN(operands[side].constant, params::kOperandValue.read(context, count, name));
@@ -217,9 +227,30 @@ std::optional<size_t> channel_gate_side(const Node& node, const BuildContext& co
   return std::nullopt;
 }
 
+// Which input (0 or 1) is a float constant of one value or one per channel of the other, a
+// runtime tensor of the rank-4 output's shape ([C, 1, 1] or [1, C, 1, 1]: ConvNeXt's layer
+// scale); nullopt for other inputs.
+std::optional<size_t> channel_constant_side(const Node& node, const BuildContext& context) {
+  if (node.inputs.size() != 2 || !node.has_input(0) || !node.has_input(1) || node.outputs.size() != 1) return std::nullopt;
+  for (size_t side = 0; side < 2; ++side) {
+    const Tensor* constant = context.constant(node.input(side));
+    if (constant == nullptr || constant->dtype() != DataType::kFloat || context.constant(node.input(1 - side))) continue;
+    auto x = context.shape_of(node.input(1 - side)), y = context.shape_of(node.outputs[0]);
+    if (!x.ok() || !y.ok() || x->size() != 4 || *x != *y || constant->rank() > 4) return std::nullopt;
+    if (constant->numel() == 1) return side;
+    // Left-padded to rank 4, every dim but the channel's is 1.
+    Shape padded(4 - static_cast<size_t>(constant->rank()), 1);
+    padded.insert(padded.end(), constant->shape().begin(), constant->shape().end());
+    if (padded[0] == 1 && padded[1] == (*y)[1] && padded[2] == 1 && padded[3] == 1) return side;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 bool accepts_same_shape_binary(const Node& node, const BuildContext& context) {
   return all_float(node, context) && binary_op(node.op_type).has_value() &&
-         (same_shape_rank4(node, context) || channel_gate_side(node, context).has_value());
+         (same_shape_rank4(node, context) || channel_gate_side(node, context).has_value() ||
+          channel_constant_side(node, context).has_value());
 }
 
 Status lower_binary(const Node& node, BuildContext& context) {
@@ -260,6 +291,25 @@ Status lower_binary(const Node& node, BuildContext& context) {
         context.add_layer(std::move(layer));
         return Status::ok();
       }
+    }
+  }
+  // x stored channels-last with a constant of one value or one per channel: channels-last too, the
+  // constant laid along the stored last axis ([1, 1, 1, C]).
+  if (auto constant_side = channel_constant_side(node, context)) {
+    const size_t x_side = 1 - *constant_side;
+    QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input_as_stored(node.input(x_side)));
+    if (context.tensor(x).layout == Layout::kNhwc && batch_leads(context.tensor(x))) {
+      const Tensor& constant = *constants[*constant_side];
+      const std::string_view name = params::kOperands[*constant_side];
+      params::kOperandIsConstant.write(layer, true, name);
+      params::kOperandShape.write(layer, Shape{1, 1, 1, constant.numel()}, name);
+      params::kOperandValue.write_bytes(layer, constant.raw_data(), constant.nbytes(), name);
+      params::kOperandIsConstant.write(layer, false, params::kOperands[x_side]);
+      layer.inputs = {x};
+      QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kNhwc));
+      layer.outputs = {output};
+      context.add_layer(std::move(layer));
+      return Status::ok();
     }
   }
   for (int side = 0; side < 2; ++side) {

@@ -2,7 +2,10 @@
 // but they copy bytes):
 //   plain_copy       Reshape, Flatten, Squeeze, Unsqueeze: the same bytes under a new
 //                    shape. The batch may be on any dim of either (any_batch_layout): both
-//                    batched or neither. Items: 256 KiB chunks.
+//                    batched or neither. Also a rank-4 Transpose between NCHW and NHWC with
+//                    one side stored channels-last (the other plain, the batch first):
+//                    perm (0, 2, 3, 1) of a channels-last input, or perm (0, 3, 1, 2) to a
+//                    channels-last output when its readers prefer it. Items: 256 KiB chunks.
 //   plain_concat     Concat of runtime tensors along a non-batch axis. Items: outer rows. A
 //                    rank-4 concat of channels (axis 1) runs channels-last when that moves
 //                    fewer bytes through reorders than running plain (its inputs stored NHWC by
@@ -74,6 +77,22 @@ class CopyLayer final : public Layer {
 Result<std::unique_ptr<Layer>> bind_copy(const BindContext& context) {
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  // One side channels-last (a Transpose between NCHW and NHWC): the other is plain and its shape
+  // is the channels-last side's as stored, the batch on dim 0 of both.
+  if (x->layout == Layout::kNhwc || y->layout == Layout::kNhwc) {
+    const PlanTensor& nhwc = x->layout == Layout::kNhwc ? *x : *y;
+    const PlanTensor& plain = x->layout == Layout::kNhwc ? *y : *x;
+    QDQRT_RETURN_IF_ERROR(check_tensor(context, plain, &plain == x ? "input" : "output"));
+    const Shape& c = nhwc.shape;
+    if (c.size() != 4 || plain.shape != Shape{c[0], c[2], c[3], c[1]} || !batch_leads(nhwc) || !batch_leads(plain) ||
+        x->dtype != y->dtype || x->batched != y->batched) {
+      return context.error(fmt::format("NHWC {} {} and plain {} {} are not the same bytes", dtype_name(nhwc.dtype),
+                                       shape_to_string(nhwc.shape), dtype_name(plain.dtype), shape_to_string(plain.shape)));
+    }
+    QDQRT_RETURN_IF_ERROR(check_tensor(context, nhwc, &nhwc == x ? "input" : "output", Layout::kNhwc));
+    return std::unique_ptr<Layer>(
+        std::make_unique<CopyLayer>(context.layer().inputs[0], context.layer().outputs[0], dtype_size(x->dtype)));
+  }
   QDQRT_RETURN_IF_ERROR(check_tensor(context, *x, "input"));
   QDQRT_RETURN_IF_ERROR(check_tensor(context, *y, "output"));
   if (x->dtype != y->dtype || safe_numel(x->shape) != safe_numel(y->shape) || x->batched != y->batched) {
@@ -330,6 +349,19 @@ Result<std::unique_ptr<Layer>> bind_transpose(const BindContext& context) {
                                                                  x->batched));
 }
 
+// A Transpose whose output in `output_layout` holds the same bytes as `input` as stored.
+Status add_layout_copy(const Node& node, BuildContext& context, int32_t input, Layout output_layout) {
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], output_layout));
+  if (context.tensor(output).batched != context.tensor(input).batched) {
+    return internal_error("{}: input and output disagree on batching", node.describe());
+  }
+  PlanLayer layer = make_layer(node, kCopyKind, "x8-copy");
+  layer.inputs = {input};
+  layer.outputs = {output};
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
 Status lower_transpose(const Node& node, BuildContext& context) {
   const auto& attributes = node.attrs<TransposeAttributes>();
   QDQRT_ASSIGN_OR_RETURN(Shape x_shape, context.shape_of(node.input(0)));
@@ -342,6 +374,18 @@ Status lower_transpose(const Node& node, BuildContext& context) {
   if (rank < 1 || rank > 4 || static_cast<int64_t>(perm.size()) != rank || context.constant(node.input(0)) != nullptr ||
       !is_copyable_element_size(element)) {
     return lower_with_reference(node, context);
+  }
+  // NCHW <-> NHWC permutes of a batch-first rank-4 tensor (ConvNeXt's around its LayerNorms and
+  // Linears) where one side is stored channels-last: its bytes are already the other side's, so
+  // the layer is a copy, and no reorder runs before or after it.
+  if (rank == 4 && perm == std::vector<int64_t>{0, 2, 3, 1}) {
+    QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(0)));
+    if (context.tensor(stored).layout == Layout::kNhwc && batch_leads(context.tensor(stored))) {
+      return add_layout_copy(node, context, stored, Layout::kPlain);
+    }
+  } else if (rank == 4 && perm == std::vector<int64_t>{0, 3, 1, 2} && context.consumers_prefer_nhwc(node.outputs[0])) {
+    QDQRT_ASSIGN_OR_RETURN(int32_t plain, context.input(node.input(0), Layout::kPlain));
+    if (batch_leads(context.tensor(plain))) return add_layout_copy(node, context, plain, Layout::kNhwc);
   }
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
   if (context.tensor(input).batched && perm[0] != 0) return lower_with_reference(node, context);

@@ -27,9 +27,8 @@ bool is_scalar_constant(const Graph& graph, const std::string& value, double exp
          std::abs(constant->data<float>()[0] - expected) <= 1e-5 * std::abs(expected);
 }
 
-// The erf form of GELU starting at `first` (reading x): Div(x, sqrt 2) or Mul(x, 1/sqrt 2) ->
-// Erf -> Add(1) -> then Mul(x, .) -> Mul(0.5), or Mul(0.5) -> Mul(x, .). Each intermediate
-// value single-use. Returns the nodes in order, or empty.
+}  // namespace
+
 std::vector<int> match_erf_gelu(const Graph& graph, const ValueIndex& index, int first) {
   const Node& scale = graph.nodes[static_cast<size_t>(first)];
   const std::string& x = scale.input(0);
@@ -61,8 +60,6 @@ std::vector<int> match_erf_gelu(const Graph& graph, const ValueIndex& index, int
   if (!x_then_half && !half_then_x) return {};
   return nodes;
 }
-
-}  // namespace
 
 SelectResult select_qdq_lookup(const Graph& graph, const ValueIndex& index, int node_index) {
   const Node& node = graph.nodes[static_cast<size_t>(node_index)];

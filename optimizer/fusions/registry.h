@@ -36,6 +36,10 @@ Status apply_qdq_concat(Graph& graph, const QdqSelection& selection, PassContext
 // lookup.cpp: DQ -> Sigmoid/Tanh/HardSwish/HardSigmoid/Gelu -> Q, Sigmoid -> Mul(x) as SiLU and
 // the erf form of GELU that opset < 20 exports write, x * 0.5 * (1 + Erf(x / sqrt(2))), become a
 // table-driven QLookup.
+// The erf form of GELU starting at `first` (reading x): Div(x, sqrt 2) or Mul(x, 1/sqrt 2) ->
+// Erf -> Add(1) -> then Mul(x, .) -> Mul(0.5), or Mul(0.5) -> Mul(x, .). Each intermediate
+// value single-use. Returns the nodes in order, or empty.
+std::vector<int> match_erf_gelu(const Graph& graph, const ValueIndex& index, int first);
 SelectResult select_qdq_lookup(const Graph& graph, const ValueIndex& index, int node);
 Status apply_qdq_lookup(Graph& graph, const QdqSelection& selection, PassContext& context);
 
@@ -80,6 +84,11 @@ Status apply_float_pool_row_sums(Graph& graph, const QdqSelection& selection, Pa
 SelectResult select_float_depthwise_chain(const Graph& graph, const ValueIndex& index, int node,
                                           const PassContext& context);
 Status apply_float_depthwise_chain(Graph& graph, const QdqSelection& selection, PassContext& context);
+
+// float_gelu.cpp: the erf form of GELU on a float value (x * 0.5 * (1 + Erf(x / sqrt 2)), five
+// nodes) becomes one ONNX Gelu, which the engine runs as one fp32 pass.
+SelectResult select_float_gelu(const Graph& graph, const ValueIndex& index, int node);
+Status apply_float_gelu(Graph& graph, const QdqSelection& selection, PassContext& context);
 
 SelectResult select_layer_norm(const Graph& graph, const ValueIndex& index, int node);
 Status apply_layer_norm(Graph& graph, const QdqSelection& selection, PassContext& context);

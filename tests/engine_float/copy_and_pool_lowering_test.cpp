@@ -20,6 +20,8 @@
 #include <filesystem>
 #include <limits>
 #include <random>
+#include <set>
+#include <functional>
 
 #include "engine/engine.h"
 #include "tests/engine_float/float_cases.h"
@@ -412,6 +414,101 @@ TEST(SliceEngine, ChannelSplitBetweenConvolutionsStaysChannelsLast) {
     EXPECT_NE(reordered, "b") << layer.name;
   }
   expect_matches_reference(built, 1e-4);
+}
+
+// ConvNeXt's permutes around its channels-last ops: Transpose (0, 2, 3, 1) of a conv's NHWC output
+// and Transpose (0, 3, 1, 2) read by a conv are copies of the bytes as stored (no reorder on
+// either side); a damaged copy (shapes that are not the same bytes, a layout flipped) is refused
+// at bind. A Transpose (0, 3, 1, 2) whose reader is not channels-last stays a transpose.
+TEST(TransposeEngine, PermutesBetweenChannelsLastConvolutionsAreCopies) {
+  const std::string text = model(
+      13, "g (float[N,4,6,5] x) => (float y, float z)",
+      {weights("w1", {8, 4, 1, 1}), weights("w2", {8, 8, 3, 3}, -1.0f, 1.0f, 8), weights("fc", {8, 8}, -1.0f, 1.0f, 9)},
+      "c = Conv(x, w1)\nt = Transpose<perm=[0,2,3,1]>(c)\nm = MatMul(t, fc)\nr = Relu(m)\n"
+      "u = Transpose<perm=[0,3,1,2]>(r)\ny = Conv<pads=[1,1,1,1]>(u, w2)\nz = Transpose<perm=[0,3,1,2]>(m)");
+  Built built = build(text, engine::Precision::kFp32);
+  ASSERT_TRUE(built.engine);
+  const engine::EnginePlan& plan = built.engine->plan();
+  EXPECT_EQ(count_kind(plan, "plain_copy"), 2);
+  EXPECT_EQ(count_kind(plan, "plain_transpose"), 1);  // z: a graph output, read plain
+  // Reorders only at the graph's edges (x in, y out), none around the permutes.
+  for (const engine::PlanLayer& layer : plan.layers) {
+    if (layer.kind != "reorder") continue;
+    const std::string& reordered = plan.tensors[static_cast<size_t>(layer.inputs[0])].name;
+    EXPECT_TRUE(reordered == "x" || reordered.rfind("y", 0) == 0) << layer.name << " reorders " << reordered;
+  }
+  std::set<std::string> copies;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const engine::PlanLayer& layer = plan.layers[i];
+    if (layer.kind != "plain_copy") continue;
+    const engine::PlanTensor& in = plan.tensors[static_cast<size_t>(layer.inputs[0])];
+    const engine::PlanTensor& out = plan.tensors[static_cast<size_t>(layer.outputs[0])];
+    copies.insert(in.name);
+    EXPECT_NE(in.layout, out.layout) << layer.name;
+    auto refused = [&](const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& damage, const std::string& what) {
+      engine::EnginePlan damaged = plan;
+      damage(damaged, damaged.layers[i]);
+      auto bound = harness_bind(damaged, i);
+      EXPECT_FALSE(bound.ok()) << layer.name << ": " << what << " accepted";
+      if (!bound.ok()) EXPECT_NE(bound.status().message().find(layer.name), std::string::npos) << bound.status().message();
+    };
+    ASSERT_TRUE(harness_bind(plan, i).ok()) << layer.name;
+    refused([](engine::EnginePlan& p, engine::PlanLayer& l) {
+      engine::PlanTensor& nhwc = p.tensors[static_cast<size_t>(l.inputs[0])].layout == engine::Layout::kNhwc
+                                     ? p.tensors[static_cast<size_t>(l.inputs[0])]
+                                     : p.tensors[static_cast<size_t>(l.outputs[0])];
+      std::swap(nhwc.shape[2], nhwc.shape[3]);
+    }, "an NHWC side of other dims");
+    refused([](engine::EnginePlan& p, engine::PlanLayer& l) {
+      engine::PlanTensor& in = p.tensors[static_cast<size_t>(l.inputs[0])];
+      engine::PlanTensor& out = p.tensors[static_cast<size_t>(l.outputs[0])];
+      std::swap(in.layout, out.layout);
+    }, "layouts swapped");
+  }
+  EXPECT_EQ(copies, (std::set<std::string>{"c", "r"}));
+  expect_matches_reference(built, 1e-5);
+}
+
+// ConvNeXt's layer scale and residual between channels-last convolutions: Mul by a constant of one
+// value per channel ([C, 1, 1] or [1, C, 1, 1]) or a scalar runs channels-last on the conv's NHWC
+// output (the constant along the stored last axis), with no reorder; a constant that broadcasts
+// along another axis ([5]: W) runs plain. Bind refuses a channels-last constant not laid out as
+// [1, 1, 1, C].
+TEST(ChannelsLastEngine, PerChannelConstantsRunOnTheStoredLayout) {
+  const std::string text = model(
+      13, "g (float[N,8,6,5] x) => (float y, float z)",
+      {weights("w1", {8, 8, 1, 1}), weights("w2", {8, 8, 3, 3}, -1.0f, 1.0f, 8), weights("gamma", {8, 1, 1}, 0.5f, 2.0f, 9),
+       weights("gamma4", {1, 8, 1, 1}, 0.5f, 2.0f, 10), "float[1] two = {2.0}", weights("wide", {5}, 0.5f, 2.0f, 11)},
+      "c = Conv(x, w1)\nm = Mul(c, gamma)\nh = Add(gamma4, m)\ns = Mul(two, h)\nr = Add(s, x)\n"
+      "y = Conv<pads=[1,1,1,1]>(r, w2)\nd = Conv(x, w1)\nz = Mul(d, wide)");
+  Built built = build(text, engine::Precision::kFp32);
+  ASSERT_TRUE(built.engine);
+  const engine::EnginePlan& plan = built.engine->plan();
+  std::set<std::string> nhwc_outputs, plain_outputs;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const engine::PlanLayer& layer = plan.layers[i];
+    if (layer.kind == "reorder") {
+      const std::string& reordered = plan.tensors[static_cast<size_t>(layer.inputs[0])].name;
+      EXPECT_TRUE(reordered == "x" || reordered.rfind("y", 0) == 0 || reordered == "d")
+          << layer.name << " reorders " << reordered;
+    }
+    if (layer.kind != "fp32_binary") continue;
+    const engine::PlanTensor& out = plan.tensors[static_cast<size_t>(layer.outputs[0])];
+    (out.layout == engine::Layout::kNhwc ? nhwc_outputs : plain_outputs).insert(out.name);
+    ASSERT_TRUE(harness_bind(plan, i).ok()) << layer.name;
+    if (out.layout != engine::Layout::kNhwc || layer.inputs.size() != 1) continue;
+    for (const char* side : {"a", "b"}) {
+      if (!layer.params.has(fmt::format("{}_shape", side))) continue;
+      engine::EnginePlan damaged = plan;
+      damaged.layers[i].params.set(fmt::format("{}_shape", side), std::vector<int64_t>{1, 8, 1, 1});
+      auto bound = harness_bind(damaged, i);
+      EXPECT_FALSE(bound.ok()) << layer.name << ": a constant [1, 8, 1, 1] accepted";
+      if (!bound.ok()) EXPECT_NE(bound.status().message().find(layer.name), std::string::npos) << bound.status().message();
+    }
+  }
+  EXPECT_EQ(nhwc_outputs, (std::set<std::string>{"m", "h", "s", "r"}));
+  EXPECT_EQ(plain_outputs, std::set<std::string>{"z"});
+  expect_matches_reference(built, 1e-5);
 }
 
 // Random slices (channels, rows, columns, steps) between two 1x1 convolutions: channels-last in

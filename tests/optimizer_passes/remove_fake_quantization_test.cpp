@@ -72,7 +72,8 @@ TEST(RemoveFakeQuantization, NotInTheInt8Pipeline) {
                                                   "remove_fake_quantization", "split_sliced_projection",
                                                   "fold_batchnorm", "fuse_layer_norm",
                                                   "fuse_float_conv_epilogue", "fuse_float_conv_gate",
-                                                  "fuse_float_pool_row_sums", "fuse_float_depthwise_chain"}));
+                                                  "fuse_float_pool_row_sums", "fuse_float_depthwise_chain",
+                                                  "fuse_float_gelu"}));
   Graph graph = parse_graph(qdq_conv_bn("rq = QuantizeLinear(r, ys, yzp)\n y = DequantizeLinear(rq, ys, yzp)"));
   Graph int8_graph = run_passes(graph, {});
   EXPECT_GT(count_ops(int8_graph, "QConv"), 0);
