@@ -214,11 +214,11 @@ class PoolLayer final : public Layer {
         const float* in_row = in + ih * g_.width;
         for (int64_t kw = 0; kw < g_.kernel[1]; ++kw) {
           const int64_t offset = kw * g_.dilations[1] - g_.pads_begin[1];
-          const int64_t stride = g_.strides[1];
-          const int64_t ow_begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
-          int64_t ow_end = g_.width - 1 - offset < 0 ? 0 : (g_.width - 1 - offset) / stride + 1;
-          ow_end = std::min(ow_end, g_.out_width);
-          if (ow_end > ow_begin) max_taps(out_row + ow_begin, in_row + offset + ow_begin * stride, ow_end - ow_begin, stride);
+          int64_t ow_begin = 0, ow_end = 0;
+          valid_columns(offset, &ow_begin, &ow_end);
+          if (ow_end > ow_begin) {
+            max_taps(out_row + ow_begin, in_row + offset + ow_begin * g_.strides[1], ow_end - ow_begin, g_.strides[1]);
+          }
         }
       }
     }
