@@ -16,6 +16,7 @@
 #include "optimizer/passes/lower_reduce_l2.h"
 #include "optimizer/passes/lower_spatial_mean.h"
 #include "optimizer/passes/propagate_qdq.h"
+#include "optimizer/passes/prune_dead_conv_taps.h"
 #include "optimizer/passes/quantize_concat_inputs.h"
 #include "optimizer/passes/remove_fake_quantization.h"
 #include "optimizer/passes/remove_identities.h"
@@ -41,6 +42,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_lower_spatial_mean_pass());
   passes.push_back(make_split_sliced_projection_pass());
   passes.push_back(make_fold_batchnorm_pass());
+  passes.push_back(make_prune_dead_conv_taps_pass());
   passes.push_back(make_propagate_qdq_pass());
   passes.push_back(make_quantize_concat_inputs_pass());
   passes.push_back(make_remove_redundant_qdq_pass());
@@ -58,7 +60,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
 }
 
 // The float pipeline (OptimizeOptions::float_only): fake quantization removed, BN folded into
-// float weights; of the fusions only the float ones: LayerNorm, the conv epilogues, channel gates,
+// float weights, taps that read only padding dropped; of the fusions only the float ones: LayerNorm, the conv epilogues, channel gates,
 // pool row sums, depthwise chains and GELU.
 std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   std::vector<std::unique_ptr<Pass>> passes;
@@ -72,6 +74,7 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_remove_fake_quantization_pass());
   passes.push_back(make_split_sliced_projection_pass());  // after it: fake-quantized weights are constants
   passes.push_back(make_fold_batchnorm_pass());
+  passes.push_back(make_prune_dead_conv_taps_pass());
   passes.push_back(std::make_unique<FusionPass>("fuse_layer_norm"));  // float in, float out
   for (const char* fusion : {"fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums",
                              "fuse_float_depthwise_chain", "fuse_float_gelu"}) {

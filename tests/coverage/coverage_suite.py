@@ -169,12 +169,42 @@ def output_range(reference):
     return float(finite.max() - finite.min()) if finite.size else 0.0
 
 
+def kept_taps(size, kernel, stride, dilation, pad_begin, pad_end):
+    """The taps of one axis of a Conv window from the first to the last that reads an input pixel for
+    some output (qdqrt drops the kernel rows and columns that read only padding); all of them when
+    none does."""
+    outputs = (size + pad_begin + pad_end - ((kernel - 1) * dilation + 1)) // stride + 1
+    live = [any(0 <= o * stride - pad_begin + t * dilation < size for o in range(outputs)) for t in range(kernel)]
+    if not any(live):
+        return kernel
+    return kernel - live[::-1].index(True) - live.index(True)
+
+
+def conv_window(node, x, weight):
+    """A Conv's kernel taps that read the input (kept_taps per spatial axis) when its input's dims are
+    known, else every tap."""
+    spatial = weight[2:]
+    window = node.get("window") or {}
+    if x is None or len(x) != len(weight) or window.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        return int(np.prod(spatial, dtype=np.int64))
+    count = len(spatial)
+    pads = window.get("pads") or [0] * (2 * count)
+    if window.get("auto_pad") == "VALID":
+        pads = [0] * (2 * count)
+    taps = 1
+    for axis in range(count):
+        taps *= kept_taps(x[2 + axis], spatial[axis], (window.get("strides") or [1] * count)[axis],
+                          (window.get("dilations") or [1] * count)[axis], pads[axis], pads[count + axis])
+    return taps
+
+
 def node_macs(node):
-    """A MAC node's multiply-accumulates from its dims, None when one it needs is unknown."""
+    """A MAC node's multiply-accumulates from its dims, None when one it needs is unknown. A Conv
+    counts the taps that read the input (conv_window)."""
     weight, x, y = node["weight"], node["x"], node["y"]
     elements = lambda dims: int(np.prod(dims, dtype=np.int64)) if dims is not None else None  # noqa: E731
     if node["op"] == "Conv" and weight is not None and y is not None:
-        return elements(y) * elements(weight[1:])
+        return elements(y) * weight[1] * conv_window(node, x, weight)
     if node["op"] == "ConvTranspose" and weight is not None and x is not None:
         return elements(x) * elements(weight[1:])
     if node["op"] in ("MatMul", "Gemm") and x is not None and y is not None:
@@ -225,6 +255,8 @@ def mac_nodes(path, input_shape):
         entry = {"node": node.name or f"#{index}", "op": node.op_type, "weight": shapes.get(node.input[1]),
                  "x": shapes.get(node.input[0]), "y": shapes.get(node.output[0]),
                  "trans_a": node.op_type == "Gemm" and any(a.name == "transA" and a.i for a in node.attribute),
+                 "window": {a.name: (a.s.decode() if a.name == "auto_pad" else list(a.ints)) for a in node.attribute
+                            if a.name in ("auto_pad", "pads", "strides", "dilations")},
                  "quantized": source is not None and source.op_type == "DequantizeLinear",
                  "constant": node.output[0] not in dynamic}
         entry["macs"] = node_macs(entry)
@@ -893,6 +925,15 @@ def selftest(args):
         expect(inspect_mac_mismatches(split_nodes, parts) == [], "a split projection: its parts' MACs add up")
         found = inspect_mac_mismatches(split_nodes, parts[:2])
         expect(len(found) == 1 and found[0]["inspect"] == 20, f"a split projection counted short ({found})")
+        # Kernel taps that read only padding for every output are not counted (qdqrt drops them).
+        for args_, taps in (((24, 3, 1, 24, 24, 24), 1), ((24, 3, 1, 12, 12, 12), 3), ((6, 3, 1, 4, 4, 0), 2),
+                            ((5, 3, 2, 5, 5, 5), 1), ((7, 3, 1, 1, 1, 1), 3)):
+            expect(kept_taps(*args_) == taps, f"kept_taps{args_} == {taps} ({kept_taps(*args_)})")
+        aspp = {"op": "Conv", "weight": [4, 3, 3, 3], "x": [1, 3, 6, 6], "y": [1, 4, 6, 6],
+                "window": {"dilations": [6, 6], "pads": [6, 6, 6, 6]}}
+        expect(node_macs(aspp) == 144 * 3, f"a dilated conv past its map counts its centre tap ({node_macs(aspp)})")
+        expect(node_macs(dict(aspp, window={"dilations": [6, 6], "auto_pad": "SAME_UPPER"})) == 144 * 27,
+               "auto_pad SAME_*: every tap counted")
         split = mac_split([dict(node("proj", 30), quantized=True)], {"proj_0_8": "INT8", "proj_8_16": "FP32"})
         expect(split["float_quantized"] and split["float_quantized"][0]["precision"] == "FP32/INT8",
                f"a split quantized projection with a float part is outside INT8 ({split})")
