@@ -22,6 +22,7 @@
 #include "engine/layer_params.h"
 #include "engine/plan_validation.h"
 #include "kernels/aligned_buffer.h"
+#include "kernels/denormals.h"
 #include "kernels/dispatch.h"
 #include "kernels/scratch.h"
 #include "optimizer/pipeline.h"
@@ -307,12 +308,14 @@ struct ExecutionContext::Impl {
   std::atomic<bool> layer_failed{false};  // RunState::report_failure
   std::string failure_message;
   bool warmed_up = false;  // every arena thread's kernel scratch is grown (after the first run)
+  bool flush_denormals = true;  // ContextOptions::flush_denormals
   Status allocation_failure;  // set when the constructor could not allocate: every run returns it
 };
 
 ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine, const ContextOptions& options,
                                    std::shared_ptr<SharedContextMemory> shared)
     : engine_(std::move(engine)), impl_(std::make_unique<Impl>()), profiling_(options.profiling) {
+  impl_->flush_denormals = options.flush_denormals;
   const EnginePlan& plan = engine_->plan_;
   threads_ = options.threads > 0 ? std::min(options.threads, max_context_threads())
                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -488,7 +491,11 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
   const std::atomic<bool>* cancel = cancel_;
   size_t cancelled_at = layers.size();
 
+  const bool flush_denormals = impl_->flush_denormals;
   impl_->arena->execute([&] {
+    // The mode of every thread that runs a layer, restored when it is done (a caller's thread may
+    // run chunks too).
+    const kernels::ScopedDenormalsAsZero denormals(flush_denormals);
     for (size_t i = 0; i < layers.size(); ++i) {
       if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
         cancelled_at = i;
@@ -515,6 +522,7 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
         tbb::parallel_for(
             tbb::blocked_range<int64_t>(0, chunks, 1),
             [&](const tbb::blocked_range<int64_t>& range) {
+              const kernels::ScopedDenormalsAsZero chunk_denormals(flush_denormals);
               int slot = std::max(0, tbb::this_task_arena::current_thread_index());
               std::span<uint8_t> scratch(scratch_base + slot * scratch_stride, static_cast<size_t>(scratch_bytes));
               // The static partitioner hands each thread consecutive chunks: one call for all

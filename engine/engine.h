@@ -80,6 +80,10 @@ struct LayerProfileEntry {
 struct ContextOptions {
   int threads = 0;          // 0: all hardware threads
   bool profiling = false;   // record per-layer times of every run
+  // Runs read and write denormal floats (below 1.2e-38) as zero, as GPU inference does: a
+  // multiply-add with one is ~100x slower on x86 (kernels/denormals.h). false: IEEE gradual
+  // underflow, ONNX Runtime's default.
+  bool flush_denormals = true;
 };
 
 // For a layer of kind "reference": why no native layer runs its node (the plan's `reason` param;

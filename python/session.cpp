@@ -53,6 +53,12 @@ struct SessionOptions {
   bool enable_mem_reuse = true;
   bool use_deterministic_compute = false;
   std::map<std::string, std::string> config_entries;  // add_session_config_entry
+  // ORT's "session.set_denormal_as_zero": "0" keeps IEEE denormals; unset or anything else flushes
+  // them (qdqrt's default, ContextOptions::flush_denormals; ORT's default is to keep them).
+  bool flush_denormals() const {
+    auto it = config_entries.find("session.set_denormal_as_zero");
+    return it == config_entries.end() || it->second != "0";
+  }
   // qdqrt's own: the engine's precision and highest ISA (ignored for .qdqrt files, fixed when built).
   std::string precision = "int8";
   py::object max_isa = py::none();
@@ -261,7 +267,9 @@ class InferenceSession {
     std::unique_ptr<engine::ExecutionContext> context;
     if (state->idle_contexts.empty()) {
       context = state->handle->engine->create_context(
-          {.threads = options_.intra_op_num_threads, .profiling = options_.enable_profiling});
+          {.threads = options_.intra_op_num_threads,
+           .profiling = options_.enable_profiling,
+           .flush_denormals = options_.flush_denormals()});
     } else {
       context = std::move(state->idle_contexts.back());
       state->idle_contexts.pop_back();
@@ -421,7 +429,9 @@ class InferenceSession {
     std::unique_ptr<engine::RangeContext> context;
     if (idle_range_contexts_.empty()) {
       context =
-          range->create_context({.threads = options_.intra_op_num_threads, .profiling = options_.enable_profiling});
+          range->create_context({.threads = options_.intra_op_num_threads,
+           .profiling = options_.enable_profiling,
+           .flush_denormals = options_.flush_denormals()});
     } else {
       context = std::move(idle_range_contexts_.back());
       idle_range_contexts_.pop_back();

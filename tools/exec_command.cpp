@@ -645,11 +645,12 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
   for (int i = 0; i < options.streams; ++i) {
     auto stream = std::make_unique<Stream>();
     stream->context = engine->create_context(
-        {.threads = options.streams == 1 ? options.threads : threads_per_stream, .profiling = i == 0 && profile_timed_runs});
+        {.threads = options.streams == 1 ? options.threads : threads_per_stream,
+         .profiling = i == 0 && profile_timed_runs,
+         .flush_denormals = !options.keep_denormals});
     for (const engine::IoTensorInfo& info : outputs_info) {
-      Shape shape = info.shape;
-      if (info.batched && !shape.empty()) shape[0] = *batch;
-      stream->outputs.emplace_back(info.name, Tensor(info.dtype, shape));
+      // The batch may be on another dim or a multiple of the run's (a window attention's [16 * N, ...]).
+      stream->outputs.emplace_back(info.name, Tensor(info.dtype, info.shape_at_batch(*batch)));
     }
     for (auto& [name, tensor] : stream->outputs) stream->bindings.push_back({name, tensor.raw_data(), tensor.shape()});
     streams.push_back(std::move(stream));

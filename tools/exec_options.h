@@ -64,6 +64,7 @@ struct ExecOptions {
   std::string export_times_path;       // --exportTimes
   bool dump_profile = false;           // --dumpProfile
   bool separate_profile_run = false;   // --separateProfileRun
+  bool keep_denormals = false;         // --keepDenormals: IEEE denormals (ContextOptions::flush_denormals off)
   bool dump_layer_info = false;        // --dumpLayerInfo
   bool verbose = false;                // --verbose
   bool skip_inference = false;         // --skipInference (--buildOnly): build/load (and save) only

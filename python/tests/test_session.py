@@ -90,6 +90,25 @@ def test_symbolic_dims_take_the_feeds_shapes(tmp_path):
     assert session.engine.inputs[0].shape[1] == 5
 
 
+def test_denormals_flushed_unless_the_session_keeps_them(tmp_path):
+    from onnx import TensorProto, helper, save
+
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "x"], ["y"])], "double",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 64])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(tmp_path / "double.onnx"))
+    x = np.full((2, 64), 1e-39, dtype=np.float32)  # below FLT_MIN
+    x[0, 0] = 1.5
+    [flushed] = qdqrt.InferenceSession(str(tmp_path / "double.onnx")).run(None, {"x": x})
+    assert flushed[0, 0] == 3.0 and not flushed[1].any()
+    options = qdqrt.SessionOptions()
+    options.add_session_config_entry("session.set_denormal_as_zero", "0")  # ORT's key, ORT's default
+    [kept] = qdqrt.InferenceSession(str(tmp_path / "double.onnx"), options).run(None, {"x": x})
+    np.testing.assert_array_equal(kept, x + x)
+    assert kept[1, 0] > 0
+
+
 def test_no_reference_layers_refuses_a_node_no_native_layer_runs(tmp_path):
     from onnx import TensorProto, helper, save
 

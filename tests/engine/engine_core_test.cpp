@@ -2,6 +2,8 @@
 // (bindings, batch range, threads, profiling) on graphs of border layers.
 #include <gtest/gtest.h>
 
+#include <xmmintrin.h>
+
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -153,6 +155,34 @@ TEST(EngineCore, ConcurrentContextsGiveTheSameOutputs) {
   }
   for (auto& thread : threads) thread.join();
   for (const TensorMap& result : results) expect_equal_tensors(single, result);
+}
+
+// Runs read denormal floats as zero and write none (FTZ, DAZ) unless the context keeps them; the
+// caller's thread mode is the same after the run.
+TEST(EngineCore, DenormalsAreZeroUnlessTheContextKeepsThem) {
+  Graph graph = parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,65536] x) => (float[2,65536] y)
+    {
+      y = Add(x, x)
+    })");
+  auto engine = build_or_fail(graph);
+  ASSERT_TRUE(engine);
+  const float denormal = 1e-39f;  // below FLT_MIN
+  std::vector<float> x(2 * 65536, denormal), y(x.size(), -1.0f);
+  x[1] = 1.5f;
+  constexpr unsigned kStatusFlags = 0x3f;  // sticky exception flags, not the mode
+  const unsigned caller_mode = _mm_getcsr() & ~kStatusFlags;
+  for (int threads : {1, 2}) {
+    for (bool flush : {true, false}) {
+      SCOPED_TRACE(fmt::format("threads {}, flush {}", threads, flush));
+      auto context = engine->create_context({.threads = threads, .profiling = false, .flush_denormals = flush});
+      ASSERT_TRUE(context->run({{"x", x.data(), {2, 65536}}}, {{"y", y.data(), {2, 65536}}}).is_ok());
+      EXPECT_EQ(y[1], 3.0f);
+      for (size_t i : {size_t{0}, size_t{70000}, y.size() - 1}) EXPECT_EQ(y[i], flush ? 0.0f : 2 * denormal) << i;
+      EXPECT_EQ(_mm_getcsr() & ~kStatusFlags, caller_mode);
+    }
+  }
 }
 
 TEST(EngineCore, ProfilingRecordsEveryLayer) {
