@@ -27,6 +27,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/dispatch.h"
 #include "kernels/conv/qconv.h"
+#include "kernels/fp32/fp32_gemv.h"
 #include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/fp32/fp32_winograd.h"
 #include "kernels/gemm/qmatmul.h"
@@ -371,8 +372,9 @@ void fp32_gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) 
         ops, 0.0, fresh_fp32_peak_gflops);
     return;
   }
-  state.SetLabel(sgemm_kernel_name(packed, false));
   const bool gemv = layer.m == 1;
+  // The kernel run_sgemm takes for the rows (one thread's share of a GEMM's rows is more).
+  state.SetLabel(sgemv_applies(packed, layer.m) ? sgemv_kernel_name(packed) : sgemm_kernel_name(packed, false));
   timed_loop(
       state, threads,
       [&](int part) {
