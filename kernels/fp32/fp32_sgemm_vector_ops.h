@@ -1,6 +1,6 @@
 // The vector operations, the activation and the tile store the fp32 vector kernels share
 // (fp32_sgemm_vector_impl.h: the igemm, depthwise, Winograd and direct NCHW kernels;
-// fp32_gemv_impl.h: the small-M GEMV), compiled per ISA: the including file defines
+// fp32_gemv_vector_impl.h: the small-M GEMV), compiled per ISA: the including file defines
 // QDQRT_SGEMM_AVX512 or QDQRT_SGEMM_AVX2 and QDQRT_SGEMM_NAMESPACE. One include per
 // translation unit.
 #if !defined(QDQRT_SGEMM_NAMESPACE) || (!defined(QDQRT_SGEMM_AVX512) && !defined(QDQRT_SGEMM_AVX2))
@@ -95,7 +95,7 @@ inline V activate(Fp32EpilogueActivation activation, V value) {
 
 // Stores a tile's accumulators to args.c (args.nc columns); with `finish` (the last k block) the
 // epilogue first: residual Add, clamp, activation. Args: the igemm's, the direct NCHW tile's or a
-// GEMV panel's (fp32_gemv_impl.h).
+// GEMV panel's (fp32_gemv_vector_impl.h).
 template <int kRows, int kVectors, typename Args>
 [[gnu::always_inline]] inline void store_tile(const V (&acc)[kRows][kVectors], const Args& args, bool finish) {
   const V low = splat(args.min), high = splat(args.max);

@@ -58,8 +58,11 @@ void panels(const internal::SgemvArgs& args, int first) {
       }
     }
   }
-  PanelStore store{nullptr, args.c_row_stride, nullptr, args.residual_row_stride, kNr, args.min, args.max,
-                   args.activation};
+  PanelStore store{.c_row_stride = args.c_row_stride,
+                   .residual_row_stride = args.residual_row_stride,
+                   .min = args.min,
+                   .max = args.max,
+                   .activation = args.activation};
 #pragma GCC unroll 8
   for (int p = 0; p < kPanels; ++p) {
     const int panel = first + p;
