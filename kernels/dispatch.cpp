@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "kernels/fp32/fp32_gemv.h"
 #include "kernels/gemm/qgemm_amx.h"
 
 namespace qdqrt::kernels {
@@ -371,6 +372,19 @@ const internal::SgemmImplementation& sgemm_implementation(Isa isa) {
                                                                     avx512skx::winograd_input_ukernel,
                                                                     avx512skx::winograd_output_ukernel,
                                                                     avx512skx::depthwise_window_ukernel, avx512skx::direct_nchw_ukernel};
+  switch (impl_for(isa)) {
+    case Impl::kScalar: return kScalarImpl;
+    case Impl::kAvx2: return kAvx2Impl;
+    case Impl::kAvx512Skx: return kAvx512Impl;
+  }
+  return kScalarImpl;
+}
+
+// ---------------------------------------------------------------- fp32 GEMV / small M
+const internal::SgemvImplementation& sgemv_implementation(Isa isa) {
+  static const internal::SgemvImplementation kScalarImpl{};  // the microkernel's 4 x 8 loops
+  static const internal::SgemvImplementation kAvx2Impl{avx2::sgemv_ukernel, kSgemvMaxRowsAvx2};
+  static const internal::SgemvImplementation kAvx512Impl{avx512skx::sgemv_ukernel, kSgemvMaxRowsAvx512};
   switch (impl_for(isa)) {
     case Impl::kScalar: return kScalarImpl;
     case Impl::kAvx2: return kAvx2Impl;

@@ -27,6 +27,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/dispatch.h"
 #include "kernels/conv/qconv.h"
+#include "kernels/fp32/fp32_gemv.h"
 #include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/fp32/fp32_winograd.h"
 #include "kernels/gemm/qmatmul.h"
@@ -333,8 +334,8 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, 
 }
 
 // fp32 GEMM on the igemm microkernel: B constant (packed once, as fp32_gemm) or an activation
-// packed per matrix (as fp32_matmul), % of the fp32 FMA peak. Rows split across threads; one row
-// (GEMV) splits the columns.
+// packed per matrix (as fp32_matmul), % of the fp32 FMA peak. Rows split across threads; one or
+// two rows (GEMV) split the columns.
 void fp32_gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) {
   const auto a = random_floats(static_cast<size_t>(layer.batch) * layer.m * layer.k, 1);
   const auto b = random_floats(static_cast<size_t>(layer.batch) * layer.n * layer.k, 2);
@@ -371,14 +372,15 @@ void fp32_gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) 
         ops, 0.0, fresh_fp32_peak_gflops);
     return;
   }
-  state.SetLabel(sgemm_kernel_name(packed, false));
-  const bool gemv = layer.m == 1;
+  const bool gemv = layer.m <= 2;  // as the engine splits few rows: by columns
+  // The kernel run_sgemm takes for the rows (one thread's share of a GEMM's rows is more).
+  state.SetLabel(sgemv_applies(packed, layer.m) ? sgemv_kernel_name(packed) : sgemm_kernel_name(packed, false));
   timed_loop(
       state, threads,
       [&](int part) {
         if (gemv) {
           auto [begin, end] = part_range(layer.n, threads, part, packed.nr);
-          run_sgemm(packed, a.data(), layer.k, c.data(), layer.n, epilogue, 0, 1, begin, end);
+          run_sgemm(packed, a.data(), layer.k, c.data(), layer.n, epilogue, 0, layer.m, begin, end);
         } else {
           auto [begin, end] = part_range(layer.m, threads, part, packed.mr);
           run_sgemm(packed, a.data(), layer.k, c.data(), layer.n, epilogue, begin, end, 0, layer.n);

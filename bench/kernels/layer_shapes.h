@@ -102,11 +102,18 @@ inline std::vector<GemmLayer> gemm_layers() {
       {"transformer_d768", "ffn2_128x768x3072", 1, 128, 768, 3072, false, false},
       {"transformer_d768", "attn_qk_12x128x128x64", 12, 128, 128, 64, true, true},
       {"transformer_d768", "attn_pv_12x128x64x128", 12, 128, 64, 128, true, false},
-      // M = 1 (GEMV): batch-1 fully connected layers.
+      // M = 1 or 2 (GEMV): batch-1 and batch-2 fully connected layers.
       {"resnet50", "fc_gemv_1x1000x2048", 1, 1, 1000, 2048, false, false},
       {"mobilenetv2", "fc_gemv_1x1000x1280", 1, 1, 1000, 1280, false, false},
       {"transformer_d768", "ffn1_gemv_1x3072x768", 1, 1, 3072, 768, false, false},
       {"transformer_d768", "ffn2_gemv_1x768x3072", 1, 1, 768, 3072, false, false},
+      // AlexNet's classifier.1: B is 151 MB, past the last-level cache (memory bound).
+      {"alexnet", "classifier1_gemv_1x4096x9216", 1, 1, 4096, 9216, false, false},
+      // EfficientNet-B0's last squeeze-excite convolutions on one pixel (B 221 KB: in L2).
+      {"efficientnet_b0", "se_expand_gemv_1x1152x48", 1, 1, 1152, 48, false, false},
+      {"efficientnet_b0", "se_reduce_gemv_1x48x1152", 1, 1, 48, 1152, false, false},
+      // Two rows (a batch-2 classifier).
+      {"resnet50", "fc_gemv_2x1000x2048", 1, 2, 1000, 2048, false, false},
   };
 }
 

@@ -11,6 +11,7 @@
 
 #include "kernels/dispatch.h"
 #include "kernels/fp32/fp32_conv_internal.h"
+#include "kernels/fp32/fp32_gemv.h"
 
 namespace qdqrt::kernels {
 
@@ -431,6 +432,11 @@ void run_sconv(const PackedSgemm& packed, const SconvGeometry& g, const SconvArg
 void run_sgemm(const PackedSgemm& packed, const float* a, int64_t a_row_stride, float* c, int64_t c_row_stride,
                const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
   assert(packed.taps == 1);
+  // A few rows (a batch-1 fully connected layer): the GEMV kernel, same sums (fp32_gemv.h).
+  if (sgemv_applies(packed, m_end - m_begin)) {
+    run_sgemv(packed, a, a_row_stride, c, c_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
+    return;
+  }
   auto fill = [&](int64_t m, int rows, const float** pointers) {
     for (int r = 0; r < rows; ++r) pointers[r] = a + (m + r) * a_row_stride;
   };

@@ -150,6 +150,44 @@ TEST(Fp32Sgemm, SplitRowsAndColumns) {
   }
 }
 
+// The small-M (GEMV) path of run_sgemm (fp32_gemv.h): rows run alone or a few at a time are
+// bitwise equal to the same rows inside the microkernel's 14-row (AVX-512) or 6-row (AVX2) tiles,
+// over depth tails (1, odd, several depth blocks in the tiled run), column tails (fewer than a
+// panel, not a multiple of it, every count of panels left after the kernel's groups of panels),
+// column ranges starting mid-matrix, and every epilogue. The tester also checks the values against
+// its double reference.
+TEST(Fp32Sgemv, BitExactWithTiles) {
+  uint32_t seed = 500;
+  for (int depth : {1, 2, 3, 7, 16, 33, 257, 1281}) {
+    for (int columns : {1, 5, 16, 17, 31, 32, 33, 65, 100, 129, 200, 227}) {
+      Fp32ConvTester().input_size(1, 20).channels(depth, columns).plain_gemm(true).split(0, columns / 2)
+          .small_rows(true).seed(++seed).test_all_isas();
+    }
+  }
+  // Padding channels between rows (A and C), a column range starting at the third panel.
+  Fp32ConvTester().input_size(3, 7).channels(45, 150).pixel_stride_extra(3, 5).plain_gemm(true).split(0, 64)
+      .small_rows(true).seed(++seed).test_all_isas();
+}
+
+TEST(Fp32Sgemv, EpiloguesBitExactWithTiles) {
+  uint32_t seed = 600;
+  for (int columns : {20, 70, 161}) {
+    Fp32ConvTester().input_size(1, 17).channels(37, columns).plain_gemm(true).clamp(0.0f, INFINITY).split(0, 33)
+        .small_rows(true).seed(++seed).test_all_isas();
+    Fp32ConvTester().input_size(1, 17).channels(37, columns).plain_gemm(true).clamp(-0.5f, 0.75f).residual(true)
+        .split(0, 40).small_rows(true).seed(++seed).test_all_isas();
+    Fp32ConvTester().input_size(1, 17).channels(37, columns).plain_gemm(true).residual(true).bias(false)
+        .pixel_stride_extra(2, 3).split(0, 64).small_rows(true).seed(++seed).test_all_isas();
+    for (auto activation : {Fp32EpilogueActivation::kSigmoid, Fp32EpilogueActivation::kSilu,
+                            Fp32EpilogueActivation::kHardSwish}) {
+      Fp32ConvTester().input_size(1, 17).channels(37, columns).plain_gemm(true).activation(activation)
+          .split(0, 32).small_rows(true).seed(++seed).test_all_isas();
+      Fp32ConvTester().input_size(1, 17).channels(37, columns).plain_gemm(true).residual(true).clamp(-1.0f, 1.0f)
+          .activation(activation).small_rows(true).seed(++seed).test_all_isas();
+    }
+  }
+}
+
 // The direct NCHW convolution of few input channels (network stems): channels 1-4, kernels, strides,
 // pads, dilations, row tails of every tile size, column tails, the epilogue, row and column splits;
 // the tester also checks it bit-identical to the igemm on the NHWC input.

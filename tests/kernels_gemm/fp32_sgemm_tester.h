@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/fp32/fp32_gemv.h"
 #include "kernels/fp32/fp32_grouped.h"
 #include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/fp32/fp32_winograd.h"
@@ -57,6 +58,10 @@ class Fp32ConvTester {
   Fp32ConvTester& direct_nchw(bool value) { direct_nchw_ = value; return *this; }
   // Grouped (1 < group < channels): run_grouped_sconv on pack_grouped_sgemm's blocks of groups.
   Fp32ConvTester& groups(int value) { group_ = value; return *this; }
+  // Plain GEMM: every row also computed in runs of 1 .. the small-M kernel's rows (run_sgemm's GEMV
+  // path, fp32_gemv.h), each column range of the split alone, bitwise equal to the same rows of one
+  // run_sgemm over all rows (the microkernel's tiles; rows must exceed the GEMV's limit).
+  Fp32ConvTester& small_rows(bool value) { small_rows_ = value; return *this; }
 
   void test_all_isas() const {
     for (Isa isa : supported_isas()) test(isa);
@@ -233,6 +238,7 @@ class Fp32ConvTester {
       run(m_begin, m_end, 0, column_split);
       run(m_begin, m_end, column_split, output_channels_);
     }
+    if (small_rows_) test_small_rows(isa, packed, input, in_stride, out_stride, epilogue, rows, column_split);
     ASSERT_TRUE(input_buffer.canary_intact());
     ASSERT_TRUE(nchw_buffer.canary_intact());
     if (direct_nchw_) {
@@ -291,6 +297,38 @@ class Fp32ConvTester {
   }
 
  private:
+  void test_small_rows(Isa isa, const PackedSgemm& packed, const float* input, int64_t in_stride, int64_t out_stride,
+                       const Fp32Epilogue& epilogue, int64_t rows, int column_split) const {
+    ASSERT_TRUE(plain_gemm_ && !channel_scale_);
+    const int max_rows = isa == Isa::kScalar ? 0 : sgemv_implementation(isa).max_rows;
+    // Vector ISAs take the GEMV path for 1..max_rows rows and not past it.
+    for (int r = 1; r <= max_rows + 1; ++r) EXPECT_EQ(sgemv_applies(packed, r), r <= max_rows) << r << " rows";
+    ASSERT_FALSE(sgemv_applies(packed, rows)) << "the tiled run needs more rows";
+    const float kSentinel = -12345.0f;
+    std::vector<float> tiled(static_cast<size_t>(rows * out_stride), kSentinel);
+    run_sgemm(packed, input, in_stride, tiled.data(), out_stride, epilogue, 0, rows, 0, output_channels_);
+    for (int group = 1; group <= std::max(max_rows, 1); ++group) {
+      // Runs of `group` rows from row 0 and from row 1 (a first run of one row).
+      for (int first = 0; first <= std::min(1, group - 1); ++first) {
+        SCOPED_TRACE(::testing::Message() << "runs of " << group << " rows from row " << first);
+        std::vector<float> small(tiled.size(), kSentinel);
+        for (int64_t m = 0; m < rows; m = m == 0 && first > 0 ? first : m + group) {
+          const int64_t end = std::min(rows, m == 0 && first > 0 ? first : m + group);
+          for (auto [n_begin, n_end] : {std::pair<int, int>{0, column_split}, {column_split, output_channels_}}) {
+            if (n_begin < n_end) {
+              run_sgemm(packed, input, in_stride, small.data(), out_stride, epilogue, m, end, n_begin, n_end);
+            }
+          }
+        }
+        for (size_t i = 0; i < tiled.size(); ++i) {
+          ASSERT_EQ(std::memcmp(&small[i], &tiled[i], sizeof(float)), 0)
+              << "row " << i / out_stride << " column " << i % out_stride << ": small " << small[i] << ", tiled "
+              << tiled[i];
+        }
+      }
+    }
+  }
+
   double activate(double x) const {
     switch (activation_) {
       case Fp32EpilogueActivation::kNone: return x;
@@ -310,7 +348,7 @@ class Fp32ConvTester {
   int group_ = 1;
   float min_ = -INFINITY, max_ = INFINITY;
   bool residual_ = false, bias_ = true, plain_gemm_ = false, depthwise_ = false, winograd_ = false;
-  bool channel_scale_ = false, band_output_ = false, direct_nchw_ = false;
+  bool channel_scale_ = false, band_output_ = false, direct_nchw_ = false, small_rows_ = false;
   int64_t row_split_ = 0;
   int column_split_ = 0;
   uint32_t seed_ = 1;
