@@ -298,13 +298,11 @@ def evaluate_all(model, feed):
             axes = x[3].tolist() if len(x) > 3 and x[3] is not None else list(range(len(x[1])))
             steps = x[4].tolist() if len(x) > 4 and x[4] is not None else [1] * len(axes)
             for start, end, axis, step in zip(x[1].tolist(), x[2].tolist(), axes, steps):
-                if step < 0:
-                    raise RuntimeError("calibration evaluator: Slice with a negative step")
                 size = out.shape[axis]
-                start, end = max(min(start, size), -size), max(min(end, size), -size - 1)
-                index = [slice(None)] * out.dim()
-                index[axis] = slice(start, end, step)
-                out = out[tuple(index)]
+                start, end = start + size if start < 0 else start, end + size if end < 0 else end
+                low, high = (0, size) if step > 0 else (-1, size - 1)
+                start, end = min(max(start, 0), high), min(max(end, low), high)  # ONNX clamping
+                out = torch.index_select(out, axis, torch.arange(start, end, step, dtype=torch.int64))
         elif op == "Unsqueeze":
             rank = x[0].dim() + len(x[1])
             out = x[0]
@@ -317,6 +315,11 @@ def evaluate_all(model, feed):
             for axis in sorted((d % x[0].dim() for d in axes), reverse=True):
                 out = out.squeeze(axis)
         elif op == "Resize": out = resize(x, a)
+        elif op == "ScatterND":
+            k = x[1].shape[-1]
+            index = x[1].reshape(-1, k)
+            out = x[0].clone()
+            out[tuple(index.t())] = x[2].reshape((index.shape[0],) + tuple(x[0].shape[k:]))
         else: raise RuntimeError(f"calibration evaluator: unsupported op {op}")
         for name, value in zip(node.output, out if isinstance(out, tuple) else (out,)):
             env[name] = value

@@ -647,9 +647,8 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     stream->context = engine->create_context(
         {.threads = options.streams == 1 ? options.threads : threads_per_stream, .profiling = i == 0 && profile_timed_runs});
     for (const engine::IoTensorInfo& info : outputs_info) {
-      Shape shape = info.shape;
-      if (info.batched && !shape.empty()) shape[0] = *batch;
-      stream->outputs.emplace_back(info.name, Tensor(info.dtype, shape));
+      // An output (a marked tensor too) may hold the batch off dim 0: a sequence-first attention tensor.
+      stream->outputs.emplace_back(info.name, Tensor(info.dtype, info.shape_at_batch(*batch)));
     }
     for (auto& [name, tensor] : stream->outputs) stream->bindings.push_back({name, tensor.raw_data(), tensor.shape()});
     streams.push_back(std::move(stream));
