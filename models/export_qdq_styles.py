@@ -9,11 +9,11 @@ Styles (opset 13):
   *_trt.onnx     pytorch-quantization / TensorRT style: per-tensor s8 input quantizers and per-channel
                  weight quantizers on every Conv/Linear (max calibration), BatchNormalization kept after
                  Conv, a residual quantizer on the identity branch of residual adds.
-  *_ort_u8.onnx  ONNX Runtime quantize_static (QDQ format) emulated on the FP32 export: asymmetric u8
-                 activations from min/max calibration, symmetric s8 per-channel weights, int32 bias,
-                 Q->DQ on every input and output of Conv, MatMul/Gemm, Add, Mul, MaxPool,
-                 GlobalAveragePool, Concat, Sigmoid (Relu folded into the producer's range, as ORT does
-                 for asymmetric activations; MaxPool/Reshape/Transpose/Flatten outputs share their input's scale and zero-point).
+  *_ort_u8.onnx  ONNX Runtime 1.16's quantize_static (QDQ format, per-channel) emulated on the FP32
+                 export (ort_style_qdq says op by op): asymmetric u8 activations from min/max
+                 calibration, symmetric s8 per-channel weights, int32 bias, Relu/Clip folded into the
+                 producer's range; Reshape/Transpose/MaxPool/AveragePool/Resize outputs share their
+                 input's scale and zero-point; ops ORT leaves float stay float.
   *_ort_s8.onnx  the same with symmetric s8 activations (Relu/Clip kept, with Q/DQ around it).
 models/export_ort_styles.py writes the same two ORT styles of torchvision models (mobilenet_v2,
 efficientnet_b0, resnet50) with this file's ort_style_qdq().
