@@ -256,7 +256,7 @@ ORT_U8_MODELS = ("resnet18", "resnet50", "resnext50_32x4d", "squeezenet1_0", "sq
                  "googlenet", "inception_v3", "shufflenet_v2_x1_0", "mobilenet_v2", "mobilenet_v3_large",
                  "mobilenet_v3_small", "mnasnet1_0", "efficientnet_b0", "regnet_x_400mf", "regnet_y_400mf",
                  "yolo", "ssdlite320_mobilenet_v3_large", "lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large",
-                 "bert", "vit_b_16")
+                 "bert", "vit_b_16", "fcn_resnet50", "deeplabv3_resnet50")
 
 
 def variants_of(name):
