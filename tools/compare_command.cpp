@@ -249,7 +249,8 @@ std::variant<CompareReport, RunError> run_compare(const CompareOptions& options,
       }
       std::vector<engine::TensorBinding> output_bindings;
       for (const engine::IoTensorInfo& info : engine->outputs()) {
-        Tensor& tensor = engine_outputs.emplace(info.name, Tensor(info.dtype, info.shape_at_batch(count))).first->second;
+        Tensor& tensor =
+            engine_outputs.emplace(info.name, Tensor(info.dtype, info.shape_at_batch(count))).first->second;
         output_bindings.push_back({info.name, tensor.raw_data(), tensor.shape()});
       }
       Status ran = context->run(input_bindings, output_bindings);

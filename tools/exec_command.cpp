@@ -649,7 +649,8 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
          .profiling = i == 0 && profile_timed_runs,
          .flush_denormals = !options.keep_denormals});
     for (const engine::IoTensorInfo& info : outputs_info) {
-      // The batch may be on another dim or a multiple of the run's (a window attention's [16 * N, ...]).
+      // An output (a marked tensor too) may hold the batch off dim 0 or a multiple of the run's batch
+      // (a sequence-first attention tensor, a window attention's [16 * N, ...]).
       stream->outputs.emplace_back(info.name, Tensor(info.dtype, info.shape_at_batch(*batch)));
     }
     for (auto& [name, tensor] : stream->outputs) stream->bindings.push_back({name, tensor.raw_data(), tensor.shape()});

@@ -52,11 +52,11 @@ Result<BinarySpec> analyze_qbinary(const Node& node, const BuildContext& context
     case qdqrt::ActivationKind::kRelu: spec.relu = true; break;
     default: return unsupported("{}: only Relu fuses into the elementwise kernels", node.describe());
   }
+  // An operand may be a constant (ONNX Runtime's quantize_static quantizes the bias of an Add after a
+  // MatMul, or a Mul's constant factor, as a u8 initializer): the builder materializes it as a tensor.
   for (size_t index : {size_t{kBinaryA}, size_t{kBinaryB}}) {
     const std::string& value = node.input(index);
-    if (value.empty() || context.constant(value) != nullptr) {
-      return unsupported("{}: operands must be runtime values", node.describe());
-    }
+    if (value.empty()) return unsupported("{}: operand {} is missing", node.describe(), index == kBinaryA ? "A" : "B");
     QDQRT_ASSIGN_OR_RETURN(DataType dtype, context.dtype_of(value));
     if (!is_8bit(dtype) || (index == kBinaryB && dtype != spec.dtype)) {
       return unsupported("{}: operands must share an int8/uint8 type", node.describe());

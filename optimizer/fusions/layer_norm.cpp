@@ -52,12 +52,15 @@ std::optional<float> scalar_constant(const Graph& graph, const std::string& valu
   return constant->data<float>()[0];
 }
 
-// A float constant of `columns` values along the last axis (gamma, beta), or nullptr.
-const Tensor* row_constant(const Graph& graph, const std::string& value, int64_t columns) {
-  const Tensor* constant = value.empty() ? nullptr : find_constant(graph, value);
-  if (constant == nullptr || constant->dtype() != DataType::kFloat || constant->numel() != columns) return nullptr;
+// A float constant of `columns` values along the last axis (gamma, beta), or nullopt. A
+// DequantizeLinear of constants counts: ONNX Runtime's quantizer dequantizes an initializer for all
+// its readers, so a LayerNorm beta that torch's export shares with a quantized bias reads an int32 DQ.
+std::optional<Tensor> row_constant(const Graph& graph, const ValueIndex& index, const std::string& value,
+                                   int64_t columns) {
+  std::optional<Tensor> constant = value.empty() ? std::nullopt : constant_float(graph, index, value);
+  if (!constant || constant->numel() != columns) return std::nullopt;
   for (int64_t axis = 0; axis + 1 < constant->rank(); ++axis) {
-    if (constant->dim(axis) != 1) return nullptr;
+    if (constant->dim(axis) != 1) return std::nullopt;
   }
   return constant;
 }
@@ -127,14 +130,14 @@ std::optional<Match> match_decomposed(const Graph& graph, const ValueIndex& inde
   // Optional affine part.
   int next = only_consumer(index, match.output);
   if (next >= 0 && is_onnx(node_at(next), "Mul") &&
-      row_constant(graph, other_input(node_at(next), match.output), columns) != nullptr) {
+      row_constant(graph, index, other_input(node_at(next), match.output), columns)) {
     match.gamma = other_input(node_at(next), match.output);
     match.nodes.push_back(next);
     match.output = node_at(next).outputs[0];
     next = only_consumer(index, match.output);
   }
   if (next >= 0 && is_onnx(node_at(next), "Add") &&
-      row_constant(graph, other_input(node_at(next), match.output), columns) != nullptr) {
+      row_constant(graph, index, other_input(node_at(next), match.output), columns)) {
     match.beta = other_input(node_at(next), match.output);
     match.nodes.push_back(next);
     match.output = node_at(next).outputs[0];
@@ -142,7 +145,7 @@ std::optional<Match> match_decomposed(const Graph& graph, const ValueIndex& inde
   return match;
 }
 
-std::optional<Match> match_operator(const Graph& graph, int node_index) {
+std::optional<Match> match_operator(const Graph& graph, const ValueIndex& index, int node_index) {
   const Node& node = graph.nodes[static_cast<size_t>(node_index)];
   if (!is_onnx(node, "LayerNormalization") || !node.has_input(0) || !node.has_input(1)) return std::nullopt;
   for (size_t i = 1; i < node.outputs.size(); ++i) {
@@ -152,8 +155,8 @@ std::optional<Match> match_operator(const Graph& graph, int node_index) {
   const auto& attributes = node.attrs<LayerNormalizationAttributes>();
   if (!rank || (attributes.axis != -1 && attributes.axis != *rank - 1)) return std::nullopt;
   const Dim last = graph.find_value(node.input(0))->shape->back();
-  if (!last.is_static() || row_constant(graph, node.input(1), last.value) == nullptr) return std::nullopt;
-  if (node.has_input(2) && row_constant(graph, node.input(2), last.value) == nullptr) return std::nullopt;
+  if (!last.is_static() || !row_constant(graph, index, node.input(1), last.value)) return std::nullopt;
+  if (node.has_input(2) && !row_constant(graph, index, node.input(2), last.value)) return std::nullopt;
   Match match;
   match.nodes = {node_index};
   match.x = node.input(0);
@@ -165,7 +168,7 @@ std::optional<Match> match_operator(const Graph& graph, int node_index) {
 }
 
 std::optional<Match> match_layer_norm(const Graph& graph, const ValueIndex& index, int node_index) {
-  if (std::optional<Match> match = match_operator(graph, node_index)) return match;
+  if (std::optional<Match> match = match_operator(graph, index, node_index)) return match;
   return match_decomposed(graph, index, node_index);
 }
 
@@ -191,7 +194,7 @@ Status apply_layer_norm(Graph& graph, const QdqSelection& selection, PassContext
   if (!match) return internal_error("fuse_layer_norm: the selected pattern no longer matches");
   const int64_t columns = graph.find_value(match->x)->shape->back().value;
   auto row = [&](const std::string& value, float fill, const char* name) {
-    const Tensor* constant = value.empty() ? nullptr : find_constant(graph, value);
+    std::optional<Tensor> constant = row_constant(graph, index, value, columns);
     Tensor flat(DataType::kFloat, Shape{columns});
     for (int64_t c = 0; c < columns; ++c) flat.data<float>()[c] = constant ? constant->data<float>()[c] : fill;
     return add_initializer(graph, graph.nodes[static_cast<size_t>(selection.targets[0])].name + name, std::move(flat));

@@ -500,6 +500,26 @@ TEST(Int8Layers, QAddUint8Rank2) {
   expect_matches_reference(graph, {"qbinary"}, 1, kRequantizeTolerance);
 }
 
+// A constant operand (ONNX Runtime's quantize_static writes the bias of an Add after a MatMul, and a
+// Mul's constant factor, as a u8 initializer with its DequantizeLinear): the builder materializes it
+// and the layer stays a qbinary, per-row and scalar alike, in either operand slot.
+TEST(Int8Layers, QAddAndQMulWithAConstantOperand) {
+  Graph graph = load_text(model(fmt::format("uint8[{},5,37] a", kMaxBatch),
+                                fmt::format("uint8[{},5,37] y, uint8[{},5,37] z", kMaxBatch, kMaxBatch),
+                                {"float as = {0.05}", "uint8 az = {100}", "float bs = {0.08}", "uint8 bz = {128}",
+                                 "float ys = {0.1}", "uint8 yz = {120}",
+                                 "uint8[37] b = {" + [] {
+                                   std::string values;
+                                   for (int i = 0; i < 37; ++i) values += fmt::format("{}{}", i ? ", " : "", 40 + 5 * i);
+                                   return values;
+                                 }() + "}",
+                                 "uint8 h = {191}"},
+                                "y = qdqrt.QAdd <fused_nodes = [\"add\"]> (a, as, az, b, bs, bz, ys, yz)\n"
+                                "z = qdqrt.QMul <fused_nodes = [\"mul\"]> (h, bs, bz, a, as, az, ys, yz)\n"));
+  // Through the engine's builder, which materializes the constants (the harness has no constant tensors).
+  expect_engine_matches_reference(graph, {"qbinary", "qbinary"}, 1, kRequantizeTolerance);
+}
+
 TEST(Int8Layers, QLookupFunctionsAndInt8Relu) {
   for (const char* function : {"Sigmoid", "SiLU", "HardSwish", "Tanh", "Gelu"}) {
     Graph graph = load_text(model(fmt::format("int8[{},4,5,6] x", kMaxBatch),

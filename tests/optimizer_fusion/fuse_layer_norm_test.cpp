@@ -85,6 +85,22 @@ TEST(FuseLayerNorm, Opset17OperatorBecomesTheLayer) {
   EXPECT_FLOAT_EQ(dynamic_cast<const LayerNormAttributes&>(*fused.nodes[0].typed_attributes).epsilon, 1e-3f);
 }
 
+// ONNX Runtime's quantize_static dequantizes an initializer for all its readers: a beta that torch's
+// export shares with a quantized bias reads DequantizeLinear(int32 bias); gamma from an s8 DQ too.
+TEST(FuseLayerNorm, GammaAndBetaFromDequantizedConstants) {
+  const std::string text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[2,3,6] x) => (float[2,3,6] y)\n"
+      "<int8[6] gq = {50, 127, -90, 100, 12, 64}, float gs = {0.0157}, int8 gz = {0},\n"
+      " int32[6] bq = {40, -80, 120, 0, 400, -400}, float[6] bs = {0.0025, 0.0025, 0.0025, 0.0025, 0.0025, 0.0025},\n"
+      " int32[6] bz = {0, 0, 0, 0, 0, 0}>\n{\n"
+      "gamma = DequantizeLinear(gq, gs, gz)\nbeta = DequantizeLinear<axis = 0>(bq, bs, bz)\n"
+      "y = LayerNormalization<axis = -1, epsilon = 0.001>(x, gamma, beta)\n}\n";
+  Graph original;
+  Graph fused = fuse(text, original, 1e-5f);
+  EXPECT_EQ(count_ops(fused, layers::kLayerNorm), 1);
+  EXPECT_EQ(count_ops(fused, "LayerNormalization"), 0);
+}
+
 TEST(FuseLayerNorm, MustNotFire) {
   struct Case {
     const char* why;

@@ -114,6 +114,32 @@ TEST_F(CompareTest, ShippedModelOnImages) {
   EXPECT_EQ(in_batches.outputs[0].engine_top1_agreement, 100.0);
 }
 
+// An engine output whose batch is not on dim 0 (a sequence-first [S, N, C] tensor) is bound at the
+// run's batch on its batch axis.
+TEST_F(CompareTest, AnOutputWithTheBatchOffDimZero) {
+  std::string model = (dir_ / "seq_first.onnx").string();
+  ASSERT_TRUE(write_onnx_file(qdqrt::testing::parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N,3,4] x) => (float[3,N,4] y)
+    <float s = {0.007874}, int8 zp = {0}>
+    {
+      xq = QuantizeLinear(x, s, zp)
+      xd = DequantizeLinear(xq, s, zp)
+      y = Transpose <perm = [1, 0, 2]> (xd)
+    })"),
+                              model)
+                  .is_ok());
+  CompareOptions options;
+  options.onnx_path = model;
+  options.shapes = {{"x", {2, 3, 4}}};
+  std::ostringstream out;
+  auto outcome = run_compare(options, out);
+  ASSERT_TRUE(std::holds_alternative<CompareReport>(outcome)) << std::get<RunError>(outcome).status.to_string();
+  const CompareReport& report = std::get<CompareReport>(outcome);
+  ASSERT_EQ(report.outputs.size(), 1u);
+  EXPECT_EQ(report.outputs[0].engine_max_abs_diff, 0.0) << out.str();
+}
+
 TEST_F(CompareTest, AModelWithoutQdqIsAUsageError) {
   std::string model = (dir_ / "plain.onnx").string();
   ASSERT_TRUE(write_onnx_file(qdqrt::testing::parse_graph(R"(

@@ -273,6 +273,41 @@ TEST_F(ExecEndToEndTest, RawBinInputs) {
       << error->status.message();
 }
 
+// An output whose batch is not on dim 0 (a sequence-first tensor, [S, N, C]) is bound at the run's
+// batch on its own batch axis, and a tensor marked with --markDebug likewise.
+TEST_F(ExecEndToEndTest, OutputsWithTheBatchOffDimZero) {
+  const char* text = R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N,3,4] x) => (float[3,N,4] y)
+    {
+      t = Transpose <perm = [1, 0, 2]> (x)
+      y = Relu(t)
+    })";
+  const std::string model = path("seq_first.onnx");
+  ASSERT_TRUE(write_onnx_file(qdqrt::testing::parse_graph(text), model).is_ok());
+  Tensor x(DataType::kFloat, {2, 3, 4});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 7) * 0.3f - 0.9f;
+  ASSERT_TRUE(write_npy(path("x.npy"), x).is_ok());
+  ExecOptions options = quick_options(1);
+  options.onnx_path = model;
+  options.shapes = {{"x", {2, 3, 4}}};
+  options.input_files = {{"x", path("x.npy")}};
+  options.debug_tensors = {"t"};
+  options.save_debug_tensors = {{"t", path("t.bin")}};
+  options.export_output_path = path("out.json");
+  std::optional<RunError> error = run(options);
+  ASSERT_FALSE(error) << error->status.to_string() << "\n" << text_;
+  auto expected = run_reference(qdqrt::testing::parse_graph(text), {{"x", x}});
+  ASSERT_TRUE(expected.ok());
+  nlohmann::json outputs = read_json(path("out.json"));
+  ASSERT_EQ(outputs[0]["name"], "y");
+  EXPECT_EQ(outputs[0]["dimensions"], "3x2x4");
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    ASSERT_EQ(outputs[0]["values"][i].get<float>(), expected->at("y").data<float>()[i]) << i;
+  }
+  EXPECT_EQ(std::filesystem::file_size(path("t.bin")), static_cast<uintmax_t>(x.nbytes()));
+}
+
 TEST_F(ExecEndToEndTest, SkipInferenceStopsAfterTheEngineSummary) {
   ExecOptions options = quick_options(3);
   options.onnx_path = qdq_model_;
