@@ -42,9 +42,10 @@ std::span<const internal::GemmImplementation> gemm_implementations(Isa isa) {
 
 const internal::GemmImplementation& gemm_implementation(Isa isa) { return gemm_implementations(isa).front(); }
 
-Isa gemm_isa_for_depth(Isa isa, int64_t k) {
+Isa gemm_isa_for_shape(Isa isa, int64_t rows, int64_t k) {
   if (usable_isa(isa) != Isa::kAmxInt8) return isa;
-  return k >= 128 || (k >= 64 && k % 64 == 0) ? isa : Isa::kAvx512Vnni;
+  const bool fills_tile_rows = (k >= 64 && k % 64 == 0) || k >= 512;
+  return rows > 1 && fills_tile_rows ? isa : Isa::kAvx512Vnni;
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include "optimizer/passes/fold_batchnorm.h"
 #include "optimizer/passes/evaluate_shape_computations.h"
 #include "optimizer/passes/fold_constants.h"
+#include "optimizer/passes/densify_grouped_conv.h"
 #include "optimizer/passes/fold_pad_into_pool.h"
 #include "optimizer/passes/lower_einsum.h"
 #include "optimizer/passes/lower_reduce_l2.h"
@@ -56,6 +57,8 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
                              "fuse_float_depthwise_chain", "fuse_float_gelu"}) {
     passes.push_back(std::make_unique<FusionPass>(fusion));
   }
+  // Layer-level rewrites of the fused layers.
+  passes.push_back(make_densify_grouped_conv_pass());
   return passes;
 }
 

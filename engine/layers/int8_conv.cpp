@@ -163,7 +163,8 @@ Status lower_qconv(const Node& node, BuildContext& context) {
   desc.input_signed = spec.x_dtype == DataType::kInt8;
   desc.output_scale = 1.0f;  // the weights keep real units: out.scale is divided in at bind
   const int64_t depth = spec.window.kernel[0] * spec.window.kernel[1] * (spec.channels / spec.groups);
-  kernels::PackedConv packed = kernels::pack_conv(desc, kernels::gemm_isa_for_depth(context.isa(), depth));
+  const int64_t rows = spec.y_shape[0] * spec.y_shape[2] * spec.y_shape[3];
+  kernels::PackedConv packed = kernels::pack_conv(desc, kernels::gemm_isa_for_shape(context.isa(), rows, depth));
 
   using namespace params;
   const Window2d& w = spec.window;

@@ -162,7 +162,7 @@ TEST(RealEngineFile, AmxEngineMatchesAvx512AndIsRefusedWithoutAmx) {
   ASSERT_EQ((*amx)->plan().isa, "amxint8");
   int amx_layers = 0;
   for (const PlanLayer& layer : (*amx)->plan().layers) amx_layers += layer.kernel.ends_with("-amxint8");
-  EXPECT_GE(amx_layers, 5);
+  EXPECT_GE(amx_layers, 1);  // the 3x3 convolution of 64 channels (K = 576); the shallower ones run VNNI
   BuildOptions vnni_options;
   vnni_options.max_isa = kernels::Isa::kAvx512Vnni;
   auto vnni = Engine::build_from_file(kModel, vnni_options);

@@ -330,8 +330,8 @@ std::vector<ConvCase> conv_cases() {
   c.activation = "";
   cases.push_back(c);
   c = {};
-  c.name = "s8_3x3_deep_144";  // depth 3 * 3 * 16 = 144: the AMX tiles on AMX-INT8 machines
-  c.channels = 16;
+  c.name = "s8_3x3_deep_540";  // depth 3 * 3 * 60 = 540: the AMX tiles and their k tail on AMX-INT8 machines
+  c.channels = 60;
   c.out_channels = 40;
   c.size = 9;
   cases.push_back(c);
@@ -1110,10 +1110,11 @@ TEST(Int8Layers, EverySupportedIsa) {
       auto plan = harness_lower(graph, kMaxBatch, isa);
       ASSERT_TRUE(plan.ok()) << plan.status().to_string();
       // The depthwise family has no AVX-VNNI or AMX variant: it packs for AVX2 / AVX-512 VNNI there.
-      // The others run AMX only where their depth fills its tile rows (kernels::gemm_isa_for_depth).
+      // The others run AMX only where their depth fills its tile rows (kernels::gemm_isa_for_shape;
+      // every case has more than one output pixel).
       const bool depthwise = c.group == c.channels && c.group > 1;
       const int depth = c.kernel * c.kernel * c.channels / c.group;
-      const bool amx_depth = depth >= 128 || (depth >= 64 && depth % 64 == 0);
+      const bool amx_depth = (depth >= 64 && depth % 64 == 0) || depth >= 512;
       const kernels::Isa packed = isa == kernels::Isa::kAvxVnni && depthwise ? kernels::Isa::kAvx2
                                   : isa == kernels::Isa::kAmxInt8 && (depthwise || !amx_depth)
                                       ? kernels::Isa::kAvx512Vnni

@@ -316,18 +316,28 @@ TEST(AmxDetection, SelfCheckPassesOnTheEmulatedTiles) {
   EXPECT_EQ(internal::amx_self_check(AmxTiles::kEmulated), "");
 }
 
-// AMX-INT8 packs only depths that fill its 64-byte tile rows; shallower ones get the avx512vnni
-// tiles, and every other level is returned as asked.
-TEST(AmxDispatch, DepthDecidesWhetherAmxPays) {
+// AMX-INT8 packs only products of more than one row whose depth fills its 64-byte tile rows (a
+// multiple of 64) or is deep (512 and more); the others get the avx512vnni tiles, and every other
+// level is returned as asked.
+TEST(AmxDispatch, ShapeDecidesWhetherAmxPays) {
   if (!isa_supported(Isa::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
   ScopedAmxEmulation emulation;
   set_max_isa(std::nullopt);
-  for (int64_t k : {1, 27, 32, 63, 96, 127}) EXPECT_EQ(gemm_isa_for_depth(Isa::kAmxInt8, k), Isa::kAvx512Vnni) << k;
-  for (int64_t k : {64, 128, 144, 160, 192, 4608}) EXPECT_EQ(gemm_isa_for_depth(Isa::kAmxInt8, k), Isa::kAmxInt8) << k;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) EXPECT_EQ(gemm_isa_for_depth(isa, 27), isa);
+  for (int64_t k : {1, 27, 32, 63, 96, 127, 144, 160, 232, 480, 511}) {
+    EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 196, k), Isa::kAvx512Vnni) << k;
+  }
+  for (int64_t k : {64, 128, 192, 256, 512, 520, 1008, 4608}) {
+    EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 196, k), Isa::kAmxInt8) << k;
+    EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 2, k), Isa::kAmxInt8) << k;
+    EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 1, k), Isa::kAvx512Vnni) << "a GEMV runs VNNI, k " << k;
+  }
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) {
+    EXPECT_EQ(gemm_isa_for_shape(isa, 196, 27), isa);
+    EXPECT_EQ(gemm_isa_for_shape(isa, 1, 256), isa);
+  }
   ScopedAmxEmulation no_amx(false);
   if (!amx_hardware_missing().empty()) {  // AMX not usable: the level is left to usable_isa
-    EXPECT_EQ(gemm_isa_for_depth(Isa::kAmxInt8, 27), Isa::kAmxInt8);
+    EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 196, 27), Isa::kAmxInt8);
   }
 }
 
