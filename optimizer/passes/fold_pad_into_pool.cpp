@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/attribute_values.h"
 #include "core/ops/pool.h"
 #include "core/ops/tensor.h"
 #include "core/ops/window.h"
@@ -76,20 +77,6 @@ bool pads_with_zero(const Graph& graph, const Node& pad, std::string& reason) {
     return false;
   }
   return true;
-}
-
-Attribute int_attribute(int64_t value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInt;
-  attribute.i = value;
-  return attribute;
-}
-
-Attribute ints_attribute(std::vector<int64_t> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
 }
 
 class FoldPadIntoPoolPass : public Pass {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/attribute_values.h"
 #include "core/ops/einsum.h"
 #include "core/shape_inference.h"
 #include "optimizer/graph_utils.h"
@@ -92,13 +93,6 @@ std::optional<MatMulForm> matmul_form(const Graph& graph, const Node& node, cons
   const std::string product = batch + m + n;
   for (char label : out) form.perm_out.push_back(static_cast<int64_t>(product.find(label)));
   return form;
-}
-
-Attribute ints_attribute(std::vector<int64_t> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
 }
 
 class Lowering {

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/attribute_values.h"
 #include "core/ops/reduce.h"
 #include "core/shape_inference.h"
 #include "optimizer/graph_utils.h"
@@ -49,10 +50,7 @@ class LowerSpatialMeanPass : public Pass {
       flatten.opset = mean.opset;
       flatten.inputs = {pooled};
       flatten.outputs = {output};
-      Attribute axis;
-      axis.kind = Attribute::Kind::kInt;
-      axis.i = 1;
-      flatten.attributes["axis"] = axis;
+      flatten.attributes["axis"] = int_attribute(1);
       QDQRT_RETURN_IF_ERROR(parse_typed_attributes(flatten));
       graph.nodes.insert(graph.nodes.begin() + static_cast<std::ptrdiff_t>(n) + 1, std::move(flatten));
       ++n;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/attribute_values.h"
 #include "core/ops/tensor.h"
 
 namespace qdqrt::optimizer {
@@ -18,10 +19,7 @@ Node model_node(int64_t opset) {
 }
 
 TEST(GraphUtils, MakeOnnxNodeTakesTheOpsetOfItsModelNodeAndParsesTheAttributes) {
-  Attribute perm;
-  perm.kind = Attribute::Kind::kInts;
-  perm.ints = {1, 0};
-  Result<Node> node = make_onnx_node(model_node(17), "Transpose", "t", {"x"}, "y", {{"perm", perm}});
+  Result<Node> node = make_onnx_node(model_node(17), "Transpose", "t", {"x"}, "y", {{"perm", ints_attribute({1, 0})}});
   ASSERT_TRUE(node.ok()) << node.status().to_string();
   EXPECT_EQ(node->name, "t");
   EXPECT_EQ(node->op_type, "Transpose");
@@ -38,19 +36,13 @@ TEST(GraphUtils, MakeOnnxNodeRefusesAnUnknownOpAndABadAttribute) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().to_string().find("NoSuchOp"), std::string::npos) << unknown.status().to_string();
 
-  Attribute axis;
-  axis.kind = Attribute::Kind::kString;
-  axis.s = "one";
-  Result<Node> bad = make_onnx_node(model_node(13), "Flatten", "f", {"x"}, "y", {{"axis", axis}});
+  Result<Node> bad = make_onnx_node(model_node(13), "Flatten", "f", {"x"}, "y", {{"axis", string_attribute("one")}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().to_string().find("axis"), std::string::npos) << bad.status().to_string();
 }
 
 TEST(GraphUtils, ParseTypedAttributesReplacesTheParsedStructAfterAnEdit) {
-  Attribute axis;
-  axis.kind = Attribute::Kind::kInt;
-  axis.i = 2;
-  Result<Node> flatten = make_onnx_node(model_node(13), "Flatten", "f", {"x"}, "y", {{"axis", axis}});
+  Result<Node> flatten = make_onnx_node(model_node(13), "Flatten", "f", {"x"}, "y", {{"axis", int_attribute(2)}});
   ASSERT_TRUE(flatten.ok()) << flatten.status().to_string();
   EXPECT_EQ(flatten->attrs<FlattenAttributes>().axis, 2);
   flatten->attributes.clear();  // the default axis from now on
