@@ -51,6 +51,22 @@ Result<TensorMap> run_images(const engine::Engine& engine, engine::ExecutionCont
   return outputs;
 }
 
+Result<TensorMap> run_range(const engine::RangeEngine& range, engine::RangeContext& context, const TensorMap& inputs) {
+  std::map<std::string, Shape> shapes;
+  std::vector<engine::ConstTensorBinding> input_bindings;
+  for (const auto& [name, tensor] : inputs) {
+    shapes[name] = tensor.shape();
+    input_bindings.push_back({name, tensor.raw_data(), tensor.shape()});
+  }
+  QDQRT_ASSIGN_OR_RETURN(std::vector<engine::IoTensorInfo> infos, range.output_infos(shapes));
+  TensorMap outputs;
+  for (const engine::IoTensorInfo& info : infos) outputs[info.name] = Tensor(info.dtype, info.shape);
+  std::vector<engine::TensorBinding> output_bindings;
+  for (auto& [name, tensor] : outputs) output_bindings.push_back({name, tensor.raw_data(), tensor.shape()});
+  QDQRT_RETURN_IF_ERROR(context.run(input_bindings, output_bindings));
+  return outputs;
+}
+
 Result<PerImageOutputs> run_per_image(const engine::Engine& engine, const TensorMap& inputs, int64_t images,
                                       int64_t per_run, int threads) {
   auto context = engine.create_context({.threads = threads});
