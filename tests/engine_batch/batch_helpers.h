@@ -53,4 +53,22 @@ Status write_text_model(const std::string& text, const std::vector<FloatInitiali
 // Random fp32 values uniform in [-1, 1].
 Tensor random_tensor(const Shape& shape, uint32_t seed);
 
+// A model written by write_text_model to `path` and the engine built from that file; a failure
+// is a test failure and leaves `engine` null.
+struct TextModelEngine {
+  std::string path;
+  std::shared_ptr<const engine::Engine> engine;
+};
+TextModelEngine build_text_model(const std::string& text, const std::vector<FloatInitializer>& initializers,
+                                 uint32_t seed, const std::string& path, const engine::BuildOptions& options);
+
+// The plan tensor of a value, or nullptr.
+const engine::PlanTensor* find_plan_tensor(const engine::EnginePlan& plan, const std::string& name);
+
+// Per image of `inputs` (`images` of them): runs of 1 and 3 images give output `output` bit for
+// bit as the run of all of them, and that run matches the reference executor on the model file
+// within `reference_tolerance` (relative_error).
+void expect_batch_independent(const TextModelEngine& built, const TensorMap& inputs, int64_t images,
+                              const std::string& output, double reference_tolerance);
+
 }  // namespace qdqrt::batch_testing
