@@ -189,16 +189,32 @@ bool layout_allowed(const PlanTensor& tensor) {
          (tensor.layout == Layout::kNhwc && tensor.shape.size() == 4 && batch_leads(tensor));
 }
 
-Result<std::unique_ptr<Layer>> bind_strided_copy(const BindContext& context) {
+// The one input and one output of a copy layer, of one dtype the copies move, and its size.
+struct CopyOperands {
+  const PlanTensor* x = nullptr;
+  const PlanTensor* y = nullptr;
+  size_t element = 0;
+};
+
+Result<CopyOperands> bind_copy_operands(const BindContext& context) {
   if (context.layer().inputs.size() != 1 || context.layer().outputs.size() != 1) {
     return context.error("expects one input and one output");
   }
-  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, context.input(0));
-  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* y, context.output(0));
-  const size_t element = dtype_size(x->dtype);
-  if (x->dtype != y->dtype || !is_copyable_element_size(element)) {
+  CopyOperands operands;
+  QDQRT_ASSIGN_OR_RETURN(operands.x, context.input(0));
+  QDQRT_ASSIGN_OR_RETURN(operands.y, context.output(0));
+  operands.element = dtype_size(operands.x->dtype);
+  if (operands.x->dtype != operands.y->dtype || !is_copyable_element_size(operands.element)) {
     return context.error("input and output must have one dtype of 1, 2, 4 or 8 bytes");
   }
+  return operands;
+}
+
+Result<std::unique_ptr<Layer>> bind_strided_copy(const BindContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(const CopyOperands operands, bind_copy_operands(context));
+  const PlanTensor* x = operands.x;
+  const PlanTensor* y = operands.y;
+  const size_t element = operands.element;
   if (x->shape.empty() || x->shape.size() > kMaxRank || y->shape.empty() || y->shape.size() > kMaxRank) {
     return context.error("ranks must be 1..6");
   }
@@ -524,15 +540,10 @@ class ConstantPadLayer final : public Layer {
 };
 
 Result<std::unique_ptr<Layer>> bind_constant_pad(const BindContext& context) {
-  if (context.layer().inputs.size() != 1 || context.layer().outputs.size() != 1) {
-    return context.error("expects one input and one output");
-  }
-  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, context.input(0));
-  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* y, context.output(0));
-  const size_t element = dtype_size(x->dtype);
-  if (x->dtype != y->dtype || !is_copyable_element_size(element)) {
-    return context.error("input and output must have one dtype of 1, 2, 4 or 8 bytes");
-  }
+  QDQRT_ASSIGN_OR_RETURN(const CopyOperands operands, bind_copy_operands(context));
+  const PlanTensor* x = operands.x;
+  const PlanTensor* y = operands.y;
+  const size_t element = operands.element;
   if (x->layout != Layout::kPlain || y->layout != Layout::kPlain) return context.error("tensors must be plain");
   if (x->shape.empty() || x->shape.size() > kMaxRank || y->shape.size() != x->shape.size()) {
     return context.error("input and output must have one rank of 1..6");
