@@ -3,6 +3,8 @@
 #include <queue>
 #include <unordered_set>
 
+#include "core/op_registry.h"
+
 namespace qdqrt::optimizer {
 
 ValueIndex::ValueIndex(const Graph& graph) {
@@ -167,6 +169,37 @@ std::string add_initializer(Graph& graph, const std::string& base, Tensor tensor
   return name;
 }
 
+std::string add_value(Graph& graph, const std::string& base, DataType dtype) {
+  std::string name = unique_value_name(graph, base);
+  ValueInfo& info = graph.values[name];
+  info.name = name;
+  info.dtype = dtype;
+  return name;
+}
+
 const Tensor* find_constant(const Graph& graph, const std::string& value) { return graph.find_initializer(value); }
+
+Status parse_typed_attributes(Node& node) {
+  const OpSchema* schema = OpRegistry::instance().find(node.domain, node.op_type);  // kOnnxDomain is ""
+  if (schema == nullptr) return internal_error("{}: op {} is not registered", node.describe(), node.op_type);
+  node.typed_attributes = nullptr;
+  if (schema->parse_attributes != nullptr) {
+    QDQRT_ASSIGN_OR_RETURN(node.typed_attributes, schema->parse_attributes(node));
+  }
+  return Status::ok();
+}
+
+Result<Node> make_onnx_node(const Node& like, const std::string& op_type, std::string name,
+                            std::vector<std::string> inputs, std::string output, AttributeMap attributes) {
+  Node node;
+  node.name = std::move(name);
+  node.op_type = op_type;
+  node.opset = like.opset;
+  node.inputs = std::move(inputs);
+  node.outputs = {std::move(output)};
+  node.attributes = std::move(attributes);
+  QDQRT_RETURN_IF_ERROR(parse_typed_attributes(node));
+  return node;
+}
 
 }  // namespace qdqrt::optimizer

@@ -46,7 +46,20 @@ std::string unique_node_name(const Graph& graph, const std::string& base);
 // Adds a constant tensor under a fresh name derived from `base`; returns the name.
 std::string add_initializer(Graph& graph, const std::string& base, Tensor tensor);
 
+// Adds a value of `dtype` (shape left to shape inference) under a fresh name derived from `base`;
+// returns the name.
+std::string add_value(Graph& graph, const std::string& base, DataType dtype);
+
 // The constant behind a value: an initializer, or nullptr.
 const Tensor* find_constant(const Graph& graph, const std::string& value);
+
+// Sets node.typed_attributes from node.attributes with its op's schema parser (none for an op
+// without attributes). Error if the op is not registered or its attributes do not parse.
+Status parse_typed_attributes(Node& node);
+
+// A new ai.onnx node of `like`'s opset with one output, its attributes parsed; passes build the
+// nodes they add with it.
+Result<Node> make_onnx_node(const Node& like, const std::string& op_type, std::string name,
+                            std::vector<std::string> inputs, std::string output, AttributeMap attributes = {});
 
 }  // namespace qdqrt::optimizer

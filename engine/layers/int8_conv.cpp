@@ -132,11 +132,7 @@ kernels::ConvShape conv_shape(const Shape& x_shape, const Shape& y_shape, const 
 Status lower_qconv(const Node& node, BuildContext& context) {
   using namespace qdqrt::layers;
   QDQRT_ASSIGN_OR_RETURN(ConvSpec spec, analyze_qconv(node, context));
-  PlanLayer layer;
-  layer.kind = kKind;
-  layer.name = fused_layer_name(node);
-  layer.source_nodes = {node.name};
-  layer.op_type = node.op_type;
+  PlanLayer layer = node_layer(node, kKind);
   QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(kConvX), Layout::kNhwc));
   layer.inputs.push_back(x);
   if (spec.epilogue.has_residual) {

@@ -110,11 +110,7 @@ Status lower_qbinary(const Node& node, BuildContext& context) {
     nhwc = (any_nhwc || context.consumers_prefer_nhwc(node.outputs[0])) && neutral;
   }
   const Layout layout = nhwc ? Layout::kNhwc : Layout::kPlain;
-  PlanLayer layer;
-  layer.kind = kBinaryKind;
-  layer.name = fused_layer_name(node);
-  layer.source_nodes = {node.name};
-  layer.op_type = node.op_type;
+  PlanLayer layer = node_layer(node, kBinaryKind);
   QDQRT_ASSIGN_OR_RETURN(int32_t a, context.input(node.input(kBinaryA), layout));
   QDQRT_ASSIGN_OR_RETURN(int32_t b, context.input(node.input(kBinaryB), layout));
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], layout));
@@ -320,11 +316,7 @@ Result<std::array<uint8_t, 256>> reference_table(const Node& node, const BuildCo
 }
 
 Status add_lut_layer(const Node& node, BuildContext& context, const std::array<uint8_t, 256>& table) {
-  PlanLayer layer;
-  layer.kind = kLutKind;
-  layer.name = fused_layer_name(node);
-  layer.source_nodes = {node.name};
-  layer.op_type = node.op_type;
+  PlanLayer layer = node_layer(node, kLutKind);
   QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input_as_stored(node.input(0)));
   const Layout layout = context.tensor(x).layout;
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], layout));

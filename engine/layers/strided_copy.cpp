@@ -32,6 +32,7 @@
 #include "engine/layer.h"
 #include "engine/layer_params.h"
 #include "engine/layers/element_size.h"
+#include "engine/layers/float_common.h"
 #include "engine/layers/layer_families.h"
 
 namespace qdqrt::engine {
@@ -49,6 +50,11 @@ struct CopyGeometry {
   std::vector<int64_t> steps;        // per output axis; empty: all 1
   int64_t step(size_t output_axis) const { return steps.empty() ? 1 : steps[output_axis]; }
 };
+
+// Work items of a copy: the output's rows of `inner` elements (its last stored dim).
+WorkShape output_rows(const RunState& state, int32_t output, int64_t inner) {
+  return {.items = inner > 0 ? state.numel(output) / inner : 0, .ops_per_item = static_cast<double>(inner)};
+}
 
 // The logical axis stored at each position: plain is the identity, NHWC keeps [N, C, H, W] as N, H, W, C.
 std::array<size_t, kMaxRank> storage_order(Layout layout, size_t rank) {
@@ -134,8 +140,7 @@ class StridedCopyLayer final : public Layer {
 
   WorkShape work(const RunState& state) const override {
     const size_t rank = geometry.source_axes.size();
-    const int64_t inner = state.dim(output, storage_order(output_layout, rank)[rank - 1]);
-    return {.items = inner > 0 ? state.numel(output) / inner : 0, .ops_per_item = static_cast<double>(inner)};
+    return output_rows(state, output, state.dim(output, storage_order(output_layout, rank)[rank - 1]));
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
@@ -184,16 +189,32 @@ bool layout_allowed(const PlanTensor& tensor) {
          (tensor.layout == Layout::kNhwc && tensor.shape.size() == 4 && batch_leads(tensor));
 }
 
-Result<std::unique_ptr<Layer>> bind_strided_copy(const BindContext& context) {
+// The one input and one output of a copy layer, of one dtype the copies move, and its size.
+struct CopyOperands {
+  const PlanTensor* x = nullptr;
+  const PlanTensor* y = nullptr;
+  size_t element = 0;
+};
+
+Result<CopyOperands> bind_copy_operands(const BindContext& context) {
   if (context.layer().inputs.size() != 1 || context.layer().outputs.size() != 1) {
     return context.error("expects one input and one output");
   }
-  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, context.input(0));
-  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* y, context.output(0));
-  const size_t element = dtype_size(x->dtype);
-  if (x->dtype != y->dtype || !is_copyable_element_size(element)) {
+  CopyOperands operands;
+  QDQRT_ASSIGN_OR_RETURN(operands.x, context.input(0));
+  QDQRT_ASSIGN_OR_RETURN(operands.y, context.output(0));
+  operands.element = dtype_size(operands.x->dtype);
+  if (operands.x->dtype != operands.y->dtype || !is_copyable_element_size(operands.element)) {
     return context.error("input and output must have one dtype of 1, 2, 4 or 8 bytes");
   }
+  return operands;
+}
+
+Result<std::unique_ptr<Layer>> bind_strided_copy(const BindContext& context) {
+  QDQRT_ASSIGN_OR_RETURN(const CopyOperands operands, bind_copy_operands(context));
+  const PlanTensor* x = operands.x;
+  const PlanTensor* y = operands.y;
+  const size_t element = operands.element;
   if (x->shape.empty() || x->shape.size() > kMaxRank || y->shape.empty() || y->shape.size() > kMaxRank) {
     return context.error("ranks must be 1..6");
   }
@@ -420,12 +441,7 @@ Status lower(const Node& node, BuildContext& context, const CopyOp& op) {
     const std::optional<BatchLayout> y_batch = context.batch_layout(value);
     const bool nhwc = op.follows_layout && context.tensor(x).layout == Layout::kNhwc && y_batch && batch_leads(*y_batch);
     QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(value, nhwc ? Layout::kNhwc : Layout::kPlain));
-    PlanLayer layer;
-    layer.kind = kKind;
-    layer.name = node.name;
-    layer.op_type = node.op_type;
-    layer.source_nodes = {node.name};
-    layer.kernel = fmt::format("x{}-strided-copy", analysis.element * 8);
+    PlanLayer layer = fp32::make_layer(node, kKind, fmt::format("x{}-strided-copy", analysis.element * 8));
     layer.inputs = {x};
     layer.outputs = {y};
     params::kSourceAxes.write(layer, analysis.geometry.source_axes);
@@ -473,8 +489,7 @@ class ConstantPadLayer final : public Layer {
   uint64_t value_bits = 0;
 
   WorkShape work(const RunState& state) const override {
-    const int64_t inner = state.dim(output, begin.size() - 1);
-    return {.items = inner > 0 ? state.numel(output) / inner : 0, .ops_per_item = static_cast<double>(inner)};
+    return output_rows(state, output, state.dim(output, begin.size() - 1));
   }
 
   void run(const RunState& state, int64_t begin_row, int64_t end_row, std::span<uint8_t>) const override {
@@ -525,15 +540,10 @@ class ConstantPadLayer final : public Layer {
 };
 
 Result<std::unique_ptr<Layer>> bind_constant_pad(const BindContext& context) {
-  if (context.layer().inputs.size() != 1 || context.layer().outputs.size() != 1) {
-    return context.error("expects one input and one output");
-  }
-  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, context.input(0));
-  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* y, context.output(0));
-  const size_t element = dtype_size(x->dtype);
-  if (x->dtype != y->dtype || !is_copyable_element_size(element)) {
-    return context.error("input and output must have one dtype of 1, 2, 4 or 8 bytes");
-  }
+  QDQRT_ASSIGN_OR_RETURN(const CopyOperands operands, bind_copy_operands(context));
+  const PlanTensor* x = operands.x;
+  const PlanTensor* y = operands.y;
+  const size_t element = operands.element;
   if (x->layout != Layout::kPlain || y->layout != Layout::kPlain) return context.error("tensors must be plain");
   if (x->shape.empty() || x->shape.size() > kMaxRank || y->shape.size() != x->shape.size()) {
     return context.error("input and output must have one rank of 1..6");
@@ -631,12 +641,8 @@ Status lower_constant_pad(const Node& node, BuildContext& context) {
   if (!analysis) return internal_error("{}: constant_pad accepted a node it cannot lower", node.describe());
   QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(0), Layout::kPlain));
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kPlain));
-  PlanLayer layer;
-  layer.kind = kPadKind;
-  layer.name = node.name;
-  layer.op_type = node.op_type;
-  layer.source_nodes = {node.name};
-  layer.kernel = fmt::format("x{}-constant-pad", dtype_size(context.tensor(x).dtype) * 8);
+  PlanLayer layer =
+      fp32::make_layer(node, kPadKind, fmt::format("x{}-constant-pad", dtype_size(context.tensor(x).dtype) * 8));
   layer.inputs = {x};
   layer.outputs = {y};
   kPadBegin.write(layer, analysis->begin);

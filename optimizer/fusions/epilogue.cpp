@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "core/attribute_values.h"
 #include "core/ops/elementwise.h"
 #include "optimizer/fusions/quantized_io.h"
 #include "optimizer/fusions/residual_add.h"
@@ -25,12 +26,7 @@ void select_bias_add(const Graph& graph, const ValueIndex& index, QdqSelection& 
   }
 }
 
-void set_float(Node& node, const std::string& key, float value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kFloat;
-  attribute.f = value;
-  node.attributes[key] = attribute;
-}
+void set_float(Node& node, const std::string& key, float value) { node.attributes[key] = float_attribute(value); }
 
 }  // namespace
 

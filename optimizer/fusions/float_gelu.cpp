@@ -7,7 +7,6 @@
 // INT8 layers; this fusion takes what they leave in float.
 #include <algorithm>
 
-#include "core/op_registry.h"
 #include "optimizer/fusions/quantized_io.h"
 #include "optimizer/fusions/registry.h"
 
@@ -45,11 +44,7 @@ Status apply_float_gelu(Graph& graph, const QdqSelection& selection, PassContext
   gelu.opset = std::max(first.opset, kGeluOpset);
   gelu.inputs = {first.input(0)};
   gelu.outputs = {selection.output};
-  const OpSchema* schema = OpRegistry::instance().find(kOnnxDomain, "Gelu");
-  if (schema == nullptr) return internal_error("fuse_float_gelu: op Gelu is not registered");
-  if (schema->parse_attributes != nullptr) {
-    QDQRT_ASSIGN_OR_RETURN(gelu.typed_attributes, schema->parse_attributes(gelu));
-  }
+  QDQRT_RETURN_IF_ERROR(parse_typed_attributes(gelu));
   // Gelu takes the place of the chain's last node (its output's writer); the others go.
   std::vector<int> removed = selection.targets;
   std::sort(removed.begin(), removed.end());

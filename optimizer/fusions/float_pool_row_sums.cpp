@@ -8,6 +8,7 @@
 // conv takes the sums (the first in graph order).
 #include <fmt/format.h>
 
+#include "core/attribute_values.h"
 #include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
 #include "optimizer/fusions/float_conv.h"
@@ -55,13 +56,10 @@ Status apply_float_pool_row_sums(Graph& graph, const QdqSelection& selection, Pa
   const std::string sums = row_sums_name(x);
   if (conv.domain != layers::kDomain) {
     // A plain Conv becomes a FusedConv without epilogue: only it has a row sums output.
-    Attribute fused;
-    fused.kind = Attribute::Kind::kStrings;
-    fused.strings = {conv.name};
+    conv.attributes["fused_nodes"] = strings_attribute({conv.name});
     conv.op_type = layers::kFusedConv;
     conv.domain = layers::kDomain;
     conv.opset = 1;
-    conv.attributes["fused_nodes"] = fused;
   }
   conv.outputs.push_back(sums);
   QDQRT_ASSIGN_OR_RETURN(conv.typed_attributes, parse_fused_layer_attributes(conv));
@@ -74,10 +72,7 @@ Status apply_float_pool_row_sums(Graph& graph, const QdqSelection& selection, Pa
   layer.op_type = layers::kRowSumsGlobalAveragePool;
   layer.domain = layers::kDomain;
   layer.opset = 1;
-  Attribute fused;
-  fused.kind = Attribute::Kind::kStrings;
-  fused.strings = {pool.name};
-  layer.attributes["fused_nodes"] = fused;
+  layer.attributes["fused_nodes"] = strings_attribute({pool.name});
   layer.inputs = {x, sums};
   layer.outputs = pool.outputs;
   QDQRT_ASSIGN_OR_RETURN(layer.typed_attributes, parse_fused_layer_attributes(layer));

@@ -4,6 +4,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/attribute_values.h"
 #include "core/ops/fused_layers.h"
 #include "optimizer/fusions/epilogue.h"
 #include "optimizer/fusions/quantized_io.h"
@@ -103,10 +104,7 @@ Status replace_with_layer(Graph& graph, const QdqSelection& selection, Node laye
 }
 
 void set_string_attribute(Node& node, const std::string& key, const std::string& value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kString;
-  attribute.s = value;
-  node.attributes[key] = attribute;
+  node.attributes[key] = string_attribute(value);
 }
 
 }  // namespace qdqrt::optimizer

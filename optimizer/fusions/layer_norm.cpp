@@ -6,6 +6,7 @@
 // quantizer) absorbed: the layer writes int8 directly, as TensorRT does.
 #include <cmath>
 
+#include "core/attribute_values.h"
 #include "core/ops/fused_layers.h"
 #include "core/ops/normalization.h"
 #include "core/ops/reduce.h"
@@ -202,10 +203,7 @@ Status apply_layer_norm(Graph& graph, const QdqSelection& selection, PassContext
   const std::string gamma = row(match->gamma, 1.0f, "_gamma");
   const std::string beta = row(match->beta, 0.0f, "_beta");
   Node layer = make_layer_node(graph, selection, /*keep_attributes=*/false);
-  Attribute epsilon;
-  epsilon.kind = Attribute::Kind::kFloat;
-  epsilon.f = match->epsilon;
-  layer.attributes["epsilon"] = epsilon;
+  layer.attributes["epsilon"] = float_attribute(match->epsilon);
   std::vector<std::string> output_params = output_pair(graph, selection.output_q);
   layer.inputs = {match->x, gamma, beta, output_params[0], output_params[1]};
   return replace_with_layer(graph, selection, std::move(layer), output_params, context);

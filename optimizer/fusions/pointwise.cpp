@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 
+#include "core/attribute_values.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/fused.h"
 #include "core/ops/fused_layers.h"
@@ -444,13 +445,6 @@ class ProgramWriter {
   bool per_channel_ = false;
 };
 
-void set_ints(Node& node, const std::string& key, std::vector<int64_t> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInts;
-  attribute.ints = std::move(values);
-  node.attributes[key] = std::move(attribute);
-}
-
 }  // namespace
 
 SelectResult select_pointwise_epilogue(const Graph& graph, const ValueIndex& index, int node_index) {
@@ -501,15 +495,9 @@ Status apply_pointwise_epilogue(Graph& graph, const QdqSelection& selection, Pas
   fused.kind = Attribute::Kind::kStrings;
   for (int n : chain) fused.strings.push_back(graph.nodes[static_cast<size_t>(n)].name);
   if (selection.output_q) fused.strings.push_back(graph.nodes[static_cast<size_t>(selection.output_q->q_node)].name);
-  set_ints(layer, "pointwise_code", compiled.code);
-  Attribute constants;
-  constants.kind = Attribute::Kind::kFloats;
-  constants.floats = compiled.constants;
-  layer.attributes["pointwise_constants"] = std::move(constants);
-  Attribute channel_count;
-  channel_count.kind = Attribute::Kind::kInt;
-  channel_count.i = compiled.channels;
-  layer.attributes["pointwise_channels"] = channel_count;
+  layer.attributes["pointwise_code"] = ints_attribute(compiled.code);
+  layer.attributes["pointwise_constants"] = floats_attribute(compiled.constants);
+  layer.attributes["pointwise_channels"] = int_attribute(compiled.channels);
 
   std::vector<std::string> output_params = output_pair(graph, selection.output_q);
   if (selection.output_q) {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/attribute_values.h"
 #include "core/ops/fused_layers.h"
 #include "core/ops/quantize.h"
 #include "optimizer/passes/qdq_params.h"
@@ -299,10 +300,7 @@ Result<std::vector<int>> rewire_extra_quantizers(Graph& graph, const QdqSelectio
     requantize.op_type = layers::kQRequantize;
     requantize.domain = layers::kDomain;
     requantize.opset = 1;
-    Attribute fused;
-    fused.kind = Attribute::Kind::kStrings;
-    fused.strings = {q.name};
-    requantize.attributes["fused_nodes"] = fused;
+    requantize.attributes["fused_nodes"] = strings_attribute({q.name});
     std::vector<std::string> y = output_pair(graph, extra);
     requantize.inputs = {selection.output, layer_params[0], layer_params[1], y[0], y[1]};
     requantize.outputs = {q_output};

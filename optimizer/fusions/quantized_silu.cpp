@@ -5,6 +5,7 @@
 // to the two layers it replaces.
 #include <cmath>
 
+#include "core/attribute_values.h"
 #include "core/ops/fused.h"
 #include "core/ops/fused_layers.h"
 #include "optimizer/fusions/quantized_io.h"
@@ -108,19 +109,11 @@ Status apply_quantized_silu(Graph& graph, const QdqSelection& selection, PassCon
   if (sigmoid_scale == nullptr || sigmoid_zero_point == nullptr) {
     return internal_error("{}: sigmoid quantization is not constant", lookup.describe());
   }
-  Attribute scale;
-  scale.kind = Attribute::Kind::kFloat;
-  scale.f = sigmoid_scale->data<float>()[0];
-  layer.attributes["sigmoid_scale"] = scale;
+  layer.attributes["sigmoid_scale"] = float_attribute(sigmoid_scale->data<float>()[0]);
   const bool is_signed = sigmoid_zero_point->dtype() == DataType::kInt8;
-  Attribute zero_point;
-  zero_point.kind = Attribute::Kind::kInt;
-  zero_point.i = is_signed ? sigmoid_zero_point->data<int8_t>()[0] : sigmoid_zero_point->data<uint8_t>()[0];
-  layer.attributes["sigmoid_zero_point"] = zero_point;
-  Attribute signed_flag;
-  signed_flag.kind = Attribute::Kind::kInt;
-  signed_flag.i = is_signed ? 1 : 0;
-  layer.attributes["sigmoid_signed"] = signed_flag;
+  layer.attributes["sigmoid_zero_point"] =
+      int_attribute(is_signed ? sigmoid_zero_point->data<int8_t>()[0] : sigmoid_zero_point->data<uint8_t>()[0]);
+  layer.attributes["sigmoid_signed"] = int_attribute(is_signed ? 1 : 0);
   layer.inputs = {lookup.input(kUnaryX), lookup.input(kUnaryXScale), lookup.input(kUnaryXZeroPoint),
                   mul.input(kBinaryYScale), mul.input(kBinaryYZeroPoint)};
   std::vector<std::string> output_params = {mul.input(kBinaryYScale), mul.input(kBinaryYZeroPoint)};

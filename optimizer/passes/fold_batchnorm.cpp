@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/attribute_values.h"
 #include "optimizer/graph_utils.h"
 #include "optimizer/passes/qdq_params.h"
 #include "core/op_registry.h"
@@ -133,10 +134,7 @@ class FoldBatchnormPass : public Pass {
         }
         weight_dq->inputs[2] = add_initializer(graph, weight_dq->input(2) + "_per_channel", std::move(zero_point));
       }
-      Attribute axis;
-      axis.kind = Attribute::Kind::kInt;
-      axis.i = 0;
-      weight_dq->attributes["axis"] = axis;
+      weight_dq->attributes["axis"] = int_attribute(0);
       DequantizeLinearAttributes attributes = weight_dq->attrs<DequantizeLinearAttributes>();
       attributes.axis = 0;
       weight_dq->typed_attributes = make_attributes(attributes);

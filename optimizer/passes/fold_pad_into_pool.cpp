@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/op_registry.h"
+#include "core/attribute_values.h"
 #include "core/ops/pool.h"
 #include "core/ops/tensor.h"
 #include "core/ops/window.h"
@@ -79,29 +79,6 @@ bool pads_with_zero(const Graph& graph, const Node& pad, std::string& reason) {
   return true;
 }
 
-Status reparse(Node& node) {
-  const OpSchema* schema = OpRegistry::instance().find(node.domain.empty() ? kOnnxDomain : node.domain, node.op_type);
-  if (schema == nullptr || schema->parse_attributes == nullptr) {
-    return internal_error("fold_pad_into_pool: {} has no attribute parser", node.describe());
-  }
-  QDQRT_ASSIGN_OR_RETURN(node.typed_attributes, schema->parse_attributes(node));
-  return Status::ok();
-}
-
-Attribute int_attribute(int64_t value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInt;
-  attribute.i = value;
-  return attribute;
-}
-
-Attribute ints_attribute(std::vector<int64_t> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
-}
-
 class FoldPadIntoPoolPass : public Pass {
  public:
   std::string name() const override { return "fold_pad_into_pool"; }
@@ -120,7 +97,7 @@ class FoldPadIntoPoolPass : public Pass {
       pool.attributes["pads"] = ints_attribute(selection.fold->pads);
       pool.attributes.erase("auto_pad");  // NOTSET or VALID: explicit pads from now on
       if (selection.fold->count_include_pad) pool.attributes["count_include_pad"] = int_attribute(1);
-      QDQRT_RETURN_IF_ERROR(reparse(pool));
+      QDQRT_RETURN_IF_ERROR(parse_typed_attributes(pool));
       changed = true;
       index = ValueIndex(graph);
     }

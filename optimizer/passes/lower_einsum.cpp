@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/attribute_values.h"
 #include "core/ops/einsum.h"
 #include "core/shape_inference.h"
 #include "optimizer/graph_utils.h"
@@ -94,13 +95,6 @@ std::optional<MatMulForm> matmul_form(const Graph& graph, const Node& node, cons
   return form;
 }
 
-Attribute ints_attribute(std::vector<int64_t> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
-}
-
 class Lowering {
  public:
   Lowering(Graph& graph, const Node& einsum, DataType dtype) : graph_(graph), einsum_(einsum), dtype_(dtype) {}
@@ -108,19 +102,11 @@ class Lowering {
   // A node of the einsum's opset writing a new value (or `output` when given); its attributes parsed.
   Result<std::string> add(const std::string& op_type, const std::string& suffix, std::vector<std::string> inputs,
                           AttributeMap attributes, const std::string& output = {}) {
-    Node node;
-    node.name = unique_node_name(graph_, einsum_.name + "/" + suffix);
-    node.op_type = op_type;
-    node.opset = einsum_.opset;
-    node.inputs = std::move(inputs);
-    node.outputs = {output.empty() ? unique_value_name(graph_, einsum_.name + "/" + suffix + "_output") : output};
-    node.attributes = std::move(attributes);
-    const OpSchema* schema = OpRegistry::instance().find(kOnnxDomain, op_type);
-    if (schema == nullptr) return internal_error("lower_einsum: op {} is not registered", op_type);
-    if (schema->parse_attributes != nullptr) {
-      QDQRT_ASSIGN_OR_RETURN(node.typed_attributes, schema->parse_attributes(node));
-    }
-    if (output.empty()) graph_.values[node.outputs[0]] = ValueInfo{.name = node.outputs[0], .dtype = dtype_};
+    const std::string value =
+        output.empty() ? add_value(graph_, einsum_.name + "/" + suffix + "_output", dtype_) : output;
+    QDQRT_ASSIGN_OR_RETURN(Node node,
+                           make_onnx_node(einsum_, op_type, unique_node_name(graph_, einsum_.name + "/" + suffix),
+                                          std::move(inputs), value, std::move(attributes)));
     added_.push_back(node);
     return node.outputs[0];
   }

@@ -4,7 +4,6 @@
 #include <string>
 #include <vector>
 
-#include "core/op_registry.h"
 #include "core/ops/reduce.h"
 #include "core/shape_inference.h"
 #include "optimizer/graph_utils.h"
@@ -36,29 +35,11 @@ std::optional<int64_t> reduced_columns(const Graph& graph, const Node& node) {
   return columns.value;
 }
 
+// The lowered node `suffix` of the ReduceL2 `like`.
 Result<Node> make_node(const Node& like, const std::string& op_type, const std::string& suffix,
                        std::vector<std::string> inputs, std::string output, Graph& graph) {
-  Node node;
-  node.name = unique_node_name(graph, like.name + "/" + suffix);
-  node.op_type = op_type;
-  node.opset = like.opset;
-  node.inputs = std::move(inputs);
-  node.outputs = {std::move(output)};
-  const OpSchema* schema = OpRegistry::instance().find(kOnnxDomain, op_type);
-  if (schema == nullptr) return internal_error("lower_reduce_l2: op {} is not registered", op_type);
-  if (schema->parse_attributes != nullptr) {
-    QDQRT_ASSIGN_OR_RETURN(node.typed_attributes, schema->parse_attributes(node));
-  }
-  return node;
-}
-
-// A new float value named after `base`.
-std::string float_value(Graph& graph, const std::string& base) {
-  const std::string name = unique_value_name(graph, base);
-  ValueInfo& info = graph.values[name];
-  info.name = name;
-  info.dtype = DataType::kFloat;
-  return name;
+  return make_onnx_node(like, op_type, unique_node_name(graph, like.name + "/" + suffix), std::move(inputs),
+                        std::move(output));
 }
 
 class LowerReduceL2Pass : public Pass {
@@ -76,8 +57,8 @@ class LowerReduceL2Pass : public Pass {
       const std::string ones = add_initializer(graph, reduce.name + "/ones",
                                                Tensor::from_vector<float>({*columns, 1}, std::vector<float>(
                                                                                             static_cast<size_t>(*columns), 1.0f)));
-      const std::string squares = float_value(graph, reduce.outputs[0] + "_squares");
-      const std::string sums = float_value(graph, reduce.outputs[0] + "_sum_of_squares");
+      const std::string squares = add_value(graph, reduce.outputs[0] + "_squares", DataType::kFloat);
+      const std::string sums = add_value(graph, reduce.outputs[0] + "_sum_of_squares", DataType::kFloat);
       std::vector<Node> added;
       QDQRT_ASSIGN_OR_RETURN(Node square, make_node(reduce, "Mul", "square", {reduce.input(0), reduce.input(0)}, squares, graph));
       added.push_back(std::move(square));

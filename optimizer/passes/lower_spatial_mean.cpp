@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/op_registry.h"
+#include "core/attribute_values.h"
 #include "core/ops/reduce.h"
 #include "core/shape_inference.h"
 #include "optimizer/graph_utils.h"
@@ -15,16 +15,6 @@
 namespace qdqrt::optimizer {
 
 namespace {
-
-Status parse_attributes(Node& node) {
-  const OpSchema* schema = OpRegistry::instance().find(kOnnxDomain, node.op_type);
-  if (schema == nullptr) return internal_error("lower_spatial_mean: op {} is not registered", node.op_type);
-  node.typed_attributes = nullptr;
-  if (schema->parse_attributes != nullptr) {
-    QDQRT_ASSIGN_OR_RETURN(node.typed_attributes, schema->parse_attributes(node));
-  }
-  return Status::ok();
-}
 
 class LowerSpatialMeanPass : public Pass {
  public:
@@ -41,7 +31,7 @@ class LowerSpatialMeanPass : public Pass {
       mean.op_type = "GlobalAveragePool";
       mean.inputs.resize(1);
       mean.attributes.clear();
-      QDQRT_RETURN_IF_ERROR(parse_attributes(mean));
+      QDQRT_RETURN_IF_ERROR(parse_typed_attributes(mean));
       if (keepdims) continue;
       // [N, C, 1, ...] -> [N, C]: the reduced axes dropped. The pool's output is the input's N
       // and C with the spatial dims 1 (the ReduceMean's output keeps its dims).
@@ -60,11 +50,8 @@ class LowerSpatialMeanPass : public Pass {
       flatten.opset = mean.opset;
       flatten.inputs = {pooled};
       flatten.outputs = {output};
-      Attribute axis;
-      axis.kind = Attribute::Kind::kInt;
-      axis.i = 1;
-      flatten.attributes["axis"] = axis;
-      QDQRT_RETURN_IF_ERROR(parse_attributes(flatten));
+      flatten.attributes["axis"] = int_attribute(1);
+      QDQRT_RETURN_IF_ERROR(parse_typed_attributes(flatten));
       graph.nodes.insert(graph.nodes.begin() + static_cast<std::ptrdiff_t>(n) + 1, std::move(flatten));
       ++n;
     }

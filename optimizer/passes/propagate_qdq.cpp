@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "core/attribute_values.h"
 #include "optimizer/graph_utils.h"
 #include "optimizer/passes/qdq_params.h"
 #include "core/ops/elementwise.h"
@@ -166,10 +167,7 @@ class PropagateQdqPass : public Pass {
     moved.inputs[0] = folded_name;
     moved.outputs[0] = y;
     if (new_axis != params->axis) {
-      Attribute axis;
-      axis.kind = Attribute::Kind::kInt;
-      axis.i = new_axis;
-      moved.attributes["axis"] = axis;
+      moved.attributes["axis"] = int_attribute(new_axis);
       DequantizeLinearAttributes attributes = moved.attrs<DequantizeLinearAttributes>();
       attributes.axis = new_axis;
       moved.typed_attributes = make_attributes(attributes);

@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "core/op_registry.h"
 #include "optimizer/graph_utils.h"
 #include "optimizer/passes/qdq_params.h"
 
@@ -56,22 +55,6 @@ std::optional<int> concat_output_quantize(const Graph& graph, const ValueIndex& 
   }
   if (!float_input) return std::nullopt;  // all dequantized alike: the concat fusion's case already
   return q_index;
-}
-
-Result<Node> make_node(const Node& like, const char* op_type, const std::string& name, std::vector<std::string> inputs,
-                       std::string output) {
-  Node node;
-  node.name = name;
-  node.op_type = op_type;
-  node.opset = like.opset;
-  node.inputs = std::move(inputs);
-  node.outputs = {std::move(output)};
-  const OpSchema* schema = OpRegistry::instance().find(kOnnxDomain, op_type);
-  if (schema == nullptr) return internal_error("quantize_concat_inputs: op {} is not registered", op_type);
-  if (schema->parse_attributes != nullptr) {
-    QDQRT_ASSIGN_OR_RETURN(node.typed_attributes, schema->parse_attributes(node));
-  }
-  return node;
 }
 
 class QuantizeConcatInputsPass : public Pass {
@@ -126,9 +109,9 @@ class QuantizeConcatInputsPass : public Pass {
         set_value_info(graph, restored, DataType::kFloat, input);
         std::vector<std::string> dq_inputs = {quantized, q.input(1)};
         if (q.has_input(2)) dq_inputs.push_back(q.input(2));
-        QDQRT_ASSIGN_OR_RETURN(Node dequantize, make_node(q, "DequantizeLinear",
-                                                          unique_node_name(graph, q.name + "/" + input + "/dq"),
-                                                          std::move(dq_inputs), restored));
+        QDQRT_ASSIGN_OR_RETURN(Node dequantize, make_onnx_node(q, "DequantizeLinear",
+                                                               unique_node_name(graph, q.name + "/" + input + "/dq"),
+                                                               std::move(dq_inputs), restored));
         added.push_back(std::move(dequantize));
         dequantized[input] = restored;
         input = restored;

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "core/op_registry.h"
 #include "core/ops/quantize.h"
 #include "core/shape_inference.h"
 #include "optimizer/graph_utils.h"
@@ -162,22 +161,6 @@ std::string columns_of_parameter(Graph& graph, const std::string& name, const st
   return add_initializer(graph, name + suffix, columns(*tensor, begin, end));
 }
 
-Result<Node> make_node(const Node& like, const std::string& op_type, std::string name, std::vector<std::string> inputs,
-                       std::string output) {
-  Node node;
-  node.name = std::move(name);
-  node.op_type = op_type;
-  node.opset = like.opset;
-  node.inputs = std::move(inputs);
-  node.outputs = {std::move(output)};
-  const OpSchema* schema = OpRegistry::instance().find(kOnnxDomain, op_type);
-  if (schema == nullptr) return internal_error("split_sliced_projection: op {} is not registered", op_type);
-  if (schema->parse_attributes != nullptr) {
-    QDQRT_ASSIGN_OR_RETURN(node.typed_attributes, schema->parse_attributes(node));
-  }
-  return node;
-}
-
 // The projection per Slice, each writing the Slice's output; the packed nodes are dropped.
 Status split(Graph& graph, const SlicedProjection& found) {
   const Node matmul = graph.nodes[static_cast<size_t>(found.matmul)];
@@ -205,28 +188,23 @@ Status split(Graph& graph, const SlicedProjection& found) {
       part_dq.inputs[0] = part_weight;
       part_dq.inputs[1] = columns_of_parameter(graph, dq->input(1), suffix, part.begin, part.end);
       if (dq->has_input(2)) part_dq.inputs[2] = columns_of_parameter(graph, dq->input(2), suffix, part.begin, part.end);
-      part_weight = unique_value_name(graph, dq->outputs[0] + suffix);
+      part_weight = add_value(graph, dq->outputs[0] + suffix, DataType::kFloat);
       part_dq.outputs = {part_weight};
-      ValueInfo& info = graph.values[part_weight];
-      info.name = part_weight;
-      info.dtype = DataType::kFloat;
       added.push_back(std::move(part_dq));
     }
-    const std::string product = add ? unique_value_name(graph, matmul.outputs[0] + suffix) : slice.outputs[0];
-    QDQRT_ASSIGN_OR_RETURN(Node part_matmul, make_node(matmul, "MatMul", unique_node_name(graph, matmul.name + suffix),
-                                                       {matmul.input(0), part_weight}, product));
+    const std::string product = add ? add_value(graph, matmul.outputs[0] + suffix, DataType::kFloat) : slice.outputs[0];
+    QDQRT_ASSIGN_OR_RETURN(Node part_matmul,
+                           make_onnx_node(matmul, "MatMul", unique_node_name(graph, matmul.name + suffix),
+                                          {matmul.input(0), part_weight}, product));
     added.push_back(std::move(part_matmul));
     if (!add) continue;
-    ValueInfo& info = graph.values[product];
-    info.name = product;
-    info.dtype = DataType::kFloat;
     std::string part_bias = add->input(found.bias_side);
     if (bias->numel() != 1) part_bias = add_initializer(graph, part_bias + suffix, columns(*bias, part.begin, part.end));
     std::vector<std::string> inputs(2);
     inputs[found.bias_side] = part_bias;
     inputs[1 - found.bias_side] = product;
-    QDQRT_ASSIGN_OR_RETURN(Node part_add, make_node(*add, "Add", unique_node_name(graph, add->name + suffix),
-                                                    std::move(inputs), slice.outputs[0]));
+    QDQRT_ASSIGN_OR_RETURN(Node part_add, make_onnx_node(*add, "Add", unique_node_name(graph, add->name + suffix),
+                                                         std::move(inputs), slice.outputs[0]));
     added.push_back(std::move(part_add));
   }
   std::vector<Node> nodes;

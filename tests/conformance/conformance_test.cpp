@@ -39,6 +39,7 @@
 #include "parser/onnx_loader.h"
 #include "reference/executor.h"
 #include "tests/common/onnx_node_case.h"
+#include "tests/engine_batch/batch_helpers.h"
 
 namespace qdqrt {
 namespace {
@@ -157,22 +158,10 @@ Tensor leading_block(const Tensor& tensor, const Shape& shape) {
   return block;
 }
 
-// Runs `range` at `inputs`' shapes.
+// Runs `range` at `inputs`' shapes in a context of its own.
 Result<TensorMap> run_range(const engine::RangeEngine& range, const TensorMap& inputs) {
-  std::map<std::string, Shape> shapes;
-  std::vector<engine::ConstTensorBinding> bindings;
-  for (const auto& [name, tensor] : inputs) {
-    shapes[name] = tensor.shape();
-    bindings.push_back({name, tensor.raw_data(), tensor.shape()});
-  }
-  QDQRT_ASSIGN_OR_RETURN(std::vector<engine::IoTensorInfo> infos, range.output_infos(shapes));
-  TensorMap outputs;
-  for (const engine::IoTensorInfo& info : infos) outputs[info.name] = Tensor(info.dtype, info.shape);
-  std::vector<engine::TensorBinding> output_bindings;
-  for (auto& [name, tensor] : outputs) output_bindings.push_back({name, tensor.raw_data(), tensor.shape()});
   auto context = range.create_context({.threads = 2});
-  QDQRT_RETURN_IF_ERROR(context->run(bindings, output_bindings));
-  return outputs;
+  return batch_testing::run_range(range, *context, inputs);
 }
 
 void check_range_case(const std::string& case_name) {

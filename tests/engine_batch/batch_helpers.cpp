@@ -1,5 +1,6 @@
 #include "tests/engine_batch/batch_helpers.h"
 
+#include <gtest/gtest.h>
 #include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
 
@@ -8,6 +9,8 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+
+#include "parser/onnx_loader.h"
 
 namespace qdqrt::batch_testing {
 
@@ -45,6 +48,22 @@ Result<TensorMap> run_images(const engine::Engine& engine, engine::ExecutionCont
   TensorMap outputs;
   for (const engine::IoTensorInfo& info : engine.outputs())
     outputs[info.name] = Tensor(info.dtype, info.shape_at_batch(count));
+  std::vector<engine::TensorBinding> output_bindings;
+  for (auto& [name, tensor] : outputs) output_bindings.push_back({name, tensor.raw_data(), tensor.shape()});
+  QDQRT_RETURN_IF_ERROR(context.run(input_bindings, output_bindings));
+  return outputs;
+}
+
+Result<TensorMap> run_range(const engine::RangeEngine& range, engine::RangeContext& context, const TensorMap& inputs) {
+  std::map<std::string, Shape> shapes;
+  std::vector<engine::ConstTensorBinding> input_bindings;
+  for (const auto& [name, tensor] : inputs) {
+    shapes[name] = tensor.shape();
+    input_bindings.push_back({name, tensor.raw_data(), tensor.shape()});
+  }
+  QDQRT_ASSIGN_OR_RETURN(std::vector<engine::IoTensorInfo> infos, range.output_infos(shapes));
+  TensorMap outputs;
+  for (const engine::IoTensorInfo& info : infos) outputs[info.name] = Tensor(info.dtype, info.shape);
   std::vector<engine::TensorBinding> output_bindings;
   for (auto& [name, tensor] : outputs) output_bindings.push_back({name, tensor.raw_data(), tensor.shape()});
   QDQRT_RETURN_IF_ERROR(context.run(input_bindings, output_bindings));
@@ -119,6 +138,47 @@ Status write_text_model(const std::string& text, const std::vector<FloatInitiali
   std::ofstream file(path, std::ios::binary);
   if (!file || !model.SerializeToOstream(&file)) return io_error("cannot write '{}'", path);
   return Status::ok();
+}
+
+TextModelEngine build_text_model(const std::string& text, const std::vector<FloatInitializer>& initializers,
+                                 uint32_t seed, const std::string& path, const engine::BuildOptions& options) {
+  Status written = write_text_model(text, initializers, seed, path);
+  EXPECT_TRUE(written.is_ok()) << written.to_string();
+  auto engine = engine::Engine::build_from_file(path, options);
+  EXPECT_TRUE(engine.ok()) << engine.status().to_string();
+  return {path, engine.ok() ? *engine : nullptr};
+}
+
+const engine::PlanTensor* find_plan_tensor(const engine::EnginePlan& plan, const std::string& name) {
+  const int32_t index = plan.find_tensor(name);
+  return index < 0 ? nullptr : &plan.tensors[static_cast<size_t>(index)];
+}
+
+void expect_batch_independent(const TextModelEngine& built, const TensorMap& inputs, int64_t images,
+                              const std::string& output, double reference_tolerance) {
+  const engine::Engine& engine = *built.engine;
+  auto full = run_per_image(engine, inputs, images, images);
+  ASSERT_TRUE(full.ok()) << full.status().to_string();
+  const std::vector<Tensor>& full_images = full->slices.at(output);
+  for (int64_t per_run : {int64_t{1}, int64_t{3}}) {
+    auto partial = run_per_image(engine, inputs, images, per_run);
+    ASSERT_TRUE(partial.ok()) << "batch " << per_run << ": " << partial.status().to_string();
+    const std::vector<Tensor>& partial_images = partial->slices.at(output);
+    for (size_t image = 0; image < static_cast<size_t>(images); ++image) {
+      EXPECT_TRUE(bit_equal(partial_images[image], full_images[image]))
+          << "image " << image << " run " << per_run << " at a time differs from the batch-" << images
+          << " run by " << relative_error(partial_images[image], full_images[image]);
+    }
+  }
+  auto graph = load_onnx_file(built.path);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto expected = run_reference(*graph, inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  for (int64_t image = 0; image < images; ++image) {
+    EXPECT_LE(relative_error(full_images[static_cast<size_t>(image)], slice(expected->at(output), 0, 1, image, 1)),
+              reference_tolerance)
+        << "image " << image;
+  }
 }
 
 }  // namespace qdqrt::batch_testing

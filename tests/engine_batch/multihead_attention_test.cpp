@@ -120,58 +120,23 @@ refused (float[N,{0},{1}] x) => (float[N,{0},{1}] y)
                      kTokens, kWidth);
 }
 
-struct Built {
-  std::string path;
-  std::shared_ptr<const engine::Engine> engine;
-};
-
-Built build(const std::string& text, const std::vector<FloatInitializer>& initializers, const std::string& name) {
-  const std::string path = fs::path(::testing::TempDir()) / (name + ".onnx");
-  Status written = write_text_model(text, initializers, 11, path);
-  EXPECT_TRUE(written.is_ok()) << written.to_string();
+TextModelEngine build(const std::string& text, const std::vector<FloatInitializer>& initializers,
+                      const std::string& name) {
   engine::BuildOptions options;
   options.input_shapes["x"] = {kMaxBatch, kTokens, kWidth};
-  auto engine = engine::Engine::build_from_file(path, options);
-  EXPECT_TRUE(engine.ok()) << engine.status().to_string();
-  return {path, engine.ok() ? *engine : nullptr};
-}
-
-const engine::PlanTensor* find_tensor(const engine::EnginePlan& plan, const std::string& name) {
-  const int32_t index = plan.find_tensor(name);
-  return index < 0 ? nullptr : &plan.tensors[static_cast<size_t>(index)];
+  return build_text_model(text, initializers, 11, fs::path(::testing::TempDir()) / (name + ".onnx"), options);
 }
 
 // Per image: runs of 1 and 3 images give the batch-8 run's bits; that run matches the reference
 // within `tolerance` (relative to the largest output).
-void expect_batch_independent(const Built& built, double tolerance = 1e-5) {
-  const engine::Engine& engine = *built.engine;
-  TensorMap inputs = {{"x", random_tensor({kMaxBatch, kTokens, kWidth}, 3)}};
-  auto full = run_per_image(engine, inputs, kMaxBatch, kMaxBatch);
-  ASSERT_TRUE(full.ok()) << full.status().to_string();
-  for (int64_t per_run : {int64_t{1}, int64_t{3}}) {
-    auto partial = run_per_image(engine, inputs, kMaxBatch, per_run);
-    ASSERT_TRUE(partial.ok()) << "batch " << per_run << ": " << partial.status().to_string();
-    for (size_t image = 0; image < static_cast<size_t>(kMaxBatch); ++image) {
-      EXPECT_TRUE(bit_equal(partial->slices.at("y")[image], full->slices.at("y")[image]))
-          << "image " << image << " run " << per_run << " at a time differs from the batch-8 run by "
-          << relative_error(partial->slices.at("y")[image], full->slices.at("y")[image]);
-    }
-  }
-  auto graph = load_onnx_file(built.path);
-  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
-  auto expected = run_reference(*graph, inputs);
-  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-  for (int64_t image = 0; image < kMaxBatch; ++image) {
-    EXPECT_LE(relative_error(full->slices.at("y")[static_cast<size_t>(image)],
-                             slice(expected->at("y"), 0, 1, image, 1)),
-              tolerance)
-        << "image " << image;
-  }
+void expect_batch_independent(const TextModelEngine& built, double tolerance = 1e-5) {
+  batch_testing::expect_batch_independent(built, {{"x", random_tensor({kMaxBatch, kTokens, kWidth}, 3)}}, kMaxBatch,
+                                          "y", tolerance);
 }
 
 // A run of `count` images matches the reference executor on the same images (a Softmax over the
 // batch's axis mixes the images of one run, so runs of other sizes differ).
-void expect_matches_reference(const Built& built, int64_t count) {
+void expect_matches_reference(const TextModelEngine& built, int64_t count) {
   const engine::Engine& engine = *built.engine;
   TensorMap inputs = {{"x", random_tensor({count, kTokens, kWidth}, 5)}};
   auto context = engine.create_context({.threads = 2});
@@ -189,7 +154,7 @@ TEST(MultiheadAttention, BatchOffDimZeroRunsOnNativeFloatLayers) {
       {"wq", {kWidth, kWidth}, 0.2f}, {"wk", {kWidth, kWidth}, 0.2f}, {"wv", {kWidth, kWidth}, 0.2f},
       {"wo", {kWidth, kWidth}, 0.2f}, {"bq", {kWidth}, 0.1f},         {"bk", {kWidth}, 0.1f},
       {"bv", {kWidth}, 0.1f},         {"bo", {kWidth}, 0.1f}};
-  Built built = build(attention_text(), weights, "multihead_attention");
+  TextModelEngine built = build(attention_text(), weights, "multihead_attention");
   ASSERT_NE(built.engine, nullptr);
   const engine::EnginePlan& plan = built.engine->plan();
   EXPECT_EQ(plan.fixed_batch_reason, "");
@@ -202,15 +167,15 @@ TEST(MultiheadAttention, BatchOffDimZeroRunsOnNativeFloatLayers) {
   EXPECT_GE(kinds["fp32_binary"], 4);  // three bias Adds and the Div
   // Where the batch is: dim 1 of [L, N, E]; dim 0 of the heads, 4 per image; dim 0 of [L * N, E],
   // L rows per image.
-  const engine::PlanTensor* projected = find_tensor(plan, "q_b");
+  const engine::PlanTensor* projected = find_plan_tensor(plan, "q_b");
   ASSERT_NE(projected, nullptr);
   EXPECT_TRUE(projected->batched);
   EXPECT_EQ(projected->batch_axis, 1);
-  const engine::PlanTensor* scores = find_tensor(plan, "scores");
+  const engine::PlanTensor* scores = find_plan_tensor(plan, "scores");
   ASSERT_NE(scores, nullptr);
   EXPECT_EQ(scores->batch_axis, 0);
   EXPECT_EQ(scores->batch_factor, 4);
-  const engine::PlanTensor* rows = find_tensor(plan, "proj");
+  const engine::PlanTensor* rows = find_plan_tensor(plan, "proj");
   ASSERT_NE(rows, nullptr);
   EXPECT_EQ(rows->batch_axis, 0);
   EXPECT_EQ(rows->batch_factor, kTokens);
@@ -224,7 +189,7 @@ TEST(MultiheadAttention, DamagedBatchLayoutsAreRefused) {
       {"wq", {kWidth, kWidth}, 0.2f}, {"wk", {kWidth, kWidth}, 0.2f}, {"wv", {kWidth, kWidth}, 0.2f},
       {"wo", {kWidth, kWidth}, 0.2f}, {"bq", {kWidth}, 0.1f},         {"bk", {kWidth}, 0.1f},
       {"bv", {kWidth}, 0.1f},         {"bo", {kWidth}, 0.1f}};
-  Built built = build(attention_text(), weights, "multihead_damaged");
+  TextModelEngine built = build(attention_text(), weights, "multihead_damaged");
   ASSERT_NE(built.engine, nullptr);
   ASSERT_TRUE(engine::Engine::from_plan(built.engine->plan()).ok());
   // `value` gets the batch on `axis` with `factor` slices per image (dims that still fit the
@@ -253,7 +218,7 @@ TEST(MultiheadAttention, DamagedBatchLayoutsAreRefused) {
 }
 
 TEST(MultiheadAttention, QuantizedInProjectionSplitsIntoInt8LayersWithTheBatchOffDimZero) {
-  Built built = build(quantized_attention_text(), {}, "quantized_multihead_attention");
+  TextModelEngine built = build(quantized_attention_text(), {}, "quantized_multihead_attention");
   ASSERT_NE(built.engine, nullptr);
   const engine::EnginePlan& plan = built.engine->plan();
   EXPECT_EQ(plan.fixed_batch_reason, "");
@@ -284,7 +249,7 @@ TEST(MultiheadAttention, QuantizedInProjectionSplitsIntoInt8LayersWithTheBatchOf
 }
 
 TEST(MultiheadAttention, LayersThatCannotSplitPerImageStayReference) {
-  Built built = build(refused_text(), {{"c", {kTokens, 1, kWidth}, 1.0f}}, "multihead_refused");
+  TextModelEngine built = build(refused_text(), {{"c", {kTokens, 1, kWidth}, 1.0f}}, "multihead_refused");
   ASSERT_NE(built.engine, nullptr);
   const engine::EnginePlan& plan = built.engine->plan();
   std::map<std::string, std::string> kind_of;

@@ -61,75 +61,38 @@ std::string per_test_model_path() {
          (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".onnx");
 }
 
-struct BuiltModel {
-  std::string path;
-  std::shared_ptr<const engine::Engine> engine;
-};
-
-BuiltModel build_attention(bool qdq) {
-  const std::string path = fs::path(::testing::TempDir()) / (qdq ? "vit_attention_qdq.onnx" : "vit_attention.onnx");
-  Status written = write_text_model(attention_text(qdq),
-                                    {{"w_qkv", {kWidth, kWidth}, 0.05f}, {"w_proj", {128, kWidth}, 0.05f}}, 7, path);
-  EXPECT_TRUE(written.is_ok()) << written.to_string();
+TextModelEngine build_attention(bool qdq) {
   engine::BuildOptions options;
   options.input_shapes["x"] = {kMaxBatch, kTokens, kWidth};
-  auto engine = engine::Engine::build_from_file(path, options);
-  EXPECT_TRUE(engine.ok()) << engine.status().to_string();
-  return {path, engine.ok() ? *engine : nullptr};
-}
-
-const engine::PlanTensor* find_tensor(const engine::EnginePlan& plan, const std::string& name) {
-  const int32_t index = plan.find_tensor(name);
-  return index < 0 ? nullptr : &plan.tensors[static_cast<size_t>(index)];
+  return build_text_model(attention_text(qdq), {{"w_qkv", {kWidth, kWidth}, 0.05f}, {"w_proj", {128, kWidth}, 0.05f}},
+                          7, fs::path(::testing::TempDir()) / (qdq ? "vit_attention_qdq.onnx" : "vit_attention.onnx"),
+                          options);
 }
 
 // Per image: the runs of 1 and 3 images give the batch-8 run's bytes; that run matches the reference.
-void expect_batch_independent(const BuiltModel& built, double reference_tolerance) {
-  const engine::Engine& engine = *built.engine;
-  TensorMap inputs = {{"x", random_tensor({kMaxBatch, kTokens, kWidth}, 3)}};
-  auto full = run_per_image(engine, inputs, kMaxBatch, kMaxBatch);
-  ASSERT_TRUE(full.ok()) << full.status().to_string();
-  for (int64_t per_run : {int64_t{1}, int64_t{3}}) {
-    auto partial = run_per_image(engine, inputs, kMaxBatch, per_run);
-    ASSERT_TRUE(partial.ok()) << "batch " << per_run << ": " << partial.status().to_string();
-    for (int64_t image = 0; image < kMaxBatch; ++image) {
-      EXPECT_TRUE(bit_equal(partial->slices.at("y")[static_cast<size_t>(image)],
-                            full->slices.at("y")[static_cast<size_t>(image)]))
-          << "image " << image << " run " << per_run << " at a time differs from the batch-8 run by "
-          << relative_error(partial->slices.at("y")[static_cast<size_t>(image)],
-                            full->slices.at("y")[static_cast<size_t>(image)]);
-    }
-  }
-  auto graph = load_onnx_file(built.path);
-  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
-  auto expected = run_reference(*graph, inputs);
-  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-  for (int64_t image = 0; image < kMaxBatch; ++image) {
-    EXPECT_LE(
-        relative_error(full->slices.at("y")[static_cast<size_t>(image)], slice(expected->at("y"), 0, 1, image, 1)),
-        reference_tolerance)
-        << "image " << image;
-  }
+void expect_batch_independent(const TextModelEngine& built, double reference_tolerance) {
+  batch_testing::expect_batch_independent(built, {{"x", random_tensor({kMaxBatch, kTokens, kWidth}, 3)}}, kMaxBatch,
+                                          "y", reference_tolerance);
 }
 
 TEST(VitAttention, Fp32TransposeMovesTheBatchAndEveryBatchGivesTheSameImages) {
-  BuiltModel built = build_attention(false);
+  TextModelEngine built = build_attention(false);
   ASSERT_NE(built.engine, nullptr);
   const engine::EnginePlan& plan = built.engine->plan();
   EXPECT_EQ(plan.fixed_batch_reason, "");
   // [3, B, 4, 49, 32]: the batch is dim 1; Gather brings it back to dim 0.
-  const engine::PlanTensor* moved = find_tensor(plan, "t");
+  const engine::PlanTensor* moved = find_plan_tensor(plan, "t");
   ASSERT_NE(moved, nullptr);
   EXPECT_TRUE(moved->batched);
   EXPECT_EQ(moved->batch_axis, 1);
-  const engine::PlanTensor* gathered = find_tensor(plan, "q");
+  const engine::PlanTensor* gathered = find_plan_tensor(plan, "q");
   ASSERT_NE(gathered, nullptr);
   EXPECT_TRUE(engine::batch_leads(*gathered) && gathered->batched);
   expect_batch_independent(built, 1e-4);
 }
 
 TEST(VitAttention, QdqInt8TransposeMovesTheBatchAndEveryBatchGivesTheSameImages) {
-  BuiltModel built = build_attention(true);
+  TextModelEngine built = build_attention(true);
   ASSERT_NE(built.engine, nullptr);
   const engine::EnginePlan& plan = built.engine->plan();
   EXPECT_EQ(plan.fixed_batch_reason, "");

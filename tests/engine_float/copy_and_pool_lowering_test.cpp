@@ -333,6 +333,24 @@ TEST(CopyLayers, EveryRefusalNamesTheLayerAndEveryKeyIsDocumented) {
     ASSERT_FALSE(bound.ok());
     EXPECT_NE(bound.status().message().find("must both be plain"), std::string::npos) << bound.status().message();
   }
+  // Both copies: one input and one output, of one dtype of a size they move.
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    if (plan.layers[i].kind != "strided_copy" && plan.layers[i].kind != "constant_pad") continue;
+    SCOPED_TRACE(plan.layers[i].kind);
+    engine::EnginePlan two_outputs = plan;
+    two_outputs.layers[i].outputs.push_back(two_outputs.layers[i].outputs[0]);
+    auto bound = harness_bind(two_outputs, i);
+    ASSERT_FALSE(bound.ok());
+    EXPECT_NE(bound.status().message().find("one input and one output"), std::string::npos)
+        << bound.status().message();
+    engine::EnginePlan other_dtype = plan;
+    DataType& output_dtype = other_dtype.tensors[static_cast<size_t>(other_dtype.layers[i].outputs[0])].dtype;
+    output_dtype = output_dtype == DataType::kFloat ? DataType::kInt32 : DataType::kFloat;
+    bound = harness_bind(other_dtype, i);
+    ASSERT_FALSE(bound.ok());
+    EXPECT_NE(bound.status().message().find("one dtype of 1, 2, 4 or 8 bytes"), std::string::npos)
+        << bound.status().message();
+  }
 }
 
 // --- Engine::build: layouts, the int8 split, and the optimizer's pool forms.

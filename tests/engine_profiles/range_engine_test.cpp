@@ -127,25 +127,6 @@ engine::BuildOptions precision_options(bool qdq) {
   return options;
 }
 
-// Runs `context` at `inputs`' shapes; outputs shaped as the range engine says.
-Result<TensorMap> run_range(const RangeEngine& range, engine::RangeContext& context, const TensorMap& inputs) {
-  std::map<std::string, Shape> shapes;
-  std::vector<engine::ConstTensorBinding> bindings;
-  for (const auto& [name, tensor] : inputs) {
-    shapes[name] = tensor.shape();
-    bindings.push_back({name, tensor.raw_data(), tensor.shape()});
-  }
-  QDQRT_ASSIGN_OR_RETURN(std::vector<engine::IoTensorInfo> infos, range.output_infos(shapes));
-  TensorMap outputs;
-  std::vector<engine::TensorBinding> output_bindings;
-  for (const engine::IoTensorInfo& info : infos) outputs.emplace(info.name, Tensor(info.dtype, info.shape));
-  for (const engine::IoTensorInfo& info : infos) {
-    output_bindings.push_back({info.name, outputs.at(info.name).raw_data(), info.shape});
-  }
-  QDQRT_RETURN_IF_ERROR(context.run(bindings, output_bindings));
-  return outputs;
-}
-
 // The outputs of an engine built for exactly `inputs`' shapes.
 Result<TensorMap> run_fixed(const std::string& path, const engine::BuildOptions& base, const TensorMap& inputs) {
   engine::BuildOptions options = base;

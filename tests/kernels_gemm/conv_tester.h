@@ -90,20 +90,7 @@ class ConvTester {
     fill_bytes(rng, input.data(), input.size());
     std::vector<uint8_t> weights(static_cast<size_t>(output_channels_) * group_in * taps);
     fill_bytes(rng, weights.data(), weights.size());
-    std::uniform_real_distribution<float> unit(0.5f, 1.5f);
-    const float weight_base = 0.01f;
-    std::vector<float> weight_scales(output_channels_);
-    for (float& w : weight_scales) w = weight_base * unit(rng);
-    std::vector<int32_t> bias_int32(output_channels_);
-    std::uniform_int_distribution<int32_t> bias_dist(-20000, 20000);
-    for (int32_t& b : bias_int32) b = bias_dist(rng);
-    const float input_scale = 0.02f;
-    const float real_spread =
-        std::sqrt(static_cast<float>(group_in * taps)) * 74.0f * 73.0f * input_scale * weight_base;
-    const float output_scale = real_spread / 40.0f;
-    std::vector<float> bias_float(output_channels_);
-    std::uniform_real_distribution<float> signed_unit(-1.0f, 1.0f);
-    for (float& b : bias_float) b = signed_unit(rng) * real_spread;
+    const CaseQuantization quantization(rng, output_channels_, static_cast<int64_t>(group_in) * taps);
 
     ConvWeightsDesc desc;
     desc.output_channels = output_channels_;
@@ -112,27 +99,13 @@ class ConvTester {
     desc.kernel_height = kernel_height_;
     desc.kernel_width = kernel_width_;
     desc.weights = weights.data();
-    desc.weights_signed = q.weights_signed;
-    desc.weight_zero_point = q.weight_zero_point;
-    desc.weight_scales = weight_scales.data();
-    desc.per_channel = q.per_channel;
-    desc.bias_int32 = q.bias_int32 ? bias_int32.data() : nullptr;
-    desc.bias_float = q.bias_float ? bias_float.data() : nullptr;
-    desc.input_scale = input_scale;
-    desc.input_zero_point = q.input_zero_point;
-    desc.input_signed = q.input_signed;
-    desc.output_scale = q.output_type == OutputType::kF32 || q.program ? 1.0f : output_scale;
+    quantization.describe(q, desc);
 
     const int64_t residual_stride = output_channels_ + 5;
     GuardedBuffer residual((out_pixels - 1) * residual_stride + output_channels_);
     fill_bytes(rng, residual.data(), residual.size());
-    Residual residual_desc{residual.data(), residual_stride, q.residual_signed, output_scale * 0.7f,
-                           q.residual_zero_point};
-    Activation activation = q.activation;
-    activation.clip_min *= output_scale;
-    activation.clip_max *= output_scale;
-    const Epilogue epilogue = make_epilogue(q.output_type, output_scale, q.output_zero_point, activation,
-                                            q.residual ? &residual_desc : nullptr, q.program);
+    const Residual residual_desc = quantization.residual(q, residual, residual_stride);
+    const Epilogue epilogue = quantization.epilogue(q, residual_desc);
 
     const size_t out_bytes = ((out_pixels - 1) * out_stride + output_channels_) * out_size;
     GuardedBuffer expected(out_bytes), actual(out_bytes);

@@ -69,20 +69,7 @@ class GemmTester {
     fill_bytes(rng, a.data(), a.size());
     std::vector<uint8_t> weights(static_cast<size_t>(n_) * k_);
     fill_bytes(rng, weights.data(), weights.size());
-    std::uniform_real_distribution<float> unit(0.5f, 1.5f);
-    std::vector<float> weight_scales(n_);
-    const float weight_base = 0.01f;
-    for (float& s : weight_scales) s = weight_base * unit(rng);
-    std::vector<int32_t> bias_int32(n_);
-    std::uniform_int_distribution<int32_t> bias_dist(-20000, 20000);
-    for (int32_t& b : bias_int32) b = bias_dist(rng);
-    const float input_scale = 0.02f;
-    // Typical |accumulator| so that outputs spread over (and sometimes beyond) the int8 range.
-    const float real_spread = std::sqrt(static_cast<float>(k_)) * 74.0f * 73.0f * input_scale * weight_base;
-    const float output_scale = real_spread / 40.0f * output_scale_factor_;
-    std::vector<float> bias_float(n_);
-    std::uniform_real_distribution<float> signed_unit(-1.0f, 1.0f);
-    for (float& b : bias_float) b = signed_unit(rng) * real_spread;
+    const CaseQuantization quantization(rng, n_, k_, output_scale_factor_);
 
     GemmWeightsDesc desc;
     desc.n = n_;
@@ -90,28 +77,13 @@ class GemmTester {
     desc.weights = weights.data();
     desc.stride_n = b_k_major_ ? 1 : k_;
     desc.stride_k = b_k_major_ ? n_ : 1;
-    desc.weights_signed = q.weights_signed;
-    desc.weight_zero_point = q.weight_zero_point;
-    desc.weight_scales = weight_scales.data();
-    desc.per_channel = q.per_channel;
-    desc.bias_int32 = q.bias_int32 ? bias_int32.data() : nullptr;
-    desc.bias_float = q.bias_float ? bias_float.data() : nullptr;
-    desc.input_scale = input_scale;
-    desc.input_zero_point = q.input_zero_point;
-    desc.input_signed = q.input_signed;
-    desc.output_scale = q.output_type == OutputType::kF32 || q.program ? 1.0f : output_scale;
+    quantization.describe(q, desc);
 
     const int64_t residual_stride = n_ + 3;
     GuardedBuffer residual((m_ - 1) * residual_stride + n_);
     fill_bytes(rng, residual.data(), residual.size());
-    Residual residual_desc{residual.data(), residual_stride, q.residual_signed, output_scale * 0.7f,
-                           q.residual_zero_point};
-    Activation activation = q.activation;
-    const float quantum = q.output_type == OutputType::kF32 ? output_scale : output_scale;
-    activation.clip_min *= quantum;  // the settings give clip bounds in output quanta
-    activation.clip_max *= quantum;
-    const Epilogue epilogue = make_epilogue(q.output_type, output_scale, q.output_zero_point, activation,
-                                            q.residual ? &residual_desc : nullptr, q.program);
+    const Residual residual_desc = quantization.residual(q, residual, residual_stride);
+    const Epilogue epilogue = quantization.epilogue(q, residual_desc);
 
     const size_t c_bytes = ((m_ - 1) * ldc + n_) * out_size;
     GuardedBuffer expected(c_bytes), actual(c_bytes);

@@ -88,6 +88,62 @@ inline std::vector<QuantSettings> output_epilogue_sweep() {
   return sweep;
 }
 
+// The random quantization of one GEMM or convolution case, drawn after its input and weights:
+// weight scales and int32 and float biases per output channel, and an output scale that spreads
+// outputs over (and sometimes beyond) the int8 range for `reduction` products per output.
+struct CaseQuantization {
+  static constexpr float kInputScale = 0.02f;
+  static constexpr float kWeightBase = 0.01f;
+  std::vector<float> weight_scales;
+  std::vector<int32_t> bias_int32;
+  std::vector<float> bias_float;
+  float output_scale = 1.0f;
+
+  CaseQuantization(std::mt19937& rng, int channels, int64_t reduction, float output_scale_factor = 1.0f)
+      : weight_scales(static_cast<size_t>(channels)),
+        bias_int32(static_cast<size_t>(channels)),
+        bias_float(static_cast<size_t>(channels)) {
+    std::uniform_real_distribution<float> unit(0.5f, 1.5f);
+    for (float& scale : weight_scales) scale = kWeightBase * unit(rng);
+    std::uniform_int_distribution<int32_t> bias_dist(-20000, 20000);
+    for (int32_t& bias : bias_int32) bias = bias_dist(rng);
+    // Typical |accumulator| in real units.
+    const float real_spread = std::sqrt(static_cast<float>(reduction)) * 74.0f * 73.0f * kInputScale * kWeightBase;
+    output_scale = real_spread / 40.0f * output_scale_factor;
+    std::uniform_real_distribution<float> signed_unit(-1.0f, 1.0f);
+    for (float& bias : bias_float) bias = signed_unit(rng) * real_spread;
+  }
+
+  // The quantization fields of a GemmWeightsDesc or ConvWeightsDesc.
+  template <class WeightsDesc>
+  void describe(const QuantSettings& q, WeightsDesc& desc) const {
+    desc.weights_signed = q.weights_signed;
+    desc.weight_zero_point = q.weight_zero_point;
+    desc.weight_scales = weight_scales.data();
+    desc.per_channel = q.per_channel;
+    desc.bias_int32 = q.bias_int32 ? bias_int32.data() : nullptr;
+    desc.bias_float = q.bias_float ? bias_float.data() : nullptr;
+    desc.input_scale = kInputScale;
+    desc.input_zero_point = q.input_zero_point;
+    desc.input_signed = q.input_signed;
+    desc.output_scale = q.output_type == OutputType::kF32 || q.program ? 1.0f : output_scale;
+  }
+
+  // The residual operand of the settings (its scale 0.7 output quanta) over `residual`.
+  Residual residual(const QuantSettings& q, const GuardedBuffer& buffer, int64_t row_stride) const {
+    return Residual{buffer.data(), row_stride, q.residual_signed, output_scale * 0.7f, q.residual_zero_point};
+  }
+
+  // The case's epilogue; the settings give clip bounds in output quanta.
+  Epilogue epilogue(const QuantSettings& q, const Residual& residual) const {
+    Activation activation = q.activation;
+    activation.clip_min *= output_scale;
+    activation.clip_max *= output_scale;
+    return make_epilogue(q.output_type, output_scale, q.output_zero_point, activation, q.residual ? &residual : nullptr,
+                         q.program);
+  }
+};
+
 // Compares `count` outputs of a row-strided output; int8 outputs must be bit-equal, fp32 within
 // 1e-5 relative (in practice they are bit-equal too: every ISA uses the same fma sequence).
 inline void expect_outputs_equal(OutputType type, const uint8_t* expected, const uint8_t* actual, int rows, int columns,

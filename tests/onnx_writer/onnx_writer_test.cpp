@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <random>
 
+#include "core/attribute_values.h"
 #include "parser/onnx_loader.h"
 #include "parser/onnx_writer.h"
 #include "reference/executor.h"
@@ -180,14 +181,8 @@ TEST(OnnxWriter, WritesQdqrtDomainNodesWithOpsetImportAndSymbolicDims) {
   node.opset = 1;
   node.inputs = {"x", "scale", ""};
   node.outputs = {"y"};
-  Attribute fused;
-  fused.kind = Attribute::Kind::kStrings;
-  fused.strings = {"conv1", "bn1", "relu1"};
-  node.attributes["fused_nodes"] = fused;
-  Attribute activation;
-  activation.kind = Attribute::Kind::kString;
-  activation.s = "Relu";
-  node.attributes["activation"] = activation;
+  node.attributes["fused_nodes"] = strings_attribute({"conv1", "bn1", "relu1"});
+  node.attributes["activation"] = string_attribute("Relu");
   graph.nodes.push_back(node);
 
   auto model = graph_to_model(graph);

@@ -8,6 +8,7 @@
 
 #include "optimizer/fusions/fusion.h"
 #include "optimizer/pipeline.h"
+#include "core/attribute_values.h"
 #include "core/op_registry.h"
 #include "core/ops/fused.h"
 #include "core/ops/fused_layers.h"
@@ -329,10 +330,7 @@ g (float[2,3,5] x) => (float[2,3,5] y)
       ASSERT_NE(gelu, nullptr);
       gelu->op_type = "Gelu";
       gelu->opset = 20;
-      Attribute attribute;
-      attribute.kind = Attribute::Kind::kString;
-      attribute.s = approximate;
-      gelu->attributes["approximate"] = attribute;
+      gelu->attributes["approximate"] = string_attribute(approximate);
       const OpSchema* schema = OpRegistry::instance().find("", "Gelu");
       ASSERT_NE(schema, nullptr);
       auto typed = schema->parse_attributes(*gelu);
@@ -567,10 +565,7 @@ TEST(FusedLayerSchemas, BadAttributesAreErrors) {
   node.name = "l";
   node.op_type = "QConv";
   node.domain = "qdqrt";
-  Attribute activation;
-  activation.kind = Attribute::Kind::kString;
-  activation.s = "Swish";
-  node.attributes["activation"] = activation;
+  node.attributes["activation"] = string_attribute("Swish");
   auto parsed = parse_fused_layer_attributes(node);
   ASSERT_FALSE(parsed.ok());
   EXPECT_NE(parsed.status().to_string().find("Swish"), std::string::npos);

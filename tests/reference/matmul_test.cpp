@@ -82,7 +82,7 @@ TEST(MatMul, BatchDimsBroadcast) {
 // ---- Einsum: any equation, computed plainly; checked against hand-computed values ----
 
 Result<Tensor> einsum(const std::string& equation, std::vector<const Tensor*> inputs, int64_t opset = 13) {
-  return testing::run_single("Einsum", opset, std::move(inputs), {{"equation", testing::string_attribute(equation)}});
+  return testing::run_single("Einsum", opset, std::move(inputs), {{"equation", string_attribute(equation)}});
 }
 
 std::vector<float> floats_of(const Tensor& tensor) { return testing::values_of<float>(tensor); }

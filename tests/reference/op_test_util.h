@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/attribute_values.h"
 #include "core/op_registry.h"
 #include "reference/executor.h"
 
@@ -41,28 +42,20 @@ class NodeBuilder {
     node_.outputs = {"y"};
   }
   NodeBuilder& attr(const std::string& key, int64_t value) {
-    Attribute& a = node_.attributes[key];
-    a.kind = Attribute::Kind::kInt;
-    a.i = value;
+    node_.attributes[key] = int_attribute(value);
     return *this;
   }
   NodeBuilder& attr(const std::string& key, int value) { return attr(key, static_cast<int64_t>(value)); }
   NodeBuilder& attr(const std::string& key, float value) {
-    Attribute& a = node_.attributes[key];
-    a.kind = Attribute::Kind::kFloat;
-    a.f = value;
+    node_.attributes[key] = float_attribute(value);
     return *this;
   }
   NodeBuilder& attr(const std::string& key, const char* value) {
-    Attribute& a = node_.attributes[key];
-    a.kind = Attribute::Kind::kString;
-    a.s = value;
+    node_.attributes[key] = string_attribute(value);
     return *this;
   }
   NodeBuilder& attr(const std::string& key, std::vector<int64_t> values) {
-    Attribute& a = node_.attributes[key];
-    a.kind = Attribute::Kind::kInts;
-    a.ints = std::move(values);
+    node_.attributes[key] = ints_attribute(std::move(values));
     return *this;
   }
   NodeBuilder& outputs(std::vector<std::string> names) {
@@ -95,36 +88,6 @@ class NodeBuilder {
 
 // ---- make_node / run_op / run_single: a node named "<op>_test" ----
 
-inline Attribute int_attribute(int64_t value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInt;
-  attribute.i = value;
-  return attribute;
-}
-inline Attribute float_attribute(float value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kFloat;
-  attribute.f = value;
-  return attribute;
-}
-inline Attribute ints_attribute(std::vector<int64_t> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
-}
-inline Attribute floats_attribute(std::vector<float> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kFloats;
-  attribute.floats = std::move(values);
-  return attribute;
-}
-inline Attribute string_attribute(std::string value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kString;
-  attribute.s = std::move(value);
-  return attribute;
-}
 inline Attribute tensor_attribute(Tensor value) {
   Attribute attribute;
   attribute.kind = Attribute::Kind::kTensor;

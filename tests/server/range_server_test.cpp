@@ -28,6 +28,7 @@
 #include "server/model_config.h"
 #include "server/model_runner.h"
 #include "tests/engine_batch/batch_helpers.h"
+#include "tests/server/served_repository.h"
 
 namespace qdqrt::server {
 namespace {
@@ -84,49 +85,31 @@ InferTensor float_tensor(const std::string& name, const Shape& shape, const std:
 class RangeServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = fs::temp_directory_path() / ("qdqrt_range_server_test_" + std::to_string(::getpid()));
-    fs::create_directories(root_);
+    served_ = new ServedRepository("qdqrt_range_server_test_");
+    root_ = served_->root();
     model_path_ = (root_ / "conv.onnx").string();
     Status written = batch_testing::write_text_model(
         kConvText, {{"w1", {8, 3, 3, 3}, 0.3f}, {"b1", {8}, 0.1f}, {"w2", {8, 8, 3, 3}, 0.2f}, {"b2", {8}, 0.1f}}, 11,
         model_path_);
     ASSERT_TRUE(written.is_ok()) << written.to_string();
-    auto add = [&](const std::string& name, const std::string& config) {
-      fs::create_directories(root_ / "repository" / name / "1");
-      fs::copy_file(model_path_, root_ / "repository" / name / "1" / "model.onnx");
-      std::ofstream(root_ / "repository" / name / "config.json") << config;
-    };
-    add("conv", fmt::format(R"({{"max_batch_size": 4, "instance_group": {{"count": 2}},
+    served_->add_model("conv", model_path_,
+                       fmt::format(R"({{"max_batch_size": 4, "instance_group": {{"count": 2}},
         "dynamic_batching": {{"max_queue_delay_microseconds": 2000}}, {}}})",
-                            kRangeConfig));
-    add("conv_no_delay", fmt::format(R"({{"max_batch_size": 4, "dynamic_batching": true, {}}})", kRangeConfig));
-    RepositoryOptions options;
-    options.repository_dir = (root_ / "repository").string();
-    server_ = new InferenceServer(options);
-    Status loaded = server_->load_models();
-    ASSERT_TRUE(loaded.is_ok()) << loaded.to_string();
+                                   kRangeConfig));
+    served_->add_model("conv_no_delay", model_path_,
+                       fmt::format(R"({{"max_batch_size": 4, "dynamic_batching": true, {}}})", kRangeConfig));
     HttpOptions http_options;
-    http_options.host = "127.0.0.1";
-    http_options.port = 0;
     http_options.max_body_bytes = 4 << 20;
-    http_ = new HttpFrontend(*server_, http_options);
-    auto port = http_->start();
-    ASSERT_TRUE(port.ok()) << port.status().to_string();
-    http_port_ = *port;
-    GrpcOptions grpc_options;
-    grpc_options.host = "127.0.0.1";
-    grpc_options.port = 0;
-    grpc_ = new GrpcFrontend(*server_, grpc_options);
-    auto grpc_port = grpc_->start();
-    ASSERT_TRUE(grpc_port.ok()) << grpc_port.status().to_string();
-    grpc_port_ = *grpc_port;
+    Status started = served_->start({}, http_options, {});
+    ASSERT_TRUE(started.is_ok()) << started.to_string();
+    server_ = &served_->server();
+    http_port_ = served_->http_port();
+    grpc_port_ = served_->grpc_port();
   }
   static void TearDownTestSuite() {
-    delete http_;
-    delete grpc_;
-    delete server_;
-    std::error_code error;
-    fs::remove_all(root_, error);
+    delete served_;
+    served_ = nullptr;
+    server_ = nullptr;
   }
 
   static std::shared_ptr<ModelRunner> runner(const std::string& model) {
@@ -166,12 +149,11 @@ class RangeServerTest : public ::testing::Test {
     return values;
   }
 
+  static inline ServedRepository* served_ = nullptr;
   static inline fs::path root_;
   static inline std::string model_path_;
-  static inline InferenceServer* server_ = nullptr;
-  static inline HttpFrontend* http_ = nullptr;
+  static inline InferenceServer* server_ = nullptr;  // served_'s
   static inline int http_port_ = 0;
-  static inline GrpcFrontend* grpc_ = nullptr;
   static inline int grpc_port_ = 0;
 };
 

@@ -33,6 +33,7 @@
 #include <zlib.h>
 
 #include "tests/server/failing_allocation.h"
+#include "tests/server/served_repository.h"
 
 namespace qdqrt::server {
 namespace {
@@ -60,52 +61,36 @@ std::string as_bytes(const std::vector<float>& values) {
 class ServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = fs::temp_directory_path() / ("qdqrt_server_test_" + std::to_string(::getpid()));
-    fs::create_directories(root_);
-    fs::path model = fs::path(QDQRT_SOURCE_ROOT_DIR) / "models" / "fmnist_resnet_qdq.onnx";
-    auto add = [&](const std::string& name, const std::string& config) {
-      fs::create_directories(root_ / "repository" / name / "1");
-      fs::copy_file(model, root_ / "repository" / name / "1" / "model.onnx");
-      std::ofstream(root_ / "repository" / name / "config.json") << config;
-    };
-    add("fmnist", R"({"max_batch_size": 8, "dynamic_batching": {"max_queue_delay_microseconds": 20000}})");
-    add("fmnist_unbatched", R"({"max_batch_size": 8, "dynamic_batching": false})");
-    add("fmnist_no_delay", R"({"max_batch_size": 8, "dynamic_batching": true})");
-    add("fmnist_tiny_queue", R"({"max_batch_size": 8, "dynamic_batching": false, "max_queue_size": 1})");
+    served_ = new ServedRepository("qdqrt_server_test_");
+    root_ = served_->root();
+    const fs::path model = fs::path(QDQRT_SOURCE_ROOT_DIR) / "models" / "fmnist_resnet_qdq.onnx";
+    served_->add_model("fmnist", model,
+                       R"({"max_batch_size": 8, "dynamic_batching": {"max_queue_delay_microseconds": 20000}})");
+    served_->add_model("fmnist_unbatched", model, R"({"max_batch_size": 8, "dynamic_batching": false})");
+    served_->add_model("fmnist_no_delay", model, R"({"max_batch_size": 8, "dynamic_batching": true})");
+    served_->add_model("fmnist_tiny_queue", model,
+                       R"({"max_batch_size": 8, "dynamic_batching": false, "max_queue_size": 1})");
     RepositoryOptions options;
-    options.repository_dir = (root_ / "repository").string();
     options.engine_cache_dir = (root_ / "cache").string();
-    server_ = new InferenceServer(options);
-    Status loaded = server_->load_models();
-    ASSERT_TRUE(loaded.is_ok()) << loaded.to_string();
     HttpOptions http_options;
-    http_options.host = "127.0.0.1";
-    http_options.port = 0;
     http_options.max_body_bytes = 1 << 20;
-    http_ = new HttpFrontend(*server_, http_options);
-    auto http_port = http_->start();
-    ASSERT_TRUE(http_port.ok()) << http_port.status().to_string();
-    http_port_ = *http_port;
     GrpcOptions grpc_options;
-    grpc_options.host = "127.0.0.1";
-    grpc_options.port = 0;
     grpc_options.max_message_bytes = 1 << 20;
-    grpc_ = new GrpcFrontend(*server_, grpc_options);
-    auto grpc_port = grpc_->start();
-    ASSERT_TRUE(grpc_port.ok()) << grpc_port.status().to_string();
-    grpc_port_ = *grpc_port;
+    Status started = served_->start(options, http_options, grpc_options);
+    ASSERT_TRUE(started.is_ok()) << started.to_string();
+    server_ = &served_->server();
+    http_port_ = served_->http_port();
+    grpc_port_ = served_->grpc_port();
     ServeError error;
     auto runner = server_->repository().find("fmnist", "", error);
     ASSERT_TRUE(runner);
     engine_ = std::shared_ptr<const engine::Engine>(runner, &runner->engine());
   }
   static void TearDownTestSuite() {
-    delete http_;
-    delete grpc_;
     engine_.reset();
-    delete server_;
-    std::error_code error;
-    fs::remove_all(root_, error);
+    delete served_;
+    served_ = nullptr;
+    server_ = nullptr;
   }
 
   // The reference: the same engine run directly, on one context of one thread.
@@ -238,10 +223,9 @@ class ServerTest : public ::testing::Test {
     return logits;
   }
 
+  static inline ServedRepository* served_ = nullptr;
   static inline fs::path root_;
-  static inline InferenceServer* server_ = nullptr;
-  static inline HttpFrontend* http_ = nullptr;
-  static inline GrpcFrontend* grpc_ = nullptr;
+  static inline InferenceServer* server_ = nullptr;  // served_'s
   static inline int http_port_ = 0;
   static inline int grpc_port_ = 0;
   static inline std::shared_ptr<const engine::Engine> engine_;

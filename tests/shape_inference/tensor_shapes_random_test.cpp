@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/attribute_values.h"
 #include "core/op_registry.h"
 #include "reference/executor.h"
 #include "tests/shape_inference/shape_test_util.h"
@@ -28,20 +29,6 @@ struct RandomNode {
   AttributeMap attributes = {};
   size_t outputs = 1;
 };
-
-Attribute int_attribute(int64_t value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInt;
-  attribute.i = value;
-  return attribute;
-}
-
-Attribute ints_attribute(std::vector<int64_t> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
-}
 
 Tensor int64s(const std::vector<int64_t>& values) {
   return Tensor::from_vector<int64_t>({static_cast<int64_t>(values.size())}, values);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/attribute_values.h"
 #include "tests/shape_inference/shape_test_util.h"
 
 namespace qdqrt::testing {
@@ -514,14 +515,8 @@ TEST(TensorShapes, NodesBuiltInMemoryHaveTheirAttributesParsed) {
   Graph graph;
   graph.opsets[kOnnxDomain] = 13;
   add_input(graph, "x", DataType::kFloat, Dims{symbolic_dim("N"), static_dim(3)});
-  Attribute perm;
-  perm.kind = Attribute::Kind::kInts;
-  perm.ints = {1, 0};
-  add_node(graph, "Transpose", "t_node", {"x"}, {"t"}, {{"perm", perm}});
-  Attribute bad_axis;
-  bad_axis.kind = Attribute::Kind::kString;
-  bad_axis.s = "one";
-  add_node(graph, "Flatten", "f_node", {"x"}, {"f"}, {{"axis", bad_axis}});
+  add_node(graph, "Transpose", "t_node", {"x"}, {"t"}, {{"perm", ints_attribute({1, 0})}});
+  add_node(graph, "Flatten", "f_node", {"x"}, {"f"}, {{"axis", string_attribute("one")}});
   ShapeInferenceReport report = infer(graph);
   EXPECT_EQ(exprs(graph, "t"), "[3, N]");
   expect_unfollowed(report, "f", "Flatten 'f_node': attribute 'axis'");

@@ -4,8 +4,9 @@
 
 #include <algorithm>
 
-#include "optimizer/layer_info.h"
+#include "core/attribute_values.h"
 #include "core/ops/fused_layers.h"
+#include "optimizer/layer_info.h"
 #include "tools/inspect_command.h"
 
 namespace qdqrt::optimizer {
@@ -28,13 +29,6 @@ Node make_node(const std::string& name, const std::string& op_type, std::vector<
   node.inputs = std::move(inputs);
   node.outputs = std::move(outputs);
   return node;
-}
-
-Attribute int_attribute(int64_t value) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInt;
-  attribute.i = value;
-  return attribute;
 }
 
 void add_value(Graph& graph, const std::string& name, DataType dtype, std::vector<Dim> shape) {
@@ -70,10 +64,7 @@ Graph optimized_graph() {
   graph.nodes.push_back(make_node("q_x", "QuantizeLinear", {"x", "s", "zp_s8"}, {"xq"}));
   Node conv1 = make_node("conv1", layers::kQConv, {"xq", "s", "zp_s8", "w1", "w1_scale", "w1_zp", "", "s", "zp_u8"},
                          {"c1"}, kQdqrtDomain);
-  Attribute fused;
-  fused.kind = Attribute::Kind::kStrings;
-  fused.strings = {"conv1", "bn1", "relu1"};
-  conv1.attributes["fused_nodes"] = fused;
+  conv1.attributes["fused_nodes"] = strings_attribute({"conv1", "bn1", "relu1"});
   graph.nodes.push_back(conv1);
   graph.nodes.push_back(make_node("dq_c1", "DequantizeLinear", {"c1", "s", "zp_u8"}, {"c1f"}));
   Node depthwise = make_node("dw", "Conv", {"c1f", "wd"}, {"d"});

@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "core/attribute_values.h"
 #include "core/op_registry.h"
 #include "optimizer/graph_utils.h"
 
@@ -362,12 +363,7 @@ Result<Graph> insert_qdq(const Graph& graph, const QuantizationPlan& plan, const
       node.name = names.make(source + (quantize ? "_QuantizeLinear" : "_DequantizeLinear"));
       node.inputs = {quantize ? source : quantized, scale_name, zero_name};
       node.outputs = {quantize ? quantized : dequantized};
-      if (axis) {
-        Attribute attribute;
-        attribute.kind = Attribute::Kind::kInt;
-        attribute.i = *axis;
-        node.attributes["axis"] = attribute;
-      }
+      if (axis) node.attributes["axis"] = int_attribute(*axis);
       // The typed attributes the loader would attach, so the optimizer can run on this graph
       // without a round trip through a file (its passes read node.attrs<...>()).
       const OpSchema* schema = OpRegistry::instance().find(node.domain, node.op_type);
