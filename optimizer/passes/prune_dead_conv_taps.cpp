@@ -7,7 +7,7 @@
 #include <cstring>
 #include <utility>
 
-#include "core/op_registry.h"
+#include "core/attribute_values.h"
 #include "core/ops/conv.h"
 #include "core/ops/quantize.h"
 #include "core/ops/window.h"
@@ -113,22 +113,6 @@ bool dropped_weights_finite(const Tensor& weight, const ConvTapPruning& pruning)
   return true;
 }
 
-Attribute ints_attribute(std::vector<int64_t> values) {
-  Attribute attribute;
-  attribute.kind = Attribute::Kind::kInts;
-  attribute.ints = std::move(values);
-  return attribute;
-}
-
-Status reparse(Node& node) {
-  const OpSchema* schema = OpRegistry::instance().find(kOnnxDomain, node.op_type);
-  if (schema == nullptr || schema->parse_attributes == nullptr) {
-    return internal_error("prune_dead_conv_taps: {} has no attribute parser", node.describe());
-  }
-  QDQRT_ASSIGN_OR_RETURN(node.typed_attributes, schema->parse_attributes(node));
-  return Status::ok();
-}
-
 class PruneDeadConvTapsPass : public Pass {
  public:
   std::string name() const override { return "prune_dead_conv_taps"; }
@@ -164,7 +148,7 @@ class PruneDeadConvTapsPass : public Pass {
       conv.attributes["kernel_shape"] = ints_attribute(pruning.taps);
       conv.attributes["pads"] = ints_attribute(pruning.pads);
       conv.attributes.erase("auto_pad");  // NOTSET or VALID: explicit pads from now on
-      QDQRT_RETURN_IF_ERROR(reparse(conv));
+      QDQRT_RETURN_IF_ERROR(parse_typed_attributes(conv));
       changed = true;
       index = ValueIndex(graph);
     }
