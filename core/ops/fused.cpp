@@ -378,8 +378,13 @@ std::span<const FusedOpRow> fused_ops() {
          if (attributes == nullptr) return std::nullopt;
          return conv_output_dims(node, *attributes, input_dims(inputs, kConvX), input_dims(inputs, kConvW));
        },
-       .macs = [](const Node&, const InputShapes& inputs, const Dims& y) {
-         return conv_macs(input_dims(inputs, kConvW), y);
+       .macs = [](const Node& node, const InputShapes& inputs, const Dims& y) -> std::optional<int64_t> {
+         std::optional<int64_t> macs = conv_macs(input_dims(inputs, kConvW), y);
+         // densify_grouped_conv merged `merged_groups` groups into one with zeros between them:
+         // the model's MACs are the merged weight's divided by it.
+         const Attribute* merged = node.find_attribute("merged_groups");
+         if (macs && merged != nullptr && merged->kind == Attribute::Kind::kInt && merged->i > 1) *macs /= merged->i;
+         return macs;
        },
        .layer_info_type = "Convolution"},
       {.op_type = kFusedConv,  // float inputs and output

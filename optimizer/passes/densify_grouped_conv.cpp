@@ -129,6 +129,12 @@ class DensifyGroupedConvPass : public Pass {
       group.kind = Attribute::Kind::kInt;
       group.i = groups / s;
       node.attributes["group"] = group;
+      // How many of the model's groups one merged group holds: inspect counts the model's MACs
+      // (core/ops/fused.cpp divides by it), not the block-diagonal zeros.
+      Attribute merged_groups;
+      merged_groups.kind = Attribute::Kind::kInt;
+      merged_groups.i = s;
+      node.attributes["merged_groups"] = merged_groups;
       QDQRT_ASSIGN_OR_RETURN(node.typed_attributes, parse_fused_layer_attributes(node));
     }
     remove_unused(graph);
