@@ -22,7 +22,7 @@ namespace qdqrt::kernels {
 // Whether run_sgemm computes a range of `rows` rows of `packed` with the small-M kernel (a vector
 // ISA, and rows up to its limit).
 bool sgemv_applies(const PackedSgemm& packed, int64_t rows);
-// "f32-gemv-3x32-avx512": up to 3 rows, panels of 32 columns.
+// "f32-gemv-2x32-avx512": up to 2 rows, panels of 32 columns.
 std::string sgemv_kernel_name(const PackedSgemm& packed);
 // run_sgemm's small-M path (same arguments and results); m_end - m_begin must pass sgemv_applies().
 void run_sgemv(const PackedSgemm& packed, const float* a, int64_t a_row_stride, float* c, int64_t c_row_stride,

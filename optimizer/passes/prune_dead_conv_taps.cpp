@@ -126,15 +126,12 @@ class PruneDeadConvTapsPass : public Pass {
       if (!graph.nodes[n].domain.empty() || graph.nodes[n].op_type != "Conv") continue;
       ConvTapSelection selection = select_conv_tap_pruning(graph, index, static_cast<int>(n));
       if (!selection.pruning) continue;
-      std::string reason;
-      const std::optional<WeightSource> source = weight_source(graph, index, graph.nodes[n], reason);
-      if (!source) return internal_error("prune_dead_conv_taps: {}: {}", graph.nodes[n].describe(), reason);
       const ConvTapPruning& pruning = *selection.pruning;
-      Tensor sliced = slice_taps(*find_constant(graph, source->initializer), pruning.first_tap, pruning.taps);
+      Tensor sliced = slice_taps(*find_constant(graph, pruning.weight), pruning.first_tap, pruning.taps);
       const Shape sliced_shape = sliced.shape();
-      const std::string pruned = add_initializer(graph, source->initializer + "_pruned", std::move(sliced));
-      if (source->dequantize >= 0) {
-        Node& dequantize = graph.nodes[static_cast<size_t>(source->dequantize)];
+      const std::string pruned = add_initializer(graph, pruning.weight + "_pruned", std::move(sliced));
+      if (pruning.dequantize >= 0) {
+        Node& dequantize = graph.nodes[static_cast<size_t>(pruning.dequantize)];
         dequantize.inputs[0] = pruned;
         if (auto it = graph.values.find(dequantize.outputs[0]); it != graph.values.end()) {
           std::vector<Dim> dims;
@@ -198,6 +195,8 @@ ConvTapSelection select_conv_tap_pruning(const Graph& graph, const ValueIndex& i
     return result;
   }
   ConvTapPruning pruning;
+  pruning.weight = source->initializer;
+  pruning.dequantize = source->dequantize;
   pruning.pads.assign(2 * spatial, 0);
   bool drops = false;
   for (size_t axis = 0; axis < spatial; ++axis) {

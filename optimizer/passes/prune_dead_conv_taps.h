@@ -28,6 +28,8 @@ namespace qdqrt::optimizer {
 
 // The taps a Conv keeps, per spatial axis, or why it keeps them all (empty reason: nothing to drop).
 struct ConvTapPruning {
+  std::string weight;              // the initializer sliced: the Conv's weight or its DequantizeLinear's data
+  int dequantize = -1;             // that DequantizeLinear node, or -1 (a float weight)
   std::vector<int64_t> first_tap;  // per spatial axis: the first live tap
   std::vector<int64_t> taps;       // per spatial axis: live taps from first_tap
   std::vector<int64_t> pads;       // the new pads [begin..., end...]
