@@ -37,6 +37,25 @@ namespace {
 // kernels reach (~100 G ops/s per core for INT8, less for float), so ~1 M ops.
 constexpr double kMinOpsPerChunk = 1.0e6;
 
+// A layer's activations stream through the caches at ~40 bytes per ns per core (L2-resident
+// float elementwise layers, concat copies, quantize/dequantize): at least this many operations per
+// byte read or written, so a layer whose own estimate counts flops only (a ReLU, a BatchNorm, a
+// copy) still splits once it moves more than ~800 KB (~20 us on one thread).
+constexpr double kMinOpsPerStreamedByte = 2.5;
+
+// Bytes of tensors a layer reads and writes at this run's batch (weights are in its own estimate).
+double streamed_bytes(const EnginePlan& plan, const PlanLayer& layer, const RunState& state) {
+  double bytes = 0.0;
+  auto add = [&](int32_t index) {
+    if (index < 0) return;
+    const PlanTensor& tensor = plan.tensors[static_cast<size_t>(index)];
+    bytes += static_cast<double>(state.numel(index)) * static_cast<double>(dtype_size(tensor.dtype));
+  };
+  for (int32_t index : layer.inputs) add(index);
+  for (int32_t index : layer.outputs) add(index);
+  return bytes;
+}
+
 
 // Inputs with a symbolic dim 0 are batched; other symbolic dims must be given.
 struct ResolvedInputs {
@@ -505,7 +524,8 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
       const int64_t scratch_bytes = plan.layers[i].scratch_bytes;
       auto start = profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       WorkShape work = layer.work(state);
-      double total_ops = static_cast<double>(work.items) * work.ops_per_item;
+      const double total_ops = std::max(static_cast<double>(work.items) * work.ops_per_item,
+                                        streamed_bytes(plan, plan.layers[i], state) * kMinOpsPerStreamedByte);
       int64_t chunks = 1;
       if (threads > 1 && work.items > 1 && total_ops >= 2 * kMinOpsPerChunk) {
         chunks = std::min<int64_t>({work.items, static_cast<int64_t>(total_ops / kMinOpsPerChunk),
