@@ -9,9 +9,6 @@
 #include <functional>
 #include <thread>
 #include <tbb/task_group.h>
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-#include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
 #include "core/version.h"
@@ -19,6 +16,7 @@
 #include "engine/context_threads.h"
 #include "engine/engine_file.h"
 #include "engine/layer.h"
+#include "engine/layer_team.h"
 #include "engine/layer_params.h"
 #include "engine/plan_validation.h"
 #include "kernels/aligned_buffer.h"
@@ -33,16 +31,6 @@
 namespace qdqrt::engine {
 namespace {
 
-// A chunk of a layer should be worth handing to a thread: about 20 us of work at the speeds the
-// kernels reach (~100 G ops/s per core for INT8, less for float), so ~1 M ops.
-constexpr double kMinOpsPerChunk = 1.0e6;
-
-// A layer's activations stream through the caches at ~40 bytes per ns per core (L2-resident
-// float elementwise layers, concat copies, quantize/dequantize): at least this many operations per
-// byte read or written, so a layer whose own estimate counts flops only (a ReLU, a BatchNorm, a
-// copy) still splits once it moves more than ~800 KB (~20 us on one thread).
-constexpr double kMinOpsPerStreamedByte = 2.5;
-
 // Bytes of tensors a layer reads and writes at this run's batch (weights are in its own estimate).
 double streamed_bytes(const EnginePlan& plan, const PlanLayer& layer, const RunState& state) {
   double bytes = 0.0;
@@ -55,7 +43,6 @@ double streamed_bytes(const EnginePlan& plan, const PlanLayer& layer, const RunS
   for (int32_t index : layer.outputs) add(index);
   return bytes;
 }
-
 
 // Inputs with a symbolic dim 0 are batched; other symbolic dims must be given.
 struct ResolvedInputs {
@@ -515,6 +502,16 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
     // The mode of every thread that runs a layer, restored when it is done (a caller's thread may
     // run chunks too).
     const kernels::ScopedDenormalsAsZero denormals(flush_denormals);
+    // This thread drives the layers; the helpers join the team as the pool starts them (their
+    // wake-up overlaps the first layers) and stay until the last layer is done.
+    LayerTeam team;
+    tbb::task_group helpers;
+    for (int helper = 1; helper < threads; ++helper) {
+      helpers.run([&] {
+        const kernels::ScopedDenormalsAsZero helper_denormals(flush_denormals);
+        team.help();
+      });
+    }
     for (size_t i = 0; i < layers.size(); ++i) {
       if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
         cancelled_at = i;
@@ -523,35 +520,24 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
       const Layer& layer = *layers[i];
       const int64_t scratch_bytes = plan.layers[i].scratch_bytes;
       auto start = profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-      WorkShape work = layer.work(state);
-      const double total_ops = std::max(static_cast<double>(work.items) * work.ops_per_item,
-                                        streamed_bytes(plan, plan.layers[i], state) * kMinOpsPerStreamedByte);
-      int64_t chunks = 1;
-      if (threads > 1 && work.items > 1 && total_ops >= 2 * kMinOpsPerChunk) {
-        chunks = std::min<int64_t>({work.items, static_cast<int64_t>(total_ops / kMinOpsPerChunk),
-                                    static_cast<int64_t>(threads) * 4});
-        // Whole multiples of the thread count balance best under a static split.
-        if (chunks > threads) chunks = chunks / threads * threads;
-      }
+      const WorkShape work = layer.work(state);
+      const int64_t chunks = layer_chunks(work, streamed_bytes(plan, plan.layers[i], state), threads);
       if (chunks <= 1) {
         int slot = std::max(0, tbb::this_task_arena::current_thread_index());
         layer.run(state, 0, work.items,
                   std::span<uint8_t>(scratch_base + slot * scratch_stride, static_cast<size_t>(scratch_bytes)));
       } else {
+        // Each part is a run of consecutive chunks: one call for all of them (a GEMM layer then
+        // streams its weights once, not once per chunk).
         const int64_t items = work.items;
-        tbb::parallel_for(
-            tbb::blocked_range<int64_t>(0, chunks, 1),
-            [&](const tbb::blocked_range<int64_t>& range) {
-              const kernels::ScopedDenormalsAsZero chunk_denormals(flush_denormals);
-              int slot = std::max(0, tbb::this_task_arena::current_thread_index());
-              std::span<uint8_t> scratch(scratch_base + slot * scratch_stride, static_cast<size_t>(scratch_bytes));
-              // The static partitioner hands each thread consecutive chunks: one call for all
-              // of them (a GEMM layer then streams its weights once, not once per chunk).
-              const int64_t begin = items * range.begin() / chunks;
-              const int64_t end = items * range.end() / chunks;
-              if (begin < end) layer.run(state, begin, end, scratch);
-            },
-            tbb::static_partitioner());
+        const int parts = static_cast<int>(std::min<int64_t>(chunks, threads));
+        team.run_parts(parts, [&](int part) {
+          int slot = std::max(0, tbb::this_task_arena::current_thread_index());
+          std::span<uint8_t> scratch(scratch_base + slot * scratch_stride, static_cast<size_t>(scratch_bytes));
+          const int64_t first_chunk = chunks * part / parts, end_chunk = chunks * (part + 1) / parts;
+          const int64_t begin = items * first_chunk / chunks, end = items * end_chunk / chunks;
+          if (begin < end) layer.run(state, begin, end, scratch);
+        });
       }
       if (profiling) {
         layer_times_ms_[i] =
@@ -562,6 +548,8 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
         break;
       }
     }
+    team.stop();
+    helpers.wait();
   });
   if (!impl_->warmed_up) {
     // The kernels keep scratch per thread and grow it on first use; after the first run, grow it

@@ -1,0 +1,72 @@
+// How a run spreads its layers over the context's threads: how many chunks a layer splits into
+// (layer_chunks), and the team that runs the chunks (LayerTeam). Used by ExecutionContext::run.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "engine/layer.h"
+
+namespace qdqrt::engine {
+
+// A chunk of a layer should be worth handing to a thread: about 10 us of work at the speeds the
+// kernels reach (~100 G ops/s per core for INT8, less for float), so ~1 M ops.
+inline constexpr double kMinOpsPerChunk = 1.0e6;
+
+// A layer's activations stream through the caches at ~40 bytes per ns per core (L2-resident
+// float elementwise layers, concat copies, quantize/dequantize): at least this many operations per
+// byte read or written, so a layer whose own estimate counts flops only (a ReLU, a BatchNorm, a
+// copy) still splits once it moves more than ~800 KB (~20 us on one thread).
+inline constexpr double kMinOpsPerStreamedByte = 2.5;
+
+// How many chunks a layer splits into on `threads` threads: 1 (one thread runs it) when the work
+// is too small to be worth a second thread, otherwise a whole multiple of the thread count where
+// the items allow.
+int64_t layer_chunks(const WorkShape& work, double streamed_bytes, int threads);
+
+// The calling thread (the driver) and up to threads - 1 helpers run a run's split layers. Between
+// layers the helpers spin instead of going back to the thread pool: a layer of 10-50 us split over
+// two threads gained nothing when the second had to be woken for it (a wake-up of a halted vCPU
+// costs about as much). A helper that has waited ~200 us sleeps until the next layer comes, so a
+// long serial stretch does not hold a core. A helper that never arrives (the pool had no thread
+// free) costs nothing: the driver claims every part itself, and nobody ever waits for a helper.
+class LayerTeam {
+ public:
+  using PartFunction = void (*)(const void* context, int part);
+
+  LayerTeam() = default;
+  LayerTeam(const LayerTeam&) = delete;
+  LayerTeam& operator=(const LayerTeam&) = delete;
+
+  // Driver: runs function(context, part) for every part in [0, parts) on the team (the driver
+  // takes parts too) and returns when all have finished. parts in [1, kMaxParts].
+  void run_parts(int parts, PartFunction function, const void* context);
+  template <class F>
+  void run_parts(int parts, const F& function) {
+    run_parts(parts, [](const void* context, int part) { (*static_cast<const F*>(context))(part); }, &function);
+  }
+  // Driver: the run is over; every help() returns (including ones that start later).
+  void stop();
+  // Helper: runs parts of the driver's jobs until stop().
+  void help();
+
+  static constexpr int kMaxParts = 0xffff;
+
+ private:
+  bool try_claim(uint64_t& word, int& part);
+  void wait_for_job(uint64_t seen);
+
+  // The current job: generation (bits 32..63), part count (16..31), next unclaimed part (0..15).
+  std::atomic<uint64_t> job_{0};
+  std::atomic<int> parts_done_{0};
+  std::atomic<bool> stopped_{false};
+  std::atomic<int> sleepers_{0};
+  std::atomic<uint32_t> wake_{0};  // futex word the sleeping helpers wait on
+  // The current job's function: written before its word is published, read after a part of it is
+  // claimed, and not rewritten before every claimed part has finished.
+  PartFunction function_ = nullptr;
+  const void* context_ = nullptr;
+  uint32_t generation_ = 0;  // the driver's
+};
+
+}  // namespace qdqrt::engine

@@ -1,0 +1,106 @@
+// The runtime's split of a layer (layer_chunks) and the team that runs the parts (LayerTeam).
+// The Concurrency.* cases run under ThreadSanitizer too (scripts/test_sanitizers.sh thread).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "engine/layer_team.h"
+
+namespace qdqrt::testing {
+namespace {
+
+using engine::LayerTeam;
+using engine::WorkShape;
+
+TEST(LayerChunks, SmallWorkRunsOnOneThread) {
+  EXPECT_EQ(engine::layer_chunks({.items = 64, .ops_per_item = 1000.0}, 4096.0, 2), 1);
+  // One thread, or one item: never split.
+  EXPECT_EQ(engine::layer_chunks({.items = 1000, .ops_per_item = 1.0e6}, 0.0, 1), 1);
+  EXPECT_EQ(engine::layer_chunks({.items = 1, .ops_per_item = 1.0e9}, 0.0, 2), 1);
+}
+
+TEST(LayerChunks, GemmSizedWorkSplitsInWholeMultiplesOfTheThreads) {
+  const int64_t chunks = engine::layer_chunks({.items = 100, .ops_per_item = 1.0e6}, 0.0, 2);
+  EXPECT_EQ(chunks, 8);  // 4 per thread at most
+  EXPECT_EQ(engine::layer_chunks({.items = 3, .ops_per_item = 1.0e7}, 0.0, 2), 2);
+  EXPECT_EQ(engine::layer_chunks({.items = 3, .ops_per_item = 1.0e7}, 0.0, 4), 3);  // no more than the items
+}
+
+// A float ReLU over 64x56x56 (one flop per element in its own estimate) moves 1.6 MB: it splits.
+TEST(LayerChunks, StreamedBytesSplitALayerItsFlopsWouldNot) {
+  const WorkShape relu{.items = 49, .ops_per_item = 4096.0};
+  const double bytes = 2.0 * 64 * 56 * 56 * sizeof(float);
+  EXPECT_EQ(engine::layer_chunks(relu, 0.0, 2), 1);
+  EXPECT_GT(engine::layer_chunks(relu, bytes, 2), 1);
+  EXPECT_EQ(engine::layer_chunks(relu, bytes, 2) % 2, 0);
+  EXPECT_EQ(engine::layer_chunks(relu, 64.0 * 1024, 2), 1);  // 64 KB: not worth a second thread
+}
+
+// Jobs one after another: every part of every job runs exactly once, and a job starts only after
+// the one before it has finished (the next layer reads what the last one wrote).
+TEST(Concurrency, LayerTeamRunsEveryPartOnceAndJobsInOrder) {
+  constexpr int kHelpers = 3;
+  constexpr int kJobs = 2000;
+  LayerTeam team;
+  std::vector<std::thread> helpers;
+  for (int h = 0; h < kHelpers; ++h) helpers.emplace_back([&] { team.help(); });
+  std::vector<int> runs(static_cast<size_t>(kJobs) * 8, 0);  // each element written by its part only
+  std::atomic<int> finished_jobs{0};
+  std::atomic<int> order_errors{0};
+  for (int job = 0; job < kJobs; ++job) {
+    const int parts = 1 + job % 8;
+    team.run_parts(parts, [&](int part) {
+      if (finished_jobs.load() != job) order_errors.fetch_add(1);
+      ++runs[static_cast<size_t>(job) * 8 + static_cast<size_t>(part)];
+    });
+    finished_jobs.fetch_add(1);
+  }
+  team.stop();
+  for (std::thread& helper : helpers) helper.join();
+  EXPECT_EQ(order_errors.load(), 0);
+  for (int job = 0; job < kJobs; ++job) {
+    for (int part = 0; part < 8; ++part) {
+      ASSERT_EQ(runs[static_cast<size_t>(job) * 8 + static_cast<size_t>(part)], part < 1 + job % 8 ? 1 : 0)
+          << "job " << job << " part " << part;
+    }
+  }
+}
+
+// No helper ever arrives (the pool had no thread free): the driver runs every part itself.
+TEST(Concurrency, LayerTeamWithoutHelpersRunsAllPartsOnTheDriver) {
+  LayerTeam team;
+  std::vector<int> runs(5, 0);
+  team.run_parts(5, [&](int part) { ++runs[static_cast<size_t>(part)]; });
+  team.stop();
+  EXPECT_EQ(runs, std::vector<int>(5, 1));
+  team.help();  // a helper that starts after the run returns at once
+}
+
+// A helper that has waited long enough to fall asleep wakes for the next job: two parts that each
+// wait (bounded) for the other to start run on two threads at once.
+TEST(Concurrency, LayerTeamWakesASleepingHelper) {
+  LayerTeam team;
+  std::thread helper([&] { team.help(); });
+  int both_running = 0;
+  for (int job = 0; job < 5; ++job) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // far past the spin before sleeping
+    std::atomic<int> started{0};
+    std::atomic<int> met{0};
+    team.run_parts(2, [&](int) {
+      started.fetch_add(1);
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (started.load() < 2 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+      if (started.load() == 2) met.fetch_add(1);
+    });
+    if (met.load() == 2) ++both_running;
+  }
+  team.stop();
+  helper.join();
+  EXPECT_EQ(both_running, 5);
+}
+
+}  // namespace
+}  // namespace qdqrt::testing
