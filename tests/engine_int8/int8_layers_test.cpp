@@ -659,6 +659,18 @@ TEST(Int8Layers, ReshapeFlattenTransposeOnInt8) {
   expect_matches_reference(graph, {"int8_reshape", "int8_reshape", "int8_transpose"});
 }
 
+// Transposes whose output dims are partly consecutive in the input (copied as merged rows), with
+// dims of 1, and one whose innermost output dim is strided in the input (gathered byte by byte).
+TEST(Int8Layers, TransposeMergesConsecutiveDims) {
+  Graph graph = load_text(model(
+      fmt::format("int8[{},2,3,4,5] x, int8[{},1,6,1,7] u", kMaxBatch, kMaxBatch),
+      fmt::format("int8[{},3,2,4,5] s, int8[{},7,1,6,1] v, int8[{},5,4,3,2] g", kMaxBatch, kMaxBatch, kMaxBatch),
+      {}, "s = Transpose <perm = [0, 2, 1, 3, 4]> (x)\n"
+          "v = Transpose <perm = [0, 4, 3, 2, 1]> (u)\n"
+          "g = Transpose <perm = [0, 4, 3, 2, 1]> (x)\n"));
+  expect_matches_reference(graph, {"int8_transpose", "int8_transpose", "int8_transpose"});
+}
+
 // A chain inside one INT8 region: NHWC all the way (no reorders between the layers).
 TEST(Int8Layers, RegionStaysNhwc) {
   std::mt19937 rng(5);
