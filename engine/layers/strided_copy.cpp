@@ -16,7 +16,8 @@
 // reads its input as it is stored and writes its parts the same way, so the channel split after an
 // NHWC convolution copies each pixel's channel range (a reader that wants NCHW gets a reorder of its
 // part; a copy across layouts would gather one element per row, slower than a reorder's blocked
-// transpose). Items: output rows in storage order (all stored dims but the last).
+// transpose). Items: output rows in storage order, after dims of 1 are dropped and neighbouring
+// dims that are neighbours in the input too are merged (rows up to 16384 elements).
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -41,6 +42,8 @@ namespace {
 
 constexpr const char* kKind = "strided_copy";
 constexpr size_t kMaxRank = 6;
+// The longest row (elements) merging dims makes of a copy's innermost dim.
+constexpr int64_t kMaxMergedRow = 16384;
 // Per output axis, the step along the input axis it walks (>= 1); absent: every step 1.
 inline constexpr IntsCodec kSteps{"copy.steps", 1, params::kMaxDim};
 
@@ -138,9 +141,56 @@ class StridedCopyLayer final : public Layer {
     return base;
   }
 
+  // layout(), with dims of 1 left out and neighbouring output dims that are also neighbours in the
+  // input (stride of the outer = stride x extent of the inner) merged: the channel shuffle
+  // [2, 58, 28, 28] -> [58, 2, 28, 28] copies rows of 784 elements, not 28. The innermost dim
+  // grows only up to kMaxMergedRow elements, so a large copy keeps rows to split over threads.
+  // Returns the input offset of element 0; `rank` gets the merged rank.
+  int64_t merged_layout(const RunState& state, std::array<int64_t, kMaxRank>& dims,
+                        std::array<int64_t, kMaxRank>& strides, size_t& rank) const {
+    std::array<int64_t, kMaxRank> full_dims{}, full_strides{};
+    const int64_t base = layout(state, full_dims, full_strides);
+    const size_t full_rank = geometry.source_axes.size();
+    // From the innermost dim outwards, into dims[kMaxRank - rank ...], then moved to the front.
+    rank = 0;
+    for (size_t p = full_rank; p-- > 0;) {
+      const int64_t dim = full_dims[p], stride = full_strides[p];
+      if (dim == 1) continue;
+      if (dim == 0) {  // an empty output: one empty row
+        dims[0] = 0;
+        strides[0] = 1;
+        rank = 1;
+        return base;
+      }
+      const size_t inner = kMaxRank - rank;  // the merged dim just inside this one
+      const bool innermost = rank == 1;
+      if (rank > 0 && stride == strides[inner] * dims[inner] &&
+          (!innermost || dims[inner] * dim <= kMaxMergedRow)) {
+        dims[inner] *= dim;
+        continue;
+      }
+      ++rank;
+      dims[kMaxRank - rank] = dim;
+      strides[kMaxRank - rank] = stride;
+    }
+    if (rank == 0) {
+      dims[0] = 1;
+      strides[0] = 1;
+      rank = 1;
+      return base;
+    }
+    for (size_t p = 0; p < rank; ++p) {
+      dims[p] = dims[kMaxRank - rank + p];
+      strides[p] = strides[kMaxRank - rank + p];
+    }
+    return base;
+  }
+
   WorkShape work(const RunState& state) const override {
-    const size_t rank = geometry.source_axes.size();
-    return output_rows(state, output, state.dim(output, storage_order(output_layout, rank)[rank - 1]));
+    std::array<int64_t, kMaxRank> dims{}, strides{};
+    size_t rank = 0;
+    merged_layout(state, dims, strides, rank);
+    return output_rows(state, output, dims[rank - 1]);
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
@@ -151,8 +201,8 @@ class StridedCopyLayer final : public Layer {
   template <class T>
   void run_typed(const RunState& state, int64_t begin, int64_t end) const {
     std::array<int64_t, kMaxRank> dims{}, strides{};
-    const int64_t base = layout(state, dims, strides);
-    const size_t rank = geometry.source_axes.size();
+    size_t rank = 0;
+    const int64_t base = merged_layout(state, dims, strides, rank);
     const int64_t inner = dims[rank - 1], inner_stride = strides[rank - 1];
     const T* x = state.data<const T>(input);
     T* y = state.data<T>(output);

@@ -155,6 +155,21 @@ TEST(SliceLayer, ChannelSplitOfShuffleNetAndDefaultAxes) {
                            "strided_copy", 1);
 }
 
+// Copies whose output dims are partly neighbours in the input too (merged into longer rows): the
+// channel shuffle's transpose, a channel slice of planes longer than the longest merged row, a
+// slice with dims of 1.
+TEST(SliceLayer, MergedRowsMatchBitForBit) {
+  expect_identical(model(13, "g (float[N,2,58,7,7] x) => (float y)", {},
+                         "y = Transpose <perm = [0, 2, 1, 3, 4]> (x)"),
+                   "strided_copy", 1);
+  expect_identical(model(13, "g (float[N,4,128,160] x) => (float y)",
+                         {"int64[1] s = {1}", "int64[1] e = {3}", "int64[1] a = {1}"}, "y = Slice(x, s, e, a)"),
+                   "strided_copy", 1);
+  expect_identical(model(13, "g (float[N,1,6,1,5] x) => (float y)",
+                         {"int64[1] s = {1}", "int64[1] e = {4}", "int64[1] a = {2}"}, "y = Slice(x, s, e, a)"),
+                   "strided_copy", 1);
+}
+
 TEST(SplitLayer, EveryFormIsOneCopyPerOutput) {
   // Opset 13: sizes as input 1; opset 11: the split attribute; equal parts; opset 18 num_outputs
   // (ceil-sized parts, the last smaller); the last axis, negative.
