@@ -4,10 +4,19 @@
 #include <chrono>
 #include <thread>
 
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#endif
 
 namespace qdqrt::engine {
 namespace {
+
+// One step of a spin-wait: tells the core (and a hyperthread sibling) that this thread waits.
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
 
 // How long a helper spins for the next layer before it sleeps.
 constexpr std::chrono::microseconds kSpinBeforeSleep{200};
@@ -65,7 +74,7 @@ void LayerTeam::run_parts(int parts, PartFunction function, const void* context)
     if (spins % kPausesPerYield == 0) {
       std::this_thread::yield();
     } else {
-      _mm_pause();
+      spin_pause();
     }
   }
 }
@@ -83,7 +92,7 @@ void LayerTeam::wait_for_job(uint64_t seen) {
   for (int spins = 1;; ++spins) {
     if (job_.load(std::memory_order_relaxed) != seen || stopped_.load(std::memory_order_relaxed)) return;
     if (spins % kPausesPerYield != 0) {
-      _mm_pause();
+      spin_pause();
       continue;
     }
     if (std::chrono::steady_clock::now() < spin_until) {
