@@ -185,6 +185,10 @@ inline constexpr FloatCodec kBeta{"beta", FloatCheck::kAny};
 inline constexpr BlobCodec<float> kScaleShift{"scale_shift"};
 // fp32_pool
 inline constexpr BoolCodec kMaxPool{"max"};
+// fp32_reduce_mean: the reduced axes, ascending and consecutive.
+inline constexpr IntsCodec kReduceAxes{"axes", 0, kMaxDim};
+// fp32_pow: the constant exponent, as the graph gave it.
+inline constexpr FloatCodec kExponent{"exponent", FloatCheck::kAny};
 
 // ---------------------------------------------------------------------------------------------
 // reference: the node itself (engine/layers/reference_layer.cpp).

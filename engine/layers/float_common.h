@@ -77,6 +77,8 @@ void register_elementwise(LayerRegistry& registry);  // float_elementwise.cpp: b
 void register_pool(LayerRegistry& registry);         // float_pool.cpp: MaxPool, AveragePool, GlobalAveragePool
 void register_shape(LayerRegistry& registry);        // float_shape.cpp: Reshape & co (copy), Concat, Transpose
 void register_resize(LayerRegistry& registry);       // resize_layers.cpp: Resize (fp32; int8/uint8 nearest)
+void register_reduce(LayerRegistry& registry);       // float_reduce.cpp: ReduceMean
+void register_pow(LayerRegistry& registry);          // float_pow.cpp: Pow by a constant exponent
 
 // The ISA float kernels run with: the plan's ISA limited to what this machine can run (float
 // layers hold no ISA-specific packed data, so a lower ISA is always fine).

@@ -145,6 +145,8 @@ void register_float_layers(LayerRegistry& registry) {
   fp32::register_pool(registry);
   fp32::register_shape(registry);
   fp32::register_resize(registry);
+  fp32::register_reduce(registry);
+  fp32::register_pow(registry);
 }
 
 }  // namespace qdqrt::engine

@@ -4,16 +4,20 @@
 //              a lower-rank operand joins an NHWC output only when its bytes are ordered the same
 //              either way (a per-channel [C,1,1] or a per-pixel [1,H,W] operand).
 //              Params (engine/layer_params.h): op ("add"/"mul"), a/b/y scale and zero-point, relu.
+//              The batch may be on any axis of a plain output (attention's sequence-first
+//              [L, N, E]): the layer runs per image, the dims up to the batch axis.
 //   "qlut":    any elementwise 8-bit -> 8-bit map as a 256-entry table (blob "table"): QLookup and
 //              QRequantize (the table is the reference kernel evaluated on all 256 input codes, so it
 //              is bit-exact with the reference executor) and Relu on an int8 tensor. Layout-preserving.
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <type_traits>
 
 #include <fmt/format.h>
 
 #include "engine/layers/int8_common.h"
+#include "engine/layers/layer_families.h"
 #include "kernels/elementwise/broadcast.h"
 #include "kernels/dispatch.h"
 #include "kernels/elementwise/qelementwise.h"
@@ -40,6 +44,48 @@ struct BinarySpec {
   int32_t a_zero_point = 0, b_zero_point = 0, y_zero_point = 0;
   bool relu = false;
 };
+
+// With the batch off dim 0 (attention's sequence-first [L, N, E]) the layer runs image by image,
+// an image being what follows the output's batch axis: a batched operand must have the output's
+// rank, batch layout and dims before the batch; any other operand must be the same for every
+// image (1 in those dims once broadcast to the output's rank).
+Status check_images(const Node& node, const BuildContext& context, const BinarySpec& spec) {
+  using namespace qdqrt::layers;
+  const std::optional<BatchLayout> y_batch = context.batch_layout(node.outputs[0]);
+  bool moves = y_batch && !batch_leads(*y_batch);
+  for (size_t index : {size_t{kBinaryA}, size_t{kBinaryB}}) {
+    const std::optional<BatchLayout> batch = context.batch_layout(node.input(index));
+    moves = moves || (batch && !batch_leads(*batch));
+  }
+  if (!moves) return Status::ok();
+  if (!y_batch || !y_batch->batched) {
+    return unsupported("{}: an operand's batch is off dim 0 but the output's is not tracked", node.describe());
+  }
+  const size_t rank = spec.y_shape.size();
+  const size_t leading = static_cast<size_t>(y_batch->axis) + 1;
+  if (leading > rank) return unsupported("{}: batch axis {} is out of range", node.describe(), y_batch->axis);
+  for (size_t index : {size_t{kBinaryA}, size_t{kBinaryB}}) {
+    const Shape& shape = index == kBinaryA ? spec.a_shape : spec.b_shape;
+    const std::optional<BatchLayout> batch = context.batch_layout(node.input(index));
+    if (batch && batch->batched) {
+      if (shape.size() != rank || *batch != *y_batch ||
+          !std::equal(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(leading), spec.y_shape.begin())) {
+        return unsupported("{}: batched operand {} does not line up with the output {} (batch on dim {})",
+                           node.describe(), shape_to_string(shape), shape_to_string(spec.y_shape), y_batch->axis);
+      }
+      continue;
+    }
+    Shape expanded(rank - std::min(rank, shape.size()), 1);
+    expanded.insert(expanded.end(), shape.begin(), shape.end());
+    for (size_t axis = 0; axis < leading; ++axis) {
+      if (expanded[axis] != 1) {
+        return unsupported("{}: operand {} varies along dim {}, before the batch (dim {}): it differs between images",
+                           node.describe(), shape_to_string(shape), axis, y_batch->axis);
+      }
+    }
+  }
+  return Status::ok();
+}
 
 Result<BinarySpec> analyze_qbinary(const Node& node, const BuildContext& context) {
   using namespace qdqrt::layers;
@@ -95,6 +141,9 @@ bool layout_neutral(const Shape& shape) {
 Status lower_qbinary(const Node& node, BuildContext& context) {
   using namespace qdqrt::layers;
   QDQRT_ASSIGN_OR_RETURN(BinarySpec spec, analyze_qbinary(node, context));
+  if (Status images = check_images(node, context, spec); !images.is_ok()) {
+    return lower_with_reference(node, context, images.message());
+  }
   bool nhwc = false;
   if (spec.y_shape.size() == 4) {
     bool any_nhwc = false, neutral = true;
@@ -108,6 +157,9 @@ Status lower_qbinary(const Node& node, BuildContext& context) {
       }
     }
     nhwc = (any_nhwc || context.consumers_prefer_nhwc(node.outputs[0])) && neutral;
+    // Channels-last tensors keep the batch on dim 0.
+    const std::optional<BatchLayout> y_batch = context.batch_layout(node.outputs[0]);
+    if (y_batch && !batch_leads(*y_batch)) nhwc = false;
   }
   const Layout layout = nhwc ? Layout::kNhwc : Layout::kPlain;
   PlanLayer layer = node_layer(node, kBinaryKind);
@@ -148,7 +200,8 @@ class QBinaryLayer final : public Layer {
   bool batched = false;
   int64_t a_image_stride = 0, b_image_stride = 0, output_image_stride = 0;
 
-  int64_t images(const RunState& state) const { return batched ? state.dim(output, 0) : 1; }
+  // The run's images: the dims up to the output's batch axis at this batch.
+  int64_t images(const RunState& state) const { return batched ? state.numel(output) / output_image_stride : 1; }
   // Long rows (same-shape operands are one row per image) are cut into blocks so threads share them.
   int64_t blocks_per_row() const { return ceil_div(static_cast<int64_t>(plan.inner), kBinaryElementsPerItem); }
 
@@ -232,16 +285,38 @@ Result<std::unique_ptr<Layer>> bind_qbinary_typed(const BindContext& context, co
   QDQRT_ASSIGN_OR_RETURN(Shape b_shape, storage(b, "b"));
   Shape y_shape = storage_shape(y);
   layer->batched = y.batched && rank > 0;
+  // Images are the dims up to the batch axis (dim 0 but for a plain output of attention's [L, N, E]).
+  const size_t leading = layer->batched ? static_cast<size_t>(y.batch_axis) + 1 : 0;
+  if (leading > rank || (layer->batched && y.layout == Layout::kNhwc && !batch_leads(y))) {
+    return context.error(fmt::format("output batch axis {} does not fit its rank {} and layout {}", y.batch_axis, rank,
+                                     layout_name(y.layout)));
+  }
+  auto leading_elements = [&](const Shape& shape) { return shape_numel(Shape(shape.begin(), shape.begin() + leading)); };
   auto image_stride = [&](const PlanTensor& t, const Shape& shape, const char* role) -> Result<int64_t> {
-    if (!layer->batched) return int64_t{0};
-    if (t.batched && t.shape.size() == rank) return shape_numel(shape) / shape[0];
-    if (shape[0] != 1) return context.error(fmt::format("{} has a fixed batch of {}", role, shape[0]));
+    if (!layer->batched) {
+      if (t.batched) return context.error(fmt::format("{} is batched, the output is not", role));
+      return int64_t{0};
+    }
+    if (t.batched) {
+      if (t.shape.size() != rank || batch_layout_of(t) != batch_layout_of(y) ||
+          !std::equal(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(leading), y_shape.begin())) {
+        return context.error(fmt::format("batched {} {} does not line up with the output {} (batch on dim {})", role,
+                                         shape_to_string(t.shape), shape_to_string(y.shape), y.batch_axis));
+      }
+      return shape_numel(shape) / leading_elements(shape);
+    }
+    for (size_t axis = 0; axis < leading; ++axis) {
+      if (shape[axis] != 1) {
+        return context.error(fmt::format("{} {} is not batched but has {} on dim {}, before the batch", role,
+                                         shape_to_string(t.shape), shape[axis], axis));
+      }
+    }
     return int64_t{0};
   };
   QDQRT_ASSIGN_OR_RETURN(layer->a_image_stride, image_stride(a, a_shape, "a"));
   QDQRT_ASSIGN_OR_RETURN(layer->b_image_stride, image_stride(b, b_shape, "b"));
-  layer->output_image_stride = layer->batched ? shape_numel(y_shape) / y_shape[0] : 0;
-  const size_t skip = layer->batched ? 1 : 0;
+  layer->output_image_stride = layer->batched ? shape_numel(y_shape) / leading_elements(y_shape) : 0;
+  const size_t skip = leading;
   Shape a_image(a_shape.begin() + skip, a_shape.end());
   Shape b_image(b_shape.begin() + skip, b_shape.end());
   Shape y_image(y_shape.begin() + skip, y_shape.end());
@@ -387,7 +462,7 @@ bool accepts_unary(const Node& node, const BuildContext& context) { return analy
 }  // namespace
 
 void register_int8_elementwise_layers(LayerRegistry& registry) {
-  registry.add_kind({kBinaryKind, bind_qbinary});
+  registry.add_kind({.kind = kBinaryKind, .bind = bind_qbinary, .any_batch_layout = true});
   registry.add_kind({kLutKind, bind_lut});
   for (const char* op : {qdqrt::layers::kQAdd, qdqrt::layers::kQMul}) {
     NodeLowering lowering;
@@ -398,6 +473,7 @@ void register_int8_elementwise_layers(LayerRegistry& registry) {
       return analyze_qbinary(node, context).ok();
     };
     lowering.prefers_nhwc = true;
+    lowering.any_batch_layout = true;
     registry.add_lowering(std::move(lowering));
   }
   // QRequantize is made by the optimizer when a fused layer's float output fed several Q nodes.

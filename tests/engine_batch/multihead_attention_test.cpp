@@ -120,6 +120,35 @@ refused (float[N,{0},{1}] x) => (float[N,{0},{1}] y)
                      kTokens, kWidth);
 }
 
+// ONNX Runtime's quantize_static layout (u8 activations) of the packed in-projection: the MatMul's
+// output quantized on its own, then the bias Add between Q/DQ with the bias a u8 constant, on the
+// sequence-first [L, N, 3E] (the batch on dim 1). The optimizer makes a QMatMul and a QAdd whose
+// operand B is the constant. `bias_shape` is [3E], or [L, 1, 3E] for a bias that differs along L
+// (before the batch: it cannot run per image).
+std::string ort_bias_add_text(const std::string& bias_shape, int64_t bias_count) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> codes(-127, 127), bytes(0, 255);
+  std::string weight, bias;
+  for (int64_t i = 0; i < kWidth * 3 * kWidth; ++i) weight += fmt::format("{}{}", i ? ", " : "", codes(rng));
+  for (int64_t j = 0; j < bias_count; ++j) bias += fmt::format("{}{}", j ? ", " : "", bytes(rng));
+  std::string body;
+  body += "  t = Transpose<perm = [1, 0, 2]>(x)\n  t_q = QuantizeLinear(t, xs, xz)\n  t_d = DequantizeLinear(t_q, xs, xz)\n";
+  body += "  w_d = DequantizeLinear(w, ws, wz)\n  mm = MatMul(t_d, w_d)\n";
+  body += "  mm_q = QuantizeLinear(mm, ms, mz)\n  mm_d = DequantizeLinear(mm_q, ms, mz)\n";
+  body += "  b_d = DequantizeLinear(b, bs, bz)\n  packed = Add(mm_d, b_d)\n";
+  body += "  packed_q = QuantizeLinear(packed, ps, pz)\n  packed_d = DequantizeLinear(packed_q, ps, pz)\n";
+  body += "  y = Transpose<perm = [1, 0, 2]>(packed_d)\n";
+  return fmt::format(R"(<ir_version: 8, opset_import: ["" : 13]>
+ort_bias_add (float[N,{0},{1}] x) => (float[N,{0},{2}] y)
+<float xs = {{0.008}}, uint8 xz = {{128}}, int8[{1},{2}] w = {{{3}}}, float ws = {{0.004}}, int8 wz = {{0}},
+ float ms = {{0.03}}, uint8 mz = {{120}}, uint8{4} b = {{{5}}}, float bs = {{0.004}}, uint8 bz = {{130}},
+ float ps = {{0.035}}, uint8 pz = {{125}}>
+{{
+{6}}}
+)",
+                     kTokens, kWidth, 3 * kWidth, weight, bias_shape, bias, body);
+}
+
 TextModelEngine build(const std::string& text, const std::vector<FloatInitializer>& initializers,
                       const std::string& name) {
   engine::BuildOptions options;
@@ -246,6 +275,101 @@ TEST(MultiheadAttention, QuantizedInProjectionSplitsIntoInt8LayersWithTheBatchOf
   auto loaded = engine::Engine::from_plan(std::move(damaged));
   ASSERT_FALSE(loaded.ok());
   EXPECT_NE(loaded.status().message().find("qmatmul"), std::string::npos) << loaded.status().message();
+}
+
+TEST(MultiheadAttention, OrtQuantizedBiasAddRunsAsQAddWithTheBatchOnDimOne) {
+  TextModelEngine built = build(ort_bias_add_text(fmt::format("[{}]", 3 * kWidth), 3 * kWidth), {}, "ort_bias_add");
+  ASSERT_NE(built.engine, nullptr);
+  const engine::EnginePlan& plan = built.engine->plan();
+  EXPECT_EQ(plan.fixed_batch_reason, "");
+  std::map<std::string, int> kinds;
+  int moved_qbinary = 0;
+  for (const engine::PlanLayer& layer : plan.layers) {
+    ++kinds[layer.kind];
+    const engine::PlanTensor& output = plan.tensors[static_cast<size_t>(layer.outputs[0])];
+    if (layer.kind == "qbinary") moved_qbinary += output.batched && output.batch_axis == 1 && output.batch_factor == 1;
+  }
+  EXPECT_EQ(kinds["reference"], 0);
+  EXPECT_EQ(kinds["qmatmul"], 1);
+  EXPECT_EQ(kinds["qbinary"], 1);
+  EXPECT_EQ(moved_qbinary, 1);
+  // Every image bit for bit at any batch; against the reference within one output code (0.035 of
+  // about 4.4: the QAdd kernel's scale-ratio form may round a code the other way, docs/kernels_support.md).
+  expect_batch_independent(built, 0.01);
+  // Damaged: the batch moved into the QAdd output's columns, which no longer line up with its
+  // input's (still on dim 1).
+  engine::EnginePlan damaged = plan;
+  int32_t qadd_output = -1;
+  std::string qadd_name;
+  for (const engine::PlanLayer& layer : damaged.layers) {
+    if (layer.kind == "qbinary") qadd_output = layer.outputs[0], qadd_name = layer.name;
+  }
+  ASSERT_GE(qadd_output, 0);
+  damaged.tensors[static_cast<size_t>(qadd_output)].batch_axis = 2;
+  damaged.tensors[static_cast<size_t>(qadd_output)].batch_factor = 3 * kWidth / kMaxBatch;
+  auto loaded = engine::Engine::from_plan(std::move(damaged));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find(qadd_name), std::string::npos) << loaded.status().message();
+  EXPECT_NE(loaded.status().message().find("does not line up"), std::string::npos) << loaded.status().message();
+}
+
+// Must not fire: a bias that differs along L (before the batch) is not the same for every image,
+// so the QAdd stays on the reference layer, which says why.
+TEST(MultiheadAttention, QAddOfAnOperandVaryingBeforeTheBatchStaysReference) {
+  TextModelEngine built =
+      build(ort_bias_add_text(fmt::format("[{}, 1, {}]", kTokens, 3 * kWidth), kTokens * 3 * kWidth), {},
+            "ort_bias_add_along_l");
+  ASSERT_NE(built.engine, nullptr);
+  const engine::EnginePlan& plan = built.engine->plan();
+  int reference = 0;
+  for (const engine::PlanLayer& layer : plan.layers) {
+    if (layer.kind != "reference") continue;
+    ++reference;
+    EXPECT_EQ(layer.op_type, "QAdd");
+    auto reason = layer.params.get_string("reason");
+    ASSERT_TRUE(reason.ok()) << reason.status().to_string();
+    EXPECT_NE(reason->find("before the batch"), std::string::npos) << *reason;
+  }
+  EXPECT_EQ(reference, 1);
+  for (int64_t count : {int64_t{kMaxBatch}, int64_t{3}}) expect_matches_reference(built, count);
+}
+
+// The start of a decomposed LayerNorm on the sequence-first [L, N, E] (what ONNX Runtime's Q/DQ
+// leave of it when the LayerNorm fusion cannot match): ReduceMean over E, kept and dropped, and
+// Pow run natively with the batch on dim 1.
+TEST(MultiheadAttention, ReduceMeanAndPowTakeTheBatchOnDimOne) {
+  const std::string text = fmt::format(R"(<ir_version: 8, opset_import: ["" : 13]>
+partial_norm (float[N,{0},{1}] x) => (float[N,{0},{1}] y, float[N,{0}] v)
+<float two = {{2.0}}>
+{{
+  t = Transpose<perm = [1, 0, 2]>(x)
+  mean = ReduceMean<axes = [-1]>(t)
+  d = Sub(t, mean)
+  d2 = Pow(d, two)
+  var = ReduceMean<axes = [2], keepdims = 0>(d2)
+  s = Add(d2, mean)
+  y = Transpose<perm = [1, 0, 2]>(s)
+  v = Transpose<perm = [1, 0]>(var)
+}}
+)",
+                                       kTokens, kWidth);
+  TextModelEngine built = build(text, {}, "partial_norm");
+  ASSERT_NE(built.engine, nullptr);
+  const engine::EnginePlan& plan = built.engine->plan();
+  EXPECT_EQ(plan.fixed_batch_reason, "");
+  std::map<std::string, int> kinds;
+  for (const engine::PlanLayer& layer : plan.layers) ++kinds[layer.kind];
+  EXPECT_EQ(kinds["reference"], 0);
+  EXPECT_EQ(kinds["fp32_reduce_mean"], 2);
+  EXPECT_EQ(kinds["fp32_pow"], 1);
+  const engine::PlanTensor* variance = find_plan_tensor(plan, "var");
+  ASSERT_NE(variance, nullptr);
+  EXPECT_TRUE(variance->batched);
+  EXPECT_EQ(variance->batch_axis, 1);
+  // The reductions are the reference's double sums, the square exact: the reference's bits.
+  expect_batch_independent(built, 0.0);
+  batch_testing::expect_batch_independent(built, {{"x", random_tensor({kMaxBatch, kTokens, kWidth}, 3)}}, kMaxBatch,
+                                          "v", 0.0);
 }
 
 TEST(MultiheadAttention, LayersThatCannotSplitPerImageStayReference) {

@@ -647,7 +647,7 @@ TEST(PoolForms, Fp32RunWithoutReferenceLayers) {
 // Between Q/DQ the folded pool and the lowered mean are INT8 pool layers: their outputs are within
 // the INT8 pools' 1 LSB of the reference executor and the same bytes as the engine that runs the
 // Pads unfolded (constant_pad layers on the int8 tensor, then pools without pads) and the
-// ReduceMean unlowered (a reference layer).
+// ReduceMean unlowered (an fp32_reduce_mean layer, then a quantize).
 TEST(PoolForms, Int8BetweenQdqIsOneInt8LayerEach) {
   const std::string text = model(
       13, "g (float[N,6,7,5] x) => (uint8 y, uint8 z, uint8 m)",
@@ -668,7 +668,8 @@ TEST(PoolForms, Int8BetweenQdqIsOneInt8LayerEach) {
   auto reference_layers = engine::Engine::build(built.graph, unfolded);
   ASSERT_TRUE(reference_layers.ok()) << reference_layers.status().to_string();
   EXPECT_EQ(count_kind((*reference_layers)->plan(), "constant_pad"), 2);
-  EXPECT_EQ(count_kind((*reference_layers)->plan(), "reference"), 1);  // the ReduceMean
+  EXPECT_EQ(count_kind((*reference_layers)->plan(), "reference"), 0);
+  EXPECT_EQ(count_kind((*reference_layers)->plan(), "fp32_reduce_mean"), 1);
   TensorMap inputs = seeded_inputs(built.graph, kMaxBatch, 32);
   auto folded_outputs = run_engine(*built.engine, inputs, 1);
   auto unfolded_outputs = run_engine(**reference_layers, inputs, 1);

@@ -26,7 +26,7 @@ TEST(FloatBind, DamagedLayersAreRefused) {
   for (const auto& layer : built->plan.layers) kinds.insert(layer.kind);
   for (const char* kind : {"fp32_conv", "fp32_binary", "fp32_unary", "fp32_batchnorm", "fp32_pool",
                            "fp32_global_avgpool", "plain_copy", "fp32_gemm", "fp32_softmax", "plain_transpose",
-                           "plain_concat"}) {
+                           "plain_concat", "fp32_reduce_mean", "fp32_pow"}) {
     EXPECT_TRUE(kinds.count(kind)) << kind;
   }
   auto refused = [&](size_t index, const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& damage,

@@ -113,6 +113,17 @@ std::vector<OpCase> other_cases() {
   cases.push_back({"sqrt", model(13, "g (float[N,7] x) => (float y)", {}, "a = Abs(x)\ny = Sqrt(a)"), "fp32_unary"});
   cases.push_back({"clip_opset6_attributes", model(10, "g (float[N,9] x) => (float y)", {}, "y = Clip<min=-1.0, max=0.5>(x)"),
                    "fp32_unary"});
+  // A decomposed LayerNorm's pieces: ReduceMean over consecutive axes, Pow by a constant.
+  cases.push_back({"reduce_mean_last_axis", model(13, "g (float[N,5,37] x) => (float y)", {},
+                                                  "y = ReduceMean<axes=[-1], keepdims=1>(x)"),
+                   "fp32_reduce_mean"});
+  cases.push_back({"reduce_mean_middle_axes_dropped", model(13, "g (float[N,3,4,5,6] x) => (float y)", {},
+                                                            "y = ReduceMean<axes=[2,1], keepdims=0>(x)"),
+                   "fp32_reduce_mean"});
+  cases.push_back({"pow_square", model(13, "g (float[N,3,41] x) => (float y)", {"float two = {2.0}"}, "y = Pow(x, two)"),
+                   "fp32_pow"});
+  cases.push_back({"pow_int64_cube", model(13, "g (float[N,3,41] x) => (float y)", {"int64[1] e = {3}"}, "y = Pow(x, e)"),
+                   "fp32_pow"});
   cases.push_back({"softmax_last_axis", model(13, "g (float[N,4,1000] x) => (float y)", {}, "y = Softmax(x)"),
                    "fp32_softmax"});
   cases.push_back({"softmax_opset11_coerced", model(11, "g (float[N,4,6] x) => (float y)", {}, "y = Softmax<axis=1>(x)"),
@@ -172,7 +183,10 @@ std::vector<OpCase> fallback_cases() {
        "reference"},
       {"prelu_one_value_twice", model(13, "g (float[N,6] x) => (float y)", {}, "y = PRelu(x, x)"), "reference"},
       {"elu_no_native", model(13, "g (float[N,6] x) => (float y)", {}, "y = Elu<alpha=0.5>(x)"), "reference"},
-      {"reduce_mean", model(13, "g (float[N,3,4] x) => (float y)", {}, "y = ReduceMean<axes=[2], keepdims=1>(x)"),
+      {"reduce_mean_axes_apart", model(13, "g (float[N,3,4,5] x) => (float y)", {},
+                                       "y = ReduceMean<axes=[1,3], keepdims=1>(x)"),
+       "reference"},
+      {"pow_runtime_exponent", model(13, "g (float[N,6] x, float[N,6] e) => (float y)", {}, "y = Pow(x, e)"),
        "reference"},
       {"maxpool_with_indices", model(13, "g (float[N,2,4,4] x) => (float y, int64 i)", {},
                                      "y, i = MaxPool<kernel_shape=[2,2], strides=[2,2]>(x)"),
@@ -188,10 +202,10 @@ std::vector<OpCase> fallback_cases() {
 // run plain: a per-channel constant would keep them channels-last).
 std::string all_kinds_model() {
   return "<ir_version: 8, opset_import: [\"\" : 13]>\n"
-         "g (float[N,4,8,8] x) => (float y, float s, float t, float cc, float rn, float rb)\n<" +
+         "g (float[N,4,8,8] x) => (float y, float s, float t, float cc, float rn, float rb, float rm, float pw)\n<" +
          weights("w", {6, 4, 3, 3}) + ", " + weights("b", {6}) + ", " + weights("k", {1, 6, 8, 8}) + ", " +
          weights("bs", {6}) + ", " + weights("bm", {6}) + ", " + weights("bv", {6}, 0.5f, 2.0f) + ", " +
-         weights("fc", {6, 5}) + ", float[4] rs = {1.0, 1.0, 2.0, 1.5}>\n" + R"({
+         weights("fc", {6, 5}) + ", float[4] rs = {1.0, 1.0, 2.0, 1.5}, float two = {2.0}>\n" + R"({
   c = Conv<pads=[1,1,1,1]>(x, w, b)
   m = Mul(c, k)
   r = Relu(m)
@@ -206,6 +220,8 @@ std::string all_kinds_model() {
   cc = Concat<axis=1>(p, p)
   rn = Resize<mode="nearest">(p, , rs)
   rb = Resize<mode="linear">(p, , rs)
+  rm = ReduceMean<axes=[-1], keepdims=1>(p)
+  pw = Pow(p, two)
 }
 )";
 }
