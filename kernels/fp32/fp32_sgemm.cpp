@@ -104,7 +104,7 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
            (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
   };
   // One row tile's depth block across every panel (A copied first when copy_a).
-  auto tile_panels = [&](const float* const* tile_rows, int64_t m, int rows, int tap, int channel) {
+  auto tile_panels = [&](const float* const* tile_rows, int64_t m, int rows, int tap, int channel) __attribute__((noinline)) {
     set_block(tap, channel);
     args.mr = rows;
     args.a = tile_rows + tap * packed.mr;

@@ -11,7 +11,7 @@ namespace qdqrt::kernels::QDQRT_SGEMM_NAMESPACE {
 namespace {
 
 // Rows kRows (<= kMr) x kVectors (1 or 2) vectors of one panel, A through the row pointers. kPrefetch:
-// one line of `prefetch` every `every` k steps (the rest, if any, after the loop); a separate
+// one line of `prefetch` per k step from the first (lines past k after the loop); a separate
 // instance, so the plain kernel's code stays as it was.
 template <int kRows, int kVectors, bool kPrefetch>
 void tile(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch& prefetch) {
@@ -49,9 +49,6 @@ void tile(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch&
   const int channels = args.channels;
   const char* prefetch_line = reinterpret_cast<const char*>(prefetch.begin);
   int64_t prefetch_lines = kPrefetch ? prefetch.lines : 0;
-  const int every = prefetch_lines > 0 ? static_cast<int>(std::max<int64_t>(
-                                             1, static_cast<int64_t>(args.taps) * channels / prefetch_lines))
-                                       : 0;
   for (int tap = 0; tap < args.taps; ++tap) {
     const float* w = args.w + tap * args.w_tap_stride;
     const float* const* rows = args.a + tap * kMr;
@@ -85,10 +82,13 @@ void tile(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch&
       }
     }
     if (kPrefetch && prefetch_lines > 0) {
-      for (; c + every <= channels && prefetch_lines > 0; c += every, --prefetch_lines) {
+      // One line per k step, the plain loop's body otherwise (one more pointer live).
+      const int end = static_cast<int>(std::min<int64_t>(channels, c + prefetch_lines));
+      prefetch_lines -= end - c;
+      for (; c < end; ++c) {
         _mm_prefetch(prefetch_line, _MM_HINT_T1);
         prefetch_line += 64;
-        for (int i = 0; i < every; ++i) step(c + i);
+        step(c);
       }
     }
     for (; c < channels; ++c) step(c);
