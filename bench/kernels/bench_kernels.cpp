@@ -303,21 +303,22 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, 
       winograd ? pack_winograd_f32(out_channels, in_channels, weights.data(), bias.data(), active_isa())
                : PackedWinogradF32{};
   // --fp32_cold_mb: copies of the packed weights (and views over them), one per iteration in turn.
-  const int copies = depthwise || direct_nchw
-                         ? 1
-                         : cold_copies(static_cast<int64_t>(winograd ? packed_winograd.data.size() : packed.data.size()) *
-                                       static_cast<int64_t>(sizeof(float)));
+  const int copies =
+      depthwise || direct_nchw
+          ? 1
+          : cold_copies(static_cast<int64_t>(winograd ? packed_winograd.data.size() : packed.data.size()) *
+                        static_cast<int64_t>(sizeof(float)));
   std::vector<AlignedBuffer<float>> weight_copies(static_cast<size_t>(copies - 1));
   std::vector<PackedSgemm> gemm_views;
   std::vector<PackedWinogradF32> winograd_views;
   for (AlignedBuffer<float>& copy : weight_copies) {
     copy = winograd ? packed_winograd.data : packed.data;
     if (winograd) {
-      winograd_views.push_back(
-          packed_winograd_f32_view(out_channels, in_channels, packed_winograd.isa, copy.data(), packed_winograd.bias.data()));
+      winograd_views.push_back(packed_winograd_f32_view(out_channels, in_channels, packed_winograd.isa, copy.data(),
+                                                        packed_winograd.bias.data()));
     } else {
-      gemm_views.push_back(packed_sgemm_view(packed.n, packed.taps, packed.channels, packed.isa, copy.data(),
-                                             packed.bias.data()));
+      gemm_views.push_back(
+          packed_sgemm_view(packed.n, packed.taps, packed.channels, packed.isa, copy.data(), packed.bias.data()));
     }
   }
   std::atomic<int64_t> iteration = 0;  // part 0 advances it
@@ -346,9 +347,10 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, 
   const SconvArgs args{input.data(), output.data(), layer.output_channels};
   const double ops = 2.0 * static_cast<double>(pixels) * layer.output_channels * group_in * taps;
   state.SetLabel(std::string(depthwise     ? depthwise_f32_kernel_name(packed_depthwise)
-                 : winograd    ? winograd_f32_kernel_name(packed_winograd.isa)
-                 : direct_nchw ? direct_nchw_f32_kernel_name(packed)
-                               : sgemm_kernel_name(packed, taps > 1 || layer.stride > 1) + (residual ? " +residual" : "")) +
+                             : winograd    ? winograd_f32_kernel_name(packed_winograd.isa)
+                             : direct_nchw ? direct_nchw_f32_kernel_name(packed)
+                                           : sgemm_kernel_name(packed, taps > 1 || layer.stride > 1) +
+                                                 (residual ? " +residual" : "")) +
                  (copies > 1 ? ", weights cold" : ""));
   timed_loop(
       state, threads,
@@ -422,7 +424,8 @@ void fp32_gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) 
   std::vector<PackedSgemm> views;
   for (AlignedBuffer<float>& copy : weight_copies) {
     copy = packed.data;
-    views.push_back(packed_sgemm_view(packed.n, 1, packed.channels, packed.isa, copy.data(), packed.bias.data(), false));
+    views.push_back(
+        packed_sgemm_view(packed.n, 1, packed.channels, packed.isa, copy.data(), packed.bias.data(), false));
   }
   std::atomic<int64_t> iteration = 0;  // part 0 advances it
   const bool gemv = layer.m <= 2;  // as the engine splits few rows: by columns
