@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernels/fp32/fp32_gemv.h"
+#include "kernels/fp32/fp32_sgemm_prefetch.h"
 #include "kernels/gemm/qgemm_amx.h"
 
 namespace qdqrt::kernels {
@@ -379,6 +380,15 @@ const internal::SgemmImplementation& sgemm_implementation(Isa isa) {
     case Impl::kAvx512Skx: return kAvx512Impl;
   }
   return kScalarImpl;
+}
+
+internal::SgemmPrefetchUkernelFn sgemm_prefetch_ukernel(Isa isa) {
+  switch (impl_for(isa)) {
+    case Impl::kScalar: return nullptr;
+    case Impl::kAvx2: return avx2::sgemm_prefetch_ukernel;
+    case Impl::kAvx512Skx: return avx512skx::sgemm_prefetch_ukernel;
+  }
+  return nullptr;
 }
 
 // ---------------------------------------------------------------- fp32 GEMV / small M

@@ -14,6 +14,8 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -115,6 +117,18 @@ void timed_loop(benchmark::State& state, int threads, Body&& body, double ops, d
 
 // --tile=NR forces the GEMM family's register tile width (0: the one packing picks per layer).
 int g_tile_width = 0;
+
+// --fp32_cold_mb=N: the fp32 igemm, Winograd and constant-B GEMM benchmarks run each iteration on
+// the next of as many copies of their packed weights as make N MiB, so the weights come from
+// memory, as in a whole model (ResNet-50 FP32 streams 122 MiB of weights per inference); 0: one
+// copy, hot in the caches.
+int64_t g_fp32_cold_mb = 0;
+
+// How many copies of `bytes` of packed weights --fp32_cold_mb asks for.
+int cold_copies(int64_t bytes) {
+  if (g_fp32_cold_mb <= 0 || bytes <= 0) return 1;
+  return static_cast<int>(std::clamp<int64_t>((g_fp32_cold_mb << 20) / bytes + 1, 1, 4096));
+}
 
 // Depthwise rows place input and output in one 64-byte-aligned block, as the engine's arena does
 // (engine/builder.cpp, plan_memory: 64-byte-aligned offsets, a layer's output usually right
@@ -288,6 +302,34 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, 
   const PackedWinogradF32 packed_winograd =
       winograd ? pack_winograd_f32(out_channels, in_channels, weights.data(), bias.data(), active_isa())
                : PackedWinogradF32{};
+  // --fp32_cold_mb: copies of the packed weights (and views over them), one per iteration in turn.
+  const int copies =
+      depthwise || direct_nchw
+          ? 1
+          : cold_copies(static_cast<int64_t>(winograd ? packed_winograd.data.size() : packed.data.size()) *
+                        static_cast<int64_t>(sizeof(float)));
+  std::vector<AlignedBuffer<float>> weight_copies(static_cast<size_t>(copies - 1));
+  std::vector<PackedSgemm> gemm_views;
+  std::vector<PackedWinogradF32> winograd_views;
+  for (AlignedBuffer<float>& copy : weight_copies) {
+    copy = winograd ? packed_winograd.data : packed.data;
+    if (winograd) {
+      winograd_views.push_back(packed_winograd_f32_view(out_channels, in_channels, packed_winograd.isa, copy.data(),
+                                                        packed_winograd.bias.data()));
+    } else {
+      gemm_views.push_back(
+          packed_sgemm_view(packed.n, packed.taps, packed.channels, packed.isa, copy.data(), packed.bias.data()));
+    }
+  }
+  std::atomic<int64_t> iteration = 0;  // part 0 advances it
+  auto gemm_weights = [&]() -> const PackedSgemm& {
+    const int64_t copy = iteration.load(std::memory_order_relaxed) % copies;
+    return copy == 0 ? packed : gemm_views[static_cast<size_t>(copy - 1)];
+  };
+  auto winograd_weights = [&]() -> const PackedWinogradF32& {
+    const int64_t copy = iteration.load(std::memory_order_relaxed) % copies;
+    return copy == 0 ? packed_winograd : winograd_views[static_cast<size_t>(copy - 1)];
+  };
   const int64_t scratch_floats = winograd ? winograd_f32_scratch_floats(out_channels, in_channels, active_isa()) : 0;
   std::vector<AlignedBuffer<float>> winograd_scratch(static_cast<size_t>(threads));
   for (auto& buffer : winograd_scratch) buffer.resize(static_cast<size_t>(scratch_floats));
@@ -304,10 +346,12 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, 
   }
   const SconvArgs args{input.data(), output.data(), layer.output_channels};
   const double ops = 2.0 * static_cast<double>(pixels) * layer.output_channels * group_in * taps;
-  state.SetLabel(depthwise     ? depthwise_f32_kernel_name(packed_depthwise)
-                 : winograd    ? winograd_f32_kernel_name(packed_winograd.isa)
-                 : direct_nchw ? direct_nchw_f32_kernel_name(packed)
-                               : sgemm_kernel_name(packed, taps > 1 || layer.stride > 1) + (residual ? " +residual" : ""));
+  state.SetLabel(std::string(depthwise     ? depthwise_f32_kernel_name(packed_depthwise)
+                             : winograd    ? winograd_f32_kernel_name(packed_winograd.isa)
+                             : direct_nchw ? direct_nchw_f32_kernel_name(packed)
+                                           : sgemm_kernel_name(packed, taps > 1 || layer.stride > 1) +
+                                                 (residual ? " +residual" : "")) +
+                 (copies > 1 ? ", weights cold" : ""));
   timed_loop(
       state, threads,
       [&](int part) {
@@ -318,8 +362,9 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, 
         }
         if (winograd) {
           auto [begin, end] = part_range(static_cast<int>(winograd_f32_tiles(geometry, 1)), threads, part, 1);
-          run_winograd_f32(packed_winograd, geometry, args, epilogue, begin, end, 0, layer.output_channels,
+          run_winograd_f32(winograd_weights(), geometry, args, epilogue, begin, end, 0, layer.output_channels,
                            winograd_scratch[static_cast<size_t>(part)].data());
+          if (part == 0) iteration.fetch_add(1, std::memory_order_relaxed);
           return;
         }
         if (depthwise) {
@@ -328,7 +373,8 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, 
           return;
         }
         auto [begin, end] = part_range(static_cast<int>(pixels), threads, part, packed.mr);
-        run_sconv(packed, geometry, args, epilogue, begin, end, 0, layer.output_channels);
+        run_sconv(gemm_weights(), geometry, args, epilogue, begin, end, 0, layer.output_channels);
+        if (part == 0) iteration.fetch_add(1, std::memory_order_relaxed);
       },
       ops, 0.0, fresh_fp32_peak_gflops);
 }
@@ -346,7 +392,8 @@ void fp32_gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) 
   desc.weights = b.data();
   desc.stride_n = layer.b_transposed ? layer.k : 1;  // B [N][K] or [K][N]
   desc.stride_channel = layer.b_transposed ? 1 : layer.n;
-  const PackedSgemm packed = pack_sgemm(desc, active_isa());
+  const PackedSgemm packed_b = pack_sgemm(desc, active_isa());
+  const PackedSgemm& packed = packed_b;
   const double ops = 2.0 * layer.batch * layer.m * layer.n * layer.k;
   const Fp32Epilogue epilogue;
   if (layer.runtime_b) {
@@ -372,12 +419,25 @@ void fp32_gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) 
         ops, 0.0, fresh_fp32_peak_gflops);
     return;
   }
+  const int copies = cold_copies(static_cast<int64_t>(packed.data.size() * sizeof(float)));
+  std::vector<AlignedBuffer<float>> weight_copies(static_cast<size_t>(copies - 1));
+  std::vector<PackedSgemm> views;
+  for (AlignedBuffer<float>& copy : weight_copies) {
+    copy = packed.data;
+    views.push_back(
+        packed_sgemm_view(packed.n, 1, packed.channels, packed.isa, copy.data(), packed.bias.data(), false));
+  }
+  std::atomic<int64_t> iteration = 0;  // part 0 advances it
   const bool gemv = layer.m <= 2;  // as the engine splits few rows: by columns
   // The kernel run_sgemm takes for the rows (one thread's share of a GEMM's rows is more).
-  state.SetLabel(sgemv_applies(packed, layer.m) ? sgemv_kernel_name(packed) : sgemm_kernel_name(packed, false));
+  state.SetLabel((sgemv_applies(packed, layer.m) ? sgemv_kernel_name(packed) : sgemm_kernel_name(packed, false)) +
+                 (copies > 1 ? ", weights cold" : ""));
   timed_loop(
       state, threads,
       [&](int part) {
+        const int64_t copy = iteration.load(std::memory_order_relaxed) % copies;
+        const PackedSgemm& packed = copy == 0 ? packed_b : views[static_cast<size_t>(copy - 1)];
+        if (part == 0) iteration.fetch_add(1, std::memory_order_relaxed);
         if (gemv) {
           auto [begin, end] = part_range(layer.n, threads, part, packed.nr);
           run_sgemm(packed, a.data(), layer.k, c.data(), layer.n, epilogue, 0, layer.m, begin, end);
@@ -530,6 +590,8 @@ int main(int argc, char** argv) {
       qdqrt::bench::g_tile_width = std::atoi(arg.c_str() + 7);
     } else if (arg.rfind("--dw_offset=", 0) == 0) {
       qdqrt::bench::g_dw_delta = std::atoll(arg.c_str() + 12);
+    } else if (arg.rfind("--fp32_cold_mb=", 0) == 0) {
+      qdqrt::bench::g_fp32_cold_mb = std::atoll(arg.c_str() + 15);
     } else if (arg == "--dw_u8") {
       qdqrt::bench::g_dw_u8 = true;
     } else if (arg.rfind("--dw_modulus=", 0) == 0) {

@@ -12,6 +12,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/fp32/fp32_conv_internal.h"
 #include "kernels/fp32/fp32_gemv.h"
+#include "kernels/fp32/fp32_sgemm_prefetch.h"
 
 namespace qdqrt::kernels {
 
@@ -52,6 +53,7 @@ template <class Fill>
 void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, float* c, int64_t c_row_stride,
            const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
   const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
+  const internal::SgemmPrefetchUkernelFn prefetch_ukernel = sgemm_prefetch_ukernel(packed.isa);
   assert(impl.mr == packed.mr && impl.nr == packed.nr && n_begin % packed.nr == 0);
   // Row pointers of every tile of a row block, filled once per block: [tile][tap][MR].
   constexpr int64_t kPointerCapacity = 4096;
@@ -76,27 +78,35 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
     args.last = tap + args.taps == packed.taps && channel + args.channels == packed.channels;
   };
   const int64_t block_depth = static_cast<int64_t>(blocking.channel_chunk) * blocking.taps_per_block;
-  const int64_t block_tiles = std::clamp<int64_t>(kRowBlockBytes / std::max<int64_t>(block_depth * 4, 1) / packed.mr,
-                                                  1, kPointerCapacity / tile_pointers);
-  const int64_t block = block_tiles * packed.mr;
+  // B of the whole range small enough to stay in L2: each row tile runs to the end (its A in L1,
+  // its rows of C and the residual written and read once, in order). Otherwise each depth block's
+  // panel stays in L1 while the block's row tiles pass, and fetches the next panel's block.
+  const bool rows_outer = packed.k() * (n_end - n_begin) * static_cast<int64_t>(sizeof(float)) <= kRowsOuterBytes;
   // Rows a multiple of 4 KiB apart (1024 channels, or 512 at stride 2) share one L1 set and evict
-  // each other: such tiles copy their rows' A block once for all their panels, to rows kCopyPad
-  // floats off that stride (a vector copy: transposing A into [k][MR] cost more than it saved).
-  // Other rows are read in place.
+  // each other: such rows' A block is copied once for all the panels (rows outer: per row tile;
+  // else the row block's tiles together), to rows kCopyPad floats off that stride (a vector copy:
+  // transposing A into [k][MR] cost more than it saved). Other rows are read in place.
   constexpr int kCopyPad = 16;
-  constexpr int64_t kCopyCapacity = kMaxMr * (kOneBlockDepth + kCopyPad);
+  constexpr int64_t kCopyCapacity = 64 * 1024;  // floats (256 KiB, the row block's A)
+  const int64_t tile_copy_floats =
+      static_cast<int64_t>(blocking.taps_per_block) * packed.mr * (blocking.channel_chunk + kCopyPad);
   const bool copy_a = a_row_bytes % 4096 == 0 && (n_end - n_begin + packed.nr - 1) / packed.nr >= kCopyAPanels &&
-                      static_cast<int64_t>(blocking.taps_per_block) * packed.mr * (blocking.channel_chunk + kCopyPad) <=
-                          kCopyCapacity;
+                      tile_copy_floats <= kCopyCapacity;
+  int64_t block_tiles = std::clamp<int64_t>(kRowBlockBytes / std::max<int64_t>(block_depth * 4, 1) / packed.mr, 1,
+                                            kPointerCapacity / tile_pointers);
+  if (copy_a && !rows_outer) block_tiles = std::clamp<int64_t>(kCopyCapacity / tile_copy_floats, 1, block_tiles);
+  const int64_t block = block_tiles * packed.mr;
   alignas(64) float copied_a[kCopyCapacity];
-  const float* copied_rows[kMaxMr * kSgemmMaxTaps];
+  const float* copied_rows[kPointerCapacity];  // [tile][tap of the block][MR]
   // The weights of a depth block of panel n (whose rows are packed.nr floats).
   auto block_weights = [&](int n, int tap, int channel) {
     return packed.data.data() + n / packed.nr * panel_floats +
            (static_cast<int64_t>(tap) * packed.channels + channel) * packed.nr;
   };
-  // One row tile's depth block across every panel (A copied first when copy_a).
-  auto tile_panels = [&](const float* const* tile_rows, int64_t m, int rows, int tap, int channel) {
+  // One row tile's depth block across every panel (A copied first when copy_a). Out of line: inlined
+  // into its one caller it slowed small GEMMs (the attention's 128x128x64) by 10-15%.
+  auto tile_panels = [&](const float* const* tile_rows, int64_t m, int rows, int tap, int channel)
+      __attribute__((noinline)) {
     set_block(tap, channel);
     args.mr = rows;
     args.a = tile_rows + tap * packed.mr;
@@ -135,10 +145,6 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
       args.prefetched = has_next;
     }
   };
-  // B of the whole range small enough to stay in L2: each row tile runs to the end (its A in L1,
-  // its rows of C and the residual written and read once, in order). Otherwise each depth block's
-  // panel stays in L1 while the block's row tiles pass (copy_a: the tile's A while the panels do).
-  const bool rows_outer = packed.k() * (n_end - n_begin) * static_cast<int64_t>(sizeof(float)) <= kRowsOuterBytes;
   for (int64_t block_begin = m_begin; block_begin < m_end; block_begin += block) {
     const int64_t block_end = std::min(m_end, block_begin + block);
     for (int64_t m = block_begin; m < block_end; m += packed.mr) {
@@ -159,25 +165,71 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
     }
     for (int tap = 0; tap < packed.taps; tap += blocking.taps_per_block) {
       for (int channel = 0; channel < packed.channels; channel += blocking.channel_chunk) {
-        if (copy_a) {
-          for (int64_t m = block_begin; m < block_end; m += packed.mr) tile_panels(tile_rows(m), m, rows(m), tap, channel);
-          continue;
-        }
         set_block(tap, channel);
+        // Tile i's rows for this block: block_a + i * tile_pointers + a_tap * MR.
+        const float* const* block_a = pointers;
+        int a_tap = tap;
+        if (copy_a) {
+          const int64_t copy_stride = args.channels + kCopyPad;
+          for (int64_t m = block_begin; m < block_end; m += packed.mr) {
+            const int64_t tile = (m - block_begin) / packed.mr;
+            for (int t = 0; t < args.taps; ++t) {
+              for (int r = 0; r < rows(m); ++r) {
+                float* out = copied_a + ((tile * args.taps + t) * packed.mr + r) * copy_stride;
+                assert(out + copy_stride <= copied_a + kCopyCapacity);
+                std::memcpy(out, tile_rows(m)[(tap + t) * packed.mr + r] + channel,
+                            static_cast<size_t>(args.channels) * sizeof(float));
+                copied_rows[tile * tile_pointers + t * packed.mr + r] = out;
+              }
+            }
+          }
+          block_a = copied_rows;
+          a_tap = 0;
+          args.channel_begin = 0;
+        }
         for (int n = n_begin; n < n_end; n += packed.nr) {
           args.nc = std::min(packed.nr, n_end - n);
           args.w = block_weights(n, tap, channel);
           args.bias = packed.bias.data() + n;
+          // The weights of the next (depth block, panel) of this loop, or of the next row block's
+          // first: the row tiles of this panel share fetching them.
+          const float* next = nullptr;
+          int64_t next_rows = 0;
+          if (n + packed.nr < n_end) {
+            next = block_weights(n + packed.nr, tap, channel);
+            next_rows = static_cast<int64_t>(args.taps) * args.channels;
+          } else {
+            int next_tap = tap, next_channel = channel + blocking.channel_chunk;
+            if (next_channel >= packed.channels) next_tap += blocking.taps_per_block, next_channel = 0;
+            if (next_tap >= packed.taps && block_end < m_end) next_tap = 0;
+            if (next_tap < packed.taps) {
+              next = block_weights(n_begin, next_tap, next_channel);
+              next_rows = static_cast<int64_t>(std::min(blocking.taps_per_block, packed.taps - next_tap)) *
+                          std::min(blocking.channel_chunk, packed.channels - next_channel);
+            }
+          }
+          const int64_t next_lines = (next_rows * packed.nr * static_cast<int64_t>(sizeof(float)) + 63) / 64;
+          const int64_t tiles = (block_end - block_begin + packed.mr - 1) / packed.mr;
+          const int64_t tile_lines = (next_lines + tiles - 1) / tiles;
+          internal::SgemmPrefetch prefetch;
+          prefetch.begin = next;
           for (int64_t m = block_begin; m < block_end; m += packed.mr) {
             args.mr = rows(m);
-            args.a = tile_rows(m) + tap * packed.mr;
+            args.a = block_a + (m - block_begin) / packed.mr * tile_pointers + a_tap * packed.mr;
             args.c = c + m * c_row_stride + n;
             args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
             const bool has_next = args.last && epilogue.residual && m + packed.mr < block_end;
             args.next_c = has_next ? args.c + packed.mr * c_row_stride : nullptr;
             args.next_residual =
                 has_next && args.residual ? args.residual + packed.mr * epilogue.residual_row_stride : nullptr;
-            impl.ukernel(args);
+            prefetch.lines =
+                std::clamp<int64_t>(next_lines - (m - block_begin) / packed.mr * tile_lines, 0, tile_lines);
+            if (prefetch_ukernel != nullptr && prefetch.lines > 0) {
+              prefetch_ukernel(args, prefetch);
+              prefetch.begin += prefetch.lines * (64 / sizeof(float));
+            } else {
+              impl.ukernel(args);
+            }
             args.prefetched = has_next;
           }
           args.prefetched = false;

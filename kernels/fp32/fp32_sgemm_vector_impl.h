@@ -4,14 +4,17 @@
 // QDQRT_SGEMM_NAMESPACE, then include this file.
 #include <type_traits>
 
+#include "kernels/fp32/fp32_sgemm_prefetch.h"
 #include "kernels/fp32/fp32_sgemm_vector_ops.h"
 
 namespace qdqrt::kernels::QDQRT_SGEMM_NAMESPACE {
 namespace {
 
-// Rows kRows (<= kMr) x kVectors (1 or 2) vectors of one panel, A through the row pointers.
-template <int kRows, int kVectors>
-void tile(const internal::SgemmUkernelArgs& args) {
+// Rows kRows (<= kMr) x kVectors (1 or 2) vectors of one panel, A through the row pointers. kPrefetch:
+// one line of `prefetch` per k step from the first (lines past k after the loop); a separate
+// instance, so the plain kernel's code stays as it was.
+template <int kRows, int kVectors, bool kPrefetch>
+void tile(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch& prefetch) {
   V acc[kRows][kVectors];
   if (args.first) {
     for (int v = 0; v < kVectors; ++v) {
@@ -44,6 +47,8 @@ void tile(const internal::SgemmUkernelArgs& args) {
     }
   }
   const int channels = args.channels;
+  const char* prefetch_line = reinterpret_cast<const char*>(prefetch.begin);
+  int64_t prefetch_lines = kPrefetch ? prefetch.lines : 0;
   for (int tap = 0; tap < args.taps; ++tap) {
     const float* w = args.w + tap * args.w_tap_stride;
     const float* const* rows = args.a + tap * kMr;
@@ -76,7 +81,20 @@ void tile(const internal::SgemmUkernelArgs& args) {
         step(c);
       }
     }
+    if (kPrefetch && prefetch_lines > 0) {
+      // One line per k step, the plain loop's body otherwise (one more pointer live).
+      const int end = static_cast<int>(std::min<int64_t>(channels, c + prefetch_lines));
+      prefetch_lines -= end - c;
+      for (; c < end; ++c) {
+        _mm_prefetch(prefetch_line, _MM_HINT_T1);
+        prefetch_line += 64;
+        step(c);
+      }
+    }
     for (; c < channels; ++c) step(c);
+  }
+  if constexpr (kPrefetch) {
+    for (; prefetch_lines > 0; --prefetch_lines, prefetch_line += 64) _mm_prefetch(prefetch_line, _MM_HINT_T1);
   }
   store_tile(acc, args, args.last);
 }
@@ -105,9 +123,9 @@ template <typename F>
   }
 }
 
-template <int kVectors>
-void tile_rows(const internal::SgemmUkernelArgs& args) {
-  with_rows(args.mr, [&](auto rows) { tile<decltype(rows)::value, kVectors>(args); });
+template <int kVectors, bool kPrefetch>
+void tile_rows(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch& prefetch) {
+  with_rows(args.mr, [&](auto rows) { tile<decltype(rows)::value, kVectors, kPrefetch>(args, prefetch); });
 }
 
 // A direct NCHW tile (internal::DirectNchwArgs): kRows pixels x both vectors of the panel (the
@@ -338,8 +356,14 @@ void winograd_output_ukernel(const internal::WinogradOutputArgs& args) {
 }
 
 void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
-  if (args.nc <= kLanes) return tile_rows<1>(args);
-  tile_rows<2>(args);
+  const internal::SgemmPrefetch none;
+  if (args.nc <= kLanes) return tile_rows<1, false>(args, none);
+  tile_rows<2, false>(args, none);
+}
+
+void sgemm_prefetch_ukernel(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch& prefetch) {
+  if (args.nc <= kLanes) return tile_rows<1, true>(args, prefetch);
+  tile_rows<2, true>(args, prefetch);
 }
 
 }  // namespace qdqrt::kernels::QDQRT_SGEMM_NAMESPACE

@@ -41,6 +41,25 @@ TEST(Fp32Sgemm, DepthBlocksAndCopiedA) {
   Fp32ConvTester().input_size(9, 8).channels(40, 67).kernel(5, 5).stride(2, 2).padding(2, 2, 2, 2).test_all_isas();
 }
 
+// Weights over 256 KiB run panels outer: each row tile of a panel prefetches a share of the next
+// (depth block, panel)'s weights, the last panel the next depth block's or the next row block's
+// first. Rows 4 KiB apart copy the whole row block's A per depth block (several tiles, several row
+// blocks, partial sums through C with 2048 channels); row and column tails, splits, the epilogue.
+TEST(Fp32Sgemm, PanelsOuterWithPrefetchAndCopiedRowBlocks) {
+  uint32_t seed = 170;
+  for (int rows : {29, 70, 131}) {
+    for (int depth : {600, 1024, 2048}) {
+      Fp32ConvTester().input_size(1, rows).channels(depth, 130).plain_gemm(true).residual(true).clamp(-2.0f, 2.0f)
+          .split(rows / 2, 64).seed(++seed).test_all_isas();
+    }
+  }
+  // 1x1 and 3x3 at stride 2 on 512 channels (input pixels 4 KiB apart), 3x3 of 300 channels.
+  Fp32ConvTester().input_size(12, 13).channels(512, 200).stride(2, 2).test_all_isas();
+  Fp32ConvTester().input_size(12, 13).channels(512, 40).kernel(3, 3).stride(2, 2).padding(1, 1, 1, 1)
+      .activation(Fp32EpilogueActivation::kSilu).test_all_isas();
+  Fp32ConvTester().input_size(9, 10).channels(300, 130).kernel(3, 3).padding(1, 1, 1, 1).split(40, 32).test_all_isas();
+}
+
 // Grouped convs as blocks of groups on the igemm (fp32_grouped.h): groups of 1 to 48 output
 // channels, blocks that divide the group and tail blocks (RegNet's 6 groups of 8), 1x1 and 3x3,
 // strides, the epilogue, padding channels on the input (the tail block reads only its channels: the
