@@ -212,6 +212,83 @@ TEST(Fp32DirectNchw, StemShapes) {
   Fp32ConvTester().direct_nchw(true).input_size(6, 9).channels(3, 20).kernel(3, 3).padding(0, 0, 0, 0).test_all_isas();
 }
 
+// The igemm leaving out each row tile's taps that read only padding (fp32_live_taps.h): dilations
+// whose taps reach past the map for part of the output (ASPP-like: dilation >= the map), tiles
+// with no live tap at all (output = bias and epilogue), strides, odd sizes and row tails, batches,
+// asymmetric pads, depth in one block, runs of taps and one tap of channel chunks (2048 channels:
+// rows 8 KiB apart, A copied per tile), the epilogue, padded pixel strides, row and column splits.
+// The tester also checks it equal to run_sconv.
+TEST(Fp32LiveTaps, DilationsPadsAndTiles) {
+  uint32_t seed = 900;
+  for (auto [size, dilation] : {std::pair{7, 3}, {9, 4}, {11, 6}, {6, 6}, {13, 12}, {5, 9}}) {
+    for (int channels : {3, 40, 300}) {
+      Fp32ConvTester().live_taps(true).input_size(size, size + 2).channels(channels, 45).kernel(3, 3)
+          .dilation(dilation, dilation).padding(dilation, dilation, dilation, dilation).split(17, 32)
+          .seed(++seed).test_all_isas();
+    }
+  }
+  Fp32ConvTester().live_taps(true).batch(3).input_size(5, 7).channels(16, 33).kernel(3, 3).stride(2, 1)
+      .dilation(3, 4).padding(4, 3, 2, 5).seed(++seed).test_all_isas();
+  Fp32ConvTester().live_taps(true).batch(2).input_size(4, 4).channels(8, 20).kernel(3, 3).padding(5, 5, 5, 5)
+      .seed(++seed).test_all_isas();
+  Fp32ConvTester().live_taps(true).input_size(6, 5).channels(24, 17).kernel(5, 3).stride(2, 2).padding(4, 2, 4, 2)
+      .seed(++seed).test_all_isas();
+  Fp32ConvTester().live_taps(true).input_size(5, 6).channels(2048, 70).kernel(3, 3).dilation(4, 4)
+      .padding(4, 4, 4, 4).split(13, 32).seed(++seed).test_all_isas();
+  Fp32ConvTester().live_taps(true).input_size(7, 7).channels(130, 40).kernel(3, 3).dilation(5, 5).padding(5, 5, 5, 5)
+      .pixel_stride_extra(3, 5).seed(++seed).test_all_isas();
+}
+
+TEST(Fp32LiveTaps, Epilogue) {
+  uint32_t seed = 950;
+  Fp32ConvTester().live_taps(true).batch(2).input_size(9, 10).channels(64, 70).kernel(3, 3).dilation(6, 6)
+      .padding(6, 6, 6, 6).residual(true).clamp(-0.5f, 0.7f).split(29, 64).seed(++seed).test_all_isas();
+  Fp32ConvTester().live_taps(true).input_size(8, 8).channels(32, 40).kernel(3, 3).dilation(8, 8).padding(8, 8, 8, 8)
+      .bias(false).seed(++seed).test_all_isas();
+  for (Fp32EpilogueActivation activation : {Fp32EpilogueActivation::kSigmoid, Fp32EpilogueActivation::kSilu,
+                                            Fp32EpilogueActivation::kHardSwish}) {
+    Fp32ConvTester().live_taps(true).input_size(10, 9).channels(48, 36).kernel(3, 3).dilation(5, 5)
+        .padding(5, 5, 5, 5).residual(true).activation(activation).seed(++seed).test_all_isas();
+  }
+}
+
+// Where it applies: dead taps over a tenth of the pairs; never without padding (must not fire).
+TEST(Fp32LiveTaps, AppliesOnlyWithDeadTaps) {
+  SgemmWeightsDesc desc;
+  std::vector<float> weights(9 * 8 * 8, 0.5f);
+  desc.n = 8, desc.taps = 9, desc.channels = 8, desc.weights = weights.data();
+  desc.stride_n = 72, desc.stride_tap = 1, desc.stride_channel = 9;
+  const PackedSgemm packed = pack_sgemm(desc, Isa::kScalar);
+  SconvGeometry g;
+  g.input_height = g.input_width = g.output_height = g.output_width = 48;
+  g.kernel_height = g.kernel_width = 3;
+  g.input_pixel_stride = 8;
+  auto with = [&](int dilation, int pad) {
+    SconvGeometry d = g;
+    d.dilation_height = d.dilation_width = dilation;
+    d.pad_top = d.pad_left = pad;
+    d.output_height = d.output_width = 48 + 2 * pad - 2 * dilation;
+    return d;
+  };
+  EXPECT_DOUBLE_EQ(sconv_live_tap_fraction(with(1, 0)), 1.0);
+  EXPECT_FALSE(sconv_live_taps_apply(packed, with(1, 0)));
+  EXPECT_FALSE(sconv_live_taps_apply(packed, with(2, 0)));
+  EXPECT_FALSE(sconv_live_taps_apply(packed, with(1, 1)));  // 48x48 pads 1: 97% live
+  EXPECT_FALSE(sconv_live_taps_apply(packed, with(2, 2)));  // 95%
+  EXPECT_TRUE(sconv_live_taps_apply(packed, with(4, 4)));   // 89%
+  // Dilation 36: per dimension the centre tap for 48 outputs, each outer tap for 12.
+  EXPECT_NEAR(sconv_live_tap_fraction(with(36, 36)), 0.5 * 0.5, 1e-12);
+  EXPECT_TRUE(sconv_live_taps_apply(packed, with(36, 36)));
+  // One tap: nothing to leave out.
+  desc.taps = 1, desc.stride_n = 8, desc.stride_channel = 1;
+  const PackedSgemm pointwise = pack_sgemm(desc, Isa::kScalar);
+  SconvGeometry padded = with(1, 0);
+  padded.kernel_height = padded.kernel_width = 1;
+  padded.pad_top = padded.pad_left = 10;
+  padded.output_height = padded.output_width = 68;
+  EXPECT_FALSE(sconv_live_taps_apply(pointwise, padded));
+}
+
 TEST(Fp32DirectNchw, EpilogueAndSplit) {
   Fp32ConvTester().direct_nchw(true).batch(2).input_size(9, 17).channels(3, 48).kernel(3, 3).stride(2, 2)
       .padding(1, 1, 1, 1).residual(true).clamp(-0.5f, 0.7f).split(5, 32).test_all_isas();
