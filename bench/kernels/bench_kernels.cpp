@@ -497,7 +497,7 @@ void register_benchmarks() {
           std::string("fp32_conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
       benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads, Fp32ConvForm::kIgemm)
           ->UseRealTime();
-      if (layer.groups == 1 && layer.kernel > 1 && sconv_live_tap_fraction(fp32_conv_geometry(layer)) < 1.0) {
+      if (layer.groups == 1 && layer.kernel > 1 && sconv_live_tap_fraction(fp32_conv_geometry(layer), sgemm_tile(active_isa()).mr) < 1.0) {
         name = std::string("fp32_live_taps/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
         benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads, Fp32ConvForm::kLiveTaps)
             ->UseRealTime();

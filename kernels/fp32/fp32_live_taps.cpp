@@ -25,33 +25,44 @@ constexpr int kCopyPad = 16;
 constexpr int64_t kPointerCapacity = 4096;
 static_assert(kPointerCapacity >= kSgemmMaxTaps * kMaxMr);
 
-// Output positions o in [0, outputs) whose tap k reads inside [0, size), summed over the taps.
-int64_t live_pairs(int size, int outputs, int kernel, int stride, int dilation, int pad) {
-  int64_t live = 0;
-  for (int k = 0; k < kernel; ++k) {
-    for (int o = 0; o < outputs; ++o) {
-      const int64_t x = static_cast<int64_t>(o) * stride - pad + static_cast<int64_t>(k) * dilation;
-      live += x >= 0 && x < size;
-    }
-  }
-  return live;
+// Whether some output position o in [0, outputs) has its tap k read outside [0, size).
+bool reaches_padding(int size, int outputs, int kernel, int stride, int dilation, int pad) {
+  const int64_t first = -static_cast<int64_t>(pad);
+  const int64_t last = static_cast<int64_t>(outputs - 1) * stride - pad + static_cast<int64_t>(kernel - 1) * dilation;
+  return first < 0 || last >= size;
 }
 
 }  // namespace
 
-double sconv_live_tap_fraction(const SconvGeometry& g) {
-  const double rows = static_cast<double>(live_pairs(g.input_height, g.output_height, g.kernel_height,
-                                                     g.stride_height, g.dilation_height, g.pad_top)) /
-                      (static_cast<double>(g.output_height) * g.kernel_height);
-  const double columns = static_cast<double>(live_pairs(g.input_width, g.output_width, g.kernel_width, g.stride_width,
-                                                        g.dilation_width, g.pad_left)) /
-                         (static_cast<double>(g.output_width) * g.kernel_width);
-  return rows * columns;
+double sconv_live_tap_fraction(const SconvGeometry& g, int mr) {
+  if (!reaches_padding(g.input_height, g.output_height, g.kernel_height, g.stride_height, g.dilation_height,
+                       g.pad_top) &&
+      !reaches_padding(g.input_width, g.output_width, g.kernel_width, g.stride_width, g.dilation_width, g.pad_left)) {
+    return 1.0;
+  }
+  const int64_t pixels = g.output_pixels_per_image();
+  int64_t live = 0, pairs = 0;
+  for (int64_t m = 0; m < pixels; m += mr) {
+    const int64_t end = std::min<int64_t>(pixels, m + mr);
+    for (int ky = 0; ky < g.kernel_height; ++ky) {
+      for (int kx = 0; kx < g.kernel_width; ++kx) {
+        bool inside = false;
+        for (int64_t p = m; p < end && !inside; ++p) {
+          const int64_t y = p / g.output_width * g.stride_height - g.pad_top + static_cast<int64_t>(ky) * g.dilation_height;
+          const int64_t x = p % g.output_width * g.stride_width - g.pad_left + static_cast<int64_t>(kx) * g.dilation_width;
+          inside = y >= 0 && y < g.input_height && x >= 0 && x < g.input_width;
+        }
+        live += inside;
+        ++pairs;
+      }
+    }
+  }
+  return pairs > 0 ? static_cast<double>(live) / static_cast<double>(pairs) : 1.0;
 }
 
 bool sconv_live_taps_apply(const PackedSgemm& packed, const SconvGeometry& g) {
   return packed.taps > 1 && packed.taps == g.kernel_height * g.kernel_width && g.output_height > 0 &&
-         g.output_width > 0 && sconv_live_tap_fraction(g) <= kLiveTapsMaxFraction;
+         g.output_width > 0 && packed.mr > 0 && sconv_live_tap_fraction(g, packed.mr) <= kLiveTapsMaxFraction;
 }
 
 void run_sconv_live_taps(const PackedSgemm& packed, const SconvGeometry& g, const SconvArgs& args,

@@ -252,37 +252,41 @@ TEST(Fp32LiveTaps, Epilogue) {
   }
 }
 
-// Where it applies: dead taps over a tenth of the pairs; never without padding (must not fire).
+// Where it applies: at most 95% of the (row tile, tap) pairs live; never without padding (must
+// not fire), nor for a 3x3 with pads 1 on 14x14 maps and larger. Tiles of 14 pixels (AVX-512's MR).
 TEST(Fp32LiveTaps, AppliesOnlyWithDeadTaps) {
   SgemmWeightsDesc desc;
   std::vector<float> weights(9 * 8 * 8, 0.5f);
   desc.n = 8, desc.taps = 9, desc.channels = 8, desc.weights = weights.data();
   desc.stride_n = 72, desc.stride_tap = 1, desc.stride_channel = 9;
-  const PackedSgemm packed = pack_sgemm(desc, Isa::kScalar);
-  SconvGeometry g;
-  g.input_height = g.input_width = g.output_height = g.output_width = 48;
-  g.kernel_height = g.kernel_width = 3;
-  g.input_pixel_stride = 8;
-  auto with = [&](int dilation, int pad) {
-    SconvGeometry d = g;
-    d.dilation_height = d.dilation_width = dilation;
-    d.pad_top = d.pad_left = pad;
-    d.output_height = d.output_width = 48 + 2 * pad - 2 * dilation;
-    return d;
+  PackedSgemm packed = pack_sgemm(desc, Isa::kScalar);
+  packed.mr = 14;
+  auto with = [&](int size, int dilation, int pad) {
+    SconvGeometry g;
+    g.input_height = g.input_width = size;
+    g.kernel_height = g.kernel_width = 3;
+    g.input_pixel_stride = 8;
+    g.dilation_height = g.dilation_width = dilation;
+    g.pad_top = g.pad_left = pad;
+    g.output_height = g.output_width = size + 2 * pad - 2 * dilation;
+    return g;
   };
-  EXPECT_DOUBLE_EQ(sconv_live_tap_fraction(with(1, 0)), 1.0);
-  EXPECT_FALSE(sconv_live_taps_apply(packed, with(1, 0)));
-  EXPECT_FALSE(sconv_live_taps_apply(packed, with(2, 0)));
-  EXPECT_FALSE(sconv_live_taps_apply(packed, with(1, 1)));  // 48x48 pads 1: 97% live
-  EXPECT_FALSE(sconv_live_taps_apply(packed, with(2, 2)));  // 95%
-  EXPECT_TRUE(sconv_live_taps_apply(packed, with(4, 4)));   // 89%
-  // Dilation 36: per dimension the centre tap for 48 outputs, each outer tap for 12.
-  EXPECT_NEAR(sconv_live_tap_fraction(with(36, 36)), 0.5 * 0.5, 1e-12);
-  EXPECT_TRUE(sconv_live_taps_apply(packed, with(36, 36)));
+  EXPECT_DOUBLE_EQ(sconv_live_tap_fraction(with(48, 1, 0), 14), 1.0);
+  EXPECT_FALSE(sconv_live_taps_apply(packed, with(48, 1, 0)));
+  EXPECT_FALSE(sconv_live_taps_apply(packed, with(48, 2, 0)));
+  for (int size : {14, 28, 48, 56}) EXPECT_FALSE(sconv_live_taps_apply(packed, with(size, 1, 1))) << size;
+  EXPECT_FALSE(sconv_live_taps_apply(packed, with(48, 2, 2)));  // 97% live
+  EXPECT_TRUE(sconv_live_taps_apply(packed, with(48, 4, 4)));   // 94.5%
+  // A 7x7 map: its last tile (one row) reads no input with the bottom row of taps: 33 of 36 live.
+  EXPECT_DOUBLE_EQ(sconv_live_tap_fraction(with(7, 1, 1), 14), 33.0 / 36.0);
+  EXPECT_TRUE(sconv_live_taps_apply(packed, with(7, 1, 1)));
+  // Dilation 36 on 48x48: 4 rows of 48 pixels per tap row of the output band; 0.34 of the pairs.
+  EXPECT_NEAR(sconv_live_tap_fraction(with(48, 36, 36), 14), 0.335, 0.001);
+  EXPECT_TRUE(sconv_live_taps_apply(packed, with(48, 36, 36)));
   // One tap: nothing to leave out.
   desc.taps = 1, desc.stride_n = 8, desc.stride_channel = 1;
   const PackedSgemm pointwise = pack_sgemm(desc, Isa::kScalar);
-  SconvGeometry padded = with(1, 0);
+  SconvGeometry padded = with(48, 1, 0);
   padded.kernel_height = padded.kernel_width = 1;
   padded.pad_top = padded.pad_left = 10;
   padded.output_height = padded.output_width = 68;

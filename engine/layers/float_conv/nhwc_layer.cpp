@@ -45,7 +45,7 @@ class NhwcConvLayer final : public Layer {
     // A group-1 igemm whose taps read only padding for part of the output (dilated convs on small
     // maps) leaves those taps out per row tile: same sums (kernels/fp32/fp32_live_taps.h).
     if (g_.mode == ConvMode::kIgemm && g_.group == 1 && kernels::sconv_live_taps_apply(gemm_, geometry_)) {
-      live_fraction_ = kernels::sconv_live_tap_fraction(geometry_);
+      live_fraction_ = kernels::sconv_live_tap_fraction(geometry_, gemm_.mr);
     }
   }
 
