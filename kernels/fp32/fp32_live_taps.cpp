@@ -32,6 +32,49 @@ bool reaches_padding(int size, int outputs, int kernel, int stride, int dilation
   return first < 0 || last >= size;
 }
 
+// The taps k of one dimension whose input position origin + k * dilation is inside [0, size): an
+// interval [first, last] (empty: first > last, stored as 0, -1).
+struct TapInterval {
+  int first = 0, last = -1;
+  bool operator==(const TapInterval& other) const { return first == other.first && last == other.last; }
+};
+TapInterval live_interval(int64_t origin, int size, int kernel, int dilation) {
+  const int64_t first = origin >= 0 ? 0 : (-origin + dilation - 1) / dilation;
+  const int64_t last = origin > size - 1 ? -1 : std::min<int64_t>(kernel - 1, (size - 1 - origin) / dilation);
+  if (first > last) return {};
+  return {static_cast<int>(first), static_cast<int>(last)};
+}
+
+// Output pixel p's live taps: rows x columns of the kernel.
+struct LiveWindow {
+  TapInterval rows, columns;
+  bool operator==(const LiveWindow& other) const { return rows == other.rows && columns == other.columns; }
+  bool has(int ky, int kx) const { return ky >= rows.first && ky <= rows.last && kx >= columns.first && kx <= columns.last; }
+};
+LiveWindow live_window(const SconvGeometry& g, int64_t p) {
+  const int64_t pixel = p % g.output_pixels_per_image();
+  const int64_t oy = pixel / g.output_width, ox = pixel % g.output_width;
+  return {live_interval(oy * g.stride_height - g.pad_top, g.input_height, g.kernel_height, g.dilation_height),
+          live_interval(ox * g.stride_width - g.pad_left, g.input_width, g.kernel_width, g.dilation_width)};
+}
+
+// Rows of the row tile starting at output pixel m (at most `mr`, ending at `end`): a tile ends
+// early where the pixels' live taps change, once it holds mr / 2 rows (fewer would cost the
+// microkernel more than the dead taps it skips), so that ASPP's bands of the output, whose
+// pixels share their live taps, mostly fill their own tiles.
+int row_tile_size(const SconvGeometry& g, int64_t m, int64_t end, int mr) {
+  const int min_rows = std::max(1, mr / 2);
+  LiveWindow previous = live_window(g, m);
+  int rows = 1;
+  while (rows < mr && m + rows < end) {
+    const LiveWindow next = live_window(g, m + rows);
+    if (!(next == previous) && rows >= min_rows) break;
+    previous = next;
+    ++rows;
+  }
+  return rows;
+}
+
 }  // namespace
 
 double sconv_live_tap_fraction(const SconvGeometry& g, int mr) {
@@ -40,24 +83,27 @@ double sconv_live_tap_fraction(const SconvGeometry& g, int mr) {
       !reaches_padding(g.input_width, g.output_width, g.kernel_width, g.stride_width, g.dilation_width, g.pad_left)) {
     return 1.0;
   }
+  // Multiply-adds of the tiles' live taps (rows x taps) over every row's every tap, one image.
   const int64_t pixels = g.output_pixels_per_image();
-  int64_t live = 0, pairs = 0;
-  for (int64_t m = 0; m < pixels; m += mr) {
-    const int64_t end = std::min<int64_t>(pixels, m + mr);
+  const int taps = g.kernel_height * g.kernel_width;
+  int64_t live = 0;
+  mr = std::clamp(mr, 1, kMaxMr);
+  LiveWindow windows[kMaxMr];
+  for (int64_t m = 0; m < pixels;) {
+    const int rows = row_tile_size(g, m, pixels, mr);
+    for (int r = 0; r < rows; ++r) windows[r] = live_window(g, m + r);
+    int tile_live = 0;
     for (int ky = 0; ky < g.kernel_height; ++ky) {
       for (int kx = 0; kx < g.kernel_width; ++kx) {
         bool inside = false;
-        for (int64_t p = m; p < end && !inside; ++p) {
-          const int64_t y = p / g.output_width * g.stride_height - g.pad_top + static_cast<int64_t>(ky) * g.dilation_height;
-          const int64_t x = p % g.output_width * g.stride_width - g.pad_left + static_cast<int64_t>(kx) * g.dilation_width;
-          inside = y >= 0 && y < g.input_height && x >= 0 && x < g.input_width;
-        }
-        live += inside;
-        ++pairs;
+        for (int r = 0; r < rows && !inside; ++r) inside = windows[r].has(ky, kx);
+        tile_live += inside;
       }
     }
+    live += static_cast<int64_t>(tile_live) * rows;
+    m += rows;
   }
-  return pairs > 0 ? static_cast<double>(live) / static_cast<double>(pairs) : 1.0;
+  return pixels > 0 ? static_cast<double>(live) / (static_cast<double>(pixels) * taps) : 1.0;
 }
 
 bool sconv_live_taps_apply(const PackedSgemm& packed, const SconvGeometry& g) {
@@ -93,10 +139,14 @@ void run_sconv_live_taps(const PackedSgemm& packed, const SconvGeometry& g, cons
   uint8_t live[kPointerCapacity];
   const int64_t tile_pointers = static_cast<int64_t>(taps) * mr;
   const int64_t block_depth = static_cast<int64_t>(channel_chunk) * taps_per_block;
-  const int64_t block_tiles =
-      std::clamp<int64_t>(kRowBlockBytes / std::max<int64_t>(block_depth * 4, 1) / mr, 1, kPointerCapacity / tile_pointers);
-  int first_live[kPointerCapacity / kMaxMr], last_live[kPointerCapacity / kMaxMr];
-  const int64_t block = block_tiles * mr;
+  constexpr int64_t kMaxTiles = kPointerCapacity / kMaxMr;
+  const int64_t block_tiles = std::clamp<int64_t>(kRowBlockBytes / std::max<int64_t>(block_depth * 4, 1) / mr, 1,
+                                                  std::min(kMaxTiles, kPointerCapacity / tile_pointers));
+  int first_live[kMaxTiles], last_live[kMaxTiles];
+  // The row block's tiles: first output pixel and rows (row_tile_size: they end where the live taps
+  // change).
+  int64_t tile_begin[kMaxTiles];
+  int tile_size[kMaxTiles];
 
   auto fill = [&](int64_t m, int rows, int64_t tile) {
     const float** tile_rows = pointers + tile * tile_pointers;
@@ -217,16 +267,20 @@ void run_sconv_live_taps(const PackedSgemm& packed, const SconvGeometry& g, cons
   args_.next_c = args_.next_residual = nullptr;
   args_.prefetched = false;
   const bool rows_outer = packed.k() * (n_end - n_begin) * static_cast<int64_t>(sizeof(float)) <= kRowsOuterBytes;
-  for (int64_t block_begin = m_begin; block_begin < m_end; block_begin += block) {
-    const int64_t block_end = std::min(m_end, block_begin + block);
-    const int64_t tiles = (block_end - block_begin + mr - 1) / mr;
-    auto rows = [&](int64_t tile) { return static_cast<int>(std::min<int64_t>(mr, block_end - block_begin - tile * mr)); };
-    for (int64_t tile = 0; tile < tiles; ++tile) fill(block_begin + tile * mr, rows(tile), tile);
+  auto rows = [&](int64_t tile) { return tile_size[tile]; };
+  for (int64_t block_begin = m_begin; block_begin < m_end;) {
+    int64_t tiles = 0;
+    while (tiles < block_tiles && block_begin < m_end) {
+      tile_begin[tiles] = block_begin;
+      tile_size[tiles] = row_tile_size(g, block_begin, m_end, mr);
+      fill(block_begin, tile_size[tiles], tiles);
+      block_begin += tile_size[tiles++];
+    }
     if (rows_outer) {
       for (int64_t tile = 0; tile < tiles; ++tile) {
         for (int tap = 0; tap < taps; tap += taps_per_block) {
           for (int channel = 0; channel < channels; channel += channel_chunk) {
-            tile_panels(tile, block_begin + tile * mr, rows(tile), tap, channel);
+            tile_panels(tile, tile_begin[tile], rows(tile), tap, channel);
           }
         }
       }
@@ -237,7 +291,7 @@ void run_sconv_live_taps(const PackedSgemm& packed, const SconvGeometry& g, cons
       for (int channel = 0; channel < channels; channel += channel_chunk) {
         if (copy_a) {
           for (int64_t tile = 0; tile < tiles; ++tile) {
-            tile_panels(tile, block_begin + tile * mr, rows(tile), tap_begin, channel);
+            tile_panels(tile, tile_begin[tile], rows(tile), tap_begin, channel);
           }
           continue;
         }
@@ -250,7 +304,7 @@ void run_sconv_live_taps(const PackedSgemm& packed, const SconvGeometry& g, cons
               set_run(tile, tap, count, channel, chunk);
               args_.a = tile_rows + tap * mr;
               args_.w = weights(n, tap, channel);
-              call(n, block_begin + tile * mr, rows(tile));
+              call(n, tile_begin[tile], rows(tile));
             });
           }
         }

@@ -277,11 +277,14 @@ TEST(Fp32LiveTaps, AppliesOnlyWithDeadTaps) {
   for (int size : {14, 28, 48, 56}) EXPECT_FALSE(sconv_live_taps_apply(packed, with(size, 1, 1))) << size;
   EXPECT_FALSE(sconv_live_taps_apply(packed, with(48, 2, 2)));  // 97% live
   EXPECT_TRUE(sconv_live_taps_apply(packed, with(48, 4, 4)));   // 94.5%
-  // A 7x7 map: its last tile (one row) reads no input with the bottom row of taps: 33 of 36 live.
-  EXPECT_DOUBLE_EQ(sconv_live_tap_fraction(with(7, 1, 1), 14), 33.0 / 36.0);
+  // A 7x7 map: tiles of 7 to 14 rows ending where the live taps change, at whole output rows: the
+  // first (row 0) skips the top row of taps, the last (row 6) the bottom one: 19 of 21 live.
+  EXPECT_DOUBLE_EQ(sconv_live_tap_fraction(with(7, 1, 1), 14), 19.0 / 21.0);
   EXPECT_TRUE(sconv_live_taps_apply(packed, with(7, 1, 1)));
-  // Dilation 36 on 48x48: 4 rows of 48 pixels per tap row of the output band; 0.34 of the pairs.
-  EXPECT_NEAR(sconv_live_tap_fraction(with(48, 36, 36), 14), 0.335, 0.001);
+  // ASPP on 48x48: the output's bands (12 or 24 pixels wide) fill their own tiles, so exactly the
+  // live pairs count: per dimension the centre tap for 48 outputs and each outer one for 48 - d.
+  EXPECT_NEAR(sconv_live_tap_fraction(with(48, 12, 12), 14), (120.0 / 144) * (120.0 / 144), 1e-12);
+  EXPECT_NEAR(sconv_live_tap_fraction(with(48, 36, 36), 14), 0.25, 1e-12);
   EXPECT_TRUE(sconv_live_taps_apply(packed, with(48, 36, 36)));
   // One tap: nothing to leave out.
   desc.taps = 1, desc.stride_n = 8, desc.stride_channel = 1;
