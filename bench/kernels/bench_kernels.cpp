@@ -31,6 +31,7 @@
 #include "kernels/conv/qconv.h"
 #include "kernels/fp32/fp32_gemv.h"
 #include "kernels/fp32/fp32_sgemm.h"
+#include "kernels/fp32/fp32_live_taps.h"
 #include "kernels/fp32/fp32_winograd.h"
 #include "kernels/gemm/qmatmul.h"
 
@@ -150,7 +151,7 @@ int64_t depthwise_output_offset(int64_t input_bytes) {
 }
 
 int output_size(const ConvLayer& layer, int input_size) {
-  return (input_size + 2 * layer.pad - layer.kernel) / layer.stride + 1;
+  return (input_size + 2 * layer.pad - layer.dilation * (layer.kernel - 1) - 1) / layer.stride + 1;
 }
 
 // ResNet bottleneck expansions carry the fused residual Add (+ReLU), as in the real network.
@@ -257,6 +258,7 @@ SconvGeometry fp32_conv_geometry(const ConvLayer& layer) {
   geometry.kernel_height = geometry.kernel_width = layer.kernel;
   geometry.stride_height = geometry.stride_width = layer.stride;
   geometry.pad_top = geometry.pad_left = layer.pad;
+  geometry.dilation_height = geometry.dilation_width = layer.dilation;
   geometry.output_height = output_size(layer, layer.height);
   geometry.output_width = output_size(layer, layer.width);
   return geometry;
@@ -268,6 +270,8 @@ enum class Fp32ConvForm {
   kWinograd,    // the 3x3 stride-1 layers on Winograd F(2x2, 3x3): % counted on the direct
                 // convolution's operations (it does 2.25x fewer multiplies)
   kDirectNchw,  // a stem on the network's NCHW image, the igemm's packed weights (the engine's mode 6)
+  kLiveTaps,    // the igemm skipping each row tile's taps that read only padding (dilated convs on
+                // small maps): % counted on every tap's operations
 };
 
 // fp32 convolution (bias + ReLU epilogue; the ResNet expansions with the residual Add), % of the
@@ -275,6 +279,7 @@ enum class Fp32ConvForm {
 void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, Fp32ConvForm form) {
   const bool winograd = form == Fp32ConvForm::kWinograd;
   const bool direct_nchw = form == Fp32ConvForm::kDirectNchw;
+  const bool live_taps = form == Fp32ConvForm::kLiveTaps;
   const bool depthwise = layer.groups == layer.input_channels && layer.groups == layer.output_channels;
   if (layer.groups != 1 && !depthwise) {
     state.SkipWithError("grouped convolutions are not on the fp32 igemm");
@@ -349,6 +354,7 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, 
   state.SetLabel(std::string(depthwise     ? depthwise_f32_kernel_name(packed_depthwise)
                              : winograd    ? winograd_f32_kernel_name(packed_winograd.isa)
                              : direct_nchw ? direct_nchw_f32_kernel_name(packed)
+                             : live_taps   ? sgemm_kernel_name(packed, true) + " live taps"
                                            : sgemm_kernel_name(packed, taps > 1 || layer.stride > 1) +
                                                  (residual ? " +residual" : "")) +
                  (copies > 1 ? ", weights cold" : ""));
@@ -373,7 +379,11 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, 
           return;
         }
         auto [begin, end] = part_range(static_cast<int>(pixels), threads, part, packed.mr);
-        run_sconv(gemm_weights(), geometry, args, epilogue, begin, end, 0, layer.output_channels);
+        if (live_taps) {
+          run_sconv_live_taps(gemm_weights(), geometry, args, epilogue, begin, end, 0, layer.output_channels);
+        } else {
+          run_sconv(gemm_weights(), geometry, args, epilogue, begin, end, 0, layer.output_channels);
+        }
         if (part == 0) iteration.fetch_add(1, std::memory_order_relaxed);
       },
       ops, 0.0, fresh_fp32_peak_gflops);
@@ -539,13 +549,20 @@ void register_benchmarks() {
           std::string("conv_silu/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
       benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false, true)->UseRealTime();
     }
-    for (const ConvLayer& layer : conv_layers()) {
+    std::vector<ConvLayer> fp32_layers = conv_layers();
+    for (const ConvLayer& layer : fp32_conv_layers()) fp32_layers.push_back(layer);
+    for (const ConvLayer& layer : fp32_layers) {
       if (layer.groups != 1 && layer.groups != layer.input_channels) continue;
       std::string name =
           std::string("fp32_conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
       benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads, Fp32ConvForm::kIgemm)
           ->UseRealTime();
-      if (layer.groups == 1 && winograd_f32_applies(layer.kernel, layer.kernel, layer.stride, layer.stride, 1, 1,
+      if (layer.groups == 1 && layer.kernel > 1 && sconv_live_tap_fraction(fp32_conv_geometry(layer), sgemm_tile(active_isa()).mr) < 1.0) {
+        name = std::string("fp32_live_taps/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
+        benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads, Fp32ConvForm::kLiveTaps)
+            ->UseRealTime();
+      }
+      if (layer.groups == 1 && winograd_f32_applies(layer.kernel, layer.kernel, layer.stride, layer.stride, layer.dilation, layer.dilation,
                                                     layer.pad, layer.pad, layer.pad, layer.pad)) {
         name = std::string("fp32_winograd/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
         benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads, Fp32ConvForm::kWinograd)

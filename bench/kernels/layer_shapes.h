@@ -11,6 +11,7 @@ struct ConvLayer {
   int height, width;  // input
   int input_channels, output_channels;
   int kernel, stride, pad, groups;
+  int dilation = 1;
 };
 
 struct GemmLayer {
@@ -90,6 +91,26 @@ inline std::vector<ConvLayer> conv_layers() {
       {"efficientnet_b0", "pw_28_240_40", 28, 28, 240, 40, 1, 1, 0, 1},
       {"efficientnet_b0", "pw_14_480_80", 14, 14, 480, 80, 1, 1, 0, 1},
       {"efficientnet_b0", "pw_7_1152_192", 7, 7, 1152, 192, 1, 1, 0, 1},
+  };
+}
+
+// fp32-only shapes (the fp32_conv/, fp32_winograd/ and fp32_live_taps/ rows): the small maps where
+// Winograd and the igemm cross over, and the dilated convs of the segmentation models at a 384x384
+// input (their 48x48 stride-8 maps), whose taps read only padding for part of the output.
+inline std::vector<ConvLayer> fp32_conv_layers() {
+  return {
+      {"inception_v3", "7b_3x3_448_384", 8, 8, 448, 384, 3, 1, 1, 1},
+      {"inception_v3", "5b_3x3_96", 35, 35, 96, 96, 3, 1, 1, 1},
+      {"winograd_crossover", "10x10_3x3_512", 10, 10, 512, 512, 3, 1, 1, 1},
+      {"winograd_crossover", "12x12_3x3_512", 12, 12, 512, 512, 3, 1, 1, 1},
+      {"winograd_crossover", "7x7_3x3_128", 7, 7, 128, 128, 3, 1, 1, 1},
+      {"winograd_crossover", "14x14_3x3_512", 14, 14, 512, 512, 3, 1, 1, 1},
+      {"fcn_resnet50", "head_3x3_2048_512", 48, 48, 2048, 512, 3, 1, 1, 1},
+      {"deeplabv3", "l4_3x3_512_d2", 48, 48, 512, 512, 3, 1, 2, 1, 2},
+      {"deeplabv3", "l4_3x3_512_d4", 48, 48, 512, 512, 3, 1, 4, 1, 4},
+      {"deeplabv3", "aspp_3x3_2048_256_d12", 48, 48, 2048, 256, 3, 1, 12, 1, 12},
+      {"deeplabv3", "aspp_3x3_2048_256_d24", 48, 48, 2048, 256, 3, 1, 24, 1, 24},
+      {"deeplabv3", "aspp_3x3_2048_256_d36", 48, 48, 2048, 256, 3, 1, 36, 1, 36},
   };
 }
 

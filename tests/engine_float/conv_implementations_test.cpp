@@ -36,9 +36,9 @@ struct Picked {
   int asked = 0;  // times the input's storage was asked
 };
 
-Picked pick(const ConvGeometry& g, bool plain_image = false) {
+Picked pick(const ConvGeometry& g, bool plain_image = false, int64_t batch = 1) {
   Picked picked;
-  ConvCandidate candidate{.g = g, .input_is_plain_image = [&]() -> Result<bool> {
+  ConvCandidate candidate{.g = g, .batch = batch, .input_is_plain_image = [&]() -> Result<bool> {
                             ++picked.asked;
                             return plain_image;
                           }};
@@ -67,14 +67,26 @@ TEST(ConvImplementations, OrderedListOneFilePerMode) {
                                              "pointwise_nchw", "gemm_nchw"}));
 }
 
-TEST(ConvImplementations, WinogradFromSevenBySevenOutputs) {
+// Winograd from 36 2x2 output tiles per run: ResNet's 14x14 maps and larger, not its 7x7 layer4
+// (16 tiles) nor Inception-v3's 8x8 Mixed_7 (16) at batch 1; 7x7 at 3 images (48 tiles) again.
+TEST(ConvImplementations, WinogradFromThirtySixTilesPerRun) {
   const Picked large = pick(square(32, 32, 14, 3, 1));
   EXPECT_EQ(large.name, "winograd");
   EXPECT_TRUE(large.declined.empty());
   EXPECT_EQ(large.asked, 0);  // direct_nchw is never asked when Winograd takes the conv
+  for (int64_t size : {12, 28, 56, 112}) EXPECT_EQ(pick(square(64, 64, size, 3, 1)).name, "winograd") << size;
+  const Picked layer4 = pick(square(512, 512, 7, 3, 1));
+  EXPECT_EQ(layer4.name, "igemm");
+  EXPECT_EQ(reason_of(layer4, "winograd"), "16 2x2 output tiles per run (1 image), fewer than 36");
+  EXPECT_EQ(pick(square(448, 384, 8, 3, 1)).name, "igemm");
+  EXPECT_EQ(pick(square(256, 256, 10, 3, 1)).name, "igemm");  // 25 tiles
+  EXPECT_EQ(pick(square(256, 256, 11, 3, 1)).name, "winograd");  // 36 tiles
+  EXPECT_EQ(reason_of(pick(square(512, 512, 7, 3, 1), false, 2), "winograd"),
+            "32 2x2 output tiles per run (2 images), fewer than 36");
+  EXPECT_EQ(pick(square(512, 512, 7, 3, 1), false, 3).name, "winograd");
   const Picked small = pick(square(32, 32, 4, 3, 1));
   EXPECT_EQ(small.name, "igemm");
-  EXPECT_NE(reason_of(small, "winograd").find("16 output pixels, fewer than 49"), std::string::npos)
+  EXPECT_NE(reason_of(small, "winograd").find("4 2x2 output tiles per run"), std::string::npos)
       << reason_of(small, "winograd");
   EXPECT_NE(reason_of(small, "direct_nchw").find("32 input channels"), std::string::npos);
   const Picked strided = pick(square(32, 32, 28, 3, 2));

@@ -528,6 +528,44 @@ TEST(EngineFloatModels, StemConvReadsNchwInput) {
   }
 }
 
+// A dilated conv whose taps read only padding for part of the output (DeepLabV3's ASPP: dilation
+// as large as the map) leaves those taps out per row tile ("live taps" in the kernel name): with
+// Relu, with a residual Add, strided with asymmetric pads; a padded 3x3 on a larger map and an
+// unpadded dilated one run the plain igemm (must not fire). Match the reference at batch 1 and 3,
+// 1 and 2 threads, and after an engine-file round trip.
+TEST(EngineFloatModels, DilatedConvSkipsDeadTaps) {
+  struct DilatedCase {
+    std::string name, input, body;
+    bool live_taps;
+  };
+  const std::vector<DilatedCase> cases = {
+      {"aspp_relu", "float[N,16,9,10] x", "c = Conv<pads=[6,6,6,6], dilations=[6,6]>(x, w)\ny = Relu(c)", true},
+      {"aspp_residual", "float[N,16,9,10] x",
+       "c = Conv<pads=[6,6,6,6], dilations=[6,6]>(x, w, b)\nr = Conv<pads=[1,1,1,1]>(x, w, b)\ny = Add(c, r)", true},
+      {"strided_asymmetric", "float[N,16,11,7] x", "y = Conv<pads=[4,3,2,5], dilations=[3,4], strides=[2,1]>(x, w, b)",
+       true},
+      {"padded_3x3", "float[N,16,40,40] x", "y = Conv<pads=[1,1,1,1], strides=[2,2]>(x, w, b)", false},
+      {"dilated_unpadded", "float[N,16,20,20] x", "y = Conv<dilations=[4,4]>(x, w, b)", false},
+  };
+  const std::vector<std::string> inits = {weights("w", {20, 16, 3, 3}), weights("b", {20})};
+  for (const DilatedCase& dilated : cases) {
+    SCOPED_TRACE(dilated.name);
+    const std::string text = model(13, "g (" + dilated.input + ") => (float y)", inits, dilated.body);
+    auto graph = load_text_graph(text, 3);
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    auto engine = engine::Engine::build(*graph, {});
+    ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+    int live = 0, convs = 0;
+    for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+      convs += layer.kind == "fp32_conv";
+      live += layer.kind == "fp32_conv" && layer.kernel.find("live taps") != std::string::npos;
+    }
+    EXPECT_EQ(live, dilated.live_taps ? 1 : 0);
+    expect_fused_layers(text, "fp32_conv", convs, fmt::format("qdqrt_engine_float_dilated_{}.qdqrt",
+                                                              static_cast<long>(getpid())), dilated.name);
+  }
+}
+
 // A YOLO-style neck: conv -> 2x nearest Resize -> conv, and an LR-ASPP-style conv -> bilinear
 // Resize -> conv, stay channels-last through the Resize (no reorder around it), match the
 // reference and survive the engine file.

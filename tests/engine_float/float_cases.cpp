@@ -41,8 +41,11 @@ std::vector<OpCase> conv_cases() {
   conv("conv13x13_nchw", 2, 3, 13, 14, "pads=[6,6,6,6]", true);
   conv("conv_depthwise13x13_nchw", 3, 3, 13, 14, "pads=[6,6,6,6], group=3", true, 3);
   conv("conv_many_pixels", 5, 37, 3, 31, "pads=[1,1,1,1]", true);  // several pixel tiles
-  // 3x3 stride 1 from 7x7 output pixels: Winograd F(2x2, 3x3), odd sizes and one-sided pads.
+  // 3x3 stride 1 from 36 2x2 output tiles: Winograd F(2x2, 3x3), odd sizes and one-sided pads.
   conv("conv3x3_winograd_asym_pads", 7, 40, 3, 12, "pads=[0,1,1,0]", true);
+  // Dilations as large as the map: each row tile's taps that read only padding left out.
+  conv("conv_dilation_past_the_map", 24, 40, 3, 7, "pads=[8,8,8,8], dilations=[8,8]", true);
+  conv("conv_dilation_strided_live_taps", 9, 17, 3, 10, "pads=[5,3,4,6], dilations=[5,3], strides=[2,3]", false);
   return cases;
 }
 

@@ -231,6 +231,90 @@ TEST(Fp32DirectNchw, StemShapes) {
   Fp32ConvTester().direct_nchw(true).input_size(6, 9).channels(3, 20).kernel(3, 3).padding(0, 0, 0, 0).test_all_isas();
 }
 
+// The igemm leaving out each row tile's taps that read only padding (fp32_live_taps.h): dilations
+// whose taps reach past the map for part of the output (ASPP-like: dilation >= the map), tiles
+// with no live tap at all (output = bias and epilogue), strides, odd sizes and row tails, batches,
+// asymmetric pads, depth in one block, runs of taps and one tap of channel chunks (2048 channels:
+// rows 8 KiB apart, A copied per tile), the epilogue, padded pixel strides, row and column splits.
+// The tester also checks it equal to run_sconv.
+TEST(Fp32LiveTaps, DilationsPadsAndTiles) {
+  uint32_t seed = 900;
+  for (auto [size, dilation] : {std::pair{7, 3}, {9, 4}, {11, 6}, {6, 6}, {13, 12}, {5, 9}}) {
+    for (int channels : {3, 40, 300}) {
+      Fp32ConvTester().live_taps(true).input_size(size, size + 2).channels(channels, 45).kernel(3, 3)
+          .dilation(dilation, dilation).padding(dilation, dilation, dilation, dilation).split(17, 32)
+          .seed(++seed).test_all_isas();
+    }
+  }
+  Fp32ConvTester().live_taps(true).batch(3).input_size(5, 7).channels(16, 33).kernel(3, 3).stride(2, 1)
+      .dilation(3, 4).padding(4, 3, 2, 5).seed(++seed).test_all_isas();
+  Fp32ConvTester().live_taps(true).batch(2).input_size(4, 4).channels(8, 20).kernel(3, 3).padding(5, 5, 5, 5)
+      .seed(++seed).test_all_isas();
+  Fp32ConvTester().live_taps(true).input_size(6, 5).channels(24, 17).kernel(5, 3).stride(2, 2).padding(4, 2, 4, 2)
+      .seed(++seed).test_all_isas();
+  Fp32ConvTester().live_taps(true).input_size(5, 6).channels(2048, 70).kernel(3, 3).dilation(4, 4)
+      .padding(4, 4, 4, 4).split(13, 32).seed(++seed).test_all_isas();
+  Fp32ConvTester().live_taps(true).input_size(7, 7).channels(130, 40).kernel(3, 3).dilation(5, 5).padding(5, 5, 5, 5)
+      .pixel_stride_extra(3, 5).seed(++seed).test_all_isas();
+}
+
+TEST(Fp32LiveTaps, Epilogue) {
+  uint32_t seed = 950;
+  Fp32ConvTester().live_taps(true).batch(2).input_size(9, 10).channels(64, 70).kernel(3, 3).dilation(6, 6)
+      .padding(6, 6, 6, 6).residual(true).clamp(-0.5f, 0.7f).split(29, 64).seed(++seed).test_all_isas();
+  Fp32ConvTester().live_taps(true).input_size(8, 8).channels(32, 40).kernel(3, 3).dilation(8, 8).padding(8, 8, 8, 8)
+      .bias(false).seed(++seed).test_all_isas();
+  for (Fp32EpilogueActivation activation : {Fp32EpilogueActivation::kSigmoid, Fp32EpilogueActivation::kSilu,
+                                            Fp32EpilogueActivation::kHardSwish}) {
+    Fp32ConvTester().live_taps(true).input_size(10, 9).channels(48, 36).kernel(3, 3).dilation(5, 5)
+        .padding(5, 5, 5, 5).residual(true).activation(activation).seed(++seed).test_all_isas();
+  }
+}
+
+// Where it applies: at most 95% of the (row tile, tap) pairs live; never without padding (must
+// not fire), nor for a 3x3 with pads 1 on 14x14 maps and larger. Tiles of 14 pixels (AVX-512's MR).
+TEST(Fp32LiveTaps, AppliesOnlyWithDeadTaps) {
+  SgemmWeightsDesc desc;
+  std::vector<float> weights(9 * 8 * 8, 0.5f);
+  desc.n = 8, desc.taps = 9, desc.channels = 8, desc.weights = weights.data();
+  desc.stride_n = 72, desc.stride_tap = 1, desc.stride_channel = 9;
+  PackedSgemm packed = pack_sgemm(desc, Isa::kScalar);
+  packed.mr = 14;
+  auto with = [&](int size, int dilation, int pad) {
+    SconvGeometry g;
+    g.input_height = g.input_width = size;
+    g.kernel_height = g.kernel_width = 3;
+    g.input_pixel_stride = 8;
+    g.dilation_height = g.dilation_width = dilation;
+    g.pad_top = g.pad_left = pad;
+    g.output_height = g.output_width = size + 2 * pad - 2 * dilation;
+    return g;
+  };
+  EXPECT_DOUBLE_EQ(sconv_live_tap_fraction(with(48, 1, 0), 14), 1.0);
+  EXPECT_FALSE(sconv_live_taps_apply(packed, with(48, 1, 0)));
+  EXPECT_FALSE(sconv_live_taps_apply(packed, with(48, 2, 0)));
+  for (int size : {14, 28, 48, 56}) EXPECT_FALSE(sconv_live_taps_apply(packed, with(size, 1, 1))) << size;
+  EXPECT_FALSE(sconv_live_taps_apply(packed, with(48, 2, 2)));  // 97% live
+  EXPECT_TRUE(sconv_live_taps_apply(packed, with(48, 4, 4)));   // 94.5%
+  // A 7x7 map: tiles of 7 to 14 rows ending where the live taps change, at whole output rows: the
+  // first (row 0) skips the top row of taps, the last (row 6) the bottom one: 19 of 21 live.
+  EXPECT_DOUBLE_EQ(sconv_live_tap_fraction(with(7, 1, 1), 14), 19.0 / 21.0);
+  EXPECT_TRUE(sconv_live_taps_apply(packed, with(7, 1, 1)));
+  // ASPP on 48x48: the output's bands (12 or 24 pixels wide) fill their own tiles, so exactly the
+  // live pairs count: per dimension the centre tap for 48 outputs and each outer one for 48 - d.
+  EXPECT_NEAR(sconv_live_tap_fraction(with(48, 12, 12), 14), (120.0 / 144) * (120.0 / 144), 1e-12);
+  EXPECT_NEAR(sconv_live_tap_fraction(with(48, 36, 36), 14), 0.25, 1e-12);
+  EXPECT_TRUE(sconv_live_taps_apply(packed, with(48, 36, 36)));
+  // One tap: nothing to leave out.
+  desc.taps = 1, desc.stride_n = 8, desc.stride_channel = 1;
+  const PackedSgemm pointwise = pack_sgemm(desc, Isa::kScalar);
+  SconvGeometry padded = with(48, 1, 0);
+  padded.kernel_height = padded.kernel_width = 1;
+  padded.pad_top = padded.pad_left = 10;
+  padded.output_height = padded.output_width = 68;
+  EXPECT_FALSE(sconv_live_taps_apply(pointwise, padded));
+}
+
 TEST(Fp32DirectNchw, EpilogueAndSplit) {
   Fp32ConvTester().direct_nchw(true).batch(2).input_size(9, 17).channels(3, 48).kernel(3, 3).stride(2, 2)
       .padding(1, 1, 1, 1).residual(true).clamp(-0.5f, 0.7f).split(5, 32).test_all_isas();

@@ -13,6 +13,7 @@
 
 #include "kernels/fp32/fp32_gemv.h"
 #include "kernels/fp32/fp32_grouped.h"
+#include "kernels/fp32/fp32_live_taps.h"
 #include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/fp32/fp32_winograd.h"
 #include "test_util.h"
@@ -62,6 +63,9 @@ class Fp32ConvTester {
   // path, fp32_gemv.h), each column range of the split alone, bitwise equal to the same rows of one
   // run_sgemm over all rows (the microkernel's tiles; rows must exceed the GEMV's limit).
   Fp32ConvTester& small_rows(bool value) { small_rows_ = value; return *this; }
+  // run_sconv_live_taps (each row tile's taps that read only padding left out); besides the double
+  // reference, equal to run_sconv on the same input (same ISA; the dropped products are zeros).
+  Fp32ConvTester& live_taps(bool value) { live_taps_ = value; return *this; }
 
   void test_all_isas() const {
     for (Isa isa : supported_isas()) test(isa);
@@ -230,6 +234,8 @@ class Fp32ConvTester {
         run_grouped_sconv(packed_grouped, geometry, args, epilogue, m_begin, m_end, n_begin, n_end);
       } else if (plain_gemm_) {
         run_sgemm(packed, input, in_stride, output.data(), out_stride, epilogue, m_begin, m_end, n_begin, n_end);
+      } else if (live_taps_) {
+        run_sconv_live_taps(packed, geometry, args, epilogue, m_begin, m_end, n_begin, n_end);
       } else {
         run_sconv(packed, geometry, args, epilogue, m_begin, m_end, n_begin, n_end);
       }
@@ -241,6 +247,15 @@ class Fp32ConvTester {
     if (small_rows_) test_small_rows(isa, packed, input, in_stride, out_stride, epilogue, rows, column_split);
     ASSERT_TRUE(input_buffer.canary_intact());
     ASSERT_TRUE(nchw_buffer.canary_intact());
+    if (live_taps_) {
+      std::vector<float> igemm(output.size(), kSentinel);
+      SconvArgs igemm_args = args;
+      igemm_args.output = igemm.data();
+      run_sconv(packed, geometry, igemm_args, epilogue, 0, out_pixels, 0, output_channels_);
+      for (size_t i = 0; i < output.size(); ++i) {
+        ASSERT_TRUE(output[i] == igemm[i]) << "element " << i << ": live taps " << output[i] << ", igemm " << igemm[i];
+      }
+    }
     if (direct_nchw_) {
       std::vector<float> igemm(output.size(), kSentinel);
       SconvArgs igemm_args = args;
@@ -348,7 +363,7 @@ class Fp32ConvTester {
   int group_ = 1;
   float min_ = -INFINITY, max_ = INFINITY;
   bool residual_ = false, bias_ = true, plain_gemm_ = false, depthwise_ = false, winograd_ = false;
-  bool channel_scale_ = false, band_output_ = false, direct_nchw_ = false, small_rows_ = false;
+  bool channel_scale_ = false, band_output_ = false, direct_nchw_ = false, small_rows_ = false, live_taps_ = false;
   int64_t row_split_ = 0;
   int column_split_ = 0;
   uint32_t seed_ = 1;

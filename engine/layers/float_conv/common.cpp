@@ -56,12 +56,16 @@ int64_t scratch_floats(const ConvGeometry& g, kernels::Isa isa, bool gated) {
 }
 
 bool winograd_applies(const ConvGeometry& g) {
-  return g.group == 1 && g.out_height * g.out_width >= kWinogradMinPixels &&
+  return g.group == 1 &&
          kernels::winograd_f32_applies(static_cast<int>(g.kernel_h), static_cast<int>(g.kernel_w),
                                        static_cast<int>(g.stride_h), static_cast<int>(g.stride_w),
                                        static_cast<int>(g.dilation_h), static_cast<int>(g.dilation_w),
                                        static_cast<int>(g.pad_top), static_cast<int>(g.pad_left),
                                        static_cast<int>(g.pad_bottom), static_cast<int>(g.pad_right));
+}
+
+int64_t winograd_tiles(const ConvGeometry& g, int64_t batch) {
+  return (g.out_height + 1) / 2 * ((g.out_width + 1) / 2) * std::max<int64_t>(batch, 1);
 }
 
 Result<kernels::Fp32Epilogue> read_activation(const BindContext& context, std::string_view prefix) {

@@ -3,15 +3,18 @@
 //
 // Lowering walks an ordered list of implementations (implementations.cpp) and takes the first
 // whose accepts() takes the node; each says why when it declines. One file each:
-//   winograd.cpp        NHWC, group 1, 3x3 stride 1, from 7x7 output pixels: F(2x2, 3x3) on the
-//                       igemm's microkernel (kernels/fp32/fp32_winograd.h), 2.25x fewer multiplies.
+//   winograd.cpp        NHWC, group 1, 3x3 stride 1, from kWinogradMinTiles 2x2 output tiles per
+//                       run: F(2x2, 3x3) on the igemm's microkernel (kernels/fp32/fp32_winograd.h),
+//                       2.25x fewer multiplies.
 //   direct_nchw.cpp     the network's image (NCHW, at most 4 channels) read in place, NHWC output,
 //                       group 1, on the igemm's packed weights (run_direct_nchw_f32).
 //   igemm.cpp           NHWC, group 1: the fp32 igemm (kernels/fp32/fp32_sgemm.h) with weights
 //                       packed at build; 1x1 reads the activations in place, KxK gathers taps
 //                       through row pointers (no im2col). 1 < group < C (ResNeXt, RegNet): blocks
 //                       of groups filling whole panels, each a dense conv with zeros off the
-//                       groups' diagonal (kernels/fp32/fp32_grouped.h).
+//                       groups' diagonal (kernels/fp32/fp32_grouped.h). Group 1 with taps that
+//                       read only padding for part of the output: those taps left out per row tile
+//                       (kernels/fp32/fp32_live_taps.h).
 //   depthwise_nhwc.cpp  NHWC, group == C == OC: the fp32 depthwise kernel.
 //   gemm_nchw.cpp       NCHW, what the NHWC kernels do not take (more than kSgemmMaxTaps taps,
 //                       groups whose blocks would not fill panels, dims beyond int): depthwise (direct per-channel loops),
@@ -58,9 +61,14 @@ enum class ConvMode : int64_t {
 // The output is NHWC (the input too, but for direct_nchw).
 bool is_nhwc(ConvMode mode);
 
-// Output pixels from which Winograd pays over the igemm: from 7x7 (ResNet-50's layer4: 16 tiles
-// for 49 pixels) up (docs/decisions.md).
-inline constexpr int64_t kWinogradMinPixels = 7 * 7;
+// 2x2 output tiles per run (per image x images built for) from which Winograd pays over the
+// igemm. A run streams its weights from L3 (a model's layers evict them from L2): Winograd's
+// 16 x C x OC floats against the igemm's 9 x C x OC, which few tiles do not amortize. Measured
+// (1 thread, AVX-512): ResNet-18/50's layer4 3x3 (7x7 map, 16 tiles, 512 -> 512) 4.5 ms on Winograd
+// against 3.2 ms on the igemm inside the model; a 14x14 map (49 tiles, 256 -> 256) 0.9 against
+// 1.7 ms. Streaming at ~6 GB/s plus the GEMMs' rows rounded up to whole microkernel tiles puts the
+// crossover at ~30 tiles: from 36 (a 12x12 map, or 7x7 at 3 images).
+inline constexpr int64_t kWinogradMinTiles = 36;
 // Depthwise work counts 3x its multiply-adds in the work split (NhwcConvLayer::work).
 inline constexpr double kDepthwiseCostFactor = 3.0;
 // Column blocks when the tiles are few (ColumnBlockSplit): 2, not 4, since every column block
@@ -93,7 +101,10 @@ kernels::SconvGeometry conv_geometry(const ConvGeometry& g);
 // Per-thread scratch floats: Winograd's transformed tiles, gemm's im2col tile, or (gated) the
 // scaled packed weights of a channel-gated 1x1 igemm conv.
 int64_t scratch_floats(const ConvGeometry& g, kernels::Isa isa = kernels::Isa::kScalar, bool gated = false);
+// Whether F(2x2, 3x3) computes the conv (its geometry; whether it pays is winograd.cpp's rule).
 bool winograd_applies(const ConvGeometry& g);
+// 2x2 output tiles of a run of `batch` images.
+int64_t winograd_tiles(const ConvGeometry& g, int64_t batch);
 // A 1x1 stride-1 igemm conv of group 1 without pads: the one a channel gate folds into.
 bool is_gateable(const ConvGeometry& g);
 
@@ -122,6 +133,7 @@ Status write_conv_epilogue(const Node& node, const FusedActivation& activation, 
 // fp32 tensor with the batch in front (asking may declare a graph input: asked lazily, in order).
 struct ConvCandidate {
   ConvGeometry g;
+  int64_t batch = 1;  // images per run the engine is built for
   std::function<Result<bool>()> input_is_plain_image;
 };
 

@@ -1,12 +1,15 @@
 // igemm: NHWC fp32 Conv on the fp32 igemm (kernels/fp32/fp32_sgemm.h), weights packed at build. A
 // 1x1 conv reads the activations in place; a KxK one gathers its taps through row pointers (no
 // im2col). Group 1, or 1 < group < C (ResNeXt, RegNet) as blocks of groups, each a dense conv with
-// zeros off the groups' diagonal (kernels/fp32/fp32_grouped.h). Work items: (block of output
+// zeros off the groups' diagonal (kernels/fp32/fp32_grouped.h). Group 1 with taps that read only
+// padding for part of the output (dilated convs on small maps): those taps left out per row tile
+// (kernels/fp32/fp32_live_taps.h). Work items: (block of output
 // channels, microkernel tile of output pixels).
 #include <algorithm>
 #include <vector>
 
 #include "engine/layers/float_conv/conv.h"
+#include "kernels/fp32/fp32_live_taps.h"
 
 namespace qdqrt::engine::fp32::conv {
 
@@ -40,10 +43,13 @@ PlanLayer lower_sgemm_packed(const Node& node, const ConvGeometry& g, const Tens
   desc.stride_channel = taps;
   desc.bias = bias_data;
   const kernels::PackedSgemm packed = kernels::pack_sgemm(desc, isa);
+  // The layer runs run_sconv_live_taps where it applies (NhwcConvLayer decides the same at binding).
+  const bool live_taps = !direct && kernels::sconv_live_taps_apply(packed, conv_geometry(g));
   PlanLayer layer =
       make_layer(node, kKind,
                  direct ? kernels::direct_nchw_f32_kernel_name(packed)
-                        : kernels::sgemm_kernel_name(packed, taps > 1 || g.stride_h > 1 || g.stride_w > 1));
+                        : kernels::sgemm_kernel_name(packed, taps > 1 || g.stride_h > 1 || g.stride_w > 1) +
+                              (live_taps ? " + live taps" : ""));
   params::kWeights.write_bytes(layer, packed.data.data(), packed.data.size() * sizeof(float));
   params::kBias.write_bytes(layer, packed.bias.data(), packed.bias.size() * sizeof(float));
   return layer;

@@ -99,7 +99,9 @@ Status lower_conv(const Node& node, BuildContext& context) {
       window_geometry.output[2] != g.out_width || (bias != nullptr && bias->numel() != g.out_channels)) {
     return lower_with_reference(node, context);  // let the reference report the inconsistency
   }
-  ConvCandidate candidate{.g = g, .input_is_plain_image = [&]() -> Result<bool> {
+  ConvCandidate candidate{.g = g,
+                          .batch = std::max<int64_t>(x_shape[0], 1),
+                          .input_is_plain_image = [&]() -> Result<bool> {
                             QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(0)));
                             const PlanTensor tensor = context.tensor(stored);
                             return tensor.layout == Layout::kPlain && tensor.dtype == DataType::kFloat &&

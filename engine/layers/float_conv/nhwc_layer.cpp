@@ -9,6 +9,7 @@
 
 #include "engine/layers/float_conv/conv.h"
 #include "kernels/fp32/fp32_grouped.h"
+#include "kernels/fp32/fp32_live_taps.h"
 
 namespace qdqrt::engine::fp32::conv {
 
@@ -41,6 +42,11 @@ class NhwcConvLayer final : public Layer {
     const kernels::PackedSgemm& tiled = !is_grouped() ? gemm_ : grouped_.full.n > 0 ? grouped_.full : grouped_.tail;
     mr_ = tiled.mr;
     nr_ = tiled.nr;
+    // A group-1 igemm whose taps read only padding for part of the output (dilated convs on small
+    // maps) leaves those taps out per row tile: same sums (kernels/fp32/fp32_live_taps.h).
+    if (g_.mode == ConvMode::kIgemm && g_.group == 1 && kernels::sconv_live_taps_apply(gemm_, geometry_)) {
+      live_fraction_ = kernels::sconv_live_tap_fraction(geometry_, gemm_.mr);
+    }
   }
 
   WorkShape work(const RunState& state) const override {
@@ -58,7 +64,7 @@ class NhwcConvLayer final : public Layer {
     // A grouped conv's block multiplies by every channel of its block (zeros included).
     const double depth = g_.mode == ConvMode::kDepthwiseNhwc ? kDepthwiseCostFactor * taps
                          : is_grouped()                      ? taps * static_cast<double>(grouped_.layout.block_in)
-                                                             : taps * static_cast<double>(g_.channels);
+                                                             : taps * static_cast<double>(g_.channels) * live_fraction_;
     return {.items = split.items(), .ops_per_item = 2.0 * item_pixels * item_channels * depth};
   }
 
@@ -91,6 +97,10 @@ class NhwcConvLayer final : public Layer {
           } else if (gate_ >= 0) {
             run_gated(state, args, epilogue, first * gemm_.mr, std::min(pixels, last * gemm_.mr),
                       static_cast<int>(column_begin), static_cast<int>(column_end), scratch);
+          } else if (live_fraction_ < 1.0) {
+            kernels::run_sconv_live_taps(gemm_, geometry_, args, epilogue, first * gemm_.mr,
+                                         std::min(pixels, last * gemm_.mr), static_cast<int>(column_begin),
+                                         static_cast<int>(column_end));
           } else {
             kernels::run_sconv(gemm_, geometry_, args, epilogue, first * gemm_.mr, std::min(pixels, last * gemm_.mr),
                                static_cast<int>(column_begin), static_cast<int>(column_end));
@@ -140,6 +150,7 @@ class NhwcConvLayer final : public Layer {
   kernels::PackedSgemm gemm_;
   kernels::PackedGroupedSgemm grouped_;
   int mr_ = 0, nr_ = 0;  // the igemm's tile (igemm and grouped igemm)
+  double live_fraction_ = 1.0;  // below 1: a group-1 igemm on run_sconv_live_taps, this share of the taps live
   kernels::PackedDepthwiseF32 depthwise_;
   kernels::PackedWinogradF32 winograd_;
   kernels::Fp32Epilogue epilogue_;

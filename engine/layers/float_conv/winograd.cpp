@@ -1,5 +1,5 @@
-// winograd: NHWC fp32 Conv of group 1, 3x3 stride 1 (pads <= 1), from kWinogradMinPixels output
-// pixels: F(2x2, 3x3) (kernels/fp32/fp32_winograd.h) on the igemm's microkernel, 2.25x fewer
+// winograd: NHWC fp32 Conv of group 1, 3x3 stride 1 (pads <= 1), from kWinogradMinTiles 2x2
+// output tiles per run (conv.h): F(2x2, 3x3) (kernels/fp32/fp32_winograd.h) on the igemm's microkernel, 2.25x fewer
 // multiplies; per-thread scratch for the transformed tiles. Work items: (block of output
 // channels, microkernel tile of 2x2 output tiles).
 #include <fmt/format.h>
@@ -14,11 +14,12 @@ Result<Verdict> accepts(const ConvCandidate& candidate) {
   const ConvGeometry& g = candidate.g;
   if (auto why = nhwc_kernels_decline(g)) return Verdict::decline(*why);
   if (g.group != 1) return Verdict::decline("group is not 1");
-  if (g.out_height * g.out_width < kWinogradMinPixels) {
-    return Verdict::decline(
-        fmt::format("{} output pixels, fewer than {}", g.out_height * g.out_width, kWinogradMinPixels));
-  }
   if (!winograd_applies(g)) return Verdict::decline("not a 3x3 stride-1 undilated window with pads <= 1");
+  const int64_t tiles = winograd_tiles(g, candidate.batch);
+  if (tiles < kWinogradMinTiles) {
+    return Verdict::decline(fmt::format("{} 2x2 output tiles per run ({} image{}), fewer than {}", tiles,
+                                        candidate.batch, candidate.batch == 1 ? "" : "s", kWinogradMinTiles));
+  }
   return Verdict::take();
 }
 
