@@ -60,7 +60,10 @@ def test_any_shape_in_the_range_runs_on_one_engine(conv_model):
         x = rng.standard_normal(shape, dtype=np.float32)
         [y] = session.run(None, {"x": x})
         assert y.shape == (shape[0], 4, shape[2], shape[3])
-        np.testing.assert_array_equal(y, per_shape.run(None, {"x": x})[0])
+        # The range engine lowers each shape at the profile's maximum batch (4) and a per-shape engine
+        # at the run's; the float Winograd choice counts the images (an 8x8 map: Winograd for 4, the
+        # igemm for 1), so sums may differ by rounding.
+        np.testing.assert_allclose(y, per_shape.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(y, numpy_conv_relu(x, weight, bias), rtol=1e-4, atol=1e-4)
     # io_binding takes the same path.
     x = rng.standard_normal((1, 3, 10, 8), dtype=np.float32)
