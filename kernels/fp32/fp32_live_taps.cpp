@@ -6,21 +6,20 @@
 #include <cstring>
 
 #include "kernels/dispatch.h"
+#include "kernels/fp32/fp32_sgemm_blocking.h"
 
 namespace qdqrt::kernels {
 
 namespace {
 
-// run_sconv's blocking (fp32_sgemm.cpp): depth blocks of about kDepthBlock (tap, channel) pairs,
-// k up to kOneBlockDepth in one block, row blocks whose A block fits kRowBlockBytes, row tiles
-// outer when the range's weights fit kRowsOuterBytes, A copied per tile when rows are 4 KiB apart
-// and the tile runs at least kCopyAPanels panels.
-constexpr int kDepthBlock = 256;
-constexpr int kOneBlockDepth = 5 * kDepthBlock;
-constexpr int kMaxMr = 16;
-constexpr int kCopyAPanels = 2;
-constexpr int64_t kRowsOuterBytes = 256 * 1024;
-constexpr int64_t kRowBlockBytes = 256 * 1024;
+// run_sconv's blocking (fp32_sgemm_blocking.h): depth blocks, row blocks whose A block fits
+// kRowBlockBytes, row tiles outer when the range's weights fit kRowsOuterBytes, A copied per tile
+// when rows are 4 KiB apart and the tile runs at least kCopyAPanels panels.
+constexpr int kOneBlockDepth = internal::kSgemmOneBlockDepth;
+constexpr int kMaxMr = internal::kSgemmMaxMr;
+constexpr int kCopyAPanels = internal::kSgemmCopyAPanels;
+constexpr int64_t kRowsOuterBytes = internal::kSgemmRowsOuterBytes;
+constexpr int64_t kRowBlockBytes = internal::kSgemmRowBlockBytes;
 constexpr int kCopyPad = 16;
 constexpr int64_t kPointerCapacity = 4096;
 static_assert(kPointerCapacity >= kSgemmMaxTaps * kMaxMr);
@@ -120,18 +119,8 @@ void run_sconv_live_taps(const PackedSgemm& packed, const SconvGeometry& g, cons
   const float* zeros = packed.zeros.data();
   const int64_t image_pixels = g.output_pixels_per_image();
 
-  // Depth blocks as run_sconv: one block when k is small, else one tap of channel chunks (many
-  // channels) or runs of taps of all channels (few).
-  int channel_chunk = channels, taps_per_block = taps;
-  if (packed.k() > kOneBlockDepth) {
-    if (channels >= kDepthBlock) {
-      const int chunks = (channels + kDepthBlock - 1) / kDepthBlock;
-      channel_chunk = (channels + chunks - 1) / chunks;
-      taps_per_block = 1;
-    } else {
-      taps_per_block = std::max(1, kDepthBlock / std::max(channels, 1));
-    }
-  }
+  const internal::SgemmDepthBlocking depth_blocks = internal::sgemm_depth_blocking(taps, channels);
+  const int channel_chunk = depth_blocks.channel_chunk, taps_per_block = depth_blocks.taps_per_block;
 
   // Per row block: every tile's tap pointers [tile][tap][MR] and live flags [tile][tap], and its
   // first and last live tap (tap 0 when none is: its zero rows give the bias and epilogue).

@@ -12,40 +12,19 @@
 #include "kernels/dispatch.h"
 #include "kernels/fp32/fp32_conv_internal.h"
 #include "kernels/fp32/fp32_gemv.h"
+#include "kernels/fp32/fp32_sgemm_blocking.h"
 #include "kernels/fp32/fp32_sgemm_prefetch.h"
 
 namespace qdqrt::kernels {
 
 namespace {
 
-// Blocks of k of about kDepthBlock (tap, channel) pairs: the panel's block (kDepthBlock x NR
-// floats, 32 KiB on AVX-512) stays in L1 while the row tiles pass over it, and a row tile's block
-// of A (MR x kDepthBlock) streams from L2. k up to kOneBlockDepth is one block: its partial sums
-// would go through C, and its panel streams from L2 fast enough (ResNet's 3x3 of 64 and 128
-// channels, 1x1 of 1024: +1.5-2.5%).
-constexpr int kDepthBlock = 256;
-constexpr int kOneBlockDepth = 5 * kDepthBlock;
-constexpr int kMaxMr = 16;
-// Output panels from which copying A's rows pays.
-constexpr int kCopyAPanels = 2;
-// B (all panels of the range, every depth block) up to this size: row tiles outer (drive()).
-constexpr int64_t kRowsOuterBytes = 256 * 1024;
-// Rows per block whose A block (rows x kDepthBlock floats) stays in L2 while the panels pass.
-constexpr int64_t kRowBlockBytes = 256 * 1024;
-
-struct DepthBlocking {
-  int channel_chunk = 0;  // channels per block (all when taps are grouped)
-  int taps_per_block = 1;
-};
-
-DepthBlocking depth_blocking(const PackedSgemm& packed) {
-  if (packed.k() <= kOneBlockDepth) return {packed.channels, packed.taps};
-  if (packed.channels >= kDepthBlock) {
-    const int chunks = (packed.channels + kDepthBlock - 1) / kDepthBlock;
-    return {(packed.channels + chunks - 1) / chunks, 1};
-  }
-  return {packed.channels, std::max(1, kDepthBlock / std::max(packed.channels, 1))};
-}
+// The blocking shared with the live-taps driver (fp32_sgemm_blocking.h).
+constexpr int kOneBlockDepth = internal::kSgemmOneBlockDepth;
+constexpr int kMaxMr = internal::kSgemmMaxMr;
+constexpr int kCopyAPanels = internal::kSgemmCopyAPanels;
+constexpr int64_t kRowsOuterBytes = internal::kSgemmRowsOuterBytes;
+constexpr int64_t kRowBlockBytes = internal::kSgemmRowBlockBytes;
 
 // Walks k blocks x row tiles x panels of [m_begin, m_end) x [n_begin, n_end); fill(m, mr, pointers)
 // writes the pointers of rows m..m+mr-1 for every tap (pointers[tap * MR + r]).
@@ -68,7 +47,7 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
   args.activation = epilogue.activation;
   args.w_tap_stride = static_cast<int64_t>(packed.channels) * packed.nr;
   const int64_t panel_floats = packed.k() * packed.nr;
-  const DepthBlocking blocking = depth_blocking(packed);
+  const internal::SgemmDepthBlocking blocking = internal::sgemm_depth_blocking(packed.taps, packed.channels);
   // The depth block starting at (tap, channel): its extent and whether it starts or ends the sum.
   auto set_block = [&](int tap, int channel) {
     args.taps = std::min(blocking.taps_per_block, packed.taps - tap);
