@@ -45,6 +45,7 @@ const char* lookup_function_name(LookupFunction function) {
     case LookupFunction::kTanh: return "Tanh";
     case LookupFunction::kGelu: return "Gelu";
     case LookupFunction::kQuantizedSiLU: return "QuantizedSiLU";
+    case LookupFunction::kErf: return "Erf";
   }
   return "";
 }
@@ -140,7 +141,7 @@ Result<std::shared_ptr<const OpAttributes>> parse_qlookup(const Node& node) {
   bool known = false;
   for (LookupFunction candidate : {LookupFunction::kSigmoid, LookupFunction::kSiLU, LookupFunction::kHardSwish,
                                    LookupFunction::kHardSigmoid, LookupFunction::kTanh, LookupFunction::kGelu,
-                                   LookupFunction::kQuantizedSiLU}) {
+                                   LookupFunction::kQuantizedSiLU, LookupFunction::kErf}) {
     if (function == lookup_function_name(candidate)) {
       attributes.function = candidate;
       known = true;
@@ -148,7 +149,7 @@ Result<std::shared_ptr<const OpAttributes>> parse_qlookup(const Node& node) {
   }
   if (!known) {
     return reader.error("function",
-                        fmt::format("must be Sigmoid, SiLU, HardSwish, HardSigmoid, Tanh, Gelu or QuantizedSiLU, got \"{}\"",
+                        fmt::format("must be Sigmoid, SiLU, HardSwish, HardSigmoid, Tanh, Gelu, QuantizedSiLU or Erf, got \"{}\"",
                                     function));
   }
   QDQRT_ASSIGN_OR_RETURN(attributes.alpha, reader.get_float("alpha", attributes.alpha));
@@ -170,6 +171,19 @@ Result<std::shared_ptr<const OpAttributes>> parse_qlookup(const Node& node) {
     if (attributes.sigmoid_zero_point < lowest || attributes.sigmoid_zero_point > lowest + 255) {
       return reader.error("sigmoid_zero_point", fmt::format("{} is outside the {} range", attributes.sigmoid_zero_point,
                                                             attributes.sigmoid_signed ? "int8" : "uint8"));
+    }
+  }
+  if (attributes.function == LookupFunction::kErf) {
+    if (!reader.has("operand_op")) return reader.error("operand_op", "required for Erf but missing");
+    QDQRT_ASSIGN_OR_RETURN(std::string operand_op, reader.get_string("operand_op", ""));
+    if (operand_op != "Div" && operand_op != "Mul") {
+      return reader.error("operand_op", fmt::format("must be \"Div\" or \"Mul\", got \"{}\"", operand_op));
+    }
+    attributes.operand_divides = operand_op == "Div";
+    if (!reader.has("operand")) return reader.error("operand", "required for Erf but missing");
+    QDQRT_ASSIGN_OR_RETURN(attributes.operand, reader.get_float("operand", 1.0f));
+    if (!std::isfinite(attributes.operand) || attributes.operand == 0.0f) {
+      return reader.error("operand", fmt::format("must be finite and non-zero, got {}", attributes.operand));
     }
   }
   return make_attributes(std::move(attributes));

@@ -66,8 +66,10 @@ struct QRequantizeAttributes : OpAttributes {
 };
 
 // kQuantizedSiLU: x * DQ(Q(Sigmoid(x))), ONNX Runtime's QDQ SiLU with the sigmoid quantized in
-// between (attributes "sigmoid_scale", "sigmoid_zero_point", "sigmoid_signed").
-enum class LookupFunction { kSigmoid, kSiLU, kHardSwish, kHardSigmoid, kTanh, kGelu, kQuantizedSiLU };
+// between (attributes "sigmoid_scale", "sigmoid_zero_point", "sigmoid_signed"). kErf: Erf(x / c)
+// or Erf(x * c), the float Div/Mul by a constant before an Erf whose output is quantized (ONNX
+// Runtime's QDQ GELU quantizes the Erf; attributes "operand_op" "Div"/"Mul" and "operand" c).
+enum class LookupFunction { kSigmoid, kSiLU, kHardSwish, kHardSigmoid, kTanh, kGelu, kQuantizedSiLU, kErf };
 const char* lookup_function_name(LookupFunction function);  // "Sigmoid", "SiLU", ...
 
 struct QLookupAttributes : OpAttributes {
@@ -79,6 +81,8 @@ struct QLookupAttributes : OpAttributes {
   float sigmoid_scale = 1.0f;       // QuantizedSiLU: the sigmoid's quantization
   int64_t sigmoid_zero_point = 0;
   bool sigmoid_signed = false;
+  bool operand_divides = true;  // Erf: x / operand (Div) or x * operand (Mul)
+  float operand = 1.0f;
 };
 
 struct ChannelGateAttributes : OpAttributes {

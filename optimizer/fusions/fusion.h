@@ -49,6 +49,8 @@ struct QdqSelection {
   // QMatMul with a Gemm: weight transposed (transB) and/or scale multiplied by alpha.
   // QLookup: the "function" attribute ("Sigmoid", "SiLU", "Gelu", ...).
   std::string lookup_function;
+  float lookup_operand = 1.0f;  // QLookup Erf: the constant divided or multiplied by before the Erf
+  bool lookup_operand_divides = true;
   bool transpose_weight = false;
   float weight_scale_multiplier = 1.0f;
   std::optional<QuantizedOutput> output_q;

@@ -1,10 +1,12 @@
 // Lookup fusion: DQ -> Sigmoid/Tanh/HardSwish/HardSigmoid/Gelu -> Q, DQ(x) -> Sigmoid -> Mul(x)
-// -> Q (SiLU), and the erf-form GELU of opset < 20 exports become a table-driven QLookup.
+// -> Q (SiLU), the erf-form GELU of opset < 20 exports, and DQ -> Div/Mul by a constant -> Erf -> Q
+// (ONNX Runtime's QDQ GELU quantizes the Erf) become a table-driven QLookup.
 #include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/attribute_values.h"
 #include "core/ops/fused_layers.h"
 #include "optimizer/fusions/quantized_io.h"
 #include "optimizer/fusions/registry.h"
@@ -61,16 +63,51 @@ std::vector<int> match_erf_gelu(const Graph& graph, const ValueIndex& index, int
   return nodes;
 }
 
+// Div(x, c) or Mul(x, c) / Mul(c, x) by a float scalar constant c read only by an Erf: {scale,
+// erf}, c and whether it divides; {} otherwise.
+struct ScaledErf {
+  std::vector<int> nodes;
+  std::string x;
+  float operand = 1.0f;
+  bool divides = true;
+};
+
+ScaledErf match_scaled_erf(const Graph& graph, const ValueIndex& index, int first) {
+  const Node& scale = graph.nodes[static_cast<size_t>(first)];
+  if (scale.inputs.size() != 2 || !scale.has_input(0) || !scale.has_input(1)) return {};
+  const bool divides = is_onnx(scale, "Div");
+  if (!divides && !is_onnx(scale, "Mul")) return {};
+  // A Div's constant is its divisor; a Mul's may be either operand.
+  const int constant_side = divides || find_constant(graph, scale.input(0)) == nullptr ? 1 : 0;
+  const Tensor* constant = find_constant(graph, scale.input(constant_side));
+  if (constant == nullptr || constant->dtype() != DataType::kFloat || constant->numel() != 1 ||
+      find_constant(graph, scale.input(1 - constant_side)) != nullptr) {
+    return {};
+  }
+  const float operand = constant->data<float>()[0];
+  if (!std::isfinite(operand) || operand == 0.0f) return {};
+  const int erf = single_consumer(index, scale.outputs[0]);
+  if (erf < 0 || !is_onnx(graph.nodes[static_cast<size_t>(erf)], "Erf")) return {};
+  return {.nodes = {first, erf}, .x = scale.input(1 - constant_side), .operand = operand, .divides = divides};
+}
+
 SelectResult select_qdq_lookup(const Graph& graph, const ValueIndex& index, int node_index) {
   const Node& node = graph.nodes[static_cast<size_t>(node_index)];
   static const char* const kFunctions[] = {"Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "Gelu"};
   bool known = false;
   for (const char* function : kFunctions) known = known || is_onnx(node, function);
   std::vector<int> erf_gelu;
-  if (!known && (is_onnx(node, "Div") || is_onnx(node, "Mul"))) erf_gelu = match_erf_gelu(graph, index, node_index);
-  if ((!known && erf_gelu.empty()) || !looks_quantized(index, graph, node)) return {};
+  ScaledErf scaled_erf;
+  if (!known && (is_onnx(node, "Div") || is_onnx(node, "Mul"))) {
+    erf_gelu = match_erf_gelu(graph, index, node_index);
+    if (erf_gelu.empty()) scaled_erf = match_scaled_erf(graph, index, node_index);
+  }
+  if (!known && erf_gelu.empty() && scaled_erf.nodes.empty()) return {};
+  if (!looks_quantized(index, graph, node)) return {};
+  // The scaled Erf's input may be the Mul's second operand.
+  const std::string& input = scaled_erf.nodes.empty() ? node.input(0) : scaled_erf.x;
   SelectResult result;
-  auto x = activation_input(graph, index, node.input(0), "input", result.reason);
+  auto x = activation_input(graph, index, input, "input", result.reason);
   if (!x) return result;
   QdqSelection selection;
   selection.layer_op = layers::kQLookup;
@@ -82,6 +119,13 @@ SelectResult select_qdq_lookup(const Graph& graph, const ValueIndex& index, int 
     selection.targets = erf_gelu;
     selection.output = graph.nodes[static_cast<size_t>(erf_gelu.back())].outputs[0];
     selection.lookup_function = lookup_function_name(LookupFunction::kGelu);
+  }
+  if (!scaled_erf.nodes.empty()) {
+    selection.targets = scaled_erf.nodes;
+    selection.output = graph.nodes[static_cast<size_t>(scaled_erf.nodes.back())].outputs[0];
+    selection.lookup_function = lookup_function_name(LookupFunction::kErf);
+    selection.lookup_operand = scaled_erf.operand;
+    selection.lookup_operand_divides = scaled_erf.divides;
   }
   // SiLU: Sigmoid(x) * x with the same dequantized x.
   if (is_onnx(node, "Sigmoid")) {
@@ -111,6 +155,10 @@ Status apply_qdq_lookup(Graph& graph, const QdqSelection& selection, PassContext
   layer.inputs.insert(layer.inputs.end(), output_params.begin(), output_params.end());
   if (selection.lookup_function != main.op_type) layer.attributes.clear();  // SiLU, erf-form Gelu
   set_string_attribute(layer, "function", selection.lookup_function);
+  if (selection.lookup_function == lookup_function_name(LookupFunction::kErf)) {
+    set_string_attribute(layer, "operand_op", selection.lookup_operand_divides ? "Div" : "Mul");
+    layer.attributes["operand"] = float_attribute(selection.lookup_operand);
+  }
   return replace_with_layer(graph, selection, std::move(layer), output_params, context);
 }
 

@@ -507,6 +507,13 @@ Status qlookup_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
       QDQRT_ASSIGN_OR_RETURN(y, binary(node, "Mul", x, dequantized));
       break;
     }
+    case LookupFunction::kErf: {
+      // The float Div/Mul by the constant, then Erf, as the source subgraph computes them.
+      QDQRT_ASSIGN_OR_RETURN(Tensor scaled, binary(node, attributes->operand_divides ? "Div" : "Mul", x,
+                                                   Tensor::scalar<float>(attributes->operand)));
+      QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Erf"), {&scaled}));
+      break;
+    }
   }
   return finish(node, inputs, attributes->fused, std::move(y), kUnaryYScale, 0, outputs);
 }

@@ -404,6 +404,81 @@ TEST(FuseQdqLookup, ErfFormWithOtherConstantsMustNotFire) {
   EXPECT_EQ(count_ops(r.fused, "Erf"), 1);
 }
 
+// ONNX Runtime's QDQ GELU quantizes the Erf: DQ -> Div(x, sqrt 2) (or Mul by 1/sqrt 2, either
+// order) -> Erf -> Q becomes one QLookup "Erf" whose table is those float ops: bit-equal.
+std::string scaled_erf_model(const std::string& type, int zero_point, const std::string& scale_line,
+                             const std::string& tail = "") {
+  return fmt::format(R"({0}
+g (float[2,3,5] x) => (float[2,3,5] y)
+<float xs = {{0.04}}, {1} xz = {{{2}}}, float ys = {{0.0078431}}, {1} yz = {{{2}}}, float sqrt2 = {{1.4142135}},
+ float inv_sqrt2 = {{0.70710677}}>
+{{
+{3}{4}  e = Erf(d)
+  yq = QuantizeLinear(e, ys, yz)
+  y = DequantizeLinear(yq, ys, yz)
+{5}}})",
+                     kHeader, type, zero_point, quantized("x", "xs", "xz"), scale_line, tail);
+}
+
+TEST(FuseQdqLookup, ScaledErfWithQuantizedOutput) {
+  const std::string lines[] = {"  d = Div(xd, sqrt2)\n", "  d = Mul(xd, inv_sqrt2)\n", "  d = Mul(inv_sqrt2, xd)\n"};
+  for (const std::string& line : lines) {
+    for (bool asymmetric : {false, true}) {
+      SCOPED_TRACE(line + (asymmetric ? " u8" : " s8"));
+      optimizer::FusionPass pass("fuse_qdq_lookup");
+      const std::string text = scaled_erf_model(asymmetric ? "uint8" : "int8", asymmetric ? 128 : 0, line);
+      std::mt19937 rng(31);
+      Result r;
+      r.original = load_text(text);
+      r.fused = run_pass(r.original, pass, r.context);
+      // The same float ops on every code: exact.
+      expect_same_outputs(r.original, r.fused, random_inputs(r.original, rng, -5.0f, 5.0f), 0.0f);
+      ASSERT_EQ(count_ops(r.fused, "QLookup"), 1);
+      const auto& attributes = find_op(r.fused, "QLookup")->attrs<QLookupAttributes>();
+      EXPECT_EQ(attributes.function, LookupFunction::kErf);
+      EXPECT_EQ(attributes.operand_divides, line.find("Div") != std::string::npos);
+      EXPECT_FLOAT_EQ(attributes.operand, attributes.operand_divides ? 1.4142135f : 0.70710677f);
+      for (const char* op : {"Div", "Mul", "Erf"}) EXPECT_EQ(count_ops(r.fused, op), 0) << op;
+      EXPECT_EQ(count_ops(r.fused, "QuantizeLinear"), 1);  // the input's
+      Graph optimized = r.original;
+      auto report = optimizer::optimize(optimized);
+      ASSERT_TRUE(report.ok()) << report.status().to_string();
+      EXPECT_EQ(count_ops(optimized, "QLookup"), 1);
+    }
+  }
+}
+
+TEST(FuseQdqLookup, ScaledErfMustNotFire) {
+  const std::pair<std::string, std::string> cases[] = {
+      // the constant is the numerator; the divisor is not a constant
+      {"  d = Div(sqrt2, xd)\n", ""},
+      {"  s = Add(xd, xd)\n  d = Div(xd, s)\n", ""},
+      // the scaled value is read by another node too
+      {"  d = Div(xd, sqrt2)\n", "  z = Add(d, d)\n"},
+  };
+  for (const auto& [line, tail] : cases) {
+    SCOPED_TRACE(line + tail);
+    optimizer::FusionPass pass("fuse_qdq_lookup");
+    std::string text = scaled_erf_model("int8", 0, line, tail);
+    if (!tail.empty()) text.replace(text.find("(float[2,3,5] y)"), 16, "(float[2,3,5] y, float[2,3,5] z)");
+    Result r = fuse_text(pass, text, 1e-6f);
+    EXPECT_EQ(count_ops(r.fused, "QLookup"), 0);
+    EXPECT_EQ(count_ops(r.fused, "Erf"), 1);
+  }
+  // The Erf's output stays float (no Q after it).
+  const std::string float_erf = fmt::format(R"({}
+g (float[2,3,5] x) => (float[2,3,5] y)
+<float xs = {{0.04}}, int8 xz = {{0}}, float sqrt2 = {{1.4142135}}>
+{{
+{}  d = Div(xd, sqrt2)
+  y = Erf(d)
+}})",
+                                            kHeader, quantized("x", "xs", "xz"));
+  optimizer::FusionPass pass("fuse_qdq_lookup");
+  Result r = fuse_text(pass, float_erf, 1e-6f);
+  EXPECT_EQ(count_ops(r.fused, "QLookup"), 0);
+}
+
 TEST(FuseQdqLookup, PerChannelActivationScaleMustNotFire) {
   std::string text = fmt::format(R"({}
 g (float[2,3,5] x) => (float[2,3,5] y)

@@ -338,6 +338,37 @@ TEST(FusedConv, BadAttributesAndInputsAreRefusedByName) {
   EXPECT_NE(residual.find("residual"), std::string::npos) << residual;
 }
 
+// The loader's error for a QLookup "Erf" node with these attributes, or "" when it loads and runs.
+std::string erf_lookup_error(const std::string& attributes) {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 14, "qdqrt" : 1]>
+g (int8[2,7] x) => (int8[2,7] y)
+<float s = {0.05}, float ys = {0.0078}, int8 z = {0}>
+{
+  y = qdqrt.QLookup <function = "Erf", fused_nodes = ["div", "erf"])" + attributes + R"(> (x, s, z, ys, z)
+})";
+  onnx::ModelProto model;
+  EXPECT_TRUE(onnx::OnnxParser::Parse(model, text.c_str()).IsOK()) << text;
+  Result<Graph> graph = load_onnx_model(model);
+  if (!graph.ok()) return graph.status().to_string();
+  const TensorMap inputs = {
+      {"x", Tensor::from_vector<int8_t>({2, 7}, {-128, -100, -50, -1, 0, 1, 2, 3, 10, 40, 60, 90, 120, 127})}};
+  Result<TensorMap> outputs = run_reference(*graph, inputs);
+  return outputs.ok() ? "" : outputs.status().to_string();
+}
+
+TEST(QLookup, ErfOperandIsRequiredAndChecked) {
+  EXPECT_EQ(erf_lookup_error(R"(, operand_op = "Div", operand = 1.4142135)"), "");
+  EXPECT_EQ(erf_lookup_error(R"(, operand_op = "Mul", operand = 0.5)"), "");
+  for (const auto& [attributes, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"(, operand = 1.4142135)", "operand_op"},
+           {R"(, operand_op = "Add", operand = 1.0)", "operand_op"},
+           {R"(, operand_op = "Div")", "operand"},
+           {R"(, operand_op = "Div", operand = 0.0)", "operand"}}) {
+    const std::string error = erf_lookup_error(attributes);
+    EXPECT_NE(error.find(field), std::string::npos) << attributes << ": " << error;
+  }
+}
+
 // A gate (input 4) scales x before the conv; the row sums (output 1) of y give a
 // RowSumsGlobalAveragePool the plain pool's result (summed in another order: within 1e-6).
 TEST(FusedConv, GateAndRowSumsMatchTheNodesTheyStandFor) {
