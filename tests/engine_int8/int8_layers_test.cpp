@@ -521,14 +521,17 @@ TEST(Int8Layers, QAddAndQMulWithAConstantOperand) {
 }
 
 TEST(Int8Layers, QLookupFunctionsAndInt8Relu) {
-  for (const char* function : {"Sigmoid", "SiLU", "HardSwish", "Tanh", "Gelu"}) {
+  // The last: Erf(x / sqrt 2), ONNX Runtime's QDQ GELU with the Erf output quantized.
+  for (const std::string attributes :
+       {"function = \"Sigmoid\"", "function = \"SiLU\"", "function = \"HardSwish\"", "function = \"Tanh\"",
+        "function = \"Gelu\"", "function = \"Erf\", operand_op = \"Div\", operand = 1.4142135"}) {
     Graph graph = load_text(model(fmt::format("int8[{},4,5,6] x", kMaxBatch),
                                   fmt::format("uint8[{},4,5,6] y, int8[{},4,5,6] z", kMaxBatch, kMaxBatch),
                                   {"float xs = {0.05}", "int8 xz = {-7}", "float ys = {0.004}", "uint8 yz = {3}"},
-                                  fmt::format("y = qdqrt.QLookup <function = \"{}\", fused_nodes = [\"f\"]> "
+                                  fmt::format("y = qdqrt.QLookup <{}, fused_nodes = [\"f\"]> "
                                               "(x, xs, xz, ys, yz)\nz = Relu(x)\n",
-                                              function)));
-    SCOPED_TRACE(function);
+                                              attributes)));
+    SCOPED_TRACE(attributes);
     expect_matches_reference(graph, {"qlut", "qlut"});
   }
 }
