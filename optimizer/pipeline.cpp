@@ -52,7 +52,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   // each. Conv/MatMul first: they absorb bias/residual Adds, activations and output Qs.
   for (const char* fusion : {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_binary", "fuse_qdq_pool", "fuse_qdq_resize",
                              "fuse_qdq_split", "fuse_qdq_concat", "fuse_qdq_lookup", "fuse_qdq_clamp", "fuse_pointwise",
-                             "fuse_channel_gate", "fuse_quantized_silu", "fuse_layer_norm", "fuse_softmax",
+                             "fuse_channel_gate", "fuse_quantized_silu", "fuse_constant_operand_lookup", "fuse_layer_norm", "fuse_softmax",
                              "fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums",
                              "fuse_float_depthwise_chain", "fuse_float_gelu"}) {
     passes.push_back(std::make_unique<FusionPass>(fusion));

@@ -46,6 +46,8 @@ const char* lookup_function_name(LookupFunction function) {
     case LookupFunction::kGelu: return "Gelu";
     case LookupFunction::kQuantizedSiLU: return "QuantizedSiLU";
     case LookupFunction::kErf: return "Erf";
+    case LookupFunction::kConstantAdd: return "ConstantAdd";
+    case LookupFunction::kConstantMul: return "ConstantMul";
   }
   return "";
 }
@@ -141,7 +143,8 @@ Result<std::shared_ptr<const OpAttributes>> parse_qlookup(const Node& node) {
   bool known = false;
   for (LookupFunction candidate : {LookupFunction::kSigmoid, LookupFunction::kSiLU, LookupFunction::kHardSwish,
                                    LookupFunction::kHardSigmoid, LookupFunction::kTanh, LookupFunction::kGelu,
-                                   LookupFunction::kQuantizedSiLU, LookupFunction::kErf}) {
+                                   LookupFunction::kQuantizedSiLU, LookupFunction::kErf, LookupFunction::kConstantAdd,
+                                   LookupFunction::kConstantMul}) {
     if (function == lookup_function_name(candidate)) {
       attributes.function = candidate;
       known = true;
@@ -149,7 +152,8 @@ Result<std::shared_ptr<const OpAttributes>> parse_qlookup(const Node& node) {
   }
   if (!known) {
     return reader.error("function",
-                        fmt::format("must be Sigmoid, SiLU, HardSwish, HardSigmoid, Tanh, Gelu, QuantizedSiLU or Erf, got \"{}\"",
+                        fmt::format("must be Sigmoid, SiLU, HardSwish, HardSigmoid, Tanh, Gelu, QuantizedSiLU, Erf, ConstantAdd or "
+                                    "ConstantMul, got \"{}\"",
                                     function));
   }
   QDQRT_ASSIGN_OR_RETURN(attributes.alpha, reader.get_float("alpha", attributes.alpha));
@@ -180,10 +184,17 @@ Result<std::shared_ptr<const OpAttributes>> parse_qlookup(const Node& node) {
       return reader.error("operand_op", fmt::format("must be \"Div\" or \"Mul\", got \"{}\"", operand_op));
     }
     attributes.operand_divides = operand_op == "Div";
-    if (!reader.has("operand")) return reader.error("operand", "required for Erf but missing");
+  }
+  const bool has_operand = attributes.function == LookupFunction::kErf ||
+                           attributes.function == LookupFunction::kConstantAdd ||
+                           attributes.function == LookupFunction::kConstantMul;
+  if (has_operand) {
+    if (!reader.has("operand")) return reader.error("operand", fmt::format("required for {} but missing", function));
     QDQRT_ASSIGN_OR_RETURN(attributes.operand, reader.get_float("operand", 1.0f));
-    if (!std::isfinite(attributes.operand) || attributes.operand == 0.0f) {
-      return reader.error("operand", fmt::format("must be finite and non-zero, got {}", attributes.operand));
+    if (!std::isfinite(attributes.operand) || (attributes.function == LookupFunction::kErf && attributes.operand == 0.0f)) {
+      return reader.error("operand", fmt::format("must be finite{}, got {}",
+                                                 attributes.function == LookupFunction::kErf ? " and non-zero" : "",
+                                                 attributes.operand));
     }
   }
   return make_attributes(std::move(attributes));

@@ -69,7 +69,10 @@ struct QRequantizeAttributes : OpAttributes {
 // between (attributes "sigmoid_scale", "sigmoid_zero_point", "sigmoid_signed"). kErf: Erf(x / c)
 // or Erf(x * c), the float Div/Mul by a constant before an Erf whose output is quantized (ONNX
 // Runtime's QDQ GELU quantizes the Erf; attributes "operand_op" "Div"/"Mul" and "operand" c).
-enum class LookupFunction { kSigmoid, kSiLU, kHardSwish, kHardSigmoid, kTanh, kGelu, kQuantizedSiLU, kErf };
+// kConstantAdd / kConstantMul: x + c, x * c (attribute "operand" c), a QAdd/QMul of one constant.
+enum class LookupFunction {
+  kSigmoid, kSiLU, kHardSwish, kHardSigmoid, kTanh, kGelu, kQuantizedSiLU, kErf, kConstantAdd, kConstantMul
+};
 const char* lookup_function_name(LookupFunction function);  // "Sigmoid", "SiLU", ...
 
 struct QLookupAttributes : OpAttributes {
@@ -82,7 +85,7 @@ struct QLookupAttributes : OpAttributes {
   int64_t sigmoid_zero_point = 0;
   bool sigmoid_signed = false;
   bool operand_divides = true;  // Erf: x / operand (Div) or x * operand (Mul)
-  float operand = 1.0f;
+  float operand = 1.0f;         // Erf, ConstantAdd, ConstantMul
 };
 
 struct ChannelGateAttributes : OpAttributes {

@@ -444,8 +444,9 @@ Result<std::unique_ptr<Layer>> bind_lut(const BindContext& context) {
   auto layer = std::make_unique<LutLayer>();
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, check_input(context, 0, {"input", -1, -1, true}));
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* y, check_output(context, 0, {"output", -1, -1, true}));
-  if (x->shape != y->shape || x->layout != y->layout || x->batched != y->batched) {
-    return context.error("input and output differ in shape or layout");
+  if (x->shape != y->shape || x->layout != y->layout || x->batched != y->batched ||
+      batch_layout_of(*x) != batch_layout_of(*y)) {
+    return context.error("input and output differ in shape, layout or batch axis");
   }
   if (context.layer().inputs.size() != 1) return context.error("expects one input");
   QDQRT_ASSIGN_OR_RETURN(layer->table, params::kTable.read(context, 256));
@@ -463,7 +464,8 @@ bool accepts_unary(const Node& node, const BuildContext& context) { return analy
 
 void register_int8_elementwise_layers(LayerRegistry& registry) {
   registry.add_kind({.kind = kBinaryKind, .bind = bind_qbinary, .any_batch_layout = true});
-  registry.add_kind({kLutKind, bind_lut});
+  // A table maps each element on its own: the batch may be on any axis.
+  registry.add_kind({.kind = kLutKind, .bind = bind_lut, .any_batch_layout = true});
   for (const char* op : {qdqrt::layers::kQAdd, qdqrt::layers::kQMul}) {
     NodeLowering lowering;
     lowering.domain = qdqrt::layers::kDomain;
@@ -484,6 +486,7 @@ void register_int8_elementwise_layers(LayerRegistry& registry) {
     lowering.lower = lower_reference_table;
     lowering.accepts = accepts_unary;
     lowering.prefers_nhwc = true;
+    lowering.any_batch_layout = true;
     registry.add_lowering(std::move(lowering));
   }
   NodeLowering relu;
@@ -492,6 +495,7 @@ void register_int8_elementwise_layers(LayerRegistry& registry) {
   relu.lower = lower_int8_relu;
   relu.accepts = accepts_unary;
   relu.prefers_nhwc = true;
+  relu.any_batch_layout = true;
   registry.add_lowering(std::move(relu));
 }
 

@@ -34,6 +34,9 @@ const std::vector<Fusion>& fusion_registry() {
        {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_clamp"}},
       {"fuse_channel_gate", graph_only<select_channel_gate>, apply_channel_gate, {"fuse_pointwise"}},
       {"fuse_quantized_silu", graph_only<select_quantized_silu>, apply_quantized_silu, {"fuse_qdq_binary", "fuse_qdq_lookup"}},
+      // After the QAdd/QMul take their activation (fuse_qdq_clamp) and SiLU its QMul.
+      {"fuse_constant_operand_lookup", graph_only<select_constant_operand_lookup>, apply_constant_operand_lookup,
+       {"fuse_qdq_binary", "fuse_qdq_clamp", "fuse_quantized_silu"}},
       // After the INT8 MatMuls: the Q it absorbs is their input's, which they read as int8.
       {"fuse_layer_norm", graph_only<select_layer_norm>, apply_layer_norm, {"fold_constants"}},
       // After the INT8 MatMuls, like fuse_layer_norm: P.V reads the Q's int8 output this layer writes.

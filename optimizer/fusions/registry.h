@@ -59,6 +59,11 @@ Status apply_pointwise_epilogue(Graph& graph, const QdqSelection& selection, Pas
 SelectResult select_quantized_silu(const Graph& graph, const ValueIndex& index, int node);
 Status apply_quantized_silu(Graph& graph, const QdqSelection& selection, PassContext& context);
 
+// constant_operand_lookup.cpp: a QAdd/QMul of one constant value (ONNX Runtime's GELU + 1, * 0.5)
+// becomes one QLookup "ConstantAdd"/"ConstantMul", bit-equal to the float Add/Mul it stands for.
+SelectResult select_constant_operand_lookup(const Graph& graph, const ValueIndex& index, int node);
+Status apply_constant_operand_lookup(Graph& graph, const QdqSelection& selection, PassContext& context);
+
 // channel_gate.cpp: squeeze-excite's Mul(x, gate [N, C, 1, 1]) -> Q becomes one ChannelGate.
 SelectResult select_channel_gate(const Graph& graph, const ValueIndex& index, int node);
 Status apply_channel_gate(Graph& graph, const QdqSelection& selection, PassContext& context);

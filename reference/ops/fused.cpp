@@ -514,6 +514,13 @@ Status qlookup_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
       QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Erf"), {&scaled}));
       break;
     }
+    case LookupFunction::kConstantAdd:
+    case LookupFunction::kConstantMul: {
+      // The float Add/Mul of the dequantized constant the source QAdd/QMul read.
+      const char* op = attributes->function == LookupFunction::kConstantAdd ? "Add" : "Mul";
+      QDQRT_ASSIGN_OR_RETURN(y, binary(node, op, x, Tensor::scalar<float>(attributes->operand)));
+      break;
+    }
   }
   return finish(node, inputs, attributes->fused, std::move(y), kUnaryYScale, 0, outputs);
 }

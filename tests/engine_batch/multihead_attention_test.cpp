@@ -372,6 +372,43 @@ partial_norm (float[N,{0},{1}] x) => (float[N,{0},{1}] y, float[N,{0}] v)
                                           "v", 0.0);
 }
 
+// ONNX Runtime's layout of the attention's query scaling and GELU on the sequence-first [L, N, E]:
+// a QMul by one constant and a quantized Erf become tables (qlut), which map each element on its
+// own whatever axis holds the batch.
+TEST(MultiheadAttention, TablesTakeTheBatchOnDimOne) {
+  const std::string text = fmt::format(R"(<ir_version: 8, opset_import: ["" : 13]>
+tables (float[N,{0},{1}] x) => (float[N,{0},{1}] y)
+<float xs = {{0.02}}, uint8 xz = {{128}}, uint8 c = {{90}}, float cs = {{0.004}}, uint8 cz = {{0}},
+ float ms = {{0.01}}, uint8 mz = {{128}}, float sqrt2 = {{1.4142135}}, float es = {{0.0078431}}, uint8 ez = {{128}}>
+{{
+  t = Transpose<perm = [1, 0, 2]>(x)
+  tq = QuantizeLinear(t, xs, xz)
+  td = DequantizeLinear(tq, xs, xz)
+  cd = DequantizeLinear(c, cs, cz)
+  m = Mul(td, cd)
+  mq = QuantizeLinear(m, ms, mz)
+  md = DequantizeLinear(mq, ms, mz)
+  d = Div(md, sqrt2)
+  e = Erf(d)
+  eq = QuantizeLinear(e, es, ez)
+  ed = DequantizeLinear(eq, es, ez)
+  y = Transpose<perm = [1, 0, 2]>(ed)
+}}
+)",
+                                       kTokens, kWidth);
+  TextModelEngine built = build(text, {}, "tables");
+  ASSERT_NE(built.engine, nullptr);
+  const engine::EnginePlan& plan = built.engine->plan();
+  EXPECT_EQ(plan.fixed_batch_reason, "");
+  std::map<std::string, int> kinds;
+  for (const engine::PlanLayer& layer : plan.layers) ++kinds[layer.kind];
+  EXPECT_EQ(kinds["reference"], 0);
+  EXPECT_EQ(kinds["qlut"], 2);
+  // Tables of the source graph's float ops: its bits.
+  expect_batch_independent(built, 0.0);
+  for (int64_t count : {int64_t{kMaxBatch}, int64_t{3}}) expect_matches_reference(built, count);
+}
+
 TEST(MultiheadAttention, LayersThatCannotSplitPerImageStayReference) {
   TextModelEngine built = build(refused_text(), {{"c", {kTokens, 1, kWidth}, 1.0f}}, "multihead_refused");
   ASSERT_NE(built.engine, nullptr);

@@ -502,7 +502,8 @@ TEST(Int8Layers, QAddUint8Rank2) {
 
 // A constant operand (ONNX Runtime's quantize_static writes the bias of an Add after a MatMul, and a
 // Mul's constant factor, as a u8 initializer with its DequantizeLinear): the builder materializes it
-// and the layer stays a qbinary, per-row and scalar alike, in either operand slot.
+// and the layer stays a qbinary, per-row and scalar alike, in either operand slot. (A scalar one
+// without an activation becomes a table, fuse_constant_operand_lookup: the Relu keeps this one.)
 TEST(Int8Layers, QAddAndQMulWithAConstantOperand) {
   Graph graph = load_text(model(fmt::format("uint8[{},5,37] a", kMaxBatch),
                                 fmt::format("uint8[{},5,37] y, uint8[{},5,37] z", kMaxBatch, kMaxBatch),
@@ -515,9 +516,23 @@ TEST(Int8Layers, QAddAndQMulWithAConstantOperand) {
                                  }() + "}",
                                  "uint8 h = {191}"},
                                 "y = qdqrt.QAdd <fused_nodes = [\"add\"]> (a, as, az, b, bs, bz, ys, yz)\n"
-                                "z = qdqrt.QMul <fused_nodes = [\"mul\"]> (h, bs, bz, a, as, az, ys, yz)\n"));
+                                "z = qdqrt.QMul <fused_nodes = [\"mul\"], activation = \"Relu\"> (h, bs, bz, a, as, az, ys, yz)\n"));
   // Through the engine's builder, which materializes the constants (the harness has no constant tensors).
   expect_engine_matches_reference(graph, {"qbinary", "qbinary"}, 1, kRequantizeTolerance);
+}
+
+// Swin-T's GELU on ONNX Runtime's scales: erf in [-1, 1] (2/255, zero point 128) plus the constant 1
+// (code 255 of 1/255), the sum in [0, 2] (2/255): every sum lands within ulps of a .5, where the
+// QAdd's folded multiplier rounds its own way. As a ConstantAdd table (the float Add on each code)
+// the engine gives the source graph's codes exactly.
+TEST(Int8Layers, ConstantAddOnTiesGivesTheSourceGraphsCodes) {
+  Graph graph = load_text(model(fmt::format("uint8[{},6,7] x", kMaxBatch), fmt::format("uint8[{},6,7] y", kMaxBatch),
+                                {"float xs = {0.007843138}", "uint8 xz = {128}", "uint8 c = {255}",
+                                 "float cs = {0.003921569}", "uint8 cz = {0}", "float ys = {0.007843138}",
+                                 "uint8 yz = {0}"},
+                                "xd = DequantizeLinear(x, xs, xz)\ncd = DequantizeLinear(c, cs, cz)\n"
+                                "v = Add(xd, cd)\ny = QuantizeLinear(v, ys, yz)\n"));
+  expect_engine_matches_reference(graph, {"qlut"}, 3, 0.0);
 }
 
 TEST(Int8Layers, QLookupFunctionsAndInt8Relu) {
