@@ -19,7 +19,12 @@ constexpr int64_t kScratchAlignment = 64;
 constexpr int64_t kPanelBlockBytes = 512 * 1024;
 
 const char* isa_suffix(Bf16GemmVariant variant) {
-  return variant == Bf16GemmVariant::kAvx512Bf16 ? "avx512bf16" : "scalar";
+  switch (variant) {
+    case Bf16GemmVariant::kAmxBf16: return "amxbf16";
+    case Bf16GemmVariant::kAvx512Bf16: return "avx512bf16";
+    case Bf16GemmVariant::kScalar: break;
+  }
+  return "scalar";
 }
 
 }  // namespace
@@ -60,6 +65,25 @@ std::string bf16_gemm_unavailable_reason() {
   return "";
 }
 
+std::string bf16_amx_unavailable_reason() {
+  if (!bf16_gemm_usable()) return bf16_gemm_unavailable_reason();
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  if (!(edx & (1u << 22))) return "the CPU lacks AMX-BF16 (CPUID.(7,0):EDX bit 22)";
+  std::string missing = amx_hardware_missing();
+  if (!missing.empty()) return missing;
+  if (static_cast<int>(active_isa()) < static_cast<int>(Isa::kAmxInt8)) {
+    return std::string("kernels are limited to ") + isa_name(active_isa()) + " (QDQRT_MAX_ISA)";
+  }
+  return "";
+}
+
+bool bf16_amx_usable() { return bf16_amx_unavailable_reason().empty(); }
+
+Bf16GemmVariant best_bf16_gemm_variant() {
+  return bf16_amx_usable() ? Bf16GemmVariant::kAmxBf16 : Bf16GemmVariant::kAvx512Bf16;
+}
+
 int bf16_gemm_padded_n(int n) { return (n + kBf16GemmNr - 1) / kBf16GemmNr * kBf16GemmNr; }
 int64_t bf16_gemm_k_pairs(int64_t k) { return (k + 1) / 2; }
 int64_t packed_bf16_gemm_elements(int n, int64_t k) {
@@ -86,18 +110,27 @@ void pack_bf16_gemm(const Bf16GemmWeightsDesc& desc, uint16_t* data, float* bias
 }
 
 int64_t bf16_gemm_scratch_bytes(int64_t k) {
-  const int64_t bytes = kBf16GemmMr * bf16_gemm_k_pairs(k) * 4;
+  // The larger of the two variants' (AMX: about 1 MiB of converted rows).
+  const int64_t vector_bytes = kBf16GemmMr * bf16_gemm_k_pairs(k) * 4;
+  const int64_t amx_bytes = internal::amxbf16::scratch_bytes(bf16_gemm_k_pairs(k));
+  const int64_t bytes = std::max(vector_bytes, amx_bytes);
   return (bytes + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
 }
 
 std::string bf16_gemm_kernel_name(Bf16GemmVariant variant) {
-  return "bf16-gemm-" + std::to_string(kBf16GemmMr) + "x" + std::to_string(kBf16GemmNr) + "-" + isa_suffix(variant);
+  const int mr = variant == Bf16GemmVariant::kAmxBf16 ? 32 : kBf16GemmMr;
+  return "bf16-gemm-" + std::to_string(mr) + "x" + std::to_string(kBf16GemmNr) + "-" + isa_suffix(variant);
 }
 
 void run_bf16_gemm(Bf16GemmVariant variant, const Bf16GemmWeights& weights, const float* a, int64_t a_row_stride,
                    float* c, int64_t c_row_stride, const Bf16GemmEpilogue& epilogue, int64_t m_begin, int64_t m_end,
                    int n_begin, int n_end, void* scratch) {
   assert(n_begin % kBf16GemmNr == 0 && n_end <= weights.n);
+  if (variant == Bf16GemmVariant::kAmxBf16) {
+    internal::amxbf16::run(weights, a, a_row_stride, c, c_row_stride, epilogue, m_begin, m_end, n_begin, n_end,
+                           scratch);
+    return;
+  }
   const bool vector = variant == Bf16GemmVariant::kAvx512Bf16;
   const internal::Bf16UkernelFn ukernel =
       vector ? internal::avx512bf16::bf16_gemm_ukernel : internal::scalar::bf16_gemm_ukernel;

@@ -13,6 +13,9 @@
 // the residual and the clamp follow in fp32 once the sum is done.
 //
 // Variants:
+//   amxbf16     32 x 32 on AMX tiles (tdpbf16ps: four fp32 C tiles, k in blocks of 16 pairs; the
+//               same packed weights, B tiles loaded in place). Its sums are the tile unit's, not
+//               vdpbf16ps's order: tested against the reference within fp32 summation error.
 //   avx512bf16  14 x 32 (28 zmm accumulators, two panel vectors, A pairs broadcast from memory)
 //   scalar      14 x 32 in plain C++ emulating each instruction bit for bit: the reference the
 //               vector kernel is tested against (exactly equal), not run by the engine.
@@ -47,6 +50,10 @@ inline float float_from_bf16(uint16_t value) {
 // the AVX-512 state the kAvx512Vnni level checks and that level not limited away (QDQRT_MAX_ISA).
 bool cpu_has_avx512bf16();
 bool bf16_gemm_usable();
+// AMX-BF16 (CPUID.(7,0):EDX bit 22) with the AMX tile state and permission amx_hardware_missing()
+// checks, on top of bf16_gemm_usable(), and kernels not limited below amxint8 (QDQRT_MAX_ISA).
+bool bf16_amx_usable();
+std::string bf16_amx_unavailable_reason();
 // Why bf16_gemm_usable() is false ("" when it is true), for warnings and errors.
 std::string bf16_gemm_unavailable_reason();
 
@@ -84,12 +91,14 @@ struct Bf16GemmEpilogue {
 // Bytes of scratch one run_bf16_gemm call needs (the converted A rows of one tile).
 int64_t bf16_gemm_scratch_bytes(int64_t k);
 
-enum class Bf16GemmVariant { kScalar, kAvx512Bf16 };
-// "bf16-gemm-14x32-avx512bf16".
+enum class Bf16GemmVariant { kScalar, kAvx512Bf16, kAmxBf16 };
+// The engine's choice on this machine: kAmxBf16 where usable, else kAvx512Bf16.
+Bf16GemmVariant best_bf16_gemm_variant();
+// "bf16-gemm-14x32-avx512bf16", "bf16-gemm-32x32-amxbf16".
 std::string bf16_gemm_kernel_name(Bf16GemmVariant variant);
 
 // A row m at a + m * a_row_stride (k values); scratch: bf16_gemm_scratch_bytes(k) bytes, 64-byte
-// aligned. kAvx512Bf16 needs cpu_has_avx512bf16().
+// aligned (any variant). kAvx512Bf16 needs cpu_has_avx512bf16(), kAmxBf16 bf16_amx_usable().
 void run_bf16_gemm(Bf16GemmVariant variant, const Bf16GemmWeights& weights, const float* a, int64_t a_row_stride,
                    float* c, int64_t c_row_stride, const Bf16GemmEpilogue& epilogue, int64_t m_begin, int64_t m_end,
                    int n_begin, int n_end, void* scratch);
@@ -121,6 +130,13 @@ namespace avx512bf16 {
 void bf16_gemm_ukernel(const Bf16UkernelArgs& args);
 void bf16_convert(const float* input, int64_t count, uint16_t* output);
 }  // namespace avx512bf16
+namespace amxbf16 {
+int64_t padded_pairs(int64_t k_pairs);  // k pairs rounded up to the 16 of a tile row
+int64_t rows_per_pass(int64_t k_pairs);  // A rows converted at a time (a multiple of 32)
+int64_t scratch_bytes(int64_t k_pairs);
+void run(const Bf16GemmWeights& weights, const float* a, int64_t a_row_stride, float* c, int64_t c_row_stride,
+         const Bf16GemmEpilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end, void* scratch);
+}  // namespace amxbf16
 }  // namespace internal
 
 }  // namespace qdqrt::kernels

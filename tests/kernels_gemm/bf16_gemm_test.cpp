@@ -118,8 +118,16 @@ TEST_F(Bf16Gemm, RandomShapes) {
   }
 }
 
+// Rows past one AMX pass of converted rows (about 1 MiB of them: 682 rows at k 768).
+TEST_F(Bf16Gemm, RowsBeyondOneAmxPass) {
+  if (!bf16_amx_usable()) GTEST_SKIP() << "no AMX-BF16 here (" << bf16_amx_unavailable_reason() << ")";
+  EXPECT_GT(800, internal::amxbf16::rows_per_pass(bf16_gemm_k_pairs(768)));
+  Bf16GemmTester().m(800).k(768).n(40).split(700, 0).test();
+}
+
 TEST(Bf16GemmNames, KernelNamesSayDtypeTileAndIsa) {
   EXPECT_EQ(bf16_gemm_kernel_name(Bf16GemmVariant::kAvx512Bf16), "bf16-gemm-14x32-avx512bf16");
+  EXPECT_EQ(bf16_gemm_kernel_name(Bf16GemmVariant::kAmxBf16), "bf16-gemm-32x32-amxbf16");
   EXPECT_EQ(bf16_gemm_kernel_name(Bf16GemmVariant::kScalar), "bf16-gemm-14x32-scalar");
 }
 

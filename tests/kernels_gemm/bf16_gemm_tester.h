@@ -1,7 +1,9 @@
 // Tester of the BF16 GEMM (kernels/bf16/bf16_gemm.h): the AVX512_BF16 kernel against the scalar
 // reference, EXACTLY (same bits), with random data, K and N tails, strided rows, a residual and a
 // clamp, and the work split into row and column ranges the way the engine's threads split it. The
-// reference itself is checked against a sum in double of the bf16-rounded operands.
+// reference itself is checked against a sum in double of the bf16-rounded operands. The AMX-BF16
+// kernel (where the CPU and OS allow it) sums in the tile unit's own order: it is held to the
+// reference within fp32 summation error, |difference| <= 2 k 2^-24 sum |a w| + 2^-22 |value|.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -74,6 +76,7 @@ class Bf16GemmTester {
     epilogue.residual_row_stride = c_stride;
 
     const std::vector<float> reference = run(Bf16GemmVariant::kScalar, weights, a, epilogue);
+    std::vector<double> magnitudes(reference.size(), 0.0);
     // The reference is a GEMM of the bf16-rounded operands: within fp32 summation error of one in
     // double (denormal inputs count as zero).
     for (int row = 0; row < m_; ++row) {
@@ -89,8 +92,19 @@ class Bf16GemmTester {
         double expected = sum + (bias_ ? bias[column] : 0.0f) + (residual_ ? residual[row * c_stride + column] : 0.0f);
         expected = std::min<double>(std::max<double>(expected, min_), max_);
         const float got = reference[static_cast<size_t>(row * c_stride + column)];
+        magnitudes[static_cast<size_t>(row * c_stride + column)] = magnitude;
         ASSERT_NEAR(got, expected, 1e-6 * (magnitude + 4) * (k_ + 4))
             << "reference at row " << row << " column " << column;
+      }
+    }
+    if (bf16_amx_usable()) {
+      const std::vector<float> amx = run(Bf16GemmVariant::kAmxBf16, weights, a, epilogue);
+      for (int row = 0; row < m_; ++row) {
+        for (int column = 0; column < n_; ++column) {
+          const size_t i = static_cast<size_t>(row * c_stride + column);
+          const double bound = 2.0 * (k_ + 1) * std::ldexp(magnitudes[i], -24) + std::ldexp(std::fabs(reference[i]), -22);
+          ASSERT_NEAR(amx[i], reference[i], bound) << "amxbf16 at row " << row << " column " << column;
+        }
       }
     }
     if (!cpu_has_avx512bf16()) return;  // the caller skips with a message
@@ -111,6 +125,7 @@ class Bf16GemmTester {
     const int64_t a_stride = k_ + a_extra_, c_stride = n_ + c_extra_;
     std::vector<float> c(static_cast<size_t>(m_ * c_stride), 12345.0f);
     AlignedBuffer<uint8_t> scratch(static_cast<size_t>(bf16_gemm_scratch_bytes(k_)));
+    std::memset(scratch.data(), 0xFF, scratch.size());  // NaN bf16 pairs: stale scratch must not reach an output
     const int row_split = row_split_ > 0 && row_split_ < m_ ? row_split_ : m_;
     const int column_split =
         column_split_ > 0 ? std::min(n_, column_split_ / kBf16GemmNr * kBf16GemmNr) : n_;
