@@ -11,6 +11,7 @@
 #include "engine/layer.h"
 #include "engine/layer_params.h"
 #include "engine/layers/layer_families.h"
+#include "kernels/bf16/bf16_gemm.h"
 #include "kernels/dispatch.h"
 #include "optimizer/graph_utils.h"
 #include "reference/executor.h"
@@ -124,6 +125,9 @@ class PlanBuilder final : public BuildContext {
     }
     for (const PlanLayer& layer : plan_.layers) {
       if (layer.kernel.find("vbmi") != std::string::npos) features.insert("avx512vbmi");
+      // The AMX-BF16 kernel converts A with AVX512_BF16 too.
+      if (layer.kernel.find("bf16") != std::string::npos) features.insert("avx512bf16");
+      if (layer.kernel.find("amxbf16") != std::string::npos) features.insert("amxbf16");
     }
     plan_.cpu_features.assign(features.begin(), features.end());
     plan_.fixed_batch_reason = fixed_batch_reason_;
@@ -134,6 +138,10 @@ class PlanBuilder final : public BuildContext {
   const Graph& graph() const override { return graph_; }
   kernels::Isa isa() const override { return isa_; }
   int64_t max_batch() const override { return max_batch_; }
+  bool bf16_float_gemm() const override {
+    return options_.bf16 && kernels::bf16_gemm_usable() &&
+           static_cast<int>(isa_) >= static_cast<int>(kernels::Isa::kAvx512Vnni);
+  }
 
   Result<int32_t> input(const std::string& value, Layout layout) override {
     QDQRT_ASSIGN_OR_RETURN(int32_t stored, input_as_stored(value));

@@ -43,6 +43,10 @@ struct BuildOptions {
   // A node no native layer runs is a build error (naming the node, op and reason) instead of a
   // slow "reference" layer running the reference executor's kernel (qdqrt exec --noReferenceLayers).
   bool no_reference_layers = false;
+  // Float MatMul/Gemm layers with constant weights (the ones outside Q/DQ in an INT8 model, every
+  // one in kFp32) run in bf16 with fp32 accumulation (trtexec --bf16: a permission, not a
+  // requirement). Only where kernels::bf16_gemm_usable(); elsewhere they keep their fp32 kernels.
+  bool bf16 = false;
 };
 
 struct TensorBinding {

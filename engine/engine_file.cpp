@@ -23,6 +23,7 @@
 #include "core/file_reading.h"
 #include "engine/engine_file_format.h"
 #include "engine/engine_file_generated.h"
+#include "kernels/bf16/bf16_gemm.h"
 #include "kernels/cpu_features.h"
 
 namespace qdqrt::engine {
@@ -495,7 +496,8 @@ Result<PlanLayer> read_layer(CopyBudget& budget, CopyBudget& blob_budget, const 
 
 // Feature names the plan may list and how to tell whether they are usable here.
 Status check_feature_known(const std::string& feature) {
-  if (feature == "avx512vbmi" || kernels::parse_isa(feature)) return Status::ok();
+  if (feature == "avx512vbmi" || feature == "avx512bf16" || feature == "amxbf16" ||
+      kernels::parse_isa(feature)) return Status::ok();
   return unsupported("engine needs CPU feature '{}', which this qdqrt does not know", shown(feature));
 }
 
@@ -507,6 +509,20 @@ Status check_feature_usable(const std::string& feature) {
           "engine was built for avx512vbmi, which is disabled here: kernels are limited to {} "
           "(QDQRT_MAX_ISA)",
           kernels::isa_name(kernels::active_isa()));
+    }
+    return Status::ok();
+  }
+  if (feature == "avx512bf16") {
+    if (!kernels::bf16_gemm_usable()) {
+      return unsupported("engine was built with --bf16 for avx512bf16, which is not usable here: {}",
+                         kernels::bf16_gemm_unavailable_reason());
+    }
+    return Status::ok();
+  }
+  if (feature == "amxbf16") {
+    if (!kernels::bf16_amx_usable()) {
+      return unsupported("engine was built with --bf16 for amxbf16, which is not usable here: {}",
+                         kernels::bf16_amx_unavailable_reason());
     }
     return Status::ok();
   }

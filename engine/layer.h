@@ -87,6 +87,9 @@ class BuildContext {
   virtual const Graph& graph() const = 0;
   virtual kernels::Isa isa() const = 0;
   virtual int64_t max_batch() const = 0;
+  // Float MatMul/Gemm layers with constant weights run in bf16 (BuildOptions::bf16, and this CPU
+  // runs the bf16 kernels).
+  virtual bool bf16_float_gemm() const { return false; }
 
   // The tensor holding graph value `value`, stored in `layout` (a reorder layer is inserted when
   // it is stored otherwise). Rank != 4 tensors are always kPlain; asking kNhwc for them gives kPlain.

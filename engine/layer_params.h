@@ -165,6 +165,8 @@ inline constexpr IntCodec kGroup{"group", 1, INT64_MAX};
 inline constexpr IntCodec kConvMode{"mode", 0, 6};
 inline constexpr IntCodec kTileRows{"tile_rows", 1, INT64_MAX};
 inline constexpr IntCodec kOutputChannelBlock{"oc_block", 1, INT64_MAX};
+inline constexpr BlobCodec<uint16_t> kBf16Weights{"weights"};  // bf16_gemm: packed bf16 pairs (kernels/bf16/bf16_gemm.h)
+inline constexpr BoolCodec kBf16Amx{"amx"};  // bf16_gemm: the AMX-BF16 kernel, else the AVX512_BF16 one
 inline constexpr BlobCodec<float> kWeights{"weights"};  // NHWC modes, fp32_gemm: packed (kernels/fp32/fp32_sgemm.h)
 // NHWC modes: the epilogue's function after the act.min/act.max clamp.
 inline constexpr EnumCodec<kernels::Fp32EpilogueActivation> kEpilogueFunction{

@@ -135,7 +135,8 @@ Status validate_dataflow(const EnginePlan& plan) {
 }
 
 // Kernel names end with what they need: "-scalar", "-avx2", "-avxvnni", "-avx512vnni", "-amxint8", and the
-// avx512 supporting kernels "-avx512", "-avx512bw", "-avx512vbmi" (all within avx512vnni's level).
+// avx512 supporting kernels "-avx512", "-avx512bw", "-avx512vbmi", "-avx512bf16" (all within avx512vnni's
+// level), and "-amxbf16" (amxint8's level).
 Status validate_kernels(const EnginePlan& plan) {
   std::optional<kernels::Isa> plan_isa = kernels::parse_isa(plan.isa);
   if (!plan_isa) return invalid_model("engine: the plan's ISA '{}' is unknown", plan.isa);
@@ -185,7 +186,7 @@ int kernel_isa_level(const std::string& kernel) {
   if (suffix == "avx2") return static_cast<int>(kernels::Isa::kAvx2);
   if (suffix == "avxvnni") return static_cast<int>(kernels::Isa::kAvxVnni);
   if (suffix.starts_with("avx512")) return static_cast<int>(kernels::Isa::kAvx512Vnni);
-  if (suffix == "amxint8") return static_cast<int>(kernels::Isa::kAmxInt8);
+  if (suffix == "amxint8" || suffix == "amxbf16") return static_cast<int>(kernels::Isa::kAmxInt8);
   return -1;
 }
 

@@ -353,6 +353,9 @@ Result<std::shared_ptr<const RangeEngine>> RangeEngine::from_contents(std::uniqu
   options.only_passes = range.only_passes;
   options.disabled_passes = range.disabled_passes;
   options.no_reference_layers = range.no_reference_layers;
+  // Built with bf16 where its kernels ran (the plan then needs the avx512bf16 feature).
+  options.bf16 = std::find(contents.plan.cpu_features.begin(), contents.plan.cpu_features.end(), "avx512bf16") !=
+                 contents.plan.cpu_features.end();
   auto configured = configure(std::move(source), range.profiles, options);
   if (!configured.ok()) return configured.status().with_context("the model and profiles it holds");
   std::shared_ptr<RangeEngine> engine = *configured;

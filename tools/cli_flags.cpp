@@ -134,7 +134,6 @@ std::string describe_unknown_arguments(const std::vector<std::string>& extras, c
 const std::vector<ForeignFlag>& trtexec_flags_without_cpu_meaning() {
   static const std::vector<ForeignFlag> kFlags = {
       {"--fp16", false, "no FP16 kernels: layers run INT8 where the model has Q/DQ, FP32 elsewhere"},
-      {"--bf16", false, "no BF16 kernels: layers run INT8 where the model has Q/DQ, FP32 elsewhere"},
       {"--fp8", false, "no FP8 kernels: layers run INT8 where the model has Q/DQ, FP32 elsewhere"},
       {"--int4", false, "no INT4 kernels: layers run INT8 where the model has Q/DQ, FP32 elsewhere"},
       {"--noTF32", false, "FP32 layers compute in full FP32 already"},

@@ -23,6 +23,7 @@
 #include "tools/calibration/calibration_cache.h"
 #include "tools/calibration/qdq_insertion.h"
 #include "tools/engine_from_graph.h"
+#include "kernels/bf16/bf16_gemm.h"
 #include "tools/layer_precisions.h"
 #include "tools/npy.h"
 #include "tools/trtexec_log.h"
@@ -296,6 +297,7 @@ void write_option_sections(const ExecOptions& options, std::ostream& out) {
                           : options.fp32                     ? "FP32 (fake quantization removed)"
                           : options.calib_path.empty()       ? "FP32+INT8 (INT8 where the model has Q/DQ)"
                                                              : "FP32+INT8 (Q/DQ from the calibration cache)";
+  if (options.bf16 && options.load_engine_path.empty()) precision += ", BF16 for float MatMul/Gemm (--bf16)";
   out << fmt::format("Precision: {}\n", precision);
   out << fmt::format("Calibration: {}\n", !options.calib_path.empty() ? options.calib_path
                                           : options.fp32              ? std::string("Disabled")
@@ -362,6 +364,7 @@ Result<std::shared_ptr<const engine::RangeEngine>> make_range_engine(const ExecO
   engine::BuildOptions build;
   build.precision = options.precision();
   build.no_reference_layers = options.no_reference_layers;
+  build.bf16 = options.bf16;
   out << "=== Build ===\n";
   out << fmt::format("Model: {}\n", options.onnx_path);
   out.flush();
@@ -457,6 +460,12 @@ std::optional<RunError> warn_reference_layers(const engine::EnginePlan& plan, co
 
 std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) {
   for (const std::string& note : options.notes) out << "[W] " << note << "\n";
+  if (options.bf16 && !options.load_engine_path.empty()) {
+    out << "[W] --bf16 ignored with --loadEngine: the engine's kernels were chosen when it was built\n";
+  } else if (options.bf16 && !kernels::bf16_gemm_usable()) {
+    out << fmt::format("[W] --bf16: {}, so float MatMul/Gemm layers keep their fp32 kernels\n",
+                       kernels::bf16_gemm_unavailable_reason());
+  }
   write_option_sections(options, out);
 
   if (options.plan_version_only) {
@@ -492,6 +501,7 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     build.precision = options.precision();
     build.input_shapes = options.build_shapes();
     build.no_reference_layers = options.no_reference_layers;
+    build.bf16 = options.bf16;
     // An input read from a .npy file without --shapes is built for the file's shape.
     for (const InputFileSpec& spec : options.input_files) {
       if (build.input_shapes.count(spec.name) || is_raw_input_file(spec.path)) continue;

@@ -142,6 +142,9 @@ void add_exec_flags(CLI::App& exec, ExecCommandLine& line) {
   exec.add_flag("--int8", options.int8, "INT8 layers from the model's Q/DQ (the default)");
   exec.add_flag("--fp32", options.fp32, "Build the same model all in float, for comparison");
   exec.add_flag("--best", options.best, "The fastest precision available (INT8)");
+  exec.add_flag("--bf16", options.bf16,
+                "Float MatMul/Gemm layers with constant weights (those outside Q/DQ) in bf16 with fp32 sums,\n"
+                "where the CPU has AVX512_BF16 (else a warning and fp32 kernels)");
   exec.add_option("--shapes", line.shapes_texts,
                   "Input shapes, e.g. input:8x1x28x28. With --onnx the shapes built for (maximum batch)\n"
                   "and run; with --loadEngine the run shapes (batch up to the engine's maximum)")

@@ -27,6 +27,9 @@ struct ExecOptions {
   bool int8 = false;
   bool fp32 = false;
   bool best = false;
+  // --bf16: float MatMul/Gemm layers with constant weights run in bf16 (fp32 sums) where the CPU
+  // has AVX512_BF16; elsewhere a warning and fp32 kernels (engine::BuildOptions::bf16).
+  bool bf16 = false;
 
   // --shapes: with --onnx the build (maximum) and run shapes; with --loadEngine the run shapes.
   std::map<std::string, Shape> shapes;

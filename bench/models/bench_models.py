@@ -46,7 +46,10 @@ TORCHVISION_MODELS = ("resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0")
 ENCODER_MODELS = ("bert_encoder",)
 QUICK_MODELS = ("fmnist_resnet", "mobilenet_v2")
 VARIANTS = ("fp32", "qdq", "ort_s8", "ort_u8")
-QUANTIZED_VARIANTS = ("qdq", "ort_s8", "ort_u8")  # qdq: pytorch-quantization style; ort_*: quantize_static style
+QUANTIZED_VARIANTS = ("qdq", "ort_s8", "ort_u8", "qdq+bf16")  # qdq: pytorch-quantization style; ort_*: quantize_static style
+# --coverage --bf16: the QDQ file again with qdqrt exec --bf16 (its float MatMul/Gemm layers in bf16),
+# an extra row beside the standard ones; its ORT figure is the QDQ row's (the same file).
+BF16_VARIANT = "qdq+bf16"
 # --dynamic: model -> (the profile's min, opt, max, and the shapes timed), batch 1, the `ci` tier's network.
 DYNAMIC_MODELS = {
     "yolo": {"min": "1x3x320x320", "opt": "1x3x640x640", "max": "1x3x640x640",
@@ -662,10 +665,13 @@ def coverage_row(name, variant, threads, shape_flag, macs, error=None):
 def coverage_group(args, workdir, name, files, threads, inputs, macs):
     """One model's FP32 and QDQ rows at `threads`: args.rounds rounds of the four runs (qdqrt and
     ORT on each file), in an order that flips every round; medians over the rounds."""
-    rows = {variant: coverage_row(name, variant, threads, inputs[name, variant], macs[name, variant])
-            for variant in ("fp32", "qdq")}
+    variants = ("fp32", "qdq", BF16_VARIANT) if args.bf16 else ("fp32", "qdq")
+    source = {variant: "qdq" if variant == BF16_VARIANT else variant for variant in variants}
+    rows = {variant: coverage_row(name, variant, threads, inputs[name, source[variant]], macs[name, source[variant]])
+            for variant in variants}
     layer_info = {variant: os.path.join(workdir, f"{name}_{variant}_t{threads}.layers.json") for variant in rows}
-    runs = [(side, variant) for variant in ("fp32", "qdq") for side in ("qdqrt", "ort")]
+    runs = [(side, variant) for variant in variants for side in ("qdqrt", "ort")
+            if not (variant == BF16_VARIANT and side == "ort")]
     load = load_average()
     for round_index in range(args.rounds):
         log(f"{name} threads={threads} round {round_index + 1}/{args.rounds} (load {load_average():.1f}) ...")
@@ -673,8 +679,9 @@ def coverage_group(args, workdir, name, files, threads, inputs, macs):
         for side, variant in (reversed(runs) if flip else runs):
             row = rows[variant]
             if side == "qdqrt":
-                value, error = run_qdqrt(args, files[variant], row["input"], threads, workdir,
-                                         extra_flags=[f"--exportLayerInfo={layer_info[variant]}"])
+                value, error = run_qdqrt(args, files[source[variant]], row["input"], threads, workdir,
+                                         extra_flags=[f"--exportLayerInfo={layer_info[variant]}",
+                                                      *(["--bf16"] if variant == BF16_VARIANT else [])])
             else:
                 value, _, error = run_ort(args, files[variant], row["input"], threads)
             row[f"{side}_runs"].append(value)
@@ -682,6 +689,9 @@ def coverage_group(args, workdir, name, files, threads, inputs, macs):
                 row[f"{side}_error"] = error
             log(f"  {side} {variant.upper()} {error or fmt_ms(value) + ' ms'}")
     load = (load + load_average()) / 2
+    if BF16_VARIANT in rows:
+        rows[BF16_VARIANT]["ort_runs"] = list(rows["qdq"]["ort_runs"])
+        rows[BF16_VARIANT]["ort_error"] = rows["qdq"]["ort_error"]
     by_key = {}
     for variant, row in rows.items():
         row["qdqrt_ms"] = median_or_none(row["qdqrt_runs"])
@@ -694,7 +704,7 @@ def coverage_group(args, workdir, name, files, threads, inputs, macs):
             pass
         by_key[name, variant, threads, 1] = row
     for variant, row in rows.items():
-        if coverage_bar(row, by_key)[0] is False:
+        if variant != BF16_VARIANT and coverage_bar(row, by_key)[0] is False:
             log(f"  {variant.upper()} misses a bar: profiling ...")
             row["profile"], row["profile_error"] = profile_qdqrt(args, files[variant], row["input"], threads,
                                                                  workdir, layer_info[variant])
@@ -799,6 +809,9 @@ def main():
                              "each shape and ORT (models " + ",".join(DYNAMIC_MODELS) + ")")
     parser.add_argument("--rounds", type=int, help="--dynamic, --coverage: alternated rounds per row, the table "
                                                    "gives medians (default 3; --coverage 1)")
+    parser.add_argument("--bf16", action="store_true",
+                        help="--coverage: also a QDQ+BF16 row per model, qdqrt exec --bf16 on the QDQ file (its "
+                             "float MatMul/Gemm layers in bf16) against ORT on that file; the standard rows stay")
     parser.add_argument("--coverage", action="store_true",
                         help="models/export_coverage.py's models at their full size, batch 1: FP32 and QDQ rows "
                              "against ORT on the same file and on the FP32 original, the bars they meet, and the "

@@ -73,6 +73,12 @@ struct ColumnBlockSplit {
 // One registration function per file.
 void register_conv(LayerRegistry& registry);         // float_conv/implementations.cpp: Conv
 void register_gemm(LayerRegistry& registry);         // float_gemm.cpp: Gemm, MatMul
+void register_bf16_gemm(LayerRegistry& registry);    // bf16_gemm.cpp: the bf16_gemm kind
+
+// bf16_gemm.cpp: Y = A x (alpha * B) + bias with B ([K, N], or [N, K] with trans_b) constant, in
+// bf16 with fp32 sums (BuildContext::bf16_float_gemm()); float_gemm.cpp's lowerings call it.
+Status add_bf16_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, bool trans_b, float alpha,
+                           const std::vector<float>& bias, int32_t input, int32_t output);
 void register_elementwise(LayerRegistry& registry);  // float_elementwise.cpp: binary, unary, Softmax, BatchNormalization
 void register_pool(LayerRegistry& registry);         // float_pool.cpp: MaxPool, AveragePool, GlobalAveragePool
 void register_shape(LayerRegistry& registry);        // float_shape.cpp: Reshape & co (copy), Concat, Transpose

@@ -141,6 +141,7 @@ Shape image_shape(const PlanTensor& tensor) {
 void register_float_layers(LayerRegistry& registry) {
   fp32::register_conv(registry);
   fp32::register_gemm(registry);
+  fp32::register_bf16_gemm(registry);
   fp32::register_elementwise(registry);
   fp32::register_pool(registry);
   fp32::register_shape(registry);

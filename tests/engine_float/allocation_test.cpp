@@ -3,11 +3,13 @@
 // native kind, and convolutions / GEMMs big enough for the GEMM's blocked path).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <new>
 
 #include "engine/engine.h"
+#include "kernels/bf16/bf16_gemm.h"
 #include "tests/common/allocation_counter.h"
 #include "tests/engine_float/float_cases.h"
 #include "tests/engine_float/harness.h"
@@ -17,15 +19,20 @@ namespace qdqrt::testing {
 namespace {
 
 int64_t allocations_after_first_run(const std::string& text, int threads,
-                                    kernels::Isa max_isa = kernels::Isa::kAvx512Vnni) {
+                                    kernels::Isa max_isa = kernels::Isa::kAvx512Vnni, bool bf16 = false) {
   auto graph = load_text_graph(text, 2);
   EXPECT_TRUE(graph.ok()) << graph.status().to_string();
   if (!graph.ok()) return -1;
   engine::BuildOptions options;
   options.max_isa = max_isa;
+  options.bf16 = bf16;
   auto engine = engine::Engine::build(*graph, options);
   EXPECT_TRUE(engine.ok()) << engine.status().to_string();
   if (!engine.ok()) return -1;
+  if (bf16) {
+    const auto& layers = (*engine)->layers();
+    EXPECT_TRUE(std::any_of(layers.begin(), layers.end(), [](const auto& layer) { return layer.kind == "bf16_gemm"; }));
+  }
   for (const auto& layer : (*engine)->layers()) EXPECT_NE(layer.kind, "reference") << layer.name;
   auto context = (*engine)->create_context({.threads = threads});
   TensorMap inputs = random_inputs(*graph, 2, 3);
@@ -62,6 +69,19 @@ TEST(FloatAllocations, LargeConvolutionsAndGemm) {
   EXPECT_EQ(allocations_after_first_run(text, 2), 0);
   // The AVX2 build of the GEMM blocks differently.
   EXPECT_EQ(allocations_after_first_run(text, 1, kernels::Isa::kAvx2), 0);
+}
+
+// The bf16 GEMMs (BuildOptions::bf16) convert A into the layer's scratch: no allocation either, on
+// AMX tiles and with AVX512_BF16.
+TEST(FloatAllocations, Bf16Gemms) {
+  if (!kernels::bf16_gemm_usable()) GTEST_SKIP() << "no bf16 kernels here (" << kernels::bf16_gemm_unavailable_reason() << ")";
+  const std::string text = model(13, "g (float[N,40,600] x) => (float y)",
+                                 {weights("w", {600, 45}), weights("v", {45, 70})},
+                                 "h = MatMul(x, w)\ny = MatMul(h, v)");
+  for (kernels::Isa isa : {kernels::Isa::kAmxInt8, kernels::Isa::kAvx512Vnni}) {
+    EXPECT_EQ(allocations_after_first_run(text, 1, isa, true), 0) << kernels::isa_name(isa);
+    EXPECT_EQ(allocations_after_first_run(text, 2, isa, true), 0) << kernels::isa_name(isa);
+  }
 }
 
 }  // namespace

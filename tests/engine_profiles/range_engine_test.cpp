@@ -17,6 +17,7 @@
 
 #include "engine/engine_file.h"
 #include "engine/profiles.h"
+#include "kernels/bf16/bf16_gemm.h"
 #include "parser/onnx_loader.h"
 #include "tests/engine_batch/batch_helpers.h"
 #ifdef QDQRT_COUNTS_ALLOCATIONS
@@ -243,6 +244,32 @@ TEST(RangeEngine, Fp32EncoderRunsEverySequenceLengthAndBatch) {
                     Int8Check::kBitExact);
   // Batch 1 and 2 share the plan lowered at the maximum batch: four sequence lengths, four plans.
   EXPECT_EQ((*range)->plans_lowered(), 4);
+}
+
+// BuildOptions::bf16 survives the engine file: a range engine read back lowers a shape it did not
+// store with bf16_gemm layers too (the plan's avx512bf16 feature says it was built so).
+TEST(RangeEngine, Bf16SurvivesTheEngineFileForNewShapes) {
+  if (!kernels::bf16_gemm_usable()) GTEST_SKIP() << "no bf16 kernels here (" << kernels::bf16_gemm_unavailable_reason() << ")";
+  const std::string path = write_encoder(false);
+  engine::BuildOptions options = precision_options(false);
+  options.bf16 = true;
+  auto range = RangeEngine::build_from_file(path, kEncoderProfile, options);
+  ASSERT_TRUE(range.ok()) << range.status().to_string();
+  const std::string file = (std::filesystem::temp_directory_path() / "range_bf16.qdqrt").string();
+  ASSERT_TRUE((*range)->write_file(file).is_ok());
+  auto read = RangeEngine::read_file(file);
+  std::filesystem::remove(file);
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  EXPECT_TRUE((*read)->build_options().bf16);
+  auto engine = (*read)->engine_for({{"x", {2, 32, 64}}});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  int bf16 = 0, fp32 = 0;
+  for (const engine::PlanLayer& layer : (*engine)->plan().layers) {
+    bf16 += layer.kind == "bf16_gemm";
+    fp32 += layer.kind == "fp32_gemm";
+  }
+  EXPECT_GT(bf16, 0);
+  EXPECT_EQ(fp32, 0);
 }
 
 TEST(RangeEngine, QdqEncoderRunsEverySequenceLength) {

@@ -193,5 +193,19 @@ assert built == loaded, 'the loaded engine gives other outputs than the built on
 " "$work/built.json" "$work/output.json" || fail "built and loaded outputs differ"
 fi
 
+# --bf16: float MatMul/Gemm layers in bf16 where the CPU runs the bf16 kernels (--dumpLayerInfo names
+# them); where it cannot (kernels limited to avx2 here), a warning line and the fp32 kernels.
+export QDQRT_MAX_ISA=avx2
+expect 0 stdout "\[W\] --bf16: (kernels are limited to avx2 \(QDQRT_MAX_ISA\)|this CPU lacks AVX512_BF16), so float MatMul/Gemm layers keep their fp32 kernels" \
+  exec --onnx="$model" --fp32 --bf16 --dumpLayerInfo "${quick[@]}"
+grep -q "bf16-gemm" "$work/stdout" && fail "--bf16 under QDQRT_MAX_ISA=avx2 still chose a bf16 kernel"
+unset QDQRT_MAX_ISA
+expect 0 stdout "Precision: .*BF16 for float MatMul/Gemm \(--bf16\)" exec --onnx="$model" --fp32 --bf16 --dumpLayerInfo "${quick[@]}"
+if grep -q avx512_bf16 /proc/cpuinfo; then
+  grep -Eq "bf16-gemm-(14x32-avx512bf16|32x32-amxbf16)" "$work/stdout" || fail "--bf16 --dumpLayerInfo shows no bf16 kernel"
+  grep -q "\[W\] --bf16" "$work/stdout" && fail "--bf16 warned on a CPU with AVX512_BF16"
+fi
+expect 0 stdout "\[W\] --bf16 ignored with --loadEngine" exec --loadEngine="$work/model.qdqrt" --bf16 "${quick[@]}"
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]
