@@ -22,6 +22,7 @@
 #include "engine/layers/float_common.h"
 #include "core/ops/matmul.h"
 #include "kernels/fp32/fp32_sgemm.h"
+#include "kernels/fp32/fp32_sgemm_prefetch.h"
 
 namespace qdqrt::engine::fp32 {
 
@@ -50,8 +51,10 @@ class GemmLayer final : public Layer {
     const float* a = state.data<float>(input_);
     float* y = state.data<float>(output_);
     work_split(state).for_each_call(begin, end, [&](int64_t first, int64_t last, int64_t column_begin, int64_t column_end) {
-      kernels::run_sgemm(packed_, a, packed_.channels, y, packed_.n, kernels::Fp32Epilogue{}, first * packed_.mr,
-                         std::min(rows, last * packed_.mr), static_cast<int>(column_begin), static_cast<int>(column_end));
+      kernels::run_sgemm_with_layout(packed_, a, packed_.channels, y, packed_.n, kernels::Fp32Epilogue{},
+                                     first * packed_.mr, std::min(rows, last * packed_.mr),
+                                     static_cast<int>(column_begin), static_cast<int>(column_end),
+                                     kernels::SgemmALayout::kAuto);
     });
   }
 
@@ -181,8 +184,8 @@ class MatMulLayer final : public Layer {
       }
       const int64_t row_begin = (item - matrix * tiles) * mr_;
       const int64_t row_end = std::min(m, (last - matrix * tiles) * mr_);
-      kernels::run_sgemm(packed, a + matrix * m * k_, k_, y + matrix * m * n_, n_, kernels::Fp32Epilogue{}, row_begin,
-                         row_end, 0, n);
+      kernels::run_sgemm_with_layout(packed, a + matrix * m * k_, k_, y + matrix * m * n_, n_, kernels::Fp32Epilogue{},
+                                     row_begin, row_end, 0, n, kernels::SgemmALayout::kAuto);
       item = last;
     }
   }
