@@ -27,6 +27,7 @@ constexpr int64_t kRowsOuterBytes = internal::kSgemmRowsOuterBytes;
 constexpr int64_t kRowBlockBytes = internal::kSgemmRowBlockBytes;
 constexpr int kPackAMinDepth = 256;
 constexpr int kPackAMinPanels = 8;
+constexpr int kShortTileRows = 4;
 
 // Walks k blocks x row tiles x panels of [m_begin, m_end) x [n_begin, n_end); fill(m, mr, pointers)
 // writes the pointers of rows m..m+mr-1 for every tap (pointers[tap * MR + r]). may_pack_a: a
@@ -86,6 +87,14 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
   const int64_t block = block_tiles * packed.mr;
   alignas(64) float copied_a[kCopyCapacity];
   const float* copied_rows[kPointerCapacity];  // [tile][tap of the block][MR]
+  // Rows of the packed-A tile starting at m: MR, except that a short last tile (a few rows run at
+  // the multiply-add latency, not its throughput: 197 = 14 x 14 + 1) shares the rows of the tile
+  // before it. As many tiles as MR-row ones.
+  auto packed_rows = [&](int64_t m, int64_t block_end) {
+    const int64_t left = block_end - m;
+    if (left <= packed.mr) return static_cast<int>(left);
+    return static_cast<int>(left < packed.mr + kShortTileRows ? (left + 1) / 2 : packed.mr);
+  };
   // The weights of a depth block of panel n (whose rows are packed.nr floats).
   auto block_weights = [&](int n, int tap, int channel) {
     return packed.data.data() + n / packed.nr * panel_floats +
@@ -175,10 +184,11 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
           a_tap = 0;
           args.channel_begin = 0;
         } else if (pack_a) {
-          for (int64_t m = block_begin; m < block_end; m += packed.mr) {
-            const int64_t tile = (m - block_begin) / packed.mr;
+          // Taps 1: the fill wrote one pointer per row, in row order.
+          for (int64_t m = block_begin, tile = 0; m < block_end; m += packed_rows(m, block_end), ++tile) {
             float* out = copied_a + tile * tile_packed_floats;
-            internal::pack_sgemm_a(tile_rows(m), rows(m), packed.mr, channel, args.channels, out);
+            internal::pack_sgemm_a(pointers + (m - block_begin), packed_rows(m, block_end), packed.mr, channel,
+                                   args.channels, out);
             copied_rows[tile * tile_pointers] = out;
           }
           block_a = copied_rows;
@@ -210,9 +220,9 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
           const int64_t tile_lines = (next_lines + tiles - 1) / tiles;
           internal::SgemmPrefetch prefetch;
           prefetch.begin = next;
-          for (int64_t m = block_begin; m < block_end; m += packed.mr) {
-            args.mr = rows(m);
-            args.a = block_a + (m - block_begin) / packed.mr * tile_pointers + a_tap * packed.mr;
+          for (int64_t m = block_begin, tile = 0; m < block_end; m += args.mr, ++tile) {
+            args.mr = pack_a ? packed_rows(m, block_end) : rows(m);
+            args.a = block_a + tile * tile_pointers + a_tap * packed.mr;
             args.c = c + m * c_row_stride + n;
             args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
             // (The packed-A microkernel does not prefetch the next tile's output.)
@@ -220,8 +230,7 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
             args.next_c = has_next ? args.c + packed.mr * c_row_stride : nullptr;
             args.next_residual =
                 has_next && args.residual ? args.residual + packed.mr * epilogue.residual_row_stride : nullptr;
-            prefetch.lines =
-                std::clamp<int64_t>(next_lines - (m - block_begin) / packed.mr * tile_lines, 0, tile_lines);
+            prefetch.lines = std::clamp<int64_t>(next_lines - tile * tile_lines, 0, tile_lines);
             if (pack_a) {
               packed_a_ukernel(args, prefetch);
               prefetch.begin += prefetch.lines * (64 / sizeof(float));
