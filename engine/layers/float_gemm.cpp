@@ -14,7 +14,8 @@
 // exported from nn.MultiheadAttention runs [L, N, E] with the batch on dim 1 and its heads as
 // [N * heads, L, d]; the rows and matrices are counted at run time from the tensors' elements.
 // Every output is summed in k order whatever the split, so its bits do not depend on the batch or
-// the thread count. Nothing allocates in run().
+// the thread count. Both run run_sgemm_with_layout(kAuto): a deep k with many columns packs A per
+// row block (kernels/fp32/fp32_sgemm_prefetch.h), with the same bits. Nothing allocates in run().
 #include <algorithm>
 
 #include <fmt/format.h>

@@ -3,7 +3,8 @@
 // line every few k steps. The driver hands each row tile of a panel a share of the next panel's
 // block, so weights that come from L3 or memory (each read once per row block: ResNet-50's layer3
 // and layer4, a transformer's projections) arrive while the current panel computes instead of
-// stalling the next panel's first tile. Sums and results are those of sgemm_ukernel.
+// stalling the next panel's first tile. Sums and results are those of sgemm_ukernel. Also the
+// packed-A microkernel and run_sgemm_with_layout, which the Gemm/MatMul layers call.
 #pragma once
 
 #include <cstdint>
