@@ -391,6 +391,15 @@ internal::SgemmPrefetchUkernelFn sgemm_prefetch_ukernel(Isa isa) {
   return nullptr;
 }
 
+internal::SgemmPrefetchUkernelFn sgemm_packed_a_ukernel(Isa isa) {
+  switch (impl_for(isa)) {
+    case Impl::kScalar: return scalar::sgemm_packed_a_ukernel;
+    case Impl::kAvx2: return avx2::sgemm_packed_a_ukernel;
+    case Impl::kAvx512Skx: return avx512skx::sgemm_packed_a_ukernel;
+  }
+  return scalar::sgemm_packed_a_ukernel;
+}
+
 // ---------------------------------------------------------------- fp32 GEMV / small M
 const internal::SgemvImplementation& sgemv_implementation(Isa isa) {
   static const internal::SgemvImplementation kScalarImpl{};  // the microkernel's 4 x 8 loops

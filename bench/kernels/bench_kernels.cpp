@@ -31,6 +31,7 @@
 #include "kernels/conv/qconv.h"
 #include "kernels/fp32/fp32_gemv.h"
 #include "kernels/fp32/fp32_sgemm.h"
+#include "kernels/fp32/fp32_sgemm_prefetch.h"
 #include "kernels/fp32/fp32_live_taps.h"
 #include "kernels/fp32/fp32_winograd.h"
 #include "kernels/gemm/qmatmul.h"
@@ -421,9 +422,9 @@ void fp32_gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) 
             pack_sgemm_into(matrix_desc, packed.isa, scratch[part].data());
             const PackedSgemm view = packed_sgemm_view(layer.n, 1, layer.k, packed.isa, scratch[part].data(),
                                                        packed.bias.data(), false);
-            run_sgemm(view, a.data() + static_cast<size_t>(matrix) * layer.m * layer.k, layer.k,
-                      c.data() + static_cast<size_t>(matrix) * layer.m * layer.n, layer.n, epilogue, 0, layer.m, 0,
-                      layer.n);
+            run_sgemm_with_layout(view, a.data() + static_cast<size_t>(matrix) * layer.m * layer.k, layer.k,
+                                  c.data() + static_cast<size_t>(matrix) * layer.m * layer.n, layer.n, epilogue, 0,
+                                  layer.m, 0, layer.n, SgemmALayout::kAuto);
           }
         },
         ops, 0.0, fresh_fp32_peak_gflops);
@@ -453,7 +454,8 @@ void fp32_gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) 
           run_sgemm(packed, a.data(), layer.k, c.data(), layer.n, epilogue, 0, layer.m, begin, end);
         } else {
           auto [begin, end] = part_range(layer.m, threads, part, packed.mr);
-          run_sgemm(packed, a.data(), layer.k, c.data(), layer.n, epilogue, begin, end, 0, layer.n);
+          run_sgemm_with_layout(packed, a.data(), layer.k, c.data(), layer.n, epilogue, begin, end, 0, layer.n,
+                                SgemmALayout::kAuto);
         }
       },
       ops, gemv ? static_cast<double>(packed.data.size() * sizeof(float)) : 0.0, fresh_fp32_peak_gflops);

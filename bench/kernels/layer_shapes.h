@@ -123,6 +123,13 @@ inline std::vector<GemmLayer> gemm_layers() {
       {"transformer_d768", "ffn2_128x768x3072", 1, 128, 768, 3072, false, false},
       {"transformer_d768", "attn_qk_12x128x128x64", 12, 128, 128, 64, true, true},
       {"transformer_d768", "attn_pv_12x128x64x128", 12, 128, 64, 128, true, false},
+      // ViT-B/16 at 224x224: 197 tokens (14 x 14 patches and the class token), the packed
+      // in-projection split into its three 768-column parts.
+      {"vit_b_16", "proj_197x768x768", 1, 197, 768, 768, false, false},
+      {"vit_b_16", "mlp1_197x3072x768", 1, 197, 3072, 768, false, false},
+      {"vit_b_16", "mlp2_197x768x3072", 1, 197, 768, 3072, false, false},
+      {"vit_b_16", "attn_qk_12x197x197x64", 12, 197, 197, 64, true, true},
+      {"vit_b_16", "attn_pv_12x197x64x197", 12, 197, 64, 197, true, false},
       // M = 1 or 2 (GEMV): batch-1 and batch-2 fully connected layers.
       {"resnet50", "fc_gemv_1x1000x2048", 1, 1, 1000, 2048, false, false},
       {"mobilenetv2", "fc_gemv_1x1000x1280", 1, 1, 1000, 1280, false, false},

@@ -14,7 +14,8 @@
 // exported from nn.MultiheadAttention runs [L, N, E] with the batch on dim 1 and its heads as
 // [N * heads, L, d]; the rows and matrices are counted at run time from the tensors' elements.
 // Every output is summed in k order whatever the split, so its bits do not depend on the batch or
-// the thread count. Nothing allocates in run().
+// the thread count. Both run run_sgemm_with_layout(kAuto): a deep k with many columns packs A per
+// row block (kernels/fp32/fp32_sgemm_prefetch.h), with the same bits. Nothing allocates in run().
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -22,6 +23,7 @@
 #include "engine/layers/float_common.h"
 #include "core/ops/matmul.h"
 #include "kernels/fp32/fp32_sgemm.h"
+#include "kernels/fp32/fp32_sgemm_prefetch.h"
 
 namespace qdqrt::engine::fp32 {
 
@@ -50,8 +52,10 @@ class GemmLayer final : public Layer {
     const float* a = state.data<float>(input_);
     float* y = state.data<float>(output_);
     work_split(state).for_each_call(begin, end, [&](int64_t first, int64_t last, int64_t column_begin, int64_t column_end) {
-      kernels::run_sgemm(packed_, a, packed_.channels, y, packed_.n, kernels::Fp32Epilogue{}, first * packed_.mr,
-                         std::min(rows, last * packed_.mr), static_cast<int>(column_begin), static_cast<int>(column_end));
+      kernels::run_sgemm_with_layout(packed_, a, packed_.channels, y, packed_.n, kernels::Fp32Epilogue{},
+                                     first * packed_.mr, std::min(rows, last * packed_.mr),
+                                     static_cast<int>(column_begin), static_cast<int>(column_end),
+                                     kernels::SgemmALayout::kAuto);
     });
   }
 
@@ -186,8 +190,8 @@ class MatMulLayer final : public Layer {
       }
       const int64_t row_begin = (item - matrix * tiles) * mr_;
       const int64_t row_end = std::min(m, (last - matrix * tiles) * mr_);
-      kernels::run_sgemm(packed, a + matrix * m * k_, k_, y + matrix * m * n_, n_, kernels::Fp32Epilogue{}, row_begin,
-                         row_end, 0, n);
+      kernels::run_sgemm_with_layout(packed, a + matrix * m * k_, k_, y + matrix * m * n_, n_, kernels::Fp32Epilogue{},
+                                     row_begin, row_end, 0, n, kernels::SgemmALayout::kAuto);
       item = last;
     }
   }

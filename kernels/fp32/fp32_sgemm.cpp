@@ -25,12 +25,18 @@ constexpr int kMaxMr = internal::kSgemmMaxMr;
 constexpr int kCopyAPanels = internal::kSgemmCopyAPanels;
 constexpr int64_t kRowsOuterBytes = internal::kSgemmRowsOuterBytes;
 constexpr int64_t kRowBlockBytes = internal::kSgemmRowBlockBytes;
+constexpr int kPackAMinDepth = 256;
+constexpr int kPackAMinPanels = 8;
+constexpr int kShortTileRows = 4;
 
 // Walks k blocks x row tiles x panels of [m_begin, m_end) x [n_begin, n_end); fill(m, mr, pointers)
-// writes the pointers of rows m..m+mr-1 for every tap (pointers[tap * MR + r]).
+// writes the pointers of rows m..m+mr-1 for every tap (pointers[tap * MR + r]). may_pack_a: a
+// range that walks panels inside row blocks packs each row block's A once per depth block
+// (internal::pack_sgemm_a, taps 1 only) and runs the packed-A microkernel.
 template <class Fill>
 void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, float* c, int64_t c_row_stride,
-           const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
+           const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end,
+           bool may_pack_a = false) {
   const internal::SgemmImplementation& impl = sgemm_implementation(packed.isa);
   const internal::SgemmPrefetchUkernelFn prefetch_ukernel = sgemm_prefetch_ukernel(packed.isa);
   assert(impl.mr == packed.mr && impl.nr == packed.nr && n_begin % packed.nr == 0);
@@ -69,14 +75,26 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
   constexpr int64_t kCopyCapacity = 64 * 1024;  // floats (256 KiB, the row block's A)
   const int64_t tile_copy_floats =
       static_cast<int64_t>(blocking.taps_per_block) * packed.mr * (blocking.channel_chunk + kCopyPad);
-  const bool copy_a = a_row_bytes % 4096 == 0 && (n_end - n_begin + packed.nr - 1) / packed.nr >= kCopyAPanels &&
-                      tile_copy_floats <= kCopyCapacity;
+  const int64_t tile_packed_floats = internal::sgemm_packed_a_floats(packed.mr, blocking.channel_chunk);
+  const bool pack_a = may_pack_a && !rows_outer && packed.taps == 1 && tile_packed_floats <= kCopyCapacity;
+  const internal::SgemmPrefetchUkernelFn packed_a_ukernel = pack_a ? sgemm_packed_a_ukernel(packed.isa) : nullptr;
+  const bool copy_a = !pack_a && a_row_bytes % 4096 == 0 &&
+                      (n_end - n_begin + packed.nr - 1) / packed.nr >= kCopyAPanels && tile_copy_floats <= kCopyCapacity;
   int64_t block_tiles = std::clamp<int64_t>(kRowBlockBytes / std::max<int64_t>(block_depth * 4, 1) / packed.mr, 1,
                                             kPointerCapacity / tile_pointers);
   if (copy_a && !rows_outer) block_tiles = std::clamp<int64_t>(kCopyCapacity / tile_copy_floats, 1, block_tiles);
+  if (pack_a) block_tiles = std::clamp<int64_t>(kCopyCapacity / tile_packed_floats, 1, block_tiles);
   const int64_t block = block_tiles * packed.mr;
   alignas(64) float copied_a[kCopyCapacity];
   const float* copied_rows[kPointerCapacity];  // [tile][tap of the block][MR]
+  // Rows of the packed-A tile starting at m: MR, except that a short last tile (a few rows run at
+  // the multiply-add latency, not its throughput: 197 = 14 x 14 + 1) shares the rows of the tile
+  // before it. As many tiles as MR-row ones.
+  auto packed_rows = [&](int64_t m, int64_t block_end) {
+    const int64_t left = block_end - m;
+    if (left <= packed.mr) return static_cast<int>(left);
+    return static_cast<int>(left < packed.mr + kShortTileRows ? (left + 1) / 2 : packed.mr);
+  };
   // The weights of a depth block of panel n (whose rows are packed.nr floats).
   auto block_weights = [&](int n, int tap, int channel) {
     return packed.data.data() + n / packed.nr * panel_floats +
@@ -165,6 +183,16 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
           block_a = copied_rows;
           a_tap = 0;
           args.channel_begin = 0;
+        } else if (pack_a) {
+          // Taps 1: the fill wrote one pointer per row, in row order.
+          for (int64_t m = block_begin, tile = 0; m < block_end; m += packed_rows(m, block_end), ++tile) {
+            float* out = copied_a + tile * tile_packed_floats;
+            internal::pack_sgemm_a(pointers + (m - block_begin), packed_rows(m, block_end), packed.mr, channel,
+                                   args.channels, out);
+            copied_rows[tile * tile_pointers] = out;
+          }
+          block_a = copied_rows;
+          args.channel_begin = 0;
         }
         for (int n = n_begin; n < n_end; n += packed.nr) {
           args.nc = std::min(packed.nr, n_end - n);
@@ -192,18 +220,21 @@ void drive(const PackedSgemm& packed, const Fill& fill, int64_t a_row_bytes, flo
           const int64_t tile_lines = (next_lines + tiles - 1) / tiles;
           internal::SgemmPrefetch prefetch;
           prefetch.begin = next;
-          for (int64_t m = block_begin; m < block_end; m += packed.mr) {
-            args.mr = rows(m);
-            args.a = block_a + (m - block_begin) / packed.mr * tile_pointers + a_tap * packed.mr;
+          for (int64_t m = block_begin, tile = 0; m < block_end; m += args.mr, ++tile) {
+            args.mr = pack_a ? packed_rows(m, block_end) : rows(m);
+            args.a = block_a + tile * tile_pointers + a_tap * packed.mr;
             args.c = c + m * c_row_stride + n;
             args.residual = epilogue.residual ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
-            const bool has_next = args.last && epilogue.residual && m + packed.mr < block_end;
+            // (The packed-A microkernel does not prefetch the next tile's output.)
+            const bool has_next = !pack_a && args.last && epilogue.residual && m + packed.mr < block_end;
             args.next_c = has_next ? args.c + packed.mr * c_row_stride : nullptr;
             args.next_residual =
                 has_next && args.residual ? args.residual + packed.mr * epilogue.residual_row_stride : nullptr;
-            prefetch.lines =
-                std::clamp<int64_t>(next_lines - (m - block_begin) / packed.mr * tile_lines, 0, tile_lines);
-            if (prefetch_ukernel != nullptr && prefetch.lines > 0) {
+            prefetch.lines = std::clamp<int64_t>(next_lines - tile * tile_lines, 0, tile_lines);
+            if (pack_a) {
+              packed_a_ukernel(args, prefetch);
+              prefetch.begin += prefetch.lines * (64 / sizeof(float));
+            } else if (prefetch_ukernel != nullptr && prefetch.lines > 0) {
               prefetch_ukernel(args, prefetch);
               prefetch.begin += prefetch.lines * (64 / sizeof(float));
             } else {
@@ -314,7 +345,28 @@ void run_row_taps(const PackedSgemm& packed, const SconvGeometry& g, const Sconv
   }
 }
 
+// The GEMMs that pack A (SgemmALayout::kAuto): a deep k (a transformer's projections: 768 and
+// up) and columns enough to spread the packing over.
+bool sgemm_packs_a(const PackedSgemm& packed, int64_t columns) {
+  return packed.channels >= kPackAMinDepth && columns >= kPackAMinPanels * packed.nr;
+}
+
 }  // namespace
+
+namespace internal {
+void pack_sgemm_a(const float* const* rows_a, int rows, int mr, int channel_begin, int channels, float* out) {
+  constexpr int kBlock = kSgemmPackChannels;
+  for (int r = 0; r < rows; ++r) {
+    const float* in = rows_a[r] + channel_begin;
+    float* row_out = out + r * kBlock;
+    int c = 0;
+    for (; c + kBlock <= channels; c += kBlock, row_out += static_cast<int64_t>(mr) * kBlock) {
+      std::memcpy(row_out, in + c, kBlock * sizeof(float));
+    }
+    if (c < channels) std::memcpy(row_out, in + c, static_cast<size_t>(channels - c) * sizeof(float));
+  }
+}
+}  // namespace internal
 
 const char* fp32_epilogue_activation_name(Fp32EpilogueActivation activation) {
   switch (activation) {
@@ -462,6 +514,13 @@ void run_sconv(const PackedSgemm& packed, const SconvGeometry& g, const SconvArg
 
 void run_sgemm(const PackedSgemm& packed, const float* a, int64_t a_row_stride, float* c, int64_t c_row_stride,
                const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end, int n_begin, int n_end) {
+  run_sgemm_with_layout(packed, a, a_row_stride, c, c_row_stride, epilogue, m_begin, m_end, n_begin, n_end,
+                        SgemmALayout::kRows);
+}
+
+void run_sgemm_with_layout(const PackedSgemm& packed, const float* a, int64_t a_row_stride, float* c,
+                           int64_t c_row_stride, const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end,
+                           int n_begin, int n_end, SgemmALayout layout) {
   assert(packed.taps == 1);
   // A few rows (a batch-1 fully connected layer): the GEMV kernel, same sums (fp32_gemv.h).
   if (sgemv_applies(packed, m_end - m_begin)) {
@@ -471,8 +530,10 @@ void run_sgemm(const PackedSgemm& packed, const float* a, int64_t a_row_stride, 
   auto fill = [&](int64_t m, int rows, const float** pointers) {
     for (int r = 0; r < rows; ++r) pointers[r] = a + (m + r) * a_row_stride;
   };
+  const bool pack_a = layout == SgemmALayout::kPacked ||
+                      (layout == SgemmALayout::kAuto && sgemm_packs_a(packed, n_end - n_begin));
   drive(packed, fill, a_row_stride * static_cast<int64_t>(sizeof(float)), c, c_row_stride, epilogue, m_begin, m_end,
-        n_begin, n_end);
+        n_begin, n_end, pack_a);
 }
 
 std::string sgemm_kernel_name(const PackedSgemm& packed, bool convolution) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/fp32/fp32_sgemm.h"
+#include "kernels/fp32/fp32_sgemm_prefetch.h"
 
 #define QDQRT_VECTOR_LANES 1
 #include "kernels/vector_math_inl.h"
@@ -34,6 +35,24 @@ void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
         const float* a = args.a[tap * kMr + r] + args.channel_begin;
         for (int c = 0; c < args.channels; ++c, w += kNr) sum += a[c] * *w;
       }
+      if (args.last) {
+        if (args.residual) sum += args.residual[r * args.residual_row_stride + n];
+        sum = activate(args.activation, std::min(std::max(sum, args.min), args.max));
+      }
+      args.c[r * args.c_row_stride + n] = sum;
+    }
+  }
+}
+
+// A packed by internal::pack_sgemm_a: row r's channel c of the block at a[0]; sums as sgemm_ukernel.
+void sgemm_packed_a_ukernel(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch&) {
+  constexpr int kBlock = internal::kSgemmPackChannels;
+  const float* a = args.a[0];
+  for (int r = 0; r < args.mr; ++r) {
+    for (int n = 0; n < args.nc; ++n) {
+      float sum = args.first ? args.bias[n] : args.c[r * args.c_row_stride + n];
+      const float* w = args.w + n;
+      for (int c = 0; c < args.channels; ++c, w += kNr) sum += a[(c / kBlock * kMr + r) * kBlock + c % kBlock] * *w;
       if (args.last) {
         if (args.residual) sum += args.residual[r * args.residual_row_stride + n];
         sum = activate(args.activation, std::min(std::max(sum, args.min), args.max));

@@ -128,6 +128,79 @@ void tile_rows(const internal::SgemmUkernelArgs& args, const internal::SgemmPref
   with_rows(args.mr, [&](auto rows) { tile<decltype(rows)::value, kVectors, kPrefetch>(args, prefetch); });
 }
 
+// Rows kRows x kVectors vectors of one panel over one block of k, A packed by
+// internal::pack_sgemm_a at args.a[0]: the broadcasts of a k step read one pointer at constant
+// offsets. The weight lines of `prefetch` are spread over the k loop, a few per block of
+// kSgemmPackChannels steps. Sums in k order, as tile().
+template <int kRows, int kVectors>
+void packed_a_tile(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch& prefetch) {
+  constexpr int kBlock = internal::kSgemmPackChannels;
+  V acc[kRows][kVectors];
+  if (args.first) {
+    for (int v = 0; v < kVectors; ++v) {
+      const V bias = load(args.bias + v * kLanes);
+#pragma GCC unroll 16
+      for (int r = 0; r < kRows; ++r) acc[r][v] = bias;
+    }
+  } else {
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 2
+      for (int v = 0; v < kVectors; ++v) {
+        acc[r][v] = load_part(args.c + r * args.c_row_stride + v * kLanes, std::min(kLanes, args.nc - v * kLanes));
+      }
+    }
+  }
+  if (args.last && !args.prefetched) {
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 2
+      for (int v = 0; v < kVectors; ++v) {
+        if (args.residual) {
+          _mm_prefetch(reinterpret_cast<const char*>(args.residual + r * args.residual_row_stride + v * kLanes),
+                       _MM_HINT_T0);
+        }
+        _mm_prefetch(reinterpret_cast<const char*>(args.c + r * args.c_row_stride + v * kLanes), _MM_HINT_ET0);
+      }
+    }
+  }
+  const float* w = args.w;
+  const float* a = args.a[0];
+  auto step = [&](const float* x_row0) __attribute__((always_inline)) {
+    V b[kVectors];
+#pragma GCC unroll 2
+    for (int v = 0; v < kVectors; ++v) b[v] = load(w + v * kLanes);
+    w += kNr;
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const V x = broadcast(x_row0 + r * kBlock);
+#pragma GCC unroll 2
+      for (int v = 0; v < kVectors; ++v) acc[r][v] = fmadd(x, b[v], acc[r][v]);
+    }
+  };
+  const char* prefetch_line = reinterpret_cast<const char*>(prefetch.begin);
+  int64_t prefetch_lines = prefetch.lines;
+  const int blocks = args.channels / kBlock;
+  const int64_t lines_per_block = blocks > 0 ? (prefetch_lines + blocks - 1) / blocks : 0;
+  for (int block = 0; block < blocks; ++block, a += kMr * kBlock) {
+    for (int64_t i = 0; i < lines_per_block && prefetch_lines > 0; ++i, --prefetch_lines, prefetch_line += 64) {
+      _mm_prefetch(prefetch_line, _MM_HINT_T1);
+    }
+    // One k step per iteration: unrolled, the compiler ran out of registers for the accumulators.
+#pragma GCC unroll 1
+    for (int c = 0; c < kBlock; ++c) step(a + c);
+  }
+#pragma GCC unroll 1
+  for (int c = 0; c < args.channels % kBlock; ++c) step(a + c);
+  for (; prefetch_lines > 0; --prefetch_lines, prefetch_line += 64) _mm_prefetch(prefetch_line, _MM_HINT_T1);
+  store_tile(acc, args, args.last);
+}
+
+template <int kVectors>
+void packed_a_rows(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch& prefetch) {
+  with_rows(args.mr, [&](auto rows) { packed_a_tile<decltype(rows)::value, kVectors>(args, prefetch); });
+}
+
 // A direct NCHW tile (internal::DirectNchwArgs): kRows pixels x both vectors of the panel (the
 // padded bias and weights cover them; the store writes nc columns), pixel r's input at r * stride
 // from the step's address (kStride 0: args.stride), so the broadcasts take immediate offsets.
@@ -364,6 +437,11 @@ void sgemm_ukernel(const internal::SgemmUkernelArgs& args) {
 void sgemm_prefetch_ukernel(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch& prefetch) {
   if (args.nc <= kLanes) return tile_rows<1, true>(args, prefetch);
   tile_rows<2, true>(args, prefetch);
+}
+
+void sgemm_packed_a_ukernel(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch& prefetch) {
+  if (args.nc <= kLanes) return packed_a_rows<1>(args, prefetch);
+  packed_a_rows<2>(args, prefetch);
 }
 
 }  // namespace qdqrt::kernels::QDQRT_SGEMM_NAMESPACE

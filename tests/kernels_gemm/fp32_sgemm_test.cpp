@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "fp32_sgemm_tester.h"
+#include "kernels/dispatch.h"
 
 namespace qdqrt::kernels::testing {
 namespace {
@@ -434,6 +435,103 @@ TEST(Fp32Winograd, EpilogueAndSplit) {
           .split(row_split, column_split).residual(true).test_all_isas();
     }
   }
+}
+
+// The packed-A microkernel against the row-pointer one on one tile: every row count, column
+// tails, depths around the packing's 16-channel blocks, first/middle/last depth blocks, the
+// epilogue, with and without weight lines to prefetch. Bitwise equal (same sums in the same order).
+TEST(Fp32SgemmPackedA, MicrokernelMatchesRowPointers) {
+  for (Isa isa : supported_isas()) {
+    const internal::SgemmImplementation& impl = sgemm_implementation(isa);
+    const internal::SgemmPrefetchUkernelFn packed_ukernel = sgemm_packed_a_ukernel(isa);
+    ASSERT_NE(packed_ukernel, nullptr);
+    const int mr = impl.mr, nr = impl.nr;
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    for (int channels : {1, 5, 15, 16, 17, 33, 100, 257}) {
+      const int64_t row_stride = channels + 3;
+      std::vector<float> a(static_cast<size_t>(mr * row_stride + 8));
+      for (float& x : a) x = uniform(rng);
+      AlignedBuffer<float> w(static_cast<size_t>(channels) * nr), bias(static_cast<size_t>(nr));
+      for (size_t i = 0; i < w.size(); ++i) w.data()[i] = uniform(rng);
+      for (size_t i = 0; i < bias.size(); ++i) bias.data()[i] = uniform(rng);
+      const int64_t c_stride = nr + 5;
+      std::vector<float> start(static_cast<size_t>(mr * c_stride)), residual(start.size());
+      for (float& x : start) x = uniform(rng);
+      for (float& x : residual) x = uniform(rng);
+      AlignedBuffer<float> packed_a(static_cast<size_t>(internal::sgemm_packed_a_floats(mr, channels)));
+      for (int rows = 1; rows <= mr; ++rows) {
+        for (int nc : {1, nr / 2 + 1, nr}) {
+          for (int block = 0; block < 3; ++block) {  // first and last, first only, last only
+            SCOPED_TRACE(::testing::Message() << isa_name(isa) << " rows " << rows << " nc " << nc << " channels "
+                                              << channels << " block " << block);
+            const int channel_begin = 1;
+            const int block_channels = channels - channel_begin;
+            if (block_channels < 1) continue;
+            std::vector<const float*> row_pointers(static_cast<size_t>(mr));
+            for (int r = 0; r < rows; ++r) row_pointers[static_cast<size_t>(r)] = a.data() + r * row_stride;
+            internal::pack_sgemm_a(row_pointers.data(), rows, mr, channel_begin, block_channels, packed_a.data());
+            internal::SgemmUkernelArgs args;
+            args.mr = rows;
+            args.nc = nc;
+            args.channels = block_channels;
+            args.first = block != 2;
+            args.last = block != 1;
+            args.w = w.data() + channel_begin * nr;
+            args.bias = bias.data();
+            args.c_row_stride = c_stride;
+            args.residual = block == 0 ? residual.data() : nullptr;
+            args.residual_row_stride = c_stride;
+            args.min = -0.9f;
+            args.max = 3.0f;
+            args.activation = block == 0 ? Fp32EpilogueActivation::kSilu : Fp32EpilogueActivation::kNone;
+            std::vector<float> expected = start, got = start;
+            args.a = row_pointers.data();
+            args.channel_begin = channel_begin;
+            args.c = expected.data();
+            impl.ukernel(args);
+            const float* packed_pointer = packed_a.data();
+            args.a = &packed_pointer;
+            args.channel_begin = 0;
+            args.c = got.data();
+            internal::SgemmPrefetch prefetch;
+            prefetch.begin = w.data();
+            prefetch.lines = block == 1 ? 0 : (channels * nr * 4 + 63) / 64;
+            packed_ukernel(args, prefetch);
+            for (size_t i = 0; i < got.size(); ++i) {
+              ASSERT_EQ(std::memcmp(&got[i], &expected[i], sizeof(float)), 0)
+                  << "row " << i / c_stride << " column " << i % c_stride << ": packed " << got[i] << ", rows "
+                  << expected[i];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// GEMMs whose weights run panels outer (over 256 KiB) with A packed per row block: depths below,
+// at and past the 16-channel blocks and in several depth blocks (with a tail), rows in one and
+// several row blocks with tails, column tails, thread-style splits, the epilogue; against the
+// double reference and bitwise against A read in place. kAuto packs a deep k with many columns.
+TEST(Fp32SgemmPackedA, GemmShapesMatchRowLayout) {
+  uint32_t seed = 900;
+  // Both column halves past 256 KiB of weights.
+  const std::vector<std::pair<int, int>> shapes = {{15, 9000}, {257, 600}, {300, 500}, {768, 200}, {1300, 120},
+                                                   {2048, 130}};
+  for (auto [depth, columns] : shapes) {
+    for (int rows : {3, 14, 29, 97}) {
+      Fp32ConvTester().input_size(1, rows).channels(depth, columns).plain_gemm(true).a_layout(SgemmALayout::kPacked)
+          .split(rows / 2, columns / 2).seed(++seed).test_all_isas();
+    }
+  }
+  Fp32ConvTester().input_size(3, 11).channels(300, 520).plain_gemm(true).a_layout(SgemmALayout::kPacked)
+      .residual(true).clamp(-1.5f, 2.0f).activation(Fp32EpilogueActivation::kSigmoid).pixel_stride_extra(3, 5)
+      .split(13, 250).seed(++seed).test_all_isas();
+  Fp32ConvTester().input_size(2, 50).channels(768, 300).plain_gemm(true).a_layout(SgemmALayout::kAuto)
+      .split(45, 128).seed(++seed).test_all_isas();
+  Fp32ConvTester().input_size(1, 40).channels(1024, 270).plain_gemm(true).a_layout(SgemmALayout::kAuto)
+      .residual(true).seed(++seed).test_all_isas();
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "kernels/fp32/fp32_grouped.h"
 #include "kernels/fp32/fp32_live_taps.h"
 #include "kernels/fp32/fp32_sgemm.h"
+#include "kernels/fp32/fp32_sgemm_prefetch.h"
 #include "kernels/fp32/fp32_winograd.h"
 #include "test_util.h"
 
@@ -66,6 +67,9 @@ class Fp32ConvTester {
   // run_sconv_live_taps (each row tile's taps that read only padding left out); besides the double
   // reference, equal to run_sconv on the same input (same ISA; the dropped products are zeros).
   Fp32ConvTester& live_taps(bool value) { live_taps_ = value; return *this; }
+  // Plain GEMM through run_sgemm_with_layout(layout); besides the double reference, bitwise equal
+  // to run_sgemm (A read in place) over all rows and columns.
+  Fp32ConvTester& a_layout(SgemmALayout value) { a_layout_ = value; return *this; }
 
   void test_all_isas() const {
     for (Isa isa : supported_isas()) test(isa);
@@ -233,7 +237,8 @@ class Fp32ConvTester {
       } else if (grouped) {
         run_grouped_sconv(packed_grouped, geometry, args, epilogue, m_begin, m_end, n_begin, n_end);
       } else if (plain_gemm_) {
-        run_sgemm(packed, input, in_stride, output.data(), out_stride, epilogue, m_begin, m_end, n_begin, n_end);
+        run_sgemm_with_layout(packed, input, in_stride, output.data(), out_stride, epilogue, m_begin, m_end, n_begin,
+                              n_end, a_layout_);
       } else if (live_taps_) {
         run_sconv_live_taps(packed, geometry, args, epilogue, m_begin, m_end, n_begin, n_end);
       } else {
@@ -254,6 +259,15 @@ class Fp32ConvTester {
       run_sconv(packed, geometry, igemm_args, epilogue, 0, out_pixels, 0, output_channels_);
       for (size_t i = 0; i < output.size(); ++i) {
         ASSERT_TRUE(output[i] == igemm[i]) << "element " << i << ": live taps " << output[i] << ", igemm " << igemm[i];
+      }
+    }
+    if (plain_gemm_ && a_layout_ != SgemmALayout::kRows && !channel_scale_) {
+      std::vector<float> rows_layout(output.size(), kSentinel);
+      run_sgemm(packed, input, in_stride, rows_layout.data(), out_stride, epilogue, 0, out_pixels, 0, output_channels_);
+      for (size_t i = 0; i < output.size(); ++i) {
+        ASSERT_EQ(std::memcmp(&output[i], &rows_layout[i], sizeof(float)), 0)
+            << "element " << i << ": layout " << static_cast<int>(a_layout_) << " " << output[i] << ", rows "
+            << rows_layout[i];
       }
     }
     if (direct_nchw_) {
@@ -364,6 +378,7 @@ class Fp32ConvTester {
   float min_ = -INFINITY, max_ = INFINITY;
   bool residual_ = false, bias_ = true, plain_gemm_ = false, depthwise_ = false, winograd_ = false;
   bool channel_scale_ = false, band_output_ = false, direct_nchw_ = false, small_rows_ = false, live_taps_ = false;
+  SgemmALayout a_layout_ = SgemmALayout::kRows;
   int64_t row_split_ = 0;
   int column_split_ = 0;
   uint32_t seed_ = 1;
