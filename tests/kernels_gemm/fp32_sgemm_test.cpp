@@ -85,6 +85,35 @@ TEST(Fp32Sgemm, GroupedConv) {
       .clamp(0.0f, INFINITY).test_all_isas();
 }
 
+// The half-panel driver over RegNet-X's and ResNeXt's group widths (16 channels per group: 2, 4, 10
+// and 25 groups, the last a tail of one group; 32 groups of 4, 8, 16 and 32) and random shapes:
+// group widths that divide the half panel, straddle it or exceed it, tails, 1x1 and 3x3 windows,
+// strides, padding channels, splits, residuals (the tester compares with the dense blocks exactly).
+TEST(Fp32Sgemm, GroupedConvHalfPanels) {
+  uint32_t seed = 900;
+  for (int group : {2, 4, 10, 25}) {
+    Fp32ConvTester().input_size(7, 6).channels(16 * group, 16 * group).groups(group).kernel(3, 3)
+        .padding(1, 1, 1, 1).clamp(0.0f, INFINITY).residual(true).split(9, 32).seed(++seed).test_all_isas();
+  }
+  for (int per_group : {4, 8, 16, 32}) {
+    Fp32ConvTester().input_size(5, 5).channels(32 * per_group, 32 * per_group).groups(32).kernel(3, 3)
+        .stride(2, 2).padding(1, 1, 1, 1).clamp(0.0f, INFINITY).split(4, 64).seed(++seed).test_all_isas();
+  }
+  std::mt19937 rng(77);
+  auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); };
+  for (int trial = 0; trial < 24; ++trial) {
+    const int group = pick(2, 12), in_per_group = pick(1, 20), out_per_group = pick(1, 40), kernel = pick(0, 1) * 2 + 1;
+    const int stride = pick(1, 2);
+    SCOPED_TRACE(::testing::Message() << "trial " << trial << ": " << group << " groups, " << in_per_group << " -> "
+                                      << out_per_group << " channels per group");
+    Fp32ConvTester().batch(pick(1, 2)).input_size(pick(1, 9), pick(1, 9))
+        .channels(group * in_per_group, group * out_per_group).groups(group).kernel(kernel, kernel)
+        .stride(stride, stride).padding(kernel / 2, kernel / 2, kernel / 2, kernel / 2)
+        .pixel_stride_extra(pick(0, 3), pick(0, 3)).residual(pick(0, 1) == 1).bias(pick(0, 3) > 0)
+        .clamp(-1.5f, 2.0f).split(pick(0, 30), pick(0, 3) * 32).seed(++seed).test_all_isas();
+  }
+}
+
 TEST(Fp32Sgemm, Epilogue) {
   Fp32ConvTester().input_size(5, 7).channels(24, 40).clamp(0.0f, INFINITY).test_all_isas();
   Fp32ConvTester().input_size(5, 7).channels(24, 40).clamp(-0.5f, 0.75f).residual(true).test_all_isas();
