@@ -61,6 +61,11 @@ void run_grouped_sconv_blocks(const PackedGroupedSgemm& packed, const SconvGeome
 // channels fit the driver's zero row (kGroupedHalvesMaxChannels).
 inline constexpr int kGroupedHalvesMaxChannels = 4096;
 bool grouped_sgemm_runs_halves(const GroupedSgemmLayout& layout);
+// Whether its half panels run the AVX-512 tile for groups of 4 input and 4 output channels
+// (ResNeXt-50 32x4d's first stage; fp32_grouped_avx512skx.cpp): each 16-channel vector is 4
+// groups, their 16 input channels loaded once per row and shuffled in-lane, so every multiply-add
+// is useful instead of one in four. Up to 3x3 kernels, on the AVX-512 igemm only; same sums.
+bool grouped_sgemm_group4_applies(const GroupedSgemmLayout& layout, Isa isa);
 // Multiply-adds per output of run_grouped_sconv (averaged over the output channels): taps times
 // the input channels a half panel reads, or the block's when it runs dense blocks.
 double grouped_sgemm_depth(const GroupedSgemmLayout& layout, Isa isa);

@@ -99,6 +99,15 @@ TEST(Fp32Sgemm, GroupedConvHalfPanels) {
     Fp32ConvTester().input_size(5, 5).channels(32 * per_group, 32 * per_group).groups(32).kernel(3, 3)
         .stride(2, 2).padding(1, 1, 1, 1).clamp(0.0f, INFINITY).split(4, 64).seed(++seed).test_all_isas();
   }
+  // Groups of 4 in and 4 out (the AVX-512 group-of-4 tile): group counts that leave vectors of 1-3
+  // groups, 1x1 and 3x3, strides, residuals, activations, splits.
+  for (int group : {2, 3, 4, 5, 6, 7, 8, 9, 13, 32}) {
+    Fp32ConvTester().batch(2).input_size(6, 5).channels(4 * group, 4 * group).groups(group).kernel(3, 3)
+        .stride(group % 2 + 1, group % 2 + 1).padding(1, 1, 1, 1).residual(group % 3 == 0)
+        .activation(group == 7 ? Fp32EpilogueActivation::kSilu : Fp32EpilogueActivation::kNone)
+        .clamp(-0.5f, INFINITY).pixel_stride_extra(group % 4, 1).split(13, 32).seed(++seed).test_all_isas();
+    Fp32ConvTester().input_size(4, 6).channels(4 * group, 4 * group).groups(group).seed(++seed).test_all_isas();
+  }
   std::mt19937 rng(77);
   auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); };
   for (int trial = 0; trial < 24; ++trial) {
@@ -111,6 +120,21 @@ TEST(Fp32Sgemm, GroupedConvHalfPanels) {
         .stride(stride, stride).padding(kernel / 2, kernel / 2, kernel / 2, kernel / 2)
         .pixel_stride_extra(pick(0, 3), pick(0, 3)).residual(pick(0, 1) == 1).bias(pick(0, 3) > 0)
         .clamp(-1.5f, 2.0f).split(pick(0, 30), pick(0, 3) * 32).seed(++seed).test_all_isas();
+  }
+}
+
+// The group-of-4 tile runs for 4 input and 4 output channels per group, up to 3x3, on AVX-512
+// only; not for other group widths, larger kernels or the other ISAs (their half panels run).
+TEST(Fp32Sgemm, GroupedConvGroupOfFourRule) {
+  for (Isa isa : supported_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    const bool avx512 = sgemm_tile(isa).nr == 32;
+    EXPECT_EQ(grouped_sgemm_group4_applies(grouped_sgemm_layout(128, 4, 9, 32, isa), isa), avx512);
+    EXPECT_EQ(grouped_sgemm_group4_applies(grouped_sgemm_layout(24, 4, 1, 6, isa), isa), avx512);
+    EXPECT_FALSE(grouped_sgemm_group4_applies(grouped_sgemm_layout(256, 8, 9, 32, isa), isa));
+    EXPECT_FALSE(grouped_sgemm_group4_applies(grouped_sgemm_layout(256, 4, 9, 32, isa), isa));  // 8 out per group
+    EXPECT_FALSE(grouped_sgemm_group4_applies(grouped_sgemm_layout(64, 8, 9, 16, isa), isa));   // 8 in per group
+    EXPECT_FALSE(grouped_sgemm_group4_applies(grouped_sgemm_layout(128, 4, 25, 32, isa), isa));  // 5x5
   }
 }
 
