@@ -411,7 +411,7 @@ void fp32_grouped_benchmark(benchmark::State& state, ConvLayer layer, int thread
   const PackedSgemm& tiled = packed.full.n > 0 ? packed.full : packed.tail;
   state.SetLabel(grouped_sgemm_kernel_name(tiled.isa) +
                  (dense_blocks                                           ? ", dense blocks"
-                  : grouped_sgemm_group4_applies(packed.layout, tiled.isa) ? ", group-of-4 tile"
+                  : grouped_sgemm_shift_applies(packed.layout, tiled.isa) ? ", shift tile"
                   : grouped_sgemm_runs_halves(packed.layout)             ? ", half panels"
                                                                          : ""));
   timed_loop(

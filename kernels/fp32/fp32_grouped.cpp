@@ -115,13 +115,14 @@ void run_grouped_sconv_blocks(const PackedGroupedSgemm& packed, const SconvGeome
 }
 
 namespace avx512skx {
-void group4_ukernel(const internal::SgemmUkernelArgs& args);  // fp32_grouped_avx512skx.cpp
+void grouped_shift_ukernel(const internal::SgemmUkernelArgs& args, int group);  // fp32_grouped_avx512skx.cpp
 }
 
 namespace {
 
-// The weights of the group-of-4 tile: [taps][4][16].
-constexpr int kGroup4MaxTaps = 9;
+// The weights of the shift tile: [taps][group][16], group 4 or 8.
+constexpr int kShiftMaxTaps = 9;
+constexpr int kShiftMaxGroup = 8;
 
 // A half panel of one part (the full blocks or the tail block): `lanes` output channels from
 // part-local column `column`, and the input channels [channel_begin, channel_begin + channels) of
@@ -156,15 +157,15 @@ bool grouped_sgemm_runs_halves(const GroupedSgemmLayout& layout) {
   return block_groups > 1 && channels <= kGroupedHalvesMaxChannels;
 }
 
-bool grouped_sgemm_group4_applies(const GroupedSgemmLayout& layout, Isa isa) {
-  return grouped_sgemm_runs_halves(layout) && layout.in_per_group == 4 && layout.out_per_group == 4 &&
-         layout.taps <= kGroup4MaxTaps && sgemm_implementation(usable_isa(isa)).ukernel == avx512skx::sgemm_ukernel;
+bool grouped_sgemm_shift_applies(const GroupedSgemmLayout& layout, Isa isa) {
+  return grouped_sgemm_runs_halves(layout) && (layout.in_per_group == 4 || layout.in_per_group == 8) &&
+         layout.out_per_group == layout.in_per_group && layout.taps <= kShiftMaxTaps &&
+         sgemm_implementation(usable_isa(isa)).ukernel == avx512skx::sgemm_ukernel;
 }
 
 double grouped_sgemm_depth(const GroupedSgemmLayout& l, Isa isa) {
   if (!grouped_sgemm_runs_halves(l)) return static_cast<double>(l.taps) * l.block_in;
-  // A shuffle beside each multiply-add: counted as two.
-  if (grouped_sgemm_group4_applies(l, isa)) return 2.0 * l.taps * l.in_per_group;
+  if (grouped_sgemm_shift_applies(l, isa)) return static_cast<double>(l.taps) * l.in_per_group;
   const int nr = sgemm_tile(isa).nr, lanes = nr / 2;
   double sum = 0.0;
   int outputs = 0;
@@ -192,8 +193,9 @@ void run_grouped_sconv(const PackedGroupedSgemm& packed, const SconvGeometry& g,
   assert(impl.mr == mr && impl.nr == nr && n_begin % nr == 0);
   const int taps = l.taps;
   assert(taps == g.kernel_height * g.kernel_width && taps <= kSgemmMaxTaps);
-  const bool group4 = grouped_sgemm_group4_applies(l, any.isa);
-  alignas(64) float group4_weights[kGroup4MaxTaps * 4 * 16];
+  const bool shift = grouped_sgemm_shift_applies(l, any.isa);
+  const int group_width = l.in_per_group;
+  alignas(64) float shift_weights[kShiftMaxTaps * kShiftMaxGroup * 16];
   // Padded taps read this zero row at any channel of the input (the packings' own zero rows
   // cover one block's channels).
   const int channels = l.full_out / std::max(l.block_out, 1) * l.block_in + l.tail_in;
@@ -262,21 +264,23 @@ void run_grouped_sconv(const PackedGroupedSgemm& packed, const SconvGeometry& g,
       ukernel_args.w = part.data.data() + half.weight_offset;
       ukernel_args.w_tap_stride = static_cast<int64_t>(part.channels) * nr;
       ukernel_args.bias = part.bias.data() + column;
-      if (group4) {
-        // Lane q * 4 + o (output o of the half's group q) takes its weight on channel j of its
-        // group from the panel row of channel q * 4 + j; lanes past the half stay 0.
+      if (shift) {
+        // Shift s, lane (q, m): the weight of output (m + s) mod G of the half's group q on its
+        // input m, from the panel row of channel q * G + m; lanes past the half stay 0.
         const float* w = ukernel_args.w;
         for (int tap = 0; tap < taps; ++tap) {
-          for (int j = 0; j < 4; ++j) {
-            float* out = group4_weights + (tap * 4 + j) * 16;
-            for (int lane = 0; lane < 16; ++lane) {
-              out[lane] = lane < half.columns
-                              ? w[(static_cast<int64_t>(tap) * part.channels + lane / 4 * 4 + j) * nr + lane]
-                              : 0.0f;
+          for (int s = 0; s < group_width; ++s) {
+            float* out = shift_weights + (tap * group_width + s) * 16;
+            std::fill_n(out, 16, 0.0f);
+            for (int q = 0; q * group_width < half.columns; ++q) {
+              for (int m = 0, column = s; m < group_width; ++m, column = column + 1 == group_width ? 0 : column + 1) {
+                const int lane = q * group_width + m;
+                out[lane] = w[(static_cast<int64_t>(tap) * part.channels + lane) * nr + q * group_width + column];
+              }
             }
           }
         }
-        ukernel_args.w = group4_weights;
+        ukernel_args.w = shift_weights;
       }
       for (int64_t m = block_begin; m < block_end; m += mr) {
         ukernel_args.mr = static_cast<int>(std::min<int64_t>(mr, block_end - m));
@@ -284,8 +288,8 @@ void run_grouped_sconv(const PackedGroupedSgemm& packed, const SconvGeometry& g,
         ukernel_args.c = args.output + m * args.output_row_stride + n;
         ukernel_args.residual =
             epilogue.residual != nullptr ? epilogue.residual + m * epilogue.residual_row_stride + n : nullptr;
-        if (group4) {
-          avx512skx::group4_ukernel(ukernel_args);
+        if (shift) {
+          avx512skx::grouped_shift_ukernel(ukernel_args, group_width);
         } else {
           impl.ukernel(ukernel_args);
         }

@@ -13,7 +13,8 @@
 // own multiply-adds instead of twice as many, ResNeXt's groups of 4 half of the block's. The
 // skipped weights are the block's zeros, so the sums equal run_grouped_sconv_blocks' (the dense
 // blocks, kept as the reference) in value: same k order, each output's products minus exact zeros
-// (only the sign of a zero sum, and a NaN or infinity in another group's input, can differ).
+// (only the sign of a zero sum, and a NaN or infinity in another group's input, can differ);
+// except the shift tile for groups of 4 and 8 (below), whose order differs.
 #pragma once
 
 #include <cstdint>
@@ -61,11 +62,14 @@ void run_grouped_sconv_blocks(const PackedGroupedSgemm& packed, const SconvGeome
 // channels fit the driver's zero row (kGroupedHalvesMaxChannels).
 inline constexpr int kGroupedHalvesMaxChannels = 4096;
 bool grouped_sgemm_runs_halves(const GroupedSgemmLayout& layout);
-// Whether its half panels run the AVX-512 tile for groups of 4 input and 4 output channels
-// (ResNeXt-50 32x4d's first stage; fp32_grouped_avx512skx.cpp): each 16-channel vector is 4
-// groups, their 16 input channels loaded once per row and shuffled in-lane, so every multiply-add
-// is useful instead of one in four. Up to 3x3 kernels, on the AVX-512 igemm only; same sums.
-bool grouped_sgemm_group4_applies(const GroupedSgemmLayout& layout, Isa isa);
+// Whether its half panels run the AVX-512 shift tile for groups of G = 4 or 8 input and G output
+// channels (ResNeXt-50 32x4d's first two stages; fp32_grouped_avx512skx.cpp): each 16-channel
+// vector is 16 / G groups, a row's 16 input channels load as one vector and multiply G weight
+// vectors, one per rotation of the outputs within the group, so every multiply-add is useful
+// instead of one in four or two; the G partial sums are rotated into place and added once per
+// tile. Up to 3x3 kernels, on the AVX-512 igemm only. Its sums are in another order than the
+// dense blocks' (per input channel over the taps, then across channels): equal up to rounding.
+bool grouped_sgemm_shift_applies(const GroupedSgemmLayout& layout, Isa isa);
 // Multiply-adds per output of run_grouped_sconv (averaged over the output channels): taps times
 // the input channels a half panel reads, or the block's when it runs dense blocks.
 double grouped_sgemm_depth(const GroupedSgemmLayout& layout, Isa isa);

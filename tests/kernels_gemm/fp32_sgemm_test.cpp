@@ -99,14 +99,17 @@ TEST(Fp32Sgemm, GroupedConvHalfPanels) {
     Fp32ConvTester().input_size(5, 5).channels(32 * per_group, 32 * per_group).groups(32).kernel(3, 3)
         .stride(2, 2).padding(1, 1, 1, 1).clamp(0.0f, INFINITY).split(4, 64).seed(++seed).test_all_isas();
   }
-  // Groups of 4 in and 4 out (the AVX-512 group-of-4 tile): group counts that leave vectors of 1-3
-  // groups, 1x1 and 3x3, strides, residuals, activations, splits.
-  for (int group : {2, 3, 4, 5, 6, 7, 8, 9, 13, 32}) {
-    Fp32ConvTester().batch(2).input_size(6, 5).channels(4 * group, 4 * group).groups(group).kernel(3, 3)
-        .stride(group % 2 + 1, group % 2 + 1).padding(1, 1, 1, 1).residual(group % 3 == 0)
-        .activation(group == 7 ? Fp32EpilogueActivation::kSilu : Fp32EpilogueActivation::kNone)
-        .clamp(-0.5f, INFINITY).pixel_stride_extra(group % 4, 1).split(13, 32).seed(++seed).test_all_isas();
-    Fp32ConvTester().input_size(4, 6).channels(4 * group, 4 * group).groups(group).seed(++seed).test_all_isas();
+  // Groups of 4 or 8 in and out (the AVX-512 shift tile): group counts that leave vectors of fewer
+  // groups, 1x1 and 3x3, strides, residuals, activations, row tiles of every size, splits.
+  for (int width : {4, 8}) {
+    for (int group : {2, 3, 4, 5, 6, 7, 8, 9, 13, 32}) {
+      Fp32ConvTester().batch(2).input_size(6, 5).channels(width * group, width * group).groups(group).kernel(3, 3)
+          .stride(group % 2 + 1, group % 2 + 1).padding(1, 1, 1, 1).residual(group % 3 == 0)
+          .activation(group == 7 ? Fp32EpilogueActivation::kSilu : Fp32EpilogueActivation::kNone)
+          .clamp(-0.5f, INFINITY).pixel_stride_extra(group % 4, 1).split(13, 32).seed(++seed).test_all_isas();
+      Fp32ConvTester().input_size(4, 6).channels(width * group, width * group).groups(group).seed(++seed)
+          .test_all_isas();
+    }
   }
   std::mt19937 rng(77);
   auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); };
@@ -123,18 +126,21 @@ TEST(Fp32Sgemm, GroupedConvHalfPanels) {
   }
 }
 
-// The group-of-4 tile runs for 4 input and 4 output channels per group, up to 3x3, on AVX-512
-// only; not for other group widths, larger kernels or the other ISAs (their half panels run).
-TEST(Fp32Sgemm, GroupedConvGroupOfFourRule) {
+// The shift tile runs for groups of 4 or 8 input and as many output channels, up to 3x3, on
+// AVX-512 only; not for other group widths, unequal in and out, larger kernels or the other ISAs
+// (their half panels run).
+TEST(Fp32Sgemm, GroupedConvShiftTileRule) {
   for (Isa isa : supported_isas()) {
     SCOPED_TRACE(isa_name(isa));
     const bool avx512 = sgemm_tile(isa).nr == 32;
-    EXPECT_EQ(grouped_sgemm_group4_applies(grouped_sgemm_layout(128, 4, 9, 32, isa), isa), avx512);
-    EXPECT_EQ(grouped_sgemm_group4_applies(grouped_sgemm_layout(24, 4, 1, 6, isa), isa), avx512);
-    EXPECT_FALSE(grouped_sgemm_group4_applies(grouped_sgemm_layout(256, 8, 9, 32, isa), isa));
-    EXPECT_FALSE(grouped_sgemm_group4_applies(grouped_sgemm_layout(256, 4, 9, 32, isa), isa));  // 8 out per group
-    EXPECT_FALSE(grouped_sgemm_group4_applies(grouped_sgemm_layout(64, 8, 9, 16, isa), isa));   // 8 in per group
-    EXPECT_FALSE(grouped_sgemm_group4_applies(grouped_sgemm_layout(128, 4, 25, 32, isa), isa));  // 5x5
+    EXPECT_EQ(grouped_sgemm_shift_applies(grouped_sgemm_layout(128, 4, 9, 32, isa), isa), avx512);
+    EXPECT_EQ(grouped_sgemm_shift_applies(grouped_sgemm_layout(256, 8, 9, 32, isa), isa), avx512);
+    EXPECT_EQ(grouped_sgemm_shift_applies(grouped_sgemm_layout(24, 4, 1, 6, isa), isa), avx512);
+    EXPECT_FALSE(grouped_sgemm_shift_applies(grouped_sgemm_layout(512, 16, 9, 32, isa), isa));  // groups of 16
+    EXPECT_FALSE(grouped_sgemm_shift_applies(grouped_sgemm_layout(256, 4, 9, 32, isa), isa));  // 4 in, 8 out
+    EXPECT_FALSE(grouped_sgemm_shift_applies(grouped_sgemm_layout(64, 8, 9, 16, isa), isa));   // 8 in, 4 out
+    EXPECT_FALSE(grouped_sgemm_shift_applies(grouped_sgemm_layout(72, 2, 9, 36, isa), isa));   // groups of 2
+    EXPECT_FALSE(grouped_sgemm_shift_applies(grouped_sgemm_layout(128, 4, 25, 32, isa), isa));  // 5x5
   }
 }
 
