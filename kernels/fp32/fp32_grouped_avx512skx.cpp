@@ -78,6 +78,7 @@ void shift_rows(const internal::SgemmUkernelArgs& args) {
   int row = 0;
   for (; row + kBlock <= args.mr; row += kBlock) shift_tile<kGroup, kBlock>(args, row);
   switch (args.mr - row) {
+    case 6: if constexpr (kBlock > 6) shift_tile<kGroup, 6>(args, row); break;
     case 5: if constexpr (kBlock > 5) shift_tile<kGroup, 5>(args, row); break;
     case 4: if constexpr (kBlock > 4) shift_tile<kGroup, 4>(args, row); break;
     case 3: if constexpr (kBlock > 3) shift_tile<kGroup, 3>(args, row); break;
@@ -91,7 +92,7 @@ void shift_rows(const internal::SgemmUkernelArgs& args) {
 
 void grouped_shift_ukernel(const internal::SgemmUkernelArgs& args, int group) {
   if (group == 4) {
-    shift_rows<4, 6>(args);
+    shift_rows<4, 7>(args);
   } else {
     shift_rows<8, 3>(args);
   }
