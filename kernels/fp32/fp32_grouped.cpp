@@ -149,6 +149,24 @@ GroupedHalf grouped_half(const GroupedSgemmLayout& l, bool tail, int column, int
   return half;
 }
 
+// The shift tile's weights of one half panel, [taps][kGroup][16]: shift s, lane (q, m) holds the
+// weight of output (m + s) mod kGroup of the half's group q on its input m (the panel row of
+// channel q * kGroup + m); lanes past the half's `columns` are 0. w: the half's first weight row,
+// rows `nr` floats apart, `channels` rows per tap. Unrolled over the lanes: it runs once per half
+// per row block.
+template <int kGroup>
+void pack_shift_weights(const float* w, int taps, int channels, int nr, int columns, float* out) {
+  for (int tap = 0; tap < taps; ++tap, w += static_cast<int64_t>(channels) * nr) {
+    for (int s = 0; s < kGroup; ++s, out += 16) {
+#pragma GCC unroll 16
+      for (int lane = 0; lane < 16; ++lane) {
+        const int q = lane / kGroup, m = lane % kGroup;
+        out[lane] = lane < columns ? w[static_cast<int64_t>(lane) * nr + q * kGroup + (m + s) % kGroup] : 0.0f;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool grouped_sgemm_runs_halves(const GroupedSgemmLayout& layout) {
@@ -267,18 +285,10 @@ void run_grouped_sconv(const PackedGroupedSgemm& packed, const SconvGeometry& g,
       if (shift) {
         // Shift s, lane (q, m): the weight of output (m + s) mod G of the half's group q on its
         // input m, from the panel row of channel q * G + m; lanes past the half stay 0.
-        const float* w = ukernel_args.w;
-        for (int tap = 0; tap < taps; ++tap) {
-          for (int s = 0; s < group_width; ++s) {
-            float* out = shift_weights + (tap * group_width + s) * 16;
-            std::fill_n(out, 16, 0.0f);
-            for (int q = 0; q * group_width < half.columns; ++q) {
-              for (int m = 0, column = s; m < group_width; ++m, column = column + 1 == group_width ? 0 : column + 1) {
-                const int lane = q * group_width + m;
-                out[lane] = w[(static_cast<int64_t>(tap) * part.channels + lane) * nr + q * group_width + column];
-              }
-            }
-          }
+        if (group_width == 4) {
+          pack_shift_weights<4>(ukernel_args.w, taps, part.channels, nr, half.columns, shift_weights);
+        } else {
+          pack_shift_weights<8>(ukernel_args.w, taps, part.channels, nr, half.columns, shift_weights);
         }
         ukernel_args.w = shift_weights;
       }
