@@ -10,7 +10,8 @@
 // When a block holds several groups, run_grouped_sconv runs each panel half by half (one vector of
 // nr / 2 output channels: 16 on AVX-512) with the microkernel's one-vector tile, each half over
 // only the input channels of the groups its columns belong to: RegNet's groups of 16 then do their
-// own multiply-adds instead of twice as many, ResNeXt's groups of 4 half of the block's. The
+// own multiply-adds instead of twice as many (groups of 4 and 8 in and out take the shift tile
+// below on AVX-512). The
 // skipped weights are the block's zeros, so the sums equal run_grouped_sconv_blocks' (the dense
 // blocks, kept as the reference) in value: same k order, each output's products minus exact zeros
 // (only the sign of a zero sum, and a NaN or infinity in another group's input, can differ);
