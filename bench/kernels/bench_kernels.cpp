@@ -30,6 +30,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/conv/qconv.h"
 #include "kernels/fp32/fp32_gemv.h"
+#include "kernels/fp32/fp32_grouped.h"
 #include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/fp32/fp32_sgemm_prefetch.h"
 #include "kernels/fp32/fp32_live_taps.h"
@@ -390,6 +391,43 @@ void fp32_conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, 
       ops, 0.0, fresh_fp32_peak_gflops);
 }
 
+// Grouped fp32 convolution (bias + ReLU), % of the fp32 FMA peak on the group's own multiply-adds:
+// run_grouped_sconv, or with dense_blocks the dense blocks it is tested against
+// (run_grouped_sconv_blocks, every channel of a block). Output pixels split across threads.
+void fp32_grouped_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool dense_blocks) {
+  const int taps = layer.kernel * layer.kernel;
+  const int group_in = layer.input_channels / layer.groups;
+  const auto input = random_floats(static_cast<size_t>(layer.height) * layer.width * layer.input_channels, 1);
+  const auto weights = random_floats(static_cast<size_t>(layer.output_channels) * group_in * taps, 2);
+  const auto bias = random_floats(static_cast<size_t>(layer.output_channels), 3);
+  const PackedGroupedSgemm packed = pack_grouped_sgemm(weights.data(), bias.data(), layer.output_channels, group_in,
+                                                       taps, layer.groups, active_isa());
+  const SconvGeometry geometry = fp32_conv_geometry(layer);
+  const int64_t pixels = geometry.output_pixels_per_image();
+  std::vector<float> output(static_cast<size_t>(pixels) * layer.output_channels);
+  Fp32Epilogue epilogue;
+  epilogue.min = 0.0f;
+  const SconvArgs args{input.data(), output.data(), layer.output_channels};
+  const double ops = 2.0 * static_cast<double>(pixels) * layer.output_channels * group_in * taps;
+  const PackedSgemm& tiled = packed.full.n > 0 ? packed.full : packed.tail;
+  state.SetLabel(grouped_sgemm_kernel_name(tiled.isa) +
+                 (dense_blocks                                           ? ", dense blocks"
+                  : grouped_sgemm_shift_applies(packed.layout, tiled.isa) ? ", shift tile"
+                  : grouped_sgemm_runs_halves(packed.layout)             ? ", half panels"
+                                                                         : ""));
+  timed_loop(
+      state, threads,
+      [&](int part) {
+        auto [begin, end] = part_range(static_cast<int>(pixels), threads, part, tiled.mr);
+        if (dense_blocks) {
+          run_grouped_sconv_blocks(packed, geometry, args, epilogue, begin, end, 0, layer.output_channels);
+        } else {
+          run_grouped_sconv(packed, geometry, args, epilogue, begin, end, 0, layer.output_channels);
+        }
+      },
+      ops, 0.0, fresh_fp32_peak_gflops);
+}
+
 // fp32 GEMM on the igemm microkernel: B constant (packed once, as fp32_gemm) or an activation
 // packed per matrix (as fp32_matmul), % of the fp32 FMA peak. Rows split across threads; one or
 // two rows (GEMV) split the columns.
@@ -574,6 +612,14 @@ void register_benchmarks() {
         name =
             std::string("fp32_direct_nchw/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
         benchmark::RegisterBenchmark(name.c_str(), fp32_conv_benchmark, layer, threads, Fp32ConvForm::kDirectNchw)
+            ->UseRealTime();
+      }
+    }
+    for (const ConvLayer& layer : fp32_grouped_layers()) {
+      for (const bool dense_blocks : {false, true}) {
+        const std::string name = std::string(dense_blocks ? "fp32_grouped_blocks/" : "fp32_grouped/") +
+                                 layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
+        benchmark::RegisterBenchmark(name.c_str(), fp32_grouped_benchmark, layer, threads, dense_blocks)
             ->UseRealTime();
       }
     }

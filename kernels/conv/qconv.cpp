@@ -83,7 +83,8 @@ PackedConv pack_conv(const ConvWeightsDesc& desc, Isa isa, int nr) {
 }
 
 int conv_channel_tiles(const PackedConv& packed) {
-  if (packed.depthwise || packed.groups != 1 || packed.group_weights.empty()) return 1;
+  if (packed.depthwise || packed.group_weights.empty()) return 1;
+  if (packed.groups != 1) return packed.groups;
   const PackedGemm& weights = packed.group_weights[0];
   return (weights.n + weights.nr - 1) / weights.nr;
 }
@@ -155,7 +156,10 @@ void run_conv_channels(const PackedConv& packed, const ConvShape& shape, const C
   geometry.dilation_width = shape.dilation_width;
   geometry.output_height = shape.output_height;
   geometry.output_width = shape.output_width;
-  for (int g = 0; g < packed.groups; ++g) {
+  // Several groups: the tiles are the groups.
+  const int group_begin = packed.groups == 1 ? 0 : std::clamp(tile_begin, 0, packed.groups);
+  const int group_end = packed.groups == 1 ? 1 : std::clamp(tile_end, group_begin, packed.groups);
+  for (int g = group_begin; g < group_end; ++g) {
     const PackedGemm& weights = packed.group_weights[g];
     const uint8_t* input = static_cast<const uint8_t*>(args.input) + static_cast<int64_t>(g) * group_in;
     char* output = static_cast<char*>(args.output) + static_cast<int64_t>(g) * group_out * output_size;
@@ -164,7 +168,7 @@ void run_conv_channels(const PackedConv& packed, const ConvShape& shape, const C
     if (epilogue.residual) {
       group_epilogue.residual = static_cast<const uint8_t*>(epilogue.residual) + static_cast<int64_t>(g) * group_out;
     }
-    // One group: the channel tiles asked for; several: all (conv_channel_tiles is 1).
+    // One group: the channel tiles asked for; several: all of each group's.
     const int n_begin = packed.groups == 1 ? std::min(weights.n, tile_begin * weights.nr) : 0;
     const int n_end = packed.groups == 1 ? std::min(weights.n, tile_end * weights.nr) : weights.n;
     if (n_begin >= n_end) continue;

@@ -86,7 +86,8 @@ void run_conv(const PackedConv& packed, const ConvShape& shape, const ConvRunArg
               int pixel_begin, int pixel_end);
 
 // Output channel blocks a convolution can be split into across threads: the GEMM family's
-// column tiles with one group, else 1 (grouped and depthwise convolutions split by pixels only).
+// column tiles with one group, the groups with several, 1 for depthwise convolutions (split by
+// pixels only).
 int conv_channel_tiles(const PackedConv& packed);
 // Output pixels [pixel_begin, pixel_end) x channel tiles [tile_begin, tile_end) (of
 // conv_channel_tiles): threads computing disjoint ranges write disjoint outputs.

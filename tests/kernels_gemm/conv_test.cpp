@@ -45,6 +45,36 @@ TEST(Conv, Groups) {
   ConvTester().input_size(5, 6).channels(8, 16).groups(8).kernel(3, 3).padding(1, 1, 1, 1).test_all_isas();
 }
 
+// Grouped convolutions split by groups as well as pixels (conv_channel_tiles: one tile per group;
+// depthwise and one-group convolutions keep theirs): RegNet's 25 groups of 16 on 7x7, ResNeXt's 32
+// groups of 4, uneven ranges of groups, a residual.
+TEST(Conv, GroupsSplitByChannelTiles) {
+  QuantSettings residual;
+  residual.residual = true;
+  residual.activation = Activation{ActivationKind::kRelu};
+  ConvTester().input_size(7, 7).channels(400, 400).groups(25).kernel(3, 3).padding(1, 1, 1, 1).split(2)
+      .channel_split(4).test_all_isas();
+  ConvTester().input_size(4, 5).channels(128, 128).groups(32).kernel(3, 3).stride(2, 2).padding(1, 1, 1, 1)
+      .channel_split(3).test_all_isas();
+  ConvTester().input_size(5, 5).channels(30, 45).groups(3).kernel(1, 1).channel_split(2).split(3).test_all_isas();
+  ConvTester().input_size(6, 6).channels(24, 48).groups(6).kernel(3, 3).padding(1, 1, 1, 1).channel_split(5)
+      .quant(residual).test_all_isas();
+  for (Isa isa : supported_isas()) {
+    ConvWeightsDesc desc;
+    std::vector<int8_t> weights(static_cast<size_t>(64 * 16 * 9), 1);
+    const float scale = 0.5f;
+    desc.weight_scales = &scale;
+    desc.input_channels = 64;
+    desc.output_channels = 64;
+    desc.kernel_height = desc.kernel_width = 3;
+    desc.weights = weights.data();
+    desc.groups = 4;
+    EXPECT_EQ(conv_channel_tiles(pack_conv(desc, isa)), 4) << isa_name(isa);
+    desc.groups = 64;  // depthwise: pixels only
+    EXPECT_EQ(conv_channel_tiles(pack_conv(desc, isa)), 1) << isa_name(isa);
+  }
+}
+
 TEST(Conv, Depthwise) {
   int seed = 0;
   for (int channels : {1, 8, 15, 16, 17, 32, 64, 65, 96, 144}) {

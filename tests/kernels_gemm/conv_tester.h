@@ -28,6 +28,9 @@ class ConvTester {
   ConvTester& pixel_stride_extra(int input, int output) { input_extra_ = input; output_extra_ = output; return *this; }
   ConvTester& quant(const QuantSettings& value) { quant_ = value; return *this; }
   ConvTester& split(int parts) { split_ = parts; return *this; }
+  // Each pixel range also in `blocks` ranges of conv_channel_tiles (run_conv_channels), as the
+  // engine splits layers of few pixels.
+  ConvTester& channel_split(int blocks) { channel_split_ = blocks; return *this; }
   ConvTester& seed(uint32_t value) { seed_ = value; return *this; }
   // Fails unless the kernel name contains `part` on every ISA from `from` up (checks that a test
   // reaches the kernel it means to).
@@ -119,9 +122,13 @@ class ConvTester {
           << context << ": ran " << conv_kernel_name(packed, s) << ", expected " << kernel_part_;
     }
     ConvRunArgs args{input.data(), in_stride, actual.data(), out_stride};
+    const int tiles = conv_channel_tiles(packed);
     for (int part = 0; part < split_; ++part) {
-      run_conv(packed, s, args, epilogue, static_cast<int>(out_pixels * part / split_),
-               static_cast<int>(out_pixels * (part + 1) / split_));
+      for (int block = 0; block < channel_split_; ++block) {
+        run_conv_channels(packed, s, args, epilogue, static_cast<int>(out_pixels * part / split_),
+                          static_cast<int>(out_pixels * (part + 1) / split_), tiles * block / channel_split_,
+                          tiles * (block + 1) / channel_split_);
+      }
     }
     expect_outputs_equal(q.output_type, expected.data(), actual.data(), static_cast<int>(out_pixels),
                          output_channels_, out_stride, context + " [" + conv_kernel_name(packed, s) + "]");
@@ -138,6 +145,7 @@ class ConvTester {
   }
 
  private:
+  int channel_split_ = 1;
   int batch_ = 1, input_height_ = 5, input_width_ = 5, input_channels_ = 8, output_channels_ = 8, groups_ = 1;
   int kernel_height_ = 3, kernel_width_ = 3, stride_height_ = 1, stride_width_ = 1;
   int pad_top_ = 0, pad_left_ = 0, pad_bottom_ = 0, pad_right_ = 0, dilation_height_ = 1, dilation_width_ = 1;

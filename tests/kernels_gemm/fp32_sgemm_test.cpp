@@ -86,6 +86,65 @@ TEST(Fp32Sgemm, GroupedConv) {
       .clamp(0.0f, INFINITY).test_all_isas();
 }
 
+// The half-panel driver over RegNet-X's and ResNeXt's group widths (16 channels per group: 2, 4, 10
+// and 25 groups, the last a tail of one group; 32 groups of 4, 8, 16 and 32) and random shapes:
+// group widths that divide the half panel, straddle it or exceed it, tails, 1x1 and 3x3 windows,
+// strides, padding channels, splits, residuals (the tester compares with the dense blocks exactly).
+TEST(Fp32Sgemm, GroupedConvHalfPanels) {
+  uint32_t seed = 900;
+  for (int group : {2, 4, 10, 25}) {
+    Fp32ConvTester().input_size(7, 6).channels(16 * group, 16 * group).groups(group).kernel(3, 3)
+        .padding(1, 1, 1, 1).clamp(0.0f, INFINITY).residual(true).split(9, 32).seed(++seed).test_all_isas();
+  }
+  for (int per_group : {4, 8, 16, 32}) {
+    Fp32ConvTester().input_size(5, 5).channels(32 * per_group, 32 * per_group).groups(32).kernel(3, 3)
+        .stride(2, 2).padding(1, 1, 1, 1).clamp(0.0f, INFINITY).split(4, 64).seed(++seed).test_all_isas();
+  }
+  // Groups of 4 or 8 in and out (the AVX-512 shift tile): group counts that leave vectors of fewer
+  // groups, 1x1 and 3x3, strides, residuals, activations, row tiles of every size, splits.
+  for (int width : {4, 8}) {
+    for (int group : {2, 3, 4, 5, 6, 7, 8, 9, 13, 32}) {
+      Fp32ConvTester().batch(2).input_size(6, 5).channels(width * group, width * group).groups(group).kernel(3, 3)
+          .stride(group % 2 + 1, group % 2 + 1).padding(1, 1, 1, 1).residual(group % 3 == 0)
+          .activation(group == 7 ? Fp32EpilogueActivation::kSilu : Fp32EpilogueActivation::kNone)
+          .clamp(-0.5f, INFINITY).pixel_stride_extra(group % 4, 1).split(13, 32).seed(++seed).test_all_isas();
+      Fp32ConvTester().input_size(4, 6).channels(width * group, width * group).groups(group).seed(++seed)
+          .test_all_isas();
+    }
+  }
+  std::mt19937 rng(77);
+  auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); };
+  for (int trial = 0; trial < 24; ++trial) {
+    const int group = pick(2, 12), in_per_group = pick(1, 20), out_per_group = pick(1, 40), kernel = pick(0, 1) * 2 + 1;
+    const int stride = pick(1, 2);
+    SCOPED_TRACE(::testing::Message() << "trial " << trial << ": " << group << " groups, " << in_per_group << " -> "
+                                      << out_per_group << " channels per group");
+    Fp32ConvTester().batch(pick(1, 2)).input_size(pick(1, 9), pick(1, 9))
+        .channels(group * in_per_group, group * out_per_group).groups(group).kernel(kernel, kernel)
+        .stride(stride, stride).padding(kernel / 2, kernel / 2, kernel / 2, kernel / 2)
+        .pixel_stride_extra(pick(0, 3), pick(0, 3)).residual(pick(0, 1) == 1).bias(pick(0, 3) > 0)
+        .clamp(-1.5f, 2.0f).split(pick(0, 30), pick(0, 3) * 32).seed(++seed).test_all_isas();
+  }
+}
+
+// The shift tile runs for groups of 4 or 8 input and as many output channels, up to 3x3, on
+// AVX-512 only; not for other group widths, unequal in and out, larger kernels or the other ISAs
+// (their half panels run).
+TEST(Fp32Sgemm, GroupedConvShiftTileRule) {
+  for (Isa isa : supported_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    const bool avx512 = sgemm_tile(isa).nr == 32;
+    EXPECT_EQ(grouped_sgemm_shift_applies(grouped_sgemm_layout(128, 4, 9, 32, isa), isa), avx512);
+    EXPECT_EQ(grouped_sgemm_shift_applies(grouped_sgemm_layout(256, 8, 9, 32, isa), isa), avx512);
+    EXPECT_EQ(grouped_sgemm_shift_applies(grouped_sgemm_layout(24, 4, 1, 6, isa), isa), avx512);
+    EXPECT_FALSE(grouped_sgemm_shift_applies(grouped_sgemm_layout(512, 16, 9, 32, isa), isa));  // groups of 16
+    EXPECT_FALSE(grouped_sgemm_shift_applies(grouped_sgemm_layout(256, 4, 9, 32, isa), isa));  // 4 in, 8 out
+    EXPECT_FALSE(grouped_sgemm_shift_applies(grouped_sgemm_layout(64, 8, 9, 16, isa), isa));   // 8 in, 4 out
+    EXPECT_FALSE(grouped_sgemm_shift_applies(grouped_sgemm_layout(72, 2, 9, 36, isa), isa));   // groups of 2
+    EXPECT_FALSE(grouped_sgemm_shift_applies(grouped_sgemm_layout(128, 4, 25, 32, isa), isa));  // 5x5
+  }
+}
+
 TEST(Fp32Sgemm, Epilogue) {
   Fp32ConvTester().input_size(5, 7).channels(24, 40).clamp(0.0f, INFINITY).test_all_isas();
   Fp32ConvTester().input_size(5, 7).channels(24, 40).clamp(-0.5f, 0.75f).residual(true).test_all_isas();

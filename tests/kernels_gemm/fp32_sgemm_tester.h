@@ -58,7 +58,10 @@ class Fp32ConvTester {
   // The input read as NCHW (a copy, ending at a guard page) by run_direct_nchw_f32 over output rows;
   // besides the double reference, bit-identical to run_sconv on the NHWC input (same ISA).
   Fp32ConvTester& direct_nchw(bool value) { direct_nchw_ = value; return *this; }
-  // Grouped (1 < group < channels): run_grouped_sconv on pack_grouped_sgemm's blocks of groups.
+  // Grouped (1 < group < channels): run_grouped_sconv on pack_grouped_sgemm's blocks of groups;
+  // besides the double reference, equal to run_grouped_sconv_blocks (the dense blocks) on the same
+  // ISA (but for the shift tile's sums), and it runs half panels exactly when a block holds several
+  // groups.
   Fp32ConvTester& groups(int value) { group_ = value; return *this; }
   // Plain GEMM: every row also computed in runs of 1 .. the small-M kernel's rows (run_sgemm's GEMV
   // path, fp32_gemv.h), each column range of the split alone, bitwise equal to the same rows of one
@@ -268,6 +271,19 @@ class Fp32ConvTester {
         ASSERT_EQ(std::memcmp(&output[i], &rows_layout[i], sizeof(float)), 0)
             << "element " << i << ": layout " << static_cast<int>(a_layout_) << " " << output[i] << ", rows "
             << rows_layout[i];
+      }
+    }
+    if (grouped) {
+      const GroupedSgemmLayout& layout = packed_grouped.layout;
+      EXPECT_EQ(grouped_sgemm_runs_halves(layout), layout.block_in > group_channels);
+      std::vector<float> blocks(output.size(), kSentinel);
+      SconvArgs blocks_args = args;
+      blocks_args.output = blocks.data();
+      run_grouped_sconv_blocks(packed_grouped, geometry, blocks_args, epilogue, 0, out_pixels, 0, output_channels_);
+      // The shift tile sums in another order: checked against the double reference below only.
+      for (size_t i = 0; i < output.size() && !grouped_sgemm_shift_applies(layout, isa); ++i) {
+        // == : the skipped zero products may change only the sign of a zero sum.
+        ASSERT_TRUE(output[i] == blocks[i]) << "element " << i << ": halves " << output[i] << ", blocks " << blocks[i];
       }
     }
     if (direct_nchw_) {

@@ -39,7 +39,7 @@ class NhwcConvLayer final : public Layer {
     epilogue_.residual_row_stride = g.out_channels;
     geometry_ = conv_geometry(g);
     // The igemm's tile (a grouped conv's parts share it).
-    const kernels::PackedSgemm& tiled = !is_grouped() ? gemm_ : grouped_.full.n > 0 ? grouped_.full : grouped_.tail;
+    const kernels::PackedSgemm& tiled = !is_grouped() ? gemm_ : grouped_tiled();
     mr_ = tiled.mr;
     nr_ = tiled.nr;
     // A group-1 igemm whose taps read only padding for part of the output (dilated convs on small
@@ -61,9 +61,9 @@ class NhwcConvLayer final : public Layer {
     // the window kernel most layers run at half to the full rate, yet 3x still measured best
     // (against 1x and 1.5x, 2 threads): its operations count 3x, so MobileNet's 7x7 and 14x14
     // ones (0.7-1.4 M multiply-adds) split in two at 2 threads instead of leaving one thread idle.
-    // A grouped conv's block multiplies by every channel of its block (zeros included).
+    // A grouped conv multiplies by the channels its half panels or blocks read (zeros included).
     const double depth = g_.mode == ConvMode::kDepthwiseNhwc ? kDepthwiseCostFactor * taps
-                         : is_grouped()                      ? taps * static_cast<double>(grouped_.layout.block_in)
+                         : is_grouped() ? kernels::grouped_sgemm_depth(grouped_.layout, grouped_tiled().isa)
                                                              : taps * static_cast<double>(g_.channels) * live_fraction_;
     return {.items = split.items(), .ops_per_item = 2.0 * item_pixels * item_channels * depth};
   }
@@ -127,6 +127,7 @@ class NhwcConvLayer final : public Layer {
 
   // An igemm conv of 1 < group < C: blocks of groups, each a dense conv (kernels/fp32/fp32_grouped.h).
   bool is_grouped() const { return g_.mode == ConvMode::kIgemm && g_.group != 1; }
+  const kernels::PackedSgemm& grouped_tiled() const { return grouped_.full.n > 0 ? grouped_.full : grouped_.tail; }
 
   // x * gate[image, channel] through the weights: per image of the rows, this call's columns'
   // panels scaled by the image's gate into scratch (a 1x1 stride-1 conv: the plain GEMM path,
