@@ -213,12 +213,15 @@ void bind_engine(py::module_& module) {
   module.def(
       "build",
       [](const py::object& model, const std::string& precision, const py::object& input_shapes,
-         const py::object& max_isa) {
-        return build_engine_handle(model_source_from(model), build_options(precision, input_shapes, max_isa));
+         const py::object& max_isa, bool bf16) {
+        engine::BuildOptions options = build_options(precision, input_shapes, max_isa);
+        options.bf16 = bf16;
+        return build_engine_handle(model_source_from(model), options);
       },
       py::arg("onnx"), py::arg("precision") = "int8", py::arg("input_shapes") = py::none(),
-      py::arg("max_isa") = py::none(),
-      "Builds an engine from an ONNX model (path or bytes). input_shapes: {name: shape at the maximum batch}.");
+      py::arg("max_isa") = py::none(), py::arg("bf16") = false,
+      "Builds an engine from an ONNX model (path or bytes). input_shapes: {name: shape at the maximum batch}; "
+      "bf16: float MatMul/Gemm layers with constant weights in bf16 where the CPU can.");
   module.def(
       "load", [](const py::object& path) { return load_engine_handle(model_source_from(path)); }, py::arg("path"),
       "Loads an engine file (.qdqrt), from a path or its bytes.");

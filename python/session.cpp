@@ -64,6 +64,9 @@ struct SessionOptions {
   py::object max_isa = py::none();
   // A node the engine would run on the reference executor fails the build (BuildOptions::no_reference_layers).
   bool no_reference_layers = false;
+  // Float MatMul/Gemm layers with constant weights in bf16 where the CPU runs the bf16 kernels
+  // (BuildOptions::bf16, `qdqrt exec --bf16`).
+  bool bf16 = false;
 };
 
 // ONNX Runtime's RunOptions. `terminate` set before a run makes it fail as in ORT; set by another
@@ -230,6 +233,7 @@ class InferenceSession {
     for (const std::string& name : graph.outputs) outputs_.push_back(graph_node_arg(graph, name));
     build_options_ = build_options(options_.precision, py::none(), options_.max_isa);
     build_options_.no_reference_layers = options_.no_reference_layers;
+    build_options_.bf16 = options_.bf16;
     if (!options_.optimized_model_filepath.empty()) write_optimized_model(graph);
     if (profile) {
       use_profile(profile);
@@ -764,7 +768,10 @@ void bind_session(py::module_& module) {
       .def_readwrite("precision", &SessionOptions::precision, "qdqrt: 'int8' (default) or 'fp32'")
       .def_readwrite("max_isa", &SessionOptions::max_isa, "qdqrt: highest ISA (None = the machine's best)")
       .def_readwrite("no_reference_layers", &SessionOptions::no_reference_layers,
-                     "qdqrt: fail when a node would run on the reference executor (slow fallback) instead of a native layer");
+                     "qdqrt: fail when a node would run on the reference executor (slow fallback) instead of a native layer")
+      .def_readwrite("bf16", &SessionOptions::bf16,
+                     "qdqrt: float MatMul/Gemm layers with constant weights in bf16 (fp32 sums) where the CPU has "
+                     "AVX512_BF16 or AMX-BF16, as trtexec --bf16; elsewhere they stay fp32");
 
   py::class_<RunOptions>(module, "RunOptions", "ONNX Runtime's RunOptions: terminate is used, the rest kept.")
       .def(py::init<>())

@@ -129,6 +129,40 @@ def test_no_reference_layers_refuses_a_node_no_native_layer_runs(tmp_path):
         qdqrt.InferenceSession(str(tmp_path / "cumsum.onnx"), options)
 
 
+def test_bf16_option_runs_float_matmuls_in_bf16_where_the_cpu_can(tmp_path):
+    from onnx import TensorProto, helper, numpy_helper, save
+
+    rng = np.random.default_rng(7)
+    weight = rng.standard_normal((96, 64)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="projection")], "projection",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 96])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, 64])],
+        [numpy_helper.from_array(weight, "w")])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(tmp_path / "projection.onnx"))
+    x = rng.standard_normal((5, 96)).astype(np.float32)
+    fp32 = qdqrt.InferenceSession(str(tmp_path / "projection.onnx"))
+    assert [layer["kind"] for layer in fp32.engine.layers] == ["fp32_gemm"]
+    options = qdqrt.SessionOptions()
+    assert options.bf16 is False
+    options.bf16 = True
+    bf16 = qdqrt.InferenceSession(str(tmp_path / "projection.onnx"), options)
+    expected = x @ weight
+    with open("/proc/cpuinfo") as cpuinfo:
+        has_bf16 = "avx512_bf16" in cpuinfo.read()
+    if not has_bf16:  # a permission, not a requirement: the fp32 kernel, the fp32 result
+        assert [layer["kind"] for layer in bf16.engine.layers] == ["fp32_gemm"]
+        np.testing.assert_array_equal(bf16.run(None, {"x": x})[0], fp32.run(None, {"x": x})[0])
+        return
+    assert [layer["kind"] for layer in bf16.engine.layers] == ["bf16_gemm"]
+    [y] = bf16.run(None, {"x": x})
+    scale = np.abs(expected).max()
+    assert np.abs(y - expected).max() <= 1e-2 * scale
+    assert np.abs(y - fp32.run(None, {"x": x})[0]).max() > 1e-5 * scale  # bf16 operands, not fp32
+    engine = qdqrt.build(str(tmp_path / "projection.onnx"), precision="fp32", bf16=True)
+    assert [layer["kind"] for layer in engine.layers] == ["bf16_gemm"]
+
+
 def test_errors(session, images):
     with pytest.raises(ValueError, match="'nope' is not an input"):
         session.run(None, {"nope": images[:1]})
