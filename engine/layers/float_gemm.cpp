@@ -27,6 +27,24 @@
 
 namespace qdqrt::engine::fp32 {
 
+Status check_gemm_tensors(const BindContext& context, const PlanTensor& a, const PlanTensor& y, int64_t k, int64_t n) {
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, a, "input", DataType::kFloat, -1));
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, y, "output", DataType::kFloat, -1));
+  if (a.shape.size() < 2 || a.shape.size() != y.shape.size() || a.shape.back() != k || y.shape.back() != n ||
+      !std::equal(a.shape.begin(), a.shape.end() - 1, y.shape.begin()) || a.batched != y.batched) {
+    return context.error(fmt::format("input {} and output {} do not fit k={} n={}", shape_to_string(a.shape),
+                                     shape_to_string(y.shape), k, n));
+  }
+  // Rows are every dim but the last: the batch may be on any of them, the same in A and the output.
+  if (a.batched && (a.batch_axis < 0 || a.batch_axis + 1 >= static_cast<int32_t>(a.shape.size()) ||
+                    batch_layout_of(a) != batch_layout_of(y))) {
+    return context.error(fmt::format("the batch (input dim {}, output dim {}) is not in the rows", a.batch_axis,
+                                     y.batch_axis));
+  }
+  if (k > INT32_MAX / 2 || n > INT32_MAX / 2 || safe_numel({k, n}) < 0) return context.error("B is too large");
+  return Status::ok();
+}
+
 namespace {
 
 constexpr const char* kGemmKind = "fp32_gemm";
@@ -72,22 +90,9 @@ class GemmLayer final : public Layer {
 Result<std::unique_ptr<Layer>> bind_gemm(const BindContext& context) {
   QDQRT_BIND_ASSIGN(const PlanTensor* a, context, context.input(0));
   QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
-  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *a, "input", DataType::kFloat, -1));
-  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, -1));
   QDQRT_ASSIGN_OR_RETURN(int64_t k, params::kK.read(context));
   QDQRT_ASSIGN_OR_RETURN(int64_t n, params::kN.read(context));
-  if (a->shape.size() < 2 || a->shape.size() != y->shape.size() || a->shape.back() != k || y->shape.back() != n ||
-      !std::equal(a->shape.begin(), a->shape.end() - 1, y->shape.begin()) || a->batched != y->batched) {
-    return context.error(fmt::format("input {} and output {} do not fit k={} n={}", shape_to_string(a->shape),
-                                     shape_to_string(y->shape), k, n));
-  }
-  // Rows are every dim but the last: the batch may be on any of them, the same in A and the output.
-  if (a->batched && (a->batch_axis < 0 || a->batch_axis + 1 >= static_cast<int32_t>(a->shape.size()) ||
-                     batch_layout_of(*a) != batch_layout_of(*y))) {
-    return context.error(fmt::format("the batch (input dim {}, output dim {}) is not in the rows", a->batch_axis,
-                                     y->batch_axis));
-  }
-  if (k > INT32_MAX / 2 || n > INT32_MAX / 2 || safe_numel({k, n}) < 0) return context.error("B is too large");
+  QDQRT_RETURN_IF_ERROR(check_gemm_tensors(context, *a, *y, k, n));
   QDQRT_ASSIGN_OR_RETURN(kernels::Isa isa, read_packed_isa(context));
   const int ni = static_cast<int>(n), ki = static_cast<int>(k);
   QDQRT_ASSIGN_OR_RETURN(const float* weights, params::kWeights.read(context, kernels::packed_sgemm_floats(ni, k, isa)));

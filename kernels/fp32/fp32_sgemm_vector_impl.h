@@ -10,19 +10,19 @@
 namespace qdqrt::kernels::QDQRT_SGEMM_NAMESPACE {
 namespace {
 
-// Rows kRows (<= kMr) x kVectors (1 or 2) vectors of one panel, A through the row pointers. kPrefetch:
-// one line of `prefetch` per k step from the first (lines past k after the loop); a separate
-// instance, so the plain kernel's code stays as it was.
-template <int kRows, int kVectors, bool kPrefetch>
-void tile(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch& prefetch) {
-  V acc[kRows][kVectors];
+// The accumulators at the start of a k block: the bias on the first block, else the partial sums
+// in C; on the last block the epilogue's residual and output lines are fetched while the k loop
+// runs (with a short k, the 1x1 expansions of 64 or 128 channels, the epilogue otherwise waits on
+// them from L3).
+template <int kRows, int kVectors>
+[[gnu::always_inline]] inline void start_tile(V (&acc)[kRows][kVectors], const internal::SgemmUkernelArgs& args) {
   if (args.first) {
     for (int v = 0; v < kVectors; ++v) {
       const V bias = load(args.bias + v * kLanes);
 #pragma GCC unroll 16
       for (int r = 0; r < kRows; ++r) acc[r][v] = bias;
     }
-  } else {  // a later block of k: go on from the partial sums in C
+  } else {
 #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 2
@@ -32,8 +32,6 @@ void tile(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch&
     }
   }
   if (args.last && !args.prefetched) {
-    // The epilogue's residual and output lines, fetched while the k loop runs: with a short k (the
-    // 1x1 expansions of 64 or 128 channels) the epilogue otherwise waits on them from L3.
 #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 2
@@ -46,6 +44,15 @@ void tile(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch&
       }
     }
   }
+}
+
+// Rows kRows (<= kMr) x kVectors (1 or 2) vectors of one panel, A through the row pointers. kPrefetch:
+// one line of `prefetch` per k step from the first (lines past k after the loop); a separate
+// instance, so the plain kernel's code stays as it was.
+template <int kRows, int kVectors, bool kPrefetch>
+void tile(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch& prefetch) {
+  V acc[kRows][kVectors];
+  start_tile(acc, args);
   const int channels = args.channels;
   const char* prefetch_line = reinterpret_cast<const char*>(prefetch.begin);
   int64_t prefetch_lines = kPrefetch ? prefetch.lines : 0;
@@ -136,34 +143,7 @@ template <int kRows, int kVectors>
 void packed_a_tile(const internal::SgemmUkernelArgs& args, const internal::SgemmPrefetch& prefetch) {
   constexpr int kBlock = internal::kSgemmPackChannels;
   V acc[kRows][kVectors];
-  if (args.first) {
-    for (int v = 0; v < kVectors; ++v) {
-      const V bias = load(args.bias + v * kLanes);
-#pragma GCC unroll 16
-      for (int r = 0; r < kRows; ++r) acc[r][v] = bias;
-    }
-  } else {
-#pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 2
-      for (int v = 0; v < kVectors; ++v) {
-        acc[r][v] = load_part(args.c + r * args.c_row_stride + v * kLanes, std::min(kLanes, args.nc - v * kLanes));
-      }
-    }
-  }
-  if (args.last && !args.prefetched) {
-#pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 2
-      for (int v = 0; v < kVectors; ++v) {
-        if (args.residual) {
-          _mm_prefetch(reinterpret_cast<const char*>(args.residual + r * args.residual_row_stride + v * kLanes),
-                       _MM_HINT_T0);
-        }
-        _mm_prefetch(reinterpret_cast<const char*>(args.c + r * args.c_row_stride + v * kLanes), _MM_HINT_ET0);
-      }
-    }
-  }
+  start_tile(acc, args);
   const float* w = args.w;
   const float* a = args.a[0];
   auto step = [&](const float* x_row0) __attribute__((always_inline)) {
