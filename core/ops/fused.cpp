@@ -9,6 +9,8 @@
 
 #include "core/checked_math.h"
 #include "core/op_registry.h"
+#include "core/shape_inference.h"
+#include "core/ops/fused_batchnorm.h"
 #include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
 #include "core/ops/fused_op_table.h"
@@ -220,6 +222,22 @@ Result<std::shared_ptr<const OpAttributes>> parse_layer_norm(const Node& node) {
   return make_attributes(std::move(attributes));
 }
 
+Result<std::shared_ptr<const OpAttributes>> parse_fused_batchnorm(const Node& node) {
+  AttributeReader reader(node);
+  FusedBatchNormAttributes attributes;
+  QDQRT_ASSIGN_OR_RETURN(attributes.fused, parse_fused_info(node));
+  const ActivationKind activation = attributes.fused.activation.kind;
+  if (activation != ActivationKind::kNone && activation != ActivationKind::kRelu && activation != ActivationKind::kClip) {
+    return reader.error("activation", fmt::format("must be \"\", Relu or Clip, got \"{}\"", activation_kind_name(activation)));
+  }
+  if (attributes.fused.has_pointwise()) return reader.error("pointwise_code", "is not taken by a FusedBatchNorm");
+  QDQRT_ASSIGN_OR_RETURN(attributes.epsilon, reader.get_float("epsilon", attributes.epsilon));
+  if (!(attributes.epsilon >= 0.0f) || !std::isfinite(attributes.epsilon)) {
+    return reader.error("epsilon", fmt::format("must be finite and >= 0, got {}", attributes.epsilon));
+  }
+  return make_attributes(std::move(attributes));
+}
+
 Result<std::shared_ptr<const OpAttributes>> parse_fused_conv(const Node& node) {
   AttributeReader reader(node);
   FusedConvAttributes attributes;
@@ -351,6 +369,27 @@ OptionalDims broadcast_inputs(const Node&, const InputShapes& inputs) {
 }
 
 using namespace layers;
+
+// FusedBatchNorm: x0's dims with dim 1 the sum of the inputs' (static channel counts; every other
+// static dim equal).
+OptionalDims fused_batchnorm_output_dims(const Node& node, const InputShapes& inputs) {
+  if (node.inputs.size() <= kFusedBatchNormFirstX) return std::nullopt;
+  OptionalDims y = input_dims(inputs, kFusedBatchNormFirstX);
+  if (!y || y->size() < 2) return std::nullopt;
+  int64_t channels = 0;
+  for (size_t slot = kFusedBatchNormFirstX; slot < node.inputs.size(); ++slot) {
+    const OptionalDims x = input_dims(inputs, slot);
+    if (!x || x->size() != y->size() || !(*x)[1].is_static()) return std::nullopt;
+    for (size_t axis = 0; axis < x->size(); ++axis) {
+      if (axis != 1 && (*x)[axis].is_static() && (*y)[axis].is_static() && (*x)[axis].value != (*y)[axis].value) {
+        return std::nullopt;
+      }
+    }
+    channels += (*x)[1].value;
+  }
+  (*y)[1] = static_dim(channels);
+  return y;
+}
 
 // FusedDepthwiseConv's three convs: the optional 1x1 expansion on x [N, C, H, W] to E channels,
 // the depthwise conv [N, E, H', W'] and the optional 1x1 projection to y's channels.
@@ -567,6 +606,12 @@ std::span<const FusedOpRow> fused_ops() {
        .fused_info = fused_info_of<LayerNormAttributes>,
        .output_shape = same_as_input<kNormX>,
        .layer_info_type = "Normalization"},
+      {.op_type = kFusedBatchNorm,  // float inputs and output
+       .kind = "BatchNormalization",
+       .parse_attributes = parse_fused_batchnorm,
+       .fused_info = fused_info_of<FusedBatchNormAttributes>,
+       .output_shape = fused_batchnorm_output_dims,
+       .layer_info_type = "Scale"},
       {.op_type = kSoftmax,
        .output_zero_point = kSoftmaxYZeroPoint,  // float input
        .kind = "Softmax",

@@ -14,6 +14,9 @@
 //   fp32_batchnorm  inference BatchNormalization as y = x * a[c] + b[c]; channels-last (items:
 //                   rows of pixels) when its rank-4 input is stored so (DenseNet's pre-activation
 //                   BatchNorm after a channels-last Concat).
+//   fp32_fused_batchnorm  FusedBatchNorm (core/ops/fused_batchnorm.h): the same scale and shift of
+//                   the channel concatenation of its inputs, read where each lies, then a clamp
+//                   (Relu: [0, inf)); one pass where Concat, BatchNorm and Relu made three.
 // fp32_unary and fp32_softmax take the batch on any axis (any_batch_layout; softmax: before its
 // rows); so does fp32_binary in plain layout.
 #include <algorithm>
@@ -26,6 +29,8 @@
 #include "engine/layers/float_common.h"
 #include "kernels/elementwise/broadcast.h"
 #include "core/ops/elementwise.h"
+#include "core/ops/fused_batchnorm.h"
+#include "core/ops/fused_layers.h"
 #include "core/ops/normalization.h"
 
 namespace qdqrt::engine::fp32 {
@@ -568,53 +573,103 @@ Status lower_softmax(const Node& node, BuildContext& context) {
 // BatchNormalization (inference)
 
 constexpr const char* kBatchNormKind = "fp32_batchnorm";
+constexpr const char* kFusedBatchNormKind = "fp32_fused_batchnorm";
 
 // out[i] = in[i] * a[i] + b[i] for i < count: one channels-last pixel. Compiled per ISA; the same
-// operations on every clone as the plain layer's loop (the build does not contract to FMA).
+// operations on every clone and every vector width as the plain layer's loop: a multiply, then an
+// add (GCC would contract them to an FMA in the FMA clones' wide loops but not in their tails, and
+// a channel's result would depend on where it sits in the pixel).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
+__attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
 #endif
 void scale_shift_pixel(float* __restrict out, const float* __restrict in, const float* __restrict a,
                        const float* __restrict b, int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[i] = in[i] * a[i] + b[i];
 }
 
+// As scale_shift_pixel, then clamped to [low, high] (max first: Relu's max(v, 0), then Clip's min).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
+#endif
+void scale_shift_clamp_pixel(float* __restrict out, const float* __restrict in, const float* __restrict a,
+                             const float* __restrict b, int64_t count, float low, float high) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = in[i] * a[i] + b[i];
+    const float above = v < low ? low : v;
+    out[i] = above > high ? high : above;
+  }
+}
+
+// y = clamp(concat(x0, ..., xk-1 along the channels) * a[c] + b[c]); one input and no clamp for a
+// plain BatchNormalization.
 class BatchNormLayer final : public Layer {
  public:
-  // nhwc: plane_ is the width, rows (image, y) the items.
-  BatchNormLayer(int64_t channels, int64_t plane, int64_t height, bool nhwc, const float* scale_shift, int32_t input,
-                 int32_t output)
+  // nhwc: plane_ is the width, rows (image, y) the items. input_channels: each input's channels,
+  // in order (summing to channels).
+  BatchNormLayer(int64_t channels, int64_t plane, int64_t height, bool nhwc, const float* scale_shift,
+                 std::vector<int32_t> inputs, std::vector<int64_t> input_channels, int32_t output, bool clamp,
+                 float low, float high)
       : channels_(channels),
         plane_(plane),
         height_(height),
         nhwc_(nhwc),
         scale_shift_(scale_shift),
-        input_(input),
-        output_(output) {}
+        inputs_(std::move(inputs)),
+        input_channels_(std::move(input_channels)),
+        output_(output),
+        clamp_(clamp),
+        low_(low),
+        high_(high) {}
 
   WorkShape work(const RunState& state) const override {
     if (nhwc_) {
-      return {.items = state.dim(input_, 0) * height_, .ops_per_item = 2.0 * static_cast<double>(plane_ * channels_)};
+      return {.items = state.dim(inputs_[0], 0) * height_,
+              .ops_per_item = 2.0 * static_cast<double>(plane_ * channels_)};
     }
-    return {.items = state.dim(input_, 0) * channels_, .ops_per_item = 2.0 * static_cast<double>(plane_)};
+    return {.items = state.dim(inputs_[0], 0) * channels_, .ops_per_item = 2.0 * static_cast<double>(plane_)};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
-    const float* x = state.data<float>(input_);
     float* y = state.data<float>(output_);
     if (nhwc_) {
-      for (int64_t pixel = begin * plane_; pixel < end * plane_; ++pixel) {
-        scale_shift_pixel(y + pixel * channels_, x + pixel * channels_, scale_shift_, scale_shift_ + channels_,
-                          channels_);
+      int64_t offset = 0;
+      for (size_t i = 0; i < inputs_.size(); ++i) {
+        const float* x = state.data<float>(inputs_[i]);
+        const int64_t count = input_channels_[i];
+        const float* a = scale_shift_ + offset;
+        const float* b = scale_shift_ + channels_ + offset;
+        for (int64_t pixel = begin * plane_; pixel < end * plane_; ++pixel) {
+          float* out = y + pixel * channels_ + offset;
+          const float* in = x + pixel * count;
+          if (clamp_) {
+            scale_shift_clamp_pixel(out, in, a, b, count, low_, high_);
+          } else {
+            scale_shift_pixel(out, in, a, b, count);
+          }
+        }
+        offset += count;
       }
       return;
     }
     for (int64_t item = begin; item < end; ++item) {
+      const int64_t image = item / channels_;
       const int64_t channel = item % channels_;
+      // The input holding this channel, and the channel within it.
+      size_t source = 0;
+      int64_t local = channel;
+      while (local >= input_channels_[source]) local -= input_channels_[source++];
       const float a = scale_shift_[channel], b = scale_shift_[channels_ + channel];
-      const float* in = x + item * plane_;
+      const float* in = state.data<float>(inputs_[source]) + (image * input_channels_[source] + local) * plane_;
       float* out = y + item * plane_;
-      for (int64_t i = 0; i < plane_; ++i) out[i] = in[i] * a + b;
+      if (clamp_) {
+        for (int64_t i = 0; i < plane_; ++i) {
+          const float v = in[i] * a + b;
+          const float above = v < low_ ? low_ : v;
+          out[i] = above > high_ ? high_ : above;
+        }
+      } else {
+        for (int64_t i = 0; i < plane_; ++i) out[i] = in[i] * a + b;
+      }
     }
   }
 
@@ -622,7 +677,11 @@ class BatchNormLayer final : public Layer {
   int64_t channels_, plane_, height_;
   bool nhwc_;
   const float* scale_shift_;
-  int32_t input_, output_;
+  std::vector<int32_t> inputs_;
+  std::vector<int64_t> input_channels_;
+  int32_t output_;
+  bool clamp_;
+  float low_, high_;
 };
 
 Result<std::unique_ptr<Layer>> bind_batchnorm(const BindContext& context) {
@@ -643,7 +702,61 @@ Result<std::unique_ptr<Layer>> bind_batchnorm(const BindContext& context) {
   const int64_t height = nhwc ? x->shape[2] : 1;
   QDQRT_ASSIGN_OR_RETURN(const float* scale_shift, params::kScaleShift.read(context, 2 * channels));
   return std::unique_ptr<Layer>(std::make_unique<BatchNormLayer>(
-      channels, plane, height, nhwc, scale_shift, context.layer().inputs[0], context.layer().outputs[0]));
+      channels, plane, height, nhwc, scale_shift, std::vector<int32_t>{context.layer().inputs[0]},
+      std::vector<int64_t>{channels}, context.layer().outputs[0], /*clamp=*/false, 0.0f, 0.0f));
+}
+
+// fp32_fused_batchnorm: inputs x0..xk-1 (one layout, batch on dim 0, equal dims but dim 1), the
+// output their concatenation's shape; scale_shift over its channels, then the clamp act.min/max.
+Result<std::unique_ptr<Layer>> bind_fused_batchnorm(const BindContext& context) {
+  const size_t count = context.layer().inputs.size();
+  if (count == 0) return context.error("has no input");
+  QDQRT_BIND_ASSIGN(const PlanTensor* y, context, context.output(0));
+  const bool nhwc = y->layout == Layout::kNhwc;
+  QDQRT_RETURN_IF_ERROR(expect_tensor(context, *y, "output", DataType::kFloat, nhwc ? 4 : -1, y->layout));
+  if (y->shape.size() < 2 || !batch_leads(*y)) {
+    return context.error(fmt::format("output {} must have rank >= 2 and the batch on dim 0", shape_to_string(y->shape)));
+  }
+  std::vector<int64_t> input_channels;
+  int64_t channels = 0;
+  for (size_t i = 0; i < count; ++i) {
+    QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(i));
+    QDQRT_RETURN_IF_ERROR(expect_tensor(context, *x, "input", DataType::kFloat, nhwc ? 4 : -1, y->layout));
+    Shape expected = y->shape;
+    if (x->shape.size() == expected.size()) expected[1] = x->shape[1];
+    if (x->shape != expected || x->batched != y->batched || !batch_leads(*x)) {
+      return context.error(fmt::format("input {} {} is not the output {} but for dim 1, batch on dim 0", i,
+                                       shape_to_string(x->shape), shape_to_string(y->shape)));
+    }
+    input_channels.push_back(x->shape[1]);
+    channels += x->shape[1];
+  }
+  if (channels != y->shape[1]) {
+    return context.error(fmt::format("the inputs' {} channels are not the output's {}", channels, y->shape[1]));
+  }
+  const int64_t plane = nhwc ? y->shape[3] : safe_numel(Shape(y->shape.begin() + 2, y->shape.end()));
+  const int64_t height = nhwc ? y->shape[2] : 1;
+  QDQRT_ASSIGN_OR_RETURN(const float* scale_shift, params::kScaleShift.read(context, 2 * channels));
+  QDQRT_ASSIGN_OR_RETURN(const float low, params::kClipMin.read(context));
+  QDQRT_ASSIGN_OR_RETURN(const float high, params::kClipMax.read(context));
+  if (!(low <= high)) return context.error(fmt::format("clamp [{}, {}] is empty", low, high));
+  return std::unique_ptr<Layer>(std::make_unique<BatchNormLayer>(
+      channels, plane, height, nhwc, scale_shift, context.layer().inputs, std::move(input_channels),
+      context.layer().outputs[0], /*clamp=*/true, low, high));
+}
+
+// The per-channel a = scale / sqrt(var + epsilon) and b = B - mean * a (in double) of
+// params = {scale, B, mean, var}, as [a..., b...].
+std::vector<float> batchnorm_scale_shift(const Tensor* const params[4], int64_t channels, float epsilon) {
+  std::vector<float> scale_shift(static_cast<size_t>(2 * channels));
+  for (int64_t c = 0; c < channels; ++c) {
+    const double scale = params[0]->data<float>()[c], bias = params[1]->data<float>()[c];
+    const double mean = params[2]->data<float>()[c], var = params[3]->data<float>()[c];
+    const double a = scale / std::sqrt(var + static_cast<double>(epsilon));
+    scale_shift[static_cast<size_t>(c)] = static_cast<float>(a);
+    scale_shift[static_cast<size_t>(channels + c)] = static_cast<float>(bias - mean * a);
+  }
+  return scale_shift;
 }
 
 Status lower_batchnorm(const Node& node, BuildContext& context) {
@@ -660,14 +773,7 @@ Status lower_batchnorm(const Node& node, BuildContext& context) {
   if (node.find_attribute("training_mode") && node.find_attribute("training_mode")->i != 0) supported = false;
   if (!supported) return lower_with_reference(node, context);
   const int64_t channels = shape[1];
-  std::vector<float> scale_shift(static_cast<size_t>(2 * channels));
-  for (int64_t c = 0; c < channels; ++c) {
-    const double scale = params[0]->data<float>()[c], bias = params[1]->data<float>()[c];
-    const double mean = params[2]->data<float>()[c], var = params[3]->data<float>()[c];
-    const double a = scale / std::sqrt(var + static_cast<double>(attributes.epsilon));
-    scale_shift[static_cast<size_t>(c)] = static_cast<float>(a);
-    scale_shift[static_cast<size_t>(channels + c)] = static_cast<float>(bias - mean * a);
-  }
+  const std::vector<float> scale_shift = batchnorm_scale_shift(params, channels, attributes.epsilon);
   PlanLayer layer = make_layer(node, kBatchNormKind, "f32-vscaleshift-scalar");
   params::kScaleShift.write(layer, scale_shift);
   // A rank-4 input stored channels-last (batch in front) is read as stored.
@@ -687,6 +793,56 @@ Status lower_batchnorm(const Node& node, BuildContext& context) {
   return Status::ok();
 }
 
+// FusedBatchNorm: channels-last when every input is stored so with the batch in front (DenseNet's:
+// the convs before write NHWC), else plain; constant float [C] parameters, a Relu or Clip at most.
+Status lower_fused_batchnorm(const Node& node, BuildContext& context) {
+  using namespace layers;
+  const auto* attributes = dynamic_cast<const FusedBatchNormAttributes*>(node.typed_attributes.get());
+  if (attributes == nullptr) return internal_error("{}: attributes not parsed", node.describe());
+  if (node.inputs.size() <= kFusedBatchNormFirstX || node.outputs.size() != 1) return lower_with_reference(node, context);
+  QDQRT_ASSIGN_OR_RETURN(Shape shape, context.shape_of(node.outputs[0]));
+  if (shape.size() < 2) return lower_with_reference(node, context);
+  const int64_t channels = shape[1];
+  const Tensor* params[4] = {};
+  for (size_t i = 0; i < 4; ++i) {
+    params[i] = context.constant(node.input(kFusedBatchNormScale + i));
+    if (params[i] == nullptr || params[i]->dtype() != DataType::kFloat || params[i]->rank() != 1 ||
+        params[i]->dim(0) != channels) {
+      return lower_with_reference(node, context);
+    }
+  }
+  const FusedActivation& activation = attributes->fused.activation;
+  float low = -std::numeric_limits<float>::infinity(), high = std::numeric_limits<float>::infinity();
+  if (activation.kind == ActivationKind::kRelu) {
+    low = 0.0f;
+  } else if (activation.kind == ActivationKind::kClip) {
+    low = activation.min, high = activation.max;
+  } else if (activation.kind != ActivationKind::kNone || attributes->fused.has_pointwise()) {
+    return lower_with_reference(node, context);
+  }
+  Layout layout = shape.size() == 4 ? Layout::kNhwc : Layout::kPlain;
+  for (size_t i = kFusedBatchNormFirstX; i < node.inputs.size(); ++i) {
+    if (node.input(i).empty() || context.constant(node.input(i)) != nullptr) return lower_with_reference(node, context);
+    QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(i)));
+    const PlanTensor tensor = context.tensor(stored);
+    if (!batch_leads(tensor)) return lower_with_reference(node, context);
+    if (tensor.layout != Layout::kNhwc) layout = Layout::kPlain;
+  }
+  PlanLayer layer = make_layer(node, kFusedBatchNormKind,
+                               layout == Layout::kNhwc ? "f32-vscaleshift-clamp-nhwc-multiversion" : "f32-vscaleshift-clamp-scalar");
+  params::kScaleShift.write(layer, batchnorm_scale_shift(params, channels, attributes->epsilon));
+  params::kClipMin.write(layer, low);
+  params::kClipMax.write(layer, high);
+  for (size_t i = kFusedBatchNormFirstX; i < node.inputs.size(); ++i) {
+    QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(i), layout));
+    layer.inputs.push_back(input);
+  }
+  QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], layout));
+  layer.outputs = {output};
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_elementwise(LayerRegistry& registry) {
@@ -694,6 +850,7 @@ void register_elementwise(LayerRegistry& registry) {
   registry.add_kind({.kind = kUnaryKind, .bind = bind_unary, .any_batch_layout = true});
   registry.add_kind({.kind = kSoftmaxKind, .bind = bind_softmax, .any_batch_layout = true});
   registry.add_kind({kBatchNormKind, bind_batchnorm});
+  registry.add_kind({kFusedBatchNormKind, bind_fused_batchnorm});
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
     // First: the same-shape and channel-gate forms read channels-last inputs as stored (their
     // producers may write NHWC).
@@ -712,6 +869,11 @@ void register_elementwise(LayerRegistry& registry) {
   registry.add_lowering({.domain = "",
                          .op_type = "BatchNormalization",
                          .lower = lower_batchnorm,
+                         .accepts = all_float,
+                         .prefers_nhwc = true});
+  registry.add_lowering({.domain = layers::kDomain,
+                         .op_type = layers::kFusedBatchNorm,
+                         .lower = lower_fused_batchnorm,
                          .accepts = all_float,
                          .prefers_nhwc = true});
 }

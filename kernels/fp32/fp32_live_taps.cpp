@@ -106,8 +106,12 @@ double sconv_live_tap_fraction(const SconvGeometry& g, int mr) {
 }
 
 bool sconv_live_taps_apply(const PackedSgemm& packed, const SconvGeometry& g) {
-  return packed.taps > 1 && packed.taps == g.kernel_height * g.kernel_width && g.output_height > 0 &&
-         g.output_width > 0 && packed.mr > 0 && sconv_live_tap_fraction(g, packed.mr) <= kLiveTapsMaxFraction;
+  if (packed.taps <= 1 || packed.taps != g.kernel_height * g.kernel_width || g.output_height <= 0 ||
+      g.output_width <= 0 || packed.mr <= 0) {
+    return false;
+  }
+  const double fraction = sconv_live_tap_fraction(g, packed.mr);
+  return fraction <= (g.output_width < packed.mr ? kLiveTapsNarrowMaxFraction : kLiveTapsMaxFraction);
 }
 
 void run_sconv_live_taps(const PackedSgemm& packed, const SconvGeometry& g, const SconvArgs& args,

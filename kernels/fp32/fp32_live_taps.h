@@ -34,8 +34,15 @@ double sconv_live_tap_fraction(const SconvGeometry& geometry, int mr);
 // (3x3 with pads 1 on 14x14 maps and larger: 0.97 and up).
 inline constexpr double kLiveTapsMaxFraction = 0.95;
 
+// On output rows narrower than MR the tiles end at nearly every output row (a 7x7 map with MR 14:
+// tiles of 7 and 14 rows), and short tiles cost more than a few dead taps save: ResNet-18's 3x3
+// convs of 512 channels on 7x7 maps (pads 1, 90% live) ran 1.5-3x faster on run_sconv's full tiles
+// (1 thread, a loaded machine). There the live fraction must be at most this (an ASPP branch whose
+// dilation is as large as the map: about half; a strided, dilated 3x3 on an 11x7 map: 78%).
+inline constexpr double kLiveTapsNarrowMaxFraction = 0.8;
+
 // Whether run_sconv_live_taps pays over run_sconv: more than one tap and a live fraction of at
-// most kLiveTapsMaxFraction.
+// most kLiveTapsMaxFraction (kLiveTapsNarrowMaxFraction on output rows narrower than `mr`).
 bool sconv_live_taps_apply(const PackedSgemm& packed, const SconvGeometry& geometry);
 
 // Rows [m_begin, m_end) x columns [n_begin, n_end) (n_begin a multiple of nr), as run_sconv.

@@ -1,7 +1,8 @@
 // Float conv epilogue fusion, after ONNX Runtime's FusedConv: a float Conv with constant weights
 // and the float ops that only post-process its output become one qdqrt FusedConv
 // (core/ops/fused_conv.h), which the engine's NHWC fp32 conv kernels run in their epilogue:
-//   Conv [-> Add(residual)] [-> Relu | Clip | Sigmoid | HardSwish | SiLU (Sigmoid + Mul)]
+//   Conv [-> Add(residual)] [-> Relu | Clip | Sigmoid | HardSwish | SiLU (Sigmoid + Mul) |
+//                             HardSwish as HardSigmoid(alpha 1/6, beta 0.5) + Mul]
 // The residual is a runtime tensor shaped like the conv's output and written before the conv (so
 // the conv can read it where it stands); each value fused away has no reader outside the pattern
 // and is not a graph output. Only convs the NHWC kernels take (float_conv.h: group 1 or depthwise,
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "core/ops/conv.h"
+#include "core/ops/elementwise.h"
 #include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
 #include "optimizer/fusions/epilogue.h"
@@ -35,6 +37,14 @@ bool is_epilogue_op(const Node& node) {
     if (is_onnx(node, op)) return true;
   }
   return false;
+}
+
+// HardSigmoid with HardSwish's slope and offset (alpha 1/6, beta 0.5): v * HardSigmoid(v) is
+// HardSwish(v), as torch exports hardswish below opset 14 (MobileNetV3).
+bool is_hard_swish_sigmoid(const Node& node) {
+  if (!is_onnx(node, "HardSigmoid") || node.inputs.size() != 1) return false;
+  const auto& attributes = node.attrs<HardSigmoidAttributes>();
+  return std::abs(attributes.alpha - 1.0f / 6.0f) <= 1e-6f && attributes.beta == 0.5f;
 }
 
 }  // namespace
@@ -81,13 +91,16 @@ SelectResult select_float_conv_epilogue(const Graph& graph, const ValueIndex& in
   if (!index.is_graph_output(selection.output) && readers.size() == 2 && readers[0] < readers[1]) {
     const Node& sigmoid = graph.nodes[static_cast<size_t>(readers[0])];
     const Node& mul = graph.nodes[static_cast<size_t>(readers[1])];
-    if (is_onnx(sigmoid, "Sigmoid") && sigmoid.outputs.size() == 1 && index.has_single_use(sigmoid.outputs[0]) &&
-        is_onnx(mul, "Mul") && mul.inputs.size() == 2 && mul.outputs.size() == 1 &&
+    const bool hard = is_hard_swish_sigmoid(sigmoid);
+    if ((is_onnx(sigmoid, "Sigmoid") || hard) && sigmoid.outputs.size() == 1 &&
+        index.has_single_use(sigmoid.outputs[0]) && is_onnx(mul, "Mul") && mul.inputs.size() == 2 &&
+        mul.outputs.size() == 1 &&
         ((mul.input(0) == selection.output && mul.input(1) == sigmoid.outputs[0]) ||
          (mul.input(1) == selection.output && mul.input(0) == sigmoid.outputs[0]))) {
       selection.targets.push_back(readers[0]);
       selection.targets.push_back(readers[1]);
-      selection.lookup_function = conv_epilogue_function_name(ConvEpilogueFunction::kSiLU);
+      selection.lookup_function =
+          conv_epilogue_function_name(hard ? ConvEpilogueFunction::kHardSwish : ConvEpilogueFunction::kSiLU);
       selection.output = mul.outputs[0];
       return {.selection = std::move(selection), .reason = ""};
     }

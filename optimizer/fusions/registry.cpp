@@ -53,6 +53,9 @@ const std::vector<Fusion>& fusion_registry() {
       // After the gates (a gated 1x1 stays apart) and the row sums (they go with the depthwise).
       {"fuse_float_depthwise_chain", select_float_depthwise_chain, apply_float_depthwise_chain,
        {"fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums"}, /*float_layer=*/true},
+      // After fold_batchnorm: the BatchNorms left are those no conv writes (DenseNet's).
+      {"fuse_float_batchnorm", graph_only<select_float_batchnorm>, apply_float_batchnorm, {"fold_constants", "fold_batchnorm"},
+       /*float_layer=*/true},
       // Last in both pipelines (pipeline.cpp): the lookups and pointwise epilogues, which the float
       // pipeline does not run, take the GELU chains between Q/DQ first.
       {"fuse_float_gelu", graph_only<select_float_gelu>, apply_float_gelu, {"fold_constants"}, /*float_layer=*/true},

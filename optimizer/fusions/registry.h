@@ -78,6 +78,10 @@ Status apply_float_conv_epilogue(Graph& graph, const QdqSelection& selection, Pa
 SelectResult select_float_conv_gate(const Graph& graph, const ValueIndex& index, int node,
                                     const PassContext& context);
 Status apply_float_conv_gate(Graph& graph, const QdqSelection& selection, PassContext& context);
+// float_batchnorm.cpp: [Concat along channels ->] BatchNormalization [-> Relu] (a float inference
+// BatchNorm with constant parameters and at least one of the two) becomes one FusedBatchNorm.
+SelectResult select_float_batchnorm(const Graph& graph, const ValueIndex& index, int node);
+Status apply_float_batchnorm(Graph& graph, const QdqSelection& selection, PassContext& context);
 // float_pool_row_sums.cpp: GlobalAveragePool of a depthwise float conv's output becomes a
 // RowSumsGlobalAveragePool reading the row sums the conv writes as its second output.
 SelectResult select_float_pool_row_sums(const Graph& graph, const ValueIndex& index, int node,

@@ -32,8 +32,10 @@
 #include "core/ops/conv.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/fused.h"
+#include "core/ops/fused_batchnorm.h"
 #include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
+#include "core/ops/normalization.h"
 #include "core/ops/pool.h"
 #include "core/ops/quantize.h"
 #include "core/ops/tensor.h"
@@ -375,6 +377,53 @@ Status fused_depthwise_conv_kernel(const Node& node, Inputs inputs, std::vector<
   return Status::ok();
 }
 
+// FusedBatchNorm: Concat along axis 1 (skipped for one input), BatchNormalization, then the
+// activation, each the plain op's reference kernel.
+Status fused_batchnorm_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const FusedBatchNormAttributes* attributes, typed_attributes<FusedBatchNormAttributes>(node));
+  if (inputs.size() <= kFusedBatchNormFirstX) {
+    return invalid_argument("{}: needs scale, B, mean, var and at least one x, got {} inputs", node.describe(),
+                            inputs.size());
+  }
+  std::vector<const Tensor*> xs;
+  for (size_t slot = kFusedBatchNormFirstX; slot < inputs.size(); ++slot) {
+    QDQRT_ASSIGN_OR_RETURN(const Tensor* x, required_input(node, inputs, slot, "x"));
+    xs.push_back(x);
+  }
+  Tensor concatenated;
+  const Tensor* x = xs[0];
+  if (xs.size() > 1) {
+    ConcatAttributes concat;
+    concat.axis = 1;
+    QDQRT_ASSIGN_OR_RETURN(concatenated, run_single(plain_node(node, "Concat", make_attributes(concat)), xs));
+    x = &concatenated;
+  }
+  BatchNormalizationAttributes batchnorm;
+  batchnorm.epsilon = attributes->epsilon;
+  std::vector<const Tensor*> batchnorm_inputs = {x};
+  for (size_t slot = kFusedBatchNormScale; slot < kFusedBatchNormFirstX; ++slot) {
+    QDQRT_ASSIGN_OR_RETURN(const Tensor* parameter, required_input(node, inputs, slot, "scale, B, mean or var"));
+    batchnorm_inputs.push_back(parameter);
+  }
+  QDQRT_ASSIGN_OR_RETURN(Tensor y,
+                         run_single(plain_node(node, "BatchNormalization", make_attributes(batchnorm)), batchnorm_inputs));
+  const FusedActivation& activation = attributes->fused.activation;
+  if (activation.kind == ActivationKind::kRelu) {
+    QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Relu"), {&y}));
+  } else if (activation.kind == ActivationKind::kClip) {
+    ClipAttributes clip;
+    clip.bounds_from_inputs = false;
+    clip.min = activation.min;
+    clip.max = activation.max;
+    QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Clip", make_attributes(clip)), {&y}));
+  } else if (activation.kind != ActivationKind::kNone) {
+    return invalid_argument("{}: activation {} is not taken", node.describe(), activation_kind_name(activation.kind));
+  }
+  outputs[0] = std::move(y);
+  return Status::ok();
+}
+
 // RowSumsGlobalAveragePool: the mean of x [N, C, H, W] per channel from its row sums [N, H, C].
 Status row_sums_pool_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
   using namespace layers;
@@ -629,6 +678,7 @@ void register_fused_kernels(KernelRegistry& registry) {
   registry.add(layers::kDomain, layers::kQConv, qconv_kernel);
   registry.add(layers::kDomain, layers::kFusedConv, fused_conv_kernel);
   registry.add(layers::kDomain, layers::kRowSumsGlobalAveragePool, row_sums_pool_kernel);
+  registry.add(layers::kDomain, layers::kFusedBatchNorm, fused_batchnorm_kernel);
   registry.add(layers::kDomain, layers::kFusedDepthwiseConv, fused_depthwise_conv_kernel);
   registry.add(layers::kDomain, layers::kQMatMul, qmatmul_kernel);
   registry.add(layers::kDomain, layers::kQAdd, qbinary_kernel<true>);

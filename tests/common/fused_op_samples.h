@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ops/fused_batchnorm.h"
 #include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
 
@@ -72,6 +73,14 @@ inline const std::map<std::string, FusedOpSample>& fused_op_samples() {
   y = qdqrt.RowSumsGlobalAveragePool <fused_nodes = ["pool"]> (x, sums)
 })",
         "[N, 3, 1, 1]"}},
+      {layers::kFusedBatchNorm,
+       {R"(g (float[N,2,3,4] a, float[N,3,3,4] b) => (float[N,5,3,4] y)
+<float[5] s = {1, 2, 0.5, 1, 3}, float[5] bias = {0, 1, -1, 0.5, 0}, float[5] m = {0, 0.5, 1, -1, 0},
+ float[5] v = {1, 2, 0.5, 1, 4}>
+{
+  y = qdqrt.FusedBatchNorm <fused_nodes = ["cat", "bn", "relu"], epsilon = 0.001, activation = "Relu"> (s, bias, m, v, a, b)
+})",
+        "[N, 5, 3, 4]"}},
       {layers::kQMatMul,
        {R"(g (int8[N,5,4] a) => (int8[N,5,3] y)
 <float as = {0.5}, int8 az = {0}, int8[4,3] b = {1,2,3,4,5,6,7,8,9,1,2,3}, float bs = {0.1}, int8 bz = {0},

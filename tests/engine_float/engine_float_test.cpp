@@ -3,6 +3,9 @@
 // maximum batch on 1 and 2 threads, against the reference executor on the original graph.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include <tuple>
 
 #include <fmt/format.h>
@@ -309,16 +312,71 @@ TEST(EngineFloatModels, ConcatPoolAndGroupedBlocksStayChannelsLast) {
       ++pools;
       EXPECT_NE(layer.kernel.find("-nhwc-"), std::string::npos) << layer.name << ": " << layer.kernel;
     }
-    if (layer.kind == "plain_concat" || layer.kind == "fp32_batchnorm") {
+    EXPECT_NE(layer.kind, "plain_concat") << "the Concat joins the BatchNorm after it";
+    if (layer.kind == "fp32_fused_batchnorm") {
       EXPECT_NE(layer.kernel.find("nhwc"), std::string::npos) << layer.name << ": " << layer.kernel;
     }
     grouped += layer.kernel.rfind("f32-grouped-igemm", 0) == 0;
   }
   EXPECT_EQ(reorders, 2);
-  EXPECT_EQ(unary, 1);  // the Relu after the BatchNorm; the others run in conv epilogues
+  EXPECT_EQ(unary, 0);  // the Relu after the BatchNorm joins it; the others run in conv epilogues
   EXPECT_EQ(pools, 4);
   EXPECT_EQ(grouped, 2);
   expect_engine_matches(**engine, *graph, "concat, pool and grouped blocks");
+}
+
+// DenseNet's Concat -> BatchNorm -> Relu runs as one fp32_fused_batchnorm pass: channels-last on
+// conv outputs (channel counts that end in partial vectors: 16 + 5 + 19, so a channel sits in a
+// vector loop in one engine and in a tail in the other), plain on the graph's NCHW inputs; each
+// output (the Relu's too) equal bit for bit to the three layers it replaces (the pass disabled)
+// at batch 1 and 3, 1 and 2 threads, and within the tolerance of the reference executor.
+TEST(EngineFloatModels, ConcatBatchNormReluIsOnePassWithTheSameBits) {
+  const std::vector<std::string> inits = {
+      weights("w16", {16, 3, 3, 3}), weights("b16", {16}), weights("w5", {5, 3, 1, 1}), weights("b5", {5}),
+      weights("w19", {19, 3, 3, 3}), weights("b19", {19}), weights("s", {40}, 0.5f, 2.0f), weights("shift", {40}),
+      weights("m", {40}), weights("v", {40}, 0.5f, 2.0f), weights("out", {8, 40, 1, 1}), weights("b8", {8}),
+      weights("s2", {7}, 0.5f, 2.0f), weights("shift2", {7}), weights("m2", {7}), weights("v2", {7}, 0.5f, 2.0f)};
+  const std::string body =
+      "c16 = Conv<pads=[1,1,1,1]>(x, w16, b16)\nc5 = Conv(x, w5, b5)\nc19 = Conv<pads=[1,1,1,1]>(x, w19, b19)\n"
+      "cat = Concat<axis=1>(c16, c5, c19)\nbn = BatchNormalization<epsilon=0.001>(cat, s, shift, m, v)\nbr = Relu(bn)\n"
+      "y = Conv(br, out, b8)\n"
+      "pc = Concat<axis=1>(x, p)\npn = BatchNormalization(pc, s2, shift2, m2, v2)\nz = Relu(pn)";
+  auto graph = load_text_graph(
+      model(13, "g (float[N,3,9,11] x, float[N,4,9,11] p) => (float y, float z, float br)", inits, body), kMaxBatch);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto fused = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(fused.ok()) << fused.status().to_string();
+  std::vector<std::string> kernels;
+  for (const engine::LayerProfileEntry& layer : (*fused)->layers()) {
+    EXPECT_NE(layer.kind, "plain_concat") << layer.name;
+    EXPECT_NE(layer.kind, "fp32_batchnorm") << layer.name;
+    EXPECT_NE(layer.kind, "fp32_unary") << layer.name;
+    if (layer.kind == "fp32_fused_batchnorm") kernels.push_back(layer.kernel);
+  }
+  std::sort(kernels.begin(), kernels.end());
+  EXPECT_EQ(kernels, (std::vector<std::string>{"f32-vscaleshift-clamp-nhwc-multiversion", "f32-vscaleshift-clamp-scalar"}));
+  engine::BuildOptions unfused_options;
+  unfused_options.disabled_passes = {"fuse_float_batchnorm"};
+  auto unfused = engine::Engine::build(*graph, unfused_options);
+  ASSERT_TRUE(unfused.ok()) << unfused.status().to_string();
+  const std::vector<std::string> unfused_kinds = layer_kinds((*unfused)->plan());
+  EXPECT_EQ(std::count(unfused_kinds.begin(), unfused_kinds.end(), "fp32_batchnorm"), 2);
+  for (int threads : {1, 2}) {
+    for (int64_t batch : {int64_t{1}, kMaxBatch}) {
+      TensorMap inputs = random_inputs(*graph, batch, 23);
+      auto expected = run_engine(**unfused, threads, inputs);
+      auto actual = run_engine(**fused, threads, inputs);
+      ASSERT_TRUE(expected.ok() && actual.ok());
+      for (const char* name : {"y", "z", "br"}) {
+        const Tensor& a = actual->at(name);
+        const Tensor& e = expected->at(name);
+        ASSERT_EQ(a.shape(), e.shape()) << name;
+        EXPECT_EQ(std::memcmp(a.raw_data(), e.raw_data(), a.nbytes()), 0)
+            << name << " batch " << batch << " threads " << threads << ": not the unfused layers' bits";
+      }
+    }
+  }
+  expect_engine_matches(**fused, *graph, "concat, batchnorm and relu");
 }
 
 // Channels-last max pools of more taps than a pixel's pointer batch (9x9: 81 taps, in two passes)

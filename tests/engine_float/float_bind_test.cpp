@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <limits>
 #include <set>
 
 #include "engine/engine.h"
@@ -167,8 +168,11 @@ TEST(FloatBind, DamagedChannelsLastBlocksAreRefused) {
       "bn = BatchNormalization(cat, s, shift, m, v)\ny = Conv<pads=[1,1,1,1], group=3>(bn, g, b24)";
   auto graph = load_text_graph(model(13, "g (float[N,8,9,7] x) => (float y)", inits, body), 2);
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
-  // The engine's builder (its readers' layouts decide the Concat's).
-  auto engine = engine::Engine::build(*graph, {});
+  // The engine's builder (its readers' layouts decide the Concat's); the Concat and the BatchNorm
+  // kept apart (DamagedFusedBatchNormsAreRefused binds them fused).
+  engine::BuildOptions options;
+  options.disabled_passes = {"fuse_float_batchnorm"};
+  auto engine = engine::Engine::build(*graph, options);
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   const engine::EnginePlan plan = (*engine)->plan();
   auto refused = [&](size_t index, const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& damage,
@@ -212,6 +216,62 @@ TEST(FloatBind, DamagedChannelsLastBlocksAreRefused) {
   }
   EXPECT_EQ(seen, (std::set<std::string>{"f32-avgpool-nhwc-multiversion", "x8-concat-nhwc",
                                          "f32-vscaleshift-nhwc-multiversion", "f32-grouped-igemm"}));
+}
+
+// DenseNet's Concat -> BatchNorm -> Relu as one fp32_fused_batchnorm, channels-last (conv outputs)
+// and plain (graph inputs). Damaged ones are refused at bind, naming the layer.
+TEST(FloatBind, DamagedFusedBatchNormsAreRefused) {
+  const std::vector<std::string> inits = {weights("w", {16, 8, 1, 1}), weights("b16", {16}), weights("s", {24}),
+                                          weights("shift", {24}), weights("m", {24}), weights("v", {24}, 0.5f, 2.0f),
+                                          weights("out", {4, 24, 1, 1}), weights("w8", {8, 8, 1, 1}), weights("b8", {8})};
+  const std::string body =
+      "c = Conv(x, w, b16)\ne = Conv(x, w8, b8)\ncat = Concat<axis=1>(c, e)\n"
+      "bn = BatchNormalization(cat, s, shift, m, v)\nr = Relu(bn)\ny = Conv(r, out)\n"
+      "pc = Concat<axis=1>(x, p)\npn = BatchNormalization(pc, s, shift, m, v)\nz = Relu(pn)";
+  auto graph =
+      load_text_graph(model(13, "g (float[N,8,9,7] x, float[N,16,9,7] p) => (float y, float z)", inits, body), 2);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  const engine::EnginePlan plan = (*engine)->plan();
+  auto refused = [&](size_t index, const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& damage,
+                     const std::string& what) {
+    engine::EnginePlan damaged = plan;
+    damage(damaged, damaged.layers[index]);
+    auto bound = harness_bind(damaged, index);
+    EXPECT_FALSE(bound.ok()) << what << " accepted";
+    if (!bound.ok()) {
+      EXPECT_NE(bound.status().message().find(damaged.layers[index].name), std::string::npos)
+          << bound.status().message();
+    }
+  };
+  std::set<std::string> seen;
+  for (size_t i = 0; i < plan.layers.size(); ++i) {
+    const engine::PlanLayer& layer = plan.layers[i];
+    SCOPED_TRACE(layer.kind + " " + layer.name);
+    ASSERT_TRUE(harness_bind(plan, i).ok());
+    if (layer.kind != "fp32_fused_batchnorm") continue;
+    seen.insert(layer.kernel);
+    refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.inputs.pop_back(); }, "channels do not add up");
+    refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.inputs.clear(); }, "no input");
+    refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.inputs.push_back(l.inputs[0]); }, "too many channels");
+    refused(i, [](engine::EnginePlan& p, engine::PlanLayer& l) {
+      p.tensors[static_cast<size_t>(l.inputs[1])].layout =
+          p.tensors[static_cast<size_t>(l.outputs[0])].layout == engine::Layout::kNhwc ? engine::Layout::kPlain
+                                                                                      : engine::Layout::kNhwc;
+    }, "inputs in two layouts");
+    refused(i, [](engine::EnginePlan& p, engine::PlanLayer& l) {
+      p.tensors[static_cast<size_t>(l.inputs[0])].shape[2] += 1;
+    }, "an input of another height");
+    refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.params.set("act.min", 1.0), l.params.set("act.max", 0.0); },
+            "an empty clamp");
+    refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) {
+      l.params.set("act.min", static_cast<double>(std::numeric_limits<float>::quiet_NaN()));
+    }, "a NaN clamp");
+    refused(i, [](engine::EnginePlan&, engine::PlanLayer& l) { l.blobs[0] = engine::make_blob(l.blobs[0].name, "abcd", 4); },
+            "short scale_shift");
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"f32-vscaleshift-clamp-nhwc-multiversion", "f32-vscaleshift-clamp-scalar"}));
 }
 
 // A stem conv on the NCHW input (direct_nchw) and a depthwise conv writing row sums for the global

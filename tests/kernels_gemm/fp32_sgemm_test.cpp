@@ -359,7 +359,15 @@ TEST(Fp32LiveTaps, AppliesOnlyWithDeadTaps) {
   // A 7x7 map: tiles of 7 to 14 rows ending where the live taps change, at whole output rows: the
   // first (row 0) skips the top row of taps, the last (row 6) the bottom one: 19 of 21 live.
   EXPECT_DOUBLE_EQ(sconv_live_tap_fraction(with(7, 1, 1), 14), 19.0 / 21.0);
+  // ... but its rows are narrower than a tile and 90% live: run_sconv's full tiles run it (must not
+  // fire); with MR 6 (AVX2) its rows fill tiles and the dead taps are left out. A narrow map with
+  // most taps dead (dilation 6 on 9x9, pads 6) still leaves them out.
+  EXPECT_FALSE(sconv_live_taps_apply(packed, with(7, 1, 1)));
+  EXPECT_LE(sconv_live_tap_fraction(with(9, 6, 6), 14), kLiveTapsNarrowMaxFraction);
+  EXPECT_TRUE(sconv_live_taps_apply(packed, with(9, 6, 6)));
+  packed.mr = 6;
   EXPECT_TRUE(sconv_live_taps_apply(packed, with(7, 1, 1)));
+  packed.mr = 14;
   // ASPP on 48x48: the output's bands (12 or 24 pixels wide) fill their own tiles, so exactly the
   // live pairs count: per dimension the centre tap for 48 outputs and each outer one for 48 - d.
   EXPECT_NEAR(sconv_live_tap_fraction(with(48, 12, 12), 14), (120.0 / 144) * (120.0 / 144), 1e-12);

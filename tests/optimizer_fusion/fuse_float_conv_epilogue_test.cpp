@@ -75,6 +75,36 @@ TEST(FuseFloatConvEpilogue, SiluResidualAndClampsJoinTheConv) {
   }
 }
 
+// torch's hardswish below opset 14: HardSigmoid<alpha=1/6, beta=0.5>(v) then Mul(v, .), in either
+// operand order, is a HardSwish epilogue (within 1e-6: the reference's HardSwish rounds once where
+// the two nodes round twice). The default HardSigmoid (alpha 0.2) is not HardSwish and stays.
+TEST(FuseFloatConvEpilogue, HardSigmoidTimesTheValueIsHardSwish) {
+  for (const char* body : {"  s = HardSigmoid<alpha=0.16666667, beta=0.5>(c)\n  y = Mul(c, s)",
+                           "  s = HardSigmoid<alpha=0.16666667>(c)\n  y = Mul(s, c)"}) {
+    SCOPED_TRACE(body);
+    optimizer::PassContext context;
+    Graph original = load_text(conv_model(body));
+    optimizer::FusionPass pass("fuse_float_conv_epilogue");
+    Graph fused = run_pass(original, pass, context);
+    std::mt19937 rng(3);
+    expect_same_outputs(original, fused, random_inputs(original, rng, -8.0f, 8.0f), 1e-6f);
+    const Node* layer = fused_conv(fused);
+    ASSERT_NE(layer, nullptr);
+    EXPECT_EQ(fused.nodes.size(), 1u);
+    EXPECT_EQ(fused_nodes(*layer).size(), 3u);
+    EXPECT_EQ(layer->attrs<FusedConvAttributes>().function, ConvEpilogueFunction::kHardSwish);
+  }
+  for (const char* body : {"  s = HardSigmoid(c)\n  y = Mul(c, s)",
+                           "  s = HardSigmoid<alpha=0.16666667, beta=0.25>(c)\n  y = Mul(c, s)"}) {
+    SCOPED_TRACE(body);
+    optimizer::PassContext context;
+    Graph fused = fuse(conv_model(body), context);
+    EXPECT_EQ(fused_conv(fused), nullptr);
+    EXPECT_EQ(count_ops(fused, "HardSigmoid"), 1);
+    EXPECT_EQ(count_ops(fused, "Mul"), 1);
+  }
+}
+
 TEST(FuseFloatConvEpilogue, DepthwiseConvsFuseToo) {
   optimizer::PassContext context;
   Graph fused = fuse(conv_model("  y = Relu(c)", 4), context);
