@@ -82,17 +82,8 @@ Result<std::unique_ptr<Layer>> bind_bf16_gemm(const BindContext& context) {
 
 }  // namespace
 
-Status add_bf16_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, bool trans_b, float alpha,
-                           const std::vector<float>& bias, int32_t input, int32_t output) {
-  const int64_t k = trans_b ? b.dim(1) : b.dim(0);
-  const int64_t n = trans_b ? b.dim(0) : b.dim(1);
-  std::vector<float> scaled;
-  const float* values = b.data<float>();
-  if (alpha != 1.0f) {
-    scaled.assign(values, values + b.numel());
-    for (float& value : scaled) value *= alpha;
-    values = scaled.data();
-  }
+Status add_bf16_gemm_layer(const Node& node, BuildContext& context, const float* values, int64_t k, int64_t n,
+                           bool trans_b, const std::vector<float>& bias, int32_t input, int32_t output) {
   kernels::Bf16GemmWeightsDesc desc;
   desc.n = static_cast<int>(n);
   desc.k = static_cast<int>(k);

@@ -116,12 +116,6 @@ Status add_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, 
       (a_batch && y_batch && *a_batch != *y_batch)) {
     return lower_with_reference(node, context);
   }
-  if (context.bf16_float_gemm()) {
-    QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
-    QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
-    return add_bf16_gemm_layer(node, context, b, trans_b, alpha, bias, input, output);
-  }
-  const kernels::Isa isa = kernels::usable_isa(context.isa());
   std::vector<float> scaled;
   const float* values = b.data<float>();
   if (alpha != 1.0f) {
@@ -129,6 +123,12 @@ Status add_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, 
     for (float& value : scaled) value *= alpha;
     values = scaled.data();
   }
+  if (context.bf16_float_gemm()) {
+    QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
+    QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
+    return add_bf16_gemm_layer(node, context, values, k, n, trans_b, bias, input, output);
+  }
+  const kernels::Isa isa = kernels::usable_isa(context.isa());
   kernels::SgemmWeightsDesc desc;
   desc.n = static_cast<int>(n);
   desc.channels = static_cast<int>(k);
