@@ -216,6 +216,21 @@ Status finish(const Node& node, Inputs inputs, const FusedLayerInfo& fused, Tens
 }
 
 // bias [C] added along `axis` of value.
+// A float layer's Relu or Clip activation, as the ONNX nodes it stands for compute it (any other
+// kind: y as it is).
+Result<Tensor> float_activation(const Node& node, const FusedActivation& activation, Tensor y) {
+  if (activation.kind == ActivationKind::kRelu) {
+    QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Relu"), {&y}));
+  } else if (activation.kind == ActivationKind::kClip) {
+    ClipAttributes clip;
+    clip.bounds_from_inputs = false;
+    clip.min = activation.min;
+    clip.max = activation.max;
+    QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Clip", make_attributes(clip)), {&y}));
+  }
+  return y;
+}
+
 Result<Tensor> add_bias(const Node& node, Tensor value, const Tensor& bias, int64_t axis) {
   QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, bias, "bias", {DataType::kFloat}));
   const int64_t channels = value.dim(axis);
@@ -274,15 +289,7 @@ Status fused_conv_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& o
     QDQRT_ASSIGN_OR_RETURN(y, binary(node, "Add", y, *residual));
   }
   const FusedActivation& activation = attributes->fused.activation;
-  if (activation.kind == ActivationKind::kRelu) {
-    QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Relu"), {&y}));
-  } else if (activation.kind == ActivationKind::kClip) {
-    ClipAttributes clip;
-    clip.bounds_from_inputs = false;
-    clip.min = activation.min;
-    clip.max = activation.max;
-    QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Clip", make_attributes(clip)), {&y}));
-  }
+  QDQRT_ASSIGN_OR_RETURN(y, float_activation(node, activation, std::move(y)));
   switch (attributes->function) {
     case ConvEpilogueFunction::kNone: break;
     case ConvEpilogueFunction::kSigmoid: {
@@ -409,17 +416,11 @@ Status fused_batchnorm_kernel(const Node& node, Inputs inputs, std::vector<Tenso
   QDQRT_ASSIGN_OR_RETURN(Tensor y,
                          run_single(plain_node(node, "BatchNormalization", make_attributes(batchnorm)), batchnorm_inputs));
   const FusedActivation& activation = attributes->fused.activation;
-  if (activation.kind == ActivationKind::kRelu) {
-    QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Relu"), {&y}));
-  } else if (activation.kind == ActivationKind::kClip) {
-    ClipAttributes clip;
-    clip.bounds_from_inputs = false;
-    clip.min = activation.min;
-    clip.max = activation.max;
-    QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Clip", make_attributes(clip)), {&y}));
-  } else if (activation.kind != ActivationKind::kNone) {
+  if (activation.kind != ActivationKind::kNone && activation.kind != ActivationKind::kRelu &&
+      activation.kind != ActivationKind::kClip) {
     return invalid_argument("{}: activation {} is not taken", node.describe(), activation_kind_name(activation.kind));
   }
+  QDQRT_ASSIGN_OR_RETURN(y, float_activation(node, activation, std::move(y)));
   outputs[0] = std::move(y);
   return Status::ok();
 }
