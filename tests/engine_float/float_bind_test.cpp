@@ -18,6 +18,22 @@
 namespace qdqrt::testing {
 namespace {
 
+using Damage = std::function<void(engine::EnginePlan&, engine::PlanLayer&)>;
+
+// Binding layer `index` of `plan` once `damage` is done to a copy fails, the message naming the
+// layer (and holding `message` when one is given).
+void expect_refused(const engine::EnginePlan& plan, size_t index, const Damage& damage, const std::string& what,
+                    const std::string& message = "") {
+  engine::EnginePlan damaged = plan;
+  damage(damaged, damaged.layers[index]);
+  auto bound = harness_bind(damaged, index);
+  EXPECT_FALSE(bound.ok()) << damaged.layers[index].kind << ": " << what << " accepted";
+  if (!bound.ok()) {
+    EXPECT_NE(bound.status().message().find(damaged.layers[index].name), std::string::npos) << bound.status().message();
+    EXPECT_NE(bound.status().message().find(message), std::string::npos) << what << ": " << bound.status().message();
+  }
+}
+
 TEST(FloatBind, DamagedLayersAreRefused) {
   auto graph = load_text_graph(all_kinds_model(), 2);
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
@@ -30,15 +46,8 @@ TEST(FloatBind, DamagedLayersAreRefused) {
                            "plain_concat", "fp32_reduce_mean", "fp32_pow"}) {
     EXPECT_TRUE(kinds.count(kind)) << kind;
   }
-  auto refused = [&](size_t index, const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& damage,
-                     const std::string& what) {
-    engine::EnginePlan plan = built->plan;
-    damage(plan, plan.layers[index]);
-    auto bound = harness_bind(plan, index);
-    EXPECT_FALSE(bound.ok()) << plan.layers[index].kind << ": " << what << " accepted";
-    if (!bound.ok()) {
-      EXPECT_NE(bound.status().message().find(plan.layers[index].name), std::string::npos) << bound.status().message();
-    }
+  auto refused = [&](size_t index, const Damage& damage, const std::string& what) {
+    expect_refused(built->plan, index, damage, what);
   };
   for (size_t i = 0; i < built->plan.layers.size(); ++i) {
     const engine::PlanLayer& layer = built->plan.layers[i];
@@ -109,15 +118,8 @@ TEST(FloatBind, DamagedFusedConvsAreRefused) {
   auto built = harness_build(*graph, 2);
   ASSERT_TRUE(built.ok()) << built.status().to_string();
   const engine::EnginePlan& fused = built->plan;
-  auto refused = [&](size_t index, const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& damage,
-                     const std::string& what) {
-    engine::EnginePlan plan = fused;
-    damage(plan, plan.layers[index]);
-    auto bound = harness_bind(plan, index);
-    EXPECT_FALSE(bound.ok()) << what << " accepted";
-    if (!bound.ok()) {
-      EXPECT_NE(bound.status().message().find(plan.layers[index].name), std::string::npos) << bound.status().message();
-    }
+  auto refused = [&](size_t index, const Damage& damage, const std::string& what) {
+    expect_refused(fused, index, damage, what);
   };
   int chains = 0, gates = 0;
   for (size_t i = 0; i < fused.layers.size(); ++i) {
@@ -175,16 +177,8 @@ TEST(FloatBind, DamagedChannelsLastBlocksAreRefused) {
   auto engine = engine::Engine::build(*graph, options);
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   const engine::EnginePlan plan = (*engine)->plan();
-  auto refused = [&](size_t index, const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& damage,
-                     const std::string& what) {
-    engine::EnginePlan damaged = plan;
-    damage(damaged, damaged.layers[index]);
-    auto bound = harness_bind(damaged, index);
-    EXPECT_FALSE(bound.ok()) << what << " accepted";
-    if (!bound.ok()) {
-      EXPECT_NE(bound.status().message().find(damaged.layers[index].name), std::string::npos)
-          << bound.status().message();
-    }
+  auto refused = [&](size_t index, const Damage& damage, const std::string& what) {
+    expect_refused(plan, index, damage, what);
   };
   std::set<std::string> seen;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
@@ -234,16 +228,8 @@ TEST(FloatBind, DamagedFusedBatchNormsAreRefused) {
   auto engine = engine::Engine::build(*graph, {});
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
   const engine::EnginePlan plan = (*engine)->plan();
-  auto refused = [&](size_t index, const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& damage,
-                     const std::string& what) {
-    engine::EnginePlan damaged = plan;
-    damage(damaged, damaged.layers[index]);
-    auto bound = harness_bind(damaged, index);
-    EXPECT_FALSE(bound.ok()) << what << " accepted";
-    if (!bound.ok()) {
-      EXPECT_NE(bound.status().message().find(damaged.layers[index].name), std::string::npos)
-          << bound.status().message();
-    }
+  auto refused = [&](size_t index, const Damage& damage, const std::string& what) {
+    expect_refused(plan, index, damage, what);
   };
   std::set<std::string> seen;
   for (size_t i = 0; i < plan.layers.size(); ++i) {
@@ -291,16 +277,8 @@ TEST(FloatBind, DamagedStemsAndRowSumsAreRefused) {
   auto built = harness_build(*graph, 2);
   ASSERT_TRUE(built.ok()) << built.status().to_string();
   const engine::EnginePlan& fused = built->plan;
-  auto refused = [&](size_t index, const std::function<void(engine::EnginePlan&, engine::PlanLayer&)>& damage,
-                     const std::string& what, const std::string& message) {
-    engine::EnginePlan plan = fused;
-    damage(plan, plan.layers[index]);
-    auto bound = harness_bind(plan, index);
-    EXPECT_FALSE(bound.ok()) << what << " accepted";
-    if (!bound.ok()) {
-      EXPECT_NE(bound.status().message().find(plan.layers[index].name), std::string::npos) << bound.status().message();
-      EXPECT_NE(bound.status().message().find(message), std::string::npos) << what << ": " << bound.status().message();
-    }
+  auto refused = [&](size_t index, const Damage& damage, const std::string& what, const std::string& message) {
+    expect_refused(fused, index, damage, what, message);
   };
   int stems = 0, row_sum_convs = 0, row_sum_pools = 0;
   for (size_t i = 0; i < fused.layers.size(); ++i) {
