@@ -184,6 +184,7 @@ QuantizeKernels<T> quantize_kernels(Isa isa) {
       k.dequantize.fn = scalar::dequantize<T>;
       k.quantize_channels.fn = scalar::quantize_channels<T>;
       k.quantize_gated.fn = scalar::quantize_gated<T>;
+      k.add_quantize.fn = scalar::add_quantize<T>;
       k.dequantize_channels.fn = scalar::dequantize_channels<T>;
       k.requantize.fn = scalar::requantize<T>;
       k.quantize_nchw_to_nhwc.fn = scalar::quantize_nchw_to_nhwc<T>;
@@ -193,6 +194,7 @@ QuantizeKernels<T> quantize_kernels(Isa isa) {
       k.dequantize.fn = avx2::dequantize<T>;
       k.quantize_channels.fn = avx2::quantize_channels<T>;
       k.quantize_gated.fn = avx2::quantize_gated<T>;
+      k.add_quantize.fn = avx2::add_quantize<T>;
       k.dequantize_channels.fn = avx2::dequantize_channels<T>;
       k.requantize.fn = avx2::requantize<T>;
       k.quantize_nchw_to_nhwc.fn = avx2::quantize_nchw_to_nhwc<T>;
@@ -202,6 +204,7 @@ QuantizeKernels<T> quantize_kernels(Isa isa) {
       k.dequantize.fn = avx512skx::dequantize<T>;
       k.quantize_channels.fn = avx512skx::quantize_channels<T>;
       k.quantize_gated.fn = avx512skx::quantize_gated<T>;
+      k.add_quantize.fn = avx512skx::add_quantize<T>;
       k.dequantize_channels.fn = avx512skx::dequantize_channels<T>;
       k.requantize.fn = avx512skx::requantize<T>;
       k.quantize_nchw_to_nhwc.fn = avx512skx::quantize_nchw_to_nhwc<T>;
@@ -212,6 +215,7 @@ QuantizeKernels<T> quantize_kernels(Isa isa) {
   k.dequantize.name = name(prefix + "-f32-vcvt", impl);
   k.quantize_channels.name = name("f32-" + prefix + "-vcvt-qc", impl);
   k.quantize_gated.name = name("f32-" + prefix + "-vmulcvt-gate", impl);
+  k.add_quantize.name = name("f32-" + prefix + "-vaddcvt", impl);
   k.dequantize_channels.name = name(prefix + "-f32-vcvt-qc", impl);
   k.requantize.name = name(dtype_op<T>("requantize-minmax"), impl);
   k.quantize_nchw_to_nhwc.name = name("f32-" + prefix + "-vcvt-nchw2nhwc", impl);

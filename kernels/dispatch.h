@@ -72,6 +72,7 @@ struct QuantizeKernels {
   NamedKernel<DequantizeFn<T>> dequantize;
   NamedKernel<QuantizeChannelsFn<T>> quantize_channels;
   NamedKernel<QuantizeGatedFn<T>> quantize_gated;
+  NamedKernel<AddQuantizeFn<T>> add_quantize;
   NamedKernel<DequantizeChannelsFn<T>> dequantize_channels;
   NamedKernel<RequantizeFn<T>> requantize;
   NamedKernel<QuantizeNchwToNhwcFn<T>> quantize_nchw_to_nhwc;

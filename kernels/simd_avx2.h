@@ -34,6 +34,8 @@ struct Avx2Vectors {
   static Floats mul(Floats a, Floats b) { return _mm256_mul_ps(a, b); }
   static Floats div(Floats a, Floats b) { return _mm256_div_ps(a, b); }
   static Floats to_float(Ints v) { return _mm256_cvtepi32_ps(v); }
+  // min(max(v, lo), hi): NaN -> lo (vmaxps returns its second operand when unordered).
+  static Floats clamp(Floats v, Floats lo, Floats hi) { return _mm256_min_ps(_mm256_max_ps(v, lo), hi); }
   // clamp(v, lo, hi) with NaN -> lo (vmaxps returns its second operand when unordered), round half
   // to even (cvtps2dq under the default MXCSR), + zero point.
   static Ints requantize(Floats v, Floats lo, Floats hi, Ints zero_point) {

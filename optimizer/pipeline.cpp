@@ -54,7 +54,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
                              "fuse_qdq_split", "fuse_qdq_concat", "fuse_qdq_lookup", "fuse_qdq_clamp", "fuse_pointwise",
                              "fuse_channel_gate", "fuse_quantized_silu", "fuse_constant_operand_lookup", "fuse_layer_norm", "fuse_softmax",
                              "fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums",
-                             "fuse_float_depthwise_chain", "fuse_float_batchnorm", "fuse_float_gelu"}) {
+                             "fuse_float_depthwise_chain", "fuse_float_batchnorm", "fuse_add_quantize", "fuse_float_gelu"}) {
     passes.push_back(std::make_unique<FusionPass>(fusion));
   }
   // Layer-level rewrites of the fused layers.

@@ -10,6 +10,7 @@
 #include "core/checked_math.h"
 #include "core/op_registry.h"
 #include "core/shape_inference.h"
+#include "core/ops/fused_add_quantize.h"
 #include "core/ops/fused_batchnorm.h"
 #include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
@@ -235,6 +236,18 @@ Result<std::shared_ptr<const OpAttributes>> parse_fused_batchnorm(const Node& no
   if (!(attributes.epsilon >= 0.0f) || !std::isfinite(attributes.epsilon)) {
     return reader.error("epsilon", fmt::format("must be finite and >= 0, got {}", attributes.epsilon));
   }
+  return make_attributes(std::move(attributes));
+}
+
+Result<std::shared_ptr<const OpAttributes>> parse_add_quantize(const Node& node) {
+  AttributeReader reader(node);
+  AddQuantizeAttributes attributes;
+  QDQRT_ASSIGN_OR_RETURN(attributes.fused, parse_fused_info(node));
+  const ActivationKind activation = attributes.fused.activation.kind;
+  if (activation != ActivationKind::kNone && activation != ActivationKind::kRelu) {
+    return reader.error("activation", fmt::format("must be \"\" or Relu, got \"{}\"", activation_kind_name(activation)));
+  }
+  if (attributes.fused.has_pointwise()) return reader.error("pointwise_code", "is not taken by an AddQuantize");
   return make_attributes(std::move(attributes));
 }
 
@@ -598,6 +611,14 @@ std::span<const FusedOpRow> fused_ops() {
        .parse_attributes = parse_info_only<ChannelGateAttributes>,
        .fused_info = fused_info_of<ChannelGateAttributes>,
        .output_shape = broadcast_inputs<kGateX, kGateGate>,
+       .layer_info_type = "ElementWise"},
+      {.op_type = kAddQuantize,
+       .output_zero_point = kAddQuantizeYZeroPoint,  // float inputs; output 1 the float sum
+       .kind = "Add",
+       .parse_attributes = parse_add_quantize,
+       .fused_info = fused_info_of<AddQuantizeAttributes>,
+       .output_shape = broadcast_inputs<kAddQuantizeA, kAddQuantizeB>,
+       .more_output_shape = [](const Node&, const Dims& y, size_t) -> OptionalDims { return y; },
        .layer_info_type = "ElementWise"},
       {.op_type = kLayerNorm,
        .output_zero_point = kNormYZeroPoint,  // float inputs

@@ -9,6 +9,9 @@
 //               the node's reference kernel, so the engine is bit-exact with the reference
 //   channel_gate  ChannelGate: fp32 NHWC x times a per-image, per-channel gate, quantized to
 //               int8/uint8 NHWC in the same pass (squeeze-excite's Mul -> Q)
+//   add_quantize  AddQuantize: fp32 a + b [-> Relu] quantized to int8/uint8 (output 0), the float
+//               sum written beside it (output 1) when other layers read it; one pass where Add,
+//               Relu and QuantizeLinear made three (a residual block's end)
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -21,6 +24,7 @@
 #include "engine/layers/layer_families.h"
 #include "kernels/dispatch.h"
 #include "core/ops/fused.h"
+#include "core/ops/fused_add_quantize.h"
 #include "core/ops/fused_layers.h"
 #include "core/ops/quantize.h"
 #include "reference/executor.h"
@@ -621,6 +625,144 @@ Status lower_channel_gate(const Node& node, BuildContext& context) {
   return Status::ok();
 }
 
+// ---------------------------------------------------------------------------------------------
+// add_quantize
+
+template <class T>
+class AddQuantizeLayer final : public Layer {
+ public:
+  AddQuantizeLayer(int32_t a, int32_t b, int32_t y, int32_t sum, float scale, int32_t zero_point, bool relu,
+                   kernels::Isa isa)
+      : a_(a), b_(b), y_(y), sum_(sum), scale_(scale), zero_point_(zero_point), relu_(relu),
+        kernel_(kernels::quantize_kernels<T>(isa).add_quantize.fn) {}
+
+  // Reads two floats, writes a byte and (with the sum) a float: the passes of an Add and a
+  // quantize, one more with the sum.
+  WorkShape work(const RunState& state) const override {
+    const double ops_per_element = (sum_ >= 0 ? 4.0 : 3.0) * kStreamingOpsPerElement;
+    return {ceil_div(state.numel(a_), kQuantizeElementsPerItem), kQuantizeElementsPerItem * ops_per_element};
+  }
+  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
+    const int64_t first = begin * kQuantizeElementsPerItem;
+    const int64_t last = std::min(state.numel(a_), end * kQuantizeElementsPerItem);
+    if (first >= last) return;
+    float* sum = sum_ >= 0 ? state.data<float>(sum_) + first : nullptr;
+    kernel_(static_cast<size_t>(last - first), state.data<float>(a_) + first, state.data<float>(b_) + first, sum,
+            state.data<T>(y_) + first, scale_, zero_point_, relu_);
+  }
+
+ private:
+  int32_t a_, b_, y_, sum_;
+  float scale_;
+  int32_t zero_point_;
+  bool relu_;
+  kernels::AddQuantizeFn<T> kernel_;
+};
+
+// Inputs a, b (float); output 0 int8/uint8, optional output 1 float: one shape, layout and batch
+// layout throughout.
+Result<std::unique_ptr<Layer>> bind_add_quantize(const BindContext& context) {
+  const PlanLayer& layer = context.layer();
+  if (layer.inputs.size() != 2 || layer.outputs.empty() || layer.outputs.size() > 2) {
+    return context.error(fmt::format("needs inputs a, b and 1 or 2 outputs, got {} and {}", layer.inputs.size(),
+                                     layer.outputs.size()));
+  }
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* a, context.input(0));
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* b, context.input(1));
+  QDQRT_ASSIGN_OR_RETURN(const PlanTensor* y, context.output(0));
+  const PlanTensor* sum = nullptr;
+  if (layer.outputs.size() == 2) {
+    QDQRT_ASSIGN_OR_RETURN(sum, context.output(1));
+  }
+  if (a->dtype != DataType::kFloat || b->dtype != DataType::kFloat || !is_8bit(y->dtype) ||
+      (sum != nullptr && sum->dtype != DataType::kFloat)) {
+    return context.error(fmt::format("needs float32 a and b -> int8/uint8 (and float32 sum), got {}, {} -> {}",
+                                     dtype_name(a->dtype), dtype_name(b->dtype), dtype_name(y->dtype)));
+  }
+  for (const PlanTensor* other : {b, y, sum}) {
+    if (other == nullptr) continue;
+    if (other->shape != a->shape || other->layout != a->layout || batch_layout_of(*other) != batch_layout_of(*a)) {
+      return context.error(fmt::format("a {} and every other tensor ({}) must share one shape and layout",
+                                       shape_to_string(a->shape), shape_to_string(other->shape)));
+    }
+  }
+  QDQRT_ASSIGN_OR_RETURN(ScalarQuantization q, bound_quantization(context, y->dtype));
+  QDQRT_ASSIGN_OR_RETURN(bool relu, params::kRelu.read(context));
+  const kernels::Isa isa = kernels::active_isa();
+  const int32_t sum_index = sum != nullptr ? layer.outputs[1] : -1;
+  if (y->dtype == DataType::kInt8) {
+    return std::unique_ptr<Layer>(new AddQuantizeLayer<int8_t>(layer.inputs[0], layer.inputs[1], layer.outputs[0],
+                                                               sum_index, q.scale, q.zero_point, relu, isa));
+  }
+  return std::unique_ptr<Layer>(new AddQuantizeLayer<uint8_t>(layer.inputs[0], layer.inputs[1], layer.outputs[0],
+                                                              sum_index, q.scale, q.zero_point, relu, isa));
+}
+
+bool accepts_add_quantize(const Node& node, const BuildContext& context) {
+  using namespace layers;
+  const auto* attributes = dynamic_cast<const AddQuantizeAttributes*>(node.typed_attributes.get());
+  if (attributes == nullptr || attributes->fused.has_pointwise() ||
+      (attributes->fused.activation.kind != ActivationKind::kNone &&
+       attributes->fused.activation.kind != ActivationKind::kRelu)) {
+    return false;
+  }
+  if (node.inputs.size() != kAddQuantizeInputCount || node.outputs.empty() || node.outputs.size() > 2) return false;
+  const Tensor* scale = context.constant(node.input(kAddQuantizeYScale));
+  const Tensor* zero_point = context.constant(node.input(kAddQuantizeYZeroPoint));
+  if (scale == nullptr || scale->numel() != 1 || scale->dtype() != DataType::kFloat ||
+      !(scale->data<float>()[0] > 0.0f) || !std::isfinite(scale->data<float>()[0]) || zero_point == nullptr ||
+      zero_point->numel() != 1 || !is_8bit(zero_point->dtype())) {
+    return false;
+  }
+  if (context.constant(node.input(kAddQuantizeA)) != nullptr || context.constant(node.input(kAddQuantizeB)) != nullptr) {
+    return false;
+  }
+  auto a = context.shape_of(node.input(kAddQuantizeA));
+  auto b = context.shape_of(node.input(kAddQuantizeB));
+  auto a_type = context.dtype_of(node.input(kAddQuantizeA));
+  auto b_type = context.dtype_of(node.input(kAddQuantizeB));
+  return a.ok() && b.ok() && *a == *b && a_type.ok() && *a_type == DataType::kFloat && b_type.ok() &&
+         *b_type == DataType::kFloat;
+}
+
+// Both inputs as stored when they share a layout (the convs before a residual Add write NHWC),
+// else both plain; the outputs in that layout.
+Status lower_add_quantize(const Node& node, BuildContext& context) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(int32_t a_stored, context.input_as_stored(node.input(kAddQuantizeA)));
+  QDQRT_ASSIGN_OR_RETURN(int32_t b_stored, context.input_as_stored(node.input(kAddQuantizeB)));
+  const PlanTensor a_tensor = context.tensor(a_stored);
+  const PlanTensor b_tensor = context.tensor(b_stored);
+  const bool as_stored =
+      a_tensor.layout == b_tensor.layout && batch_layout_of(a_tensor) == batch_layout_of(b_tensor);
+  const Layout layout = as_stored ? a_tensor.layout : Layout::kPlain;
+  QDQRT_ASSIGN_OR_RETURN(int32_t a, context.input(node.input(kAddQuantizeA), layout));
+  QDQRT_ASSIGN_OR_RETURN(int32_t b, context.input(node.input(kAddQuantizeB), layout));
+  QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], layout));
+  const Tensor* scale = context.constant(node.input(kAddQuantizeYScale));
+  const Tensor* zero_point = context.constant(node.input(kAddQuantizeYZeroPoint));
+  const bool is_signed = zero_point->dtype() == DataType::kInt8;
+  const int32_t zero_point_value = is_signed ? zero_point->data<int8_t>()[0] : zero_point->data<uint8_t>()[0];
+  const bool relu = node.attrs<AddQuantizeAttributes>().fused.activation.kind == ActivationKind::kRelu;
+  PlanLayer layer = int8::node_layer(node, "add_quantize");
+  const FusedLayerInfo* fused = fused_layer_info(node);
+  if (fused != nullptr && !fused->fused_nodes.empty()) layer.source_nodes = fused->fused_nodes;
+  layer.inputs = {a, b};
+  layer.outputs = {y};
+  if (node.outputs.size() > 1) {
+    QDQRT_ASSIGN_OR_RETURN(int32_t sum, context.output(node.outputs[1], layout));
+    layer.outputs.push_back(sum);
+  }
+  params::kScale.write(layer, scale->data<float>()[0]);
+  params::kZeroPoint.write(layer, zero_point_value);
+  params::kRelu.write(layer, relu);
+  layer.kernel = is_signed ? kernels::quantize_kernels<int8_t>(context.isa()).add_quantize.name
+                           : kernels::quantize_kernels<uint8_t>(context.isa()).add_quantize.name;
+  if (relu) layer.kernel.replace(layer.kernel.find("-vaddcvt") + 8, 0, "-relu");  // f32-qu8-vaddcvt-relu-avx512
+  context.add_layer(std::move(layer));
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_border_layers(LayerRegistry& registry) {
@@ -638,6 +780,10 @@ void register_border_layers(LayerRegistry& registry) {
   registry.add_kind({"channel_gate", bind_channel_gate, false});
   // Reads x channels-last (an INT8 conv's float output) and writes int8 for the next conv.
   registry.add_lowering({layers::kDomain, layers::kChannelGate, lower_channel_gate, accepts_channel_gate, true, false});
+  // Elementwise over one shape and layout: any batch layout.
+  registry.add_kind({"add_quantize", bind_add_quantize, true});
+  // Reads the residual block's float tensors as stored (channels-last after the convs).
+  registry.add_lowering({layers::kDomain, layers::kAddQuantize, lower_add_quantize, accepts_add_quantize, true, true});
 }
 
 }  // namespace qdqrt::engine

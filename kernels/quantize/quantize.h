@@ -34,6 +34,12 @@ using QuantizeChannelsFn = void (*)(size_t rows, size_t channels, const float* i
 template <class T>
 using QuantizeGatedFn = void (*)(size_t rows, size_t channels, const float* input, const float* gate, T* output,
                                  float scale, int32_t zero_point);
+// A residual block's end, Add -> [Relu] -> QuantizeLinear, in one pass over n elements:
+//   v = a[i] + b[i];  relu: v = v > 0 ? v : 0 (the engine's Relu: vmaxps(v, 0));
+//   sum[i] = v (when sum is not null);  output[i] = quantize(v, scale, zero_point)
+template <class T>
+using AddQuantizeFn = void (*)(size_t n, const float* a, const float* b, float* sum, T* output, float scale,
+                               int32_t zero_point, bool relu);
 template <class T>
 using DequantizeChannelsFn = void (*)(size_t rows, size_t channels, const T* input, float* output,
                                       const float* scales, const int32_t* zero_points);
@@ -75,6 +81,9 @@ using RequantizeFn = void (*)(size_t n, const T* input, T* output, const Requant
   void quantize_gated(size_t rows, size_t channels, const float* input, const float* gate, T* output,     \
                       float scale, int32_t zero_point);                                                   \
   template <class T>                                                                                      \
+  void add_quantize(size_t n, const float* a, const float* b, float* sum, T* output, float scale,         \
+                    int32_t zero_point, bool relu);                                                       \
+  template <class T>                                                                                      \
   void dequantize_channels(size_t rows, size_t channels, const T* input, float* output,                   \
                            const float* scales, const int32_t* zero_points);                              \
   template <class T>                                                                                      \
@@ -94,6 +103,7 @@ QDQRT_DECLARE_QUANTIZE_KERNELS(avx512skx)
   template void dequantize<T>(size_t, const T*, float*, float, int32_t);                                 \
   template void quantize_channels<T>(size_t, size_t, const float*, T*, const float*, const int32_t*);     \
   template void quantize_gated<T>(size_t, size_t, const float*, const float*, T*, float, int32_t);         \
+  template void add_quantize<T>(size_t, const float*, const float*, float*, T*, float, int32_t, bool);     \
   template void dequantize_channels<T>(size_t, size_t, const T*, float*, const float*, const int32_t*);   \
   template void requantize<T>(size_t, const T*, T*, const RequantizeParams&);                             \
   template void quantize_nchw_to_nhwc<T>(size_t, size_t, size_t, size_t, const float*, T*, const float*,  \

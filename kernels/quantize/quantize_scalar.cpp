@@ -48,6 +48,19 @@ void quantize_gated(size_t rows, size_t channels, const float* input, const floa
 }
 
 template <class T>
+void add_quantize(size_t n, const float* a, const float* b, float* sum, T* output, float scale, int32_t zero_point,
+                  bool relu) {
+  const float lo = static_cast<float>(QTraits<T>::min - zero_point);
+  const float hi = static_cast<float>(QTraits<T>::max - zero_point);
+  for (size_t i = 0; i < n; ++i) {
+    float v = a[i] + b[i];
+    if (relu) v = v > 0.0f ? v : 0.0f;
+    if (sum != nullptr) sum[i] = v;
+    output[i] = static_cast<T>(scalar::requantize_value(v / scale, lo, hi, zero_point));
+  }
+}
+
+template <class T>
 void dequantize_channels(size_t rows, size_t channels, const T* input, float* output, const float* scales,
                          const int32_t* zero_points) {
   for (size_t r = 0; r < rows; ++r) {

@@ -118,6 +118,58 @@ void quantize_gated(size_t rows, size_t channels, const float* input, const floa
   }
 }
 
+// Residual end: a + b, the Relu as vmaxps(v, 0) (clamp to [0, inf)), the float sum stored when
+// asked for, then quantize's division and requantize.
+template <class V, class T, bool kRelu, bool kStoreSum>
+void add_quantize_loop(size_t n, const float* a, const float* b, float* sum, T* output, float scale,
+                       int32_t zero_point) {
+  const typename V::Floats vscale = V::splat(scale);
+  const typename V::Floats lo = V::splat(static_cast<float>(QTraits<T>::min - zero_point));
+  const typename V::Floats hi = V::splat(static_cast<float>(QTraits<T>::max - zero_point));
+  const typename V::Ints vzero_point = V::splat_int(zero_point);
+  const typename V::Floats zero = V::splat(0.0f);
+  const typename V::Floats infinity = V::splat(__builtin_inff());
+  auto value = [&](typename V::Floats x, typename V::Floats y) {
+    typename V::Floats v = V::add(x, y);
+    if constexpr (kRelu) v = V::clamp(v, zero, infinity);
+    return v;
+  };
+  auto quantized = [&](typename V::Floats v) { return V::requantize(V::div(v, vscale), lo, hi, vzero_point); };
+  size_t i = 0;
+  for (; i + 2 * V::kLanes <= n; i += 2 * V::kLanes) {
+    const typename V::Floats v0 = value(V::load(a + i), V::load(b + i));
+    const typename V::Floats v1 = value(V::load(a + i + V::kLanes), V::load(b + i + V::kLanes));
+    if constexpr (kStoreSum) {
+      V::store(sum + i, v0);
+      V::store(sum + i + V::kLanes, v1);
+    }
+    V::store_narrow(output + i, quantized(v0));
+    V::store_narrow(output + i + V::kLanes, quantized(v1));
+  }
+  for (; i + V::kLanes <= n; i += V::kLanes) {
+    const typename V::Floats v = value(V::load(a + i), V::load(b + i));
+    if constexpr (kStoreSum) V::store(sum + i, v);
+    V::store_narrow(output + i, quantized(v));
+  }
+  if (i < n) {
+    const size_t count = n - i;
+    const typename V::Floats v = value(V::load_partial(a + i, count), V::load_partial(b + i, count));
+    if constexpr (kStoreSum) V::store_partial(sum + i, v, count);
+    V::store_narrow_partial(output + i, quantized(v), count);
+  }
+}
+
+template <class V, class T>
+void add_quantize(size_t n, const float* a, const float* b, float* sum, T* output, float scale, int32_t zero_point,
+                  bool relu) {
+  if (relu) {
+    if (sum != nullptr) return add_quantize_loop<V, T, true, true>(n, a, b, sum, output, scale, zero_point);
+    return add_quantize_loop<V, T, true, false>(n, a, b, sum, output, scale, zero_point);
+  }
+  if (sum != nullptr) return add_quantize_loop<V, T, false, true>(n, a, b, sum, output, scale, zero_point);
+  return add_quantize_loop<V, T, false, false>(n, a, b, sum, output, scale, zero_point);
+}
+
 template <class V, class T>
 void dequantize_channels(size_t rows, size_t channels, const T* input, float* output, const float* scales,
                          const int32_t* zero_points) {
@@ -226,6 +278,11 @@ template <class T>
 void quantize_gated(size_t rows, size_t channels, const float* input, const float* gate, T* output, float scale,
                     int32_t zero_point) {
   quantize_vector::quantize_gated<QDQRT_VECTORS>(rows, channels, input, gate, output, scale, zero_point);
+}
+template <class T>
+void add_quantize(size_t n, const float* a, const float* b, float* sum, T* output, float scale, int32_t zero_point,
+                  bool relu) {
+  quantize_vector::add_quantize<QDQRT_VECTORS, T>(n, a, b, sum, output, scale, zero_point, relu);
 }
 template <class T>
 void dequantize_channels(size_t rows, size_t channels, const T* input, float* output, const float* scales,

@@ -29,7 +29,8 @@ std::optional<Shape> value_shape(const Graph& graph, const std::string& value) {
 
 bool is_8bit(DataType dtype) { return dtype == DataType::kInt8 || dtype == DataType::kUint8; }
 
-// QuantizeLinear node `q_index` reading `value`, with per-tensor constant 8-bit parameters.
+}  // namespace
+
 std::optional<QuantizedOutput> quantize_reader(const Graph& graph, int q_index, const std::string& value) {
   const Node& q = graph.nodes[static_cast<size_t>(q_index)];
   if (!is_onnx(q, "QuantizeLinear") || q.input(0) != value) return std::nullopt;
@@ -54,6 +55,8 @@ std::optional<QuantizedOutput> quantize_reader(const Graph& graph, int q_index, 
   if (q.outputs.empty() || q.outputs[0].empty()) return std::nullopt;
   return out;
 }
+
+namespace {
 
 // The real range [lo, hi] a quantizer represents: ((q_min - zp) * scale, (q_max - zp) * scale).
 std::pair<double, double> quantizer_range(const Graph& graph, const QuantizedOutput& q) {

@@ -29,6 +29,8 @@ std::optional<QuantizedInput> activation_input(const Graph& graph, const ValueIn
 // A float constant, or a DequantizeLinear of constants evaluated once (a bias).
 std::optional<Tensor> constant_float(const Graph& graph, const ValueIndex& index, const std::string& value);
 
+// QuantizeLinear node `q_index` reading `value`, with per-tensor constant 8-bit parameters.
+std::optional<QuantizedOutput> quantize_reader(const Graph& graph, int q_index, const std::string& value);
 // A QuantizeLinear reading `value` as its only reader, with per-tensor constant parameters.
 std::optional<QuantizedOutput> output_quantization(const Graph& graph, const ValueIndex& index,
                                                    const std::string& value);

@@ -67,6 +67,10 @@ Status apply_constant_operand_lookup(Graph& graph, const QdqSelection& selection
 // channel_gate.cpp: squeeze-excite's Mul(x, gate [N, C, 1, 1]) -> Q becomes one ChannelGate.
 SelectResult select_channel_gate(const Graph& graph, const ValueIndex& index, int node);
 Status apply_channel_gate(Graph& graph, const QdqSelection& selection, PassContext& context);
+// add_quantize.cpp: a float Add of two same-shape runtime values [-> Relu] read by a Q becomes one
+// AddQuantize writing the Q's int8 output (and the float sum when other nodes read it).
+SelectResult select_add_quantize(const Graph& graph, const ValueIndex& index, int node);
+Status apply_add_quantize(Graph& graph, const QdqSelection& selection, PassContext& context);
 // float_conv_epilogue.cpp: a float Conv the NHWC kernels take [-> residual Add] [-> Relu/Clip/
 // Sigmoid/HardSwish/SiLU] becomes one FusedConv (float in, float out).
 SelectResult select_float_conv_epilogue(const Graph& graph, const ValueIndex& index, int node);

@@ -32,6 +32,7 @@
 #include "core/ops/conv.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/fused.h"
+#include "core/ops/fused_add_quantize.h"
 #include "core/ops/fused_batchnorm.h"
 #include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
@@ -617,6 +618,31 @@ Status channel_gate_kernel(const Node& node, Inputs inputs, std::vector<Tensor>&
   return finish(node, inputs, attributes->fused, std::move(y), kGateYScale, 0, outputs);
 }
 
+// AddQuantize: the Add it replaced (float, equal shapes), the Relu when one followed, then the Q;
+// output 1 (when the node has it) the float value the Q read.
+Status add_quantize_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const AddQuantizeAttributes* attributes, typed_attributes<AddQuantizeAttributes>(node));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* a, required_input(node, inputs, kAddQuantizeA, "a"));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* b, required_input(node, inputs, kAddQuantizeB, "b"));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* y_scale, required_input(node, inputs, kAddQuantizeYScale, "y_scale"));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* y_zero_point,
+                         required_input(node, inputs, kAddQuantizeYZeroPoint, "y_zero_point"));
+  QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *a, "a", {DataType::kFloat}));
+  QDQRT_RETURN_IF_ERROR(reference::expect_dtype(node, *b, "b", {DataType::kFloat}));
+  if (a->shape() != b->shape()) return invalid_argument("{}: a and b must have one shape", node.describe());
+  if (attributes->fused.activation.kind != ActivationKind::kNone &&
+      attributes->fused.activation.kind != ActivationKind::kRelu) {
+    return invalid_argument("{}: activation {} is not taken", node.describe(),
+                            activation_kind_name(attributes->fused.activation.kind));
+  }
+  QDQRT_ASSIGN_OR_RETURN(Tensor sum, binary(node, "Add", *a, *b));
+  QDQRT_ASSIGN_OR_RETURN(sum, float_activation(node, attributes->fused.activation, std::move(sum)));
+  QDQRT_ASSIGN_OR_RETURN(outputs[0], quantize(node, sum, *y_scale, *y_zero_point));
+  if (outputs.size() > 1) outputs[1] = std::move(sum);
+  return Status::ok();
+}
+
 // LayerNorm over the last axis in double (the oracle of the engine's float kernel), then the Q.
 Status layer_norm_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
   using namespace layers;
@@ -690,6 +716,7 @@ void register_fused_kernels(KernelRegistry& registry) {
   registry.add(layers::kDomain, layers::kQConcat, qconcat_kernel);
   registry.add(layers::kDomain, layers::kQRequantize, qrequantize_kernel);
   registry.add(layers::kDomain, layers::kChannelGate, channel_gate_kernel);
+  registry.add(layers::kDomain, layers::kAddQuantize, add_quantize_kernel);
   registry.add(layers::kDomain, layers::kLayerNorm, layer_norm_kernel);
   registry.add(layers::kDomain, layers::kSoftmax, softmax_quantize_kernel);
 }

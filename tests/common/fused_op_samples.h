@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ops/fused_add_quantize.h"
 #include "core/ops/fused_batchnorm.h"
 #include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
@@ -144,6 +145,13 @@ inline const std::map<std::string, FusedOpSample>& fused_op_samples() {
 <float ys = {0.1}, uint8 yz = {128}>
 {
   y = qdqrt.ChannelGate <fused_nodes = ["mul", "q"]> (x, gate, ys, yz)
+})",
+        "[N, 4, 3, 3]"}},
+      {layers::kAddQuantize,
+       {R"(g (float[N,4,3,3] a, float[N,4,3,3] b) => (uint8[N,4,3,3] y, float[N,4,3,3] sum)
+<float ys = {0.1}, uint8 yz = {128}>
+{
+  y, sum = qdqrt.AddQuantize <fused_nodes = ["add", "relu", "q"], activation = "Relu"> (a, b, ys, yz)
 })",
         "[N, 4, 3, 3]"}},
       {layers::kLayerNorm,

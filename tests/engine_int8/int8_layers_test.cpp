@@ -107,7 +107,7 @@ bool is_int8_kind(const std::string& kind) {
   static const std::set<std::string> kinds = {"qconv",         "qmatmul",      "qbatched_matmul", "qbinary",
                                               "qlut",          "qmaxpool",     "qavgpool",        "qgavgpool",
                                               "qconcat",       "int8_reshape", "int8_transpose",  "softmax_quantize",
-                                              "resize_nearest"};
+                                              "resize_nearest", "add_quantize"};
   return kinds.count(kind) != 0;
 }
 
@@ -562,6 +562,22 @@ Graph softmax_graph() {
                          "z = qdqrt.Softmax <fused_nodes = [\"softmax2\", \"q2\"]> (u, zs, zz)\n"));
 }
 
+// A residual block's end: uint8 codes and the float sum of a Relu'd Add (a few items of 4096
+// elements, a partial vector), and an int8 one without Relu or sum.
+Graph add_quantize_graph() {
+  return load_text(model(
+      fmt::format("float[{},16,20,21] a, float[{},16,20,21] b, float[{},3,40] c, float[{},3,40] d", kMaxBatch,
+                  kMaxBatch, kMaxBatch, kMaxBatch),
+      fmt::format("uint8[{},16,20,21] y, float[{},16,20,21] s, int8[{},3,40] z", kMaxBatch, kMaxBatch, kMaxBatch),
+      {"float ys = {0.02}", "uint8 yz = {7}", "float zs = {0.015}", "int8 zz = {-3}"},
+      "y, s = qdqrt.AddQuantize <fused_nodes = [\"add\", \"relu\", \"q\"], activation = \"Relu\"> (a, b, ys, yz)\n"
+      "z = qdqrt.AddQuantize <fused_nodes = [\"add2\", \"q2\"]> (c, d, zs, zz)\n"));
+}
+
+TEST(Int8Layers, AddQuantizeWritesCodesAndSum) {
+  expect_matches_reference(add_quantize_graph(), {"add_quantize", "add_quantize"});
+}
+
 TEST(Int8Layers, SoftmaxQuantizeRowsOfEveryLength) {
   expect_matches_reference(softmax_graph(), {"softmax_quantize", "softmax_quantize"}, 1, kRequantizeTolerance);
 }
@@ -978,6 +994,20 @@ TEST(Int8Bind, QAveragePoolOfFloatInputRefusesDamagedPlans) {
                     "has dtype float32");
 }
 
+TEST(Int8Bind, AddQuantizeRefusesDamagedPlans) {
+  const Graph graph = add_quantize_graph();
+  expect_bind_fails(graph, "add_quantize", [](auto&, auto& l) { l.params.set("scale", 0.0); }, "scale");
+  expect_bind_fails(graph, "add_quantize", [](auto&, auto& l) { l.params.set("zero_point", int64_t{-1}); },
+                    "zero_point");
+  expect_bind_fails(graph, "add_quantize", [](auto&, auto& l) { l.params.set("relu", std::string("yes")); }, "relu");
+  expect_bind_fails(graph, "add_quantize", [](auto& p, auto& l) { p.tensors[l.outputs[1]].dtype = DataType::kUint8; },
+                    "float32 sum");
+  expect_bind_fails(graph, "add_quantize", [](auto& p, auto& l) { p.tensors[l.inputs[1]].shape[2] = 10; },
+                    "one shape and layout");
+  expect_bind_fails(graph, "add_quantize", [](auto& p, auto& l) { l.outputs.push_back(l.outputs[0]); },
+                    "1 or 2 outputs");
+}
+
 TEST(Int8Bind, SoftmaxQuantizeRefusesDamagedPlans) {
   const Graph graph = softmax_graph();
   expect_bind_fails(
@@ -1011,6 +1041,7 @@ std::vector<Graph> every_kind_graphs() {
   graphs.push_back(batched_matmul_graph());
   graphs.push_back(elementwise_graph());
   graphs.push_back(softmax_graph());
+  graphs.push_back(add_quantize_graph());
   return graphs;
 }
 

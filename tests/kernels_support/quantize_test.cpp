@@ -98,6 +98,56 @@ class QuantizeTester {
     ASSERT_EQ(first_mismatch(two_steps.data(), expected.data(), n), "") << "scalar gate vs Mul + quantize";
   }
 
+  // A residual block's end: a + b [-> Relu], the float sum stored or not, then quantize.
+  void test_add_quantize(Isa isa, bool relu, bool store_sum) const {
+    std::mt19937 rng(seed_);
+    const size_t n = rows_ * channels_;
+    const float scale = random_scale(rng);
+    std::vector<float> a = random_floats(rng, n, -300.0f, 300.0f);
+    std::vector<float> b = random_floats(rng, n, -300.0f, 300.0f);
+    for (size_t i = 0; i < n; ++i) {
+      if (i % 7 == 0) b[i] = (std::floor(a[i] / 10.0f) + 0.5f) * scale - a[i];  // near k + 0.5 ties
+      if (i % 13 == 4) b[i] = -a[i];                                           // exact zeros
+    }
+    if (n > 5) {
+      a[1] = std::numeric_limits<float>::quiet_NaN();
+      a[3] = std::numeric_limits<float>::infinity();
+      b[5] = -std::numeric_limits<float>::infinity();
+    }
+    if (n > 6) a[6] = b[6] = -0.0f;
+    const auto kernels = quantize_kernels<T>(isa);
+    const std::string name = describe(isa, kernels.add_quantize.name) + " relu=" + std::to_string(relu) +
+                             " sum=" + std::to_string(store_sum);
+    Guarded<float> guarded_a(n, placement_for(seed_));
+    Guarded<float> guarded_b(n, placement_for(seed_ + 2));
+    Guarded<float> sum(n, placement_for(seed_ + 3));
+    Guarded<T> output(n, placement_for(seed_ + 1));
+    guarded_a.copy_from(a);
+    guarded_b.copy_from(b);
+    std::vector<T> expected(n);
+    std::vector<float> expected_sum(n);
+    scalar::add_quantize<T>(n, a.data(), b.data(), expected_sum.data(), expected.data(), scale, zero_point_, relu);
+    kernels.add_quantize.fn(n, guarded_a.data(), guarded_b.data(), store_sum ? sum.data() : nullptr, output.data(),
+                            scale, zero_point_, relu);
+    ASSERT_EQ(first_mismatch(expected.data(), output.data(), n), "") << name;
+    ASSERT_EQ(output.check_canaries(), "") << name;
+    if (store_sum) {
+      ASSERT_EQ(first_mismatch(expected_sum.data(), sum.data(), n), "") << name;
+      ASSERT_EQ(sum.check_canaries(), "") << name;
+    }
+    // The scalar kernel is the Add, the engine's Relu (max(v, 0): NaN and -0 give 0), then ONNX
+    // QuantizeLinear of the result.
+    std::vector<float> added(n);
+    for (size_t i = 0; i < n; ++i) {
+      added[i] = a[i] + b[i];
+      if (relu) added[i] = added[i] > 0.0f ? added[i] : 0.0f;
+    }
+    std::vector<T> two_steps(n);
+    scalar::quantize<T>(n, added.data(), two_steps.data(), scale, zero_point_);
+    ASSERT_EQ(first_mismatch(two_steps.data(), expected.data(), n), "") << "scalar add_quantize vs Add + quantize";
+    ASSERT_EQ(first_mismatch(added.data(), expected_sum.data(), n), "") << "scalar add_quantize's sum";
+  }
+
   void test_dequantize(Isa isa) const {
     std::mt19937 rng(seed_);
     const size_t n = rows_ * channels_;
@@ -199,6 +249,22 @@ TYPED_TEST(QuantizeTest, GatedMatchesScalarOnEveryIsa) {
         for (int32_t zero_point : sweep_zero_points<TypeParam>()) {
           QuantizeTester<TypeParam>().rows(rows).channels(channels).zero_point(zero_point).seed(seed++)
               .test_quantize_gated(isa);
+        }
+      }
+    }
+  }
+}
+
+TYPED_TEST(QuantizeTest, AddQuantizeMatchesScalarOnEveryIsa) {
+  uint32_t seed = 700;
+  for (Isa isa : test_isas()) {
+    for (size_t n : sweep_sizes()) {
+      for (int32_t zero_point : sweep_zero_points<TypeParam>()) {
+        for (bool relu : {false, true}) {
+          for (bool store_sum : {false, true}) {
+            QuantizeTester<TypeParam>().channels(n).zero_point(zero_point).seed(seed++).test_add_quantize(isa, relu,
+                                                                                                        store_sum);
+          }
         }
       }
     }
