@@ -174,7 +174,9 @@ void amx_absent_benchmark(benchmark::State& state) {
 // instead of ReLU, Conv -> SiLU -> QuantizeLinear fused (one pointwise op evaluated in float after
 // the requantization); depthwise layers output fp32, as the engine's do ahead of the
 // squeeze-excitation block.
-void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool implicit_gemm, bool silu) {
+// unsigned_input: uint8 activations (a QDQ export's ReLU outputs), uint8 output with a Clip.
+void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool implicit_gemm, bool silu,
+                    bool unsigned_input) {
   const int taps = layer.kernel * layer.kernel;
   const int group_in = layer.input_channels / layer.groups;
   const auto input = random_bytes(static_cast<size_t>(layer.height) * layer.width * layer.input_channels, 1);
@@ -192,7 +194,8 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool 
   desc.bias_int32 = bias.data();
   desc.input_scale = 0.02f;
   desc.output_scale = silu ? 1.0f : 0.05f;  // a program runs on real units
-  const bool u8 = !silu && g_dw_u8 && layer.groups == layer.input_channels && layer.groups == layer.output_channels;
+  const bool u8 = !silu && ((g_dw_u8 && layer.groups == layer.input_channels && layer.groups == layer.output_channels) ||
+                            unsigned_input);
   desc.input_signed = !u8;
   PackedConv packed = pack_conv(desc, active_isa(), g_tile_width);
   if (implicit_gemm) packed.stem_weights = PackedGemm{};
@@ -578,16 +581,22 @@ void register_benchmarks() {
   for (int threads : {1, 2}) {
     for (const ConvLayer& layer : conv_layers()) {
       std::string name = std::string("conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false, false)->UseRealTime();
+      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false, false, false)->UseRealTime();
       if (layer.groups == 1 && layer.input_channels <= kConvStemMaxChannels) {
         name = std::string("conv_igemm/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
-        benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, true, false)->UseRealTime();
+        benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, true, false, false)->UseRealTime();
       }
+    }
+    // The grouped shapes as INT8 convolutions of uint8 activations (the grouped form where it applies).
+    for (const ConvLayer& layer : fp32_grouped_layers()) {
+      std::string name = std::string("conv_grouped/") + layer.network + "/" + layer.name + "/threads:" +
+                         std::to_string(threads);
+      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false, false, true)->UseRealTime();
     }
     for (const ConvLayer& layer : silu_conv_layers()) {
       std::string name =
           std::string("conv_silu/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false, true)->UseRealTime();
+      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false, true, false)->UseRealTime();
     }
     std::vector<ConvLayer> fp32_layers = conv_layers();
     for (const ConvLayer& layer : fp32_conv_layers()) fp32_layers.push_back(layer);

@@ -114,14 +114,19 @@ inline std::vector<ConvLayer> fp32_conv_layers() {
   };
 }
 
-// Grouped 3x3 convolutions (the fp32_grouped/ rows): RegNet-X-400MF's groups of 16 channels (2, 4,
-// 10 and 25 groups) and ResNeXt-50 32x4d's 32 groups of 4, 8, 16 and 32 channels.
+// Grouped 3x3 convolutions (the fp32_grouped/ and conv_grouped/ rows): RegNet-X-400MF's groups of 16
+// channels (2, 4, 10 and 25 groups), RegNet-Y-400MF's of 8 (6, 13, 26 and 55 groups) and ResNeXt-50
+// 32x4d's 32 groups of 4, 8, 16 and 32 channels.
 inline std::vector<ConvLayer> fp32_grouped_layers() {
   return {
       {"regnet_x_400mf", "b1_3x3s2_32_g2", 112, 112, 32, 32, 3, 2, 1, 2},
       {"regnet_x_400mf", "b2_3x3_64_g4", 28, 28, 64, 64, 3, 1, 1, 4},
       {"regnet_x_400mf", "b3_3x3_160_g10", 14, 14, 160, 160, 3, 1, 1, 10},
       {"regnet_x_400mf", "b4_3x3_400_g25", 7, 7, 400, 400, 3, 1, 1, 25},
+      {"regnet_y_400mf", "b1_3x3_48_g6", 56, 56, 48, 48, 3, 1, 1, 6},
+      {"regnet_y_400mf", "b2_3x3_104_g13", 28, 28, 104, 104, 3, 1, 1, 13},
+      {"regnet_y_400mf", "b3_3x3_208_g26", 14, 14, 208, 208, 3, 1, 1, 26},
+      {"regnet_y_400mf", "b4_3x3_440_g55", 7, 7, 440, 440, 3, 1, 1, 55},
       {"resnext50_32x4d", "l1_3x3_128_g32", 56, 56, 128, 128, 3, 1, 1, 32},
       {"resnext50_32x4d", "l2_3x3_256_g32", 28, 28, 256, 256, 3, 1, 1, 32},
       {"resnext50_32x4d", "l3_3x3_512_g32", 14, 14, 512, 512, 3, 1, 1, 32},

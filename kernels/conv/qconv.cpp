@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/conv/qconv_grouped.h"
 #include "kernels/conv/qconv_stem.h"
 #include "kernels/dispatch.h"
 
@@ -136,6 +137,12 @@ void run_conv_channels(const PackedConv& packed, const ConvShape& shape, const C
     if (n_begin < n_end) internal::run_conv_stem(packed, shape, args, epilogue, pixel_begin, pixel_end, n_begin, n_end);
     return;
   }
+  if (internal::conv_grouped_applies(packed)) {
+    const int group_begin = std::clamp(tile_begin, 0, packed.groups);
+    const int group_end = std::clamp(tile_end, group_begin, packed.groups);
+    internal::run_conv_grouped(packed, shape, args, epilogue, pixel_begin, pixel_end, group_begin, group_end);
+    return;
+  }
   const int group_in = packed.input_channels / packed.groups;
   const int group_out = packed.output_channels / packed.groups;
   const int output_size = output_element_size(epilogue.output_type);
@@ -184,6 +191,7 @@ void run_conv_channels(const PackedConv& packed, const ConvShape& shape, const C
 
 int conv_pixel_tile(const PackedConv& packed) {
   if (packed.depthwise || packed.group_weights.empty()) return 8;
+  if (internal::conv_grouped_applies(packed)) return internal::kGroupedRows;
   const PackedGemm& gemm = packed.group_weights[0];
   const internal::GemmImplementation* impl = gemm_implementation(gemm.isa, gemm.nr);
   return impl != nullptr ? impl->mr : 6;
@@ -198,7 +206,16 @@ std::string conv_kernel_name(const PackedConv& packed, const ConvShape& shape) {
     name.replace(name.find("igemm"), 5, "stemconv");
     return name;
   }
-  return gemm_kernel_name(packed.group_weights[0], !is_pointwise(packed, shape), shape.output_pixels());
+  std::string name = gemm_kernel_name(packed.group_weights[0], !is_pointwise(packed, shape), shape.output_pixels());
+  if (internal::conv_grouped_applies(packed)) {
+    // The grouped form's tile: kGroupedRows x 16, reading the input through tap pointers.
+    const size_t op = name.find("igemm-");
+    if (op != std::string::npos) {
+      const size_t tile_end = name.find('c', op + 6);
+      name.replace(op, tile_end - op, "gconv-" + std::to_string(internal::kGroupedRows) + "x16");
+    }
+  }
+  return name;
 }
 
 }  // namespace qdqrt::kernels

@@ -4,6 +4,9 @@
 //   - 1x1, stride 1, no padding: a plain GEMM over the pixels (rows) of each group;
 //   - an image of at most 4 channels (a network's stem; one group, no width dilation, no weight
 //     zero-point): the stem form (below), the GEMM's tiles reading a per-row buffer in place;
+//   - several groups of at most 16 output channels, a multiple of 4 input channels each, unsigned
+//     activations, packed for avx512vnni (kernels/conv/qconv_grouped.h): the grouped form, every group's 16-column
+//     tile reading the input through one set of tap pointers per block of output pixels;
 //   - everything else: the implicit GEMM (per-row-block gather of the kernel taps), per group.
 #pragma once
 

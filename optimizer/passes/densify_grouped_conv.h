@@ -9,7 +9,10 @@
 //
 // s is the largest divisor of G with s * (O/G) <= 64 output channels per merged group; when G
 // has no such divisor above 1 (a prime count of groups) and O <= 128, the whole convolution
-// becomes one group. It does not fire on other ISAs (not measured there), on depthwise
+// becomes one group. Groups the grouped form takes as they are (uint8 activations, a multiple of
+// 4 input channels: kernels/conv/qconv_grouped.h, which reads the input in place instead of
+// gathering it) merge only while s * (O/G) <= 16, its tile's columns, and otherwise stay: RegNetY's
+// 26 groups of 8 become 13 of 16, RegNetX's groups of 16 stay. It does not fire on other ISAs (not measured there), on depthwise
 // convolutions, on groups outside 8-16 channels, or on weights that are not int8 with
 // zero-point 0 (an added zero must be a real zero).
 #pragma once

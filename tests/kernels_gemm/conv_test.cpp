@@ -223,6 +223,64 @@ TEST(Conv, WideRowGatherRandomShapes) {
   ConvTester().batch(16).input_size(7, 7).channels(64, 64).kernel(3, 3).padding(1, 1, 1, 1).test_all_isas();
 }
 
+// The grouped form (kernels/conv/qconv_grouped.h): groups of 1..16 output channels and 4..32 input
+// channels (multiples of 4), kernels 2x1..7x7 (and 1x3), strides, paddings on each side,
+// dilations, several images, padded input pixels, uint8 inputs with any zero-point, per-channel
+// or per-tensor scales, int32 and float biases, every output type, activation and residual, thread
+// splits by pixels and by groups; the avx512vnni runner and the plain reference each bit-exact
+// against the oracle. Other ISAs and tile widths run the same cases through the implicit GEMM.
+TEST(Conv, GroupedFormRandomShapes) {
+  std::mt19937 rng(41);
+  auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); };
+  const std::vector<QuantSettings> epilogues = output_epilogue_sweep();
+  for (int round = 0; round < 72; ++round) {
+    const int kernel_h = round % 9 == 0 ? 7 : pick(1, 5), kernel_w = round % 9 == 0 ? 7 : pick(round % 5 ? 2 : 3, 5);
+    const int groups = pick(2, round % 4 == 0 ? 30 : 8);
+    const int group_in = 4 * pick(1, 8), group_out = round % 3 == 0 ? 16 : pick(1, 16);
+    QuantSettings q = epilogues[static_cast<size_t>(round) % epilogues.size()];
+    q.input_signed = false;
+    q.input_zero_point = round % 5 == 0 ? 0 : pick(0, 255);
+    q.per_channel = round % 7 != 3;
+    q.bias_float = round % 6 == 2;
+    q.residual_zero_point = q.residual ? (q.residual_signed ? pick(-128, 127) : pick(0, 255)) : 0;
+    ConvTester tester;
+    tester.batch(pick(1, 3)).input_size(pick(kernel_h, 13), pick(kernel_w, 13))
+        .channels(groups * group_in, groups * group_out).groups(groups).kernel(kernel_h, kernel_w)
+        .stride(pick(1, 2), pick(1, 2))
+        .padding(pick(0, kernel_h / 2), pick(0, kernel_w / 2), pick(0, kernel_h / 2), pick(0, kernel_w / 2))
+        .dilation(round % 8 == 5 ? 2 : 1, round % 8 == 6 ? 2 : 1)
+        .pixel_stride_extra(round % 6 == 4 ? pick(1, 9) : 0, round % 6 == 1 ? pick(1, 5) : 0)
+        .split(pick(1, 4)).channel_split(pick(1, 3)).quant(q).seed(round);
+    const ConvShape s = tester.shape();
+    if (s.output_height <= 0 || s.output_width <= 0) continue;
+    tester.test_all_isas();
+    if (isa_supported(Isa::kAvx512Vnni)) {
+      SCOPED_TRACE("grouped form");
+      ConvTester grouped = tester;
+      grouped.expect_kernel("gconv-12x16c4", Isa::kAvx512Vnni).test(Isa::kAvx512Vnni, 16);
+      grouped.expect_kernel("", Isa::kScalar).grouped_reference(true).test(Isa::kAvx512Vnni, 16);
+    }
+  }
+}
+
+// RegNet-X-400MF's and RegNet-Y-400MF's grouped 3x3s take the grouped form (uint8 activations, as
+// their QDQ exports quantize the ReLU outputs).
+TEST(Conv, GroupedFormTakesRegNetShapes) {
+  if (!isa_supported(Isa::kAvx512Vnni)) GTEST_SKIP() << "no AVX-512 VNNI";
+  QuantSettings q;
+  q.input_signed = false;
+  q.input_zero_point = 0;
+  q.output_type = OutputType::kU8;
+  q.activation = Activation{ActivationKind::kRelu};
+  struct Shape { int size, channels, groups, stride; };
+  for (const Shape& shape : {Shape{112, 32, 2, 2}, Shape{28, 64, 4, 1}, Shape{14, 160, 10, 1}, Shape{7, 400, 25, 1},
+                             Shape{7, 440, 55, 1}, Shape{14, 208, 26, 1}}) {
+    ConvTester().input_size(shape.size, shape.size).channels(shape.channels, shape.channels).groups(shape.groups)
+        .kernel(3, 3).stride(shape.stride, shape.stride).padding(1, 1, 1, 1).split(2).channel_split(2).quant(q)
+        .expect_kernel("qu8-qc8w-gconv-12x16c4-fp32-avx512vnni", Isa::kAvx512Vnni).test(Isa::kAvx512Vnni, 16);
+  }
+}
+
 // The stem form (an image of 1-4 channels, kernels/conv/qconv.h): per output row the window rows
 // interleaved column by column into a buffer the GEMM tiles read in place. Random shapes: channels
 // 1..4, kernels 3/5/7 (and rectangular), strides 1..3, paddings on each side, widths with every

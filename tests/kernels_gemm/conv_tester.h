@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernels/conv/qconv.h"
+#include "kernels/conv/qconv_grouped.h"
 #include "kernels/dispatch.h"
 #include "kernels/oracle.h"
 #include "test_util.h"
@@ -32,6 +33,9 @@ class ConvTester {
   // engine splits layers of few pixels.
   ConvTester& channel_split(int blocks) { channel_split_ = blocks; return *this; }
   ConvTester& seed(uint32_t value) { seed_ = value; return *this; }
+  // Runs the grouped form's plain reference (internal::run_conv_grouped_reference) instead of
+  // run_conv_channels; the packed convolution must take the grouped form.
+  ConvTester& grouped_reference(bool value) { grouped_reference_ = value; return *this; }
   // Fails unless the kernel name contains `part` on every ISA from `from` up (checks that a test
   // reaches the kernel it means to).
   ConvTester& expect_kernel(std::string part, Isa from) {
@@ -123,11 +127,17 @@ class ConvTester {
     }
     ConvRunArgs args{input.data(), in_stride, actual.data(), out_stride};
     const int tiles = conv_channel_tiles(packed);
+    if (grouped_reference_) ASSERT_TRUE(internal::conv_grouped_applies(packed)) << context;
     for (int part = 0; part < split_; ++part) {
       for (int block = 0; block < channel_split_; ++block) {
-        run_conv_channels(packed, s, args, epilogue, static_cast<int>(out_pixels * part / split_),
-                          static_cast<int>(out_pixels * (part + 1) / split_), tiles * block / channel_split_,
-                          tiles * (block + 1) / channel_split_);
+        const int pixel_begin = static_cast<int>(out_pixels * part / split_);
+        const int pixel_end = static_cast<int>(out_pixels * (part + 1) / split_);
+        const int tile_begin = tiles * block / channel_split_, tile_end = tiles * (block + 1) / channel_split_;
+        if (grouped_reference_) {
+          internal::run_conv_grouped_reference(packed, s, args, epilogue, pixel_begin, pixel_end, tile_begin, tile_end);
+        } else {
+          run_conv_channels(packed, s, args, epilogue, pixel_begin, pixel_end, tile_begin, tile_end);
+        }
       }
     }
     expect_outputs_equal(q.output_type, expected.data(), actual.data(), static_cast<int>(out_pixels),
@@ -146,6 +156,7 @@ class ConvTester {
 
  private:
   int channel_split_ = 1;
+  bool grouped_reference_ = false;
   int batch_ = 1, input_height_ = 5, input_width_ = 5, input_channels_ = 8, output_channels_ = 8, groups_ = 1;
   int kernel_height_ = 3, kernel_width_ = 3, stride_height_ = 1, stride_width_ = 1;
   int pad_top_ = 0, pad_left_ = 0, pad_bottom_ = 0, pad_right_ = 0, dilation_height_ = 1, dilation_width_ = 1;

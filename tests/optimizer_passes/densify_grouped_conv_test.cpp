@@ -1,7 +1,8 @@
 // densify_grouped_conv: a QConv whose groups have 8-16 channels becomes one of fewer, wider groups
 // with block-diagonal weights when the engine builds for AMX-INT8; its outputs are bit-identical
 // to the reference on the original graph. Must not fire on other ISAs, depthwise or wide/narrow
-// groups, or group counts no divisor merges within 64 channels (the selector names why).
+// groups, or group counts no divisor merges within 64 channels (the selector names why); groups
+// of uint8 activations that the grouped form takes merge only within its 16 columns.
 #include <fmt/format.h>
 
 #include <string>
@@ -126,7 +127,17 @@ TEST_F(DensifyGroupedConv, RegNetYGroupsOfEightBecomeOneConvolution) {
 TEST_F(DensifyGroupedConv, GroupsMergeIntoAtMost64Channels) {
   expect_merged({.channels = 160, .groups = 10, .size = 4}, 5);  // 16 channels per group: pairs
   expect_merged({.channels = 208, .groups = 26, .size = 4}, 13);  // 8 per group: 26 = 2 x 13
-  expect_merged({.channels = 64, .groups = 4, .asymmetric = true}, 1);  // uint8, zero-points 131/120
+}
+
+// uint8 activations: groups the grouped form takes merge only within its 16 columns.
+TEST_F(DensifyGroupedConv, GroupsOfTheGroupedFormMergeWithin16Channels) {
+  expect_merged({.channels = 48, .groups = 6, .asymmetric = true}, 3);   // 8 per group: pairs
+  expect_merged({.channels = 208, .groups = 26, .size = 4, .asymmetric = true}, 13);
+  expect_kept({.channels = 64, .groups = 4, .asymmetric = true}, kernels::Isa::kAmxInt8, "grouped form");
+  expect_kept({.channels = 160, .groups = 10, .size = 4, .asymmetric = true}, kernels::Isa::kAmxInt8,
+              "grouped form");
+  expect_kept({.channels = 104, .groups = 13, .size = 4, .asymmetric = true}, kernels::Isa::kAmxInt8,
+              "no divisor of its 13 groups merges them within 16");
 }
 
 TEST_F(DensifyGroupedConv, PrimeGroupCountUpTo128ChannelsBecomesOneConvolution) {

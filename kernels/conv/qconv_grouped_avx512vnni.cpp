@@ -1,0 +1,122 @@
+// The grouped form's AVX-512 VNNI runner (kernels/conv/qconv_grouped.h): per block of 12 output
+// pixels the tap pointers once, then per group a 12 x 16 register tile whose vpdpbusd broadcasts
+// come straight from the input (pointer + group offset + 4 j), the group's packed 16-column
+// weights one vector per k-group, and the GEMM tiles' epilogue (store_vector_plain, the single-op
+// and general stores of qgemm_epilogue_avx512_inl.h: the same operations, the same bytes).
+// GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/conv/qconv_grouped.h"
+#include "kernels/gemm/qgemm_epilogue_avx512_inl.h"
+
+namespace qdqrt::kernels::internal {
+
+namespace {
+
+// MR rows x 16 columns of one group: `pointers` holds each row's taps (row r's at r * taps),
+// `offset` the group's first channel, b the group's packed weights ([k-group][16][4]).
+template <int MR>
+void grouped_tile(const uint8_t* const* pointers, int taps, int tap_groups, int64_t offset, const int8_t* b,
+                  const TileArgs& t) {
+  __m512i acc[MR];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_si512();
+  for (int tap = 0; tap < taps; ++tap) {
+    const uint8_t* a[MR];
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) a[r] = pointers[r * taps + tap] + offset;
+    for (int j = 0; j < tap_groups; ++j) {
+      const __m512i w = _mm512_loadu_si512(b);
+      b += 64;
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) {
+        int32_t word;
+        std::memcpy(&word, a[r] + 4 * j, 4);
+        acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_set1_epi32(word), w);
+      }
+    }
+  }
+  const int count = t.n_valid;
+  if (plain_epilogue(t)) {
+    const PlainStore store = plain_store(t);
+    const ColumnConstants constants = load_column_constants(t, 0);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) store_vector_plain(acc[r], 0, count, r, constants, store);
+    return;
+  }
+  if (const PointwiseOp op = single_op_epilogue(t); op != PointwiseOp::kCopy) {
+    alignas(64) int32_t stored[MR][16];
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) _mm512_store_si512(stored[r], acc[r]);
+    store_block_single_op(op, &stored[0][0], MR, 1, t);
+    return;
+  }
+  const __m512 clamp_min = _mm512_set1_ps(t.epilogue->clamp_min);
+  const __m512 clamp_max = _mm512_set1_ps(t.epilogue->clamp_max);
+  const ColumnConstants constants = load_column_constants(t, 0);
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) store_vector(acc[r], 0, count, t, r, constants, clamp_min, clamp_max);
+}
+
+template <int... Rows>
+void dispatch_grouped_tile(std::integer_sequence<int, Rows...>, int rows, const uint8_t* const* pointers, int taps,
+                           int tap_groups, int64_t offset, const int8_t* b, const TileArgs& t) {
+  ((rows == Rows + 1 ? (grouped_tile<Rows + 1>(pointers, taps, tap_groups, offset, b, t), 0) : 0), ...);
+}
+
+}  // namespace
+
+void run_conv_grouped_avx512vnni(const PackedConv& packed, const ConvShape& shape, const ConvRunArgs& args,
+                                 const Epilogue& epilogue, int pixel_begin, int pixel_end, int group_begin,
+                                 int group_end) {
+  if (pixel_begin >= pixel_end || group_begin >= group_end) return;
+  const int taps = packed.kernel_height * packed.kernel_width;
+  const int group_in = packed.input_channels / packed.groups;
+  const int group_out = packed.output_channels / packed.groups;
+  const int tap_groups = group_in / 4;
+  const int output_size = output_element_size(epilogue.output_type);
+  alignas(64) uint8_t padding[kGroupedMaxChannels];
+  std::memset(padding, static_cast<uint8_t>(packed.group_weights[0].input_zero_point),
+              static_cast<size_t>(packed.input_channels));
+  const uint8_t* pointers[kGroupedRows * kGroupedMaxTaps];
+  const bool finite_clamp = std::fabs(epilogue.clamp_min) <= 0x1p20f && std::fabs(epilogue.clamp_max) <= 0x1p20f;
+  const int64_t c_row_bytes = args.output_pixel_stride * output_size;
+  char* output = static_cast<char*>(args.output);
+  const char* residual = static_cast<const char*>(epilogue.residual);
+  for (int m = pixel_begin; m < pixel_end; m += kGroupedRows) {
+    const int rows = std::min(kGroupedRows, pixel_end - m);
+    conv_grouped_pointers(shape, packed.kernel_height, packed.kernel_width, static_cast<const uint8_t*>(args.input),
+                          args.input_pixel_stride, padding, m, rows, pointers);
+    for (int g = group_begin; g < group_end; ++g) {
+      const PackedGemm& weights = packed.group_weights[static_cast<size_t>(g)];
+      Epilogue group_epilogue = epilogue;
+      group_epilogue.program_channel_offset = epilogue.program_channel_offset + static_cast<int64_t>(g) * group_out;
+      TileArgs t;
+      t.bias = weights.bias.data();
+      t.multiplier = weights.multiplier.data();
+      t.float_bias = weights.float_bias.data();
+      t.row_term = nullptr;
+      t.column0 = 0;
+      t.c = output + static_cast<int64_t>(m) * c_row_bytes + static_cast<int64_t>(g) * group_out * output_size;
+      t.c_row_bytes = c_row_bytes;
+      t.residual_row_bytes = epilogue.residual_row_stride;
+      t.residual = residual != nullptr ? residual + static_cast<int64_t>(m) * t.residual_row_bytes +
+                                             static_cast<int64_t>(g) * group_out
+                                       : nullptr;
+      t.n_valid = group_out;
+      t.epilogue = &group_epilogue;
+      t.integer_clamp = weights.bounded && finite_clamp;
+      dispatch_grouped_tile(std::make_integer_sequence<int, kGroupedRows>{}, rows, pointers, taps, tap_groups,
+                            static_cast<int64_t>(g) * group_in, weights.data.data(), t);
+    }
+  }
+}
+
+}  // namespace qdqrt::kernels::internal
