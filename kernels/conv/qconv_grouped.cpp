@@ -51,21 +51,42 @@ void conv_grouped_pointers(const ConvShape& shape, int kernel_height, int kernel
                            int64_t input_pixel_stride, const uint8_t* padding, int64_t pixel, int rows,
                            const uint8_t** pointers) {
   const int64_t image_pixels = static_cast<int64_t>(shape.output_height) * shape.output_width;
+  const int64_t image_bytes = static_cast<int64_t>(shape.input_height) * shape.input_width * input_pixel_stride;
   const int taps = kernel_height * kernel_width;
+  // Each tap's offset from the window's first pixel: an interior window is its first pixel plus these.
+  int64_t tap_offsets[kGroupedMaxTaps];
+  for (int ky = 0; ky < kernel_height; ++ky) {
+    for (int kx = 0; kx < kernel_width; ++kx) {
+      tap_offsets[ky * kernel_width + kx] =
+          (static_cast<int64_t>(ky) * shape.dilation_height * shape.input_width +
+           static_cast<int64_t>(kx) * shape.dilation_width) *
+          input_pixel_stride;
+    }
+  }
+  const int window_height = (kernel_height - 1) * shape.dilation_height + 1;
+  const int window_width = (kernel_width - 1) * shape.dilation_width + 1;
   int64_t image = pixel / image_pixels;
   const int64_t in_image = pixel - image * image_pixels;
   int out_y = static_cast<int>(in_image / shape.output_width);
   int out_x = static_cast<int>(in_image - static_cast<int64_t>(out_y) * shape.output_width);
   for (int r = 0; r < rows; ++r) {
-    const uint8_t* base = input + image * shape.input_height * shape.input_width * input_pixel_stride;
+    const uint8_t* base = input + image * image_bytes;
     const uint8_t** row = pointers + static_cast<int64_t>(r) * taps;
-    for (int ky = 0; ky < kernel_height; ++ky) {
-      const int y = out_y * shape.stride_height - shape.pad_top + ky * shape.dilation_height;
-      for (int kx = 0; kx < kernel_width; ++kx) {
-        const int x = out_x * shape.stride_width - shape.pad_left + kx * shape.dilation_width;
-        const bool inside = y >= 0 && y < shape.input_height && x >= 0 && x < shape.input_width;
-        row[ky * kernel_width + kx] =
-            inside ? base + (static_cast<int64_t>(y) * shape.input_width + x) * input_pixel_stride : padding;
+    const int first_y = out_y * shape.stride_height - shape.pad_top;
+    const int first_x = out_x * shape.stride_width - shape.pad_left;
+    if (first_y >= 0 && first_y + window_height <= shape.input_height && first_x >= 0 &&
+        first_x + window_width <= shape.input_width) {
+      const uint8_t* window = base + (static_cast<int64_t>(first_y) * shape.input_width + first_x) * input_pixel_stride;
+      for (int t = 0; t < taps; ++t) row[t] = window + tap_offsets[t];
+    } else {
+      for (int ky = 0; ky < kernel_height; ++ky) {
+        const int y = first_y + ky * shape.dilation_height;
+        for (int kx = 0; kx < kernel_width; ++kx) {
+          const int x = first_x + kx * shape.dilation_width;
+          const bool inside = y >= 0 && y < shape.input_height && x >= 0 && x < shape.input_width;
+          row[ky * kernel_width + kx] =
+              inside ? base + (static_cast<int64_t>(y) * shape.input_width + x) * input_pixel_stride : padding;
+        }
       }
     }
     if (++out_x == shape.output_width) {

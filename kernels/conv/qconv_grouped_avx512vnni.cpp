@@ -22,23 +22,27 @@ namespace {
 
 // MR rows x 16 columns of one group: `pointers` holds each row's taps (row r's at r * taps),
 // `offset` the group's first channel, b the group's packed weights ([k-group][16][4]).
-template <int MR>
+// kTapGroups: the k-groups of one tap (group_in / 4) when known at compile time (4: RegNet-X's
+// groups of 16, 2: RegNet-Y's of 8), so each tap's loop unrolls; 0: tap_groups at run time.
+template <int MR, int kTapGroups>
 void grouped_tile(const uint8_t* const* pointers, int taps, int tap_groups, int64_t offset, const int8_t* b,
                   const TileArgs& t) {
+  if constexpr (kTapGroups > 0) tap_groups = kTapGroups;
   __m512i acc[MR];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_si512();
   for (int tap = 0; tap < taps; ++tap) {
     const uint8_t* a[MR];
 #pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) a[r] = pointers[r * taps + tap] + offset;
+    for (int r = 0; r < MR; ++r) a[r] = pointers[r * taps + tap];
+#pragma GCC unroll 8
     for (int j = 0; j < tap_groups; ++j) {
       const __m512i w = _mm512_loadu_si512(b);
       b += 64;
 #pragma GCC unroll 16
       for (int r = 0; r < MR; ++r) {
         int32_t word;
-        std::memcpy(&word, a[r] + 4 * j, 4);
+        std::memcpy(&word, a[r] + offset + 4 * j, 4);
         acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_set1_epi32(word), w);
       }
     }
@@ -65,10 +69,10 @@ void grouped_tile(const uint8_t* const* pointers, int taps, int tap_groups, int6
   for (int r = 0; r < MR; ++r) store_vector(acc[r], 0, count, t, r, constants, clamp_min, clamp_max);
 }
 
-template <int... Rows>
+template <int kTapGroups, int... Rows>
 void dispatch_grouped_tile(std::integer_sequence<int, Rows...>, int rows, const uint8_t* const* pointers, int taps,
                            int tap_groups, int64_t offset, const int8_t* b, const TileArgs& t) {
-  ((rows == Rows + 1 ? (grouped_tile<Rows + 1>(pointers, taps, tap_groups, offset, b, t), 0) : 0), ...);
+  ((rows == Rows + 1 ? (grouped_tile<Rows + 1, kTapGroups>(pointers, taps, tap_groups, offset, b, t), 0) : 0), ...);
 }
 
 }  // namespace
@@ -113,8 +117,15 @@ void run_conv_grouped_avx512vnni(const PackedConv& packed, const ConvShape& shap
       t.n_valid = group_out;
       t.epilogue = &group_epilogue;
       t.integer_clamp = weights.bounded && finite_clamp;
-      dispatch_grouped_tile(std::make_integer_sequence<int, kGroupedRows>{}, rows, pointers, taps, tap_groups,
-                            static_cast<int64_t>(g) * group_in, weights.data.data(), t);
+      const auto sequence = std::make_integer_sequence<int, kGroupedRows>{};
+      const int64_t offset = static_cast<int64_t>(g) * group_in;
+      if (tap_groups == 4) {
+        dispatch_grouped_tile<4>(sequence, rows, pointers, taps, tap_groups, offset, weights.data.data(), t);
+      } else if (tap_groups == 2) {
+        dispatch_grouped_tile<2>(sequence, rows, pointers, taps, tap_groups, offset, weights.data.data(), t);
+      } else {
+        dispatch_grouped_tile<0>(sequence, rows, pointers, taps, tap_groups, offset, weights.data.data(), t);
+      }
     }
   }
 }
