@@ -13,6 +13,7 @@
 #include "engine/layers/int8_common.h"
 #include "kernels/dispatch.h"
 #include "kernels/conv/qconv.h"
+#include "kernels/conv/qconv_grouped.h"
 #include "core/ops/fused_layers.h"
 
 namespace qdqrt::engine::int8 {
@@ -198,13 +199,16 @@ class QConvLayer final : public Layer {
   double ops_per_pixel = 1.0;
   int64_t pixels_per_item = 6;
   int64_t channel_tiles = 1;  // kernels::conv_channel_tiles
+  bool grouped_form = false;  // kernels/conv/qconv_grouped.h: the channel tiles are whole groups
   std::vector<std::shared_ptr<const void>> owners;
 
   // Items are pixel blocks, times channel blocks when the pixels alone are too few to balance
   // threads (layer4 of ResNet-50 at batch 1: 49 pixels): each thread then also streams only its
   // share of the weights. Item i is channel block i / pixel_items, pixel block i % pixel_items.
+  // The grouped form always splits by groups too: its threads then take whole groups over every
+  // pixel (RegNet-X's 10 groups at 14x14 split 5 + 5, where 17 pixel blocks split 9 + 8).
   int64_t channel_blocks(int64_t pixel_items) const {
-    return pixel_items < kFewPixelItems ? std::min<int64_t>(channel_tiles, kMaxChannelBlocks) : 1;
+    return pixel_items < kFewPixelItems || grouped_form ? std::min<int64_t>(channel_tiles, kMaxChannelBlocks) : 1;
   }
 
   WorkShape work(const RunState& state) const override {
@@ -335,6 +339,7 @@ Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
                           epilogue_ops);
   layer->pixels_per_item = kernels::conv_pixel_tile(packed);
   layer->channel_tiles = kernels::conv_channel_tiles(packed);
+  layer->grouped_form = kernels::internal::conv_grouped_applies(packed);
   layer->owners = blob_owners(context.layer());
   if (spec.program) layer->owners.push_back(spec.program);
   return std::unique_ptr<Layer>(std::move(layer));

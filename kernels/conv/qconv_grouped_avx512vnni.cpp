@@ -1,5 +1,5 @@
-// The grouped form's AVX-512 VNNI runner (kernels/conv/qconv_grouped.h): per block of 12 output
-// pixels the tap pointers once, then per group a 12 x 16 register tile whose vpdpbusd broadcasts
+// The grouped form's AVX-512 VNNI runner (kernels/conv/qconv_grouped.h): per block of at most 12
+// output pixels (a range's pixels in blocks of equal size) the tap pointers once, then per group a 12 x 16 register tile whose vpdpbusd broadcasts
 // come straight from the input (pointer + group offset + 4 j), the group's packed 16-column
 // weights one vector per k-group, and the GEMM tiles' epilogue (store_vector_plain, the single-op
 // and general stores of qgemm_epilogue_avx512_inl.h: the same operations, the same bytes).
@@ -94,8 +94,12 @@ void run_conv_grouped_avx512vnni(const PackedConv& packed, const ConvShape& shap
   const int64_t c_row_bytes = args.output_pixel_stride * output_size;
   char* output = static_cast<char*>(args.output);
   const char* residual = static_cast<const char*>(epilogue.residual);
-  for (int m = pixel_begin; m < pixel_end; m += kGroupedRows) {
-    const int rows = std::min(kGroupedRows, pixel_end - m);
+  // The pixels in tiles of equal rows (49 = 10 + 10 + 10 + 10 + 9, not 4 x 12 + 1): a tile of few
+  // rows waits on vpdpbusd's latency, so a one-row tail costs most of a full tile.
+  const int tiles = (pixel_end - pixel_begin + kGroupedRows - 1) / kGroupedRows;
+  for (int tile = 0; tile < tiles; ++tile) {
+    const int m = pixel_begin + static_cast<int>(static_cast<int64_t>(pixel_end - pixel_begin) * tile / tiles);
+    const int rows = pixel_begin + static_cast<int>(static_cast<int64_t>(pixel_end - pixel_begin) * (tile + 1) / tiles) - m;
     conv_grouped_pointers(shape, packed.kernel_height, packed.kernel_width, static_cast<const uint8_t*>(args.input),
                           args.input_pixel_stride, padding, m, rows, pointers);
     for (int g = group_begin; g < group_end; ++g) {
