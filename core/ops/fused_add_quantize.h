@@ -16,7 +16,13 @@ namespace qdqrt {
 
 namespace layers {
 inline constexpr const char* kAddQuantize = "AddQuantize";
-enum AddQuantizeInput { kAddQuantizeA = 0, kAddQuantizeB, kAddQuantizeYScale, kAddQuantizeYZeroPoint, kAddQuantizeInputCount };
+enum AddQuantizeInput {
+  kAddQuantizeA = 0,
+  kAddQuantizeB,
+  kAddQuantizeYScale,
+  kAddQuantizeYZeroPoint,
+  kAddQuantizeInputCount
+};
 }  // namespace layers
 
 struct AddQuantizeAttributes : OpAttributes {

@@ -19,8 +19,8 @@ bool conv_grouped_form_fits(int groups, int input_channels, int output_channels,
   const int taps = kernel_height * kernel_width;
   const int group_in = input_channels / groups;
   const int group_out = output_channels / groups;
-  return taps > 1 && taps <= internal::kGroupedMaxTaps && input_channels <= internal::kGroupedMaxChannels && group_in % 4 == 0 &&
-         group_out <= 16;
+  return taps > 1 && taps <= internal::kGroupedMaxTaps && input_channels <= internal::kGroupedMaxChannels &&
+         group_in % 4 == 0 && group_out <= 16;
 }
 
 }  // namespace qdqrt::kernels
@@ -30,8 +30,9 @@ namespace qdqrt::kernels::internal {
 bool conv_grouped_applies(const PackedConv& packed) {
   if (packed.depthwise || packed.group_weights.empty() ||
       static_cast<int>(packed.group_weights.size()) != packed.groups ||
-      !kernels::conv_grouped_form_fits(packed.groups, packed.input_channels, packed.output_channels, packed.kernel_height,
-                              packed.kernel_width, packed.group_weights[0].input_signed)) {
+      !kernels::conv_grouped_form_fits(packed.groups, packed.input_channels, packed.output_channels,
+                                       packed.kernel_height, packed.kernel_width,
+                                       packed.group_weights[0].input_signed)) {
     return false;
   }
   const int taps = packed.kernel_height * packed.kernel_width;
@@ -57,10 +58,9 @@ void conv_grouped_pointers(const ConvShape& shape, int kernel_height, int kernel
   int64_t tap_offsets[kGroupedMaxTaps];
   for (int ky = 0; ky < kernel_height; ++ky) {
     for (int kx = 0; kx < kernel_width; ++kx) {
-      tap_offsets[ky * kernel_width + kx] =
-          (static_cast<int64_t>(ky) * shape.dilation_height * shape.input_width +
-           static_cast<int64_t>(kx) * shape.dilation_width) *
-          input_pixel_stride;
+      tap_offsets[ky * kernel_width + kx] = (static_cast<int64_t>(ky) * shape.dilation_height * shape.input_width +
+                                             static_cast<int64_t>(kx) * shape.dilation_width) *
+                                            input_pixel_stride;
     }
   }
   const int window_height = (kernel_height - 1) * shape.dilation_height + 1;

@@ -26,8 +26,8 @@ bool conv_grouped_form_fits(int groups, int input_channels, int output_channels,
 
 namespace qdqrt::kernels::internal {
 
-inline constexpr int kGroupedRows = 12;         // output pixels per register tile
-inline constexpr int kGroupedMaxTaps = 49;      // kernel_height * kernel_width (7x7)
+inline constexpr int kGroupedRows = 12;           // output pixels per register tile
+inline constexpr int kGroupedMaxTaps = 49;        // kernel_height * kernel_width (7x7)
 inline constexpr int kGroupedMaxChannels = 4096;  // input channels (the padding row is on the stack)
 
 // The grouped form runs this convolution: several groups of at most 16 output channels and a

@@ -1,8 +1,9 @@
 // The grouped form's AVX-512 VNNI runner (kernels/conv/qconv_grouped.h): per block of at most 12
-// output pixels (a range's pixels in blocks of equal size) the tap pointers once, then per group a 12 x 16 register tile whose vpdpbusd broadcasts
-// come straight from the input (pointer + group offset + 4 j), the group's packed 16-column
-// weights one vector per k-group, and the GEMM tiles' epilogue (store_vector_plain, the single-op
-// and general stores of qgemm_epilogue_avx512_inl.h: the same operations, the same bytes).
+// output pixels (a range's pixels in blocks of equal size) the tap pointers once, then per group a
+// 12 x 16 register tile whose vpdpbusd broadcasts come straight from the input (pointer + group
+// offset + 4 j), the group's packed 16-column weights one vector per k-group, and the GEMM tiles'
+// epilogue (store_vector_plain, the single-op and general stores of qgemm_epilogue_avx512_inl.h:
+// the same operations, the same bytes).
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -99,7 +100,8 @@ void run_conv_grouped_avx512vnni(const PackedConv& packed, const ConvShape& shap
   const int tiles = (pixel_end - pixel_begin + kGroupedRows - 1) / kGroupedRows;
   for (int tile = 0; tile < tiles; ++tile) {
     const int m = pixel_begin + static_cast<int>(static_cast<int64_t>(pixel_end - pixel_begin) * tile / tiles);
-    const int rows = pixel_begin + static_cast<int>(static_cast<int64_t>(pixel_end - pixel_begin) * (tile + 1) / tiles) - m;
+    const int rows =
+        pixel_begin + static_cast<int>(static_cast<int64_t>(pixel_end - pixel_begin) * (tile + 1) / tiles) - m;
     conv_grouped_pointers(shape, packed.kernel_height, packed.kernel_width, static_cast<const uint8_t*>(args.input),
                           args.input_pixel_stride, padding, m, rows, pointers);
     for (int g = group_begin; g < group_end; ++g) {
@@ -115,9 +117,9 @@ void run_conv_grouped_avx512vnni(const PackedConv& packed, const ConvShape& shap
       t.c = output + static_cast<int64_t>(m) * c_row_bytes + static_cast<int64_t>(g) * group_out * output_size;
       t.c_row_bytes = c_row_bytes;
       t.residual_row_bytes = epilogue.residual_row_stride;
-      t.residual = residual != nullptr ? residual + static_cast<int64_t>(m) * t.residual_row_bytes +
-                                             static_cast<int64_t>(g) * group_out
-                                       : nullptr;
+      t.residual = residual != nullptr
+                       ? residual + static_cast<int64_t>(m) * t.residual_row_bytes + static_cast<int64_t>(g) * group_out
+                       : nullptr;
       t.n_valid = group_out;
       t.epilogue = &group_epilogue;
       t.integer_clamp = weights.bounded && finite_clamp;
