@@ -57,10 +57,11 @@ const std::vector<Fusion>& fusion_registry() {
       {"fuse_float_batchnorm", graph_only<select_float_batchnorm>, apply_float_batchnorm, {"fold_constants", "fold_batchnorm"},
        /*float_layer=*/true},
       // After every INT8 layer has taken its Adds (residuals, QAdds) and activations, and the float
-      // convs their residual Adds. QDQ pipeline only: the float one has no Qs.
+      // convs their residual Adds. QDQ pipeline only: the float one has no Qs. The Add still runs
+      // in float (a float layer: its reason, e.g. a float residual input, stays for inspect).
       {"fuse_add_quantize", graph_only<select_add_quantize>, apply_add_quantize,
        {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_binary", "fuse_qdq_clamp", "fuse_pointwise",
-        "fuse_float_conv_epilogue"}},
+        "fuse_float_conv_epilogue"}, /*float_layer=*/true},
       // Last in both pipelines (pipeline.cpp): the lookups and pointwise epilogues, which the float
       // pipeline does not run, take the GELU chains between Q/DQ first.
       {"fuse_float_gelu", graph_only<select_float_gelu>, apply_float_gelu, {"fold_constants"}, /*float_layer=*/true},
