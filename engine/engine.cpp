@@ -214,6 +214,15 @@ Result<std::shared_ptr<const Engine>> Engine::from_plan(EnginePlan plan) {
           }
         }
       }
+      for (size_t i = 0; i < layer.outputs.size(); ++i) {
+        const int32_t index = layer.outputs[i];
+        if (index < 0 || engine->plan_.tensors[static_cast<size_t>(index)].row_stride == 0) continue;
+        if (kind->writes_strided_rows == nullptr || !kind->writes_strided_rows(layer, i)) {
+          return invalid_model("engine: layer '{}' ({}) cannot write '{}' at a row stride of {}", layer.name,
+                               layer.kind, engine->plan_.tensors[static_cast<size_t>(index)].name,
+                               engine->plan_.tensors[static_cast<size_t>(index)].row_stride);
+        }
+      }
       binding = fmt::format("layer '{}' ({})", layer.name, layer.kind);
       BindContext context(engine->plan_, layer);
       auto bound = kind->bind(context);
