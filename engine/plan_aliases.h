@@ -8,7 +8,8 @@
 //     activation written by a layer, and lie in the output either as one contiguous block (every
 //     stored dim before the axis is 1; the block 64-byte aligned; any producer) or as columns of
 //     rows (the axis is the innermost stored dim, e.g. the channels of an NHWC concat; the
-//     producer's kind says it writes that output at a row stride, LayerKind::writes_strided_rows).
+//     producer's kind says it writes that output at a row stride, LayerKind::writes_strided_rows:
+//     the NHWC fp32 convs and the INT8 convs).
 //   Views: a Reshape-like copy (plain_copy, int8_reshape: the same bytes under another shape or
 //     layout label) makes its output a view of its input, and the copy goes. Both must be
 //     activations (graph inputs and outputs own their memory) and the input not a slice.

@@ -203,6 +203,72 @@ TEST(PlanAliases, AProducerWithoutARowStrideKeepsTheConcat) {
   expect_bit_identical(graph);
 }
 
+// The fire module in QDQ form: INT8 convs whose outputs a QConcat joins. `b_scale` is the second
+// conv's output scale (the Concat's is 0.1).
+std::string quantized_fire_module(const char* b_scale) {
+  return fmt::format(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,8,6,6] x) => (float[1,4,6,6] y)
+    <float s = {{0.05}}, int8 zp = {{0}}, float ws = {{0.01}}, float sa = {{0.1}}, float sb = {{{0}}},
+     float sc = {{0.1}}, float sy = {{0.2}}, int8[16,8,1,1] wa = {1}, int8[16,8,3,3] wb = {2}, int8[4,32,1,1] wc = {3}>
+    {{
+      q = QuantizeLinear(x, s, zp)
+      xd = DequantizeLinear(q, s, zp)
+      wad = DequantizeLinear(wa, ws, zp)
+      wbd = DequantizeLinear(wb, ws, zp)
+      wcd = DequantizeLinear(wc, ws, zp)
+      a0 = Conv(xd, wad)
+      a = Relu(a0)
+      aq = QuantizeLinear(a, sa, zp)
+      ad = DequantizeLinear(aq, sa, zp)
+      b0 = Conv <pads = [1, 1, 1, 1]> (xd, wbd)
+      b = Relu(b0)
+      bq = QuantizeLinear(b, sb, zp)
+      bd = DequantizeLinear(bq, sb, zp)
+      c = Concat <axis = 1> (ad, bd)
+      cq = QuantizeLinear(c, sc, zp)
+      cd = DequantizeLinear(cq, sc, zp)
+      y0 = Conv(cd, wcd)
+      yq = QuantizeLinear(y0, sy, zp)
+      y = DequantizeLinear(yq, sy, zp)
+    }})",
+                     b_scale, literal(128, 1, -40, 40, true), literal(1152, 2, -40, 40, true),
+                     literal(128, 3, -40, 40, true));
+}
+
+int strided_aliases(const EnginePlan& plan) {
+  int count = 0;
+  for (const PlanTensor& tensor : plan.tensors) count += tensor.alias_of >= 0 && tensor.row_stride == 32 ? 1 : 0;
+  return count;
+}
+
+TEST(PlanAliases, Int8ConvsWriteAQuantizedConcatOfOneScaleInPlace) {
+  Graph graph = parse_graph(quantized_fire_module("0.1"));
+  auto engine = build(graph, true);
+  ASSERT_TRUE(engine);
+  EXPECT_EQ(count_kind(engine->plan(), "qconcat") + count_kind(engine->plan(), "plain_concat"), 0);
+  EXPECT_EQ(strided_aliases(engine->plan()), 2);
+  for (const auto& layer : engine->plan().layers) {
+    for (int32_t output : layer.outputs) {
+      if (engine->plan().tensors[static_cast<size_t>(output)].alias_of >= 0) EXPECT_EQ(layer.kind, "qconv");
+    }
+  }
+  auto separate = build(graph, false);
+  ASSERT_TRUE(separate);
+  // The Concat of one scale joins int8 tensors (plain_concat): the optimizer drops its Q/DQ.
+  EXPECT_EQ(count_kind(separate->plan(), "qconcat") + count_kind(separate->plan(), "plain_concat"), 1);
+  expect_bit_identical(graph);
+}
+
+TEST(PlanAliases, AQuantizedConcatThatRequantizesIsKept) {
+  Graph graph = parse_graph(quantized_fire_module("0.07"));
+  auto engine = build(graph, true);
+  ASSERT_TRUE(engine);
+  EXPECT_EQ(count_kind(engine->plan(), "qconcat"), 1);
+  EXPECT_EQ(strided_aliases(engine->plan()), 0);
+  expect_bit_identical(graph);
+}
+
 // Plain tensors concatenated on dim 1 at batch 1 are contiguous blocks any producer writes.
 constexpr const char* kBlocksText = R"(
   <ir_version: 8, opset_import: ["" : 13]>
