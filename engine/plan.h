@@ -64,8 +64,10 @@ struct PlanTensor {
   // tensor (itself never an alias), alias_offset the byte offset in it (arena_offset is the
   // other's plus this). A view (a Reshape's output) is the whole of it: offset 0, as many bytes,
   // no layer writes it. A slice (a Concat input) is a part its producer writes: contiguous, or
-  // when row_stride > 0 every row of the innermost stored dim (C for NHWC) starts row_stride
-  // elements after the one before (the channels of a channels-last Concat).
+  // when row_stride > 0 rows of L elements, each row_stride elements after the one before, where
+  // the tensor it aliases has rows of row_stride and L is this one's elements over their count (a
+  // channels-last Concat of channels: L is a pixel's channels; a Concat along W of [N, H, W, C]
+  // stored plain: L is W x C of this input).
   int32_t alias_of = -1;
   int64_t alias_offset = 0;
   int64_t row_stride = 0;

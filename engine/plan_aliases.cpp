@@ -111,13 +111,13 @@ class AliasRewriter {
  private:
   PlanTensor& tensor(int32_t index) { return plan_.tensors[static_cast<size_t>(index)]; }
 
-  // Whether the layer at `writer` writes `output` at a row stride.
-  bool writes_strided(size_t writer, int32_t output) const {
+  // Whether the layer at `writer` writes `output` in rows of `row_length` elements at a row stride.
+  bool writes_strided(size_t writer, int32_t output, int64_t row_length) const {
     const PlanLayer& layer = plan_.layers[writer];
     const LayerKind* kind = registry_.find_kind(layer.kind);
     if (kind == nullptr || kind->writes_strided_rows == nullptr) return false;
     for (size_t i = 0; i < layer.outputs.size(); ++i) {
-      if (layer.outputs[i] == output) return kind->writes_strided_rows(layer, i);
+      if (layer.outputs[i] == output) return kind->writes_strided_rows(layer, i, plan_.tensors[output], row_length);
     }
     return false;
   }
@@ -144,8 +144,9 @@ class AliasRewriter {
     for (int64_t d = stored_axis + 1; d < rank; ++d) inner *= y_stored[static_cast<size_t>(d)];
     // Contiguous blocks: nothing before the axis, and no smaller batch that would move them.
     const bool blocks = outer == 1 && (!output.batched || plan_.max_batch == 1);
-    // Columns of rows: the axis innermost, the batch (if any) leading so a smaller batch is fewer rows.
-    const bool columns = !blocks && stored_axis == rank - 1 && batch_leads(output);
+    // Rows: each input's part of every row of the stored dims from the axis on, the batch (if any)
+    // leading so a smaller batch is fewer rows.
+    const bool columns = !blocks && batch_leads(output);
     if (!blocks && !columns) return false;
     const int64_t element = static_cast<int64_t>(dtype_size(output.dtype));
 
@@ -165,9 +166,9 @@ class AliasRewriter {
       for (int64_t d = 0; d < rank; ++d) {
         if (d != axis && input.shape[static_cast<size_t>(d)] != output.shape[static_cast<size_t>(d)]) return false;
       }
-      const int64_t offset = (blocks ? extent * inner : extent) * element;
+      const int64_t offset = extent * inner * element;
       if (blocks && offset % kBlockAlignment != 0) return false;
-      if (columns && !writes_strided(usage.writers[0], x)) return false;
+      if (columns && !writes_strided(usage.writers[0], x, input.shape[static_cast<size_t>(axis)] * inner)) return false;
       offsets.push_back(offset);
       extent += input.shape[static_cast<size_t>(axis)];
     }
@@ -176,7 +177,7 @@ class AliasRewriter {
       PlanTensor& input = tensor(concat.inputs[i]);
       input.alias_of = y;
       input.alias_offset = offsets[i];
-      input.row_stride = columns ? y_stored.back() : 0;
+      input.row_stride = columns ? y_stored[static_cast<size_t>(stored_axis)] * inner : 0;
     }
     usage_[static_cast<size_t>(y)].writers.clear();
     has_aliases_[static_cast<size_t>(y)] = true;
@@ -220,6 +221,17 @@ Shape stored_shape(const PlanTensor& tensor) {
     return {tensor.shape[0], tensor.shape[2], tensor.shape[3], tensor.shape[1]};
   }
   return tensor.shape;
+}
+
+int64_t strided_row_length(const EnginePlan& plan, const PlanTensor& tensor) {
+  if (tensor.row_stride <= 0 || tensor.alias_of < 0) return 0;
+  const PlanTensor& root = plan.tensors[static_cast<size_t>(tensor.alias_of)];
+  const int64_t element = static_cast<int64_t>(dtype_size(tensor.dtype));
+  const std::optional<int64_t> row_bytes = checked_mul(element, tensor.row_stride);
+  if (element == 0 || !row_bytes || root.bytes % *row_bytes != 0) return 0;
+  const int64_t rows = root.bytes / *row_bytes;
+  if (rows == 0 || (tensor.bytes / element) % rows != 0) return 0;
+  return tensor.bytes / element / rows;
 }
 
 Result<int> alias_in_place(EnginePlan& plan, const LayerRegistry& registry, const AliasOptions& options) {

@@ -44,4 +44,9 @@ inline int32_t alias_root(const EnginePlan& plan, int32_t tensor) {
 // A tensor's dims in storage order ([N, H, W, C] for NHWC).
 Shape stored_shape(const PlanTensor& tensor);
 
+// The elements of one row of a strided alias (PlanTensor::row_stride): its elements over the rows
+// of the tensor it aliases. 0 when it has no row stride or the counts do not divide (alias_of must
+// name a tensor).
+int64_t strided_row_length(const EnginePlan& plan, const PlanTensor& tensor);
+
 }  // namespace qdqrt::engine

@@ -97,12 +97,6 @@ Status validate_tensors(const EnginePlan& plan) {
   return Status::ok();
 }
 
-// Elements in one row of a tensor's innermost stored dim.
-int64_t row_length(const PlanTensor& tensor) {
-  const Shape stored = stored_shape(tensor);
-  return stored.empty() ? 1 : stored.back();
-}
-
 // Each alias (engine/plan_aliases.h) is an activation inside an activation of its own, where its
 // offset puts it; a strided one is columns of that tensor's rows.
 Status validate_aliases(const EnginePlan& plan) {
@@ -148,13 +142,14 @@ Status validate_aliases(const EnginePlan& plan) {
       }
       continue;
     }
-    // Strided: as many rows as the root, each row_stride (the root's row) apart, columns inside it.
-    const int64_t length = row_length(tensor);
-    const int64_t rows = length == 0 ? 0 : tensor.bytes / element / length;
-    const int64_t root_rows = row_length(root) == 0 ? 0 : root.bytes / element / row_length(root);
-    if (tensor.layout != root.layout || batch_layout_of(tensor) != batch_layout_of(root) || !batch_leads(root) ||
-        tensor.row_stride != row_length(root) || rows != root_rows ||
-        tensor.alias_offset / element + length > tensor.row_stride) {
+    // Strided: rows of the root row_stride apart, this tensor's part of each inside it; with a
+    // batch, whole images of rows (a smaller batch is fewer of them).
+    const int64_t length = strided_row_length(plan, tensor);
+    const int64_t root_rows = length == 0 ? 0 : root.bytes / element / tensor.row_stride;
+    const bool images_whole =
+        !root.batched || (plan.max_batch > 0 && root_rows % plan.max_batch == 0 && batch_leads(root));
+    if (length == 0 || tensor.layout != root.layout || batch_layout_of(tensor) != batch_layout_of(root) ||
+        !images_whole || tensor.alias_offset / element + length > tensor.row_stride) {
       return invalid_model("engine: tensor '{}' {} with row stride {} at offset {} is not columns of '{}' {}",
                            tensor.name, shape_to_string(tensor.shape), tensor.row_stride, tensor.alias_offset,
                            root.name, shape_to_string(root.shape));
@@ -202,11 +197,12 @@ Status validate_dataflow(const EnginePlan& plan) {
     int64_t covered = 0;
     for (size_t slice : slices[root]) {
       const PlanTensor& part = plan.tensors[slice];
-      if ((part.row_stride != 0) != strided) {
-        return invalid_model("engine: the slices of '{}' mix strided and contiguous ones ('{}')", whole.name,
-                             part.name);
+      const int64_t first_stride = plan.tensors[slices[root][0]].row_stride;
+      if (part.row_stride != first_stride) {
+        return invalid_model("engine: slice '{}' of '{}' has row stride {}, slice '{}' {}", part.name, whole.name,
+                             part.row_stride, plan.tensors[slices[root][0]].name, first_stride);
       }
-      const int64_t length = strided ? row_length(part) * element : part.bytes;
+      const int64_t length = strided ? strided_row_length(plan, part) * element : part.bytes;
       intervals.emplace_back(part.alias_offset, part.alias_offset + length);
       covered += part.bytes;
     }

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/plan_aliases.h"
 #include "engine/layers/int8_common.h"
 #include "kernels/dispatch.h"
 #include "kernels/conv/qconv.h"
@@ -274,8 +275,10 @@ Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
   }
   if (x->shape[0] * out_height * out_width >= INT_MAX) return context.error("too many output pixels");
   // A slice of a channels-last Concat (engine/plan_aliases.h): its pixels lie row_stride apart.
-  if (y->row_stride != 0 && (y->row_stride < out_channels || y->row_stride > INT_MAX)) {
-    return context.error(fmt::format("output row stride {} does not fit {} channels", y->row_stride, out_channels));
+  if (y->row_stride != 0 &&
+      (strided_row_length(context.plan(), *y) != out_channels || y->row_stride > INT_MAX)) {
+    return context.error(fmt::format("output rows of {} at stride {} are not pixels of {} channels",
+                                     strided_row_length(context.plan(), *y), y->row_stride, out_channels));
   }
   layer->output_pixel_stride = y->row_stride != 0 ? y->row_stride : out_channels;
   if (spec.has_residual) {
@@ -346,8 +349,12 @@ Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
   return std::unique_ptr<Layer>(std::move(layer));
 }
 
-// The conv kernels write output pixels at any stride (kernels::ConvRunArgs::output_pixel_stride).
-bool writes_strided_rows(const PlanLayer& layer, size_t output) { return output == 0 && layer.outputs.size() == 1; }
+// The conv kernels write output pixels at any stride (kernels::ConvRunArgs::output_pixel_stride):
+// rows of one pixel's channels.
+bool writes_strided_rows(const PlanLayer& layer, size_t output, const PlanTensor& tensor, int64_t row_length) {
+  return output == 0 && layer.outputs.size() == 1 && tensor.layout == Layout::kNhwc && tensor.shape.size() == 4 &&
+         row_length == tensor.shape[1];
+}
 
 }  // namespace
 

@@ -302,6 +302,41 @@ TEST(PlanAliases, BlocksThatABatchWouldMoveAreCopied) {
   expect_bit_identical(batched, 2);
 }
 
+// Swin's shifted windows: torch.roll along W exported as two Slices joined by a Concat on W of a
+// plain [N, H, W, C] tensor. Each Slice (a strided_copy) writes its W x C part of every row.
+constexpr const char* kRollText = R"(
+  <ir_version: 8, opset_import: ["" : 13]>
+  g (float[{0},5,7,6] x) => (float[{0},5,7,6] y)
+  <int64[1] s0 = {{0}}, int64[1] e0 = {{3}}, int64[1] s1 = {{3}}, int64[1] e1 = {{7}}, int64[1] axes = {{2}}>
+  {{
+    r = Sigmoid(x)
+    a = Slice(r, s1, e1, axes)
+    b = Slice(r, s0, e0, axes)
+    c = Concat <axis = 2> (a, b)
+    y = Relu(c)
+  }})";
+
+TEST(PlanAliases, SlicesWriteTheirPartOfEveryRowOfAConcat) {
+  Graph graph = parse_graph(fmt::format(fmt::runtime(kRollText), 1));
+  auto engine = build(graph, true);
+  ASSERT_TRUE(engine);
+  const EnginePlan& plan = engine->plan();
+  EXPECT_EQ(count_kind(plan, "plain_concat"), 0);
+  const PlanTensor& a = tensor_named(plan, "a");
+  const PlanTensor& b = tensor_named(plan, "b");
+  EXPECT_EQ(a.alias_of, plan.find_tensor("c"));
+  EXPECT_EQ(b.alias_of, plan.find_tensor("c"));
+  EXPECT_EQ(a.row_stride, 7 * 6);  // rows of W x C
+  EXPECT_EQ(b.alias_offset, 4 * 6 * 4);
+  EXPECT_EQ(engine::strided_row_length(plan, a), 4 * 6);
+  EXPECT_EQ(engine::strided_row_length(plan, b), 3 * 6);
+  expect_bit_identical(graph);
+  Graph batched = parse_graph(fmt::format(fmt::runtime(kRollText), 3));
+  EXPECT_EQ(count_kind(build(batched, true)->plan(), "plain_concat"), 0);
+  expect_bit_identical(batched, 3);
+  expect_bit_identical(batched, 2);
+}
+
 TEST(PlanAliases, ReshapesBecomeViews) {
   Graph graph = parse_graph(R"(
     <ir_version: 8, opset_import: ["" : 11]>
@@ -399,7 +434,7 @@ TEST(PlanAliases, AnAliasOutsideItsTensorIsRefused) {
   expect_refused(plan, {"tensor 'b'", "is not columns of 'c'"});
   plan = fire_plan();
   mutable_tensor(plan, "b").row_stride = 48;
-  expect_refused(plan, {"tensor 'b'", "row stride 48"});
+  expect_refused(plan, {"slice 'b' of 'c' has row stride 48"});
   plan = fire_plan();
   mutable_tensor(plan, "b").arena_offset += 64;
   expect_refused(plan, {"tensor 'b'", "is not at offset 64 of 'c'"});
@@ -459,7 +494,7 @@ TEST(PlanAliases, ALayerThatCannotWriteARowStrideIsRefused) {
   for (auto& layer : plan.layers) {
     if (layer.outputs == std::vector<int32_t>{b}) layer.params.set("dw.mode", int64_t{4});  // now a fused depthwise
   }
-  expect_refused(plan, {"cannot write 'b' at a row stride of 32"});
+  expect_refused(plan, {"cannot write 'b' in rows of 16 at a row stride of 32"});
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "engine/layers/float_conv/conv.h"
+#include "engine/plan_aliases.h"
 #include "kernels/fp32/fp32_grouped.h"
 #include "kernels/fp32/fp32_live_taps.h"
 
@@ -214,8 +215,9 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
     QDQRT_ASSIGN_OR_RETURN(row_sums, bind_row_sums(context, y));
   }
   // A slice of a channels-last Concat (engine/plan_aliases.h): its pixels lie row_stride floats apart.
-  if (y.row_stride != 0 && y.row_stride < g.out_channels) {
-    return context.error(fmt::format("output row stride {} is below its {} channels", y.row_stride, g.out_channels));
+  if (y.row_stride != 0 && strided_row_length(context.plan(), y) != g.out_channels) {
+    return context.error(fmt::format("output rows of {} at stride {} are not pixels of {} channels",
+                                     strided_row_length(context.plan(), y), y.row_stride, g.out_channels));
   }
   const int64_t output_row_stride = y.row_stride != 0 ? y.row_stride : g.out_channels;
   return std::unique_ptr<Layer>(std::make_unique<NhwcConvLayer>(
