@@ -6,10 +6,10 @@
 //     the output's scale and zero-point) become slices of its output and their producers write
 //     there; the Concat layer goes. Each input must have the Concat as its only reader, be an
 //     activation written by a layer, and lie in the output either as one contiguous block (every
-//     stored dim before the axis is 1; the block 64-byte aligned; any producer) or as columns of
-//     rows (the axis is the innermost stored dim, e.g. the channels of an NHWC concat; the
-//     producer's kind says it writes that output at a row stride, LayerKind::writes_strided_rows:
-//     the NHWC fp32 convs and the INT8 convs).
+//     stored dim before the axis is 1; the block 64-byte aligned; any producer) or as its part of
+//     every row (a row: the stored dims from the axis on, the batch in front; the producer's kind
+//     writes that output in rows at a stride, LayerKind::writes_strided_rows: the NHWC fp32 and
+//     INT8 convs when a row is a pixel's channels, strided_copy for any row).
 //   Views: a Reshape-like copy (plain_copy, int8_reshape: the same bytes under another shape or
 //     layout label) makes its output a view of its input, and the copy goes. Both must be
 //     activations (graph inputs and outputs own their memory) and the input not a slice.
