@@ -10,6 +10,7 @@
 #include "core/checked_math.h"
 #include "engine/layer.h"
 #include "engine/layer_params.h"
+#include "engine/plan_aliases.h"
 #include "engine/layers/layer_families.h"
 #include "kernels/bf16/bf16_gemm.h"
 #include "kernels/dispatch.h"
@@ -434,7 +435,16 @@ Status plan_memory(EnginePlan& plan) {
       if (static_cast<size_t>(tensor) >= tensor_count) {
         return internal_error("layer '{}' names tensor {} of {}", layer.name, tensor, tensor_count);
       }
+      // An alias lives in its root's bytes: the root's lifetime covers both.
       size_t t = static_cast<size_t>(tensor);
+      const int32_t root = plan.tensors[t].alias_of;
+      if (root >= 0) {
+        if (static_cast<size_t>(root) >= tensor_count || plan.tensors[static_cast<size_t>(root)].alias_of >= 0) {
+          return internal_error("tensor '{}' aliases tensor {}, which is no tensor of its own", plan.tensors[t].name,
+                                root);
+        }
+        t = static_cast<size_t>(root);
+      }
       if (first[t] < 0) first[t] = static_cast<int64_t>(layer_index);
       last[t] = static_cast<int64_t>(layer_index);
       return Status::ok();
@@ -449,7 +459,7 @@ Status plan_memory(EnginePlan& plan) {
   for (size_t t = 0; t < tensor_count; ++t) {
     PlanTensor& tensor = plan.tensors[t];
     tensor.arena_offset = -1;
-    if (tensor.kind == TensorKind::kActivation && first[t] >= 0) order.push_back(t);
+    if (tensor.kind == TensorKind::kActivation && tensor.alias_of < 0 && first[t] >= 0) order.push_back(t);
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return plan.tensors[a].bytes > plan.tensors[b].bytes; });
@@ -480,6 +490,9 @@ Status plan_memory(EnginePlan& plan) {
     placed.push_back(t);
   }
   plan.arena_bytes = arena;
+  for (PlanTensor& tensor : plan.tensors) {
+    if (tensor.alias_of >= 0) tensor.arena_offset = plan.tensors[static_cast<size_t>(tensor.alias_of)].arena_offset + tensor.alias_offset;
+  }
   return Status::ok();
 }
 
@@ -521,6 +534,7 @@ Result<EnginePlan> build_plan(const Graph& optimized, const BuildOptions& option
     }
   }
   plan.source_model = optimized.name;
+  if (options.share_buffers) QDQRT_RETURN_IF_ERROR(alias_in_place(plan, LayerRegistry::instance()).status());
   QDQRT_RETURN_IF_ERROR(plan_memory(plan));
   return plan;
 }

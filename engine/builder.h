@@ -26,7 +26,9 @@ Result<EnginePlan> build_plan_from_onnx_file(const std::string& onnx_path, const
 Result<EnginePlan> build_plan_from_onnx_bytes(std::span<const uint8_t> onnx_bytes, const BuildOptions& options);
 
 // Assigns arena offsets to the plan's activation tensors by lifetime (first producer to last
-// consumer in layer order) and sets arena_bytes / scratch_bytes_per_thread.
+// consumer in layer order) and sets arena_bytes / scratch_bytes_per_thread. An alias
+// (PlanTensor::alias_of) takes its root's offset plus its own, and its layers count in the
+// root's lifetime.
 Status plan_memory(EnginePlan& plan);
 
 }  // namespace qdqrt::engine

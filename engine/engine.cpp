@@ -18,6 +18,7 @@
 #include "engine/layer.h"
 #include "engine/layer_team.h"
 #include "engine/layer_params.h"
+#include "engine/plan_aliases.h"
 #include "engine/plan_validation.h"
 #include "kernels/aligned_buffer.h"
 #include "kernels/denormals.h"
@@ -212,6 +213,16 @@ Result<std::shared_ptr<const Engine>> Engine::from_plan(EnginePlan plan) {
                                  layer.name, layer.kind, tensor.name, shape_to_string(tensor.shape),
                                  tensor.batch_axis, tensor.batch_factor);
           }
+        }
+      }
+      for (size_t i = 0; i < layer.outputs.size(); ++i) {
+        const int32_t index = layer.outputs[i];
+        if (index < 0 || engine->plan_.tensors[static_cast<size_t>(index)].row_stride == 0) continue;
+        const PlanTensor& strided = engine->plan_.tensors[static_cast<size_t>(index)];
+        const int64_t row_length = strided_row_length(engine->plan_, strided);
+        if (kind->writes_strided_rows == nullptr || !kind->writes_strided_rows(layer, i, strided, row_length)) {
+          return invalid_model("engine: layer '{}' ({}) cannot write '{}' in rows of {} at a row stride of {}",
+                               layer.name, layer.kind, strided.name, row_length, strided.row_stride);
         }
       }
       binding = fmt::format("layer '{}' ({})", layer.name, layer.kind);

@@ -47,6 +47,10 @@ struct BuildOptions {
   // one in kFp32) run in bf16 with fp32 accumulation (trtexec --bf16: a permission, not a
   // requirement). Only where kernels::bf16_gemm_usable(); elsewhere they keep their fp32 kernels.
   bool bf16 = false;
+  // Values share bytes where a layer would only copy them (engine/plan_aliases.h): a Concat's inputs
+  // written in place by their producers, a Reshape's output a view of its input. False: every value
+  // has bytes of its own and those layers copy (a comparison).
+  bool share_buffers = true;
 };
 
 struct TensorBinding {

@@ -93,6 +93,14 @@ struct BlobPlacement {
   uint64_t offset;  // in the blob section
 };
 
+bool is_previous_version(uint32_t version) {
+  return version == kPreviousEngineFormatVersion || version == kPreviousRangeEngineFormatVersion;
+}
+
+bool is_range_version(uint32_t version) {
+  return version == kRangeEngineFormatVersion || version == kPreviousRangeEngineFormatVersion;
+}
+
 uint32_t file_version(const RangeSection* range) {
   return range ? kRangeEngineFormatVersion : kEngineFormatVersion;
 }
@@ -141,7 +149,8 @@ std::vector<uint8_t> build_flatbuffer(const EnginePlan& plan, const RangeSection
     auto shape = builder.CreateVector(tensor.shape);
     tensors.push_back(fb::CreateTensor(builder, name, static_cast<int32_t>(tensor.dtype), shape, tensor.batched,
                                        static_cast<fb::Layout>(tensor.layout), static_cast<fb::TensorKind>(tensor.kind),
-                                       tensor.arena_offset, tensor.bytes, tensor.batch_axis, tensor.batch_factor));
+                                       tensor.arena_offset, tensor.bytes, tensor.batch_axis, tensor.batch_factor,
+                                       tensor.alias_of, tensor.alias_offset, tensor.row_stride));
   }
 
   uint64_t cursor = 0;
@@ -220,10 +229,12 @@ Result<Sections> check_header(std::span<const uint8_t> bytes) {
     return truncated("{} bytes, the header alone is {}", bytes.size(), kHeaderBytes);
   }
   uint32_t version = load_field<uint32_t>(bytes, kFormatVersionOffset);
-  if (version != kEngineFormatVersion && version != kRangeEngineFormatVersion) {
-    return unsupported("engine file built by format version {}, this qdqrt reads {} and {}: rebuild the engine from "
-                       "its model",
-                       version, kEngineFormatVersion, kRangeEngineFormatVersion);
+  if (version != kEngineFormatVersion && version != kRangeEngineFormatVersion &&
+      version != kPreviousEngineFormatVersion && version != kPreviousRangeEngineFormatVersion) {
+    return unsupported("engine file built by format version {}, this qdqrt reads {} and {} (and the earlier {} and {}): "
+                       "rebuild the engine from its model",
+                       version, kEngineFormatVersion, kRangeEngineFormatVersion, kPreviousEngineFormatVersion,
+                       kPreviousRangeEngineFormatVersion);
   }
   if (bytes.size() < kHeaderBytes) return truncated("{} bytes, the header alone is {}", bytes.size(), kHeaderBytes);
   uint32_t header_bytes = load_field<uint32_t>(bytes, kHeaderBytesOffset);
@@ -339,7 +350,8 @@ Status check_tensor_index(int32_t index, size_t tensor_count, bool absent_allowe
   return Status::ok();
 }
 
-Result<PlanTensor> read_tensor(CopyBudget& budget, const fb::Tensor& table, size_t index, int64_t arena_bytes) {
+Result<PlanTensor> read_tensor(CopyBudget& budget, const fb::Tensor& table, size_t index, int64_t arena_bytes,
+                               bool aliases_allowed) {
   PlanTensor tensor;
   budget.charge(kTableCharge);
   tensor.name = to_string(budget, table.name());
@@ -372,10 +384,24 @@ Result<PlanTensor> read_tensor(CopyBudget& budget, const fb::Tensor& table, size
   tensor.arena_offset = table.arena_offset();
   tensor.bytes = table.bytes();
   if (tensor.bytes < 0) return corrupt("{}: negative size {} bytes", where, tensor.bytes);
+  tensor.alias_of = table.alias_of();
+  tensor.alias_offset = table.alias_offset();
+  tensor.row_stride = table.row_stride();
+  const bool alias = tensor.alias_of != -1 || tensor.alias_offset != 0 || tensor.row_stride != 0;
+  if (alias && !aliases_allowed) {
+    return corrupt("{}: aliases another tensor (alias_of {}, offset {}, row stride {}), which its format version has no "
+                   "place for",
+                   where, tensor.alias_of, tensor.alias_offset, tensor.row_stride);
+  }
+  if (alias && (tensor.alias_of < 0 || tensor.alias_offset < 0 || tensor.row_stride < 0)) {
+    return corrupt("{}: alias of tensor {} at offset {} with row stride {}", where, tensor.alias_of,
+                   tensor.alias_offset, tensor.row_stride);
+  }
   if (tensor.kind == TensorKind::kActivation) {
     if (tensor.arena_offset < 0)
       return corrupt("{}: activation with negative arena offset {}", where, tensor.arena_offset);
-    if (tensor.arena_offset % 64 != 0) {
+    // An alias starts where its root's bytes put it (validate_plan checks where).
+    if (tensor.alias_of < 0 && tensor.arena_offset % 64 != 0) {
       return corrupt("{}: arena offset {} is not a multiple of 64", where, tensor.arena_offset);
     }
     if (tensor.arena_offset > arena_bytes || tensor.bytes > arena_bytes - tensor.arena_offset) {
@@ -603,7 +629,7 @@ Result<EngineFileContents> read_plan_table(const fb::EnginePlan& table, uint32_t
   if (plan.format_version != header_version) {
     return corrupt("the plan says format version {}, the header {}", plan.format_version, header_version);
   }
-  if ((header_version == kRangeEngineFormatVersion) != (table.range() != nullptr)) {
+  if (is_range_version(header_version) != (table.range() != nullptr)) {
     return corrupt("format version {} {} a range section", header_version,
                    table.range() ? "has" : "must have");
   }
@@ -628,7 +654,8 @@ Result<EngineFileContents> read_plan_table(const fb::EnginePlan& table, uint32_t
   if (const auto* tensors = table.tensors()) {
     plan.tensors.reserve(tensors->size());
     for (flatbuffers::uoffset_t i = 0; i < tensors->size(); ++i) {
-      QDQRT_ASSIGN_OR_RETURN(PlanTensor tensor, read_tensor(budget, *tensors->Get(i), i, plan.arena_bytes));
+      QDQRT_ASSIGN_OR_RETURN(PlanTensor tensor, read_tensor(budget, *tensors->Get(i), i, plan.arena_bytes,
+                                                            !is_previous_version(header_version)));
       plan.tensors.push_back(std::move(tensor));
     }
   }
@@ -784,7 +811,7 @@ Result<std::vector<uint8_t>> serialize_plan(const EnginePlan& plan) { return ser
 
 bool is_range_engine_file(std::span<const uint8_t> bytes) {
   return bytes.size() >= kFormatVersionOffset + 4 && is_magic_prefix(bytes) &&
-         load_field<uint32_t>(bytes, kFormatVersionOffset) == kRangeEngineFormatVersion;
+         is_range_version(load_field<uint32_t>(bytes, kFormatVersionOffset));
 }
 
 Status write_plan_file(const EnginePlan& plan, const std::string& path) { return write_engine_file(plan, nullptr, path); }

@@ -22,7 +22,11 @@
 namespace qdqrt::engine {
 
 // The format version of a file holding a range engine (a fixed engine's is kEngineFormatVersion).
-inline constexpr uint32_t kRangeEngineFormatVersion = 10;
+inline constexpr uint32_t kRangeEngineFormatVersion = 12;
+// The versions before tensors could share bytes (PlanTensor::alias_of): still read, as plans
+// without aliases.
+inline constexpr uint32_t kPreviousEngineFormatVersion = 9;
+inline constexpr uint32_t kPreviousRangeEngineFormatVersion = 10;
 
 // What a range engine file holds beside its plan (the first profile's opt shapes' plan): the
 // profiles, the ONNX model each new shape is lowered from and the options it is lowered with

@@ -168,6 +168,12 @@ struct LayerKind {
   // The layer computes every dim from RunState::dim, so its tensors may have the batch on any axis.
   // Other kinds take only tensors for which batch_leads() holds (checked before bind).
   bool any_batch_layout = false;
+  // Whether the layer writes output `output` (tensor `tensor`) as rows of `row_length` elements at
+  // the row stride the tensor records (PlanTensor::row_stride), so that output may be part of
+  // another tensor's rows (a Concat's input, engine/plan_aliases.h). Null: no output of the kind
+  // may have a row stride (checked before bind).
+  bool (*writes_strided_rows)(const PlanLayer& layer, size_t output, const PlanTensor& tensor,
+                              int64_t row_length) = nullptr;
 };
 
 class LayerRegistry {

@@ -31,7 +31,9 @@ namespace qdqrt::engine {
 // 8: fp32_conv mode 6 (direct_nchw: an NCHW input), a depthwise fp32_conv's [N, OH, C] row sums as
 //    output 1, read by fp32_global_avgpool_nhwc as input 1.
 // 9: strided_copy `copy.steps` (Slice steps) and NHWC tensors; the constant_pad kind.
-inline constexpr uint32_t kEngineFormatVersion = 9;
+// 11: tensors that share another's bytes (alias_of, alias_offset, row_stride). Version 10 is the
+//     range engine file of version 9 (engine/engine_file.h); files of versions 9 and 10 still load.
+inline constexpr uint32_t kEngineFormatVersion = 11;
 
 // How a tensor's elements are ordered in memory. kPlain is ONNX's row-major order of the logical
 // shape (NCHW for images); kNhwc stores a rank-4 [N, C, H, W] tensor channels-last (INT8 regions).
@@ -58,6 +60,17 @@ struct PlanTensor {
   // [N,49,384] -> Transpose -> [49,N,384]: axis 1, factor 1; Reshape to [N*49,384]: axis 0, factor 49.
   int32_t batch_axis = 0;
   int64_t batch_factor = 1;
+  // An activation that lives inside another's bytes (engine/plan_aliases.h): alias_of is that
+  // tensor (itself never an alias), alias_offset the byte offset in it (arena_offset is the
+  // other's plus this). A view (a Reshape's output) is the whole of it: offset 0, as many bytes,
+  // no layer writes it. A slice (a Concat input) is a part its producer writes: contiguous, or
+  // when row_stride > 0 rows of L elements, each row_stride elements after the one before, where
+  // the tensor it aliases has rows of row_stride and L is this one's elements over their count (a
+  // channels-last Concat of channels: L is a pixel's channels; a Concat along W of [N, H, W, C]
+  // stored plain: L is W x C of this input).
+  int32_t alias_of = -1;
+  int64_t alias_offset = 0;
+  int64_t row_stride = 0;
 };
 
 // Where the batch is in a value (PlanTensor's batched, batch_axis, batch_factor).

@@ -27,6 +27,12 @@ std::string tensor_text(const engine::EnginePlan& plan, int32_t index) {
   const engine::PlanTensor& tensor = plan.tensors[static_cast<size_t>(index)];
   std::string text = fmt::format("{} {} {}", tensor.name, dtype_name(tensor.dtype), shape_to_string(tensor.shape));
   if (tensor.layout != engine::Layout::kPlain) text += fmt::format(" {}", engine::layout_name(tensor.layout));
+  // Bytes shared with another tensor (engine/plan_aliases.h): a Concat's slice or a view.
+  if (tensor.alias_of >= 0 && static_cast<size_t>(tensor.alias_of) < plan.tensors.size()) {
+    text += fmt::format(" in {} at byte {}", plan.tensors[static_cast<size_t>(tensor.alias_of)].name,
+                        tensor.alias_offset);
+    if (tensor.row_stride != 0) text += fmt::format(" row stride {}", tensor.row_stride);
+  }
   return text;
 }
 
@@ -42,6 +48,11 @@ nlohmann::ordered_json tensor_json(const engine::EnginePlan& plan, int32_t index
   json["Layout"] = engine::layout_name(tensor.layout);
   json["Batched"] = tensor.batched;
   json["Buffer"] = buffer;
+  if (tensor.alias_of >= 0 && static_cast<size_t>(tensor.alias_of) < plan.tensors.size()) {
+    json["AliasOf"] = plan.tensors[static_cast<size_t>(tensor.alias_of)].name;
+    json["AliasOffset"] = tensor.alias_offset;
+    json["RowStride"] = tensor.row_stride;
+  }
   return json;
 }
 

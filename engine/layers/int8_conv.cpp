@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/plan_aliases.h"
 #include "engine/layers/int8_common.h"
 #include "kernels/dispatch.h"
 #include "kernels/conv/qconv.h"
@@ -200,6 +201,7 @@ class QConvLayer final : public Layer {
   int64_t pixels_per_item = 6;
   int64_t channel_tiles = 1;  // kernels::conv_channel_tiles
   bool grouped_form = false;  // kernels/conv/qconv_grouped.h: the channel tiles are whole groups
+  int64_t output_pixel_stride = 0;  // out_channels, or a Concat's channels (a strided output)
   std::vector<std::shared_ptr<const void>> owners;
 
   // Items are pixel blocks, times channel blocks when the pixels alone are too few to balance
@@ -228,7 +230,7 @@ class QConvLayer final : public Layer {
     args.input = state.data(input);
     args.input_pixel_stride = packed.input_channels;
     args.output = state.data(output);
-    args.output_pixel_stride = packed.output_channels;
+    args.output_pixel_stride = output_pixel_stride;
     kernels::Epilogue run_epilogue = epilogue;
     if (residual >= 0) run_epilogue.residual = state.data(residual);
     while (begin < end) {
@@ -276,6 +278,13 @@ Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
     return context.error(fmt::format("output shape does not match {}x{}x{}", out_channels, out_height, out_width));
   }
   if (x->shape[0] * out_height * out_width >= INT_MAX) return context.error("too many output pixels");
+  // A slice of a channels-last Concat (engine/plan_aliases.h): its pixels lie row_stride apart.
+  if (y->row_stride != 0 &&
+      (strided_row_length(context.plan(), *y) != out_channels || y->row_stride > INT_MAX)) {
+    return context.error(fmt::format("output rows of {} at stride {} are not pixels of {} channels",
+                                     strided_row_length(context.plan(), *y), y->row_stride, out_channels));
+  }
+  layer->output_pixel_stride = y->row_stride != 0 ? y->row_stride : out_channels;
   if (spec.has_residual) {
     QDQRT_ASSIGN_OR_RETURN(
         const PlanTensor* r,
@@ -345,10 +354,17 @@ Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
   return std::unique_ptr<Layer>(std::move(layer));
 }
 
+// The conv kernels write output pixels at any stride (kernels::ConvRunArgs::output_pixel_stride):
+// rows of one pixel's channels.
+bool writes_strided_rows(const PlanLayer& layer, size_t output, const PlanTensor& tensor, int64_t row_length) {
+  return output == 0 && layer.outputs.size() == 1 && tensor.layout == Layout::kNhwc && tensor.shape.size() == 4 &&
+         row_length == tensor.shape[1];
+}
+
 }  // namespace
 
 void register_int8_conv_layers(LayerRegistry& registry) {
-  registry.add_kind({kKind, bind_qconv});
+  registry.add_kind({.kind = kKind, .bind = bind_qconv, .writes_strided_rows = writes_strided_rows});
   NodeLowering lowering;
   lowering.domain = qdqrt::layers::kDomain;
   lowering.op_type = qdqrt::layers::kQConv;

@@ -35,6 +35,7 @@
 #include "engine/layers/element_size.h"
 #include "engine/layers/float_common.h"
 #include "engine/layers/layer_families.h"
+#include "engine/plan_aliases.h"
 
 namespace qdqrt::engine {
 
@@ -117,6 +118,9 @@ class StridedCopyLayer final : public Layer {
   size_t element = 1;
   CopyGeometry geometry;
   Layout input_layout = Layout::kPlain, output_layout = Layout::kPlain;
+  // A part of a Concat's rows (engine/plan_aliases.h): output rows of this many elements, this
+  // many apart; 0: a dense output.
+  int64_t output_row_length = 0, output_row_stride = 0;
 
   // Output dims in storage order and, per stored output axis, the input stride; the input offset
   // of element 0.
@@ -215,13 +219,26 @@ class StridedCopyLayer final : public Layer {
       offset += index[k] * strides[k];
       rest /= dims[k];
     }
-    for (int64_t row = begin; row < end; ++row) {
-      T* target = y + row * inner;
-      const T* source = x + offset;
+    auto copy = [inner_stride](T* target, const T* source, int64_t count) {
       if (inner_stride == 1) {
-        std::memcpy(target, source, static_cast<size_t>(inner) * sizeof(T));
+        std::memcpy(target, source, static_cast<size_t>(count) * sizeof(T));
       } else {
-        for (int64_t i = 0; i < inner; ++i) target[i] = source[i * inner_stride];
+        for (int64_t i = 0; i < count; ++i) target[i] = source[i * inner_stride];
+      }
+    };
+    for (int64_t row = begin; row < end; ++row) {
+      const T* source = x + offset;
+      if (output_row_stride == 0) {
+        copy(y + row * inner, source, inner);
+      } else {
+        // The copy's row in pieces where it crosses the output's rows.
+        for (int64_t i = 0; i < inner;) {
+          const int64_t position = row * inner + i;
+          const int64_t column = position % output_row_length;
+          const int64_t count = std::min(inner - i, output_row_length - column);
+          copy(y + position / output_row_length * output_row_stride + column, source + i * inner_stride, count);
+          i += count;
+        }
       }
       for (size_t k = rank - 1; k-- > 0;) {
         offset += strides[k];
@@ -298,7 +315,20 @@ Result<std::unique_ptr<Layer>> bind_strided_copy(const BindContext& context) {
   layer->element = element;
   layer->input_layout = x->layout;
   layer->output_layout = y->layout;
+  if (y->row_stride != 0) {
+    layer->output_row_length = strided_row_length(context.plan(), *y);
+    layer->output_row_stride = y->row_stride;
+    if (layer->output_row_length <= 0 || layer->output_row_length > y->row_stride || !batch_leads(*y)) {
+      return context.error(fmt::format("output rows of {} at stride {} (batch in front) do not hold '{}'",
+                                       layer->output_row_length, y->row_stride, y->name));
+    }
+  }
   return std::unique_ptr<Layer>(std::move(layer));
+}
+
+// Writes its one output in rows at any stride (StridedCopyLayer::output_row_stride).
+bool writes_strided_rows(const PlanLayer& layer, size_t output, const PlanTensor& tensor, int64_t row_length) {
+  return output == 0 && layer.outputs.size() == 1 && row_length > 0 && batch_leads(tensor);
 }
 
 // --- Lowerings: each op's geometry for output `output` of the node, or nullopt when this layer
@@ -704,7 +734,10 @@ Status lower_constant_pad(const Node& node, BuildContext& context) {
 }  // namespace
 
 void register_strided_copy(LayerRegistry& registry) {
-  registry.add_kind({.kind = kKind, .bind = bind_strided_copy, .any_batch_layout = true});
+  registry.add_kind({.kind = kKind,
+                     .bind = bind_strided_copy,
+                     .any_batch_layout = true,
+                     .writes_strided_rows = writes_strided_rows});
   const CopyOp ops[] = {{"Transpose", transpose_geometry, false},
                         {"Gather", gather_geometry, false},
                         {"Expand", expand_geometry, false},

@@ -144,7 +144,7 @@ TEST_F(DamagedFile, BlobBytesChangedWithAValidChecksumAreRead) {
 }
 
 TEST_F(DamagedFile, OtherFormatVersion) {
-  for (uint32_t version : {0u, kEngineFormatVersion - 1, kRangeEngineFormatVersion + 1, 1000u}) {
+  for (uint32_t version : {0u, kPreviousEngineFormatVersion - 1, kRangeEngineFormatVersion + 1, 1000u}) {
     std::vector<uint8_t> file = copy();
     store_field<uint32_t>(file, kFormatVersionOffset, version);
     reseal_file(file);

@@ -137,6 +137,9 @@ void expect_plans_equal(const EnginePlan& expected, const EnginePlan& actual) {
     EXPECT_EQ(a.kind, b.kind);
     EXPECT_EQ(a.arena_offset, b.arena_offset);
     EXPECT_EQ(a.bytes, b.bytes);
+    EXPECT_EQ(a.alias_of, b.alias_of);
+    EXPECT_EQ(a.alias_offset, b.alias_offset);
+    EXPECT_EQ(a.row_stride, b.row_stride);
   }
   ASSERT_EQ(expected.layers.size(), actual.layers.size());
   for (size_t i = 0; i < expected.layers.size(); ++i) {

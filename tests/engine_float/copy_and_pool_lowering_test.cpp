@@ -375,12 +375,14 @@ struct Built {
   std::shared_ptr<const engine::Engine> engine;
 };
 
-Built build(const std::string& text, engine::Precision precision = engine::Precision::kInt8) {
+Built build(const std::string& text, engine::Precision precision = engine::Precision::kInt8,
+            bool share_buffers = true) {
   auto graph = load_text_graph(text, kMaxBatch);
   EXPECT_TRUE(graph.ok()) << graph.status().to_string();
   if (!graph.ok()) return {};
   engine::BuildOptions options;
   options.precision = precision;
+  options.share_buffers = share_buffers;
   options.no_reference_layers = true;
   auto engine = engine::Engine::build(*graph, options);
   EXPECT_TRUE(engine.ok()) << engine.status().to_string();
@@ -452,14 +454,24 @@ TEST(SliceEngine, ChannelSplitBetweenConvolutionsStaysChannelsLast) {
 // ConvNeXt's permutes around its channels-last ops: Transpose (0, 2, 3, 1) of a conv's NHWC output
 // and Transpose (0, 3, 1, 2) read by a conv are copies of the bytes as stored (no reorder on
 // either side); a damaged copy (shapes that are not the same bytes, a layout flipped) is refused
-// at bind. A Transpose (0, 3, 1, 2) whose reader is not channels-last stays a transpose.
+// at bind. A Transpose (0, 3, 1, 2) whose reader is not channels-last stays a transpose. With shared
+// buffers (the default) the copies are views: their outputs are the bytes of c and r.
 TEST(TransposeEngine, PermutesBetweenChannelsLastConvolutionsAreCopies) {
   const std::string text = model(
       13, "g (float[N,4,6,5] x) => (float y, float z)",
       {weights("w1", {8, 4, 1, 1}), weights("w2", {8, 8, 3, 3}, -1.0f, 1.0f, 8), weights("fc", {8, 8}, -1.0f, 1.0f, 9)},
       "c = Conv(x, w1)\nt = Transpose<perm=[0,2,3,1]>(c)\nm = MatMul(t, fc)\nr = Relu(m)\n"
       "u = Transpose<perm=[0,3,1,2]>(r)\ny = Conv<pads=[1,1,1,1]>(u, w2)\nz = Transpose<perm=[0,3,1,2]>(m)");
-  Built built = build(text, engine::Precision::kFp32);
+  Built shared = build(text, engine::Precision::kFp32);
+  ASSERT_TRUE(shared.engine);
+  EXPECT_EQ(count_kind(shared.engine->plan(), "plain_copy"), 0);
+  for (const auto& [view, root] : {std::pair<std::string, std::string>{"t", "c"}, {"u", "r"}}) {
+    const engine::EnginePlan& views = shared.engine->plan();
+    ASSERT_GE(views.find_tensor(view), 0) << view;
+    EXPECT_EQ(views.tensors[static_cast<size_t>(views.find_tensor(view))].alias_of, views.find_tensor(root)) << view;
+  }
+  expect_matches_reference(shared, 1e-5);
+  Built built = build(text, engine::Precision::kFp32, false);
   ASSERT_TRUE(built.engine);
   const engine::EnginePlan& plan = built.engine->plan();
   EXPECT_EQ(count_kind(plan, "plain_copy"), 2);

@@ -234,7 +234,7 @@ void edit_blob(ByteReader& reader, PlanLayer& layer) {
 }
 
 void edit_tensor(ByteReader& reader, PlanTensor& tensor) {
-  switch (reader.byte() % 9) {
+  switch (reader.byte() % 12) {
     case 0: tensor.dtype = static_cast<DataType>(reader.index(20)); break;
     case 1:
       if (!tensor.shape.empty()) tensor.shape[reader.index(tensor.shape.size())] = reader.interesting();
@@ -248,6 +248,10 @@ void edit_tensor(ByteReader& reader, PlanTensor& tensor) {
       tensor.batch_axis = static_cast<int32_t>(reader.small_int());
       break;
     case 7: tensor.batch_factor = reader.interesting(); break;
+    // Shared bytes (engine/plan_aliases.h): another tensor's, at some offset and row stride.
+    case 8: tensor.alias_of = static_cast<int32_t>(reader.small_int()); break;
+    case 9: tensor.alias_offset = reader.interesting(); break;
+    case 10: tensor.row_stride = reader.interesting(); break;
     default:
       // A consistent change: one dim doubled or halved, bytes following (what a confused builder might write).
       if (!tensor.shape.empty()) {

@@ -377,6 +377,27 @@ TEST(ExecLayerInfo, JsonHasLayersKernelsAndTensors) {
   EXPECT_EQ(json["MaxBatch"], 4);
 }
 
+// A tensor in another's bytes (engine/plan_aliases.h) says where, in the text and the JSON.
+TEST(ExecLayerInfo, AliasedTensorsNameTheirBytes) {
+  engine::EnginePlan plan = two_layer_plan();
+  engine::PlanTensor slice = plan.tensors[1];
+  slice.name = "x_q_slice";
+  slice.shape = {4, 1, 8, 8};
+  slice.alias_of = 1;
+  slice.alias_offset = 2;
+  slice.row_stride = 3;
+  plan.tensors.push_back(slice);
+  plan.layers[0].outputs = {3};
+  const std::string text = format_layer_info(plan);
+  EXPECT_NE(text.find("x_q_slice int8 [4, 1, 8, 8] nhwc in x_q at byte 2 row stride 3"), std::string::npos) << text;
+  nlohmann::json json = nlohmann::json::parse(layer_info_to_json(plan).dump(2));
+  const nlohmann::json& output = json["Layers"][0]["Outputs"][0];
+  EXPECT_EQ(output["AliasOf"], "x_q");
+  EXPECT_EQ(output["AliasOffset"], 2);
+  EXPECT_EQ(output["RowStride"], 3);
+  EXPECT_FALSE(json["Layers"][1]["Inputs"][0].contains("AliasOf"));
+}
+
 TEST(ExecLayerInfo, NamesOnlyAtLayerNamesVerbosity) {
   nlohmann::json json = nlohmann::json::parse(layer_info_to_json(two_layer_plan(), false).dump());
   EXPECT_EQ(json, nlohmann::json::parse(R"({"Layers": ["x_quantize", "conv1 + relu1"], "Bindings": ["x", "y"]})"));

@@ -215,11 +215,20 @@ Result<std::unique_ptr<Layer>> bind_conv(const BindContext& context) {
   return bind_nchw_conv(context, g);
 }
 
+// The NHWC implementations write their one output's pixels at any stride (kernels::SconvArgs):
+// rows of one pixel's channels.
+bool writes_strided_rows(const PlanLayer& layer, size_t output, const PlanTensor& tensor, int64_t row_length) {
+  Result<int64_t> mode = layer.params.get_int(std::string(params::kConvMode.key()));
+  return output == 0 && layer.outputs.size() == 1 && !is_fused_depthwise(layer.params) && mode.ok() &&
+         *mode >= 0 && *mode <= static_cast<int64_t>(ConvMode::kDirectNchw) && is_nhwc(static_cast<ConvMode>(*mode)) &&
+         tensor.layout == Layout::kNhwc && tensor.shape.size() == 4 && row_length == tensor.shape[1];
+}
+
 }  // namespace
 }  // namespace conv
 
 void register_conv(LayerRegistry& registry) {
-  registry.add_kind({conv::kKind, conv::bind_conv});
+  registry.add_kind({.kind = conv::kKind, .bind = conv::bind_conv, .writes_strided_rows = conv::writes_strided_rows});
   registry.add_lowering(
       {.domain = "", .op_type = "Conv", .lower = conv::lower_conv, .accepts = all_float, .prefers_nhwc = true});
   registry.add_lowering({.domain = layers::kDomain,

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "engine/layers/float_conv/conv.h"
+#include "engine/plan_aliases.h"
 #include "kernels/fp32/fp32_grouped.h"
 #include "kernels/fp32/fp32_live_taps.h"
 
@@ -21,7 +22,7 @@ class NhwcConvLayer final : public Layer {
                 kernels::PackedDepthwiseF32 depthwise,
                 kernels::PackedWinogradF32 winograd, float low, float high, kernels::Fp32EpilogueActivation activation,
                 int32_t input, int32_t residual, int32_t gate, int32_t output, int32_t row_sums,
-                kernels::Fp32ChannelSumsF32Fn channel_sums)
+                kernels::Fp32ChannelSumsF32Fn channel_sums, int64_t output_row_stride)
       : g_(g),
         gemm_(std::move(gemm)),
         grouped_(std::move(grouped)),
@@ -32,7 +33,8 @@ class NhwcConvLayer final : public Layer {
         gate_(gate),
         output_(output),
         row_sums_(row_sums),
-        channel_sums_(channel_sums) {
+        channel_sums_(channel_sums),
+        output_row_stride_(output_row_stride) {
     epilogue_.activation = activation;
     epilogue_.min = low;
     epilogue_.max = high;
@@ -69,7 +71,7 @@ class NhwcConvLayer final : public Layer {
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t> scratch) const override {
-    const kernels::SconvArgs args{state.data<float>(input_), state.data<float>(output_), g_.out_channels};
+    const kernels::SconvArgs args{state.data<float>(input_), state.data<float>(output_), output_row_stride_};
     kernels::Fp32Epilogue epilogue = epilogue_;
     if (residual_ >= 0) epilogue.residual = state.data<float>(residual_);
     const int64_t pixels = state.dim(input_, 0) * g_.out_height * g_.out_width;
@@ -158,6 +160,7 @@ class NhwcConvLayer final : public Layer {
   int32_t input_, residual_, gate_, output_;
   int32_t row_sums_;  // depthwise_nhwc: output 1, [N, OH, C] per-row channel sums, or -1
   kernels::Fp32ChannelSumsF32Fn channel_sums_;
+  int64_t output_row_stride_;  // floats between output pixels: out_channels, or a Concat's (strided output)
 };
 
 }  // namespace
@@ -208,12 +211,19 @@ Result<std::unique_ptr<Layer>> bind_nhwc_conv(const BindContext& context, const 
   int32_t row_sums = -1;
   if (context.layer().outputs.size() > 1) {
     if (g.mode != ConvMode::kDepthwiseNhwc) return context.error("row sums are a depthwise_nhwc conv's second output");
+    if (y.row_stride != 0) return context.error("a depthwise conv with row sums writes its output densely");
     QDQRT_ASSIGN_OR_RETURN(row_sums, bind_row_sums(context, y));
   }
+  // A slice of a channels-last Concat (engine/plan_aliases.h): its pixels lie row_stride floats apart.
+  if (y.row_stride != 0 && strided_row_length(context.plan(), y) != g.out_channels) {
+    return context.error(fmt::format("output rows of {} at stride {} are not pixels of {} channels",
+                                     strided_row_length(context.plan(), y), y.row_stride, g.out_channels));
+  }
+  const int64_t output_row_stride = y.row_stride != 0 ? y.row_stride : g.out_channels;
   return std::unique_ptr<Layer>(std::make_unique<NhwcConvLayer>(
       g, std::move(weights.gemm), std::move(weights.grouped), std::move(weights.depthwise), std::move(weights.winograd), low, high, activation,
       context.layer().inputs[0], residual, gate, context.layer().outputs[0], row_sums,
-      kernels::fp32_kernels(bind_isa(context.plan())).channel_sums_f32.fn));
+      kernels::fp32_kernels(bind_isa(context.plan())).channel_sums_f32.fn, output_row_stride));
 }
 
 }  // namespace qdqrt::engine::fp32::conv
