@@ -491,7 +491,8 @@ Status plan_memory(EnginePlan& plan) {
   }
   plan.arena_bytes = arena;
   for (PlanTensor& tensor : plan.tensors) {
-    if (tensor.alias_of >= 0) tensor.arena_offset = plan.tensors[static_cast<size_t>(tensor.alias_of)].arena_offset + tensor.alias_offset;
+    if (tensor.alias_of < 0) continue;
+    tensor.arena_offset = plan.tensors[static_cast<size_t>(tensor.alias_of)].arena_offset + tensor.alias_offset;
   }
   return Status::ok();
 }

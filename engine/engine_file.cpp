@@ -231,8 +231,8 @@ Result<Sections> check_header(std::span<const uint8_t> bytes) {
   uint32_t version = load_field<uint32_t>(bytes, kFormatVersionOffset);
   if (version != kEngineFormatVersion && version != kRangeEngineFormatVersion &&
       version != kPreviousEngineFormatVersion && version != kPreviousRangeEngineFormatVersion) {
-    return unsupported("engine file built by format version {}, this qdqrt reads {} and {} (and the earlier {} and {}): "
-                       "rebuild the engine from its model",
+    return unsupported("engine file built by format version {}, this qdqrt reads {} and {} (and the earlier {} and "
+                       "{}): rebuild the engine from its model",
                        version, kEngineFormatVersion, kRangeEngineFormatVersion, kPreviousEngineFormatVersion,
                        kPreviousRangeEngineFormatVersion);
   }
@@ -389,8 +389,8 @@ Result<PlanTensor> read_tensor(CopyBudget& budget, const fb::Tensor& table, size
   tensor.row_stride = table.row_stride();
   const bool alias = tensor.alias_of != -1 || tensor.alias_offset != 0 || tensor.row_stride != 0;
   if (alias && !aliases_allowed) {
-    return corrupt("{}: aliases another tensor (alias_of {}, offset {}, row stride {}), which its format version has no "
-                   "place for",
+    return corrupt("{}: aliases another tensor (alias_of {}, offset {}, row stride {}), which its format version "
+                   "has no place for",
                    where, tensor.alias_of, tensor.alias_offset, tensor.row_stride);
   }
   if (alias && (tensor.alias_of < 0 || tensor.alias_offset < 0 || tensor.row_stride < 0)) {

@@ -9,7 +9,8 @@
 //     stored dim before the axis is 1; the block 64-byte aligned; any producer) or as its part of
 //     every row (a row: the stored dims from the axis on, the batch in front; the producer's kind
 //     writes that output in rows at a stride, LayerKind::writes_strided_rows: the NHWC fp32 and
-//     INT8 convs when a row is a pixel's channels, strided_copy for any row).
+//     INT8 convs and the channels-last fp32 pools when a row is a pixel's channels, strided_copy
+//     for any row).
 //   Views: a Reshape-like copy (plain_copy, int8_reshape: the same bytes under another shape or
 //     layout label) makes its output a view of its input, and the copy goes. Both must be
 //     activations (graph inputs and outputs own their memory) and the input not a slice.

@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/plan_aliases.h"
 #include "engine/layers/float_common.h"
 #include "core/ops/pool.h"
 #include "core/ops/window.h"
@@ -138,8 +139,8 @@ int64_t avgpool_scratch_bytes(bool nhwc, int64_t kernel_taps, int64_t out_width)
 
 class PoolLayer final : public Layer {
  public:
-  PoolLayer(PoolGeometry geometry, bool nhwc, int32_t input, int32_t output)
-      : g_(geometry), nhwc_(nhwc), input_(input), output_(output) {
+  PoolLayer(PoolGeometry geometry, bool nhwc, int32_t input, int32_t output, int64_t pixel_stride)
+      : g_(geometry), nhwc_(nhwc), input_(input), output_(output), pixel_stride_(pixel_stride) {
     if (!g_.max) {
       counts_h_ = axis_counts(g_.out_height, g_.height, g_.kernel[0], g_.strides[0], g_.dilations[0], g_.pads_begin[0],
                               g_.pads_end[0], g_.count_include_pad);
@@ -190,7 +191,7 @@ class PoolLayer final : public Layer {
     const int64_t image = row / g_.out_height, oh = row % g_.out_height;
     const float* in = x + image * g_.height * g_.width * g_.channels;
     for (int64_t ow = 0; ow < g_.out_width; ++ow) {
-      float* out = y + (row * g_.out_width + ow) * g_.channels;
+      float* out = y + (row * g_.out_width + ow) * pixel_stride_;
       std::fill_n(out, g_.channels, std::numeric_limits<float>::lowest());
       for (int64_t kh = 0; kh < g_.kernel[0]; ++kh) {
         const int64_t ih = oh * g_.strides[0] - g_.pads_begin[0] + kh * g_.dilations[0];
@@ -269,7 +270,7 @@ class PoolLayer final : public Layer {
           if (iw >= 0 && iw < g_.width) pointers[taps++] = in + (ih * g_.width + iw) * g_.channels;
         }
       }
-      average_pixel(y + (row * g_.out_width + ow) * g_.channels, pointers, taps, g_.channels,
+      average_pixel(y + (row * g_.out_width + ow) * pixel_stride_, pointers, taps, g_.channels,
                     counts_h_[static_cast<size_t>(oh)] * counts_w_[static_cast<size_t>(ow)]);
     }
   }
@@ -277,6 +278,7 @@ class PoolLayer final : public Layer {
   PoolGeometry g_;
   bool nhwc_;
   int32_t input_, output_;
+  int64_t pixel_stride_;  // channels-last: floats between output pixels (a Concat's channels when strided)
   std::vector<double> counts_h_, counts_w_;  // average: per output row and column, the divisor's factors
 };
 
@@ -309,8 +311,20 @@ Result<std::unique_ptr<Layer>> bind_pool(const BindContext& context) {
     return context.error(fmt::format("scratch_bytes {} is less than the {} the average needs",
                                      context.layer().scratch_bytes, scratch));
   }
+  // A slice of a channels-last Concat (engine/plan_aliases.h): its pixels lie row_stride apart.
+  if (y->row_stride != 0 && (!nhwc || strided_row_length(context.plan(), *y) != g.channels)) {
+    return context.error(fmt::format("output rows of {} at stride {} are not channels-last pixels of {} channels",
+                                     strided_row_length(context.plan(), *y), y->row_stride, g.channels));
+  }
+  const int64_t pixel_stride = y->row_stride != 0 ? y->row_stride : g.channels;
   return std::unique_ptr<Layer>(
-      std::make_unique<PoolLayer>(g, nhwc, context.layer().inputs[0], context.layer().outputs[0]));
+      std::make_unique<PoolLayer>(g, nhwc, context.layer().inputs[0], context.layer().outputs[0], pixel_stride));
+}
+
+// A channels-last pool writes its output's pixels at any stride (PoolLayer::pixel_stride_).
+bool pool_writes_strided_rows(const PlanLayer& layer, size_t output, const PlanTensor& tensor, int64_t row_length) {
+  return output == 0 && layer.outputs.size() == 1 && tensor.layout == Layout::kNhwc && tensor.shape.size() == 4 &&
+         row_length == tensor.shape[1];
 }
 
 Status lower_pool(const Node& node, BuildContext& context) {
@@ -510,7 +524,7 @@ Status lower_global(const Node& node, BuildContext& context) {
 }  // namespace
 
 void register_pool(LayerRegistry& registry) {
-  registry.add_kind({kPoolKind, bind_pool});
+  registry.add_kind({.kind = kPoolKind, .bind = bind_pool, .writes_strided_rows = pool_writes_strided_rows});
   registry.add_kind({kGlobalKind, bind_global});
   registry.add_kind({kGlobalNhwcKind, bind_global_nhwc});
   registry.add_lowering(

@@ -186,8 +186,25 @@ TEST(PlanAliases, AConcatInputThatIsAGraphOutputIsCopied) {
   expect_bit_identical(graph);
 }
 
-// A channels-last Concat whose input comes from a layer that writes only dense rows (a max pool).
+// A channels-last Concat whose input comes from a layer that writes only dense rows (a Mul).
 TEST(PlanAliases, AProducerWithoutARowStrideKeepsTheConcat) {
+  std::string text = fire_module();
+  const std::string relu = "b = Relu(b0)";
+  text.replace(text.find(relu), relu.size(), "b1 = Relu(b0)\n      b = Mul(b1, b1)");
+  Graph graph = parse_graph(text);
+  auto engine = build(graph, true);
+  ASSERT_TRUE(engine);
+  const EnginePlan& plan = engine->plan();
+  ASSERT_EQ(tensor_named(plan, "c").layout, engine::Layout::kNhwc);
+  ASSERT_EQ(tensor_named(plan, "b").layout, engine::Layout::kNhwc);
+  EXPECT_EQ(count_kind(plan, "plain_concat"), 1);
+  EXPECT_EQ(tensor_named(plan, "a").alias_of, -1);
+  EXPECT_EQ(tensor_named(plan, "b").alias_of, -1);
+  expect_bit_identical(graph);
+}
+
+// Inception's reduction blocks: a channels-last max pool writes its channels of the Concat too.
+TEST(PlanAliases, AChannelsLastPoolWritesItsChannelsInPlace) {
   std::string text = fire_module();
   const std::string relu = "b = Relu(b0)";
   text.replace(text.find(relu), relu.size(),
@@ -196,11 +213,13 @@ TEST(PlanAliases, AProducerWithoutARowStrideKeepsTheConcat) {
   auto engine = build(graph, true);
   ASSERT_TRUE(engine);
   const EnginePlan& plan = engine->plan();
-  ASSERT_EQ(tensor_named(plan, "c").layout, engine::Layout::kNhwc);
-  EXPECT_EQ(count_kind(plan, "plain_concat"), 1);
-  EXPECT_EQ(tensor_named(plan, "a").alias_of, -1);
-  EXPECT_EQ(tensor_named(plan, "b").alias_of, -1);
+  EXPECT_EQ(count_kind(plan, "plain_concat"), 0);
+  EXPECT_EQ(tensor_named(plan, "b").alias_of, plan.find_tensor("c"));
+  EXPECT_EQ(tensor_named(plan, "b").row_stride, 32);
   expect_bit_identical(graph);
+  expect_bit_identical(parse_graph(text.replace(text.find("float[1,8,6,6] x"), 16, "float[3,8,6,6] x")
+                                       .replace(text.find("float[1,4,6,6] y"), 16, "float[3,4,6,6] y")),
+                       2);
 }
 
 // The fire module in QDQ form: INT8 convs whose outputs a QConcat joins. `b_scale` is the second

@@ -1,11 +1,10 @@
 // Tensors that share bytes (PlanTensor::alias_of, format 11) in engine files: written and read back,
 // refused in a file of an earlier version, and a file whose aliases overlap is refused when the
 // engine loads, naming the tensor. Files of the earlier versions (9, 10) still load.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include <fmt/format.h>
 
 #include "engine/engine.h"
 #include "tests/engine_file/test_plans.h"
@@ -19,7 +18,8 @@ using AliasFile = MachineIsaTest;
 
 // Two convs writing their channels of a channels-last Concat, read by a third.
 EnginePlan concat_plan(bool share_buffers) {
-  const std::string text = fmt::format(R"(
+  const std::string text =
+      fmt::format(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[1,8,6,6] x) => (float[1,4,6,6] y)
     <float[16,8,1,1] wa = {}, float[16,8,3,3] wb = {}, float[4,32,1,1] wc = {}>
@@ -31,9 +31,8 @@ EnginePlan concat_plan(bool share_buffers) {
       c = Concat <axis = 1> (a, b)
       y = Conv(c, wc)
     }})",
-                                       qdqrt::testing::literal(128, 1, -0.5f, 0.5f),
-                                       qdqrt::testing::literal(1152, 2, -0.2f, 0.2f),
-                                       qdqrt::testing::literal(128, 3, -0.3f, 0.3f));
+                  qdqrt::testing::literal(128, 1, -0.5f, 0.5f), qdqrt::testing::literal(1152, 2, -0.2f, 0.2f),
+                  qdqrt::testing::literal(128, 3, -0.3f, 0.3f));
   BuildOptions options;
   options.share_buffers = share_buffers;
   auto engine = Engine::build(qdqrt::testing::parse_graph(text), options);
