@@ -13,6 +13,7 @@
 #include "core/ops/fused_batchnorm.h"
 #include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
+#include "core/ops/fused_matmul.h"
 #include "core/ops/fused_op_table.h"
 #include "core/ops/op_families.h"
 
@@ -235,6 +236,18 @@ Result<std::shared_ptr<const OpAttributes>> parse_fused_batchnorm(const Node& no
   if (!(attributes.epsilon >= 0.0f) || !std::isfinite(attributes.epsilon)) {
     return reader.error("epsilon", fmt::format("must be finite and >= 0, got {}", attributes.epsilon));
   }
+  return make_attributes(std::move(attributes));
+}
+
+Result<std::shared_ptr<const OpAttributes>> parse_fused_matmul(const Node& node) {
+  AttributeReader reader(node);
+  FusedMatMulAttributes attributes;
+  QDQRT_ASSIGN_OR_RETURN(attributes.fused, parse_fused_info(node));
+  if (attributes.fused.activation.kind != ActivationKind::kNone) {
+    return reader.error("activation", fmt::format("FusedMatMul takes none, got \"{}\"",
+                                                  activation_kind_name(attributes.fused.activation.kind)));
+  }
+  if (attributes.fused.has_pointwise()) return reader.error("pointwise_code", "FusedMatMul takes no pointwise program");
   return make_attributes(std::move(attributes));
 }
 
@@ -517,6 +530,17 @@ std::span<const FusedOpRow> fused_ops() {
        },
        .macs = [](const Node&, const InputShapes& inputs, const Dims& y) {
          return matmul_macs(input_dims(inputs, kMatMulA), y);
+       },
+       .layer_info_type = "MatrixMultiply"},
+      {.op_type = kFusedMatMul,  // float inputs and output
+       .kind = "MatMul",
+       .parse_attributes = parse_fused_matmul,
+       .fused_info = fused_info_of<FusedMatMulAttributes>,
+       .output_shape = [](const Node&, const InputShapes& inputs) {
+         return matmul_output_dims(input_dims(inputs, kFusedMatMulA), input_dims(inputs, kFusedMatMulB));
+       },
+       .macs = [](const Node&, const InputShapes& inputs, const Dims& y) {
+         return matmul_macs(input_dims(inputs, kFusedMatMulA), y);
        },
        .layer_info_type = "MatrixMultiply"},
       {.op_type = kQAdd,

@@ -1,5 +1,6 @@
 // fp32 GEMM on the igemm microkernel (kernels/fp32/fp32_sgemm.h):
-//   fp32_gemm    Gemm, and MatMul with a constant B: Y[rows, N] = A[rows, K] x (alpha * B) + bias.
+//   fp32_gemm    Gemm, MatMul with a constant B and FusedMatMul (MatMul + bias Add):
+//                Y[rows, N] = A[rows, K] x (alpha * B) + bias.
 //                A is any rank >= 2 activation (MatMul: the leading dims are rows; Gemm: [M, K],
 //                transA = 0). B ([K, N], or [N, K] with transB) times alpha is packed at build for
 //                the plan's ISA (`isa` param); Gemm's beta * C becomes the bias when C is a
@@ -21,6 +22,8 @@
 #include <fmt/format.h>
 
 #include "engine/layers/float_common.h"
+#include "core/ops/fused_layers.h"
+#include "core/ops/fused_matmul.h"
 #include "core/ops/matmul.h"
 #include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/fp32/fp32_sgemm_prefetch.h"
@@ -317,6 +320,25 @@ Status lower_matmul(const Node& node, BuildContext& context) {
   return add_gemm_layer(node, context, *b, false, 1.0f, {});
 }
 
+// FusedMatMul (core/ops/fused_matmul.h): fp32_gemm with the bias; what it does not take (a bias
+// that is not N values along the last axis, a B that is not a constant matrix, ...) runs on the
+// reference.
+Status lower_fused_matmul(const Node& node, BuildContext& context) {
+  using namespace layers;
+  const Tensor* b = context.constant(node.input(kFusedMatMulB));
+  const Tensor* bias = node.has_input(kFusedMatMulBias) ? context.constant(node.input(kFusedMatMulBias)) : nullptr;
+  auto a_shape = context.shape_of(node.input(kFusedMatMulA));
+  if (b == nullptr || bias == nullptr || !a_shape.ok() || a_shape->size() < 2 ||
+      context.constant(node.input(kFusedMatMulA)) != nullptr || b->dtype() != DataType::kFloat || b->rank() != 2 ||
+      a_shape->back() != b->dim(0) || bias->dtype() != DataType::kFloat || bias->rank() < 1 ||
+      bias->rank() > static_cast<int64_t>(a_shape->size()) || bias->numel() != b->dim(1) ||
+      bias->dim(bias->rank() - 1) != b->dim(1)) {
+    return lower_with_reference(node, context);
+  }
+  const float* values = bias->data<float>();
+  return add_gemm_layer(node, context, *b, false, 1.0f, std::vector<float>(values, values + bias->numel()));
+}
+
 Status lower_gemm(const Node& node, BuildContext& context) {
   const auto& attributes = node.attrs<GemmAttributes>();
   const Tensor* b = context.constant(node.input(1));
@@ -351,6 +373,11 @@ void register_gemm(LayerRegistry& registry) {
       {.domain = "", .op_type = "MatMul", .lower = lower_matmul, .accepts = all_float, .any_batch_layout = true});
   registry.add_lowering(
       {.domain = "", .op_type = "Gemm", .lower = lower_gemm, .accepts = all_float, .any_batch_layout = true});
+  registry.add_lowering({.domain = layers::kDomain,
+                         .op_type = layers::kFusedMatMul,
+                         .lower = lower_fused_matmul,
+                         .accepts = all_float,
+                         .any_batch_layout = true});
 }
 
 }  // namespace qdqrt::engine::fp32

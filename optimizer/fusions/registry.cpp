@@ -45,6 +45,10 @@ const std::vector<Fusion>& fusion_registry() {
       // Last: the float convs the INT8 fusions left (every conv of a float model) take their epilogue.
       {"fuse_float_conv_epilogue", graph_only<select_float_conv_epilogue>, apply_float_conv_epilogue,
        {"fold_constants", "fold_batchnorm"}, /*float_layer=*/true},
+      // After fuse_qdq_matmul (in the INT8 pipeline): the MatMuls left in float take their bias;
+      // after split_sliced_projection, which splits a projection's MatMul and bias Add apart.
+      {"fuse_float_matmul_bias", graph_only<select_float_matmul_bias>, apply_float_matmul_bias,
+       {"fold_constants", "split_sliced_projection"}, /*float_layer=*/true},
       // After the epilogues: the gate joins a FusedConv (its epilogue kept) or a plain conv.
       {"fuse_float_conv_gate", select_float_conv_gate, apply_float_conv_gate, {"fuse_float_conv_epilogue"},
        /*float_layer=*/true},

@@ -70,7 +70,7 @@ TEST(RemoveFakeQuantization, NotInTheInt8Pipeline) {
   EXPECT_EQ(float_only, (std::vector<std::string>{"remove_identities", "fold_constants", "evaluate_shape_computations",
                                                   "lower_einsum", "lower_reduce_l2", "fold_pad_into_pool", "lower_spatial_mean",
                                                   "remove_fake_quantization", "split_sliced_projection",
-                                                  "fold_batchnorm", "prune_dead_conv_taps", "fuse_layer_norm",
+                                                  "fold_batchnorm", "prune_dead_conv_taps", "fuse_layer_norm", "fuse_float_matmul_bias",
                                                   "fuse_float_conv_epilogue", "fuse_float_conv_gate",
                                                   "fuse_float_pool_row_sums", "fuse_float_depthwise_chain",
                                                   "fuse_float_batchnorm", "fuse_float_gelu"}));
