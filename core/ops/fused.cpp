@@ -248,6 +248,11 @@ Result<std::shared_ptr<const OpAttributes>> parse_fused_matmul(const Node& node)
                                                   activation_kind_name(attributes.fused.activation.kind)));
   }
   if (attributes.fused.has_pointwise()) return reader.error("pointwise_code", "FusedMatMul takes no pointwise program");
+  QDQRT_ASSIGN_OR_RETURN(std::string function, reader.get_string("function", ""));
+  if (!function.empty() && function != "Gelu") {
+    return reader.error("function", fmt::format("must be \"\" or Gelu, got \"{}\"", function));
+  }
+  attributes.gelu = function == "Gelu";
   return make_attributes(std::move(attributes));
 }
 

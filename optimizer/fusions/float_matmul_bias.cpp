@@ -1,13 +1,15 @@
 // Float MatMul bias fusion: a float MatMul by a constant matrix [K, N] whose only reader is an Add of
-// a constant bias (N values along the last axis, either operand order) becomes one qdqrt
-// FusedMatMul (core/ops/fused_matmul.h), which the engine runs as fp32_gemm with the bias in its
-// epilogue. Torch exports Linear on a rank-3 input as MatMul + Add (ONNX Gemm takes only a rank-2
+// a constant bias (N values along the last axis, either operand order) [-> the ONNX Gelu
+// (approximate "none", fuse_float_gelu's) that is the sum's only reader] becomes one qdqrt
+// FusedMatMul (core/ops/fused_matmul.h), which the engine runs as fp32_gemm with the bias and the
+// GELU in its epilogue (ONNX Runtime's BiasGelu, and the bias of the MatMul too). Torch exports Linear on a rank-3 input as MatMul + Add (ONNX Gemm takes only a rank-2
 // A), so every projection and MLP layer of a transformer had its own bias pass. The fused layer
 // starts each sum from the bias where MatMul + Add added it last: the float rounding differs
 // (within 1e-6 relative on these sums), the INT8 layers are untouched (fuse_qdq_matmul ran first
 // and took the MatMuls it quantizes with their bias).
 #include <algorithm>
 
+#include "core/ops/elementwise.h"
 #include "core/ops/fused_layers.h"
 #include "core/ops/fused_matmul.h"
 #include "optimizer/fusions/quantized_io.h"
@@ -55,6 +57,16 @@ SelectResult select_float_matmul_bias(const Graph& graph, const ValueIndex& inde
   selection.targets = {node_index, reader};
   selection.bias = bias;
   selection.output = add.outputs[0];
+  if (index.has_single_use(add.outputs[0])) {
+    const int gelu_index = index.consumers(add.outputs[0])[0];
+    const Node& gelu = graph.nodes[static_cast<size_t>(gelu_index)];
+    if (is_onnx(gelu, "Gelu") && gelu.inputs.size() == 1 && gelu.outputs.size() == 1 &&
+        !gelu.attrs<GeluAttributes>().tanh_approximation) {
+      selection.targets.push_back(gelu_index);
+      selection.lookup_function = "Gelu";
+      selection.output = gelu.outputs[0];
+    }
+  }
   return {.selection = std::move(selection), .reason = ""};
 }
 
@@ -62,13 +74,16 @@ Status apply_float_matmul_bias(Graph& graph, const QdqSelection& selection, Pass
   const size_t matmul_slot = static_cast<size_t>(selection.targets[0]);
   const Node& matmul = graph.nodes[matmul_slot];
   Node layer = make_layer_node(graph, selection, /*keep_attributes=*/false);
+  if (!selection.lookup_function.empty()) set_string_attribute(layer, "function", selection.lookup_function);
   layer.inputs = {matmul.input(0), matmul.input(1), selection.bias};
   layer.outputs = {selection.output};
   QDQRT_ASSIGN_OR_RETURN(layer.typed_attributes, parse_fused_layer_attributes(layer));
   graph.opsets[layers::kDomain] = 1;
-  // The layer stands where the MatMul stood; the Add goes.
+  // The layer stands where the MatMul stood; the Add (and Gelu) go.
   graph.nodes[matmul_slot] = std::move(layer);
-  graph.nodes.erase(graph.nodes.begin() + selection.targets[1]);
+  std::vector<int> removed(selection.targets.begin() + 1, selection.targets.end());
+  std::sort(removed.rbegin(), removed.rend());
+  for (int node : removed) graph.nodes.erase(graph.nodes.begin() + node);
   return Status::ok();
 }
 

@@ -45,10 +45,6 @@ const std::vector<Fusion>& fusion_registry() {
       // Last: the float convs the INT8 fusions left (every conv of a float model) take their epilogue.
       {"fuse_float_conv_epilogue", graph_only<select_float_conv_epilogue>, apply_float_conv_epilogue,
        {"fold_constants", "fold_batchnorm"}, /*float_layer=*/true},
-      // After fuse_qdq_matmul (in the INT8 pipeline): the MatMuls left in float take their bias;
-      // after split_sliced_projection, which splits a projection's MatMul and bias Add apart.
-      {"fuse_float_matmul_bias", graph_only<select_float_matmul_bias>, apply_float_matmul_bias,
-       {"fold_constants", "split_sliced_projection"}, /*float_layer=*/true},
       // After the epilogues: the gate joins a FusedConv (its epilogue kept) or a plain conv.
       {"fuse_float_conv_gate", select_float_conv_gate, apply_float_conv_gate, {"fuse_float_conv_epilogue"},
        /*float_layer=*/true},
@@ -60,9 +56,14 @@ const std::vector<Fusion>& fusion_registry() {
       // After fold_batchnorm: the BatchNorms left are those no conv writes (DenseNet's).
       {"fuse_float_batchnorm", graph_only<select_float_batchnorm>, apply_float_batchnorm, {"fold_constants", "fold_batchnorm"},
        /*float_layer=*/true},
-      // Last in both pipelines (pipeline.cpp): the lookups and pointwise epilogues, which the float
-      // pipeline does not run, take the GELU chains between Q/DQ first.
+      // After the lookups and pointwise epilogues (pipeline.cpp), which the float pipeline does not
+      // run: they take the GELU chains between Q/DQ first.
       {"fuse_float_gelu", graph_only<select_float_gelu>, apply_float_gelu, {"fold_constants"}, /*float_layer=*/true},
+      // Last: the MatMuls the INT8 fusions left in float take their bias and the Gelu
+      // fuse_float_gelu made; after split_sliced_projection, which splits a projection's MatMul
+      // and bias Add apart.
+      {"fuse_float_matmul_bias", graph_only<select_float_matmul_bias>, apply_float_matmul_bias,
+       {"fold_constants", "split_sliced_projection", "fuse_float_gelu"}, /*float_layer=*/true},
   };
   // clang-format on
   return registry;

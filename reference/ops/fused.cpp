@@ -470,15 +470,19 @@ Status qmatmul_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
   return finish(node, inputs, attributes->fused, std::move(y), kMatMulYScale, kMatMulResidual, outputs, channel_axis);
 }
 
-// FusedMatMul: MatMul, then the Add of the bias (broadcast as the Add it stands for did).
+// FusedMatMul: MatMul, then the Add of the bias (broadcast as the Add it stands for did), then the
+// Gelu when "function" says so.
 Status fused_matmul_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
   using namespace layers;
-  QDQRT_RETURN_IF_ERROR(typed_attributes<FusedMatMulAttributes>(node).status());
+  QDQRT_ASSIGN_OR_RETURN(const FusedMatMulAttributes* attributes, typed_attributes<FusedMatMulAttributes>(node));
   QDQRT_ASSIGN_OR_RETURN(const Tensor* a, required_input(node, inputs, kFusedMatMulA, "a"));
   QDQRT_ASSIGN_OR_RETURN(const Tensor* b, required_input(node, inputs, kFusedMatMulB, "b"));
   QDQRT_ASSIGN_OR_RETURN(const Tensor* bias, required_input(node, inputs, kFusedMatMulBias, "bias"));
   QDQRT_ASSIGN_OR_RETURN(Tensor y, run_single(plain_node(node, "MatMul"), {a, b}));
   QDQRT_ASSIGN_OR_RETURN(y, binary(node, "Add", y, *bias));
+  if (attributes->gelu) {
+    QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Gelu", make_attributes(GeluAttributes{})), {&y}));
+  }
   outputs[0] = std::move(y);
   return Status::ok();
 }

@@ -699,6 +699,24 @@ TEST(EngineFloatFusions, MatMulBiasRunsAsOneGemm) {
   EXPECT_EQ((*engine)->layers()[0].kind, "fp32_gemm");
 }
 
+// A transformer MLP's first Linear and its GELU (the erf chain torch writes) run as one fp32_gemm
+// with the bias and the GELU in its epilogue; the second Linear and its bias as another.
+TEST(EngineFloatFusions, MatMulBiasGeluRunsAsOneGemm) {
+  const std::vector<std::string> inits = {weights("w1", {24, 70}), weights("b1", {70}), weights("w2", {70, 24}),
+                                          weights("b2", {24}), "float sqrt2 = {1.4142135}", "float one = {1.0}",
+                                          "float half = {0.5}"};
+  const std::string body =
+      "m = MatMul(x, w1)\nh = Add(b1, m)\nd = Div(h, sqrt2)\ne = Erf(d)\np = Add(e, one)\ng = Mul(h, p)\n"
+      "a = Mul(g, half)\nm2 = MatMul(a, w2)\ny = Add(b2, m2)";
+  const std::string text = model(13, "g (float[N,17,24] x) => (float y)", inits, body);
+  expect_fused_layers(text, "fp32_gemm", 2, "qdqrt_engine_float_matmul_gelu.qdqrt", "mlp");
+  auto graph = load_text_graph(text, 3);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  EXPECT_EQ((*engine)->layers().size(), 2u);
+}
+
 // A FusedMatMul written by hand whose bias the GEMM cannot take (one value per row: [5, 1]) runs on
 // the reference layer, with the Add's broadcast.
 TEST(EngineFloatFusions, FusedMatMulWithARowBiasRunsOnTheReference) {

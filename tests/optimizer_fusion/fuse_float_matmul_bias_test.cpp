@@ -1,6 +1,7 @@
 // fuse_float_matmul_bias: a float MatMul by a constant matrix -> Add of a constant bias along the
 // last axis becomes one FusedMatMul; structure, numbers (the reference's FusedMatMul against the two
-// nodes: within 1e-5), must-not-fire cases and a hand-written layer's refused attributes.
+// nodes: within 1e-5), the GELU after the bias, must-not-fire cases and a hand-written layer's
+// refused attributes.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -122,11 +123,54 @@ g (float[5,12] x) => (float[1,5,7] y)
   EXPECT_EQ(count_ops(fused, layers::kFusedMatMul), 0);
 }
 
-// A FusedMatMul written by hand with an activation or a pointwise program is refused, naming the
-// node's field.
+// MatMul -> bias Add -> GELU (the erf chain, fuse_float_gelu's Gelu first): one FusedMatMul with
+// function Gelu; the GELU stays apart when the sum has another reader.
+TEST(FuseFloatMatMulBias, TheGeluAfterTheBiasJoins) {
+  const std::string gelu_chain = "  d = Div(h, sqrt2)\n  e = Erf(d)\n  p = Add(e, one)\n  g = Mul(h, p)\n  y = Mul(g, half)";
+  auto model = [&](const std::string& extra, const std::string& outputs) {
+    std::mt19937 rng(5);
+    return fmt::format(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[2,5,12] x) => ({})
+<{}, {}, float sqrt2 = {{1.4142135}}, float one = {{1.0}}, float half = {{0.5}}>
+{{
+  m = MatMul(x, w)
+  h = Add(bias, m)
+{}{}
+}})",
+                       outputs, float_initializer("w", {12, 7}, -0.5f, 0.5f, rng),
+                       float_initializer("bias", {7}, -1.0f, 1.0f, rng), gelu_chain, extra);
+  };
+  struct Case {
+    std::string extra, outputs;
+    bool gelu_joins;
+  };
+  const Case cases[] = {
+      {"", "float[2,5,7] y", true},
+      {"\n  z = Relu(h)", "float[2,5,7] y, float[2,5,7] z", false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.extra);
+    Graph original = load_text(model(c.extra, c.outputs));
+    optimizer::PassContext context;
+    optimizer::FusionPass gelu("fuse_float_gelu");
+    optimizer::FusionPass bias("fuse_float_matmul_bias");
+    Graph fused = run_pass(run_pass(original, gelu, context), bias, context);
+    std::mt19937 rng(3);
+    expect_same_outputs(original, fused, random_inputs(original, rng), 1e-5f);
+    const Node* layer = find_op(fused, layers::kFusedMatMul);
+    ASSERT_NE(layer, nullptr);
+    EXPECT_EQ(layer->attrs<FusedMatMulAttributes>().gelu, c.gelu_joins);
+    EXPECT_EQ(count_ops(fused, "Gelu"), c.gelu_joins ? 0 : 1);
+    EXPECT_EQ(layer->outputs, std::vector<std::string>{c.gelu_joins ? "y" : "h"});
+    EXPECT_EQ(layer->attrs<FusedMatMulAttributes>().fused.fused_nodes.size(), c.gelu_joins ? 3u : 2u);
+  }
+}
+
+// A FusedMatMul written by hand with an activation, a pointwise program or a function other than
+// Gelu is refused, naming the node.
 TEST(FuseFloatMatMulBias, HandWrittenLayerWithAnActivationIsRefused) {
   std::mt19937 rng(11);
-  for (const char* attributes : {"activation = \"Relu\"", "pointwise_code = [1, 0, 0, 0]"}) {
+  for (const char* attributes : {"activation = \"Relu\"", "pointwise_code = [1, 0, 0, 0]", "function = \"Sigmoid\""}) {
     SCOPED_TRACE(attributes);
     const std::string text = fmt::format(R"(<ir_version: 8, opset_import: ["" : 13, "qdqrt" : 1]>
 g (float[2,5,12] x) => (float[2,5,7] y)

@@ -70,10 +70,10 @@ TEST(RemoveFakeQuantization, NotInTheInt8Pipeline) {
   EXPECT_EQ(float_only, (std::vector<std::string>{"remove_identities", "fold_constants", "evaluate_shape_computations",
                                                   "lower_einsum", "lower_reduce_l2", "fold_pad_into_pool", "lower_spatial_mean",
                                                   "remove_fake_quantization", "split_sliced_projection",
-                                                  "fold_batchnorm", "prune_dead_conv_taps", "fuse_layer_norm", "fuse_float_matmul_bias",
+                                                  "fold_batchnorm", "prune_dead_conv_taps", "fuse_layer_norm",
                                                   "fuse_float_conv_epilogue", "fuse_float_conv_gate",
                                                   "fuse_float_pool_row_sums", "fuse_float_depthwise_chain",
-                                                  "fuse_float_batchnorm", "fuse_float_gelu"}));
+                                                  "fuse_float_batchnorm", "fuse_float_gelu", "fuse_float_matmul_bias"}));
   Graph graph = parse_graph(qdq_conv_bn("rq = QuantizeLinear(r, ys, yzp)\n y = DequantizeLinear(rq, ys, yzp)"));
   Graph int8_graph = run_passes(graph, {});
   EXPECT_GT(count_ops(int8_graph, "QConv"), 0);
