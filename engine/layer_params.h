@@ -167,11 +167,12 @@ inline constexpr IntCodec kTileRows{"tile_rows", 1, INT64_MAX};
 inline constexpr IntCodec kOutputChannelBlock{"oc_block", 1, INT64_MAX};
 inline constexpr BlobCodec<uint16_t> kBf16Weights{"weights"};  // bf16_gemm: packed bf16 pairs (kernels/bf16/bf16_gemm.h)
 inline constexpr BoolCodec kBf16Amx{"amx"};  // bf16_gemm: the AMX-BF16 kernel, else the AVX512_BF16 one
+inline constexpr BoolCodec kBf16Gelu{"gelu"};  // bf16_gemm (optional): GELU over the output (a FusedMatMul's)
 inline constexpr BlobCodec<float> kWeights{"weights"};  // NHWC modes, fp32_gemm: packed (kernels/fp32/fp32_sgemm.h)
-// NHWC modes: the epilogue's function after the act.min/act.max clamp.
+// NHWC modes, fp32_gemm: the epilogue's function after the act.min/act.max clamp.
 inline constexpr EnumCodec<kernels::Fp32EpilogueActivation> kEpilogueFunction{
     "act.function", "activation function", kernels::fp32_epilogue_activation_name,
-    kernels::Fp32EpilogueActivation::kHardSwish};
+    kernels::Fp32EpilogueActivation::kGelu};
 // fp32_unary
 inline constexpr FloatCodec kAlpha{"alpha", FloatCheck::kAny};
 // fp32_binary: each operand ("a", "b" as prefix) a tensor input or a constant blob of that name.

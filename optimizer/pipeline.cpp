@@ -54,7 +54,8 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
                              "fuse_qdq_split", "fuse_qdq_concat", "fuse_qdq_lookup", "fuse_qdq_clamp", "fuse_pointwise",
                              "fuse_channel_gate", "fuse_quantized_silu", "fuse_constant_operand_lookup", "fuse_layer_norm", "fuse_softmax",
                              "fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums",
-                             "fuse_float_depthwise_chain", "fuse_float_batchnorm", "fuse_add_quantize", "fuse_float_gelu"}) {
+                             "fuse_float_depthwise_chain", "fuse_float_batchnorm", "fuse_add_quantize", "fuse_float_gelu",
+                             "fuse_float_matmul_bias"}) {
     passes.push_back(std::make_unique<FusionPass>(fusion));
   }
   // Layer-level rewrites of the fused layers.
@@ -64,7 +65,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
 
 // The float pipeline (OptimizeOptions::float_only): fake quantization removed, BN folded into
 // float weights, taps that read only padding dropped; of the fusions only the float ones: LayerNorm, the conv epilogues, channel gates,
-// pool row sums, depthwise chains and GELU.
+// pool row sums, depthwise chains, GELU and MatMul biases (with the GELU after them).
 std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(make_remove_identities_pass());
@@ -80,7 +81,8 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_prune_dead_conv_taps_pass());
   passes.push_back(std::make_unique<FusionPass>("fuse_layer_norm"));  // float in, float out
   for (const char* fusion : {"fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums",
-                             "fuse_float_depthwise_chain", "fuse_float_batchnorm", "fuse_float_gelu"}) {
+                             "fuse_float_depthwise_chain", "fuse_float_batchnorm", "fuse_float_gelu",
+                             "fuse_float_matmul_bias"}) {
     passes.push_back(std::make_unique<FusionPass>(fusion));
   }
   return passes;

@@ -14,6 +14,7 @@
 #include "core/ops/fused_batchnorm.h"
 #include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
+#include "core/ops/fused_matmul.h"
 #include "core/ops/fused_op_table.h"
 #include "core/ops/op_families.h"
 
@@ -248,6 +249,23 @@ Result<std::shared_ptr<const OpAttributes>> parse_add_quantize(const Node& node)
     return reader.error("activation", fmt::format("must be \"\" or Relu, got \"{}\"", activation_kind_name(activation)));
   }
   if (attributes.fused.has_pointwise()) return reader.error("pointwise_code", "is not taken by an AddQuantize");
+  return make_attributes(std::move(attributes));
+}
+
+Result<std::shared_ptr<const OpAttributes>> parse_fused_matmul(const Node& node) {
+  AttributeReader reader(node);
+  FusedMatMulAttributes attributes;
+  QDQRT_ASSIGN_OR_RETURN(attributes.fused, parse_fused_info(node));
+  if (attributes.fused.activation.kind != ActivationKind::kNone) {
+    return reader.error("activation", fmt::format("FusedMatMul takes none, got \"{}\"",
+                                                  activation_kind_name(attributes.fused.activation.kind)));
+  }
+  if (attributes.fused.has_pointwise()) return reader.error("pointwise_code", "FusedMatMul takes no pointwise program");
+  QDQRT_ASSIGN_OR_RETURN(std::string function, reader.get_string("function", ""));
+  if (!function.empty() && function != "Gelu") {
+    return reader.error("function", fmt::format("must be \"\" or Gelu, got \"{}\"", function));
+  }
+  attributes.gelu = function == "Gelu";
   return make_attributes(std::move(attributes));
 }
 
@@ -530,6 +548,17 @@ std::span<const FusedOpRow> fused_ops() {
        },
        .macs = [](const Node&, const InputShapes& inputs, const Dims& y) {
          return matmul_macs(input_dims(inputs, kMatMulA), y);
+       },
+       .layer_info_type = "MatrixMultiply"},
+      {.op_type = kFusedMatMul,  // float inputs and output
+       .kind = "MatMul",
+       .parse_attributes = parse_fused_matmul,
+       .fused_info = fused_info_of<FusedMatMulAttributes>,
+       .output_shape = [](const Node&, const InputShapes& inputs) {
+         return matmul_output_dims(input_dims(inputs, kFusedMatMulA), input_dims(inputs, kFusedMatMulB));
+       },
+       .macs = [](const Node&, const InputShapes& inputs, const Dims& y) {
+         return matmul_macs(input_dims(inputs, kFusedMatMulA), y);
        },
        .layer_info_type = "MatrixMultiply"},
       {.op_type = kQAdd,

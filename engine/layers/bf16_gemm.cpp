@@ -5,7 +5,8 @@
 // is rounded to bf16 once at build, each run rounds A's rows to bf16 into the thread's scratch.
 // The kernel is the AMX-BF16 one (32-row tiles) where the builder's CPU has it, else the
 // AVX512_BF16 one (14 rows); the `amx` param records which. Work items: (column block, row tile),
-// ColumnBlockSplit as fp32_gemm. Nothing allocates in run().
+// ColumnBlockSplit as fp32_gemm. A FusedMatMul's GELU (`gelu` param) runs over each block of the
+// output right after the kernel wrote it (fp32_unary's Gelu, in cache). Nothing allocates in run().
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -21,9 +22,10 @@ constexpr const char* kBf16GemmKind = "bf16_gemm";
 
 class Bf16GemmLayer final : public Layer {
  public:
-  Bf16GemmLayer(kernels::Bf16GemmWeights weights, kernels::Bf16GemmVariant variant, int32_t input, int32_t output)
+  Bf16GemmLayer(kernels::Bf16GemmWeights weights, kernels::Bf16GemmVariant variant, const kernels::Fp32UnaryFn gelu,
+                int32_t input, int32_t output)
       : weights_(weights), variant_(variant), mr_(variant == kernels::Bf16GemmVariant::kAmxBf16 ? 32 : kernels::kBf16GemmMr),
-        input_(input), output_(output) {}
+        gelu_(gelu), input_(input), output_(output) {}
 
   WorkShape work(const RunState& state) const override {
     const ColumnBlockSplit split = work_split(state);
@@ -37,8 +39,14 @@ class Bf16GemmLayer final : public Layer {
     const float* a = state.data<float>(input_);
     float* y = state.data<float>(output_);
     work_split(state).for_each_call(begin, end, [&](int64_t first, int64_t last, int64_t column_begin, int64_t column_end) {
-      kernels::run_bf16_gemm(variant_, weights_, a, weights_.k, y, weights_.n, {}, first * mr_, std::min(rows, last * mr_),
+      const int64_t row_end = std::min(rows, last * mr_);
+      kernels::run_bf16_gemm(variant_, weights_, a, weights_.k, y, weights_.n, {}, first * mr_, row_end,
                              static_cast<int>(column_begin), static_cast<int>(column_end), scratch.data());
+      if (gelu_ == nullptr) return;
+      for (int64_t row = first * mr_; row < row_end; ++row) {
+        float* out = y + row * weights_.n + column_begin;
+        gelu_(kernels::Fp32UnaryOp::kGelu, {}, static_cast<size_t>(column_end - column_begin), out, out);
+      }
     });
   }
 
@@ -51,6 +59,7 @@ class Bf16GemmLayer final : public Layer {
   kernels::Bf16GemmWeights weights_;
   kernels::Bf16GemmVariant variant_;
   int64_t mr_;
+  kernels::Fp32UnaryFn gelu_;  // null: no GELU
   int32_t input_, output_;
 };
 
@@ -76,14 +85,20 @@ Result<std::unique_ptr<Layer>> bind_bf16_gemm(const BindContext& context) {
                          params::kBf16Weights.read(context, kernels::packed_bf16_gemm_elements(ni, k)));
   QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, kernels::bf16_gemm_padded_n(ni)));
   const kernels::Bf16GemmVariant variant = amx ? kernels::Bf16GemmVariant::kAmxBf16 : kernels::Bf16GemmVariant::kAvx512Bf16;
+  bool gelu = false;
+  if (context.layer().params.has(std::string(params::kBf16Gelu.key()))) {
+    QDQRT_ASSIGN_OR_RETURN(gelu, params::kBf16Gelu.read(context));
+  }
+  const kernels::Fp32UnaryFn unary = gelu ? kernels::fp32_kernels(bind_isa(context.plan())).unary.fn : nullptr;
   return std::unique_ptr<Layer>(std::make_unique<Bf16GemmLayer>(kernels::Bf16GemmWeights{ni, ki, weights, bias}, variant,
-                                                                context.layer().inputs[0], context.layer().outputs[0]));
+                                                                unary, context.layer().inputs[0],
+                                                                context.layer().outputs[0]));
 }
 
 }  // namespace
 
 Status add_bf16_gemm_layer(const Node& node, BuildContext& context, const float* values, int64_t k, int64_t n,
-                           bool trans_b, const std::vector<float>& bias, int32_t input, int32_t output) {
+                           bool trans_b, const std::vector<float>& bias, bool gelu, int32_t input, int32_t output) {
   kernels::Bf16GemmWeightsDesc desc;
   desc.n = static_cast<int>(n);
   desc.k = static_cast<int>(k);
@@ -107,6 +122,7 @@ Status add_bf16_gemm_layer(const Node& node, BuildContext& context, const float*
   params::kBf16Amx.write(layer, variant == kernels::Bf16GemmVariant::kAmxBf16);
   params::kBf16Weights.write_bytes(layer, packed.data(), packed.size() * sizeof(uint16_t));
   params::kBias.write_bytes(layer, padded_bias.data(), padded_bias.size() * sizeof(float));
+  if (gelu) params::kBf16Gelu.write(layer, true);
   context.add_layer(std::move(layer));
   return Status::ok();
 }

@@ -78,11 +78,11 @@ void register_bf16_gemm(LayerRegistry& registry);    // bf16_gemm.cpp: the bf16_
 // float_gemm.cpp: A [rows..., k] and Y [rows..., n] of fp32_gemm and bf16_gemm: float, every dim
 // but the last equal, the batch (if any) in the rows and the same in both, k and n within int.
 Status check_gemm_tensors(const BindContext& context, const PlanTensor& a, const PlanTensor& y, int64_t k, int64_t n);
-// bf16_gemm.cpp: Y = A x B + bias with B ([K, N], or [N, K] with trans_b; alpha already applied by
-// float_gemm.cpp's lowering, which calls it) constant, in bf16 with fp32 sums
-// (BuildContext::bf16_float_gemm()).
+// bf16_gemm.cpp: Y = A x B + bias (then GELU with `gelu`) with B ([K, N], or [N, K] with trans_b;
+// alpha already applied by float_gemm.cpp's lowering, which calls it) constant, in bf16 with fp32
+// sums (BuildContext::bf16_float_gemm()).
 Status add_bf16_gemm_layer(const Node& node, BuildContext& context, const float* values, int64_t k, int64_t n,
-                           bool trans_b, const std::vector<float>& bias, int32_t input, int32_t output);
+                           bool trans_b, const std::vector<float>& bias, bool gelu, int32_t input, int32_t output);
 void register_elementwise(LayerRegistry& registry);  // float_elementwise.cpp: binary, unary, Softmax, BatchNormalization
 void register_pool(LayerRegistry& registry);         // float_pool.cpp: MaxPool, AveragePool, GlobalAveragePool
 void register_shape(LayerRegistry& registry);        // float_shape.cpp: Reshape & co (copy), Concat, Transpose

@@ -1,5 +1,6 @@
 // fp32 GEMM on the igemm microkernel (kernels/fp32/fp32_sgemm.h):
-//   fp32_gemm    Gemm, and MatMul with a constant B: Y[rows, N] = A[rows, K] x (alpha * B) + bias.
+//   fp32_gemm    Gemm, MatMul with a constant B and FusedMatMul (MatMul + bias Add [+ GELU]):
+//                Y[rows, N] = function(A[rows, K] x (alpha * B) + bias).
 //                A is any rank >= 2 activation (MatMul: the leading dims are rows; Gemm: [M, K],
 //                transA = 0). B ([K, N], or [N, K] with transB) times alpha is packed at build for
 //                the plan's ISA (`isa` param); Gemm's beta * C becomes the bias when C is a
@@ -21,6 +22,8 @@
 #include <fmt/format.h>
 
 #include "engine/layers/float_common.h"
+#include "core/ops/fused_layers.h"
+#include "core/ops/fused_matmul.h"
 #include "core/ops/matmul.h"
 #include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/fp32/fp32_sgemm_prefetch.h"
@@ -55,8 +58,10 @@ constexpr const char* kMatMulKind = "fp32_matmul";
 
 class GemmLayer final : public Layer {
  public:
-  GemmLayer(kernels::PackedSgemm packed, int32_t input, int32_t output)
-      : packed_(std::move(packed)), input_(input), output_(output) {}
+  GemmLayer(kernels::PackedSgemm packed, kernels::Fp32EpilogueActivation activation, int32_t input, int32_t output)
+      : packed_(std::move(packed)), input_(input), output_(output) {
+    epilogue_.activation = activation;
+  }
 
   WorkShape work(const RunState& state) const override {
     const ColumnBlockSplit split = work_split(state);
@@ -70,7 +75,7 @@ class GemmLayer final : public Layer {
     const float* a = state.data<float>(input_);
     float* y = state.data<float>(output_);
     work_split(state).for_each_call(begin, end, [&](int64_t first, int64_t last, int64_t column_begin, int64_t column_end) {
-      kernels::run_sgemm_with_layout(packed_, a, packed_.channels, y, packed_.n, kernels::Fp32Epilogue{},
+      kernels::run_sgemm_with_layout(packed_, a, packed_.channels, y, packed_.n, epilogue_,
                                      first * packed_.mr, std::min(rows, last * packed_.mr),
                                      static_cast<int>(column_begin), static_cast<int>(column_end),
                                      kernels::SgemmALayout::kAuto);
@@ -84,6 +89,7 @@ class GemmLayer final : public Layer {
   }
 
   kernels::PackedSgemm packed_;
+  kernels::Fp32Epilogue epilogue_;
   int32_t input_, output_;
 };
 
@@ -97,14 +103,21 @@ Result<std::unique_ptr<Layer>> bind_gemm(const BindContext& context) {
   const int ni = static_cast<int>(n), ki = static_cast<int>(k);
   QDQRT_ASSIGN_OR_RETURN(const float* weights, params::kWeights.read(context, kernels::packed_sgemm_floats(ni, k, isa)));
   QDQRT_ASSIGN_OR_RETURN(const float* bias, params::kBias.read(context, kernels::sgemm_padded_n(ni, isa)));
+  // The epilogue's function: written only when there is one (a FusedMatMul's GELU).
+  kernels::Fp32EpilogueActivation activation = kernels::Fp32EpilogueActivation::kNone;
+  if (context.layer().params.has(std::string(params::kEpilogueFunction.key()))) {
+    QDQRT_ASSIGN_OR_RETURN(activation, params::kEpilogueFunction.read(context));
+  }
   return std::unique_ptr<Layer>(std::make_unique<GemmLayer>(
-      kernels::packed_sgemm_view(ni, 1, ki, isa, weights, bias, /*with_zeros=*/false), context.layer().inputs[0],
-      context.layer().outputs[0]));
+      kernels::packed_sgemm_view(ni, 1, ki, isa, weights, bias, /*with_zeros=*/false), activation,
+      context.layer().inputs[0], context.layer().outputs[0]));
 }
 
-// Shared by Gemm and MatMul once the operands are known: packs alpha * B with the bias.
+// Shared by Gemm, MatMul and FusedMatMul once the operands are known: packs alpha * B with the
+// bias; `activation` (a FusedMatMul's GELU) runs in the epilogue.
 Status add_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, bool trans_b, float alpha,
-                      const std::vector<float>& bias) {
+                      const std::vector<float>& bias,
+                      kernels::Fp32EpilogueActivation activation = kernels::Fp32EpilogueActivation::kNone) {
   const int64_t k = trans_b ? b.dim(1) : b.dim(0);
   const int64_t n = trans_b ? b.dim(0) : b.dim(1);
   if (k > INT32_MAX / 2 || n > INT32_MAX / 2) return lower_with_reference(node, context);
@@ -126,7 +139,8 @@ Status add_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, 
   if (context.bf16_float_gemm()) {
     QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
     QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
-    return add_bf16_gemm_layer(node, context, values, k, n, trans_b, bias, input, output);
+    return add_bf16_gemm_layer(node, context, values, k, n, trans_b, bias,
+                               activation == kernels::Fp32EpilogueActivation::kGelu, input, output);
   }
   const kernels::Isa isa = kernels::usable_isa(context.isa());
   kernels::SgemmWeightsDesc desc;
@@ -147,6 +161,7 @@ Status add_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, 
   params::kIsa.write(layer, isa);
   params::kWeights.write_bytes(layer, packed.data.data(), packed.data.size() * sizeof(float));
   params::kBias.write_bytes(layer, packed.bias.data(), packed.bias.size() * sizeof(float));
+  if (activation != kernels::Fp32EpilogueActivation::kNone) params::kEpilogueFunction.write(layer, activation);
   context.add_layer(std::move(layer));
   return Status::ok();
 }
@@ -317,6 +332,28 @@ Status lower_matmul(const Node& node, BuildContext& context) {
   return add_gemm_layer(node, context, *b, false, 1.0f, {});
 }
 
+// FusedMatMul (core/ops/fused_matmul.h): fp32_gemm with the bias (and the GELU in the epilogue,
+// `act.function` gelu); what it does not take (a bias
+// that is not N values along the last axis, a B that is not a constant matrix, ...) runs on the
+// reference.
+Status lower_fused_matmul(const Node& node, BuildContext& context) {
+  using namespace layers;
+  const Tensor* b = context.constant(node.input(kFusedMatMulB));
+  const Tensor* bias = node.has_input(kFusedMatMulBias) ? context.constant(node.input(kFusedMatMulBias)) : nullptr;
+  auto a_shape = context.shape_of(node.input(kFusedMatMulA));
+  if (b == nullptr || bias == nullptr || !a_shape.ok() || a_shape->size() < 2 ||
+      context.constant(node.input(kFusedMatMulA)) != nullptr || b->dtype() != DataType::kFloat || b->rank() != 2 ||
+      a_shape->back() != b->dim(0) || bias->dtype() != DataType::kFloat || bias->rank() < 1 ||
+      bias->rank() > static_cast<int64_t>(a_shape->size()) || bias->numel() != b->dim(1) ||
+      bias->dim(bias->rank() - 1) != b->dim(1)) {
+    return lower_with_reference(node, context);
+  }
+  const float* values = bias->data<float>();
+  return add_gemm_layer(node, context, *b, false, 1.0f, std::vector<float>(values, values + bias->numel()),
+                        node.attrs<FusedMatMulAttributes>().gelu ? kernels::Fp32EpilogueActivation::kGelu
+                                                                 : kernels::Fp32EpilogueActivation::kNone);
+}
+
 Status lower_gemm(const Node& node, BuildContext& context) {
   const auto& attributes = node.attrs<GemmAttributes>();
   const Tensor* b = context.constant(node.input(1));
@@ -351,6 +388,11 @@ void register_gemm(LayerRegistry& registry) {
       {.domain = "", .op_type = "MatMul", .lower = lower_matmul, .accepts = all_float, .any_batch_layout = true});
   registry.add_lowering(
       {.domain = "", .op_type = "Gemm", .lower = lower_gemm, .accepts = all_float, .any_batch_layout = true});
+  registry.add_lowering({.domain = layers::kDomain,
+                         .op_type = layers::kFusedMatMul,
+                         .lower = lower_fused_matmul,
+                         .accepts = all_float,
+                         .any_batch_layout = true});
 }
 
 }  // namespace qdqrt::engine::fp32

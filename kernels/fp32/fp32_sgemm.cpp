@@ -374,6 +374,7 @@ const char* fp32_epilogue_activation_name(Fp32EpilogueActivation activation) {
     case Fp32EpilogueActivation::kSigmoid: return "sigmoid";
     case Fp32EpilogueActivation::kSilu: return "silu";
     case Fp32EpilogueActivation::kHardSwish: return "hardswish";
+    case Fp32EpilogueActivation::kGelu: return "gelu";
   }
   return "unknown";
 }

@@ -79,8 +79,9 @@ int64_t packed_sgemm_floats(int n, int64_t k, Isa isa);
 void scale_packed_sgemm_channels(const PackedSgemm& packed, const float* scale, int n_begin, int n_end, float* out);
 int sgemm_padded_n(int n, Isa isa);
 
-// Applied after the clamp, with the vector math of kernels/vector_math_inl.h.
-enum class Fp32EpilogueActivation : int32_t { kNone = 0, kSigmoid = 1, kSilu = 2, kHardSwish = 3 };
+// Applied after the clamp, with the vector math of kernels/vector_math_inl.h (kGelu: the erf form,
+// the function fp32_unary's Gelu runs, so a fused GELU rounds as the separate layer did).
+enum class Fp32EpilogueActivation : int32_t { kNone = 0, kSigmoid = 1, kSilu = 2, kHardSwish = 3, kGelu = 4 };
 const char* fp32_epilogue_activation_name(Fp32EpilogueActivation activation);
 
 struct Fp32Epilogue {

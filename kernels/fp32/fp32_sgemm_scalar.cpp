@@ -21,6 +21,7 @@ float activate(Fp32EpilogueActivation activation, float value) {
     case Fp32EpilogueActivation::kSigmoid: return vmath::vsigmoid(value);
     case Fp32EpilogueActivation::kSilu: return vmath::vsilu(value);
     case Fp32EpilogueActivation::kHardSwish: return vmath::vhardswish(value);
+    case Fp32EpilogueActivation::kGelu: return vmath::vgelu(value);
   }
   return value;
 }

@@ -89,6 +89,7 @@ inline V activate(Fp32EpilogueActivation activation, V value) {
     case Fp32EpilogueActivation::kSigmoid: return (V)vmath::vsigmoid((vf)value);
     case Fp32EpilogueActivation::kSilu: return (V)vmath::vsilu((vf)value);
     case Fp32EpilogueActivation::kHardSwish: return (V)vmath::vhardswish((vf)value);
+    case Fp32EpilogueActivation::kGelu: return (V)vmath::vgelu((vf)value);
   }
   return value;
 }

@@ -62,9 +62,14 @@ const std::vector<Fusion>& fusion_registry() {
       {"fuse_add_quantize", graph_only<select_add_quantize>, apply_add_quantize,
        {"fuse_qdq_conv", "fuse_qdq_matmul", "fuse_qdq_binary", "fuse_qdq_clamp", "fuse_pointwise",
         "fuse_float_conv_epilogue"}, /*float_layer=*/true},
-      // Last in both pipelines (pipeline.cpp): the lookups and pointwise epilogues, which the float
-      // pipeline does not run, take the GELU chains between Q/DQ first.
+      // After the lookups and pointwise epilogues (pipeline.cpp), which the float pipeline does not
+      // run: they take the GELU chains between Q/DQ first.
       {"fuse_float_gelu", graph_only<select_float_gelu>, apply_float_gelu, {"fold_constants"}, /*float_layer=*/true},
+      // Last: the MatMuls the INT8 fusions left in float take their bias and the Gelu
+      // fuse_float_gelu made; after split_sliced_projection, which splits a projection's MatMul
+      // and bias Add apart.
+      {"fuse_float_matmul_bias", graph_only<select_float_matmul_bias>, apply_float_matmul_bias,
+       {"fold_constants", "split_sliced_projection", "fuse_float_gelu"}, /*float_layer=*/true},
   };
   // clang-format on
   return registry;

@@ -98,6 +98,11 @@ SelectResult select_float_depthwise_chain(const Graph& graph, const ValueIndex& 
                                           const PassContext& context);
 Status apply_float_depthwise_chain(Graph& graph, const QdqSelection& selection, PassContext& context);
 
+// float_matmul_bias.cpp: a float MatMul by a constant [K, N] -> Add of a constant [N] bias becomes
+// one FusedMatMul, which the engine runs as fp32_gemm with the bias in its epilogue.
+SelectResult select_float_matmul_bias(const Graph& graph, const ValueIndex& index, int node);
+Status apply_float_matmul_bias(Graph& graph, const QdqSelection& selection, PassContext& context);
+
 // float_gelu.cpp: the erf form of GELU on a float value (x * 0.5 * (1 + Erf(x / sqrt 2)), five
 // nodes) becomes one ONNX Gelu, which the engine runs as one fp32 pass.
 SelectResult select_float_gelu(const Graph& graph, const ValueIndex& index, int node);

@@ -36,6 +36,7 @@
 #include "core/ops/fused_batchnorm.h"
 #include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
+#include "core/ops/fused_matmul.h"
 #include "core/ops/normalization.h"
 #include "core/ops/pool.h"
 #include "core/ops/quantize.h"
@@ -470,6 +471,23 @@ Status qmatmul_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outp
   return finish(node, inputs, attributes->fused, std::move(y), kMatMulYScale, kMatMulResidual, outputs, channel_axis);
 }
 
+// FusedMatMul: MatMul, then the Add of the bias (broadcast as the Add it stands for did), then the
+// Gelu when "function" says so.
+Status fused_matmul_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
+  using namespace layers;
+  QDQRT_ASSIGN_OR_RETURN(const FusedMatMulAttributes* attributes, typed_attributes<FusedMatMulAttributes>(node));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* a, required_input(node, inputs, kFusedMatMulA, "a"));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* b, required_input(node, inputs, kFusedMatMulB, "b"));
+  QDQRT_ASSIGN_OR_RETURN(const Tensor* bias, required_input(node, inputs, kFusedMatMulBias, "bias"));
+  QDQRT_ASSIGN_OR_RETURN(Tensor y, run_single(plain_node(node, "MatMul"), {a, b}));
+  QDQRT_ASSIGN_OR_RETURN(y, binary(node, "Add", y, *bias));
+  if (attributes->gelu) {
+    QDQRT_ASSIGN_OR_RETURN(y, run_single(plain_node(node, "Gelu", make_attributes(GeluAttributes{})), {&y}));
+  }
+  outputs[0] = std::move(y);
+  return Status::ok();
+}
+
 template <bool kIsAdd>
 Status qbinary_kernel(const Node& node, Inputs inputs, std::vector<Tensor>& outputs) {
   using namespace layers;
@@ -708,6 +726,7 @@ void register_fused_kernels(KernelRegistry& registry) {
   registry.add(layers::kDomain, layers::kFusedBatchNorm, fused_batchnorm_kernel);
   registry.add(layers::kDomain, layers::kFusedDepthwiseConv, fused_depthwise_conv_kernel);
   registry.add(layers::kDomain, layers::kQMatMul, qmatmul_kernel);
+  registry.add(layers::kDomain, layers::kFusedMatMul, fused_matmul_kernel);
   registry.add(layers::kDomain, layers::kQAdd, qbinary_kernel<true>);
   registry.add(layers::kDomain, layers::kQMul, qbinary_kernel<false>);
   registry.add(layers::kDomain, layers::kQAveragePool, qaverage_pool_kernel);

@@ -15,6 +15,7 @@
 #include "core/ops/fused_batchnorm.h"
 #include "core/ops/fused_conv.h"
 #include "core/ops/fused_layers.h"
+#include "core/ops/fused_matmul.h"
 
 namespace qdqrt::testing {
 
@@ -57,6 +58,14 @@ inline const std::map<std::string, FusedOpSample>& fused_op_samples() {
       (x, w, bias, r)
 })",
         "[N, 6, 5, 5]"}},
+      {layers::kFusedMatMul,
+       {R"(g (float[N,3,4] x) => (float[N,3,5] y)
+<float[4,5] w = {)" +
+            sample_ones(4 * 5) + R"(}, float[5] bias = {0,1,0,-1,2}>
+{
+  y = qdqrt.FusedMatMul <fused_nodes = ["matmul", "add"]> (x, w, bias)
+})",
+        "[N, 3, 5]"}},
       {layers::kFusedDepthwiseConv,
        {R"(g (float[N,8,6,6] x, float[N,5,6,6] r) => (float[N,5,6,6] y)
 <float[8,8,1,1] ew = {)" +

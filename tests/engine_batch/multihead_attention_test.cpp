@@ -190,10 +190,10 @@ TEST(MultiheadAttention, BatchOffDimZeroRunsOnNativeFloatLayers) {
   std::map<std::string, int> kinds;
   for (const engine::PlanLayer& layer : plan.layers) ++kinds[layer.kind];
   EXPECT_EQ(kinds["reference"], 0);
-  EXPECT_EQ(kinds["fp32_gemm"], 4);    // three in-projections (MatMul by a constant) and the Gemm
+  EXPECT_EQ(kinds["fp32_gemm"], 4);    // three in-projections (MatMul by a constant, bias Add fused) and the Gemm
   EXPECT_EQ(kinds["fp32_matmul"], 2);  // Q x K^T and P x V
   EXPECT_EQ(kinds["fp32_softmax"], 1);
-  EXPECT_GE(kinds["fp32_binary"], 4);  // three bias Adds and the Div
+  EXPECT_EQ(kinds["fp32_binary"], 1);  // the Div (the bias Adds are in the in-projections' epilogue)
   // Where the batch is: dim 1 of [L, N, E]; dim 0 of the heads, 4 per image; dim 0 of [L * N, E],
   // L rows per image.
   const engine::PlanTensor* projected = find_plan_tensor(plan, "q_b");
@@ -241,8 +241,8 @@ TEST(MultiheadAttention, DamagedBatchLayoutsAreRefused) {
     ASSERT_FALSE(loaded.ok()) << value << ": batch on dim " << axis << " x" << factor << " accepted";
     EXPECT_NE(loaded.status().message().find(refusing), std::string::npos) << loaded.status().message();
   };
-  refused("q_b", 2, kWidth / kMaxBatch, "fp32_binary");   // its input's batch is on dim 1
-  refused("q_mm", 2, kWidth / kMaxBatch, "fp32_gemm");    // the batch in the columns
+  refused("q_scaled", 2, 8 / kMaxBatch, "fp32_binary");  // its input's batch is on dim 0
+  refused("q_b", 2, kWidth / kMaxBatch, "fp32_gemm");     // the batch in the columns
   refused("rows", 1, kWidth / kMaxBatch, "fp32_gemm");    // the batch in K
 }
 

@@ -124,6 +124,31 @@ TEST_F(Bf16Engine, FloatGemmsRunInBf16WithinItsPrecisionAndNotAsFp32) {
   }
 }
 
+// A Linear with its GELU (a FusedMatMul with function Gelu) runs as one bf16_gemm with the GELU
+// over its output, within bf16's precision of the reference, on 1 and 2 threads alike.
+TEST_F(Bf16Engine, TheGeluOfAFusedMatMulRunsAfterTheBf16Gemm) {
+  const std::string text = model(13, "g (float[N,19,67] x) => (float y)",
+                                 {weights("w", {67, 45}), weights("b", {45}), "float sqrt2 = {1.4142135}",
+                                  "float one = {1.0}", "float half = {0.5}"},
+                                 "m = MatMul(x, w)\nh = Add(b, m)\nd = Div(h, sqrt2)\ne = Erf(d)\np = Add(e, one)\n"
+                                 "g = Mul(h, p)\ny = Mul(g, half)");
+  auto graph = load_text_graph(text, kMaxBatch);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto bf16 = build(text, true);
+  ASSERT_TRUE(bf16.ok()) << bf16.status().to_string();
+  ASSERT_EQ((*bf16)->plan().layers.size(), 1u);
+  EXPECT_EQ((*bf16)->plan().layers[0].kind, "bf16_gemm");
+  EXPECT_TRUE((*bf16)->plan().layers[0].params.has("gelu"));
+  TensorMap inputs = random_inputs(*graph, kMaxBatch, 29);
+  auto expected = run_reference(*graph, inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  auto one_thread = run_engine(**bf16, 1, inputs);
+  auto two_threads = run_engine(**bf16, 2, inputs);
+  ASSERT_TRUE(one_thread.ok() && two_threads.ok());
+  EXPECT_LE(relative_error(one_thread->at("y"), expected->at("y")), kBf16Tolerance);
+  EXPECT_TRUE(same_bytes(one_thread->at("y"), two_threads->at("y")));
+}
+
 TEST_F(Bf16Engine, EngineFileKeepsTheBf16LayersAndTheirResults) {
   auto graph = load_text_graph(float_gemm_model(), kMaxBatch);
   ASSERT_TRUE(graph.ok());

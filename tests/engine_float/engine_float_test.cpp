@@ -681,5 +681,57 @@ TEST(EngineFloatModels, EngineFileRoundTrip) {
   expect_engine_matches(**loaded, *graph, "loaded");
 }
 
+// A Linear on a rank-3 input (MatMul + bias Add, torch's export) runs as one fp32_gemm with the
+// bias in its epilogue (fuse_float_matmul_bias): no binary layer, the numbers of the two nodes.
+// Tiles and tails: 40 rows of 600 deep into 45 columns.
+TEST(EngineFloatFusions, MatMulBiasRunsAsOneGemm) {
+  const std::vector<std::string> inits = {weights("w", {12, 7}), weights("bias", {7}), weights("wide", {600, 45}),
+                                          weights("bias45", {1, 45})};
+  expect_fused_layers(model(13, "g (float[N,5,12] x) => (float y)", inits, "m = MatMul(x, w)\ny = Add(bias, m)"),
+                      "fp32_gemm", 1, "qdqrt_engine_float_matmul_bias.qdqrt", "rank3");
+  expect_fused_layers(model(13, "g (float[N,40,600] x) => (float y)", inits, "m = MatMul(x, wide)\ny = Add(m, bias45)"),
+                      "fp32_gemm", 1, "qdqrt_engine_float_matmul_bias.qdqrt", "tails");
+  auto graph = load_text_graph(model(13, "g (float[N,5,12] x) => (float y)", inits, "m = MatMul(x, w)\ny = Add(bias, m)"), 3);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  ASSERT_EQ((*engine)->layers().size(), 1u);
+  EXPECT_EQ((*engine)->layers()[0].kind, "fp32_gemm");
+}
+
+// A transformer MLP's first Linear and its GELU (the erf chain torch writes) run as one fp32_gemm
+// with the bias and the GELU in its epilogue; the second Linear and its bias as another.
+TEST(EngineFloatFusions, MatMulBiasGeluRunsAsOneGemm) {
+  const std::vector<std::string> inits = {weights("w1", {24, 70}), weights("b1", {70}), weights("w2", {70, 24}),
+                                          weights("b2", {24}), "float sqrt2 = {1.4142135}", "float one = {1.0}",
+                                          "float half = {0.5}"};
+  const std::string body =
+      "m = MatMul(x, w1)\nh = Add(b1, m)\nd = Div(h, sqrt2)\ne = Erf(d)\np = Add(e, one)\ng = Mul(h, p)\n"
+      "a = Mul(g, half)\nm2 = MatMul(a, w2)\ny = Add(b2, m2)";
+  const std::string text = model(13, "g (float[N,17,24] x) => (float y)", inits, body);
+  expect_fused_layers(text, "fp32_gemm", 2, "qdqrt_engine_float_matmul_gelu.qdqrt", "mlp");
+  auto graph = load_text_graph(text, 3);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  EXPECT_EQ((*engine)->layers().size(), 2u);
+}
+
+// A FusedMatMul written by hand whose bias the GEMM cannot take (one value per row: [5, 1]) runs on
+// the reference layer, with the Add's broadcast.
+TEST(EngineFloatFusions, FusedMatMulWithARowBiasRunsOnTheReference) {
+  const std::string text = "<ir_version: 8, opset_import: [\"\" : 13, \"qdqrt\" : 1]>\n"
+                           "g (float[N,5,12] x) => (float y)\n<" +
+                           weights("w", {12, 7}) + ", " + weights("rows", {5, 1}) +
+                           ">\n{\ny = qdqrt.FusedMatMul (x, w, rows)\n}";
+  auto graph = load_text_graph(text, 3);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  ASSERT_EQ((*engine)->layers().size(), 1u);
+  EXPECT_EQ((*engine)->layers()[0].kind, "reference");
+  expect_engine_matches(**engine, *graph, "row bias");
+}
+
 }  // namespace
 }  // namespace qdqrt::testing

@@ -153,7 +153,7 @@ TEST(Fp32Sgemm, Epilogue) {
 
 TEST(Fp32Sgemm, EpilogueActivations) {
   for (auto activation : {Fp32EpilogueActivation::kSigmoid, Fp32EpilogueActivation::kSilu,
-                          Fp32EpilogueActivation::kHardSwish}) {
+                          Fp32EpilogueActivation::kHardSwish, Fp32EpilogueActivation::kGelu}) {
     Fp32ConvTester().input_size(5, 7).channels(24, 40).activation(activation).test_all_isas();
     Fp32ConvTester().input_size(5, 7).channels(24, 21).residual(true).activation(activation).test_all_isas();
     Fp32ConvTester().depthwise(true).input_size(5, 7).channels(70, 70).kernel(3, 3).padding(1, 1, 1, 1)
@@ -258,7 +258,7 @@ TEST(Fp32Sgemv, EpiloguesBitExactWithTiles) {
     Fp32ConvTester().input_size(1, 17).channels(37, columns).plain_gemm(true).residual(true).bias(false)
         .pixel_stride_extra(2, 3).split(0, 64).small_rows(true).seed(++seed).test_all_isas();
     for (auto activation : {Fp32EpilogueActivation::kSigmoid, Fp32EpilogueActivation::kSilu,
-                            Fp32EpilogueActivation::kHardSwish}) {
+                            Fp32EpilogueActivation::kHardSwish, Fp32EpilogueActivation::kGelu}) {
       Fp32ConvTester().input_size(1, 17).channels(37, columns).plain_gemm(true).activation(activation)
           .split(0, 32).small_rows(true).seed(++seed).test_all_isas();
       Fp32ConvTester().input_size(1, 17).channels(37, columns).plain_gemm(true).residual(true).clamp(-1.0f, 1.0f)

@@ -380,6 +380,7 @@ class Fp32ConvTester {
       case Fp32EpilogueActivation::kSigmoid: return 1.0 / (1.0 + std::exp(-x));
       case Fp32EpilogueActivation::kSilu: return x / (1.0 + std::exp(-x));
       case Fp32EpilogueActivation::kHardSwish: return x * std::min(1.0, std::max(0.0, x / 6.0 + 0.5));
+      case Fp32EpilogueActivation::kGelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
     }
     return x;
   }

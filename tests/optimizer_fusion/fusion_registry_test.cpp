@@ -36,7 +36,7 @@ class NamedPass : public optimizer::Pass {
 // The graph-level passes the fusions need, then the named fusions in the given order.
 std::vector<std::unique_ptr<optimizer::Pass>> passes_with_fusions(const std::vector<std::string>& fusions) {
   std::vector<std::unique_ptr<optimizer::Pass>> passes;
-  for (const char* name : {"fold_constants", "fold_batchnorm", "propagate_qdq", "remove_redundant_qdq"}) {
+  for (const char* name : {"fold_constants", "split_sliced_projection", "fold_batchnorm", "propagate_qdq", "remove_redundant_qdq"}) {
     passes.push_back(std::make_unique<NamedPass>(name));
   }
   for (const std::string& fusion : fusions) passes.push_back(std::make_unique<optimizer::FusionPass>(fusion));

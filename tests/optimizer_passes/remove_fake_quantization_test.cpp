@@ -73,7 +73,7 @@ TEST(RemoveFakeQuantization, NotInTheInt8Pipeline) {
                                                   "fold_batchnorm", "prune_dead_conv_taps", "fuse_layer_norm",
                                                   "fuse_float_conv_epilogue", "fuse_float_conv_gate",
                                                   "fuse_float_pool_row_sums", "fuse_float_depthwise_chain",
-                                                  "fuse_float_batchnorm", "fuse_float_gelu"}));
+                                                  "fuse_float_batchnorm", "fuse_float_gelu", "fuse_float_matmul_bias"}));
   Graph graph = parse_graph(qdq_conv_bn("rq = QuantizeLinear(r, ys, yzp)\n y = DequantizeLinear(rq, ys, yzp)"));
   Graph int8_graph = run_passes(graph, {});
   EXPECT_GT(count_ops(int8_graph, "QConv"), 0);
