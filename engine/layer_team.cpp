@@ -57,12 +57,18 @@ void LayerTeam::run_parts(int parts, PartFunction function, const void* context)
   context_ = context;
   parts_done_.store(0, std::memory_order_relaxed);
   ++generation_;
+  // Part 0 is the driver's: published already claimed, so the helpers start at part 1. Which
+  // thread runs which part then stays the same from layer to layer (two threads: the driver the
+  // first half, the helper the second), and a layer split like the one before it finds its input
+  // in its own core's cache instead of the other core's.
   // seq_cst with the sleepers_ load below: a helper either sees this job or is counted asleep.
-  job_.store((uint64_t{generation_} << 32) | (uint64_t(parts) << 16), std::memory_order_seq_cst);
+  job_.store((uint64_t{generation_} << 32) | (uint64_t(parts) << 16) | 1, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     wake_.fetch_add(1, std::memory_order_seq_cst);
     wake_.notify_all();
   }
+  function(context, 0);
+  parts_done_.fetch_add(1, std::memory_order_release);
   uint64_t word = 0;
   int part = 0;
   while (try_claim(word, part)) {

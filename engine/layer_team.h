@@ -38,8 +38,9 @@ class LayerTeam {
   LayerTeam(const LayerTeam&) = delete;
   LayerTeam& operator=(const LayerTeam&) = delete;
 
-  // Driver: runs function(context, part) for every part in [0, parts) on the team (the driver
-  // takes parts too) and returns when all have finished. parts in [1, kMaxParts].
+  // Driver: runs function(context, part) for every part in [0, parts) on the team and returns when
+  // all have finished. The driver runs part 0 itself, then claims parts as the helpers do; with one
+  // helper that keeps up, the helper runs part 1 of every job. parts in [1, kMaxParts].
   void run_parts(int parts, PartFunction function, const void* context);
   template <class F>
   void run_parts(int parts, const F& function) {

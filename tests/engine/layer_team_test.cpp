@@ -69,6 +69,30 @@ TEST(Concurrency, LayerTeamRunsEveryPartOnceAndJobsInOrder) {
   }
 }
 
+// The driver runs part 0 of every job and the helpers the others while they keep up, so a layer
+// split like the one before it finds its rows in the cache of the core that wrote them. The jobs
+// come a little apart, so the helper already spins for the next one when it is published (then it
+// would often claim part 0 first, were part 0 not the driver's).
+TEST(Concurrency, LayerTeamDriverRunsPartZero) {
+  LayerTeam team;
+  std::thread helper([&] { team.help(); });
+  const std::thread::id driver = std::this_thread::get_id();
+  int part_zero_elsewhere = 0;
+  for (int job = 0; job < 2000; ++job) {
+    const auto resume = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+    while (std::chrono::steady_clock::now() < resume) {
+    }
+    std::thread::id part_zero_thread;
+    team.run_parts(2, [&](int part) {
+      if (part == 0) part_zero_thread = std::this_thread::get_id();
+    });
+    if (part_zero_thread != driver) ++part_zero_elsewhere;
+  }
+  team.stop();
+  helper.join();
+  EXPECT_EQ(part_zero_elsewhere, 0);
+}
+
 // No helper ever arrives (the pool had no thread free): the driver runs every part itself.
 TEST(Concurrency, LayerTeamWithoutHelpersRunsAllPartsOnTheDriver) {
   LayerTeam team;

@@ -137,5 +137,19 @@ TEST(ConvImplementations, StorageErrorsPropagate) {
   EXPECT_NE(choice.status().message().find("no such value"), std::string::npos);
 }
 
+// A fused depthwise's work items: an even number of equal units halves evenly over two threads
+// (MnasNet's 28x28 blocks: 7 bands of 4 rows gave one thread 4 and the other 3).
+TEST(ConvImplementations, FusedDepthwiseItemsHalveEvenly) {
+  using engine::fp32::conv::fused_unit_rows;
+  EXPECT_EQ(fused_unit_rows(28, 28), 2);    // 14 units (run in bands of 4), not 7 bands of 4
+  EXPECT_EQ(fused_unit_rows(14, 14), 7);    // 2 of 7 rows, not 8 + 6
+  EXPECT_EQ(fused_unit_rows(56, 56), 2);    // bands of 2 already halve evenly: unchanged
+  EXPECT_EQ(fused_unit_rows(112, 112), 1);
+  EXPECT_EQ(fused_unit_rows(28, 30), 3);    // 10 units of 3 rows
+  // No even count of equal units: whole bands (~112 pixels).
+  EXPECT_EQ(fused_unit_rows(28, 7), 4);
+  EXPECT_EQ(fused_unit_rows(300, 5), 1);   // rows wider than a band: one row each
+}
+
 }  // namespace
 }  // namespace qdqrt::testing

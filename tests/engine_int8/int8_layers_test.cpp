@@ -1132,6 +1132,56 @@ TEST(Int8Layers, QConvFewPixelsSplitsChannels) {
   expect_matches_reference(graph, {"qconv"});
 }
 
+// A squeeze-excite's pooled float vector [N, C, 1, 1] quantized for a 1x1 conv: the quantize
+// layer writes channels-last, which for one pixel is the plain order (the layer then runs the plain
+// kernel over the images). Channel counts around and far past the vector widths, both signs.
+TEST(Int8Layers, QuantizeOnePixelImagesForAConv) {
+  for (const int channels : {19, 64, 960}) {
+    for (const char* type : {"uint8", "int8"}) {
+      ConvCase c;
+      c.name = "pooled";
+      c.x_signed = std::string(type) == "int8";
+      c.x_zero_point = c.x_signed ? -3 : 131;
+      c.kernel = 1;
+      c.pad = 0;
+      c.size = 1;
+      c.channels = channels;
+      c.out_channels = 24;
+      std::mt19937 rng(static_cast<uint32_t>(channels));
+      std::string text = conv_graph(c, rng);
+      // The conv's input becomes a QuantizeLinear of a float input.
+      const std::string x_decl = fmt::format("{}[{},{},1,1] x", type, kMaxBatch, channels);
+      ASSERT_NE(text.find(x_decl), std::string::npos);
+      text.replace(text.find(x_decl), x_decl.size(), fmt::format("float[{},{},1,1] f", kMaxBatch, channels));
+      text.replace(text.find("y = qdqrt.QConv"), 0, "x = QuantizeLinear(f, xs, xz)\n");
+      SCOPED_TRACE(fmt::format("{} channels, {}", channels, type));
+      Graph graph = load_text(text);
+      auto plan = harness_lower(graph, kMaxBatch, kernels::active_isa());
+      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+      ASSERT_EQ(native_kinds(*plan), (std::vector<std::string>{"quantize", "qconv"}));
+      EXPECT_NE(plan->plan.layers.front().kernel.find("nchw2nhwc"), std::string::npos)
+          << plan->plan.layers.front().kernel;
+      auto layers = harness_bind(*plan);
+      ASSERT_TRUE(layers.ok()) << layers.status().to_string();
+      std::mt19937 input_rng(5);
+      TensorMap full = random_graph_inputs(graph, input_rng);
+      for (int64_t batch : {kMaxBatch, int64_t{1}}) {
+        TensorMap inputs;
+        for (const auto& [name, tensor] : full) inputs[name] = first_images(tensor, batch);
+        auto expected = run_reference(graph, inputs);
+        ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+        for (int threads : {1, 2}) {
+          const std::string where = fmt::format("batch {} threads {}", batch, threads);
+          auto actual = harness_run(*plan, *layers, inputs, threads);
+          ASSERT_TRUE(actual.ok()) << where << ": " << actual.status().to_string();
+          expect_within(compare(*expected, *actual, where), 0.0, where);
+        }
+      }
+      expect_engine_matches_reference(graph, {"qconv"}, 5, 0.0);  // it counts the int8 kinds only
+    }
+  }
+}
+
 // M = 1 (batch-1 FC): the layer splits column blocks so several threads share the GEMV.
 TEST(Int8Layers, QMatMulSingleRowSplitsColumns) {
   std::mt19937 rng(8);

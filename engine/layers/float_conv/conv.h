@@ -226,6 +226,9 @@ struct FusedScratch {
 FusedScratch fused_scratch(bool expand, bool project, int64_t channels, int64_t width, int64_t height,
                            int64_t out_width, int64_t out_height, int64_t kernel_h, int64_t stride_h,
                            int64_t dilation_h);
+// Output rows per work item of a fused depthwise with this output size: at most a band (about 112
+// pixels), in an even number of equal items where the height allows.
+int64_t fused_unit_rows(int64_t out_width, int64_t out_height);
 // An fp32_conv layer with params under kDwPrefix or kExPrefix.
 bool is_fused_depthwise(const Params& params);
 Result<std::unique_ptr<Layer>> bind_fused_depthwise(const BindContext& context);

@@ -1,7 +1,9 @@
 // fused depthwise: a depthwise conv fused with the 1x1 convs around it (a FusedDepthwiseConv node
 // of the optimizer, lowered by depthwise_chain.cpp): the 1x1 expansion before it (params under kExPrefix) and/or the 1x1 projection after it
 // (then the projection's params are the layer's own and the depthwise's are under kDwPrefix).
-// Work items are bands of about kBandPixels depthwise output pixels. Per band, the expansion
+// Work items are units of a few output rows (an even number of equal units where the height
+// allows, so two threads take equal halves); a call runs its consecutive units in bands of about
+// kBandPixels depthwise output pixels. Per band, the expansion
 // computes the input rows the band's windows read into per-thread scratch (rows a previous band of
 // the same call computed are kept: moved to the front, not recomputed), the depthwise writes the
 // band to scratch (or to the output without a projection), and the projection's GEMM reads it
@@ -23,6 +25,23 @@ constexpr int64_t kBandPixels = 112;
 int64_t band_rows(int64_t out_width, int64_t out_height) {
   return std::clamp<int64_t>(kBandPixels / std::max<int64_t>(out_width, 1), 1, std::max<int64_t>(out_height, 1));
 }
+
+}  // namespace
+
+int64_t fused_unit_rows(int64_t out_width, int64_t out_height) {
+  const int64_t height = std::max<int64_t>(out_height, 1);
+  const int64_t band = band_rows(out_width, out_height);
+  // Items of a whole band when the bands already halve evenly; otherwise the largest unit that
+  // makes an even number of equal items (28 rows in bands of 4 are 7 items, 3 and 4 per thread: one
+  // waits 14% of the layer for the other; in units of 2 rows, 7 and 7, each run in bands of 4),
+  // as long as whole units still fill 3/4 of a band (a call's bands are whole units).
+  for (int64_t rows = band; rows >= 1; --rows) {
+    if (height % (2 * rows) == 0 && 4 * (band / rows) * rows >= 3 * band) return rows;
+  }
+  return band;
+}
+
+namespace {
 int64_t align16(int64_t floats) { return (floats + 15) / 16 * 16; }
 // Expanded input rows one band reads.
 int64_t expanded_rows(int64_t band, int64_t kernel_h, int64_t stride_h, int64_t dilation_h, int64_t height) {
@@ -69,10 +88,11 @@ class FusedDepthwiseLayer final : public Layer {
         output_(output),
         row_sums_(row_sums),
         channel_sums_(channel_sums),
-        band_rows_(band_rows(dw_geometry.output_width, dw_geometry.output_height)) {}
+        band_rows_(band_rows(dw_geometry.output_width, dw_geometry.output_height)),
+        unit_rows_(fused_unit_rows(dw_geometry.output_width, dw_geometry.output_height)) {}
 
   WorkShape work(const RunState& state) const override {
-    const double pixels = static_cast<double>(band_rows_ * geometry_.output_width);
+    const double pixels = static_cast<double>(unit_rows_ * geometry_.output_width);
     const double taps = static_cast<double>(geometry_.kernel_height * geometry_.kernel_width);
     double macs_per_pixel = kDepthwiseCostFactor * taps * dw_.channels;
     if (project_) macs_per_pixel += static_cast<double>(project_->n) * dw_.channels;
@@ -80,7 +100,7 @@ class FusedDepthwiseLayer final : public Layer {
       macs_per_pixel +=
           static_cast<double>(geometry_.stride_height * geometry_.stride_width) * expand_->channels * dw_.channels;
     }
-    return {.items = state.dim(input_, 0) * bands(), .ops_per_item = 2.0 * pixels * macs_per_pixel};
+    return {.items = state.dim(input_, 0) * units(), .ops_per_item = 2.0 * pixels * macs_per_pixel};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t> scratch) const override {
@@ -93,10 +113,13 @@ class FusedDepthwiseLayer final : public Layer {
     kernels::Fp32Epilogue epilogue = project_epilogue_;
     const float* residual = residual_ >= 0 ? state.data<float>(residual_) : nullptr;
     int64_t cached_image = -1, cached_begin = 0, cached_end = 0;  // expanded rows in `expanded`
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t image = item / bands();
-      const int64_t oy_begin = (item % bands()) * band_rows_;
-      const int64_t oy_end = std::min(oy_begin + band_rows_, static_cast<int64_t>(geometry_.output_height));
+    // Bands of up to units_per_band() consecutive units of one image.
+    for (int64_t item = begin; item < end;) {
+      const int64_t image = item / units(), unit = item % units();
+      const int64_t band_units = std::min({units_per_band(), units() - unit, end - item});
+      const int64_t oy_begin = unit * unit_rows_;
+      const int64_t oy_end = std::min<int64_t>((unit + band_units) * unit_rows_, geometry_.output_height);
+      item += band_units;
       const int64_t row_begin = image * geometry_.output_height + oy_begin, row_end = row_begin + oy_end - oy_begin;
       const int64_t first_pixel = row_begin * width, pixels = (row_end - row_begin) * width;
       kernels::SconvArgs dw_args{x, band, channels, first_pixel};
@@ -145,7 +168,8 @@ class FusedDepthwiseLayer final : public Layer {
   }
 
  private:
-  int64_t bands() const { return (geometry_.output_height + band_rows_ - 1) / band_rows_; }
+  int64_t units() const { return (geometry_.output_height + unit_rows_ - 1) / unit_rows_; }
+  int64_t units_per_band() const { return std::max<int64_t>(band_rows_ / unit_rows_, 1); }
 
   kernels::SconvGeometry geometry_;
   std::optional<kernels::PackedSgemm> expand_;
@@ -158,7 +182,8 @@ class FusedDepthwiseLayer final : public Layer {
   int32_t input_, residual_, output_;
   int32_t row_sums_;  // without a projection: output 1, [N, OH, C] per-row channel sums, or -1
   kernels::Fp32ChannelSumsF32Fn channel_sums_;
-  int64_t band_rows_;
+  int64_t band_rows_;  // the most rows one band computes (scratch holds one band)
+  int64_t unit_rows_;  // rows per work item, at most band_rows_
 };
 
 // A 1x1 stride-1 igemm conv's params under `prefix` (the expansion or the projection of a fused
