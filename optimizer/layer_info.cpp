@@ -249,12 +249,19 @@ std::string derived_reason(const Graph& graph, const ValueIndex& index, const st
     if (is_graph_input(x)) return fmt::format("quantizes graph input '{}'", x);
     const int producer = index.producer(x);
     if (is_float_layer(producer)) return fmt::format("quantizes the output of float {}", describe(producer));
-    // An INT8 layer writes float when a float layer reads its output too.
+    // An INT8 layer writes float when another layer reads its output as float too: a float layer,
+    // or a fused layer with a float input (AddQuantize's residual operands).
     const ValueInfo* value = graph.find_value(x);
     if (producer >= 0 && value != nullptr && value->dtype == DataType::kFloat) {
       for (int reader : index.consumers(x)) {
         if (is_float_layer(reader)) {
           return fmt::format("quantizes the float output of {}, which float {} also reads", describe(producer),
+                             describe(reader));
+        }
+      }
+      for (int reader : index.consumers(x)) {
+        if (!is_qdq(reader, "QuantizeLinear")) {
+          return fmt::format("quantizes the float output of {}, which {} also reads as float", describe(producer),
                              describe(reader));
         }
       }

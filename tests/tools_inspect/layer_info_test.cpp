@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/attribute_values.h"
+#include "core/ops/fused_add_quantize.h"
 #include "core/ops/fused_layers.h"
 #include "optimizer/layer_info.h"
 #include "tools/inspect_command.h"
@@ -207,6 +208,32 @@ TEST(LayerInfo, EveryFloatLayerAndQdqNodeIsExplainedOrListed) {
   EXPECT_TRUE(no_layer.summary.unexplained.empty());
   EXPECT_EQ(no_layer.summary.float_reasons[0].reason,
             "no INT8 layer for ReduceMean (runs in float between DequantizeLinear and QuantizeLinear)");
+}
+
+// A residual block's start when the residual branch is float: an INT8 conv writes float because an
+// AddQuantize (a fused layer with float operands) reads its output beside the next conv's Q.
+TEST(LayerInfo, QuantizeOfAFloatOutputThatAFusedLayerAlsoReadsIsExplained) {
+  Graph graph;
+  graph.opsets[""] = 13;
+  graph.inputs = {"xq", "r"};
+  graph.outputs = {"sum_q", "c_q"};
+  for (const char* name : {"c", "r"}) add_value(graph, name, DataType::kFloat, dims({1, 4, 8, 8}));
+  for (const char* name : {"xq", "c_q", "sum_q"}) add_value(graph, name, DataType::kUint8, dims({1, 4, 8, 8}));
+  graph.initializers["s"] = Tensor::scalar<float>(0.1f);
+  graph.initializers["zp"] = Tensor::scalar<uint8_t>(0);
+  graph.initializers["w"] = Tensor(DataType::kInt8, {4, 4, 1, 1});
+  graph.initializers["w_scale"] = Tensor(DataType::kFloat, {4});
+  graph.initializers["w_zp"] = Tensor(DataType::kInt8, {4});
+  graph.nodes.push_back(make_node("conv", layers::kQConv, {"xq", "s", "zp", "w", "w_scale", "w_zp"}, {"c"},
+                                  kQdqrtDomain));
+  graph.nodes.push_back(make_node("q_c", "QuantizeLinear", {"c", "s", "zp"}, {"c_q"}));
+  graph.nodes.push_back(make_node("add", layers::kAddQuantize, {"c", "r", "s", "zp"}, {"sum_q"}, kQdqrtDomain));
+  LayerReport report = compute_layer_info(graph, {}, {});
+  EXPECT_TRUE(report.summary.unexplained.empty()) << format_layer_summary(report);
+  ASSERT_EQ(report.summary.qdq_reasons.size(), 1u);
+  EXPECT_EQ(format_float_reason(report.summary.qdq_reasons[0]),
+            "QuantizeLinear 'q_c': quantizes the float output of QConv 'conv', which AddQuantize 'add' also reads as "
+            "float");
 }
 
 TEST(LayerInfo, QdqListsOnlyItsDataInputEvenWhenScaleIsComputed) {
