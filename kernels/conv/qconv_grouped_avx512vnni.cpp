@@ -95,6 +95,7 @@ void run_conv_grouped_avx512vnni(const PackedConv& packed, const ConvShape& shap
   const int64_t c_row_bytes = args.output_pixel_stride * output_size;
   char* output = static_cast<char*>(args.output);
   const char* residual = static_cast<const char*>(epilogue.residual);
+  Epilogue program_epilogue;
   // The pixels in tiles of equal rows (49 = 10 + 10 + 10 + 10 + 9, not 4 x 12 + 1): a tile of few
   // rows waits on vpdpbusd's latency, so a one-row tail costs most of a full tile.
   const int tiles = (pixel_end - pixel_begin + kGroupedRows - 1) / kGroupedRows;
@@ -106,8 +107,13 @@ void run_conv_grouped_avx512vnni(const PackedConv& packed, const ConvShape& shap
                           args.input_pixel_stride, padding, m, rows, pointers);
     for (int g = group_begin; g < group_end; ++g) {
       const PackedGemm& weights = packed.group_weights[static_cast<size_t>(g)];
-      Epilogue group_epilogue = epilogue;
-      group_epilogue.program_channel_offset = epilogue.program_channel_offset + static_cast<int64_t>(g) * group_out;
+      // Only a pointwise program reads the group's channel offset: the others share the epilogue.
+      const Epilogue* group_epilogue = &epilogue;
+      if (epilogue.program != nullptr) {
+        program_epilogue = epilogue;
+        program_epilogue.program_channel_offset = epilogue.program_channel_offset + static_cast<int64_t>(g) * group_out;
+        group_epilogue = &program_epilogue;
+      }
       TileArgs t;
       t.bias = weights.bias.data();
       t.multiplier = weights.multiplier.data();
@@ -121,7 +127,7 @@ void run_conv_grouped_avx512vnni(const PackedConv& packed, const ConvShape& shap
                        ? residual + static_cast<int64_t>(m) * t.residual_row_bytes + static_cast<int64_t>(g) * group_out
                        : nullptr;
       t.n_valid = group_out;
-      t.epilogue = &group_epilogue;
+      t.epilogue = group_epilogue;
       t.integer_clamp = weights.bounded && finite_clamp;
       const auto sequence = std::make_integer_sequence<int, kGroupedRows>{};
       const int64_t offset = static_cast<int64_t>(g) * group_in;
