@@ -90,7 +90,10 @@ void run_conv_grouped_avx512vnni(const PackedConv& packed, const ConvShape& shap
   alignas(64) uint8_t padding[kGroupedMaxChannels];
   std::memset(padding, static_cast<uint8_t>(packed.group_weights[0].input_zero_point),
               static_cast<size_t>(packed.input_channels));
-  const uint8_t* pointers[kGroupedRows * kGroupedMaxTaps];
+  // The tap pointers of up to kChunkTiles tiles at once, their groups the outer loop: a group's
+  // weights then serve every tile of the chunk from L1 (25 groups of 16: 58 KB of weights).
+  constexpr int kChunkTiles = 4;
+  const uint8_t* pointers[kChunkTiles][kGroupedRows * kGroupedMaxTaps];
   const bool finite_clamp = std::fabs(epilogue.clamp_min) <= 0x1p20f && std::fabs(epilogue.clamp_max) <= 0x1p20f;
   const int64_t c_row_bytes = args.output_pixel_stride * output_size;
   char* output = static_cast<char*>(args.output);
@@ -98,13 +101,16 @@ void run_conv_grouped_avx512vnni(const PackedConv& packed, const ConvShape& shap
   Epilogue program_epilogue;
   // The pixels in tiles of equal rows (49 = 10 + 10 + 10 + 10 + 9, not 4 x 12 + 1): a tile of few
   // rows waits on vpdpbusd's latency, so a one-row tail costs most of a full tile.
-  const int tiles = (pixel_end - pixel_begin + kGroupedRows - 1) / kGroupedRows;
-  for (int tile = 0; tile < tiles; ++tile) {
-    const int m = pixel_begin + static_cast<int>(static_cast<int64_t>(pixel_end - pixel_begin) * tile / tiles);
-    const int rows =
-        pixel_begin + static_cast<int>(static_cast<int64_t>(pixel_end - pixel_begin) * (tile + 1) / tiles) - m;
-    conv_grouped_pointers(shape, packed.kernel_height, packed.kernel_width, static_cast<const uint8_t*>(args.input),
-                          args.input_pixel_stride, padding, m, rows, pointers);
+  const int64_t pixels = pixel_end - pixel_begin;
+  const int tiles = static_cast<int>((pixels + kGroupedRows - 1) / kGroupedRows);
+  auto tile_begin = [&](int tile) { return pixel_begin + static_cast<int>(pixels * tile / tiles); };
+  for (int chunk = 0; chunk < tiles; chunk += kChunkTiles) {
+    const int chunk_end = std::min(tiles, chunk + kChunkTiles);
+    for (int tile = chunk; tile < chunk_end; ++tile) {
+      conv_grouped_pointers(shape, packed.kernel_height, packed.kernel_width, static_cast<const uint8_t*>(args.input),
+                            args.input_pixel_stride, padding, tile_begin(tile), tile_begin(tile + 1) - tile_begin(tile),
+                            pointers[tile - chunk]);
+    }
     for (int g = group_begin; g < group_end; ++g) {
       const PackedGemm& weights = packed.group_weights[static_cast<size_t>(g)];
       // Only a pointwise program reads the group's channel offset: the others share the epilogue.
@@ -114,29 +120,34 @@ void run_conv_grouped_avx512vnni(const PackedConv& packed, const ConvShape& shap
         program_epilogue.program_channel_offset = epilogue.program_channel_offset + static_cast<int64_t>(g) * group_out;
         group_epilogue = &program_epilogue;
       }
-      TileArgs t;
-      t.bias = weights.bias.data();
-      t.multiplier = weights.multiplier.data();
-      t.float_bias = weights.float_bias.data();
-      t.row_term = nullptr;
-      t.column0 = 0;
-      t.c = output + static_cast<int64_t>(m) * c_row_bytes + static_cast<int64_t>(g) * group_out * output_size;
-      t.c_row_bytes = c_row_bytes;
-      t.residual_row_bytes = epilogue.residual_row_stride;
-      t.residual = residual != nullptr
-                       ? residual + static_cast<int64_t>(m) * t.residual_row_bytes + static_cast<int64_t>(g) * group_out
-                       : nullptr;
-      t.n_valid = group_out;
-      t.epilogue = group_epilogue;
-      t.integer_clamp = weights.bounded && finite_clamp;
-      const auto sequence = std::make_integer_sequence<int, kGroupedRows>{};
       const int64_t offset = static_cast<int64_t>(g) * group_in;
-      if (tap_groups == 4) {
-        dispatch_grouped_tile<4>(sequence, rows, pointers, taps, tap_groups, offset, weights.data.data(), t);
-      } else if (tap_groups == 2) {
-        dispatch_grouped_tile<2>(sequence, rows, pointers, taps, tap_groups, offset, weights.data.data(), t);
-      } else {
-        dispatch_grouped_tile<0>(sequence, rows, pointers, taps, tap_groups, offset, weights.data.data(), t);
+      for (int tile = chunk; tile < chunk_end; ++tile) {
+        const int m = tile_begin(tile);
+        const int rows = tile_begin(tile + 1) - m;
+        TileArgs t;
+        t.bias = weights.bias.data();
+        t.multiplier = weights.multiplier.data();
+        t.float_bias = weights.float_bias.data();
+        t.row_term = nullptr;
+        t.column0 = 0;
+        t.c = output + static_cast<int64_t>(m) * c_row_bytes + static_cast<int64_t>(g) * group_out * output_size;
+        t.c_row_bytes = c_row_bytes;
+        t.residual_row_bytes = epilogue.residual_row_stride;
+        t.residual = residual != nullptr ? residual + static_cast<int64_t>(m) * t.residual_row_bytes +
+                                               static_cast<int64_t>(g) * group_out
+                                         : nullptr;
+        t.n_valid = group_out;
+        t.epilogue = group_epilogue;
+        t.integer_clamp = weights.bounded && finite_clamp;
+        const auto sequence = std::make_integer_sequence<int, kGroupedRows>{};
+        const uint8_t* const* tile_pointers = pointers[tile - chunk];
+        if (tap_groups == 4) {
+          dispatch_grouped_tile<4>(sequence, rows, tile_pointers, taps, tap_groups, offset, weights.data.data(), t);
+        } else if (tap_groups == 2) {
+          dispatch_grouped_tile<2>(sequence, rows, tile_pointers, taps, tap_groups, offset, weights.data.data(), t);
+        } else {
+          dispatch_grouped_tile<0>(sequence, rows, tile_pointers, taps, tap_groups, offset, weights.data.data(), t);
+        }
       }
     }
   }
