@@ -1,9 +1,9 @@
-// The grouped form's AVX-512 VNNI runner (kernels/conv/qconv_grouped.h): per block of at most 12
-// output pixels (a range's pixels in blocks of equal size) the tap pointers once, then per group a
-// 12 x 16 register tile whose vpdpbusd broadcasts come straight from the input (pointer + group
-// offset + 4 j), the group's packed 16-column weights one vector per k-group, and the GEMM tiles'
-// epilogue (store_vector_plain, the single-op and general stores of qgemm_epilogue_avx512_inl.h:
-// the same operations, the same bytes).
+// The grouped form's AVX-512 VNNI runner (kernels/conv/qconv_grouped.h): the tap pointers of four
+// tiles of at most 12 output pixels (a range's pixels in tiles of equal size) at once, then per
+// group and tile a 12 x 16 register tile whose vpdpbusd broadcasts come straight from the input
+// (pointer + group offset + 4 j), the group's packed 16-column weights one vector per k-group, and
+// the GEMM tiles' epilogue (store_vector_plain, the single-op and general stores of
+// qgemm_epilogue_avx512_inl.h: the same operations, the same bytes).
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
