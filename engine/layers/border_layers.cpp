@@ -743,9 +743,11 @@ Status lower_add_quantize(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(int32_t b_stored, context.input_as_stored(node.input(kAddQuantizeB)));
   const PlanTensor a_tensor = context.tensor(a_stored);
   const PlanTensor b_tensor = context.tensor(b_stored);
-  const bool as_stored =
-      a_tensor.layout == b_tensor.layout && batch_layout_of(a_tensor) == batch_layout_of(b_tensor);
-  const Layout layout = as_stored ? a_tensor.layout : Layout::kPlain;
+  // One batch layout for every tensor (a tensor's batch axis is its own, whatever its layout).
+  if (batch_layout_of(a_tensor) != batch_layout_of(b_tensor)) {
+    return lower_with_reference(node, context, "a and b hold their batch on different axes");
+  }
+  const Layout layout = a_tensor.layout == b_tensor.layout ? a_tensor.layout : Layout::kPlain;
   QDQRT_ASSIGN_OR_RETURN(int32_t a, context.input(node.input(kAddQuantizeA), layout));
   QDQRT_ASSIGN_OR_RETURN(int32_t b, context.input(node.input(kAddQuantizeB), layout));
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], layout));

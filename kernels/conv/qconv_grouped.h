@@ -4,8 +4,8 @@
 //
 // Why: the implicit GEMM runs each group as its own GEMM and gathers every output pixel's
 // kh * kw taps of the group's channels (16 bytes each for RegNet-X's groups of 16) into a panel,
-// with a bounds check and a copy per tap, twice counting the prefetch pass; for a 3x3 over 25
-// groups of 16 at 7x7 that gather and the per-group setup cost five times the multiply-adds. The
+// with a bounds check and a copy per tap, twice counting the prefetch pass; RegNet-X's grouped
+// 3x3s ran at 15-17% of the vpdpbusd peak that way (docs/kernels.md: 30-48% in this form). The
 // tile here loads its 4-byte broadcasts from the input itself: a padding tap points at a row of
 // zero-point bytes, so its products cancel against the packed bias' zero-point term as the
 // gathered padding did. Same packed weights as the implicit GEMM (16-column tiles, k in (ky, kx,

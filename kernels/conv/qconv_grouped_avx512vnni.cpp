@@ -1,9 +1,9 @@
-// The grouped form's AVX-512 VNNI runner (kernels/conv/qconv_grouped.h): per block of at most 12
-// output pixels (a range's pixels in blocks of equal size) the tap pointers once, then per group a
-// 12 x 16 register tile whose vpdpbusd broadcasts come straight from the input (pointer + group
-// offset + 4 j), the group's packed 16-column weights one vector per k-group, and the GEMM tiles'
-// epilogue (store_vector_plain, the single-op and general stores of qgemm_epilogue_avx512_inl.h:
-// the same operations, the same bytes).
+// The grouped form's AVX-512 VNNI runner (kernels/conv/qconv_grouped.h): the tap pointers of four
+// tiles of at most 12 output pixels (a range's pixels in tiles of equal size) at once, then per
+// group and tile a 12 x 16 register tile whose vpdpbusd broadcasts come straight from the input
+// (pointer + group offset + 4 j), the group's packed 16-column weights one vector per k-group, and
+// the GEMM tiles' epilogue (store_vector_plain, the single-op and general stores of
+// qgemm_epilogue_avx512_inl.h: the same operations, the same bytes).
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -90,47 +90,64 @@ void run_conv_grouped_avx512vnni(const PackedConv& packed, const ConvShape& shap
   alignas(64) uint8_t padding[kGroupedMaxChannels];
   std::memset(padding, static_cast<uint8_t>(packed.group_weights[0].input_zero_point),
               static_cast<size_t>(packed.input_channels));
-  const uint8_t* pointers[kGroupedRows * kGroupedMaxTaps];
+  // The tap pointers of up to kChunkTiles tiles at once, their groups the outer loop: a group's
+  // weights then serve every tile of the chunk from L1 (25 groups of 16: 58 KB of weights).
+  constexpr int kChunkTiles = 4;
+  const uint8_t* pointers[kChunkTiles][kGroupedRows * kGroupedMaxTaps];
   const bool finite_clamp = std::fabs(epilogue.clamp_min) <= 0x1p20f && std::fabs(epilogue.clamp_max) <= 0x1p20f;
   const int64_t c_row_bytes = args.output_pixel_stride * output_size;
   char* output = static_cast<char*>(args.output);
   const char* residual = static_cast<const char*>(epilogue.residual);
+  Epilogue program_epilogue;
   // The pixels in tiles of equal rows (49 = 10 + 10 + 10 + 10 + 9, not 4 x 12 + 1): a tile of few
   // rows waits on vpdpbusd's latency, so a one-row tail costs most of a full tile.
-  const int tiles = (pixel_end - pixel_begin + kGroupedRows - 1) / kGroupedRows;
-  for (int tile = 0; tile < tiles; ++tile) {
-    const int m = pixel_begin + static_cast<int>(static_cast<int64_t>(pixel_end - pixel_begin) * tile / tiles);
-    const int rows =
-        pixel_begin + static_cast<int>(static_cast<int64_t>(pixel_end - pixel_begin) * (tile + 1) / tiles) - m;
-    conv_grouped_pointers(shape, packed.kernel_height, packed.kernel_width, static_cast<const uint8_t*>(args.input),
-                          args.input_pixel_stride, padding, m, rows, pointers);
+  const int64_t pixels = pixel_end - pixel_begin;
+  const int tiles = static_cast<int>((pixels + kGroupedRows - 1) / kGroupedRows);
+  auto tile_begin = [&](int tile) { return pixel_begin + static_cast<int>(pixels * tile / tiles); };
+  for (int chunk = 0; chunk < tiles; chunk += kChunkTiles) {
+    const int chunk_end = std::min(tiles, chunk + kChunkTiles);
+    for (int tile = chunk; tile < chunk_end; ++tile) {
+      conv_grouped_pointers(shape, packed.kernel_height, packed.kernel_width, static_cast<const uint8_t*>(args.input),
+                            args.input_pixel_stride, padding, tile_begin(tile), tile_begin(tile + 1) - tile_begin(tile),
+                            pointers[tile - chunk]);
+    }
     for (int g = group_begin; g < group_end; ++g) {
       const PackedGemm& weights = packed.group_weights[static_cast<size_t>(g)];
-      Epilogue group_epilogue = epilogue;
-      group_epilogue.program_channel_offset = epilogue.program_channel_offset + static_cast<int64_t>(g) * group_out;
-      TileArgs t;
-      t.bias = weights.bias.data();
-      t.multiplier = weights.multiplier.data();
-      t.float_bias = weights.float_bias.data();
-      t.row_term = nullptr;
-      t.column0 = 0;
-      t.c = output + static_cast<int64_t>(m) * c_row_bytes + static_cast<int64_t>(g) * group_out * output_size;
-      t.c_row_bytes = c_row_bytes;
-      t.residual_row_bytes = epilogue.residual_row_stride;
-      t.residual = residual != nullptr
-                       ? residual + static_cast<int64_t>(m) * t.residual_row_bytes + static_cast<int64_t>(g) * group_out
-                       : nullptr;
-      t.n_valid = group_out;
-      t.epilogue = &group_epilogue;
-      t.integer_clamp = weights.bounded && finite_clamp;
-      const auto sequence = std::make_integer_sequence<int, kGroupedRows>{};
+      // Only a pointwise program reads the group's channel offset: the others share the epilogue.
+      const Epilogue* group_epilogue = &epilogue;
+      if (epilogue.program != nullptr) {
+        program_epilogue = epilogue;
+        program_epilogue.program_channel_offset = epilogue.program_channel_offset + static_cast<int64_t>(g) * group_out;
+        group_epilogue = &program_epilogue;
+      }
       const int64_t offset = static_cast<int64_t>(g) * group_in;
-      if (tap_groups == 4) {
-        dispatch_grouped_tile<4>(sequence, rows, pointers, taps, tap_groups, offset, weights.data.data(), t);
-      } else if (tap_groups == 2) {
-        dispatch_grouped_tile<2>(sequence, rows, pointers, taps, tap_groups, offset, weights.data.data(), t);
-      } else {
-        dispatch_grouped_tile<0>(sequence, rows, pointers, taps, tap_groups, offset, weights.data.data(), t);
+      for (int tile = chunk; tile < chunk_end; ++tile) {
+        const int m = tile_begin(tile);
+        const int rows = tile_begin(tile + 1) - m;
+        TileArgs t;
+        t.bias = weights.bias.data();
+        t.multiplier = weights.multiplier.data();
+        t.float_bias = weights.float_bias.data();
+        t.row_term = nullptr;
+        t.column0 = 0;
+        t.c = output + static_cast<int64_t>(m) * c_row_bytes + static_cast<int64_t>(g) * group_out * output_size;
+        t.c_row_bytes = c_row_bytes;
+        t.residual_row_bytes = epilogue.residual_row_stride;
+        t.residual = residual != nullptr ? residual + static_cast<int64_t>(m) * t.residual_row_bytes +
+                                               static_cast<int64_t>(g) * group_out
+                                         : nullptr;
+        t.n_valid = group_out;
+        t.epilogue = group_epilogue;
+        t.integer_clamp = weights.bounded && finite_clamp;
+        const auto sequence = std::make_integer_sequence<int, kGroupedRows>{};
+        const uint8_t* const* tile_pointers = pointers[tile - chunk];
+        if (tap_groups == 4) {
+          dispatch_grouped_tile<4>(sequence, rows, tile_pointers, taps, tap_groups, offset, weights.data.data(), t);
+        } else if (tap_groups == 2) {
+          dispatch_grouped_tile<2>(sequence, rows, tile_pointers, taps, tap_groups, offset, weights.data.data(), t);
+        } else {
+          dispatch_grouped_tile<0>(sequence, rows, tile_pointers, taps, tap_groups, offset, weights.data.data(), t);
+        }
       }
     }
   }

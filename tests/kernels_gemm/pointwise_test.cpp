@@ -114,6 +114,28 @@ TEST(PointwiseEpilogue, ConvAndDepthwiseAllIsasMatchTheScalarProgram) {
   }
 }
 
+// The grouped form (uint8 inputs, groups of 10 output channels): each group's program constants
+// start at its first channel, also when threads take ranges of groups.
+TEST(PointwiseEpilogue, GroupedFormMatchesTheScalarProgram) {
+  if (!isa_supported(Isa::kAvx512Vnni)) GTEST_SKIP() << "no AVX-512 VNNI";
+  const int channels = 40;
+  std::vector<TestProgram> list = programs(channels);
+  int seed = 0;
+  for (const TestProgram& p : list) {
+    QuantSettings q;
+    q.input_signed = false;
+    q.input_zero_point = 17;
+    q.output_type = seed % 3 == 2 ? OutputType::kF32 : OutputType::kU8;
+    q.output_zero_point = q.output_type == OutputType::kU8 ? 100 : 0;
+    q.program = &p.program;
+    ConvTester tester;
+    tester.batch(2).input_size(7, 9).channels(32, channels).groups(4).kernel(3, 3).padding(1, 1, 1, 1).quant(q)
+        .seed(++seed).split(2).channel_split(3);
+    tester.expect_kernel("gconv-12x16c4", Isa::kAvx512Vnni).test(Isa::kAvx512Vnni, 16);
+    tester.expect_kernel("", Isa::kScalar).grouped_reference(true).test(Isa::kAvx512Vnni, 16);
+  }
+}
+
 // The depthwise single-op stores (SiLU/sigmoid applied in unpack order): 17..32 channels (the
 // two-tiles-per-zmm tail), one and several 64-channel blocks with a ymm or masked last block,
 // every output type, with and without a ReLU before the op, zero-points, pixel strides, tails.
