@@ -66,11 +66,9 @@ void expect_bit_identical(const Graph& graph, int64_t batch = 1) {
   TensorMap inputs = random_inputs(graph, 7);
   if (batch != 1) {
     for (auto& [name, tensor] : inputs) {
-      Tensor smaller(tensor.dtype(), [&] {
-        Shape shape = tensor.shape();
-        shape[0] = batch;
-        return shape;
-      }());
+      Shape shape = tensor.shape();
+      shape[0] = batch;
+      Tensor smaller(tensor.dtype(), shape);
       std::memcpy(smaller.raw_data(), tensor.raw_data(), smaller.nbytes());
       tensor = std::move(smaller);
     }
