@@ -184,7 +184,7 @@ bool engine_matches(const engine::Engine& engine, const std::map<std::string, Sh
 Status check_config_against_engine(const std::string& name, const ModelConfig& config, const engine::Engine& engine) {
   std::vector<engine::IoTensorInfo> inputs = engine.inputs();
   for (const auto& [input, shape] : config.input_shapes) {
-    auto found = std::find_if(inputs.begin(), inputs.end(), [&](const auto& info) { return info.name == input; });
+    auto found = std::find_if(inputs.begin(), inputs.end(), [&input = input](const auto& info) { return info.name == input; });
     if (found == inputs.end()) {
       std::vector<std::string> names;
       for (const auto& info : inputs) names.push_back(info.name);

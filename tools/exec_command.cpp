@@ -762,7 +762,7 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     if (!status.is_ok()) return RunError{false, status};
   }
   for (const auto& [name, file] : options.save_debug_tensors) {
-    auto it = std::find_if(output_tensors.begin(), output_tensors.end(), [&](const auto& output) { return output.first == name; });
+    auto it = std::find_if(output_tensors.begin(), output_tensors.end(), [&name = name](const auto& output) { return output.first == name; });
     if (it == output_tensors.end()) {
       return RunError{true, invalid_argument("--saveDebugTensors: '{}' is not an output of the engine (mark it with "
                                              "--markDebug when building)", name)};

@@ -58,7 +58,7 @@ Status check_shape_range(const ExecOptions& options) {
                                 shape_to_string(first), shape_to_string(shape));
       }
     }
-    auto find = [&](const std::map<std::string, Shape>& shapes) -> const Shape* {
+    auto find = [&name = name](const std::map<std::string, Shape>& shapes) -> const Shape* {
       auto it = shapes.find(name);
       return it == shapes.end() ? nullptr : &it->second;
     };
