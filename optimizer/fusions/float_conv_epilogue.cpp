@@ -8,7 +8,6 @@
 // and is not a graph output. Only convs the NHWC kernels take (float_conv.h: group 1 or depthwise,
 // at most kernels::kSgemmMaxTaps taps, pads narrower than the window, dims in int range) are fused:
 // the NCHW ones run no epilogue.
-#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -128,22 +127,12 @@ SelectResult select_float_conv_epilogue(const Graph& graph, const ValueIndex& in
 }
 
 Status apply_float_conv_epilogue(Graph& graph, const QdqSelection& selection, PassContext&) {
-  const size_t conv_slot = static_cast<size_t>(selection.targets[0]);
-  const Node& conv = graph.nodes[conv_slot];
+  const Node& conv = graph.nodes[static_cast<size_t>(selection.targets[0])];
   Node layer = make_layer_node(graph, selection, /*keep_attributes=*/true);
-  if (!selection.lookup_function.empty()) set_string_attribute(layer, "function", selection.lookup_function);
   layer.inputs = {conv.input(0), conv.input(1), conv.has_input(2) ? conv.input(2) : std::string(),
                   selection.residual ? selection.residual->quantized : std::string()};
-  while (!layer.inputs.empty() && layer.inputs.back().empty()) layer.inputs.pop_back();
-  layer.outputs = {selection.output};
-  QDQRT_ASSIGN_OR_RETURN(layer.typed_attributes, parse_fused_layer_attributes(layer));
-  graph.opsets[layers::kDomain] = 1;
   // The layer stands where the conv stood (its residual is written before it); the rest go.
-  graph.nodes[conv_slot] = std::move(layer);
-  std::vector<int> removed(selection.targets.begin() + 1, selection.targets.end());
-  std::sort(removed.rbegin(), removed.rend());
-  for (int node : removed) graph.nodes.erase(graph.nodes.begin() + node);
-  return Status::ok();
+  return replace_first_with_layer(graph, selection, std::move(layer));
 }
 
 }  // namespace qdqrt::optimizer

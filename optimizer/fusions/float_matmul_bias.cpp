@@ -7,7 +7,6 @@
 // starts each sum from the bias where MatMul + Add added it last: the float rounding differs
 // (within 1e-6 relative on these sums), the INT8 layers are untouched (fuse_qdq_matmul ran first
 // and took the MatMuls it quantizes with their bias).
-#include <algorithm>
 
 #include "core/ops/elementwise.h"
 #include "core/ops/fused_layers.h"
@@ -71,20 +70,11 @@ SelectResult select_float_matmul_bias(const Graph& graph, const ValueIndex& inde
 }
 
 Status apply_float_matmul_bias(Graph& graph, const QdqSelection& selection, PassContext&) {
-  const size_t matmul_slot = static_cast<size_t>(selection.targets[0]);
-  const Node& matmul = graph.nodes[matmul_slot];
+  const Node& matmul = graph.nodes[static_cast<size_t>(selection.targets[0])];
   Node layer = make_layer_node(graph, selection, /*keep_attributes=*/false);
-  if (!selection.lookup_function.empty()) set_string_attribute(layer, "function", selection.lookup_function);
   layer.inputs = {matmul.input(0), matmul.input(1), selection.bias};
-  layer.outputs = {selection.output};
-  QDQRT_ASSIGN_OR_RETURN(layer.typed_attributes, parse_fused_layer_attributes(layer));
-  graph.opsets[layers::kDomain] = 1;
   // The layer stands where the MatMul stood; the Add (and Gelu) go.
-  graph.nodes[matmul_slot] = std::move(layer);
-  std::vector<int> removed(selection.targets.begin() + 1, selection.targets.end());
-  std::sort(removed.rbegin(), removed.rend());
-  for (int node : removed) graph.nodes.erase(graph.nodes.begin() + node);
-  return Status::ok();
+  return replace_first_with_layer(graph, selection, std::move(layer));
 }
 
 }  // namespace qdqrt::optimizer

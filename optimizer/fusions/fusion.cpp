@@ -103,6 +103,19 @@ Status replace_with_layer(Graph& graph, const QdqSelection& selection, Node laye
   return Status::ok();
 }
 
+Status replace_first_with_layer(Graph& graph, const QdqSelection& selection, Node layer) {
+  if (!selection.lookup_function.empty()) set_string_attribute(layer, "function", selection.lookup_function);
+  while (!layer.inputs.empty() && layer.inputs.back().empty()) layer.inputs.pop_back();
+  layer.outputs = {selection.output};
+  QDQRT_ASSIGN_OR_RETURN(layer.typed_attributes, parse_fused_layer_attributes(layer));
+  graph.opsets[layers::kDomain] = 1;
+  graph.nodes[static_cast<size_t>(selection.targets[0])] = std::move(layer);
+  std::vector<int> removed(selection.targets.begin() + 1, selection.targets.end());
+  std::sort(removed.rbegin(), removed.rend());
+  for (int node : removed) graph.nodes.erase(graph.nodes.begin() + node);
+  return Status::ok();
+}
+
 void set_string_attribute(Node& node, const std::string& key, const std::string& value) {
   node.attributes[key] = string_attribute(value);
 }

@@ -122,6 +122,11 @@ Node make_layer_node(const Graph& graph, const QdqSelection& selection, bool kee
 // it in place of the selection's nodes and output Q; fan-out Qs are rewired.
 Status replace_with_layer(Graph& graph, const QdqSelection& selection, Node layer,
                           const std::vector<std::string>& output_params, PassContext& context);
+// Completes `layer` (its inputs set; the selection's lookup_function becomes its "function"
+// attribute) and puts it in the slot of the selection's first node; the other targets go. For
+// float fusions without an output Q, whose later nodes read only what the first node reads or
+// writes, so the first slot already follows every producer the layer reads.
+Status replace_first_with_layer(Graph& graph, const QdqSelection& selection, Node layer);
 void set_string_attribute(Node& node, const std::string& key, const std::string& value);
 
 }  // namespace qdqrt::optimizer
