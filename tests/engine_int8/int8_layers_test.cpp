@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -209,17 +210,27 @@ void expect_engine_matches_reference(const Graph& graph, const std::vector<std::
   std::remove(path.c_str());
 }
 
+// What expect_matches_reference checks beyond the kinds, when a test needs more than the defaults.
+struct ReferenceCheck {
+  uint32_t seed = 1;
+  double int8_tolerance = 0.0;
+  // The kinds the real engine shows when they differ from the harness plan's (it counts int8 kinds only).
+  std::optional<std::vector<std::string>> engine_kinds;
+  // Extra checks of the lowered plan (the kernel a layer chose, its work split).
+  std::function<void(const HarnessPlan&)> check_plan;
+};
+
 // Runs `graph` through the harness (and the engine) and the reference at batch max and 1, threads 1 and 2;
 // int8 outputs bit-exact (or, with `int8_tolerance`, at most that fraction of elements 1 LSB
 // off), fp32 outputs within 1e-5 of the output's range.
-void expect_matches_reference(const Graph& graph, const std::vector<std::string>& kinds, uint32_t seed = 1,
-                              double int8_tolerance = 0.0) {
+void expect_matches_reference(const Graph& graph, const std::vector<std::string>& kinds, const ReferenceCheck& check) {
   auto plan = harness_lower(graph, kMaxBatch, kernels::active_isa());
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   EXPECT_EQ(native_kinds(*plan), kinds);
+  if (check.check_plan) check.check_plan(*plan);
   auto layers = harness_bind(*plan);
   ASSERT_TRUE(layers.ok()) << layers.status().to_string();
-  std::mt19937 rng(seed);
+  std::mt19937 rng(check.seed);
   TensorMap full = random_graph_inputs(graph, rng);
   for (int64_t batch : {kMaxBatch, int64_t{1}}) {
     TensorMap inputs;
@@ -230,11 +241,20 @@ void expect_matches_reference(const Graph& graph, const std::vector<std::string>
       const std::string where = fmt::format("batch {} threads {}", batch, threads);
       auto actual = harness_run(*plan, *layers, inputs, threads);
       ASSERT_TRUE(actual.ok()) << where << ": " << actual.status().to_string();
-      expect_within(compare(*expected, *actual, where), int8_tolerance, where);
+      expect_within(compare(*expected, *actual, where), check.int8_tolerance, where);
     }
   }
   // Graphs whose inputs all carry the batch also go through the real engine.
-  if (all_inputs_batched(graph)) expect_engine_matches_reference(graph, kinds, seed, int8_tolerance);
+  if (all_inputs_batched(graph))
+    expect_engine_matches_reference(graph, check.engine_kinds.value_or(kinds), check.seed, check.int8_tolerance);
+}
+
+void expect_matches_reference(const Graph& graph, const std::vector<std::string>& kinds, uint32_t seed = 1,
+                              double int8_tolerance = 0.0) {
+  ReferenceCheck check;
+  check.seed = seed;
+  check.int8_tolerance = int8_tolerance;
+  expect_matches_reference(graph, kinds, check);
 }
 
 std::string model(const std::string& inputs, const std::string& outputs, const std::vector<std::string>& init,
@@ -1004,7 +1024,7 @@ TEST(Int8Bind, AddQuantizeRefusesDamagedPlans) {
                     "float32 sum");
   expect_bind_fails(graph, "add_quantize", [](auto& p, auto& l) { p.tensors[l.inputs[1]].shape[2] = 10; },
                     "one shape and layout");
-  expect_bind_fails(graph, "add_quantize", [](auto& p, auto& l) { l.outputs.push_back(l.outputs[0]); },
+  expect_bind_fails(graph, "add_quantize", [](auto&, auto& l) { l.outputs.push_back(l.outputs[0]); },
                     "1 or 2 outputs");
 }
 
@@ -1155,29 +1175,14 @@ TEST(Int8Layers, QuantizeOnePixelImagesForAConv) {
       text.replace(text.find(x_decl), x_decl.size(), fmt::format("float[{},{},1,1] f", kMaxBatch, channels));
       text.replace(text.find("y = qdqrt.QConv"), 0, "x = QuantizeLinear(f, xs, xz)\n");
       SCOPED_TRACE(fmt::format("{} channels, {}", channels, type));
-      Graph graph = load_text(text);
-      auto plan = harness_lower(graph, kMaxBatch, kernels::active_isa());
-      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-      ASSERT_EQ(native_kinds(*plan), (std::vector<std::string>{"quantize", "qconv"}));
-      EXPECT_NE(plan->plan.layers.front().kernel.find("nchw2nhwc"), std::string::npos)
-          << plan->plan.layers.front().kernel;
-      auto layers = harness_bind(*plan);
-      ASSERT_TRUE(layers.ok()) << layers.status().to_string();
-      std::mt19937 input_rng(5);
-      TensorMap full = random_graph_inputs(graph, input_rng);
-      for (int64_t batch : {kMaxBatch, int64_t{1}}) {
-        TensorMap inputs;
-        for (const auto& [name, tensor] : full) inputs[name] = first_images(tensor, batch);
-        auto expected = run_reference(graph, inputs);
-        ASSERT_TRUE(expected.ok()) << expected.status().to_string();
-        for (int threads : {1, 2}) {
-          const std::string where = fmt::format("batch {} threads {}", batch, threads);
-          auto actual = harness_run(*plan, *layers, inputs, threads);
-          ASSERT_TRUE(actual.ok()) << where << ": " << actual.status().to_string();
-          expect_within(compare(*expected, *actual, where), 0.0, where);
-        }
-      }
-      expect_engine_matches_reference(graph, {"qconv"}, 5, 0.0);  // it counts the int8 kinds only
+      const auto quantize_writes_plain = [](const HarnessPlan& plan) {
+        EXPECT_NE(plan.plan.layers.front().kernel.find("nchw2nhwc"), std::string::npos)
+            << plan.plan.layers.front().kernel;
+      };
+      expect_matches_reference(load_text(text), {"quantize", "qconv"},
+                               ReferenceCheck{.seed = 5,
+                                              .engine_kinds = std::vector<std::string>{"qconv"},
+                                              .check_plan = quantize_writes_plain});
     }
   }
 }
