@@ -1,5 +1,10 @@
 // AVX512_BF16 GEMM microkernel, 14 x 32: 28 zmm accumulators, the panel's two vectors of 16
 // column pairs per k pair, each row's pair broadcast from memory (vdpbf16ps's m32bcst form).
+// GCC 12's _mm512_max_ps/_mm512_min_ps pass an undefined vector as the unused mask operand, which
+// -W(maybe-)uninitialized reports at every inlined call.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 #include <immintrin.h>
 
 #include "kernels/bf16/bf16_gemm.h"
