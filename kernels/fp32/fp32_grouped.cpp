@@ -273,8 +273,8 @@ void run_grouped_sconv(const PackedGroupedSgemm& packed, const SconvGeometry& g,
   ukernel_args.max = epilogue.max;
   ukernel_args.activation = epilogue.activation;
   const int n_stop = std::min(n_end, l.full_out + l.tail_out);
-  // The half panel after the one at column n of this range (the next row block's first after the
-  // last): its part and its first column, or n_stop when there is none.
+  // The first column of the half panel after the one at column n (after the range's last, the
+  // next row block's first), or n_stop when there is none.
   auto next_half_column = [&](int n, int columns, bool more_rows) {
     const int next = n + columns;
     return next < n_stop ? next : more_rows ? n_begin : n_stop;
@@ -328,7 +328,8 @@ void run_grouped_sconv(const PackedGroupedSgemm& packed, const SconvGeometry& g,
       const int64_t lines_per_tile = (prefetch_lines + block_tiles - 1) / block_tiles;
       int64_t prefetched = 0;
       for (int64_t m = block_begin; m < block_end; m += mr) {
-        for (const int64_t stop = std::min(prefetch_lines, prefetched + lines_per_tile); prefetched < stop; ++prefetched) {
+        const int64_t stop = std::min(prefetch_lines, prefetched + lines_per_tile);
+        for (; prefetched < stop; ++prefetched) {
           prefetch_l2(prefetch_base + prefetched / prefetch_channels * prefetch_tap_stride +
                       prefetched % prefetch_channels * nr);
         }
