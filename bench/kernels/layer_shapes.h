@@ -111,6 +111,17 @@ inline std::vector<ConvLayer> fp32_conv_layers() {
       {"deeplabv3", "aspp_3x3_2048_256_d12", 48, 48, 2048, 256, 3, 1, 12, 1, 12},
       {"deeplabv3", "aspp_3x3_2048_256_d24", 48, 48, 2048, 256, 3, 1, 24, 1, 24},
       {"deeplabv3", "aspp_3x3_2048_256_d36", 48, 48, 2048, 256, 3, 1, 36, 1, 36},
+      // SqueezeNet 1.1: the stem (no pads), the Fire modules' 3x3 expansions at 55x55, 27x27 and
+      // 13x13, a 55x55 squeeze and expand1x1, the classifier's 1x1.
+      {"squeezenet1_1", "stem_3x3s2_3_64", 224, 224, 3, 64, 3, 2, 0, 1},
+      {"squeezenet1_1", "f3_squeeze_1x1_64_16", 55, 55, 64, 16, 1, 1, 0, 1},
+      {"squeezenet1_1", "f3_expand_1x1_16_64", 55, 55, 16, 64, 1, 1, 0, 1},
+      {"squeezenet1_1", "f3_expand_3x3_16_64", 55, 55, 16, 64, 3, 1, 1, 1},
+      {"squeezenet1_1", "f6_expand_3x3_32_128", 27, 27, 32, 128, 3, 1, 1, 1},
+      {"squeezenet1_1", "f11_expand_3x3_64_256", 13, 13, 64, 256, 3, 1, 1, 1},
+      {"squeezenet1_1", "classifier_1x1_512_1000", 13, 13, 512, 1000, 1, 1, 0, 1},
+      // RegNet-X-400MF's first block: the 1x1 at 112x112 (its stem is MobileNetV2's).
+      {"regnet_x_400mf", "b1_1x1_32_32", 112, 112, 32, 32, 1, 1, 0, 1},
   };
 }
 

@@ -57,6 +57,42 @@ void max_taps(float* __restrict out, const float* __restrict in, int64_t count, 
   }
 }
 
+// One channels-last max window: out[c] = the max over the taps (r, q) < (rows, cols) of
+// first[r * row_stride + q * tap_stride + c], from lowest() (a NaN tap is skipped, as in
+// max_taps), for c < channels. A block of 64 channels stays in registers while every tap passes:
+// one call and one store per pixel instead of a pass over memory per tap.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void max_window(float* __restrict out, const float* __restrict first, int64_t rows, int64_t cols, int64_t row_stride,
+                int64_t tap_stride, int64_t channels) {
+  constexpr int64_t kBlock = 64;
+  int64_t c = 0;
+  for (; c + kBlock <= channels; c += kBlock) {
+    float best[kBlock];
+    for (int64_t j = 0; j < kBlock; ++j) best[j] = std::numeric_limits<float>::lowest();
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t q = 0; q < cols; ++q) {
+        const float* in = first + r * row_stride + q * tap_stride + c;
+        for (int64_t j = 0; j < kBlock; ++j) best[j] = in[j] > best[j] ? in[j] : best[j];
+      }
+    }
+    for (int64_t j = 0; j < kBlock; ++j) out[c + j] = best[j];
+  }
+  for (; c < channels; c += 16) {
+    const int64_t count = std::min<int64_t>(16, channels - c);
+    float best[16];
+    for (int64_t j = 0; j < 16; ++j) best[j] = std::numeric_limits<float>::lowest();
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t q = 0; q < cols; ++q) {
+        const float* in = first + r * row_stride + q * tap_stride + c;
+        for (int64_t j = 0; j < count; ++j) best[j] = in[j] > best[j] ? in[j] : best[j];
+      }
+    }
+    for (int64_t j = 0; j < count; ++j) out[c + j] = best[j];
+  }
+}
+
 // out[i] += in[i * stride] in double for i < count: one tap of a row of average windows (or of
 // a pixel's channels). Compiled per ISA like max_taps (same operations on every clone).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
@@ -185,23 +221,35 @@ class PoolLayer final : public Layer {
   }
 
  private:
-  // Channels-last max pool of output row `row` (image * out_height + oh): per pixel, every valid
-  // tap's channels in one pass (a NaN tap is skipped, as in max_plane).
+  // Channels-last max pool of output row `row` (image * out_height + oh): per pixel, the window's
+  // taps on the input (a rectangle of kernel rows and columns) in one max_window call (a NaN tap
+  // is skipped, as in max_plane).
   void max_row_nhwc(const float* x, float* y, int64_t row) const {
     const int64_t image = row / g_.out_height, oh = row % g_.out_height;
     const float* in = x + image * g_.height * g_.width * g_.channels;
+    int64_t kh_begin = 0, kh_end = 0;
+    valid_taps(oh * g_.strides[0] - g_.pads_begin[0], g_.kernel[0], g_.dilations[0], g_.height, &kh_begin, &kh_end);
+    const int64_t row_stride = g_.dilations[0] * g_.width * g_.channels, tap_stride = g_.dilations[1] * g_.channels;
     for (int64_t ow = 0; ow < g_.out_width; ++ow) {
       float* out = y + (row * g_.out_width + ow) * pixel_stride_;
-      std::fill_n(out, g_.channels, std::numeric_limits<float>::lowest());
-      for (int64_t kh = 0; kh < g_.kernel[0]; ++kh) {
-        const int64_t ih = oh * g_.strides[0] - g_.pads_begin[0] + kh * g_.dilations[0];
-        if (ih < 0 || ih >= g_.height) continue;
-        for (int64_t kw = 0; kw < g_.kernel[1]; ++kw) {
-          const int64_t iw = ow * g_.strides[1] - g_.pads_begin[1] + kw * g_.dilations[1];
-          if (iw >= 0 && iw < g_.width) max_taps(out, in + (ih * g_.width + iw) * g_.channels, g_.channels, 1);
-        }
-      }
+      const int64_t iw0 = ow * g_.strides[1] - g_.pads_begin[1];
+      int64_t kw_begin = 0, kw_end = 0;
+      valid_taps(iw0, g_.kernel[1], g_.dilations[1], g_.width, &kw_begin, &kw_end);
+      const int64_t ih = oh * g_.strides[0] - g_.pads_begin[0] + kh_begin * g_.dilations[0];
+      const int64_t iw = iw0 + kw_begin * g_.dilations[1];
+      const bool empty = kh_end <= kh_begin || kw_end <= kw_begin;
+      max_window(out, empty ? in : in + (ih * g_.width + iw) * g_.channels, empty ? 0 : kh_end - kh_begin,
+                 empty ? 0 : kw_end - kw_begin, row_stride, tap_stride, g_.channels);
     }
+  }
+
+  // Taps [begin, end) of a window axis starting at input position `start` (kernel taps,
+  // `dilation` apart) that lie on [0, size): a contiguous range, as positions grow with the tap.
+  static void valid_taps(int64_t start, int64_t kernel, int64_t dilation, int64_t size, int64_t* begin, int64_t* end) {
+    *begin = 0;
+    while (*begin < kernel && start + *begin * dilation < 0) ++*begin;
+    *end = *begin;
+    while (*end < kernel && start + *end * dilation < size) ++*end;
   }
 
   // Max pool of one plane, row by row: every valid tap of a row of windows in one strided pass.

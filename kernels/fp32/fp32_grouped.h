@@ -15,7 +15,9 @@
 // skipped weights are the block's zeros, so the sums equal run_grouped_sconv_blocks' (the dense
 // blocks, kept as the reference) in value: same k order, each output's products minus exact zeros
 // (only the sign of a zero sum, and a NaN or infinity in another group's input, can differ);
-// except the shift tile for groups of 4 and 8 (below), whose order differs.
+// except the shift tile for groups of 4 and 8 (below), whose order differs. A half panel reads one
+// line of every other line of its panel, which the hardware prefetchers do not follow: while its
+// row tiles run, the driver asks for the next half panel's weight lines into L2.
 #pragma once
 
 #include <cstdint>

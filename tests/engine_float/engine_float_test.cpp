@@ -399,6 +399,26 @@ TEST(EngineFloatModels, WideChannelsLastMaxPoolMatches) {
   expect_engine_matches(**engine, *graph, "wide max pools");
 }
 
+// Channels-last max pools over a 64-channel block in registers and a tail (72 channels): SqueezeNet's
+// 3x3 stride-2 ceil-mode pool (its last window reads past the input), dilated and padded windows.
+TEST(EngineFloatModels, ChannelsLastMaxPoolBlocksMatch) {
+  const std::string body =
+      "c = Conv<pads=[1,1,1,1]>(x, w, b)\ny = MaxPool<kernel_shape=[3,3], strides=[2,2], ceil_mode=1>(c)\n"
+      "z = MaxPool<kernel_shape=[3,2], strides=[1,2], dilations=[2,1], pads=[2,0,1,1]>(c)";
+  auto graph = load_text_graph(
+      model(13, "g (float[N,3,12,11] x) => (float y, float z)", {weights("w", {72, 3, 3, 3}), weights("b", {72})}, body),
+      3);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto engine = engine::Engine::build(*graph, {});
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  int pools = 0;
+  for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
+    if (layer.kind == "fp32_pool") pools += layer.kernel == "f32-maxpool-nhwc-multiversion";
+  }
+  EXPECT_EQ(pools, 2);
+  expect_engine_matches(**engine, *graph, "max pools of 72 channels");
+}
+
 // The squeeze-excite gate Mul folds into the 1x1 projection conv that is its only reader (the
 // conv scales its packed weights by the gate per image): with and without a residual Add after
 // it; not when the product has another reader, the projection is not 1x1, or the image has fewer

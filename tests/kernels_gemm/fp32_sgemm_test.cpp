@@ -96,6 +96,12 @@ TEST(Fp32Sgemm, GroupedConvHalfPanels) {
     Fp32ConvTester().input_size(7, 6).channels(16 * group, 16 * group).groups(group).kernel(3, 3)
         .padding(1, 1, 1, 1).clamp(0.0f, INFINITY).residual(true).split(9, 32).seed(++seed).test_all_isas();
   }
+  // Maps of several row blocks (the driver fills the row pointers of at most 4096 / (taps x MR)
+  // tiles at a time; the last half panel of a block fetches the next block's first weights).
+  Fp32ConvTester().input_size(46, 47).channels(32, 32).groups(2).kernel(3, 3).padding(1, 1, 1, 1)
+      .clamp(0.0f, INFINITY).split(300, 32).seed(++seed).test_all_isas();
+  Fp32ConvTester().input_size(40, 41).channels(64, 64).groups(4).kernel(3, 3).padding(1, 1, 1, 1)
+      .residual(true).seed(++seed).test_all_isas();
   for (int per_group : {4, 8, 16, 32}) {
     Fp32ConvTester().input_size(5, 5).channels(32 * per_group, 32 * per_group).groups(32).kernel(3, 3)
         .stride(2, 2).padding(1, 1, 1, 1).clamp(0.0f, INFINITY).split(4, 64).seed(++seed).test_all_isas();
