@@ -55,6 +55,7 @@ void LayerTeam::run_parts(int parts, PartFunction function, const void* context)
   parts = std::clamp(parts, 1, kMaxParts);
   function_ = function;
   context_ = context;
+  const auto published = std::chrono::steady_clock::now();
   parts_done_.store(0, std::memory_order_relaxed);
   ++generation_;
   // Part 0 is the driver's: published already claimed, so the helpers start at part 1. Which
@@ -76,12 +77,25 @@ void LayerTeam::run_parts(int parts, PartFunction function, const void* context)
     parts_done_.fetch_add(1, std::memory_order_release);
   }
   // Every part is claimed; wait for the helpers' to finish.
+  if (parts_done_.load(std::memory_order_acquire) >= parts) return;
+  const auto own_done = std::chrono::steady_clock::now();
+  const auto stall_at = own_done + (own_done - published) + kHelperStallSlack;
   for (int spins = 1; parts_done_.load(std::memory_order_acquire) < parts; ++spins) {
     if (spins % kPausesPerYield == 0) {
+      if (!stalled_ && std::chrono::steady_clock::now() > stall_at) stalled_ = true;
       std::this_thread::yield();
     } else {
       spin_pause();
     }
+  }
+}
+
+void TeamPacing::record(bool stalled, Clock::time_point now) {
+  if (stalled) {
+    backoff_ = std::clamp<Clock::duration>(2 * backoff_, kFirstSolo, kMaxSolo);
+    solo_until_ = now + backoff_;
+  } else {
+    backoff_ = backoff_ / 2 < kFirstSolo ? Clock::duration::zero() : backoff_ / 2;
   }
 }
 
