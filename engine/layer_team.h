@@ -25,8 +25,8 @@ inline constexpr double kMinOpsPerStreamedByte = 2.5;
 // the items allow.
 int64_t layer_chunks(const WorkShape& work, double streamed_bytes, int threads);
 
-// How long past its own share of a job the driver waits for a helper's part before it counts the
-// helper stalled: far above the skew of two running cores (a few us) and a sleeping helper's wake-up
+// How long the driver waits for a helper's part, past twice the time its own share of the job took,
+// before it counts the helper stalled: far above the skew of two running cores (a few us) and a sleeping helper's wake-up
 // (~100 us; a helper that has not claimed its part yet costs nothing, the driver claims it), far
 // below a scheduler time slice (~3 ms), the usual reason: another process took the helper's core
 // after the helper claimed its part, and the part (its writes half done) can only finish there.
@@ -56,8 +56,8 @@ class LayerTeam {
   }
   // Driver: the run is over; every help() returns (including ones that start later).
   void stop();
-  // Driver: whether a job so far waited for a helper's part more than kHelperStallSlack past the
-  // time the driver's own share took (then the rest of the run does better on the driver alone).
+  // Driver: whether a job so far waited for a helper's part more than twice the time the driver's
+  // own share took plus kHelperStallSlack (then the rest of the run does better on the driver alone).
   bool stalled() const { return stalled_; }
   // Helper: runs parts of the driver's jobs until stop().
   void help();

@@ -126,7 +126,7 @@ TEST(Concurrency, LayerTeamWakesASleepingHelper) {
   EXPECT_EQ(both_running, 5);
 }
 
-// A helper that loses its core after claiming its part (here: it sleeps 30 ms in it) holds the
+// A helper that loses its core after claiming its part (here: it sleeps 100 ms in it) holds the
 // driver up: the driver sees the stall. Part 0 waits until the helper has claimed part 1, so the
 // driver cannot take part 1 itself.
 TEST(Concurrency, LayerTeamSeesAHelperThatStallsAfterClaiming) {
@@ -140,7 +140,7 @@ TEST(Concurrency, LayerTeamSeesAHelperThatStallsAfterClaiming) {
     if (part == 1) {
       claimed.store(true);
       helper_ran_part_one.store(std::this_thread::get_id() != driver);
-      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
       return;
     }
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
