@@ -103,7 +103,8 @@ void TeamPacing::record(bool stalled, Clock::time_point now) {
 
 void LayerTeam::stop() {
   stopped_.store(true, std::memory_order_seq_cst);
-  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+  asleep_at_stop_ = sleepers_.load(std::memory_order_seq_cst) > 0;
+  if (asleep_at_stop_) {
     wake_.fetch_add(1, std::memory_order_seq_cst);
     wake_.notify_all();
   }

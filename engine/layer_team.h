@@ -56,6 +56,10 @@ class LayerTeam {
   }
   // Driver: the run is over; every help() returns (including ones that start later).
   void stop();
+  // Driver, after stop(): whether a helper was asleep then (joining it waits for its wake-up, which
+  // is no sign of a stall; a helper that was awake returns from help() within microseconds unless
+  // it has lost its core).
+  bool helper_asleep_at_stop() const { return asleep_at_stop_; }
   // Driver: whether a job so far waited for a helper's part more than twice the time the driver's
   // own share took plus kHelperStallSlack (then the rest of the run does better on the driver alone).
   bool stalled() const { return stalled_; }
@@ -80,6 +84,7 @@ class LayerTeam {
   const void* context_ = nullptr;
   uint32_t generation_ = 0;  // the driver's
   bool stalled_ = false;     // the driver's
+  bool asleep_at_stop_ = false;  // the driver's
 };
 
 // When a context's helpers stall (another process holds the other cores: a 2-thread run then

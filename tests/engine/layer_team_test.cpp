@@ -176,6 +176,43 @@ TEST(Concurrency, LayerTeamWithoutAWaitSeesNoStall) {
   EXPECT_FALSE(alone.stalled());
 }
 
+// A helper asleep when the run stops (it waited past the spin for a job) is reported, so the
+// join's wait for its wake-up is not taken for a stall; one at work is not.
+TEST(Concurrency, LayerTeamTellsWhetherAHelperWasAsleepAtStop) {
+  {
+    LayerTeam team;
+    std::thread helper([&] { team.help(); });
+    team.run_parts(2, [](int) {});
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // far past the spin before sleeping
+    team.stop();
+    helper.join();
+    EXPECT_TRUE(team.helper_asleep_at_stop());
+  }
+  {
+    // The helper is inside a part when the driver stops the team (from its own part).
+    LayerTeam team;
+    std::thread helper([&] { team.help(); });
+    std::atomic<bool> started{false}, stopped{false};
+    const std::thread::id driver = std::this_thread::get_id();
+    bool helper_ran_part_one = false;
+    team.run_parts(2, [&](int part) {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      if (part == 1) {
+        helper_ran_part_one = std::this_thread::get_id() != driver;
+        started.store(true);
+        while (!stopped.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+        return;
+      }
+      while (!started.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+      team.stop();
+      stopped.store(true);
+    });
+    helper.join();
+    ASSERT_TRUE(helper_ran_part_one);
+    EXPECT_FALSE(team.helper_asleep_at_stop());
+  }
+}
+
 // After a stalled run the context runs solo for kFirstSolo, twice as long after each further
 // stalled run up to kMaxSolo; runs on the team without a stall halve the period again.
 TEST(TeamPacing, BacksOffOnStallsAndRecoversOnCleanRuns) {
