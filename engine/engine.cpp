@@ -325,7 +325,7 @@ struct ExecutionContext::Impl {
   std::atomic<bool> layer_failed{false};  // RunState::report_failure
   std::string failure_message;
   bool warmed_up = false;  // every arena thread's kernel scratch is grown (after the first run)
-  TeamPacing pacing;  // whether runs go on the calling thread alone while helpers stall
+  TeamPacing pacing;       // whether runs go on the calling thread alone while helpers stall
   bool flush_denormals = true;  // ContextOptions::flush_denormals
   Status allocation_failure;  // set when the constructor could not allocate: every run returns it
 };

@@ -26,10 +26,11 @@ inline constexpr double kMinOpsPerStreamedByte = 2.5;
 int64_t layer_chunks(const WorkShape& work, double streamed_bytes, int threads);
 
 // How long the driver waits for a helper's part, past twice the time its own share of the job took,
-// before it counts the helper stalled: far above the skew of two running cores (a few us) and a sleeping helper's wake-up
-// (~100 us; a helper that has not claimed its part yet costs nothing, the driver claims it), far
-// below a scheduler time slice (~3 ms), the usual reason: another process took the helper's core
-// after the helper claimed its part, and the part (its writes half done) can only finish there.
+// before it counts the helper stalled (and how long a join of the helpers may take): far above the
+// skew of two running cores (a few us) and a sleeping helper's wake-up (~100 us; a helper that has
+// not claimed its part yet costs nothing, the driver claims it), far below a scheduler time slice
+// (~3 ms), the usual reason: another process took the helper's core after the helper claimed its
+// part, and the part (its writes half done) can only finish there.
 inline constexpr std::chrono::microseconds kHelperStallSlack{300};
 
 // The calling thread (the driver) and up to threads - 1 helpers run a run's split layers. Between

@@ -49,8 +49,8 @@ std::string intermediate_declines(const Graph& graph, const std::string& value, 
   const int64_t channels = (*dims)[1].value, height = (*dims)[2].value, width = (*dims)[3].value;
   if (width < kMinRowPixels) return fmt::format("'{}' has rows of {} pixels, fewer than {}", value, width, kMinRowPixels);
   if (width < kNarrowRowPixels && depthwise_rows % 2 != 0) {
-    return fmt::format("'{}' has rows of {} pixels (fewer than {}) and the depthwise writes {} rows, an odd count", value,
-                       width, kNarrowRowPixels, depthwise_rows);
+    return fmt::format("'{}' has rows of {} pixels (fewer than {}) and the depthwise writes {} rows, an odd count",
+                       value, width, kNarrowRowPixels, depthwise_rows);
   }
   if (channels * height * width * static_cast<int64_t>(sizeof(float)) < kMinImageBytes) {
     return fmt::format("an image of '{}' is under {} KiB", value, kMinImageBytes >> 10);

@@ -1,7 +1,8 @@
 // fuse_float_depthwise_chain: a depthwise float conv with its 1x1 expansion and/or projection
 // becomes one FusedDepthwiseConv when the intermediates are at least 64 KiB per image in rows of at
-// least 14 pixels (under 28, only a whole block whose depthwise writes an even number of rows); structure, numbers (bit-equal: the reference runs the parts as the FusedConvs
-// they were, in order) and must-not-fire cases with the reasons inspect shows.
+// least 14 pixels (under 28, only a whole block whose depthwise writes an even number of rows);
+// structure, numbers (bit-equal: the reference runs the parts as the FusedConvs they were, in
+// order) and must-not-fire cases with the reasons inspect shows.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -100,8 +101,8 @@ TEST(FuseFloatDepthwiseChain, MustNotFire) {
   {
     SCOPED_TRACE("rows of 12 pixels: the intermediates stay in L2 anyway");
     optimizer::PassContext context;
-    Graph fused = fuse(chain_model(kExpand + kDepthwise + "  y = Conv(dr, pw, pb)", 8, 12, "float[2,8,12,12] y"),
-                       context);
+    Graph fused =
+        fuse(chain_model(kExpand + kDepthwise + "  y = Conv(dr, pw, pb)", 8, 12, "float[2,8,12,12] y"), context);
     EXPECT_EQ(chain(fused), nullptr);
     const std::string reason = float_reason_for(fused, context, "dr");
     EXPECT_NE(reason.find("rows of 12 pixels, fewer than 14"), std::string::npos) << reason;
