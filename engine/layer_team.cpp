@@ -55,6 +55,7 @@ void LayerTeam::run_parts(int parts, PartFunction function, const void* context)
   parts = std::clamp(parts, 1, kMaxParts);
   function_ = function;
   context_ = context;
+  const auto published = std::chrono::steady_clock::now();
   parts_done_.store(0, std::memory_order_relaxed);
   ++generation_;
   // Part 0 is the driver's: published already claimed, so the helpers start at part 1. Which
@@ -76,8 +77,14 @@ void LayerTeam::run_parts(int parts, PartFunction function, const void* context)
     parts_done_.fetch_add(1, std::memory_order_release);
   }
   // Every part is claimed; wait for the helpers' to finish.
+  if (parts_done_.load(std::memory_order_acquire) >= parts) return;
+  const auto own_done = std::chrono::steady_clock::now();
+  // A helper's part may take up to 3x the driver's share (uneven items, rows in the other core's
+  // cache: up to 2.7x measured) before a wait counts as a stall.
+  const auto stall_at = own_done + 2 * (own_done - published) + kHelperStallSlack;
   for (int spins = 1; parts_done_.load(std::memory_order_acquire) < parts; ++spins) {
     if (spins % kPausesPerYield == 0) {
+      if (!stalled_ && std::chrono::steady_clock::now() > stall_at) stalled_ = true;
       std::this_thread::yield();
     } else {
       spin_pause();
@@ -85,9 +92,19 @@ void LayerTeam::run_parts(int parts, PartFunction function, const void* context)
   }
 }
 
+void TeamPacing::record(bool stalled, Clock::time_point now) {
+  if (stalled) {
+    backoff_ = std::clamp<Clock::duration>(2 * backoff_, kFirstSolo, kMaxSolo);
+    solo_until_ = now + backoff_;
+  } else {
+    backoff_ = backoff_ / 2 < kFirstSolo ? Clock::duration::zero() : backoff_ / 2;
+  }
+}
+
 void LayerTeam::stop() {
   stopped_.store(true, std::memory_order_seq_cst);
-  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+  asleep_at_stop_ = sleepers_.load(std::memory_order_seq_cst) > 0;
+  if (asleep_at_stop_) {
     wake_.fetch_add(1, std::memory_order_seq_cst);
     wake_.notify_all();
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 #include "engine/layer.h"
@@ -23,6 +24,14 @@ inline constexpr double kMinOpsPerStreamedByte = 2.5;
 // is too small to be worth a second thread, otherwise a whole multiple of the thread count where
 // the items allow.
 int64_t layer_chunks(const WorkShape& work, double streamed_bytes, int threads);
+
+// How long the driver waits for a helper's part, past twice the time its own share of the job took,
+// before it counts the helper stalled (and how long a join of the helpers may take): far above the
+// skew of two running cores (a few us) and a sleeping helper's wake-up (~100 us; a helper that has
+// not claimed its part yet costs nothing, the driver claims it), far below a scheduler time slice
+// (~3 ms), the usual reason: another process took the helper's core after the helper claimed its
+// part, and the part (its writes half done) can only finish there.
+inline constexpr std::chrono::microseconds kHelperStallSlack{300};
 
 // The calling thread (the driver) and up to threads - 1 helpers run a run's split layers. Between
 // layers the helpers spin instead of going back to the thread pool: a layer of 10-50 us split over
@@ -48,6 +57,13 @@ class LayerTeam {
   }
   // Driver: the run is over; every help() returns (including ones that start later).
   void stop();
+  // Driver, after stop(): whether a helper was asleep then (joining it waits for its wake-up, which
+  // is no sign of a stall; a helper that was awake returns from help() within microseconds unless
+  // it has lost its core).
+  bool helper_asleep_at_stop() const { return asleep_at_stop_; }
+  // Driver: whether a job so far waited for a helper's part more than twice the time the driver's
+  // own share took plus kHelperStallSlack (then the rest of the run does better on the driver alone).
+  bool stalled() const { return stalled_; }
   // Helper: runs parts of the driver's jobs until stop().
   void help();
 
@@ -68,6 +84,30 @@ class LayerTeam {
   PartFunction function_ = nullptr;
   const void* context_ = nullptr;
   uint32_t generation_ = 0;  // the driver's
+  bool stalled_ = false;     // the driver's
+  bool asleep_at_stop_ = false;  // the driver's
+};
+
+// When a context's helpers stall (another process holds the other cores: a 2-thread run then
+// waited milliseconds per stall, 2-3x the time of one thread), its next runs go on the calling
+// thread alone for a while, then try the team again: solo for kFirstSolo after a run that stalled,
+// twice as long after each further one (up to kMaxSolo, so a busy machine costs one stalled run a
+// second); a run on the team that does not stall halves the next period.
+class TeamPacing {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr Clock::duration kFirstSolo = std::chrono::milliseconds(5);
+  static constexpr Clock::duration kMaxSolo = std::chrono::seconds(1);
+
+  // Whether a run starting at `now` goes on the calling thread alone.
+  bool solo(Clock::time_point now) const { return now < solo_until_; }
+  // A run on the team ended at `now`; `stalled`: LayerTeam::stalled().
+  void record(bool stalled, Clock::time_point now);
+  Clock::duration backoff() const { return backoff_; }
+
+ private:
+  Clock::duration backoff_{0};
+  Clock::time_point solo_until_{};
 };
 
 }  // namespace qdqrt::engine

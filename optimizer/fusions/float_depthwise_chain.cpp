@@ -4,8 +4,10 @@
 // L3 (engine/layers/float_conv/fused_depthwise.cpp). A part joins when the intermediate between it
 // and the depthwise has no other reader, is not a graph output, and is worth keeping out of memory:
 // at least 64 KiB per image (smaller ones stay in L2 between the layers anyway) in rows of at least
-// 28 pixels (the bands then hold whole or nearly whole GEMM tiles): MobileNetV2 at 224x224 from
-// 112x112 to 28x28, EfficientNet-B0's expansions there. The parts are Conv or FusedConv nodes the
+// 14 pixels (the bands then hold whole GEMM tiles), and under 28 pixels only in a whole block whose
+// depthwise writes an even number of rows (kNarrowRowPixels): MobileNetV2 at 224x224 from 112x112
+// to 14x14, EfficientNet-B0's expansions down to 28x28, MnasNet's and MobileNetV3's 14x14 blocks
+// without a squeeze-excite (not a stride-2 block down to 7x7). The parts are Conv or FusedConv nodes the
 // NHWC kernels run (float_conv.h): the depthwise (group == C == OC > 1) without a residual, the
 // 1x1s (stride 1, no pads, no dilation, group 1) without a gate, the expansion without a residual
 // (the projection keeps its own), and the expansion's input written channels-last by a conv or of
@@ -27,17 +29,29 @@ namespace qdqrt::optimizer {
 namespace {
 
 // An intermediate rows must be at least this wide, and an image's intermediate this large.
-constexpr int64_t kMinRowPixels = 28;
+constexpr int64_t kMinRowPixels = 14;
 constexpr int64_t kMinImageBytes = 64 << 10;
+// Rows narrower than this fuse only in a whole block (expansion, depthwise and projection) whose
+// depthwise writes an even number of rows. Whole blocks: an expansion + depthwise of 14x14 rows
+// whose output a squeeze-excite reads ran 2-8% slower fused (one thread; EfficientNet-B0,
+// MobileNetV3), whole blocks as fast or faster. Even rows: the fused layer splits in units of
+// whole rows, two equal halves on two threads (MnasNet's 14x14 blocks: 7 + 7 rows), while 7 rows of
+// 7 pixels made one band that one thread ran alone (the layers apart split by channels instead).
+constexpr int64_t kNarrowRowPixels = 28;
 
 bool is_fused_conv(const Node& node) { return node.domain == layers::kDomain && node.op_type == layers::kFusedConv; }
 
-// Why the intermediate `value` between a part and the depthwise is not worth fusing over, or "".
-std::string intermediate_declines(const Graph& graph, const std::string& value) {
+// Why the intermediate `value` between a part and the depthwise is not worth fusing over, or "";
+// `depthwise_rows`: the depthwise's output height.
+std::string intermediate_declines(const Graph& graph, const std::string& value, int64_t depthwise_rows) {
   auto dims = float_rank4(graph, value);
   if (!dims) return fmt::format("'{}' is not a float [N, C, H, W] of known C, H and W", value);
   const int64_t channels = (*dims)[1].value, height = (*dims)[2].value, width = (*dims)[3].value;
   if (width < kMinRowPixels) return fmt::format("'{}' has rows of {} pixels, fewer than {}", value, width, kMinRowPixels);
+  if (width < kNarrowRowPixels && depthwise_rows % 2 != 0) {
+    return fmt::format("'{}' has rows of {} pixels (fewer than {}) and the depthwise writes {} rows, an odd count",
+                       value, width, kNarrowRowPixels, depthwise_rows);
+  }
   if (channels * height * width * static_cast<int64_t>(sizeof(float)) < kMinImageBytes) {
     return fmt::format("an image of '{}' is under {} KiB", value, kMinImageBytes >> 10);
   }
@@ -87,13 +101,15 @@ SelectResult select_float_depthwise_chain(const Graph& graph, const ValueIndex& 
   std::string why;  // the first reason a structurally fitting part stays apart
   int project = -1;
   const std::string& d = dw.outputs[0];
+  auto dw_dims = float_rank4(graph, d);
+  const int64_t dw_rows = dw_dims ? (*dw_dims)[2].value : 0;
   if (dw.outputs.size() == 1 && index.has_single_use(d)) {
     const int reader = index.consumers(d)[0];
     const Node& pw = graph.nodes[static_cast<size_t>(reader)];
     bool read_once = pw.has_input(0) && pw.input(0) == d;
     for (size_t slot = 1; slot < pw.inputs.size(); ++slot) read_once = read_once && pw.inputs[slot] != d;
     if (read_once && is_pointwise_part(graph, pw, /*residual_allowed=*/true)) {
-      why = intermediate_declines(graph, d);
+      why = intermediate_declines(graph, d, dw_rows);
       if (why.empty()) project = reader;
     }
   }
@@ -105,11 +121,25 @@ SelectResult select_float_depthwise_chain(const Graph& graph, const ValueIndex& 
     if (ex.has_input(0) && ex.outputs[0] == e && is_pointwise_part(graph, ex, /*residual_allowed=*/false)) {
       auto x = float_rank4(graph, ex.input(0));
       if (x && (written_nhwc(graph, index, ex.input(0)) || (*x)[1].value > 4)) {
-        std::string declines = intermediate_declines(graph, e);
+        std::string declines = intermediate_declines(graph, e, dw_rows);
         if (declines.empty()) {
           expand = producer;
         } else if (why.empty()) {
           why = declines;
+        }
+      }
+    }
+  }
+  // Narrow rows only in a whole block.
+  if (expand < 0 || project < 0) {
+    for (auto [part, value] : {std::pair{&expand, &e}, std::pair{&project, &d}}) {
+      if (*part < 0) continue;
+      auto dims = float_rank4(graph, *value);
+      if (dims && (*dims)[3].value < kNarrowRowPixels) {
+        *part = -1;
+        if (why.empty()) {
+          why = fmt::format("'{}' has rows of {} pixels (fewer than {}): only a whole block fuses there", *value,
+                            (*dims)[3].value, kNarrowRowPixels);
         }
       }
     }

@@ -126,5 +126,125 @@ TEST(Concurrency, LayerTeamWakesASleepingHelper) {
   EXPECT_EQ(both_running, 5);
 }
 
+// A helper that loses its core after claiming its part (here: it sleeps 100 ms in it) holds the
+// driver up: the driver sees the stall. Part 0 waits until the helper has claimed part 1, so the
+// driver cannot take part 1 itself.
+TEST(Concurrency, LayerTeamSeesAHelperThatStallsAfterClaiming) {
+  LayerTeam team;
+  std::thread helper([&] { team.help(); });
+  std::atomic<bool> claimed{false};
+  std::atomic<bool> helper_ran_part_one{false};
+  const std::thread::id driver = std::this_thread::get_id();
+  EXPECT_FALSE(team.stalled());
+  team.run_parts(2, [&](int part) {
+    if (part == 1) {
+      claimed.store(true);
+      helper_ran_part_one.store(std::this_thread::get_id() != driver);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      return;
+    }
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!claimed.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+  });
+  team.stop();
+  helper.join();
+  ASSERT_TRUE(helper_ran_part_one.load());
+  EXPECT_TRUE(team.stalled());
+}
+
+// Must not fire: the helper's part is done before the driver's (part 0 waits for it), and a team
+// without helpers never waits.
+TEST(Concurrency, LayerTeamWithoutAWaitSeesNoStall) {
+  LayerTeam team;
+  std::thread helper([&] { team.help(); });
+  for (int job = 0; job < 20; ++job) {
+    std::atomic<bool> done{false};
+    team.run_parts(2, [&](int part) {
+      if (part == 1) {
+        done.store(true);
+        return;
+      }
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (!done.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    });
+  }
+  team.stop();
+  helper.join();
+  EXPECT_FALSE(team.stalled());
+  LayerTeam alone;
+  alone.run_parts(4, [](int) { std::this_thread::sleep_for(std::chrono::milliseconds(1)); });
+  EXPECT_FALSE(alone.stalled());
+}
+
+// A helper asleep when the run stops (it waited past the spin for a job) is reported, so the
+// join's wait for its wake-up is not taken for a stall; one at work is not.
+TEST(Concurrency, LayerTeamTellsWhetherAHelperWasAsleepAtStop) {
+  {
+    LayerTeam team;
+    std::thread helper([&] { team.help(); });
+    team.run_parts(2, [](int) {});
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // far past the spin before sleeping
+    team.stop();
+    helper.join();
+    EXPECT_TRUE(team.helper_asleep_at_stop());
+  }
+  {
+    // The helper is inside a part when the driver stops the team (from its own part).
+    LayerTeam team;
+    std::thread helper([&] { team.help(); });
+    std::atomic<bool> started{false}, stopped{false};
+    const std::thread::id driver = std::this_thread::get_id();
+    bool helper_ran_part_one = false;
+    team.run_parts(2, [&](int part) {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      if (part == 1) {
+        helper_ran_part_one = std::this_thread::get_id() != driver;
+        started.store(true);
+        while (!stopped.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+        return;
+      }
+      while (!started.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+      team.stop();
+      stopped.store(true);
+    });
+    helper.join();
+    ASSERT_TRUE(helper_ran_part_one);
+    EXPECT_FALSE(team.helper_asleep_at_stop());
+  }
+}
+
+// After a stalled run the context runs solo for kFirstSolo, twice as long after each further
+// stalled run up to kMaxSolo; runs on the team without a stall halve the period again.
+TEST(TeamPacing, BacksOffOnStallsAndRecoversOnCleanRuns) {
+  using Clock = engine::TeamPacing::Clock;
+  engine::TeamPacing pacing;
+  const Clock::time_point start{};
+  const Clock::time_point t0 = start + std::chrono::hours(1);
+  EXPECT_FALSE(pacing.solo(t0));
+  pacing.record(false, t0);  // clean runs: never solo
+  EXPECT_FALSE(pacing.solo(t0));
+  EXPECT_EQ(pacing.backoff(), Clock::duration::zero());
+  pacing.record(true, t0);
+  EXPECT_EQ(pacing.backoff(), engine::TeamPacing::kFirstSolo);
+  EXPECT_TRUE(pacing.solo(t0 + engine::TeamPacing::kFirstSolo / 2));
+  EXPECT_FALSE(pacing.solo(t0 + engine::TeamPacing::kFirstSolo));
+  Clock::time_point now = t0 + engine::TeamPacing::kFirstSolo;
+  pacing.record(true, now);
+  EXPECT_EQ(pacing.backoff(), 2 * engine::TeamPacing::kFirstSolo);
+  EXPECT_TRUE(pacing.solo(now + engine::TeamPacing::kFirstSolo));
+  for (int stall = 0; stall < 20; ++stall) pacing.record(true, now);
+  EXPECT_EQ(pacing.backoff(), engine::TeamPacing::kMaxSolo);
+  EXPECT_TRUE(pacing.solo(now + engine::TeamPacing::kMaxSolo - std::chrono::milliseconds(1)));
+  now += engine::TeamPacing::kMaxSolo;
+  EXPECT_FALSE(pacing.solo(now));
+  pacing.record(false, now);
+  EXPECT_EQ(pacing.backoff(), engine::TeamPacing::kMaxSolo / 2);
+  EXPECT_FALSE(pacing.solo(now));  // a clean run does not start a solo period
+  for (int run = 0; run < 20; ++run) pacing.record(false, now);
+  EXPECT_EQ(pacing.backoff(), Clock::duration::zero());
+  pacing.record(true, now);
+  EXPECT_EQ(pacing.backoff(), engine::TeamPacing::kFirstSolo);
+}
+
 }  // namespace
 }  // namespace qdqrt::testing

@@ -455,7 +455,8 @@ TEST(EngineFloatModels, SqueezeExciteGateFoldsIntoProjection) {
 }
 
 // A depthwise conv runs inside the 1x1 conv that is its only reader (bands of rows through
-// scratch) when its output is at least 64 KiB per image and 28 pixels wide: with a residual Add
+// scratch) when its output is at least 64 KiB per image and 28 pixels wide (narrower: only in a
+// whole block, ExpansionFusesIntoDepthwise): with a residual Add
 // after the 1x1, stride 2, batch 3, 1 and 2 threads, after an engine-file round trip; not when the
 // depthwise output has a second reader or is small.
 TEST(EngineFloatModels, DepthwiseFusesIntoPointwise) {
@@ -487,7 +488,8 @@ TEST(EngineFloatModels, DepthwiseFusesIntoPointwise) {
 // The 1x1 expansion before a depthwise conv runs inside it too (rows of expanded input per band,
 // kept across the bands of a call): the whole MobileNetV2 block (expansion, depthwise,
 // projection with the residual Add), EfficientNet-style expansion + stride-2 depthwise with SiLU
-// whose output has two readers, odd sizes; not when the expansion's output has a second reader.
+// whose output has two readers, odd sizes, a whole block in rows of 14 pixels; not when the
+// expansion's output has a second reader, nor rows of 14 pixels outside a whole block of even rows.
 TEST(EngineFloatModels, ExpansionFusesIntoDepthwise) {
   struct ChainCase {
     std::string name, input, body;
@@ -506,6 +508,15 @@ TEST(EngineFloatModels, ExpansionFusesIntoDepthwise) {
        "g = GlobalAveragePool(dsilu)\ny = Mul(dsilu, g)", 1},
       {"expansion_read_twice", "float[N,16,32,30] x",
        expand + "d = Conv<pads=[1,1,1,1], group=48>(er, dw, b48)\ny = Add(d, er)", 2},
+      // Rows of 14 pixels: a whole block with an even number of rows (units of 7 rows) fuses; an
+      // odd number of rows, or a block without its projection, does not.
+      {"block_14_wide", "float[N,16,28,14] x",
+       expand + "d = Conv<pads=[1,1,1,1], group=48>(er, dw, b48)\ndr = Relu(d)\np = Conv(dr, project, b16)\n"
+                "y = Add(p, x)", 1},
+      {"block_14_wide_odd_rows", "float[N,16,27,14] x",
+       expand + "d = Conv<pads=[1,1,1,1], group=48>(er, dw, b48)\ndr = Relu(d)\ny = Conv(dr, project, b16)", 3},
+      {"expansion_depthwise_14_wide", "float[N,16,28,14] x",
+       expand + "d = Conv<pads=[1,1,1,1], group=48>(er, dw, b48)\ny = Relu(d)", 2},
   };
   const std::vector<std::string> inits = {weights("ex", {48, 16, 1, 1}), weights("b48", {48}),
                                           weights("dw", {48, 1, 3, 3}), weights("dw5", {48, 1, 5, 5}),

@@ -4,6 +4,7 @@
 // executor on the same graph. Plus must-fail binds of tampered plans, one per kind.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -1150,6 +1151,43 @@ TEST(Int8Layers, QConvFewPixelsSplitsChannels) {
   const int64_t pixel_items = (49 + 5) / 6;  // at most, with the smallest row tile
   EXPECT_GT(work.items, pixel_items) << plan->plan.layers[conv].kernel;
   expect_matches_reference(graph, {"qconv"});
+}
+
+// A channel gate over 14x14 pixels splits into equal blocks: two threads' halves of its items are
+// 98 pixels each (the rows the conv before wrote on each core), not 128 and 68.
+TEST(Int8Layers, ChannelGateItemsHalveTheImageEvenly) {
+  Graph graph = load_text(R"(<ir_version: 8, opset_import: ["" : 14, "qdqrt" : 1]>
+g (float[1,40,14,14] x, float[1,40,1,1] gate) => (uint8[1,40,14,14] y)
+<float ys = {0.1}, uint8 yz = {128}>
+{
+  y = qdqrt.ChannelGate <fused_nodes = ["mul", "q"]> (x, gate, ys, yz)
+})");
+  auto plan = harness_lower(graph, 1, kernels::active_isa());
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  ASSERT_EQ(native_kinds(*plan), std::vector<std::string>{"channel_gate"});
+  auto layers = harness_bind(*plan);
+  ASSERT_TRUE(layers.ok()) << layers.status().to_string();
+  // The layer alone (the plan also converts x to channels-last and y back): its own tensors.
+  size_t index = 0;
+  while (index < plan->plan.layers.size() && plan->plan.layers[index].kind != "channel_gate") ++index;
+  ASSERT_LT(index, plan->plan.layers.size());
+  const engine::PlanLayer& gate_layer = plan->plan.layers[index];
+  const engine::Layer& layer = *(*layers)[index];
+  std::vector<float> x(40 * 196, 1.0f), gate(40, 1.0f);
+  std::vector<uint8_t> y(40 * 196, 0);
+  std::vector<void*> data(plan->plan.tensors.size(), nullptr);
+  data[static_cast<size_t>(gate_layer.inputs[0])] = x.data();
+  data[static_cast<size_t>(gate_layer.inputs[1])] = gate.data();
+  data[static_cast<size_t>(gate_layer.outputs[0])] = y.data();
+  engine::RunState state{&plan->plan, 1, &data};
+  const engine::WorkShape work = layer.work(state);
+  ASSERT_EQ(work.items % 2, 0) << work.items;
+  layer.run(state, 0, work.items / 2, {});
+  int64_t written = 0;  // channels-last: a pixel's 40 values side by side
+  for (int64_t pixel = 0; pixel < 196; ++pixel) written += y[static_cast<size_t>(pixel) * 40] != 0 ? 1 : 0;
+  EXPECT_EQ(written, 98);
+  layer.run(state, work.items / 2, work.items, {});
+  EXPECT_EQ(std::count(y.begin(), y.end(), uint8_t{138}), 40 * 196);  // 1 x 1 / 0.1 + 128, every pixel once
 }
 
 // A squeeze-excite's pooled float vector [N, C, 1, 1] quantized for a 1x1 conv: the quantize

@@ -1,7 +1,8 @@
 // fuse_float_depthwise_chain: a depthwise float conv with its 1x1 expansion and/or projection
 // becomes one FusedDepthwiseConv when the intermediates are at least 64 KiB per image in rows of at
-// least 28 pixels; structure, numbers (bit-equal: the reference runs the parts as the FusedConvs
-// they were, in order) and must-not-fire cases with the reasons inspect shows.
+// least 14 pixels (under 28, only a whole block whose depthwise writes an even number of rows);
+// structure, numbers (bit-equal: the reference runs the parts as the FusedConvs they were, in
+// order) and must-not-fire cases with the reasons inspect shows.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -98,13 +99,13 @@ TEST(FuseFloatDepthwiseChain, ADepthwiseOnTheInputTakesItsProjection) {
 
 TEST(FuseFloatDepthwiseChain, MustNotFire) {
   {
-    SCOPED_TRACE("rows of 24 pixels: the intermediates stay in L2 anyway");
+    SCOPED_TRACE("rows of 12 pixels: the intermediates stay in L2 anyway");
     optimizer::PassContext context;
-    Graph fused = fuse(chain_model(kExpand + kDepthwise + "  y = Conv(dr, pw, pb)", 8, 24, "float[2,8,24,24] y"),
-                       context);
+    Graph fused =
+        fuse(chain_model(kExpand + kDepthwise + "  y = Conv(dr, pw, pb)", 8, 12, "float[2,8,12,12] y"), context);
     EXPECT_EQ(chain(fused), nullptr);
     const std::string reason = float_reason_for(fused, context, "dr");
-    EXPECT_NE(reason.find("rows of 24 pixels, fewer than 28"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("rows of 12 pixels, fewer than 14"), std::string::npos) << reason;
   }
   {
     SCOPED_TRACE("16 channels x 28 x 28: an image of the intermediate is under 64 KiB");
@@ -139,6 +140,65 @@ TEST(FuseFloatDepthwiseChain, MustNotFire) {
                        context);
     EXPECT_EQ(chain(fused), nullptr);
   }
+}
+
+// x [1, 16, size, size] -> 96 channels (1x1) -> depthwise 3x3 of `stride` -> 16 channels (1x1; or
+// the depthwise's output itself without `project`): a 14x14 intermediate of 96 channels is 73.5 KiB
+// per image.
+std::string wide_chain_model(int64_t size, int64_t stride, bool project = true) {
+  std::mt19937 rng(29);
+  const int64_t out = (size - 1) / stride + 1;
+  return fmt::format(R"(<ir_version: 8, opset_import: ["" : 14]>
+g (float[1,16,{0},{0}] x) => (float[1,{9},{1},{1}] y)
+<{2}, {3}, {4}, {5}, {6}, {7}>
+{{
+  e = Conv(x, ex, eb)
+  er = Relu(e)
+  d = Conv <group = 96, pads = [1, 1, 1, 1], strides = [{8}, {8}]> (er, dw, db)
+  dr = Relu(d)
+  y = {10}
+}})",
+                     size, out, float_initializer("ex", {96, 16, 1, 1}, -0.5f, 0.5f, rng),
+                     float_initializer("eb", {96}, -0.5f, 0.5f, rng), float_initializer("dw", {96, 1, 3, 3}, -0.5f, 0.5f, rng),
+                     float_initializer("db", {96}, -0.5f, 0.5f, rng), float_initializer("pw", {16, 96, 1, 1}, -0.5f, 0.5f, rng),
+                     float_initializer("pb", {16}, -0.5f, 0.5f, rng), stride, project ? 16 : 96,
+                     project ? "Conv(dr, pw, pb)" : "Identity(dr)");
+}
+
+// MnasNet's 14x14 blocks: rows of 14 pixels, 14 depthwise rows (two units of 7 for two threads).
+TEST(FuseFloatDepthwiseChain, RowsOf14PixelsFuseWhenTheDepthwiseWritesAnEvenRowCount) {
+  optimizer::PassContext context;
+  Graph fused = fuse(wide_chain_model(14, 1), context);
+  const Node* layer = chain(fused);
+  ASSERT_NE(layer, nullptr);
+  EXPECT_EQ(fused.nodes.size(), 1u);
+  EXPECT_EQ(part_nodes(*layer), (std::vector<int64_t>{2, 2, 1}));
+}
+
+// Must not fire: rows under 28 pixels fuse only in a whole block (an expansion + depthwise whose
+// output a squeeze-excite reads ran slower fused).
+TEST(FuseFloatDepthwiseChain, RowsUnder28PixelsFuseOnlyInAWholeBlock) {
+  optimizer::PassContext context;
+  Graph fused = fuse(wide_chain_model(14, 1, /*project=*/false), context);
+  EXPECT_EQ(chain(fused), nullptr);
+  const std::string reason = float_reason_for(fused, context, "dr");
+  EXPECT_NE(reason.find("'er' has rows of 14 pixels (fewer than 28): only a whole block fuses there"),
+            std::string::npos)
+      << reason;
+}
+
+// Must not fire: a stride-2 depthwise from 14x14 writes 7 rows (one band no two threads share):
+// the expansion stays apart (and the projection: rows of 7 pixels).
+TEST(FuseFloatDepthwiseChain, RowsUnder28PixelsWithAnOddDepthwiseRowCountStayApart) {
+  optimizer::PassContext with_projection;
+  EXPECT_EQ(chain(fuse(wide_chain_model(14, 2), with_projection)), nullptr);
+  optimizer::PassContext context;
+  Graph fused = fuse(wide_chain_model(14, 2, /*project=*/false), context);
+  EXPECT_EQ(chain(fused), nullptr);
+  const std::string reason = float_reason_for(fused, context, "dr");
+  EXPECT_NE(reason.find("rows of 14 pixels (fewer than 28) and the depthwise writes 7 rows, an odd count"),
+            std::string::npos)
+      << reason;
 }
 
 }  // namespace
