@@ -326,6 +326,7 @@ struct ExecutionContext::Impl {
   std::string failure_message;
   bool warmed_up = false;  // every arena thread's kernel scratch is grown (after the first run)
   TeamPacing pacing;       // whether runs go on the calling thread alone while helpers stall
+  int64_t single_thread_runs = 0;  // ExecutionContext::single_thread_runs
   bool flush_denormals = true;  // ContextOptions::flush_denormals
   Status allocation_failure;  // set when the constructor could not allocate: every run returns it
 };
@@ -447,6 +448,8 @@ Status check_binding_shape(const PlanTensor& tensor, const Shape& shape, int64_t
 }
 
 }  // namespace
+
+int64_t ExecutionContext::single_thread_runs() const { return impl_->single_thread_runs; }
 
 Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::span<const TensorBinding> outputs) {
   if (!impl_->allocation_failure.is_ok()) return impl_->allocation_failure;
@@ -574,6 +577,7 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
     const bool late_join = joined - stopped > kHelperStallSlack && !team.helper_asleep_at_stop();
     // The first run grows the kernels' scratch (page faults on every thread): not a stall.
     if (threads > 1 && impl_->warmed_up) impl_->pacing.record(team.stalled() || late_join, joined);
+    if (threads_ > 1 && (threads == 1 || team.stalled())) ++impl_->single_thread_runs;
   });
   if (!impl_->warmed_up) {
     // The kernels keep scratch per thread and grow it on first use; after the first run, grow it

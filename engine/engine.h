@@ -144,6 +144,9 @@ class ExecutionContext {
   // Per layer (plan order), the time of the last profiled run in milliseconds.
   const std::vector<double>& last_layer_times_ms() const { return layer_times_ms_; }
   int threads() const { return threads_; }
+  // Runs of a multi-thread context that went on the calling thread alone, whole or from some layer
+  // on, because its helper threads stalled (another process held their cores; docs/engine.md).
+  int64_t single_thread_runs() const;
   const Engine& engine() const { return *engine_; }
 
  private:

@@ -711,6 +711,8 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(options.sleep_time_ms));
   }
   if (options.idle_time_ms > 0) out << fmt::format("Idle: {:g} ms between timed runs (not timed)\n", options.idle_time_ms);
+  int64_t single_thread_runs_before = 0;
+  for (const auto& stream : streams) single_thread_runs_before += stream->context->single_thread_runs();
   loop_start = Clock::now();
   status = run_streams(streams, [&](Stream& stream, size_t index) -> Status {
     return run_timed_loop(*stream.context, input_span, stream.bindings, options.iterations, options.duration_s * 1000.0,
@@ -720,6 +722,8 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
   if (!status.is_ok()) return RunError{false, status};
   std::vector<InferenceTiming> timings;
   for (const auto& stream : streams) timings.insert(timings.end(), stream->timings.begin(), stream->timings.end());
+  int64_t single_thread_runs = -single_thread_runs_before;
+  for (const auto& stream : streams) single_thread_runs += stream->context->single_thread_runs();
   std::sort(timings.begin(), timings.end(),
             [](const InferenceTiming& a, const InferenceTiming& b) { return a.start_ms < b.start_ms; });
   // Outputs of the last timed run (the profile run below rewrites the same values).
@@ -738,6 +742,7 @@ std::optional<RunError> run_exec(const ExecOptions& options, std::ostream& out) 
     out << fmt::format("Sample throughput: {:.6g} samples/s at batch {}\n", summary.throughput_qps * *batch, *batch);
   }
   out << format_stability_warning(summary.latency);
+  out << format_single_thread_warning(single_thread_runs, timings.size());
   if (options.verbose) out << format_trace_averages(timings, options.avg_runs);
   const std::vector<std::pair<std::string, Tensor>>& output_tensors = streams.front()->outputs;
   if (options.verbose || options.dump_output) {

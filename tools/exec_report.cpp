@@ -186,6 +186,15 @@ std::string format_stability_warning(const LatencyStats& latency) {
       100.0 * variation, 100.0 * kStableCoefficientOfVariation);
 }
 
+std::string format_single_thread_warning(int64_t single_thread_runs, size_t runs) {
+  if (single_thread_runs <= 0) return "";
+  return fmt::format(
+      "[W] * {} of {} timed runs went on the calling thread alone, whole or from some layer on: the helper "
+      "threads stalled (another process held their cores), and such runs back off from them for a while.\n"
+      "[W]   Their latency is that of one thread: run on an idle machine or with fewer --threads.\n",
+      single_thread_runs, runs);
+}
+
 std::string format_trace_averages(std::span<const InferenceTiming> timings, int avg_runs) {
   std::string text = "=== Trace details ===\n";
   text += fmt::format("Trace averages of {} runs:\n", avg_runs);

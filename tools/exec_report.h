@@ -60,6 +60,9 @@ std::string format_performance_summary(const PerformanceSummary& summary);
 inline constexpr double kStableCoefficientOfVariation = 0.025;
 // "" when stable; else "[W] * Latency is unstable, with coefficient of variation = 4.01%." and a hint.
 std::string format_stability_warning(const LatencyStats& latency);
+// "" when none; else "[W] * N of M timed runs went on one thread ..." (ExecutionContext::single_thread_runs:
+// the helper threads stalled, another process held their cores) and a hint.
+std::string format_single_thread_warning(int64_t single_thread_runs, size_t runs);
 // trtexec's "=== Trace details ===": the latency averaged over each avg_runs consecutive runs
 // (a trailing partial group is dropped, as trtexec does).
 std::string format_trace_averages(std::span<const InferenceTiming> timings, int avg_runs);

@@ -128,6 +128,14 @@ TEST(ExecSummary, StabilityWarningAboveTrtexecsThreshold) {
   EXPECT_EQ(format_stability_warning(compute_latency_stats({1.0}, percentiles)), "");  // one run: nothing to say
 }
 
+// Runs whose helpers stalled (another process on their cores) went on one thread: exec says how many.
+TEST(ExecSummary, SingleThreadRunsWarnWithTheirCount) {
+  EXPECT_EQ(format_single_thread_warning(0, 50), "");
+  const std::string warning = format_single_thread_warning(7, 50);
+  EXPECT_NE(warning.find("[W] * 7 of 50 timed runs went on the calling thread alone"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("fewer --threads"), std::string::npos) << warning;
+}
+
 TEST(ExecSummary, EmptyTimingsDoNotDivideByZero) {
   PerformanceSummary summary = summarize_performance({}, std::vector<double>{90});
   EXPECT_EQ(summary.inferences, 0u);
