@@ -17,7 +17,8 @@
 // NHWC convolution copies each pixel's channel range (a reader that wants NCHW gets a reorder of its
 // part; a copy across layouts would gather one element per row, slower than a reorder's blocked
 // transpose). Items: output rows in storage order, after dims of 1 are dropped and neighbouring
-// dims that are neighbours in the input too are merged (rows up to 16384 elements).
+// dims that are neighbours in the input too are merged (rows up to 16384 elements); 4-byte rows
+// that walk the input at a stride beside a contiguous output dim copy as tiled 2-D transposes.
 #include <algorithm>
 #include <array>
 #include <cstdlib>
