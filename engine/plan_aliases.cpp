@@ -18,6 +18,7 @@ constexpr const char* kPlainConcatKind = "plain_concat";
 constexpr const char* kQuantizedConcatKind = "qconcat";
 constexpr const char* kPlainCopyKind = "plain_copy";
 constexpr const char* kInt8ReshapeKind = "int8_reshape";
+constexpr const char* kStridedCopyKind = "strided_copy";
 
 struct Usage {
   std::vector<size_t> writers;  // layer positions
@@ -85,10 +86,55 @@ class AliasRewriter {
     }
   }
 
+  // A strided_copy that moves no byte (a Transpose that moves only dims of 1: attention's
+  // [1, T, E] <-> [T, 1, E] at maximum batch 1): both sides plain, nothing sliced, stepped or
+  // broadcast, and the output's dims other than 1 walk the input's in their order. Its output holds
+  // the input's bytes under another shape, as a Reshape's does (the shapes are the maximum batch's:
+  // a smaller batch shrinks a dim in place and keeps the order).
+  bool copies_in_order(const PlanLayer& layer) const {
+    if (layer.kind != kStridedCopyKind || layer.inputs.size() != 1 || layer.outputs.size() != 1 ||
+        layer.inputs[0] < 0 || layer.outputs[0] < 0) {
+      return false;
+    }
+    const PlanTensor& x = plan_.tensors[static_cast<size_t>(layer.inputs[0])];
+    const PlanTensor& y = plan_.tensors[static_cast<size_t>(layer.outputs[0])];
+    if (x.layout != Layout::kPlain || y.layout != Layout::kPlain) return false;
+    auto source_axes = layer.params.get_ints("source_axes");
+    auto starts = layer.params.get_ints("starts");
+    if (!source_axes.ok() || !starts.ok() || source_axes->size() != y.shape.size() || starts->size() != x.shape.size()) {
+      return false;
+    }
+    if (layer.params.has("copy.steps")) {
+      auto steps = layer.params.get_ints("copy.steps");
+      if (!steps.ok() || std::any_of(steps->begin(), steps->end(), [](int64_t step) { return step != 1; })) return false;
+    }
+    if (std::any_of(starts->begin(), starts->end(), [](int64_t start) { return start != 0; })) return false;
+    std::vector<bool> walked(x.shape.size(), false);
+    int64_t previous = -1;
+    for (size_t k = 0; k < y.shape.size(); ++k) {
+      const int64_t axis = (*source_axes)[k];
+      if (axis < 0 || axis >= static_cast<int64_t>(x.shape.size()) || walked[static_cast<size_t>(axis)] ||
+          y.shape[k] != x.shape[static_cast<size_t>(axis)]) {
+        return false;
+      }
+      walked[static_cast<size_t>(axis)] = true;
+      if (y.shape[k] == 1) continue;
+      if (axis < previous) return false;
+      previous = axis;
+    }
+    for (size_t a = 0; a < x.shape.size(); ++a) {
+      if (!walked[a] && x.shape[a] != 1) return false;
+    }
+    return true;
+  }
+
   void views() {
     for (size_t position = 0; position < plan_.layers.size(); ++position) {
       const PlanLayer& layer = plan_.layers[position];
-      if (removed_[position] || (layer.kind != kPlainCopyKind && layer.kind != kInt8ReshapeKind)) continue;
+      if (removed_[position] ||
+          (layer.kind != kPlainCopyKind && layer.kind != kInt8ReshapeKind && !copies_in_order(layer))) {
+        continue;
+      }
       if (make_view(position)) removed_[position] = true;
     }
   }

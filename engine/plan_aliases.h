@@ -12,7 +12,8 @@
 //     INT8 convs and the channels-last fp32 pools when a row is a pixel's channels, strided_copy
 //     for any row).
 //   Views: a Reshape-like copy (plain_copy, int8_reshape: the same bytes under another shape or
-//     layout label) makes its output a view of its input, and the copy goes. Both must be
+//     layout label; a strided_copy that moves no byte, a Transpose of dims of 1) makes its output a
+//     view of its input, and the copy goes. Both must be
 //     activations (graph inputs and outputs own their memory) and the input not a slice.
 //
 // The bytes stay read-only for readers: a view's readers and its input's readers all run after

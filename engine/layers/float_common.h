@@ -51,6 +51,12 @@ struct ColumnBlockSplit {
   // transforms the input tiles again).
   ColumnBlockSplit(int64_t row_items, int64_t columns, int64_t column_unit,
                    int64_t few_rows_column_blocks = kFewRowsColumnBlocks);
+  // One row item, the columns in exactly `blocks` blocks of whole units (as even as they go).
+  static ColumnBlockSplit blocks_of(int64_t columns, int64_t column_unit, int64_t blocks) {
+    ColumnBlockSplit split(1, columns, column_unit);
+    split.column_blocks = std::clamp<int64_t>(blocks, 1, split.column_units);
+    return split;
+  }
   int64_t items() const { return row_items * column_blocks; }
   // Calls run(first_row_item, end_row_item, column_begin, column_end) for items [begin, end).
   template <class Run>

@@ -5,7 +5,9 @@
 //                transA = 0). B ([K, N], or [N, K] with transB) times alpha is packed at build for
 //                the plan's ISA (`isa` param); Gemm's beta * C becomes the bias when C is a
 //                constant scalar, [N] or [1, N]. Work items: (column block, microkernel tile of
-//                rows), ColumnBlockSplit (float_common.h): a 1-row FC layer splits its columns.
+//                rows), ColumnBlockSplit (float_common.h): a 1-row FC layer splits its columns;
+//                a transformer's tokens at batch 1 against large weights: blocks of columns over
+//                every row (GemmLayer::whole_rows).
 //   fp32_matmul  MatMul of two activations, A [..., M, K] x B [..., K, N] (the attention's
 //                Q x K^T and P x V): B's leading dims equal A's or are all 1 (one B for every
 //                matrix). Each thread packs the B of the matrices it runs into its scratch.
@@ -64,28 +66,52 @@ class GemmLayer final : public Layer {
   }
 
   WorkShape work(const RunState& state) const override {
-    const ColumnBlockSplit split = work_split(state);
+    const int64_t rows = this->rows(state);
+    const ColumnBlockSplit split = work_split(rows);
     return {.items = split.items(),
-            .ops_per_item = 2.0 * packed_.mr * static_cast<double>(packed_.n) / static_cast<double>(split.column_blocks) *
-                            static_cast<double>(packed_.channels)};
+            .ops_per_item = 2.0 * static_cast<double>(rows_per_item(rows)) * static_cast<double>(packed_.n) /
+                            static_cast<double>(split.column_blocks) * static_cast<double>(packed_.channels)};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
     const int64_t rows = this->rows(state);
+    const int64_t item_rows = rows_per_item(rows);
     const float* a = state.data<float>(input_);
     float* y = state.data<float>(output_);
-    work_split(state).for_each_call(begin, end, [&](int64_t first, int64_t last, int64_t column_begin, int64_t column_end) {
+    work_split(rows).for_each_call(begin, end, [&](int64_t first, int64_t last, int64_t column_begin, int64_t column_end) {
       kernels::run_sgemm_with_layout(packed_, a, packed_.channels, y, packed_.n, epilogue_,
-                                     first * packed_.mr, std::min(rows, last * packed_.mr),
+                                     first * item_rows, std::min(rows, last * item_rows),
                                      static_cast<int>(column_begin), static_cast<int>(column_end),
                                      kernels::SgemmALayout::kAuto);
     });
   }
 
  private:
+  // Whole-rows split: more rows than one tile and at most kWholeRowsMaxRows (a transformer's
+  // 128-197 tokens at batch 1), weights past a core's L2 share (kWholeRowsMinWeightBytes). Every
+  // item is then a block of columns over all the rows, so each thread streams only its own columns
+  // of B from memory, once; items of row tiles (a block's B read by every chunk that holds some of
+  // its rows) streamed B about twice over. The blocks: kWholeRowsBlocks (a multiple of 2 and 4
+  // threads' chunks), or half as many for fewer panels.
+  static constexpr int64_t kWholeRowsMaxRows = 256;
+  static constexpr int64_t kWholeRowsMinWeightBytes = 1 << 20;
+  static constexpr int64_t kWholeRowsBlocks = 8;
+  static constexpr int64_t kWholeRowsMinPanelsPerBlock = 4;
+  bool whole_rows(int64_t rows) const {
+    return rows > packed_.mr && rows <= kWholeRowsMaxRows &&
+           static_cast<int64_t>(packed_.n) * packed_.channels * static_cast<int64_t>(sizeof(float)) >=
+               kWholeRowsMinWeightBytes;
+  }
   int64_t rows(const RunState& state) const { return state.numel(input_) / packed_.channels; }
-  ColumnBlockSplit work_split(const RunState& state) const {
-    return ColumnBlockSplit((rows(state) + packed_.mr - 1) / packed_.mr, packed_.n, packed_.nr);
+  int64_t rows_per_item(int64_t rows) const { return whole_rows(rows) ? std::max<int64_t>(rows, 1) : packed_.mr; }
+  ColumnBlockSplit work_split(int64_t rows) const {
+    if (whole_rows(rows)) {
+      const int64_t panels = (packed_.n + packed_.nr - 1) / packed_.nr;
+      const int64_t blocks = panels >= kWholeRowsBlocks * kWholeRowsMinPanelsPerBlock ? kWholeRowsBlocks
+                                                                                       : kWholeRowsBlocks / 2;
+      return ColumnBlockSplit::blocks_of(packed_.n, packed_.nr, std::min(blocks, panels));
+    }
+    return ColumnBlockSplit((rows + packed_.mr - 1) / packed_.mr, packed_.n, packed_.nr);
   }
 
   kernels::PackedSgemm packed_;

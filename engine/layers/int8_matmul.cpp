@@ -257,8 +257,30 @@ class QMatMulLayer final : public Layer {
 
   int64_t rows(const RunState& state) const { return state.numel(input) / k; }
 
+  // Whole-rows split: a transformer's tokens at batch 1 (more rows than one item, at most
+  // kWholeRowsMaxRows) against weights past kWholeRowsMinWeightBytes. Items are then blocks of
+  // column tiles over every row, so each thread streams only its own columns of B, once, and the
+  // kernel gets whole row blocks (AMX: 32 rows); items of kRowsPerItem rows had every chunk
+  // stream all of B through half-filled AMX row blocks. kWholeRowsBlocks blocks (a multiple of 2
+  // and 4 threads' chunks), half as many for fewer column tiles.
+  static constexpr int64_t kWholeRowsMaxRows = 256;
+  static constexpr int64_t kWholeRowsMinWeightBytes = 512 * 1024;
+  static constexpr int64_t kWholeRowsBlocks = 8;
+  static constexpr int64_t kWholeRowsMinTilesPerBlock = 4;
+  bool whole_rows(int64_t m) const {
+    return m > kRowsPerItem && m <= kWholeRowsMaxRows && k * n >= kWholeRowsMinWeightBytes && grid.tiles >= 2;
+  }
+  int64_t whole_rows_blocks() const {
+    return std::min(grid.tiles, grid.tiles >= kWholeRowsBlocks * kWholeRowsMinTilesPerBlock ? kWholeRowsBlocks
+                                                                                            : kWholeRowsBlocks / 2);
+  }
+
   WorkShape work(const RunState& state) const override {
     const int64_t m = rows(state);
+    if (whole_rows(m)) {
+      const int64_t blocks = whole_rows_blocks();
+      return {blocks, 2.0 * static_cast<double>(m * k * n) / static_cast<double>(blocks)};
+    }
     const int64_t split = grid.columns_split(m);
     const int64_t rows_per_item = std::min(m, grid.rows_per_item);
     return {grid.items(m), 2.0 * static_cast<double>(rows_per_item * k * n) / static_cast<double>(split)};
@@ -273,6 +295,17 @@ class QMatMulLayer final : public Layer {
     args.c_row_stride = n;
     kernels::Epilogue run_epilogue = epilogue;
     if (residual >= 0) run_epilogue.residual = state.data(residual);
+    if (whole_rows(m)) {
+      // Blocks [begin, end) are one run of column tiles.
+      const int64_t blocks = whole_rows_blocks();
+      const int64_t n_begin = grid.tiles * begin / blocks * packed.nr;
+      const int64_t n_end = std::min(n, grid.tiles * end / blocks * packed.nr);
+      if (n_begin < n_end) {
+        kernels::run_gemm(packed, args, run_epilogue, 0, static_cast<int>(m), static_cast<int>(n_begin),
+                          static_cast<int>(n_end));
+      }
+      return;
+    }
     grid.for_each(m, begin, end, [&](const Tile& tile) {
       const int64_t split = grid.columns_split(m);
       const int64_t n_begin = split == 1 ? 0 : tile.tile_begin * packed.nr;

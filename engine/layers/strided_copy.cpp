@@ -17,7 +17,8 @@
 // NHWC convolution copies each pixel's channel range (a reader that wants NCHW gets a reorder of its
 // part; a copy across layouts would gather one element per row, slower than a reorder's blocked
 // transpose). Items: output rows in storage order, after dims of 1 are dropped and neighbouring
-// dims that are neighbours in the input too are merged (rows up to 16384 elements).
+// dims that are neighbours in the input too are merged (rows up to 16384 elements); 4-byte rows
+// that walk the input at a stride beside a contiguous output dim copy as tiled 2-D transposes.
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -226,7 +227,32 @@ class StridedCopyLayer final : public Layer {
         for (int64_t i = 0; i < count; ++i) target[i] = source[i * inner_stride];
       }
     };
-    for (int64_t row = begin; row < end; ++row) {
+    // A transpose inside the copy (attention's K^T [T, H, D] -> [H, D, T]: each output row walks
+    // the input at a stride while the next output dim walks it contiguously): the rows of one run
+    // along that dim are one 2-D transpose in tiles (kernels/reorder/reorder.h) instead of one
+    // strided load per element. Same bytes.
+    const bool tiled = sizeof(T) == 4 && output_row_stride == 0 && rank >= 2 &&
+                       inner_stride > 1 && strides[rank - 2] == 1;
+    for (int64_t row = begin; row < end;) {
+      if (tiled) {
+        const size_t d = rank - 2;
+        const int64_t run = std::min(end - row, dims[d] - index[d]);
+        transpose_tile<T>(static_cast<size_t>(inner), static_cast<size_t>(run), x + offset,
+                          static_cast<size_t>(inner_stride), y + row * inner, static_cast<size_t>(inner));
+        row += run;
+        index[d] += run;
+        offset += run;
+        if (index[d] < dims[d]) continue;
+        offset -= dims[d];
+        index[d] = 0;
+        for (size_t k = d; k-- > 0;) {
+          offset += strides[k];
+          if (++index[k] < dims[k]) break;
+          offset -= index[k] * strides[k];
+          index[k] = 0;
+        }
+        continue;
+      }
       const T* source = x + offset;
       if (output_row_stride == 0) {
         copy(y + row * inner, source, inner);
@@ -246,8 +272,21 @@ class StridedCopyLayer final : public Layer {
         offset -= index[k] * strides[k];
         index[k] = 0;
       }
+      ++row;
     }
   }
+
+  // dst[c * dst_stride + r] = src[r * src_stride + c] (4-byte elements).
+  template <class T>
+  void transpose_tile(size_t rows, size_t cols, const T* src, size_t src_stride, T* dst, size_t dst_stride) const {
+    if constexpr (sizeof(T) == 4) {
+      transposes.transpose32.fn(rows, cols, reinterpret_cast<const uint32_t*>(src), src_stride,
+                                reinterpret_cast<uint32_t*>(dst), dst_stride);
+    }
+  }
+
+ public:
+  kernels::ReorderKernels transposes = kernels::reorder_kernels(kernels::active_isa());
 };
 
 // A channels-last tensor is rank 4 with the batch (if any) on dim 0, one slice per image.

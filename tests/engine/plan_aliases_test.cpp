@@ -386,6 +386,39 @@ TEST(PlanAliases, ReshapesBecomeViews) {
   expect_bit_identical(graph);
 }
 
+// A Transpose that moves only dims of 1 (attention's [N, T, E] -> [T, N, E] at maximum batch 1)
+// copies no byte: its output is a view of its input and the strided_copy goes. One that reorders
+// dims other than 1, or moves a batch of 2, keeps its copy.
+TEST(PlanAliases, TransposesOfDimsOfOneBecomeViews) {
+  const std::string text = R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[{0},5,6] x, float[{0},2,3,4] w) => (float[5,{0},6] y, float[3,{0},2,4] z)
+    {{
+      r = Sigmoid(x)
+      t = Transpose <perm = [1, 0, 2]> (r)
+      y = Sigmoid(t)
+      s = Sigmoid(w)
+      u = Transpose <perm = [2, 0, 1, 3]> (s)
+      z = Sigmoid(u)
+    }})";
+  Graph graph = parse_graph(fmt::format(fmt::runtime(text), 1));
+  auto engine = build(graph, true);
+  auto separate = build(graph, false);
+  ASSERT_TRUE(engine && separate);
+  EXPECT_EQ(count_kind(separate->plan(), "strided_copy"), 2);
+  EXPECT_EQ(count_kind(engine->plan(), "strided_copy"), 1);  // [1,2,3,4] -> [3,1,2,4] reorders 2 and 3
+  const EnginePlan& plan = engine->plan();
+  EXPECT_EQ(tensor_named(plan, "t").alias_of, plan.find_tensor("r"));
+  EXPECT_EQ(tensor_named(plan, "u").alias_of, -1);
+  expect_bit_identical(graph);
+  Graph batch_two = parse_graph(fmt::format(fmt::runtime(text), 2));
+  auto copies = build(batch_two, true);
+  ASSERT_TRUE(copies);
+  EXPECT_EQ(count_kind(copies->plan(), "strided_copy"), 2);
+  expect_bit_identical(batch_two, 2);
+  expect_bit_identical(batch_two, 1);
+}
+
 TEST(PlanAliases, GraphInputsAndOutputsKeepTheirCopies) {
   Graph graph = parse_graph(R"(
     <ir_version: 8, opset_import: ["" : 13]>

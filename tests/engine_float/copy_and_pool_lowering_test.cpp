@@ -170,6 +170,22 @@ TEST(SliceLayer, MergedRowsMatchBitForBit) {
                    "strided_copy", 1);
 }
 
+// Transposes whose output rows walk the input at a stride while the next output dim walks it
+// contiguously (attention's K^T: [T, H, D] -> [H, D, T]) run as 2-D transposes in tiles: the same
+// bytes as the reference for 4-byte elements, tile edges (9 x 20, 130 tokens), on 1 and 2 threads
+// (130 tokens at batch 3: the rows split inside a run of the contiguous dim); 8-byte elements keep
+// the element loop.
+TEST(TransposeLayer, StridedRowsRunAsTiledTransposes) {
+  const char* texts[] = {
+      "g (float[N,2,9,3,20] x) => (float y) { y = Transpose <perm = [0, 1, 3, 4, 2]> (x) }",
+      "g (int32[N,1,130,12,64] x) => (int32 y) { y = Transpose <perm = [0, 1, 3, 4, 2]> (x) }",
+      "g (float[N,1,130,12,64] x) => (float y) { y = Transpose <perm = [0, 1, 3, 4, 2]> (x) }",
+      "g (int64[N,2,9,3,20] x) => (int64 y) { y = Transpose <perm = [0, 1, 3, 4, 2]> (x) }"};
+  for (const char* body : texts) {
+    expect_identical(std::string("<ir_version: 8, opset_import: [\"\" : 13]>\n") + body, "strided_copy", 1);
+  }
+}
+
 TEST(SplitLayer, EveryFormIsOneCopyPerOutput) {
   // Opset 13: sizes as input 1; opset 11: the split attribute; equal parts; opset 18 num_outputs
   // (ceil-sized parts, the last smaller); the last axis, negative.

@@ -764,5 +764,44 @@ TEST(EngineFloatFusions, FusedMatMulWithARowBiasRunsOnTheReference) {
   expect_engine_matches(**engine, *graph, "row bias");
 }
 
+// A transformer's projection at batch 1 (128 tokens, 1 MiB of weights) splits into blocks of
+// columns over all its rows, so each thread streams only its own columns of B: 8 items, their
+// operations the whole GEMM's. Every split gives the bits of one range, within the tolerance of the
+// reference. Past kWholeRowsMaxRows (300 tokens) the items are tiles of rows again.
+TEST(EngineFloatFusions, TransformerGemmSplitsColumnsOverWholeRows) {
+  const std::vector<std::string> inits = {weights("w", {256, 1024})};
+  for (const int64_t tokens : {int64_t{128}, int64_t{300}}) {
+    SCOPED_TRACE(tokens);
+    const std::string text = model(13, fmt::format("g (float[N,{},256] x) => (float y)", tokens), inits,
+                                   "y = MatMul(x, w)");
+    auto graph = load_text_graph(text, 1);
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    auto built = harness_build(*graph, 1);
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    ASSERT_EQ(built->layers.size(), 1u);
+    ASSERT_EQ(built->plan.layers[0].kind, "fp32_gemm");
+    std::vector<void*> data(built->plan.tensors.size(), nullptr);
+    engine::RunState state{&built->plan, 1, &data};
+    const engine::WorkShape work = built->layers[0]->work(state);
+    if (tokens == 128) {
+      EXPECT_EQ(work.items, 8);
+      EXPECT_DOUBLE_EQ(static_cast<double>(work.items) * work.ops_per_item, 2.0 * 128 * 256 * 1024);
+    } else {
+      EXPECT_GT(work.items, 8);  // (column block, row tile)
+    }
+    TensorMap inputs = random_inputs(*graph, 1, 23);
+    auto expected = run_reference(*graph, inputs);
+    ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+    auto whole = harness_run(*built, inputs, 1);
+    ASSERT_TRUE(whole.ok()) << whole.status().to_string();
+    EXPECT_LE(relative_error(whole->at("y"), expected->at("y")), kTolerance);
+    for (const int64_t chunks : {int64_t{2}, int64_t{3}, int64_t{8}}) {
+      auto split = harness_run(*built, inputs, chunks);
+      ASSERT_TRUE(split.ok()) << split.status().to_string();
+      EXPECT_EQ(relative_error(split->at("y"), whole->at("y")), 0.0) << chunks << " chunks";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qdqrt::testing

@@ -1252,6 +1252,48 @@ TEST(Int8Layers, QMatMulSingleRowSplitsColumns) {
   }
 }
 
+// A transformer's Linear at batch 1 (128 tokens, 512 KiB of weights) splits into blocks of column
+// tiles over all its rows, so each thread streams only its own columns of B: 8 items, their
+// operations the whole GEMM's, the same bits on any split. Past kWholeRowsMaxRows (300 tokens) the
+// items are row blocks again.
+TEST(Int8Layers, QMatMulTransformerRowsSplitColumnsOverWholeRows) {
+  for (const int64_t tokens : {int64_t{128}, int64_t{300}}) {
+    SCOPED_TRACE(tokens);
+    std::mt19937 rng(10);
+    Graph graph = load_text(model(fmt::format("int8[1,{},256] a", tokens), fmt::format("int8[1,{},2048] y", tokens),
+                                  {"float as = {0.03}", "int8 az = {0}",
+                                   int_initializer("int8", "w", {256, 2048}, -127, 127, rng), "float ws = {0.01}",
+                                   "int8 wz = {0}", "float ys = {0.2}", "int8 yz = {0}"},
+                                  "y = qdqrt.QMatMul <fused_nodes = [\"fc\"]> (a, as, az, w, ws, wz, , ys, yz)\n"));
+    auto plan = harness_lower(graph, 1, kernels::active_isa());
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    auto layers = harness_bind(*plan);
+    ASSERT_TRUE(layers.ok()) << layers.status().to_string();
+    std::vector<void*> data(plan->plan.tensors.size(), nullptr);
+    engine::RunState state{&plan->plan, 1, &data};
+    const engine::WorkShape work = (*layers)[0]->work(state);
+    if (tokens == 128) {
+      EXPECT_EQ(work.items, 8);
+      EXPECT_DOUBLE_EQ(static_cast<double>(work.items) * work.ops_per_item, 2.0 * 128 * 256 * 2048);
+    } else {
+      EXPECT_GT(work.items, 8);
+    }
+    std::mt19937 input_rng(11);
+    TensorMap inputs = random_graph_inputs(graph, input_rng);
+    auto expected = run_reference(graph, inputs);
+    ASSERT_TRUE(expected.ok());
+    auto whole = harness_run(*plan, *layers, inputs, 1);
+    ASSERT_TRUE(whole.ok());
+    // The reference requantizes in double: a code off by one where the sum lands on a rounding tie.
+    expect_within(compare(*expected, *whole, "transformer rows"), 0.01, "transformer rows");
+    for (int threads : {2, 3, 8}) {
+      auto actual = harness_run(*plan, *layers, inputs, threads);
+      ASSERT_TRUE(actual.ok());
+      EXPECT_EQ(compare(*whole, *actual, "transformer rows").int_mismatches, 0) << threads;
+    }
+  }
+}
+
 // Every ISA this machine supports packs and runs the same numbers (the plan records the ISA).
 TEST(Int8Layers, EverySupportedIsa) {
   for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvxVnni,
