@@ -521,6 +521,10 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
     // This thread drives the layers; the helpers join the team as the pool starts them (their
     // wake-up overlaps the first layers) and stay until the last layer is done.
     LayerTeam team;
+    const auto run_start = std::chrono::steady_clock::now();
+    // Set when the stalls so far cost much of the run (stalls_dominate): the rest goes on this
+    // thread alone.
+    bool alone = false;
     tbb::task_group helpers;
     for (int helper = 1; helper < threads; ++helper) {
       helpers.run([&] {
@@ -537,9 +541,10 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
       const int64_t scratch_bytes = plan.layers[i].scratch_bytes;
       auto start = profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       const WorkShape work = layer.work(state);
-      // After a stall, the rest of the run does not wait on the helpers again.
-      const int64_t chunks =
-          layer_chunks(work, streamed_bytes(plan, plan.layers[i], state), team.stalled() ? 1 : threads);
+      // After stalls that cost much of the run, the rest does not wait on the helpers again.
+      if (!alone && team.stalled())
+        alone = stalls_dominate(team.stall_wait(), std::chrono::steady_clock::now() - run_start);
+      const int64_t chunks = layer_chunks(work, streamed_bytes(plan, plan.layers[i], state), alone ? 1 : threads);
       if (chunks <= 1) {
         int slot = std::max(0, tbb::this_task_arena::current_thread_index());
         layer.run(state, 0, work.items,
@@ -575,9 +580,11 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
     helpers.wait();
     const auto joined = std::chrono::steady_clock::now();
     const bool late_join = joined - stopped > kHelperStallSlack && !team.helper_asleep_at_stop();
+    const auto stall_wait = team.stall_wait() + (late_join ? joined - stopped : std::chrono::steady_clock::duration{});
     // The first run grows the kernels' scratch (page faults on every thread): not a stall.
-    if (threads > 1 && impl_->warmed_up) impl_->pacing.record(team.stalled() || late_join, joined);
-    if (threads_ > 1 && (threads == 1 || team.stalled())) ++impl_->single_thread_runs;
+    if (threads > 1 && impl_->warmed_up)
+      impl_->pacing.record(alone || stalls_dominate(stall_wait, joined - run_start), joined);
+    if (threads_ > 1 && (threads == 1 || alone)) ++impl_->single_thread_runs;
   });
   if (!impl_->warmed_up) {
     // The kernels keep scratch per thread and grow it on first use; after the first run, grow it

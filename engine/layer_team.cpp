@@ -82,14 +82,16 @@ void LayerTeam::run_parts(int parts, PartFunction function, const void* context)
   // A helper's part may take up to 3x the driver's share (uneven items, rows in the other core's
   // cache: up to 2.7x measured) before a wait counts as a stall.
   const auto stall_at = own_done + 2 * (own_done - published) + kHelperStallSlack;
+  bool stalling = false;
   for (int spins = 1; parts_done_.load(std::memory_order_acquire) < parts; ++spins) {
     if (spins % kPausesPerYield == 0) {
-      if (!stalled_ && std::chrono::steady_clock::now() > stall_at) stalled_ = true;
+      if (!stalling && std::chrono::steady_clock::now() > stall_at) stalling = stalled_ = true;
       std::this_thread::yield();
     } else {
       spin_pause();
     }
   }
+  if (stalling) stall_wait_ += std::chrono::steady_clock::now() - own_done;
 }
 
 void TeamPacing::record(bool stalled, Clock::time_point now) {

@@ -33,6 +33,18 @@ int64_t layer_chunks(const WorkShape& work, double streamed_bytes, int threads);
 // part, and the part (its writes half done) can only finish there.
 inline constexpr std::chrono::microseconds kHelperStallSlack{300};
 
+// A run goes on the driver alone, from the layer where it notices and (TeamPacing) for its next
+// runs, only when its stalls cost more than 1/kStallShareForSolo of its time so far: a one-off
+// stall (a KVM guest's vCPU held by the host for 1-3 ms, about one run in ten of a 37 ms BERT at 2
+// threads on an otherwise idle guest) costs less than running the rest alone would, while a core
+// another process keeps stalls the team again and again.
+inline constexpr int kStallShareForSolo = 4;
+// Whether stalls that waited `stall_wait` in all cost more than 1/kStallShareForSolo of `elapsed`.
+inline bool stalls_dominate(std::chrono::steady_clock::duration stall_wait,
+                            std::chrono::steady_clock::duration elapsed) {
+  return stall_wait > std::chrono::steady_clock::duration::zero() && kStallShareForSolo * stall_wait > elapsed;
+}
+
 // The calling thread (the driver) and up to threads - 1 helpers run a run's split layers. Between
 // layers the helpers spin instead of going back to the thread pool: a layer of 10-50 us split over
 // two threads gained nothing when the second had to be woken for it (a wake-up of a halted vCPU
@@ -62,8 +74,10 @@ class LayerTeam {
   // it has lost its core).
   bool helper_asleep_at_stop() const { return asleep_at_stop_; }
   // Driver: whether a job so far waited for a helper's part more than twice the time the driver's
-  // own share took plus kHelperStallSlack (then the rest of the run does better on the driver alone).
+  // own share took plus kHelperStallSlack.
   bool stalled() const { return stalled_; }
+  // Driver: the time the jobs that stalled waited for their helpers, in all.
+  std::chrono::steady_clock::duration stall_wait() const { return stall_wait_; }
   // Helper: runs parts of the driver's jobs until stop().
   void help();
 
@@ -85,14 +99,16 @@ class LayerTeam {
   const void* context_ = nullptr;
   uint32_t generation_ = 0;  // the driver's
   bool stalled_ = false;     // the driver's
+  std::chrono::steady_clock::duration stall_wait_{};  // the driver's
   bool asleep_at_stop_ = false;  // the driver's
 };
 
 // When a context's helpers stall (another process holds the other cores: a 2-thread run then
-// waited milliseconds per stall, 2-3x the time of one thread), its next runs go on the calling
-// thread alone for a while, then try the team again: solo for kFirstSolo after a run that stalled,
-// twice as long after each further one (up to kMaxSolo, so a busy machine costs one stalled run a
-// second); a run on the team that does not stall halves the next period.
+// waited milliseconds per stall, 2-3x the time of one thread) for more than 1/kStallShareForSolo of
+// a run, its next runs go on the calling thread alone for a while, then try the team again: solo
+// for kFirstSolo after a run that stalled, twice as long after each further one (up to kMaxSolo,
+// so a busy machine costs one stalled run a second); a run on the team that does not stall halves
+// the next period.
 class TeamPacing {
  public:
   using Clock = std::chrono::steady_clock;
@@ -101,7 +117,7 @@ class TeamPacing {
 
   // Whether a run starting at `now` goes on the calling thread alone.
   bool solo(Clock::time_point now) const { return now < solo_until_; }
-  // A run on the team ended at `now`; `stalled`: LayerTeam::stalled().
+  // A run on the team ended at `now`; `stalled`: its stalls cost more than 1/kStallShareForSolo of it.
   void record(bool stalled, Clock::time_point now);
   Clock::duration backoff() const { return backoff_; }
 

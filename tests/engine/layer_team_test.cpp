@@ -150,6 +150,7 @@ TEST(Concurrency, LayerTeamSeesAHelperThatStallsAfterClaiming) {
   helper.join();
   ASSERT_TRUE(helper_ran_part_one.load());
   EXPECT_TRUE(team.stalled());
+  EXPECT_GE(team.stall_wait(), std::chrono::milliseconds(50));
 }
 
 // Must not fire: the helper's part is done before the driver's (part 0 waits for it), and a team
@@ -171,6 +172,7 @@ TEST(Concurrency, LayerTeamWithoutAWaitSeesNoStall) {
   team.stop();
   helper.join();
   EXPECT_FALSE(team.stalled());
+  EXPECT_EQ(team.stall_wait(), std::chrono::steady_clock::duration::zero());
   LayerTeam alone;
   alone.run_parts(4, [](int) { std::this_thread::sleep_for(std::chrono::milliseconds(1)); });
   EXPECT_FALSE(alone.stalled());
@@ -211,6 +213,18 @@ TEST(Concurrency, LayerTeamTellsWhetherAHelperWasAsleepAtStop) {
     ASSERT_TRUE(helper_ran_part_one);
     EXPECT_FALSE(team.helper_asleep_at_stop());
   }
+}
+
+// A run goes alone only when its stalls cost more than a quarter of it: a one-off stall of 2 ms in
+// a 37 ms run does not, one in a 3 ms run does; no stall never does.
+TEST(TeamPacing, StallsDominateFromAQuarterOfTheRun) {
+  using std::chrono::milliseconds;
+  EXPECT_FALSE(engine::stalls_dominate(milliseconds(2), milliseconds(37)));
+  EXPECT_TRUE(engine::stalls_dominate(milliseconds(2), milliseconds(3)));
+  EXPECT_FALSE(engine::stalls_dominate(milliseconds(1), milliseconds(4)));
+  EXPECT_TRUE(engine::stalls_dominate(milliseconds(1) + std::chrono::microseconds(1), milliseconds(4)));
+  const auto none = std::chrono::steady_clock::duration::zero();
+  EXPECT_FALSE(engine::stalls_dominate(none, none));
 }
 
 // After a stalled run the context runs solo for kFirstSolo, twice as long after each further
