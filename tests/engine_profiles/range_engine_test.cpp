@@ -94,8 +94,17 @@ encoder (float[B,S,64] x) => (float[B,S,64] y)
                      body);
 }
 
+// A file in the test temp directory, named after the running test: ctest runs each test in its
+// own process, two at a time, and two tests writing one fixed name read each other's half-written
+// files.
+fs::path temp_file(const std::string& name) {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string prefix = test != nullptr ? std::string(test->test_suite_name()) + "." + test->name() + "." : "";
+  return fs::path(::testing::TempDir()) / (prefix + name);
+}
+
 std::string write_conv(bool qdq) {
-  const std::string path = fs::path(::testing::TempDir()) / (qdq ? "range_conv_qdq.onnx" : "range_conv.onnx");
+  const std::string path = temp_file(qdq ? "range_conv_qdq.onnx" : "range_conv.onnx").string();
   Status written = write_text_model(
       conv_text(qdq), {{"w1", {8, 3, 3, 3}, 0.3f}, {"b1", {8}, 0.1f}, {"w2", {8, 8, 3, 3}, 0.2f}, {"b2", {8}, 0.1f}},
       11, path);
@@ -105,7 +114,7 @@ std::string write_conv(bool qdq) {
 
 std::string write_encoder(bool qdq) {
   const std::string path =
-      fs::path(::testing::TempDir()) / (qdq ? "range_encoder_qdq.onnx" : "range_encoder.onnx");
+      temp_file(qdq ? "range_encoder_qdq.onnx" : "range_encoder.onnx");
   Status written = write_text_model(
       encoder_text(qdq),
       {{"wq", {64, 64}, 0.2f},
@@ -360,7 +369,7 @@ TEST(RangeEngine, ShippedModelsWithSymbolicHeightAndWidth) {
     model.mutable_graph()->clear_value_info();
     std::string bytes;
     ASSERT_TRUE(model.SerializeToString(&bytes));
-    const std::string path = fs::path(::testing::TempDir()) / (std::string(name) + "_hw.onnx");
+    const std::string path = temp_file(std::string(name) + "_hw.onnx");
     std::ofstream(path, std::ios::binary) << bytes;
     const ShapeProfile profile = {{"input", {{1, 1, 28, 28}, {2, 1, 28, 28}, {2, 1, 48, 48}}}};
     auto range = RangeEngine::build_from_bytes(
@@ -387,7 +396,7 @@ TEST(RangeEngine, ShippedModelsWithSymbolicHeightAndWidth) {
 // lowered at) is lowered again at the run's batch: the output is the run's shape, never the
 // maximum batch's.
 TEST(RangeEngine, APlanThatCannotFollowTheBatchIsLoweredAtTheRunBatch) {
-  const std::string path = fs::path(::testing::TempDir()) / "range_shape_output.onnx";
+  const std::string path = temp_file("range_shape_output.onnx");
   ASSERT_TRUE(write_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[N,W] x) => (int64[2] s, float[N,W] z)
 {
@@ -492,7 +501,7 @@ TEST(RangeEngine, ShapesOutsideTheProfileAreRefusedNamingInputDimAndRange) {
 
 // Dims the model names with one symbol must agree in every run (and in the opt shapes).
 TEST(RangeEngine, InputsSharingASymbolMustAgree) {
-  const std::string path = fs::path(::testing::TempDir()) / "range_shared_symbol.onnx";
+  const std::string path = temp_file("range_shared_symbol.onnx");
   ASSERT_TRUE(write_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[B,S] a, float[B,S] b) => (float[B,S] c)
 {
@@ -573,7 +582,7 @@ TEST(RangeEngine, ASavedRangeEngineRunsItsWholeRangeAsBuilt) {
   const std::string path = write_conv(true);
   auto built = RangeEngine::build_from_file(path, kConvProfile, precision_options(true));
   ASSERT_TRUE(built.ok()) << built.status().to_string();
-  const std::string saved = fs::path(::testing::TempDir()) / "range_conv_qdq.qdqrt";
+  const std::string saved = temp_file("range_conv_qdq.qdqrt");
   ASSERT_TRUE((*built)->write_file(saved).is_ok());
   auto read = RangeEngine::read_file(saved);
   ASSERT_TRUE(read.ok()) << read.status().to_string();
@@ -599,7 +608,7 @@ TEST(RangeEngine, ASavedRangeEngineRunsItsWholeRangeAsBuilt) {
   expect_refused(engine::Engine::load(saved).status(), {"range engine", saved});
   auto fixed = engine::Engine::build_from_file(path, {.input_shapes = {{"x", {1, 3, 32, 32}}}});
   ASSERT_TRUE(fixed.ok()) << fixed.status().to_string();
-  const std::string fixed_path = fs::path(::testing::TempDir()) / "fixed_conv.qdqrt";
+  const std::string fixed_path = temp_file("fixed_conv.qdqrt");
   ASSERT_TRUE((*fixed)->save(fixed_path).is_ok());
   expect_refused(RangeEngine::read_file(fixed_path).status(), {"fixed shapes", "Engine::load"});
 }
@@ -658,7 +667,7 @@ TEST(RangeEngine, SeveralProfilesEachRunTheirRange) {
   expect_refused(context->set_profile(2), {"profile 2 does not exist", "the engine has 2"});
   expect_refused(context->set_profile(-2), {"profile -2 does not exist"});
   // Saved and read back, the profiles and their opt plans come along (the first one stored).
-  const std::string saved = fs::path(::testing::TempDir()) / "two_profiles.qdqrt";
+  const std::string saved = temp_file("two_profiles.qdqrt");
   ASSERT_TRUE((*built)->write_file(saved).is_ok());
   auto read = RangeEngine::read_file(saved);
   ASSERT_TRUE(read.ok()) << read.status().to_string();
