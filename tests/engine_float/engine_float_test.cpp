@@ -379,15 +379,13 @@ TEST(EngineFloatModels, ConcatBatchNormReluIsOnePassWithTheSameBits) {
   expect_engine_matches(**fused, *graph, "concat, batchnorm and relu");
 }
 
-// Channels-last max pools of more taps than a pixel's pointer batch (9x9: 81 taps, in two passes)
-// and of channels that end in a partial block (20), with pads and strides, match the reference.
-TEST(EngineFloatModels, WideChannelsLastMaxPoolMatches) {
-  const std::string body =
-      "c = Conv<pads=[1,1,1,1]>(x, w, b)\ny = MaxPool<kernel_shape=[9,9], pads=[4,4,4,4]>(c)\n"
-      "z = MaxPool<kernel_shape=[3,5], strides=[2,3], pads=[1,2,1,2]>(c)";
-  auto graph = load_text_graph(
-      model(13, "g (float[N,3,11,12] x) => (float y, float z)", {weights("w", {20, 3, 3, 3}), weights("b", {20})}, body),
-      3);
+// Builds `body` (a Conv of `channels` outputs, then two MaxPools y and z) over x of `x_dims`; both
+// pools run the channels-last kernel and the engine matches the reference.
+void expect_nhwc_max_pools_match(const std::string& body, const std::string& x_dims, int64_t channels,
+                                 const std::string& label) {
+  auto graph = load_text_graph(model(13, fmt::format("g (float[N,3,{}] x) => (float y, float z)", x_dims),
+                                     {weights("w", {channels, 3, 3, 3}), weights("b", {channels})}, body),
+                               3);
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
   auto engine = engine::Engine::build(*graph, {});
   ASSERT_TRUE(engine.ok()) << engine.status().to_string();
@@ -396,27 +394,25 @@ TEST(EngineFloatModels, WideChannelsLastMaxPoolMatches) {
     if (layer.kind == "fp32_pool") pools += layer.kernel == "f32-maxpool-nhwc-multiversion";
   }
   EXPECT_EQ(pools, 2);
-  expect_engine_matches(**engine, *graph, "wide max pools");
+  expect_engine_matches(**engine, *graph, label);
+}
+
+// Channels-last max pools of more taps than a pixel's pointer batch (9x9: 81 taps, in two passes)
+// and of channels that end in a partial block (20), with pads and strides, match the reference.
+TEST(EngineFloatModels, WideChannelsLastMaxPoolMatches) {
+  expect_nhwc_max_pools_match(
+      "c = Conv<pads=[1,1,1,1]>(x, w, b)\ny = MaxPool<kernel_shape=[9,9], pads=[4,4,4,4]>(c)\n"
+      "z = MaxPool<kernel_shape=[3,5], strides=[2,3], pads=[1,2,1,2]>(c)",
+      "11,12", 20, "wide max pools");
 }
 
 // Channels-last max pools over a 64-channel block in registers and a tail (72 channels): SqueezeNet's
 // 3x3 stride-2 ceil-mode pool (its last window reads past the input), dilated and padded windows.
 TEST(EngineFloatModels, ChannelsLastMaxPoolBlocksMatch) {
-  const std::string body =
+  expect_nhwc_max_pools_match(
       "c = Conv<pads=[1,1,1,1]>(x, w, b)\ny = MaxPool<kernel_shape=[3,3], strides=[2,2], ceil_mode=1>(c)\n"
-      "z = MaxPool<kernel_shape=[3,2], strides=[1,2], dilations=[2,1], pads=[2,0,1,1]>(c)";
-  auto graph = load_text_graph(
-      model(13, "g (float[N,3,12,11] x) => (float y, float z)", {weights("w", {72, 3, 3, 3}), weights("b", {72})}, body),
-      3);
-  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
-  auto engine = engine::Engine::build(*graph, {});
-  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
-  int pools = 0;
-  for (const engine::LayerProfileEntry& layer : (*engine)->layers()) {
-    if (layer.kind == "fp32_pool") pools += layer.kernel == "f32-maxpool-nhwc-multiversion";
-  }
-  EXPECT_EQ(pools, 2);
-  expect_engine_matches(**engine, *graph, "max pools of 72 channels");
+      "z = MaxPool<kernel_shape=[3,2], strides=[1,2], dilations=[2,1], pads=[2,0,1,1]>(c)",
+      "12,11", 72, "max pools of 72 channels");
 }
 
 // The squeeze-excite gate Mul folds into the 1x1 projection conv that is its only reader (the

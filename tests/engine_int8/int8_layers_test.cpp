@@ -258,6 +258,14 @@ void expect_matches_reference(const Graph& graph, const std::vector<std::string>
   expect_matches_reference(graph, kinds, check);
 }
 
+// The work shape layer `layer` of a lowered plan reports at batch 1.
+engine::WorkShape work_at_batch_one(const HarnessPlan& plan, const std::vector<std::unique_ptr<engine::Layer>>& layers,
+                                    size_t layer) {
+  std::vector<void*> data(plan.plan.tensors.size(), nullptr);
+  engine::RunState state{&plan.plan, 1, &data};
+  return layers[layer]->work(state);
+}
+
 std::string model(const std::string& inputs, const std::string& outputs, const std::vector<std::string>& init,
                   const std::string& body) {
   std::string init_text;
@@ -1142,12 +1150,10 @@ TEST(Int8Layers, QConvFewPixelsSplitsChannels) {
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   auto layers = harness_bind(*plan);
   ASSERT_TRUE(layers.ok()) << layers.status().to_string();
-  std::vector<void*> data(plan->plan.tensors.size(), nullptr);
-  engine::RunState state{&plan->plan, 1, &data};
   size_t conv = 0;
   while (conv < plan->plan.layers.size() && plan->plan.layers[conv].kind != "qconv") ++conv;
   ASSERT_LT(conv, plan->plan.layers.size());
-  const engine::WorkShape work = (*layers)[conv]->work(state);
+  const engine::WorkShape work = work_at_batch_one(*plan, *layers, conv);
   const int64_t pixel_items = (49 + 5) / 6;  // at most, with the smallest row tile
   EXPECT_GT(work.items, pixel_items) << plan->plan.layers[conv].kernel;
   expect_matches_reference(graph, {"qconv"});
@@ -1225,21 +1231,23 @@ TEST(Int8Layers, QuantizeOnePixelImagesForAConv) {
   }
 }
 
+// A QMatMul of int8 a [..., k] (declared `a_dims`) by random int8 weights [k, n] into y (`y_dims`).
+Graph qmatmul_graph(const std::string& a_dims, const std::string& y_dims, int64_t k, int64_t n, std::mt19937& rng) {
+  return load_text(model(fmt::format("int8[{}] a", a_dims), fmt::format("int8[{}] y", y_dims),
+                         {"float as = {0.03}", "int8 az = {0}", int_initializer("int8", "w", {k, n}, -127, 127, rng),
+                          "float ws = {0.01}", "int8 wz = {0}", "float ys = {0.2}", "int8 yz = {0}"},
+                         "y = qdqrt.QMatMul <fused_nodes = [\"fc\"]> (a, as, az, w, ws, wz, , ys, yz)\n"));
+}
+
 // M = 1 (batch-1 FC): the layer splits column blocks so several threads share the GEMV.
 TEST(Int8Layers, QMatMulSingleRowSplitsColumns) {
   std::mt19937 rng(8);
-  Graph graph = load_text(model("int8[1,64] a", "int8[1,1000] y",
-                                {"float as = {0.03}", "int8 az = {0}",
-                                 int_initializer("int8", "w", {64, 1000}, -127, 127, rng), "float ws = {0.01}",
-                                 "int8 wz = {0}", "float ys = {0.2}", "int8 yz = {0}"},
-                                "y = qdqrt.QMatMul <fused_nodes = [\"fc\"]> (a, as, az, w, ws, wz, , ys, yz)\n"));
+  Graph graph = qmatmul_graph("1,64", "1,1000", 64, 1000, rng);
   auto plan = harness_lower(graph, 1, kernels::active_isa());
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   auto layers = harness_bind(*plan);
   ASSERT_TRUE(layers.ok()) << layers.status().to_string();
-  std::vector<void*> data(plan->plan.tensors.size(), nullptr);
-  engine::RunState state{&plan->plan, 1, &data};
-  const engine::WorkShape work = (*layers)[0]->work(state);
+  const engine::WorkShape work = work_at_batch_one(*plan, *layers, 0);
   EXPECT_GT(work.items, 1);  // column tiles
   std::mt19937 input_rng(9);
   TensorMap inputs = random_graph_inputs(graph, input_rng);
@@ -1260,18 +1268,12 @@ TEST(Int8Layers, QMatMulTransformerRowsSplitColumnsOverWholeRows) {
   for (const int64_t tokens : {int64_t{128}, int64_t{300}}) {
     SCOPED_TRACE(tokens);
     std::mt19937 rng(10);
-    Graph graph = load_text(model(fmt::format("int8[1,{},256] a", tokens), fmt::format("int8[1,{},2048] y", tokens),
-                                  {"float as = {0.03}", "int8 az = {0}",
-                                   int_initializer("int8", "w", {256, 2048}, -127, 127, rng), "float ws = {0.01}",
-                                   "int8 wz = {0}", "float ys = {0.2}", "int8 yz = {0}"},
-                                  "y = qdqrt.QMatMul <fused_nodes = [\"fc\"]> (a, as, az, w, ws, wz, , ys, yz)\n"));
+    Graph graph = qmatmul_graph(fmt::format("1,{},256", tokens), fmt::format("1,{},2048", tokens), 256, 2048, rng);
     auto plan = harness_lower(graph, 1, kernels::active_isa());
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
     auto layers = harness_bind(*plan);
     ASSERT_TRUE(layers.ok()) << layers.status().to_string();
-    std::vector<void*> data(plan->plan.tensors.size(), nullptr);
-    engine::RunState state{&plan->plan, 1, &data};
-    const engine::WorkShape work = (*layers)[0]->work(state);
+    const engine::WorkShape work = work_at_batch_one(*plan, *layers, 0);
     if (tokens == 128) {
       EXPECT_EQ(work.items, 8);
       EXPECT_DOUBLE_EQ(static_cast<double>(work.items) * work.ops_per_item, 2.0 * 128 * 256 * 2048);
