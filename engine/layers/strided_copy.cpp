@@ -233,24 +233,26 @@ class StridedCopyLayer final : public Layer {
     // strided load per element. Same bytes.
     const bool tiled = sizeof(T) == 4 && output_row_stride == 0 && rank >= 2 &&
                        inner_stride > 1 && strides[rank - 2] == 1;
+    // The input offset and index of the next output row (an odometer over the dims before the row).
+    const auto next_row = [&] {
+      for (size_t k = rank - 1; k-- > 0;) {
+        offset += strides[k];
+        if (++index[k] < dims[k]) break;
+        offset -= index[k] * strides[k];
+        index[k] = 0;
+      }
+    };
     for (int64_t row = begin; row < end;) {
       if (tiled) {
         const size_t d = rank - 2;
         const int64_t run = std::min(end - row, dims[d] - index[d]);
         transpose_tile<T>(static_cast<size_t>(inner), static_cast<size_t>(run), x + offset,
                           static_cast<size_t>(inner_stride), y + row * inner, static_cast<size_t>(inner));
+        // To the run's last row (dim d has stride 1), then one step on as every row takes.
         row += run;
-        index[d] += run;
-        offset += run;
-        if (index[d] < dims[d]) continue;
-        offset -= dims[d];
-        index[d] = 0;
-        for (size_t k = d; k-- > 0;) {
-          offset += strides[k];
-          if (++index[k] < dims[k]) break;
-          offset -= index[k] * strides[k];
-          index[k] = 0;
-        }
+        index[d] += run - 1;
+        offset += run - 1;
+        next_row();
         continue;
       }
       const T* source = x + offset;
@@ -266,12 +268,7 @@ class StridedCopyLayer final : public Layer {
           i += count;
         }
       }
-      for (size_t k = rank - 1; k-- > 0;) {
-        offset += strides[k];
-        if (++index[k] < dims[k]) break;
-        offset -= index[k] * strides[k];
-        index[k] = 0;
-      }
+      next_row();
       ++row;
     }
   }
@@ -285,7 +282,6 @@ class StridedCopyLayer final : public Layer {
     }
   }
 
- public:
   kernels::ReorderKernels transposes = kernels::reorder_kernels(kernels::active_isa());
 };
 
