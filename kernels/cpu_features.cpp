@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -201,6 +202,19 @@ bool amx_emulation() {
     state = amx_emulation_state.load();
   }
   return state == 1;
+}
+
+int64_t l2_cache_bytes() {
+  static const int64_t bytes = [] {
+    const long reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return reported >= (64 << 10) ? static_cast<int64_t>(reported) : int64_t{2} << 20;
+  }();
+  return bytes;
+}
+
+int64_t gemm_column_chunk_bytes() {
+  static const int64_t bytes = std::min<int64_t>(int64_t{1} << 20, std::max<int64_t>(int64_t{256} << 10, l2_cache_bytes() / 2));
+  return bytes;
 }
 
 }  // namespace qdqrt::kernels

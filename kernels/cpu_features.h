@@ -3,6 +3,7 @@
 // every variant can be tested on one machine.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -48,5 +49,12 @@ std::string amx_unavailable_reason();
 // the environment does the same for whole programs.
 void set_amx_emulation(bool enabled);
 bool amx_emulation();
+
+// Per-core L2 size in bytes (sysconf; 2 MiB when the OS does not say). Zen 4/5 have 1 MiB,
+// Sapphire Rapids 2 MiB: the GEMM sizes its column chunks from it.
+int64_t l2_cache_bytes();
+// Bytes of packed GEMM weights one column chunk may hold: half the L2, within [256 KiB, 1 MiB],
+// so a chunk stays in L2 while every row block of the layer passes over it.
+int64_t gemm_column_chunk_bytes();
 
 }  // namespace qdqrt::kernels

@@ -175,8 +175,10 @@ void amx_absent_benchmark(benchmark::State& state) {
 // the requantization); depthwise layers output fp32, as the engine's do ahead of the
 // squeeze-excitation block.
 // unsigned_input: uint8 activations (a QDQ export's ReLU outputs), uint8 output with a Clip.
+// engine_u8: as a QDQ engine runs ResNet-style layers (uint8 in and out, ReLU, uint8 residual).
 void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool implicit_gemm, bool silu,
-                    bool unsigned_input) {
+                    bool unsigned_input, bool engine_u8) {
+  unsigned_input = unsigned_input || engine_u8;
   const int taps = layer.kernel * layer.kernel;
   const int group_in = layer.input_channels / layer.groups;
   const auto input = random_bytes(static_cast<size_t>(layer.height) * layer.width * layer.input_channels, 1);
@@ -210,14 +212,16 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool 
   const bool depthwise = layer.groups == layer.input_channels && layer.groups > 1;
   const OutputType output_type = silu && depthwise ? OutputType::kF32 : OutputType::kS8;
   std::vector<float> output(static_cast<size_t>(pixels) * layer.output_channels);  // room for fp32
-  const bool residual = !silu && carries_residual(layer);
+  const bool residual = !silu && carries_residual(layer) && (!u8 || engine_u8);
   const auto residual_data = random_bytes(output.size(), 3);
-  Residual residual_desc{residual_data.data(), layer.output_channels, true, 0.04f, 0};
+  Residual residual_desc{residual_data.data(), layer.output_channels, !u8, 0.04f, 0};
   PointwiseProgram program;
   program.size = 1;
   program.code[0] = {PointwiseOp::kSilu, 0, 0, 0};
   const Epilogue epilogue =
       silu ? make_epilogue(output_type, 0.05f, 0, Activation{}, nullptr, &program)
+      : engine_u8 ? make_epilogue(OutputType::kU8, 0.05f, 0, Activation{ActivationKind::kRelu},
+                                  residual ? &residual_desc : nullptr)
       : u8 ? make_epilogue(OutputType::kU8, 0.05f, 0, Activation{ActivationKind::kClip, 0.0f, 6.0f})
            : make_epilogue(OutputType::kS8, 0.05f, 0, Activation{ActivationKind::kRelu},
                            residual ? &residual_desc : nullptr);
@@ -581,22 +585,27 @@ void register_benchmarks() {
   for (int threads : {1, 2}) {
     for (const ConvLayer& layer : conv_layers()) {
       std::string name = std::string("conv/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false, false, false)->UseRealTime();
+      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false, false, false, false)->UseRealTime();
+      if (layer.groups == 1 && std::string(layer.network) == "resnet50") {
+        name = std::string("conv_u8/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
+        benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false, false, false, true)
+            ->UseRealTime();
+      }
       if (layer.groups == 1 && layer.input_channels <= kConvStemMaxChannels) {
         name = std::string("conv_igemm/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
-        benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, true, false, false)->UseRealTime();
+        benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, true, false, false, false)->UseRealTime();
       }
     }
     // The grouped shapes as INT8 convolutions of uint8 activations (the grouped form where it applies).
     for (const ConvLayer& layer : fp32_grouped_layers()) {
       std::string name = std::string("conv_grouped/") + layer.network + "/" + layer.name + "/threads:" +
                          std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false, false, true)->UseRealTime();
+      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false, false, true, false)->UseRealTime();
     }
     for (const ConvLayer& layer : silu_conv_layers()) {
       std::string name =
           std::string("conv_silu/") + layer.network + "/" + layer.name + "/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false, true, false)->UseRealTime();
+      benchmark::RegisterBenchmark(name.c_str(), conv_benchmark, layer, threads, false, true, false, false)->UseRealTime();
     }
     std::vector<ConvLayer> fp32_layers = conv_layers();
     for (const ConvLayer& layer : fp32_conv_layers()) fp32_layers.push_back(layer);

@@ -15,6 +15,7 @@ namespace {
 
 struct Avx512VnniTraits {
   static constexpr int kMr = 6;
+  static constexpr bool kBalancedRows = true;  // the 5-row tile is the 6-row one's assembly
   static constexpr int kNr = 64;
   static constexpr int kKGroup = 4;
   static void copy_flip(uint8_t* dst, const uint8_t* src, int count, uint8_t flip) {
@@ -27,16 +28,16 @@ struct Avx512VnniTraits {
     if constexpr (MR == 1) {
       tile_single_row(a, b, k_groups, t);
       return;
-    } else if constexpr (MR == 6) {
+    } else if constexpr (MR >= 5) {
       // The accumulators start from the bias (kAddBias = false below).
-      alignas(64) int32_t acc[6][4][16];
-      full_tile_k_loop(a, a_stride, b, k_groups, t.bias, &acc[0][0][0]);
+      alignas(64) int32_t acc[MR][4][16];
+      full_tile_k_loop<MR>(a, a_stride, b, k_groups, t.bias, &acc[0][0][0]);
       if (packed_row_epilogue(t)) {
-        store_tile_packed<false, 6>(&acc[0][0][0], t);
+        store_tile_packed<false, MR>(&acc[0][0][0], t);
         return;
       }
       if (const PointwiseOp op = single_op_epilogue(t); op != PointwiseOp::kCopy) {
-        store_block_single_op<false>(op, &acc[0][0][0], 6, 4, t);
+        store_block_single_op<false>(op, &acc[0][0][0], MR, 4, t);
         return;
       }
       const __m512 clamp_min = _mm512_set1_ps(t.epilogue->clamp_min);
@@ -46,7 +47,7 @@ struct Avx512VnniTraits {
         if (count <= 0) break;
         const ColumnConstants constants = load_column_constants(t, 16 * j);
 #pragma GCC unroll 6
-        for (int r = 0; r < 6; ++r) {
+        for (int r = 0; r < MR; ++r) {
           store_vector<false>(_mm512_load_si512(acc[r][j]), 16 * j, count, t, r, constants, clamp_min, clamp_max);
         }
       }
@@ -84,12 +85,14 @@ struct Avx512VnniTraits {
     }
   }
 
-  // The 6x64 inner loop in assembly: GCC's register allocator spills some of the 24
+  // The 6x64 (and 5x64) inner loop in assembly: GCC's register allocator spills some of the 24
   // accumulators inside the loop when this is written with intrinsics. Accumulators live in
   // zmm8-zmm31 (each row's four start from the 64 columns' bias), the four weight vectors in
-  // zmm0-zmm3, the broadcast activations in zmm4-zmm7.
+  // zmm0-zmm3, the broadcast activations in zmm4-zmm7. The 5-row form leaves zmm28-zmm31 alone.
+  template <int kRows>
   static void full_tile_k_loop(const uint8_t* a, int64_t a_stride, const int8_t* b, int k_groups,
                                const int32_t* bias, int32_t* out) {
+    static_assert(kRows == 5 || kRows == 6);
     const uint8_t* a3 = a + 3 * a_stride;
     int64_t count = k_groups;
 #define QDQRT_ROW(row_address, acc0, acc1, acc2, acc3, va)     \
@@ -98,80 +101,70 @@ struct Avx512VnniTraits {
   "vpdpbusd %%zmm1, %%" va ", %%" acc1 "\n\t"               \
   "vpdpbusd %%zmm2, %%" va ", %%" acc2 "\n\t"               \
   "vpdpbusd %%zmm3, %%" va ", %%" acc3 "\n\t"
-    __asm__ volatile(
-        "vmovdqu64 (%[bias]), %%zmm8\n\t"
-        "vmovdqu64 64(%[bias]), %%zmm9\n\t"
-        "vmovdqu64 128(%[bias]), %%zmm10\n\t"
-        "vmovdqu64 192(%[bias]), %%zmm11\n\t"
-        "vmovdqa64 %%zmm8, %%zmm12\n\t"
-        "vmovdqa64 %%zmm9, %%zmm13\n\t"
-        "vmovdqa64 %%zmm10, %%zmm14\n\t"
-        "vmovdqa64 %%zmm11, %%zmm15\n\t"
-        "vmovdqa64 %%zmm8, %%zmm16\n\t"
-        "vmovdqa64 %%zmm9, %%zmm17\n\t"
-        "vmovdqa64 %%zmm10, %%zmm18\n\t"
-        "vmovdqa64 %%zmm11, %%zmm19\n\t"
-        "vmovdqa64 %%zmm8, %%zmm20\n\t"
-        "vmovdqa64 %%zmm9, %%zmm21\n\t"
-        "vmovdqa64 %%zmm10, %%zmm22\n\t"
-        "vmovdqa64 %%zmm11, %%zmm23\n\t"
-        "vmovdqa64 %%zmm8, %%zmm24\n\t"
-        "vmovdqa64 %%zmm9, %%zmm25\n\t"
-        "vmovdqa64 %%zmm10, %%zmm26\n\t"
-        "vmovdqa64 %%zmm11, %%zmm27\n\t"
-        "vmovdqa64 %%zmm8, %%zmm28\n\t"
-        "vmovdqa64 %%zmm9, %%zmm29\n\t"
-        "vmovdqa64 %%zmm10, %%zmm30\n\t"
-        "vmovdqa64 %%zmm11, %%zmm31\n\t"
-        "test %[count], %[count]\n\t"
-        "jle 2f\n\t"
-        ".p2align 5\n"
-        "1:\n\t"
-        "vmovdqu64 (%[b]), %%zmm0\n\t"
-        "vmovdqu64 64(%[b]), %%zmm1\n\t"
-        "vmovdqu64 128(%[b]), %%zmm2\n\t"
-        "vmovdqu64 192(%[b]), %%zmm3\n\t"
-        QDQRT_ROW("(%[a])", "zmm8", "zmm9", "zmm10", "zmm11", "zmm4")
-        QDQRT_ROW("(%[a],%[s],1)", "zmm12", "zmm13", "zmm14", "zmm15", "zmm5")
-        QDQRT_ROW("(%[a],%[s],2)", "zmm16", "zmm17", "zmm18", "zmm19", "zmm6")
-        QDQRT_ROW("(%[a3])", "zmm20", "zmm21", "zmm22", "zmm23", "zmm7")
-        QDQRT_ROW("(%[a3],%[s],1)", "zmm24", "zmm25", "zmm26", "zmm27", "zmm4")
-        QDQRT_ROW("(%[a3],%[s],2)", "zmm28", "zmm29", "zmm30", "zmm31", "zmm5")
-        "add $256, %[b]\n\t"
-        "add $4, %[a]\n\t"
-        "add $4, %[a3]\n\t"
-        "dec %[count]\n\t"
-        "jnz 1b\n"
-        "2:\n\t"
-        "vmovdqa64 %%zmm8, 0(%[out])\n\t"
-        "vmovdqa64 %%zmm9, 64(%[out])\n\t"
-        "vmovdqa64 %%zmm10, 128(%[out])\n\t"
-        "vmovdqa64 %%zmm11, 192(%[out])\n\t"
-        "vmovdqa64 %%zmm12, 256(%[out])\n\t"
-        "vmovdqa64 %%zmm13, 320(%[out])\n\t"
-        "vmovdqa64 %%zmm14, 384(%[out])\n\t"
-        "vmovdqa64 %%zmm15, 448(%[out])\n\t"
-        "vmovdqa64 %%zmm16, 512(%[out])\n\t"
-        "vmovdqa64 %%zmm17, 576(%[out])\n\t"
-        "vmovdqa64 %%zmm18, 640(%[out])\n\t"
-        "vmovdqa64 %%zmm19, 704(%[out])\n\t"
-        "vmovdqa64 %%zmm20, 768(%[out])\n\t"
-        "vmovdqa64 %%zmm21, 832(%[out])\n\t"
-        "vmovdqa64 %%zmm22, 896(%[out])\n\t"
-        "vmovdqa64 %%zmm23, 960(%[out])\n\t"
-        "vmovdqa64 %%zmm24, 1024(%[out])\n\t"
-        "vmovdqa64 %%zmm25, 1088(%[out])\n\t"
-        "vmovdqa64 %%zmm26, 1152(%[out])\n\t"
-        "vmovdqa64 %%zmm27, 1216(%[out])\n\t"
-        "vmovdqa64 %%zmm28, 1280(%[out])\n\t"
-        "vmovdqa64 %%zmm29, 1344(%[out])\n\t"
-        "vmovdqa64 %%zmm30, 1408(%[out])\n\t"
-        "vmovdqa64 %%zmm31, 1472(%[out])\n\t"
-        : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [count] "+r"(count)
-        : [s] "r"(a_stride), [out] "r"(out), [bias] "r"(bias)
-        : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
-          "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
-          "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31");
+#define QDQRT_INIT_ROW(acc0, acc1, acc2, acc3) \
+  "vmovdqa64 %%zmm8, %%" acc0 "\n\t"           \
+  "vmovdqa64 %%zmm9, %%" acc1 "\n\t"           \
+  "vmovdqa64 %%zmm10, %%" acc2 "\n\t"          \
+  "vmovdqa64 %%zmm11, %%" acc3 "\n\t"
+#define QDQRT_STORE_ROW(offset, acc0, acc1, acc2, acc3) \
+  "vmovdqa64 %%" acc0 ", " #offset "+0(%[out])\n\t"     \
+  "vmovdqa64 %%" acc1 ", " #offset "+64(%[out])\n\t"    \
+  "vmovdqa64 %%" acc2 ", " #offset "+128(%[out])\n\t"   \
+  "vmovdqa64 %%" acc3 ", " #offset "+192(%[out])\n\t"
+#define QDQRT_K_LOOP(init_row5, row5, store_row5)                                  \
+  "vmovdqu64 (%[bias]), %%zmm8\n\t"                                                \
+  "vmovdqu64 64(%[bias]), %%zmm9\n\t"                                              \
+  "vmovdqu64 128(%[bias]), %%zmm10\n\t"                                            \
+  "vmovdqu64 192(%[bias]), %%zmm11\n\t"                                            \
+  QDQRT_INIT_ROW("zmm12", "zmm13", "zmm14", "zmm15")                               \
+  QDQRT_INIT_ROW("zmm16", "zmm17", "zmm18", "zmm19")                               \
+  QDQRT_INIT_ROW("zmm20", "zmm21", "zmm22", "zmm23")                               \
+  QDQRT_INIT_ROW("zmm24", "zmm25", "zmm26", "zmm27")                               \
+  init_row5                                                                        \
+  "test %[count], %[count]\n\t"                                                    \
+  "jle 2f\n\t"                                                                     \
+  ".p2align 5\n"                                                                   \
+  "1:\n\t"                                                                         \
+  "vmovdqu64 (%[b]), %%zmm0\n\t"                                                   \
+  "vmovdqu64 64(%[b]), %%zmm1\n\t"                                                 \
+  "vmovdqu64 128(%[b]), %%zmm2\n\t"                                                \
+  "vmovdqu64 192(%[b]), %%zmm3\n\t"                                                \
+  QDQRT_ROW("(%[a])", "zmm8", "zmm9", "zmm10", "zmm11", "zmm4")                    \
+  QDQRT_ROW("(%[a],%[s],1)", "zmm12", "zmm13", "zmm14", "zmm15", "zmm5")           \
+  QDQRT_ROW("(%[a],%[s],2)", "zmm16", "zmm17", "zmm18", "zmm19", "zmm6")           \
+  QDQRT_ROW("(%[a3])", "zmm20", "zmm21", "zmm22", "zmm23", "zmm7")                 \
+  QDQRT_ROW("(%[a3],%[s],1)", "zmm24", "zmm25", "zmm26", "zmm27", "zmm4")          \
+  row5                                                                             \
+  "add $256, %[b]\n\t"                                                             \
+  "add $4, %[a]\n\t"                                                               \
+  "add $4, %[a3]\n\t"                                                              \
+  "dec %[count]\n\t"                                                               \
+  "jnz 1b\n"                                                                       \
+  "2:\n\t"                                                                         \
+  QDQRT_STORE_ROW(0, "zmm8", "zmm9", "zmm10", "zmm11")                             \
+  QDQRT_STORE_ROW(256, "zmm12", "zmm13", "zmm14", "zmm15")                         \
+  QDQRT_STORE_ROW(512, "zmm16", "zmm17", "zmm18", "zmm19")                         \
+  QDQRT_STORE_ROW(768, "zmm20", "zmm21", "zmm22", "zmm23")                         \
+  QDQRT_STORE_ROW(1024, "zmm24", "zmm25", "zmm26", "zmm27")                        \
+  store_row5
+#define QDQRT_K_LOOP_OPERANDS                                                                                     \
+  : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [count] "+r"(count)                                                 \
+  : [s] "r"(a_stride), [out] "r"(out), [bias] "r"(bias)                                                           \
+  : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",      \
+    "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", \
+    "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31"
+    if constexpr (kRows == 6) {
+      __asm__ volatile(QDQRT_K_LOOP(QDQRT_INIT_ROW("zmm28", "zmm29", "zmm30", "zmm31"),
+                                    QDQRT_ROW("(%[a3],%[s],2)", "zmm28", "zmm29", "zmm30", "zmm31", "zmm5"),
+                                    QDQRT_STORE_ROW(1280, "zmm28", "zmm29", "zmm30", "zmm31"))
+                       QDQRT_K_LOOP_OPERANDS);
+    } else {
+      __asm__ volatile(QDQRT_K_LOOP("", "", "") QDQRT_K_LOOP_OPERANDS);
+    }
+#undef QDQRT_K_LOOP_OPERANDS
+#undef QDQRT_K_LOOP
+#undef QDQRT_STORE_ROW
+#undef QDQRT_INIT_ROW
 #undef QDQRT_ROW
   }
 

@@ -50,8 +50,6 @@ struct TileArgs {
   bool integer_clamp = false;
 };
 
-// Bytes of packed weights one column chunk may occupy (about half of a 2 MB L2).
-constexpr int64_t kColumnChunkBytes = 1 << 20;
 
 // Portable byte copy with the int8 -> uint8 shift (xor 0x80) applied on the way.
 struct PortableCopy {
@@ -299,6 +297,10 @@ inline void dispatch_tile(std::integer_sequence<int, Rows...>, int rows, const t
 template <typename Traits>
 concept RowBlockTraits = requires { Traits::kRowBlocks; };
 
+// Traits whose tiles one row short of kMr run as fast per row (Avx512VnniTraits' 5-row tile).
+template <typename Traits>
+constexpr bool kBalancedRows = requires { requires Traits::kBalancedRows; };
+
 struct NoRowBlockState {};
 
 template <typename Traits>
@@ -338,7 +340,7 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
   int32_t row_term[kMr];
   const bool need_row_term = packed.weight_zero_point_s8 != 0;
   const int64_t tile_bytes = static_cast<int64_t>(packed.k_padded) * kNr * packed.element_size;
-  const int chunk_tiles = static_cast<int>(std::max<int64_t>(1, kColumnChunkBytes / tile_bytes));
+  const int chunk_tiles = static_cast<int>(std::max<int64_t>(1, gemm_column_chunk_bytes() / tile_bytes));
   const int chunk_columns = chunk_tiles * kNr;
   // Unsigned rows of a plain matrix already hold what a panel would (no shift, no gather, K a
   // whole number of k-groups, no row term): the tiles read them in place.
@@ -354,8 +356,13 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
 
   for (int chunk_begin = n_begin; chunk_begin < n_end; chunk_begin += chunk_columns) {
     const int chunk_end = std::min(n_end, chunk_begin + chunk_columns);
-    for (int m = m_begin; m < m_end; m += kMr) {
-      const int rows = std::min(kMr, m_end - m);
+    // Balanced row blocks where the traits ask for them: 49 rows run as 4 x 6 + 5 x 5 instead of
+    // 8 x 6 + 1 (a one-row block streams the chunk's weights once more for a sixth of the work).
+    const int row_blocks = (m_end - m_begin + kMr - 1) / kMr;
+    const int short_blocks = row_blocks * kMr - (m_end - m_begin);  // blocks of kMr - 1 rows
+    const bool balanced = kBalancedRows<Traits> && short_blocks <= row_blocks;
+    for (int m = m_begin, block = 0, rows = 0; m < m_end; m += rows, ++block) {
+      rows = balanced ? kMr - (block < short_blocks ? 1 : 0) : std::min(kMr, m_end - m);
       const PanelElement* tile_a = panel;
       int64_t tile_a_stride = panel_stride;
       if (direct) {
@@ -365,7 +372,7 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
         pack_panel<Traits>(source, packed, m, rows, panel, panel_stride, row_bytes, need_row_term ? row_term : nullptr);
       }
       // Start loading the next row block's source lines while this block computes.
-      prefetch_rows(source, packed, m + kMr, std::min(m_end, m + 2 * kMr));
+      prefetch_rows(source, packed, m + rows, std::min(m_end, m + rows + kMr));
       // Fills `args` for the column tile at n and returns its packed weights.
       auto tile_args = [&](int n, TileArgs& args) {
         args.bias = packed.bias.data() + n;

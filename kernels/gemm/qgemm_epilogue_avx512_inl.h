@@ -240,14 +240,14 @@ template <bool kAddBias, int kRows>
   const bool integer_clamp =
       t.integer_clamp && (t.residual == nullptr || 255.0f * std::fabs(e.residual_multiplier) <= 0x1p29f);
   const int residual = t.residual == nullptr ? 0 : e.residual_signed ? 2 : 1;
-  auto rows = [&](auto is_unsigned, auto clamp, auto residual_kind) {
+  auto rows = [&](auto is_unsigned, auto clamp, auto residual_kind) __attribute__((always_inline)) {
 #pragma GCC unroll 6
     for (int r = 0; r < kRows; ++r) {
       store_row_packed<decltype(is_unsigned)::value, decltype(clamp)::value, kAddBias, decltype(residual_kind)::value>(
           acc + 64 * r, r, p);
     }
   };
-  auto with_output = [&](auto residual_kind) {
+  auto with_output = [&](auto residual_kind) __attribute__((always_inline)) {
     using std::false_type, std::true_type;
     if (e.output_type == OutputType::kU8) {
       integer_clamp ? rows(true_type{}, true_type{}, residual_kind) : rows(true_type{}, false_type{}, residual_kind);

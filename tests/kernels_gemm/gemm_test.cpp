@@ -15,6 +15,28 @@ TEST(Gemm, RowTails) {
   for (int m = 1; m <= 14; ++m) GemmTester().m(m).n(70).k(37).seed(m).test_all_isas();
 }
 
+// Row counts whose row blocks the 6-row AVX-512 tile balances (49 = 5 x 5 + 4 x 6, the 5-row
+// assembly tile) or cannot (7 = 6 + 1), through the packed epilogue with a uint8 residual and
+// through unsigned rows read in place, split over threads at row boundaries that are not
+// multiples of 6.
+TEST(Gemm, BalancedRowBlocks) {
+  QuantSettings plain;
+  plain.input_signed = false;
+  plain.input_zero_point = 3;
+  plain.output_type = OutputType::kU8;
+  plain.output_zero_point = 7;
+  plain.activation.kind = ActivationKind::kRelu;
+  QuantSettings residual = plain;
+  residual.residual = true;
+  residual.residual_signed = false;
+  residual.residual_zero_point = 9;
+  for (int m : {5, 7, 10, 11, 29, 49, 196}) {
+    GemmTester().m(m).n(130).k(64).quant(plain).seed(m).test_all_isas();
+    GemmTester().m(m).n(64).k(36).quant(residual).seed(100 + m).test_all_isas();
+    GemmTester().m(m).n(70).k(128).quant(residual).split(3).seed(200 + m).test_all_isas();
+  }
+}
+
 TEST(Gemm, ColumnTails) {
   for (int n : {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 127, 128, 129, 200}) {
     GemmTester().m(7).n(n).k(20).seed(n).test_all_isas();
