@@ -577,6 +577,17 @@ void register_benchmarks() {
   benchmark::RegisterBenchmark("peak/vfmadd_zmm", peak_benchmark, vfmadd_zmm_loop, Isa::kAvx512Vnni);
   benchmark::RegisterBenchmark("peak/vfmadd_ymm", peak_benchmark, vfmadd_ymm_loop, Isa::kAvx2);
   benchmark::RegisterBenchmark("peak/tdpbusd_amx", peak_benchmark, tdpbusd_amx_loop, Isa::kAmxInt8);
+  // What shares vpdpbusd's pipes (GOPS of the vpdpbusd alone; compare with peak/vpdpbusd_zmm).
+  const std::pair<const char*, int64_t (*)(int64_t)> pipes[] = {
+      {"pipes/tile_k_step", pipes_tile_k_step},
+      {"pipes/tile_k_step_rows_4096_bytes_apart", pipes_tile_k_step_stride4096},
+      {"pipes/plus_12_cvt", pipes_plus_cvt},
+      {"pipes/plus_12_vmulps", pipes_plus_mul},
+      {"pipes/plus_12_pack", pipes_plus_pack},
+      {"pipes/plus_12_vpermd", pipes_plus_vpermd},
+      {"pipes/plus_12_int_minmax_add", pipes_plus_int_minmax_add},
+      {"pipes/plus_12_loads", pipes_plus_load}};
+  for (const auto& [name, loop] : pipes) benchmark::RegisterBenchmark(name, peak_benchmark, loop, Isa::kAvx512Vnni);
   // The conv/ and gemm/ rows run the active ISA's kernels: the AMX ones where AMX-INT8 is usable
   // (compare with --isa=avx512vnni). Elsewhere one row says why they are absent.
   if (active_isa() != Isa::kAmxInt8) {
