@@ -202,7 +202,8 @@ template <bool kUnsigned, bool kIntegerClamp>
 
 // Row `row` of a 64-column tile; kAddBias = false when the accumulators started from the bias.
 // kResidual: 0 none, 1 uint8, 2 int8 residual.
-template <bool kUnsigned, bool kIntegerClamp, bool kAddBias, int kResidual>
+// kFullRow: all 64 columns are stored (p.mask full): the residual bytes are read without a mask.
+template <bool kUnsigned, bool kIntegerClamp, bool kAddBias, int kResidual, bool kFullRow = false>
 [[gnu::always_inline]] inline void store_row_packed(const int32_t* acc, int row, const PackedRowStore& p) {
   const char* residual = kResidual != 0 ? p.residual + row * p.residual_row_bytes : nullptr;
   auto requantize = [&](int j) {
@@ -210,8 +211,12 @@ template <bool kUnsigned, bool kIntegerClamp, bool kAddBias, int kResidual>
     if constexpr (kAddBias) sum = _mm512_add_epi32(sum, p.columns[j].bias);
     __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), p.columns[j].multiplier, p.columns[j].float_bias);
     if constexpr (kResidual != 0) {
-      const __mmask16 mask = static_cast<__mmask16>(p.mask >> (16 * j));
-      const __m128i bytes = _mm_maskz_loadu_epi8(mask, residual + 16 * j);
+      __m128i bytes;
+      if constexpr (kFullRow) {
+        bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(residual + 16 * j));
+      } else {
+        bytes = _mm_maskz_loadu_epi8(static_cast<__mmask16>(p.mask >> (16 * j)), residual + 16 * j);
+      }
       __m512i r = kResidual == 2 ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
       r = _mm512_sub_epi32(r, p.residual_zero_point);
       y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(r), p.residual_multiplier, y);
@@ -222,7 +227,7 @@ template <bool kUnsigned, bool kIntegerClamp, bool kAddBias, int kResidual>
   const __m512i bytes =
       pack_requantized<kUnsigned, kIntegerClamp>(requantize(0), requantize(1), requantize(2), requantize(3), p.packing);
   char* out = p.c + row * p.c_row_bytes;
-  if (p.mask == ~__mmask64(0)) {
+  if (kFullRow || p.mask == ~__mmask64(0)) {
     _mm512_storeu_si512(out, bytes);
   } else {
     _mm512_mask_storeu_epi8(out, p.mask, bytes);
@@ -247,9 +252,19 @@ template <bool kAddBias, int kRows>
           acc + 64 * r, r, p);
     }
   };
+  // Full-width rows with a residual (ResNet's expansions): plain loads of the residual bytes.
+  auto full_rows = [&](auto is_unsigned, auto residual_kind) __attribute__((always_inline)) {
+#pragma GCC unroll 6
+    for (int r = 0; r < kRows; ++r) {
+      store_row_packed<decltype(is_unsigned)::value, true, kAddBias, decltype(residual_kind)::value, true>(
+          acc + 64 * r, r, p);
+    }
+  };
   auto with_output = [&](auto residual_kind) __attribute__((always_inline)) {
     using std::false_type, std::true_type;
-    if (e.output_type == OutputType::kU8) {
+    if (decltype(residual_kind)::value != 0 && integer_clamp && p.mask == ~__mmask64(0)) {
+      e.output_type == OutputType::kU8 ? full_rows(true_type{}, residual_kind) : full_rows(false_type{}, residual_kind);
+    } else if (e.output_type == OutputType::kU8) {
       integer_clamp ? rows(true_type{}, true_type{}, residual_kind) : rows(true_type{}, false_type{}, residual_kind);
     } else {
       integer_clamp ? rows(false_type{}, true_type{}, residual_kind) : rows(false_type{}, false_type{}, residual_kind);
