@@ -6,7 +6,9 @@
 // time (rows_per_pass), each converted once per call: with the block of panels (512 KiB) they stay
 // in the L2 cache while every row tile of the pass reads them.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the masked intrinsics).
+#ifndef __clang__  // a GCC-only warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <immintrin.h>

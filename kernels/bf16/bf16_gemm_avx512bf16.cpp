@@ -2,7 +2,9 @@
 // column pairs per k pair, each row's pair broadcast from memory (vdpbf16ps's m32bcst form).
 // GCC 12's _mm512_max_ps/_mm512_min_ps pass an undefined vector as the unused mask operand, which
 // -W(maybe-)uninitialized reports at every inlined call.
+#ifndef __clang__  // a GCC-only warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <immintrin.h>

@@ -5,7 +5,9 @@
 // the GEMM tiles' epilogue (store_vector_plain, the single-op and general stores of
 // qgemm_epilogue_avx512_inl.h: the same operations, the same bytes).
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
+#ifndef __clang__  // a GCC-only warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <immintrin.h>

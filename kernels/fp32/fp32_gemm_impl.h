@@ -8,7 +8,9 @@
 
 // GCC 12 reports -Wmaybe-uninitialized inside Eigen's AVX-512 transposes (the _mm512_undefined_ps
 // idiom, a known false positive); it fires where Eigen is inlined, so the whole file needs it.
+#ifndef __clang__  // a GCC-only warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #define Eigen QDQRT_EIGEN_NAMESPACE
 #include <Eigen/Core>

@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <type_traits>
 
+#ifndef __clang__  // a GCC-only warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "kernels/fp32/fp32_sgemm.h"

@@ -1,7 +1,9 @@
 // The AMX GEMM over the emulated tile layer: the same kernel as qgemm_amxint8.cpp, run by the
 // testers (and under amx_emulation()) on AVX-512 machines without AMX.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
+#ifndef __clang__  // a GCC-only warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "kernels/gemm/qgemm_amx_inl.h"

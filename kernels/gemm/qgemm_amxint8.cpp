@@ -2,7 +2,9 @@
 // the AMX GEMM instantiated over it. Runs only where amx_hardware_missing() is "" (CPUID, XCR0
 // and Linux's arch_prctl permission; kernels/cpu_features.cpp).
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
+#ifndef __clang__  // a GCC-only warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "kernels/gemm/qgemm_amx_inl.h"

@@ -2,7 +2,9 @@
 // vpdpbusd over k in groups of 4 (u8 activations x s8 weights). A narrow tile (12 x 16) serves
 // layers with few output channels, where a 64-column tile would mostly compute padding.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
+#ifndef __clang__  // a GCC-only warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <immintrin.h>

@@ -6,7 +6,9 @@
 
 #include <immintrin.h>
 
+#ifndef __clang__  // a GCC-only warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <cstring>

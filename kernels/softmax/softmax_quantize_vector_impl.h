@@ -13,7 +13,9 @@
 #include <cstring>
 
 // GCC 12 reports the intrinsics' undefined pass-through operands (as layer_norm_vector_impl.h).
+#ifndef __clang__  // a GCC-only warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include "kernels/softmax/softmax_quantize.h"
