@@ -213,7 +213,7 @@ int64_t l2_cache_bytes() {
 }
 
 int64_t gemm_column_chunk_bytes() {
-  static const int64_t bytes = std::min<int64_t>(int64_t{1} << 20, std::max<int64_t>(int64_t{256} << 10, l2_cache_bytes() / 2));
+  static const int64_t bytes = std::clamp<int64_t>(l2_cache_bytes() / 2, int64_t{256} << 10, int64_t{1} << 20);
   return bytes;
 }
 

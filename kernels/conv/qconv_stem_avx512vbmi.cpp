@@ -1,7 +1,7 @@
 // The stem form's column builder with AVX-512 VBMI: per chunk of buffer columns (at most 64
 // bytes, e.g. 7 columns of a 3x3 over 3 channels, 3 of a 7x7), one masked 64-byte load per kernel
-// row, one two-table vpermb per pair of rows, one store. The scalar builder spent one load, xor and store per C-byte
-// piece (21 per 7 columns of the 3x3 stem), a third of the layer's time.
+// row, one two-table vpermb per pair of rows, one store. The scalar builder spent one load, xor
+// and store per C-byte piece (21 per 7 columns of the 3x3 stem), a third of the layer's time.
 #include <immintrin.h>
 
 #include <algorithm>

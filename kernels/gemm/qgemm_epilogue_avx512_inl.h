@@ -245,29 +245,26 @@ template <bool kAddBias, int kRows>
   const bool integer_clamp =
       t.integer_clamp && (t.residual == nullptr || 255.0f * std::fabs(e.residual_multiplier) <= 0x1p29f);
   const int residual = t.residual == nullptr ? 0 : e.residual_signed ? 2 : 1;
-  auto rows = [&](auto is_unsigned, auto clamp, auto residual_kind) __attribute__((always_inline)) {
+  // full_row: all 64 columns stored, residual bytes read without a mask (ResNet's expansions).
+  auto rows = [&](auto is_unsigned, auto clamp, auto residual_kind, auto full_row) __attribute__((always_inline)) {
 #pragma GCC unroll 6
     for (int r = 0; r < kRows; ++r) {
-      store_row_packed<decltype(is_unsigned)::value, decltype(clamp)::value, kAddBias, decltype(residual_kind)::value>(
-          acc + 64 * r, r, p);
-    }
-  };
-  // Full-width rows with a residual (ResNet's expansions): plain loads of the residual bytes.
-  auto full_rows = [&](auto is_unsigned, auto residual_kind) __attribute__((always_inline)) {
-#pragma GCC unroll 6
-    for (int r = 0; r < kRows; ++r) {
-      store_row_packed<decltype(is_unsigned)::value, true, kAddBias, decltype(residual_kind)::value, true>(
-          acc + 64 * r, r, p);
+      store_row_packed<decltype(is_unsigned)::value, decltype(clamp)::value, kAddBias, decltype(residual_kind)::value,
+                       decltype(full_row)::value>(acc + 64 * r, r, p);
     }
   };
   auto with_output = [&](auto residual_kind) __attribute__((always_inline)) {
     using std::false_type, std::true_type;
+    const bool unsigned_output = e.output_type == OutputType::kU8;
     if (decltype(residual_kind)::value != 0 && integer_clamp && p.mask == ~__mmask64(0)) {
-      e.output_type == OutputType::kU8 ? full_rows(true_type{}, residual_kind) : full_rows(false_type{}, residual_kind);
-    } else if (e.output_type == OutputType::kU8) {
-      integer_clamp ? rows(true_type{}, true_type{}, residual_kind) : rows(true_type{}, false_type{}, residual_kind);
+      unsigned_output ? rows(true_type{}, true_type{}, residual_kind, true_type{})
+                      : rows(false_type{}, true_type{}, residual_kind, true_type{});
+    } else if (unsigned_output) {
+      integer_clamp ? rows(true_type{}, true_type{}, residual_kind, false_type{})
+                    : rows(true_type{}, false_type{}, residual_kind, false_type{});
     } else {
-      integer_clamp ? rows(false_type{}, true_type{}, residual_kind) : rows(false_type{}, false_type{}, residual_kind);
+      integer_clamp ? rows(false_type{}, true_type{}, residual_kind, false_type{})
+                    : rows(false_type{}, false_type{}, residual_kind, false_type{});
     }
   };
   if (residual == 0) {
