@@ -34,25 +34,7 @@ struct Avx512VnniTraits {
       // The accumulators start from the bias (kAddBias = false below).
       alignas(64) int32_t acc[MR][4][16];
       full_tile_k_loop<MR>(a, a_stride, b, k_groups, t.bias, &acc[0][0][0]);
-      if (packed_row_epilogue(t)) {
-        store_tile_packed<false, MR>(&acc[0][0][0], t);
-        return;
-      }
-      if (const PointwiseOp op = single_op_epilogue(t); op != PointwiseOp::kCopy) {
-        store_block_single_op<false>(op, &acc[0][0][0], MR, 4, t);
-        return;
-      }
-      const __m512 clamp_min = _mm512_set1_ps(t.epilogue->clamp_min);
-      const __m512 clamp_max = _mm512_set1_ps(t.epilogue->clamp_max);
-      for (int j = 0; j < 4; ++j) {
-        const int count = t.n_valid - 16 * j;
-        if (count <= 0) break;
-        const ColumnConstants constants = load_column_constants(t, 16 * j);
-#pragma GCC unroll 6
-        for (int r = 0; r < MR; ++r) {
-          store_vector<false>(_mm512_load_si512(acc[r][j]), 16 * j, count, t, r, constants, clamp_min, clamp_max);
-        }
-      }
+      store_full_tile<MR>(acc, t);
     } else {
       __m512i acc[MR][4];
 #pragma GCC unroll 8
@@ -83,6 +65,42 @@ struct Avx512VnniTraits {
       for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) store_vector(acc[r][j], 16 * j, t.n_valid - 16 * j, t, r, clamp_min, clamp_max);
+      }
+    }
+  }
+
+  // A convolution's rows read tap by tap in place (qgemm_driver_inl.h, fill_tap_pointers): the
+  // same products as tile<MR> over a gathered panel, so the same bytes.
+  static constexpr bool kTapTiles = true;
+  template <int MR>
+  static void tap_tile(const uint8_t* const* taps, int tap_count, int tap_bytes, const int8_t* b,
+                       const TileArgs& t) {
+    static_assert(MR == 5 || MR == 6);
+    alignas(64) int32_t acc[MR][4][16];
+    tap_tile_k_loop<MR>(taps, tap_count, tap_bytes, b, t.bias, &acc[0][0][0]);
+    store_full_tile<MR>(acc, t);
+  }
+
+  // The epilogue of a 5- or 6-row tile whose accumulators started from the bias.
+  template <int MR>
+  [[gnu::always_inline]] static void store_full_tile(const int32_t (&acc)[MR][4][16], const TileArgs& t) {
+    if (packed_row_epilogue(t)) {
+      store_tile_packed<false, MR>(&acc[0][0][0], t);
+      return;
+    }
+    if (const PointwiseOp op = single_op_epilogue(t); op != PointwiseOp::kCopy) {
+      store_block_single_op<false>(op, &acc[0][0][0], MR, 4, t);
+      return;
+    }
+    const __m512 clamp_min = _mm512_set1_ps(t.epilogue->clamp_min);
+    const __m512 clamp_max = _mm512_set1_ps(t.epilogue->clamp_max);
+    for (int j = 0; j < 4; ++j) {
+      const int count = t.n_valid - 16 * j;
+      if (count <= 0) break;
+      const ColumnConstants constants = load_column_constants(t, 16 * j);
+#pragma GCC unroll 6
+      for (int r = 0; r < MR; ++r) {
+        store_vector<false>(_mm512_load_si512(acc[r][j]), 16 * j, count, t, r, constants, clamp_min, clamp_max);
       }
     }
   }
@@ -165,6 +183,97 @@ struct Avx512VnniTraits {
     }
 #undef QDQRT_K_LOOP_OPERANDS
 #undef QDQRT_K_LOOP
+#undef QDQRT_STORE_ROW
+#undef QDQRT_INIT_ROW
+#undef QDQRT_ROW
+  }
+
+  // full_tile_k_loop tap by tap: for each of tap_count taps, the rows' pointers are loaded from
+  // `taps` (6 per tap, each just past the tap's tap_bytes bytes) and tap_bytes / 4 k-steps run
+  // with a negative index counting up to zero. Registers as in full_tile_k_loop.
+  template <int kRows>
+  static void tap_tile_k_loop(const uint8_t* const* taps, int64_t tap_count, int64_t tap_bytes, const int8_t* b,
+                              const int32_t* bias, int32_t* out) {
+    static_assert(kRows == 5 || kRows == 6);
+    static_assert(kTapRowSlots == 6);
+    const int64_t start = -tap_bytes;
+    const uint8_t *p0, *p1, *p2, *p3, *p4, *p5;
+    int64_t i;
+#define QDQRT_ROW(row_address, acc0, acc1, acc2, acc3, va)     \
+  "vpbroadcastd " row_address ", %%" va "\n\t"               \
+  "vpdpbusd %%zmm0, %%" va ", %%" acc0 "\n\t"               \
+  "vpdpbusd %%zmm1, %%" va ", %%" acc1 "\n\t"               \
+  "vpdpbusd %%zmm2, %%" va ", %%" acc2 "\n\t"               \
+  "vpdpbusd %%zmm3, %%" va ", %%" acc3 "\n\t"
+#define QDQRT_INIT_ROW(acc0, acc1, acc2, acc3) \
+  "vmovdqa64 %%zmm8, %%" acc0 "\n\t"           \
+  "vmovdqa64 %%zmm9, %%" acc1 "\n\t"           \
+  "vmovdqa64 %%zmm10, %%" acc2 "\n\t"          \
+  "vmovdqa64 %%zmm11, %%" acc3 "\n\t"
+#define QDQRT_STORE_ROW(offset, acc0, acc1, acc2, acc3) \
+  "vmovdqa64 %%" acc0 ", " #offset "+0(%[out])\n\t"     \
+  "vmovdqa64 %%" acc1 ", " #offset "+64(%[out])\n\t"    \
+  "vmovdqa64 %%" acc2 ", " #offset "+128(%[out])\n\t"   \
+  "vmovdqa64 %%" acc3 ", " #offset "+192(%[out])\n\t"
+#define QDQRT_TAP_LOOP(init_row5, load_p5, row5, store_row5)                       \
+  "vmovdqu64 (%[bias]), %%zmm8\n\t"                                                \
+  "vmovdqu64 64(%[bias]), %%zmm9\n\t"                                              \
+  "vmovdqu64 128(%[bias]), %%zmm10\n\t"                                            \
+  "vmovdqu64 192(%[bias]), %%zmm11\n\t"                                            \
+  QDQRT_INIT_ROW("zmm12", "zmm13", "zmm14", "zmm15")                               \
+  QDQRT_INIT_ROW("zmm16", "zmm17", "zmm18", "zmm19")                               \
+  QDQRT_INIT_ROW("zmm20", "zmm21", "zmm22", "zmm23")                               \
+  QDQRT_INIT_ROW("zmm24", "zmm25", "zmm26", "zmm27")                               \
+  init_row5                                                                        \
+  "1:\n\t"                                                                         \
+  "mov (%[t]), %[p0]\n\t"                                                          \
+  "mov 8(%[t]), %[p1]\n\t"                                                         \
+  "mov 16(%[t]), %[p2]\n\t"                                                        \
+  "mov 24(%[t]), %[p3]\n\t"                                                        \
+  "mov 32(%[t]), %[p4]\n\t"                                                        \
+  load_p5                                                                          \
+  "add $48, %[t]\n\t"                                                              \
+  "mov %[start], %[i]\n\t"                                                         \
+  ".p2align 5\n"                                                                   \
+  "2:\n\t"                                                                         \
+  "vmovdqu64 (%[b]), %%zmm0\n\t"                                                   \
+  "vmovdqu64 64(%[b]), %%zmm1\n\t"                                                 \
+  "vmovdqu64 128(%[b]), %%zmm2\n\t"                                                \
+  "vmovdqu64 192(%[b]), %%zmm3\n\t"                                                \
+  QDQRT_ROW("(%[p0],%[i],1)", "zmm8", "zmm9", "zmm10", "zmm11", "zmm4")            \
+  QDQRT_ROW("(%[p1],%[i],1)", "zmm12", "zmm13", "zmm14", "zmm15", "zmm5")          \
+  QDQRT_ROW("(%[p2],%[i],1)", "zmm16", "zmm17", "zmm18", "zmm19", "zmm6")          \
+  QDQRT_ROW("(%[p3],%[i],1)", "zmm20", "zmm21", "zmm22", "zmm23", "zmm7")          \
+  QDQRT_ROW("(%[p4],%[i],1)", "zmm24", "zmm25", "zmm26", "zmm27", "zmm4")          \
+  row5                                                                             \
+  "add $256, %[b]\n\t"                                                             \
+  "add $4, %[i]\n\t"                                                               \
+  "jnz 2b\n\t"                                                                     \
+  "dec %[count]\n\t"                                                               \
+  "jnz 1b\n\t"                                                                     \
+  QDQRT_STORE_ROW(0, "zmm8", "zmm9", "zmm10", "zmm11")                             \
+  QDQRT_STORE_ROW(256, "zmm12", "zmm13", "zmm14", "zmm15")                         \
+  QDQRT_STORE_ROW(512, "zmm16", "zmm17", "zmm18", "zmm19")                         \
+  QDQRT_STORE_ROW(768, "zmm20", "zmm21", "zmm22", "zmm23")                         \
+  QDQRT_STORE_ROW(1024, "zmm24", "zmm25", "zmm26", "zmm27")                        \
+  store_row5
+#define QDQRT_TAP_LOOP_OPERANDS                                                                                   \
+  : [t] "+r"(taps), [b] "+r"(b), [count] "+r"(tap_count), [p0] "=&r"(p0), [p1] "=&r"(p1), [p2] "=&r"(p2),      \
+    [p3] "=&r"(p3), [p4] "=&r"(p4), [p5] "=&r"(p5), [i] "=&r"(i)                                                 \
+  : [start] "r"(start), [out] "r"(out), [bias] "r"(bias)                                                          \
+  : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",      \
+    "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", \
+    "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31"
+    if constexpr (kRows == 6) {
+      __asm__ volatile(QDQRT_TAP_LOOP(QDQRT_INIT_ROW("zmm28", "zmm29", "zmm30", "zmm31"), "mov 40(%[t]), %[p5]\n\t",
+                                      QDQRT_ROW("(%[p5],%[i],1)", "zmm28", "zmm29", "zmm30", "zmm31", "zmm5"),
+                                      QDQRT_STORE_ROW(1280, "zmm28", "zmm29", "zmm30", "zmm31"))
+                       QDQRT_TAP_LOOP_OPERANDS);
+    } else {
+      __asm__ volatile(QDQRT_TAP_LOOP("", "", "", "") QDQRT_TAP_LOOP_OPERANDS);
+    }
+#undef QDQRT_TAP_LOOP_OPERANDS
+#undef QDQRT_TAP_LOOP
 #undef QDQRT_STORE_ROW
 #undef QDQRT_INIT_ROW
 #undef QDQRT_ROW

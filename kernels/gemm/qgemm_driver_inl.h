@@ -17,7 +17,11 @@
 //   weights, and
 //   static void finish(RowBlockState& state);  after the last row block.
 // Optional: kPanelRowAlignment (bytes; default 1): panel rows start at multiples of it, and a
-// matrix is read in place only when its rows do.
+// matrix is read in place only when its rows do. kTapTiles = true with
+//   template <int MR> static void tap_tile(const uint8_t* const* taps, int tap_count, int tap_bytes,
+//                                          const int8_t* b, const TileArgs& args);  for MR = kMr - 1, kMr:
+//   the k-loop runs tap by tap, row r reading tap t's tap_bytes bytes just before
+//   taps[t * kTapRowSlots + r] (fill_tap_pointers).
 #pragma once
 
 #include <algorithm>
@@ -228,6 +232,58 @@ template <typename Copy>
   return false;
 }
 
+// Tiles that read a convolution's taps in place (Traits::kTapTiles): rows per block slot and
+// the narrowest tap (in channels) worth a segment of its own in the k-loop (each segment reloads
+// the row pointers; 8 k-groups hide it).
+constexpr int kTapRowSlots = 6;
+constexpr int kMinTapChannels = 32;
+constexpr int kMaxInPlaceTaps = 64;
+
+template <typename Traits>
+constexpr bool kTapTiles = requires { requires Traits::kTapTiles; };
+
+// The in-place form of gather_conv_row for a block of rows: for tap t and row r,
+// taps[t * kTapRowSlots + r] is the address just past the tap's channels in the input, or past
+// `padding` (channels bytes of the zero-point) where the tap falls outside the image. Slots past
+// `rows` point at the padding. `tap_offsets` holds each tap's offset from its row's first tap.
+inline void fill_tap_pointers(const ConvGeometry& g, const uint8_t* data, int64_t m_begin, int rows,
+                              const uint8_t* padding, const int64_t* tap_offsets, const uint8_t** taps) {
+  const int channels = g.group_channels;
+  const int tap_count = g.kernel_height * g.kernel_width;
+  const int64_t image_bytes = static_cast<int64_t>(g.input_height) * g.input_width * g.input_pixel_stride;
+  const uint8_t* const pad = padding + channels;
+  ConvCursor at(g, m_begin);
+  for (int r = 0; r < kTapRowSlots; ++r) {
+    if (r >= rows) {
+      for (int tap = 0; tap < tap_count; ++tap) taps[tap * kTapRowSlots + r] = pad;
+      continue;
+    }
+    const uint8_t* image = data + at.image * image_bytes;
+    const int first_y = at.out_y * g.stride_height - g.pad_top;
+    const int first_x = at.out_x * g.stride_width - g.pad_left;
+    at.advance(g);
+    const int last_y = first_y + (g.kernel_height - 1) * g.dilation_height;
+    const int last_x = first_x + (g.kernel_width - 1) * g.dilation_width;
+    if (first_y >= 0 && last_y < g.input_height && first_x >= 0 && last_x < g.input_width) {
+      const uint8_t* first =
+          image + (static_cast<int64_t>(first_y) * g.input_width + first_x) * g.input_pixel_stride + channels;
+      for (int tap = 0; tap < tap_count; ++tap) taps[tap * kTapRowSlots + r] = first + tap_offsets[tap];
+      continue;
+    }
+    for (int ky = 0, tap = 0; ky < g.kernel_height; ++ky) {
+      const int y = first_y + ky * g.dilation_height;
+      const bool inside = y >= 0 && y < g.input_height;
+      for (int kx = 0; kx < g.kernel_width; ++kx, ++tap) {
+        const int x = first_x + kx * g.dilation_width;
+        taps[tap * kTapRowSlots + r] =
+            inside && x >= 0 && x < g.input_width
+                ? image + (static_cast<int64_t>(y) * g.input_width + x) * g.input_pixel_stride + channels
+                : pad;
+      }
+    }
+  }
+}
+
 // Row m of A into `row` (see gather_conv_row), for plain matrices and conv sources alike.
 template <typename Copy>
 inline void gather_row(const ASource& source, const PackedGemm& packed, int64_t m, uint8_t* row, uint8_t flip) {
@@ -353,6 +409,34 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
   char* c_bytes = static_cast<char*>(c);
   const char* residual_bytes = static_cast<const char*>(epilogue.residual);
   [[maybe_unused]] typename RowBlockStateOf<Traits>::type row_block_state;
+  // Convolutions of unsigned inputs whose taps are whole k-groups of at least kMinTapChannels:
+  // blocks of kMr - 1 or kMr rows read each tap in place through row pointers (no panel gather;
+  // a deep kernel's panel was gathered again for every column chunk).
+  const ConvGeometry* conv = source.conv;
+  const int tap_count = conv ? conv->kernel_height * conv->kernel_width : 0;
+  bool in_place_taps = false;
+  const uint8_t** tap_pointers = nullptr;
+  const uint8_t* tap_padding = nullptr;
+  int64_t tap_offsets[kMaxInPlaceTaps];
+  if constexpr (kTapTiles<Traits>) {
+    in_place_taps = conv && !packed.input_signed && !need_row_term && packed.k == packed.k_padded &&
+                    conv->group_channels % Traits::kKGroup == 0 && conv->group_channels >= kMinTapChannels &&
+                    tap_count <= kMaxInPlaceTaps;
+    if (in_place_taps) {
+      tap_pointers = reinterpret_cast<const uint8_t**>(
+          thread_scratch(ScratchSlot::kTapPointers, sizeof(const uint8_t*) * kTapRowSlots * tap_count));
+      uint8_t* padding = thread_scratch(ScratchSlot::kPadding, conv->group_channels);
+      std::memset(padding, static_cast<uint8_t>(packed.input_zero_point), conv->group_channels);
+      tap_padding = padding;
+      for (int ky = 0, tap = 0; ky < conv->kernel_height; ++ky) {
+        for (int kx = 0; kx < conv->kernel_width; ++kx, ++tap) {
+          tap_offsets[tap] = (static_cast<int64_t>(ky) * conv->dilation_height * conv->input_width +
+                              static_cast<int64_t>(kx) * conv->dilation_width) *
+                             conv->input_pixel_stride;
+        }
+      }
+    }
+  }
 
   for (int chunk_begin = n_begin; chunk_begin < n_end; chunk_begin += chunk_columns) {
     const int chunk_end = std::min(n_end, chunk_begin + chunk_columns);
@@ -365,7 +449,11 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
       rows = balanced ? kMr - (block < short_blocks ? 1 : 0) : std::min(kMr, m_end - m);
       const PanelElement* tile_a = panel;
       int64_t tile_a_stride = panel_stride;
-      if (direct) {
+      const bool taps_in_place = in_place_taps && rows >= kMr - 1;
+      if (taps_in_place) {
+        fill_tap_pointers(*conv, static_cast<const uint8_t*>(source.data), m, rows, tap_padding, tap_offsets,
+                          tap_pointers);
+      } else if (direct) {
         tile_a = reinterpret_cast<const PanelElement*>(static_cast<const uint8_t*>(source.data) + m * source.row_stride);
         tile_a_stride = source.row_stride;
       } else {
@@ -389,6 +477,20 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
         args.integer_clamp = integer_clamp;
         return static_cast<const int8_t*>(packed.data.data() + (n / kNr) * tile_bytes);
       };
+      if constexpr (kTapTiles<Traits>) {
+        if (taps_in_place) {
+          for (int n = chunk_begin; n < chunk_end; n += kNr) {
+            TileArgs args;
+            const int8_t* b = tile_args(n, args);
+            if (rows == kMr) {
+              Traits::template tap_tile<kMr>(tap_pointers, tap_count, conv->group_channels, b, args);
+            } else {
+              Traits::template tap_tile<kMr - 1>(tap_pointers, tap_count, conv->group_channels, b, args);
+            }
+          }
+          continue;
+        }
+      }
       if constexpr (RowBlockTraits<Traits>) {
         Traits::row_block(row_block_state, tile_a, tile_a_stride, direct, rows, k_groups, chunk_begin, chunk_end,
                           tile_args);

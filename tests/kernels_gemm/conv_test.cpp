@@ -263,6 +263,49 @@ TEST(Conv, GroupedFormRandomShapes) {
   }
 }
 
+// Convolutions of uint8 inputs whose taps are whole k-groups of at least 32 channels: blocks of
+// 5 and 6 rows read each tap in place through row pointers (fill_tap_pointers), taps outside the
+// image from a zero-point row. Kernels 1x1..7x7 (rectangular too), strides, paddings on each
+// side, dilations, several images (blocks that span them), padded input pixels, groups of 32+
+// channels, every output type and epilogue including residuals, thread splits that leave 1..4-row
+// blocks (the gathered panel) beside in-place ones; int8 inputs and weight zero-points must not
+// take the form and still match. Bit-exact against the oracle on every ISA.
+TEST(Conv, InPlaceTapsRandomShapes) {
+  std::mt19937 rng(43);
+  auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); };
+  const std::vector<QuantSettings> epilogues = output_epilogue_sweep();
+  for (int round = 0; round < 48; ++round) {
+    const int kernel_h = round % 8 == 0 ? 7 : pick(1, 5), kernel_w = round % 8 == 0 ? 7 : pick(1, 5);
+    const int groups = round % 6 == 5 ? 2 : 1;
+    const int group_in = 4 * pick(8, round % 4 == 0 ? 40 : 20);
+    QuantSettings q = epilogues[static_cast<size_t>(round) % epilogues.size()];
+    q.input_signed = round % 11 == 7;
+    q.input_zero_point = q.input_signed ? pick(-128, 127) : round % 5 == 0 ? 0 : pick(0, 255);
+    q.weight_zero_point = round % 13 == 9 ? 1 : 0;
+    q.per_channel = round % 7 != 3;
+    q.residual_zero_point = q.residual ? (q.residual_signed ? pick(-128, 127) : pick(0, 255)) : 0;
+    ConvTester tester;
+    tester.batch(pick(1, 3)).input_size(pick(kernel_h, 12), pick(kernel_w, 12))
+        .channels(groups * group_in, groups * pick(1, round % 3 == 0 ? 150 : 70)).groups(groups)
+        .kernel(kernel_h, kernel_w).stride(pick(1, 2), pick(1, 2))
+        .padding(pick(0, kernel_h / 2), pick(0, kernel_w / 2), pick(0, kernel_h / 2), pick(0, kernel_w / 2))
+        .dilation(round % 8 == 5 ? 2 : 1, round % 8 == 6 ? 2 : 1)
+        .pixel_stride_extra(round % 6 == 4 ? pick(1, 9) : 0, round % 6 == 1 ? pick(1, 5) : 0)
+        .split(pick(1, 4)).quant(q).seed(round);
+    const ConvShape s = tester.shape();
+    if (s.output_height <= 0 || s.output_width <= 0) continue;
+    tester.test_all_isas();
+  }
+  // ResNet-50's layer1 3x3 and a stride-2 1x1 projection at reduced sizes (uint8 in and out, ReLU).
+  QuantSettings q;
+  q.input_signed = false;
+  q.input_zero_point = 0;
+  q.output_type = OutputType::kU8;
+  q.activation = Activation{ActivationKind::kRelu};
+  ConvTester().input_size(14, 14).channels(64, 64).kernel(3, 3).padding(1, 1, 1, 1).split(2).quant(q).test_all_isas();
+  ConvTester().input_size(14, 14).channels(128, 256).kernel(1, 1).stride(2, 2).quant(q).test_all_isas();
+}
+
 // RegNet-X-400MF's and RegNet-Y-400MF's grouped 3x3s take the grouped form (uint8 activations, as
 // their QDQ exports quantize the ReLU outputs).
 TEST(Conv, GroupedFormTakesRegNetShapes) {
