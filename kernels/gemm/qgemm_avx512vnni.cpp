@@ -15,6 +15,56 @@
 namespace qdqrt::kernels::internal {
 namespace {
 
+// Pieces of the 6x64 (and 5x64) assembly k-loops (Avx512VnniTraits::full_tile_k_loop and
+// tap_tile_k_loop): accumulators in zmm8-zmm31 (row r in zmm8+4r..zmm11+4r, each starting from
+// the 64 columns' bias), the four weight vectors in zmm0-zmm3, broadcasts in zmm4-zmm7.
+#define QDQRT_ROW(row_address, acc0, acc1, acc2, acc3, va)     \
+  "vpbroadcastd " row_address ", %%" va "\n\t"               \
+  "vpdpbusd %%zmm0, %%" va ", %%" acc0 "\n\t"               \
+  "vpdpbusd %%zmm1, %%" va ", %%" acc1 "\n\t"               \
+  "vpdpbusd %%zmm2, %%" va ", %%" acc2 "\n\t"               \
+  "vpdpbusd %%zmm3, %%" va ", %%" acc3 "\n\t"
+#define QDQRT_INIT_ROW(acc0, acc1, acc2, acc3) \
+  "vmovdqa64 %%zmm8, %%" acc0 "\n\t"           \
+  "vmovdqa64 %%zmm9, %%" acc1 "\n\t"           \
+  "vmovdqa64 %%zmm10, %%" acc2 "\n\t"          \
+  "vmovdqa64 %%zmm11, %%" acc3 "\n\t"
+#define QDQRT_STORE_ROW(offset, acc0, acc1, acc2, acc3) \
+  "vmovdqa64 %%" acc0 ", " #offset "+0(%[out])\n\t"     \
+  "vmovdqa64 %%" acc1 ", " #offset "+64(%[out])\n\t"    \
+  "vmovdqa64 %%" acc2 ", " #offset "+128(%[out])\n\t"   \
+  "vmovdqa64 %%" acc3 ", " #offset "+192(%[out])\n\t"
+// Rows 0-4 from the bias, then `init_row5` (QDQRT_ROW5_INIT or nothing).
+#define QDQRT_TILE_INIT(init_row5)                       \
+  "vmovdqu64 (%[bias]), %%zmm8\n\t"                      \
+  "vmovdqu64 64(%[bias]), %%zmm9\n\t"                    \
+  "vmovdqu64 128(%[bias]), %%zmm10\n\t"                  \
+  "vmovdqu64 192(%[bias]), %%zmm11\n\t"                  \
+  QDQRT_INIT_ROW("zmm12", "zmm13", "zmm14", "zmm15")     \
+  QDQRT_INIT_ROW("zmm16", "zmm17", "zmm18", "zmm19")     \
+  QDQRT_INIT_ROW("zmm20", "zmm21", "zmm22", "zmm23")     \
+  QDQRT_INIT_ROW("zmm24", "zmm25", "zmm26", "zmm27")     \
+  init_row5
+#define QDQRT_ROW5_INIT QDQRT_INIT_ROW("zmm28", "zmm29", "zmm30", "zmm31")
+#define QDQRT_LOAD_WEIGHTS                   \
+  "vmovdqu64 (%[b]), %%zmm0\n\t"             \
+  "vmovdqu64 64(%[b]), %%zmm1\n\t"           \
+  "vmovdqu64 128(%[b]), %%zmm2\n\t"          \
+  "vmovdqu64 192(%[b]), %%zmm3\n\t"
+// Rows 0-4 to `out` (int32 [rows][64]), then `store_row5` (QDQRT_ROW5_STORE or nothing).
+#define QDQRT_TILE_STORE(store_row5)                             \
+  QDQRT_STORE_ROW(0, "zmm8", "zmm9", "zmm10", "zmm11")           \
+  QDQRT_STORE_ROW(256, "zmm12", "zmm13", "zmm14", "zmm15")       \
+  QDQRT_STORE_ROW(512, "zmm16", "zmm17", "zmm18", "zmm19")       \
+  QDQRT_STORE_ROW(768, "zmm20", "zmm21", "zmm22", "zmm23")       \
+  QDQRT_STORE_ROW(1024, "zmm24", "zmm25", "zmm26", "zmm27")      \
+  store_row5
+#define QDQRT_ROW5_STORE QDQRT_STORE_ROW(1280, "zmm28", "zmm29", "zmm30", "zmm31")
+#define QDQRT_ZMM_CLOBBERS                                                                                   \
+  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", \
+      "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23",    \
+      "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31"
+
 struct Avx512VnniTraits {
   static constexpr int kMr = 6;
   static constexpr bool kBalancedRows = true;  // the 5-row tile is the 6-row one's assembly
@@ -106,86 +156,48 @@ struct Avx512VnniTraits {
   }
 
   // The 6x64 (and 5x64) inner loop in assembly: GCC's register allocator spills some of the 24
-  // accumulators inside the loop when this is written with intrinsics. Accumulators live in
-  // zmm8-zmm31 (each row's four start from the 64 columns' bias), the four weight vectors in
-  // zmm0-zmm3, the broadcast activations in zmm4-zmm7. The 5-row form leaves zmm28-zmm31 alone.
+  // accumulators inside the loop when this is written with intrinsics. Registers as described at
+  // the QDQRT_ROW macros; the 5-row form leaves zmm28-zmm31 alone.
   template <int kRows>
   static void full_tile_k_loop(const uint8_t* a, int64_t a_stride, const int8_t* b, int k_groups,
                                const int32_t* bias, int32_t* out) {
     static_assert(kRows == 5 || kRows == 6);
     const uint8_t* a3 = a + 3 * a_stride;
     int64_t count = k_groups;
-#define QDQRT_ROW(row_address, acc0, acc1, acc2, acc3, va)     \
-  "vpbroadcastd " row_address ", %%" va "\n\t"               \
-  "vpdpbusd %%zmm0, %%" va ", %%" acc0 "\n\t"               \
-  "vpdpbusd %%zmm1, %%" va ", %%" acc1 "\n\t"               \
-  "vpdpbusd %%zmm2, %%" va ", %%" acc2 "\n\t"               \
-  "vpdpbusd %%zmm3, %%" va ", %%" acc3 "\n\t"
-#define QDQRT_INIT_ROW(acc0, acc1, acc2, acc3) \
-  "vmovdqa64 %%zmm8, %%" acc0 "\n\t"           \
-  "vmovdqa64 %%zmm9, %%" acc1 "\n\t"           \
-  "vmovdqa64 %%zmm10, %%" acc2 "\n\t"          \
-  "vmovdqa64 %%zmm11, %%" acc3 "\n\t"
-#define QDQRT_STORE_ROW(offset, acc0, acc1, acc2, acc3) \
-  "vmovdqa64 %%" acc0 ", " #offset "+0(%[out])\n\t"     \
-  "vmovdqa64 %%" acc1 ", " #offset "+64(%[out])\n\t"    \
-  "vmovdqa64 %%" acc2 ", " #offset "+128(%[out])\n\t"   \
-  "vmovdqa64 %%" acc3 ", " #offset "+192(%[out])\n\t"
-#define QDQRT_K_LOOP(init_row5, row5, store_row5)                                  \
-  "vmovdqu64 (%[bias]), %%zmm8\n\t"                                                \
-  "vmovdqu64 64(%[bias]), %%zmm9\n\t"                                              \
-  "vmovdqu64 128(%[bias]), %%zmm10\n\t"                                            \
-  "vmovdqu64 192(%[bias]), %%zmm11\n\t"                                            \
-  QDQRT_INIT_ROW("zmm12", "zmm13", "zmm14", "zmm15")                               \
-  QDQRT_INIT_ROW("zmm16", "zmm17", "zmm18", "zmm19")                               \
-  QDQRT_INIT_ROW("zmm20", "zmm21", "zmm22", "zmm23")                               \
-  QDQRT_INIT_ROW("zmm24", "zmm25", "zmm26", "zmm27")                               \
-  init_row5                                                                        \
-  "test %[count], %[count]\n\t"                                                    \
-  "jle 2f\n\t"                                                                     \
-  ".p2align 5\n"                                                                   \
-  "1:\n\t"                                                                         \
-  "vmovdqu64 (%[b]), %%zmm0\n\t"                                                   \
-  "vmovdqu64 64(%[b]), %%zmm1\n\t"                                                 \
-  "vmovdqu64 128(%[b]), %%zmm2\n\t"                                                \
-  "vmovdqu64 192(%[b]), %%zmm3\n\t"                                                \
-  QDQRT_ROW("(%[a])", "zmm8", "zmm9", "zmm10", "zmm11", "zmm4")                    \
-  QDQRT_ROW("(%[a],%[s],1)", "zmm12", "zmm13", "zmm14", "zmm15", "zmm5")           \
-  QDQRT_ROW("(%[a],%[s],2)", "zmm16", "zmm17", "zmm18", "zmm19", "zmm6")           \
-  QDQRT_ROW("(%[a3])", "zmm20", "zmm21", "zmm22", "zmm23", "zmm7")                 \
-  QDQRT_ROW("(%[a3],%[s],1)", "zmm24", "zmm25", "zmm26", "zmm27", "zmm4")          \
-  row5                                                                             \
-  "add $256, %[b]\n\t"                                                             \
-  "add $4, %[a]\n\t"                                                               \
-  "add $4, %[a3]\n\t"                                                              \
-  "dec %[count]\n\t"                                                               \
-  "jnz 1b\n"                                                                       \
-  "2:\n\t"                                                                         \
-  QDQRT_STORE_ROW(0, "zmm8", "zmm9", "zmm10", "zmm11")                             \
-  QDQRT_STORE_ROW(256, "zmm12", "zmm13", "zmm14", "zmm15")                         \
-  QDQRT_STORE_ROW(512, "zmm16", "zmm17", "zmm18", "zmm19")                         \
-  QDQRT_STORE_ROW(768, "zmm20", "zmm21", "zmm22", "zmm23")                         \
-  QDQRT_STORE_ROW(1024, "zmm24", "zmm25", "zmm26", "zmm27")                        \
-  store_row5
-#define QDQRT_K_LOOP_OPERANDS                                                                                     \
-  : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [count] "+r"(count)                                                 \
-  : [s] "r"(a_stride), [out] "r"(out), [bias] "r"(bias)                                                           \
-  : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",      \
-    "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", \
-    "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31"
+#define QDQRT_K_LOOP(init_row5, row5, store_row5)                               \
+  QDQRT_TILE_INIT(init_row5)                                                    \
+  "test %[count], %[count]\n\t"                                                 \
+  "jle 2f\n\t"                                                                  \
+  ".p2align 5\n"                                                                \
+  "1:\n\t"                                                                      \
+  QDQRT_LOAD_WEIGHTS                                                            \
+  QDQRT_ROW("(%[a])", "zmm8", "zmm9", "zmm10", "zmm11", "zmm4")                 \
+  QDQRT_ROW("(%[a],%[s],1)", "zmm12", "zmm13", "zmm14", "zmm15", "zmm5")        \
+  QDQRT_ROW("(%[a],%[s],2)", "zmm16", "zmm17", "zmm18", "zmm19", "zmm6")        \
+  QDQRT_ROW("(%[a3])", "zmm20", "zmm21", "zmm22", "zmm23", "zmm7")              \
+  QDQRT_ROW("(%[a3],%[s],1)", "zmm24", "zmm25", "zmm26", "zmm27", "zmm4")       \
+  row5                                                                          \
+  "add $256, %[b]\n\t"                                                          \
+  "add $4, %[a]\n\t"                                                            \
+  "add $4, %[a3]\n\t"                                                           \
+  "dec %[count]\n\t"                                                            \
+  "jnz 1b\n"                                                                    \
+  "2:\n\t"                                                                      \
+  QDQRT_TILE_STORE(store_row5)
+#define QDQRT_K_LOOP_OPERANDS                                        \
+  : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [count] "+r"(count)    \
+  : [s] "r"(a_stride), [out] "r"(out), [bias] "r"(bias)              \
+  : "memory", "cc", QDQRT_ZMM_CLOBBERS
     if constexpr (kRows == 6) {
-      __asm__ volatile(QDQRT_K_LOOP(QDQRT_INIT_ROW("zmm28", "zmm29", "zmm30", "zmm31"),
+      __asm__ volatile(QDQRT_K_LOOP(QDQRT_ROW5_INIT,
                                     QDQRT_ROW("(%[a3],%[s],2)", "zmm28", "zmm29", "zmm30", "zmm31", "zmm5"),
-                                    QDQRT_STORE_ROW(1280, "zmm28", "zmm29", "zmm30", "zmm31"))
+                                    QDQRT_ROW5_STORE)
                        QDQRT_K_LOOP_OPERANDS);
     } else {
       __asm__ volatile(QDQRT_K_LOOP("", "", "") QDQRT_K_LOOP_OPERANDS);
     }
 #undef QDQRT_K_LOOP_OPERANDS
 #undef QDQRT_K_LOOP
-#undef QDQRT_STORE_ROW
-#undef QDQRT_INIT_ROW
-#undef QDQRT_ROW
   }
 
   // full_tile_k_loop tap by tap: for each of tap_count taps, the rows' pointers are loaded from
@@ -199,84 +211,47 @@ struct Avx512VnniTraits {
     const int64_t start = -tap_bytes;
     const uint8_t *p0, *p1, *p2, *p3, *p4, *p5;
     int64_t i;
-#define QDQRT_ROW(row_address, acc0, acc1, acc2, acc3, va)     \
-  "vpbroadcastd " row_address ", %%" va "\n\t"               \
-  "vpdpbusd %%zmm0, %%" va ", %%" acc0 "\n\t"               \
-  "vpdpbusd %%zmm1, %%" va ", %%" acc1 "\n\t"               \
-  "vpdpbusd %%zmm2, %%" va ", %%" acc2 "\n\t"               \
-  "vpdpbusd %%zmm3, %%" va ", %%" acc3 "\n\t"
-#define QDQRT_INIT_ROW(acc0, acc1, acc2, acc3) \
-  "vmovdqa64 %%zmm8, %%" acc0 "\n\t"           \
-  "vmovdqa64 %%zmm9, %%" acc1 "\n\t"           \
-  "vmovdqa64 %%zmm10, %%" acc2 "\n\t"          \
-  "vmovdqa64 %%zmm11, %%" acc3 "\n\t"
-#define QDQRT_STORE_ROW(offset, acc0, acc1, acc2, acc3) \
-  "vmovdqa64 %%" acc0 ", " #offset "+0(%[out])\n\t"     \
-  "vmovdqa64 %%" acc1 ", " #offset "+64(%[out])\n\t"    \
-  "vmovdqa64 %%" acc2 ", " #offset "+128(%[out])\n\t"   \
-  "vmovdqa64 %%" acc3 ", " #offset "+192(%[out])\n\t"
-#define QDQRT_TAP_LOOP(init_row5, load_p5, row5, store_row5)                       \
-  "vmovdqu64 (%[bias]), %%zmm8\n\t"                                                \
-  "vmovdqu64 64(%[bias]), %%zmm9\n\t"                                              \
-  "vmovdqu64 128(%[bias]), %%zmm10\n\t"                                            \
-  "vmovdqu64 192(%[bias]), %%zmm11\n\t"                                            \
-  QDQRT_INIT_ROW("zmm12", "zmm13", "zmm14", "zmm15")                               \
-  QDQRT_INIT_ROW("zmm16", "zmm17", "zmm18", "zmm19")                               \
-  QDQRT_INIT_ROW("zmm20", "zmm21", "zmm22", "zmm23")                               \
-  QDQRT_INIT_ROW("zmm24", "zmm25", "zmm26", "zmm27")                               \
-  init_row5                                                                        \
-  "1:\n\t"                                                                         \
-  "mov (%[t]), %[p0]\n\t"                                                          \
-  "mov 8(%[t]), %[p1]\n\t"                                                         \
-  "mov 16(%[t]), %[p2]\n\t"                                                        \
-  "mov 24(%[t]), %[p3]\n\t"                                                        \
-  "mov 32(%[t]), %[p4]\n\t"                                                        \
-  load_p5                                                                          \
-  "add $48, %[t]\n\t"                                                              \
-  "mov %[start], %[i]\n\t"                                                         \
-  ".p2align 5\n"                                                                   \
-  "2:\n\t"                                                                         \
-  "vmovdqu64 (%[b]), %%zmm0\n\t"                                                   \
-  "vmovdqu64 64(%[b]), %%zmm1\n\t"                                                 \
-  "vmovdqu64 128(%[b]), %%zmm2\n\t"                                                \
-  "vmovdqu64 192(%[b]), %%zmm3\n\t"                                                \
-  QDQRT_ROW("(%[p0],%[i],1)", "zmm8", "zmm9", "zmm10", "zmm11", "zmm4")            \
-  QDQRT_ROW("(%[p1],%[i],1)", "zmm12", "zmm13", "zmm14", "zmm15", "zmm5")          \
-  QDQRT_ROW("(%[p2],%[i],1)", "zmm16", "zmm17", "zmm18", "zmm19", "zmm6")          \
-  QDQRT_ROW("(%[p3],%[i],1)", "zmm20", "zmm21", "zmm22", "zmm23", "zmm7")          \
-  QDQRT_ROW("(%[p4],%[i],1)", "zmm24", "zmm25", "zmm26", "zmm27", "zmm4")          \
-  row5                                                                             \
-  "add $256, %[b]\n\t"                                                             \
-  "add $4, %[i]\n\t"                                                               \
-  "jnz 2b\n\t"                                                                     \
-  "dec %[count]\n\t"                                                               \
-  "jnz 1b\n\t"                                                                     \
-  QDQRT_STORE_ROW(0, "zmm8", "zmm9", "zmm10", "zmm11")                             \
-  QDQRT_STORE_ROW(256, "zmm12", "zmm13", "zmm14", "zmm15")                         \
-  QDQRT_STORE_ROW(512, "zmm16", "zmm17", "zmm18", "zmm19")                         \
-  QDQRT_STORE_ROW(768, "zmm20", "zmm21", "zmm22", "zmm23")                         \
-  QDQRT_STORE_ROW(1024, "zmm24", "zmm25", "zmm26", "zmm27")                        \
-  store_row5
-#define QDQRT_TAP_LOOP_OPERANDS                                                                                   \
-  : [t] "+r"(taps), [b] "+r"(b), [count] "+r"(tap_count), [p0] "=&r"(p0), [p1] "=&r"(p1), [p2] "=&r"(p2),      \
-    [p3] "=&r"(p3), [p4] "=&r"(p4), [p5] "=&r"(p5), [i] "=&r"(i)                                                 \
-  : [start] "r"(start), [out] "r"(out), [bias] "r"(bias)                                                          \
-  : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",      \
-    "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", \
-    "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31"
+#define QDQRT_TAP_LOOP(init_row5, load_p5, row5, store_row5)                    \
+  QDQRT_TILE_INIT(init_row5)                                                    \
+  "1:\n\t"                                                                      \
+  "mov (%[t]), %[p0]\n\t"                                                       \
+  "mov 8(%[t]), %[p1]\n\t"                                                      \
+  "mov 16(%[t]), %[p2]\n\t"                                                     \
+  "mov 24(%[t]), %[p3]\n\t"                                                     \
+  "mov 32(%[t]), %[p4]\n\t"                                                     \
+  load_p5                                                                       \
+  "add $48, %[t]\n\t"                                                           \
+  "mov %[start], %[i]\n\t"                                                      \
+  ".p2align 5\n"                                                                \
+  "2:\n\t"                                                                      \
+  QDQRT_LOAD_WEIGHTS                                                            \
+  QDQRT_ROW("(%[p0],%[i],1)", "zmm8", "zmm9", "zmm10", "zmm11", "zmm4")         \
+  QDQRT_ROW("(%[p1],%[i],1)", "zmm12", "zmm13", "zmm14", "zmm15", "zmm5")       \
+  QDQRT_ROW("(%[p2],%[i],1)", "zmm16", "zmm17", "zmm18", "zmm19", "zmm6")       \
+  QDQRT_ROW("(%[p3],%[i],1)", "zmm20", "zmm21", "zmm22", "zmm23", "zmm7")       \
+  QDQRT_ROW("(%[p4],%[i],1)", "zmm24", "zmm25", "zmm26", "zmm27", "zmm4")       \
+  row5                                                                          \
+  "add $256, %[b]\n\t"                                                          \
+  "add $4, %[i]\n\t"                                                            \
+  "jnz 2b\n\t"                                                                  \
+  "dec %[count]\n\t"                                                            \
+  "jnz 1b\n\t"                                                                  \
+  QDQRT_TILE_STORE(store_row5)
+#define QDQRT_TAP_LOOP_OPERANDS                                                                               \
+  : [t] "+r"(taps), [b] "+r"(b), [count] "+r"(tap_count), [p0] "=&r"(p0), [p1] "=&r"(p1), [p2] "=&r"(p2),  \
+    [p3] "=&r"(p3), [p4] "=&r"(p4), [p5] "=&r"(p5), [i] "=&r"(i)                                             \
+  : [start] "r"(start), [out] "r"(out), [bias] "r"(bias)                                                      \
+  : "memory", "cc", QDQRT_ZMM_CLOBBERS
     if constexpr (kRows == 6) {
-      __asm__ volatile(QDQRT_TAP_LOOP(QDQRT_INIT_ROW("zmm28", "zmm29", "zmm30", "zmm31"), "mov 40(%[t]), %[p5]\n\t",
+      __asm__ volatile(QDQRT_TAP_LOOP(QDQRT_ROW5_INIT, "mov 40(%[t]), %[p5]\n\t",
                                       QDQRT_ROW("(%[p5],%[i],1)", "zmm28", "zmm29", "zmm30", "zmm31", "zmm5"),
-                                      QDQRT_STORE_ROW(1280, "zmm28", "zmm29", "zmm30", "zmm31"))
+                                      QDQRT_ROW5_STORE)
                        QDQRT_TAP_LOOP_OPERANDS);
     } else {
       __asm__ volatile(QDQRT_TAP_LOOP("", "", "", "") QDQRT_TAP_LOOP_OPERANDS);
     }
 #undef QDQRT_TAP_LOOP_OPERANDS
 #undef QDQRT_TAP_LOOP
-#undef QDQRT_STORE_ROW
-#undef QDQRT_INIT_ROW
-#undef QDQRT_ROW
   }
 
   // M = 1 (GEMV): bound by streaming the weights, so two k-groups in flight (8 independent
@@ -320,6 +295,16 @@ struct Avx512VnniTraits {
     }
   }
 };
+
+#undef QDQRT_ZMM_CLOBBERS
+#undef QDQRT_ROW5_STORE
+#undef QDQRT_TILE_STORE
+#undef QDQRT_LOAD_WEIGHTS
+#undef QDQRT_ROW5_INIT
+#undef QDQRT_TILE_INIT
+#undef QDQRT_STORE_ROW
+#undef QDQRT_INIT_ROW
+#undef QDQRT_ROW
 
 // Narrow tiles: MR rows x (16 * kVectors) columns, accumulators in registers (MR * kVectors <= 16,
 // so GCC keeps them there without the 6x64 tile's assembly), one broadcast per row and k-group.
