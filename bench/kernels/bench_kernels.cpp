@@ -127,10 +127,14 @@ int g_tile_width = 0;
 // copy, hot in the caches.
 int64_t g_fp32_cold_mb = 0;
 
-// How many copies of `bytes` of packed weights --fp32_cold_mb asks for.
-int cold_copies(int64_t bytes) {
-  if (g_fp32_cold_mb <= 0 || bytes <= 0) return 1;
-  return static_cast<int>(std::clamp<int64_t>((g_fp32_cold_mb << 20) / bytes + 1, 1, 4096));
+// --int8_cold_mb=N: the same for the INT8 conv/ and conv_u8/ rows (a whole ResNet-50 QDQ
+// streams 25 MiB of weights per inference; its layer4 alone 15 MiB).
+int64_t g_int8_cold_mb = 0;
+
+// How many copies of `bytes` of packed weights make `cold_mb` MiB (--fp32_cold_mb, --int8_cold_mb).
+int cold_copies(int64_t bytes, int64_t cold_mb = g_fp32_cold_mb) {
+  if (cold_mb <= 0 || bytes <= 0) return 1;
+  return static_cast<int>(std::clamp<int64_t>((cold_mb << 20) / bytes + 1, 1, 4096));
 }
 
 // Depthwise rows place input and output in one 64-byte-aligned block, as the engine's arena does
@@ -201,6 +205,12 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool 
   desc.input_signed = !u8;
   PackedConv packed = pack_conv(desc, active_isa(), g_tile_width);
   if (implicit_gemm) packed.stem_weights = PackedGemm{};
+  // --int8_cold_mb: copies of the packed convolution, one per iteration in turn.
+  int64_t weight_bytes = 0;
+  for (const PackedGemm& group : packed.group_weights) weight_bytes += static_cast<int64_t>(group.data.size());
+  const int copies = packed.depthwise ? 1 : cold_copies(weight_bytes, g_int8_cold_mb);
+  const std::vector<PackedConv> packed_copies(static_cast<size_t>(copies - 1), packed);
+  std::atomic<int64_t> iteration = 0;  // part 0 advances it
   ConvShape shape;
   shape.input_height = layer.height;
   shape.input_width = layer.width;
@@ -239,12 +249,15 @@ void conv_benchmark(benchmark::State& state, ConvLayer layer, int threads, bool 
   }
   const double ops = 2.0 * pixels * layer.output_channels * group_in * taps;
   state.SetLabel(conv_kernel_name(packed, shape) + (residual ? " +residual" : "") +
-                 (silu ? output_type == OutputType::kF32 ? " +silu fp32" : " +silu" : "") + placement);
+                 (silu ? output_type == OutputType::kF32 ? " +silu fp32" : " +silu" : "") + placement +
+                 (copies > 1 ? ", weights cold" : ""));
   timed_loop(
       state, threads,
       [&](int part) {
+        const int64_t copy = iteration.load(std::memory_order_relaxed) % copies;
         auto [begin, end] = part_range(pixels, threads, part, conv_pixel_tile(packed));
-        run_conv(packed, shape, args, epilogue, begin, end);
+        run_conv(copy == 0 ? packed : packed_copies[static_cast<size_t>(copy - 1)], shape, args, epilogue, begin, end);
+        if (part == 0) iteration.fetch_add(1, std::memory_order_relaxed);
       },
       ops, 0.0);
 }
@@ -686,6 +699,8 @@ int main(int argc, char** argv) {
       qdqrt::bench::g_dw_delta = std::atoll(arg.c_str() + 12);
     } else if (arg.rfind("--fp32_cold_mb=", 0) == 0) {
       qdqrt::bench::g_fp32_cold_mb = std::atoll(arg.c_str() + 15);
+    } else if (arg.rfind("--int8_cold_mb=", 0) == 0) {
+      qdqrt::bench::g_int8_cold_mb = std::atoll(arg.c_str() + 15);
     } else if (arg == "--dw_u8") {
       qdqrt::bench::g_dw_u8 = true;
     } else if (arg.rfind("--dw_modulus=", 0) == 0) {

@@ -60,6 +60,10 @@ namespace {
   QDQRT_STORE_ROW(1024, "zmm24", "zmm25", "zmm26", "zmm27")      \
   store_row5
 #define QDQRT_ROW5_STORE QDQRT_STORE_ROW(1280, "zmm28", "zmm29", "zmm30", "zmm31")
+// One line of weights into L2 per k-step (the loops' prefetch form).
+#define QDQRT_PREFETCH_STEP    \
+  "prefetcht1 (%[pf])\n\t"    \
+  "add $64, %[pf]\n\t"
 #define QDQRT_ZMM_CLOBBERS                                                                                   \
   "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", \
       "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23",    \
@@ -83,7 +87,7 @@ struct Avx512VnniTraits {
     } else if constexpr (MR >= 5) {
       // The accumulators start from the bias (kAddBias = false below).
       alignas(64) int32_t acc[MR][4][16];
-      full_tile_k_loop<MR>(a, a_stride, b, k_groups, t.bias, &acc[0][0][0]);
+      full_tile_k_loop<MR>(a, a_stride, b, k_groups, t.bias, &acc[0][0][0], t.prefetch);
       store_full_tile<MR>(acc, t);
     } else {
       __m512i acc[MR][4];
@@ -127,7 +131,7 @@ struct Avx512VnniTraits {
                        const TileArgs& t) {
     static_assert(MR == 5 || MR == 6);
     alignas(64) int32_t acc[MR][4][16];
-    tap_tile_k_loop<MR>(taps, tap_count, tap_bytes, b, t.bias, &acc[0][0][0]);
+    tap_tile_k_loop<MR>(taps, tap_count, tap_bytes, b, t.bias, &acc[0][0][0], t.prefetch);
     store_full_tile<MR>(acc, t);
   }
 
@@ -159,18 +163,21 @@ struct Avx512VnniTraits {
   // accumulators inside the loop when this is written with intrinsics. Registers as described at
   // the QDQRT_ROW macros; the 5-row form leaves zmm28-zmm31 alone.
   template <int kRows>
+  // `prefetch` (TileArgs::prefetch): when not null, one line per k-step from there into L2 (a
+  // second form of the loop: the prefetch costs 1-2% where it has nothing to fetch).
   static void full_tile_k_loop(const uint8_t* a, int64_t a_stride, const int8_t* b, int k_groups,
-                               const int32_t* bias, int32_t* out) {
+                               const int32_t* bias, int32_t* out, const void* prefetch) {
     static_assert(kRows == 5 || kRows == 6);
     const uint8_t* a3 = a + 3 * a_stride;
     int64_t count = k_groups;
-#define QDQRT_K_LOOP(init_row5, row5, store_row5)                               \
+#define QDQRT_K_LOOP(init_row5, row5, store_row5, prefetch_step)                \
   QDQRT_TILE_INIT(init_row5)                                                    \
   "test %[count], %[count]\n\t"                                                 \
   "jle 2f\n\t"                                                                  \
   ".p2align 5\n"                                                                \
   "1:\n\t"                                                                      \
   QDQRT_LOAD_WEIGHTS                                                            \
+  prefetch_step                                                                 \
   QDQRT_ROW("(%[a])", "zmm8", "zmm9", "zmm10", "zmm11", "zmm4")                 \
   QDQRT_ROW("(%[a],%[s],1)", "zmm12", "zmm13", "zmm14", "zmm15", "zmm5")        \
   QDQRT_ROW("(%[a],%[s],2)", "zmm16", "zmm17", "zmm18", "zmm19", "zmm6")        \
@@ -185,17 +192,25 @@ struct Avx512VnniTraits {
   "2:\n\t"                                                                      \
   QDQRT_TILE_STORE(store_row5)
 #define QDQRT_K_LOOP_OPERANDS                                        \
-  : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [count] "+r"(count)    \
+  : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [count] "+r"(count), [pf] "+r"(prefetch)    \
   : [s] "r"(a_stride), [out] "r"(out), [bias] "r"(bias)              \
   : "memory", "cc", QDQRT_ZMM_CLOBBERS
-    if constexpr (kRows == 6) {
-      __asm__ volatile(QDQRT_K_LOOP(QDQRT_ROW5_INIT,
-                                    QDQRT_ROW("(%[a3],%[s],2)", "zmm28", "zmm29", "zmm30", "zmm31", "zmm5"),
-                                    QDQRT_ROW5_STORE)
-                       QDQRT_K_LOOP_OPERANDS);
+#define QDQRT_ROW5 QDQRT_ROW("(%[a3],%[s],2)", "zmm28", "zmm29", "zmm30", "zmm31", "zmm5")
+    if (prefetch != nullptr) {
+      if constexpr (kRows == 6) {
+        __asm__ volatile(QDQRT_K_LOOP(QDQRT_ROW5_INIT, QDQRT_ROW5, QDQRT_ROW5_STORE, QDQRT_PREFETCH_STEP)
+                             QDQRT_K_LOOP_OPERANDS);
+      } else {
+        __asm__ volatile(QDQRT_K_LOOP("", "", "", QDQRT_PREFETCH_STEP) QDQRT_K_LOOP_OPERANDS);
+      }
     } else {
-      __asm__ volatile(QDQRT_K_LOOP("", "", "") QDQRT_K_LOOP_OPERANDS);
+      if constexpr (kRows == 6) {
+        __asm__ volatile(QDQRT_K_LOOP(QDQRT_ROW5_INIT, QDQRT_ROW5, QDQRT_ROW5_STORE, "") QDQRT_K_LOOP_OPERANDS);
+      } else {
+        __asm__ volatile(QDQRT_K_LOOP("", "", "", "") QDQRT_K_LOOP_OPERANDS);
+      }
     }
+#undef QDQRT_ROW5
 #undef QDQRT_K_LOOP_OPERANDS
 #undef QDQRT_K_LOOP
   }
@@ -205,13 +220,13 @@ struct Avx512VnniTraits {
   // with a negative index counting up to zero. Registers as in full_tile_k_loop.
   template <int kRows>
   static void tap_tile_k_loop(const uint8_t* const* taps, int64_t tap_count, int64_t tap_bytes, const int8_t* b,
-                              const int32_t* bias, int32_t* out) {
+                              const int32_t* bias, int32_t* out, const void* prefetch) {
     static_assert(kRows == 5 || kRows == 6);
     static_assert(kTapRowSlots == 6);
     const int64_t start = -tap_bytes;
     const uint8_t *p0, *p1, *p2, *p3, *p4, *p5;
     int64_t i;
-#define QDQRT_TAP_LOOP(init_row5, load_p5, row5, store_row5)                    \
+#define QDQRT_TAP_LOOP(init_row5, load_p5, row5, store_row5, prefetch_step)     \
   QDQRT_TILE_INIT(init_row5)                                                    \
   "1:\n\t"                                                                      \
   "mov (%[t]), %[p0]\n\t"                                                       \
@@ -225,6 +240,7 @@ struct Avx512VnniTraits {
   ".p2align 5\n"                                                                \
   "2:\n\t"                                                                      \
   QDQRT_LOAD_WEIGHTS                                                            \
+  prefetch_step                                                                 \
   QDQRT_ROW("(%[p0],%[i],1)", "zmm8", "zmm9", "zmm10", "zmm11", "zmm4")         \
   QDQRT_ROW("(%[p1],%[i],1)", "zmm12", "zmm13", "zmm14", "zmm15", "zmm5")       \
   QDQRT_ROW("(%[p2],%[i],1)", "zmm16", "zmm17", "zmm18", "zmm19", "zmm6")       \
@@ -239,17 +255,28 @@ struct Avx512VnniTraits {
   QDQRT_TILE_STORE(store_row5)
 #define QDQRT_TAP_LOOP_OPERANDS                                                                               \
   : [t] "+r"(taps), [b] "+r"(b), [count] "+r"(tap_count), [p0] "=&r"(p0), [p1] "=&r"(p1), [p2] "=&r"(p2),  \
-    [p3] "=&r"(p3), [p4] "=&r"(p4), [p5] "=&r"(p5), [i] "=&r"(i)                                             \
-  : [start] "r"(start), [out] "r"(out), [bias] "r"(bias)                                                      \
+    [p3] "=&r"(p3), [p4] "=&r"(p4), [p5] "=&r"(p5), [i] "=&r"(i), [pf] "+r"(prefetch)                       \
+  : [start] "rm"(start), [out] "r"(out), [bias] "r"(bias)                                                     \
   : "memory", "cc", QDQRT_ZMM_CLOBBERS
-    if constexpr (kRows == 6) {
-      __asm__ volatile(QDQRT_TAP_LOOP(QDQRT_ROW5_INIT, "mov 40(%[t]), %[p5]\n\t",
-                                      QDQRT_ROW("(%[p5],%[i],1)", "zmm28", "zmm29", "zmm30", "zmm31", "zmm5"),
-                                      QDQRT_ROW5_STORE)
-                       QDQRT_TAP_LOOP_OPERANDS);
+#define QDQRT_P5 "mov 40(%[t]), %[p5]\n\t"
+#define QDQRT_ROW5 QDQRT_ROW("(%[p5],%[i],1)", "zmm28", "zmm29", "zmm30", "zmm31", "zmm5")
+    if (prefetch != nullptr) {
+      if constexpr (kRows == 6) {
+        __asm__ volatile(QDQRT_TAP_LOOP(QDQRT_ROW5_INIT, QDQRT_P5, QDQRT_ROW5, QDQRT_ROW5_STORE, QDQRT_PREFETCH_STEP)
+                             QDQRT_TAP_LOOP_OPERANDS);
+      } else {
+        __asm__ volatile(QDQRT_TAP_LOOP("", "", "", "", QDQRT_PREFETCH_STEP) QDQRT_TAP_LOOP_OPERANDS);
+      }
     } else {
-      __asm__ volatile(QDQRT_TAP_LOOP("", "", "", "") QDQRT_TAP_LOOP_OPERANDS);
+      if constexpr (kRows == 6) {
+        __asm__ volatile(QDQRT_TAP_LOOP(QDQRT_ROW5_INIT, QDQRT_P5, QDQRT_ROW5, QDQRT_ROW5_STORE, "")
+                             QDQRT_TAP_LOOP_OPERANDS);
+      } else {
+        __asm__ volatile(QDQRT_TAP_LOOP("", "", "", "", "") QDQRT_TAP_LOOP_OPERANDS);
+      }
     }
+#undef QDQRT_ROW5
+#undef QDQRT_P5
 #undef QDQRT_TAP_LOOP_OPERANDS
 #undef QDQRT_TAP_LOOP
   }
@@ -297,6 +324,7 @@ struct Avx512VnniTraits {
 };
 
 #undef QDQRT_ZMM_CLOBBERS
+#undef QDQRT_PREFETCH_STEP
 #undef QDQRT_ROW5_STORE
 #undef QDQRT_TILE_STORE
 #undef QDQRT_LOAD_WEIGHTS

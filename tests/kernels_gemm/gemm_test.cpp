@@ -1,5 +1,7 @@
 // GEMM family: every supported ISA against the unpacked-weights oracle.
+#include "conv_tester.h"
 #include "gemm_tester.h"
+#include "kernels/cpu_features.h"
 
 namespace qdqrt::kernels::testing {
 namespace {
@@ -137,6 +139,24 @@ TEST(Gemm, SingleRowGemv) {
 TEST(Gemm, LargeKSpansSeveralColumnChunks) {
   // 4608 x 512 weights exceed one column chunk, so the A panel is re-packed per chunk.
   GemmTester().m(7).n(512).k(4608).test_all_isas();
+}
+
+// Chunks of one 64-column tile deep enough that two fit in three quarters of the L2: the AVX-512
+// VNNI tiles then prefetch the next chunk's weights from their k-loop (the loops' second form),
+// plain matrices and in-place convolution taps alike; the bytes are the same.
+TEST(Gemm, DeepChunksPrefetchTheNextChunk) {
+  // K whose 64-column tile is just over half a chunk (one tile per chunk, two in 3/8 of any L2).
+  const int k = static_cast<int>(gemm_column_chunk_bytes() / 2 / 64) + 256;
+  QuantSettings q;
+  q.input_signed = false;
+  q.input_zero_point = 5;
+  q.output_type = OutputType::kU8;
+  q.activation.kind = ActivationKind::kRelu;
+  GemmTester().m(11).n(200).k(k).quant(q).test_all_isas();
+  GemmTester().m(6).n(130).k(k).quant(q).split(2).seed(3).test_all_isas();
+  // A 3x3 over k / 9 (a multiple of 4) channels reads its taps in place with the same chunks.
+  const int channels = (k / 9 + 3) / 4 * 4;
+  ConvTester().input_size(5, 6).channels(channels, 150).kernel(3, 3).padding(1, 1, 1, 1).quant(q).test_all_isas();
 }
 
 }  // namespace
