@@ -34,6 +34,15 @@ namespace {
   "vmovdqa64 %%" acc1 ", " #offset "+64(%[out])\n\t"    \
   "vmovdqa64 %%" acc2 ", " #offset "+128(%[out])\n\t"   \
   "vmovdqa64 %%" acc3 ", " #offset "+192(%[out])\n\t"
+// One k-step's products for rows 0-4, row r's broadcast from address a<r>.
+#define QDQRT_ROWS_0_TO_4(a0, a1, a2, a3, a4)                      \
+  QDQRT_ROW(a0, "zmm8", "zmm9", "zmm10", "zmm11", "zmm4")          \
+  QDQRT_ROW(a1, "zmm12", "zmm13", "zmm14", "zmm15", "zmm5")        \
+  QDQRT_ROW(a2, "zmm16", "zmm17", "zmm18", "zmm19", "zmm6")        \
+  QDQRT_ROW(a3, "zmm20", "zmm21", "zmm22", "zmm23", "zmm7")        \
+  QDQRT_ROW(a4, "zmm24", "zmm25", "zmm26", "zmm27", "zmm4")
+// Row 5's products (the 6-row form), its broadcast from `address`.
+#define QDQRT_ROW5(address) QDQRT_ROW(address, "zmm28", "zmm29", "zmm30", "zmm31", "zmm5")
 // Rows 0-4 from the bias, then `init_row5` (QDQRT_ROW5_INIT or nothing).
 #define QDQRT_TILE_INIT(init_row5)                       \
   "vmovdqu64 (%[bias]), %%zmm8\n\t"                      \
@@ -178,11 +187,7 @@ struct Avx512VnniTraits {
   "1:\n\t"                                                                      \
   QDQRT_LOAD_WEIGHTS                                                            \
   prefetch_step                                                                 \
-  QDQRT_ROW("(%[a])", "zmm8", "zmm9", "zmm10", "zmm11", "zmm4")                 \
-  QDQRT_ROW("(%[a],%[s],1)", "zmm12", "zmm13", "zmm14", "zmm15", "zmm5")        \
-  QDQRT_ROW("(%[a],%[s],2)", "zmm16", "zmm17", "zmm18", "zmm19", "zmm6")        \
-  QDQRT_ROW("(%[a3])", "zmm20", "zmm21", "zmm22", "zmm23", "zmm7")              \
-  QDQRT_ROW("(%[a3],%[s],1)", "zmm24", "zmm25", "zmm26", "zmm27", "zmm4")       \
+  QDQRT_ROWS_0_TO_4("(%[a])", "(%[a],%[s],1)", "(%[a],%[s],2)", "(%[a3])", "(%[a3],%[s],1)")        \
   row5                                                                          \
   "add $256, %[b]\n\t"                                                          \
   "add $4, %[a]\n\t"                                                            \
@@ -195,22 +200,22 @@ struct Avx512VnniTraits {
   : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [count] "+r"(count), [pf] "+r"(prefetch)    \
   : [s] "r"(a_stride), [out] "r"(out), [bias] "r"(bias)              \
   : "memory", "cc", QDQRT_ZMM_CLOBBERS
-#define QDQRT_ROW5 QDQRT_ROW("(%[a3],%[s],2)", "zmm28", "zmm29", "zmm30", "zmm31", "zmm5")
+#define QDQRT_A_ROW5 QDQRT_ROW5("(%[a3],%[s],2)")
     if (prefetch != nullptr) {
       if constexpr (kRows == 6) {
-        __asm__ volatile(QDQRT_K_LOOP(QDQRT_ROW5_INIT, QDQRT_ROW5, QDQRT_ROW5_STORE, QDQRT_PREFETCH_STEP)
+        __asm__ volatile(QDQRT_K_LOOP(QDQRT_ROW5_INIT, QDQRT_A_ROW5, QDQRT_ROW5_STORE, QDQRT_PREFETCH_STEP)
                              QDQRT_K_LOOP_OPERANDS);
       } else {
         __asm__ volatile(QDQRT_K_LOOP("", "", "", QDQRT_PREFETCH_STEP) QDQRT_K_LOOP_OPERANDS);
       }
     } else {
       if constexpr (kRows == 6) {
-        __asm__ volatile(QDQRT_K_LOOP(QDQRT_ROW5_INIT, QDQRT_ROW5, QDQRT_ROW5_STORE, "") QDQRT_K_LOOP_OPERANDS);
+        __asm__ volatile(QDQRT_K_LOOP(QDQRT_ROW5_INIT, QDQRT_A_ROW5, QDQRT_ROW5_STORE, "") QDQRT_K_LOOP_OPERANDS);
       } else {
         __asm__ volatile(QDQRT_K_LOOP("", "", "", "") QDQRT_K_LOOP_OPERANDS);
       }
     }
-#undef QDQRT_ROW5
+#undef QDQRT_A_ROW5
 #undef QDQRT_K_LOOP_OPERANDS
 #undef QDQRT_K_LOOP
   }
@@ -241,11 +246,8 @@ struct Avx512VnniTraits {
   "2:\n\t"                                                                      \
   QDQRT_LOAD_WEIGHTS                                                            \
   prefetch_step                                                                 \
-  QDQRT_ROW("(%[p0],%[i],1)", "zmm8", "zmm9", "zmm10", "zmm11", "zmm4")         \
-  QDQRT_ROW("(%[p1],%[i],1)", "zmm12", "zmm13", "zmm14", "zmm15", "zmm5")       \
-  QDQRT_ROW("(%[p2],%[i],1)", "zmm16", "zmm17", "zmm18", "zmm19", "zmm6")       \
-  QDQRT_ROW("(%[p3],%[i],1)", "zmm20", "zmm21", "zmm22", "zmm23", "zmm7")       \
-  QDQRT_ROW("(%[p4],%[i],1)", "zmm24", "zmm25", "zmm26", "zmm27", "zmm4")       \
+  QDQRT_ROWS_0_TO_4("(%[p0],%[i],1)", "(%[p1],%[i],1)", "(%[p2],%[i],1)", "(%[p3],%[i],1)",            \
+                    "(%[p4],%[i],1)")                                                                \
   row5                                                                          \
   "add $256, %[b]\n\t"                                                          \
   "add $4, %[i]\n\t"                                                            \
@@ -259,23 +261,23 @@ struct Avx512VnniTraits {
   : [start] "rm"(start), [out] "r"(out), [bias] "r"(bias)                                                     \
   : "memory", "cc", QDQRT_ZMM_CLOBBERS
 #define QDQRT_P5 "mov 40(%[t]), %[p5]\n\t"
-#define QDQRT_ROW5 QDQRT_ROW("(%[p5],%[i],1)", "zmm28", "zmm29", "zmm30", "zmm31", "zmm5")
+#define QDQRT_P_ROW5 QDQRT_ROW5("(%[p5],%[i],1)")
     if (prefetch != nullptr) {
       if constexpr (kRows == 6) {
-        __asm__ volatile(QDQRT_TAP_LOOP(QDQRT_ROW5_INIT, QDQRT_P5, QDQRT_ROW5, QDQRT_ROW5_STORE, QDQRT_PREFETCH_STEP)
+        __asm__ volatile(QDQRT_TAP_LOOP(QDQRT_ROW5_INIT, QDQRT_P5, QDQRT_P_ROW5, QDQRT_ROW5_STORE, QDQRT_PREFETCH_STEP)
                              QDQRT_TAP_LOOP_OPERANDS);
       } else {
         __asm__ volatile(QDQRT_TAP_LOOP("", "", "", "", QDQRT_PREFETCH_STEP) QDQRT_TAP_LOOP_OPERANDS);
       }
     } else {
       if constexpr (kRows == 6) {
-        __asm__ volatile(QDQRT_TAP_LOOP(QDQRT_ROW5_INIT, QDQRT_P5, QDQRT_ROW5, QDQRT_ROW5_STORE, "")
+        __asm__ volatile(QDQRT_TAP_LOOP(QDQRT_ROW5_INIT, QDQRT_P5, QDQRT_P_ROW5, QDQRT_ROW5_STORE, "")
                              QDQRT_TAP_LOOP_OPERANDS);
       } else {
         __asm__ volatile(QDQRT_TAP_LOOP("", "", "", "", "") QDQRT_TAP_LOOP_OPERANDS);
       }
     }
-#undef QDQRT_ROW5
+#undef QDQRT_P_ROW5
 #undef QDQRT_P5
 #undef QDQRT_TAP_LOOP_OPERANDS
 #undef QDQRT_TAP_LOOP
@@ -327,6 +329,8 @@ struct Avx512VnniTraits {
 #undef QDQRT_PREFETCH_STEP
 #undef QDQRT_ROW5_STORE
 #undef QDQRT_TILE_STORE
+#undef QDQRT_ROW5
+#undef QDQRT_ROWS_0_TO_4
 #undef QDQRT_LOAD_WEIGHTS
 #undef QDQRT_ROW5_INIT
 #undef QDQRT_TILE_INIT
