@@ -235,6 +235,14 @@ Result<std::shared_ptr<const Engine>> Engine::from_plan(EnginePlan plan) {
       }
       engine->bound_->layers.push_back(std::move(bound).value());
     }
+    // Each layer learns the weights run after it (past up to two layers without any, such as a
+    // pool or a softmax, whose few activations leave them in the L2).
+    std::vector<std::unique_ptr<Layer>>& layers = engine->bound_->layers;
+    for (size_t i = 0; i + 1 < layers.size(); ++i) {
+      std::span<const int8_t> next;
+      for (size_t j = i + 1; j < layers.size() && j <= i + 3 && next.empty(); ++j) next = layers[j]->leading_weights();
+      layers[i]->set_following_weights(next);
+    }
     return std::shared_ptr<const Engine>(std::move(engine));
   } catch (const std::bad_alloc&) {
     return io_error("not enough memory while binding {}", binding);

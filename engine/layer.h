@@ -76,6 +76,12 @@ class Layer {
   // Runs items [begin, end). Called concurrently for disjoint ranges; `scratch` is this thread's
   // PlanLayer::scratch_bytes (64-byte aligned). Must not allocate.
   virtual void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t> scratch) const = 0;
+  // The weights this layer streams first, for the layer run before it to prefetch into the L2
+  // while it finishes (weights larger than the caches come from memory or L3 once per run); empty
+  // when it has none worth it.
+  virtual std::span<const int8_t> leading_weights() const { return {}; }
+  // Called once after binding with leading_weights() of the layer that runs after this one.
+  virtual void set_following_weights(std::span<const int8_t> weights) { (void)weights; }
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -203,6 +203,10 @@ class QConvLayer final : public Layer {
   bool grouped_form = false;  // kernels/conv/qconv_grouped.h: the channel tiles are whole groups
   int64_t output_pixel_stride = 0;  // out_channels, or a Concat's channels (a strided output)
   std::vector<std::shared_ptr<const void>> owners;
+  std::span<const int8_t> following_weights = {};  // the next layer's leading_weights()
+
+  std::span<const int8_t> leading_weights() const override { return kernels::conv_leading_weights(packed, shape); }
+  void set_following_weights(std::span<const int8_t> weights) override { following_weights = weights; }
 
   // Items are pixel blocks, times channel blocks when the pixels alone are too few to balance
   // threads (layer4 of ResNet-50 at batch 1: 49 pixels): each thread then also streams only its
@@ -233,6 +237,7 @@ class QConvLayer final : public Layer {
     args.output_pixel_stride = output_pixel_stride;
     kernels::Epilogue run_epilogue = epilogue;
     if (residual >= 0) run_epilogue.residual = state.data(residual);
+    const int64_t begin_all = begin;
     while (begin < end) {
       const int64_t block = begin / pixel_items;
       const int64_t item_end = std::min(end, (block + 1) * pixel_items);
@@ -240,6 +245,14 @@ class QConvLayer final : public Layer {
       const int pixel_end = static_cast<int>(std::min((item_end - block * pixel_items) * pixels_per_item, pixels));
       const int tile_begin = static_cast<int>(channel_tiles * block / blocks);
       const int tile_end = static_cast<int>(channel_tiles * (block + 1) / blocks);
+      // What this thread runs next, whose weights the kernel prefetches meanwhile: the next channel
+      // block over the same pixels, or the next layer when this call runs the whole layer.
+      const bool next_block_same_pixels =
+          pixel_begin == 0 && pixel_end == pixels && end >= (block + 2) * pixel_items;
+      args.next_tile_end = next_block_same_pixels ? static_cast<int>(channel_tiles * (block + 2) / blocks) : 0;
+      const bool whole_layer = begin_all == 0 && end == pixel_items * blocks;
+      args.next_weights = !next_block_same_pixels && whole_layer && item_end == end ? following_weights
+                                                                                     : std::span<const int8_t>();
       kernels::run_conv_channels(packed, run_shape, args, run_epilogue, pixel_begin, pixel_end, tile_begin, tile_end);
       begin = item_end;
     }

@@ -254,6 +254,10 @@ class QMatMulLayer final : public Layer {
   int64_t k = 0, n = 0;
   ItemGrid grid;
   std::vector<std::shared_ptr<const void>> owners;
+  std::span<const int8_t> following_weights = {};  // the next layer's leading_weights()
+
+  std::span<const int8_t> leading_weights() const override { return {packed.data.data(), packed.data.size()}; }
+  void set_following_weights(std::span<const int8_t> weights) override { following_weights = weights; }
 
   int64_t rows(const RunState& state) const { return state.numel(input) / k; }
 
@@ -295,9 +299,16 @@ class QMatMulLayer final : public Layer {
     args.c_row_stride = n;
     kernels::Epilogue run_epilogue = epilogue;
     if (residual >= 0) run_epilogue.residual = state.data(residual);
+    // The kernel prefetches the next layer's weights during the last call when this thread runs
+    // the whole layer.
+    const bool whole_layer = begin == 0 && end == work(state).items;
     if (whole_rows(m)) {
       // Blocks [begin, end) are one run of column tiles.
       const int64_t blocks = whole_rows_blocks();
+      if (whole_layer) {
+        args.next_weights = following_weights.data();
+        args.next_weights_bytes = static_cast<int64_t>(following_weights.size());
+      }
       const int64_t n_begin = grid.tiles * begin / blocks * packed.nr;
       const int64_t n_end = std::min(n, grid.tiles * end / blocks * packed.nr);
       if (n_begin < n_end) {
@@ -310,6 +321,10 @@ class QMatMulLayer final : public Layer {
       const int64_t split = grid.columns_split(m);
       const int64_t n_begin = split == 1 ? 0 : tile.tile_begin * packed.nr;
       const int64_t n_end = split == 1 ? n : std::min(n, tile.tile_end * packed.nr);
+      if (whole_layer && tile.row_end == m && n_end == n) {
+        args.next_weights = following_weights.data();
+        args.next_weights_bytes = static_cast<int64_t>(following_weights.size());
+      }
       kernels::run_gemm(packed, args, run_epilogue, static_cast<int>(tile.row_begin), static_cast<int>(tile.row_end),
                         static_cast<int>(n_begin), static_cast<int>(n_end));
     });

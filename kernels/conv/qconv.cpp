@@ -179,14 +179,26 @@ void run_conv_channels(const PackedConv& packed, const ConvShape& shape, const C
     const int n_begin = packed.groups == 1 ? std::min(weights.n, tile_begin * weights.nr) : 0;
     const int n_end = packed.groups == 1 ? std::min(weights.n, tile_end * weights.nr) : weights.n;
     if (n_begin >= n_end) continue;
+    const int next_n_end = packed.groups == 1 ? std::min(weights.n, args.next_tile_end * weights.nr) : 0;
+    const std::span<const int8_t> next = packed.groups == 1 ? args.next_weights : std::span<const int8_t>();
+    const auto next_bytes = static_cast<int64_t>(next.size());
     if (pointwise) {
-      GemmArgs a{input, args.input_pixel_stride, output, args.output_pixel_stride};
+      GemmArgs a{input, args.input_pixel_stride, output, args.output_pixel_stride, next_n_end, next.data(), next_bytes};
       run_gemm(weights, a, group_epilogue, pixel_begin, pixel_end, n_begin, n_end);
     } else {
-      ConvArgs a{input, output, args.output_pixel_stride};
+      ConvArgs a{input, output, args.output_pixel_stride, next_n_end, next.data(), next_bytes};
       run_conv_gemm(weights, geometry, a, group_epilogue, pixel_begin, pixel_end, n_begin, n_end);
     }
   }
+}
+
+std::span<const int8_t> conv_leading_weights(const PackedConv& packed, const ConvShape& shape) {
+  if (packed.depthwise || packed.groups != 1 || packed.group_weights.empty() || conv_stem_applies(packed, shape) ||
+      internal::conv_grouped_applies(packed)) {
+    return {};
+  }
+  const PackedGemm& weights = packed.group_weights[0];
+  return {weights.data.data(), weights.data.size()};
 }
 
 int conv_pixel_tile(const PackedConv& packed) {

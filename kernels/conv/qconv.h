@@ -10,6 +10,7 @@
 //   - everything else: the implicit GEMM (per-row-block gather of the kernel taps), per group.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -81,7 +82,17 @@ struct ConvRunArgs {
   int64_t input_pixel_stride = 0;  // elements between input pixels (>= input_channels)
   void* output = nullptr;
   int64_t output_pixel_stride = 0;  // elements between output pixels (>= output_channels)
+  // run_conv_channels: tiles [tile_end, next_tile_end) are what the caller runs next over the same
+  // pixels; their weights are prefetched during this call (GemmArgs::next_n_end). 0: none.
+  int next_tile_end = 0;
+  // Otherwise, the weights the caller runs next (the next layer's conv_leading_weights).
+  std::span<const int8_t> next_weights = {};
 };
+
+// The weights a run of this convolution streams first (its one GEMM's packed tiles, in the order
+// the first chunk reads them), for the layer run before it to prefetch; empty for the depthwise,
+// stem and grouped forms and several groups.
+std::span<const int8_t> conv_leading_weights(const PackedConv& packed, const ConvShape& shape);
 
 // Computes output pixels [pixel_begin, pixel_end) for all output channels. The epilogue's residual
 // (if any) is indexed like the output: pixel * residual_row_stride + output channel.

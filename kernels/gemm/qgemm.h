@@ -99,6 +99,14 @@ struct GemmArgs {
   int64_t a_row_stride = 0;
   void* c = nullptr;
   int64_t c_row_stride = 0;
+  // Columns [n_end, next_n_end) are what the caller runs next over the same rows (a later channel
+  // block): their weights are prefetched into L2 during this call's last column chunk. A hint
+  // only (0: none); results do not depend on it.
+  int next_n_end = 0;
+  // Otherwise the weights the caller runs next (the next layer's: Layer::set_following_weights),
+  // prefetched the same way. A hint only, never dereferenced.
+  const int8_t* next_weights = nullptr;
+  int64_t next_weights_bytes = 0;
 };
 void run_gemm(const PackedGemm& packed, const GemmArgs& args, const Epilogue& epilogue, int m_begin, int m_end,
               int n_begin, int n_end);
@@ -125,6 +133,9 @@ struct ConvArgs {
   const void* input = nullptr;
   void* c = nullptr;
   int64_t c_row_stride = 0;  // elements between output pixels
+  int next_n_end = 0;        // GemmArgs::next_n_end
+  const int8_t* next_weights = nullptr;  // GemmArgs::next_weights
+  int64_t next_weights_bytes = 0;
 };
 void run_conv_gemm(const PackedGemm& packed, const ConvGeometry& geometry, const ConvArgs& args,
                    const Epilogue& epilogue, int m_begin, int m_end, int n_begin, int n_end);

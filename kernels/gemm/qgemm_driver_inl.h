@@ -456,10 +456,36 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
     // the L2 the prefetch evicted the chunk in use (layer4's 1x1s lost up to 11 us).
     const int8_t* prefetch_next = nullptr;
     const int8_t* prefetch_end = nullptr;
+    int64_t prefetch_from_block = 0;
     if (chunk_end < n_end && 8 * chunk_tiles * tile_bytes <= 3 * l2_cache_bytes()) {
       const int next_end = std::min(n_end, chunk_end + chunk_columns);
       prefetch_next = packed.data.data() + (chunk_end / kNr) * tile_bytes;
       prefetch_end = packed.data.data() + ((next_end + kNr - 1) / kNr) * tile_bytes;
+    } else if (chunk_end == n_end) {
+      // After the last chunk the caller runs its next columns (a later channel block of a
+      // 49-pixel layer: GemmArgs::next_n_end) or the next layer (next_weights): as much of their
+      // first chunk as fits beside this chunk in three quarters of the L2, fetched during the last
+      // row blocks (earlier, the lines would age out of the L2 before their use). Without it the
+      // next call's first row block waits on every line of its weights.
+      const int64_t chunk_bytes = (chunk_end - chunk_begin + kNr - 1) / kNr * tile_bytes;
+      const int64_t budget = std::min(3 * l2_cache_bytes() / 4 - chunk_bytes, gemm_column_chunk_bytes());
+      const int8_t* target = nullptr;
+      int64_t target_bytes = 0;
+      if (source.next_n_end > n_end) {
+        const int next_end = std::min(source.next_n_end, chunk_end + chunk_columns);
+        target = packed.data.data() + (chunk_end / kNr) * tile_bytes;
+        target_bytes = (next_end - chunk_end + kNr - 1) / kNr * tile_bytes;
+      } else if (source.next_weights != nullptr) {
+        target = source.next_weights;
+        target_bytes = source.next_weights_bytes;
+      }
+      target_bytes = std::min(target_bytes, budget);
+      if (target != nullptr && target_bytes > 0) {
+        prefetch_next = target;
+        prefetch_end = target + target_bytes;
+        const int64_t per_block = static_cast<int64_t>((chunk_end - chunk_begin + kNr - 1) / kNr) * k_groups * 64;
+        prefetch_from_block = std::max<int64_t>(0, row_blocks - (target_bytes + per_block - 1) / per_block);
+      }
     }
     for (int m = m_begin, block = 0, rows = 0; m < m_end; m += rows, ++block) {
       rows = balanced ? kMr - (block < short_blocks ? 1 : 0) : std::min(kMr, m_end - m);
@@ -493,7 +519,7 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
         args.integer_clamp = integer_clamp;
         const int8_t* b = packed.data.data() + (n / kNr) * tile_bytes;
         args.prefetch = nullptr;
-        if (prefetch_next < prefetch_end) {
+        if (prefetch_next < prefetch_end && block >= prefetch_from_block) {
           args.prefetch = prefetch_next;
           prefetch_next += static_cast<int64_t>(k_groups) * 64;
         }

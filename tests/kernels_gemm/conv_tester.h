@@ -125,7 +125,11 @@ class ConvTester {
       EXPECT_NE(conv_kernel_name(packed, s).find(kernel_part_), std::string::npos)
           << context << ": ran " << conv_kernel_name(packed, s) << ", expected " << kernel_part_;
     }
-    ConvRunArgs args{input.data(), in_stride, actual.data(), out_stride};
+    ConvRunArgs args;
+    args.input = input.data();
+    args.input_pixel_stride = in_stride;
+    args.output = actual.data();
+    args.output_pixel_stride = out_stride;
     const int tiles = conv_channel_tiles(packed);
     if (grouped_reference_) ASSERT_TRUE(internal::conv_grouped_applies(packed)) << context;
     for (int part = 0; part < split_; ++part) {
@@ -133,6 +137,10 @@ class ConvTester {
         const int pixel_begin = static_cast<int>(out_pixels * part / split_);
         const int pixel_end = static_cast<int>(out_pixels * (part + 1) / split_);
         const int tile_begin = tiles * block / channel_split_, tile_end = tiles * (block + 1) / channel_split_;
+        // The engine's prefetch hints (the next block's tiles, else the next layer's weights: here
+        // this conv's own) must not change a byte.
+        args.next_tile_end = block + 1 < channel_split_ ? tiles * (block + 2) / channel_split_ : 0;
+        args.next_weights = block + 1 < channel_split_ ? std::span<const int8_t>() : conv_leading_weights(packed, s);
         if (grouped_reference_) {
           internal::run_conv_grouped_reference(packed, s, args, epilogue, pixel_begin, pixel_end, tile_begin, tile_end);
         } else {

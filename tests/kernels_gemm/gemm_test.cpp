@@ -159,5 +159,54 @@ TEST(Gemm, DeepChunksPrefetchTheNextChunk) {
   ConvTester().input_size(5, 6).channels(channels, 150).kernel(3, 3).padding(1, 1, 1, 1).quant(q).test_all_isas();
 }
 
+// The last chunk of a call prefetches what the caller runs next (ConvRunArgs::next_tile_end: the
+// next channel block; next_weights: the next layer's), fitted to the L2 beside the chunk and
+// fetched during the last row blocks; the ConvTester passes both hints as the engine does, and the
+// bytes must be those without them. Here through blocks of one and several deep tiles, 49 pixels
+// as in ResNet-50's layer4, and 1x1s read as plain matrices.
+TEST(Gemm, PrefetchHintsForTheNextBlockKeepTheBytes) {
+  QuantSettings q;
+  q.input_signed = false;
+  q.input_zero_point = 3;
+  q.output_type = OutputType::kU8;
+  q.activation.kind = ActivationKind::kRelu;
+  const int deep = static_cast<int>(gemm_column_chunk_bytes() / 2 / 64 / 9 + 3) / 4 * 4;
+  for (int blocks : {2, 3, 4}) {
+    ConvTester().input_size(7, 7).channels(deep, 300).kernel(3, 3).padding(1, 1, 1, 1).quant(q).channel_split(blocks)
+        .seed(blocks).test_all_isas();
+    ConvTester().input_size(7, 7).channels(512, 520).kernel(1, 1).quant(q).channel_split(blocks).seed(10 + blocks)
+        .test_all_isas();
+  }
+}
+
+TEST(Gemm, LeadingWeightsAreThePlainGemmsOnly) {
+  ConvWeightsDesc desc;
+  desc.input_channels = 64;
+  desc.output_channels = 128;
+  desc.kernel_height = desc.kernel_width = 3;
+  std::vector<int8_t> weights(static_cast<size_t>(128 * 64 * 9), 1);
+  std::vector<float> scales(128, 0.01f);
+  desc.weights = weights.data();
+  desc.weight_scales = scales.data();
+  desc.per_channel = true;
+  desc.input_scale = 0.1f;
+  desc.output_scale = 0.2f;
+  ConvShape shape;
+  shape.batch = 1;
+  shape.input_height = shape.input_width = 8;
+  shape.output_height = shape.output_width = 8;
+  shape.pad_top = shape.pad_left = 1;
+  const PackedConv plain = pack_conv(desc);
+  const std::span<const int8_t> leading = conv_leading_weights(plain, shape);
+  EXPECT_EQ(leading.data(), plain.group_weights[0].data.data());
+  EXPECT_EQ(leading.size(), plain.group_weights[0].data.size());
+  // Two groups: each group is its own GEMM, nothing is announced.
+  desc.groups = 2;
+  EXPECT_TRUE(conv_leading_weights(pack_conv(desc), shape).empty());
+  // Depthwise.
+  desc.groups = desc.input_channels = desc.output_channels = 64;
+  EXPECT_TRUE(conv_leading_weights(pack_conv(desc), shape).empty());
+}
+
 }  // namespace
 }  // namespace qdqrt::kernels::testing
