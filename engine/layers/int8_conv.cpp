@@ -237,7 +237,6 @@ class QConvLayer final : public Layer {
     args.output_pixel_stride = output_pixel_stride;
     kernels::Epilogue run_epilogue = epilogue;
     if (residual >= 0) run_epilogue.residual = state.data(residual);
-    const int64_t begin_all = begin;
     while (begin < end) {
       const int64_t block = begin / pixel_items;
       const int64_t item_end = std::min(end, (block + 1) * pixel_items);
@@ -246,13 +245,12 @@ class QConvLayer final : public Layer {
       const int tile_begin = static_cast<int>(channel_tiles * block / blocks);
       const int tile_end = static_cast<int>(channel_tiles * (block + 1) / blocks);
       // What this thread runs next, whose weights the kernel prefetches meanwhile: the next channel
-      // block over the same pixels, or the next layer when this call runs the whole layer.
+      // block over the same pixels, else (the last call of this thread's share) the next layer's
+      // first weights, into this core's L2 whatever share of the next layer the thread then gets.
       const bool next_block_same_pixels =
           pixel_begin == 0 && pixel_end == pixels && end >= (block + 2) * pixel_items;
       args.next_tile_end = next_block_same_pixels ? static_cast<int>(channel_tiles * (block + 2) / blocks) : 0;
-      const bool whole_layer = begin_all == 0 && end == pixel_items * blocks;
-      args.next_weights = !next_block_same_pixels && whole_layer && item_end == end ? following_weights
-                                                                                     : std::span<const int8_t>();
+      args.next_weights = !next_block_same_pixels && item_end == end ? following_weights : std::span<const int8_t>();
       kernels::run_conv_channels(packed, run_shape, args, run_epilogue, pixel_begin, pixel_end, tile_begin, tile_end);
       begin = item_end;
     }

@@ -299,16 +299,13 @@ class QMatMulLayer final : public Layer {
     args.c_row_stride = n;
     kernels::Epilogue run_epilogue = epilogue;
     if (residual >= 0) run_epilogue.residual = state.data(residual);
-    // The kernel prefetches the next layer's weights during the last call when this thread runs
-    // the whole layer.
-    const bool whole_layer = begin == 0 && end == work(state).items;
+    // The kernel prefetches the next layer's first weights into this core's L2 during each call's
+    // last row blocks (a thread's share is one call but for row blocks of several column ranges).
+    args.next_weights = following_weights.data();
+    args.next_weights_bytes = static_cast<int64_t>(following_weights.size());
     if (whole_rows(m)) {
       // Blocks [begin, end) are one run of column tiles.
       const int64_t blocks = whole_rows_blocks();
-      if (whole_layer) {
-        args.next_weights = following_weights.data();
-        args.next_weights_bytes = static_cast<int64_t>(following_weights.size());
-      }
       const int64_t n_begin = grid.tiles * begin / blocks * packed.nr;
       const int64_t n_end = std::min(n, grid.tiles * end / blocks * packed.nr);
       if (n_begin < n_end) {
@@ -321,10 +318,6 @@ class QMatMulLayer final : public Layer {
       const int64_t split = grid.columns_split(m);
       const int64_t n_begin = split == 1 ? 0 : tile.tile_begin * packed.nr;
       const int64_t n_end = split == 1 ? n : std::min(n, tile.tile_end * packed.nr);
-      if (whole_layer && tile.row_end == m && n_end == n) {
-        args.next_weights = following_weights.data();
-        args.next_weights_bytes = static_cast<int64_t>(following_weights.size());
-      }
       kernels::run_gemm(packed, args, run_epilogue, static_cast<int>(tile.row_begin), static_cast<int>(tile.row_end),
                         static_cast<int>(n_begin), static_cast<int>(n_end));
     });
