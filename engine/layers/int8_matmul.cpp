@@ -300,7 +300,8 @@ class QMatMulLayer final : public Layer {
     kernels::Epilogue run_epilogue = epilogue;
     if (residual >= 0) run_epilogue.residual = state.data(residual);
     // The kernel prefetches the next layer's first weights into this core's L2 during each call's
-    // last row blocks (a thread's share is one call but for row blocks of several column ranges).
+    // last row blocks (a thread's share is one call, except row blocks over column ranges of a
+    // column-split grid: then each of them does).
     args.next_weights = following_weights.data();
     args.next_weights_bytes = static_cast<int64_t>(following_weights.size());
     if (whole_rows(m)) {
