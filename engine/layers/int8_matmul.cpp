@@ -302,8 +302,7 @@ class QMatMulLayer final : public Layer {
     // The kernel prefetches the next layer's first weights into this core's L2 during each call's
     // last row blocks (a thread's share is one call, except row blocks over column ranges of a
     // column-split grid: then each of them does).
-    args.next_weights = following_weights.data();
-    args.next_weights_bytes = static_cast<int64_t>(following_weights.size());
+    args.next.weights = following_weights;
     if (whole_rows(m)) {
       // Blocks [begin, end) are one run of column tiles.
       const int64_t blocks = whole_rows_blocks();

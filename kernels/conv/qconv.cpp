@@ -179,14 +179,13 @@ void run_conv_channels(const PackedConv& packed, const ConvShape& shape, const C
     const int n_begin = packed.groups == 1 ? std::min(weights.n, tile_begin * weights.nr) : 0;
     const int n_end = packed.groups == 1 ? std::min(weights.n, tile_end * weights.nr) : weights.n;
     if (n_begin >= n_end) continue;
-    const int next_n_end = packed.groups == 1 ? std::min(weights.n, args.next_tile_end * weights.nr) : 0;
-    const std::span<const int8_t> next = packed.groups == 1 ? args.next_weights : std::span<const int8_t>();
-    const auto next_bytes = static_cast<int64_t>(next.size());
+    PrefetchHint next;  // with several groups each group is a GEMM of its own: no hint
+    if (packed.groups == 1) next = {std::min(weights.n, args.next_tile_end * weights.nr), args.next_weights};
     if (pointwise) {
-      GemmArgs a{input, args.input_pixel_stride, output, args.output_pixel_stride, next_n_end, next.data(), next_bytes};
+      GemmArgs a{input, args.input_pixel_stride, output, args.output_pixel_stride, next};
       run_gemm(weights, a, group_epilogue, pixel_begin, pixel_end, n_begin, n_end);
     } else {
-      ConvArgs a{input, output, args.output_pixel_stride, next_n_end, next.data(), next_bytes};
+      ConvArgs a{input, output, args.output_pixel_stride, next};
       run_conv_gemm(weights, geometry, a, group_epilogue, pixel_begin, pixel_end, n_begin, n_end);
     }
   }

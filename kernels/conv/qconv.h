@@ -83,7 +83,7 @@ struct ConvRunArgs {
   void* output = nullptr;
   int64_t output_pixel_stride = 0;  // elements between output pixels (>= output_channels)
   // run_conv_channels: tiles [tile_end, next_tile_end) are what the caller runs next over the same
-  // pixels; their weights are prefetched during this call (GemmArgs::next_n_end). 0: none.
+  // pixels; their weights are prefetched during this call (PrefetchHint). 0: none.
   int next_tile_end = 0;
   // Otherwise, the weights the caller runs next (the next layer's conv_leading_weights).
   std::span<const int8_t> next_weights = {};

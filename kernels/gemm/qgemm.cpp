@@ -201,9 +201,7 @@ void run_gemm(const PackedGemm& packed, const GemmArgs& args, const Epilogue& ep
   internal::ASource source;
   source.data = args.a;
   source.row_stride = args.a_row_stride;
-  source.next_n_end = args.next_n_end;
-  source.next_weights = args.next_weights;
-  source.next_weights_bytes = args.next_weights_bytes;
+  source.next = args.next;
   impl.run(packed, source, args.c, args.c_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
 }
 
@@ -215,9 +213,7 @@ void run_conv_gemm(const PackedGemm& packed, const ConvGeometry& geometry, const
   internal::ASource source;
   source.data = args.input;
   source.conv = &geometry;
-  source.next_n_end = args.next_n_end;
-  source.next_weights = args.next_weights;
-  source.next_weights_bytes = args.next_weights_bytes;
+  source.next = args.next;
   impl.run(packed, source, args.c, args.c_row_stride, epilogue, m_begin, m_end, n_begin, n_end);
 }
 

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "kernels/aligned_buffer.h"
@@ -94,19 +95,21 @@ inline PackedGemm pack_gemm(const GemmWeightsDesc& desc) { return pack_gemm(desc
 
 // Plain row-major GEMM: A element (m, k) at a[m * a_row_stride + k]; C element (m, n) at
 // c[m * c_row_stride + n] (elements of the output type).
+// What the caller runs after a GEMM call: the call's last column chunk prefetches its weights into
+// L2. A hint only; results do not depend on it.
+struct PrefetchHint {
+  // Columns [the call's n_end, n_end) over the same rows (a later channel block); 0: none.
+  int n_end = 0;
+  // Otherwise these weights (the next layer's: Layer::set_following_weights), never dereferenced.
+  std::span<const int8_t> weights = {};
+};
+
 struct GemmArgs {
   const void* a = nullptr;
   int64_t a_row_stride = 0;
   void* c = nullptr;
   int64_t c_row_stride = 0;
-  // Columns [n_end, next_n_end) are what the caller runs next over the same rows (a later channel
-  // block): their weights are prefetched into L2 during this call's last column chunk. A hint
-  // only (0: none); results do not depend on it.
-  int next_n_end = 0;
-  // Otherwise the weights the caller runs next (the next layer's: Layer::set_following_weights),
-  // prefetched the same way. A hint only, never dereferenced.
-  const int8_t* next_weights = nullptr;
-  int64_t next_weights_bytes = 0;
+  PrefetchHint next = {};
 };
 void run_gemm(const PackedGemm& packed, const GemmArgs& args, const Epilogue& epilogue, int m_begin, int m_end,
               int n_begin, int n_end);
@@ -133,9 +136,7 @@ struct ConvArgs {
   const void* input = nullptr;
   void* c = nullptr;
   int64_t c_row_stride = 0;  // elements between output pixels
-  int next_n_end = 0;        // GemmArgs::next_n_end
-  const int8_t* next_weights = nullptr;  // GemmArgs::next_weights
-  int64_t next_weights_bytes = 0;
+  PrefetchHint next = {};
 };
 void run_conv_gemm(const PackedGemm& packed, const ConvGeometry& geometry, const ConvArgs& args,
                    const Epilogue& epilogue, int m_begin, int m_end, int n_begin, int n_end);

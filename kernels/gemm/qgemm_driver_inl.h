@@ -463,7 +463,7 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
       prefetch_end = packed.data.data() + ((next_end + kNr - 1) / kNr) * tile_bytes;
     } else if (chunk_end == n_end) {
       // After the last chunk the caller runs its next columns (a later channel block of a
-      // 49-pixel layer: GemmArgs::next_n_end) or the next layer (next_weights): as much of their
+      // 49-pixel layer: PrefetchHint::n_end) or the next layer (its weights): as much of their
       // first chunk as fits beside this chunk in three quarters of the L2, fetched during the last
       // row blocks (earlier, the lines would age out of the L2 before their use). Without it the
       // next call's first row block waits on every line of its weights.
@@ -471,13 +471,13 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
       const int64_t budget = std::min(3 * l2_cache_bytes() / 4 - chunk_bytes, gemm_column_chunk_bytes());
       const int8_t* target = nullptr;
       int64_t target_bytes = 0;
-      if (source.next_n_end > n_end) {
-        const int next_end = std::min(source.next_n_end, chunk_end + chunk_columns);
+      if (source.next.n_end > n_end) {
+        const int next_end = std::min(source.next.n_end, chunk_end + chunk_columns);
         target = packed.data.data() + (chunk_end / kNr) * tile_bytes;
         target_bytes = (next_end - chunk_end + kNr - 1) / kNr * tile_bytes;
-      } else if (source.next_weights != nullptr) {
-        target = source.next_weights;
-        target_bytes = source.next_weights_bytes;
+      } else if (!source.next.weights.empty()) {
+        target = source.next.weights.data();
+        target_bytes = static_cast<int64_t>(source.next.weights.size());
       }
       target_bytes = std::min(target_bytes, budget);
       if (target != nullptr && target_bytes > 0) {

@@ -12,9 +12,7 @@ struct ASource {
   const void* data = nullptr;
   int64_t row_stride = 0;             // matrix rows (elements)
   const ConvGeometry* conv = nullptr;  // non-null: implicit GEMM over this geometry
-  int next_n_end = 0;                  // GemmArgs::next_n_end
-  const int8_t* next_weights = nullptr;  // GemmArgs::next_weights
-  int64_t next_weights_bytes = 0;
+  PrefetchHint next = {};              // GemmArgs::next
 };
 
 using GemmRunFunction = void (*)(const PackedGemm& packed, const ASource& source, void* c, int64_t c_row_stride,
