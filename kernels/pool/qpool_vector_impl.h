@@ -118,16 +118,72 @@ inline void sum_channels(size_t channels, ForEachInput for_each_input, T* out, c
   }
 }
 
+// Max pool over `count` consecutive output pixels of one row whose windows are whole (no padding):
+// the tap offsets are the same from each window's origin, which moves by `step` elements.
+template <class V, class T, size_t kTaps>
+inline void maxpool_full_run(const size_t* offsets, size_t taps, const T* base, size_t step, size_t count,
+                             size_t channels, T* out, size_t out_stride) {
+  const size_t tap_count = kTaps != 0 ? kTaps : taps;
+  size_t o[kTaps != 0 ? kTaps : 1];
+  if constexpr (kTaps != 0) {
+    for (size_t t = 0; t < kTaps; ++t) o[t] = offsets[t];
+  }
+  const auto tap_offset = [&](size_t t) { return kTaps != 0 ? o[t] : offsets[t]; };
+  size_t c = 0;
+  for (; c + V::kBytes <= channels; c += V::kBytes) {
+    const T* in = base + c;
+    T* dst = out + c;
+    for (size_t i = 0; i < count; ++i, in += step, dst += out_stride) {
+      typename V::Bytes best = V::load_bytes(in + tap_offset(0));
+#pragma GCC unroll 16
+      for (size_t t = 1; t < tap_count; ++t) best = V::template max_bytes<T>(best, V::load_bytes(in + tap_offset(t)));
+      V::store_bytes(dst, best);
+    }
+  }
+  if (c < channels) {
+    const size_t tail = channels - c;
+    const T* in = base + c;
+    T* dst = out + c;
+    for (size_t i = 0; i < count; ++i, in += step, dst += out_stride) {
+      typename V::Bytes best = V::load_bytes_partial(in + tap_offset(0), tail);
+      for (size_t t = 1; t < tap_count; ++t) {
+        best = V::template max_bytes<T>(best, V::load_bytes_partial(in + tap_offset(t), tail));
+      }
+      V::store_bytes_partial(dst, best, tail);
+    }
+  }
+}
+
 template <class V, class T>
 void maxpool(const Pool2dShape& s, size_t pixel_begin, size_t pixel_end, const T* input, T* output) {
   const typename V::Bytes lowest = V::splat_bytes(static_cast<int8_t>(QTraits<T>::min));
   TapList tap_list(s);
   if (pixel_begin >= pixel_end) return;
+  // Output columns [0, full_end) have windows whose last column is inside the input.
+  const int64_t last_tap = static_cast<int64_t>((s.kernel_width - 1) * s.dilation_width);
+  const int64_t reach = static_cast<int64_t>(s.input_width + s.pad_left) - 1 - last_tap;
+  const size_t full_end = reach < 0 ? 0 : std::min(s.output_width, static_cast<size_t>(reach) / s.stride_width + 1);
   PoolWindow w = pool_window(s, pixel_begin);
   for (size_t pixel = pixel_begin; pixel < pixel_end; ++pixel, next_pool_window(s, w)) {
     T* out = output + pixel * s.out_stride();
     const T* base = input;
     const size_t* listed = tap_list.list(s, w, input, base);
+    if (listed == tap_list.full_offsets && w.ow + 1 < full_end && pixel + 1 < pixel_end) {
+      // A whole window: so are the next ones of this row up to full_end (their first column only
+      // moves right), walked without the per-pixel window bookkeeping.
+      const size_t count = std::min(full_end - w.ow, pixel_end - pixel);
+      const size_t step = s.stride_width * s.in_stride();
+      const size_t taps = w.valid_taps;
+      if (taps == 9) {
+        maxpool_full_run<V, T, 9>(listed, taps, base, step, count, s.channels, out, s.out_stride());
+      } else {
+        maxpool_full_run<V, T, 0>(listed, taps, base, step, count, s.channels, out, s.out_stride());
+      }
+      // The loop's next_pool_window moves past the run's last pixel.
+      pixel += count - 1;
+      w.ow += count - 1;
+      continue;
+    }
     // Max over the taps, one channel block at a time (load_block(tap) loads the block's bytes).
     const auto max_over_taps = [&](auto load_block) {
       typename V::Bytes best = lowest;

@@ -44,6 +44,8 @@ class PoolTester {
   }
   PoolTester& relu(bool value) { relu_ = value; return *this; }
   PoolTester& seed(uint32_t value) { seed_ = value; return *this; }
+  // The kernel runs as this many calls over consecutive pixel ranges (they must compose).
+  PoolTester& calls(size_t value) { calls_ = value; return *this; }
 
   std::string describe(const char* kernel, Isa isa) const {
     char buffer[512];
@@ -80,18 +82,26 @@ class PoolTester {
     std::fill(output.data(), output.data() + output_count, static_cast<T>(kGapSentinel));
     const auto kernels = qpool_kernels<T>(isa);
     const size_t pixels = s_.output_pixels();
-    const size_t split = pixels / 3;  // two calls: ranges must compose
+    // Two calls by default, split a third of the way in; more at uneven points.
+    std::vector<size_t> splits = {0, pixels / 3, pixels};
+    if (calls_ > 2) {
+      splits = {0};
+      for (size_t i = 1; i < calls_; ++i) splits.push_back(std::max(splits.back(), pixels * i * i / (calls_ * calls_)));
+      splits.push_back(pixels);
+    }
     const char* name;
     if (average) {
       name = kernels.avgpool.name;
       scalar::avgpool<T>(s_, params, 0, pixels, input.data(), expected.data());
-      kernels.avgpool.fn(s_, params, 0, split, guarded_input.data(), output.data());
-      kernels.avgpool.fn(s_, params, split, pixels, guarded_input.data(), output.data());
+      for (size_t i = 0; i + 1 < splits.size(); ++i) {
+        kernels.avgpool.fn(s_, params, splits[i], splits[i + 1], guarded_input.data(), output.data());
+      }
     } else {
       name = kernels.maxpool.name;
       scalar::maxpool<T>(s_, 0, pixels, input.data(), expected.data());
-      kernels.maxpool.fn(s_, 0, split, guarded_input.data(), output.data());
-      kernels.maxpool.fn(s_, split, pixels, guarded_input.data(), output.data());
+      for (size_t i = 0; i + 1 < splits.size(); ++i) {
+        kernels.maxpool.fn(s_, splits[i], splits[i + 1], guarded_input.data(), output.data());
+      }
     }
     ASSERT_EQ(first_mismatch(expected.data(), output.data(), output_count), "") << describe(name, isa);
     ASSERT_EQ(output.check_canaries(), "") << describe(name, isa);
@@ -105,6 +115,7 @@ class PoolTester {
   int32_t input_zero_point_ = 0, output_zero_point_ = 0;
   bool relu_ = false;
   uint32_t seed_ = 1;
+  size_t calls_ = 2;
 };
 
 template <class T>
@@ -143,6 +154,36 @@ TYPED_TEST(QPoolTest, MaxAndAveragePoolMatchScalarOnEveryIsa) {
               .relu(seed % 3 == 2)
               .seed(seed)
               .test(isa, average);
+          ++seed;
+        }
+      }
+    }
+  }
+}
+
+// Wide rows: the vector max pool walks a row's whole windows as one run; runs that start or end
+// at a call's range, a row's padded border or a 9-tap window and others must give the same bytes.
+TYPED_TEST(QPoolTest, MaxPoolRunsOfWholeWindowsMatchScalar) {
+  uint32_t seed = 500;
+  const auto zero_points = sweep_zero_points<TypeParam>();
+  const WindowCase windows[] = {{3, 2, 1, 1, 1, false}, {3, 1, 1, 1, 1, false}, {3, 2, 1, 0, 0, true},
+                                {2, 2, 1, 0, 0, false}, {3, 2, 2, 2, 2, false}};
+  for (Isa isa : test_isas()) {
+    for (const WindowCase& w : windows) {
+      for (size_t channels : {3, 64, 80, 130}) {
+        for (size_t width : {17, 31, 40}) {
+          PoolTester<TypeParam>()
+              .input(seed % 3 == 0 ? 2 : 1, 5 + seed % 4, width, channels)
+              .kernel(w.kernel, seed % 4 == 3 ? w.kernel - 1 : w.kernel)
+              .stride(w.stride, w.stride)
+              .dilation(w.dilation, w.dilation)
+              .pads(w.pad_begin, w.pad_begin, w.pad_end, w.pad_end)
+              .ceil_mode(w.ceil_mode)
+              .pixel_strides(seed % 2 == 0 ? 5 : 0, seed % 2 == 0 ? 3 : 0)
+              .zero_points(zero_points[seed % 4], zero_points[(seed + 1) % 4])
+              .calls(1 + seed % 7)
+              .seed(seed)
+              .test(isa, false);
           ++seed;
         }
       }
