@@ -20,6 +20,7 @@
 #include "engine/layer_params.h"
 #include "engine/plan_aliases.h"
 #include "engine/plan_validation.h"
+#include "engine/warm_stream.h"
 #include "kernels/aligned_buffer.h"
 #include "kernels/denormals.h"
 #include "kernels/dispatch.h"
@@ -242,6 +243,13 @@ Result<std::shared_ptr<const Engine>> Engine::from_plan(EnginePlan plan) {
       std::span<const int8_t> next;
       for (size_t j = i + 1; j < layers.size() && j <= i + 3 && next.empty(); ++j) next = layers[j]->leading_weights();
       layers[i]->set_following_weights(next);
+    }
+    // The warm stream (engine/warm_stream.h).
+    std::vector<WeightSpans> streamed;
+    for (const auto& layer : layers) streamed.push_back(layer->streamed_weights());
+    std::vector<WeightSpans> slices = warm_slices(streamed);
+    for (size_t i = 0; i < layers.size(); ++i) {
+      if (!slices[i].empty()) layers[i]->set_warm_weights(std::move(slices[i]));
     }
     return std::shared_ptr<const Engine>(std::move(engine));
   } catch (const std::bad_alloc&) {

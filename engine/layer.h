@@ -82,6 +82,12 @@ class Layer {
   virtual std::span<const int8_t> leading_weights() const { return {}; }
   // Called once after binding with leading_weights() of the layer that runs after this one.
   virtual void set_following_weights(std::span<const int8_t> weights) { (void)weights; }
+  // Every weight byte a run reads, in order, for the runtime's warm stream (Engine: weights far
+  // ahead are fetched into the caches while compute-bound layers run); empty: none worth it.
+  virtual std::vector<std::span<const int8_t>> streamed_weights() const { return {}; }
+  // Called once after binding: the weights this layer fetches ahead while it runs (spread over its
+  // items), a slice of later layers' streamed_weights().
+  virtual void set_warm_weights(std::vector<std::span<const int8_t>> spans) { (void)spans; }
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -127,7 +127,7 @@ int g_tile_width = 0;
 // copy, hot in the caches.
 int64_t g_fp32_cold_mb = 0;
 
-// --int8_cold_mb=N: the same for the INT8 conv/ and conv_u8/ rows (a whole ResNet-50 QDQ
+// --int8_cold_mb=N: the same for the INT8 conv/, conv_u8/ and gemm/ rows (a whole ResNet-50 QDQ
 // streams 25 MiB of weights per inference; its layer4 alone 15 MiB).
 int64_t g_int8_cold_mb = 0;
 
@@ -566,19 +566,26 @@ void gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) {
   desc.input_scale = 0.02f;
   desc.output_scale = 0.05f;
   const PackedGemm packed = pack_gemm(desc, active_isa(), g_tile_width);
+  // --int8_cold_mb: copies of the packed weights, one per iteration in turn.
+  const int copies = cold_copies(static_cast<int64_t>(packed.data.size()), g_int8_cold_mb);
+  const std::vector<PackedGemm> packed_copies(static_cast<size_t>(copies - 1), packed);
+  std::atomic<int64_t> iteration = 0;  // part 0 advances it
   GemmArgs args{a.data(), layer.k, c.data(), layer.n};
   state.SetLabel(gemm_kernel_name(packed, false, layer.m));
   const bool gemv = layer.m == 1;
   timed_loop(
       state, threads,
       [&](int part) {
+        const int64_t copy = iteration.load(std::memory_order_relaxed) % copies;
+        const PackedGemm& weights = copy == 0 ? packed : packed_copies[static_cast<size_t>(copy - 1)];
         if (gemv) {  // one row: split the columns
-          auto [begin, end] = part_range(layer.n, threads, part, packed.nr);
-          run_gemm(packed, args, epilogue, 0, 1, begin, end);
+          auto [begin, end] = part_range(layer.n, threads, part, weights.nr);
+          run_gemm(weights, args, epilogue, 0, 1, begin, end);
         } else {
-          auto [begin, end] = part_range(layer.m, threads, part, gemm_implementation(packed.isa, packed.nr)->mr);
-          run_gemm(packed, args, epilogue, begin, end, 0, layer.n);
+          auto [begin, end] = part_range(layer.m, threads, part, gemm_implementation(weights.isa, weights.nr)->mr);
+          run_gemm(weights, args, epilogue, begin, end, 0, layer.n);
         }
+        if (part == 0) iteration.fetch_add(1, std::memory_order_relaxed);
       },
       ops, gemv ? static_cast<double>(packed.data.size()) : 0.0);
 }

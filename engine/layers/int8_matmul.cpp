@@ -258,6 +258,16 @@ class QMatMulLayer final : public Layer {
 
   std::span<const int8_t> leading_weights() const override { return {packed.data.data(), packed.data.size()}; }
   void set_following_weights(std::span<const int8_t> weights) override { following_weights = weights; }
+  std::vector<std::span<const int8_t>> warm_weights;  // set_warm_weights
+  int64_t warm_bytes = 0;
+  std::vector<std::span<const int8_t>> streamed_weights() const override {
+    return {{packed.data.data(), packed.data.size()}};
+  }
+  void set_warm_weights(std::vector<std::span<const int8_t>> spans) override {
+    warm_weights = std::move(spans);
+    warm_bytes = 0;
+    for (const auto& span : warm_weights) warm_bytes += static_cast<int64_t>(span.size());
+  }
 
   int64_t rows(const RunState& state) const { return state.numel(input) / k; }
 
@@ -303,6 +313,10 @@ class QMatMulLayer final : public Layer {
     // last row blocks (a thread's share is one call, except row blocks over column ranges of a
     // column-split grid: then each of them does).
     args.next.weights = following_weights;
+    // This thread's share of the warm stream, by items, to its first call.
+    const int64_t items = work(state).items;
+    args.next.warm = {warm_weights.data(), static_cast<int>(warm_weights.size()), warm_bytes * begin / items,
+                      warm_bytes * end / items};
     if (whole_rows(m)) {
       // Blocks [begin, end) are one run of column tiles.
       const int64_t blocks = whole_rows_blocks();
@@ -320,6 +334,7 @@ class QMatMulLayer final : public Layer {
       const int64_t n_end = split == 1 ? n : std::min(n, tile.tile_end * packed.nr);
       kernels::run_gemm(packed, args, run_epilogue, static_cast<int>(tile.row_begin), static_cast<int>(tile.row_end),
                         static_cast<int>(n_begin), static_cast<int>(n_end));
+      args.next.warm = {};
     });
   }
 };

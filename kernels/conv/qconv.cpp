@@ -180,7 +180,7 @@ void run_conv_channels(const PackedConv& packed, const ConvShape& shape, const C
     const int n_end = packed.groups == 1 ? std::min(weights.n, tile_end * weights.nr) : weights.n;
     if (n_begin >= n_end) continue;
     PrefetchHint next;  // with several groups each group is a GEMM of its own: no hint
-    if (packed.groups == 1) next = {std::min(weights.n, args.next_tile_end * weights.nr), args.next_weights};
+    if (packed.groups == 1) next = {std::min(weights.n, args.next_tile_end * weights.nr), args.next_weights, args.warm};
     if (pointwise) {
       GemmArgs a{input, args.input_pixel_stride, output, args.output_pixel_stride, next};
       run_gemm(weights, a, group_epilogue, pixel_begin, pixel_end, n_begin, n_end);
@@ -198,6 +198,14 @@ std::span<const int8_t> conv_leading_weights(const PackedConv& packed, const Con
   }
   const PackedGemm& weights = packed.group_weights[0];
   return {weights.data.data(), weights.data.size()};
+}
+
+std::vector<std::span<const int8_t>> conv_streamed_weights(const PackedConv& packed, const ConvShape& shape) {
+  if (packed.depthwise) return {};
+  if (conv_stem_applies(packed, shape)) return {{packed.stem_weights.data.data(), packed.stem_weights.data.size()}};
+  std::vector<std::span<const int8_t>> spans;
+  for (const PackedGemm& group : packed.group_weights) spans.emplace_back(group.data.data(), group.data.size());
+  return spans;
 }
 
 int conv_pixel_tile(const PackedConv& packed) {

@@ -87,12 +87,15 @@ struct ConvRunArgs {
   int next_tile_end = 0;
   // Otherwise, the weights the caller runs next (the next layer's conv_leading_weights).
   std::span<const int8_t> next_weights = {};
+  WarmRange warm = {};  // PrefetchHint::warm
 };
 
 // The weights a run of this convolution streams first (its one GEMM's packed tiles, in the order
 // the first chunk reads them), for the layer run before it to prefetch; empty for the depthwise,
 // stem and grouped forms and several groups.
 std::span<const int8_t> conv_leading_weights(const PackedConv& packed, const ConvShape& shape);
+// Every packed weight byte a run reads (the depthwise form's are few: none listed).
+std::vector<std::span<const int8_t>> conv_streamed_weights(const PackedConv& packed, const ConvShape& shape);
 
 // Computes output pixels [pixel_begin, pixel_end) for all output channels. The epilogue's residual
 // (if any) is indexed like the output: pixel * residual_row_stride + output channel.

@@ -253,6 +253,11 @@ void run_conv_stem(const PackedConv& packed, const ConvShape& shape, const ConvR
     }
     GemmArgs a{buffer, row_stride, output + static_cast<int64_t>(pixel) * args.output_pixel_stride * output_size,
                args.output_pixel_stride};
+    // This chunk's share of the warm range.
+    const int64_t warm_bytes = args.warm.end - args.warm.begin;
+    a.next.warm = args.warm;
+    a.next.warm.begin = args.warm.begin + warm_bytes * (pixel - pixel_begin) / (pixel_end - pixel_begin);
+    a.next.warm.end = args.warm.begin + warm_bytes * (pixel + count - pixel_begin) / (pixel_end - pixel_begin);
     run_gemm(weights, a, chunk_epilogue, 0, count, n_begin, n_end);
     pixel += count;
   }

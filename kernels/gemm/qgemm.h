@@ -97,11 +97,21 @@ inline PackedGemm pack_gemm(const GemmWeightsDesc& desc) { return pack_gemm(desc
 // c[m * c_row_stride + n] (elements of the output type).
 // What the caller runs after a GEMM call: the call's last column chunk prefetches its weights into
 // L2. A hint only; results do not depend on it.
+// Bytes [begin, end) of the concatenation of `spans`: weights that later layers read, to be
+// fetched into the caches well before their use (never dereferenced).
+struct WarmRange {
+  const std::span<const int8_t>* spans = nullptr;
+  int count = 0;
+  int64_t begin = 0, end = 0;
+};
+
 struct PrefetchHint {
   // Columns [the call's n_end, n_end) over the same rows (a later channel block); 0: none.
   int n_end = 0;
   // Otherwise these weights (the next layer's: Layer::set_following_weights), never dereferenced.
   std::span<const int8_t> weights = {};
+  // Tiles without one of the above prefetch these, one line per k-step.
+  WarmRange warm = {};
 };
 
 struct GemmArgs {

@@ -441,6 +441,7 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
     }
   }
 
+  WarmCursor warm(source.next.warm);
   for (int chunk_begin = n_begin; chunk_begin < n_end; chunk_begin += chunk_columns) {
     const int chunk_end = std::min(n_end, chunk_begin + chunk_columns);
     // Balanced row blocks where the traits ask for them: 49 rows run as 4 x 6 + 5 x 5 instead of
@@ -522,6 +523,10 @@ void run_driver(const PackedGemm& packed, const ASource& source, void* c, int64_
         if (prefetch_next < prefetch_end && block >= prefetch_from_block) {
           args.prefetch = prefetch_next;
           prefetch_next += static_cast<int64_t>(k_groups) * 64;
+        } else {
+          // Tiles with nothing nearer to fetch warm the caches for later layers (a prefetch past a
+          // span's end touches nothing that matters: a prefetch never faults).
+          args.prefetch = warm.take(static_cast<int64_t>(k_groups) * 64);
         }
         return b;
       };

@@ -131,7 +131,16 @@ class ConvTester {
     args.output = actual.data();
     args.output_pixel_stride = out_stride;
     const int tiles = conv_channel_tiles(packed);
-    if (grouped_reference_) ASSERT_TRUE(internal::conv_grouped_applies(packed)) << context;
+    // The engine's warm stream (a later layer's weights, here this conv's own twice over, so that
+    // ranges cross from one span into the next) must not change a byte either.
+    std::vector<std::span<const int8_t>> warm_spans = conv_streamed_weights(packed, s);
+    const size_t own_spans = warm_spans.size();
+    for (size_t i = 0; i < own_spans; ++i) warm_spans.push_back(warm_spans[i]);
+    int64_t warm_bytes = 0;
+    for (const auto& span : warm_spans) warm_bytes += static_cast<int64_t>(span.size());
+    if (grouped_reference_) {
+      ASSERT_TRUE(internal::conv_grouped_applies(packed)) << context;
+    }
     for (int part = 0; part < split_; ++part) {
       for (int block = 0; block < channel_split_; ++block) {
         const int pixel_begin = static_cast<int>(out_pixels * part / split_);
@@ -141,6 +150,9 @@ class ConvTester {
         // this conv's own) must not change a byte.
         args.next_tile_end = block + 1 < channel_split_ ? tiles * (block + 2) / channel_split_ : 0;
         args.next_weights = block + 1 < channel_split_ ? std::span<const int8_t>() : conv_leading_weights(packed, s);
+        const int64_t call = part * channel_split_ + block, calls = static_cast<int64_t>(split_) * channel_split_;
+        args.warm = {warm_spans.data(), static_cast<int>(warm_spans.size()), warm_bytes / 4 + warm_bytes * call / calls / 2,
+                     warm_bytes / 4 + warm_bytes * (call + 1) / calls / 2};
         if (grouped_reference_) {
           internal::run_conv_grouped_reference(packed, s, args, epilogue, pixel_begin, pixel_end, tile_begin, tile_end);
         } else {

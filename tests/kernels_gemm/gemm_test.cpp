@@ -2,6 +2,7 @@
 #include "conv_tester.h"
 #include "gemm_tester.h"
 #include "kernels/cpu_features.h"
+#include "kernels/gemm/qgemm_internal.h"
 
 namespace qdqrt::kernels::testing {
 namespace {
@@ -176,6 +177,54 @@ TEST(Gemm, PrefetchHintsForTheNextBlockKeepTheBytes) {
         .seed(blocks).test_all_isas();
     ConvTester().input_size(7, 7).channels(512, 520).kernel(1, 1).quant(q).channel_split(blocks).seed(10 + blocks)
         .test_all_isas();
+  }
+}
+
+// The warm stream's cursor: takes start inside its range, in order, and cover all of it (each
+// take from its start to the nearer of its span's end and `step` bytes), across spans.
+TEST(Gemm, WarmCursorCoversItsRange) {
+  std::vector<int8_t> memory(1000);
+  const std::vector<std::span<const int8_t>> spans = {
+      {memory.data(), 100}, {memory.data() + 200, 0}, {memory.data() + 300, 250}, {memory.data() + 600, 64}};
+  const int64_t total = 414;
+  // Index in the concatenation of the byte at `p`, or -1.
+  const auto index_of = [&](const int8_t* p) -> int64_t {
+    int64_t base = 0;
+    for (const auto& span : spans) {
+      if (p >= span.data() && p < span.data() + span.size()) return base + (p - span.data());
+      base += static_cast<int64_t>(span.size());
+    }
+    return -1;
+  };
+  for (int64_t begin : {0, 5, 99, 100, 101, 349, 350, 413, 414}) {
+    for (int64_t end : {begin, begin + 1, begin + 64, int64_t{414}, int64_t{500}}) {
+      for (int64_t step : {1, 7, 64, 4096}) {
+        const std::string context = "begin " + std::to_string(begin) + " end " + std::to_string(end) + " step " +
+                                    std::to_string(step);
+        std::vector<int> covered(static_cast<size_t>(total));
+        internal::WarmCursor cursor({spans.data(), static_cast<int>(spans.size()), begin, end});
+        int64_t last = -1;
+        int takes = 0;
+        for (const int8_t* at = cursor.take(step); at != nullptr; at = cursor.take(step)) {
+          ASSERT_LT(++takes, 1000) << context;
+          const int64_t index = index_of(at);
+          ASSERT_GE(index, begin) << context;
+          ASSERT_LT(index, std::min(end, total)) << context;
+          ASSERT_GT(index, last) << context;
+          last = index;
+          for (const auto& span : spans) {
+            if (at >= span.data() && at < span.data() + span.size()) {
+              for (const int8_t* p = at; p < std::min(span.data() + span.size(), at + step); ++p) {
+                covered[static_cast<size_t>(index_of(p))] = 1;
+              }
+            }
+          }
+        }
+        for (int64_t i = begin; i < std::min(end, total); ++i) ASSERT_EQ(covered[static_cast<size_t>(i)], 1) << context << " byte " << i;
+        // No more takes than the range needs, plus one per span boundary crossed.
+        EXPECT_LE(takes, (std::max<int64_t>(0, std::min(end, total) - begin) + step - 1) / step + 3) << context;
+      }
+    }
   }
 }
 
