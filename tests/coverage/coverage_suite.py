@@ -17,8 +17,12 @@ IMPROVED (update the expectations file), so that fixing a model means editing th
 
 A QDQ file whose error is above the tolerance is diagnosed (first_divergence): the first quantized
 tensor between the engine's layers whose codes differ from the reference executor's must differ by
-one code where the reference's value lies within TIE_ULPS of a rounding tie (.5); anything else is
-a regression whatever the expected max_error, so a raised tolerance cannot hide a wrong layer.
+one code where the reference's value lies within TIE_ULPS of a rounding tie (.5); then every
+stretch between the tensors the engine keeps between its layers (quantized and float32) is
+recomputed by the reference executor from the engine's own tensors upstream, and each quantized
+tensor must again differ only at ties, each float one by at most FLOAT_TOLERANCE of its range.
+Anything else is a regression whatever the expected max_error, so a raised tolerance cannot hide a
+wrong layer.
 
 The expectations, per model and variant (all optional; the defaults are what every model should
 reach): "status" ("ok"; or export_failed, build_failed, run_failed, reference_failed, timeout),
@@ -446,6 +450,16 @@ def check_variant(args, model, variant, paths, log):
 # another float association (folded BatchNorm, fused SiLU epilogues), a few ulps from the reference's.
 TIE_ULPS = 16
 
+# How far a float32 tensor the engine keeps between its layers may lie from the reference executor's
+# recomputation of it from the engine's own tensors upstream: max |engine - reference| relative to
+# the tensor's range (float_deviation). Such a stretch is one engine layer (the nodes it fuses): the
+# same math in another float association (an INT8 layer's int32 accumulation scaled once against
+# the reference's sum of dequantized products, a fused epilogue, a vectorized exp or erf) lands a
+# few float32 ulps of the tensor's largest values apart (one ulp is 1.2e-7 of the value; measured:
+# at most 6.9e-7 of the range, ViT-B/16's float attention projection). 1e-5, some 80 ulps, leaves
+# room for other kernels' association, and a bias, scale or axis off moves a tensor by far more.
+FLOAT_TOLERANCE = 1e-5
+
 
 def classify_divergence(engine_codes, reference_codes, reference_input, scale):
     """How a quantized tensor of the engine differs from the reference executor's: None when equal;
@@ -465,13 +479,131 @@ def classify_divergence(engine_codes, reference_codes, reference_input, scale):
             "ulps_from_half": float(ulps.max()), "tie": bool(difference.max() == 1 and ulps.max() <= TIE_ULPS)}
 
 
-def first_divergence(args, paths, variant, work, layer_info, engine_outputs, inputs, log):
+def float_deviation(engine, reference):
+    """How far a float tensor of the engine lies from the reference executor's: the largest
+    |engine - reference| ("max_difference"), that relative to the reference's range ("deviation";
+    the range is the larger of max - min and max |value| over its finite values, 1 when all are
+    zero: a Sigmoid's values near 0.5 span 0.003 but differ by ulps of 0.5) and whether it is within
+    FLOAT_TOLERANCE. NaN against NaN and an infinity against the same one are equal; a NaN or
+    infinity against anything else, or another shape, is an infinite deviation."""
+    if engine.shape != reference.shape:
+        return {"deviation": float("inf"), "max_difference": float("inf"), "range": None, "within": False,
+                "values": int(reference.size)}
+    engine, reference = engine.astype(np.float64), reference.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        difference = np.abs(engine - reference)
+    difference[(engine == reference) | (np.isnan(engine) & np.isnan(reference))] = 0.0
+    difference[np.isnan(difference)] = np.inf
+    finite = reference[np.isfinite(reference)]
+    span = max(float(finite.max() - finite.min()), float(np.abs(finite).max())) if finite.size else 0.0
+    span = span or 1.0
+    worst = float(difference.max()) if difference.size else 0.0
+    return {"deviation": worst / span, "max_difference": worst, "range": span,
+            "within": bool(worst / span <= FLOAT_TOLERANCE), "values": int(reference.size)}
+
+
+def inferred_shapes(model, input_shape):
+    """The dims ONNX shape inference gives the values of the model at the input shape: name -> dims
+    (None for a dim it cannot tell); a value it gives no shape is absent."""
+    import onnx
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    for value in model.graph.input:
+        if value.name == "input":
+            for dim, size in zip(value.type.tensor_type.shape.dim, input_shape):
+                dim.Clear()
+                dim.dim_value = size
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception:  # noqa: BLE001 - without inference the anchors are declared without a shape
+        return {}
+    shapes = {}
+    for value in list(inferred.graph.value_info) + list(inferred.graph.output):
+        if value.type.tensor_type.HasField("shape"):
+            shapes[value.name] = [d.dim_value if d.HasField("dim_value") else None
+                                  for d in value.type.tensor_type.shape.dim]
+    return shapes
+
+
+def kept_float_tensors(model, layers, constants, input_shape):
+    """The float32 tensors the engine keeps between its layers that are values of the ONNX graph: the
+    float32 Outputs of the layer info that a node of the graph produces (not the graph's inputs,
+    outputs or constants; not a name with a ',', which --markDebug cannot take), in graph order, as
+    (name, dims of the engine's values, the shape to declare). The declared shape is what ONNX shape
+    inference gives the value in the original graph (None for a dim it cannot tell; None when it
+    gives none), so the cut graph's inference knows what the original's did; a tensor whose inferred
+    dims disagree with the engine's is left out."""
+    engine_dims = {o["Name"]: o.get("Dimensions") for layer in layers for o in layer.get("Outputs", [])
+                   if o.get("Datatype") == "float32"}
+    graph_values = {o.name for o in model.graph.output} | {i.name for i in model.graph.input}
+    produced = [name for node in model.graph.node for name in node.output
+                if name in engine_dims and name not in graph_values and name not in constants and "," not in name]
+    if not produced:
+        return []
+    shapes = inferred_shapes(model, input_shape)
+    tensors = []
+    for name in produced:
+        dims, declared = engine_dims[name], shapes.get(name)
+        if not dims or any(not isinstance(d, int) or d < 0 for d in dims):
+            continue
+        if declared is not None and (len(declared) != len(dims) or
+                                     any(d is not None and d != e for d, e in zip(declared, dims))):
+            continue
+        tensors.append((name, [int(d) for d in dims], declared))
+    return tensors
+
+
+def run_marked(args, paths, variant, inputs, names, directory, log):
+    """Runs the engine with the named tensors marked (--markDebug) and each saved raw
+    (--saveDebugTensors, one flag per tensor); returns name -> file."""
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    files = {name: os.path.join(directory, f"{index}.bin") for index, name in enumerate(names)}
+    shape = "x".join(str(d) for d in np.load(paths["input"], mmap_mode="r").shape)
+    run_stage([args.qdqrt, "exec", f"--onnx={paths[variant]}", f"--shapes=input:{shape}", inputs,
+               "--iterations=1", "--warmUp=0", "--duration=0", "--threads=1"] +
+              [f"--markDebug={name}" for name in files] +
+              [f"--saveDebugTensors={name}:{path}" for name, path in files.items()],
+              args.run_timeout, "run_failed", log)
+    return files
+
+
+def same_outputs(engine_outputs, files):
+    """Whether the raw outputs a marked run saved equal those the unmarked run exported as JSON (float32
+    through its shortest round-trip text, so compared as float32; a non-finite value is written null)."""
+    for entry in json.load(open(engine_outputs)):
+        path = files.get(entry["name"])
+        try:
+            dtype = np.dtype(entry["datatype"])
+        except TypeError:
+            return False
+        if path is None or not os.path.exists(path):
+            return False
+        saved = np.fromfile(path, dtype=dtype)
+        exported = np.array([np.nan if v is None else v for v in entry["values"]], dtype=np.float64)
+        if saved.size != exported.size:
+            return False
+        if dtype == np.float32:
+            exported = exported.astype(np.float32)
+        saved = saved.astype(exported.dtype)
+        null = np.isnan(exported)
+        if not (np.array_equal(saved[~null], exported[~null]) and not np.isfinite(saved[null]).any()):
+            return False
+    return True
+
+
+def first_divergence(args, paths, variant, work, layer_info, engine_outputs, inputs, log, tamper=None):
     """The first quantized tensor (in graph order) where the engine's codes differ from the reference
     executor's on the original graph, classified by classify_divergence, plus its name, and under
-    "stretches" every such tensor recomputed from the engine's codes upstream (the tie codes counted,
-    the others listed); or a dict saying why it could not be found. Only QuantizeLinear outputs the
-    engine already keeps between layers are compared, so marking them does not change what it runs
-    (checked on the outputs)."""
+    "stretches" every such tensor recomputed by the reference executor from the engine's tensors
+    upstream (its codes and the float32 tensors it keeps between layers: "floats" of them, each
+    compared with the reference's recomputation of it by float_deviation), the tie codes counted, the
+    largest float deviation given, the others listed; or a dict saying why it could not be found.
+    Only tensors the engine already keeps between layers are compared, so marking them does not
+    change what it runs (checked on the outputs; when marking the floats changes them, the codes
+    alone are anchored, as "floats_not_anchored" says). The stretches are checked when every code is
+    equal too (a float layer may be what differs). `tamper` (the planted checks): called with the
+    files of the engine's marked tensors and the names of the kept quantized and float tensors before
+    they are read, to plant a wrong value."""
     import onnx
     from onnx import helper, numpy_helper
     model = onnx.load(paths[variant])
@@ -479,13 +611,16 @@ def first_divergence(args, paths, variant, work, layer_info, engine_outputs, inp
     for node in model.graph.node:
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
             constants[node.output[0]] = node.attribute[0].t
-    kept = {o["Name"] for layer in json.load(open(layer_info))["Layers"] for o in layer.get("Outputs", [])}
+    layers = json.load(open(layer_info))["Layers"]
+    kept = {o["Name"] for layer in layers for o in layer.get("Outputs", [])}
     graph_outputs = {o.name for o in model.graph.output}
     quantizers = [node for node in model.graph.node if node.op_type == "QuantizeLinear"
                   and node.output[0] in kept and node.output[0] not in graph_outputs and node.input[1] in constants
                   and numpy_helper.to_array(constants[node.input[1]]).size == 1]
     if not quantizers:
         return {"found": False, "why": "no per-tensor quantized tensor between layers"}
+    input_shape = list(np.load(paths["input"], mmap_mode="r").shape)
+    floats = kept_float_tensors(model, layers, constants, input_shape)
     added = set()
     for node in quantizers:
         for name in (node.input[0], node.output[0]):
@@ -497,18 +632,22 @@ def first_divergence(args, paths, variant, work, layer_info, engine_outputs, inp
     reference_dir = os.path.join(work, "reference_tensors")
     run_stage([args.qdqrt, "run", f"--onnx={tapped}", inputs, f"--saveOutputs={reference_dir}"],
               args.run_timeout, "reference_failed", log)
+    # The engine again, the kept tensors marked and saved, and its outputs too: marking must not
+    # change them.
     marked_dir = os.path.join(work, "engine_tensors")
-    os.makedirs(marked_dir, exist_ok=True)
-    files = {node.output[0]: os.path.join(marked_dir, f"{index}.bin") for index, node in enumerate(quantizers)}
-    marked_outputs = os.path.join(work, "marked_outputs.json")
-    shape = "x".join(str(d) for d in np.load(paths["input"], mmap_mode="r").shape)
-    run_stage([args.qdqrt, "exec", f"--onnx={paths[variant]}", f"--shapes=input:{shape}", inputs,
-               "--iterations=1", "--warmUp=0", "--duration=0", "--threads=1",
-               "--markDebug=" + ",".join(files), "--saveDebugTensors=" + ",".join(f"{n}:{f}" for n, f in files.items()),
-               f"--exportOutput={marked_outputs}"], args.run_timeout, "run_failed", log)
-    unmarked, marked = read_engine_outputs(engine_outputs), read_engine_outputs(marked_outputs)
-    if any(not np.array_equal(unmarked[name], marked.get(name), equal_nan=True) for name in unmarked):
+    outputs = [entry["name"] for entry in json.load(open(engine_outputs))]
+    codes_names = [node.output[0] for node in quantizers]
+    files = run_marked(args, paths, variant, inputs, codes_names + [name for name, _, _ in floats] + outputs,
+                       marked_dir, log)
+    floats_not_anchored = None
+    if floats and not same_outputs(engine_outputs, files):
+        floats_not_anchored = f"marking the {len(floats)} float tensors between layers changed the engine's outputs"
+        floats = []
+        files = run_marked(args, paths, variant, inputs, codes_names + outputs, marked_dir, log)
+    if not same_outputs(engine_outputs, files):
         return {"found": False, "why": "marking the quantized tensors changed the engine's outputs"}
+    if tamper is not None:
+        tamper(files, codes_names, [name for name, _, _ in floats])
     # `qdqrt run --saveOutputs` names files after values, characters other than [A-Za-z0-9._-] as '_'.
     saved = lambda directory, name: os.path.join(directory, re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".npy")
     engine_codes, result = {}, None
@@ -524,17 +663,48 @@ def first_divergence(args, paths, variant, work, layer_info, engine_outputs, inp
         if found is not None and result is None:
             result = dict(found, found=True, tensor=node.output[0], compared=index + 1)
     if result is None:
-        return {"found": False, "why": f"all {len(quantizers)} quantized tensors between layers are equal"}
+        # Equal codes, yet the outputs differ: the stretches may show a float layer that does.
+        result = {"found": False, "why": f"all {len(quantizers)} quantized tensors between layers are equal"}
     if any(codes.shape != np.load(saved(reference_dir, name), mmap_mode="r").shape
            for name, codes in engine_codes.items()):
         return result
 
-    # Past the first tie the two runs hold different codes, so each stretch between kept tensors is
-    # checked on its own: the original graph cut at every kept quantized tensor, which becomes an
-    # input fed with the engine's codes, while its QuantizeLinear recomputes it from the engine's
-    # codes upstream. A layer wrong anywhere shows in its own stretch as more than ties.
-    cut = onnx.load(paths[variant])
+    # Past the first tie the two runs hold different codes, and the float tensors between layers
+    # differ by ulps (the same math in another float association), which a LayerNorm's or a
+    # Softmax's cancellation can amplify past TIE_ULPS before the next quantizer. So each stretch
+    # between kept tensors is checked on its own: the original graph cut at every kept tensor, which
+    # becomes an input fed with the engine's values (codes, floats), while the node that computes it
+    # recomputes it from the engine's tensors upstream. A layer wrong anywhere shows in its own
+    # stretch: a quantized tensor as more than ties, a float one beyond FLOAT_TOLERANCE.
+    # A float tensor whose saved values do not fill the dims the layer info gives is left out.
+    floats = [(name, dims, declared) for name, dims, declared in floats
+              if os.path.getsize(files[name]) == 4 * int(np.prod(dims, dtype=np.int64))]
+    try:
+        stretches = check_stretches(args, paths[variant], work, inputs, log, quantizers, constants, engine_codes,
+                                    floats, files)
+    except Failure as failure:
+        if not floats:
+            raise
+        # The reference executor refused the graph cut at the float tensors too: the codes alone.
+        stretches = check_stretches(args, paths[variant], work, inputs, log, quantizers, constants, engine_codes,
+                                    [], files)
+        floats_not_anchored = f"the reference executor failed on the graph cut at them: {failure.message}"
+    if floats_not_anchored:
+        stretches["floats_not_anchored"] = floats_not_anchored
+    result["stretches"] = stretches
+    return result
+
+
+def check_stretches(args, path, work, inputs, log, quantizers, constants, engine_codes, floats, files):
+    """first_divergence's stretches: the graph at `path` cut at the kept quantized tensors
+    (`quantizers`, their engine codes) and the kept float tensors (`floats`: (name, dims,
+    declared shape) as kept_float_tensors gives them, their values in `files`), each recomputed by
+    the reference executor from the engine's tensors upstream and compared with the engine's."""
+    import onnx
+    from onnx import helper, numpy_helper
+    cut = onnx.load(path)
     recomputed = {node.output[0]: node.output[0] + "#recomputed" for node in quantizers}
+    recomputed.update((name, name + "#recomputed") for name, _, _ in floats)
     identities = {node.output[0]: node.input[0] for node in cut.graph.node if node.op_type == "Identity"}
 
     def quantizer_key(node):
@@ -548,46 +718,68 @@ def first_divergence(args, paths, variant, work, layer_info, engine_outputs, inp
 
     kept_keys = {quantizer_key(node): node.output[0] for node in quantizers}
     for node in cut.graph.node:
-        if node.op_type != "QuantizeLinear":
-            continue
-        if node.output[0] in recomputed:
-            node.output[0] = recomputed[node.output[0]]
-        elif kept_keys.get(quantizer_key(node)):
+        if node.op_type == "QuantizeLinear" and node.output[0] not in recomputed and kept_keys.get(quantizer_key(node)):
             # Its twin is fed the engine's codes: so is it.
             node.op_type, node.input[:] = "Identity", [kept_keys[quantizer_key(node)]]
             del node.attribute[:]
+            continue
+        for position, output in enumerate(node.output):
+            if output in recomputed:
+                node.output[position] = recomputed[output]
     anchors_dir = os.path.join(work, "anchors")
-    os.makedirs(anchors_dir, exist_ok=True)
-    anchor_inputs = []
-    for index, node in enumerate(quantizers):
-        name, codes = node.output[0], engine_codes[node.output[0]]
-        cut.graph.input.append(helper.make_tensor_value_info(
-            name, onnx.TensorProto.UINT8 if codes.dtype == np.uint8 else onnx.TensorProto.INT8, list(codes.shape)))
-        path = os.path.join(anchors_dir, f"{index}.npy")
-        np.save(path, codes)
+    shutil.rmtree(anchors_dir, ignore_errors=True)
+    os.makedirs(anchors_dir)
+    anchor_inputs, cut_outputs, engine_floats = [], [], {}
+
+    def anchor(name, values, elem_type, declared):
+        cut.graph.input.append(helper.make_tensor_value_info(name, elem_type, declared))
+        path = os.path.join(anchors_dir, f"{len(anchor_inputs)}.npy")
+        np.save(path, values)
         quoted = f"'{name}'" if ":" in name or "," in name else name
         anchor_inputs.append(f"--loadInputs={quoted}:{path}")
-        for output in (recomputed[name], node.input[0]):
-            cut.graph.output.append(helper.make_tensor_value_info(output, onnx.TensorProto.UNDEFINED, None))
+        return path
+
+    for name, dims, declared in floats:
+        engine_floats[name] = anchor(name, np.fromfile(files[name], dtype=np.float32).reshape(dims),
+                                     onnx.TensorProto.FLOAT, declared)
+        cut_outputs.append(recomputed[name])
+    for node in quantizers:
+        codes = engine_codes[node.output[0]]
+        anchor(node.output[0], codes, onnx.TensorProto.UINT8 if codes.dtype == np.uint8 else onnx.TensorProto.INT8,
+               list(codes.shape))
+        cut_outputs.append(recomputed[node.output[0]])
+        if node.input[0] not in engine_floats:  # else its input is the engine's, fed in
+            cut_outputs.append(node.input[0])
+    for output in dict.fromkeys(cut_outputs):
+        cut.graph.output.append(helper.make_tensor_value_info(output, onnx.TensorProto.UNDEFINED, None))
     cut_path = os.path.join(work, "cut.onnx")
     onnx.save(cut, cut_path)
     stretches_dir = os.path.join(work, "reference_stretches")
     run_stage([args.qdqrt, "run", f"--onnx={cut_path}", inputs] + anchor_inputs + [f"--saveOutputs={stretches_dir}"],
               args.run_timeout, "reference_failed", log)
-    stretches = {"checked": len(quantizers), "tie_codes": 0, "wrong": []}
+    # `qdqrt run --saveOutputs` names files after values, characters other than [A-Za-z0-9._-] as '_'.
+    saved = lambda name: os.path.join(stretches_dir, re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".npy")  # noqa: E731
+    stretches = {"checked": len(quantizers), "tie_codes": 0, "tie_ulps": 0.0, "floats": len(floats),
+                 "float_deviation": 0.0, "wrong": []}
+    for index, (name, _, _) in enumerate(floats):
+        found = float_deviation(np.load(engine_floats[name]), np.load(saved(recomputed[name])))
+        if found["deviation"] > stretches["float_deviation"] or "float_worst" not in stretches:
+            stretches["float_deviation"], stretches["float_worst"] = found["deviation"], name
+        if not found["within"]:
+            stretches["wrong"].append(dict(found, kind="float", tensor=name, compared=index + 1))
     for index, node in enumerate(quantizers):
         scale = numpy_helper.to_array(constants[node.input[1]]).item()
-        found = classify_divergence(engine_codes[node.output[0]],
-                                    np.load(saved(stretches_dir, recomputed[node.output[0]])),
-                                    np.load(saved(stretches_dir, node.input[0])), scale)
+        quantizer_input = engine_floats.get(node.input[0]) or saved(node.input[0])
+        found = classify_divergence(engine_codes[node.output[0]], np.load(saved(recomputed[node.output[0]])),
+                                    np.load(quantizer_input), scale)
         if found is None:
             continue
         if found["tie"]:
             stretches["tie_codes"] += found["codes"]
+            stretches["tie_ulps"] = max(stretches["tie_ulps"], found["ulps_from_half"])
         else:
             stretches["wrong"].append(dict(found, tensor=node.output[0], compared=index + 1))
-    result["stretches"] = stretches
-    return result
+    return stretches
 
 
 def load_expectations(path):
@@ -679,8 +871,14 @@ def judge(expectations, row):
         regressions.append(f"{label}: {describe_divergence(divergence)}: not rounding ties, a layer computes "
                            f"something else than the reference executor")
     for wrong in divergence.get("stretches", {}).get("wrong", [])[:3]:
+        if wrong.get("kind") == "float":
+            regressions.append(f"{label}: float tensor '{wrong['tensor']}' ({wrong['compared']} of the kept float "
+                               f"tensors in graph order) recomputed from the engine's tensors upstream: "
+                               f"{describe_float(wrong)}: beyond {FLOAT_TOLERANCE:g} of its range, a layer computes "
+                               f"something else than the reference executor")
+            continue
         regressions.append(f"{label}: quantized tensor '{wrong['tensor']}' ({wrong['compared']} in graph order) "
-                           f"recomputed from the engine's codes upstream: {describe_codes(wrong)}: not rounding "
+                           f"recomputed from the engine's tensors upstream: {describe_codes(wrong)}: not rounding "
                            f"ties, a layer computes something else than the reference executor")
     if row["max_error"] is not None:
         if not row["max_error"] <= want["max_error"]:
@@ -697,15 +895,34 @@ def describe_codes(found):
             f"input / scale there at most {found['ulps_from_half']:.3g} ulps from a .5")
 
 
+def describe_float(found):
+    if found["range"] is None:
+        return f"another shape than the reference's ({found['values']} values)"
+    return (f"max |engine - reference| {found['max_difference']:.3g}, {found['deviation']:.3g} of its range "
+            f"{found['range']:.3g}")
+
+
 def describe_divergence(divergence):
     if not divergence.get("found"):
-        return f"first divergent quantized tensor not found ({divergence.get('why', '')})"
-    text = (f"first divergent quantized tensor '{divergence['tensor']}' (quantized tensor {divergence['compared']} in "
-            f"graph order): {describe_codes(divergence)}")
+        text = f"first divergent quantized tensor not found ({divergence.get('why', '')})"
+    else:
+        text = (f"first divergent quantized tensor '{divergence['tensor']}' (quantized tensor {divergence['compared']} "
+                f"in graph order): {describe_codes(divergence)}")
     stretches = divergence.get("stretches")
     if stretches:
-        text += (f"; each of the {stretches['checked']} recomputed from the engine's codes upstream: "
-                 f"{stretches['tie_codes']} codes differ at ties, {len(stretches['wrong'])} tensors otherwise")
+        floats = stretches.get("floats", 0)
+        ties = (f" (at most {stretches['tie_ulps']:.3g} ulps from a .5)"
+                if stretches.get("tie_codes") and "tie_ulps" in stretches else "")
+        text += (f"; each of the {stretches['checked']} quantized {f'and {floats} float ' if floats else ''}tensors "
+                 f"between layers recomputed from the engine's tensors upstream: {stretches['tie_codes']} codes "
+                 f"differ at ties{ties}, {len(stretches['wrong'])} tensors otherwise")
+        if floats and stretches["float_deviation"] == 0:
+            text += "; the float tensors equal to the reference's recomputation"
+        elif floats:
+            text += (f"; the float tensors within {stretches['float_deviation']:.2g} of their range of the "
+                     f"reference's recomputation ('{stretches['float_worst']}' the farthest)")
+        if stretches.get("floats_not_anchored"):
+            text += f"; float tensors not anchored: {stretches['floats_not_anchored']}"
     return text
 
 
@@ -782,7 +999,8 @@ def check(args):
     print_table(rows, markdown=False)
     for row in rows:
         if row.get("divergence"):
-            tie = " (rounding ties)" if row["divergence"].get("tie") else ""
+            tie = (" (rounding ties)" if row["divergence"].get("tie") and
+                   not row["divergence"].get("stretches", {}).get("wrong") else "")
             print(f"{row['model']}/{row['variant']}: {describe_divergence(row['divergence'])}{tie}")
     print(f"(commands and their output: {os.path.join(args.work, 'results')}/<model>_{args.tier}.log)")
     if args.tier != "ci":
@@ -886,6 +1104,19 @@ def selftest(args):
                         divergence=dict(tie, stretches={"checked": 9, "tie_codes": 4, "wrong": []})), 0, 0),
                   (dict(row("chaotic", "qdq", max_error=0.2), divergence=dict(tie, stretches={
                       "checked": 9, "tie_codes": 4, "wrong": [dict(tie, tie=False, compared=7)]})), 1, 0)]
+        # The float tensors between layers, anchored in the stretches: one beyond FLOAT_TOLERANCE is a
+        # regression, in a row whose codes are all equal too.
+        floats = {"checked": 9, "tie_codes": 4, "tie_ulps": 2.0, "floats": 5, "float_deviation": 3e-7,
+                  "float_worst": "f", "wrong": []}
+        off = {"kind": "float", "tensor": "f", "compared": 2, "deviation": 2e-5, "max_difference": 2e-5, "range": 1.0,
+               "within": False, "values": 8}
+        equal = {"found": False, "why": "all 9 quantized tensors between layers are equal"}
+        cases += [(dict(row("chaotic", "qdq", max_error=0.2), divergence=dict(tie, stretches=floats)), 0, 0),
+                  (dict(row("chaotic", "qdq", max_error=0.2),
+                        divergence=dict(tie, stretches=dict(floats, wrong=[off]))), 1, 0),
+                  (dict(row("chaotic", "qdq", max_error=0.2), divergence=dict(equal, stretches=floats)), 0, 0),
+                  (dict(row("chaotic", "qdq", max_error=0.2),
+                        divergence=dict(equal, stretches=dict(floats, wrong=[off, dict(off, tensor="g")]))), 2, 0)]
         # Quantized MACs outside INT8 layers, a constant output, inspect's count against the graph's.
         def mac_row(model, float_macs=0, output_range=1.0, mismatches=(), unknown=False):
             split = {"quantized_macs": 100, "int8_macs": 100 - float_macs, "float_quantized": [], "unknown_macs": [],
@@ -966,6 +1197,29 @@ def selftest(args):
         found = classify_divergence(codes[:3], codes, inputs, 0.5)
         expect(not found["tie"], "a shape that differs: not a tie")
 
+        # A float tensor against the reference's recomputation of it: within FLOAT_TOLERANCE of its range.
+        recomputed = np.array([-2.0, 0.5, 1.0, 2.0], np.float32)
+        expect(float_deviation(recomputed.copy(), recomputed)["deviation"] == 0.0, "equal floats: deviation 0")
+        close = recomputed + np.float32(2 ** -20)  # a few ulps of the largest value
+        found = float_deviation(close, recomputed)
+        expect(found["within"] and abs(found["deviation"] - 2 ** -22) < 1e-12,
+               f"floats ulps apart: within, relative to the range 4 ({found})")
+        found = float_deviation(recomputed + np.float32(5e-5), recomputed)
+        expect(not found["within"], f"floats 5e-5 apart, 1.25e-5 of the range 4: beyond {FLOAT_TOLERANCE:g} ({found})")
+        sigmoid = np.array([0.5, 0.5006, 0.5012], np.float32)  # a narrow range: ulps of 0.5 count against 0.5
+        found = float_deviation(sigmoid + np.float32(2 ** -23), sigmoid)
+        expect(found["within"] and found["range"] == np.float32(0.5012),
+               f"values near 0.5 an ulp apart: within, against their largest magnitude ({found})")
+        found = float_deviation(sigmoid + np.float32(1e-4), sigmoid)
+        expect(not found["within"], f"values near 0.5 1e-4 apart: beyond ({found})")
+        nan = np.array([np.nan, np.inf, 1.0], np.float32)
+        expect(float_deviation(nan.copy(), nan)["deviation"] == 0.0, "NaN against NaN, inf against inf: equal")
+        found = float_deviation(np.array([1.0, np.inf, 1.0], np.float32), nan)
+        expect(found["deviation"] == float("inf") and not found["within"], f"a number against NaN: infinite ({found})")
+        found = float_deviation(recomputed[:3], recomputed)
+        expect(not found["within"] and found["range"] is None, f"a shape that differs: not within ({found})")
+        expect(float_deviation(np.zeros(3, np.float32), np.zeros(3, np.float32))["within"], "all zero: within")
+
         reference = np.array([[0.0, 2.0], [1.0, 4.0]])
         expect(relative_error(reference.copy(), reference) == 0.0, "equal outputs: error 0")
         expect(abs(relative_error(reference + [[0, 0], [0, 0.4]], reference) - 0.1) < 1e-12,
@@ -991,18 +1245,20 @@ def selftest(args):
     return 1 if failures else 0
 
 
-def planted_model(path, second_input_quantized=True, zero_weights=False):
+def planted_model(path, second_input_quantized=True, zero_weights=False, softmax=False):
     """A tiny QDQ network: input -> Q/DQ -> conv_a (DQ weight) -> Relu -> [Q/DQ] -> conv_b (DQ weight)
     -> output. Without the Q/DQ before conv_b its weight is quantized but its input float, so the
     engine runs conv_b in float: quantized MACs outside INT8. `zero_weights`: conv_b's weight all
-    zero, so the output is constant."""
+    zero, so the output is constant. `softmax`: a Softmax over the last axis instead of the Relu, a
+    float layer of its own: the engine keeps conv_a's output and the Softmax's in float32 between
+    its layers."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.default_rng(7)
     # Scales whose products are no round numbers: conv_a's output would often sit on a .5 of conv_b's
     # input quantizer otherwise (a rounding tie, which engine and reference may resolve apart).
     initializers = [numpy_helper.from_array(np.array(0.0517, np.float32), "scale"),
-                    numpy_helper.from_array(np.array(0.3713, np.float32), "scale_a"),
+                    numpy_helper.from_array(np.array(0.00713 if softmax else 0.3713, np.float32), "scale_a"),
                     numpy_helper.from_array(np.array(0, np.int8), "zero")]
     for name in ("a", "b"):
         weight = rng.integers(-127, 128, (8, 8, 3, 3)).astype(np.int8)
@@ -1017,6 +1273,7 @@ def planted_model(path, second_input_quantized=True, zero_weights=False):
         nodes.append(helper.make_node("DequantizeLinear", [f"w_{name}_int8", f"w_{name}_scale", f"w_{name}_zero"],
                                       [f"w_{name}"], name=f"dq_w_{name}", axis=0))
     nodes += [helper.make_node("Conv", ["x_dq", "w_a"], ["a"], name="conv_a", pads=[1, 1, 1, 1]),
+              helper.make_node("Softmax", ["a"], ["a_relu"], name="softmax_a", axis=-1) if softmax else
               helper.make_node("Relu", ["a"], ["a_relu"], name="relu_a")]
     conv_b_input = "a_relu"
     if second_input_quantized:
@@ -1074,6 +1331,52 @@ def planted(args):
             else:
                 expect(row.get("output_range") == 0.0, f"constant: output range 0 ({row.get('output_range')})")
                 expect(any("the output is constant" in line for line in regressions), "constant: a regression")
+
+        # The stretches of first_divergence on the Softmax network: the engine keeps conv_a's output
+        # 'a' in float32 between its layers (the Softmax and the QuantizeLinear after it run as one
+        # layer), and the codes 'x_q' (its stretch, input -> QuantizeLinear, has no float tensor) and
+        # 'a_q' (its stretch starts at the engine's 'a'). A value planted in the engine's saved tensors
+        # must show in its stretch, and nothing may show without one.
+        path = os.path.join(directory, "softmax.onnx")
+        planted_model(path, softmax=True)
+        variant_paths = {"input": input_path, "qdq": path}
+        row = check_variant(args, "planted_softmax", "qdq", variant_paths, log)
+        expect(row["status"] == "ok" and not judge(expectations, row)[0],
+               f"softmax: builds, runs and passes ({row['message']}, {judge(expectations, row)[0]})")
+        work = os.path.join(args.work, "runs", f"planted_softmax_{args.tier}_qdq")
+
+        def stretches(tensor=None, dtype=None, change=None):
+            def tamper(files, codes, floats):
+                expect(codes == ["x_q", "a_q"] and floats == ["a"], f"kept tensors: codes {codes}, floats {floats}")
+                if tensor is not None:
+                    values = np.fromfile(files[tensor], dtype=dtype)
+                    change(values)
+                    values.tofile(files[tensor])
+
+            found = first_divergence(args, variant_paths, "qdq", work, os.path.join(work, "layers.json"),
+                                     os.path.join(work, "engine_outputs.json"), f"--loadInputs=input:{input_path}",
+                                     log, tamper=tamper)
+            wrong = {(entry.get("kind", "codes"), entry["tensor"]) for entry in found.get("stretches", {}).get("wrong", [])}
+            print(f"      {describe_divergence(found)}")
+            return found, wrong, judge(expectations, dict(row, divergence=found))[0]
+
+        def shift_codes(values):
+            values[5] = values[5] - 3 if values[5] > 0 else values[5] + 3
+
+        def shift_float(values):  # -9.2 becomes the largest value of its Softmax row (of -12.6 to 0.79)
+            values[0] += np.float32(15.0)
+
+        found, wrong, regressions = stretches()
+        expect(found.get("stretches", {}).get("floats") == 1 and not wrong and not regressions,
+               f"softmax as built: the float tensor anchored, no stretch wrong ({wrong}, {regressions})")
+        found, wrong, regressions = stretches("a", np.float32, shift_float)
+        expect(("float", "a") in wrong and ("codes", "a_q") in wrong and len(regressions) == 2,
+               f"softmax, 15 added to a value of the engine's 'a': it is listed as a wrong float tensor, and the "
+               f"codes 'a_q' recomputed from it as wrong ({wrong})")
+        found, wrong, regressions = stretches("x_q", np.int8, shift_codes)
+        expect(("codes", "x_q") in wrong and regressions,
+               f"softmax, a code of the engine's 'x_q' (a stretch without float tensors) 3 off: listed wrong "
+               f"({wrong})")
     print(f"{len(failures)} failures")
     return 1 if failures else 0
 
