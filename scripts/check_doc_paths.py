@@ -16,7 +16,7 @@ docs that name it fails the suite. What counts as a path:
 
 `{a,b}` is expanded (`dispatch.{h,cpp}` names two files) and `*` must match at least one file.
 Of a token with a placeholder (`core/ops/<family>.h`) the folder before it is checked; tokens with
-`...`, paths under build/ and the few paths an install script or the build makes (GENERATED) are
+`...`, paths under build/ and the few paths an install script, the build or a benchmark makes (GENERATED) are
 not. Exit status 1 when something is missing, with one line per missing path:
 `docs/kernels.md:12: kernels/qgemm.h`.
 """
@@ -40,6 +40,7 @@ GENERATED = {
     "core/version.h": "configure_file from core/version.h.in, into the build tree (core/CMakeLists.txt)",
     "tools/ort/node_modules": "npm ci in scripts/install_ort.sh",
     "tests/server/node_modules": "npm ci in scripts/install_serve_clients.sh",
+    "summary.md": "bench/device/device_bench.py, into $OUT on the device machine",
 }
 SKIPPED_DIRS = {".git", "build", "node_modules", "__pycache__"}
 
