@@ -89,6 +89,11 @@ void plan_stem_columns(int channels, int kernel_height, int64_t pixel_stride, in
     }
   }
   plan.chunk_columns = chunk;
+  // The bytes a chunk reads span (chunk - 1) * pixel_stride + channels from its first column's;
+  // the next chunk's start chunk * pixel_stride later.
+  const int64_t span = static_cast<int64_t>(chunk - 1) * pixel_stride + channels;
+  const int64_t step = static_cast<int64_t>(chunk) * pixel_stride;
+  plan.group_chunks = static_cast<int>(std::max<int64_t>(1, (internal::kStemVectorBytes - span) / step + 1));
 }
 
 }  // namespace

@@ -20,6 +20,9 @@ void run_conv_stem(const PackedConv& packed, const ConvShape& shape, const ConvR
 inline constexpr int kStemVectorBytes = 64;
 struct StemColumnsPlan {
   int chunk_columns = 0;
+  // Consecutive chunks whose input bytes lie in one 64-byte load of each kernel row (the vector
+  // builder loads each row once per group and shifts the shuffle indices from chunk to chunk).
+  int group_chunks = 1;
   uint64_t mask[kStemVectorBytes];
   uint8_t index[kStemVectorBytes][kStemVectorBytes];
 };
