@@ -9,9 +9,30 @@
 #include <span>
 #include <vector>
 
+#include "kernels/gemm/qgemm.h"
+
 namespace qdqrt {
 
 using WeightSpans = std::vector<std::span<const int8_t>>;
+
+// A layer's slice (Layer::set_warm_weights), handed to its kernel calls a share at a time.
+class WarmSlice {
+ public:
+  void set(WeightSpans spans) {
+    spans_ = std::move(spans);
+    bytes_ = 0;
+    for (const auto& span : spans_) bytes_ += static_cast<int64_t>(span.size());
+  }
+  // The share of a call that runs items [begin, end) of the layer's `items`.
+  kernels::WarmRange share(int64_t begin, int64_t end, int64_t items) const {
+    if (bytes_ == 0 || items <= 0) return {};
+    return {spans_.data(), static_cast<int>(spans_.size()), bytes_ * begin / items, bytes_ * end / items};
+  }
+
+ private:
+  WeightSpans spans_;
+  int64_t bytes_ = 0;
+};
 
 // How far ahead the stream runs, in bytes of weights: far enough that a layer's weights are fetched
 // while an earlier layer computes, near enough that they are still in the L3 at their use

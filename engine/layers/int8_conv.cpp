@@ -12,6 +12,7 @@
 
 #include "engine/plan_aliases.h"
 #include "engine/layers/int8_common.h"
+#include "engine/warm_stream.h"
 #include "kernels/dispatch.h"
 #include "kernels/conv/qconv.h"
 #include "kernels/conv/qconv_grouped.h"
@@ -207,16 +208,11 @@ class QConvLayer final : public Layer {
 
   std::span<const int8_t> leading_weights() const override { return kernels::conv_leading_weights(packed, shape); }
   void set_following_weights(std::span<const int8_t> weights) override { following_weights = weights; }
-  std::vector<std::span<const int8_t>> warm_weights;  // set_warm_weights
-  int64_t warm_bytes = 0;
+  WarmSlice warm;  // set_warm_weights
   std::vector<std::span<const int8_t>> streamed_weights() const override {
     return kernels::conv_streamed_weights(packed, shape);
   }
-  void set_warm_weights(std::vector<std::span<const int8_t>> spans) override {
-    warm_weights = std::move(spans);
-    warm_bytes = 0;
-    for (const auto& span : warm_weights) warm_bytes += static_cast<int64_t>(span.size());
-  }
+  void set_warm_weights(std::vector<std::span<const int8_t>> spans) override { warm.set(std::move(spans)); }
 
   // Items are pixel blocks, times channel blocks when the pixels alone are too few to balance
   // threads (layer4 of ResNet-50 at batch 1: 49 pixels): each thread then also streams only its
@@ -261,10 +257,7 @@ class QConvLayer final : public Layer {
           pixel_begin == 0 && pixel_end == pixels && end >= (block + 2) * pixel_items;
       args.next_tile_end = next_block_same_pixels ? static_cast<int>(channel_tiles * (block + 2) / blocks) : 0;
       args.next_weights = !next_block_same_pixels && item_end == end ? following_weights : std::span<const int8_t>();
-      // This call's share of the warm stream, by items.
-      const int64_t items = pixel_items * blocks;
-      args.warm = {warm_weights.data(), static_cast<int>(warm_weights.size()), warm_bytes * begin / items,
-                   warm_bytes * item_end / items};
+      args.warm = warm.share(begin, item_end, pixel_items * blocks);  // this call's share, by items
       kernels::run_conv_channels(packed, run_shape, args, run_epilogue, pixel_begin, pixel_end, tile_begin, tile_end);
       begin = item_end;
     }

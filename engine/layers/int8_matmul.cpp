@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "engine/layers/int8_common.h"
+#include "engine/warm_stream.h"
 #include "kernels/dispatch.h"
 #include "kernels/gemm/qgemm.h"
 #include "core/ops/fused_layers.h"
@@ -258,16 +259,11 @@ class QMatMulLayer final : public Layer {
 
   std::span<const int8_t> leading_weights() const override { return {packed.data.data(), packed.data.size()}; }
   void set_following_weights(std::span<const int8_t> weights) override { following_weights = weights; }
-  std::vector<std::span<const int8_t>> warm_weights;  // set_warm_weights
-  int64_t warm_bytes = 0;
+  WarmSlice warm;  // set_warm_weights
   std::vector<std::span<const int8_t>> streamed_weights() const override {
     return {{packed.data.data(), packed.data.size()}};
   }
-  void set_warm_weights(std::vector<std::span<const int8_t>> spans) override {
-    warm_weights = std::move(spans);
-    warm_bytes = 0;
-    for (const auto& span : warm_weights) warm_bytes += static_cast<int64_t>(span.size());
-  }
+  void set_warm_weights(std::vector<std::span<const int8_t>> spans) override { warm.set(std::move(spans)); }
 
   int64_t rows(const RunState& state) const { return state.numel(input) / k; }
 
@@ -314,9 +310,7 @@ class QMatMulLayer final : public Layer {
     // column-split grid: then each of them does).
     args.next.weights = following_weights;
     // This thread's share of the warm stream, by items, to its first call.
-    const int64_t items = work(state).items;
-    args.next.warm = {warm_weights.data(), static_cast<int>(warm_weights.size()), warm_bytes * begin / items,
-                      warm_bytes * end / items};
+    args.next.warm = warm.share(begin, end, work(state).items);
     if (whole_rows(m)) {
       // Blocks [begin, end) are one run of column tiles.
       const int64_t blocks = whole_rows_blocks();

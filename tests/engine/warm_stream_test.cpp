@@ -63,5 +63,22 @@ TEST(WarmStream, NoStreamWhenTheWeightsAreFewOrTheDistanceTooLong) {
   EXPECT_FALSE(warm_slices(streamed, 100, 1000)[0].empty());
 }
 
+// A layer's calls share its slice by items: consecutive calls cover it once, in order.
+TEST(WarmStream, CallsShareTheSliceByItems) {
+  std::vector<int8_t> memory(100);
+  WarmSlice slice;
+  EXPECT_EQ(slice.share(0, 3, 3).end, 0);  // no slice: nothing to fetch
+  slice.set({{memory.data(), 30}, {memory.data() + 50, 40}});
+  int64_t next = 0;
+  for (int64_t item = 0; item < 7; ++item) {
+    const kernels::WarmRange range = slice.share(item, item + 1, 7);
+    EXPECT_EQ(range.count, 2);
+    EXPECT_EQ(range.begin, next);
+    EXPECT_GE(range.end, range.begin);
+    next = range.end;
+  }
+  EXPECT_EQ(next, 70);
+}
+
 }  // namespace
 }  // namespace qdqrt
