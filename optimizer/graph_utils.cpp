@@ -202,4 +202,18 @@ Result<Node> make_onnx_node(const Node& like, const std::string& op_type, std::s
   return node;
 }
 
+bool same_dims(const std::vector<Dim>& a, const std::vector<Dim>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const bool same = a[i].is_static() ? b[i].is_static() && a[i].value == b[i].value
+                                       : !a[i].symbol.empty() && a[i].symbol == b[i].symbol;
+    if (!same) return false;
+  }
+  return true;
+}
+
+bool same_dims(const ValueInfo* a, const ValueInfo* b) {
+  return a != nullptr && b != nullptr && a->shape && b->shape && same_dims(*a->shape, *b->shape);
+}
+
 }  // namespace qdqrt::optimizer

@@ -32,6 +32,11 @@ class ValueIndex {
 // Error if a cycle or an input with no producer exists.
 Status topological_sort(Graph& graph);
 
+// The same dims: equal static values, or the same symbol.
+bool same_dims(const std::vector<Dim>& a, const std::vector<Dim>& b);
+// Two values whose shapes are known and the same dims.
+bool same_dims(const ValueInfo* a, const ValueInfo* b);
+
 // Removes nodes none of whose outputs are used (by nodes or graph outputs) and initializers no
 // node reads; repeated until nothing changes. Returns the number of nodes removed.
 int remove_unused(Graph& graph);

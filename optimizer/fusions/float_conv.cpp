@@ -17,16 +17,6 @@ std::optional<std::vector<Dim>> float_rank4(const Graph& graph, const std::strin
   return *info->shape;
 }
 
-bool same_dims(const std::vector<Dim>& a, const std::vector<Dim>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const bool same = a[i].is_static() ? b[i].is_static() && a[i].value == b[i].value
-                                       : !a[i].symbol.empty() && a[i].symbol == b[i].symbol;
-    if (!same) return false;
-  }
-  return true;
-}
-
 bool is_float_conv(const Node& node) {
   return (is_onnx(node, "Conv") || (node.domain == layers::kDomain && node.op_type == layers::kFusedConv)) &&
          dynamic_cast<const ConvAttributes*>(node.typed_attributes.get()) != nullptr;

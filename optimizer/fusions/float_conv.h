@@ -17,8 +17,6 @@ namespace qdqrt::optimizer {
 
 // Static [N, C, H, W] of a float value (N may be symbolic), or nullopt.
 std::optional<std::vector<Dim>> float_rank4(const Graph& graph, const std::string& value);
-// The same dims: equal static values, or the same symbol.
-bool same_dims(const std::vector<Dim>& a, const std::vector<Dim>& b);
 
 // A float Conv (ONNX) or FusedConv (qdqrt) with its conv attributes.
 bool is_float_conv(const Node& node);

@@ -66,7 +66,8 @@ SelectResult select_int8_max_pool(const Graph& graph, const ValueIndex& index, i
   SelectResult result;
   auto x = activation_input(graph, index, node.input(0), "input", result.reason);
   if (!x) return result;
-  if (node.outputs.size() > 1 && !node.outputs[1].empty() && !index.consumers(node.outputs[1]).empty()) {
+  if (node.outputs.size() > 1 && !node.outputs[1].empty() &&
+      (!index.consumers(node.outputs[1]).empty() || index.is_graph_output(node.outputs[1]))) {
     result.reason = "Indices output is used";
     return result;
   }

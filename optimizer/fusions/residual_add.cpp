@@ -8,23 +8,6 @@
 
 namespace qdqrt::optimizer {
 
-namespace {
-
-// Same rank and dims: static ones equal, symbolic ones the same symbol.
-bool same_dims(const ValueInfo* a, const ValueInfo* b) {
-  if (a == nullptr || b == nullptr || !a->shape || !b->shape || a->shape->size() != b->shape->size()) return false;
-  for (size_t i = 0; i < a->shape->size(); ++i) {
-    const Dim& x = (*a->shape)[i];
-    const Dim& y = (*b->shape)[i];
-    if (x.is_static() != y.is_static() || (x.is_static() && x.value != y.value) ||
-        (!x.is_static() && (x.symbol.empty() || x.symbol != y.symbol)))
-      return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 bool select_residual_add(const Graph& graph, const ValueIndex& index, QdqSelection& selection) {
   int consumer = single_consumer(index, selection.output);
   if (consumer < 0 || !is_onnx(graph.nodes[static_cast<size_t>(consumer)], "Add")) return true;

@@ -97,6 +97,45 @@ bool joins_types(const Graph& graph, const ValueIndex& index, const Node& node) 
   return is_clamp(graph, node);
 }
 
+// An op propagate_qdq left on an int8 tensor (input 0) whose int8 layer moves bytes of either
+// 8-bit type unchanged (the max pool, int8_reshape, int8_transpose): the max and the order of codes
+// shifted by 128 are the shifted ones, so its output is a candidate tensor that changes with its
+// input. (Pad writes the zero-point as its pad value; Slice/Gather keep their type.)
+bool moves_codes(const ValueIndex& index, const Node& node, const std::string& tensor) {
+  static const char* const kMovers[] = {"MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze"};
+  if (node.inputs.empty() || node.input(0) != tensor || node.outputs.empty() || node.outputs[0].empty()) return false;
+  for (size_t i = 1; i < node.inputs.size(); ++i) {
+    if (node.inputs[i] == tensor) return false;
+  }
+  for (size_t i = 1; i < node.outputs.size(); ++i) {  // MaxPool's Indices
+    if (!node.outputs[i].empty() && (!index.consumers(node.outputs[i]).empty() || index.is_graph_output(node.outputs[i]))) {
+      return false;
+    }
+  }
+  for (const char* op_type : kMovers) {
+    if (is_op(node, op_type)) return true;
+  }
+  return false;
+}
+
+// Add(the float output of a Conv/Gemm/MatMul reading DQs, read by this Add only, DQ(t) of the
+// same shape): the residual fusion takes it into that layer's epilogue, which reads a residual of
+// either 8-bit type and writes any type, so t's type is free there (ResNet's block inputs: the
+// Add's other side is not quantized, which would otherwise keep t int8).
+bool is_layer_residual_add(const Graph& graph, const ValueIndex& index, const Node& add, const std::string& residual) {
+  if (!is_op(add, "Add") || add.inputs.size() != 2) return false;
+  const std::string& other = add.input(0) == residual ? add.input(1) : add.input(0);
+  if (other == residual || other.empty() || index.is_graph_output(other) || !index.has_single_use(other)) return false;
+  const int producer = index.producer(other);
+  if (producer < 0) return false;
+  const Node& layer = graph.nodes[static_cast<size_t>(producer)];
+  if (!(is_op(layer, "Conv") || is_op(layer, "Gemm") || is_op(layer, "MatMul")) ||
+      dequantized_tensor(graph, index, layer.input(0)).empty() || !is_constant_operand(graph, index, layer.input(1))) {
+    return false;
+  }
+  return same_dims(graph.find_value(other), graph.find_value(add.outputs[0]));
+}
+
 // Ops that read DQs and whose int8 layer writes any 8-bit type: the GEMM layers' requantizing
 // epilogue, the tables of the lookup fusion.
 bool writes_any_type(const Graph& graph, const ValueIndex& index, const Node& node) {
@@ -132,18 +171,32 @@ class ShiftActivationsUnsignedPass : public Pass {
 
   Status run(Graph& graph, PassContext&) override {
     const ValueIndex index(graph);
-    // Candidate tensors: outputs of activation Qs to int8 (one id each).
-    std::unordered_map<std::string, int> tensor_id;  // Q output -> id
-    std::vector<int> quantize_node;                  // id -> Q node index
+    // Candidate tensors: outputs of activation Qs to int8, and of the byte-moving ops that read
+    // them (one id each; such an op's output joins its input's component).
+    std::unordered_map<std::string, int> tensor_id;  // tensor -> id
+    std::vector<int> writer_node;                    // id -> the Q or byte-moving node
     Components components;
     for (size_t n = 0; n < graph.nodes.size(); ++n) {
       const Node& q = graph.nodes[n];
       if (!is_quantize(q) || q.outputs.empty() || q.outputs[0].empty()) continue;
       if (find_constant(graph, q.input(0)) != nullptr || !int8_zero_point(graph, q)) continue;
       tensor_id[q.outputs[0]] = components.add();
-      quantize_node.push_back(static_cast<int>(n));
+      writer_node.push_back(static_cast<int>(n));
     }
-    std::vector<bool> blocked(quantize_node.size(), false), feeds_gemm(quantize_node.size(), false);
+    for (size_t id = 0; id < writer_node.size(); ++id) {  // grows while it runs
+      const std::string tensor = graph.nodes[static_cast<size_t>(writer_node[id])].outputs[0];
+      for (int reader : index.consumers(tensor)) {
+        const Node& op = graph.nodes[static_cast<size_t>(reader)];
+        if (!moves_codes(index, op, tensor) || tensor_id.count(op.outputs[0]) != 0) continue;
+        const ValueInfo* info = graph.find_value(op.outputs[0]);
+        if (info == nullptr || info->dtype != DataType::kInt8) continue;
+        const int moved = components.add();
+        tensor_id[op.outputs[0]] = moved;
+        writer_node.push_back(reader);
+        components.join(moved, static_cast<int>(id));
+      }
+    }
+    std::vector<bool> blocked(writer_node.size(), false), feeds_gemm(writer_node.size(), false);
     // The candidate tensor a DQ reads, or -1.
     auto source_of = [&](const std::string& value) {
       const int producer = index.producer(value);
@@ -167,12 +220,12 @@ class ShiftActivationsUnsignedPass : public Pass {
         else components.join(static_cast<int>(id), it->second);
       }
     };
-    for (size_t id = 0; id < quantize_node.size(); ++id) {
-      const Node& q = graph.nodes[static_cast<size_t>(quantize_node[id])];
+    for (size_t id = 0; id < writer_node.size(); ++id) {
+      const Node& q = graph.nodes[static_cast<size_t>(writer_node[id])];
       const std::string& tensor = q.outputs[0];
       if (index.is_graph_output(tensor)) blocked[id] = true;
       // The writer: a layer made from an op reading DQs must be able to write the new type.
-      const int writer = index.producer(q.input(0));
+      const int writer = is_quantize(q) ? index.producer(q.input(0)) : -1;
       if (writer >= 0) {
         const Node& op = graph.nodes[static_cast<size_t>(writer)];
         if (!reads_dequantized(graph, index, op) || writes_any_type(graph, index, op)) {
@@ -185,6 +238,7 @@ class ShiftActivationsUnsignedPass : public Pass {
       }
       for (int reader : index.consumers(tensor)) {
         const Node& dq = graph.nodes[static_cast<size_t>(reader)];
+        if (moves_codes(index, dq, tensor) && tensor_id.count(dq.outputs[0]) != 0) continue;  // joined
         if (!is_dequantize(dq) || dq.input(0) != tensor || !int8_zero_point(graph, dq) ||
             index.is_graph_output(dq.outputs[0])) {
           blocked[id] = true;
@@ -198,6 +252,8 @@ class ShiftActivationsUnsignedPass : public Pass {
           } else if ((is_op(op, "Gemm") || is_op(op, "MatMul")) && data_input &&
                      is_constant_operand(graph, index, op.input(1))) {
             feeds_gemm[id] = true;
+          } else if (is_layer_residual_add(graph, index, op, dq.outputs[0])) {
+            // read by the layer's epilogue: either type
           } else if (joins_types(graph, index, op)) {
             join_operands_and_result(id, op);
           } else {
@@ -207,16 +263,16 @@ class ShiftActivationsUnsignedPass : public Pass {
       }
     }
     // A component changes when none of its tensors is blocked and one of them feeds a GEMM.
-    std::vector<bool> component_blocked(quantize_node.size(), false), component_feeds(quantize_node.size(), false);
-    for (size_t id = 0; id < quantize_node.size(); ++id) {
+    std::vector<bool> component_blocked(writer_node.size(), false), component_feeds(writer_node.size(), false);
+    for (size_t id = 0; id < writer_node.size(); ++id) {
       const size_t root = static_cast<size_t>(components.find(static_cast<int>(id)));
       component_blocked[root] = component_blocked[root] || blocked[id];
       component_feeds[root] = component_feeds[root] || feeds_gemm[id];
     }
     std::vector<int> shifted;
-    for (size_t id = 0; id < quantize_node.size(); ++id) {
+    for (size_t id = 0; id < writer_node.size(); ++id) {
       const size_t root = static_cast<size_t>(components.find(static_cast<int>(id)));
-      if (!component_blocked[root] && component_feeds[root]) shifted.push_back(quantize_node[id]);
+      if (!component_blocked[root] && component_feeds[root]) shifted.push_back(writer_node[id]);
     }
     for (int n : shifted) {
       const std::string tensor = graph.nodes[static_cast<size_t>(n)].outputs[0];
@@ -224,6 +280,7 @@ class ShiftActivationsUnsignedPass : public Pass {
       for (int reader : index.consumers(tensor)) nodes.push_back(reader);
       for (int m : nodes) {
         Node& node = graph.nodes[static_cast<size_t>(m)];
+        if (!is_quantize(node) && !is_dequantize(node)) continue;  // a byte-moving op: no parameters
         const std::optional<int64_t> signed_zero_point = int8_zero_point(graph, node);
         if (!signed_zero_point) continue;  // already shifted (a node reading the tensor twice)
         const int64_t zero_point = *signed_zero_point + 128;

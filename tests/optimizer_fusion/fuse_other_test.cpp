@@ -154,6 +154,24 @@ g (float[1,3,6,6] x) => (float[1,3,3,3] m1)
   EXPECT_EQ(float_reason_for(r.original, r.context, "m0"), "input and output quantization parameters differ");
 }
 
+// Indices a graph output reads (not a node): the int8 max pool has no Indices, so it stays float.
+TEST(FuseQdqPool, MaxPoolWhoseIndicesAreAGraphOutputMustNotFire) {
+  std::string text = fmt::format(R"({}
+g (float[1,3,6,6] x) => (float[1,3,3,3] m1, int64[1,3,3,3] i)
+<float xs = {{0.02}}, int8 xz = {{0}}>
+{{
+{}  m0, i = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (xd)
+  mq = QuantizeLinear(m0, xs, xz)
+  m1 = DequantizeLinear(mq, xs, xz)
+}})",
+                                 kHeader, quantized("x", "xs", "xz"));
+  optimizer::FusionPass pass("fuse_qdq_pool");
+  Result r = fuse_text(pass, text, 0);
+  EXPECT_EQ(find_op(r.fused, "MaxPool")->inputs[0], "xd");
+  EXPECT_EQ(find_op(r.fused, "MaxPool")->outputs.size(), 2u);
+  EXPECT_EQ(float_reason_for(r.original, r.context, "m0"), "Indices output is used");
+}
+
 TEST(FuseQdqResize, NearestWithEqualParametersReadsInt8) {
   std::string text = fmt::format(R"({}
 g (float[1,3,5,6] x) => (float[1,3,10,12] n1, float[1,3,10,12] l1)

@@ -132,6 +132,78 @@ TEST(ShiftActivationsUnsigned, MustNotFireWhereTheWriterKeepsItsInputType) {
   }
 }
 
+// A MaxPool or Reshape that propagate_qdq left on the int8 tensor (ResNet's stem pool, read by two
+// convs) is followed: its output shifts with its input. Must not fire where its Indices are read,
+// where the pooled tensor is also a graph output, or where a Pad (its pad value is the zero-point)
+// moves the bytes.
+TEST(ShiftActivationsUnsigned, ByteMovingOpsOnInt8ShiftTheirInputAndOutputTogether) {
+  struct Case {
+    std::string outputs, mover;
+    DataType expected;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"float[1,4,4,4] y, float[1,4,4,4] z", "m = MaxPool <kernel_shape = [2, 2]> (q2)", DataType::kUint8},
+           {"float[1,4,4,4] y, float[1,4,4,4] z", "m0 = MaxPool <kernel_shape = [2, 2]> (q2)\n"
+                                                   "m = Reshape(m0, shape)", DataType::kUint8},
+           {"float[1,4,4,4] y, float[1,4,4,4] z, int64[1,4,4,4] i",
+            "m, i = MaxPool <kernel_shape = [2, 2]> (q2)", DataType::kInt8},
+           {"float[1,4,4,4] y, float[1,4,4,4] z, int8[1,4,4,4] m", "m = MaxPool <kernel_shape = [2, 2]> (q2)",
+            DataType::kInt8},
+           {"float[1,4,4,4] y, float[1,4,4,4] z", "m0 = MaxPool <kernel_shape = [2, 2]> (q2)\n"
+                                                   "m = Pad <mode = \"edge\"> (m0, pads)", DataType::kInt8}}) {
+    Graph graph = conv_model(c.outputs, R"(
+      shape = Constant <value = int64[4] {1, 4, 4, 4}> ()
+      pads = Constant <value = int64[8] {0, 0, 0, 0, 0, 0, 0, 0}> ()
+      c1 = Conv(d1, wd)
+      q2 = QuantizeLinear(c1, s2, zp2)
+      )" + c.mover + R"(
+      d3 = DequantizeLinear(m, s2, zp2)
+      y = Conv(d3, wd)
+      z = Conv(d3, wd))");
+    Graph rewritten = run_passes(graph, kShift);
+    EXPECT_EQ(zero_point_of(rewritten, "q2").dtype(), c.expected) << c.mover << " " << c.outputs;
+    EXPECT_EQ(zero_point_of(rewritten, "d3").dtype(), c.expected) << c.mover << " " << c.outputs;
+    EXPECT_EQ(rewritten.find_value("m")->dtype, c.expected) << c.mover << " " << c.outputs;
+    expect_same_outputs(graph, rewritten, random_inputs(graph, 12), 0.0, 0.0);
+  }
+}
+
+// ResNet's blocks: Add(the block's last conv, not quantized; DQ(block input)) goes into that
+// conv's epilogue (the residual fusion), which reads a residual of either type: the block input,
+// also read by the next convs, shifts. Must not fire where the conv's output has another reader
+// (the Add stays a float Add), where the other operand is not a layer's, or where the Add
+// broadcasts.
+TEST(ShiftActivationsUnsigned, ResidualOfALayerEpilogueShifts) {
+  struct Case {
+    std::string outputs, add, extra;
+    DataType expected;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"float[1,4,5,5] y", "a = Add(c2, d1)", "", DataType::kUint8},
+           {"float[1,4,5,5] y", "a = Add(d1, c2)", "", DataType::kUint8},
+           {"float[1,4,5,5] y, float[1,4,5,5] z", "a = Add(c2, d1)", "z = Relu(c2)", DataType::kInt8},
+           {"float[1,4,5,5] y", "a = Add(x, d1)", "", DataType::kInt8},
+           {"float[1,4,5,5] y", "a = Add(cb, d1)", "", DataType::kInt8}}) {
+    Graph graph = conv_model(c.outputs, R"(
+      c1 = Conv(d1, wd)
+      q2 = QuantizeLinear(c1, s2, zp2)
+      d2 = DequantizeLinear(q2, s2, zp2)
+      c2 = Conv(d2, wd)
+      p = ReduceMean <axes = [2, 3], keepdims = 1> (c1)
+      cb = Mul(p, p)
+      )" + c.add + R"(
+      r = Relu(a)
+      q3 = QuantizeLinear(r, s2, zp2)
+      d3 = DequantizeLinear(q3, s2, zp2)
+      y = Conv(d3, wd)
+      )" + c.extra, "0");
+    Graph rewritten = run_passes(graph, kShift);
+    EXPECT_EQ(zero_point_of(rewritten, "q1").dtype(), c.expected) << c.add << " " << c.extra;
+    EXPECT_EQ(zero_point_of(rewritten, "q3").dtype(), DataType::kUint8) << c.add;  // written by a float Quantize
+    expect_same_outputs(graph, rewritten, random_inputs(graph, 13), 0.0, 0.0);
+  }
+}
+
 // Writers whose layers requantize into any type: a table (Sigmoid; SiLU as x * sigmoid(x) with
 // the sigmoid quantized between) shifts its output while its input keeps int8.
 TEST(ShiftActivationsUnsigned, TableWritersShiftTheirOutputOnly) {
