@@ -867,7 +867,14 @@ def judge(expectations, row):
     regressions += mac_regressions
     improvements += mac_improvements
     divergence = row.get("divergence") or {}
-    if divergence.get("found") and not divergence["tie"]:
+    stretches = divergence.get("stretches")
+    # The first divergent tensor is compared with the whole-graph reference, whose float tensors
+    # upstream differ from the engine's by ulps that a LayerNorm or Softmax can amplify past
+    # TIE_ULPS; its own stretch recomputes it from the engine's tensors upstream, so when that
+    # stretch finds it right (not in `wrong`) the difference is that drift, not the layer.
+    drift_only = stretches is not None and all(wrong.get("tensor") != divergence.get("tensor")
+                                               for wrong in stretches.get("wrong", []))
+    if divergence.get("found") and not divergence["tie"] and not drift_only:
         regressions.append(f"{label}: {describe_divergence(divergence)}: not rounding ties, a layer computes "
                            f"something else than the reference executor")
     for wrong in divergence.get("stretches", {}).get("wrong", [])[:3]:
@@ -1103,7 +1110,13 @@ def selftest(args):
                   (dict(row("chaotic", "qdq", max_error=0.2),
                         divergence=dict(tie, stretches={"checked": 9, "tie_codes": 4, "wrong": []})), 0, 0),
                   (dict(row("chaotic", "qdq", max_error=0.2), divergence=dict(tie, stretches={
-                      "checked": 9, "tie_codes": 4, "wrong": [dict(tie, tie=False, compared=7)]})), 1, 0)]
+                      "checked": 9, "tie_codes": 4, "wrong": [dict(tie, tie=False, compared=7)]})), 1, 0),
+                  # Not a tie against the whole graph, but right in its own stretch (recomputed from
+                  # the engine's tensors upstream): float drift, not a regression; wrong there: two.
+                  (dict(row("chaotic", "qdq", max_error=0.2), divergence=dict(tie, tie=False, stretches={
+                      "checked": 9, "tie_codes": 4, "wrong": []})), 0, 0),
+                  (dict(row("chaotic", "qdq", max_error=0.2), divergence=dict(tie, tie=False, stretches={
+                      "checked": 9, "tie_codes": 4, "wrong": [dict(tie, tie=False)]})), 2, 0)]
         # The float tensors between layers, anchored in the stretches: one beyond FLOAT_TOLERANCE is a
         # regression, in a row whose codes are all equal too.
         floats = {"checked": 9, "tie_codes": 4, "tie_ulps": 2.0, "floats": 5, "float_deviation": 3e-7,
