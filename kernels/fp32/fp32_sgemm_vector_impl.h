@@ -271,27 +271,14 @@ template <int kPixels>
   }
   const PartMask mask = part_mask(count);
   auto pixels = [&](auto with_residual, auto whole) __attribute__((always_inline)) {
+    constexpr bool kResidual = decltype(with_residual)::value;
 #pragma GCC unroll 8
     for (int p = 0; p < kPixels; ++p) {
-      V value = acc[p];
-      if constexpr (decltype(with_residual)::value) {
-        const float* from = store.residual + (first + p) * store.residual_step + c;
-        value = add(value, decltype(whole)::value ? loadu(from) : load_masked(from, mask));
-      }
-      value = vmin(high, vmax(low, value));  // NaN passes, as in the scalar kernel
-      float* to = store.c + (first + p) * store.c_step + c;
-      if constexpr (decltype(whole)::value) {
-        store_part(to, value, kLanes);
-      } else {
-        store_masked(to, value, mask);
-      }
+      clamp_store<kResidual>(acc[p], kResidual ? store.residual + (first + p) * store.residual_step + c : nullptr,
+                             store.c + (first + p) * store.c_step + c, low, high, true, decltype(whole)::value, mask);
     }
   };
-  if (count == kLanes) {
-    store.residual ? pixels(std::true_type{}, std::true_type{}) : pixels(std::false_type{}, std::true_type{});
-  } else {
-    store.residual ? pixels(std::true_type{}, std::false_type{}) : pixels(std::false_type{}, std::false_type{});
-  }
+  with_residual_and_whole(store.residual != nullptr, count == kLanes, pixels);
 }
 
 void depthwise_row_ukernel(const internal::DepthwiseRowArgs& in_args) {

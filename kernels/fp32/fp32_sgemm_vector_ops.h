@@ -105,6 +105,32 @@ inline V activate(Fp32EpilogueActivation activation, V value) {
   return value;
 }
 
+// One output vector of an epilogue without activation: `residual`'s values added (kResidual),
+// clamped to [low, high] (`clamp`), stored whole or under `mask`. Shared by store_tile and the
+// depthwise kernels' store_pixels.
+template <bool kResidual>
+[[gnu::always_inline]] inline void clamp_store(V value, const float* residual, float* to, V low, V high, bool clamp,
+                                               bool whole, PartMask mask) {
+  if constexpr (kResidual) value = add(value, whole ? loadu(residual) : load_masked(residual, mask));
+  if (clamp) value = vmin(high, vmax(low, value));  // NaN passes, as in the scalar kernel
+  if (whole) {
+    store_part(to, value, kLanes);
+  } else {
+    store_masked(to, value, mask);
+  }
+}
+
+// Calls f(std::bool_constant<residual>{}, std::bool_constant<whole>{}): an epilogue's tests made
+// once, its vectors then stored without them.
+template <typename F>
+[[gnu::always_inline]] inline void with_residual_and_whole(bool residual, bool whole, F&& f) {
+  if (whole) {
+    residual ? f(std::true_type{}, std::true_type{}) : f(std::false_type{}, std::true_type{});
+  } else {
+    residual ? f(std::true_type{}, std::false_type{}) : f(std::false_type{}, std::false_type{});
+  }
+}
+
 // Stores a tile's accumulators to args.c (args.nc columns); with `finish` (the last k block) the
 // epilogue first: residual Add, clamp, activation. Args: the igemm's, the direct NCHW tile's or a
 // GEMV panel's (fp32_gemv_vector_impl.h). The fields are read into locals once (the stores go
@@ -126,33 +152,18 @@ template <int kRows, int kVectors, typename Args>
     const int last_count = std::min(kLanes, nc - (kVectors - 1) * kLanes);
     const PartMask last_mask = part_mask(last_count);
     auto rows = [&](auto with_residual, auto last_whole) __attribute__((always_inline)) {
+      constexpr bool kResidual = decltype(with_residual)::value;
 #pragma GCC unroll 16
       for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 2
         for (int v = 0; v < kVectors; ++v) {
-          const bool whole = decltype(last_whole)::value || v + 1 < kVectors;
-          V value = acc[r][v];
-          if (finish) {
-            if constexpr (decltype(with_residual)::value) {
-              const float* from = residual + r * residual_row_stride + v * kLanes;
-              value = add(value, whole ? loadu(from) : load_masked(from, last_mask));
-            }
-            value = vmin(high, vmax(low, value));  // NaN passes, as in the scalar kernel
-          }
-          float* to = c + r * c_row_stride + v * kLanes;
-          if (whole) {
-            store_part(to, value, kLanes);
-          } else {
-            store_masked(to, value, last_mask);
-          }
+          clamp_store<kResidual>(acc[r][v], kResidual ? residual + r * residual_row_stride + v * kLanes : nullptr,
+                                 c + r * c_row_stride + v * kLanes, low, high, finish,
+                                 decltype(last_whole)::value || v + 1 < kVectors, last_mask);
         }
       }
     };
-    if (last_count == kLanes) {
-      residual != nullptr ? rows(std::true_type{}, std::true_type{}) : rows(std::false_type{}, std::true_type{});
-    } else {
-      residual != nullptr ? rows(std::true_type{}, std::false_type{}) : rows(std::false_type{}, std::false_type{});
-    }
+    with_residual_and_whole(residual != nullptr, last_count == kLanes, rows);
     return;
   }
 #pragma GCC unroll 16
