@@ -341,6 +341,17 @@ void register_fp32(Isa isa) {
     }
     set_counters(state, 8 * 1000, 1000);
   });
+  // Swin-T's first-stage window attention: 64 windows x 3 heads x 49 rows of 49 columns.
+  benchmark::RegisterBenchmark(bench_name(kernels.softmax.name, "swin_9408x49").c_str(), [=](benchmark::State& state) {
+    constexpr size_t kRows = 64 * 3 * 49, kCols = 49;
+    const auto input = random_vector<float>(kRows * kCols);
+    std::vector<float> out(kRows * kCols);
+    for (auto _ : state) {
+      kernels.softmax.fn(kRows, kCols, input.data(), out.data());
+      benchmark::DoNotOptimize(out.data());
+    }
+    set_counters(state, 8 * kRows * kCols, kRows * kCols);
+  });
 }
 
 // Resize rows: DeepLabV3-MobileNetV3's head at 384x384 (21 classes, 24x24 -> 384x384 bilinear,
