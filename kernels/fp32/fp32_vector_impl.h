@@ -74,7 +74,8 @@ inline vf binary_value(Fp32BinaryOp op, vf a, vf b) {
 
 // A row's tail (count < kLanes elements) in one masked vector, and the max as a shuffle tree: a
 // softmax over rows of 49 (Swin's 7x7 windows) spent ~160 cycles per row on a tail through arrays
-// and lane-by-lane max; Swin-T's 12 softmax layers 1.70 -> 0.81 ms (1 thread, Zen 5).
+// and lane-by-lane max; Swin-T's 12 softmax layers 1.70 -> 0.68 ms with softmax_rows<4> (1 thread,
+// Zen 5).
 #if QDQRT_FP32_LANES == 16
 using TailMask = __mmask16;
 inline TailMask tail_mask(size_t count) { return static_cast<__mmask16>((1u << count) - 1u); }
@@ -250,38 +251,57 @@ void fp32_channel_sums_f32(size_t rows, size_t channels, size_t row_stride, cons
   }
 }
 
+// kRows rows at once: each row's arithmetic is the one-row pass's (the same bits), the rows'
+// dependency chains (the max tree, exp, the lane-order sum) interleaved so one row's latency hides
+// behind the others' work: 4 rows of 49 columns 15% faster than one at a time (2 rows: 9%).
+template <size_t kRows>
+[[gnu::always_inline]] inline void softmax_rows(size_t cols, const float* input, float* output, size_t full,
+                                                size_t tail, TailMask mask) {
+  vf max_vector[kRows], sum_vector[kRows], tail_e[kRows], vmax_value[kRows];
+  for (size_t j = 0; j < kRows; ++j) {
+    const float* in = input + j * cols;
+    max_vector[j] = tail != 0 ? load_tail(in + full, mask, -__builtin_inff()) : splat(-__builtin_inff());
+    for (size_t c = 0; c < full; c += kLanes) max_vector[j] = vmax(load(in + c), max_vector[j]);
+  }
+  for (size_t j = 0; j < kRows; ++j) vmax_value[j] = splat(horizontal_max(max_vector[j]));
+  for (size_t j = 0; j < kRows; ++j) {
+    const float* in = input + j * cols;
+    float* out = output + j * cols;
+    sum_vector[j] = splat(0.0f);
+    for (size_t c = 0; c < full; c += kLanes) {
+      const vf e = vexp(load(in + c) - vmax_value[j]);
+      store(out + c, e);
+      sum_vector[j] += e;
+    }
+    tail_e[j] = vf{};
+    if (tail != 0) tail_e[j] = keep_lanes(vexp(load_tail(in + full, mask, 0.0f) - vmax_value[j]), mask);
+  }
+  // The sum in lane order, then the tail in column order: the bits of the sums before masked tails
+  // and shuffle reductions (the engines' stored output digests, tests/engine/model_references).
+  float sum[kRows];
+  for (size_t j = 0; j < kRows; ++j) {
+    float lanes[kLanes], tail_lanes[kLanes];
+    store(lanes, sum_vector[j]);
+    sum[j] = 0.0f;
+    for (size_t i = 0; i < kLanes; ++i) sum[j] += lanes[i];
+    store(tail_lanes, tail_e[j]);
+    for (size_t i = 0; i < tail; ++i) sum[j] += tail_lanes[i];
+  }
+  for (size_t j = 0; j < kRows; ++j) {
+    float* out = output + j * cols;
+    const vf inverse = splat(1.0f / sum[j]);
+    for (size_t c = 0; c < full; c += kLanes) store(out + c, load(out + c) * inverse);
+    if (tail != 0) store_tail(out + full, tail_e[j] * inverse, mask);
+  }
+}
+
 void fp32_softmax(size_t rows, size_t cols, const float* input, float* output) {
   const size_t full = cols - cols % kLanes;
   const size_t tail = cols - full;
   const TailMask mask = tail_mask(tail);
-  for (size_t r = 0; r < rows; ++r) {
-    const float* in = input + r * cols;
-    float* out = output + r * cols;
-    vf max_vector = tail != 0 ? load_tail(in + full, mask, -__builtin_inff()) : splat(-__builtin_inff());
-    for (size_t c = 0; c < full; c += kLanes) max_vector = vmax(load(in + c), max_vector);
-    const vf vmax_value = splat(horizontal_max(max_vector));
-    vf sum_vector = splat(0.0f);
-    for (size_t c = 0; c < full; c += kLanes) {
-      const vf e = vexp(load(in + c) - vmax_value);
-      store(out + c, e);
-      sum_vector += e;
-    }
-    vf tail_e{};
-    if (tail != 0) {
-      tail_e = keep_lanes(vexp(load_tail(in + full, mask, 0.0f) - vmax_value), mask);
-    }
-    // The sum in lane order, then the tail in column order: the bits of the sums before masked tails
-    // and shuffle reductions (the engines' stored output digests, tests/engine/model_references).
-    float lanes[kLanes], tail_lanes[kLanes];
-    store(lanes, sum_vector);
-    float sum = 0.0f;
-    for (size_t i = 0; i < kLanes; ++i) sum += lanes[i];
-    store(tail_lanes, tail_e);
-    for (size_t i = 0; i < tail; ++i) sum += tail_lanes[i];
-    const vf inverse = splat(1.0f / sum);
-    for (size_t c = 0; c < full; c += kLanes) store(out + c, load(out + c) * inverse);
-    if (tail != 0) store_tail(out + full, tail_e * inverse, mask);
-  }
+  size_t r = 0;
+  for (; r + 4 <= rows; r += 4) softmax_rows<4>(cols, input + r * cols, output + r * cols, full, tail, mask);
+  for (; r < rows; ++r) softmax_rows<1>(cols, input + r * cols, output + r * cols, full, tail, mask);
 }
 
 }  // namespace QDQRT_FP32_NAMESPACE
