@@ -122,6 +122,25 @@ TEST(Fp32Kernels, SoftmaxMatchesScalarOnEveryIsa) {
   }
 }
 
+// The vector softmax runs rows four at a time; each row must get the bits it gets alone (the
+// engines' stored output digests depend on them), whatever its position in a pass.
+TEST(Fp32Kernels, SoftmaxRowsInOnePassMatchRowsAloneExactly) {
+  uint32_t seed = 7;
+  for (Isa isa : test_isas()) {
+    const Fp32Kernels kernels = fp32_kernels(isa);
+    for (size_t cols : {3, 16, 49, 100}) {
+      const size_t rows = 11;
+      std::mt19937 rng(seed++);
+      const auto input = random_floats(rng, rows * cols, -20.0f, 20.0f);
+      std::vector<float> together(input.size()), alone(input.size());
+      kernels.softmax.fn(rows, cols, input.data(), together.data());
+      for (size_t r = 0; r < rows; ++r) kernels.softmax.fn(1, cols, input.data() + r * cols, alone.data() + r * cols);
+      ASSERT_EQ(float_mismatch(alone.data(), together.data(), input.size(), true), "")
+          << kernels.softmax.name << " isa=" << isa_name(isa) << " cols=" << cols;
+    }
+  }
+}
+
 // Per-channel float sums (a depthwise conv's row sums for the GlobalAveragePool after it): bit-equal
 // to the scalar kernel, the sums in row order; every vector pass width (1-8 vectors) and tails.
 TEST(Fp32Kernels, ChannelSumsF32AreExactOnEveryIsa) {
