@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernels/fp32/fp32_gemv.h"
+#include "kernels/fp32/fp32_small_matmul.h"
 #include "kernels/fp32/fp32_sgemm_prefetch.h"
 #include "kernels/gemm/qgemm_amx.h"
 
@@ -409,6 +410,23 @@ const internal::SgemvImplementation& sgemv_implementation(Isa isa) {
   static const internal::SgemvImplementation kScalarImpl{};  // the microkernel's 4 x 8 loops
   static const internal::SgemvImplementation kAvx2Impl{avx2::sgemv_ukernel, kSgemvMaxRowsAvx2};
   static const internal::SgemvImplementation kAvx512Impl{avx512skx::sgemv_ukernel, kSgemvMaxRowsAvx512};
+  switch (impl_for(isa)) {
+    case Impl::kScalar: return kScalarImpl;
+    case Impl::kAvx2: return kAvx2Impl;
+    case Impl::kAvx512Skx: return kAvx512Impl;
+  }
+  return kScalarImpl;
+}
+
+// ---------------------------------------------------------------- fp32 small-matrix MatMul
+const internal::SmallMatmulImplementation& small_matmul_implementation(Isa isa) {
+  static const internal::SmallMatmulImplementation kScalarImpl{};  // the igemm's tiles
+  static const internal::SmallMatmulImplementation kAvx2Impl{avx2::small_matmul_ukernel, 8,
+                                                             kSmallMatmulMaxAccumulatorsAvx2,
+                                                             kSmallMatmulMaxRowsAvx2, "avx2"};
+  static const internal::SmallMatmulImplementation kAvx512Impl{avx512skx::small_matmul_ukernel, 16,
+                                                               kSmallMatmulMaxAccumulatorsAvx512,
+                                                               kSmallMatmulMaxRowsAvx512, "avx512"};
   switch (impl_for(isa)) {
     case Impl::kScalar: return kScalarImpl;
     case Impl::kAvx2: return kAvx2Impl;

@@ -32,6 +32,7 @@
 #include "kernels/fp32/fp32_gemv.h"
 #include "kernels/fp32/fp32_grouped.h"
 #include "kernels/fp32/fp32_sgemm.h"
+#include "kernels/fp32/fp32_small_matmul.h"
 #include "kernels/fp32/fp32_sgemm_prefetch.h"
 #include "kernels/fp32/fp32_live_taps.h"
 #include "kernels/fp32/fp32_winograd.h"
@@ -465,6 +466,26 @@ void fp32_gemm_benchmark(benchmark::State& state, GemmLayer layer, int threads) 
   const PackedSgemm& packed = packed_b;
   const double ops = 2.0 * layer.batch * layer.m * layer.n * layer.k;
   const Fp32Epilogue epilogue;
+  if (layer.runtime_b && !layer.b_transposed && small_matmul_applies(active_isa(), layer.n, layer.k)) {
+    // As fp32_matmul runs small matrices: B read in place, near-equal row tiles per matrix.
+    state.SetLabel(small_matmul_kernel_name(active_isa(), layer.n) + ", B in place");
+    const int64_t tiles = small_matmul_tiles(active_isa(), layer.m, layer.n);
+    timed_loop(
+        state, threads,
+        [&](int part) {
+          auto [begin, end] = part_range(static_cast<int>(layer.batch * tiles), threads, part, 1);
+          for (int64_t item = begin; item < end;) {
+            const int64_t matrix = item / tiles, last = std::min<int64_t>(end, (matrix + 1) * tiles);
+            run_small_matmul(active_isa(), a.data() + matrix * layer.m * layer.k, layer.k,
+                             b.data() + matrix * layer.n * layer.k, layer.n,
+                             c.data() + matrix * layer.m * layer.n, layer.n, layer.m, layer.n, layer.k,
+                             item - matrix * tiles, last - matrix * tiles);
+            item = last;
+          }
+        },
+        ops, 0.0, fresh_fp32_peak_gflops);
+    return;
+  }
   if (layer.runtime_b) {
     // Per thread: the packed B of the matrix it runs.
     std::vector<AlignedBuffer<float>> scratch(threads);

@@ -161,6 +161,10 @@ inline std::vector<GemmLayer> gemm_layers() {
       {"vit_b_16", "mlp2_197x768x3072", 1, 197, 768, 3072, false, false},
       {"vit_b_16", "attn_qk_12x197x197x64", 12, 197, 197, 64, true, true},
       {"vit_b_16", "attn_pv_12x197x64x197", 12, 197, 64, 197, true, false},
+      // Swin-T's first stage: 64 windows of 7 x 7 tokens x 3 heads of 32 (K^T transposed by its own
+      // layer before the MatMul, so B is [K][N] in both).
+      {"swin_t", "attn_qk_192x49x49x32", 192, 49, 49, 32, true, false},
+      {"swin_t", "attn_pv_192x49x32x49", 192, 49, 32, 49, true, false},
       // M = 1 or 2 (GEMV): batch-1 and batch-2 fully connected layers.
       {"resnet50", "fc_gemv_1x1000x2048", 1, 1, 1000, 2048, false, false},
       {"mobilenetv2", "fc_gemv_1x1000x1280", 1, 1, 1000, 1280, false, false},

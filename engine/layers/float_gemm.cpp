@@ -10,8 +10,10 @@
 //                every row (GemmLayer::whole_rows).
 //   fp32_matmul  MatMul of two activations, A [..., M, K] x B [..., K, N] (the attention's
 //                Q x K^T and P x V): B's leading dims equal A's or are all 1 (one B for every
-//                matrix). Each thread packs the B of the matrices it runs into its scratch.
-//                Work items: (matrix, microkernel tile of rows). The batch may be in the leading
+//                matrix). Each thread packs the B of the matrices it runs into its scratch;
+//                B of at most 64 columns within L1 (Swin's 49 x 49 x 32 windows, BERT's P x V)
+//                is read in place instead (kernels/fp32/fp32_small_matmul.h, same bits).
+//                Work items: (matrix, tile of rows). The batch may be in the leading
 //                dims, or be M itself when A has rank 2 (one matrix of batch-many rows).
 // Both take the batch on any axis their rows or matrices span (any_batch_layout): attention
 // exported from nn.MultiheadAttention runs [L, N, E] with the batch on dim 1 and its heads as
@@ -29,6 +31,7 @@
 #include "core/ops/matmul.h"
 #include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/fp32/fp32_sgemm_prefetch.h"
+#include "kernels/fp32/fp32_small_matmul.h"
 
 namespace qdqrt::engine::fp32 {
 
@@ -199,14 +202,17 @@ class MatMulLayer final : public Layer {
  public:
   MatMulLayer(int64_t m, int64_t k, int64_t n, bool rows_batched, kernels::Isa isa, int32_t a, int32_t b,
               int32_t output)
-      : m_(m), k_(k), n_(n), rows_batched_(rows_batched), isa_(isa), a_(a), b_(b), output_(output) {
+      : m_(m), k_(k), n_(n), rows_batched_(rows_batched), small_(kernels::small_matmul_applies(isa, n, k)), isa_(isa),
+        a_(a), b_(b), output_(output) {
     const kernels::SgemmTile tile = kernels::sgemm_tile(isa);
     mr_ = tile.mr;
-    zero_bias_.resize(static_cast<size_t>(kernels::sgemm_padded_n(static_cast<int>(n), isa)));
+    if (!small_) zero_bias_.resize(static_cast<size_t>(kernels::sgemm_padded_n(static_cast<int>(n), isa)));
   }
 
   WorkShape work(const RunState& state) const override {
-    return {.items = matrices(state) * tiles(state), .ops_per_item = 2.0 * static_cast<double>(mr_ * k_ * n_)};
+    const int64_t tiles = this->tiles(state);
+    const double tile_rows = tiles > 0 ? static_cast<double>(rows(state)) / static_cast<double>(tiles) : 0.0;
+    return {.items = matrices(state) * tiles, .ops_per_item = 2.0 * tile_rows * static_cast<double>(k_ * n_)};
   }
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t> scratch) const override {
@@ -215,6 +221,19 @@ class MatMulLayer final : public Layer {
     const float* a = state.data<float>(a_);
     const float* b = state.data<float>(b_);
     float* y = state.data<float>(output_);
+    if (small_) {
+      // B read in place, the matrix's rows in near-equal tiles (fp32_small_matmul.h).
+      for (int64_t item = begin; item < end;) {
+        const int64_t matrix = item / tiles;
+        const int64_t last = std::min(end, (matrix + 1) * tiles);
+        const int64_t b_matrix = b_matrices == 1 ? 0 : matrix;
+        kernels::run_small_matmul(isa_, a + matrix * m * k_, k_, b + b_matrix * k_ * n_, n_, y + matrix * m * n_, n_, m,
+                                  static_cast<int>(n_), static_cast<int>(k_), item - matrix * tiles,
+                                  last - matrix * tiles);
+        item = last;
+      }
+      return;
+    }
     float* packed_b = reinterpret_cast<float*>(scratch.data());
     const int n = static_cast<int>(n_), k = static_cast<int>(k_);
     kernels::SgemmWeightsDesc desc;
@@ -242,14 +261,22 @@ class MatMulLayer final : public Layer {
     }
   }
 
+  // The packed B of one matrix (none where B is read in place).
   static int64_t scratch_bytes(int64_t k, int64_t n, kernels::Isa isa) {
+    if (kernels::small_matmul_applies(isa, n, k)) return 0;
     return kernels::packed_sgemm_floats(static_cast<int>(n), k, isa) * static_cast<int64_t>(sizeof(float));
+  }
+  static std::string kernel_name(int64_t k, int64_t n, kernels::Isa isa) {
+    if (kernels::small_matmul_applies(isa, n, k)) return kernels::small_matmul_kernel_name(isa, n);
+    return kernels::sgemm_kernel_name(isa, false) + "-packb";
   }
 
  private:
   // Rows of each matrix: M, or every row of a rank-2 A whose rows are the batch.
   int64_t rows(const RunState& state) const { return rows_batched_ ? state.numel(a_) / k_ : m_; }
-  int64_t tiles(const RunState& state) const { return (rows(state) + mr_ - 1) / mr_; }
+  int64_t tiles(const RunState& state) const {
+    return small_ ? kernels::small_matmul_tiles(isa_, rows(state), n_) : (rows(state) + mr_ - 1) / mr_;
+  }
   int64_t matrices(const RunState& state) const {
     const int64_t m = rows(state);
     return m > 0 ? state.numel(a_) / (m * k_) : 0;
@@ -257,6 +284,7 @@ class MatMulLayer final : public Layer {
 
   int64_t m_, k_, n_;
   bool rows_batched_;
+  bool small_;  // B read in place (fp32_small_matmul.h), else packed per matrix into the scratch
   kernels::Isa isa_;
   int32_t a_, b_, output_;
   int64_t mr_ = 1;
@@ -326,7 +354,7 @@ Status add_matmul_layer(const Node& node, BuildContext& context, const Shape& a_
   const bool y_ok = !a_batch || !y_batch || *a_batch == *y_batch;
   if (!a_ok || !b_ok || !y_ok) return lower_with_reference(node, context);
   const kernels::Isa isa = kernels::usable_isa(context.isa());
-  PlanLayer layer = make_layer(node, kMatMulKind, kernels::sgemm_kernel_name(isa, false) + "-packb");
+  PlanLayer layer = make_layer(node, kMatMulKind, MatMulLayer::kernel_name(k, n, isa));
   QDQRT_ASSIGN_OR_RETURN(int32_t a, context.input(node.input(0), Layout::kPlain));
   QDQRT_ASSIGN_OR_RETURN(int32_t b, context.input(node.input(1), Layout::kPlain));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));

@@ -402,7 +402,11 @@ void pack_sgemm_into(const SgemmWeightsDesc& desc, Isa isa, float* out) {
       for (int c = 0; c < desc.channels; ++c) {
         float* row = panel_out + (static_cast<int64_t>(tap) * desc.channels + c) * tile.nr;
         const float* in = desc.weights + tap * desc.stride_tap + c * desc.stride_channel + panel * tile.nr * desc.stride_n;
-        for (int column = 0; column < columns; ++column) row[column] = in[column * desc.stride_n];
+        if (desc.stride_n == 1) {
+          std::memcpy(row, in, static_cast<size_t>(columns) * sizeof(float));
+        } else {
+          for (int column = 0; column < columns; ++column) row[column] = in[column * desc.stride_n];
+        }
         std::fill(row + columns, row + tile.nr, 0.0f);  // padded columns stay 0
       }
     }

@@ -1,0 +1,4 @@
+// AVX2 fp32 small-matrix MatMul (fp32_small_matmul_vector_impl.h).
+#define QDQRT_SGEMM_AVX2 1
+#define QDQRT_SGEMM_NAMESPACE avx2
+#include "kernels/fp32/fp32_small_matmul_vector_impl.h"
