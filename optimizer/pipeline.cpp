@@ -23,6 +23,7 @@
 #include "optimizer/passes/remove_identities.h"
 #include "optimizer/passes/remove_redundant_qdq.h"
 #include "optimizer/passes/shift_activations_unsigned.h"
+#include "optimizer/passes/slice_gathered_parts.h"
 #include "optimizer/passes/split_sliced_projection.h"
 
 namespace qdqrt::optimizer {
@@ -41,6 +42,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_lower_reduce_l2_pass());
   passes.push_back(make_fold_pad_into_pool_pass());
   passes.push_back(make_lower_spatial_mean_pass());
+  passes.push_back(make_slice_gathered_parts_pass());
   passes.push_back(make_split_sliced_projection_pass());
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_prune_dead_conv_taps_pass());
@@ -76,6 +78,7 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_fold_pad_into_pool_pass());
   passes.push_back(make_lower_spatial_mean_pass());
   passes.push_back(make_remove_fake_quantization_pass());
+  passes.push_back(make_slice_gathered_parts_pass());
   passes.push_back(make_split_sliced_projection_pass());  // after it: fake-quantized weights are constants
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_prune_dead_conv_taps_pass());

@@ -1,6 +1,9 @@
-// The ViT attention block whose Transpose moves the batch off dim 0 ([B,49,3,4,32] perm
-// [2,0,3,1,4] -> [3,B,4,49,32]): built for batch 8 and run 1, 3 and 8 images at a time,
-// every image's output is bit-identical to the batch-8 run and matches the reference executor.
+// The ViT attention block whose Transpose moves the batch off dim 0 ([B,49,4,3,32] perm
+// [3,0,2,1,4] -> [3,B,4,49,32]: the q/k/v parts interleaved per head, which slice_gathered_parts
+// leaves as it is): built for batch 8 and run 1, 3 and 8 images at a time, every image's output is
+// bit-identical to the batch-8 run and matches the reference executor. The block as timm and Swin
+// write it ([B,49,3,4,32] perm [2,0,3,1,4]) runs without that Transpose: one projection and one
+// 4-D Transpose per part (HeadSplitRunsAsOneProjectionPerPart).
 // FP32 and QDQ (INT8 transpose, Gather, batched QMatMul) variants; the model is written with onnx's
 // text parser, the batch dim symbolic and the Reshape targets computed from Shape(x) as torch
 // exports them. Also: engines that cannot follow the batch refuse other batches with a clear error.
@@ -24,7 +27,9 @@ constexpr int64_t kTokens = 49;
 constexpr int64_t kWidth = 384;
 
 // The attention block; `qdq` adds Q/DQ pairs as a QAT export places them (weights fake-quantized).
-std::string attention_text(bool qdq) {
+// `parts_first`: the packed projection's columns are [3][heads][32] (timm, Swin), else
+// [heads][3][32].
+std::string attention_text(bool qdq, bool parts_first = false) {
   auto quantized = [&](const std::string& value, const std::string& scale, const std::string& zero_point) {
     if (!qdq) return fmt::format("  {0}_d = Identity({0})\n", value);
     return fmt::format("  {0}_q = QuantizeLinear({0}, {1}, {2})\n  {0}_d = DequantizeLinear({0}_q, {1}, {2})\n", value,
@@ -35,7 +40,8 @@ std::string attention_text(bool qdq) {
   body += "  shape5 = Concat<axis = 0>(batch, tail5)\n  shape3 = Concat<axis = 0>(batch, tail3)\n";
   body += quantized("x", "sx", "z8") + quantized("w_qkv", "sw", "z8") + quantized("w_proj", "sw", "z8");
   body += "  qkv = MatMul(x_d, w_qkv_d)\n" + quantized("qkv", "sa", "z8");
-  body += "  r = Reshape(qkv_d, shape5)\n  t = Transpose<perm = [2, 0, 3, 1, 4]>(r)\n";
+  body += parts_first ? "  r = Reshape(qkv_d, shape5)\n  t = Transpose<perm = [2, 0, 3, 1, 4]>(r)\n"
+                      : "  r = Reshape(qkv_d, shape5)\n  t = Transpose<perm = [3, 0, 2, 1, 4]>(r)\n";
   body += "  q = Gather<axis = 0>(t, i0)\n  k = Gather<axis = 0>(t, i1)\n  v = Gather<axis = 0>(t, i2)\n";
   body += "  kt = Transpose<perm = [0, 1, 3, 2]>(k)\n";
   body += quantized("q", "sa", "z8") + quantized("kt", "sa", "z8") + quantized("v", "sa", "z8");
@@ -46,13 +52,13 @@ std::string attention_text(bool qdq) {
   body += "  proj = MatMul(a_d, w_proj_d)\n  y = Add(proj, x)\n";
   return fmt::format(R"(<ir_version: 8, opset_import: ["" : 13]>
 vit_attention (float[N,{0},{1}] x) => (float[N,{0},{1}] y)
-<int64[1] zero = {{0}}, int64[4] tail5 = {{{0}, 3, 4, 32}}, int64[2] tail3 = {{{0}, 128}},
+<int64[1] zero = {{0}}, int64[4] tail5 = {{{0}, {3}}}, int64[2] tail3 = {{{0}, 128}},
  int64 i0 = {{0}}, int64 i1 = {{1}}, int64 i2 = {{2}}, float scale = {{0.1767767}},
  float sx = {{0.007874}}, float sw = {{0.0004}}, float sa = {{0.016}}, float sp = {{0.007874}}, int8 z8 = {{0}}>
 {{
 {2}}}
 )",
-                     kTokens, kWidth, body);
+                     kTokens, kWidth, body, parts_first ? "3, 4, 32" : "4, 3, 32");
 }
 
 // ctest runs the tests of this file in parallel processes: one model file per test.
@@ -61,11 +67,13 @@ std::string per_test_model_path() {
          (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".onnx");
 }
 
-TextModelEngine build_attention(bool qdq) {
+TextModelEngine build_attention(bool qdq, bool parts_first = false) {
   engine::BuildOptions options;
   options.input_shapes["x"] = {kMaxBatch, kTokens, kWidth};
-  return build_text_model(attention_text(qdq), {{"w_qkv", {kWidth, kWidth}, 0.05f}, {"w_proj", {128, kWidth}, 0.05f}},
-                          7, fs::path(::testing::TempDir()) / (qdq ? "vit_attention_qdq.onnx" : "vit_attention.onnx"),
+  return build_text_model(attention_text(qdq, parts_first),
+                          {{"w_qkv", {kWidth, kWidth}, 0.05f}, {"w_proj", {128, kWidth}, 0.05f}}, 7,
+                          fs::path(::testing::TempDir()) / fmt::format("vit_attention{}{}.onnx", qdq ? "_qdq" : "",
+                                                                       parts_first ? "_parts_first" : ""),
                           options);
 }
 
@@ -124,6 +132,30 @@ TEST(VitAttention, QdqInt8TransposeMovesTheBatchAndEveryBatchGivesTheSameImages)
     EXPECT_TRUE(bit_equal(original->slices.at("y")[image], reloaded->slices.at("y")[image])) << image;
   }
   fs::remove(engine_path);
+}
+
+// timm's and Swin's layout: slice_gathered_parts (and, on a float projection, split_sliced_projection)
+// leave a Slice or a projection and one 4-D Transpose per part (no 5-D Transpose, no Gather); every
+// batch gives the same images.
+TEST(VitAttention, HeadSplitRunsAsOneProjectionPerPart) {
+  for (bool qdq : {false, true}) {
+    SCOPED_TRACE(qdq ? "QDQ" : "FP32");
+    TextModelEngine built = build_attention(qdq, /*parts_first=*/true);
+    ASSERT_NE(built.engine, nullptr);
+    const engine::EnginePlan& plan = built.engine->plan();
+    EXPECT_EQ(plan.fixed_batch_reason, "");
+    EXPECT_EQ(find_plan_tensor(plan, "t"), nullptr) << "the packed 5-D transpose is gone";
+    int projections = 0;
+    for (const engine::PlanLayer& layer : plan.layers) {
+      EXPECT_NE(layer.op_type, "Gather") << layer.name;
+      EXPECT_NE(layer.kind, "reference") << layer.name;
+      if (layer.kind == "fp32_gemm" || layer.kind == "qmatmul") ++projections;
+    }
+    // FP32: q, k, v and the output projection. QDQ: the packed projection writes int8 codes (its
+    // output is quantized), which the parts slice: it stays one layer.
+    EXPECT_EQ(projections, qdq ? 2 : 4);
+    expect_batch_independent(built, qdq ? 3e-2 : 1e-4);
+  }
 }
 
 // Builds `text` (input x of shape `shape` at the max batch) and expects batch `max_batch` to run
