@@ -23,6 +23,8 @@
 #include "optimizer/passes/remove_identities.h"
 #include "optimizer/passes/remove_redundant_qdq.h"
 #include "optimizer/passes/shift_activations_unsigned.h"
+#include "optimizer/passes/merge_transposes.h"
+#include "optimizer/passes/remove_empty_pads.h"
 #include "optimizer/passes/slice_gathered_parts.h"
 #include "optimizer/passes/split_sliced_projection.h"
 
@@ -38,12 +40,14 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_remove_identities_pass());
   passes.push_back(make_fold_constants_pass());
   passes.push_back(make_evaluate_shape_computations_pass());
+  passes.push_back(make_remove_empty_pads_pass());
   passes.push_back(make_lower_einsum_pass());
   passes.push_back(make_lower_reduce_l2_pass());
   passes.push_back(make_fold_pad_into_pool_pass());
   passes.push_back(make_lower_spatial_mean_pass());
   passes.push_back(make_slice_gathered_parts_pass());
   passes.push_back(make_split_sliced_projection_pass());
+  passes.push_back(make_merge_transposes_pass());
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_prune_dead_conv_taps_pass());
   passes.push_back(make_propagate_qdq_pass());
@@ -73,6 +77,7 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_remove_identities_pass());
   passes.push_back(make_fold_constants_pass());
   passes.push_back(make_evaluate_shape_computations_pass());
+  passes.push_back(make_remove_empty_pads_pass());
   passes.push_back(make_lower_einsum_pass());
   passes.push_back(make_lower_reduce_l2_pass());
   passes.push_back(make_fold_pad_into_pool_pass());
@@ -80,6 +85,7 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_remove_fake_quantization_pass());
   passes.push_back(make_slice_gathered_parts_pass());
   passes.push_back(make_split_sliced_projection_pass());  // after it: fake-quantized weights are constants
+  passes.push_back(make_merge_transposes_pass());
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_prune_dead_conv_taps_pass());
   passes.push_back(std::make_unique<FusionPass>("fuse_layer_norm"));  // float in, float out

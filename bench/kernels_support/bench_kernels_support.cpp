@@ -354,6 +354,40 @@ void register_fp32(Isa isa) {
   });
 }
 
+// LayerNorm rows: Swin-T's first stage (3136 tokens of 96; its norm2 quantizes for the MLP's int8
+// input) and a BERT-base layer (128 tokens of 768).
+void register_layer_norm(Isa isa) {
+  const NamedKernel<LayerNormFn> kernel = layer_norm_kernel(isa);
+  struct Shape {
+    const char* label;
+    size_t rows, columns;
+    bool quantized;
+  };
+  for (const Shape& shape : {Shape{"swin_3136x96", 3136, 96, false}, Shape{"swin_3136x96_u8", 3136, 96, true},
+                             Shape{"bert_128x768", 128, 768, false}}) {
+    benchmark::RegisterBenchmark(bench_name(kernel.name, shape.label).c_str(), [=](benchmark::State& state) {
+      const auto input = random_vector<float>(shape.rows * shape.columns, 1);
+      const auto gamma = random_vector<float>(shape.columns, 2), beta = random_vector<float>(shape.columns, 3);
+      std::vector<float> out(shape.rows * shape.columns);
+      LayerNormParams params;
+      params.rows = shape.rows;
+      params.columns = shape.columns;
+      params.gamma = gamma.data();
+      params.beta = beta.data();
+      if (shape.quantized) {
+        params.y_scale = 0.02f;
+        params.y_zero_point = 128;
+        params.y_signed = false;
+      }
+      for (auto _ : state) {
+        kernel.fn(params, input.data(), out.data());
+        benchmark::DoNotOptimize(out.data());
+      }
+      set_counters(state, (shape.quantized ? 5 : 8) * shape.rows * shape.columns, shape.rows * shape.columns);
+    });
+  }
+}
+
 // Resize rows: DeepLabV3-MobileNetV3's head at 384x384 (21 classes, 24x24 -> 384x384 bilinear,
 // half_pixel), LR-ASPP's 2x bilinear upsampling channels-last (128 channels, 24x24 -> 48x48), a
 // YOLO neck's 2x nearest upsampling (256 channels, 40x40 -> 80x80).
@@ -448,6 +482,7 @@ void register_resize(Isa isa) {
 void register_all() {
   for (Isa isa : supported_isas()) {
     if (isa == Isa::kAvxVnni) continue;  // same supporting kernels as kAvx2
+    register_layer_norm(isa);
     register_qbinary<uint8_t>(isa);
     register_qbinary<int8_t>(isa);
     register_lut(isa, true);
