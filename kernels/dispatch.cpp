@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "kernels/fp32/fp32_dot_rows.h"
 #include "kernels/fp32/fp32_gemv.h"
 #include "kernels/fp32/fp32_small_matmul.h"
 #include "kernels/fp32/fp32_sgemm_prefetch.h"
@@ -427,6 +428,19 @@ const internal::SmallMatmulImplementation& small_matmul_implementation(Isa isa) 
   static const internal::SmallMatmulImplementation kAvx512Impl{avx512skx::small_matmul_ukernel, 16,
                                                                kSmallMatmulMaxAccumulatorsAvx512,
                                                                kSmallMatmulMaxRowsAvx512, "avx512"};
+  switch (impl_for(isa)) {
+    case Impl::kScalar: return kScalarImpl;
+    case Impl::kAvx2: return kAvx2Impl;
+    case Impl::kAvx512Skx: return kAvx512Impl;
+  }
+  return kScalarImpl;
+}
+
+// ---------------------------------------------------------------- fp32 row dots (N = 1)
+const internal::DotRowsImplementation& dot_rows_implementation(Isa isa) {
+  static const internal::DotRowsImplementation kScalarImpl{};  // the igemm's tiles
+  static const internal::DotRowsImplementation kAvx2Impl{avx2::dot_rows_ukernel, 8, "avx2"};
+  static const internal::DotRowsImplementation kAvx512Impl{avx512skx::dot_rows_ukernel, 16, "avx512"};
   switch (impl_for(isa)) {
     case Impl::kScalar: return kScalarImpl;
     case Impl::kAvx2: return kAvx2Impl;

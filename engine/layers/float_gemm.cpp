@@ -29,6 +29,7 @@
 #include "core/ops/fused_layers.h"
 #include "core/ops/fused_matmul.h"
 #include "core/ops/matmul.h"
+#include "kernels/fp32/fp32_dot_rows.h"
 #include "kernels/fp32/fp32_sgemm.h"
 #include "kernels/fp32/fp32_sgemm_prefetch.h"
 #include "kernels/fp32/fp32_small_matmul.h"
@@ -180,7 +181,11 @@ Status add_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, 
   desc.stride_channel = trans_b ? 1 : n;
   desc.bias = bias.empty() ? nullptr : bias.data();
   const kernels::PackedSgemm packed = kernels::pack_sgemm(desc, isa);
-  PlanLayer layer = make_layer(node, kGemmKind, kernels::sgemm_kernel_name(packed, false));
+  kernels::Fp32Epilogue epilogue;
+  epilogue.activation = activation;
+  PlanLayer layer = make_layer(node, kGemmKind,
+                               kernels::dot_rows_applies(packed, epilogue) ? kernels::dot_rows_kernel_name(isa)
+                                                                           : kernels::sgemm_kernel_name(packed, false));
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
   layer.inputs = {input};

@@ -11,6 +11,7 @@
 
 #include "kernels/dispatch.h"
 #include "kernels/fp32/fp32_conv_internal.h"
+#include "kernels/fp32/fp32_dot_rows.h"
 #include "kernels/fp32/fp32_gemv.h"
 #include "kernels/fp32/fp32_sgemm_blocking.h"
 #include "kernels/fp32/fp32_sgemm_prefetch.h"
@@ -527,6 +528,11 @@ void run_sgemm_with_layout(const PackedSgemm& packed, const float* a, int64_t a_
                            int64_t c_row_stride, const Fp32Epilogue& epilogue, int64_t m_begin, int64_t m_end,
                            int n_begin, int n_end, SgemmALayout layout) {
   assert(packed.taps == 1);
+  // One column (x^2 times a column of ones: F.normalize's norm): row dots (fp32_dot_rows.h).
+  if (dot_rows_applies(packed, epilogue) && n_begin == 0 && n_end >= 1) {
+    run_dot_rows(packed, a, a_row_stride, c, c_row_stride, epilogue, m_begin, m_end);
+    return;
+  }
   // A few rows (a batch-1 fully connected layer): the GEMV kernel, same sums (fp32_gemv.h).
   if (sgemv_applies(packed, m_end - m_begin)) {
     run_sgemv(packed, a, a_row_stride, c, c_row_stride, epilogue, m_begin, m_end, n_begin, n_end);

@@ -6,9 +6,10 @@
 // straight from the activation, its last vector under a mask, and each matrix's rows are split into
 // near-equal tiles of at most max_rows(N) rows (49 rows of 64 columns: 7 tiles of 7).
 //
-// Results are bit-identical to run_sgemm on the same matrix with a zero bias: each output starts
-// at +0 and takes one fused multiply-add per k in k order (the tester checks it bitwise), so the
-// layer's outputs do not depend on which path runs.
+// Results are bit-identical to the igemm's tile on the same matrix with a zero bias: each output
+// starts at +0 and takes one fused multiply-add per k in k order (the tester checks it bitwise
+// against run_sgemm for more than one column), so the layer's outputs do not depend on which path
+// runs.
 #pragma once
 
 #include <cstdint>
