@@ -115,6 +115,13 @@ int remove_unused(Graph& graph) {
   return removed;
 }
 
+bool is_identity_permutation(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
 void replace_uses(Graph& graph, const std::string& from, const std::string& to) {
   for (Node& node : graph.nodes) {
     for (std::string& input : node.inputs) {

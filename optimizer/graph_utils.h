@@ -41,6 +41,9 @@ bool same_dims(const ValueInfo* a, const ValueInfo* b);
 // node reads; repeated until nothing changes. Returns the number of nodes removed.
 int remove_unused(Graph& graph);
 
+// Whether a Transpose perm leaves every axis where it is.
+bool is_identity_permutation(const std::vector<int64_t>& perm);
+
 // Every node input reading `from` reads `to` instead (graph outputs are not touched).
 void replace_uses(Graph& graph, const std::string& from, const std::string& to);
 

@@ -23,13 +23,6 @@ struct MatMulForm {
 
 bool has(const std::string& term, char label) { return term.find(label) != std::string::npos; }
 
-bool is_identity(const std::vector<int64_t>& perm) {
-  for (size_t i = 0; i < perm.size(); ++i) {
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  }
-  return true;
-}
-
 std::optional<int64_t> static_dim_of(const Graph& graph, const std::string& value, size_t axis) {
   if (const Tensor* constant = graph.find_initializer(value)) {
     return axis < constant->shape().size() ? std::optional<int64_t>(constant->shape()[axis]) : std::nullopt;
@@ -112,7 +105,7 @@ class Lowering {
   }
 
   Result<std::string> transpose(const std::string& input, const std::vector<int64_t>& perm, const std::string& suffix) {
-    if (is_identity(perm)) return input;
+    if (is_identity_permutation(perm)) return input;
     return add("Transpose", suffix, {input}, {{"perm", ints_attribute(perm)}});
   }
 
@@ -159,7 +152,7 @@ class LowerEinsumPass : public Pass {
       QDQRT_ASSIGN_OR_RETURN(a, lowering.unsqueeze(a, form->unsqueeze_a, "unsqueeze_a"));
       QDQRT_ASSIGN_OR_RETURN(std::string b, lowering.transpose(einsum.inputs[1], form->perm_b, "transpose_b"));
       QDQRT_ASSIGN_OR_RETURN(b, lowering.unsqueeze(b, form->unsqueeze_b, "unsqueeze_b"));
-      if (is_identity(form->perm_out)) {
+      if (is_identity_permutation(form->perm_out)) {
         QDQRT_RETURN_IF_ERROR(lowering.add("MatMul", "matmul", {a, b}, {}, einsum.outputs[0]).status());
       } else {
         QDQRT_ASSIGN_OR_RETURN(std::string product, lowering.add("MatMul", "matmul", {a, b}, {}));

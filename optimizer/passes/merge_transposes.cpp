@@ -24,13 +24,6 @@ std::optional<std::vector<int64_t>> transpose_perm(const Node& node) {
   return attributes->perm;
 }
 
-bool is_identity(const std::vector<int64_t>& perm) {
-  for (size_t i = 0; i < perm.size(); ++i) {
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  }
-  return true;
-}
-
 class MergeTransposesPass : public Pass {
  public:
   std::string name() const override { return "merge_transposes"; }
@@ -57,7 +50,7 @@ class MergeTransposesPass : public Pass {
       if (!valid) continue;
       const std::string input = graph.nodes[static_cast<size_t>(producer)].input(0);
       Node& outer = graph.nodes[i];
-      if (is_identity(merged)) {
+      if (is_identity_permutation(merged)) {
         // Both cancel: the readers read the first's input.
         if (!bypass_value(graph, outer.outputs[0], input)) continue;
         outer.outputs[0].clear();

@@ -147,8 +147,7 @@ Status rewrite(Graph& graph, PassContext& context, const GatheredParts& found) {
     const int64_t from = found.perm[axis];
     perm.push_back(from > found.split_axis ? from - 1 : from);
   }
-  bool identity = true;
-  for (size_t axis = 0; axis < perm.size(); ++axis) identity = identity && perm[axis] == static_cast<int64_t>(axis);
+  const bool identity = is_identity_permutation(perm);
   const std::string axes_name = add_initializer(graph, found.packed + "_part_axes", Tensor::from_vector<int64_t>({1}, {-1}));
   std::vector<Node> added;
   for (const GatheredPart& part : found.gathers) {
