@@ -186,7 +186,8 @@ TEST(PointwiseProgramMath, CloseToCmath) {
       {PointwiseOp::kSilu, [](double x) { return x / (1.0 + std::exp(-x)); }, 2e-7},
       {PointwiseOp::kTanh, [](double x) { return std::tanh(x); }, 6e-7},
       {PointwiseOp::kErf, [](double x) { return std::erf(x); }, 6e-7},
-      {PointwiseOp::kGelu, [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }, 6e-7},
+      // vgelu's table: 7.7e-8 (scripts/fit_gelu_table.py).
+      {PointwiseOp::kGelu, [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }, 1e-7},
       {PointwiseOp::kExp, [](double x) { return std::exp(x); }, 6e-7},
       {PointwiseOp::kHardSwish, [](double x) { return x * std::clamp(x / 6.0 + 0.5, 0.0, 1.0); }, 2e-7},
   };
