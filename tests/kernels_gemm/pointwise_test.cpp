@@ -205,6 +205,25 @@ TEST(PointwiseProgramMath, CloseToCmath) {
   }
 }
 
+// vgelu's table form at its edges: GELU(+-0) keeps the sign of zero, NaN stays NaN, +inf stays +inf
+// and -inf gives a negative value below 2e-8 in magnitude (the tail past the clamp at 5.8).
+TEST(PointwiseProgramMath, GeluEdges) {
+  PointwiseProgram program;
+  program.size = 1;
+  program.code[0] = {PointwiseOp::kGelu, 0, 0, 0};
+  const float zero = run_pointwise_scalar(program, 0.0f, 0), negative_zero = run_pointwise_scalar(program, -0.0f, 0);
+  EXPECT_EQ(zero, 0.0f);
+  EXPECT_FALSE(std::signbit(zero));
+  EXPECT_EQ(negative_zero, 0.0f);
+  EXPECT_TRUE(std::signbit(negative_zero));
+  EXPECT_TRUE(std::isnan(run_pointwise_scalar(program, std::nanf(""), 0)));
+  EXPECT_EQ(run_pointwise_scalar(program, INFINITY, 0), INFINITY);
+  const float negative_infinity = run_pointwise_scalar(program, -INFINITY, 0);
+  EXPECT_LE(negative_infinity, 0.0f);
+  EXPECT_GT(negative_infinity, -2e-8f);
+  EXPECT_EQ(run_pointwise_scalar(program, 1e30f, 0), 1e30f);
+}
+
 // The optimizer turns HardSigmoid(alpha 1/6, beta 0.5) then Mul by x into kHardSwish: the two
 // programs must give the same bits for every value (ties, clamps at -3 and 3, large, zeros, inf).
 TEST(PointwiseProgramMath, HardSwishIsBitEqualToItsHardSigmoidMulForm) {
