@@ -11,6 +11,7 @@
 #include "optimizer/passes/fold_batchnorm.h"
 #include "optimizer/passes/evaluate_shape_computations.h"
 #include "optimizer/passes/fold_constants.h"
+#include "optimizer/passes/fold_expand_into_broadcast.h"
 #include "optimizer/passes/densify_grouped_conv.h"
 #include "optimizer/passes/fold_pad_into_pool.h"
 #include "optimizer/passes/lower_einsum.h"
@@ -41,6 +42,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_fold_constants_pass());
   passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_remove_empty_pads_pass());
+  passes.push_back(make_fold_expand_into_broadcast_pass());
   passes.push_back(make_lower_einsum_pass());
   passes.push_back(make_lower_reduce_l2_pass());
   passes.push_back(make_fold_pad_into_pool_pass());
@@ -78,6 +80,7 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_fold_constants_pass());
   passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_remove_empty_pads_pass());
+  passes.push_back(make_fold_expand_into_broadcast_pass());
   passes.push_back(make_lower_einsum_pass());
   passes.push_back(make_lower_reduce_l2_pass());
   passes.push_back(make_fold_pad_into_pool_pass());

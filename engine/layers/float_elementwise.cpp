@@ -96,28 +96,51 @@ class BinaryLayer final : public Layer {
     const float* a = a_.tensor >= 0 ? state.data<float>(a_.tensor) : a_.constant;
     const float* b = b_.tensor >= 0 ? state.data<float>(b_.tensor) : b_.constant;
     float* y = state.data<float>(output_);
-    const int64_t per_image = static_cast<int64_t>(plan_.rows) * chunks_per_row_;
+    auto run_row = [&](const float* a_row, const float* b_row, float* y_row, size_t count) {
+      switch (plan_.kind) {
+        case kernels::BroadcastPlan::Kind::kVectorVector:
+          fp32_.binary.fn(op_, count, a_row, b_row, y_row);
+          break;
+        case kernels::BroadcastPlan::Kind::kVectorScalar:
+          fp32_.binary_vs.fn(op_, count, a_row, *b_row, y_row);
+          break;
+        case kernels::BroadcastPlan::Kind::kScalarVector:
+          fp32_.binary_sv.fn(op_, count, *a_row, b_row, y_row);
+          break;
+      }
+    };
+    const int64_t rows = static_cast<int64_t>(plan_.rows);
+    const int64_t inner = static_cast<int64_t>(plan_.inner);
+    if (chunks_per_row_ == 1) {
+      // One item per row: the next row's offsets from a cursor, not divisions (short rows).
+      if (begin >= end) return;
+      int64_t image = begin / rows, row = begin % rows;
+      kernels::BroadcastRowCursor cursor(plan_, static_cast<size_t>(row));
+      for (int64_t item = begin; item < end; ++item) {
+        run_row(a + image * a_.image_stride + cursor.a_offset(), b + image * b_.image_stride + cursor.b_offset(),
+                y + image * image_elements_ + row * inner, plan_.inner);
+        cursor.next();
+        if (++row == rows) {
+          row = 0;
+          ++image;
+        }
+      }
+      return;
+    }
+    const int64_t per_image = rows * chunks_per_row_;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t image = item / per_image;
       const int64_t row = (item % per_image) / chunks_per_row_;
       const int64_t start = (item % chunks_per_row_) * chunk_;
-      const size_t count = static_cast<size_t>(std::min(chunk_, static_cast<int64_t>(plan_.inner) - start));
+      const size_t count = static_cast<size_t>(std::min(chunk_, inner - start));
       size_t a_offset = 0, b_offset = 0;
       plan_.row_offsets(static_cast<size_t>(row), a_offset, b_offset);
       const float* a_row = a + image * a_.image_stride + a_offset;
       const float* b_row = b + image * b_.image_stride + b_offset;
-      float* y_row = y + image * image_elements_ + row * static_cast<int64_t>(plan_.inner) + start;
-      switch (plan_.kind) {
-        case kernels::BroadcastPlan::Kind::kVectorVector:
-          fp32_.binary.fn(op_, count, a_row + start, b_row + start, y_row);
-          break;
-        case kernels::BroadcastPlan::Kind::kVectorScalar:
-          fp32_.binary_vs.fn(op_, count, a_row + start, *b_row, y_row);
-          break;
-        case kernels::BroadcastPlan::Kind::kScalarVector:
-          fp32_.binary_sv.fn(op_, count, *a_row, b_row + start, y_row);
-          break;
-      }
+      float* y_row = y + image * image_elements_ + row * inner + start;
+      // A scalar operand is the row's one value whatever the chunk.
+      run_row(plan_.kind == kernels::BroadcastPlan::Kind::kScalarVector ? a_row : a_row + start,
+              plan_.kind == kernels::BroadcastPlan::Kind::kVectorScalar ? b_row : b_row + start, y_row, count);
     }
   }
 

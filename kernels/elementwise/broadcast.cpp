@@ -15,6 +15,16 @@ void BroadcastPlan::row_offsets(size_t row, size_t& a_offset, size_t& b_offset) 
   }
 }
 
+BroadcastRowCursor::BroadcastRowCursor(const BroadcastPlan& plan, size_t row)
+    : plan_(&plan), index_(plan.outer_dims.size(), 0) {
+  for (size_t d = index_.size(); d-- > 0;) {
+    index_[d] = row % plan.outer_dims[d];
+    row /= plan.outer_dims[d];
+    a_offset_ += index_[d] * plan.a_strides[d];
+    b_offset_ += index_[d] * plan.b_strides[d];
+  }
+}
+
 std::optional<BroadcastPlan> make_broadcast_plan(std::span<const int64_t> a_shape,
                                                  std::span<const int64_t> b_shape) {
   const size_t rank = std::max(a_shape.size(), b_shape.size());

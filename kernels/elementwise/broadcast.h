@@ -29,6 +29,32 @@ struct BroadcastPlan {
   void row_offsets(size_t row, size_t& a_offset, size_t& b_offset) const;
 };
 
+// The offsets of consecutive rows without a division per row (row_offsets divides once per outer
+// dim: rows of 32 elements, as a norm broadcast over a head's values, spent more on the divisions
+// than on the row). Starts at `row`; next() steps to the following row, and from the last row back
+// to row 0.
+class BroadcastRowCursor {
+ public:
+  BroadcastRowCursor(const BroadcastPlan& plan, size_t row);
+  size_t a_offset() const { return a_offset_; }
+  size_t b_offset() const { return b_offset_; }
+  void next() {
+    for (size_t d = index_.size(); d-- > 0;) {
+      a_offset_ += plan_->a_strides[d];
+      b_offset_ += plan_->b_strides[d];
+      if (++index_[d] < plan_->outer_dims[d]) return;
+      a_offset_ -= index_[d] * plan_->a_strides[d];
+      b_offset_ -= index_[d] * plan_->b_strides[d];
+      index_[d] = 0;
+    }
+  }
+
+ private:
+  const BroadcastPlan* plan_;
+  std::vector<size_t> index_;  // per outer dim
+  size_t a_offset_ = 0, b_offset_ = 0;
+};
+
 // std::nullopt when the shapes do not broadcast (a dimension pair differs and neither is 1).
 std::optional<BroadcastPlan> make_broadcast_plan(std::span<const int64_t> a_shape,
                                                  std::span<const int64_t> b_shape);

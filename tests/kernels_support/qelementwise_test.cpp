@@ -224,6 +224,29 @@ TEST(BroadcastPlan, ScalarLeftAndSameShapeAndErrors) {
   EXPECT_FALSE(make_broadcast_plan(tensor, bad).has_value());
 }
 
+// The row cursor walks the rows' offsets as row_offsets computes them, from any first row and on
+// past the last row back to row 0.
+TEST(BroadcastPlan, RowCursorMatchesRowOffsets) {
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{2, 3, 4, 5}, {3, 1, 5}}, {{2, 1, 4, 1}, {1, 3, 1, 5}}, {{2, 3, 5, 32}, {2, 3, 5, 1}},
+      {{1, 56, 56, 24}, {24}},   {{2, 24, 7, 7}, {1, 24, 1, 1}}, {{4, 5}, {4, 5}}};
+  for (const auto& [a_shape, b_shape] : cases) {
+    const auto plan = make_broadcast_plan(a_shape, b_shape);
+    ASSERT_TRUE(plan.has_value());
+    for (size_t first : {size_t{0}, plan->rows / 2, plan->rows - 1}) {
+      BroadcastRowCursor cursor(*plan, first);
+      for (size_t step = 0; step <= plan->rows + 1; ++step) {
+        const size_t row = (first + step) % plan->rows;
+        size_t a_offset = 0, b_offset = 0;
+        plan->row_offsets(row, a_offset, b_offset);
+        ASSERT_EQ(cursor.a_offset(), a_offset) << "row " << row;
+        ASSERT_EQ(cursor.b_offset(), b_offset) << "row " << row;
+        cursor.next();
+      }
+    }
+  }
+}
+
 // Broadcast execution of QAdd on general shapes against a naive multi-index loop.
 TEST(BroadcastPlan, QAddBroadcastMatchesNaiveIndexing) {
   using T = uint8_t;
