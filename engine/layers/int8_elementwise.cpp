@@ -217,6 +217,30 @@ class QBinaryLayer final : public Layer {
     const int64_t rows = static_cast<int64_t>(plan.rows);
     const int64_t blocks = blocks_per_row();
     const int64_t inner = static_cast<int64_t>(plan.inner);
+    auto run_row = [&](const T* x, const T* y, T* z, size_t count) {
+      switch (plan.kind) {
+        case kernels::BroadcastPlan::Kind::kVectorVector: vector_fn(count, x, y, z, params); break;
+        case kernels::BroadcastPlan::Kind::kVectorScalar: scalar_fn(count, x, *y, z, params); break;
+        case kernels::BroadcastPlan::Kind::kScalarVector: scalar_fn(count, y, *x, z, swapped); break;
+      }
+    };
+    if (blocks == 1) {
+      // One item per row: the next row's offsets from a cursor, not divisions (a per-channel
+      // scale or shift over rows of 96 channels: Swin's LayerNorm in ONNX Runtime's layout).
+      if (begin >= end) return;
+      int64_t image = begin / rows, row = begin % rows;
+      kernels::BroadcastRowCursor cursor(plan, static_cast<size_t>(row));
+      for (int64_t item = begin; item < end; ++item) {
+        run_row(a_data + image * a_image_stride + cursor.a_offset(), b_data + image * b_image_stride + cursor.b_offset(),
+                out + image * output_image_stride + row * inner, plan.inner);
+        cursor.next();
+        if (++row == rows) {
+          row = 0;
+          ++image;
+        }
+      }
+      return;
+    }
     for (int64_t item = begin; item < end;) {
       // Item = (image, row, block); consecutive blocks of one row become one kernel call.
       const int64_t image = item / (rows * blocks);
@@ -230,11 +254,9 @@ class QBinaryLayer final : public Layer {
       const T* x = a_data + image * a_image_stride + a_offset;
       const T* y = b_data + image * b_image_stride + b_offset;
       T* z = out + image * output_image_stride + row * inner + offset;
-      switch (plan.kind) {
-        case kernels::BroadcastPlan::Kind::kVectorVector: vector_fn(count, x + offset, y + offset, z, params); break;
-        case kernels::BroadcastPlan::Kind::kVectorScalar: scalar_fn(count, x + offset, *y, z, params); break;
-        case kernels::BroadcastPlan::Kind::kScalarVector: scalar_fn(count, y + offset, *x, z, swapped); break;
-      }
+      // A scalar operand is the row's one value whatever the block.
+      run_row(plan.kind == kernels::BroadcastPlan::Kind::kScalarVector ? x : x + offset,
+              plan.kind == kernels::BroadcastPlan::Kind::kVectorScalar ? y : y + offset, z, count);
       item += last_block - first_block;
     }
   }
