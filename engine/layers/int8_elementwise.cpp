@@ -156,7 +156,12 @@ Status lower_qbinary(const Node& node, BuildContext& context) {
         neutral = neutral && layout_neutral(shape);
       }
     }
-    nhwc = (any_nhwc || context.consumers_prefer_nhwc(node.outputs[0])) && neutral;
+    // Channels-last when an operand is stored so: an elementwise layer has no layout of its own.
+    // Choosing it for plain operands because the readers prefer it reordered a plain [B, H, W, C]
+    // tensor there and back (Swin's MLP in ONNX Runtime's layout: QMatMul -> bias QAdd -> GELU
+    // tables -> QMatMul, two reorders of [1, 56, 56, 384] per block); convolution readers reorder
+    // once either way.
+    nhwc = any_nhwc && neutral;
     // Channels-last tensors keep the batch on dim 0.
     const std::optional<BatchLayout> y_batch = context.batch_layout(node.outputs[0]);
     if (y_batch && !batch_leads(*y_batch)) nhwc = false;

@@ -761,6 +761,32 @@ TEST(Int8Layers, RegionStaysNhwc) {
   expect_matches_reference(graph, {"qconv", "qlut", "qbinary", "qmaxpool"}, 1, kRequantizeTolerance);
 }
 
+// A rank-4 [B, H, W, C] tensor a QMatMul writes plain (Swin's MLP in ONNX Runtime's layout:
+// QMatMul -> bias QAdd -> GELU table -> QMatMul) stays plain through the elementwise layers: no
+// reorder to channels-last and back because their readers could take either.
+TEST(Int8Layers, PlainRowsStayPlainThroughElementwise) {
+  std::mt19937 rng(6);
+  std::vector<std::string> init = {
+      "float as = {0.03}", "uint8 az = {128}", int_initializer("int8", "w", {16, 24}, -127, 127, rng),
+      "float ws = {0.004}", "int8 wz = {0}", "float ys = {0.05}", "uint8 yz = {120}",
+      "float bs = {0.02}", "uint8 bz = {128}",
+      int_initializer("int8", "w2", {24, 8}, -127, 127, rng),
+      fmt::format("uint8[{},5,5,24] m", kMaxBatch), fmt::format("uint8[{},5,5,24] s", kMaxBatch),
+      fmt::format("uint8[{},5,5,24] g", kMaxBatch)};
+  Graph graph = load_text(model(
+      fmt::format("uint8[{},5,5,16] a, uint8[24] b", kMaxBatch), fmt::format("float[{},5,5,8] y", kMaxBatch), init,
+      "m = qdqrt.QMatMul <fused_nodes = [\"fc1\"]> (a, as, az, w, ws, wz, , ys, yz)\n"
+      "s = qdqrt.QAdd <fused_nodes = [\"bias\"]> (b, bs, bz, m, ys, yz, ys, yz)\n"
+      "g = qdqrt.QLookup <function = \"Gelu\", fused_nodes = [\"gelu\"]> (s, ys, yz, ys, yz)\n"
+      "y = qdqrt.QMatMul <fused_nodes = [\"fc2\"]> (g, ys, yz, w2, ws, wz)\n"));
+  auto plan = harness_lower(graph, kMaxBatch, kernels::active_isa());
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  int reorders = 0;
+  for (int origin : plan->harness_node) reorders += origin == -2;
+  EXPECT_EQ(reorders, 0);
+  expect_matches_reference(graph, {"qmatmul", "qbinary", "qlut", "qmatmul"}, 1, kRequantizeTolerance);
+}
+
 // Resize nearest on int8/uint8 (what fuse_qdq_resize leaves of DQ -> Resize -> Q): a gather,
 // bit-identical to the reference; NCHW here (the graph inputs are plain).
 TEST(Int8Layers, ResizeNearest) {
