@@ -113,18 +113,10 @@ class BinaryLayer final : public Layer {
     const int64_t inner = static_cast<int64_t>(plan_.inner);
     if (chunks_per_row_ == 1) {
       // One item per row: the next row's offsets from a cursor, not divisions (short rows).
-      if (begin >= end) return;
-      int64_t image = begin / rows, row = begin % rows;
-      kernels::BroadcastRowCursor cursor(plan_, static_cast<size_t>(row));
-      for (int64_t item = begin; item < end; ++item) {
-        run_row(a + image * a_.image_stride + cursor.a_offset(), b + image * b_.image_stride + cursor.b_offset(),
+      kernels::for_each_broadcast_row(plan_, begin, end, [&](int64_t image, int64_t row, size_t a_offset, size_t b_offset) {
+        run_row(a + image * a_.image_stride + a_offset, b + image * b_.image_stride + b_offset,
                 y + image * image_elements_ + row * inner, plan_.inner);
-        cursor.next();
-        if (++row == rows) {
-          row = 0;
-          ++image;
-        }
-      }
+      });
       return;
     }
     const int64_t per_image = rows * chunks_per_row_;

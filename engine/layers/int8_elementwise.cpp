@@ -232,18 +232,10 @@ class QBinaryLayer final : public Layer {
     if (blocks == 1) {
       // One item per row: the next row's offsets from a cursor, not divisions (a per-channel
       // scale or shift over rows of 96 channels: Swin's LayerNorm in ONNX Runtime's layout).
-      if (begin >= end) return;
-      int64_t image = begin / rows, row = begin % rows;
-      kernels::BroadcastRowCursor cursor(plan, static_cast<size_t>(row));
-      for (int64_t item = begin; item < end; ++item) {
-        run_row(a_data + image * a_image_stride + cursor.a_offset(), b_data + image * b_image_stride + cursor.b_offset(),
+      kernels::for_each_broadcast_row(plan, begin, end, [&](int64_t image, int64_t row, size_t a_offset, size_t b_offset) {
+        run_row(a_data + image * a_image_stride + a_offset, b_data + image * b_image_stride + b_offset,
                 out + image * output_image_stride + row * inner, plan.inner);
-        cursor.next();
-        if (++row == rows) {
-          row = 0;
-          ++image;
-        }
-      }
+      });
       return;
     }
     for (int64_t item = begin; item < end;) {

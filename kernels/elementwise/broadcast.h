@@ -55,6 +55,24 @@ class BroadcastRowCursor {
   size_t a_offset_ = 0, b_offset_ = 0;
 };
 
+// Calls row_fn(image, row, a_offset, b_offset) for the items [begin, end) of images x plan.rows
+// rows (item = image * rows + row), each row's offsets from a BroadcastRowCursor.
+template <class RowFn>
+void for_each_broadcast_row(const BroadcastPlan& plan, int64_t begin, int64_t end, RowFn row_fn) {
+  if (begin >= end) return;
+  const int64_t rows = static_cast<int64_t>(plan.rows);
+  int64_t image = begin / rows, row = begin % rows;
+  BroadcastRowCursor cursor(plan, static_cast<size_t>(row));
+  for (int64_t item = begin; item < end; ++item) {
+    row_fn(image, row, cursor.a_offset(), cursor.b_offset());
+    cursor.next();
+    if (++row == rows) {
+      row = 0;
+      ++image;
+    }
+  }
+}
+
 // std::nullopt when the shapes do not broadcast (a dimension pair differs and neither is 1).
 std::optional<BroadcastPlan> make_broadcast_plan(std::span<const int64_t> a_shape,
                                                  std::span<const int64_t> b_shape);
