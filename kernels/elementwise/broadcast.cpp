@@ -15,9 +15,8 @@ void BroadcastPlan::row_offsets(size_t row, size_t& a_offset, size_t& b_offset) 
   }
 }
 
-BroadcastRowCursor::BroadcastRowCursor(const BroadcastPlan& plan, size_t row)
-    : plan_(&plan), index_(plan.outer_dims.size(), 0) {
-  for (size_t d = index_.size(); d-- > 0;) {
+BroadcastRowCursor::BroadcastRowCursor(const BroadcastPlan& plan, size_t row) : plan_(&plan) {
+  for (size_t d = plan.outer_dims.size(); d-- > 0;) {
     index_[d] = row % plan.outer_dims[d];
     row /= plan.outer_dims[d];
     a_offset_ += index_[d] * plan.a_strides[d];

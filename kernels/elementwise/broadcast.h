@@ -7,6 +7,7 @@
 //   [1,24,56,56] + [1,24,1,1]    -> 24 rows of 3136, vector-scalar
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -32,14 +33,18 @@ struct BroadcastPlan {
 // The offsets of consecutive rows without a division per row (row_offsets divides once per outer
 // dim: rows of 32 elements, as a norm broadcast over a head's values, spent more on the divisions
 // than on the row). Starts at `row`; next() steps to the following row, and from the last row back
-// to row 0.
+// to row 0. Its index lives inline (layers' run() must not allocate): plans of at most kMaxDims
+// outer dims (applies()).
 class BroadcastRowCursor {
  public:
+  static constexpr size_t kMaxDims = 8;
+  static bool applies(const BroadcastPlan& plan) { return plan.outer_dims.size() <= kMaxDims; }
+
   BroadcastRowCursor(const BroadcastPlan& plan, size_t row);
   size_t a_offset() const { return a_offset_; }
   size_t b_offset() const { return b_offset_; }
   void next() {
-    for (size_t d = index_.size(); d-- > 0;) {
+    for (size_t d = plan_->outer_dims.size(); d-- > 0;) {
       a_offset_ += plan_->a_strides[d];
       b_offset_ += plan_->b_strides[d];
       if (++index_[d] < plan_->outer_dims[d]) return;
@@ -51,17 +56,30 @@ class BroadcastRowCursor {
 
  private:
   const BroadcastPlan* plan_;
-  std::vector<size_t> index_;  // per outer dim
+  std::array<size_t, kMaxDims> index_{};  // per outer dim
   size_t a_offset_ = 0, b_offset_ = 0;
 };
 
 // Calls row_fn(image, row, a_offset, b_offset) for the items [begin, end) of images x plan.rows
-// rows (item = image * rows + row), each row's offsets from a BroadcastRowCursor.
+// rows (item = image * rows + row), each row's offsets from a BroadcastRowCursor (row_offsets for
+// a plan of more outer dims than it holds).
 template <class RowFn>
 void for_each_broadcast_row(const BroadcastPlan& plan, int64_t begin, int64_t end, RowFn row_fn) {
   if (begin >= end) return;
   const int64_t rows = static_cast<int64_t>(plan.rows);
   int64_t image = begin / rows, row = begin % rows;
+  if (!BroadcastRowCursor::applies(plan)) {
+    for (int64_t item = begin; item < end; ++item) {
+      size_t a_offset = 0, b_offset = 0;
+      plan.row_offsets(static_cast<size_t>(row), a_offset, b_offset);
+      row_fn(image, row, a_offset, b_offset);
+      if (++row == rows) {
+        row = 0;
+        ++image;
+      }
+    }
+    return;
+  }
   BroadcastRowCursor cursor(plan, static_cast<size_t>(row));
   for (int64_t item = begin; item < end; ++item) {
     row_fn(image, row, cursor.a_offset(), cursor.b_offset());

@@ -55,6 +55,18 @@ TEST(EngineAllocations, RunDoesNotAllocateAfterTheFirstCall) {
   EXPECT_EQ(allocations_after_first_run(graph, 2, engine::Engine::build(graph, {})), 0);
 }
 
+// Broadcast binary layers over short rows (one value per row, one row of values per row) walk
+// their rows with a cursor: it must not allocate either.
+TEST(EngineAllocations, BroadcastRowsDoNotAllocate) {
+  Graph graph = parse_graph(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[2,3,5,32] x, float[2,3,5,1] n) => (float[2,3,5,32] y)\n"
+      "<float[32] m = " + literal(32, 5, -1.0f, 1.0f) + ">\n"
+      "{\n  d = Div(x, n)\n  y = Sub(d, m)\n}\n");
+  EXPECT_EQ(allocations_after_first_run(graph, 1, engine::Engine::build(graph, {})), 0);
+  EXPECT_EQ(allocations_after_first_run(graph, 2, engine::Engine::build(graph, {})), 0);
+}
+
 TEST(EngineAllocations, TheShippedModelDoesNotAllocateAfterTheFirstCall) {
   const std::string path = std::string(QDQRT_SOURCE_ROOT_DIR) + "/models/fmnist_resnet_qdq.onnx";
   for (int64_t batch : {1, 8}) {

@@ -247,6 +247,34 @@ TEST(BroadcastPlan, RowCursorMatchesRowOffsets) {
   }
 }
 
+// for_each_broadcast_row visits items [begin, end) of images x rows with row_offsets' offsets,
+// through the cursor and, for a plan of more outer dims than the cursor holds, without it.
+TEST(BroadcastPlan, ForEachRowMatchesRowOffsets) {
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{2, 3, 5, 32}, {2, 3, 5, 1}},
+      {{2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 3}, {1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 3}}};
+  for (const auto& [a_shape, b_shape] : cases) {
+    const auto plan = make_broadcast_plan(a_shape, b_shape);
+    ASSERT_TRUE(plan.has_value());
+    const int64_t rows = static_cast<int64_t>(plan->rows), images = 2;
+    for (int64_t begin : {int64_t{0}, rows - 1, rows + 3}) {
+      int64_t expected = begin;
+      for_each_broadcast_row(*plan, begin, images * rows, [&](int64_t image, int64_t row, size_t a_offset, size_t b_offset) {
+        ASSERT_EQ(image * rows + row, expected);
+        size_t a = 0, b = 0;
+        plan->row_offsets(static_cast<size_t>(row), a, b);
+        ASSERT_EQ(a_offset, a);
+        ASSERT_EQ(b_offset, b);
+        ++expected;
+      });
+      EXPECT_EQ(expected, images * rows);
+    }
+  }
+  EXPECT_FALSE(BroadcastRowCursor::applies(
+      *make_broadcast_plan(std::vector<int64_t>{2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 3},
+                           std::vector<int64_t>{1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 3})));
+}
+
 // Broadcast execution of QAdd on general shapes against a naive multi-index loop.
 TEST(BroadcastPlan, QAddBroadcastMatchesNaiveIndexing) {
   using T = uint8_t;
