@@ -447,15 +447,18 @@ struct Avx512VnniStemTraits {
         acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], va, w1);
       }
     }
-    if (t.residual == nullptr && packed_row_epilogue(t)) {
-      store_pairs(acc, t);
-      return;
-    }
+    // The epilogues read the accumulators from memory: handing them the register array itself
+    // made GCC keep a memory copy up to date inside the k-loop (a store and two moves per
+    // vpdpbusd, 3x the loop's instructions).
     alignas(64) int32_t stored[MR][2][16];
 #pragma GCC unroll 12
     for (int r = 0; r < MR; ++r) {
       _mm512_store_si512(stored[r][0], acc[r][0]);
       _mm512_store_si512(stored[r][1], acc[r][1]);
+    }
+    if (t.residual == nullptr && packed_row_epilogue(t)) {
+      store_pairs(stored, t);
+      return;
     }
     if (const PointwiseOp op = single_op_epilogue(t); op != PointwiseOp::kCopy) {
       store_block_single_op<false>(op, &stored[0][0][0], MR, 2, t);
@@ -475,9 +478,10 @@ struct Avx512VnniStemTraits {
 
   // Rows r and r + 1 (or r alone when it is the last) of a plain int8/uint8 tile.
   template <bool kUnsigned, bool kIntegerClamp, int MR>
-  [[gnu::always_inline]] static void store_pair(const __m512i (&acc)[MR][2], int r, const PackedRowStore& p) {
+  [[gnu::always_inline]] static void store_pair(const int32_t (&acc)[MR][2][16], int r, const PackedRowStore& p) {
     auto requantize = [&](int row, int j) {
-      __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[row][j]), p.columns[j].multiplier, p.columns[j].float_bias);
+      __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(acc[row][j])), p.columns[j].multiplier,
+                                 p.columns[j].float_bias);
       if constexpr (!kIntegerClamp) y = _mm512_min_ps(_mm512_max_ps(y, p.clamp_min), p.clamp_max);
       return _mm512_cvtps_epi32(y);
     };
@@ -496,7 +500,7 @@ struct Avx512VnniStemTraits {
   }
 
   template <int MR>
-  static void store_pairs(const __m512i (&acc)[MR][2], const TileArgs& t) {
+  static void store_pairs(const int32_t (&acc)[MR][2][16], const TileArgs& t) {
     const PackedRowStore p = packed_row_store(t, 32);  // t.residual is null here
     auto rows = [&](auto is_unsigned, auto clamp) {
 #pragma GCC unroll 6
