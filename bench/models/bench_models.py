@@ -21,7 +21,8 @@ into the cache. Per model and thread count, batch 1: qdqrt and ORT on the FP32 f
 file (in --rounds rounds whose order flips), the bar each row is held to (QDQ: >= 2x ORT on the FP32
 original and >= 1.5x ORT on the same file; FP32: >= 1x ORT), and for each row that misses it the
 heaviest layers of a short profiled qdqrt run (--exportProfile, layer types and kernels from
---exportLayerInfo). --merge keeps an earlier --json run's rows that were not run again.
+--exportLayerInfo). --ort-u8 adds a row for the file in ONNX Runtime quantize_static's u8 layout,
+held to the QDQ bars. --merge keeps an earlier --json run's rows that were not run again.
 
 A qdqrt (or ORT) run that fails or times out shows as "n/a" with its error under the table; the
 exit code is then 0 unless --strict (1; or 77, "skipped" for ctest, when every qdqrt failure says
@@ -516,22 +517,30 @@ def print_dynamic_table(rows, out):
 # ----- --coverage ---------------------------------------------------------------------------------
 
 def coverage_models(root):
-    """models/export_coverage.py's models, in its order (its --list: `name ci:SHAPE full:SHAPE`)."""
+    """{model: the files it is exported as} of models/export_coverage.py, in its order (its --list:
+    `name ci:SHAPE full:SHAPE variants:fp32,qdq[,ort_u8]`)."""
     exporter = os.path.join(root, "models", "export_coverage.py")
     result = subprocess.run([sys.executable, exporter, "--list"], check=True, capture_output=True, text=True)
-    return [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
+    models = {}
+    for line in result.stdout.splitlines():
+        fields = line.split()
+        if fields:
+            listed = [field[len("variants:"):] for field in fields if field.startswith("variants:")]
+            models[fields[0]] = tuple(listed[0].split(",")) if listed else ("fp32", "qdq")
+    return models
 
 
-def export_coverage(root, cache, names, timeout):
+def export_coverage(root, cache, names, timeout, variants_of):
     """({model: {variant: path}}, {model: error}): the full-size coverage models, exported once into
-    `cache`, one exporter process per model (regenerated when the exporter changes)."""
+    `cache`, one exporter process per model (regenerated when the exporter changes). `variants_of`:
+    model -> the files wanted (fp32 and qdq always; ort_u8 where the exporter writes it)."""
     exporter = os.path.join(root, "models", "export_coverage.py")
     sources = [exporter] + [os.path.join(root, "models", f) for f in ("fake_quant.py", "export_torchvision.py")]
     newest_source = max(os.path.getmtime(path) for path in sources)
     paths, errors = {}, {}
     for name in names:
         paths[name] = {variant: os.path.join(cache, f"{name}_{COVERAGE_TIER}_{variant}.onnx")
-                       for variant in ("fp32", "qdq")}
+                       for variant in variants_of(name)}
         if all(os.path.exists(path) and os.path.getmtime(path) >= newest_source for path in paths[name].values()):
             continue
         log(f"exporting {name} ({COVERAGE_TIER}) into {cache} ...")
@@ -627,7 +636,8 @@ def run_coverage(args, cache, names, threads_list):
     """The --coverage rows: per thread count (all models at the first before the next), model and
     variant, batch 1, qdqrt and ORT on the file; the runs alternate in order between rounds. Rows
     that miss a bar get a short profiled run (row["profile"])."""
-    paths, export_errors = export_coverage(args.root, cache, names, args.timeout)
+    paths, export_errors = export_coverage(args.root, cache, names, args.timeout,
+                                           lambda name: file_variants(args, name))
     deadline = time.monotonic() + args.time_limit * 60 if args.time_limit else None
     inputs, macs, rows = {}, {}, []
     with tempfile.TemporaryDirectory(prefix="qdqrt_bench_") as workdir:
@@ -635,26 +645,39 @@ def run_coverage(args, cache, names, threads_list):
             for name in names:
                 if deadline and time.monotonic() > deadline:
                     error = f"{NOT_RUN} --time-limit of {args.time_limit:g} min reached"
-                    rows += [coverage_row(name, variant, threads, None, None, error) for variant in ("fp32", "qdq")]
+                    rows += [coverage_row(name, variant, threads, None, None, error)
+                             for variant in file_variants(args, name)]
                     continue
                 if name in export_errors:
                     rows += [coverage_row(name, variant, threads, None, None, export_errors[name])
-                             for variant in ("fp32", "qdq")]
+                             for variant in file_variants(args, name)]
                     continue
                 try:
-                    for variant in ("fp32", "qdq"):
+                    for variant in file_variants(args, name):
                         if (name, variant) not in inputs:
                             input_name, dims = model_input(paths[name][variant])
                             inputs[name, variant] = f"{input_name}:" + "x".join(map(str, [1, *dims]))
                             macs[name, variant] = count_macs(paths[name][variant], args.qdqrt)
                 except (ValueError, OSError, subprocess.CalledProcessError) as problem:
                     rows += [coverage_row(name, variant, threads, None, None, f"unreadable model: {problem}")
-                             for variant in ("fp32", "qdq")]
+                             for variant in file_variants(args, name)]
                     continue
                 rows += coverage_group(args, workdir, name, paths[name], threads, inputs, macs)
     order = {name: index for index, name in enumerate(names)}
-    rows.sort(key=lambda row: (order[row["model"]], row["variant"] != "fp32", row["threads"]))
+    rows.sort(key=lambda row: (order[row["model"]], variant_order(row["variant"]), row["threads"]))
     return rows
+
+
+def file_variants(args, name):
+    """The files of a coverage model that --coverage times: FP32 and QDQ, and with --ort-u8 ONNX
+    Runtime quantize_static's u8 layout where the exporter writes it."""
+    return ("fp32", "qdq") + (("ort_u8",) if args.ort_u8 and "ort_u8" in args.coverage_variants[name] else ())
+
+
+def variant_order(variant):
+    """Rows of one model: FP32, QDQ, QDQ+BF16, then ONNX Runtime's layouts."""
+    order = ("fp32", "qdq", BF16_VARIANT, "ort_s8", "ort_u8")
+    return order.index(variant) if variant in order else len(order)
 
 
 def coverage_row(name, variant, threads, shape_flag, macs, error=None):
@@ -665,9 +688,10 @@ def coverage_row(name, variant, threads, shape_flag, macs, error=None):
 
 
 def coverage_group(args, workdir, name, files, threads, inputs, macs):
-    """One model's FP32 and QDQ rows at `threads`: args.rounds rounds of the four runs (qdqrt and
-    ORT on each file), in an order that flips every round; medians over the rounds."""
-    variants = ("fp32", "qdq", BF16_VARIANT) if args.bf16 else ("fp32", "qdq")
+    """One model's rows at `threads` (FP32, QDQ, with --bf16 QDQ+BF16, with --ort-u8 ORT_U8):
+    args.rounds rounds of qdqrt and ORT on each file, in an order that flips every round; medians
+    over the rounds."""
+    variants = file_variants(args, name) + ((BF16_VARIANT,) if args.bf16 else ())
     source = {variant: "qdq" if variant == BF16_VARIANT else variant for variant in variants}
     rows = {variant: coverage_row(name, variant, threads, inputs[name, source[variant]], macs[name, source[variant]])
             for variant in variants}
@@ -763,7 +787,7 @@ def merge_coverage(previous, rows, names):
     merged = [row for row in previous if key(row) not in new] + list(new.values())
     merged += [row for row in rows if key(row) not in new and key(row) not in {key(old) for old in previous}]
     order = {name: index for index, name in enumerate(names)}
-    merged.sort(key=lambda row: (order.get(row["model"], len(order)), row["model"], row["variant"] != "fp32",
+    merged.sort(key=lambda row: (order.get(row["model"], len(order)), row["model"], variant_order(row["variant"]),
                                  row["threads"]))
     return merged
 
@@ -822,6 +846,10 @@ def main():
     parser.add_argument("--bf16", action="store_true",
                         help="--coverage: also a QDQ+BF16 row per model, qdqrt exec --bf16 on the QDQ file (its "
                              "float MatMul/Gemm layers in bf16) against ORT on that file; the standard rows stay")
+    parser.add_argument("--ort-u8", action="store_true",
+                        help="--coverage: also an ORT_U8 row for each model the exporter writes in ONNX Runtime "
+                             "quantize_static's u8 layout, held to the QDQ bars (ORT on that file and on the "
+                             "FP32 original)")
     parser.add_argument("--coverage", action="store_true",
                         help="models/export_coverage.py's models at their full size, batch 1: FP32 and QDQ rows "
                              "against ORT on the same file and on the FP32 original, the bars they meet, and the "
@@ -958,7 +986,8 @@ def main():
 
 
 def main_coverage(args, parser, cache, threads_list):
-    available = coverage_models(args.root)
+    args.coverage_variants = coverage_models(args.root)
+    available = list(args.coverage_variants)
     wanted = parse_list(args.models) if args.models else available
     unknown = [name for name in wanted if name not in available]
     if unknown:
@@ -985,7 +1014,8 @@ def main_coverage(args, parser, cache, threads_list):
     print(f"per run the median of >= {args.iterations} runs and >= {args.duration:g} s after {args.warmup:g} ms "
           f"warm-up, the median over {args.rounds} round(s) alternating qdqrt and ORT; ORT = onnxruntime-node, "
           f"intra-op threads = qdqrt threads; ref layers: layers on qdqrt's reference executor")
-    print(f"bars: QDQ >= {QDQ_BAR_FP32:g}x ORT on the FP32 original and >= {QDQ_BAR_SAME:g}x ORT on the same file; "
+    print(f"bars: QDQ{' and ORT_U8' if args.ort_u8 else ''} >= {QDQ_BAR_FP32:g}x ORT on the FP32 original and "
+          f">= {QDQ_BAR_SAME:g}x ORT on the same file; "
           f"FP32 >= {FP32_BAR:g}x ORT")
     if peak:
         row_peaks = [row["peak_gops_per_core"] for row in rows if row.get("peak_gops_per_core")]
