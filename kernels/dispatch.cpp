@@ -19,15 +19,18 @@ Isa usable_isa(Isa requested) { return best_supported_up_to(requested); }
 
 // --- GEMM / implicit-GEMM convolution family ---
 // mr, nr, k_group and element_size must match the Traits in the corresponding source file.
-// Each ISA lists its tile widths widest first; AVX-512 VNNI also has a narrow tile (more rows,
-// fewer columns) so that layers with 16..48 output channels do not compute a 64-column tile. There
-// is no 8x32 tile: it was slower than both on small-K layers (docs/decisions.md).
+// Each ISA lists its tile widths widest first; AVX-512 VNNI also has narrower tiles (more rows,
+// fewer columns) so that layers whose output channels are not a multiple of 64 (16..48, 96, 144,
+// 160: MobileNets' pointwise layers) do not compute padding columns; choose_gemm_implementation
+// weighs them. There is no 8x32 tile: it was slower than 6x64 and 12x16 on small-K layers
+// (docs/decisions.md).
 std::span<const internal::GemmImplementation> gemm_implementations(Isa isa) {
   static const internal::GemmImplementation kScalar[] = {{Isa::kScalar, 4, 16, 4, 1, internal::gemm_run_scalar}};
   static const internal::GemmImplementation kAvx2[] = {{Isa::kAvx2, 6, 16, 2, 2, internal::gemm_run_avx2}};
   static const internal::GemmImplementation kAvxVnni[] = {{Isa::kAvxVnni, 6, 16, 4, 1, internal::gemm_run_avxvnni}};
   static const internal::GemmImplementation kAvx512Vnni[] = {
       {Isa::kAvx512Vnni, 6, 64, 4, 1, internal::gemm_run_avx512vnni},
+      {Isa::kAvx512Vnni, 12, 32, 4, 1, internal::gemm_run_avx512vnni_12x32},
       {Isa::kAvx512Vnni, 12, 16, 4, 1, internal::gemm_run_avx512vnni_12x16}};
   // AMX-INT8: 32 rows (two 16-row tiles) over the avx512vnni layouts of the same widths.
   static const internal::GemmImplementation kAmxInt8[] = {
@@ -51,32 +54,18 @@ Isa gemm_isa_for_shape(Isa isa, int64_t rows, int64_t k) {
   return rows > 1 && fills_tile_rows ? isa : Isa::kAvx512Vnni;
 }
 
-namespace {
-// Tiles only the convolution stem form packs for (kernels/conv/qconv_stem.cpp): found by their
-// width like the others, never picked by choose_gemm_implementation for other layers.
-std::span<const internal::GemmImplementation> conv_stem_tiles(Isa isa) {
-  static const internal::GemmImplementation kAvx512Vnni[] = {
-      {Isa::kAvx512Vnni, 12, 32, 4, 1, internal::gemm_run_avx512vnni_12x32}};
-  if (usable_isa(isa) == Isa::kAvx512Vnni) return kAvx512Vnni;
-  return {};
-}
-}  // namespace
-
 const internal::GemmImplementation* gemm_implementation(Isa isa, int nr) {
   for (const internal::GemmImplementation& impl : gemm_implementations(isa)) {
     if (impl.nr == nr) return &impl;
   }
-  for (const internal::GemmImplementation& impl : conv_stem_tiles(isa)) {
-    if (impl.nr == nr) return &impl;
-  }
   return nullptr;
 }
 
+// The 12x32 tile for 17..32 channels, also when the conv's weights were packed for another width
+// (an engine saved when packing did not pick 12x32 for them).
 const internal::GemmImplementation* conv_stem_implementation(Isa isa, int n) {
-  for (const internal::GemmImplementation& impl : conv_stem_tiles(isa)) {
-    if (n > impl.nr / 2 && n <= impl.nr) return &impl;
-  }
-  return nullptr;
+  if (usable_isa(isa) != Isa::kAvx512Vnni || n <= 16 || n > 32) return nullptr;
+  return gemm_implementation(isa, 32);
 }
 
 internal::StemColumnsFn conv_stem_columns_kernel(Isa isa) {
@@ -88,7 +77,9 @@ internal::StemColumnsFn conv_stem_columns_kernel(Isa isa) {
 }
 
 // Cost of one row per k-group: the column tiles times (vector products + one broadcast load per
-// tile row), so padding columns count as much as real ones.
+// tile row), so padding columns count as much as real ones. Ties keep the earlier (wider) tile. On
+// a Zen 5 it ranks the three AVX-512 VNNI tiles as the kernel bench does on MobileNetV2's and
+// EfficientNet-B0's pointwise layers (docs/kernels.md, "The 12x32 tile for pointwise layers").
 const internal::GemmImplementation& choose_gemm_implementation(Isa isa, int n) {
   const std::span<const internal::GemmImplementation> options = gemm_implementations(isa);
   const internal::GemmImplementation* best = nullptr;

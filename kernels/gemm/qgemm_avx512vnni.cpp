@@ -1,6 +1,7 @@
 // AVX-512 VNNI GEMM: 6 rows x 64 columns (4 zmm) per register tile, 24 int32 accumulators,
 // vpdpbusd over k in groups of 4 (u8 activations x s8 weights). A narrow tile (12 x 16) serves
-// layers with few output channels, where a 64-column tile would mostly compute padding.
+// layers with few output channels, where a 64-column tile would mostly compute padding; a 12 x 32
+// tile serves 17..32 channels and widths that are multiples of 32 but not of 64.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* in the widening intrinsics).
 #ifndef __clang__  // a GCC-only warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -407,8 +408,9 @@ struct Avx512VnniNarrowTraits {
   }
 };
 
-// The convolution stem form's tile (kernels/conv/qconv_stem.cpp) for 17..32 output channels, as
-// in MobileNetV2's and EfficientNet's 3x3 stems (K = 28): 12 rows x 32 columns, 24 accumulators
+// 12 rows x 32 columns: the convolution stem form's tile (kernels/conv/qconv_stem.cpp) for 17..32
+// output channels, as in MobileNetV2's and EfficientNet's 3x3 stems (K = 28), and the tile packing
+// picks for 32-column multiples that are not 64-column ones (dispatch.cpp); 24 accumulators
 // that start from the bias, one broadcast per row and k-group for two vpdpbusd (the 12x16 tile
 // run twice over the same rows spent one per vpdpbusd). With K this small the epilogue costs
 // about as much as the products, so plain int8/uint8 rows leave two at a time: their four

@@ -66,7 +66,7 @@ void gemm_run_avxvnni(const PackedGemm&, const ASource&, void*, int64_t, const E
 void gemm_run_avx512vnni(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int, int);
 void gemm_run_avx512vnni_12x16(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int,
                                int);
-// The convolution stem form's 12x32 tile (not among the tiles packing picks from for other layers).
+// 12 rows x 32 columns: the convolution stem form's tile, and layers of 17..32, 96, 144, 160... channels.
 void gemm_run_avx512vnni_12x32(const PackedGemm&, const ASource&, void*, int64_t, const Epilogue&, int, int, int, int);
 
 }  // namespace qdqrt::kernels::internal
