@@ -238,12 +238,57 @@ class PlanBuilder final : public BuildContext {
   bool consumers_prefer_nhwc(const std::string& value) const override {
     const std::vector<int>& consumers = index_.consumers(value);
     if (consumers.empty() || index_.is_graph_output(value)) return false;
+    bool through_followers = false;
     for (int consumer : consumers) {
-      const Node& node = graph_.nodes[static_cast<size_t>(consumer)];
-      const NodeLowering* lowering = registry_.find_lowering(node, *this, moves_batch(node));
-      if (!lowering || !lowering->prefers_nhwc) return false;
+      const NodeLowering* lowering = lowering_of(consumer);
+      if (!prefers_nhwc(lowering, consumer)) return false;
+      through_followers = through_followers || lowering->follows_layout;
     }
-    return true;
+    return !through_followers || readers_beyond_prefer_nhwc(value);
+  }
+
+  const NodeLowering* lowering_of(int node_index) const {
+    const Node& node = graph_.nodes[static_cast<size_t>(node_index)];
+    return registry_.find_lowering(node, *this, moves_batch(node));
+  }
+
+  bool prefers_nhwc(const NodeLowering* lowering, int node_index) const {
+    if (lowering == nullptr) return false;
+    return lowering->prefers_nhwc ||
+           (lowering->prefers_nhwc_for && lowering->prefers_nhwc_for(graph_.nodes[static_cast<size_t>(node_index)]));
+  }
+
+  // A reader that takes its operands' stored layout (NodeLowering::follows_layout) passes a
+  // channels-last value on: count the layers reached through such readers (at most
+  // kLayoutSearchNodes of them) that read channels-last against those that read plain (and graph
+  // outputs); channels-last only when they are more. ONNX Runtime's quantized Swin-T has its
+  // LayerNorm as int8 Mul/Add rows read by MatMuls: following the Muls' "preference" made every
+  // norm a reorder to NHWC and back.
+  bool readers_beyond_prefer_nhwc(const std::string& value) const {
+    constexpr int kLayoutSearchNodes = 256;
+    int nhwc = 0, plain = 0, visited_count = 0;
+    std::unordered_set<int> visited;
+    std::vector<const std::string*> pending = {&value};
+    while (!pending.empty() && visited_count < kLayoutSearchNodes) {
+      const std::string& current = *pending.back();
+      pending.pop_back();
+      if (index_.is_graph_output(current)) ++plain;
+      for (int consumer : index_.consumers(current)) {
+        if (!visited.insert(consumer).second) continue;
+        ++visited_count;
+        const NodeLowering* lowering = lowering_of(consumer);
+        if (!prefers_nhwc(lowering, consumer)) {
+          ++plain;
+        } else if (!lowering->follows_layout) {
+          ++nhwc;
+        } else {
+          for (const std::string& output : graph_.nodes[static_cast<size_t>(consumer)].outputs) {
+            if (!output.empty()) pending.push_back(&output);
+          }
+        }
+      }
+    }
+    return nhwc > plain;
   }
 
   void add_layer(PlanLayer layer) override { plan_.layers.push_back(std::move(layer)); }

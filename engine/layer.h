@@ -119,8 +119,10 @@ class BuildContext {
 
   // Declares the tensor for output `value` of the node being lowered, in `layout`.
   virtual Result<int32_t> output(const std::string& value, Layout layout) = 0;
-  // True when every consumer of `value` is a layer that wants rank-4 inputs channels-last, so a
-  // producer that can write either layout should write kNhwc.
+  // True when every consumer of `value` is a layer that reads rank-4 inputs channels-last, so a
+  // producer that can write either layout should write kNhwc; past consumers that only take the
+  // layout they are given (NodeLowering::follows_layout), when more of the layers they lead to
+  // read channels-last than plain.
   virtual bool consumers_prefer_nhwc(const std::string& value) const = 0;
   // Where the batch is (or will be, for an output not declared yet) in runtime value `value`;
   // nullopt when it is not tracked (the engine then runs only at its maximum batch) or this
@@ -150,6 +152,12 @@ struct NodeLowering {
   // The lowering's layers handle tensors whose batch is on any axis (batch_leads() false). The
   // builder offers other nodes with such tensors only to lowerings that say so, else to the reference.
   bool any_batch_layout = false;
+  // With prefers_nhwc: the layer takes its operands' stored layout rather than wanting NHWC
+  // (elementwise layers, tables, concat), so consumers_prefer_nhwc looks past it to its readers.
+  bool follows_layout = false;
+  // Without prefers_nhwc: the nodes of this op type that read a channels-last input for free all
+  // the same (a Transpose (0, 2, 3, 1) of one is a copy of its bytes).
+  std::function<bool(const Node& node)> prefers_nhwc_for;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -870,7 +870,12 @@ void register_elementwise(LayerRegistry& registry) {
     // First: the same-shape and channel-gate forms read channels-last inputs as stored (their
     // producers may write NHWC).
     registry.add_lowering(
-        {.domain = "", .op_type = op, .lower = lower_binary, .accepts = accepts_same_shape_binary, .prefers_nhwc = true});
+        {.domain = "",
+         .op_type = op,
+         .lower = lower_binary,
+         .accepts = accepts_same_shape_binary,
+         .prefers_nhwc = true,
+         .follows_layout = true});
     registry.add_lowering(
         {.domain = "", .op_type = op, .lower = lower_binary, .accepts = all_float, .any_batch_layout = true});
   }

@@ -410,8 +410,16 @@ void register_shape(LayerRegistry& registry) {
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) {
     registry.add_lowering({.domain = "", .op_type = op, .lower = lower_copy, .accepts = {}, .any_batch_layout = true});
   }
-  registry.add_lowering({.domain = "", .op_type = "Concat", .lower = lower_concat, .accepts = {}, .prefers_nhwc = true});
-  registry.add_lowering({.domain = "", .op_type = "Transpose", .lower = lower_transpose, .accepts = {}});
+  registry.add_lowering(
+      {.domain = "", .op_type = "Concat", .lower = lower_concat, .accepts = {}, .prefers_nhwc = true, .follows_layout = true});
+  registry.add_lowering({.domain = "",
+                         .op_type = "Transpose",
+                         .lower = lower_transpose,
+                         .accepts = {},
+                         .prefers_nhwc_for = [](const Node& node) {
+                           // lower_transpose makes this permute of a channels-last input a copy.
+                           return node.attrs<TransposeAttributes>().perm == std::vector<int64_t>{0, 2, 3, 1};
+                         }});
 }
 
 }  // namespace qdqrt::engine::fp32

@@ -494,6 +494,7 @@ void register_int8_elementwise_layers(LayerRegistry& registry) {
       return analyze_qbinary(node, context).ok();
     };
     lowering.prefers_nhwc = true;
+    lowering.follows_layout = true;
     lowering.any_batch_layout = true;
     registry.add_lowering(std::move(lowering));
   }
@@ -505,6 +506,7 @@ void register_int8_elementwise_layers(LayerRegistry& registry) {
     lowering.lower = lower_reference_table;
     lowering.accepts = accepts_unary;
     lowering.prefers_nhwc = true;
+    lowering.follows_layout = true;
     lowering.any_batch_layout = true;
     registry.add_lowering(std::move(lowering));
   }
@@ -514,6 +516,7 @@ void register_int8_elementwise_layers(LayerRegistry& registry) {
   relu.lower = lower_int8_relu;
   relu.accepts = accepts_unary;
   relu.prefers_nhwc = true;
+  relu.follows_layout = true;
   relu.any_batch_layout = true;
   registry.add_lowering(std::move(relu));
 }

@@ -432,7 +432,7 @@ void register_int8_shape_layers(LayerRegistry& registry) {
   concat.op_type = qdqrt::layers::kQConcat;
   concat.lower = lower_qconcat;
   concat.accepts = [](const Node& node, const BuildContext& context) { return analyze_qconcat(node, context).ok(); };
-  concat.prefers_nhwc = true;
+  concat.prefers_nhwc = true;  // rank-4 outputs are always written channels-last
   registry.add_lowering(std::move(concat));
 
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) {

@@ -530,6 +530,30 @@ TEST(TransposeEngine, PermutesBetweenChannelsLastConvolutionsAreCopies) {
   expect_matches_reference(built, 1e-5);
 }
 
+// ConvNeXt's residual stream at the end of a stage: the block's permute back (Transpose (0, 3, 1,
+// 2)) is read by the residual Add, which takes the layout it is given; the Add is read by the next
+// block's conv and by the downsample's permute (Transpose (0, 2, 3, 1), a copy of a channels-last
+// input), so both readers past the Add want channels-last and the permute back is a copy. When
+// more readers past the Add read plain, the permute back stays a transpose.
+TEST(TransposeEngine, PermuteBackLooksPastTheResidualAdd) {
+  for (const bool plain_majority : {false, true}) {
+    SCOPED_TRACE(plain_majority ? "readers mostly plain" : "readers channels-last");
+    const std::string extra = plain_majority ? "\np = Sigmoid(a)\nq = Tanh(a)" : "";
+    const std::string outputs = plain_majority ? "(float y, float z, float p, float q)" : "(float y, float z)";
+    const std::string text =
+        model(13, "g (float[N,6,5,8] x) => " + outputs, {weights("w", {8, 8, 3, 3}, -1.0f, 1.0f, 8)},
+              "u = Transpose<perm=[0,3,1,2]>(x)\na = Add(u, u)\ny = Conv<pads=[1,1,1,1]>(a, w)\n"
+              "z = Transpose<perm=[0,2,3,1]>(a)" + extra);
+    Built built = build(text, engine::Precision::kFp32, false);
+    ASSERT_TRUE(built.engine);
+    const engine::EnginePlan& plan = built.engine->plan();
+    const engine::PlanTensor& a = plan.tensors[static_cast<size_t>(plan.find_tensor("a"))];
+    EXPECT_EQ(a.layout, plain_majority ? engine::Layout::kPlain : engine::Layout::kNhwc);
+    EXPECT_EQ(count_kind(plan, "plain_transpose"), plain_majority ? 2 : 0);
+    expect_matches_reference(built, 1e-5);
+  }
+}
+
 // ConvNeXt's layer scale and residual between channels-last convolutions: Mul by a constant of one
 // value per channel ([C, 1, 1] or [1, C, 1, 1]) or a scalar runs channels-last on the conv's NHWC
 // output (the constant along the stored last axis), with no reorder; a constant that broadcasts

@@ -787,6 +787,49 @@ TEST(Int8Layers, PlainRowsStayPlainThroughElementwise) {
   expect_matches_reference(graph, {"qmatmul", "qbinary", "qlut", "qmatmul"}, 1, kRequantizeTolerance);
 }
 
+// The quantizer of a rank-4 float tensor read by an int8 Mul (ONNX Runtime's quantized LayerNorm
+// scale in Swin-T: [B, H, W, C] rows read next by a QMatMul) writes it plain: the Mul takes either
+// layout, and past it the reader wants plain, so no reorder to channels-last and back. Read next
+// by a 1x1 QConv instead, the quantizer writes channels-last (its transposing kernel) and still
+// no reorder runs inside the graph.
+TEST(Int8Layers, QuantizerLooksPastElementwiseReaders) {
+  for (const bool conv : {false, true}) {
+    SCOPED_TRACE(conv ? "read by a QConv" : "read by a QMatMul");
+    std::mt19937 rng(7);
+    const std::string dims = conv ? fmt::format("{},16,5,5", kMaxBatch) : fmt::format("{},5,5,16", kMaxBatch);
+    const std::string out_dims = conv ? fmt::format("{},8,5,5", kMaxBatch) : fmt::format("{},5,5,8", kMaxBatch);
+    std::vector<std::string> init = {
+        "float xs = {0.03}", "uint8 xz = {128}", "float gs = {0.01}", "uint8 gz = {0}", "float ys = {0.05}",
+        "uint8 yz = {120}", "float ws = {0.004}", "int8 wz = {0}",
+        conv ? int_initializer("int8", "w", {8, 16, 1, 1}, -127, 127, rng)
+             : int_initializer("int8", "w", {16, 8}, -127, 127, rng),
+        conv ? int_initializer("uint8", "g", {16, 1, 1}, 0, 255, rng) : int_initializer("uint8", "g", {16}, 0, 255, rng),
+        fmt::format("uint8[{}] q", dims), fmt::format("uint8[{}] m", dims)};
+    const std::string reader = conv ? "y = qdqrt.QConv <fused_nodes = [\"conv\"]> (m, ys, yz, w, ws, wz)\n"
+                                    : "y = qdqrt.QMatMul <fused_nodes = [\"fc\"]> (m, ys, yz, w, ws, wz)\n";
+    Graph graph = load_text(model(fmt::format("float[{}] x", dims), fmt::format("float[{}] y", out_dims), init,
+                                  "q = QuantizeLinear(x, xs, xz)\n"
+                                  "m = qdqrt.QMul <fused_nodes = [\"mul\"]> (q, xs, xz, g, gs, gz, ys, yz)\n" +
+                                      reader));
+    auto built = engine::Engine::build(graph, {});
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    const engine::EnginePlan& plan = (*built)->plan();
+    int reorders_inside = 0;
+    for (const engine::PlanLayer& layer : plan.layers) {
+      EXPECT_NE(layer.kind, "reference") << layer.name;
+      if (layer.kind == "reorder") {
+        const std::string& input = plan.tensors[static_cast<size_t>(layer.inputs.at(0))].name;
+        if (input != "x" && input.rfind("y", 0) != 0) ++reorders_inside;
+      }
+      if (layer.kind == "quantize") {
+        EXPECT_EQ(layer.kernel.find("nchw2nhwc") != std::string::npos, conv) << layer.kernel;
+      }
+    }
+    EXPECT_EQ(reorders_inside, 0);
+    expect_engine_matches_reference(graph, {"qbinary", conv ? "qconv" : "qmatmul"}, 1, kRequantizeTolerance);
+  }
+}
+
 // Resize nearest on int8/uint8 (what fuse_qdq_resize leaves of DQ -> Resize -> Q): a gather,
 // bit-identical to the reference; NCHW here (the graph inputs are plain).
 TEST(Int8Layers, ResizeNearest) {
