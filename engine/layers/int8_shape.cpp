@@ -92,7 +92,25 @@ Result<ConcatSpec> analyze_qconcat(const Node& node, const BuildContext& context
 Status lower_qconcat(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(ConcatSpec spec, analyze_qconcat(node, context));
   PlanLayer layer = node_layer(node, kConcatKind);
-  const Layout layout = spec.y_shape.size() == 4 ? Layout::kNhwc : Layout::kPlain;
+  // Rank 4: channels-last unless that costs more reorders than plain (inputs stored plain, readers
+  // that take plain: the Slice + Concat of Swin's shifted-window roll between MatMuls); ties keep
+  // channels-last.
+  Layout layout = Layout::kPlain;
+  if (spec.y_shape.size() == 4) {
+    int64_t nhwc_elements = 0, plain_elements = 0;
+    for (size_t first = qdqrt::layers::kConcatFirstX; first < node.inputs.size(); first += 3) {
+      QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(first)));
+      const PlanTensor& tensor = context.tensor(stored);
+      int64_t elements = 1;
+      for (int64_t dim : tensor.shape) elements *= dim;  // analyze_qconcat checked the shapes
+      (tensor.layout == Layout::kNhwc ? nhwc_elements : plain_elements) += elements;
+    }
+    const int64_t output_elements = nhwc_elements + plain_elements;
+    const bool readers_nhwc = context.consumers_prefer_nhwc(node.outputs[0]);
+    const int64_t nhwc_cost = plain_elements + (readers_nhwc ? 0 : output_elements);
+    const int64_t plain_cost = nhwc_elements + (readers_nhwc ? output_elements : 0);
+    layout = nhwc_cost <= plain_cost ? Layout::kNhwc : Layout::kPlain;
+  }
   for (size_t first = qdqrt::layers::kConcatFirstX; first < node.inputs.size(); first += 3) {
     QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(first), layout));
     layer.inputs.push_back(x);
@@ -432,7 +450,8 @@ void register_int8_shape_layers(LayerRegistry& registry) {
   concat.op_type = qdqrt::layers::kQConcat;
   concat.lower = lower_qconcat;
   concat.accepts = [](const Node& node, const BuildContext& context) { return analyze_qconcat(node, context).ok(); };
-  concat.prefers_nhwc = true;  // rank-4 outputs are always written channels-last
+  concat.prefers_nhwc = true;
+  concat.follows_layout = true;
   registry.add_lowering(std::move(concat));
 
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) {

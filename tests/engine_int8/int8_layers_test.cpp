@@ -712,6 +712,37 @@ TEST(Int8Layers, QConcatChannelsAndLastAxis) {
   expect_matches_reference(graph, {"qconcat", "qconcat"});
 }
 
+// An INT8 Concat of rank-4 tensors stored plain and read by a QMatMul (the Slice + Concat of
+// Swin's shifted-window roll in ONNX Runtime's quantized layout) stays plain: no reorder of its
+// inputs to channels-last and of its output back. Read by a 1x1 QConv it writes channels-last.
+TEST(Int8Layers, QConcatKeepsPlainInputsPlain) {
+  for (const bool conv : {false, true}) {
+    SCOPED_TRACE(conv ? "read by a QConv" : "read by a QMatMul");
+    std::mt19937 rng(8);
+    std::vector<std::string> init = {
+        "float as = {0.05}", "int8 az = {-7}", "float bs = {0.03}", "int8 bz = {4}", "float ws = {0.004}",
+        "int8 wz = {0}", "float ys = {0.02}", "int8 yz = {1}",
+        conv ? int_initializer("int8", "w", {4, 5, 1, 1}, -127, 127, rng)
+             : int_initializer("int8", "w", {8, 4}, -127, 127, rng),
+        fmt::format("int8[{},5,7,8] c", kMaxBatch)};
+    const std::string reader = conv ? "y = qdqrt.QConv <fused_nodes = [\"conv\"]> (c, as, az, w, ws, wz, , ys, yz)\n"
+                                    : "y = qdqrt.QMatMul <fused_nodes = [\"fc\"]> (c, as, az, w, ws, wz, , ys, yz)\n";
+    const std::string out = conv ? fmt::format("int8[{},4,7,8] y", kMaxBatch) : fmt::format("int8[{},5,7,4] y", kMaxBatch);
+    Graph graph = load_text(model(fmt::format("int8[{},5,3,8] a, int8[{},5,4,8] b", kMaxBatch, kMaxBatch), out, init,
+                                  "c = qdqrt.QConcat <axis = 2, fused_nodes = [\"cat\"]> (as, az, a, as, az, b, bs, bz)\n" +
+                                      reader));
+    auto built = engine::Engine::build(graph, {});
+    ASSERT_TRUE(built.ok()) << built.status().to_string();
+    const engine::EnginePlan& plan = (*built)->plan();
+    const engine::PlanTensor& c = plan.tensors[static_cast<size_t>(plan.find_tensor("c"))];
+    EXPECT_EQ(c.layout, conv ? engine::Layout::kNhwc : engine::Layout::kPlain);
+    int reorders = 0;
+    for (const engine::PlanLayer& layer : plan.layers) reorders += layer.kind == "reorder";
+    EXPECT_EQ(reorders, conv ? 3 : 0);  // with the QConv: a and b in, y out
+    expect_engine_matches_reference(graph, {"qconcat", conv ? "qconv" : "qmatmul"}, 1, kRequantizeTolerance);
+  }
+}
+
 TEST(Int8Layers, ReshapeFlattenTransposeOnInt8) {
   Graph graph = load_text(model(fmt::format("int8[{},6,4,5] x", kMaxBatch),
                                 fmt::format("int8[{},120] f, int8[{},20,6] t", kMaxBatch, kMaxBatch),
