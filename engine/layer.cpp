@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/checked_math.h"
 #include "engine/layers/layer_families.h"
 
 namespace qdqrt::engine {
@@ -75,6 +76,22 @@ const LayerRegistry& LayerRegistry::instance() {
     return built;
   }();
   return registry;
+}
+
+Result<LayoutCosts> layout_costs(BuildContext& context, std::span<const std::string> inputs, const std::string& output) {
+  LayoutCosts costs;
+  int64_t nhwc_elements = 0, plain_elements = 0;
+  for (const std::string& input : inputs) {
+    QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(input));
+    const PlanTensor& tensor = context.tensor(stored);
+    costs.batch_leads = costs.batch_leads && batch_leads(tensor);
+    (tensor.layout == Layout::kNhwc ? nhwc_elements : plain_elements) += checked_product(tensor.shape).value_or(-1);
+  }
+  const int64_t output_elements = nhwc_elements + plain_elements;
+  const bool readers_nhwc = context.consumers_prefer_nhwc(output);
+  costs.nhwc = plain_elements + (readers_nhwc ? 0 : output_elements);
+  costs.plain = nhwc_elements + (readers_nhwc ? output_elements : 0);
+  return costs;
 }
 
 }  // namespace qdqrt::engine

@@ -135,6 +135,16 @@ class BuildContext {
   virtual void add_layer(PlanLayer layer) = 0;
 };
 
+// Elements a layer that reads `inputs` as stored and writes `output` would reorder if it ran
+// channels-last (`nhwc`: the inputs stored plain, plus the output when a reader takes plain) or
+// plain (`plain`: the inputs stored NHWC, plus the output when its readers take NHWC); the Concat
+// lowerings choose their layout by them. batch_leads: every input has its batch on dim 0.
+struct LayoutCosts {
+  int64_t nhwc = 0, plain = 0;
+  bool batch_leads = true;
+};
+Result<LayoutCosts> layout_costs(BuildContext& context, std::span<const std::string> inputs, const std::string& output);
+
 // Lowers one node of the optimized graph (its `inputs`/`outputs` name graph values).
 using LowerFn = std::function<Status(const Node& node, BuildContext& context)>;
 

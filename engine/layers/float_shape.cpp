@@ -225,19 +225,8 @@ Status lower_concat(const Node& node, BuildContext& context) {
   // NHWC) outweigh those it adds (inputs stored plain; the output when a reader takes plain).
   Layout layout = Layout::kPlain;
   if (rank == 4 && axis == 1) {
-    int64_t nhwc_elements = 0, plain_elements = 0;
-    bool batch_in_front = true;
-    for (const std::string& input : node.inputs) {
-      QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(input));
-      const PlanTensor& tensor = context.tensor(stored);
-      batch_in_front = batch_in_front && batch_leads(tensor);
-      (tensor.layout == Layout::kNhwc ? nhwc_elements : plain_elements) += safe_numel(tensor.shape);
-    }
-    const int64_t output_elements = nhwc_elements + plain_elements;
-    const bool readers_nhwc = context.consumers_prefer_nhwc(node.outputs[0]);
-    const int64_t nhwc_cost = plain_elements + (readers_nhwc ? 0 : output_elements);
-    const int64_t plain_cost = nhwc_elements + (readers_nhwc ? output_elements : 0);
-    if (batch_in_front && nhwc_cost < plain_cost) layout = Layout::kNhwc;
+    QDQRT_ASSIGN_OR_RETURN(LayoutCosts costs, layout_costs(context, node.inputs, node.outputs[0]));
+    if (costs.batch_leads && costs.nhwc < costs.plain) layout = Layout::kNhwc;
   }
   std::vector<int32_t> inputs;
   int batched = 0;

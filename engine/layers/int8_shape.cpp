@@ -97,19 +97,12 @@ Status lower_qconcat(const Node& node, BuildContext& context) {
   // channels-last.
   Layout layout = Layout::kPlain;
   if (spec.y_shape.size() == 4) {
-    int64_t nhwc_elements = 0, plain_elements = 0;
+    std::vector<std::string> data;
     for (size_t first = qdqrt::layers::kConcatFirstX; first < node.inputs.size(); first += 3) {
-      QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(first)));
-      const PlanTensor& tensor = context.tensor(stored);
-      int64_t elements = 1;
-      for (int64_t dim : tensor.shape) elements *= dim;  // analyze_qconcat checked the shapes
-      (tensor.layout == Layout::kNhwc ? nhwc_elements : plain_elements) += elements;
+      data.push_back(node.input(first));
     }
-    const int64_t output_elements = nhwc_elements + plain_elements;
-    const bool readers_nhwc = context.consumers_prefer_nhwc(node.outputs[0]);
-    const int64_t nhwc_cost = plain_elements + (readers_nhwc ? 0 : output_elements);
-    const int64_t plain_cost = nhwc_elements + (readers_nhwc ? output_elements : 0);
-    layout = nhwc_cost <= plain_cost ? Layout::kNhwc : Layout::kPlain;
+    QDQRT_ASSIGN_OR_RETURN(LayoutCosts costs, layout_costs(context, data, node.outputs[0]));
+    layout = costs.nhwc <= costs.plain ? Layout::kNhwc : Layout::kPlain;
   }
   for (size_t first = qdqrt::layers::kConcatFirstX; first < node.inputs.size(); first += 3) {
     QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(first), layout));
