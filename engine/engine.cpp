@@ -523,6 +523,7 @@ Status ExecutionContext::run(std::span<const ConstTensorBinding> inputs, std::sp
   size_t failed_layer = layers.size();
   // While the helpers stall (another process holds the other cores), runs go on this thread alone.
   const int threads = impl_->pacing.solo(std::chrono::steady_clock::now()) ? 1 : threads_;
+  state.threads = threads;
   uint8_t* scratch_base = impl_->shared ? impl_->shared->impl_->scratch.data() : impl_->scratch.data();
   const int64_t scratch_stride = impl_->scratch_stride;
   const bool profiling = profiling_;

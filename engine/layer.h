@@ -36,6 +36,10 @@ struct RunState {
   // runtime stops after that layer and returns an error naming it. Null when nobody listens.
   std::atomic<bool>* layer_failed = nullptr;
   std::string* failure_message = nullptr;
+  // The threads this run may split a layer over (ExecutionContext's, or 1 while it runs alone). A
+  // layer may shape its items by it (work() and run() of one run see the same value); a layer
+  // still runs any range of its items on whatever threads the runtime picks.
+  int threads = 1;
 
   void* data(int32_t tensor) const { return (*tensor_data)[static_cast<size_t>(tensor)]; }
   template <class T>

@@ -25,8 +25,14 @@ namespace {
 constexpr const char* kKind = "qconv";
 // Items are as small as a kernel's row tile (kernels::conv_pixel_tile; the runtime merges them
 // into chunks worth a thread), so late layers with few pixels (7x7 at batch 1) still split evenly
-// across threads.
-constexpr int64_t kFewPixelItems = 16;    // fewer pixel blocks than this: split channels too
+// across threads. A layer splits its channels too when its pixels are few (fewer than 16 blocks
+// of the 6-row AVX-512 VNNI tile), or when its pixel blocks are too few to give each thread two:
+// a channel split balances, but each thread then reads the whole input, half of it (at 2 threads)
+// from the other core's cache, where the layer before wrote it. With the AMX tile's 32-row blocks
+// that costs more than uneven pixel blocks do: ResNet-50's 14x14 1x1 convolutions (7 blocks)
+// scaled 1.2x to 2 threads split by channels, 1.6-1.7x split by pixels (Xeon guest, 2 vCPUs).
+constexpr int64_t kFewPixelItems = 16;
+constexpr int64_t kFewPixelsRowTile = 6;
 constexpr int64_t kMaxChannelBlocks = 4;
 
 struct ConvSpec {
@@ -219,14 +225,15 @@ class QConvLayer final : public Layer {
   // share of the weights. Item i is channel block i / pixel_items, pixel block i % pixel_items.
   // The grouped form always splits by groups too: its threads then take whole groups over every
   // pixel (RegNet-X's 10 groups at 14x14 split 5 + 5, where 17 pixel blocks split 9 + 8).
-  int64_t channel_blocks(int64_t pixel_items) const {
-    return pixel_items < kFewPixelItems || grouped_form ? std::min<int64_t>(channel_tiles, kMaxChannelBlocks) : 1;
+  int64_t channel_blocks(int64_t pixels, int64_t pixel_items, int threads) const {
+    const bool split_channels = grouped_form || ceil_div(pixels, kFewPixelsRowTile) < kFewPixelItems || pixel_items < 2 * int64_t{threads};
+    return split_channels ? std::min<int64_t>(channel_tiles, kMaxChannelBlocks) : 1;
   }
 
   WorkShape work(const RunState& state) const override {
     const int64_t pixels = state.dim(input, 0) * shape.output_height * shape.output_width;
     const int64_t pixel_items = ceil_div(pixels, pixels_per_item);
-    const int64_t blocks = channel_blocks(pixel_items);
+    const int64_t blocks = channel_blocks(pixels, pixel_items, state.threads);
     return {pixel_items * blocks, ops_per_pixel * static_cast<double>(pixels_per_item) / static_cast<double>(blocks)};
   }
 
@@ -235,7 +242,7 @@ class QConvLayer final : public Layer {
     run_shape.batch = static_cast<int>(state.dim(input, 0));
     const int64_t pixels = run_shape.output_pixels();
     const int64_t pixel_items = ceil_div(pixels, pixels_per_item);
-    const int64_t blocks = channel_blocks(pixel_items);
+    const int64_t blocks = channel_blocks(pixels, pixel_items, state.threads);
     kernels::ConvRunArgs args;
     args.input = state.data(input);
     args.input_pixel_stride = packed.input_channels;

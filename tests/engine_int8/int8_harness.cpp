@@ -300,6 +300,7 @@ Result<TensorMap> harness_run(const HarnessPlan& plan, const std::vector<std::un
   state.plan = &p;
   state.batch = batch < 0 ? p.max_batch : batch;
   state.tensor_data = &data;
+  state.threads = threads;
   for (size_t l = 0; l < layers.size(); ++l) {
     const engine::WorkShape work = layers[l]->work(state);
     const int64_t scratch_bytes = std::max<int64_t>(p.layers[l].scratch_bytes, 64);

@@ -260,9 +260,10 @@ void expect_matches_reference(const Graph& graph, const std::vector<std::string>
 
 // The work shape layer `layer` of a lowered plan reports at batch 1.
 engine::WorkShape work_at_batch_one(const HarnessPlan& plan, const std::vector<std::unique_ptr<engine::Layer>>& layers,
-                                    size_t layer) {
+                                    size_t layer, int threads = 1) {
   std::vector<void*> data(plan.plan.tensors.size(), nullptr);
   engine::RunState state{&plan.plan, 1, &data};
+  state.threads = threads;
   return layers[layer]->work(state);
 }
 
@@ -1256,6 +1257,60 @@ TEST(Int8Layers, QConvFewPixelsSplitsChannels) {
   const engine::WorkShape work = work_at_batch_one(*plan, *layers, conv);
   const int64_t pixel_items = (49 + 5) / 6;  // at most, with the smallest row tile
   EXPECT_GT(work.items, pixel_items) << plan->plan.layers[conv].kernel;
+  expect_matches_reference(graph, {"qconv"});
+}
+
+// 147 output pixels (batch 3, 7x7) are enough to split by pixel blocks alone while each thread
+// gets two of them (a channel split would have each thread read the whole input, half from the
+// other core's cache); with more threads than that the layer splits channels too. Same codes at
+// every thread count.
+TEST(Int8Layers, QConvSplitsChannelsOnlyWhenPixelBlocksRunShort) {
+  ConvCase c;
+  c.name = "pixel_blocks";
+  c.channels = 256;
+  c.out_channels = 256;
+  c.size = 7;
+  c.kernel = 1;
+  c.pad = 0;
+  std::mt19937 rng(13);
+  Graph graph = load_text(conv_graph(c, rng));
+  std::vector<kernels::Isa> isas = {kernels::active_isa()};
+  // The AMX tile's 32-row pixel blocks: 5 here, the case the rule is for (fewer than 16 blocks).
+  if (kernels::isa_supported(kernels::Isa::kAmxInt8) && isas[0] != kernels::Isa::kAmxInt8) {
+    isas.push_back(kernels::Isa::kAmxInt8);
+  }
+  for (kernels::Isa isa : isas) {
+    SCOPED_TRACE(kernels::isa_name(isa));
+    auto plan = harness_lower(graph, 1, isa);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    auto layers = harness_bind(*plan);
+    ASSERT_TRUE(layers.ok()) << layers.status().to_string();
+    size_t conv = 0;
+    while (conv < plan->plan.layers.size() && plan->plan.layers[conv].kind != "qconv") ++conv;
+    ASSERT_LT(conv, plan->plan.layers.size());
+    const std::string& kernel = plan->plan.layers[conv].kernel;
+    const int64_t pixel_items = work_at_batch_one(*plan, *layers, conv, 1).items;
+    ASSERT_GE(pixel_items, 2) << kernel;
+    ASSERT_LE(pixel_items, 147) << kernel;
+    const int most_pixel_split = static_cast<int>(pixel_items / 2);  // threads that each get two blocks
+    EXPECT_EQ(work_at_batch_one(*plan, *layers, conv, most_pixel_split).items, pixel_items) << kernel;
+    EXPECT_EQ(work_at_batch_one(*plan, *layers, conv, 2).items, pixel_items) << kernel;
+    const engine::WorkShape channel_split = work_at_batch_one(*plan, *layers, conv, most_pixel_split + 1);
+    EXPECT_GT(channel_split.items, pixel_items) << kernel;
+    EXPECT_EQ(channel_split.items % pixel_items, 0) << kernel;
+    if (isa == kernels::Isa::kAmxInt8) {
+      EXPECT_EQ(pixel_items, 5) << kernel;
+    }
+    std::mt19937 input_rng(14);
+    TensorMap inputs = random_graph_inputs(graph, input_rng);
+    auto one = harness_run(*plan, *layers, inputs, 1);
+    ASSERT_TRUE(one.ok()) << one.status().to_string();
+    for (int threads : {2, most_pixel_split + 1}) {
+      auto actual = harness_run(*plan, *layers, inputs, threads);
+      ASSERT_TRUE(actual.ok()) << actual.status().to_string();
+      EXPECT_EQ(compare(*one, *actual, "pixel blocks").int_mismatches, 0) << threads;
+    }
+  }
   expect_matches_reference(graph, {"qconv"});
 }
 
