@@ -259,6 +259,13 @@ void expect_matches_reference(const Graph& graph, const std::vector<std::string>
 }
 
 // The work shape layer `layer` of a lowered plan reports at batch 1.
+// The index of the plan's first layer of `kind`; layers.size() when there is none.
+size_t first_layer_of_kind(const HarnessPlan& plan, const std::string& kind) {
+  size_t index = 0;
+  while (index < plan.plan.layers.size() && plan.plan.layers[index].kind != kind) ++index;
+  return index;
+}
+
 engine::WorkShape work_at_batch_one(const HarnessPlan& plan, const std::vector<std::unique_ptr<engine::Layer>>& layers,
                                     size_t layer, int threads = 1) {
   std::vector<void*> data(plan.plan.tensors.size(), nullptr);
@@ -1251,8 +1258,7 @@ TEST(Int8Layers, QConvFewPixelsSplitsChannels) {
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   auto layers = harness_bind(*plan);
   ASSERT_TRUE(layers.ok()) << layers.status().to_string();
-  size_t conv = 0;
-  while (conv < plan->plan.layers.size() && plan->plan.layers[conv].kind != "qconv") ++conv;
+  const size_t conv = first_layer_of_kind(*plan, "qconv");
   ASSERT_LT(conv, plan->plan.layers.size());
   const engine::WorkShape work = work_at_batch_one(*plan, *layers, conv);
   const int64_t pixel_items = (49 + 5) / 6;  // at most, with the smallest row tile
@@ -1285,8 +1291,7 @@ TEST(Int8Layers, QConvSplitsChannelsOnlyWhenPixelBlocksRunShort) {
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
     auto layers = harness_bind(*plan);
     ASSERT_TRUE(layers.ok()) << layers.status().to_string();
-    size_t conv = 0;
-    while (conv < plan->plan.layers.size() && plan->plan.layers[conv].kind != "qconv") ++conv;
+    const size_t conv = first_layer_of_kind(*plan, "qconv");
     ASSERT_LT(conv, plan->plan.layers.size());
     const std::string& kernel = plan->plan.layers[conv].kernel;
     const int64_t pixel_items = work_at_batch_one(*plan, *layers, conv, 1).items;
@@ -1329,8 +1334,7 @@ g (float[1,40,14,14] x, float[1,40,1,1] gate) => (uint8[1,40,14,14] y)
   auto layers = harness_bind(*plan);
   ASSERT_TRUE(layers.ok()) << layers.status().to_string();
   // The layer alone (the plan also converts x to channels-last and y back): its own tensors.
-  size_t index = 0;
-  while (index < plan->plan.layers.size() && plan->plan.layers[index].kind != "channel_gate") ++index;
+  const size_t index = first_layer_of_kind(*plan, "channel_gate");
   ASSERT_LT(index, plan->plan.layers.size());
   const engine::PlanLayer& gate_layer = plan->plan.layers[index];
   const engine::Layer& layer = *(*layers)[index];
