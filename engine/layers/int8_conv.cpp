@@ -226,7 +226,8 @@ class QConvLayer final : public Layer {
   // The grouped form always splits by groups too: its threads then take whole groups over every
   // pixel (RegNet-X's 10 groups at 14x14 split 5 + 5, where 17 pixel blocks split 9 + 8).
   int64_t channel_blocks(int64_t pixels, int64_t pixel_items, int threads) const {
-    const bool split_channels = grouped_form || ceil_div(pixels, kFewPixelsRowTile) < kFewPixelItems || pixel_items < 2 * int64_t{threads};
+    const bool few_pixels = ceil_div(pixels, kFewPixelsRowTile) < kFewPixelItems;
+    const bool split_channels = grouped_form || few_pixels || pixel_items < 2 * int64_t{threads};
     return split_channels ? std::min<int64_t>(channel_tiles, kMaxChannelBlocks) : 1;
   }
 
