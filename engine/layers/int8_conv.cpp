@@ -7,6 +7,7 @@
 // packed weights: "dw." (depthwise) or "g<i>." per group (GEMM family).
 // Tensors: inputs {x NHWC [, residual NHWC]}, output {y NHWC} (int8/uint8 or fp32).
 #include <climits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -170,6 +171,9 @@ Status lower_qconv(const Node& node, BuildContext& context) {
   const int64_t depth = spec.window.kernel[0] * spec.window.kernel[1] * (spec.channels / spec.groups);
   const int64_t rows = spec.y_shape[0] * spec.y_shape[2] * spec.y_shape[3];
   kernels::PackedConv packed = kernels::pack_conv(desc, kernels::gemm_isa_for_shape(context.isa(), rows, depth));
+  // The stem form follows the engine's ISA, not the shallow GEMM's (as bind derives it): the
+  // recorded kernel is the one that runs.
+  kernels::derive_conv_stem(packed, context.isa());
 
   using namespace params;
   const Window2d& w = spec.window;
@@ -350,8 +354,9 @@ Result<std::unique_ptr<Layer>> bind_qconv(const BindContext& context) {
       packed.group_weights.push_back(std::move(gemm));
     }
     // An image of few channels (a stem): the k-reordered weights of the stem form, derived here
-    // rather than stored (kernels/conv/qconv.h).
-    kernels::derive_conv_stem(packed);
+    // rather than stored, for the plan's ISA (kernels/conv/qconv.h).
+    const std::optional<kernels::Isa> plan_isa = kernels::parse_isa(context.plan().isa);
+    kernels::derive_conv_stem(packed, plan_isa.value_or(kernels::Isa::kScalar));
   }
   Shape x_shape = x->shape, y_shape = y->shape;
   Window2d window;

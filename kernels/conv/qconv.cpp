@@ -79,7 +79,7 @@ PackedConv pack_conv(const ConvWeightsDesc& desc, Isa isa, int nr) {
     d.output_scale = desc.output_scale;
     pack_gemm(d, isa, packed.group_weights[g], nr);
   }
-  derive_conv_stem(packed);
+  derive_conv_stem(packed, isa);
   return packed;
 }
 

@@ -66,10 +66,14 @@ struct PackedConv {
 
 // Sets packed.stem_weights when the convolution qualifies for the stem form: one group, at most
 // kConvStemMaxChannels input channels, a kernel larger than 1x1, no weight zero-point (no row
-// term), a GEMM ISA other than AMX. Derived from group_weights (pack_conv calls it; an engine calls
-// it after loading the weights), never stored.
+// term). `isa`: the ISA the convolution runs on (the AMX stem tiles where it is AMX-INT8 and
+// conv_stem_fills_amx_tiles, else the avx512vnni ones). Derived from group_weights (pack_conv
+// calls it; an engine calls it after loading the weights, with its plan's ISA), never stored.
 inline constexpr int kConvStemMaxChannels = 4;
-void derive_conv_stem(PackedConv& packed);
+void derive_conv_stem(PackedConv& packed, Isa isa);
+// A stem window of k bytes fills enough of its 64-byte AMX tile rows for the AMX tiles to beat
+// the avx512vnni stem tiles.
+bool conv_stem_fills_amx_tiles(int k);
 // The stem form runs this shape (stem_weights derived and no dilation along the width).
 bool conv_stem_applies(const PackedConv& packed, const ConvShape& shape);
 

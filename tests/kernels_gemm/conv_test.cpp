@@ -422,6 +422,45 @@ TEST(Conv, StemRandomShapes) {
       .test_all_isas();
 }
 
+// On AMX-INT8 the stem form runs the AMX tiles when its window fills at least two 64-byte steps of
+// a tile row, three quarters used (k padded to whole steps, the rows reading on into the next
+// windows against zero weights), else the avx512vnni stem tiles: the network stems and their
+// neighbours on each side of the rule, bit-exact against the oracle.
+TEST(Conv, StemTilesOnAmx) {
+  if (!isa_supported(Isa::kAmxInt8)) GTEST_SKIP() << "no AMX-INT8 here, in hardware or emulated";
+  struct Case {
+    int channels, kernel, stride, size, output_channels;
+    const char* kernel_name;
+  };
+  const Case cases[] = {
+      {3, 7, 2, 224, 64, "stemconv-32x64c4-fp32-amxint8"},  // ResNet-50: 147 of 192 bytes
+      {3, 11, 4, 67, 64, "stemconv-32x64c4-fp32-amxint8"},  // AlexNet: 363 of 384
+      {4, 7, 2, 45, 16, "stemconv-32x16c4-fp32-amxint8"},   // 196 of 256, 16 channels
+      {3, 3, 2, 224, 32, "c4-fp32-avx512vnni"},             // MobileNetV2: 27 of 64
+      {3, 5, 2, 41, 24, "c4-fp32-avx512vnni"},              // 75 of 128
+      {1, 7, 1, 23, 40, "c4-fp32-avx512vnni"},              // 49 of 64
+  };
+  QuantSettings q;
+  q.input_signed = false;
+  q.input_zero_point = 117;
+  q.output_type = OutputType::kU8;
+  q.output_zero_point = 3;
+  q.activation = Activation{ActivationKind::kRelu};
+  for (const Case& c : cases) {
+    const int pad = c.kernel / 2;
+    ConvTester()
+        .input_size(c.size, c.size + 5)
+        .channels(c.channels, c.output_channels)
+        .kernel(c.kernel, c.kernel)
+        .stride(c.stride, c.stride)
+        .padding(pad, pad, pad, pad)
+        .quant(q)
+        .split(3)
+        .expect_kernel(c.kernel_name, Isa::kAmxInt8)
+        .test(Isa::kAmxInt8);
+  }
+}
+
 // The vpdpbusd form's tiles wholly inside the image (row pointers set once per output row, no
 // per-tile padding table) next to tiles that read padding: wide rows so every tile width (1-4
 // pixels, the near-equal remainder split) lands inside and at each edge, no padding on some sides
