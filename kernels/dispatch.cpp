@@ -48,9 +48,11 @@ std::span<const internal::GemmImplementation> gemm_implementations(Isa isa) {
 
 const internal::GemmImplementation& gemm_implementation(Isa isa) { return gemm_implementations(isa).front(); }
 
-Isa gemm_isa_for_shape(Isa isa, int64_t rows, int64_t k) {
+Isa gemm_isa_for_shape(Isa isa, int64_t rows, int64_t k, int64_t n) {
   if (usable_isa(isa) != Isa::kAmxInt8) return isa;
-  const bool fills_tile_rows = (k >= 64 && k % 64 == 0) || k >= 512;
+  const int64_t step_bytes = (k + 63) / 64 * 64;  // AMX packs k padded to whole tile steps
+  const bool fills_tile_rows =
+      (k >= 64 && k % 64 == 0) || k >= 512 || (k >= 96 && 4 * k >= 3 * step_bytes && n >= 32);
   return rows > 1 && fills_tile_rows ? isa : Isa::kAvx512Vnni;
 }
 

@@ -34,14 +34,14 @@ std::span<const internal::GemmImplementation> gemm_implementations(Isa isa);
 const internal::GemmImplementation& gemm_implementation(Isa isa);
 const internal::GemmImplementation* gemm_implementation(Isa isa, int nr);
 const internal::GemmImplementation& choose_gemm_implementation(Isa isa, int n);
-// The ISA a GEMM of `rows` rows (output pixels or matrix rows, over the build's batch) and depth k
-// (a convolution's kernel_h * kernel_w * group channels) is packed for when the engine asks for
-// `isa`: AMX-INT8 only where k fills its 64-byte tile rows (a multiple of 64), or where k is deep
-// enough (512 and more) that the zero-padded copies of the k tail cost little beside the full
-// steps, and never for a single row (a GEMV: each 16x16 block pays a tile store and a memory
-// epilogue for one useful row). The others run the avx512vnni tiles, whose layouts AMX shares
-// (docs/decisions.md). Any other level comes back unchanged.
-Isa gemm_isa_for_shape(Isa isa, int64_t rows, int64_t k);
+// The ISA a GEMM of `rows` rows (output pixels or matrix rows, over the build's batch), depth k
+// (a convolution's kernel_h * kernel_w * group channels) and n columns is packed for when the
+// engine asks for `isa`. AMX-INT8 packs k padded to whole 64-byte tile steps (zero weights), and
+// runs: k a multiple of 64, k of 512 and more, or k of 96 and more that fills three quarters of
+// its steps with at least 32 columns; never a single row (a GEMV: each 16x16 block pays a tile
+// store and a memory epilogue for one useful row). The others run the avx512vnni tiles, whose
+// layouts AMX shares (docs/decisions.md). Any other level comes back unchanged.
+Isa gemm_isa_for_shape(Isa isa, int64_t rows, int64_t k, int64_t n);
 // The tile the convolution stem form (kernels/conv/qconv.h) runs n output channels with, when it
 // has one of its own (AVX-512 VNNI, 17..32 channels: 12x32); nullptr: the conv's packed tile.
 const internal::GemmImplementation* conv_stem_implementation(Isa isa, int n);

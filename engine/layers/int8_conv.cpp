@@ -170,7 +170,8 @@ Status lower_qconv(const Node& node, BuildContext& context) {
   desc.output_scale = 1.0f;  // the weights keep real units: out.scale is divided in at bind
   const int64_t depth = spec.window.kernel[0] * spec.window.kernel[1] * (spec.channels / spec.groups);
   const int64_t rows = spec.y_shape[0] * spec.y_shape[2] * spec.y_shape[3];
-  kernels::PackedConv packed = kernels::pack_conv(desc, kernels::gemm_isa_for_shape(context.isa(), rows, depth));
+  kernels::PackedConv packed = kernels::pack_conv(
+      desc, kernels::gemm_isa_for_shape(context.isa(), rows, depth, spec.out_channels / spec.groups));
   // The stem form follows the engine's ISA, not the shallow GEMM's (as bind derives it): the
   // recorded kernel is the one that runs.
   kernels::derive_conv_stem(packed, context.isa());

@@ -186,12 +186,13 @@ Status lower_qmatmul(const Node& node, BuildContext& context) {
     desc.input_zero_point = spec.a_zero_point;
     desc.input_signed = spec.a_dtype == DataType::kInt8;
     desc.output_scale = 1.0f;  // the weights keep real units: out.scale is divided in at bind
-    kernels::PackedGemm packed = kernels::pack_gemm(desc, kernels::gemm_isa_for_shape(context.isa(), spec.m, spec.k));
+    kernels::PackedGemm packed =
+        kernels::pack_gemm(desc, kernels::gemm_isa_for_shape(context.isa(), spec.m, spec.k, spec.n));
     store_gemm(layer, kMatMulWeights, packed);
     layer.kernel = kernels::gemm_kernel_name(packed, false, static_cast<int>(spec.m));
   } else {
     layer.kind = kBatchedKind;
-    const kernels::Isa isa = kernels::gemm_isa_for_shape(kernels::usable_isa(context.isa()), spec.m, spec.k);
+    const kernels::Isa isa = kernels::gemm_isa_for_shape(kernels::usable_isa(context.isa()), spec.m, spec.k, spec.n);
     kIsa.write(layer, isa);
     kAScale.write(layer, spec.a_scale);
     kAZeroPoint.write(layer, spec.a_zero_point);

@@ -58,13 +58,17 @@ inline int32_t gemm_weight_value(const GemmWeightsDesc& d, int n, int k) {
                           : static_cast<const uint8_t*>(d.weights)[index];
 }
 
+// AMX-INT8 weights pad k to whole 64-byte tile steps (pack_gemm); engine files packed before
+// that have k rounded up to k_group only, which the AMX kernel also runs (copying the k tail).
+inline constexpr int kAmxKPadding = 64;
+
 struct PackedGemm {
   Isa isa = Isa::kScalar;
   int n = 0, k = 0;
   int nr = 0;             // columns per tile (the ISA's tile shapes: kernels/dispatch.h)
   int k_group = 0;        // k elements per packed group (4 for vpdpbusd, 2 for vpmaddwd)
   int element_size = 1;   // bytes per packed weight (1: int8, 2: int16)
-  int k_padded = 0;       // k rounded up to k_group
+  int k_padded = 0;       // k rounded up to k_group (AMX-INT8: to kAmxKPadding)
   int n_padded = 0;       // n rounded up to nr
   bool input_signed = true;
   int32_t input_zero_point = 0;      // native domain

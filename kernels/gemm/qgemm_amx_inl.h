@@ -10,7 +10,8 @@
 // are stored into one of two int32 buffers; a column tile's epilogue runs after the first tdpbusd
 // of the next tile (in this row block or the next) are issued, so the vector units requantize one
 // tile while the tile unit multiplies the next. Every tile is
-// 16 x 64 bytes, so one configuration serves all shapes: a k tail (fewer than 16 groups) is copied
+// 16 x 64 bytes, so one configuration serves all shapes. pack_gemm pads AMX weights to whole
+// k steps; a k tail (fewer than 16 groups: weights of engine files packed before that) is copied
 // into zero-padded buffers, and so is a partial row tile of a matrix read in place (which has no
 // rows past the last one).
 #pragma once

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <optional>
 #include <random>
+#include <regex>
 #include <set>
 
 #include <unistd.h>
@@ -1261,8 +1262,13 @@ TEST(Int8Layers, QConvFewPixelsSplitsChannels) {
   const size_t conv = first_layer_of_kind(*plan, "qconv");
   ASSERT_LT(conv, plan->plan.layers.size());
   const engine::WorkShape work = work_at_batch_one(*plan, *layers, conv);
-  const int64_t pixel_items = (49 + 5) / 6;  // at most, with the smallest row tile
-  EXPECT_GT(work.items, pixel_items) << plan->plan.layers[conv].kernel;
+  // The pixel blocks of the kernel's row tile ("...-<rows>x<columns>c<k group>-...").
+  const std::string& kernel = plan->plan.layers[conv].kernel;
+  std::smatch tile;
+  ASSERT_TRUE(std::regex_search(kernel, tile, std::regex("-([0-9]+)x[0-9]+c[0-9]+-"))) << kernel;
+  const int64_t rows = std::stoi(tile[1].str());
+  const int64_t pixel_items = (49 + rows - 1) / rows;
+  EXPECT_GT(work.items, pixel_items) << kernel;
   expect_matches_reference(graph, {"qconv"});
 }
 
@@ -1471,7 +1477,9 @@ TEST(Int8Layers, EverySupportedIsa) {
       // every case has more than one output pixel).
       const bool depthwise = c.group == c.channels && c.group > 1;
       const int depth = c.kernel * c.kernel * c.channels / c.group;
-      const bool amx_depth = (depth >= 64 && depth % 64 == 0) || depth >= 512;
+      const int steps_bytes = (depth + 63) / 64 * 64;
+      const bool amx_depth = (depth >= 64 && depth % 64 == 0) || depth >= 512 ||
+                             (depth >= 96 && 4 * depth >= 3 * steps_bytes && c.out_channels / c.group >= 32);
       const kernels::Isa packed = isa == kernels::Isa::kAvxVnni && depthwise ? kernels::Isa::kAvx2
                                   : isa == kernels::Isa::kAmxInt8 && (depthwise || !amx_depth)
                                       ? kernels::Isa::kAvx512Vnni

@@ -143,6 +143,14 @@ TEST_P(AmxGemm, KTailsAroundTheSixtyFourByteTile) {
   }
 }
 
+// Engine files packed before the AMX weights were padded to whole 64-byte steps hold k padded to
+// the k group only: the kernel copies their k tail into zero-padded tiles.
+TEST_P(AmxGemm, WeightsPaddedToTheKGroupOnly) {
+  for (int k : {1, 5, 37, 60, 65, 150, 257, 520}) {
+    tester().m(33).n(80).k(k).k_group_padding(true).seed(k).test(Isa::kAmxInt8);
+  }
+}
+
 TEST_P(AmxGemm, ZeroPointsAndUnsignedWeights) {
   int seed = 0;
   for (int zp : {0, 128, 255, 37}) {
@@ -316,28 +324,32 @@ TEST(AmxDetection, SelfCheckPassesOnTheEmulatedTiles) {
   EXPECT_EQ(internal::amx_self_check(AmxTiles::kEmulated), "");
 }
 
-// AMX-INT8 packs only products of more than one row whose depth fills its 64-byte tile rows (a
-// multiple of 64) or is deep (512 and more); the others get the avx512vnni tiles, and every other
+// AMX-INT8 packs only products of more than one row whose depth fills its 64-byte tile steps: a
+// multiple of 64, 512 and more, or 96 and more that fills three quarters of its steps (k is padded
+// to whole steps) with at least 32 columns; the others get the avx512vnni tiles, and every other
 // level is returned as asked.
 TEST(AmxDispatch, ShapeDecidesWhetherAmxPays) {
   if (!isa_supported(Isa::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
   ScopedAmxEmulation emulation;
   set_max_isa(std::nullopt);
-  for (int64_t k : {1, 27, 32, 63, 96, 127, 144, 160, 232, 480, 511}) {
-    EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 196, k), Isa::kAvx512Vnni) << k;
+  for (int64_t k : {1, 27, 32, 63, 80, 95, 130, 136, 140}) {
+    EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 196, k, 64), Isa::kAvx512Vnni) << k;
   }
-  for (int64_t k : {64, 128, 192, 256, 512, 520, 1008, 4608}) {
-    EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 196, k), Isa::kAmxInt8) << k;
-    EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 2, k), Isa::kAmxInt8) << k;
-    EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 1, k), Isa::kAvx512Vnni) << "a GEMV runs VNNI, k " << k;
+  for (int64_t k : {64, 96, 127, 128, 144, 160, 192, 240, 256, 480, 511, 512, 520, 1008, 4608}) {
+    EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 196, k, 64), Isa::kAmxInt8) << k;
+    EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 2, k, 32), Isa::kAmxInt8) << k;
+    EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 1, k, 64), Isa::kAvx512Vnni) << "a GEMV runs VNNI, k " << k;
   }
+  // A ragged depth with few columns stays on VNNI; a whole number of steps does not need columns.
+  EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 196, 144, 24), Isa::kAvx512Vnni);
+  EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 196, 128, 24), Isa::kAmxInt8);
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) {
-    EXPECT_EQ(gemm_isa_for_shape(isa, 196, 27), isa);
-    EXPECT_EQ(gemm_isa_for_shape(isa, 1, 256), isa);
+    EXPECT_EQ(gemm_isa_for_shape(isa, 196, 27, 64), isa);
+    EXPECT_EQ(gemm_isa_for_shape(isa, 1, 256, 64), isa);
   }
   ScopedAmxEmulation no_amx(false);
   if (!amx_hardware_missing().empty()) {  // AMX not usable: the level is left to usable_isa
-    EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 196, 27), Isa::kAmxInt8);
+    EXPECT_EQ(gemm_isa_for_shape(Isa::kAmxInt8, 196, 27, 64), Isa::kAmxInt8);
   }
 }
 

@@ -30,6 +30,9 @@ class GemmTester {
   // Call the AMX kernel with these tiles directly (not through dispatch) on the avx512vnni
   // packing of the same width; test(isa) then ignores isa. Failures print the tile configuration.
   GemmTester& amx_tiles(internal::AmxTiles tiles) { amx_tiles_ = tiles; return *this; }
+  // Repacks the weights with k padded to the k group only, as AMX-INT8 engine files packed before
+  // the whole-tile-step padding hold them (the AMX kernel then copies the k tail).
+  GemmTester& k_group_padding(bool value) { k_group_padding_ = value; return *this; }
   // Multiplies the output scale: a tiny factor makes |accumulator * multiplier| exceed 2^30, so
   // PackedGemm::bounded is false and the kernels must clamp before converting to int32.
   GemmTester& output_scale_factor(float value) { output_scale_factor_ = value; return *this; }
@@ -91,7 +94,8 @@ class GemmTester {
     std::memset(actual.data(), 0x5A, c_bytes);
     oracle_gemm(desc, a.data(), lda, m_, expected.data(), ldc, epilogue);
 
-    const PackedGemm packed = pack_gemm(desc, isa, nr);
+    const PackedGemm packed = k_group_padding_ ? with_k_group_padding(pack_gemm(desc, isa, nr))
+                                               : pack_gemm(desc, isa, nr);
     ASSERT_EQ(packed.isa, isa) << context;
     ASSERT_EQ(packed.nr, nr) << context;
     if (expect_bounded_) {
@@ -142,6 +146,28 @@ class GemmTester {
   int split_ = 1;
   bool b_k_major_ = false;
   std::optional<internal::AmxTiles> amx_tiles_;
+  bool k_group_padding_ = false;
+
+  // The same weights in the layout [n / nr][k / k_group][nr][k_group] of k padded to k_group only.
+  static PackedGemm with_k_group_padding(PackedGemm packed) {
+    const int k_padded = (packed.k + packed.k_group - 1) / packed.k_group * packed.k_group;
+    auto index = [&](int64_t padded, int64_t n, int64_t kk) {
+      return (((n / packed.nr) * (padded / packed.k_group) + kk / packed.k_group) * packed.nr + n % packed.nr) *
+                 packed.k_group +
+             kk % packed.k_group;
+    };
+    AlignedBuffer<int8_t> data(static_cast<size_t>(packed.n_padded) * k_padded * packed.element_size);
+    for (int64_t n = 0; n < packed.n_padded; ++n) {
+      for (int64_t kk = 0; kk < k_padded; ++kk) {
+        std::memcpy(data.data() + index(k_padded, n, kk) * packed.element_size,
+                    packed.data.data() + index(packed.k_padded, n, kk) * packed.element_size,
+                    static_cast<size_t>(packed.element_size));
+      }
+    }
+    packed.data = std::move(data);
+    packed.k_padded = k_padded;
+    return packed;
+  }
   float output_scale_factor_ = 1.0f;
   std::optional<bool> expect_bounded_;
 };
