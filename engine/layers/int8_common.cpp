@@ -422,8 +422,7 @@ Result<kernels::PackedGemm> load_gemm(const BindContext& context, std::string_vi
                          kElementSize.read_in(context, impl.element_size, impl.element_size, prefix));
   const int64_t expected_k_padded = round_up(k, k_group), expected_n_padded = round_up(n, nr);
   // AMX-INT8 weights pad k to whole tile steps; files packed before that have the k_group padding.
-  const int64_t amx_k_padded =
-      packed.isa == kernels::Isa::kAmxInt8 ? round_up(k, kernels::kAmxKPadding) : expected_k_padded;
+  const int64_t amx_k_padded = kernels::packed_k_padded(packed.isa, static_cast<int>(k_group), k);
   QDQRT_ASSIGN_OR_RETURN(int64_t k_padded, kKPadded.read_in(context, expected_k_padded, amx_k_padded, prefix));
   if (k_padded != expected_k_padded && k_padded != amx_k_padded) {
     return context.error(fmt::format("parameter '{}' is {}, expected {} or {}", param_key(prefix, "k_padded"), k_padded,

@@ -138,7 +138,7 @@ ScratchLayout scratch_layout(kernels::Isa isa, int64_t n, int64_t k) {
   // The same tile run-time packing picks for n columns (kernels::pack_gemm with nr = 0).
   const kernels::internal::GemmImplementation& impl = kernels::choose_gemm_implementation(isa, static_cast<int>(n));
   ScratchLayout layout;
-  const int64_t n_padded = round_up(n, impl.nr), k_padded = round_up(k, impl.k_group);
+  const int64_t n_padded = round_up(n, impl.nr), k_padded = kernels::packed_k_padded(impl.isa, impl.k_group, k);
   layout.data_bytes = n_padded * k_padded * impl.element_size;
   layout.column_bytes = n_padded * 4;
   return layout;

@@ -137,7 +137,7 @@ void pack_gemm(const GemmWeightsDesc& desc, Isa isa, PackedGemm& packed, int nr)
   // AMX-INT8 pads k to whole 64-byte tile steps: the kernel then runs full steps only (the
   // products of the zero weights add nothing), where a ragged k cost zero-padded copies of its
   // tail for every 32x32 block (docs/decisions.md).
-  packed.k_padded = round_up(std::max(desc.k, 1), impl.isa == Isa::kAmxInt8 ? kAmxKPadding : impl.k_group);
+  packed.k_padded = static_cast<int>(packed_k_padded(impl.isa, impl.k_group, desc.k));
   packed.n_padded = round_up(std::max(desc.n, 1), impl.nr);
   packed.input_signed = desc.input_signed;
   packed.input_zero_point = desc.input_zero_point;

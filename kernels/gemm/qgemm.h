@@ -14,6 +14,7 @@
 // be a multiple of PackedGemm::nr. Disjoint ranges may run concurrently.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -61,6 +62,13 @@ inline int32_t gemm_weight_value(const GemmWeightsDesc& d, int n, int k) {
 // AMX-INT8 weights pad k to whole 64-byte tile steps (pack_gemm); engine files packed before
 // that have k rounded up to k_group only, which the AMX kernel also runs (copying the k tail).
 inline constexpr int kAmxKPadding = 64;
+
+// The k_padded pack_gemm gives weights of depth k for a tile of `isa` and `k_group` (run-time
+// packing sizes its buffers with it).
+inline int64_t packed_k_padded(Isa isa, int k_group, int64_t k) {
+  const int64_t multiple = isa == Isa::kAmxInt8 ? kAmxKPadding : k_group;
+  return (std::max<int64_t>(k, 1) + multiple - 1) / multiple * multiple;
+}
 
 struct PackedGemm {
   Isa isa = Isa::kScalar;
