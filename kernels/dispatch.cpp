@@ -50,9 +50,9 @@ const internal::GemmImplementation& gemm_implementation(Isa isa) { return gemm_i
 
 Isa gemm_isa_for_shape(Isa isa, int64_t rows, int64_t k, int64_t n) {
   if (usable_isa(isa) != Isa::kAmxInt8) return isa;
-  const int64_t step_bytes = (k + 63) / 64 * 64;  // AMX packs k padded to whole tile steps
+  // AMX packs k padded to whole tile steps (amx_padded_k).
   const bool fills_tile_rows =
-      (k >= 64 && k % 64 == 0) || k >= 512 || (k >= 96 && 4 * k >= 3 * step_bytes && n >= 32);
+      (k >= 64 && k % 64 == 0) || k >= 512 || (k >= 96 && 4 * k >= 3 * amx_padded_k(k) && n >= 32);
   return rows > 1 && fills_tile_rows ? isa : Isa::kAvx512Vnni;
 }
 

@@ -139,7 +139,7 @@ void derive_conv_stem(PackedConv& packed, Isa isa) {
   stem.nr = nr;
   stem.k_group = source.k_group;
   stem.element_size = source.element_size;
-  stem.k_padded = amx ? (k + 63) / 64 * 64 : source.k_padded;
+  stem.k_padded = amx ? static_cast<int>(amx_padded_k(k)) : source.k_padded;
   stem.n_padded = (source.n + nr - 1) / nr * nr;
   stem.weight_zero_point_s8 = 0;
   stem.bounded = source.bounded;  // the padding lanes add nothing to any bound
@@ -151,13 +151,7 @@ void derive_conv_stem(PackedConv& packed, Isa isa) {
     stem.multiplier[n] = source.multiplier[n];
     stem.float_bias[n] = source.float_bias[n];
   }
-  // Element (n, k) of the packed layout [n / nr][k / k_group][n % nr][k % k_group] of k_padded.
   const int64_t element = source.element_size;
-  auto index = [&](int64_t k_padded, int64_t tile_width, int64_t n, int64_t kk) {
-    const int64_t groups = k_padded / source.k_group;
-    return (((n / tile_width) * groups + kk / source.k_group) * tile_width + n % tile_width) * source.k_group +
-           kk % source.k_group;
-  };
   stem.data.resize(static_cast<size_t>(stem.n_padded) * stem.k_padded * element);  // zeroed: padding stays zero
   const int8_t* from = source.data.data();
   int8_t* to = stem.data.data();
@@ -167,8 +161,9 @@ void derive_conv_stem(PackedConv& packed, Isa isa) {
         for (int c = 0; c < channels; ++c) {
           const int gather_k = (ky * kw + kx) * channels + c;  // the implicit GEMM's (ky, kx, c)
           const int stem_k = (kx * kh + ky) * channels + c;    // a buffer column's (kx, ky, c)
-          std::memcpy(to + index(stem.k_padded, nr, n, stem_k) * element,
-                      from + index(source.k_padded, source.nr, n, gather_k) * element, static_cast<size_t>(element));
+          std::memcpy(to + packed_weight_index(stem.k_padded, nr, source.k_group, n, stem_k) * element,
+                      from + packed_weight_index(source.k_padded, source.nr, source.k_group, n, gather_k) * element,
+                      static_cast<size_t>(element));
         }
       }
     }
@@ -183,7 +178,7 @@ void derive_conv_stem(PackedConv& packed, Isa isa) {
 // At least two tile rows, three quarters of them used: ResNet-50's 7x7 over 3 channels (147 of
 // 192 bytes) ran 26% faster on the AMX tiles, MobileNetV2's 3x3 over 3 (27 of 64) 70% slower.
 bool conv_stem_fills_amx_tiles(int k) {
-  const int tile_bytes = (k + 63) / 64 * 64;
+  const int64_t tile_bytes = amx_padded_k(k);
   return tile_bytes >= 128 && 4 * k >= 3 * tile_bytes;
 }
 

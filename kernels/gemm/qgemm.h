@@ -63,11 +63,21 @@ inline int32_t gemm_weight_value(const GemmWeightsDesc& d, int n, int k) {
 // that have k rounded up to k_group only, which the AMX kernel also runs (copying the k tail).
 inline constexpr int kAmxKPadding = 64;
 
+// k (at least 1) rounded up to whole AMX tile steps.
+inline int64_t amx_padded_k(int64_t k) {
+  return (std::max<int64_t>(k, 1) + kAmxKPadding - 1) / kAmxKPadding * kAmxKPadding;
+}
+
 // The k_padded pack_gemm gives weights of depth k for a tile of `isa` and `k_group` (run-time
 // packing sizes its buffers with it).
 inline int64_t packed_k_padded(Isa isa, int k_group, int64_t k) {
-  const int64_t multiple = isa == Isa::kAmxInt8 ? kAmxKPadding : k_group;
-  return (std::max<int64_t>(k, 1) + multiple - 1) / multiple * multiple;
+  if (isa == Isa::kAmxInt8) return amx_padded_k(k);
+  return (std::max<int64_t>(k, 1) + k_group - 1) / k_group * k_group;
+}
+
+// Element (n, k) of packed weights: the layout [n / nr][k_padded / k_group][nr][k_group].
+inline int64_t packed_weight_index(int64_t k_padded, int64_t nr, int64_t k_group, int64_t n, int64_t k) {
+  return (((n / nr) * (k_padded / k_group) + k / k_group) * nr + n % nr) * k_group + k % k_group;
 }
 
 struct PackedGemm {

@@ -152,15 +152,12 @@ class GemmTester {
   static PackedGemm with_k_group_padding(PackedGemm packed) {
     const int k_padded = (packed.k + packed.k_group - 1) / packed.k_group * packed.k_group;
     auto index = [&](int64_t padded, int64_t n, int64_t kk) {
-      return (((n / packed.nr) * (padded / packed.k_group) + kk / packed.k_group) * packed.nr + n % packed.nr) *
-                 packed.k_group +
-             kk % packed.k_group;
+      return packed_weight_index(padded, packed.nr, packed.k_group, n, kk) * packed.element_size;
     };
     AlignedBuffer<int8_t> data(static_cast<size_t>(packed.n_padded) * k_padded * packed.element_size);
     for (int64_t n = 0; n < packed.n_padded; ++n) {
       for (int64_t kk = 0; kk < k_padded; ++kk) {
-        std::memcpy(data.data() + index(k_padded, n, kk) * packed.element_size,
-                    packed.data.data() + index(packed.k_padded, n, kk) * packed.element_size,
+        std::memcpy(data.data() + index(k_padded, n, kk), packed.data.data() + index(packed.k_padded, n, kk),
                     static_cast<size_t>(packed.element_size));
       }
     }
