@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "engine/engine.h"
+#include "kernels/cpu_features.h"
 #include "tests/common/allocation_counter.h"
 #include "tests/optimizer_fusion/fusion_test_util.h"
 
@@ -59,7 +60,9 @@ int64_t allocations_after_first_run(const engine::Engine& engine, int threads, i
   auto context = engine.create_context({.threads = threads, .profiling = true});
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
-  Tensor x(DataType::kFloat, {batch, 8, 16, 16});
+  // The engine's single float input "x", at this batch.
+  EXPECT_EQ(engine.inputs().size(), 1u);
+  Tensor x(DataType::kFloat, engine.inputs().at(0).shape_at_batch(batch));
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = dist(rng);
   std::vector<engine::ConstTensorBinding> inputs = {{"x", x.raw_data(), x.shape()}};
   std::vector<Tensor> outputs;
@@ -105,6 +108,44 @@ TEST(Int8Allocations, RunDoesNotAllocateAfterTheFirstCall) {
       EXPECT_EQ(allocations_after_first_run(**built, threads, batch), 0) << threads << " threads, batch " << batch;
     }
   }
+}
+
+// A batched MatMul of two activations on AMX with a depth that is not a whole number of 64-byte
+// tile steps (k = 112 of 128: AMX by gemm_isa_for_shape): B is packed at run time into the
+// thread's scratch with k padded to whole steps, so the plan must reserve that much; a scratch
+// sized for the 4-byte k groups only would make pack_gemm grow it inside run(). Emulated tiles
+// where the CPU has no AMX.
+TEST(Int8Allocations, AmxBatchedMatMulOfARaggedDepthDoesNotAllocate) {
+  if (!kernels::isa_supported(kernels::Isa::kAvx512Vnni)) {
+    GTEST_SKIP() << "this CPU lacks AVX-512 VNNI, which the AMX kernels (and their emulation) need";
+  }
+  const bool emulation_before = kernels::amx_emulation();
+  if (!kernels::isa_supported(kernels::Isa::kAmxInt8)) kernels::set_amx_emulation(true);
+  const std::string text =
+      "<ir_version: 8, opset_import: [\"\" : 17, \"qdqrt\" : 1]>\n"
+      "g (float[4,112,64] x) => (float[4,64,64] out)\n"
+      "<float s = {0.05}, int8 z = {0}, float ys = {0.5}, int8[4,112,64] q, int8[4,64,112] t, int8[4,64,64] b>\n"
+      "{\n"
+      "q = QuantizeLinear(x, s, z)\n"
+      "t = Transpose <perm = [0, 2, 1]> (q)\n"
+      "b = qdqrt.QMatMul <fused_nodes = [\"mm\"]> (t, s, z, q, s, z, , ys, z)\n"
+      "out = DequantizeLinear(b, ys, z)\n"
+      "}\n";
+  Graph graph = load_text(text);
+  auto built = engine::Engine::build(graph, engine::BuildOptions{});
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  int amx_matmuls = 0;
+  for (const auto& layer : (*built)->plan().layers) {
+    auto isa = layer.params.get_string("isa");
+    amx_matmuls += layer.kind == "qbatched_matmul" && isa.ok() && *isa == "amxint8";
+  }
+  EXPECT_EQ(amx_matmuls, 1) << "the k = 112 batched MatMul should run on AMX";
+  for (int threads : {1, 2}) {
+    for (int64_t batch : {4, 1}) {
+      EXPECT_EQ(allocations_after_first_run(**built, threads, batch), 0) << threads << " threads, batch " << batch;
+    }
+  }
+  kernels::set_amx_emulation(emulation_before);
 }
 
 }  // namespace
