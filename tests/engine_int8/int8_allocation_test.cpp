@@ -119,8 +119,16 @@ TEST(Int8Allocations, AmxBatchedMatMulOfARaggedDepthDoesNotAllocate) {
   if (!kernels::isa_supported(kernels::Isa::kAvx512Vnni)) {
     GTEST_SKIP() << "this CPU lacks AVX-512 VNNI, which the AMX kernels (and their emulation) need";
   }
-  const bool emulation_before = kernels::amx_emulation();
+  // Emulated tiles for this test only (restored however it ends).
+  struct EmulationScope {
+    bool before = kernels::amx_emulation();
+    ~EmulationScope() { kernels::set_amx_emulation(before); }
+  } emulation;
   if (!kernels::isa_supported(kernels::Isa::kAmxInt8)) kernels::set_amx_emulation(true);
+  if (kernels::active_isa() != kernels::Isa::kAmxInt8) {
+    GTEST_SKIP() << "the kernels are limited below AMX here (QDQRT_MAX_ISA=" << kernels::isa_name(kernels::active_isa())
+                 << ")";
+  }
   const std::string text =
       "<ir_version: 8, opset_import: [\"\" : 17, \"qdqrt\" : 1]>\n"
       "g (float[4,112,64] x) => (float[4,64,64] out)\n"
@@ -145,7 +153,6 @@ TEST(Int8Allocations, AmxBatchedMatMulOfARaggedDepthDoesNotAllocate) {
       EXPECT_EQ(allocations_after_first_run(**built, threads, batch), 0) << threads << " threads, batch " << batch;
     }
   }
-  kernels::set_amx_emulation(emulation_before);
 }
 
 }  // namespace
