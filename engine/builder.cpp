@@ -61,10 +61,10 @@ class PlanBuilder final : public BuildContext {
           current_batched_ = true;
         }
       }
-      const bool moves = moves_batch(node);
-      const NodeLowering* lowering = registry_.find_lowering(node, *this, moves);
+      const BatchPlacement placement = batch_placement(node);
+      const NodeLowering* lowering = registry_.find_lowering(node, *this, placement);
       Status status = lowering ? lowering->lower(node, *this)
-                               : lower_with_reference(node, *this, fallback_reason(node, moves));
+                               : lower_with_reference(node, *this, fallback_reason(node, placement));
       if (!status.is_ok()) {
         return status.with_context(fmt::format("{} '{}'", node.op_type, node.name));
       }
@@ -249,7 +249,7 @@ class PlanBuilder final : public BuildContext {
 
   const NodeLowering* lowering_of(int node_index) const {
     const Node& node = graph_.nodes[static_cast<size_t>(node_index)];
-    return registry_.find_lowering(node, *this, moves_batch(node));
+    return registry_.find_lowering(node, *this, batch_placement(node));
   }
 
   bool prefers_nhwc(const NodeLowering* lowering, int node_index) const {
@@ -416,7 +416,7 @@ class PlanBuilder final : public BuildContext {
 
   // Why no registered lowering took `node` (the builder then lowers it to the reference layer);
   // empty when lowerings exist and declined it.
-  std::string fallback_reason(const Node& node, bool moves) const {
+  std::string fallback_reason(const Node& node, BatchPlacement placement) const {
     const std::string op = node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
     if (!registry_.has_lowering(node.domain, node.op_type)) {
       const Attribute* equation = node.op_type == "Einsum" ? node.find_attribute("equation") : nullptr;
@@ -427,21 +427,25 @@ class PlanBuilder final : public BuildContext {
       }
       return fmt::format("no native layer implements {}", op);
     }
-    if (moves && registry_.find_lowering(node, *this, false) != nullptr) {
+    if (placement != BatchPlacement::kLeads && registry_.find_lowering(node, *this) != nullptr) {
       return fmt::format("its tensors hold the batch off dim 0, which the native {} layers do not take", op);
     }
     return {};  // the registered lowerings declined it: lower_with_reference names the op and its inputs
   }
 
-  // True when a runtime input or output of `node` has its batch elsewhere than one slice per image
-  // on dim 0: only lowerings flagged any_batch_layout may take it.
-  bool moves_batch(const Node& node) const {
-    auto leads = [&](const std::string& value) {
-      std::optional<BatchLayout> layout = value.empty() ? std::nullopt : batch_layout(value);
-      return !layout || batch_leads(*layout);
+  // Where the runtime inputs and outputs of `node` hold the batch: anywhere but one slice per image
+  // on dim 0, only lowerings flagged for it may take the node.
+  BatchPlacement batch_placement(const Node& node) const {
+    auto all = [&](bool (*holds)(const BatchLayout&)) {
+      auto test = [&](const std::string& value) {
+        std::optional<BatchLayout> layout = value.empty() ? std::nullopt : batch_layout(value);
+        return !layout || holds(*layout);
+      };
+      return std::all_of(node.inputs.begin(), node.inputs.end(), test) &&
+             std::all_of(node.outputs.begin(), node.outputs.end(), test);
     };
-    return !std::all_of(node.inputs.begin(), node.inputs.end(), leads) ||
-           !std::all_of(node.outputs.begin(), node.outputs.end(), leads);
+    if (all(batch_leads)) return BatchPlacement::kLeads;
+    return all(batch_on_dim0) ? BatchPlacement::kSlicesOnDim0 : BatchPlacement::kElsewhere;
   }
 
   const Graph& graph_;

@@ -207,8 +207,9 @@ Result<std::shared_ptr<const Engine>> Engine::from_plan(EnginePlan plan) {
       if (!kind->any_batch_layout) {
         for (const std::vector<int32_t>* list : {&layer.inputs, &layer.outputs}) {
           for (int32_t index : *list) {
-            if (index < 0 || batch_leads(engine->plan_.tensors[static_cast<size_t>(index)])) continue;
+            if (index < 0) continue;
             const PlanTensor& tensor = engine->plan_.tensors[static_cast<size_t>(index)];
+            if (batch_leads(tensor) || (kind->batch_slices_on_dim0 && batch_on_dim0(tensor))) continue;
             return invalid_model("engine: layer '{}' ({}) takes the batch on dim 0 only, but '{}' {} has it on dim {}"
                                  " ({} per image)",
                                  layer.name, layer.kind, tensor.name, shape_to_string(tensor.shape),

@@ -49,10 +49,12 @@ const LayerKind* LayerRegistry::find_kind(const std::string& kind) const {
 }
 
 const NodeLowering* LayerRegistry::find_lowering(const Node& node, const BuildContext& context,
-                                                 bool any_batch_layout) const {
+                                                 BatchPlacement placement) const {
   for (const NodeLowering& entry : lowerings_) {
     if (entry.domain != node.domain || entry.op_type != node.op_type) continue;
-    if (any_batch_layout && !entry.any_batch_layout) continue;
+    const bool takes = placement == BatchPlacement::kLeads || entry.any_batch_layout ||
+                       (placement == BatchPlacement::kSlicesOnDim0 && entry.batch_slices_on_dim0);
+    if (!takes) continue;
     if (!entry.accepts || entry.accepts(node, context)) return &entry;
   }
   return nullptr;

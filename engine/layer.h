@@ -166,6 +166,9 @@ struct NodeLowering {
   // The lowering's layers handle tensors whose batch is on any axis (batch_leads() false). The
   // builder offers other nodes with such tensors only to lowerings that say so, else to the reference.
   bool any_batch_layout = false;
+  // The lowering's layers take tensors whose batch is on dim 0 with several slices per image
+  // (BatchPlacement::kSlicesOnDim0): they count images by RunState::dim(tensor, 0).
+  bool batch_slices_on_dim0 = false;
   // With prefers_nhwc: the layer takes its operands' stored layout rather than wanting NHWC
   // (elementwise layers, tables, concat), so consumers_prefer_nhwc looks past it to its readers.
   bool follows_layout = false;
@@ -202,6 +205,8 @@ struct LayerKind {
   // The layer computes every dim from RunState::dim, so its tensors may have the batch on any axis.
   // Other kinds take only tensors for which batch_leads() holds (checked before bind).
   bool any_batch_layout = false;
+  // The layer takes tensors whose batch is on dim 0 with several slices per image (batch_on_dim0).
+  bool batch_slices_on_dim0 = false;
   // Whether the layer writes output `output` (tensor `tensor`) as rows of `row_length` elements at
   // the row stride the tensor records (PlanTensor::row_stride), so that output may be part of
   // another tensor's rows (a Concat's input, engine/plan_aliases.h). Null: no output of the kind
@@ -215,10 +220,11 @@ class LayerRegistry {
   void add_kind(LayerKind kind);
   void add_lowering(NodeLowering lowering);
   const LayerKind* find_kind(const std::string& kind) const;
-  // The first lowering for the node that accepts it; with `any_batch_layout`, only lowerings
-  // flagged any_batch_layout are considered.
+  // The first lowering for the node that accepts it, of those that take the node's `placement`
+  // of the batch (kSlicesOnDim0: flagged any_batch_layout or batch_slices_on_dim0; kElsewhere:
+  // flagged any_batch_layout).
   const NodeLowering* find_lowering(const Node& node, const BuildContext& context,
-                                    bool any_batch_layout = false) const;
+                                    BatchPlacement placement = BatchPlacement::kLeads) const;
   // Some lowering is registered for the op (accepting or not).
   bool has_lowering(const std::string& domain, const std::string& op_type) const;
   // Every layer family of engine/layers/layer_families.h registered.

@@ -90,6 +90,17 @@ inline bool batch_leads(const BatchLayout& layout) {
   return !layout.batched || (layout.axis == 0 && layout.factor == 1);
 }
 inline bool batch_leads(const PlanTensor& tensor) { return batch_leads(batch_layout_of(tensor)); }
+// True when the value does not depend on the batch or its batch is dim 0, with any number of slices
+// per image ([N*T, C, H, W]: the frames of a 3-D convolution lowered to a 2-D one).
+inline bool batch_on_dim0(const BatchLayout& layout) { return !layout.batched || layout.axis == 0; }
+inline bool batch_on_dim0(const PlanTensor& tensor) { return batch_on_dim0(batch_layout_of(tensor)); }
+
+// Where a node's runtime tensors hold the batch, as the lowerings that may take it see it.
+enum class BatchPlacement {
+  kLeads,         // every tensor batch_leads
+  kSlicesOnDim0,  // every tensor batch_on_dim0, some with several slices per image
+  kElsewhere,     // some tensor has it on another dim
+};
 
 // A named binary constant, 64-byte aligned. `owner` keeps the storage alive (a vector while
 // building, the mapped file after loading).

@@ -15,6 +15,8 @@ benchmarks. Files are generated, never committed (VGG's are about 500 MB).
 
 Models (MODELS below; `--list` prints them with their shapes):
 - every torchvision 0.14 classification family: torchvision's constructors, weights=None;
+- video classification (R3D-18, MC3-18, R(2+1)D-18: 3-D convolutions): ci 4 frames of 32x32, full
+  16 frames of 112x112;
 - segmentation (FCN, DeepLabV3, LR-ASPP): the `out` tensor, aux heads off, no pretrained backbone;
 - SSDlite320-MobileNetV3: backbone + head, their raw outputs (box regression, class logits; no
   anchors, decoding or NMS);
@@ -198,6 +200,10 @@ def classifier(name, **kwargs):
     return lambda tier: getattr(torchvision.models, name)(weights=None, **kwargs)
 
 
+def video_classifier(name):
+    return lambda tier: getattr(torchvision.models.video, name)(weights=None)
+
+
 def segmentation(name):
     return lambda tier: OutTensor(getattr(torchvision.models.segmentation, name)(
         weights=None, weights_backbone=None, aux_loss=False))
@@ -240,6 +246,9 @@ def vit_b_16(tier):
 MODELS["vit_b_16"] = (vit_b_16, {"ci": IMAGE(64), "full": IMAGE(224)}, CLS)
 # MaxViT's 7x7 windows and grids at strides 4..32 need a multiple of 224.
 MODELS["maxvit_t"] = (classifier("maxvit_t"), {"ci": IMAGE(224), "full": IMAGE(224)}, CLS)
+# Video classification (Kinetics-400 clips: 16 frames of 112x112): 3-D convolutions.
+for _name in ("r3d_18", "mc3_18", "r2plus1d_18"):
+    MODELS[_name] = (video_classifier(_name), {"ci": (3, 4, 32, 32), "full": (3, 16, 112, 112)}, CLS)
 for _name in ("fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large"):
     MODELS[_name] = (segmentation(_name), {"ci": IMAGE(64), "full": IMAGE(384)}, CLS)
 MODELS["ssdlite320_mobilenet_v3_large"] = (ssdlite, {"ci": IMAGE(64), "full": IMAGE(320)},

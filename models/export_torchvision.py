@@ -36,7 +36,7 @@ def settle_batchnorm(model, batches):
     """Random BatchNorm affine parameters and running statistics of train-mode passes over `batches`,
     so that no BatchNorm is the identity; returns the model in eval mode."""
     for module in model.modules():
-        if isinstance(module, nn.BatchNorm2d):
+        if isinstance(module, (nn.BatchNorm2d, nn.BatchNorm3d)):
             nn.init.uniform_(module.weight, 0.5, 1.5)
             nn.init.normal_(module.bias, 0.0, 0.1)
             module.momentum = None  # cumulative average: running stats = mean over the passes

@@ -1,6 +1,6 @@
 """Fake quantization placed the way NVIDIA pytorch-quantization (TensorRT QAT) places it.
 
-- every Conv/Linear input: per-tensor symmetric int8 quantizer, amax from a calibration pass;
+- every Conv (2-D and 3-D)/Linear input: per-tensor symmetric int8 quantizer, amax from a calibration pass;
 - every Conv/Linear weight: per-output-channel (axis 0) symmetric int8 quantizer, amax = max |w|;
 - bias stays float;
 - ResNet blocks: a residual quantizer on the identity branch of the Add, so Conv+Add can be INT8.
@@ -62,6 +62,11 @@ class QuantConv2d(nn.Conv2d, _QuantWeighted):
         return self._conv_forward(self.input_quantizer(x), self.quantized_weight(), self.bias)
 
 
+class QuantConv3d(nn.Conv3d, _QuantWeighted):
+    def forward(self, x):
+        return self._conv_forward(self.input_quantizer(x), self.quantized_weight(), self.bias)
+
+
 class QuantLinear(nn.Linear, _QuantWeighted):
     def forward(self, x):
         return F.linear(self.input_quantizer(x), self.quantized_weight(), self.bias)
@@ -93,19 +98,31 @@ def _bottleneck_forward(self, x):
     return self.relu(out + self.residual_quantizer(identity))
 
 
-def quantize_model(model):
-    """Swaps Conv2d/Linear for their quantized twins in place and adds residual quantizers.
+def _video_basic_block_forward(self, x):
+    """torchvision.models.video BasicBlock.forward with the identity branch quantized."""
+    out = self.conv2(self.conv1(x))
+    identity = x if self.downsample is None else self.downsample(x)
+    return self.relu(out + self.residual_quantizer(identity))
 
-    torchvision ResNet blocks get their forward replaced; a model of our own marks where a
+
+QUANTIZED_TWINS = {nn.Conv2d: QuantConv2d, nn.Conv3d: QuantConv3d, nn.Linear: QuantLinear}
+
+
+def quantize_model(model):
+    """Swaps Conv2d/Conv3d/Linear for their quantized twins in place and adds residual quantizers.
+
+    torchvision ResNet blocks (and the video ResNets' basic blocks) get their forward replaced; a model of our own marks where a
     quantizer goes (the identity branch of a residual Add, an attention MatMul's input) with an
     nn.Identity child whose name ends in `_quantizer`.
     """
     from torchvision.models.resnet import BasicBlock, Bottleneck
+    from torchvision.models.video.resnet import BasicBlock as VideoBasicBlock
 
-    block_forwards = {BasicBlock: _basic_block_forward, Bottleneck: _bottleneck_forward}
+    block_forwards = {BasicBlock: _basic_block_forward, Bottleneck: _bottleneck_forward,
+                      VideoBasicBlock: _video_basic_block_forward}
     for module in list(model.modules()):
-        if type(module) in (nn.Conv2d, nn.Linear):
-            module.__class__ = QuantConv2d if isinstance(module, nn.Conv2d) else QuantLinear
+        if type(module) in QUANTIZED_TWINS:
+            module.__class__ = QUANTIZED_TWINS[type(module)]
             module.input_quantizer = TensorQuantizer()
         elif type(module) in block_forwards:
             module.residual_quantizer = TensorQuantizer()

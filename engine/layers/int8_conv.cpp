@@ -396,13 +396,16 @@ bool writes_strided_rows(const PlanLayer& layer, size_t output, const PlanTensor
 }  // namespace
 
 void register_int8_conv_layers(LayerRegistry& registry) {
-  registry.add_kind({.kind = kKind, .bind = bind_qconv, .writes_strided_rows = writes_strided_rows});
+  // The layer counts images by RunState::dim(x, 0): the frames of a lowered 3-D conv are images.
+  registry.add_kind(
+      {.kind = kKind, .bind = bind_qconv, .batch_slices_on_dim0 = true, .writes_strided_rows = writes_strided_rows});
   NodeLowering lowering;
   lowering.domain = qdqrt::layers::kDomain;
   lowering.op_type = qdqrt::layers::kQConv;
   lowering.lower = lower_qconv;
   lowering.accepts = [](const Node& node, const BuildContext& context) { return analyze_qconv(node, context).ok(); };
   lowering.prefers_nhwc = true;
+  lowering.batch_slices_on_dim0 = true;
   registry.add_lowering(std::move(lowering));
 }
 

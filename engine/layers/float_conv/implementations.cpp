@@ -228,14 +228,23 @@ bool writes_strided_rows(const PlanLayer& layer, size_t output, const PlanTensor
 }  // namespace conv
 
 void register_conv(LayerRegistry& registry) {
-  registry.add_kind({.kind = conv::kKind, .bind = conv::bind_conv, .writes_strided_rows = conv::writes_strided_rows});
-  registry.add_lowering(
-      {.domain = "", .op_type = "Conv", .lower = conv::lower_conv, .accepts = all_float, .prefers_nhwc = true});
+  // Conv layers count images by RunState::dim(x, 0): the frames of a lowered 3-D conv are images.
+  registry.add_kind({.kind = conv::kKind,
+                     .bind = conv::bind_conv,
+                     .batch_slices_on_dim0 = true,
+                     .writes_strided_rows = conv::writes_strided_rows});
+  registry.add_lowering({.domain = "",
+                         .op_type = "Conv",
+                         .lower = conv::lower_conv,
+                         .accepts = all_float,
+                         .prefers_nhwc = true,
+                         .batch_slices_on_dim0 = true});
   registry.add_lowering({.domain = layers::kDomain,
                          .op_type = layers::kFusedConv,
                          .lower = conv::lower_conv,
                          .accepts = all_float,
-                         .prefers_nhwc = true});
+                         .prefers_nhwc = true,
+                         .batch_slices_on_dim0 = true});
   registry.add_lowering({.domain = layers::kDomain,
                          .op_type = layers::kFusedDepthwiseConv,
                          .lower = conv::lower_fused_depthwise,

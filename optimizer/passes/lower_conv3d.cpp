@@ -1,0 +1,341 @@
+#include "optimizer/passes/lower_conv3d.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/attribute_values.h"
+#include "core/ops/conv.h"
+#include "core/shape_inference.h"
+#include "optimizer/graph_utils.h"
+#include "optimizer/passes/qdq_params.h"
+
+namespace qdqrt::optimizer {
+
+namespace {
+
+// A dim the lowering bakes into a Reshape: known, and the same at every shape the engine runs.
+std::optional<int64_t> fixed_dim(const ValueInfo* info, size_t axis) {
+  if (info == nullptr || !info->shape || info->shape->size() != 5) return std::nullopt;
+  const Dim& dim = (*info->shape)[axis];
+  // Without an expression (shape inference has not run), a dim the file names is dynamic.
+  const bool fixed = dim.expr.known() ? dim.expr.is_constant() : dim.symbol.empty();
+  if (!dim.is_static() || !fixed) return std::nullopt;
+  return dim.value;
+}
+
+// The conv's weight: a float constant, or DequantizeLinear(integer constant) with per-tensor or
+// axis-0 parameters.
+struct Weight {
+  const Tensor* values = nullptr;  // the float weight, or the DQ's integer constant
+  const Node* dequantize = nullptr;
+  bool per_tensor = true;
+};
+
+std::optional<Weight> constant_weight(const Graph& graph, const ValueIndex& index, const Node& conv) {
+  Weight weight;
+  weight.values = find_constant(graph, conv.input(1));
+  if (weight.values != nullptr) {
+    if (weight.values->dtype() != DataType::kFloat) return std::nullopt;
+  } else {
+    const int producer = index.producer(conv.input(1));
+    if (producer < 0) return std::nullopt;
+    const Node& dq = graph.nodes[static_cast<size_t>(producer)];
+    if (!is_dequantize(dq)) return std::nullopt;
+    weight.values = find_constant(graph, dq.input(0));
+    const std::optional<QuantParams> params = constant_quant_params(graph, dq);
+    if (weight.values == nullptr || !params || dtype_size(weight.values->dtype()) != 1) return std::nullopt;
+    weight.per_tensor = params->per_tensor();
+    if (!weight.per_tensor && params->axis != 0 && params->axis != -5) return std::nullopt;
+    weight.dequantize = &dq;
+  }
+  if (weight.values->rank() != 5) return std::nullopt;
+  return weight;
+}
+
+// [O, C, kt, kh, kw] -> [O, taps*C, kh, kw] with W'[o][d*C + c] = W[o][c][first + d]: temporal taps
+// [first, first + taps) stacked on the channels the way the Concat of the frame slices stacks the input.
+Tensor taps_as_channels(const Tensor& weight, int64_t first, int64_t taps) {
+  const int64_t out_channels = weight.dim(0), channels = weight.dim(1), kernel = weight.dim(2);
+  Tensor stacked(weight.dtype(), {out_channels, taps * channels, weight.dim(3), weight.dim(4)});
+  const size_t plane = static_cast<size_t>(weight.dim(3) * weight.dim(4)) * dtype_size(weight.dtype());
+  const auto* from = static_cast<const uint8_t*>(weight.raw_data());
+  auto* to = static_cast<uint8_t*>(stacked.raw_data());
+  for (int64_t o = 0; o < out_channels; ++o) {
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t d = 0; d < taps; ++d) {
+        std::memcpy(to + static_cast<size_t>((o * taps + d) * channels + c) * plane,
+                    from + static_cast<size_t>((o * channels + c) * kernel + first + d) * plane, plane);
+      }
+    }
+  }
+  return stacked;
+}
+
+// The 3-D geometry, attributes resolved (per axis: 0 = T, 1 = H, 2 = W).
+struct Geometry {
+  int64_t kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3];
+  int64_t channels, frames, height, width;               // input
+  int64_t out_channels, out_frames, out_height, out_width;  // output
+  // The temporal taps from the first to the last that read a frame for some output frame (the
+  // others read only padding: left out, as prune_dead_conv_taps does along the height and width).
+  int64_t first_tap, kept_taps;
+  bool temporal_only() const {
+    return first_tap == 0 && kept_taps == kernel[0] && kernel[1] == 1 && kernel[2] == 1 && stride[1] == 1 && stride[2] == 1 && pad_begin[1] == 0 &&
+           pad_begin[2] == 0 && pad_end[1] == 0 && pad_end[2] == 0;
+  }
+};
+
+std::optional<Geometry> geometry(const Graph& graph, const Node& conv, const Tensor& weight) {
+  const auto* attributes = dynamic_cast<const ConvAttributes*>(conv.typed_attributes.get());
+  if (attributes == nullptr || attributes->group != 1) return std::nullopt;
+  if (attributes->auto_pad != AutoPad::kNotSet && attributes->auto_pad != AutoPad::kValid) return std::nullopt;
+  const ValueInfo* input = graph.find_value(conv.input(0));
+  const ValueInfo* output = graph.find_value(conv.outputs[0]);
+  if (input == nullptr || output == nullptr || input->dtype != DataType::kFloat) return std::nullopt;
+  Geometry g{};
+  const std::optional<int64_t> dims[] = {fixed_dim(input, 1),  fixed_dim(input, 2),  fixed_dim(input, 3),
+                                         fixed_dim(input, 4),  fixed_dim(output, 1), fixed_dim(output, 2),
+                                         fixed_dim(output, 3), fixed_dim(output, 4)};
+  for (const auto& dim : dims) {
+    if (!dim) return std::nullopt;
+  }
+  g.channels = *dims[0], g.frames = *dims[1], g.height = *dims[2], g.width = *dims[3];
+  g.out_channels = *dims[4], g.out_frames = *dims[5], g.out_height = *dims[6], g.out_width = *dims[7];
+  if (weight.dim(0) != g.out_channels || weight.dim(1) != g.channels) return std::nullopt;
+  const bool explicit_pads = attributes->auto_pad == AutoPad::kNotSet;
+  for (size_t axis = 0; axis < 3; ++axis) {
+    auto at = [&](const std::vector<int64_t>& values, size_t i, int64_t fallback) {
+      return values.size() > i ? values[i] : fallback;
+    };
+    g.kernel[axis] = weight.dim(static_cast<int64_t>(axis) + 2);
+    if (attributes->kernel_shape.size() == 3 && attributes->kernel_shape[axis] != g.kernel[axis]) return std::nullopt;
+    g.stride[axis] = at(attributes->strides, axis, 1);
+    g.dilation[axis] = at(attributes->dilations, axis, 1);
+    g.pad_begin[axis] = explicit_pads ? at(attributes->pads, axis, 0) : 0;
+    g.pad_end[axis] = explicit_pads ? at(attributes->pads, axis + 3, 0) : 0;
+  }
+  // The frames the slices take must be the output's (shape inference computed them the same way).
+  const int64_t padded = g.frames + g.pad_begin[0] + g.pad_end[0];
+  const int64_t reach = (g.kernel[0] - 1) * g.dilation[0];
+  if (padded <= reach || (padded - reach - 1) / g.stride[0] + 1 != g.out_frames) return std::nullopt;
+  g.first_tap = -1;
+  int64_t last_tap = -1;
+  for (int64_t d = 0; d < g.kernel[0]; ++d) {
+    for (int64_t o = 0; o < g.out_frames; ++o) {
+      const int64_t frame = o * g.stride[0] + d * g.dilation[0] - g.pad_begin[0];
+      if (frame >= 0 && frame < g.frames) {
+        if (g.first_tap < 0) g.first_tap = d;
+        last_tap = d;
+        break;
+      }
+    }
+  }
+  if (g.first_tap < 0) g.first_tap = 0, last_tap = g.kernel[0] - 1;  // no tap reads a frame: keep them all
+  g.kept_taps = last_tap - g.first_tap + 1;
+  return g;
+}
+
+Tensor int64_tensor(const std::vector<int64_t>& values) {
+  return Tensor::from_vector<int64_t>({static_cast<int64_t>(values.size())}, values);
+}
+
+// Builds the nodes that replace one Conv, in order.
+class Lowering {
+ public:
+  Lowering(Graph& graph, const Node& conv) : graph_(graph), conv_(conv) {}
+
+  Result<std::string> add(const std::string& op_type, const std::string& suffix, std::vector<std::string> inputs,
+                          AttributeMap attributes = {}, const std::string& output = {}) {
+    const std::string value =
+        output.empty() ? add_value(graph_, conv_.name + "/" + suffix + "_output", DataType::kFloat) : output;
+    QDQRT_ASSIGN_OR_RETURN(Node node, make_onnx_node(conv_, op_type, unique_node_name(graph_, conv_.name + "/" + suffix),
+                                                     std::move(inputs), value, std::move(attributes)));
+    added_.push_back(std::move(node));
+    return added_.back().outputs[0];
+  }
+  // The 2-D Conv: it keeps the 3-D conv's name (profiles, layer info and `inspect` name the node
+  // of the file), so it is added after the 3-D conv has left the graph.
+  Result<std::string> conv2d(std::vector<std::string> inputs, AttributeMap attributes) {
+    const std::string value = add_value(graph_, conv_.name + "/conv2d_output", DataType::kFloat);
+    QDQRT_ASSIGN_OR_RETURN(Node node,
+                           make_onnx_node(conv_, "Conv", conv_.name, std::move(inputs), value, std::move(attributes)));
+    added_.push_back(std::move(node));
+    return value;
+  }
+  // A Relu the 3-D conv's output went through, applied to the 2-D conv's output instead (before
+  // the Reshape and Transpose, so the Conv layer fuses it and a QuantizeLinear after it moves up).
+  Result<std::string> relu(const Node* relu, const std::string& input) {
+    if (relu == nullptr) return input;
+    return add("Relu", "relu", {input});
+  }
+  std::string constant(const std::string& suffix, Tensor tensor) {
+    return add_initializer(graph_, conv_.name + "/" + suffix, std::move(tensor));
+  }
+  // The 2-D conv's weight: `values` (reshaped or restacked) as a constant, behind a copy of the
+  // weight's DequantizeLinear when it has one.
+  Result<std::string> weight(const Weight& weight, Tensor values) {
+    const std::string name = constant("weight", std::move(values));
+    if (weight.dequantize == nullptr) return name;
+    std::vector<std::string> inputs = weight.dequantize->inputs;
+    inputs[0] = name;
+    AttributeMap attributes = weight.dequantize->attributes;
+    if (!weight.per_tensor) attributes["axis"] = int_attribute(0);
+    const std::string value = add_value(graph_, conv_.name + "/weight_dequantized", DataType::kFloat);
+    QDQRT_ASSIGN_OR_RETURN(Node node, make_onnx_node(*weight.dequantize, "DequantizeLinear",
+                                                     unique_node_name(graph_, conv_.name + "/weight_dequantize"),
+                                                     std::move(inputs), value, std::move(attributes)));
+    added_.push_back(std::move(node));
+    return value;
+  }
+  std::vector<Node>& added() { return added_; }
+
+ private:
+  Graph& graph_;
+  const Node& conv_;
+  std::vector<Node> added_;
+};
+
+// `relu`: the Relu that alone reads the conv's output (absorbed: the lowering writes its output).
+Status lower(const Node& conv, const Node* relu, const Weight& weight, const Geometry& g, Lowering& lowering) {
+  std::vector<std::string> conv_inputs(2);
+  if (conv.has_input(2)) conv_inputs.push_back(conv.input(2));
+  const std::string& output = relu != nullptr ? relu->outputs[0] : conv.outputs[0];
+  if (g.temporal_only()) {
+    // [N, C, T, H, W] is [N, C, T, H*W]: a kt x 1 conv over it, no data moved.
+    QDQRT_ASSIGN_OR_RETURN(
+        conv_inputs[0],
+        lowering.add("Reshape", "frames_by_pixels",
+                     {conv.input(0), lowering.constant("frames_by_pixels_shape",
+                                                       int64_tensor({-1, g.channels, g.frames, g.height * g.width}))}));
+    QDQRT_ASSIGN_OR_RETURN(conv_inputs[1],
+                           lowering.weight(weight, weight.values->reshaped({g.out_channels, g.channels, g.kernel[0], 1})));
+    QDQRT_ASSIGN_OR_RETURN(std::string y, lowering.conv2d(conv_inputs, {{"kernel_shape", ints_attribute({g.kernel[0], 1})},
+                                                                        {"strides", ints_attribute({g.stride[0], 1})},
+                                                                        {"dilations", ints_attribute({g.dilation[0], 1})},
+                                                                        {"pads", ints_attribute({g.pad_begin[0], 0,
+                                                                                                 g.pad_end[0], 0})}}));
+    QDQRT_ASSIGN_OR_RETURN(y, lowering.relu(relu, y));
+    QDQRT_RETURN_IF_ERROR(
+        lowering
+            .add("Reshape", "to_5d",
+                 {y, lowering.constant("to_5d_shape", int64_tensor({-1, g.out_channels, g.out_frames, g.out_height,
+                                                                    g.out_width}))},
+                 {}, output)
+            .status());
+    return Status::ok();
+  }
+  // Frames first, then the temporal taps stacked on the channels.
+  QDQRT_ASSIGN_OR_RETURN(std::string x, lowering.add("Transpose", "frames_first", {conv.input(0)},
+                                                     {{"perm", ints_attribute({0, 2, 1, 3, 4})}}));
+  // Output frame o, kept tap d reads input frame o*stride + d*dilation + shift; padding covers the
+  // frames outside [0, T) that some window reads.
+  const int64_t stride = g.stride[0], dilation = g.dilation[0];
+  const int64_t shift = g.first_tap * dilation - g.pad_begin[0];
+  const int64_t last_frame = (g.out_frames - 1) * stride + (g.kept_taps - 1) * dilation + shift;
+  const int64_t pad_begin = std::max<int64_t>(0, -shift), pad_end = std::max<int64_t>(0, last_frame - (g.frames - 1));
+  if (pad_begin > 0 || pad_end > 0) {
+    QDQRT_ASSIGN_OR_RETURN(
+        x, lowering.add("Pad", "pad_frames",
+                        {x, lowering.constant("pad_frames_pads",
+                                              int64_tensor({0, pad_begin, 0, 0, 0, 0, pad_end, 0, 0, 0}))}));
+  }
+  const int64_t padded_frames = g.frames + pad_begin + pad_end;
+  if (g.kept_taps > 1 || stride > 1 || g.out_frames != padded_frames) {
+    std::vector<std::string> taps;
+    const std::string axes = lowering.constant("tap_axes", int64_tensor({1}));
+    const std::string steps = lowering.constant("tap_steps", int64_tensor({stride}));
+    for (int64_t d = 0; d < g.kept_taps; ++d) {
+      // Frames start, start + stride, ... of the padded frames: one per output frame.
+      const int64_t start = d * dilation + shift + pad_begin;
+      const std::string suffix = "tap" + std::to_string(g.first_tap + d);
+      QDQRT_ASSIGN_OR_RETURN(
+          std::string tap,
+          lowering.add("Slice", suffix,
+                       {x, lowering.constant(suffix + "_starts", int64_tensor({start})),
+                        lowering.constant(suffix + "_ends", int64_tensor({start + (g.out_frames - 1) * stride + 1})),
+                        axes, steps}));
+      taps.push_back(std::move(tap));
+    }
+    if (taps.size() == 1) {
+      x = taps[0];
+    } else {
+      QDQRT_ASSIGN_OR_RETURN(x, lowering.add("Concat", "stack_taps", taps, {{"axis", int_attribute(2)}}));
+    }
+  }
+  const int64_t stacked = g.kept_taps * g.channels;
+  QDQRT_ASSIGN_OR_RETURN(
+      conv_inputs[0],
+      lowering.add("Reshape", "frames_as_batch",
+                   {x, lowering.constant("frames_as_batch_shape", int64_tensor({-1, stacked, g.height, g.width}))}));
+  QDQRT_ASSIGN_OR_RETURN(conv_inputs[1], lowering.weight(weight, taps_as_channels(*weight.values, g.first_tap, g.kept_taps)));
+  QDQRT_ASSIGN_OR_RETURN(
+      std::string y,
+      lowering.conv2d(conv_inputs,
+                      {{"kernel_shape", ints_attribute({g.kernel[1], g.kernel[2]})},
+                       {"strides", ints_attribute({g.stride[1], g.stride[2]})},
+                       {"dilations", ints_attribute({g.dilation[1], g.dilation[2]})},
+                       {"pads", ints_attribute({g.pad_begin[1], g.pad_begin[2], g.pad_end[1], g.pad_end[2]})}}));
+  QDQRT_ASSIGN_OR_RETURN(y, lowering.relu(relu, y));
+  QDQRT_ASSIGN_OR_RETURN(
+      const std::string frames,
+      lowering.add("Reshape", "batch_as_frames",
+                   {y, lowering.constant("batch_as_frames_shape", int64_tensor({-1, g.out_frames, g.out_channels,
+                                                                                g.out_height, g.out_width}))}));
+  QDQRT_RETURN_IF_ERROR(
+      lowering.add("Transpose", "channels_first", {frames}, {{"perm", ints_attribute({0, 2, 1, 3, 4})}}, output)
+          .status());
+  return Status::ok();
+}
+
+class LowerConv3dPass : public Pass {
+ public:
+  std::string name() const override { return "lower_conv3d"; }
+  // A BatchNormalization after the 3-D conv is folded into its weight first.
+  std::vector<std::string> must_run_after() const override { return {"fold_batchnorm"}; }
+
+  Status run(Graph& graph, PassContext&) override {
+    bool changed = false;
+    for (size_t i = 0; i < graph.nodes.size(); ++i) {
+      const Node conv = graph.nodes[i];
+      if (!conv.domain.empty() || conv.op_type != "Conv" || conv.outputs.size() != 1 || conv.opset < 11) continue;
+      const ValueIndex index(graph);
+      const std::optional<Weight> weight = constant_weight(graph, index, conv);
+      if (!weight) continue;
+      const std::optional<Geometry> g = geometry(graph, conv, *weight->values);
+      if (!g) continue;
+      // A Relu that alone reads the conv's output goes before the data movement.
+      const std::vector<int>& readers = index.consumers(conv.outputs[0]);
+      int relu_index = -1;
+      if (readers.size() == 1 && !index.is_graph_output(conv.outputs[0])) {
+        const Node& reader = graph.nodes[static_cast<size_t>(readers[0])];
+        if (reader.domain.empty() && reader.op_type == "Relu" && reader.outputs.size() == 1 &&
+            static_cast<size_t>(readers[0]) > i) {
+          relu_index = readers[0];
+        }
+      }
+      const std::optional<Node> relu =
+          relu_index >= 0 ? std::optional<Node>(graph.nodes[static_cast<size_t>(relu_index)]) : std::nullopt;
+      Lowering lowering(graph, conv);
+      QDQRT_RETURN_IF_ERROR(lower(conv, relu ? &*relu : nullptr, *weight, *g, lowering));
+      std::vector<Node>& added = lowering.added();
+      if (relu_index >= 0) graph.nodes.erase(graph.nodes.begin() + relu_index);
+      graph.nodes.erase(graph.nodes.begin() + static_cast<std::ptrdiff_t>(i));
+      graph.nodes.insert(graph.nodes.begin() + static_cast<std::ptrdiff_t>(i), added.begin(), added.end());
+      i += added.size() - 1;
+      changed = true;
+    }
+    if (!changed) return Status::ok();
+    remove_unused(graph);  // the 3-D weights and their DequantizeLinears
+    // The new values' dims (with their expressions) for the passes after this one.
+    return infer_shapes(graph);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_lower_conv3d_pass() { return std::make_unique<LowerConv3dPass>(); }
+
+}  // namespace qdqrt::optimizer
