@@ -121,8 +121,13 @@ def quantize_model(model):
     block_forwards = {BasicBlock: _basic_block_forward, Bottleneck: _bottleneck_forward,
                       VideoBasicBlock: _video_basic_block_forward}
     for module in list(model.modules()):
-        if type(module) in QUANTIZED_TWINS:
-            module.__class__ = QUANTIZED_TWINS[type(module)]
+        # The video ResNets' convolutions are nn.Conv3d subclasses (Conv3DSimple, Conv3DNoTemporal)
+        # that only add a static method: they become QuantConv3d too.
+        twin = QUANTIZED_TWINS.get(type(module))
+        if twin is None and isinstance(module, nn.Conv3d) and not isinstance(module, QuantConv3d):
+            twin = QuantConv3d
+        if twin is not None:
+            module.__class__ = twin
             module.input_quantizer = TensorQuantizer()
         elif type(module) in block_forwards:
             module.residual_quantizer = TensorQuantizer()
