@@ -16,7 +16,8 @@ benchmarks. Files are generated, never committed (VGG's are about 500 MB).
 Models (MODELS below; `--list` prints them with their shapes):
 - every torchvision 0.14 classification family: torchvision's constructors, weights=None;
 - video classification (R3D-18, MC3-18, R(2+1)D-18: 3-D convolutions): ci 4 frames of 32x32, full
-  16 frames of 112x112;
+  16 frames of 112x112; S3D (separable 3-D convolutions, 3-D pools): 16 frames of 224x224 at both
+  tiers (its head pools a 2x7x7 window);
 - segmentation (FCN, DeepLabV3, LR-ASPP): the `out` tensor, aux heads off, no pretrained backbone;
 - SSDlite320-MobileNetV3: backbone + head, their raw outputs (box regression, class logits; no
   anchors, decoding or NMS);
@@ -249,6 +250,8 @@ MODELS["maxvit_t"] = (classifier("maxvit_t"), {"ci": IMAGE(224), "full": IMAGE(2
 # Video classification (Kinetics-400 clips: 16 frames of 112x112): 3-D convolutions.
 for _name in ("r3d_18", "mc3_18", "r2plus1d_18"):
     MODELS[_name] = (video_classifier(_name), {"ci": (3, 4, 32, 32), "full": (3, 16, 112, 112)}, CLS)
+# S3D's head averages a 2x7x7 window of its 1/8-frame, 1/32-size features: 16 frames of 224x224 at least.
+MODELS["s3d"] = (video_classifier("s3d"), {"ci": (3, 16, 224, 224), "full": (3, 16, 224, 224)}, CLS)
 for _name in ("fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large"):
     MODELS[_name] = (segmentation(_name), {"ci": IMAGE(64), "full": IMAGE(384)}, CLS)
 MODELS["ssdlite320_mobilenet_v3_large"] = (ssdlite, {"ci": IMAGE(64), "full": IMAGE(320)},

@@ -186,6 +186,15 @@ std::string add_value(Graph& graph, const std::string& base, DataType dtype) {
 
 const Tensor* find_constant(const Graph& graph, const std::string& value) { return graph.find_initializer(value); }
 
+std::optional<int64_t> fixed_dim(const ValueInfo* info, size_t rank, size_t axis) {
+  if (info == nullptr || !info->shape || info->shape->size() != rank || axis >= rank) return std::nullopt;
+  const Dim& dim = (*info->shape)[axis];
+  // Without an expression (shape inference has not run), a dim the file names is dynamic.
+  const bool fixed = dim.expr.known() ? dim.expr.is_constant() : dim.symbol.empty();
+  if (!dim.is_static() || !fixed) return std::nullopt;
+  return dim.value;
+}
+
 Status parse_typed_attributes(Node& node) {
   const OpSchema* schema = OpRegistry::instance().find(node.domain, node.op_type);  // kOnnxDomain is ""
   if (schema == nullptr) return internal_error("{}: op {} is not registered", node.describe(), node.op_type);

@@ -1,6 +1,7 @@
 // Small tools passes use to read and rewrite a Graph.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -60,6 +61,10 @@ std::string add_value(Graph& graph, const std::string& base, DataType dtype);
 
 // The constant behind a value: an initializer, or nullptr.
 const Tensor* find_constant(const Graph& graph, const std::string& value);
+
+// Dim `axis` of a value of rank `rank` when a pass may bake it into a constant (a Reshape's shape):
+// known, and the same at every shape the engine runs (not derived from a dynamic dim).
+std::optional<int64_t> fixed_dim(const ValueInfo* info, size_t rank, size_t axis);
 
 // Sets node.typed_attributes from node.attributes with its op's schema parser (none for an op
 // without attributes). Error if the op is not registered or its attributes do not parse.

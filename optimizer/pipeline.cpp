@@ -15,6 +15,7 @@
 #include "optimizer/passes/densify_grouped_conv.h"
 #include "optimizer/passes/fold_pad_into_pool.h"
 #include "optimizer/passes/lower_conv3d.h"
+#include "optimizer/passes/lower_pool3d.h"
 #include "optimizer/passes/lower_einsum.h"
 #include "optimizer/passes/lower_reduce_l2.h"
 #include "optimizer/passes/lower_spatial_mean.h"
@@ -53,6 +54,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_merge_transposes_pass());
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_lower_conv3d_pass());
+  passes.push_back(make_lower_pool3d_pass());
   passes.push_back(make_prune_dead_conv_taps_pass());
   passes.push_back(make_propagate_qdq_pass());
   passes.push_back(make_quantize_concat_inputs_pass());
@@ -93,6 +95,7 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_merge_transposes_pass());
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_lower_conv3d_pass());
+  passes.push_back(make_lower_pool3d_pass());
   passes.push_back(make_prune_dead_conv_taps_pass());
   passes.push_back(std::make_unique<FusionPass>("fuse_layer_norm"));  // float in, float out
   for (const char* fusion : {"fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums",

@@ -16,16 +16,6 @@ namespace qdqrt::optimizer {
 
 namespace {
 
-// A dim the lowering bakes into a Reshape: known, and the same at every shape the engine runs.
-std::optional<int64_t> fixed_dim(const ValueInfo* info, size_t axis) {
-  if (info == nullptr || !info->shape || info->shape->size() != 5) return std::nullopt;
-  const Dim& dim = (*info->shape)[axis];
-  // Without an expression (shape inference has not run), a dim the file names is dynamic.
-  const bool fixed = dim.expr.known() ? dim.expr.is_constant() : dim.symbol.empty();
-  if (!dim.is_static() || !fixed) return std::nullopt;
-  return dim.value;
-}
-
 // The conv's weight: a float constant, or DequantizeLinear(integer constant) with per-tensor or
 // axis-0 parameters.
 struct Weight {
@@ -96,9 +86,9 @@ std::optional<Geometry> geometry(const Graph& graph, const Node& conv, const Ten
   const ValueInfo* output = graph.find_value(conv.outputs[0]);
   if (input == nullptr || output == nullptr || input->dtype != DataType::kFloat) return std::nullopt;
   Geometry g{};
-  const std::optional<int64_t> dims[] = {fixed_dim(input, 1),  fixed_dim(input, 2),  fixed_dim(input, 3),
-                                         fixed_dim(input, 4),  fixed_dim(output, 1), fixed_dim(output, 2),
-                                         fixed_dim(output, 3), fixed_dim(output, 4)};
+  const std::optional<int64_t> dims[] = {fixed_dim(input, 5, 1),  fixed_dim(input, 5, 2),  fixed_dim(input, 5, 3),
+                                         fixed_dim(input, 5, 4),  fixed_dim(output, 5, 1), fixed_dim(output, 5, 2),
+                                         fixed_dim(output, 5, 3), fixed_dim(output, 5, 4)};
   for (const auto& dim : dims) {
     if (!dim) return std::nullopt;
   }

@@ -77,6 +77,56 @@ bool commutes(const Graph& graph, const Node& op, const QuantParams& params, boo
   return true;
 }
 
+bool move_quantize_backward(Graph& graph, const ValueIndex& index, size_t q_index) {
+  Node& q = graph.nodes[q_index];
+  const std::string y = q.input(0);
+  if (!index.has_single_use(y)) return false;
+  const int op_index = index.producer(y);
+  if (op_index < 0) return false;
+  Node& op = graph.nodes[static_cast<size_t>(op_index)];
+  if (op.outputs[0] != y) return false;
+  std::optional<QuantParams> params = per_tensor_params(graph, q);
+  if (!params) return false;
+  Tensor pad_value;
+  if (!commutes(graph, op, *params, true, pad_value)) return false;
+  // Moving a Q above an op fed by a DQ with the same parameters would only undo the forward
+  // move of that DQ (the two rules would alternate): leave it for remove_redundant_qdq.
+  const int source = index.producer(op.input(0));
+  if (source >= 0 && is_dequantize(graph.nodes[static_cast<size_t>(source)]) &&
+      index.has_single_use(op.input(0))) {
+    return false;
+  }
+  const std::string x = op.input(0);
+  if (find_constant(graph, x) != nullptr) return false;  // Q(constant) would stay a runtime node here
+  // A Slice or Gather picks part of x: when x has other readers its float value stays, and the Q
+  // would quantize all of x for the part this op picks (ShuffleNetV2's channel split: twice the
+  // values, then an int8 slice and a reorder, where the float slice feeds one border quantize).
+  if ((op.op_type == "Slice" || op.op_type == "Gather") && !index.has_single_use(x)) return false;
+  const std::string x_quantized = unique_value_name(graph, x + "_quantized");
+  set_value_info(graph, x_quantized, params->quantized_dtype, x);
+  if (pad_value.defined()) {
+    if (op.inputs.size() < 3) op.inputs.resize(3);
+    op.inputs[2] = add_initializer(graph, op.name + "_pad_quantized", pad_value);
+  }
+  const std::string q_output = q.outputs[0];
+  q.inputs[0] = x;
+  q.outputs[0] = x_quantized;
+  op.inputs[0] = x_quantized;
+  op.outputs[0] = q_output;
+  graph.values.erase(y);
+  return true;
+}
+
+}  // namespace
+
+bool move_quantize_above_producer(Graph& graph, size_t q_index) {
+  if (q_index >= graph.nodes.size() || !is_quantize(graph.nodes[q_index])) return false;
+  const ValueIndex index(graph);
+  return move_quantize_backward(graph, index, q_index);
+}
+
+namespace {
+
 class PropagateQdqPass : public Pass {
  public:
   std::string name() const override { return "propagate_qdq"; }
@@ -202,46 +252,6 @@ class PropagateQdqPass : public Pass {
       return true;
     }
     return false;
-  }
-
-  static bool move_quantize_backward(Graph& graph, const ValueIndex& index, size_t q_index) {
-    Node& q = graph.nodes[q_index];
-    const std::string y = q.input(0);
-    if (!index.has_single_use(y)) return false;
-    const int op_index = index.producer(y);
-    if (op_index < 0) return false;
-    Node& op = graph.nodes[static_cast<size_t>(op_index)];
-    if (op.outputs[0] != y) return false;
-    std::optional<QuantParams> params = per_tensor_params(graph, q);
-    if (!params) return false;
-    Tensor pad_value;
-    if (!commutes(graph, op, *params, true, pad_value)) return false;
-    // Moving a Q above an op fed by a DQ with the same parameters would only undo the forward
-    // move of that DQ (the two rules would alternate): leave it for remove_redundant_qdq.
-    const int source = index.producer(op.input(0));
-    if (source >= 0 && is_dequantize(graph.nodes[static_cast<size_t>(source)]) &&
-        index.has_single_use(op.input(0))) {
-      return false;
-    }
-    const std::string x = op.input(0);
-    if (find_constant(graph, x) != nullptr) return false;  // Q(constant) would stay a runtime node here
-    // A Slice or Gather picks part of x: when x has other readers its float value stays, and the Q
-    // would quantize all of x for the part this op picks (ShuffleNetV2's channel split: twice the
-    // values, then an int8 slice and a reorder, where the float slice feeds one border quantize).
-    if ((op.op_type == "Slice" || op.op_type == "Gather") && !index.has_single_use(x)) return false;
-    const std::string x_quantized = unique_value_name(graph, x + "_quantized");
-    set_value_info(graph, x_quantized, params->quantized_dtype, x);
-    if (pad_value.defined()) {
-      if (op.inputs.size() < 3) op.inputs.resize(3);
-      op.inputs[2] = add_initializer(graph, op.name + "_pad_quantized", pad_value);
-    }
-    const std::string q_output = q.outputs[0];
-    q.inputs[0] = x;
-    q.outputs[0] = x_quantized;
-    op.inputs[0] = x_quantized;
-    op.outputs[0] = q_output;
-    graph.values.erase(y);
-    return true;
   }
 
   // A value read by several Qs with equal parameters (ResNet's stem MaxPool feeds the first block's

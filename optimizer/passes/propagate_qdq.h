@@ -17,9 +17,16 @@
 
 #include <memory>
 
+#include "core/graph.h"
 #include "optimizer/pass.h"
 
 namespace qdqrt::optimizer {
+
+// The backward rule alone, for passes that add a Q after this pass has run: moves the
+// QuantizeLinear graph.nodes[q_index] above the op producing its input when they commute (and the
+// input has no other reader). True when it moved; the Q keeps its index, the op's output becomes
+// the Q's output.
+bool move_quantize_above_producer(Graph& graph, size_t q_index);
 
 std::unique_ptr<Pass> make_propagate_qdq_pass();
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "optimizer/graph_utils.h"
+#include "optimizer/passes/propagate_qdq.h"
 #include "optimizer/passes/qdq_params.h"
 
 namespace qdqrt::optimizer {
@@ -65,6 +66,7 @@ class QuantizeConcatInputsPass : public Pass {
 
   Status run(Graph& graph, PassContext&) override {
     bool changed = false;
+    std::vector<std::string> new_quantizers;  // the Qs added, by node name
     std::optional<ValueIndex> current;
     for (size_t c = 0; c < graph.nodes.size(); ++c) {
       if (!current) current.emplace(graph);  // rebuilt after each rewrite
@@ -117,12 +119,39 @@ class QuantizeConcatInputsPass : public Pass {
         input = restored;
       }
       graph.nodes[c].inputs = std::move(inputs);
-      for (Node& node : added) graph.nodes.push_back(std::move(node));
+      for (Node& node : added) {
+        if (is_quantize(node)) new_quantizers.push_back(node.name);
+        graph.nodes.push_back(std::move(node));
+      }
       changed = true;
       current.reset();
     }
-    if (changed) QDQRT_RETURN_IF_ERROR(topological_sort(graph));
-    return Status::ok();
+    if (!changed) return Status::ok();
+    hoist(graph, new_quantizers);
+    return topological_sort(graph);
+  }
+
+ private:
+  // A new Q reads a value that only moves data written by a layer (a lowered 3-D conv's Reshape
+  // back to 5-D): it moves above the Reshape/Transpose/... as propagate_qdq moves Qs, so the layer
+  // writes the codes and the data moves as 8-bit. Only where the op's own input has no other
+  // reader (the layer would otherwise feed two quantizers).
+  static void hoist(Graph& graph, const std::vector<std::string>& quantizers) {
+    for (const std::string& name : quantizers) {
+      for (size_t moves = 0; moves < graph.nodes.size(); ++moves) {
+        const ValueIndex index(graph);
+        size_t q_index = graph.nodes.size();
+        for (size_t n = 0; n < graph.nodes.size(); ++n) {
+          if (graph.nodes[n].name == name) q_index = n;
+        }
+        if (q_index == graph.nodes.size()) break;
+        const int producer = index.producer(graph.nodes[q_index].input(0));
+        if (producer < 0) break;
+        const Node& op = graph.nodes[static_cast<size_t>(producer)];
+        if (op.inputs.empty() || !index.has_single_use(op.input(0)) || index.is_graph_output(op.input(0))) break;
+        if (!move_quantize_above_producer(graph, q_index)) break;
+      }
+    }
   }
 };
 

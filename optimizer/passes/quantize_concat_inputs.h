@@ -1,7 +1,9 @@
 // Moves the QuantizeLinear after a float Concat onto the Concat's inputs: Concat(a, b) -> Q
 // becomes Concat(DQ(Q(a)), DQ(Q(b))) -> Q, all with the output Q's parameters, which the concat
 // fusion turns into a QConcat copying 8-bit inputs (channels-last inside an INT8 region), and each
-// Q(a) the conv writing `a` takes into its epilogue. pytorch-quantization-style models quantize
+// Q(a) the conv writing `a` takes into its epilogue (a new Q moves above the Reshapes/Transposes
+// between `a` and the layer writing it, as propagate_qdq moves Qs, where nothing else reads
+// what they move: a lowered 3-D conv's Reshape back to 5-D). pytorch-quantization-style models quantize
 // only conv inputs, so SqueezeNet's Fire modules and YOLO's CSP blocks concatenated float conv
 // outputs (reordered to NCHW) and quantized the result: now the convs write the 8-bit codes.
 //

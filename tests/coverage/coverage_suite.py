@@ -598,9 +598,11 @@ def first_divergence(args, paths, variant, work, layer_info, engine_outputs, inp
     upstream (its codes and the float32 tensors it keeps between layers: "floats" of them, each
     compared with the reference's recomputation of it by float_deviation), the tie codes counted, the
     largest float deviation given, the others listed; or a dict saying why it could not be found.
-    Only tensors the engine already keeps between layers are compared, so marking them does not
-    change what it runs (checked on the outputs; when marking the floats changes them, the codes
-    alone are anchored, as "floats_not_anchored" says). The stretches are checked when every code is
+    The tensors compared are those the engine keeps between layers, so marking them does not change
+    what it runs (checked on the outputs; when marking the floats changes them, the codes alone are
+    anchored, as "floats_not_anchored" says), and the quantized tensors it does not keep (a Q moved
+    above a Reshape the engine runs as a view: a lowered 3-D conv's or pool's) when marking them too
+    leaves the outputs as they were (else the kept ones alone, as "hidden_not_anchored" says). The stretches are checked when every code is
     equal too (a float layer may be what differs). `tamper` (the planted checks): called with the
     files of the engine's marked tensors and the names of the kept quantized and float tensors before
     they are read, to plant a wrong value."""
@@ -614,11 +616,13 @@ def first_divergence(args, paths, variant, work, layer_info, engine_outputs, inp
     layers = json.load(open(layer_info))["Layers"]
     kept = {o["Name"] for layer in layers for o in layer.get("Outputs", [])}
     graph_outputs = {o.name for o in model.graph.output}
-    quantizers = [node for node in model.graph.node if node.op_type == "QuantizeLinear"
-                  and node.output[0] in kept and node.output[0] not in graph_outputs and node.input[1] in constants
-                  and numpy_helper.to_array(constants[node.input[1]]).size == 1]
-    if not quantizers:
+    candidates = [node for node in model.graph.node if node.op_type == "QuantizeLinear"
+                  and node.output[0] not in graph_outputs and node.input[0] not in constants
+                  and node.input[1] in constants and numpy_helper.to_array(constants[node.input[1]]).size == 1]
+    kept_quantizers = [node for node in candidates if node.output[0] in kept]
+    if not kept_quantizers:
         return {"found": False, "why": "no per-tensor quantized tensor between layers"}
+    quantizers = candidates
     input_shape = list(np.load(paths["input"], mmap_mode="r").shape)
     floats = kept_float_tensors(model, layers, constants, input_shape)
     added = set()
@@ -636,14 +640,23 @@ def first_divergence(args, paths, variant, work, layer_info, engine_outputs, inp
     # change them.
     marked_dir = os.path.join(work, "engine_tensors")
     outputs = [entry["name"] for entry in json.load(open(engine_outputs))]
-    codes_names = [node.output[0] for node in quantizers]
-    files = run_marked(args, paths, variant, inputs, codes_names + [name for name, _, _ in floats] + outputs,
-                       marked_dir, log)
-    floats_not_anchored = None
-    if floats and not same_outputs(engine_outputs, files):
-        floats_not_anchored = f"marking the {len(floats)} float tensors between layers changed the engine's outputs"
-        floats = []
-        files = run_marked(args, paths, variant, inputs, codes_names + outputs, marked_dir, log)
+    floats_not_anchored = hidden_not_anchored = None
+    all_floats, files = floats, None
+    for quantizers in ([candidates] if len(candidates) > len(kept_quantizers) else []) + [kept_quantizers]:
+        codes_names = [node.output[0] for node in quantizers]
+        floats = all_floats
+        files = run_marked(args, paths, variant, inputs, codes_names + [name for name, _, _ in floats] + outputs,
+                           marked_dir, log)
+        if floats and not same_outputs(engine_outputs, files):
+            floats_not_anchored = f"marking the {len(floats)} float tensors between layers changed the engine's outputs"
+            floats = []
+            files = run_marked(args, paths, variant, inputs, codes_names + outputs, marked_dir, log)
+        if same_outputs(engine_outputs, files):
+            break
+        if quantizers is candidates:
+            hidden_not_anchored = (f"marking the {len(candidates) - len(kept_quantizers)} quantized tensors the "
+                                   "engine does not keep changed its outputs")
+            floats_not_anchored = None
     if not same_outputs(engine_outputs, files):
         return {"found": False, "why": "marking the quantized tensors changed the engine's outputs"}
     if tamper is not None:
@@ -691,6 +704,8 @@ def first_divergence(args, paths, variant, work, layer_info, engine_outputs, inp
         floats_not_anchored = f"the reference executor failed on the graph cut at them: {failure.message}"
     if floats_not_anchored:
         stretches["floats_not_anchored"] = floats_not_anchored
+    if hidden_not_anchored:
+        stretches["hidden_not_anchored"] = hidden_not_anchored
     result["stretches"] = stretches
     return result
 

@@ -121,6 +121,47 @@ TEST(QuantizeConcatInputs, InputsDequantizedWithTheOutputsParametersStay) {
   expect_same_outputs(graph, rewritten, random_inputs(graph, 6, 4.0f), 0.0, 0.0);
 }
 
+// A float input that a Reshape moves from the layer writing it (a lowered 3-D conv back to 5-D):
+// its new Q goes above the Reshape, so the layer writes the codes; a Reshape whose input another
+// node reads keeps the Q after it.
+TEST(QuantizeConcatInputs, TheNewQuantizerMovesAboveAReshapeOfALayersOutput) {
+  const std::string model = R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,3,20] x1, float[1,2,20] x2) => (float[1,5,4,5] y{extra_output})
+    <float ys = {0.02}, int8 yz = {-3}, int64[4] s1 = {1, 3, 4, 5}, int64[4] s2 = {1, 2, 4, 5}>
+    {
+      r1 = Relu(x1)
+      a = Reshape(r1, s1)
+      r2 = Sigmoid(x2)
+      b = Reshape(r2, s2)
+      c = Concat<axis = 1>(a, b)
+      cq = QuantizeLinear(c, ys, yz)
+      y = DequantizeLinear(cq, ys, yz)
+    })";
+  auto with = [&](const std::string& extra_output) {
+    std::string text = model;
+    text.replace(text.find("{extra_output}"), 14, extra_output);
+    return text;
+  };
+  Graph graph = parse_graph(with(""));
+  Graph rewritten = run_passes(graph, {"quantize_concat_inputs"});
+  for (const char* value : {"r1", "r2"}) {
+    int quantizers = 0;
+    for (const Node& node : rewritten.nodes) quantizers += node.op_type == "QuantizeLinear" && node.inputs[0] == value;
+    EXPECT_EQ(quantizers, 1) << value << ": " << op_sequence(rewritten);
+  }
+  expect_same_outputs(graph, rewritten, random_inputs(graph, 5, 4.0f), 0.0, 0.0);
+  // r2 is also a graph output: its Reshape's input has another reader, the Q stays after b.
+  Graph kept = run_passes(parse_graph(with(", float[1,2,20] r2")), {"quantize_concat_inputs"});
+  int after_b = 0, on_r2 = 0;
+  for (const Node& node : kept.nodes) {
+    after_b += node.op_type == "QuantizeLinear" && node.inputs[0] == "b";
+    on_r2 += node.op_type == "QuantizeLinear" && node.inputs[0] == "r2";
+  }
+  EXPECT_EQ(after_b, 1) << op_sequence(kept);
+  EXPECT_EQ(on_r2, 0) << op_sequence(kept);
+}
+
 TEST(QuantizeConcatInputs, MustNotFire) {
   // The concat is also read by a float op (here: a graph output).
   expect_unchanged(concat_model("", ", float[1,5,4,5] c"));
