@@ -1273,13 +1273,15 @@ def selftest(args):
     return 1 if failures else 0
 
 
-def planted_model(path, second_input_quantized=True, zero_weights=False, softmax=False):
+def planted_model(path, second_input_quantized=True, zero_weights=False, softmax=False, reshape=False):
     """A tiny QDQ network: input -> Q/DQ -> conv_a (DQ weight) -> Relu -> [Q/DQ] -> conv_b (DQ weight)
     -> output. Without the Q/DQ before conv_b its weight is quantized but its input float, so the
     engine runs conv_b in float: quantized MACs outside INT8. `zero_weights`: conv_b's weight all
     zero, so the output is constant. `softmax`: a Softmax over the last axis instead of the Relu, a
     float layer of its own: the engine keeps conv_a's output and the Softmax's in float32 between
-    its layers."""
+    its layers. `reshape`: a Reshape of the Relu's output to [1, 8, 3, 12] before the Q/DQ (conv_b
+    reads that shape): the optimizer moves the Q above it into conv_a, and the engine runs the
+    Reshape as a view, so it does not keep the codes 'a_q' between its layers."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.default_rng(7)
@@ -1303,15 +1305,19 @@ def planted_model(path, second_input_quantized=True, zero_weights=False, softmax
     nodes += [helper.make_node("Conv", ["x_dq", "w_a"], ["a"], name="conv_a", pads=[1, 1, 1, 1]),
               helper.make_node("Softmax", ["a"], ["a_relu"], name="softmax_a", axis=-1) if softmax else
               helper.make_node("Relu", ["a"], ["a_relu"], name="relu_a")]
-    conv_b_input = "a_relu"
+    conv_b_input, output_shape = "a_relu", [1, 8, 6, 6]
+    if reshape:
+        initializers.append(numpy_helper.from_array(np.array([1, 8, 3, 12], np.int64), "a_shape"))
+        nodes.append(helper.make_node("Reshape", ["a_relu", "a_shape"], ["a_reshaped"], name="reshape_a"))
+        conv_b_input, output_shape = "a_reshaped", [1, 8, 3, 12]
     if second_input_quantized:
-        nodes += [helper.make_node("QuantizeLinear", ["a_relu", "scale_a", "zero"], ["a_q"], name="q_a"),
+        nodes += [helper.make_node("QuantizeLinear", [conv_b_input, "scale_a", "zero"], ["a_q"], name="q_a"),
                   helper.make_node("DequantizeLinear", ["a_q", "scale_a", "zero"], ["a_dq"], name="dq_a")]
         conv_b_input = "a_dq"
     nodes.append(helper.make_node("Conv", [conv_b_input, "w_b"], ["output"], name="conv_b", pads=[1, 1, 1, 1]))
     graph = helper.make_graph(nodes, "planted",
                               [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 8, 6, 6])],
-                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 8, 6, 6])], initializers)
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, output_shape)], initializers)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
@@ -1405,6 +1411,38 @@ def planted(args):
         expect(("codes", "x_q") in wrong and regressions,
                f"softmax, a code of the engine's 'x_q' (a stretch without float tensors) 3 off: listed wrong "
                f"({wrong})")
+
+        # The Reshape network: the codes 'a_q' are not kept between the engine's layers (its Reshape is
+        # a view of conv_a's output) and are marked all the same: a code planted there must show.
+        path = os.path.join(directory, "reshape.onnx")
+        planted_model(path, reshape=True)
+        variant_paths = {"input": input_path, "qdq": path}
+        row = check_variant(args, "planted_reshape", "qdq", variant_paths, log)
+        expect(row["status"] == "ok" and not judge(expectations, row)[0],
+               f"reshape: builds, runs and passes ({row['message']}, {judge(expectations, row)[0]})")
+        work = os.path.join(args.work, "runs", f"planted_reshape_{args.tier}_qdq")
+        layers = json.load(open(os.path.join(work, "layers.json")))["Layers"]
+        expect("a_q" not in {o["Name"] for layer in layers for o in layer.get("Outputs", [])},
+               "reshape: the engine does not keep 'a_q' between its layers")
+
+        def reshape_stretches(tamper_codes):
+            def tamper(files, codes, floats):
+                expect(codes == ["x_q", "a_q"], f"reshape: quantized tensors compared {codes}")
+                if tamper_codes:
+                    values = np.fromfile(files["a_q"], dtype=np.int8)
+                    shift_codes(values)
+                    values.tofile(files["a_q"])
+
+            found = first_divergence(args, variant_paths, "qdq", work, os.path.join(work, "layers.json"),
+                                     os.path.join(work, "engine_outputs.json"), f"--loadInputs=input:{input_path}",
+                                     log, tamper=tamper)
+            print(f"      {describe_divergence(found)}")
+            return {(entry.get("kind", "codes"), entry["tensor"]) for entry in found.get("stretches", {}).get("wrong", [])}
+
+        wrong = reshape_stretches(False)
+        expect(not wrong, f"reshape as built: no stretch wrong ({wrong})")
+        wrong = reshape_stretches(True)
+        expect(("codes", "a_q") in wrong, f"reshape, a code of the engine's hidden 'a_q' 3 off: listed wrong ({wrong})")
     print(f"{len(failures)} failures")
     return 1 if failures else 0
 
