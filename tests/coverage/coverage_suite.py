@@ -659,10 +659,22 @@ def first_divergence(args, paths, variant, work, layer_info, engine_outputs, inp
             floats_not_anchored = None
     if not same_outputs(engine_outputs, files):
         return {"found": False, "why": "marking the quantized tensors changed the engine's outputs"}
-    if tamper is not None:
-        tamper(files, codes_names, [name for name, _, _ in floats])
     # `qdqrt run --saveOutputs` names files after values, characters other than [A-Za-z0-9._-] as '_'.
     saved = lambda directory, name: os.path.join(directory, re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".npy")
+    # A tensor the engine does not keep is compared only when it saved all of it (one the optimizer
+    # evaluated into a constant, in a shape computation, is not a tensor of the run).
+    kept_names = {node.output[0] for node in kept_quantizers}
+
+    def saved_whole(node):
+        name = node.output[0]
+        if name in kept_names:
+            return True
+        reference = np.load(saved(reference_dir, name), mmap_mode="r")
+        return os.path.exists(files[name]) and os.path.getsize(files[name]) == reference.nbytes
+    quantizers = [node for node in quantizers if saved_whole(node)]
+    codes_names = [node.output[0] for node in quantizers]
+    if tamper is not None:
+        tamper(files, codes_names, [name for name, _, _ in floats])
     engine_codes, result = {}, None
     for index, node in enumerate(quantizers):
         reference_codes = np.load(saved(reference_dir, node.output[0]))
@@ -692,9 +704,21 @@ def first_divergence(args, paths, variant, work, layer_info, engine_outputs, inp
     # A float tensor whose saved values do not fill the dims the layer info gives is left out.
     floats = [(name, dims, declared) for name, dims, declared in floats
               if os.path.getsize(files[name]) == 4 * int(np.prod(dims, dtype=np.int64))]
+    if len(quantizers) > len(kept_quantizers):
+        try:
+            stretches = check_stretches(args, paths[variant], work, inputs, log, quantizers, constants, engine_codes,
+                                        floats, files)
+            quantizers = None
+        except Failure as failure:
+            # The reference executor refused the graph cut at a tensor the engine does not keep: the
+            # kept ones alone.
+            hidden_not_anchored = f"the reference executor failed on the graph cut at them: {failure.message}"
+            quantizers = kept_quantizers
+            engine_codes = {node.output[0]: engine_codes[node.output[0]] for node in kept_quantizers}
     try:
-        stretches = check_stretches(args, paths[variant], work, inputs, log, quantizers, constants, engine_codes,
-                                    floats, files)
+        if quantizers is not None:
+            stretches = check_stretches(args, paths[variant], work, inputs, log, quantizers, constants, engine_codes,
+                                        floats, files)
     except Failure as failure:
         if not floats:
             raise
