@@ -969,6 +969,8 @@ def describe_divergence(divergence):
                      f"reference's recomputation ('{stretches['float_worst']}' the farthest)")
         if stretches.get("floats_not_anchored"):
             text += f"; float tensors not anchored: {stretches['floats_not_anchored']}"
+        if stretches.get("hidden_not_anchored"):
+            text += f"; quantized tensors the engine does not keep not anchored: {stretches['hidden_not_anchored']}"
     return text
 
 
