@@ -1,4 +1,6 @@
 // ONNX ModelProto -> qdqrt::Graph. Order of work:
+//   0. control flow fixed at load time (a Loop with a constant trip count, an If on static dims,
+//      tensor sequences) inlined as the ops it runs (onnx_control_flow.h);
 //   1. model level: ir_version, opset imports (ai.onnx 10..21), graph present;
 //   2. initializers (tensor_from_proto), graph inputs/outputs/value_info types;
 //   3. nodes: names made unique, op/domain/opset accepted by the OpRegistry, attributes converted;
@@ -18,6 +20,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "parser/onnx_control_flow.h"
 #include "parser/onnx_internal.h"
 #include "core/op_registry.h"
 #include "core/ops/conv.h"
@@ -686,6 +689,13 @@ class ModelConverter {
 Result<Graph> load_onnx_model(const onnx::ModelProto& model, const LoadOptions& options) {
   // A last guard: libonnx and protobuf report errors by throwing.
   try {
+    if (has_control_flow(model.graph())) {
+      // Loops, Ifs and tensor sequences fixed at load time become the ops they run.
+      onnx::ModelProto inlined = model;
+      QDQRT_RETURN_IF_ERROR(inline_static_control_flow(
+          inlined, [&](const onnx::ModelProto& cut) { return ModelConverter(cut, options).convert(); }));
+      return ModelConverter(inlined, options).convert();
+    }
     return ModelConverter(model, options).convert();
   } catch (const std::bad_alloc&) {
     return invalid_model("out of memory while loading the model");
