@@ -163,7 +163,7 @@ bool DimExpr::same_as(const DimExpr& other) const {
 
 // Simplifies as it builds: constants fold; x+0, x*1, x*0, x//1; constant factors gather on the
 // left of a product (c*(d*x) is (c*d)*x), so that (c*x)//d with d dividing c is (c/d)*x: the form a
-// Reshape's inferred dim takes ((N*49*384)//(49*384) is N).
+// Reshape's inferred dim takes ((N*49*384)//(49*384) is N); and (c*x)//(d*x) is c//d.
 DimExpr DimExpr::make(int kind, DimExpr a, DimExpr b) {
   if (!a.node_ || !b.node_) return DimExpr();
   std::optional<int64_t> ca = a.constant_value(), cb = b.constant_value();
@@ -213,6 +213,17 @@ DimExpr DimExpr::make(int kind, DimExpr a, DimExpr b) {
     if (*cb > 0 && a.node_->kind == kMul && a.node_->a.is_constant() && a.node_->a.node_->value % *cb == 0) {
       return make(kMul, constant(a.node_->a.node_->value / *cb), a.node_->b);
     }
+  }
+  if (kind == kFloorDiv && !ca && !cb) {
+    // (c*x) // (d*x) -> c // d: x is a product of dims, at least 1 wherever the division is
+    // defined (a Reshape's -1 inferred as numel // the other dims: (1204224*N)//(192*N) is 6272).
+    auto split = [](const DimExpr& e) -> std::pair<int64_t, DimExpr> {
+      if (e.node_->kind == kMul && e.node_->a.is_constant()) return {e.node_->a.node_->value, e.node_->b};
+      return {1, e};
+    };
+    const auto [c, x] = split(a);
+    const auto [d, y] = split(b);
+    if (c >= 0 && d > 0 && x.same_as(y)) return constant(c / d);
   }
   if ((kind == kMax || kind == kMin) && a.same_as(b)) return a;
   auto node = std::make_shared<Node>();

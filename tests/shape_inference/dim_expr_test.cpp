@@ -35,6 +35,11 @@ TEST(DimExpr, SimplifiesTheFormsReshapeMakes) {
   EXPECT_EQ((c(0) * N).constant_value(), 0);
   EXPECT_TRUE(max(N, N).same_as(N));
   EXPECT_EQ((c(2) * N * (c(3) * N)).to_string(), "6*(N*N)");
+  // A Reshape to [N, -1, 192] of N*6272*192 values: (1204224*N)//(192*N) is 6272, and x//x is 1.
+  EXPECT_EQ(floor_div(N * c(6272 * 192), N * c(192)).constant_value(), 6272);
+  EXPECT_EQ(floor_div(N * c(7), N * c(2)).constant_value(), 3);
+  EXPECT_EQ(floor_div(N, N).constant_value(), 1);
+  EXPECT_EQ(floor_div(N * c(8), DimExpr::symbol("H") * c(2)).constant_value(), std::nullopt);  // other dims
   // Not simplified, still exact: (N + 1) // 2.
   const DimExpr half = floor_div(N + c(1), c(2));
   EXPECT_EQ(half.evaluate({{"N", 7}}), 4);
