@@ -46,7 +46,8 @@ std::optional<Weight> constant_weight(const Graph& graph, const ValueIndex& inde
 }
 
 // [O, C, kt, kh, kw] -> [O, taps*C, kh, kw] with W'[o][d*C + c] = W[o][c][first + d]: temporal taps
-// [first, first + taps) stacked on the channels the way the Concat of the frame slices stacks the input.
+// [first, first + taps) stacked on the channels the way the Concat of the frame slices stacks the input
+// (C: the channels of one group when the conv is grouped).
 Tensor taps_as_channels(const Tensor& weight, int64_t first, int64_t taps) {
   const int64_t out_channels = weight.dim(0), channels = weight.dim(1), kernel = weight.dim(2);
   Tensor stacked(weight.dtype(), {out_channels, taps * channels, weight.dim(3), weight.dim(4)});
@@ -69,6 +70,7 @@ struct Geometry {
   int64_t kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3];
   int64_t channels, frames, height, width;               // input
   int64_t out_channels, out_frames, out_height, out_width;  // output
+  int64_t groups;
   // The temporal taps from the first to the last that read a frame for some output frame (the
   // others read only padding: left out, as prune_dead_conv_taps does along the height and width).
   int64_t first_tap, kept_taps;
@@ -80,7 +82,7 @@ struct Geometry {
 
 std::optional<Geometry> geometry(const Graph& graph, const Node& conv, const Tensor& weight) {
   const auto* attributes = dynamic_cast<const ConvAttributes*>(conv.typed_attributes.get());
-  if (attributes == nullptr || attributes->group != 1) return std::nullopt;
+  if (attributes == nullptr || attributes->group < 1) return std::nullopt;
   if (attributes->auto_pad != AutoPad::kNotSet && attributes->auto_pad != AutoPad::kValid) return std::nullopt;
   const ValueInfo* input = graph.find_value(conv.input(0));
   const ValueInfo* output = graph.find_value(conv.outputs[0]);
@@ -94,7 +96,11 @@ std::optional<Geometry> geometry(const Graph& graph, const Node& conv, const Ten
   }
   g.channels = *dims[0], g.frames = *dims[1], g.height = *dims[2], g.width = *dims[3];
   g.out_channels = *dims[4], g.out_frames = *dims[5], g.out_height = *dims[6], g.out_width = *dims[7];
-  if (weight.dim(0) != g.out_channels || weight.dim(1) != g.channels) return std::nullopt;
+  g.groups = attributes->group;
+  if (g.channels % g.groups != 0 || g.out_channels % g.groups != 0 || weight.dim(0) != g.out_channels ||
+      weight.dim(1) * g.groups != g.channels) {
+    return std::nullopt;
+  }
   const bool explicit_pads = attributes->auto_pad == AutoPad::kNotSet;
   for (size_t axis = 0; axis < 3; ++axis) {
     auto at = [&](const std::vector<int64_t>& values, size_t i, int64_t fallback) {
@@ -200,9 +206,10 @@ Status lower(const Node& conv, const Node* relu, const Weight& weight, const Geo
         lowering.add("Reshape", "frames_by_pixels",
                      {conv.input(0), lowering.constant("frames_by_pixels_shape",
                                                        int64_tensor({-1, g.channels, g.frames, g.height * g.width}))}));
-    QDQRT_ASSIGN_OR_RETURN(conv_inputs[1],
-                           lowering.weight(weight, weight.values->reshaped({g.out_channels, g.channels, g.kernel[0], 1})));
-    QDQRT_ASSIGN_OR_RETURN(std::string y, lowering.conv2d(conv_inputs, {{"kernel_shape", ints_attribute({g.kernel[0], 1})},
+    QDQRT_ASSIGN_OR_RETURN(conv_inputs[1], lowering.weight(weight, weight.values->reshaped({g.out_channels, weight.values->dim(1),
+                                                                                            g.kernel[0], 1})));
+    QDQRT_ASSIGN_OR_RETURN(std::string y, lowering.conv2d(conv_inputs, {{"group", int_attribute(g.groups)},
+                                                                        {"kernel_shape", ints_attribute({g.kernel[0], 1})},
                                                                         {"strides", ints_attribute({g.stride[0], 1})},
                                                                         {"dilations", ints_attribute({g.dilation[0], 1})},
                                                                         {"pads", ints_attribute({g.pad_begin[0], 0,
@@ -234,6 +241,18 @@ Status lower(const Node& conv, const Node* relu, const Weight& weight, const Geo
   }
   const int64_t padded_frames = g.frames + pad_begin + pad_end;
   if (g.kept_taps > 1 || stride > 1 || g.out_frames != padded_frames) {
+    // Grouped: each group's taps stacked on its own channels ([group][tap][channel of the group],
+    // the order of the 2-D grouped conv's inputs), so the taps are concatenated within
+    // [N, T, groups, C/groups * H * W].
+    int64_t concat_axis = 2;
+    if (g.groups > 1) {
+      QDQRT_ASSIGN_OR_RETURN(
+          x, lowering.add("Reshape", "frames_by_groups",
+                          {x, lowering.constant("frames_by_groups_shape",
+                                                int64_tensor({-1, padded_frames, g.groups,
+                                                              g.channels / g.groups * g.height * g.width}))}));
+      concat_axis = 3;
+    }
     std::vector<std::string> taps;
     const std::string axes = lowering.constant("tap_axes", int64_tensor({1}));
     const std::string steps = lowering.constant("tap_steps", int64_tensor({stride}));
@@ -252,7 +271,7 @@ Status lower(const Node& conv, const Node* relu, const Weight& weight, const Geo
     if (taps.size() == 1) {
       x = taps[0];
     } else {
-      QDQRT_ASSIGN_OR_RETURN(x, lowering.add("Concat", "stack_taps", taps, {{"axis", int_attribute(2)}}));
+      QDQRT_ASSIGN_OR_RETURN(x, lowering.add("Concat", "stack_taps", taps, {{"axis", int_attribute(concat_axis)}}));
     }
   }
   const int64_t stacked = g.kept_taps * g.channels;
@@ -264,7 +283,8 @@ Status lower(const Node& conv, const Node* relu, const Weight& weight, const Geo
   QDQRT_ASSIGN_OR_RETURN(
       std::string y,
       lowering.conv2d(conv_inputs,
-                      {{"kernel_shape", ints_attribute({g.kernel[1], g.kernel[2]})},
+                      {{"group", int_attribute(g.groups)},
+                       {"kernel_shape", ints_attribute({g.kernel[1], g.kernel[2]})},
                        {"strides", ints_attribute({g.stride[1], g.stride[2]})},
                        {"dilations", ints_attribute({g.dilation[1], g.dilation[2]})},
                        {"pads", ints_attribute({g.pad_begin[1], g.pad_begin[2], g.pad_end[1], g.pad_end[2]})}}));

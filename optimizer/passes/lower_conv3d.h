@@ -9,13 +9,16 @@
 //    (kh x kw, weight W'[o][d*C + c] = W[o][c][d]) -> Reshape [N, T', O, H', W'] -> Transpose
 //    [N, O, T', H', W']. Temporal taps that read only padding for every output frame (a 3-tap
 //    kernel over one frame) are left out, as prune_dead_conv_taps does along the height and width.
+//    A grouped conv (MViT's depthwise attention pooling) stacks each group's taps on its own
+//    channels: the frames are Reshaped to [N, T, groups, C/groups*H*W] and the taps concatenated
+//    on axis 3, so the 2-D conv (same groups) reads [group][tap][channel] as its weight is laid out.
 // The 2-D Conv keeps the 3-D conv's name; a Relu that alone reads the conv's output is applied
 // before the Reshape/Transpose (so the Conv layer fuses it, and a QuantizeLinear after it moves up
 // into the conv). The frames become images on dim 0 ([N*T', ...]): the Conv layers take the batch
 // there with several slices per image.
 // Every added op only moves values, so between Q/DQ they run on the int8 values (propagate_qdq)
 // and the Conv becomes an INT8 layer; the int32 sums are the 3-D convolution's own.
-// Fires on group 1 with a constant weight (float, or DequantizeLinear of an integer constant,
+// Fires on any group count with a constant weight (float, or DequantizeLinear of an integer constant,
 // per-tensor or per output channel), explicit padding, opset >= 11 and input/output dims other
 // than the batch that do not depend on a dynamic dim (the Reshapes bake them). Otherwise the
 // Conv stays 3-D and runs on the reference layer (with its warning).

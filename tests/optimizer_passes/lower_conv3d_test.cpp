@@ -72,6 +72,82 @@ TEST(LowerConv3d, EveryFormBecomesA2dConvAndMatchesTheReference) {
   }
 }
 
+// One grouped Conv of [1, channels, T, 6, 5] to `out` channels in `groups` groups, random weight
+// [out, channels/groups, kt, kh, kw], no bias (MViT's attention pooling has none).
+std::string grouped_conv3d_model(int channels, int out, int groups, int frames, const std::string& kernel,
+                                 const std::string& attributes, const std::string& y) {
+  const int kt = kernel[0] - '0', kh = kernel[2] - '0', kw = kernel[4] - '0';
+  const int per_group = channels / groups;
+  return "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1," + std::to_string(channels) + "," +
+         std::to_string(frames) + ",6,5] x) => (float" + y + " y)\n<float[" + std::to_string(out) + "," +
+         std::to_string(per_group) + "," + std::to_string(kt) + "," + std::to_string(kh) + "," + std::to_string(kw) +
+         "] w = " + literal(out * per_group * kt * kh * kw, 8, -1.0f, 1.0f) + ">\n{\n  y = Conv<kernel_shape = [" +
+         kernel.substr(0, 1) + ", " + kernel.substr(2, 1) + ", " + kernel.substr(4, 1) +
+         "], group = " + std::to_string(groups) + (attributes.empty() ? "" : ", " + attributes) + ">(x, w)\n}\n";
+}
+
+// Grouped and depthwise 3-D convs: each group's taps stacked on its own channels, the 2-D conv
+// keeps the group count.
+TEST(LowerConv3d, GroupedAndDepthwiseConvsKeepTheirGroups) {
+  struct Grouped {
+    const char* what;
+    int channels, out, groups, frames;
+    const char* kernel;
+    const char* attributes;
+    const char* y;
+    const char* ops;
+  };
+  const Grouped forms[] = {
+      {"depthwise 3x3x3, spatial stride 2 (MViT's query pooling)", 6, 6, 6, 4, "3,3,3",
+       "strides = [1, 2, 2], pads = [1, 1, 1, 1, 1, 1]", "[1,6,4,3,3]",
+       "Transpose,Pad,Reshape,Slice,Slice,Slice,Concat,Reshape,Conv,Reshape,Transpose"},
+      {"depthwise 3x3x3, spatial stride 4 (key/value pooling)", 4, 4, 4, 4, "3,3,3",
+       "strides = [1, 4, 4], pads = [1, 1, 1, 1, 1, 1]", "[1,4,4,2,2]",
+       "Transpose,Pad,Reshape,Slice,Slice,Slice,Concat,Reshape,Conv,Reshape,Transpose"},
+      {"2 groups of 3 channels to 2 x 2, temporal stride 2", 6, 4, 2, 5, "3,3,3",
+       "strides = [2, 1, 1], pads = [1, 1, 1, 1, 1, 1]", "[1,4,3,6,5]",
+       "Transpose,Pad,Reshape,Slice,Slice,Slice,Concat,Reshape,Conv,Reshape,Transpose"},
+      {"2 groups, temporal 3x1x1", 4, 6, 2, 4, "3,1,1", "pads = [1, 0, 0, 1, 0, 0]", "[1,6,4,6,5]",
+       "Reshape,Conv,Reshape"},
+      {"depthwise 1x3x3: frames as images, nothing stacked", 4, 4, 4, 3, "1,3,3", "pads = [0, 1, 1, 0, 1, 1]",
+       "[1,4,3,6,5]", "Transpose,Reshape,Conv,Reshape,Transpose"},
+  };
+  for (const Grouped& form : forms) {
+    SCOPED_TRACE(form.what);
+    Graph graph = parse_graph(
+        grouped_conv3d_model(form.channels, form.out, form.groups, form.frames, form.kernel, form.attributes, form.y));
+    Graph rewritten = run_passes(graph, {"lower_conv3d"});
+    EXPECT_EQ(op_sequence(rewritten), form.ops);
+    expect_same_outputs(graph, rewritten, random_inputs(graph, 24), 1e-5, 1e-5);
+    for (const Node& node : rewritten.nodes) {
+      if (node.op_type == "Conv") EXPECT_EQ(node.attributes.at("group").i, form.groups);
+    }
+  }
+}
+
+// A quantized depthwise 3-D conv (per-channel int8 weight) becomes one INT8 grouped conv.
+TEST(LowerConv3d, QuantizedDepthwiseConvBecomesAnInt8Conv) {
+  Graph graph = parse_graph(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4,4,6,5] x) => (float[1,4,4,3,3] y)
+    <float s = {0.02}, int8 z = {0}, int8[4,1,3,3,3] wq = )" +
+                            literal(108, 9, -127, 127, true) + R"(, float[4] ws = {0.01, 0.02, 0.015, 0.005},
+     int8[4] wz = {0, 0, 0, 0}, float so = {0.05}>
+    {
+      xq = QuantizeLinear(x, s, z)
+      xd = DequantizeLinear(xq, s, z)
+      w = DequantizeLinear<axis = 0>(wq, ws, wz)
+      c = Conv<kernel_shape = [3, 3, 3], strides = [1, 2, 2], pads = [1, 1, 1, 1, 1, 1], group = 4>(xd, w)
+      cq = QuantizeLinear(c, so, z)
+      y = DequantizeLinear(cq, so, z)
+    })");
+  Graph optimized = graph;
+  ASSERT_TRUE(optimizer::optimize(optimized).ok());
+  EXPECT_EQ(count_ops(optimized, "Conv"), 0) << op_sequence(optimized);
+  EXPECT_EQ(count_ops(optimized, "DequantizeLinear"), 1) << op_sequence(optimized);
+  expect_same_outputs(graph, optimized, random_inputs(graph, 25), 0.05 + 1e-6, 0.0);
+}
+
 // A Relu that alone reads the conv's output runs on the 2-D conv's output, before the data moves.
 TEST(LowerConv3d, AReluAfterTheConvGoesBeforeTheReshape) {
   Graph graph = parse_graph(conv3d_model(4, "3,3,3", "pads = [1, 1, 1, 1, 1, 1]", "[1,4,4,6,5]", true));
@@ -120,10 +196,6 @@ TEST(LowerConv3d, MustNotFire) {
       {"a weight that is an input",
        "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,3,4,6,5] x, float[4,3,3,3,3] w) => (float[1,4,4,6,5] y)\n"
        "{\n  y = Conv<kernel_shape = [3, 3, 3], pads = [1, 1, 1, 1, 1, 1]>(x, w)\n}\n"},
-      {"groups",
-       "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,4,4,6,5] x) => (float[1,4,4,6,5] y)\n<float[4,2,3,3,3] w = " +
-           literal(216, 5, -1.0f, 1.0f) +
-           ">\n{\n  y = Conv<kernel_shape = [3, 3, 3], pads = [1, 1, 1, 1, 1, 1], group = 2>(x, w)\n}\n"},
       {"auto_pad SAME_UPPER",
        "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,3,4,6,5] x) => (float[1,4,4,6,5] y)\n<float[4,3,3,3,3] w = " +
            weight4 + ">\n{\n  y = Conv<kernel_shape = [3, 3, 3], auto_pad = \"SAME_UPPER\">(x, w)\n}\n"},
