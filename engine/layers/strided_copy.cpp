@@ -422,13 +422,15 @@ std::optional<CopyGeometry> expand_geometry(const Node& node, size_t, const Shap
   return geometry;
 }
 
-// The integer values of constant input `i`, or nullopt (absent: `fallback`).
+// The integer values of constant input `i`, or nullopt (absent: `fallback`). `scalar_ok`: a 0-D
+// constant is one value (torch 1.13 exports tensor_split's Slice bounds as scalars; onnx's Slice
+// and the reference read them so).
 std::optional<std::vector<int64_t>> constant_ints(const Node& node, size_t i, const BuildContext& context,
-                                                  std::optional<std::vector<int64_t>> fallback) {
+                                                  std::optional<std::vector<int64_t>> fallback, bool scalar_ok = false) {
   if (!node.has_input(i)) return fallback;
   const Tensor* tensor = context.constant(node.input(i));
   if (tensor == nullptr || (tensor->dtype() != DataType::kInt64 && tensor->dtype() != DataType::kInt32) ||
-      tensor->rank() != 1) {
+      tensor->rank() > 1 || (tensor->rank() == 0 && !scalar_ok)) {
     return std::nullopt;
   }
   std::vector<int64_t> values;
@@ -441,14 +443,14 @@ std::optional<std::vector<int64_t>> constant_ints(const Node& node, size_t i, co
 std::optional<CopyGeometry> slice_geometry(const Node& node, size_t, const Shape& x, const Shape& y,
                                            const BuildContext& context) {
   if (node.opset < 10 || x.size() != y.size()) return std::nullopt;
-  const std::optional<std::vector<int64_t>> starts = constant_ints(node, 1, context, std::nullopt);
-  const std::optional<std::vector<int64_t>> ends = constant_ints(node, 2, context, std::nullopt);
+  const std::optional<std::vector<int64_t>> starts = constant_ints(node, 1, context, std::nullopt, true);
+  const std::optional<std::vector<int64_t>> ends = constant_ints(node, 2, context, std::nullopt, true);
   if (!starts || !ends || starts->size() != ends->size()) return std::nullopt;
   std::vector<int64_t> default_axes(starts->size());
   for (size_t i = 0; i < default_axes.size(); ++i) default_axes[i] = static_cast<int64_t>(i);
-  const std::optional<std::vector<int64_t>> axes = constant_ints(node, 3, context, default_axes);
+  const std::optional<std::vector<int64_t>> axes = constant_ints(node, 3, context, default_axes, true);
   const std::optional<std::vector<int64_t>> steps =
-      constant_ints(node, 4, context, std::vector<int64_t>(starts->size(), 1));
+      constant_ints(node, 4, context, std::vector<int64_t>(starts->size(), 1), true);
   if (!axes || !steps || axes->size() != starts->size() || steps->size() != starts->size()) return std::nullopt;
   const int64_t rank = static_cast<int64_t>(x.size());
   CopyGeometry geometry{.source_axes = {}, .starts = std::vector<int64_t>(x.size(), 0),

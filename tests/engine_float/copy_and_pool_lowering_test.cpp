@@ -149,6 +149,11 @@ TEST(SliceLayer, ChannelSplitOfShuffleNetAndDefaultAxes) {
                                   "int64[1] one = {1}"},
                                  "y = Slice(x, zero, half, one)\nz = Slice(x, half, end, one)"),
                            "strided_copy", 2);
+  // torch 1.13's tensor_split (MViT's class token split) writes scalar starts and ends.
+  expect_identical(model(13, "g (float[N,2,9,5] x) => (float y, float z)",
+                                 {"int64 zero = {0}", "int64 one = {1}", "int64 nine = {9}", "int64[1] axis = {2}"},
+                                 "y = Slice(x, zero, one, axis)\nz = Slice(x, one, nine, axis)"),
+                           "strided_copy", 2);
   // No axes: starts/ends cover the leading axes (the batch whole); opset 10 (no steps input).
   expect_identical(model(10, "g (float[N,6,5] x) => (float y)",
                                  {"int64[3] s = {0, 1, 2}", "int64[3] e = {1000, -1, 5}"}, "y = Slice(x, s, e)"),
