@@ -206,7 +206,7 @@ Result<std::unique_ptr<Layer>> bind_concat(const BindContext& context) {
   if (axis_total != y->shape[axis]) return context.error("the inputs' sizes on the axis do not add up to the output's");
   const Shape y_stored = stored(y->shape);
   Shape outer_shape(y_stored.begin(), y_stored.begin() + stored_axis);
-  if (y->batched) outer_shape[0] = 1;
+  if (y->batched) outer_shape[0] = y->batch_factor;  // dim 0 is batch_factor slices per image
   return std::unique_ptr<Layer>(std::make_unique<ConcatLayer>(context.layer().inputs, std::move(row_bytes),
                                                               context.layer().outputs[0], safe_numel(outer_shape),
                                                               y->batched));
@@ -394,13 +394,19 @@ Status lower_transpose(const Node& node, BuildContext& context) {
 
 void register_shape(LayerRegistry& registry) {
   registry.add_kind({.kind = kCopyKind, .bind = bind_copy, .any_batch_layout = true});
-  registry.add_kind({kConcatKind, bind_concat});
+  // The batch on dim 0 with several slices per image too (a Concat past dim 0 copies whole rows).
+  registry.add_kind({.kind = kConcatKind, .bind = bind_concat, .batch_slices_on_dim0 = true});
   registry.add_kind({kTransposeKind, bind_transpose});
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) {
     registry.add_lowering({.domain = "", .op_type = op, .lower = lower_copy, .accepts = {}, .any_batch_layout = true});
   }
-  registry.add_lowering(
-      {.domain = "", .op_type = "Concat", .lower = lower_concat, .accepts = {}, .prefers_nhwc = true, .follows_layout = true});
+  registry.add_lowering({.domain = "",
+                         .op_type = "Concat",
+                         .lower = lower_concat,
+                         .accepts = {},
+                         .prefers_nhwc = true,
+                         .batch_slices_on_dim0 = true,
+                         .follows_layout = true});
   registry.add_lowering({.domain = "",
                          .op_type = "Transpose",
                          .lower = lower_transpose,

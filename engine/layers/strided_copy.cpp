@@ -674,7 +674,8 @@ Result<std::unique_ptr<Layer>> bind_constant_pad(const BindContext& context) {
       if (dim < 0 || dim > params::kMaxDim) return context.error(fmt::format("'{}' has a bad shape", tensor->name));
     }
   }
-  if (x->batched != y->batched || !batch_leads(*x) || !batch_leads(*y) || (x->batched && x->shape[0] != y->shape[0])) {
+  if (x->batched != y->batched || !batch_on_dim0(*x) || !batch_on_dim0(*y) ||
+      (x->batched && (x->shape[0] != y->shape[0] || x->batch_factor != y->batch_factor))) {
     return context.error("the batch must be dim 0 of both, not padded");
   }
   auto layer = std::make_unique<ConstantPadLayer>();
@@ -749,8 +750,10 @@ std::optional<PadAnalysis> analyze_pad(const Node& node, const BuildContext& con
   }
   const std::optional<BatchLayout> x_batch = context.batch_layout(node.input(0));
   const std::optional<BatchLayout> y_batch = context.batch_layout(node.outputs[0]);
-  if (!x_batch || !y_batch || !batch_leads(*x_batch) || !batch_leads(*y_batch) ||
-      x_batch->batched != y_batch->batched) {
+  // The batch on dim 0, unpadded (several slices per image too: MViT's pooling pads the frames of
+  // [batch * heads, T, C, H, W]); the layer reads every dim from the run.
+  if (!x_batch || !y_batch || !batch_on_dim0(*x_batch) || !batch_on_dim0(*y_batch) ||
+      x_batch->batched != y_batch->batched || (x_batch->batched && x_batch->factor != y_batch->factor)) {
     return std::nullopt;
   }
   if (x_batch->batched && ((*x)[0] != (*y)[0] || analysis.begin[0] != 0)) return std::nullopt;
@@ -795,13 +798,14 @@ void register_strided_copy(LayerRegistry& registry) {
                            },
                            .any_batch_layout = true});
   }
-  registry.add_kind({.kind = kPadKind, .bind = bind_constant_pad});
+  registry.add_kind({.kind = kPadKind, .bind = bind_constant_pad, .batch_slices_on_dim0 = true});
   registry.add_lowering({.domain = "",
                          .op_type = "Pad",
                          .lower = lower_constant_pad,
                          .accepts = [](const Node& node, const BuildContext& context) {
                            return analyze_pad(node, context).has_value();
-                         }});
+                         },
+                         .batch_slices_on_dim0 = true});
 }
 
 }  // namespace qdqrt::engine

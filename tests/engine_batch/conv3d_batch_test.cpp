@@ -98,5 +98,52 @@ TEST(Conv3dBatch, Fp32VideoBlockRunsOnNativeConvLayersAtEveryBatch) { check(fals
 // random weights amplify a little.
 TEST(Conv3dBatch, QuantizedVideoBlockRunsOnInt8ConvLayersAtEveryBatch) { check(true, 2e-2); }
 
+// MViT's attention pooling: the heads split off the channels into dim 0 ([N * heads, head_dim,
+// T, H, W]), a depthwise 3x3x3 conv of stride 1x2x2 on each head. Lowered, its frame Pad and its
+// taps' Concat hold the batch on dim 0 with `heads` slices per image, as the conv does: all native.
+std::string pooling_text(bool quantized) {
+  const std::string input = quantized ? "dq_h" : "h";
+  const std::string weight = quantized ? "w_dq" : "w";
+  std::string body = "  h = Reshape(x, heads_shape)\n";
+  if (quantized) {
+    body += "  q_h = QuantizeLinear(h, s, z)\n  dq_h = DequantizeLinear(q_h, s, z)\n"
+            "  w_q = QuantizeLinear(w, ws, wz)\n  w_dq = DequantizeLinear(w_q, ws, wz)\n";
+  }
+  body += "  pooled = Conv<kernel_shape = [3, 3, 3], strides = [1, 2, 2], pads = [1, 1, 1, 1, 1, 1], group = 4>(" +
+          input + ", " + weight + ")\n  merged = Reshape(pooled, merged_shape)\n  p = GlobalAveragePool(merged)\n"
+          "  y = Flatten(p)\n";
+  return std::string(R"(<ir_version: 8, opset_import: ["" : 13]>
+pooling (float[N,8,4,6,6] x) => (float[N,8] y)
+<int64[5] heads_shape = {-1, 4, 4, 6, 6}, int64[5] merged_shape = {-1, 8, 4, 3, 3})") +
+         (quantized ? ", float s = {0.05}, int8 z = {0}, float ws = {0.01}, int8 wz = {0}" : "") + ">\n{\n" + body +
+         "}\n";
+}
+
+void check_pooling(bool quantized, double tolerance) {
+  engine::BuildOptions options;
+  options.input_shapes["x"] = {kMaxBatch, 8, 4, 6, 6};
+  const std::string name = quantized ? "head_pooling_qdq.onnx" : "head_pooling.onnx";
+  TextModelEngine built = build_text_model(pooling_text(quantized), {{"w", {4, 1, 3, 3, 3}, 0.3f}}, 11,
+                                           fs::path(::testing::TempDir()) / name, options);
+  ASSERT_NE(built.engine, nullptr);
+  const engine::EnginePlan& plan = built.engine->plan();
+  EXPECT_EQ(plan.fixed_batch_reason, "");
+  std::map<std::string, int> kinds;
+  for (const engine::PlanLayer& layer : plan.layers) ++kinds[layer.kind];
+  EXPECT_EQ(kinds["reference"], 0);
+  EXPECT_EQ(kinds["constant_pad"], 1);
+  EXPECT_EQ(kinds["plain_concat"], 1);
+  for (const engine::PlanLayer& layer : plan.layers) {
+    if (layer.kind != "constant_pad" && layer.kind != "plain_concat") continue;
+    const engine::PlanTensor& output = plan.tensors[static_cast<size_t>(layer.outputs[0])];
+    EXPECT_EQ(output.batch_axis, 0) << layer.name;
+    EXPECT_EQ(output.batch_factor, 2) << layer.name;  // two heads per image
+  }
+  expect_batch_independent(built, {{"x", random_tensor({kMaxBatch, 8, 4, 6, 6}, 5)}}, kMaxBatch, "y", tolerance);
+}
+
+TEST(Conv3dBatch, Fp32HeadPoolingRunsOnNativeLayersWithTwoSlicesPerImage) { check_pooling(false, 1e-5); }
+TEST(Conv3dBatch, QuantizedHeadPoolingRunsOnNativeLayersWithTwoSlicesPerImage) { check_pooling(true, 2e-2); }
+
 }  // namespace
 }  // namespace qdqrt::batch_testing
