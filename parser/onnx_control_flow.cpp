@@ -661,14 +661,10 @@ onnx::ModelProto condition_model(const onnx::ModelProto& model, std::vector<std:
   return pruned;
 }
 
-bool resolve_ifs(onnx::ModelProto& model, Names& names, int64_t& budget,
-                 const std::function<Result<Graph>(const onnx::ModelProto&)>& load) {
-  onnx::GraphProto& graph = *model.mutable_graph();
-  std::vector<std::string> conditions;
-  onnx::ModelProto pruned = condition_model(model, conditions);
-  if (conditions.empty() || pruned.graph().output_size() == 0) return false;
+// The cut model loaded for its shapes (see resolve_ifs), with qdqrt's shape inference on top.
+std::optional<Graph> load_shapes(const onnx::ModelProto& pruned, const LoadForShapes& load) {
   Result<Graph> shapes = load(pruned);
-  if (!shapes.ok()) return false;
+  if (!shapes.ok()) return std::nullopt;
   // qdqrt's own inference follows shapes computed in the graph (Shape -> Gather -> Concat ->
   // Reshape), which onnx's leaves unknown; where it fails, what it inferred still serves.
   (void)infer_shapes(*shapes);
@@ -678,14 +674,33 @@ bool resolve_ifs(onnx::ModelProto& model, Names& names, int64_t& budget,
   for (int pass = 0; pass < 4 && dims_are_the_models(*shapes) && make_valued_dims_constant(*shapes); ++pass) {
     (void)infer_shapes(*shapes);
   }
-  Evaluator evaluator(pruned.graph(), *shapes);
+  return std::move(*shapes);
+}
+
+bool resolve_ifs(onnx::ModelProto& model, Names& names, int64_t& budget, const LoadForShapes& load) {
+  onnx::GraphProto& graph = *model.mutable_graph();
+  std::vector<std::string> conditions;
+  onnx::ModelProto pruned = condition_model(model, conditions);
+  if (conditions.empty() || pruned.graph().output_size() == 0) return false;
+  // At the input shapes the file declares: a condition known there holds at every shape the
+  // model can run at. One that depends on a dynamic dim stays an If, even when the caller gives
+  // that dim a value: an engine built there may run at other batch sizes.
+  std::optional<Graph> declared = load_shapes(pruned, load);
+  if (!declared) return false;
+  Evaluator evaluator(pruned.graph(), *declared);
+  auto condition_of = [&](const std::string& name) -> std::optional<int64_t> {
+    std::optional<Ints> value = evaluator.value(name);
+    if (value && value->size() == 1 && (*value)[0] != kUnknown) return (*value)[0];
+    return std::nullopt;
+  };
   NodeRewrite rewrite;
   bool changed = false;
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto& node = graph.node(i);
     if (!is_op(node, "If") || node.input_size() != 1 || node.input(0).empty()) continue;
-    std::optional<Ints> condition = evaluator.value(node.input(0));
-    if (!condition || condition->size() != 1 || (*condition)[0] == kUnknown) continue;
+    std::optional<int64_t> value = condition_of(node.input(0));
+    if (!value) continue;
+    const std::optional<Ints> condition = Ints{*value};
     const onnx::AttributeProto* branch = find_attribute(node, (*condition)[0] != 0 ? "then_branch" : "else_branch");
     if (branch == nullptr || !branch->has_g() || branch->g().output_size() != node.output_size() ||
         branch->g().input_size() != 0) {
@@ -732,8 +747,7 @@ bool has_control_flow(const onnx::GraphProto& graph) {
   return false;
 }
 
-Status inline_static_control_flow(onnx::ModelProto& model,
-                                  const std::function<Result<Graph>(const onnx::ModelProto&)>& load_for_shapes) {
+Status inline_static_control_flow(onnx::ModelProto& model, const LoadForShapes& load_for_shapes) {
   onnx::GraphProto& graph = *model.mutable_graph();
   Names names(graph);
   int64_t budget = kMaxInlinedNodes;

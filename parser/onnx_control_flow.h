@@ -10,9 +10,9 @@
 //     at a constant position): SequenceAt at a constant position becomes an Identity of the
 //     element, SequenceLength a constant, ConcatFromSequence a Concat (Unsqueezes first for
 //     new_axis = 1); the sequence ops go when nothing else reads them;
-//   - If whose condition is computed from constants and static dims (onnx's shape inference with
-//     data propagation, then Equal/Not/Cast/comparisons evaluated here): the taken branch's nodes
-//     copied into the graph.
+//   - If whose condition is computed from constants and the dims the file fixes (the loader's
+//     and qdqrt's shape inference on the model cut before the Ifs, then Equal/Not/Cast/comparisons
+//     evaluated here): the taken branch's nodes copied into the graph.
 // What cannot be resolved stays, and the loader reports the op as unsupported.
 #pragma once
 
@@ -34,10 +34,13 @@ inline constexpr int64_t kMaxInlinedNodes = 200000;
 // True when the graph has a Loop, an If or a tensor-sequence op.
 bool has_control_flow(const onnx::GraphProto& graph);
 
-// Resolves what it can in `model` (see above). `load_for_shapes` loads a model as the caller
-// does (same input shapes, checks and inference): the If conditions are evaluated on the model
-// cut before the Ifs, loaded by it. Unresolvable nodes are left as they are.
-Status inline_static_control_flow(onnx::ModelProto& model,
-                                  const std::function<Result<Graph>(const onnx::ModelProto&)>& load_for_shapes);
+// Loads a model as the caller does (checks, inference), at the input shapes the file declares.
+using LoadForShapes = std::function<Result<Graph>(const onnx::ModelProto& model)>;
+
+// Resolves what it can in `model` (see above). The If conditions are evaluated on the model cut
+// before the Ifs, loaded by `load_for_shapes` at the declared input shapes: a condition known
+// there holds at any shape; one that depends on a dynamic dim stays (an engine built at a given
+// batch may run at others). Unresolvable nodes are left as they are.
+Status inline_static_control_flow(onnx::ModelProto& model, const LoadForShapes& load_for_shapes);
 
 }  // namespace qdqrt::onnx_detail

@@ -692,8 +692,13 @@ Result<Graph> load_onnx_model(const onnx::ModelProto& model, const LoadOptions& 
     if (has_control_flow(model.graph())) {
       // Loops, Ifs and tensor sequences fixed at load time become the ops they run.
       onnx::ModelProto inlined = model;
-      QDQRT_RETURN_IF_ERROR(inline_static_control_flow(
-          inlined, [&](const onnx::ModelProto& cut) { return ModelConverter(cut, options).convert(); }));
+      QDQRT_RETURN_IF_ERROR(
+          inline_static_control_flow(inlined, [&](const onnx::ModelProto& cut) {
+            LoadOptions declared = options;  // at the shapes the file declares
+            declared.input_shapes.clear();
+            declared.choose_input_shapes = nullptr;
+            return ModelConverter(cut, declared).convert();
+          }));
       return ModelConverter(inlined, options).convert();
     }
     return ModelConverter(model, options).convert();

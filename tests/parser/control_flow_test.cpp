@@ -5,6 +5,7 @@
 // reported as an unsupported op.
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 
@@ -182,22 +183,34 @@ g (float[2,1,3] x) => (float[2,3] y)
   EXPECT_EQ(batched.find_value("y")->shape->size(), 2u);
 }
 
-// The If's condition follows the shapes the model is loaded at (a symbolic dim made static).
-TEST(ControlFlow, IfConditionUsesTheGivenInputShapes) {
+// Loaded at shapes given for a file's dynamic dims (as the engine builder loads at its maximum
+// batch): a condition on a dim the file fixes is taken; one on a dynamic dim is not fixed by the
+// given value (the engine may run at other sizes) and the If is reported.
+TEST(ControlFlow, GivenShapesDoNotFixAConditionOnADynamicDim) {
   std::string text = squeeze_if(1);
-  text.replace(text.find("float[2,1,3] x"), 14, "float[2,D,3] x");
-  onnx::ModelProto model = parse_model(text);
-  // Unknown D: the condition cannot be fixed and the If is reported.
-  EXPECT_LOAD_ERROR(load_model(model, fuzz_options()), "If");
-  LoadOptions options = fuzz_options();
-  options.input_shapes["x"] = {2, 1, 3};
-  Result<Graph> squeezed = load_model(model, options);
-  ASSERT_TRUE(squeezed.ok()) << squeezed.status().message();
-  EXPECT_EQ(squeezed->find_value("y")->static_shape(), (Shape{2, 3}));
-  options.input_shapes["x"] = {2, 5, 3};
-  Result<Graph> kept = load_model(model, options);
-  ASSERT_TRUE(kept.ok()) << kept.status().message();
-  EXPECT_EQ(kept->find_value("y")->static_shape(), (Shape{2, 5, 3}));
+  text.replace(text.find("float[2,1,3] x"), 14, "float[N,1,3] x");
+  LoadOptions chosen = fuzz_options();
+  chosen.choose_input_shapes = [](const std::vector<ValueInfo>&) -> Result<std::map<std::string, Shape>> {
+    return std::map<std::string, Shape>{{"x", {1, 1, 3}}};
+  };
+  LoadOptions given = fuzz_options();
+  given.input_shapes["x"] = {1, 1, 3};
+  for (const LoadOptions& options : {chosen, given}) {
+    Result<Graph> static_dim = load_model(parse_model(text), options);
+    ASSERT_TRUE(static_dim.ok()) << static_dim.status().message();
+    EXPECT_FALSE(has_control_flow_op(*static_dim));
+    EXPECT_EQ(static_dim->find_value("y")->static_shape(), (Shape{1, 3}));
+  }
+  // The same If on dim 0 (N, given as 1), and on a dim D the file leaves dynamic.
+  std::string on_batch = text;
+  on_batch.replace(on_batch.find("int64 at = {1}"), 14, "int64 at = {0}");
+  std::string on_d = squeeze_if(1);
+  on_d.replace(on_d.find("float[2,1,3] x"), 14, "float[2,D,3] x");
+  LoadOptions d_given = fuzz_options();
+  d_given.input_shapes["x"] = {2, 1, 3};
+  EXPECT_LOAD_ERROR(load_model(parse_model(on_batch), chosen), "If");
+  EXPECT_LOAD_ERROR(load_model(parse_model(on_batch), given), "If");
+  EXPECT_LOAD_ERROR(load_model(parse_model(on_d), d_given), "If");
 }
 
 // A Loop carrying a tensor (three doublings) and a sequence built by SequenceConstruct,
