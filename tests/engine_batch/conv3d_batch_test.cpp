@@ -60,6 +60,15 @@ video (float[N,3,4,16,16] x) => (float[N,8] y)
          "{\n" + body + "}\n";
 }
 
+// The plan's layer kinds, counted, after checking it runs at every batch without reference layers.
+std::map<std::string, int> kinds_of_a_batch_engine(const engine::EnginePlan& plan) {
+  EXPECT_EQ(plan.fixed_batch_reason, "");
+  std::map<std::string, int> kinds;
+  for (const engine::PlanLayer& layer : plan.layers) ++kinds[layer.kind];
+  EXPECT_EQ(kinds["reference"], 0);
+  return kinds;
+}
+
 const std::vector<FloatInitializer> kWeights = {
     {"w_stem", {8, 3, 3, 7, 7}, 0.2f}, {"b_stem", {8}, 0.1f}, {"w1", {8, 8, 3, 3, 3}, 0.2f}, {"b1", {8}, 0.1f},
     {"w_sp", {12, 8, 1, 3, 3}, 0.2f},  {"b_sp", {12}, 0.1f},  {"w_tm", {8, 12, 3, 1, 1}, 0.3f}, {"b_tm", {8}, 0.1f},
@@ -73,10 +82,7 @@ void check(bool quantized, double tolerance) {
       build_text_model(video_text(quantized), kWeights, 7, fs::path(::testing::TempDir()) / name, options);
   ASSERT_NE(built.engine, nullptr);
   const engine::EnginePlan& plan = built.engine->plan();
-  EXPECT_EQ(plan.fixed_batch_reason, "");
-  std::map<std::string, int> kinds;
-  for (const engine::PlanLayer& layer : plan.layers) ++kinds[layer.kind];
-  EXPECT_EQ(kinds["reference"], 0);
+  std::map<std::string, int> kinds = kinds_of_a_batch_engine(plan);
   EXPECT_EQ(kinds[quantized ? "qconv" : "fp32_conv"], 5);
   // The 2-D convs' inputs hold the frames as images on dim 0: 4 per image (stride 1 in time), 2 for
   // the downsample (after the stride-2 slice); the 3x1x1 conv runs over [N, C, T, H*W] (1 per image).
@@ -127,10 +133,7 @@ void check_pooling(bool quantized, double tolerance) {
                                            fs::path(::testing::TempDir()) / name, options);
   ASSERT_NE(built.engine, nullptr);
   const engine::EnginePlan& plan = built.engine->plan();
-  EXPECT_EQ(plan.fixed_batch_reason, "");
-  std::map<std::string, int> kinds;
-  for (const engine::PlanLayer& layer : plan.layers) ++kinds[layer.kind];
-  EXPECT_EQ(kinds["reference"], 0);
+  std::map<std::string, int> kinds = kinds_of_a_batch_engine(plan);
   EXPECT_EQ(kinds["constant_pad"], 1);
   EXPECT_EQ(kinds["plain_concat"], 1);
   for (const engine::PlanLayer& layer : plan.layers) {
