@@ -252,6 +252,8 @@ for _name in ("r3d_18", "mc3_18", "r2plus1d_18"):
     MODELS[_name] = (video_classifier(_name), {"ci": (3, 4, 32, 32), "full": (3, 16, 112, 112)}, CLS)
 # S3D's head averages a 2x7x7 window of its 1/8-frame, 1/32-size features: 16 frames of 224x224 at least.
 MODELS["s3d"] = (video_classifier("s3d"), {"ci": (3, 16, 224, 224), "full": (3, 16, 224, 224)}, CLS)
+# MViT-V1-B's positional embedding fixes 16 frames of 224x224.
+MODELS["mvit_v1_b"] = (video_classifier("mvit_v1_b"), {"ci": (3, 16, 224, 224), "full": (3, 16, 224, 224)}, CLS)
 for _name in ("fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large"):
     MODELS[_name] = (segmentation(_name), {"ci": IMAGE(64), "full": IMAGE(384)}, CLS)
 MODELS["ssdlite320_mobilenet_v3_large"] = (ssdlite, {"ci": IMAGE(64), "full": IMAGE(320)},

@@ -34,13 +34,18 @@ def random_batches(count, size, seed):
 @torch.no_grad()
 def settle_batchnorm(model, batches):
     """Random BatchNorm affine parameters and running statistics of train-mode passes over `batches`,
-    so that no BatchNorm is the identity; returns the model in eval mode."""
+    so that no BatchNorm is the identity; returns the model in eval mode. A model without BatchNorm
+    (the transformers) skips the passes: they would change nothing (MViT's take minutes)."""
+    settled = False
     for module in model.modules():
         if isinstance(module, (nn.BatchNorm2d, nn.BatchNorm3d)):
             nn.init.uniform_(module.weight, 0.5, 1.5)
             nn.init.normal_(module.bias, 0.0, 0.1)
             module.momentum = None  # cumulative average: running stats = mean over the passes
             module.reset_running_stats()
+            settled = True
+    if not settled:
+        return model.eval()
     model.train()
     for batch in batches:
         model(batch)

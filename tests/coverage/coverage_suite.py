@@ -529,9 +529,11 @@ def kept_float_tensors(model, layers, constants, input_shape):
     float32 Outputs of the layer info that a node of the graph produces (not the graph's inputs,
     outputs or constants; not a name with a ',', which --markDebug cannot take), in graph order, as
     (name, dims of the engine's values, the shape to declare). The declared shape is what ONNX shape
-    inference gives the value in the original graph (None for a dim it cannot tell; None when it
-    gives none), so the cut graph's inference knows what the original's did; a tensor whose inferred
-    dims disagree with the engine's is left out."""
+    inference gives the value in the original graph (None for a dim it cannot tell), so the cut
+    graph's inference knows what the original's did; where it gives none (past a Loop or a tensor
+    sequence, which it does not follow: MViT's tensor_split), the engine's dims, so that a condition
+    the loader evaluates on them (MViT's squeeze Ifs) resolves in the cut as in the original; a
+    tensor whose inferred dims disagree with the engine's is left out."""
     engine_dims = {o["Name"]: o.get("Dimensions") for layer in layers for o in layer.get("Outputs", [])
                    if o.get("Datatype") == "float32"}
     graph_values = {o.name for o in model.graph.output} | {i.name for i in model.graph.input}
@@ -548,7 +550,7 @@ def kept_float_tensors(model, layers, constants, input_shape):
         if declared is not None and (len(declared) != len(dims) or
                                      any(d is not None and d != e for d, e in zip(declared, dims))):
             continue
-        tensors.append((name, [int(d) for d in dims], declared))
+        tensors.append((name, [int(d) for d in dims], declared if declared is not None else [int(d) for d in dims]))
     return tensors
 
 
