@@ -65,6 +65,25 @@ Tensor taps_as_channels(const Tensor& weight, int64_t first, int64_t taps) {
   return stacked;
 }
 
+// Depthwise [C, 1, kt, kh, kw] -> [C, 1, taps*kh, kw] with W'[c][0][taps*i + d][j] =
+// W[c][0][first + d][i][j]: the kernel rows of the taps interleaved the way the frames' rows are.
+Tensor taps_as_rows(const Tensor& weight, int64_t first, int64_t taps) {
+  const int64_t channels = weight.dim(0), kernel = weight.dim(2), rows = weight.dim(3), columns = weight.dim(4);
+  Tensor interleaved(weight.dtype(), {channels, 1, taps * rows, columns});
+  const size_t row_bytes = static_cast<size_t>(columns) * dtype_size(weight.dtype());
+  const auto* from = static_cast<const uint8_t*>(weight.raw_data());
+  auto* to = static_cast<uint8_t*>(interleaved.raw_data());
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t d = 0; d < taps; ++d) {
+        std::memcpy(to + static_cast<size_t>((c * rows + i) * taps + d) * row_bytes,
+                    from + static_cast<size_t>((c * kernel + first + d) * rows + i) * row_bytes, row_bytes);
+      }
+    }
+  }
+  return interleaved;
+}
+
 // The 3-D geometry, attributes resolved (per axis: 0 = T, 1 = H, 2 = W).
 struct Geometry {
   int64_t kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3];
@@ -74,6 +93,13 @@ struct Geometry {
   // The temporal taps from the first to the last that read a frame for some output frame (the
   // others read only padding: left out, as prune_dead_conv_taps does along the height and width).
   int64_t first_tap, kept_taps;
+  // Depthwise with several temporal taps and no height dilation: the taps' rows interleave into
+  // one image per output frame ([taps * H] rows), so a depthwise 2-D conv of taps*kh x kw rows
+  // does the work (stacking the taps on the channels would make a grouped conv of taps inputs per
+  // group, which runs one group at a time).
+  bool interleaves_taps() const {
+    return groups > 1 && groups == channels && out_channels == channels && kept_taps > 1 && dilation[1] == 1;
+  }
   bool temporal_only() const {
     return first_tap == 0 && kept_taps == kernel[0] && kernel[1] == 1 && kernel[2] == 1 && stride[1] == 1 && stride[2] == 1 && pad_begin[1] == 0 &&
            pad_begin[2] == 0 && pad_end[1] == 0 && pad_end[2] == 0;
@@ -244,8 +270,8 @@ Status lower(const Node& conv, const Node* relu, const Weight& weight, const Geo
     // Grouped: each group's taps stacked on its own channels ([group][tap][channel of the group],
     // the order of the 2-D grouped conv's inputs), so the taps are concatenated within
     // [N, T, groups, C/groups * H * W].
-    int64_t concat_axis = 2;
-    if (g.groups > 1) {
+    int64_t concat_axis = g.interleaves_taps() ? 1 : 2;
+    if (g.groups > 1 && !g.interleaves_taps()) {
       QDQRT_ASSIGN_OR_RETURN(
           x, lowering.add("Reshape", "frames_by_groups",
                           {x, lowering.constant("frames_by_groups_shape",
@@ -266,6 +292,12 @@ Status lower(const Node& conv, const Node* relu, const Weight& weight, const Geo
                        {x, lowering.constant(suffix + "_starts", int64_tensor({start})),
                         lowering.constant(suffix + "_ends", int64_tensor({start + (g.out_frames - 1) * stride + 1})),
                         axes, steps}));
+      if (g.interleaves_taps()) {
+        // [N, T', C, H, W] as rows [N*T'*C*H, 1, W]: the Concat then interleaves the taps' rows.
+        QDQRT_ASSIGN_OR_RETURN(tap, lowering.add("Reshape", suffix + "_rows",
+                                                 {tap, lowering.constant(suffix + "_rows_shape",
+                                                                         int64_tensor({-1, 1, g.width}))}));
+      }
       taps.push_back(std::move(tap));
     }
     if (taps.size() == 1) {
@@ -274,20 +306,24 @@ Status lower(const Node& conv, const Node* relu, const Weight& weight, const Geo
       QDQRT_ASSIGN_OR_RETURN(x, lowering.add("Concat", "stack_taps", taps, {{"axis", int_attribute(concat_axis)}}));
     }
   }
-  const int64_t stacked = g.kept_taps * g.channels;
-  QDQRT_ASSIGN_OR_RETURN(
-      conv_inputs[0],
-      lowering.add("Reshape", "frames_as_batch",
-                   {x, lowering.constant("frames_as_batch_shape", int64_tensor({-1, stacked, g.height, g.width}))}));
-  QDQRT_ASSIGN_OR_RETURN(conv_inputs[1], lowering.weight(weight, taps_as_channels(*weight.values, g.first_tap, g.kept_taps)));
+  // Stacked on the channels, or (interleaves_taps) on the rows: one image per output frame.
+  const int64_t rows = g.interleaves_taps() ? g.kept_taps : 1, stacked = g.kept_taps / rows * g.channels;
+  QDQRT_ASSIGN_OR_RETURN(conv_inputs[0],
+                         lowering.add("Reshape", "frames_as_batch",
+                                      {x, lowering.constant("frames_as_batch_shape",
+                                                            int64_tensor({-1, stacked, rows * g.height, g.width}))}));
+  QDQRT_ASSIGN_OR_RETURN(conv_inputs[1],
+                         lowering.weight(weight, g.interleaves_taps()
+                                                     ? taps_as_rows(*weight.values, g.first_tap, g.kept_taps)
+                                                     : taps_as_channels(*weight.values, g.first_tap, g.kept_taps)));
   QDQRT_ASSIGN_OR_RETURN(
       std::string y,
-      lowering.conv2d(conv_inputs,
-                      {{"group", int_attribute(g.groups)},
-                       {"kernel_shape", ints_attribute({g.kernel[1], g.kernel[2]})},
-                       {"strides", ints_attribute({g.stride[1], g.stride[2]})},
-                       {"dilations", ints_attribute({g.dilation[1], g.dilation[2]})},
-                       {"pads", ints_attribute({g.pad_begin[1], g.pad_begin[2], g.pad_end[1], g.pad_end[2]})}}));
+      lowering.conv2d(conv_inputs, {{"group", int_attribute(g.groups)},
+                                    {"kernel_shape", ints_attribute({rows * g.kernel[1], g.kernel[2]})},
+                                    {"strides", ints_attribute({rows * g.stride[1], g.stride[2]})},
+                                    {"dilations", ints_attribute({g.dilation[1], g.dilation[2]})},
+                                    {"pads", ints_attribute({rows * g.pad_begin[1], g.pad_begin[2],
+                                                             rows * g.pad_end[1], g.pad_end[2]})}}));
   QDQRT_ASSIGN_OR_RETURN(y, lowering.relu(relu, y));
   QDQRT_ASSIGN_OR_RETURN(
       const std::string frames,

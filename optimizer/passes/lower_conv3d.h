@@ -12,6 +12,8 @@
 //    A grouped conv (MViT's depthwise attention pooling) stacks each group's taps on its own
 //    channels: the frames are Reshaped to [N, T, groups, C/groups*H*W] and the taps concatenated
 //    on axis 3, so the 2-D conv (same groups) reads [group][tap][channel] as its weight is laid out.
+//    A depthwise one interleaves the taps' rows ([N*T', C, taps*H, W], row taps*h + d from tap d)
+//    and runs one depthwise conv of taps*kh x kw rows at stride taps*sh x sw.
 // The 2-D Conv keeps the 3-D conv's name; a Relu that alone reads the conv's output is applied
 // before the Reshape/Transpose (so the Conv layer fuses it, and a QuantizeLinear after it moves up
 // into the conv). The frames become images on dim 0 ([N*T', ...]): the Conv layers take the batch

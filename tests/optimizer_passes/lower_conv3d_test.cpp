@@ -98,11 +98,18 @@ TEST(LowerConv3d, GroupedAndDepthwiseConvsKeepTheirGroups) {
     const char* ops;
   };
   const Grouped forms[] = {
+      // Depthwise: the taps' rows interleaved, one depthwise conv of 3*3 x 3 rows.
       {"depthwise 3x3x3, spatial stride 2 (MViT's query pooling)", 6, 6, 6, 4, "3,3,3",
        "strides = [1, 2, 2], pads = [1, 1, 1, 1, 1, 1]", "[1,6,4,3,3]",
-       "Transpose,Pad,Reshape,Slice,Slice,Slice,Concat,Reshape,Conv,Reshape,Transpose"},
+       "Transpose,Pad,Slice,Reshape,Slice,Reshape,Slice,Reshape,Concat,Reshape,Conv,Reshape,Transpose"},
       {"depthwise 3x3x3, spatial stride 4 (key/value pooling)", 4, 4, 4, 4, "3,3,3",
        "strides = [1, 4, 4], pads = [1, 1, 1, 1, 1, 1]", "[1,4,4,2,2]",
+       "Transpose,Pad,Slice,Reshape,Slice,Reshape,Slice,Reshape,Concat,Reshape,Conv,Reshape,Transpose"},
+      {"depthwise 2x3x2, temporal stride 2, uneven pads", 4, 4, 4, 3, "2,3,2",
+       "strides = [2, 2, 1], pads = [1, 1, 0, 0, 2, 1]", "[1,4,2,4,5]",
+       "Transpose,Pad,Slice,Reshape,Slice,Reshape,Concat,Reshape,Conv,Reshape,Transpose"},
+      {"depthwise with a height dilation: taps stacked on the channels", 4, 4, 4, 4, "3,3,3",
+       "dilations = [1, 2, 1], pads = [1, 2, 1, 1, 2, 1]", "[1,4,4,6,5]",
        "Transpose,Pad,Reshape,Slice,Slice,Slice,Concat,Reshape,Conv,Reshape,Transpose"},
       {"2 groups of 3 channels to 2 x 2, temporal stride 2", 6, 4, 2, 5, "3,3,3",
        "strides = [2, 1, 1], pads = [1, 1, 1, 1, 1, 1]", "[1,4,3,6,5]",
