@@ -478,7 +478,7 @@ bool make_valued_dims_constant(Graph& graph) {
 // Small integer values computed from constants and static dims (an If condition).
 class Evaluator {
  public:
-  Evaluator(const onnx::GraphProto& graph, const Graph& shapes) : graph_(graph), constants_(graph), shapes_(shapes) {
+  Evaluator(const onnx::GraphProto& graph, const Graph& shapes) : constants_(graph), shapes_(shapes) {
     for (const auto& node : graph.node()) {
       for (const auto& output : node.output()) producer_[output] = &node;
     }
@@ -611,7 +611,6 @@ class Evaluator {
     return result;
   }
 
-  const onnx::GraphProto& graph_;
   Constants constants_;
   const Graph& shapes_;
   std::unordered_map<std::string, const onnx::NodeProto*> producer_;
