@@ -444,19 +444,6 @@ bool resolve_sequences(onnx::GraphProto& graph, Names& names, int64_t opset) {
   return changed;
 }
 
-// True when no graph input dim is a dynamic dim given a value (see Evaluator::known): every dim
-// with a value is then the same at every shape the model can be run at.
-bool dims_are_the_models(const Graph& graph) {
-  for (const std::string& input : graph.inputs) {
-    const ValueInfo* info = graph.find_value(input);
-    if (info == nullptr || !info->shape) continue;
-    for (const Dim& dim : *info->shape) {
-      if (dim.value >= 0 && !dim.expr.is_constant()) return false;
-    }
-  }
-  return true;
-}
-
 // Gives every dim and followed element with a value a constant expression; true if one changed.
 bool make_valued_dims_constant(Graph& graph) {
   bool changed = false;
@@ -482,12 +469,6 @@ class Evaluator {
     for (const auto& node : graph.node()) {
       for (const auto& output : node.output()) producer_[output] = &node;
     }
-    // A dim with a value is the model's own, whatever its expression says (a dependence lost in a
-    // constant computation inference did not follow, or not simplified: (1204224*B)//(192*B)+1),
-    // when no input dim is a dynamic dim given a value: a dim built from a dynamic one has no
-    // value then. Loaded at a chosen value of a dynamic dim (a shape range), only dims whose
-    // expressions are constant count.
-    trust_values_ = dims_are_the_models(shapes);
   }
 
   std::optional<Ints> value(const std::string& name, int depth = 0) {
@@ -501,10 +482,10 @@ class Evaluator {
   }
 
  private:
-  int64_t known(const Dim& dim) const {
-    if (std::optional<int64_t> constant = dim.expr.constant_value()) return *constant;
-    return trust_values_ && dim.value >= 0 ? dim.value : kUnknown;
-  }
+  // Loaded at the input shapes the file declares, a dim with a value is the file's own, whatever
+  // its expression says (a dependence lost in a constant computation inference did not follow):
+  // a dim computed from a dynamic one has no value there.
+  int64_t known(const Dim& dim) const { return dim.value >= 0 ? dim.value : kUnknown; }
   // The elements shape inference followed (a computed shape), kUnknown where not static.
   std::optional<Ints> inferred_elements(const std::string& name) const {
     const ValueInfo* info = shapes_.find_value(name);
@@ -615,7 +596,6 @@ class Evaluator {
   const Graph& shapes_;
   std::unordered_map<std::string, const onnx::NodeProto*> producer_;
   std::unordered_map<std::string, std::optional<Ints>> memo_;
-  bool trust_values_ = true;
 };
 
 // The model without its Ifs and what reads their outputs, whose graph outputs are the Ifs'
@@ -667,10 +647,10 @@ std::optional<Graph> load_shapes(const onnx::ModelProto& pruned, const LoadForSh
   // qdqrt's own inference follows shapes computed in the graph (Shape -> Gather -> Concat ->
   // Reshape), which onnx's leaves unknown; where it fails, what it inferred still serves.
   (void)infer_shapes(*shapes);
-  // Dims whose values are the model's own (dims_are_the_models) made constant, so the shapes
-  // computed from them follow too (a Slice to a computed end after a constant computation the
-  // inference did not follow); a few rounds, each reaching further.
-  for (int pass = 0; pass < 4 && dims_are_the_models(*shapes) && make_valued_dims_constant(*shapes); ++pass) {
+  // Dims with values (the file's own at its declared shapes) made constant, so the shapes computed
+  // from them follow too (a Slice to a computed end after a constant computation the inference did
+  // not follow); a few rounds, each reaching further.
+  for (int pass = 0; pass < 4 && make_valued_dims_constant(*shapes); ++pass) {
     (void)infer_shapes(*shapes);
   }
   return std::move(*shapes);

@@ -269,7 +269,7 @@ Status lower(const Node& conv, const Node* relu, const Weight& weight, const Geo
   if (g.kept_taps > 1 || stride > 1 || g.out_frames != padded_frames) {
     // Grouped: each group's taps stacked on its own channels ([group][tap][channel of the group],
     // the order of the 2-D grouped conv's inputs), so the taps are concatenated within
-    // [N, T, groups, C/groups * H * W].
+    // [N, T, groups, C/groups * H * W]. Depthwise (interleaves_taps): on the rows, below.
     int64_t concat_axis = g.interleaves_taps() ? 1 : 2;
     if (g.groups > 1 && !g.interleaves_taps()) {
       QDQRT_ASSIGN_OR_RETURN(
