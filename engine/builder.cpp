@@ -11,6 +11,7 @@
 #include "engine/layer.h"
 #include "engine/layer_params.h"
 #include "engine/plan_aliases.h"
+#include "engine/plan_compose_copies.h"
 #include "engine/layers/layer_families.h"
 #include "kernels/bf16/bf16_gemm.h"
 #include "kernels/dispatch.h"
@@ -584,7 +585,10 @@ Result<EnginePlan> build_plan(const Graph& optimized, const BuildOptions& option
     }
   }
   plan.source_model = optimized.name;
-  if (options.share_buffers) QDQRT_RETURN_IF_ERROR(alias_in_place(plan, LayerRegistry::instance()).status());
+  if (options.share_buffers) {
+    QDQRT_RETURN_IF_ERROR(compose_copies_in_plan(plan).status());
+    QDQRT_RETURN_IF_ERROR(alias_in_place(plan, LayerRegistry::instance()).status());
+  }
   QDQRT_RETURN_IF_ERROR(plan_memory(plan));
   return plan;
 }

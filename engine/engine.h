@@ -48,8 +48,9 @@ struct BuildOptions {
   // requirement). Only where kernels::bf16_gemm_usable(); elsewhere they keep their fp32 kernels.
   bool bf16 = false;
   // Values share bytes where a layer would only copy them (engine/plan_aliases.h): a Concat's inputs
-  // written in place by their producers, a Reshape's output a view of its input. False: every value
-  // has bytes of its own and those layers copy (a comparison).
+  // written in place by their producers, a Reshape's output a view of its input; a copy read only
+  // by copies is read through (engine/plan_compose_copies.h). False: every value has bytes of its
+  // own and those layers copy (a comparison).
   bool share_buffers = true;
 };
 

@@ -11,7 +11,9 @@
 //                    fewer bytes through reorders than running plain (its inputs stored NHWC by
 //                    NHWC convs and pools, its readers NHWC: Inception's, GoogLeNet's,
 //                    DenseNet's and SqueezeNet's blocks): rows are pixels.
-//   plain_transpose  Transpose of rank <= 4 that keeps the batch dim first. Items: (d0, d1) slabs.
+//   plain_transpose  Transpose of rank <= 4 that keeps the batch dim first, run as a strided copy
+//                    (engine/layers/strided_copy.cpp): output rows, tiled 2-D transposes where the
+//                    last dims swap.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -254,45 +256,6 @@ Status lower_concat(const Node& node, BuildContext& context) {
 // ---------------------------------------------------------------------------------------------
 // Transpose
 
-class TransposeLayer final : public Layer {
- public:
-  // Shapes padded to rank 4 at the front; in_strides[j]: input element stride of output axis j.
-  TransposeLayer(int32_t input, int32_t output, size_t element, std::array<int64_t, 4> out_dims,
-                 std::array<int64_t, 4> in_strides, bool batched)
-      : input_(input), output_(output), element_(element), out_dims_(out_dims), in_strides_(in_strides), batched_(batched) {}
-
-  WorkShape work(const RunState& state) const override {
-    return {.items = (batched_ ? state.batch : out_dims_[0]) * out_dims_[1],
-            .ops_per_item = static_cast<double>(out_dims_[2] * out_dims_[3])};
-  }
-
-  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
-    visit_element_size(element_, [&]<class T>() { run_typed<T>(state, begin, end); });
-  }
-
- private:
-  template <class T>
-  void run_typed(const RunState& state, int64_t begin, int64_t end) const {
-    const T* in = state.data<T>(input_);
-    T* out = state.data<T>(output_);
-    const int64_t slab = out_dims_[2] * out_dims_[3];
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t i0 = item / out_dims_[1], i1 = item % out_dims_[1];
-      const T* base = in + i0 * in_strides_[0] + i1 * in_strides_[1];
-      T* target = out + item * slab;
-      for (int64_t i2 = 0; i2 < out_dims_[2]; ++i2) {
-        const T* row = base + i2 * in_strides_[2];
-        for (int64_t i3 = 0; i3 < out_dims_[3]; ++i3) *target++ = row[i3 * in_strides_[3]];
-      }
-    }
-  }
-
-  int32_t input_, output_;
-  size_t element_;
-  std::array<int64_t, 4> out_dims_, in_strides_;
-  bool batched_;
-};
-
 Result<std::unique_ptr<Layer>> bind_transpose(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(auto perm, params::kPerm.read_any(context));
   QDQRT_BIND_ASSIGN(const PlanTensor* x, context, context.input(0));
@@ -313,29 +276,8 @@ Result<std::unique_ptr<Layer>> bind_transpose(const BindContext& context) {
     if (y->shape[j] != x->shape[static_cast<size_t>(perm[j])]) return context.error("output shape does not follow perm");
   }
   if (x->batched && perm[0] != 0) return context.error("a batched transpose must keep axis 0 first");
-  std::vector<int64_t> strides(rank, 1);
-  for (size_t axis = rank - 1; axis > 0; --axis) strides[axis - 1] = strides[axis] * x->shape[axis];
-  std::array<int64_t, 4> out_dims = {1, 1, 1, 1}, in_strides = {0, 0, 0, 0};
-  const size_t offset = 4 - rank;
-  for (size_t j = 0; j < rank; ++j) {
-    out_dims[offset + j] = y->shape[j];
-    in_strides[offset + j] = strides[static_cast<size_t>(perm[j])];
-  }
-  // A batched tensor keeps dim 0 at the front: with rank < 4 padding, it lands at `offset`; fold
-  // the padding so item counts still scale with the batch (out_dims[0] is the batch for rank 4).
-  if (x->batched && rank < 4) {
-    // Move the batch to dim 0 and merge the remaining axes into the three inner ones.
-    std::array<int64_t, 4> dims = {y->shape[0], 1, 1, 1}, str = {strides[0], 0, 0, 0};
-    for (size_t j = 1; j < rank; ++j) {
-      dims[4 - rank + j] = y->shape[j];
-      str[4 - rank + j] = strides[static_cast<size_t>(perm[j])];
-    }
-    out_dims = dims;
-    in_strides = str;
-  }
-  return std::unique_ptr<Layer>(std::make_unique<TransposeLayer>(context.layer().inputs[0], context.layer().outputs[0],
-                                                                 dtype_size(x->dtype), out_dims, in_strides,
-                                                                 x->batched));
+  // Runs as a strided copy: rows of the output, tiled 2-D transposes where the last dims swap.
+  return make_transpose_copy(context.layer().inputs[0], context.layer().outputs[0], dtype_size(x->dtype), perm);
 }
 
 // A Transpose whose output in `output_layout` holds the same bytes as `input` as stored.

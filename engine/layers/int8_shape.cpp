@@ -6,7 +6,8 @@
 //                   Scratch: one ConcatInput per input.
 //   "int8_reshape": Reshape / Flatten / Squeeze / Unsqueeze of an int8/uint8 tensor: a copy in plain
 //                   layout (an NHWC input whose C or H*W is 1 is read as stored: same bytes).
-//   "int8_transpose": Transpose of an int8/uint8 plain tensor (rank <= 6).
+//   "int8_transpose": Transpose of an int8/uint8 plain tensor (rank <= 6), run as a strided copy
+//                   (engine/layers/strided_copy.cpp: tiled 2-D transposes where the last dims swap).
 // Both compute every dim from RunState::dim, so the batch may be on any dim (any_batch_layout)
 // where the builder tracks it (BuildContext::batch_layout); elsewhere it must stay dim 0.
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "engine/layers/int8_common.h"
+#include "engine/layers/layer_families.h"
 #include "kernels/dispatch.h"
 #include "kernels/reorder/qconcat.h"
 #include "core/ops/fused_layers.h"
@@ -335,73 +337,6 @@ Status lower_transpose(const Node& node, BuildContext& context) {
   return Status::ok();
 }
 
-class TransposeLayer final : public Layer {
- public:
-  int32_t input = -1, output = -1;
-  size_t rank = 0;
-  std::array<int64_t, kMaxTransposeRank> perm{};
-
-  // Output dims and, per output dim, the input stride, at this run's batch, with dims of 1 left
-  // out and output dims that are also consecutive in the input merged: the channel shuffle
-  // [2, 58, 28, 28] -> [58, 2, 28, 28] copies rows of 784 bytes, not 28. Returns the merged rank.
-  size_t geometry(const RunState& state, std::array<int64_t, kMaxTransposeRank>& dims,
-                  std::array<int64_t, kMaxTransposeRank>& strides) const {
-    std::array<int64_t, kMaxTransposeRank> input_strides{};
-    int64_t stride = 1;
-    for (size_t d = rank; d-- > 0;) {
-      input_strides[d] = stride;
-      stride *= state.dim(input, d);
-    }
-    size_t merged = 0;
-    for (size_t d = 0; d < rank; ++d) {
-      const int64_t dim = state.dim(input, static_cast<size_t>(perm[d]));
-      const int64_t dim_stride = input_strides[static_cast<size_t>(perm[d])];
-      if (dim == 1) continue;
-      if (merged > 0 && strides[merged - 1] == dim_stride * dim) {
-        dims[merged - 1] *= dim;
-        strides[merged - 1] = dim_stride;
-      } else {
-        dims[merged] = dim;
-        strides[merged] = dim_stride;
-        ++merged;
-      }
-    }
-    if (merged == 0) {
-      dims[0] = 1;
-      strides[0] = 1;
-      merged = 1;
-    }
-    return merged;
-  }
-  WorkShape work(const RunState& state) const override {
-    std::array<int64_t, kMaxTransposeRank> dims{}, strides{};
-    const size_t merged = geometry(state, dims, strides);
-    // A gather of single bytes (an inner stride above 1) is a streaming loop, not a copy.
-    const double ops_per_element = strides[merged - 1] == 1 ? 1.0 : kStreamingOpsPerElement;
-    return {state.numel(output) / dims[merged - 1], static_cast<double>(dims[merged - 1]) * ops_per_element};
-  }
-  void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t>) const override {
-    std::array<int64_t, kMaxTransposeRank> dims{}, strides{};
-    const size_t merged = geometry(state, dims, strides);
-    const int64_t inner = dims[merged - 1], inner_stride = strides[merged - 1];
-    const uint8_t* x = state.data<const uint8_t>(input);
-    uint8_t* y = state.data<uint8_t>(output);
-    for (int64_t row = begin; row < end; ++row) {
-      int64_t offset = 0, rest = row;
-      for (size_t d = merged - 1; d-- > 0;) {
-        offset += (rest % dims[d]) * strides[d];
-        rest /= dims[d];
-      }
-      uint8_t* out = y + row * inner;
-      if (inner_stride == 1) {
-        std::memcpy(out, x + offset, static_cast<size_t>(inner));
-      } else {
-        for (int64_t i = 0; i < inner; ++i) out[i] = x[offset + i * inner_stride];
-      }
-    }
-  }
-};
-
 Result<std::unique_ptr<Layer>> bind_transpose(const BindContext& context) {
   const int plain = static_cast<int>(Layout::kPlain);
   QDQRT_ASSIGN_OR_RETURN(const PlanTensor* x, check_input(context, 0, {"input", -1, plain, true}));
@@ -412,23 +347,19 @@ Result<std::unique_ptr<Layer>> bind_transpose(const BindContext& context) {
   }
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> perm,
                          params::kPerm.read_in(context, rank, 0, static_cast<int64_t>(rank) - 1));
-  auto layer = std::make_unique<TransposeLayer>();
   std::array<bool, kMaxTransposeRank> seen{};
   for (size_t d = 0; d < rank; ++d) {
     const size_t source = static_cast<size_t>(perm[d]);
     if (seen[source]) return context.error("perm is not a permutation");
     seen[source] = true;
     if (y->shape[d] != x->shape[source]) return context.error("output shape is not the permuted input shape");
-    layer->perm[d] = perm[d];
   }
   if (x->batched != y->batched || (x->batched && permuted_batch(batch_layout_of(*x), perm) != batch_layout_of(*y))) {
     return context.error("the output's batch dim is not the permuted input's");
   }
   if (context.layer().inputs.size() != 1) return context.error("expects one input");
-  layer->rank = rank;
-  layer->input = context.layer().inputs[0];
-  layer->output = context.layer().outputs[0];
-  return std::unique_ptr<Layer>(std::move(layer));
+  // Runs as a strided copy: rows of the output, tiled 2-D transposes where the last dims swap.
+  return make_transpose_copy(context.layer().inputs[0], context.layer().outputs[0], 1, perm);
 }
 
 }  // namespace

@@ -2,6 +2,11 @@
 // kinds (bind side) and node lowerings (build side). LayerRegistry::instance() calls them all.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
 #include "core/graph.h"
 #include "core/status.h"
 
@@ -9,6 +14,7 @@ namespace qdqrt::engine {
 
 class LayerRegistry;
 class BuildContext;
+class Layer;
 
 // engine/layers/border_layers.cpp: quantize, dequantize, requantize, reorder (layout changes), copy.
 void register_border_layers(LayerRegistry& registry);
@@ -19,6 +25,11 @@ void register_float_layers(LayerRegistry& registry);
 // engine/layers/strided_copy.cpp: Transpose (rank 5-6, batch moved), Gather of a constant scalar
 // index, Expand, Slice, Split: strided copies of any dtype, batch on any axis; constant-mode Pad.
 void register_strided_copy(LayerRegistry& registry);
+// A strided_copy layer running a Transpose of plain tensors: output axis k walks input axis
+// perm[k], `element` bytes per value (1, 2, 4 or 8). The float and int8 transposes bind to it
+// after checking their plan layers (the shapes follow perm, the batch stays where perm puts it).
+std::unique_ptr<Layer> make_transpose_copy(int32_t input, int32_t output, size_t element,
+                                           std::span<const int64_t> perm);
 // engine/layers/norm_layers.cpp: LayerNorm (fp32 in, fp32 or int8/uint8 out).
 void register_norm_layers(LayerRegistry& registry);
 // engine/layers/reference_layer.cpp: any other node, run by the reference executor's kernel.

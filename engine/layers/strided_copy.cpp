@@ -17,8 +17,10 @@
 // NHWC convolution copies each pixel's channel range (a reader that wants NCHW gets a reorder of its
 // part; a copy across layouts would gather one element per row, slower than a reorder's blocked
 // transpose). Items: output rows in storage order, after dims of 1 are dropped and neighbouring
-// dims that are neighbours in the input too are merged (rows up to 16384 elements); 4-byte rows
-// that walk the input at a stride beside a contiguous output dim copy as tiled 2-D transposes.
+// dims that are neighbours in the input too are merged (rows up to 16384 elements); 1- and 4-byte
+// rows that walk the input at a stride beside a contiguous output dim copy as tiled 2-D transposes.
+// The float and int8 Transpose layers (plain_transpose, int8_transpose) run as this layer too
+// (make_transpose_copy).
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -33,6 +35,7 @@
 #include "core/ops/tensor.h"
 #include "engine/layer.h"
 #include "engine/layer_params.h"
+#include "engine/layers/copy_geometry.h"
 #include "engine/layers/element_size.h"
 #include "engine/layers/float_common.h"
 #include "engine/layers/layer_families.h"
@@ -43,19 +46,9 @@ namespace qdqrt::engine {
 namespace {
 
 constexpr const char* kKind = "strided_copy";
-constexpr size_t kMaxRank = 6;
+constexpr size_t kMaxRank = kMaxCopyRank;
 // The longest row (elements) merging dims makes of a copy's innermost dim.
 constexpr int64_t kMaxMergedRow = 16384;
-// Per output axis, the step along the input axis it walks (>= 1); absent: every step 1.
-inline constexpr IntsCodec kSteps{"copy.steps", 1, params::kMaxDim};
-
-struct CopyGeometry {
-  std::vector<int64_t> source_axes;  // per output axis
-  std::vector<int64_t> starts;       // per input axis
-  std::vector<int64_t> steps;        // per output axis; empty: all 1
-  int64_t step(size_t output_axis) const { return steps.empty() ? 1 : steps[output_axis]; }
-};
-
 // Work items of a copy: the output's rows of `inner` elements (its last stored dim).
 WorkShape output_rows(const RunState& state, int32_t output, int64_t inner) {
   return {.items = inner > 0 ? state.numel(output) / inner : 0, .ops_per_item = static_cast<double>(inner)};
@@ -72,45 +65,6 @@ std::array<size_t, kMaxRank> storage_order(Layout layout, size_t rank) {
 std::optional<BatchLayout> tracked(const BuildContext& context, const std::string& value) {
   if (context.constant(value) != nullptr) return BatchLayout{};
   return context.batch_layout(value);
-}
-
-// Checks what bind checks, at build: output dims fit the input, batch axes walk batch axes.
-bool fits(const CopyGeometry& geometry, const Shape& x, const BatchLayout& x_batch, const Shape& y,
-          const BatchLayout& y_batch) {
-  if (x.empty() || x.size() > kMaxRank || y.empty() || y.size() > kMaxRank) return false;
-  if (geometry.source_axes.size() != y.size() || geometry.starts.size() != x.size()) return false;
-  if (!geometry.steps.empty() && geometry.steps.size() != y.size()) return false;
-  std::array<bool, kMaxRank> walked{};
-  for (size_t k = 0; k < y.size(); ++k) {
-    const int64_t source = geometry.source_axes[k];
-    const int64_t step = geometry.step(k);
-    const bool y_batch_axis = y_batch.batched && static_cast<size_t>(y_batch.axis) == k;
-    if (step < 1 || step > params::kMaxDim) return false;
-    if (source < 0) {
-      if (y_batch_axis && y_batch.factor != 1) return false;
-      continue;
-    }
-    if (source >= static_cast<int64_t>(x.size()) || walked[static_cast<size_t>(source)]) return false;
-    walked[static_cast<size_t>(source)] = true;
-    const bool x_batch_axis = x_batch.batched && x_batch.axis == source;
-    if (x_batch_axis != y_batch_axis || (x_batch_axis && (x_batch.factor != y_batch.factor || step != 1))) {
-      return false;
-    }
-    const int64_t start = geometry.starts[static_cast<size_t>(source)];
-    const int64_t extent = x[static_cast<size_t>(source)];
-    if (start < 0 || (x_batch_axis && start != 0)) return false;
-    // The last element walked, start + (y - 1) * step, is inside the input (dims <= 2^30: no overflow).
-    if (y[k] > 0 && start + (y[k] - 1) * step >= extent) return false;
-    if (y[k] == 0 && start > extent) return false;
-  }
-  for (size_t a = 0; a < x.size(); ++a) {
-    if (walked[a]) continue;
-    const int64_t start = geometry.starts[a];
-    if ((x_batch.batched && static_cast<size_t>(x_batch.axis) == a) || start < 0 || start >= x[a]) return false;
-  }
-  // A batched output whose batch is broadcast reads no batched input; a batched input must be walked.
-  if (x_batch.batched && !y_batch.batched) return false;
-  return true;
 }
 
 class StridedCopyLayer final : public Layer {
@@ -235,7 +189,7 @@ class StridedCopyLayer final : public Layer {
     // the input at a stride while the next output dim walks it contiguously): the rows of one run
     // along that dim are one 2-D transpose in tiles (kernels/reorder/reorder.h) instead of one
     // strided load per element. Same bytes.
-    const bool tiled = sizeof(T) == 4 && output_row_stride == 0 && rank >= 2 &&
+    const bool tiled = (sizeof(T) == 1 || sizeof(T) == 4) && output_row_stride == 0 && rank >= 2 &&
                        inner_stride > 1 && strides[rank - 2] == 1;
     // The input offset and index of the next output row (an odometer over the dims before the row).
     const auto next_row = [&] {
@@ -277,12 +231,15 @@ class StridedCopyLayer final : public Layer {
     }
   }
 
-  // dst[c * dst_stride + r] = src[r * src_stride + c] (4-byte elements).
+  // dst[c * dst_stride + r] = src[r * src_stride + c] (1- and 4-byte elements).
   template <class T>
   void transpose_tile(size_t rows, size_t cols, const T* src, size_t src_stride, T* dst, size_t dst_stride) const {
     if constexpr (sizeof(T) == 4) {
       transposes.transpose32.fn(rows, cols, reinterpret_cast<const uint32_t*>(src), src_stride,
                                 reinterpret_cast<uint32_t*>(dst), dst_stride);
+    } else if constexpr (sizeof(T) == 1) {
+      transposes.transpose8.fn(rows, cols, reinterpret_cast<const uint8_t*>(src), src_stride,
+                               reinterpret_cast<uint8_t*>(dst), dst_stride);
     }
   }
 
@@ -342,8 +299,8 @@ Result<std::unique_ptr<Layer>> bind_strided_copy(const BindContext& context) {
   QDQRT_ASSIGN_OR_RETURN(layer->geometry.source_axes,
                          params::kSourceAxes.read_in(context, y->shape.size(), -1, x_rank - 1));
   QDQRT_ASSIGN_OR_RETURN(layer->geometry.starts, params::kStarts.read(context, x->shape.size()));
-  if (context.layer().params.has(std::string(kSteps.key()))) {
-    QDQRT_ASSIGN_OR_RETURN(layer->geometry.steps, kSteps.read(context, y->shape.size()));
+  if (context.layer().params.has(std::string(kCopySteps.key()))) {
+    QDQRT_ASSIGN_OR_RETURN(layer->geometry.steps, kCopySteps.read(context, y->shape.size()));
   }
   if (!fits(layer->geometry, x->shape, batch_layout_of(*x), y->shape, batch_layout_of(*y))) {
     return context.error(fmt::format("source axes, starts and steps do not map input {} onto output {} (batch kept in place)",
@@ -364,6 +321,21 @@ Result<std::unique_ptr<Layer>> bind_strided_copy(const BindContext& context) {
   }
   return std::unique_ptr<Layer>(std::move(layer));
 }
+
+}  // namespace
+
+std::unique_ptr<Layer> make_transpose_copy(int32_t input, int32_t output, size_t element,
+                                           std::span<const int64_t> perm) {
+  auto layer = std::make_unique<StridedCopyLayer>();
+  layer->input = input;
+  layer->output = output;
+  layer->element = element;
+  layer->geometry.source_axes.assign(perm.begin(), perm.end());
+  layer->geometry.starts.assign(perm.size(), 0);
+  return layer;
+}
+
+namespace {
 
 // Writes its one output in rows at any stride (StridedCopyLayer::output_row_stride).
 bool writes_strided_rows(const PlanLayer& layer, size_t output, const PlanTensor& tensor, int64_t row_length) {
@@ -567,7 +539,7 @@ Status lower(const Node& node, BuildContext& context, const CopyOp& op) {
     layer.outputs = {y};
     params::kSourceAxes.write(layer, analysis.geometry.source_axes);
     params::kStarts.write(layer, analysis.geometry.starts);
-    if (!analysis.geometry.steps.empty()) kSteps.write(layer, analysis.geometry.steps);
+    if (!analysis.geometry.steps.empty()) kCopySteps.write(layer, analysis.geometry.steps);
     context.add_layer(std::move(layer));
   }
   return Status::ok();

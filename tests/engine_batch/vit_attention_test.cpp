@@ -7,6 +7,8 @@
 // FP32 and QDQ (INT8 transpose, Gather, batched QMatMul) variants; the model is written with onnx's
 // text parser, the batch dim symbolic and the Reshape targets computed from Shape(x) as torch
 // exports them. Also: engines that cannot follow the batch refuse other batches with a clear error.
+// Built with shared buffers (the default) the Transpose is read through by the Gathers; without,
+// it runs as its own layer: both follow the batch.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -67,14 +69,33 @@ std::string per_test_model_path() {
          (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".onnx");
 }
 
-TextModelEngine build_attention(bool qdq, bool parts_first = false) {
+// `share_buffers` false keeps every copy layer (engine/plan_compose_copies.h reads the 5-D
+// Transpose through, into the Gathers, when it is true).
+TextModelEngine build_attention(bool qdq, bool parts_first = false, bool share_buffers = true) {
   engine::BuildOptions options;
   options.input_shapes["x"] = {kMaxBatch, kTokens, kWidth};
+  options.share_buffers = share_buffers;
   return build_text_model(attention_text(qdq, parts_first),
                           {{"w_qkv", {kWidth, kWidth}, 0.05f}, {"w_proj", {128, kWidth}, 0.05f}}, 7,
-                          fs::path(::testing::TempDir()) / fmt::format("vit_attention{}{}.onnx", qdq ? "_qdq" : "",
-                                                                       parts_first ? "_parts_first" : ""),
+                          fs::path(::testing::TempDir()) / fmt::format("vit_attention{}{}{}.onnx", qdq ? "_qdq" : "",
+                                                                       parts_first ? "_parts_first" : "",
+                                                                       share_buffers ? "" : "_unshared"),
                           options);
+}
+
+// With shared buffers the head split's Transpose is read through: no layer writes `t`, and the
+// Gathers become strided copies of the Reshape's output that bring the batch back to dim 0.
+void expect_transpose_read_through(const engine::EnginePlan& plan) {
+  EXPECT_EQ(find_plan_tensor(plan, "t"), nullptr);
+  for (const char* part : {"q", "k", "v"}) {
+    for (const engine::PlanLayer& layer : plan.layers) {
+      if (layer.outputs.empty() || layer.outputs[0] < 0 || plan.tensors[static_cast<size_t>(layer.outputs[0])].name != part) {
+        continue;
+      }
+      EXPECT_EQ(layer.kind, "strided_copy") << part;
+      EXPECT_EQ(plan.tensors[static_cast<size_t>(layer.inputs[0])].name, "r") << part;
+    }
+  }
 }
 
 // Per image: the runs of 1 and 3 images give the batch-8 run's bytes; that run matches the reference.
@@ -84,7 +105,11 @@ void expect_batch_independent(const TextModelEngine& built, double reference_tol
 }
 
 TEST(VitAttention, Fp32TransposeMovesTheBatchAndEveryBatchGivesTheSameImages) {
-  TextModelEngine built = build_attention(false);
+  TextModelEngine shared = build_attention(false);
+  ASSERT_NE(shared.engine, nullptr);
+  expect_transpose_read_through(shared.engine->plan());
+  expect_batch_independent(shared, 1e-4);
+  TextModelEngine built = build_attention(false, false, /*share_buffers=*/false);
   ASSERT_NE(built.engine, nullptr);
   const engine::EnginePlan& plan = built.engine->plan();
   EXPECT_EQ(plan.fixed_batch_reason, "");
@@ -100,7 +125,11 @@ TEST(VitAttention, Fp32TransposeMovesTheBatchAndEveryBatchGivesTheSameImages) {
 }
 
 TEST(VitAttention, QdqInt8TransposeMovesTheBatchAndEveryBatchGivesTheSameImages) {
-  TextModelEngine built = build_attention(true);
+  TextModelEngine shared = build_attention(true);
+  ASSERT_NE(shared.engine, nullptr);
+  expect_transpose_read_through(shared.engine->plan());
+  expect_batch_independent(shared, 3e-2);
+  TextModelEngine built = build_attention(true, false, /*share_buffers=*/false);
   ASSERT_NE(built.engine, nullptr);
   const engine::EnginePlan& plan = built.engine->plan();
   EXPECT_EQ(plan.fixed_batch_reason, "");
