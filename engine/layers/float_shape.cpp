@@ -86,8 +86,8 @@ Result<std::unique_ptr<Layer>> bind_copy(const BindContext& context) {
     const PlanTensor& plain = x->layout == Layout::kNhwc ? *y : *x;
     QDQRT_RETURN_IF_ERROR(check_tensor(context, plain, &plain == x ? "input" : "output"));
     const Shape& c = nhwc.shape;
-    if (c.size() != 4 || plain.shape != Shape{c[0], c[2], c[3], c[1]} || !batch_leads(nhwc) || !batch_leads(plain) ||
-        x->dtype != y->dtype || x->batched != y->batched) {
+    if (c.size() != 4 || plain.shape != Shape{c[0], c[2], c[3], c[1]} || !batch_on_dim0(nhwc) ||
+        batch_layout_of(nhwc) != batch_layout_of(plain) || x->dtype != y->dtype) {
       return context.error(fmt::format("NHWC {} {} and plain {} {} are not the same bytes", dtype_name(nhwc.dtype),
                                        shape_to_string(nhwc.shape), dtype_name(plain.dtype), shape_to_string(plain.shape)));
     }
@@ -293,6 +293,33 @@ Status add_layout_copy(const Node& node, BuildContext& context, int32_t input, L
   return Status::ok();
 }
 
+}  // namespace
+
+Result<bool> lower_transpose_as_relabel(const Node& node, BuildContext& context) {
+  if (!node.has_input(0) || node.outputs.size() != 1 || context.constant(node.input(0)) != nullptr) return false;
+  const std::vector<int64_t>& perm = node.attrs<TransposeAttributes>().perm;
+  // The batch on dim 0 of both sides, any number of slices per image ([N*T', C, H, W] of a lowered
+  // 3-D conv included): the stored bytes of a smaller batch are still the leading ones.
+  if (perm == std::vector<int64_t>{0, 2, 3, 1}) {
+    QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(0)));
+    if (context.tensor(stored).layout == Layout::kNhwc && batch_on_dim0(context.tensor(stored))) {
+      QDQRT_RETURN_IF_ERROR(add_layout_copy(node, context, stored, Layout::kPlain));
+      return true;
+    }
+  } else if (perm == std::vector<int64_t>{0, 3, 1, 2} && context.consumers_prefer_nhwc(node.outputs[0])) {
+    QDQRT_ASSIGN_OR_RETURN(Shape x_shape, context.shape_of(node.input(0)));
+    if (x_shape.size() != 4) return false;
+    QDQRT_ASSIGN_OR_RETURN(int32_t plain, context.input(node.input(0), Layout::kPlain));
+    if (batch_on_dim0(context.tensor(plain))) {
+      QDQRT_RETURN_IF_ERROR(add_layout_copy(node, context, plain, Layout::kNhwc));
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
 Status lower_transpose(const Node& node, BuildContext& context) {
   const auto& attributes = node.attrs<TransposeAttributes>();
   QDQRT_ASSIGN_OR_RETURN(Shape x_shape, context.shape_of(node.input(0)));
@@ -306,18 +333,11 @@ Status lower_transpose(const Node& node, BuildContext& context) {
       !is_copyable_element_size(element)) {
     return lower_with_reference(node, context);
   }
-  // NCHW <-> NHWC permutes of a batch-first rank-4 tensor (ConvNeXt's around its LayerNorms and
-  // Linears) where one side is stored channels-last: its bytes are already the other side's, so
-  // the layer is a copy, and no reorder runs before or after it.
-  if (rank == 4 && perm == std::vector<int64_t>{0, 2, 3, 1}) {
-    QDQRT_ASSIGN_OR_RETURN(int32_t stored, context.input_as_stored(node.input(0)));
-    if (context.tensor(stored).layout == Layout::kNhwc && batch_leads(context.tensor(stored))) {
-      return add_layout_copy(node, context, stored, Layout::kPlain);
-    }
-  } else if (rank == 4 && perm == std::vector<int64_t>{0, 3, 1, 2} && context.consumers_prefer_nhwc(node.outputs[0])) {
-    QDQRT_ASSIGN_OR_RETURN(int32_t plain, context.input(node.input(0), Layout::kPlain));
-    if (batch_leads(context.tensor(plain))) return add_layout_copy(node, context, plain, Layout::kNhwc);
-  }
+  // NCHW <-> NHWC permutes of a rank-4 tensor (ConvNeXt's around its LayerNorms and Linears)
+  // where one side is stored channels-last: its bytes are already the other side's, so the layer
+  // is a copy (a view once aliased), and no reorder runs before or after it.
+  QDQRT_ASSIGN_OR_RETURN(bool relabeled, lower_transpose_as_relabel(node, context));
+  if (relabeled) return Status::ok();
   QDQRT_ASSIGN_OR_RETURN(int32_t input, context.input(node.input(0), Layout::kPlain));
   if (context.tensor(input).batched && perm[0] != 0) return lower_with_reference(node, context);
   QDQRT_ASSIGN_OR_RETURN(int32_t output, context.output(node.outputs[0], Layout::kPlain));
@@ -338,7 +358,7 @@ void register_shape(LayerRegistry& registry) {
   registry.add_kind({.kind = kCopyKind, .bind = bind_copy, .any_batch_layout = true});
   // The batch on dim 0 with several slices per image too (a Concat past dim 0 copies whole rows).
   registry.add_kind({.kind = kConcatKind, .bind = bind_concat, .batch_slices_on_dim0 = true});
-  registry.add_kind({kTransposeKind, bind_transpose});
+  registry.add_kind({.kind = kTransposeKind, .bind = bind_transpose, .batch_slices_on_dim0 = true});
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) {
     registry.add_lowering({.domain = "", .op_type = op, .lower = lower_copy, .accepts = {}, .any_batch_layout = true});
   }
@@ -353,6 +373,8 @@ void register_shape(LayerRegistry& registry) {
                          .op_type = "Transpose",
                          .lower = lower_transpose,
                          .accepts = {},
+                         // Rank-4 NCHW <-> NHWC permutes of [N*T', ...] too (strided_copy leaves them).
+                         .batch_slices_on_dim0 = true,
                          .prefers_nhwc_for = [](const Node& node) {
                            // lower_transpose makes this permute of a channels-last input a copy.
                            return node.attrs<TransposeAttributes>().perm == std::vector<int64_t>{0, 2, 3, 1};

@@ -326,6 +326,9 @@ Result<std::vector<int64_t>> analyze_transpose(const Node& node, const BuildCont
 
 Status lower_transpose(const Node& node, BuildContext& context) {
   QDQRT_ASSIGN_OR_RETURN(std::vector<int64_t> perm, analyze_transpose(node, context));
+  // Between NCHW and NHWC with one side stored channels-last: the same bytes, no transpose.
+  QDQRT_ASSIGN_OR_RETURN(bool relabeled, fp32::lower_transpose_as_relabel(node, context));
+  if (relabeled) return Status::ok();
   PlanLayer layer = node_layer(node, kTransposeKind);
   QDQRT_ASSIGN_OR_RETURN(int32_t x, context.input(node.input(0), Layout::kPlain));
   QDQRT_ASSIGN_OR_RETURN(int32_t y, context.output(node.outputs[0], Layout::kPlain));
@@ -396,6 +399,11 @@ void register_int8_shape_layers(LayerRegistry& registry) {
     return analyze_transpose(node, context).ok();
   };
   transpose.any_batch_layout = true;
+  // lower_transpose_as_relabel makes this permute of a channels-last input a copy.
+  transpose.prefers_nhwc_for = [](const Node& node) {
+    const auto* attributes = dynamic_cast<const TransposeAttributes*>(node.typed_attributes.get());
+    return attributes != nullptr && attributes->perm == std::vector<int64_t>{0, 2, 3, 1};
+  };
   registry.add_lowering(std::move(transpose));
 }
 

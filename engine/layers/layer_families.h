@@ -30,6 +30,12 @@ void register_strided_copy(LayerRegistry& registry);
 // after checking their plan layers (the shapes follow perm, the batch stays where perm puts it).
 std::unique_ptr<Layer> make_transpose_copy(int32_t input, int32_t output, size_t element,
                                            std::span<const int64_t> perm);
+// engine/layers/float_shape.cpp: a rank-4 Transpose between NCHW and NHWC (perm 0,2,3,1 of an input
+// stored channels-last; perm 0,3,1,2 whose readers prefer channels-last) lowered as a copy between
+// the two layouts of the same bytes (a view once aliased), any dtype. False: not such a Transpose.
+namespace fp32 {
+Result<bool> lower_transpose_as_relabel(const Node& node, BuildContext& context);
+}  // namespace fp32
 // engine/layers/norm_layers.cpp: LayerNorm (fp32 in, fp32 or int8/uint8 out).
 void register_norm_layers(LayerRegistry& registry);
 // engine/layers/reference_layer.cpp: any other node, run by the reference executor's kernel.

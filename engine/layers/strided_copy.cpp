@@ -217,12 +217,13 @@ class StridedCopyLayer final : public Layer {
       if (output_row_stride == 0) {
         copy(y + row * inner, source, inner);
       } else {
-        // The copy's row in pieces where it crosses the output's rows.
-        for (int64_t i = 0; i < inner;) {
-          const int64_t position = row * inner + i;
-          const int64_t column = position % output_row_length;
+        // The copy's row in pieces where it crosses the output's rows (one division per copy row:
+        // a tap of a lowered 3-D conv writes 56-byte pieces of 16384-element rows).
+        const int64_t position = row * inner;
+        int64_t output_row = position / output_row_length, column = position % output_row_length;
+        for (int64_t i = 0; i < inner; ++output_row, column = 0) {
           const int64_t count = std::min(inner - i, output_row_length - column);
-          copy(y + position / output_row_length * output_row_stride + column, source + i * inner_stride, count);
+          copy(y + output_row * output_row_stride + column, source + i * inner_stride, count);
           i += count;
         }
       }
@@ -561,7 +562,15 @@ bool transpose_left_over(const Node& node, const BuildContext& context) {
   Result<Shape> x = context.shape_of(node.input(0));
   const std::optional<BatchLayout> x_batch = context.batch_layout(node.input(0));
   const std::optional<BatchLayout> y_batch = context.batch_layout(node.outputs.empty() ? "" : node.outputs[0]);
-  return x.ok() && (x->size() > 4 || !x_batch || !y_batch || !batch_leads(*x_batch) || !batch_leads(*y_batch));
+  if (!x.ok()) return false;
+  // Between NCHW and NHWC with the batch on dim 0: the float transpose may relabel it (no copy).
+  const std::vector<int64_t>& perm = node.attrs<TransposeAttributes>().perm;
+  if (x->size() == 4 && (perm == std::vector<int64_t>{0, 2, 3, 1} || perm == std::vector<int64_t>{0, 3, 1, 2}) &&
+      x_batch && y_batch && batch_on_dim0(*x_batch) && x_batch->factor == y_batch->factor &&
+      batch_on_dim0(*y_batch)) {
+    return false;
+  }
+  return x->size() > 4 || !x_batch || !y_batch || !batch_leads(*x_batch) || !batch_leads(*y_batch);
 }
 
 // --- constant_pad: Pad in constant mode (negative pads crop), any dtype, plain tensors, the batch

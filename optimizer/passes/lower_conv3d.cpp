@@ -100,6 +100,22 @@ struct Geometry {
   bool interleaves_taps() const {
     return groups > 1 && groups == channels && out_channels == channels && kept_taps > 1 && dilation[1] == 1;
   }
+  // Output frame o, kept tap d reads input frame o*stride + d*dilation + shift; padding covers the
+  // frames outside [0, T) that some window reads.
+  struct FrameWindow {
+    int64_t stride, dilation, shift, pad_begin, pad_end, padded_frames;
+  };
+  FrameWindow frame_window() const {
+    FrameWindow w{};
+    w.stride = stride[0];
+    w.dilation = dilation[0];
+    w.shift = first_tap * w.dilation - pad_begin[0];
+    const int64_t last_frame = (out_frames - 1) * w.stride + (kept_taps - 1) * w.dilation + w.shift;
+    w.pad_begin = std::max<int64_t>(0, -w.shift);
+    w.pad_end = std::max<int64_t>(0, last_frame - (frames - 1));
+    w.padded_frames = frames + w.pad_begin + w.pad_end;
+    return w;
+  }
   bool temporal_only() const {
     return first_tap == 0 && kept_taps == kernel[0] && kernel[1] == 1 && kernel[2] == 1 && stride[1] == 1 && stride[2] == 1 && pad_begin[1] == 0 &&
            pad_begin[2] == 0 && pad_end[1] == 0 && pad_end[2] == 0;
@@ -220,6 +236,74 @@ class Lowering {
   std::vector<Node> added_;
 };
 
+// Depthwise with several temporal taps (Geometry::interleaves_taps), channels-last so the taps'
+// rows interleave as whole rows of W*C values and the 2-D conv reads NHWC without a reorder:
+//   [N, C, T, H, W] -> [N, T, H, W, C] (one transpose) -> [N, T, H*W*C], padded on T ->
+//   [N, Tp, H, 1, W*C] -> per tap the frames it reads, [N, T', H, 1, W*C] -> Concat on axis 3:
+//   [N, T', H, taps, W*C], which is NHWC [N*T', taps*H, W, C] -> [N*T', C, taps*H, W] (a layout
+//   relabel before an NHWC conv) -> the depthwise 2-D conv of taps*kh x kw rows at stride taps*sh
+//   -> [N*T', H', W', C] (a relabel after it) -> [N, T', H', W', C] -> [N, C, T', H', W'].
+Status lower_interleaved_depthwise(const Node& conv, const Node* relu, const Weight& weight, const Geometry& g,
+                                   Lowering& lowering, std::vector<std::string> conv_inputs, const std::string& output) {
+  const int64_t row_values = g.width * g.channels, taps = g.kept_taps;
+  const auto [stride, dilation, shift, pad_begin, pad_end, padded_frames] = g.frame_window();
+  QDQRT_ASSIGN_OR_RETURN(std::string x, lowering.add("Transpose", "channels_last", {conv.input(0)},
+                                                     {{"perm", ints_attribute({0, 2, 3, 4, 1})}}));
+  if (pad_begin > 0 || pad_end > 0) {
+    QDQRT_ASSIGN_OR_RETURN(
+        x, lowering.add("Reshape", "frames_as_rows",
+                        {x, lowering.constant("frames_as_rows_shape",
+                                              int64_tensor({-1, g.frames, g.height * row_values}))}));
+    QDQRT_ASSIGN_OR_RETURN(
+        x, lowering.add("Pad", "pad_frames",
+                        {x, lowering.constant("pad_frames_pads", int64_tensor({0, pad_begin, 0, 0, pad_end, 0}))}));
+  }
+  QDQRT_ASSIGN_OR_RETURN(
+      x, lowering.add("Reshape", "frames_by_rows",
+                      {x, lowering.constant("frames_by_rows_shape",
+                                            int64_tensor({-1, padded_frames, g.height, 1, row_values}))}));
+  std::vector<std::string> tap_rows;
+  const std::string axes = lowering.constant("tap_axes", int64_tensor({1}));
+  const std::string steps = lowering.constant("tap_steps", int64_tensor({stride}));
+  for (int64_t d = 0; d < taps; ++d) {
+    // Frames start, start + stride, ... of the padded frames: one per output frame.
+    const int64_t start = d * dilation + shift + pad_begin;
+    const std::string suffix = "tap" + std::to_string(g.first_tap + d);
+    QDQRT_ASSIGN_OR_RETURN(
+        std::string tap,
+        lowering.add("Slice", suffix,
+                     {x, lowering.constant(suffix + "_starts", int64_tensor({start})),
+                      lowering.constant(suffix + "_ends", int64_tensor({start + (g.out_frames - 1) * stride + 1})),
+                      axes, steps}));
+    tap_rows.push_back(std::move(tap));
+  }
+  QDQRT_ASSIGN_OR_RETURN(x, lowering.add("Concat", "stack_taps", tap_rows, {{"axis", int_attribute(3)}}));
+  QDQRT_ASSIGN_OR_RETURN(
+      x, lowering.add("Reshape", "frames_as_batch",
+                      {x, lowering.constant("frames_as_batch_shape",
+                                            int64_tensor({-1, taps * g.height, g.width, g.channels}))}));
+  QDQRT_ASSIGN_OR_RETURN(conv_inputs[0], lowering.add("Transpose", "channels_first_rows", {x},
+                                                      {{"perm", ints_attribute({0, 3, 1, 2})}}));
+  QDQRT_ASSIGN_OR_RETURN(conv_inputs[1], lowering.weight(weight, taps_as_rows(*weight.values, g.first_tap, taps)));
+  QDQRT_ASSIGN_OR_RETURN(
+      std::string y,
+      lowering.conv2d(conv_inputs, {{"group", int_attribute(g.groups)},
+                                    {"kernel_shape", ints_attribute({taps * g.kernel[1], g.kernel[2]})},
+                                    {"strides", ints_attribute({taps * g.stride[1], g.stride[2]})},
+                                    {"dilations", ints_attribute({g.dilation[1], g.dilation[2]})},
+                                    {"pads", ints_attribute({taps * g.pad_begin[1], g.pad_begin[2],
+                                                             taps * g.pad_end[1], g.pad_end[2]})}}));
+  QDQRT_ASSIGN_OR_RETURN(y, lowering.relu(relu, y));
+  QDQRT_ASSIGN_OR_RETURN(y, lowering.add("Transpose", "pixels_channels_last", {y},
+                                         {{"perm", ints_attribute({0, 2, 3, 1})}}));
+  QDQRT_ASSIGN_OR_RETURN(
+      y, lowering.add("Reshape", "batch_as_frames",
+                      {y, lowering.constant("batch_as_frames_shape", int64_tensor({-1, g.out_frames, g.out_height,
+                                                                                   g.out_width, g.out_channels}))}));
+  return lowering.add("Transpose", "channels_first", {y}, {{"perm", ints_attribute({0, 4, 1, 2, 3})}}, output)
+      .status();
+}
+
 // `relu`: the Relu that alone reads the conv's output (absorbed: the lowering writes its output).
 Status lower(const Node& conv, const Node* relu, const Weight& weight, const Geometry& g, Lowering& lowering) {
   std::vector<std::string> conv_inputs(2);
@@ -250,28 +334,28 @@ Status lower(const Node& conv, const Node* relu, const Weight& weight, const Geo
             .status());
     return Status::ok();
   }
+  if (g.interleaves_taps()) return lower_interleaved_depthwise(conv, relu, weight, g, lowering, conv_inputs, output);
   // Frames first, then the temporal taps stacked on the channels.
   QDQRT_ASSIGN_OR_RETURN(std::string x, lowering.add("Transpose", "frames_first", {conv.input(0)},
                                                      {{"perm", ints_attribute({0, 2, 1, 3, 4})}}));
-  // Output frame o, kept tap d reads input frame o*stride + d*dilation + shift; padding covers the
-  // frames outside [0, T) that some window reads.
-  const int64_t stride = g.stride[0], dilation = g.dilation[0];
-  const int64_t shift = g.first_tap * dilation - g.pad_begin[0];
-  const int64_t last_frame = (g.out_frames - 1) * stride + (g.kept_taps - 1) * dilation + shift;
-  const int64_t pad_begin = std::max<int64_t>(0, -shift), pad_end = std::max<int64_t>(0, last_frame - (g.frames - 1));
+  const auto [stride, dilation, shift, pad_begin, pad_end, padded_frames] = g.frame_window();
   if (pad_begin > 0 || pad_end > 0) {
+    // Whole frames as rows ([N, T, C*H*W]): the Pad copies a frame per row, not a row of W.
+    QDQRT_ASSIGN_OR_RETURN(
+        x, lowering.add("Reshape", "frames_as_rows",
+                        {x, lowering.constant("frames_as_rows_shape",
+                                              int64_tensor({-1, g.frames, g.channels * g.height * g.width}))}));
     QDQRT_ASSIGN_OR_RETURN(
         x, lowering.add("Pad", "pad_frames",
-                        {x, lowering.constant("pad_frames_pads",
-                                              int64_tensor({0, pad_begin, 0, 0, 0, 0, pad_end, 0, 0, 0}))}));
+                        {x, lowering.constant("pad_frames_pads", int64_tensor({0, pad_begin, 0, 0, pad_end, 0}))}));
   }
-  const int64_t padded_frames = g.frames + pad_begin + pad_end;
+  // x: [N, T, C, H, W], or [N, T, C*H*W] when padded; the taps below slice axis 1 of either.
   if (g.kept_taps > 1 || stride > 1 || g.out_frames != padded_frames) {
     // Grouped: each group's taps stacked on its own channels ([group][tap][channel of the group],
     // the order of the 2-D grouped conv's inputs), so the taps are concatenated within
-    // [N, T, groups, C/groups * H * W]. Depthwise (interleaves_taps): on the rows, below.
-    int64_t concat_axis = g.interleaves_taps() ? 1 : 2;
-    if (g.groups > 1 && !g.interleaves_taps()) {
+    // [N, T, groups, C/groups * H * W].
+    int64_t concat_axis = 2;
+    if (g.groups > 1) {
       QDQRT_ASSIGN_OR_RETURN(
           x, lowering.add("Reshape", "frames_by_groups",
                           {x, lowering.constant("frames_by_groups_shape",
@@ -292,12 +376,6 @@ Status lower(const Node& conv, const Node* relu, const Weight& weight, const Geo
                        {x, lowering.constant(suffix + "_starts", int64_tensor({start})),
                         lowering.constant(suffix + "_ends", int64_tensor({start + (g.out_frames - 1) * stride + 1})),
                         axes, steps}));
-      if (g.interleaves_taps()) {
-        // [N, T', C, H, W] as rows [N*T'*C*H, 1, W]: the Concat then interleaves the taps' rows.
-        QDQRT_ASSIGN_OR_RETURN(tap, lowering.add("Reshape", suffix + "_rows",
-                                                 {tap, lowering.constant(suffix + "_rows_shape",
-                                                                         int64_tensor({-1, 1, g.width}))}));
-      }
       taps.push_back(std::move(tap));
     }
     if (taps.size() == 1) {
@@ -306,24 +384,22 @@ Status lower(const Node& conv, const Node* relu, const Weight& weight, const Geo
       QDQRT_ASSIGN_OR_RETURN(x, lowering.add("Concat", "stack_taps", taps, {{"axis", int_attribute(concat_axis)}}));
     }
   }
-  // Stacked on the channels, or (interleaves_taps) on the rows: one image per output frame.
-  const int64_t rows = g.interleaves_taps() ? g.kept_taps : 1, stacked = g.kept_taps / rows * g.channels;
+  // Stacked on the channels: one image per output frame.
+  const int64_t stacked = g.kept_taps * g.channels;
   QDQRT_ASSIGN_OR_RETURN(conv_inputs[0],
                          lowering.add("Reshape", "frames_as_batch",
                                       {x, lowering.constant("frames_as_batch_shape",
-                                                            int64_tensor({-1, stacked, rows * g.height, g.width}))}));
+                                                            int64_tensor({-1, stacked, g.height, g.width}))}));
   QDQRT_ASSIGN_OR_RETURN(conv_inputs[1],
-                         lowering.weight(weight, g.interleaves_taps()
-                                                     ? taps_as_rows(*weight.values, g.first_tap, g.kept_taps)
-                                                     : taps_as_channels(*weight.values, g.first_tap, g.kept_taps)));
+                         lowering.weight(weight, taps_as_channels(*weight.values, g.first_tap, g.kept_taps)));
   QDQRT_ASSIGN_OR_RETURN(
       std::string y,
       lowering.conv2d(conv_inputs, {{"group", int_attribute(g.groups)},
-                                    {"kernel_shape", ints_attribute({rows * g.kernel[1], g.kernel[2]})},
-                                    {"strides", ints_attribute({rows * g.stride[1], g.stride[2]})},
+                                    {"kernel_shape", ints_attribute({g.kernel[1], g.kernel[2]})},
+                                    {"strides", ints_attribute({g.stride[1], g.stride[2]})},
                                     {"dilations", ints_attribute({g.dilation[1], g.dilation[2]})},
-                                    {"pads", ints_attribute({rows * g.pad_begin[1], g.pad_begin[2],
-                                                             rows * g.pad_end[1], g.pad_end[2]})}}));
+                                    {"pads", ints_attribute({g.pad_begin[1], g.pad_begin[2],
+                                                             g.pad_end[1], g.pad_end[2]})}}));
   QDQRT_ASSIGN_OR_RETURN(y, lowering.relu(relu, y));
   QDQRT_ASSIGN_OR_RETURN(
       const std::string frames,

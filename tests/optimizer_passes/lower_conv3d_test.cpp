@@ -34,9 +34,9 @@ struct Form {
 TEST(LowerConv3d, EveryFormBecomesA2dConvAndMatchesTheReference) {
   const Form forms[] = {
       {"3x3x3, padded", 4, "3,3,3", "pads = [1, 1, 1, 1, 1, 1]", "[1,4,4,6,5]",
-       "Transpose,Pad,Slice,Slice,Slice,Concat,Reshape,Conv,Reshape,Transpose,Identity"},
+       "Transpose,Reshape,Pad,Slice,Slice,Slice,Concat,Reshape,Conv,Reshape,Transpose,Identity"},
       {"3x7x7 stem, spatial stride", 4, "3,7,7", "strides = [1, 2, 2], pads = [1, 3, 3, 1, 3, 3]", "[1,4,4,3,3]",
-       "Transpose,Pad,Slice,Slice,Slice,Concat,Reshape,Conv,Reshape,Transpose,Identity"},
+       "Transpose,Reshape,Pad,Slice,Slice,Slice,Concat,Reshape,Conv,Reshape,Transpose,Identity"},
       {"temporal 3x1x1: a 2-D conv over [T, H*W]", 4, "3,1,1", "pads = [1, 0, 0, 1, 0, 0]", "[1,4,4,6,5]",
        "Reshape,Conv,Reshape,Identity"},
       {"temporal, strided and dilated", 7, "2,1,1", "strides = [2, 1, 1], dilations = [3, 1, 1]", "[1,4,2,6,5]",
@@ -47,7 +47,7 @@ TEST(LowerConv3d, EveryFormBecomesA2dConvAndMatchesTheReference) {
        "Transpose,Slice,Reshape,Conv,Reshape,Transpose,Identity"},
       {"temporal stride, dilation and uneven padding", 7, "3,3,3",
        "strides = [2, 1, 1], dilations = [2, 1, 1], pads = [2, 1, 1, 1, 1, 1]", "[1,4,3,6,5]",
-       "Transpose,Pad,Slice,Slice,Slice,Concat,Reshape,Conv,Reshape,Transpose,Identity"},
+       "Transpose,Reshape,Pad,Slice,Slice,Slice,Concat,Reshape,Conv,Reshape,Transpose,Identity"},
       // One frame: the first and last temporal taps read only padding; the middle one is left.
       {"one frame, dead taps", 1, "3,3,3", "pads = [1, 1, 1, 1, 1, 1]", "[1,4,1,6,5]",
        "Transpose,Reshape,Conv,Reshape,Transpose,Identity"},
@@ -98,22 +98,22 @@ TEST(LowerConv3d, GroupedAndDepthwiseConvsKeepTheirGroups) {
     const char* ops;
   };
   const Grouped forms[] = {
-      // Depthwise: the taps' rows interleaved, one depthwise conv of 3*3 x 3 rows.
+      // Depthwise: channels-last frames, the taps' rows interleaved, one depthwise conv of 3*3 x 3 rows.
       {"depthwise 3x3x3, spatial stride 2 (MViT's query pooling)", 6, 6, 6, 4, "3,3,3",
        "strides = [1, 2, 2], pads = [1, 1, 1, 1, 1, 1]", "[1,6,4,3,3]",
-       "Transpose,Pad,Slice,Reshape,Slice,Reshape,Slice,Reshape,Concat,Reshape,Conv,Reshape,Transpose"},
+       "Transpose,Reshape,Pad,Reshape,Slice,Slice,Slice,Concat,Reshape,Transpose,Conv,Transpose,Reshape,Transpose"},
       {"depthwise 3x3x3, spatial stride 4 (key/value pooling)", 4, 4, 4, 4, "3,3,3",
        "strides = [1, 4, 4], pads = [1, 1, 1, 1, 1, 1]", "[1,4,4,2,2]",
-       "Transpose,Pad,Slice,Reshape,Slice,Reshape,Slice,Reshape,Concat,Reshape,Conv,Reshape,Transpose"},
+       "Transpose,Reshape,Pad,Reshape,Slice,Slice,Slice,Concat,Reshape,Transpose,Conv,Transpose,Reshape,Transpose"},
       {"depthwise 2x3x2, temporal stride 2, uneven pads", 4, 4, 4, 3, "2,3,2",
        "strides = [2, 2, 1], pads = [1, 1, 0, 0, 2, 1]", "[1,4,2,4,5]",
-       "Transpose,Pad,Slice,Reshape,Slice,Reshape,Concat,Reshape,Conv,Reshape,Transpose"},
+       "Transpose,Reshape,Pad,Reshape,Slice,Slice,Concat,Reshape,Transpose,Conv,Transpose,Reshape,Transpose"},
       {"depthwise with a height dilation: taps stacked on the channels", 4, 4, 4, 4, "3,3,3",
        "dilations = [1, 2, 1], pads = [1, 2, 1, 1, 2, 1]", "[1,4,4,6,5]",
-       "Transpose,Pad,Reshape,Slice,Slice,Slice,Concat,Reshape,Conv,Reshape,Transpose"},
+       "Transpose,Reshape,Pad,Reshape,Slice,Slice,Slice,Concat,Reshape,Conv,Reshape,Transpose"},
       {"2 groups of 3 channels to 2 x 2, temporal stride 2", 6, 4, 2, 5, "3,3,3",
        "strides = [2, 1, 1], pads = [1, 1, 1, 1, 1, 1]", "[1,4,3,6,5]",
-       "Transpose,Pad,Reshape,Slice,Slice,Slice,Concat,Reshape,Conv,Reshape,Transpose"},
+       "Transpose,Reshape,Pad,Reshape,Slice,Slice,Slice,Concat,Reshape,Conv,Reshape,Transpose"},
       {"2 groups, temporal 3x1x1", 4, 6, 2, 4, "3,1,1", "pads = [1, 0, 0, 1, 0, 0]", "[1,6,4,6,5]",
        "Reshape,Conv,Reshape"},
       {"depthwise 1x3x3: frames as images, nothing stacked", 4, 4, 4, 3, "1,3,3", "pads = [0, 1, 1, 0, 1, 1]",
@@ -159,7 +159,7 @@ TEST(LowerConv3d, QuantizedDepthwiseConvBecomesAnInt8Conv) {
 TEST(LowerConv3d, AReluAfterTheConvGoesBeforeTheReshape) {
   Graph graph = parse_graph(conv3d_model(4, "3,3,3", "pads = [1, 1, 1, 1, 1, 1]", "[1,4,4,6,5]", true));
   Graph rewritten = run_passes(graph, {"lower_conv3d"});
-  EXPECT_EQ(op_sequence(rewritten), "Transpose,Pad,Slice,Slice,Slice,Concat,Reshape,Conv,Relu,Reshape,Transpose");
+  EXPECT_EQ(op_sequence(rewritten), "Transpose,Reshape,Pad,Slice,Slice,Slice,Concat,Reshape,Conv,Relu,Reshape,Transpose");
   expect_same_outputs(graph, rewritten, random_inputs(graph, 22), 1e-5, 1e-5);
 }
 
