@@ -26,6 +26,7 @@
 #include "optimizer/passes/remove_identities.h"
 #include "optimizer/passes/remove_redundant_qdq.h"
 #include "optimizer/passes/shift_activations_unsigned.h"
+#include "optimizer/passes/merge_transpose_reshape.h"
 #include "optimizer/passes/merge_transposes.h"
 #include "optimizer/passes/remove_empty_pads.h"
 #include "optimizer/passes/slice_gathered_parts.h"
@@ -55,6 +56,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_lower_conv3d_pass());
   passes.push_back(make_lower_pool3d_pass());
+  passes.push_back(make_merge_transpose_reshape_pass());
   passes.push_back(make_prune_dead_conv_taps_pass());
   passes.push_back(make_propagate_qdq_pass());
   passes.push_back(make_quantize_concat_inputs_pass());
@@ -96,6 +98,7 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_lower_conv3d_pass());
   passes.push_back(make_lower_pool3d_pass());
+  passes.push_back(make_merge_transpose_reshape_pass());
   passes.push_back(make_prune_dead_conv_taps_pass());
   passes.push_back(std::make_unique<FusionPass>("fuse_layer_norm"));  // float in, float out
   for (const char* fusion : {"fuse_float_conv_epilogue", "fuse_float_conv_gate", "fuse_float_pool_row_sums",

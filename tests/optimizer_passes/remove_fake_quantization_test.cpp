@@ -71,7 +71,7 @@ TEST(RemoveFakeQuantization, NotInTheInt8Pipeline) {
                                                   "remove_empty_pads", "fold_expand_into_broadcast", "lower_einsum",
                                                   "lower_reduce_l2", "fold_pad_into_pool", "lower_spatial_mean", "remove_fake_quantization",
                                                   "slice_gathered_parts", "split_sliced_projection", "merge_transposes",
-                                                  "fold_batchnorm", "lower_conv3d", "lower_pool3d", "prune_dead_conv_taps", "fuse_layer_norm",
+                                                  "fold_batchnorm", "lower_conv3d", "lower_pool3d", "merge_transpose_reshape", "prune_dead_conv_taps", "fuse_layer_norm",
                                                   "fuse_float_conv_epilogue", "fuse_float_conv_gate",
                                                   "fuse_float_pool_row_sums", "fuse_float_depthwise_chain",
                                                   "fuse_float_batchnorm", "fuse_float_gelu", "fuse_float_matmul_bias"}));
