@@ -56,9 +56,10 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_fold_batchnorm_pass());
   passes.push_back(make_lower_conv3d_pass());
   passes.push_back(make_lower_pool3d_pass());
-  passes.push_back(make_merge_transpose_reshape_pass());
   passes.push_back(make_prune_dead_conv_taps_pass());
   passes.push_back(make_propagate_qdq_pass());
+  // After propagation: the Q/DQ pairs between a pool's transposes have moved past them.
+  passes.push_back(make_merge_transpose_reshape_pass());
   passes.push_back(make_quantize_concat_inputs_pass());
   passes.push_back(make_remove_redundant_qdq_pass());
   passes.push_back(make_shift_activations_unsigned_pass());

@@ -7,6 +7,8 @@
 // dim (a batch of 1 hides where its axis goes); the Reshape keeps -1 for the one dim that depends
 // on them. Fires only when the first Transpose and the Reshape have no other reader and are no
 // graph output, and both Transposes have an explicit perm; the last node's output keeps its name.
+// In the INT8 pipeline it runs after propagate_qdq, which moves the pools' Q/DQ pairs out from
+// between the transposes.
 #pragma once
 
 #include <memory>
