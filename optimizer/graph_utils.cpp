@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "core/op_registry.h"
+#include "core/ops/tensor.h"
 
 namespace qdqrt::optimizer {
 
@@ -185,6 +186,15 @@ std::string add_value(Graph& graph, const std::string& base, DataType dtype) {
 }
 
 const Tensor* find_constant(const Graph& graph, const std::string& value) { return graph.find_initializer(value); }
+
+std::optional<std::vector<int64_t>> explicit_transpose_perm(const Node& node) {
+  if (!node.domain.empty() || node.op_type != "Transpose" || !node.has_input(0) || node.outputs.size() != 1) {
+    return std::nullopt;
+  }
+  const auto* attributes = dynamic_cast<const TransposeAttributes*>(node.typed_attributes.get());
+  if (attributes == nullptr || attributes->perm.empty()) return std::nullopt;
+  return attributes->perm;
+}
 
 std::optional<int64_t> fixed_dim(const ValueInfo* info, size_t rank, size_t axis) {
   if (info == nullptr || !info->shape || info->shape->size() != rank || axis >= rank) return std::nullopt;

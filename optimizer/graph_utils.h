@@ -44,6 +44,9 @@ int remove_unused(Graph& graph);
 
 // Whether a Transpose perm leaves every axis where it is.
 bool is_identity_permutation(const std::vector<int64_t>& perm);
+// The explicit perm of an ai.onnx Transpose with one output; nullopt for any other node or a
+// Transpose without a perm attribute.
+std::optional<std::vector<int64_t>> explicit_transpose_perm(const Node& node);
 
 // Every node input reading `from` reads `to` instead (graph outputs are not touched).
 void replace_uses(Graph& graph, const std::string& from, const std::string& to);

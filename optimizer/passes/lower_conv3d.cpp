@@ -236,6 +236,27 @@ class Lowering {
   std::vector<Node> added_;
 };
 
+// One Slice of axis 1 (the padded frames) per kept temporal tap: frames start, start + stride, ...,
+// one per output frame.
+Result<std::vector<std::string>> slice_taps(const std::string& x, const Geometry& g, Lowering& lowering) {
+  const auto [stride, dilation, shift, pad_begin, pad_end, padded_frames] = g.frame_window();
+  std::vector<std::string> taps;
+  const std::string axes = lowering.constant("tap_axes", int64_tensor({1}));
+  const std::string steps = lowering.constant("tap_steps", int64_tensor({stride}));
+  for (int64_t d = 0; d < g.kept_taps; ++d) {
+    const int64_t start = d * dilation + shift + pad_begin;
+    const std::string suffix = "tap" + std::to_string(g.first_tap + d);
+    QDQRT_ASSIGN_OR_RETURN(
+        std::string tap,
+        lowering.add("Slice", suffix,
+                     {x, lowering.constant(suffix + "_starts", int64_tensor({start})),
+                      lowering.constant(suffix + "_ends", int64_tensor({start + (g.out_frames - 1) * stride + 1})),
+                      axes, steps}));
+    taps.push_back(std::move(tap));
+  }
+  return taps;
+}
+
 // Depthwise with several temporal taps (Geometry::interleaves_taps), channels-last so the taps'
 // rows interleave as whole rows of W*C values and the 2-D conv reads NHWC without a reorder:
 //   [N, C, T, H, W] -> [N, T, H, W, C] (one transpose) -> [N, T, H*W*C], padded on T ->
@@ -262,21 +283,7 @@ Status lower_interleaved_depthwise(const Node& conv, const Node* relu, const Wei
       x, lowering.add("Reshape", "frames_by_rows",
                       {x, lowering.constant("frames_by_rows_shape",
                                             int64_tensor({-1, padded_frames, g.height, 1, row_values}))}));
-  std::vector<std::string> tap_rows;
-  const std::string axes = lowering.constant("tap_axes", int64_tensor({1}));
-  const std::string steps = lowering.constant("tap_steps", int64_tensor({stride}));
-  for (int64_t d = 0; d < taps; ++d) {
-    // Frames start, start + stride, ... of the padded frames: one per output frame.
-    const int64_t start = d * dilation + shift + pad_begin;
-    const std::string suffix = "tap" + std::to_string(g.first_tap + d);
-    QDQRT_ASSIGN_OR_RETURN(
-        std::string tap,
-        lowering.add("Slice", suffix,
-                     {x, lowering.constant(suffix + "_starts", int64_tensor({start})),
-                      lowering.constant(suffix + "_ends", int64_tensor({start + (g.out_frames - 1) * stride + 1})),
-                      axes, steps}));
-    tap_rows.push_back(std::move(tap));
-  }
+  QDQRT_ASSIGN_OR_RETURN(std::vector<std::string> tap_rows, slice_taps(x, g, lowering));
   QDQRT_ASSIGN_OR_RETURN(x, lowering.add("Concat", "stack_taps", tap_rows, {{"axis", int_attribute(3)}}));
   QDQRT_ASSIGN_OR_RETURN(
       x, lowering.add("Reshape", "frames_as_batch",
@@ -363,21 +370,7 @@ Status lower(const Node& conv, const Node* relu, const Weight& weight, const Geo
                                                               g.channels / g.groups * g.height * g.width}))}));
       concat_axis = 3;
     }
-    std::vector<std::string> taps;
-    const std::string axes = lowering.constant("tap_axes", int64_tensor({1}));
-    const std::string steps = lowering.constant("tap_steps", int64_tensor({stride}));
-    for (int64_t d = 0; d < g.kept_taps; ++d) {
-      // Frames start, start + stride, ... of the padded frames: one per output frame.
-      const int64_t start = d * dilation + shift + pad_begin;
-      const std::string suffix = "tap" + std::to_string(g.first_tap + d);
-      QDQRT_ASSIGN_OR_RETURN(
-          std::string tap,
-          lowering.add("Slice", suffix,
-                       {x, lowering.constant(suffix + "_starts", int64_tensor({start})),
-                        lowering.constant(suffix + "_ends", int64_tensor({start + (g.out_frames - 1) * stride + 1})),
-                        axes, steps}));
-      taps.push_back(std::move(tap));
-    }
+    QDQRT_ASSIGN_OR_RETURN(std::vector<std::string> taps, slice_taps(x, g, lowering));
     if (taps.size() == 1) {
       x = taps[0];
     } else {

@@ -14,16 +14,6 @@ namespace qdqrt::optimizer {
 
 namespace {
 
-// The explicit perm of an ai.onnx Transpose with one output; nullopt otherwise.
-std::optional<std::vector<int64_t>> explicit_perm(const Node& node) {
-  if (!node.domain.empty() || node.op_type != "Transpose" || !node.has_input(0) || node.outputs.size() != 1) {
-    return std::nullopt;
-  }
-  const auto* attributes = dynamic_cast<const TransposeAttributes*>(node.typed_attributes.get());
-  if (attributes == nullptr || attributes->perm.empty()) return std::nullopt;
-  return attributes->perm;
-}
-
 // A dim the same at every shape: a constant expression, or (before shape inference has given it
 // one) a static dim the file does not name (fixed_dim's rule).
 std::optional<int64_t> fixed_value(const Dim& dim) {
@@ -139,7 +129,7 @@ class MergeTransposeReshapePass : public Pass {
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
       if (!index) index.emplace(graph);
       const Node& last = graph.nodes[i];
-      const std::optional<std::vector<int64_t>> second = explicit_perm(last);
+      const std::optional<std::vector<int64_t>> second = explicit_transpose_perm(last);
       if (!second) continue;
       const int reshape_index = index->producer(last.input(0));
       if (reshape_index < 0 || !index->has_single_use(last.input(0))) continue;
@@ -148,7 +138,7 @@ class MergeTransposeReshapePass : public Pass {
       const int first_index = index->producer(reshape.input(0));
       if (first_index < 0 || !index->has_single_use(reshape.input(0))) continue;
       const Node& first_node = graph.nodes[static_cast<size_t>(first_index)];
-      const std::optional<std::vector<int64_t>> first = explicit_perm(first_node);
+      const std::optional<std::vector<int64_t>> first = explicit_transpose_perm(first_node);
       if (!first) continue;
       const ValueInfo* x_info = graph.find_value(first_node.input(0));
       const ValueInfo* reshaped_info = graph.find_value(reshape.outputs[0]);

@@ -14,16 +14,6 @@ namespace qdqrt::optimizer {
 
 namespace {
 
-// The explicit perm of an ai.onnx Transpose with one output; nullopt otherwise.
-std::optional<std::vector<int64_t>> transpose_perm(const Node& node) {
-  if (!node.domain.empty() || node.op_type != "Transpose" || !node.has_input(0) || node.outputs.size() != 1) {
-    return std::nullopt;
-  }
-  const auto* attributes = dynamic_cast<const TransposeAttributes*>(node.typed_attributes.get());
-  if (attributes == nullptr || attributes->perm.empty()) return std::nullopt;
-  return attributes->perm;
-}
-
 class MergeTransposesPass : public Pass {
  public:
   std::string name() const override { return "merge_transposes"; }
@@ -33,11 +23,11 @@ class MergeTransposesPass : public Pass {
     std::optional<ValueIndex> index;
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
       if (!index) index.emplace(graph);
-      const std::optional<std::vector<int64_t>> second = transpose_perm(graph.nodes[i]);
+      const std::optional<std::vector<int64_t>> second = explicit_transpose_perm(graph.nodes[i]);
       if (!second) continue;
       const int producer = index->producer(graph.nodes[i].input(0));
       if (producer < 0 || !index->has_single_use(graph.nodes[i].input(0))) continue;
-      const std::optional<std::vector<int64_t>> first = transpose_perm(graph.nodes[static_cast<size_t>(producer)]);
+      const std::optional<std::vector<int64_t>> first = explicit_transpose_perm(graph.nodes[static_cast<size_t>(producer)]);
       if (!first || first->size() != second->size()) continue;
       // out[j] = mid[second[j]] = in[first[second[j]]].
       std::vector<int64_t> merged(second->size());

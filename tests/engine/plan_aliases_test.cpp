@@ -12,44 +12,16 @@
 
 #include "engine/engine.h"
 #include "engine/plan_validation.h"
+#include "tests/engine/shared_buffer_helpers.h"
 #include "tests/optimizer_passes/pass_test_util.h"
 
 namespace qdqrt::testing {
 namespace {
 
-using engine::ConstTensorBinding;
 using engine::Engine;
 using engine::EnginePlan;
 using engine::PlanTensor;
-using engine::TensorBinding;
 
-std::shared_ptr<const Engine> build(const Graph& graph, bool share_buffers) {
-  engine::BuildOptions options;
-  options.share_buffers = share_buffers;
-  auto built = Engine::build(graph, options);
-  EXPECT_TRUE(built.ok()) << built.status().message();
-  return built.ok() ? *built : nullptr;
-}
-
-TensorMap run_engine(const Engine& engine, const TensorMap& inputs, int threads) {
-  auto context = engine.create_context({.threads = threads});
-  std::vector<ConstTensorBinding> in;
-  for (const auto& [name, tensor] : inputs) in.push_back({name, tensor.raw_data(), tensor.shape()});
-  TensorMap outputs;
-  const int64_t batch = inputs.empty() ? 1 : inputs.begin()->second.dim(0);
-  std::vector<TensorBinding> out;
-  for (const auto& info : engine.outputs()) outputs[info.name] = Tensor(info.dtype, info.shape_at_batch(batch));
-  for (auto& [name, tensor] : outputs) out.push_back({name, tensor.raw_data(), tensor.shape()});
-  Status status = context->run(in, out);
-  EXPECT_TRUE(status.is_ok()) << status.message();
-  return outputs;
-}
-
-int count_kind(const EnginePlan& plan, const std::string& kind) {
-  int count = 0;
-  for (const auto& layer : plan.layers) count += layer.kind == kind ? 1 : 0;
-  return count;
-}
 
 const PlanTensor& tensor_named(const EnginePlan& plan, const std::string& name) {
   const int32_t index = plan.find_tensor(name);
@@ -60,8 +32,8 @@ const PlanTensor& tensor_named(const EnginePlan& plan, const std::string& name) 
 // The engine with shared buffers computes exactly what the one without does, at 1 and 2 threads
 // (and at `batch` images).
 void expect_bit_identical(const Graph& graph, int64_t batch = 1) {
-  auto shared = build(graph, true);
-  auto separate = build(graph, false);
+  auto shared = build_engine(graph, true);
+  auto separate = build_engine(graph, false);
   ASSERT_TRUE(shared && separate);
   TensorMap inputs = random_inputs(graph, 7);
   if (batch != 1) {
@@ -108,7 +80,7 @@ std::string fire_module(int batch = 1, const std::string& extra_outputs = "", co
 
 TEST(PlanAliases, ConvsWriteTheirChannelsOfAnNhwcConcatInPlace) {
   Graph graph = parse_graph(fire_module());
-  auto engine = build(graph, true);
+  auto engine = build_engine(graph, true);
   ASSERT_TRUE(engine);
   const EnginePlan& plan = engine->plan();
   EXPECT_EQ(count_kind(plan, "plain_concat"), 0);
@@ -140,7 +112,7 @@ TEST(PlanAliases, ConvsWriteTheirChannelsOfAnNhwcConcatInPlace) {
   }
   EXPECT_EQ(writers, 2);
   // Without sharing the Concat copies.
-  auto separate = build(graph, false);
+  auto separate = build_engine(graph, false);
   ASSERT_TRUE(separate);
   EXPECT_EQ(count_kind(separate->plan(), "plain_concat"), 1);
   EXPECT_EQ(tensor_named(separate->plan(), "a").alias_of, -1);
@@ -153,7 +125,7 @@ TEST(PlanAliases, ConcatInPlaceIsBitIdentical) {
   expect_bit_identical(parse_graph(fire_module(3)), 2);
   // Against the reference executor too.
   Graph graph = parse_graph(fire_module());
-  auto engine = build(graph, true);
+  auto engine = build_engine(graph, true);
   ASSERT_TRUE(engine);
   TensorMap inputs = random_inputs(graph, 11);
   auto expected = run_reference(graph, inputs);
@@ -168,7 +140,7 @@ TEST(PlanAliases, ConcatInPlaceIsBitIdentical) {
 
 TEST(PlanAliases, AConcatInputWithAnotherReaderIsCopied) {
   Graph graph = parse_graph(fire_module(1, ", float[1,16,6,6] z", "z = Sigmoid(a)"));
-  auto engine = build(graph, true);
+  auto engine = build_engine(graph, true);
   ASSERT_TRUE(engine);
   EXPECT_EQ(count_kind(engine->plan(), "plain_concat"), 1);
   for (const PlanTensor& tensor : engine->plan().tensors) EXPECT_EQ(tensor.alias_of, -1) << tensor.name;
@@ -177,7 +149,7 @@ TEST(PlanAliases, AConcatInputWithAnotherReaderIsCopied) {
 
 TEST(PlanAliases, AConcatInputThatIsAGraphOutputIsCopied) {
   Graph graph = parse_graph(fire_module(1, ", float[1,16,6,6] a"));
-  auto engine = build(graph, true);
+  auto engine = build_engine(graph, true);
   ASSERT_TRUE(engine);
   EXPECT_EQ(count_kind(engine->plan(), "plain_concat"), 1);
   for (const PlanTensor& tensor : engine->plan().tensors) EXPECT_EQ(tensor.alias_of, -1) << tensor.name;
@@ -190,7 +162,7 @@ TEST(PlanAliases, AProducerWithoutARowStrideKeepsTheConcat) {
   const std::string relu = "b = Relu(b0)";
   text.replace(text.find(relu), relu.size(), "b1 = Relu(b0)\n      b = Mul(b1, b1)");
   Graph graph = parse_graph(text);
-  auto engine = build(graph, true);
+  auto engine = build_engine(graph, true);
   ASSERT_TRUE(engine);
   const EnginePlan& plan = engine->plan();
   ASSERT_EQ(tensor_named(plan, "c").layout, engine::Layout::kNhwc);
@@ -208,7 +180,7 @@ TEST(PlanAliases, AChannelsLastPoolWritesItsChannelsInPlace) {
   text.replace(text.find(relu), relu.size(),
                "b1 = Relu(b0)\n      b = MaxPool <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (b1)");
   Graph graph = parse_graph(text);
-  auto engine = build(graph, true);
+  auto engine = build_engine(graph, true);
   ASSERT_TRUE(engine);
   const EnginePlan& plan = engine->plan();
   EXPECT_EQ(count_kind(plan, "plain_concat"), 0);
@@ -261,7 +233,7 @@ int strided_aliases(const EnginePlan& plan) {
 
 TEST(PlanAliases, Int8ConvsWriteAQuantizedConcatOfOneScaleInPlace) {
   Graph graph = parse_graph(quantized_fire_module("0.1"));
-  auto engine = build(graph, true);
+  auto engine = build_engine(graph, true);
   ASSERT_TRUE(engine);
   EXPECT_EQ(count_kind(engine->plan(), "qconcat") + count_kind(engine->plan(), "plain_concat"), 0);
   EXPECT_EQ(strided_aliases(engine->plan()), 2);
@@ -270,7 +242,7 @@ TEST(PlanAliases, Int8ConvsWriteAQuantizedConcatOfOneScaleInPlace) {
       if (engine->plan().tensors[static_cast<size_t>(output)].alias_of >= 0) EXPECT_EQ(layer.kind, "qconv");
     }
   }
-  auto separate = build(graph, false);
+  auto separate = build_engine(graph, false);
   ASSERT_TRUE(separate);
   // The Concat of one scale joins int8 tensors (plain_concat): the optimizer drops its Q/DQ.
   EXPECT_EQ(count_kind(separate->plan(), "qconcat") + count_kind(separate->plan(), "plain_concat"), 1);
@@ -279,7 +251,7 @@ TEST(PlanAliases, Int8ConvsWriteAQuantizedConcatOfOneScaleInPlace) {
 
 TEST(PlanAliases, AQuantizedConcatThatRequantizesIsKept) {
   Graph graph = parse_graph(quantized_fire_module("0.07"));
-  auto engine = build(graph, true);
+  auto engine = build_engine(graph, true);
   ASSERT_TRUE(engine);
   EXPECT_EQ(count_kind(engine->plan(), "qconcat"), 1);
   EXPECT_EQ(strided_aliases(engine->plan()), 0);
@@ -299,7 +271,7 @@ constexpr const char* kBlocksText = R"(
 
 TEST(PlanAliases, PlainBlocksAreWrittenInPlaceAtBatchOne) {
   Graph graph = parse_graph(fmt::format(fmt::runtime(kBlocksText), 1, 1));
-  auto engine = build(graph, true);
+  auto engine = build_engine(graph, true);
   ASSERT_TRUE(engine);
   const EnginePlan& plan = engine->plan();
   EXPECT_EQ(count_kind(plan, "plain_concat"), 0);
@@ -313,7 +285,7 @@ TEST(PlanAliases, PlainBlocksAreWrittenInPlaceAtBatchOne) {
 TEST(PlanAliases, BlocksThatABatchWouldMoveAreCopied) {
   // Batch 2: each image's blocks lie apart.
   Graph batched = parse_graph(fmt::format(fmt::runtime(kBlocksText), 2, 1));
-  auto engine = build(batched, true);
+  auto engine = build_engine(batched, true);
   ASSERT_TRUE(engine);
   EXPECT_EQ(count_kind(engine->plan(), "plain_concat"), 1);
   expect_bit_identical(batched, 2);
@@ -335,7 +307,7 @@ constexpr const char* kRollText = R"(
 
 TEST(PlanAliases, SlicesWriteTheirPartOfEveryRowOfAConcat) {
   Graph graph = parse_graph(fmt::format(fmt::runtime(kRollText), 1));
-  auto engine = build(graph, true);
+  auto engine = build_engine(graph, true);
   ASSERT_TRUE(engine);
   const EnginePlan& plan = engine->plan();
   EXPECT_EQ(count_kind(plan, "plain_concat"), 0);
@@ -349,7 +321,7 @@ TEST(PlanAliases, SlicesWriteTheirPartOfEveryRowOfAConcat) {
   EXPECT_EQ(engine::strided_row_length(plan, b), 3 * 6);
   expect_bit_identical(graph);
   Graph batched = parse_graph(fmt::format(fmt::runtime(kRollText), 3));
-  EXPECT_EQ(count_kind(build(batched, true)->plan(), "plain_concat"), 0);
+  EXPECT_EQ(count_kind(build_engine(batched, true)->plan(), "plain_concat"), 0);
   expect_bit_identical(batched, 3);
   expect_bit_identical(batched, 2);
 }
@@ -365,7 +337,7 @@ TEST(PlanAliases, ReshapesBecomeViews) {
       y = Sigmoid(u)
       z = Relu(u)
     })");
-  auto engine = build(graph, true);
+  auto engine = build_engine(graph, true);
   ASSERT_TRUE(engine);
   const EnginePlan& plan = engine->plan();
   EXPECT_EQ(count_kind(plan, "plain_copy"), 0);
@@ -379,7 +351,7 @@ TEST(PlanAliases, ReshapesBecomeViews) {
     EXPECT_EQ(view.alias_offset, 0) << name;
     EXPECT_EQ(view.arena_offset, plan.tensors[static_cast<size_t>(r)].arena_offset) << name;
   }
-  auto separate = build(graph, false);
+  auto separate = build_engine(graph, false);
   ASSERT_TRUE(separate);
   EXPECT_GE(views, 2);
   EXPECT_EQ(count_kind(separate->plan(), "plain_copy"), views);
@@ -402,8 +374,8 @@ TEST(PlanAliases, TransposesOfDimsOfOneBecomeViews) {
       z = Sigmoid(u)
     }})";
   Graph graph = parse_graph(fmt::format(fmt::runtime(text), 1));
-  auto engine = build(graph, true);
-  auto separate = build(graph, false);
+  auto engine = build_engine(graph, true);
+  auto separate = build_engine(graph, false);
   ASSERT_TRUE(engine && separate);
   EXPECT_EQ(count_kind(separate->plan(), "strided_copy"), 2);
   EXPECT_EQ(count_kind(engine->plan(), "strided_copy"), 1);  // [1,2,3,4] -> [3,1,2,4] reorders 2 and 3
@@ -412,7 +384,7 @@ TEST(PlanAliases, TransposesOfDimsOfOneBecomeViews) {
   EXPECT_EQ(tensor_named(plan, "u").alias_of, -1);
   expect_bit_identical(graph);
   Graph batch_two = parse_graph(fmt::format(fmt::runtime(text), 2));
-  auto copies = build(batch_two, true);
+  auto copies = build_engine(batch_two, true);
   ASSERT_TRUE(copies);
   EXPECT_EQ(count_kind(copies->plan(), "strided_copy"), 2);
   expect_bit_identical(batch_two, 2);
@@ -429,7 +401,7 @@ TEST(PlanAliases, GraphInputsAndOutputsKeepTheirCopies) {
       r = Sigmoid(x)
       z = Flatten(r)
     })");
-  auto engine = build(graph, true);
+  auto engine = build_engine(graph, true);
   ASSERT_TRUE(engine);
   EXPECT_EQ(count_kind(engine->plan(), "plain_copy"), 2);
   for (const PlanTensor& tensor : engine->plan().tensors) EXPECT_EQ(tensor.alias_of, -1) << tensor.name;
@@ -439,7 +411,7 @@ TEST(PlanAliases, GraphInputsAndOutputsKeepTheirCopies) {
 // ---- Damaged plans: what a file claims about aliases is checked before anything binds ----
 
 EnginePlan fire_plan() {
-  auto engine = build(parse_graph(fire_module()), true);
+  auto engine = build_engine(parse_graph(fire_module()), true);
   EXPECT_TRUE(engine);
   return engine ? engine->plan() : EnginePlan{};
 }
@@ -513,7 +485,7 @@ TEST(PlanAliases, AViewMustBeTheWholeOfItsTensorAndUnwritten) {
       f = Reshape(r, shape)
       y = Slice(f, starts, ends, axes)
     })");
-  auto engine = build(graph, true);
+  auto engine = build_engine(graph, true);
   ASSERT_TRUE(engine);
   EnginePlan plan = engine->plan();
   ASSERT_EQ(tensor_named(plan, "f").alias_of, plan.find_tensor("r"));

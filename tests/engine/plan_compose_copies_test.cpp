@@ -15,43 +15,15 @@
 #include "engine/engine.h"
 #include "engine/layers/copy_geometry.h"
 #include "reference/executor.h"
+#include "tests/engine/shared_buffer_helpers.h"
 #include "tests/optimizer_passes/pass_test_util.h"
 
 namespace qdqrt::testing {
 namespace {
 
-using engine::ConstTensorBinding;
 using engine::Engine;
 using engine::EnginePlan;
-using engine::TensorBinding;
 
-std::shared_ptr<const Engine> build(const Graph& graph, bool share_buffers) {
-  engine::BuildOptions options;
-  options.share_buffers = share_buffers;
-  auto built = Engine::build(graph, options);
-  EXPECT_TRUE(built.ok()) << built.status().message();
-  return built.ok() ? *built : nullptr;
-}
-
-TensorMap run_engine(const Engine& engine, const TensorMap& inputs, int threads) {
-  auto context = engine.create_context({.threads = threads});
-  std::vector<ConstTensorBinding> in;
-  for (const auto& [name, tensor] : inputs) in.push_back({name, tensor.raw_data(), tensor.shape()});
-  const int64_t batch = inputs.empty() ? 1 : inputs.begin()->second.dim(0);
-  TensorMap outputs;
-  for (const auto& info : engine.outputs()) outputs[info.name] = Tensor(info.dtype, info.shape_at_batch(batch));
-  std::vector<TensorBinding> out;
-  for (auto& [name, tensor] : outputs) out.push_back({name, tensor.raw_data(), tensor.shape()});
-  Status status = context->run(in, out);
-  EXPECT_TRUE(status.is_ok()) << status.message();
-  return outputs;
-}
-
-int count_kind(const EnginePlan& plan, const std::string& kind) {
-  int count = 0;
-  for (const auto& layer : plan.layers) count += layer.kind == kind ? 1 : 0;
-  return count;
-}
 
 // The layer writing `name` (nullptr when none does).
 const engine::PlanLayer* writer_of(const EnginePlan& plan, const std::string& name) {
@@ -67,8 +39,8 @@ const engine::PlanLayer* writer_of(const EnginePlan& plan, const std::string& na
 // Shared and separate engines agree bit for bit at 1 and 2 threads (and at `batch` images, fewer
 // than built), and both match the reference executor exactly (copies only move bytes).
 void expect_exact(const Graph& graph, int64_t batch = 0) {
-  auto shared = build(graph, true);
-  auto separate = build(graph, false);
+  auto shared = build_engine(graph, true);
+  auto separate = build_engine(graph, false);
   ASSERT_TRUE(shared && separate);
   TensorMap inputs = random_inputs(graph, 5);
   if (batch > 0) {
@@ -113,8 +85,8 @@ constexpr const char* kHeadSplit = R"(
 
 TEST(ComposeCopies, HeadSplitReadsTheProjectionThroughTheTransposeAndSplit) {
   Graph graph = parse_graph(fmt::format(kHeadSplit, 3));
-  auto shared = build(graph, true);
-  auto separate = build(graph, false);
+  auto shared = build_engine(graph, true);
+  auto separate = build_engine(graph, false);
   ASSERT_TRUE(shared && separate);
   const EnginePlan& plan = shared->plan();
   // The Transpose, the Split's parts and q's Squeeze are read through: every output copies x.
@@ -148,7 +120,7 @@ TEST(ComposeCopies, Int8TransposeIntoSteppedSlices) {
       a = DequantizeLinear(aq, s, z)
       b = DequantizeLinear(bq, s, z)
     })");
-  auto shared = build(graph, true);
+  auto shared = build_engine(graph, true);
   ASSERT_TRUE(shared);
   const EnginePlan& plan = shared->plan();
   EXPECT_EQ(plan.find_tensor("t"), -1);
@@ -190,7 +162,7 @@ TEST(ComposeCopies, LeavesCopiesWithOtherReadersOutputsAndViews) {
         r = Relu(t)
         s = Slice(t, zero, one, axis)
       })");
-    auto shared = build(graph, true);
+    auto shared = build_engine(graph, true);
     ASSERT_TRUE(shared);
     EXPECT_NE(writer_of(shared->plan(), "t"), nullptr) << "t has a Relu reader";
     expect_exact(graph);
@@ -204,7 +176,7 @@ TEST(ComposeCopies, LeavesCopiesWithOtherReadersOutputsAndViews) {
         a = Transpose <perm = [0, 3, 2, 1, 4]> (t)
         b = Transpose <perm = [0, 3, 2, 1, 4]> (t)
       })");
-    auto shared = build(graph, true);
+    auto shared = build_engine(graph, true);
     ASSERT_TRUE(shared);
     EXPECT_NE(writer_of(shared->plan(), "t"), nullptr) << "its readers read t twice over";
     expect_exact(graph);
@@ -218,7 +190,7 @@ TEST(ComposeCopies, LeavesCopiesWithOtherReadersOutputsAndViews) {
         t = Transpose <perm = [0, 3, 2, 1, 4]> (x)
         s = Slice(t, zero, one, axis)
       })");
-    auto shared = build(graph, true);
+    auto shared = build_engine(graph, true);
     ASSERT_TRUE(shared);
     EXPECT_NE(writer_of(shared->plan(), "t"), nullptr) << "t is an engine output";
     expect_exact(graph);
@@ -233,7 +205,7 @@ TEST(ComposeCopies, LeavesCopiesWithOtherReadersOutputsAndViews) {
         y = Unsqueeze(s, ax)
         z = Relu(s)
       })");
-    auto shared = build(graph, true);
+    auto shared = build_engine(graph, true);
     ASSERT_TRUE(shared);
     EXPECT_EQ(count_kind(shared->plan(), "strided_copy"), 0);
     expect_exact(graph);
@@ -262,7 +234,7 @@ TEST(ComposeCopies, Int8TransposesOfEveryTileTail) {
         y = DequantizeLinear(t, s, z)
       }})",
                                           fmt::join(shape, ","), fmt::join(permuted, ","), fmt::join(perm, ",")));
-    auto shared = build(graph, true);
+    auto shared = build_engine(graph, true);
     ASSERT_TRUE(shared);
     // The transpose runs on the 8-bit codes (an int8_transpose, or a strided_copy of 8-bit values).
     const engine::PlanLayer* transpose = writer_of(shared->plan(), "t");
