@@ -192,7 +192,9 @@ class AliasRewriter {
     const bool blocks = outer == 1 && (!output.batched || plan_.max_batch == 1);
     // Rows: each input's part of every row of the stored dims from the axis on, the batch (if any)
     // leading so a smaller batch is fewer rows.
-    const bool columns = !blocks && batch_leads(output);
+    // The batch on dim 0 at any slices per image ([N * heads, ...]): a smaller batch is fewer
+    // leading rows, whole ones as long as the axis is past dim 0.
+    const bool columns = !blocks && batch_on_dim0(output) && (!output.batched || stored_axis > 0);
     if (!blocks && !columns) return false;
     const int64_t element = static_cast<int64_t>(dtype_size(output.dtype));
 

@@ -7,8 +7,8 @@
 //     there; the Concat layer goes. Each input must have the Concat as its only reader, be an
 //     activation written by a layer, and lie in the output either as one contiguous block (every
 //     stored dim before the axis is 1; the block 64-byte aligned; any producer) or as its part of
-//     every row (a row: the stored dims from the axis on, the batch in front; the producer's kind
-//     writes that output in rows at a stride, LayerKind::writes_strided_rows: the NHWC fp32 and
+//     every row (a row: the stored dims from the axis on, the batch on dim 0 at any number of
+//     slices per image; the producer's kind writes that output in rows at a stride, LayerKind::writes_strided_rows: the NHWC fp32 and
 //     INT8 convs and the channels-last fp32 pools when a row is a pixel's channels, strided_copy
 //     for any row).
 //   Views: a Reshape-like copy (plain_copy, int8_reshape: the same bytes under another shape or

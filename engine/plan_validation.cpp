@@ -143,11 +143,12 @@ Status validate_aliases(const EnginePlan& plan) {
       continue;
     }
     // Strided: rows of the root row_stride apart, this tensor's part of each inside it; with a
-    // batch, whole images of rows (a smaller batch is fewer of them).
+    // batch, whole slices of rows per image on dim 0 (a smaller batch is fewer of them).
     const int64_t length = strided_row_length(plan, tensor);
     const int64_t root_rows = length == 0 ? 0 : root.bytes / element / tensor.row_stride;
-    const bool images_whole =
-        !root.batched || (plan.max_batch > 0 && root_rows % plan.max_batch == 0 && batch_leads(root));
+    const std::optional<int64_t> slices = checked_mul(plan.max_batch, root.batch_factor);
+    const bool images_whole = !root.batched || (plan.max_batch > 0 && slices && *slices > 0 &&
+                                                root_rows % *slices == 0 && batch_on_dim0(root));
     if (length == 0 || tensor.layout != root.layout || batch_layout_of(tensor) != batch_layout_of(root) ||
         !images_whole || tensor.alias_offset / element + length > tensor.row_stride) {
       return invalid_model("engine: tensor '{}' {} with row stride {} at offset {} is not columns of '{}' {}",

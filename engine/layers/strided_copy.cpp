@@ -315,7 +315,7 @@ Result<std::unique_ptr<Layer>> bind_strided_copy(const BindContext& context) {
   if (y->row_stride != 0) {
     layer->output_row_length = strided_row_length(context.plan(), *y);
     layer->output_row_stride = y->row_stride;
-    if (layer->output_row_length <= 0 || layer->output_row_length > y->row_stride || !batch_leads(*y)) {
+    if (layer->output_row_length <= 0 || layer->output_row_length > y->row_stride || !batch_on_dim0(*y)) {
       return context.error(fmt::format("output rows of {} at stride {} (batch in front) do not hold '{}'",
                                        layer->output_row_length, y->row_stride, y->name));
     }
@@ -340,7 +340,7 @@ namespace {
 
 // Writes its one output in rows at any stride (StridedCopyLayer::output_row_stride).
 bool writes_strided_rows(const PlanLayer& layer, size_t output, const PlanTensor& tensor, int64_t row_length) {
-  return output == 0 && layer.outputs.size() == 1 && row_length > 0 && batch_leads(tensor);
+  return output == 0 && layer.outputs.size() == 1 && row_length > 0 && batch_on_dim0(tensor);
 }
 
 // --- Lowerings: each op's geometry for output `output` of the node, or nullopt when this layer

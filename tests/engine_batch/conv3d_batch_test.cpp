@@ -138,12 +138,24 @@ void check_pooling(bool quantized, double tolerance) {
   // The frames go channels-last once ([N*2, T, H, W, C]); the 2-D conv reads and writes NHWC
   // through relabeling transposes (plain_copy views), no reorder on either side.
   EXPECT_EQ(kinds["reorder"], 0);
-  EXPECT_EQ(kinds["plain_concat"], 1);
+  // The taps' Concat is gone: each tap's Slice writes its W*C values of every row in place, columns
+  // of the [N * 2 heads, T', H, taps, W*C] rows (plan_aliases.h), 2 slices per image on dim 0.
+  EXPECT_EQ(kinds["plain_concat"], 0);
+  int columns = 0;
+  for (const engine::PlanTensor& tensor : plan.tensors) {
+    if (tensor.row_stride == 0) continue;
+    ++columns;
+    const engine::PlanTensor& root = plan.tensors[static_cast<size_t>(tensor.alias_of)];
+    EXPECT_EQ(root.batch_axis, 0) << root.name;
+    EXPECT_EQ(root.batch_factor, 2) << root.name;
+    EXPECT_EQ(tensor.row_stride, 3 * 6 * 4) << tensor.name;  // taps x W x C
+  }
+  EXPECT_EQ(columns, 3);
   for (const engine::PlanLayer& layer : plan.layers) {
-    if (layer.kind != "constant_pad" && layer.kind != "plain_concat") continue;
+    if (layer.kind != "constant_pad") continue;
+    // The Pad's [N * 2 heads, T, H*W*C].
     const engine::PlanTensor& output = plan.tensors[static_cast<size_t>(layer.outputs[0])];
     EXPECT_EQ(output.batch_axis, 0) << layer.name;
-    // The Pad's [N * 2 heads, T, H*W*C]; the Concat's [N * 2 heads, T', H, taps, W*C].
     EXPECT_EQ(output.batch_factor, 2) << layer.name;
   }
   expect_batch_independent(built, {{"x", random_tensor({kMaxBatch, 8, 4, 6, 6}, 5)}}, kMaxBatch, "y", tolerance);
