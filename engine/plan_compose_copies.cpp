@@ -127,9 +127,8 @@ Result<int> compose_copies_in_plan(EnginePlan& plan) {
       params::kStarts.write(reader, composed[i].starts);
       if (!composed[i].steps.empty()) kCopySteps.write(reader, composed[i].steps);
       reader.inputs[0] = x;
-      uses[static_cast<size_t>(x)].readers.push_back(uses[static_cast<size_t>(t)].readers[i]);
     }
-    std::erase(uses[static_cast<size_t>(x)].readers, position);
+    // x's uses need no update: its writer comes earlier in layer order and was visited already.
     removed[position] = true;
     unused[static_cast<size_t>(t)] = true;
     ++count;
