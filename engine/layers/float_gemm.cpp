@@ -9,12 +9,14 @@
 //                a transformer's tokens at batch 1 against large weights: blocks of columns over
 //                every row (GemmLayer::whole_rows).
 //   fp32_matmul  MatMul of two activations, A [..., M, K] x B [..., K, N] (the attention's
-//                Q x K^T and P x V): B's leading dims equal A's or are all 1 (one B for every
-//                matrix). Each thread packs the B of the matrices it runs into its scratch;
-//                B of at most 64 columns within L1 (Swin's 49 x 49 x 32 windows, BERT's P x V)
-//                is read in place instead (kernels/fp32/fp32_small_matmul.h, same bits).
-//                Work items: (matrix, tile of rows). The batch may be in the leading
-//                dims, or be M itself when A has rank 2 (one matrix of batch-many rows).
+//                Q x K^T and P x V), or of an activation and a constant B with leading dims
+//                (MViT-V2's relative positions): B's leading dims equal A's, or broadcast to them
+//                (each 1 or A's; one B for every matrix when all are 1). Each thread packs the B
+//                of the matrices it runs into its scratch; B of at most 64 columns within L1
+//                (Swin's 49 x 49 x 32 windows, BERT's P x V) is read in place instead
+//                (kernels/fp32/fp32_small_matmul.h, same bits). Work items: (matrix, tile of
+//                rows). The batch may be in the leading dims (a broadcast B's own dims after
+//                it), or in M (A's dim rank - 2: more rows per matrix, its leading dims fixed).
 // Both take the batch on any axis their rows or matrices span (any_batch_layout): attention
 // exported from nn.MultiheadAttention runs [L, N, E] with the batch on dim 1 and its heads as
 // [N * heads, L, d]; the rows and matrices are counted at run time from the tensors' elements.
@@ -203,12 +205,59 @@ Status add_gemm_layer(const Node& node, BuildContext& context, const Tensor& b, 
 // ---------------------------------------------------------------------------------------------
 // Two activations
 
+// Which B matrix each matrix of A reads (matrices count A's leading dims in row-major order):
+// one B for all (no terms), the one of the same index (B holds A's leading dims, batch included),
+// or B broadcast over some of A's leading dims (numpy's rule, B's dims right-aligned): the sum over
+// B's dims of more than 1 of (matrix / inner % count) * stride. MViT-V2's relative positions
+// (`bythwc,hkc->bythwk`) multiply [N, heads, T, H, W, C] by one constant [C, K] per h.
+struct BMatrixIndex {
+  struct Term {
+    int64_t inner, count, stride;
+  };
+  bool same_index = false;
+  std::vector<Term> terms;
+  int64_t of(int64_t matrix) const {
+    if (same_index) return matrix;
+    int64_t index = 0;
+    for (const Term& term : terms) index += matrix / term.inner % term.count * term.stride;
+    return index;
+  }
+};
+
+// B's matrices against A's leading dims; nullopt where they do not broadcast, or where a dim B
+// has of its own precedes A's batch (`a_batch_axis`, in A's leading dims): the matrices' strides
+// there change with the batch. A batched B holds A's leading dims and batch.
+std::optional<BMatrixIndex> b_matrix_index(const Shape& a, const Shape& b, std::optional<int32_t> a_batch_axis,
+                                           bool b_batched) {
+  if (a.size() < 2 || b.size() < 2 || b.size() > a.size()) return std::nullopt;
+  const size_t leading = a.size() - 2, offset = a.size() - b.size();
+  Shape b_leading(leading, 1);
+  for (size_t d = offset; d < leading; ++d) b_leading[d] = b[d - offset];
+  const bool same = std::equal(b_leading.begin(), b_leading.end(), a.begin());
+  BMatrixIndex index;
+  if (b_batched || (same && !a_batch_axis)) {
+    if (!same || (b_batched && b.size() != a.size())) return std::nullopt;
+    index.same_index = true;
+    return index;
+  }
+  int64_t stride = 1;
+  for (size_t d = leading; d-- > 0;) {
+    if (b_leading[d] == 1) continue;
+    if (b_leading[d] != a[d] || (a_batch_axis && static_cast<int32_t>(d) <= *a_batch_axis)) return std::nullopt;
+    int64_t inner = 1;
+    for (size_t e = d + 1; e < leading; ++e) inner *= a[e];
+    index.terms.push_back({.inner = inner, .count = a[d], .stride = stride});
+    stride *= b_leading[d];
+  }
+  return index;
+}
+
 class MatMulLayer final : public Layer {
  public:
-  MatMulLayer(int64_t m, int64_t k, int64_t n, bool rows_batched, kernels::Isa isa, int32_t a, int32_t b,
-              int32_t output)
-      : m_(m), k_(k), n_(n), rows_batched_(rows_batched), small_(kernels::small_matmul_applies(isa, n, k)), isa_(isa),
-        a_(a), b_(b), output_(output) {
+  MatMulLayer(int64_t m, int64_t k, int64_t n, bool rows_batched, int64_t leading, BMatrixIndex b_index,
+              kernels::Isa isa, int32_t a, int32_t b, int32_t output)
+      : m_(m), k_(k), n_(n), rows_batched_(rows_batched), leading_(leading), b_index_(std::move(b_index)),
+        small_(kernels::small_matmul_applies(isa, n, k)), isa_(isa), a_(a), b_(b), output_(output) {
     const kernels::SgemmTile tile = kernels::sgemm_tile(isa);
     mr_ = tile.mr;
     if (!small_) zero_bias_.resize(static_cast<size_t>(kernels::sgemm_padded_n(static_cast<int>(n), isa)));
@@ -222,7 +271,6 @@ class MatMulLayer final : public Layer {
 
   void run(const RunState& state, int64_t begin, int64_t end, std::span<uint8_t> scratch) const override {
     const int64_t m = rows(state), tiles = this->tiles(state);
-    const int64_t b_matrices = state.numel(b_) / (k_ * n_);
     const float* a = state.data<float>(a_);
     const float* b = state.data<float>(b_);
     float* y = state.data<float>(output_);
@@ -231,10 +279,9 @@ class MatMulLayer final : public Layer {
       for (int64_t item = begin; item < end;) {
         const int64_t matrix = item / tiles;
         const int64_t last = std::min(end, (matrix + 1) * tiles);
-        const int64_t b_matrix = b_matrices == 1 ? 0 : matrix;
-        kernels::run_small_matmul(isa_, a + matrix * m * k_, k_, b + b_matrix * k_ * n_, n_, y + matrix * m * n_, n_, m,
-                                  static_cast<int>(n_), static_cast<int>(k_), item - matrix * tiles,
-                                  last - matrix * tiles);
+        kernels::run_small_matmul(isa_, a + matrix * m * k_, k_, b + b_index_.of(matrix) * k_ * n_, n_,
+                                  y + matrix * m * n_, n_, m, static_cast<int>(n_), static_cast<int>(k_),
+                                  item - matrix * tiles, last - matrix * tiles);
         item = last;
       }
       return;
@@ -252,7 +299,7 @@ class MatMulLayer final : public Layer {
     for (int64_t item = begin; item < end;) {
       const int64_t matrix = item / tiles;
       const int64_t last = std::min(end, (matrix + 1) * tiles);
-      const int64_t b_matrix = b_matrices == 1 ? 0 : matrix;
+      const int64_t b_matrix = b_index_.of(matrix);
       if (b_matrix != packed_matrix) {
         desc.weights = b + b_matrix * k_ * n_;
         kernels::pack_sgemm_into(desc, isa_, packed_b);
@@ -277,8 +324,8 @@ class MatMulLayer final : public Layer {
   }
 
  private:
-  // Rows of each matrix: M, or every row of a rank-2 A whose rows are the batch.
-  int64_t rows(const RunState& state) const { return rows_batched_ ? state.numel(a_) / k_ : m_; }
+  // Rows of each matrix: M, or, with the batch in the rows, A's rows over its `leading_` matrices.
+  int64_t rows(const RunState& state) const { return rows_batched_ ? state.numel(a_) / (leading_ * k_) : m_; }
   int64_t tiles(const RunState& state) const {
     return small_ ? kernels::small_matmul_tiles(isa_, rows(state), n_) : (rows(state) + mr_ - 1) / mr_;
   }
@@ -289,12 +336,32 @@ class MatMulLayer final : public Layer {
 
   int64_t m_, k_, n_;
   bool rows_batched_;
+  int64_t leading_;  // A's matrices when the batch is in its rows (its leading dims are fixed then)
+  BMatrixIndex b_index_;
   bool small_;  // B read in place (fp32_small_matmul.h), else packed per matrix into the scratch
   kernels::Isa isa_;
   int32_t a_, b_, output_;
   int64_t mr_ = 1;
   kernels::AlignedBuffer<float> zero_bias_;
 };
+
+// Where a MatMul's tensors hold the batch, as both the lowering and bind check it: A's leading
+// dims or its rows (dim rank - 2: M grows with the batch), the output's the same as A's, a batched
+// B's the same as A's leading one. Returns B's matrix index; nullopt for any other placement.
+std::optional<BMatrixIndex> matmul_placement(const Shape& a_shape, const Shape& b_shape, const BatchLayout& a_batch,
+                                             const BatchLayout& b_batch, const BatchLayout& y_batch) {
+  const int32_t rank = static_cast<int32_t>(a_shape.size());
+  auto same = [](const BatchLayout& x, const BatchLayout& z) { return x.batched == z.batched && (!x.batched || x == z); };
+  const bool a_leading = a_batch.batched && a_batch.axis + 2 < rank;
+  const bool a_rows = a_batch.batched && a_batch.axis == rank - 2;
+  if ((a_batch.batched && !a_leading && !a_rows) || !same(a_batch, y_batch)) return std::nullopt;
+  if (b_batch.batched &&
+      (!a_leading || !same(b_batch, a_batch) || b_batch.axis + 2 >= static_cast<int32_t>(b_shape.size()))) {
+    return std::nullopt;
+  }
+  return b_matrix_index(a_shape, b_shape, a_leading ? std::optional<int32_t>(a_batch.axis) : std::nullopt,
+                        b_batch.batched);
+}
 
 Result<std::unique_ptr<Layer>> bind_matmul(const BindContext& context) {
   QDQRT_BIND_ASSIGN(const PlanTensor* a, context, context.input(0));
@@ -312,52 +379,43 @@ Result<std::unique_ptr<Layer>> bind_matmul(const BindContext& context) {
                     a->shape[rank - 1] == k && b->shape[b->shape.size() - 2] == k && b->shape.back() == n &&
                     y->shape[rank - 2] == m && y->shape[rank - 1] == n &&
                     std::equal(a->shape.begin(), a->shape.end() - 2, y->shape.begin()) && a->batched == y->batched;
-  // B: one matrix, or A's leading dims (and batch).
-  const bool shared_b = !b->batched && safe_numel(b->shape) == k * n;
-  const bool matching_b = b->shape.size() == rank && b->batched == a->batched &&
-                          std::equal(a->shape.begin(), a->shape.end() - 2, b->shape.begin());
-  if (!fits || !(shared_b || matching_b) || k > INT32_MAX / 2 || n > INT32_MAX / 2) {
+  if (!fits || k > INT32_MAX / 2 || n > INT32_MAX / 2) {
     return context.error(fmt::format("A {} x B {} -> {} is not a MatMul of m={} k={} n={}", shape_to_string(a->shape),
                                      shape_to_string(b->shape), shape_to_string(y->shape), m, k, n));
   }
-  // The batch: in the leading dims, or the rows of a rank-2 A (and its output); never in K or N.
-  const bool rows_batched = a->batched && rank == 2;
-  auto leading = [](const PlanTensor& t) { return !t.batched || t.batch_axis + 2 < static_cast<int32_t>(t.shape.size()); };
-  if (!(leading(*a) || (rows_batched && a->batch_axis == 0)) || !(leading(*y) || (rows_batched && y->batch_axis == 0)) ||
-      !leading(*b) || batch_layout_of(*a) != batch_layout_of(*y) ||
-      (matching_b && !shared_b && a->batched && batch_layout_of(*b) != batch_layout_of(*a))) {
-    return context.error("the batch is in a MatMul's K or N, or in different dims of A and B");
+  std::optional<BMatrixIndex> b_index =
+      matmul_placement(a->shape, b->shape, batch_layout_of(*a), batch_layout_of(*b), batch_layout_of(*y));
+  if (!b_index) {
+    return context.error(fmt::format("B {} does not broadcast to A {}'s matrices, or the batch is in a MatMul's K or "
+                                     "N, or in different dims of A and B",
+                                     shape_to_string(b->shape), shape_to_string(a->shape)));
   }
   if (MatMulLayer::scratch_bytes(k, n, isa) > context.layer().scratch_bytes) {
     return context.error(fmt::format("scratch_bytes {} is less than the {} packed B needs", context.layer().scratch_bytes,
                                      MatMulLayer::scratch_bytes(k, n, isa)));
   }
-  return std::unique_ptr<Layer>(std::make_unique<MatMulLayer>(m, k, n, rows_batched, isa, context.layer().inputs[0],
-                                                              context.layer().inputs[1], context.layer().outputs[0]));
+  const bool rows_batched = a->batched && a->batch_axis == static_cast<int32_t>(rank) - 2;
+  const int64_t leading = safe_numel(Shape(a->shape.begin(), a->shape.end() - 2));
+  return std::unique_ptr<Layer>(std::make_unique<MatMulLayer>(m, k, n, rows_batched, leading, std::move(*b_index), isa,
+                                                              context.layer().inputs[0], context.layer().inputs[1],
+                                                              context.layer().outputs[0]));
 }
 
 Status add_matmul_layer(const Node& node, BuildContext& context, const Shape& a_shape, const Shape& b_shape) {
   const size_t rank = a_shape.size();
   if (rank < 2 || b_shape.size() < 2) return lower_with_reference(node, context);  // vectors
   const int64_t m = a_shape[rank - 2], k = a_shape[rank - 1], n = b_shape.back();
-  int64_t b_leading = 1;
-  for (size_t i = 0; i + 2 < b_shape.size(); ++i) b_leading *= b_shape[i];
-  const bool matching_b = b_shape.size() == rank && std::equal(a_shape.begin(), a_shape.end() - 2, b_shape.begin());
   if (b_shape[b_shape.size() - 2] != k || m < 1 || k < 1 || n < 1 || m > INT32_MAX / 2 || k > INT32_MAX / 2 ||
-      n > INT32_MAX / 2 || (b_leading != 1 && !matching_b)) {
-    return lower_with_reference(node, context);  // broadcasts other than one B for all, ...
+      n > INT32_MAX / 2) {
+    return lower_with_reference(node, context);
   }
-  // Where the batch is (bind checks the same on the plan's tensors): A's leading dims, or the rows
-  // of a rank-2 A; B's leading dims (A's), or no batch in B.
-  const auto a_batch = context.batch_layout(node.input(0)), b_batch = context.batch_layout(node.input(1));
-  const bool a_batched = a_batch && a_batch->batched, b_batched = b_batch && b_batch->batched;
-  const bool a_ok = !a_batched || a_batch->axis + 2 < static_cast<int32_t>(rank) || (rank == 2 && a_batch->axis == 0);
-  const bool b_ok = b_batched ? a_batched && matching_b && *b_batch == *a_batch &&
-                                    b_batch->axis + 2 < static_cast<int32_t>(b_shape.size())
-                              : b_leading == 1 || !a_batched;
-  const auto y_batch = context.batch_layout(node.outputs[0]);
-  const bool y_ok = !a_batch || !y_batch || *a_batch == *y_batch;
-  if (!a_ok || !b_ok || !y_ok) return lower_with_reference(node, context);
+  // Where the batch is (bind checks the same on the plan's tensors); untracked: none.
+  auto layout = [&](const std::string& value) { return context.batch_layout(value).value_or(BatchLayout{}); };
+  const BatchLayout a_batch = layout(node.input(0));
+  const BatchLayout y_batch = context.batch_layout(node.outputs[0]).value_or(a_batch);
+  if (!matmul_placement(a_shape, b_shape, a_batch, layout(node.input(1)), y_batch)) {
+    return lower_with_reference(node, context);  // broadcasts A's dims, B's batch elsewhere, ...
+  }
   const kernels::Isa isa = kernels::usable_isa(context.isa());
   PlanLayer layer = make_layer(node, kMatMulKind, MatMulLayer::kernel_name(k, n, isa));
   QDQRT_ASSIGN_OR_RETURN(int32_t a, context.input(node.input(0), Layout::kPlain));
@@ -385,9 +443,11 @@ Status lower_matmul(const Node& node, BuildContext& context) {
     if (!b_shape.ok()) return lower_with_reference(node, context);
     return add_matmul_layer(node, context, *a_shape, *b_shape);
   }
-  if (b->dtype() != DataType::kFloat || b->rank() != 2 || a_shape->back() != b->dim(0)) {
-    return lower_with_reference(node, context);  // batched constant B, vector B, ...
+  if (b->dtype() != DataType::kFloat || b->rank() < 2 || a_shape->back() != b->dim(b->rank() - 2)) {
+    return lower_with_reference(node, context);  // vector B, ...
   }
+  // A constant B per matrix (leading dims): read as a tensor, as the attention's B.
+  if (b->rank() > 2) return add_matmul_layer(node, context, *a_shape, b->shape());
   return add_gemm_layer(node, context, *b, false, 1.0f, {});
 }
 

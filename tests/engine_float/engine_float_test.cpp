@@ -116,6 +116,9 @@ TEST(EngineFloatOps, Conv) {
 TEST(EngineFloatOps, Ops) {
   for (const OpCase& op_case : other_cases()) expect_case(op_case);
 }
+TEST(EngineFloatOps, ConstantBMatMul) {
+  for (const OpCase& op_case : constant_b_matmul_cases()) expect_case(op_case);
+}
 TEST(EngineFloatOps, Fallback) {
   for (const OpCase& op_case : fallback_cases()) expect_case(op_case);
 }

@@ -174,6 +174,37 @@ std::vector<OpCase> other_cases() {
   return cases;
 }
 
+// MatMuls with a constant B that has leading dims, and the Einsums lower_einsum makes into them:
+// built by Engine::build (the optimizer runs; the constant B becomes a tensor the layer reads).
+std::vector<OpCase> constant_b_matmul_cases() {
+  std::vector<OpCase> cases;
+  // A constant B per matrix broadcast over A's leading dims (MViT-V2's `bythwc,hkc->bythwk`
+  // relative positions): read in place (N <= 64) and packed per matrix (N = 70), B of lower rank.
+  cases.push_back({"matmul_constant_b_per_h",
+                   model(13, "g (float[N,2,3,4,5,8] a) => (float y)", {weights("w", {1, 1, 1, 4, 8, 7})},
+                         "y = MatMul(a, w)"),
+                   "fp32_matmul"});
+  cases.push_back({"matmul_constant_b_broadcast_packed",
+                   model(13, "g (float[N,2,3,9,8] a) => (float y)", {weights("w", {3, 8, 70})}, "y = MatMul(a, w)"),
+                   "fp32_matmul"});
+  // MViT-V2's relative-position Einsums as exported (lower_einsum's MatMul, a Transpose for w).
+  cases.push_back({"einsum_rel_pos_h",
+                   model(13, "g (float[N,2,3,4,5,8] a) => (float y)", {weights("r", {4, 6, 8})},
+                         "y = Einsum<equation = \"bythwc,hkc->bythwk\">(a, r)"),
+                   "fp32_matmul"});
+  cases.push_back({"einsum_rel_pos_w",
+                   model(13, "g (float[N,2,3,4,5,8] a) => (float y)", {weights("r", {5, 6, 8})},
+                         "y = Einsum<equation = \"bythwc,wkc->bythwk\">(a, r)"),
+                   "fp32_matmul"});
+  // The batch in A's rows (dim rank - 2) against a constant B per matrix (MViT-V2's temporal
+  // relative positions: [T, N * heads * H * W, C] x [T, C, T]).
+  cases.push_back({"matmul_batch_in_rows_constant_b",
+                   model(13, "g (float[N,3,8] x) => (float y)", {weights("w", {3, 8, 5})},
+                         "t = Transpose<perm=[1,0,2]>(x)\nm = MatMul(t, w)\ny = Transpose<perm=[1,0,2]>(m)"),
+                   "fp32_matmul"});
+  return cases;
+}
+
 // Attribute values and forms without a native path go through the reference layer, same numbers.
 std::vector<OpCase> fallback_cases() {
   return {

@@ -20,6 +20,7 @@ std::string model(int opset, const std::string& signature, const std::vector<std
 
 std::vector<OpCase> conv_cases();
 std::vector<OpCase> other_cases();
+std::vector<OpCase> constant_b_matmul_cases();  // Engine::build only (runs the optimizer)
 std::vector<OpCase> fallback_cases();
 
 // One graph (batch dim N) with every native float layer kind.
