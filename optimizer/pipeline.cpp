@@ -14,6 +14,7 @@
 #include "optimizer/passes/fold_expand_into_broadcast.h"
 #include "optimizer/passes/densify_grouped_conv.h"
 #include "optimizer/passes/fold_pad_into_pool.h"
+#include "optimizer/passes/lower_box_scatter.h"
 #include "optimizer/passes/lower_conv3d.h"
 #include "optimizer/passes/lower_pool3d.h"
 #include "optimizer/passes/lower_einsum.h"
@@ -46,6 +47,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline() {
   passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_remove_empty_pads_pass());
   passes.push_back(make_fold_expand_into_broadcast_pass());
+  passes.push_back(make_lower_box_scatter_pass());
   passes.push_back(make_lower_einsum_pass());
   passes.push_back(make_lower_reduce_l2_pass());
   passes.push_back(make_fold_pad_into_pool_pass());
@@ -88,6 +90,7 @@ std::vector<std::unique_ptr<Pass>> make_float_pipeline() {
   passes.push_back(make_evaluate_shape_computations_pass());
   passes.push_back(make_remove_empty_pads_pass());
   passes.push_back(make_fold_expand_into_broadcast_pass());
+  passes.push_back(make_lower_box_scatter_pass());
   passes.push_back(make_lower_einsum_pass());
   passes.push_back(make_lower_reduce_l2_pass());
   passes.push_back(make_fold_pad_into_pool_pass());

@@ -68,7 +68,7 @@ TEST(RemoveFakeQuantization, NotInTheInt8Pipeline) {
   std::vector<std::string> float_only = optimizer::pipeline_pass_names(true);
   EXPECT_EQ(std::count(int8.begin(), int8.end(), "remove_fake_quantization"), 0);
   EXPECT_EQ(float_only, (std::vector<std::string>{"remove_identities", "fold_constants", "evaluate_shape_computations",
-                                                  "remove_empty_pads", "fold_expand_into_broadcast", "lower_einsum",
+                                                  "remove_empty_pads", "fold_expand_into_broadcast", "lower_box_scatter", "lower_einsum",
                                                   "lower_reduce_l2", "fold_pad_into_pool", "lower_spatial_mean", "remove_fake_quantization",
                                                   "slice_gathered_parts", "split_sliced_projection", "merge_transposes",
                                                   "fold_batchnorm", "lower_conv3d", "lower_pool3d", "merge_transpose_reshape", "prune_dead_conv_taps", "fuse_layer_norm",

@@ -80,7 +80,7 @@ for file in "$work"/dump/*.onnx; do
 done
 
 # --fp32: the float pipeline (its own pass names), no Q/DQ and no INT8 layer left.
-expect 0 stdout "Passes run: remove_identities, fold_constants, evaluate_shape_computations, remove_empty_pads, fold_expand_into_broadcast, lower_einsum, lower_reduce_l2, fold_pad_into_pool, lower_spatial_mean, remove_fake_quantization, slice_gathered_parts, split_sliced_projection, merge_transposes, fold_batchnorm, lower_conv3d, lower_pool3d, merge_transpose_reshape, prune_dead_conv_taps, fuse_layer_norm, fuse_float_conv_epilogue" \
+expect 0 stdout "Passes run: remove_identities, fold_constants, evaluate_shape_computations, remove_empty_pads, fold_expand_into_broadcast, lower_box_scatter, lower_einsum, lower_reduce_l2, fold_pad_into_pool, lower_spatial_mean, remove_fake_quantization, slice_gathered_parts, split_sliced_projection, merge_transposes, fold_batchnorm, lower_conv3d, lower_pool3d, merge_transpose_reshape, prune_dead_conv_taps, fuse_layer_norm, fuse_float_conv_epilogue" \
   inspect --onnx="$model" --fp32
 expect 0 stdout "Q/DQ nodes left: 0 QuantizeLinear, 0 DequantizeLinear" inspect --onnx="$model" --fp32
 grep -q "^  INT8: " "$work/stdout" && fail "--fp32 left INT8 layers"
