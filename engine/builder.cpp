@@ -55,9 +55,12 @@ class PlanBuilder final : public BuildContext {
       }
       current_ = &node;
       current_batched_ = false;
+      current_reads_untracked_batch_ = false;
       for (const std::string& input : node.inputs) {
         if (auto it = stored_.find(input); it != stored_.end()) {
-          current_batched_ = current_batched_ || plan_.tensors[static_cast<size_t>(it->second.primary())].batched;
+          const bool batched = plan_.tensors[static_cast<size_t>(it->second.primary())].batched;
+          current_batched_ = current_batched_ || batched;
+          current_reads_untracked_batch_ = current_reads_untracked_batch_ || (batched && untracked_.count(input));
         } else if (batched_inputs_.count(input)) {
           current_batched_ = true;
         }
@@ -222,6 +225,11 @@ class PlanBuilder final : public BuildContext {
     QDQRT_ASSIGN_OR_RETURN(DataType dtype, dtype_of(value));
     if (shape.size() != 4) layout = Layout::kPlain;
     Result<BatchLayout> batch = tracker_.layout_of(value);
+    // Computed from a value labelled batched without the tracker (after a Reshape to a target that
+    // holds the maximum batch), dims that do not change with the batch say nothing: label it alike.
+    if (batch.ok() && !batch->batched && current_reads_untracked_batch_) {
+      batch = invalid_model("'{}' is computed from a value whose batch dim is not tracked", value);
+    }
     if (!batch.ok()) {
       require_max_batch(fmt::format("{}: {}", current_->describe(), batch.status().message()));
       // Only batch max_batch runs, where any labelling the layers accept gives the same result:
@@ -465,6 +473,7 @@ class PlanBuilder final : public BuildContext {
   mutable std::string fixed_batch_reason_;             // EnginePlan::fixed_batch_reason
   const Node* current_ = nullptr;
   bool current_batched_ = false;  // an input of the node being lowered is batched
+  bool current_reads_untracked_batch_ = false;  // ... and labelled so without the tracker (untracked_)
 };
 
 }  // namespace

@@ -213,7 +213,11 @@ Result<std::unique_ptr<Layer>> bind_quantize(const BindContext& context) {
                                      dtype_name(output->dtype)));
   }
   if (input->shape != output->shape || batch_layout_of(*input) != batch_layout_of(*output)) {
-    return context.error("input and output shapes differ");
+    auto described = [](const PlanTensor& t) {
+      return t.batched ? fmt::format("{} (batch on dim {} x{})", shape_to_string(t.shape), t.batch_axis, t.batch_factor)
+                       : shape_to_string(t.shape) + " (no batch)";
+    };
+    return context.error(fmt::format("input {} and output {} differ", described(*input), described(*output)));
   }
   if (to_nhwc ? (input->layout != Layout::kPlain || output->layout != Layout::kNhwc)
               : input->layout != output->layout) {

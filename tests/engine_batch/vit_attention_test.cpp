@@ -234,6 +234,42 @@ g (float[N,2,8] x) => (float[4,16] y)
                  {4, 2, 8}, "cannot make [5, 2, 8] into [4, 16]");
 }
 
+// What a Reshape to a target holding the maximum batch writes is labelled batched on dim 0 without
+// the tracker; a value computed from it has dims that do not change with the batch, which the
+// tracker would call unbatched: it is labelled alike, so the quantized Concat reading both the
+// reshaped rows and a batched input binds (MViT-V2's residual pooling, once its ScatterND is a
+// Concat), runs at the maximum batch and refuses the others.
+TEST(BatchRefusal, ValuesComputedFromAReshapeToTheMaximumBatchAreLabelledAlike) {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,2,3] x, float[N,4] v) => (float[2,10] y)
+<int64[2] target = {2, 6}, float s = {0.05}, int8 z = {0}>
+{
+  r = Reshape(x, target)
+  c = Concat<axis = 1>(r, v)
+  q = QuantizeLinear(c, s, z)
+  y = DequantizeLinear(q, s, z)
+}
+)";
+  const std::string path = per_test_model_path();
+  ASSERT_TRUE(write_text_model(text, {}, 1, path).is_ok());
+  engine::BuildOptions options;
+  options.input_shapes = {{"x", {2, 2, 3}}, {"v", {2, 4}}};
+  auto built = engine::Engine::build_from_file(path, options);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  EXPECT_NE((*built)->plan().fixed_batch_reason.find("cannot make [3, 2, 3] into [2, 6]"), std::string::npos)
+      << (*built)->plan().fixed_batch_reason;
+  TensorMap inputs = {{"x", random_tensor({2, 2, 3}, 5)}, {"v", random_tensor({2, 4}, 6)}};
+  auto context = (*built)->create_context({.threads = 1});
+  auto outputs = run_images(**built, *context, inputs, 0, 2);
+  ASSERT_TRUE(outputs.ok()) << outputs.status().to_string();
+  auto graph = load_onnx_file(path);
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  auto expected = run_reference(*graph, inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  EXPECT_TRUE(bit_equal(outputs->at("y"), expected->at("y")));
+  EXPECT_FALSE(run_images(**built, *context, inputs, 0, 1).ok());
+}
+
 // A shape computed from the batch (folded into a constant [4, 4] at build time) read by a layer
 // that needs its value: right only at the maximum batch.
 // (Expand of such a shape runs at any batch: ClassTokenExpandRunsAtEveryBatch.)
