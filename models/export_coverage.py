@@ -17,7 +17,9 @@ Models (MODELS below; `--list` prints them with their shapes):
 - every torchvision 0.14 classification family: torchvision's constructors, weights=None;
 - video classification (R3D-18, MC3-18, R(2+1)D-18: 3-D convolutions): ci 4 frames of 32x32, full
   16 frames of 112x112; S3D (separable 3-D convolutions, 3-D pools): 16 frames of 224x224 at both
-  tiers (its head pools a 2x7x7 window);
+  tiers (its head pools a 2x7x7 window); MViT-V1-B (a video transformer with pooling attention):
+  16 frames of 224x224 at both tiers (its positional embedding fixes them); MViT-V2-S (relative
+  positions, residual pooling): ci 8 frames of 64x64, full 16 frames of 224x224;
 - segmentation (FCN, DeepLabV3, LR-ASPP): the `out` tensor, aux heads off, no pretrained backbone;
 - SSDlite320-MobileNetV3: backbone + head, their raw outputs (box regression, class logits; no
   anchors, decoding or NMS);
@@ -254,6 +256,29 @@ for _name in ("r3d_18", "mc3_18", "r2plus1d_18"):
 MODELS["s3d"] = (video_classifier("s3d"), {"ci": (3, 16, 224, 224), "full": (3, 16, 224, 224)}, CLS)
 # MViT-V1-B's positional embedding fixes 16 frames of 224x224.
 MODELS["mvit_v1_b"] = (video_classifier("mvit_v1_b"), {"ci": (3, 16, 224, 224), "full": (3, 16, 224, 224)}, CLS)
+
+
+def mvit_v2_s(tier):
+    """MViT-V2-S sizes its relative-position tables by the clip it is built for, which torchvision
+    0.14's constructor fixes at 16 frames of 224x224 (it passes spatial_size and temporal_size to
+    _mvit itself): the ci tier's smaller clip is given to _mvit through a wrapper."""
+    from torchvision.models.video import mvit
+    frames, height, width = MODELS["mvit_v2_s"][1][tier][1:]
+    build_mvit = mvit._mvit
+
+    def sized(**kwargs):
+        kwargs.update(spatial_size=(height, width), temporal_size=frames)
+        return build_mvit(**kwargs)
+    mvit._mvit = sized
+    try:
+        return mvit.mvit_v2_s(weights=None)
+    finally:
+        mvit._mvit = build_mvit
+
+
+# MViT-V2-S (relative positions, residual pooling): ci 8 frames of 64x64 (its last
+# stage's tokens 4x2x2).
+MODELS["mvit_v2_s"] = (mvit_v2_s, {"ci": (3, 8, 64, 64), "full": (3, 16, 224, 224)}, CLS)
 for _name in ("fcn_resnet50", "deeplabv3_resnet50", "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large"):
     MODELS[_name] = (segmentation(_name), {"ci": IMAGE(64), "full": IMAGE(384)}, CLS)
 MODELS["ssdlite320_mobilenet_v3_large"] = (ssdlite, {"ci": IMAGE(64), "full": IMAGE(320)},
