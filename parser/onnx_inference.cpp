@@ -372,6 +372,13 @@ Status check_and_infer(const InferenceRequest& request, std::unordered_map<std::
           constant.add_int64_data(dim.dim_value());
         }
         if (!all_static) continue;
+        // A scalar (the Gather of one dim of a shape) propagates as a one-element value: it stays a
+        // scalar, or the rules that take scalars refuse it (Range of torch's arange(x.shape[2])).
+        auto type = types.find(output);
+        if (type != types.end() && type->second.has_tensor_type() && type->second.tensor_type().has_shape() &&
+            type->second.tensor_type().shape().dim_size() == 0 && value->second.dim_size() == 1) {
+          constant.clear_dims();
+        }
         materialized.push_back(std::move(constant));
         constant_inputs[output] = &materialized.back();
       }

@@ -81,6 +81,26 @@ TEST(OnnxLoader, PropagatesShapeValuesIntoReshape) {
   EXPECT_EQ(dims_to_string(*graph->find_value("Y")->shape), "[BATCH, 20]");
 }
 
+TEST(OnnxLoader, PropagatedScalarShapeValueStaysAScalar) {
+  // torch's arange(x.shape[2]): a scalar Gather of a static shape feeds Range, which takes scalars
+  // only; the propagated value must not become a one-element 1-D constant.
+  auto graph = load_text(R"(<ir_version: 8, opset_import: ["" : 13]>
+agraph (float[2, 3, 5] X) => (int64[5] Y)
+{
+  S = Shape(X)
+  I = Constant <value = int64 {2}> ()
+  N = Gather <axis = 0> (S, I)
+  C = Cast <to = 7> (N)
+  Z = Constant <value = int64 {0}> ()
+  O = Constant <value = int64 {1}> ()
+  Y = Range(Z, C, O)
+}
+)",
+                         fuzz_options());
+  ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+  EXPECT_EQ(dims_to_string(*graph->find_value("Y")->shape), "[5]");
+}
+
 TEST(OnnxLoader, SortsNodesListedOutOfOrder) {
   onnx::ModelProto model = parse_model(R"(
 <ir_version: 8, opset_import: ["" : 13]>
