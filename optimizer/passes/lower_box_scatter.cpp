@@ -1,5 +1,8 @@
 #include "optimizer/passes/lower_box_scatter.h"
 
+#include <algorithm>
+#include <map>
+
 #include <fmt/format.h>
 
 #include "core/attribute_values.h"
@@ -208,6 +211,71 @@ std::optional<Box> select(const Graph& graph, const PassContext& context, const 
   return box;
 }
 
+// Whether an Expand's output has its input's static shape (torch expands index_put's values to
+// the indices' shape, which they have already).
+bool same_shape_expand(const Graph& graph, const Node& node) {
+  if (node.op_type != "Expand") return false;
+  const ValueInfo* in = graph.find_value(node.input(0));
+  const ValueInfo* out = graph.find_value(node.outputs[0]);
+  if (in == nullptr || out == nullptr) return false;
+  const std::optional<Shape> in_shape = in->static_shape(), out_shape = out->static_shape();
+  return in_shape && out_shape && *in_shape == *out_shape;
+}
+
+// The value `value` is a row-major view of: followed up through Reshape, Flatten, Squeeze,
+// Unsqueeze, Identity and an Expand to the same shape (each keeps the values in order), so two
+// views of one value with equal shapes hold the same values.
+std::string row_major_source(const Graph& graph, const ValueIndex& index, std::string value) {
+  for (int hops = 0; hops < 64; ++hops) {
+    const int at = index.producer(value);
+    if (at < 0) break;
+    const Node& node = graph.nodes[static_cast<size_t>(at)];
+    if (!node.domain.empty() || node.inputs.empty() || node.outputs.size() != 1) break;
+    const bool view = node.op_type == "Reshape" || node.op_type == "Flatten" || node.op_type == "Squeeze" ||
+                      node.op_type == "Unsqueeze" || node.op_type == "Identity" || same_shape_expand(graph, node);
+    if (!view) break;
+    value = node.input(0);
+  }
+  return value;
+}
+
+// What a lowered ScatterND wrote: its box over every axis of the data (indices of k axes write
+// the trailing ones whole) and the value its updates view.
+struct Written {
+  Shape data_shape;
+  std::vector<int64_t> offset, extent;
+  std::string updates_source;
+
+  Written(const Box& box, std::string source)
+      : data_shape(box.data_shape), offset(box.offset), extent(box.extent), updates_source(std::move(source)) {
+    for (size_t axis = box.offset.size(); axis < data_shape.size(); ++axis) {
+      offset.push_back(0);
+      extent.push_back(data_shape[axis]);
+    }
+  }
+  bool operator==(const Written& other) const {
+    return data_shape == other.data_shape && offset == other.offset && extent == other.extent &&
+           updates_source == other.updates_source;
+  }
+};
+
+// The ScatterND writes what the lowered one that made its data wrote there already (torch exports
+// `x[box] += u` as two ScatterND, the second writing the first's updates again): its output is its
+// data.
+Status drop_repeated_write(Graph& graph, const Box& box) {
+  const Node scatter = graph.nodes[static_cast<size_t>(box.node)];
+  const bool graph_output = std::any_of(graph.outputs.begin(), graph.outputs.end(),
+                                        [&](const std::string& output) { return output == scatter.outputs[0]; });
+  if (graph_output) {
+    QDQRT_ASSIGN_OR_RETURN(graph.nodes[static_cast<size_t>(box.node)],
+                           make_onnx_node(scatter, "Identity", scatter.name, {scatter.input(0)}, scatter.outputs[0]));
+    return Status::ok();
+  }
+  replace_uses(graph, scatter.outputs[0], scatter.input(0));
+  graph.nodes.erase(graph.nodes.begin() + box.node);
+  return Status::ok();
+}
+
 Status rewrite(Graph& graph, const Box& box) {
   const Node scatter = graph.nodes[static_cast<size_t>(box.node)];
   const std::string& data = scatter.input(0);
@@ -284,15 +352,27 @@ class LowerBoxScatterPass : public Pass {
   Status run(Graph& graph, PassContext& context) override {
     bool changed = false;
     std::optional<ValueIndex> index;
+    std::map<std::string, Written> written;  // by the output of each lowered ScatterND
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
       if (!index) index.emplace(graph);
       std::optional<Box> box = select(graph, context, *index, static_cast<int>(i));
       if (!box) continue;
+      const Node& scatter = graph.nodes[i];
+      Written write(*box, row_major_source(graph, *index, scatter.input(2)));
       index.reset();  // the rewrite moves the nodes
+      changed = true;
+      const auto earlier = written.find(scatter.input(0));
+      if (earlier != written.end() && earlier->second == write) {
+        const size_t before = graph.nodes.size();
+        QDQRT_RETURN_IF_ERROR(drop_repeated_write(graph, *box));
+        if (graph.nodes.size() < before) --i;  // the next node moved to i
+        continue;
+      }
+      const std::string output = scatter.outputs[0];
       const size_t before = graph.nodes.size();
       QDQRT_RETURN_IF_ERROR(rewrite(graph, *box));
+      written.insert_or_assign(output, std::move(write));
       i += graph.nodes.size() - before;  // past the nodes that replaced it
-      changed = true;
     }
     if (changed) remove_unused(graph);
     return Status::ok();

@@ -2,6 +2,8 @@
 // around the box and Concats (same values, bit for bit); torch's meshgrid indices over a dynamic
 // batch fire once the shapes are evaluated. Must not fire: a reduction, indices that are not a box
 // in order, runtime indices, a box over part of a dynamic dim, and file indices over a dynamic dim.
+// A second ScatterND writing the first's updates (a view of them) into the same box of its output
+// (torch's `x[box] += u`) is dropped; one writing other values or another box is lowered too.
 #include <string>
 
 #include <fmt/format.h>
@@ -154,6 +156,76 @@ TEST(LowerBoxScatter, TorchMeshgridOverADynamicBatch) {
   EXPECT_EQ(count_ops(rewritten, "ScatterND"), 0) << op_sequence(rewritten);
   EXPECT_EQ(count_ops(rewritten, "Concat"), 2) << op_sequence(rewritten);
   expect_same_outputs(graph, rewritten, random_inputs(graph, 7), 0.0, 0.0);
+}
+
+// torch's `x[1:3, 1:] += u0 + 1` in a file: the add's result written by one ScatterND, then by a
+// second over its output (`second_indices`, `second_updates`: what that one writes) into `second`,
+// read by `tail` (none when `second` is the graph output y).
+std::string repeated_write_model(const std::string& second_indices, const std::string& second_updates,
+                                 const std::string& tail, const std::string& second = "second") {
+  return fmt::format(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[4,5] x, float[2,4] u0) => (float[4,5] y)
+<{}, {}, float one = {{1}}, float two = {{2}}, int64[1] flat = {{8}}, int64[2] back = {{2, 4}}>
+{{
+  u = Add(u0, one)
+  w = Add(u0, two)
+  first = ScatterND(x, idx, u)
+  same = Expand(u, back)
+  view = Reshape(same, flat)
+  again = Reshape(view, back)
+  {} = ScatterND(first, idx2, {})
+  {}
+}})",
+                     box_indices("idx", {1, 1}, {2, 4}), second_indices, second, second_updates, tail);
+}
+
+TEST(LowerBoxScatter, ARepeatedWriteOfTheSameValuesIsDropped) {
+  for (const char* second : {"second", "y"}) {  // read by a node; the graph output
+    SCOPED_TRACE(second);
+    const std::string tail = std::string(second) == "y" ? "" : "y = Relu(second)";
+    Graph graph = parse_graph(repeated_write_model(box_indices("idx2", {1, 1}, {2, 4}), "again", tail, second));
+    Graph rewritten = run_passes(graph, kPasses);
+    EXPECT_EQ(count_ops(rewritten, "ScatterND"), 0) << op_sequence(rewritten);
+    EXPECT_EQ(count_ops(rewritten, "Concat"), 2) << op_sequence(rewritten);  // one box write: two axes
+    expect_same_outputs(graph, rewritten, random_inputs(graph, 9), 0.0, 0.0);
+  }
+}
+
+// torch writes `x[:, 1:3] += u` once with indices over both axes and once over the first two only.
+TEST(LowerBoxScatter, ARepeatedWriteWithIndicesOverFewerAxesIsDropped) {
+  Graph graph = parse_graph(fmt::format(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[2,4,3] x, float[2,2,3] u0) => (float[2,4,3] y)
+<{}, {}, float one = {{1}}>
+{{
+  u = Add(u0, one)
+  first = ScatterND(x, idx, u)
+  second = ScatterND(first, idx2, u)
+  y = Relu(second)
+}})",
+                                        box_indices("idx", {0, 1, 0}, {2, 2, 3}), box_indices("idx2", {0, 1}, {2, 2})));
+  Graph rewritten = run_passes(graph, kPasses);
+  EXPECT_EQ(count_ops(rewritten, "ScatterND"), 0) << op_sequence(rewritten);
+  EXPECT_EQ(count_ops(rewritten, "Concat"), 1) << op_sequence(rewritten);
+  expect_same_outputs(graph, rewritten, random_inputs(graph, 9), 0.0, 0.0);
+}
+
+TEST(LowerBoxScatter, AWriteOfOtherValuesOrAnotherBoxIsKept) {
+  struct Case {
+    const char* what;
+    std::string indices, updates;
+  };
+  const Case cases[] = {
+      {"other values", box_indices("idx2", {1, 1}, {2, 4}), "w"},
+      {"another box", box_indices("idx2", {2, 1}, {2, 4}), "again"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Graph graph = parse_graph(repeated_write_model(c.indices, c.updates, "y = Relu(second)"));
+    Graph rewritten = run_passes(graph, kPasses);
+    EXPECT_EQ(count_ops(rewritten, "ScatterND"), 0) << op_sequence(rewritten);
+    EXPECT_EQ(count_ops(rewritten, "Concat"), 4) << op_sequence(rewritten);  // both box writes
+    expect_same_outputs(graph, rewritten, random_inputs(graph, 9), 0.0, 0.0);
+  }
 }
 
 TEST(LowerBoxScatter, MustNotFire) {
