@@ -1,6 +1,5 @@
 #include "optimizer/passes/lower_box_scatter.h"
 
-#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -261,11 +260,9 @@ struct Written {
 
 // The ScatterND writes what the lowered one that made its data wrote there already (torch exports
 // `x[box] += u` as two ScatterND, the second writing the first's updates again): its output is its
-// data.
-Status drop_repeated_write(Graph& graph, const Box& box) {
+// data (an Identity when its output is a graph output).
+Status drop_repeated_write(Graph& graph, const Box& box, bool graph_output) {
   const Node scatter = graph.nodes[static_cast<size_t>(box.node)];
-  const bool graph_output = std::any_of(graph.outputs.begin(), graph.outputs.end(),
-                                        [&](const std::string& output) { return output == scatter.outputs[0]; });
   if (graph_output) {
     QDQRT_ASSIGN_OR_RETURN(graph.nodes[static_cast<size_t>(box.node)],
                            make_onnx_node(scatter, "Identity", scatter.name, {scatter.input(0)}, scatter.outputs[0]));
@@ -359,12 +356,13 @@ class LowerBoxScatterPass : public Pass {
       if (!box) continue;
       const Node& scatter = graph.nodes[i];
       Written write(*box, row_major_source(graph, *index, scatter.input(2)));
+      const bool graph_output = index->is_graph_output(scatter.outputs[0]);
       index.reset();  // the rewrite moves the nodes
       changed = true;
       const auto earlier = written.find(scatter.input(0));
       if (earlier != written.end() && earlier->second == write) {
         const size_t before = graph.nodes.size();
-        QDQRT_RETURN_IF_ERROR(drop_repeated_write(graph, *box));
+        QDQRT_RETURN_IF_ERROR(drop_repeated_write(graph, *box, graph_output));
         if (graph.nodes.size() < before) --i;  // the next node moved to i
         continue;
       }
